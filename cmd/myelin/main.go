@@ -1,0 +1,68 @@
+// Command myelin is the command-line host of the myelin agent runtime. It is
+// thin: it parses flags, assembles the tool set from the library packages and
+// prints what they return, byte for byte. It must not convert results or
+// reach files itself; packages result, tool, workspace and shell do that.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+)
+
+// Exit statuses of every command.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed, or a tool call gave an error result
+	exitUsage = 2 // the command line was wrong
+)
+
+const usage = `myelin runs LLM agents whose tool results reach the model intact, bounded
+and cache-stable.
+
+Usage:
+  myelin tool list [--workspace DIR] [--allow-shell]
+  myelin tool call NAME ARGS_JSON [--workspace DIR] [--allow-shell]
+                   [--inline-cap N] [--call-id ID] [--json]
+  myelin version
+  myelin help
+
+Run "myelin COMMAND --help" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole CLI, for main and for tests.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "version", "--version":
+		fmt.Fprintln(stdout, "myelin", version())
+		return exitOK
+	case "tool":
+		return toolCommand(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "myelin: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

@@ -1,0 +1,5 @@
+module myelin
+
+go 1.26
+
+require github.com/google/jsonschema-go v0.4.3

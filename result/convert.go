@@ -1,0 +1,330 @@
+package result
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+)
+
+// converted is a result's full text before the cap: the output of the one
+// conversion, which Round then bounds.
+type converted struct {
+	text       string
+	isError    bool
+	endTurn    bool
+	images     []Image
+	structured json.RawMessage
+	files      []string
+}
+
+// Image is an image that goes natively on the wire. Its placeholder,
+// `[image: <mime>, <size>]`, stands in the text where the block was.
+type Image struct {
+	MIMEType string
+	Data     []byte
+}
+
+// converter turns one result into text. label names the files its payloads
+// are saved to (label-1.png, label-2.wav, ...).
+type converter struct {
+	store Store
+	label string
+	n     int // payloads saved so far, for their names
+	out   converted
+	lost  []string // payloads that could not be saved
+}
+
+func convert(r Result, store Store, label string) converted {
+	c := &converter{store: store, label: label}
+	c.out.isError = r.IsError
+	c.out.endTurn = r.EndTurn
+	if r.Structured != nil {
+		raw, err := encodeJSON(r.Structured)
+		if err != nil {
+			return converted{text: "the tool's structured content could not be encoded as JSON: " + err.Error(), isError: true, endTurn: r.EndTurn}
+		}
+		c.out.structured = raw
+	}
+	text, err := c.data(r.Data)
+	if err != nil {
+		return converted{text: err.Error(), isError: true, endTurn: r.EndTurn, files: c.out.files}
+	}
+	if len(c.lost) > 0 {
+		msg := "part of this result was lost: " + strings.Join(c.lost, "; ")
+		if text != "" {
+			msg += "\nwhat could be kept:\n" + text
+		}
+		return converted{text: msg, isError: true, endTurn: r.EndTurn, files: c.out.files, structured: c.out.structured}
+	}
+	if text == "" && c.out.structured != nil && noTextOfItsOwn(r.Data) {
+		text = string(c.out.structured)
+	}
+	c.out.text = text
+	return c.out
+}
+
+// noTextOfItsOwn reports whether data holds nothing the model could read, so
+// that structured content stands in for it.
+func noTextOfItsOwn(data any) bool {
+	switch d := data.(type) {
+	case nil:
+		return true
+	case []Block:
+		return len(d) == 0
+	case string:
+		return d == ""
+	}
+	return false
+}
+
+// data converts Result.Data. An error return is an error result whose text
+// is the error's message.
+func (c *converter) data(data any) (string, error) {
+	switch d := data.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return c.str(d), nil
+	case []byte:
+		return c.str(string(d)), nil
+	case error:
+		c.out.isError = true
+		return c.str(d.Error()), nil
+	case []Block:
+		return c.blocks(d), nil
+	case Block:
+		return c.blocks([]Block{d}), nil
+	case Result, *Result:
+		return "", fmt.Errorf("a tool returned a Result inside a Result's Data (%T); return the Result itself", d)
+	}
+	raw, err := encodeJSON(data)
+	if err != nil {
+		return "", fmt.Errorf("the tool's result (%s) could not be encoded as JSON: %v", typeName(data), err)
+	}
+	return string(raw), nil
+}
+
+func typeName(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	return reflect.TypeOf(v).String()
+}
+
+// str is SPEC §2's string rule: the string itself when it is plain text,
+// made well formed when it has a few bad bytes, and saved as a file with a
+// stub in its place when it is not text at all.
+func (c *converter) str(s string) string {
+	if isPlainText(s) {
+		return s
+	}
+	if strings.IndexByte(s, 0) < 0 {
+		fixed, bad := repair(s)
+		if !isBinary(len(s), bad) {
+			return fixed
+		}
+	}
+	mime := sniff(s)
+	return c.save("binary", mime, s)
+}
+
+// isBinary is the line between text with a few bad bytes, shown with U+FFFD,
+// and output that is not text: more than 30% of its bytes ill formed.
+func isBinary(size, bad int) bool { return bad*10 > size*3 }
+
+// save writes a payload to the store and returns its stub; a payload that
+// cannot be saved is recorded as lost, which makes the result an error.
+func (c *converter) save(kind, mime, data string) string {
+	c.n++
+	mime = stubField(mime)
+	if mime == "" {
+		mime = "application/octet-stream"
+	}
+	name := fmt.Sprintf("%s-%d%s", c.label, c.n, extension(mime))
+	store := c.store
+	var path string
+	err := ErrNoWorkspace
+	if store != nil {
+		path, err = store.Save(name, data)
+	}
+	if err != nil {
+		c.lost = append(c.lost, fmt.Sprintf("%s (%s, %d bytes) could not be saved to the workspace: %v", kind, mime, len(data), err))
+		return fmt.Sprintf("[%s: %s, %d bytes, not saved]", kind, mime, len(data))
+	}
+	c.out.files = append(c.out.files, path)
+	return fmt.Sprintf("[%s: %s, %d bytes, saved to workspace file %s]", kind, mime, len(data), path)
+}
+
+func (c *converter) blocks(bs []Block) string {
+	parts := make([]string, 0, len(bs))
+	for _, b := range bs {
+		parts = append(parts, c.block(b))
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (c *converter) block(b Block) string {
+	switch b := b.(type) {
+	case TextBlock:
+		return c.str(b.Text)
+	case *TextBlock:
+		return c.str(b.Text)
+	case ImageBlock:
+		return c.image(b)
+	case *ImageBlock:
+		return c.image(*b)
+	case AudioBlock:
+		return c.save("audio", b.MIMEType, string(b.Data))
+	case *AudioBlock:
+		return c.save("audio", b.MIMEType, string(b.Data))
+	case ResourceBlock:
+		return c.resource(b)
+	case *ResourceBlock:
+		return c.resource(*b)
+	case ResourceLinkBlock:
+		return fmt.Sprintf("[resource link %q: %s; not fetched]", stubField(b.Name), stubField(b.URI))
+	case *ResourceLinkBlock:
+		return fmt.Sprintf("[resource link %q: %s; not fetched]", stubField(b.Name), stubField(b.URI))
+	case UnknownBlock:
+		return c.unknown(b.Raw)
+	case *UnknownBlock:
+		return c.unknown(b.Raw)
+	}
+	return c.unknown(nil)
+}
+
+func (c *converter) image(b ImageBlock) string {
+	mime := stubField(b.MIMEType)
+	if mime == "" {
+		mime = sniff(string(b.Data))
+	}
+	c.out.images = append(c.out.images, Image{MIMEType: mime, Data: b.Data})
+	return fmt.Sprintf("[image: %s, %d bytes]", mime, len(b.Data))
+}
+
+func (c *converter) resource(b ResourceBlock) string {
+	if b.Blob != nil {
+		return c.save("resource "+stubField(b.URI), b.MIMEType, string(b.Blob))
+	}
+	mime := stubField(b.MIMEType)
+	if mime == "" {
+		mime = "text/plain"
+	}
+	return fmt.Sprintf("[resource %s, %s]\n%s", stubField(b.URI), mime, c.str(b.Text))
+}
+
+func (c *converter) unknown(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if len(raw) == 0 || json.Compact(&buf, raw) != nil {
+		return `{"type":"unknown"}`
+	}
+	return WellFormed(buf.String())
+}
+
+// stubField bounds a field that a server chose (a MIME type, a URI, a name)
+// before it goes into a stub: well formed, on one line, at most 200
+// characters.
+func stubField(s string) string {
+	s = WellFormed(s)
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	if utf8.RuneCountInString(s) <= stubFieldMax {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == stubFieldMax-1 {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
+}
+
+const stubFieldMax = 200
+
+// encodeJSON is the deterministic compact JSON of SPEC §2: map keys sorted
+// (encoding/json sorts them), `<`, `>` and `&` as themselves, no trailing
+// newline. A json.RawMessage is compacted, and must be valid.
+func encodeJSON(v any) (json.RawMessage, error) {
+	if raw, ok := v.(json.RawMessage); ok {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, fmt.Errorf("not valid JSON: %v", err)
+		}
+		return buf.Bytes(), nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// sniff names the type of a binary payload from its first bytes, for its stub
+// and its file's extension.
+func sniff(s string) string {
+	for _, m := range magic {
+		if strings.HasPrefix(s, m.prefix) {
+			return m.mime
+		}
+	}
+	return "application/octet-stream"
+}
+
+var magic = []struct{ prefix, mime string }{
+	{"\x89PNG\r\n\x1a\n", "image/png"},
+	{"\xff\xd8\xff", "image/jpeg"},
+	{"GIF8", "image/gif"},
+	{"%PDF-", "application/pdf"},
+	{"\x1f\x8b", "application/gzip"},
+	{"PK\x03\x04", "application/zip"},
+	{"\x7fELF", "application/x-executable"},
+	{"RIFF", "audio/wav"},
+}
+
+// extension is the file name ending for a payload of the given MIME type.
+func extension(mime string) string {
+	if i := strings.IndexByte(mime, ';'); i >= 0 {
+		mime = mime[:i]
+	}
+	switch strings.TrimSpace(strings.ToLower(mime)) {
+	case "image/png":
+		return ".png"
+	case "image/jpeg", "image/jpg":
+		return ".jpg"
+	case "image/gif":
+		return ".gif"
+	case "image/webp":
+		return ".webp"
+	case "audio/wav", "audio/x-wav", "audio/wave":
+		return ".wav"
+	case "audio/mpeg", "audio/mp3":
+		return ".mp3"
+	case "audio/ogg":
+		return ".ogg"
+	case "application/pdf":
+		return ".pdf"
+	case "application/gzip":
+		return ".gz"
+	case "application/zip":
+		return ".zip"
+	case "application/json":
+		return ".json"
+	case "text/plain":
+		return ".txt"
+	}
+	return ".bin"
+}

@@ -1,0 +1,179 @@
+package result
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// FromMCP reads an MCP `tools/call` result (its JSON: content,
+// structuredContent, isError) into a Result, the same way a tool's own
+// content blocks are read (SPEC §4). It is a pure function over the data: it
+// opens no session and saves nothing; [Round] does the saving.
+//
+// Text fields are taken byte for byte from the JSON, escapes decoded, so that
+// invalid UTF-8 and surrogates reach the one conversion as the server sent
+// them rather than pre-mangled by a JSON decoder. A block of a type it does
+// not know becomes an [UnknownBlock]; a payload that is not valid base64 makes
+// the result an error naming that block. It fails only when raw is not an
+// MCP result at all.
+func FromMCP(raw []byte) (Result, error) {
+	var msg struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		return Result{}, fmt.Errorf("reading an MCP tool result: %v", err)
+	}
+	r := Result{IsError: msg.IsError}
+	if len(msg.StructuredContent) > 0 {
+		r.Structured = msg.StructuredContent
+	}
+	blocks := make([]Block, 0, len(msg.Content))
+	for i, rawBlock := range msg.Content {
+		b, err := mcpBlock(rawBlock)
+		if err != nil {
+			r.IsError = true
+			b = TextBlock{Text: fmt.Sprintf("[content block %d: %v]", i+1, err)}
+		}
+		blocks = append(blocks, b)
+	}
+	if len(blocks) > 0 {
+		r.Data = blocks
+	}
+	return r, nil
+}
+
+func mcpBlock(raw json.RawMessage) (Block, error) {
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return UnknownBlock{Raw: raw}, nil
+	}
+	switch jsonString(f["type"]) {
+	case "text":
+		return TextBlock{Text: jsonString(f["text"])}, nil
+	case "image", "audio":
+		mime := jsonString(f["mimeType"])
+		data, err := base64Field(f["data"])
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s) data is not valid base64, so it was lost: %v", jsonString(f["type"]), stubField(mime), err)
+		}
+		if jsonString(f["type"]) == "image" {
+			return ImageBlock{MIMEType: mime, Data: data}, nil
+		}
+		return AudioBlock{MIMEType: mime, Data: data}, nil
+	case "resource":
+		var res map[string]json.RawMessage
+		if err := json.Unmarshal(f["resource"], &res); err != nil {
+			return UnknownBlock{Raw: raw}, nil
+		}
+		b := ResourceBlock{URI: jsonString(res["uri"]), MIMEType: jsonString(res["mimeType"])}
+		if blob, ok := res["blob"]; ok {
+			data, err := base64Field(blob)
+			if err != nil {
+				return nil, fmt.Errorf("resource %s (%s) blob is not valid base64, so it was lost: %v", stubField(b.URI), stubField(b.MIMEType), err)
+			}
+			b.Blob = data
+			return b, nil
+		}
+		b.Text = jsonString(res["text"])
+		return b, nil
+	case "resource_link":
+		return ResourceLinkBlock{URI: jsonString(f["uri"]), Name: jsonString(f["name"]), MIMEType: jsonString(f["mimeType"])}, nil
+	}
+	return UnknownBlock{Raw: raw}, nil
+}
+
+func base64Field(raw json.RawMessage) ([]byte, error) {
+	s := jsonString(raw)
+	if data, err := base64.StdEncoding.DecodeString(s); err == nil {
+		return data, nil
+	}
+	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+}
+
+// jsonString decodes a JSON string without touching the bytes between its
+// escapes: invalid UTF-8 stays as sent, for the one conversion to repair. An
+// escaped surrogate pair is the character it encodes and a lone escaped
+// surrogate is U+FFFD (SPEC §3). Anything but a JSON string is "".
+func jsonString(raw json.RawMessage) string {
+	s := strings.TrimSpace(string(raw))
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return ""
+	}
+	s = s[1 : len(s)-1]
+	if strings.IndexByte(s, '\\') < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'u':
+			r, n := escapedRune(s[i+1:])
+			b.WriteRune(r)
+			i += n
+		default: // \" \\ \/ and anything else: the character itself
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// escapedRune reads the hex digits after `\u` (and a following `\uXXXX` when
+// they are a high surrogate) and returns the rune and how many bytes it read.
+func escapedRune(s string) (rune, int) {
+	hi, ok := hex4(s)
+	if !ok {
+		return utf8.RuneError, 0
+	}
+	if !utf16.IsSurrogate(hi) {
+		return hi, 4
+	}
+	if hi < 0xDC00 && len(s) >= 10 && s[4] == '\\' && s[5] == 'u' {
+		if lo, ok := hex4(s[6:]); ok && lo >= 0xDC00 && lo < 0xE000 {
+			return utf16.DecodeRune(hi, lo), 10
+		}
+	}
+	return utf8.RuneError, 4
+}
+
+func hex4(s string) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[:4]) {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}

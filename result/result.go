@@ -1,0 +1,121 @@
+// Package result owns the one conversion of a tool result into text (SPEC
+// §1–§6): what the model reads, what history stores, what a spill file holds
+// and what a script or the API gets all come from [Round] (or [One], a round
+// of one call).
+//
+// It defines the result model ([Result] and the [Block] union), reads
+// MCP-shaped results ([FromMCP]), makes text well formed, encodes other values
+// as deterministic compact JSON, applies the inline cap and the round bound,
+// and writes spill files and binary payloads through a [Store].
+//
+// It must not do I/O of its own (files go through the Store it is given), know
+// about providers, tools or MCP sessions, or let any other package convert a
+// result: a consumer takes the [Text] it returns and never re-encodes it.
+package result
+
+import (
+	"encoding/json"
+	"errors"
+)
+
+// Result is what one tool call returns.
+//
+// The zero value is a success with nothing in it, whose text is empty.
+type Result struct {
+	// Data is what the tool returned: a string (or []byte), a []Block, or any
+	// other value, which becomes compact JSON. nil means nothing. An error
+	// value makes the result an error with the error's text.
+	Data any
+
+	// Structured is structured content for programs (scripts, the API). It is
+	// kept by presence: nil means none, and json.RawMessage("null") is a
+	// present null. The model reads it, as JSON, only when Data holds no text
+	// of its own.
+	Structured any
+
+	// IsError flags the result as an error; its text is the error text.
+	IsError bool
+
+	// EndTurn asks the agent to end its turn after this round.
+	EndTurn bool
+}
+
+// Error returns an error result whose text is msg.
+func Error(msg string) Result { return Result{Data: msg, IsError: true} }
+
+// FromError returns the error result for err, or a success holding data when
+// err is nil. It is how a handler's (value, error) pair becomes a Result.
+func FromError(data any, err error) Result {
+	if err != nil {
+		return Error(err.Error())
+	}
+	if r, ok := data.(Result); ok {
+		return r
+	}
+	if r, ok := data.(*Result); ok && r != nil {
+		return *r
+	}
+	return Result{Data: data}
+}
+
+// Block is one content block, the MCP shapes: [TextBlock], [ImageBlock],
+// [AudioBlock], [ResourceBlock], [ResourceLinkBlock] and [UnknownBlock].
+// The set is closed; a block of another kind can only be an UnknownBlock.
+type Block interface{ isBlock() }
+
+// TextBlock is text, read verbatim (made well formed).
+type TextBlock struct{ Text string }
+
+// ImageBlock is an image with its bytes. It goes natively on the wire and as
+// a placeholder in history; its bytes never become base64 text.
+type ImageBlock struct {
+	MIMEType string
+	Data     []byte
+}
+
+// AudioBlock is audio with its bytes; they are saved as a workspace file.
+type AudioBlock struct {
+	MIMEType string
+	Data     []byte
+}
+
+// ResourceBlock is an embedded resource: text (Blob nil) or binary (Blob set,
+// saved as a workspace file).
+type ResourceBlock struct {
+	URI      string
+	MIMEType string
+	Text     string
+	Blob     []byte
+}
+
+// ResourceLinkBlock points at a resource that was not fetched.
+type ResourceLinkBlock struct {
+	URI      string
+	Name     string
+	MIMEType string
+}
+
+// UnknownBlock is a block of a type this package does not know. It reaches
+// the model as its compact JSON.
+type UnknownBlock struct{ Raw json.RawMessage }
+
+func (TextBlock) isBlock()         {}
+func (ImageBlock) isBlock()        {}
+func (AudioBlock) isBlock()        {}
+func (ResourceBlock) isBlock()     {}
+func (ResourceLinkBlock) isBlock() {}
+func (UnknownBlock) isBlock()      {}
+
+// Store is where a result's files go: spill files and binary payloads, under
+// .myelin/tool-results/ in the workspace. It is defined here, where it is
+// used; the workspace implements it.
+type Store interface {
+	// Save writes data to a new file named name under .myelin/tool-results/
+	// and returns its workspace-relative path. It never overwrites: when the
+	// name is taken it picks another (name-2.ext, name-3.ext, ...).
+	Save(name string, data string) (path string, err error)
+}
+
+// ErrNoWorkspace is what a nil Store reports: there is no writable
+// workspace to save to.
+var ErrNoWorkspace = errors.New("no writable workspace")

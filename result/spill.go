@@ -1,0 +1,156 @@
+package result
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// piece is one result's full text and the cap it must fit.
+type piece struct {
+	text  string
+	chars int
+	cap   int
+	label string
+}
+
+func newPiece(text string, cap int, label string) piece {
+	return piece{text: text, chars: utf8.RuneCountInString(text), cap: cap, label: label}
+}
+
+// shown is how many characters of the piece go into the conversation.
+func (p *piece) shown() int { return min(p.chars, p.cap) }
+
+// spilled is a text over its cap, written whole to a workspace file (or not,
+// and why).
+type spilled struct {
+	text  string
+	chars int
+	lines int
+	path  string // "" when not kept
+	err   error  // why it was not kept
+}
+
+// spill writes the whole text to `<label>.txt` under .myelin/tool-results/.
+func (p *piece) spill(store Store) spilled {
+	sp := spilled{text: p.text, chars: p.chars, lines: countLines(p.text)}
+	if store == nil {
+		sp.err = ErrNoWorkspace
+		return sp
+	}
+	sp.path, sp.err = store.Save(p.label+".txt", p.text)
+	if sp.err != nil {
+		sp.path = ""
+	}
+	return sp
+}
+
+// countLines counts lines as an editor does: a last line without a line end
+// counts, an empty text has none.
+func countLines(s string) int {
+	n := strings.Count(s, "\n")
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
+}
+
+// head is the head of the text followed by its notice, together at most cap
+// characters. The head is cut at the last line end before its budget when
+// that keeps at least 80% of the budget, else at the budget (never between a
+// CR and its LF).
+func (sp spilled) head(cap int) string {
+	// The notice's length with the largest numbers it can hold bounds the
+	// real one, which is never longer.
+	worst := max(
+		utf8.RuneCountInString(sp.notice(sp.chars, sp.lines, sp.lines+1, true, false)),
+		utf8.RuneCountInString(sp.notice(sp.chars, sp.lines, sp.lines+1, false, true)))
+	budget := max(0, cap-worst-1) // -1 for the line end before the notice
+	cut := byteOffset(sp.text, budget)
+	byLine := false
+	if nl := strings.LastIndexByte(sp.text[:cut], '\n'); nl >= 0 {
+		if utf8.RuneCountInString(sp.text[:nl+1])*5 >= budget*4 {
+			cut, byLine = nl+1, true
+		}
+	}
+	if !byLine && cut > 0 && cut < len(sp.text) && sp.text[cut-1] == '\r' && sp.text[cut] == '\n' {
+		cut--
+	}
+	h := sp.text[:cut]
+	shownLines := strings.Count(h, "\n")
+	partial := !byLine && h != "" && !strings.HasSuffix(h, "\n")
+	if partial {
+		shownLines++
+	}
+	sep := ""
+	if h != "" && !strings.HasSuffix(h, "\n") {
+		sep = "\n"
+	}
+	return h + sep + sp.notice(utf8.RuneCountInString(h), shownLines, shownLines+1, byLine, partial)
+}
+
+// notice is the one notice after a cut head: what is shown, where the whole
+// is, the ready call for the next page and the grep hint; or, when the text
+// could not be kept, that and why. The head puts it on a line of its own.
+func (sp spilled) notice(shownChars, shownLines, nextLine int, byLine, partial bool) string {
+	var b strings.Builder
+	b.WriteString("[myelin: this result is ")
+	fmt.Fprintf(&b, "%d characters in %d lines; shown above are the first %d characters", sp.chars, sp.lines, shownChars)
+	switch {
+	case shownLines == 0:
+	case partial:
+		fmt.Fprintf(&b, ": lines 1-%d, the last in part", shownLines)
+	default:
+		fmt.Fprintf(&b, ": lines 1-%d", shownLines)
+	}
+	if sp.path == "" {
+		if sp.err == ErrNoWorkspace || sp.err == nil {
+			b.WriteString(". The rest was not kept: there is no writable workspace to save it in.]")
+		} else {
+			fmt.Fprintf(&b, ". The rest was not kept: it could not be written to the workspace (%s).]", stubField(sp.err.Error()))
+		}
+		return b.String()
+	}
+	fmt.Fprintf(&b, ". The whole result is in the workspace file %s.\nRead on: workspace--read ", sp.path)
+	if byLine {
+		b.Write(mustJSON(struct {
+			Path   string `json:"path"`
+			Offset int    `json:"offset"`
+		}{sp.path, nextLine}))
+	} else {
+		b.Write(mustJSON(struct {
+			Path        string `json:"path"`
+			OffsetChars int    `json:"offsetChars"`
+		}{sp.path, shownChars}))
+	}
+	b.WriteString("\nSearch it: workspace--grep ")
+	b.Write(mustJSON(struct {
+		Pattern string `json:"pattern"`
+		Path    string `json:"path"`
+	}{"REGEX", sp.path}))
+	b.WriteString("]")
+	return b.String()
+}
+
+func mustJSON(v any) []byte {
+	raw, err := encodeJSON(v)
+	if err != nil {
+		panic(err) // only called with plain structs of strings and ints
+	}
+	return raw
+}
+
+// byteOffset is the byte offset of character n of s (len(s) when s is
+// shorter).
+func byteOffset(s string, n int) int {
+	if n >= len(s) {
+		return len(s)
+	}
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
+}

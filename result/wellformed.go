@@ -1,0 +1,171 @@
+package result
+
+import (
+	"encoding/binary"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Text is well formed when it is valid UTF-8 (SPEC §3). WellFormed makes it so:
+//
+//   - each ill-formed byte sequence (a maximal subpart, as Unicode and the
+//     WHATWG decoder define it) becomes one U+FFFD;
+//   - a UTF-16 surrogate written in UTF-8 form (CESU-8, WTF-8): a high one
+//     followed by a low one is the character the pair encodes; a lone one is
+//     one U+FFFD.
+//
+// A string that is already valid is returned as is, not copied.
+func WellFormed(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	out, _ := repair(s)
+	return out
+}
+
+// isPlainText reports whether s is valid UTF-8 without a NUL byte: the case
+// where the conversion returns s itself. It reads s once; runs of ASCII are
+// checked eight bytes at a time for both a high bit and a zero byte, and
+// runs holding other characters are handed to utf8.ValidString a block at a
+// time, with the NUL search done while the block is still in cache.
+func isPlainText(s string) bool {
+	const hi = 0x8080808080808080
+	const lo = 0x0101010101010101
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	i, n := 0, len(b)
+	for i < n {
+		for i+8 <= n {
+			v := binary.LittleEndian.Uint64(b[i:])
+			if v&hi != 0 {
+				break
+			}
+			if (v-lo)&^v&hi != 0 {
+				return false // a zero byte
+			}
+			i += 8
+		}
+		if i+8 > n {
+			tail := s[i:]
+			return utf8.ValidString(tail) && strings.IndexByte(tail, 0) < 0
+		}
+		// A block that starts with a non-ASCII byte: up to 4 KiB, ended at a
+		// character boundary so that ValidString sees whole sequences.
+		end := min(i+4096, n)
+		for back := 0; end < n && back < 3 && b[end]&0xC0 == 0x80; back++ {
+			end--
+		}
+		block := s[i:end]
+		if !utf8.ValidString(block) || strings.IndexByte(block, 0) >= 0 {
+			return false
+		}
+		i = end
+	}
+	return true
+}
+
+// repair returns s with every ill-formed sequence replaced (see WellFormed)
+// and how many bytes of s were ill formed.
+func repair(s string) (string, int) {
+	var sb strings.Builder
+	sb.Grow(len(s) + len(s)/8)
+	bad := 0
+	start := 0 // s[start:i] is well formed and not yet written
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r != utf8.RuneError || size > 1 {
+			i += size
+			continue
+		}
+		sb.WriteString(s[start:i])
+		if hi, ok := surrogateAt(s, i); ok {
+			if hi >= 0xD800 && hi < 0xDC00 {
+				if lo, ok := surrogateAt(s, i+3); ok && lo >= 0xDC00 {
+					sb.WriteRune(0x10000 + (hi-0xD800)<<10 + (lo - 0xDC00))
+					i += 6
+					start = i
+					bad += 6
+					continue
+				}
+			}
+			sb.WriteRune(utf8.RuneError)
+			i += 3
+			start = i
+			bad += 3
+			continue
+		}
+		n := maximalSubpart(s[i:])
+		sb.WriteRune(utf8.RuneError)
+		i += n
+		start = i
+		bad += n
+	}
+	sb.WriteString(s[start:])
+	return sb.String(), bad
+}
+
+// surrogateAt decodes a surrogate code point written in UTF-8 form
+// (ED A0..BF 80..BF) at s[i:], if there is one.
+func surrogateAt(s string, i int) (rune, bool) {
+	if i+3 > len(s) || s[i] != 0xED || s[i+1] < 0xA0 || s[i+1] > 0xBF || s[i+2]&0xC0 != 0x80 {
+		return 0, false
+	}
+	return 0xD000 | rune(s[i+1]&0x3F)<<6 | rune(s[i+2]&0x3F), true
+}
+
+// maximalSubpart returns the length of the ill-formed sequence at the start
+// of s: the longest prefix that begins a well-formed sequence but does not
+// complete one, or 1 for a byte that begins none (Unicode §3.9, Table 3-7).
+func maximalSubpart(s string) int {
+	c := s[0]
+	lo, hi := byte(0x80), byte(0xBF) // the range of the second byte
+	need := 0                        // continuation bytes after the lead
+	switch {
+	case c >= 0xC2 && c <= 0xDF:
+		need = 1
+	case c == 0xE0:
+		lo, need = 0xA0, 2
+	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
+		need = 2
+	case c == 0xED:
+		hi, need = 0x9F, 2
+	case c == 0xF0:
+		lo, need = 0x90, 3
+	case c >= 0xF1 && c <= 0xF3:
+		need = 3
+	case c == 0xF4:
+		hi, need = 0x8F, 3
+	default:
+		return 1
+	}
+	n := 1
+	for k := 0; k < need && n < len(s); k++ {
+		b := s[n]
+		if k == 0 && (b < lo || b > hi) || k > 0 && b&0xC0 != 0x80 {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// LooksBinary reports whether s is not text but binary data: it holds a NUL
+// byte or more than 30% of its bytes are ill-formed UTF-8 (SPEC §2). Such a
+// string is saved as a file, never shown as a page of U+FFFD. Callers that
+// sniff a file pass its first few kilobytes.
+func LooksBinary(s string) bool {
+	if isPlainText(s) {
+		return false
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return true
+	}
+	_, bad := repair(s)
+	return isBinary(len(s), bad)
+}

@@ -1,0 +1,155 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"myelin/result"
+)
+
+// DefaultTimeout bounds one call when the Dispatcher sets no Timeout.
+const DefaultTimeout = 120 * time.Second
+
+// Call is one tool call of a round, as the model made it.
+type Call struct {
+	// ID is the provider's id for the call; it names spill files.
+	ID string
+	// Name is the tool's name.
+	Name string
+	// Input is the call's arguments, a JSON object; empty means {}.
+	Input json.RawMessage
+	// Cap is the call's own limit on its text (SPEC §5); 0 means none.
+	Cap int
+}
+
+// Dispatcher runs rounds of calls against a registry. The zero value has no
+// tools; every call to it is an "unknown tool" error result.
+type Dispatcher struct {
+	// Tools are the tools calls may name.
+	Tools *Registry
+	// Env is what the conversion needs: the workspace's store and the caps.
+	Env result.Env
+	// Timeout bounds each call; 0 means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Round runs the calls concurrently and returns their outputs in call order,
+// each converted once by result.Round (caps, spills, the round bound). A
+// call that panics, names no known tool, has input that fails the tool's
+// schema or outlives its timeout gets an error result saying so. Cancelling
+// ctx cancels every call; the calls not yet finished get error results saying
+// they were cancelled.
+func (d *Dispatcher) Round(ctx context.Context, calls []Call) []result.Output {
+	raw := d.Run(ctx, calls)
+	items := make([]result.Call, len(calls))
+	for i, c := range calls {
+		items[i] = result.Call{ID: c.ID, Result: raw[i], Cap: c.Cap}
+	}
+	return result.Round(items, d.Env)
+}
+
+// Call runs one call: a round of one.
+func (d *Dispatcher) Call(ctx context.Context, c Call) result.Output {
+	return d.Round(ctx, []Call{c})[0]
+}
+
+// Run runs the calls concurrently and returns their results before
+// conversion, in call order. It is for consumers that take results whole
+// (a script's structured content); text for the conversation comes from
+// Round.
+func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
+	out := make([]result.Result, len(calls))
+	done := make(chan struct{}, len(calls))
+	for i, c := range calls {
+		go func() {
+			out[i] = d.run(ctx, c)
+			done <- struct{}{}
+		}()
+	}
+	for range calls {
+		<-done
+	}
+	return out
+}
+
+// capKey carries a call's cap to its handler.
+type capKey struct{}
+
+// CapFrom is the cap the running call's text must fit, for tools that page
+// their output to fit it (workspace--read). Outside a call it is the default.
+func CapFrom(ctx context.Context) int {
+	if c, ok := ctx.Value(capKey{}).(int); ok {
+		return c
+	}
+	return result.DefaultCap
+}
+
+// WithCap returns a context whose CapFrom is cap; the dispatcher sets it for
+// every call.
+func WithCap(ctx context.Context, cap int) context.Context {
+	return context.WithValue(ctx, capKey{}, cap)
+}
+
+func (d *Dispatcher) run(ctx context.Context, c Call) result.Result {
+	var t *Tool
+	if d.Tools != nil {
+		t = d.Tools.Get(c.Name)
+	}
+	if t == nil {
+		return result.Error(d.unknown(c.Name))
+	}
+	input := c.Input
+	if len(strings.TrimSpace(string(input))) == 0 {
+		input = json.RawMessage("{}")
+	}
+	if err := t.validate(input); err != nil {
+		return result.Error(fmt.Sprintf("invalid input for %s: %v", c.Name, err))
+	}
+	timeout := d.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(WithCap(ctx, result.CapFor(c.Cap, d.Env.Limits)), timeout)
+	defer cancel()
+	ch := make(chan result.Result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ch <- result.Error(fmt.Sprintf("tool %s failed: it panicked: %v\n%s", c.Name, p, firstLines(string(debug.Stack()), 12)))
+			}
+		}()
+		ch <- t.Handler(ctx, input)
+	}()
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		if ctx.Err() == context.DeadlineExceeded {
+			return result.Error(fmt.Sprintf("tool %s did not finish within %v and was cancelled; it may have done part of its work", c.Name, timeout))
+		}
+		return result.Error(fmt.Sprintf("tool %s was cancelled before it finished; it may have done part of its work", c.Name))
+	}
+}
+
+func (d *Dispatcher) unknown(name string) string {
+	var names []string
+	if d.Tools != nil {
+		names = d.Tools.Names()
+	}
+	if len(names) == 0 {
+		return fmt.Sprintf("there is no tool named %q, and no tools are available", name)
+	}
+	return fmt.Sprintf("there is no tool named %q; the tools are: %s", name, strings.Join(names, ", "))
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}

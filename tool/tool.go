@@ -1,0 +1,188 @@
+// Package tool owns tools: their definition (a name, a description, an input
+// JSON Schema and a handler), the registry an agent offers, and the dispatch
+// of a round of calls — concurrent, each with a timeout, a panic or a bad
+// input turned into an error result the model can act on.
+//
+// It must not turn results into text itself: every result goes through
+// package result, once, in [Dispatcher.Round]. It knows nothing of
+// providers, the workspace or MCP.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"myelin/result"
+)
+
+// Handler runs one call. input is the call's arguments, already checked
+// against the tool's schema. A handler should return when ctx is done.
+type Handler func(ctx context.Context, input json.RawMessage) result.Result
+
+// Tool is one tool the model can call.
+type Tool struct {
+	// Name is what the model calls it by: [a-zA-Z0-9_-], at most 64
+	// characters, unique in a registry.
+	Name string
+	// Description tells the model what the tool does; its first line is its
+	// summary. It must hold no per-session values, so that tool definitions
+	// stay cacheable.
+	Description string
+	// InputSchema is the JSON Schema of the arguments; nil accepts any
+	// object.
+	InputSchema *jsonschema.Schema
+	// Handler runs a call.
+	Handler Handler
+
+	once      sync.Once
+	resolved  *jsonschema.Resolved
+	schemaErr error
+}
+
+// Func defines a tool from a typed function: the arguments are decoded into
+// In, whose JSON Schema is inferred from the struct (a field's `jsonschema`
+// tag becomes its description; fields without omitempty are required). fn's
+// value becomes the result (a result.Result is taken as it is) and a non-nil
+// error an error result with its text.
+func Func[In any](name, description string, fn func(ctx context.Context, in In) (any, error)) (*Tool, error) {
+	schema, err := jsonschema.For[In](nil)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s: inferring the input schema: %v", name, err)
+	}
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	t := &Tool{Name: name, Description: description, InputSchema: schema}
+	t.Handler = func(ctx context.Context, input json.RawMessage) result.Result {
+		var in In
+		if err := json.Unmarshal(input, &in); err != nil {
+			return result.Error(fmt.Sprintf("invalid input for %s: %v", name, err))
+		}
+		return result.FromError(fn(ctx, in))
+	}
+	return t, nil
+}
+
+// MustFunc is Func for tools defined at start-up; it panics on an error,
+// which can only come from a type the schema inference does not take.
+func MustFunc[In any](name, description string, fn func(ctx context.Context, in In) (any, error)) *Tool {
+	t, err := Func(name, description, fn)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func checkName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("tool name %q: must be 1 to 64 characters", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return fmt.Errorf("tool name %q: %q is not allowed; use [a-zA-Z0-9_-]", name, r)
+		}
+	}
+	return nil
+}
+
+// Summary is the first line of the description.
+func (t *Tool) Summary() string {
+	s, _, _ := strings.Cut(strings.TrimSpace(t.Description), "\n")
+	return strings.TrimSpace(s)
+}
+
+// validate checks input against the schema and returns the error the model
+// reads, which names the offending field.
+func (t *Tool) validate(input json.RawMessage) error {
+	if t.InputSchema == nil {
+		return nil
+	}
+	t.once.Do(func() {
+		t.resolved, t.schemaErr = t.InputSchema.Resolve(nil)
+	})
+	if t.schemaErr != nil {
+		return fmt.Errorf("the tool's own input schema is invalid: %v", t.schemaErr)
+	}
+	var v any
+	if err := json.Unmarshal(input, &v); err != nil {
+		return fmt.Errorf("the input is not valid JSON: %v", err)
+	}
+	if err := t.resolved.Validate(v); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Registry is the set of tools an agent offers. The zero value is an empty
+// registry ready to use; it is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]*Tool
+}
+
+// Add adds tools; a name already taken, an invalid name or a tool without a
+// handler is an error and adds nothing.
+func (r *Registry) Add(tools ...*Tool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	for _, t := range tools {
+		if t == nil || t.Handler == nil {
+			return fmt.Errorf("adding a tool: %v has no handler", t)
+		}
+		if err := checkName(t.Name); err != nil {
+			return err
+		}
+		if _, ok := r.tools[t.Name]; ok || seen[t.Name] {
+			return fmt.Errorf("adding tool %s: a tool of that name is already there", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	if r.tools == nil {
+		r.tools = map[string]*Tool{}
+	}
+	for _, t := range tools {
+		r.tools[t.Name] = t
+	}
+	return nil
+}
+
+// Get returns the named tool, or nil.
+func (r *Registry) Get(name string) *Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.tools[name]
+}
+
+// Tools returns the tools sorted by name: the stable order in which they are
+// listed and sent to providers.
+func (r *Registry) Tools() []*Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*Tool, 0, len(r.tools))
+	for _, t := range r.tools {
+		out = append(out, t)
+	}
+	sortTools(out)
+	return out
+}
+
+// Names returns the tool names in the stable order.
+func (r *Registry) Names() []string {
+	ts := r.Tools()
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Name
+	}
+	return names
+}
+
+func sortTools(ts []*Tool) {
+	slices.SortFunc(ts, func(a, b *Tool) int { return strings.Compare(a.Name, b.Name) })
+}

@@ -1,0 +1,288 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"myelin/result"
+	"myelin/tool"
+)
+
+// ListInput is the input of workspace--list.
+type ListInput struct {
+	Path string `json:"path,omitempty" jsonschema:"directory to list, relative to the workspace root (default: the root)"`
+}
+
+// Entry is one directory entry in workspace--list's structured content.
+type Entry struct {
+	Name string `json:"name"`
+	Type string `json:"type"` // "file", "dir", "link" or "other"
+	Size int64  `json:"size"`
+}
+
+// GlobInput is the input of workspace--glob.
+type GlobInput struct {
+	Pattern string `json:"pattern" jsonschema:"glob over workspace paths: * ? [..] within a name, ** across directories, e.g. **/*.go"`
+}
+
+// WriteInput is the input of workspace--write.
+type WriteInput struct {
+	Path    string `json:"path" jsonschema:"file to write, relative to the workspace root; missing directories are made"`
+	Content string `json:"content" jsonschema:"the file's whole new content"`
+}
+
+// EditInput is the input of workspace--edit.
+type EditInput struct {
+	Path       string `json:"path" jsonschema:"file to edit, relative to the workspace root"`
+	OldString  string `json:"old_string" jsonschema:"exact text to replace; must occur once unless replace_all is set"`
+	NewString  string `json:"new_string" jsonschema:"text to put in its place"`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"replace every occurrence (default false)"`
+}
+
+const maxListed = 1000
+
+func (w *Workspace) listTool() *tool.Tool {
+	return tool.MustFunc("workspace--list",
+		"List a directory of the workspace.\nOne entry per line, sorted: directories end in /, files show their size in bytes, links show their target.",
+		func(ctx context.Context, in ListInput) (any, error) { return w.List(in) })
+}
+
+// List lists one directory.
+func (w *Workspace) List(in ListInput) (result.Result, error) {
+	rel, st, err := w.stat(in.Path)
+	if err != nil {
+		return result.Result{}, err
+	}
+	if !st.IsDir() {
+		return result.Result{}, fmt.Errorf("%s is a file, not a directory; workspace--read reads it", rel)
+	}
+	entries, err := fs.ReadDir(w.root.FS(), rel)
+	if err != nil {
+		return result.Result{}, explain(rel, err)
+	}
+	var b strings.Builder
+	list := []Entry{}
+	for i, e := range entries {
+		if i == maxListed {
+			fmt.Fprintf(&b, "[%d more entries not shown; list a subdirectory or use workspace--glob]\n", len(entries)-maxListed)
+			break
+		}
+		name := result.WellFormed(e.Name())
+		full := path.Join(rel, e.Name())
+		ent := Entry{Name: name, Type: "other"}
+		switch {
+		case e.Type()&fs.ModeSymlink != 0:
+			target, _ := w.root.Readlink(full)
+			ent.Type = "link"
+			fmt.Fprintf(&b, "%s -> %s\n", name, result.WellFormed(target))
+		case e.IsDir():
+			ent.Type = "dir"
+			fmt.Fprintf(&b, "%s/\n", name)
+		default:
+			if info, err := e.Info(); err == nil {
+				ent.Size = info.Size()
+			}
+			if e.Type().IsRegular() {
+				ent.Type = "file"
+			}
+			fmt.Fprintf(&b, "%s\t%d bytes\n", name, ent.Size)
+		}
+		list = append(list, ent)
+	}
+	if len(entries) == 0 {
+		fmt.Fprintf(&b, "[%s is empty]", rel)
+	}
+	return result.Result{Data: strings.TrimSuffix(b.String(), "\n"), Structured: map[string]any{"path": rel, "entries": list}}, nil
+}
+
+func (w *Workspace) globTool() *tool.Tool {
+	return tool.MustFunc("workspace--glob",
+		"Find workspace files whose path matches a glob.\nOne path per line, sorted; ** matches across directories (**/*.go). At most 1000 paths.",
+		func(ctx context.Context, in GlobInput) (any, error) { return w.Glob(in) })
+}
+
+// Glob lists the files whose workspace-relative path matches the pattern.
+func (w *Workspace) Glob(in GlobInput) (result.Result, error) {
+	if in.Pattern == "" {
+		return result.Result{}, fmt.Errorf("pattern is empty; give a glob such as **/*.go")
+	}
+	if _, err := Rel(in.Pattern); err != nil {
+		return result.Result{}, err
+	}
+	if _, err := matchGlob(in.Pattern, "x"); err != nil {
+		return result.Result{}, fmt.Errorf("invalid glob %q: %v", in.Pattern, err)
+	}
+	base := globBase(in.Pattern)
+	if _, _, err := w.stat(base); err != nil {
+		return result.Result{Data: fmt.Sprintf("[no paths match %s]", in.Pattern), Structured: map[string]any{"paths": []string{}, "total": 0}}, nil
+	}
+	matches := []string{}
+	total := 0
+	_ = fs.WalkDir(w.root.FS(), base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == "." {
+			return nil
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".myelin") && !strings.HasPrefix(in.Pattern, p) {
+			return fs.SkipDir
+		}
+		if ok, _ := matchGlob(in.Pattern, p); ok {
+			total++
+			if len(matches) < maxListed {
+				matches = append(matches, result.WellFormed(p))
+			}
+		}
+		return nil
+	})
+	text := strings.Join(matches, "\n")
+	switch {
+	case total == 0:
+		text = fmt.Sprintf("[no paths match %s]", in.Pattern)
+	case total > len(matches):
+		text += fmt.Sprintf("\n[%d of %d paths shown; narrow the pattern to see the rest]", len(matches), total)
+	}
+	return result.Result{Data: text, Structured: map[string]any{"paths": matches, "total": total}}, nil
+}
+
+// globBase is the directory part of a pattern before its first wildcard.
+func globBase(pattern string) string {
+	parts := strings.Split(pattern, "/")
+	i := 0
+	for ; i < len(parts)-1; i++ {
+		if strings.ContainsAny(parts[i], "*?[\\") {
+			break
+		}
+	}
+	if i == 0 {
+		return "."
+	}
+	return strings.Join(parts[:i], "/")
+}
+
+// matchGlob matches a slash-separated path against a glob in which `**`, as
+// a whole segment, matches any number of segments; other segments follow
+// path.Match. A glob without a slash matches the path's last name.
+func matchGlob(glob, p string) (bool, error) {
+	if !strings.Contains(glob, "/") && glob != "**" {
+		return path.Match(glob, path.Base(p))
+	}
+	return matchSegments(strings.Split(glob, "/"), strings.Split(p, "/"))
+}
+
+func matchSegments(g, p []string) (bool, error) {
+	for len(g) > 0 {
+		if g[0] == "**" {
+			for i := 0; i <= len(p); i++ {
+				if ok, err := matchSegments(g[1:], p[i:]); ok || err != nil {
+					return ok, err
+				}
+			}
+			return false, nil
+		}
+		if len(p) == 0 {
+			return false, nil
+		}
+		ok, err := path.Match(g[0], p[0])
+		if !ok || err != nil {
+			return false, err
+		}
+		g, p = g[1:], p[1:]
+	}
+	return len(p) == 0, nil
+}
+
+func (w *Workspace) writeTool() *tool.Tool {
+	return tool.MustFunc("workspace--write",
+		"Write a whole file in the workspace, making missing directories.\nAn existing file is replaced; a directory is never written over.",
+		func(ctx context.Context, in WriteInput) (any, error) { return w.Write(in) })
+}
+
+// Write writes a whole file.
+func (w *Workspace) Write(in WriteInput) (result.Result, error) {
+	rel, err := Rel(in.Path)
+	if err != nil {
+		return result.Result{}, err
+	}
+	if rel == "." {
+		return result.Result{}, fmt.Errorf("path is empty; give the file to write")
+	}
+	created := false
+	switch st, err := w.root.Stat(rel); {
+	case err == nil && st.IsDir():
+		return result.Result{}, fmt.Errorf("%s is a directory; workspace--write writes files, never over a directory", rel)
+	case errors.Is(err, fs.ErrNotExist):
+		created = true
+	case err != nil:
+		return result.Result{}, explain(rel, err)
+	}
+	if dir := path.Dir(rel); dir != "." {
+		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			return result.Result{}, explain(dir, err)
+		}
+	}
+	if err := w.root.WriteFile(rel, []byte(in.Content), 0o644); err != nil {
+		return result.Result{}, explain(rel, err)
+	}
+	chars, lines := utf8.RuneCountInString(in.Content), countLines(in.Content)
+	verb := "replaced"
+	if created {
+		verb = "created"
+	}
+	return result.Result{
+		Data:       fmt.Sprintf("%s %s: %d characters, %d lines", verb, rel, chars, lines),
+		Structured: map[string]any{"path": rel, "created": created, "chars": chars, "lines": lines, "bytes": len(in.Content)},
+	}, nil
+}
+
+func (w *Workspace) editTool() *tool.Tool {
+	return tool.MustFunc("workspace--edit",
+		"Replace exact text in a workspace file.\nold_string must occur exactly once, or set replace_all to replace every occurrence.",
+		func(ctx context.Context, in EditInput) (any, error) { return w.Edit(in) })
+}
+
+// Edit replaces old_string with new_string in a file.
+func (w *Workspace) Edit(in EditInput) (result.Result, error) {
+	if in.OldString == "" {
+		return result.Result{}, fmt.Errorf("old_string is empty; give the exact text to replace (workspace--write writes a whole file)")
+	}
+	if in.OldString == in.NewString {
+		return result.Result{}, fmt.Errorf("old_string and new_string are the same; nothing would change")
+	}
+	rel, data, err := w.readFile(in.Path, maxReadSize)
+	if err != nil {
+		return result.Result{}, err
+	}
+	if result.LooksBinary(string(data[:min(len(data), 8192)])) {
+		return result.Result{}, fmt.Errorf("%s is a binary file; workspace--edit edits text", rel)
+	}
+	text := string(data)
+	n := strings.Count(text, in.OldString)
+	switch {
+	case n == 0:
+		return result.Result{}, fmt.Errorf("old_string was not found in %s; it must match the file exactly, white space included", rel)
+	case n > 1 && !in.ReplaceAll:
+		return result.Result{}, fmt.Errorf("old_string occurs %d times in %s; add surrounding text to make it unique, or set replace_all", n, rel)
+	}
+	text = strings.ReplaceAll(text, in.OldString, in.NewString)
+	mode := os.FileMode(0o644)
+	if st, err := w.root.Stat(rel); err == nil {
+		mode = st.Mode().Perm()
+	}
+	if err := w.root.WriteFile(rel, []byte(text), mode); err != nil {
+		return result.Result{}, explain(rel, err)
+	}
+	return result.Result{
+		Data:       fmt.Sprintf("replaced %d occurrence(s) in %s", n, rel),
+		Structured: map[string]any{"path": rel, "replacements": n},
+	}, nil
+}
+
+// Tools returns the workspace tools, bound to this workspace.
+func (w *Workspace) Tools() []*tool.Tool {
+	return []*tool.Tool{w.readTool(), w.grepTool(), w.listTool(), w.globTool(), w.writeTool(), w.editTool()}
+}

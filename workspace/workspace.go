@@ -1,0 +1,179 @@
+// Package workspace owns the workspace: a directory tree that tools may read
+// and write, and nothing outside it. Every path is relative to its root; an
+// absolute path, a `..`, a NUL or a symbolic link that leads out is refused
+// with an error that says so. It keeps spill files and saved payloads under
+// .myelin/tool-results/ (it is the result.Store), and it defines the
+// workspace tools of SPEC §11 (workspace--read, --grep, --list, --glob,
+// --write, --edit).
+//
+// It must not convert results into text for the conversation: its tools
+// return their own text and structured content, and package result does the
+// rest. It does not run programs (package shell does).
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// ResultsDir is where spill files and saved payloads go, relative to the
+// workspace root.
+const ResultsDir = ".myelin/tool-results"
+
+// Workspace is a directory tree that tools are confined to.
+type Workspace struct {
+	dir  string
+	root *os.Root
+}
+
+// Open opens the workspace rooted at dir ("" means the current directory).
+func Open(dir string) (*Workspace, error) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %v", dir, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %v", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("workspace %s: not a directory", dir)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %v", dir, err)
+	}
+	return &Workspace{dir: abs, root: root}, nil
+}
+
+// Dir is the workspace root's absolute path.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Close releases the workspace's handle on its root.
+func (w *Workspace) Close() error { return w.root.Close() }
+
+// Rel checks a path given by the model or a user and returns it cleaned,
+// relative to the root ("." for the root itself). It refuses what could lead
+// outside: an absolute path, a `..` component, a NUL byte. Symbolic links
+// are checked when the path is used.
+func Rel(p string) (string, error) {
+	switch {
+	case strings.IndexByte(p, 0) >= 0:
+		return "", fmt.Errorf("path %q contains a NUL byte", p)
+	case p == "":
+		return ".", nil
+	case path.IsAbs(p) || filepath.IsAbs(p):
+		return "", fmt.Errorf("path %q is absolute; paths are relative to the workspace root", p)
+	}
+	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
+		if part == ".." {
+			return "", fmt.Errorf("path %q contains \"..\"; paths must stay inside the workspace", p)
+		}
+	}
+	return path.Clean(filepath.ToSlash(p)), nil
+}
+
+// explain turns an error from the root into one the model can act on.
+func explain(p string, err error) error {
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist in the workspace", p)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%s: permission denied", p)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%s: a part of the path is a file, not a directory", p)
+	case errors.Is(err, syscall.ELOOP):
+		return fmt.Errorf("%s: too many symbolic links", p)
+	case errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes"):
+		return fmt.Errorf("%s leads outside the workspace (through a symbolic link); it cannot be used", p)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s: %v", p, pe.Err)
+	}
+	return fmt.Errorf("%s: %v", p, err)
+}
+
+// stat is Stat on a checked path.
+func (w *Workspace) stat(p string) (string, fs.FileInfo, error) {
+	rel, err := Rel(p)
+	if err != nil {
+		return "", nil, err
+	}
+	st, err := w.root.Stat(rel)
+	if err != nil {
+		return rel, nil, explain(rel, err)
+	}
+	return rel, st, nil
+}
+
+// readFile reads a whole regular file on a checked path, refusing
+// directories and files over maxSize.
+func (w *Workspace) readFile(p string, maxSize int64) (string, []byte, error) {
+	rel, st, err := w.stat(p)
+	if err != nil {
+		return rel, nil, err
+	}
+	if st.IsDir() {
+		return rel, nil, fmt.Errorf("%s is a directory, not a file; workspace--list lists it", rel)
+	}
+	if !st.Mode().IsRegular() {
+		return rel, nil, fmt.Errorf("%s is not a regular file", rel)
+	}
+	if st.Size() > maxSize {
+		return rel, nil, fmt.Errorf("%s is %d bytes, over the %d bytes this tool reads", rel, st.Size(), maxSize)
+	}
+	data, err := w.root.ReadFile(rel)
+	if err != nil {
+		return rel, nil, explain(rel, err)
+	}
+	return rel, data, nil
+}
+
+// Save writes data to a new file under ResultsDir and returns its
+// workspace-relative path; it implements result.Store. It never overwrites a
+// file: when name is taken it tries name-2.ext, name-3.ext and so on.
+func (w *Workspace) Save(name, data string) (string, error) {
+	if name == "" || strings.ContainsAny(name, "/\\\x00") || name == "." || name == ".." {
+		return "", fmt.Errorf("saving a tool result: %q is not a file name", name)
+	}
+	if err := w.root.MkdirAll(ResultsDir, 0o755); err != nil {
+		return "", explain(ResultsDir, err)
+	}
+	ext := path.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
+	for n := 1; n <= 10000; n++ {
+		p := ResultsDir + "/" + name
+		if n > 1 {
+			p = fmt.Sprintf("%s/%s-%d%s", ResultsDir, stem, n, ext)
+		}
+		f, err := w.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", explain(p, err)
+		}
+		_, werr := f.WriteString(data)
+		cerr := f.Close()
+		if werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			_ = w.root.Remove(p)
+			return "", explain(p, werr)
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("saving %s: 10000 files of that name are already in %s", name, ResultsDir)
+}
