@@ -90,8 +90,7 @@ func repair(s string) (string, int) {
 					sb.WriteRune(0x10000 + (hi-0xD800)<<10 + (lo - 0xDC00))
 					i += 6
 					start = i
-					bad += 6
-					continue
+					continue // a pair is a character, not a bad byte
 				}
 			}
 			sb.WriteRune(utf8.RuneError)

@@ -1,0 +1,77 @@
+package result
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestWellFormed(t *testing.T) {
+	const R = "\uFFFD"
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"valid text unchanged", "héllo 😀 世界", "héllo 😀 世界"},
+		{"lone continuation byte", "a\x80b", "a" + R + "b"},
+		{"truncated three-byte sequence is one replacement", "a\xe2\x82b", "a" + R + "b"},
+		{"truncated four-byte sequence at the end", "a\xf0\x9f\x98", "a" + R},
+		{"overlong encoding is two replacements", "\xc0\x80", R + R},
+		{"byte that starts nothing", "\xff\xfe", R + R},
+		{"code point above U+10FFFF", "\xf4\x90\x80\x80", R + R + R + R},
+		{"CESU-8 surrogate pair is the character", "x\xed\xa0\xbd\xed\xb8\x80y", "x😀y"},
+		{"lone high surrogate is one replacement", "x\xed\xa0\xbdy", "x" + R + "y"},
+		{"lone low surrogate is one replacement", "x\xed\xb8\x80y", "x" + R + "y"},
+		{"high surrogate then a character", "\xed\xa0\xbd\xc3\xa9", R + "é"},
+		{"two high surrogates", "\xed\xa0\xbd\xed\xa0\xbd", R + R},
+		{"low then high", "\xed\xb8\x80\xed\xa0\xbd", R + R},
+		{"truncated surrogate", "\xed\xa0", R + R},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := WellFormed(tc.in)
+			if got != tc.want {
+				t.Fatalf("WellFormed(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+			if !utf8.ValidString(got) {
+				t.Fatal("result is not valid UTF-8")
+			}
+		})
+	}
+}
+
+func TestIsPlainTextAgreesWithValidAndNoNUL(t *testing.T) {
+	long := strings.Repeat("abcdefgh", 1000)
+	for _, s := range []string{
+		"", "a", "abcdefg", "abcdefgh", "abcdefghi", long, long + "é", "é" + long, long + "\x00", "\x00" + long,
+		long[:4001] + "\x00" + long, strings.Repeat("世界", 3000) + "\x00", strings.Repeat("世界", 3000) + "\xff",
+		strings.Repeat("a", 4093) + "世界" + strings.Repeat("b", 5000), long + "\xed\xa0\x80",
+	} {
+		want := utf8.ValidString(s) && !strings.Contains(s, "\x00")
+		if got := isPlainText(s); got != want {
+			t.Errorf("isPlainText(%.20q… len %d) = %v, want %v", s, len(s), got, want)
+		}
+	}
+}
+
+func TestTextInsideContentBlocksIsMadeWellFormed(t *testing.T) {
+	out := one(t, Result{Data: []Block{
+		TextBlock{Text: "a\xed\xa0\xbd\xed\xb8\x80 and \xe2\x82 and \xed\xa0\xbd"},
+		TextBlock{Text: "ok"},
+	}}, nil)
+	if want := "a😀 and \uFFFD and \uFFFD\nok"; out.Text != want {
+		t.Fatalf("text = %q, want %q", out.Text, want)
+	}
+}
+
+func TestLooksBinary(t *testing.T) {
+	for s, want := range map[string]bool{
+		"plain text":                      false,
+		"":                                false,
+		"nul\x00inside":                   true,
+		"caf\xe9 with one bad byte":       false,
+		strings.Repeat("\xff\x80\xfe", 9): true,
+	} {
+		if got := LooksBinary(s); got != want {
+			t.Errorf("LooksBinary(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
