@@ -128,6 +128,11 @@ func (d *Dispatcher) run(ctx context.Context, c Call) result.Result {
 	case r := <-ch:
 		return r
 	case <-ctx.Done():
+		select {
+		case r := <-ch: // finished as time ran out: its result stands
+			return r
+		default:
+		}
 		if ctx.Err() == context.DeadlineExceeded {
 			return result.Error(fmt.Sprintf("tool %s did not finish within %v and was cancelled; it may have done part of its work", c.Name, timeout))
 		}

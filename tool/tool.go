@@ -11,6 +11,7 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -114,7 +115,7 @@ func (t *Tool) validate(input json.RawMessage) error {
 		return fmt.Errorf("the input is not valid JSON: %v", err)
 	}
 	if err := t.resolved.Validate(v); err != nil {
-		return err
+		return errors.New(strings.TrimPrefix(err.Error(), "validating root: "))
 	}
 	return nil
 }

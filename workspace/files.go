@@ -131,7 +131,7 @@ func (w *Workspace) Glob(in GlobInput) (result.Result, error) {
 		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".myelin") && !strings.HasPrefix(in.Pattern, p) {
 			return fs.SkipDir
 		}
-		if ok, _ := matchGlob(in.Pattern, p); ok {
+		if ok, _ := matchPath(in.Pattern, p); ok {
 			total++
 			if len(matches) < maxListed {
 				matches = append(matches, result.WellFormed(p))
@@ -164,14 +164,21 @@ func globBase(pattern string) string {
 	return strings.Join(parts[:i], "/")
 }
 
-// matchGlob matches a slash-separated path against a glob in which `**`, as
+// matchPath matches a slash-separated path against a glob in which `**`, as
 // a whole segment, matches any number of segments; other segments follow
-// path.Match. A glob without a slash matches the path's last name.
+// path.Match.
+func matchPath(glob, p string) (bool, error) {
+	return matchSegments(strings.Split(glob, "/"), strings.Split(p, "/"))
+}
+
+// matchGlob is grep's file filter: a glob without a slash matches the
+// path's last name (*.go matches every Go file), one with a slash the whole
+// path, as matchPath.
 func matchGlob(glob, p string) (bool, error) {
-	if !strings.Contains(glob, "/") && glob != "**" {
+	if !strings.Contains(glob, "/") {
 		return path.Match(glob, path.Base(p))
 	}
-	return matchSegments(strings.Split(glob, "/"), strings.Split(p, "/"))
+	return matchPath(glob, p)
 }
 
 func matchSegments(g, p []string) (bool, error) {

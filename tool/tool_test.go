@@ -1,0 +1,203 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"myelin/result"
+)
+
+type greetInput struct {
+	Name  string `json:"name" jsonschema:"who to greet"`
+	Times int    `json:"times,omitempty" jsonschema:"how many times"`
+}
+
+func greet() *Tool {
+	return MustFunc("greet", "Greet someone.\nSecond line.", func(ctx context.Context, in greetInput) (any, error) {
+		return strings.Repeat("hello "+in.Name+"\n", max(1, in.Times)), nil
+	})
+}
+
+func dispatcher(t *testing.T, tools ...*Tool) *Dispatcher {
+	t.Helper()
+	reg := &Registry{}
+	if err := reg.Add(tools...); err != nil {
+		t.Fatal(err)
+	}
+	return &Dispatcher{Tools: reg}
+}
+
+func TestFuncInfersTheSchemaFromTheStruct(t *testing.T) {
+	raw, err := json.Marshal(greet().InputSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	for _, want := range []string{`"name":{"type":"string","description":"who to greet"}`, `"required":["name"]`, `"additionalProperties":false`, `"times":{"type":"integer","description":"how many times"}`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("schema %s lacks %s", s, want)
+		}
+	}
+}
+
+func TestSummaryIsTheFirstLine(t *testing.T) {
+	if got := greet().Summary(); got != "Greet someone." {
+		t.Fatalf("summary = %q", got)
+	}
+}
+
+func TestCallRunsTheTypedFunction(t *testing.T) {
+	out := dispatcher(t, greet()).Call(context.Background(), Call{ID: "1", Name: "greet", Input: json.RawMessage(`{"name":"Ada","times":2}`)})
+	if out.Text != "hello Ada\nhello Ada\n" || out.IsError {
+		t.Fatalf("got %+v", out)
+	}
+}
+
+func TestSchemaErrorNamesTheField(t *testing.T) {
+	d := dispatcher(t, greet())
+	for input, want := range map[string]string{
+		`{"name":5}`:               "name",
+		`{}`:                       "name",
+		`{"name":"a","times":1.5}`: "times",
+		`{"name":"a","extra":1}`:   "extra",
+		`not json`:                 "not valid JSON",
+	} {
+		out := d.Call(context.Background(), Call{ID: "1", Name: "greet", Input: json.RawMessage(input)})
+		if !out.IsError || !strings.Contains(out.Text, "invalid input for greet") || !strings.Contains(out.Text, want) {
+			t.Errorf("input %s: got %q, want it to name %q", input, out.Text, want)
+		}
+	}
+}
+
+func TestUnknownToolIsAnErrorListingTheTools(t *testing.T) {
+	out := dispatcher(t, greet()).Call(context.Background(), Call{ID: "1", Name: "nope", Input: json.RawMessage(`{}`)})
+	if !out.IsError || !strings.Contains(out.Text, `no tool named "nope"`) || !strings.Contains(out.Text, "greet") {
+		t.Fatalf("got %+v", out)
+	}
+	var zero Dispatcher
+	if out := zero.Call(context.Background(), Call{Name: "x"}); !out.IsError {
+		t.Fatalf("the zero Dispatcher ran a tool: %+v", out)
+	}
+}
+
+func TestPanicBecomesAnErrorResult(t *testing.T) {
+	boom := MustFunc("boom", "Panics.", func(ctx context.Context, in struct{}) (any, error) { panic("kaboom") })
+	out := dispatcher(t, boom).Call(context.Background(), Call{ID: "1", Name: "boom"})
+	if !out.IsError || !strings.Contains(out.Text, "panicked: kaboom") {
+		t.Fatalf("got %+v", out)
+	}
+}
+
+func TestTimeoutBecomesAnErrorResult(t *testing.T) {
+	slow := MustFunc("slow", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
+		<-ctx.Done()
+		time.Sleep(10 * time.Millisecond)
+		return "late", nil
+	})
+	d := dispatcher(t, slow)
+	d.Timeout = 50 * time.Millisecond
+	out := d.Call(context.Background(), Call{ID: "1", Name: "slow"})
+	if !out.IsError || !strings.Contains(out.Text, "did not finish within 50ms") {
+		t.Fatalf("got %+v", out)
+	}
+}
+
+func TestCancellationStopsTheRound(t *testing.T) {
+	started := make(chan struct{})
+	wait := MustFunc("wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	out := dispatcher(t, wait).Call(ctx, Call{ID: "1", Name: "wait"})
+	if !out.IsError || !strings.Contains(out.Text, "cancel") {
+		t.Fatalf("got %+v", out)
+	}
+}
+
+func TestRoundRunsCallsConcurrentlyAndKeepsCallOrder(t *testing.T) {
+	// Each call waits until all three have started: they can only finish
+	// if they run at the same time.
+	var wg sync.WaitGroup
+	wg.Add(3)
+	meet := MustFunc("meet", "Waits for the others.", func(ctx context.Context, in greetInput) (any, error) {
+		wg.Done()
+		wg.Wait()
+		if in.Name == "first" {
+			time.Sleep(20 * time.Millisecond) // finishes last
+		}
+		return in.Name, nil
+	})
+	d := dispatcher(t, meet)
+	d.Timeout = 5 * time.Second
+	outs := d.Round(context.Background(), []Call{
+		{ID: "a", Name: "meet", Input: json.RawMessage(`{"name":"first"}`)},
+		{ID: "b", Name: "meet", Input: json.RawMessage(`{"name":"second"}`)},
+		{ID: "c", Name: "meet", Input: json.RawMessage(`{"name":"third"}`)},
+	})
+	for i, want := range []string{"first", "second", "third"} {
+		if outs[i].Text != want {
+			t.Fatalf("output %d = %+v, want %q", i, outs[i], want)
+		}
+	}
+}
+
+func TestHandlerSeesItsCap(t *testing.T) {
+	var got int
+	capTool := MustFunc("cap", "Reports its cap.", func(ctx context.Context, in struct{}) (any, error) {
+		got = CapFrom(ctx)
+		return nil, nil
+	})
+	d := dispatcher(t, capTool)
+	d.Env.Limits = result.Limits{Agent: 5000}
+	d.Call(context.Background(), Call{Name: "cap"})
+	if got != 5000 {
+		t.Fatalf("cap = %d", got)
+	}
+	d.Call(context.Background(), Call{Name: "cap", Cap: 2000})
+	if got != 2000 {
+		t.Fatalf("cap = %d", got)
+	}
+}
+
+func TestRegistryRefusesDuplicatesAndBadNames(t *testing.T) {
+	reg := &Registry{}
+	if err := reg.Add(greet()); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Add(greet()); err == nil || !strings.Contains(err.Error(), "already") {
+		t.Fatalf("duplicate: %v", err)
+	}
+	if _, err := Func("bad name!", "x", func(ctx context.Context, in struct{}) (any, error) { return nil, nil }); err == nil {
+		t.Fatal("a bad name was taken")
+	}
+	if err := reg.Add(&Tool{Name: "nohandler"}); err == nil {
+		t.Fatal("a tool without a handler was taken")
+	}
+}
+
+func TestToolsAreInAStableOrder(t *testing.T) {
+	mk := func(n string) *Tool {
+		return MustFunc(n, "x", func(ctx context.Context, in struct{}) (any, error) { return nil, nil })
+	}
+	reg := &Registry{}
+	_ = reg.Add(mk("zeta"), mk("alpha"), mk("mid--x"), mk("mid"))
+	if got := strings.Join(reg.Names(), ","); got != "alpha,mid,mid--x,zeta" {
+		t.Fatalf("order = %s", got)
+	}
+}
+
+func TestErrorReturnIsAnErrorResult(t *testing.T) {
+	fail := MustFunc("fail", "Fails.", func(ctx context.Context, in struct{}) (any, error) {
+		return nil, &json.SyntaxError{}
+	})
+	if out := dispatcher(t, fail).Call(context.Background(), Call{Name: "fail"}); !out.IsError {
+		t.Fatalf("got %+v", out)
+	}
+}

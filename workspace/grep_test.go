@@ -1,0 +1,156 @@
+package workspace
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestGrepOutputIsPathLineText(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "a.txt", "one\nneedle here\nthree\n")
+	f.write(t, "sub/b.txt", "needle again\r\nno\n")
+	out := f.call(t, "workspace--grep", map[string]any{"pattern": "needle"})
+	want := "a.txt:2:needle here\n--\nsub/b.txt:1:needle again\n[matching lines 1-2 of 2, in 2 of 2 files read]"
+	if out.Text != want || out.IsError {
+		t.Fatalf("text = %q, want %q", out.Text, want)
+	}
+	var rep GrepReport
+	if err := json.Unmarshal(out.Structured, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Total != 2 || len(rep.Matches) != 2 || rep.Matches[1] != (GrepMatch{Path: "sub/b.txt", Line: 1, Text: "needle again"}) {
+		t.Fatalf("structured = %+v", rep)
+	}
+}
+
+func TestGrepContextLines(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "c.txt", "l1\nl2\nhit3\nl4\nl5\nl6\nl7\nhit8\nhit9\nl10\n")
+	out := f.call(t, "workspace--grep", map[string]any{"pattern": "^hit", "path": "c.txt", "context": 1})
+	want := "c.txt-2-l2\nc.txt:3:hit3\nc.txt-4-l4\n--\nc.txt-7-l7\nc.txt:8:hit8\nc.txt:9:hit9\nc.txt-10-l10\n[matching lines 1-3 of 3, in 1 of 1 files read]"
+	if out.Text != want {
+		t.Fatalf("text = %q\nwant   %q", out.Text, want)
+	}
+}
+
+func TestGrepGlobFiltersFiles(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "x.go", "func main\n")
+	f.write(t, "deep/y.go", "func other\n")
+	f.write(t, "z.md", "func in docs\n")
+	out := f.call(t, "workspace--grep", map[string]any{"pattern": "func", "glob": "*.go"})
+	if strings.Contains(out.Text, "z.md") || !strings.Contains(out.Text, "deep/y.go:1:func other") || !strings.Contains(out.Text, "x.go:1:func main") {
+		t.Fatalf("text = %q", out.Text)
+	}
+	out = f.call(t, "workspace--grep", map[string]any{"pattern": "func", "glob": "deep/**"})
+	if strings.Contains(out.Text, "x.go") || !strings.Contains(out.Text, "deep/y.go") {
+		t.Fatalf("text = %q", out.Text)
+	}
+}
+
+func TestGrepBoundsMatchesAndSaysHowToGetTheRest(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "many.txt", strings.Repeat("match\n", 250))
+	out := f.call(t, "workspace--grep", map[string]any{"pattern": "match", "limit": 100})
+	if strings.Count(out.Text, "many.txt:") != 100 {
+		t.Fatalf("%d lines shown", strings.Count(out.Text, "many.txt:"))
+	}
+	if !strings.Contains(out.Text, `[matching lines 1-100 of 250, in 1 of 1 files read; 150 more not shown (the limit); next: workspace--grep {"pattern":"match","limit":100,"skip":100}]`) {
+		t.Fatalf("footer = %q", out.Text[strings.LastIndex(out.Text, "["):])
+	}
+	out = f.call(t, "workspace--grep", map[string]any{"pattern": "match", "limit": 100, "skip": 200})
+	if !strings.HasPrefix(out.Text, "many.txt:201:match\n") || !strings.HasSuffix(out.Text, "[matching lines 201-250 of 250, in 1 of 1 files read]") {
+		t.Fatalf("text = %q", out.Text)
+	}
+}
+
+func TestGrepFitsTheCap(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "wide.txt", strings.Repeat(strings.Repeat("m", 290)+"\n", 500))
+	out := f.callCap(t, "workspace--grep", map[string]any{"pattern": "m", "limit": 500}, 3000)
+	if out.SpillPath != "" || utf8.RuneCountInString(out.Text) > 3000 {
+		t.Fatalf("grep output: %d characters, spill %q", utf8.RuneCountInString(out.Text), out.SpillPath)
+	}
+	if !strings.Contains(out.Text, "(the page size); next: workspace--grep") {
+		t.Fatalf("footer = %q", out.Text[strings.LastIndex(out.Text, "["):])
+	}
+}
+
+func TestGrepCutsLongLines(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "long.txt", "needle"+strings.Repeat("é", 1000)+"\n")
+	out := f.call(t, "workspace--grep", map[string]any{"pattern": "needle"})
+	line, _, _ := strings.Cut(out.Text, "\n")
+	if !strings.HasSuffix(line, "… [line cut: 706 more characters]") || utf8.RuneCountInString(line) > 400 {
+		t.Fatalf("line = %q", line)
+	}
+}
+
+func TestGrepBadInputIsAClearError(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "a.txt", "x\n")
+	for _, tc := range []struct {
+		input map[string]any
+		say   string
+	}{
+		{map[string]any{"pattern": "a(b"}, `invalid regular expression "a(b"`},
+		{map[string]any{"pattern": ""}, "pattern is empty"},
+		{map[string]any{"pattern": "x", "limit": 0}, "limit must be 1 or more"},
+		{map[string]any{"pattern": "x", "context": -1}, "context must be 0 or more"},
+		{map[string]any{"pattern": "x", "glob": "[a-"}, "invalid glob"},
+		{map[string]any{"pattern": "x", "path": "nope"}, "nope does not exist"},
+	} {
+		out := f.call(t, "workspace--grep", tc.input)
+		if !out.IsError || !strings.Contains(out.Text, tc.say) {
+			t.Errorf("%v: got %q, want an error saying %q", tc.input, out.Text, tc.say)
+		}
+	}
+}
+
+func TestGrepPassesOverBinaryFilesAndSkipsMyelinAndGit(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "bin.dat", "needle\x00\x01\x02")
+	f.write(t, ".git/config", "needle\n")
+	f.write(t, ".myelin/tool-results/x.txt", "needle\n")
+	f.write(t, "t.txt", "needle\n")
+	out := f.call(t, "workspace--grep", map[string]any{"pattern": "needle"})
+	if !strings.HasPrefix(out.Text, "t.txt:1:needle\n") || strings.Contains(out.Text, ".git/config:") || strings.Contains(out.Text, ".myelin/tool-results/x.txt:") {
+		t.Fatalf("text = %q", out.Text)
+	}
+	if !strings.Contains(out.Text, "passed over 1 files: bin.dat (binary)") {
+		t.Fatalf("text = %q", out.Text)
+	}
+	// pointed at .myelin, it searches there
+	out = f.call(t, "workspace--grep", map[string]any{"pattern": "needle", "path": ".myelin"})
+	if !strings.HasPrefix(out.Text, ".myelin/tool-results/x.txt:1:needle") {
+		t.Fatalf("text = %q", out.Text)
+	}
+}
+
+func TestGrepMatchesLineByLine(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "m.txt", "ab\ncd\nx$\nend")
+	for pattern, want := range map[string]string{
+		`b\s*c`: "[no lines match",
+		`^cd$`:  "m.txt:2:cd\n",
+		`d$`:    "m.txt:2:cd\n",
+		`end$`:  "m.txt:4:end\n",
+		`^`:     "m.txt:1:ab\nm.txt:2:cd\nm.txt:3:x$\nm.txt:4:end\n",
+	} {
+		out := f.call(t, "workspace--grep", map[string]any{"pattern": pattern})
+		if !strings.HasPrefix(out.Text, want) {
+			t.Errorf("grep %q = %q, want it to start %q", pattern, out.Text, want)
+		}
+	}
+}
+
+func TestGrepNoMatch(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "a.txt", "x\n")
+	out := f.call(t, "workspace--grep", map[string]any{"pattern": "zzz"})
+	if out.IsError || out.Text != `[no lines match "zzz" in 1 files]` {
+		t.Fatalf("got %+v", out)
+	}
+}

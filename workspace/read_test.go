@@ -1,0 +1,229 @@
+package workspace
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"myelin/result"
+)
+
+func lines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
+}
+
+// nextCall extracts the ready call from a page's footer.
+func nextCall(t *testing.T, text string) map[string]any {
+	t.Helper()
+	i := strings.LastIndex(text, "workspace--read {")
+	if i < 0 {
+		return nil
+	}
+	raw := strings.TrimSuffix(text[i+len("workspace--read "):], "]")
+	var v map[string]any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		t.Fatalf("footer call %q: %v", raw, err)
+	}
+	return v
+}
+
+func TestReadByLineIsCatNStyleWithAFooter(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "f.txt", "alpha\n\tbeta \"q\"\r\ngamma")
+	out := f.call(t, "workspace--read", map[string]any{"path": "f.txt"})
+	want := "     1\talpha\n     2\t\tbeta \"q\"\n     3\tgamma\n[lines 1-3 of 3 in f.txt; end of file]"
+	if out.Text != want || out.IsError {
+		t.Fatalf("text = %q, want %q", out.Text, want)
+	}
+	var page ReadPage
+	if err := json.Unmarshal(out.Structured, &page); err != nil {
+		t.Fatal(err)
+	}
+	if page.FirstLine != 1 || page.LastLine != 3 || page.TotalLines != 3 || !page.EOF || page.Next != nil || page.Mode != "lines" {
+		t.Fatalf("structured = %+v", page)
+	}
+}
+
+func TestReadPagesWithTheExactNextCall(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "f.txt", lines(5000))
+	out := f.call(t, "workspace--read", map[string]any{"path": "f.txt", "offset": 10, "limit": 5})
+	if !strings.HasPrefix(out.Text, "    10\tline 10\n") || !strings.Contains(out.Text, "    14\tline 14\n[lines 10-14 of 5000 in f.txt; next page: workspace--read {\"path\":\"f.txt\",\"offset\":15}]") {
+		t.Fatalf("text = %q", out.Text)
+	}
+	// default limit 2000 lines
+	f.write(t, "short.txt", strings.Repeat("x\n", 5000))
+	out = f.call(t, "workspace--read", map[string]any{"path": "short.txt"})
+	if !strings.Contains(out.Text, "[lines 1-2000 of 5000 in short.txt; next page:") {
+		t.Fatalf("footer = %q", out.Text[len(out.Text)-120:])
+	}
+	var page ReadPage
+	_ = json.Unmarshal(out.Structured, &page)
+	if page.Next == nil || page.Next.Offset == nil || *page.Next.Offset != 2001 {
+		t.Fatalf("structured next = %+v", page.Next)
+	}
+}
+
+func TestReadPageFitsTheCapWhateverTheLinesHold(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "wide.txt", strings.Repeat(strings.Repeat("w", 900)+"\n", 200))
+	out := f.callCap(t, "workspace--read", map[string]any{"path": "wide.txt"}, 5000)
+	if out.SpillPath != "" || utf8.RuneCountInString(out.Text) > 5000 {
+		t.Fatalf("a page spilled or overran: %d characters", utf8.RuneCountInString(out.Text))
+	}
+	if call := nextCall(t, out.Text); call["offset"] != 6.0 {
+		t.Fatalf("next call %v", call)
+	}
+}
+
+func TestReadOfALongLineContinuesByCharacter(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "long.txt", "first\n"+strings.Repeat("é", 30000)+"\nlast\n")
+	out := f.callCap(t, "workspace--read", map[string]any{"path": "long.txt", "offset": 2}, 2000)
+	if out.SpillPath != "" || utf8.RuneCountInString(out.Text) > 2000 {
+		t.Fatalf("page: %d characters, spill %q", utf8.RuneCountInString(out.Text), out.SpillPath)
+	}
+	if !strings.HasPrefix(out.Text, "     2\té") || !strings.Contains(out.Text, "line 2 of 3 in long.txt is longer than a page") {
+		t.Fatalf("text = %.200q", out.Text)
+	}
+	call := nextCall(t, out.Text)
+	shown := strings.Count(out.Text, "é")
+	if call["offsetChars"] != float64(6+shown) {
+		t.Fatalf("next call %v, want offsetChars %d", call, 6+shown)
+	}
+}
+
+func TestReadByCharacter(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "c.txt", "0123456789€abc")
+	out := f.call(t, "workspace--read", map[string]any{"path": "c.txt", "offsetChars": 8, "limitChars": 4})
+	if want := "89€a\n[characters 9-12 of 14 in c.txt; next page: workspace--read {\"path\":\"c.txt\",\"offsetChars\":12}]"; out.Text != want {
+		t.Fatalf("text = %q, want %q", out.Text, want)
+	}
+	out = f.call(t, "workspace--read", map[string]any{"path": "c.txt", "offsetChars": 12})
+	if want := "bc\n[characters 13-14 of 14 in c.txt; end of file]"; out.Text != want {
+		t.Fatalf("text = %q, want %q", out.Text, want)
+	}
+}
+
+func TestReadBadInputIsAClearError(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "f.txt", lines(3))
+	f.write(t, "bin.dat", "\x7fELF\x00\x00\x01\x02")
+	for _, tc := range []struct {
+		input map[string]any
+		say   string
+	}{
+		{map[string]any{"path": "f.txt", "offset": -1}, "offset must be 1 or more, got -1"},
+		{map[string]any{"path": "f.txt", "offset": 0}, "offset must be 1 or more, got 0"},
+		{map[string]any{"path": "f.txt", "offset": 1.5}, "offset"},
+		{map[string]any{"path": "f.txt", "offset": "2"}, "offset"},
+		{map[string]any{"path": "f.txt", "limit": 0}, "limit must be 1 or more"},
+		{map[string]any{"path": "f.txt", "offsetChars": -3}, "offsetChars must be 0 or more, got -3"},
+		{map[string]any{"path": "f.txt", "offset": 9}, "offset 9 is past the end of f.txt, which has 3 lines"},
+		{map[string]any{"path": "f.txt", "offset": 1, "offsetChars": 2}, "not both"},
+		{map[string]any{"path": "bin.dat"}, "bin.dat is a binary file (8 bytes), not text"},
+		{map[string]any{"path": "missing.txt"}, "missing.txt does not exist in the workspace"},
+		{map[string]any{"path": "."}, "is a directory"},
+		{map[string]any{}, "path"},
+	} {
+		out := f.call(t, "workspace--read", tc.input)
+		if !out.IsError || !strings.Contains(out.Text, tc.say) {
+			t.Errorf("%v: got %q, want an error saying %q", tc.input, out.Text, tc.say)
+		}
+	}
+}
+
+func TestReadOfAnEmptyFile(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "e.txt", "")
+	if out := f.call(t, "workspace--read", map[string]any{"path": "e.txt"}); out.IsError || out.Text != "[e.txt is empty]" {
+		t.Fatalf("got %+v", out)
+	}
+}
+
+func TestReadMakesInvalidTextWellFormed(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "bad.txt", "caf\xe9 ok, and a lot more plain text after it\n")
+	out := f.call(t, "workspace--read", map[string]any{"path": "bad.txt"})
+	if !utf8.ValidString(out.Text) || !strings.Contains(out.Text, "caf\uFFFD ok") {
+		t.Fatalf("text = %q", out.Text)
+	}
+}
+
+// A spilled result, read back page by page with the ready calls, never
+// spills again and gives back the whole text.
+func TestReadingASpillBackPageByPageNeverSpillsAgain(t *testing.T) {
+	for name, text := range map[string]string{
+		"many lines":     lines(30000),
+		"one long line":  strings.Repeat("0123456789", 20000),
+		"wide lines":     strings.Repeat(strings.Repeat("x", 3000)+"\n", 40),
+		"mixed, unicode": lines(2000) + strings.Repeat("日本語", 20000) + "\n" + lines(100),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			const cap = 4000
+			first := result.One(result.Call{ID: "spill", Result: result.Result{Data: text}, Cap: cap}, result.Env{Store: f.ws})
+			if first.SpillPath == "" {
+				t.Fatal("did not spill")
+			}
+			head, _, _ := strings.Cut(first.Text, "[myelin:")
+			got := strings.TrimSuffix(head, "\n")
+			if strings.HasPrefix(text, head) {
+				got = head
+			}
+			var rest strings.Builder
+			rest.WriteString(got)
+			call := readCallFromNotice(t, first.Text)
+			for pages := 0; call != nil; pages++ {
+				if pages > 2000 {
+					t.Fatal("too many pages")
+				}
+				out := f.callCap(t, "workspace--read", call, cap)
+				if out.IsError || out.SpillPath != "" || utf8.RuneCountInString(out.Text) > cap {
+					t.Fatalf("page %d: error=%v spill=%q chars=%d: %.300q", pages, out.IsError, out.SpillPath, utf8.RuneCountInString(out.Text), out.Text)
+				}
+				var page ReadPage
+				if err := json.Unmarshal(out.Structured, &page); err != nil {
+					t.Fatal(err)
+				}
+				rest.WriteString(pageText(text, page))
+				call = nil
+				if page.Next != nil {
+					raw, _ := json.Marshal(page.Next)
+					_ = json.Unmarshal(raw, &call)
+				}
+			}
+			if rest.String() != text {
+				t.Fatalf("pages give back %d bytes of %d", rest.Len(), len(text))
+			}
+		})
+	}
+}
+
+// pageText is the original text of a page's character range.
+func pageText(text string, p ReadPage) string {
+	start := byteAt(text, p.OffsetChars)
+	return text[start : start+len(cutChars(text[start:], p.Chars))]
+}
+
+func readCallFromNotice(t *testing.T, text string) map[string]any {
+	t.Helper()
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, "Read on: workspace--read "); ok {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(rest), &v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatal("no ready call in the notice")
+	return nil
+}
