@@ -1,0 +1,102 @@
+package shell
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func run(t *testing.T, dir, command string, timeoutMS int) (string, bool) {
+	t.Helper()
+	in := Input{Command: command}
+	if timeoutMS > 0 {
+		in.TimeoutMS = &timeoutMS
+	}
+	r, err := Run(context.Background(), dir, in)
+	if err != nil {
+		return err.Error(), true
+	}
+	return r.Data.(string), r.IsError
+}
+
+func TestOutputIsStdoutAndStderrAsWritten(t *testing.T) {
+	text, isErr := run(t, t.TempDir(), `echo out1; echo err1 >&2; echo out2; printf 'tab\t"q"\n' >&2`, 0)
+	if text != "out1\nerr1\nout2\ntab\t\"q\"\n" || isErr {
+		t.Fatalf("text = %q, error %v", text, isErr)
+	}
+}
+
+func TestRunsInTheWorkspaceRoot(t *testing.T) {
+	dir := t.TempDir()
+	text, _ := run(t, dir, "pwd", 0)
+	want, _ := filepath.EvalSymlinks(dir)
+	if strings.TrimSpace(text) != want {
+		t.Fatalf("pwd = %q, want %q", text, want)
+	}
+}
+
+func TestNonZeroExitIsAnErrorEndingInItsStatus(t *testing.T) {
+	text, isErr := run(t, t.TempDir(), "printf 'partial'; exit 3", 0)
+	if text != "partial\n[exit status 3]" || !isErr {
+		t.Fatalf("text = %q, error %v", text, isErr)
+	}
+	text, isErr = run(t, t.TempDir(), "exit 1", 0)
+	if text != "[exit status 1]" || !isErr {
+		t.Fatalf("text = %q", text)
+	}
+}
+
+func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	text, isErr := run(t, dir, "sleep 30 & echo $! > child.pid; echo started; wait", 300)
+	if !isErr || !strings.Contains(text, "started\n[timed out after 300ms; the command and its process group were killed]") {
+		t.Fatalf("text = %q", text)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatal("the call waited for the child")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the background child %d is still alive", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestCancelKillsTheCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	r, err := Run(ctx, t.TempDir(), Input{Command: "sleep 30"})
+	if err != nil || !r.IsError || !strings.Contains(r.Data.(string), "killed") {
+		t.Fatalf("got %+v, %v", r, err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	if text, isErr := run(t, t.TempDir(), "  ", 0); !isErr || !strings.Contains(text, "command is empty") {
+		t.Fatalf("text = %q", text)
+	}
+	zero := 0
+	if _, err := Run(context.Background(), t.TempDir(), Input{Command: "true", TimeoutMS: &zero}); err == nil || !strings.Contains(err.Error(), "timeout_ms must be 1 or more") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLargeOutputComesBackWhole(t *testing.T) {
+	text, isErr := run(t, t.TempDir(), "seq 1 200000", 0)
+	if isErr || strings.Count(text, "\n") != 200000 || !strings.HasSuffix(text, "199999\n200000\n") {
+		t.Fatalf("got %d lines", strings.Count(text, "\n"))
+	}
+}
