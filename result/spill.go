@@ -15,7 +15,7 @@ type piece struct {
 }
 
 func newPiece(text string, cap int, label string) piece {
-	return piece{text: text, chars: utf8.RuneCountInString(text), cap: cap, label: label}
+	return piece{text: text, chars: Chars(text), cap: cap, label: label}
 }
 
 // shown is how many characters of the piece go into the conversation.

@@ -2,6 +2,7 @@ package result
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
@@ -25,32 +26,42 @@ func WellFormed(s string) string {
 }
 
 // isPlainText reports whether s is valid UTF-8 without a NUL byte: the case
-// where the conversion returns s itself. It reads s once; runs of ASCII are
-// checked eight bytes at a time for both a high bit and a zero byte, and
-// runs holding other characters are handed to utf8.ValidString a block at a
-// time, with the NUL search done while the block is still in cache.
+// where the conversion returns s itself. It reads s once. Runs of ASCII are
+// checked 64 bytes at a time for both a high bit and a zero byte in one
+// test (the lowest zero byte of a word always sets its high bit when one is
+// subtracted from every byte, and no other byte below 0x80 does); a block holding other characters is handed to utf8.ValidString,
+// and searched for NUL while it is still in cache.
 func isPlainText(s string) bool {
 	const hi = 0x8080808080808080
 	const lo = 0x0101010101010101
 	b := unsafe.Slice(unsafe.StringData(s), len(s))
 	i, n := 0, len(b)
 	for i < n {
-		for i+8 <= n {
-			v := binary.LittleEndian.Uint64(b[i:])
-			if v&hi != 0 {
-				break
-			}
-			if (v-lo)&^v&hi != 0 {
+		for i+64 <= n {
+			w := b[i : i+64 : i+64]
+			v0 := binary.LittleEndian.Uint64(w[0:])
+			v1 := binary.LittleEndian.Uint64(w[8:])
+			v2 := binary.LittleEndian.Uint64(w[16:])
+			v3 := binary.LittleEndian.Uint64(w[24:])
+			v4 := binary.LittleEndian.Uint64(w[32:])
+			v5 := binary.LittleEndian.Uint64(w[40:])
+			v6 := binary.LittleEndian.Uint64(w[48:])
+			v7 := binary.LittleEndian.Uint64(w[56:])
+			or := v0 | v1 | v2 | v3 | v4 | v5 | v6 | v7
+			if (or|(v0-lo)|(v1-lo)|(v2-lo)|(v3-lo)|(v4-lo)|(v5-lo)|(v6-lo)|(v7-lo))&hi != 0 {
+				if or&hi != 0 {
+					break
+				}
 				return false // a zero byte
 			}
-			i += 8
+			i += 64
 		}
-		if i+8 > n {
+		if i+64 > n {
 			tail := s[i:]
 			return utf8.ValidString(tail) && strings.IndexByte(tail, 0) < 0
 		}
-		// A block that starts with a non-ASCII byte: up to 4 KiB, ended at a
-		// character boundary so that ValidString sees whole sequences.
+		// A block with a non-ASCII byte in its first 64: up to 4 KiB, ended
+		// at a character boundary so that ValidString sees whole sequences.
 		end := min(i+4096, n)
 		for back := 0; end < n && back < 3 && b[end]&0xC0 == 0x80; back++ {
 			end--
@@ -167,4 +178,33 @@ func LooksBinary(s string) bool {
 	}
 	_, bad := repair(s)
 	return isBinary(len(s), bad)
+}
+
+// Chars is the length of s in characters (SPEC §0). s must be well formed,
+// as every text out of the conversion is: then its characters are its bytes
+// that are not continuation bytes (10xxxxxx), which are counted eight at a
+// time.
+func Chars(s string) int {
+	const hi = 0x8080808080808080
+	b := unsafe.Slice(unsafe.StringData(s), len(s))
+	cont := 0
+	i := 0
+	for ; i+32 <= len(b); i += 32 {
+		w := b[i : i+32 : i+32]
+		v0 := binary.LittleEndian.Uint64(w[0:])
+		v1 := binary.LittleEndian.Uint64(w[8:])
+		v2 := binary.LittleEndian.Uint64(w[16:])
+		v3 := binary.LittleEndian.Uint64(w[24:])
+		if (v0|v1|v2|v3)&hi == 0 {
+			continue
+		}
+		cont += bits.OnesCount64(v0&^(v0<<1)&hi) + bits.OnesCount64(v1&^(v1<<1)&hi) +
+			bits.OnesCount64(v2&^(v2<<1)&hi) + bits.OnesCount64(v3&^(v3<<1)&hi)
+	}
+	for ; i < len(b); i++ {
+		if b[i]&0xC0 == 0x80 {
+			cont++
+		}
+	}
+	return len(b) - cont
 }

@@ -75,3 +75,26 @@ func TestLooksBinary(t *testing.T) {
 		}
 	}
 }
+
+func TestIsPlainTextFindsANULOrABadByteAtAnyPosition(t *testing.T) {
+	base := strings.Repeat("a", 300)
+	for p := 0; p < len(base); p++ {
+		for ins, want := range map[string]bool{"\x00": false, "\xff": false, "é": true, "\xed\xa0\x80": false} {
+			s := base[:p] + ins + base[p:]
+			if got := isPlainText(s); got != want {
+				t.Fatalf("isPlainText with %q at %d = %v, want %v", ins, p, got, want)
+			}
+		}
+	}
+}
+
+func TestCharsCountsCodePointsOfWellFormedText(t *testing.T) {
+	for _, s := range []string{"", "a", "é", "😀", strings.Repeat("aé😀世", 100), strings.Repeat("x", 33) + "€", "\uFFFD\uFFFD"} {
+		for cut := 0; cut < 5 && cut <= len(s); cut++ {
+			p := strings.Repeat("z", cut) + s
+			if got, want := Chars(p), utf8.RuneCountInString(p); got != want {
+				t.Fatalf("Chars(%q) = %d, want %d", p, got, want)
+			}
+		}
+	}
+}

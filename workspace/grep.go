@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"errors"
+	"io"
 	"io/fs"
 	"regexp"
 	"strings"
@@ -47,8 +49,7 @@ type GrepMatch struct {
 
 const (
 	defaultGrepLimit = 100
-	maxGrepLine      = 300     // characters of one line shown
-	maxGrepSize      = 1 << 30 // files over 1 GiB are passed over
+	maxGrepLine      = 300 // characters of one line shown
 )
 
 func (w *Workspace) grepTool() *tool.Tool {
@@ -101,17 +102,9 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 		if err := ctx.Err(); err != nil {
 			return result.Result{}, fmt.Errorf("grep was cancelled after %d files: %v", g.report.FilesRead, err)
 		}
-		_, data, err := w.readFile(f, maxGrepSize)
-		if err != nil {
+		if err := w.grepFile(g, f); err != nil {
 			g.report.PassedOver = append(g.report.PassedOver, fmt.Sprintf("%s (%v)", f, err))
-			continue
 		}
-		if result.LooksBinary(string(data[:min(len(data), 8192)])) {
-			g.report.PassedOver = append(g.report.PassedOver, f+" (binary)")
-			continue
-		}
-		g.report.FilesRead++
-		g.file(f, data)
 	}
 	r := &g.report
 	r.Skipped = min(g.skip, r.Total)
@@ -163,6 +156,23 @@ func (w *Workspace) grepFiles(p, glob string) ([]string, []string, error) {
 	return files, passed, err
 }
 
+// grepFile opens one file and searches it.
+func (w *Workspace) grepFile(g *grepper, p string) error {
+	f, err := w.root.Open(p)
+	if err != nil {
+		return explain(p, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file")
+	}
+	if err := g.file(p, f); err != nil {
+		return err
+	}
+	g.report.FilesRead++
+	return nil
+}
+
 type grepper struct {
 	lineRe, fileRe *regexp.Regexp
 	context        int
@@ -171,96 +181,187 @@ type grepper struct {
 	used           int
 	full           bool // the output reached its budget
 	out            strings.Builder
-	lastPath       string
-	lastLine       int // last line written for lastPath, for context and `--`
 	report         GrepReport
+	buf            []byte // the read buffer, reused from file to file
+
+	path     string // the file being searched
+	rbase    int    // line number of the first line of the region being searched
+	lastPath string // the file of the last line written
+	lastLine int    // the last line written of lastPath, for context and `--`
+	after    int    // context lines still owed after the last match shown
 }
 
-// file finds the matching lines of one file.
-func (g *grepper) file(path string, data []byte) {
-	matched := false
-	lineNo, counted := 1, 0 // lineNo is the number of the line at byte counted
-	pos := 0
-	for pos < len(data) {
-		loc := g.fileRe.FindIndex(data[pos:])
-		if loc == nil {
+// grepChunk is how much of a file is read at a time; a longer line grows
+// the buffer. A variable so that tests can cross chunk boundaries.
+var grepChunk = 1 << 20
+
+// file searches one file, reading it a chunk at a time. Each chunk's
+// complete lines are searched as one region; the last `context` lines and
+// the unfinished line are carried into the next chunk, so that context
+// before a match is at hand.
+func (g *grepper) file(path string, r io.Reader) error {
+	g.path, g.after = path, 0
+	if len(g.buf) == 0 {
+		g.buf = make([]byte, grepChunk)
+	}
+	matchedBefore := g.report.Total
+	buf := g.buf
+	n, base, fresh := 0, 1, 0 // bytes in buf, line number of buf[0], bytes already searched
+	eof := false
+	for {
+		for !eof && n < len(buf) {
+			m, err := r.Read(buf[n:])
+			n += m
+			if err == io.EOF {
+				eof = true
+			} else if err != nil {
+				return err
+			}
+		}
+		end := n
+		if !eof {
+			end = bytes.LastIndexByte(buf[:n], '\n') + 1
+			if end <= fresh { // one line longer than the buffer
+				buf = append(buf, make([]byte, len(buf))...)
+				continue
+			}
+		}
+		if first := min(n, 8192); base == 1 && fresh == 0 && result.LooksBinary(string(buf[:first])) {
+			return errBinary
+		}
+		g.region(buf[:end], base, fresh)
+		if eof {
 			break
 		}
+		keep := end
+		for k := 0; k < g.context && keep > 0; k++ {
+			keep = bytes.LastIndexByte(buf[:keep-1], '\n') + 1
+		}
+		base += bytes.Count(buf[:keep], []byte{'\n'})
+		n = copy(buf, buf[keep:n])
+		fresh = end - keep
+	}
+	g.buf = buf
+	if g.report.Total > matchedBefore {
+		g.report.FilesMatched++
+	}
+	return nil
+}
+
+var errBinary = errors.New("binary")
+
+// region searches complete lines; r[:fresh] was searched with the chunk
+// before and is there for context only. base is the number of r's first
+// line.
+func (g *grepper) region(r []byte, base, fresh int) {
+	g.rbase = base
+	lineNo, counted := base, 0 // lineNo is the number of the line at byte counted
+	pos := fresh
+	for pos < len(r) {
+		if g.after > 0 {
+			end := lineEnd(r, pos)
+			lineNo += bytes.Count(r[counted:pos], []byte{'\n'})
+			counted = pos
+			if g.lineRe.Match(trimCR(r[pos:end])) {
+				g.match(r, pos, end, lineNo)
+			} else {
+				g.afterLine(r[pos:end], lineNo)
+			}
+			pos = end + 1
+			continue
+		}
+		loc := g.fileRe.FindIndex(r[pos:])
+		if loc == nil {
+			return
+		}
 		at := pos + loc[0]
-		start := bytes.LastIndexByte(data[:at], '\n') + 1
-		end := len(data)
-		if i := bytes.IndexByte(data[at:], '\n'); i >= 0 {
-			end = at + i
+		if at == len(r) {
+			return // an empty match after the last line end is no line
 		}
-		if at == len(data) && start == len(data) {
-			break // an empty match after the last line end is no line
-		}
-		lineNo += bytes.Count(data[counted:start], []byte{'\n'})
+		start := bytes.LastIndexByte(r[:at], '\n') + 1
+		end := lineEnd(r, at)
+		lineNo += bytes.Count(r[counted:start], []byte{'\n'})
 		counted = start
-		line := bytes.TrimSuffix(data[start:end], []byte{'\r'})
-		if g.lineRe.Match(line) {
-			matched = true
-			g.match(path, data, start, end, lineNo)
+		if g.lineRe.Match(trimCR(r[start:end])) {
+			g.match(r, start, end, lineNo)
 		}
 		pos = end + 1
 	}
-	if matched {
-		g.report.FilesMatched++
-	}
 }
 
+func lineEnd(r []byte, from int) int {
+	if i := bytes.IndexByte(r[from:], '\n'); i >= 0 {
+		return from + i
+	}
+	return len(r)
+}
+
+func trimCR(line []byte) []byte { return bytes.TrimSuffix(line, []byte{'\r'}) }
+
+// showing reports whether another line may still be written.
+func (g *grepper) showing() bool { return !g.full && g.report.Shown < g.limit }
+
 // match records one matching line and, while there is room, writes it with
-// its context.
-func (g *grepper) match(path string, data []byte, start, end, lineNo int) {
+// the context before it; the context after it comes as region reads on.
+func (g *grepper) match(r []byte, start, end, lineNo int) {
 	g.report.Total++
-	if g.report.Total <= g.skip || g.full || g.report.Shown >= g.limit {
+	g.after = 0
+	if g.report.Total <= g.skip || !g.showing() {
 		return
 	}
-	var b strings.Builder
-	if path != g.lastPath {
-		g.lastLine = 0
-	}
-	// context before
-	first := max(1, lineNo-g.context)
-	if path == g.lastPath {
+	sameFile := g.lastPath == g.path
+	first := max(1, lineNo-g.context, g.rbase)
+	if sameFile {
 		first = max(first, g.lastLine+1)
 	}
-	if g.lastPath != "" && (path != g.lastPath || first > g.lastLine+1) && g.out.Len() > 0 {
+	var b strings.Builder
+	if g.out.Len() > 0 && (!sameFile || first > g.lastLine+1) {
 		b.WriteString("--\n")
 	}
 	s := start
 	for n := lineNo - 1; n >= first; n-- {
-		s = bytes.LastIndexByte(data[:s-1], '\n') + 1
+		s = bytes.LastIndexByte(r[:s-1], '\n') + 1
 	}
 	for n, p := first, s; n < lineNo; n++ {
-		e := p + bytes.IndexByte(data[p:], '\n')
-		writeLine(&b, path, '-', n, data[p:e])
+		e := lineEnd(r, p)
+		writeLine(&b, g.path, '-', n, r[p:e])
 		p = e + 1
 	}
-	text := writeLine(&b, path, ':', lineNo, data[start:end])
-	// context after
-	last := lineNo
-	for p := end + 1; last < lineNo+g.context && p < len(data); last++ {
-		e := bytes.IndexByte(data[p:], '\n')
-		if e < 0 {
-			e = len(data) - p
-		}
-		if g.lineRe.Match(bytes.TrimSuffix(data[p:p+e], []byte{'\r'})) {
-			break // the next match writes itself and its own context
-		}
-		writeLine(&b, path, '-', last+1, data[p:p+e])
-		p += e + 1
-	}
-	n := utf8.RuneCountInString(b.String())
-	if g.used+n > g.budget {
-		g.full = true
+	text := writeLine(&b, g.path, ':', lineNo, r[start:end])
+	if !g.fits(b.String()) {
 		return
 	}
-	g.out.WriteString(b.String())
-	g.used += n
-	g.lastPath, g.lastLine = path, last
+	g.lastPath, g.lastLine, g.after = g.path, lineNo, g.context
 	g.report.Shown++
-	g.report.Matches = append(g.report.Matches, GrepMatch{Path: path, Line: lineNo, Text: text})
+	g.report.Matches = append(g.report.Matches, GrepMatch{Path: g.path, Line: lineNo, Text: text})
+}
+
+// afterLine writes a line of context after a match.
+func (g *grepper) afterLine(line []byte, lineNo int) {
+	g.after--
+	var b strings.Builder
+	writeLine(&b, g.path, '-', lineNo, line)
+	if g.fits(b.String()) {
+		g.lastLine = lineNo
+	} else {
+		g.after = 0
+	}
+}
+
+// fits writes s when it fits the output's budget, and otherwise marks the
+// output full.
+func (g *grepper) fits(s string) bool {
+	if g.full {
+		return false
+	}
+	n := utf8.RuneCountInString(s)
+	if g.used+n > g.budget {
+		g.full = true
+		return false
+	}
+	g.out.WriteString(s)
+	g.used += n
+	return true
 }
 
 // writeLine writes one output line, made well formed and cut to

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -152,5 +153,37 @@ func TestGrepNoMatch(t *testing.T) {
 	out := f.call(t, "workspace--grep", map[string]any{"pattern": "zzz"})
 	if out.IsError || out.Text != `[no lines match "zzz" in 1 files]` {
 		t.Fatalf("got %+v", out)
+	}
+}
+
+// Reading a file a chunk at a time gives the same output as reading it
+// whole, whatever the chunk size: matches, context and line numbers across
+// chunk boundaries, and lines longer than a chunk.
+func TestGrepIsTheSameAcrossChunkBoundaries(t *testing.T) {
+	f := newFixture(t)
+	var b strings.Builder
+	for i := 0; i < 400; i++ {
+		switch {
+		case i%13 == 0:
+			fmt.Fprintf(&b, "needle %d\n", i)
+		case i%50 == 7:
+			b.WriteString(strings.Repeat("long ", 60) + "needle\n")
+		default:
+			fmt.Fprintf(&b, "hay %d\r\n", i)
+		}
+	}
+	b.WriteString("needle at the end without a line end")
+	f.write(t, "h.txt", b.String())
+	defer func(n int) { grepChunk = n }(grepChunk)
+	for _, ctx := range []int{0, 1, 3} {
+		grepChunk = 1 << 20
+		want := f.call(t, "workspace--grep", map[string]any{"pattern": "needle", "context": ctx, "limit": 1000})
+		for _, chunk := range []int{16, 64, 100, 257, 4096} {
+			grepChunk = chunk
+			got := f.call(t, "workspace--grep", map[string]any{"pattern": "needle", "context": ctx, "limit": 1000})
+			if got.Text != want.Text {
+				t.Fatalf("context %d, chunk %d:\n%s\nwant\n%s", ctx, chunk, got.Text, want.Text)
+			}
+		}
 	}
 }

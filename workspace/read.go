@@ -77,7 +77,7 @@ func (w *Workspace) Read(in ReadInput, cap int) (result.Result, error) {
 	}
 	p := &pager{path: rel, text: result.WellFormed(string(data)), cap: cap}
 	p.totalLines = countLines(p.text)
-	p.totalChars = utf8.RuneCountInString(p.text)
+	p.totalChars = result.Chars(p.text)
 	if lineMode {
 		return p.lines(intOr(in.Offset, 1), intOr(in.Limit, defaultReadLines))
 	}
@@ -144,7 +144,7 @@ func (p *pager) lines(offset, limit int) (result.Result, error) {
 	for ln := 1; ln < offset; ln++ {
 		start += strings.IndexByte(p.text[start:], '\n') + 1
 	}
-	charStart := utf8.RuneCountInString(p.text[:start])
+	charStart := result.Chars(p.text[:start])
 	budget := p.budget(p.worstFooter())
 
 	var b strings.Builder
@@ -171,7 +171,7 @@ func (p *pager) lines(offset, limit int) (result.Result, error) {
 	last := ln - 1
 	eof := pos >= len(p.text)
 	info := ReadPage{Mode: "lines", FirstLine: offset, LastLine: last, OffsetChars: charStart,
-		Chars: utf8.RuneCountInString(p.text[start:pos]), EOF: eof}
+		Chars: result.Chars(p.text[start:pos]), EOF: eof}
 	if !eof {
 		info.Next = &ReadInput{Path: p.path, Offset: &ln}
 	}

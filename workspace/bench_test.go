@@ -1,0 +1,106 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"myelin/result"
+)
+
+func benchLog(size int) string {
+	var b strings.Builder
+	b.Grow(size + 200)
+	for i := 0; b.Len() < size; i++ {
+		level := "INFO"
+		if i%97 == 0 {
+			level = "ERROR"
+		}
+		fmt.Fprintf(&b, "2026-12-02T10:%02d:%02d %s worker-%d request id=%d took %dms\n", i/60%60, i%60, level, i%7, i, i%500)
+	}
+	return b.String()
+}
+
+// BenchmarkSpill64MB compares spilling a 64 MB result (conversion, cap,
+// spill file, head and notice) with os.WriteFile of the same bytes
+// (target: ≤ 1.5×). Run:
+//
+//	go test ./workspace -run '^$' -bench Spill64MB -count 5
+func BenchmarkSpill64MB(b *testing.B) {
+	text := benchLog(64 << 20)
+	dir := b.TempDir()
+	ws, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	b.Run("os.WriteFile", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		p := filepath.Join(dir, "plain.txt")
+		for b.Loop() {
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				b.Fatal(err)
+			}
+			os.Remove(p)
+		}
+	})
+	b.Run("result-spill", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			out := result.One(result.Call{ID: "bench", Result: result.Result{Data: text}}, result.Env{Store: ws})
+			if out.SpillPath == "" {
+				b.Fatal("did not spill")
+			}
+			os.Remove(filepath.Join(dir, out.SpillPath))
+		}
+	})
+}
+
+// BenchmarkGrep100MB compares workspace--grep over a 100 MB file with
+// `grep -n` on the same file, both counting every matching line (target:
+// ≤ 1.5×). Run:
+//
+//	go test ./workspace -run '^$' -bench Grep100MB -count 5
+func BenchmarkGrep100MB(b *testing.B) {
+	if _, err := exec.LookPath("grep"); err != nil {
+		b.Skip("grep is not installed")
+	}
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.log"), []byte(benchLog(100<<20)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	for _, pattern := range []string{"ERROR", `ERROR worker-3 .* took 4[0-9]ms`} {
+		name := "literal"
+		if strings.Contains(pattern, "*") {
+			name = "regex"
+		}
+		b.Run(name+"/grep-n", func(b *testing.B) {
+			for b.Loop() {
+				cmd := exec.Command("grep", "-n", "-E", pattern, "big.log")
+				cmd.Dir = dir
+				cmd.Stdout = io.Discard // a pipe: grep stops at the first match when its output is /dev/null
+				if err := cmd.Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/workspace-grep", func(b *testing.B) {
+			for b.Loop() {
+				r, err := ws.Grep(context.Background(), GrepInput{Pattern: pattern, Path: "big.log"}, result.DefaultCap)
+				if err != nil || r.Structured.(*GrepReport).Total == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
