@@ -3,8 +3,8 @@ package workspace
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"regexp"
