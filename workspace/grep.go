@@ -8,6 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"regexp"
+	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -77,7 +79,11 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	}
 	lineRe, err := regexp.Compile(in.Pattern)
 	if err != nil {
-		return result.Result{}, fmt.Errorf("invalid regular expression %q: %v", in.Pattern, err)
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			return result.Result{}, fmt.Errorf("invalid regular expression %s: %s: %s", short(in.Pattern), se.Code, short(se.Expr))
+		}
+		return result.Result{}, fmt.Errorf("invalid regular expression %s: %v", short(in.Pattern), err)
 	}
 	// Searching the whole file with (?m) finds candidate lines at the speed
 	// of the regexp's literal prefix scan; each candidate line is then
@@ -85,7 +91,7 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	fileRe := regexp.MustCompile("(?m)" + in.Pattern)
 	if in.Glob != "" {
 		if _, err := matchGlob(in.Glob, "x"); err != nil {
-			return result.Result{}, fmt.Errorf("invalid glob %q: %v", in.Glob, err)
+			return result.Result{}, fmt.Errorf("invalid glob %s: %v", short(in.Glob), err)
 		}
 	}
 	files, passed, err := w.grepFiles(in.Path, in.Glob)
@@ -97,7 +103,12 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 		context: intOr(in.Context, 0), limit: intOr(in.Limit, defaultGrepLimit), skip: intOr(in.Skip, 0),
 		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed},
 	}
-	g.budget = max(200, cap-300-2*utf8.RuneCountInString(in.Pattern+in.Path+in.Glob))
+	// The footer is at most its fixed words, two passed-over names and the
+	// next call; the matches get the rest of the cap.
+	worst := in
+	big := 1 << 40
+	worst.Skip, worst.Limit, worst.Context = &big, &big, &big
+	g.budget = max(100, cap-250-2*maxFooterName-utf8.RuneCountInString(callJSON(worst)))
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return result.Result{}, fmt.Errorf("grep was cancelled after %d files: %v", g.report.FilesRead, err)
@@ -380,16 +391,22 @@ func (g *grepper) footer(in GrepInput) string {
 	var b strings.Builder
 	switch {
 	case r.Total == 0:
-		fmt.Fprintf(&b, "[no lines match %q in %d files", in.Pattern, r.FilesRead)
+		fmt.Fprintf(&b, "[no lines match in %d files read", r.FilesRead)
 	case r.Shown == 0 && r.Skipped >= r.Total:
 		fmt.Fprintf(&b, "[all %d matching lines were skipped (skip %d)", r.Total, g.skip)
 	default:
 		fmt.Fprintf(&b, "[matching lines %d-%d of %d, in %d of %d files read", r.Skipped+1, r.Skipped+r.Shown, r.Total, r.FilesMatched, r.FilesRead)
 	}
 	if n := len(r.PassedOver); n > 0 {
-		fmt.Fprintf(&b, "; passed over %d files: %s", n, strings.Join(firstN(r.PassedOver, 5), ", "))
-		if n > 5 {
-			b.WriteString(", …")
+		names := firstN(r.PassedOver, 2)
+		for i, name := range names {
+			if utf8.RuneCountInString(name) > maxFooterName {
+				names[i] = cutChars(name, maxFooterName-1) + "…"
+			}
+		}
+		fmt.Fprintf(&b, "; passed over %d files: %s", n, strings.Join(names, ", "))
+		if n > 2 {
+			b.WriteString(", … (the structured content lists them all)")
 		}
 	}
 	if r.Next != nil {
@@ -403,9 +420,9 @@ func (g *grepper) footer(in GrepInput) string {
 	return b.String()
 }
 
+// maxFooterName bounds each passed-over file named in the footer.
+const maxFooterName = 80
+
 func firstN(s []string, n int) []string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
+	return slices.Clone(s[:min(n, len(s))])
 }

@@ -96,7 +96,9 @@ func TestGrepBadInputIsAClearError(t *testing.T) {
 		input map[string]any
 		say   string
 	}{
-		{map[string]any{"pattern": "a(b"}, `invalid regular expression "a(b"`},
+		{map[string]any{"pattern": "a(b"}, `invalid regular expression "a(b": missing closing )`},
+		{map[string]any{"pattern": strings.Repeat("(", 5000)}, "…"},
+		{map[string]any{"pattern": "x", "glob": strings.Repeat("[", 5000)}, "invalid glob"},
 		{map[string]any{"pattern": ""}, "pattern is empty"},
 		{map[string]any{"pattern": "x", "limit": 0}, "limit must be 1 or more"},
 		{map[string]any{"pattern": "x", "context": -1}, "context must be 0 or more"},
@@ -104,7 +106,7 @@ func TestGrepBadInputIsAClearError(t *testing.T) {
 		{map[string]any{"pattern": "x", "path": "nope"}, "nope does not exist"},
 	} {
 		out := f.call(t, "workspace--grep", tc.input)
-		if !out.IsError || !strings.Contains(out.Text, tc.say) {
+		if !out.IsError || !strings.Contains(out.Text, tc.say) || out.SpillPath != "" {
 			t.Errorf("%v: got %q, want an error saying %q", tc.input, out.Text, tc.say)
 		}
 	}
@@ -151,7 +153,7 @@ func TestGrepNoMatch(t *testing.T) {
 	f := newFixture(t)
 	f.write(t, "a.txt", "x\n")
 	out := f.call(t, "workspace--grep", map[string]any{"pattern": "zzz"})
-	if out.IsError || out.Text != `[no lines match "zzz" in 1 files]` {
+	if out.IsError || out.Text != `[no lines match in 1 files read]` {
 		t.Fatalf("got %+v", out)
 	}
 }

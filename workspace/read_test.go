@@ -132,9 +132,11 @@ func TestReadBadInputIsAClearError(t *testing.T) {
 		{map[string]any{"path": "missing.txt"}, "missing.txt does not exist in the workspace"},
 		{map[string]any{"path": "."}, "is a directory"},
 		{map[string]any{}, "path"},
+		{map[string]any{"path": strings.Repeat("d/", 20000) + "x"}, "…"},
+		{map[string]any{"path": "/" + strings.Repeat("x", 30000)}, "is absolute"},
 	} {
 		out := f.call(t, "workspace--read", tc.input)
-		if !out.IsError || !strings.Contains(out.Text, tc.say) {
+		if !out.IsError || !strings.Contains(out.Text, tc.say) || out.SpillPath != "" {
 			t.Errorf("%v: got %q, want an error saying %q", tc.input, out.Text, tc.say)
 		}
 	}

@@ -18,8 +18,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"myelin/result"
 )
 
 // ResultsDir is where spill files and saved payloads go, relative to the
@@ -68,15 +71,15 @@ func (w *Workspace) Close() error { return w.root.Close() }
 func Rel(p string) (string, error) {
 	switch {
 	case strings.IndexByte(p, 0) >= 0:
-		return "", fmt.Errorf("path %q contains a NUL byte", p)
+		return "", fmt.Errorf("path %s contains a NUL byte", short(p))
 	case p == "":
 		return ".", nil
 	case path.IsAbs(p) || filepath.IsAbs(p):
-		return "", fmt.Errorf("path %q is absolute; paths are relative to the workspace root", p)
+		return "", fmt.Errorf("path %s is absolute; paths are relative to the workspace root", short(p))
 	}
 	for _, part := range strings.Split(filepath.ToSlash(p), "/") {
 		if part == ".." {
-			return "", fmt.Errorf("path %q contains \"..\"; paths must stay inside the workspace", p)
+			return "", fmt.Errorf("path %s contains \"..\"; paths must stay inside the workspace", short(p))
 		}
 	}
 	return path.Clean(filepath.ToSlash(p)), nil
@@ -84,6 +87,7 @@ func Rel(p string) (string, error) {
 
 // explain turns an error from the root into one the model can act on.
 func explain(p string, err error) error {
+	p = clip(p)
 	var pe *fs.PathError
 	switch {
 	case err == nil:
@@ -177,3 +181,18 @@ func (w *Workspace) Save(name, data string) (string, error) {
 	}
 	return "", fmt.Errorf("saving %s: 10000 files of that name are already in %s", name, ResultsDir)
 }
+
+// clip bounds an input echoed in an error message to 200 characters, so
+// that a huge input does not make a huge error.
+func clip(s string) string {
+	s = result.WellFormed(s)
+	if len(s) > 200 {
+		if cut := cutChars(s, 200); len(cut) < len(s) {
+			return cut + "…"
+		}
+	}
+	return s
+}
+
+// short is clip, quoted.
+func short(s string) string { return strconv.Quote(clip(s)) }
