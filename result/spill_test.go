@@ -260,3 +260,18 @@ func TestSafeLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestOneGigabyteStringSpillsWhole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 1 GB")
+	}
+	text := strings.Repeat("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n", 1<<24) // 1 GiB
+	store := &memStore{}
+	out := One(Call{ID: "huge", Result: Result{Data: text}}, Env{Store: store})
+	if out.SpillPath == "" || len(store.files[out.SpillPath]) != len(text) {
+		t.Fatalf("spill %q", out.SpillPath)
+	}
+	if n := utf8.RuneCountInString(out.Text); n > DefaultCap || !strings.Contains(out.Text, "this result is 1073741824 characters in 16777216 lines") {
+		t.Fatalf("%d characters: %q", n, out.Text[len(out.Text)-400:])
+	}
+}

@@ -3,6 +3,7 @@ package workspace
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -186,6 +187,58 @@ func TestGrepIsTheSameAcrossChunkBoundaries(t *testing.T) {
 			if got.Text != want.Text {
 				t.Fatalf("context %d, chunk %d:\n%s\nwant\n%s", ctx, chunk, got.Text, want.Text)
 			}
+		}
+	}
+}
+
+func TestRequiredLiteral(t *testing.T) {
+	for pattern, want := range map[string]string{
+		"ERROR":                    "ERROR",
+		"[A-Z]+ worker-3 id=[0-9]": " worker-3 id=",
+		"a|bcdef":                  "",
+		"(?i)error":                "",
+		"(timeout)+ after":         " after",
+		"x*abc":                    "abc",
+		"ab":                       "",
+		"(foo){2}bar":              "foo",
+		"line\\nnext":              "",
+	} {
+		if got := string(requiredLiteral(pattern)); got != want {
+			t.Errorf("requiredLiteral(%q) = %q, want %q", pattern, got, want)
+		}
+	}
+}
+
+// Whatever path finds candidate lines, grep reports exactly the lines a
+// line-by-line match finds.
+func TestGrepFindsTheLinesALineByLineMatchFinds(t *testing.T) {
+	f := newFixture(t)
+	var b strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, "%s worker-%d request id=%d took %dms\n", []string{"INFO", "ERROR", "warn"}[i%3], i%7, i, i%500)
+	}
+	text := b.String()
+	f.write(t, "log.txt", text)
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	for _, pattern := range []string{"ERROR", `[A-Z]+ worker-3 request id=[0-9]*7 `, `took 4[0-9]ms$`, `^warn`, `(?i)error worker-[12]`, `id=1\d\d `, `x|worker-6 request id=2`} {
+		re := regexp.MustCompile(pattern)
+		var want []int
+		for i, l := range lines {
+			if re.MatchString(l) {
+				want = append(want, i+1)
+			}
+		}
+		out := f.call(t, "workspace--grep", map[string]any{"pattern": pattern, "limit": 5000})
+		var rep GrepReport
+		if err := json.Unmarshal(out.Structured, &rep); err != nil {
+			t.Fatal(err)
+		}
+		var got []int
+		for _, m := range rep.Matches {
+			got = append(got, m.Line)
+		}
+		if rep.Total != len(want) || fmt.Sprint(got) != fmt.Sprint(want[:min(len(want), len(got))]) || len(want) == 0 {
+			t.Errorf("%q: %d matches (%v…), want %d (%v…)", pattern, rep.Total, got[:min(5, len(got))], len(want), want[:min(5, len(want))])
 		}
 	}
 }
