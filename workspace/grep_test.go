@@ -197,7 +197,7 @@ func TestRequiredLiteral(t *testing.T) {
 		"[A-Z]+ worker-3 id=[0-9]": " worker-3 id=",
 		"a|bcdef":                  "",
 		"(?i)error":                "",
-		"(timeout)+ after":         " after",
+		"(timeout)+ after":         "timeout",
 		"x*abc":                    "abc",
 		"ab":                       "",
 		"(foo){2}bar":              "foo",
