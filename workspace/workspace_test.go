@@ -244,7 +244,7 @@ func TestEditReplacesAUniqueMatchOrAllWhenAsked(t *testing.T) {
 		t.Fatalf("got %+v", out)
 	}
 	out = f.call(t, "workspace--edit", map[string]any{"path": "e.txt", "old_string": "a", "new_string": "4", "replace_all": true})
-	if out.IsError {
+	if out.IsError || string(out.Structured) != `{"path":"e.txt","replacements":3}` {
 		t.Fatalf("got %+v", out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.dir, "e.txt")); string(b) != "A\nbet4 g4mm4\n" {
@@ -301,6 +301,10 @@ func TestGlobMatchesAcrossDirectories(t *testing.T) {
 		if out.Text != want {
 			t.Errorf("glob %s = %q, want %q", pattern, out.Text, want)
 		}
+	}
+	out := f.call(t, "workspace--glob", map[string]any{"pattern": "**/*.go"})
+	if string(out.Structured) != `{"paths":["cmd/x/main.go","cmd/x/main_test.go","main.go"],"total":3}` {
+		t.Fatalf("structured = %s", out.Structured)
 	}
 	if out := f.call(t, "workspace--glob", map[string]any{"pattern": "[a-"}); !out.IsError {
 		t.Fatal("an invalid glob succeeded")

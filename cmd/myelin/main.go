@@ -51,6 +51,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	case "version", "--version":
+		if len(args) > 1 && isHelp(args[1]) {
+			fmt.Fprint(stdout, "Usage:\n  myelin version\n      Print myelin's version.\n")
+			return exitOK
+		}
 		fmt.Fprintln(stdout, "myelin", version())
 		return exitOK
 	case "tool":
@@ -58,6 +62,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "myelin: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
+}
+
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
 }
 
 func version() string {

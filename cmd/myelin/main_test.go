@@ -152,7 +152,7 @@ func TestShellIsOfferedOnlyWithAllowShell(t *testing.T) {
 }
 
 func TestHelpOnEveryCommand(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"tool", "--help"}, {"tool", "list", "--help"}, {"tool", "call", "--help"}, {"tool", "call", "-h"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"tool", "--help"}, {"tool", "list", "--help"}, {"tool", "call", "--help"}, {"tool", "call", "-h"}, {"version", "--help"}, {"help", "--help"}} {
 		out, _, code := cli(t, args...)
 		if code != 0 || !strings.Contains(out, "Usage:") {
 			t.Errorf("%q: exit %d, %q", args, code, out)

@@ -62,7 +62,7 @@ func toolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fs = f.set(false)
 	case "call":
 		fs = f.set(true)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fs = f.set(true)
 		fs.SetOutput(stdout)
 		fmt.Fprint(stdout, toolUsage)
