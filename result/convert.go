@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"unicode/utf8"
 )
 
 // converted is a result's full text before the cap: the output of the one
@@ -238,15 +237,8 @@ func stubField(s string) string {
 		}
 		return r
 	}, s)
-	if utf8.RuneCountInString(s) <= stubFieldMax {
-		return s
-	}
-	n := 0
-	for i := range s {
-		if n == stubFieldMax-1 {
-			return s[:i] + "…"
-		}
-		n++
+	if cut := CharOffset(s, stubFieldMax); cut < len(s) {
+		return s[:CharOffset(s, stubFieldMax-1)] + "…"
 	}
 	return s
 }

@@ -33,7 +33,7 @@ type spilled struct {
 
 // spill writes the whole text to `<label>.txt` under .myelin/tool-results/.
 func (p *piece) spill(store Store) spilled {
-	sp := spilled{text: p.text, chars: p.chars, lines: countLines(p.text)}
+	sp := spilled{text: p.text, chars: p.chars, lines: Lines(p.text)}
 	if store == nil {
 		sp.err = ErrNoWorkspace
 		return sp
@@ -43,16 +43,6 @@ func (p *piece) spill(store Store) spilled {
 		sp.path = ""
 	}
 	return sp
-}
-
-// countLines counts lines as an editor does: a last line without a line end
-// counts, an empty text has none.
-func countLines(s string) int {
-	n := strings.Count(s, "\n")
-	if s != "" && !strings.HasSuffix(s, "\n") {
-		n++
-	}
-	return n
 }
 
 // head is the head of the text followed by its notice, together at most cap
@@ -66,7 +56,7 @@ func (sp spilled) head(cap int) string {
 		utf8.RuneCountInString(sp.notice(sp.chars, sp.lines, sp.lines+1, true, false)),
 		utf8.RuneCountInString(sp.notice(sp.chars, sp.lines, sp.lines+1, false, true)))
 	budget := max(0, cap-worst-1) // -1 for the line end before the notice
-	cut := byteOffset(sp.text, budget)
+	cut := CharOffset(sp.text, budget)
 	byLine := false
 	if nl := strings.LastIndexByte(sp.text[:cut], '\n'); nl >= 0 {
 		if utf8.RuneCountInString(sp.text[:nl+1])*5 >= budget*4 {
@@ -138,19 +128,4 @@ func mustJSON(v any) []byte {
 		panic(err) // only called with plain structs of strings and ints
 	}
 	return raw
-}
-
-// byteOffset is the byte offset of character n of s (len(s) when s is
-// shorter).
-func byteOffset(s string, n int) int {
-	if n >= len(s) {
-		return len(s)
-	}
-	for i := range s {
-		if n == 0 {
-			return i
-		}
-		n--
-	}
-	return len(s)
 }

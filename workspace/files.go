@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"unicode/utf8"
 
 	"myelin/result"
 	"myelin/tool"
@@ -235,7 +234,7 @@ func (w *Workspace) Write(in WriteInput) (result.Result, error) {
 	if err := w.root.WriteFile(rel, []byte(in.Content), 0o644); err != nil {
 		return result.Result{}, explain(rel, err)
 	}
-	chars, lines := utf8.RuneCountInString(in.Content), countLines(in.Content)
+	chars, lines := result.Chars(result.WellFormed(in.Content)), result.Lines(in.Content)
 	verb := "replaced"
 	if created {
 		verb = "created"

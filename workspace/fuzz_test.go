@@ -3,8 +3,6 @@ package workspace
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 	"unicode/utf8"
 
@@ -13,20 +11,9 @@ import (
 )
 
 func fuzzWorkspace(t *testing.T, content []byte) (*Workspace, *tool.Dispatcher) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "f.txt"), content, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ws, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ws.Close() })
-	reg := &tool.Registry{}
-	if err := reg.Add(ws.Tools()...); err != nil {
-		t.Fatal(err)
-	}
-	return ws, &tool.Dispatcher{Tools: reg, Env: result.Env{Store: ws}}
+	f := newFixture(t)
+	f.write(t, "f.txt", string(content))
+	return f.ws, f.d
 }
 
 // checkPage: a page is well formed, fits its cap and never spills.

@@ -76,7 +76,7 @@ func (w *Workspace) Read(in ReadInput, cap int) (result.Result, error) {
 		return result.Result{}, fmt.Errorf("%s is a binary file (%d bytes), not text; workspace--read reads text files", rel, len(data))
 	}
 	p := &pager{path: rel, text: result.WellFormed(string(data)), cap: cap}
-	p.totalLines = countLines(p.text)
+	p.totalLines = result.Lines(p.text)
 	p.totalChars = result.Chars(p.text)
 	if lineMode {
 		return p.lines(intOr(in.Offset, 1), intOr(in.Limit, defaultReadLines))
@@ -199,7 +199,7 @@ func (p *pager) chars(offset, limit int) (result.Result, error) {
 	if limit == 0 || limit > budget {
 		limit = budget
 	}
-	start := byteAt(p.text, offset)
+	start := result.CharOffset(p.text, offset)
 	body := cutChars(p.text[start:], limit)
 	// never end a page between a CR and its LF
 	if end := start + len(body); strings.HasSuffix(body, "\r") && end < len(p.text) && p.text[end] == '\n' && len(body) > 1 {
@@ -256,27 +256,5 @@ func callJSON(v any) string {
 
 // cutChars is the first n characters of s.
 func cutChars(s string, n int) string {
-	return s[:byteAt(s, n)]
-}
-
-// byteAt is the byte offset of character n of s, or len(s).
-func byteAt(s string, n int) int {
-	if n >= len(s) {
-		return len(s)
-	}
-	for i := range s {
-		if n == 0 {
-			return i
-		}
-		n--
-	}
-	return len(s)
-}
-
-func countLines(s string) int {
-	n := strings.Count(s, "\n")
-	if s != "" && !strings.HasSuffix(s, "\n") {
-		n++
-	}
-	return n
+	return s[:result.CharOffset(s, n)]
 }

@@ -211,7 +211,7 @@ func TestReadingASpillBackPageByPageNeverSpillsAgain(t *testing.T) {
 
 // pageText is the original text of a page's character range.
 func pageText(text string, p ReadPage) string {
-	start := byteAt(text, p.OffsetChars)
+	start := result.CharOffset(text, p.OffsetChars)
 	return text[start : start+len(cutChars(text[start:], p.Chars))]
 }
 
