@@ -64,40 +64,44 @@ func FromError(data any, err error) Result {
 type Block interface{ isBlock() }
 
 // TextBlock is text, read verbatim (made well formed).
-type TextBlock struct{ Text string }
+type TextBlock struct {
+	Text string // the text
+}
 
 // ImageBlock is an image with its bytes. It goes natively on the wire and as
 // a placeholder in history; its bytes never become base64 text.
 type ImageBlock struct {
-	MIMEType string
-	Data     []byte
+	MIMEType string // e.g. image/png; sniffed from Data when empty
+	Data     []byte // the image's bytes, not base64
 }
 
 // AudioBlock is audio with its bytes; they are saved as a workspace file.
 type AudioBlock struct {
-	MIMEType string
-	Data     []byte
+	MIMEType string // e.g. audio/wav
+	Data     []byte // the audio's bytes, not base64
 }
 
 // ResourceBlock is an embedded resource: text (Blob nil) or binary (Blob set,
 // saved as a workspace file).
 type ResourceBlock struct {
-	URI      string
-	MIMEType string
-	Text     string
-	Blob     []byte
+	URI      string // the resource's URI, shown in its stub
+	MIMEType string // its MIME type
+	Text     string // its text, when Blob is nil
+	Blob     []byte // its bytes, when it is binary
 }
 
 // ResourceLinkBlock points at a resource that was not fetched.
 type ResourceLinkBlock struct {
-	URI      string
-	Name     string
-	MIMEType string
+	URI      string // where the resource is
+	Name     string // its name, shown in the stub
+	MIMEType string // its MIME type, if the server gave one
 }
 
 // UnknownBlock is a block of a type this package does not know. It reaches
 // the model as its compact JSON.
-type UnknownBlock struct{ Raw json.RawMessage }
+type UnknownBlock struct {
+	Raw json.RawMessage // the block as the server sent it
+}
 
 func (TextBlock) isBlock()         {}
 func (ImageBlock) isBlock()        {}

@@ -20,9 +20,9 @@ type ListInput struct {
 
 // Entry is one directory entry in workspace--list's structured content.
 type Entry struct {
-	Name string `json:"name"`
+	Name string `json:"name"` // the entry's name in its directory
 	Type string `json:"type"` // "file", "dir", "link" or "other"
-	Size int64  `json:"size"`
+	Size int64  `json:"size"` // bytes, for files
 }
 
 // GlobInput is the input of workspace--glob.

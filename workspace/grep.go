@@ -29,13 +29,14 @@ type GrepInput struct {
 
 // GrepReport is the structured content of workspace--grep.
 type GrepReport struct {
+	// Matches are the matching lines shown, in order.
 	Matches []GrepMatch `json:"matches"`
 	// Total is how many lines matched in all; Shown how many are listed.
 	Total        int `json:"total"`
 	Shown        int `json:"shown"`
-	Skipped      int `json:"skipped"`
-	FilesMatched int `json:"filesMatched"`
-	FilesRead    int `json:"filesRead"`
+	Skipped      int `json:"skipped"`      // matching lines skipped (the input's skip)
+	FilesMatched int `json:"filesMatched"` // files with at least one matching line
+	FilesRead    int `json:"filesRead"`    // text files searched
 	// Passed over: binary files, files too large, links leading out.
 	PassedOver []string `json:"passedOver,omitempty"`
 	// Next is the input for the next matches, nil when none are left.
@@ -44,9 +45,9 @@ type GrepReport struct {
 
 // GrepMatch is one matching line.
 type GrepMatch struct {
-	Path string `json:"path"`
-	Line int    `json:"line"`
-	Text string `json:"text"`
+	Path string `json:"path"` // the file, relative to the workspace root
+	Line int    `json:"line"` // the line number, 1-based
+	Text string `json:"text"` // the line, well formed and cut as shown
 }
 
 const (

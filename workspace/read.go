@@ -23,17 +23,17 @@ type ReadInput struct {
 // ReadPage is the structured content of workspace--read: what the page
 // shows and how to get the next one.
 type ReadPage struct {
-	Path       string `json:"path"`
-	Mode       string `json:"mode"` // "lines" or "chars"
-	FirstLine  int    `json:"firstLine,omitempty"`
-	LastLine   int    `json:"lastLine,omitempty"`
-	TotalLines int    `json:"totalLines"`
+	Path       string `json:"path"`                // the file, relative to the workspace root
+	Mode       string `json:"mode"`                // "lines" or "chars"
+	FirstLine  int    `json:"firstLine,omitempty"` // the first line shown, by line
+	LastLine   int    `json:"lastLine,omitempty"`  // the last line shown, by line
+	TotalLines int    `json:"totalLines"`          // lines in the file
 	// OffsetChars and Chars are the character range shown (0-based start),
 	// in both modes.
 	OffsetChars int  `json:"offsetChars"`
 	Chars       int  `json:"chars"`
-	TotalChars  int  `json:"totalChars"`
-	EOF         bool `json:"eof"`
+	TotalChars  int  `json:"totalChars"` // characters in the file
+	EOF         bool `json:"eof"`        // the page reaches the end of the file
 	// Next is the input of the call for the next page; nil at the end.
 	Next *ReadInput `json:"next"`
 }
