@@ -22,8 +22,8 @@ type converted struct {
 // Image is an image that goes natively on the wire. Its placeholder,
 // `[image: <mime>, <size>]`, stands in the text where the block was.
 type Image struct {
-	MIMEType string // e.g. image/png
-	Data     []byte // the image's bytes
+	MIMEType string `json:"mime_type"` // e.g. image/png
+	Data     []byte `json:"data"`      // the image's bytes
 }
 
 // converter turns one result into text. label names the files its payloads

@@ -1,0 +1,133 @@
+// Package history owns the stored conversation: the message model that
+// every request is built from, and the Store that keeps it durably.
+//
+// What it stores is never re-rendered: a tool result's text is the text
+// package result gave, kept as it was, so that a request built from the
+// store after a restart is byte for byte the request the same process would
+// have built (SPEC §7). It must not know provider wire formats (packages
+// under provider/ turn messages into requests) or run tools.
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"myelin/result"
+)
+
+// Role is who a message is from.
+type Role string
+
+// The roles of a conversation. Tool results travel in a user message, as
+// both provider wires need them right after the assistant message that
+// asked for them.
+const (
+	User      Role = "user"
+	Assistant Role = "assistant"
+)
+
+// PartType names the kind of a Part.
+type PartType string
+
+// The kinds of part.
+const (
+	TextPart       PartType = "text"        // Text
+	ToolCallPart   PartType = "tool_call"   // CallID, Name, Input
+	ToolResultPart PartType = "tool_result" // CallID, Text, IsError, Images
+)
+
+// Part is one part of a message; Type says which fields it uses.
+type Part struct {
+	Type PartType `json:"type"`
+	// Text is a text part's text, or a tool result's text: the text of
+	// result.Output, as stored and as sent.
+	Text string `json:"text,omitempty"`
+	// CallID ties a tool result to its tool call.
+	CallID string `json:"call_id,omitempty"`
+	// Name is the tool a call names.
+	Name string `json:"name,omitempty"`
+	// Input is a tool call's arguments, as the model gave them.
+	Input json.RawMessage `json:"input,omitempty"`
+	// IsError flags an error result.
+	IsError bool `json:"is_error,omitempty"`
+	// Images are a tool result's images, sent natively where the wire
+	// takes them; Text holds their placeholders.
+	Images []result.Image `json:"images,omitempty"`
+	// SpillPath is where a spilled result is kept whole, for people and
+	// programs reading the history; it is not sent.
+	SpillPath string `json:"spill_path,omitempty"`
+}
+
+// Usage is what one provider request cost, in tokens.
+type Usage struct {
+	Input      int `json:"input"`       // input tokens not read from or written to the cache
+	Output     int `json:"output"`      // output tokens
+	CacheRead  int `json:"cache_read"`  // input tokens read from the prompt cache
+	CacheWrite int `json:"cache_write"` // input tokens written to the prompt cache
+}
+
+// Add adds u2 to u.
+func (u *Usage) Add(u2 Usage) {
+	u.Input += u2.Input
+	u.Output += u2.Output
+	u.CacheRead += u2.CacheRead
+	u.CacheWrite += u2.CacheWrite
+}
+
+// Message is one message of a conversation.
+type Message struct {
+	Role  Role   `json:"role"`
+	Parts []Part `json:"parts"`
+	// Usage is, on an assistant message, the usage of the request that
+	// produced it; nil elsewhere.
+	Usage *Usage `json:"usage,omitempty"`
+	// Time is when the message was stored; set by the Store.
+	Time time.Time `json:"time"`
+}
+
+// ToolCalls returns the message's tool call parts.
+func (m Message) ToolCalls() []Part {
+	var calls []Part
+	for _, p := range m.Parts {
+		if p.Type == ToolCallPart {
+			calls = append(calls, p)
+		}
+	}
+	return calls
+}
+
+// Conversation is a conversation's record, without its messages.
+type Conversation struct {
+	ID string `json:"id"`
+	// System is the system prompt the conversation was started with; a
+	// continued conversation keeps it, so its requests stay the same.
+	System  string    `json:"system"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// Messages is how many messages it holds (set by List and Get).
+	Messages int `json:"messages"`
+}
+
+// Store keeps conversations durably. Implementations must make Append
+// atomic and durable: when it returns nil, the messages survive a crash of
+// the process.
+type Store interface {
+	// Create starts a conversation; its ID must be new.
+	Create(ctx context.Context, c Conversation) error
+	// Get returns a conversation's record, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, id string) (Conversation, error)
+	// Messages returns a conversation's messages in order, as stored.
+	Messages(ctx context.Context, id string) ([]Message, error)
+	// Append adds messages to the end of a conversation, all or none.
+	Append(ctx context.Context, id string, msgs ...Message) error
+	// List returns the conversations, most recently updated first.
+	List(ctx context.Context) ([]Conversation, error)
+	// Close releases the store.
+	Close() error
+}
+
+// ErrNotFound is wrapped by the error for a conversation that is not in the
+// store.
+var ErrNotFound = errors.New("no such conversation")

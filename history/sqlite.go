@@ -1,0 +1,238 @@
+package history
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+)
+
+// SQLite is a Store in one SQLite file, in WAL mode, each Append one
+// transaction committed with a full sync.
+type SQLite struct {
+	db   *sql.DB
+	path string
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS conversations (
+	id      TEXT PRIMARY KEY,
+	system  TEXT NOT NULL,
+	created TEXT NOT NULL,
+	updated TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS messages (
+	conversation TEXT NOT NULL REFERENCES conversations(id),
+	seq          INTEGER NOT NULL,
+	role         TEXT NOT NULL,
+	parts        BLOB NOT NULL,
+	usage        BLOB,
+	time         TEXT NOT NULL,
+	PRIMARY KEY (conversation, seq)
+);
+CREATE INDEX IF NOT EXISTS conversations_updated ON conversations(updated);
+`
+
+// OpenSQLite opens (or creates) the store at path, making its directory.
+// A file that is not a SQLite database, or one that another process holds
+// locked for longer than 5 seconds, is an error that says so.
+func OpenSQLite(path string) (*SQLite, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("history store %s: %v", path, err)
+		}
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("history store %s: %v", path, err)
+	}
+	// One connection: SQLite has one writer at a time anyway, and this way
+	// the store never waits on itself.
+	db.SetMaxOpenConns(1)
+	s := &SQLite{db: db, path: path}
+	if _, err := db.Exec(schema); err != nil {
+		db.Close()
+		return nil, s.explain("opening", err)
+	}
+	return s, nil
+}
+
+// explain makes a driver error say what is wrong with the store file.
+func (s *SQLite) explain(doing string, err error) error {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked"):
+		return fmt.Errorf("history store %s is locked by another process (%s): %v", s.path, doing, err)
+	case strings.Contains(msg, "file is not a database") || strings.Contains(msg, "SQLITE_NOTADB") || strings.Contains(msg, "malformed"):
+		return fmt.Errorf("history store %s is not a myelin history database or is corrupt (%s): %v", s.path, doing, err)
+	}
+	return fmt.Errorf("history store %s: %s: %v", s.path, doing, err)
+}
+
+// Close closes the database.
+func (s *SQLite) Close() error { return s.db.Close() }
+
+const timeFormat = time.RFC3339Nano
+
+// Create starts a conversation.
+func (s *SQLite) Create(ctx context.Context, c Conversation) error {
+	now := time.Now().UTC()
+	if c.Created.IsZero() {
+		c.Created = now
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated) VALUES (?, ?, ?, ?)`,
+		c.ID, c.System, c.Created.UTC().Format(timeFormat), c.Created.UTC().Format(timeFormat))
+	if err != nil {
+		return s.explain("creating conversation "+c.ID, err)
+	}
+	return nil
+}
+
+// Get returns a conversation's record.
+func (s *SQLite) Get(ctx context.Context, id string) (Conversation, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT id, system, created, updated,
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id) FROM conversations c WHERE id = ?`, id)
+	c, err := scanConversation(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Conversation{}, fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Conversation{}, s.explain("reading conversation "+id, err)
+	}
+	return c, nil
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanConversation(row scanner) (Conversation, error) {
+	var c Conversation
+	var created, updated string
+	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages); err != nil {
+		return c, err
+	}
+	c.Created, _ = time.Parse(timeFormat, created)
+	c.Updated, _ = time.Parse(timeFormat, updated)
+	return c, nil
+}
+
+// List returns the conversations, most recently updated first.
+func (s *SQLite) List(ctx context.Context) ([]Conversation, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, system, created, updated,
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id) FROM conversations c ORDER BY updated DESC, id`)
+	if err != nil {
+		return nil, s.explain("listing conversations", err)
+	}
+	defer rows.Close()
+	var out []Conversation
+	for rows.Next() {
+		c, err := scanConversation(rows)
+		if err != nil {
+			return nil, s.explain("listing conversations", err)
+		}
+		out = append(out, c)
+	}
+	return out, s.wrapErr("listing conversations", rows.Err())
+}
+
+func (s *SQLite) wrapErr(doing string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return s.explain(doing, err)
+}
+
+// Messages returns a conversation's messages in order.
+func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
+	if _, err := s.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, role, parts, usage, time FROM messages WHERE conversation = ? ORDER BY seq`, id)
+	if err != nil {
+		return nil, s.explain("reading conversation "+id, err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		var seq int
+		var role, when string
+		var parts, usage []byte
+		if err := rows.Scan(&seq, &role, &parts, &usage, &when); err != nil {
+			return nil, s.explain("reading conversation "+id, err)
+		}
+		m := Message{Role: Role(role)}
+		if err := json.Unmarshal(parts, &m.Parts); err != nil {
+			return nil, fmt.Errorf("history store %s: conversation %s, message %d: its parts are not valid JSON: %v", s.path, id, seq, err)
+		}
+		if len(usage) > 0 {
+			m.Usage = &Usage{}
+			if err := json.Unmarshal(usage, m.Usage); err != nil {
+				return nil, fmt.Errorf("history store %s: conversation %s, message %d: its usage is not valid JSON: %v", s.path, id, seq, err)
+			}
+		}
+		m.Time, _ = time.Parse(timeFormat, when)
+		out = append(out, m)
+	}
+	return out, s.wrapErr("reading conversation "+id, rows.Err())
+}
+
+// Append adds messages in one transaction; when it returns nil they are on
+// disk.
+func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.explain("appending to conversation "+id, err)
+	}
+	defer tx.Rollback()
+	var next int
+	err = tx.QueryRowContext(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation = c.id) FROM conversations c WHERE id = ?`, id).Scan(&next)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return s.explain("appending to conversation "+id, err)
+	}
+	now := time.Now().UTC().Format(timeFormat)
+	for i, m := range msgs {
+		parts, err := encode(m.Parts)
+		if err != nil {
+			return fmt.Errorf("appending to conversation %s: %v", id, err)
+		}
+		var usage []byte
+		if m.Usage != nil {
+			if usage, err = encode(m.Usage); err != nil {
+				return fmt.Errorf("appending to conversation %s: %v", id, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (conversation, seq, role, parts, usage, time) VALUES (?, ?, ?, ?, ?, ?)`,
+			id, next+i, string(m.Role), parts, usage, now); err != nil {
+			return s.explain("appending to conversation "+id, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated = ? WHERE id = ?`, now, id); err != nil {
+		return s.explain("appending to conversation "+id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.explain("committing to conversation "+id, err)
+	}
+	return nil
+}
+
+// encode is JSON without HTML escaping, so that stored text reads as itself.
+func encode(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

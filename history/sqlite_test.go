@@ -1,0 +1,162 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"myelin/result"
+)
+
+func openStore(t *testing.T, path string) *SQLite {
+	t.Helper()
+	s, err := OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func sampleMessages() []Message {
+	return []Message{
+		{Role: User, Parts: []Part{{Type: TextPart, Text: "read <a.txt> & tell me"}}},
+		{Role: Assistant, Usage: &Usage{Input: 10, Output: 5, CacheRead: 100, CacheWrite: 7}, Parts: []Part{
+			{Type: TextPart, Text: "Reading it."},
+			{Type: ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
+		}},
+		{Role: User, Parts: []Part{
+			{Type: ToolResultPart, CallID: "toolu_1", Text: "     1\ttab\there \"quoted\" \\ back\n[image: image/png, 4 bytes]", IsError: true,
+				Images: []result.Image{{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}}, SpillPath: ".myelin/tool-results/x.txt"},
+		}},
+	}
+}
+
+func TestMessagesComeBackAsStored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	s := openStore(t, path)
+	ctx := context.Background()
+	if err := s.Create(ctx, Conversation{ID: "c1", System: "be brief"}); err != nil {
+		t.Fatal(err)
+	}
+	want := sampleMessages()
+	if err := s.Append(ctx, "c1", want...); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// a fresh instance, as after a restart
+	s2 := openStore(t, path)
+	got, err := s2.Messages(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if got[i].Time.IsZero() {
+			t.Fatalf("message %d has no time", i)
+		}
+		got[i].Time = want[i].Time
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+	c, err := s2.Get(ctx, "c1")
+	if err != nil || c.System != "be brief" || c.Messages != 3 {
+		t.Fatalf("conversation %+v, %v", c, err)
+	}
+}
+
+func TestStoredTextIsNotEscaped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	s := openStore(t, path)
+	ctx := context.Background()
+	_ = s.Create(ctx, Conversation{ID: "c"})
+	_ = s.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "<b>&</b>"}}})
+	var raw string
+	if err := s.db.QueryRow(`SELECT parts FROM messages`).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(raw, "<b>&</b>") {
+		t.Fatalf("stored %s", raw)
+	}
+}
+
+func TestListIsMostRecentFirst(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.Create(ctx, Conversation{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.Append(ctx, "a", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "x"}}})
+	list, err := s.List(ctx)
+	if err != nil || len(list) != 3 || list[0].ID != "a" || list[0].Messages != 1 {
+		t.Fatalf("list %+v, %v", list, err)
+	}
+}
+
+func TestUnknownConversationIsNotFound(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get: %v", err)
+	}
+	if _, err := s.Messages(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Messages: %v", err)
+	}
+	if err := s.Append(ctx, "nope", Message{Role: User}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Append: %v", err)
+	}
+	if err := s.Create(ctx, Conversation{ID: "dup"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, Conversation{ID: "dup"}); err == nil {
+		t.Fatal("a second conversation with the same id was created")
+	}
+}
+
+func TestCorruptStoreIsAClearError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	if err := os.WriteFile(path, []byte(strings.Repeat("this is not a database\n", 500)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenSQLite(path)
+	if err == nil || !strings.Contains(err.Error(), "is not a myelin history database or is corrupt") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLockedStoreIsAClearError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	s := openStore(t, path)
+	ctx := context.Background()
+	_ = s.Create(ctx, Conversation{ID: "c"})
+	if _, err := s.db.Exec(`PRAGMA busy_timeout = 100`); err != nil {
+		t.Fatal(err)
+	}
+	// another holder of the file takes the write lock and keeps it
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN EXCLUSIVE`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(ctx, `ROLLBACK`)
+	err = s.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "x"}}})
+	if err == nil || !strings.Contains(err.Error(), "is locked by another process") {
+		t.Fatalf("err = %v", err)
+	}
+}
