@@ -42,7 +42,8 @@ const (
 type Part struct {
 	Type PartType `json:"type"`
 	// Text is a text part's text, or a tool result's text: the text of
-	// result.Output, as stored and as sent.
+	// result.Output, as stored and as sent. On a tool call whose input was
+	// not JSON, it is that input as the model sent it (Input is then empty).
 	Text string `json:"text,omitempty"`
 	// CallID ties a tool result to its tool call.
 	CallID string `json:"call_id,omitempty"`

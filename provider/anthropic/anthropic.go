@@ -1,0 +1,326 @@
+// Package anthropic is the Anthropic Messages wire: it turns a
+// provider.Request into a Messages API request through
+// github.com/anthropics/anthropic-sdk-go/v2 and reads the streamed answer.
+//
+// A text tool result goes in the string form of `content` (its bytes as
+// stored); an error result carries `is_error`; images go as native image
+// blocks. Prompt caching marks the stable prefix — the last tool, the
+// system prompt — and rolls a breakpoint over the two newest user messages,
+// four at most. It must not change what it sends between two builds of the
+// same Request.
+package anthropic
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"myelin/history"
+	"myelin/provider"
+	"myelin/result"
+)
+
+// Config configures the wire. The zero value reads ANTHROPIC_API_KEY and
+// ANTHROPIC_BASE_URL from the environment.
+type Config struct {
+	APIKey     string       // default: $ANTHROPIC_API_KEY
+	BaseURL    string       // default: $ANTHROPIC_BASE_URL, else the SDK's
+	MaxRetries int          // retries of 429, 529 and 5xx before any output; 0 means 4
+	HTTPClient *http.Client // default: the SDK's
+	// NoStream sends non-streaming requests; the answer then arrives whole.
+	NoStream bool
+}
+
+// Provider is the Anthropic wire.
+type Provider struct {
+	client sdk.Client
+	cfg    Config
+}
+
+// New returns the wire, or an error naming the variable to set when there
+// is no API key.
+func New(cfg Config) (*Provider, error) {
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("ANTHROPIC_API_KEY")
+	}
+	if cfg.APIKey == "" {
+		return nil, fmt.Errorf("no Anthropic API key: set ANTHROPIC_API_KEY")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv("ANTHROPIC_BASE_URL")
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 4
+	}
+	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(max(0, cfg.MaxRetries))}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg}, nil
+}
+
+// maxBreakpoints is the most cache_control markers one request may hold.
+const maxBreakpoints = 4
+
+// Params builds the SDK request for req: the whole of what is sent.
+func Params(req provider.Request) sdk.MessageNewParams {
+	p := sdk.MessageNewParams{
+		Model:     sdk.Model(req.Model),
+		MaxTokens: int64(max(1, req.MaxTokens)),
+	}
+	marks := 0
+	mark := func() sdk.CacheControlEphemeralParam {
+		if marks >= maxBreakpoints {
+			return sdk.CacheControlEphemeralParam{}
+		}
+		marks++
+		return sdk.NewCacheControlEphemeralParam()
+	}
+	for i, t := range req.Tools {
+		tp := sdk.ToolParam{
+			Name:        t.Name,
+			Description: param.NewOpt(t.Description),
+			InputSchema: param.Override[sdk.ToolInputSchemaParam](json.RawMessage(t.InputSchema)),
+		}
+		if i == len(req.Tools)-1 {
+			tp.CacheControl = mark()
+		}
+		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &tp})
+	}
+	if req.System != "" {
+		p.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: mark()}}
+	}
+	// the rolling breakpoints: the newest user message, and the one before,
+	// which the previous request wrote to the cache
+	rolling := map[int]bool{}
+	for i := len(req.Messages) - 1; i >= 0 && len(rolling) < 2; i-- {
+		if req.Messages[i].Role == history.User {
+			rolling[i] = true
+		}
+	}
+	for i, m := range req.Messages {
+		blocks := contentBlocks(m)
+		if rolling[i] && len(blocks) > 0 {
+			setCacheControl(&blocks[len(blocks)-1], mark())
+		}
+		if m.Role == history.Assistant {
+			p.Messages = append(p.Messages, sdk.NewAssistantMessage(blocks...))
+		} else {
+			p.Messages = append(p.Messages, sdk.NewUserMessage(blocks...))
+		}
+	}
+	return p
+}
+
+func contentBlocks(m history.Message) []sdk.ContentBlockParamUnion {
+	var out []sdk.ContentBlockParamUnion
+	for _, part := range m.Parts {
+		switch part.Type {
+		case history.TextPart:
+			if part.Text != "" {
+				out = append(out, sdk.NewTextBlock(part.Text))
+			}
+		case history.ToolCallPart:
+			input := part.Input
+			if len(input) == 0 {
+				input = json.RawMessage("{}")
+			}
+			out = append(out, sdk.NewToolUseBlock(part.CallID, input, part.Name))
+		case history.ToolResultPart:
+			out = append(out, toolResult(part))
+		}
+	}
+	return out
+}
+
+// toolResult is a tool_result block: the text in the string form of content,
+// or, with images, a text block and native image blocks.
+func toolResult(part history.Part) sdk.ContentBlockParamUnion {
+	b := sdk.ToolResultBlockParam{ToolUseID: part.CallID}
+	if part.IsError {
+		b.IsError = param.NewOpt(true)
+	}
+	if len(part.Images) == 0 {
+		b.SetExtraFields(map[string]any{"content": part.Text})
+		return sdk.ContentBlockParamUnion{OfToolResult: &b}
+	}
+	if part.Text != "" {
+		b.Content = append(b.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: part.Text}})
+	}
+	for _, img := range part.Images {
+		b.Content = append(b.Content, sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{
+			Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{
+				Data:      base64.StdEncoding.EncodeToString(img.Data),
+				MediaType: sdk.Base64ImageSourceMediaType(img.MIMEType),
+			}},
+		}})
+	}
+	return sdk.ContentBlockParamUnion{OfToolResult: &b}
+}
+
+func setCacheControl(b *sdk.ContentBlockParamUnion, cc sdk.CacheControlEphemeralParam) {
+	switch {
+	case b.OfText != nil:
+		b.OfText.CacheControl = cc
+	case b.OfToolResult != nil:
+		b.OfToolResult.CacheControl = cc
+	case b.OfToolUse != nil:
+		b.OfToolUse.CacheControl = cc
+	case b.OfImage != nil:
+		b.OfImage.CacheControl = cc
+	}
+}
+
+// Complete sends the request and reads the answer.
+func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
+	params := Params(req)
+	if p.cfg.NoStream {
+		msg, err := p.client.Messages.New(ctx, params)
+		if err != nil {
+			return provider.Response{}, describe(err)
+		}
+		var a accumulator
+		for _, c := range msg.Content {
+			a.start(c.Type, c.ID, c.Name, c.Text)
+			if c.Type == "tool_use" {
+				a.blocks[len(a.blocks)-1].input.Write(c.Input)
+			}
+		}
+		a.usage = usageOf(msg.Usage.InputTokens, msg.Usage.OutputTokens, msg.Usage.CacheReadInputTokens, msg.Usage.CacheCreationInputTokens)
+		a.stop = string(msg.StopReason)
+		if onText != nil {
+			for _, b := range a.blocks {
+				if b.kind == "text" {
+					onText(result.WellFormed(b.text.String()))
+				}
+			}
+		}
+		return a.response(), nil
+	}
+	stream := p.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	var a accumulator
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "message_start":
+			u := ev.Message.Usage
+			a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
+		case "content_block_start":
+			cb := ev.ContentBlock
+			a.start(cb.Type, cb.ID, cb.Name, cb.Text)
+		case "content_block_delta":
+			if int(ev.Index) >= len(a.blocks) {
+				return provider.Response{}, fmt.Errorf("anthropic: malformed stream: a delta for content block %d, which never started", ev.Index)
+			}
+			b := a.blocks[ev.Index]
+			switch ev.Delta.Type {
+			case "text_delta":
+				b.text.WriteString(ev.Delta.Text)
+				if onText != nil && ev.Delta.Text != "" {
+					onText(result.WellFormed(ev.Delta.Text))
+				}
+			case "input_json_delta":
+				b.input.WriteString(ev.Delta.PartialJSON)
+			}
+		case "message_delta":
+			a.stop = string(ev.Delta.StopReason)
+			a.usage.Output = int(ev.Usage.OutputTokens)
+			if ev.Usage.JSON.InputTokens.Valid() {
+				a.usage.Input = int(ev.Usage.InputTokens)
+			}
+			if ev.Usage.JSON.CacheReadInputTokens.Valid() {
+				a.usage.CacheRead = int(ev.Usage.CacheReadInputTokens)
+			}
+			if ev.Usage.JSON.CacheCreationInputTokens.Valid() {
+				a.usage.CacheWrite = int(ev.Usage.CacheCreationInputTokens)
+			}
+		case "message_stop":
+			a.done = true
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return provider.Response{}, describe(err)
+	}
+	if !a.done {
+		return provider.Response{}, fmt.Errorf("anthropic: the stream ended before the message did (no message_stop)")
+	}
+	return a.response(), nil
+}
+
+func usageOf(in, out, read, write int64) history.Usage {
+	return history.Usage{Input: int(in), Output: int(out), CacheRead: int(read), CacheWrite: int(write)}
+}
+
+// describe keeps the provider's own message in the error.
+func describe(err error) error {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		msg := strings.TrimSpace(apiErr.RawJSON())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("anthropic: %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), msg)
+	}
+	return fmt.Errorf("anthropic: %v", err)
+}
+
+type block struct {
+	kind     string // "text" or "tool_use"; other kinds are dropped
+	id, name string
+	text     strings.Builder
+	input    strings.Builder
+}
+
+type accumulator struct {
+	blocks []*block
+	usage  history.Usage
+	stop   string
+	done   bool
+}
+
+func (a *accumulator) start(kind, id, name, text string) {
+	b := &block{kind: kind, id: id, name: name}
+	b.text.WriteString(text)
+	a.blocks = append(a.blocks, b)
+}
+
+// response is the assistant message: text made well formed, tool inputs as
+// the model gave them (an input that is not JSON is kept in Text for the
+// agent to report, with Input left empty).
+func (a *accumulator) response() provider.Response {
+	msg := history.Message{Role: history.Assistant, Usage: &a.usage}
+	for _, b := range a.blocks {
+		switch b.kind {
+		case "text":
+			if t := result.WellFormed(b.text.String()); t != "" {
+				msg.Parts = append(msg.Parts, history.Part{Type: history.TextPart, Text: t})
+			}
+		case "tool_use":
+			part := history.Part{Type: history.ToolCallPart, CallID: b.id, Name: result.WellFormed(b.name)}
+			raw := strings.TrimSpace(b.input.String())
+			if raw == "" {
+				raw = "{}"
+			}
+			if json.Valid([]byte(raw)) {
+				part.Input = json.RawMessage(raw)
+			} else {
+				part.Text = result.WellFormed(raw)
+			}
+			msg.Parts = append(msg.Parts, part)
+		}
+	}
+	return provider.Response{Message: msg, StopReason: a.stop}
+}

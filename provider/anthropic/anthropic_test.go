@@ -1,0 +1,291 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+
+	"myelin/history"
+	"myelin/provider"
+	"myelin/provider/providertest"
+	"myelin/result"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden request files")
+
+func sampleRequest() provider.Request {
+	return provider.Request{
+		Model:     "claude-test",
+		System:    "You are terse.",
+		MaxTokens: 1024,
+		Tools: []provider.Tool{
+			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
+			{Name: "workspace--write", Description: "Write a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)},
+		},
+		Messages: []history.Message{
+			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
+			{Role: history.Assistant, Parts: []history.Part{
+				{Type: history.TextPart, Text: "Reading."},
+				{Type: history.ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
+				{Type: history.ToolCallPart, CallID: "toolu_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
+			}},
+			{Role: history.User, Parts: []history.Part{
+				{Type: history.ToolResultPart, CallID: "toolu_1", Text: "line \"one\"\n\ttwo <&>\n"},
+				{Type: history.ToolResultPart, CallID: "toolu_2", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
+			}},
+			{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "toolu_3", Name: "workspace--read", Input: json.RawMessage(`{"path":"missing"}`)}}},
+			{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_3", Text: "missing does not exist in the workspace", IsError: true}}},
+		},
+	}
+}
+
+func marshal(t *testing.T, req provider.Request) []byte {
+	t.Helper()
+	b, err := json.Marshal(Params(req))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The request bytes for a known conversation, pinned.
+func TestRequestBytesArePinned(t *testing.T) {
+	got := marshal(t, sampleRequest())
+	const golden = "testdata/request.golden.json"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("request bytes changed:\n got %s\nwant %s", got, want)
+	}
+	if again := marshal(t, sampleRequest()); string(again) != string(got) {
+		t.Fatal("two builds of the same request differ")
+	}
+}
+
+func messages(t *testing.T, req provider.Request) []map[string]any {
+	t.Helper()
+	var v struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	if err := json.Unmarshal(marshal(t, req), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Messages
+}
+
+func TestTextResultGoesInTheStringFormOfContent(t *testing.T) {
+	msgs := messages(t, sampleRequest())
+	res := msgs[2]["content"].([]any)[0].(map[string]any)
+	if res["type"] != "tool_result" || res["content"] != "line \"one\"\n\ttwo <&>\n" {
+		t.Fatalf("tool_result = %v", res)
+	}
+	if _, ok := res["is_error"]; ok {
+		t.Fatal("a success carries is_error")
+	}
+}
+
+func TestErrorResultCarriesIsError(t *testing.T) {
+	msgs := messages(t, sampleRequest())
+	res := msgs[4]["content"].([]any)[0].(map[string]any)
+	if res["is_error"] != true || res["content"] != "missing does not exist in the workspace" {
+		t.Fatalf("tool_result = %v", res)
+	}
+}
+
+func TestImageGoesNatively(t *testing.T) {
+	msgs := messages(t, sampleRequest())
+	res := msgs[2]["content"].([]any)[1].(map[string]any)
+	content := res["content"].([]any)
+	img := content[1].(map[string]any)
+	src := img["source"].(map[string]any)
+	if img["type"] != "image" || src["type"] != "base64" || src["media_type"] != "image/png" || src["data"] != "iVBORw==" {
+		t.Fatalf("image block = %v", img)
+	}
+	if content[0].(map[string]any)["text"] != "[image: image/png, 4 bytes]" {
+		t.Fatalf("text beside the image = %v", content[0])
+	}
+}
+
+func countMarks(v any) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v["cache_control"]; ok {
+			n++
+		}
+		for _, x := range v {
+			n += countMarks(x)
+		}
+	case []any:
+		for _, x := range v {
+			n += countMarks(x)
+		}
+	}
+	return n
+}
+
+func TestCacheBreakpointsOnTheStablePrefixAndRolling(t *testing.T) {
+	var v map[string]any
+	_ = json.Unmarshal(marshal(t, sampleRequest()), &v)
+	if n := countMarks(v); n != 4 {
+		t.Fatalf("%d cache breakpoints, want 4", n)
+	}
+	tools := v["tools"].([]any)
+	if _, ok := tools[len(tools)-1].(map[string]any)["cache_control"]; !ok {
+		t.Fatal("the last tool is not marked")
+	}
+	if _, ok := v["system"].([]any)[0].(map[string]any)["cache_control"]; !ok {
+		t.Fatal("the system prompt is not marked")
+	}
+	msgs := v["messages"].([]any)
+	last := func(i int) map[string]any {
+		c := msgs[i].(map[string]any)["content"].([]any)
+		return c[len(c)-1].(map[string]any)
+	}
+	for _, i := range []int{2, 4} {
+		if _, ok := last(i)["cache_control"]; !ok {
+			t.Fatalf("user message %d is not marked", i)
+		}
+	}
+	if _, ok := last(0)["cache_control"]; ok {
+		t.Fatal("an old user message is marked")
+	}
+	// a long conversation still has at most 4
+	req := sampleRequest()
+	for i := 0; i < 10; i++ {
+		req.Messages = append(req.Messages, req.Messages[1], req.Messages[2])
+	}
+	_ = json.Unmarshal(marshal(t, req), &v)
+	if n := countMarks(v); n > 4 {
+		t.Fatalf("%d cache breakpoints", n)
+	}
+}
+
+func newProvider(t *testing.T, srv *providertest.Server, noStream bool) *Provider {
+	t.Helper()
+	p, err := New(Config{APIKey: "test-key", BaseURL: srv.URL, NoStream: noStream, MaxRetries: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCompleteStreamsTextToolCallsAndUsage(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewAnthropic(t, providertest.Step{
+			Text:      "Let me look — ok.",
+			ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "workspace--read", Input: `{"path": "a.txt"}`}},
+			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
+		})
+		var streamed strings.Builder
+		resp, err := newProvider(t, srv, noStream).Complete(context.Background(), sampleRequest(), func(s string) { streamed.WriteString(s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if streamed.String() != "Let me look — ok." {
+			t.Fatalf("streamed %q", streamed.String())
+		}
+		m := resp.Message
+		if len(m.Parts) != 2 || m.Parts[0].Text != "Let me look — ok." || m.Parts[1].CallID != "toolu_9" || strings.ReplaceAll(string(m.Parts[1].Input), " ", "") != `{"path":"a.txt"}` {
+			t.Fatalf("message %+v", m)
+		}
+		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
+			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
+		}
+		body := srv.Requests()[0]
+		want := marshal(t, sampleRequest())
+		var got, wantV map[string]any
+		_ = json.Unmarshal(body, &got)
+		_ = json.Unmarshal(want, &wantV)
+		delete(got, "stream")
+		if a, b := mustJSON(got), mustJSON(wantV); a != b {
+			t.Fatalf("sent %s\nwant %s", a, b)
+		}
+	}
+}
+
+func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func TestFourHundredsAreReportedAtOnceWithTheProvidersMessage(t *testing.T) {
+	srv := providertest.NewAnthropic(t, providertest.Step{Status: 400, ErrorMessage: "max_tokens: too large"})
+	_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "max_tokens: too large") {
+		t.Fatalf("err = %v", err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("%d requests for a 400", n)
+	}
+}
+
+func TestOverloadAndServerErrorsAreRetried(t *testing.T) {
+	srv := providertest.NewAnthropic(t,
+		providertest.Step{Status: 429},
+		providertest.Step{Status: 529},
+		providertest.Step{Status: 503},
+		providertest.Step{Text: "finally"})
+	resp, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	if err != nil || resp.Message.Parts[0].Text != "finally" {
+		t.Fatalf("resp %+v, err %v", resp, err)
+	}
+	if n := len(srv.Requests()); n != 4 {
+		t.Fatalf("%d requests", n)
+	}
+}
+
+func TestMalformedStreamIsAnError(t *testing.T) {
+	for name, step := range map[string]providertest.Step{
+		"not JSON":         {Raw: "event: message_start\ndata: {not json\n\n"},
+		"closed midway":    {Raw: strings.Split(providertest.AnthropicStream(providertest.Step{Text: "hello there"}), "event: message_delta")[0], Cut: true},
+		"no stop":          {Raw: strings.Split(providertest.AnthropicStream(providertest.Step{Text: "hello there"}), "event: message_stop")[0]},
+		"error mid-stream": {Raw: "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := providertest.NewAnthropic(t, step)
+			if _, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil); err == nil {
+				t.Fatal("no error")
+			}
+		})
+	}
+}
+
+func TestInvalidUTF8FromTheProviderIsMadeWellFormed(t *testing.T) {
+	stream := providertest.AnthropicStream(providertest.Step{Text: "ok"})
+	stream = strings.Replace(stream, `"text":"o"`, "\"text\":\"o\xff\xfe\"", 1)
+	srv := providertest.NewAnthropic(t, providertest.Step{Raw: stream})
+	resp, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := resp.Message.Parts[0].Text; !strings.HasPrefix(txt, "o\uFFFD") || !strings.HasSuffix(txt, "k") {
+		t.Fatalf("text %q", txt)
+	}
+}
+
+func TestToolInputThatIsNotJSONIsKeptForTheAgent(t *testing.T) {
+	srv := providertest.NewAnthropic(t, providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "t1", Name: "x", Input: `{"path": "a`}}})
+	resp, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.Message.Parts[0]
+	if p.Input != nil || p.Text != `{"path": "a` {
+		t.Fatalf("part %+v", p)
+	}
+}
+
+func TestNoKeyNamesTheVariable(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "set ANTHROPIC_API_KEY") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,52 @@
+// Package provider defines what the agent asks of a model and what it gets
+// back, independent of any wire: a Request built from the stored
+// conversation, and a Response holding the assistant's message. Each wire
+// (provider/anthropic, provider/openai) turns a Request into its own HTTP
+// request through its SDK.
+//
+// It must not store anything or run tools, and a wire must build the same
+// request bytes from the same Request every time: that is what keeps the
+// provider's prompt cache hitting (SPEC §7, §8).
+package provider
+
+import (
+	"context"
+	"encoding/json"
+
+	"myelin/history"
+)
+
+// Tool is a tool definition as sent to the model.
+type Tool struct {
+	Name        string
+	Description string
+	// InputSchema is the JSON Schema of the input, sent as these bytes.
+	InputSchema json.RawMessage
+}
+
+// Request is one request to a model.
+type Request struct {
+	Model     string
+	System    string
+	Tools     []Tool // in the order they are sent: a stable one
+	Messages  []history.Message
+	MaxTokens int
+}
+
+// Response is the model's answer to a Request.
+type Response struct {
+	// Message is the assistant message: its text and tool call parts, and
+	// the request's usage.
+	Message history.Message
+	// StopReason is why the model stopped, in the wire's words
+	// ("end_turn", "tool_use", "max_tokens", "stop", "tool_calls", ...).
+	StopReason string
+}
+
+// Provider sends requests to a model.
+type Provider interface {
+	// Complete sends req, calls onText with the assistant's text as it
+	// streams in (onText may be nil), and returns the whole answer. Text
+	// is made well formed before it is returned or passed on.
+	Complete(ctx context.Context, req Request, onText func(string)) (Response, error)
+}

@@ -1,0 +1,310 @@
+// Package providertest is a scripted provider for tests: a loopback HTTP
+// server that speaks a provider's wire format (Anthropic Messages, OpenAI
+// Chat Completions), answers each request with the next step of a script,
+// and records the requests it got, byte for byte.
+//
+// It is for tests only: it must not be used to reach a real provider, and
+// it listens on 127.0.0.1 alone.
+package providertest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// ToolCall is a tool call a step makes the model ask for.
+type ToolCall struct {
+	ID, Name string
+	// Input is the arguments as the model sends them; it may be invalid
+	// JSON, to test what the agent does with that.
+	Input string
+}
+
+// Step is one scripted answer.
+type Step struct {
+	Text      string
+	ToolCalls []ToolCall
+	// Usage reported: input, output, cache read, cache write tokens.
+	Input, Output, CacheRead, CacheWrite int
+	// Status, when not 0 or 200, answers with that status and an error
+	// body holding ErrorMessage; the step is used once like any other.
+	Status       int
+	ErrorMessage string
+	// Raw, when set, is sent as the whole response body (with the
+	// event-stream content type when the request streamed).
+	Raw string
+	// Cut, with Raw, drops the connection after sending Raw.
+	Cut bool
+	// Hold, when set, is waited on before answering (to test
+	// cancellation and crashes mid-request).
+	Hold chan struct{}
+}
+
+// Server is a scripted provider.
+type Server struct {
+	URL string // the base URL to point a client at
+
+	t     testing.TB
+	srv   *httptest.Server
+	wire  string
+	mu    sync.Mutex
+	steps []Step
+	reqs  [][]byte
+	paths []string
+}
+
+// NewAnthropic starts a fake Anthropic Messages server.
+func NewAnthropic(t testing.TB, steps ...Step) *Server { return start(t, "anthropic", steps) }
+
+// NewOpenAI starts a fake OpenAI Chat Completions server.
+func NewOpenAI(t testing.TB, steps ...Step) *Server { return start(t, "openai", steps) }
+
+func start(t testing.TB, wire string, steps []Step) *Server {
+	s := &Server{t: t, wire: wire, steps: steps}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	if wire == "openai" {
+		s.URL += "/v1"
+	}
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// Push adds steps to the end of the script.
+func (s *Server) Push(steps ...Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.steps = append(s.steps, steps...)
+}
+
+// Requests returns the bodies of the requests received so far, in order.
+func (s *Server) Requests() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([][]byte, len(s.reqs))
+	copy(out, s.reqs)
+	return out
+}
+
+// Request returns the body of request i decoded as JSON.
+func (s *Server) Request(i int) map[string]any {
+	reqs := s.Requests()
+	if i >= len(reqs) {
+		s.t.Fatalf("providertest: request %d asked for, %d received", i, len(reqs))
+	}
+	var v map[string]any
+	if err := json.Unmarshal(reqs[i], &v); err != nil {
+		s.t.Fatalf("providertest: request %d is not JSON: %v", i, err)
+	}
+	return v
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.reqs = append(s.reqs, body)
+	s.paths = append(s.paths, r.URL.Path)
+	var step Step
+	ok := len(s.steps) > 0
+	if ok {
+		step, s.steps = s.steps[0], s.steps[1:]
+	}
+	s.mu.Unlock()
+	if !ok {
+		http.Error(w, `{"error":{"type":"api_error","message":"providertest: the script has no more steps"}}`, http.StatusInternalServerError)
+		return
+	}
+	if step.Hold != nil {
+		select {
+		case <-step.Hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	var req struct {
+		Stream bool `json:"stream"`
+	}
+	_ = json.Unmarshal(body, &req)
+	if step.Status != 0 && step.Status != http.StatusOK {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("retry-after-ms", "5")
+		w.WriteHeader(step.Status)
+		fmt.Fprint(w, s.errorBody(step))
+		return
+	}
+	if step.Raw != "" {
+		if req.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		io.WriteString(w, step.Raw)
+		if step.Cut {
+			if hj, ok := w.(http.Hijacker); ok {
+				w.(http.Flusher).Flush()
+				conn, _, err := hj.Hijack()
+				if err == nil {
+					conn.Close()
+				}
+			}
+		}
+		return
+	}
+	switch {
+	case s.wire == "anthropic" && req.Stream:
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, AnthropicStream(step))
+	case s.wire == "anthropic":
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, anthropicMessage(step))
+	case req.Stream:
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, OpenAIStream(step))
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, openAICompletion(step))
+	}
+}
+
+func (s *Server) errorBody(step Step) string {
+	msg := step.ErrorMessage
+	if msg == "" {
+		msg = http.StatusText(step.Status)
+	}
+	if s.wire == "anthropic" {
+		kind := "invalid_request_error"
+		switch {
+		case step.Status == 429:
+			kind = "rate_limit_error"
+		case step.Status == 529:
+			kind = "overloaded_error"
+		case step.Status >= 500:
+			kind = "api_error"
+		}
+		return mustJSON(map[string]any{"type": "error", "error": map[string]any{"type": kind, "message": msg}})
+	}
+	return mustJSON(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func sse(b *strings.Builder, event string, data any) {
+	if event != "" {
+		fmt.Fprintf(b, "event: %s\n", event)
+	}
+	fmt.Fprintf(b, "data: %s\n\n", mustJSON(data))
+}
+
+// AnthropicStream is the event stream of a step's answer.
+func AnthropicStream(step Step) string {
+	var b strings.Builder
+	sse(&b, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": "msg_test", "type": "message", "role": "assistant", "model": "test-model", "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": step.Input, "output_tokens": 1, "cache_read_input_tokens": step.CacheRead, "cache_creation_input_tokens": step.CacheWrite},
+	}})
+	i := 0
+	if step.Text != "" {
+		sse(&b, "content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+		// two deltas, to exercise streaming
+		half := len(step.Text) / 2
+		for half > 0 && half < len(step.Text) && step.Text[half]&0xC0 == 0x80 {
+			half++
+		}
+		for _, part := range []string{step.Text[:half], step.Text[half:]} {
+			if part != "" {
+				sse(&b, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": part}})
+			}
+		}
+		sse(&b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		i++
+	}
+	for _, c := range step.ToolCalls {
+		sse(&b, "content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}})
+		sse(&b, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": c.Input}})
+		sse(&b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		i++
+	}
+	sse(&b, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stopReason(step, "tool_use", "end_turn"), "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": step.Output}})
+	sse(&b, "message_stop", map[string]any{"type": "message_stop"})
+	return b.String()
+}
+
+func stopReason(step Step, tools, end string) string {
+	if len(step.ToolCalls) > 0 {
+		return tools
+	}
+	return end
+}
+
+func anthropicMessage(step Step) string {
+	content := []any{}
+	if step.Text != "" {
+		content = append(content, map[string]any{"type": "text", "text": step.Text})
+	}
+	for _, c := range step.ToolCalls {
+		var input any = map[string]any{}
+		_ = json.Unmarshal([]byte(c.Input), &input)
+		content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
+	}
+	return mustJSON(map[string]any{
+		"id": "msg_test", "type": "message", "role": "assistant", "model": "test-model", "content": content,
+		"stop_reason": stopReason(step, "tool_use", "end_turn"), "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": step.Input, "output_tokens": step.Output, "cache_read_input_tokens": step.CacheRead, "cache_creation_input_tokens": step.CacheWrite},
+	})
+}
+
+// OpenAIStream is the chunk stream of a step's answer, usage in the last
+// chunk.
+func OpenAIStream(step Step) string {
+	var b strings.Builder
+	chunk := func(delta map[string]any, finish any) {
+		sse(&b, "", map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}})
+	}
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil)
+	if step.Text != "" {
+		chunk(map[string]any{"content": step.Text}, nil)
+	}
+	for i, c := range step.ToolCalls {
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil)
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": c.Input}}}}, nil)
+	}
+	chunk(map[string]any{}, stopReason(step, "tool_calls", "stop"))
+	sse(&b, "", map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "test-model", "choices": []any{},
+		"usage": openAIUsage(step)})
+	b.WriteString("data: [DONE]\n\n")
+	return b.String()
+}
+
+func openAIUsage(step Step) map[string]any {
+	return map[string]any{"prompt_tokens": step.Input + step.CacheRead, "completion_tokens": step.Output, "total_tokens": step.Input + step.CacheRead + step.Output,
+		"prompt_tokens_details": map[string]any{"cached_tokens": step.CacheRead}}
+}
+
+func openAICompletion(step Step) string {
+	msg := map[string]any{"role": "assistant", "content": step.Text}
+	var calls []any
+	for _, c := range step.ToolCalls {
+		calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Input}})
+	}
+	if calls != nil {
+		msg["tool_calls"] = calls
+	}
+	return mustJSON(map[string]any{"id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": "test-model",
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": stopReason(step, "tool_calls", "stop")}},
+		"usage":   openAIUsage(step)})
+}
