@@ -35,6 +35,10 @@ type Dispatcher struct {
 	Env result.Env
 	// Timeout bounds each call; 0 means DefaultTimeout.
 	Timeout time.Duration
+	// Started and Finished, when set, are called as each call of a round
+	// starts and ends (from the call's goroutine), for progress reports.
+	Started  func(i int, c Call)
+	Finished func(i int, c Call, elapsed time.Duration)
 }
 
 // Round runs the calls concurrently and returns their outputs in call order,
@@ -66,7 +70,14 @@ func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 	done := make(chan struct{}, len(calls))
 	for i, c := range calls {
 		go func() {
+			if d.Started != nil {
+				d.Started(i, c)
+			}
+			start := time.Now()
 			out[i] = d.run(ctx, c)
+			if d.Finished != nil {
+				d.Finished(i, c, time.Since(start))
+			}
 			done <- struct{}{}
 		}()
 	}

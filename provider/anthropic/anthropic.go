@@ -102,23 +102,35 @@ func Params(req provider.Request) sdk.MessageNewParams {
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: mark()}}
 	}
-	// the rolling breakpoints: the newest user message, and the one before,
-	// which the previous request wrote to the cache
-	rolling := map[int]bool{}
-	for i := len(req.Messages) - 1; i >= 0 && len(rolling) < 2; i-- {
-		if req.Messages[i].Role == history.User {
-			rolling[i] = true
+	// Consecutive messages of one role (a prompt after tool results the
+	// model never answered) go as one message, as the API wants.
+	type group struct {
+		role   history.Role
+		blocks []sdk.ContentBlockParamUnion
+	}
+	var groups []group
+	for _, m := range req.Messages {
+		blocks := contentBlocks(m)
+		if n := len(groups); n > 0 && groups[n-1].role == m.Role {
+			groups[n-1].blocks = append(groups[n-1].blocks, blocks...)
+			continue
+		}
+		groups = append(groups, group{role: m.Role, blocks: blocks})
+	}
+	// The rolling breakpoints: the newest user message, and the one before,
+	// which the previous request wrote to the cache.
+	rolling := 0
+	for i := len(groups) - 1; i >= 0 && rolling < 2; i-- {
+		if g := groups[i]; g.role == history.User && len(g.blocks) > 0 {
+			setCacheControl(&g.blocks[len(g.blocks)-1], mark())
+			rolling++
 		}
 	}
-	for i, m := range req.Messages {
-		blocks := contentBlocks(m)
-		if rolling[i] && len(blocks) > 0 {
-			setCacheControl(&blocks[len(blocks)-1], mark())
-		}
-		if m.Role == history.Assistant {
-			p.Messages = append(p.Messages, sdk.NewAssistantMessage(blocks...))
+	for _, g := range groups {
+		if g.role == history.Assistant {
+			p.Messages = append(p.Messages, sdk.NewAssistantMessage(g.blocks...))
 		} else {
-			p.Messages = append(p.Messages, sdk.NewUserMessage(blocks...))
+			p.Messages = append(p.Messages, sdk.NewUserMessage(g.blocks...))
 		}
 	}
 	return p

@@ -1,0 +1,313 @@
+// Package agent owns the loop: a turn builds the request from the stored
+// conversation, streams the model's answer, runs the round of tool calls it
+// asks for through package tool, stores the results — committed before they
+// are sent — and goes on until the model ends its turn, a tool ends it, or
+// the round limit is reached.
+//
+// It must not convert results itself (package result does, inside the
+// dispatcher) nor build wire requests (provider/... do): every request is
+// built from what the Store holds, so that a restart changes nothing in what
+// is sent (SPEC §7).
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"myelin/history"
+	"myelin/provider"
+	"myelin/result"
+	"myelin/tool"
+)
+
+// Defaults of an Agent's zero fields.
+const (
+	DefaultMaxRounds = 50
+	DefaultMaxTokens = 8192
+)
+
+// DefaultSystem is the system prompt of a conversation started without one.
+// It holds no per-session values, so that it stays cacheable.
+const DefaultSystem = `You are an agent working in a workspace: a directory tree that your tools read and write.
+Paths are relative to the workspace root. Tool results longer than the inline cap are cut: the result then ends with a notice that names the file holding the whole result and gives the exact workspace--read call for the next page; workspace--grep searches it.
+Use tools when they help; answer plainly when you are done.`
+
+// Agent runs turns of conversations. Provider, Store and Tools must be set;
+// the other fields have working zero values.
+type Agent struct {
+	Provider provider.Provider
+	Store    history.Store
+	Tools    *tool.Registry
+	// Env is what results need: the workspace (where spill files go) and
+	// the caps.
+	Env result.Env
+	// Model names the model in requests.
+	Model string
+	// System is the system prompt of new conversations; "" means
+	// DefaultSystem. A continued conversation keeps the one it began with.
+	System string
+	// MaxTokens bounds each answer; 0 means DefaultMaxTokens.
+	MaxTokens int
+	// MaxRounds bounds the tool rounds of one turn; 0 means
+	// DefaultMaxRounds.
+	MaxRounds int
+	// ToolTimeout bounds each tool call; 0 means tool.DefaultTimeout.
+	ToolTimeout time.Duration
+}
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// The kinds of event, in the order a turn produces them.
+const (
+	TextDelta  EventKind = "text"        // Text: assistant text as it streams
+	ToolCall   EventKind = "tool_call"   // Call: a call about to run
+	ToolResult EventKind = "tool_result" // Call, Output, Elapsed: a call's result, as stored
+	Usage      EventKind = "usage"       // Usage: one request's usage
+	Notice     EventKind = "notice"      // Text: something the user should know (the round limit)
+)
+
+// Event is something that happened during a turn.
+type Event struct {
+	Kind    EventKind
+	Text    string
+	Call    history.Part
+	Output  result.Output
+	Elapsed time.Duration
+	Usage   history.Usage
+}
+
+// TurnResult is how a turn ended.
+type TurnResult struct {
+	// Reason is "end_turn" (the model ended it), "tool_end_turn" (a tool
+	// did), "round_limit" or the model's stop reason ("max_tokens", ...).
+	Reason string
+	Rounds int
+	// Usage is the sum over the turn's requests.
+	Usage history.Usage
+	// Text is the assistant's text of the turn's last answer.
+	Text string
+}
+
+// NewConversation starts a conversation with the agent's system prompt and
+// returns its id.
+func (a *Agent) NewConversation(ctx context.Context) (string, error) {
+	id := NewID()
+	if err := a.Store.Create(ctx, history.Conversation{ID: id, System: a.system()}); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// NewID returns a new conversation id: sortable by time, unique.
+func NewID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b)
+}
+
+func (a *Agent) system() string {
+	if a.System != "" {
+		return a.System
+	}
+	return DefaultSystem
+}
+
+// ToolDefs are the tool definitions sent with every request, in the
+// registry's stable order.
+func (a *Agent) ToolDefs() ([]provider.Tool, error) {
+	var defs []provider.Tool
+	for _, t := range a.Tools.Tools() {
+		schema := json.RawMessage(`{"type":"object"}`)
+		if t.InputSchema != nil {
+			raw, err := json.Marshal(t.InputSchema)
+			if err != nil {
+				return nil, fmt.Errorf("tool %s: encoding its input schema: %v", t.Name, err)
+			}
+			schema = raw
+		}
+		defs = append(defs, provider.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	return defs, nil
+}
+
+// Request builds the next request of a conversation from what the store
+// holds, as a turn does.
+func (a *Agent) Request(ctx context.Context, id string) (provider.Request, error) {
+	conv, err := a.Store.Get(ctx, id)
+	if err != nil {
+		return provider.Request{}, err
+	}
+	msgs, err := a.Store.Messages(ctx, id)
+	if err != nil {
+		return provider.Request{}, err
+	}
+	defs, err := a.ToolDefs()
+	if err != nil {
+		return provider.Request{}, err
+	}
+	maxTokens := a.MaxTokens
+	if maxTokens <= 0 {
+		maxTokens = DefaultMaxTokens
+	}
+	return provider.Request{Model: a.Model, System: conv.System, Tools: defs, Messages: msgs, MaxTokens: maxTokens}, nil
+}
+
+// Interrupted is the text of the result given to a tool call that has none
+// because the process stopped while it ran.
+const Interrupted = "this tool call was interrupted: the process running it stopped before it finished, so it may or may not have run (in part or whole); it was not run again"
+
+// Recover answers the tool calls of a conversation's last message that have
+// no results — the process died during their round — with error results
+// saying so, so that the conversation is valid again. The tools are not
+// run. It reports how many calls it answered.
+func (a *Agent) Recover(ctx context.Context, id string) (int, error) {
+	msgs, err := a.Store.Messages(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	last := msgs[len(msgs)-1]
+	calls := last.ToolCalls()
+	if last.Role != history.Assistant || len(calls) == 0 {
+		return 0, nil
+	}
+	answer := history.Message{Role: history.User}
+	for _, c := range calls {
+		answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: Interrupted, IsError: true})
+	}
+	if err := a.Store.Append(ctx, id, answer); err != nil {
+		return 0, err
+	}
+	return len(calls), nil
+}
+
+// Turn runs one turn of conversation id: the prompt as a user message, then
+// requests and tool rounds until the turn ends. on receives events as they
+// happen; it may be nil. When ctx is cancelled the stream and the tools
+// stop, and what was stored stays a valid conversation.
+func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (TurnResult, error) {
+	if on == nil {
+		on = func(Event) {}
+	}
+	if a.Provider == nil || a.Store == nil || a.Tools == nil {
+		return TurnResult{}, errors.New("agent: Provider, Store and Tools must be set")
+	}
+	if _, err := a.Recover(ctx, id); err != nil {
+		return TurnResult{}, err
+	}
+	if err := a.Store.Append(ctx, id, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(prompt)}}}); err != nil {
+		return TurnResult{}, err
+	}
+	maxRounds := a.MaxRounds
+	if maxRounds <= 0 {
+		maxRounds = DefaultMaxRounds
+	}
+	var tr TurnResult
+	for {
+		req, err := a.Request(ctx, id)
+		if err != nil {
+			return tr, err
+		}
+		resp, err := a.Provider.Complete(ctx, req, func(s string) { on(Event{Kind: TextDelta, Text: s}) })
+		if err != nil {
+			return tr, err
+		}
+		if resp.Message.Usage != nil {
+			tr.Usage.Add(*resp.Message.Usage)
+			on(Event{Kind: Usage, Usage: *resp.Message.Usage})
+		}
+		tr.Text = textOf(resp.Message)
+		if err := a.Store.Append(context.WithoutCancel(ctx), id, resp.Message); err != nil {
+			return tr, err
+		}
+		calls := resp.Message.ToolCalls()
+		if len(calls) == 0 {
+			tr.Reason = resp.StopReason
+			if tr.Reason == "" || tr.Reason == "stop" {
+				tr.Reason = "end_turn"
+			}
+			return tr, nil
+		}
+		if tr.Rounds == maxRounds {
+			// The calls are answered, so the conversation stays valid, but
+			// not run: the limit is reached.
+			msg := fmt.Sprintf("the turn reached its limit of %d tool rounds, so these calls were not run; the user can continue the conversation to go on", maxRounds)
+			answer := history.Message{Role: history.User}
+			for _, c := range calls {
+				answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: msg, IsError: true})
+			}
+			if err := a.Store.Append(context.WithoutCancel(ctx), id, answer); err != nil {
+				return tr, err
+			}
+			on(Event{Kind: Notice, Text: fmt.Sprintf("stopped after %d tool rounds (the round limit); continue the conversation to go on", maxRounds)})
+			tr.Reason = "round_limit"
+			return tr, nil
+		}
+		tr.Rounds++
+		endTurn, err := a.round(ctx, id, calls, on)
+		if err != nil {
+			return tr, err
+		}
+		if ctx.Err() != nil {
+			return tr, ctx.Err()
+		}
+		if endTurn {
+			tr.Reason = "tool_end_turn"
+			return tr, nil
+		}
+	}
+}
+
+// round runs one round of calls and stores their results before anything
+// is sent.
+func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on func(Event)) (bool, error) {
+	tcalls := make([]tool.Call, len(calls))
+	for i, c := range calls {
+		input := c.Input
+		if input == nil && c.Text != "" {
+			input = json.RawMessage(c.Text) // not JSON: the dispatcher says so, naming the problem
+		}
+		tcalls[i] = tool.Call{ID: c.CallID, Name: c.Name, Input: input}
+		on(Event{Kind: ToolCall, Call: c})
+	}
+	var mu sync.Mutex
+	elapsed := make([]time.Duration, len(calls))
+	d := &tool.Dispatcher{Tools: a.Tools, Env: a.Env, Timeout: a.ToolTimeout,
+		Finished: func(i int, _ tool.Call, e time.Duration) { mu.Lock(); elapsed[i] = e; mu.Unlock() }}
+	outs := d.Round(ctx, tcalls)
+	answer := history.Message{Role: history.User}
+	endTurn := false
+	for i, o := range outs {
+		answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: calls[i].CallID,
+			Text: o.Text, IsError: o.IsError, Images: o.Images, SpillPath: o.SpillPath})
+		endTurn = endTurn || o.EndTurn
+	}
+	// Committed even when ctx is cancelled: the results are what happened.
+	if err := a.Store.Append(context.WithoutCancel(ctx), id, answer); err != nil {
+		return false, err
+	}
+	for i, o := range outs {
+		on(Event{Kind: ToolResult, Call: calls[i], Output: o, Elapsed: elapsed[i]})
+	}
+	return endTurn, nil
+}
+
+func textOf(m history.Message) string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.Type == history.TextPart {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}

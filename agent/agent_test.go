@@ -1,0 +1,398 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"myelin/history"
+	"myelin/provider"
+	"myelin/provider/anthropic"
+	"myelin/provider/providertest"
+	"myelin/result"
+	"myelin/tool"
+	"myelin/workspace"
+)
+
+// rig is an agent wired to a fake Anthropic server, a SQLite store and a
+// workspace in a temporary directory.
+type rig struct {
+	t     *testing.T
+	dir   string
+	srv   *providertest.Server
+	ws    *workspace.Workspace
+	agent *Agent
+	id    string
+}
+
+func newRig(t *testing.T, extra ...*tool.Tool) *rig {
+	t.Helper()
+	dir := t.TempDir()
+	r := &rig{t: t, dir: dir, srv: providertest.NewAnthropic(t)}
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	r.ws = ws
+	r.agent = r.newAgent(extra...)
+	id, err := r.agent.NewConversation(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.id = id
+	return r
+}
+
+// newAgent builds a fresh agent on the same files, as a restarted process
+// would.
+func (r *rig) newAgent(extra ...*tool.Tool) *Agent {
+	r.t.Helper()
+	store, err := history.OpenSQLite(filepath.Join(r.dir, ".myelin", "history.db"))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { store.Close() })
+	p, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: r.srv.URL, MaxRetries: -1})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	reg := &tool.Registry{}
+	if err := reg.Add(append(r.ws.Tools(), extra...)...); err != nil {
+		r.t.Fatal(err)
+	}
+	return &Agent{Provider: p, Store: store, Tools: reg, Env: result.Env{Store: r.ws}, Model: "claude-test"}
+}
+
+func (r *rig) write(name, content string) {
+	if err := os.WriteFile(filepath.Join(r.dir, name), []byte(content), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *rig) turn(prompt string) (TurnResult, []Event) {
+	r.t.Helper()
+	var events []Event
+	tr, err := r.agent.Turn(context.Background(), r.id, prompt, func(e Event) { events = append(events, e) })
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return tr, events
+}
+
+func readCall(id, path string) providertest.ToolCall {
+	return providertest.ToolCall{ID: id, Name: "workspace--read", Input: `{"path":"` + path + `"}`}
+}
+
+// toolResults returns the tool_result blocks of request i's last message.
+func (r *rig) toolResults(i int) []map[string]any {
+	msgs := r.srv.Request(i)["messages"].([]any)
+	var out []map[string]any
+	for _, b := range msgs[len(msgs)-1].(map[string]any)["content"].([]any) {
+		if m := b.(map[string]any); m["type"] == "tool_result" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func TestAStringResultReachesTheNextRequestAsThatText(t *testing.T) {
+	r := newRig(t)
+	r.write("a.txt", "tab\there \"quoted\" \\ <&>\nline two\n")
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_1", "a.txt")}}, providertest.Step{Text: "done"})
+	tr, _ := r.turn("read a.txt")
+	if tr.Reason != "end_turn" || tr.Text != "done" || tr.Rounds != 1 {
+		t.Fatalf("turn %+v", tr)
+	}
+	res := r.toolResults(1)[0]
+	want := "     1\ttab\there \"quoted\" \\ <&>\n     2\tline two\n[lines 1-2 of 2 in a.txt; end of file]"
+	if res["content"] != want || res["tool_use_id"] != "toolu_1" {
+		t.Fatalf("tool_result %v", res)
+	}
+	// and history holds the same bytes
+	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+	if msgs[2].Parts[0].Text != want {
+		t.Fatalf("stored %q", msgs[2].Parts[0].Text)
+	}
+}
+
+func TestASpilledResultReachesTheNextRequestAsHeadAndNotice(t *testing.T) {
+	big := tool.MustFunc("big--output", "Prints a lot.", func(ctx context.Context, in struct{}) (any, error) {
+		return strings.Repeat("a line of output\n", 5000), nil
+	})
+	r := newRig(t, big)
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_big", Name: "big--output", Input: `{}`}}}, providertest.Step{Text: "ok"})
+	r.turn("go")
+	content := r.toolResults(1)[0]["content"].(string)
+	if !strings.HasPrefix(content, "a line of output\n") || !strings.Contains(content, "Read on: workspace--read {\"path\":\".myelin/tool-results/") {
+		t.Fatalf("content ends %q", content[len(content)-300:])
+	}
+	if n := len([]rune(content)); n > result.DefaultCap {
+		t.Fatalf("%d characters sent", n)
+	}
+}
+
+func TestAnErrorResultCarriesTheErrorFlag(t *testing.T) {
+	r := newRig(t)
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_1", "missing.txt")}}, providertest.Step{Text: "no file"})
+	r.turn("read it")
+	res := r.toolResults(1)[0]
+	if res["is_error"] != true || res["content"] != "missing.txt does not exist in the workspace" {
+		t.Fatalf("tool_result %v", res)
+	}
+}
+
+func TestAnImageIsNativeOnTheWireAndAPlaceholderInHistory(t *testing.T) {
+	shot := tool.MustFunc("screen--shot", "Takes a screenshot.", func(ctx context.Context, in struct{}) (any, error) {
+		return result.Result{Data: []result.Block{result.TextBlock{Text: "the screen:"}, result.ImageBlock{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}}}, nil
+	})
+	r := newRig(t, shot)
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_img", Name: "screen--shot", Input: `{}`}}}, providertest.Step{Text: "I see it"})
+	r.turn("look")
+	content := r.toolResults(1)[0]["content"].([]any)
+	if content[0].(map[string]any)["text"] != "the screen:\n[image: image/png, 8 bytes]" || content[1].(map[string]any)["type"] != "image" {
+		t.Fatalf("content %v", content)
+	}
+	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+	part := msgs[2].Parts[0]
+	if part.Text != "the screen:\n[image: image/png, 8 bytes]" || strings.Contains(part.Text, "iVBOR") {
+		t.Fatalf("history text %q", part.Text)
+	}
+}
+
+// stripMarks removes cache_control from a decoded request.
+func stripMarks(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		delete(v, "cache_control")
+		for k, x := range v {
+			v[k] = stripMarks(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = stripMarks(x)
+		}
+	}
+	return v
+}
+
+func TestAfterARestartTheEarlierMessagesAreSentByteForByte(t *testing.T) {
+	r := newRig(t)
+	r.write("a.txt", "alpha\n")
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_1", "a.txt")}}, providertest.Step{Text: "first answer"})
+	r.turn("turn one")
+	// a new process: a new store instance and agent on the same files
+	r.agent = r.newAgent()
+	r.srv.Push(providertest.Step{Text: "second answer"})
+	r.turn("turn two")
+	first := r.srv.Request(1)  // the last request of turn one
+	second := r.srv.Request(2) // the first of turn two, after the restart
+	fm := stripMarks(first["messages"]).([]any)
+	sm := stripMarks(second["messages"]).([]any)
+	a, _ := json.Marshal(fm)
+	b, _ := json.Marshal(sm[:len(fm)])
+	if string(a) != string(b) {
+		t.Fatalf("earlier messages changed after the restart:\n%s\n%s", a, b)
+	}
+	for _, k := range []string{"system", "tools", "model"} {
+		x, _ := json.Marshal(stripMarks(first[k]))
+		y, _ := json.Marshal(stripMarks(second[k]))
+		if string(x) != string(y) {
+			t.Fatalf("%s changed after the restart", k)
+		}
+	}
+}
+
+func TestTheRequestBuiltAfterARestartIsTheSameBytes(t *testing.T) {
+	r := newRig(t)
+	r.write("a.txt", "alpha\n")
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_1", "a.txt"), readCall("toolu_2", "nope")}}, providertest.Step{Text: "answer"})
+	r.turn("turn one")
+	build := func(a *Agent) string {
+		req, err := a.Request(context.Background(), r.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(anthropic.Params(req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	before := build(r.agent)
+	after := build(r.newAgent())
+	if before != after {
+		t.Fatalf("the request differs after a restart:\n%s\n%s", before, after)
+	}
+}
+
+func TestRoundLimitEndsTheTurnWithAClearMessage(t *testing.T) {
+	r := newRig(t)
+	r.write("a.txt", "x\n")
+	r.agent.MaxRounds = 2
+	for i := 0; i < 3; i++ {
+		r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_"+string(rune('a'+i)), "a.txt")}})
+	}
+	tr, events := r.turn("loop")
+	if tr.Reason != "round_limit" || tr.Rounds != 2 {
+		t.Fatalf("turn %+v", tr)
+	}
+	last := events[len(events)-1]
+	if last.Kind != Notice || !strings.Contains(last.Text, "stopped after 2 tool rounds") {
+		t.Fatalf("last event %+v", last)
+	}
+	// the conversation stays valid: the unrun call is answered
+	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+	end := msgs[len(msgs)-1]
+	if end.Role != history.User || !end.Parts[0].IsError || !strings.Contains(end.Parts[0].Text, "limit of 2 tool rounds") {
+		t.Fatalf("last message %+v", end)
+	}
+	// and it can go on
+	r.srv.Push(providertest.Step{Text: "carrying on"})
+	if tr, _ := r.turn("go on"); tr.Text != "carrying on" {
+		t.Fatalf("turn %+v", tr)
+	}
+}
+
+func TestAToolCanEndTheTurn(t *testing.T) {
+	stop := tool.MustFunc("task--done", "Ends the turn.", func(ctx context.Context, in struct{}) (any, error) {
+		return result.Result{Data: "finished", EndTurn: true}, nil
+	})
+	r := newRig(t, stop)
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "t1", Name: "task--done", Input: `{}`}}})
+	tr, _ := r.turn("finish")
+	if tr.Reason != "tool_end_turn" || len(r.srv.Requests()) != 1 {
+		t.Fatalf("turn %+v after %d requests", tr, len(r.srv.Requests()))
+	}
+}
+
+func TestArgumentsThatAreNotJSONAndUnknownToolsGetErrorResults(t *testing.T) {
+	r := newRig(t)
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{
+		{ID: "t1", Name: "workspace--read", Input: `{"path": "a.txt`},
+		{ID: "t2", Name: "no--such", Input: `{}`},
+	}}, providertest.Step{Text: "sorry"})
+	r.turn("go")
+	res := r.toolResults(1)
+	if res[0]["is_error"] != true || !strings.Contains(res[0]["content"].(string), "the input is not valid JSON") {
+		t.Fatalf("result 1 %v", res[0])
+	}
+	if res[1]["is_error"] != true || !strings.Contains(res[1]["content"].(string), `no tool named "no--such"`) {
+		t.Fatalf("result 2 %v", res[1])
+	}
+	// the bad call goes back to the provider as a valid tool_use
+	msgs := r.srv.Request(1)["messages"].([]any)
+	use := msgs[1].(map[string]any)["content"].([]any)[0].(map[string]any)
+	if use["type"] != "tool_use" || use["id"] != "t1" {
+		t.Fatalf("tool_use %v", use)
+	}
+}
+
+func TestRoundsRunConcurrentlyAndTheirResultsComeInCallOrder(t *testing.T) {
+	r := newRig(t)
+	r.write("a.txt", "A\n")
+	r.write("b.txt", "B\n")
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("t1", "b.txt"), readCall("t2", "a.txt")}}, providertest.Step{Text: "ok"})
+	r.turn("both")
+	res := r.toolResults(1)
+	if res[0]["tool_use_id"] != "t1" || !strings.Contains(res[0]["content"].(string), "B") || res[1]["tool_use_id"] != "t2" {
+		t.Fatalf("results %v", res)
+	}
+}
+
+func TestAnInterruptedCallIsAnsweredOnRestartAndNotRunAgain(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	// what a crash mid-round leaves: an assistant message asking for a call
+	err := r.agent.Store.Append(ctx, r.id,
+		history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "write it"}}},
+		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "t1", Name: "workspace--write", Input: json.RawMessage(`{"path":"w.txt","content":"x"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.agent = r.newAgent()
+	r.srv.Push(providertest.Step{Text: "ok"})
+	r.turn("are you there?")
+	if _, err := os.Stat(filepath.Join(r.dir, "w.txt")); err == nil {
+		t.Fatal("the interrupted call was run again")
+	}
+	msgs := r.srv.Request(0)["messages"].([]any)
+	res := msgs[len(msgs)-1].(map[string]any)["content"].([]any)[0].(map[string]any)
+	if res["type"] != "tool_result" || res["is_error"] != true || !strings.Contains(res["content"].(string), "interrupted") {
+		t.Fatalf("first block of the last message %v", res)
+	}
+}
+
+func TestCancellingAStreamLeavesTheConversationValid(t *testing.T) {
+	r := newRig(t)
+	hold := make(chan struct{})
+	r.srv.Push(providertest.Step{Text: "never", Hold: hold})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	_, err := r.agent.Turn(ctx, r.id, "hello", nil)
+	close(hold)
+	if err == nil {
+		t.Fatal("no error from a cancelled turn")
+	}
+	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+	if len(msgs) != 1 || msgs[0].Role != history.User {
+		t.Fatalf("messages %+v", msgs)
+	}
+	r.srv.Push(providertest.Step{Text: "hi"})
+	if tr, _ := r.turn("again"); tr.Text != "hi" {
+		t.Fatalf("turn %+v", tr)
+	}
+}
+
+func TestCancellingDuringToolsStoresTheirResults(t *testing.T) {
+	started := make(chan struct{})
+	slow := tool.MustFunc("slow--wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	r := newRig(t, slow)
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "t1", Name: "slow--wait", Input: `{}`}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	if _, err := r.agent.Turn(ctx, r.id, "wait", nil); err == nil {
+		t.Fatal("no error")
+	}
+	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+	last := msgs[len(msgs)-1]
+	if last.Role != history.User || last.Parts[0].Type != history.ToolResultPart || !last.Parts[0].IsError {
+		t.Fatalf("last message %+v", last)
+	}
+}
+
+func TestEventsReportTextToolsAndUsage(t *testing.T) {
+	r := newRig(t)
+	r.write("a.txt", "x\n")
+	r.srv.Push(providertest.Step{Text: "Looking.", ToolCalls: []providertest.ToolCall{readCall("t1", "a.txt")}, Input: 5, Output: 6, CacheRead: 7, CacheWrite: 8},
+		providertest.Step{Text: "Done.", Input: 1, Output: 2})
+	tr, events := r.turn("go")
+	var kinds []string
+	var text strings.Builder
+	for _, e := range events {
+		if e.Kind == TextDelta {
+			text.WriteString(e.Text)
+			continue
+		}
+		kinds = append(kinds, string(e.Kind))
+	}
+	if got := strings.Join(kinds, ","); got != "usage,tool_call,tool_result,usage" {
+		t.Fatalf("events %s", got)
+	}
+	if text.String() != "Looking.Done." {
+		t.Fatalf("text %q", text.String())
+	}
+	if tr.Usage != (history.Usage{Input: 6, Output: 8, CacheRead: 7, CacheWrite: 8}) {
+		t.Fatalf("usage %+v", tr.Usage)
+	}
+}
+
+var _ provider.Provider = (*anthropic.Provider)(nil)
