@@ -12,8 +12,10 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"myelin/history"
+	"myelin/result"
 )
 
 // Tool is a tool definition as sent to the model.
@@ -49,4 +51,22 @@ type Provider interface {
 	// streams in (onText may be nil), and returns the whole answer. Text
 	// is made well formed before it is returned or passed on.
 	Complete(ctx context.Context, req Request, onText func(string)) (Response, error)
+}
+
+// ToolCall is the stored part for a tool call as a wire read it: the name
+// made well formed, the arguments kept as the model sent them — in Input
+// when they are JSON, else in Text with Input empty, for the agent to
+// answer with an error result that names the problem.
+func ToolCall(id, name, args string) history.Part {
+	part := history.Part{Type: history.ToolCallPart, CallID: id, Name: result.WellFormed(name)}
+	raw := strings.TrimSpace(args)
+	if raw == "" {
+		raw = "{}"
+	}
+	if json.Valid([]byte(raw)) {
+		part.Input = json.RawMessage(raw)
+	} else {
+		part.Text = result.WellFormed(raw)
+	}
+	return part
 }

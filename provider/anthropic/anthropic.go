@@ -34,7 +34,7 @@ import (
 type Config struct {
 	APIKey     string       // default: $ANTHROPIC_API_KEY
 	BaseURL    string       // default: $ANTHROPIC_BASE_URL, else the SDK's
-	MaxRetries int          // retries of 429, 529 and 5xx before any output; 0 means 4
+	MaxRetries int          // retries of 429, 529 and 5xx before any output; 0 means 4, -1 none
 	HTTPClient *http.Client // default: the SDK's
 	// NoStream sends non-streaming requests; the answer then arrives whole.
 	NoStream bool
@@ -309,9 +309,8 @@ func (a *accumulator) start(kind, id, name, text string) {
 	a.blocks = append(a.blocks, b)
 }
 
-// response is the assistant message: text made well formed, tool inputs as
-// the model gave them (an input that is not JSON is kept in Text for the
-// agent to report, with Input left empty).
+// response is the assistant message: text made well formed, tool calls as
+// provider.ToolCall keeps them.
 func (a *accumulator) response() provider.Response {
 	msg := history.Message{Role: history.Assistant, Usage: &a.usage}
 	for _, b := range a.blocks {
@@ -321,17 +320,7 @@ func (a *accumulator) response() provider.Response {
 				msg.Parts = append(msg.Parts, history.Part{Type: history.TextPart, Text: t})
 			}
 		case "tool_use":
-			part := history.Part{Type: history.ToolCallPart, CallID: b.id, Name: result.WellFormed(b.name)}
-			raw := strings.TrimSpace(b.input.String())
-			if raw == "" {
-				raw = "{}"
-			}
-			if json.Valid([]byte(raw)) {
-				part.Input = json.RawMessage(raw)
-			} else {
-				part.Text = result.WellFormed(raw)
-			}
-			msg.Parts = append(msg.Parts, part)
+			msg.Parts = append(msg.Parts, provider.ToolCall(b.id, b.name, b.input.String()))
 		}
 	}
 	return provider.Response{Message: msg, StopReason: a.stop}

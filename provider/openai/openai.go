@@ -1,0 +1,258 @@
+// Package openai is the OpenAI-compatible Chat Completions wire (OpenAI,
+// OpenRouter, Ollama, vLLM, the llama.cpp server): it turns a
+// provider.Request into a Chat Completions request through
+// github.com/openai/openai-go/v3 and reads the streamed answer.
+//
+// A tool result goes as a tool message with string content, its bytes as
+// stored. The wire has no error flag for tool messages: an error result is
+// its error text. Images from tools go in one user message right after the
+// tool messages of their round. Providers of this wire cache prefixes by
+// themselves; the request is built the same way every time so that they
+// hit. It must not change what it sends between two builds of the same
+// Request.
+package openai
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"myelin/history"
+	"myelin/provider"
+	"myelin/result"
+)
+
+// Config configures the wire. The zero value reads OPENAI_API_KEY and
+// OPENAI_BASE_URL from the environment.
+type Config struct {
+	APIKey     string       // default: $OPENAI_API_KEY
+	BaseURL    string       // default: $OPENAI_BASE_URL, else the SDK's
+	MaxRetries int          // retries of 429 and 5xx before any output; 0 means 4, -1 none
+	HTTPClient *http.Client // default: the SDK's
+	// NoStream sends non-streaming requests.
+	NoStream bool
+}
+
+// Provider is the Chat Completions wire.
+type Provider struct {
+	client sdk.Client
+	cfg    Config
+}
+
+// New returns the wire, or an error naming the variable to set when there
+// is no API key.
+func New(cfg Config) (*Provider, error) {
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("OPENAI_API_KEY")
+	}
+	if cfg.APIKey == "" {
+		return nil, fmt.Errorf("no OpenAI API key: set OPENAI_API_KEY (any value, for a local server that needs none)")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 4
+	}
+	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(max(0, cfg.MaxRetries))}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg}, nil
+}
+
+// Params builds the SDK request for req: the whole of what is sent.
+func Params(req provider.Request) (sdk.ChatCompletionNewParams, error) {
+	p := sdk.ChatCompletionNewParams{
+		Model:               shared.ChatModel(req.Model),
+		MaxCompletionTokens: param.NewOpt(int64(max(1, req.MaxTokens))),
+	}
+	for _, t := range req.Tools {
+		var schema shared.FunctionParameters
+		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+			return p, fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
+		}
+		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: param.NewOpt(t.Description), Parameters: schema,
+		}))
+	}
+	if req.System != "" {
+		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		p.Messages = append(p.Messages, messages(m)...)
+	}
+	return p, nil
+}
+
+// messages turns one stored message into the wire's messages.
+func messages(m history.Message) []sdk.ChatCompletionMessageParamUnion {
+	var out []sdk.ChatCompletionMessageParamUnion
+	if m.Role == history.Assistant {
+		var a sdk.ChatCompletionAssistantMessageParam
+		var text strings.Builder
+		for _, part := range m.Parts {
+			switch part.Type {
+			case history.TextPart:
+				text.WriteString(part.Text)
+			case history.ToolCallPart:
+				args := string(part.Input)
+				if args == "" {
+					args = "{}"
+				}
+				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
+					ID: part.CallID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: part.Name, Arguments: args},
+				}})
+			}
+		}
+		if text.Len() > 0 {
+			a.Content.OfString = param.NewOpt(text.String())
+		}
+		return append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
+	}
+	var images []sdk.ChatCompletionContentPartUnionParam
+	for _, part := range m.Parts {
+		switch part.Type {
+		case history.TextPart:
+			out = append(out, sdk.UserMessage(part.Text))
+		case history.ToolResultPart:
+			out = append(out, sdk.ToolMessage(part.Text, part.CallID))
+			for i, img := range part.Images {
+				images = append(images,
+					sdk.TextContentPart(fmt.Sprintf("[image %d of tool call %s]", i+1, part.CallID)),
+					sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{
+						URL: "data:" + img.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(img.Data),
+					}))
+			}
+		}
+	}
+	if len(images) > 0 {
+		out = append(out, sdk.UserMessage(images))
+	}
+	return out
+}
+
+// Complete sends the request and reads the answer.
+func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
+	params, err := Params(req)
+	if err != nil {
+		return provider.Response{}, err
+	}
+	var a accumulator
+	if p.cfg.NoStream {
+		c, err := p.client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			return provider.Response{}, describe(err)
+		}
+		if len(c.Choices) == 0 {
+			return provider.Response{}, errors.New("openai: the answer has no choices")
+		}
+		ch := c.Choices[0]
+		a.text.WriteString(ch.Message.Content)
+		for _, tc := range ch.Message.ToolCalls {
+			a.calls = append(a.calls, &call{id: tc.ID, name: tc.Function.Name})
+			a.calls[len(a.calls)-1].args.WriteString(tc.Function.Arguments)
+		}
+		a.stop = ch.FinishReason
+		a.usage(c.Usage)
+		if onText != nil && ch.Message.Content != "" {
+			onText(result.WellFormed(ch.Message.Content))
+		}
+		return a.response(), nil
+	}
+	params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
+	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
+	defer stream.Close()
+	for stream.Next() {
+		chunk := stream.Current()
+		if chunk.JSON.Usage.Valid() {
+			a.usage(chunk.Usage)
+		}
+		for _, ch := range chunk.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			if d := ch.Delta.Content; d != "" {
+				a.text.WriteString(d)
+				if onText != nil {
+					onText(result.WellFormed(d))
+				}
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				for int(tc.Index) >= len(a.calls) {
+					a.calls = append(a.calls, &call{})
+				}
+				c := a.calls[tc.Index]
+				if tc.ID != "" {
+					c.id = tc.ID
+				}
+				c.name += tc.Function.Name
+				c.args.WriteString(tc.Function.Arguments)
+			}
+			if ch.FinishReason != "" {
+				a.stop = ch.FinishReason
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return provider.Response{}, describe(err)
+	}
+	if a.stop == "" {
+		return provider.Response{}, errors.New("openai: the stream ended before the answer did (no finish_reason)")
+	}
+	return a.response(), nil
+}
+
+// describe keeps the provider's own message in the error.
+func describe(err error) error {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		msg := strings.TrimSpace(apiErr.RawJSON())
+		if msg == "" {
+			msg = err.Error()
+		}
+		return fmt.Errorf("openai: %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), msg)
+	}
+	return fmt.Errorf("openai: %v", err)
+}
+
+type call struct {
+	id, name string
+	args     strings.Builder
+}
+
+type accumulator struct {
+	text  strings.Builder
+	calls []*call
+	stop  string
+	u     history.Usage
+}
+
+func (a *accumulator) usage(u sdk.CompletionUsage) {
+	cached := int(u.PromptTokensDetails.CachedTokens)
+	a.u = history.Usage{Input: int(u.PromptTokens) - cached, Output: int(u.CompletionTokens), CacheRead: cached}
+}
+
+func (a *accumulator) response() provider.Response {
+	msg := history.Message{Role: history.Assistant, Usage: &a.u}
+	if t := result.WellFormed(a.text.String()); t != "" {
+		msg.Parts = append(msg.Parts, history.Part{Type: history.TextPart, Text: t})
+	}
+	for _, c := range a.calls {
+		msg.Parts = append(msg.Parts, provider.ToolCall(c.id, c.name, c.args.String()))
+	}
+	return provider.Response{Message: msg, StopReason: a.stop}
+}
