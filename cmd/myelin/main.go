@@ -24,6 +24,10 @@ const usage = `myelin runs LLM agents whose tool results reach the model intact,
 and cache-stable.
 
 Usage:
+  myelin run [flags] PROMPT
+  myelin chat [flags]
+  myelin history list [--workspace DIR] [--store PATH]
+  myelin history show ID [--json] [--workspace DIR] [--store PATH]
   myelin tool list [--workspace DIR] [--allow-shell]
   myelin tool call NAME ARGS_JSON [--workspace DIR] [--allow-shell]
                    [--inline-cap N] [--call-id ID] [--json]
@@ -35,13 +39,13 @@ Run "myelin COMMAND --help" for a command's flags.
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
 // run is the whole CLI, for main and for tests.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
@@ -59,6 +63,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case "tool":
 		return toolCommand(ctx, args[1:], stdout, stderr)
+	case "run", "chat":
+		return runCommand(ctx, args[0], args[1:], stdin, stdout, stderr)
+	case "history":
+		return historyCommand(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "myelin: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage

@@ -14,7 +14,7 @@ import (
 func cli(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), args, &out, &errOut)
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errOut)
 	return out.String(), errOut.String(), code
 }
 

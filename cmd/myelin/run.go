@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"myelin/agent"
+	"myelin/history"
+	"myelin/provider"
+	"myelin/provider/anthropic"
+	"myelin/provider/openai"
+	"myelin/result"
+	"myelin/shell"
+	"myelin/tool"
+	"myelin/workspace"
+)
+
+const runUsage = `Usage:
+  myelin run [flags] PROMPT      (or the prompt on standard input)
+      Run one turn: the assistant's text streams to stdout; each tool call,
+      the conversation id and the token usage go to stderr.
+  myelin chat [flags]
+      The same, a turn per line typed, until /exit or end of input.
+
+The provider's key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY, its
+address from ANTHROPIC_BASE_URL or OPENAI_BASE_URL when set.
+
+Flags (before or after the prompt):
+`
+
+// Default models, when --model is not given.
+const (
+	defaultAnthropicModel = "claude-sonnet-4-5"
+	defaultOpenAIModel    = "gpt-4.1-mini"
+)
+
+// agentFlags are the flags of run and chat.
+type agentFlags struct {
+	workspace    string
+	allowShell   bool
+	inlineCap    int
+	provider     string
+	model        string
+	store        string
+	conversation string
+	cont         bool
+	system       string
+	maxRounds    int
+	maxTokens    int
+}
+
+func (f *agentFlags) set(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("myelin "+name, flag.ContinueOnError)
+	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
+	fs.BoolVar(&f.allowShell, "allow-shell", false, "offer shell--run")
+	fs.IntVar(&f.inlineCap, "inline-cap", 0, "the inline cap `N` in characters (default 24000, at least 1000)")
+	fs.StringVar(&f.provider, "provider", "", "anthropic or openai (default: the one whose API key is set, anthropic first)")
+	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+" or "+defaultOpenAIModel+")")
+	fs.StringVar(&f.store, "store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
+	fs.StringVar(&f.conversation, "conversation", "", "continue (or start) the conversation `ID`")
+	fs.BoolVar(&f.cont, "continue", false, "continue the most recent conversation")
+	fs.StringVar(&f.system, "system", "", "read the system prompt of a new conversation from `FILE`")
+	fs.IntVar(&f.maxRounds, "max-rounds", agent.DefaultMaxRounds, "the most tool rounds in one turn")
+	fs.IntVar(&f.maxTokens, "max-tokens", agent.DefaultMaxTokens, "the most tokens in one answer")
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// session is what run and chat share: the agent, its workspace and store,
+// and the conversation.
+type session struct {
+	agent *agent.Agent
+	ws    *workspace.Workspace
+	store *history.SQLite
+	id    string
+}
+
+func (s *session) close() {
+	s.store.Close()
+	s.ws.Close()
+}
+
+// newProvider picks the wire from --provider or from which key is set.
+func newProvider(name string) (provider.Provider, string, error) {
+	if name == "" {
+		name = "anthropic"
+		if os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("OPENAI_API_KEY") != "" {
+			name = "openai"
+		}
+	}
+	switch name {
+	case "anthropic":
+		p, err := anthropic.New(anthropic.Config{})
+		return p, defaultAnthropicModel, err
+	case "openai":
+		p, err := openai.New(openai.Config{})
+		return p, defaultOpenAIModel, err
+	}
+	return nil, "", fmt.Errorf("--provider %q: want anthropic or openai", name)
+}
+
+// open assembles the agent of run and chat and picks the conversation.
+func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error) {
+	if f.cont && f.conversation != "" {
+		return nil, errors.New("give --continue or --conversation, not both")
+	}
+	prov, model, err := newProvider(f.provider)
+	if err != nil {
+		return nil, err
+	}
+	if f.model != "" {
+		model = f.model
+	}
+	system := ""
+	if f.system != "" {
+		b, err := os.ReadFile(f.system)
+		if err != nil {
+			return nil, fmt.Errorf("--system: %v", err)
+		}
+		system = result.WellFormed(string(b))
+	}
+	ws, err := workspace.Open(f.workspace)
+	if err != nil {
+		return nil, err
+	}
+	path := f.store
+	if path == "" {
+		path = filepath.Join(ws.Dir(), ".myelin", "history.db")
+	}
+	store, err := history.OpenSQLite(path)
+	if err != nil {
+		ws.Close()
+		return nil, err
+	}
+	s := &session{ws: ws, store: store}
+	reg := &tool.Registry{}
+	tools := ws.Tools()
+	if f.allowShell {
+		tools = append(tools, shell.Tool(ws.Dir()))
+	}
+	if err := reg.Add(tools...); err != nil {
+		s.close()
+		return nil, err
+	}
+	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: reg, Model: model, System: system,
+		Env: result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens}
+	switch {
+	case f.cont:
+		list, err := store.List(ctx)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		if len(list) == 0 {
+			s.close()
+			return nil, fmt.Errorf("--continue: there is no conversation in %s yet", path)
+		}
+		s.id = list[0].ID
+	case f.conversation != "":
+		s.id = f.conversation
+		if _, err := store.Get(ctx, s.id); errors.Is(err, history.ErrNotFound) {
+			err = store.Create(ctx, history.Conversation{ID: s.id, System: s.agentSystem()})
+			if err != nil {
+				s.close()
+				return nil, err
+			}
+		} else if err != nil {
+			s.close()
+			return nil, err
+		}
+	default:
+		if s.id, err = s.agent.NewConversation(ctx); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	fmt.Fprintf(stderr, "conversation %s\n", s.id)
+	if n, err := s.agent.Recover(ctx, s.id); err != nil {
+		s.close()
+		return nil, err
+	} else if n > 0 {
+		fmt.Fprintf(stderr, "answered %d tool call(s) interrupted when the last process stopped; they were not run again\n", n)
+	}
+	return s, nil
+}
+
+func (s *session) agentSystem() string {
+	if s.agent.System != "" {
+		return s.agent.System
+	}
+	return agent.DefaultSystem
+}
+
+func runCommand(ctx context.Context, name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var f agentFlags
+	fs := f.set(name)
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, runUsage)
+		fs.PrintDefaults()
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin %s: %v\n", name, err)
+		return exitUsage
+	}
+	var prompt string
+	if name == "run" {
+		prompt = strings.Join(pos, " ")
+		if prompt == "" {
+			if isTerminal(stdin) {
+				fmt.Fprintf(stderr, "myelin run: give a prompt, as arguments or on standard input\n")
+				return exitUsage
+			}
+			b, err := io.ReadAll(stdin)
+			if err != nil {
+				fmt.Fprintf(stderr, "myelin run: reading the prompt: %v\n", err)
+				return exitUsage
+			}
+			prompt = strings.TrimSpace(string(b))
+		}
+		if prompt == "" {
+			fmt.Fprintf(stderr, "myelin run: the prompt is empty\n")
+			return exitUsage
+		}
+	} else if len(pos) > 0 {
+		fmt.Fprintf(stderr, "myelin chat: takes no arguments, got %q\n", pos)
+		return exitUsage
+	}
+	s, err := open(ctx, f, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin %s: %v\n", name, err)
+		return exitError
+	}
+	defer s.close()
+	if name == "run" {
+		return s.turn(ctx, prompt, stdout, stderr)
+	}
+	return s.chat(ctx, stdin, stdout, stderr)
+}
+
+// turn runs one turn, reporting as it goes, and returns the exit status.
+func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Writer) int {
+	rep := newReporter(stdout, stderr)
+	defer rep.stop()
+	tr, err := s.agent.Turn(ctx, s.id, prompt, rep.event)
+	rep.stop()
+	rep.endText()
+	u := tr.Usage
+	fmt.Fprintf(stderr, "tokens: %d input, %d cached, %d cache-written, %d output\n", u.Input, u.CacheRead, u.CacheWrite, u.Output)
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+func (s *session) chat(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
+	in := bufio.NewScanner(stdin)
+	in.Buffer(make([]byte, 64*1024), 16<<20)
+	for {
+		fmt.Fprint(stderr, "> ")
+		if !in.Scan() {
+			fmt.Fprintln(stderr)
+			return exitOK
+		}
+		line := strings.TrimSpace(in.Text())
+		switch line {
+		case "":
+			continue
+		case "/exit", "/quit":
+			return exitOK
+		}
+		if code := s.turn(ctx, line, stdout, stderr); code != exitOK && ctx.Err() != nil {
+			return code
+		}
+	}
+}
+
+// reporter writes a turn's events: text to stdout, one line per tool call
+// and a spinner (when stderr is a terminal) to stderr.
+type reporter struct {
+	stdout, stderr io.Writer
+	mu             sync.Mutex
+	midLine        bool // stdout's last write did not end a line
+	spin           chan struct{}
+	spinDone       chan struct{}
+}
+
+func newReporter(stdout, stderr io.Writer) *reporter {
+	r := &reporter{stdout: stdout, stderr: stderr}
+	if isTerminal(stderr) {
+		r.spin, r.spinDone = make(chan struct{}), make(chan struct{})
+		go r.spinner()
+	}
+	return r
+}
+
+func (r *reporter) spinner() {
+	defer close(r.spinDone)
+	frames := `|/-\`
+	t := time.NewTicker(120 * time.Millisecond)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-r.spin:
+			r.mu.Lock()
+			fmt.Fprint(r.stderr, "\r \r")
+			r.mu.Unlock()
+			return
+		case <-t.C:
+			r.mu.Lock()
+			if !r.midLine {
+				fmt.Fprintf(r.stderr, "\r%c", frames[i%len(frames)])
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+func (r *reporter) stop() {
+	if r.spin != nil {
+		close(r.spin)
+		<-r.spinDone
+		r.spin = nil
+	}
+}
+
+func (r *reporter) endText() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.midLine {
+		fmt.Fprintln(r.stdout)
+		r.midLine = false
+	}
+}
+
+func (r *reporter) event(e agent.Event) {
+	switch e.Kind {
+	case agent.TextDelta:
+		r.mu.Lock()
+		io.WriteString(r.stdout, e.Text)
+		r.midLine = !strings.HasSuffix(e.Text, "\n")
+		r.mu.Unlock()
+	case agent.ToolCall:
+		r.endText()
+	case agent.ToolResult:
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		status := ""
+		if e.Output.IsError {
+			status = " error"
+		}
+		line := fmt.Sprintf("tool %s %s · %s · %d chars%s", e.Call.Name, shortInput(e.Call), duration(e.Elapsed), e.Output.Chars, status)
+		if e.Output.SpillPath != "" {
+			line += " · spilled to " + e.Output.SpillPath
+		}
+		if r.spin != nil {
+			line = "\r" + line // over the spinner
+		}
+		fmt.Fprintln(r.stderr, line)
+	case agent.Notice:
+		r.endText()
+		fmt.Fprintf(r.stderr, "myelin: %s\n", e.Text)
+	}
+}
+
+func duration(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+// shortInput is a call's input on one line, at most 80 characters.
+func shortInput(c history.Part) string {
+	s := string(c.Input)
+	if s == "" {
+		s = c.Text
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:79]) + "…"
+	}
+	return s
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
