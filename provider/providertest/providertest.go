@@ -59,7 +59,8 @@ type Server struct {
 	paths []string
 }
 
-// NewAnthropic starts a fake Anthropic Messages server.
+// NewAnthropic starts a fake Anthropic Messages server. t may be nil (in a
+// runnable example); then the caller closes the server.
 func NewAnthropic(t testing.TB, steps ...Step) *Server { return start(t, "anthropic", steps) }
 
 // NewOpenAI starts a fake OpenAI Chat Completions server.
@@ -72,8 +73,21 @@ func start(t testing.TB, wire string, steps []Step) *Server {
 	if wire == "openai" {
 		s.URL += "/v1"
 	}
-	t.Cleanup(s.srv.Close)
+	if t != nil {
+		t.Cleanup(s.srv.Close)
+	}
 	return s
+}
+
+// Close stops the server; with a testing.TB it is done at cleanup.
+func (s *Server) Close() { s.srv.Close() }
+
+func (s *Server) fatalf(format string, args ...any) {
+	if s.t == nil {
+		panic(fmt.Sprintf(format, args...))
+	}
+	s.t.Helper()
+	s.t.Fatalf(format, args...)
 }
 
 // Push adds steps to the end of the script.
@@ -96,11 +110,11 @@ func (s *Server) Requests() [][]byte {
 func (s *Server) Request(i int) map[string]any {
 	reqs := s.Requests()
 	if i >= len(reqs) {
-		s.t.Fatalf("providertest: request %d asked for, %d received", i, len(reqs))
+		s.fatalf("providertest: request %d asked for, %d received", i, len(reqs))
 	}
 	var v map[string]any
 	if err := json.Unmarshal(reqs[i], &v); err != nil {
-		s.t.Fatalf("providertest: request %d is not JSON: %v", i, err)
+		s.fatalf("providertest: request %d is not JSON: %v", i, err)
 	}
 	return v
 }
