@@ -217,7 +217,7 @@ func TestTheRequestBuiltAfterARestartIsTheSameBytes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := json.Marshal(anthropic.Params(req))
+		b, err := anthropic.Body(req, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,16 +10,25 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 )
 
 // SQLite is a Store in one SQLite file, in WAL mode, each Append one
-// transaction committed with a full sync.
+// transaction committed with a full sync. It keeps the messages it has read
+// in memory: stored messages never change, so a later Messages reads only
+// the rows added since (by this store or another process).
 type SQLite struct {
 	db   *sql.DB
 	path string
+
+	mu   sync.Mutex
+	read map[string][]Message // per conversation, the messages read so far
+
+	// the statements of every round, prepared once
+	selectNew, nextSeq, insert, touch *sql.Stmt
 }
 
 const schema = `
@@ -41,16 +50,33 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE INDEX IF NOT EXISTS conversations_updated ON conversations(updated);
 `
 
-// OpenSQLite opens (or creates) the store at path, making its directory.
-// A file that is not a SQLite database, or one that another process holds
-// locked for longer than 5 seconds, is an error that says so.
-func OpenSQLite(path string) (*SQLite, error) {
+// SQLiteOptions tune a SQLite store; the zero value is the default.
+type SQLiteOptions struct {
+	// Relaxed commits without waiting for the disk (SQLite's
+	// synchronous=NORMAL in WAL mode): a commit survives a crash of the
+	// process, but the last commits may be lost — never corrupted — when
+	// the machine itself stops. By default every commit is synced to disk
+	// before Append returns.
+	Relaxed bool
+}
+
+// OpenSQLite opens (or creates) the store at path with the default options.
+func OpenSQLite(path string) (*SQLite, error) { return OpenSQLiteWith(path, SQLiteOptions{}) }
+
+// OpenSQLiteWith opens (or creates) the store at path, making its
+// directory. A file that is not a SQLite database, or one that another
+// process holds locked for longer than 5 seconds, is an error that says so.
+func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("history store %s: %v", path, err)
 		}
 	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"
+	sync := "FULL"
+	if opts.Relaxed {
+		sync = "NORMAL"
+	}
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=foreign_keys(1)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: %v", path, err)
@@ -58,10 +84,24 @@ func OpenSQLite(path string) (*SQLite, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, path: path}
+	s := &SQLite{db: db, path: path, read: map[string][]Message{}}
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, s.explain("opening", err)
+	}
+	for _, st := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&s.selectNew, `SELECT seq, role, parts, usage, time FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`},
+		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation = c.id) FROM conversations c WHERE id = ?`},
+		{&s.insert, `INSERT INTO messages (conversation, seq, role, parts, usage, time) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&s.touch, `UPDATE conversations SET updated = ? WHERE id = ?`},
+	} {
+		if *st.stmt, err = db.Prepare(st.sql); err != nil {
+			db.Close()
+			return nil, s.explain("opening", err)
+		}
 	}
 	return s, nil
 }
@@ -150,17 +190,24 @@ func (s *SQLite) wrapErr(doing string, err error) error {
 	return s.explain(doing, err)
 }
 
-// Messages returns a conversation's messages in order.
+// Messages returns a conversation's messages in order. The slice and the
+// messages in it are shared with the store's memory: callers must not
+// modify them.
 func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
-	if _, err := s.Get(ctx, id); err != nil {
-		return nil, err
+	s.mu.Lock()
+	known := s.read[id]
+	s.mu.Unlock()
+	if len(known) == 0 {
+		if _, err := s.Get(ctx, id); err != nil {
+			return nil, err
+		}
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, role, parts, usage, time FROM messages WHERE conversation = ? ORDER BY seq`, id)
+	rows, err := s.selectNew.QueryContext(ctx, id, len(known))
 	if err != nil {
 		return nil, s.explain("reading conversation "+id, err)
 	}
 	defer rows.Close()
-	var out []Message
+	out := known[:len(known):len(known)] // appending copies: known stays as it was
 	for rows.Next() {
 		var seq int
 		var role, when string
@@ -181,7 +228,15 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 		m.Time, _ = time.Parse(timeFormat, when)
 		out = append(out, m)
 	}
-	return out, s.wrapErr("reading conversation "+id, rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, s.explain("reading conversation "+id, err)
+	}
+	s.mu.Lock()
+	if len(out) > len(s.read[id]) {
+		s.read[id] = out
+	}
+	s.mu.Unlock()
+	return out, nil
 }
 
 // Append adds messages in one transaction; when it returns nil they are on
@@ -193,7 +248,7 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 	}
 	defer tx.Rollback()
 	var next int
-	err = tx.QueryRowContext(ctx, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation = c.id) FROM conversations c WHERE id = ?`, id).Scan(&next)
+	err = tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&next)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
 	}
@@ -201,6 +256,7 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 		return s.explain("appending to conversation "+id, err)
 	}
 	now := time.Now().UTC().Format(timeFormat)
+	insert := tx.StmtContext(ctx, s.insert)
 	for i, m := range msgs {
 		parts, err := encode(m.Parts)
 		if err != nil {
@@ -212,12 +268,11 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 				return fmt.Errorf("appending to conversation %s: %v", id, err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (conversation, seq, role, parts, usage, time) VALUES (?, ?, ?, ?, ?, ?)`,
-			id, next+i, string(m.Role), parts, usage, now); err != nil {
+		if _, err := insert.ExecContext(ctx, id, next+i, string(m.Role), parts, usage, now); err != nil {
 			return s.explain("appending to conversation "+id, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated = ? WHERE id = ?`, now, id); err != nil {
+	if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now, id); err != nil {
 		return s.explain("appending to conversation "+id, err)
 	}
 	if err := tx.Commit(); err != nil {

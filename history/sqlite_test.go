@@ -160,3 +160,24 @@ func TestLockedStoreIsAClearError(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestMessagesSeesWhatAnotherStoreAppended(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	a, b := openStore(t, path), openStore(t, path)
+	ctx := context.Background()
+	_ = a.Create(ctx, Conversation{ID: "c"})
+	_ = a.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "one"}}})
+	if msgs, _ := b.Messages(ctx, "c"); len(msgs) != 1 {
+		t.Fatalf("%d messages", len(msgs))
+	}
+	_ = a.Append(ctx, "c", Message{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "two"}}})
+	msgs, err := b.Messages(ctx, "c")
+	if err != nil || len(msgs) != 2 || msgs[1].Parts[0].Text != "two" {
+		t.Fatalf("messages %+v, %v", msgs, err)
+	}
+	// a caller appending to what it got does not change the next answer
+	_ = append(msgs, Message{Role: User})
+	if again, _ := b.Messages(ctx, "c"); len(again) != 2 {
+		t.Fatalf("%d messages", len(again))
+	}
+}

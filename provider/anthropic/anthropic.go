@@ -12,7 +12,6 @@ package anthropic
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,8 +73,11 @@ func New(cfg Config) (*Provider, error) {
 // maxBreakpoints is the most cache_control markers one request may hold.
 const maxBreakpoints = 4
 
-// Params builds the SDK request for req: the whole of what is sent.
-func Params(req provider.Request) sdk.MessageNewParams {
+// Body is the request body for req, the whole of what is sent: the model,
+// tools and system prompt encoded by the SDK's types, the messages by this
+// package's encoder (see encode.go), spliced in front. The same Request
+// gives the same bytes, every time.
+func Body(req provider.Request, stream bool) ([]byte, error) {
 	p := sdk.MessageNewParams{
 		Model:     sdk.Model(req.Model),
 		MaxTokens: int64(max(1, req.MaxTokens)),
@@ -105,101 +107,63 @@ func Params(req provider.Request) sdk.MessageNewParams {
 	// Consecutive messages of one role (a prompt after tool results the
 	// model never answered) go as one message, as the API wants.
 	type group struct {
-		role   history.Role
-		blocks []sdk.ContentBlockParamUnion
+		role history.Role
+		msgs []history.Message
+		mark bool
 	}
 	var groups []group
 	for _, m := range req.Messages {
-		blocks := contentBlocks(m)
 		if n := len(groups); n > 0 && groups[n-1].role == m.Role {
-			groups[n-1].blocks = append(groups[n-1].blocks, blocks...)
+			groups[n-1].msgs = append(groups[n-1].msgs, m)
 			continue
 		}
-		groups = append(groups, group{role: m.Role, blocks: blocks})
+		groups = append(groups, group{role: m.Role, msgs: []history.Message{m}})
 	}
 	// The rolling breakpoints: the newest user message, and the one before,
 	// which the previous request wrote to the cache.
 	rolling := 0
-	for i := len(groups) - 1; i >= 0 && rolling < 2; i-- {
-		if g := groups[i]; g.role == history.User && len(g.blocks) > 0 {
-			setCacheControl(&g.blocks[len(g.blocks)-1], mark())
+	for i := len(groups) - 1; i >= 0 && rolling < 2 && marks < maxBreakpoints; i-- {
+		g := &groups[i]
+		blocks := 0
+		for _, m := range g.msgs {
+			blocks += blockCount(m)
+		}
+		if g.role == history.User && blocks > 0 {
+			g.mark = true
+			marks++
 			rolling++
 		}
 	}
-	for _, g := range groups {
-		if g.role == history.Assistant {
-			p.Messages = append(p.Messages, sdk.NewAssistantMessage(g.blocks...))
-		} else {
-			p.Messages = append(p.Messages, sdk.NewUserMessage(g.blocks...))
+	head, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: encoding the request: %v", err)
+	}
+	e := encoder{buf: make([]byte, 0, 1024+len(head))}
+	e.raw(`{"messages":[`)
+	for i, g := range groups {
+		if i > 0 {
+			e.raw(",")
 		}
+		e.message(g.role, g.msgs, g.mark)
 	}
-	return p
-}
-
-func contentBlocks(m history.Message) []sdk.ContentBlockParamUnion {
-	var out []sdk.ContentBlockParamUnion
-	for _, part := range m.Parts {
-		switch part.Type {
-		case history.TextPart:
-			if part.Text != "" {
-				out = append(out, sdk.NewTextBlock(part.Text))
-			}
-		case history.ToolCallPart:
-			input := part.Input
-			if len(input) == 0 {
-				input = json.RawMessage("{}")
-			}
-			out = append(out, sdk.NewToolUseBlock(part.CallID, input, part.Name))
-		case history.ToolResultPart:
-			out = append(out, toolResult(part))
-		}
+	e.raw("],")
+	if stream {
+		e.raw(`"stream":true,`)
 	}
-	return out
-}
-
-// toolResult is a tool_result block: the text in the string form of content,
-// or, with images, a text block and native image blocks.
-func toolResult(part history.Part) sdk.ContentBlockParamUnion {
-	b := sdk.ToolResultBlockParam{ToolUseID: part.CallID}
-	if part.IsError {
-		b.IsError = param.NewOpt(true)
-	}
-	if len(part.Images) == 0 {
-		b.SetExtraFields(map[string]any{"content": part.Text})
-		return sdk.ContentBlockParamUnion{OfToolResult: &b}
-	}
-	if part.Text != "" {
-		b.Content = append(b.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: part.Text}})
-	}
-	for _, img := range part.Images {
-		b.Content = append(b.Content, sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{
-			Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{
-				Data:      base64.StdEncoding.EncodeToString(img.Data),
-				MediaType: sdk.Base64ImageSourceMediaType(img.MIMEType),
-			}},
-		}})
-	}
-	return sdk.ContentBlockParamUnion{OfToolResult: &b}
-}
-
-func setCacheControl(b *sdk.ContentBlockParamUnion, cc sdk.CacheControlEphemeralParam) {
-	switch {
-	case b.OfText != nil:
-		b.OfText.CacheControl = cc
-	case b.OfToolResult != nil:
-		b.OfToolResult.CacheControl = cc
-	case b.OfToolUse != nil:
-		b.OfToolUse.CacheControl = cc
-	case b.OfImage != nil:
-		b.OfImage.CacheControl = cc
-	}
+	e.buf = append(e.buf, head[1:]...) // head is {"max_tokens":...}
+	return e.buf, nil
 }
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	params := Params(req)
+	body, err := Body(req, !p.cfg.NoStream)
+	if err != nil {
+		return provider.Response{}, err
+	}
+	// The SDK sends the body as built here; its own params stay empty.
+	withBody := option.WithRequestBody("application/json", body)
 	if p.cfg.NoStream {
-		msg, err := p.client.Messages.New(ctx, params)
+		msg, err := p.client.Messages.New(ctx, sdk.MessageNewParams{}, withBody)
 		if err != nil {
 			return provider.Response{}, describe(err)
 		}
@@ -221,7 +185,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		return a.response(), nil
 	}
-	stream := p.client.Messages.NewStreaming(ctx, params)
+	stream := p.client.Messages.NewStreaming(ctx, sdk.MessageNewParams{}, withBody)
 	defer stream.Close()
 	var a accumulator
 	for stream.Next() {

@@ -2,11 +2,15 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"os"
 	"strings"
 	"testing"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"myelin/history"
 	"myelin/provider"
@@ -44,7 +48,7 @@ func sampleRequest() provider.Request {
 
 func marshal(t *testing.T, req provider.Request) []byte {
 	t.Helper()
-	b, err := json.Marshal(Params(req))
+	b, err := Body(req, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,14 +206,13 @@ func TestCompleteStreamsTextToolCallsAndUsage(t *testing.T) {
 		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
 			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
 		}
-		body := srv.Requests()[0]
-		want := marshal(t, sampleRequest())
-		var got, wantV map[string]any
-		_ = json.Unmarshal(body, &got)
-		_ = json.Unmarshal(want, &wantV)
-		delete(got, "stream")
-		if a, b := mustJSON(got), mustJSON(wantV); a != b {
-			t.Fatalf("sent %s\nwant %s", a, b)
+		// the body sent is the bytes Body builds, exactly
+		want, err := Body(sampleRequest(), !noStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.Requests()[0]; string(got) != string(want) {
+			t.Fatalf("sent %s\nwant %s", got, want)
 		}
 	}
 }
@@ -287,5 +290,118 @@ func TestNoKeyNamesTheVariable(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "set ANTHROPIC_API_KEY") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The SDK's typed params for the same messages: the reference the direct
+// encoder must match.
+func sdkBlocks(m history.Message) []sdk.ContentBlockParamUnion {
+	var out []sdk.ContentBlockParamUnion
+	for _, part := range m.Parts {
+		switch part.Type {
+		case history.TextPart:
+			if part.Text != "" {
+				out = append(out, sdk.NewTextBlock(part.Text))
+			}
+		case history.ToolCallPart:
+			input := part.Input
+			if len(input) == 0 {
+				input = json.RawMessage("{}")
+			}
+			out = append(out, sdk.NewToolUseBlock(part.CallID, input, part.Name))
+		case history.ToolResultPart:
+			out = append(out, toolResult(part))
+		}
+	}
+	return out
+}
+
+// toolResult is a tool_result block: the text in the string form of content,
+// or, with images, a text block and native image blocks.
+func toolResult(part history.Part) sdk.ContentBlockParamUnion {
+	b := sdk.ToolResultBlockParam{ToolUseID: part.CallID}
+	if part.IsError {
+		b.IsError = param.NewOpt(true)
+	}
+	if len(part.Images) == 0 {
+		b.SetExtraFields(map[string]any{"content": part.Text})
+		return sdk.ContentBlockParamUnion{OfToolResult: &b}
+	}
+	if part.Text != "" {
+		b.Content = append(b.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: part.Text}})
+	}
+	for _, img := range part.Images {
+		b.Content = append(b.Content, sdk.ToolResultBlockParamContentUnion{OfImage: &sdk.ImageBlockParam{
+			Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{
+				Data:      base64.StdEncoding.EncodeToString(img.Data),
+				MediaType: sdk.Base64ImageSourceMediaType(img.MIMEType),
+			}},
+		}})
+	}
+	return sdk.ContentBlockParamUnion{OfToolResult: &b}
+}
+
+func setCacheControl(b *sdk.ContentBlockParamUnion, cc sdk.CacheControlEphemeralParam) {
+	switch {
+	case b.OfText != nil:
+		b.OfText.CacheControl = cc
+	case b.OfToolResult != nil:
+		b.OfToolResult.CacheControl = cc
+	case b.OfToolUse != nil:
+		b.OfToolUse.CacheControl = cc
+	case b.OfImage != nil:
+		b.OfImage.CacheControl = cc
+	}
+}
+
+func TestEncodedMessagesMatchTheSDKsShapes(t *testing.T) {
+	req := sampleRequest()
+	got := messages(t, req)
+	for i, m := range req.Messages {
+		blocks := sdkBlocks(m)
+		var want sdk.MessageParam
+		if m.Role == history.Assistant {
+			want = sdk.NewAssistantMessage(blocks...)
+		} else {
+			want = sdk.NewUserMessage(blocks...)
+		}
+		raw, err := json.Marshal(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wantV map[string]any
+		_ = json.Unmarshal(raw, &wantV)
+		a, b := mustJSON(stripMarks(got[i])), mustJSON(wantV)
+		if a != b {
+			t.Errorf("message %d:\n got %s\nwant %s", i, a, b)
+		}
+	}
+}
+
+func stripMarks(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		delete(v, "cache_control")
+		for k, x := range v {
+			v[k] = stripMarks(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = stripMarks(x)
+		}
+	}
+	return v
+}
+
+func TestAppendStringIsJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", "q\"uote\\ back", "ctl \x00\x01\x1f\t\n\r", "é 😀 \u2028 \u2029", "<&>", "bad \xff byte"} {
+		raw := appendString(nil, s)
+		var back string
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatalf("%q encodes as %s: %v", s, raw, err)
+		}
+		if want := strings.ToValidUTF8(s, "\uFFFD"); back != want {
+			t.Fatalf("%q comes back as %q", s, back)
+		}
 	}
 }

@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"myelin/history"
+	"myelin/provider"
+	"myelin/provider/anthropic"
+	"myelin/result"
+	"myelin/tool"
+)
+
+// scripted is an in-process provider: it builds and encodes the Anthropic
+// request as the wire would, then answers from its script with no network,
+// so that a benchmark measures the framework and not the provider.
+type scripted struct {
+	answers []history.Message
+	n       int
+}
+
+func (s *scripted) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
+	if _, err := anthropic.Body(req, true); err != nil {
+		return provider.Response{}, err
+	}
+	m := s.answers[s.n%len(s.answers)]
+	s.n++
+	stop := "end_turn"
+	if len(m.ToolCalls()) > 0 {
+		stop = "tool_use"
+	}
+	m.Usage = &history.Usage{Input: 1, Output: 1}
+	return provider.Response{Message: m, StopReason: stop}, nil
+}
+
+// BenchmarkToolRound measures the framework's overhead per tool round of 10
+// trivial calls, provider time excluded: the provider is in-process and
+// only builds and encodes the request as the wire would. A turn of 1 round
+// and a turn of 11 rounds are measured side by side; the overhead of one
+// round is the difference over 10: committing the answer that asks for the
+// calls, dispatching and converting the round, committing the results and
+// building the next request from the store. Both with a store that syncs
+// every commit (the default) and a relaxed one, to show what the two
+// fsyncs of a round cost. Target: ≤ 2 ms. Run:
+//
+//	go test ./agent -run '^$' -bench ToolRound -count 6
+func BenchmarkToolRound(b *testing.B) {
+	calls := history.Message{Role: history.Assistant}
+	for i := 0; i < 10; i++ {
+		calls.Parts = append(calls.Parts, history.Part{Type: history.ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "echo--ok", Input: json.RawMessage(`{"n":1}`)})
+	}
+	done := history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "done"}}}
+	type in struct {
+		N int `json:"n"`
+	}
+	reg := &tool.Registry{}
+	_ = reg.Add(tool.MustFunc("echo--ok", "Says ok.", func(ctx context.Context, _ in) (any, error) { return "ok", nil }))
+	for _, bc := range []struct {
+		sync    string
+		relaxed bool
+		rounds  int
+	}{{"synced", false, 1}, {"synced", false, 11}, {"relaxed", true, 1}, {"relaxed", true, 11}} {
+		rounds := bc.rounds
+		b.Run(fmt.Sprintf("%s-store/turn-of-%d-rounds", bc.sync, rounds), func(b *testing.B) {
+			store, err := history.OpenSQLiteWith(filepath.Join(b.TempDir(), "h.db"), history.SQLiteOptions{Relaxed: bc.relaxed})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			script := make([]history.Message, 0, rounds+1)
+			for i := 0; i < rounds; i++ {
+				script = append(script, calls)
+			}
+			script = append(script, done)
+			a := &Agent{Provider: &scripted{answers: script}, Store: store, Tools: reg, Model: "m", Env: result.Env{}}
+			ctx := context.Background()
+			for b.Loop() {
+				b.StopTimer()
+				id, err := a.NewConversation(ctx) // a fresh, short conversation each time
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				tr, err := a.Turn(ctx, id, "go", nil)
+				if err != nil || tr.Rounds != rounds {
+					b.Fatal(tr, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkNextRequest builds the next request of a stored conversation of
+// 1k, 10k and 100k messages: reading it from SQLite, decoding, and building
+// and encoding the Anthropic request. Target: ≤ 50 ms at 10k. Run:
+//
+//	go test ./agent -run '^$' -bench NextRequest -count 6
+func BenchmarkNextRequest(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("%dk-messages", n/1000), func(b *testing.B) {
+			store, err := history.OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			ctx := context.Background()
+			a := &Agent{Store: store, Tools: &tool.Registry{}, Model: "m"}
+			id, _ := a.NewConversation(ctx)
+			var batch []history.Message
+			for i := 0; i < n; i += 2 {
+				batch = append(batch,
+					history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Let me read the next file."},
+						{Type: history.ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "workspace--read", Input: json.RawMessage(`{"path":"src/main.go"}`)}}},
+					history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
+						Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"}}})
+				if len(batch) >= 1000 {
+					if err := store.Append(ctx, id, batch...); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				req, err := a.Request(ctx, id)
+				if err != nil || len(req.Messages) != n {
+					b.Fatal(len(req.Messages), err)
+				}
+				if _, err := anthropic.Body(req, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
