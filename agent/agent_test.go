@@ -12,6 +12,7 @@ import (
 	"myelin/history"
 	"myelin/provider"
 	"myelin/provider/anthropic"
+	"myelin/provider/openai"
 	"myelin/provider/providertest"
 	"myelin/result"
 	"myelin/tool"
@@ -22,6 +23,7 @@ import (
 // workspace in a temporary directory.
 type rig struct {
 	t     *testing.T
+	wire  string // "anthropic" or "openai"
 	dir   string
 	srv   *providertest.Server
 	ws    *workspace.Workspace
@@ -29,10 +31,17 @@ type rig struct {
 	id    string
 }
 
-func newRig(t *testing.T, extra ...*tool.Tool) *rig {
+func newRig(t *testing.T, extra ...*tool.Tool) *rig { return newWireRig(t, "anthropic", extra...) }
+
+func newWireRig(t *testing.T, wire string, extra ...*tool.Tool) *rig {
 	t.Helper()
 	dir := t.TempDir()
-	r := &rig{t: t, dir: dir, srv: providertest.NewAnthropic(t)}
+	r := &rig{t: t, wire: wire, dir: dir}
+	if wire == "openai" {
+		r.srv = providertest.NewOpenAI(t)
+	} else {
+		r.srv = providertest.NewAnthropic(t)
+	}
 	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +66,12 @@ func (r *rig) newAgent(extra ...*tool.Tool) *Agent {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { store.Close() })
-	p, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: r.srv.URL, MaxRetries: -1})
+	var p provider.Provider
+	if r.wire == "openai" {
+		p, err = openai.New(openai.Config{APIKey: "k", BaseURL: r.srv.URL, MaxRetries: -1})
+	} else {
+		p, err = anthropic.New(anthropic.Config{APIKey: "k", BaseURL: r.srv.URL, MaxRetries: -1})
+	}
 	if err != nil {
 		r.t.Fatal(err)
 	}

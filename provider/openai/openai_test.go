@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"myelin/history"
 	"myelin/provider"
@@ -176,5 +177,17 @@ func TestNoKeyNamesTheVariable(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	if _, err := New(Config{}); err == nil || !strings.Contains(err.Error(), "set OPENAI_API_KEY") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestInvalidUTF8FromTheProviderIsMadeWellFormed(t *testing.T) {
+	stream := strings.Replace(providertest.OpenAIStream(providertest.Step{Text: "ok"}), `"content":"ok"`, "\"content\":\"o\xff\xfek\"", 1)
+	srv := providertest.NewOpenAI(t, providertest.Step{Raw: stream})
+	resp, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := resp.Message.Parts[0].Text; !utf8.ValidString(txt) || !strings.HasPrefix(txt, "o\uFFFD") || !strings.HasSuffix(txt, "k") {
+		t.Fatalf("text %q", txt)
 	}
 }
