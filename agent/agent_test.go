@@ -178,22 +178,6 @@ func TestAnImageIsNativeOnTheWireAndAPlaceholderInHistory(t *testing.T) {
 	}
 }
 
-// stripMarks removes cache_control from a decoded request.
-func stripMarks(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		delete(v, "cache_control")
-		for k, x := range v {
-			v[k] = stripMarks(x)
-		}
-	case []any:
-		for i, x := range v {
-			v[i] = stripMarks(x)
-		}
-	}
-	return v
-}
-
 func TestAfterARestartTheEarlierMessagesAreSentByteForByte(t *testing.T) {
 	r := newRig(t)
 	r.write("a.txt", "alpha\n")
@@ -205,16 +189,16 @@ func TestAfterARestartTheEarlierMessagesAreSentByteForByte(t *testing.T) {
 	r.turn("turn two")
 	first := r.srv.Request(1)  // the last request of turn one
 	second := r.srv.Request(2) // the first of turn two, after the restart
-	fm := stripMarks(first["messages"]).([]any)
-	sm := stripMarks(second["messages"]).([]any)
+	fm := providertest.StripCacheMarks(first["messages"]).([]any)
+	sm := providertest.StripCacheMarks(second["messages"]).([]any)
 	a, _ := json.Marshal(fm)
 	b, _ := json.Marshal(sm[:len(fm)])
 	if string(a) != string(b) {
 		t.Fatalf("earlier messages changed after the restart:\n%s\n%s", a, b)
 	}
 	for _, k := range []string{"system", "tools", "model"} {
-		x, _ := json.Marshal(stripMarks(first[k]))
-		y, _ := json.Marshal(stripMarks(second[k]))
+		x, _ := json.Marshal(providertest.StripCacheMarks(first[k]))
+		y, _ := json.Marshal(providertest.StripCacheMarks(second[k]))
 		if string(x) != string(y) {
 			t.Fatalf("%s changed after the restart", k)
 		}

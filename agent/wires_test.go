@@ -136,15 +136,15 @@ func TestOnBothWires(t *testing.T) {
 				r.srv.Push(providertest.Step{Text: "second"})
 				r.turn("turn two")
 				first, second := r.srv.Request(1), r.srv.Request(2)
-				fm := stripMarks(first["messages"]).([]any)
-				sm := stripMarks(second["messages"]).([]any)
+				fm := providertest.StripCacheMarks(first["messages"]).([]any)
+				sm := providertest.StripCacheMarks(second["messages"]).([]any)
 				a, _ := json.Marshal(fm)
 				b, _ := json.Marshal(sm[:len(fm)])
 				if string(a) != string(b) {
 					t.Fatalf("earlier messages changed:\n%s\n%s", a, b)
 				}
-				x, _ := json.Marshal(stripMarks(first["tools"]))
-				y, _ := json.Marshal(stripMarks(second["tools"]))
+				x, _ := json.Marshal(providertest.StripCacheMarks(first["tools"]))
+				y, _ := json.Marshal(providertest.StripCacheMarks(second["tools"]))
 				if string(x) != string(y) {
 					t.Fatal("tools changed after the restart")
 				}

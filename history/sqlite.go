@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+
+	"myelin/result"
 )
 
 // SQLite is a Store in one SQLite file, in WAL mode, each Append one
@@ -258,13 +259,13 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 	now := time.Now().UTC().Format(timeFormat)
 	insert := tx.StmtContext(ctx, s.insert)
 	for i, m := range msgs {
-		parts, err := encode(m.Parts)
+		parts, err := result.JSON(m.Parts)
 		if err != nil {
 			return fmt.Errorf("appending to conversation %s: %v", id, err)
 		}
 		var usage []byte
 		if m.Usage != nil {
-			if usage, err = encode(m.Usage); err != nil {
+			if usage, err = result.JSON(m.Usage); err != nil {
 				return fmt.Errorf("appending to conversation %s: %v", id, err)
 			}
 		}
@@ -279,15 +280,4 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 		return s.explain("committing to conversation "+id, err)
 	}
 	return nil
-}
-
-// encode is JSON without HTML escaping, so that stored text reads as itself.
-func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

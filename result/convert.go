@@ -41,7 +41,7 @@ func convert(r Result, store Store, label string) converted {
 	c.out.isError = r.IsError
 	c.out.endTurn = r.EndTurn
 	if r.Structured != nil {
-		raw, err := encodeJSON(r.Structured)
+		raw, err := JSON(r.Structured)
 		if err != nil {
 			return converted{text: "the tool's structured content could not be encoded as JSON: " + err.Error(), isError: true, endTurn: r.EndTurn}
 		}
@@ -99,7 +99,7 @@ func (c *converter) data(data any) (string, error) {
 	case Result, *Result:
 		return "", fmt.Errorf("a tool returned a Result inside a Result's Data (%T); return the Result itself", d)
 	}
-	raw, err := encodeJSON(data)
+	raw, err := JSON(data)
 	if err != nil {
 		return "", fmt.Errorf("the tool's result (%s) could not be encoded as JSON: %v", typeName(data), err)
 	}
@@ -245,10 +245,11 @@ func stubField(s string) string {
 
 const stubFieldMax = 200
 
-// encodeJSON is the deterministic compact JSON of SPEC §2: map keys sorted
+// JSON is the deterministic compact JSON of SPEC §2: map keys sorted
 // (encoding/json sorts them), `<`, `>` and `&` as themselves, no trailing
-// newline. A json.RawMessage is compacted, and must be valid.
-func encodeJSON(v any) (json.RawMessage, error) {
+// newline. A json.RawMessage is compacted, and must be valid. It is how the
+// conversion writes other values, and how the store writes what it keeps.
+func JSON(v any) (json.RawMessage, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {

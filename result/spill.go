@@ -123,7 +123,7 @@ func (sp spilled) notice(shownChars, shownLines, nextLine int, byLine, partial b
 }
 
 func mustJSON(v any) []byte {
-	raw, err := encodeJSON(v)
+	raw, err := JSON(v)
 	if err != nil {
 		panic(err) // only called with plain structs of strings and ints
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -157,13 +156,11 @@ func writeJSON(w io.Writer, out result.Output) error {
 		Structured json.RawMessage `json:"structured,omitempty"`
 		SpillPath  string          `json:"spill_path,omitempty"`
 	}{out.Text, out.IsError, out.Structured, out.SpillPath}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	raw, err := result.JSON(v)
+	if err != nil {
 		return err
 	}
-	_, err := w.Write(buf.Bytes())
+	_, err = w.Write(append(raw, '\n'))
 	return err
 }
 

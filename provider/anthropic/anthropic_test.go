@@ -371,26 +371,11 @@ func TestEncodedMessagesMatchTheSDKsShapes(t *testing.T) {
 		}
 		var wantV map[string]any
 		_ = json.Unmarshal(raw, &wantV)
-		a, b := mustJSON(stripMarks(got[i])), mustJSON(wantV)
+		a, b := mustJSON(providertest.StripCacheMarks(got[i])), mustJSON(wantV)
 		if a != b {
 			t.Errorf("message %d:\n got %s\nwant %s", i, a, b)
 		}
 	}
-}
-
-func stripMarks(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		delete(v, "cache_control")
-		for k, x := range v {
-			v[k] = stripMarks(x)
-		}
-	case []any:
-		for i, x := range v {
-			v[i] = stripMarks(x)
-		}
-	}
-	return v
 }
 
 func TestAppendStringIsJSON(t *testing.T) {

@@ -322,3 +322,20 @@ func openAICompletion(step Step) string {
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": stopReason(step, "tool_calls", "stop")}},
 		"usage":   openAIUsage(step)})
 }
+
+// StripCacheMarks removes every cache_control from a decoded request, so
+// that two requests can be compared "cache markers aside".
+func StripCacheMarks(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		delete(v, "cache_control")
+		for k, x := range v {
+			v[k] = StripCacheMarks(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = StripCacheMarks(x)
+		}
+	}
+	return v
+}
