@@ -113,6 +113,9 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 	}
 	var groups []group
 	for _, m := range req.Messages {
+		if blockCount(m) == 0 {
+			continue // an empty answer: the API takes no empty message
+		}
 		if n := len(groups); n > 0 && groups[n-1].role == m.Role {
 			groups[n-1].msgs = append(groups[n-1].msgs, m)
 			continue

@@ -390,3 +390,16 @@ func TestAppendStringIsJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestAnEmptyAnswerIsNotSentAndItsNeighboursMerge(t *testing.T) {
+	req := sampleRequest()
+	req.Messages = []history.Message{
+		{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "hello"}}},
+		{Role: history.Assistant},
+		{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "anyone?"}}},
+	}
+	msgs := messages(t, req)
+	if len(msgs) != 1 || len(msgs[0]["content"].([]any)) != 2 {
+		t.Fatalf("messages %v", msgs)
+	}
+}

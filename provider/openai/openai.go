@@ -121,6 +121,9 @@ func messages(m history.Message) []sdk.ChatCompletionMessageParamUnion {
 		if text.Len() > 0 {
 			a.Content.OfString = param.NewOpt(text.String())
 		}
+		if text.Len() == 0 && len(a.ToolCalls) == 0 {
+			return nil // an empty answer: the API takes no empty message
+		}
 		return append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
 	}
 	var images []sdk.ChatCompletionContentPartUnionParam

@@ -191,3 +191,19 @@ func TestInvalidUTF8FromTheProviderIsMadeWellFormed(t *testing.T) {
 		t.Fatalf("text %q", txt)
 	}
 }
+
+func TestAnEmptyAnswerIsNotSent(t *testing.T) {
+	req := sampleRequest()
+	req.Messages = []history.Message{
+		{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "hello"}}},
+		{Role: history.Assistant},
+		{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "anyone?"}}},
+	}
+	var v struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	_ = json.Unmarshal(marshal(t, req), &v)
+	if len(v.Messages) != 3 || v.Messages[1]["content"] != "hello" || v.Messages[2]["content"] != "anyone?" {
+		t.Fatalf("messages %v", v.Messages)
+	}
+}
