@@ -244,3 +244,24 @@ func TestCrashMidRoundLeavesAValidConversation(t *testing.T) {
 		t.Fatalf("the interrupted call's result: %v", res)
 	}
 }
+
+func TestSystemFileSetsTheSystemPromptOfANewConversation(t *testing.T) {
+	dir := workspaceWith(t, map[string]string{"sys.txt": "You answer in French."})
+	srv := fakeAnthropic(t, providertest.Step{Text: "oui"}, providertest.Step{Text: "encore"})
+	_, errOut, code := cli(t, "run", "--workspace", dir, "--system", filepath.Join(dir, "sys.txt"), "hello")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	system := func(i int) any { return srv.Request(i)["system"].([]any)[0].(map[string]any)["text"] }
+	if system(0) != "You answer in French." {
+		t.Fatalf("system %v", system(0))
+	}
+	// a continued conversation keeps the prompt it began with
+	cli(t, "run", "--workspace", dir, "--continue", "again")
+	if system(1) != "You answer in French." {
+		t.Fatalf("system %v", system(1))
+	}
+	if _, errOut, code := cli(t, "run", "--workspace", dir, "--system", filepath.Join(dir, "nope.txt"), "x"); code == 0 || !strings.Contains(errOut, "--system") {
+		t.Fatalf("exit %d, %q", code, errOut)
+	}
+}
