@@ -12,6 +12,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"strings"
 
 	"myelin/history"
@@ -69,4 +71,41 @@ func ToolCall(id, name, args string) history.Part {
 		part.Text = result.WellFormed(raw)
 	}
 	return part
+}
+
+// DefaultRetries is how many times a wire retries a request that failed
+// with 408, 409, 429, 529 or 5xx before any output, when its config says 0.
+const DefaultRetries = 4
+
+// Endpoint is where a wire sends requests, with which key, retrying how
+// often.
+type Endpoint struct {
+	APIKey     string
+	BaseURL    string // "" means the SDK's default
+	MaxRetries int    // 0 means DefaultRetries; below 0, none
+}
+
+// FromEnv fills what e leaves empty from the environment variables keyVar
+// and baseVar, and the retries from their default. Without a key it fails
+// with an error that names keyVar (and hint, when not empty).
+func (e Endpoint) FromEnv(wire, keyVar, baseVar, hint string) (Endpoint, error) {
+	if e.APIKey == "" {
+		e.APIKey = os.Getenv(keyVar)
+	}
+	if e.APIKey == "" {
+		if hint != "" {
+			hint = " " + hint
+		}
+		return e, fmt.Errorf("no %s API key: set %s%s", wire, keyVar, hint)
+	}
+	if e.BaseURL == "" {
+		e.BaseURL = os.Getenv(baseVar)
+	}
+	switch {
+	case e.MaxRetries == 0:
+		e.MaxRetries = DefaultRetries
+	case e.MaxRetries < 0:
+		e.MaxRetries = 0
+	}
+	return e, nil
 }

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -33,7 +32,7 @@ import (
 type Config struct {
 	APIKey     string       // default: $ANTHROPIC_API_KEY
 	BaseURL    string       // default: $ANTHROPIC_BASE_URL, else the SDK's
-	MaxRetries int          // retries of 429, 529 and 5xx before any output; 0 means 4, -1 none
+	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
 	HTTPClient *http.Client // default: the SDK's
 	// NoStream sends non-streaming requests; the answer then arrives whole.
 	NoStream bool
@@ -48,21 +47,14 @@ type Provider struct {
 // New returns the wire, or an error naming the variable to set when there
 // is no API key.
 func New(cfg Config) (*Provider, error) {
-	if cfg.APIKey == "" {
-		cfg.APIKey = os.Getenv("ANTHROPIC_API_KEY")
+	ep, err := provider.Endpoint{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries}.
+		FromEnv("Anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "")
+	if err != nil {
+		return nil, err
 	}
-	if cfg.APIKey == "" {
-		return nil, fmt.Errorf("no Anthropic API key: set ANTHROPIC_API_KEY")
-	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = os.Getenv("ANTHROPIC_BASE_URL")
-	}
-	if cfg.MaxRetries == 0 {
-		cfg.MaxRetries = 4
-	}
-	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(max(0, cfg.MaxRetries))}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	opts := []option.RequestOption{option.WithAPIKey(ep.APIKey), option.WithMaxRetries(ep.MaxRetries)}
+	if ep.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(ep.BaseURL))
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))

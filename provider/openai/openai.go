@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -37,7 +36,7 @@ import (
 type Config struct {
 	APIKey     string       // default: $OPENAI_API_KEY
 	BaseURL    string       // default: $OPENAI_BASE_URL, else the SDK's
-	MaxRetries int          // retries of 429 and 5xx before any output; 0 means 4, -1 none
+	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
 	HTTPClient *http.Client // default: the SDK's
 	// NoStream sends non-streaming requests.
 	NoStream bool
@@ -52,21 +51,14 @@ type Provider struct {
 // New returns the wire, or an error naming the variable to set when there
 // is no API key.
 func New(cfg Config) (*Provider, error) {
-	if cfg.APIKey == "" {
-		cfg.APIKey = os.Getenv("OPENAI_API_KEY")
+	ep, err := provider.Endpoint{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries}.
+		FromEnv("OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL", "(any value, for a local server that needs none)")
+	if err != nil {
+		return nil, err
 	}
-	if cfg.APIKey == "" {
-		return nil, fmt.Errorf("no OpenAI API key: set OPENAI_API_KEY (any value, for a local server that needs none)")
-	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = os.Getenv("OPENAI_BASE_URL")
-	}
-	if cfg.MaxRetries == 0 {
-		cfg.MaxRetries = 4
-	}
-	opts := []option.RequestOption{option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(max(0, cfg.MaxRetries))}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	opts := []option.RequestOption{option.WithAPIKey(ep.APIKey), option.WithMaxRetries(ep.MaxRetries)}
+	if ep.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(ep.BaseURL))
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))

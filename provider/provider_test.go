@@ -1,0 +1,41 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestEndpointFromEnv(t *testing.T) {
+	t.Setenv("X_KEY", "from-env")
+	t.Setenv("X_BASE", "http://127.0.0.1:9")
+	for _, tc := range []struct {
+		in   Endpoint
+		want Endpoint
+	}{
+		{Endpoint{}, Endpoint{APIKey: "from-env", BaseURL: "http://127.0.0.1:9", MaxRetries: DefaultRetries}},
+		{Endpoint{APIKey: "given", BaseURL: "http://h", MaxRetries: 2}, Endpoint{APIKey: "given", BaseURL: "http://h", MaxRetries: 2}},
+		{Endpoint{MaxRetries: -1}, Endpoint{APIKey: "from-env", BaseURL: "http://127.0.0.1:9", MaxRetries: 0}},
+	} {
+		got, err := tc.in.FromEnv("X", "X_KEY", "X_BASE", "")
+		if err != nil || got != tc.want {
+			t.Errorf("FromEnv(%+v) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+	t.Setenv("X_KEY", "")
+	_, err := Endpoint{}.FromEnv("X", "X_KEY", "X_BASE", "(or else)")
+	if err == nil || err.Error() != "no X API key: set X_KEY (or else)" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestToolCallKeepsArgumentsThatAreNotJSONInText(t *testing.T) {
+	if p := ToolCall("c1", "n\xff", `{"a":1}`); string(p.Input) != `{"a":1}` || p.Text != "" || p.Name != "n\uFFFD" {
+		t.Fatalf("part %+v", p)
+	}
+	if p := ToolCall("c1", "n", ""); string(p.Input) != "{}" {
+		t.Fatalf("empty arguments: %+v", p)
+	}
+	if p := ToolCall("c1", "n", `{"a":`); p.Input != nil || !strings.HasPrefix(p.Text, `{"a":`) {
+		t.Fatalf("bad arguments: %+v", p)
+	}
+}
