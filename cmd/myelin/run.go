@@ -293,6 +293,7 @@ type reporter struct {
 	stdout, stderr io.Writer
 	mu             sync.Mutex
 	midLine        bool // stdout's last write did not end a line
+	drawn          bool // a spinner frame is on the screen
 	spin           chan struct{}
 	spinDone       chan struct{}
 }
@@ -315,16 +316,25 @@ func (r *reporter) spinner() {
 		select {
 		case <-r.spin:
 			r.mu.Lock()
-			fmt.Fprint(r.stderr, "\r \r")
+			r.erase()
 			r.mu.Unlock()
 			return
 		case <-t.C:
 			r.mu.Lock()
 			if !r.midLine {
 				fmt.Fprintf(r.stderr, "\r%c", frames[i%len(frames)])
+				r.drawn = true
 			}
 			r.mu.Unlock()
 		}
+	}
+}
+
+// erase takes a spinner frame off the screen; r.mu is held.
+func (r *reporter) erase() {
+	if r.drawn {
+		fmt.Fprint(r.stderr, "\r \r")
+		r.drawn = false
 	}
 }
 
@@ -349,6 +359,7 @@ func (r *reporter) event(e agent.Event) {
 	switch e.Kind {
 	case agent.TextDelta:
 		r.mu.Lock()
+		r.erase()
 		io.WriteString(r.stdout, e.Text)
 		r.midLine = !strings.HasSuffix(e.Text, "\n")
 		r.mu.Unlock()
@@ -365,9 +376,7 @@ func (r *reporter) event(e agent.Event) {
 		if e.Output.SpillPath != "" {
 			line += " · spilled to " + e.Output.SpillPath
 		}
-		if r.spin != nil {
-			line = "\r" + line // over the spinner
-		}
+		r.erase()
 		fmt.Fprintln(r.stderr, line)
 	case agent.Notice:
 		r.endText()

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -182,15 +184,39 @@ func TestHistoryListAndShow(t *testing.T) {
 	}
 }
 
-// buildMyelin builds the binary once per test that needs a real process.
+var built struct {
+	once sync.Once
+	bin  string
+	err  error
+	dir  string
+}
+
+// buildMyelin builds the binary, once for the tests that need a real
+// process.
 func buildMyelin(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "myelin")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "myelin-bin-")
+		if built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "myelin")
+		if out, err := exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // Killed with SIGKILL in the middle of a round, myelin starts again with a
@@ -263,5 +289,32 @@ func TestSystemFileSetsTheSystemPromptOfANewConversation(t *testing.T) {
 	}
 	if _, errOut, code := cli(t, "run", "--workspace", dir, "--system", filepath.Join(dir, "nope.txt"), "x"); code == 0 || !strings.Contains(errOut, "--system") {
 		t.Fatalf("exit %d, %q", code, errOut)
+	}
+}
+
+// On a terminal a spinner turns on stderr while the model is silent, and
+// leaves no trace in the text. script(1) gives the process a terminal.
+func TestSpinnerOnATerminalLeavesTheTextIntact(t *testing.T) {
+	scriptCmd, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) is not installed (util-linux)")
+	}
+	bin := buildMyelin(t)
+	dir := workspaceWith(t, nil)
+	hold := make(chan struct{})
+	fakeAnthropic(t, providertest.Step{Text: "There are files.", Hold: hold})
+	go func() { time.Sleep(800 * time.Millisecond); close(hold) }()
+	cmd := exec.Command(scriptCmd, "-qec", bin+" run --workspace "+dir+" hello", "/dev/null")
+	cmd.Env = os.Environ()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	screen := string(out)
+	if !strings.ContainsAny(screen, `|/-\`) || !strings.Contains(screen, "\r|") {
+		t.Fatalf("no spinner frame in %q", screen)
+	}
+	if !strings.Contains(screen, "There are files.") || strings.Contains(screen, "There are files.\r \r") {
+		t.Fatalf("the spinner marred the text: %q", screen)
 	}
 }
