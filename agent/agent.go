@@ -227,10 +227,15 @@ func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 			on(Event{Kind: Usage, Usage: *resp.Message.Usage})
 		}
 		tr.Text = textOf(resp.Message)
-		if err := a.Store.Append(context.WithoutCancel(ctx), id, resp.Message); err != nil {
+		calls := resp.Message.ToolCalls()
+		store := context.WithoutCancel(ctx)
+		if len(calls) > 0 {
+			// the results' commit, before anything is sent, syncs this too
+			store = history.Lazy(store)
+		}
+		if err := a.Store.Append(store, id, resp.Message); err != nil {
 			return tr, err
 		}
-		calls := resp.Message.ToolCalls()
 		if len(calls) == 0 {
 			tr.Reason = resp.StopReason
 			if tr.Reason == "" || tr.Reason == "stop" {

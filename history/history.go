@@ -129,6 +129,19 @@ type Store interface {
 	Close() error
 }
 
+type lazyKey struct{}
+
+// Lazy returns a context under which an Append need not wait for the disk:
+// what it commits survives a crash of the process at once, and a crash of
+// the machine once the next Append without Lazy has returned (SQLite syncs
+// its log in order). The agent commits the answer that asks for tool calls
+// this way — one disk sync per round, for the results, which must be on
+// disk before they are sent. A Store may ignore it.
+func Lazy(ctx context.Context) context.Context { return context.WithValue(ctx, lazyKey{}, true) }
+
+// IsLazy reports whether ctx carries Lazy.
+func IsLazy(ctx context.Context) bool { v, _ := ctx.Value(lazyKey{}).(bool); return v }
+
 // ErrNotFound is wrapped by the error for a conversation that is not in the
 // store.
 var ErrNotFound = errors.New("no such conversation")

@@ -22,8 +22,9 @@ import (
 // in memory: stored messages never change, so a later Messages reads only
 // the rows added since (by this store or another process).
 type SQLite struct {
-	db   *sql.DB
-	path string
+	db      *sql.DB
+	path    string
+	relaxed bool // the store never waits for the disk (SQLiteOptions.Relaxed)
 
 	mu   sync.Mutex
 	read map[string][]Message // per conversation, the messages read so far
@@ -85,7 +86,7 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, path: path, read: map[string][]Message{}}
+	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed}
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
 		return nil, s.explain("opening", err)
@@ -243,6 +244,13 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 // Append adds messages in one transaction; when it returns nil they are on
 // disk.
 func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
+	if IsLazy(ctx) && !s.relaxed {
+		// One connection: the pragma holds for this transaction alone.
+		if _, err := s.db.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+			return s.explain("appending to conversation "+id, err)
+		}
+		defer s.db.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.explain("appending to conversation "+id, err)

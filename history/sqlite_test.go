@@ -181,3 +181,22 @@ func TestMessagesSeesWhatAnotherStoreAppended(t *testing.T) {
 		t.Fatalf("%d messages", len(again))
 	}
 }
+
+func TestLazyAppendCommitsAndLeavesTheStoreSynced(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	_ = s.Create(ctx, Conversation{ID: "c"})
+	if err := s.Append(Lazy(ctx), "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "lazy"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var mode int
+	if err := s.db.QueryRow(`PRAGMA synchronous`).Scan(&mode); err != nil || mode != 2 {
+		t.Fatalf("synchronous = %d, %v; want 2 (FULL) again", mode, err)
+	}
+	if msgs, _ := s.Messages(ctx, "c"); len(msgs) != 1 || msgs[0].Parts[0].Text != "lazy" {
+		t.Fatalf("messages %+v", msgs)
+	}
+	if !IsLazy(Lazy(ctx)) || IsLazy(ctx) {
+		t.Fatal("IsLazy")
+	}
+}
