@@ -199,10 +199,13 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 	s.mu.Lock()
 	known := s.read[id]
 	s.mu.Unlock()
+	size := len(known)
 	if len(known) == 0 {
-		if _, err := s.Get(ctx, id); err != nil {
+		c, err := s.Get(ctx, id)
+		if err != nil {
 			return nil, err
 		}
+		size = c.Messages
 	}
 	rows, err := s.selectNew.QueryContext(ctx, id, len(known))
 	if err != nil {
@@ -210,15 +213,18 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 	}
 	defer rows.Close()
 	out := known[:len(known):len(known)] // appending copies: known stays as it was
+	if len(out) == 0 {
+		out = make([]Message, 0, size)
+	}
 	for rows.Next() {
 		var seq int
 		var role, when string
-		var parts, usage []byte
+		var parts, usage sql.RawBytes // decoded before the next row, never kept
 		if err := rows.Scan(&seq, &role, &parts, &usage, &when); err != nil {
 			return nil, s.explain("reading conversation "+id, err)
 		}
 		m := Message{Role: Role(role)}
-		if err := json.Unmarshal(parts, &m.Parts); err != nil {
+		if m.Parts, err = decodeParts(parts); err != nil {
 			return nil, fmt.Errorf("history store %s: conversation %s, message %d: its parts are not valid JSON: %v", s.path, id, seq, err)
 		}
 		if len(usage) > 0 {

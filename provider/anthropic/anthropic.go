@@ -133,7 +133,12 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("anthropic: encoding the request: %v", err)
 	}
-	e := encoder{buf: make([]byte, 0, 1024+len(head))}
+	size := len(head) + 64
+	for _, m := range req.Messages {
+		size += sizeHint(m)
+	}
+	e := encoder{buf: make([]byte, 0, size)} // one allocation, not a dozen doublings
+
 	e.raw(`{"messages":[`)
 	for i, g := range groups {
 		if i > 0 {

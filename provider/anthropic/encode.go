@@ -66,6 +66,19 @@ func blockCount(m history.Message) int {
 	return n
 }
 
+// sizeHint is about how many bytes a message encodes to (a little more for
+// text with escapes).
+func sizeHint(m history.Message) int {
+	n := 48
+	for _, p := range m.Parts {
+		n += 96 + len(p.Text) + len(p.Text)/16 + len(p.Input) + len(p.CallID) + len(p.Name)
+		for _, img := range p.Images {
+			n += 96 + len(img.MIMEType) + base64.StdEncoding.EncodedLen(len(img.Data))
+		}
+	}
+	return n
+}
+
 const cacheMark = `,"cache_control":{"type":"ephemeral"}`
 
 func (e *encoder) block(p history.Part, mark bool) {

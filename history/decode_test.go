@@ -1,0 +1,73 @@
+package history
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"myelin/result"
+)
+
+// sameAsEncodingJSON checks decodeParts against json.Unmarshal on b.
+func sameAsEncodingJSON(t *testing.T, b []byte) {
+	t.Helper()
+	var want []Part
+	wantErr := json.Unmarshal(b, &want)
+	got, gotErr := decodeParts(b)
+	if (wantErr == nil) != (gotErr == nil) {
+		t.Fatalf("%q: encoding/json error %v, decodeParts error %v", b, wantErr, gotErr)
+	}
+	if wantErr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q:\n got %#v\nwant %#v", b, got, want)
+	}
+}
+
+func TestDecodePartsReadsWhatTheStoreWrites(t *testing.T) {
+	for _, parts := range [][]Part{
+		nil,
+		{},
+		sampleMessages()[1].Parts,
+		sampleMessages()[2].Parts,
+		{{Type: TextPart, Text: "esc \" \\ / \b\f\n\r\t \x00\x1f <&> \u2028 é 😀"}},
+		{{Type: ToolCallPart, CallID: "c", Name: "n", Input: json.RawMessage(`{"a":[1,{"b":"]}"}],"c":null}`)}},
+		{{Type: ToolResultPart, Images: []result.Image{{MIMEType: "image/png", Data: []byte{}}, {MIMEType: "", Data: []byte("x")}}}},
+	} {
+		b, err := result.JSON(parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := fastParts(b); !ok {
+			t.Errorf("the fast path refused what the store writes: %s", b)
+		}
+		sameAsEncodingJSON(t, b)
+	}
+	for _, raw := range []string{
+		`[{"type":"text","text":"\ud83d\ude00 \ud800 \udc00x"}]`,
+		`[{"type":"text","unknown":1}]`,
+		`[{"text":null}]`,
+		`[{"input":null}]`,
+		`[{"is_error":1}]`,
+		`[] x`,
+		`{"type":"text"}`,
+		`[{"type":"text","text":"a"},]`,
+	} {
+		sameAsEncodingJSON(t, []byte(raw))
+	}
+}
+
+// FuzzDecodeParts holds decodeParts to encoding/json's answers, on what the
+// store writes and on any bytes. Seeds: testdata/fuzz/FuzzDecodeParts.
+func FuzzDecodeParts(f *testing.F) {
+	f.Add("text\n\"q\"", "call_1", []byte(`{"a":1}`), true, []byte("\x89PNG"), []byte(`[{"type":"text","text":"x"}]`))
+	f.Add("", "", []byte(`[]`), false, []byte{}, []byte(`[{"input":{"a":"}"}}]`))
+	f.Fuzz(func(t *testing.T, text, id string, input []byte, isErr bool, img []byte, raw []byte) {
+		p := Part{Type: ToolResultPart, Text: text, CallID: id, IsError: isErr, Images: []result.Image{{MIMEType: "image/png", Data: img}}}
+		if json.Valid(input) {
+			p.Input = input
+		}
+		if b, err := result.JSON([]Part{p, {Type: TextPart, Text: id}}); err == nil {
+			sameAsEncodingJSON(t, b)
+		}
+		sameAsEncodingJSON(t, raw)
+	})
+}
