@@ -216,28 +216,51 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 	if len(out) == 0 {
 		out = make([]Message, 0, size)
 	}
-	for rows.Next() {
-		var seq int
-		var role, when string
-		var parts, usage sql.RawBytes // decoded before the next row, never kept
-		if err := rows.Scan(&seq, &role, &parts, &usage, &when); err != nil {
-			return nil, s.explain("reading conversation "+id, err)
-		}
-		m := Message{Role: Role(role)}
-		if m.Parts, err = decodeParts(parts); err != nil {
-			return nil, fmt.Errorf("history store %s: conversation %s, message %d: its parts are not valid JSON: %v", s.path, id, seq, err)
-		}
-		if len(usage) > 0 {
-			m.Usage = &Usage{}
-			if err := json.Unmarshal(usage, m.Usage); err != nil {
-				return nil, fmt.Errorf("history store %s: conversation %s, message %d: its usage is not valid JSON: %v", s.path, id, seq, err)
+	// Rows are stepped here and decoded by a second goroutine as they come,
+	// in batches: on a cold read of a long conversation the two take about
+	// as long as each other.
+	batches := make(chan []storedRow, 4)
+	decoded := make(chan error, 1)
+	go func() {
+		var err error
+		for batch := range batches {
+			for _, r := range batch {
+				if err != nil {
+					continue // drain
+				}
+				var m Message
+				if m, err = s.decodeRow(id, r); err == nil {
+					out = append(out, m)
+				}
 			}
 		}
-		m.Time, _ = time.Parse(timeFormat, when)
-		out = append(out, m)
+		decoded <- err
+	}()
+	batch := make([]storedRow, 0, 256)
+	var scanErr error
+	for rows.Next() {
+		var r storedRow
+		var parts, usage sql.RawBytes // valid until the next row: copied
+		if scanErr = rows.Scan(&r.seq, &r.role, &parts, &usage, &r.when); scanErr != nil {
+			break
+		}
+		r.parts, r.usage = append([]byte(nil), parts...), append([]byte(nil), usage...)
+		if batch = append(batch, r); len(batch) == cap(batch) {
+			batches <- batch
+			batch = make([]storedRow, 0, 256)
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, s.explain("reading conversation "+id, err)
+	batches <- batch
+	close(batches)
+	decodeErr := <-decoded
+	if scanErr == nil {
+		scanErr = rows.Err()
+	}
+	if scanErr != nil {
+		return nil, s.explain("reading conversation "+id, scanErr)
+	}
+	if decodeErr != nil {
+		return nil, decodeErr
 	}
 	s.mu.Lock()
 	if len(out) > len(s.read[id]) {
@@ -245,6 +268,29 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 	}
 	s.mu.Unlock()
 	return out, nil
+}
+
+// storedRow is one messages row as read, before decoding.
+type storedRow struct {
+	seq          int
+	role, when   string
+	parts, usage []byte
+}
+
+func (s *SQLite) decodeRow(id string, r storedRow) (Message, error) {
+	m := Message{Role: Role(r.role)}
+	var err error
+	if m.Parts, err = decodeParts(r.parts); err != nil {
+		return m, fmt.Errorf("history store %s: conversation %s, message %d: its parts are not valid JSON: %v", s.path, id, r.seq, err)
+	}
+	if len(r.usage) > 0 {
+		m.Usage = &Usage{}
+		if err := json.Unmarshal(r.usage, m.Usage); err != nil {
+			return m, fmt.Errorf("history store %s: conversation %s, message %d: its usage is not valid JSON: %v", s.path, id, r.seq, err)
+		}
+	}
+	m.Time, _ = time.Parse(timeFormat, r.when)
+	return m, nil
 }
 
 // Append adds messages in one transaction; when it returns nil they are on
