@@ -318,3 +318,44 @@ func TestSpinnerOnATerminalLeavesTheTextIntact(t *testing.T) {
 		t.Fatalf("the spinner marred the text: %q", screen)
 	}
 }
+
+// Ctrl-C (SIGINT) while the model streams stops the turn with a non-zero
+// exit, and the conversation stays valid: the next run continues it.
+func TestInterruptStopsTheTurnAndLeavesAValidConversation(t *testing.T) {
+	bin := buildMyelin(t)
+	dir := workspaceWith(t, nil)
+	hold := make(chan struct{})
+	defer close(hold)
+	srv := fakeAnthropic(t, providertest.Step{Text: "never sent", Hold: hold})
+	cmd := exec.Command(bin, "run", "--workspace", dir, "hello")
+	cmd.Env = os.Environ()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(srv.Requests()) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no request: %s", stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	err := cmd.Wait()
+	t.Logf("exited %v after the signal", time.Since(t0))
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "context canceled") {
+		t.Fatalf("exit %v, stderr %q", err, stderr.String())
+	}
+	srv.Push(providertest.Step{Text: "hi again"})
+	out, errOut, code := cli(t, "run", "--continue", "--workspace", dir, "still there?")
+	if code != 0 || out != "hi again\n" {
+		t.Fatalf("exit %d, %q, %q", code, out, errOut)
+	}
+	msgs := srv.Request(1)["messages"].([]any)
+	if len(msgs) != 1 || len(msgs[0].(map[string]any)["content"].([]any)) != 2 {
+		t.Fatalf("the continued request: %v", msgs)
+	}
+}
