@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	sdk "github.com/openai/openai-go/v3"
@@ -46,6 +47,7 @@ type Config struct {
 type Provider struct {
 	client sdk.Client
 	cfg    Config
+	legacy bool // send max_tokens: the endpoint is not OpenAI's own
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -63,14 +65,30 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg}, nil
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, legacy: !isOpenAI(ep.BaseURL)}, nil
 }
 
-// Params builds the SDK request for req: the whole of what is sent.
-func Params(req provider.Request) (sdk.ChatCompletionNewParams, error) {
-	p := sdk.ChatCompletionNewParams{
-		Model:               shared.ChatModel(req.Model),
-		MaxCompletionTokens: param.NewOpt(int64(max(1, req.MaxTokens))),
+// isOpenAI reports whether base is OpenAI's own API ("" is the SDK's
+// default, which is).
+func isOpenAI(base string) bool {
+	if base == "" {
+		return true
+	}
+	u, err := url.Parse(base)
+	return err == nil && (u.Hostname() == "api.openai.com" || strings.HasSuffix(u.Hostname(), ".openai.azure.com"))
+}
+
+// Params builds the SDK request for req: the whole of what is sent. The
+// answer's limit goes as max_completion_tokens, OpenAI's name (its
+// reasoning models refuse max_tokens), or, with legacyMaxTokens, as
+// max_tokens, the name the servers that copy the API (OpenRouter, Ollama,
+// vLLM, the llama.cpp server) have long known.
+func Params(req provider.Request, legacyMaxTokens bool) (sdk.ChatCompletionNewParams, error) {
+	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	if limit := param.NewOpt(int64(max(1, req.MaxTokens))); legacyMaxTokens {
+		p.MaxTokens = limit
+	} else {
+		p.MaxCompletionTokens = limit
 	}
 	for _, t := range req.Tools {
 		var schema shared.FunctionParameters
@@ -142,7 +160,7 @@ func messages(m history.Message) []sdk.ChatCompletionMessageParamUnion {
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	params, err := Params(req)
+	params, err := Params(req, p.legacy)
 	if err != nil {
 		return provider.Response{}, err
 	}

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
 	"myelin/history"
 	"myelin/provider"
 	"myelin/provider/providertest"
@@ -42,7 +45,7 @@ func sampleRequest() provider.Request {
 
 func marshal(t *testing.T, req provider.Request) []byte {
 	t.Helper()
-	p, err := Params(req)
+	p, err := Params(req, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,4 +209,32 @@ func TestAnEmptyAnswerIsNotSent(t *testing.T) {
 	if len(v.Messages) != 3 || v.Messages[1]["content"] != "hello" || v.Messages[2]["content"] != "anyone?" {
 		t.Fatalf("messages %v", v.Messages)
 	}
+}
+
+func TestTheAnswersLimitIsNamedForTheEndpoint(t *testing.T) {
+	for base, field := range map[string]string{
+		"":                             "max_completion_tokens",
+		"https://api.openai.com/v1":    "max_completion_tokens",
+		"https://openrouter.ai/api/v1": "max_tokens",
+		"http://localhost:11434/v1":    "max_tokens",
+	} {
+		srv := providertest.NewOpenAI(t, providertest.Step{Text: "ok"})
+		p, err := New(Config{APIKey: "k", BaseURL: base})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.client = sdkClientFor(srv.URL) // send to the fake whatever the base says
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+			t.Fatal(err)
+		}
+		req := srv.Request(0)
+		other := map[string]string{"max_tokens": "max_completion_tokens", "max_completion_tokens": "max_tokens"}[field]
+		if req[field] != 1024.0 || req[other] != nil {
+			t.Errorf("base %q: sent %v / %v", base, req[field], req[other])
+		}
+	}
+}
+
+func sdkClientFor(url string) sdk.Client {
+	return sdk.NewClient(option.WithAPIKey("k"), option.WithBaseURL(url), option.WithMaxRetries(0))
 }
