@@ -75,8 +75,19 @@ func (s *partScanner) str() (string, bool) {
 		s.i++
 	}
 	var sb strings.Builder
+	sb.Grow(s.i - start + 64)
 	sb.Write(s.b[start:s.i])
 	for s.i < len(s.b) {
+		// the plain bytes up to the next quote or escape, at once
+		run := s.i
+		for run < len(s.b) && s.b[run] != '"' && s.b[run] != '\\' && s.b[run] >= 0x20 {
+			run++
+		}
+		sb.Write(s.b[s.i:run])
+		s.i = run
+		if s.i >= len(s.b) {
+			break
+		}
 		c := s.b[s.i]
 		switch {
 		case c == '"':
@@ -85,10 +96,6 @@ func (s *partScanner) str() (string, bool) {
 			return v, utf8.ValidString(v)
 		case c < 0x20:
 			return "", false
-		case c != '\\':
-			sb.WriteByte(c)
-			s.i++
-			continue
 		}
 		if s.i+1 >= len(s.b) {
 			return "", false
@@ -206,7 +213,7 @@ func fastParts(b []byte) ([]Part, bool) {
 	if !s.eat('[') {
 		return nil, false
 	}
-	parts := []Part{}
+	parts := make([]Part, 0, 2)
 	if s.eat(']') {
 		s.ws()
 		return parts, s.i == len(b)
