@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -206,17 +207,22 @@ func (s *partScanner) value() ([]byte, bool) {
 
 func fastParts(b []byte) ([]Part, bool) {
 	s := &partScanner{b: b}
+	parts, ok := s.parts()
+	s.ws()
+	return parts, ok && s.i == len(b)
+}
+
+// parts reads a []Part at the scanner's position.
+func (s *partScanner) parts() ([]Part, bool) {
 	if s.lit("null") {
-		s.ws()
-		return nil, s.i == len(b)
+		return nil, true
 	}
 	if !s.eat('[') {
 		return nil, false
 	}
 	parts := make([]Part, 0, 2)
 	if s.eat(']') {
-		s.ws()
-		return parts, s.i == len(b)
+		return parts, true
 	}
 	for {
 		p, ok := s.part()
@@ -227,12 +233,123 @@ func fastParts(b []byte) ([]Part, bool) {
 		if s.eat(',') {
 			continue
 		}
-		if !s.eat(']') {
+		return parts, s.eat(']')
+	}
+}
+
+// decodeMessage reads a stored message: the JSON result.JSON wrote for a
+// Message, by the same fast reader, with encoding/json as its fallback.
+func decodeMessage(b []byte) (Message, error) {
+	if m, ok := fastMessage(b); ok {
+		return m, nil
+	}
+	var m Message
+	err := json.Unmarshal(b, &m)
+	return m, err
+}
+
+func fastMessage(b []byte) (Message, bool) {
+	var m Message
+	s := &partScanner{b: b}
+	if !s.eat('{') {
+		return m, false
+	}
+	for first := true; ; first = false {
+		if first && s.eat('}') {
+			break
+		}
+		key, ok := s.str()
+		if !ok || !s.eat(':') {
+			return m, false
+		}
+		switch key {
+		case "role":
+			v, ok := s.str()
+			if !ok {
+				return m, false
+			}
+			m.Role = Role(v)
+		case "parts":
+			if m.Parts, ok = s.parts(); !ok {
+				return m, false
+			}
+		case "usage":
+			if m.Usage, ok = s.usage(); !ok {
+				return m, false
+			}
+		case "time":
+			v, ok := s.str()
+			if !ok {
+				return m, false
+			}
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return m, false
+			}
+			m.Time = t
+		default:
+			return m, false
+		}
+		if s.eat(',') {
+			continue
+		}
+		if !s.eat('}') {
+			return m, false
+		}
+		break
+	}
+	s.ws()
+	return m, s.i == len(b)
+}
+
+// usage reads a Usage object of small non-negative integers.
+func (s *partScanner) usage() (*Usage, bool) {
+	if !s.eat('{') {
+		return nil, false
+	}
+	u := &Usage{}
+	for first := true; ; first = false {
+		if first && s.eat('}') {
+			return u, true
+		}
+		key, ok := s.str()
+		if !ok || !s.eat(':') {
 			return nil, false
 		}
-		s.ws()
-		return parts, s.i == len(b)
+		n, ok := s.uint()
+		if !ok {
+			return nil, false
+		}
+		switch key {
+		case "input":
+			u.Input = n
+		case "output":
+			u.Output = n
+		case "cache_read":
+			u.CacheRead = n
+		case "cache_write":
+			u.CacheWrite = n
+		default:
+			return nil, false
+		}
+		if s.eat(',') {
+			continue
+		}
+		return u, s.eat('}')
 	}
+}
+
+func (s *partScanner) uint() (int, bool) {
+	s.ws()
+	start, n := s.i, 0
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' && s.i-start < 15 {
+		n = n*10 + int(s.b[s.i]-'0')
+		s.i++
+	}
+	if s.i == start || (s.b[start] == '0' && s.i-start > 1) || (s.i < len(s.b) && (s.b[s.i] == '.' || s.b[s.i] == 'e' || s.b[s.i] == 'E' || (s.b[s.i] >= '0' && s.b[s.i] <= '9'))) {
+		return 0, false
+	}
+	return n, true
 }
 
 func (s *partScanner) part() (Part, bool) {
@@ -312,7 +429,10 @@ func (s *partScanner) images() ([]result.Image, bool) {
 		if !s.eat('{') {
 			return nil, false
 		}
-		for !s.eat('}') {
+		for first := true; ; first = false {
+			if first && s.eat('}') {
+				break
+			}
 			key, ok := s.str()
 			if !ok || !s.eat(':') {
 				return nil, false
@@ -333,7 +453,13 @@ func (s *partScanner) images() ([]result.Image, bool) {
 			default:
 				return nil, false
 			}
-			s.eat(',')
+			if s.eat(',') {
+				continue
+			}
+			if !s.eat('}') {
+				return nil, false
+			}
+			break
 		}
 		imgs = append(imgs, img)
 		if s.eat(',') {

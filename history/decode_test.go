@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"myelin/result"
 )
@@ -70,4 +71,47 @@ func FuzzDecodeParts(f *testing.F) {
 		}
 		sameAsEncodingJSON(t, raw)
 	})
+}
+
+func sameMessageAsEncodingJSON(t *testing.T, b []byte) {
+	t.Helper()
+	var want Message
+	wantErr := json.Unmarshal(b, &want)
+	got, gotErr := decodeMessage(b)
+	if (wantErr == nil) != (gotErr == nil) {
+		t.Fatalf("%q: encoding/json error %v, decodeMessage error %v", b, wantErr, gotErr)
+	}
+	if wantErr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("%q:\n got %#v\nwant %#v", b, got, want)
+	}
+}
+
+func TestDecodeMessageReadsWhatTheStoreWrites(t *testing.T) {
+	for _, m := range sampleMessages() {
+		m.Time = time.Date(2026, 12, 2, 16, 5, 4, 123456789, time.UTC)
+		b, err := result.JSON(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := fastMessage(b); !ok {
+			t.Errorf("the fast path refused what the store writes: %s", b)
+		}
+		sameMessageAsEncodingJSON(t, b)
+	}
+	for _, raw := range []string{
+		`{}`, `{"role":"user",}`, `{"role":"user" "parts":[]}`, `{"usage":{"input":1,}}`,
+		`{"usage":{"input":-1}}`, `{"usage":{"input":1.5}}`, `{"usage":{"input":01}}`,
+		`{"time":"yesterday"}`, `{"parts":null}`, `{"role":"user","extra":1}`,
+		`{"parts":[{"images":[{"mime_type":"a",}]}]}`, `{"parts":[{"images":[{}]}]}`,
+	} {
+		sameMessageAsEncodingJSON(t, []byte(raw))
+	}
+}
+
+// FuzzDecodeMessage holds decodeMessage to encoding/json's answers.
+// Seeds: testdata/fuzz/FuzzDecodeMessage.
+func FuzzDecodeMessage(f *testing.F) {
+	f.Add([]byte(`{"role":"assistant","parts":[{"type":"text","text":"hi"}],"usage":{"input":1,"output":2,"cache_read":3,"cache_write":4},"time":"2026-12-02T16:05:04.123456789Z"}`))
+	f.Add([]byte(`{"role":"user","parts":[],"time":"2026-12-02T16:05:04Z"}`))
+	f.Fuzz(func(t *testing.T, raw []byte) { sameMessageAsEncodingJSON(t, raw) })
 }

@@ -3,7 +3,6 @@ package history
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -43,14 +42,16 @@ CREATE TABLE IF NOT EXISTS conversations (
 CREATE TABLE IF NOT EXISTS messages (
 	conversation TEXT NOT NULL REFERENCES conversations(id),
 	seq          INTEGER NOT NULL,
-	role         TEXT NOT NULL,
-	parts        BLOB NOT NULL,
-	usage        BLOB,
-	time         TEXT NOT NULL,
+	message      BLOB NOT NULL, -- the Message as JSON (result.JSON), read by decodeMessage
 	PRIMARY KEY (conversation, seq)
 );
 CREATE INDEX IF NOT EXISTS conversations_updated ON conversations(updated);
 `
+
+// schemaVersion is the store's layout, kept in SQLite's user_version. A
+// message is one JSON column: one column to step over per row is half the
+// cost of five when a long conversation is read after a restart.
+const schemaVersion = 1
 
 // SQLiteOptions tune a SQLite store; the zero value is the default.
 type SQLiteOptions struct {
@@ -87,17 +88,17 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed}
-	if _, err := db.Exec(schema); err != nil {
+	if err := s.migrate(); err != nil {
 		db.Close()
-		return nil, s.explain("opening", err)
+		return nil, err
 	}
 	for _, st := range []struct {
 		stmt **sql.Stmt
 		sql  string
 	}{
-		{&s.selectNew, `SELECT seq, role, parts, usage, time FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`},
+		{&s.selectNew, `SELECT message FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`},
 		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation = c.id) FROM conversations c WHERE id = ?`},
-		{&s.insert, `INSERT INTO messages (conversation, seq, role, parts, usage, time) VALUES (?, ?, ?, ?, ?, ?)`},
+		{&s.insert, `INSERT INTO messages (conversation, seq, message) VALUES (?, ?, ?)`},
 		{&s.touch, `UPDATE conversations SET updated = ? WHERE id = ?`},
 	} {
 		if *st.stmt, err = db.Prepare(st.sql); err != nil {
@@ -106,6 +107,28 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 		}
 	}
 	return s, nil
+}
+
+// migrate creates the tables of a new store and refuses a store of another
+// layout, saying so.
+func (s *SQLite) migrate() error {
+	var version, tables int
+	if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return s.explain("opening", err)
+	}
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'`).Scan(&tables); err != nil {
+		return s.explain("opening", err)
+	}
+	switch {
+	case version == schemaVersion:
+		return nil
+	case version == 0 && tables == 0:
+		if _, err := s.db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
+			return s.explain("creating", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use another --store, or a myelin that matches it", s.path, version, schemaVersion)
 }
 
 // explain makes a driver error say what is wrong with the store file.
@@ -238,14 +261,12 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 	}()
 	batch := make([]storedRow, 0, 256)
 	var scanErr error
-	for rows.Next() {
-		var r storedRow
-		var parts, usage sql.RawBytes // valid until the next row: copied
-		if scanErr = rows.Scan(&r.seq, &r.role, &parts, &usage, &r.when); scanErr != nil {
+	for seq := len(known) + 1; rows.Next(); seq++ {
+		var raw sql.RawBytes // valid until the next row: copied
+		if scanErr = rows.Scan(&raw); scanErr != nil {
 			break
 		}
-		r.parts, r.usage = append([]byte(nil), parts...), append([]byte(nil), usage...)
-		if batch = append(batch, r); len(batch) == cap(batch) {
+		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...)}); len(batch) == cap(batch) {
 			batches <- batch
 			batch = make([]storedRow, 0, 256)
 		}
@@ -270,26 +291,17 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 	return out, nil
 }
 
-// storedRow is one messages row as read, before decoding.
+// storedRow is one message as read, before decoding.
 type storedRow struct {
-	seq          int
-	role, when   string
-	parts, usage []byte
+	seq     int
+	message []byte
 }
 
 func (s *SQLite) decodeRow(id string, r storedRow) (Message, error) {
-	m := Message{Role: Role(r.role)}
-	var err error
-	if m.Parts, err = decodeParts(r.parts); err != nil {
-		return m, fmt.Errorf("history store %s: conversation %s, message %d: its parts are not valid JSON: %v", s.path, id, r.seq, err)
+	m, err := decodeMessage(r.message)
+	if err != nil {
+		return m, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %v", s.path, id, r.seq, err)
 	}
-	if len(r.usage) > 0 {
-		m.Usage = &Usage{}
-		if err := json.Unmarshal(r.usage, m.Usage); err != nil {
-			return m, fmt.Errorf("history store %s: conversation %s, message %d: its usage is not valid JSON: %v", s.path, id, r.seq, err)
-		}
-	}
-	m.Time, _ = time.Parse(timeFormat, r.when)
 	return m, nil
 }
 
@@ -316,24 +328,19 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 	if err != nil {
 		return s.explain("appending to conversation "+id, err)
 	}
-	now := time.Now().UTC().Format(timeFormat)
+	now := time.Now().UTC()
 	insert := tx.StmtContext(ctx, s.insert)
 	for i, m := range msgs {
-		parts, err := result.JSON(m.Parts)
+		m.Time = now
+		raw, err := result.JSON(m)
 		if err != nil {
 			return fmt.Errorf("appending to conversation %s: %v", id, err)
 		}
-		var usage []byte
-		if m.Usage != nil {
-			if usage, err = result.JSON(m.Usage); err != nil {
-				return fmt.Errorf("appending to conversation %s: %v", id, err)
-			}
-		}
-		if _, err := insert.ExecContext(ctx, id, next+i, string(m.Role), parts, usage, now); err != nil {
+		if _, err := insert.ExecContext(ctx, id, next+i, raw); err != nil {
 			return s.explain("appending to conversation "+id, err)
 		}
 	}
-	if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now, id); err != nil {
+	if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.Format(timeFormat), id); err != nil {
 		return s.explain("appending to conversation "+id, err)
 	}
 	if err := tx.Commit(); err != nil {

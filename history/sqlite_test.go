@@ -78,7 +78,7 @@ func TestStoredTextIsNotEscaped(t *testing.T) {
 	_ = s.Create(ctx, Conversation{ID: "c"})
 	_ = s.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "<b>&</b>"}}})
 	var raw string
-	if err := s.db.QueryRow(`SELECT parts FROM messages`).Scan(&raw); err != nil {
+	if err := s.db.QueryRow(`SELECT message FROM messages`).Scan(&raw); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(raw, "<b>&</b>") {
@@ -198,5 +198,20 @@ func TestLazyAppendCommitsAndLeavesTheStoreSynced(t *testing.T) {
 	}
 	if !IsLazy(Lazy(ctx)) || IsLazy(ctx) {
 		t.Fatal("IsLazy")
+	}
+}
+
+func TestAStoreOfAnotherLayoutIsRefusedWithAClearError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE messages (x TEXT); PRAGMA user_version = 7;`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := OpenSQLite(path); err == nil || !strings.Contains(err.Error(), "has layout 7, and this myelin reads layout 1") {
+		t.Fatalf("err = %v", err)
 	}
 }
