@@ -268,7 +268,7 @@ func fastMessage(b []byte) (Message, bool) {
 			if !ok {
 				return m, false
 			}
-			m.Role = Role(v)
+			m.Role = internRole(v)
 		case "parts":
 			if m.Parts, ok = s.parts(); !ok {
 				return m, false
@@ -371,7 +371,7 @@ func (s *partScanner) part() (Part, bool) {
 			if !ok {
 				return p, false
 			}
-			p.Type = PartType(v)
+			p.Type = internType(v)
 		case "text":
 			if p.Text, ok = s.str(); !ok {
 				return p, false
@@ -467,4 +467,25 @@ func (s *partScanner) images() ([]result.Image, bool) {
 		}
 		return imgs, s.eat(']')
 	}
+}
+
+// internType and internRole give the known values as their constants, so
+// that a read conversation holds one copy of each, not one per message.
+func internType(v string) PartType {
+	for _, t := range []PartType{TextPart, ToolCallPart, ToolResultPart} {
+		if v == string(t) {
+			return t
+		}
+	}
+	return PartType(v)
+}
+
+func internRole(v string) Role {
+	switch v {
+	case string(User):
+		return User
+	case string(Assistant):
+		return Assistant
+	}
+	return Role(v)
 }
