@@ -303,7 +303,7 @@ func TestSpinnerOnATerminalLeavesTheTextIntact(t *testing.T) {
 	dir := workspaceWith(t, nil)
 	hold := make(chan struct{})
 	fakeAnthropic(t, providertest.Step{Text: "There are files.", Hold: hold})
-	go func() { time.Sleep(800 * time.Millisecond); close(hold) }()
+	go func() { time.Sleep(1500 * time.Millisecond); close(hold) }() // frames every 120 ms
 	cmd := exec.Command(scriptCmd, "-qec", bin+" run --workspace "+dir+" hello", "/dev/null")
 	cmd.Env = os.Environ()
 	out, err := cmd.CombinedOutput()
