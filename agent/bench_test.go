@@ -10,6 +10,7 @@ import (
 	"myelin/history"
 	"myelin/provider"
 	"myelin/provider/anthropic"
+	"myelin/provider/providertest"
 	"myelin/result"
 	"myelin/tool"
 )
@@ -155,5 +156,55 @@ func BenchmarkNextRequest(b *testing.B) {
 			}
 		})
 		store.Close()
+	}
+}
+
+// BenchmarkToolRoundLoopback is BenchmarkToolRound over real HTTP: the
+// Anthropic wire against the scripted fake server on 127.0.0.1, so the
+// per-round figure includes the SDK's request, the loopback round trip,
+// the fake server's answer and the event-stream parsing. Run:
+//
+//	go test ./agent -run '^$' -bench ToolRoundLoopback -count 6
+func BenchmarkToolRoundLoopback(b *testing.B) {
+	type in struct {
+		N int `json:"n"`
+	}
+	reg := &tool.Registry{}
+	_ = reg.Add(tool.MustFunc("echo--ok", "Says ok.", func(ctx context.Context, _ in) (any, error) { return "ok", nil }))
+	var calls []providertest.ToolCall
+	for i := 0; i < 10; i++ {
+		calls = append(calls, providertest.ToolCall{ID: fmt.Sprintf("toolu_%d", i), Name: "echo--ok", Input: `{"n":1}`})
+	}
+	for _, rounds := range []int{1, 11} {
+		b.Run(fmt.Sprintf("turn-of-%d-rounds", rounds), func(b *testing.B) {
+			srv := providertest.NewAnthropic(b)
+			prov, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			store, err := history.OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			a := &Agent{Provider: prov, Store: store, Tools: reg, Model: "m"}
+			ctx := context.Background()
+			for b.Loop() {
+				b.StopTimer()
+				id, err := a.NewConversation(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i := 0; i < rounds; i++ {
+					srv.Push(providertest.Step{ToolCalls: calls})
+				}
+				srv.Push(providertest.Step{Text: "done"})
+				b.StartTimer()
+				tr, err := a.Turn(ctx, id, "go", nil)
+				if err != nil || tr.Rounds != rounds {
+					b.Fatal(tr, err)
+				}
+			}
+		})
 	}
 }
