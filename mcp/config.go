@@ -1,0 +1,222 @@
+// Package mcp owns myelin's side of MCP servers: their configuration (the
+// `mcpServers` JSON other MCP hosts read), the names their tools are
+// offered under, and — as issue 4 goes on — the client that connects them.
+//
+// It must not turn a tool result into text: an MCP result goes to
+// result.FromMCP and from there through the one conversion like any other.
+// A server gets only the environment its entry names, plus PATH and HOME.
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Server is one entry of `mcpServers`: a stdio server (Command) or a
+// streamable HTTP one (URL).
+type Server struct {
+	Name    string            `json:"-"`
+	Type    string            `json:"type,omitempty"` // "stdio", "http" or "streamable-http"; inferred when empty
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// TimeoutMS bounds each call to the server's tools; 0 means
+	// DefaultCallTimeout.
+	TimeoutMS int `json:"timeout,omitempty"`
+}
+
+// DefaultCallTimeout bounds a call to an MCP tool when its server's entry
+// sets no timeout.
+const DefaultCallTimeout = 120 * time.Second
+
+// CallTimeout is the bound on each call to the server's tools.
+func (s Server) CallTimeout() time.Duration {
+	if s.TimeoutMS > 0 {
+		return time.Duration(s.TimeoutMS) * time.Millisecond
+	}
+	return DefaultCallTimeout
+}
+
+// Stdio reports whether the server is started as a process.
+func (s Server) Stdio() bool { return s.Type == "stdio" }
+
+// ParseConfig reads a `{"mcpServers": {...}}` document and returns its
+// servers sorted by name, with `${VAR}` and `${VAR:-default}` expanded in
+// every string from lookup (os.LookupEnv when nil). An entry that names
+// neither a command nor a URL, a transport myelin does not speak, or a
+// variable that is not set and has no default, is an error naming the
+// server and the field. source names the document in errors.
+func ParseConfig(source string, data []byte, lookup func(string) (string, bool)) ([]Server, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var doc struct {
+		MCPServers map[string]json.RawMessage `json:"mcpServers"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("%s: not an mcpServers document: %v", source, err)
+	}
+	if doc.MCPServers == nil {
+		return nil, fmt.Errorf(`%s: no "mcpServers" object`, source)
+	}
+	names := make([]string, 0, len(doc.MCPServers))
+	for name := range doc.MCPServers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out []Server
+	for _, name := range names {
+		var s Server
+		if err := json.Unmarshal(doc.MCPServers[name], &s); err != nil {
+			return nil, fmt.Errorf("%s: server %q: %v", source, name, err)
+		}
+		s.Name = name
+		if err := s.expand(lookup); err != nil {
+			return nil, fmt.Errorf("%s: server %q: %v", source, name, err)
+		}
+		if err := s.check(); err != nil {
+			return nil, fmt.Errorf("%s: server %q: %v", source, name, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (s *Server) check() error {
+	switch s.Type {
+	case "":
+		switch {
+		case s.Command != "" && s.URL != "":
+			return fmt.Errorf(`give "command" (a stdio server) or "url" (an HTTP server), not both`)
+		case s.Command != "":
+			s.Type = "stdio"
+		case s.URL != "":
+			s.Type = "http"
+		default:
+			return fmt.Errorf(`no "command" or "url": myelin cannot reach it`)
+		}
+	case "stdio":
+		if s.Command == "" {
+			return fmt.Errorf(`type "stdio" needs a "command"`)
+		}
+	case "http", "streamable-http", "streamableHttp":
+		if s.URL == "" {
+			return fmt.Errorf(`type %q needs a "url"`, s.Type)
+		}
+		s.Type = "http"
+	case "sse":
+		return fmt.Errorf(`type "sse" (the old HTTP+SSE transport) is not supported; use the server's streamable HTTP endpoint`)
+	default:
+		return fmt.Errorf("type %q is not a transport myelin speaks (stdio, http)", s.Type)
+	}
+	if s.TimeoutMS < 0 {
+		return fmt.Errorf(`"timeout" must be positive, got %d`, s.TimeoutMS)
+	}
+	return nil
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+
+// expand replaces ${VAR} and ${VAR:-default} in every string of the entry.
+func (s *Server) expand(lookup func(string) (string, bool)) error {
+	var err error
+	one := func(field, v string) string {
+		return varRef.ReplaceAllStringFunc(v, func(ref string) string {
+			m := varRef.FindStringSubmatch(ref)
+			if val, ok := lookup(m[1]); ok {
+				return val
+			}
+			if m[2] != "" {
+				return m[3]
+			}
+			if err == nil {
+				err = fmt.Errorf("%s uses ${%s}, which is not set (give it a value, or a default: ${%s:-value})", field, m[1], m[1])
+			}
+			return ref
+		})
+	}
+	s.Command = one("command", s.Command)
+	for i, a := range s.Args {
+		s.Args[i] = one(fmt.Sprintf("args[%d]", i), a)
+	}
+	for k, v := range s.Env {
+		s.Env[k] = one("env."+k, v)
+	}
+	s.Cwd = one("cwd", s.Cwd)
+	s.URL = one("url", s.URL)
+	for k, v := range s.Headers {
+		s.Headers[k] = one("headers."+k, v)
+	}
+	return err
+}
+
+// Environ is the environment a stdio server starts with: the variables its
+// entry names, and PATH and HOME from myelin's own (lookup; os.LookupEnv
+// when nil) — not the rest, which may hold other services' keys. Sorted,
+// so that it is the same every time.
+func (s Server) Environ(lookup func(string) (string, bool)) []string {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	env := map[string]string{}
+	for _, k := range []string{"PATH", "HOME"} {
+		if v, ok := lookup(k); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range s.Env {
+		env[k] = v
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// LoadConfig reads the servers of the given config files, in order; a
+// server named again in a later file replaces the earlier entry. A path
+// that does not exist is skipped when optional is true for it (the
+// workspace's .mcp.json) and an error otherwise (--mcp-config).
+func LoadConfig(files []ConfigFile, lookup func(string) (string, bool)) ([]Server, error) {
+	byName := map[string]Server{}
+	for _, f := range files {
+		data, err := os.ReadFile(f.Path)
+		if err != nil {
+			if f.Optional && os.IsNotExist(err) {
+				continue
+			}
+			return nil, fmt.Errorf("MCP config %s: %v", f.Path, err)
+		}
+		servers, err := ParseConfig(f.Path, data, lookup)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range servers {
+			byName[s.Name] = s
+		}
+	}
+	out := make([]Server, 0, len(byName))
+	for _, s := range byName {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// ConfigFile is one config file to read.
+type ConfigFile struct {
+	Path     string
+	Optional bool // a missing file is no error (the workspace's .mcp.json)
+}
