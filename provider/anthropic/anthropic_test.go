@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
-	"os"
 	"strings"
 	"testing"
 
@@ -58,19 +57,7 @@ func marshal(t *testing.T, req provider.Request) []byte {
 // The request bytes for a known conversation, pinned.
 func TestRequestBytesArePinned(t *testing.T) {
 	got := marshal(t, sampleRequest())
-	const golden = "testdata/request.golden.json"
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(want) {
-		t.Fatalf("request bytes changed:\n got %s\nwant %s", got, want)
-	}
+	providertest.Golden(t, "testdata/request.golden.json", got, *update)
 	if again := marshal(t, sampleRequest()); string(again) != string(got) {
 		t.Fatal("two builds of the same request differ")
 	}

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -338,4 +339,22 @@ func StripCacheMarks(v any) any {
 		}
 	}
 	return v
+}
+
+// Golden compares got with the golden file at path, byte for byte, or
+// rewrites the file when update is set (a test's -update flag).
+func Golden(t testing.TB, path string, got []byte, update bool) {
+	t.Helper()
+	if update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("%s changed:\n got %s\nwant %s", path, got, want)
+	}
 }
