@@ -169,33 +169,53 @@ func (c *converter) blocks(bs []Block) string {
 }
 
 func (c *converter) block(b Block) string {
-	switch b := b.(type) {
+	switch b := byValue(b).(type) {
 	case TextBlock:
-		return c.str(b.Text)
-	case *TextBlock:
 		return c.str(b.Text)
 	case ImageBlock:
 		return c.image(b)
-	case *ImageBlock:
-		return c.image(*b)
 	case AudioBlock:
-		return c.save("audio", b.MIMEType, string(b.Data))
-	case *AudioBlock:
 		return c.save("audio", b.MIMEType, string(b.Data))
 	case ResourceBlock:
 		return c.resource(b)
-	case *ResourceBlock:
-		return c.resource(*b)
 	case ResourceLinkBlock:
-		return fmt.Sprintf("[resource link %q: %s; not fetched]", stubField(b.Name), stubField(b.URI))
-	case *ResourceLinkBlock:
 		return fmt.Sprintf("[resource link %q: %s; not fetched]", stubField(b.Name), stubField(b.URI))
 	case UnknownBlock:
 		return c.unknown(b.Raw)
-	case *UnknownBlock:
-		return c.unknown(b.Raw)
 	}
-	return c.unknown(nil)
+	return c.unknown(nil) // a nil pointer block
+}
+
+// byValue turns a pointer to a block into the block, so that a tool may
+// return either; a nil pointer stays as it is.
+func byValue(b Block) Block {
+	switch p := b.(type) {
+	case *TextBlock:
+		if p != nil {
+			return *p
+		}
+	case *ImageBlock:
+		if p != nil {
+			return *p
+		}
+	case *AudioBlock:
+		if p != nil {
+			return *p
+		}
+	case *ResourceBlock:
+		if p != nil {
+			return *p
+		}
+	case *ResourceLinkBlock:
+		if p != nil {
+			return *p
+		}
+	case *UnknownBlock:
+		if p != nil {
+			return *p
+		}
+	}
+	return b
 }
 
 func (c *converter) image(b ImageBlock) string {

@@ -208,3 +208,11 @@ func TestResultInsideDataIsAnError(t *testing.T) {
 		t.Fatalf("got %+v", out)
 	}
 }
+
+func TestPointerBlocksReadAsTheirValues(t *testing.T) {
+	var nilText *TextBlock
+	out := one(t, Result{Data: []Block{&TextBlock{Text: "a"}, &ImageBlock{MIMEType: "image/png", Data: []byte("x")}, &ResourceLinkBlock{URI: "u", Name: "n"}, nilText}}, nil)
+	if want := "a\n[image: image/png, 1 bytes]\n[resource link \"n\": u; not fetched]\n{\"type\":\"unknown\"}"; out.Text != want || len(out.Images) != 1 {
+		t.Fatalf("text = %q, images %d", out.Text, len(out.Images))
+	}
+}
