@@ -69,10 +69,10 @@ func (w *Workspace) grepTool() *tool.Tool {
 // Grep searches files for the pattern, line by line, and returns what fits
 // in cap characters.
 func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Result, error) {
-	if err := checkInts(map[string]*int{"context": in.Context, "skip": in.Skip}, 0); err != nil {
+	if err := checkInts(0, intField{"context", in.Context}, intField{"skip", in.Skip}); err != nil {
 		return result.Result{}, err
 	}
-	if err := checkInts(map[string]*int{"limit": in.Limit}, 1); err != nil {
+	if err := checkInts(1, intField{"limit", in.Limit}); err != nil {
 		return result.Result{}, err
 	}
 	if in.Pattern == "" {

@@ -62,10 +62,10 @@ func (w *Workspace) Read(in ReadInput, cap int) (result.Result, error) {
 	if !lineMode && (in.Offset != nil || in.Limit != nil) {
 		return result.Result{}, fmt.Errorf("give either offset and limit (by line) or offsetChars and limitChars (by character), not both")
 	}
-	if err := checkInts(map[string]*int{"offset": in.Offset, "limit": in.Limit, "limitChars": in.LimitChars}, 1); err != nil {
+	if err := checkInts(1, intField{"offset", in.Offset}, intField{"limit", in.Limit}, intField{"limitChars", in.LimitChars}); err != nil {
 		return result.Result{}, err
 	}
-	if err := checkInts(map[string]*int{"offsetChars": in.OffsetChars}, 0); err != nil {
+	if err := checkInts(0, intField{"offsetChars", in.OffsetChars}); err != nil {
 		return result.Result{}, err
 	}
 	rel, data, err := w.readFile(in.Path, maxReadSize)
@@ -91,11 +91,17 @@ func intOr(p *int, def int) int {
 	return *p
 }
 
-// checkInts refuses integers below least, naming the field.
-func checkInts(fields map[string]*int, least int) error {
-	for _, name := range []string{"offset", "limit", "offsetChars", "limitChars", "context", "skip"} {
-		if v, ok := fields[name]; ok && v != nil && *v < least {
-			return fmt.Errorf("%s must be %d or more, got %d", name, least, *v)
+// intField is an optional integer input and its name.
+type intField struct {
+	name string
+	v    *int
+}
+
+// checkInts refuses integers below least, naming the first such field.
+func checkInts(least int, fields ...intField) error {
+	for _, f := range fields {
+		if f.v != nil && *f.v < least {
+			return fmt.Errorf("%s must be %d or more, got %d", f.name, least, *f.v)
 		}
 	}
 	return nil
