@@ -35,9 +35,8 @@ type Dispatcher struct {
 	Env result.Env
 	// Timeout bounds each call; 0 means DefaultTimeout.
 	Timeout time.Duration
-	// Started and Finished, when set, are called as each call of a round
-	// starts and ends (from the call's goroutine), for progress reports.
-	Started  func(i int, c Call)
+	// Finished, when set, is called as each call of a round ends (from the
+	// call's goroutine) with how long it took, for progress reports.
 	Finished func(i int, c Call, elapsed time.Duration)
 }
 
@@ -70,9 +69,6 @@ func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 	done := make(chan struct{}, len(calls))
 	for i, c := range calls {
 		go func() {
-			if d.Started != nil {
-				d.Started(i, c)
-			}
 			start := time.Now()
 			out[i] = d.run(ctx, c)
 			if d.Finished != nil {
