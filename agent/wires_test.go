@@ -83,11 +83,19 @@ func TestOnBothWires(t *testing.T) {
 				r := newWireRig(t, wire)
 				r.write("a.txt", "tab\there \"quoted\" \\ <&>\nline two\n")
 				r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_1", "a.txt")}}, providertest.Step{Text: "done"})
-				r.turn("read a.txt")
+				tr, _ := r.turn("read a.txt")
+				if tr.Reason != "end_turn" || tr.Text != "done" || tr.Rounds != 1 {
+					t.Fatalf("turn %+v", tr)
+				}
 				got := r.sentResults(1)
 				want := "     1\ttab\there \"quoted\" \\ <&>\n     2\tline two\n[lines 1-2 of 2 in a.txt; end of file]"
 				if len(got) != 1 || got[0].text != want || got[0].callID != "call_1" {
 					t.Fatalf("sent %+v", got)
+				}
+				// and history holds the same bytes
+				msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+				if msgs[2].Parts[0].Text != want {
+					t.Fatalf("stored %q", msgs[2].Parts[0].Text)
 				}
 			})
 			t.Run("a spilled result reaches it as head and notice", func(t *testing.T) {
@@ -113,18 +121,19 @@ func TestOnBothWires(t *testing.T) {
 			})
 			t.Run("an image is native on the wire and a placeholder in history", func(t *testing.T) {
 				shot := tool.MustFunc("screen--shot", "Takes a screenshot.", func(ctx context.Context, in struct{}) (any, error) {
-					return result.Result{Data: []result.Block{result.ImageBlock{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}}}, nil
+					return result.Result{Data: []result.Block{result.TextBlock{Text: "the screen:"}, result.ImageBlock{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}}}, nil
 				})
 				r := newWireRig(t, wire, shot)
 				r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "call_img", Name: "screen--shot", Input: `{}`}}}, providertest.Step{Text: "seen"})
 				r.turn("look")
 				got := r.sentResults(1)[0]
-				if got.text != "[image: image/png, 8 bytes]" || len(got.images) != 1 || got.images[0] != "iVBORw0KGgo=" {
+				const text = "the screen:\n[image: image/png, 8 bytes]"
+				if got.text != text || len(got.images) != 1 || got.images[0] != "iVBORw0KGgo=" {
 					t.Fatalf("sent %+v", got)
 				}
 				msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
-				if msgs[2].Parts[0].Text != "[image: image/png, 8 bytes]" {
-					t.Fatalf("history %q", msgs[2].Parts[0].Text)
+				if stored := msgs[2].Parts[0].Text; stored != text || strings.Contains(stored, "iVBOR") {
+					t.Fatalf("history %q", stored)
 				}
 			})
 			t.Run("after a restart the earlier messages are sent byte for byte", func(t *testing.T) {
@@ -143,10 +152,12 @@ func TestOnBothWires(t *testing.T) {
 				if string(a) != string(b) {
 					t.Fatalf("earlier messages changed:\n%s\n%s", a, b)
 				}
-				x, _ := json.Marshal(providertest.StripCacheMarks(first["tools"]))
-				y, _ := json.Marshal(providertest.StripCacheMarks(second["tools"]))
-				if string(x) != string(y) {
-					t.Fatal("tools changed after the restart")
+				for _, k := range []string{"system", "tools", "model"} {
+					x, _ := json.Marshal(providertest.StripCacheMarks(first[k]))
+					y, _ := json.Marshal(providertest.StripCacheMarks(second[k]))
+					if string(x) != string(y) {
+						t.Fatalf("%s changed after the restart", k)
+					}
 				}
 			})
 			t.Run("arguments that are not JSON get an error result naming the problem", func(t *testing.T) {
