@@ -106,6 +106,17 @@ func (a *Agent) NewConversation(ctx context.Context) (string, error) {
 	return id, nil
 }
 
+// OpenConversation makes sure conversation id exists: a stored one is
+// continued as it is (with the system prompt it began with), an unknown id
+// starts a new conversation with the agent's system prompt.
+func (a *Agent) OpenConversation(ctx context.Context, id string) error {
+	_, err := a.Store.Get(ctx, id)
+	if errors.Is(err, history.ErrNotFound) {
+		return a.Store.Create(ctx, history.Conversation{ID: id, System: a.system()})
+	}
+	return err
+}
+
 // NewID returns a new conversation id: sortable by time, unique.
 func NewID() string {
 	b := make([]byte, 4)

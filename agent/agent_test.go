@@ -303,3 +303,21 @@ func TestEventsReportTextToolsAndUsage(t *testing.T) {
 }
 
 var _ provider.Provider = (*anthropic.Provider)(nil)
+
+func TestOpenConversationContinuesOrStarts(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	r.agent.System = "changed since"
+	if err := r.agent.OpenConversation(ctx, r.id); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := r.agent.Store.Get(ctx, r.id); c.System != DefaultSystem {
+		t.Fatalf("a continued conversation got system %q", c.System)
+	}
+	if err := r.agent.OpenConversation(ctx, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := r.agent.Store.Get(ctx, "fresh"); err != nil || c.System != "changed since" {
+		t.Fatalf("new conversation %+v, %v", c, err)
+	}
+}

@@ -147,57 +147,53 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 	if f.allowShell {
 		tools = append(tools, shell.Tool(ws.Dir()))
 	}
+	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: reg, Model: model, System: system,
+		Env: result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens}
 	if err := reg.Add(tools...); err != nil {
 		s.close()
 		return nil, err
 	}
-	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: reg, Model: model, System: system,
-		Env: result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens}
-	switch {
-	case f.cont:
-		list, err := store.List(ctx)
-		if err != nil {
-			s.close()
-			return nil, err
-		}
-		if len(list) == 0 {
-			s.close()
-			return nil, fmt.Errorf("--continue: there is no conversation in %s yet", path)
-		}
-		s.id = list[0].ID
-	case f.conversation != "":
-		s.id = f.conversation
-		if _, err := store.Get(ctx, s.id); errors.Is(err, history.ErrNotFound) {
-			err = store.Create(ctx, history.Conversation{ID: s.id, System: s.agentSystem()})
-			if err != nil {
-				s.close()
-				return nil, err
-			}
-		} else if err != nil {
-			s.close()
-			return nil, err
-		}
-	default:
-		if s.id, err = s.agent.NewConversation(ctx); err != nil {
-			s.close()
-			return nil, err
-		}
-	}
-	fmt.Fprintf(stderr, "conversation %s\n", s.id)
-	if n, err := s.agent.Recover(ctx, s.id); err != nil {
+	if err := s.pick(ctx, f, path, stderr); err != nil {
 		s.close()
 		return nil, err
-	} else if n > 0 {
-		fmt.Fprintf(stderr, "answered %d tool call(s) interrupted when the last process stopped; they were not run again\n", n)
 	}
 	return s, nil
 }
 
-func (s *session) agentSystem() string {
-	if s.agent.System != "" {
-		return s.agent.System
+// pick chooses the conversation (--continue, --conversation or a new one),
+// says which on stderr, and answers calls a crash left without results.
+func (s *session) pick(ctx context.Context, f agentFlags, path string, stderr io.Writer) error {
+	switch {
+	case f.cont:
+		list, err := s.store.List(ctx)
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			return fmt.Errorf("--continue: there is no conversation in %s yet", path)
+		}
+		s.id = list[0].ID
+	case f.conversation != "":
+		s.id = f.conversation
+		if err := s.agent.OpenConversation(ctx, s.id); err != nil {
+			return err
+		}
+	default:
+		id, err := s.agent.NewConversation(ctx)
+		if err != nil {
+			return err
+		}
+		s.id = id
 	}
-	return agent.DefaultSystem
+	fmt.Fprintf(stderr, "conversation %s\n", s.id)
+	n, err := s.agent.Recover(ctx, s.id)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		fmt.Fprintf(stderr, "answered %d tool call(s) interrupted when the last process stopped; they were not run again\n", n)
+	}
+	return nil
 }
 
 func runCommand(ctx context.Context, name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
