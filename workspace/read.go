@@ -123,13 +123,14 @@ func (p *pager) budget(footer string) int {
 
 func (p *pager) worstFooter() string {
 	big := p.totalChars + p.totalLines + 1
-	return max2(
+	return longest(
 		p.lineFooter(big, big, big, false),
 		p.longLineFooter(big, big, big),
 		p.charFooter(big, big, false))
 }
 
-func max2(ss ...string) string {
+// longest is the longest of ss.
+func longest(ss ...string) string {
 	best := ""
 	for _, s := range ss {
 		if len(s) > len(best) {

@@ -145,6 +145,8 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	return exitOK
 }
 
+// oneLine is s with its white space folded to single spaces, at most n
+// characters.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); len(r) > n {

@@ -393,11 +393,7 @@ func shortInput(c history.Part) string {
 	if s == "" {
 		s = c.Text
 	}
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 80 {
-		s = string(r[:79]) + "…"
-	}
-	return s
+	return oneLine(s, 80)
 }
 
 func isTerminal(v any) bool {
