@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -254,7 +253,7 @@ func (p *pager) charFooter(offset, next int, eof bool) string {
 
 // callJSON is a tool input as compact JSON, for the ready calls in footers.
 func callJSON(v any) string {
-	raw, err := json.Marshal(v)
+	raw, err := result.JSON(v) // as the spill notice writes its ready call: <, >, & as themselves
 	if err != nil {
 		return "{}"
 	}

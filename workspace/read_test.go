@@ -229,3 +229,12 @@ func readCallFromNotice(t *testing.T, text string) map[string]any {
 	t.Fatal("no ready call in the notice")
 	return nil
 }
+
+func TestReadyCallsWriteHTMLCharactersAsThemselves(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "a&b<c>.txt", lines(3000))
+	out := f.call(t, "workspace--read", map[string]any{"path": "a&b<c>.txt", "limit": 10})
+	if !strings.Contains(out.Text, `workspace--read {"path":"a&b<c>.txt","offset":11}`) {
+		t.Fatalf("footer %q", out.Text[strings.LastIndex(out.Text, "["):])
+	}
+}
