@@ -1,0 +1,108 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The go-sdk decodes a tools/call result into its own types, and a content
+// block of a type it does not know fails the whole call. myelin reads the
+// result itself (result.FromMCP, SPEC §4), so the transports take the raw
+// result JSON out of the reply before the SDK sees it: a call puts a slot in
+// its context, the transport notes the request's id when it is sent, and
+// when the reply for that id comes it keeps the raw result in the slot and
+// hands the SDK an empty one, which it always decodes.
+
+// slot receives the raw result of one tools/call.
+type slot struct {
+	mu  sync.Mutex
+	id  jsonrpc.ID
+	raw json.RawMessage
+}
+
+func (s *slot) set(raw json.RawMessage) {
+	s.mu.Lock()
+	s.raw = raw
+	s.mu.Unlock()
+}
+
+func (s *slot) get() json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.raw
+}
+
+type slotKey struct{}
+
+func withSlot(ctx context.Context, s *slot) context.Context {
+	return context.WithValue(ctx, slotKey{}, s)
+}
+
+func slotFrom(ctx context.Context) *slot {
+	s, _ := ctx.Value(slotKey{}).(*slot)
+	return s
+}
+
+// emptyResult is what the SDK decodes in place of a captured result.
+var emptyResult = json.RawMessage(`{"content":[]}`)
+
+// captor pairs sent tools/call requests with their replies. The zero value
+// is ready to use.
+type captor struct {
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]*slot
+}
+
+// sent notes a request; only a tools/call sent with a slot in ctx is kept.
+func (c *captor) sent(ctx context.Context, msg jsonrpc.Message) *slot {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || req.Method != "tools/call" || !req.IsCall() {
+		return nil
+	}
+	s := slotFrom(ctx)
+	if s == nil {
+		return nil
+	}
+	s.id = req.ID
+	c.mu.Lock()
+	if c.pending == nil {
+		c.pending = map[jsonrpc.ID]*slot{}
+	}
+	c.pending[req.ID] = s
+	c.mu.Unlock()
+	return s
+}
+
+// received takes the raw result out of a reply to a noted request.
+func (c *captor) received(msg jsonrpc.Message) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	s := c.pending[resp.ID]
+	delete(c.pending, resp.ID)
+	c.mu.Unlock()
+	if s != nil {
+		take(s, resp)
+	}
+}
+
+// forget drops a request whose reply will not come (its write failed).
+func (c *captor) forget(s *slot) {
+	c.mu.Lock()
+	delete(c.pending, s.id)
+	c.mu.Unlock()
+}
+
+// take moves a reply's result into s, leaving the SDK an empty result.
+func take(s *slot, resp *jsonrpc.Response) {
+	if resp.Error != nil || resp.Result == nil {
+		return
+	}
+	s.set(resp.Result)
+	resp.Result = emptyResult
+}

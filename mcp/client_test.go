@@ -1,0 +1,359 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"myelin/mcp/mcptest"
+	"myelin/result"
+	"myelin/tool"
+	"myelin/workspace"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.ServeIfAsked()
+	os.Exit(m.Run())
+}
+
+// testServer is the config entry that starts this test binary as the
+// stdio test server.
+func testServer(name string) Server {
+	cmd, env := mcptest.Command()
+	return Server{Name: name, Type: "stdio", Command: cmd, Env: env}
+}
+
+// harness is a started Set with a workspace and a dispatcher over its tools.
+type harness struct {
+	t   *testing.T
+	set *Set
+	ws  *workspace.Workspace
+	d   *tool.Dispatcher
+}
+
+func start(t *testing.T, servers []Server, o Options) *harness {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	ws, err := workspace.Open(o.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := Start(context.Background(), servers, o)
+	t.Cleanup(func() {
+		set.Close()
+		ws.Close()
+	})
+	reg := &tool.Registry{}
+	if err := reg.Add(set.Tools()...); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, set: set, ws: ws, d: &tool.Dispatcher{Tools: reg, Env: result.Env{Store: ws}}}
+}
+
+var callN int
+
+func (h *harness) call(name, input string) result.Output {
+	h.t.Helper()
+	callN++
+	return h.d.Call(context.Background(), tool.Call{ID: fmt.Sprintf("call_%d", callN), Name: name, Input: json.RawMessage(input)})
+}
+
+func (h *harness) file(path string) []byte {
+	h.t.Helper()
+	data, err := os.ReadFile(filepath.Join(h.ws.Dir(), path))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return data
+}
+
+func TestStdioToolsAreOfferedUnderTheirServerNamesInOrder(t *testing.T) {
+	h := start(t, []Server{testServer("zeta"), testServer("alpha")}, Options{})
+	var names []string
+	for _, tl := range h.set.Tools() {
+		if strings.HasSuffix(tl.Name, "--echo") {
+			names = append(names, tl.Name)
+			if tl.Description != "Returns its text." {
+				t.Errorf("%s: description %q, want the server's", tl.Name, tl.Description)
+			}
+			if tl.InputSchema == nil || tl.InputSchema.Properties["text"] == nil {
+				t.Errorf("%s: input schema %+v lacks the server's text property", tl.Name, tl.InputSchema)
+			}
+		}
+	}
+	if strings.Join(names, " ") != "alpha--echo zeta--echo" {
+		t.Errorf("echo tools %v, want alpha--echo zeta--echo", names)
+	}
+	st := h.set.Status()
+	if len(st) != 2 || st[0].Name != "zeta" || st[0].State != StateRunning || len(st[0].Tools) < 10 {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestTextReachesTheModelVerbatim(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{})
+	text := "a \"quoted\" line\n\tand <html> & ünïcode 🎉\n{\"json\": true}"
+	in, _ := json.Marshal(map[string]string{"text": text})
+	out := h.call("t--echo", string(in))
+	if out.IsError || out.Text != text {
+		t.Errorf("got %q (error %v), want %q", out.Text, out.IsError, text)
+	}
+}
+
+func TestEveryContentTypeReadsAsSPEC4Says(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{})
+	out := h.call("t--every", `{}`)
+	if out.IsError {
+		t.Fatalf("error: %s", out.Text)
+	}
+	for _, want := range []string{
+		"every type:\n",
+		fmt.Sprintf("[image: image/png, %d bytes]", len(mcptest.PNG)),
+		`[resource link "readme": file:///docs/readme.md; not fetched]`,
+		"[resource file:///notes.txt, text/plain]\nthe notes",
+	} {
+		if !strings.Contains(out.Text, want) {
+			t.Errorf("text lacks %q:\n%s", want, out.Text)
+		}
+	}
+	if len(out.Images) != 1 || string(out.Images[0].Data) != string(mcptest.PNG) {
+		t.Errorf("images %+v, want the PNG natively", out.Images)
+	}
+	if len(out.Files) != 2 {
+		t.Fatalf("saved files %v, want the audio and the blob", out.Files)
+	}
+	for i, want := range [][]byte{mcptest.WAV, mcptest.Blob} {
+		if got := h.file(out.Files[i]); string(got) != string(want) {
+			t.Errorf("file %s holds %q, want %q", out.Files[i], got, want)
+		}
+		if !strings.Contains(out.Text, "saved to workspace file "+out.Files[i]+"]") {
+			t.Errorf("text does not name %s:\n%s", out.Files[i], out.Text)
+		}
+	}
+	if !strings.Contains(out.Text, "[audio: audio/wav, ") {
+		t.Errorf("no audio stub:\n%s", out.Text)
+	}
+}
+
+func TestStructuredContent(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{})
+	only := h.call("t--structured", `{}`)
+	if only.Text != `{"count":2,"items":["a","b"]}` {
+		t.Errorf("structured only: the model reads %q, want its JSON", only.Text)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(only.Structured, &v); err != nil || v["count"] != 2.0 {
+		t.Errorf("structured kept as %s (%v)", only.Structured, err)
+	}
+	both := h.call("t--structured_text", `{}`)
+	if both.Text != "two items" || string(both.Structured) != `{"count":2}` {
+		t.Errorf("structured with text: text %q structured %s, want the server's text and the JSON kept", both.Text, both.Structured)
+	}
+}
+
+func TestIsErrorIsAnErrorResultWithTheServersText(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{})
+	out := h.call("t--fail", `{}`)
+	if !out.IsError || out.Text != "it went wrong: no such thing" {
+		t.Errorf("got %q error=%v", out.Text, out.IsError)
+	}
+}
+
+func TestRawResultsTheSDKWouldRefuse(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{})
+	for _, tc := range []struct{ name, raw, want string }{
+		{"unknown block type", `{"content":[{"type":"text","text":"before"},{"type":"hologram","data":{"z":1}}]}`, `before` + "\n" + `{"type":"hologram","data":{"z":1}}`},
+		{"lone surrogate", `{"content":[{"type":"text","text":"a\ud800b"}]}`, "a\uFFFDb"},
+		{"surrogate pair", `{"content":[{"type":"text","text":"\ud83c\udf89"}]}`, "🎉"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, _ := json.Marshal(map[string]string{"json": tc.raw})
+			out := h.call("t--raw", string(in))
+			if out.IsError || out.Text != tc.want {
+				t.Errorf("got %q (error %v), want %q", out.Text, out.IsError, tc.want)
+			}
+		})
+	}
+}
+
+func TestA20MiBTextIsReadAndSpilledWhole(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{})
+	out := h.call("t--big", `{"mib":20}`)
+	if out.IsError || out.SpillPath == "" {
+		t.Fatalf("error %v, spill %q: %.200s", out.IsError, out.SpillPath, out.Text)
+	}
+	line := strings.Repeat("x", 63) + "\n"
+	want := strings.Repeat(line, 20<<20/len(line))
+	if got := h.file(out.SpillPath); string(got) != want {
+		t.Errorf("spill file holds %d bytes, want the %d sent", len(got), len(want))
+	}
+	if !strings.Contains(out.Text, "workspace--read") {
+		t.Errorf("no ready call in %q", out.Text[len(out.Text)-300:])
+	}
+}
+
+func TestAReplyOverTheBoundIsAnErrorAndTheSessionGoesOn(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{MaxReply: 1 << 20})
+	out := h.call("t--big", `{"mib":2}`)
+	if !out.IsError || !strings.Contains(out.Text, "reply too large") || !strings.Contains(out.Text, "over the bound of 1.0 MiB") {
+		t.Errorf("got %q (error %v), want an error saying the reply was too large", out.Text, out.IsError)
+	}
+	if out := h.call("t--echo", `{"text":"still here"}`); out.Text != "still here" {
+		t.Errorf("after the large reply: %q", out.Text)
+	}
+}
+
+func TestACallOverItsTimeoutIsAnErrorAndTheServerAnswersTheNext(t *testing.T) {
+	s := testServer("t")
+	s.TimeoutMS = 200
+	h := start(t, []Server{s}, Options{})
+	out := h.call("t--slow", `{"ms":10000}`)
+	if !out.IsError || !strings.Contains(out.Text, "no answer within 200ms") {
+		t.Errorf("got %q (error %v)", out.Text, out.IsError)
+	}
+	if out := h.call("t--slow", `{"ms":1}`); out.Text != "done" {
+		t.Errorf("the next call: %q", out.Text)
+	}
+}
+
+func TestAServerThatDiesMidCallIsRestartedOnTheNextCall(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{})
+	pid1 := h.call("t--pid", `{}`).Text
+	out := h.call("t--crash", `{}`)
+	if !out.IsError || !strings.Contains(out.Text, "the server exited (exit status 3) during the call") {
+		t.Errorf("the crashing call: %q (error %v), want an error saying the server exited", out.Text, out.IsError)
+	}
+	if st := h.set.Status()[0]; st.State != StateExited {
+		t.Errorf("state after the crash %q, want exited", st.State)
+	}
+	pid2 := h.call("t--pid", `{}`)
+	if pid2.IsError || pid2.Text == pid1 {
+		t.Errorf("after the crash: %q (error %v), want a new server's pid, not %s", pid2.Text, pid2.IsError, pid1)
+	}
+	if st := h.set.Status()[0]; st.State != StateRunning {
+		t.Errorf("state after the restart %q, want running", st.State)
+	}
+	log := string(h.file(".myelin/logs/mcp-t.log"))
+	if !strings.Contains(log, "mcptest: crashing as asked") || strings.Count(log, "--- myelin started") != 2 {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
+func TestAServerGetsOnlyItsOwnEnvironmentAndPathAndHome(t *testing.T) {
+	t.Setenv("MYELIN_TEST_SECRET", "do not pass")
+	s := testServer("t")
+	s.Env["GREETING"] = "hello"
+	h := start(t, []Server{s}, Options{})
+	var names []string
+	for _, kv := range strings.Split(h.call("t--env", `{}`).Text, "\n") {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	if got := strings.Join(names, " "); got != "GREETING HOME MYELIN_MCPTEST_SERVE PATH" {
+		t.Errorf("the server's environment has %s", got)
+	}
+}
+
+func TestInputIsValidatedAgainstTheServersSchema(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{})
+	out := h.call("t--echo", `{"text":5}`)
+	if !out.IsError || !strings.Contains(out.Text, "text") {
+		t.Errorf("got %q (error %v), want an error naming the field", out.Text, out.IsError)
+	}
+}
+
+func TestAServerThatFailsToStartIsReportedAndTheOthersWork(t *testing.T) {
+	h := start(t, []Server{
+		testServer("good"),
+		{Name: "gone", Type: "stdio", Command: "/nonexistent/server"},
+		{Name: "dies", Type: "stdio", Command: "sh", Args: []string{"-c", "echo 'cannot find the database' >&2; exit 4"}},
+	}, Options{})
+	fails := h.set.Failures()
+	if len(fails) != 2 {
+		t.Fatalf("failures %v, want two", fails)
+	}
+	joined := fmt.Sprint(fails)
+	for _, want := range []string{"MCP server gone did not start", "/nonexistent/server", "MCP server dies did not start", "exit status 4", "cannot find the database"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("failures lack %q: %s", want, joined)
+		}
+	}
+	for _, tl := range h.set.Tools() {
+		if !strings.HasPrefix(tl.Name, "good--") {
+			t.Errorf("tool %s offered from a failed server", tl.Name)
+		}
+	}
+	if out := h.call("good--echo", `{"text":"ok"}`); out.Text != "ok" {
+		t.Errorf("the good server: %q", out.Text)
+	}
+}
+
+func TestCloseKillsAServerThatIgnoresItsStdinAndSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	o := &Options{Dir: dir, Grace: 50e6}
+	p, err := startProcess(Server{Name: "stubborn", Command: "sh", Args: []string{"-c", `trap "" TERM; while :; do sleep 1; done`}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.stop(o.grace())
+	if !strings.Contains(p.exited(), "killed") {
+		t.Errorf("the process ended with %q, want killed", p.exited())
+	}
+}
+
+func TestHTTPServersWithHeaders(t *testing.T) {
+	for _, jsonResponse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("jsonResponse=%v", jsonResponse), func(t *testing.T) {
+			inner := mcptest.Handler(jsonResponse)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Authorization") != "Bearer sesame" {
+					http.Error(w, "no key", http.StatusUnauthorized)
+					return
+				}
+				inner.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			s := Server{Name: "web", Type: "http", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer sesame"}}
+			h := start(t, []Server{s}, Options{MaxReply: 1 << 20})
+			if f := h.set.Failures(); f != nil {
+				t.Fatal(f)
+			}
+			if out := h.call("web--echo", `{"text":"over http"}`); out.Text != "over http" {
+				t.Errorf("echo: %q", out.Text)
+			}
+			if out := h.call("web--every", `{}`); len(out.Images) != 1 || len(out.Files) != 2 {
+				t.Errorf("every: %q", out.Text)
+			}
+			if out := h.call("web--structured", `{}`); out.Text != `{"count":2,"items":["a","b"]}` {
+				t.Errorf("structured: %q", out.Text)
+			}
+			out := h.call("web--big", `{"mib":2}`)
+			if !out.IsError || !strings.Contains(out.Text, "reply too large") {
+				t.Errorf("big: %.300q (error %v)", out.Text, out.IsError)
+			}
+			if out := h.call("web--echo", `{"text":"still"}`); out.Text != "still" {
+				t.Errorf("after big: %q", out.Text)
+			}
+		})
+	}
+}
+
+func TestAnHTTPServerWithoutItsKeyFailsToStart(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no key", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	h := start(t, []Server{{Name: "web", Type: "http", URL: srv.URL}}, Options{})
+	if f := h.set.Failures(); len(f) != 1 || !regexp.MustCompile(`web did not start.*401|Unauthorized`).MatchString(f[0].Error()) {
+		t.Errorf("failures %v", f)
+	}
+}

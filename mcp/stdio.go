@@ -1,0 +1,360 @@
+package mcp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// process is a started stdio server: its own process group, stderr going
+// to its log file.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // what cmd.Wait said; read after done
+	conn *lineConn
+	log  string // the path of its log file
+}
+
+// startProcess starts s in dir (the workspace root, or s.Cwd relative to
+// it) with only the environment s.Environ gives, and connects to its stdin
+// and stdout.
+func startProcess(s Server, o *Options) (*process, error) {
+	dir := o.Dir
+	if s.Cwd != "" {
+		dir = s.Cwd
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(o.Dir, dir)
+		}
+	}
+	logFile, err := openLog(o.Dir, s)
+	if err != nil {
+		return nil, err
+	}
+	logPath := logFile.Name()
+	defer logFile.Close() // the child has its own copy
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(s.Command, s.Args...)
+	cmd.Dir = dir
+	cmd.Env = s.Environ(o.Lookup)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("starting %s: %v", s.Command, err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{}), log: logPath}
+	p.conn = newLineConn(inW, outR, o.maxReply())
+	go func() {
+		p.err = cmd.Wait()
+		// Whatever it left behind in its group goes with it, and the
+		// session learns at once that the server is gone.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		close(p.done)
+		p.conn.Close()
+	}()
+	return p, nil
+}
+
+// openLog opens .myelin/logs/mcp-<server>.log for appending and writes a
+// line marking this start.
+func openLog(root string, s Server) (*os.File, error) {
+	dir := filepath.Join(root, ".myelin", "logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("making the log directory: %v", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "mcp-"+safe(s.Name)+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening the server's log: %v", err)
+	}
+	fmt.Fprintf(f, "--- myelin started %s at %s\n", s.Command, time.Now().UTC().Format(time.RFC3339))
+	return f, nil
+}
+
+// exited describes how the process ended, once it has.
+func (p *process) exited() string {
+	if p.err == nil {
+		return "exit status 0"
+	}
+	return p.err.Error()
+}
+
+// explain says why connecting failed when the process exited: its exit
+// status and the last lines it wrote to stderr.
+func (p *process) explain(err error) error {
+	select {
+	case <-p.done:
+	case <-time.After(time.Second):
+		return err
+	}
+	return fmt.Errorf("the server exited (%s) before it answered; the end of its stderr (in %s): %s", p.exited(), p.log, logTail(p.log))
+}
+
+// logTail is the end of a log, since its last start marker, as one line.
+func logTail(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	if i := bytes.LastIndex(data, []byte("--- myelin started ")); i >= 0 {
+		if j := bytes.IndexByte(data[i:], '\n'); j >= 0 {
+			data = data[i+j+1:]
+		}
+	}
+	text := strings.Join(strings.Fields(string(data)), " ")
+	if text == "" {
+		return "(nothing)"
+	}
+	if r := []rune(text); len(r) > 300 {
+		text = "…" + string(r[len(r)-300:])
+	}
+	return text
+}
+
+// stop ends the process as the MCP lifecycle says: its stdin is closed,
+// then after grace it gets SIGTERM, then after grace again SIGKILL (the
+// whole process group, so that a wrapper's children go too).
+func (p *process) stop(grace time.Duration) {
+	p.conn.Close()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		select {
+		case <-p.done:
+			return
+		case <-time.After(grace):
+		}
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	}
+	<-p.done
+}
+
+// lineConn is the JSON-RPC connection over a stdio server's stdin and
+// stdout, a message per line. Unlike the SDK's IOTransport it survives a
+// reply over its bound: the rest of that line is skipped, and the call it
+// answers gets an error that says how large the reply was.
+type lineConn struct {
+	in       io.WriteCloser
+	out      io.Closer
+	wmu      sync.Mutex
+	captor   captor
+	incoming chan incoming
+	closed   chan struct{}
+	once     sync.Once
+	queue    []jsonrpc.Message // the rest of a batch; Read's alone
+}
+
+type incoming struct {
+	msgs []jsonrpc.Message
+	err  error
+}
+
+func newLineConn(in io.WriteCloser, out io.ReadCloser, max int64) *lineConn {
+	c := &lineConn{in: in, out: out, incoming: make(chan incoming), closed: make(chan struct{})}
+	go c.readLoop(out, max)
+	return c
+}
+
+// transport hands the SDK this connection.
+func (c *lineConn) transport() sdk.Transport { return connTransport{c} }
+
+type connTransport struct{ c sdk.Connection }
+
+func (t connTransport) Connect(context.Context) (sdk.Connection, error) { return t.c, nil }
+
+func (c *lineConn) readLoop(r io.Reader, max int64) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		msgs, err := c.next(br, max)
+		if len(msgs) > 0 || err != nil {
+			for _, m := range msgs {
+				c.captor.received(m)
+			}
+			select {
+			case c.incoming <- incoming{msgs, err}:
+			case <-c.closed:
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// next reads one line and decodes its message (or batch). A line over
+// max is not kept: it is scanned for its id, and an error reply for that id
+// stands in for it.
+func (c *lineConn) next(br *bufio.Reader, max int64) ([]jsonrpc.Message, error) {
+	var scan idScan
+	line, size, err := readLine(br, max, scan.feed)
+	if err != nil {
+		if err == io.EOF && size > 0 {
+			err = io.ErrUnexpectedEOF // a last line without its newline: the server died writing it
+		}
+		return nil, err
+	}
+	if size > max {
+		id, err := scan.ID()
+		if err != nil {
+			return nil, fmt.Errorf("the server sent a message of %s, over the bound of %s, and %v, so it cannot be answered", sizeOf(size), sizeOf(max), err)
+		}
+		return []jsonrpc.Message{tooLarge(id, size, max)}, nil
+	}
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil, nil
+	}
+	if line[0] == '[' {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(line, &raws); err != nil {
+			return nil, fmt.Errorf("the server sent a batch that is not JSON: %v", err)
+		}
+		msgs := make([]jsonrpc.Message, 0, len(raws))
+		for _, raw := range raws {
+			m, err := jsonrpc.DecodeMessage(raw)
+			if err != nil {
+				return nil, fmt.Errorf("the server sent a message that is not JSON-RPC: %v", err)
+			}
+			msgs = append(msgs, m)
+		}
+		return msgs, nil
+	}
+	m, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return nil, fmt.Errorf("the server sent a line that is not JSON-RPC (%q): %v", clip(line), err)
+	}
+	return []jsonrpc.Message{m}, nil
+}
+
+// errTooLarge starts the error a call gets for a reply over the bound.
+const errTooLarge = "reply too large"
+
+// tooLarge is the error reply that stands in for a reply of size bytes,
+// over max.
+func tooLarge(id jsonrpc.ID, size, max int64) *jsonrpc.Response {
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code:    jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("%s: the reply was %s, over the bound of %s, so myelin did not read it", errTooLarge, sizeOf(size), sizeOf(max)),
+	}}
+}
+
+// readLine reads up to and including the next '\n'. A line longer than
+// max is not kept: line is nil, size says how long it was, and each of its
+// pieces goes to skipped as it is read. At the end of input err is io.EOF,
+// and size counts what came after the last '\n'.
+func readLine(br *bufio.Reader, max int64, skipped func([]byte)) (line []byte, size int64, err error) {
+	over := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += int64(len(chunk))
+		switch {
+		case over:
+			skipped(chunk)
+		case size > max:
+			over = true
+			skipped(line)
+			skipped(chunk)
+			line = nil
+		default:
+			line = append(line, chunk...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return line, size, err
+	}
+}
+
+// Read gives the SDK the next message.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if len(c.queue) > 0 {
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		return m, nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case in := <-c.incoming:
+		if in.err != nil {
+			return nil, in.err
+		}
+		c.queue = in.msgs[1:]
+		return in.msgs[0], nil
+	}
+}
+
+// Write sends a message as one line.
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	s := c.captor.sent(ctx, msg)
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err == nil {
+		c.wmu.Lock()
+		_, err = c.in.Write(append(data, '\n'))
+		c.wmu.Unlock()
+	}
+	if err != nil && s != nil {
+		c.captor.forget(s)
+	}
+	return err
+}
+
+// Close closes the server's stdin, which asks a stdio server to exit, and
+// stops reading.
+func (c *lineConn) Close() error {
+	c.once.Do(func() {
+		close(c.closed)
+		c.in.Close()
+		c.out.Close()
+	})
+	return nil
+}
+
+// SessionID is empty: stdio has no sessions.
+func (c *lineConn) SessionID() string { return "" }
+
+func sizeOf(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func clip(b []byte) string {
+	if len(b) > 80 {
+		return string(b[:80]) + "…"
+	}
+	return string(b)
+}
