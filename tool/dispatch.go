@@ -117,6 +117,9 @@ func (d *Dispatcher) run(ctx context.Context, c Call) result.Result {
 		return result.Error(fmt.Sprintf("invalid input for %s: %v", c.Name, err))
 	}
 	timeout := d.Timeout
+	if t.Timeout > 0 {
+		timeout = t.Timeout
+	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}

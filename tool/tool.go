@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -40,6 +41,10 @@ type Tool struct {
 	InputSchema *jsonschema.Schema
 	// Handler runs a call.
 	Handler Handler
+	// Timeout, when set, bounds each call in place of the dispatcher's
+	// timeout: for a tool whose own configuration says how long it may
+	// take (an MCP server's "timeout").
+	Timeout time.Duration
 
 	once      sync.Once
 	resolved  *jsonschema.Resolved

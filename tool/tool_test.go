@@ -106,6 +106,23 @@ func TestTimeoutBecomesAnErrorResult(t *testing.T) {
 	}
 }
 
+func TestAToolsOwnTimeoutReplacesTheDispatchers(t *testing.T) {
+	slow := MustFunc("slow", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+			return "finished", nil
+		}
+	})
+	slow.Timeout = 5 * time.Second
+	d := dispatcher(t, slow)
+	d.Timeout = 20 * time.Millisecond
+	if out := d.Call(context.Background(), Call{ID: "1", Name: "slow"}); out.IsError || out.Text != "finished" {
+		t.Fatalf("a tool allowed 5s, under a dispatcher of 20ms: %+v", out)
+	}
+}
+
 func TestCancellationStopsTheRound(t *testing.T) {
 	started := make(chan struct{})
 	wait := MustFunc("wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {

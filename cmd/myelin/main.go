@@ -28,9 +28,10 @@ Usage:
   myelin chat [flags]
   myelin history list [--workspace DIR] [--store PATH]
   myelin history show ID [--json] [--workspace DIR] [--store PATH]
-  myelin tool list [--workspace DIR] [--allow-shell]
+  myelin tool list [--workspace DIR] [--allow-shell] [--mcp-config FILE]
   myelin tool call NAME ARGS_JSON [--workspace DIR] [--allow-shell]
-                   [--inline-cap N] [--call-id ID] [--json]
+                   [--mcp-config FILE] [--inline-cap N] [--call-id ID] [--json]
+  myelin mcp list [--workspace DIR] [--mcp-config FILE]
   myelin version
   myelin help
 
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runCommand(ctx, args[0], args[1:], stdin, stdout, stderr)
 	case "history":
 		return historyCommand(ctx, args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCommand(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "myelin: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage

@@ -15,6 +15,7 @@ import (
 
 	"myelin/agent"
 	"myelin/history"
+	"myelin/mcp"
 	"myelin/provider"
 	"myelin/provider/anthropic"
 	"myelin/provider/openai"
@@ -56,6 +57,7 @@ type agentFlags struct {
 	system       string
 	maxRounds    int
 	maxTokens    int
+	mcp          mcpFlags
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -71,6 +73,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.StringVar(&f.system, "system", "", "read the system prompt of a new conversation from `FILE`")
 	fs.IntVar(&f.maxRounds, "max-rounds", agent.DefaultMaxRounds, "the most tool rounds in one turn")
 	fs.IntVar(&f.maxTokens, "max-tokens", agent.DefaultMaxTokens, "the most tokens in one answer")
+	f.mcp.add(fs)
 	fs.SetOutput(io.Discard)
 	return fs
 }
@@ -81,10 +84,14 @@ type session struct {
 	agent *agent.Agent
 	ws    *workspace.Workspace
 	store *history.SQLite
+	mcp   *mcp.Set
 	id    string
 }
 
 func (s *session) close() {
+	if s.mcp != nil {
+		s.mcp.Close()
+	}
 	s.store.Close()
 	s.ws.Close()
 }
@@ -142,8 +149,13 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 		return nil, err
 	}
 	s := &session{ws: ws, store: store}
+	s.mcp, err = startMCP(ctx, ws, f.mcp, stderr)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
 	reg := &tool.Registry{}
-	tools := ws.Tools()
+	tools := append(ws.Tools(), s.mcp.Tools()...)
 	if f.allowShell {
 		tools = append(tools, shell.Tool(ws.Dir()))
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"myelin/mcp/mcptest"
 	"myelin/provider/providertest"
 )
 
@@ -212,6 +213,7 @@ func buildMyelin(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	mcptest.ServeIfAsked() // this binary is the MCP test server when asked
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

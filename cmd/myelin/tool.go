@@ -17,8 +17,10 @@ import (
 )
 
 const toolUsage = `Usage:
-  myelin tool list [--workspace DIR] [--allow-shell]
+  myelin tool list [--workspace DIR] [--allow-shell] [--mcp-config FILE]...
       One line per tool: its name, a tab, the first line of its description.
+      The tools of the MCP servers in WORKSPACE/.mcp.json and --mcp-config
+      files are listed and called like the built-in ones.
   myelin tool call NAME ARGS_JSON [flags]
       Run one call as the agent would and print the text the conversation
       would store, byte for byte. Exit status 0 for a success, 1 for an
@@ -34,12 +36,14 @@ type toolFlags struct {
 	inlineCap  int
 	callID     string
 	json       bool
+	mcp        mcpFlags
 }
 
 func (f *toolFlags) set(call bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("myelin tool", flag.ContinueOnError)
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
 	fs.BoolVar(&f.allowShell, "allow-shell", false, "offer shell--run")
+	f.mcp.add(fs)
 	if call {
 		fs.IntVar(&f.inlineCap, "inline-cap", 0, "the inline cap `N` in characters (default 24000, at least 1000)")
 		fs.StringVar(&f.callID, "call-id", "", "the call `ID`, which names a spill file (default: a random one)")
@@ -88,8 +92,14 @@ func toolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitUsage
 	}
 	defer ws.Close()
+	set, err := startMCP(ctx, ws, f.mcp, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "myelin:", err)
+		return exitUsage
+	}
+	defer set.Close()
 	reg := &tool.Registry{}
-	tools := ws.Tools()
+	tools := append(ws.Tools(), set.Tools()...)
 	if f.allowShell {
 		tools = append(tools, shell.Tool(ws.Dir()))
 	}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"myelin/mcp"
+	"myelin/tool"
+	"myelin/workspace"
+)
+
+const mcpUsage = `Usage:
+  myelin mcp list [--workspace DIR] [--mcp-config FILE]...
+      Start the MCP servers of WORKSPACE/.mcp.json and of each --mcp-config,
+      and show each server, its state and the names its tools are offered
+      under. Exit status 1 when a server did not start.
+
+Flags (before or after the arguments):
+`
+
+// mcpFlags are the MCP flags that tool, run and chat share with mcp list.
+type mcpFlags struct {
+	configs  configList
+	maxReply int
+}
+
+func (f *mcpFlags) add(fs *flag.FlagSet) {
+	fs.Var(&f.configs, "mcp-config", "read MCP servers from `FILE` too (an mcpServers document; may be repeated; its entries replace .mcp.json's of the same name)")
+	fs.IntVar(&f.maxReply, "mcp-max-reply", mcp.DefaultMaxReply>>20, "the largest reply read from an MCP server, in `MiB`")
+}
+
+// configList is a repeatable --mcp-config.
+type configList []string
+
+func (c *configList) String() string     { return strings.Join(*c, ",") }
+func (c *configList) Set(v string) error { *c = append(*c, v); return nil }
+
+// startMCP starts the servers of the workspace's .mcp.json and of the
+// --mcp-config files, and reports once on stderr each one that did not
+// start. The Set is empty, not nil, when no server is configured.
+func startMCP(ctx context.Context, ws *workspace.Workspace, f mcpFlags, stderr io.Writer) (*mcp.Set, error) {
+	if f.maxReply <= 0 {
+		return nil, fmt.Errorf("--mcp-max-reply must be at least 1 (MiB), got %d", f.maxReply)
+	}
+	files := []mcp.ConfigFile{{Path: filepath.Join(ws.Dir(), ".mcp.json"), Optional: true}}
+	for _, p := range f.configs {
+		files = append(files, mcp.ConfigFile{Path: p})
+	}
+	servers, err := mcp.LoadConfig(files, nil)
+	if err != nil {
+		return nil, err
+	}
+	set := mcp.Start(ctx, servers, mcp.Options{Dir: ws.Dir(), MaxReply: int64(f.maxReply) << 20, Version: version()})
+	for _, err := range set.Failures() {
+		fmt.Fprintln(stderr, "myelin:", err)
+	}
+	return set, nil
+}
+
+func mcpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, mcpUsage)
+		return exitUsage
+	}
+	var workspaceDir string
+	var f mcpFlags
+	fs := flag.NewFlagSet("myelin mcp", flag.ContinueOnError)
+	fs.StringVar(&workspaceDir, "workspace", ".", "the workspace root `DIR`")
+	f.add(fs)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), mcpUsage); fs.PrintDefaults() }
+	switch args[0] {
+	case "list":
+	case "help", "-h", "-help", "--help":
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "myelin mcp: unknown command %q\n\n%s", args[0], mcpUsage)
+		return exitUsage
+	}
+	pos, err := parseInterleaved(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK
+	}
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(stderr, "myelin mcp list: takes no arguments, got %q\n", pos)
+		return exitUsage
+	}
+	ws, err := workspace.Open(workspaceDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "myelin:", err)
+		return exitUsage
+	}
+	defer ws.Close()
+	set, err := startMCP(ctx, ws, f, io.Discard) // the list says it all
+	if err != nil {
+		fmt.Fprintln(stderr, "myelin:", err)
+		return exitUsage
+	}
+	defer set.Close()
+	byName := map[string]*tool.Tool{}
+	for _, t := range set.Tools() {
+		byName[t.Name] = t
+	}
+	code := exitOK
+	status := set.Status()
+	if len(status) == 0 {
+		fmt.Fprintf(stdout, "no MCP servers: none in %s and no --mcp-config\n", filepath.Join(ws.Dir(), ".mcp.json"))
+	}
+	for _, st := range status {
+		state := st.State
+		if st.Err != "" {
+			state += ": " + st.Err
+			code = exitError
+		}
+		fmt.Fprintf(stdout, "%s\t%s\t%s\t%d tools\n", st.Name, st.Type, state, len(st.Tools))
+		for _, name := range st.Tools {
+			fmt.Fprintf(stdout, "  %s\t%s\n", name, byName[name].Summary())
+		}
+	}
+	return code
+}
