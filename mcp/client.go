@@ -175,12 +175,13 @@ type server struct {
 	// offered are the names listed tools go by.
 	offered []string
 
-	mu     sync.Mutex
-	sess   *sdk.ClientSession
-	proc   *process // the stdio server's process, with sess
-	state  string
-	err    string
-	closed bool
+	restart sync.Mutex // one restart at a time, however many calls wait
+	mu      sync.Mutex
+	sess    *sdk.ClientSession
+	proc    *process // the stdio server's process, with sess
+	state   string
+	err     string
+	closed  bool
 }
 
 func (s *server) start(ctx context.Context) {
@@ -302,6 +303,8 @@ func (s *server) close() {
 
 // live returns the session, restarting a server that died.
 func (s *server) live(ctx context.Context) (*sdk.ClientSession, error) {
+	s.restart.Lock()
+	defer s.restart.Unlock()
 	s.mu.Lock()
 	sess, closed, why := s.sess, s.closed, s.err
 	s.mu.Unlock()

@@ -357,3 +357,19 @@ func TestAnHTTPServerWithoutItsKeyFailsToStart(t *testing.T) {
 		t.Errorf("failures %v", f)
 	}
 }
+
+func TestCallsAfterACrashShareOneRestart(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{})
+	h.call("t--crash", `{}`)
+	outs := h.d.Round(context.Background(), []tool.Call{
+		{ID: "a", Name: "t--pid", Input: json.RawMessage(`{}`)},
+		{ID: "b", Name: "t--pid", Input: json.RawMessage(`{}`)},
+		{ID: "c", Name: "t--pid", Input: json.RawMessage(`{}`)},
+	})
+	for _, o := range outs {
+		if o.IsError || o.Text != outs[0].Text {
+			t.Errorf("pids %q %q %q, want one restarted server", outs[0].Text, outs[1].Text, outs[2].Text)
+			break
+		}
+	}
+}
