@@ -68,6 +68,12 @@ func TestReferenceServersResultsReadAsSPEC4Says(t *testing.T) {
 			t.Errorf("got %q", out.Text)
 		}
 	})
+	t.Run("input is checked against the server's schema first", func(t *testing.T) {
+		out := h.call("everything--get-sum", `{"a":"x","b":1}`)
+		if !out.IsError || !strings.Contains(out.Text, `want "number"`) {
+			t.Errorf("got %q (error %v)", out.Text, out.IsError)
+		}
+	})
 	t.Run("get-tiny-image is a native image and a placeholder", func(t *testing.T) {
 		out := h.call("everything--get-tiny-image", `{}`)
 		if len(out.Images) != 1 || !strings.HasPrefix(string(out.Images[0].Data), "\x89PNG") {
