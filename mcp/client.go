@@ -228,8 +228,18 @@ func (s *server) connect(ctx context.Context) error {
 		return fmt.Errorf("connecting: %v", err)
 	}
 	s.mu.Lock()
-	s.sess, s.proc, s.state, s.err = sess, proc, StateRunning, ""
+	closed := s.closed
+	if !closed {
+		s.sess, s.proc, s.state, s.err = sess, proc, StateRunning, ""
+	}
 	s.mu.Unlock()
+	if closed { // Close came while this was starting
+		sess.Close()
+		if proc != nil {
+			proc.stop(s.opts.grace())
+		}
+		return errors.New("myelin has closed it")
+	}
 	go s.watch(sess, proc)
 	return nil
 }
@@ -301,6 +311,8 @@ func (s *server) close() {
 	s.drop()
 }
 
+const restartFailed = "; restarting it failed: "
+
 // live returns the session, restarting a server that died.
 func (s *server) live(ctx context.Context) (*sdk.ClientSession, error) {
 	s.restart.Lock()
@@ -316,8 +328,9 @@ func (s *server) live(ctx context.Context) (*sdk.ClientSession, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.startTimeout())
 	defer cancel()
+	why, _, _ = strings.Cut(why, restartFailed) // said once, however many restarts failed
 	if err := s.connect(ctx); err != nil {
-		s.setState(StateExited, why+"; restarting it failed: "+err.Error())
+		s.setState(StateExited, why+restartFailed+err.Error())
 		return nil, fmt.Errorf("%s, and restarting it failed: %v", why, err)
 	}
 	return s.session(), nil

@@ -373,3 +373,25 @@ func TestCallsAfterACrashShareOneRestart(t *testing.T) {
 		}
 	}
 }
+
+func TestARestartThatFailsIsAnErrorAndIsTriedAgainOnTheNextCall(t *testing.T) {
+	exe, env := mcptest.Command()
+	script := filepath.Join(t.TempDir(), "server.sh")
+	body := []byte("#!/bin/sh\nexec " + exe + "\n")
+	if err := os.WriteFile(script, body, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, []Server{{Name: "t", Type: "stdio", Command: script, Env: env}}, Options{})
+	h.call("t--crash", `{}`)
+	os.Remove(script)
+	out := h.call("t--echo", `{"text":"x"}`)
+	if !out.IsError || !strings.Contains(out.Text, "the server exited (exit status 3), and restarting it failed: ") {
+		t.Errorf("with the server gone: %q (error %v)", out.Text, out.IsError)
+	}
+	if err := os.WriteFile(script, body, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out := h.call("t--echo", `{"text":"back"}`); out.Text != "back" {
+		t.Errorf("with the server back: %q", out.Text)
+	}
+}

@@ -1,10 +1,12 @@
 // Package mcp owns myelin's side of MCP servers: their configuration (the
-// `mcpServers` JSON other MCP hosts read), the names their tools are
-// offered under, and — as issue 4 goes on — the client that connects them.
+// `mcpServers` JSON other MCP hosts read), the client that starts and
+// connects them (stdio and streamable HTTP, on the go-sdk), their lifecycle,
+// and the tools they offer, under names providers take.
 //
-// It must not turn a tool result into text: an MCP result goes to
-// result.FromMCP and from there through the one conversion like any other.
-// A server gets only the environment its entry names, plus PATH and HOME.
+// It must not turn a tool result into text: it hands the raw result JSON
+// to result.FromMCP, and from there the result goes through the one
+// conversion like any other. A server gets only the environment its entry
+// names, plus PATH and HOME.
 package mcp
 
 import (
