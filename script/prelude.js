@@ -1,0 +1,66 @@
+// The sandbox's side of code_execution: console, tools, and the bridge to
+// Go. It runs before the script, captures the bridge functions and removes
+// them from the global object, so a script reaches Go only through these.
+(function (names) {
+  const print = globalThis.__myelin_print;
+  const call = globalThis.__myelin_call;
+  const finish = globalThis.__myelin_finish;
+  delete globalThis.__myelin_print;
+  delete globalThis.__myelin_call;
+  delete globalThis.__myelin_finish;
+
+  const show = (v) => {
+    if (typeof v === "string") return v;
+    if (v instanceof Error) return v.stack ? String(v) + "\n" + v.stack.replace(/\n$/, "") : String(v);
+    if (v === undefined || typeof v === "function" || typeof v === "symbol" || typeof v === "bigint") return String(v);
+    try {
+      const s = JSON.stringify(v);
+      return s === undefined ? String(v) : s;
+    } catch (e) {
+      return String(v);
+    }
+  };
+  const log = (...args) => print(args.map(show).join(" ") + "\n");
+  globalThis.console = Object.freeze({ log, error: log, warn: log, info: log, debug: log });
+
+  const waiting = new Map();
+  let next = 0;
+  const settle = (ticket, text, isError, structured) => {
+    const resolve = waiting.get(ticket);
+    waiting.delete(ticket);
+    const r = { content: [{ type: "text", text }], isError };
+    if (structured !== "") r.structuredContent = JSON.parse(structured);
+    resolve(r);
+  };
+  const tools = Object.create(null);
+  for (const name of names) {
+    tools[name] = (input) => {
+      const json = JSON.stringify(input === undefined ? {} : input);
+      if (json === undefined) throw new TypeError("the input of " + name + " must be a JSON value");
+      const ticket = next++;
+      const p = new Promise((resolve) => waiting.set(ticket, resolve));
+      call(ticket, name, json);
+      return p;
+    };
+  }
+  globalThis.tools = Object.freeze(tools);
+
+  const where = (e) => {
+    const m = /<eval>:(\d+)/.exec(e && e.stack || "");
+    return m ? Number(m[1]) : 0;
+  };
+  const done = (v) => {
+    if (v === undefined) return finish("undefined", "", 0);
+    if (typeof v === "string") return finish("string", v, 0);
+    let json;
+    try {
+      json = JSON.stringify(v);
+    } catch (e) {
+      return finish("error", "the returned value could not be encoded as JSON: " + show(e), 0);
+    }
+    if (json === undefined) return finish("string", String(v), 0);
+    return finish("json", json, 0);
+  };
+  const failed = (e) => finish("error", e instanceof Error ? String(e) : "uncaught " + show(e), where(e));
+  return { settle, done, failed };
+})

@@ -1,0 +1,164 @@
+// Package script owns code_execution: the tool through which a model runs a
+// JavaScript program (modernc.org/quickjs, pure Go) that calls the agent's
+// other tools, prints, and returns a value — many tool calls in one round
+// trip of the model.
+//
+// A script's tool calls go through the same dispatch as the model's (schema
+// checks, timeouts, panics), and their results through the one conversion:
+// a script gets the text the model would get, as an MCP-shaped object
+// (SPEC §9). The package must not convert results itself beyond composing
+// its own output, and the sandbox must offer no way out but the tools: no
+// file system, network, processes or timers.
+package script
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"myelin/result"
+	"myelin/tool"
+)
+
+// Name is the tool's name.
+const Name = "code_execution"
+
+// Limits bound one script. Zero fields take the defaults. Every limit ends
+// the script with an error result that names it.
+type Limits struct {
+	// Time bounds the script's wall time, tool calls included
+	// (DefaultTime). A call's timeout_ms may lower it, not raise it.
+	Time time.Duration
+	// Memory bounds the engine's heap, in bytes (DefaultMemory).
+	Memory int64
+	// Stack bounds the call depth, in engine stack slots, about one per
+	// JavaScript call (DefaultStack).
+	Stack int
+	// Output bounds what the script prints, in bytes (DefaultOutput); the
+	// output is cut there and says so.
+	Output int
+	// ToolCalls bounds the tool calls of one script (DefaultToolCalls).
+	ToolCalls int
+}
+
+// Defaults of Limits.
+const (
+	DefaultTime      = 60 * time.Second
+	DefaultMemory    = 256 << 20
+	DefaultStack     = 2000
+	DefaultOutput    = 16 << 20
+	DefaultToolCalls = 1000
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.Time <= 0 {
+		l.Time = DefaultTime
+	}
+	if l.Memory <= 0 {
+		l.Memory = DefaultMemory
+	}
+	if l.Stack <= 0 {
+		l.Stack = DefaultStack
+	}
+	if l.Output <= 0 {
+		l.Output = DefaultOutput
+	}
+	if l.ToolCalls <= 0 {
+		l.ToolCalls = DefaultToolCalls
+	}
+	return l
+}
+
+// Config is what code_execution needs from the agent around it.
+type Config struct {
+	// Tools are the tools a script may call: all of them but
+	// code_execution itself, which a script cannot call.
+	Tools *tool.Registry
+	// Env is the conversion's environment for the results of a script's
+	// calls: the workspace's store, where a result over its cap spills.
+	// Its caps do not apply: a script gets each result whole up to
+	// Limits.Output characters.
+	Env result.Env
+	// Timeout bounds each of a script's tool calls, as the dispatcher's
+	// Timeout does the model's (0: tool.DefaultTimeout).
+	Timeout time.Duration
+	// Limits bound each script.
+	Limits Limits
+	// Trace, when set, gets a line per tool call a script makes: its
+	// name, input size, duration and error flag.
+	Trace io.Writer
+}
+
+//go:embed prelude.js
+var prelude string
+
+type input struct {
+	Code      string `json:"code" jsonschema:"JavaScript: the body of an async function. Top-level await and return work."`
+	TimeoutMS int    `json:"timeout_ms,omitempty" jsonschema:"the wall time in milliseconds (at most the configured limit)"`
+}
+
+// Tool is code_execution over the tools in c.Tools at the time of the
+// call; its description lists those that are there now. Add it after the
+// others.
+func Tool(c Config) *tool.Tool {
+	c.Limits = c.Limits.withDefaults()
+	schema, err := jsonschema.For[input](nil)
+	if err != nil {
+		panic(err) // the struct above is fixed
+	}
+	return &tool.Tool{
+		Name:        Name,
+		Description: describe(c),
+		InputSchema: schema,
+		// The script bounds itself and says which limit it hit; the
+		// dispatcher's bound is only a backstop.
+		Timeout: c.Limits.Time + 5*time.Second,
+		Handler: func(ctx context.Context, raw json.RawMessage) result.Result {
+			var in input
+			if err := json.Unmarshal(raw, &in); err != nil {
+				return result.Error(fmt.Sprintf("invalid input for %s: %v", Name, err))
+			}
+			limits := c.Limits
+			if in.TimeoutMS < 0 || time.Duration(in.TimeoutMS)*time.Millisecond > limits.Time {
+				return result.Error(fmt.Sprintf("timeout_ms must be between 1 and %d (the configured limit), got %d", limits.Time.Milliseconds(), in.TimeoutMS))
+			}
+			if in.TimeoutMS > 0 {
+				limits.Time = time.Duration(in.TimeoutMS) * time.Millisecond
+			}
+			return Run(ctx, c, limits, in.Code)
+		},
+	}
+}
+
+// names are the tools a script can call, in the registry's order.
+func names(reg *tool.Registry) []string {
+	var out []string
+	if reg == nil {
+		return out
+	}
+	for _, n := range reg.Names() {
+		if n != Name {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func describe(c Config) string {
+	var b strings.Builder
+	b.WriteString("Run JavaScript that calls tools, to do many calls in one step: read, grep and summarize across files, loop, filter, combine.\n")
+	b.WriteString("The code is the body of an async function: use await, and return a value.\n")
+	b.WriteString(`Call a tool: const r = await tools["workspace--read"]({path: "a.txt"}). r is {content: [{type: "text", text}], isError, structuredContent?}; r.content[0].text is the text the tool gave (a string result is the string itself; JSON.parse only text that is JSON).` + "\n")
+	b.WriteString("Calls started together (Promise.all) run concurrently. console.log prints.\n")
+	b.WriteString("You get back what was printed, then the returned value (a string as itself, anything else as JSON). A thrown error makes an error result with its message and line.\n")
+	fmt.Fprintf(&b, "Limits: %v wall time (timeout_ms may lower it), %d MiB memory, %d MiB of output, %d tool calls. No files, network, processes or timers except through the tools.\n",
+		c.Limits.Time, c.Limits.Memory>>20, c.Limits.Output>>20, c.Limits.ToolCalls)
+	b.WriteString("Tools: " + strings.Join(names(c.Tools), ", "))
+	return b.String()
+}

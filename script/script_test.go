@@ -1,0 +1,287 @@
+package script
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"myelin/result"
+	"myelin/tool"
+	"myelin/workspace"
+)
+
+// rig is a registry of test tools, a workspace, and code_execution over
+// them.
+type rig struct {
+	t    *testing.T
+	reg  *tool.Registry
+	ws   *workspace.Workspace
+	exec *tool.Tool
+	d    *tool.Dispatcher
+}
+
+func newRig(t *testing.T, lim Limits, extra ...*tool.Tool) *rig {
+	t.Helper()
+	ws, err := workspace.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	reg := &tool.Registry{}
+	tools := append(ws.Tools(),
+		tool.MustFunc("test--text", "Returns a string.", func(ctx context.Context, in struct {
+			S string `json:"s"`
+		}) (any, error) {
+			return in.S, nil
+		}),
+		tool.MustFunc("test--value", "Returns a map.", func(ctx context.Context, in struct{}) (any, error) {
+			return map[string]any{"b": 2, "a": []int{1}}, nil
+		}),
+		tool.MustFunc("test--fail", "Fails.", func(ctx context.Context, in struct{}) (any, error) {
+			return nil, fmt.Errorf("no such thing")
+		}),
+		tool.MustFunc("test--structured", "Text and structured content.", func(ctx context.Context, in struct{}) (any, error) {
+			return result.Result{Data: "two", Structured: json.RawMessage(`{"n":2,"list":["x","y"]}`)}, nil
+		}),
+		tool.MustFunc("test--slow", "Sleeps 200 ms.", func(ctx context.Context, in struct{}) (any, error) {
+			select {
+			case <-time.After(200 * time.Millisecond):
+				return "slept", nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}),
+	)
+	if err := reg.Add(append(tools, extra...)...); err != nil {
+		t.Fatal(err)
+	}
+	exec := Tool(Config{Tools: reg, Env: result.Env{Store: ws}, Limits: lim})
+	if err := reg.Add(exec); err != nil {
+		t.Fatal(err)
+	}
+	return &rig{t: t, reg: reg, ws: ws, exec: exec, d: &tool.Dispatcher{Tools: reg, Env: result.Env{Store: ws}}}
+}
+
+// run runs code as the model's call would, and returns what the model gets
+// and the structured content.
+func (r *rig) run(code string) (result.Output, map[string]any) {
+	r.t.Helper()
+	in, _ := json.Marshal(map[string]string{"code": code})
+	out := r.d.Call(context.Background(), tool.Call{ID: "call_1", Name: Name, Input: in})
+	var s map[string]any
+	if out.Structured != nil {
+		if err := json.Unmarshal(out.Structured, &s); err != nil {
+			r.t.Fatalf("structured %s: %v", out.Structured, err)
+		}
+	}
+	return out, s
+}
+
+func TestTheModelGetsThePrintedOutputThenTheValue(t *testing.T) {
+	r := newRig(t, Limits{})
+	for _, tc := range []struct{ name, code, want string }{
+		{"a string value as itself", `return "héllo \"there\""`, `héllo "there"`},
+		{"other values as compact JSON", `return {b: [1, 2], a: "x"}`, `{"b":[1,2],"a":"x"}`},
+		{"prints then the value", "console.log('one', 2, {x: 1}); console.error('two'); return 3", "one 2 {\"x\":1}\ntwo\n3"},
+		{"prints alone", "console.log('only')", "only\n"},
+		{"nothing: the structured content stands in (SPEC §4)", "", `{"output":"","value":null,"toolCalls":[]}`},
+		{"top-level await", "const r = await tools['test--text']({s: 'awaited'}); return r.content[0].text", "awaited"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _ := r.run(tc.code)
+			if out.IsError || out.Text != tc.want {
+				t.Errorf("got %q (error %v), want %q", out.Text, out.IsError, tc.want)
+			}
+		})
+	}
+}
+
+func TestAToolCallReturnsAnMCPShapedResult(t *testing.T) {
+	r := newRig(t, Limits{})
+	out, _ := r.run(`
+		const s = await tools["test--text"]({s: "plain \"text\"\nline"});
+		const j = await tools["test--text"]({s: '{"k": [1, 2]}'});
+		const v = await tools["test--value"]({});
+		const f = await tools["test--fail"]({});
+		const st = await tools["test--structured"]({});
+		return {
+			s: s.content[0].text, sType: s.content[0].type, sErr: s.isError, sHasStructured: "structuredContent" in s,
+			j: JSON.parse(j.content[0].text).k[1],
+			v: v.content[0].text,
+			f: f.content[0].text, fErr: f.isError,
+			st: st.content[0].text, stS: st.structuredContent,
+		}`)
+	if out.IsError {
+		t.Fatal(out.Text)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out.Text), &got); err != nil {
+		t.Fatalf("%q: %v", out.Text, err)
+	}
+	want := map[string]any{
+		"s": "plain \"text\"\nline", "sType": "text", "sErr": false, "sHasStructured": false,
+		"j": 2.0,
+		"v": `{"a":[1],"b":2}`,
+		"f": "no such thing", "fErr": true,
+		"st": "two", "stS": map[string]any{"n": 2.0, "list": []any{"x", "y"}},
+	}
+	for k, w := range want {
+		if fmt.Sprint(got[k]) != fmt.Sprint(w) {
+			t.Errorf("%s = %#v, want %#v", k, got[k], w)
+		}
+	}
+}
+
+func TestAResultReachesTheScriptWholeNotCappedAtTheInlineCap(t *testing.T) {
+	r := newRig(t, Limits{})
+	out, _ := r.run(`const r = await tools["test--text"]({s: "x".repeat(100000)}); return r.content[0].text.length`)
+	if out.Text != "100000" {
+		t.Errorf("the script saw %s characters, want 100000", out.Text)
+	}
+}
+
+func TestStructuredContentRecordsOutputValueAndToolCalls(t *testing.T) {
+	r := newRig(t, Limits{})
+	_, s := r.run(`console.log("hi"); await tools["test--fail"]({}); await tools["test--text"]({s: "abc"}); return [1]`)
+	if s["output"] != "hi\n" || fmt.Sprint(s["value"]) != "[1]" {
+		t.Errorf("structured %v", s)
+	}
+	calls, _ := s["toolCalls"].([]any)
+	if len(calls) != 2 {
+		t.Fatalf("toolCalls %v", s["toolCalls"])
+	}
+	first := calls[0].(map[string]any)
+	if first["name"] != "test--fail" || first["isError"] != true || first["inputBytes"] != 2.0 {
+		t.Errorf("first call %v", first)
+	}
+}
+
+func TestAThrownErrorIsAnErrorResultWithItsLine(t *testing.T) {
+	r := newRig(t, Limits{})
+	out, _ := r.run("console.log('before');\nconst x = null;\nx.foo;")
+	if !out.IsError || out.Text != "the script failed at line 3: TypeError: cannot read property 'foo' of null\nWhat it printed before:\nbefore\n" {
+		t.Errorf("got %q (error %v)", out.Text, out.IsError)
+	}
+	out, _ = r.run("let a = ;")
+	if !out.IsError || !strings.Contains(out.Text, "SyntaxError") || !strings.Contains(out.Text, "line 1") {
+		t.Errorf("syntax error: %q", out.Text)
+	}
+	out, _ = r.run(`throw "a string"`)
+	if !out.IsError || out.Text != "the script failed: uncaught a string" {
+		t.Errorf("thrown string: %q", out.Text)
+	}
+}
+
+func TestPromiseAllRunsToolCallsConcurrently(t *testing.T) {
+	var running, most atomic.Int32
+	probe := tool.MustFunc("test--probe", "Counts concurrent calls.", func(ctx context.Context, in struct{}) (any, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+		return "ok", nil
+	})
+	r := newRig(t, Limits{}, probe)
+	out, _ := r.run(`const rs = await Promise.all(Array.from({length: 10}, () => tools["test--probe"]({}))); return rs.length`)
+	if out.Text != "10" {
+		t.Fatalf("got %q", out.Text)
+	}
+	if most.Load() != 10 {
+		t.Errorf("at most %d calls ran at once, want all 10", most.Load())
+	}
+}
+
+func TestAScriptCannotCallCodeExecution(t *testing.T) {
+	r := newRig(t, Limits{})
+	out, _ := r.run(`return typeof tools["code_execution"]`)
+	if out.Text != "undefined" {
+		t.Errorf("tools has code_execution: %q", out.Text)
+	}
+	if !strings.Contains(r.exec.Description, "workspace--read") || strings.Contains(r.exec.Description, "code_execution,") {
+		t.Errorf("description lists %q", r.exec.Description)
+	}
+}
+
+func TestTheSandboxHasNoWayOutButTheTools(t *testing.T) {
+	r := newRig(t, Limits{})
+	out, _ := r.run(`return [typeof require, typeof std, typeof os, typeof setTimeout, typeof fetch, typeof XMLHttpRequest, typeof process, typeof __myelin_call, typeof __myelin_print].join(" ")`)
+	if out.Text != strings.TrimSpace(strings.Repeat("undefined ", 9)) {
+		t.Errorf("got %q", out.Text)
+	}
+	out, _ = r.run(`await import("fs")`)
+	if !out.IsError {
+		t.Errorf("import worked: %q", out.Text)
+	}
+}
+
+func TestLimitsStopTheScriptWithAnErrorNamingThem(t *testing.T) {
+	lim := Limits{Time: 500 * time.Millisecond, Memory: 32 << 20, Output: 1 << 20, ToolCalls: 50}
+	r := newRig(t, lim)
+	// The engine's own limits, with time to reach them even under -race.
+	engine := Limits{Time: 30 * time.Second, Memory: 32 << 20}
+	re := newRig(t, engine)
+	for _, tc := range []struct{ name, code, want string }{
+		{"a memory bomb", `const a = []; for (;;) a.push("x".repeat(1000) + a.length)`, "ran out of memory (its limit is 32 MiB)"},
+		{"deep recursion", `function f(n) { return f(n + 1) + 1 } f(0)`, "stack overflow"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if out, _ := re.run(tc.code); !out.IsError || !strings.Contains(out.Text, tc.want) {
+				t.Errorf("got %.300q (error %v), want %q", out.Text, out.IsError, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct{ name, code, want string }{
+		{"an infinite loop", `for (;;) {}`, "stopped at its time limit of 500ms"},
+		{"a try/catch around an infinite loop", `for (;;) { try { for (;;) {} } catch (e) {} }`, "stopped at its time limit of 500ms"},
+		{"waiting on slow tools past the time", `for (;;) await tools["test--slow"]({})`, "stopped at its time limit of 500ms"},
+		{"a 100 MB print", `const s = "y".repeat(1 << 20); for (let i = 0; i < 100; i++) console.log(s)`, "printed more than its output limit of 1 MiB"},
+		{"a print caught in a try", `const s = "y".repeat(1 << 20); for (let i = 0; i < 100; i++) try { console.log(s) } catch (e) {}`, "printed more than its output limit of 1 MiB"},
+		{"too many tool calls", `for (let i = 0; i < 10000; i++) try { await tools["test--text"]({s: "x"}) } catch (e) {}`, "more tool calls than its limit of 50"},
+		{"a promise nothing settles", `await new Promise(() => {})`, "waiting for a promise that nothing will settle"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t0 := time.Now()
+			out, _ := r.run(tc.code)
+			if !out.IsError || !strings.Contains(out.Text, tc.want) {
+				t.Errorf("got %.300q (error %v), want %q", out.Text, out.IsError, tc.want)
+			}
+			if el := time.Since(t0); el > lim.Time+time.Second {
+				t.Errorf("stopped after %v, past its limit plus a second", el)
+			}
+		})
+	}
+	// and the next script runs
+	if out, _ := r.run(`return "fine"`); out.Text != "fine" {
+		t.Errorf("after the limits: %q", out.Text)
+	}
+}
+
+func TestAHugeOutputSpillsLikeAnyResult(t *testing.T) {
+	r := newRig(t, Limits{})
+	out, _ := r.run(`for (let i = 0; i < 100000; i++) console.log("line " + i)`)
+	if out.IsError || out.SpillPath == "" || !strings.HasPrefix(out.Text, "line 0\nline 1\n") {
+		t.Fatalf("error %v spill %q: %.200q", out.IsError, out.SpillPath, out.Text)
+	}
+}
+
+func TestTimeoutMSLowersTheLimitAndCannotRaiseIt(t *testing.T) {
+	r := newRig(t, Limits{Time: 2 * time.Second})
+	in := `{"code":"for(;;){}","timeout_ms":100}`
+	out := r.d.Call(context.Background(), tool.Call{ID: "c", Name: Name, Input: json.RawMessage(in)})
+	if !out.IsError || !strings.Contains(out.Text, "time limit of 100ms") {
+		t.Errorf("got %q", out.Text)
+	}
+	out = r.d.Call(context.Background(), tool.Call{ID: "c", Name: Name, Input: json.RawMessage(`{"code":"1","timeout_ms":5000}`)})
+	if !out.IsError || !strings.Contains(out.Text, "at most") && !strings.Contains(out.Text, "between 1 and 2000") {
+		t.Errorf("got %q", out.Text)
+	}
+}
