@@ -152,7 +152,8 @@ func names(reg *tool.Registry) []string {
 
 func describe(c Config) string {
 	var b strings.Builder
-	b.WriteString("Run JavaScript that calls tools, to do many calls in one step: read, grep and summarize across files, loop, filter, combine.\n")
+	b.WriteString("Run JavaScript that calls the other tools: many calls, loops and filtering in one step.\n")
+	b.WriteString("Use it to read, grep and summarize across many files, or to chain calls, instead of calling tools one by one.\n")
 	b.WriteString("The code is the body of an async function: use await, and return a value.\n")
 	b.WriteString(`Call a tool: const r = await tools["workspace--read"]({path: "a.txt"}). r is {content: [{type: "text", text}], isError, structuredContent?}; r.content[0].text is the text the tool gave (a string result is the string itself; JSON.parse only text that is JSON).` + "\n")
 	b.WriteString("Calls started together (Promise.all) run concurrently. console.log prints.\n")

@@ -34,7 +34,7 @@ func workspaceWith(t *testing.T, files map[string]string) string {
 }
 
 func TestToolListIsNameTabSummaryInStableOrder(t *testing.T) {
-	out, _, code := cli(t, "tool", "list", "--workspace", t.TempDir())
+	out, _, code := cli(t, "tool", "list", "--workspace", t.TempDir(), "--no-code-execution")
 	want := "workspace--edit\tReplace exact text in a workspace file.\n" +
 		"workspace--glob\tFind workspace files whose path matches a glob.\n" +
 		"workspace--grep\tSearch the workspace's text files for an RE2 regular expression.\n" +
@@ -45,7 +45,7 @@ func TestToolListIsNameTabSummaryInStableOrder(t *testing.T) {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 	out, _, _ = cli(t, "tool", "list", "--allow-shell", "--workspace", t.TempDir())
-	if !strings.HasPrefix(out, "shell--run\tRun a shell command (bash -c) in the workspace root.\n") {
+	if !strings.HasPrefix(out, "code_execution\tRun JavaScript that calls the other tools: many calls, loops and filtering in one step.\nshell--run\tRun a shell command (bash -c) in the workspace root.\nworkspace--edit\t") {
 		t.Fatalf("output:\n%s", out)
 	}
 }

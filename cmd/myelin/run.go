@@ -15,13 +15,10 @@ import (
 
 	"myelin/agent"
 	"myelin/history"
-	"myelin/mcp"
 	"myelin/provider"
 	"myelin/provider/anthropic"
 	"myelin/provider/openai"
 	"myelin/result"
-	"myelin/shell"
-	"myelin/tool"
 	"myelin/workspace"
 )
 
@@ -47,7 +44,6 @@ const (
 // agentFlags are the flags of run and chat.
 type agentFlags struct {
 	workspace    string
-	allowShell   bool
 	inlineCap    int
 	provider     string
 	model        string
@@ -57,13 +53,12 @@ type agentFlags struct {
 	system       string
 	maxRounds    int
 	maxTokens    int
-	mcp          mcpFlags
+	tools        toolsetFlags
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("myelin "+name, flag.ContinueOnError)
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
-	fs.BoolVar(&f.allowShell, "allow-shell", false, "offer shell--run")
 	fs.IntVar(&f.inlineCap, "inline-cap", 0, "the inline cap `N` in characters (default 24000, at least 1000)")
 	fs.StringVar(&f.provider, "provider", "", "anthropic or openai (default: the one whose API key is set, anthropic first)")
 	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+" or "+defaultOpenAIModel+")")
@@ -73,7 +68,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.StringVar(&f.system, "system", "", "read the system prompt of a new conversation from `FILE`")
 	fs.IntVar(&f.maxRounds, "max-rounds", agent.DefaultMaxRounds, "the most tool rounds in one turn")
 	fs.IntVar(&f.maxTokens, "max-tokens", agent.DefaultMaxTokens, "the most tokens in one answer")
-	f.mcp.add(fs)
+	f.tools.add(fs)
 	fs.SetOutput(io.Discard)
 	return fs
 }
@@ -84,13 +79,13 @@ type session struct {
 	agent *agent.Agent
 	ws    *workspace.Workspace
 	store *history.SQLite
-	mcp   *mcp.Set
+	tools *toolset
 	id    string
 }
 
 func (s *session) close() {
-	if s.mcp != nil {
-		s.mcp.Close()
+	if s.tools != nil {
+		s.tools.close()
 	}
 	s.store.Close()
 	s.ws.Close()
@@ -149,22 +144,14 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 		return nil, err
 	}
 	s := &session{ws: ws, store: store}
-	s.mcp, err = startMCP(ctx, ws, f.mcp, stderr)
+	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
+	s.tools, err = openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
 		s.close()
 		return nil, err
 	}
-	reg := &tool.Registry{}
-	tools := append(ws.Tools(), s.mcp.Tools()...)
-	if f.allowShell {
-		tools = append(tools, shell.Tool(ws.Dir()))
-	}
-	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: reg, Model: model, System: system,
-		Env: result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens}
-	if err := reg.Add(tools...); err != nil {
-		s.close()
-		return nil, err
-	}
+	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
+		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens}
 	if err := s.pick(ctx, f, path, stderr); err != nil {
 		s.close()
 		return nil, err

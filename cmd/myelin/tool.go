@@ -11,7 +11,6 @@ import (
 	"io"
 
 	"myelin/result"
-	"myelin/shell"
 	"myelin/tool"
 	"myelin/workspace"
 )
@@ -19,6 +18,7 @@ import (
 const toolUsage = `Usage:
   myelin tool list [--workspace DIR] [--allow-shell] [--mcp-config FILE]...
       One line per tool: its name, a tab, the first line of its description.
+      code_execution is offered unless --no-code-execution.
       The tools of the MCP servers in WORKSPACE/.mcp.json and --mcp-config
       files are listed and called like the built-in ones.
   myelin tool call NAME ARGS_JSON [flags]
@@ -31,19 +31,17 @@ Flags (before or after the arguments):
 
 // toolFlags are the flags of `myelin tool list` and `myelin tool call`.
 type toolFlags struct {
-	workspace  string
-	allowShell bool
-	inlineCap  int
-	callID     string
-	json       bool
-	mcp        mcpFlags
+	workspace string
+	inlineCap int
+	callID    string
+	json      bool
+	tools     toolsetFlags
 }
 
 func (f *toolFlags) set(call bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("myelin tool", flag.ContinueOnError)
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
-	fs.BoolVar(&f.allowShell, "allow-shell", false, "offer shell--run")
-	f.mcp.add(fs)
+	f.tools.add(fs)
 	if call {
 		fs.IntVar(&f.inlineCap, "inline-cap", 0, "the inline cap `N` in characters (default 24000, at least 1000)")
 		fs.StringVar(&f.callID, "call-id", "", "the call `ID`, which names a spill file (default: a random one)")
@@ -92,21 +90,14 @@ func toolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitUsage
 	}
 	defer ws.Close()
-	set, err := startMCP(ctx, ws, f.mcp, stderr)
+	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
+	ts, err := openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "myelin:", err)
 		return exitUsage
 	}
-	defer set.Close()
-	reg := &tool.Registry{}
-	tools := append(ws.Tools(), set.Tools()...)
-	if f.allowShell {
-		tools = append(tools, shell.Tool(ws.Dir()))
-	}
-	if err := reg.Add(tools...); err != nil {
-		fmt.Fprintln(stderr, "myelin:", err)
-		return exitError
-	}
+	defer ts.close()
+	reg := ts.reg
 	if sub == "list" {
 		if len(pos) != 0 {
 			fmt.Fprintf(stderr, "myelin tool list: takes no arguments, got %q\n", pos)
@@ -117,10 +108,10 @@ func toolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		}
 		return exitOK
 	}
-	return toolCall(ctx, f, pos, reg, ws, stdout, stderr)
+	return toolCall(ctx, f, pos, reg, env, stdout, stderr)
 }
 
-func toolCall(ctx context.Context, f toolFlags, pos []string, reg *tool.Registry, ws *workspace.Workspace, stdout, stderr io.Writer) int {
+func toolCall(ctx context.Context, f toolFlags, pos []string, reg *tool.Registry, env result.Env, stdout, stderr io.Writer) int {
 	if len(pos) != 2 {
 		fmt.Fprintf(stderr, "myelin tool call: want NAME and ARGS_JSON, got %d arguments\n\n%s", len(pos), toolUsage)
 		return exitUsage
@@ -142,7 +133,7 @@ func toolCall(ctx context.Context, f toolFlags, pos []string, reg *tool.Registry
 	if id == "" {
 		id = randomID()
 	}
-	d := &tool.Dispatcher{Tools: reg, Env: result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}}
+	d := &tool.Dispatcher{Tools: reg, Env: env}
 	out := d.Call(ctx, tool.Call{ID: id, Name: name, Input: json.RawMessage(args)})
 	if f.json {
 		if err := writeJSON(stdout, out); err != nil {

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"myelin/provider/providertest"
+)
+
+// The scenario of issue 5: one script greps, reads and summarizes across
+// many files.
+func TestCodeExecutionGrepsReadsAndSummarizesInOneCall(t *testing.T) {
+	files := map[string]string{}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		files["notes/"+name+".txt"] = "title " + name + "\nTODO: fix " + name + "\nend\n"
+	}
+	files["notes/clean.txt"] = "nothing to do\n"
+	dir := workspaceWith(t, files)
+	code := `
+		const g = await tools["workspace--grep"]({pattern: "TODO", path: "notes"});
+		const paths = [...new Set(g.structuredContent.matches.map(m => m.path))];
+		const reads = await Promise.all(paths.map(path => tools["workspace--read"]({path, limit: 1})));
+		for (const [i, r] of reads.entries()) console.log(paths[i], "->", r.content[0].text.split("\n")[0].split("\t")[1]);
+		return {files: paths.length}`
+	out, errOut, code2 := cli(t, "tool", "call", "code_execution", `{"code":`+quote(code)+`}`, "--workspace", dir)
+	if code2 != 0 {
+		t.Fatalf("exit %d: %s %s", code2, out, errOut)
+	}
+	want := "notes/a.txt -> title a\nnotes/b.txt -> title b\nnotes/c.txt -> title c\nnotes/d.txt -> title d\n{\"files\":4}"
+	if out != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+	trace, err := os.ReadFile(filepath.Join(dir, ".myelin", "logs", "trace.log"))
+	if err != nil || strings.Count(string(trace), "\n") != 5 || !strings.Contains(string(trace), " workspace--grep input=") {
+		t.Errorf("trace log (%v):\n%s", err, trace)
+	}
+}
+
+func quote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`, "\t", `\t`)
+	return `"` + r.Replace(s) + `"`
+}
+
+func TestRunOffersCodeExecutionUnlessTurnedOff(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		dir := workspaceWith(t, nil)
+		srv := fakeAnthropic(t, providertest.Step{Text: "ok"})
+		args := []string{"run", "--workspace", dir, "hi"}
+		if off {
+			args = append(args, "--no-code-execution")
+		}
+		if _, errOut, code := cli(t, args...); code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		offered := false
+		for _, tl := range srv.Request(0)["tools"].([]any) {
+			if tl.(map[string]any)["name"] == "code_execution" {
+				offered = true
+			}
+		}
+		if offered == off {
+			t.Errorf("--no-code-execution=%v: code_execution offered=%v", off, offered)
+		}
+	}
+}
