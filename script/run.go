@@ -53,6 +53,8 @@ type run struct {
 	quit     chan struct{}
 	callCtx  context.Context
 
+	settleFn quickjs.Value // __myelin.settle, held for the run
+
 	mu      sync.Mutex
 	stopped string // the limit that stopped the script, once one did
 
@@ -100,6 +102,11 @@ func Run(ctx context.Context, c Config, limits Limits, code string) result.Resul
 		case <-ctx.Done():
 			r.stop(stopCancelled)
 		case <-watched:
+		}
+	}()
+	defer func() {
+		if r.settleFn.VM() != nil {
+			r.settleFn.Free()
 		}
 	}()
 	if err := r.start(code); err != nil {
@@ -155,13 +162,20 @@ func (r *run) start(code string) error {
 	// On the script's first line, so that the engine's line numbers are
 	// the script's.
 	r.arm()
-	_, err := r.vm.Eval("(async function () {"+code+"\n})().then(__myelin.done, __myelin.failed);", quickjs.EvalGlobal)
+	fn, err := r.vm.EvalValue("__myelin.settle", quickjs.EvalGlobal)
+	if err != nil {
+		return fmt.Errorf("setting up the sandbox: %v", err)
+	}
+	r.settleFn = fn
+	_, err = r.vm.Eval("(async function () {"+code+"\n})().then(__myelin.done, __myelin.failed);", quickjs.EvalGlobal)
 	return err
 }
 
 // loop runs the script's jobs and settles its tool calls until it
 // finishes or is stopped.
 func (r *run) loop(ctx context.Context) error {
+	timeUp := time.NewTimer(time.Until(r.deadline))
+	defer timeUp.Stop()
 	for {
 		r.arm()
 		if _, err := r.vm.ExecutePendingJobs(); err != nil {
@@ -178,7 +192,7 @@ func (r *run) loop(ctx context.Context) error {
 			if err := r.settle(comp); err != nil {
 				return err
 			}
-		case <-time.After(time.Until(r.deadline)):
+		case <-timeUp.C:
 			r.stop(stopTime)
 			return nil
 		case <-ctx.Done():
@@ -239,7 +253,7 @@ func (r *run) settle(c completion) error {
 		fmt.Fprintf(w, "%s %s %s input=%dB ms=%d error=%v\n", time.Now().UTC().Format(time.RFC3339), r.id, r.calls[c.index].Name, r.calls[c.index].InputBytes, c.ms, c.out.IsError)
 	}
 	r.arm()
-	_, err := r.vm.Call("__myelin.settle", c.ticket, c.out.Text, c.out.IsError, string(c.out.Structured))
+	_, err := r.settleFn.Call(quickjs.UndefinedValue, c.ticket, c.out.Text, c.out.IsError, string(c.out.Structured))
 	return err
 }
 

@@ -65,6 +65,14 @@ func (d *Dispatcher) Call(ctx context.Context, c Call) result.Output {
 // (a script's structured content); text for the conversation comes from
 // Round.
 func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
+	if len(calls) == 1 { // nothing to run beside it: no goroutine to hand it to
+		start := time.Now()
+		r := d.run(ctx, calls[0])
+		if d.Finished != nil {
+			d.Finished(0, calls[0], time.Since(start))
+		}
+		return []result.Result{r}
+	}
 	out := make([]result.Result, len(calls))
 	done := make(chan struct{}, len(calls))
 	for i, c := range calls {
