@@ -65,3 +65,26 @@ func TestRunOffersCodeExecutionUnlessTurnedOff(t *testing.T) {
 		}
 	}
 }
+
+// A script's own calls are not rounds of the conversation: history holds
+// the one code_execution call and its result.
+func TestAScriptsCallsAreNotAddedToTheConversation(t *testing.T) {
+	dir := workspaceWith(t, map[string]string{"a.txt": "alpha\n", "b.txt": "beta\n"})
+	code := `const [a, b] = await Promise.all(["a.txt", "b.txt"].map(path => tools["workspace--read"]({path}))); return [a, b].map(r => r.content[0].text.split("\n")[0].split("\t")[1]).join("+")`
+	srv := fakeAnthropic(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "code_execution", Input: `{"code":` + quote(code) + `}`}}},
+		providertest.Step{Text: "done"})
+	_, errOut, code2 := cli(t, "run", "--workspace", dir, "read both")
+	if code2 != 0 {
+		t.Fatalf("exit %d: %s", code2, errOut)
+	}
+	out, _, _ := cli(t, "history", "list", "--workspace", dir)
+	if !strings.Contains(out, "\t4 messages\t") {
+		t.Errorf("history: %s", out)
+	}
+	msgs := srv.Request(1)["messages"].([]any)
+	last := msgs[len(msgs)-1].(map[string]any)["content"].([]any)
+	if len(last) != 1 || last[0].(map[string]any)["content"] != "alpha+beta" {
+		t.Errorf("the model got %v", last)
+	}
+}
