@@ -285,3 +285,21 @@ func TestTimeoutMSLowersTheLimitAndCannotRaiseIt(t *testing.T) {
 		t.Errorf("got %q", out.Text)
 	}
 }
+
+func TestCancellingTheCallStopsTheScript(t *testing.T) {
+	r := newRig(t, Limits{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	res := Run(ctx, Config{Tools: r.reg}, Limits{}, `for (;;) {}`)
+	if !res.IsError || !strings.Contains(fmt.Sprint(res.Data), "cancelled") {
+		t.Errorf("got %v (error %v)", res.Data, res.IsError)
+	}
+}
+
+func TestWhatAScriptPrintsAndReturnsIsWellFormed(t *testing.T) {
+	r := newRig(t, Limits{})
+	out, _ := r.run(`console.log("lone \uD800 high"); return "pair \uD83C\uDF89 and lone \uDC00"`)
+	if want := "lone \uFFFD high\npair 🎉 and lone \uFFFD"; out.Text != want {
+		t.Errorf("got %q, want %q", out.Text, want)
+	}
+}

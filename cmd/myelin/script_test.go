@@ -88,3 +88,18 @@ func TestAScriptsCallsAreNotAddedToTheConversation(t *testing.T) {
 		t.Errorf("the model got %v", last)
 	}
 }
+
+func TestScriptLimitsComeFromTheFlags(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	out, _, code := cli(t, "tool", "call", "code_execution", `{"code":"for (;;) {}"}`, "--workspace", dir, "--script-time", "200ms")
+	if code != 1 || !strings.Contains(out, "time limit of 200ms") {
+		t.Errorf("exit %d: %q", code, out)
+	}
+	out, _, code = cli(t, "tool", "call", "code_execution", `{"code":"for (let i = 0; i < 5; i++) await tools['workspace--list']({})"}`, "--workspace", dir, "--script-tool-calls", "3")
+	if code != 1 || !strings.Contains(out, "more tool calls than its limit of 3") {
+		t.Errorf("exit %d: %q", code, out)
+	}
+	if _, errOut, code := cli(t, "tool", "list", "--workspace", dir, "--script-memory", "0"); code != 2 || !strings.Contains(errOut, "--script-memory must be positive") {
+		t.Errorf("exit %d: %q", code, errOut)
+	}
+}

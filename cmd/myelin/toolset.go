@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,13 +20,33 @@ import (
 type toolsetFlags struct {
 	allowShell      bool
 	noCodeExecution bool
+	script          script.Limits
+	scriptMemory    int // MiB
+	scriptOutput    int // MiB
 	mcp             mcpFlags
 }
 
 func (f *toolsetFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&f.allowShell, "allow-shell", false, "offer shell--run")
 	fs.BoolVar(&f.noCodeExecution, "no-code-execution", false, "do not offer code_execution (scripts that call the other tools)")
+	fs.DurationVar(&f.script.Time, "script-time", script.DefaultTime, "a script's wall time `limit`")
+	fs.IntVar(&f.scriptMemory, "script-memory", script.DefaultMemory>>20, "a script's memory limit in `MiB`")
+	fs.IntVar(&f.scriptOutput, "script-output", script.DefaultOutput>>20, "a script's output limit in `MiB`")
+	fs.IntVar(&f.script.ToolCalls, "script-tool-calls", script.DefaultToolCalls, "the most tool calls of one script")
+	fs.IntVar(&f.script.Stack, "script-stack", script.DefaultStack, "a script's call depth limit, in engine stack slots")
 	f.mcp.add(fs)
+}
+
+// limits are the script limits the flags give, checked.
+func (f *toolsetFlags) limits() (script.Limits, error) {
+	l := f.script
+	l.Memory, l.Output = int64(f.scriptMemory)<<20, f.scriptOutput<<20
+	for name, v := range map[string]int64{"--script-time": int64(l.Time), "--script-memory": l.Memory, "--script-output": int64(l.Output), "--script-tool-calls": int64(l.ToolCalls), "--script-stack": int64(l.Stack)} {
+		if v <= 0 {
+			return l, fmt.Errorf("%s must be positive", name)
+		}
+	}
+	return l, nil
 }
 
 // toolset is the tools of one command, and what they hold open.
@@ -53,8 +74,13 @@ func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, e
 		return nil, err
 	}
 	if !f.noCodeExecution {
+		limits, err := f.limits()
+		if err != nil {
+			ts.close()
+			return nil, err
+		}
 		ts.trace = openTrace(ws)
-		c := script.Config{Tools: ts.reg, Env: env}
+		c := script.Config{Tools: ts.reg, Env: env, Limits: limits}
 		if ts.trace != nil {
 			c.Trace = ts.trace
 		}
