@@ -174,6 +174,7 @@ func TestRawResultsTheSDKWouldRefuse(t *testing.T) {
 		{"unknown block type", `{"content":[{"type":"text","text":"before"},{"type":"hologram","data":{"z":1}}]}`, `before` + "\n" + `{"type":"hologram","data":{"z":1}}`},
 		{"lone surrogate", `{"content":[{"type":"text","text":"a\ud800b"}]}`, "a\uFFFDb"},
 		{"surrogate pair", `{"content":[{"type":"text","text":"\ud83c\udf89"}]}`, "🎉"},
+		{"lone surrogate in structured content", `{"content":[],"structuredContent":{"s":"a\ud800"}}`, `{"s":"a\ufffd"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, _ := json.Marshal(map[string]string{"json": tc.raw})

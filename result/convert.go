@@ -239,11 +239,11 @@ func (c *converter) resource(b ResourceBlock) string {
 }
 
 func (c *converter) unknown(raw json.RawMessage) string {
-	var buf bytes.Buffer
-	if len(raw) == 0 || json.Compact(&buf, raw) != nil {
+	out, err := JSON(raw)
+	if len(raw) == 0 || err != nil {
 		return `{"type":"unknown"}`
 	}
-	return WellFormed(buf.String())
+	return string(out)
 }
 
 // stubField bounds a field that a server chose (a MIME type, a URI, a name)
@@ -267,15 +267,17 @@ const stubFieldMax = 200
 
 // JSON is the deterministic compact JSON of SPEC §2: map keys sorted
 // (encoding/json sorts them), `<`, `>` and `&` as themselves, no trailing
-// newline. A json.RawMessage is compacted, and must be valid. It is how the
-// conversion writes other values, and how the store writes what it keeps.
+// newline. A json.RawMessage is compacted, and must be valid; its strings
+// are made well formed as SPEC §3 says for text (it may come as a server
+// sent it). It is how the conversion writes other values, and how the store
+// writes what it keeps.
 func JSON(v any) (json.RawMessage, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
 			return nil, fmt.Errorf("not valid JSON: %v", err)
 		}
-		return buf.Bytes(), nil
+		return wellFormedJSON(buf.Bytes()), nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

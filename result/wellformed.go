@@ -178,3 +178,56 @@ func LooksBinary(s string) bool {
 	_, bad := repair(s)
 	return isBinary(len(s), bad)
 }
+
+// wellFormedJSON makes the strings of valid JSON well formed: ill-formed
+// bytes and surrogates in UTF-8 form as WellFormed does, and a `\uXXXX`
+// escape of a lone surrogate as `\ufffd`, so that the JSON's own text is
+// valid UTF-8 and so is every string a reader decodes from it. JSON that
+// needs nothing is returned as is.
+func wellFormedJSON(b []byte) []byte {
+	if utf8.Valid(b) && !hasSurrogateEscape(b) {
+		return b
+	}
+	s := WellFormed(string(b))
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			out = append(out, s[i])
+			continue
+		}
+		if s[i+1] != 'u' {
+			out = append(out, s[i], s[i+1]) // an escape of one character, \\ included
+			i++
+			continue
+		}
+		r, n := escapedRune(s[i+2:])
+		switch {
+		case n == 10: // a pair: kept as it was written
+			out = append(out, s[i:i+12]...)
+		case r == utf8.RuneError && n == 4 && isSurrogateHex(s[i+2:i+6]):
+			out = append(out, `\ufffd`...)
+		default:
+			out = append(out, s[i:i+2+n]...)
+		}
+		i += 1 + n
+	}
+	return out
+}
+
+// hasSurrogateEscape reports whether b may hold `\uD800`–`\uDFFF`.
+func hasSurrogateEscape(b []byte) bool {
+	for i := 0; i+5 < len(b); i++ {
+		if b[i] == '\\' && b[i+1] == 'u' && (b[i+2] == 'd' || b[i+2] == 'D') {
+			switch b[i+3] {
+			case '8', '9', 'a', 'b', 'c', 'd', 'e', 'f', 'A', 'B', 'C', 'D', 'E', 'F':
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isSurrogateHex(h string) bool {
+	r, ok := hex4(h)
+	return ok && r >= 0xD800 && r < 0xE000
+}

@@ -1,6 +1,7 @@
 package result
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -95,6 +96,20 @@ func TestCharsCountsCodePointsOfWellFormedText(t *testing.T) {
 			if got, want := Chars(p), utf8.RuneCountInString(p); got != want {
 				t.Fatalf("Chars(%q) = %d, want %d", p, got, want)
 			}
+		}
+	}
+}
+
+func TestStructuredJSONIsMadeWellFormed(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"a":"plain é \u00e9"}`, `{"a":"plain é \u00e9"}`},
+		{"{\"a\":\"x\xffy\"}", "{\"a\":\"x\uFFFDy\"}"},
+		{"{\"a\":\"\xed\xa0\xbd\xed\xb8\x80\"}", "{\"a\":\"😀\"}"},
+		{`{"lone":"a\ud800b","low":"\uDC00","pair":"\ud83d\ude00","esc":"\\ud800"}`, `{"lone":"a\ufffdb","low":"\ufffd","pair":"\ud83d\ude00","esc":"\\ud800"}`},
+	} {
+		got, err := JSON(json.RawMessage(tc.in))
+		if err != nil || string(got) != tc.want {
+			t.Errorf("JSON(%q) = %q (%v), want %q", tc.in, got, err, tc.want)
 		}
 	}
 }
