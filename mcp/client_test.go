@@ -244,7 +244,8 @@ func TestAServerThatDiesMidCallIsRestartedOnTheNextCall(t *testing.T) {
 		t.Errorf("state after the restart %q, want running", st.State)
 	}
 	log := string(h.file(".myelin/logs/mcp-t.log"))
-	if !strings.Contains(log, "mcptest: crashing as asked") || strings.Count(log, "--- myelin started") != 2 {
+	if !strings.Contains(log, "mcptest: crashing as asked") || strings.Count(log, "--- myelin started") != 2 ||
+		!strings.Contains(log, "skipped a line on the server's stdout that is not JSON-RPC") || !strings.Contains(log, "[INFO] and a log line in brackets") {
 		t.Errorf("log:\n%s", log)
 	}
 }

@@ -47,7 +47,6 @@ func startProcess(s Server, o *Options) (*process, error) {
 		return nil, err
 	}
 	logPath := logFile.Name()
-	defer logFile.Close() // the child has its own copy
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -69,12 +68,15 @@ func startProcess(s Server, o *Options) (*process, error) {
 	if err != nil {
 		inW.Close()
 		outR.Close()
+		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %v", s.Command, err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{}), log: logPath}
 	p.conn = newLineConn(inW, outR, o.maxReply())
+	p.conn.stray = logFile // lines on stdout that are not JSON-RPC go to the log
 	go func() {
 		p.err = cmd.Wait()
+		defer logFile.Close()
 		// Whatever it left behind in its group goes with it, and the
 		// session learns at once that the server is gone.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -168,6 +170,9 @@ type lineConn struct {
 	closed   chan struct{}
 	once     sync.Once
 	queue    []jsonrpc.Message // the rest of a batch; Read's alone
+	// stray gets the lines a server writes to stdout that are not
+	// JSON-RPC (a banner, a log line), which are skipped, not fatal.
+	stray io.Writer
 }
 
 type incoming struct {
@@ -232,25 +237,35 @@ func (c *lineConn) next(br *bufio.Reader, max int64) ([]jsonrpc.Message, error) 
 		return nil, nil
 	}
 	if line[0] == '[' {
-		var raws []json.RawMessage
-		if err := json.Unmarshal(line, &raws); err != nil {
-			return nil, fmt.Errorf("the server sent a batch that is not JSON: %v", err)
+		if msgs, ok := batch(line); ok {
+			return msgs, nil
 		}
-		msgs := make([]jsonrpc.Message, 0, len(raws))
-		for _, raw := range raws {
-			m, err := jsonrpc.DecodeMessage(raw)
-			if err != nil {
-				return nil, fmt.Errorf("the server sent a message that is not JSON-RPC: %v", err)
-			}
-			msgs = append(msgs, m)
-		}
-		return msgs, nil
 	}
 	m, err := jsonrpc.DecodeMessage(line)
 	if err != nil {
-		return nil, fmt.Errorf("the server sent a line that is not JSON-RPC (%q): %v", clip(line), err)
+		if c.stray != nil {
+			fmt.Fprintf(c.stray, "--- myelin skipped a line on the server's stdout that is not JSON-RPC (%v): %s\n", err, clip(line))
+		}
+		return nil, nil
 	}
 	return []jsonrpc.Message{m}, nil
+}
+
+// batch decodes a line holding an array of JSON-RPC messages.
+func batch(line []byte) ([]jsonrpc.Message, bool) {
+	var raws []json.RawMessage
+	if json.Unmarshal(line, &raws) != nil || len(raws) == 0 {
+		return nil, false
+	}
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	for _, raw := range raws {
+		m, err := jsonrpc.DecodeMessage(raw)
+		if err != nil {
+			return nil, false
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, true
 }
 
 // errTooLarge starts the error a call gets for a reply over the bound.

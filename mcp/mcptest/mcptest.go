@@ -131,6 +131,10 @@ func ServeIfAsked() {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "mcptest: serving on stdio")
+	// Servers that print a banner or a log line on stdout are common; a
+	// client must skip such lines, not fail.
+	fmt.Println("mcptest: a banner on stdout")
+	fmt.Println("[INFO] and a log line in brackets")
 	err := NewServer().Run(context.Background(), rawTransport{&sdk.StdioTransport{}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
