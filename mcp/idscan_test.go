@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -34,4 +36,43 @@ func TestIDScanFindsTheTopLevelIDWhereverItIs(t *testing.T) {
 			t.Errorf("%s: id %v (%v), want %v", tc.msg, id.Raw(), err, tc.want)
 		}
 	}
+}
+
+// FuzzIDScan: on any JSON object whose top level has one plain "id" key,
+// the scanner finds the id encoding/json finds, whatever comes before or
+// after it, and fed in any pieces.
+func FuzzIDScan(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":7,"result":{"id":1}}`), uint8(3))
+	f.Add([]byte(`{"result":{"content":[{"text":"\"id\":5}"}]},"id":"x"}`), uint8(1))
+	f.Add([]byte(`{"a":[{"id":2}],"id":-3.5e2}`), uint8(0))
+	f.Fuzz(func(t *testing.T, msg []byte, piece uint8) {
+		var top map[string]json.RawMessage
+		if json.Unmarshal(msg, &top) != nil || bytes.Count(msg, []byte(`"id"`)) != 1 {
+			return
+		}
+		raw, ok := top["id"]
+		if !ok {
+			return // the one "id" is nested
+		}
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			return
+		}
+		want, err := jsonrpc.MakeID(v)
+		if err != nil {
+			return // not an id JSON-RPC allows
+		}
+		var s idScan
+		step := int(piece%16) + 1
+		for i := 0; i < len(msg); i += step {
+			s.feed(msg[i:min(i+step, len(msg))])
+		}
+		got, err := s.ID()
+		if len(raw) > maxScanned {
+			return // longer than any id myelin sends
+		}
+		if err != nil || got != want {
+			t.Fatalf("%s: scanned %v (%v), want %v", msg, got.Raw(), err, want.Raw())
+		}
+	})
 }
