@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -98,11 +99,24 @@ func (c *captor) forget(s *slot) {
 	c.mu.Unlock()
 }
 
-// take moves a reply's result into s, leaving the SDK an empty result.
+// take moves a reply's result into s, leaving the SDK an empty result. A
+// result that is not final (a "resultType" other than "complete": the
+// server asks for input and the SDK will send the call again) stays with
+// the SDK.
 func take(s *slot, resp *jsonrpc.Response) {
-	if resp.Error != nil || resp.Result == nil {
+	if resp.Error != nil || resp.Result == nil || !final(resp.Result) {
 		return
 	}
 	s.set(resp.Result)
 	resp.Result = emptyResult
+}
+
+func final(raw json.RawMessage) bool {
+	if !bytes.Contains(raw, []byte(`"resultType"`)) {
+		return true
+	}
+	var r struct {
+		ResultType *string `json:"resultType"`
+	}
+	return json.Unmarshal(raw, &r) != nil || r.ResultType == nil || *r.ResultType == "complete"
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -102,6 +104,11 @@ func Start(ctx context.Context, servers []Server, o Options) *Set {
 		o.Dir = "."
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "myelin", Version: o.Version}, nil)
+	// The workspace is the one root: servers that take roots (the
+	// filesystem server does) keep to it, as myelin's own tools do.
+	if abs, err := filepath.Abs(o.Dir); err == nil {
+		client.AddRoots(&sdk.Root{URI: (&url.URL{Scheme: "file", Path: abs}).String(), Name: "workspace"})
+	}
 	set := &Set{}
 	var wg sync.WaitGroup
 	for _, cfg := range servers {

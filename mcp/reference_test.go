@@ -68,6 +68,12 @@ func TestReferenceServersResultsReadAsSPEC4Says(t *testing.T) {
 			t.Errorf("got %q", out.Text)
 		}
 	})
+	t.Run("the workspace is the client's one root", func(t *testing.T) {
+		out := h.call("everything--get-roots-list", `{}`)
+		if !strings.Contains(out.Text, "1. workspace\n   URI: file://"+h.ws.Dir()+"\n") {
+			t.Errorf("got %q", out.Text)
+		}
+	})
 	t.Run("input is checked against the server's schema first", func(t *testing.T) {
 		out := h.call("everything--get-sum", `{"a":"x","b":1}`)
 		if !out.IsError || !strings.Contains(out.Text, `want "number"`) {
