@@ -192,6 +192,10 @@ type server struct {
 }
 
 func (s *server) start(ctx context.Context) {
+	if s.cfg.Problem != "" {
+		s.setState(StateFailed, s.cfg.Problem)
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.startTimeout())
 	defer cancel()
 	if err := s.connect(ctx); err != nil {

@@ -34,6 +34,10 @@ type Server struct {
 	// TimeoutMS bounds each call to the server's tools; 0 means
 	// DefaultCallTimeout.
 	TimeoutMS int `json:"timeout,omitempty"`
+	// Problem, when set, keeps the server from starting: its entry uses
+	// a variable that is not set. Start reports it as the server's
+	// failure, and the other servers start.
+	Problem string `json:"-"`
 }
 
 // DefaultCallTimeout bounds a call to an MCP tool when its server's entry
@@ -54,9 +58,10 @@ func (s Server) Stdio() bool { return s.Type == "stdio" }
 // ParseConfig reads a `{"mcpServers": {...}}` document and returns its
 // servers sorted by name, with `${VAR}` and `${VAR:-default}` expanded in
 // every string from lookup (os.LookupEnv when nil). An entry that names
-// neither a command nor a URL, a transport myelin does not speak, or a
-// variable that is not set and has no default, is an error naming the
-// server and the field. source names the document in errors.
+// neither a command nor a URL, or a transport myelin does not speak, is an
+// error naming the server and the field; a variable that is not set and
+// has no default is that server's Problem, so that the others still start.
+// source names the document in errors.
 func ParseConfig(source string, data []byte, lookup func(string) (string, bool)) ([]Server, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -84,7 +89,7 @@ func ParseConfig(source string, data []byte, lookup func(string) (string, bool))
 		}
 		s.Name = name
 		if err := s.expand(lookup); err != nil {
-			return nil, fmt.Errorf("%s: server %q: %v", source, name, err)
+			s.Problem = fmt.Sprintf("%s: %v", source, err)
 		}
 		if err := s.check(); err != nil {
 			return nil, fmt.Errorf("%s: server %q: %v", source, name, err)

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,6 @@ func TestParseConfigReadsTheStandardFormatAndExpandsVariables(t *testing.T) {
 
 func TestParseConfigErrorsNameTheServerAndTheField(t *testing.T) {
 	for doc, want := range map[string]string{
-		`{"mcpServers":{"a":{"command":"x","env":{"K":"${MISSING}"}}}}`: `server "a": env.K uses ${MISSING}, which is not set`,
 		`{"mcpServers":{"a":{}}}`:                               `server "a": no "command" or "url"`,
 		`{"mcpServers":{"a":{"command":"x","url":"http://h"}}}`: `server "a": give "command"`,
 		`{"mcpServers":{"a":{"type":"sse","url":"http://h"}}}`:  `"sse"`,
@@ -49,6 +49,21 @@ func TestParseConfigErrorsNameTheServerAndTheField(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), "c.json: ") {
 			t.Errorf("%s: err = %v, want it to say %q", doc, err, want)
 		}
+	}
+}
+
+func TestAnUnsetVariableKeepsOnlyItsServerFromStarting(t *testing.T) {
+	servers, err := ParseConfig("c.json", []byte(`{"mcpServers":{"a":{"command":"x","env":{"K":"${MISSING}"}},"b":{"command":"y"}}}`), env(nil))
+	if err != nil || len(servers) != 2 {
+		t.Fatalf("%v %v", servers, err)
+	}
+	if want := "c.json: env.K uses ${MISSING}, which is not set"; !strings.HasPrefix(servers[0].Problem, want) || servers[1].Problem != "" {
+		t.Fatalf("problems %q %q, want %q on a only", servers[0].Problem, servers[1].Problem, want)
+	}
+	set := Start(context.Background(), servers[:1], Options{Dir: t.TempDir()})
+	defer set.Close()
+	if f := set.Failures(); len(f) != 1 || !strings.Contains(f[0].Error(), "MCP server a did not start, its tools are left out: c.json: env.K uses ${MISSING}") {
+		t.Errorf("failures %v", f)
 	}
 }
 
