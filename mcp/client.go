@@ -414,7 +414,11 @@ func (s *server) call(ctx context.Context, name string, input json.RawMessage) r
 		return fail("%v", unwrapRPC(err))
 	default:
 		if why := s.died(sess); why != "" {
-			return fail("%s during the call, which may have run in part; the server is restarted on the next call", why)
+			again := "the server is restarted on the next call"
+			if !s.cfg.Stdio() {
+				again = "a new session is started on the next call"
+			}
+			return fail("%s during the call, which may have run in part; %s", why, again)
 		}
 		return fail("%v", unwrapRPC(err))
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"myelin/mcp/mcptest"
@@ -395,5 +396,37 @@ func TestARestartThatFailsIsAnErrorAndIsTriedAgainOnTheNextCall(t *testing.T) {
 	}
 	if out := h.call("t--echo", `{"text":"back"}`); out.Text != "back" {
 		t.Errorf("with the server back: %q", out.Text)
+	}
+}
+
+// An HTTP server that restarts forgets its sessions: the call that finds
+// its session gone is an error, and the next call starts a new session.
+func TestAnHTTPServerThatRestartedGetsANewSessionOnTheNextCall(t *testing.T) {
+	var mu sync.Mutex
+	inner := mcptest.Handler(false)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		h := inner
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	h := start(t, []Server{{Name: "web", Type: "http", URL: srv.URL}}, Options{})
+	if out := h.call("web--echo", `{"text":"one"}`); out.Text != "one" {
+		t.Fatalf("first call: %q", out.Text)
+	}
+	mu.Lock()
+	inner = mcptest.Handler(false) // the restart: no sessions
+	mu.Unlock()
+	first := h.call("web--echo", `{"text":"two"}`)
+	if first.Text == "two" {
+		t.Log("the SDK started a new session itself")
+		return
+	}
+	if !first.IsError || !strings.Contains(first.Text, "session not found during the call, which may have run in part; a new session is started on the next call") {
+		t.Fatalf("after the restart: %q", first.Text)
+	}
+	if out := h.call("web--echo", `{"text":"three"}`); out.Text != "three" {
+		t.Errorf("the call after: %q (error %v); the one before said %q", out.Text, out.IsError, first.Text)
 	}
 }
