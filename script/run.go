@@ -257,9 +257,13 @@ func (r *run) settle(c completion) error {
 	return err
 }
 
-// finish is how the script's promise ends.
+// finish is how the script's promise ends. A returned value counts toward
+// the output limit with what was printed.
 func (r *run) finish(kind, text string, line int) {
 	r.finished, r.kind, r.text, r.line = true, kind, text, line
+	if kind != "error" && r.out.Len()+len(text) > r.lim.Output {
+		r.print(text) // cuts it where the limit falls, and stops the script
+	}
 }
 
 // result composes the script's result: its output, then its value or
@@ -310,7 +314,7 @@ func (r *run) limitText(why string) string {
 	case stopTime:
 		return fmt.Sprintf("the script was stopped at its time limit of %v", r.lim.Time)
 	case stopOutput:
-		return fmt.Sprintf("the script was stopped: it printed more than its output limit of %s", mib(r.lim.Output))
+		return fmt.Sprintf("the script was stopped: what it printed and returned is more than its output limit of %s", mib(r.lim.Output))
 	case stopToolCalls:
 		return fmt.Sprintf("the script was stopped: it made more tool calls than its limit of %d", r.lim.ToolCalls)
 	}

@@ -243,8 +243,9 @@ func TestLimitsStopTheScriptWithAnErrorNamingThem(t *testing.T) {
 		{"an infinite loop", `for (;;) {}`, "stopped at its time limit of 500ms"},
 		{"a try/catch around an infinite loop", `for (;;) { try { for (;;) {} } catch (e) {} }`, "stopped at its time limit of 500ms"},
 		{"waiting on slow tools past the time", `for (;;) await tools["test--slow"]({})`, "stopped at its time limit of 500ms"},
-		{"a 100 MB print", `const s = "y".repeat(1 << 20); for (let i = 0; i < 100; i++) console.log(s)`, "printed more than its output limit of 1 MiB"},
-		{"a print caught in a try", `const s = "y".repeat(1 << 20); for (let i = 0; i < 100; i++) try { console.log(s) } catch (e) {}`, "printed more than its output limit of 1 MiB"},
+		{"a 100 MB print", `const s = "y".repeat(1 << 20); for (let i = 0; i < 100; i++) console.log(s)`, "printed and returned is more than its output limit of 1 MiB"},
+		{"a print caught in a try", `const s = "y".repeat(1 << 20); for (let i = 0; i < 100; i++) try { console.log(s) } catch (e) {}`, "printed and returned is more than its output limit of 1 MiB"},
+		{"a value over the output limit", `return "z".repeat(2 << 20)`, "printed and returned is more than its output limit of 1 MiB"},
 		{"too many tool calls", `for (let i = 0; i < 10000; i++) try { await tools["test--text"]({s: "x"}) } catch (e) {}`, "more tool calls than its limit of 50"},
 		{"a promise nothing settles", `await new Promise(() => {})`, "waiting for a promise that nothing will settle"},
 	} {
