@@ -100,7 +100,7 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 		return result.Result{}, err
 	}
 	g := &grepper{
-		lineRe: lineRe, fileRe: fileRe, literal: requiredLiteral(in.Pattern),
+		lineRe: lineRe, fileRe: fileRe, literal: requiredLiteral(in.Pattern), endAnchor: endsLines(in.Pattern),
 		context: intOr(in.Context, 0), limit: intOr(in.Limit, defaultGrepLimit), skip: intOr(in.Skip, 0),
 		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed},
 	}
@@ -188,6 +188,8 @@ func (w *Workspace) grepFile(g *grepper, p string) error {
 type grepper struct {
 	lineRe, fileRe *regexp.Regexp
 	literal        []byte // a literal every match holds, or nil (see requiredLiteral)
+	endAnchor      bool   // the pattern has `$`, which the region search places before '\n' only
+	crlf           bool   // the region being searched holds a '\r'
 	context        int
 	limit, skip    int
 	budget         int
@@ -268,6 +270,7 @@ var errBinary = errors.New("binary")
 // line.
 func (g *grepper) region(r []byte, base, fresh int) {
 	g.rbase = base
+	g.crlf = g.endAnchor && g.literal == nil && bytes.IndexByte(r[fresh:], '\r') >= 0
 	lineNo, counted := base, 0 // lineNo is the number of the line at byte counted
 	pos := fresh
 	for pos < len(r) {
@@ -308,6 +311,11 @@ func (g *grepper) candidate(r []byte, pos int) int {
 		}
 		return -1
 	}
+	if g.crlf {
+		// `$` would not see the end of a CRLF line: every line is a
+		// candidate, matched without its CR.
+		return pos
+	}
 	loc := g.fileRe.FindIndex(r[pos:])
 	if loc == nil {
 		return -1
@@ -329,6 +337,27 @@ func requiredLiteral(pattern string) []byte {
 		return nil
 	}
 	return []byte(lit)
+}
+
+// endsLines reports whether pattern uses `$`.
+func endsLines(pattern string) bool {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	var walk func(*syntax.Regexp) bool
+	walk = func(re *syntax.Regexp) bool {
+		if re.Op == syntax.OpEndLine || re.Op == syntax.OpEndText {
+			return true
+		}
+		for _, sub := range re.Sub {
+			if walk(sub) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(re)
 }
 
 func longestLiteral(re *syntax.Regexp) string {

@@ -150,6 +150,23 @@ func TestGrepMatchesLineByLine(t *testing.T) {
 	}
 }
 
+func TestGrepDollarFindsTheEndOfACRLFLine(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "w.txt", "ab\r\ncd\r\nx\n")
+	for pattern, want := range map[string]string{
+		`d$`:    "w.txt:2:cd\n",
+		`^..$`:  "w.txt:1:ab\nw.txt:2:cd\n",
+		`cd$`:   "w.txt:2:cd\n", // with a required literal
+		`[xd]$`: "w.txt:2:cd\nw.txt:3:x\n",
+		`\r$`:   "[no lines match",
+	} {
+		out := f.call(t, "workspace--grep", map[string]any{"pattern": pattern})
+		if !strings.HasPrefix(out.Text, want) {
+			t.Errorf("grep %q = %q, want it to start %q", pattern, out.Text, want)
+		}
+	}
+}
+
 func TestGrepNoMatch(t *testing.T) {
 	f := newFixture(t)
 	f.write(t, "a.txt", "x\n")
