@@ -99,3 +99,20 @@ func TestRunOffersAndCallsTheWorkspacesMCPTools(t *testing.T) {
 		t.Errorf("history does not hold the placeholder alone:\n%s", shown)
 	}
 }
+
+func TestRunReportsAServerThatDidNotStartOnceAndGoesOn(t *testing.T) {
+	dir := workspaceWith(t, map[string]string{".mcp.json": `{"mcpServers":{"gone":{"command":"/nonexistent/mcp-server"},"keyless":{"command":"x","env":{"K":"${MYELIN_TEST_UNSET_VAR}"}}}}`})
+	fakeAnthropic(t, providertest.Step{Text: "fine"})
+	out, errOut, code := cli(t, "run", "--workspace", dir, "hi")
+	if code != 0 || out != "fine\n" {
+		t.Fatalf("exit %d, %q: %s", code, out, errOut)
+	}
+	for _, name := range []string{"gone", "keyless"} {
+		if n := strings.Count(errOut, "MCP server "+name+" did not start"); n != 1 {
+			t.Errorf("%s reported %d times:\n%s", name, n, errOut)
+		}
+	}
+	if !strings.Contains(errOut, "${MYELIN_TEST_UNSET_VAR}, which is not set") {
+		t.Errorf("stderr does not say which variable:\n%s", errOut)
+	}
+}
