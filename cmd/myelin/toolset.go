@@ -29,7 +29,7 @@ type toolsetFlags struct {
 func (f *toolsetFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&f.allowShell, "allow-shell", false, "offer shell--run")
 	fs.BoolVar(&f.noCodeExecution, "no-code-execution", false, "do not offer code_execution (scripts that call the other tools)")
-	fs.DurationVar(&f.script.Time, "script-time", script.DefaultTime, "a script's wall time `limit`")
+	fs.DurationVar(&f.script.Time, "script-time", script.DefaultTime, "a script's wall time limit, a `duration` like 30s")
 	fs.IntVar(&f.scriptMemory, "script-memory", script.DefaultMemory>>20, "a script's memory limit in `MiB`")
 	fs.IntVar(&f.scriptOutput, "script-output", script.DefaultOutput>>20, "a script's output limit in `MiB`")
 	fs.IntVar(&f.script.ToolCalls, "script-tool-calls", script.DefaultToolCalls, "the most tool calls of one script")
