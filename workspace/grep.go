@@ -100,10 +100,11 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 		return result.Result{}, err
 	}
 	g := &grepper{
-		lineRe: lineRe, fileRe: fileRe, literal: requiredLiteral(in.Pattern), endAnchor: endsLines(in.Pattern),
+		lineRe: lineRe, fileRe: fileRe, endAnchor: endsLines(in.Pattern),
 		context: intOr(in.Context, 0), limit: intOr(in.Limit, defaultGrepLimit), skip: intOr(in.Skip, 0),
 		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed},
 	}
+	g.literal, g.fold = requiredLiteral(in.Pattern)
 	// The footer is at most its fixed words, two passed-over names and the
 	// next call; the matches get the rest of the cap.
 	worst := in
@@ -188,6 +189,9 @@ func (w *Workspace) grepFile(g *grepper, p string) error {
 type grepper struct {
 	lineRe, fileRe *regexp.Regexp
 	literal        []byte // a literal every match holds, or nil (see requiredLiteral)
+	fold           bool   // literal is matched ASCII-case-insensitively, in lowered
+	lowered        []byte // the region being searched, ASCII letters lowered (fold only)
+	regionFold     bool   // fold applies to the region being searched
 	endAnchor      bool   // the pattern has `$`, which the region search places before '\n' only
 	crlf           bool   // the region being searched holds a '\r'
 	context        int
@@ -270,7 +274,11 @@ var errBinary = errors.New("binary")
 // line.
 func (g *grepper) region(r []byte, base, fresh int) {
 	g.rbase = base
-	g.crlf = g.endAnchor && g.literal == nil && bytes.IndexByte(r[fresh:], '\r') >= 0
+	g.crlf = g.endAnchor && (g.literal == nil || g.fold) && bytes.IndexByte(r[fresh:], '\r') >= 0
+	g.regionFold = g.fold && !hasNonASCIIFold(r[fresh:], g.literal)
+	if g.regionFold {
+		g.lowered = lowerASCII(g.lowered[:0], r)
+	}
 	lineNo, counted := base, 0 // lineNo is the number of the line at byte counted
 	pos := fresh
 	for pos < len(r) {
@@ -305,7 +313,13 @@ func (g *grepper) region(r []byte, base, fresh int) {
 // may be, or -1. With a literal that every match holds it is found with
 // bytes.Index (SIMD fast); else the regular expression runs over the region.
 func (g *grepper) candidate(r []byte, pos int) int {
-	if g.literal != nil {
+	switch {
+	case g.regionFold:
+		if i := bytes.Index(g.lowered[pos:], g.literal); i >= 0 {
+			return pos + i
+		}
+		return -1
+	case g.literal != nil && !g.fold:
 		if i := bytes.Index(r[pos:], g.literal); i >= 0 {
 			return pos + i
 		}
@@ -327,16 +341,75 @@ func (g *grepper) candidate(r []byte, pos int) int {
 // when there is one of at least 3 bytes and it cannot span lines: then
 // searching for it finds every line that can match, much faster than the
 // regular expression can when the pattern does not start with a literal.
-func requiredLiteral(pattern string) []byte {
+// When some of it is case-insensitive (`(?i)error`) and it is ASCII, it is
+// returned lowered with fold set, to be searched for in lowered text.
+func requiredLiteral(pattern string) (lit []byte, fold bool) {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	lit := longestLiteral(re.Simplify())
-	if len(lit) < 3 || strings.ContainsAny(lit, "\n\r") {
-		return nil
+	l := longestLiteral(re.Simplify())
+	if len(l.text) < 3 || strings.ContainsAny(l.text, "\n\r") {
+		return nil, false
 	}
-	return []byte(lit)
+	if l.fold {
+		for i := 0; i < len(l.text); i++ {
+			if l.text[i] >= 0x80 {
+				return nil, false
+			}
+		}
+		return lowerASCII(nil, []byte(l.text)), true
+	}
+	return []byte(l.text), false
+}
+
+// literal is a run of characters every match holds; fold when some of
+// them match either case.
+type literal struct {
+	text string
+	fold bool
+}
+
+func longestLiteral(re *syntax.Regexp) literal {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return literal{string(re.Rune), re.Flags&syntax.FoldCase != 0}
+	case syntax.OpCapture, syntax.OpPlus:
+		return longestLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return longestLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		var best literal
+		for _, sub := range re.Sub {
+			if l := longestLiteral(sub); len(l.text) > len(best.text) {
+				best = l
+			}
+		}
+		return best
+	}
+	return literal{}
+}
+
+// lowerASCII appends b with its ASCII letters lowered: the same length, so
+// that offsets in it are offsets in b.
+func lowerASCII(dst, b []byte) []byte {
+	dst = append(dst, b...)
+	for i, c := range dst {
+		if c >= 'A' && c <= 'Z' {
+			dst[i] = c + 'a' - 'A'
+		}
+	}
+	return dst
+}
+
+// hasNonASCIIFold reports whether r holds one of the two characters that
+// fold to an ASCII letter of lit (the Kelvin sign to k, the long s to s),
+// which an ASCII-lowered search would miss.
+func hasNonASCIIFold(r, lit []byte) bool {
+	return bytes.IndexByte(lit, 'k') >= 0 && bytes.Contains(r, []byte("\u212a")) ||
+		bytes.IndexByte(lit, 's') >= 0 && bytes.Contains(r, []byte("\u017f"))
 }
 
 // endsLines reports whether pattern uses `$`.
@@ -358,31 +431,6 @@ func endsLines(pattern string) bool {
 		return false
 	}
 	return walk(re)
-}
-
-func longestLiteral(re *syntax.Regexp) string {
-	switch re.Op {
-	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
-			return ""
-		}
-		return string(re.Rune)
-	case syntax.OpCapture, syntax.OpPlus:
-		return longestLiteral(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return longestLiteral(re.Sub[0])
-		}
-	case syntax.OpConcat:
-		best := ""
-		for _, sub := range re.Sub {
-			if l := longestLiteral(sub); len(l) > len(best) {
-				best = l
-			}
-		}
-		return best
-	}
-	return ""
 }
 
 func lineEnd(r []byte, from int) int {

@@ -167,6 +167,20 @@ func TestGrepDollarFindsTheEndOfACRLFLine(t *testing.T) {
 	}
 }
 
+func TestGrepCaseInsensitiveFindsEveryFold(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "k.txt", "Kelvin\n\u212aELVIN sign\nkelvin\nnothing\nMa\u017fs\n")
+	for pattern, want := range map[string]string{
+		`(?i)kelvin`: "k.txt:1:Kelvin\nk.txt:2:\u212aELVIN sign\nk.txt:3:kelvin\n",
+		`(?i)mass`:   "k.txt:5:Ma\u017fs\n",
+	} {
+		out := f.call(t, "workspace--grep", map[string]any{"pattern": pattern})
+		if !strings.HasPrefix(out.Text, want) {
+			t.Errorf("grep %q = %q, want it to start %q", pattern, out.Text, want)
+		}
+	}
+}
+
 func TestGrepNoMatch(t *testing.T) {
 	f := newFixture(t)
 	f.write(t, "a.txt", "x\n")
@@ -213,14 +227,21 @@ func TestRequiredLiteral(t *testing.T) {
 		"ERROR":                    "ERROR",
 		"[A-Z]+ worker-3 id=[0-9]": " worker-3 id=",
 		"a|bcdef":                  "",
-		"(?i)error":                "",
+		"(?i)error":                "error (folded)",
+		"(?i)ERROR [a-z]+":         "error  (folded)",
+		"(?i)ünï":                  "",
 		"(timeout)+ after":         "timeout",
 		"x*abc":                    "abc",
 		"ab":                       "",
 		"(foo){2}bar":              "foo",
 		"line\\nnext":              "",
 	} {
-		if got := string(requiredLiteral(pattern)); got != want {
+		lit, fold := requiredLiteral(pattern)
+		got := string(lit)
+		if fold {
+			got += " (folded)"
+		}
+		if got != want {
 			t.Errorf("requiredLiteral(%q) = %q, want %q", pattern, got, want)
 		}
 	}
@@ -237,7 +258,7 @@ func TestGrepFindsTheLinesALineByLineMatchFinds(t *testing.T) {
 	text := b.String()
 	f.write(t, "log.txt", text)
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	for _, pattern := range []string{"ERROR", `[A-Z]+ worker-3 request id=[0-9]*7 `, `took 4[0-9]ms$`, `^warn`, `(?i)error worker-[12]`, `id=1\d\d `, `x|worker-6 request id=2`} {
+	for _, pattern := range []string{"ERROR", `[A-Z]+ worker-3 request id=[0-9]*7 `, `took 4[0-9]ms$`, `^warn`, `(?i)error worker-[12]`, `id=1\d\d `, `x|worker-6 request id=2`, `(?i)WARN`, `(?i)req`, `(?i)Took 1\d+MS$`, `(?i)worker-4 request`} {
 		re := regexp.MustCompile(pattern)
 		var want []int
 		for i, l := range lines {
