@@ -79,15 +79,16 @@ func BenchmarkGrep100MB(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ws.Close()
-	for _, bc := range []struct{ name, pattern string }{
-		{"literal", "ERROR"},
-		{"regex", `ERROR worker-3 .* took 4[0-9]ms`},
-		{"no-literal-prefix", `[A-Z]+ worker-3 request id=[0-9]*7 `},
+	for _, bc := range []struct{ name, pattern, grepFlags, grepPattern string }{
+		{"literal", "ERROR", "-nE", "ERROR"},
+		{"regex", `ERROR worker-3 .* took 4[0-9]ms`, "-nE", `ERROR worker-3 .* took 4[0-9]ms`},
+		{"no-literal-prefix", `[A-Z]+ worker-3 request id=[0-9]*7 `, "-nE", `[A-Z]+ worker-3 request id=[0-9]*7 `},
+		{"case-insensitive", `(?i)error worker-3`, "-niE", `error worker-3`},
 	} {
 		name, pattern := bc.name, bc.pattern
 		b.Run(name+"/grep-n", func(b *testing.B) {
 			for b.Loop() {
-				cmd := exec.Command("grep", "-n", "-E", pattern, "big.log")
+				cmd := exec.Command("grep", bc.grepFlags, bc.grepPattern, "big.log")
 				cmd.Dir = dir
 				cmd.Stdout = io.Discard // a pipe: grep stops at the first match when its output is /dev/null
 				if err := cmd.Run(); err != nil {
