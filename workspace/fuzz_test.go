@@ -3,6 +3,8 @@ package workspace
 import (
 	"context"
 	"encoding/json"
+	"regexp"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -59,5 +61,37 @@ func FuzzGrep(f *testing.F) {
 		raw, _ := json.Marshal(map[string]any{"pattern": pattern, "path": "f.txt", "context": int(context_ % 5)})
 		out := d.Call(context.Background(), tool.Call{ID: "fuzz", Name: "workspace--grep", Input: raw, Cap: 1000})
 		checkPage(t, out, 1000)
+	})
+}
+
+// FuzzGrepCount: whichever way grep finds candidate lines (a literal, a
+// case-folded literal, the regexp over a chunk, line by line for CRLF), it
+// counts the lines a line-by-line match counts, a line's CR set aside.
+func FuzzGrepCount(f *testing.F) {
+	f.Add([]byte("Error one\r\nerror two\nERR\n\u212aelvin\n"), "(?i)error|kelvin$")
+	f.Add([]byte("ab\r\ncd\r\n"), "^..$")
+	f.Add([]byte("x worker-3 id=7 \ny worker-3 id=8 \n"), "[a-z]+ worker-3 id=[0-9]*7 ")
+	f.Fuzz(func(t *testing.T, content []byte, pattern string) {
+		re, err := regexp.Compile(pattern)
+		if err != nil || result.LooksBinary(string(content[:min(len(content), 8192)])) {
+			return
+		}
+		text := strings.TrimSuffix(string(content), "\n")
+		want := 0
+		if len(content) > 0 {
+			for _, line := range strings.Split(text, "\n") {
+				if re.MatchString(strings.TrimSuffix(line, "\r")) {
+					want++
+				}
+			}
+		}
+		ws, _ := fuzzWorkspace(t, content)
+		r, err := ws.Grep(context.Background(), GrepInput{Pattern: pattern, Path: "f.txt"}, result.DefaultCap)
+		if err != nil {
+			return
+		}
+		if got := r.Structured.(*GrepReport).Total; got != want {
+			t.Fatalf("grep %q over %q: %d lines, a line-by-line match finds %d", pattern, content, got, want)
+		}
 	})
 }

@@ -295,7 +295,7 @@ func (g *grepper) region(r []byte, base, fresh int) {
 			continue
 		}
 		at := g.candidate(r, pos)
-		if at < 0 || at == len(r) {
+		if at < 0 || at == len(r) && (len(r) == 0 || r[len(r)-1] == '\n') {
 			return // an empty match after the last line end is no line
 		}
 		start := bytes.LastIndexByte(r[:at], '\n') + 1
