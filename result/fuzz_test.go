@@ -2,6 +2,7 @@ package result
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -70,4 +71,54 @@ func FuzzFromMCP(f *testing.F) {
 		out := One(Call{ID: "fuzz", Result: r, Cap: 1000}, Env{Store: &memStore{}})
 		checkOutput(t, out, 1000)
 	})
+}
+
+// FuzzJSONRaw: raw JSON comes out valid, well formed, without a lone
+// surrogate escape, and meaning the same as it went in wherever it was
+// well formed already.
+func FuzzJSONRaw(f *testing.F) {
+	f.Add([]byte(`{"a":"x\ud800y","b":["\ud83d\ude00",1,null]}`))
+	f.Add([]byte("{\"a\":\"\xed\xa0\xbd\xed\xb8\x80 \xff\"}"))
+	f.Add([]byte(`"\\ud800 is text, not an escape"`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return
+		}
+		out, err := JSON(json.RawMessage(raw))
+		if err != nil {
+			t.Fatalf("valid JSON %q: %v", raw, err)
+		}
+		if !json.Valid(out) || !utf8.Valid(out) || hasLoneSurrogateEscape(out) {
+			t.Fatalf("JSON(%q) = %q: not valid, not well formed, or a lone surrogate escape", raw, out)
+		}
+		if utf8.Valid(raw) && !hasSurrogateEscape(raw) {
+			var a, b any
+			json.Unmarshal(raw, &a)
+			json.Unmarshal(out, &b)
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("JSON(%q) = %q changed its meaning", raw, out)
+			}
+		}
+	})
+}
+
+// hasLoneSurrogateEscape reports a `\uXXXX` surrogate escape that is not
+// half of a pair, skipping escaped backslashes.
+func hasLoneSurrogateEscape(b []byte) bool {
+	s := string(b)
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			continue
+		}
+		if s[i+1] != 'u' {
+			i++
+			continue
+		}
+		r, n := escapedRune(s[i+2:])
+		if n == 4 && isSurrogateHex(s[i+2:i+6]) && r == utf8.RuneError {
+			return true
+		}
+		i += 1 + n
+	}
+	return false
 }
