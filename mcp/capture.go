@@ -57,22 +57,31 @@ type captor struct {
 	pending map[jsonrpc.ID]*slot
 }
 
-// sent notes a request; only a tools/call sent with a slot in ctx is kept.
-func (c *captor) sent(ctx context.Context, msg jsonrpc.Message) *slot {
+// callSlot is the slot of msg when it is a tools/call sent with a slot in
+// ctx, its id noted in it; else nil.
+func callSlot(ctx context.Context, msg jsonrpc.Message) *slot {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || req.Method != "tools/call" || !req.IsCall() {
 		return nil
 	}
 	s := slotFrom(ctx)
+	if s != nil {
+		s.id = req.ID
+	}
+	return s
+}
+
+// sent notes a request; only a tools/call sent with a slot in ctx is kept.
+func (c *captor) sent(ctx context.Context, msg jsonrpc.Message) *slot {
+	s := callSlot(ctx, msg)
 	if s == nil {
 		return nil
 	}
-	s.id = req.ID
 	c.mu.Lock()
 	if c.pending == nil {
 		c.pending = map[jsonrpc.ID]*slot{}
 	}
-	c.pending[req.ID] = s
+	c.pending[s.id] = s
 	c.mu.Unlock()
 	return s
 }

@@ -39,20 +39,19 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	for k, v := range rt.headers {
 		req.Header.Set(k, v)
 	}
-	sl := slotFrom(req.Context())
-	if sl != nil && req.Method == http.MethodPost && req.Body != nil {
+	// The reply to this request is the one the slot waits for when the
+	// request is its tools/call: an HTTP reply answers its own request.
+	var sl *slot
+	if slotFrom(req.Context()) != nil && req.Method == http.MethodPost && req.Body != nil {
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
 			return nil, err
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		var c captor
-		if msg, err := jsonrpc.DecodeMessage(body); err != nil || c.sent(req.Context(), msg) == nil {
-			sl = nil
+		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
+			sl = callSlot(req.Context(), msg)
 		}
-	} else {
-		sl = nil
 	}
 	resp, err := rt.base.RoundTrip(req)
 	if err != nil || sl == nil || resp.StatusCode != http.StatusOK {

@@ -65,23 +65,15 @@ func (d *Dispatcher) Call(ctx context.Context, c Call) result.Output {
 // (a script's structured content); text for the conversation comes from
 // Round.
 func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
-	if len(calls) == 1 { // nothing to run beside it: no goroutine to hand it to
-		start := time.Now()
-		r := d.run(ctx, calls[0])
-		if d.Finished != nil {
-			d.Finished(0, calls[0], time.Since(start))
-		}
-		return []result.Result{r}
-	}
 	out := make([]result.Result, len(calls))
+	if len(calls) == 1 { // nothing to run beside it: no goroutine to hand it to
+		out[0] = d.timed(ctx, 0, calls[0])
+		return out
+	}
 	done := make(chan struct{}, len(calls))
 	for i, c := range calls {
 		go func() {
-			start := time.Now()
-			out[i] = d.run(ctx, c)
-			if d.Finished != nil {
-				d.Finished(i, c, time.Since(start))
-			}
+			out[i] = d.timed(ctx, i, c)
 			done <- struct{}{}
 		}()
 	}
@@ -89,6 +81,16 @@ func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 		<-done
 	}
 	return out
+}
+
+// timed runs call i and reports how long it took to Finished.
+func (d *Dispatcher) timed(ctx context.Context, i int, c Call) result.Result {
+	start := time.Now()
+	r := d.run(ctx, c)
+	if d.Finished != nil {
+		d.Finished(i, c, time.Since(start))
+	}
+	return r
 }
 
 // capKey carries a call's cap to its handler.
