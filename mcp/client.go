@@ -184,11 +184,18 @@ type server struct {
 
 	restart sync.Mutex // one restart at a time, however many calls wait
 	mu      sync.Mutex
-	sess    *sdk.ClientSession
-	proc    *process // the stdio server's process, with sess
+	link    *link // the current session, nil when there is none
 	state   string
 	err     string
 	closed  bool
+}
+
+// link is one session with a server, and how it ended.
+type link struct {
+	sess  *sdk.ClientSession
+	proc  *process      // the stdio server's process
+	ended chan struct{} // closed when the session has ended; why is set then
+	why   string
 }
 
 func (s *server) start(ctx context.Context) {
@@ -198,12 +205,13 @@ func (s *server) start(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.startTimeout())
 	defer cancel()
-	if err := s.connect(ctx); err != nil {
+	l, err := s.connect(ctx)
+	if err != nil {
 		s.setState(StateFailed, err.Error())
 		return
 	}
 	var tools []*sdk.Tool
-	for t, err := range s.session().Tools(ctx, nil) {
+	for t, err := range l.sess.Tools(ctx, nil) {
 		if err != nil {
 			s.setState(StateFailed, fmt.Sprintf("listing its tools: %v", err))
 			s.drop()
@@ -215,13 +223,13 @@ func (s *server) start(ctx context.Context) {
 }
 
 // connect starts a session (and for stdio, the process) and records it.
-func (s *server) connect(ctx context.Context) error {
+func (s *server) connect(ctx context.Context) (*link, error) {
 	var tr sdk.Transport
 	var proc *process
 	if s.cfg.Stdio() {
 		p, err := startProcess(s.cfg, s.opts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		proc, tr = p, p.conn.transport()
 	} else {
@@ -236,12 +244,13 @@ func (s *server) connect(ctx context.Context) error {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("no answer within %v: %v", s.opts.startTimeout(), err)
 		}
-		return fmt.Errorf("connecting: %v", err)
+		return nil, fmt.Errorf("connecting: %v", err)
 	}
+	l := &link{sess: sess, proc: proc, ended: make(chan struct{})}
 	s.mu.Lock()
 	closed := s.closed
 	if !closed {
-		s.sess, s.proc, s.state, s.err = sess, proc, StateRunning, ""
+		s.link, s.state, s.err = l, StateRunning, ""
 	}
 	s.mu.Unlock()
 	if closed { // Close came while this was starting
@@ -249,15 +258,17 @@ func (s *server) connect(ctx context.Context) error {
 		if proc != nil {
 			proc.stop(s.opts.grace())
 		}
-		return errors.New("myelin has closed it")
+		return nil, errors.New("myelin has closed it")
 	}
-	go s.watch(sess, proc)
-	return nil
+	go s.watch(l)
+	return l, nil
 }
 
-// watch marks the server exited when its session ends by itself.
-func (s *server) watch(sess *sdk.ClientSession, proc *process) {
-	err := sess.Wait()
+// watch says how the session ended, once it has, and marks the server
+// exited when the session was still its current one.
+func (s *server) watch(l *link) {
+	err := l.sess.Wait()
+	proc := l.proc
 	why := "the session ended"
 	if proc != nil {
 		select {
@@ -270,20 +281,16 @@ func (s *server) watch(sess *sdk.ClientSession, proc *process) {
 	} else if err != nil {
 		why = "the session ended: " + err.Error()
 	}
+	l.why = why
+	close(l.ended)
 	s.mu.Lock()
-	if s.sess == sess {
-		s.sess, s.proc = nil, nil
+	if s.link == l {
+		s.link = nil
 		if !s.closed {
 			s.state, s.err = StateExited, why
 		}
 	}
 	s.mu.Unlock()
-}
-
-func (s *server) session() *sdk.ClientSession {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sess
 }
 
 func (s *server) setState(state, err string) {
@@ -301,14 +308,15 @@ func (s *server) status() Status {
 // drop ends the current session, if any.
 func (s *server) drop() {
 	s.mu.Lock()
-	sess, proc := s.sess, s.proc
-	s.sess, s.proc = nil, nil
+	l := s.link
+	s.link = nil
 	s.mu.Unlock()
-	if sess != nil {
-		sess.Close()
+	if l == nil {
+		return
 	}
-	if proc != nil {
-		proc.stop(s.opts.grace())
+	l.sess.Close()
+	if l.proc != nil {
+		l.proc.stop(s.opts.grace())
 	}
 }
 
@@ -325,26 +333,27 @@ func (s *server) close() {
 const restartFailed = "; restarting it failed: "
 
 // live returns the session, restarting a server that died.
-func (s *server) live(ctx context.Context) (*sdk.ClientSession, error) {
+func (s *server) live(ctx context.Context) (*link, error) {
 	s.restart.Lock()
 	defer s.restart.Unlock()
 	s.mu.Lock()
-	sess, closed, why := s.sess, s.closed, s.err
+	l, closed, why := s.link, s.closed, s.err
 	s.mu.Unlock()
 	if closed {
 		return nil, errors.New("myelin has closed it")
 	}
-	if sess != nil {
-		return sess, nil
+	if l != nil {
+		return l, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.startTimeout())
 	defer cancel()
 	why, _, _ = strings.Cut(why, restartFailed) // said once, however many restarts failed
-	if err := s.connect(ctx); err != nil {
+	l, err := s.connect(ctx)
+	if err != nil {
 		s.setState(StateExited, why+restartFailed+err.Error())
 		return nil, fmt.Errorf("%s, and restarting it failed: %v", why, err)
 	}
-	return s.session(), nil
+	return l, nil
 }
 
 // tool is the myelin tool for one of the server's tools.
@@ -393,7 +402,7 @@ func (s *server) call(ctx context.Context, name string, input json.RawMessage) r
 	fail := func(format string, a ...any) result.Result {
 		return result.Error(fmt.Sprintf("MCP server %s, tool %s: ", s.cfg.Name, name) + fmt.Sprintf(format, a...))
 	}
-	sess, err := s.live(ctx)
+	l, err := s.live(ctx)
 	if err != nil {
 		return fail("the server is not running: %v", err)
 	}
@@ -403,7 +412,7 @@ func (s *server) call(ctx context.Context, name string, input json.RawMessage) r
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout())
 	defer cancel()
 	sl := &slot{}
-	_, err = sess.CallTool(withSlot(callCtx, sl), &sdk.CallToolParams{Name: name, Arguments: input})
+	_, err = l.sess.CallTool(withSlot(callCtx, sl), &sdk.CallToolParams{Name: name, Arguments: input})
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
@@ -413,7 +422,7 @@ func (s *server) call(ctx context.Context, name string, input json.RawMessage) r
 	case strings.Contains(err.Error(), errTooLarge):
 		return fail("%v", unwrapRPC(err))
 	default:
-		if why := s.died(sess); why != "" {
+		if why := s.died(l); why != "" {
 			again := "the server is restarted on the next call"
 			if !s.cfg.Stdio() {
 				again = "a new session is started on the next call"
@@ -434,25 +443,15 @@ func (s *server) call(ctx context.Context, name string, input json.RawMessage) r
 }
 
 // died says how the session ended, if it has, waiting a moment for the
-// process to be reaped so that the exit status can be told.
-func (s *server) died(sess *sdk.ClientSession) string {
-	done := make(chan struct{})
-	go func() { sess.Wait(); close(done) }()
+// process to be reaped so that the exit status can be told (watch waits
+// up to the grace period for the process after the session).
+func (s *server) died(l *link) string {
 	select {
-	case <-done:
-	case <-time.After(s.opts.grace()):
+	case <-l.ended:
+		return l.why
+	case <-time.After(2 * s.opts.grace()):
 		return ""
 	}
-	for range 100 {
-		s.mu.Lock()
-		cur, why := s.sess, s.err
-		s.mu.Unlock()
-		if cur != sess {
-			return why
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return "the session ended"
 }
 
 // unwrapRPC gives the server's own error message without the SDK's
