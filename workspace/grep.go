@@ -99,12 +99,16 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	if err != nil {
 		return result.Result{}, err
 	}
+	parsed, err := syntax.Parse(in.Pattern, syntax.Perl) // it compiled: it parses
+	if err != nil {
+		return result.Result{}, fmt.Errorf("invalid regular expression %s: %v", short(in.Pattern), err)
+	}
 	g := &grepper{
-		lineRe: lineRe, fileRe: fileRe, endAnchor: endsLines(in.Pattern),
+		lineRe: lineRe, fileRe: fileRe, endAnchor: endsLines(parsed),
 		context: intOr(in.Context, 0), limit: intOr(in.Limit, defaultGrepLimit), skip: intOr(in.Skip, 0),
 		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed},
 	}
-	g.literal, g.fold = requiredLiteral(in.Pattern)
+	g.literal, g.fold = requiredLiteral(parsed)
 	// The footer is at most its fixed words, two passed-over names and the
 	// next call; the matches get the rest of the cap.
 	worst := in
@@ -337,17 +341,13 @@ func (g *grepper) candidate(r []byte, pos int) int {
 	return pos + loc[0]
 }
 
-// requiredLiteral is the longest literal that every match of pattern holds,
+// requiredLiteral is the longest literal that every match of the pattern holds,
 // when there is one of at least 3 bytes and it cannot span lines: then
 // searching for it finds every line that can match, much faster than the
 // regular expression can when the pattern does not start with a literal.
 // When some of it is case-insensitive (`(?i)error`) and it is ASCII, it is
 // returned lowered with fold set, to be searched for in lowered text.
-func requiredLiteral(pattern string) (lit []byte, fold bool) {
-	re, err := syntax.Parse(pattern, syntax.Perl)
-	if err != nil {
-		return nil, false
-	}
+func requiredLiteral(re *syntax.Regexp) (lit []byte, fold bool) {
 	l := longestLiteral(re.Simplify())
 	if len(l.text) < 3 || strings.ContainsAny(l.text, "\n\r") {
 		return nil, false
@@ -412,12 +412,8 @@ func hasNonASCIIFold(r, lit []byte) bool {
 		bytes.IndexByte(lit, 's') >= 0 && bytes.Contains(r, []byte("\u017f"))
 }
 
-// endsLines reports whether pattern uses `$`.
-func endsLines(pattern string) bool {
-	re, err := syntax.Parse(pattern, syntax.Perl)
-	if err != nil {
-		return false
-	}
+// endsLines reports whether the pattern uses `$`.
+func endsLines(re *syntax.Regexp) bool {
 	var walk func(*syntax.Regexp) bool
 	walk = func(re *syntax.Regexp) bool {
 		if re.Op == syntax.OpEndLine || re.Op == syntax.OpEndText {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -236,7 +237,11 @@ func TestRequiredLiteral(t *testing.T) {
 		"(foo){2}bar":              "foo",
 		"line\\nnext":              "",
 	} {
-		lit, fold := requiredLiteral(pattern)
+		re, err := syntax.Parse(pattern, syntax.Perl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lit, fold := requiredLiteral(re)
 		got := string(lit)
 		if fold {
 			got += " (folded)"
