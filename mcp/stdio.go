@@ -29,6 +29,8 @@ type process struct {
 	err  error         // what cmd.Wait said; read after done
 	conn *lineConn
 	log  string // the path of its log file
+	// logFrom is where this start's lines begin in the log.
+	logFrom int64
 }
 
 // startProcess starts s in dir (the workspace root, or s.Cwd relative to
@@ -47,6 +49,7 @@ func startProcess(s Server, o *Options) (*process, error) {
 		return nil, err
 	}
 	logPath := logFile.Name()
+	logFrom, _ := logFile.Seek(0, io.SeekCurrent) // appending: the end, after the start marker
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -71,7 +74,7 @@ func startProcess(s Server, o *Options) (*process, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %v", s.Command, err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{}), log: logPath}
+	p := &process{cmd: cmd, done: make(chan struct{}), log: logPath, logFrom: logFrom}
 	p.conn = newLineConn(inW, outR, o.maxReply())
 	p.conn.stray = logFile // lines on stdout that are not JSON-RPC go to the log
 	go func() {
@@ -117,19 +120,23 @@ func (p *process) explain(err error) error {
 	case <-time.After(time.Second):
 		return err
 	}
-	return fmt.Errorf("the server exited (%s) before it answered; the end of its stderr (in %s): %s", p.exited(), p.log, logTail(p.log))
+	return fmt.Errorf("the server exited (%s) before it answered; the end of its stderr (in %s): %s", p.exited(), p.log, logTail(p.log, p.logFrom))
 }
 
-// logTail is the end of a log, since its last start marker, as one line.
-func logTail(path string) string {
-	data, err := os.ReadFile(path)
+// logTail is the end of what a log holds from offset from (this start's
+// lines), as one line; it reads at most the last 64 KiB.
+func logTail(path string, from int64) string {
+	f, err := os.Open(path)
 	if err != nil {
 		return "(unreadable: " + err.Error() + ")"
 	}
-	if i := bytes.LastIndex(data, []byte("--- myelin started ")); i >= 0 {
-		if j := bytes.IndexByte(data[i:], '\n'); j >= 0 {
-			data = data[i+j+1:]
-		}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil {
+		from = max(from, st.Size()-64<<10)
+	}
+	data, err := io.ReadAll(io.NewSectionReader(f, from, 64<<10))
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
 	}
 	text := strings.Join(strings.Fields(string(data)), " ")
 	if text == "" {
