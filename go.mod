@@ -1,4 +1,4 @@
-module myelin
+module github.com/myelin-run/myelin
 
 go 1.26.0
 

@@ -21,10 +21,10 @@ import (
 	"sync"
 	"time"
 
-	"myelin/history"
-	"myelin/provider"
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // Defaults of an Agent's zero fields.

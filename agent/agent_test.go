@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"myelin/history"
-	"myelin/provider"
-	"myelin/provider/anthropic"
-	"myelin/provider/openai"
-	"myelin/provider/providertest"
-	"myelin/result"
-	"myelin/tool"
-	"myelin/workspace"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/openai"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // rig is an agent wired to a fake Anthropic server, a SQLite store and a

@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"myelin/history"
-	"myelin/provider"
-	"myelin/provider/anthropic"
-	"myelin/provider/providertest"
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // scripted is an in-process provider: it builds and encodes the Anthropic

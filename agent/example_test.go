@@ -7,13 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"myelin/agent"
-	"myelin/history"
-	"myelin/provider/anthropic"
-	"myelin/provider/providertest"
-	"myelin/result"
-	"myelin/tool"
-	"myelin/workspace"
+	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // A Go program embeds myelin: a provider, a store, a workspace and its own

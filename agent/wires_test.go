@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"myelin/provider/providertest"
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 var wires = []string{"anthropic", "openai"}

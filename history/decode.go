@@ -8,7 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 // decodeParts reads the parts column: the JSON that result.JSON wrote for a

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 // sameAsEncodingJSON checks decodeParts against json.Unmarshal on b.

@@ -14,7 +14,7 @@ import (
 	"errors"
 	"time"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 // Role is who a message is from.

@@ -14,7 +14,7 @@ import (
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 // SQLite is a Store in one SQLite file, in WAL mode, each Append one

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 func openStore(t *testing.T, path string) *SQLite {

@@ -16,8 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // Defaults of Options.

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"testing"
 
-	"myelin/mcp/mcptest"
-	"myelin/result"
-	"myelin/tool"
-	"myelin/workspace"
+	"github.com/myelin-run/myelin/mcp/mcptest"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 func TestMain(m *testing.M) {

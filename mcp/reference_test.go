@@ -11,12 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"myelin/agent"
-	"myelin/history"
-	"myelin/provider/anthropic"
-	"myelin/provider/providertest"
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // The MCP reference servers, installed by .ci/run (npm ci in

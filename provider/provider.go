@@ -16,8 +16,8 @@ import (
 	"os"
 	"strings"
 
-	"myelin/history"
-	"myelin/result"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/result"
 )
 
 // Tool is a tool definition as sent to the model.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 func benchConfig(b *testing.B) Config {

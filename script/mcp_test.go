@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"myelin/mcp"
-	"myelin/mcp/mcptest"
+	"github.com/myelin-run/myelin/mcp"
+	"github.com/myelin-run/myelin/mcp/mcptest"
 )
 
 // An MCP server's text-only result reaches a script as its text, and its

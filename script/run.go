@@ -14,8 +14,8 @@ import (
 
 	"modernc.org/quickjs"
 
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // Why a script was stopped: the limit it hit, named in its error result.

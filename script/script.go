@@ -22,8 +22,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // Name is the tool's name.

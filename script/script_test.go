@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"myelin/result"
-	"myelin/tool"
-	"myelin/workspace"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // rig is a registry of test tools, a workspace, and code_execution over

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // Input is the input of shell--run.

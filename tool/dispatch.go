@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 // DefaultTimeout bounds one call when the Dispatcher sets no Timeout.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 // Handler runs one call. input is the call's arguments, already checked

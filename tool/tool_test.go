@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 type greetInput struct {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 func benchLog(size int) string {

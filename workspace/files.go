@@ -9,8 +9,8 @@ import (
 	"path"
 	"strings"
 
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // ListInput is the input of workspace--list.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 func fuzzWorkspace(t *testing.T, content []byte) (*Workspace, *tool.Dispatcher) {

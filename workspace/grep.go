@@ -13,8 +13,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // GrepInput is the input of workspace--grep.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // ReadInput is the input of workspace--read.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 func lines(n int) string {

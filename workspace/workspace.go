@@ -22,7 +22,7 @@ import (
 	"strings"
 	"syscall"
 
-	"myelin/result"
+	"github.com/myelin-run/myelin/result"
 )
 
 // ResultsDir is where spill files and saved payloads go, relative to the

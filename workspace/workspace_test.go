@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"myelin/result"
-	"myelin/tool"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // fixture is a workspace in a temporary directory, with a sibling directory

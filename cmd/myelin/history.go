@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"myelin/history"
+	"github.com/myelin-run/myelin/history"
 )
 
 const historyUsage = `Usage:

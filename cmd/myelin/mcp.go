@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"myelin/mcp"
-	"myelin/tool"
-	"myelin/workspace"
+	"github.com/myelin-run/myelin/mcp"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 const mcpUsage = `Usage:

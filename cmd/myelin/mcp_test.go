@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"myelin/mcp/mcptest"
-	"myelin/provider/providertest"
+	"github.com/myelin-run/myelin/mcp/mcptest"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 // mcpConfig is an mcpServers document that starts this test binary as the

@@ -13,13 +13,13 @@ import (
 	"sync"
 	"time"
 
-	"myelin/agent"
-	"myelin/history"
-	"myelin/provider"
-	"myelin/provider/anthropic"
-	"myelin/provider/openai"
-	"myelin/result"
-	"myelin/workspace"
+	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/openai"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 const runUsage = `Usage:

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"myelin/mcp/mcptest"
-	"myelin/provider/providertest"
+	"github.com/myelin-run/myelin/mcp/mcptest"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 // fakeAnthropic points the CLI at a scripted Anthropic server.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"myelin/provider/providertest"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 // The scenario of issue 5: one script greps, reads and summarizes across

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"io"
 
-	"myelin/result"
-	"myelin/tool"
-	"myelin/workspace"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 const toolUsage = `Usage:

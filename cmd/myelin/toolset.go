@@ -8,12 +8,12 @@ import (
 	"os"
 	"path/filepath"
 
-	"myelin/mcp"
-	"myelin/result"
-	"myelin/script"
-	"myelin/shell"
-	"myelin/tool"
-	"myelin/workspace"
+	"github.com/myelin-run/myelin/mcp"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/script"
+	"github.com/myelin-run/myelin/shell"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // toolsetFlags choose the tools of run, chat, tool list and tool call.

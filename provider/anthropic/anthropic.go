@@ -22,9 +22,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
-	"myelin/history"
-	"myelin/provider"
-	"myelin/result"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/result"
 )
 
 // Config configures the wire. The zero value reads ANTHROPIC_API_KEY and

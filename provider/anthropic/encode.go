@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"myelin/history"
+	"github.com/myelin-run/myelin/history"
 )
 
 // The messages of a request are encoded here, straight to JSON, and handed

@@ -27,9 +27,9 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 
-	"myelin/history"
-	"myelin/provider"
-	"myelin/result"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/result"
 )
 
 // Config configures the wire. The zero value reads OPENAI_API_KEY and

@@ -11,10 +11,10 @@ import (
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"myelin/history"
-	"myelin/provider"
-	"myelin/provider/providertest"
-	"myelin/result"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
