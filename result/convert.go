@@ -58,23 +58,53 @@ func convert(r Result, store Store, label string) converted {
 		}
 		return converted{text: msg, isError: true, endTurn: r.EndTurn, files: c.out.files, structured: c.out.structured}
 	}
-	if text == "" && c.out.structured != nil && noTextOfItsOwn(r.Data) {
-		text = string(c.out.structured)
+	if c.out.structured != nil && !hasTextOfItsOwn(r.Data) {
+		// what myelin wrote (stubs, placeholders, links) is not the tool's
+		// text: the structured content follows it
+		if text != "" {
+			text += "\n"
+		}
+		text += string(c.out.structured)
 	}
 	c.out.text = text
 	return c.out
 }
 
-// noTextOfItsOwn reports whether data holds nothing the model could read, so
-// that structured content stands in for it.
-func noTextOfItsOwn(data any) bool {
+// hasTextOfItsOwn reports whether data holds text the tool wrote: a
+// non-empty string, a text block with text in it, an embedded text resource
+// or a block myelin does not know (its JSON is the tool's own); or any other
+// value, whose JSON is its text. Without it, the model reads the structured
+// content (SPEC §4). Image placeholders, stubs of saved payloads and
+// resource-link lines are myelin's words, not the tool's.
+func hasTextOfItsOwn(data any) bool {
 	switch d := data.(type) {
 	case nil:
-		return true
-	case []Block:
-		return len(d) == 0
+		return false
 	case string:
-		return d == ""
+		return d != ""
+	case []byte:
+		return len(d) > 0
+	case []Block:
+		for _, b := range d {
+			if blockHasText(b) {
+				return true
+			}
+		}
+		return false
+	case Block:
+		return blockHasText(d)
+	}
+	return true
+}
+
+func blockHasText(b Block) bool {
+	switch b := byValue(b).(type) {
+	case TextBlock:
+		return b.Text != ""
+	case ResourceBlock:
+		return b.Blob == nil
+	case UnknownBlock:
+		return true
 	}
 	return false
 }

@@ -67,6 +67,28 @@ func TestMCPStructuredContentIsReadOnlyWithoutTextOfItsOwn(t *testing.T) {
 	}
 }
 
+// SPEC §4: what myelin writes itself (placeholders, stubs, link lines) is
+// not the server's text, so the structured JSON follows it.
+func TestMCPStructuredContentFollowsWhenTheServerWroteNoTextOfItsOwn(t *testing.T) {
+	const sc = `"structuredContent":{"n":1}`
+	png := `{"type":"image","mimeType":"image/png","data":"iVBORw0KGgo="}`
+	for _, tc := range []struct{ name, content, want string }{
+		{"one empty text block", `[{"type":"text","text":""}]`, `{"n":1}`},
+		{"only a resource link", `[{"type":"resource_link","uri":"file:///a","name":"a"}]`, "[resource link \"a\": file:///a; not fetched]\n{\"n\":1}"},
+		{"only an image", `[` + png + `]`, "[image: image/png, 8 bytes]\n{\"n\":1}"},
+		{"an empty text block and an image", `[{"type":"text","text":""},` + png + `]`, "\n[image: image/png, 8 bytes]\n{\"n\":1}"},
+		{"text of its own and an image", `[{"type":"text","text":"see"},` + png + `]`, "see\n[image: image/png, 8 bytes]"},
+		{"an embedded text resource", `[{"type":"resource","resource":{"uri":"file:///r","mimeType":"text/plain","text":""}}]`, "[resource file:///r, text/plain]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := one(t, fromMCP(t, `{"content":`+tc.content+`,`+sc+`}`), &memStore{})
+			if out.Text != tc.want || string(out.Structured) != `{"n":1}` {
+				t.Fatalf("text = %q, want %q", out.Text, tc.want)
+			}
+		})
+	}
+}
+
 func TestMCPStructuredContentIsKeptByPresence(t *testing.T) {
 	if out := one(t, fromMCP(t, `{"content":[{"type":"text","text":"x"}]}`), nil); out.Structured != nil {
 		t.Fatalf("structured = %s, want none", out.Structured)

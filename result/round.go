@@ -94,68 +94,109 @@ type Output struct {
 	Files []string
 	// Chars is the length in characters of the whole text, before any cut.
 	Chars int
+
+	full *piece // the full text, from Convert until Fit
+}
+
+// shown is how many characters of Text count toward the round bound.
+func (o *Output) shown() int {
+	if o.full != nil {
+		return o.full.shown()
+	}
+	return Chars(o.Text)
 }
 
 // One converts the result of a single call: a round of one.
 func One(c Call, env Env) Output { return Round([]Call{c}, env)[0] }
 
 // Round is the one conversion: it turns the results of one round into the
-// text the conversation holds (SPEC §1–§6), in call order. Each result
-// becomes its full text; a text over its cap is spilled whole and replaced by
-// its head and a notice; then, while the round's texts together are over the
-// round bound, the largest is cut further (down to MinCap characters).
+// text the conversation holds (SPEC §1–§6), in call order. It is [Convert]
+// for each call, then [Fit] for the round.
 func Round(calls []Call, env Env) []Output {
-	now := time.Now
-	if env.Now != nil {
-		now = env.Now
-	}
-	date := now().UTC().Format("2006-01-02")
 	outs := make([]Output, len(calls))
-	pieces := make([]piece, len(calls))
 	for i, c := range calls {
-		label := date + "-" + safeLabel(c.ID)
-		cv := convert(c.Result, env.Store, label)
-		outs[i] = Output{
-			IsError:    cv.isError,
-			EndTurn:    cv.endTurn,
-			Images:     cv.images,
-			Structured: cv.structured,
-			Files:      cv.files,
-		}
-		pieces[i] = newPiece(cv.text, CapFor(c.Cap, env.Limits), label)
+		outs[i] = Convert(c, env)
 	}
-	fitRound(pieces, env.Limits.RoundBound())
-	for i := range pieces {
-		p := &pieces[i]
-		outs[i].Chars = p.chars
-		if p.chars <= p.cap {
-			outs[i].Text = p.text
+	return Fit(outs, env)
+}
+
+// Convert converts one call's result alone: its full text, and when that is
+// over the call's cap, the spill file written whole and the head with its
+// notice in Text. It is the text the call has before the round bound, which
+// [Fit] may shorten further; a consumer that keeps results as each call
+// finishes (the agent, for a crash) keeps this, and the round's text comes
+// from Fit. Convert writes each spill file and payload once: Fit never
+// writes them again.
+func Convert(c Call, env Env) Output {
+	label := spillDate(env) + "-" + safeLabel(c.ID)
+	cv := convert(c.Result, env.Store, label)
+	out := Output{
+		IsError:    cv.isError,
+		EndTurn:    cv.endTurn,
+		Images:     cv.images,
+		Structured: cv.structured,
+		Files:      cv.files,
+	}
+	p := newPiece(cv.text, CapFor(c.Cap, env.Limits), label)
+	out.Chars = p.chars
+	if p.chars <= p.cap {
+		out.Text = p.text
+	} else {
+		p.spill(env.Store)
+		out.Text = p.sp.head(p.cap, 0)
+		out.SpillPath = p.sp.path
+	}
+	out.full = &p
+	return out
+}
+
+// Fit applies the round bound (SPEC §6) to the outputs of one round, each
+// from [Convert], in call order. While the texts together are over the
+// bound, the largest is cut further: spilled, when it had fit its cap, and
+// its head shortened, never below [MinCap] characters of its own text (the
+// notice comes on top). When every text is at that floor the round stays
+// over its bound. Outputs that did not come from Convert count as they are
+// and are left alone. The outputs Fit returns no longer hold their full
+// texts.
+func Fit(outs []Output, env Env) []Output {
+	bound := env.Limits.RoundBound()
+	sum := 0
+	for i := range outs {
+		sum += outs[i].shown()
+	}
+	for sum > bound {
+		big := -1
+		for i := range outs {
+			if p := outs[i].full; p != nil && !p.fixed && p.shown() > MinCap && (big < 0 || p.shown() > outs[big].full.shown()) {
+				big = i
+			}
+		}
+		if big < 0 {
+			break
+		}
+		p := outs[big].full
+		if !p.shortenable(env.Store) { // now marked fixed
 			continue
 		}
-		sp := p.spill(env.Store)
-		outs[i].Text = sp.head(p.cap)
-		outs[i].SpillPath = sp.path
+		before := p.shown()
+		p.cap = max(p.floor(), before-(sum-bound))
+		sum -= before - p.shown()
+		o := &outs[big]
+		o.Text = p.sp.head(p.cap, MinCap)
+		o.SpillPath = p.sp.path
+	}
+	for i := range outs {
+		outs[i].full = nil
 	}
 	return outs
 }
 
-// fitRound lowers the caps of the largest results until the round's shown
-// characters fit the bound or every result is at MinCap.
-func fitRound(ps []piece, bound int) {
-	for {
-		sum, big := 0, -1
-		for i := range ps {
-			s := ps[i].shown()
-			sum += s
-			if s > MinCap && (big < 0 || s > ps[big].shown()) {
-				big = i
-			}
-		}
-		if sum <= bound || big < 0 {
-			return
-		}
-		ps[big].cap = max(MinCap, ps[big].shown()-(sum-bound))
+func spillDate(env Env) string {
+	now := time.Now
+	if env.Now != nil {
+		now = env.Now
 	}
+	return now().UTC().Format("2006-01-02")
 }
 
 var unsafeLabel = regexp.MustCompile(`[^A-Za-z0-9._-]`)

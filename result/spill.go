@@ -12,13 +12,16 @@ type piece struct {
 	chars int
 	cap   int
 	label string
+	sp    *spilled // the spill, once written
+	fixed bool     // the round bound cannot shorten it: its floor is not below its length
 }
 
 func newPiece(text string, cap int, label string) piece {
 	return piece{text: text, chars: Chars(text), cap: cap, label: label}
 }
 
-// shown is how many characters of the piece go into the conversation.
+// shown is how many characters of the piece go into the conversation, at
+// most.
 func (p *piece) shown() int { return min(p.chars, p.cap) }
 
 // spilled is a text over its cap, written whole to a workspace file (or not,
@@ -31,35 +34,60 @@ type spilled struct {
 	err   error  // why it was not kept
 }
 
-// spill writes the whole text to `<label>.txt` under .myelin/tool-results/.
-func (p *piece) spill(store Store) spilled {
-	sp := spilled{text: p.text, chars: p.chars, lines: Lines(p.text)}
+// spill writes the whole text to `<label>.txt` under .myelin/tool-results/,
+// once: a piece already spilled keeps its file.
+func (p *piece) spill(store Store) {
+	if p.sp != nil {
+		return
+	}
+	sp := &spilled{text: p.text, chars: p.chars, lines: Lines(p.text)}
+	p.sp = sp
 	if store == nil {
 		sp.err = ErrNoWorkspace
-		return sp
+		return
 	}
 	sp.path, sp.err = store.Save(p.label+".txt", p.text)
 	if sp.err != nil {
 		sp.path = ""
 	}
-	return sp
+}
+
+// shortenable reports whether the round bound may cut the piece further:
+// its head can lose characters and still keep MinCap of its own text. It is
+// asked of the piece about to be cut, which it spills first, so that the
+// notice, whose length sets the floor, is known; a piece it says no to is
+// marked fixed.
+func (p *piece) shortenable(store Store) bool {
+	p.spill(store)
+	if p.shown() <= MinCap+p.sp.worstNotice()+1 {
+		p.fixed = true
+		return false
+	}
+	return true
+}
+
+// floor is the smallest cap the round bound may give a spilled piece: its
+// head keeps MinCap characters, with the notice after them.
+func (p *piece) floor() int { return MinCap + p.sp.worstNotice() + 1 }
+
+// worstNotice is the length of the notice with the largest numbers it can
+// hold, which bounds the real one.
+func (sp spilled) worstNotice() int {
+	return max(
+		utf8.RuneCountInString(sp.notice(sp.chars, sp.lines, sp.lines+1, true, false)),
+		utf8.RuneCountInString(sp.notice(sp.chars, sp.lines, sp.lines+1, false, true)))
 }
 
 // head is the head of the text followed by its notice, together at most cap
 // characters. The head is cut at the last line end before its budget when
-// that keeps at least 80% of the budget, else at the budget (never between a
-// CR and its LF).
-func (sp spilled) head(cap int) string {
-	// The notice's length with the largest numbers it can hold bounds the
-	// real one, which is never longer.
-	worst := max(
-		utf8.RuneCountInString(sp.notice(sp.chars, sp.lines, sp.lines+1, true, false)),
-		utf8.RuneCountInString(sp.notice(sp.chars, sp.lines, sp.lines+1, false, true)))
-	budget := max(0, cap-worst-1) // -1 for the line end before the notice
+// that keeps at least 80% of the budget and at least minHead characters,
+// else at the budget (never between a CR and its LF).
+func (sp spilled) head(cap, minHead int) string {
+	budget := max(0, cap-sp.worstNotice()-1) // -1 for the line end before the notice
 	cut := CharOffset(sp.text, budget)
 	byLine := false
 	if nl := strings.LastIndexByte(sp.text[:cut], '\n'); nl >= 0 {
-		if utf8.RuneCountInString(sp.text[:nl+1])*5 >= budget*4 {
+		if n := utf8.RuneCountInString(sp.text[:nl+1]); n*5 >= budget*4 && n >= minHead {
 			cut, byLine = nl+1, true
 		}
 	}

@@ -222,15 +222,103 @@ func TestRoundBoundSpillsTheLargestFirst(t *testing.T) {
 	}
 }
 
-func TestRoundBoundShortensHeadsDownToTheFloor(t *testing.T) {
+// headOf is the part of a cut text before its notice.
+func headOf(t *testing.T, text string) string {
+	t.Helper()
+	i := strings.LastIndex(text, "[myelin: this result is ")
+	if i < 0 {
+		t.Fatalf("no notice in %q", text[max(0, len(text)-300):])
+	}
+	return strings.TrimSuffix(text[:i], "\n")
+}
+
+func TestRoundBoundShortensHeadsDownToTheFloorAndNoFurther(t *testing.T) {
 	calls := make([]Call, 8)
 	for i := range calls {
 		calls[i] = Call{ID: fmt.Sprint(i), Result: Result{Data: numbered(2000, 40)}}
 	}
 	outs := Round(calls, Env{Store: &memStore{}, Limits: Limits{Agent: 20000, Round: 5000}})
+	sum := 0
 	for _, o := range outs {
-		if n := utf8.RuneCountInString(o.Text); n > MinCap || n < MinCap*8/10 || o.SpillPath == "" {
-			t.Fatalf("a result kept %d characters (spill %q)", n, o.SpillPath)
+		sum += utf8.RuneCountInString(o.Text)
+		if n := utf8.RuneCountInString(headOf(t, o.Text)); n < MinCap || n > MinCap+41 || o.SpillPath == "" {
+			t.Fatalf("a result's head kept %d characters (spill %q), want %d", n, o.SpillPath, MinCap)
+		}
+	}
+	if sum <= 5000 {
+		t.Fatalf("the round is %d characters: it cannot fit 5000 above the floor, so it goes over", sum)
+	}
+}
+
+// The round of the issue: eight results of 23,040 characters and a 168k
+// error under the default caps. Before the floor was on the head, four of
+// them kept 943 characters.
+func TestRoundBoundNeverLeavesAShortenedResultUnderTheFloor(t *testing.T) {
+	calls := make([]Call, 0, 9)
+	for i := range 8 {
+		calls = append(calls, Call{ID: fmt.Sprint("r", i), Result: Result{Data: numbered(576, 40)}})
+	}
+	calls = append(calls, Call{ID: "err", Result: Result{Data: numbered(4200, 40), IsError: true}})
+	outs := Round(calls, Env{Store: &memStore{}})
+	for i, o := range outs {
+		n := utf8.RuneCountInString(o.Text)
+		if o.SpillPath != "" {
+			n = utf8.RuneCountInString(headOf(t, o.Text))
+		}
+		if n < MinCap {
+			t.Fatalf("result %d kept %d characters of its own text, under the floor of %d", i, n, MinCap)
+		}
+	}
+}
+
+func TestRoundBoundLeavesAResultAloneWhenCuttingItWouldGoUnderTheFloor(t *testing.T) {
+	store := &memStore{}
+	calls := []Call{
+		{ID: "a", Result: Result{Data: strings.Repeat("a", 1200)}},
+		{ID: "b", Result: Result{Data: strings.Repeat("b", 1200)}},
+	}
+	outs := Round(calls, Env{Store: store, Limits: Limits{Round: 1000}})
+	for _, o := range outs {
+		if o.SpillPath != "" || utf8.RuneCountInString(o.Text) != 1200 {
+			t.Fatalf("a 1,200-character result was cut to %d (spill %q)", utf8.RuneCountInString(o.Text), o.SpillPath)
+		}
+	}
+}
+
+func TestConvertThenFitIsRoundAndWritesEachSpillOnce(t *testing.T) {
+	calls := []Call{
+		{ID: "a", Result: Result{Data: numbered(700, 40)}},  // 28,700: over its cap
+		{ID: "b", Result: Result{Data: numbered(500, 40)}},  // 20,500: under it
+		{ID: "c", Result: Result{Data: numbered(2000, 40)}}, // over
+		{ID: "d", Result: Result{Data: numbered(500, 40)}},  // under
+		{ID: "e", Result: Result{Data: numbered(500, 40)}},  // under
+	}
+	env := Env{Limits: Limits{Round: 40000}}
+	roundStore := &memStore{}
+	env.Store = roundStore
+	want := Round(calls, env)
+	stepStore := &memStore{}
+	env.Store = stepStore
+	alone := make([]Output, len(calls))
+	for i, c := range calls {
+		alone[i] = Convert(c, env)
+	}
+	if alone[1].SpillPath != "" || alone[1].Text != calls[1].Result.Data.(string) || alone[0].SpillPath == "" {
+		t.Fatalf("Convert cut a result under its cap, or not one over it")
+	}
+	got := Fit(alone, env)
+	for i := range want {
+		if got[i].Text != want[i].Text || got[i].SpillPath != want[i].SpillPath {
+			t.Fatalf("result %d: Convert then Fit gave %q (spill %q), Round gave %q (spill %q)",
+				i, got[i].Text[:80], got[i].SpillPath, want[i].Text[:80], want[i].SpillPath)
+		}
+	}
+	if len(stepStore.files) != len(roundStore.files) {
+		t.Fatalf("Convert then Fit wrote %d files, Round %d", len(stepStore.files), len(roundStore.files))
+	}
+	for path := range stepStore.files {
+		if strings.Contains(path, "-2.txt") {
+			t.Fatalf("a spill file was written twice: %s", path)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/myelin-run/myelin/result"
@@ -38,21 +39,30 @@ type Dispatcher struct {
 	// Finished, when set, is called as each call of a round ends (from the
 	// call's goroutine) with how long it took, for progress reports.
 	Finished func(i int, c Call, elapsed time.Duration)
+	// Converted, when set, is called by Round as each call finishes (from
+	// the call's goroutine, after Finished) with its output converted alone
+	// (result.Convert): its spill written, its text before the round bound,
+	// which may shorten it in what Round returns. It is where a result is
+	// kept the moment its call is done (SPEC §7), before the rest of the
+	// round. It must not block for long: the round waits for it.
+	Converted func(i int, c Call, out result.Output)
 }
 
 // Round runs the calls concurrently and returns their outputs in call order,
-// each converted once by result.Round (caps, spills, the round bound). A
-// call that panics, names no known tool, has input that fails the tool's
-// schema or outlives its timeout gets an error result saying so. Cancelling
-// ctx cancels every call; the calls not yet finished get error results saying
-// they were cancelled.
+// each converted once by package result as it finishes (result.Convert), then
+// bounded together (result.Fit: the round bound). A call that panics, names
+// no known tool, has input that fails the tool's schema or outlives its
+// timeout gets an error result saying so. Cancelling ctx cancels every call;
+// the calls not yet finished get error results saying they were cancelled.
 func (d *Dispatcher) Round(ctx context.Context, calls []Call) []result.Output {
-	raw := d.Run(ctx, calls)
-	items := make([]result.Call, len(calls))
-	for i, c := range calls {
-		items[i] = result.Call{ID: c.ID, Result: raw[i], Cap: c.Cap}
-	}
-	return result.Round(items, d.Env)
+	outs := make([]result.Output, len(calls))
+	d.each(ctx, calls, func(i int, r result.Result) {
+		outs[i] = result.Convert(result.Call{ID: calls[i].ID, Result: r, Cap: calls[i].Cap}, d.Env)
+		if d.Converted != nil {
+			d.Converted(i, calls[i], outs[i])
+		}
+	})
+	return result.Fit(outs, d.Env)
 }
 
 // Call runs one call: a round of one.
@@ -66,21 +76,22 @@ func (d *Dispatcher) Call(ctx context.Context, c Call) result.Output {
 // Round.
 func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 	out := make([]result.Result, len(calls))
-	if len(calls) == 1 { // nothing to run beside it: no goroutine to hand it to
-		out[0] = d.timed(ctx, 0, calls[0])
-		return out
-	}
-	done := make(chan struct{}, len(calls))
-	for i, c := range calls {
-		go func() {
-			out[i] = d.timed(ctx, i, c)
-			done <- struct{}{}
-		}()
-	}
-	for range calls {
-		<-done
-	}
+	d.each(ctx, calls, func(i int, r result.Result) { out[i] = r })
 	return out
+}
+
+// each runs the calls concurrently and hands each result to done, from the
+// call's goroutine, as it finishes. It returns when every call is done.
+func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r result.Result)) {
+	if len(calls) == 1 { // nothing to run beside it: no goroutine to hand it to
+		done(0, d.timed(ctx, 0, calls[0]))
+		return
+	}
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() { done(i, d.timed(ctx, i, c)) })
+	}
+	wg.Wait()
 }
 
 // timed runs call i and reports how long it took to Finished.

@@ -218,3 +218,44 @@ func TestErrorReturnIsAnErrorResult(t *testing.T) {
 		t.Fatalf("got %+v", out)
 	}
 }
+
+// Converted hands over each call's output as soon as that call is done,
+// while the rest of the round still runs, converted alone (before the round
+// bound, which may then shorten it).
+func TestConvertedGetsEachOutputAsItsCallFinishes(t *testing.T) {
+	fastDone := make(chan struct{})
+	wait := MustFunc("wait", "Waits for the fast call's output to be handed over.", func(ctx context.Context, in greetInput) (any, error) {
+		if in.Name == "slow" {
+			select {
+			case <-fastDone:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return strings.Repeat(in.Name+" line\n", 2000), nil
+	})
+	d := dispatcher(t, wait)
+	d.Timeout = 5 * time.Second
+	d.Env.Limits = result.Limits{Agent: 20000, Round: 2000}
+	var mu sync.Mutex
+	got := map[string]result.Output{}
+	d.Converted = func(i int, c Call, out result.Output) {
+		mu.Lock()
+		got[c.ID] = out
+		mu.Unlock()
+		if c.ID == "fast" {
+			close(fastDone)
+		}
+	}
+	outs := d.Round(context.Background(), []Call{
+		{ID: "slow", Name: "wait", Input: json.RawMessage(`{"name":"slow"}`)},
+		{ID: "fast", Name: "wait", Input: json.RawMessage(`{"name":"fast"}`)},
+	})
+	fast := got["fast"]
+	if want := strings.Repeat("fast line\n", 2000); fast.Text != want {
+		t.Fatalf("the fast call's output as it finished is %d characters, want its whole text (%d)", len(fast.Text), len(want))
+	}
+	if len(outs[1].Text) >= len(fast.Text) || !strings.Contains(outs[1].Text, "[myelin: this result is") {
+		t.Fatalf("the round bound did not shorten the round's output: %d characters", len(outs[1].Text))
+	}
+}
