@@ -2,10 +2,8 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"strings"
 
@@ -217,23 +215,14 @@ func (w *Workspace) Write(in WriteInput) (result.Result, error) {
 	if rel == "." {
 		return result.Result{}, fmt.Errorf("path is empty; give the file to write")
 	}
-	created := false
-	switch st, err := w.root.Stat(rel); {
-	case err == nil && st.IsDir():
-		return result.Result{}, fmt.Errorf("%s is a directory; workspace--write writes files, never over a directory", rel)
-	case errors.Is(err, fs.ErrNotExist):
-		created = true
-	case err != nil:
-		return result.Result{}, explain(rel, err)
+	real, exists, perm, err := w.writable(rel)
+	if err != nil {
+		return result.Result{}, err
 	}
-	if dir := path.Dir(rel); dir != "." {
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
-			return result.Result{}, explain(dir, err)
-		}
+	if err := w.replace(real, []byte(in.Content), exists, perm); err != nil {
+		return result.Result{}, err
 	}
-	if err := w.root.WriteFile(rel, []byte(in.Content), 0o644); err != nil {
-		return result.Result{}, explain(rel, err)
-	}
+	created := !exists
 	chars, lines := result.Chars(result.WellFormed(in.Content)), result.Lines(in.Content)
 	verb := "replaced"
 	if created {
@@ -259,7 +248,18 @@ func (w *Workspace) Edit(in EditInput) (result.Result, error) {
 	if in.OldString == in.NewString {
 		return result.Result{}, fmt.Errorf("old_string and new_string are the same; nothing would change")
 	}
-	rel, data, err := w.readFile(in.Path, maxReadSize)
+	rel, err := Rel(in.Path)
+	if err != nil {
+		return result.Result{}, err
+	}
+	real, exists, perm, err := w.writable(rel)
+	if err != nil {
+		return result.Result{}, err
+	}
+	if !exists {
+		return result.Result{}, fmt.Errorf("%s does not exist in the workspace; workspace--write creates a file", clip(rel))
+	}
+	_, data, err := w.readFile(real, maxReadSize)
 	if err != nil {
 		return result.Result{}, err
 	}
@@ -275,12 +275,8 @@ func (w *Workspace) Edit(in EditInput) (result.Result, error) {
 		return result.Result{}, fmt.Errorf("old_string occurs %d times in %s; add surrounding text to make it unique, or set replace_all", n, rel)
 	}
 	text = strings.ReplaceAll(text, in.OldString, in.NewString)
-	mode := os.FileMode(0o644)
-	if st, err := w.root.Stat(rel); err == nil {
-		mode = st.Mode().Perm()
-	}
-	if err := w.root.WriteFile(rel, []byte(text), mode); err != nil {
-		return result.Result{}, explain(rel, err)
+	if err := w.replace(real, []byte(text), exists, perm); err != nil {
+		return result.Result{}, err
 	}
 	return result.Result{
 		Data:       fmt.Sprintf("replaced %d occurrence(s) in %s", n, rel),
