@@ -146,6 +146,7 @@ func (p *pager) lines(offset, limit int) (result.Result, error) {
 	if offset > p.totalLines {
 		return result.Result{}, fmt.Errorf("offset %d is past the end of %s, which has %d lines", offset, p.path, p.totalLines)
 	}
+	limit = min(limit, p.totalLines) // offset+limit must not overflow: a page never holds more lines than the file
 	start := 0
 	for ln := 1; ln < offset; ln++ {
 		start += strings.IndexByte(p.text[start:], '\n') + 1
@@ -179,6 +180,9 @@ func (p *pager) lines(offset, limit int) (result.Result, error) {
 	info := ReadPage{Mode: "lines", FirstLine: offset, LastLine: last, OffsetChars: charStart,
 		Chars: result.Chars(p.text[start:pos]), EOF: eof}
 	if !eof {
+		if ln <= offset { // a next page must move on; this cannot happen, and must not loop a model forever
+			return result.Result{}, fmt.Errorf("workspace--read: the page of %s from line %d holds no line", p.path, offset)
+		}
 		info.Next = &ReadInput{Path: p.path, Offset: &ln}
 	}
 	return p.page(b.String(), p.lineFooter(offset, last, ln, eof), info), nil

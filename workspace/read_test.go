@@ -3,6 +3,7 @@ package workspace
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -236,5 +237,22 @@ func TestReadyCallsWriteHTMLCharactersAsThemselves(t *testing.T) {
 	out := f.call(t, "workspace--read", map[string]any{"path": "a&b<c>.txt", "limit": 10})
 	if !strings.Contains(out.Text, `workspace--read {"path":"a&b<c>.txt","offset":11}`) {
 		t.Fatalf("footer %q", out.Text[strings.LastIndex(out.Text, "["):])
+	}
+}
+
+// Issue 10: limit 9223372036854775807 made offset+limit overflow, and the
+// page came back empty with a next-page call that was the same call.
+func TestReadWithTheLargestLimitShowsThePageAndMovesOn(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "a.txt", "one\ntwo\nthree\n")
+	huge := math.MaxInt
+	out := f.call(t, "workspace--read", ReadInput{Path: "a.txt", Limit: &huge})
+	if out.IsError || !strings.HasPrefix(out.Text, "     1\tone\n     2\ttwo\n     3\tthree\n") || !strings.Contains(out.Text, "end of file") {
+		t.Fatalf("%q", out.Text)
+	}
+	two := 2
+	out = f.call(t, "workspace--read", ReadInput{Path: "a.txt", Offset: &two, Limit: &huge})
+	if out.IsError || !strings.HasPrefix(out.Text, "     2\ttwo\n") {
+		t.Fatalf("%q", out.Text)
 	}
 }
