@@ -152,7 +152,7 @@ func (c *converter) str(s string) string {
 	}
 	if strings.IndexByte(s, 0) < 0 {
 		fixed, bad := repair(s)
-		if !isBinary(len(s), bad) {
+		if !isBinary(Chars(fixed), bad) {
 			return fixed
 		}
 	}
@@ -161,8 +161,12 @@ func (c *converter) str(s string) string {
 }
 
 // isBinary is the line between text with a few bad bytes, shown with U+FFFD,
-// and output that is not text: more than 30% of its bytes ill formed.
-func isBinary(size, bad int) bool { return bad*10 > size*3 }
+// and output that is not text: of the chars characters the text has once
+// made well formed, more than 30% are the U+FFFD of its bad ill-formed
+// sequences. A sequence counts once however many bytes it had, and a
+// surrogate in UTF-8 form counts as text (repairTo), so one lone surrogate
+// in a short string never makes it binary.
+func isBinary(chars, bad int) bool { return bad*10 > chars*3 }
 
 // save writes a payload to the store and returns its stub; a payload that
 // cannot be saved is recorded as lost, which makes the result an error.

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/result"
 )
 
 func run(t *testing.T, dir, command string, timeoutMS int) (string, bool) {
@@ -98,5 +100,16 @@ func TestLargeOutputComesBackWhole(t *testing.T) {
 	text, isErr := run(t, t.TempDir(), "seq 1 200000", 0)
 	if isErr || strings.Count(text, "\n") != 200000 || !strings.HasSuffix(text, "199999\n200000\n") {
 		t.Fatalf("got %d lines", strings.Count(text, "\n"))
+	}
+}
+
+func TestALoneSurrogateIsOneReplacementCharacterNotBinary(t *testing.T) {
+	r, err := Run(context.Background(), t.TempDir(), Input{Command: `printf 'x\355\240\200y'`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := result.One(result.Call{ID: "c", Result: r}, result.Env{})
+	if out.Text != "x\uFFFDy" || out.IsError {
+		t.Fatalf("text = %q, error %v", out.Text, out.IsError)
 	}
 }
