@@ -14,6 +14,7 @@ package workspace
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -148,11 +149,100 @@ func (w *Workspace) readFile(p string, maxSize int64) (string, []byte, error) {
 // workspace-relative path; it implements result.Store. It never overwrites a
 // file: when name is taken it tries name-2.ext, name-3.ext and so on.
 func (w *Workspace) Save(name, data string) (string, error) {
+	return w.SaveFrom(name, strings.NewReader(data))
+}
+
+// SaveFrom writes what r yields to a new file under ResultsDir, named as
+// Save names it, and returns its workspace-relative path (result.FileStore).
+// When r or the write fails, the part written is removed; r's own error is
+// returned as it is, so that the conversion can tell its reasons to stop
+// (the text turned out binary) from a full disk.
+func (w *Workspace) SaveFrom(name string, r io.Reader) (string, error) {
+	f, p, err := w.createResult(name)
+	if err != nil {
+		return "", err
+	}
+	_, werr := io.Copy(onlyWriter{f}, r)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = w.root.Remove(p)
+		var pe *fs.PathError
+		if errors.As(werr, &pe) {
+			return "", explain(p, werr)
+		}
+		return "", werr
+	}
+	return p, nil
+}
+
+// onlyWriter hides the file's ReadFrom, so that io.Copy reads r through
+// its Read and its errors come back as r's (a file's ReadFrom wraps them).
+type onlyWriter struct{ io.Writer }
+
+// SaveFile moves the file at the OS path src to a new file under
+// ResultsDir, named as Save names it, and returns its workspace-relative
+// path (result.FileStore): how a tool's output file (shell--run's) becomes
+// its spill file without passing through memory. A file inside the
+// workspace is renamed over a name reserved with O_EXCL, so that nothing
+// is overwritten but that empty file; one outside it, or on another file
+// system, is copied and then removed.
+func (w *Workspace) SaveFile(name, src string) (string, error) {
+	f, p, err := w.createResult(name)
+	if err != nil {
+		return "", err
+	}
+	if rel, ok := w.inside(src); ok {
+		if err := w.root.Rename(rel, p); err == nil {
+			_ = f.Close()
+			return p, nil
+		}
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		_ = f.Close()
+		_ = w.root.Remove(p)
+		return "", fmt.Errorf("saving %s: %v", name, err)
+	}
+	defer in.Close()
+	_, werr := io.Copy(f, in)
+	cerr := f.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		_ = w.root.Remove(p)
+		return "", explain(p, werr)
+	}
+	_ = os.Remove(src)
+	return p, nil
+}
+
+// inside returns the workspace-relative path of the OS path p when it is
+// inside the workspace.
+func (w *Workspace) inside(p string) (string, bool) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", false
+	}
+	rel, err := filepath.Rel(w.dir, abs)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// createResult creates a new, empty file under ResultsDir named name (or
+// name-2.ext, name-3.ext, ... when that is taken) and returns it open for
+// writing with its workspace-relative path.
+func (w *Workspace) createResult(name string) (*os.File, string, error) {
 	if name == "" || strings.ContainsAny(name, "/\\\x00") || name == "." || name == ".." {
-		return "", fmt.Errorf("saving a tool result: %q is not a file name", name)
+		return nil, "", fmt.Errorf("saving a tool result: %q is not a file name", name)
 	}
 	if err := w.root.MkdirAll(ResultsDir, 0o755); err != nil {
-		return "", explain(ResultsDir, err)
+		return nil, "", explain(ResultsDir, err)
 	}
 	ext := path.Ext(name)
 	stem := strings.TrimSuffix(name, ext)
@@ -166,20 +256,11 @@ func (w *Workspace) Save(name, data string) (string, error) {
 			continue
 		}
 		if err != nil {
-			return "", explain(p, err)
+			return nil, "", explain(p, err)
 		}
-		_, werr := f.WriteString(data)
-		cerr := f.Close()
-		if werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			_ = w.root.Remove(p)
-			return "", explain(p, werr)
-		}
-		return p, nil
+		return f, p, nil
 	}
-	return "", fmt.Errorf("saving %s: 10000 files of that name are already in %s", name, ResultsDir)
+	return nil, "", fmt.Errorf("saving %s: 10000 files of that name are already in %s", name, ResultsDir)
 }
 
 // clip bounds an input echoed in an error message to 200 characters, so
