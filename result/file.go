@@ -206,7 +206,8 @@ func (r *scanReader) Read(p []byte) (int, error) {
 }
 
 // saveFile moves the file at src (open as f) into the store under name; a
-// Store that cannot take files gets its bytes read into memory.
+// Store that cannot take files gets its bytes read into memory, and src is
+// removed once they are saved.
 func saveFile(store Store, name, src string, f *os.File) (string, error) {
 	switch s := store.(type) {
 	case nil:
@@ -218,7 +219,11 @@ func saveFile(store Store, name, src string, f *os.File) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return store.Save(name, string(data))
+	p, err := store.Save(name, string(data))
+	if err == nil {
+		_ = os.Remove(src) // as a move would have
+	}
+	return p, err
 }
 
 // saveFrom writes what r yields into the store under name; a Store that
