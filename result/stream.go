@@ -8,7 +8,7 @@ import (
 
 // scanChunk is how much of a TextFile is read at a time. It is a variable
 // only so that tests can make chunk boundaries fall everywhere.
-var scanChunk = 1 << 20
+var scanChunk = 256 << 10
 
 // textScan reads a TextFile's bytes once, a chunk at a time, and keeps only
 // what the conversion needs of them: the head of the text (its first keep

@@ -186,27 +186,42 @@ type onlyWriter struct{ io.Writer }
 // ResultsDir, named as Save names it, and returns its workspace-relative
 // path (result.FileStore): how a tool's output file (shell--run's) becomes
 // its spill file without passing through memory. A file inside the
-// workspace is renamed over a name reserved with O_EXCL, so that nothing
-// is overwritten but that empty file; one outside it, or on another file
-// system, is copied and then removed.
+// workspace is linked under the first free name (a link never replaces a
+// file, so nothing is overwritten) and its old name removed; one outside
+// the workspace, or on a file system without links, is copied and then
+// removed. (A rename over a reserved name would do as well, but ext4 then
+// starts writing the whole file out at once, which made a 200 MB spill
+// slower by half.)
 func (w *Workspace) SaveFile(name, src string) (string, error) {
-	f, p, err := w.createResult(name)
-	if err != nil {
+	if err := checkResultName(name); err != nil {
 		return "", err
 	}
 	if rel, ok := w.inside(src); ok {
-		if err := w.root.Rename(rel, p); err == nil {
-			_ = f.Close()
-			return p, nil
+		if err := w.root.MkdirAll(ResultsDir, 0o755); err != nil {
+			return "", explain(ResultsDir, err)
+		}
+		for n := 1; n <= maxSameName; n++ {
+			p := resultName(name, n)
+			err := w.root.Link(rel, p)
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			if err == nil {
+				_ = w.root.Remove(rel)
+				return p, nil
+			}
+			break // no links here: copy it
 		}
 	}
 	in, err := os.Open(src)
 	if err != nil {
-		_ = f.Close()
-		_ = w.root.Remove(p)
 		return "", fmt.Errorf("saving %s: %v", name, err)
 	}
 	defer in.Close()
+	f, p, err := w.createResult(name)
+	if err != nil {
+		return "", err
+	}
 	_, werr := io.Copy(f, in)
 	cerr := f.Close()
 	if werr == nil {
@@ -234,23 +249,40 @@ func (w *Workspace) inside(p string) (string, bool) {
 	return filepath.ToSlash(rel), true
 }
 
+// maxSameName is how many files of one name (name, name-2, ...) the
+// results directory may hold.
+const maxSameName = 10000
+
+// checkResultName refuses a name that is not one file name.
+func checkResultName(name string) error {
+	if name == "" || strings.ContainsAny(name, "/\\\x00") || name == "." || name == ".." {
+		return fmt.Errorf("saving a tool result: %q is not a file name", name)
+	}
+	return nil
+}
+
+// resultName is the workspace-relative path of the nth file named name:
+// name itself, then name-2.ext, name-3.ext, ...
+func resultName(name string, n int) string {
+	if n == 1 {
+		return ResultsDir + "/" + name
+	}
+	ext := path.Ext(name)
+	return fmt.Sprintf("%s/%s-%d%s", ResultsDir, strings.TrimSuffix(name, ext), n, ext)
+}
+
 // createResult creates a new, empty file under ResultsDir named name (or
 // name-2.ext, name-3.ext, ... when that is taken) and returns it open for
 // writing with its workspace-relative path.
 func (w *Workspace) createResult(name string) (*os.File, string, error) {
-	if name == "" || strings.ContainsAny(name, "/\\\x00") || name == "." || name == ".." {
-		return nil, "", fmt.Errorf("saving a tool result: %q is not a file name", name)
+	if err := checkResultName(name); err != nil {
+		return nil, "", err
 	}
 	if err := w.root.MkdirAll(ResultsDir, 0o755); err != nil {
 		return nil, "", explain(ResultsDir, err)
 	}
-	ext := path.Ext(name)
-	stem := strings.TrimSuffix(name, ext)
-	for n := 1; n <= 10000; n++ {
-		p := ResultsDir + "/" + name
-		if n > 1 {
-			p = fmt.Sprintf("%s/%s-%d%s", ResultsDir, stem, n, ext)
-		}
+	for n := 1; n <= maxSameName; n++ {
+		p := resultName(name, n)
 		f, err := w.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -260,7 +292,7 @@ func (w *Workspace) createResult(name string) (*os.File, string, error) {
 		}
 		return f, p, nil
 	}
-	return nil, "", fmt.Errorf("saving %s: 10000 files of that name are already in %s", name, ResultsDir)
+	return nil, "", fmt.Errorf("saving %s: %d files of that name are already in %s", name, maxSameName, ResultsDir)
 }
 
 // clip bounds an input echoed in an error message to 200 characters, so
