@@ -304,3 +304,14 @@ func TestWhatAScriptPrintsAndReturnsIsWellFormed(t *testing.T) {
 		t.Errorf("got %q, want %q", out.Text, want)
 	}
 }
+
+// A script runs over no tools at all: an empty registry, or none, is an
+// empty tools object, not a sandbox that fails to start.
+func TestAScriptRunsOverAnEmptyRegistry(t *testing.T) {
+	for name, reg := range map[string]*tool.Registry{"empty": {}, "nil": nil} {
+		res := Run(context.Background(), Config{Tools: reg}, Limits{}, `console.log(Object.keys(tools).length); return 1 + 1`)
+		if res.IsError || res.Data != "0\n2" {
+			t.Errorf("%s registry: %+v", name, res)
+		}
+	}
+}
