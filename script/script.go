@@ -6,7 +6,7 @@
 // A script's tool calls go through the same dispatch as the model's (schema
 // checks, timeouts, panics), and their results through the one conversion:
 // a script gets the text the model would get, as an MCP-shaped object
-// (SPEC §9). The package must not convert results itself beyond composing
+// (docs/contract.md §9). The package must not convert results itself beyond composing
 // its own output, and the sandbox must offer no way out but the tools: no
 // file system, network, processes or timers.
 package script

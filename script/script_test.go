@@ -88,7 +88,7 @@ func TestTheModelGetsThePrintedOutputThenTheValue(t *testing.T) {
 		{"other values as compact JSON", `return {b: [1, 2], a: "x"}`, `{"b":[1,2],"a":"x"}`},
 		{"prints then the value", "console.log('one', 2, {x: 1}); console.error('two'); return 3", "one 2 {\"x\":1}\ntwo\n3"},
 		{"prints alone", "console.log('only')", "only\n"},
-		{"nothing: the structured content stands in (SPEC §4)", "", `{"output":"","value":null,"toolCalls":[]}`},
+		{"nothing: the structured content stands in (contract §4)", "", `{"output":"","value":null,"toolCalls":[]}`},
 		{"top-level await", "const r = await tools['test--text']({s: 'awaited'}); return r.content[0].text", "awaited"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
