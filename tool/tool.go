@@ -148,8 +148,9 @@ func (t *Tool) fields() string {
 		}
 	}
 	slices.Sort(rest)
-	parts := make([]string, 0, len(s.Properties))
-	for _, n := range append(names, rest...) {
+	all := append(names, rest...)
+	parts := make([]string, 0, min(len(all), maxFieldsNamed)+1)
+	for _, n := range all[:min(len(all), maxFieldsNamed)] {
 		p := s.Properties[n]
 		typ := "any"
 		switch {
@@ -170,8 +171,14 @@ func (t *Tool) fields() string {
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)", n, typ))
 	}
+	if len(all) > maxFieldsNamed {
+		parts = append(parts, fmt.Sprintf("and %d more (see its input schema)", len(all)-maxFieldsNamed))
+	}
 	return t.Name + " takes " + strings.Join(parts, ", ")
 }
+
+// maxFieldsNamed bounds the fields a schema error lists.
+const maxFieldsNamed = 30
 
 // Registry is the set of tools an agent offers. The zero value is an empty
 // registry ready to use; it is safe for concurrent use.
