@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/workspace"
@@ -86,5 +88,29 @@ func TestWithoutAWorkspaceDirTheOutputGoesToTheTempDir(t *testing.T) {
 	defer f.Close()
 	if filepath.Dir(f.Name()) != filepath.Clean(os.TempDir()) {
 		t.Fatalf("output file %s", f.Name())
+	}
+}
+
+func TestAnOutputNobodyConvertsIsRemovedOnceUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	r, err := Run(context.Background(), dir, Input{Command: "echo dropped"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := r.Data.(result.TextFile).Path
+	if _, err := os.Stat(name); err != nil {
+		t.Fatalf("the output file is not there before it is dropped: %v", err)
+	}
+	r = result.Result{}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		if _, err := os.Stat(name); errors.Is(err, os.ErrNotExist) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the dropped output file is still there")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -122,6 +123,11 @@ func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 		}
 	}
 	handed = true
+	// A result nobody converts (the dispatcher gave up on the call as it
+	// finished) must not leave its file until the next start: once the
+	// file is unreachable, its name is removed. After a conversion the name
+	// is gone already (moved or removed), and the remove does nothing.
+	runtime.AddCleanup(out, func(name string) { _ = os.Remove(name) }, out.Name())
 	return result.Result{Data: result.TextFile{Path: out.Name(), File: out}, IsError: status != ""}, nil
 }
 
