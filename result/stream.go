@@ -72,33 +72,33 @@ func (s *textScan) next() (text []byte, same bool, err error) {
 	s.from, s.to = end, len(data)
 	s.done = final
 	piece := data[:end]
-	if isPlainText(unsafe.String(unsafe.SliceData(piece), len(piece))) {
-		text, same = piece, true
+	if plain, chars := plainText(unsafe.String(unsafe.SliceData(piece), len(piece)), true); plain {
 		if !s.repaired {
 			s.cleanEnd = s.off - int64(len(data)-end)
 		}
-	} else {
-		if bytes.IndexByte(piece, 0) >= 0 {
-			s.nul = true
-			return nil, false, nil
-		}
-		var bad int
-		s.out, bad = repairTo(s.out[:0], piece)
-		s.bad += bad
-		s.repaired = true
-		text = s.out
+		s.count(piece, chars)
+		return piece, true, nil
 	}
-	s.count(text)
-	return text, same, nil
+	if bytes.IndexByte(piece, 0) >= 0 {
+		s.nul = true
+		return nil, false, nil
+	}
+	var bad int
+	s.out, bad = repairTo(s.out[:0], piece)
+	s.bad += bad
+	s.repaired = true
+	s.count(s.out, Chars(unsafe.String(unsafe.SliceData(s.out), len(s.out))))
+	return s.out, false, nil
 }
 
-// count adds a chunk's well-formed text to the counts and the head.
-func (s *textScan) count(text []byte) {
+// count adds a chunk's well-formed text, of chars characters, to the
+// counts and the head.
+func (s *textScan) count(text []byte, chars int) {
 	if len(text) == 0 {
 		return
 	}
 	str := unsafe.String(unsafe.SliceData(text), len(text))
-	s.chars += Chars(str)
+	s.chars += chars
 	s.newlines += bytes.Count(text, []byte{'\n'})
 	s.last = text[len(text)-1]
 	if s.headChars < s.keep {

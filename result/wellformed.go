@@ -31,10 +31,21 @@ func WellFormed(s string) string {
 // subtracted from every byte, and no other byte below 0x80 does); a block holding other characters is handed to utf8.ValidString,
 // and searched for NUL while it is still in cache.
 func isPlainText(s string) bool {
+	plain, _ := plainText(s, false)
+	return plain
+}
+
+// plainText is isPlainText, and with count set also the number of
+// characters of s when it is plain: its bytes less the continuation bytes
+// of the blocks that are not ASCII (runs of ASCII have as many characters
+// as bytes, and are not read twice). It is how a streamed file is checked
+// and counted in one pass.
+func plainText(s string, count bool) (bool, int) {
 	const hi = 0x8080808080808080
 	const lo = 0x0101010101010101
 	b := unsafe.Slice(unsafe.StringData(s), len(s))
 	i, n := 0, len(b)
+	cont := 0 // continuation bytes, when counting
 	for i < n {
 		for i+64 <= n {
 			w := b[i : i+64 : i+64]
@@ -51,13 +62,19 @@ func isPlainText(s string) bool {
 				if or&hi != 0 {
 					break
 				}
-				return false // a zero byte
+				return false, 0 // a zero byte
 			}
 			i += 64
 		}
 		if i+64 > n {
 			tail := s[i:]
-			return utf8.ValidString(tail) && strings.IndexByte(tail, 0) < 0
+			if !utf8.ValidString(tail) || strings.IndexByte(tail, 0) >= 0 {
+				return false, 0
+			}
+			if count {
+				cont += len(tail) - Chars(tail)
+			}
+			return true, n - cont
 		}
 		// A block with a non-ASCII byte in its first 64: up to 4 KiB, ended
 		// at a character boundary so that ValidString sees whole sequences.
@@ -67,11 +84,14 @@ func isPlainText(s string) bool {
 		}
 		block := s[i:end]
 		if !utf8.ValidString(block) || strings.IndexByte(block, 0) >= 0 {
-			return false
+			return false, 0
+		}
+		if count {
+			cont += len(block) - Chars(block)
 		}
 		i = end
 	}
-	return true
+	return true, n - cont
 }
 
 // repair returns s with every ill-formed sequence replaced (see WellFormed)

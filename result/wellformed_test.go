@@ -174,3 +174,14 @@ func mustMCP(t *testing.T, s string) Result {
 	}
 	return r
 }
+
+func TestPlainTextCountsTheCharactersOfPlainText(t *testing.T) {
+	long := strings.Repeat("abcdefgh", 1000)
+	for _, s := range []string{"", "a", "é", long, long + "é", "é" + long, strings.Repeat("世界😀", 3000),
+		strings.Repeat("a", 4093) + "世界" + strings.Repeat("b", 5000), long + "\x00", long + "\xff"} {
+		plain, chars := plainText(s, true)
+		if plain != isPlainText(s) || plain && chars != utf8.RuneCountInString(s) {
+			t.Errorf("plainText(%.20q… len %d) = %v, %d; want %v, %d", s, len(s), plain, chars, isPlainText(s), utf8.RuneCountInString(s))
+		}
+	}
+}
