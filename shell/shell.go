@@ -1,6 +1,9 @@
 // Package shell owns shell--run: a command run with `bash -c` in the
 // workspace root, its stdout and stderr combined as the program wrote them,
-// a non-zero exit or a timeout made an error result.
+// a non-zero exit or a timeout made an error result. The output goes to a
+// file under the workspace's .myelin/shell/, never through memory, and that
+// file is the result (a result.TextFile); the package also owns cleaning
+// up the files a dead process left there.
 //
 // It must not convert its output into conversation text (package result
 // does that) and it is offered only when the host enables it (--allow-shell):
