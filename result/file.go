@@ -66,6 +66,12 @@ var (
 // the cap it is spilled from the file itself and c.big holds its head. It
 // returns the text the result has when it is not spilled.
 func (c *converter) file(tf TextFile) (string, error) {
+	if tf.Path == "" {
+		if tf.File != nil {
+			_ = tf.File.Close()
+		}
+		return "", errors.New("the tool returned a result.TextFile without the path of its file")
+	}
 	f := tf.File
 	if f == nil {
 		var err error

@@ -249,9 +249,17 @@ func TestTextFileWithoutAFileStoreOrAWorkspace(t *testing.T) {
 }
 
 func TestTextFileThatCannotBeReadIsAnErrorNamingIt(t *testing.T) {
-	out := One(Call{ID: "c", Result: Result{Data: TextFile{Path: "/nonexistent/out"}}}, Env{})
-	if !out.IsError || !strings.Contains(out.Text, "reading the tool's output file /nonexistent/out") {
-		t.Fatalf("got %s", brief(out))
+	for _, tc := range []struct {
+		tf   TextFile
+		want string
+	}{
+		{TextFile{Path: "/nonexistent/out"}, "reading the tool's output file /nonexistent/out: open /nonexistent/out: no such file or directory"},
+		{TextFile{}, "the tool returned a result.TextFile without the path of its file"},
+	} {
+		out := One(Call{ID: "c", Result: Result{Data: tc.tf}}, Env{})
+		if !out.IsError || out.Text != tc.want {
+			t.Fatalf("got %s, want %q", brief(out), tc.want)
+		}
 	}
 }
 
