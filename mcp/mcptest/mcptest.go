@@ -3,7 +3,8 @@
 // through — structured content alone or with text, isError, raw JSON the
 // SDK itself would refuse to send (unknown block types, lone surrogate
 // escapes), replies of many MiB, slow calls and a crash in the middle of a
-// call.
+// call, and a reply sent on the stream the client resumes after the
+// server closed the call's own stream.
 //
 // It serves in process over HTTP (Handler), or over stdio in a child
 // process: a test binary calls ServeIfAsked first thing in TestMain and
@@ -94,6 +95,32 @@ func NewServer() *sdk.Server {
 		line := strings.Repeat("x", 63) + "\n"
 		return text(strings.Repeat(line, int(mib*(1<<20))/len(line)))
 	})
+	// resumed closes the call's SSE stream after its priming event (the
+	// event with an id and no data, which the SDK's server sends when it has
+	// an event store) and answers on the stream the client resumes with GET
+	// and Last-Event-ID: the SDK's server keeps the reply in its event store
+	// and replays it there. Over a JSON reply (no stream) it just answers.
+	s.AddTool(&sdk.Tool{Name: "resumed", Description: "Closes the call's stream and answers on the resumed one: its text, or mib MiB of lines.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": str, "mib": num}}},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var in struct {
+				Text string
+				MiB  float64
+			}
+			if len(req.Params.Arguments) > 0 {
+				if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+					return nil, err
+				}
+			}
+			if req.Extra != nil && req.Extra.CloseSSEStream != nil {
+				req.Extra.CloseSSEStream(sdk.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
+			}
+			if in.MiB > 0 {
+				line := strings.Repeat("x", 63) + "\n"
+				in.Text = strings.Repeat(line, int(in.MiB*(1<<20))/len(line))
+			}
+			return text(in.Text), nil
+		})
 	add("slow", "Answers after ms milliseconds, unless cancelled.", map[string]any{"ms": num}, func(ctx context.Context, in map[string]any) *sdk.CallToolResult {
 		ms, _ := in["ms"].(float64)
 		select {
@@ -118,10 +145,16 @@ func NewServer() *sdk.Server {
 }
 
 // Handler serves the test server over streamable HTTP, in process; its
-// replies are SSE streams, or JSON bodies when jsonResponse is set.
+// replies are SSE streams, or JSON bodies when jsonResponse is set. It
+// keeps the events of its streams in memory, so a client can resume a
+// stream the server closed (Last-Event-ID); every SSE reply therefore
+// starts with a priming event, an id and no data.
 func Handler(jsonResponse bool) http.Handler {
 	s := NewServer()
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{JSONResponse: jsonResponse})
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
+		JSONResponse: jsonResponse,
+		EventStore:   sdk.NewMemoryEventStore(nil),
+	})
 }
 
 // ServeIfAsked serves the test server on stdin and stdout and exits, when
