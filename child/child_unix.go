@@ -29,6 +29,9 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	if cmd.Process != nil {
 		return nil, fmt.Errorf("child: %s was already started", cmd.Path)
 	}
+	if cmd.Err != nil { // exec.Command could not find it: no watcher needed
+		return nil, cmd.Err
+	}
 	attr := &syscall.SysProcAttr{}
 	if cmd.SysProcAttr != nil {
 		if cmd.SysProcAttr.Setsid || cmd.SysProcAttr.Setctty || cmd.SysProcAttr.Foreground {

@@ -3,8 +3,9 @@
 // through — structured content alone or with text, isError, raw JSON the
 // SDK itself would refuse to send (unknown block types, lone surrogate
 // escapes), replies of many MiB, slow calls and a crash in the middle of a
-// call, and a reply sent on the stream the client resumes after the
-// server closed the call's own stream.
+// call, a reply sent on the stream the client resumes after the server
+// closed the call's own stream, and a server that ignores the end of its
+// stdin and SIGTERM (Stubborn).
 //
 // It serves in process over HTTP (Handler), or over stdio in a child
 // process: a test binary calls ServeIfAsked first thing in TestMain and
@@ -17,7 +18,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -27,6 +31,13 @@ import (
 // envServe, when set in a test binary's environment, makes ServeIfAsked
 // serve MCP on stdin and stdout.
 const envServe = "MYELIN_MCPTEST_SERVE"
+
+// envStubborn names the pid file of a stubborn server (see Stubborn);
+// envMute makes it never answer.
+const (
+	envStubborn = "MYELIN_MCPTEST_STUBBORN"
+	envMute     = "MYELIN_MCPTEST_MUTE"
+)
 
 // PNG is the image the `every` tool returns: a 1×1 PNG.
 var PNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa7\x35\x81\x84\x00\x00\x00\x00IEND\xaeB`\x82")
@@ -121,8 +132,13 @@ func NewServer() *sdk.Server {
 			}
 			return text(in.Text), nil
 		})
-	add("slow", "Answers after ms milliseconds, unless cancelled.", map[string]any{"ms": num}, func(ctx context.Context, in map[string]any) *sdk.CallToolResult {
+	add("slow", "Answers after ms milliseconds, unless cancelled; creates the file mark, if given, when the call starts.", map[string]any{"ms": num, "mark": str}, func(ctx context.Context, in map[string]any) *sdk.CallToolResult {
 		ms, _ := in["ms"].(float64)
+		if mark, ok := in["mark"].(string); ok && mark != "" {
+			if err := os.WriteFile(mark, []byte("started\n"), 0o644); err != nil {
+				return text("mark: " + err.Error())
+			}
+		}
 		select {
 		case <-time.After(time.Duration(ms) * time.Millisecond):
 			return text("done")
@@ -164,16 +180,57 @@ func ServeIfAsked() {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "mcptest: serving on stdio")
+	pidFile := os.Getenv(envStubborn)
+	if pidFile != "" {
+		beStubborn(pidFile)
+		if os.Getenv(envMute) != "" {
+			select {} // never answers, never exits by itself
+		}
+	}
 	// Servers that print a banner or a log line on stdout are common; a
 	// client must skip such lines, not fail.
 	fmt.Println("mcptest: a banner on stdout")
 	fmt.Println("[INFO] and a log line in brackets")
 	err := NewServer().Run(context.Background(), rawTransport{&sdk.StdioTransport{}})
+	if pidFile != "" {
+		fmt.Fprintln(os.Stderr, "mcptest: stdin ended, and a stubborn server stays:", err)
+		select {}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// Stubborn is the environment, to add to Command's, that makes the stdio
+// test server one a client cannot stop politely: it ignores SIGTERM,
+// SIGINT and SIGHUP and the end of its stdin, starts a child of its own
+// (`sleep 600`) that stays in its process group, and writes its pid and
+// that child's, a line each, to pidFile before it serves. With mute it
+// never answers at all (a client waits on its initialize).
+func Stubborn(pidFile string, mute bool) map[string]string {
+	env := map[string]string{envStubborn: pidFile}
+	if mute {
+		env[envMute] = "1"
+	}
+	return env
+}
+
+// beStubborn does what Stubborn says, before the server serves.
+func beStubborn(pidFile string) {
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "mcptest: starting its child:", err)
+		os.Exit(1)
+	}
+	tmp := pidFile + ".tmp"
+	data := fmt.Sprintf("%d\n%d\n", os.Getpid(), sleeper.Process.Pid)
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil || os.Rename(tmp, pidFile) != nil {
+		fmt.Fprintln(os.Stderr, "mcptest: writing the pid file:", err)
+		os.Exit(1)
+	}
 }
 
 // Command is how a test starts its own binary as the stdio test server:
