@@ -182,6 +182,11 @@ func TestStartRefusesWhatWouldLeaveTheGroupOrCannotStart(t *testing.T) {
 		{"a command that does not exist", func() *exec.Cmd {
 			return exec.Command("/nonexistent/command")
 		}, "/nonexistent/command"},
+		{"a directory that does not exist", func() *exec.Cmd {
+			c := exec.Command("true")
+			c.Dir = "/nonexistent/dir"
+			return c
+		}, "/nonexistent/dir"},
 		{"a command started already", func() *exec.Cmd {
 			c := exec.Command("true")
 			if err := c.Run(); err != nil {

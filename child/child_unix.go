@@ -61,6 +61,11 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	cmd.SysProcAttr = attr
 	if err := onForkThread(cmd.Start); err != nil {
 		g.Kill()
+		if cmd.Dir != "" { // the kernel's error does not say it was the directory
+			if _, serr := os.Stat(cmd.Dir); serr != nil {
+				return nil, fmt.Errorf("%w; its directory: %v", err, serr)
+			}
+		}
 		return nil, err
 	}
 	return g, nil
