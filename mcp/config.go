@@ -6,7 +6,9 @@
 // It must not turn a tool result into text: it hands the raw result JSON
 // to result.FromMCP, and from there the result goes through the one
 // conversion like any other. A server gets only the environment its entry
-// names, plus PATH and HOME.
+// names, plus PATH and HOME. A stdio server is started through package
+// child, so that it and what it starts never outlive myelin; package mcp
+// must not start processes any other way.
 package mcp
 
 import (

@@ -13,9 +13,10 @@ import (
 
 // httpTransport is the SDK's streamable HTTP client with myelin's headers
 // and reply handling underneath, in the HTTP round trip: the POST of a
-// tools/call is seen there, and its reply — a JSON body or an SSE stream —
-// gives up its raw result and is bounded there, so the SDK's own session
-// handling stays whole.
+// tools/call is seen there, and its reply — a JSON body or an SSE stream,
+// or the stream the SDK resumes with GET and Last-Event-ID when the server
+// closed the POST's — gives up its raw result and is bounded there, so the
+// SDK's own session handling (and its retries) stays whole.
 func httpTransport(s Server, o *Options) sdk.Transport {
 	rt := &roundTripper{headers: s.Headers, base: http.DefaultTransport, max: o.maxReply()}
 	return &sdk.StreamableClientTransport{
@@ -40,9 +41,17 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set(k, v)
 	}
 	// The reply to this request is the one the slot waits for when the
-	// request is its tools/call: an HTTP reply answers its own request.
+	// request is its tools/call: an HTTP reply answers its own request. It
+	// is also the one when the request resumes the call's stream: a server
+	// may close the POST's stream after a priming event (an id, no data)
+	// and send the reply on the stream the SDK reopens with GET and
+	// Last-Event-ID, in the call's context (MCP 2025-11-25, "Resumability
+	// and Redelivery": a resumed stream replays only its own stream's
+	// messages).
 	var sl *slot
-	if slotFrom(req.Context()) != nil && req.Method == http.MethodPost && req.Body != nil {
+	switch s := slotFrom(req.Context()); {
+	case s == nil:
+	case req.Method == http.MethodPost && req.Body != nil:
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
@@ -52,6 +61,8 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		if msg, err := jsonrpc.DecodeMessage(body); err == nil {
 			sl = callSlot(req.Context(), msg)
 		}
+	case req.Method == http.MethodGet && req.Header.Get("Last-Event-ID") != "" && s.id.IsValid():
+		sl = s // its id was noted when its tools/call was sent
 	}
 	resp, err := rt.base.RoundTrip(req)
 	if err != nil || sl == nil || resp.StatusCode != http.StatusOK {

@@ -16,19 +16,22 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/myelin-run/myelin/child"
 )
 
-// process is a started stdio server: its own process group, stderr going
-// to its log file.
+// process is a started stdio server: its own process group, which dies
+// with myelin however myelin stops (package child), stderr going to its
+// log file.
 type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // what cmd.Wait said; read after done
-	conn *lineConn
-	log  string // the path of its log file
+	cmd   *exec.Cmd
+	group *child.Group
+	done  chan struct{} // closed when the process has exited
+	err   error         // what cmd.Wait said; read after done
+	conn  *lineConn
+	log   string // the path of its log file
 	// logFrom is where this start's lines begin in the log.
 	logFrom int64
 }
@@ -64,8 +67,7 @@ func startProcess(s Server, o *Options) (*process, error) {
 	cmd.Dir = dir
 	cmd.Env = s.Environ(o.Lookup)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	group, err := child.Start(cmd)
 	inR.Close()
 	outW.Close()
 	if err != nil {
@@ -74,7 +76,7 @@ func startProcess(s Server, o *Options) (*process, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %v", s.Command, err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{}), log: logPath, logFrom: logFrom}
+	p := &process{cmd: cmd, group: group, done: make(chan struct{}), log: logPath, logFrom: logFrom}
 	p.conn = newLineConn(inW, outR, o.maxReply())
 	p.conn.stray = logFile // lines on stdout that are not JSON-RPC go to the log
 	go func() {
@@ -82,7 +84,7 @@ func startProcess(s Server, o *Options) (*process, error) {
 		defer logFile.Close()
 		// Whatever it left behind in its group goes with it, and the
 		// session learns at once that the server is gone.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		group.Kill()
 		close(p.done)
 		p.conn.Close()
 	}()
@@ -153,13 +155,13 @@ func logTail(path string, from int64) string {
 // whole process group, so that a wrapper's children go too).
 func (p *process) stop(grace time.Duration) {
 	p.conn.Close()
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		select {
 		case <-p.done:
 			return
 		case <-time.After(grace):
 		}
-		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+		_ = p.group.Signal(sig)
 	}
 	<-p.done
 }

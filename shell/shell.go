@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/myelin-run/myelin/child"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
 )
@@ -84,8 +85,10 @@ func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 	cmd.Stdin = nil
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	// Its own process group, which dies with myelin however myelin stops
+	// (package child), and is killed when the command ends.
+	group, err := child.Start(cmd)
+	if err != nil {
 		return result.Result{}, fmt.Errorf("shell--run: starting bash: %v", err)
 	}
 	waited := make(chan error, 1)
@@ -102,9 +105,10 @@ func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 		stopped = fmt.Sprintf("[stopped: %v; the command and its process group were killed]", context.Cause(ctx))
 	}
 	if stopped != "" {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		group.Kill()
 		werr = <-waited
 	}
+	group.Kill() // what the command left running in its group (`sleep 30 &`) ends with it
 	status := ""
 	switch {
 	case stopped != "":

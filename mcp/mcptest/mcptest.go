@@ -3,7 +3,9 @@
 // through — structured content alone or with text, isError, raw JSON the
 // SDK itself would refuse to send (unknown block types, lone surrogate
 // escapes), replies of many MiB, slow calls and a crash in the middle of a
-// call.
+// call, a reply sent on the stream the client resumes after the server
+// closed the call's own stream, and a server that ignores the end of its
+// stdin and SIGTERM (Stubborn).
 //
 // It serves in process over HTTP (Handler), or over stdio in a child
 // process: a test binary calls ServeIfAsked first thing in TestMain and
@@ -16,7 +18,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,6 +31,13 @@ import (
 // envServe, when set in a test binary's environment, makes ServeIfAsked
 // serve MCP on stdin and stdout.
 const envServe = "MYELIN_MCPTEST_SERVE"
+
+// envStubborn names the pid file of a stubborn server (see Stubborn);
+// envMute makes it never answer.
+const (
+	envStubborn = "MYELIN_MCPTEST_STUBBORN"
+	envMute     = "MYELIN_MCPTEST_MUTE"
+)
 
 // PNG is the image the `every` tool returns: a 1×1 PNG.
 var PNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa7\x35\x81\x84\x00\x00\x00\x00IEND\xaeB`\x82")
@@ -94,8 +106,39 @@ func NewServer() *sdk.Server {
 		line := strings.Repeat("x", 63) + "\n"
 		return text(strings.Repeat(line, int(mib*(1<<20))/len(line)))
 	})
-	add("slow", "Answers after ms milliseconds, unless cancelled.", map[string]any{"ms": num}, func(ctx context.Context, in map[string]any) *sdk.CallToolResult {
+	// resumed closes the call's SSE stream after its priming event (the
+	// event with an id and no data, which the SDK's server sends when it has
+	// an event store) and answers on the stream the client resumes with GET
+	// and Last-Event-ID: the SDK's server keeps the reply in its event store
+	// and replays it there. Over a JSON reply (no stream) it just answers.
+	s.AddTool(&sdk.Tool{Name: "resumed", Description: "Closes the call's stream and answers on the resumed one: its text, or mib MiB of lines.",
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": str, "mib": num}}},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var in struct {
+				Text string
+				MiB  float64
+			}
+			if len(req.Params.Arguments) > 0 {
+				if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+					return nil, err
+				}
+			}
+			if req.Extra != nil && req.Extra.CloseSSEStream != nil {
+				req.Extra.CloseSSEStream(sdk.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
+			}
+			if in.MiB > 0 {
+				line := strings.Repeat("x", 63) + "\n"
+				in.Text = strings.Repeat(line, int(in.MiB*(1<<20))/len(line))
+			}
+			return text(in.Text), nil
+		})
+	add("slow", "Answers after ms milliseconds, unless cancelled; creates the file mark, if given, when the call starts.", map[string]any{"ms": num, "mark": str}, func(ctx context.Context, in map[string]any) *sdk.CallToolResult {
 		ms, _ := in["ms"].(float64)
+		if mark, ok := in["mark"].(string); ok && mark != "" {
+			if err := os.WriteFile(mark, []byte("started\n"), 0o644); err != nil {
+				return text("mark: " + err.Error())
+			}
+		}
 		select {
 		case <-time.After(time.Duration(ms) * time.Millisecond):
 			return text("done")
@@ -118,10 +161,16 @@ func NewServer() *sdk.Server {
 }
 
 // Handler serves the test server over streamable HTTP, in process; its
-// replies are SSE streams, or JSON bodies when jsonResponse is set.
+// replies are SSE streams, or JSON bodies when jsonResponse is set. It
+// keeps the events of its streams in memory, so a client can resume a
+// stream the server closed (Last-Event-ID); every SSE reply therefore
+// starts with a priming event, an id and no data.
 func Handler(jsonResponse bool) http.Handler {
 	s := NewServer()
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{JSONResponse: jsonResponse})
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
+		JSONResponse: jsonResponse,
+		EventStore:   sdk.NewMemoryEventStore(nil),
+	})
 }
 
 // ServeIfAsked serves the test server on stdin and stdout and exits, when
@@ -131,16 +180,57 @@ func ServeIfAsked() {
 		return
 	}
 	fmt.Fprintln(os.Stderr, "mcptest: serving on stdio")
+	pidFile := os.Getenv(envStubborn)
+	if pidFile != "" {
+		beStubborn(pidFile)
+		if os.Getenv(envMute) != "" {
+			select {} // never answers, never exits by itself
+		}
+	}
 	// Servers that print a banner or a log line on stdout are common; a
 	// client must skip such lines, not fail.
 	fmt.Println("mcptest: a banner on stdout")
 	fmt.Println("[INFO] and a log line in brackets")
 	err := NewServer().Run(context.Background(), rawTransport{&sdk.StdioTransport{}})
+	if pidFile != "" {
+		fmt.Fprintln(os.Stderr, "mcptest: stdin ended, and a stubborn server stays:", err)
+		select {}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
+}
+
+// Stubborn is the environment, to add to Command's, that makes the stdio
+// test server one a client cannot stop politely: it ignores SIGTERM,
+// SIGINT and SIGHUP and the end of its stdin, starts a child of its own
+// (`sleep 600`) that stays in its process group, and writes its pid and
+// that child's, a line each, to pidFile before it serves. With mute it
+// never answers at all (a client waits on its initialize).
+func Stubborn(pidFile string, mute bool) map[string]string {
+	env := map[string]string{envStubborn: pidFile}
+	if mute {
+		env[envMute] = "1"
+	}
+	return env
+}
+
+// beStubborn does what Stubborn says, before the server serves.
+func beStubborn(pidFile string) {
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	sleeper := exec.Command("sleep", "600")
+	if err := sleeper.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "mcptest: starting its child:", err)
+		os.Exit(1)
+	}
+	tmp := pidFile + ".tmp"
+	data := fmt.Sprintf("%d\n%d\n", os.Getpid(), sleeper.Process.Pid)
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil || os.Rename(tmp, pidFile) != nil {
+		fmt.Fprintln(os.Stderr, "mcptest: writing the pid file:", err)
+		os.Exit(1)
+	}
 }
 
 // Command is how a test starts its own binary as the stdio test server:

@@ -1,0 +1,111 @@
+//go:build unix
+
+package child
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// watcherShell runs the watcher. /bin/sh is on every Unix myelin runs on.
+const watcherShell = "/bin/sh"
+
+// watcherScript waits for its stdin to close and kills its own process
+// group (kill's pid 0). The signals a terminal, a polite stop or a
+// program's own use send are ignored, so only SIGKILL or the end of its
+// stdin ends it.
+const watcherScript = `trap '' HUP INT QUIT TERM PIPE USR1 USR2 ALRM; read _; kill -9 0`
+
+// Start starts cmd (not yet started) in a new process group with a watcher
+// that kills the group when myelin dies, and on Linux with the
+// parent-death signal set. cmd.SysProcAttr may set other fields; it must
+// not ask for a session or a terminal of its own (Setsid, Setctty,
+// Foreground), which would take the child out of the group. Call Kill when
+// the child has exited (after cmd.Wait) or to stop it.
+func Start(cmd *exec.Cmd) (*Group, error) {
+	if cmd.Process != nil {
+		return nil, fmt.Errorf("child: %s was already started", cmd.Path)
+	}
+	if cmd.Err != nil { // exec.Command could not find it: no watcher needed
+		return nil, cmd.Err
+	}
+	attr := &syscall.SysProcAttr{}
+	if cmd.SysProcAttr != nil {
+		if cmd.SysProcAttr.Setsid || cmd.SysProcAttr.Setctty || cmd.SysProcAttr.Foreground {
+			return nil, fmt.Errorf("child: %s asks for a session or terminal of its own (Setsid, Setctty or Foreground), which would take it out of the process group that dies with myelin", cmd.Path)
+		}
+		copied := *cmd.SysProcAttr
+		attr = &copied
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("child: making the watcher's pipe for %s: %v", cmd.Path, err)
+	}
+	watcher := exec.Command(watcherShell, "-c", watcherScript)
+	watcher.Stdin = r
+	watcher.Dir = "/"
+	watcher.Env = []string{}
+	watcher.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = watcher.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("child: starting the watcher of %s (%s): %v", cmd.Path, watcherShell, err)
+	}
+	g := &Group{cmd: cmd, pgid: watcher.Process.Pid, watcher: watcher, hold: w}
+	attr.Setpgid, attr.Pgid = true, g.pgid
+	setDeathSignal(attr)
+	cmd.SysProcAttr = attr
+	if err := onForkThread(cmd.Start); err != nil {
+		g.Kill()
+		if cmd.Dir != "" { // the kernel's error does not say it was the directory
+			if _, serr := os.Stat(cmd.Dir); serr != nil {
+				return nil, fmt.Errorf("%w; its directory: %v", err, serr)
+			}
+		}
+		return nil, err
+	}
+	return g, nil
+}
+
+// Signal sends sig to every process in the group; the watcher ignores it
+// (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM)
+// and stays armed. SIGKILL is Kill. It does nothing once the group was
+// killed.
+func (g *Group) Signal(sig os.Signal) error {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return fmt.Errorf("child: %v is not a Unix signal", sig)
+	}
+	if s == syscall.SIGKILL {
+		g.Kill()
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ended {
+		return nil
+	}
+	if err := syscall.Kill(-g.pgid, s); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("child: signalling the process group %d of %s: %v", g.pgid, g.cmd.Path, err)
+	}
+	return nil
+}
+
+// Kill sends SIGKILL to the whole group — the child, whatever it left
+// running in the group, the watcher — and reaps the watcher. The child
+// itself is reaped by its own cmd.Wait. A second Kill does nothing.
+func (g *Group) Kill() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ended {
+		return
+	}
+	g.ended = true
+	_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
+	g.hold.Close()
+	_ = g.watcher.Wait()
+}

@@ -1,0 +1,67 @@
+//go:build unix
+
+package shell
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A command that ends, however it ends, takes what it started in the
+// background with it: nothing a shell--run call starts outlives the call.
+func TestWhatACommandLeftRunningEndsWithTheCall(t *testing.T) {
+	tests := []struct {
+		name    string
+		command string
+		timeout int
+	}{
+		{"the command exits", `sleep 300 & echo $! > bg.pid`, 0},
+		{"the command fails", `sleep 300 & echo $! > bg.pid; exit 4`, 0},
+		{"the command times out", `sleep 300 & echo $! > bg.pid; sleep 300`, 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			in := Input{Command: tt.command}
+			if tt.timeout > 0 {
+				in.TimeoutMS = &tt.timeout
+			}
+			if _, err := Run(context.Background(), dir, in); err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(filepath.Join(dir, "bg.pid"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+			// The group is killed before Run returns; the bound only keeps a
+			// broken build from hanging.
+			deadline := time.Now().Add(5 * time.Second)
+			for running(pid) {
+				if time.Now().After(deadline) {
+					syscall.Kill(pid, syscall.SIGKILL)
+					t.Fatalf("the background sleep %d outlived the call", pid)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// running says whether pid is a process that has not exited (a zombie
+// not yet reaped by whoever inherited it has).
+func running(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil // no /proc: ask the kernel
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || len(s) < i+3 || (s[i+2] != 'Z' && s[i+2] != 'X')
+}
