@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -201,5 +202,28 @@ func TestAHeartbeatThatFindsTheClaimLostStopsTheTurn(t *testing.T) {
 	_, err := r.agent.Turn(context.Background(), r.id, "go", nil)
 	if !errors.Is(err, history.ErrClaimLost) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// raced is a store on which another process creates every conversation
+// between this one's Get and Create.
+type raced struct{ history.Store }
+
+func (s raced) Get(ctx context.Context, id string) (history.Conversation, error) {
+	c, err := s.Store.Get(ctx, id)
+	if err == nil {
+		return history.Conversation{}, fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
+	}
+	return c, err
+}
+
+// Two processes opening one new conversation at once: the one whose
+// create comes second continues the conversation the other created
+// (issue 10 §3), instead of failing on "UNIQUE constraint failed".
+func TestOpenConversationCreatedMeanwhileByAnotherProcessContinuesIt(t *testing.T) {
+	r := newRig(t)
+	r.agent.Store = raced{r.agent.Store}
+	if err := r.agent.OpenConversation(context.Background(), r.id); err != nil {
+		t.Fatal(err)
 	}
 }
