@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,9 +22,11 @@ type keepSignal struct {
 	kept chan string
 }
 
-func (k keepSignal) Keep(ctx context.Context, id string, p history.Part) error {
-	err := k.Store.Keep(ctx, id, p)
-	k.kept <- p.CallID
+func (k keepSignal) Keep(ctx context.Context, id string, ps ...history.Part) error {
+	err := k.Store.Keep(ctx, id, ps...)
+	for _, p := range ps {
+		k.kept <- p.CallID
+	}
 	return err
 }
 
@@ -225,5 +228,45 @@ func TestOpenConversationCreatedMeanwhileByAnotherProcessContinuesIt(t *testing.
 	r.agent.Store = raced{r.agent.Store}
 	if err := r.agent.OpenConversation(context.Background(), r.id); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// blockingKeeps is a store whose first Keep waits until let is closed, and
+// which records the batches it is given.
+type blockingKeeps struct {
+	history.Store
+	first   sync.Once
+	entered chan struct{}
+	let     chan struct{}
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (b *blockingKeeps) Keep(ctx context.Context, id string, ps ...history.Part) error {
+	b.first.Do(func() { close(b.entered); <-b.let })
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.CallID)
+	}
+	b.mu.Lock()
+	b.batches = append(b.batches, ids)
+	b.mu.Unlock()
+	return nil
+}
+
+// Results that finish while a keep is being committed go together in the
+// next commit; every result is kept before the round returns.
+func TestResultsFinishingDuringAKeepGoInOneCommit(t *testing.T) {
+	b := &blockingKeeps{entered: make(chan struct{}), let: make(chan struct{})}
+	k := &keeper{store: b, ctx: context.Background(), id: "c"}
+	done := make(chan struct{})
+	go func() { k.keep(history.Part{CallID: "a"}); close(done) }()
+	<-b.entered
+	k.keep(history.Part{CallID: "b"}) // queued: returns at once
+	k.keep(history.Part{CallID: "c"})
+	close(b.let)
+	<-done // the committing call returns once the queue is drained
+	if got := fmt.Sprint(b.batches); got != "[[a] [b c]]" {
+		t.Fatalf("batches %s", got)
 	}
 }

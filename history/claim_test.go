@@ -187,7 +187,7 @@ func TestClaimRefusesBadInputSayingWhat(t *testing.T) {
 			t.Errorf("Claim(%q, %+v, %v) = %v, want %q", tc.id, tc.h, tc.lease, err, tc.want)
 		}
 	}
-	if err := s.Keep(ctx, "c", Part{Type: TextPart, Text: "x"}); err == nil || !strings.Contains(err.Error(), `want a tool result with a call id, got a "text" part`) {
+	if err := s.Keep(ctx, "c", Part{Type: TextPart, Text: "x"}); err == nil || !strings.Contains(err.Error(), `want tool results with call ids, got a "text" part`) {
 		t.Errorf("Keep of a text part: %v", err)
 	}
 }

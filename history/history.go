@@ -156,11 +156,12 @@ type Store interface {
 	// Release gives up h's claim on id; a claim h does not hold is left
 	// as it is.
 	Release(ctx context.Context, id string, h Holder) error
-	// Keep stores one finished tool call's result (a ToolResultPart) ahead
-	// of its round's message, checking the claim like Append. It need not
-	// wait for the disk (as under Lazy): a crash of the process must not
-	// lose it, and the round's Append, synced, removes it.
-	Keep(ctx context.Context, id string, result Part) error
+	// Keep stores finished tool calls' results (ToolResultParts) ahead of
+	// their round's message, all or none, checking the claim like Append.
+	// It need not wait for the disk (as under Lazy): a crash of the
+	// process must not lose them, and the round's Append, synced, removes
+	// them. A result kept again for the same call replaces the first.
+	Keep(ctx context.Context, id string, results ...Part) error
 	// Kept returns the results kept for conversation id and not removed by
 	// an Append since, in the order they were kept.
 	Kept(ctx context.Context, id string) ([]Part, error)

@@ -121,26 +121,39 @@ func (s *SQLite) Release(ctx context.Context, id string, h Holder) error {
 	})
 }
 
-// Keep stores one finished call's result without waiting for the disk (see
-// Store.Keep).
-func (s *SQLite) Keep(ctx context.Context, id string, p Part) error {
-	if p.Type != ToolResultPart || p.CallID == "" {
-		return fmt.Errorf("keeping a result in conversation %s: want a tool result with a call id, got a %q part with call id %q", id, p.Type, p.CallID)
+// Keep stores finished calls' results in one transaction, without waiting
+// for the disk (see Store.Keep).
+func (s *SQLite) Keep(ctx context.Context, id string, results ...Part) error {
+	if len(results) == 0 {
+		return nil
 	}
-	doing := "keeping the result of call " + p.CallID + " in conversation " + id
-	raw, err := result.JSON(p)
-	if err != nil {
-		return fmt.Errorf("%s: %v", doing, err)
+	raws := make([][]byte, len(results))
+	for i, p := range results {
+		if p.Type != ToolResultPart || p.CallID == "" {
+			return fmt.Errorf("keeping results in conversation %s: want tool results with call ids, got a %q part with call id %q", id, p.Type, p.CallID)
+		}
+		raw, err := result.JSON(p)
+		if err != nil {
+			return fmt.Errorf("keeping the result of call %s in conversation %s: %v", p.CallID, id, err)
+		}
+		raws[i] = raw
 	}
+	doing := "keeping finished calls' results in conversation " + id
 	return s.write(ctx, doing, true, func(tx *sql.Tx) error {
 		if err := s.checkClaim(ctx, tx, id); err != nil {
 			return err
 		}
-		_, err := tx.StmtContext(ctx, s.insertKept).ExecContext(ctx, id, p.CallID, raw)
-		if err != nil && (errors.Is(err, sql.ErrNoRows) || isForeignKey(err)) {
-			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+		insert := tx.StmtContext(ctx, s.insertKept)
+		for i, p := range results {
+			_, err := insert.ExecContext(ctx, id, p.CallID, raws[i])
+			if isForeignKey(err) {
+				return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+			}
+			if err != nil {
+				return s.explain(doing, err)
+			}
 		}
-		return s.wrapErr(doing, err)
+		return nil
 	})
 }
 
