@@ -317,9 +317,9 @@ func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on f
 	}
 	var mu sync.Mutex
 	elapsed := make([]time.Duration, len(calls))
-	k := &keeper{store: a.Store, ctx: history.Lazy(context.WithoutCancel(ctx)), id: id}
+	k := &keeper{store: a.Store, ctx: history.Lazy(context.WithoutCancel(ctx)), id: id, running: len(calls)}
 	d := &tool.Dispatcher{Tools: a.Tools, Env: a.Env, Timeout: a.ToolTimeout,
-		Finished: func(i int, _ tool.Call, e time.Duration) { mu.Lock(); elapsed[i] = e; mu.Unlock() },
+		Finished:  func(i int, _ tool.Call, e time.Duration) { mu.Lock(); elapsed[i] = e; mu.Unlock() },
 		Converted: func(i int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}
 	outs := d.Round(ctx, tcalls)
 	answer := history.Message{Role: history.User}
@@ -343,21 +343,28 @@ func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on f
 // keeps it); the round's one synced append replaces them. Results that
 // finish while a keep is being committed go together in the next one, so
 // that calls finishing at once cost one commit, not one each (a commit is
-// ~0.2 ms of CPU). The goroutine that commits drains the queue before its
-// call's Converted returns, so when the round returns nothing is pending.
-// A keep that fails costs only that durability: the round's append, which
-// would fail the same way, says why.
+// ~0.2 ms of CPU). The last call of a round to finish is not kept: the
+// round's own commit, which follows at once, stores it (so a round of one
+// call costs no keep at all). The goroutine that commits drains the queue
+// before its call's Converted returns, so when the round returns nothing
+// is pending. A keep that fails costs only that durability: the round's
+// append, which would fail the same way, says why.
 type keeper struct {
 	store   history.Store
 	ctx     context.Context
 	id      string
 	mu      sync.Mutex
+	running int // calls of the round not finished yet
 	pending []history.Part
 	busy    bool
 }
 
 func (k *keeper) keep(p history.Part) {
 	k.mu.Lock()
+	if k.running--; k.running == 0 {
+		k.mu.Unlock() // the last: the round's commit stores it now
+		return
+	}
 	k.pending = append(k.pending, p)
 	if k.busy {
 		k.mu.Unlock()

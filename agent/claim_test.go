@@ -255,17 +255,19 @@ func (b *blockingKeeps) Keep(ctx context.Context, id string, ps ...history.Part)
 }
 
 // Results that finish while a keep is being committed go together in the
-// next commit; every result is kept before the round returns.
+// next commit, kept before the round returns; the last call's result is
+// left to the round's own commit.
 func TestResultsFinishingDuringAKeepGoInOneCommit(t *testing.T) {
 	b := &blockingKeeps{entered: make(chan struct{}), let: make(chan struct{})}
-	k := &keeper{store: b, ctx: context.Background(), id: "c"}
+	k := &keeper{store: b, ctx: context.Background(), id: "c", running: 4}
 	done := make(chan struct{})
 	go func() { k.keep(history.Part{CallID: "a"}); close(done) }()
 	<-b.entered
 	k.keep(history.Part{CallID: "b"}) // queued: returns at once
 	k.keep(history.Part{CallID: "c"})
 	close(b.let)
-	<-done // the committing call returns once the queue is drained
+	<-done                            // the committing call returns once the queue is drained
+	k.keep(history.Part{CallID: "d"}) // the last: the round's commit stores it
 	if got := fmt.Sprint(b.batches); got != "[[a] [b c]]" {
 		t.Fatalf("batches %s", got)
 	}

@@ -17,8 +17,10 @@ import (
 //     commit cannot go below on this disk;
 //   - results-only: the round's results in one synced Append (the path
 //     before results were kept);
-//   - kept-then-results: 10 Keeps under the claim, then the same Append,
-//     which removes them.
+//   - kept-each-then-results: 10 Keeps of one result (calls finishing one
+//     by one), then the same Append, which removes them;
+//   - kept-at-once-then-results: one Keep of the 10 (calls finishing
+//     together: the agent's keeper batches them), then the Append.
 //
 // Run:
 //
@@ -46,13 +48,12 @@ func BenchmarkRoundCommit(b *testing.B) {
 			}
 		}
 	})
-	for _, keep := range []bool{false, true} {
-		name := "results-only"
-		if keep {
-			name = "kept-then-results"
-		}
-		b.Run(name, func(b *testing.B) {
-			s, err := OpenSQLiteWith(filepath.Join(b.TempDir(), "h.db"), SQLiteOptions{Relaxed: os.Getenv("RELAX") != ""})
+	for _, bc := range []struct {
+		name  string
+		batch int // results per Keep; 0: none kept
+	}{{"results-only", 0}, {"kept-each-then-results", 1}, {"kept-at-once-then-results", calls}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -67,11 +68,9 @@ func BenchmarkRoundCommit(b *testing.B) {
 			}
 			wctx := Writing(ctx, h)
 			for b.Loop() {
-				if keep {
-					for _, p := range results.Parts {
-						if err := s.Keep(Lazy(wctx), "c", p); err != nil {
-							b.Fatal(err)
-						}
+				for i := 0; bc.batch > 0 && i < calls; i += bc.batch {
+					if err := s.Keep(Lazy(wctx), "c", results.Parts[i:i+bc.batch]...); err != nil {
+						b.Fatal(err)
 					}
 				}
 				if err := s.Append(wctx, "c", results); err != nil {
