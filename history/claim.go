@@ -18,10 +18,14 @@ import (
 type Holder struct {
 	// Token is unique to this holder (random).
 	Token string `json:"token"`
-	// PID and Host name the process, for the error a second writer gets
-	// and for taking over a dead holder's claim on the same host at once.
+	// PID and Host name the process, for the error a second writer gets.
 	PID  int    `json:"pid"`
 	Host string `json:"host"`
+	// Node is where PID means this process: the host's boot and the pid
+	// namespace ("" where that cannot be told). A holder whose Node is
+	// this process's and whose pid is gone has died: its claim is taken
+	// over at once. Two containers with one host name have two Nodes.
+	Node string `json:"node,omitempty"`
 	// Since is when the claim was taken; set by Store.Claim.
 	Since time.Time `json:"since"`
 }
@@ -35,7 +39,7 @@ func NewHolder() Holder {
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
-	return Holder{Token: hex.EncodeToString(b), PID: os.Getpid(), Host: host}
+	return Holder{Token: hex.EncodeToString(b), PID: os.Getpid(), Host: host, Node: thisNode()}
 }
 
 // String names the holder for people: "pid 1234 on host, since 09:01:02 UTC".
@@ -98,13 +102,13 @@ type claimRow struct {
 }
 
 // alive reports whether the claim's holder may still be writing at now: its
-// lease runs and, when it is on this host, its process exists. A holder on
-// another host is alive until its lease runs out.
-func (c claimRow) alive(now time.Time, host string) bool {
+// lease runs and, when it is on this node (see Holder.Node), its process
+// exists. A holder elsewhere is alive until its lease runs out.
+func (c claimRow) alive(now time.Time, node string) bool {
 	if !now.Before(c.expires) {
 		return false
 	}
-	if c.Host == host && c.PID > 0 {
+	if node != "" && c.Node == node && c.PID > 0 {
 		return processExists(c.PID)
 	}
 	return true

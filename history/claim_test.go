@@ -30,7 +30,7 @@ func userText(text string) Message {
 // elsewhere is a holder on another host: alive until its lease runs out.
 func elsewhere() Holder {
 	h := NewHolder()
-	h.Host, h.PID = "other-host", 4242
+	h.Host, h.Node, h.PID = "other-host", "other-node", 4242
 	return h
 }
 
@@ -84,6 +84,9 @@ func TestAClaimOfADeadProcessOnThisHostIsTakenOverAtOnce(t *testing.T) {
 	}
 }
 
+// noSuchPID is above Linux's largest pid (2^22).
+const noSuchPID = 1<<22 + 1
+
 // Table: who may take a claim another holder has, by its lease and host.
 func TestAClaimIsTakenOverOnlyWhenItsHolderIsGone(t *testing.T) {
 	for _, tc := range []struct {
@@ -96,6 +99,9 @@ func TestAClaimIsTakenOverOnlyWhenItsHolderIsGone(t *testing.T) {
 		{"another host, lease run out", elsewhere, 61 * time.Second, true},
 		{"this process, lease running", NewHolder, 59 * time.Second, false},
 		{"this process, lease run out", NewHolder, 61 * time.Second, true},
+		{"this node, no such pid", func() Holder { h := NewHolder(); h.PID = noSuchPID; return h }, time.Second, true},
+		// another container with the same host name: its pid means nothing here
+		{"this host name, another node, no such pid", func() Holder { h := NewHolder(); h.PID, h.Node = noSuchPID, "other-node"; return h }, time.Second, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newConversation(t)

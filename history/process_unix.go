@@ -29,3 +29,15 @@ func processExists(pid int) bool {
 	}
 	return true
 }
+
+// thisNode is where this process's pid means it: on Linux the boot
+// (boot_id) and the pid namespace; elsewhere the host name.
+func thisNode() string {
+	boot, err1 := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	ns, err2 := os.Readlink("/proc/self/ns/pid")
+	if err1 != nil || err2 != nil {
+		host, _ := os.Hostname()
+		return "host:" + host
+	}
+	return string(bytes.TrimSpace(boot)) + "/" + ns
+}

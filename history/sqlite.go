@@ -32,7 +32,7 @@ type SQLite struct {
 	// the statements of every round, prepared once
 	selectNew, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
 
-	host string           // this host's name, as NewHolder gives it
+	node string           // this process's node (Holder.Node)
 	now  func() time.Time // the clock claims are timed by (tests set it)
 }
 
@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS claims (
 	token        TEXT NOT NULL,
 	pid          INTEGER NOT NULL,
 	host         TEXT NOT NULL,
+	node         TEXT NOT NULL, -- Holder.Node: where pid means a process
 	since        INTEGER NOT NULL, -- Unix nanoseconds
 	expires      INTEGER NOT NULL  -- Unix nanoseconds
 );
@@ -114,7 +115,7 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed, host: NewHolder().Host, now: time.Now}
+	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed, node: thisNode(), now: time.Now}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, err
@@ -127,7 +128,7 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation = c.id) FROM conversations c WHERE id = ?`},
 		{&s.insert, `INSERT INTO messages (conversation, seq, message) VALUES (?, ?, ?)`},
 		{&s.touch, `UPDATE conversations SET updated = ? WHERE id = ?`},
-		{&s.selectClaim, `SELECT token, pid, host, since, expires FROM claims WHERE conversation = ?`},
+		{&s.selectClaim, `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`},
 		{&s.insertKept, `INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES (?, ?, ?)`},
 		{&s.dropKept, `DELETE FROM kept WHERE conversation = ?`},
 	} {

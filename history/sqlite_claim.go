@@ -15,7 +15,7 @@ import (
 // none.
 func (s *SQLite) readClaim(ctx context.Context, tx *sql.Tx, id string) (c claimRow, ok bool, err error) {
 	var since, expires int64
-	err = tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, id).Scan(&c.Token, &c.PID, &c.Host, &since, &expires)
+	err = tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, id).Scan(&c.Token, &c.PID, &c.Host, &c.Node, &since, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, false, nil
 	}
@@ -40,7 +40,7 @@ func (s *SQLite) checkClaim(ctx context.Context, tx *sql.Tx, id string) error {
 		}
 		return nil
 	}
-	if ok && c.alive(s.now(), s.host) {
+	if ok && c.alive(s.now(), s.node) {
 		return &HeldError{Conversation: id, Holder: c.Holder, Expires: c.expires}
 	}
 	return nil
@@ -80,13 +80,13 @@ func (s *SQLite) Claim(ctx context.Context, id string, h Holder, lease time.Dura
 		switch {
 		case ok && c.Token == h.Token:
 			h.Since = c.Since
-		case ok && c.alive(now, s.host):
+		case ok && c.alive(now, s.node):
 			return &HeldError{Conversation: id, Holder: c.Holder, Expires: c.expires}
 		default:
 			h.Since = now.UTC()
 		}
-		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO claims (conversation, token, pid, host, since, expires) VALUES (?, ?, ?, ?, ?, ?)`,
-			id, h.Token, h.PID, h.Host, h.Since.UnixNano(), now.Add(lease).UnixNano())
+		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO claims (conversation, token, pid, host, node, since, expires) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			id, h.Token, h.PID, h.Host, h.Node, h.Since.UnixNano(), now.Add(lease).UnixNano())
 		return s.wrapErr(doing, err)
 	})
 	return h, err
