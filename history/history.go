@@ -163,7 +163,7 @@ type Store interface {
 	// them. A result kept again for the same call replaces the first.
 	Keep(ctx context.Context, id string, results ...Part) error
 	// Kept returns the results kept for conversation id and not removed by
-	// an Append since, in the order they were kept.
+	// an Append since, by call id.
 	Kept(ctx context.Context, id string) ([]Part, error)
 	// List returns the conversations, most recently updated first.
 	List(ctx context.Context) ([]Conversation, error)

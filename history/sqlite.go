@@ -63,13 +63,13 @@ CREATE TABLE IF NOT EXISTS claims (
 	node         TEXT NOT NULL, -- Holder.Node: where pid means a process
 	since        INTEGER NOT NULL, -- Unix nanoseconds
 	expires      INTEGER NOT NULL  -- Unix nanoseconds
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS kept (
 	conversation TEXT NOT NULL REFERENCES conversations(id),
 	call_id      TEXT NOT NULL,
 	part         BLOB NOT NULL, -- the Part as JSON (result.JSON)
 	PRIMARY KEY (conversation, call_id)
-);
+) WITHOUT ROWID; -- one b-tree: a keep writes one page, not a row and its index
 `
 
 // schemaVersion is the store's layout, kept in SQLite's user_version. A

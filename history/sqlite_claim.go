@@ -163,7 +163,7 @@ func isForeignKey(err error) bool {
 
 // Kept returns the results kept for id (see Store.Kept).
 func (s *SQLite) Kept(ctx context.Context, id string) ([]Part, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT call_id, part FROM kept WHERE conversation = ? ORDER BY rowid`, id)
+	rows, err := s.db.QueryContext(ctx, `SELECT call_id, part FROM kept WHERE conversation = ? ORDER BY call_id`, id)
 	if err != nil {
 		return nil, s.explain("reading the kept results of conversation "+id, err)
 	}
