@@ -84,7 +84,8 @@ type writerKey struct{}
 // write as h: each checks, in its own transaction, that h still holds the
 // conversation's claim, and refuses (ErrClaimLost) when it does not.
 // Without it a write is allowed only while no live holder claims the
-// conversation.
+// conversation. It must carry a holder that took the conversation's claim
+// (Store.Claim): under any other, every write is refused.
 func Writing(ctx context.Context, h Holder) context.Context {
 	return context.WithValue(ctx, writerKey{}, h)
 }
