@@ -6,7 +6,7 @@
 // A script's tool calls go through the same dispatch as the model's (schema
 // checks, timeouts, panics), and their results through the one conversion:
 // a script gets the text the model would get, as an MCP-shaped object
-// (SPEC §9). The package must not convert results itself beyond composing
+// (docs/contract.md §9). The package must not convert results itself beyond composing
 // its own output, and the sandbox must offer no way out but the tools: no
 // file system, network, processes or timers.
 package script
@@ -136,9 +136,10 @@ func Tool(c Config) *tool.Tool {
 	}
 }
 
-// names are the tools a script can call, in the registry's order.
+// names are the tools a script can call, in the registry's order; never
+// nil, so that an empty registry is the empty list `[]` to the prelude.
 func names(reg *tool.Registry) []string {
-	var out []string
+	out := []string{}
 	if reg == nil {
 		return out
 	}
@@ -160,6 +161,10 @@ func describe(c Config) string {
 	b.WriteString("You get back what was printed, then the returned value (a string as itself, anything else as JSON). A thrown error makes an error result with its message and line.\n")
 	fmt.Fprintf(&b, "Limits: %v wall time (timeout_ms may lower it), %d MiB memory, %d MiB of output, %d tool calls. No files, network, processes or timers except through the tools.\n",
 		c.Limits.Time, c.Limits.Memory>>20, c.Limits.Output>>20, c.Limits.ToolCalls)
-	b.WriteString("Tools: " + strings.Join(names(c.Tools), ", "))
+	if list := names(c.Tools); len(list) > 0 {
+		b.WriteString("Tools: " + strings.Join(list, ", "))
+	} else {
+		b.WriteString("Tools: none; the script can compute and print, not reach anything.")
+	}
 	return b.String()
 }

@@ -88,7 +88,7 @@ func TestTheModelGetsThePrintedOutputThenTheValue(t *testing.T) {
 		{"other values as compact JSON", `return {b: [1, 2], a: "x"}`, `{"b":[1,2],"a":"x"}`},
 		{"prints then the value", "console.log('one', 2, {x: 1}); console.error('two'); return 3", "one 2 {\"x\":1}\ntwo\n3"},
 		{"prints alone", "console.log('only')", "only\n"},
-		{"nothing: the structured content stands in (SPEC §4)", "", `{"output":"","value":null,"toolCalls":[]}`},
+		{"nothing: the structured content stands in (contract §4)", "", `{"output":"","value":null,"toolCalls":[]}`},
 		{"top-level await", "const r = await tools['test--text']({s: 'awaited'}); return r.content[0].text", "awaited"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -302,5 +302,16 @@ func TestWhatAScriptPrintsAndReturnsIsWellFormed(t *testing.T) {
 	out, _ := r.run(`console.log("lone \uD800 high"); return "pair \uD83C\uDF89 and lone \uDC00"`)
 	if want := "lone \uFFFD high\npair 🎉 and lone \uFFFD"; out.Text != want {
 		t.Errorf("got %q, want %q", out.Text, want)
+	}
+}
+
+// A script runs over no tools at all: an empty registry, or none, is an
+// empty tools object, not a sandbox that fails to start.
+func TestAScriptRunsOverAnEmptyRegistry(t *testing.T) {
+	for name, reg := range map[string]*tool.Registry{"empty": {}, "nil": nil} {
+		res := Run(context.Background(), Config{Tools: reg}, Limits{}, `console.log(Object.keys(tools).length); return 1 + 1`)
+		if res.IsError || res.Data != "0\n2" {
+			t.Errorf("%s registry: %+v", name, res)
+		}
 	}
 }

@@ -11,7 +11,6 @@ package tool
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -120,10 +119,66 @@ func (t *Tool) validate(input json.RawMessage) error {
 		return fmt.Errorf("the input is not valid JSON: %v", err)
 	}
 	if err := t.resolved.Validate(v); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "validating root: "))
+		return fmt.Errorf("%s; %s", strings.TrimPrefix(err.Error(), "validating root: "), t.fields())
 	}
 	return nil
 }
+
+// fields says which fields the tool's input takes, for a schema error: each
+// property in the schema's order with its type, the required ones marked,
+// so that the caller can correct the input without reading the schema.
+func (t *Tool) fields() string {
+	s := t.InputSchema
+	if len(s.Properties) == 0 {
+		if s.Type == "object" {
+			return t.Name + " takes no fields"
+		}
+		return t.Name + "'s input schema names no fields"
+	}
+	names := make([]string, 0, len(s.Properties))
+	for _, n := range s.PropertyOrder {
+		if _, ok := s.Properties[n]; ok && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	rest := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		if !slices.Contains(names, n) {
+			rest = append(rest, n)
+		}
+	}
+	slices.Sort(rest)
+	all := append(names, rest...)
+	parts := make([]string, 0, min(len(all), maxFieldsNamed)+1)
+	for _, n := range all[:min(len(all), maxFieldsNamed)] {
+		p := s.Properties[n]
+		typ := "any"
+		switch {
+		case p == nil:
+		case p.Type != "":
+			typ = p.Type
+		case len(p.Types) > 0:
+			// a pointer field's ["null", T] reads as T: null is the
+			// field left out
+			ts := slices.DeleteFunc(slices.Clone(p.Types), func(t string) bool { return t == "null" })
+			if len(ts) == 0 {
+				ts = p.Types
+			}
+			typ = strings.Join(ts, " or ")
+		}
+		if slices.Contains(s.Required, n) {
+			typ += ", required"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)", n, typ))
+	}
+	if len(all) > maxFieldsNamed {
+		parts = append(parts, fmt.Sprintf("and %d more (see its input schema)", len(all)-maxFieldsNamed))
+	}
+	return t.Name + " takes " + strings.Join(parts, ", ")
+}
+
+// maxFieldsNamed bounds the fields a schema error lists.
+const maxFieldsNamed = 30
 
 // Registry is the set of tools an agent offers. The zero value is an empty
 // registry ready to use; it is safe for concurrent use.

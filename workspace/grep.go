@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -39,6 +40,9 @@ type GrepReport struct {
 	FilesRead    int `json:"filesRead"`    // text files searched
 	// Passed over: binary files, files too large, links leading out.
 	PassedOver []string `json:"passedOver,omitempty"`
+	// NotSearched are the directories .git and .myelin met on the way
+	// down and not searched; a call whose path points into one searches it.
+	NotSearched []string `json:"notSearched,omitempty"`
 	// Next is the input for the next matches, nil when none are left.
 	Next *GrepInput `json:"next"`
 }
@@ -58,9 +62,9 @@ const (
 func (w *Workspace) grepTool() *tool.Tool {
 	return tool.MustFunc("workspace--grep",
 		"Search the workspace's text files for an RE2 regular expression.\n"+
-			"Output is `path:line:text` per matching line (context lines `path-line-text`, groups split by `--`), "+
+			"Output is `path:line:text` per matching line (with context, context lines `path-line-text` and groups split by `--`), "+
 			"long lines cut, at most limit matches, with a footer saying what was left out and the call that shows the next ones. "+
-			"Directories .git and .myelin are searched only when path points into them; binary files are passed over.",
+			"Directories .git and .myelin (myelin's spill files and logs) are searched only when path points into them, and the footer names those left out; binary files are passed over.",
 		func(ctx context.Context, in GrepInput) (any, error) {
 			return w.Grep(ctx, in, tool.CapFrom(ctx))
 		})
@@ -95,7 +99,7 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 			return result.Result{}, fmt.Errorf("invalid glob %s: %v", short(in.Glob), err)
 		}
 	}
-	files, passed, err := w.grepFiles(in.Path, in.Glob)
+	files, passed, notSearched, err := w.grepFiles(in.Path, in.Glob)
 	if err != nil {
 		return result.Result{}, err
 	}
@@ -106,7 +110,7 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	g := &grepper{
 		lineRe: lineRe, fileRe: fileRe, endAnchor: endsLines(parsed),
 		context: intOr(in.Context, 0), limit: intOr(in.Limit, defaultGrepLimit), skip: intOr(in.Skip, 0),
-		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed},
+		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed, NotSearched: notSearched},
 	}
 	g.literal, g.fold = requiredLiteral(parsed)
 	// The footer is at most its fixed words, two passed-over names and the
@@ -114,7 +118,7 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	worst := in
 	big := 1 << 40
 	worst.Skip, worst.Limit, worst.Context = &big, &big, &big
-	g.budget = max(100, cap-250-2*maxFooterName-utf8.RuneCountInString(callJSON(worst)))
+	g.budget = max(100, cap-250-2*maxFooterName-utf8.RuneCountInString(callJSON(worst))-utf8.RuneCountInString(notSearchedNote(notSearched)))
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return result.Result{}, fmt.Errorf("grep was cancelled after %d files: %v", g.report.FilesRead, err)
@@ -134,16 +138,17 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	return result.Result{Data: g.out.String() + g.footer(in), Structured: r}, nil
 }
 
-// grepFiles lists the files to search, sorted, under path and matching glob.
-func (w *Workspace) grepFiles(p, glob string) ([]string, []string, error) {
+// grepFiles lists the files to search, sorted, under path and matching
+// glob; the files passed over; and the .git and .myelin directories below
+// path, which are not searched.
+func (w *Workspace) grepFiles(p, glob string) (files, passed, notSearched []string, err error) {
 	rel, st, err := w.stat(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if !st.IsDir() {
-		return []string{rel}, nil, nil
+		return []string{rel}, nil, nil, nil
 	}
-	var files, passed []string
 	err = fs.WalkDir(w.root.FS(), rel, func(fp string, d fs.DirEntry, err error) error {
 		if err != nil {
 			passed = append(passed, fmt.Sprintf("%s (%v)", fp, explain(fp, err)))
@@ -151,6 +156,7 @@ func (w *Workspace) grepFiles(p, glob string) ([]string, []string, error) {
 		}
 		if d.IsDir() {
 			if fp != rel && (d.Name() == ".git" || d.Name() == ".myelin") {
+				notSearched = append(notSearched, fp)
 				return fs.SkipDir
 			}
 			return nil
@@ -170,7 +176,7 @@ func (w *Workspace) grepFiles(p, glob string) ([]string, []string, error) {
 		files = append(files, fp)
 		return nil
 	})
-	return files, passed, err
+	return files, passed, notSearched, err
 }
 
 // grepFile opens one file and searches it.
@@ -455,7 +461,7 @@ func (g *grepper) match(r []byte, start, end, lineNo int) {
 		first = max(first, g.lastLine+1)
 	}
 	var b strings.Builder
-	if g.out.Len() > 0 && (!sameFile || first > g.lastLine+1) {
+	if g.context > 0 && g.out.Len() > 0 && (!sameFile || first > g.lastLine+1) {
 		b.WriteString("--\n")
 	}
 	s := start
@@ -538,6 +544,7 @@ func (g *grepper) footer(in GrepInput) string {
 			b.WriteString(", … (the structured content lists them all)")
 		}
 	}
+	b.WriteString(notSearchedNote(r.NotSearched))
 	if r.Next != nil {
 		why := "the limit"
 		if g.full {
@@ -547,6 +554,32 @@ func (g *grepper) footer(in GrepInput) string {
 	}
 	b.WriteString("]")
 	return b.String()
+}
+
+// notSearchedNote is the footer's part that names the directories not
+// searched (.git, .myelin) and says how to search one; "" when none was
+// met. It names at most two, each cut to maxFooterName characters.
+func notSearchedNote(dirs []string) string {
+	if len(dirs) == 0 {
+		return ""
+	}
+	names := firstN(dirs, 2)
+	for i, name := range names {
+		if utf8.RuneCountInString(name) > maxFooterName {
+			names[i] = cutChars(name, maxFooterName-1) + "…"
+		}
+		names[i] += "/"
+	}
+	list := strings.Join(names, ", ")
+	how := "give one as path to search it"
+	if utf8.RuneCountInString(dirs[0]) <= maxFooterName {
+		how += fmt.Sprintf(", e.g. \"path\":%s", strconv.Quote(dirs[0]))
+	}
+	if len(dirs) > 2 {
+		list += fmt.Sprintf(" and %d more", len(dirs)-2)
+		how += "; the structured content lists them all"
+	}
+	return fmt.Sprintf("; not searched: %s (%s)", list, how)
 }
 
 // maxFooterName bounds each passed-over file named in the footer.

@@ -15,7 +15,7 @@ func TestGrepOutputIsPathLineText(t *testing.T) {
 	f.write(t, "a.txt", "one\nneedle here\nthree\n")
 	f.write(t, "sub/b.txt", "needle again\r\nno\n")
 	out := f.call(t, "workspace--grep", map[string]any{"pattern": "needle"})
-	want := "a.txt:2:needle here\n--\nsub/b.txt:1:needle again\n[matching lines 1-2 of 2, in 2 of 2 files read]"
+	want := "a.txt:2:needle here\nsub/b.txt:1:needle again\n[matching lines 1-2 of 2, in 2 of 2 files read]"
 	if out.Text != want || out.IsError {
 		t.Fatalf("text = %q, want %q", out.Text, want)
 	}
@@ -131,6 +131,75 @@ func TestGrepPassesOverBinaryFilesAndSkipsMyelinAndGit(t *testing.T) {
 	out = f.call(t, "workspace--grep", map[string]any{"pattern": "needle", "path": ".myelin"})
 	if !strings.HasPrefix(out.Text, ".myelin/tool-results/x.txt:1:needle") {
 		t.Fatalf("text = %q", out.Text)
+	}
+}
+
+// `--` splits groups of lines only when there are context lines to tell
+// them apart, as grep does; without context every line names its place.
+func TestGrepSeparatesGroupsOnlyWithContext(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "a.txt", "hit1\nl2\nl3\nl4\nhit5\n")
+	f.write(t, "b.txt", "hit1\n")
+	for _, tc := range []struct {
+		context int
+		want    string
+	}{
+		{0, "a.txt:1:hit1\na.txt:5:hit5\nb.txt:1:hit1\n["},
+		{1, "a.txt:1:hit1\na.txt-2-l2\n--\na.txt-4-l4\na.txt:5:hit5\n--\nb.txt:1:hit1\n["},
+		{2, "a.txt:1:hit1\na.txt-2-l2\na.txt-3-l3\na.txt-4-l4\na.txt:5:hit5\n--\nb.txt:1:hit1\n["},
+	} {
+		out := f.call(t, "workspace--grep", map[string]any{"pattern": "^hit", "context": tc.context})
+		if !strings.HasPrefix(out.Text, tc.want) {
+			t.Errorf("context %d: %q, want it to start %q", tc.context, out.Text, tc.want)
+		}
+	}
+}
+
+// The footer names the .git and .myelin directories a search of a
+// directory left out and says how to search one; a search that met none
+// says nothing of them.
+func TestGrepFooterSaysWhichDirectoriesItDidNotSearch(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "t.txt", "needle\n")
+	for _, tc := range []struct {
+		name  string
+		input map[string]any
+		want  string
+	}{
+		{"nothing left out", map[string]any{"pattern": "needle"}, "t.txt:1:needle\n[matching lines 1-1 of 1, in 1 of 1 files read]"},
+	} {
+		if out := f.call(t, "workspace--grep", tc.input); out.Text != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, out.Text, tc.want)
+		}
+	}
+	f.write(t, ".myelin/tool-results/x.txt", "needle\n")
+	f.write(t, ".git/config", "needle\n")
+	f.write(t, "sub/.git/HEAD", "needle\n")
+	f.write(t, "sub/s.txt", "nothing\n")
+	for _, tc := range []struct {
+		name  string
+		input map[string]any
+		want  string
+	}{
+		{"the whole workspace", map[string]any{"pattern": "needle"},
+			"t.txt:1:needle\n[matching lines 1-1 of 1, in 1 of 2 files read; not searched: .git/, .myelin/ and 1 more (give one as path to search it, e.g. \"path\":\".git\"; the structured content lists them all)]"},
+		{"no match", map[string]any{"pattern": "zzz", "path": "sub"},
+			"[no lines match in 1 files read; not searched: sub/.git/ (give one as path to search it, e.g. \"path\":\"sub/.git\")]"},
+		{"a file", map[string]any{"pattern": "needle", "path": "t.txt"}, "t.txt:1:needle\n[matching lines 1-1 of 1, in 1 of 1 files read]"},
+		{"pointed into .myelin", map[string]any{"pattern": "needle", "path": ".myelin"}, ".myelin/tool-results/x.txt:1:needle\n[matching lines 1-1 of 1, in 1 of 1 files read]"},
+	} {
+		out := f.call(t, "workspace--grep", tc.input)
+		if out.Text != tc.want {
+			t.Errorf("%s: %q\nwant %q", tc.name, out.Text, tc.want)
+		}
+	}
+	out := f.call(t, "workspace--grep", map[string]any{"pattern": "needle"})
+	var rep GrepReport
+	if err := json.Unmarshal(out.Structured, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{".git", ".myelin", "sub/.git"}; fmt.Sprint(rep.NotSearched) != fmt.Sprint(want) {
+		t.Fatalf("notSearched = %q, want %q", rep.NotSearched, want)
 	}
 }
 

@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,61 +21,51 @@ const historyUsage = `Usage:
       messages, the first prompt.
   myelin history show ID [--json] [--workspace DIR] [--store PATH]
       The conversation's messages as stored, with usage per answer.
-
-Flags:
 `
 
 func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, historyUsage)
-		return exitUsage
-	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("myelin history", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlagSet("history")
 	wsDir := fs.String("workspace", ".", "the workspace root `DIR`")
 	storePath := fs.String("store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
 	asJSON := fs.Bool("json", false, "print the messages as JSON (show)")
-	if isHelp(sub) {
-		fs.SetOutput(stdout)
-		fmt.Fprint(stdout, historyUsage)
-		fs.PrintDefaults()
-		return exitOK
+	if len(args) == 0 {
+		return usageError(stderr, "history", "want a command: list or show")
 	}
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fmt.Fprint(stdout, historyUsage)
-		fs.PrintDefaults()
+	sub, args := args[0], args[1:]
+	switch {
+	case isHelp(sub):
+		printHelp(stdout, historyUsage, fs)
 		return exitOK
+	case sub != "list" && sub != "show":
+		return usageError(stderr, "history", fmt.Sprintf("unknown command %q: want list or show", sub))
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "myelin history: %v\n", err)
-		return exitUsage
+	cmd := "history " + sub
+	pos, code, done := parseCommand(cmd, historyUsage, fs, args, stdout, stderr)
+	if done {
+		return code
+	}
+	if sub == "list" && len(pos) != 0 {
+		return usageError(stderr, cmd, fmt.Sprintf("takes no arguments, got %q", pos))
+	}
+	if sub == "show" && len(pos) != 1 {
+		return usageError(stderr, cmd, fmt.Sprintf("want one conversation ID, got %d arguments %q", len(pos), pos))
 	}
 	path := *storePath
 	if path == "" {
 		abs, err := filepath.Abs(*wsDir)
 		if err != nil {
-			fmt.Fprintf(stderr, "myelin history: %v\n", err)
-			return exitUsage
+			return usageError(stderr, cmd, fmt.Sprintf("--workspace %q: %v", *wsDir, err))
 		}
 		path = filepath.Join(abs, ".myelin", "history.db")
 	}
-	switch sub {
-	case "list":
-		if len(pos) != 0 {
-			fmt.Fprintf(stderr, "myelin history list: takes no arguments, got %q\n", pos)
-			return exitUsage
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		// reading makes no store: say there is none yet
+		if sub == "list" {
+			fmt.Fprintf(stdout, "no conversations: there is no history store at %s yet; `myelin run PROMPT` starts one\n", path)
+			return exitOK
 		}
-	case "show":
-		if len(pos) != 1 {
-			fmt.Fprintf(stderr, "myelin history show: want one conversation ID, got %d arguments\n", len(pos))
-			return exitUsage
-		}
-	default:
-		fmt.Fprintf(stderr, "myelin history: unknown command %q\n\n%s", sub, historyUsage)
-		return exitUsage
+		fmt.Fprintf(stderr, "myelin history show: no such conversation %q: there is no history store at %s\n", pos[0], path)
+		return exitError
 	}
 	store, err := history.OpenSQLite(path)
 	if err != nil {
@@ -88,6 +78,10 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			fmt.Fprintf(stderr, "myelin history: %v\n", err)
 			return exitError
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(stdout, "no conversations in %s yet; `myelin run PROMPT` starts one\n", path)
+			return exitOK
 		}
 		for _, c := range list {
 			first := ""

@@ -29,6 +29,8 @@ Usage:
   myelin history list [--workspace DIR] [--store PATH]
   myelin history show ID [--json] [--workspace DIR] [--store PATH]
   myelin tool list [--workspace DIR] [--allow-shell] [--mcp-config FILE]
+  myelin tool describe NAME [--json] [--workspace DIR] [--allow-shell]
+                   [--mcp-config FILE]
   myelin tool call NAME ARGS_JSON [--workspace DIR] [--allow-shell]
                    [--mcp-config FILE] [--inline-cap N] [--call-id ID] [--json]
   myelin mcp list [--workspace DIR] [--mcp-config FILE]

@@ -142,7 +142,7 @@ func TestCallIDNamesTheSpillFile(t *testing.T) {
 
 func TestShellIsOfferedOnlyWithAllowShell(t *testing.T) {
 	_, errOut, code := cli(t, "tool", "call", "shell--run", `{"command":"echo hi"}`, "--workspace", t.TempDir())
-	if code != 2 || !strings.Contains(errOut, `no tool named "shell--run"`) {
+	if code != 2 || !strings.Contains(errOut, "shell--run is offered only with --allow-shell") {
 		t.Fatalf("exit %d, %q", code, errOut)
 	}
 	out, _, code := cli(t, "tool", "call", "shell--run", `{"command":"echo hi; exit 4"}`, "--workspace", t.TempDir(), "--allow-shell")

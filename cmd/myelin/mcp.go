@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,8 +18,6 @@ const mcpUsage = `Usage:
       Start the MCP servers of WORKSPACE/.mcp.json and of each --mcp-config,
       and show each server, its state and the names its tools are offered
       under. Exit status 1 when a server did not start.
-
-Flags (before or after the arguments):
 `
 
 // mcpFlags are the MCP flags that tool, run and chat share with mcp list.
@@ -63,57 +60,44 @@ func startMCP(ctx context.Context, ws *workspace.Workspace, f mcpFlags, stderr i
 }
 
 func mcpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, mcpUsage)
-		return exitUsage
-	}
 	var workspaceDir string
 	var f mcpFlags
-	fs := flag.NewFlagSet("myelin mcp", flag.ContinueOnError)
+	fs := newFlagSet("mcp")
 	fs.StringVar(&workspaceDir, "workspace", ".", "the workspace root `DIR`")
 	f.add(fs)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), mcpUsage); fs.PrintDefaults() }
+	if len(args) == 0 {
+		return usageError(stderr, "mcp", "want a command: list")
+	}
 	switch args[0] {
 	case "list":
 	case "help", "-h", "-help", "--help":
-		fs.SetOutput(stdout)
-		fs.Usage()
+		printHelp(stdout, mcpUsage, fs)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "myelin mcp: unknown command %q\n\n%s", args[0], mcpUsage)
-		return exitUsage
+		return usageError(stderr, "mcp", fmt.Sprintf("unknown command %q: want list", args[0]))
 	}
-	pos, err := parseInterleaved(fs, args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return exitOK
-	}
-	if err != nil {
-		return exitUsage
+	pos, code, done := parseCommand("mcp list", mcpUsage, fs, args[1:], stdout, stderr)
+	if done {
+		return code
 	}
 	if len(pos) != 0 {
-		fmt.Fprintf(stderr, "myelin mcp list: takes no arguments, got %q\n", pos)
-		return exitUsage
+		return usageError(stderr, "mcp list", fmt.Sprintf("takes no arguments, got %q", pos))
 	}
 	ws, err := workspace.Open(workspaceDir)
 	if err != nil {
-		fmt.Fprintln(stderr, "myelin:", err)
-		return exitUsage
+		return usageError(stderr, "mcp list", err.Error())
 	}
 	defer ws.Close()
 	set, err := startMCP(ctx, ws, f, io.Discard) // the list says it all
 	if err != nil {
-		fmt.Fprintln(stderr, "myelin:", err)
-		return exitUsage
+		return usageError(stderr, "mcp list", err.Error())
 	}
 	defer set.Close()
 	byName := map[string]*tool.Tool{}
 	for _, t := range set.Tools() {
 		byName[t.Name] = t
 	}
-	code := exitOK
+	code = exitOK
 	status := set.Status()
 	if len(status) == 0 {
 		fmt.Fprintf(stdout, "no MCP servers: none in %s and no --mcp-config\n", filepath.Join(ws.Dir(), ".mcp.json"))

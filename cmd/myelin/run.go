@@ -31,8 +31,6 @@ const runUsage = `Usage:
 
 The provider's key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY, its
 address from ANTHROPIC_BASE_URL or OPENAI_BASE_URL when set.
-
-Flags (before or after the prompt):
 `
 
 // Default models, when --model is not given.
@@ -58,9 +56,9 @@ type agentFlags struct {
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet("myelin "+name, flag.ContinueOnError)
+	fs := newFlagSet(name)
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
-	fs.IntVar(&f.inlineCap, "inline-cap", 0, "the inline cap `N` in characters (default 24000, at least 1000)")
+	fs.IntVar(&f.inlineCap, "inline-cap", 0, fmt.Sprintf("the inline cap `N` in characters (default %d; at least %d)", result.DefaultCap, result.MinCap))
 	fs.StringVar(&f.provider, "provider", "", "anthropic or openai (default: the one whose API key is set, anthropic first)")
 	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+" or "+defaultOpenAIModel+")")
 	fs.StringVar(&f.store, "store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
@@ -71,8 +69,20 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.IntVar(&f.maxTokens, "max-tokens", agent.DefaultMaxTokens, "the most tokens in one answer")
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
-	fs.SetOutput(io.Discard)
 	return fs
+}
+
+// check refuses the values the agent would otherwise change without a
+// word: an inline cap under the floor, an empty model name. set holds the
+// flags the command line gave.
+func (f *agentFlags) check(set map[string]bool) error {
+	if set["inline-cap"] && f.inlineCap < result.MinCap {
+		return errors.New(inlineCapError(f.inlineCap))
+	}
+	if set["model"] && strings.TrimSpace(f.model) == "" {
+		return fmt.Errorf("--model %q: give a model name, or leave the flag out for the default (%s with anthropic, %s with openai)", f.model, defaultAnthropicModel, defaultOpenAIModel)
+	}
+	return nil
 }
 
 // session is what run and chat share: the agent, its workspace and store,
@@ -194,39 +204,31 @@ func (s *session) pick(ctx context.Context, f agentFlags, path string, stderr io
 func runCommand(ctx context.Context, name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var f agentFlags
 	fs := f.set(name)
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fmt.Fprint(stdout, runUsage)
-		fs.PrintDefaults()
-		return exitOK
+	pos, code, done := parseCommand(name, runUsage, fs, args, stdout, stderr)
+	if done {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "myelin %s: %v\n", name, err)
-		return exitUsage
+	if err := f.check(explicit(fs)); err != nil {
+		return usageError(stderr, name, err.Error())
 	}
 	var prompt string
 	if name == "run" {
 		prompt = strings.Join(pos, " ")
 		if prompt == "" {
 			if isTerminal(stdin) {
-				fmt.Fprintf(stderr, "myelin run: give a prompt, as arguments or on standard input\n")
-				return exitUsage
+				return usageError(stderr, name, "give a prompt, as arguments or on standard input")
 			}
 			b, err := io.ReadAll(stdin)
 			if err != nil {
-				fmt.Fprintf(stderr, "myelin run: reading the prompt: %v\n", err)
-				return exitUsage
+				return usageError(stderr, name, fmt.Sprintf("reading the prompt from standard input: %v", err))
 			}
 			prompt = strings.TrimSpace(string(b))
 		}
 		if prompt == "" {
-			fmt.Fprintf(stderr, "myelin run: the prompt is empty\n")
-			return exitUsage
+			return usageError(stderr, name, "the prompt is empty")
 		}
 	} else if len(pos) > 0 {
-		fmt.Fprintf(stderr, "myelin chat: takes no arguments, got %q\n", pos)
-		return exitUsage
+		return usageError(stderr, name, fmt.Sprintf("takes no arguments, got %q", pos))
 	}
 	s, err := open(ctx, f, stderr)
 	if err != nil {
@@ -259,13 +261,21 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	return exitOK
 }
 
+// chat runs a turn per line of stdin. The "> " prompt is for a person
+// typing: it is printed only when stdin is a terminal, so that piped input
+// gives the answers alone.
 func (s *session) chat(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 64*1024), 16<<20)
+	prompt := isTerminal(stdin)
 	for {
-		fmt.Fprint(stderr, "> ")
+		if prompt {
+			fmt.Fprint(stderr, "> ")
+		}
 		if !in.Scan() {
-			fmt.Fprintln(stderr)
+			if prompt {
+				fmt.Fprintln(stderr)
+			}
 			return exitOK
 		}
 		line := strings.TrimSpace(in.Text())

@@ -1,16 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/script"
+	"github.com/myelin-run/myelin/shell"
 	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/workspace"
 )
@@ -21,15 +24,17 @@ const toolUsage = `Usage:
       code_execution is offered unless --no-code-execution.
       The tools of the MCP servers in WORKSPACE/.mcp.json and --mcp-config
       files are listed and called like the built-in ones.
+  myelin tool describe NAME [--json] [flags]
+      The tool's whole description and its input schema (JSON Schema): the
+      fields ARGS_JSON of a call may hold. --json prints the definition as
+      one JSON object: name, description, input_schema.
   myelin tool call NAME ARGS_JSON [flags]
       Run one call as the agent would and print the text the conversation
       would store, byte for byte. Exit status 0 for a success, 1 for an
       error result (its text still printed), 2 for a usage error.
-
-Flags (before or after the arguments):
 `
 
-// toolFlags are the flags of `myelin tool list` and `myelin tool call`.
+// toolFlags are the flags of `myelin tool list`, `describe` and `call`.
 type toolFlags struct {
 	workspace string
 	inlineCap int
@@ -38,97 +43,137 @@ type toolFlags struct {
 	tools     toolsetFlags
 }
 
-func (f *toolFlags) set(call bool) *flag.FlagSet {
-	fs := flag.NewFlagSet("myelin tool", flag.ContinueOnError)
+// set is the flag set of the tool subcommand sub: list, describe or call
+// (or "" for the help of all three, which lists every flag).
+func (f *toolFlags) set(sub string) *flag.FlagSet {
+	fs := newFlagSet("tool")
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
 	f.tools.add(fs)
-	if call {
-		fs.IntVar(&f.inlineCap, "inline-cap", 0, "the inline cap `N` in characters (default 24000, at least 1000)")
+	if sub == "call" || sub == "" {
+		fs.IntVar(&f.inlineCap, "inline-cap", 0, fmt.Sprintf("the inline cap `N` in characters (default %d; at least %d)", result.DefaultCap, result.MinCap))
 		fs.StringVar(&f.callID, "call-id", "", "the call `ID`, which names a spill file (default: a random one)")
-		fs.BoolVar(&f.json, "json", false, "print one JSON object: text, is_error, structured, spill_path")
+	}
+	if sub != "list" {
+		fs.BoolVar(&f.json, "json", false, "call: print one JSON object: text, is_error, structured, spill_path; describe: print the tool's definition as JSON")
 	}
 	return fs
 }
 
 func toolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, toolUsage)
-		return exitUsage
+		return usageError(stderr, "tool", "want a command: list, describe or call")
 	}
 	sub, args := args[0], args[1:]
 	var f toolFlags
-	var fs *flag.FlagSet
 	switch sub {
-	case "list":
-		fs = f.set(false)
-	case "call":
-		fs = f.set(true)
+	case "list", "describe", "call":
 	case "help", "-h", "-help", "--help":
-		fs = f.set(true)
-		fs.SetOutput(stdout)
-		fmt.Fprint(stdout, toolUsage)
-		fs.PrintDefaults()
+		printHelp(stdout, toolUsage, f.set(""))
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "myelin tool: unknown command %q\n\n%s", sub, toolUsage)
-		return exitUsage
+		return usageError(stderr, "tool", fmt.Sprintf("unknown command %q: want list, describe or call", sub))
 	}
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), toolUsage); fs.PrintDefaults() }
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(stdout)
-		fs.Usage()
-		return exitOK
+	cmd := "tool " + sub
+	fs := f.set(sub)
+	pos, code, done := parseCommand(cmd, toolUsage, fs, args, stdout, stderr)
+	if done {
+		return code
 	}
-	if err != nil {
-		return exitUsage // the flag package has said what was wrong
+	switch {
+	case sub == "list" && len(pos) != 0:
+		return usageError(stderr, cmd, fmt.Sprintf("takes no arguments, got %q", pos))
+	case sub == "describe" && len(pos) != 1:
+		return usageError(stderr, cmd, fmt.Sprintf("want one tool NAME, got %d arguments %q", len(pos), pos))
+	case sub == "call" && len(pos) != 2:
+		return usageError(stderr, cmd, fmt.Sprintf("want NAME and ARGS_JSON, got %d arguments %q", len(pos), pos))
+	case sub == "call" && !json.Valid([]byte(pos[1])):
+		return usageError(stderr, cmd, fmt.Sprintf("ARGS_JSON is not valid JSON: %s", pos[1]))
+	}
+	if sub == "call" && explicit(fs)["inline-cap"] && f.inlineCap < result.MinCap {
+		return usageError(stderr, cmd, inlineCapError(f.inlineCap))
 	}
 	ws, err := workspace.Open(f.workspace)
 	if err != nil {
-		fmt.Fprintln(stderr, "myelin:", err)
-		return exitUsage
+		return usageError(stderr, cmd, err.Error())
 	}
 	defer ws.Close()
 	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
 	ts, err := openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "myelin:", err)
-		return exitUsage
+		return usageError(stderr, cmd, err.Error())
 	}
 	defer ts.close()
 	reg := ts.reg
 	if sub == "list" {
-		if len(pos) != 0 {
-			fmt.Fprintf(stderr, "myelin tool list: takes no arguments, got %q\n", pos)
-			return exitUsage
-		}
 		for _, t := range reg.Tools() {
 			fmt.Fprintf(stdout, "%s\t%s\n", t.Name, t.Summary())
 		}
 		return exitOK
 	}
-	return toolCall(ctx, f, pos, reg, env, stdout, stderr)
+	t := reg.Get(pos[0])
+	if t == nil {
+		return usageError(stderr, cmd, notOffered(pos[0], f.tools))
+	}
+	if sub == "describe" {
+		return toolDescribe(t, f.json, stdout, stderr)
+	}
+	return toolCall(ctx, f, pos[0], pos[1], reg, env, stdout, stderr)
 }
 
-func toolCall(ctx context.Context, f toolFlags, pos []string, reg *tool.Registry, env result.Env, stdout, stderr io.Writer) int {
-	if len(pos) != 2 {
-		fmt.Fprintf(stderr, "myelin tool call: want NAME and ARGS_JSON, got %d arguments\n\n%s", len(pos), toolUsage)
-		return exitUsage
+// inlineCapError is the error of an --inline-cap below the floor, which
+// the conversion would otherwise raise without a word.
+func inlineCapError(n int) string {
+	return fmt.Sprintf("--inline-cap %d: the inline cap is at least %d characters (leave the flag out for the default, %d)", n, result.MinCap, result.DefaultCap)
+}
+
+// notOffered says why there is no tool called name: it is offered only
+// with a flag, or there is no such tool at all.
+func notOffered(name string, f toolsetFlags) string {
+	switch {
+	case name == shell.Tool(".").Name && !f.allowShell:
+		return fmt.Sprintf("%s is offered only with --allow-shell (it runs any command in the workspace)", name)
+	case name == script.Name && f.noCodeExecution:
+		return fmt.Sprintf("%s is not offered because of --no-code-execution", name)
 	}
-	name, args := pos[0], pos[1]
-	if !json.Valid([]byte(args)) {
-		fmt.Fprintf(stderr, "myelin tool call: ARGS_JSON is not valid JSON: %s\n", args)
-		return exitUsage
+	return fmt.Sprintf("there is no tool named %q; `myelin tool list` lists them", name)
+}
+
+// toolDescribe prints a tool's description and input schema, as text or
+// as the JSON definition a provider is sent.
+func toolDescribe(t *tool.Tool, asJSON bool, stdout, stderr io.Writer) int {
+	schema := json.RawMessage(`{"type":"object"}`)
+	if t.InputSchema != nil {
+		raw, err := json.Marshal(t.InputSchema)
+		if err != nil {
+			fmt.Fprintf(stderr, "myelin tool describe: the input schema of %s: %v\n", t.Name, err)
+			return exitError
+		}
+		schema = raw
 	}
-	if f.inlineCap < 0 {
-		fmt.Fprintf(stderr, "myelin tool call: --inline-cap must be positive, got %d\n", f.inlineCap)
-		return exitUsage
+	if asJSON {
+		v := struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		}{t.Name, t.Description, schema}
+		raw, err := result.JSON(v)
+		if err != nil {
+			fmt.Fprintf(stderr, "myelin tool describe: %v\n", err)
+			return exitError
+		}
+		stdout.Write(append(raw, '\n'))
+		return exitOK
 	}
-	if reg.Get(name) == nil {
-		fmt.Fprintf(stderr, "myelin tool call: there is no tool named %q; `myelin tool list` lists them\n", name)
-		return exitUsage
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, schema, "", "  "); err != nil {
+		fmt.Fprintf(stderr, "myelin tool describe: the input schema of %s: %v\n", t.Name, err)
+		return exitError
 	}
+	fmt.Fprintf(stdout, "%s\n\n%s\n\nInput schema:\n%s\n", t.Name, strings.TrimSpace(t.Description), indented.Bytes())
+	return exitOK
+}
+
+func toolCall(ctx context.Context, f toolFlags, name, args string, reg *tool.Registry, env result.Env, stdout, stderr io.Writer) int {
 	id := f.callID
 	if id == "" {
 		id = randomID()
@@ -163,27 +208,6 @@ func writeJSON(w io.Writer, out result.Output) error {
 	}
 	_, err = w.Write(append(raw, '\n'))
 	return err
-}
-
-// parseInterleaved parses flags that may come before, between or after the
-// positional arguments, and returns the positionals. After `--` all are
-// positional.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
 }
 
 func randomID() string {
