@@ -60,6 +60,14 @@ type Agent struct {
 	MaxRounds int
 	// ToolTimeout bounds each tool call; 0 means tool.DefaultTimeout.
 	ToolTimeout time.Duration
+	// Wait makes a turn on a conversation another writer is advancing
+	// wait until it can claim it (a Waiting event says for whom), instead
+	// of failing with a *history.HeldError that names the holder.
+	Wait bool
+	// Lease is how long a turn's claim on its conversation lasts without
+	// a heartbeat (renewed every third of it while the turn runs); 0
+	// means history.DefaultLease.
+	Lease time.Duration
 }
 
 // EventKind says what an Event reports.
@@ -71,7 +79,8 @@ const (
 	ToolCall   EventKind = "tool_call"   // Call: a call about to run
 	ToolResult EventKind = "tool_result" // Call, Output, Elapsed: a call's result, as stored
 	Usage      EventKind = "usage"       // Usage: one request's usage
-	Notice     EventKind = "notice"      // Text: something the user should know (the round limit)
+	Notice     EventKind = "notice"      // Text: something the user should know (the round limit, a recovery)
+	Waiting    EventKind = "waiting"     // Text: the turn waits for another writer's claim (Agent.Wait)
 )
 
 // Event is something that happened during a turn.
@@ -112,7 +121,10 @@ func (a *Agent) NewConversation(ctx context.Context) (string, error) {
 func (a *Agent) OpenConversation(ctx context.Context, id string) error {
 	_, err := a.Store.Get(ctx, id)
 	if errors.Is(err, history.ErrNotFound) {
-		return a.Store.Create(ctx, history.Conversation{ID: id, System: a.system()})
+		err = a.Store.Create(ctx, history.Conversation{ID: id, System: a.system()})
+		if errors.Is(err, history.ErrExists) {
+			return nil // another process created it meanwhile: continued as it is
+		}
 	}
 	return err
 }
@@ -175,37 +187,16 @@ func (a *Agent) Request(ctx context.Context, id string) (provider.Request, error
 // because the process stopped while it ran.
 const Interrupted = "this tool call was interrupted: the process running it stopped before it finished, so it may or may not have run (in part or whole); it was not run again"
 
-// Recover answers the tool calls of a conversation's last message that have
-// no results — the process died during their round — with error results
-// saying so, so that the conversation is valid again. The tools are not
-// run. It reports how many calls it answered.
-func (a *Agent) Recover(ctx context.Context, id string) (int, error) {
-	msgs, err := a.Store.Messages(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	if len(msgs) == 0 {
-		return 0, nil
-	}
-	last := msgs[len(msgs)-1]
-	calls := last.ToolCalls()
-	if last.Role != history.Assistant || len(calls) == 0 {
-		return 0, nil
-	}
-	answer := history.Message{Role: history.User}
-	for _, c := range calls {
-		answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: Interrupted, IsError: true})
-	}
-	if err := a.Store.Append(ctx, id, answer); err != nil {
-		return 0, err
-	}
-	return len(calls), nil
-}
-
 // Turn runs one turn of conversation id: the prompt as a user message, then
 // requests and tool rounds until the turn ends. on receives events as they
 // happen; it may be nil. When ctx is cancelled the stream and the tools
 // stop, and what was stored stays a valid conversation.
+//
+// The turn holds the conversation's claim from start to end (one writer at
+// a time, SPEC §7): another writer's live claim fails the turn with a
+// *history.HeldError naming it, or is waited for when a.Wait is set. A
+// turn whose claim is taken over stops, with an error wrapping
+// history.ErrClaimLost, having written nothing since.
 func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (TurnResult, error) {
 	if on == nil {
 		on = func(Event) {}
@@ -213,8 +204,28 @@ func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 	if a.Provider == nil || a.Store == nil || a.Tools == nil {
 		return TurnResult{}, errors.New("agent: Provider, Store and Tools must be set")
 	}
-	if _, err := a.Recover(ctx, id); err != nil {
+	ctx, release, err := a.claim(ctx, id, a.Wait, on)
+	if err != nil {
 		return TurnResult{}, err
+	}
+	defer release()
+	tr, err := a.turn(ctx, id, prompt, on)
+	if err != nil && ctx.Err() != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, history.ErrClaimLost) {
+			err = cause
+		}
+	}
+	return tr, err
+}
+
+// turn is Turn under the conversation's claim.
+func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (TurnResult, error) {
+	rec, err := a.recover(ctx, id)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	if rec.Finished+rec.Interrupted > 0 {
+		on(Event{Kind: Notice, Text: rec.String()})
 	}
 	if err := a.Store.Append(ctx, id, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(prompt)}}}); err != nil {
 		return TurnResult{}, err
@@ -229,8 +240,16 @@ func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 		if err != nil {
 			return tr, err
 		}
-		resp, err := a.Provider.Complete(ctx, req, func(s string) { on(Event{Kind: TextDelta, Text: s}) })
+		var streamed strings.Builder
+		resp, err := a.Provider.Complete(ctx, req, func(s string) {
+			streamed.WriteString(s)
+			on(Event{Kind: TextDelta, Text: s})
+		})
 		if err != nil {
+			// What the user saw is what is stored (SPEC §7).
+			if serr := a.Store.Append(context.WithoutCancel(ctx), id, CutAnswer(streamed.String())); serr != nil {
+				return tr, errors.Join(err, serr)
+			}
 			return tr, err
 		}
 		if resp.Message.Usage != nil {
@@ -298,14 +317,15 @@ func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on f
 	}
 	var mu sync.Mutex
 	elapsed := make([]time.Duration, len(calls))
+	k := &keeper{store: a.Store, ctx: history.Lazy(context.WithoutCancel(ctx)), id: id, running: len(calls)}
 	d := &tool.Dispatcher{Tools: a.Tools, Env: a.Env, Timeout: a.ToolTimeout,
-		Finished: func(i int, _ tool.Call, e time.Duration) { mu.Lock(); elapsed[i] = e; mu.Unlock() }}
+		Finished:  func(i int, _ tool.Call, e time.Duration) { mu.Lock(); elapsed[i] = e; mu.Unlock() },
+		Converted: func(i int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}
 	outs := d.Round(ctx, tcalls)
 	answer := history.Message{Role: history.User}
 	endTurn := false
 	for i, o := range outs {
-		answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: calls[i].CallID,
-			Text: o.Text, IsError: o.IsError, Images: o.Images, SpillPath: o.SpillPath})
+		answer.Parts = append(answer.Parts, resultPart(calls[i].CallID, o))
 		endTurn = endTurn || o.EndTurn
 	}
 	// Committed even when ctx is cancelled: the results are what happened.
@@ -316,6 +336,84 @@ func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on f
 		on(Event{Kind: ToolResult, Call: calls[i], Output: o, Elapsed: elapsed[i]})
 	}
 	return endTurn, nil
+}
+
+// keeper keeps each finished call's result at once, without a disk sync
+// (SPEC §7: durable as soon as the call finishes; a crash of the process
+// keeps it); the round's one synced append replaces them. Results that
+// finish while a keep is being committed go together in the next one, so
+// that calls finishing at once cost one commit, not one each (a commit is
+// ~0.2 ms of CPU). The last call of a round to finish is not kept: the
+// round's own commit, which follows at once, stores it (so a round of one
+// call costs no keep at all). The goroutine that commits drains the queue
+// before its call's Converted returns, so when the round returns nothing
+// is pending. A keep that fails costs only that durability: the round's
+// append, which would fail the same way, says why.
+type keeper struct {
+	store   history.Store
+	ctx     context.Context
+	id      string
+	mu      sync.Mutex
+	running int // calls of the round not finished yet
+	pending []history.Part
+	busy    bool
+}
+
+func (k *keeper) keep(p history.Part) {
+	k.mu.Lock()
+	if k.running--; k.running == 0 {
+		k.mu.Unlock() // the last: the round's commit stores it now
+		return
+	}
+	k.pending = append(k.pending, p)
+	if k.busy {
+		k.mu.Unlock()
+		return
+	}
+	k.busy = true
+	for len(k.pending) > 0 {
+		batch := k.pending
+		k.pending = nil
+		k.mu.Unlock()
+		_ = k.store.Keep(k.ctx, k.id, batch...)
+		k.mu.Lock()
+	}
+	k.busy = false
+	k.mu.Unlock()
+}
+
+// resultPart is the stored part of a call's output.
+func resultPart(callID string, o result.Output) history.Part {
+	return history.Part{Type: history.ToolResultPart, CallID: callID,
+		Text: o.Text, IsError: o.IsError, Images: o.Images, SpillPath: o.SpillPath}
+}
+
+// The markers that end a cut answer's stored text (CutAnswer): the model
+// reads them in every later request, so it knows its answer did not reach
+// its end and that the user saw only what precedes.
+const (
+	CutMarker     = "[cut off here: this answer stopped before it was finished (the user stopped it, or the connection or the request failed); the user saw only the text above]"
+	NoTextMarker  = "[no answer: the request was stopped or failed before any text of it arrived; the user saw nothing of it]"
+	cutSeparation = "\n\n"
+)
+
+// CutAnswer is the assistant message stored for an answer cut off
+// mid-stream: the text that had streamed (what the user saw), then a
+// text part holding CutMarker (or NoTextMarker alone when nothing had
+// streamed), with Cut set. Tool calls that had streamed, in whole or in
+// part, are not in it: they were not run. It keeps the conversation valid
+// on both wires — an assistant message of text between two user messages.
+func CutAnswer(streamed string) history.Message {
+	m := history.Message{Role: history.Assistant, Cut: true}
+	if streamed == "" {
+		m.Parts = []history.Part{{Type: history.TextPart, Text: NoTextMarker}}
+		return m
+	}
+	m.Parts = []history.Part{
+		{Type: history.TextPart, Text: result.WellFormed(streamed)},
+		{Type: history.TextPart, Text: cutSeparation + CutMarker},
+	}
+	return m
 }
 
 func textOf(m history.Message) string {

@@ -245,13 +245,18 @@ func TestCancellingAStreamLeavesTheConversationValid(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error from a cancelled turn")
 	}
+	// nothing had streamed: the answer is stored as that, so the next
+	// prompt does not merge with this one
 	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
-	if len(msgs) != 1 || msgs[0].Role != history.User {
+	if len(msgs) != 2 || msgs[0].Role != history.User || !msgs[1].Cut || msgs[1].Parts[0].Text != NoTextMarker {
 		t.Fatalf("messages %+v", msgs)
 	}
 	r.srv.Push(providertest.Step{Text: "hi"})
 	if tr, _ := r.turn("again"); tr.Text != "hi" {
 		t.Fatalf("turn %+v", tr)
+	}
+	if sent := r.srv.Request(1)["messages"].([]any); len(sent) != 3 {
+		t.Fatalf("the next request has %d messages: %v", len(sent), sent)
 	}
 }
 

@@ -277,6 +277,14 @@ func fastMessage(b []byte) (Message, bool) {
 			if m.Usage, ok = s.usage(); !ok {
 				return m, false
 			}
+		case "cut":
+			switch {
+			case s.lit("true"):
+				m.Cut = true
+			case s.lit("false"):
+			default:
+				return m, false
+			}
 		case "time":
 			v, ok := s.str()
 			if !ok {

@@ -87,7 +87,8 @@ func sameMessageAsEncodingJSON(t *testing.T, b []byte) {
 }
 
 func TestDecodeMessageReadsWhatTheStoreWrites(t *testing.T) {
-	for _, m := range sampleMessages() {
+	cut := Message{Role: Assistant, Cut: true, Parts: []Part{{Type: TextPart, Text: "Hello"}, {Type: TextPart, Text: "\n\n[cut off here]"}}}
+	for _, m := range append(sampleMessages(), cut) {
 		m.Time = time.Date(2026, 12, 2, 16, 5, 4, 123456789, time.UTC)
 		b, err := result.JSON(m)
 		if err != nil {
@@ -103,6 +104,7 @@ func TestDecodeMessageReadsWhatTheStoreWrites(t *testing.T) {
 		`{"usage":{"input":-1}}`, `{"usage":{"input":1.5}}`, `{"usage":{"input":01}}`,
 		`{"time":"yesterday"}`, `{"parts":null}`, `{"role":"user","extra":1}`,
 		`{"parts":[{"images":[{"mime_type":"a",}]}]}`, `{"parts":[{"images":[{}]}]}`,
+		`{"cut":true}`, `{"cut":false}`, `{"cut":1}`, `{"cut":tru}`, `{"cut":"true"}`, `{"cut":null}`,
 	} {
 		sameMessageAsEncodingJSON(t, []byte(raw))
 	}
@@ -113,5 +115,6 @@ func TestDecodeMessageReadsWhatTheStoreWrites(t *testing.T) {
 func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte(`{"role":"assistant","parts":[{"type":"text","text":"hi"}],"usage":{"input":1,"output":2,"cache_read":3,"cache_write":4},"time":"2026-12-02T16:05:04.123456789Z"}`))
 	f.Add([]byte(`{"role":"user","parts":[],"time":"2026-12-02T16:05:04Z"}`))
+	f.Add([]byte(`{"role":"assistant","parts":[{"type":"text","text":"Hel"}],"time":"2026-12-02T16:05:04Z","cut":true}`))
 	f.Fuzz(func(t *testing.T, raw []byte) { sameMessageAsEncodingJSON(t, raw) })
 }

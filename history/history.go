@@ -86,6 +86,12 @@ type Message struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// Time is when the message was stored; set by the Store.
 	Time time.Time `json:"time"`
+	// Cut marks an assistant answer cut off mid-stream (the user stopped
+	// it, the connection dropped, the request failed): its parts are the
+	// text that had streamed, then a text part holding the marker the
+	// model reads (see agent.CutMarker). It is for people and programs;
+	// wires send the parts alone.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // ToolCalls returns the message's tool call parts.
@@ -114,15 +120,51 @@ type Conversation struct {
 // Store keeps conversations durably. Implementations must make Append
 // atomic and durable: when it returns nil, the messages survive a crash of
 // the process.
+//
+// A conversation has one writer at a time (SPEC §7): a writer takes its
+// claim (Claim) when a turn starts, renews it while the turn runs (Renew)
+// and gives it up when the turn ends (Release). Every write (Append, Keep)
+// checks the claim in its own transaction: under Writing(ctx, h) it is
+// refused with ErrClaimLost unless h holds the claim; without Writing it
+// is refused with a *HeldError while a live holder has it. The claim is
+// the store's so that every process, worker and API request sharing the
+// store obeys the same one; an implementation must not keep it in memory.
 type Store interface {
-	// Create starts a conversation; its ID must be new.
+	// Create starts a conversation; its ID must be new: an id taken (also
+	// by another process at the same moment) is an error wrapping
+	// ErrExists.
 	Create(ctx context.Context, c Conversation) error
 	// Get returns a conversation's record, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, id string) (Conversation, error)
 	// Messages returns a conversation's messages in order, as stored.
 	Messages(ctx context.Context, id string) ([]Message, error)
-	// Append adds messages to the end of a conversation, all or none.
+	// Append adds messages to the end of a conversation, all or none,
+	// after checking the writer's claim in the same transaction. Messages
+	// holding tool results remove the results kept for the conversation
+	// (Keep) in that transaction too.
 	Append(ctx context.Context, id string, msgs ...Message) error
+	// Claim takes conversation id's claim for h until lease from now, and
+	// returns h with Since set. When another holder has it and is alive —
+	// its lease runs and, on this host, its process exists — it fails with
+	// a *HeldError naming that holder; a dead holder's claim is taken
+	// over. Claiming what h holds already renews it.
+	Claim(ctx context.Context, id string, h Holder, lease time.Duration) (Holder, error)
+	// Renew extends h's claim on id to lease from now; it fails with an
+	// error wrapping ErrClaimLost when h no longer holds it. It never takes
+	// a claim.
+	Renew(ctx context.Context, id string, h Holder, lease time.Duration) error
+	// Release gives up h's claim on id; a claim h does not hold is left
+	// as it is.
+	Release(ctx context.Context, id string, h Holder) error
+	// Keep stores finished tool calls' results (ToolResultParts) ahead of
+	// their round's message, all or none, checking the claim like Append.
+	// It need not wait for the disk (as under Lazy): a crash of the
+	// process must not lose them, and the round's Append, synced, removes
+	// them. A result kept again for the same call replaces the first.
+	Keep(ctx context.Context, id string, results ...Part) error
+	// Kept returns the results kept for conversation id and not removed by
+	// an Append since, by call id.
+	Kept(ctx context.Context, id string) ([]Part, error)
 	// List returns the conversations, most recently updated first.
 	List(ctx context.Context) ([]Conversation, error)
 	// Close releases the store.

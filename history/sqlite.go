@@ -30,7 +30,10 @@ type SQLite struct {
 	read map[string][]Message // per conversation, the messages read so far
 
 	// the statements of every round, prepared once
-	selectNew, nextSeq, insert, touch *sql.Stmt
+	selectNew, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
+
+	node string           // this process's node (Holder.Node)
+	now  func() time.Time // the clock claims are timed by (tests set it)
 }
 
 const schema = `
@@ -47,12 +50,33 @@ CREATE TABLE IF NOT EXISTS messages (
 	PRIMARY KEY (conversation, seq)
 );
 CREATE INDEX IF NOT EXISTS conversations_updated ON conversations(updated);
+` + schemaV2
+
+// schemaV2 is what layout 2 added to layout 1: the claims (one writer per
+// conversation) and the results kept as their calls finish.
+const schemaV2 = `
+CREATE TABLE IF NOT EXISTS claims (
+	conversation TEXT PRIMARY KEY REFERENCES conversations(id),
+	token        TEXT NOT NULL,
+	pid          INTEGER NOT NULL,
+	host         TEXT NOT NULL,
+	node         TEXT NOT NULL, -- Holder.Node: where pid means a process
+	since        INTEGER NOT NULL, -- Unix nanoseconds
+	expires      INTEGER NOT NULL  -- Unix nanoseconds
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kept (
+	conversation TEXT NOT NULL REFERENCES conversations(id),
+	call_id      TEXT NOT NULL,
+	part         BLOB NOT NULL, -- the Part as JSON (result.JSON)
+	PRIMARY KEY (conversation, call_id)
+) WITHOUT ROWID; -- one b-tree: a keep writes one page, not a row and its index
 `
 
 // schemaVersion is the store's layout, kept in SQLite's user_version. A
 // message is one JSON column: one column to step over per row is half the
-// cost of five when a long conversation is read after a restart.
-const schemaVersion = 1
+// cost of five when a long conversation is read after a restart. Layout 1
+// (no claims, no kept results) is brought to 2 when opened.
+const schemaVersion = 2
 
 // SQLiteOptions tune a SQLite store; the zero value is the default.
 type SQLiteOptions struct {
@@ -80,7 +104,10 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	if opts.Relaxed {
 		sync = "NORMAL"
 	}
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=foreign_keys(1)"
+	// _txlock=immediate: every transaction takes the write lock when it
+	// begins, so that the busy timeout applies to it; a deferred one that
+	// read first would fail at once when another process writes.
+	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: %v", path, err)
@@ -88,7 +115,7 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed}
+	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed, node: thisNode(), now: time.Now}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, err
@@ -101,6 +128,9 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation = c.id) FROM conversations c WHERE id = ?`},
 		{&s.insert, `INSERT INTO messages (conversation, seq, message) VALUES (?, ?, ?)`},
 		{&s.touch, `UPDATE conversations SET updated = ? WHERE id = ?`},
+		{&s.selectClaim, `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`},
+		{&s.insertKept, `INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES (?, ?, ?)`},
+		{&s.dropKept, `DELETE FROM kept WHERE conversation = ?`},
 	} {
 		if *st.stmt, err = db.Prepare(st.sql); err != nil {
 			db.Close()
@@ -122,6 +152,11 @@ func (s *SQLite) migrate() error {
 	}
 	switch {
 	case version == schemaVersion:
+		return nil
+	case version == 1:
+		if _, err := s.db.Exec(schemaV2 + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
+			return s.explain("bringing layout 1 to 2", err)
+		}
 		return nil
 	case version == 0 && tables == 0:
 		if _, err := s.db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
@@ -155,10 +190,16 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 	if c.Created.IsZero() {
 		c.Created = now
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated) VALUES (?, ?, ?, ?)`,
+	if c.ID == "" {
+		return errors.New("creating a conversation: its id is empty")
+	}
+	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 		c.ID, c.System, c.Created.UTC().Format(timeFormat), c.Created.UTC().Format(timeFormat))
 	if err != nil {
 		return s.explain("creating conversation "+c.ID, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("creating conversation %s: %w (another process may have created it at the same moment)", c.ID, ErrExists)
 	}
 	return nil
 }
@@ -322,46 +363,78 @@ func (s *SQLite) decodeRow(id string, r storedRow) (Message, error) {
 	return m, nil
 }
 
-// Append adds messages in one transaction; when it returns nil they are on
-// disk.
+// Append adds messages in one transaction, after checking the writer's
+// claim in it; when it returns nil they are on disk (under Lazy: in the
+// log, safe from a crash of the process).
 func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
-	if IsLazy(ctx) && !s.relaxed {
-		// One connection: the pragma holds for this transaction alone.
-		if _, err := s.db.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
-			return s.explain("appending to conversation "+id, err)
+	doing := "appending to conversation " + id
+	return s.write(ctx, doing, IsLazy(ctx), func(tx *sql.Tx) error {
+		var next int
+		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&next)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
 		}
-		defer s.db.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`)
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		if err := s.checkClaim(ctx, tx, id); err != nil {
+			return err
+		}
+		now := time.Now().UTC()
+		insert := tx.StmtContext(ctx, s.insert)
+		results := false
+		for i, m := range msgs {
+			m.Time = now
+			raw, err := result.JSON(m)
+			if err != nil {
+				return fmt.Errorf("appending to conversation %s: %v", id, err)
+			}
+			if _, err := insert.ExecContext(ctx, id, next+i, raw); err != nil {
+				return s.explain(doing, err)
+			}
+			for _, p := range m.Parts {
+				results = results || p.Type == ToolResultPart
+			}
+		}
+		if results {
+			// the round's results are stored: what was kept of it goes
+			if _, err := tx.StmtContext(ctx, s.dropKept).ExecContext(ctx, id); err != nil {
+				return s.explain(doing, err)
+			}
+		}
+		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.Format(timeFormat), id); err != nil {
+			return s.explain(doing, err)
+		}
+		return nil
+	})
+}
+
+// write runs fn in one transaction, which takes the write lock as it
+// begins (_txlock=immediate), on the store's one connection held for the
+// whole of it — so that a lazy write's synchronous=NORMAL covers that
+// transaction alone, never another goroutine's.
+func (s *SQLite) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return s.explain("appending to conversation "+id, err)
+		return s.explain(doing, err)
+	}
+	defer conn.Close()
+	if lazy && !s.relaxed {
+		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+			return s.explain(doing, err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`)
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return s.explain(doing, err)
 	}
 	defer tx.Rollback()
-	var next int
-	err = tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&next)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return s.explain("appending to conversation "+id, err)
-	}
-	now := time.Now().UTC()
-	insert := tx.StmtContext(ctx, s.insert)
-	for i, m := range msgs {
-		m.Time = now
-		raw, err := result.JSON(m)
-		if err != nil {
-			return fmt.Errorf("appending to conversation %s: %v", id, err)
-		}
-		if _, err := insert.ExecContext(ctx, id, next+i, raw); err != nil {
-			return s.explain("appending to conversation "+id, err)
-		}
-	}
-	if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.Format(timeFormat), id); err != nil {
-		return s.explain("appending to conversation "+id, err)
+	if err := fn(tx); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return s.explain("committing to conversation "+id, err)
+		return s.explain("committing: "+doing, err)
 	}
 	return nil
 }

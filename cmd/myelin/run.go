@@ -51,6 +51,7 @@ type agentFlags struct {
 	system       string
 	maxRounds    int
 	maxTokens    int
+	wait         bool
 	tools        toolsetFlags
 }
 
@@ -66,6 +67,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.StringVar(&f.system, "system", "", "read the system prompt of a new conversation from `FILE`")
 	fs.IntVar(&f.maxRounds, "max-rounds", agent.DefaultMaxRounds, "the most tool rounds in one turn")
 	fs.IntVar(&f.maxTokens, "max-tokens", agent.DefaultMaxTokens, "the most tokens in one answer")
+	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	return fs
 }
@@ -161,7 +163,7 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 		return nil, err
 	}
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
-		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens}
+		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, Wait: f.wait}
 	if err := s.pick(ctx, f, path, stderr); err != nil {
 		s.close()
 		return nil, err
@@ -169,8 +171,9 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 	return s, nil
 }
 
-// pick chooses the conversation (--continue, --conversation or a new one),
-// says which on stderr, and answers calls a crash left without results.
+// pick chooses the conversation (--continue, --conversation or a new one)
+// and says which on stderr. Calls a crash left without results are
+// answered by the turn, under the conversation's claim.
 func (s *session) pick(ctx context.Context, f agentFlags, path string, stderr io.Writer) error {
 	switch {
 	case f.cont:
@@ -195,13 +198,6 @@ func (s *session) pick(ctx context.Context, f agentFlags, path string, stderr io
 		s.id = id
 	}
 	fmt.Fprintf(stderr, "conversation %s\n", s.id)
-	n, err := s.agent.Recover(ctx, s.id)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		fmt.Fprintf(stderr, "answered %d tool call(s) interrupted when the last process stopped; they were not run again\n", n)
-	}
 	return nil
 }
 
@@ -257,6 +253,9 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	fmt.Fprintf(stderr, "tokens: %d input, %d cached, %d cache-written, %d output\n", u.Input, u.CacheRead, u.CacheWrite, u.Output)
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin: %v\n", err)
+		if held := (*history.HeldError)(nil); errors.As(err, &held) {
+			fmt.Fprintf(stderr, "myelin: give --wait to wait until it has finished\n")
+		}
 		return exitError
 	}
 	return exitOK
@@ -383,8 +382,11 @@ func (r *reporter) event(e agent.Event) {
 		}
 		r.erase()
 		fmt.Fprintln(r.stderr, line)
-	case agent.Notice:
+	case agent.Notice, agent.Waiting:
 		r.endText()
+		r.mu.Lock()
+		r.erase()
+		r.mu.Unlock()
 		fmt.Fprintf(r.stderr, "myelin: %s\n", e.Text)
 	}
 }

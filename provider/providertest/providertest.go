@@ -42,6 +42,10 @@ type Step struct {
 	Raw string
 	// Cut, with Raw, drops the connection after sending Raw.
 	Cut bool
+	// CutAfter, when above 0 on a streamed answer, sends only the first
+	// CutAfter events of the step's stream, then drops the connection: an
+	// answer cut mid-stream.
+	CutAfter int
 	// Hold, when set, is waited on before answering (to test
 	// cancellation and crashes mid-request).
 	Hold chan struct{}
@@ -161,14 +165,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		io.WriteString(w, step.Raw)
 		if step.Cut {
-			if hj, ok := w.(http.Hijacker); ok {
-				w.(http.Flusher).Flush()
-				conn, _, err := hj.Hijack()
-				if err == nil {
-					conn.Close()
-				}
-			}
+			cut(w)
 		}
+		return
+	}
+	if step.CutAfter > 0 && req.Stream {
+		stream := AnthropicStream(step)
+		if s.wire != "anthropic" {
+			stream = OpenAIStream(step)
+		}
+		events := strings.SplitAfter(stream, "\n\n")
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, strings.Join(events[:min(step.CutAfter, len(events))], ""))
+		cut(w)
 		return
 	}
 	switch {
@@ -184,6 +193,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, openAICompletion(step))
+	}
+}
+
+// cut sends what was written and drops the connection.
+func cut(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		w.(http.Flusher).Flush()
+		conn, _, err := hj.Hijack()
+		if err == nil {
+			conn.Close()
+		}
 	}
 }
 

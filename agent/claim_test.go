@@ -1,0 +1,274 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// keepSignal is a store that says which call's result it has kept, once
+// the keep has returned.
+type keepSignal struct {
+	history.Store
+	kept chan string
+}
+
+func (k keepSignal) Keep(ctx context.Context, id string, ps ...history.Part) error {
+	err := k.Store.Keep(ctx, id, ps...)
+	for _, p := range ps {
+		k.kept <- p.CallID
+	}
+	return err
+}
+
+// A round's finished call is kept the moment it finishes: another process
+// reading the store sees its result while the round's slow call still
+// runs, and it is the result the round then stores.
+func TestAFinishedCallIsKeptWhileItsRoundStillRuns(t *testing.T) {
+	var seen []history.Part
+	var r *rig
+	kept := make(chan string, 4)
+	slow := tool.MustFunc("slow--wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
+		for id := range kept {
+			if id == "fast" {
+				break
+			}
+		}
+		var err error
+		seen, err = r.newAgent().Store.Kept(context.Background(), r.id) // as another process would
+		return "slow done", err
+	})
+	r = newRig(t, slow)
+	r.agent.Store = keepSignal{r.agent.Store, kept}
+	r.write("a.txt", "alpha\n")
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("fast", "a.txt"), {ID: "slow", Name: "slow--wait", Input: `{}`}}},
+		providertest.Step{Text: "ok"})
+	r.turn("go")
+	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+	stored := msgs[2].Parts[0]
+	if len(seen) != 1 || seen[0].CallID != "fast" || seen[0].Text != stored.Text || !strings.Contains(stored.Text, "alpha") {
+		t.Fatalf("kept while the round ran: %+v; stored %+v", seen, stored)
+	}
+	if left, _ := r.agent.Store.Kept(context.Background(), r.id); len(left) != 0 {
+		t.Fatalf("the round's append left kept results: %+v", left)
+	}
+}
+
+// What a SIGKILL mid-round leaves — the calls, one finished call's kept
+// result — is answered on restart with that result, and the unfinished
+// call as interrupted.
+func TestRecoveryAnswersAFinishedCallWithItsOwnResult(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	store := r.agent.Store
+	err := store.Append(ctx, r.id,
+		history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "both"}}},
+		history.Message{Role: history.Assistant, Parts: []history.Part{
+			{Type: history.ToolCallPart, CallID: "fast", Name: "workspace--read", Input: []byte(`{"path":"a.txt"}`)},
+			{Type: history.ToolCallPart, CallID: "slow", Name: "shell--run", Input: []byte(`{"command":"sleep 60"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Keep(ctx, r.id, history.Part{Type: history.ToolResultPart, CallID: "fast", Text: "the real result"}); err != nil {
+		t.Fatal(err)
+	}
+	r.agent = r.newAgent()
+	r.srv.Push(providertest.Step{Text: "ok"})
+	_, events := r.turn("back")
+	res := r.toolResults(0)
+	if len(res) != 2 || res[0]["tool_use_id"] != "fast" || res[0]["content"] != "the real result" || res[0]["is_error"] != nil ||
+		res[1]["tool_use_id"] != "slow" || res[1]["content"] != Interrupted || res[1]["is_error"] != true {
+		t.Fatalf("results %v", res)
+	}
+	if events[0].Kind != Notice || !strings.Contains(events[0].Text, "1 tool call(s) had finished and keep their own results; answered 1 tool call(s) interrupted") {
+		t.Fatalf("first event %+v", events[0])
+	}
+}
+
+// While a turn runs, a second writer (another store on the same file, as
+// another process) is refused with the holder named, and Recover answers
+// nothing; with Wait it waits, then runs its turn after the first.
+func TestASecondWriterIsRefusedOrWaitsWhileATurnRuns(t *testing.T) {
+	var r *rig
+	waiting := make(chan string, 1)
+	second := make(chan error, 1)
+	slow := tool.MustFunc("slow--wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
+		other := r.newAgent()
+		_, err := other.Turn(context.Background(), r.id, "too soon", nil)
+		var held *history.HeldError
+		if !errors.As(err, &held) || held.Holder.PID != os.Getpid() || held.Holder.Since.IsZero() {
+			return nil, errors.New("the second turn was not refused with the holder: " + errString(err))
+		}
+		if _, err := other.Recover(context.Background(), r.id); !errors.As(err, &held) {
+			return nil, errors.New("Recover answered the running round's calls: " + errString(err))
+		}
+		other.Wait = true
+		go func() {
+			_, err := other.Turn(context.Background(), r.id, "after you", func(e Event) {
+				if e.Kind == Waiting {
+					waiting <- e.Text
+				}
+			})
+			second <- err
+		}()
+		return "slow done, waited on by: " + <-waiting, nil
+	})
+	r = newRig(t, slow)
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "slow", Name: "slow--wait", Input: `{}`}}},
+		providertest.Step{Text: "first done"}, providertest.Step{Text: "second done"})
+	r.turn("first")
+	if err := <-second; err != nil {
+		t.Fatalf("the waiting turn: %v", err)
+	}
+	res := r.toolResults(1)[0]
+	if !strings.Contains(res["content"].(string), "waiting for conversation "+r.id+": another writer is advancing it (pid ") || res["is_error"] != nil {
+		t.Fatalf("the slow call: %v", res)
+	}
+	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+	var roles []string
+	for _, m := range msgs {
+		roles = append(roles, string(m.Role)+":"+textOf(m))
+	}
+	if got := strings.Join(roles, ","); got != "user:first,assistant:,user:,assistant:first done,user:after you,assistant:second done" {
+		t.Fatalf("history %s", got)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return err.Error()
+}
+
+// A turn whose claim is taken over mid-round stores nothing more: the
+// round's results are refused, and the turn says the claim was lost.
+func TestATurnWhoseClaimWasTakenOverWritesNothingMore(t *testing.T) {
+	var r *rig
+	slow := tool.MustFunc("slow--wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
+		takeOver(t, r, ctx)
+		return "done", nil
+	})
+	r = newRig(t, slow)
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "slow", Name: "slow--wait", Input: `{}`}}})
+	_, err := r.agent.Turn(context.Background(), r.id, "go", nil)
+	if !errors.Is(err, history.ErrClaimLost) || !strings.Contains(err.Error(), "took it over, so nothing was written") {
+		t.Fatalf("err = %v", err)
+	}
+	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+	if last := msgs[len(msgs)-1]; len(msgs) != 2 || last.Role != history.Assistant {
+		t.Fatalf("messages %+v", msgs)
+	}
+	if kept, _ := r.agent.Store.Kept(context.Background(), r.id); len(kept) != 0 {
+		t.Fatalf("kept %+v", kept)
+	}
+}
+
+// takeOver does what another writer does once the turn's holder is gone:
+// its claim released (as if run out) and taken by another holder.
+func takeOver(t *testing.T, r *rig, ctx context.Context) {
+	h, ok := history.WriterOf(ctx)
+	if !ok {
+		t.Error("the tool's context does not carry the turn's writer")
+		return
+	}
+	other := r.newAgent().Store
+	if err := other.Release(context.Background(), r.id, h); err != nil {
+		t.Error(err)
+	}
+	if _, err := other.Claim(context.Background(), r.id, history.NewHolder(), time.Hour); err != nil {
+		t.Error(err)
+	}
+}
+
+// The heartbeat finds the claim lost and stops the turn at once: the tools
+// are cancelled, not waited out.
+func TestAHeartbeatThatFindsTheClaimLostStopsTheTurn(t *testing.T) {
+	var r *rig
+	slow := tool.MustFunc("slow--wait", "Waits for cancellation.", func(ctx context.Context, in struct{}) (any, error) {
+		takeOver(t, r, ctx)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	r = newRig(t, slow)
+	r.agent.Lease = 150 * time.Millisecond // a beat every 50 ms
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "slow", Name: "slow--wait", Input: `{}`}}})
+	_, err := r.agent.Turn(context.Background(), r.id, "go", nil)
+	if !errors.Is(err, history.ErrClaimLost) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// raced is a store on which another process creates every conversation
+// between this one's Get and Create.
+type raced struct{ history.Store }
+
+func (s raced) Get(ctx context.Context, id string) (history.Conversation, error) {
+	c, err := s.Store.Get(ctx, id)
+	if err == nil {
+		return history.Conversation{}, fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
+	}
+	return c, err
+}
+
+// Two processes opening one new conversation at once: the one whose
+// create comes second continues the conversation the other created
+// (issue 10 §3), instead of failing on "UNIQUE constraint failed".
+func TestOpenConversationCreatedMeanwhileByAnotherProcessContinuesIt(t *testing.T) {
+	r := newRig(t)
+	r.agent.Store = raced{r.agent.Store}
+	if err := r.agent.OpenConversation(context.Background(), r.id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blockingKeeps is a store whose first Keep waits until let is closed, and
+// which records the batches it is given.
+type blockingKeeps struct {
+	history.Store
+	first   sync.Once
+	entered chan struct{}
+	let     chan struct{}
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (b *blockingKeeps) Keep(ctx context.Context, id string, ps ...history.Part) error {
+	b.first.Do(func() { close(b.entered); <-b.let })
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.CallID)
+	}
+	b.mu.Lock()
+	b.batches = append(b.batches, ids)
+	b.mu.Unlock()
+	return nil
+}
+
+// Results that finish while a keep is being committed go together in the
+// next commit, kept before the round returns; the last call's result is
+// left to the round's own commit.
+func TestResultsFinishingDuringAKeepGoInOneCommit(t *testing.T) {
+	b := &blockingKeeps{entered: make(chan struct{}), let: make(chan struct{})}
+	k := &keeper{store: b, ctx: context.Background(), id: "c", running: 4}
+	done := make(chan struct{})
+	go func() { k.keep(history.Part{CallID: "a"}); close(done) }()
+	<-b.entered
+	k.keep(history.Part{CallID: "b"}) // queued: returns at once
+	k.keep(history.Part{CallID: "c"})
+	close(b.let)
+	<-done                            // the committing call returns once the queue is drained
+	k.keep(history.Part{CallID: "d"}) // the last: the round's commit stores it
+	if got := fmt.Sprint(b.batches); got != "[[a] [b c]]" {
+		t.Fatalf("batches %s", got)
+	}
+}

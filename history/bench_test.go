@@ -1,0 +1,82 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// BenchmarkRoundCommit measures what keeping each finished call's result
+// at once (Keep, not synced) adds to storing a round of 10 results, side by
+// side in one run:
+//
+//   - fsync-floor: write 4 KiB to a file and fsync it — what one synced
+//     commit cannot go below on this disk;
+//   - results-only: the round's results in one synced Append (the path
+//     before results were kept);
+//   - kept-each-then-results: 10 Keeps of one result (calls finishing one
+//     by one), then the same Append, which removes them;
+//   - kept-at-once-then-results: one Keep of the 10 (calls finishing
+//     together: the agent's keeper batches them), then the Append.
+//
+// Run:
+//
+//	go test ./history -run '^$' -bench RoundCommit -count 6
+func BenchmarkRoundCommit(b *testing.B) {
+	const calls = 10
+	results := Message{Role: User}
+	for i := range calls {
+		results.Parts = append(results.Parts, Part{Type: ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
+			Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"})
+	}
+	b.Run("fsync-floor", func(b *testing.B) {
+		f, err := os.Create(filepath.Join(b.TempDir(), "f"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		page := []byte(strings.Repeat("x", 4096))
+		for b.Loop() {
+			if _, err := f.WriteAt(page, 0); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, bc := range []struct {
+		name  string
+		batch int // results per Keep; 0: none kept
+	}{{"results-only", 0}, {"kept-each-then-results", 1}, {"kept-at-once-then-results", calls}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+				b.Fatal(err)
+			}
+			h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
+			if err != nil {
+				b.Fatal(err)
+			}
+			wctx := Writing(ctx, h)
+			for b.Loop() {
+				for i := 0; bc.batch > 0 && i < calls; i += bc.batch {
+					if err := s.Keep(Lazy(wctx), "c", results.Parts[i:i+bc.batch]...); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := s.Append(wctx, "c", results); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

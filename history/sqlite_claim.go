@@ -1,0 +1,185 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/myelin-run/myelin/result"
+)
+
+// readClaim reads conversation id's claim in tx; ok is false when there is
+// none.
+func (s *SQLite) readClaim(ctx context.Context, tx *sql.Tx, id string) (c claimRow, ok bool, err error) {
+	var since, expires int64
+	err = tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, id).Scan(&c.Token, &c.PID, &c.Host, &c.Node, &since, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, false, nil
+	}
+	if err != nil {
+		return c, false, s.explain("reading the claim on conversation "+id, err)
+	}
+	c.Since, c.expires = time.Unix(0, since).UTC(), time.Unix(0, expires).UTC()
+	return c, true, nil
+}
+
+// checkClaim is the check of every write to conversation id, in the
+// write's transaction: under Writing(ctx, w), w must hold the claim;
+// without, no live holder may have it.
+func (s *SQLite) checkClaim(ctx context.Context, tx *sql.Tx, id string) error {
+	c, ok, err := s.readClaim(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	if w, writing := WriterOf(ctx); writing {
+		if !ok || c.Token != w.Token {
+			return lost(id, w, c, ok)
+		}
+		return nil
+	}
+	if ok && c.alive(s.now(), s.node) {
+		return &HeldError{Conversation: id, Holder: c.Holder, Expires: c.expires}
+	}
+	return nil
+}
+
+func checkLease(id string, lease time.Duration) error {
+	if lease <= 0 {
+		return fmt.Errorf("claiming conversation %s: the lease must be positive, got %v", id, lease)
+	}
+	return nil
+}
+
+// Claim takes conversation id's claim for h (see Store.Claim).
+func (s *SQLite) Claim(ctx context.Context, id string, h Holder, lease time.Duration) (Holder, error) {
+	if err := checkLease(id, lease); err != nil {
+		return h, err
+	}
+	if h.Token == "" {
+		return h, fmt.Errorf("claiming conversation %s: the holder has no token (make it with NewHolder)", id)
+	}
+	doing := "claiming conversation " + id
+	// A claim need not wait for the disk: after a crash of the machine its
+	// holder is gone anyway.
+	err := s.write(ctx, doing, true, func(tx *sql.Tx) error {
+		var exists int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE id = ?`, id).Scan(&exists); err != nil {
+			return s.explain(doing, err)
+		}
+		if exists == 0 {
+			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+		}
+		c, ok, err := s.readClaim(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		switch {
+		case ok && c.Token == h.Token:
+			h.Since = c.Since
+		case ok && c.alive(now, s.node):
+			return &HeldError{Conversation: id, Holder: c.Holder, Expires: c.expires}
+		default:
+			h.Since = now.UTC()
+		}
+		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO claims (conversation, token, pid, host, node, since, expires) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			id, h.Token, h.PID, h.Host, h.Node, h.Since.UnixNano(), now.Add(lease).UnixNano())
+		return s.wrapErr(doing, err)
+	})
+	return h, err
+}
+
+// Renew extends h's claim on id (see Store.Renew).
+func (s *SQLite) Renew(ctx context.Context, id string, h Holder, lease time.Duration) error {
+	if err := checkLease(id, lease); err != nil {
+		return err
+	}
+	doing := "renewing the claim on conversation " + id
+	return s.write(ctx, doing, true, func(tx *sql.Tx) error {
+		c, ok, err := s.readClaim(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if !ok || c.Token != h.Token {
+			return lost(id, h, c, ok)
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE claims SET expires = ? WHERE conversation = ? AND token = ?`,
+			s.now().Add(lease).UnixNano(), id, h.Token)
+		return s.wrapErr(doing, err)
+	})
+}
+
+// Release gives up h's claim on id (see Store.Release).
+func (s *SQLite) Release(ctx context.Context, id string, h Holder) error {
+	doing := "releasing the claim on conversation " + id
+	return s.write(ctx, doing, true, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE conversation = ? AND token = ?`, id, h.Token)
+		return s.wrapErr(doing, err)
+	})
+}
+
+// Keep stores finished calls' results in one transaction, without waiting
+// for the disk (see Store.Keep).
+func (s *SQLite) Keep(ctx context.Context, id string, results ...Part) error {
+	if len(results) == 0 {
+		return nil
+	}
+	raws := make([][]byte, len(results))
+	for i, p := range results {
+		if p.Type != ToolResultPart || p.CallID == "" {
+			return fmt.Errorf("keeping results in conversation %s: want tool results with call ids, got a %q part with call id %q", id, p.Type, p.CallID)
+		}
+		raw, err := result.JSON(p)
+		if err != nil {
+			return fmt.Errorf("keeping the result of call %s in conversation %s: %v", p.CallID, id, err)
+		}
+		raws[i] = raw
+	}
+	doing := "keeping finished calls' results in conversation " + id
+	return s.write(ctx, doing, true, func(tx *sql.Tx) error {
+		if err := s.checkClaim(ctx, tx, id); err != nil {
+			return err
+		}
+		insert := tx.StmtContext(ctx, s.insertKept)
+		for i, p := range results {
+			_, err := insert.ExecContext(ctx, id, p.CallID, raws[i])
+			if isForeignKey(err) {
+				return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+			}
+			if err != nil {
+				return s.explain(doing, err)
+			}
+		}
+		return nil
+	})
+}
+
+func isForeignKey(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
+}
+
+// Kept returns the results kept for id (see Store.Kept).
+func (s *SQLite) Kept(ctx context.Context, id string) ([]Part, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT call_id, part FROM kept WHERE conversation = ? ORDER BY call_id`, id)
+	if err != nil {
+		return nil, s.explain("reading the kept results of conversation "+id, err)
+	}
+	defer rows.Close()
+	var out []Part
+	for rows.Next() {
+		var callID string
+		var raw []byte
+		if err := rows.Scan(&callID, &raw); err != nil {
+			return nil, s.explain("reading the kept results of conversation "+id, err)
+		}
+		parts, err := decodeParts(append(append([]byte{'['}, raw...), ']'))
+		if err != nil || len(parts) != 1 {
+			return nil, fmt.Errorf("history store %s: conversation %s, the kept result of call %s is not valid: %v", s.path, id, callID, err)
+		}
+		out = append(out, parts[0])
+	}
+	return out, s.wrapErr("reading the kept results of conversation "+id, rows.Err())
+}
