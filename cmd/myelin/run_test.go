@@ -304,8 +304,14 @@ func TestSpinnerOnATerminalLeavesTheTextIntact(t *testing.T) {
 	bin := buildMyelin(t)
 	dir := workspaceWith(t, nil)
 	hold := make(chan struct{})
-	fakeAnthropic(t, providertest.Step{Text: "There are files.", Hold: hold})
-	go func() { time.Sleep(1500 * time.Millisecond); close(hold) }() // frames every 120 ms
+	srv := fakeAnthropic(t, providertest.Step{Text: "There are files.", Hold: hold})
+	go func() { // held 1.5 s from the request on, whatever the start took: frames every 120 ms
+		for deadline := time.Now().Add(30 * time.Second); len(srv.Requests()) == 0 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		close(hold)
+	}()
 	cmd := exec.Command(scriptCmd, "-qec", bin+" run --workspace "+dir+" hello", "/dev/null")
 	cmd.Env = os.Environ()
 	out, err := cmd.CombinedOutput()
