@@ -161,10 +161,11 @@ func (w *Workspace) readDir(rel string) ([]fs.DirEntry, error) {
 // walk calls fn for rel and, when it is a directory, for everything below
 // it, in lexical order, as fs.WalkDir does (fn may return fs.SkipDir), but
 // it opens directories with readDir: it never opens anything else, and
-// never follows a symbolic link. A directory that cannot be read is passed
-// to fn with its error.
+// follows no symbolic link below rel (rel itself is followed, inside the
+// workspace). A directory that cannot be read is passed to fn with its
+// error.
 func (w *Workspace) walk(rel string, fn func(p string, d fs.DirEntry, err error) error) error {
-	st, err := w.root.Lstat(rel)
+	st, err := w.root.Stat(rel)
 	if err != nil {
 		return fn(rel, nil, explain(showName(rel), err))
 	}
