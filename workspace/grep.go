@@ -249,7 +249,7 @@ type grepper struct {
 	full           bool // the output reached its budget
 	out            strings.Builder
 	report         GrepReport
-	buf            []byte // the read buffer, reused from file to file
+	buf            []byte       // the read buffer, reused from file to file
 	cutHere        map[int]bool // the lines of this file cut at grepLineMax
 
 	path     string // the file being searched
