@@ -302,6 +302,9 @@ func (g *grepper) file(path string, r io.Reader) error {
 			}
 		}
 		unfinished := bytes.LastIndexByte(g.buf[fresh:n], '\n') + 1 + fresh // where the last line without its '\n' starts
+		if unfinished-fresh > grepLineMax { // a grown buffer may hold whole lines over the bound
+			n, unfinished = g.cutLongLines(fresh, unfinished, n, base)
+		}
 		if n-unfinished > grepLineMax {
 			var err error
 			if n, eof, err = g.cutLine(r, unfinished, n, eof, base+bytes.Count(g.buf[:unfinished], []byte{'\n'})); err != nil {
@@ -335,17 +338,30 @@ func (g *grepper) file(path string, r io.Reader) error {
 	return nil
 }
 
-// cutLine keeps the first grepLineMax bytes of the line that starts at
-// g.buf[start:] (backed off to a character's start), ends them with a
-// '\n', and reads past the rest of the line, keeping what follows it. It
-// returns the bytes now in the buffer and whether the file is read to its
-// end.
-func (g *grepper) cutLine(r io.Reader, start, n int, eof bool, lineNo int) (int, bool, error) {
+// cutLongLines cuts, as cutLine does, every line of g.buf[fresh:end]
+// longer than grepLineMax, moving what follows it (up to n) back. base is
+// the number of g.buf[0]'s line. It returns the new n and end.
+func (g *grepper) cutLongLines(fresh, end, n, base int) (int, int) {
+	lineNo := base + bytes.Count(g.buf[:fresh], []byte{'\n'})
+	for s := fresh; s < end; lineNo++ {
+		e := lineEnd(g.buf[:end], s)
+		if e-s > grepLineMax {
+			k := g.keep(s, lineNo)
+			shift := copy(g.buf[s+k:], g.buf[e:n])
+			n, end, e = s+k+shift, end-(e-s-k), s+k
+		}
+		s = e + 1
+	}
+	return n, end
+}
+
+// keep is how many bytes of the long line at g.buf[start:] are kept: at
+// most grepLineMax, never half a character. It records the cut.
+func (g *grepper) keep(start, lineNo int) int {
 	k := grepLineMax
 	for back := 0; back < 3 && k > 0 && g.buf[start+k]&0xC0 == 0x80; back++ {
 		k--
 	}
-	cut := start + k
 	g.report.LongLines++
 	if len(g.report.LongLineAt) < maxLongLineAt {
 		g.report.LongLineAt = append(g.report.LongLineAt, GrepPlace{Path: g.path, Line: lineNo})
@@ -354,6 +370,16 @@ func (g *grepper) cutLine(r io.Reader, start, n int, eof bool, lineNo int) (int,
 		g.cutHere = map[int]bool{}
 	}
 	g.cutHere[lineNo] = true
+	return k
+}
+
+// cutLine keeps the first grepLineMax bytes of the line that starts at
+// g.buf[start:] (backed off to a character's start), ends them with a
+// '\n', and reads past the rest of the line, keeping what follows it. It
+// returns the bytes now in the buffer and whether the file is read to its
+// end.
+func (g *grepper) cutLine(r io.Reader, start, n int, eof bool, lineNo int) (int, bool, error) {
+	cut := start + g.keep(start, lineNo)
 	g.buf[cut] = '\n' // g.buf[start:n] holds no line end: the rest of the line is still to read
 	n = cut + 1
 	if eof {
@@ -626,7 +652,7 @@ func (g *grepper) writeLine(b *strings.Builder, sep byte, n int, line []byte, mo
 	text := result.WellFormed(string(bytes.TrimSuffix(line, []byte{'\r'})))
 	switch c := utf8.RuneCountInString(text); {
 	case g.cutHere[n]:
-		text = cutChars(text, most) + fmt.Sprintf("… [line cut: over %d MiB long; only its first MiB was searched]", grepLineMax>>20)
+		text = cutChars(text, most) + fmt.Sprintf("… [line cut: longer than %s; only its first %s was searched]", sizeText(grepLineMax), sizeText(grepLineMax))
 	case c > most:
 		text = cutChars(text, most) + fmt.Sprintf("… [line cut: %d more characters]", c-most)
 	}
@@ -663,7 +689,7 @@ func (g *grepper) footer(in GrepInput) string {
 		if utf8.RuneCountInString(name) > maxFooterName {
 			name = cutChars(name, maxFooterName-1) + "…"
 		}
-		fmt.Fprintf(&b, "; %d lines longer than 1 MiB were searched in their first MiB only (the first: %s:%d)", r.LongLines, name, at.Line)
+		fmt.Fprintf(&b, "; %d lines longer than %s were searched in their first %s only (the first: %s:%d)", r.LongLines, sizeText(grepLineMax), sizeText(grepLineMax), name, at.Line)
 	}
 	b.WriteString(notSearchedNote(r.NotSearched))
 	if r.Next != nil {
@@ -701,6 +727,14 @@ func notSearchedNote(dirs []string) string {
 		how += "; the structured content lists them all"
 	}
 	return fmt.Sprintf("; not searched: %s (%s)", list, how)
+}
+
+// sizeText is a size in bytes as the footer writes it.
+func sizeText(n int) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // maxFooterName bounds each passed-over file named in the footer.

@@ -72,7 +72,7 @@ func TestFileToolsStayWithinAMemoryBoundOnGiBFiles(t *testing.T) {
 	}{
 		{"grep, sparse", sparse, "workspace--grep", `{"pattern":"x"}`, "big (binary)"},
 		{"read, sparse", sparse, "workspace--read", `{"path":"big"}`, "big is a binary file (1073741824 bytes)"},
-		{"grep, one long line", long, "workspace--grep", `{"pattern":"x"}`, "1 lines longer than 1 MiB were searched in their first MiB only (the first: big:1)"},
+		{"grep, one long line", long, "workspace--grep", `{"pattern":"x"}`, "1 lines longer than 1 MiB were searched in their first 1 MiB only (the first: big:1)"},
 		{"read, one long line", long, "workspace--read", `{"path":"big"}`, "line 1 of 1 in big is longer than a page"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
