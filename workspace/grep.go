@@ -302,7 +302,7 @@ func (g *grepper) file(path string, r io.Reader) error {
 			}
 		}
 		unfinished := bytes.LastIndexByte(g.buf[fresh:n], '\n') + 1 + fresh // where the last line without its '\n' starts
-		if unfinished-fresh > grepLineMax { // a grown buffer may hold whole lines over the bound
+		if unfinished-fresh > grepLineMax {                                 // a grown buffer may hold whole lines over the bound
 			n, unfinished = g.cutLongLines(fresh, unfinished, n, base)
 		}
 		if n-unfinished > grepLineMax {
