@@ -301,8 +301,10 @@ func (g *grepper) file(path string, r io.Reader) error {
 				return errBinary
 			}
 		}
-		unfinished := bytes.LastIndexByte(g.buf[fresh:n], '\n') + 1 + fresh // where the last line without its '\n' starts
-		if unfinished-fresh > grepLineMax {                                 // a grown buffer may hold whole lines over the bound
+		// the last line, not ended yet, starts at unfinished
+		unfinished := bytes.LastIndexByte(g.buf[fresh:n], '\n') + 1 + fresh
+		// a grown buffer may hold whole lines over the bound
+		if unfinished-fresh > grepLineMax {
 			n, unfinished = g.cutLongLines(fresh, unfinished, n, base)
 		}
 		if n-unfinished > grepLineMax {
