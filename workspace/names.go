@@ -22,7 +22,7 @@ import (
 //     character printable (unicode.IsPrint: no control character such as a
 //     newline or tab, no format character such as a bidi override), no
 //     " -> " (which list writes between a link and its target), and no
-//     double quote at its start;
+//     double quote at the start of it or of any of its components;
 //   - any other name is shown as a Go string literal (strconv.Quote):
 //     "nl\nfake.txt", "caf\xe9.txt" — JSON's escapes, plus \xNN for a byte
 //     that is not UTF-8, which no JSON string can carry;
@@ -44,7 +44,7 @@ func showName(p string) string {
 
 // plainName reports whether a name is shown as it is.
 func plainName(p string) bool {
-	if strings.HasPrefix(p, `"`) || strings.Contains(p, " -> ") {
+	if strings.HasPrefix(p, `"`) || strings.Contains(p, `/"`) || strings.Contains(p, " -> ") {
 		return false
 	}
 	for i := 0; i < len(p); {
@@ -63,11 +63,12 @@ func plainName(p string) bool {
 // so.
 func pathArg(p string) (string, error) {
 	if quoted(p) {
-		u, err := strconv.Unquote(p)
-		if err != nil {
-			return "", fmt.Errorf("path %s starts and ends with a double quote but is not a valid quoted name (a Go string literal such as \"a\\nb.txt\"): %v", short(p), err)
+		if u, err := strconv.Unquote(p); err == nil {
+			return Rel(u)
 		}
-		return Rel(u)
+		if !strings.Contains(p, `"/"`) { // not quoted components either
+			return "", fmt.Errorf("path %s starts and ends with a double quote but is not a valid quoted name (a Go string literal such as \"a\\nb.txt\")", short(p))
+		}
 	}
 	if strings.Contains(p, `"`) {
 		parts := strings.Split(p, "/")
