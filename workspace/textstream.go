@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"io"
+	"unsafe"
 
 	"github.com/myelin-run/myelin/result"
 )
@@ -18,15 +19,16 @@ import (
 // one when workspace--read needed it. It must not be used for anything but
 // reading a file's text in order.
 type textStream struct {
-	r   io.Reader
-	buf []byte
-	n   int // bytes in buf
-	eof bool
-	err error
+	r    io.Reader
+	buf  []byte
+	n    int // bytes in buf
+	used int // buf[:used] was handed out; it goes at the next call
+	eof  bool
+	err  error
 }
 
 // textBlock is how much a textStream reads at a time.
-const textBlock = 64 << 10
+const textBlock = 256 << 10
 
 // newTextStream reads r, starting with the bytes of head (already read
 // from it).
@@ -37,8 +39,11 @@ func newTextStream(r io.Reader, head []byte) *textStream {
 }
 
 // next returns the next piece of the text (never empty), or "" and the
-// error: io.EOF at the end.
+// error: io.EOF at the end. A piece that was valid as read is the buffer
+// itself, not a copy: it is valid until the next call.
 func (t *textStream) next() (string, error) {
+	t.n = copy(t.buf, t.buf[t.used:t.n])
+	t.used = 0
 	for !t.eof && t.n < len(t.buf) {
 		m, err := t.r.Read(t.buf[t.n:])
 		t.n += m
@@ -57,9 +62,8 @@ func (t *textStream) next() (string, error) {
 	if !t.eof {
 		cut = safeCut(t.buf[:t.n])
 	}
-	piece := result.WellFormed(string(t.buf[:cut]))
-	t.n = copy(t.buf, t.buf[cut:t.n])
-	return piece, nil
+	t.used = cut
+	return result.WellFormed(unsafe.String(&t.buf[0], cut)), nil
 }
 
 // safeCut is the last offset in b, near its end, where b may be cut into
