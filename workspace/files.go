@@ -13,7 +13,7 @@ import (
 
 // ListInput is the input of workspace--list.
 type ListInput struct {
-	Path string `json:"path,omitempty" jsonschema:"directory to list, relative to the workspace root (default: the root)"`
+	Path string `json:"path,omitempty" jsonschema:"directory to list, relative to the workspace root (default: the root); a name shown quoted is given quoted the same way"`
 }
 
 // Entry is one directory entry in workspace--list's structured content.

@@ -21,11 +21,11 @@ import (
 // GrepInput is the input of workspace--grep.
 type GrepInput struct {
 	Pattern string `json:"pattern" jsonschema:"RE2 regular expression, matched against each line"`
-	Path    string `json:"path,omitempty" jsonschema:"file or directory to search, relative to the workspace root (default: the whole workspace)"`
+	Path    string `json:"path,omitempty" jsonschema:"file or directory to search, relative to the workspace root (default: the whole workspace); a name shown quoted is given quoted the same way"`
 	Glob    string `json:"glob,omitempty" jsonschema:"only files whose name (or path, when it holds a /) matches this glob, e.g. *.go or src/**/*.ts"`
 	Context *int   `json:"context,omitempty" jsonschema:"lines of context before and after each match (default 0; 0 to 20, more is taken as 20)"`
 	Limit   *int   `json:"limit,omitempty" jsonschema:"most matching lines to show (default 100; 1 to 10000, more is taken as 10000)"`
-	Skip    *int   `json:"skip,omitempty" jsonschema:"matching lines to skip first, to page through many matches (default 0)"`
+	Skip    *int   `json:"skip,omitempty" jsonschema:"matching lines to skip first, to page through many matches (default 0; 0 or more)"`
 }
 
 // GrepReport is the structured content of workspace--grep.

@@ -13,11 +13,11 @@ import (
 
 // ReadInput is the input of workspace--read.
 type ReadInput struct {
-	Path        string `json:"path" jsonschema:"file to read, relative to the workspace root"`
-	Offset      *int   `json:"offset,omitempty" jsonschema:"first line to show, 1-based (default 1)"`
-	Limit       *int   `json:"limit,omitempty" jsonschema:"most lines to show (default 2000)"`
-	OffsetChars *int   `json:"offsetChars,omitempty" jsonschema:"read by character instead: first character, 0-based"`
-	LimitChars  *int   `json:"limitChars,omitempty" jsonschema:"read by character: most characters to show"`
+	Path        string `json:"path" jsonschema:"file to read, relative to the workspace root; a name shown quoted by the tools is given quoted the same way"`
+	Offset      *int   `json:"offset,omitempty" jsonschema:"first line to show, 1-based (default 1; 1 to the file's last line)"`
+	Limit       *int   `json:"limit,omitempty" jsonschema:"most lines to show (default 2000; 1 to 100000, more is taken as 100000; a page also stops where it fills the conversation's room)"`
+	OffsetChars *int   `json:"offsetChars,omitempty" jsonschema:"read by character instead: first character, 0-based (0 to the file's last character)"`
+	LimitChars  *int   `json:"limitChars,omitempty" jsonschema:"read by character: most characters to show (1 or more; more than fits the conversation's room is taken as what fits)"`
 }
 
 // ReadPage is the structured content of workspace--read: what the page
@@ -51,8 +51,8 @@ func (w *Workspace) readTool() *tool.Tool {
 			"By line (offset is 1-based, limit defaults to 2000, at most 100000) the page is `cat -n` style: line number, tab, line. "+
 			"For files with very long lines, read by character with offsetChars and limitChars. "+
 			"A footer names the range shown, the total, and the exact call for the next page. "+
-			"A page always fits in the conversation. "+
-			"A name shown quoted (\"nl\\nx.txt\") by list, glob or grep is given as path quoted the same way.",
+			"A name shown quoted (\"nl\\nx.txt\") by list, glob or grep is given as path quoted the same way. "+
+			"A page always fits in the conversation.",
 		func(ctx context.Context, in ReadInput) (any, error) {
 			return w.Read(in, tool.CapFrom(ctx))
 		})
@@ -198,12 +198,12 @@ func (p *pager) line(most int) (text string, whole bool) {
 		if i >= 0 {
 			seg = p.piece[:i]
 		}
-		if n := result.Chars(seg); have+n > most {
+		n := result.Chars(seg)
+		if have+n > most {
 			b.WriteString(p.consume(result.CharOffset(seg, most-have)))
 			return b.String(), false
-		} else {
-			have += n
 		}
+		have += n
 		b.WriteString(p.consume(len(seg)))
 		if i >= 0 {
 			p.consume(1)
