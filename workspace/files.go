@@ -104,7 +104,7 @@ func (w *Workspace) List(in ListInput) (result.Result, error) {
 	if len(entries) == 0 {
 		fmt.Fprintf(&b, "[%s is empty]", showName(rel))
 	}
-	return result.Result{Data: strings.TrimSuffix(b.String(), "\n"), Structured: map[string]any{"path": rel, "entries": list}}, nil
+	return result.Result{Data: strings.TrimSuffix(b.String(), "\n"), Structured: map[string]any{"path": showName(rel), "entries": list}}, nil
 }
 
 func (w *Workspace) globTool() *tool.Tool {
