@@ -138,7 +138,8 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed, NotSearched: notSearched},
 	}
 	g.literal, g.fold = requiredLiteral(parsed)
-	// The footer is at most its fixed words, two passed-over names and the
+	// The footer is at most its fixed words, two passed-over names, the
+	// long-lines note with one name, the directories not searched and the
 	// next call; the matches get the rest of the cap.
 	worst := in
 	big := 1 << 40
