@@ -2,6 +2,8 @@ package result
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -43,10 +45,34 @@ func BenchmarkText64MB(b *testing.B) {
 		b.Run(kind.name+"/result-text", func(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
-				if c := convert(Result{Data: s}, nil, "x"); len(c.text) != len(s) {
+				if c := convert(Result{Data: s}, nil, "x", DefaultCap); len(c.text) != len(s) {
 					b.Fatal("changed")
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkTextFile200MB is the conversion of a 200 MB well-formed output
+// file (in the page cache) into its spill: the scan and the move.
+func BenchmarkTextFile200MB(b *testing.B) {
+	dir := b.TempDir()
+	content := []byte(strings.Repeat("abcdefghijklmnopqrstuvwxy\n", 200_000_000/26))
+	store := &dirStore{dir: dir}
+	b.SetBytes(int64(len(content)))
+	for b.Loop() {
+		b.StopTimer()
+		src := filepath.Join(dir, "out")
+		if err := os.WriteFile(src, content, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		out := One(Call{ID: "big", Result: Result{Data: TextFile{Path: src}}}, Env{Store: store})
+		b.StopTimer()
+		if out.SpillPath == "" {
+			b.Fatal("no spill")
+		}
+		os.Remove(filepath.Join(dir, out.SpillPath))
+		b.StartTimer()
 	}
 }

@@ -17,6 +17,7 @@ type converted struct {
 	images     []Image
 	structured json.RawMessage
 	files      []string
+	big        *piece // the text of a TextFile over its cap: its head, counts and spill
 }
 
 // Image is an image that goes natively on the wire. Its placeholder,
@@ -31,18 +32,23 @@ type Image struct {
 type converter struct {
 	store Store
 	label string
+	cap   int // the call's cap, for a TextFile: how much of its head to keep
 	n     int // payloads saved so far, for their names
 	out   converted
 	lost  []string // payloads that could not be saved
+
+	fileBytes int64  // the size of a TextFile's file
+	big       *piece // a TextFile over its cap, spilled from the file itself
 }
 
-func convert(r Result, store Store, label string) converted {
-	c := &converter{store: store, label: label}
+func convert(r Result, store Store, label string, cap int) converted {
+	c := &converter{store: store, label: label, cap: cap}
 	c.out.isError = r.IsError
 	c.out.endTurn = r.EndTurn
 	if r.Structured != nil {
 		raw, err := JSON(r.Structured)
 		if err != nil {
+			discard(r.Data)
 			return converted{text: "the tool's structured content could not be encoded as JSON: " + err.Error(), isError: true, endTurn: r.EndTurn}
 		}
 		c.out.structured = raw
@@ -58,7 +64,11 @@ func convert(r Result, store Store, label string) converted {
 		}
 		return converted{text: msg, isError: true, endTurn: r.EndTurn, files: c.out.files, structured: c.out.structured}
 	}
-	if c.out.structured != nil && !hasTextOfItsOwn(r.Data) {
+	if c.big != nil {
+		c.out.big = c.big
+		return c.out
+	}
+	if c.out.structured != nil && (!hasTextOfItsOwn(r.Data) || isTextFile(r.Data) && c.fileBytes == 0) {
 		// what myelin wrote (stubs, placeholders, links) is not the tool's
 		// text: the structured content follows it
 		if text != "" {
@@ -97,6 +107,14 @@ func hasTextOfItsOwn(data any) bool {
 	return true
 }
 
+func isTextFile(data any) bool {
+	switch data.(type) {
+	case TextFile, *TextFile:
+		return true
+	}
+	return false
+}
+
 func blockHasText(b Block) bool {
 	switch b := byValue(b).(type) {
 	case TextBlock:
@@ -126,6 +144,13 @@ func (c *converter) data(data any) (string, error) {
 		return c.blocks(d), nil
 	case Block:
 		return c.blocks([]Block{d}), nil
+	case TextFile:
+		return c.file(d)
+	case *TextFile:
+		if d != nil {
+			return c.file(*d)
+		}
+		return "", nil
 	case Result, *Result:
 		return "", fmt.Errorf("a tool returned a Result inside a Result's Data (%T); return the Result itself", d)
 	}
@@ -152,7 +177,7 @@ func (c *converter) str(s string) string {
 	}
 	if strings.IndexByte(s, 0) < 0 {
 		fixed, bad := repair(s)
-		if !isBinary(len(s), bad) {
+		if !isBinary(Chars(fixed), bad) {
 			return fixed
 		}
 	}
@@ -161,30 +186,41 @@ func (c *converter) str(s string) string {
 }
 
 // isBinary is the line between text with a few bad bytes, shown with U+FFFD,
-// and output that is not text: more than 30% of its bytes ill formed.
-func isBinary(size, bad int) bool { return bad*10 > size*3 }
+// and output that is not text: of the chars characters the text has once
+// made well formed, more than 30% are the U+FFFD of its bad ill-formed
+// sequences. A sequence counts once however many bytes it had, and a
+// surrogate in UTF-8 form counts as text (repairTo), so one lone surrogate
+// in a short string never makes it binary.
+func isBinary(chars, bad int) bool { return bad*10 > chars*3 }
 
 // save writes a payload to the store and returns its stub; a payload that
 // cannot be saved is recorded as lost, which makes the result an error.
 func (c *converter) save(kind, mime, data string) string {
+	stub, _ := c.saveWith(func(name string) (string, error) {
+		if c.store == nil {
+			return "", ErrNoWorkspace
+		}
+		return c.store.Save(name, data)
+	}, kind, mime, int64(len(data)))
+	return stub
+}
+
+// saveWith names a payload of size bytes, has put save it under that name
+// and returns its stub, recording it as lost when put fails.
+func (c *converter) saveWith(put func(name string) (string, error), kind, mime string, size int64) (string, error) {
 	c.n++
 	mime = stubField(mime)
 	if mime == "" {
 		mime = "application/octet-stream"
 	}
 	name := fmt.Sprintf("%s-%d%s", c.label, c.n, extension(mime))
-	store := c.store
-	var path string
-	err := ErrNoWorkspace
-	if store != nil {
-		path, err = store.Save(name, data)
-	}
+	path, err := put(name)
 	if err != nil {
-		c.lost = append(c.lost, fmt.Sprintf("%s (%s, %d bytes) could not be saved to the workspace: %v", kind, mime, len(data), err))
-		return fmt.Sprintf("[%s: %s, %d bytes, not saved]", kind, mime, len(data))
+		c.lost = append(c.lost, fmt.Sprintf("%s (%s, %d bytes) could not be saved to the workspace: %v", kind, mime, size, err))
+		return fmt.Sprintf("[%s: %s, %d bytes, not saved]", kind, mime, size), err
 	}
 	c.out.files = append(c.out.files, path)
-	return fmt.Sprintf("[%s: %s, %d bytes, saved to workspace file %s]", kind, mime, len(data), path)
+	return fmt.Sprintf("[%s: %s, %d bytes, saved to workspace file %s]", kind, mime, size, path), nil
 }
 
 func (c *converter) blocks(bs []Block) string {

@@ -8,9 +8,11 @@
 // as deterministic compact JSON, applies the inline cap and the round bound,
 // and writes spill files and binary payloads through a [Store].
 //
-// It must not do I/O of its own (files go through the Store it is given), know
-// about providers, tools or MCP sessions, or let any other package convert a
-// result: a consumer takes the [Text] it returns and never re-encodes it.
+// It must not do I/O of its own (files go through the Store it is given, and
+// its one exception is reading, then removing, the file of a [TextFile] a
+// tool handed over), know about providers, tools or MCP sessions, or let any
+// other package convert a result: a consumer takes the [Text] it returns and
+// never re-encodes it.
 package result
 
 import (
@@ -22,9 +24,10 @@ import (
 //
 // The zero value is a success with nothing in it, whose text is empty.
 type Result struct {
-	// Data is what the tool returned: a string (or []byte), a []Block, or any
-	// other value, which becomes compact JSON. nil means nothing. An error
-	// value makes the result an error with the error's text.
+	// Data is what the tool returned: a string (or []byte), a []Block, a
+	// [TextFile] (text that lives in a file), or any other value, which
+	// becomes compact JSON. nil means nothing. An error value makes the
+	// result an error with the error's text.
 	Data any
 
 	// Structured is structured content for programs (scripts, the API). It is

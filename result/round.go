@@ -129,7 +129,8 @@ func Round(calls []Call, env Env) []Output {
 // writes them again.
 func Convert(c Call, env Env) Output {
 	label := spillDate(env) + "-" + safeLabel(c.ID)
-	cv := convert(c.Result, env.Store, label)
+	cap := CapFor(c.Cap, env.Limits)
+	cv := convert(c.Result, env.Store, label, cap)
 	out := Output{
 		IsError:    cv.isError,
 		EndTurn:    cv.endTurn,
@@ -137,7 +138,12 @@ func Convert(c Call, env Env) Output {
 		Structured: cv.structured,
 		Files:      cv.files,
 	}
-	p := newPiece(cv.text, CapFor(c.Cap, env.Limits), label)
+	var p piece
+	if cv.big != nil { // a TextFile over its cap: spilled as it was read
+		p = *cv.big
+	} else {
+		p = newPiece(cv.text, cap, label)
+	}
 	out.Chars = p.chars
 	if p.chars <= p.cap {
 		out.Text = p.text

@@ -31,10 +31,21 @@ func WellFormed(s string) string {
 // subtracted from every byte, and no other byte below 0x80 does); a block holding other characters is handed to utf8.ValidString,
 // and searched for NUL while it is still in cache.
 func isPlainText(s string) bool {
+	plain, _ := plainText(s, false)
+	return plain
+}
+
+// plainText is isPlainText, and with count set also the number of
+// characters of s when it is plain: its bytes less the continuation bytes
+// of the blocks that are not ASCII (runs of ASCII have as many characters
+// as bytes, and are not read twice). It is how a streamed file is checked
+// and counted in one pass.
+func plainText(s string, count bool) (bool, int) {
 	const hi = 0x8080808080808080
 	const lo = 0x0101010101010101
 	b := unsafe.Slice(unsafe.StringData(s), len(s))
 	i, n := 0, len(b)
+	cont := 0 // continuation bytes, when counting
 	for i < n {
 		for i+64 <= n {
 			w := b[i : i+64 : i+64]
@@ -51,13 +62,19 @@ func isPlainText(s string) bool {
 				if or&hi != 0 {
 					break
 				}
-				return false // a zero byte
+				return false, 0 // a zero byte
 			}
 			i += 64
 		}
 		if i+64 > n {
 			tail := s[i:]
-			return utf8.ValidString(tail) && strings.IndexByte(tail, 0) < 0
+			if !utf8.ValidString(tail) || strings.IndexByte(tail, 0) >= 0 {
+				return false, 0
+			}
+			if count {
+				cont += len(tail) - Chars(tail)
+			}
+			return true, n - cont
 		}
 		// A block with a non-ASCII byte in its first 64: up to 4 KiB, ended
 		// at a character boundary so that ValidString sees whole sequences.
@@ -67,18 +84,33 @@ func isPlainText(s string) bool {
 		}
 		block := s[i:end]
 		if !utf8.ValidString(block) || strings.IndexByte(block, 0) >= 0 {
-			return false
+			return false, 0
+		}
+		if count {
+			cont += len(block) - Chars(block)
 		}
 		i = end
 	}
-	return true
+	return true, n - cont
 }
 
 // repair returns s with every ill-formed sequence replaced (see WellFormed)
-// and how many bytes of s were ill formed.
+// and how many ill-formed sequences it had (see repairTo).
 func repair(s string) (string, int) {
-	var sb strings.Builder
-	sb.Grow(len(s) + len(s)/8)
+	out, bad := repairTo(make([]byte, 0, len(s)+len(s)/8), unsafe.Slice(unsafe.StringData(s), len(s)))
+	return unsafe.String(unsafe.SliceData(out), len(out)), bad
+}
+
+// repairTo appends s, made well formed (see WellFormed), to dst and returns
+// it with the number of ill-formed sequences s held: each one counts once,
+// however many bytes it has, and a surrogate written in UTF-8 form, paired or
+// lone, counts as none (it is text a UTF-16 producer wrote, SPEC §3). That
+// count is what the binary test weighs (isBinary).
+//
+// s is taken as the end of its text: a sequence or a surrogate pair cut off
+// at its end is ill formed. A stream repairs each chunk up to [safeEnd] and
+// carries the rest over, so that its chunks give what the whole would.
+func repairTo(dst []byte, s []byte) ([]byte, int) {
 	bad := 0
 	start := 0 // s[start:i] is well formed and not yet written
 	i := 0
@@ -88,40 +120,72 @@ func repair(s string) (string, int) {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRune(s[i:])
 		if r != utf8.RuneError || size > 1 {
 			i += size
 			continue
 		}
-		sb.WriteString(s[start:i])
+		dst = append(dst, s[start:i]...)
 		if hi, ok := surrogateAt(s, i); ok {
 			if hi >= 0xD800 && hi < 0xDC00 {
 				if lo, ok := surrogateAt(s, i+3); ok && lo >= 0xDC00 {
-					sb.WriteRune(0x10000 + (hi-0xD800)<<10 + (lo - 0xDC00))
+					dst = utf8.AppendRune(dst, 0x10000+(hi-0xD800)<<10+(lo-0xDC00))
 					i += 6
 					start = i
-					continue // a pair is a character, not a bad byte
+					continue
 				}
 			}
-			sb.WriteRune(utf8.RuneError)
+			dst = utf8.AppendRune(dst, utf8.RuneError) // a lone one: text, not a bad sequence
 			i += 3
 			start = i
-			bad += 3
 			continue
 		}
 		n := maximalSubpart(s[i:])
-		sb.WriteRune(utf8.RuneError)
+		dst = utf8.AppendRune(dst, utf8.RuneError)
 		i += n
 		start = i
-		bad += n
+		bad++
 	}
-	sb.WriteString(s[start:])
-	return sb.String(), bad
+	return append(dst, s[start:]...), bad
+}
+
+// safeEnd is how much of b, a chunk of a longer text, can be repaired
+// without the bytes that follow it: all of it but a sequence its end cuts
+// off (a lead byte and fewer continuation bytes than it announces) and a high
+// surrogate in UTF-8 form, which the next bytes may pair. What it leaves is
+// at most 5 bytes, to go before the next chunk.
+func safeEnd(b []byte) int {
+	n := len(b)
+	for k := 1; k <= 3 && k <= n; k++ {
+		c := b[n-k]
+		if c&0xC0 == 0x80 {
+			continue // a continuation byte: look further back for its lead
+		}
+		if c >= 0xC0 && leadLen(c) > k {
+			n -= k
+		}
+		break
+	}
+	if n >= 3 && b[n-3] == 0xED && b[n-2] >= 0xA0 && b[n-2] <= 0xAF && b[n-1]&0xC0 == 0x80 {
+		n -= 3
+	}
+	return n
+}
+
+// leadLen is the length of the sequence that lead byte c announces.
+func leadLen(c byte) int {
+	switch {
+	case c >= 0xF0:
+		return 4
+	case c >= 0xE0:
+		return 3
+	}
+	return 2
 }
 
 // surrogateAt decodes a surrogate code point written in UTF-8 form
 // (ED A0..BF 80..BF) at s[i:], if there is one.
-func surrogateAt(s string, i int) (rune, bool) {
+func surrogateAt(s []byte, i int) (rune, bool) {
 	if i+3 > len(s) || s[i] != 0xED || s[i+1] < 0xA0 || s[i+1] > 0xBF || s[i+2]&0xC0 != 0x80 {
 		return 0, false
 	}
@@ -131,7 +195,7 @@ func surrogateAt(s string, i int) (rune, bool) {
 // maximalSubpart returns the length of the ill-formed sequence at the start
 // of s: the longest prefix that begins a well-formed sequence but does not
 // complete one, or 1 for a byte that begins none (Unicode §3.9, Table 3-7).
-func maximalSubpart(s string) int {
+func maximalSubpart(s []byte) int {
 	c := s[0]
 	lo, hi := byte(0x80), byte(0xBF) // the range of the second byte
 	need := 0                        // continuation bytes after the lead
@@ -165,9 +229,10 @@ func maximalSubpart(s string) int {
 }
 
 // LooksBinary reports whether s is not text but binary data: it holds a NUL
-// byte or more than 30% of its bytes are ill-formed UTF-8 (SPEC §2). Such a
-// string is saved as a file, never shown as a page of U+FFFD. Callers that
-// sniff a file pass its first few kilobytes.
+// byte, or its ill-formed sequences are more than 30% of its characters once
+// made well formed (see isBinary; SPEC §2). Such a string is saved as a
+// file, never shown as a page of U+FFFD. Callers that sniff a file pass its
+// first few kilobytes.
 func LooksBinary(s string) bool {
 	if isPlainText(s) {
 		return false
@@ -175,8 +240,8 @@ func LooksBinary(s string) bool {
 	if strings.IndexByte(s, 0) >= 0 {
 		return true
 	}
-	_, bad := repair(s)
-	return isBinary(len(s), bad)
+	fixed, bad := repair(s)
+	return isBinary(Chars(fixed), bad)
 }
 
 // wellFormedJSON makes the strings of valid JSON well formed: ill-formed

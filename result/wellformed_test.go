@@ -2,6 +2,7 @@ package result
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -110,6 +111,77 @@ func TestStructuredJSONIsMadeWellFormed(t *testing.T) {
 		got, err := JSON(json.RawMessage(tc.in))
 		if err != nil || string(got) != tc.want {
 			t.Errorf("JSON(%q) = %q (%v), want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestBinaryCountsEachIllFormedSequenceOnceAndSurrogatesAsText(t *testing.T) {
+	const R = "\uFFFD"
+	for _, tc := range []struct {
+		name   string
+		in     string
+		binary bool
+		text   string // the text when it is not binary
+	}{
+		{"a lone surrogate in a short string is text", "x\xed\xa0\x80y", false, "x" + R + "y"},
+		{"a lone surrogate alone is text", "\xed\xb8\x80", false, R},
+		{"lone surrogates only are text", strings.Repeat("\xed\xa0\x80", 40), false, strings.Repeat(R, 40)},
+		{"surrogate pairs are text", strings.Repeat("\xed\xa0\xbd\xed\xb8\x80", 40), false, strings.Repeat("😀", 40)},
+		{"a truncated 4-byte sequence counts once", strings.Repeat("abcde\xf0\x9f\x98", 20), false, strings.Repeat("abcde"+R, 20)},
+		{"one bad byte in 3 characters is over 30%", "x\xffy", true, ""},
+		{"one bad byte in 4 characters is under 30%", "ab\xffc", false, "ab" + R + "c"},
+		{"mostly bad bytes", strings.Repeat("\xff\xfe\x81", 50) + "ok", true, ""},
+		{"a NUL", "text\x00", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := LooksBinary(tc.in); got != tc.binary {
+				t.Fatalf("LooksBinary(%q) = %v, want %v", tc.in, got, tc.binary)
+			}
+			out := one(t, Result{Data: tc.in}, &memStore{})
+			mcp := one(t, mustMCP(t, tc.in), &memStore{})
+			for _, o := range []Output{out, mcp} {
+				if stub := strings.HasPrefix(o.Text, "[binary: "); stub != tc.binary {
+					t.Fatalf("text = %q, want binary %v", o.Text, tc.binary)
+				}
+				if !tc.binary && o.Text != tc.text {
+					t.Fatalf("text = %q, want %q", o.Text, tc.text)
+				}
+			}
+		})
+	}
+}
+
+// mustMCP is an MCP result whose one text block holds s byte for byte.
+func mustMCP(t *testing.T, s string) Result {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`{"content":[{"type":"text","text":"`)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteString(`"}]}`)
+	r, err := FromMCP([]byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestPlainTextCountsTheCharactersOfPlainText(t *testing.T) {
+	long := strings.Repeat("abcdefgh", 1000)
+	for _, s := range []string{"", "a", "é", long, long + "é", "é" + long, strings.Repeat("世界😀", 3000),
+		strings.Repeat("a", 4093) + "世界" + strings.Repeat("b", 5000), long + "\x00", long + "\xff"} {
+		plain, chars := plainText(s, true)
+		if plain != isPlainText(s) || plain && chars != utf8.RuneCountInString(s) {
+			t.Errorf("plainText(%.20q… len %d) = %v, %d; want %v, %d", s, len(s), plain, chars, isPlainText(s), utf8.RuneCountInString(s))
 		}
 	}
 }

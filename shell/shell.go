@@ -1,6 +1,9 @@
 // Package shell owns shell--run: a command run with `bash -c` in the
 // workspace root, its stdout and stderr combined as the program wrote them,
-// a non-zero exit or a timeout made an error result.
+// a non-zero exit or a timeout made an error result. The output goes to a
+// file under the workspace's .myelin/shell/, never through memory, and that
+// file is the result (a result.TextFile); the package also owns cleaning
+// up the files a dead process left there.
 //
 // It must not convert its output into conversation text (package result
 // does that) and it is offered only when the host enables it (--allow-shell):
@@ -12,9 +15,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -33,8 +36,12 @@ type Input struct {
 // timeout_ms.
 const DefaultTimeout = 120 * time.Second
 
-// Tool returns shell--run, running commands in dir.
+// Tool returns shell--run, running commands in dir, the workspace root.
+// Making it is a start of myelin for the workspace: it removes the output
+// files that a process which ended without converting them (a crash, a
+// kill) left under .myelin/shell/, and never one a live process holds.
 func Tool(dir string) *tool.Tool {
+	CleanOutputs(dir)
 	return tool.MustFunc("shell--run",
 		"Run a shell command (bash -c) in the workspace root.\n"+
 			"The result is its stdout and stderr together, as the program wrote them. "+
@@ -43,9 +50,12 @@ func Tool(dir string) *tool.Tool {
 		func(ctx context.Context, in Input) (any, error) { return Run(ctx, dir, in) })
 }
 
-// Run runs one command. Its output goes straight to a temporary file, not
-// through memory, however much it writes while it runs; the file is read
-// back when the command ends and removed.
+// Run runs one command in dir. Its output goes straight to a file under
+// dir's .myelin/shell/ (see OutputDir), never through memory, however much
+// it writes; the status line of a non-zero exit, a signal or a timeout is
+// written at the file's end. The result's Data is that file as a
+// result.TextFile, which the conversion takes over: it becomes the spill
+// file (or the binary payload) as it is, or is read and removed.
 func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return result.Result{}, errors.New("command is empty")
@@ -57,12 +67,17 @@ func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 		}
 		timeout = time.Duration(*in.TimeoutMS) * time.Millisecond
 	}
-	out, err := os.CreateTemp("", "myelin-shell-*.out")
+	out, err := outputFile(dir)
 	if err != nil {
 		return result.Result{}, fmt.Errorf("shell--run: making the output file: %v", err)
 	}
-	defer os.Remove(out.Name())
-	defer out.Close()
+	handed := false // the file is the result's, for the conversion to take over
+	defer func() {
+		if !handed {
+			_ = os.Remove(out.Name())
+			_ = out.Close()
+		}
+	}()
 
 	cmd := exec.Command("bash", "-c", in.Command)
 	cmd.Dir = dir
@@ -90,14 +105,6 @@ func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		werr = <-waited
 	}
-	if _, err := out.Seek(0, io.SeekStart); err != nil {
-		return result.Result{}, fmt.Errorf("shell--run: reading the output back: %v", err)
-	}
-	data, err := io.ReadAll(out)
-	if err != nil {
-		return result.Result{}, fmt.Errorf("shell--run: reading the output back: %v", err)
-	}
-	text := string(data)
 	status := ""
 	switch {
 	case stopped != "":
@@ -113,11 +120,37 @@ func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 			status = fmt.Sprintf("[exit status %d]", ee.ExitCode())
 		}
 	}
-	if status == "" {
-		return result.Result{Data: text}, nil
+	if status != "" {
+		if err := appendStatus(out, status); err != nil {
+			return result.Result{}, fmt.Errorf("shell--run: writing the exit status after the output: %v", err)
+		}
 	}
-	if text != "" && !strings.HasSuffix(text, "\n") {
-		text += "\n"
+	handed = true
+	// A result nobody converts (the dispatcher gave up on the call as it
+	// finished) must not leave its file until the next start: once the
+	// file is unreachable, its name is removed. After a conversion the name
+	// is gone already (moved or removed), and the remove does nothing.
+	runtime.AddCleanup(out, func(name string) { _ = os.Remove(name) }, out.Name())
+	return result.Result{Data: result.TextFile{Path: out.Name(), File: out}, IsError: status != ""}, nil
+}
+
+// appendStatus writes the status line at the end of the output, on a line
+// of its own.
+func appendStatus(out *os.File, status string) error {
+	st, err := out.Stat()
+	if err != nil {
+		return err
 	}
-	return result.Result{Data: text + status, IsError: true}, nil
+	line := status
+	if size := st.Size(); size > 0 {
+		var last [1]byte
+		if _, err := out.ReadAt(last[:], size-1); err != nil {
+			return err
+		}
+		if last[0] != '\n' {
+			line = "\n" + status
+		}
+	}
+	_, err = out.WriteAt([]byte(line), st.Size())
+	return err
 }

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/result"
 )
 
 func run(t *testing.T, dir, command string, timeoutMS int) (string, bool) {
@@ -21,7 +23,15 @@ func run(t *testing.T, dir, command string, timeoutMS int) (string, bool) {
 	if err != nil {
 		return err.Error(), true
 	}
-	return r.Data.(string), r.IsError
+	out := text(t, r)
+	return out.Text, out.IsError
+}
+
+// text is what the conversion makes of a result, with no cap to speak of
+// and no workspace to spill into.
+func text(t *testing.T, r result.Result) result.Output {
+	t.Helper()
+	return result.One(result.Call{ID: "c", Result: r, Cap: 1 << 30}, result.Env{Limits: result.Limits{Round: 1 << 30}})
 }
 
 func TestOutputIsStdoutAndStderrAsWritten(t *testing.T) {
@@ -79,7 +89,7 @@ func TestCancelKillsTheCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	r, err := Run(ctx, t.TempDir(), Input{Command: "sleep 30"})
-	if err != nil || !r.IsError || !strings.Contains(r.Data.(string), "killed") {
+	if err != nil || !r.IsError || !strings.Contains(text(t, r).Text, "killed") {
 		t.Fatalf("got %+v, %v", r, err)
 	}
 }
@@ -98,5 +108,16 @@ func TestLargeOutputComesBackWhole(t *testing.T) {
 	text, isErr := run(t, t.TempDir(), "seq 1 200000", 0)
 	if isErr || strings.Count(text, "\n") != 200000 || !strings.HasSuffix(text, "199999\n200000\n") {
 		t.Fatalf("got %d lines", strings.Count(text, "\n"))
+	}
+}
+
+func TestALoneSurrogateIsOneReplacementCharacterNotBinary(t *testing.T) {
+	r, err := Run(context.Background(), t.TempDir(), Input{Command: `printf 'x\355\240\200y'`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := result.One(result.Call{ID: "c", Result: r}, result.Env{})
+	if out.Text != "x\uFFFDy" || out.IsError {
+		t.Fatalf("text = %q, error %v", out.Text, out.IsError)
 	}
 }
