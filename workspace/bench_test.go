@@ -106,3 +106,34 @@ func BenchmarkGrep100MB(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRead100MB compares a first page of workspace--read on a 100 MB
+// file, which reads the whole file once for the footer's totals, with
+// os.ReadFile of the same file (target: ≤ 1.5×). Run:
+//
+//	go test ./workspace -run '^$' -bench Read100MB -count 6
+func BenchmarkRead100MB(b *testing.B) {
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.log"), []byte(benchLog(100<<20)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	b.Run("os.ReadFile", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := os.ReadFile(filepath.Join(dir, "big.log")); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("workspace-read", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ws.Read(ReadInput{Path: "big.log"}, result.DefaultCap); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -13,14 +13,18 @@ import (
 
 // ListInput is the input of workspace--list.
 type ListInput struct {
-	Path string `json:"path,omitempty" jsonschema:"directory to list, relative to the workspace root (default: the root)"`
+	Path string `json:"path,omitempty" jsonschema:"directory to list, relative to the workspace root (default: the root); a name shown quoted is given quoted the same way"`
 }
 
 // Entry is one directory entry in workspace--list's structured content.
 type Entry struct {
-	Name string `json:"name"` // the entry's name in its directory
-	Type string `json:"type"` // "file", "dir", "link" or "other"
-	Size int64  `json:"size"` // bytes, for files
+	// Name is the entry's name in its directory as the tools show it and
+	// take it back: quoted (it then starts with a double quote) when it is
+	// not plain, see names.go.
+	Name string `json:"name"`
+	Type string `json:"type"`           // "file", "dir", "link" or "other"
+	Size int64  `json:"size"`           // bytes, for files
+	Kind string `json:"kind,omitempty"` // what an "other" is: a named pipe (FIFO), a socket, a device
 }
 
 // GlobInput is the input of workspace--glob.
@@ -46,22 +50,26 @@ const maxListed = 1000
 
 func (w *Workspace) listTool() *tool.Tool {
 	return tool.MustFunc("workspace--list",
-		"List a directory of the workspace.\nOne entry per line, sorted: directories end in /, files show their size in bytes, links show their target.",
+		"List a directory of the workspace.\nOne entry per line, sorted: directories end in /, files show their size in bytes, links show their target, named pipes, sockets and devices what they are. "+
+			"A name that is not plain text (a newline, a tab, a byte that is not UTF-8) is shown as a quoted string (\"nl\\nx.txt\"), which the tools take back as a path or part of one.",
 		func(ctx context.Context, in ListInput) (any, error) { return w.List(in) })
 }
 
-// List lists one directory.
+// List lists one directory. It opens nothing but the directory.
 func (w *Workspace) List(in ListInput) (result.Result, error) {
-	rel, st, err := w.stat(in.Path)
+	rel, st, err := w.statArg(in.Path)
 	if err != nil {
 		return result.Result{}, err
 	}
-	if !st.IsDir() {
-		return result.Result{}, fmt.Errorf("%s is a file, not a directory; workspace--read reads it", rel)
+	switch {
+	case st.Mode().IsRegular():
+		return result.Result{}, fmt.Errorf("%s is a file, not a directory; workspace--read reads it", clip(showName(rel)))
+	case !st.IsDir():
+		return result.Result{}, notRegular(rel, st.Mode())
 	}
-	entries, err := fs.ReadDir(w.root.FS(), rel)
+	entries, err := w.readDir(rel)
 	if err != nil {
-		return result.Result{}, explain(rel, err)
+		return result.Result{}, err
 	}
 	var b strings.Builder
 	list := []Entry{}
@@ -70,37 +78,39 @@ func (w *Workspace) List(in ListInput) (result.Result, error) {
 			fmt.Fprintf(&b, "[%d more entries not shown; list a subdirectory or use workspace--glob]\n", len(entries)-maxListed)
 			break
 		}
-		name := result.WellFormed(e.Name())
+		name := showName(e.Name())
 		full := path.Join(rel, e.Name())
 		ent := Entry{Name: name, Type: "other"}
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
 			target, _ := w.root.Readlink(full)
 			ent.Type = "link"
-			fmt.Fprintf(&b, "%s -> %s\n", name, result.WellFormed(target))
+			fmt.Fprintf(&b, "%s -> %s\n", name, showName(target))
 		case e.IsDir():
 			ent.Type = "dir"
 			fmt.Fprintf(&b, "%s/\n", name)
-		default:
+		case e.Type().IsRegular():
 			if info, err := e.Info(); err == nil {
 				ent.Size = info.Size()
 			}
-			if e.Type().IsRegular() {
-				ent.Type = "file"
-			}
+			ent.Type = "file"
 			fmt.Fprintf(&b, "%s\t%d bytes\n", name, ent.Size)
+		default:
+			ent.Kind = kindOf(e.Type())
+			fmt.Fprintf(&b, "%s\t%s\n", name, ent.Kind)
 		}
 		list = append(list, ent)
 	}
 	if len(entries) == 0 {
-		fmt.Fprintf(&b, "[%s is empty]", rel)
+		fmt.Fprintf(&b, "[%s is empty]", showName(rel))
 	}
-	return result.Result{Data: strings.TrimSuffix(b.String(), "\n"), Structured: map[string]any{"path": rel, "entries": list}}, nil
+	return result.Result{Data: strings.TrimSuffix(b.String(), "\n"), Structured: map[string]any{"path": showName(rel), "entries": list}}, nil
 }
 
 func (w *Workspace) globTool() *tool.Tool {
 	return tool.MustFunc("workspace--glob",
-		"Find workspace files whose path matches a glob.\nOne path per line, sorted; ** matches across directories (**/*.go). At most 1000 paths.",
+		"Find workspace files whose path matches a glob.\nOne path per line, sorted; ** matches across directories (**/*.go). At most 1000 paths. "+
+			"A path that is not plain text (a newline, a tab, a byte that is not UTF-8) is shown as a quoted string (\"nl\\nx.txt\"), which the tools take back as a path.",
 		func(ctx context.Context, in GlobInput) (any, error) { return w.Glob(in) })
 }
 
@@ -121,7 +131,7 @@ func (w *Workspace) Glob(in GlobInput) (result.Result, error) {
 	}
 	matches := []string{}
 	total := 0
-	_ = fs.WalkDir(w.root.FS(), base, func(p string, d fs.DirEntry, err error) error {
+	_ = w.walk(base, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == "." {
 			return nil
 		}
@@ -131,7 +141,7 @@ func (w *Workspace) Glob(in GlobInput) (result.Result, error) {
 		if ok, _ := matchPath(in.Pattern, p); ok {
 			total++
 			if len(matches) < maxListed {
-				matches = append(matches, result.WellFormed(p))
+				matches = append(matches, showName(p))
 			}
 		}
 		return nil

@@ -21,11 +21,11 @@ import (
 // GrepInput is the input of workspace--grep.
 type GrepInput struct {
 	Pattern string `json:"pattern" jsonschema:"RE2 regular expression, matched against each line"`
-	Path    string `json:"path,omitempty" jsonschema:"file or directory to search, relative to the workspace root (default: the whole workspace)"`
+	Path    string `json:"path,omitempty" jsonschema:"file or directory to search, relative to the workspace root (default: the whole workspace); a name shown quoted is given quoted the same way"`
 	Glob    string `json:"glob,omitempty" jsonschema:"only files whose name (or path, when it holds a /) matches this glob, e.g. *.go or src/**/*.ts"`
-	Context *int   `json:"context,omitempty" jsonschema:"lines of context before and after each match (default 0)"`
-	Limit   *int   `json:"limit,omitempty" jsonschema:"most matching lines to show (default 100)"`
-	Skip    *int   `json:"skip,omitempty" jsonschema:"matching lines to skip first, to page through many matches (default 0)"`
+	Context *int   `json:"context,omitempty" jsonschema:"lines of context before and after each match (default 0; 0 to 20, more is taken as 20)"`
+	Limit   *int   `json:"limit,omitempty" jsonschema:"most matching lines to show (default 100; 1 to 10000, more is taken as 10000)"`
+	Skip    *int   `json:"skip,omitempty" jsonschema:"matching lines to skip first, to page through many matches (default 0; 0 or more)"`
 }
 
 // GrepReport is the structured content of workspace--grep.
@@ -38,8 +38,15 @@ type GrepReport struct {
 	Skipped      int `json:"skipped"`      // matching lines skipped (the input's skip)
 	FilesMatched int `json:"filesMatched"` // files with at least one matching line
 	FilesRead    int `json:"filesRead"`    // text files searched
-	// Passed over: binary files, files too large, links leading out.
+	// Passed over: binary files, named pipes, sockets and devices (never
+	// opened), links leading out, files that could not be read; each with
+	// why.
 	PassedOver []string `json:"passedOver,omitempty"`
+	// LongLines counts the lines longer than 1 MiB, which were searched in
+	// their first MiB only (the rest was read past); LongLineAt names the
+	// first 100 of them.
+	LongLines  int         `json:"longLines,omitempty"`
+	LongLineAt []GrepPlace `json:"longLineAt,omitempty"`
 	// NotSearched are the directories .git and .myelin met on the way
 	// down and not searched; a call whose path points into one searches it.
 	NotSearched []string `json:"notSearched,omitempty"`
@@ -47,16 +54,25 @@ type GrepReport struct {
 	Next *GrepInput `json:"next"`
 }
 
+// GrepPlace is a line of a file.
+type GrepPlace struct {
+	Path string `json:"path"` // the file, as the tools show it (quoted when it must be)
+	Line int    `json:"line"` // the line number, 1-based
+}
+
 // GrepMatch is one matching line.
 type GrepMatch struct {
-	Path string `json:"path"` // the file, relative to the workspace root
+	Path string `json:"path"` // the file, relative to the workspace root, as the tools show it (quoted when it must be)
 	Line int    `json:"line"` // the line number, 1-based
 	Text string `json:"text"` // the line, well formed and cut as shown
 }
 
 const (
 	defaultGrepLimit = 100
-	maxGrepLine      = 300 // characters of one line shown
+	maxGrepLimit     = 10000 // a larger limit is taken as this
+	maxGrepContext   = 20    // a larger context is taken as this
+	maxGrepLine      = 300   // characters of one line shown
+	maxLongLineAt    = 100   // long lines named in the structured content
 )
 
 func (w *Workspace) grepTool() *tool.Tool {
@@ -64,7 +80,8 @@ func (w *Workspace) grepTool() *tool.Tool {
 		"Search the workspace's text files for an RE2 regular expression.\n"+
 			"Output is `path:line:text` per matching line (with context, context lines `path-line-text` and groups split by `--`), "+
 			"long lines cut, at most limit matches, with a footer saying what was left out and the call that shows the next ones. "+
-			"Directories .git and .myelin (myelin's spill files and logs) are searched only when path points into them, and the footer names those left out; binary files are passed over.",
+			"Directories .git and .myelin (myelin's spill files and logs) are searched only when path points into them, and the footer names those left out; binary files, named pipes and devices are passed over; a line longer than 1 MiB is searched in its first MiB only. "+
+			"A name shown quoted (\"nl\\nx.txt\") is given as path quoted the same way.",
 		func(ctx context.Context, in GrepInput) (any, error) {
 			return w.Grep(ctx, in, tool.CapFrom(ctx))
 		})
@@ -107,24 +124,33 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	if err != nil {
 		return result.Result{}, fmt.Errorf("invalid regular expression %s: %v", short(in.Pattern), err)
 	}
+	// Numbers above their range are taken as its top, and the next call
+	// says so.
+	if in.Limit != nil && *in.Limit > maxGrepLimit {
+		in.Limit = ptr(maxGrepLimit)
+	}
+	if in.Context != nil && *in.Context > maxGrepContext {
+		in.Context = ptr(maxGrepContext)
+	}
 	g := &grepper{
 		lineRe: lineRe, fileRe: fileRe, endAnchor: endsLines(parsed),
 		context: intOr(in.Context, 0), limit: intOr(in.Limit, defaultGrepLimit), skip: intOr(in.Skip, 0),
 		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed, NotSearched: notSearched},
 	}
 	g.literal, g.fold = requiredLiteral(parsed)
-	// The footer is at most its fixed words, two passed-over names and the
+	// The footer is at most its fixed words, two passed-over names, the
+	// long-lines note with one name, the directories not searched and the
 	// next call; the matches get the rest of the cap.
 	worst := in
 	big := 1 << 40
 	worst.Skip, worst.Limit, worst.Context = &big, &big, &big
-	g.budget = max(100, cap-250-2*maxFooterName-utf8.RuneCountInString(callJSON(worst))-utf8.RuneCountInString(notSearchedNote(notSearched)))
+	g.budget = max(100, cap-250-3*maxFooterName-longLinesNoteSize-utf8.RuneCountInString(callJSON(worst))-utf8.RuneCountInString(notSearchedNote(notSearched)))
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
 			return result.Result{}, fmt.Errorf("grep was cancelled after %d files: %v", g.report.FilesRead, err)
 		}
 		if err := w.grepFile(g, f); err != nil {
-			g.report.PassedOver = append(g.report.PassedOver, fmt.Sprintf("%s (%v)", f, err))
+			g.report.PassedOver = append(g.report.PassedOver, fmt.Sprintf("%s (%v)", showName(f), err))
 		}
 	}
 	r := &g.report
@@ -140,23 +166,28 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 
 // grepFiles lists the files to search, sorted, under path and matching
 // glob; the files passed over; and the .git and .myelin directories below
-// path, which are not searched.
+// path, which are not searched. It opens nothing but directories: a named
+// pipe, a socket or a device is passed over (or, given as path, refused)
+// on what lstat and stat say of it.
 func (w *Workspace) grepFiles(p, glob string) (files, passed, notSearched []string, err error) {
-	rel, st, err := w.stat(p)
+	rel, st, err := w.statArg(p)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	if !st.IsDir() {
+		if !st.Mode().IsRegular() {
+			return nil, nil, nil, notRegular(rel, st.Mode())
+		}
 		return []string{rel}, nil, nil, nil
 	}
-	err = fs.WalkDir(w.root.FS(), rel, func(fp string, d fs.DirEntry, err error) error {
+	err = w.walk(rel, func(fp string, d fs.DirEntry, err error) error {
 		if err != nil {
-			passed = append(passed, fmt.Sprintf("%s (%v)", fp, explain(fp, err)))
+			passed = append(passed, fmt.Sprintf("%s (%v)", showName(fp), err))
 			return nil
 		}
 		if d.IsDir() {
 			if fp != rel && (d.Name() == ".git" || d.Name() == ".myelin") {
-				notSearched = append(notSearched, fp)
+				notSearched = append(notSearched, showName(fp))
 				return fs.SkipDir
 			}
 			return nil
@@ -166,11 +197,20 @@ func (w *Workspace) grepFiles(p, glob string) (files, passed, notSearched []stri
 				return nil
 			}
 		}
-		if d.Type()&fs.ModeSymlink != 0 {
-			if st, err := w.root.Stat(fp); err != nil || !st.Mode().IsRegular() {
-				return nil // links that lead out, or to directories, are not followed
+		mode := d.Type()
+		if mode&fs.ModeSymlink != 0 {
+			st, err := w.root.Stat(fp)
+			switch {
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
+				passed = append(passed, fmt.Sprintf("%s (a symbolic link that cannot be followed: %v)", showName(fp), explain(showName(fp), err)))
+				return nil
+			case err != nil || st.IsDir():
+				return nil // a dangling link, or one to a directory: not followed
 			}
-		} else if !d.Type().IsRegular() {
+			mode = st.Mode()
+		}
+		if !mode.IsRegular() {
+			passed = append(passed, fmt.Sprintf("%s (%s, not opened)", showName(fp), kindOf(mode)))
 			return nil
 		}
 		files = append(files, fp)
@@ -179,22 +219,21 @@ func (w *Workspace) grepFiles(p, glob string) (files, passed, notSearched []stri
 	return files, passed, notSearched, err
 }
 
-// grepFile opens one file and searches it.
+// grepFile opens one regular file and searches it.
 func (w *Workspace) grepFile(g *grepper, p string) error {
-	f, err := w.root.Open(p)
+	f, _, err := w.openRegular(p)
 	if err != nil {
-		return explain(p, err)
+		return err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file")
-	}
-	if err := g.file(p, f); err != nil {
+	if err := g.file(showName(p), f); err != nil {
 		return err
 	}
 	g.report.FilesRead++
 	return nil
 }
+
+func ptr(n int) *int { return &n }
 
 type grepper struct {
 	lineRe, fileRe *regexp.Regexp
@@ -211,7 +250,8 @@ type grepper struct {
 	full           bool // the output reached its budget
 	out            strings.Builder
 	report         GrepReport
-	buf            []byte // the read buffer, reused from file to file
+	buf            []byte       // the read buffer, reused from file to file
+	cutHere        map[int]bool // the lines of this file cut at grepLineMax
 
 	path     string // the file being searched
 	rbase    int    // line number of the first line of the region being searched
@@ -220,26 +260,35 @@ type grepper struct {
 	after    int    // context lines still owed after the last match shown
 }
 
-// grepChunk is how much of a file is read at a time; a longer line grows
-// the buffer. A variable so that tests can cross chunk boundaries.
+// grepChunk is how much of a file is read at a time. A variable so that
+// tests can cross chunk boundaries.
 var grepChunk = 1 << 20
+
+// grepLineMax is the most bytes of one line that grep keeps and searches: a
+// longer line is searched in its first grepLineMax bytes (cut at a
+// character's start), the rest is read past, and the line is reported. So
+// the read buffer never holds more than the context lines and one line of
+// at most grepLineMax bytes, whatever the file holds. A variable so that
+// tests can use a small one.
+var grepLineMax = 1 << 20
 
 // file searches one file, reading it a chunk at a time. Each chunk's
 // complete lines are searched as one region; the last `context` lines and
 // the unfinished line are carried into the next chunk, so that context
-// before a match is at hand.
+// before a match is at hand. Whether the file is binary is decided from its
+// first chunk, before any line is looked for.
 func (g *grepper) file(path string, r io.Reader) error {
 	g.path, g.after = path, 0
+	clear(g.cutHere)
 	if len(g.buf) == 0 {
 		g.buf = make([]byte, grepChunk)
 	}
 	matchedBefore := g.report.Total
-	buf := g.buf
 	n, base, fresh := 0, 1, 0 // bytes in buf, line number of buf[0], bytes already searched
-	eof := false
+	eof, sniffed := false, false
 	for {
-		for !eof && n < len(buf) {
-			m, err := r.Read(buf[n:])
+		for !eof && n < len(g.buf) {
+			m, err := r.Read(g.buf[n:])
 			n += m
 			if err == io.EOF {
 				eof = true
@@ -247,34 +296,113 @@ func (g *grepper) file(path string, r io.Reader) error {
 				return err
 			}
 		}
-		end := n
-		if !eof {
-			end = bytes.LastIndexByte(buf[:n], '\n') + 1
-			if end <= fresh { // one line longer than the buffer
-				buf = append(buf, make([]byte, len(buf))...)
-				continue
+		if !sniffed {
+			sniffed = true
+			if result.LooksBinary(string(g.buf[:min(n, sniffSize)])) {
+				return errBinary
 			}
 		}
-		if first := min(n, 8192); base == 1 && fresh == 0 && result.LooksBinary(string(buf[:first])) {
-			return errBinary
+		// the last line, not ended yet, starts at unfinished
+		unfinished := bytes.LastIndexByte(g.buf[fresh:n], '\n') + 1 + fresh
+		// a grown buffer may hold whole lines over the bound
+		if unfinished-fresh > grepLineMax {
+			n, unfinished = g.cutLongLines(fresh, unfinished, n, base)
 		}
-		g.region(buf[:end], base, fresh)
+		if n-unfinished > grepLineMax {
+			var err error
+			if n, eof, err = g.cutLine(r, unfinished, n, eof, base+bytes.Count(g.buf[:unfinished], []byte{'\n'})); err != nil {
+				return err
+			}
+			continue
+		}
+		end := n
+		if !eof {
+			if unfinished == fresh { // no line ends in what was read: room for the longest line kept
+				g.buf = append(g.buf, make([]byte, fresh+grepLineMax+1-len(g.buf))...)
+				continue
+			}
+			end = unfinished
+		}
+		g.region(g.buf[:end], base, fresh)
 		if eof {
 			break
 		}
 		keep := end
 		for k := 0; k < g.context && keep > 0; k++ {
-			keep = bytes.LastIndexByte(buf[:keep-1], '\n') + 1
+			keep = bytes.LastIndexByte(g.buf[:keep-1], '\n') + 1
 		}
-		base += bytes.Count(buf[:keep], []byte{'\n'})
-		n = copy(buf, buf[keep:n])
+		base += bytes.Count(g.buf[:keep], []byte{'\n'})
+		n = copy(g.buf, g.buf[keep:n])
 		fresh = end - keep
 	}
-	g.buf = buf
 	if g.report.Total > matchedBefore {
 		g.report.FilesMatched++
 	}
 	return nil
+}
+
+// cutLongLines cuts, as cutLine does, every line of g.buf[fresh:end]
+// longer than grepLineMax, moving what follows it (up to n) back. base is
+// the number of g.buf[0]'s line. It returns the new n and end.
+func (g *grepper) cutLongLines(fresh, end, n, base int) (int, int) {
+	lineNo := base + bytes.Count(g.buf[:fresh], []byte{'\n'})
+	for s := fresh; s < end; lineNo++ {
+		e := lineEnd(g.buf[:end], s)
+		if e-s > grepLineMax {
+			k := g.keep(s, lineNo)
+			shift := copy(g.buf[s+k:], g.buf[e:n])
+			n, end, e = s+k+shift, end-(e-s-k), s+k
+		}
+		s = e + 1
+	}
+	return n, end
+}
+
+// keep is how many bytes of the long line at g.buf[start:] are kept: at
+// most grepLineMax, never half a character. It records the cut.
+func (g *grepper) keep(start, lineNo int) int {
+	k := grepLineMax
+	for back := 0; back < 3 && k > 0 && g.buf[start+k]&0xC0 == 0x80; back++ {
+		k--
+	}
+	g.report.LongLines++
+	if len(g.report.LongLineAt) < maxLongLineAt {
+		g.report.LongLineAt = append(g.report.LongLineAt, GrepPlace{Path: g.path, Line: lineNo})
+	}
+	if g.cutHere == nil {
+		g.cutHere = map[int]bool{}
+	}
+	g.cutHere[lineNo] = true
+	return k
+}
+
+// cutLine keeps the first grepLineMax bytes of the line that starts at
+// g.buf[start:] (backed off to a character's start), ends them with a
+// '\n', and reads past the rest of the line, keeping what follows it. It
+// returns the bytes now in the buffer and whether the file is read to its
+// end.
+func (g *grepper) cutLine(r io.Reader, start, n int, eof bool, lineNo int) (int, bool, error) {
+	cut := start + g.keep(start, lineNo)
+	g.buf[cut] = '\n' // g.buf[start:n] holds no line end: the rest of the line is still to read
+	n = cut + 1
+	if eof {
+		return n, eof, nil
+	}
+	if len(g.buf)-n < 64<<10 {
+		g.buf = append(g.buf, make([]byte, 64<<10)...)
+	}
+	for {
+		m, err := r.Read(g.buf[n:])
+		if i := bytes.IndexByte(g.buf[n:n+m], '\n'); i >= 0 {
+			return n + copy(g.buf[n:], g.buf[n+i+1:n+m]), err == io.EOF, nil
+		}
+		if err == io.EOF {
+			return n, true, nil
+		}
+		if err != nil {
+			return 0, false, err
+		}
+	}
 }
 
 var errBinary = errors.New("binary")
@@ -470,12 +598,23 @@ func (g *grepper) match(r []byte, start, end, lineNo int) {
 	}
 	for n, p := first, s; n < lineNo; n++ {
 		e := lineEnd(r, p)
-		writeLine(&b, g.path, '-', n, r[p:e])
+		g.writeLine(&b, '-', n, r[p:e], maxGrepLine)
 		p = e + 1
 	}
-	text := writeLine(&b, g.path, ':', lineNo, r[start:end])
+	text := g.writeLine(&b, ':', lineNo, r[start:end], maxGrepLine)
 	if !g.fits(b.String()) {
-		return
+		if g.report.Shown > 0 {
+			return
+		}
+		// The first line of a page is shown whatever the room: alone, cut
+		// shorter, and over the budget if it must, so that the next call
+		// always moves on.
+		b.Reset()
+		room := g.budget - g.used - utf8.RuneCountInString(g.path) - 60
+		text = g.writeLine(&b, ':', lineNo, r[start:end], max(20, min(room, maxGrepLine)))
+		g.out.WriteString(b.String())
+		g.used += utf8.RuneCountInString(b.String())
+		g.full = true
 	}
 	g.lastPath, g.lastLine, g.after = g.path, lineNo, g.context
 	g.report.Shown++
@@ -486,7 +625,7 @@ func (g *grepper) match(r []byte, start, end, lineNo int) {
 func (g *grepper) afterLine(line []byte, lineNo int) {
 	g.after--
 	var b strings.Builder
-	writeLine(&b, g.path, '-', lineNo, line)
+	g.writeLine(&b, '-', lineNo, line, maxGrepLine)
 	if g.fits(b.String()) {
 		g.lastLine = lineNo
 	} else {
@@ -510,14 +649,17 @@ func (g *grepper) fits(s string) bool {
 	return true
 }
 
-// writeLine writes one output line, made well formed and cut to
-// maxGrepLine characters, and returns the text it wrote for the line.
-func writeLine(b *strings.Builder, path string, sep byte, n int, line []byte) string {
+// writeLine writes line n of the file being searched, made well formed and
+// cut to most characters, and returns the text it wrote for the line.
+func (g *grepper) writeLine(b *strings.Builder, sep byte, n int, line []byte, most int) string {
 	text := result.WellFormed(string(bytes.TrimSuffix(line, []byte{'\r'})))
-	if c := utf8.RuneCountInString(text); c > maxGrepLine {
-		text = cutChars(text, maxGrepLine) + fmt.Sprintf("… [line cut: %d more characters]", c-maxGrepLine)
+	switch c := utf8.RuneCountInString(text); {
+	case g.cutHere[n]:
+		text = cutChars(text, most) + fmt.Sprintf("… [line cut: longer than %s; only its first %s was searched]", sizeText(grepLineMax), sizeText(grepLineMax))
+	case c > most:
+		text = cutChars(text, most) + fmt.Sprintf("… [line cut: %d more characters]", c-most)
 	}
-	fmt.Fprintf(b, "%s%c%d%c%s\n", path, sep, n, sep, text)
+	fmt.Fprintf(b, "%s%c%d%c%s\n", g.path, sep, n, sep, text)
 	return text
 }
 
@@ -543,6 +685,14 @@ func (g *grepper) footer(in GrepInput) string {
 		if n > 2 {
 			b.WriteString(", … (the structured content lists them all)")
 		}
+	}
+	if r.LongLines > 0 {
+		at := r.LongLineAt[0]
+		name := at.Path
+		if utf8.RuneCountInString(name) > maxFooterName {
+			name = cutChars(name, maxFooterName-1) + "…"
+		}
+		fmt.Fprintf(&b, "; %d lines longer than %s were searched in their first %s only (the first: %s:%d)", r.LongLines, sizeText(grepLineMax), sizeText(grepLineMax), name, at.Line)
 	}
 	b.WriteString(notSearchedNote(r.NotSearched))
 	if r.Next != nil {
@@ -582,8 +732,20 @@ func notSearchedNote(dirs []string) string {
 	return fmt.Sprintf("; not searched: %s (%s)", list, how)
 }
 
+// sizeText is a size in bytes as the footer writes it.
+func sizeText(n int) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // maxFooterName bounds each passed-over file named in the footer.
 const maxFooterName = 80
+
+// longLinesNoteSize bounds the footer's note on long lines, its file name
+// aside.
+const longLinesNoteSize = 120
 
 func firstN(s []string, n int) []string {
 	return slices.Clone(s[:min(n, len(s))])

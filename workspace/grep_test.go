@@ -1,8 +1,11 @@
 package workspace
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -352,5 +355,147 @@ func TestGrepFindsTheLinesALineByLineMatchFinds(t *testing.T) {
 		if rep.Total != len(want) || fmt.Sprint(got) != fmt.Sprint(want[:min(len(want), len(got))]) || len(want) == 0 {
 			t.Errorf("%q: %d matches (%v…), want %d (%v…)", pattern, rep.Total, got[:min(5, len(got))], len(want), want[:min(5, len(want))])
 		}
+	}
+}
+
+// countingReader yields n bytes of b (repeated), then tail, and counts
+// what was read.
+type countingReader struct {
+	b    byte
+	n    int
+	tail string
+	read int
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		if r.tail == "" {
+			return 0, io.EOF
+		}
+		k := copy(p, r.tail)
+		r.tail = r.tail[k:]
+		r.read += k
+		return k, nil
+	}
+	k := min(len(p), r.n)
+	for i := range p[:k] {
+		p[i] = r.b
+	}
+	r.n -= k
+	r.read += k
+	return k, nil
+}
+
+func newTestGrepper(t *testing.T, pattern string, context int) *grepper {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	return &grepper{lineRe: re, fileRe: regexp.MustCompile("(?m)" + pattern), context: context,
+		limit: 100, budget: 1 << 20, report: GrepReport{Matches: []GrepMatch{}}}
+}
+
+// Issue 10 §5: a file of NUL bytes without a newline grew the line buffer
+// to the whole file before it was found binary (1 GiB: 4.9 GB resident,
+// 23 s). It is binary from its first chunk, and nothing more is read.
+func TestGrepDecidesBinaryFromTheFirstChunk(t *testing.T) {
+	g := newTestGrepper(t, "x", 0)
+	r := &countingReader{b: 0, n: 64 << 20}
+	if err := g.file("zeros", r); err != errBinary {
+		t.Fatalf("err = %v, want binary", err)
+	}
+	if r.read > grepChunk || len(g.buf) > grepChunk {
+		t.Fatalf("read %d bytes, buffer %d bytes, before deciding; want at most one chunk (%d)", r.read, len(g.buf), grepChunk)
+	}
+}
+
+// Issue 10 §5: a line longer than the buffer doubled it until the line
+// ended. A line's bytes are capped: it is searched in its first
+// grepLineMax bytes, the rest is read past, the lines after it keep their
+// numbers, and the report says which line was cut.
+func TestGrepCapsALinesBytesAndReportsTheCut(t *testing.T) {
+	g := newTestGrepper(t, "needle", 0)
+	r := &countingReader{b: 'a', n: 40 << 20, tail: "needle after the cut\nneedle on line 2\n"}
+	if err := g.file("big.txt", io.MultiReader(strings.NewReader("needle first "), r)); err != nil {
+		t.Fatal(err)
+	}
+	if bound := grepChunk + grepLineMax + 1 + 64<<10; len(g.buf) > bound {
+		t.Fatalf("buffer grew to %d bytes, over %d", len(g.buf), bound)
+	}
+	rep := g.report
+	if rep.Total != 2 || rep.Matches[0].Line != 1 || rep.Matches[1].Line != 2 || rep.Matches[1].Text != "needle on line 2" {
+		t.Fatalf("matches %+v", rep.Matches)
+	}
+	if rep.LongLines != 1 || len(rep.LongLineAt) != 1 || rep.LongLineAt[0] != (GrepPlace{Path: "big.txt", Line: 1}) {
+		t.Fatalf("long lines %d at %+v", rep.LongLines, rep.LongLineAt)
+	}
+	if !strings.HasSuffix(rep.Matches[0].Text, "… [line cut: longer than 1 MiB; only its first 1 MiB was searched]") {
+		t.Fatalf("first match %.400q", rep.Matches[0].Text)
+	}
+}
+
+// Cut lines keep their numbers across chunks and as context, and the cut
+// never splits a character; the footer names the first cut line.
+func TestGrepLongLinesAcrossChunksWithContext(t *testing.T) {
+	defer func(c, m int) { grepChunk, grepLineMax = c, m }(grepChunk, grepLineMax)
+	grepLineMax = 100
+	f := newFixture(t)
+	long := strings.Repeat("é", 300) // 600 bytes: cut after 50 characters
+	f.write(t, "f.txt", "one\n"+long+"\nthree hit\n"+long+"hit\nfive\n"+long)
+	cut := strings.Repeat("é", 50) + "… [line cut: longer than 100 bytes; only its first 100 bytes was searched]"
+	want := "f.txt-2-" + cut + "\nf.txt:3:three hit\nf.txt-4-" + cut + "\nf.txt:5:five\nf.txt-6-" + cut + "\n" +
+		"[matching lines 1-2 of 2, in 1 of 1 files read; 3 lines longer than 100 bytes were searched in their first 100 bytes only (the first: f.txt:2)]"
+	for _, chunk := range []int{16, 64, 150, 4096} {
+		grepChunk = chunk
+		out := f.call(t, "workspace--grep", map[string]any{"pattern": "hit|five", "path": "f.txt", "context": 1})
+		if out.Text != want {
+			t.Fatalf("chunk %d: text\n%q\nwant\n%q", chunk, out.Text, want)
+		}
+	}
+}
+
+// Issue 10, low: every number has a documented range; one above it is
+// taken as its top, and the next call carries what was used.
+func TestGrepClampsLimitAndContext(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "m.txt", strings.Repeat("m\n", 30000))
+	huge := math.MaxInt
+	r, err := f.ws.Grep(context.Background(), GrepInput{Pattern: "m", Limit: &huge, Context: &huge}, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := r.Structured.(*GrepReport)
+	if rep.Shown != maxGrepLimit || rep.Next == nil || *rep.Next.Limit != maxGrepLimit || *rep.Next.Context != maxGrepContext || *rep.Next.Skip != maxGrepLimit {
+		t.Fatalf("shown %d, next %+v", rep.Shown, rep.Next)
+	}
+}
+
+// Issue 10, low: a page with room for no match gave a next call with the
+// same skip: a model paging on looped forever. The first match of a page is
+// always shown, cut to the room there is.
+func TestGrepNextCallAlwaysMovesOn(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "w.txt", strings.Repeat("needle "+strings.Repeat("w", 400)+"\n", 3))
+	call := map[string]any{"pattern": "needle|" + strings.Repeat("q", 700), "path": "w.txt"}
+	seen := 0
+	for page := 0; call != nil; page++ {
+		if page > 5 {
+			t.Fatal("the pages do not move on")
+		}
+		out := f.callCap(t, "workspace--grep", call, 1000)
+		var rep GrepReport
+		if err := json.Unmarshal(out.Structured, &rep); err != nil || out.IsError {
+			t.Fatalf("%v %q", err, out.Text)
+		}
+		if rep.Shown == 0 {
+			t.Fatalf("page %d shows no match: %q", page, out.Text)
+		}
+		seen += rep.Shown
+		call = nil
+		if rep.Next != nil {
+			raw, _ := json.Marshal(rep.Next)
+			_ = json.Unmarshal(raw, &call)
+		}
+	}
+	if seen != 3 {
+		t.Fatalf("saw %d matches, want 3", seen)
 	}
 }

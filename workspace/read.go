@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -12,11 +13,11 @@ import (
 
 // ReadInput is the input of workspace--read.
 type ReadInput struct {
-	Path        string `json:"path" jsonschema:"file to read, relative to the workspace root"`
-	Offset      *int   `json:"offset,omitempty" jsonschema:"first line to show, 1-based (default 1)"`
-	Limit       *int   `json:"limit,omitempty" jsonschema:"most lines to show (default 2000)"`
-	OffsetChars *int   `json:"offsetChars,omitempty" jsonschema:"read by character instead: first character, 0-based"`
-	LimitChars  *int   `json:"limitChars,omitempty" jsonschema:"read by character: most characters to show"`
+	Path        string `json:"path" jsonschema:"file to read, relative to the workspace root; a name shown quoted by the tools is given quoted the same way"`
+	Offset      *int   `json:"offset,omitempty" jsonschema:"first line to show, 1-based (default 1; 1 to the file's last line)"`
+	Limit       *int   `json:"limit,omitempty" jsonschema:"most lines to show (default 2000; 1 to 100000, more is taken as 100000; a page also stops where it fills the conversation's room)"`
+	OffsetChars *int   `json:"offsetChars,omitempty" jsonschema:"read by character instead: first character, 0-based (0 to the file's last character)"`
+	LimitChars  *int   `json:"limitChars,omitempty" jsonschema:"read by character: most characters to show (1 or more; more than fits the conversation's room is taken as what fits)"`
 }
 
 // ReadPage is the structured content of workspace--read: what the page
@@ -39,15 +40,18 @@ type ReadPage struct {
 
 const (
 	defaultReadLines = 2000
+	maxReadLines     = 100000  // a larger limit is taken as this
 	maxReadSize      = 1 << 30 // workspace--read reads files of up to 1 GiB
+	sniffSize        = 8192    // the first block, which decides whether a file is binary
 )
 
 func (w *Workspace) readTool() *tool.Tool {
 	return tool.MustFunc("workspace--read",
 		"Read a text file of the workspace, a page at a time.\n"+
-			"By line (offset is 1-based, limit defaults to 2000) the page is `cat -n` style: line number, tab, line. "+
+			"By line (offset is 1-based, limit defaults to 2000, at most 100000) the page is `cat -n` style: line number, tab, line. "+
 			"For files with very long lines, read by character with offsetChars and limitChars. "+
 			"A footer names the range shown, the total, and the exact call for the next page. "+
+			"A name shown quoted (\"nl\\nx.txt\") by list, glob or grep is given as path quoted the same way. "+
 			"A page always fits in the conversation.",
 		func(ctx context.Context, in ReadInput) (any, error) {
 			return w.Read(in, tool.CapFrom(ctx))
@@ -55,7 +59,10 @@ func (w *Workspace) readTool() *tool.Tool {
 }
 
 // Read returns one page of a file that fits in cap characters, footer
-// included.
+// included. It reads the file once, a block at a time, in memory bounded
+// by the page whatever the file holds: it decides from the first block
+// whether the file is binary, keeps only the page, and counts the totals
+// for the footer as it goes on to the end.
 func (w *Workspace) Read(in ReadInput, cap int) (result.Result, error) {
 	lineMode := in.OffsetChars == nil && in.LimitChars == nil
 	if !lineMode && (in.Offset != nil || in.Limit != nil) {
@@ -67,18 +74,32 @@ func (w *Workspace) Read(in ReadInput, cap int) (result.Result, error) {
 	if err := checkInts(0, intField{"offsetChars", in.OffsetChars}); err != nil {
 		return result.Result{}, err
 	}
-	rel, data, err := w.readFile(in.Path, maxReadSize)
+	rel, err := pathArg(in.Path)
 	if err != nil {
 		return result.Result{}, err
 	}
-	if result.LooksBinary(string(data[:min(len(data), 8192)])) {
-		return result.Result{}, fmt.Errorf("%s is a binary file (%d bytes), not text; workspace--read reads text files", rel, len(data))
+	f, st, err := w.openRegular(rel)
+	if err != nil {
+		if st, serr := w.root.Stat(rel); serr == nil && st.IsDir() {
+			return result.Result{}, fmt.Errorf("%s is a directory, not a file; workspace--list lists it", clip(showName(rel)))
+		}
+		return result.Result{}, err
 	}
-	p := &pager{path: rel, text: result.WellFormed(string(data)), cap: cap}
-	p.totalLines = result.Lines(p.text)
-	p.totalChars = result.Chars(p.text)
+	defer f.Close()
+	if st.Size() > maxReadSize {
+		return result.Result{}, fmt.Errorf("%s is %d bytes, over the %d bytes this tool reads", clip(showName(rel)), st.Size(), int64(maxReadSize))
+	}
+	head := make([]byte, sniffSize)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return result.Result{}, explain(showName(rel), err)
+	}
+	if result.LooksBinary(string(head[:n])) {
+		return result.Result{}, fmt.Errorf("%s is a binary file (%d bytes), not text; workspace--read reads text files", clip(showName(rel)), st.Size())
+	}
+	p := &pager{path: showName(rel), cap: cap, size: st.Size(), src: newTextStream(f, head[:n])}
 	if lineMode {
-		return p.lines(intOr(in.Offset, 1), intOr(in.Limit, defaultReadLines))
+		return p.lines(intOr(in.Offset, 1), min(intOr(in.Limit, defaultReadLines), maxReadLines))
 	}
 	return p.chars(intOr(in.OffsetChars, 0), intOr(in.LimitChars, 0))
 }
@@ -106,12 +127,116 @@ func checkInts(least int, fields ...intField) error {
 	return nil
 }
 
+// pager makes one page of a file it reads once, in order: it consumes the
+// text piece by piece and counts the characters and line ends consumed.
 type pager struct {
-	path       string
-	text       string
-	cap        int
-	totalLines int
-	totalChars int
+	path string // the file, as the tools show it
+	cap  int
+	size int64 // the file's size in bytes: a bound on its totals
+	src  *textStream
+	err  error
+
+	piece    string // the part of the current piece not consumed yet
+	consumed int    // characters consumed
+	ends     int    // line ends ('\n') consumed
+	last     byte   // the last byte consumed; 0 before any
+
+	totalLines, totalChars int
+}
+
+// more reports whether any text is left, reading the next piece when the
+// current one is consumed.
+func (p *pager) more() bool {
+	for p.piece == "" && p.err == nil {
+		p.piece, p.err = p.src.next()
+	}
+	return p.piece != ""
+}
+
+// consume takes the first n bytes of the current piece.
+func (p *pager) consume(n int) string {
+	s := p.piece[:n]
+	p.piece = p.piece[n:]
+	if n > 0 {
+		p.consumed += result.Chars(s)
+		p.ends += strings.Count(s, "\n")
+		p.last = s[n-1]
+	}
+	return s
+}
+
+// skipLines consumes k lines; it stops early at the end of the text.
+func (p *pager) skipLines(k int) {
+	for k > 0 && p.more() {
+		i := strings.IndexByte(p.piece, '\n')
+		if i < 0 {
+			p.consume(len(p.piece))
+			continue
+		}
+		p.consume(i + 1)
+		k--
+	}
+}
+
+// skipChars consumes k characters; it stops early at the end of the text.
+func (p *pager) skipChars(k int) {
+	for k > 0 && p.more() {
+		n := result.CharOffset(p.piece, k)
+		k -= result.Chars(p.consume(n))
+	}
+}
+
+// line consumes the next line and returns it without its '\n', or, when
+// it is longer than most characters, its first most characters (then
+// whole is false and the rest is not consumed).
+func (p *pager) line(most int) (text string, whole bool) {
+	var b strings.Builder
+	have := 0
+	for p.more() {
+		i := strings.IndexByte(p.piece, '\n')
+		seg := p.piece
+		if i >= 0 {
+			seg = p.piece[:i]
+		}
+		n := result.Chars(seg)
+		if have+n > most {
+			b.WriteString(p.consume(result.CharOffset(seg, most-have)))
+			return b.String(), false
+		}
+		have += n
+		b.WriteString(p.consume(len(seg)))
+		if i >= 0 {
+			p.consume(1)
+			return b.String(), true
+		}
+	}
+	return b.String(), true
+}
+
+// readChars consumes up to k characters and returns them.
+func (p *pager) readChars(k int) string {
+	var b strings.Builder
+	for k > 0 && p.more() {
+		s := p.consume(result.CharOffset(p.piece, k))
+		k -= result.Chars(s)
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// finish consumes the rest of the text and sets the totals.
+func (p *pager) finish() error {
+	for p.more() {
+		p.consume(len(p.piece))
+	}
+	if p.err != io.EOF {
+		return fmt.Errorf("reading %s: %v", p.path, p.err)
+	}
+	p.totalChars, p.totalLines = p.consumed, p.ends
+	if p.last != 0 && p.last != '\n' {
+		p.totalLines++
+	}
+	return nil
 }
 
 // budget is how many characters the page's body may take so that the page
@@ -120,8 +245,12 @@ func (p *pager) budget(footer string) int {
 	return max(100, p.cap-utf8.RuneCountInString(footer)-1)
 }
 
+// worstFooter is the longest footer the page can get. It is known before
+// the totals are: they have at most as many digits as the file's size.
 func (p *pager) worstFooter() string {
-	big := p.totalChars + p.totalLines + 1
+	big := int(min(p.size, maxReadSize))*2 + 2
+	p.totalChars, p.totalLines = big, big
+	defer func() { p.totalChars, p.totalLines = 0, 0 }()
 	return longest(
 		p.lineFooter(big, big, big, false),
 		p.longLineFooter(big, big, big),
@@ -140,45 +269,48 @@ func longest(ss ...string) string {
 }
 
 func (p *pager) lines(offset, limit int) (result.Result, error) {
-	if p.text == "" {
-		return p.page("", p.path+" is empty", ReadPage{Mode: "lines", EOF: true}), nil
-	}
-	if offset > p.totalLines {
+	budget := p.budget(p.worstFooter())
+	p.skipLines(offset - 1)
+	if !p.more() {
+		if err := p.finish(); err != nil {
+			return result.Result{}, err
+		}
+		if p.totalChars == 0 {
+			return p.page("", p.path+" is empty", ReadPage{Mode: "lines", EOF: true}), nil
+		}
 		return result.Result{}, fmt.Errorf("offset %d is past the end of %s, which has %d lines", offset, p.path, p.totalLines)
 	}
-	limit = min(limit, p.totalLines) // offset+limit must not overflow: a page never holds more lines than the file
-	start := 0
-	for ln := 1; ln < offset; ln++ {
-		start += strings.IndexByte(p.text[start:], '\n') + 1
-	}
-	charStart := result.Chars(p.text[:start])
-	budget := p.budget(p.worstFooter())
-
+	charStart := p.consumed
 	var b strings.Builder
-	used, pos, ln := 0, start, offset
-	for ; ln < offset+limit && pos < len(p.text); ln++ {
-		end := strings.IndexByte(p.text[pos:], '\n')
-		next := pos + end + 1
-		if end < 0 {
-			end, next = len(p.text)-pos, len(p.text)
+	used, end, ln := 0, charStart, offset
+	full := false // a line did not fit: the page ends before it
+	for ; ln-offset < limit && p.more(); ln++ {
+		line, whole := p.line(budget + 2)
+		if whole {
+			line = strings.TrimSuffix(line, "\r")
 		}
-		line := strings.TrimSuffix(p.text[pos:pos+end], "\r")
 		entry := fmt.Sprintf("%6d\t%s\n", ln, line)
 		n := utf8.RuneCountInString(entry)
-		if used+n > budget {
+		if !whole || used+n > budget {
 			if ln == offset {
+				if err := p.finish(); err != nil {
+					return result.Result{}, err
+				}
 				return p.longLine(ln, line, charStart, budget), nil
 			}
+			full = true
 			break
 		}
 		b.WriteString(entry)
 		used += n
-		pos = next
+		end = p.consumed
+	}
+	eof := !full && !p.more()
+	if err := p.finish(); err != nil {
+		return result.Result{}, err
 	}
 	last := ln - 1
-	eof := pos >= len(p.text)
-	info := ReadPage{Mode: "lines", FirstLine: offset, LastLine: last, OffsetChars: charStart,
-		Chars: result.Chars(p.text[start:pos]), EOF: eof}
+	info := ReadPage{Mode: "lines", FirstLine: offset, LastLine: last, OffsetChars: charStart, Chars: end - charStart, EOF: eof}
 	if !eof {
 		if ln <= offset { // a next page must move on; this cannot happen, and must not loop a model forever
 			return result.Result{}, fmt.Errorf("workspace--read: the page of %s from line %d holds no line", p.path, offset)
@@ -202,23 +334,27 @@ func (p *pager) longLine(ln int, line string, charStart, budget int) result.Resu
 }
 
 func (p *pager) chars(offset, limit int) (result.Result, error) {
-	if offset > p.totalChars || (offset == p.totalChars && p.totalChars > 0) {
-		return result.Result{}, fmt.Errorf("offsetChars %d is past the end of %s, which has %d characters", offset, p.path, p.totalChars)
-	}
 	budget := p.budget(p.worstFooter())
 	if limit == 0 || limit > budget {
 		limit = budget
 	}
-	start := result.CharOffset(p.text, offset)
-	body := cutChars(p.text[start:], limit)
+	p.skipChars(offset)
+	body := p.readChars(limit)
+	eof := !p.more()
 	// never end a page between a CR and its LF
-	if end := start + len(body); strings.HasSuffix(body, "\r") && end < len(p.text) && p.text[end] == '\n' && len(body) > 1 {
+	if strings.HasSuffix(body, "\r") && len(body) > 1 && !eof && p.piece[0] == '\n' {
 		body = body[:len(body)-1]
 	}
+	if err := p.finish(); err != nil {
+		return result.Result{}, err
+	}
+	if offset > p.totalChars || (offset == p.totalChars && p.totalChars > 0) {
+		return result.Result{}, fmt.Errorf("offsetChars %d is past the end of %s, which has %d characters", offset, p.path, p.totalChars)
+	}
 	n := utf8.RuneCountInString(body)
-	eof := start+len(body) >= len(p.text)
-	info := ReadPage{Mode: "chars", OffsetChars: offset, Chars: n, EOF: eof}
 	next := offset + n
+	eof = next >= p.totalChars
+	info := ReadPage{Mode: "chars", OffsetChars: offset, Chars: n, EOF: eof}
 	if !eof {
 		info.Next = &ReadInput{Path: p.path, OffsetChars: &next}
 	}

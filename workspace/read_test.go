@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -254,5 +255,72 @@ func TestReadWithTheLargestLimitShowsThePageAndMovesOn(t *testing.T) {
 	out = f.call(t, "workspace--read", ReadInput{Path: "a.txt", Offset: &two, Limit: &huge})
 	if out.IsError || !strings.HasPrefix(out.Text, "     2\ttwo\n") {
 		t.Fatalf("%q", out.Text)
+	}
+}
+
+// Issue 10 §5: workspace--read held the whole file (1 GiB: 1.07 GB
+// resident). It reads it a block at a time; its totals and pages are those
+// of the whole file made well formed, whatever falls on a block boundary.
+func TestReadStreamsAsIfTheWholeFileWereMadeWellFormed(t *testing.T) {
+	rng := rand.New(rand.NewSource(12))
+	var b strings.Builder
+	for b.Len() < 4*textBlock {
+		b.WriteString(trickyUTF8[rng.Intn(len(trickyUTF8))])
+		b.WriteString("mostly text, so that the file is not binary\n")
+	}
+	raw := b.String()
+	whole := result.WellFormed(raw)
+	f := newFixture(t)
+	f.write(t, "t.txt", raw)
+	const cap = 20000
+	var got strings.Builder
+	call := map[string]any{"path": "t.txt", "offsetChars": 0}
+	for pages := 0; call != nil; pages++ {
+		if pages > 200 {
+			t.Fatal("too many pages")
+		}
+		out := f.callCap(t, "workspace--read", call, cap)
+		var page ReadPage
+		if err := json.Unmarshal(out.Structured, &page); err != nil || out.IsError {
+			t.Fatalf("%v: %.300q", err, out.Text)
+		}
+		if page.TotalChars != result.Chars(whole) || page.TotalLines != result.Lines(whole) {
+			t.Fatalf("totals %d characters, %d lines; the whole file has %d, %d", page.TotalChars, page.TotalLines, result.Chars(whole), result.Lines(whole))
+		}
+		got.WriteString(cutChars(out.Text, page.Chars))
+		call = nil
+		if page.Next != nil {
+			raw, _ := json.Marshal(page.Next)
+			_ = json.Unmarshal(raw, &call)
+		}
+	}
+	if got.String() != whole {
+		t.Fatalf("the pages give %d bytes; the whole file made well formed is %d", got.Len(), len(whole))
+	}
+	// by line, a page deep in the file is the lines of the whole text
+	lines := strings.SplitAfter(whole, "\n")
+	out := f.callCap(t, "workspace--read", map[string]any{"path": "t.txt", "offset": 1000, "limit": 3}, 1<<20)
+	want := ""
+	for i := 999; i < 1002; i++ {
+		want += fmt.Sprintf("%6d\t%s\n", i+1, strings.TrimSuffix(strings.TrimSuffix(lines[i], "\n"), "\r"))
+	}
+	if !strings.HasPrefix(out.Text, want) {
+		t.Fatalf("page %.300q, want %.300q", out.Text, want)
+	}
+}
+
+// Issue 10, low: limit has a documented range, 1 to 100000; a larger one
+// is taken as 100000, and the next call moves on from there.
+func TestReadClampsTheLimit(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "many.txt", strings.Repeat("x\n", 150000))
+	huge := math.MaxInt
+	r, err := f.ws.Read(ReadInput{Path: "many.txt", Limit: &huge}, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := r.Structured.(ReadPage)
+	if page.LastLine != maxReadLines || page.Next == nil || *page.Next.Offset != maxReadLines+1 {
+		t.Fatalf("page %+v, next %+v", page, page.Next)
 	}
 }

@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, "myelin", version())
 		return exitOK
 	case "tool":
-		return toolCommand(ctx, args[1:], stdout, stderr)
+		return toolCommand(ctx, args[1:], stdin, stdout, stderr)
 	case "run", "chat":
 		return runCommand(ctx, args[0], args[1:], stdin, stdout, stderr)
 	case "history":

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/myelin-run/myelin/result"
@@ -32,6 +33,9 @@ const toolUsage = `Usage:
       Run one call as the agent would and print the text the conversation
       would store, byte for byte. Exit status 0 for a success, 1 for an
       error result (its text still printed), 2 for a usage error.
+      ARGS_JSON is the JSON itself, or - to read it from standard input,
+      or @FILE to read it from FILE (for arguments too long for a command
+      line; at most 64 MiB).
 `
 
 // toolFlags are the flags of `myelin tool list`, `describe` and `call`.
@@ -59,7 +63,7 @@ func (f *toolFlags) set(sub string) *flag.FlagSet {
 	return fs
 }
 
-func toolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func toolCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		return usageError(stderr, "tool", "want a command: list, describe or call")
 	}
@@ -86,8 +90,13 @@ func toolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return usageError(stderr, cmd, fmt.Sprintf("want one tool NAME, got %d arguments %q", len(pos), pos))
 	case sub == "call" && len(pos) != 2:
 		return usageError(stderr, cmd, fmt.Sprintf("want NAME and ARGS_JSON, got %d arguments %q", len(pos), pos))
-	case sub == "call" && !json.Valid([]byte(pos[1])):
-		return usageError(stderr, cmd, fmt.Sprintf("ARGS_JSON is not valid JSON: %s", pos[1]))
+	}
+	if sub == "call" {
+		args, err := callArgs(pos[1], stdin)
+		if err != nil {
+			return usageError(stderr, cmd, err.Error())
+		}
+		pos[1] = args
 	}
 	if sub == "call" && explicit(fs)["inline-cap"] && f.inlineCap < result.MinCap {
 		return usageError(stderr, cmd, inlineCapError(f.inlineCap))
@@ -118,6 +127,61 @@ func toolCommand(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return toolDescribe(t, f.json, stdout, stderr)
 	}
 	return toolCall(ctx, f, pos[0], pos[1], reg, env, stdout, stderr)
+}
+
+// maxCallArgs bounds ARGS_JSON read from standard input or a file.
+const maxCallArgs = 64 << 20
+
+// callArgs is the ARGS_JSON of `tool call`: the argument itself, or, for
+// arguments too long for a command line (the kernel's 128 KiB bound on one
+// argument), what standard input holds (`-`) or a file (`@FILE`, a path
+// on the user's machine, not confined to the workspace: the user typed
+// it). A literal ARGS_JSON never starts with @ and is never "-", so the
+// forms cannot be mistaken for one another. It must hold valid JSON.
+func callArgs(arg string, stdin io.Reader) (string, error) {
+	from := ""
+	var r io.Reader
+	switch {
+	case arg == "-":
+		from, r = "standard input", stdin
+	case strings.HasPrefix(arg, "@"):
+		name := arg[1:]
+		if name == "" {
+			return "", fmt.Errorf("ARGS_JSON %q names no file; write @FILE", arg)
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			return "", fmt.Errorf("ARGS_JSON %s: %v", arg, err)
+		}
+		defer f.Close()
+		from, r = "file "+name, f
+	default:
+		if !json.Valid([]byte(arg)) {
+			return "", fmt.Errorf("ARGS_JSON is not valid JSON: %s", clipArg(arg))
+		}
+		return arg, nil
+	}
+	if r == nil {
+		return "", fmt.Errorf("ARGS_JSON - reads standard input, and there is none")
+	}
+	raw, err := io.ReadAll(io.LimitReader(r, maxCallArgs+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("ARGS_JSON from %s: %v", from, err)
+	case len(raw) > maxCallArgs:
+		return "", fmt.Errorf("ARGS_JSON from %s is over %d MiB", from, maxCallArgs>>20)
+	case !json.Valid(raw):
+		return "", fmt.Errorf("ARGS_JSON from %s is not valid JSON: %s", from, clipArg(string(raw)))
+	}
+	return string(raw), nil
+}
+
+// clipArg bounds an ARGS_JSON echoed in an error to 200 bytes.
+func clipArg(s string) string {
+	if len(s) <= 200 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:200], "") + "…"
 }
 
 // inlineCapError is the error of an --inline-cap below the floor, which
