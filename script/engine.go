@@ -20,11 +20,13 @@ type engine struct {
 	vm       *quickjs.VM
 	out      io.Writer
 	deadline time.Time
+	memory   int64
 	output   int // the output limit: past it, prints are not sent
 	sent     int
 	cut      bool
 	inflight int
 	finished bool
+	exited   bool // the script's body returned or threw
 	entered  bool // the script's promise settled and done or failed began
 	settleFn quickjs.Value
 	werr     error
@@ -47,7 +49,7 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 	if started != nil {
 		started(limit)
 	}
-	e := &engine{out: out, deadline: time.Now().Add(limit), output: int(m.N[3])}
+	e := &engine{out: out, deadline: time.Now().Add(limit), memory: m.N[0], output: int(m.N[3])}
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		return e.end(endError, fmt.Errorf("starting the script engine: %v", err))
@@ -85,8 +87,10 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 			return e.werr
 		case e.finished:
 			return e.end(endDone, nil)
-		case e.inflight == 0 && e.entered:
+		case e.inflight == 0 && (e.entered || e.exited):
 			return e.end(endUnread, nil)
+		case e.inflight == 0 && e.outOfMemory():
+			return e.end(endNoMemory, nil)
 		case e.inflight == 0:
 			return e.end(endUnsettled, nil)
 		}
@@ -103,6 +107,16 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 			return e.end(endError, err)
 		}
 	}
+}
+
+// outOfMemory reports whether the engine is out of memory: whether a
+// sixteenth of its limit (1 MiB at least) can still be had. A script whose
+// promise ended while the engine had no memory left can lose the job that
+// would have ended it: it then looks like one waiting for nothing.
+func (e *engine) outOfMemory() bool {
+	e.arm()
+	_, err := e.vm.Eval(fmt.Sprintf("void new ArrayBuffer(%d)", max(e.memory/16, 1<<20)), quickjs.EvalGlobal)
+	return err != nil
 }
 
 // arm gives the engine what is left of the wall time: a soft limit, as the
@@ -135,6 +149,7 @@ func (e *engine) start(code, names string) error {
 		"__myelin_call":    e.call,
 		"__myelin_finish":  e.finish,
 		"__myelin_entered": func() { e.entered = true },
+		"__myelin_exited":  func() { e.exited = true },
 	} {
 		if err := e.vm.RegisterFunc(name, f, false); err != nil {
 			return fmt.Errorf("setting up the sandbox: %v", err)
@@ -156,7 +171,7 @@ func (e *engine) start(code, names string) error {
 	// On the script's first line, so that the engine's line numbers are
 	// the script's.
 	e.arm()
-	_, err = e.vm.Eval("(async function () {"+code+"\n})().then(__myelin.done, __myelin.failed);", quickjs.EvalGlobal)
+	_, err = e.vm.Eval("(async function () { try {"+code+"\n} finally { __myelin.exited() } })().then(__myelin.done, __myelin.failed);", quickjs.EvalGlobal)
 	return err
 }
 

@@ -281,7 +281,9 @@ func (r *run) result() result.Result {
 	case r.end == endUnsettled:
 		tail = "the script is waiting for a promise that nothing will settle (only tool calls settle by themselves here: there are no timers)"
 	case r.end == endUnread || r.kind == "unreadable":
-		tail = fmt.Sprintf("the script ended, but what it returned or threw could not be read: the engine ran out of memory (its limit is %s)", mib(int(r.lim.Memory)))
+		tail = fmt.Sprintf("the script was stopped: it ran out of memory (its limit is %s), and what it returned or threw could not be read", mib(int(r.lim.Memory)))
+	case r.end == endNoMemory:
+		tail = fmt.Sprintf("the script was stopped: it ran out of memory (its limit is %s), with too little left to end it", mib(int(r.lim.Memory)))
 	case !r.finished:
 		tail = "the script did not finish"
 	case r.kind == "string":
@@ -329,7 +331,8 @@ func (r *run) failureText() string {
 	case r.kind == "unencodable":
 		return "the script failed: the returned value could not be encoded as JSON: " + r.text
 	case r.kind == "thrown" && r.text == "null":
-		return fmt.Sprintf("the script failed%s: uncaught null. The engine throws null when it runs out of memory (its limit is %s) with no room left for an error: unless the script threw null itself, it ran out of memory", atLine(r.line), mib(int(r.lim.Memory)))
+		// The engine throws null when it cannot make an error.
+		return fmt.Sprintf("the script was stopped%s: it ran out of memory (its limit is %s), with no room left even for an error (what it ended with is null; a script that throws null itself reads the same)", atLine(r.line), mib(int(r.lim.Memory)))
 	case r.kind == "thrown":
 		return r.errorText("uncaught "+r.text, r.line)
 	}
@@ -359,7 +362,8 @@ func (r *run) limitText(why string) string {
 // the error and its line.
 func (r *run) errorText(msg string, line int) string {
 	switch {
-	case strings.Contains(msg, "out of memory"):
+	// The engine throws null when it has no memory left for an error.
+	case strings.Contains(msg, "out of memory") || msg == "null":
 		return fmt.Sprintf("the script was stopped: it ran out of memory (its limit is %s)", mib(int(r.lim.Memory)))
 	case strings.Contains(msg, "stack overflow"):
 		return fmt.Sprintf("the script was stopped: stack overflow (its call depth limit is %d engine stack slots)", r.lim.Stack)

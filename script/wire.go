@@ -29,6 +29,7 @@ const (
 	endError     = "error"     // the engine failed: a syntax error, an uncaught engine error
 	endUnsettled = "unsettled" // nothing left to run and no tool call in flight
 	endUnread    = "unread"    // the script ended, but its value or error could not be read
+	endNoMemory  = "no memory" // nothing left to run, and the engine is out of memory
 )
 
 // maxField bounds one string of a message: far above any output limit,
