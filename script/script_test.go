@@ -274,7 +274,6 @@ func TestAHugeOutputSpillsLikeAnyResult(t *testing.T) {
 	}
 }
 
-
 func TestCancellingTheCallStopsTheScript(t *testing.T) {
 	r := newRig(t, Limits{})
 	ctx, cancel := context.WithCancel(context.Background())
