@@ -2,7 +2,6 @@ package script
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -63,17 +62,6 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 			e.settleFn.Free()
 		}
 	}()
-	msgs := make(chan msg, 64)
-	go func() { // settles arrive while the script runs; the pipe never fills
-		defer close(msgs)
-		for {
-			m, err := readMsg(in)
-			if err != nil {
-				return
-			}
-			msgs <- m
-		}
-	}()
 	if err := e.start(m.S[0], m.S[1]); err != nil {
 		return e.end(endError, err)
 	}
@@ -94,9 +82,11 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 		case e.inflight == 0:
 			return e.end(endUnsettled, nil)
 		}
-		m, ok := <-msgs
-		if !ok {
-			return errors.New("myelin's side of the pipe closed")
+		// Read only while waiting: myelin's calls wait to hand over their
+		// results while the script runs, and nothing else does.
+		m, err := readMsg(in)
+		if err != nil {
+			return fmt.Errorf("waiting for a tool call's result: %v", err)
 		}
 		if m.Op != opSettle {
 			return fmt.Errorf("op %q while the script runs", m.Op)

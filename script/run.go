@@ -39,8 +39,8 @@ type Call struct {
 // run is myelin's side of one script: it reads what the engine process
 // sends (engine.go), runs the script's tool calls, counts the limits, and
 // ends the process when one is hit. Only the goroutine in Run touches its
-// fields but calls; calls are under mu, as the calls' goroutines update
-// them.
+// fields but calls and stopped, which are under mu: the calls' goroutines
+// update calls, and the time limit sets stopped.
 type run struct {
 	c        Config
 	lim      Limits
@@ -50,12 +50,12 @@ type run struct {
 	deadline time.Time
 	callCtx  context.Context
 
-	out     strings.Builder
-	cut     bool
-	stopped string // the limit that stopped the script, once one did
+	out strings.Builder
+	cut bool
 
-	mu    sync.Mutex
-	calls []Call
+	mu      sync.Mutex
+	calls   []Call
+	stopped string // the limit that stopped the script, once one did
 
 	finished bool   // an opFinish came
 	kind     string // what it finished with (prelude.js): "undefined", "string", "json", "error", ...
@@ -106,48 +106,39 @@ func Run(ctx context.Context, c Config, limits Limits, code string) result.Resul
 }
 
 // loop reads the engine's messages until the script ends or a limit
-// stops it; the engine is still there when it returns, for Run to end.
+// stops it. The time limit and a cancel stop it from another goroutine, by
+// ending the engine: the read then fails.
 func (r *run) loop(ctx context.Context) {
-	msgs := make(chan msg)
-	failed := make(chan error, 1)
-	quit := make(chan struct{})
-	read := make(chan struct{})
-	defer func() { close(quit); r.conn.kill(); <-read }()
+	over := make(chan struct{})
+	watched := make(chan struct{})
+	defer func() { close(over); <-watched }()
 	go func() {
-		defer close(read)
-		for {
-			m, err := readMsg(r.conn.r)
-			if err != nil {
-				failed <- err
-				return
-			}
-			select {
-			case msgs <- m:
-			case <-quit:
-				return
-			}
-		}
-	}()
-	timeUp := time.NewTimer(time.Until(r.deadline))
-	defer timeUp.Stop()
-	for {
+		defer close(watched)
+		timeUp := time.NewTimer(time.Until(r.deadline))
+		defer timeUp.Stop()
 		select {
-		case m := <-msgs:
-			if r.handle(m) {
-				return
-			}
-		case err := <-failed:
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				r.lost = "it exited without a word"
-			} else {
-				r.lost = err.Error()
-			}
-			return
 		case <-timeUp.C:
 			r.stop(stopTime)
-			return
 		case <-ctx.Done():
 			r.stop(stopCancelled)
+		case <-over:
+			return
+		}
+		r.conn.kill()
+	}()
+	for {
+		m, err := readMsg(r.conn.r)
+		switch {
+		case err != nil && r.stoppedBy() != "":
+			return
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			r.lost = "it exited without a word"
+			return
+		case err != nil:
+			r.lost = err.Error()
+			return
+		}
+		if r.handle(m) {
 			return
 		}
 	}
@@ -170,7 +161,7 @@ func (r *run) handle(m msg) bool {
 		r.lost = fmt.Sprintf("it sent op %q", m.Op)
 		return true
 	}
-	return r.stopped != ""
+	return r.stoppedBy() != ""
 }
 
 func scriptID() string {
@@ -182,9 +173,17 @@ func scriptID() string {
 // stop records the limit that stopped the script, the first one only; Run
 // then ends the engine, which no script can resist.
 func (r *run) stop(why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.stopped == "" {
 		r.stopped = why
 	}
+}
+
+func (r *run) stoppedBy() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
 }
 
 // print is console.log's way out.
@@ -271,9 +270,9 @@ func (r *run) result() result.Result {
 	var value json.RawMessage = []byte("null")
 	var tail string
 	isError := true
-	switch {
-	case r.stopped != "":
-		tail = r.limitText(r.stopped)
+	switch why := r.stoppedBy(); {
+	case why != "":
+		tail = r.limitText(why)
 	case r.lost != "":
 		tail = "the script engine stopped unexpectedly: " + r.lost
 	case r.end == endError:
