@@ -80,13 +80,13 @@ func TestAThrownValueCountsTowardTheOutputLimit(t *testing.T) {
 func TestAScriptOutOfMemorySaysSoWhateverTheEngineCouldStillDo(t *testing.T) {
 	fill := `const a = []; try { for (;;) a.push([a.length]) } catch (e) {}; `
 	for _, tc := range []struct{ name, code, want string }{
-		{"JSON.stringify of a full heap, caught and thrown again", fill + `try { JSON.stringify(a) } catch (e) { throw e }`, "it ran out of memory (its limit is 32 MiB)"},
-		{"returning a full heap", `const a = []; try { for (;;) a.push({k: "v" + a.length}) } catch (e) {}; return a`, "it ran out of memory (its limit is 32 MiB)"},
-		{"an error too large to settle", `throw new Error("x".repeat(20 << 20))`, "it ran out of memory (its limit is 32 MiB)"},
-		{"allocating without end", `const a = []; for (;;) a.push({k: "v" + a.length})`, "it ran out of memory (its limit is 32 MiB), with no room left even for an error"},
+		{"JSON.stringify of a full heap, caught and thrown again", fill + `try { JSON.stringify(a) } catch (e) { throw e }`, "it ran out of memory (its limit is 8 MiB)"},
+		{"returning a full heap", `const a = []; try { for (;;) a.push({k: "v" + a.length}) } catch (e) {}; return a`, "it ran out of memory (its limit is 8 MiB)"},
+		{"an error too large to settle", `throw new Error("x".repeat(5 << 20))`, "it ran out of memory (its limit is 8 MiB)"},
+		{"allocating without end", `const a = []; for (;;) a.push({k: "v" + a.length})`, "it ran out of memory (its limit is 8 MiB), with no room left even for an error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Run(context.Background(), Config{}, Limits{Time: 30 * time.Second, Memory: 32 << 20}, tc.code)
+			res := Run(context.Background(), Config{}, Limits{Time: 30 * time.Second, Memory: 8 << 20}, tc.code)
 			text := fmt.Sprint(res.Data)
 			if !res.IsError || !strings.Contains(text, tc.want) || strings.Contains(text, "nothing will settle") {
 				t.Errorf("got %.300q, want %q", text, tc.want)
