@@ -154,4 +154,9 @@ func TestAnEngineThatDiesIsAnErrorResult(t *testing.T) {
 	if text := fmt.Sprint(res.Data); !res.IsError || !strings.HasPrefix(text, "the script engine stopped unexpectedly") {
 		t.Errorf("got %q (error %v)", text, res.IsError)
 	}
+	startEngine = func() (*conn, error) { return nil, fmt.Errorf("fork/exec /proc/self/exe: permission denied") }
+	res = Run(context.Background(), Config{}, Limits{}, `return 1`)
+	if text := fmt.Sprint(res.Data); !res.IsError || text != "starting the script engine: fork/exec /proc/self/exe: permission denied" {
+		t.Errorf("an engine that cannot start: %q (error %v)", text, res.IsError)
+	}
 }

@@ -9,6 +9,12 @@
 // (docs/contract.md §9). The package must not convert results itself beyond composing
 // its own output, and the sandbox must offer no way out but the tools: no
 // file system, network, processes or timers.
+//
+// Each script runs in an engine process of its own (child.go): the
+// program's executable started again, which this package's init turns into
+// the engine before main runs. That is what lets the time limit end any
+// script, whatever it catches; a program that imports this package must
+// not exit or block in an init of its own when MYELIN_SCRIPT_ENGINE=1.
 package script
 
 import (
