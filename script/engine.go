@@ -25,7 +25,7 @@ type engine struct {
 	cut      bool
 	inflight int
 	finished bool
-	exited   bool // the script's body returned or threw
+	threw    bool // the script's body threw
 	entered  bool // the script's promise settled and done or failed began
 	settleFn quickjs.Value
 	werr     error
@@ -75,7 +75,7 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 			return e.werr
 		case e.finished:
 			return e.end(endDone, nil)
-		case e.inflight == 0 && (e.entered || e.exited):
+		case e.inflight == 0 && (e.entered || e.threw):
 			return e.end(endUnread, nil)
 		case e.inflight == 0 && e.outOfMemory():
 			return e.end(endNoMemory, nil)
@@ -139,7 +139,7 @@ func (e *engine) start(code, names string) error {
 		"__myelin_call":    e.call,
 		"__myelin_finish":  e.finish,
 		"__myelin_entered": func() { e.entered = true },
-		"__myelin_exited":  func() { e.exited = true },
+		"__myelin_threw":   func() { e.threw = true },
 	} {
 		if err := e.vm.RegisterFunc(name, f, false); err != nil {
 			return fmt.Errorf("setting up the sandbox: %v", err)
@@ -161,7 +161,7 @@ func (e *engine) start(code, names string) error {
 	// On the script's first line, so that the engine's line numbers are
 	// the script's.
 	e.arm()
-	_, err = e.vm.Eval("(async function () { try {"+code+"\n} finally { __myelin.exited() } })().then(__myelin.done, __myelin.failed);", quickjs.EvalGlobal)
+	_, err = e.vm.Eval("(async function () { try {"+code+"\n} catch (e) { __myelin.threw(); throw e } })().then(__myelin.done, __myelin.failed);", quickjs.EvalGlobal)
 	return err
 }
 

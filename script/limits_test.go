@@ -93,6 +93,13 @@ func TestAScriptOutOfMemorySaysSoWhateverTheEngineCouldStillDo(t *testing.T) {
 			}
 		})
 	}
+	// and a script that does wait for nothing, with memory to spare, says so
+	for _, code := range []string{`await new Promise(() => {})`, `return new Promise(() => {})`, `throw await new Promise(() => {})`} {
+		res := Run(context.Background(), Config{}, Limits{Time: 30 * time.Second, Memory: 8 << 20}, code)
+		if text := fmt.Sprint(res.Data); !res.IsError || !strings.Contains(text, "waiting for a promise that nothing will settle") {
+			t.Errorf("%s: got %.300q", code, text)
+		}
+	}
 }
 
 // timeout_ms is clamped to the configured limit, so that no number makes

@@ -6,9 +6,9 @@
   const call = globalThis.__myelin_call;
   const finish = globalThis.__myelin_finish;
   const entered = globalThis.__myelin_entered;
-  const exited = globalThis.__myelin_exited;
+  const threw = globalThis.__myelin_threw;
   delete globalThis.__myelin_entered;
-  delete globalThis.__myelin_exited;
+  delete globalThis.__myelin_threw;
   delete globalThis.__myelin_print;
   delete globalThis.__myelin_call;
   delete globalThis.__myelin_finish;
@@ -82,7 +82,7 @@
       return finish("unreadable", "", line);
     }
   };
-  // exited is called as the script's body returns or throws: if neither
-  // done nor failed follows, the engine lost the promise's settling.
-  return { settle, done, failed, exited };
+  // threw is called as the script's body throws: if failed does not
+  // follow, the engine lost the promise's rejection (out of memory).
+  return { settle, done, failed, threw };
 })
