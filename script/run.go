@@ -93,11 +93,7 @@ func Run(ctx context.Context, c Config, limits Limits, code string) result.Resul
 	r.conn = cn
 	list, _ := json.Marshal(names(c.Tools))
 	ms := max(time.Until(r.deadline).Milliseconds(), 1)
-	if err := cn.send(msg{Op: opRun, N: [4]int64{lim.Memory, int64(lim.Stack), ms, int64(lim.Output)}, S: [3]string{code, string(list)}}); err != nil {
-		r.lost = fmt.Sprintf("sending it the script: %v", err)
-	} else {
-		r.loop(ctx)
-	}
+	r.loop(ctx, msg{Op: opRun, N: [4]int64{lim.Memory, int64(lim.Stack), ms, int64(lim.Output)}, S: [3]string{code, string(list)}})
 	cn.kill()
 	if said := cn.wait(); said != "" && r.lost != "" {
 		r.lost += " (" + said + ")"
@@ -105,10 +101,10 @@ func Run(ctx context.Context, c Config, limits Limits, code string) result.Resul
 	return r.result()
 }
 
-// loop reads the engine's messages until the script ends or a limit
-// stops it. The time limit and a cancel stop it from another goroutine, by
-// ending the engine: the read then fails.
-func (r *run) loop(ctx context.Context) {
+// loop sends the engine the script, then reads its messages until the
+// script ends or a limit stops it. The time limit and a cancel stop it from
+// another goroutine, by ending the engine: a read or write then fails.
+func (r *run) loop(ctx context.Context, script msg) {
 	over := make(chan struct{})
 	watched := make(chan struct{})
 	defer func() { close(over); <-watched }()
@@ -126,6 +122,12 @@ func (r *run) loop(ctx context.Context) {
 		}
 		r.conn.kill()
 	}()
+	if err := r.conn.send(script); err != nil {
+		if r.stoppedBy() == "" {
+			r.lost = fmt.Sprintf("sending it the script: %v", err)
+		}
+		return
+	}
 	for {
 		m, err := readMsg(r.conn.r)
 		switch {
