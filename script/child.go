@@ -66,8 +66,9 @@ type conn struct {
 	r  io.Reader
 	// kill ends the engine at once; safe to call twice.
 	kill func()
-	// wait returns once the engine is gone, with what it wrote to stderr
-	// when it failed.
+	// wait returns once the engine is gone, with how it ended and the end
+	// of what it wrote to stderr when it did not exit 0 (read only when the
+	// engine went away before the script ended: else it is Run's kill).
 	wait func() string
 }
 
@@ -112,18 +113,13 @@ var startEngine = func() (*conn, error) {
 			once.Do(func() {
 				err := cmd.Wait()
 				liveEngines.Add(-1)
-				if err != nil && !killed(cmd) {
-					said = strings.TrimSpace(fmt.Sprintf("%v: %s", err, stderr.String()))
+				if err != nil {
+					said = strings.TrimSuffix(strings.TrimSpace(fmt.Sprintf("%v: %s", err, stderr.String())), ":")
 				}
 			})
 			return said
 		},
 	}, nil
-}
-
-// killed reports whether the process ended by the kill myelin sent.
-func killed(cmd *exec.Cmd) bool {
-	return cmd.ProcessState != nil && strings.Contains(cmd.ProcessState.String(), "killed")
 }
 
 // tail keeps the last max bytes written to it.
