@@ -161,6 +161,19 @@ func TestAnEngineThatDiesIsAnErrorResult(t *testing.T) {
 	if text := fmt.Sprint(res.Data); !res.IsError || !strings.HasPrefix(text, "the script engine stopped unexpectedly") {
 		t.Errorf("got %q (error %v)", text, res.IsError)
 	}
+	startEngine = func() (*conn, error) {
+		c, err := start()
+		if err != nil {
+			return nil, err
+		}
+		c.send(msg{Op: 'x'}) // not a script: the engine says so on stderr and exits 1
+		return c, nil
+	}
+	res = Run(context.Background(), Config{}, Limits{}, `return 1`)
+	if text := fmt.Sprint(res.Data); !res.IsError || !strings.HasPrefix(text, "the script engine stopped unexpectedly") ||
+		!strings.Contains(text, "exit status 1: the first message is op 'x', not a script") {
+		t.Errorf("an engine that exits 1: %q (error %v)", text, res.IsError)
+	}
 	startEngine = func() (*conn, error) { return nil, fmt.Errorf("fork/exec /proc/self/exe: permission denied") }
 	res = Run(context.Background(), Config{}, Limits{}, `return 1`)
 	if text := fmt.Sprint(res.Data); !res.IsError || text != "starting the script engine: fork/exec /proc/self/exe: permission denied" {
