@@ -1,8 +1,10 @@
 package script
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"testing"
 
 	"github.com/myelin-run/myelin/result"
@@ -52,4 +54,39 @@ func BenchmarkStart(b *testing.B) {
 			b.Fatal(r.Data)
 		}
 	}
+}
+
+// inProcess runs the engine on a goroutine of this process, over pipes,
+// instead of a process of its own: the baseline of the benchmark pairs
+// below, which measure what the process costs. It cannot stop a script
+// that does not end by itself, so it is for benchmarks of scripts that do.
+func inProcess(b *testing.B) {
+	start := startEngine
+	b.Cleanup(func() { startEngine = start })
+	startEngine = func() (*conn, error) {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = serve(inR, outW, nil)
+			outW.Close()
+		}()
+		return &conn{
+			w:    bufio.NewWriter(inW),
+			r:    outR,
+			kill: func() { inW.Close(); outR.Close() },
+			wait: func() string { <-done; return "" },
+		}, nil
+	}
+}
+
+func BenchmarkStartInProcess(b *testing.B) {
+	inProcess(b)
+	BenchmarkStart(b)
+}
+
+func BenchmarkToolRoundTripInProcess(b *testing.B) {
+	inProcess(b)
+	BenchmarkToolRoundTrip(b)
 }

@@ -5,6 +5,10 @@
   const print = globalThis.__myelin_print;
   const call = globalThis.__myelin_call;
   const finish = globalThis.__myelin_finish;
+  const entered = globalThis.__myelin_entered;
+  const threw = globalThis.__myelin_threw;
+  delete globalThis.__myelin_entered;
+  delete globalThis.__myelin_threw;
   delete globalThis.__myelin_print;
   delete globalThis.__myelin_call;
   delete globalThis.__myelin_finish;
@@ -49,18 +53,36 @@
     const m = /<eval>:(\d+)/.exec(e && e.stack || "");
     return m ? Number(m[1]) : 0;
   };
+  // done and failed end the script: finish's kind says what its text is.
+  // Each catches what reading the value can throw (an engine out of
+  // memory), so that the script always ends with finish, never with a
+  // promise nothing settles.
   const done = (v) => {
+    entered();
     if (v === undefined) return finish("undefined", "", 0);
     if (typeof v === "string") return finish("string", v, 0);
     let json;
     try {
       json = JSON.stringify(v);
     } catch (e) {
-      return finish("error", "the returned value could not be encoded as JSON: " + show(e), 0);
+      let why = "null";
+      try { why = show(e); } catch (_) {}
+      return finish("unencodable", why, 0);
     }
     if (json === undefined) return finish("string", String(v), 0);
     return finish("json", json, 0);
   };
-  const failed = (e) => finish("error", e instanceof Error ? String(e) : "uncaught " + show(e), where(e));
-  return { settle, done, failed };
+  const failed = (e) => {
+    entered();
+    let line = 0;
+    try { line = where(e); } catch (_) {}
+    try {
+      return e instanceof Error ? finish("error", String(e), line) : finish("thrown", show(e), line);
+    } catch (_) {
+      return finish("unreadable", "", line);
+    }
+  };
+  // threw is called as the script's body throws: if failed does not
+  // follow, the engine lost the promise's rejection (out of memory).
+  return { settle, done, failed, threw };
 })

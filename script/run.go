@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -35,84 +36,134 @@ type Call struct {
 	MS         int64  `json:"ms"`
 }
 
-// run is one script on its VM. Only the goroutine in Run touches the VM;
-// tool calls run on their own goroutines and come back through done.
+// run is myelin's side of one script: it reads what the engine process
+// sends (engine.go), runs the script's tool calls, counts the limits, and
+// ends the process when one is hit. Only the goroutine in Run touches its
+// fields but calls and stopped, which are under mu: the calls' goroutines
+// update calls, and the time limit sets stopped.
 type run struct {
 	c        Config
 	lim      Limits
-	vm       *quickjs.VM
 	d        *tool.Dispatcher
+	conn     *conn
 	id       string // names the spill files of the script's calls
 	deadline time.Time
-
-	out      strings.Builder
-	cut      bool
-	calls    []Call
-	inflight int
-	done     chan completion
-	quit     chan struct{}
 	callCtx  context.Context
 
-	settleFn quickjs.Value // __myelin.settle, held for the run
+	out strings.Builder
+	cut bool
 
 	mu      sync.Mutex
+	calls   []Call
 	stopped string // the limit that stopped the script, once one did
 
-	finished bool
-	kind     string // how it finished: "undefined", "string", "json" or "error"
+	finished bool   // an opFinish came
+	kind     string // what it finished with (prelude.js): "undefined", "string", "json", "error", ...
 	text     string
+	full     int // the text's length before the engine cut it
 	line     int
-}
 
-type completion struct {
-	ticket int
-	index  int // in calls
-	out    result.Output
-	ms     int64
+	end     string // how the engine ended (an end* constant); "" when it did not say
+	endMsg  string
+	endLine int
+	lost    string // why the engine went away without saying how it ended
 }
 
 // Run runs one script under limits, its tool calls dispatched over
 // c.Tools, and returns its result: what it printed, then the value it
-// returned; an error result for a thrown error or a limit.
+// returned; an error result for a thrown error or a limit. The script runs
+// in an engine process of its own (child.go), which is gone when Run
+// returns, whatever the script did.
 func Run(ctx context.Context, c Config, limits Limits, code string) result.Result {
 	lim := limits.withDefaults()
-	vm, err := quickjs.NewVM()
-	if err != nil {
-		return result.Error(fmt.Sprintf("starting the script engine: %v", err))
-	}
-	defer vm.Close()
-	vm.SetMemoryLimit(uintptr(lim.Memory))
-	vm.SetMaxStackSize(uintptr(lim.Stack))
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &run{
-		c: c, lim: lim, vm: vm, id: scriptID(), deadline: time.Now().Add(lim.Time),
-		done: make(chan completion), quit: make(chan struct{}), callCtx: callCtx,
+		c: c, lim: lim, id: scriptID(), deadline: time.Now().Add(lim.Time), callCtx: callCtx,
 		d: &tool.Dispatcher{Tools: c.Tools, Timeout: c.Timeout, Env: result.Env{
 			Store: c.Env.Store, Now: c.Env.Now,
 			// A script gets each result whole, up to its output bound.
 			Limits: result.Limits{Agent: lim.Output, Round: lim.Output},
 		}},
 	}
-	defer close(r.quit)
+	cn, err := startEngine()
+	if err != nil {
+		return result.Error(fmt.Sprintf("starting the script engine: %v", err))
+	}
+	r.conn = cn
+	list, _ := json.Marshal(names(c.Tools))
+	ms := max(time.Until(r.deadline).Milliseconds(), 1)
+	r.loop(ctx, msg{Op: opRun, N: [4]int64{lim.Memory, int64(lim.Stack), ms, int64(lim.Output)}, S: [3]string{code, string(list)}})
+	cn.kill()
+	if said := cn.wait(); said != "" && r.lost != "" {
+		r.lost += " (" + said + ")"
+	}
+	return r.result()
+}
+
+// loop sends the engine the script, then reads its messages until the
+// script ends or a limit stops it. The time limit and a cancel stop it from
+// another goroutine, by ending the engine: a read or write then fails.
+func (r *run) loop(ctx context.Context, script msg) {
+	over := make(chan struct{})
 	watched := make(chan struct{})
-	defer close(watched)
-	go func() { // cancellation from outside: the engine stops at once
+	defer func() { close(over); <-watched }()
+	go func() {
+		defer close(watched)
+		timeUp := time.NewTimer(time.Until(r.deadline))
+		defer timeUp.Stop()
 		select {
+		case <-timeUp.C:
+			r.stop(stopTime)
 		case <-ctx.Done():
 			r.stop(stopCancelled)
-		case <-watched:
+		case <-over:
+			return
 		}
+		r.conn.kill()
 	}()
-	defer func() {
-		if r.settleFn.VM() != nil {
-			r.settleFn.Free()
+	if err := r.conn.send(script); err != nil {
+		if r.stoppedBy() == "" {
+			r.lost = fmt.Sprintf("sending it the script: %v", err)
 		}
-	}()
-	if err := r.start(code); err != nil {
-		return r.result(err)
+		return
 	}
-	return r.result(r.loop(ctx))
+	for {
+		m, err := readMsg(r.conn.r)
+		switch {
+		case err != nil && r.stoppedBy() != "":
+			return
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			r.lost = "it exited without a word"
+			return
+		case err != nil:
+			r.lost = err.Error()
+			return
+		}
+		if r.handle(m) {
+			return
+		}
+	}
+}
+
+// handle takes one message from the engine and reports whether the script
+// is over.
+func (r *run) handle(m msg) bool {
+	switch m.Op {
+	case opPrint:
+		r.print(m.S[0])
+	case opCall:
+		r.call(int(m.N[0]), m.S[0], m.S[1])
+	case opFinish:
+		r.finish(m.S[0], m.S[1], int(m.N[0]), int(m.N[1]))
+	case opEnd:
+		r.end, r.endMsg, r.endLine = m.S[0], m.S[1], int(m.N[0])
+		return true
+	default:
+		r.lost = fmt.Sprintf("it sent op %q", m.Op)
+		return true
+	}
+	return r.stoppedBy() != ""
 }
 
 func scriptID() string {
@@ -121,15 +172,14 @@ func scriptID() string {
 	return "script_" + hex.EncodeToString(b)
 }
 
-// stop records the limit that stopped the script, the first one only, and
-// interrupts the engine: an interrupt is an exception no script can catch.
+// stop records the limit that stopped the script, the first one only; Run
+// then ends the engine, which no script can resist.
 func (r *run) stop(why string) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.stopped == "" {
 		r.stopped = why
 	}
-	r.mu.Unlock()
-	r.vm.Interrupt()
 }
 
 func (r *run) stoppedBy() string {
@@ -138,81 +188,13 @@ func (r *run) stoppedBy() string {
 	return r.stopped
 }
 
-// arm gives the engine what is left of the wall time.
-func (r *run) arm() {
-	r.vm.SetEvalTimeout(max(time.Until(r.deadline), time.Millisecond))
-}
-
-// start installs the bridge and runs the script up to its first await.
-func (r *run) start(code string) error {
-	for name, f := range map[string]any{
-		"__myelin_print":  r.print,
-		"__myelin_call":   r.call,
-		"__myelin_finish": r.finish,
-	} {
-		if err := r.vm.RegisterFunc(name, f, false); err != nil {
-			return fmt.Errorf("setting up the sandbox: %v", err)
-		}
-	}
-	list, _ := json.Marshal(names(r.c.Tools))
-	r.arm()
-	if _, err := r.vm.Eval("const __myelin = "+prelude+"("+string(list)+");", quickjs.EvalGlobal); err != nil {
-		return fmt.Errorf("setting up the sandbox: %v", err)
-	}
-	// On the script's first line, so that the engine's line numbers are
-	// the script's.
-	r.arm()
-	fn, err := r.vm.EvalValue("__myelin.settle", quickjs.EvalGlobal)
-	if err != nil {
-		return fmt.Errorf("setting up the sandbox: %v", err)
-	}
-	r.settleFn = fn
-	_, err = r.vm.Eval("(async function () {"+code+"\n})().then(__myelin.done, __myelin.failed);", quickjs.EvalGlobal)
-	return err
-}
-
-// loop runs the script's jobs and settles its tool calls until it
-// finishes or is stopped.
-func (r *run) loop(ctx context.Context) error {
-	timeUp := time.NewTimer(time.Until(r.deadline))
-	defer timeUp.Stop()
-	for {
-		r.arm()
-		if _, err := r.vm.ExecutePendingJobs(); err != nil {
-			return err
-		}
-		if r.finished || r.stoppedBy() != "" {
-			return nil
-		}
-		if r.inflight == 0 {
-			return errors.New("the script is waiting for a promise that nothing will settle (only tool calls settle by themselves here: there are no timers)")
-		}
-		select {
-		case comp := <-r.done:
-			if err := r.settle(comp); err != nil {
-				return err
-			}
-		case <-timeUp.C:
-			r.stop(stopTime)
-			return nil
-		case <-ctx.Done():
-			r.stop(stopCancelled)
-			return nil
-		}
-	}
-}
-
 // print is console.log's way out.
 func (r *run) print(text string) {
 	if r.cut {
 		return
 	}
 	if room := r.lim.Output - r.out.Len(); len(text) > room {
-		cut := room
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		r.out.WriteString(text[:cut])
+		r.out.WriteString(text[:runeCut(text, room)])
 		r.cut = true
 		r.stop(stopOutput)
 		return
@@ -220,15 +202,30 @@ func (r *run) print(text string) {
 	r.out.WriteString(text)
 }
 
-// call starts a tool call; its result comes back through done.
+// runeCut is the largest cut at or before n that does not split a
+// character of text.
+func runeCut(text string, n int) int {
+	if n >= len(text) {
+		return len(text)
+	}
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return n
+}
+
+// call runs a tool call on its own goroutine, which hands the result to
+// the engine.
 func (r *run) call(ticket int, name, input string) {
+	r.mu.Lock()
 	if len(r.calls) >= r.lim.ToolCalls {
+		r.mu.Unlock()
 		r.stop(stopToolCalls)
 		return
 	}
 	index := len(r.calls)
 	r.calls = append(r.calls, Call{Name: name, InputBytes: len(input)})
-	r.inflight++
+	r.mu.Unlock()
 	go func() {
 		t0 := time.Now()
 		var out result.Output
@@ -237,66 +234,78 @@ func (r *run) call(ticket int, name, input string) {
 		} else {
 			out = r.d.Call(r.callCtx, tool.Call{ID: fmt.Sprintf("%s-%d", r.id, index+1), Name: name, Input: json.RawMessage(input)})
 		}
-		select {
-		case r.done <- completion{ticket: ticket, index: index, out: out, ms: time.Since(t0).Milliseconds()}:
-		case <-r.quit:
+		ms := time.Since(t0).Milliseconds()
+		r.mu.Lock()
+		r.calls[index].IsError, r.calls[index].MS = out.IsError, ms
+		if w := r.c.Trace; w != nil {
+			fmt.Fprintf(w, "%s %s %s input=%dB ms=%d error=%v\n", time.Now().UTC().Format(time.RFC3339), r.id, name, len(input), ms, out.IsError)
 		}
+		r.mu.Unlock()
+		// Once the script is over, the engine is gone and this fails.
+		_ = r.conn.send(msg{Op: opSettle, Flag: out.IsError, N: [4]int64{int64(ticket)}, S: [3]string{out.Text, string(out.Structured)}})
 	}()
 }
 
-// settle hands a finished call's result to the script.
-func (r *run) settle(c completion) error {
-	r.inflight--
-	r.calls[c.index].IsError = c.out.IsError
-	r.calls[c.index].MS = c.ms
-	if w := r.c.Trace; w != nil {
-		fmt.Fprintf(w, "%s %s %s input=%dB ms=%d error=%v\n", time.Now().UTC().Format(time.RFC3339), r.id, r.calls[c.index].Name, r.calls[c.index].InputBytes, c.ms, c.out.IsError)
-	}
-	r.arm()
-	_, err := r.settleFn.Call(quickjs.UndefinedValue, c.ticket, c.out.Text, c.out.IsError, string(c.out.Structured))
-	return err
-}
-
-// finish is how the script's promise ends. A returned value counts toward
-// the output limit with what was printed.
-func (r *run) finish(kind, text string, line int) {
-	r.finished, r.kind, r.text, r.line = true, kind, text, line
-	if kind != "error" && r.out.Len()+len(text) > r.lim.Output {
-		r.print(text) // cuts it where the limit falls, and stops the script
+// finish is how the script's promise ended. What it returned counts toward
+// the output limit with what it printed, and so does what it threw.
+func (r *run) finish(kind, text string, line, full int) {
+	r.finished, r.kind, r.text, r.line, r.full = true, kind, text, line, full
+	switch kind {
+	case "string", "json":
+		if r.out.Len()+full > r.lim.Output {
+			r.print(text) // cuts it where the limit falls, and stops the script
+		}
+	default:
+		if room := r.lim.Output - r.out.Len(); full > room {
+			r.text = text[:runeCut(text, max(room, 0))]
+		}
 	}
 }
 
 // result composes the script's result: its output, then its value or
 // what stopped it.
-func (r *run) result(err error) result.Result {
+func (r *run) result() result.Result {
 	output := r.out.String()
 	if r.cut {
 		output += fmt.Sprintf("\n[output cut at the script's output limit of %s; the rest was not kept]\n", mib(r.lim.Output))
 	}
 	var value json.RawMessage = []byte("null")
 	var tail string
-	isError := false
+	isError := true
 	switch why := r.stoppedBy(); {
 	case why != "":
-		tail, isError = r.limitText(why), true
-	case err != nil:
-		tail, isError = r.errorText(err.Error(), lineOf(err)), true
+		tail = r.limitText(why)
+	case r.lost != "":
+		tail = "the script engine stopped unexpectedly: " + r.lost
+	case r.end == endError:
+		tail = r.errorText(r.endMsg, r.endLine)
+	case r.end == endUnsettled:
+		tail = "the script is waiting for a promise that nothing will settle (only tool calls settle by themselves here: there are no timers)"
+	case r.end == endUnread || r.kind == "unreadable":
+		tail = fmt.Sprintf("the script was stopped: it ran out of memory (its limit is %s), and what it returned or threw could not be read", mib(int(r.lim.Memory)))
+	case r.end == endNoMemory:
+		tail = fmt.Sprintf("the script was stopped: it ran out of memory (its limit is %s), with too little left to end it", mib(int(r.lim.Memory)))
 	case !r.finished:
-		tail, isError = "the script did not finish", true
-	case r.kind == "error":
-		tail, isError = r.errorText(r.text, r.line), true
+		tail = "the script did not finish"
 	case r.kind == "string":
-		tail = r.text
+		tail, isError = r.text, false
 		value, _ = json.Marshal(r.text)
 	case r.kind == "json":
-		tail = r.text
+		tail, isError = r.text, false
 		value = json.RawMessage(r.text)
+	case r.kind == "undefined":
+		isError = false
+	default:
+		tail = r.failureText()
 	}
+	r.mu.Lock()
+	calls := append([]Call{}, r.calls...)
+	r.mu.Unlock()
 	structured, jerr := result.JSON(struct {
 		Output    string          `json:"output"`
 		Value     json.RawMessage `json:"value"`
 		ToolCalls []Call          `json:"toolCalls"`
-	}{output, value, append([]Call{}, r.calls...)})
+	}{output, value, calls})
 	if jerr != nil {
 		structured = nil
 	}
@@ -307,6 +316,35 @@ func (r *run) result(err error) result.Result {
 		text = tail + "\nWhat it printed before:\n" + output
 	}
 	return result.Result{Data: text, IsError: isError, Structured: structured}
+}
+
+// failureText says what the script threw ("error", "thrown") or why its
+// value could not be encoded ("unencodable").
+func (r *run) failureText() string {
+	if r.full > len(r.text) {
+		return fmt.Sprintf("the script failed%s: it threw a value of %s, over its output limit of %s; its start, cut there:\n%s",
+			atLine(r.line), size(r.full), mib(r.lim.Output), r.text)
+	}
+	outOfMemory := r.text == "null" || strings.Contains(r.text, "out of memory")
+	switch {
+	case r.kind == "unencodable" && outOfMemory:
+		return fmt.Sprintf("the script was stopped: it ran out of memory (its limit is %s) while its returned value was encoded as JSON", mib(int(r.lim.Memory)))
+	case r.kind == "unencodable":
+		return "the script failed: the returned value could not be encoded as JSON: " + r.text
+	case r.kind == "thrown" && r.text == "null":
+		// The engine throws null when it cannot make an error.
+		return fmt.Sprintf("the script was stopped%s: it ran out of memory (its limit is %s), with no room left even for an error (what it ended with is null; a script that throws null itself reads the same)", atLine(r.line), mib(int(r.lim.Memory)))
+	case r.kind == "thrown":
+		return r.errorText("uncaught "+r.text, r.line)
+	}
+	return r.errorText(r.text, r.line)
+}
+
+func atLine(line int) string {
+	if line > 0 {
+		return fmt.Sprintf(" at line %d", line)
+	}
+	return ""
 }
 
 func (r *run) limitText(why string) string {
@@ -325,17 +363,15 @@ func (r *run) limitText(why string) string {
 // the error and its line.
 func (r *run) errorText(msg string, line int) string {
 	switch {
-	case strings.Contains(msg, "out of memory"):
+	// The engine throws null when it has no memory left for an error.
+	case strings.Contains(msg, "out of memory") || msg == "null":
 		return fmt.Sprintf("the script was stopped: it ran out of memory (its limit is %s)", mib(int(r.lim.Memory)))
 	case strings.Contains(msg, "stack overflow"):
 		return fmt.Sprintf("the script was stopped: stack overflow (its call depth limit is %d engine stack slots)", r.lim.Stack)
 	case strings.Contains(msg, "interrupted") && time.Now().After(r.deadline.Add(-10*time.Millisecond)):
 		return r.limitText(stopTime)
 	}
-	if line > 0 {
-		return fmt.Sprintf("the script failed at line %d: %s", line, msg)
-	}
-	return "the script failed: " + msg
+	return "the script failed" + atLine(line) + ": " + msg
 }
 
 // lineOf is the script line of an engine error, when it has one.
@@ -352,6 +388,14 @@ func lineOf(err error) int {
 func mib(n int) string {
 	if n%(1<<20) == 0 {
 		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// size is n bytes for a reader: MiB with a decimal from 1 MiB up.
+func size(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%d bytes", n)
 }

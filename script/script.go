@@ -9,6 +9,12 @@
 // (docs/contract.md §9). The package must not convert results itself beyond composing
 // its own output, and the sandbox must offer no way out but the tools: no
 // file system, network, processes or timers.
+//
+// Each script runs in an engine process of its own (child.go): the
+// program's executable started again, which this package's init turns into
+// the engine before main runs. That is what lets the time limit end any
+// script, whatever it catches; a program that imports this package must
+// not exit or block in an init of its own when MYELIN_SCRIPT_ENGINE=1.
 package script
 
 import (
@@ -98,9 +104,36 @@ type Config struct {
 //go:embed prelude.js
 var prelude string
 
+// input is code_execution's input. timeout_ms is read as a float64, so
+// that no integer a model writes overflows on its way to a duration (one
+// did, and 18446744073710 ms became 448 µs); the schema says integer.
 type input struct {
-	Code      string `json:"code" jsonschema:"JavaScript: the body of an async function. Top-level await and return work."`
-	TimeoutMS int    `json:"timeout_ms,omitempty" jsonschema:"the wall time in milliseconds (at most the configured limit)"`
+	Code      string  `json:"code" jsonschema:"JavaScript: the body of an async function. Top-level await and return work."`
+	TimeoutMS float64 `json:"timeout_ms,omitempty"`
+}
+
+// timeLimit is the script's wall time for a call's timeout_ms: the
+// configured limit when it is 0 (absent) or larger, else timeout_ms, 1 ms
+// at the least. The schema refuses a negative one.
+func timeLimit(timeoutMS float64, limit time.Duration) time.Duration {
+	if timeoutMS <= 0 || timeoutMS >= float64(limit.Milliseconds()) {
+		return limit
+	}
+	return max(time.Duration(timeoutMS)*time.Millisecond, time.Millisecond)
+}
+
+// inputSchema is input's schema, with timeout_ms's range for this
+// configuration in its description.
+func inputSchema(c Config) *jsonschema.Schema {
+	schema, err := jsonschema.For[input](nil)
+	if err != nil {
+		panic(err) // the struct above is fixed
+	}
+	t := schema.Properties["timeout_ms"]
+	t.Type = "integer"
+	t.Minimum = new(float64)
+	t.Description = fmt.Sprintf("the script's wall time in milliseconds, tool calls included: from 1 to %d (the configured limit); a larger value, 0 or none means %d", c.Limits.Time.Milliseconds(), c.Limits.Time.Milliseconds())
+	return schema
 }
 
 // Tool is code_execution over the tools in c.Tools at the time of the
@@ -108,14 +141,10 @@ type input struct {
 // others.
 func Tool(c Config) *tool.Tool {
 	c.Limits = c.Limits.withDefaults()
-	schema, err := jsonschema.For[input](nil)
-	if err != nil {
-		panic(err) // the struct above is fixed
-	}
 	return &tool.Tool{
 		Name:        Name,
 		Description: describe(c),
-		InputSchema: schema,
+		InputSchema: inputSchema(c),
 		// The script bounds itself and says which limit it hit; the
 		// dispatcher's bound is only a backstop.
 		Timeout: c.Limits.Time + 5*time.Second,
@@ -124,13 +153,11 @@ func Tool(c Config) *tool.Tool {
 			if err := json.Unmarshal(raw, &in); err != nil {
 				return result.Error(fmt.Sprintf("invalid input for %s: %v", Name, err))
 			}
+			if in.TimeoutMS < 0 {
+				return result.Error(fmt.Sprintf("timeout_ms must be from 1 to %d (the configured limit), got %v", c.Limits.Time.Milliseconds(), in.TimeoutMS))
+			}
 			limits := c.Limits
-			if in.TimeoutMS < 0 || time.Duration(in.TimeoutMS)*time.Millisecond > limits.Time {
-				return result.Error(fmt.Sprintf("timeout_ms must be between 1 and %d (the configured limit), got %d", limits.Time.Milliseconds(), in.TimeoutMS))
-			}
-			if in.TimeoutMS > 0 {
-				limits.Time = time.Duration(in.TimeoutMS) * time.Millisecond
-			}
+			limits.Time = timeLimit(in.TimeoutMS, limits.Time)
 			return Run(ctx, c, limits, in.Code)
 		},
 	}

@@ -1,0 +1,146 @@
+package script
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A script runs in an engine process of its own: the program's own
+// executable, started again with engineEnv set, which the init function
+// below turns into the engine (serve) before main runs. The engine cannot
+// be stopped from the outside while it runs: it polls its interrupt only
+// once every 10,000 function calls and loop jumps, and one of those can take
+// milliseconds (a thrown error walks the whole stack to build its trace), so
+// a script that catches engine errors in a loop ran many seconds past its
+// limit. A process ends at once, whatever the script does, and takes its
+// memory with it: the time limit kills it (docs/scripts.md).
+const engineEnv = "MYELIN_SCRIPT_ENGINE"
+
+// engineGrace is how long past its time limit an engine process lets
+// itself live when nothing kills it (myelin died before it could): it then
+// exits by itself.
+const engineGrace = 2 * time.Second
+
+func init() {
+	if os.Getenv(engineEnv) != "1" {
+		return
+	}
+	os.Exit(engineMain())
+}
+
+// engineMain is the engine process: one script over stdin and stdout.
+// Whatever else prints goes to stderr, which myelin keeps the end of.
+func engineMain() int {
+	in := bufio.NewReaderSize(os.Stdin, 64<<10)
+	out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	os.Stdout = os.Stderr
+	err := serve(in, out, func(limit time.Duration) {
+		time.AfterFunc(limit+engineGrace, func() {
+			fmt.Fprintf(os.Stderr, "the engine outlived its time limit of %v and ended itself\n", limit)
+			os.Exit(3)
+		})
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// liveEngines counts the engine processes started and not yet reaped: 0
+// whenever no script runs.
+var liveEngines atomic.Int32
+
+// conn is myelin's side of one engine: messages both ways, and the means
+// to end it.
+type conn struct {
+	mu sync.Mutex // one writer at a time: the run, and the calls settling
+	w  *bufio.Writer
+	r  io.Reader
+	// kill ends the engine at once; safe to call twice.
+	kill func()
+	// wait returns once the engine is gone, with how it ended and the end
+	// of what it wrote to stderr when it did not exit 0 (read only when the
+	// engine went away before the script ended: else it is Run's kill).
+	wait func() string
+}
+
+func (c *conn) send(m msg) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return writeMsg(c.w, m)
+}
+
+// startEngine starts an engine process.
+var startEngine = func() (*conn, error) {
+	exe, err := selfExe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	// The engine reads nothing from its environment: it gets none of
+	// myelin's (API keys included).
+	cmd.Env = []string{engineEnv + "=1"}
+	cmd.SysProcAttr = engineProcAttr()
+	stderr := &tail{max: 4 << 10}
+	cmd.Stderr = stderr
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	r, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	liveEngines.Add(1)
+	var once sync.Once
+	var said string
+	return &conn{
+		w:    bufio.NewWriterSize(w, 64<<10),
+		r:    bufio.NewReaderSize(r, 64<<10),
+		kill: func() { _ = cmd.Process.Kill() },
+		wait: func() string {
+			once.Do(func() {
+				err := cmd.Wait()
+				liveEngines.Add(-1)
+				if err != nil {
+					said = strings.TrimSuffix(strings.TrimSpace(fmt.Sprintf("%v: %s", err, stderr.String())), ":")
+				}
+			})
+			return said
+		},
+	}, nil
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package script
+
+import (
+	"os"
+	"syscall"
+)
+
+// selfExe is the running executable.
+func selfExe() (string, error) { return os.Executable() }
+
+// engineProcAttr: elsewhere than Linux an orphaned engine ends by itself
+// at its time limit plus engineGrace, or when its stdin closes.
+func engineProcAttr() *syscall.SysProcAttr { return nil }
