@@ -116,7 +116,7 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed, node: thisNode(), now: time.Now}
-	if err := s.migrate(); err != nil {
+	if err := s.migrateWaiting(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -142,36 +142,75 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 
 // migrate creates the tables of a new store and refuses a store of another
 // layout, saying so.
+// migrateWaiting is migrate, tried again while another connection holds
+// the file in a way SQLite reports as busy at once, without its busy
+// timeout (it does so while another process switches a new file to WAL or
+// makes its shared memory), for as long as the busy timeout would wait.
+func (s *SQLite) migrateWaiting() error {
+	deadline := time.Now().Add(5 * time.Second)
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		err := s.migrate()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pause)
+	}
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
+}
+
 func (s *SQLite) migrate() error {
-	var version, tables int
+	var version int
 	if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
 		return s.explain("opening", err)
 	}
-	if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'`).Scan(&tables); err != nil {
+	if version == schemaVersion {
+		return nil
+	}
+	// Made or upgraded in one transaction that holds the write lock from
+	// its start, the layout read again inside it: a second process opening
+	// the same new store waits, then finds it made, never half made.
+	tx, err := s.db.Begin()
+	if err != nil {
 		return s.explain("opening", err)
 	}
+	defer tx.Rollback()
+	var tables int
+	if err := tx.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return s.explain("opening", err)
+	}
+	if err := tx.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'`).Scan(&tables); err != nil {
+		return s.explain("opening", err)
+	}
+	var doing, ddl string
 	switch {
 	case version == schemaVersion:
 		return nil
 	case version == 1:
-		if _, err := s.db.Exec(schemaV2 + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
-			return s.explain("bringing layout 1 to 2", err)
-		}
-		return nil
+		doing, ddl = "bringing layout 1 to 2", schemaV2
 	case version == 0 && tables == 0:
-		if _, err := s.db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
-			return s.explain("creating", err)
-		}
-		return nil
+		doing, ddl = "creating", schema
+	default:
+		return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use another --store, or a myelin that matches it", s.path, version, schemaVersion)
 	}
-	return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use another --store, or a myelin that matches it", s.path, version, schemaVersion)
+	if _, err := tx.Exec(ddl + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
+		return s.explain(doing, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.explain(doing, err)
+	}
+	return nil
 }
 
 // explain makes a driver error say what is wrong with the store file.
 func (s *SQLite) explain(doing string, err error) error {
 	msg := err.Error()
 	switch {
-	case strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked"):
+	case isBusy(err):
 		return fmt.Errorf("history store %s is locked by another process (%s): %v", s.path, doing, err)
 	case strings.Contains(msg, "file is not a database") || strings.Contains(msg, "SQLITE_NOTADB") || strings.Contains(msg, "malformed"):
 		return fmt.Errorf("history store %s is not a myelin history database or is corrupt (%s): %v", s.path, doing, err)

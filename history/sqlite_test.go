@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -213,5 +214,29 @@ func TestAStoreOfAnotherLayoutIsRefusedWithAClearError(t *testing.T) {
 	db.Close()
 	if _, err := OpenSQLite(path); err == nil || !strings.Contains(err.Error(), "has layout 7, and this myelin reads layout 2") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// Two processes starting in a fresh workspace open one new store at once:
+// each must find it whole, never half made ("has layout 0" was the error
+// while the other was still making it).
+func TestStoresOpenedAtOnceOnANewFileAllFindItMade(t *testing.T) {
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), fmt.Sprint("h", round, ".db"))
+		errs := make(chan error, 8)
+		for range 8 {
+			go func() {
+				s, err := OpenSQLite(path)
+				if err == nil {
+					err = s.Close()
+				}
+				errs <- err
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
