@@ -218,7 +218,7 @@ func (w *Workspace) writeTool() *tool.Tool {
 
 // Write writes a whole file.
 func (w *Workspace) Write(in WriteInput) (result.Result, error) {
-	rel, err := Rel(in.Path)
+	rel, err := pathArg(in.Path)
 	if err != nil {
 		return result.Result{}, err
 	}
@@ -239,7 +239,7 @@ func (w *Workspace) Write(in WriteInput) (result.Result, error) {
 		verb = "created"
 	}
 	return result.Result{
-		Data:       fmt.Sprintf("%s %s: %d characters, %d lines", verb, rel, chars, lines),
+		Data:       fmt.Sprintf("%s %s: %d characters, %d lines", verb, showName(rel), chars, lines),
 		Structured: map[string]any{"path": rel, "created": created, "chars": chars, "lines": lines, "bytes": len(in.Content)},
 	}, nil
 }
@@ -258,7 +258,7 @@ func (w *Workspace) Edit(in EditInput) (result.Result, error) {
 	if in.OldString == in.NewString {
 		return result.Result{}, fmt.Errorf("old_string and new_string are the same; nothing would change")
 	}
-	rel, err := Rel(in.Path)
+	rel, err := pathArg(in.Path)
 	if err != nil {
 		return result.Result{}, err
 	}
@@ -289,7 +289,7 @@ func (w *Workspace) Edit(in EditInput) (result.Result, error) {
 		return result.Result{}, err
 	}
 	return result.Result{
-		Data:       fmt.Sprintf("replaced %d occurrence(s) in %s", n, rel),
+		Data:       fmt.Sprintf("replaced %d occurrence(s) in %s", n, showName(rel)),
 		Structured: map[string]any{"path": rel, "replacements": n},
 	}, nil
 }

@@ -21,7 +21,7 @@ import (
 //   - any other name is shown as a Go string literal (strconv.Quote):
 //     "nl\nfake.txt", "caf\xe9.txt" — JSON's escapes, plus \xNN for a byte
 //     that is not UTF-8, which no JSON string can carry;
-//   - a path given to read, grep or list may be such a literal as a whole
+//   - a path given to read, grep, list, write or edit may be such a literal as a whole
 //     ("sub/nl\nx.txt") or in any of its components (sub/"nl\nx.txt"): a
 //     path or component that starts and ends with a double quote is
 //     unquoted first. A file whose name really starts and ends with a

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -127,5 +129,45 @@ func TestNamesThatAreNotPlainAreShownQuotedAndReadBack(t *testing.T) {
 	out = f.call(t, "workspace--read", map[string]any{"path": `sub/"caf\xe9.txt"`})
 	if call := nextCall(t, out.Text); call["path"] != `"sub/caf\xe9.txt"` {
 		t.Fatalf("next call %v", call)
+	}
+}
+
+// Issue 10, low: workspace--write and --edit took paths as given, so the
+// quoted form that list, glob, grep and read show for an odd name made a
+// new file named with the quotes instead of writing the one shown.
+func TestWriteAndEditTakeTheQuotedFormBack(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "sub/caf\xe9.txt", "old text\n")
+	for _, tc := range []struct {
+		tool  string
+		input map[string]any
+		file  string
+		want  string
+		shown string
+	}{
+		{"workspace--write", map[string]any{"path": `"sub/nl\nx.txt"`, "content": "one\n"}, "sub/nl\nx.txt", "one\n", `created "sub/nl\nx.txt"`},
+		{"workspace--write", map[string]any{"path": `sub/"tab\tx.txt"`, "content": "two\n"}, "sub/tab\tx.txt", "two\n", `created "sub/tab\tx.txt"`},
+		{"workspace--edit", map[string]any{"path": `sub/"caf\xe9.txt"`, "old_string": "old", "new_string": "new"}, "sub/caf\xe9.txt", "new text\n", `replaced 1 occurrence(s) in "sub/caf\xe9.txt"`},
+		{"workspace--write", map[string]any{"path": `"sub/caf\xe9.txt"`, "content": "three\n"}, "sub/caf\xe9.txt", "three\n", `replaced "sub/caf\xe9.txt"`},
+	} {
+		out := f.call(t, tc.tool, tc.input)
+		if out.IsError || !strings.HasPrefix(out.Text, tc.shown) {
+			t.Errorf("%s %v: %s; want it to start %s", tc.tool, tc.input["path"], out.Text, tc.shown)
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(f.dir, tc.file))
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%s %v: %q holds %q, %v; want %q", tc.tool, tc.input["path"], tc.file, b, err, tc.want)
+		}
+	}
+	entries, _ := os.ReadDir(filepath.Join(f.dir, "sub"))
+	for _, e := range entries {
+		if strings.Contains(e.Name(), `"`) {
+			t.Errorf("a file named with the quotes was made: %q", e.Name())
+		}
+	}
+	out := f.call(t, "workspace--write", map[string]any{"path": `"bad\q"`, "content": "x"})
+	if !out.IsError || !strings.Contains(out.Text, "not a valid quoted name") {
+		t.Errorf("a bad quoted path: %s", out.Text)
 	}
 }
