@@ -197,8 +197,8 @@ func (w *Workspace) SaveFile(name, src string) (string, error) {
 		return "", err
 	}
 	if rel, ok := w.inside(src); ok {
-		if err := w.root.MkdirAll(ResultsDir, 0o755); err != nil {
-			return "", explain(ResultsDir, err)
+		if err := makeOwnDir(w.root, w.dir, ResultsDir); err != nil {
+			return "", w.ownErr(err)
 		}
 		for n := 1; n <= maxSameName; n++ {
 			p := resultName(name, n)
@@ -278,8 +278,8 @@ func (w *Workspace) createResult(name string) (*os.File, string, error) {
 	if err := checkResultName(name); err != nil {
 		return nil, "", err
 	}
-	if err := w.root.MkdirAll(ResultsDir, 0o755); err != nil {
-		return nil, "", explain(ResultsDir, err)
+	if err := makeOwnDir(w.root, w.dir, ResultsDir); err != nil {
+		return nil, "", w.ownErr(err)
 	}
 	for n := 1; n <= maxSameName; n++ {
 		p := resultName(name, n)
@@ -293,6 +293,21 @@ func (w *Workspace) createResult(name string) (*os.File, string, error) {
 		return f, p, nil
 	}
 	return nil, "", fmt.Errorf("saving %s: %d files of that name are already in %s", name, maxSameName, ResultsDir)
+}
+
+// ownErr is err from making ResultsDir, explained for the model: an
+// *OwnLinkError naming its path relative to the root, any other as
+// explain says it.
+func (w *Workspace) ownErr(err error) error {
+	var le *OwnLinkError
+	if errors.As(err, &le) {
+		c := *le
+		if rel, ok := w.inside(c.Path); ok {
+			c.Path = rel
+		}
+		return &c
+	}
+	return explain(ResultsDir, err)
 }
 
 // clip bounds an input echoed in an error message to 200 characters, so

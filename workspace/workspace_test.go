@@ -200,7 +200,7 @@ func TestSpillThatCannotBeWrittenSaysWhy(t *testing.T) {
 		t.Fatal("Save succeeded with .myelin a file")
 	}
 	out := result.One(result.Call{ID: "big", Result: result.Result{Data: strings.Repeat("line\n", 10000)}}, result.Env{Store: f.ws})
-	if out.SpillPath != "" || !strings.Contains(out.Text, "The rest was not kept: it could not be written to the workspace (.myelin/tool-results: a part of the path is a file, not a directory).") {
+	if out.SpillPath != "" || !strings.Contains(out.Text, "The rest was not kept: it could not be written to the workspace (.myelin is not a directory, where myelin keeps a directory of its own: move it away).") {
 		t.Fatalf("notice = %q", out.Text[len(out.Text)-300:])
 	}
 }
