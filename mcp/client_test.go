@@ -430,3 +430,61 @@ func TestAnHTTPServerThatRestartedGetsANewSessionOnTheNextCall(t *testing.T) {
 		t.Errorf("the call after: %q (error %v); the one before said %q", out.Text, out.IsError, first.Text)
 	}
 }
+
+// Issue 10, low: a server's log grew without bound (100 MB from one call).
+// A server that writes 25 MiB to stderr leaves at most logMax in its log
+// and logMax in the one rotated to .1.
+func TestAServerLogIsCappedAndRotatedOnce(t *testing.T) {
+	s := testServer("t")
+	cmd := s.Command
+	s.Command, s.Args = "sh", []string{"-c", `yes "spam spam spam" | head -c 26214400 >&2; exec "$0"`, cmd}
+	h := start(t, []Server{s}, Options{})
+	if out := h.call("t--pid", `{}`); out.IsError {
+		t.Fatalf("the server did not serve: %s", out.Text)
+	}
+	h.set.Close()
+	logs := filepath.Join(h.ws.Dir(), ".myelin", "logs")
+	entries, err := os.ReadDir(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+		st, err := os.Stat(filepath.Join(logs, e.Name()))
+		if err != nil || st.Size() > logMax {
+			t.Errorf("%s: %v bytes, over the cap %d (%v)", e.Name(), st.Size(), logMax, err)
+		}
+	}
+	if strings.Join(names, " ") != "mcp-t.log mcp-t.log.1" {
+		t.Fatalf("the logs directory holds %q, want the log and its .1", names)
+	}
+	if log := string(h.file(".myelin/logs/mcp-t.log")); !strings.Contains(log, "mcptest: serving on stdio") {
+		t.Errorf("the log lost the server's last lines: ...%q", log[max(0, len(log)-200):])
+	}
+}
+
+// Issue 10 §2: the log was opened by plain path, so a link planted at
+// .myelin/logs/mcp-<server>.log made the server's stderr go where it led.
+// The server runs without a log instead.
+func TestAServerLogThatIsALinkIsNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	if err := os.WriteFile(outside, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".myelin", "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, ".myelin", "logs", "mcp-t.log")); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, []Server{testServer("t")}, Options{Dir: dir})
+	if out := h.call("t--pid", `{}`); out.IsError {
+		t.Fatalf("the server did not serve: %s", out.Text)
+	}
+	h.set.Close()
+	if b, _ := os.ReadFile(outside); string(b) != "mine\n" {
+		t.Fatalf("the file the link leads to was written: %q", b)
+	}
+}

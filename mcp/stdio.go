@@ -20,6 +20,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/myelin-run/myelin/child"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // process is a started stdio server: its own process group, which dies
@@ -47,63 +48,109 @@ func startProcess(s Server, o *Options) (*process, error) {
 			dir = filepath.Join(o.Dir, dir)
 		}
 	}
-	logFile, err := openLog(o.Dir, s)
+	logFile, logPath, err := openLog(o.Dir, s)
 	if err != nil {
 		return nil, err
 	}
-	logPath := logFile.Name()
-	logFrom, _ := logFile.Seek(0, io.SeekCurrent) // appending: the end, after the start marker
+	var logFrom int64
+	var logW io.Writer = io.Discard // a log that could not be opened safely (cmd/myelin warns)
+	if logFile != nil {
+		logFrom, logW = logFile.Size(), logFile // after the start marker
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
+		closeLog(logFile)
 		return nil, err
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
+		closeLog(logFile)
+		return nil, err
+	}
+	// stderr goes through a pipe of ours into the capped log, not to the
+	// log's file itself: a server writing without end then fills at most
+	// twice logMax.
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		closeLog(logFile)
 		return nil, err
 	}
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Dir = dir
 	cmd.Env = s.Environ(o.Lookup)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, logFile
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	group, err := child.Start(cmd)
 	inR.Close()
 	outW.Close()
+	errW.Close()
 	if err != nil {
 		inW.Close()
 		outR.Close()
-		logFile.Close()
+		errR.Close()
+		closeLog(logFile)
 		return nil, fmt.Errorf("starting %s: %v", s.Command, err)
 	}
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(logW, errR)
+		errR.Close()
+		close(copied)
+	}()
 	p := &process{cmd: cmd, group: group, done: make(chan struct{}), log: logPath, logFrom: logFrom}
 	p.conn = newLineConn(inW, outR, o.maxReply())
-	p.conn.stray = logFile // lines on stdout that are not JSON-RPC go to the log
+	p.conn.stray = logW // lines on stdout that are not JSON-RPC go to the log
 	go func() {
 		p.err = cmd.Wait()
-		defer logFile.Close()
 		// Whatever it left behind in its group goes with it, and the
 		// session learns at once that the server is gone.
 		group.Kill()
+		// Its stderr is in the log before anyone reads the log's tail
+		// (a process that left the group may hold the pipe: not for long).
+		select {
+		case <-copied:
+		case <-time.After(time.Second):
+		}
 		close(p.done)
 		p.conn.Close()
+		closeLog(logFile)
 	}()
 	return p, nil
 }
 
-// openLog opens .myelin/logs/mcp-<server>.log for appending and writes a
-// line marking this start.
-func openLog(root string, s Server) (*os.File, error) {
-	dir := filepath.Join(root, ".myelin", "logs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("making the log directory: %v", err)
+// logMax caps each server's log (.myelin/logs/mcp-<server>.log): over it,
+// the log is renamed to .log.1 (replacing the one there) and a new one
+// begun, so that a server's logs take at most twice logMax.
+const logMax = 10 << 20
+
+func closeLog(l *workspace.Log) {
+	if l != nil {
+		l.Close()
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "mcp-"+safe(s.Name)+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+}
+
+// openLog opens .myelin/logs/mcp-<server>.log for appending (capped at
+// logMax), writes a line marking this start, and returns it with its path.
+// It follows no symbolic link (workspace.OpenLog): when the log, or a
+// directory on its way, is one, the log is nil, its path says why, and the
+// server runs without a log (cmd/myelin warns of such links once, before
+// any server starts).
+func openLog(root string, s Server) (*workspace.Log, string, error) {
+	l, err := workspace.OpenLog(root, workspace.OwnDir+"/logs/mcp-"+safe(s.Name)+".log", logMax)
+	var le *workspace.OwnLinkError
+	if errors.As(err, &le) {
+		return nil, "(no log: " + err.Error() + ")", nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("opening the server's log: %v", err)
+		return nil, "", fmt.Errorf("opening the server's log: %v", err)
 	}
-	fmt.Fprintf(f, "--- myelin started %s at %s\n", s.Command, time.Now().UTC().Format(time.RFC3339))
-	return f, nil
+	fmt.Fprintf(l, "--- myelin started %s at %s\n", s.Command, time.Now().UTC().Format(time.RFC3339))
+	return l, l.Path(), nil
 }
 
 // exited describes how the process ended, once it has.
@@ -128,12 +175,18 @@ func (p *process) explain(err error) error {
 // logTail is the end of what a log holds from offset from (this start's
 // lines), as one line; it reads at most the last 64 KiB.
 func logTail(path string, from int64) string {
-	f, err := os.Open(path)
+	if strings.HasPrefix(path, "(") { // no log: path says why
+		return path
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return "(unreadable: " + err.Error() + ")"
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err == nil {
+		if st.Size() < from { // rotated since: all of it is this start's
+			from = 0
+		}
 		from = max(from, st.Size()-64<<10)
 	}
 	data, err := io.ReadAll(io.NewSectionReader(f, from, 64<<10))
