@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // OutputDir is where the output files of running commands live, relative
@@ -27,13 +29,19 @@ const OutputDir = ".myelin/shell"
 //
 // With no workspace directory (dir ""), or when OutputDir cannot be made
 // (a read-only workspace), the file goes to the OS's temporary directory,
-// where a crash may leave it.
+// where a crash may leave it. When OutputDir or a directory on its way is
+// a symbolic link (or not a directory), the command is refused with an
+// error naming it (workspace.OwnLinkError): the link is never followed.
 func outputFile(dir string) (*os.File, error) {
 	if dir == "" {
 		return os.CreateTemp("", "myelin-shell-*.out")
 	}
-	d := filepath.Join(dir, filepath.FromSlash(OutputDir))
-	if err := os.MkdirAll(d, 0o755); err != nil {
+	d, err := workspace.MakeOwnDir(dir, OutputDir)
+	var le *workspace.OwnLinkError
+	if errors.As(err, &le) {
+		return nil, err
+	}
+	if err != nil {
 		return os.CreateTemp("", "myelin-shell-*.out")
 	}
 	for tries := 0; ; tries++ {
@@ -69,6 +77,9 @@ func outputFile(dir string) (*os.File, error) {
 func CleanOutputs(dir string) {
 	if dir == "" {
 		return
+	}
+	if workspace.CheckOwnDir(dir, OutputDir) != nil {
+		return // a link: what it leads to is not ours to clean
 	}
 	d := filepath.Join(dir, filepath.FromSlash(OutputDir))
 	entries, err := os.ReadDir(d)

@@ -114,3 +114,36 @@ func TestAnOutputNobodyConvertsIsRemovedOnceUnreachable(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Issue 10 §2: the output directory was made and read by plain path, so a
+// link planted at .myelin/shell made commands write their output where it
+// led, and the clean-up at start removed the *.out files it found there.
+func TestALinkedOutputDirIsRefusedAndNotCleaned(t *testing.T) {
+	for _, link := range []string{".myelin", OutputDir} {
+		t.Run(link, func(t *testing.T) {
+			dir, outside := t.TempDir(), t.TempDir()
+			victim := filepath.Join(outside, "0123456789abcdef.out")
+			if err := os.WriteFile(victim, []byte("someone's file"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(link)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(dir, link)); err != nil {
+				t.Fatal(err)
+			}
+			Tool(dir) // cleans the outputs left over
+			if _, err := os.Stat(victim); err != nil {
+				t.Fatalf("the clean-up removed a file the link leads to: %v", err)
+			}
+			_, err := Run(context.Background(), dir, Input{Command: "echo hello"})
+			var le *workspace.OwnLinkError
+			if !errors.As(err, &le) || le.Path != filepath.Join(dir, link) {
+				t.Fatalf("Run = %v; want an error naming %s as a symbolic link", err, link)
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) != 1 {
+				t.Fatalf("the command wrote where the link leads: %v", entries)
+			}
+		})
+	}
+}

@@ -70,7 +70,7 @@ func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 	}
 	out, err := outputFile(dir)
 	if err != nil {
-		return result.Result{}, fmt.Errorf("shell--run: making the output file: %v", err)
+		return result.Result{}, fmt.Errorf("shell--run: making the output file: %w", err)
 	}
 	handed := false // the file is the result's, for the conversion to take over
 	defer func() {

@@ -69,7 +69,13 @@ func CheckOwn(root string) error {
 // workspace at root and the directories on its way: none may be a symbolic
 // link, and the file, when it exists, must be a regular file. A missing
 // file or directory is not an error.
-func CheckOwnFile(root, rel string) error {
+func CheckOwnFile(root, rel string) error { return checkOwnPath(root, rel, false) }
+
+// CheckOwnDir is CheckOwnFile for a directory of myelin's own: it and the
+// directories on its way must be directories, not symbolic links.
+func CheckOwnDir(root, rel string) error { return checkOwnPath(root, rel, true) }
+
+func checkOwnPath(root, rel string, dir bool) error {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return fmt.Errorf("workspace %s: %v", root, err)
@@ -77,7 +83,7 @@ func CheckOwnFile(root, rel string) error {
 	defer r.Close()
 	parts := strings.Split(path.Clean(rel), "/")
 	for i := range parts {
-		err := checkOwnEntry(r, root, strings.Join(parts[:i+1], "/"), i < len(parts)-1)
+		err := checkOwnEntry(r, root, strings.Join(parts[:i+1], "/"), dir || i < len(parts)-1)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
