@@ -56,7 +56,10 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			return usageError(stderr, cmd, fmt.Sprintf("--workspace %q: %v", *wsDir, err))
 		}
-		path = filepath.Join(abs, ".myelin", "history.db")
+		if path, err = defaultStore(abs); err != nil {
+			fmt.Fprintf(stderr, "myelin %s: %v\n", cmd, err)
+			return exitError
+		}
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		// reading makes no store: say there is none yet

@@ -88,6 +88,10 @@ func mcpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return usageError(stderr, "mcp list", err.Error())
 	}
 	defer ws.Close()
+	if err := checkOwnFiles(ws, stderr); err != nil {
+		fmt.Fprintf(stderr, "myelin mcp list: %v\n", err)
+		return exitError
+	}
 	set, err := startMCP(ctx, ws, f, io.Discard) // the list says it all
 	if err != nil {
 		return usageError(stderr, "mcp list", err.Error())

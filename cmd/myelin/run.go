@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -148,7 +147,10 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 	}
 	path := f.store
 	if path == "" {
-		path = filepath.Join(ws.Dir(), ".myelin", "history.db")
+		if path, err = defaultStore(ws.Dir()); err != nil {
+			ws.Close()
+			return nil, err
+		}
 	}
 	store, err := history.OpenSQLite(path)
 	if err != nil {

@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/myelin-run/myelin/mcp"
 	"github.com/myelin-run/myelin/result"
@@ -53,13 +51,16 @@ func (f *toolsetFlags) limits() (script.Limits, error) {
 type toolset struct {
 	reg   *tool.Registry
 	mcp   *mcp.Set
-	trace *os.File
+	trace *workspace.Log
 }
 
 // openToolset assembles the workspace's tools, the MCP servers' (started
 // here), shell--run when allowed, and code_execution over all of them
 // unless turned off. env is the conversion's environment of the command.
 func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, env result.Env, stderr io.Writer) (*toolset, error) {
+	if err := checkOwnFiles(ws, stderr); err != nil {
+		return nil, err
+	}
 	set, err := startMCP(ctx, ws, f.mcp, stderr)
 	if err != nil {
 		return nil, err
@@ -90,21 +91,6 @@ func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, e
 		}
 	}
 	return ts, nil
-}
-
-// openTrace opens .myelin/logs/trace.log for appending, where the tool
-// calls of scripts are recorded; nil when it cannot be opened (the calls
-// are still in each result's structured content).
-func openTrace(ws *workspace.Workspace) *os.File {
-	dir := filepath.Join(ws.Dir(), ".myelin", "logs")
-	if os.MkdirAll(dir, 0o755) != nil {
-		return nil
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "trace.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil
-	}
-	return f
 }
 
 func (ts *toolset) close() {
