@@ -34,12 +34,15 @@ var OwnDirs = []string{OwnDir, OwnDir + "/logs", OwnDir + "/shell", ResultsDir}
 
 // OwnLinkError says that one of myelin's own files or directories is a
 // symbolic link (or not what it must be), which myelin refuses to follow.
+// It must not be taken for a missing file: a caller stops, or skips the
+// file with a warning, and never falls back to the path.
 type OwnLinkError struct {
 	Path   string // the OS path refused
 	Target string // where the link leads ("" when it is not a link)
 	What   string // what it is when it is not a link ("a file", ...)
 }
 
+// Error names the path, where it leads and what to do about it.
 func (e *OwnLinkError) Error() string {
 	if e.Target != "" {
 		return fmt.Sprintf("%s is a symbolic link (to %s); myelin never follows a link among its own files, which could make it write outside the workspace: remove the link (a real directory or file is made in its place)", e.Path, e.Target)
@@ -50,7 +53,9 @@ func (e *OwnLinkError) Error() string {
 // CheckOwn checks that none of OwnDirs in the workspace at root is a
 // symbolic link or anything but a directory (a missing one is fine: it is
 // made when needed). A command that writes in the workspace calls it
-// before it starts, and refuses to start on its error.
+// before it starts, and refuses to start on its error. It makes nothing
+// and must not be taken as a lock: a link can be planted after it; the
+// openers here check again.
 func CheckOwn(root string) error {
 	r, err := os.OpenRoot(root)
 	if err != nil {

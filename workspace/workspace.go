@@ -4,7 +4,9 @@
 // with an error that says so. It keeps spill files and saved payloads under
 // .myelin/tool-results/ (it is the result.Store), and it defines the
 // workspace tools of SPEC §11 (workspace--read, --grep, --list, --glob,
-// --write, --edit).
+// --write, --edit). It also opens myelin's own files under .myelin/ (store
+// checks, logs, shell output) without following a symbolic link
+// (ownfiles.go).
 //
 // It must not convert results into text for the conversation: its tools
 // return their own text and structured content, and package result does the

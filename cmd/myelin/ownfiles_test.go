@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -141,6 +143,28 @@ func TestALinkedMCPLogIsNotFollowed(t *testing.T) {
 	}
 	if !strings.Contains(errOut, filepath.Join(dir, ".myelin", "logs", "mcp-test.log")+" is a symbolic link") {
 		t.Errorf("stderr %q; want a warning naming the link", errOut)
+	}
+	assertUntouched(t, outside)
+}
+
+// The same through the built binary: a cloned repository with .myelin
+// linked out, and a run in it.
+func TestTheBinaryRefusesToRunInAWorkspaceWhoseMyelinDirIsALink(t *testing.T) {
+	bin := buildMyelin(t)
+	dir := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
+	outside := plantLink(t, dir, ".myelin")
+	srv := fakeAnthropic(t, providertest.Step{Text: "never asked"})
+	cmd := exec.Command(bin, "run", "--workspace", dir, "hello")
+	cmd.Env = os.Environ()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	want := "myelin run: refusing to use the history store: " + filepath.Join(dir, ".myelin") + " is a symbolic link (to " + outside + ")"
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(stderr.String(), want) {
+		t.Fatalf("%v, stdout %q, stderr %q; want exit 1 and %q", err, stdout.String(), stderr.String(), want)
+	}
+	if len(srv.Requests()) != 0 {
+		t.Errorf("the run asked the model")
 	}
 	assertUntouched(t, outside)
 }
