@@ -20,13 +20,11 @@ import (
 var storeFiles = []string{"", "-wal", "-shm", "-journal"}
 
 // defaultStore is the store's path in the workspace at dir, checked: an
-// error names the directory or file that is a symbolic link. A --store
+// error names the directory (.myelin) or store file that is a symbolic
+// link. A --store
 // given on the command line is the user's own choice and is not checked.
 func defaultStore(dir string) (string, error) {
 	rel := workspace.OwnDir + "/history.db"
-	if err := workspace.CheckOwn(dir); err != nil {
-		return "", fmt.Errorf("refusing to use the history store: %w", err)
-	}
 	for _, suffix := range storeFiles {
 		if err := workspace.CheckOwnFile(dir, rel+suffix); err != nil {
 			return "", fmt.Errorf("refusing to use the history store: %w", err)

@@ -159,7 +159,7 @@ func TestTheBinaryRefusesToRunInAWorkspaceWhoseMyelinDirIsALink(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
-	want := "myelin run: refusing to use the history store: " + filepath.Join(dir, ".myelin") + " is a symbolic link (to " + outside + ")"
+	want := "myelin run: refusing to start: " + filepath.Join(dir, ".myelin") + " is a symbolic link (to " + outside + ")"
 	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(stderr.String(), want) {
 		t.Fatalf("%v, stdout %q, stderr %q; want exit 1 and %q", err, stdout.String(), stderr.String(), want)
 	}

@@ -145,6 +145,10 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := workspace.CheckOwn(ws.Dir()); err != nil {
+		ws.Close()
+		return nil, fmt.Errorf("refusing to start: %w", err)
+	}
 	path := f.store
 	if path == "" {
 		if path, err = defaultStore(ws.Dir()); err != nil {
