@@ -488,3 +488,23 @@ func TestAServerLogThatIsALinkIsNotFollowed(t *testing.T) {
 		t.Fatalf("the file the link leads to was written: %q", b)
 	}
 }
+
+// A server that exits before it answers, with its log a link: the failure
+// says the log was not kept and why, rather than reading through the link.
+func TestAServerWithALinkedLogThatExitsSaysItsStderrWasNotKept(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".myelin", "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, ".myelin", "logs", "mcp-t.log")
+	if err := os.Symlink(filepath.Join(t.TempDir(), "elsewhere.log"), link); err != nil {
+		t.Fatal(err)
+	}
+	s := Server{Name: "t", Type: "stdio", Command: "sh", Args: []string{"-c", "echo oops >&2; exit 3"}}
+	h := start(t, []Server{s}, Options{Dir: dir})
+	st := h.set.Status()[0]
+	want := "the server exited (exit status 3) before it answered; its stderr was not kept (no log: " + link + " is a symbolic link"
+	if st.State != StateFailed || !strings.Contains(st.Err, want) {
+		t.Fatalf("status %s %q; want failed, saying %q", st.State, st.Err, want)
+	}
+}

@@ -169,15 +169,15 @@ func (p *process) explain(err error) error {
 	case <-time.After(time.Second):
 		return err
 	}
+	if strings.HasPrefix(p.log, "(") { // no log: p.log says why
+		return fmt.Errorf("the server exited (%s) before it answered; its stderr was not kept %s", p.exited(), p.log)
+	}
 	return fmt.Errorf("the server exited (%s) before it answered; the end of its stderr (in %s): %s", p.exited(), p.log, logTail(p.log, p.logFrom))
 }
 
 // logTail is the end of what a log holds from offset from (this start's
 // lines), as one line; it reads at most the last 64 KiB.
 func logTail(path string, from int64) string {
-	if strings.HasPrefix(path, "(") { // no log: path says why
-		return path
-	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return "(unreadable: " + err.Error() + ")"
