@@ -125,7 +125,14 @@ func TestReferenceServersResultsReadAsSPEC4Says(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := h.call("fs--read_media_file", `{"path":"tone.wav"}`)
-		if len(out.Files) != 1 || out.Text != "[audio: audio/wav, 44 bytes, saved to workspace file "+out.Files[0]+"]" {
+		// the server echoes its content in structuredContent: the model
+		// reads it after the stub (SPEC §4), the audio's base64 in it
+		// standing as the stub
+		if len(out.Files) != 1 {
+			t.Fatalf("text %q, files %v", out.Text, out.Files)
+		}
+		stub := "[audio: audio/wav, 44 bytes, saved to workspace file " + out.Files[0] + "]"
+		if out.Text != stub+"\n"+`{"content":[{"type":"audio","data":"`+stub+`","mimeType":"audio/wav"}]}` {
 			t.Fatalf("text %q, files %v", out.Text, out.Files)
 		}
 		if got := h.file(out.Files[0]); string(got) != string(wav) {

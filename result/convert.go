@@ -2,6 +2,7 @@ package result
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -30,12 +31,13 @@ type Image struct {
 // converter turns one result into text. label names the files its payloads
 // are saved to (label-1.png, label-2.wav, ...).
 type converter struct {
-	store Store
-	label string
-	cap   int // the call's cap, for a TextFile: how much of its head to keep
-	n     int // payloads saved so far, for their names
-	out   converted
-	lost  []string // payloads that could not be saved
+	store    Store
+	label    string
+	cap      int // the call's cap, for a TextFile: how much of its head to keep
+	n        int // payloads saved so far, for their names
+	out      converted
+	lost     []string  // payloads that could not be saved
+	payloads []payload // the payloads that became stubs or placeholders
 
 	fileBytes int64  // the size of a TextFile's file
 	big       *piece // a TextFile over its cap, spilled from the file itself
@@ -74,7 +76,7 @@ func convert(r Result, store Store, label string, cap int) converted {
 		if text != "" {
 			text += "\n"
 		}
-		text += string(c.out.structured)
+		text += string(c.inStubs(c.out.structured))
 	}
 	c.out.text = text
 	return c.out
@@ -202,7 +204,30 @@ func (c *converter) save(kind, mime, data string) string {
 		}
 		return c.store.Save(name, data)
 	}, kind, mime, int64(len(data)))
+	c.payloads = append(c.payloads, payload{data, stub})
 	return stub
+}
+
+// payload is bytes that a stub or placeholder stands for in the text.
+type payload struct{ data, stub string }
+
+// inStubs is structured content as the model reads it: a JSON string in it
+// that is the base64 of a payload the result's blocks carried (servers
+// echo their content in structuredContent) becomes that payload's stub or
+// placeholder, so that bytes never reach the text as base64 (SPEC §4).
+// Programs get the structured content whole.
+func (c *converter) inStubs(raw json.RawMessage) json.RawMessage {
+	for _, p := range c.payloads {
+		if len(p.data) < 16 {
+			continue // too short to be taken for anything but itself
+		}
+		b64 := base64.StdEncoding.EncodeToString([]byte(p.data))
+		stub, _ := JSON(p.stub)
+		for _, form := range []string{b64, strings.ReplaceAll(b64, "/", `\/`)} {
+			raw = bytes.ReplaceAll(raw, []byte(`"`+form+`"`), stub)
+		}
+	}
+	return raw
 }
 
 // saveWith names a payload of size bytes, has put save it under that name
@@ -290,7 +315,9 @@ func (c *converter) image(b ImageBlock) string {
 		mime = sniff(string(b.Data))
 	}
 	c.out.images = append(c.out.images, Image{MIMEType: mime, Data: b.Data})
-	return fmt.Sprintf("[image: %s, %d bytes]", mime, len(b.Data))
+	placeholder := fmt.Sprintf("[image: %s, %d bytes]", mime, len(b.Data))
+	c.payloads = append(c.payloads, payload{string(b.Data), placeholder})
+	return placeholder
 }
 
 func (c *converter) resource(b ResourceBlock) string {

@@ -158,3 +158,24 @@ func TestUnknownBlockIsCompactJSON(t *testing.T) {
 		t.Fatalf("text = %q", out.Text)
 	}
 }
+
+// A server that echoes its content in structuredContent (the reference
+// filesystem server does) must not bring the bytes into the text as base64
+// when the structured JSON follows myelin's stubs: there, each payload's
+// base64 stands as its stub. Programs get the structured content whole.
+func TestStructuredContentEchoingAPayloadReadsItsStubNotItsBase64(t *testing.T) {
+	wav := "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA="
+	png := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
+	content := `[{"type":"audio","data":"` + wav + `","mimeType":"audio/wav"},{"type":"image","data":"` + png + `","mimeType":"image/png"}]`
+	out := one(t, fromMCP(t, `{"content":`+content+`,"structuredContent":{"content":`+content+`}}`), &memStore{})
+	if strings.Contains(out.Text, wav) || strings.Contains(out.Text, png) {
+		t.Fatalf("base64 reached the text: %q", out.Text)
+	}
+	stub := "[audio: audio/wav, 44 bytes, saved to workspace file .myelin/tool-results/"
+	if strings.Count(out.Text, stub) != 2 || strings.Count(out.Text, "[image: image/png, 70 bytes]") != 2 {
+		t.Fatalf("the stubs do not stand for the base64: %q", out.Text)
+	}
+	if !strings.Contains(string(out.Structured), wav) || !strings.Contains(string(out.Structured), png) {
+		t.Fatalf("programs lost the structured content: %s", out.Structured)
+	}
+}

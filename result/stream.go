@@ -3,6 +3,7 @@ package result
 import (
 	"bytes"
 	"io"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -119,3 +120,64 @@ func (s *textScan) lines() int {
 // binary reports whether what was read is not text (SPEC §2): a NUL, or
 // ill-formed sequences over 30% of the characters (isBinary).
 func (s *textScan) binary() bool { return s.nul || isBinary(s.chars, s.bad) }
+
+// TextStream reads text a chunk at a time, each chunk made well formed so
+// that the chunks together are exactly what [WellFormed] makes of the
+// whole (a chunk never ends inside a sequence or before the low half of a
+// surrogate pair): one ill-formed sequence is one U+FFFD, one character,
+// wherever the chunks fall. It is how a program that pages or counts a file
+// (workspace--read) sees the same characters as the conversion does, in
+// memory bounded by the chunk, whatever the file holds.
+//
+// It must not be used to convert a tool's result: that is [Round]'s job
+// (a [TextFile] is streamed there).
+type TextStream struct {
+	r        io.Reader
+	buf      []byte
+	from, to int // buf[from:to] are bytes carried to the next chunk
+	out      []byte
+	eof      bool
+}
+
+// NewTextStream reads r, about 256 KiB at a time.
+func NewTextStream(r io.Reader) *TextStream {
+	return &TextStream{r: r, buf: make([]byte, scanChunk+8)}
+}
+
+// Next returns the next chunk of the text, well formed and never empty, or
+// "" and an error: io.EOF at the end. The string is valid until the next
+// call: it may be the stream's own buffer.
+func (t *TextStream) Next() (string, error) {
+	for {
+		n := copy(t.buf, t.buf[t.from:t.to])
+		for !t.eof && n < len(t.buf) {
+			m, err := t.r.Read(t.buf[n:])
+			n += m
+			if err == io.EOF {
+				t.eof = true
+			} else if err != nil {
+				return "", err
+			} else if m == 0 {
+				break
+			}
+		}
+		data := t.buf[:n]
+		end := n
+		if !t.eof {
+			end = safeEnd(data)
+		}
+		t.from, t.to = end, n
+		if end == 0 {
+			if t.eof {
+				return "", io.EOF
+			}
+			continue // only bytes to carry so far: read on
+		}
+		piece := data[:end]
+		if utf8.Valid(piece) {
+			return unsafe.String(unsafe.SliceData(piece), len(piece)), nil
+		}
+		t.out, _ = repairTo(t.out[:0], piece)
+		return unsafe.String(unsafe.SliceData(t.out), len(t.out)), nil
+	}
+}

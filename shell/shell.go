@@ -30,12 +30,18 @@ import (
 // Input is the input of shell--run.
 type Input struct {
 	Command   string `json:"command" jsonschema:"the command, run as bash -c COMMAND in the workspace root"`
-	TimeoutMS *int   `json:"timeout_ms,omitempty" jsonschema:"kill the command after this many milliseconds (default 120000)"`
+	TimeoutMS *int   `json:"timeout_ms,omitempty" jsonschema:"kill the command after this many milliseconds: 1 to 3600000 (an hour), larger values are taken as 3600000 (default 120000)"`
 }
 
 // DefaultTimeout is how long a command may run when the call sets no
 // timeout_ms.
 const DefaultTimeout = 120 * time.Second
+
+// MaxTimeout is the longest timeout_ms a call may set; a larger one is
+// taken as it (a huge one overflowed into microseconds). The tool's own
+// timeout in the dispatcher is a little longer, so that the command's
+// timeout, which says what it killed, comes first.
+const MaxTimeout = time.Hour
 
 // Tool returns shell--run, running commands in dir, the workspace root.
 // Making it is a start of myelin for the workspace: it removes the output
@@ -43,12 +49,14 @@ const DefaultTimeout = 120 * time.Second
 // kill) left under .myelin/shell/, and never one a live process holds.
 func Tool(dir string) *tool.Tool {
 	CleanOutputs(dir)
-	return tool.MustFunc("shell--run",
+	t := tool.MustFunc("shell--run",
 		"Run a shell command (bash -c) in the workspace root.\n"+
 			"The result is its stdout and stderr together, as the program wrote them. "+
 			"A non-zero exit makes the result an error ending in a line `[exit status N]`; "+
-			"a command still running at its timeout (timeout_ms, default 120000) is killed with its whole process group.",
+			"a command still running at its timeout (timeout_ms, default 120000, at most 3600000) is killed with its whole process group.",
 		func(ctx context.Context, in Input) (any, error) { return Run(ctx, dir, in) })
+	t.Timeout = MaxTimeout + 10*time.Second
+	return t
 }
 
 // Run runs one command in dir. Its output goes straight to a file under
@@ -66,7 +74,7 @@ func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 		if *in.TimeoutMS < 1 {
 			return result.Result{}, fmt.Errorf("timeout_ms must be 1 or more, got %d", *in.TimeoutMS)
 		}
-		timeout = time.Duration(*in.TimeoutMS) * time.Millisecond
+		timeout = time.Duration(min(*in.TimeoutMS, int(MaxTimeout/time.Millisecond))) * time.Millisecond
 	}
 	out, err := outputFile(dir)
 	if err != nil {

@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -119,5 +120,27 @@ func TestALoneSurrogateIsOneReplacementCharacterNotBinary(t *testing.T) {
 	out := result.One(result.Call{ID: "c", Result: r}, result.Env{})
 	if out.Text != "x\uFFFDy" || out.IsError {
 		t.Fatalf("text = %q, error %v", out.Text, out.IsError)
+	}
+}
+
+// Issue 10: a huge timeout_ms overflowed (one became 384 µs) and killed the
+// command at once. Values above the top are taken as the top.
+func TestAHugeTimeoutIsTakenAsTheLongestNotOverflowed(t *testing.T) {
+	for _, ms := range []int{math.MaxInt, 18446744073710, int(MaxTimeout/time.Millisecond) + 1} {
+		r, err := Run(context.Background(), t.TempDir(), Input{Command: "sleep 0.2; echo done", TimeoutMS: &ms})
+		if err != nil {
+			t.Fatalf("timeout_ms %d: %v", ms, err)
+		}
+		if out := text(t, r); out.IsError || out.Text != "done\n" {
+			t.Fatalf("timeout_ms %d: %q", ms, out.Text)
+		}
+	}
+}
+
+// The dispatcher gives shell--run its longest timeout, so that a call's own
+// timeout_ms over the dispatcher's default is not cut at that default.
+func TestTheToolsTimeoutCoversTheLongestCommand(t *testing.T) {
+	if got := Tool(t.TempDir()).Timeout; got <= MaxTimeout {
+		t.Fatalf("shell--run's timeout in the dispatcher is %v, not over the longest command's %v", got, MaxTimeout)
 	}
 }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -97,7 +98,7 @@ func (w *Workspace) Read(in ReadInput, cap int) (result.Result, error) {
 	if result.LooksBinary(string(head[:n])) {
 		return result.Result{}, fmt.Errorf("%s is a binary file (%d bytes), not text; workspace--read reads text files", clip(showName(rel)), st.Size())
 	}
-	p := &pager{path: showName(rel), cap: cap, size: st.Size(), src: newTextStream(f, head[:n])}
+	p := &pager{path: showName(rel), cap: cap, size: st.Size(), src: result.NewTextStream(io.MultiReader(bytes.NewReader(head[:n]), f))}
 	if lineMode {
 		return p.lines(intOr(in.Offset, 1), min(intOr(in.Limit, defaultReadLines), maxReadLines))
 	}
@@ -133,7 +134,7 @@ type pager struct {
 	path string // the file, as the tools show it
 	cap  int
 	size int64 // the file's size in bytes: a bound on its totals
-	src  *textStream
+	src  *result.TextStream
 	err  error
 
 	piece    string // the part of the current piece not consumed yet
@@ -148,7 +149,7 @@ type pager struct {
 // current one is consumed.
 func (p *pager) more() bool {
 	for p.piece == "" && p.err == nil {
-		p.piece, p.err = p.src.next()
+		p.piece, p.err = p.src.Next()
 	}
 	return p.piece != ""
 }

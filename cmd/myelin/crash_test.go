@@ -46,7 +46,7 @@ func TestAFinishedCallKeepsItsResultAfterSIGKILLMidRound(t *testing.T) {
 		}
 		kept, _ := store.Kept(ctx, list[0].ID)
 		return len(kept) == 1
-	})
+	}, &stderr)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestAShellCommandDiesWithMyelinKilledBySIGKILL(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	var bash liveProc
-	waitForKill(t, func() bool {
+	waitFor(t, "myelin to start bash", func() bool {
 		for _, p := range liveProcs() {
 			if p.ppid == cmd.Process.Pid && p.comm == "bash" {
 				bash = p
@@ -41,14 +41,14 @@ func TestAShellCommandDiesWithMyelinKilledBySIGKILL(t *testing.T) {
 			}
 		}
 		return false
-	}, "myelin to start bash", &stderr)
+	}, &stderr)
 	time.Sleep(time.Until(started.Add(500 * time.Millisecond)))
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
 	killed := time.Now()
-	waitForKill(t, func() bool { return len(groupMembers(bash.pgid)) == 0 }, fmt.Sprintf("the command's process group %d to end", bash.pgid), nil)
+	waitFor(t, fmt.Sprintf("the command's process group %d to end", bash.pgid), func() bool { return len(groupMembers(bash.pgid)) == 0 })
 	time.Sleep(time.Until(killed.Add(4 * time.Second)))
 	if _, err := os.Stat(filepath.Join(dir, "f")); err == nil {
 		t.Error("f was touched after myelin was killed")
@@ -94,7 +94,7 @@ func TestAStubbornMCPServerDiesWithMyelinKilledBySIGKILL(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cmd.Process.Kill()
-			waitForKill(t, func() bool { return fileExists(filepath.Join(dir, "pids")) && fileExists(filepath.Join(dir, tt.ready)) }, "the server to be "+tt.ready, &stderr)
+			waitFor(t, "the server to be "+tt.ready, func() bool { return exists(filepath.Join(dir, "pids")) && exists(filepath.Join(dir, tt.ready)) }, &stderr)
 			data, err := os.ReadFile(filepath.Join(dir, "pids"))
 			if err != nil {
 				t.Fatal(err)
@@ -112,7 +112,7 @@ func TestAStubbornMCPServerDiesWithMyelinKilledBySIGKILL(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd.Wait()
-			waitForKill(t, func() bool { return len(groupMembers(server.pgid)) == 0 }, fmt.Sprintf("the server's process group %d to end", server.pgid), nil)
+			waitFor(t, fmt.Sprintf("the server's process group %d to end", server.pgid), func() bool { return len(groupMembers(server.pgid)) == 0 })
 			live := liveProcs()
 			for _, pid := range pids {
 				if p, ok := live[pid]; ok {
@@ -166,26 +166,4 @@ func groupMembers(pgid int) []string {
 		}
 	}
 	return in
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
-// waitForKill waits for cond, which a correct myelin makes true at once or
-// nearly; the bound only keeps a broken one from hanging the test.
-func waitForKill(t *testing.T, cond func() bool, what string, stderr *strings.Builder) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			msg := ""
-			if stderr != nil {
-				msg = "; myelin's stderr: " + stderr.String()
-			}
-			t.Fatalf("gave up waiting for %s%s", what, msg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -47,12 +47,17 @@ func watch(t *testing.T, r io.Reader, want string) *lines {
 func (l *lines) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.all.String() }
 
 // waitFor waits for a condition a process brings about, failing after a
-// generous deadline (the condition, not the time, is what is tested).
-func waitFor(t *testing.T, what string, cond func() bool) {
+// generous deadline (the condition, not the time, is what is tested) with
+// what the process wrote to logs, if given.
+func waitFor(t *testing.T, what string, cond func() bool, logs ...fmt.Stringer) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 30 s for %s", what)
+			msg := ""
+			for _, l := range logs {
+				msg += "; its stderr: " + l.String()
+			}
+			t.Fatalf("waited 30 s for %s%s", what, msg)
 		}
 	}
 }
