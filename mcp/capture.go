@@ -22,6 +22,23 @@ type slot struct {
 	mu  sync.Mutex
 	id  jsonrpc.ID
 	raw json.RawMessage
+	// refused is set when the server answered with a JSON-RPC error: the
+	// call has its answer, and the session is alive.
+	refused bool
+}
+
+func (s *slot) refuse() {
+	s.mu.Lock()
+	s.refused = true
+	s.mu.Unlock()
+}
+
+// answeredWithError reports whether the server's reply was a JSON-RPC
+// error.
+func (s *slot) answeredWithError() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 func (s *slot) set(raw json.RawMessage) {
@@ -113,7 +130,11 @@ func (c *captor) forget(s *slot) {
 // server asks for input and the SDK will send the call again) stays with
 // the SDK.
 func take(s *slot, resp *jsonrpc.Response) {
-	if resp.Error != nil || resp.Result == nil || !final(resp.Result) {
+	if resp.Error != nil {
+		s.refuse()
+		return
+	}
+	if resp.Result == nil || !final(resp.Result) {
 		return
 	}
 	s.set(resp.Result)

@@ -419,7 +419,9 @@ func (s *server) call(ctx context.Context, name string, input json.RawMessage) r
 		return fail("the call was cancelled")
 	case callCtx.Err() != nil:
 		return fail("no answer within %v (the server's timeout); the call was cancelled", s.cfg.CallTimeout())
-	case strings.Contains(err.Error(), errTooLarge):
+	case strings.Contains(err.Error(), errTooLarge), sl.answeredWithError():
+		// An error reply is the server's answer: the session is alive,
+		// and there is no exit to wait for.
 		return fail("%v", unwrapRPC(err))
 	default:
 		if why := s.died(l); why != "" {

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/myelin-run/myelin/mcp/mcptest"
 	"github.com/myelin-run/myelin/result"
@@ -224,6 +227,41 @@ func TestACallOverItsTimeoutIsAnErrorAndTheServerAnswersTheNext(t *testing.T) {
 	}
 	if out := h.call("t--slow", `{"ms":1}`); out.Text != "done" {
 		t.Errorf("the next call: %q", out.Text)
+	}
+}
+
+// A JSON-RPC error reply is the server's answer: the call returns it at
+// once, without waiting to see whether the server died. With a grace of
+// 10 s, a wait (twice the grace) would outlast the 5 s deadline.
+func TestAnErrorReplyIsReturnedAtOnce(t *testing.T) {
+	for _, name := range []string{"stdio", "http"} {
+		t.Run(name, func(t *testing.T) {
+			s := testServer("t")
+			if name == "http" {
+				srv := httptest.NewServer(mcptest.Handler(false))
+				t.Cleanup(srv.Close)
+				s = Server{Name: "t", Type: "http", URL: srv.URL}
+			}
+			h := start(t, []Server{s}, Options{Grace: 10 * time.Second})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			// A tool the server does not have: its SDK answers with an error.
+			if err := h.d.Tools.Add(h.set.servers[0].tool("t--no_such_tool", &sdk.Tool{Name: "no_such_tool", InputSchema: map[string]any{"type": "object"}})); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				out := h.d.Call(ctx, tool.Call{ID: fmt.Sprintf("err_%d", i), Name: "t--no_such_tool", Input: json.RawMessage(`{}`)})
+				if ctx.Err() != nil {
+					t.Fatalf("call %d: the error reply was returned only after the deadline (%v): %q", i, ctx.Err(), out.Text)
+				}
+				if !out.IsError || !strings.Contains(out.Text, "no_such_tool") || strings.Contains(out.Text, "during the call") {
+					t.Errorf("call %d: got %q (error %v), want the server's error naming the tool", i, out.Text, out.IsError)
+				}
+			}
+			if st := h.set.Status()[0]; st.State != StateRunning {
+				t.Errorf("state after error replies %q, want running", st.State)
+			}
+		})
 	}
 }
 
