@@ -25,6 +25,21 @@ type slot struct {
 	// refused is set when the server answered with a JSON-RPC error: the
 	// call has its answer, and the session is alive.
 	refused bool
+	// null is set when the reply's result was JSON null.
+	null bool
+}
+
+func (s *slot) setNull() {
+	s.mu.Lock()
+	s.null = true
+	s.mu.Unlock()
+}
+
+// isNull reports whether the server's reply had "result": null.
+func (s *slot) isNull() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.null
 }
 
 func (s *slot) refuse() {
@@ -132,6 +147,13 @@ func (c *captor) forget(s *slot) {
 func take(s *slot, resp *jsonrpc.Response) {
 	if resp.Error != nil {
 		s.refuse()
+		return
+	}
+	if bytes.Equal(bytes.TrimSpace(resp.Result), []byte("null")) {
+		// Not a result at all: the call says so, and the SDK gets an
+		// empty one to decode.
+		s.setNull()
+		resp.Result = emptyResult
 		return
 	}
 	if resp.Result == nil || !final(resp.Result) {

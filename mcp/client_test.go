@@ -468,3 +468,34 @@ func TestAnHTTPServerThatRestartedGetsANewSessionOnTheNextCall(t *testing.T) {
 		t.Errorf("the call after: %q (error %v); the one before said %q", out.Text, out.IsError, first.Text)
 	}
 }
+
+// A reply whose "result" is null is not a tool result: it is an error
+// saying so, not an empty success.
+func TestANullResultIsAnError(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{Grace: 10 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out := h.d.Call(ctx, tool.Call{ID: "null_1", Name: "t--raw", Input: json.RawMessage(`{"json":"null"}`)})
+	if !out.IsError || !strings.Contains(out.Text, `"result": null`) || ctx.Err() != nil {
+		t.Errorf("got %q (error %v, %v), want an error saying the result was null", out.Text, out.IsError, ctx.Err())
+	}
+	if out := h.call("t--echo", `{"text":"still here"}`); out.Text != "still here" {
+		t.Errorf("the next call: %q", out.Text)
+	}
+}
+
+// A server that never answers a request at start is reported as such:
+// which request, and for how long; not as an exit myelin caused by
+// closing it.
+func TestAServerThatNeverAnswersSaysWhichRequestWentUnanswered(t *testing.T) {
+	silent := Server{Name: "silent", Type: "stdio", Command: "sh", Args: []string{"-c", "cat >/dev/null"}}
+	noList := testServer("nolist")
+	noList.Env[mcptest.EnvIgnoreToolsList] = "1"
+	h := start(t, []Server{silent, noList}, Options{StartTimeout: 500 * time.Millisecond, Grace: 100 * time.Millisecond})
+	for i, want := range []string{"no answer to initialize within 500ms", "no answer to tools/list within 500ms"} {
+		st := h.set.Status()[i]
+		if st.State != StateFailed || !strings.Contains(st.Err, want) || strings.Contains(st.Err, "exit status") || strings.Contains(st.Err, "context deadline exceeded") {
+			t.Errorf("%s: %s: %q, want failed: %q", st.Name, st.State, st.Err, want)
+		}
+	}
+}
