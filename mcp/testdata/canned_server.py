@@ -16,7 +16,7 @@ for line in sys.stdin:
     elif m["method"] == "tools/call":
         head = '{"jsonrpc":"2.0","id":%s,"result":' % json.dumps(m["id"])
         sys.stdout.write(head); sys.stdout.flush()
-        with open("os.environ["REPLY"], "rb") as f:
+        with open(os.environ["REPLY"], "rb") as f:
             shutil.copyfileobj(f, sys.stdout.buffer, 1 << 20)
         sys.stdout.write("}\n"); sys.stdout.flush()
         continue
