@@ -37,7 +37,8 @@ type mcpFlags struct {
 }
 
 // mcpTrust says whether a person can be asked to approve the workspace's
-// .mcp.json: ask is set when stdin is a terminal in run, chat or mcp list.
+// .mcp.json: ask is set in run, chat and mcp list when stdin and stderr
+// (where the question goes) are both a terminal.
 type mcpTrust struct {
 	ask bool
 	in  io.Reader // the answer is read here, a byte at a time
@@ -236,7 +237,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		return mcpTrustCommand(workspaceDir, stdout, stderr)
 	}
-	f.trust = mcpTrust{ask: isTerminal(stdin), in: stdin, out: stderr}
+	f.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
 	ws, err := workspace.Open(workspaceDir)
 	if err != nil {
 		return usageError(stderr, "mcp list", err.Error())

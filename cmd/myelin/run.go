@@ -212,7 +212,7 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 		return usageError(stderr, name, err.Error())
 	}
 	// A person at the terminal is asked to approve the workspace's .mcp.json.
-	f.tools.mcp.trust = mcpTrust{ask: isTerminal(stdin), in: stdin, out: stderr}
+	f.tools.mcp.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
 	var prompt string
 	if name == "run" {
 		prompt = strings.Join(pos, " ")
