@@ -231,18 +231,20 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if len(pos) != 0 {
 		return usageError(stderr, name, fmt.Sprintf("takes no arguments, got %q", pos))
 	}
-	if args[0] == "trust" {
-		if len(f.configs) > 0 {
-			return usageError(stderr, name, "--mcp-config files need no approval; trust approves the workspace's .mcp.json")
-		}
-		return mcpTrustCommand(workspaceDir, stdout, stderr)
+	if args[0] == "trust" && len(f.configs) > 0 {
+		return usageError(stderr, name, "--mcp-config files need no approval; trust approves the workspace's .mcp.json")
 	}
-	f.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
 	ws, err := workspace.Open(workspaceDir)
 	if err != nil {
-		return usageError(stderr, "mcp list", err.Error())
+		return usageError(stderr, name, err.Error())
 	}
 	defer ws.Close()
+	if args[0] == "trust" {
+		// The workspace's own Dir, so that the approval's key is the path
+		// run, chat and tool read the file by.
+		return mcpTrustCommand(ws.Dir(), stdout, stderr)
+	}
+	f.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
 	set, err := startMCP(ctx, ws, f, stderr, io.Discard) // the list says how each failed
 	if err != nil {
 		return usageError(stderr, "mcp list", err.Error())

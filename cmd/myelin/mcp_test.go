@@ -185,12 +185,20 @@ func TestAWorkspaceMCPConfigStartsOnlyOnceItsContentsAreApproved(t *testing.T) {
 	}
 }
 
-func TestMCPTrustRefusesAWorkspaceWithoutAnMCPConfig(t *testing.T) {
+func TestMCPTrustRefusesWhatItCannotApprove(t *testing.T) {
 	approvals(t)
 	dir := t.TempDir()
-	_, errOut, code := cli(t, "mcp", "trust", "--workspace", dir)
-	if code != 2 || !strings.Contains(errOut, "no MCP config to approve") || !strings.Contains(errOut, filepath.Join(dir, ".mcp.json")) {
-		t.Errorf("exit %d: %s", code, errOut)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp", "trust", "--workspace", dir}, "no MCP config to approve: open " + filepath.Join(dir, ".mcp.json")},
+		{[]string{"mcp", "trust", "--workspace", dir, "--mcp-config", "x.json"}, "--mcp-config files need no approval"},
+	} {
+		_, errOut, code := cli(t, tt.args...)
+		if code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%q: exit %d: %s, want %q", tt.args, code, errOut, tt.want)
+		}
 	}
 }
 
