@@ -211,6 +211,8 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 	if err := f.check(explicit(fs)); err != nil {
 		return usageError(stderr, name, err.Error())
 	}
+	// A person at the terminal is asked to approve the workspace's .mcp.json.
+	f.tools.mcp.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
 	var prompt string
 	if name == "run" {
 		prompt = strings.Join(pos, " ")

@@ -60,7 +60,7 @@ type toolset struct {
 // here), shell--run when allowed, and code_execution over all of them
 // unless turned off. env is the conversion's environment of the command.
 func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, env result.Env, stderr io.Writer) (*toolset, error) {
-	set, err := startMCP(ctx, ws, f.mcp, stderr)
+	set, err := startMCP(ctx, ws, f.mcp, stderr, stderr)
 	if err != nil {
 		return nil, err
 	}
