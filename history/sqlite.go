@@ -92,9 +92,14 @@ type SQLiteOptions struct {
 func OpenSQLite(path string) (*SQLite, error) { return OpenSQLiteWith(path, SQLiteOptions{}) }
 
 // OpenSQLiteWith opens (or creates) the store at path, making its
-// directory. A file that is not a SQLite database, or one that another
-// process holds locked for longer than 5 seconds, is an error that says so.
+// directory. Only a missing file makes a new store: an empty file (unless
+// another process is creating it at that moment), a file that is not a
+// SQLite database, a truncated one, or one that another process holds
+// locked for longer than 5 seconds, is an error that says so.
 func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
+	if _, err := checkFile(path, false, time.Now()); err != nil {
+		return nil, err
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("history store %s: %v", path, err)
