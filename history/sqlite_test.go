@@ -128,7 +128,7 @@ func TestCorruptStoreIsAClearError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := OpenSQLite(path)
-	if err == nil || !strings.Contains(err.Error(), "is not a myelin history database or is corrupt") {
+	if err == nil || !strings.Contains(err.Error(), "is not a SQLite database") {
 		t.Fatalf("err = %v", err)
 	}
 }
