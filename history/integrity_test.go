@@ -1,7 +1,10 @@
 package history
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,5 +109,98 @@ func writeFile(t *testing.T, path string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// damage runs SQL on the closed store at path, as something other than
+// myelin would.
+func damage(t *testing.T, path, query string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(query); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestADamagedMessageIsReportedNotDroppedOrMiscounted(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, path string)
+		wants  []string
+	}{
+		{"a byte of its text changed in SQL", func(t *testing.T, path string) {
+			damage(t, path, `UPDATE messages SET message = CAST(replace(CAST(message AS TEXT), 'Reading it.', 'Reeding it.') AS BLOB) WHERE seq = 2`)
+		}, []string{"conversation c, message 2 is damaged", "checksum"}},
+		{"a byte of its JSON changed in SQL", func(t *testing.T, path string) {
+			damage(t, path, `UPDATE messages SET message = CAST(replace(CAST(message AS TEXT), '"parts":', '"parts";') AS BLOB) WHERE seq = 3`)
+		}, []string{"conversation c, message 3 is damaged"}},
+		{"a byte of its text flipped in the file", func(t *testing.T, path string) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := bytes.Index(b, []byte("tell me"))
+			if i < 0 || bytes.Count(b, []byte("tell me")) != 1 {
+				t.Fatal("the message's text is not in the file once")
+			}
+			b[i] ^= 0x01 // 't' -> 'u'
+			writeFile(t, path, b)
+		}, []string{"conversation c, message 1 is damaged", "checksum"}},
+		{"a message deleted in SQL", func(t *testing.T, path string) {
+			damage(t, path, `DELETE FROM messages WHERE seq = 2`)
+		}, []string{"conversation c", "holds 2 messages, but 3 were stored in it"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := storeWithMessages(t, t.TempDir())
+			tc.damage(t, path)
+			s := openStore(t, path)
+			msgs, err := s.Messages(context.Background(), "c")
+			if err == nil {
+				t.Fatalf("read %d messages without an error: %+v", len(msgs), msgs)
+			}
+			if !errors.Is(err, ErrDamaged) {
+				t.Errorf("error %q does not wrap ErrDamaged", err)
+			}
+			for _, want := range append(tc.wants, path) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// A message missing from a conversation is reported by List (what
+// `history list` shows) and Get, not shown as a smaller count; Append
+// refuses to add after the gap.
+func TestAMissingMessageIsReportedByListGetAndAppend(t *testing.T) {
+	path := storeWithMessages(t, t.TempDir())
+	damage(t, path, `DELETE FROM messages WHERE seq = 3`)
+	s := openStore(t, path)
+	ctx := context.Background()
+	_, listErr := s.List(ctx)
+	_, getErr := s.Get(ctx, "c")
+	appendErr := s.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "more"}}})
+	for name, err := range map[string]error{"List": listErr, "Get": getErr, "Append": appendErr} {
+		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "conversation c") || !strings.Contains(err.Error(), "3 were stored in it") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// A message missing from the middle of a conversation, while the count
+// was damaged to match, is still found by Messages from the gap in the
+// numbers.
+func TestAGapInTheMessagesIsReported(t *testing.T) {
+	path := storeWithMessages(t, t.TempDir())
+	damage(t, path, `DELETE FROM messages WHERE seq = 2; UPDATE conversations SET messages = 2`)
+	s := openStore(t, path)
+	_, err := s.Messages(context.Background(), "c")
+	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "conversation c: message 2 is missing (the next one stored is 3)") {
+		t.Fatalf("err = %v", err)
 	}
 }
