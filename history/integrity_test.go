@@ -5,8 +5,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +152,9 @@ func TestADamagedMessageIsReportedNotDroppedOrMiscounted(t *testing.T) {
 			b[i] ^= 0x01 // 't' -> 'u'
 			writeFile(t, path, b)
 		}, []string{"conversation c, message 1 is damaged", "checksum"}},
+		{"a message copied over the next one in SQL, checksum and all", func(t *testing.T, path string) {
+			damage(t, path, `UPDATE messages SET (message, crc) = (SELECT message, crc FROM messages WHERE seq = 1) WHERE seq = 2`)
+		}, []string{"conversation c, message 2 is damaged"}},
 		{"a message deleted in SQL", func(t *testing.T, path string) {
 			damage(t, path, `DELETE FROM messages WHERE seq = 2`)
 		}, []string{"conversation c", "holds 2 messages, but 3 were stored in it"}},
@@ -202,5 +207,68 @@ func TestAGapInTheMessagesIsReported(t *testing.T) {
 	_, err := s.Messages(context.Background(), "c")
 	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "conversation c: message 2 is missing (the next one stored is 3)") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The issue's case: a store of 31 messages with bytes flipped made
+// `history list` report 9 of them without an error. Here one bit is
+// flipped at a time, at every 89th byte of the file (every page, and
+// offsets all over each page): whatever is read is what was written, or
+// an error.
+func TestNoFlippedByteChangesWhatIsReadWithoutAnError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens the store 500 times")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "h.db")
+	s, err := OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Create(ctx, Conversation{ID: "c", System: "be brief"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 31 {
+		if err := s.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: fmt.Sprintf("message %d %0200d", i, i)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := s.Messages(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantList, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	stored, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := 0
+	for at := 0; at < len(stored); at += 89 {
+		b := append([]byte(nil), stored...)
+		b[at] ^= 0x10
+		flipped := filepath.Join(dir, "flipped.db")
+		writeFile(t, flipped, b)
+		s, err := OpenSQLite(flipped)
+		if err != nil {
+			continue
+		}
+		got, err1 := s.Messages(ctx, "c")
+		list, err2 := s.List(ctx)
+		s.Close()
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(list, wantList) {
+			silent++
+			t.Errorf("bit 4 of byte %d (page %d, offset %d) flipped: read %d messages, list %+v, and no error", at, at/4096+1, at%4096, len(got), list)
+		}
+	}
+	if silent > 0 {
+		t.Errorf("%d flips changed what was read without an error", silent)
 	}
 }

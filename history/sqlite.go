@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,13 +44,14 @@ CREATE TABLE IF NOT EXISTS conversations (
 	system  TEXT NOT NULL,
 	created TEXT NOT NULL,
 	updated TEXT NOT NULL,
-	messages INTEGER NOT NULL DEFAULT 0 -- how many messages it holds (layout 3)
+	messages INTEGER NOT NULL DEFAULT 0, -- how many messages it holds (layout 3)
+	crc      INTEGER NOT NULL DEFAULT 0  -- recordChecksum of id, system, created (layout 3)
 );
 CREATE TABLE IF NOT EXISTS messages (
 	conversation TEXT NOT NULL REFERENCES conversations(id),
 	seq          INTEGER NOT NULL,
 	message      BLOB NOT NULL, -- the Message as JSON (result.JSON), read by decodeMessage
-	crc          INTEGER NOT NULL DEFAULT 0, -- CRC-32C of message (layout 3), checked as it is read
+	crc          INTEGER NOT NULL DEFAULT 0, -- messageChecksum (layout 3), checked as it is read
 	PRIMARY KEY (conversation, seq)
 );
 CREATE INDEX IF NOT EXISTS conversations_updated ON conversations(updated);
@@ -82,6 +84,7 @@ CREATE TABLE IF NOT EXISTS kept (
 const schemaV3 = `
 ALTER TABLE messages ADD COLUMN crc INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE conversations ADD COLUMN messages INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN crc INTEGER NOT NULL DEFAULT 0;
 UPDATE conversations SET messages = (SELECT COUNT(*) FROM messages WHERE conversation = conversations.id);
 `
 
@@ -96,8 +99,24 @@ const schemaVersion = 3
 // where it has one (amd64, arm64), about 10 GB/s.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// checksum is a stored message's checksum: the CRC-32C of its bytes.
+// checksum is the CRC-32C of raw.
 func checksum(raw []byte) int64 { return int64(crc32.Checksum(raw, castagnoli)) }
+
+// messageChecksum is a stored message's checksum: of its conversation, its
+// number and its bytes, so that a message read under another number or
+// conversation (a damaged index pointing at another row) fails it too.
+func messageChecksum(conversation string, seq int, raw []byte) int64 {
+	var prefix [64]byte
+	head := strconv.AppendInt(append(append(prefix[:0], conversation...), 0), int64(seq), 10)
+	return int64(crc32.Update(crc32.Checksum(append(head, 0), castagnoli), castagnoli, raw))
+}
+
+// recordChecksum is a conversation record's checksum: of the fields that
+// never change once it is created. Its count of messages is checked
+// against the messages themselves; its updated time is not checked.
+func recordChecksum(id, system, created string) int64 {
+	return checksum([]byte(id + "\x00" + system + "\x00" + created))
+}
 
 // SQLiteOptions tune a SQLite store; the zero value is the default.
 type SQLiteOptions struct {
@@ -239,11 +258,14 @@ func (s *SQLite) migrate() error {
 	return nil
 }
 
-// fillChecksums computes the checksum of every stored message, in the
-// upgrade's transaction: the messages as they are then are taken as
+// fillChecksums computes the checksum of every conversation record and
+// every stored message, in the upgrade's transaction: they are taken as
 // written.
 func fillChecksums(tx *sql.Tx) error {
-	rows, err := tx.Query(`SELECT rowid, message FROM messages`)
+	if err := fillRecordChecksums(tx); err != nil {
+		return err
+	}
+	rows, err := tx.Query(`SELECT rowid, conversation, seq, message FROM messages`)
 	if err != nil {
 		return err
 	}
@@ -251,12 +273,14 @@ func fillChecksums(tx *sql.Tx) error {
 	var sums []sum
 	for rows.Next() {
 		var r sum
+		var conversation string
+		var seq int
 		var raw sql.RawBytes
-		if err := rows.Scan(&r.rowid, &raw); err != nil {
+		if err := rows.Scan(&r.rowid, &conversation, &seq, &raw); err != nil {
 			rows.Close()
 			return err
 		}
-		r.crc = checksum(raw)
+		r.crc = messageChecksum(conversation, seq, raw)
 		sums = append(sums, r)
 	}
 	rows.Close()
@@ -270,6 +294,33 @@ func fillChecksums(tx *sql.Tx) error {
 	defer update.Close()
 	for _, r := range sums {
 		if _, err := update.Exec(r.crc, r.rowid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillRecordChecksums is fillChecksums for the conversation records.
+func fillRecordChecksums(tx *sql.Tx) error {
+	rows, err := tx.Query(`SELECT id, system, created FROM conversations`)
+	if err != nil {
+		return err
+	}
+	sums := map[string]int64{}
+	for rows.Next() {
+		var id, system, created string
+		if err := rows.Scan(&id, &system, &created); err != nil {
+			rows.Close()
+			return err
+		}
+		sums[id] = recordChecksum(id, system, created)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for id, sum := range sums {
+		if _, err := tx.Exec(`UPDATE conversations SET crc = ? WHERE id = ?`, sum, id); err != nil {
 			return err
 		}
 	}
@@ -302,8 +353,9 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 	if c.ID == "" {
 		return errors.New("creating a conversation: its id is empty")
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		c.ID, c.System, c.Created.UTC().Format(timeFormat), c.Created.UTC().Format(timeFormat))
+	created := c.Created.UTC().Format(timeFormat)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created))
 	if err != nil {
 		return s.explain("creating conversation "+c.ID, err)
 	}
@@ -316,7 +368,7 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 // Get returns a conversation's record.
 func (s *SQLite) Get(ctx context.Context, id string) (Conversation, error) {
 	row := s.db.QueryRowContext(ctx, `SELECT id, system, created, updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages FROM conversations c WHERE id = ?`, id)
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc FROM conversations c WHERE id = ?`, id)
 	c, err := s.scanConversation(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Conversation{}, fmt.Errorf("conversation %s: %w", id, ErrNotFound)
@@ -332,27 +384,36 @@ func (s *SQLite) Get(ctx context.Context, id string) (Conversation, error) {
 
 type scanner interface{ Scan(...any) error }
 
-// scanConversation reads a conversation's record and checks that it holds
-// as many messages as were appended to it.
+// scanConversation reads a conversation's record and checks it: against
+// its checksum, its times, and that it holds as many messages as were
+// appended to it.
 func (s *SQLite) scanConversation(row scanner) (Conversation, error) {
 	var c Conversation
 	var created, updated string
 	var appended int
-	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended); err != nil {
+	var crc int64
+	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc); err != nil {
 		return c, err
 	}
-	if c.Messages != appended {
-		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w (SQLite's own check: sqlite3 %s 'PRAGMA integrity_check')", s.path, c.ID, c.Messages, appended, ErrDamaged, s.path)
+	if sum := recordChecksum(c.ID, c.System, created); sum != crc {
+		return c, fmt.Errorf("history store %s: the record of conversation %q is damaged: its id, system prompt or creation time no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, ErrDamaged)
 	}
-	c.Created, _ = time.Parse(timeFormat, created)
-	c.Updated, _ = time.Parse(timeFormat, updated)
+	if c.Messages != appended {
+		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.path, c.ID, c.Messages, appended, ErrDamaged)
+	}
+	var err1, err2 error
+	c.Created, err1 = time.Parse(timeFormat, created)
+	c.Updated, err2 = time.Parse(timeFormat, updated)
+	if err := errors.Join(err1, err2); err != nil {
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: %v: %w", s.path, c.ID, err, ErrDamaged)
+	}
 	return c, nil
 }
 
 // List returns the conversations, most recently updated first.
 func (s *SQLite) List(ctx context.Context) ([]Conversation, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, system, created, updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages FROM conversations c ORDER BY updated DESC, id`)
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc FROM conversations c ORDER BY updated DESC, id`)
 	if err != nil {
 		return nil, s.explain("listing conversations", err)
 	}
@@ -490,7 +551,7 @@ type storedRow struct {
 
 // decodeRow checks a stored message against its checksum, then decodes it.
 func (s *SQLite) decodeRow(id string, r storedRow) (Message, error) {
-	if sum := checksum(r.message); sum != r.crc {
+	if sum := messageChecksum(id, r.seq, r.message); sum != r.crc {
 		return Message{}, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.path, id, r.seq, r.crc, sum, ErrDamaged)
 	}
 	m, err := decodeMessage(r.message)
@@ -530,7 +591,7 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			if err != nil {
 				return fmt.Errorf("appending to conversation %s: %v", id, err)
 			}
-			if _, err := insert.ExecContext(ctx, id, next+i, raw, checksum(raw)); err != nil {
+			if _, err := insert.ExecContext(ctx, id, next+i, raw, messageChecksum(id, next+i, raw)); err != nil {
 				return s.explain(doing, err)
 			}
 			for _, p := range m.Parts {
