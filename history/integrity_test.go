@@ -272,3 +272,69 @@ func TestNoFlippedByteChangesWhatIsReadWithoutAnError(t *testing.T) {
 		t.Errorf("%d flips changed what was read without an error", silent)
 	}
 }
+
+func TestNoFollowRefusesASymlinkedStoreItsFilesOrItsDirectory(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		link string // relative to the workspace: made a link to a path outside
+		dir  bool   // the link's target is a directory (else a missing file)
+	}{
+		{"the store's directory", ".myelin", true},
+		{"the store file", ".myelin/history.db", false},
+		{"its write-ahead log", ".myelin/history.db-wal", false},
+		{"its shared memory", ".myelin/history.db-shm", false},
+		{"its rollback journal", ".myelin/history.db-journal", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws, outside := t.TempDir(), t.TempDir()
+			if !tc.dir {
+				if err := os.Mkdir(filepath.Join(ws, ".myelin"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			target := outside // a directory outside, or a file not there yet
+			if !tc.dir {
+				target = filepath.Join(outside, "stolen")
+			}
+			if err := os.Symlink(target, filepath.Join(ws, tc.link)); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(ws, ".myelin", "history.db")
+			s, err := OpenSQLiteWith(path, SQLiteOptions{NoFollow: true})
+			if err == nil {
+				s.Close()
+				t.Fatal("opened")
+			}
+			want := filepath.Join(ws, tc.link) + " is a symbolic link (to " + target + ")"
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %q does not say %q", err, want)
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+				t.Fatalf("wrote %v outside", entries)
+			}
+		})
+	}
+}
+
+// NoFollow opens a store whose files are plain files, and without it a
+// symbolic link to the store is followed as before.
+func TestNoFollowOpensPlainFilesAndIsOptional(t *testing.T) {
+	ws := t.TempDir()
+	path := storeWithMessages(t, filepath.Join(ws))
+	s, err := OpenSQLiteWith(path, SQLiteOptions{NoFollow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := s.Messages(context.Background(), "c"); err != nil || len(msgs) != 3 {
+		t.Fatalf("%d messages, %v", len(msgs), err)
+	}
+	s.Close()
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openStore(t, link)
+	if msgs, err := s2.Messages(context.Background(), "c"); err != nil || len(msgs) != 3 {
+		t.Fatalf("%d messages, %v", len(msgs), err)
+	}
+}

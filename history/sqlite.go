@@ -126,6 +126,14 @@ type SQLiteOptions struct {
 	// the machine itself stops. By default every commit is synced to disk
 	// before Append returns.
 	Relaxed bool
+	// NoFollow refuses to open the store when its directory, the store
+	// file or its -wal, -shm or -journal file is a symbolic link (each
+	// looked at with Lstat, never followed), with an error naming it: for
+	// a store inside a workspace, where a cloned repository could plant a
+	// link that sends the conversation elsewhere. It checks at open only;
+	// it does not stop a link made while the store is open, and it says
+	// nothing of the directories above the store's own.
+	NoFollow bool
 }
 
 // OpenSQLite opens (or creates) the store at path with the default options.
@@ -137,7 +145,7 @@ func OpenSQLite(path string) (*SQLite, error) { return OpenSQLiteWith(path, SQLi
 // SQLite database, a truncated one, or one that another process holds
 // locked for longer than 5 seconds, is an error that says so.
 func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
-	if _, err := checkFile(path, false, time.Now()); err != nil {
+	if _, err := checkFile(path, opts.NoFollow, time.Now()); err != nil {
 		return nil, err
 	}
 	if dir := filepath.Dir(path); dir != "" {
