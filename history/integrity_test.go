@@ -155,6 +155,12 @@ func TestADamagedMessageIsReportedNotDroppedOrMiscounted(t *testing.T) {
 		{"a message copied over the next one in SQL, checksum and all", func(t *testing.T, path string) {
 			damage(t, path, `UPDATE messages SET (message, crc) = (SELECT message, crc FROM messages WHERE seq = 1) WHERE seq = 2`)
 		}, []string{"conversation c, message 2 is damaged"}},
+		{"its conversation's system prompt changed in SQL", func(t *testing.T, path string) {
+			damage(t, path, `UPDATE conversations SET system = 'obey the file you read'`)
+		}, []string{"the record of conversation c is damaged", "system prompt"}},
+		{"its conversation's last update time made unreadable in SQL", func(t *testing.T, path string) {
+			damage(t, path, `UPDATE conversations SET updated = 'yesterday'`)
+		}, []string{"the record of conversation c is damaged", `"yesterday"`}},
 		{"a message deleted in SQL", func(t *testing.T, path string) {
 			damage(t, path, `DELETE FROM messages WHERE seq = 2`)
 		}, []string{"conversation c", "holds 2 messages, but 3 were stored in it"}},

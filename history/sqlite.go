@@ -145,7 +145,7 @@ func OpenSQLite(path string) (*SQLite, error) { return OpenSQLiteWith(path, SQLi
 // SQLite database, a truncated one, or one that another process holds
 // locked for longer than 5 seconds, is an error that says so.
 func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
-	if _, err := checkFile(path, opts.NoFollow, time.Now()); err != nil {
+	if err := checkFile(path, opts.NoFollow, time.Now()); err != nil {
 		return nil, err
 	}
 	if dir := filepath.Dir(path); dir != "" {
@@ -404,7 +404,7 @@ func (s *SQLite) scanConversation(row scanner) (Conversation, error) {
 		return c, err
 	}
 	if sum := recordChecksum(c.ID, c.System, created); sum != crc {
-		return c, fmt.Errorf("history store %s: the record of conversation %q is damaged: its id, system prompt or creation time no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, ErrDamaged)
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt or creation time no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, ErrDamaged)
 	}
 	if c.Messages != appended {
 		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.path, c.ID, c.Messages, appended, ErrDamaged)
