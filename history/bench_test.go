@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/myelin-run/myelin/result"
 )
 
 // BenchmarkRoundCommit measures what keeping each finished call's result
@@ -79,4 +81,46 @@ func BenchmarkRoundCommit(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkChecksumBesideDecode measures what checking a stored message's
+// checksum (layout 3) adds to reading it: messageChecksum and
+// decodeMessage of the same stored row (an assistant message with a tool
+// call, and a tool result, as in the agent's NextRequest benchmark), side
+// by side in one run. Run:
+//
+//	go test ./history -run '^$' -bench ChecksumBesideDecode -count 6
+func BenchmarkChecksumBesideDecode(b *testing.B) {
+	msgs := []Message{
+		{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "Let me read the next file."},
+			{Type: ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: []byte(`{"path":"src/main.go"}`)}}},
+		{Role: User, Parts: []Part{{Type: ToolResultPart, CallID: "toolu_1",
+			Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"}}},
+	}
+	var rows [][]byte
+	for _, m := range msgs {
+		raw, err := result.JSON(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows = append(rows, raw)
+	}
+	b.Run("decode", func(b *testing.B) {
+		for b.Loop() {
+			for _, raw := range rows {
+				if _, err := decodeMessage(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("checksum", func(b *testing.B) {
+		var sum int64
+		for b.Loop() {
+			for i, raw := range rows {
+				sum += messageChecksum("0194f1c2-7a3b-7c4d-9e5f-0123456789ab", 10000+i, raw)
+			}
+		}
+		_ = sum
+	})
 }

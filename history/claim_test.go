@@ -292,32 +292,45 @@ func TestAppendWaitsForAWriteLockHeldByAnotherConnection(t *testing.T) {
 	}
 }
 
-// A store of layout 1 is brought to layout 2 when opened, its messages kept.
-func TestALayout1StoreIsBroughtToLayout2(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "h.db")
-	script, err := os.ReadFile(filepath.Join("testdata", "layout1.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(string(script)); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s := openStore(t, path)
-	ctx := context.Background()
-	msgs, err := s.Messages(ctx, "old")
-	if err != nil || len(msgs) != 1 || msgs[0].Parts[0].Text != "hello" {
-		t.Fatalf("messages %+v, %v", msgs, err)
-	}
-	if _, err := s.Claim(ctx, "old", NewHolder(), time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	var version int
-	if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 2 {
-		t.Fatalf("layout %d, %v", version, err)
+// A store of layout 1 or 2 is brought to layout 3 when opened, its
+// messages kept, checksummed and counted: they read back, and a new one
+// is appended after them.
+func TestAnOlderLayoutIsBroughtToLayout3(t *testing.T) {
+	for _, fixture := range []string{"layout1.sql", "layout2.sql"} {
+		t.Run(fixture, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "h.db")
+			script, err := os.ReadFile(filepath.Join("testdata", fixture))
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Exec(string(script)); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			s := openStore(t, path)
+			ctx := context.Background()
+			msgs, err := s.Messages(ctx, "old")
+			if err != nil || len(msgs) != 1 || msgs[0].Parts[0].Text != "hello" {
+				t.Fatalf("messages %+v, %v", msgs, err)
+			}
+			h, err := s.Claim(ctx, "old", NewHolder(), time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Append(Writing(ctx, h), "old", Message{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "hi"}}}); err != nil {
+				t.Fatal(err)
+			}
+			if c, err := openStore(t, path).Get(ctx, "old"); err != nil || c.Messages != 2 {
+				t.Fatalf("conversation %+v, %v", c, err)
+			}
+			var version int
+			if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 3 {
+				t.Fatalf("layout %d, %v", version, err)
+			}
+		})
 	}
 }

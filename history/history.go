@@ -187,3 +187,9 @@ func IsLazy(ctx context.Context) bool { v, _ := ctx.Value(lazyKey{}).(bool); ret
 // ErrNotFound is wrapped by the error for a conversation that is not in the
 // store.
 var ErrNotFound = errors.New("no such conversation")
+
+// ErrDamaged is wrapped by the error for a stored conversation that is not
+// what was written: a message whose bytes no longer match their checksum,
+// or messages missing from it. The error names the conversation and the
+// message; the store never drops or miscounts such a message silently.
+var ErrDamaged = errors.New("the store is damaged")

@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,12 +43,15 @@ CREATE TABLE IF NOT EXISTS conversations (
 	id      TEXT PRIMARY KEY,
 	system  TEXT NOT NULL,
 	created TEXT NOT NULL,
-	updated TEXT NOT NULL
+	updated TEXT NOT NULL,
+	messages INTEGER NOT NULL DEFAULT 0, -- how many messages it holds (layout 3)
+	crc      INTEGER NOT NULL DEFAULT 0  -- recordChecksum of id, system, created (layout 3)
 );
 CREATE TABLE IF NOT EXISTS messages (
 	conversation TEXT NOT NULL REFERENCES conversations(id),
 	seq          INTEGER NOT NULL,
 	message      BLOB NOT NULL, -- the Message as JSON (result.JSON), read by decodeMessage
+	crc          INTEGER NOT NULL DEFAULT 0, -- messageChecksum (layout 3), checked as it is read
 	PRIMARY KEY (conversation, seq)
 );
 CREATE INDEX IF NOT EXISTS conversations_updated ON conversations(updated);
@@ -72,11 +77,46 @@ CREATE TABLE IF NOT EXISTS kept (
 ) WITHOUT ROWID; -- one b-tree: a keep writes one page, not a row and its index
 `
 
+// schemaV3 is what layout 3 added to layout 2: a checksum per message and
+// a count of messages per conversation, so that a damaged message or a
+// missing one is found and reported. Upgrading also fills both in
+// (fillChecksums).
+const schemaV3 = `
+ALTER TABLE messages ADD COLUMN crc INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN messages INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN crc INTEGER NOT NULL DEFAULT 0;
+UPDATE conversations SET messages = (SELECT COUNT(*) FROM messages WHERE conversation = conversations.id);
+`
+
 // schemaVersion is the store's layout, kept in SQLite's user_version. A
 // message is one JSON column: one column to step over per row is half the
-// cost of five when a long conversation is read after a restart. Layout 1
-// (no claims, no kept results) is brought to 2 when opened.
-const schemaVersion = 2
+// cost of five when a long conversation is read after a restart. Layouts 1
+// (no claims, no kept results) and 2 (no checksums) are brought to 3 when
+// opened.
+const schemaVersion = 3
+
+// castagnoli is the CRC-32C table: computed by the CPU's own instruction
+// where it has one (amd64, arm64), about 10 GB/s.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksum is the CRC-32C of raw.
+func checksum(raw []byte) int64 { return int64(crc32.Checksum(raw, castagnoli)) }
+
+// messageChecksum is a stored message's checksum: of its conversation, its
+// number and its bytes, so that a message read under another number or
+// conversation (a damaged index pointing at another row) fails it too.
+func messageChecksum(conversation string, seq int, raw []byte) int64 {
+	var prefix [64]byte
+	head := strconv.AppendInt(append(append(prefix[:0], conversation...), 0), int64(seq), 10)
+	return int64(crc32.Update(crc32.Checksum(append(head, 0), castagnoli), castagnoli, raw))
+}
+
+// recordChecksum is a conversation record's checksum: of the fields that
+// never change once it is created. Its count of messages is checked
+// against the messages themselves; its updated time is not checked.
+func recordChecksum(id, system, created string) int64 {
+	return checksum([]byte(id + "\x00" + system + "\x00" + created))
+}
 
 // SQLiteOptions tune a SQLite store; the zero value is the default.
 type SQLiteOptions struct {
@@ -86,15 +126,28 @@ type SQLiteOptions struct {
 	// the machine itself stops. By default every commit is synced to disk
 	// before Append returns.
 	Relaxed bool
+	// NoFollow refuses to open the store when its directory, the store
+	// file or its -wal, -shm or -journal file is a symbolic link (each
+	// looked at with Lstat, never followed), with an error naming it: for
+	// a store inside a workspace, where a cloned repository could plant a
+	// link that sends the conversation elsewhere. It checks at open only;
+	// it does not stop a link made while the store is open, and it says
+	// nothing of the directories above the store's own.
+	NoFollow bool
 }
 
 // OpenSQLite opens (or creates) the store at path with the default options.
 func OpenSQLite(path string) (*SQLite, error) { return OpenSQLiteWith(path, SQLiteOptions{}) }
 
 // OpenSQLiteWith opens (or creates) the store at path, making its
-// directory. A file that is not a SQLite database, or one that another
-// process holds locked for longer than 5 seconds, is an error that says so.
+// directory. Only a missing file makes a new store: an empty file (unless
+// another process is creating it at that moment), a file that is not a
+// SQLite database, a truncated one, or one that another process holds
+// locked for longer than 5 seconds, is an error that says so.
 func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
+	if err := checkFile(path, opts.NoFollow, time.Now()); err != nil {
+		return nil, err
+	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("history store %s: %v", path, err)
@@ -124,10 +177,10 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 		stmt **sql.Stmt
 		sql  string
 	}{
-		{&s.selectNew, `SELECT message FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`},
-		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation = c.id) FROM conversations c WHERE id = ?`},
-		{&s.insert, `INSERT INTO messages (conversation, seq, message) VALUES (?, ?, ?)`},
-		{&s.touch, `UPDATE conversations SET updated = ? WHERE id = ?`},
+		{&s.selectNew, `SELECT seq, message, crc FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`},
+		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = c.id), c.messages FROM conversations c WHERE id = ?`},
+		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
+		{&s.touch, `UPDATE conversations SET updated = ?, messages = messages + ? WHERE id = ?`},
 		{&s.selectClaim, `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`},
 		{&s.insertKept, `INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES (?, ?, ?)`},
 		{&s.dropKept, `DELETE FROM kept WHERE conversation = ?`},
@@ -191,7 +244,9 @@ func (s *SQLite) migrate() error {
 	case version == schemaVersion:
 		return nil
 	case version == 1:
-		doing, ddl = "bringing layout 1 to 2", schemaV2
+		doing, ddl = "bringing layout 1 to 3", schemaV2+schemaV3
+	case version == 2:
+		doing, ddl = "bringing layout 2 to 3", schemaV3
 	case version == 0 && tables == 0:
 		doing, ddl = "creating", schema
 	default:
@@ -200,8 +255,82 @@ func (s *SQLite) migrate() error {
 	if _, err := tx.Exec(ddl + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
 		return s.explain(doing, err)
 	}
+	if version > 0 {
+		if err := fillChecksums(tx); err != nil {
+			return s.explain(doing, err)
+		}
+	}
 	if err := tx.Commit(); err != nil {
 		return s.explain(doing, err)
+	}
+	return nil
+}
+
+// fillChecksums computes the checksum of every conversation record and
+// every stored message, in the upgrade's transaction: they are taken as
+// written.
+func fillChecksums(tx *sql.Tx) error {
+	if err := fillRecordChecksums(tx); err != nil {
+		return err
+	}
+	rows, err := tx.Query(`SELECT rowid, conversation, seq, message FROM messages`)
+	if err != nil {
+		return err
+	}
+	type sum struct{ rowid, crc int64 }
+	var sums []sum
+	for rows.Next() {
+		var r sum
+		var conversation string
+		var seq int
+		var raw sql.RawBytes
+		if err := rows.Scan(&r.rowid, &conversation, &seq, &raw); err != nil {
+			rows.Close()
+			return err
+		}
+		r.crc = messageChecksum(conversation, seq, raw)
+		sums = append(sums, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	update, err := tx.Prepare(`UPDATE messages SET crc = ? WHERE rowid = ?`)
+	if err != nil {
+		return err
+	}
+	defer update.Close()
+	for _, r := range sums {
+		if _, err := update.Exec(r.crc, r.rowid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillRecordChecksums is fillChecksums for the conversation records.
+func fillRecordChecksums(tx *sql.Tx) error {
+	rows, err := tx.Query(`SELECT id, system, created FROM conversations`)
+	if err != nil {
+		return err
+	}
+	sums := map[string]int64{}
+	for rows.Next() {
+		var id, system, created string
+		if err := rows.Scan(&id, &system, &created); err != nil {
+			rows.Close()
+			return err
+		}
+		sums[id] = recordChecksum(id, system, created)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for id, sum := range sums {
+		if _, err := tx.Exec(`UPDATE conversations SET crc = ? WHERE id = ?`, sum, id); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -232,8 +361,9 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 	if c.ID == "" {
 		return errors.New("creating a conversation: its id is empty")
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		c.ID, c.System, c.Created.UTC().Format(timeFormat), c.Created.UTC().Format(timeFormat))
+	created := c.Created.UTC().Format(timeFormat)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created))
 	if err != nil {
 		return s.explain("creating conversation "+c.ID, err)
 	}
@@ -246,10 +376,13 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 // Get returns a conversation's record.
 func (s *SQLite) Get(ctx context.Context, id string) (Conversation, error) {
 	row := s.db.QueryRowContext(ctx, `SELECT id, system, created, updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id) FROM conversations c WHERE id = ?`, id)
-	c, err := scanConversation(row)
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc FROM conversations c WHERE id = ?`, id)
+	c, err := s.scanConversation(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Conversation{}, fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+	}
+	if errors.Is(err, ErrDamaged) {
+		return Conversation{}, err
 	}
 	if err != nil {
 		return Conversation{}, s.explain("reading conversation "+id, err)
@@ -259,28 +392,46 @@ func (s *SQLite) Get(ctx context.Context, id string) (Conversation, error) {
 
 type scanner interface{ Scan(...any) error }
 
-func scanConversation(row scanner) (Conversation, error) {
+// scanConversation reads a conversation's record and checks it: against
+// its checksum, its times, and that it holds as many messages as were
+// appended to it.
+func (s *SQLite) scanConversation(row scanner) (Conversation, error) {
 	var c Conversation
 	var created, updated string
-	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages); err != nil {
+	var appended int
+	var crc int64
+	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc); err != nil {
 		return c, err
 	}
-	c.Created, _ = time.Parse(timeFormat, created)
-	c.Updated, _ = time.Parse(timeFormat, updated)
+	if sum := recordChecksum(c.ID, c.System, created); sum != crc {
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt or creation time no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, ErrDamaged)
+	}
+	if c.Messages != appended {
+		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.path, c.ID, c.Messages, appended, ErrDamaged)
+	}
+	var err1, err2 error
+	c.Created, err1 = time.Parse(timeFormat, created)
+	c.Updated, err2 = time.Parse(timeFormat, updated)
+	if err := errors.Join(err1, err2); err != nil {
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: %v: %w", s.path, c.ID, err, ErrDamaged)
+	}
 	return c, nil
 }
 
 // List returns the conversations, most recently updated first.
 func (s *SQLite) List(ctx context.Context) ([]Conversation, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, system, created, updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id) FROM conversations c ORDER BY updated DESC, id`)
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc FROM conversations c ORDER BY updated DESC, id`)
 	if err != nil {
 		return nil, s.explain("listing conversations", err)
 	}
 	defer rows.Close()
 	var out []Conversation
 	for rows.Next() {
-		c, err := scanConversation(rows)
+		c, err := s.scanConversation(rows)
+		if errors.Is(err, ErrDamaged) {
+			return nil, err
+		}
 		if err != nil {
 			return nil, s.explain("listing conversations", err)
 		}
@@ -355,13 +506,18 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 		jobs <- j
 		batch = make([]storedRow, 0, 256)
 	}
-	var scanErr error
+	var scanErr, missing error
 	for seq := len(known) + 1; rows.Next(); seq++ {
 		var raw sql.RawBytes // valid until the next row: copied
-		if scanErr = rows.Scan(&raw); scanErr != nil {
+		var stored, crc int64
+		if scanErr = rows.Scan(&stored, &raw, &crc); scanErr != nil {
 			break
 		}
-		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...)}); len(batch) == cap(batch) {
+		if stored != int64(seq) {
+			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored, ErrDamaged)
+			break
+		}
+		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc}); len(batch) == cap(batch) {
 			send()
 		}
 	}
@@ -380,6 +536,12 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 		}
 		out = append(out, j.out...)
 	}
+	if missing != nil {
+		return nil, missing
+	}
+	if len(out) < size {
+		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, len(out)+1, size, size, ErrDamaged)
+	}
 	s.mu.Lock()
 	if len(out) > len(s.read[id]) {
 		s.read[id] = out
@@ -392,9 +554,14 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 type storedRow struct {
 	seq     int
 	message []byte
+	crc     int64 // as stored
 }
 
+// decodeRow checks a stored message against its checksum, then decodes it.
 func (s *SQLite) decodeRow(id string, r storedRow) (Message, error) {
+	if sum := messageChecksum(id, r.seq, r.message); sum != r.crc {
+		return Message{}, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.path, id, r.seq, r.crc, sum, ErrDamaged)
+	}
 	m, err := decodeMessage(r.message)
 	if err != nil {
 		return m, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %v", s.path, id, r.seq, err)
@@ -408,14 +575,18 @@ func (s *SQLite) decodeRow(id string, r storedRow) (Message, error) {
 func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 	doing := "appending to conversation " + id
 	return s.write(ctx, doing, IsLazy(ctx), func(tx *sql.Tx) error {
-		var next int
-		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&next)
+		var last, appended int
+		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
 		}
 		if err != nil {
 			return s.explain(doing, err)
 		}
+		if last != appended {
+			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.path, doing, last, appended, ErrDamaged)
+		}
+		next := last + 1
 		if err := s.checkClaim(ctx, tx, id); err != nil {
 			return err
 		}
@@ -428,7 +599,7 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			if err != nil {
 				return fmt.Errorf("appending to conversation %s: %v", id, err)
 			}
-			if _, err := insert.ExecContext(ctx, id, next+i, raw); err != nil {
+			if _, err := insert.ExecContext(ctx, id, next+i, raw, messageChecksum(id, next+i, raw)); err != nil {
 				return s.explain(doing, err)
 			}
 			for _, p := range m.Parts {
@@ -441,7 +612,7 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 				return s.explain(doing, err)
 			}
 		}
-		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.Format(timeFormat), id); err != nil {
+		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.Format(timeFormat), len(msgs), id); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil

@@ -128,7 +128,7 @@ func TestCorruptStoreIsAClearError(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := OpenSQLite(path)
-	if err == nil || !strings.Contains(err.Error(), "is not a myelin history database or is corrupt") {
+	if err == nil || !strings.Contains(err.Error(), "is not a SQLite database") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -212,7 +212,7 @@ func TestAStoreOfAnotherLayoutIsRefusedWithAClearError(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := OpenSQLite(path); err == nil || !strings.Contains(err.Error(), "has layout 7, and this myelin reads layout 2") {
+	if _, err := OpenSQLite(path); err == nil || !strings.Contains(err.Error(), "has layout 7, and this myelin reads layout 3") {
 		t.Fatalf("err = %v", err)
 	}
 }

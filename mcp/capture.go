@@ -22,6 +22,38 @@ type slot struct {
 	mu  sync.Mutex
 	id  jsonrpc.ID
 	raw json.RawMessage
+	// refused is set when the server answered with a JSON-RPC error: the
+	// call has its answer, and the session is alive.
+	refused bool
+	// null is set when the reply's result was JSON null.
+	null bool
+}
+
+func (s *slot) setNull() {
+	s.mu.Lock()
+	s.null = true
+	s.mu.Unlock()
+}
+
+// isNull reports whether the server's reply had "result": null.
+func (s *slot) isNull() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.null
+}
+
+func (s *slot) refuse() {
+	s.mu.Lock()
+	s.refused = true
+	s.mu.Unlock()
+}
+
+// answeredWithError reports whether the server's reply was a JSON-RPC
+// error.
+func (s *slot) answeredWithError() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 func (s *slot) set(raw json.RawMessage) {
@@ -113,7 +145,18 @@ func (c *captor) forget(s *slot) {
 // server asks for input and the SDK will send the call again) stays with
 // the SDK.
 func take(s *slot, resp *jsonrpc.Response) {
-	if resp.Error != nil || resp.Result == nil || !final(resp.Result) {
+	if resp.Error != nil {
+		s.refuse()
+		return
+	}
+	if bytes.Equal(bytes.TrimSpace(resp.Result), []byte("null")) {
+		// Not a result at all: the call says so, and the SDK gets an
+		// empty one to decode.
+		s.setNull()
+		resp.Result = emptyResult
+		return
+	}
+	if resp.Result == nil || !final(resp.Result) {
 		return
 	}
 	s.set(resp.Result)

@@ -213,6 +213,9 @@ func (s *server) start(ctx context.Context) {
 	var tools []*sdk.Tool
 	for t, err := range l.sess.Tools(ctx, nil) {
 		if err != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				err = fmt.Errorf("no answer to tools/list within %v (the start timeout, which connecting counts toward)", s.opts.startTimeout())
+			}
 			s.setState(StateFailed, fmt.Sprintf("listing its tools: %v", err))
 			s.drop()
 			return
@@ -237,12 +240,19 @@ func (s *server) connect(ctx context.Context) (*link, error) {
 	}
 	sess, err := s.client.Connect(ctx, tr, nil)
 	if err != nil {
+		// Whether the time ran out is read before the server is stopped:
+		// a server myelin closed exits too, and that exit is not why.
+		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 		if proc != nil {
 			go proc.stop(s.opts.grace())
-			err = proc.explain(err)
 		}
-		if ctx.Err() != nil {
-			err = fmt.Errorf("no answer within %v: %v", s.opts.startTimeout(), err)
+		switch {
+		case timedOut && proc != nil:
+			err = fmt.Errorf("no answer to initialize within %v, so myelin stopped it; the end of its stderr (in %s): %s", s.opts.startTimeout(), proc.log, logTail(proc.log, proc.logFrom))
+		case timedOut:
+			err = fmt.Errorf("no answer to initialize within %v: %v", s.opts.startTimeout(), err)
+		case proc != nil:
+			err = proc.explain(err)
 		}
 		return nil, fmt.Errorf("connecting: %v", err)
 	}
@@ -419,7 +429,9 @@ func (s *server) call(ctx context.Context, name string, input json.RawMessage) r
 		return fail("the call was cancelled")
 	case callCtx.Err() != nil:
 		return fail("no answer within %v (the server's timeout); the call was cancelled", s.cfg.CallTimeout())
-	case strings.Contains(err.Error(), errTooLarge):
+	case strings.Contains(err.Error(), errTooLarge), sl.answeredWithError():
+		// An error reply is the server's answer: the session is alive,
+		// and there is no exit to wait for.
 		return fail("%v", unwrapRPC(err))
 	default:
 		if why := s.died(l); why != "" {
@@ -430,6 +442,9 @@ func (s *server) call(ctx context.Context, name string, input json.RawMessage) r
 			return fail("%s during the call, which may have run in part; %s", why, again)
 		}
 		return fail("%v", unwrapRPC(err))
+	}
+	if sl.isNull() {
+		return fail(`the server's reply has "result": null, which is not a tool result`)
 	}
 	raw := sl.get()
 	if raw == nil {

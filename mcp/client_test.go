@@ -12,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/myelin-run/myelin/mcp/mcptest"
 	"github.com/myelin-run/myelin/result"
@@ -227,6 +230,41 @@ func TestACallOverItsTimeoutIsAnErrorAndTheServerAnswersTheNext(t *testing.T) {
 	}
 }
 
+// A JSON-RPC error reply is the server's answer: the call returns it at
+// once, without waiting to see whether the server died. With a grace of
+// 10 s, a wait (twice the grace) would outlast the 5 s deadline.
+func TestAnErrorReplyIsReturnedAtOnce(t *testing.T) {
+	for _, name := range []string{"stdio", "http"} {
+		t.Run(name, func(t *testing.T) {
+			s := testServer("t")
+			if name == "http" {
+				srv := httptest.NewServer(mcptest.Handler(false))
+				t.Cleanup(srv.Close)
+				s = Server{Name: "t", Type: "http", URL: srv.URL}
+			}
+			h := start(t, []Server{s}, Options{Grace: 10 * time.Second})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			// A tool the server does not have: its SDK answers with an error.
+			if err := h.d.Tools.Add(h.set.servers[0].tool("t--no_such_tool", &sdk.Tool{Name: "no_such_tool", InputSchema: map[string]any{"type": "object"}})); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				out := h.d.Call(ctx, tool.Call{ID: fmt.Sprintf("err_%d", i), Name: "t--no_such_tool", Input: json.RawMessage(`{}`)})
+				if ctx.Err() != nil {
+					t.Fatalf("call %d: the error reply was returned only after the deadline (%v): %q", i, ctx.Err(), out.Text)
+				}
+				if !out.IsError || !strings.Contains(out.Text, "no_such_tool") || strings.Contains(out.Text, "during the call") {
+					t.Errorf("call %d: got %q (error %v), want the server's error naming the tool", i, out.Text, out.IsError)
+				}
+			}
+			if st := h.set.Status()[0]; st.State != StateRunning {
+				t.Errorf("state after error replies %q, want running", st.State)
+			}
+		})
+	}
+}
+
 func TestAServerThatDiesMidCallIsRestartedOnTheNextCall(t *testing.T) {
 	h := start(t, []Server{testServer("t")}, Options{})
 	pid1 := h.call("t--pid", `{}`).Text
@@ -428,6 +466,37 @@ func TestAnHTTPServerThatRestartedGetsANewSessionOnTheNextCall(t *testing.T) {
 	}
 	if out := h.call("web--echo", `{"text":"three"}`); out.Text != "three" {
 		t.Errorf("the call after: %q (error %v); the one before said %q", out.Text, out.IsError, first.Text)
+	}
+}
+
+// A reply whose "result" is null is not a tool result: it is an error
+// saying so, not an empty success.
+func TestANullResultIsAnError(t *testing.T) {
+	h := start(t, []Server{testServer("t")}, Options{Grace: 10 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out := h.d.Call(ctx, tool.Call{ID: "null_1", Name: "t--raw", Input: json.RawMessage(`{"json":"null"}`)})
+	if !out.IsError || !strings.Contains(out.Text, `"result": null`) || ctx.Err() != nil {
+		t.Errorf("got %q (error %v, %v), want an error saying the result was null", out.Text, out.IsError, ctx.Err())
+	}
+	if out := h.call("t--echo", `{"text":"still here"}`); out.Text != "still here" {
+		t.Errorf("the next call: %q", out.Text)
+	}
+}
+
+// A server that never answers a request at start is reported as such:
+// which request, and for how long; not as an exit myelin caused by
+// closing it.
+func TestAServerThatNeverAnswersSaysWhichRequestWentUnanswered(t *testing.T) {
+	silent := Server{Name: "silent", Type: "stdio", Command: "sh", Args: []string{"-c", "cat >/dev/null"}}
+	noList := testServer("nolist")
+	noList.Env[mcptest.EnvIgnoreToolsList] = "1"
+	h := start(t, []Server{silent, noList}, Options{StartTimeout: 500 * time.Millisecond, Grace: 100 * time.Millisecond})
+	for i, want := range []string{"no answer to initialize within 500ms", "no answer to tools/list within 500ms"} {
+		st := h.set.Status()[i]
+		if st.State != StateFailed || !strings.Contains(st.Err, want) || strings.Contains(st.Err, "exit status") || strings.Contains(st.Err, "context deadline exceeded") {
+			t.Errorf("%s: %s: %q, want failed: %q", st.Name, st.State, st.Err, want)
+		}
 	}
 }
 

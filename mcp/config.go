@@ -201,7 +201,10 @@ func (s Server) Environ(lookup func(string) (string, bool)) []string {
 func LoadConfig(files []ConfigFile, lookup func(string) (string, bool)) ([]Server, error) {
 	byName := map[string]Server{}
 	for _, f := range files {
-		data, err := os.ReadFile(f.Path)
+		data, err := f.Data, error(nil)
+		if data == nil {
+			data, err = os.ReadFile(f.Path)
+		}
 		if err != nil {
 			if f.Optional && os.IsNotExist(err) {
 				continue
@@ -228,4 +231,8 @@ func LoadConfig(files []ConfigFile, lookup func(string) (string, bool)) ([]Serve
 type ConfigFile struct {
 	Path     string
 	Optional bool // a missing file is no error (the workspace's .mcp.json)
+	// Data, when not nil, is the file's contents, already read: the
+	// contents the user approved, so that the servers started are those
+	// and not a later write's.
+	Data []byte
 }

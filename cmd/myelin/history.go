@@ -50,8 +50,8 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if sub == "show" && len(pos) != 1 {
 		return usageError(stderr, cmd, fmt.Sprintf("want one conversation ID, got %d arguments %q", len(pos), pos))
 	}
-	path := *storePath
-	if path == "" {
+	path, storeInWorkspace := *storePath, *storePath == ""
+	if storeInWorkspace {
 		abs, err := filepath.Abs(*wsDir)
 		if err != nil {
 			return usageError(stderr, cmd, fmt.Sprintf("--workspace %q: %v", *wsDir, err))
@@ -70,7 +70,9 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "myelin history show: no such conversation %q: there is no history store at %s\n", pos[0], path)
 		return exitError
 	}
-	store, err := history.OpenSQLite(path)
+	// The default store is in the workspace: checked above, and again by
+	// the store as it opens (a link planted between the two is refused).
+	store, err := history.OpenSQLiteWith(path, history.SQLiteOptions{NoFollow: storeInWorkspace})
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin history: %v\n", err)
 		return exitError

@@ -84,10 +84,12 @@ func TestAStubbornMCPServerDiesWithMyelinKilledBySIGKILL(t *testing.T) {
 			exe, env := mcptest.Command()
 			maps.Copy(env, mcptest.Stubborn(filepath.Join(dir, "pids"), tt.mute))
 			config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"stubborn": map[string]any{"command": exe, "env": env}}})
-			if err := os.WriteFile(filepath.Join(dir, ".mcp.json"), config, 0o644); err != nil {
+			// Given with --mcp-config, which needs no approval.
+			configFile := filepath.Join(t.TempDir(), "servers.json")
+			if err := os.WriteFile(configFile, config, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cmd := exec.Command(bin, append(tt.args(dir), "--workspace", dir)...)
+			cmd := exec.Command(bin, append(tt.args(dir), "--workspace", dir, "--mcp-config", configFile)...)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {

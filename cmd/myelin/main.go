@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "history":
 		return historyCommand(ctx, args[1:], stdout, stderr)
 	case "mcp":
-		return mcpCommand(ctx, args[1:], stdout, stderr)
+		return mcpCommand(ctx, args[1:], stdin, stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "myelin: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -17,13 +19,30 @@ const mcpUsage = `Usage:
   myelin mcp list [--workspace DIR] [--mcp-config FILE]...
       Start the MCP servers of WORKSPACE/.mcp.json and of each --mcp-config,
       and show each server, its state and the names its tools are offered
-      under. Exit status 1 when a server did not start.
+      under. Exit status 1 when a server did not start. On a terminal, an
+      unapproved .mcp.json is shown and you are asked before it starts.
+  myelin mcp trust [--workspace DIR]
+      Show the servers WORKSPACE/.mcp.json starts and approve its present
+      contents: run, chat, tool and mcp list start them from then on, until
+      the file changes.
 `
 
 // mcpFlags are the MCP flags that tool, run and chat share with mcp list.
 type mcpFlags struct {
 	configs  configList
 	maxReply int
+	// trust is how an unapproved workspace .mcp.json is handled; the zero
+	// value skips its servers with a message (no one to ask).
+	trust mcpTrust
+}
+
+// mcpTrust says whether a person can be asked to approve the workspace's
+// .mcp.json: ask is set in run, chat and mcp list when stdin and stderr
+// (where the question goes) are both a terminal.
+type mcpTrust struct {
+	ask bool
+	in  io.Reader // the answer is read here, a byte at a time
+	out io.Writer // the servers and the question go here
 }
 
 func (f *mcpFlags) add(fs *flag.FlagSet) {
@@ -37,14 +56,23 @@ type configList []string
 func (c *configList) String() string     { return strings.Join(*c, ",") }
 func (c *configList) Set(v string) error { *c = append(*c, v); return nil }
 
-// startMCP starts the servers of the workspace's .mcp.json and of the
-// --mcp-config files, and reports once on stderr each one that did not
-// start. The Set is empty, not nil, when no server is configured.
-func startMCP(ctx context.Context, ws *workspace.Workspace, f mcpFlags, stderr io.Writer) (*mcp.Set, error) {
+// startMCP starts the servers of the workspace's .mcp.json, when its
+// contents are approved (workspaceConfig), and of the --mcp-config files,
+// and reports once on failures each one that did not start. Messages about
+// approval go to stderr. The Set is empty, not nil, when no server is
+// configured.
+func startMCP(ctx context.Context, ws *workspace.Workspace, f mcpFlags, stderr, failures io.Writer) (*mcp.Set, error) {
 	if f.maxReply <= 0 {
 		return nil, fmt.Errorf("--mcp-max-reply must be at least 1 (MiB), got %d", f.maxReply)
 	}
-	files := []mcp.ConfigFile{{Path: filepath.Join(ws.Dir(), ".mcp.json"), Optional: true}}
+	var files []mcp.ConfigFile
+	own, err := workspaceConfig(ws.Dir(), f.trust, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if own != nil {
+		files = append(files, *own)
+	}
 	for _, p := range f.configs {
 		files = append(files, mcp.ConfigFile{Path: p})
 	}
@@ -54,45 +82,174 @@ func startMCP(ctx context.Context, ws *workspace.Workspace, f mcpFlags, stderr i
 	}
 	set := mcp.Start(ctx, servers, mcp.Options{Dir: ws.Dir(), MaxReply: int64(f.maxReply) << 20, Version: version()})
 	for _, err := range set.Failures() {
-		fmt.Fprintln(stderr, "myelin:", err)
+		fmt.Fprintln(failures, "myelin:", err)
 	}
 	return set, nil
 }
 
-func mcpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// workspaceConfig reads dir/.mcp.json and decides whether its servers may
+// start: the file is returned, with the contents read once (those are the
+// ones started), when it names no server or the user approved exactly
+// these contents, or approves them now when asked. Otherwise it is nil and
+// a message on stderr names the file, its servers and `myelin mcp trust`.
+// A file that is not a valid mcpServers document is an error, as it
+// always was.
+func workspaceConfig(dir string, trust mcpTrust, stderr io.Writer) (*mcp.ConfigFile, error) {
+	path := filepath.Join(dir, ".mcp.json")
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("MCP config %s: %v", path, err)
+	}
+	servers, err := mcp.ParseConfig(path, data, nil)
+	if err != nil {
+		return nil, err
+	}
+	file := &mcp.ConfigFile{Path: path, Data: data}
+	if len(servers) == 0 {
+		return file, nil
+	}
+	store, err := mcp.DefaultTrustStore()
+	approved := false
+	if err == nil {
+		approved, err = store.Approved(path, data)
+	}
+	if approved {
+		return file, nil
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "myelin:", err)
+	}
+	if trust.ask && err == nil {
+		showServers(trust.out, path, servers)
+		fmt.Fprint(trust.out, "Start them, and remember this approval until the file changes? [y/N] ")
+		if yes(trust.in) {
+			if err := store.Approve(path, data); err != nil {
+				fmt.Fprintf(trust.out, "myelin: %v; the servers start this time only\n", err)
+			}
+			return file, nil
+		}
+		fmt.Fprintf(stderr, "myelin: not approved: the MCP servers of %s are not started\n", path)
+		return nil, nil
+	}
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		names[i] = s.Name
+	}
+	fmt.Fprintf(stderr, "myelin: the MCP servers of %s (%s) are not started: the file's contents have not been approved; review and approve them with `myelin mcp trust --workspace %s`\n",
+		path, strings.Join(names, ", "), filepath.Dir(path))
+	return nil, nil
+}
+
+// showServers lists what starting the servers of path runs.
+func showServers(w io.Writer, path string, servers []mcp.Server) {
+	fmt.Fprintf(w, "%s starts these MCP servers, as you:\n", path)
+	for _, s := range servers {
+		fmt.Fprintf(w, "  %s\n", mcp.Describe(s))
+	}
+}
+
+// yes reads one line of answer from r, a byte at a time (so that what
+// follows stays for chat), and reports whether it is y or yes.
+func yes(r io.Reader) bool {
+	if r == nil {
+		return false
+	}
+	var line []byte
+	b := make([]byte, 1)
+	for len(line) < 256 {
+		n, err := r.Read(b)
+		if n == 1 {
+			if b[0] == '\n' {
+				break
+			}
+			line = append(line, b[0])
+		}
+		if err != nil {
+			break
+		}
+	}
+	answer := strings.ToLower(strings.TrimSpace(string(line)))
+	return answer == "y" || answer == "yes"
+}
+
+// mcpTrustCommand is `myelin mcp trust`: it shows the servers of the
+// workspace's .mcp.json and approves the file's present contents.
+func mcpTrustCommand(workspaceDir string, stdout, stderr io.Writer) int {
+	path, err := filepath.Abs(filepath.Join(workspaceDir, ".mcp.json"))
+	if err != nil {
+		return usageError(stderr, "mcp trust", err.Error())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return usageError(stderr, "mcp trust", fmt.Sprintf("no MCP config to approve: %v", err))
+	}
+	servers, err := mcp.ParseConfig(path, data, nil)
+	if err != nil {
+		return usageError(stderr, "mcp trust", err.Error())
+	}
+	store, err := mcp.DefaultTrustStore()
+	if err == nil {
+		err = store.Approve(path, data)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "myelin:", err)
+		return exitError
+	}
+	showServers(stdout, path, servers)
+	fmt.Fprintf(stdout, "approved (%s), in %s: these servers start until the file changes\n", mcp.Digest(data), store.Path)
+	return exitOK
+}
+
+func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var workspaceDir string
 	var f mcpFlags
 	fs := newFlagSet("mcp")
 	fs.StringVar(&workspaceDir, "workspace", ".", "the workspace root `DIR`")
 	f.add(fs)
 	if len(args) == 0 {
-		return usageError(stderr, "mcp", "want a command: list")
+		return usageError(stderr, "mcp", "want a command: list or trust")
 	}
 	switch args[0] {
-	case "list":
+	case "list", "trust":
 	case "help", "-h", "-help", "--help":
 		printHelp(stdout, mcpUsage, fs)
 		return exitOK
 	default:
-		return usageError(stderr, "mcp", fmt.Sprintf("unknown command %q: want list", args[0]))
+		return usageError(stderr, "mcp", fmt.Sprintf("unknown command %q: want list or trust", args[0]))
 	}
-	pos, code, done := parseCommand("mcp list", mcpUsage, fs, args[1:], stdout, stderr)
+	name := "mcp " + args[0]
+	pos, code, done := parseCommand(name, mcpUsage, fs, args[1:], stdout, stderr)
 	if done {
 		return code
 	}
 	if len(pos) != 0 {
-		return usageError(stderr, "mcp list", fmt.Sprintf("takes no arguments, got %q", pos))
+		return usageError(stderr, name, fmt.Sprintf("takes no arguments, got %q", pos))
+	}
+	if args[0] == "trust" && len(f.configs) > 0 {
+		return usageError(stderr, name, "--mcp-config files need no approval; trust approves the workspace's .mcp.json")
 	}
 	ws, err := workspace.Open(workspaceDir)
 	if err != nil {
-		return usageError(stderr, "mcp list", err.Error())
+		return usageError(stderr, name, err.Error())
 	}
 	defer ws.Close()
+	if args[0] == "trust" {
+		// The workspace's own Dir, so that the approval's key is the path
+		// run, chat and tool read the file by.
+		return mcpTrustCommand(ws.Dir(), stdout, stderr)
+	}
 	if err := checkOwnFiles(ws, stderr); err != nil {
-		fmt.Fprintf(stderr, "myelin mcp list: %v\n", err)
+		fmt.Fprintf(stderr, "myelin %s: %v\n", name, err)
 		return exitError
 	}
-	set, err := startMCP(ctx, ws, f, io.Discard) // the list says it all
+	f.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
+	set, err := startMCP(ctx, ws, f, stderr, io.Discard) // the list says how each failed
 	if err != nil {
 		return usageError(stderr, "mcp list", err.Error())
 	}
@@ -104,7 +261,7 @@ func mcpCommand(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	code = exitOK
 	status := set.Status()
 	if len(status) == 0 {
-		fmt.Fprintf(stdout, "no MCP servers: none in %s and no --mcp-config\n", filepath.Join(ws.Dir(), ".mcp.json"))
+		fmt.Fprintf(stdout, "no MCP servers: none approved in %s and no --mcp-config\n", filepath.Join(ws.Dir(), ".mcp.json"))
 	}
 	for _, st := range status {
 		state := st.State

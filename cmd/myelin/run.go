@@ -149,14 +149,16 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 		ws.Close()
 		return nil, fmt.Errorf("refusing to start: %w", err)
 	}
-	path := f.store
-	if path == "" {
+	path, storeInWorkspace := f.store, f.store == ""
+	if storeInWorkspace {
 		if path, err = defaultStore(ws.Dir()); err != nil {
 			ws.Close()
 			return nil, err
 		}
 	}
-	store, err := history.OpenSQLite(path)
+	// The default store is in the workspace: checked above, and again by
+	// the store as it opens (a link planted between the two is refused).
+	store, err := history.OpenSQLiteWith(path, history.SQLiteOptions{NoFollow: storeInWorkspace})
 	if err != nil {
 		ws.Close()
 		return nil, err
@@ -217,6 +219,8 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 	if err := f.check(explicit(fs)); err != nil {
 		return usageError(stderr, name, err.Error())
 	}
+	// A person at the terminal is asked to approve the workspace's .mcp.json.
+	f.tools.mcp.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
 	var prompt string
 	if name == "run" {
 		prompt = strings.Join(pos, " ")

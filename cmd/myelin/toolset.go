@@ -61,7 +61,7 @@ func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, e
 	if err := checkOwnFiles(ws, stderr); err != nil {
 		return nil, err
 	}
-	set, err := startMCP(ctx, ws, f.mcp, stderr)
+	set, err := startMCP(ctx, ws, f.mcp, stderr, stderr)
 	if err != nil {
 		return nil, err
 	}

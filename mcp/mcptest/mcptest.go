@@ -39,6 +39,10 @@ const (
 	envMute     = "MYELIN_MCPTEST_MUTE"
 )
 
+// EnvIgnoreToolsList, set to any value in the stdio server's environment,
+// makes it answer initialize but never tools/list.
+const EnvIgnoreToolsList = "MYELIN_MCPTEST_IGNORE_TOOLS_LIST"
+
 // PNG is the image the `every` tool returns: a 1×1 PNG.
 var PNG = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x00\x05\xfe\x02\xfe\xa7\x35\x81\x84\x00\x00\x00\x00IEND\xaeB`\x82")
 
@@ -252,6 +256,17 @@ func (t rawTransport) Connect(ctx context.Context) (sdk.Connection, error) {
 }
 
 type rawConn struct{ sdk.Connection }
+
+// Read drops tools/list requests when EnvIgnoreToolsList is set.
+func (c rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/list" && os.Getenv(EnvIgnoreToolsList) != "" {
+			continue
+		}
+		return msg, err
+	}
+}
 
 func (c rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil {
