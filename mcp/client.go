@@ -23,7 +23,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultStartTimeout = 30 * time.Second
-	DefaultMaxReply     = 256 << 20
+	DefaultMaxReply     = 64 << 20
 	DefaultGrace        = 2 * time.Second
 )
 
