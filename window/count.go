@@ -83,7 +83,9 @@ type Count struct {
 	// BytesPerToken is the ratio Estimated used: this conversation's own
 	// (Calibrated) or DefaultBytesPerToken.
 	BytesPerToken float64
-	Calibrated    bool
+	// Calibrated is whether BytesPerToken came from this conversation's
+	// usage.
+	Calibrated bool
 }
 
 // inputOf is the tokens a usage says its request held.

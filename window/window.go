@@ -49,8 +49,11 @@ const (
 
 // Window is the context window a conversation's requests must fit.
 type Window struct {
+	// Model is the model name the window was found for, as given.
 	Model string
 	Limits
+	// Source says whether the size is the table's, the override's or
+	// DefaultContext.
 	Source Source
 }
 
