@@ -25,6 +25,7 @@ import (
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/window"
 )
 
 // Defaults of an Agent's zero fields.
@@ -55,6 +56,10 @@ type Agent struct {
 	System string
 	// MaxTokens bounds each answer; 0 means DefaultMaxTokens.
 	MaxTokens int
+	// ContextWindow is the model's context window in tokens; 0 means the
+	// one package window knows for Model, or window.DefaultContext (see
+	// Window). Turns do not size their requests against it yet.
+	ContextWindow int
 	// MaxRounds bounds the tool rounds of one turn; 0 means
 	// DefaultMaxRounds.
 	MaxRounds int
@@ -176,11 +181,24 @@ func (a *Agent) Request(ctx context.Context, id string) (provider.Request, error
 	if err != nil {
 		return provider.Request{}, err
 	}
-	maxTokens := a.MaxTokens
+	return provider.Request{Model: a.Model, System: conv.System, Tools: defs, Messages: msgs, MaxTokens: AnswerRoom(a.MaxTokens)}, nil
+}
+
+// AnswerRoom is the max_tokens a request sends for an agent whose MaxTokens
+// is maxTokens: it, or DefaultMaxTokens when it is 0 or less.
+func AnswerRoom(maxTokens int) int {
 	if maxTokens <= 0 {
-		maxTokens = DefaultMaxTokens
+		return DefaultMaxTokens
 	}
-	return provider.Request{Model: a.Model, System: conv.System, Tools: defs, Messages: msgs, MaxTokens: maxTokens}, nil
+	return maxTokens
+}
+
+// Window is the context window the agent's requests must fit: ContextWindow
+// when set, else the one package window knows for Model, else
+// window.DefaultContext (its Notice says so). It fails for a negative
+// ContextWindow, naming it.
+func (a *Agent) Window() (window.Window, error) {
+	return window.For(a.Model, a.ContextWindow)
 }
 
 // Interrupted is the text of the result given to a tool call that has none

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/openai"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/window"
 	"github.com/myelin-run/myelin/workspace"
 )
 
@@ -50,6 +52,7 @@ type agentFlags struct {
 	system       string
 	maxRounds    int
 	maxTokens    int
+	window       int
 	wait         bool
 	tools        toolsetFlags
 }
@@ -66,6 +69,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.StringVar(&f.system, "system", "", "read the system prompt of a new conversation from `FILE`")
 	fs.IntVar(&f.maxRounds, "max-rounds", agent.DefaultMaxRounds, "the most tool rounds in one turn")
 	fs.IntVar(&f.maxTokens, "max-tokens", agent.DefaultMaxTokens, "the most tokens in one answer")
+	fs.IntVar(&f.window, "context-window", 0, "the model's context window `N` in tokens (default: the model's known one, or "+strconv.Itoa(window.DefaultContext)+" for a model myelin does not know)")
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	return fs
@@ -80,6 +84,9 @@ func (f *agentFlags) check(set map[string]bool) error {
 	}
 	if set["model"] && strings.TrimSpace(f.model) == "" {
 		return fmt.Errorf("--model %q: give a model name, or leave the flag out for the default (%s with anthropic, %s with openai)", f.model, defaultAnthropicModel, defaultOpenAIModel)
+	}
+	if set["context-window"] && f.window <= 0 {
+		return fmt.Errorf("--context-window %d: give the model's context window as a positive number of tokens, or leave the flag out for the model's known one", f.window)
 	}
 	return nil
 }
@@ -133,6 +140,15 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 	if f.model != "" {
 		model = f.model
 	}
+	win, err := window.For(model, f.window)
+	if err != nil {
+		return nil, err
+	}
+	if win.Source == window.FromDefault {
+		fmt.Fprintln(stderr, win.Notice())
+	} else if _, err := win.Budget(agent.AnswerRoom(f.maxTokens)); err != nil {
+		return nil, err
+	}
 	system := ""
 	if f.system != "" {
 		b, err := os.ReadFile(f.system)
@@ -171,7 +187,7 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 		return nil, err
 	}
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
-		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, Wait: f.wait}
+		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Wait: f.wait}
 	if err := s.pick(ctx, f, path, stderr); err != nil {
 		s.close()
 		return nil, err
