@@ -7,7 +7,7 @@
 // It must not convert results itself (package result does, inside the
 // dispatcher) nor build wire requests (provider/... do): every request is
 // built from what the Store holds, so that a restart changes nothing in what
-// is sent (SPEC §7).
+// is sent (contract §7).
 package agent
 
 import (
@@ -211,7 +211,7 @@ const Interrupted = "this tool call was interrupted: the process running it stop
 // stop, and what was stored stays a valid conversation.
 //
 // The turn holds the conversation's claim from start to end (one writer at
-// a time, SPEC §7): another writer's live claim fails the turn with a
+// a time, contract §7): another writer's live claim fails the turn with a
 // *history.HeldError naming it, or is waited for when a.Wait is set. A
 // turn whose claim is taken over stops, with an error wrapping
 // history.ErrClaimLost, having written nothing since.
@@ -264,7 +264,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 			on(Event{Kind: TextDelta, Text: s})
 		})
 		if err != nil {
-			// What the user saw is what is stored (SPEC §7).
+			// What the user saw is what is stored (contract §7).
 			if serr := a.Store.Append(context.WithoutCancel(ctx), id, CutAnswer(streamed.String())); serr != nil {
 				return tr, errors.Join(err, serr)
 			}
@@ -357,7 +357,7 @@ func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on f
 }
 
 // keeper keeps each finished call's result at once, without a disk sync
-// (SPEC §7: durable as soon as the call finishes; a crash of the process
+// (contract §7: durable as soon as the call finishes; a crash of the process
 // keeps it); the round's one synced append replaces them. Results that
 // finish while a keep is being committed go together in the next one, so
 // that calls finishing at once cost one commit, not one each (a commit is

@@ -1,7 +1,7 @@
 // Package child starts the processes myelin runs for a tool call — a
 // shell--run command, a stdio MCP server — so that none of them outlives
 // myelin, however myelin stops: a normal exit, a panic, a signal, or
-// SIGKILL, where no Go code runs at all (SPEC §7: nothing myelin starts
+// SIGKILL, where no Go code runs at all (contract §7: nothing myelin starts
 // outlives it).
 //
 // On Unix each child gets a process group of its own, and in that group a

@@ -11,7 +11,7 @@ import (
 )
 
 // Holder is a writer of a conversation: the process (later also a worker
-// or an API request) that holds its claim while it advances it (SPEC §7:
+// or an API request) that holds its claim while it advances it (contract §7:
 // one writer at a time). A Holder is made by NewHolder; Token tells two
 // holders apart even within one process, and is what a Store compares on
 // every append. It must not be shared by two turns that may run at once.

@@ -4,7 +4,7 @@
 // What it stores is never re-rendered: a tool result's text is the text
 // package result gave, kept as it was, so that a request built from the
 // store after a restart is byte for byte the request the same process would
-// have built (SPEC §7). It must not know provider wire formats (packages
+// have built (contract §7). It must not know provider wire formats (packages
 // under provider/ turn messages into requests) or run tools.
 package history
 
@@ -121,7 +121,7 @@ type Conversation struct {
 // atomic and durable: when it returns nil, the messages survive a crash of
 // the process.
 //
-// A conversation has one writer at a time (SPEC §7): a writer takes its
+// A conversation has one writer at a time (contract §7): a writer takes its
 // claim (Claim) when a turn starts, renews it while the turn runs (Renew)
 // and gives it up when the turn ends (Release). Every write (Append, Keep)
 // checks the claim in its own transaction: under Writing(ctx, h) it is

@@ -11,7 +11,7 @@ import (
 
 // The go-sdk decodes a tools/call result into its own types, and a content
 // block of a type it does not know fails the whole call. myelin reads the
-// result itself (result.FromMCP, SPEC §4), so the transports take the raw
+// result itself (result.FromMCP, contract §4), so the transports take the raw
 // result JSON out of the reply before the SDK sees it: a call puts a slot in
 // its context, the transport notes the request's id when it is sent, and
 // when the reply for that id comes it keeps the raw result in the slot and

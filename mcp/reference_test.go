@@ -126,7 +126,7 @@ func TestReferenceServersResultsReadAsSPEC4Says(t *testing.T) {
 		}
 		out := h.call("fs--read_media_file", `{"path":"tone.wav"}`)
 		// the server echoes its content in structuredContent: the model
-		// reads it after the stub (SPEC §4), the audio's base64 in it
+		// reads it after the stub (contract §4), the audio's base64 in it
 		// standing as the stub
 		if len(out.Files) != 1 {
 			t.Fatalf("text %q, files %v", out.Text, out.Files)

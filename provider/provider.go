@@ -6,7 +6,7 @@
 //
 // It must not store anything or run tools, and a wire must build the same
 // request bytes from the same Request every time: that is what keeps the
-// provider's prompt cache hitting (SPEC §7, §8).
+// provider's prompt cache hitting (contract §7, §8).
 package provider
 
 import (

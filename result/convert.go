@@ -86,7 +86,7 @@ func convert(r Result, store Store, label string, cap int) converted {
 // non-empty string, a text block with text in it, an embedded text resource
 // or a block myelin does not know (its JSON is the tool's own); or any other
 // value, whose JSON is its text. Without it, the model reads the structured
-// content (SPEC §4). Image placeholders, stubs of saved payloads and
+// content (contract §4). Image placeholders, stubs of saved payloads and
 // resource-link lines are myelin's words, not the tool's.
 func hasTextOfItsOwn(data any) bool {
 	switch d := data.(type) {
@@ -170,7 +170,7 @@ func typeName(v any) string {
 	return reflect.TypeOf(v).String()
 }
 
-// str is SPEC §2's string rule: the string itself when it is plain text,
+// str is contract §2's string rule: the string itself when it is plain text,
 // made well formed when it has a few bad bytes, and saved as a file with a
 // stub in its place when it is not text at all.
 func (c *converter) str(s string) string {
@@ -214,7 +214,7 @@ type payload struct{ data, stub string }
 // inStubs is structured content as the model reads it: a JSON string in it
 // that is the base64 of a payload the result's blocks carried (servers
 // echo their content in structuredContent) becomes that payload's stub or
-// placeholder, so that bytes never reach the text as base64 (SPEC §4).
+// placeholder, so that bytes never reach the text as base64 (contract §4).
 // Programs get the structured content whole.
 func (c *converter) inStubs(raw json.RawMessage) json.RawMessage {
 	for _, p := range c.payloads {
@@ -358,10 +358,10 @@ func stubField(s string) string {
 
 const stubFieldMax = 200
 
-// JSON is the deterministic compact JSON of SPEC §2: map keys sorted
+// JSON is the deterministic compact JSON of contract §2: map keys sorted
 // (encoding/json sorts them), `<`, `>` and `&` as themselves, no trailing
 // newline. A json.RawMessage is compacted, and must be valid; its strings
-// are made well formed as SPEC §3 says for text (it may come as a server
+// are made well formed as contract §3 says for text (it may come as a server
 // sent it). It is how the conversion writes other values, and how the store
 // writes what it keeps.
 func JSON(v any) (json.RawMessage, error) {

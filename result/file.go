@@ -12,7 +12,7 @@ import (
 // TextFile is a tool's output that lives in a file instead of in memory: a
 // command's stdout and stderr, say, which may be hundreds of megabytes. It
 // is a shape of [Result.Data] whose text is what the file holds, read as a
-// string is (SPEC §2, §3): made well formed, saved as a binary payload when
+// string is (contract §2, §3): made well formed, saved as a binary payload when
 // it is not text, spilled when it is over its cap. The conversion reads it
 // once, as a stream, and keeps only the head the cap needs; the spill file
 // (or the payload) is the file itself, moved into .myelin/tool-results/, or

@@ -11,7 +11,7 @@ import (
 
 // FromMCP reads an MCP `tools/call` result (its JSON: content,
 // structuredContent, isError) into a Result, the same way a tool's own
-// content blocks are read (SPEC §4). It is a pure function over the data: it
+// content blocks are read (contract §4). It is a pure function over the data: it
 // opens no session and saves nothing; [Round] does the saving.
 //
 // Text fields are taken byte for byte from the JSON, escapes decoded, so that
@@ -99,7 +99,7 @@ func base64Field(raw json.RawMessage) ([]byte, error) {
 // jsonString decodes a JSON string without touching the bytes between its
 // escapes: invalid UTF-8 stays as sent, for the one conversion to repair. An
 // escaped surrogate pair is the character it encodes and a lone escaped
-// surrogate is U+FFFD (SPEC §3). Anything but a JSON string is "".
+// surrogate is U+FFFD (contract §3). Anything but a JSON string is "".
 func jsonString(raw json.RawMessage) string {
 	s := strings.TrimSpace(string(raw))
 	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {

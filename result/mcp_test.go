@@ -67,7 +67,7 @@ func TestMCPStructuredContentIsReadOnlyWithoutTextOfItsOwn(t *testing.T) {
 	}
 }
 
-// SPEC §4: what myelin writes itself (placeholders, stubs, link lines) is
+// contract §4: what myelin writes itself (placeholders, stubs, link lines) is
 // not the server's text, so the structured JSON follows it.
 func TestMCPStructuredContentFollowsWhenTheServerWroteNoTextOfItsOwn(t *testing.T) {
 	const sc = `"structuredContent":{"n":1}`

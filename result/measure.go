@@ -7,11 +7,11 @@ import (
 	"unsafe"
 )
 
-// Text is measured in characters and lines (SPEC §0). These are the
+// Text is measured in characters and lines (contract §0). These are the
 // measures the conversion uses for caps and notices, exported so that the
 // tools that page their output (workspace--read, --grep) count the same way.
 
-// Chars is the length of s in characters (SPEC §0). s must be well formed,
+// Chars is the length of s in characters (contract §0). s must be well formed,
 // as every text out of the conversion is: then its characters are its bytes
 // that are not continuation bytes (10xxxxxx), which are counted eight at a
 // time.

@@ -1,4 +1,4 @@
-// Package result owns the one conversion of a tool result into text (SPEC
+// Package result owns the one conversion of a tool result into text (contract
 // §1–§6): what the model reads, what history stores, what a spill file holds
 // and what a script or the API gets all come from [Round] (or [One], a round
 // of one call).

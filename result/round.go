@@ -38,7 +38,7 @@ func (l Limits) RoundBound() int {
 	return 4 * l.InlineCap()
 }
 
-// CapFor is the cap of one call (SPEC §5): the call's own limit, else the
+// CapFor is the cap of one call (contract §5): the call's own limit, else the
 // agent's, else the host's, else DefaultCap; never below MinCap.
 func CapFor(call int, l Limits) int {
 	for _, c := range []int{call, l.Agent, l.Host} {
@@ -110,7 +110,7 @@ func (o *Output) shown() int {
 func One(c Call, env Env) Output { return Round([]Call{c}, env)[0] }
 
 // Round is the one conversion: it turns the results of one round into the
-// text the conversation holds (SPEC §1–§6), in call order. It is [Convert]
+// text the conversation holds (contract §1–§6), in call order. It is [Convert]
 // for each call, then [Fit] for the round.
 func Round(calls []Call, env Env) []Output {
 	outs := make([]Output, len(calls))
@@ -156,7 +156,7 @@ func Convert(c Call, env Env) Output {
 	return out
 }
 
-// Fit applies the round bound (SPEC §6) to the outputs of one round, each
+// Fit applies the round bound (contract §6) to the outputs of one round, each
 // from [Convert], in call order. While the texts together are over the
 // bound, the largest is cut further: spilled, when it had fit its cap, and
 // its head shortened, never below [MinCap] characters of its own text (the

@@ -117,7 +117,7 @@ func (s *textScan) lines() int {
 	return s.newlines
 }
 
-// binary reports whether what was read is not text (SPEC §2): a NUL, or
+// binary reports whether what was read is not text (contract §2): a NUL, or
 // ill-formed sequences over 30% of the characters (isBinary).
 func (s *textScan) binary() bool { return s.nul || isBinary(s.chars, s.bad) }
 

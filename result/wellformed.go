@@ -7,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// Text is well formed when it is valid UTF-8 (SPEC §3). WellFormed makes it so:
+// Text is well formed when it is valid UTF-8 (contract §3). WellFormed makes it so:
 //
 //   - each ill-formed byte sequence (a maximal subpart, as Unicode and the
 //     WHATWG decoder define it) becomes one U+FFFD;
@@ -104,7 +104,7 @@ func repair(s string) (string, int) {
 // repairTo appends s, made well formed (see WellFormed), to dst and returns
 // it with the number of ill-formed sequences s held: each one counts once,
 // however many bytes it has, and a surrogate written in UTF-8 form, paired or
-// lone, counts as none (it is text a UTF-16 producer wrote, SPEC §3). That
+// lone, counts as none (it is text a UTF-16 producer wrote, contract §3). That
 // count is what the binary test weighs (isBinary).
 //
 // s is taken as the end of its text: a sequence or a surrogate pair cut off
@@ -230,7 +230,7 @@ func maximalSubpart(s []byte) int {
 
 // LooksBinary reports whether s is not text but binary data: it holds a NUL
 // byte, or its ill-formed sequences are more than 30% of its characters once
-// made well formed (see isBinary; SPEC §2). Such a string is saved as a
+// made well formed (see isBinary; contract §2). Such a string is saved as a
 // file, never shown as a page of U+FFFD. Callers that sniff a file pass its
 // first few kilobytes.
 func LooksBinary(s string) bool {

@@ -23,7 +23,7 @@ type Call struct {
 	Name string
 	// Input is the call's arguments, a JSON object; empty means {}.
 	Input json.RawMessage
-	// Cap is the call's own limit on its text (SPEC §5); 0 means none.
+	// Cap is the call's own limit on its text (contract §5); 0 means none.
 	Cap int
 }
 
@@ -43,7 +43,7 @@ type Dispatcher struct {
 	// the call's goroutine, after Finished) with its output converted alone
 	// (result.Convert): its spill written, its text before the round bound,
 	// which may shorten it in what Round returns. It is where a result is
-	// kept the moment its call is done (SPEC §7), before the rest of the
+	// kept the moment its call is done (contract §7), before the rest of the
 	// round. It must not block for long: the round waits for it.
 	Converted func(i int, c Call, out result.Output)
 }

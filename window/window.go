@@ -1,7 +1,7 @@
 // Package window owns the model's context window: how big it is, how much
 // of it a request may take while leaving room for the answer, and how many
 // tokens the next request holds before it is sent (count.go). Later it owns
-// what leaves the request when a conversation outgrows the window (SPEC §12).
+// what leaves the request when a conversation outgrows the window (contract §12).
 //
 // It must not send requests, touch the store or change a message: its
 // functions are pure, over the messages a request would send, so that a

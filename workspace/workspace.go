@@ -3,7 +3,7 @@
 // absolute path, a `..`, a NUL or a symbolic link that leads out is refused
 // with an error that says so. It keeps spill files and saved payloads under
 // .myelin/tool-results/ (it is the result.Store), and it defines the
-// workspace tools of SPEC §11 (workspace--read, --grep, --list, --glob,
+// workspace tools of contract §11 (workspace--read, --grep, --list, --glob,
 // --write, --edit). It also opens myelin's own files under .myelin/ (store
 // checks, logs, shell output) without following a symbolic link
 // (ownfiles.go).

@@ -18,7 +18,7 @@ import (
 // Killed with SIGKILL mid-round, after one call had finished and while
 // another still ran, myelin keeps the finished call's real result: on
 // restart it is answered with it, and only the unfinished call as
-// interrupted (issue 9 §4, SPEC §7).
+// interrupted (issue 9 §4, contract §7).
 func TestAFinishedCallKeepsItsResultAfterSIGKILLMidRound(t *testing.T) {
 	bin := buildMyelin(t)
 	dir := workspaceWith(t, nil)

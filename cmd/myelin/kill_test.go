@@ -18,7 +18,7 @@ import (
 	"github.com/myelin-run/myelin/mcp/mcptest"
 )
 
-// Nothing myelin starts outlives it (SPEC §7), even when myelin is killed
+// Nothing myelin starts outlives it (contract §7), even when myelin is killed
 // with SIGKILL and no code of its own runs: a shell--run command and what
 // it started stop, and `sleep 3; touch f` never touches f.
 func TestAShellCommandDiesWithMyelinKilledBySIGKILL(t *testing.T) {
