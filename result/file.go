@@ -22,8 +22,8 @@ import (
 // The conversion takes the file over: when it is done, the file has been
 // moved into the workspace or removed, and File closed. A tool must not
 // touch the file once it has returned it, and a consumer that takes a
-// Result without converting it (tool.Dispatcher.Run) removes the file
-// itself. Anything the tool wants after the output (a command's exit
+// Result without converting it (a caller of tool.Dispatcher.Run, or the
+// dispatcher when it gave up waiting on the call) hands it to [Discard]. Anything the tool wants after the output (a command's exit
 // status) it writes into the file first: the text is the file's bytes and
 // nothing else, exactly as if the tool had returned them as a string.
 type TextFile struct {
@@ -157,6 +157,10 @@ func (c *converter) file(tf TextFile) (string, error) {
 // discard disposes of a TextFile the conversion will not read (its result
 // became an error before its data was converted): the file is taken over
 // all the same.
+// Discard removes what a result that will never be converted holds on the
+// disk: a [TextFile]'s file. Other results hold nothing and are left alone.
+func Discard(r Result) { discard(r.Data) }
+
 func discard(data any) {
 	var tf TextFile
 	switch d := data.(type) {

@@ -164,6 +164,9 @@ func (d *Dispatcher) run(ctx context.Context, c Call) result.Result {
 			return r
 		default:
 		}
+		// given up on: what it returns when it ends is never converted, and
+		// must not leave its file behind
+		go func() { result.Discard(<-ch) }()
 		if ctx.Err() == context.DeadlineExceeded {
 			return result.Error(fmt.Sprintf("tool %s did not finish within %v and was cancelled; it may have done part of its work", c.Name, timeout))
 		}

@@ -3,6 +3,8 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -257,5 +259,40 @@ func TestConvertedGetsEachOutputAsItsCallFinishes(t *testing.T) {
 	}
 	if len(outs[1].Text) >= len(fast.Text) || !strings.Contains(outs[1].Text, "[myelin: this result is") {
 		t.Fatalf("the round bound did not shorten the round's output: %d characters", len(outs[1].Text))
+	}
+}
+
+// A call the dispatcher gave up on (its timeout) returns later; a file its
+// result holds is removed then, not left until the collector or the next
+// start.
+func TestAResultGivenUpOnHasItsFileRemoved(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.txt")
+	returned := make(chan struct{})
+	late := MustFunc("late", "Returns a file after the dispatcher stopped waiting.", func(ctx context.Context, in greetInput) (any, error) {
+		<-ctx.Done()
+		time.Sleep(50 * time.Millisecond)
+		if err := os.WriteFile(path, []byte("late output\n"), 0o644); err != nil {
+			return nil, err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		close(returned)
+		return result.Result{Data: result.TextFile{Path: path, File: f}}, nil
+	})
+	d := dispatcher(t, late)
+	d.Timeout = 20 * time.Millisecond
+	if out := d.Call(context.Background(), Call{ID: "x", Name: "late", Input: json.RawMessage(`{"name":"a"}`)}); !out.IsError {
+		t.Fatalf("a call past its timeout: %q", out.Text)
+	}
+	<-returned
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(path); os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the late result's file is still there")
+		}
 	}
 }

@@ -118,6 +118,14 @@ func (w *Workspace) writable(rel string) (real string, exists bool, perm fs.File
 	case !st.Mode().IsRegular():
 		return "", false, 0, fmt.Errorf("%s is %s, not a regular file; the tools read and write regular files only", clip(rel), kindOf(st.Mode()))
 	}
+	// The new content is renamed over the name, which asks only the
+	// directory: a file the user made read-only must still refuse, as a
+	// write into it would.
+	f, err := w.root.OpenFile(real, os.O_WRONLY, 0)
+	if err != nil {
+		return "", false, 0, explain(real, err)
+	}
+	_ = f.Close()
 	return real, true, st.Mode().Perm(), nil
 }
 

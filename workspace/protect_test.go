@@ -138,3 +138,28 @@ func TestWriteAndEditRefuseWhatIsNotARegularFile(t *testing.T) {
 		}
 	}
 }
+
+// Writing beside and renaming over asks only the directory's permission:
+// a file the user made read-only must still refuse, as it did before.
+// (root may write any file, so this runs only as another user.)
+func TestWriteAndEditRefuseAReadOnlyFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("as root every file is writable")
+	}
+	f := newFixture(t)
+	p := filepath.Join(f.dir, "ro.txt")
+	if err := os.WriteFile(p, []byte("keep me\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{
+		f.call(t, "workspace--write", WriteInput{Path: "ro.txt", Content: "overwritten\n"}).Text,
+		f.call(t, "workspace--edit", EditInput{Path: "ro.txt", OldString: "keep", NewString: "lose"}).Text,
+	} {
+		if !strings.Contains(out, "permission denied") {
+			t.Fatalf("%q", out)
+		}
+	}
+	if b, _ := os.ReadFile(p); string(b) != "keep me\n" {
+		t.Fatalf("a read-only file became %q", b)
+	}
+}

@@ -234,7 +234,7 @@ func (p *pager) finish() error {
 		return fmt.Errorf("reading %s: %v", p.path, p.err)
 	}
 	p.totalChars, p.totalLines = p.consumed, p.ends
-	if p.last != 0 && p.last != '\n' {
+	if p.consumed > 0 && p.last != '\n' {
 		p.totalLines++
 	}
 	return nil

@@ -328,3 +328,14 @@ func TestReadClampsTheLimit(t *testing.T) {
 		t.Fatalf("page %+v, next %+v", page, page.Next)
 	}
 }
+
+// The last line counts when the file ends in a NUL past the first block
+// (0 had stood for "nothing read yet").
+func TestReadCountsALastLineThatEndsInANUL(t *testing.T) {
+	f := newFixture(t)
+	f.write(t, "n.txt", strings.Repeat("line\n", 3000)+"last\x00")
+	out := f.call(t, "workspace--read", ReadInput{Path: "n.txt"})
+	if !strings.Contains(out.Text, "of 3001 in n.txt") {
+		t.Fatalf("footer: %q", out.Text[max(0, len(out.Text)-200):])
+	}
+}
