@@ -38,9 +38,9 @@ type Input struct {
 const DefaultTimeout = 120 * time.Second
 
 // MaxTimeout is the longest timeout_ms a call may set; a larger one is
-// taken as it (a huge one overflowed into microseconds). The tool's own
-// timeout in the dispatcher is a little longer, so that the command's
-// timeout, which says what it killed, comes first.
+// taken as it (a huge one overflowed into microseconds). The host's bound
+// on a tool call (tool.Dispatcher.Timeout, 120 s by default) applies as
+// well: a command is stopped at whichever comes first.
 const MaxTimeout = time.Hour
 
 // Tool returns shell--run, running commands in dir, the workspace root.
@@ -49,14 +49,12 @@ const MaxTimeout = time.Hour
 // kill) left under .myelin/shell/, and never one a live process holds.
 func Tool(dir string) *tool.Tool {
 	CleanOutputs(dir)
-	t := tool.MustFunc("shell--run",
+	return tool.MustFunc("shell--run",
 		"Run a shell command (bash -c) in the workspace root.\n"+
 			"The result is its stdout and stderr together, as the program wrote them. "+
 			"A non-zero exit makes the result an error ending in a line `[exit status N]`; "+
-			"a command still running at its timeout (timeout_ms, default 120000, at most 3600000) is killed with its whole process group.",
+			"a command still running at its timeout (timeout_ms, default 120000, at most 3600000; the host's bound on a tool call also applies) is killed with its whole process group.",
 		func(ctx context.Context, in Input) (any, error) { return Run(ctx, dir, in) })
-	t.Timeout = MaxTimeout + 10*time.Second
-	return t
 }
 
 // Run runs one command in dir. Its output goes straight to a file under

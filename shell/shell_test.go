@@ -136,11 +136,3 @@ func TestAHugeTimeoutIsTakenAsTheLongestNotOverflowed(t *testing.T) {
 		}
 	}
 }
-
-// The dispatcher gives shell--run its longest timeout, so that a call's own
-// timeout_ms over the dispatcher's default is not cut at that default.
-func TestTheToolsTimeoutCoversTheLongestCommand(t *testing.T) {
-	if got := Tool(t.TempDir()).Timeout; got <= MaxTimeout {
-		t.Fatalf("shell--run's timeout in the dispatcher is %v, not over the longest command's %v", got, MaxTimeout)
-	}
-}
