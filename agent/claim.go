@@ -50,7 +50,7 @@ func (a *Agent) claim(ctx context.Context, id string, wait bool, on func(Event))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(lease / 3)
+		t := time.NewTicker(max(lease/3, time.Millisecond))
 		defer t.Stop()
 		for {
 			select {

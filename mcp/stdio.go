@@ -343,6 +343,10 @@ func tooLarge(id jsonrpc.ID, size, max int64) *jsonrpc.Response {
 	}}
 }
 
+// bigLine is the size over which readLine collects a line's pieces as
+// soon as they are joined.
+const bigLine = 8 << 20
+
 // readLine reads up to and including the next '\n'. A line longer than
 // max is not kept: line is nil, size says how long it was, and each of its
 // pieces goes to skipped as it is read. At the end of input err is io.EOF,
@@ -353,10 +357,6 @@ func tooLarge(id jsonrpc.ID, size, max int64) *jsonrpc.Response {
 // each doubling and leave the old copies to the collector, so that a line
 // refused at the bound took about twice the bound (628 MB for a 300 MiB
 // reply over a 256 MiB bound).
-// bigLine is the size over which readLine collects a line's pieces as
-// soon as they are joined.
-const bigLine = 8 << 20
-
 func readLine(br *bufio.Reader, max int64, skipped func([]byte)) (line []byte, size int64, err error) {
 	var pieces [][]byte
 	over := false

@@ -90,11 +90,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 			return nil, err
 		}
 		rest := fs.Args()
+		// flag.Parse takes a `--` itself: the word before what it left
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
 		if len(rest) == 0 {
 			return pos, nil
-		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), nil
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]

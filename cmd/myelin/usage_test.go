@@ -1,6 +1,8 @@
 package main
 
 import (
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -198,5 +200,26 @@ func TestChatWithoutATerminalPrintsNoPrompt(t *testing.T) {
 	}
 	if strings.Contains(errOut, "> ") || strings.HasSuffix(errOut, "\n\n") {
 		t.Fatalf("chat prompted on a pipe: stderr %q", errOut)
+	}
+}
+
+// After `--` every word is positional, also one that looks like a flag:
+// flag.Parse takes the `--` itself, and the check missed it.
+func TestAfterDoubleDashEveryWordIsPositional(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--", "what", "does", "--force", "do"}, "what does --force do"},
+		{[]string{"what", "--", "does", "--force", "do"}, "what does --force do"},
+		{[]string{"--workspace", "w", "a", "--", "-x"}, "a -x"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		fs.String("workspace", "", "")
+		pos, err := parseInterleaved(fs, tc.args)
+		if err != nil || strings.Join(pos, " ") != tc.want {
+			t.Fatalf("%q: %q, %v; want %q", tc.args, pos, err, tc.want)
+		}
 	}
 }
