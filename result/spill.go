@@ -58,6 +58,15 @@ func (p *piece) spill(store Store) {
 // notice, whose length sets the floor, is known; a piece it says no to is
 // marked fixed.
 func (p *piece) shortenable(store Store) bool {
+	if p.sp == nil {
+		// Decided first with the path a workspace would most likely give,
+		// so that a piece too short to shorten is not spilled for nothing.
+		guess := spilled{text: p.text, chars: p.chars, lines: Lines(p.text), path: ".myelin/tool-results/" + p.label + "-99.txt"}
+		if p.shown() <= MinCap+guess.worstNotice()+1 {
+			p.fixed = true
+			return false
+		}
+	}
 	p.spill(store)
 	if p.shown() <= MinCap+p.sp.worstNotice()+1 {
 		p.fixed = true

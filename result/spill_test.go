@@ -363,3 +363,22 @@ func TestOneGigabyteStringSpillsWhole(t *testing.T) {
 		t.Fatalf("%d characters: %q", n, out.Text[len(out.Text)-400:])
 	}
 }
+
+// A result the round bound cannot shorten above its floor is not spilled
+// on the way to finding that out: no file that nothing refers to.
+func TestRoundBoundWritesNoSpillFileForAResultItLeavesWhole(t *testing.T) {
+	store := &memStore{}
+	calls := []Call{
+		{ID: "a", Result: Result{Data: strings.Repeat("a", 1100)}},
+		{ID: "b", Result: Result{Data: strings.Repeat("b", 1100)}},
+		{ID: "c", Result: Result{Data: strings.Repeat("c", 1100)}},
+	}
+	for _, o := range Round(calls, Env{Store: store, Limits: Limits{Round: 1000}}) {
+		if o.SpillPath != "" {
+			t.Fatalf("a 1,100-character result was cut: %q", o.SpillPath)
+		}
+	}
+	if len(store.files) != 0 {
+		t.Fatalf("spill files nothing refers to: %v", len(store.files))
+	}
+}
