@@ -70,15 +70,7 @@ func BenchmarkGrep100MB(b *testing.B) {
 	if _, err := exec.LookPath("grep"); err != nil {
 		b.Skip("grep is not installed")
 	}
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "big.log"), []byte(benchLog(100<<20)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	ws, err := Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ws.Close()
+	ws, dir := bigLogWorkspace(b)
 	for _, bc := range []struct{ name, pattern, grepFlags, grepPattern string }{
 		{"literal", "ERROR", "-nE", "ERROR"},
 		{"regex", `ERROR worker-3 .* took 4[0-9]ms`, "-nE", `ERROR worker-3 .* took 4[0-9]ms`},
@@ -113,15 +105,7 @@ func BenchmarkGrep100MB(b *testing.B) {
 //
 //	go test ./workspace -run '^$' -bench Read100MB -count 6
 func BenchmarkRead100MB(b *testing.B) {
-	dir := b.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "big.log"), []byte(benchLog(100<<20)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	ws, err := Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ws.Close()
+	ws, dir := bigLogWorkspace(b)
 	b.Run("os.ReadFile", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := os.ReadFile(filepath.Join(dir, "big.log")); err != nil {
@@ -199,4 +183,20 @@ func BenchmarkLogWrite(b *testing.B) {
 			l.Write(line)
 		}
 	})
+}
+
+// bigLogWorkspace is a workspace holding big.log, 100 MB of benchLog, for
+// the grep and read benchmarks; it is closed when the benchmark ends.
+func bigLogWorkspace(b *testing.B) (*Workspace, string) {
+	b.Helper()
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "big.log"), []byte(benchLog(100<<20)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	ws, err := Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ws.Close() })
+	return ws, dir
 }
