@@ -494,6 +494,8 @@ func internRole(v string) Role {
 		return User
 	case string(Assistant):
 		return Assistant
+	case string(Context):
+		return Context
 	}
 	return Role(v)
 }

@@ -92,6 +92,12 @@ type Message struct {
 	// model reads (see agent.CutMarker). It is for people and programs;
 	// wires send the parts alone.
 	Cut bool `json:"cut,omitempty"`
+	// Edit is, on a Context record, the decision it stores about the
+	// requests from its place on; nil elsewhere.
+	Edit *Edit `json:"edit,omitempty"`
+	// Settings is, on a Context record, what the requests were sent with
+	// from its place on; nil elsewhere.
+	Settings *Settings `json:"settings,omitempty"`
 }
 
 // ToolCalls returns the message's tool call parts.
