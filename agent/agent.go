@@ -58,8 +58,12 @@ type Agent struct {
 	MaxTokens int
 	// ContextWindow is the model's context window in tokens; 0 means the
 	// one package window knows for Model, or window.DefaultContext (see
-	// Window). Turns do not size their requests against it yet.
+	// Window).
 	ContextWindow int
+	// Context is how conversations are kept within the window: when
+	// results are taken out of requests and how many rounds keep theirs
+	// (contract §12, docs/agent.md). The zero value is the default policy.
+	Context window.Policy
 	// MaxRounds bounds the tool rounds of one turn; 0 means
 	// DefaultMaxRounds.
 	MaxRounds int
@@ -86,6 +90,9 @@ const (
 	Usage      EventKind = "usage"       // Usage: one request's usage
 	Notice     EventKind = "notice"      // Text: something the user should know (the round limit, a recovery)
 	Waiting    EventKind = "waiting"     // Text: the turn waits for another writer's claim (Agent.Wait)
+	// Text, Edit: results were taken out of the requests, or the older
+	// part of the conversation summarised, to keep it within the window.
+	ContextEdit EventKind = "context"
 )
 
 // Event is something that happened during a turn.
@@ -96,6 +103,8 @@ type Event struct {
 	Output  result.Output
 	Elapsed time.Duration
 	Usage   history.Usage
+	// Edit is a ContextEdit's stored decision.
+	Edit *history.Edit
 }
 
 // TurnResult is how a turn ended.
