@@ -176,9 +176,11 @@ func (a *Agent) ToolDefs() ([]provider.Tool, error) {
 }
 
 // Request builds the next request of a conversation from what the store
-// holds, as a turn does.
+// holds, as a turn sends it when it needs no new edit: the stored messages
+// with the stored edits applied (window.View). It decides nothing and
+// stores nothing.
 func (a *Agent) Request(ctx context.Context, id string) (provider.Request, error) {
-	conv, err := a.Store.Get(ctx, id)
+	s, err := a.sizing(ctx, id)
 	if err != nil {
 		return provider.Request{}, err
 	}
@@ -186,11 +188,7 @@ func (a *Agent) Request(ctx context.Context, id string) (provider.Request, error
 	if err != nil {
 		return provider.Request{}, err
 	}
-	defs, err := a.ToolDefs()
-	if err != nil {
-		return provider.Request{}, err
-	}
-	return provider.Request{Model: a.Model, System: conv.System, Tools: defs, Messages: msgs, MaxTokens: AnswerRoom(a.MaxTokens)}, nil
+	return a.request(s, msgs), nil
 }
 
 // AnswerRoom is the max_tokens a request sends for an agent whose MaxTokens
@@ -254,6 +252,20 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 	if rec.Finished+rec.Interrupted > 0 {
 		on(Event{Kind: Notice, Text: rec.String()})
 	}
+	stored, err := a.Store.Messages(ctx, id)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	sz, err := a.sizing(ctx, id)
+	if err != nil {
+		return TurnResult{}, err
+	}
+	// stored with the turn's first answer, when they changed
+	settings := a.checkSettings(sz, stored, on)
+	withSettings := func(m history.Message) history.Message {
+		m.Settings, settings = settings, nil
+		return m
+	}
 	if err := a.Store.Append(ctx, id, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(prompt)}}}); err != nil {
 		return TurnResult{}, err
 	}
@@ -263,18 +275,33 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 	}
 	var tr TurnResult
 	for {
-		req, err := a.Request(ctx, id)
+		req, done, err := a.fit(ctx, id, on, 0, &tr)
 		if err != nil {
 			return tr, err
 		}
 		var streamed strings.Builder
-		resp, err := a.Provider.Complete(ctx, req, func(s string) {
+		onText := func(s string) {
 			streamed.WriteString(s)
 			on(Event{Kind: TextDelta, Text: s})
-		})
+		}
+		resp, err := a.Provider.Complete(ctx, req, onText)
+		if refused, ok := tooLong(err); ok && streamed.Len() == 0 {
+			// The estimate was off, or the conversation is from before
+			// myelin kept it within the window: make room, try once more.
+			on(Event{Kind: Notice, Text: "the provider refused the request as longer than the context window; making room and trying once more"})
+			var more []string
+			req, more, err = a.fit(ctx, id, on, max(refused, 1), &tr)
+			done = append(done, more...)
+			if err == nil {
+				resp, err = a.Provider.Complete(ctx, req, onText)
+				if _, again := tooLong(err); again {
+					err = fmt.Errorf("the provider refused the request as too long twice; before trying again myelin had: %s: %w", orNothing(done), err)
+				}
+			}
+		}
 		if err != nil {
 			// What the user saw is what is stored (contract §7).
-			if serr := a.Store.Append(context.WithoutCancel(ctx), id, CutAnswer(streamed.String())); serr != nil {
+			if serr := a.Store.Append(context.WithoutCancel(ctx), id, withSettings(CutAnswer(streamed.String()))); serr != nil {
 				return tr, errors.Join(err, serr)
 			}
 			return tr, err
@@ -290,7 +317,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 			// the results' commit, before anything is sent, syncs this too
 			store = history.Lazy(store)
 		}
-		if err := a.Store.Append(store, id, resp.Message); err != nil {
+		if err := a.Store.Append(store, id, withSettings(resp.Message)); err != nil {
 			return tr, err
 		}
 		if len(calls) == 0 {
@@ -441,6 +468,14 @@ func CutAnswer(streamed string) history.Message {
 		{Type: history.TextPart, Text: cutSeparation + CutMarker},
 	}
 	return m
+}
+
+// orNothing joins what was done, or says nothing was.
+func orNothing(done []string) string {
+	if len(done) == 0 {
+		return "found nothing more to take out"
+	}
+	return strings.Join(done, "; ")
 }
 
 func textOf(m history.Message) string {

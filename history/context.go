@@ -2,7 +2,7 @@ package history
 
 // Context is the role of a stored record that is not a message of the
 // conversation but a decision about what its requests send (contract §12):
-// an Edit, or the Settings the requests were sent with. A request never
+// an Edit. A request never
 // sends a Context record; it is built from the stored messages with the
 // edits stored before its place applied (window.View), so that a request
 // built after a restart is byte for byte the one the same process would have
@@ -63,7 +63,8 @@ type Summary struct {
 }
 
 // Settings are what a conversation's requests are sent with besides its
-// messages. A turn stores them when they differ from the last stored ones,
+// messages. A turn stores them with its first answer when they differ from
+// the last stored ones,
 // so that a resume that changes any of them can say that the provider's
 // cached prefix will not be reused, and why.
 type Settings struct {

@@ -95,8 +95,10 @@ type Message struct {
 	// Edit is, on a Context record, the decision it stores about the
 	// requests from its place on; nil elsewhere.
 	Edit *Edit `json:"edit,omitempty"`
-	// Settings is, on a Context record, what the requests were sent with
-	// from its place on; nil elsewhere.
+	// Settings is, on an assistant message, what the request that
+	// produced it was sent with besides its messages, when that differs
+	// from the last Settings stored before it (so the first answer of a
+	// conversation has them); nil elsewhere.
 	Settings *Settings `json:"settings,omitempty"`
 }
 

@@ -49,9 +49,14 @@ func FixedBytes(system string, tools []provider.Tool) int {
 func MessageBytes(m history.Message) int {
 	n := 0
 	for _, p := range m.Parts {
-		n += partOverhead + len(p.Text) + len(p.Name) + len(p.Input) + len(p.CallID)
+		n += partBytes(p)
 	}
 	return n
+}
+
+// partBytes is MessageBytes of one part.
+func partBytes(p history.Part) int {
+	return partOverhead + len(p.Text) + len(p.Name) + len(p.Input) + len(p.CallID)
 }
 
 // Images is how many images a message's tool results carry.
@@ -71,14 +76,16 @@ type Count struct {
 	// cache write tokens of the last answer with usage, which cover the
 	// request that produced it. 0 when no answer has usage.
 	Counted int
-	// Estimated is the estimate for what came since (all of the request
-	// when Counted is 0): its bytes over BytesPerToken, plus ImageTokens
-	// an image.
+	// Estimated is the estimate for how this request differs from the
+	// one Counted counted (all of the request when Counted is 0): its
+	// bytes over BytesPerToken, plus ImageTokens an image. It is below 0
+	// when edits stored since took out more than came.
 	Estimated int
 	// Since is the index of the first message Estimated covers: the
 	// answer whose usage is Counted, or 0.
 	Since int
-	// NewBytes is the bytes Estimated is made from.
+	// NewBytes is the bytes Estimated is made from: the request's bytes
+	// less the counted request's.
 	NewBytes int
 	// BytesPerToken is the ratio Estimated used: this conversation's own
 	// (Calibrated) or DefaultBytesPerToken.
@@ -108,23 +115,26 @@ func lastCounted(msgs []history.Message) int {
 }
 
 // Ratio is this conversation's bytes per token: the bytes of the request
-// that produced the last answer with usage (fixed, then msgs before it),
-// over the tokens its usage counted, less ImageTokens for each image it
+// that produced the last answer with usage (fixed, then the messages before
+// it as that request sent them: View of them, with the edits stored before
+// it), over the tokens its usage counted, less ImageTokens for each image it
 // held; held within MinBytesPerToken and MaxBytesPerToken. Before any
 // usage, or when the images take all of the count, it is
-// DefaultBytesPerToken and calibrated is false. msgs must be the messages
-// as they were sent: the requests the usage counted.
-func Ratio(fixed int, msgs []history.Message) (ratio float64, calibrated bool) {
-	k := lastCounted(msgs)
+// DefaultBytesPerToken and calibrated is false. stored is the conversation
+// as stored, records included.
+func Ratio(fixed int, stored []history.Message) (ratio float64, calibrated bool) {
+	k := lastCounted(stored)
 	if k < 0 {
 		return DefaultBytesPerToken, false
 	}
-	bytes, images := fixed, 0
-	for _, m := range msgs[:k] {
-		bytes += MessageBytes(m)
-		images += Images(m)
-	}
-	tokens := inputOf(msgs[k].Usage) - images*ImageTokens
+	r, ok := ratioAt(fixed, stored, k)
+	return r, ok
+}
+
+func ratioAt(fixed int, stored []history.Message, k int) (float64, bool) {
+	bytes, images := size(stored, k)
+	bytes += fixed
+	tokens := inputOf(stored[k].Usage) - images*ImageTokens
 	if tokens <= 0 || bytes <= 0 {
 		return DefaultBytesPerToken, false
 	}
@@ -132,30 +142,32 @@ func Ratio(fixed int, msgs []history.Message) (ratio float64, calibrated bool) {
 	return math.Min(MaxBytesPerToken, math.Max(MinBytesPerToken, r)), true
 }
 
-// Measure is the size in tokens of the request that sends fixed bytes of
-// system prompt and tools (FixedBytes) and msgs: exact for what the last
-// answer's usage counted (its request: everything before that answer),
-// estimated for that answer and what follows it, with the conversation's
-// own ratio (Ratio). With no usage yet, all of it is estimated with
+// Measure is the size in tokens of the next request of a conversation
+// stored as stored (records included): fixed bytes of system prompt and
+// tools (FixedBytes), then View(stored). What the last answer's usage
+// counted is exact — its request: the messages before that answer as they
+// were sent, with the edits stored before it — and the difference between
+// that request and this one is estimated with the conversation's own ratio
+// (Ratio): what came since is added, and what edits stored since took out
+// is taken off. With no usage yet, all of it is estimated with
 // DefaultBytesPerToken.
-//
-// msgs must be the messages as the request sends them, and the messages
-// before the last answer with usage must be the ones its request sent;
-// whoever takes messages out of requests measures with the counted part
-// sent as it was, or with no usage in it.
-func Measure(fixed int, msgs []history.Message) Count {
-	ratio, calibrated := Ratio(fixed, msgs)
-	c := Count{BytesPerToken: ratio, Calibrated: calibrated}
-	newBytes, images := fixed, 0
-	if k := lastCounted(msgs); k >= 0 {
-		c.Counted, c.Since, newBytes = inputOf(msgs[k].Usage), k, 0
+func Measure(fixed int, stored []history.Message) Count {
+	c := Count{BytesPerToken: DefaultBytesPerToken}
+	nowBytes, nowImages := size(stored, len(stored))
+	nowBytes += fixed
+	k := lastCounted(stored)
+	if k < 0 {
+		c.NewBytes = nowBytes
+		c.Estimated = int(math.Ceil(float64(nowBytes)/c.BytesPerToken)) + nowImages*ImageTokens
+		c.Tokens = c.Estimated
+		return c
 	}
-	for _, m := range msgs[c.Since:] {
-		newBytes += MessageBytes(m)
-		images += Images(m)
-	}
-	c.NewBytes = newBytes
-	c.Estimated = int(math.Ceil(float64(newBytes)/ratio)) + images*ImageTokens
-	c.Tokens = c.Counted + c.Estimated
+	c.BytesPerToken, c.Calibrated = ratioAt(fixed, stored, k)
+	thenBytes, thenImages := size(stored, k)
+	thenBytes += fixed
+	c.Counted, c.Since = inputOf(stored[k].Usage), k
+	c.NewBytes = nowBytes - thenBytes
+	c.Estimated = int(math.Ceil(float64(c.NewBytes)/c.BytesPerToken)) + (nowImages-thenImages)*ImageTokens
+	c.Tokens = max(c.Counted+c.Estimated, int(math.Ceil(float64(nowBytes)/MaxBytesPerToken)))
 	return c
 }

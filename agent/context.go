@@ -1,0 +1,310 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/window"
+)
+
+// maxEdits bounds the edits one request's preparation may store: clearing,
+// then a summary, then as many more summaries as a conversation too long to
+// be summarised in one request needs.
+const maxEdits = 8
+
+// sizing is what a turn needs to size its requests: the conversation's
+// record, the tool definitions, and the window's budget.
+type sizing struct {
+	conv   history.Conversation
+	defs   []provider.Tool
+	budget int
+	fixed  int
+}
+
+func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
+	conv, err := a.Store.Get(ctx, id)
+	if err != nil {
+		return sizing{}, err
+	}
+	defs, err := a.ToolDefs()
+	if err != nil {
+		return sizing{}, err
+	}
+	w, err := a.Window()
+	if err != nil {
+		return sizing{}, err
+	}
+	budget, err := w.Budget(AnswerRoom(a.MaxTokens))
+	if err != nil {
+		return sizing{}, err
+	}
+	if err := a.Context.Check(); err != nil {
+		return sizing{}, fmt.Errorf("agent: the context policy: %w", err)
+	}
+	return sizing{conv: conv, defs: defs, budget: budget, fixed: window.FixedBytes(conv.System, defs)}, nil
+}
+
+// request is the request that sends stored under s.
+func (a *Agent) request(s sizing, stored []history.Message) provider.Request {
+	return provider.Request{Model: a.Model, System: s.conv.System, Tools: s.defs, Messages: window.View(stored), MaxTokens: AnswerRoom(a.MaxTokens)}
+}
+
+// fit prepares the next request of conversation id so that it fits the
+// window (contract §12): when the policy says so, it takes the oldest
+// results out of it (an Edit record, stored) and, when that is not enough,
+// has the model summarise the older part (another), then builds the
+// request from what the store holds. refused is the size the provider gave
+// for the request it just refused as too long (see window.Policy.Plan), 0
+// otherwise. The edits it stores are reported as ContextEdit events and
+// their requests' usage is added to tr.
+func (a *Agent) fit(ctx context.Context, id string, on func(Event), refused int, tr *TurnResult) (provider.Request, []string, error) {
+	s, err := a.sizing(ctx, id)
+	if err != nil {
+		return provider.Request{}, nil, err
+	}
+	var done []string // what was done, for an error that says so
+	for range maxEdits {
+		stored, err := a.Store.Messages(ctx, id)
+		if err != nil {
+			return provider.Request{}, done, err
+		}
+		plan := a.Context.Plan(s.budget, s.fixed, stored, refused)
+		refused = 0
+		if len(plan.Clear) > 0 {
+			edit := a.clear(plan, stored)
+			if len(edit.Cleared) > 0 {
+				if err := a.Store.Append(ctx, id, history.Message{Role: history.Context, Edit: &edit}); err != nil {
+					return provider.Request{}, done, err
+				}
+				text := clearedText(edit)
+				done = append(done, text)
+				on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
+				if stored, err = a.Store.Messages(ctx, id); err != nil {
+					return provider.Request{}, done, err
+				}
+			}
+		}
+		if !plan.Summarise {
+			return a.request(s, stored), done, nil
+		}
+		edit, err := a.summarise(ctx, s, stored, plan, on, tr)
+		if err != nil {
+			if plan.After <= s.budget {
+				// over the high mark but within the window: sent as it is
+				on(Event{Kind: Notice, Text: "the conversation could not be summarised (" + err.Error() + "); the request is sent as it is, within the window"})
+				return a.request(s, stored), done, nil
+			}
+			return provider.Request{}, done, err
+		}
+		if err := a.Store.Append(ctx, id, history.Message{Role: history.Context, Edit: &edit}); err != nil {
+			return provider.Request{}, done, err
+		}
+		text := summaryText(edit)
+		done = append(done, text)
+		on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
+	}
+	return provider.Request{}, done, fmt.Errorf("the conversation still does not fit its window after %d edits (%s)", maxEdits, strings.Join(done, "; "))
+}
+
+// clear writes each of plan's candidates that is not in a workspace file
+// already to one, and returns the edit that replaces them in requests. A
+// candidate whose file cannot be written is left in when there is a
+// workspace (so that what is cleared can always be read again), and
+// cleared with a placeholder that says so when there is none.
+func (a *Agent) clear(plan window.Plan, stored []history.Message) history.Edit {
+	edit := history.Edit{Why: plan.Why(), Before: plan.Count.Tokens, After: plan.After}
+	if plan.Refused > 0 {
+		edit.Before = plan.Refused
+	}
+	for _, k := range plan.Clear {
+		p := stored[k.Msg].Parts[k.Part]
+		label := "cleared-" + fileLabel(k.CallID)
+		if k.Input {
+			text := string(p.Input)
+			path, err := a.save(label+"-input.json", text)
+			if err != nil {
+				continue
+			}
+			edit.Cleared = append(edit.Cleared, history.Cleared{CallID: k.CallID, Input: true, Text: window.ClearedInput(result.Chars(text), path), Path: path, Chars: result.Chars(text)})
+			continue
+		}
+		path, whyNot := p.SpillPath, ""
+		if path == "" {
+			var err error
+			if path, err = a.save(label+".txt", p.Text); err != nil {
+				if !errors.Is(err, result.ErrNoWorkspace) {
+					continue
+				}
+				whyNot = "there is no writable workspace to keep it in"
+			}
+		}
+		var images []string
+		for i, img := range p.Images {
+			ipath, err := a.save(fmt.Sprintf("%s-%d%s", label, i+1, imageExtension(img.MIMEType)), string(img.Data))
+			if err == nil {
+				images = append(images, ipath)
+			}
+		}
+		if whyNot == "" && len(images) < len(p.Images) {
+			continue // an image that cannot be kept stays in
+		}
+		chars := result.Chars(p.Text)
+		edit.Cleared = append(edit.Cleared, history.Cleared{CallID: k.CallID, Text: window.ClearedResult(chars, p.IsError, path, images, whyNot),
+			Path: path, Chars: chars, Images: len(p.Images)})
+	}
+	return edit
+}
+
+// save writes data to a new workspace file under .myelin/tool-results/.
+func (a *Agent) save(name, data string) (string, error) {
+	if a.Env.Store == nil {
+		return "", result.ErrNoWorkspace
+	}
+	return a.Env.Store.Save(name, data)
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// fileLabel is a call id as a part of a file name.
+func fileLabel(callID string) string {
+	s := unsafeName.ReplaceAllString(callID, "_")
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	if s == "" {
+		s = "call"
+	}
+	return s
+}
+
+func imageExtension(mime string) string {
+	switch mime {
+	case "image/png":
+		return ".png"
+	case "image/jpeg":
+		return ".jpg"
+	case "image/gif":
+		return ".gif"
+	case "image/webp":
+		return ".webp"
+	}
+	return ".bin"
+}
+
+// summarise has the model write the summary of the older part of the
+// conversation (window.Policy.Cut says how much), in a request of its own
+// within the window, and returns the edit that makes it stand for that
+// part.
+func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Message, plan window.Plan, on func(Event), tr *TurnResult) (history.Edit, error) {
+	through, err := a.Context.Cut(s.budget, s.fixed, stored)
+	if err != nil {
+		return history.Edit{}, err
+	}
+	words := window.SummaryWords(s.budget)
+	req := a.request(s, stored)
+	req.Messages = window.SummaryRequest(stored, through, words)
+	resp, err := a.Provider.Complete(ctx, req, nil)
+	if err != nil {
+		return history.Edit{}, fmt.Errorf("the summary request failed: %w", err)
+	}
+	if u := resp.Message.Usage; u != nil {
+		tr.Usage.Add(*u)
+		on(Event{Kind: Usage, Usage: *u})
+	}
+	text := strings.TrimSpace(textOf(resp.Message))
+	if text == "" {
+		return history.Edit{}, fmt.Errorf("the model answered the summary request with no text (stop reason %q)", resp.StopReason)
+	}
+	sum := &history.Summary{Through: through, Text: window.SummaryText(through, text), Usage: resp.Message.Usage}
+	return history.Edit{Summary: sum, Why: plan.Why(), Before: plan.After}, nil
+}
+
+// clearedText says what an edit that cleared results did, for people.
+func clearedText(e history.Edit) string {
+	results, inputs, chars := 0, 0, 0
+	for _, c := range e.Cleared {
+		if c.Input {
+			inputs++
+		} else {
+			results++
+		}
+		chars += c.Chars
+	}
+	what := fmt.Sprintf("%d tool result(s)", results)
+	if inputs > 0 {
+		what += fmt.Sprintf(" and %d tool call input(s)", inputs)
+	}
+	return fmt.Sprintf("%s: took %s (%d characters) out of the requests, about %d → %d tokens; each is whole in a workspace file its placeholder names",
+		e.Why, what, chars, e.Before, e.After)
+}
+
+// summaryText says what an edit that summarised did, for people.
+func summaryText(e history.Edit) string {
+	return fmt.Sprintf("%s: the model summarised the first %d messages of the conversation, and the summary stands for them in later requests (the history keeps them all)", e.Why, e.Summary.Through)
+}
+
+// settings are the settings conversation id's requests are sent with.
+func (a *Agent) settings(s sizing) history.Settings {
+	st := history.Settings{Model: a.Model, System: digest(s.conv.System)}
+	var b strings.Builder
+	for _, t := range s.defs {
+		fmt.Fprintf(&b, "%q %q %s\n", t.Name, t.Description, t.InputSchema)
+	}
+	st.Tools = digest(b.String())
+	if c, ok := a.Provider.(interface{ CacheSettings() string }); ok {
+		st.Cache = c.CacheSettings()
+	}
+	return st
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// checkSettings compares the settings this turn's requests are sent with
+// to the last ones stored with an answer, says when a change means that
+// the provider's cached prefix will not be reused (contract §12), and
+// returns them when they must be stored with the turn's first answer, nil
+// when they are stored already.
+func (a *Agent) checkSettings(s sizing, stored []history.Message, on func(Event)) *history.Settings {
+	now := a.settings(s)
+	var last *history.Settings
+	for i := len(stored) - 1; i >= 0 && last == nil; i-- {
+		last = stored[i].Settings
+	}
+	if last != nil && *last == now {
+		return nil
+	}
+	if last != nil {
+		var why []string
+		if last.Model != now.Model {
+			why = append(why, fmt.Sprintf("the model was %s and is now %s", last.Model, now.Model))
+		}
+		if last.System != now.System {
+			why = append(why, "the system prompt changed")
+		}
+		if last.Tools != now.Tools {
+			why = append(why, "the tool set changed")
+		}
+		if last.Cache != now.Cache {
+			why = append(why, fmt.Sprintf("the cache settings were %q and are now %q", last.Cache, now.Cache))
+		}
+		on(Event{Kind: Notice, Text: "the provider's cached prefix of this conversation will not be reused: " + strings.Join(why, "; ")})
+	}
+	return &now
+}
+
+// tooLong reports whether err is a provider's refusal of a request longer
+// than the context window, and the size in tokens it gave (0 when none).
+func tooLong(err error) (int, bool) {
+	return 0, false // TODO(lead): provider.TooLongError, merged from the wires branch
+}

@@ -1,0 +1,132 @@
+package window
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// SummaryShare is the share of the budget a summary is asked to stay
+// within, and the room kept for it when choosing how much it stands for.
+const SummaryShare = 0.10
+
+// SummaryPrompt is the text of the user message that asks the model for a
+// summary, at the end of a request that sends the part to summarise. It
+// asks for what a successor needs to go on: the user's requests, what was
+// done and found, where things are (the workspace files that hold the
+// results), and what remains.
+func SummaryPrompt(words int) string {
+	return fmt.Sprintf(`[myelin: this conversation has outgrown the model's context window. The conversation so far will be replaced by your summary of it in every later request; the whole of it stays in the history store, and every tool result named by a workspace file can be read again with workspace--read.
+Write that summary now, as plain text, in at most about %d words: what the user asked for, in their words where it matters; what was done and what was found, with the workspace paths, commands and values that matter; the decisions taken and why; what is in progress and what remains to be done. Do not call any tool; answer with the summary alone.]`, words)
+}
+
+// SummaryText is the text of the user message that stands for the stored
+// messages before through in later requests, given the model's summary.
+func SummaryText(through int, summary string) string {
+	return fmt.Sprintf("[myelin: the first %d messages of this conversation were replaced by this summary, written by the model when the conversation outgrew the context window; the whole conversation stays in the history store, and tool results named by a workspace file can be read again with workspace--read.]\n\n%s",
+		through, strings.TrimSpace(summary))
+}
+
+// SummaryRequest is the messages a summary request sends: the request's
+// messages before place through (View, with every stored edit applied),
+// then a user message holding SummaryPrompt. Its prefix is the prefix of
+// the conversation's own requests, so the provider's cache serves it.
+func SummaryRequest(stored []history.Message, through, words int) []history.Message {
+	msgs := viewTo(stored, through)
+	return append(msgs, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: SummaryPrompt(words)}}})
+}
+
+// SummaryWords is how many words a summary is asked for under budget: about
+// SummaryShare of it, at 0.75 words a token, at least 100.
+func SummaryWords(budget int) int {
+	return max(100, int(float64(budget)*SummaryShare*0.75))
+}
+
+// boundary reports whether a summary may end before stored[i]: the
+// request would then go on from a message that may follow the summary's
+// user message — an assistant message that follows a user message, or a
+// user message that holds no tool results.
+func boundary(stored []history.Message, i int) bool {
+	m := stored[i]
+	switch m.Role {
+	case history.User:
+		return !hasResults(m)
+	case history.Assistant:
+		for j := i - 1; j >= 0; j-- {
+			if stored[j].Role != history.Context {
+				return stored[j].Role == history.User
+			}
+		}
+	}
+	return false
+}
+
+// Cut says where the summary of the older part of stored should end: the
+// place of the first stored message it does not stand for. It keeps
+// the longest tail of newest messages that fits, with the summary's room
+// and the fixed bytes, under the low mark — at least the last round. The
+// part before it must fit the high mark to be sent in the summary request;
+// when it does not, Cut ends the summary earlier, at the last place where
+// it does, and the caller summarises again once that summary stands (each
+// summary request then sends the one before and what follows it). It fails
+// when no place will do: the conversation has no place to cut, or its
+// oldest part alone is over the high mark.
+func (p Policy) Cut(budget, fixed int, stored []history.Message) (int, error) {
+	high, low := p.marks(budget)
+	c := Measure(fixed, stored)
+	e := gather(stored)
+	first := e.first()
+	// bytes[i] is what stored[i] sends; pre[i] the sum before i, from first.
+	pre := make([]int, len(stored)+1)
+	imgs := make([]int, len(stored)+1)
+	for i, m := range stored {
+		pre[i+1], imgs[i+1] = pre[i], imgs[i]
+		if i < first || m.Role == history.Context {
+			continue
+		}
+		for _, part := range m.Parts {
+			q, _ := e.part(part)
+			pre[i+1] += partBytes(q)
+			imgs[i+1] += len(q.Images)
+		}
+	}
+	tokens := func(bytes, images int) int {
+		return int(math.Ceil(float64(bytes)/c.BytesPerToken)) + images*ImageTokens
+	}
+	summaryBytes := 0
+	if e.summary != nil {
+		summaryBytes = MessageBytes(summaryMessage(e.summary))
+	}
+	fixedTokens := tokens(fixed, 0)
+	room := int(float64(budget) * SummaryShare)
+	ask := tokens(len(SummaryPrompt(SummaryWords(budget)))+partOverhead, 0)
+	var places []int
+	for i := first + 1; i < len(stored); i++ {
+		if boundary(stored, i) {
+			places = append(places, i)
+		}
+	}
+	if len(places) == 0 {
+		return 0, fmt.Errorf("the conversation is %s tokens, over the high mark of %s, and has no place where a summary could end: it is one round from its start", thousands(c.Tokens), thousands(high))
+	}
+	n := len(stored)
+	cut := places[len(places)-1] // at least the last round stays
+	for _, b := range places {
+		if fixedTokens+room+tokens(pre[n]-pre[b], imgs[n]-imgs[b]) <= low {
+			cut = b
+			break
+		}
+	}
+	prefix := func(b int) int { return fixedTokens + tokens(summaryBytes+pre[b], imgs[b]) + ask }
+	if prefix(cut) <= high {
+		return cut, nil
+	}
+	for i := len(places) - 1; i >= 0; i-- {
+		if b := places[i]; b < cut && prefix(b) <= high {
+			return b, nil
+		}
+	}
+	return 0, fmt.Errorf("the oldest part of the conversation that a summary could stand for is %s tokens, over the high mark of %s: it cannot be sent to be summarised", thousands(prefix(places[0])), thousands(high))
+}

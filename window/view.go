@@ -1,0 +1,154 @@
+package window
+
+import (
+	"encoding/json"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// edits are the Context records of a stored conversation, gathered: what
+// requests send in place of results and inputs, and the summary in force.
+type edits struct {
+	results map[string]history.Cleared // by call id
+	inputs  map[string]history.Cleared // by call id
+	summary *history.Summary           // the latest
+	any     bool
+}
+
+// gather collects the edits stored in records.
+func gather(records []history.Message) edits {
+	var e edits
+	for _, m := range records {
+		if m.Role != history.Context || m.Edit == nil {
+			continue
+		}
+		for _, c := range m.Edit.Cleared {
+			e.any = true
+			if c.Input {
+				if e.inputs == nil {
+					e.inputs = map[string]history.Cleared{}
+				}
+				e.inputs[c.CallID] = c
+				continue
+			}
+			if e.results == nil {
+				e.results = map[string]history.Cleared{}
+			}
+			e.results[c.CallID] = c
+		}
+		if s := m.Edit.Summary; s != nil && (e.summary == nil || s.Through >= e.summary.Through) {
+			e.summary, e.any = s, true
+		}
+	}
+	return e
+}
+
+// part is p as requests send it under e: a cleared result's placeholder
+// (no images), a cleared input's placeholder object.
+func (e edits) part(p history.Part) (history.Part, bool) {
+	switch p.Type {
+	case history.ToolResultPart:
+		if c, ok := e.results[p.CallID]; ok {
+			return history.Part{Type: history.ToolResultPart, CallID: p.CallID, Text: c.Text, IsError: p.IsError, SpillPath: c.Path}, true
+		}
+	case history.ToolCallPart:
+		if c, ok := e.inputs[p.CallID]; ok {
+			return history.Part{Type: history.ToolCallPart, CallID: p.CallID, Name: p.Name, Input: json.RawMessage(c.Text)}, true
+		}
+	}
+	return p, false
+}
+
+// message is m as requests send it under e; m itself is never changed.
+func (e edits) message(m history.Message) history.Message {
+	if len(e.results) == 0 && len(e.inputs) == 0 {
+		return m
+	}
+	var parts []history.Part
+	for i, p := range m.Parts {
+		q, changed := e.part(p)
+		if changed && parts == nil {
+			parts = make([]history.Part, len(m.Parts))
+			copy(parts, m.Parts[:i])
+		}
+		if parts != nil {
+			parts[i] = q
+		}
+	}
+	if parts == nil {
+		return m
+	}
+	m.Parts = parts
+	return m
+}
+
+// first is the place of the first stored message requests send under e.
+func (e edits) first() int {
+	if e.summary == nil {
+		return 0
+	}
+	return e.summary.Through
+}
+
+// summaryMessage is the user message that stands for the summarised
+// messages.
+func summaryMessage(s *history.Summary) history.Message {
+	return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: s.Text}}}
+}
+
+// View is the messages a request built from stored sends: the stored
+// messages with the edits of every Context record among them applied —
+// cleared results and inputs replaced by their placeholders, the messages
+// a summary stands for replaced by it — and the records themselves left
+// out. It never changes stored. A request built from the same stored
+// records is the same, in this process or after a restart (contract §12).
+func View(stored []history.Message) []history.Message {
+	return viewTo(stored, len(stored))
+}
+
+// viewTo is View of the messages before place end, with the edits of every
+// record in stored applied (also those at or after end).
+func viewTo(stored []history.Message, end int) []history.Message {
+	e := gather(stored)
+	if !e.any {
+		out := make([]history.Message, 0, end)
+		for _, m := range stored[:end] {
+			if m.Role != history.Context {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	var out []history.Message
+	start := e.first()
+	if e.summary != nil {
+		out = append(out, summaryMessage(e.summary))
+	}
+	for _, m := range stored[start:end] {
+		if m.Role != history.Context {
+			out = append(out, e.message(m))
+		}
+	}
+	return out
+}
+
+// size is the bytes and images of what View(stored[:end]) sends, without
+// building it, with the edits of the records before end applied.
+func size(stored []history.Message, end int) (bytes, images int) {
+	e := gather(stored[:end])
+	start := e.first()
+	if e.summary != nil {
+		bytes += MessageBytes(summaryMessage(e.summary))
+	}
+	for _, m := range stored[start:end] {
+		if m.Role == history.Context {
+			continue
+		}
+		for _, p := range m.Parts {
+			q, _ := e.part(p)
+			bytes += partBytes(q)
+			images += len(q.Images)
+		}
+	}
+	return bytes, images
+}
