@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// emitText is what the emit tool returns for call n: chars characters of
+// numbered lines, different for every n.
+func emitText(n, chars int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < chars; i++ {
+		fmt.Fprintf(&b, "result %d line %d: %s\n", n, i, strings.Repeat("abcdefghij", 5))
+	}
+	return b.String()[:chars]
+}
+
+// emitTool returns emitText(n, chars) for {"n": n, "chars": chars}.
+func emitTool(t *testing.T) *tool.Tool {
+	t.Helper()
+	type in struct {
+		N     int `json:"n"`
+		Chars int `json:"chars"`
+	}
+	et, err := tool.Func("emit", "Emits a numbered text.", func(ctx context.Context, a in) (any, error) {
+		return emitText(a.N, a.Chars), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return et
+}
+
+func emitCall(n, chars int) providertest.Step {
+	return providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprintf("call_%d", n), Name: "emit", Input: fmt.Sprintf(`{"n":%d,"chars":%d}`, n, chars)}}}
+}
+
+// records are the Context records of conversation id.
+func records(t *testing.T, a *Agent, id string) []history.Edit {
+	t.Helper()
+	msgs, err := a.Store.Messages(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var edits []history.Edit
+	for _, m := range msgs {
+		if m.Role == history.Context {
+			edits = append(edits, *m.Edit)
+		}
+	}
+	return edits
+}
+
+func TestEveryClearedResultIsReadBackWholeWithTheCallInItsPlaceholder(t *testing.T) {
+	r := newRig(t, emitTool(t))
+	r.agent.ContextWindow, r.agent.MaxTokens = 12000, 1000
+	sizes := map[int]int{}
+	for n := range 12 {
+		sizes[n] = 4000
+		if n == 2 {
+			sizes[n] = 30000 // over the inline cap: spilled, and cleared as its spill file
+		}
+		r.srv.Push(emitCall(n, sizes[n]))
+	}
+	r.srv.Push(providertest.Step{Text: "done"})
+	_, events := r.turn("emit them")
+
+	edits := records(t, r.agent, r.id)
+	if len(edits) == 0 {
+		t.Fatal("12 rounds of 4,000 characters in a 12,000-token window cleared nothing")
+	}
+	seen := 0
+	for _, e := range edits {
+		for _, c := range e.Cleared {
+			seen++
+			var n int
+			fmt.Sscanf(c.CallID, "call_%d", &n)
+			i := strings.Index(c.Text, "workspace--read ")
+			if i < 0 {
+				t.Fatalf("placeholder of %s has no read call: %s", c.CallID, c.Text)
+			}
+			var args struct{ Path string }
+			if err := json.Unmarshal([]byte(strings.TrimSuffix(c.Text[i+len("workspace--read "):], "]")), &args); err != nil || args.Path != c.Path {
+				t.Fatalf("placeholder of %s: its call %q does not read %s (%v)", c.CallID, c.Text[i:], c.Path, err)
+			}
+			out := r.readTool(args.Path)
+			if out != emitText(n, sizes[n]) {
+				t.Errorf("%s read back with its placeholder's call: %d characters, not its whole result of %d", c.CallID, len(out), sizes[n])
+			}
+		}
+	}
+	if seen < 3 {
+		t.Fatalf("only %d results cleared", seen)
+	}
+	// the requests after an edit send the placeholders, not the results
+	reqs := r.srv.Requests()
+	last := string(reqs[len(reqs)-1])
+	if strings.Contains(last, emitText(0, 4000)[:200]) || !strings.Contains(last, "was cleared here to save room") {
+		t.Error("the last request still sends the first result, or no placeholder")
+	}
+	var said bool
+	for _, e := range events {
+		said = said || e.Kind == ContextEdit && e.Edit != nil && strings.Contains(e.Text, "out of the requests")
+	}
+	if !said {
+		t.Error("no ContextEdit event said that results were taken out")
+	}
+}
+
+// readTool reads path as the model would: the placeholder's own call
+// first (by line: its first line must be the text's), then page after page
+// by character, following each page's next call, and returns the text read.
+func (r *rig) readTool(path string) string {
+	r.t.Helper()
+	d := &tool.Dispatcher{Tools: r.agent.Tools, Env: r.agent.Env}
+	call := func(args string) result.Output {
+		out := d.Round(context.Background(), []tool.Call{{ID: "read", Name: "workspace--read", Input: json.RawMessage(args)}})[0]
+		if out.IsError {
+			r.t.Fatalf("workspace--read %s: %s", args, out.Text)
+		}
+		return out
+	}
+	first, _ := json.Marshal(map[string]string{"path": path})
+	if out := call(string(first)); !strings.HasPrefix(out.Text, "     1\tresult ") {
+		r.t.Fatalf("the placeholder's call reads %.80q", out.Text)
+	}
+	var whole strings.Builder
+	next := fmt.Sprintf(`{"path":%q,"offsetChars":0}`, path)
+	for next != "null" {
+		out := call(next)
+		page := out.Text[:strings.LastIndex(out.Text, "\n[characters ")]
+		whole.WriteString(page)
+		var st struct{ Next json.RawMessage }
+		if err := json.Unmarshal(out.Structured, &st); err != nil {
+			r.t.Fatal(err)
+		}
+		next = string(st.Next)
+	}
+	return whole.String()
+}
