@@ -118,7 +118,8 @@ func (r round) candidates(stored []history.Message, e edits, minInput int) []Can
 // request over the high mark, Summarise is set.
 //
 // refused, when above 0, is the size in tokens the provider said a
-// request it refused as too long had (budget+1 when it did not say): the
+// request it refused as too long had (1 when it did not say; taken as at
+// least budget+1, since it did not fit): the
 // estimate was off, so the plan takes the request to be that size, scales
 // what each result saves alike, and takes out down to the low mark
 // whatever the high mark says.
@@ -135,6 +136,7 @@ func (p Policy) Plan(budget, fixed int, stored []history.Message, refused int) P
 	}
 	scale := 1.0
 	if refused > 0 {
+		refused = max(refused, budget+1) // refused: it did not fit
 		plan.Refused = refused
 		if refused > c.Tokens {
 			scale = float64(refused) / float64(max(c.Tokens, 1))
