@@ -115,6 +115,9 @@ func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 		return rec, err
 	}
 	last := msgs[len(msgs)-1]
+	for i := len(msgs) - 2; last.Role == history.Context && i >= 0; i-- {
+		last = msgs[i] // a record is no answer: look past it
+	}
 	calls := last.ToolCalls()
 	if last.Role != history.Assistant || len(calls) == 0 {
 		return rec, nil

@@ -272,3 +272,19 @@ func TestResultsFinishingDuringAKeepGoInOneCommit(t *testing.T) {
 		t.Fatalf("batches %s", got)
 	}
 }
+
+func TestRecoveryLooksPastAContextRecordStoredAfterTheCalls(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	err := r.agent.Store.Append(ctx, r.id,
+		history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "go"}}},
+		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "c1", Name: "shell--run", Input: []byte(`{"command":"sleep 60"}`)}}},
+		history.Message{Role: history.Context, Edit: &history.Edit{Why: "test"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := r.agent.Recover(ctx, r.id)
+	if err != nil || rec.Interrupted != 1 {
+		t.Fatalf("Recover = %+v, %v; want the call behind the record answered", rec, err)
+	}
+}
