@@ -6,8 +6,10 @@
 // stored); an error result carries `is_error`; images go as native image
 // blocks. Prompt caching marks the stable prefix — the last tool, the
 // system prompt — and rolls a breakpoint over the two newest user messages,
-// four at most. It must not change what it sends between two builds of the
-// same Request.
+// four at most. A refusal of a request longer than the context window is a
+// provider.TooLongError (see toolong.go). It must not change what it sends
+// between two builds of the same Request, and never sends a
+// history.Context record.
 package anthropic
 
 import (
