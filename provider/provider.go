@@ -2,7 +2,10 @@
 // back, independent of any wire: a Request built from the stored
 // conversation, and a Response holding the assistant's message. Each wire
 // (provider/anthropic, provider/openai) turns a Request into its own HTTP
-// request through its SDK.
+// request through its SDK. Whatever the wire, a refusal of a request longer
+// than the model's context window is a TooLongError, so that the agent can
+// make room and try again, and a wire may say how it marks the prompt cache
+// (CacheDescriber).
 //
 // It must not store anything or run tools, and a wire must build the same
 // request bytes from the same Request every time: that is what keeps the
