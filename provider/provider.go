@@ -2,7 +2,10 @@
 // back, independent of any wire: a Request built from the stored
 // conversation, and a Response holding the assistant's message. Each wire
 // (provider/anthropic, provider/openai) turns a Request into its own HTTP
-// request through its SDK.
+// request through its SDK. Whatever the wire, a refusal of a request longer
+// than the model's context window is a TooLongError, so that the agent can
+// make room and try again, and a wire may say how it marks the prompt cache
+// (CacheDescriber).
 //
 // It must not store anything or run tools, and a wire must build the same
 // request bytes from the same Request every time: that is what keeps the
@@ -30,9 +33,13 @@ type Tool struct {
 
 // Request is one request to a model.
 type Request struct {
-	Model     string
-	System    string
-	Tools     []Tool // in the order they are sent: a stable one
+	Model  string
+	System string
+	Tools  []Tool // in the order they are sent: a stable one
+	// Messages are the conversation's messages in order. A record whose
+	// Role is history.Context (a stored decision, not a message) is never
+	// sent: every wire skips it as if it were absent, so a request with
+	// records among its messages is byte for byte the one without them.
 	Messages  []history.Message
 	MaxTokens int
 }
@@ -53,6 +60,25 @@ type Provider interface {
 	// streams in (onText may be nil), and returns the whole answer. Text
 	// is made well formed before it is returned or passed on.
 	Complete(ctx context.Context, req Request, onText func(string)) (Response, error)
+}
+
+// CacheDescriber is a wire that says, in a few words, how it marks the
+// provider's prompt cache ("anthropic: cache_control ephemeral on ...",
+// "openai: automatic prefix caching"). The agent stores the words with a
+// conversation (history.Settings.Cache) so that a resume whose wire marks
+// the cache otherwise can say that the cached prefix will not be reused,
+// and why. The words change only when the wire's marking does; they must
+// not depend on the request, the conversation or the time.
+type CacheDescriber interface {
+	CacheSettings() string
+}
+
+// CacheSettings is p's CacheSettings, or "" when p does not say.
+func CacheSettings(p Provider) string {
+	if c, ok := p.(CacheDescriber); ok {
+		return c.CacheSettings()
+	}
+	return ""
 }
 
 // ToolCall is the stored part for a tool call as a wire read it: the name

@@ -6,8 +6,10 @@
 // stored); an error result carries `is_error`; images go as native image
 // blocks. Prompt caching marks the stable prefix — the last tool, the
 // system prompt — and rolls a breakpoint over the two newest user messages,
-// four at most. It must not change what it sends between two builds of the
-// same Request.
+// four at most. A refusal of a request longer than the context window is a
+// provider.TooLongError (see toolong.go). It must not change what it sends
+// between two builds of the same Request, and never sends a
+// history.Context record.
 package anthropic
 
 import (
@@ -105,6 +107,9 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 	}
 	var groups []group
 	for _, m := range req.Messages {
+		if m.IsRecord() {
+			continue // a stored decision, never sent: as if absent
+		}
 		if blockCount(m) == 0 {
 			continue // an empty answer: the API takes no empty message
 		}
@@ -153,6 +158,14 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 	e.buf = append(e.buf, head[1:]...) // head is {"max_tokens":...}
 	return e.buf, nil
 }
+
+// cacheSettings says how Body marks the prompt cache (see its rolling
+// breakpoints); it changes only when that does.
+const cacheSettings = "anthropic: cache_control ephemeral on the last tool, the system prompt and the last block of the two newest user messages (4 breakpoints at most)"
+
+// CacheSettings says how the wire marks the prompt cache, for the agent to
+// store with a conversation (provider.CacheDescriber).
+func (p *Provider) CacheSettings() string { return cacheSettings }
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
@@ -240,7 +253,9 @@ func usageOf(in, out, read, write int64) history.Usage {
 	return history.Usage{Input: int(in), Output: int(out), CacheRead: int(read), CacheWrite: int(write)}
 }
 
-// describe keeps the provider's own message in the error.
+// describe keeps the provider's own message in the error, which wraps the
+// SDK's; a refusal of the request as too long is a provider.TooLongError
+// around it.
 func describe(err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
@@ -248,10 +263,24 @@ func describe(err error) error {
 		if msg == "" {
 			msg = err.Error()
 		}
-		return fmt.Errorf("anthropic: %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), msg)
+		wire := &wireError{msg: fmt.Sprintf("anthropic: %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), msg), err: err}
+		if tl := tooLong(apiErr.StatusCode, apiErr.Message); tl != nil {
+			tl.Err = wire
+			return tl
+		}
+		return wire
 	}
 	return fmt.Errorf("anthropic: %v", err)
 }
+
+// wireError is the SDK's error with the provider's message as its text.
+type wireError struct {
+	msg string
+	err error
+}
+
+func (e *wireError) Error() string { return e.msg }
+func (e *wireError) Unwrap() error { return e.err }
 
 type block struct {
 	kind     string // "text" or "tool_use"; other kinds are dropped

@@ -8,16 +8,20 @@
 // its error text. Images from tools go in one user message right after the
 // tool messages of their round. Providers of this wire cache prefixes by
 // themselves; the request is built the same way every time so that they
-// hit. It must not change what it sends between two builds of the same
-// Request.
+// hit. A refusal of a request longer than the context window is a
+// provider.TooLongError (see toolong.go). It must not change what it sends
+// between two builds of the same Request, and never sends a
+// history.Context record.
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -103,6 +107,9 @@ func Params(req provider.Request, legacyMaxTokens bool) (sdk.ChatCompletionNewPa
 		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
 	}
 	for _, m := range req.Messages {
+		if m.IsRecord() {
+			continue // a stored decision, never sent: as if absent
+		}
 		p.Messages = append(p.Messages, messages(m)...)
 	}
 	return p, nil
@@ -157,6 +164,14 @@ func messages(m history.Message) []sdk.ChatCompletionMessageParamUnion {
 	}
 	return out
 }
+
+// cacheSettings says how the wire marks the prompt cache: it does not; the
+// providers of this wire cache the longest prefix they saw by themselves.
+const cacheSettings = "openai: automatic prefix caching (nothing marked)"
+
+// CacheSettings says how the wire marks the prompt cache, for the agent to
+// store with a conversation (provider.CacheDescriber).
+func (p *Provider) CacheSettings() string { return cacheSettings }
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
@@ -229,18 +244,54 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	return a.response(), nil
 }
 
-// describe keeps the provider's own message in the error.
+// describe keeps the provider's own message in the error, which wraps the
+// SDK's; a refusal of the request as too long is a provider.TooLongError
+// around it.
 func describe(err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		msg := strings.TrimSpace(apiErr.RawJSON())
+		body := errorBody(apiErr)
+		msg := body
 		if msg == "" {
 			msg = err.Error()
 		}
-		return fmt.Errorf("openai: %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), msg)
+		wire := &wireError{msg: fmt.Sprintf("openai: %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), msg), err: err}
+		if tl := tooLong(apiErr.StatusCode, body); tl != nil {
+			tl.Err = wire
+			return tl
+		}
+		return wire
 	}
 	return fmt.Errorf("openai: %v", err)
 }
+
+// errorBody is the error object of an error answer: the SDK's (the body's
+// "error"), or, from a server that sends its error at the top of the body
+// (vLLM before 0.10: {"object":"error","message":...}), the whole body,
+// which the SDK keeps readable in the response.
+func errorBody(apiErr *sdk.Error) string {
+	if raw := strings.TrimSpace(apiErr.RawJSON()); raw != "" {
+		return raw
+	}
+	if apiErr.Response == nil || apiErr.Response.Body == nil {
+		return ""
+	}
+	b, err := io.ReadAll(apiErr.Response.Body)
+	apiErr.Response.Body = io.NopCloser(bytes.NewReader(b)) // readable again
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// wireError is the SDK's error with the provider's message as its text.
+type wireError struct {
+	msg string
+	err error
+}
+
+func (e *wireError) Error() string { return e.msg }
+func (e *wireError) Unwrap() error { return e.err }
 
 type call struct {
 	id, name string
