@@ -259,9 +259,7 @@ func (a *Agent) settings(s sizing) history.Settings {
 		fmt.Fprintf(&b, "%q %q %s\n", t.Name, t.Description, t.InputSchema)
 	}
 	st.Tools = digest(b.String())
-	if c, ok := a.Provider.(interface{ CacheSettings() string }); ok {
-		st.Cache = c.CacheSettings()
-	}
+	st.Cache = provider.CacheSettings(a.Provider)
 	return st
 }
 
@@ -306,5 +304,8 @@ func (a *Agent) checkSettings(s sizing, stored []history.Message, on func(Event)
 // tooLong reports whether err is a provider's refusal of a request longer
 // than the context window, and the size in tokens it gave (0 when none).
 func tooLong(err error) (int, bool) {
-	return 0, false // TODO(lead): provider.TooLongError, merged from the wires branch
+	if tl, ok := provider.IsTooLong(err); ok {
+		return tl.Tokens, true
+	}
+	return 0, false
 }
