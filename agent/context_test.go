@@ -146,3 +146,73 @@ func (r *rig) readTool(path string) string {
 	}
 	return whole.String()
 }
+
+// deadConversation stores what a conversation that outgrew its window
+// before myelin kept it within one looks like: rounds of big results, an
+// answer whose usage understates them (the estimate will be off), then
+// turns that died on "prompt is too long".
+func deadConversation(t *testing.T, r *rig, rounds int) {
+	t.Helper()
+	msgs := []history.Message{{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "emit them"}}}}
+	for n := range rounds {
+		id := fmt.Sprintf("call_%d", n)
+		msgs = append(msgs,
+			history.Message{Role: history.Assistant, Usage: &history.Usage{Input: 100 + n}, Parts: []history.Part{{Type: history.ToolCallPart, CallID: id, Name: "emit", Input: json.RawMessage(`{"n":1}`)}}},
+			history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: id, Text: emitText(n, 4000)}}})
+	}
+	for range 2 {
+		msgs = append(msgs, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "go on"}}}, CutAnswer(""))
+	}
+	if err := r.agent.Store.Append(context.Background(), r.id, msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAConversationThatDiedOfItsSizeIsContinuedAfterOneRefusal(t *testing.T) {
+	for _, wire := range []string{"anthropic", "openai"} {
+		t.Run(wire, func(t *testing.T) {
+			r := newWireRig(t, wire, emitTool(t))
+			r.agent.ContextWindow, r.agent.MaxTokens = 12000, 1000
+			deadConversation(t, r, 12)
+			msg := "prompt is too long: 14500 tokens > 11000 maximum"
+			if wire == "openai" {
+				msg = "This model's maximum context length is 12000 tokens. However, your messages resulted in 14500 tokens. Please reduce the length of the messages."
+			}
+			r.srv.Push(providertest.Step{Status: 400, ErrorMessage: msg}, providertest.Step{Text: "back"})
+			tr, events := r.turn("go on again")
+			if tr.Text != "back" {
+				t.Fatalf("the turn ended with %q", tr.Text)
+			}
+			edits := records(t, r.agent, r.id)
+			if len(edits) != 1 || len(edits[0].Cleared) == 0 || !strings.Contains(edits[0].Why, "refused") || edits[0].Before != 14500 {
+				t.Fatalf("edits %+v; want one, made after the refusal of 14,500 tokens", edits)
+			}
+			reqs := r.srv.Requests()
+			if len(reqs) != 2 || len(reqs[1]) >= len(reqs[0])*2/3 {
+				t.Fatalf("%d requests; the retry is %d bytes after %d", len(reqs), len(reqs[1]), len(reqs[0]))
+			}
+			var noticed bool
+			for _, e := range events {
+				noticed = noticed || e.Kind == Notice && strings.Contains(e.Text, "refused the request as longer than the context window")
+			}
+			if !noticed {
+				t.Error("no notice said the request was refused and retried")
+			}
+		})
+	}
+}
+
+func TestASecondRefusalFailsTheTurnSayingWhatWasTried(t *testing.T) {
+	r := newRig(t, emitTool(t))
+	r.agent.ContextWindow, r.agent.MaxTokens = 12000, 1000
+	deadConversation(t, r, 12)
+	refuse := providertest.Step{Status: 400, ErrorMessage: "prompt is too long: 14500 tokens > 11000 maximum"}
+	r.srv.Push(refuse, refuse)
+	_, err := r.agent.Turn(context.Background(), r.id, "again", nil)
+	if err == nil || !strings.Contains(err.Error(), "refused the request as too long twice") || !strings.Contains(err.Error(), "tool result(s)") {
+		t.Fatalf("err = %v; want it to say it was refused twice and what was taken out between", err)
+	}
+	if n := len(r.srv.Requests()); n != 2 {
+		t.Fatalf("%d requests; want the request and one retry", n)
+	}
+}
