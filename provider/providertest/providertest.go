@@ -265,31 +265,38 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// answered counts an answered request: it remembers its canonical form
-// for the cache, adds it to the stats, and, when measure is set and the
-// step declares no usage, gives the step the usage the server works out.
+// answered counts an answered request in the stats and, when measure is
+// set (Window or Cache), measures it: it compares its canonical form with
+// the remembered ones (counting a break), remembers it, and gives a step
+// that declares no usage the usage worked out. Without measure the server
+// does no more work per request than it did before it could measure.
 func (s *Server) answered(body []byte, step Step, measure bool) Step {
-	canon := Canonical(body)
-	total := tokensOf(len(canon))
+	var canon []byte
+	if measure {
+		canon = Canonical(body)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	read := min(cached(canon, s.recent), total)
-	if len(s.recent) > 0 && 2*read < total {
-		s.stats.Breaks++
-	}
-	if len(s.recent) == remembered {
-		copy(s.recent, s.recent[1:])
-		s.recent = s.recent[:remembered-1]
-	}
-	s.recent = append(s.recent, canon)
-	if measure && !usageSet(step) {
-		step.Input, step.CacheRead, step.Output = total-read, read, outputTokens(step)
+	if measure {
+		total := tokensOf(len(canon))
+		read := min(cached(canon, s.recent), total)
+		if len(s.recent) > 0 && 2*read < total {
+			s.stats.Breaks++
+		}
+		if len(s.recent) == remembered {
+			copy(s.recent, s.recent[1:])
+			s.recent = s.recent[:remembered-1]
+		}
+		s.recent = append(s.recent, canon)
+		s.stats.Largest = max(s.stats.Largest, total)
+		if !usageSet(step) {
+			step.Input, step.CacheRead, step.Output = total-read, read, outputTokens(step)
+		}
 	}
 	s.stats.Requests++
 	s.stats.Input += step.Input + step.CacheRead + step.CacheWrite
 	s.stats.CacheRead += step.CacheRead
 	s.stats.Output += step.Output
-	s.stats.Largest = max(s.stats.Largest, total)
 	return step
 }
 

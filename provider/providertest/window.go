@@ -203,9 +203,11 @@ type Stats struct {
 	// Breaks is how many answered requests, the first one aside, shared
 	// less than half of their tokens (Tokens) with one of the 8 requests
 	// answered before them: a broken prefix. It is the server's own
-	// measure, counted whether or not the step declared its usage.
+	// measure, counted whether or not the step declared its usage, but
+	// only while Window or Cache is set (else 0).
 	Breaks int
-	// Largest is the most tokens (Tokens) of one answered request.
+	// Largest is the most tokens (Tokens) of one answered request, counted
+	// only while Window or Cache is set (else 0).
 	Largest int
 }
 
