@@ -3,6 +3,17 @@
 // Chat Completions), answers each request with the next step of a script,
 // and records the requests it got, byte for byte.
 //
+// Like a real provider it can have a context window (Server.Window): a
+// request that does not fit is refused with the provider's own error, and
+// takes no step. With a window or Server.Cache set, a step that declares no
+// usage is answered with usage the server works out: the request's tokens
+// (Tokens: its Canonical bytes / 4) and, as cache read, the longest prefix
+// it shares with one of the last 8 requests answered. Server.Respond
+// answers whatever the script has no step for, and Stats sums it all up.
+// These are measures for tests, chosen to be simple and exact; they are not
+// a provider's tokenizer nor its cache (Anthropic caches at its markers,
+// OpenAI in 128-token blocks from 1,024), and must not be read as such.
+//
 // It is for tests only: it must not be used to reach a real provider, and
 // it listens on 127.0.0.1 alone.
 package providertest
@@ -51,17 +62,42 @@ type Step struct {
 	Hold chan struct{}
 }
 
-// Server is a scripted provider.
+// Server is a scripted provider. Its fields are set after New* and before
+// the first request; they must not be changed while requests are served.
 type Server struct {
 	URL string // the base URL to point a client at
 
-	t     testing.TB
-	srv   *httptest.Server
-	wire  string
-	mu    sync.Mutex
-	steps []Step
-	reqs  [][]byte
-	paths []string
+	// Window, when above 0, is the context window in tokens: a request
+	// whose Tokens plus its answer's room (max_tokens; on OpenAI
+	// max_completion_tokens or max_tokens) pass it is refused with a 400
+	// as the provider refuses it (see refusal in window.go for the exact
+	// messages), recorded in Requests and counted in Refused, and takes
+	// no step.
+	Window int
+	// Cache, or a Window above 0, makes the server work out the usage of
+	// each answer whose step declares none (Input, Output, CacheRead and
+	// CacheWrite all 0): the cache read is the longest prefix, in tokens
+	// (bytes / 4, rounded down), the request's Canonical form shares with
+	// one of the last 8 requests answered; the input is the rest of its
+	// Tokens; no cache write; the output is the step's text and tool calls
+	// in bytes / 4, plus one. On OpenAI, prompt_tokens is the whole and
+	// cached_tokens the cache read. A step that declares usage is answered
+	// with it as it is.
+	Cache bool
+	// Respond, when set, answers every request the script has no step
+	// for (the steps go first). It is called with no lock held, one call
+	// per request; it may call the Server's methods.
+	Respond func(Request) Step
+
+	t      testing.TB
+	srv    *httptest.Server
+	wire   string
+	mu     sync.Mutex
+	steps  []Step
+	reqs   [][]byte
+	paths  []string
+	recent [][]byte // the Canonical forms of the last answered requests
+	stats  Stats
 }
 
 // NewAnthropic starts a fake Anthropic Messages server. t may be nil (in a
@@ -124,17 +160,47 @@ func (s *Server) Request(i int) map[string]any {
 	return v
 }
 
+// Refused is how many requests were refused for not fitting Window.
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats.Refused
+}
+
+// Stats returns the totals over the requests received so far.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats
+}
+
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
+	index := len(s.reqs)
 	s.reqs = append(s.reqs, body)
 	s.paths = append(s.paths, r.URL.Path)
+	window, respond, measure := s.Window, s.Respond, s.Window > 0 || s.Cache
+	if window > 0 {
+		if refused := refusal(s.wire, window, Tokens(body), maxTokens(body)); refused != "" {
+			s.stats.Refused++
+			s.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("request-id", "req_providertest")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, refused)
+			return
+		}
+	}
 	var step Step
 	ok := len(s.steps) > 0
 	if ok {
 		step, s.steps = s.steps[0], s.steps[1:]
 	}
 	s.mu.Unlock()
+	if !ok && respond != nil {
+		step, ok = respond(newRequest(index, body)), true
+	}
 	if !ok {
 		http.Error(w, `{"error":{"type":"api_error","message":"providertest: the script has no more steps"}}`, http.StatusInternalServerError)
 		return
@@ -145,6 +211,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		}
+	}
+	if step.Status == 0 || step.Status == http.StatusOK {
+		step = s.answered(body, step, measure)
 	}
 	var req struct {
 		Stream bool `json:"stream"`
@@ -194,6 +263,41 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, openAICompletion(step))
 	}
+}
+
+// answered counts an answered request in the stats and, when measure is
+// set (Window or Cache), measures it: it compares its canonical form with
+// the remembered ones (counting a break), remembers it, and gives a step
+// that declares no usage the usage worked out. Without measure the server
+// does no more work per request than it did before it could measure.
+func (s *Server) answered(body []byte, step Step, measure bool) Step {
+	var canon []byte
+	if measure {
+		canon = Canonical(body)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if measure {
+		total := tokensOf(len(canon))
+		read := min(cached(canon, s.recent), total)
+		if len(s.recent) > 0 && 2*read < total {
+			s.stats.Breaks++
+		}
+		if len(s.recent) == remembered {
+			copy(s.recent, s.recent[1:])
+			s.recent = s.recent[:remembered-1]
+		}
+		s.recent = append(s.recent, canon)
+		s.stats.Largest = max(s.stats.Largest, total)
+		if !usageSet(step) {
+			step.Input, step.CacheRead, step.Output = total-read, read, outputTokens(step)
+		}
+	}
+	s.stats.Requests++
+	s.stats.Input += step.Input + step.CacheRead + step.CacheWrite
+	s.stats.CacheRead += step.CacheRead
+	s.stats.Output += step.Output
+	return step
 }
 
 // cut sends what was written and drops the connection.
