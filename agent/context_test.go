@@ -24,7 +24,7 @@ func emitText(n, chars int) string {
 }
 
 // emitTool returns emitText(n, chars) for {"n": n, "chars": chars}.
-func emitTool(t *testing.T) *tool.Tool {
+func emitTool(t testing.TB) *tool.Tool {
 	t.Helper()
 	type in struct {
 		N     int `json:"n"`
