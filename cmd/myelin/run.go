@@ -27,7 +27,8 @@ import (
 const runUsage = `Usage:
   myelin run [flags] PROMPT      (or the prompt on standard input)
       Run one turn: the assistant's text streams to stdout; each tool call,
-      the conversation id and the token usage go to stderr.
+      the conversation id, results cleared from the requests to stay within
+      the context window, and the token usage go to stderr.
   myelin chat [flags]
       The same, a turn per line typed, until /exit or end of input.
 
@@ -76,7 +77,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.IntVar(&f.window, "context-window", 0, "the model's context window `N` in tokens (default: the model's known one, or "+strconv.Itoa(window.DefaultContext)+" for a model myelin does not know)")
 	fs.Float64Var(&f.contextHigh, "context-high", window.DefaultHigh*100, "the high mark `PCT`: a request estimated above this percent of the window less the answer's room makes room first (docs/agent.md)")
 	fs.Float64Var(&f.contextLow, "context-low", window.DefaultLow*100, "the low mark `PCT`: making room takes out enough at once to bring the request under this percent (not above --context-high)")
-	fs.IntVar(&f.keepRounds, "keep-rounds", window.DefaultKeepRounds, "how many of the newest tool rounds `N` keep their results when room is made (at least 1)")
+	fs.IntVar(&f.keepRounds, "keep-rounds", window.DefaultKeepRounds, "the number `N` of newest tool rounds that keep their results when room is made (at least 1)")
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	return fs
