@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,9 +20,10 @@ import (
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// contextConversation is a conversation holding every kind of Context
-// record: Settings, an Edit that clears two results (one never spilled,
-// one whose file could not be written) and an input, and a summary.
+// contextConversation is a conversation holding Settings stored with an
+// answer and both kinds of Context record: an Edit that clears two results
+// (one spilled, one whose file could not be written) and an input, and a
+// summary.
 func contextConversation() []history.Message {
 	text := func(role history.Role, s string) history.Message {
 		return history.Message{Role: role, Parts: []history.Part{{Type: history.TextPart, Text: s}}}
@@ -33,9 +35,9 @@ func contextConversation() []history.Message {
 		return history.Part{Type: history.ToolResultPart, CallID: id, Text: s, SpillPath: spill}
 	}
 	return []history.Message{
-		{Role: history.Context, Settings: &history.Settings{Model: "claude-sonnet-4-5", System: "3f2a9b7c1d0e5f6a7b8c9d0e1f2a3b4c", Tools: "9e8d7c6b5a4f3e2d1c0b", Cache: "marks"}},
 		text(history.User, "read the logs"),
-		{Role: history.Assistant, Parts: []history.Part{call("toolu_1", "workspace--read", `{"path":"a.log"}`), call("toolu_2", "workspace--write", `{"path":"b.txt","content":"…"}`)}, Usage: &history.Usage{Input: 100, Output: 20, CacheWrite: 900}},
+		{Role: history.Assistant, Parts: []history.Part{call("toolu_1", "workspace--read", `{"path":"a.log"}`), call("toolu_2", "workspace--write", `{"path":"b.txt","content":"…"}`)}, Usage: &history.Usage{Input: 100, Output: 20, CacheWrite: 900},
+			Settings: &history.Settings{Model: "claude-sonnet-4-5", System: "3f2a9b7c1d0e5f6a7b8c9d0e1f2a3b4c", Tools: "9e8d7c6b5a4f3e2d1c0b", Cache: "marks"}},
 		{Role: history.User, Parts: []history.Part{res("toolu_1", "the first log, cut", ".myelin/tool-results/2026-12-03-toolu_1.txt"), res("toolu_2", "wrote b.txt", "")}},
 		{Role: history.Assistant, Parts: []history.Part{call("toolu_3", "shell--run", `{"command":"ls"}`)}},
 		{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_3", Text: "ls: denied", IsError: true}}},
@@ -48,7 +50,7 @@ func contextConversation() []history.Message {
 			Why: "over the high mark", Before: 27000, After: 12000,
 		}},
 		text(history.Assistant, "The logs say little."),
-		{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Through: 7, Text: "The user asked to read the logs; a.log was read.", Usage: &history.Usage{Input: 5000, Output: 300}}, Why: "clearing results was not enough"}},
+		{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Through: 6, Text: "The user asked to read the logs; a.log was read.", Usage: &history.Usage{Input: 5000, Output: 300}}, Why: "clearing results was not enough"}},
 		text(history.User, "and now?"),
 	}
 }
@@ -280,5 +282,43 @@ func TestAContextEditIsSaidOnStderr(t *testing.T) {
 	}
 	if want := "myelin: cleared 12 tool results (48,000 characters) from the requests to stay within the window; each can be read again from its workspace file\n"; errOut.String() != want {
 		t.Fatalf("stderr %q, want %q", errOut.String(), want)
+	}
+}
+
+// A run whose rounds outgrow a small window says on stderr that results
+// were taken out of the requests, and history show marks them where they
+// were cleared and beside each result.
+func TestARunThatOutgrowsItsWindowSaysSoAndHistoryShowMarksIt(t *testing.T) {
+	files := map[string]string{}
+	var steps []providertest.Step
+	for n := range 12 {
+		name := fmt.Sprintf("f%02d.txt", n)
+		var b strings.Builder
+		for i := 0; b.Len() < 4000; i++ {
+			fmt.Fprintf(&b, "file %d line %d: %s\n", n, i, strings.Repeat("abcdefghij", 5))
+		}
+		files[name] = b.String()
+		steps = append(steps, providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprintf("toolu_%02d", n), Name: "workspace--read", Input: fmt.Sprintf(`{"path":%q}`, name)}}})
+	}
+	dir := workspaceWith(t, files)
+	fakeAnthropic(t, append(steps, providertest.Step{Text: "read them all"})...)
+	out, errOut, code := cli(t, "run", "--workspace", dir, "--context-window", "12000", "--max-tokens", "1000", "read every file")
+	if code != 0 || out != "read them all\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	said := regexp.MustCompile(`(?m)^myelin: .*took \d+ tool result\(s\) \(\d+ characters\) out of the requests`)
+	if !said.MatchString(errOut) {
+		t.Fatalf("stderr does not say that results were taken out:\n%s", errOut)
+	}
+	shown, _, code := cli(t, "history", "show", conversationID(t, errOut), "--workspace", dir)
+	record := regexp.MustCompile(`(?m)^── (\d+) context  .*\n\[cleared from requests from here on: \d+ results, [\d,]+ characters; each whole in its workspace file\]\n  toolu_00  result  `).FindStringSubmatch(shown)
+	if code != 0 || record == nil {
+		t.Fatalf("history show has no record clearing the first result:\n%s", shown)
+	}
+	if !strings.Contains(shown, "[tool result toolu_00, cleared from requests at message "+record[1]+"]") {
+		t.Fatalf("the first result is not marked as cleared at message %s:\n%s", record[1], shown)
+	}
+	if strings.Contains(shown, "[tool result toolu_11, cleared") {
+		t.Fatalf("the last round's result is marked as cleared:\n%s", shown)
 	}
 }

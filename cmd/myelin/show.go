@@ -15,7 +15,8 @@ import (
 // stands, since it changes the requests from its place on (contract §12);
 // the results and inputs a later Edit cleared say so beside them, naming
 // the record, so that a reader of an old round sees it was not sent whole
-// any more. It prints what is stored and converts nothing.
+// any more; the Settings stored with an answer are one line under it. It
+// prints what is stored and converts nothing.
 func showMessages(w io.Writer, msgs []history.Message) {
 	cleared := clearedAt(msgs)
 	for i, m := range msgs {
@@ -55,7 +56,20 @@ func showMessages(w io.Writer, msgs []history.Message) {
 		if u := m.Usage; u != nil {
 			fmt.Fprintf(w, "[usage: %s]\n", usageText(*u))
 		}
+		if st := m.Settings; st != nil {
+			fmt.Fprintln(w, settingsText(*st))
+		}
 	}
+}
+
+// settingsText is the one line of the Settings stored with an answer: what
+// its request, and the later ones until the next Settings, were sent with.
+func settingsText(s history.Settings) string {
+	cache := s.Cache
+	if cache == "" {
+		cache = "not said"
+	}
+	return fmt.Sprintf("[sent from this request on with: model %s, system prompt sha256 %s, tools sha256 %s, cache %s]", s.Model, shortHash(s.System), shortHash(s.Tools), cache)
 }
 
 // clearKey names what an Edit cleared: a call's result, or its input.
@@ -83,20 +97,11 @@ func clearedAt(msgs []history.Message) map[clearKey]int {
 }
 
 // showRecord writes a Context record's body: what its Edit took out of
-// requests and what its summary stands for, or the Settings on one line.
+// requests and what its summary stands for.
 func showRecord(w io.Writer, m history.Message) {
-	if s := m.Settings; s != nil {
-		cache := s.Cache
-		if cache == "" {
-			cache = "not said"
-		}
-		fmt.Fprintf(w, "[requests sent from here on with: model %s, system prompt sha256 %s, tools sha256 %s, cache %s]\n", s.Model, shortHash(s.System), shortHash(s.Tools), cache)
-	}
 	e := m.Edit
 	if e == nil {
-		if m.Settings == nil {
-			fmt.Fprintln(w, "[an empty context record]")
-		}
+		fmt.Fprintln(w, "[a context record with no edit]")
 		return
 	}
 	if len(e.Cleared) > 0 {
