@@ -20,7 +20,9 @@ const historyUsage = `Usage:
       One line per conversation, most recent first: id, last update,
       messages, the first prompt.
   myelin history show ID [--json] [--workspace DIR] [--store PATH]
-      The conversation's messages as stored, with usage per answer.
+      The conversation's messages as stored, numbered, with usage per
+      answer, and where results were cleared from requests or a summary
+      stands for older messages (--json: the stored records as they are).
 `
 
 func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -90,8 +92,8 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		for _, c := range list {
 			first := ""
-			if msgs, err := store.Messages(ctx, c.ID); err == nil && len(msgs) > 0 && len(msgs[0].Parts) > 0 {
-				first = oneLine(msgs[0].Parts[0].Text, 60)
+			if msgs, err := store.Messages(ctx, c.ID); err == nil {
+				first = firstPrompt(msgs)
 			}
 			fmt.Fprintf(stdout, "%s\t%s\t%d messages\t%s\n", c.ID, c.Updated.Local().Format(time.DateTime), c.Messages, first)
 		}
@@ -114,34 +116,23 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		stdout.Write(buf.Bytes())
 		return exitOK
 	}
-	for _, m := range msgs {
-		fmt.Fprintf(stdout, "── %s  %s\n", m.Role, m.Time.Local().Format(time.DateTime))
-		for _, p := range m.Parts {
-			switch p.Type {
-			case history.TextPart:
-				fmt.Fprintf(stdout, "%s\n", p.Text)
-			case history.ToolCallPart:
-				in := string(p.Input)
-				if in == "" {
-					in = p.Text + "  (not JSON)"
-				}
-				fmt.Fprintf(stdout, "[tool call %s] %s %s\n", p.CallID, p.Name, in)
-			case history.ToolResultPart:
-				flag := ""
-				if p.IsError {
-					flag = " error"
-				}
-				if p.SpillPath != "" {
-					flag += ", whole result in " + p.SpillPath
-				}
-				fmt.Fprintf(stdout, "[tool result %s%s]\n%s\n", p.CallID, flag, p.Text)
-			}
-		}
-		if u := m.Usage; u != nil {
-			fmt.Fprintf(stdout, "[usage: %d input, %d cached, %d cache-written, %d output]\n", u.Input, u.CacheRead, u.CacheWrite, u.Output)
-		}
-	}
+	showMessages(stdout, msgs)
 	return exitOK
+}
+
+// firstPrompt is the text of a conversation's first message, on one line
+// of at most 60 characters; Context records before it are passed over.
+func firstPrompt(msgs []history.Message) string {
+	for _, m := range msgs {
+		if m.IsRecord() {
+			continue
+		}
+		if len(m.Parts) > 0 {
+			return oneLine(m.Parts[0].Text, 60)
+		}
+		return ""
+	}
+	return ""
 }
 
 // oneLine is s with its white space folded to single spaces, at most n

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -26,7 +27,8 @@ import (
 const runUsage = `Usage:
   myelin run [flags] PROMPT      (or the prompt on standard input)
       Run one turn: the assistant's text streams to stdout; each tool call,
-      the conversation id and the token usage go to stderr.
+      the conversation id, results cleared from the requests to stay within
+      the context window, and the token usage go to stderr.
   myelin chat [flags]
       The same, a turn per line typed, until /exit or end of input.
 
@@ -53,6 +55,9 @@ type agentFlags struct {
 	maxRounds    int
 	maxTokens    int
 	window       int
+	contextHigh  float64
+	contextLow   float64
+	keepRounds   int
 	wait         bool
 	tools        toolsetFlags
 }
@@ -70,6 +75,9 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.IntVar(&f.maxRounds, "max-rounds", agent.DefaultMaxRounds, "the most tool rounds in one turn")
 	fs.IntVar(&f.maxTokens, "max-tokens", agent.DefaultMaxTokens, "the most tokens in one answer")
 	fs.IntVar(&f.window, "context-window", 0, "the model's context window `N` in tokens (default: the model's known one, or "+strconv.Itoa(window.DefaultContext)+" for a model myelin does not know)")
+	fs.Float64Var(&f.contextHigh, "context-high", window.DefaultHigh*100, "the high mark `PCT`: a request estimated above this percent of the window less the answer's room makes room first (docs/agent.md)")
+	fs.Float64Var(&f.contextLow, "context-low", window.DefaultLow*100, "the low mark `PCT`: making room takes out enough at once to bring the request under this percent (not above --context-high)")
+	fs.IntVar(&f.keepRounds, "keep-rounds", window.DefaultKeepRounds, "the number `N` of newest tool rounds that keep their results when room is made (at least 1)")
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	return fs
@@ -88,7 +96,28 @@ func (f *agentFlags) check(set map[string]bool) error {
 	if set["context-window"] && f.window <= 0 {
 		return fmt.Errorf("--context-window %d: give the model's context window as a positive number of tokens, or leave the flag out for the model's known one", f.window)
 	}
+	if !(f.contextHigh > 0 && f.contextHigh <= 100) {
+		return fmt.Errorf("--context-high %g: give a percent of the window less the answer's room, above 0 and at most 100 (default %g)", f.contextHigh, window.DefaultHigh*100)
+	}
+	if !(f.contextLow > 0 && f.contextLow <= 100) {
+		return fmt.Errorf("--context-low %g: give a percent of the window less the answer's room, above 0 and at most 100 (default %g)", f.contextLow, window.DefaultLow*100)
+	}
+	if f.contextLow > f.contextHigh {
+		return fmt.Errorf("--context-low %g is above --context-high %g: making room brings the request down to the low mark, so it must not be above the high mark", f.contextLow, f.contextHigh)
+	}
+	if f.keepRounds < 1 {
+		return fmt.Errorf("--keep-rounds %d: at least the newest round keeps its results (give 1 or more; default %d)", f.keepRounds, window.DefaultKeepRounds)
+	}
+	if err := f.policy().Check(); err != nil {
+		return fmt.Errorf("--context-high %g, --context-low %g, --keep-rounds %d: %v", f.contextHigh, f.contextLow, f.keepRounds, err)
+	}
 	return nil
+}
+
+// policy is the context policy the flags ask for: the marks as fractions
+// of the window less the answer's room (contract §12, docs/agent.md).
+func (f *agentFlags) policy() window.Policy {
+	return window.Policy{High: f.contextHigh / 100, Low: f.contextLow / 100, KeepRounds: f.keepRounds}
 }
 
 // session is what run and chat share: the agent, its workspace and store,
@@ -187,7 +216,7 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 		return nil, err
 	}
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
-		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Wait: f.wait}
+		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait}
 	if err := s.pick(ctx, f, path, stderr); err != nil {
 		s.close()
 		return nil, err
@@ -275,8 +304,9 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	tr, err := s.agent.Turn(ctx, s.id, prompt, rep.event)
 	rep.stop()
 	rep.endText()
-	u := tr.Usage
-	fmt.Fprintf(stderr, "tokens: %d input, %d cached, %d cache-written, %d output\n", u.Input, u.CacheRead, u.CacheWrite, u.Output)
+	if line := s.tokenLine(tr.Usage, rep.last, rep.answered, err); line != "" {
+		fmt.Fprintln(stderr, line)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin: %v\n", err)
 		if held := (*history.HeldError)(nil); errors.As(err, &held) {
@@ -285,6 +315,55 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 		return exitError
 	}
 	return exitOK
+}
+
+// tokenLine is the line that ends a turn on stderr: the last request's
+// size against the context window, then the turn's input, how much of it
+// was read from (and written to) the provider's prompt cache, and its
+// output. last is the last request's usage and answered how many requests
+// reported one; a turn that failed before any did gets no line.
+func (s *session) tokenLine(turn, last history.Usage, answered int, err error) string {
+	if answered == 0 {
+		if err != nil {
+			return ""
+		}
+		return "tokens: the provider reported no usage"
+	}
+	size := last.Input + last.CacheRead + last.CacheWrite
+	line := "tokens: last request " + thousands(size)
+	if win, werr := s.agent.Window(); werr == nil && win.Context > 0 {
+		line += fmt.Sprintf(" of the %s-token window (%d%%)", thousands(win.Context), percent(size, win.Context))
+	}
+	in := turn.Input + turn.CacheRead + turn.CacheWrite
+	line += fmt.Sprintf("; turn: %s input, %s of it (%d%%) read from the cache, %s written to it; %s output",
+		thousands(in), thousands(turn.CacheRead), percent(turn.CacheRead, in), thousands(turn.CacheWrite), thousands(turn.Output))
+	return line
+}
+
+// percent is part as a whole percent of whole, rounded; 0 when whole is.
+func percent(part, whole int) int {
+	if whole <= 0 {
+		return 0
+	}
+	return int(math.Round(100 * float64(part) / float64(whole)))
+}
+
+// thousands is n with its thousands separated by commas: 120,345.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }
 
 // chat runs a turn per line of stdin. The "> " prompt is for a person
@@ -326,6 +405,8 @@ type reporter struct {
 	drawn          bool // a spinner frame is on the screen
 	spin           chan struct{}
 	spinDone       chan struct{}
+	last           history.Usage // the last request's usage
+	answered       int           // how many requests reported usage
 }
 
 func newReporter(stdout, stderr io.Writer) *reporter {
@@ -408,7 +489,11 @@ func (r *reporter) event(e agent.Event) {
 		}
 		r.erase()
 		fmt.Fprintln(r.stderr, line)
-	case agent.Notice, agent.Waiting:
+	case agent.Usage:
+		r.mu.Lock()
+		r.last, r.answered = e.Usage, r.answered+1
+		r.mu.Unlock()
+	case agent.Notice, agent.Waiting, agent.ContextEdit:
 		r.endText()
 		r.mu.Lock()
 		r.erase()

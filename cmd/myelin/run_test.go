@@ -55,7 +55,7 @@ func TestRunStreamsTextAndReportsToolsAndTokens(t *testing.T) {
 	if !strings.Contains(errOut, `tool workspace--read {"path":"a.txt"} · `) || !strings.Contains(errOut, "ms · 51 chars") {
 		t.Fatalf("stderr %q", errOut)
 	}
-	if last := lines[len(lines)-1]; last != "tokens: 120 input, 150 cached, 50 cache-written, 15 output" {
+	if last := lines[len(lines)-1]; last != "tokens: last request 170 of the 200,000-token window (0%); turn: 320 input, 150 of it (47%) read from the cache, 50 written to it; 15 output" {
 		t.Fatalf("last line %q", last)
 	}
 	if srv.Request(0)["model"] != defaultAnthropicModel {

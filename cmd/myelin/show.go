@@ -1,0 +1,194 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// showMessages writes a conversation as `history show` prints it: each
+// stored message and Context record under a numbered header, in order,
+// numbered from 1 as they are stored. A Context record is rendered where it
+// stands, since it changes the requests from its place on (contract §12);
+// the results and inputs a later Edit cleared say so beside them, naming
+// the record, so that a reader of an old round sees it was not sent whole
+// any more; the Settings stored with an answer are one line under it. It
+// prints what is stored and converts nothing.
+func showMessages(w io.Writer, msgs []history.Message) {
+	cleared := clearedAt(msgs)
+	for i, m := range msgs {
+		fmt.Fprintf(w, "── %d %s  %s\n", i+1, m.Role, m.Time.Local().Format(time.DateTime))
+		if m.IsRecord() {
+			showRecord(w, m)
+			continue
+		}
+		for _, p := range m.Parts {
+			switch p.Type {
+			case history.TextPart:
+				fmt.Fprintf(w, "%s\n", p.Text)
+			case history.ToolCallPart:
+				in := string(p.Input)
+				if in == "" {
+					in = p.Text + "  (not JSON)"
+				}
+				mark := ""
+				if n := cleared[clearKey{p.CallID, true}]; n > 0 {
+					mark = fmt.Sprintf("  (input cleared from requests at message %d)", n)
+				}
+				fmt.Fprintf(w, "[tool call %s] %s %s%s\n", p.CallID, p.Name, in, mark)
+			case history.ToolResultPart:
+				flag := ""
+				if p.IsError {
+					flag = " error"
+				}
+				if p.SpillPath != "" {
+					flag += ", whole result in " + p.SpillPath
+				}
+				if n := cleared[clearKey{p.CallID, false}]; n > 0 {
+					flag += fmt.Sprintf(", cleared from requests at message %d", n)
+				}
+				fmt.Fprintf(w, "[tool result %s%s]\n%s\n", p.CallID, flag, p.Text)
+			}
+		}
+		if u := m.Usage; u != nil {
+			fmt.Fprintf(w, "[usage: %s]\n", usageText(*u))
+		}
+		if st := m.Settings; st != nil {
+			fmt.Fprintln(w, settingsText(*st))
+		}
+	}
+}
+
+// settingsText is the one line of the Settings stored with an answer: what
+// its request, and the later ones until the next Settings, were sent with.
+func settingsText(s history.Settings) string {
+	cache := s.Cache
+	if cache == "" {
+		cache = "not said"
+	}
+	return fmt.Sprintf("[sent from this request on with: model %s, system prompt sha256 %s, tools sha256 %s, cache %s]", s.Model, shortHash(s.System), shortHash(s.Tools), cache)
+}
+
+// clearKey names what an Edit cleared: a call's result, or its input.
+type clearKey struct {
+	callID string
+	input  bool
+}
+
+// clearedAt maps each result and input an Edit cleared to the number of
+// the first record that cleared it.
+func clearedAt(msgs []history.Message) map[clearKey]int {
+	at := map[clearKey]int{}
+	for i, m := range msgs {
+		if !m.IsRecord() || m.Edit == nil {
+			continue
+		}
+		for _, c := range m.Edit.Cleared {
+			k := clearKey{c.CallID, c.Input}
+			if at[k] == 0 {
+				at[k] = i + 1
+			}
+		}
+	}
+	return at
+}
+
+// showRecord writes a Context record's body: what its Edit took out of
+// requests and what its summary stands for.
+func showRecord(w io.Writer, m history.Message) {
+	e := m.Edit
+	if e == nil {
+		fmt.Fprintln(w, "[a context record with no edit]")
+		return
+	}
+	if len(e.Cleared) > 0 {
+		results, inputs, chars, written := 0, 0, 0, 0
+		for _, c := range e.Cleared {
+			if c.Input {
+				inputs++
+			} else {
+				results++
+			}
+			chars += c.Chars
+			if c.Path != "" {
+				written++
+			}
+		}
+		var what []string
+		if results > 0 {
+			what = append(what, plural(results, "result", "results"))
+		}
+		if inputs > 0 {
+			what = append(what, plural(inputs, "tool call input", "tool call inputs"))
+		}
+		where := "each whole in its workspace file"
+		if written < len(e.Cleared) {
+			where = fmt.Sprintf("%d of them whole in a workspace file", written)
+		}
+		fmt.Fprintf(w, "[cleared from requests from here on: %s, %s characters; %s]\n", strings.Join(what, " and "), thousands(chars), where)
+		for _, c := range e.Cleared {
+			kind := "result"
+			if c.Input {
+				kind = "input"
+			}
+			line := fmt.Sprintf("  %s  %-6s  %s chars", c.CallID, kind, thousands(c.Chars))
+			if c.Images > 0 {
+				line += ", " + plural(c.Images, "image", "images")
+			}
+			if c.Path != "" {
+				line += "  " + c.Path
+			} else {
+				line += "  not in a file: " + oneLine(c.Text, 100)
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	if s := e.Summary; s != nil {
+		span := "no messages"
+		if s.Through >= 1 {
+			span = fmt.Sprintf("messages 1-%d", s.Through)
+		}
+		fmt.Fprintf(w, "[summary standing for %s in requests from here on]\n%s\n", span, s.Text)
+		if s.Usage != nil {
+			fmt.Fprintf(w, "[usage of the summary's request: %s]\n", usageText(*s.Usage))
+		}
+	}
+	var why []string
+	if e.Why != "" {
+		why = append(why, e.Why)
+	}
+	if e.Before > 0 || e.After > 0 {
+		why = append(why, fmt.Sprintf("the next request estimated at %s tokens before, %s after", thousands(e.Before), thousands(e.After)))
+	}
+	if len(why) > 0 {
+		fmt.Fprintf(w, "[why: %s]\n", strings.Join(why, "; "))
+	}
+}
+
+// usageText is one request's usage as history show prints it.
+func usageText(u history.Usage) string {
+	return fmt.Sprintf("%d input, %d cached, %d cache-written, %d output", u.Input, u.CacheRead, u.CacheWrite, u.Output)
+}
+
+// shortHash is the first 12 hex digits of a SHA-256 in hex, enough to tell
+// two apart; "none" when empty.
+func shortHash(h string) string {
+	switch {
+	case h == "":
+		return "none"
+	case len(h) > 12:
+		return h[:12] + "…"
+	}
+	return h
+}
+
+// plural is n and the noun, singular for 1.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return thousands(n) + " " + many
+}
