@@ -71,12 +71,31 @@ func (a *Agent) fit(ctx context.Context, id string, on func(Event), refused int,
 		return provider.Request{}, nil, err
 	}
 	var done []string // what was done, for an error that says so
+	summaryFailed := false
 	for range maxEdits {
 		stored, err := a.Store.Messages(ctx, id)
 		if err != nil {
 			return provider.Request{}, done, err
 		}
 		plan := a.Context.Plan(s.budget, s.fixed, stored, refused)
+		// After a refusal, clearing goes first: the request just refused
+		// is no prefix to send a summary request with. Otherwise a summary
+		// goes first when it is needed, so that its request is the
+		// conversation's own last prefix, which the provider has cached.
+		if plan.Summarise && refused == 0 && !summaryFailed {
+			edit, err := a.summarise(ctx, s, stored, plan, on, tr)
+			if err == nil {
+				if err := a.Store.Append(ctx, id, history.Message{Role: history.Context, Edit: &edit}); err != nil {
+					return provider.Request{}, done, err
+				}
+				text := summaryText(edit)
+				done = append(done, text)
+				on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
+				continue
+			}
+			summaryFailed = true
+			on(Event{Kind: Notice, Text: "the conversation could not be summarised (" + err.Error() + "); taking out what results can be taken out instead"})
+		}
 		refused = 0
 		if len(plan.Clear) > 0 {
 			edit := a.clear(plan, stored)
@@ -87,29 +106,18 @@ func (a *Agent) fit(ctx context.Context, id string, on func(Event), refused int,
 				text := clearedText(edit)
 				done = append(done, text)
 				on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
+				if plan.Summarise && !summaryFailed {
+					continue // a refusal's clearing: now the summary, if still needed
+				}
 				if stored, err = a.Store.Messages(ctx, id); err != nil {
 					return provider.Request{}, done, err
 				}
 			}
 		}
-		if !plan.Summarise {
-			return a.request(s, stored), done, nil
+		if plan.After > s.budget && plan.Summarise {
+			return provider.Request{}, done, fmt.Errorf("the conversation does not fit its window: the request is about %d tokens after taking out all that can be taken out, over the %d the window leaves for it, and it could not be summarised", plan.After, s.budget)
 		}
-		edit, err := a.summarise(ctx, s, stored, plan, on, tr)
-		if err != nil {
-			if plan.After <= s.budget {
-				// over the high mark but within the window: sent as it is
-				on(Event{Kind: Notice, Text: "the conversation could not be summarised (" + err.Error() + "); the request is sent as it is, within the window"})
-				return a.request(s, stored), done, nil
-			}
-			return provider.Request{}, done, err
-		}
-		if err := a.Store.Append(ctx, id, history.Message{Role: history.Context, Edit: &edit}); err != nil {
-			return provider.Request{}, done, err
-		}
-		text := summaryText(edit)
-		done = append(done, text)
-		on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
+		return a.request(s, stored), done, nil
 	}
 	return provider.Request{}, done, fmt.Errorf("the conversation still does not fit its window after %d edits (%s)", maxEdits, strings.Join(done, "; "))
 }

@@ -35,9 +35,13 @@ type Plan struct {
 	Clear []Candidate
 	// After is the request's estimated size once they are out.
 	After int
-	// Summarise says that taking results out is not enough: the request
-	// would still be over the high mark, so the older part of the
-	// conversation must be summarised (Policy.Cut says which).
+	// Summarise says that taking results out is not enough: it cannot
+	// bring the request under the low mark (what is left of the rounds
+	// taken out before, and the messages themselves, add up), so the
+	// older part of the conversation is better summarised (Policy.Cut
+	// says which). Clearing that falls short would leave the request
+	// near the high mark, to be cleared a little again at almost every
+	// request, breaking the cached prefix each time.
 	Summarise bool
 }
 
@@ -115,7 +119,8 @@ func (r round) candidates(stored []history.Message, e edits, minInput int) []Can
 // inputs) out, round by round, until the request is estimated under the
 // low mark, keeping the newest KeepRounds rounds — fewer when they alone
 // are over the low mark, never the last one. When even that leaves the
-// request over the high mark, Summarise is set.
+// request over the low mark, Summarise is set (and Clear still says what
+// clearing would take, for when no summary can be had).
 //
 // refused, when above 0, is the size in tokens the provider said a
 // request it refused as too long had (1 when it did not say; taken as at
@@ -165,6 +170,16 @@ func (p Policy) Plan(budget, fixed int, stored []history.Message, refused int) P
 	for ; plan.After > low && keep > 1; keep-- {
 		take(rs[len(rs)-keep])
 	}
-	plan.Summarise = plan.After > high
+	// A summary helps only when what it would stand for — all but the
+	// last round — is more than the room a summary takes; else (a last
+	// round over the low mark by itself) it would be asked for at every
+	// request and gain nothing.
+	last := 0
+	if len(rs) > 0 {
+		b, imgs := sizeFrom(stored, e, rs[len(rs)-1].calls)
+		last = int(math.Ceil(float64(b)/c.BytesPerToken*scale)) + imgs*ImageTokens
+	}
+	fixedTokens := int(math.Ceil(float64(fixed) / c.BytesPerToken))
+	plan.Summarise = plan.After > low && plan.After-last-fixedTokens > int(float64(budget)*SummaryShare)
 	return plan
 }

@@ -140,7 +140,13 @@ func size(stored []history.Message, end int) (bytes, images int) {
 	if e.summary != nil {
 		bytes += MessageBytes(summaryMessage(e.summary))
 	}
-	for _, m := range stored[start:end] {
+	b, i := sizeFrom(stored[:end], e, start)
+	return bytes + b, images + i
+}
+
+// sizeFrom is the bytes and images stored[from:] sends under e.
+func sizeFrom(stored []history.Message, e edits, from int) (bytes, images int) {
+	for _, m := range stored[from:] {
 		if m.Role == history.Context {
 			continue
 		}
