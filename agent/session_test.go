@@ -157,10 +157,37 @@ func TestALongSessionStaysInItsWindowAndKeepsTheCacheOnBothWires(t *testing.T) {
 			if r := st.CacheRatio(); r < 0.70 {
 				t.Errorf("cached input was %.1f%% of all input over the session; want at least 70%%", 100*r)
 			}
+			// 200 rounds leave more placeholders than the low mark holds:
+			// the older part was summarised, and the summary stands for it
+			if run.summaries == 0 {
+				t.Fatal("no summary was written in 200 rounds")
+			}
+			for i, body := range run.requests {
+				if bytes.Contains(body, []byte("Write that summary now")) {
+					if i+1 == len(run.requests) || !bytes.Contains(run.requests[i+1], []byte(summaryAnswer)) || bytes.Contains(run.requests[i+1], []byte(`call_0"`)) {
+						t.Fatalf("the request after the summary request does not send the summary in place of the oldest messages")
+					}
+					// the summary request is the conversation's own prefix
+					prev := providertest.Canonical(run.requests[i-1])
+					sum := providertest.Canonical(body)
+					if shared := commonPrefix(prev, sum); shared < len(sum)/2 {
+						t.Errorf("the summary request shares %d of its %d bytes with the request before it; want it to be that request's prefix", shared, len(sum))
+					}
+					break
+				}
+			}
 			t.Logf("%d requests, cache %.1f%%, %d breaks, %d edits (%d summaries), %d results cleared, largest request %d tokens",
 				st.Requests, 100*st.CacheRatio(), st.Breaks, run.edits, run.summaries, run.cleared, st.Largest)
 		})
 	}
+}
+
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 func TestALongSessionSendsTheSameRequestsAcrossARestart(t *testing.T) {
