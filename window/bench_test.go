@@ -1,6 +1,7 @@
 package window
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
@@ -40,5 +41,27 @@ func BenchmarkMeasureFloor(b *testing.B) {
 		if n == 0 {
 			b.Fatal("empty session")
 		}
+	}
+}
+
+// BenchmarkPlan is what a turn does before each request of a 1,000-round
+// conversation of tool rounds that has had 20 clearing edits: measure it
+// across the edits and plan (under the high mark: nothing to take out, the
+// common case), then build the request's messages (View).
+func BenchmarkPlan(b *testing.B) {
+	stored := toolSession(5000, 1000, 4000)
+	for i := range 20 {
+		var ids []string
+		for j := range 40 {
+			ids = append(ids, fmt.Sprintf("call_%d", i*40+j))
+		}
+		stored = append(stored, cleared(ids...))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if p := (Policy{}).Plan(1<<30, 5000, stored, 0); len(p.Clear) > 0 {
+			b.Fatal("planned a clearing")
+		}
+		View(stored)
 	}
 }

@@ -133,8 +133,13 @@ func Ratio(fixed int, stored []history.Message) (ratio float64, calibrated bool)
 
 func ratioAt(fixed int, stored []history.Message, k int) (float64, bool) {
 	bytes, images := size(stored, k)
-	bytes += fixed
-	tokens := inputOf(stored[k].Usage) - images*ImageTokens
+	return ratioOf(fixed+bytes, images, stored[k].Usage)
+}
+
+// ratioOf is the ratio of a request of bytes (fixed part included) and
+// images that usage u counted.
+func ratioOf(bytes, images int, u *history.Usage) (float64, bool) {
+	tokens := inputOf(u) - images*ImageTokens
 	if tokens <= 0 || bytes <= 0 {
 		return DefaultBytesPerToken, false
 	}
@@ -153,18 +158,19 @@ func ratioAt(fixed int, stored []history.Message, k int) (float64, bool) {
 // DefaultBytesPerToken.
 func Measure(fixed int, stored []history.Message) Count {
 	c := Count{BytesPerToken: DefaultBytesPerToken}
-	nowBytes, nowImages := size(stored, len(stored))
-	nowBytes += fixed
 	k := lastCounted(stored)
 	if k < 0 {
+		nowBytes, nowImages := size(stored, len(stored))
+		nowBytes += fixed
 		c.NewBytes = nowBytes
 		c.Estimated = int(math.Ceil(float64(nowBytes)/c.BytesPerToken)) + nowImages*ImageTokens
 		c.Tokens = c.Estimated
 		return c
 	}
-	c.BytesPerToken, c.Calibrated = ratioAt(fixed, stored, k)
-	thenBytes, thenImages := size(stored, k)
+	thenBytes, thenImages, nowBytes, nowImages := sizes(stored, k)
 	thenBytes += fixed
+	nowBytes += fixed
+	c.BytesPerToken, c.Calibrated = ratioOf(thenBytes, thenImages, stored[k].Usage)
 	c.Counted, c.Since = inputOf(stored[k].Usage), k
 	c.NewBytes = nowBytes - thenBytes
 	c.Estimated = int(math.Ceil(float64(c.NewBytes)/c.BytesPerToken)) + (nowImages-thenImages)*ImageTokens

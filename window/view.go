@@ -136,24 +136,46 @@ func viewTo(stored []history.Message, end int) []history.Message {
 // building it, with the edits of the records before end applied.
 func size(stored []history.Message, end int) (bytes, images int) {
 	e := gather(stored[:end])
-	start := e.first()
 	if e.summary != nil {
 		bytes += MessageBytes(summaryMessage(e.summary))
 	}
-	b, i := sizeFrom(stored[:end], e, start)
+	b, i := sizeFrom(stored[:end], e, e.first())
 	return bytes + b, images + i
+}
+
+// sizes is size(stored, k) and size(stored, len(stored)) together: one
+// walk when no record stands after k (the common case), two otherwise.
+func sizes(stored []history.Message, k int) (thenBytes, thenImages, nowBytes, nowImages int) {
+	for _, m := range stored[k:] {
+		if m.Role == history.Context {
+			thenBytes, thenImages = size(stored, k)
+			nowBytes, nowImages = size(stored, len(stored))
+			return
+		}
+	}
+	thenBytes, thenImages = size(stored, k)
+	b, i := sizeFrom(stored[k:], gather(stored[:k]), 0)
+	return thenBytes, thenImages, thenBytes + b, thenImages + i
 }
 
 // sizeFrom is the bytes and images stored[from:] sends under e.
 func sizeFrom(stored []history.Message, e edits, from int) (bytes, images int) {
-	for _, m := range stored[from:] {
+	plain := len(e.results) == 0 && len(e.inputs) == 0
+	for i := range stored[from:] {
+		m := &stored[from+i]
 		if m.Role == history.Context {
 			continue
 		}
-		for _, p := range m.Parts {
-			q, _ := e.part(p)
-			bytes += partBytes(q)
-			images += len(q.Images)
+		for j := range m.Parts {
+			p := &m.Parts[j]
+			if !plain && (p.Type == history.ToolResultPart || p.Type == history.ToolCallPart) {
+				q, _ := e.part(*p)
+				bytes += partBytes(q)
+				images += len(q.Images)
+				continue
+			}
+			bytes += partOverhead + len(p.Text) + len(p.Name) + len(p.Input) + len(p.CallID)
+			images += len(p.Images)
 		}
 	}
 	return bytes, images
