@@ -176,21 +176,24 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	// Window, Cache and Respond are set before the first request.
+	window, respond, measure := s.Window, s.Respond, s.Window > 0 || s.Cache
+	var m measured
+	if measure {
+		m = measureBody(body)
+	}
 	s.mu.Lock()
 	index := len(s.reqs)
 	s.reqs = append(s.reqs, body)
 	s.paths = append(s.paths, r.URL.Path)
-	window, respond, measure := s.Window, s.Respond, s.Window > 0 || s.Cache
-	if window > 0 {
-		if refused := refusal(s.wire, window, Tokens(body), maxTokens(body)); refused != "" {
-			s.stats.Refused++
-			s.mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("request-id", "req_providertest")
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, refused)
-			return
-		}
+	if refused := refusal(s.wire, window, m.tokens(), m.room); refused != "" {
+		s.stats.Refused++
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("request-id", "req_providertest")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, refused)
+		return
 	}
 	var step Step
 	ok := len(s.steps) > 0
@@ -199,7 +202,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if !ok && respond != nil {
-		step, ok = respond(newRequest(index, body)), true
+		if !measure {
+			m = measureBody(body)
+		}
+		step, ok = respond(newRequest(index, body, m)), true
 	}
 	if !ok {
 		http.Error(w, `{"error":{"type":"api_error","message":"providertest: the script has no more steps"}}`, http.StatusInternalServerError)
@@ -213,7 +219,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if step.Status == 0 || step.Status == http.StatusOK {
-		step = s.answered(body, step, measure)
+		step = s.answered(m, step, measure)
 	}
 	var req struct {
 		Stream bool `json:"stream"`
@@ -270,15 +276,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // the remembered ones (counting a break), remembers it, and gives a step
 // that declares no usage the usage worked out. Without measure the server
 // does no more work per request than it did before it could measure.
-func (s *Server) answered(body []byte, step Step, measure bool) Step {
-	var canon []byte
-	if measure {
-		canon = Canonical(body)
-	}
+func (s *Server) answered(m measured, step Step, measure bool) Step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if measure {
-		total := tokensOf(len(canon))
+		canon, total := m.canon, m.tokens()
 		read := min(cached(canon, s.recent), total)
 		if len(s.recent) > 0 && 2*read < total {
 			s.stats.Breaks++

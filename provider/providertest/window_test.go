@@ -1,9 +1,12 @@
 package providertest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -365,8 +368,15 @@ func TestCanonicalStripsCacheMarksAndPutsThePrefixFirst(t *testing.T) {
 		{"model, tools, system, messages first, the rest in order",
 			`{"messages":[1],"max_tokens":5,"model":"m","system":"s","tools":[2],"stream":true}`,
 			`{"model":"m","tools":[2],"system":"s","messages":[1],"max_tokens":5,"stream":true}`},
-		{"whitespace compacted", "{ \"model\" : \"m\",\n \"messages\": [ 1, 2 ] }", `{"model":"m","messages":[1,2]}`},
-		{"not an object", `[1, "cache_control"]`, `[1,"cache_control"]`},
+		{"whitespace compacted, not in strings", "{ \"model\" : \"m m\",\n \"messages\": [ 1, \"a \\\" b\" ] }", `{"model":"m m","messages":[1,"a \" b"]}`},
+		{"strings holding commas, braces and escaped quotes",
+			`{"stream":true,"messages":[{"text":"},{\",\"model\":\"x\"]"}],"k\"ey":"v,}"}`,
+			`{"messages":[{"text":"},{\",\"model\":\"x\"]"}],"stream":true,"k\"ey":"v,}"}`},
+		{"an empty object", `{}`, `{}`},
+		{"an object cut short stays as it is", `{"model":"m","messages":[1`, `{"model":"m","messages":[1`},
+		{"bytes after the object", `{"messages":[1],"model":"m"}x}`, `{"messages":[1],"model":"m"}x}`},
+		{"a member without a value", `{"model":,"messages":[1]}`, `{"model":,"messages":[1]}`},
+		{"not an object", `[1, "cache_control"]`, `[1, "cache_control"]`},
 		{"not JSON", `not json,"cache_control":{"type":"ephemeral"}`, `not json`},
 	}
 	for _, tc := range tests {
@@ -409,5 +419,37 @@ func TestStatsWithoutWindowOrCacheCountOnlyDeclaredUsage(t *testing.T) {
 	want := providertest.Stats{Requests: 2, Input: 30, CacheRead: 20, Output: 3}
 	if got := srv.Stats(); got != want {
 		t.Fatalf("Stats() = %+v, want %+v (no breaks, no sizes: nothing measured)", got, want)
+	}
+}
+
+// BenchmarkServerRequest40k is one request of 40,000 tokens (160 KB, a
+// full test window) through the server, answered from the script, with
+// the server's measures off (the floor) and on: Canonical, the prefix
+// compared with the 8 requests remembered, the usage worked out.
+func BenchmarkServerRequest40k(b *testing.B) {
+	req := conversation(0, "S.")
+	for i := 1; len(req.Messages) < 2*130; i++ {
+		req.Messages = append(req.Messages, text(history.Assistant, "ok"), text(history.User, strings.Repeat("a result line of a tool\n", 50)))
+	}
+	body, err := anthropic.Body(req, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, measure := range []bool{false, true} {
+		b.Run(fmt.Sprintf("measure=%v", measure), func(b *testing.B) {
+			srv := providertest.NewAnthropic(b)
+			srv.Cache = measure
+			srv.Respond = func(providertest.Request) providertest.Step { return providertest.Step{Text: "ok"} }
+			b.SetBytes(int64(len(body)))
+			b.ReportMetric(float64(providertest.Tokens(body)), "tokens")
+			for b.Loop() {
+				resp, err := http.Post(srv.URL+"/v1/messages", "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
 	}
 }
