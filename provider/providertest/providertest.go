@@ -281,8 +281,9 @@ func (s *Server) answered(m measured, step Step, measure bool) Step {
 	defer s.mu.Unlock()
 	if measure {
 		canon, total := m.canon, m.tokens()
-		read := min(cached(canon, s.recent), total)
-		if len(s.recent) > 0 && 2*read < total {
+		read, of := cached(canon, s.recent)
+		read = min(read, total)
+		if len(s.recent) > 0 && 2*read < of {
 			s.stats.Breaks++
 		}
 		if len(s.recent) == remembered {

@@ -271,13 +271,20 @@ func refusal(wire string, window, tokens, room int) string {
 const remembered = 8
 
 // cached is the longest prefix, in tokens (bytes / 4, rounded down), that
-// canon shares with any of the remembered canonical forms.
-func cached(canon []byte, recent [][]byte) int {
-	best := 0
-	for _, r := range recent {
-		best = max(best, sharedPrefix(canon, r))
+// canon shares with any of the remembered canonical forms, and the tokens
+// of the form it shares it with (the latest of them on a tie; 0 when none
+// is remembered).
+func cached(canon []byte, recent [][]byte) (read, of int) {
+	best, from := 0, -1
+	for i, r := range recent {
+		if n := sharedPrefix(canon, r); n >= best {
+			best, from = n, i
+		}
 	}
-	return best / 4
+	if from < 0 {
+		return 0, 0
+	}
+	return best / 4, tokensOf(len(recent[from]))
 }
 
 // sharedPrefix is how many leading bytes a and b have in common: compared
@@ -327,11 +334,15 @@ type Stats struct {
 	CacheRead int
 	// Output is the output tokens reported over them.
 	Output int
-	// Breaks is how many answered requests, the first one aside, shared
-	// less than half of their tokens (Tokens) with one of the 8 requests
-	// answered before them: a broken prefix. It is the server's own
-	// measure, counted whether or not the step declared its usage, but
-	// only while Window or Cache is set (else 0).
+	// Breaks is how many answered requests broke the cached prefix: the
+	// first one aside, those whose cache read (the longest prefix shared
+	// with one of the 8 requests answered before them) is less than half
+	// of the tokens of that earlier request (the latest of them on a
+	// tie). A conversation that grows reads all of its previous request
+	// and does not break, however big its new round; one that takes
+	// something out of its beginning, or starts anew, does. It is the
+	// server's own measure, counted whether or not the step declared its
+	// usage, but only while Window or Cache is set (else 0).
 	Breaks int
 	// Largest is the most tokens (Tokens) of one answered request, counted
 	// only while Window or Cache is set (else 0).

@@ -453,3 +453,71 @@ func BenchmarkServerRequest40k(b *testing.B) {
 		})
 	}
 }
+
+func TestGrowingConversationIsCachedUntilItOutgrowsTheWindow(t *testing.T) {
+	const window = 40_000
+	for _, name := range wires {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t, name)
+			srv.Window = window
+			srv.Respond = func(providertest.Request) providertest.Step { return providertest.Step{Text: "next"} }
+			p := wire(t, name, srv)
+			req := provider.Request{Model: "m", System: "S.", MaxTokens: 4096}
+			var err error
+			rounds := 0
+			for ; rounds < 100 && err == nil; rounds++ {
+				req.Messages = append(req.Messages, text(history.User, fmt.Sprintf("round %d %s", rounds, strings.Repeat("x", 4000))))
+				var resp provider.Response
+				if resp, err = p.Complete(context.Background(), req, nil); err == nil {
+					req.Messages = append(req.Messages, resp.Message)
+				}
+			}
+			sent := srv.Requests()
+			last := sent[len(sent)-1]
+			if err == nil || providertest.Tokens(last)+4096 <= window || providertest.Tokens(sent[len(sent)-2])+4096 > window {
+				t.Fatalf("after %d rounds: %v; want the first request over the window refused", rounds, err)
+			}
+			st := srv.Stats()
+			if st.Refused != 1 || st.Requests != len(sent)-1 || st.Breaks != 0 || st.CacheRatio() < 0.85 {
+				t.Fatalf("Stats() = %+v (cache ratio %.2f), want 1 refused, %d answered, no break, most input read from the cache", st, st.CacheRatio(), len(sent)-1)
+			}
+			t.Logf("%s: refused at request %d of %d tokens; cache ratio %.3f", name, len(sent)-1, providertest.Tokens(last), st.CacheRatio())
+		})
+	}
+}
+
+func TestBreaksCountRequestsThatDropTheCachedPrefix(t *testing.T) {
+	cleared := conversation(3, "S.")
+	cleared.Messages[0] = text(history.User, "prompt 0 was cleared to save room")
+	bigRound := conversation(0, "S.")
+	bigRound.Messages = append(bigRound.Messages, text(history.Assistant, "ok"), text(history.User, strings.Repeat("a big result ", 2000)))
+	tests := []struct {
+		name string
+		reqs []provider.Request
+		want int
+	}{
+		{"a growing conversation", []provider.Request{conversation(0, "S."), conversation(1, "S."), conversation(2, "S."), conversation(3, "S.")}, 0},
+		{"a round bigger than all before it", []provider.Request{conversation(0, "S."), bigRound}, 0},
+		{"the oldest prompt taken out", []provider.Request{conversation(0, "S."), conversation(1, "S."), conversation(2, "S."), cleared}, 1},
+		{"two conversations interleaved", []provider.Request{conversation(0, "A."), conversation(0, "B."), conversation(1, "A."), conversation(1, "B."), conversation(2, "A."), conversation(2, "B.")}, 1},
+		{"the same request again", []provider.Request{conversation(1, "S."), conversation(1, "S.")}, 0},
+	}
+	for _, tc := range tests {
+		for _, name := range wires {
+			t.Run(tc.name+", "+name, func(t *testing.T) {
+				srv := newServer(t, name)
+				srv.Cache = true
+				srv.Respond = func(providertest.Request) providertest.Step { return providertest.Step{Text: "ok"} }
+				p := wire(t, name, srv)
+				for _, req := range tc.reqs {
+					if _, err := p.Complete(context.Background(), req, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := srv.Stats().Breaks; got != tc.want {
+					t.Fatalf("Breaks = %d, want %d", got, tc.want)
+				}
+			})
+		}
+	}
+}
