@@ -232,23 +232,11 @@ func members(b []byte) (keys []string, vals [][]byte, ok bool) {
 	}
 }
 
-// refusal is the status and body a provider answers a request with when
+// refusal is the body a provider answers a request with, with a 400, when
 // its input (tokens) and its answer's room (room) do not fit window, or ""
-// when they fit. The messages are the providers' own, as their clients
-// see them:
-//
-//   - Anthropic, the input alone over the window: "prompt is too long:
-//     N tokens > W maximum"; the input fitting but not with max_tokens:
-//     "input length and `max_tokens` exceed context limit: N + B > W,
-//     decrease input length or `max_tokens` and try again". Both are 400
-//     invalid_request_error.
-//   - OpenAI, 400 invalid_request_error, param "messages", code
-//     "context_length_exceeded": "This model's maximum context length is W
-//     tokens. However, your messages resulted in N tokens. Please reduce
-//     the length of the messages." for the input alone, and "... However,
-//     you requested N+B tokens (N in the messages, B in the completion).
-//     Please reduce the length of the messages or completion." with the
-//     answer's room.
+// when they fit; Server.Window gives the messages. Both providers have two
+// messages for it, seen by their clients in the field: one when the input
+// alone is over the window, one when only the answer's room puts it over.
 func refusal(wire string, window, tokens, room int) string {
 	if window <= 0 || tokens+room <= window {
 		return ""
