@@ -422,8 +422,8 @@ func TestStatsWithoutWindowOrCacheCountOnlyDeclaredUsage(t *testing.T) {
 	}
 }
 
-// BenchmarkServerRequest40k is one request of 40,000 tokens (160 KB, a
-// full test window) through the server, answered from the script, with
+// BenchmarkServerRequest40k is one request of about 45,000 tokens (180 KB,
+// a little over the 40,000-token test window) through the server, answered from the script, with
 // the server's measures off (the floor) and on: Canonical, the prefix
 // compared with the 8 requests remembered, the usage worked out.
 func BenchmarkServerRequest40k(b *testing.B) {
