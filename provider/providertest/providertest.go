@@ -62,17 +62,31 @@ type Step struct {
 	Hold chan struct{}
 }
 
-// Server is a scripted provider. Its fields are set after New* and before
-// the first request; they must not be changed while requests are served.
+// Server is a scripted provider. Window, Cache and Respond are set after
+// New* and before the first request; they must not be changed while
+// requests are served.
 type Server struct {
 	URL string // the base URL to point a client at
 
 	// Window, when above 0, is the context window in tokens: a request
-	// whose Tokens plus its answer's room (max_tokens; on OpenAI
-	// max_completion_tokens or max_tokens) pass it is refused with a 400
-	// as the provider refuses it (see refusal in window.go for the exact
-	// messages), recorded in Requests and counted in Refused, and takes
-	// no step.
+	// whose Tokens (N) plus its answer's room (B: max_tokens; on OpenAI
+	// max_completion_tokens, else max_tokens) pass it (W) is refused as
+	// the provider refuses it, a 400 invalid_request_error, with the
+	// provider's own words:
+	//
+	//   - Anthropic, N > W: "prompt is too long: N tokens > W maximum";
+	//     N ≤ W: "input length and `max_tokens` exceed context limit:
+	//     N + B > W, decrease input length or `max_tokens` and try again".
+	//   - OpenAI, param "messages", code "context_length_exceeded", N > W:
+	//     "This model's maximum context length is W tokens. However, your
+	//     messages resulted in N tokens. Please reduce the length of the
+	//     messages."; N ≤ W: "This model's maximum context length is W
+	//     tokens. However, you requested N+B tokens (N in the messages, B
+	//     in the completion). Please reduce the length of the messages or
+	//     completion."
+	//
+	// A refused request is recorded in Requests, counted in Refused, and
+	// takes no step.
 	Window int
 	// Cache, or a Window above 0, makes the server work out the usage of
 	// each answer whose step declares none (Input, Output, CacheRead and
@@ -82,11 +96,12 @@ type Server struct {
 	// Tokens; no cache write; the output is the step's text and tool calls
 	// in bytes / 4, plus one. On OpenAI, prompt_tokens is the whole and
 	// cached_tokens the cache read. A step that declares usage is answered
-	// with it as it is.
+	// with it as it is; a Raw step's body says what it says.
 	Cache bool
 	// Respond, when set, answers every request the script has no step
-	// for (the steps go first). It is called with no lock held, one call
-	// per request; it may call the Server's methods.
+	// for (the steps go first). It is called with no lock held, once per
+	// such request, and concurrently when requests are; it may call the
+	// Server's methods.
 	Respond func(Request) Step
 
 	t      testing.TB
@@ -176,21 +191,24 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	// Window, Cache and Respond are set before the first request.
+	window, respond, measure := s.Window, s.Respond, s.Window > 0 || s.Cache
+	var m measured
+	if measure {
+		m = measureBody(body)
+	}
 	s.mu.Lock()
 	index := len(s.reqs)
 	s.reqs = append(s.reqs, body)
 	s.paths = append(s.paths, r.URL.Path)
-	window, respond, measure := s.Window, s.Respond, s.Window > 0 || s.Cache
-	if window > 0 {
-		if refused := refusal(s.wire, window, Tokens(body), maxTokens(body)); refused != "" {
-			s.stats.Refused++
-			s.mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("request-id", "req_providertest")
-			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, refused)
-			return
-		}
+	if refused := refusal(s.wire, window, m.tokens(), m.room); refused != "" {
+		s.stats.Refused++
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("request-id", "req_providertest")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, refused)
+		return
 	}
 	var step Step
 	ok := len(s.steps) > 0
@@ -199,7 +217,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if !ok && respond != nil {
-		step, ok = respond(newRequest(index, body)), true
+		if !measure {
+			m = measureBody(body)
+		}
+		step, ok = respond(newRequest(index, body, m)), true
 	}
 	if !ok {
 		http.Error(w, `{"error":{"type":"api_error","message":"providertest: the script has no more steps"}}`, http.StatusInternalServerError)
@@ -213,7 +234,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if step.Status == 0 || step.Status == http.StatusOK {
-		step = s.answered(body, step, measure)
+		step = s.answered(m, step, measure)
 	}
 	var req struct {
 		Stream bool `json:"stream"`
@@ -270,17 +291,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // the remembered ones (counting a break), remembers it, and gives a step
 // that declares no usage the usage worked out. Without measure the server
 // does no more work per request than it did before it could measure.
-func (s *Server) answered(body []byte, step Step, measure bool) Step {
-	var canon []byte
-	if measure {
-		canon = Canonical(body)
-	}
+func (s *Server) answered(m measured, step Step, measure bool) Step {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if measure {
-		total := tokensOf(len(canon))
-		read := min(cached(canon, s.recent), total)
-		if len(s.recent) > 0 && 2*read < total {
+		canon, total := m.canon, m.tokens()
+		read, of := cached(canon, s.recent)
+		read = min(read, total)
+		if len(s.recent) > 0 && 2*read < of {
 			s.stats.Breaks++
 		}
 		if len(s.recent) == remembered {
@@ -289,7 +307,7 @@ func (s *Server) answered(body []byte, step Step, measure bool) Step {
 		}
 		s.recent = append(s.recent, canon)
 		s.stats.Largest = max(s.stats.Largest, total)
-		if !usageSet(step) {
+		if !usageSet(step) && step.Raw == "" { // a Raw body reports its own
 			step.Input, step.CacheRead, step.Output = total-read, read, outputTokens(step)
 		}
 	}

@@ -24,12 +24,12 @@ type Request struct {
 	Tokens int
 }
 
-func newRequest(index int, body []byte) Request {
-	var v struct {
-		Messages []any `json:"messages"`
+func newRequest(index int, body []byte, m measured) Request {
+	var msgs []any
+	if m.messages != nil {
+		_ = json.Unmarshal(m.messages, &msgs)
 	}
-	_ = json.Unmarshal(body, &v)
-	return Request{Index: index, Body: body, Messages: v.Messages, MaxTokens: maxTokens(body), Tokens: Tokens(body)}
+	return Request{Index: index, Body: body, Messages: msgs, MaxTokens: m.room, Tokens: m.tokens()}
 }
 
 // LastUserText is the text of the request's last message with role "user":

@@ -2,9 +2,8 @@ package providertest
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"regexp"
+	"strconv"
 )
 
 // This file holds the server's model of size and caching: how a request is
@@ -12,12 +11,38 @@ import (
 // fit Server.Window, and how the cached prefix and the usage of an answer
 // are worked out when a step leaves usage to the server.
 
-// cacheMarks matches one cache_control member of a JSON object together
-// with the comma that joins it to its neighbour: ,"cache_control":{...}
-// after another member, or "cache_control":{...}, before one. Inside a
-// JSON string every quote is escaped, so the pattern can only match
-// structure, never text.
-var cacheMarks = regexp.MustCompile(`,"cache_control":\{[^{}]*\}|"cache_control":\{[^{}]*\},`)
+// stripCacheMarks removes from compact JSON every cache_control member
+// whose value is a flat object, together with the comma that joins it to
+// its neighbour: ,"cache_control":{...} after another member, or
+// "cache_control":{...}, before one. Inside a JSON string every quote is
+// escaped, so `"cache_control":{` can only be structure, never text.
+func stripCacheMarks(body []byte) []byte {
+	const key = `"cache_control":{`
+	i := bytes.Index(body, []byte(key))
+	if i < 0 {
+		return body
+	}
+	out := make([]byte, 0, len(body))
+	for i >= 0 {
+		end := bytes.IndexAny(body[i+len(key):], "{}")
+		if end < 0 || body[i+len(key)+end] != '}' {
+			break // a nested value: not a marker this knows
+		}
+		end += i + len(key) + 1
+		switch {
+		case i > 0 && body[i-1] == ',':
+			out = append(out, body[:i-1]...)
+		case end < len(body) && body[end] == ',':
+			out = append(out, body[:i]...)
+			end++
+		default: // the only member: kept
+			out = append(out, body[:end]...)
+		}
+		body = body[end:]
+		i = bytes.Index(body, []byte(key))
+	}
+	return append(out, body...)
+}
 
 // frontKeys are the top-level members Canonical puts first, in the order a
 // provider's prompt cache reads them (tools, then system, then messages,
@@ -35,103 +60,183 @@ var frontKeys = []string{"model", "tools", "system", "messages"}
 //
 // It is a measure for tests, not a tokenizer: it must not be used to size
 // requests to a real provider.
-func Canonical(body []byte) []byte {
-	var buf bytes.Buffer
-	if json.Compact(&buf, body) == nil {
-		body = buf.Bytes()
-	}
-	body = cacheMarks.ReplaceAll(body, nil)
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return body
-	}
-	type member struct {
-		key string
-		raw json.RawMessage
-	}
-	var members []member
-	for dec.More() {
-		tok, err := dec.Token()
-		key, ok := tok.(string)
-		if err != nil || !ok {
-			return body
-		}
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return body
-		}
-		members = append(members, member{key, raw})
-	}
-	out := make([]byte, 0, len(body))
-	out = append(out, '{')
-	add := func(m member) {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		k, _ := json.Marshal(m.key)
-		out = append(out, k...)
-		out = append(out, ':')
-		out = append(out, m.raw...)
-	}
-	front := map[string]bool{}
-	for _, k := range frontKeys {
-		front[k] = true
-		for _, m := range members {
-			if m.key == k {
-				add(m)
-			}
-		}
-	}
-	for _, m := range members {
-		if !front[m.key] {
-			add(m)
-		}
-	}
-	return append(out, '}')
-}
+func Canonical(body []byte) []byte { return measureBody(body).canon }
 
 // Tokens is how many input tokens the server counts for a request body:
 // the bytes of its Canonical form divided by 4, rounded up. Images count as
-// their base64 text. Tests call it to know what the server will count.
+// their base64 text, escapes as their bytes. Tests call it to know what
+// the server will count.
 func Tokens(body []byte) int { return tokensOf(len(Canonical(body))) }
 
 func tokensOf(n int) int { return (n + 3) / 4 }
 
-// maxTokens is the answer's room a request asks for: Anthropic's
-// max_tokens, OpenAI's max_completion_tokens or max_tokens (whichever the
-// request has; the first when both), 0 when it has none.
-func maxTokens(body []byte) int {
-	var req struct {
-		MaxTokens           *int `json:"max_tokens"`
-		MaxCompletionTokens *int `json:"max_completion_tokens"`
-	}
-	_ = json.Unmarshal(body, &req)
-	switch {
-	case req.MaxCompletionTokens != nil:
-		return *req.MaxCompletionTokens
-	case req.MaxTokens != nil:
-		return *req.MaxTokens
-	}
-	return 0
+// measured is what the server reads of a request body, in one pass.
+type measured struct {
+	canon []byte // Canonical
+	// room is the answer's room the request asks for: Anthropic's
+	// max_tokens, OpenAI's max_completion_tokens or max_tokens (the first
+	// when both), 0 when it has none.
+	room     int
+	messages []byte // the "messages" member, nil when none
 }
 
-// refusal is the status and body a provider answers a request with when
+func (m measured) tokens() int { return tokensOf(len(m.canon)) }
+
+func measureBody(body []byte) measured {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return measured{canon: stripCacheMarks(body)}
+	}
+	compact := stripCacheMarks(compactJSON(body))
+	keys, vals, ok := members(compact)
+	if !ok {
+		return measured{canon: compact}
+	}
+	m := measured{canon: make([]byte, 0, len(compact))}
+	m.canon = append(m.canon, '{')
+	add := func(i int) {
+		if len(m.canon) > 1 {
+			m.canon = append(m.canon, ',')
+		}
+		m.canon = append(m.canon, '"')
+		m.canon = append(m.canon, keys[i]...)
+		m.canon = append(m.canon, '"', ':')
+		m.canon = append(m.canon, vals[i]...)
+	}
+	front := map[string]bool{}
+	for _, k := range frontKeys {
+		front[k] = true
+		for i := range keys {
+			if keys[i] == k {
+				add(i)
+			}
+		}
+	}
+	room := map[string]int{}
+	for i, k := range keys {
+		switch k {
+		case "messages":
+			m.messages = vals[i]
+		case "max_tokens", "max_completion_tokens":
+			room[k], _ = strconv.Atoi(string(vals[i]))
+		}
+		if !front[k] {
+			add(i)
+		}
+	}
+	m.canon = append(m.canon, '}')
+	m.room = room["max_tokens"]
+	if n, ok := room["max_completion_tokens"]; ok {
+		m.room = n
+	}
+	return m
+}
+
+// compactJSON is b without the whitespace outside its strings; b itself
+// when it has none.
+func compactJSON(b []byte) []byte {
+	var out []byte
+	inString, escaped := false, false
+	for i, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if out == nil {
+				out = append(make([]byte, 0, len(b)), b[:i]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, c)
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return out
+}
+
+// members splits a compact JSON object into its top-level keys (as
+// written, escapes kept) and values (their bytes). ok is false when b is
+// not an object of that shape; values are not validated.
+func members(b []byte) (keys []string, vals [][]byte, ok bool) {
+	n := len(b)
+	if n < 2 || b[0] != '{' || b[n-1] != '}' {
+		return nil, nil, false
+	}
+	if n == 2 {
+		return nil, nil, true
+	}
+	// end is the index of the closing quote of the string opening at i.
+	end := func(i int) int {
+		for j := i + 1; j < n; j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j
+			}
+		}
+		return -1
+	}
+	for i := 1; ; {
+		if b[i] != '"' {
+			return nil, nil, false
+		}
+		k := end(i)
+		if k < 0 || k+1 >= n || b[k+1] != ':' {
+			return nil, nil, false
+		}
+		start, depth, j := k+2, 0, k+2
+	value:
+		for ; j < n; j++ {
+			switch b[j] {
+			case '"':
+				if j = end(j); j < 0 {
+					return nil, nil, false
+				}
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth == 0 {
+					break value
+				}
+				depth--
+			case ',':
+				if depth == 0 {
+					break value
+				}
+			}
+		}
+		if j >= n || j == start {
+			return nil, nil, false
+		}
+		keys, vals = append(keys, string(b[i+1:k])), append(vals, b[start:j])
+		if b[j] == '}' {
+			return keys, vals, j == n-1
+		}
+		i = j + 1
+		if i >= n {
+			return nil, nil, false
+		}
+	}
+}
+
+// refusal is the body a provider answers a request with, with a 400, when
 // its input (tokens) and its answer's room (room) do not fit window, or ""
-// when they fit. The messages are the providers' own, as their clients
-// see them:
-//
-//   - Anthropic, the input alone over the window: "prompt is too long:
-//     N tokens > W maximum"; the input fitting but not with max_tokens:
-//     "input length and `max_tokens` exceed context limit: N + B > W,
-//     decrease input length or `max_tokens` and try again". Both are 400
-//     invalid_request_error.
-//   - OpenAI, 400 invalid_request_error, param "messages", code
-//     "context_length_exceeded": "This model's maximum context length is W
-//     tokens. However, your messages resulted in N tokens. Please reduce
-//     the length of the messages." for the input alone, and "... However,
-//     you requested N+B tokens (N in the messages, B in the completion).
-//     Please reduce the length of the messages or completion." with the
-//     answer's room.
+// when they fit; Server.Window gives the messages. Both providers have two
+// messages for it, seen by their clients in the field: one when the input
+// alone is over the window, one when only the answer's room puts it over.
 func refusal(wire string, window, tokens, room int) string {
 	if window <= 0 || tokens+room <= window {
 		return ""
@@ -154,18 +259,35 @@ func refusal(wire string, window, tokens, room int) string {
 const remembered = 8
 
 // cached is the longest prefix, in tokens (bytes / 4, rounded down), that
-// canon shares with any of the remembered canonical forms.
-func cached(canon []byte, recent [][]byte) int {
-	best := 0
-	for _, r := range recent {
-		n := min(len(r), len(canon))
-		i := 0
-		for i < n && r[i] == canon[i] {
-			i++
+// canon shares with any of the remembered canonical forms, and the tokens
+// of the form it shares it with (the latest of them on a tie; 0 when none
+// is remembered).
+func cached(canon []byte, recent [][]byte) (read, of int) {
+	best, from := 0, -1
+	for i, r := range recent {
+		if n := sharedPrefix(canon, r); n >= best {
+			best, from = n, i
 		}
-		best = max(best, i)
 	}
-	return best / 4
+	if from < 0 {
+		return 0, 0
+	}
+	return best / 4, tokensOf(len(recent[from]))
+}
+
+// sharedPrefix is how many leading bytes a and b have in common: compared
+// a block at a time (bytes.Equal is the machine's memcmp), then byte by
+// byte in the first block that differs.
+func sharedPrefix(a, b []byte) int {
+	const block = 1024
+	n, i := min(len(a), len(b)), 0
+	for i+block <= n && bytes.Equal(a[i:i+block], b[i:i+block]) {
+		i += block
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // usageSet reports whether a step declares its own usage.
@@ -200,11 +322,15 @@ type Stats struct {
 	CacheRead int
 	// Output is the output tokens reported over them.
 	Output int
-	// Breaks is how many answered requests, the first one aside, shared
-	// less than half of their tokens (Tokens) with one of the 8 requests
-	// answered before them: a broken prefix. It is the server's own
-	// measure, counted whether or not the step declared its usage, but
-	// only while Window or Cache is set (else 0).
+	// Breaks is how many answered requests broke the cached prefix: the
+	// first one aside, those whose cache read (the longest prefix shared
+	// with one of the 8 requests answered before them) is less than half
+	// of the tokens of that earlier request (the latest of them on a
+	// tie). A conversation that grows reads all of its previous request
+	// and does not break, however big its new round; one that takes
+	// something out of its beginning, or starts anew, does. It is the
+	// server's own measure, counted whether or not the step declared its
+	// usage, but only while Window or Cache is set (else 0).
 	Breaks int
 	// Largest is the most tokens (Tokens) of one answered request, counted
 	// only while Window or Cache is set (else 0).

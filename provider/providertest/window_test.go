@@ -1,9 +1,12 @@
 package providertest_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -365,8 +368,15 @@ func TestCanonicalStripsCacheMarksAndPutsThePrefixFirst(t *testing.T) {
 		{"model, tools, system, messages first, the rest in order",
 			`{"messages":[1],"max_tokens":5,"model":"m","system":"s","tools":[2],"stream":true}`,
 			`{"model":"m","tools":[2],"system":"s","messages":[1],"max_tokens":5,"stream":true}`},
-		{"whitespace compacted", "{ \"model\" : \"m\",\n \"messages\": [ 1, 2 ] }", `{"model":"m","messages":[1,2]}`},
-		{"not an object", `[1, "cache_control"]`, `[1,"cache_control"]`},
+		{"whitespace compacted, not in strings", "{ \"model\" : \"m m\",\n \"messages\": [ 1, \"a \\\" b\" ] }", `{"model":"m m","messages":[1,"a \" b"]}`},
+		{"strings holding commas, braces and escaped quotes",
+			`{"stream":true,"messages":[{"text":"},{\",\"model\":\"x\"]"}],"k\"ey":"v,}"}`,
+			`{"messages":[{"text":"},{\",\"model\":\"x\"]"}],"stream":true,"k\"ey":"v,}"}`},
+		{"an empty object", `{}`, `{}`},
+		{"an object cut short stays as it is", `{"model":"m","messages":[1`, `{"model":"m","messages":[1`},
+		{"bytes after the object", `{"messages":[1],"model":"m"}x}`, `{"messages":[1],"model":"m"}x}`},
+		{"a member without a value", `{"model":,"messages":[1]}`, `{"model":,"messages":[1]}`},
+		{"not an object", `[1, "cache_control"]`, `[1, "cache_control"]`},
 		{"not JSON", `not json,"cache_control":{"type":"ephemeral"}`, `not json`},
 	}
 	for _, tc := range tests {
@@ -409,5 +419,105 @@ func TestStatsWithoutWindowOrCacheCountOnlyDeclaredUsage(t *testing.T) {
 	want := providertest.Stats{Requests: 2, Input: 30, CacheRead: 20, Output: 3}
 	if got := srv.Stats(); got != want {
 		t.Fatalf("Stats() = %+v, want %+v (no breaks, no sizes: nothing measured)", got, want)
+	}
+}
+
+// BenchmarkServerRequest40k is one request of about 45,000 tokens (180 KB,
+// a little over the issue's 40,000-token test window) through the server, answered from the script, with
+// the server's measures off (the floor) and on: Canonical, the prefix
+// compared with the 8 requests remembered, the usage worked out.
+func BenchmarkServerRequest40k(b *testing.B) {
+	req := conversation(0, "S.")
+	for i := 1; len(req.Messages) < 2*130; i++ {
+		req.Messages = append(req.Messages, text(history.Assistant, "ok"), text(history.User, strings.Repeat("a result line of a tool\n", 50)))
+	}
+	body, err := anthropic.Body(req, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, measure := range []bool{false, true} {
+		b.Run(fmt.Sprintf("measure=%v", measure), func(b *testing.B) {
+			srv := providertest.NewAnthropic(b)
+			srv.Cache = measure
+			srv.Respond = func(providertest.Request) providertest.Step { return providertest.Step{Text: "ok"} }
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				resp, err := http.Post(srv.URL+"/v1/messages", "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			b.ReportMetric(float64(providertest.Tokens(body)), "tokens")
+		})
+	}
+}
+
+func TestGrowingConversationIsCachedUntilItOutgrowsTheWindow(t *testing.T) {
+	const window = 40_000
+	for _, name := range wires {
+		t.Run(name, func(t *testing.T) {
+			srv := newServer(t, name)
+			srv.Window = window
+			srv.Respond = func(providertest.Request) providertest.Step { return providertest.Step{Text: "next"} }
+			p := wire(t, name, srv)
+			req := provider.Request{Model: "m", System: "S.", MaxTokens: 4096}
+			var err error
+			rounds := 0
+			for ; rounds < 100 && err == nil; rounds++ {
+				req.Messages = append(req.Messages, text(history.User, fmt.Sprintf("round %d %s", rounds, strings.Repeat("x", 4000))))
+				var resp provider.Response
+				if resp, err = p.Complete(context.Background(), req, nil); err == nil {
+					req.Messages = append(req.Messages, resp.Message)
+				}
+			}
+			sent := srv.Requests()
+			last := sent[len(sent)-1]
+			if err == nil || providertest.Tokens(last)+4096 <= window || providertest.Tokens(sent[len(sent)-2])+4096 > window {
+				t.Fatalf("after %d rounds: %v; want the first request over the window refused", rounds, err)
+			}
+			st := srv.Stats()
+			if st.Refused != 1 || st.Requests != len(sent)-1 || st.Breaks != 0 || st.CacheRatio() < 0.85 {
+				t.Fatalf("Stats() = %+v (cache ratio %.2f), want 1 refused, %d answered, no break, most input read from the cache", st, st.CacheRatio(), len(sent)-1)
+			}
+			t.Logf("%s: refused at request %d of %d tokens; cache ratio %.3f", name, len(sent)-1, providertest.Tokens(last), st.CacheRatio())
+		})
+	}
+}
+
+func TestBreaksCountRequestsThatDropTheCachedPrefix(t *testing.T) {
+	cleared := conversation(3, "S.")
+	cleared.Messages[0] = text(history.User, "prompt 0 was cleared to save room")
+	bigRound := conversation(0, "S.")
+	bigRound.Messages = append(bigRound.Messages, text(history.Assistant, "ok"), text(history.User, strings.Repeat("a big result ", 2000)))
+	tests := []struct {
+		name string
+		reqs []provider.Request
+		want int
+	}{
+		{"a growing conversation", []provider.Request{conversation(0, "S."), conversation(1, "S."), conversation(2, "S."), conversation(3, "S.")}, 0},
+		{"a round bigger than all before it", []provider.Request{conversation(0, "S."), bigRound}, 0},
+		{"the oldest prompt taken out", []provider.Request{conversation(0, "S."), conversation(1, "S."), conversation(2, "S."), cleared}, 1},
+		{"two conversations interleaved", []provider.Request{conversation(0, "A."), conversation(0, "B."), conversation(1, "A."), conversation(1, "B."), conversation(2, "A."), conversation(2, "B.")}, 1},
+		{"the same request again", []provider.Request{conversation(1, "S."), conversation(1, "S.")}, 0},
+	}
+	for _, tc := range tests {
+		for _, name := range wires {
+			t.Run(tc.name+", "+name, func(t *testing.T) {
+				srv := newServer(t, name)
+				srv.Cache = true
+				srv.Respond = func(providertest.Request) providertest.Step { return providertest.Step{Text: "ok"} }
+				p := wire(t, name, srv)
+				for _, req := range tc.reqs {
+					if _, err := p.Complete(context.Background(), req, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := srv.Stats().Breaks; got != tc.want {
+					t.Fatalf("Breaks = %d, want %d", got, tc.want)
+				}
+			})
+		}
 	}
 }
