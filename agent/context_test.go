@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -129,7 +130,7 @@ func (r *rig) readTool(path string) string {
 		return out
 	}
 	first, _ := json.Marshal(map[string]string{"path": path})
-	if out := call(string(first)); !strings.HasPrefix(out.Text, "     1\tresult ") {
+	if out := call(string(first)); !strings.HasPrefix(out.Text, "     1\t") {
 		r.t.Fatalf("the placeholder's call reads %.80q", out.Text)
 	}
 	var whole strings.Builder
@@ -214,5 +215,88 @@ func TestASecondRefusalFailsTheTurnSayingWhatWasTried(t *testing.T) {
 	}
 	if n := len(r.srv.Requests()); n != 2 {
 		t.Fatalf("%d requests; want the request and one retry", n)
+	}
+}
+
+func TestAResumeWithOtherSettingsSaysTheCachedPrefixWillNotBeReused(t *testing.T) {
+	r := newRig(t)
+	r.srv.Push(providertest.Step{Text: "one"}, providertest.Step{Text: "two"}, providertest.Step{Text: "three"})
+	_, events := r.turn("first")
+	for _, e := range events {
+		if e.Kind == Notice {
+			t.Fatalf("a new conversation got a notice: %s", e.Text)
+		}
+	}
+	// the same settings after a restart: nothing to say, nothing stored again
+	r.agent = r.newAgent()
+	_, events = r.turn("second")
+	for _, e := range events {
+		if e.Kind == Notice {
+			t.Fatalf("a resume with the same settings got a notice: %s", e.Text)
+		}
+	}
+	// another model and another tool set
+	r.agent = r.newAgent(emitTool(t))
+	r.agent.Model = "claude-other"
+	_, events = r.turn("third")
+	var said string
+	for _, e := range events {
+		if e.Kind == Notice {
+			said = e.Text
+		}
+	}
+	if !strings.Contains(said, "cached prefix of this conversation will not be reused") || !strings.Contains(said, "the model was claude-test and is now claude-other") || !strings.Contains(said, "the tool set changed") {
+		t.Fatalf("notice %q; want it to say the cache will not be reused, and why", said)
+	}
+	msgs, err := r.agent.Store.Messages(context.Background(), r.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for _, m := range msgs {
+		if m.Settings != nil {
+			stored = append(stored, fmt.Sprintf("%s on a %s message", m.Settings.Model, m.Role))
+		}
+	}
+	if want := "[claude-test on a assistant message claude-other on a assistant message]"; fmt.Sprint(stored) != want {
+		t.Fatalf("settings stored: %v; want %s", stored, want)
+	}
+	if msgs[1].Settings == nil || msgs[1].Settings.Cache == "" || len(msgs[1].Settings.Tools) != 64 {
+		t.Fatalf("the first answer's settings %+v: want the cache settings and the tools' SHA-256", msgs[1].Settings)
+	}
+}
+
+func TestALongToolCallInputIsClearedAndItsFileHoldsItWhole(t *testing.T) {
+	r := newRig(t, emitTool(t))
+	r.agent.ContextWindow, r.agent.MaxTokens = 12000, 1000
+	content := emitText(99, 6000)
+	input, _ := json.Marshal(map[string]string{"path": "notes.txt", "content": content})
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "write_1", Name: "workspace--write", Input: string(input)}}})
+	for n := range 10 {
+		r.srv.Push(emitCall(n, 4000))
+	}
+	r.srv.Push(providertest.Step{Text: "done"})
+	r.turn("write, then emit")
+	var got *history.Cleared
+	for _, e := range records(t, r.agent, r.id) {
+		for _, c := range e.Cleared {
+			if c.CallID == "write_1" && c.Input {
+				got = &c
+			}
+		}
+	}
+	if got == nil {
+		t.Fatal("the 6,000-character input of the first call was not cleared")
+	}
+	var placeholder map[string]string
+	if err := json.Unmarshal([]byte(got.Text), &placeholder); err != nil || !strings.Contains(placeholder["myelin_cleared"], `workspace--read {"path":"`+got.Path+`"}`) {
+		t.Fatalf("the input sent in its place is %s (%v); want an object naming its file and the read call", got.Text, err)
+	}
+	if whole := r.readTool(got.Path); whole != string(input) {
+		t.Fatalf("the input's file reads back %d characters; want the %d of the input", len(whole), len(input))
+	}
+	reqs := r.srv.Requests()
+	if last := reqs[len(reqs)-1]; bytes.Contains(last, []byte(content[:300])) {
+		t.Error("the last request still sends the long input")
 	}
 }
