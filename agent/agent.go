@@ -90,6 +90,7 @@ const (
 	Usage      EventKind = "usage"       // Usage: one request's usage
 	Notice     EventKind = "notice"      // Text: something the user should know (the round limit, a recovery)
 	Waiting    EventKind = "waiting"     // Text: the turn waits for another writer's claim (Agent.Wait)
+	Thinking   EventKind = "thinking"    // Text: the model's reasoning as it streams, on wires that stream it
 	// Text, Edit: results were taken out of the requests, or the older
 	// part of the conversation summarised, to keep it within the window.
 	ContextEdit EventKind = "context"
@@ -284,6 +285,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 			streamed.WriteString(s)
 			on(Event{Kind: TextDelta, Text: s})
 		}
+		req.OnThinking = func(s string) { on(Event{Kind: Thinking, Text: s}) }
 		resp, err := a.Provider.Complete(ctx, req, onText)
 		if refused, ok := tooLong(err); ok && streamed.Len() == 0 {
 			// The estimate was off, or the conversation is from before
@@ -293,6 +295,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 			req, more, err = a.fit(ctx, id, on, max(refused, 1), &tr)
 			done = append(done, more...)
 			if err == nil {
+				req.OnThinking = func(s string) { on(Event{Kind: Thinking, Text: s}) }
 				resp, err = a.Provider.Complete(ctx, req, onText)
 				if _, again := tooLong(err); again {
 					err = fmt.Errorf("the provider refused the request as too long twice; before trying again myelin had: %s: %w", orNothing(done), err)

@@ -12,7 +12,6 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
-	"github.com/myelin-run/myelin/provider/openai"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
@@ -23,7 +22,7 @@ import (
 // workspace in a temporary directory.
 type rig struct {
 	t     *testing.T
-	wire  string // "anthropic" or "openai"
+	wire  string // a key of testWires
 	dir   string
 	srv   *providertest.Server
 	ws    *workspace.Workspace
@@ -37,11 +36,7 @@ func newWireRig(t *testing.T, wire string, extra ...*tool.Tool) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	r := &rig{t: t, wire: wire, dir: dir}
-	if wire == "openai" {
-		r.srv = providertest.NewOpenAI(t)
-	} else {
-		r.srv = providertest.NewAnthropic(t)
-	}
+	r.srv = testWires[wire].server(t)
 	ws, err := workspace.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -66,12 +61,7 @@ func (r *rig) newAgent(extra ...*tool.Tool) *Agent {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { store.Close() })
-	var p provider.Provider
-	if r.wire == "openai" {
-		p, err = openai.New(openai.Config{APIKey: "k", BaseURL: r.srv.URL, MaxRetries: -1})
-	} else {
-		p, err = anthropic.New(anthropic.Config{APIKey: "k", BaseURL: r.srv.URL, MaxRetries: -1})
-	}
+	p, err := testWires[r.wire].provider(r.srv.URL)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -9,9 +9,6 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
-	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/anthropic"
-	"github.com/myelin-run/myelin/provider/openai"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
@@ -56,12 +53,7 @@ const summaryAnswer = "The user asked to emit numbered results round after round
 func (s longSession) run(tb testing.TB) sessionRun {
 	tb.Helper()
 	dir := tb.TempDir()
-	var srv *providertest.Server
-	if s.wire == "openai" {
-		srv = providertest.NewOpenAI(tb)
-	} else {
-		srv = providertest.NewAnthropic(tb)
-	}
+	srv := testWires[s.wire].server(tb)
 	srv.Window = sessionWindow
 	answered := 0 // answers to requests that are not summary requests
 	srv.Respond = func(req providertest.Request) providertest.Step {
@@ -88,14 +80,8 @@ func (s longSession) run(tb testing.TB) sessionRun {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { store.Close() })
-		var p provider.Provider
-		model := "claude-test"
-		if s.wire == "openai" {
-			p, err = openai.New(openai.Config{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1})
-			model = "gpt-test"
-		} else {
-			p, err = anthropic.New(anthropic.Config{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1})
-		}
+		p, err := testWires[s.wire].provider(srv.URL)
+		model := testWires[s.wire].model
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -144,7 +130,7 @@ func TestALongSessionStaysInItsWindowAndKeepsTheCacheOnBothWires(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 200-round session")
 	}
-	for _, wire := range []string{"anthropic", "openai"} {
+	for _, wire := range wires() {
 		t.Run(wire, func(t *testing.T) {
 			run := longSession{wire: wire, rounds: 200, perTurn: 20, resultChars: 4000}.run(t)
 			if run.err != nil {
@@ -194,7 +180,7 @@ func TestALongSessionSendsTheSameRequestsAcrossARestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two 200-round sessions")
 	}
-	for _, wire := range []string{"anthropic", "openai"} {
+	for _, wire := range wires() {
 		t.Run(wire, func(t *testing.T) {
 			s := longSession{wire: wire, rounds: 200, perTurn: 20, resultChars: 4000}
 			unbroken := s.run(t)
@@ -223,7 +209,7 @@ func TestALongSessionOfBigRoundsFinishesWithoutARefusal(t *testing.T) {
 		t.Skip("a long session")
 	}
 	// rounds of about 6,000 tokens: 15% of the window each
-	for _, wire := range []string{"anthropic", "openai"} {
+	for _, wire := range wires() {
 		t.Run(wire, func(t *testing.T) {
 			run := longSession{wire: wire, rounds: 40, perTurn: 20, resultChars: 23000}.run(t)
 			if run.err != nil || run.stats.Refused > 0 {

@@ -3,17 +3,43 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
 )
 
-var wires = []string{"anthropic", "openai"}
+// testWire is how the agent's tests reach one wire: its scripted fake
+// server, its provider pointed at that server, and how to read the tool
+// results a request carried. Each wire registers itself in testWires from
+// its own file (wire_<name>_test.go), so that adding a wire touches no
+// shared test.
+type testWire struct {
+	server   func(t testing.TB, steps ...providertest.Step) *providertest.Server
+	provider func(url string) (provider.Provider, error)
+	// results are the tool results of the request body req, decoded.
+	results func(req map[string]any) []sentResult
+	// model is the model name requests name on it.
+	model string
+}
 
-// sentResult is a tool result as request i carried it, on either wire.
+var testWires = map[string]testWire{}
+
+// wires are the names of the wires the tests run on, sorted.
+func wires() []string {
+	names := make([]string, 0, len(testWires))
+	for n := range testWires {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// sentResult is a tool result as request i carried it, on any wire.
 type sentResult struct {
 	callID  string
 	text    string
@@ -22,62 +48,11 @@ type sentResult struct {
 }
 
 func (r *rig) sentResults(i int) []sentResult {
-	req := r.srv.Request(i)
-	msgs := req["messages"].([]any)
-	var out []sentResult
-	if r.wire == "anthropic" {
-		for _, b := range msgs[len(msgs)-1].(map[string]any)["content"].([]any) {
-			m := b.(map[string]any)
-			if m["type"] != "tool_result" {
-				continue
-			}
-			sr := sentResult{callID: m["tool_use_id"].(string), isError: m["is_error"] == true}
-			switch c := m["content"].(type) {
-			case string:
-				sr.text = c
-			case []any:
-				for _, x := range c {
-					blk := x.(map[string]any)
-					if blk["type"] == "text" {
-						sr.text = blk["text"].(string)
-					} else if blk["type"] == "image" {
-						sr.images = append(sr.images, blk["source"].(map[string]any)["data"].(string))
-					}
-				}
-			}
-			out = append(out, sr)
-		}
-		return out
-	}
-	// openai: the tool messages after the last assistant message, then the
-	// user message holding their images
-	last := 0
-	for j, m := range msgs {
-		if m.(map[string]any)["role"] == "assistant" {
-			last = j
-		}
-	}
-	for _, x := range msgs[last+1:] {
-		m := x.(map[string]any)
-		switch m["role"] {
-		case "tool":
-			out = append(out, sentResult{callID: m["tool_call_id"].(string), text: m["content"].(string)})
-		case "user":
-			if parts, ok := m["content"].([]any); ok {
-				for _, p := range parts {
-					if pm := p.(map[string]any); pm["type"] == "image_url" {
-						url := pm["image_url"].(map[string]any)["url"].(string)
-						out[len(out)-1].images = append(out[len(out)-1].images, strings.TrimPrefix(url, "data:image/png;base64,"))
-					}
-				}
-			}
-		}
-	}
-	return out
+	return testWires[r.wire].results(r.srv.Request(i))
 }
 
-func TestOnBothWires(t *testing.T) {
-	for _, wire := range wires {
+func TestOnEveryWire(t *testing.T) {
+	for _, wire := range wires() {
 		t.Run(wire, func(t *testing.T) {
 			t.Run("a string result reaches the next request as that text", func(t *testing.T) {
 				r := newWireRig(t, wire)

@@ -36,6 +36,13 @@ const (
 	TextPart       PartType = "text"        // Text
 	ToolCallPart   PartType = "tool_call"   // CallID, Name, Input
 	ToolResultPart PartType = "tool_result" // CallID, Text, IsError, Images
+	// ReasoningPart is the model's reasoning as its wire must send it
+	// back (Wire, Raw; Text is its readable form, "" when the provider
+	// gave none): Anthropic's thinking and redacted_thinking blocks with
+	// their signatures, an OpenAI Responses reasoning item with its
+	// encrypted content, a Gemini thought. A wire sends back only the
+	// reasoning of its own Wire, Raw byte for byte, and no other.
+	ReasoningPart PartType = "reasoning"
 )
 
 // Part is one part of a message; Type says which fields it uses.
@@ -59,6 +66,16 @@ type Part struct {
 	// SpillPath is where a spilled result is kept whole, for people and
 	// programs reading the history; it is not sent.
 	SpillPath string `json:"spill_path,omitempty"`
+	// Wire names the wire whose own shape Raw and Signature are in
+	// ("anthropic", "openai-responses", "gemini"); a wire sends them only
+	// when Wire is its own.
+	Wire string `json:"wire,omitempty"`
+	// Raw is, on a ReasoningPart, the block or item exactly as its wire
+	// sends it back.
+	Raw json.RawMessage `json:"raw,omitempty"`
+	// Signature is an opaque token the provider attached to this part and
+	// wants back with it (Gemini's thought signature on a call or text).
+	Signature string `json:"signature,omitempty"`
 }
 
 // Usage is what one provider request cost, in tokens.

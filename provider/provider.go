@@ -42,6 +42,10 @@ type Request struct {
 	// records among its messages is byte for byte the one without them.
 	Messages  []history.Message
 	MaxTokens int
+	// OnThinking, when set, is called with the model's reasoning text as
+	// it streams in, on wires that stream it; it is not sent. (The
+	// answer's text goes to Complete's onText.)
+	OnThinking func(string) `json:"-"`
 }
 
 // Response is the model's answer to a Request.

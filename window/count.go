@@ -56,7 +56,7 @@ func MessageBytes(m history.Message) int {
 
 // partBytes is MessageBytes of one part.
 func partBytes(p history.Part) int {
-	return partOverhead + len(p.Text) + len(p.Name) + len(p.Input) + len(p.CallID)
+	return partOverhead + len(p.Text) + len(p.Name) + len(p.Input) + len(p.CallID) + len(p.Raw) + len(p.Signature)
 }
 
 // Images is how many images a message's tool results carry.

@@ -174,7 +174,7 @@ func sizeFrom(stored []history.Message, e edits, from int) (bytes, images int) {
 				images += len(q.Images)
 				continue
 			}
-			bytes += partOverhead + len(p.Text) + len(p.Name) + len(p.Input) + len(p.CallID)
+			bytes += partOverhead + len(p.Text) + len(p.Name) + len(p.Input) + len(p.CallID) + len(p.Raw) + len(p.Signature)
 			images += len(p.Images)
 		}
 	}
