@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/myelin-run/myelin/history"
@@ -77,6 +78,8 @@ type Agent struct {
 	// a heartbeat (renewed every third of it while the turn runs); 0
 	// means history.DefaultLease.
 	Lease time.Duration
+
+	stated atomic.Int64 // the window a provider's refusal stated (Window)
 }
 
 // EventKind says what an Event reports.
@@ -205,8 +208,27 @@ func AnswerRoom(maxTokens int) int {
 // when set, else the one package window knows for Model, else
 // window.DefaultContext (its Notice says so). It fails for a negative
 // ContextWindow, naming it.
+//
+// Once a provider's refusal has stated a smaller window for the model
+// (provider.TooLongError.Limit), that one is used for the rest of the
+// process (Source window.FromProvider).
 func (a *Agent) Window() (window.Window, error) {
-	return window.For(a.Model, a.ContextWindow)
+	w, err := window.For(a.Model, a.ContextWindow)
+	if stated := int(a.stated.Load()); err == nil && stated > 0 && stated < w.Context {
+		w.Context, w.Source = stated, window.FromProvider
+	}
+	return w, err
+}
+
+// learnWindow takes the window a provider's refusal stated, when it is
+// smaller than the one the agent sizes against, and says so.
+func (a *Agent) learnWindow(limit int) string {
+	w, err := a.Window()
+	if err != nil || limit <= 0 || limit >= w.Context {
+		return ""
+	}
+	a.stated.Store(int64(limit))
+	return fmt.Sprintf("the provider says the context window of %s is %d tokens, less than the %d myelin sized requests for; it sizes them for %d from now on (set --context-window %d to start with it)", a.Model, limit, w.Context, limit, limit)
 }
 
 // Interrupted is the text of the result given to a tool call that has none
@@ -287,17 +309,24 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 		}
 		req.OnThinking = func(s string) { on(Event{Kind: Thinking, Text: s}) }
 		resp, err := a.Provider.Complete(ctx, req, onText)
-		if refused, ok := tooLong(err); ok && streamed.Len() == 0 {
-			// The estimate was off, or the conversation is from before
-			// myelin kept it within the window: make room, try once more.
+		if refused, limit, ok := tooLong(err); ok && streamed.Len() == 0 {
+			// The estimate was off, the window is smaller than myelin
+			// was told, or the conversation is from before myelin kept it
+			// within the window: make room, try once more.
 			on(Event{Kind: Notice, Text: "the provider refused the request as longer than the context window; making room and trying once more"})
+			if note := a.learnWindow(limit); note != "" {
+				on(Event{Kind: Notice, Text: note})
+			}
+			refusal := err
 			var more []string
 			req, more, err = a.fit(ctx, id, on, max(refused, 1), &tr)
 			done = append(done, more...)
-			if err == nil {
+			if err != nil {
+				err = errors.Join(refusal, err)
+			} else {
 				req.OnThinking = func(s string) { on(Event{Kind: Thinking, Text: s}) }
 				resp, err = a.Provider.Complete(ctx, req, onText)
-				if _, again := tooLong(err); again {
+				if _, _, again := tooLong(err); again {
 					err = fmt.Errorf("the provider refused the request as too long twice; before trying again myelin had: %s: %w", orNothing(done), err)
 				}
 			}

@@ -27,6 +27,7 @@ type sizing struct {
 	defs   []provider.Tool
 	budget int
 	fixed  int
+	model  string // the model and its window, for errors
 }
 
 func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
@@ -49,7 +50,8 @@ func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
 	if err := a.Context.Check(); err != nil {
 		return sizing{}, fmt.Errorf("agent: the context policy: %w", err)
 	}
-	return sizing{conv: conv, defs: defs, budget: budget, fixed: window.FixedBytes(conv.System, defs)}, nil
+	return sizing{conv: conv, defs: defs, budget: budget, fixed: window.FixedBytes(conv.System, defs),
+		model: fmt.Sprintf("%d tokens for %s", w.Context, a.Model)}, nil
 }
 
 // request is the request that sends stored under s.
@@ -70,35 +72,46 @@ func (a *Agent) fit(ctx context.Context, id string, on func(Event), refused int,
 	if err != nil {
 		return provider.Request{}, nil, err
 	}
-	var done []string // what was done, for an error that says so
-	summaryFailed := false
+	var done []string      // what was done, for an error that says so
+	var whyNoSummary error // why a summary asked for was not had
 	for range maxEdits {
 		stored, err := a.Store.Messages(ctx, id)
 		if err != nil {
 			return provider.Request{}, done, err
 		}
 		plan := a.Context.Plan(s.budget, s.fixed, stored, refused)
-		// After a refusal, clearing goes first: the request just refused
-		// is no prefix to send a summary request with. Otherwise a summary
-		// goes first when it is needed, so that its request is the
-		// conversation's own last prefix, which the provider has cached.
-		if plan.Summarise && refused == 0 && !summaryFailed {
+		// A summary goes first when it is needed, so that its request is
+		// the conversation's own last prefix, which the provider has
+		// cached. After a refusal, clearing goes first when there is
+		// something to clear: the request just refused is no prefix to
+		// send a summary request with.
+		if plan.Summarise && whyNoSummary == nil && (refused == 0 || len(plan.Clear) == 0) {
 			edit, err := a.summarise(ctx, s, stored, plan, on, tr)
+			if ctx.Err() != nil {
+				return provider.Request{}, done, ctx.Err()
+			}
 			if err == nil {
 				if err := a.Store.Append(ctx, id, history.Message{Role: history.Context, Edit: &edit}); err != nil {
 					return provider.Request{}, done, err
 				}
-				text := summaryText(edit)
+				text := summaryText(edit, stored)
 				done = append(done, text)
 				on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
+				refused = 0
 				continue
 			}
-			summaryFailed = true
+			whyNoSummary = err
 			on(Event{Kind: Notice, Text: "the conversation could not be summarised (" + err.Error() + "); taking out what results can be taken out instead"})
 		}
 		refused = 0
 		if len(plan.Clear) > 0 {
-			edit := a.clear(plan, stored)
+			// When the request cannot fit without them, results whose
+			// file cannot be written are cleared all the same, their
+			// placeholder saying why: better than a refused request.
+			edit, failed := a.clear(plan, stored, plan.After > s.budget || plan.Refused > 0)
+			if failed != nil {
+				on(Event{Kind: Notice, Text: "results could not be written to the workspace to be taken out of the requests: " + failed.Error()})
+			}
 			if len(edit.Cleared) > 0 {
 				if err := a.Store.Append(ctx, id, history.Message{Role: history.Context, Edit: &edit}); err != nil {
 					return provider.Request{}, done, err
@@ -106,16 +119,23 @@ func (a *Agent) fit(ctx context.Context, id string, on func(Event), refused int,
 				text := clearedText(edit)
 				done = append(done, text)
 				on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
-				if plan.Summarise && !summaryFailed {
+				if plan.Summarise && whyNoSummary == nil {
 					continue // a refusal's clearing: now the summary, if still needed
 				}
 				if stored, err = a.Store.Messages(ctx, id); err != nil {
 					return provider.Request{}, done, err
 				}
+			} else if failed != nil {
+				done = append(done, "could not take results out: "+failed.Error())
 			}
 		}
-		if plan.After > s.budget && plan.Summarise {
-			return provider.Request{}, done, fmt.Errorf("the conversation does not fit its window: the request is about %d tokens after taking out all that can be taken out, over the %d the window leaves for it, and it could not be summarised", plan.After, s.budget)
+		if after := window.Measure(s.fixed, stored); after.Tokens > s.budget {
+			why := ""
+			if whyNoSummary != nil {
+				why = "; it could not be summarised: " + whyNoSummary.Error()
+			}
+			return provider.Request{}, done, fmt.Errorf("the conversation does not fit its window: the next request would be about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out (%s)%s",
+				after.Tokens, s.budget, s.model, orNothing(done), why)
 		}
 		return a.request(s, stored), done, nil
 	}
@@ -124,14 +144,17 @@ func (a *Agent) fit(ctx context.Context, id string, on func(Event), refused int,
 
 // clear writes each of plan's candidates that is not in a workspace file
 // already to one, and returns the edit that replaces them in requests. A
-// candidate whose file cannot be written is left in when there is a
-// workspace (so that what is cleared can always be read again), and
-// cleared with a placeholder that says so when there is none.
-func (a *Agent) clear(plan window.Plan, stored []history.Message) history.Edit {
+// candidate whose file cannot be written stays in the request (so that
+// what is cleared can always be read again) unless anyway is set — the
+// request cannot fit with it — or there is no workspace at all: then it is
+// cleared with a placeholder that says why it could not be kept. The
+// errors of the writes that failed are returned joined.
+func (a *Agent) clear(plan window.Plan, stored []history.Message, anyway bool) (history.Edit, error) {
 	edit := history.Edit{Why: plan.Why(), Before: plan.Count.Tokens, After: plan.After}
 	if plan.Refused > 0 {
 		edit.Before = plan.Refused
 	}
+	var failed []error
 	for _, k := range plan.Clear {
 		p := stored[k.Msg].Parts[k.Part]
 		label := "cleared-" + fileLabel(k.CallID)
@@ -139,36 +162,42 @@ func (a *Agent) clear(plan window.Plan, stored []history.Message) history.Edit {
 			text := string(p.Input)
 			path, err := a.save(label+"-input.json", text)
 			if err != nil {
-				continue
+				failed = append(failed, err)
+				continue // an input placeholder must name a file: it stays
 			}
-			edit.Cleared = append(edit.Cleared, history.Cleared{CallID: k.CallID, Input: true, Text: window.ClearedInput(result.Chars(text), path), Path: path, Chars: result.Chars(text)})
+			edit.Cleared = append(edit.Cleared, history.Cleared{Msg: k.Msg, CallID: k.CallID, Input: true, Text: window.ClearedInput(result.Chars(text), path), Path: path, Chars: result.Chars(text)})
 			continue
 		}
-		path, whyNot := p.SpillPath, ""
-		if path == "" {
-			var err error
-			if path, err = a.save(label+".txt", p.Text); err != nil {
-				if !errors.Is(err, result.ErrNoWorkspace) {
-					continue
-				}
-				whyNot = "there is no writable workspace to keep it in"
-			}
-		}
+		// the images first: a text file is not written for a result
+		// whose images cannot be kept
 		var images []string
+		var err error
 		for i, img := range p.Images {
-			ipath, err := a.save(fmt.Sprintf("%s-%d%s", label, i+1, imageExtension(img.MIMEType)), string(img.Data))
-			if err == nil {
-				images = append(images, ipath)
+			var ipath string
+			if ipath, err = a.save(fmt.Sprintf("%s-%d%s", label, i+1, imageExtension(img.MIMEType)), string(img.Data)); err != nil {
+				break
 			}
+			images = append(images, ipath)
 		}
-		if whyNot == "" && len(images) < len(p.Images) {
-			continue // an image that cannot be kept stays in
+		path := p.SpillPath
+		if err == nil && path == "" {
+			path, err = a.save(label+".txt", p.Text)
+		}
+		whyNot := ""
+		if err != nil {
+			if !errors.Is(err, result.ErrNoWorkspace) {
+				failed = append(failed, err)
+			}
+			if !anyway && !errors.Is(err, result.ErrNoWorkspace) {
+				continue
+			}
+			path, images, whyNot = "", nil, err.Error()
 		}
 		chars := result.Chars(p.Text)
-		edit.Cleared = append(edit.Cleared, history.Cleared{CallID: k.CallID, Text: window.ClearedResult(chars, p.IsError, path, images, whyNot),
+		edit.Cleared = append(edit.Cleared, history.Cleared{Msg: k.Msg, CallID: k.CallID, Text: window.ClearedResult(chars, p.IsError, path, images, whyNot),
 			Path: path, Chars: chars, Images: len(p.Images)})
 	}
-	return edit
+	return edit, errors.Join(failed...)
 }
 
 // save writes data to a new workspace file under .myelin/tool-results/.
@@ -219,6 +248,10 @@ func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Messag
 	words := window.SummaryWords(s.budget)
 	req := a.request(s, stored)
 	req.Messages = window.SummaryRequest(stored, through, words)
+	// the answer's room: what was asked for and half again, within the
+	// agent's own max_tokens (which the budget already keeps free)
+	room := int(float64(s.budget) * window.SummaryShare)
+	req.MaxTokens = min(req.MaxTokens, room*3/2)
 	resp, err := a.Provider.Complete(ctx, req, nil)
 	if err != nil {
 		return history.Edit{}, fmt.Errorf("the summary request failed: %w", err)
@@ -228,10 +261,29 @@ func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Messag
 		on(Event{Kind: Usage, Usage: *u})
 	}
 	text := strings.TrimSpace(textOf(resp.Message))
-	if text == "" {
+	switch {
+	case text == "":
 		return history.Edit{}, fmt.Errorf("the model answered the summary request with no text (stop reason %q)", resp.StopReason)
+	case resp.StopReason == "max_tokens" || resp.StopReason == "length":
+		return history.Edit{}, fmt.Errorf("the model's summary did not end within the %d tokens given to it (asked for about %d words)", req.MaxTokens, words)
 	}
-	sum := &history.Summary{Through: through, Text: window.SummaryText(through, text), Usage: resp.Message.Usage}
+	// A model that overshoots the length asked for would have its summary
+	// stand in every later request, and be summarised again and again:
+	// what passes twice the room is cut, at a line or word end, saying so.
+	if limit := int(float64(2*room) * window.DefaultBytesPerToken); len(text) > limit {
+		cut := strings.LastIndexAny(text[:limit], "\n ")
+		if cut < limit/2 {
+			cut = limit
+		}
+		text = result.WellFormed(text[:cut]) + "\n[myelin: the summary was cut here, at twice the length asked for]"
+	}
+	messages := 0
+	for _, m := range stored[:through] {
+		if !m.IsRecord() {
+			messages++
+		}
+	}
+	sum := &history.Summary{Through: through, Text: window.SummaryText(messages, text), Usage: resp.Message.Usage}
 	return history.Edit{Summary: sum, Why: plan.Why(), Before: plan.After}, nil
 }
 
@@ -255,8 +307,8 @@ func clearedText(e history.Edit) string {
 }
 
 // summaryText says what an edit that summarised did, for people.
-func summaryText(e history.Edit) string {
-	return fmt.Sprintf("%s: the model summarised the first %d messages of the conversation, and the summary stands for them in later requests (the history keeps them all)", e.Why, e.Summary.Through)
+func summaryText(e history.Edit, stored []history.Message) string {
+	return fmt.Sprintf("%s: the model summarised the conversation before stored message %d, and the summary stands for it in later requests (the history keeps every message)", e.Why, e.Summary.Through+1)
 }
 
 // settings are the settings conversation id's requests are sent with.
@@ -310,10 +362,11 @@ func (a *Agent) checkSettings(s sizing, stored []history.Message, on func(Event)
 }
 
 // tooLong reports whether err is a provider's refusal of a request longer
-// than the context window, and the size in tokens it gave (0 when none).
-func tooLong(err error) (int, bool) {
+// than the context window, with the request's size and the window in
+// tokens it gave (0 when it gave none).
+func tooLong(err error) (tokens, limit int, ok bool) {
 	if tl, ok := provider.IsTooLong(err); ok {
-		return tl.Tokens, true
+		return tl.Tokens, tl.Limit, true
 	}
-	return 0, false
+	return 0, 0, false
 }

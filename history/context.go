@@ -32,6 +32,10 @@ type Edit struct {
 // Cleared is one tool result, or one tool call's input, taken out of
 // requests.
 type Cleared struct {
+	// Msg is the place of the stored message holding what was taken out
+	// (the call's message for an input, the results' message for a
+	// result): call ids alone may repeat across rounds.
+	Msg int `json:"msg"`
 	// CallID names the call whose result (or input) was taken out.
 	CallID string `json:"call_id"`
 	// Input is set when what was taken out is the call's input, not its

@@ -9,7 +9,8 @@ import (
 
 // ClearedResult is the text a request sends in place of a tool result
 // taken out of it: one line saying so, with the size of what was taken out
-// and the workspace file holding it whole, and a second with the ready
+// (for a spilled result, the head the model saw: the file holds more) and
+// the workspace file holding it whole, and a second with the ready
 // workspace--read call. images are the files holding its images, if it had
 // any. whyNotKept, when not "", says why there is no file (path is then
 // ""), so the model knows the result cannot be read again. The text is stored with the decision (history.Cleared.Text), so a
@@ -22,10 +23,10 @@ func ClearedResult(chars int, isError bool, path string, images []string, whyNot
 	}
 	var b strings.Builder
 	if path == "" {
-		fmt.Fprintf(&b, "[myelin: %s of %s characters was cleared here to save room in the context window; it could not be kept: %s.]", what, thousands(chars), whyNotKept)
+		fmt.Fprintf(&b, "[myelin: %s (%s characters of it were here) was cleared here to save room in the context window; it could not be kept: %s.]", what, thousands(chars), whyNotKept)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "[myelin: %s of %s characters was cleared here to save room in the context window; it is whole in the workspace file %s", what, thousands(chars), path)
+	fmt.Fprintf(&b, "[myelin: %s (%s characters of it were here) was cleared here to save room in the context window; it is whole in the workspace file %s", what, thousands(chars), path)
 	if len(images) > 0 {
 		fmt.Fprintf(&b, ", and its images in %s", strings.Join(images, ", "))
 	}

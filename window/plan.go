@@ -3,6 +3,7 @@ package window
 import (
 	"fmt"
 	"math"
+	"sort"
 
 	"github.com/myelin-run/myelin/history"
 )
@@ -94,7 +95,7 @@ func hasResults(m history.Message) bool {
 func (r round) candidates(stored []history.Message, e edits, minInput int) []Candidate {
 	var cs []Candidate
 	for j, p := range stored[r.calls].Parts {
-		if _, done := e.inputs[p.CallID]; p.Type == history.ToolCallPart && !done && len(p.Input) > minInput {
+		if _, done := e.inputs[place{r.calls, p.CallID}]; p.Type == history.ToolCallPart && !done && len(p.Input) > minInput {
 			cs = append(cs, Candidate{Msg: r.calls, Part: j, CallID: p.CallID, Input: true, Bytes: len(p.Input)})
 		}
 	}
@@ -102,7 +103,7 @@ func (r round) candidates(stored []history.Message, e edits, minInput int) []Can
 		return cs
 	}
 	for j, p := range stored[r.results].Parts {
-		if _, done := e.results[p.CallID]; p.Type != history.ToolResultPart || done {
+		if _, done := e.results[place{r.results, p.CallID}]; p.Type != history.ToolResultPart || done {
 			continue
 		}
 		if n := partBytes(p); n > 2*placeholderBytes || len(p.Images) > 0 {
@@ -170,16 +171,35 @@ func (p Policy) Plan(budget, fixed int, stored []history.Message, refused int) P
 	for ; plan.After > low && keep > 1; keep-- {
 		take(rs[len(rs)-keep])
 	}
+	// A last round that alone does not fit the window (a round bound
+	// meant for a larger window, many images): its own results go too,
+	// the largest first, rather than send a request bound to be refused.
+	// They stay readable through their placeholders.
+	if plan.After > budget && len(rs) > 0 {
+		last := rs[len(rs)-1].candidates(stored, e, d.MinInput)
+		sort.SliceStable(last, func(i, j int) bool { return last[i].Bytes > last[j].Bytes })
+		for _, k := range last {
+			if plan.After <= low {
+				break
+			}
+			plan.Clear = append(plan.Clear, k)
+			plan.After -= saves(k)
+		}
+	}
 	// A summary helps only when what it would stand for — all but the
-	// last round — is more than the room a summary takes; else (a last
-	// round over the low mark by itself) it would be asked for at every
-	// request and gain nothing.
-	last := 0
+	// last round, less a summary already standing (summarising it again
+	// gains nothing) — is more than the room a summary takes; else (a
+	// last round over the low mark by itself) it would be asked for at
+	// every request and gain nothing.
+	kept := 0
 	if len(rs) > 0 {
 		b, imgs := sizeFrom(stored, e, rs[len(rs)-1].calls)
-		last = int(math.Ceil(float64(b)/c.BytesPerToken*scale)) + imgs*ImageTokens
+		kept = int(math.Ceil(float64(b)/c.BytesPerToken*scale)) + imgs*ImageTokens
+	}
+	if e.summary != nil {
+		kept += int(math.Ceil(float64(MessageBytes(summaryMessage(e.summary))) / c.BytesPerToken * scale))
 	}
 	fixedTokens := int(math.Ceil(float64(fixed) / c.BytesPerToken))
-	plan.Summarise = plan.After > low && plan.After-last-fixedTokens > int(float64(budget)*SummaryShare)
+	plan.Summarise = plan.After > low && plan.After-kept-fixedTokens > int(float64(budget)*SummaryShare)
 	return plan
 }

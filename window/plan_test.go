@@ -26,11 +26,14 @@ func toolSession(fixed, n, resultBytes int) []history.Message {
 	return stored
 }
 
-// cleared is the record that takes out the results of calls ids.
+// cleared is the record that takes out the results of calls ids of a
+// toolSession (call_N's result is stored message 2+2N).
 func cleared(ids ...string) history.Message {
 	e := &history.Edit{}
 	for _, id := range ids {
-		e.Cleared = append(e.Cleared, history.Cleared{CallID: id, Text: "[cleared " + id + "]", Path: id + ".txt"})
+		var n int
+		fmt.Sscanf(id, "call_%d", &n)
+		e.Cleared = append(e.Cleared, history.Cleared{Msg: 2 + 2*n, CallID: id, Text: "[cleared " + id + "]", Path: id + ".txt"})
 	}
 	return history.Message{Role: history.Context, Edit: e}
 }
@@ -39,7 +42,7 @@ func TestViewSendsPlaceholdersAndSummariesAndNeverTheRecords(t *testing.T) {
 	stored := toolSession(0, 3, 100)
 	stored = append(stored, cleared("call_0"))
 	stored = append(stored, history.Message{Role: history.Context, Edit: &history.Edit{
-		Cleared: []history.Cleared{{CallID: "call_1", Input: true, Text: `{"myelin_cleared":"x"}`}}}})
+		Cleared: []history.Cleared{{Msg: 3, CallID: "call_1", Input: true, Text: `{"myelin_cleared":"x"}`}}}})
 	before := fmt.Sprint(stored)
 	v := View(stored)
 	if fmt.Sprint(stored) != before {
@@ -196,25 +199,24 @@ func TestPlanSaysSummariseWhenTakingResultsOutIsNotEnough(t *testing.T) {
 	if c := Measure(400, sum); c.Tokens > p.Low {
 		t.Fatalf("after a summary through %d the request is %d tokens, over the low mark %d", through, c.Tokens, p.Low)
 	}
-	// what it stands for fits the high mark, to be sent in the summary request
-	if b, _ := size(stored, through); int(float64(b)/DefaultBytesPerToken) > p.High {
+	// what it stands for fits the budget, to be sent in the summary request
+	if b, _ := size(stored, through); int(float64(b)/DefaultBytesPerToken) > p.Budget {
 		t.Fatalf("the part to summarise is %d bytes, over the high mark", b)
 	}
 }
 
-func TestCutSummarisesInStepsWhenTheOlderPartIsOverTheHighMark(t *testing.T) {
+func TestCutSummarisesInStepsWhenTheOlderPartIsOverTheBudget(t *testing.T) {
 	stored := []history.Message{}
 	for range 100 {
 		stored = append(stored, text(history.User, 2000), text(history.Assistant, 2000))
 	}
 	budget := 30000
-	high, _ := Policy{}.marks(budget)
 	through, err := Policy{}.Cut(budget, 400, stored)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := size(stored, through); int(float64(b)/DefaultBytesPerToken) > high {
-		t.Fatalf("Cut = %d sends %d bytes to be summarised, over the high mark of %d tokens", through, b, high)
+	if b, _ := size(stored, through); int(float64(b)/DefaultBytesPerToken) > budget {
+		t.Fatalf("Cut = %d sends %d bytes to be summarised, over the budget of %d tokens", through, b, budget)
 	}
 	// the next step goes on from the summary
 	stored = append(stored, history.Message{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Through: through, Text: "S"}}})
@@ -258,7 +260,7 @@ func TestPolicyCheckNamesTheBadKnob(t *testing.T) {
 
 func TestPlaceholdersNameTheFileAndTheReadyCall(t *testing.T) {
 	got := ClearedResult(4000, true, ".myelin/tool-results/cleared-call_1.txt", []string{"a.png"}, "")
-	want := "[myelin: an error result of 4,000 characters was cleared here to save room in the context window; it is whole in the workspace file .myelin/tool-results/cleared-call_1.txt, and its images in a.png.\n" +
+	want := "[myelin: an error result (4,000 characters of it were here) was cleared here to save room in the context window; it is whole in the workspace file .myelin/tool-results/cleared-call_1.txt, and its images in a.png.\n" +
 		`Read it: workspace--read {"path":".myelin/tool-results/cleared-call_1.txt"}]`
 	if got != want {
 		t.Errorf("ClearedResult =\n%s\nwant\n%s", got, want)

@@ -67,14 +67,14 @@ func boundary(stored []history.Message, i int) bool {
 // place of the first stored message it does not stand for. It keeps
 // the longest tail of newest messages that fits, with the summary's room
 // and the fixed bytes, under the low mark — at least the last round. The
-// part before it must fit the high mark to be sent in the summary request;
+// part before it must fit the budget to be sent in the summary request;
 // when it does not, Cut ends the summary earlier, at the last place where
 // it does, and the caller summarises again once that summary stands (each
 // summary request then sends the one before and what follows it). It fails
 // when no place will do: the conversation has no place to cut, or its
 // oldest part alone is over the high mark.
 func (p Policy) Cut(budget, fixed int, stored []history.Message) (int, error) {
-	high, low := p.marks(budget)
+	_, low := p.marks(budget)
 	c := Measure(fixed, stored)
 	e := gather(stored)
 	first := e.first()
@@ -87,7 +87,7 @@ func (p Policy) Cut(budget, fixed int, stored []history.Message) (int, error) {
 			continue
 		}
 		for _, part := range m.Parts {
-			q, _ := e.part(part)
+			q, _ := e.part(i, part)
 			pre[i+1] += partBytes(q)
 			imgs[i+1] += len(q.Images)
 		}
@@ -109,7 +109,7 @@ func (p Policy) Cut(budget, fixed int, stored []history.Message) (int, error) {
 		}
 	}
 	if len(places) == 0 {
-		return 0, fmt.Errorf("the conversation is %s tokens, over the high mark of %s, and has no place where a summary could end: it is one round from its start", thousands(c.Tokens), thousands(high))
+		return 0, fmt.Errorf("the conversation is %s tokens and has no place where a summary could end: it is one round from its start", thousands(c.Tokens))
 	}
 	n := len(stored)
 	cut := places[len(places)-1] // at least the last round stays
@@ -119,14 +119,16 @@ func (p Policy) Cut(budget, fixed int, stored []history.Message) (int, error) {
 			break
 		}
 	}
+	// The summary request must fit what the window leaves besides the
+	// answer's room (budget), not the high mark: it is one request.
 	prefix := func(b int) int { return fixedTokens + tokens(summaryBytes+pre[b], imgs[b]) + ask }
-	if prefix(cut) <= high {
+	if prefix(cut) <= budget {
 		return cut, nil
 	}
 	for i := len(places) - 1; i >= 0; i-- {
-		if b := places[i]; b < cut && prefix(b) <= high {
+		if b := places[i]; b < cut && prefix(b) <= budget {
 			return b, nil
 		}
 	}
-	return 0, fmt.Errorf("the oldest part of the conversation that a summary could stand for is %s tokens, over the high mark of %s: it cannot be sent to be summarised", thousands(prefix(places[0])), thousands(high))
+	return 0, fmt.Errorf("the oldest part of the conversation that a summary could stand for is %s tokens, over the %s the window leaves for a request: it cannot be sent to be summarised", thousands(prefix(places[0])), thousands(budget))
 }

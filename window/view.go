@@ -9,10 +9,17 @@ import (
 // edits are the Context records of a stored conversation, gathered: what
 // requests send in place of results and inputs, and the summary in force.
 type edits struct {
-	results map[string]history.Cleared // by call id
-	inputs  map[string]history.Cleared // by call id
-	summary *history.Summary           // the latest
+	results map[place]history.Cleared
+	inputs  map[place]history.Cleared
+	summary *history.Summary // the latest
 	any     bool
+}
+
+// place is where a cleared result or input is: its stored message and its
+// call id (which alone may repeat across rounds).
+type place struct {
+	msg    int
+	callID string
 }
 
 // gather collects the edits stored in records.
@@ -26,15 +33,15 @@ func gather(records []history.Message) edits {
 			e.any = true
 			if c.Input {
 				if e.inputs == nil {
-					e.inputs = map[string]history.Cleared{}
+					e.inputs = map[place]history.Cleared{}
 				}
-				e.inputs[c.CallID] = c
+				e.inputs[place{c.Msg, c.CallID}] = c
 				continue
 			}
 			if e.results == nil {
-				e.results = map[string]history.Cleared{}
+				e.results = map[place]history.Cleared{}
 			}
-			e.results[c.CallID] = c
+			e.results[place{c.Msg, c.CallID}] = c
 		}
 		if s := m.Edit.Summary; s != nil && (e.summary == nil || s.Through >= e.summary.Through) {
 			e.summary, e.any = s, true
@@ -43,30 +50,32 @@ func gather(records []history.Message) edits {
 	return e
 }
 
-// part is p as requests send it under e: a cleared result's placeholder
-// (no images), a cleared input's placeholder object.
-func (e edits) part(p history.Part) (history.Part, bool) {
+// part is p, a part of stored message msg, as requests send it under e: a
+// cleared result's placeholder (no images), a cleared input's placeholder
+// object.
+func (e edits) part(msg int, p history.Part) (history.Part, bool) {
 	switch p.Type {
 	case history.ToolResultPart:
-		if c, ok := e.results[p.CallID]; ok {
+		if c, ok := e.results[place{msg, p.CallID}]; ok {
 			return history.Part{Type: history.ToolResultPart, CallID: p.CallID, Text: c.Text, IsError: p.IsError, SpillPath: c.Path}, true
 		}
 	case history.ToolCallPart:
-		if c, ok := e.inputs[p.CallID]; ok {
+		if c, ok := e.inputs[place{msg, p.CallID}]; ok {
 			return history.Part{Type: history.ToolCallPart, CallID: p.CallID, Name: p.Name, Input: json.RawMessage(c.Text)}, true
 		}
 	}
 	return p, false
 }
 
-// message is m as requests send it under e; m itself is never changed.
-func (e edits) message(m history.Message) history.Message {
+// message is m, stored message msg, as requests send it under e; m itself
+// is never changed.
+func (e edits) message(msg int, m history.Message) history.Message {
 	if len(e.results) == 0 && len(e.inputs) == 0 {
 		return m
 	}
 	var parts []history.Part
 	for i, p := range m.Parts {
-		q, changed := e.part(p)
+		q, changed := e.part(msg, p)
 		if changed && parts == nil {
 			parts = make([]history.Part, len(m.Parts))
 			copy(parts, m.Parts[:i])
@@ -124,9 +133,9 @@ func viewTo(stored []history.Message, end int) []history.Message {
 	if e.summary != nil {
 		out = append(out, summaryMessage(e.summary))
 	}
-	for _, m := range stored[start:end] {
+	for i, m := range stored[start:end] {
 		if m.Role != history.Context {
-			out = append(out, e.message(m))
+			out = append(out, e.message(start+i, m))
 		}
 	}
 	return out
@@ -154,7 +163,7 @@ func sizes(stored []history.Message, k int) (thenBytes, thenImages, nowBytes, no
 		}
 	}
 	thenBytes, thenImages = size(stored, k)
-	b, i := sizeFrom(stored[k:], gather(stored[:k]), 0)
+	b, i := sizeFrom(stored, gather(stored[:k]), k)
 	return thenBytes, thenImages, thenBytes + b, thenImages + i
 }
 
@@ -169,7 +178,7 @@ func sizeFrom(stored []history.Message, e edits, from int) (bytes, images int) {
 		for j := range m.Parts {
 			p := &m.Parts[j]
 			if !plain && (p.Type == history.ToolResultPart || p.Type == history.ToolCallPart) {
-				q, _ := e.part(*p)
+				q, _ := e.part(from+i, *p)
 				bytes += partBytes(q)
 				images += len(q.Images)
 				continue

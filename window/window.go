@@ -45,6 +45,7 @@ const (
 	FromTable    Source = "table"    // the model is in the table
 	FromOverride Source = "override" // --context-window N or Agent.ContextWindow
 	FromDefault  Source = "default"  // unknown model, no override: DefaultContext
+	FromProvider Source = "provider" // a provider's refusal stated a smaller one
 )
 
 // Window is the context window a conversation's requests must fit.

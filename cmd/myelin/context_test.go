@@ -43,9 +43,9 @@ func contextConversation() []history.Message {
 		{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_3", Text: "ls: denied", IsError: true}}},
 		{Role: history.Context, Edit: &history.Edit{
 			Cleared: []history.Cleared{
-				{CallID: "toolu_1", Text: "[myelin: cleared]", Path: ".myelin/tool-results/2026-12-03-toolu_1.txt", Chars: 40000, Images: 1},
-				{CallID: "toolu_2", Input: true, Text: `{"myelin_cleared":"…"}`, Path: ".myelin/tool-results/2026-12-03-toolu_2-input.json", Chars: 8000},
-				{CallID: "toolu_3", Text: "[myelin: cleared to save room; the file could not be written: disk full]", Chars: 1234},
+				{Msg: 2, CallID: "toolu_1", Text: "[myelin: cleared]", Path: ".myelin/tool-results/2026-12-03-toolu_1.txt", Chars: 40000, Images: 1},
+				{Msg: 1, CallID: "toolu_2", Input: true, Text: `{"myelin_cleared":"…"}`, Path: ".myelin/tool-results/cleared-toolu_2-input.json", Chars: 8000},
+				{Msg: 4, CallID: "toolu_3", Text: "[myelin: an error result (1,234 characters of it were here) was cleared here to save room in the context window; it could not be kept: there is no writable workspace to keep it in.]", Chars: 1234},
 			},
 			Why: "over the high mark", Before: 27000, After: 12000,
 		}},

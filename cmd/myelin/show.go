@@ -35,7 +35,7 @@ func showMessages(w io.Writer, msgs []history.Message) {
 					in = p.Text + "  (not JSON)"
 				}
 				mark := ""
-				if n := cleared[clearKey{p.CallID, true}]; n > 0 {
+				if n := cleared[clearKey{i, p.CallID, true}]; n > 0 {
 					mark = fmt.Sprintf("  (input cleared from requests at message %d)", n)
 				}
 				fmt.Fprintf(w, "[tool call %s] %s %s%s\n", p.CallID, p.Name, in, mark)
@@ -47,7 +47,7 @@ func showMessages(w io.Writer, msgs []history.Message) {
 				if p.SpillPath != "" {
 					flag += ", whole result in " + p.SpillPath
 				}
-				if n := cleared[clearKey{p.CallID, false}]; n > 0 {
+				if n := cleared[clearKey{i, p.CallID, false}]; n > 0 {
 					flag += fmt.Sprintf(", cleared from requests at message %d", n)
 				}
 				fmt.Fprintf(w, "[tool result %s%s]\n%s\n", p.CallID, flag, p.Text)
@@ -72,8 +72,10 @@ func settingsText(s history.Settings) string {
 	return fmt.Sprintf("[sent from this request on with: model %s, system prompt sha256 %s, tools sha256 %s, cache %s]", s.Model, shortHash(s.System), shortHash(s.Tools), cache)
 }
 
-// clearKey names what an Edit cleared: a call's result, or its input.
+// clearKey names what an Edit cleared: a call's result, or its input, in
+// stored message msg (call ids alone may repeat across rounds).
 type clearKey struct {
+	msg    int
 	callID string
 	input  bool
 }
@@ -87,7 +89,7 @@ func clearedAt(msgs []history.Message) map[clearKey]int {
 			continue
 		}
 		for _, c := range m.Edit.Cleared {
-			k := clearKey{c.CallID, c.Input}
+			k := clearKey{c.Msg, c.CallID, c.Input}
 			if at[k] == 0 {
 				at[k] = i + 1
 			}
