@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -298,5 +300,50 @@ func TestALongToolCallInputIsClearedAndItsFileHoldsItWhole(t *testing.T) {
 	reqs := r.srv.Requests()
 	if last := reqs[len(reqs)-1]; bytes.Contains(last, []byte(content[:300])) {
 		t.Error("the last request still sends the long input")
+	}
+}
+
+func TestErrorsAndImagesAreClearedLikeAnyResultAndKeptInFiles(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n-a-picture-of-some-bytes")
+	shot, err := tool.Func("shot", "Returns a picture, or fails.", func(ctx context.Context, a struct {
+		Fail bool `json:"fail,omitempty"`
+	}) (any, error) {
+		if a.Fail {
+			return nil, fmt.Errorf("the camera failed: %s", strings.Repeat("e", 3000))
+		}
+		return result.Result{Data: []result.Block{result.TextBlock{Text: strings.Repeat("caption ", 300)}, result.ImageBlock{MIMEType: "image/png", Data: png}}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, emitTool(t), shot)
+	r.agent.ContextWindow, r.agent.MaxTokens = 12000, 1000
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "img_1", Name: "shot", Input: `{}`}, {ID: "err_1", Name: "shot", Input: `{"fail":true}`}}})
+	for n := range 10 {
+		r.srv.Push(emitCall(n, 4000))
+	}
+	r.srv.Push(providertest.Step{Text: "done"})
+	r.turn("shoot, then emit")
+	byID := map[string]history.Cleared{}
+	for _, e := range records(t, r.agent, r.id) {
+		for _, c := range e.Cleared {
+			byID[c.CallID] = c
+		}
+	}
+	img, ok := byID["img_1"]
+	if !ok || img.Images != 1 || !strings.Contains(img.Text, "its images in .myelin/tool-results/cleared-img_1-1.png") {
+		t.Fatalf("the image result was not cleared with its image kept: %+v", img)
+	}
+	if got, err := os.ReadFile(filepath.Join(r.dir, ".myelin/tool-results/cleared-img_1-1.png")); err != nil || !bytes.Equal(got, png) {
+		t.Fatalf("the image's file holds %q, %v", got, err)
+	}
+	if e, ok := byID["err_1"]; !ok || !strings.HasPrefix(e.Text, "[myelin: an error result") || !strings.HasPrefix(r.readTool(e.Path), "the camera failed") {
+		t.Fatalf("the error result was not cleared and kept: %+v", e)
+	}
+	// the requests after the edit send neither the image nor the error's text
+	reqs := r.srv.Requests()
+	last := reqs[len(reqs)-1]
+	if bytes.Contains(last, []byte(`"type":"image"`)) || bytes.Contains(last, []byte("the camera failed")) {
+		t.Fatal("the last request still sends the cleared image or error")
 	}
 }
