@@ -135,8 +135,8 @@ func redactedBlock(data string) []byte {
 	return append(b, '}')
 }
 
-// reasoningPart is the stored part of a thinking block (Text its readable
-// thinking) or, with redacted set, of a redacted_thinking block (Text "").
+// reasoningPart is the stored part of a block of kind "thinking" (Text its
+// readable thinking) or "redacted_thinking" (Text "", data its data).
 func reasoningPart(kind, thinking, signature, data string) history.Part {
 	if kind == "redacted_thinking" {
 		return history.Part{Type: history.ReasoningPart, Wire: Wire, Raw: redactedBlock(data)}
