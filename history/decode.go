@@ -396,6 +396,20 @@ func (s *partScanner) part() (Part, bool) {
 			if p.SpillPath, ok = s.str(); !ok {
 				return p, false
 			}
+		case "wire":
+			if p.Wire, ok = s.str(); !ok {
+				return p, false
+			}
+		case "signature":
+			if p.Signature, ok = s.str(); !ok {
+				return p, false
+			}
+		case "raw":
+			v, ok := s.value()
+			if !ok || string(v) == "null" {
+				return p, false // let encoding/json say what null means
+			}
+			p.Raw = json.RawMessage(append([]byte(nil), v...))
 		case "input":
 			v, ok := s.value()
 			if !ok || string(v) == "null" {
@@ -480,7 +494,7 @@ func (s *partScanner) images() ([]result.Image, bool) {
 // internType and internRole give the known values as their constants, so
 // that a read conversation holds one copy of each, not one per message.
 func internType(v string) PartType {
-	for _, t := range []PartType{TextPart, ToolCallPart, ToolResultPart} {
+	for _, t := range []PartType{TextPart, ToolCallPart, ToolResultPart, ReasoningPart} {
 		if v == string(t) {
 			return t
 		}
