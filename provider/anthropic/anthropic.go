@@ -186,8 +186,16 @@ func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
 const cacheSettings = "anthropic: cache_control ephemeral on the last tool, the system prompt and the last block of the two newest user messages (4 breakpoints at most)"
 
 // CacheSettings says how the wire marks the prompt cache, for the agent to
-// store with a conversation (provider.CacheDescriber).
-func (p *Provider) CacheSettings() string { return cacheSettings }
+// store with a conversation (provider.CacheDescriber). With thinking on it
+// names the thinking too, since the API invalidates the cached messages
+// when the thinking settings change (the tools and system prompt stay
+// cached); without, it is the words it always was.
+func (p *Provider) CacheSettings() string {
+	if th := p.cfg.Thinking; th.On() {
+		return cacheSettings + "; " + th.String()
+	}
+	return cacheSettings
+}
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {

@@ -57,6 +57,27 @@ type Thinking struct {
 	Display string
 }
 
+// String says what th asks for, in a few words: "thinking adaptive",
+// "thinking budget 2048 tokens, interleaved", "" when off.
+func (th Thinking) String() string {
+	var s string
+	switch {
+	case th.Adaptive:
+		s = "thinking adaptive"
+	case th.Budget != 0:
+		s = fmt.Sprintf("thinking budget %d tokens", th.Budget)
+		if th.Interleaved {
+			s += ", interleaved"
+		}
+	default:
+		return ""
+	}
+	if th.Display != "" {
+		s += ", display " + th.Display
+	}
+	return s
+}
+
 // On reports whether th asks for thinking.
 func (th Thinking) On() bool { return th.Budget != 0 || th.Adaptive }
 

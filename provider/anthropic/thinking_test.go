@@ -259,3 +259,26 @@ func TestThinkingBlocksMatchTheSDKsShapes(t *testing.T) {
 		}
 	}
 }
+
+// A change of thinking settings invalidates the API's cached messages, so
+// the cache settings stored with a conversation name them; without
+// thinking they are the words they always were.
+func TestCacheSettingsNameTheThinking(t *testing.T) {
+	for _, c := range []struct {
+		th   Thinking
+		want string
+	}{
+		{Thinking{}, cacheSettings},
+		{Thinking{Budget: 2048}, cacheSettings + "; thinking budget 2048 tokens"},
+		{Thinking{Budget: 2048, Interleaved: true}, cacheSettings + "; thinking budget 2048 tokens, interleaved"},
+		{Thinking{Adaptive: true, Display: "summarized"}, cacheSettings + "; thinking adaptive, display summarized"},
+	} {
+		p, err := New(Config{APIKey: "k", Thinking: c.th})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.CacheSettings(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.th, got, c.want)
+		}
+	}
+}
