@@ -97,9 +97,9 @@ type Server struct {
 	// CacheWrite all 0): the cache read is the longest prefix, in tokens
 	// (bytes / 4, rounded down), the request's Canonical form shares with
 	// one of the last 8 requests answered; the input is the rest of its
-	// Tokens; no cache write; the output is the step's text and tool calls
-	// in bytes / 4, plus one. On OpenAI, prompt_tokens is the whole and
-	// cached_tokens the cache read. A step that declares usage is answered
+	// Tokens; no cache write; the output is the step's text, thinking and
+	// tool calls in bytes / 4, plus one. On OpenAI, prompt_tokens is the
+	// whole and cached_tokens the cache read. A step that declares usage is answered
 	// with it as it is; a Raw step's body says what it says.
 	Cache bool
 	// Respond, when set, answers every request the script has no step
