@@ -165,3 +165,27 @@ func TestAToolLoopThatDropsThinkingIsRefusedAsTheAPIRefusesIt(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestAnAnswerCutWhileItThoughtLeavesTheConversationValid(t *testing.T) {
+	r := newThinkingRig(t, false)
+	// message_start, the thinking's start and its first delta, then the
+	// connection drops
+	r.srv.Push(providertest.Step{Thinking: []providertest.Thinking{{Text: "Let me think this through.", Signature: "sig"}}, Text: "never", CutAfter: 3})
+	var thought strings.Builder
+	_, err := r.agent.Turn(context.Background(), r.id, "think", func(e Event) {
+		if e.Kind == Thinking {
+			thought.WriteString(e.Text)
+		}
+	})
+	if err == nil || thought.Len() == 0 {
+		t.Fatalf("err = %v, thought %q", err, thought.String())
+	}
+	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+	if last := msgs[len(msgs)-1]; !last.Cut || len(last.Parts) != 1 || last.Parts[0].Text != NoTextMarker {
+		t.Fatalf("the cut answer is stored as %+v", last)
+	}
+	r.srv.Push(providertest.Step{Thinking: []providertest.Thinking{{Text: "Again.", Signature: "sig2"}}, Text: "here"})
+	if tr, _ := r.turn("again"); tr.Text != "here" {
+		t.Fatalf("turn %+v", tr)
+	}
+}
