@@ -28,6 +28,9 @@ type rig struct {
 	ws    *workspace.Workspace
 	agent *Agent
 	id    string
+	// provider, when set, makes the wire's provider instead of testWires
+	// (a wire configured otherwise, as for thinking).
+	provider func(url string) (provider.Provider, error)
 }
 
 func newRig(t *testing.T, extra ...*tool.Tool) *rig { return newWireRig(t, "anthropic", extra...) }
@@ -61,7 +64,11 @@ func (r *rig) newAgent(extra ...*tool.Tool) *Agent {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { store.Close() })
-	p, err := testWires[r.wire].provider(r.srv.URL)
+	mk := testWires[r.wire].provider
+	if r.provider != nil {
+		mk = r.provider
+	}
+	p, err := mk(r.srv.URL)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -105,25 +112,31 @@ func (r *rig) toolResults(i int) []map[string]any {
 }
 
 func TestTheRequestBuiltAfterARestartIsTheSameBytes(t *testing.T) {
-	r := newRig(t)
-	r.write("a.txt", "alpha\n")
-	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_1", "a.txt"), readCall("toolu_2", "nope")}}, providertest.Step{Text: "answer"})
-	r.turn("turn one")
-	build := func(a *Agent) string {
-		req, err := a.Request(context.Background(), r.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := anthropic.Body(req, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
-	before := build(r.agent)
-	after := build(r.newAgent())
-	if before != after {
-		t.Fatalf("the request differs after a restart:\n%s\n%s", before, after)
+	for _, wire := range wires() {
+		t.Run(wire, func(t *testing.T) {
+			r := newWireRig(t, wire)
+			r.write("a.txt", "alpha\n")
+			r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_1", "a.txt"), readCall("toolu_2", "nope")}}, providertest.Step{Text: "answer"})
+			r.turn("turn one")
+			// each agent's request, as its wire sends it to the fake
+			send := func(a *Agent) string {
+				req, err := a.Request(context.Background(), r.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.srv.Push(providertest.Step{Text: "sent"})
+				if _, err := a.Provider.Complete(context.Background(), req, nil); err != nil {
+					t.Fatal(err)
+				}
+				reqs := r.srv.Requests()
+				return string(reqs[len(reqs)-1])
+			}
+			before := send(r.agent)
+			after := send(r.newAgent())
+			if before != after {
+				t.Fatalf("the request differs after a restart:\n%s\n%s", before, after)
+			}
+		})
 	}
 }
 

@@ -174,11 +174,17 @@ func (s *partScanner) value() ([]byte, bool) {
 	for s.i < len(s.b) {
 		switch c := s.b[s.i]; c {
 		case '"':
-			if _, ok := s.str(); !ok {
-				return nil, false
-			}
 			if depth == 0 {
+				if _, ok := s.str(); !ok {
+					return nil, false
+				}
 				return s.b[start:s.i], true
+			}
+			// inside an object or array: only the string's end is needed
+			// here (json.Valid checks the whole value below), so skip it
+			// without decoding it
+			if !s.skipString() {
+				return nil, false
 			}
 			continue
 		case '{', '[':
@@ -203,6 +209,22 @@ func (s *partScanner) value() ([]byte, bool) {
 	}
 	v := s.b[start:s.i]
 	return v, depth == 0 && len(v) > 0 && json.Valid(v)
+}
+
+// skipString moves past the JSON string at the scanner's position (its
+// opening quote), to just after its closing quote, without decoding it; it
+// reports false when the string does not end.
+func (s *partScanner) skipString() bool {
+	for s.i++; s.i < len(s.b); s.i++ {
+		switch s.b[s.i] {
+		case '\\':
+			s.i++
+		case '"':
+			s.i++
+			return true
+		}
+	}
+	return false
 }
 
 func fastParts(b []byte) ([]Part, bool) {
@@ -396,6 +418,20 @@ func (s *partScanner) part() (Part, bool) {
 			if p.SpillPath, ok = s.str(); !ok {
 				return p, false
 			}
+		case "wire":
+			if p.Wire, ok = s.str(); !ok {
+				return p, false
+			}
+		case "signature":
+			if p.Signature, ok = s.str(); !ok {
+				return p, false
+			}
+		case "raw":
+			v, ok := s.value()
+			if !ok || string(v) == "null" {
+				return p, false // let encoding/json say what null means
+			}
+			p.Raw = json.RawMessage(append([]byte(nil), v...))
 		case "input":
 			v, ok := s.value()
 			if !ok || string(v) == "null" {
@@ -480,7 +516,7 @@ func (s *partScanner) images() ([]result.Image, bool) {
 // internType and internRole give the known values as their constants, so
 // that a read conversation holds one copy of each, not one per message.
 func internType(v string) PartType {
-	for _, t := range []PartType{TextPart, ToolCallPart, ToolResultPart} {
+	for _, t := range []PartType{TextPart, ToolCallPart, ToolResultPart, ReasoningPart} {
 		if v == string(t) {
 			return t
 		}

@@ -3,6 +3,7 @@ package history
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,9 @@ func TestDecodePartsReadsWhatTheStoreWrites(t *testing.T) {
 		{{Type: TextPart, Text: "esc \" \\ / \b\f\n\r\t \x00\x1f <&> \u2028 é 😀"}},
 		{{Type: ToolCallPart, CallID: "c", Name: "n", Input: json.RawMessage(`{"a":[1,{"b":"]}"}],"c":null}`)}},
 		{{Type: ToolResultPart, Images: []result.Image{{MIMEType: "image/png", Data: []byte{}}, {MIMEType: "", Data: []byte("x")}}}},
+		{{Type: ReasoningPart, Wire: "anthropic", Text: "I think <&>", Raw: json.RawMessage(`{"type":"thinking","thinking":"I think <&> \"q\" }]","signature":"EqQB+/=="}`)},
+			{Type: ReasoningPart, Wire: "anthropic", Raw: json.RawMessage(`{"type":"redacted_thinking","data":"xyz"}`)},
+			{Type: ToolCallPart, CallID: "c", Name: "n", Input: json.RawMessage(`{}`), Wire: "gemini", Signature: "c2ln"}},
 	} {
 		b, err := result.JSON(parts)
 		if err != nil {
@@ -47,6 +51,8 @@ func TestDecodePartsReadsWhatTheStoreWrites(t *testing.T) {
 		`[{"type":"text","unknown":1}]`,
 		`[{"text":null}]`,
 		`[{"input":null}]`,
+		`[{"raw":null}]`, `[{"raw": {"a" : [1, 2]} ,"wire":"x"}]`, `[{"raw":"s"}]`, `[{"raw":{"a":}}]`, `[{"raw":1e5}]`,
+		`[{"wire":1}]`, `[{"signature":null}]`, `[{"type":"reasoning","raw":{}}]`,
 		`[{"is_error":1}]`,
 		`[] x`,
 		`{"type":"text"}`,
@@ -88,7 +94,8 @@ func sameMessageAsEncodingJSON(t *testing.T, b []byte) {
 
 func TestDecodeMessageReadsWhatTheStoreWrites(t *testing.T) {
 	cut := Message{Role: Assistant, Cut: true, Parts: []Part{{Type: TextPart, Text: "Hello"}, {Type: TextPart, Text: "\n\n[cut off here]"}}}
-	for _, m := range append(sampleMessages(), cut) {
+	thought := Message{Role: Assistant, Parts: []Part{{Type: ReasoningPart, Wire: "anthropic", Text: "hm", Raw: json.RawMessage(`{"type":"thinking","thinking":"hm","signature":"s"}`)}, {Type: TextPart, Text: "ok"}}}
+	for _, m := range append(sampleMessages(), cut, thought) {
 		m.Time = time.Date(2026, 12, 2, 16, 5, 4, 123456789, time.UTC)
 		b, err := result.JSON(m)
 		if err != nil {
@@ -115,6 +122,39 @@ func TestDecodeMessageReadsWhatTheStoreWrites(t *testing.T) {
 func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte(`{"role":"assistant","parts":[{"type":"text","text":"hi"}],"usage":{"input":1,"output":2,"cache_read":3,"cache_write":4},"time":"2026-12-02T16:05:04.123456789Z"}`))
 	f.Add([]byte(`{"role":"user","parts":[],"time":"2026-12-02T16:05:04Z"}`))
+	f.Add([]byte(`{"role":"assistant","parts":[{"type":"reasoning","wire":"anthropic","text":"t","raw":{"type":"thinking","thinking":"t","signature":"s"}},{"type":"tool_call","call_id":"c","name":"n","input":{},"signature":"g"}],"time":"2026-12-02T16:05:04Z"}`))
 	f.Add([]byte(`{"role":"assistant","parts":[{"type":"text","text":"Hel"}],"time":"2026-12-02T16:05:04Z","cut":true}`))
 	f.Fuzz(func(t *testing.T, raw []byte) { sameMessageAsEncodingJSON(t, raw) })
+}
+
+// BenchmarkDecodeThinkingAnswer measures reading a stored answer that
+// thought (a thinking block of 2,000 characters with its signature, text,
+// a tool call) by the fast reader against encoding/json, its fallback,
+// side by side in one run. Run:
+//
+//	go test ./history -run '^$' -bench DecodeThinkingAnswer -count 6
+func BenchmarkDecodeThinkingAnswer(b *testing.B) {
+	thinking := strings.Repeat("I should read the file first, then compare. ", 45)
+	raw, err := result.JSON(Message{Role: Assistant, Parts: []Part{
+		{Type: ReasoningPart, Wire: "anthropic", Text: thinking, Raw: json.RawMessage(`{"type":"thinking","thinking":"` + thinking + `","signature":"` + strings.Repeat("EqQBCkYIBRgC", 30) + `"}`)},
+		{Type: TextPart, Text: "Let me read the next file."},
+		{Type: ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: []byte(`{"path":"src/main.go"}`)}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			if _, ok := fastMessage(raw); !ok {
+				b.Fatal("refused")
+			}
+		}
+	})
+	b.Run("encoding_json", func(b *testing.B) {
+		for b.Loop() {
+			var m Message
+			if err := json.Unmarshal(raw, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -28,7 +29,8 @@ const runUsage = `Usage:
   myelin run [flags] PROMPT      (or the prompt on standard input)
       Run one turn: the assistant's text streams to stdout; each tool call,
       the conversation id, results cleared from the requests to stay within
-      the context window, and the token usage go to stderr.
+      the context window, and the token usage go to stderr; the model's
+      thinking too, with --show-thinking.
   myelin chat [flags]
       The same, a turn per line typed, until /exit or end of input.
 
@@ -60,6 +62,7 @@ type agentFlags struct {
 	keepRounds   int
 	wait         bool
 	tools        toolsetFlags
+	think        thinkingFlags
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -80,6 +83,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.IntVar(&f.keepRounds, "keep-rounds", window.DefaultKeepRounds, "the number `N` of newest tool rounds that keep their results when room is made (at least 1)")
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
+	f.think.add(fs)
 	return fs
 }
 
@@ -111,6 +115,9 @@ func (f *agentFlags) check(set map[string]bool) error {
 	if err := f.policy().Check(); err != nil {
 		return fmt.Errorf("--context-high %g, --context-low %g, --keep-rounds %d: %v", f.contextHigh, f.contextLow, f.keepRounds, err)
 	}
+	if _, err := f.think.config(agent.AnswerRoom(f.maxTokens)); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -128,6 +135,8 @@ type session struct {
 	store *history.SQLite
 	tools *toolset
 	id    string
+	// showThinking writes the model's thinking to stderr (--show-thinking).
+	showThinking bool
 }
 
 func (s *session) close() {
@@ -164,6 +173,13 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 	}
 	prov, model, err := newProvider(f.provider)
 	if err != nil {
+		return nil, err
+	}
+	th, err := f.think.config(agent.AnswerRoom(f.maxTokens))
+	if err != nil {
+		return nil, err
+	}
+	if prov, err = withThinking(prov, cmp.Or(f.provider, "openai"), th); err != nil {
 		return nil, err
 	}
 	if f.model != "" {
@@ -208,7 +224,7 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 		ws.Close()
 		return nil, err
 	}
-	s := &session{ws: ws, store: store}
+	s := &session{ws: ws, store: store, showThinking: f.think.show}
 	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
 	s.tools, err = openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
@@ -300,6 +316,7 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 // turn runs one turn, reporting as it goes, and returns the exit status.
 func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Writer) int {
 	rep := newReporter(stdout, stderr)
+	rep.showThinking = s.showThinking
 	defer rep.stop()
 	tr, err := s.agent.Turn(ctx, s.id, prompt, rep.event)
 	rep.stop()
@@ -407,6 +424,8 @@ type reporter struct {
 	spinDone       chan struct{}
 	last           history.Usage // the last request's usage
 	answered       int           // how many requests reported usage
+	showThinking   bool          // thinking goes to stderr (--show-thinking)
+	thinking       bool          // a run of thinking is open on stderr
 }
 
 func newReporter(stdout, stderr io.Writer) *reporter {
@@ -432,7 +451,7 @@ func (r *reporter) spinner() {
 			return
 		case <-t.C:
 			r.mu.Lock()
-			if !r.midLine {
+			if !r.midLine && !r.thinking {
 				fmt.Fprintf(r.stderr, "\r%c", frames[i%len(frames)])
 				r.drawn = true
 			}
@@ -460,6 +479,7 @@ func (r *reporter) stop() {
 func (r *reporter) endText() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.closeThinking()
 	if r.midLine {
 		fmt.Fprintln(r.stdout)
 		r.midLine = false
@@ -468,9 +488,14 @@ func (r *reporter) endText() {
 
 func (r *reporter) event(e agent.Event) {
 	switch e.Kind {
+	case agent.Thinking:
+		r.mu.Lock()
+		r.thought(e)
+		r.mu.Unlock()
 	case agent.TextDelta:
 		r.mu.Lock()
 		r.erase()
+		r.closeThinking()
 		io.WriteString(r.stdout, e.Text)
 		r.midLine = !strings.HasSuffix(e.Text, "\n")
 		r.mu.Unlock()
@@ -488,6 +513,7 @@ func (r *reporter) event(e agent.Event) {
 			line += " · spilled to " + e.Output.SpillPath
 		}
 		r.erase()
+		r.closeThinking()
 		fmt.Fprintln(r.stderr, line)
 	case agent.Usage:
 		r.mu.Lock()

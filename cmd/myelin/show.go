@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -51,6 +52,8 @@ func showMessages(w io.Writer, msgs []history.Message) {
 					flag += fmt.Sprintf(", cleared from requests at message %d", n)
 				}
 				fmt.Fprintf(w, "[tool result %s%s]\n%s\n", p.CallID, flag, p.Text)
+			case history.ReasoningPart:
+				fmt.Fprintln(w, reasoningText(p))
 			}
 		}
 		if u := m.Usage; u != nil {
@@ -60,6 +63,29 @@ func showMessages(w io.Writer, msgs []history.Message) {
 			fmt.Fprintln(w, settingsText(*st))
 		}
 	}
+}
+
+// reasoningText is a reasoning part as history show prints it, marked:
+// "[thinking] " and its text, "[redacted thinking]" for a block the
+// provider encrypted, "[thinking omitted by the provider]" for one whose
+// text it did not send; another wire's reasoning names its wire. The
+// signature and encrypted content are not printed.
+func reasoningText(p history.Part) string {
+	label := "thinking"
+	if p.Wire != "" && p.Wire != "anthropic" {
+		label = "reasoning, " + p.Wire
+	}
+	if p.Text != "" {
+		return "[" + label + "] " + p.Text
+	}
+	var raw struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(p.Raw, &raw)
+	if raw.Type == "redacted_thinking" {
+		return "[redacted thinking]"
+	}
+	return fmt.Sprintf("[%s omitted by the provider; %s kept to send back]", label, plural(len(p.Raw), "byte", "bytes"))
 }
 
 // settingsText is the one line of the Settings stored with an answer: what

@@ -4,7 +4,11 @@
 //
 // A text tool result goes in the string form of `content` (its bytes as
 // stored); an error result carries `is_error`; images go as native image
-// blocks. Prompt caching marks the stable prefix — the last tool, the
+// blocks. With Config.Thinking on, the request asks for extended thinking,
+// and the answer's thinking and redacted_thinking blocks are stored as
+// history.ReasoningPart (Raw: the block, signature included) in the order
+// they came, then sent back byte for byte in every later request, as the
+// API requires inside a tool loop (thinking.go). Prompt caching marks the stable prefix — the last tool, the
 // system prompt — and rolls a breakpoint over the two newest user messages,
 // four at most. A refusal of a request longer than the context window is a
 // provider.TooLongError (see toolong.go). It must not change what it sends
@@ -38,6 +42,10 @@ type Config struct {
 	HTTPClient *http.Client // default: the SDK's
 	// NoStream sends non-streaming requests; the answer then arrives whole.
 	NoStream bool
+	// Thinking is the extended thinking requests ask for; the zero value,
+	// none. New refuses a Thinking that Check refuses; each request's
+	// max_tokens is checked against its budget when it is built.
+	Thinking Thinking
 }
 
 // Provider is the Anthropic wire.
@@ -54,6 +62,9 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.Thinking.Check(0); err != nil {
+		return nil, err
+	}
 	opts := []option.RequestOption{option.WithAPIKey(ep.APIKey), option.WithMaxRetries(ep.MaxRetries)}
 	if ep.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(ep.BaseURL))
@@ -67,15 +78,26 @@ func New(cfg Config) (*Provider, error) {
 // maxBreakpoints is the most cache_control markers one request may hold.
 const maxBreakpoints = 4
 
-// Body is the request body for req, the whole of what is sent: the model,
-// tools and system prompt encoded by the SDK's types, the messages by this
-// package's encoder (see encode.go), spliced in front. The same Request
-// gives the same bytes, every time.
+// Body is the request body for req without thinking: BodyWith(req, stream,
+// Thinking{}).
 func Body(req provider.Request, stream bool) ([]byte, error) {
+	return BodyWith(req, stream, Thinking{})
+}
+
+// BodyWith is the request body for req, the whole of what is sent: the
+// model, tools, system prompt and thinking encoded by the SDK's types, the
+// messages by this package's encoder (see encode.go), spliced in front. The
+// same Request gives the same bytes, every time. It fails, naming the
+// numbers, when th does not fit the request (Thinking.Check).
+func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
 	p := sdk.MessageNewParams{
 		Model:     sdk.Model(req.Model),
 		MaxTokens: int64(max(1, req.MaxTokens)),
 	}
+	if err := th.Check(int(p.MaxTokens)); err != nil {
+		return nil, err
+	}
+	p.Thinking = th.param()
 	marks := 0
 	mark := func() sdk.CacheControlEphemeralParam {
 		if marks >= maxBreakpoints {
@@ -164,41 +186,57 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 const cacheSettings = "anthropic: cache_control ephemeral on the last tool, the system prompt and the last block of the two newest user messages (4 breakpoints at most)"
 
 // CacheSettings says how the wire marks the prompt cache, for the agent to
-// store with a conversation (provider.CacheDescriber).
-func (p *Provider) CacheSettings() string { return cacheSettings }
+// store with a conversation (provider.CacheDescriber). With thinking on it
+// names the thinking too, since the API invalidates the cached messages
+// when the thinking settings change (the tools and system prompt stay
+// cached); without, it is the words it always was.
+func (p *Provider) CacheSettings() string {
+	if th := p.cfg.Thinking; th.On() {
+		return cacheSettings + "; " + th.String()
+	}
+	return cacheSettings
+}
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	body, err := Body(req, !p.cfg.NoStream)
+	body, err := BodyWith(req, !p.cfg.NoStream, p.cfg.Thinking)
 	if err != nil {
 		return provider.Response{}, err
 	}
 	// The SDK sends the body as built here; its own params stay empty.
-	withBody := option.WithRequestBody("application/json", body)
+	opts := append([]option.RequestOption{option.WithRequestBody("application/json", body)}, p.cfg.Thinking.options()...)
 	if p.cfg.NoStream {
-		msg, err := p.client.Messages.New(ctx, sdk.MessageNewParams{}, withBody)
+		msg, err := p.client.Messages.New(ctx, sdk.MessageNewParams{}, opts...)
 		if err != nil {
 			return provider.Response{}, describe(err)
 		}
 		var a accumulator
 		for _, c := range msg.Content {
 			a.start(c.Type, c.ID, c.Name, c.Text)
-			if c.Type == "tool_use" {
-				a.blocks[len(a.blocks)-1].input.Write(c.Input)
+			b := a.blocks[len(a.blocks)-1]
+			switch c.Type {
+			case "tool_use":
+				b.input.Write(c.Input)
+			case "thinking":
+				b.text.WriteString(c.Thinking)
+				b.signature.WriteString(c.Signature)
+			case "redacted_thinking":
+				b.data = c.Data
 			}
 		}
 		a.usage = usageOf(msg.Usage.InputTokens, msg.Usage.OutputTokens, msg.Usage.CacheReadInputTokens, msg.Usage.CacheCreationInputTokens)
 		a.stop = string(msg.StopReason)
-		if onText != nil {
-			for _, b := range a.blocks {
-				if b.kind == "text" {
-					onText(result.WellFormed(b.text.String()))
-				}
+		for _, b := range a.blocks {
+			switch {
+			case b.kind == "text" && onText != nil:
+				onText(result.WellFormed(b.text.String()))
+			case b.kind == "thinking" && req.OnThinking != nil && b.text.Len() > 0:
+				req.OnThinking(result.WellFormed(b.text.String()))
 			}
 		}
 		return a.response(), nil
 	}
-	stream := p.client.Messages.NewStreaming(ctx, sdk.MessageNewParams{}, withBody)
+	stream := p.client.Messages.NewStreaming(ctx, sdk.MessageNewParams{}, opts...)
 	defer stream.Close()
 	var a accumulator
 	for stream.Next() {
@@ -210,6 +248,17 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		case "content_block_start":
 			cb := ev.ContentBlock
 			a.start(cb.Type, cb.ID, cb.Name, cb.Text)
+			b := a.blocks[len(a.blocks)-1]
+			switch cb.Type {
+			case "thinking":
+				b.text.WriteString(cb.Thinking)
+				b.signature.WriteString(cb.Signature)
+				if req.OnThinking != nil && cb.Thinking != "" {
+					req.OnThinking(result.WellFormed(cb.Thinking))
+				}
+			case "redacted_thinking":
+				b.data = cb.Data
+			}
 		case "content_block_delta":
 			if int(ev.Index) >= len(a.blocks) {
 				return provider.Response{}, fmt.Errorf("anthropic: malformed stream: a delta for content block %d, which never started", ev.Index)
@@ -223,6 +272,13 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 				}
 			case "input_json_delta":
 				b.input.WriteString(ev.Delta.PartialJSON)
+			case "thinking_delta":
+				b.text.WriteString(ev.Delta.Thinking)
+				if req.OnThinking != nil && ev.Delta.Thinking != "" {
+					req.OnThinking(result.WellFormed(ev.Delta.Thinking))
+				}
+			case "signature_delta":
+				b.signature.WriteString(ev.Delta.Signature)
 			}
 		case "message_delta":
 			a.stop = string(ev.Delta.StopReason)
@@ -283,10 +339,14 @@ func (e *wireError) Error() string { return e.msg }
 func (e *wireError) Unwrap() error { return e.err }
 
 type block struct {
-	kind     string // "text" or "tool_use"; other kinds are dropped
-	id, name string
-	text     strings.Builder
-	input    strings.Builder
+	// kind is "text", "tool_use", "thinking" or "redacted_thinking";
+	// other kinds are dropped
+	kind      string
+	id, name  string
+	text      strings.Builder // a text's text, a thinking's thinking
+	input     strings.Builder
+	signature strings.Builder // a thinking's signature
+	data      string          // a redacted_thinking's data
 }
 
 type accumulator struct {
@@ -303,7 +363,9 @@ func (a *accumulator) start(kind, id, name, text string) {
 }
 
 // response is the assistant message: text made well formed, tool calls as
-// provider.ToolCall keeps them.
+// provider.ToolCall keeps them, thinking and redacted_thinking blocks as
+// reasoning parts holding the block as the API wants it back, all in the
+// order they came.
 func (a *accumulator) response() provider.Response {
 	msg := history.Message{Role: history.Assistant, Usage: &a.usage}
 	for _, b := range a.blocks {
@@ -314,6 +376,8 @@ func (a *accumulator) response() provider.Response {
 			}
 		case "tool_use":
 			msg.Parts = append(msg.Parts, provider.ToolCall(b.id, b.name, b.input.String()))
+		case "thinking", "redacted_thinking":
+			msg.Parts = append(msg.Parts, reasoningPart(b.kind, b.text.String(), b.signature.String(), b.data))
 		}
 	}
 	return provider.Response{Message: msg, StopReason: a.stop}

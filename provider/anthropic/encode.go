@@ -33,17 +33,21 @@ func (e *encoder) message(role history.Role, msgs []history.Message, mark bool) 
 		total += blockCount(m)
 	}
 	for _, m := range msgs {
-		for _, p := range m.Parts {
-			if p.Type == history.TextPart && p.Text == "" {
-				continue
-			}
-			if p.Type != history.TextPart && p.Type != history.ToolCallPart && p.Type != history.ToolResultPart {
+		for i, p := range m.Parts {
+			if !sendable(m.Parts, i) {
 				continue
 			}
 			if n > 0 {
 				e.raw(",")
 			}
 			n++
+			if p.Type == history.ReasoningPart {
+				// the block as the API gave it, byte for byte; never
+				// marked (a thinking block takes no cache_control, and
+				// only user messages are marked)
+				e.buf = append(e.buf, p.Raw...)
+				continue
+			}
 			e.block(p, mark && n == total)
 		}
 	}
@@ -53,13 +57,8 @@ func (e *encoder) message(role history.Role, msgs []history.Message, mark bool) 
 // blockCount is how many content blocks a message sends.
 func blockCount(m history.Message) int {
 	n := 0
-	for _, p := range m.Parts {
-		switch p.Type {
-		case history.TextPart:
-			if p.Text != "" {
-				n++
-			}
-		case history.ToolCallPart, history.ToolResultPart:
+	for i := range m.Parts {
+		if sendable(m.Parts, i) {
 			n++
 		}
 	}
@@ -71,7 +70,7 @@ func blockCount(m history.Message) int {
 func sizeHint(m history.Message) int {
 	n := 48
 	for _, p := range m.Parts {
-		n += 96 + len(p.Text) + len(p.Text)/16 + len(p.Input) + len(p.CallID) + len(p.Name)
+		n += 96 + len(p.Text) + len(p.Text)/16 + len(p.Input) + len(p.CallID) + len(p.Name) + len(p.Raw)
 		for _, img := range p.Images {
 			n += 96 + len(img.MIMEType) + base64.StdEncoding.EncodedLen(len(img.Data))
 		}

@@ -60,6 +60,10 @@ type Step struct {
 	// Hold, when set, is waited on before answering (to test
 	// cancellation and crashes mid-request).
 	Hold chan struct{}
+	// Thinking are, on Anthropic, the answer's thinking and
+	// redacted_thinking blocks (see Thinking for where each goes),
+	// streamed with the API's events (thinking_delta, signature_delta).
+	Thinking []Thinking
 }
 
 // Server is a scripted provider. Window, Cache and Respond are set after
@@ -93,9 +97,9 @@ type Server struct {
 	// CacheWrite all 0): the cache read is the longest prefix, in tokens
 	// (bytes / 4, rounded down), the request's Canonical form shares with
 	// one of the last 8 requests answered; the input is the rest of its
-	// Tokens; no cache write; the output is the step's text and tool calls
-	// in bytes / 4, plus one. On OpenAI, prompt_tokens is the whole and
-	// cached_tokens the cache read. A step that declares usage is answered
+	// Tokens; no cache write; the output is the step's text, thinking and
+	// tool calls in bytes / 4, plus one. On OpenAI, prompt_tokens is the
+	// whole and cached_tokens the cache read. A step that declares usage is answered
 	// with it as it is; a Raw step's body says what it says.
 	Cache bool
 	// Respond, when set, answers every request the script has no step
@@ -103,6 +107,13 @@ type Server struct {
 	// such request, and concurrently when requests are; it may call the
 	// Server's methods.
 	Respond func(Request) Step
+	// CheckThinking, on Anthropic, refuses as the Messages API does (a 400
+	// invalid_request_error with its words, MissingThinking or
+	// InvalidSignature) a request holding a thinking block the server did
+	// not send as it is, and, with thinking on, a request ending in tool
+	// results whose assistant message lacks the thinking blocks its answer
+	// had. A refused request is recorded in Requests and takes no step.
+	CheckThinking bool
 
 	t      testing.TB
 	srv    *httptest.Server
@@ -113,6 +124,7 @@ type Server struct {
 	paths  []string
 	recent [][]byte // the Canonical forms of the last answered requests
 	stats  Stats
+	sent   sentThinking // the thinking blocks sent, for CheckThinking
 }
 
 // NewAnthropic starts a fake Anthropic Messages server. t may be nil (in a
@@ -192,7 +204,7 @@ func (s *Server) Stats() Stats {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	// Window, Cache and Respond are set before the first request.
-	window, respond, measure := s.Window, s.Respond, s.Window > 0 || s.Cache
+	window, respond, measure, checkThinking := s.Window, s.Respond, s.Window > 0 || s.Cache, s.CheckThinking
 	var m measured
 	if measure {
 		m = measureBody(body)
@@ -201,7 +213,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	index := len(s.reqs)
 	s.reqs = append(s.reqs, body)
 	s.paths = append(s.paths, r.URL.Path)
-	if refused := refusal(s.wire, window, m.tokens(), m.room); refused != "" {
+	refused := refusal(s.wire, window, m.tokens(), m.room)
+	if refused == "" && checkThinking && s.wire == "anthropic" {
+		if msg := s.thinkingRefusal(body); msg != "" {
+			refused = s.errorBody(Step{Status: http.StatusBadRequest, ErrorMessage: msg})
+		}
+	}
+	if refused != "" {
 		s.stats.Refused++
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
@@ -235,6 +253,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if step.Status == 0 || step.Status == http.StatusOK {
 		step = s.answered(m, step, measure)
+		if s.wire == "anthropic" {
+			s.mu.Lock()
+			s.remember(step)
+			s.mu.Unlock()
+		}
 	}
 	var req struct {
 		Stream bool `json:"stream"`
@@ -372,27 +395,23 @@ func AnthropicStream(step Step) string {
 		"stop_reason": nil, "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": step.Input, "output_tokens": 1, "cache_read_input_tokens": step.CacheRead, "cache_creation_input_tokens": step.CacheWrite},
 	}})
-	i := 0
-	if step.Text != "" {
-		sse(&b, "content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
-		// two deltas, to exercise streaming
-		half := len(step.Text) / 2
-		for half > 0 && half < len(step.Text) && step.Text[half]&0xC0 == 0x80 {
-			half++
-		}
-		for _, part := range []string{step.Text[:half], step.Text[half:]} {
-			if part != "" {
+	for i, blk := range anthropicBlocks(step) {
+		switch {
+		case blk.thinking != nil:
+			streamThinking(&b, i, *blk.thinking)
+		case blk.call != nil:
+			c := blk.call
+			sse(&b, "content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}})
+			sse(&b, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": c.Input}})
+			sse(&b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		default:
+			sse(&b, "content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+			// two deltas, to exercise streaming
+			for _, part := range halves(blk.text) {
 				sse(&b, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": part}})
 			}
+			sse(&b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 		}
-		sse(&b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-		i++
-	}
-	for _, c := range step.ToolCalls {
-		sse(&b, "content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}})
-		sse(&b, "content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": c.Input}})
-		sse(&b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
-		i++
 	}
 	sse(&b, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stopReason(step, "tool_use", "end_turn"), "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": step.Output}})
@@ -409,13 +428,18 @@ func stopReason(step Step, tools, end string) string {
 
 func anthropicMessage(step Step) string {
 	content := []any{}
-	if step.Text != "" {
-		content = append(content, map[string]any{"type": "text", "text": step.Text})
-	}
-	for _, c := range step.ToolCalls {
-		var input any = map[string]any{}
-		_ = json.Unmarshal([]byte(c.Input), &input)
-		content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
+	for _, blk := range anthropicBlocks(step) {
+		switch {
+		case blk.thinking != nil:
+			content = append(content, blk.thinking.wholeBlock())
+		case blk.call != nil:
+			c := blk.call
+			var input any = map[string]any{}
+			_ = json.Unmarshal([]byte(c.Input), &input)
+			content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
+		default:
+			content = append(content, map[string]any{"type": "text", "text": blk.text})
+		}
 	}
 	return mustJSON(map[string]any{
 		"id": "msg_test", "type": "message", "role": "assistant", "model": "test-model", "content": content,

@@ -299,6 +299,9 @@ func usageSet(step Step) bool {
 // its tool calls' names and inputs, bytes / 4, plus one.
 func outputTokens(step Step) int {
 	n := len(step.Text)
+	for _, th := range step.Thinking { // thinking is output too
+		n += len(th.Text) + len(th.Redacted)
+	}
 	for _, c := range step.ToolCalls {
 		n += len(c.Name) + len(c.Input)
 	}
