@@ -56,6 +56,9 @@ func MessageBytes(m history.Message) int {
 
 // partBytes is MessageBytes of one part.
 func partBytes(p history.Part) int {
+	if p.Type == history.ReasoningPart && len(p.Raw) > 0 {
+		return partOverhead + len(p.Raw) + len(p.Signature) // Raw holds the text as sent
+	}
 	return partOverhead + len(p.Text) + len(p.Name) + len(p.Input) + len(p.CallID) + len(p.Raw) + len(p.Signature)
 }
 

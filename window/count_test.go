@@ -160,3 +160,14 @@ func TestFixedBytesCountsSystemPromptAndToolDefinitions(t *testing.T) {
 		t.Fatalf("FixedBytes of nothing = %d; want 0", got)
 	}
 }
+
+func TestReasoningIsCountedOnceAsItsRawBlock(t *testing.T) {
+	raw := `{"type":"thinking","thinking":"` + strings.Repeat("t", 1000) + `","signature":"sig"}`
+	m := history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ReasoningPart, Wire: "anthropic", Text: strings.Repeat("t", 1000), Raw: json.RawMessage(raw)}}}
+	if got, want := MessageBytes(m), partOverhead+len(raw); got != want {
+		t.Fatalf("MessageBytes = %d; want %d: the raw block, which holds the text, once", got, want)
+	}
+	if b, _ := size([]history.Message{m}, 1); b != partOverhead+len(raw) {
+		t.Fatalf("size = %d; want %d", b, partOverhead+len(raw))
+	}
+}

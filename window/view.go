@@ -183,6 +183,10 @@ func sizeFrom(stored []history.Message, e edits, from int) (bytes, images int) {
 				images += len(q.Images)
 				continue
 			}
+			if p.Type == history.ReasoningPart {
+				bytes += partBytes(*p)
+				continue
+			}
 			bytes += partOverhead + len(p.Text) + len(p.Name) + len(p.Input) + len(p.CallID) + len(p.Raw) + len(p.Signature)
 			images += len(p.Images)
 		}
