@@ -57,7 +57,7 @@ func members(req provider.Request, o Options) (map[string]any, error) {
 		var e encoder
 		e.raw(`{"parts":[{"text":`)
 		e.str(req.System)
-		e.raw(`}]}`)
+		e.raw(`}],"role":"user"}`) // as the SDK writes it
 		m["systemInstruction"] = json.RawMessage(e.buf)
 	}
 	if len(req.Tools) > 0 {
