@@ -125,7 +125,10 @@ func TestGeminiRefusesARequestThatDropsOrChangesASignatureOfItsTurn(t *testing.T
 func TestGeminiLastUserTextReadsParts(t *testing.T) {
 	srv := providertest.NewGemini(t)
 	var got string
-	srv.Respond = func(r providertest.Request) providertest.Step { got = r.LastUserText(); return providertest.Step{Text: "x"} }
+	srv.Respond = func(r providertest.Request) providertest.Step {
+		got = r.LastUserText()
+		return providertest.Step{Text: "x"}
+	}
 	if _, err := geminiSend(t, srv, false, genai.NewContentFromText("first", genai.RoleUser), genai.NewContentFromText("a", genai.RoleModel),
 		&genai.Content{Role: "user", Parts: []*genai.Part{{Text: "second"}, {Text: "third"}}}); err != nil {
 		t.Fatal(err)
