@@ -38,31 +38,29 @@ type Options struct {
 	Thoughts bool
 }
 
-// members are the body's top-level members, each its JSON, for the SDK
-// to send (as its ExtrasRequestProvider's body); the SDK encodes them in
-// key order with encoding/json, which is what Body gives.
-func members(req provider.Request, o Options) (map[string]any, error) {
-	m := map[string]any{}
-	contents, err := encodeContents(req)
+// Body is the request body the wire sends for req, the whole of it:
+// {"contents":...,"generationConfig":...,"systemInstruction":...,"tools":...},
+// compact, members in key order and strings escaped as encoding/json
+// writes them (`<`, `>`, `&` as \u003c...), as the SDK would send the
+// same params. The same Request gives the same bytes, every time.
+func Body(req provider.Request, o Options) ([]byte, error) {
+	e, err := encodeContents(req)
 	if err != nil {
 		return nil, err
 	}
-	m["contents"] = json.RawMessage(contents)
-	gen := `{"maxOutputTokens":` + strconv.Itoa(max(1, req.MaxTokens))
+	e.raw(`,"generationConfig":{"maxOutputTokens":`)
+	e.buf = strconv.AppendInt(e.buf, int64(max(1, req.MaxTokens)), 10)
 	if o.Thoughts {
-		gen += `,"thinkingConfig":{"includeThoughts":true}`
+		e.raw(`,"thinkingConfig":{"includeThoughts":true}`)
 	}
-	m["generationConfig"] = json.RawMessage(gen + "}")
+	e.raw("}")
 	if req.System != "" {
-		var e encoder
-		e.raw(`{"parts":[{"text":`)
+		e.raw(`,"systemInstruction":{"parts":[{"text":`)
 		e.str(req.System)
 		e.raw(`}],"role":"user"}`) // as the SDK writes it
-		m["systemInstruction"] = json.RawMessage(e.buf)
 	}
 	if len(req.Tools) > 0 {
-		var e encoder
-		e.raw(`[{"functionDeclarations":[`)
+		e.raw(`,"tools":[{"functionDeclarations":[`)
 		for i, t := range req.Tools {
 			if !json.Valid(t.InputSchema) {
 				return nil, fmt.Errorf("gemini: tool %s: its input schema is not JSON: %.200q", t.Name, t.InputSchema)
@@ -75,29 +73,13 @@ func members(req provider.Request, o Options) (map[string]any, error) {
 			e.raw(`,"name":`)
 			e.str(t.Name)
 			e.raw(`,"parametersJsonSchema":`)
-			e.raw(string(t.InputSchema))
+			e.compact(t.InputSchema)
 			e.raw("}")
 		}
 		e.raw("]}]")
-		m["tools"] = json.RawMessage(e.buf)
 	}
-	return m, nil
-}
-
-// Body is the request body the wire sends for req: the bytes the SDK
-// writes for the members (encoding/json, compact, `<`, `>`, `&` escaped as
-// \u003c and so on, a newline at the end). The same Request gives the
-// same bytes, every time.
-func Body(req provider.Request, o Options) ([]byte, error) {
-	m, err := members(req, o)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	if err := json.NewEncoder(&b).Encode(m); err != nil {
-		return nil, fmt.Errorf("gemini: encoding the request: %v", err)
-	}
-	return b.Bytes(), nil
+	e.raw("}")
+	return e.buf, nil
 }
 
 // modelMajor reads the major version of a Gemini model name.
@@ -117,10 +99,11 @@ func nativeImages(model string) bool {
 	return err == nil && n >= 3
 }
 
-// encodeContents is the "contents" array: one content per run of messages
-// of one role (consecutive user messages, as a prompt after results the
-// model never answered, go as one), records and empty answers left out.
-func encodeContents(req provider.Request) ([]byte, error) {
+// encodeContents begins the body with the "contents" array: one content
+// per run of messages of one role (consecutive user messages, as a prompt
+// after results the model never answered, go as one), records and empty
+// answers left out.
+func encodeContents(req provider.Request) (*encoder, error) {
 	names := map[string]string{} // call id → function name, for the responses
 	size := 64
 	for _, m := range req.Messages {
@@ -135,8 +118,8 @@ func encodeContents(req provider.Request) ([]byte, error) {
 		}
 	}
 	native := nativeImages(req.Model)
-	e := encoder{buf: make([]byte, 0, size)}
-	e.raw("[")
+	e := &encoder{buf: make([]byte, 0, size)}
+	e.raw(`{"contents":[`)
 	open := history.Role("") // the role of the content being written
 	n := 0                   // parts written in it
 	var after []history.Part // results whose images follow the responses
@@ -197,7 +180,7 @@ func encodeContents(req provider.Request) ([]byte, error) {
 	}
 	closeContent()
 	e.raw("]")
-	return e.buf, nil
+	return e, nil
 }
 
 // sent reports whether part p of a message of role is sent: text that is
@@ -238,13 +221,13 @@ func (e *encoder) part(role history.Role, p history.Part, names map[string]strin
 		if !json.Valid(p.Raw) {
 			return fmt.Errorf("gemini: a stored thought part is not JSON: %.200q", p.Raw)
 		}
-		e.raw(string(p.Raw)) // as the API sent it
+		e.compact(p.Raw) // as the API sent it
 	case history.ToolCallPart:
 		e.raw(`{"functionCall":{"args":`)
-		if len(p.Input) == 0 {
+		if len(p.Input) == 0 || !json.Valid(p.Input) {
 			e.raw("{}") // the model's arguments were not JSON; its result says so
 		} else {
-			e.raw(string(p.Input))
+			e.compact(p.Input)
 		}
 		if p.CallID != "" && !strings.HasPrefix(p.CallID, localPrefix) {
 			e.raw(`,"id":`)
@@ -303,6 +286,37 @@ type encoder struct{ buf []byte }
 
 func (e *encoder) str(s string) { e.buf = appendString(e.buf, s) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
+
+// compact appends stored JSON, which is valid: as it is when it is
+// compact already (what this wire stores is), else compacted as
+// encoding/json would write it.
+func (e *encoder) compact(b []byte) {
+	if !bytes.ContainsAny(b, " \t\r\n<>&") && !bytes.Contains(b, []byte("\u2028")) && !bytes.Contains(b, []byte("\u2029")) {
+		e.buf = append(e.buf, b...)
+		return
+	}
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		e.buf = append(e.buf, b...)
+		return
+	}
+	c := out.Bytes()
+	// escape as encoding/json does, outside strings and in them alike
+	// (`<`, `>`, `&` only occur in strings in valid JSON)
+	for i := 0; i < len(c); i++ {
+		switch {
+		case c[i] == '<', c[i] == '>', c[i] == '&':
+			e.buf = append(e.buf, `\u00`...)
+			e.buf = append(e.buf, "0123456789abcdef"[c[i]>>4], "0123456789abcdef"[c[i]&0xF])
+		case c[i] == 0xE2 && i+2 < len(c) && c[i+1] == 0x80 && (c[i+2] == 0xA8 || c[i+2] == 0xA9):
+			e.buf = append(e.buf, `\u202`...)
+			e.buf = append(e.buf, "0123456789abcdef"[c[i+2]&0xF])
+			i += 2
+		default:
+			e.buf = append(e.buf, c[i])
+		}
+	}
+}
 
 // appendString appends s as a JSON string, escaped as encoding/json
 // escapes it (`<`, `>`, `&`, U+2028 and U+2029 too), so that the SDK's
