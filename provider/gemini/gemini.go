@@ -1,6 +1,8 @@
 // Package gemini is the Gemini API wire (generateContent and
 // streamGenerateContent): it turns a provider.Request into a request
 // through Google's Go SDK, google.golang.org/genai, and reads the answer.
+// The body is this package's (Body, encode.go), in the SDK's shapes; the
+// SDK sends it and reads the answer.
 //
 // A tool result goes as a functionResponse whose response is the object
 // {"output": TEXT} — TEXT the result's text verbatim, as stored — or
@@ -175,9 +177,10 @@ type bodyKey struct{}
 // bodyTransport sends the body Complete built (from the request's
 // context) in place of the SDK's, which is empty: the SDK encodes a body
 // with encoding/json, which re-reads and escapes every stored byte (about
-// 8 times this wire's own encoding at 10,000 messages: docs/performance.md). The SDK keeps the
-// URL, the headers, the key, the retries (each attempt comes here again)
-// and the reading of the answer.
+// 8 times this wire's own encoding at 10,000 messages, see
+// docs/performance.md). The SDK keeps the URL, the headers, the key, the
+// retries (each attempt comes here again) and the reading of the answer.
+// It must not touch a request whose context holds no body.
 type bodyTransport struct{ base http.RoundTripper }
 
 // RoundTrip sends r with the body from its context, when it has one.
