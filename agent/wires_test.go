@@ -25,6 +25,22 @@ type testWire struct {
 	results func(req map[string]any) []sentResult
 	// model is the model name requests name on it.
 	model string
+	// messages is the request body's member that holds the
+	// conversation; "" means "messages".
+	messages string
+	// objectInput is set when the wire's calls carry their arguments as
+	// a JSON object, never as text, so that input that is not JSON cannot
+	// reach the agent on it.
+	objectInput bool
+}
+
+// conversation is the member of wire's request bodies holding the
+// conversation.
+func conversation(wire string) string {
+	if k := testWires[wire].messages; k != "" {
+		return k
+	}
+	return "messages"
 }
 
 var testWires = map[string]testWire{}
@@ -120,14 +136,15 @@ func TestOnEveryWire(t *testing.T) {
 				r.srv.Push(providertest.Step{Text: "second"})
 				r.turn("turn two")
 				first, second := r.srv.Request(1), r.srv.Request(2)
-				fm := providertest.StripCacheMarks(first["messages"]).([]any)
-				sm := providertest.StripCacheMarks(second["messages"]).([]any)
+				key := conversation(wire)
+				fm := providertest.StripCacheMarks(first[key]).([]any)
+				sm := providertest.StripCacheMarks(second[key]).([]any)
 				a, _ := json.Marshal(fm)
 				b, _ := json.Marshal(sm[:len(fm)])
 				if string(a) != string(b) {
 					t.Fatalf("earlier messages changed:\n%s\n%s", a, b)
 				}
-				for _, k := range []string{"system", "tools", "model"} {
+				for _, k := range []string{"system", "systemInstruction", "tools", "model"} {
 					x, _ := json.Marshal(providertest.StripCacheMarks(first[k]))
 					y, _ := json.Marshal(providertest.StripCacheMarks(second[k]))
 					if string(x) != string(y) {
@@ -136,6 +153,9 @@ func TestOnEveryWire(t *testing.T) {
 				}
 			})
 			t.Run("arguments that are not JSON get an error result naming the problem", func(t *testing.T) {
+				if testWires[wire].objectInput {
+					t.Skip("the wire's arguments are always a JSON object")
+				}
 				r := newWireRig(t, wire)
 				r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "call_1", Name: "workspace--read", Input: `{"path": "a.txt`}}}, providertest.Step{Text: "sorry"})
 				r.turn("go")

@@ -19,6 +19,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/gemini"
 	"github.com/myelin-run/myelin/provider/openai"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/window"
@@ -35,13 +36,16 @@ const runUsage = `Usage:
       The same, a turn per line typed, until /exit or end of input.
 
 The provider's key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY, its
-address from ANTHROPIC_BASE_URL or OPENAI_BASE_URL when set.
+address from ANTHROPIC_BASE_URL or OPENAI_BASE_URL when set. Gemini
+(--provider gemini) reads GEMINI_API_KEY or GOOGLE_API_KEY, and
+GOOGLE_GEMINI_BASE_URL.
 `
 
 // Default models, when --model is not given.
 const (
 	defaultAnthropicModel = "claude-sonnet-4-5"
 	defaultOpenAIModel    = "gpt-4.1-mini"
+	defaultGeminiModel    = "gemini-2.5-flash"
 )
 
 // agentFlags are the flags of run and chat.
@@ -69,8 +73,8 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs := newFlagSet(name)
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
 	fs.IntVar(&f.inlineCap, "inline-cap", 0, fmt.Sprintf("the inline cap `N` in characters (default %d; at least %d)", result.DefaultCap, result.MinCap))
-	fs.StringVar(&f.provider, "provider", "", "anthropic or openai (default: the one whose API key is set, anthropic first)")
-	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+" or "+defaultOpenAIModel+")")
+	fs.StringVar(&f.provider, "provider", "", "anthropic, openai or gemini (default: the one whose API key is set, in that order)")
+	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+", "+defaultOpenAIModel+" or "+defaultGeminiModel+")")
 	fs.StringVar(&f.store, "store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
 	fs.StringVar(&f.conversation, "conversation", "", "continue (or start) the conversation `ID`")
 	fs.BoolVar(&f.cont, "continue", false, "continue the most recent conversation")
@@ -95,7 +99,7 @@ func (f *agentFlags) check(set map[string]bool) error {
 		return errors.New(inlineCapError(f.inlineCap))
 	}
 	if set["model"] && strings.TrimSpace(f.model) == "" {
-		return fmt.Errorf("--model %q: give a model name, or leave the flag out for the default (%s with anthropic, %s with openai)", f.model, defaultAnthropicModel, defaultOpenAIModel)
+		return fmt.Errorf("--model %q: give a model name, or leave the flag out for the default (%s with anthropic, %s with openai, %s with gemini)", f.model, defaultAnthropicModel, defaultOpenAIModel, defaultGeminiModel)
 	}
 	if set["context-window"] && f.window <= 0 {
 		return fmt.Errorf("--context-window %d: give the model's context window as a positive number of tokens, or leave the flag out for the model's known one", f.window)
@@ -153,6 +157,8 @@ func newProvider(name string) (provider.Provider, string, error) {
 		name = "anthropic"
 		if os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("OPENAI_API_KEY") != "" {
 			name = "openai"
+		} else if os.Getenv("ANTHROPIC_API_KEY") == "" && (os.Getenv("GEMINI_API_KEY") != "" || os.Getenv("GOOGLE_API_KEY") != "") {
+			name = "gemini"
 		}
 	}
 	switch name {
@@ -162,8 +168,11 @@ func newProvider(name string) (provider.Provider, string, error) {
 	case "openai":
 		p, err := openai.New(openai.Config{})
 		return p, defaultOpenAIModel, err
+	case "gemini":
+		p, err := gemini.New(gemini.Config{})
+		return p, defaultGeminiModel, err
 	}
-	return nil, "", fmt.Errorf("--provider %q: want anthropic or openai", name)
+	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai or gemini", name)
 }
 
 // open assembles the agent of run and chat and picks the conversation.

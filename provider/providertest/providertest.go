@@ -1,6 +1,6 @@
 // Package providertest is a scripted provider for tests: a loopback HTTP
 // server that speaks a provider's wire format (Anthropic Messages, OpenAI
-// Chat Completions), answers each request with the next step of a script,
+// Chat Completions, the Gemini API), answers each request with the next step of a script,
 // and records the requests it got, byte for byte.
 //
 // Like a real provider it can have a context window (Server.Window): a
@@ -64,6 +64,13 @@ type Step struct {
 	// redacted_thinking blocks (see Thinking for where each goes),
 	// streamed with the API's events (thinking_delta, signature_delta).
 	Thinking []Thinking
+
+	// GeminiThought, on Gemini, is a thought summary part the answer
+	// starts with (thought: true).
+	GeminiThought string
+	// GeminiSignature, on Gemini, is the thoughtSignature the answer
+	// carries (base64); "" has the server make one up (see NewGemini).
+	GeminiSignature string
 }
 
 // Server is a scripted provider. Window, Cache and Respond are set after
@@ -125,6 +132,7 @@ type Server struct {
 	recent [][]byte // the Canonical forms of the last answered requests
 	stats  Stats
 	sent   sentThinking // the thinking blocks sent, for CheckThinking
+	gemini geminiState  // the signatures given, on Gemini
 }
 
 // NewAnthropic starts a fake Anthropic Messages server. t may be nil (in a
@@ -219,6 +227,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			refused = s.errorBody(Step{Status: http.StatusBadRequest, ErrorMessage: msg})
 		}
 	}
+	if refused == "" && s.wire == "gemini" {
+		if msg := s.gemini.check(body); msg != "" {
+			s.mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, geminiError(http.StatusBadRequest, msg))
+			return
+		}
+	}
 	if refused != "" {
 		s.stats.Refused++
 		s.mu.Unlock()
@@ -263,6 +280,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		Stream bool `json:"stream"`
 	}
 	_ = json.Unmarshal(body, &req)
+	if s.wire == "gemini" { // the method says it, not the body
+		req.Stream = strings.HasSuffix(r.URL.Path, ":streamGenerateContent")
+	}
 	if step.Status != 0 && step.Status != http.StatusOK {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("retry-after-ms", "5")
@@ -284,8 +304,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if step.CutAfter > 0 && req.Stream {
 		stream := AnthropicStream(step)
-		if s.wire != "anthropic" {
+		switch s.wire {
+		case "openai":
 			stream = OpenAIStream(step)
+		case "gemini":
+			stream = s.geminiAnswer(step, true)
 		}
 		events := strings.SplitAfter(stream, "\n\n")
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -294,6 +317,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case s.wire == "gemini":
+		w.Header().Set("Content-Type", map[bool]string{true: "text/event-stream", false: "application/json"}[req.Stream])
+		io.WriteString(w, s.geminiAnswer(step, req.Stream))
 	case s.wire == "anthropic" && req.Stream:
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, AnthropicStream(step))
@@ -356,6 +382,9 @@ func (s *Server) errorBody(step Step) string {
 	msg := step.ErrorMessage
 	if msg == "" {
 		msg = http.StatusText(step.Status)
+	}
+	if s.wire == "gemini" {
+		return geminiError(step.Status, msg)
 	}
 	if s.wire == "anthropic" {
 		kind := "invalid_request_error"

@@ -44,6 +44,17 @@ func (r Request) LastUserText() string {
 		if m["role"] != "user" {
 			continue
 		}
+		if parts, ok := m["parts"].([]any); ok { // Gemini's contents
+			var texts []string
+			for _, p := range parts {
+				if p, ok := p.(map[string]any); ok && p["thought"] != true {
+					if t, ok := p["text"].(string); ok {
+						texts = append(texts, t)
+					}
+				}
+			}
+			return strings.Join(texts, "\n")
+		}
 		switch c := m["content"].(type) {
 		case string:
 			return c

@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 )
@@ -47,7 +48,7 @@ func stripCacheMarks(body []byte) []byte {
 // frontKeys are the top-level members Canonical puts first, in the order a
 // provider's prompt cache reads them (tools, then system, then messages,
 // as Anthropic documents its cache hierarchy; the model names the cache).
-var frontKeys = []string{"model", "tools", "system", "messages"}
+var frontKeys = []string{"model", "tools", "system", "systemInstruction", "messages", "contents"}
 
 // Canonical is the form of a request body that tokens are counted on and
 // prefixes compared on: the body compacted, every cache_control marker
@@ -115,10 +116,16 @@ func measureBody(body []byte) measured {
 	room := map[string]int{}
 	for i, k := range keys {
 		switch k {
-		case "messages":
+		case "messages", "contents": // Gemini's
 			m.messages = vals[i]
 		case "max_tokens", "max_completion_tokens":
 			room[k], _ = strconv.Atoi(string(vals[i]))
+		case "generationConfig": // Gemini's room is in it
+			var gen struct {
+				MaxOutputTokens int `json:"maxOutputTokens"`
+			}
+			_ = json.Unmarshal(vals[i], &gen)
+			room["max_tokens"] = gen.MaxOutputTokens
 		}
 		if !front[k] {
 			add(i)
@@ -238,6 +245,9 @@ func members(b []byte) (keys []string, vals [][]byte, ok bool) {
 // messages for it, seen by their clients in the field: one when the input
 // alone is over the window, one when only the answer's room puts it over.
 func refusal(wire string, window, tokens, room int) string {
+	if wire == "gemini" && window > 0 {
+		return geminiRefusal(window, tokens)
+	}
 	if window <= 0 || tokens+room <= window {
 		return ""
 	}

@@ -1,0 +1,376 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+)
+
+// The request body is built here, straight to JSON, in the shapes of the
+// generateContent API as the SDK's own types (genai.Content, genai.Part,
+// genai.FunctionDeclaration) encode them: members in the order the SDK
+// writes them (it encodes maps, so in key order), stored bytes spliced in
+// as they are — a tool call's arguments as the model gave them, a thought
+// part's Raw, a signature as the API sent it. TestBodyMatchesTheSDKsOwnEncoding
+// checks the shapes against the SDK; TestRequestBytesArePinned pins them.
+
+// wire is the name this wire gives its own shapes (history.Part.Wire).
+const wire = "gemini"
+
+// localPrefix begins the id this wire gives a function call the API sent
+// without one (Gemini 2.x sends none; Gemini 3 does). Such an id is
+// myelin's own: it is stored to tie the result to its call, and never sent.
+const localPrefix = "gemini-local-"
+
+// Options are what a Body holds besides the Request's own contents.
+type Options struct {
+	// Thoughts asks for the model's thought summaries
+	// (generationConfig.thinkingConfig.includeThoughts), which stream to
+	// Request.OnThinking and are stored as reasoning parts.
+	Thoughts bool
+}
+
+// Body is the request body the wire sends for req, the whole of it:
+// {"contents":...,"generationConfig":...,"systemInstruction":...,"tools":...},
+// compact, members in key order and strings escaped as encoding/json
+// writes them (`<`, `>`, `&` as \u003c...), as the SDK would send the
+// same params. The same Request gives the same bytes, every time.
+func Body(req provider.Request, o Options) ([]byte, error) {
+	e, err := encodeContents(req)
+	if err != nil {
+		return nil, err
+	}
+	e.raw(`,"generationConfig":{"maxOutputTokens":`)
+	e.buf = strconv.AppendInt(e.buf, int64(max(1, req.MaxTokens)), 10)
+	if o.Thoughts {
+		e.raw(`,"thinkingConfig":{"includeThoughts":true}`)
+	}
+	e.raw("}")
+	if req.System != "" {
+		e.raw(`,"systemInstruction":{"parts":[{"text":`)
+		e.str(req.System)
+		e.raw(`}],"role":"user"}`) // as the SDK writes it
+	}
+	if len(req.Tools) > 0 {
+		e.raw(`,"tools":[{"functionDeclarations":[`)
+		for i, t := range req.Tools {
+			if !json.Valid(t.InputSchema) {
+				return nil, fmt.Errorf("gemini: tool %s: its input schema is not JSON: %.200q", t.Name, t.InputSchema)
+			}
+			if i > 0 {
+				e.raw(",")
+			}
+			e.raw(`{"description":`)
+			e.str(t.Description)
+			e.raw(`,"name":`)
+			e.str(t.Name)
+			e.raw(`,"parametersJsonSchema":`)
+			e.compact(t.InputSchema)
+			e.raw("}")
+		}
+		e.raw("]}]")
+	}
+	e.raw("}")
+	return e.buf, nil
+}
+
+// modelMajor reads the major version of a Gemini model name.
+var modelMajor = regexp.MustCompile(`^(?:models/)?gemini-(\d+)`)
+
+// nativeImages reports whether model takes images inside a function
+// response (functionResponse.parts): the Gemini 3 series and later do,
+// by Google's documentation of multimodal function responses; earlier
+// models (and names that are not Gemini's) get them as inline data after
+// the responses.
+func nativeImages(model string) bool {
+	m := modelMajor.FindStringSubmatch(model)
+	if m == nil {
+		return false
+	}
+	n, err := strconv.Atoi(m[1])
+	return err == nil && n >= 3
+}
+
+// encodeContents begins the body with the "contents" array: one content
+// per run of messages of one role (consecutive user messages, as a prompt
+// after results the model never answered, go as one), records and empty
+// answers left out.
+func encodeContents(req provider.Request) (*encoder, error) {
+	names := map[string]string{} // call id → function name, for the responses
+	size := 64
+	for _, m := range req.Messages {
+		for _, p := range m.Parts {
+			if p.Type == history.ToolCallPart {
+				names[p.CallID] = p.Name
+			}
+			size += 96 + len(p.Text) + len(p.Text)/16 + len(p.Input) + len(p.Raw) + len(p.Signature) + len(p.CallID) + len(p.Name)
+			for _, img := range p.Images {
+				size += 96 + base64.StdEncoding.EncodedLen(len(img.Data))
+			}
+		}
+	}
+	native := nativeImages(req.Model)
+	e := &encoder{buf: make([]byte, 0, size)}
+	e.raw(`{"contents":[`)
+	open := history.Role("") // the role of the content being written
+	n := 0                   // parts written in it
+	var after []history.Part // results whose images follow the responses
+	closeContent := func() {
+		if open == "" {
+			return
+		}
+		for _, p := range after {
+			for i, img := range p.Images {
+				e.raw(`,{"text":`)
+				e.str(fmt.Sprintf("[image %d of tool call %s]", i+1, p.CallID))
+				e.raw(`},{"inlineData":{"data":"`)
+				e.buf = base64.StdEncoding.AppendEncode(e.buf, img.Data)
+				e.raw(`","mimeType":`)
+				e.str(img.MIMEType)
+				e.raw("}}")
+			}
+		}
+		after = after[:0]
+		e.raw(`],"role":`)
+		if open == history.Assistant {
+			e.str("model")
+		} else {
+			e.str("user")
+		}
+		e.raw("}")
+		open = ""
+	}
+	first := true
+	for _, m := range req.Messages {
+		if m.IsRecord() {
+			continue // a stored decision, never sent: as if absent
+		}
+		for _, p := range m.Parts {
+			if !sent(m.Role, p) {
+				continue
+			}
+			if open != m.Role {
+				closeContent()
+				if !first {
+					e.raw(",")
+				}
+				first = false
+				e.raw(`{"parts":[`)
+				open, n = m.Role, 0
+			}
+			if n > 0 {
+				e.raw(",")
+			}
+			n++
+			if err := e.part(m.Role, p, names, native); err != nil {
+				return nil, err
+			}
+			if p.Type == history.ToolResultPart && len(p.Images) > 0 && !native {
+				after = append(after, p)
+			}
+		}
+	}
+	closeContent()
+	e.raw("]")
+	return e, nil
+}
+
+// sent reports whether part p of a message of role is sent: text that is
+// not empty, calls, results, and this wire's own reasoning.
+func sent(role history.Role, p history.Part) bool {
+	switch p.Type {
+	case history.TextPart:
+		return p.Text != ""
+	case history.ToolCallPart:
+		return role == history.Assistant
+	case history.ToolResultPart:
+		return role == history.User
+	case history.ReasoningPart:
+		return role == history.Assistant && p.Wire == wire && len(p.Raw) > 0
+	}
+	return false
+}
+
+// signature is p's thought signature when it is this wire's.
+func signature(p history.Part) string {
+	if p.Wire != wire {
+		return ""
+	}
+	return p.Signature
+}
+
+func (e *encoder) part(role history.Role, p history.Part, names map[string]string, native bool) error {
+	switch p.Type {
+	case history.TextPart:
+		e.raw(`{"text":`)
+		e.str(p.Text)
+		if sig := signature(p); sig != "" {
+			e.raw(`,"thoughtSignature":`)
+			e.str(sig)
+		}
+		e.raw("}")
+	case history.ReasoningPart:
+		if !json.Valid(p.Raw) {
+			return fmt.Errorf("gemini: a stored thought part is not JSON: %.200q", p.Raw)
+		}
+		e.compact(p.Raw) // as the API sent it
+	case history.ToolCallPart:
+		e.raw(`{"functionCall":{"args":`)
+		if len(p.Input) == 0 || !json.Valid(p.Input) {
+			e.raw("{}") // the model's arguments were not JSON; its result says so
+		} else {
+			e.compact(p.Input)
+		}
+		if p.CallID != "" && !strings.HasPrefix(p.CallID, localPrefix) {
+			e.raw(`,"id":`)
+			e.str(p.CallID)
+		}
+		e.raw(`,"name":`)
+		e.str(p.Name)
+		e.raw("}")
+		if sig := signature(p); sig != "" {
+			e.raw(`,"thoughtSignature":`)
+			e.str(sig)
+		}
+		e.raw("}")
+	case history.ToolResultPart:
+		name, ok := names[p.CallID]
+		if !ok {
+			name = p.CallID // the call is not in the request: its id stands in
+		}
+		e.raw(`{"functionResponse":{`)
+		if p.CallID != "" && !strings.HasPrefix(p.CallID, localPrefix) {
+			e.raw(`"id":`)
+			e.str(p.CallID)
+			e.raw(",")
+		}
+		e.raw(`"name":`)
+		e.str(name)
+		if native && len(p.Images) > 0 {
+			e.raw(`,"parts":[`)
+			for i, img := range p.Images {
+				if i > 0 {
+					e.raw(",")
+				}
+				e.raw(`{"inlineData":{"data":"`)
+				e.buf = base64.StdEncoding.AppendEncode(e.buf, img.Data)
+				e.raw(`","mimeType":`)
+				e.str(img.MIMEType)
+				e.raw("}}")
+			}
+			e.raw("]")
+		}
+		// The API wants an object: the text goes whole under "output", or
+		// under "error" for an error result, as the API documents.
+		if p.IsError {
+			e.raw(`,"response":{"error":`)
+		} else {
+			e.raw(`,"response":{"output":`)
+		}
+		e.str(p.Text)
+		e.raw("}}}")
+	}
+	return nil
+}
+
+// encoder appends JSON to buf.
+type encoder struct{ buf []byte }
+
+func (e *encoder) str(s string) { e.buf = appendString(e.buf, s) }
+func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
+
+// compact appends stored JSON, which is valid: as it is when it is
+// compact already (what this wire stores is), else compacted as
+// encoding/json would write it.
+func (e *encoder) compact(b []byte) {
+	if !bytes.ContainsAny(b, " \t\r\n<>&") && !bytes.Contains(b, []byte("\u2028")) && !bytes.Contains(b, []byte("\u2029")) {
+		e.buf = append(e.buf, b...)
+		return
+	}
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		e.buf = append(e.buf, b...)
+		return
+	}
+	c := out.Bytes()
+	// escape as encoding/json does, outside strings and in them alike
+	// (`<`, `>`, `&` only occur in strings in valid JSON)
+	for i := 0; i < len(c); i++ {
+		switch {
+		case c[i] == '<', c[i] == '>', c[i] == '&':
+			e.buf = append(e.buf, `\u00`...)
+			e.buf = append(e.buf, "0123456789abcdef"[c[i]>>4], "0123456789abcdef"[c[i]&0xF])
+		case c[i] == 0xE2 && i+2 < len(c) && c[i+1] == 0x80 && (c[i+2] == 0xA8 || c[i+2] == 0xA9):
+			e.buf = append(e.buf, `\u202`...)
+			e.buf = append(e.buf, "0123456789abcdef"[c[i+2]&0xF])
+			i += 2
+		default:
+			e.buf = append(e.buf, c[i])
+		}
+	}
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json
+// escapes it (`<`, `>`, `&`, U+2028 and U+2029 too), so that the SDK's
+// encoder, which compacts these bytes, leaves them as they are. s is well
+// formed (every stored text is); any invalid byte is written as U+FFFD.
+func appendString(buf []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"':
+				buf = append(buf, `\"`...)
+			case '\\':
+				buf = append(buf, `\\`...)
+			case '\n':
+				buf = append(buf, `\n`...)
+			case '\r':
+				buf = append(buf, `\r`...)
+			case '\t':
+				buf = append(buf, `\t`...)
+			default:
+				buf = append(buf, `\u00`...)
+				buf = append(buf, hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\u202`...)
+			buf = append(buf, hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}

@@ -1,0 +1,382 @@
+// Package gemini is the Gemini API wire (generateContent and
+// streamGenerateContent): it turns a provider.Request into a request
+// through Google's Go SDK, google.golang.org/genai, and reads the answer.
+// The body is this package's (Body, encode.go), in the SDK's shapes; the
+// SDK sends it and reads the answer.
+//
+// A tool result goes as a functionResponse whose response is the object
+// {"output": TEXT} — TEXT the result's text verbatim, as stored — or
+// {"error": TEXT} for an error result: the API takes only an object there,
+// and these are the keys it documents; this wrap is the one the wire
+// forces. Images go inside the function response (functionResponse.parts)
+// for the models that take them there (the Gemini 3 series on), else as
+// inline data right after the responses of their round. The model's
+// thought signatures are stored on the part they came on (history.Part
+// Signature, Wire "gemini") and its thought parts as reasoning parts (Raw,
+// the part as the API sent it), and both are sent back byte for byte, as
+// the API requires inside a tool loop. Gemini caches prefixes by itself
+// (implicit caching): nothing is marked. A refusal of a request longer than
+// the context window is a provider.TooLongError (see toolong.go). It must
+// not change what it sends between two builds of the same Request, and
+// never sends a history.Context record nor another wire's reasoning.
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/result"
+)
+
+// Config configures the wire. The zero value reads GEMINI_API_KEY (or
+// GOOGLE_API_KEY, which the SDK prefers when both are set) and
+// GOOGLE_GEMINI_BASE_URL from the environment, as the SDK itself does.
+type Config struct {
+	APIKey     string       // default: $GOOGLE_API_KEY, else $GEMINI_API_KEY
+	BaseURL    string       // default: $GOOGLE_GEMINI_BASE_URL, else the SDK's
+	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
+	HTTPClient *http.Client // default: the SDK's
+	// APIVersion is the API version in the path ("v1", "v1beta"); ""
+	// means $GOOGLE_GENAI_API_VERSION, else the SDK's default (v1).
+	APIVersion string
+	// NoStream sends non-streaming requests; the answer then arrives whole.
+	NoStream bool
+	// Thoughts asks for the model's thought summaries, streamed to
+	// Request.OnThinking and stored (see Options).
+	Thoughts bool
+	// RetryDelay is the wait before the first retry, doubling after; 0
+	// means the SDK's (1 s, with up to 1 s of jitter). Set, it has no jitter.
+	RetryDelay time.Duration
+}
+
+// Provider is the Gemini wire.
+type Provider struct {
+	client *genai.Client
+	cfg    Config
+	retry  *genai.HTTPRetryOptions
+}
+
+// keyVar is the variable New names when there is no key.
+const keyVar = "GEMINI_API_KEY"
+
+// New returns the wire, or an error naming the variables to set when there
+// is no API key.
+func New(cfg Config) (*Provider, error) {
+	if cfg.APIKey == "" {
+		cfg.APIKey = os.Getenv("GOOGLE_API_KEY") // the SDK's order: it wins
+	}
+	ep, err := provider.Endpoint{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries}.
+		FromEnv("Gemini", keyVar, "GOOGLE_GEMINI_BASE_URL", "(or GOOGLE_API_KEY)")
+	if err != nil {
+		return nil, err
+	}
+	hc := &http.Client{}
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		hc = &c
+	}
+	hc.Transport = bodyTransport{base: hc.Transport}
+	cc := &genai.ClientConfig{APIKey: ep.APIKey, Backend: genai.BackendGeminiAPI, HTTPClient: hc,
+		HTTPOptions: genai.HTTPOptions{BaseURL: ep.BaseURL, APIVersion: cfg.APIVersion}}
+	if cc.HTTPOptions.BaseURL != "" && !strings.HasSuffix(cc.HTTPOptions.BaseURL, "/") {
+		cc.HTTPOptions.BaseURL += "/"
+	}
+	client, err := genai.NewClient(context.Background(), cc)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: %v", err)
+	}
+	p := &Provider{client: client, cfg: cfg}
+	if ep.MaxRetries > 0 {
+		attempts := int32(ep.MaxRetries + 1)
+		p.retry = &genai.HTTPRetryOptions{Attempts: &attempts, HTTPStatusCodes: retried}
+		if cfg.RetryDelay > 0 {
+			delay, none := cfg.RetryDelay.Seconds(), 0.0
+			p.retry.InitialDelay, p.retry.Jitter = &delay, &none
+		}
+	}
+	return p, nil
+}
+
+// retried are the statuses retried before any output, as on the other
+// wires: 408, 409, 429, 5xx and 529.
+var retried = []int32{408, 409, 429, 500, 502, 503, 504, 529}
+
+// cacheSettings says how the wire marks the prompt cache: it does not;
+// Gemini's implicit caching reads the longest prefix it saw by itself.
+const cacheSettings = "gemini: implicit caching (nothing marked)"
+
+// CacheSettings says how the wire marks the prompt cache, for the agent to
+// store with a conversation (provider.CacheDescriber).
+func (p *Provider) CacheSettings() string { return cacheSettings }
+
+// Complete sends the request and reads the answer.
+func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
+	body, err := Body(req, Options{Thoughts: p.cfg.Thoughts})
+	if err != nil {
+		return provider.Response{}, err
+	}
+	ctx = context.WithValue(ctx, bodyKey{}, body)
+	off := false
+	config := &genai.GenerateContentConfig{
+		// One request, one answer: the SDK's continuation would send
+		// requests of its own.
+		AutomaticContinuation: &off,
+		HTTPOptions: &genai.HTTPOptions{
+			// The SDK's own body stays empty: bodyTransport sends this one.
+			ExtrasRequestProvider: func(map[string]any) map[string]any { return nil },
+			RetryOptions:          p.retry,
+		},
+	}
+	a := accumulator{onText: onText, onThinking: req.OnThinking}
+	if p.cfg.NoStream {
+		resp, err := p.client.Models.GenerateContent(ctx, req.Model, nil, config)
+		if err != nil {
+			return provider.Response{}, describe(err)
+		}
+		if err := a.add(resp); err != nil {
+			return provider.Response{}, err
+		}
+		if a.stop == "" {
+			a.stop = "stop"
+		}
+		return a.response(), nil
+	}
+	for resp, err := range p.client.Models.GenerateContentStream(ctx, req.Model, nil, config) {
+		if err != nil {
+			return provider.Response{}, describe(err)
+		}
+		if err := a.add(resp); err != nil {
+			return provider.Response{}, err
+		}
+	}
+	if a.stop == "" {
+		return provider.Response{}, errors.New("gemini: the stream ended before the answer did (no finishReason)")
+	}
+	return a.response(), nil
+}
+
+// bodyKey is the context key under which Complete hands bodyTransport the
+// request body.
+type bodyKey struct{}
+
+// bodyTransport sends the body Complete built (from the request's
+// context) in place of the SDK's, which is empty: the SDK encodes a body
+// with encoding/json, which re-reads and escapes every stored byte (about
+// 8 times this wire's own encoding at 10,000 messages, see
+// docs/performance.md). The SDK keeps the URL, the headers, the key, the
+// retries (each attempt comes here again) and the reading of the answer.
+// It must not touch a request whose context holds no body.
+type bodyTransport struct{ base http.RoundTripper }
+
+// RoundTrip sends r with the body from its context, when it has one.
+func (t bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	body, ok := r.Context().Value(bodyKey{}).([]byte)
+	if !ok {
+		return base.RoundTrip(r)
+	}
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+	return base.RoundTrip(r)
+}
+
+// describe keeps the provider's own message in the error; a refusal of the
+// request as too long is a provider.TooLongError around it.
+func describe(err error) error {
+	var apiErr genai.APIError
+	if errors.As(err, &apiErr) {
+		msg := apiErr.Message
+		if apiErr.Status != "" {
+			msg += " (" + apiErr.Status + ")"
+		}
+		w := &wireError{msg: fmt.Sprintf("gemini: %d %s: %s", apiErr.Code, http.StatusText(apiErr.Code), msg), err: err}
+		if tl := tooLong(apiErr.Code, apiErr.Message); tl != nil {
+			tl.Err = w
+			return tl
+		}
+		return w
+	}
+	return fmt.Errorf("gemini: %v", err)
+}
+
+// wireError is the SDK's error with the provider's message as its text.
+type wireError struct {
+	msg string
+	err error
+}
+
+func (e *wireError) Error() string { return e.msg }
+func (e *wireError) Unwrap() error { return e.err }
+
+// item is one part of the answer as it builds up: streamed text and
+// thought chunks run together into one part each, until a part of
+// another kind or a signature ends them.
+type item struct {
+	kind     string // "text", "thought" or "call"
+	text     strings.Builder
+	sig      string // the thought signature, base64 as the API sends it
+	id, name string
+	args     string
+}
+
+type accumulator struct {
+	items      []*item
+	usage      history.Usage
+	stop       string
+	onText     func(string)
+	onThinking func(string)
+}
+
+// add reads one answer (or one chunk of a streamed one).
+func (a *accumulator) add(resp *genai.GenerateContentResponse) error {
+	if u := resp.UsageMetadata; u != nil {
+		cached := int(u.CachedContentTokenCount)
+		a.usage = history.Usage{Input: int(u.PromptTokenCount) - cached, CacheRead: cached,
+			Output: int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount)}
+	}
+	if len(resp.Candidates) == 0 {
+		if f := resp.PromptFeedback; f != nil && f.BlockReason != "" {
+			return fmt.Errorf("gemini: the prompt was blocked (%s): %s", f.BlockReason, f.BlockReasonMessage)
+		}
+		return nil
+	}
+	c := resp.Candidates[0]
+	if c.FinishReason != "" && c.FinishReason != genai.FinishReasonUnspecified {
+		a.stop = strings.ToLower(string(c.FinishReason))
+	}
+	if c.Content == nil {
+		return nil
+	}
+	for _, p := range c.Content.Parts {
+		if p == nil {
+			continue
+		}
+		sig := ""
+		if len(p.ThoughtSignature) > 0 {
+			sig = base64.StdEncoding.EncodeToString(p.ThoughtSignature)
+		}
+		switch {
+		case p.FunctionCall != nil:
+			args := "{}"
+			if p.FunctionCall.Args != nil {
+				var b bytes.Buffer
+				enc := json.NewEncoder(&b)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(p.FunctionCall.Args); err != nil {
+					return fmt.Errorf("gemini: the arguments of a call of %s: %v", p.FunctionCall.Name, err)
+				}
+				args = strings.TrimSuffix(b.String(), "\n")
+			}
+			id := p.FunctionCall.ID
+			if id == "" {
+				id = localID()
+			}
+			a.items = append(a.items, &item{kind: "call", sig: sig, id: id, name: p.FunctionCall.Name, args: args})
+		case p.Thought:
+			it := a.open("thought")
+			it.text.WriteString(p.Text)
+			it.sig = sig
+			if a.onThinking != nil && p.Text != "" {
+				a.onThinking(result.WellFormed(p.Text))
+			}
+		case p.Text != "" || sig != "":
+			it := a.open("text")
+			it.text.WriteString(p.Text)
+			it.sig = sig
+			if a.onText != nil && p.Text != "" {
+				a.onText(result.WellFormed(p.Text))
+			}
+		}
+	}
+	return nil
+}
+
+// open is the part of kind that text runs on into: the last one, when it
+// is of that kind and no signature closed it yet, else a new one.
+func (a *accumulator) open(kind string) *item {
+	if n := len(a.items); n > 0 && a.items[n-1].kind == kind && a.items[n-1].sig == "" {
+		return a.items[n-1]
+	}
+	it := &item{kind: kind}
+	a.items = append(a.items, it)
+	return it
+}
+
+// localID is an id for a call the API sent without one: unique, so that
+// spill files and results tie to it, and never sent (localPrefix).
+func localID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return localPrefix + hex.EncodeToString(b[:])
+}
+
+// response is the assistant message: text made well formed, signatures on
+// the parts they came on, thoughts as reasoning parts whose Raw is the
+// part as the API sent it (its chunks run together).
+func (a *accumulator) response() provider.Response {
+	msg := history.Message{Role: history.Assistant, Usage: &a.usage}
+	for _, it := range a.items {
+		switch it.kind {
+		case "call":
+			part := provider.ToolCall(it.id, it.name, it.args)
+			if it.sig != "" {
+				part.Wire, part.Signature = wire, it.sig
+			}
+			msg.Parts = append(msg.Parts, part)
+		case "thought":
+			text := result.WellFormed(it.text.String())
+			var e encoder
+			e.raw(`{"text":`)
+			e.str(text)
+			e.raw(`,"thought":true`)
+			if it.sig != "" {
+				e.raw(`,"thoughtSignature":`)
+				e.str(it.sig)
+			}
+			e.raw("}")
+			msg.Parts = append(msg.Parts, history.Part{Type: history.ReasoningPart, Wire: wire, Text: text, Raw: e.buf})
+		case "text":
+			text := result.WellFormed(it.text.String())
+			switch {
+			case text != "":
+				part := history.Part{Type: history.TextPart, Text: text}
+				if it.sig != "" {
+					part.Wire, part.Signature = wire, it.sig
+				}
+				msg.Parts = append(msg.Parts, part)
+			case it.sig != "":
+				// A signature on a part of no text (a stream's last chunk)
+				// after a call: kept, and sent back, as it came.
+				var e encoder
+				e.raw(`{"text":"","thoughtSignature":`)
+				e.str(it.sig)
+				e.raw("}")
+				msg.Parts = append(msg.Parts, history.Part{Type: history.ReasoningPart, Wire: wire, Raw: e.buf})
+			}
+		}
+	}
+	return provider.Response{Message: msg, StopReason: a.stop}
+}
