@@ -46,6 +46,15 @@ type Request struct {
 	// it streams in, on wires that stream it; it is not sent. (The
 	// answer's text goes to Complete's onText.)
 	OnThinking func(string) `json:"-"`
+	// CacheKey names the conversation the request belongs to, the same
+	// for every request of it (the agent sets the conversation's id), so
+	// that a provider that routes its prompt cache by a key of the
+	// caller's sends the requests of one conversation to one cache. Only
+	// the OpenAI Responses wire sends it (as prompt_cache_key, hashed when
+	// longer than the API takes); the other wires ignore it. It must not
+	// change between the requests of a conversation, or carry anything
+	// secret: it leaves the machine.
+	CacheKey string
 }
 
 // Response is the model's answer to a Request.

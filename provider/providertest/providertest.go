@@ -60,6 +60,11 @@ type Step struct {
 	// Hold, when set, is waited on before answering (to test
 	// cancellation and crashes mid-request).
 	Hold chan struct{}
+	// Reasoning, on the Responses API (NewResponses), makes the answer
+	// start with a reasoning item whose encrypted_content is
+	// Encrypted(Reasoning) and whose summary, when the request asks for
+	// one, is Reasoning.
+	Reasoning string
 }
 
 // Server is a scripted provider. Window, Cache and Respond are set after
@@ -126,7 +131,7 @@ func start(t testing.TB, wire string, steps []Step) *Server {
 	s := &Server{t: t, wire: wire, steps: steps}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
-	if wire == "openai" {
+	if wire == "openai" || wire == responsesWire {
 		s.URL += "/v1"
 	}
 	if t != nil {
@@ -204,10 +209,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if refused := refusal(s.wire, window, m.tokens(), m.room); refused != "" {
 		s.stats.Refused++
 		s.mu.Unlock()
+		if s.wire == responsesWire {
+			writeResponsesRefusal(w, readResponsesRequest(body).Stream)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("request-id", "req_providertest")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, refused)
+		return
+	}
+	if bad := s.responsesRefused(body); bad != "" {
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, bad)
 		return
 	}
 	var step Step
@@ -257,6 +273,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if step.Cut {
 			cut(w)
 		}
+		return
+	}
+	if s.wire == responsesWire {
+		s.serveResponses(w, body, step)
 		return
 	}
 	if step.CutAfter > 0 && req.Stream {
