@@ -240,14 +240,13 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		if err := a.finish(r); err != nil {
 			return provider.Response{}, err
 		}
-		if onText != nil {
-			for _, it := range a.items {
-				if it.kind == "message" && it.text.Len() > 0 {
-					onText(result.WellFormed(it.text.String()))
-				}
+		resp := a.response()
+		for _, part := range resp.Message.Parts {
+			if part.Type == history.TextPart && onText != nil {
+				onText(part.Text)
 			}
 		}
-		return a.response(), nil
+		return resp, nil
 	}
 	stream := p.client.Responses.NewStreaming(ctx, oai.ResponseNewParams{}, withBody)
 	defer stream.Close()
