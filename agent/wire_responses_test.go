@@ -158,3 +158,56 @@ func TestResponsesReasoningSurvivesAToolLoopAndARestartByteForByte(t *testing.T)
 		t.Fatalf("after the restart the earlier input is not sent as before:\n%s\n%s", input(before), input(last))
 	}
 }
+
+func TestResponsesAnAnswerCutMidStreamIsStoredAsFarAsItWent(t *testing.T) {
+	r := newWireRig(t, "openai-responses")
+	// created, in_progress, item added, part added, the first delta: cut
+	r.srv.Push(providertest.Step{Text: "Hello there, world.", CutAfter: 5}, providertest.Step{Text: "again"})
+	var shown strings.Builder
+	if _, err := r.agent.Turn(context.Background(), r.id, "hi", func(e Event) {
+		if e.Kind == TextDelta {
+			shown.WriteString(e.Text)
+		}
+	}); err == nil {
+		t.Fatal("a cut stream gave no error")
+	}
+	if shown.String() != "Hello the" {
+		t.Fatalf("streamed %q", shown.String())
+	}
+	r.turn("go on")
+	items := r.srv.Request(1)["input"].([]any)
+	if len(items) != 3 {
+		t.Fatalf("the next request has %d items: %v", len(items), items)
+	}
+	answer := items[1].(map[string]any)
+	text := answer["content"].([]any)[0].(map[string]any)["text"]
+	if answer["role"] != "assistant" || text != "Hello the\n\n"+CutMarker {
+		t.Fatalf("the cut answer as sent: %v", answer)
+	}
+}
+
+func TestResponsesARefusalAsTooLongIsMetByMakingRoom(t *testing.T) {
+	for _, stream := range []bool{true, false} {
+		r := newWireRig(t, "openai-responses", emitTool(t))
+		p, err := responses.New(responses.Config{APIKey: "k", BaseURL: r.srv.URL, MaxRetries: -1, NoStream: !stream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.agent.Provider = p
+		r.agent.ContextWindow, r.agent.MaxTokens = 12000, 1000
+		deadConversation(t, r, 12)
+		// the fake's window refuses the first request as the API does
+		// (streamed: an error event after response.created), and takes
+		// the smaller one
+		r.srv.Window = 12000
+		r.srv.Push(providertest.Step{Text: "back"})
+		tr, _ := r.turn("go on again")
+		if tr.Text != "back" || r.srv.Refused() != 1 {
+			t.Fatalf("stream %v: the turn ended with %q after %d refusals", stream, tr.Text, r.srv.Refused())
+		}
+		edits := records(t, r.agent, r.id)
+		if len(edits) != 1 || len(edits[0].Cleared) == 0 || !strings.Contains(edits[0].Why, "refused") {
+			t.Fatalf("stream %v: edits %+v", stream, edits)
+		}
+	}
+}
