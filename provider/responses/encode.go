@@ -29,18 +29,31 @@ func (e *encoder) items(m history.Message, sep string) string {
 		e.raw(sep)
 		sep = ","
 	}
+	open := false // an assistant message item is open: its text parts go in it
 	for i, p := range m.Parts {
+		if open && (p.Type != history.TextPart || m.Role != history.Assistant) {
+			e.raw(`]}`)
+			open = false
+		}
 		switch p.Type {
 		case history.TextPart:
 			if p.Text == "" {
 				continue
 			}
-			item()
 			if m.Role == history.Assistant {
-				e.raw(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":`)
+				// consecutive text parts: one message, an output_text each
+				if open {
+					e.raw(`,`)
+				} else {
+					item()
+					e.raw(`{"type":"message","role":"assistant","content":[`)
+					open = true
+				}
+				e.raw(`{"type":"output_text","text":`)
 				e.str(p.Text)
-				e.raw(`}]}`)
+				e.raw(`}`)
 			} else {
+				item()
 				e.raw(`{"type":"message","role":"user","content":`)
 				e.str(p.Text)
 				e.raw(`}`)
@@ -94,6 +107,9 @@ func (e *encoder) items(m history.Message, sep string) string {
 			}
 			e.raw(`]}`)
 		}
+	}
+	if open {
+		e.raw(`]}`)
 	}
 	return sep
 }

@@ -410,3 +410,23 @@ func TestNoKeyNamesTheVariable(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestConsecutiveTextsOfAnAnswerGoInOneMessage(t *testing.T) {
+	req := sampleRequest()
+	req.Messages = []history.Message{
+		{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "hi"}}},
+		{Role: history.Assistant, Parts: []history.Part{
+			{Type: history.TextPart, Text: "Hello"}, {Type: history.TextPart, Text: "\n\n[cut off here]"},
+			{Type: history.ToolCallPart, CallID: "c", Name: "n", Input: json.RawMessage(`{}`)},
+			{Type: history.TextPart, Text: "after"},
+		}},
+	}
+	b := body(t, req, Config{}, false)
+	want := `"input":[{"type":"message","role":"user","content":"hi"},` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello"},{"type":"output_text","text":"\n\n[cut off here]"}]},` +
+		`{"type":"function_call","call_id":"c","name":"n","arguments":"{}"},` +
+		`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"after"}]}]`
+	if !bytes.Contains(b, []byte(want)) {
+		t.Fatalf("sent %s", b)
+	}
+}
