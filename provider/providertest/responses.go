@@ -2,7 +2,9 @@ package providertest
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,10 +35,31 @@ func NewResponses(t testing.TB, steps ...Step) *Server { return start(t, respons
 const encryptedPrefix = "gAAAAAB"
 
 // Encrypted is the encrypted_content the fake issues for a reasoning
-// text: the same text gives the same bytes, so that two runs of a script
-// send the same requests. It is not encryption: tests may decode it.
+// text: the text in base64 and a checksum of it, so that the fake knows
+// its own and tells a changed one; the same text gives the same bytes, so
+// that two runs of a script send the same requests. It is not encryption.
 func Encrypted(reasoning string) string {
-	return encryptedPrefix + base64.StdEncoding.EncodeToString([]byte(reasoning))
+	return encryptedPrefix + base64.StdEncoding.EncodeToString([]byte(reasoning)) + "." + checksum(reasoning)
+}
+
+func checksum(s string) string {
+	sum := sha256.Sum256([]byte("providertest reasoning\x00" + s))
+	return hex.EncodeToString(sum[:4])
+}
+
+// decrypted is the reasoning text of an encrypted_content the fake issued;
+// ok is false for any other.
+func decrypted(enc string) (text string, ok bool) {
+	body, ok := strings.CutPrefix(enc, encryptedPrefix)
+	dot := strings.LastIndexByte(body, '.')
+	if !ok || dot < 0 {
+		return "", false
+	}
+	b, err := base64.StdEncoding.DecodeString(body[:dot])
+	if err != nil || checksum(string(b)) != body[dot+1:] {
+		return "", false
+	}
+	return string(b), true
 }
 
 // responsesItems are a step's output items, whole, in order: a reasoning
@@ -186,10 +209,9 @@ func badReasoning(r responsesRequest) string {
 		if it.Encrypted != nil {
 			enc = *it.Encrypted
 		}
-		text, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(enc, encryptedPrefix))
-		ok := err == nil && strings.HasPrefix(enc, encryptedPrefix)
+		text, ok := decrypted(enc)
 		for _, s := range it.Summary {
-			ok = ok && s.Text == string(text)
+			ok = ok && s.Text == text
 		}
 		if !ok {
 			short := enc
