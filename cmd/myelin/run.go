@@ -19,6 +19,7 @@ import (
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/openai"
+	"github.com/myelin-run/myelin/provider/responses"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/window"
 	"github.com/myelin-run/myelin/workspace"
@@ -40,6 +41,7 @@ address from ANTHROPIC_BASE_URL or OPENAI_BASE_URL when set.
 const (
 	defaultAnthropicModel = "claude-sonnet-4-5"
 	defaultOpenAIModel    = "gpt-4.1-mini"
+	defaultResponsesModel = "gpt-5-mini"
 )
 
 // agentFlags are the flags of run and chat.
@@ -66,7 +68,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs := newFlagSet(name)
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
 	fs.IntVar(&f.inlineCap, "inline-cap", 0, fmt.Sprintf("the inline cap `N` in characters (default %d; at least %d)", result.DefaultCap, result.MinCap))
-	fs.StringVar(&f.provider, "provider", "", "anthropic or openai (default: the one whose API key is set, anthropic first)")
+	fs.StringVar(&f.provider, "provider", "", "anthropic, openai (Chat Completions, and compatible servers) or openai-responses (OpenAI's Responses API) (default: anthropic or openai, the one whose API key is set, anthropic first)")
 	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+" or "+defaultOpenAIModel+")")
 	fs.StringVar(&f.store, "store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
 	fs.StringVar(&f.conversation, "conversation", "", "continue (or start) the conversation `ID`")
@@ -153,8 +155,11 @@ func newProvider(name string) (provider.Provider, string, error) {
 	case "openai":
 		p, err := openai.New(openai.Config{})
 		return p, defaultOpenAIModel, err
+	case "openai-responses":
+		p, err := responses.New(responses.Config{})
+		return p, defaultResponsesModel, err
 	}
-	return nil, "", fmt.Errorf("--provider %q: want anthropic or openai", name)
+	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai or openai-responses", name)
 }
 
 // open assembles the agent of run and chat and picks the conversation.
