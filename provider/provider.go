@@ -1,8 +1,8 @@
 // Package provider defines what the agent asks of a model and what it gets
 // back, independent of any wire: a Request built from the stored
 // conversation, and a Response holding the assistant's message. Each wire
-// (provider/anthropic, provider/openai) turns a Request into its own HTTP
-// request through its SDK. Whatever the wire, a refusal of a request longer
+// (provider/anthropic, provider/openai, provider/responses) turns a
+// Request into its own HTTP request through its SDK. Whatever the wire, a refusal of a request longer
 // than the model's context window is a TooLongError, so that the agent can
 // make room and try again, and a wire may say how it marks the prompt cache
 // (CacheDescriber).

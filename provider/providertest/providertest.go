@@ -1,7 +1,8 @@
 // Package providertest is a scripted provider for tests: a loopback HTTP
 // server that speaks a provider's wire format (Anthropic Messages, OpenAI
-// Chat Completions), answers each request with the next step of a script,
-// and records the requests it got, byte for byte.
+// Chat Completions, the OpenAI Responses API), answers each request with
+// the next step of a script, and records the requests it got, byte for
+// byte.
 //
 // Like a real provider it can have a context window (Server.Window): a
 // request that does not fit is refused with the provider's own error, and
@@ -75,7 +76,8 @@ type Server struct {
 
 	// Window, when above 0, is the context window in tokens: a request
 	// whose Tokens (N) plus its answer's room (B: max_tokens; on OpenAI
-	// max_completion_tokens, else max_tokens) pass it (W) is refused as
+	// max_completion_tokens, else max_tokens; on the Responses API
+	// max_output_tokens) pass it (W) is refused as
 	// the provider refuses it, a 400 invalid_request_error, with the
 	// provider's own words:
 	//
@@ -89,6 +91,11 @@ type Server struct {
 	//     tokens. However, you requested N+B tokens (N in the messages, B
 	//     in the completion). Please reduce the length of the messages or
 	//     completion."
+	//   - The Responses API, code "context_length_exceeded", param "input",
+	//     whatever the counts: "Your input exceeds the context window of
+	//     this model. Please adjust your input and try again." — a 400 when
+	//     not streamed; streamed, a 200 whose stream sends response.created
+	//     and response.in_progress, then an error event holding it.
 	//
 	// A refused request is recorded in Requests, counted in Refused, and
 	// takes no step.
