@@ -430,3 +430,13 @@ func TestConsecutiveTextsOfAnAnswerGoInOneMessage(t *testing.T) {
 		t.Fatalf("sent %s", b)
 	}
 }
+
+func TestAnIncompleteResponseEndsWithItsReason(t *testing.T) {
+	raw := "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"sequence_number\":1,\"output_index\":0,\"content_index\":0,\"item_id\":\"m\",\"delta\":\"Half an ans\"}\n\n" +
+		"event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"sequence_number\":2,\"response\":{\"id\":\"r\",\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"output\":[],\"usage\":{\"input_tokens\":5,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":9,\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":14}}}\n\n"
+	srv := providertest.NewResponses(t, providertest.Step{Raw: raw})
+	resp, err := newProvider(t, srv, Config{}).Complete(context.Background(), sampleRequest(), nil)
+	if err != nil || resp.StopReason != "max_output_tokens" || resp.Message.Parts[0].Text != "Half an ans" || resp.Message.Usage.Output != 9 {
+		t.Fatalf("%+v, %v", resp, err)
+	}
+}

@@ -56,6 +56,7 @@ func TestAFailedResponseOverTheWindowIsATooLongErrorOnlyBeforeOutput(t *testing.
 		{"response.failed first", failed, true},
 		{"response.failed after text", delta + failed, false},
 		{"error event after text", delta + errEvent, false},
+		{"error event of the SDK's documented shape", "event: error\ndata: {\"type\":\"error\",\"sequence_number\":2,\"code\":\"context_length_exceeded\",\"message\":\"Your input exceeds the context window of this model.\",\"param\":\"input\"}\n\n", true},
 	} {
 		srv := providertest.NewResponses(t, providertest.Step{Raw: tc.raw})
 		_, err := newProvider(t, srv, Config{}).Complete(context.Background(), sampleRequest(), nil)
