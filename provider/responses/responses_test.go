@@ -440,3 +440,11 @@ func TestAnIncompleteResponseEndsWithItsReason(t *testing.T) {
 		t.Fatalf("%+v, %v", resp, err)
 	}
 }
+
+func TestAToolSchemaThatIsNotAnObjectIsAnErrorNamingTheTool(t *testing.T) {
+	req := sampleRequest()
+	req.Tools = []provider.Tool{{Name: "bad--tool", InputSchema: json.RawMessage(`["not","an","object"]`)}}
+	if _, err := Body(req, Config{}, false); err == nil || !strings.Contains(err.Error(), "tool bad--tool: its input schema is not a JSON object") {
+		t.Fatalf("err %v", err)
+	}
+}
