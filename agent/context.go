@@ -56,7 +56,7 @@ func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
 
 // request is the request that sends stored under s.
 func (a *Agent) request(s sizing, stored []history.Message) provider.Request {
-	return provider.Request{Model: a.Model, System: s.conv.System, Tools: s.defs, Messages: window.View(stored), MaxTokens: AnswerRoom(a.MaxTokens)}
+	return provider.Request{Model: a.Model, System: s.conv.System, Tools: s.defs, Messages: window.View(stored), MaxTokens: AnswerRoom(a.MaxTokens), CacheKey: s.conv.ID}
 }
 
 // fit prepares the next request of conversation id so that it fits the

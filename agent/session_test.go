@@ -94,8 +94,11 @@ func (s longSession) run(tb testing.TB) sessionRun {
 	}
 	a := open()
 	ctx := context.Background()
-	id, err := a.NewConversation(ctx)
-	if err != nil {
+	// one id for every run, so that two runs send the same requests on a
+	// wire that names the conversation in them (the Responses API's
+	// prompt_cache_key)
+	const id = "20260101-000000-5e5510a0"
+	if err := a.OpenConversation(ctx, id); err != nil {
 		tb.Fatal(err)
 	}
 	var run sessionRun

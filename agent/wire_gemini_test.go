@@ -19,6 +19,7 @@ func init() {
 		results:     geminiResults,
 		model:       "gemini-3-flash-test",
 		messages:    "contents",
+		system:      "systemInstruction",
 		objectInput: true,
 	}
 }

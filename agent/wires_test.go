@@ -25,22 +25,28 @@ type testWire struct {
 	results func(req map[string]any) []sentResult
 	// model is the model name requests name on it.
 	model string
-	// messages is the request body's member that holds the
-	// conversation; "" means "messages".
-	messages string
+	// messages and system name the request members that hold the
+	// conversation and the system prompt: "messages" and "system" when
+	// empty (the Responses API's are "input" and "instructions").
+	messages, system string
 	// objectInput is set when the wire's calls carry their arguments as
 	// a JSON object, never as text, so that input that is not JSON cannot
 	// reach the agent on it.
 	objectInput bool
 }
 
-// conversation is the member of wire's request bodies holding the
-// conversation.
-func conversation(wire string) string {
-	if k := testWires[wire].messages; k != "" {
-		return k
+// members are the names of wire's request members that hold the
+// conversation and the system prompt.
+func members(wire string) (messages, system string) {
+	w := testWires[wire]
+	messages, system = w.messages, w.system
+	if messages == "" {
+		messages = "messages"
 	}
-	return "messages"
+	if system == "" {
+		system = "system"
+	}
+	return messages, system
 }
 
 var testWires = map[string]testWire{}
@@ -136,15 +142,15 @@ func TestOnEveryWire(t *testing.T) {
 				r.srv.Push(providertest.Step{Text: "second"})
 				r.turn("turn two")
 				first, second := r.srv.Request(1), r.srv.Request(2)
-				key := conversation(wire)
-				fm := providertest.StripCacheMarks(first[key]).([]any)
-				sm := providertest.StripCacheMarks(second[key]).([]any)
+				messages, system := members(wire)
+				fm := providertest.StripCacheMarks(first[messages]).([]any)
+				sm := providertest.StripCacheMarks(second[messages]).([]any)
 				a, _ := json.Marshal(fm)
 				b, _ := json.Marshal(sm[:len(fm)])
 				if string(a) != string(b) {
 					t.Fatalf("earlier messages changed:\n%s\n%s", a, b)
 				}
-				for _, k := range []string{"system", "systemInstruction", "tools", "model"} {
+				for _, k := range []string{system, "tools", "model"} {
 					x, _ := json.Marshal(providertest.StripCacheMarks(first[k]))
 					y, _ := json.Marshal(providertest.StripCacheMarks(second[k]))
 					if string(x) != string(y) {

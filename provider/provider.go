@@ -1,8 +1,8 @@
 // Package provider defines what the agent asks of a model and what it gets
 // back, independent of any wire: a Request built from the stored
 // conversation, and a Response holding the assistant's message. Each wire
-// (provider/anthropic, provider/openai) turns a Request into its own HTTP
-// request through its SDK. Whatever the wire, a refusal of a request longer
+// (provider/anthropic, provider/openai, provider/responses) turns a
+// Request into its own HTTP request through its SDK. Whatever the wire, a refusal of a request longer
 // than the model's context window is a TooLongError, so that the agent can
 // make room and try again, and a wire may say how it marks the prompt cache
 // (CacheDescriber).
@@ -46,6 +46,15 @@ type Request struct {
 	// it streams in, on wires that stream it; it is not sent. (The
 	// answer's text goes to Complete's onText.)
 	OnThinking func(string) `json:"-"`
+	// CacheKey names the conversation the request belongs to, the same
+	// for every request of it (the agent sets the conversation's id), so
+	// that a provider that routes its prompt cache by a key of the
+	// caller's sends the requests of one conversation to one cache. Only
+	// the OpenAI Responses wire sends it (as prompt_cache_key, hashed when
+	// longer than the API takes); the other wires ignore it. It must not
+	// change between the requests of a conversation, or carry anything
+	// secret: it leaves the machine.
+	CacheKey string
 }
 
 // Response is the model's answer to a Request.

@@ -21,6 +21,7 @@ import (
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/gemini"
 	"github.com/myelin-run/myelin/provider/openai"
+	"github.com/myelin-run/myelin/provider/responses"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/window"
 	"github.com/myelin-run/myelin/workspace"
@@ -46,6 +47,7 @@ const (
 	defaultAnthropicModel = "claude-sonnet-4-5"
 	defaultOpenAIModel    = "gpt-4.1-mini"
 	defaultGeminiModel    = "gemini-2.5-flash"
+	defaultResponsesModel = "gpt-5-mini"
 )
 
 // agentFlags are the flags of run and chat.
@@ -73,8 +75,8 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs := newFlagSet(name)
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
 	fs.IntVar(&f.inlineCap, "inline-cap", 0, fmt.Sprintf("the inline cap `N` in characters (default %d; at least %d)", result.DefaultCap, result.MinCap))
-	fs.StringVar(&f.provider, "provider", "", "anthropic, openai or gemini (default: the one whose API key is set, in that order)")
-	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+", "+defaultOpenAIModel+" or "+defaultGeminiModel+")")
+	fs.StringVar(&f.provider, "provider", "", "anthropic, openai (Chat Completions, and compatible servers), openai-responses (OpenAI's Responses API) or gemini (default: the one whose API key is set: anthropic, openai, gemini, in that order)")
+	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+", "+defaultOpenAIModel+", "+defaultResponsesModel+" or "+defaultGeminiModel+")")
 	fs.StringVar(&f.store, "store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
 	fs.StringVar(&f.conversation, "conversation", "", "continue (or start) the conversation `ID`")
 	fs.BoolVar(&f.cont, "continue", false, "continue the most recent conversation")
@@ -171,8 +173,11 @@ func newProvider(name string) (provider.Provider, string, error) {
 	case "gemini":
 		p, err := gemini.New(gemini.Config{})
 		return p, defaultGeminiModel, err
+	case "openai-responses":
+		p, err := responses.New(responses.Config{})
+		return p, defaultResponsesModel, err
 	}
-	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai or gemini", name)
+	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai, openai-responses or gemini", name)
 }
 
 // open assembles the agent of run and chat and picks the conversation.

@@ -1,7 +1,8 @@
 // Package providertest is a scripted provider for tests: a loopback HTTP
 // server that speaks a provider's wire format (Anthropic Messages, OpenAI
-// Chat Completions, the Gemini API), answers each request with the next step of a script,
-// and records the requests it got, byte for byte.
+// Chat Completions, the OpenAI Responses API, the Gemini API), answers
+// each request with the next step of a script, and records the requests it
+// got, byte for byte.
 //
 // Like a real provider it can have a context window (Server.Window): a
 // request that does not fit is refused with the provider's own error, and
@@ -71,6 +72,11 @@ type Step struct {
 	// GeminiSignature, on Gemini, is the thoughtSignature the answer
 	// carries (base64); "" has the server make one up (see NewGemini).
 	GeminiSignature string
+	// Reasoning, on the Responses API (NewResponses), makes the answer
+	// start with a reasoning item whose encrypted_content is
+	// Encrypted(Reasoning) and whose summary, when the request asks for
+	// one, is Reasoning.
+	Reasoning string
 }
 
 // Server is a scripted provider. Window, Cache and Respond are set after
@@ -81,7 +87,8 @@ type Server struct {
 
 	// Window, when above 0, is the context window in tokens: a request
 	// whose Tokens (N) plus its answer's room (B: max_tokens; on OpenAI
-	// max_completion_tokens, else max_tokens) pass it (W) is refused as
+	// max_completion_tokens, else max_tokens; on the Responses API
+	// max_output_tokens) pass it (W) is refused as
 	// the provider refuses it, a 400 invalid_request_error, with the
 	// provider's own words:
 	//
@@ -95,6 +102,11 @@ type Server struct {
 	//     tokens. However, you requested N+B tokens (N in the messages, B
 	//     in the completion). Please reduce the length of the messages or
 	//     completion."
+	//   - The Responses API, code "context_length_exceeded", param "input",
+	//     whatever the counts: "Your input exceeds the context window of
+	//     this model. Please adjust your input and try again." — a 400 when
+	//     not streamed; streamed, a 200 whose stream sends response.created
+	//     and response.in_progress, then an error event holding it.
 	//
 	// A refused request is recorded in Requests, counted in Refused, and
 	// takes no step.
@@ -146,7 +158,7 @@ func start(t testing.TB, wire string, steps []Step) *Server {
 	s := &Server{t: t, wire: wire, steps: steps}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
-	if wire == "openai" {
+	if wire == "openai" || wire == responsesWire {
 		s.URL += "/v1"
 	}
 	if t != nil {
@@ -239,10 +251,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if refused != "" {
 		s.stats.Refused++
 		s.mu.Unlock()
+		if s.wire == responsesWire {
+			writeResponsesRefusal(w, readResponsesRequest(body).Stream)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("request-id", "req_providertest")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, refused)
+		return
+	}
+	if bad := s.responsesRefused(body); bad != "" {
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		io.WriteString(w, bad)
 		return
 	}
 	var step Step
@@ -300,6 +323,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if step.Cut {
 			cut(w)
 		}
+		return
+	}
+	if s.wire == responsesWire {
+		s.serveResponses(w, body, step)
 		return
 	}
 	if step.CutAfter > 0 && req.Stream {

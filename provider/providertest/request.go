@@ -14,8 +14,9 @@ type Request struct {
 	Index int
 	// Body is the request body, byte for byte.
 	Body []byte
-	// Messages is the body's "messages" decoded as JSON (each a
-	// map[string]any), nil when it has none.
+	// Messages is the body's "messages" (on the Responses API, its
+	// "input" items) decoded as JSON (each a map[string]any), nil when it
+	// has none.
 	Messages []any
 	// MaxTokens is the answer's room the request asks for (max_tokens, or
 	// on OpenAI max_completion_tokens), 0 when it has none.
@@ -34,8 +35,10 @@ func newRequest(index int, body []byte, m measured) Request {
 
 // LastUserText is the text of the request's last message with role "user":
 // its content when that is a string, else the "text" of its blocks of
-// type "text", joined by newlines. Tool results are not text here (on
-// OpenAI they are "tool" messages; on Anthropic tool_result blocks), so
+// type "text" (on the Responses API, "input_text"), joined by newlines.
+// Tool results are not text here (on OpenAI they are "tool" messages; on
+// the Responses API function_call_output items; on Anthropic tool_result
+// blocks), so
 // after a tool round it is the text the user last wrote, if any in that
 // message, and "" otherwise. It is "" when there is no user message.
 func (r Request) LastUserText() string {
@@ -61,7 +64,7 @@ func (r Request) LastUserText() string {
 		case []any:
 			var texts []string
 			for _, b := range c {
-				if b, ok := b.(map[string]any); ok && b["type"] == "text" {
+				if b, ok := b.(map[string]any); ok && (b["type"] == "text" || b["type"] == "input_text") {
 					if t, ok := b["text"].(string); ok {
 						texts = append(texts, t)
 					}

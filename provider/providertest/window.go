@@ -76,9 +76,9 @@ type measured struct {
 	canon []byte // Canonical
 	// room is the answer's room the request asks for: Anthropic's
 	// max_tokens, OpenAI's max_completion_tokens or max_tokens (the first
-	// when both), 0 when it has none.
+	// when both), the Responses API's max_output_tokens, 0 when it has none.
 	room     int
-	messages []byte // the "messages" member, nil when none
+	messages []byte // the "messages" member (the Responses API's "input"), nil when none
 }
 
 func (m measured) tokens() int { return tokensOf(len(m.canon)) }
@@ -116,9 +116,9 @@ func measureBody(body []byte) measured {
 	room := map[string]int{}
 	for i, k := range keys {
 		switch k {
-		case "messages", "contents": // Gemini's
+		case "messages", "contents", "input": // Gemini's, the Responses API's
 			m.messages = vals[i]
-		case "max_tokens", "max_completion_tokens":
+		case "max_tokens", "max_completion_tokens", "max_output_tokens":
 			room[k], _ = strconv.Atoi(string(vals[i]))
 		case "generationConfig": // Gemini's room is in it
 			var gen struct {
@@ -134,6 +134,9 @@ func measureBody(body []byte) measured {
 	m.canon = append(m.canon, '}')
 	m.room = room["max_tokens"]
 	if n, ok := room["max_completion_tokens"]; ok {
+		m.room = n
+	}
+	if n, ok := room["max_output_tokens"]; ok {
 		m.room = n
 	}
 	return m

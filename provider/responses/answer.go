@@ -1,0 +1,256 @@
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	oai "github.com/openai/openai-go/v3/responses"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/result"
+)
+
+// An answer is read item by item, by output_index: the deltas of an item
+// stream on (text to onText, reasoning summaries to OnThinking) and build
+// it up, and its response.output_item.done gives it whole — for a
+// reasoning item the only place its encrypted content is complete. The
+// response.completed event (or, not streamed, the response) gives the
+// usage, the status, and any item whose done event did not come.
+
+// outItem is the part of an output item this wire reads.
+type outItem struct {
+	Type      string          `json:"type"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"` // a string on a function_call
+	Content   []struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Refusal string `json:"refusal"`
+	} `json:"content"`
+	Summary []struct {
+		Text string `json:"text"`
+	} `json:"summary"`
+	EncryptedContent *string `json:"encrypted_content"`
+}
+
+// item is one output item as it was read.
+type item struct {
+	kind         string // the item's type
+	callID, name string
+	text         strings.Builder // message text from deltas
+	args         strings.Builder // function call arguments from deltas
+	final        *outItem        // the whole item, once given
+}
+
+type accumulator struct {
+	items      map[int64]*item
+	usage      history.Usage
+	status     string // "completed", "incomplete"
+	incomplete string // incomplete_details.reason
+	done       bool
+	streamed   bool     // text or reasoning was passed on
+	thinking   bool     // some reasoning was passed on
+	thought    [3]int64 // the part it was from: output, summary and content index
+	onText     func(string)
+	onThinking func(string)
+}
+
+func (a *accumulator) at(i int64) *item {
+	if a.items == nil {
+		a.items = map[int64]*item{}
+	}
+	it := a.items[i]
+	if it == nil {
+		it = &item{}
+		a.items[i] = it
+	}
+	return it
+}
+
+// decode reads an output item from its JSON.
+func decode(raw string) (*outItem, error) {
+	var o outItem
+	if err := json.Unmarshal([]byte(raw), &o); err != nil {
+		return nil, fmt.Errorf("openai-responses: malformed output item: %v", err)
+	}
+	return &o, nil
+}
+
+// event reads one event of the stream.
+func (a *accumulator) event(ev oai.ResponseStreamEventUnion) error {
+	switch ev.Type {
+	case "response.output_item.added":
+		o, err := decode(ev.Item.RawJSON())
+		if err != nil {
+			return err
+		}
+		it := a.at(ev.OutputIndex)
+		it.kind, it.callID, it.name = o.Type, o.CallID, o.Name
+	case "response.output_item.done":
+		o, err := decode(ev.Item.RawJSON())
+		if err != nil {
+			return err
+		}
+		it := a.at(ev.OutputIndex)
+		it.kind, it.final = o.Type, o
+	case "response.output_text.delta", "response.refusal.delta":
+		it := a.at(ev.OutputIndex)
+		if it.kind == "" {
+			it.kind = "message"
+		}
+		it.text.WriteString(ev.Delta)
+		if ev.Delta != "" {
+			a.streamed = true
+			if a.onText != nil {
+				a.onText(result.WellFormed(ev.Delta))
+			}
+		}
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		if ev.Delta == "" {
+			break
+		}
+		// a summary part, or a reasoning text part, of its own: set apart
+		key := [3]int64{ev.OutputIndex, ev.SummaryIndex, ev.ContentIndex}
+		if a.onThinking != nil {
+			if a.thinking && key != a.thought {
+				a.onThinking("\n\n")
+			}
+			a.onThinking(result.WellFormed(ev.Delta))
+		}
+		a.thought, a.thinking, a.streamed = key, true, true
+	case "response.function_call_arguments.delta":
+		a.at(ev.OutputIndex).args.WriteString(ev.Delta)
+	case "response.completed", "response.incomplete":
+		r := ev.Response
+		return a.finish(&r)
+	case "response.failed":
+		return failed(string(ev.Response.Error.Code), ev.Response.Error.Message, ev.Response.Error.RawJSON(), a.streamed)
+	case "error":
+		return failed(ev.Code, ev.Message, ev.RawJSON(), a.streamed)
+	}
+	return nil
+}
+
+// finish reads the whole response: usage, status, and each output item
+// not given whole before.
+func (a *accumulator) finish(r *oai.Response) error {
+	switch r.Status {
+	case "failed":
+		return failed(string(r.Error.Code), r.Error.Message, r.Error.RawJSON(), a.streamed)
+	case "cancelled":
+		return fmt.Errorf("openai-responses: the response was cancelled")
+	}
+	for i, out := range r.Output {
+		it := a.at(int64(i))
+		if it.final != nil {
+			continue
+		}
+		o, err := decode(out.RawJSON())
+		if err != nil {
+			return err
+		}
+		it.kind, it.final = o.Type, o
+	}
+	if r.JSON.Usage.Valid() {
+		u := r.Usage
+		cached := int(u.InputTokensDetails.CachedTokens)
+		written := int(u.InputTokensDetails.CacheWriteTokens)
+		a.usage = history.Usage{Input: max(0, int(u.InputTokens)-cached-written), Output: int(u.OutputTokens), CacheRead: cached, CacheWrite: written}
+	}
+	a.status = string(r.Status)
+	a.incomplete = string(r.IncompleteDetails.Reason)
+	a.done = true
+	return nil
+}
+
+// failed is the error of a response that failed, or of an error event:
+// a refusal of the request as too long (before any output) is a
+// provider.TooLongError.
+func failed(code, message, raw string, streamed bool) error {
+	msg := strings.TrimSpace(raw)
+	if msg == "" {
+		msg = fmt.Sprintf("%s: %s", code, message)
+	}
+	err := fmt.Errorf("openai-responses: the response failed: %s", msg)
+	if code == "context_length_exceeded" && !streamed {
+		return &provider.TooLongError{Err: err}
+	}
+	return err
+}
+
+// response is the assistant message: its parts in the order of the output
+// items (a reasoning item before the call or text it led to), text made
+// well formed, tool calls as provider.ToolCall keeps them.
+func (a *accumulator) response() provider.Response {
+	msg := history.Message{Role: history.Assistant, Usage: &a.usage}
+	idx := make([]int64, 0, len(a.items))
+	for i := range a.items {
+		idx = append(idx, i)
+	}
+	sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
+	calls := 0
+	for _, i := range idx {
+		it := a.items[i]
+		o := it.final
+		switch it.kind {
+		case "reasoning":
+			if o == nil {
+				continue // cut before it was whole: nothing to send back
+			}
+			var summary, content []string
+			for _, s := range o.Summary {
+				summary = append(summary, s.Text)
+			}
+			for _, c := range o.Content {
+				content = append(content, c.Text)
+			}
+			enc := ""
+			if o.EncryptedContent != nil {
+				enc = *o.EncryptedContent
+			}
+			msg.Parts = append(msg.Parts, Reasoning(summary, content, enc, o.EncryptedContent != nil))
+		case "message":
+			text := it.text.String()
+			if o != nil {
+				var b strings.Builder
+				for _, c := range o.Content {
+					switch c.Type {
+					case "output_text":
+						b.WriteString(c.Text)
+					case "refusal":
+						b.WriteString(c.Refusal)
+					}
+				}
+				text = b.String()
+			}
+			if t := result.WellFormed(text); t != "" {
+				msg.Parts = append(msg.Parts, history.Part{Type: history.TextPart, Text: t})
+			}
+		case "function_call":
+			id, name, args := it.callID, it.name, it.args.String()
+			if o != nil {
+				id, name = o.CallID, o.Name
+				var s string
+				if json.Unmarshal(o.Arguments, &s) == nil {
+					args = s
+				}
+			}
+			msg.Parts = append(msg.Parts, provider.ToolCall(id, name, args))
+			calls++
+		}
+	}
+	stop := "stop"
+	switch {
+	case calls > 0:
+		stop = "tool_calls"
+	case a.status == "incomplete" && a.incomplete != "":
+		stop = a.incomplete
+	case a.status == "incomplete":
+		stop = "incomplete"
+	}
+	return provider.Response{Message: msg, StopReason: stop}
+}

@@ -1,0 +1,64 @@
+package responses
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	oai "github.com/openai/openai-go/v3/responses"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
+)
+
+// longRequest is a conversation of n messages: a prompt, then answers that
+// reason and call a tool, each followed by its 1,000-character result.
+func longRequest(n int) provider.Request {
+	req := sampleRequest()
+	req.Messages = []history.Message{{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "go"}}}}
+	result := strings.Repeat("a line of output\n", 60)
+	for i := 1; len(req.Messages) < n; i++ {
+		id := fmt.Sprintf("call_%d", i)
+		thought := fmt.Sprintf("Round %d: read the next file.", i)
+		req.Messages = append(req.Messages,
+			history.Message{Role: history.Assistant, Parts: []history.Part{
+				Reasoning([]string{thought}, nil, providertest.Encrypted(thought), true),
+				{Type: history.ToolCallPart, CallID: id, Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)}}},
+			history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: id, Text: result}}})
+	}
+	return req
+}
+
+// BenchmarkBody encodes a 10,000-message request with Body, and the same
+// request with the SDK's typed params (its reflective encoder), side by
+// side. Run:
+//
+//	go test ./provider/responses -run '^$' -bench Body -count 3
+func BenchmarkBody(b *testing.B) {
+	req := longRequest(10000)
+	b.Run("Body", func(b *testing.B) {
+		for range b.N {
+			if _, err := Body(req, Config{}, true); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("SDK", func(b *testing.B) {
+		body, err := Body(req, Config{}, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var p oai.ResponseNewParams
+		if err := json.Unmarshal(body, &p); err != nil {
+			b.Fatal(err)
+		}
+		b.ResetTimer()
+		for range b.N {
+			if _, err := json.Marshal(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,220 @@
+package responses
+
+import (
+	"encoding/base64"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// The request body is encoded here, straight to JSON, and handed to the
+// SDK as the raw body: a reasoning item must go back as the bytes stored
+// (history.Part.Raw), which the SDK's encoder would re-encode, and a tool's
+// input schema as its own bytes. The shapes are the Responses API's own;
+// TestRequestBytesArePinned pins them and TestEncodedItemsMatchTheSDKsShapes
+// checks them against the SDK's typed params.
+
+// encoder appends JSON to buf.
+type encoder struct{ buf []byte }
+
+func (e *encoder) str(s string) { e.buf = appendString(e.buf, s) }
+func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
+
+// items encodes the input items of one stored message, in the order of its
+// parts, with sep before each; it returns the separator for the next item
+// ("," once one was written).
+func (e *encoder) items(m history.Message, sep string) string {
+	item := func() {
+		e.raw(sep)
+		sep = ","
+	}
+	open := false // an assistant message item is open: its text parts go in it
+	for i, p := range m.Parts {
+		if open && (p.Type != history.TextPart || m.Role != history.Assistant) {
+			e.raw(`]}`)
+			open = false
+		}
+		switch p.Type {
+		case history.TextPart:
+			if p.Text == "" {
+				continue
+			}
+			if m.Role == history.Assistant {
+				// consecutive text parts: one message, an output_text each
+				if open {
+					e.raw(`,`)
+				} else {
+					item()
+					e.raw(`{"type":"message","role":"assistant","content":[`)
+					open = true
+				}
+				e.raw(`{"type":"output_text","text":`)
+				e.str(p.Text)
+				e.raw(`}`)
+			} else {
+				item()
+				e.raw(`{"type":"message","role":"user","content":`)
+				e.str(p.Text)
+				e.raw(`}`)
+			}
+		case history.ReasoningPart:
+			if m.Role != history.Assistant || !sendable(p) || !followed(m.Parts[i+1:]) {
+				continue
+			}
+			item()
+			e.buf = append(e.buf, p.Raw...) // as stored, byte for byte
+		case history.ToolCallPart:
+			if m.Role != history.Assistant {
+				continue
+			}
+			item()
+			e.raw(`{"type":"function_call","call_id":`)
+			e.str(p.CallID)
+			e.raw(`,"name":`)
+			e.str(p.Name)
+			e.raw(`,"arguments":`)
+			e.str(arguments(p))
+			e.raw(`}`)
+		case history.ToolResultPart:
+			if m.Role != history.User {
+				continue
+			}
+			item()
+			e.raw(`{"type":"function_call_output","call_id":`)
+			e.str(p.CallID)
+			e.raw(`,"output":`)
+			if len(p.Images) == 0 {
+				e.str(p.Text) // the plain string form: the text as stored
+				e.raw(`}`)
+				continue
+			}
+			e.raw(`[`)
+			inner := ""
+			if p.Text != "" {
+				e.raw(`{"type":"input_text","text":`)
+				e.str(p.Text)
+				e.raw(`}`)
+				inner = ","
+			}
+			for _, img := range p.Images {
+				e.raw(inner + `{"type":"input_image","image_url":"data:`)
+				e.buf = appendEscaped(e.buf, img.MIMEType)
+				e.raw(`;base64,`)
+				e.buf = base64.StdEncoding.AppendEncode(e.buf, img.Data)
+				e.raw(`"}`)
+				inner = ","
+			}
+			e.raw(`]}`)
+		}
+	}
+	if open {
+		e.raw(`]}`)
+	}
+	return sep
+}
+
+// sendable reports whether p is a reasoning item this wire sends back: one
+// of its own wire, with the item stored.
+func sendable(p history.Part) bool {
+	return p.Type == history.ReasoningPart && p.Wire == Wire && len(p.Raw) > 0
+}
+
+// followed reports whether the parts after a reasoning item hold what it
+// led to (text or a tool call): the API takes a reasoning item only with
+// the item that follows it, and an answer cut after its reasoning has none.
+func followed(rest []history.Part) bool {
+	for _, p := range rest {
+		if (p.Type == history.TextPart && p.Text != "") || p.Type == history.ToolCallPart {
+			return true
+		}
+	}
+	return false
+}
+
+// arguments is a tool call's arguments as the function_call item carries
+// them: the JSON the model gave, or, when it was not JSON, what it gave
+// (history keeps that in Text), or "{}".
+func arguments(p history.Part) string {
+	switch {
+	case len(p.Input) > 0:
+		return string(p.Input)
+	case p.Text != "":
+		return p.Text
+	}
+	return "{}"
+}
+
+// sizeHint is about how many bytes a message encodes to (a little more for
+// text with escapes).
+func sizeHint(m history.Message) int {
+	n := 48
+	for _, p := range m.Parts {
+		n += 96 + len(p.Text) + len(p.Text)/16 + len(p.Input) + len(p.CallID) + len(p.Name) + len(p.Raw)
+		for _, img := range p.Images {
+			n += 96 + len(img.MIMEType) + base64.StdEncoding.EncodedLen(len(img.Data))
+		}
+	}
+	return n
+}
+
+// appendString appends s as a JSON string. s is well formed (every stored
+// text is); any invalid byte is written as U+FFFD all the same.
+func appendString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	buf = appendEscaped(buf, s)
+	return append(buf, '"')
+}
+
+// appendEscaped appends s escaped for the inside of a JSON string: quotes,
+// backslashes and control characters escaped, U+2028 and U+2029 as \u
+// escapes, invalid bytes as \ufffd; <, > and & as themselves.
+func appendEscaped(buf []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"':
+				buf = append(buf, `\"`...)
+			case '\\':
+				buf = append(buf, `\\`...)
+			case '\n':
+				buf = append(buf, `\n`...)
+			case '\r':
+				buf = append(buf, `\r`...)
+			case '\t':
+				buf = append(buf, `\t`...)
+			default:
+				buf = append(buf, `\u00`...)
+				buf = append(buf, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\u`...)
+			buf = strconv.AppendInt(buf, int64(r), 16)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(buf, s[start:]...)
+}

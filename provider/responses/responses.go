@@ -1,0 +1,346 @@
+// Package responses is the OpenAI Responses API wire (POST /v1/responses):
+// it turns a provider.Request into a Responses request, sent through
+// github.com/openai/openai-go/v3, and reads the answer, streamed or not.
+//
+// Nothing depends on state kept by OpenAI: every request has "store":
+// false and carries the whole conversation as input items, and asks for
+// "reasoning.encrypted_content", so that the reasoning items of a
+// reasoning model come back with their encrypted content; they are stored
+// (history.ReasoningPart, Wire "openai-responses", Raw the item as it is
+// sent back) and sent back in place, byte for byte, in every later
+// request, which is how the model keeps its reasoning across a tool loop
+// and a restart. A tool result goes as a function_call_output whose output
+// is the result's text as a plain string, its bytes as stored (contract
+// §1, §8); a result with images as a list of an input_text part and
+// input_image parts, which the API takes in a function_call_output. The
+// wire has no error flag for tool output: an error result is its text.
+// Requests name their conversation in prompt_cache_key
+// (provider.Request.CacheKey), so that OpenAI routes them to one prompt
+// cache. A refusal of a request longer than the context window is a
+// provider.TooLongError (see toolong.go).
+//
+// It must not change what it sends between two builds of the same
+// Request, never sends a history.Context record, and never sends the
+// reasoning of another wire.
+package responses
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	oai "github.com/openai/openai-go/v3/responses"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/result"
+)
+
+// Wire is the name of this wire: the Wire of the reasoning parts it
+// stores, and the only reasoning it sends back.
+const Wire = "openai-responses"
+
+// Config configures the wire. The zero value reads OPENAI_API_KEY and
+// OPENAI_BASE_URL from the environment, and sends no reasoning settings
+// (the model's own defaults).
+type Config struct {
+	APIKey     string       // default: $OPENAI_API_KEY
+	BaseURL    string       // default: $OPENAI_BASE_URL, else the SDK's
+	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
+	HTTPClient *http.Client // default: the SDK's
+	// NoStream sends non-streaming requests.
+	NoStream bool
+	// ReasoningEffort, when set, is sent as reasoning.effort ("minimal",
+	// "low", "medium", "high", ... as the model takes them).
+	ReasoningEffort string
+	// ReasoningSummary, when set, asks for summaries of the reasoning
+	// ("auto", "concise", "detailed"): they stream to
+	// provider.Request.OnThinking and are stored as the reasoning's
+	// readable text. OpenAI gives them only to verified organisations; a
+	// model that does not reason refuses any reasoning setting.
+	ReasoningSummary string
+	// NoEncryptedReasoning leaves "reasoning.encrypted_content" out of
+	// "include", for an endpoint or model that refuses it; reasoning is
+	// then not kept across requests.
+	NoEncryptedReasoning bool
+}
+
+// Provider is the Responses API wire.
+type Provider struct {
+	client sdk.Client
+	cfg    Config
+}
+
+// New returns the wire, or an error naming the variable to set when there
+// is no API key.
+func New(cfg Config) (*Provider, error) {
+	ep, err := provider.Endpoint{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries}.
+		FromEnv("OpenAI", "OPENAI_API_KEY", "OPENAI_BASE_URL", "")
+	if err != nil {
+		return nil, err
+	}
+	opts := []option.RequestOption{option.WithAPIKey(ep.APIKey), option.WithMaxRetries(ep.MaxRetries)}
+	if ep.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(ep.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg}, nil
+}
+
+// maxCacheKey is the longest prompt_cache_key the API takes.
+const maxCacheKey = 64
+
+// CacheKey is the prompt_cache_key sent for a Request's CacheKey: the key
+// itself when it is printable ASCII of at most 64 bytes (a conversation id
+// is), else "myelin-" and the first 57 hex digits of its SHA-256, which
+// fits; "" for "".
+func CacheKey(key string) string {
+	if key == "" {
+		return ""
+	}
+	plain := len(key) <= maxCacheKey
+	for i := 0; plain && i < len(key); i++ {
+		plain = key[i] > 0x20 && key[i] < 0x7f
+	}
+	if plain {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return ("myelin-" + hex.EncodeToString(sum[:]))[:maxCacheKey]
+}
+
+// Body is the request body for req under cfg, the whole of what is sent:
+// "model", "tools", "instructions" (the system prompt) and "input" first —
+// the prefix the prompt cache reads, in that order — then
+// "max_output_tokens", "store": false, "include", "prompt_cache_key",
+// "reasoning" and, when stream is set, "stream": true last. The same
+// Request gives the same bytes, every time.
+func Body(req provider.Request, cfg Config, stream bool) ([]byte, error) {
+	size := 256 + len(req.System) + len(req.Model)
+	for _, t := range req.Tools {
+		size += 64 + len(t.Name) + len(t.Description) + len(t.InputSchema)
+	}
+	for _, m := range req.Messages {
+		size += sizeHint(m)
+	}
+	e := encoder{buf: make([]byte, 0, size)}
+	e.raw(`{"model":`)
+	e.str(req.Model)
+	if len(req.Tools) > 0 {
+		e.raw(`,"tools":[`)
+		for i, t := range req.Tools {
+			schema := t.InputSchema
+			if len(schema) == 0 {
+				schema = json.RawMessage(`{"type":"object","properties":{}}`)
+			}
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(schema, &obj); err != nil {
+				return nil, fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
+			}
+			if i > 0 {
+				e.raw(",")
+			}
+			e.raw(`{"type":"function","name":`)
+			e.str(t.Name)
+			e.raw(`,"description":`)
+			e.str(t.Description)
+			e.raw(`,"parameters":`)
+			e.buf = append(e.buf, compact(schema)...)
+			e.raw(`,"strict":false}`)
+		}
+		e.raw("]")
+	}
+	if req.System != "" {
+		e.raw(`,"instructions":`)
+		e.str(req.System)
+	}
+	e.raw(`,"input":[`)
+	sep := ""
+	for _, m := range req.Messages {
+		if m.IsRecord() {
+			continue // a stored decision, never sent: as if absent
+		}
+		sep = e.items(m, sep)
+	}
+	e.raw(`],"max_output_tokens":`)
+	e.buf = strconv.AppendInt(e.buf, int64(max(1, req.MaxTokens)), 10)
+	e.raw(`,"store":false`)
+	if !cfg.NoEncryptedReasoning {
+		e.raw(`,"include":["reasoning.encrypted_content"]`)
+	}
+	if key := CacheKey(req.CacheKey); key != "" {
+		e.raw(`,"prompt_cache_key":`)
+		e.str(key)
+	}
+	if cfg.ReasoningEffort != "" || cfg.ReasoningSummary != "" {
+		e.raw(`,"reasoning":{`)
+		if cfg.ReasoningEffort != "" {
+			e.raw(`"effort":`)
+			e.str(cfg.ReasoningEffort)
+			if cfg.ReasoningSummary != "" {
+				e.raw(",")
+			}
+		}
+		if cfg.ReasoningSummary != "" {
+			e.raw(`"summary":`)
+			e.str(cfg.ReasoningSummary)
+		}
+		e.raw("}")
+	}
+	if stream {
+		e.raw(`,"stream":true`)
+	}
+	e.raw("}")
+	return e.buf, nil
+}
+
+// compact is the schema without whitespace between its tokens (the bytes
+// as given when they have none).
+func compact(b []byte) []byte {
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		return b
+	}
+	return c.Bytes()
+}
+
+// cacheSettings says how the wire marks the prompt cache: it names the
+// conversation in prompt_cache_key, and OpenAI caches the longest prefix
+// it saw by itself.
+const cacheSettings = "openai-responses: automatic prefix caching, prompt_cache_key per conversation"
+
+// CacheSettings says how the wire marks the prompt cache, for the agent to
+// store with a conversation (provider.CacheDescriber).
+func (p *Provider) CacheSettings() string { return cacheSettings }
+
+// Complete sends the request and reads the answer.
+func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
+	body, err := Body(req, p.cfg, !p.cfg.NoStream)
+	if err != nil {
+		return provider.Response{}, err
+	}
+	// The SDK sends the body as built here; its own params stay empty.
+	withBody := option.WithRequestBody("application/json", body)
+	a := accumulator{onText: onText, onThinking: req.OnThinking}
+	if p.cfg.NoStream {
+		r, err := p.client.Responses.New(ctx, oai.ResponseNewParams{}, withBody)
+		if err != nil {
+			return provider.Response{}, describe(err)
+		}
+		if err := a.finish(r); err != nil {
+			return provider.Response{}, err
+		}
+		resp := a.response()
+		for _, part := range resp.Message.Parts {
+			if part.Type == history.TextPart && onText != nil {
+				onText(part.Text)
+			}
+		}
+		return resp, nil
+	}
+	stream := p.client.Responses.NewStreaming(ctx, oai.ResponseNewParams{}, withBody)
+	defer stream.Close()
+	for stream.Next() {
+		if err := a.event(stream.Current()); err != nil {
+			return provider.Response{}, err
+		}
+		if a.done {
+			break
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return provider.Response{}, describeStream(err, a.streamed)
+	}
+	if !a.done {
+		return provider.Response{}, errors.New("openai-responses: the stream ended before the response did (no response.completed)")
+	}
+	return a.response(), nil
+}
+
+// describe keeps the provider's own message in the error, which wraps the
+// SDK's; a refusal of the request as too long is a provider.TooLongError
+// around it.
+func describe(err error) error {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		body := errorBody(apiErr)
+		msg := body
+		if msg == "" {
+			msg = err.Error()
+		}
+		wire := &wireError{msg: fmt.Sprintf("openai-responses: %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), msg), err: err}
+		if apiErr.StatusCode == http.StatusBadRequest {
+			if tl := tooLong([]byte(body)); tl != nil {
+				tl.Err = wire
+				return tl
+			}
+		}
+		return wire
+	}
+	return fmt.Errorf("openai-responses: %v", err)
+}
+
+// errorBody is the error object of an error answer (the body's "error").
+func errorBody(apiErr *sdk.Error) string { return apiErr.RawJSON() }
+
+// wireError is the SDK's error with the provider's message as its text.
+type wireError struct {
+	msg string
+	err error
+}
+
+func (e *wireError) Error() string { return e.msg }
+func (e *wireError) Unwrap() error { return e.err }
+
+// Reasoning is a reasoning part as this wire stores it, from an output
+// item of type "reasoning": Raw is the item as it is sent back —
+// {"type":"reasoning","summary":[...],"encrypted_content":"..."}, its
+// summary parts as they came and without the item's id and status, which
+// refer to OpenAI's stored items (with "store": false there are none, and
+// the API refuses an input item whose id it cannot find) — and Text the
+// summary's texts (or, from a model that gives its reasoning text, that
+// text) joined by blank lines. An item without encrypted content cannot be
+// sent back (the model's reasoning is not in it): its part has no Raw and
+// is kept for people only.
+func Reasoning(summary, content []string, encrypted string, hasEncrypted bool) history.Part {
+	text := summary
+	if len(text) == 0 {
+		text = content
+	}
+	joined := ""
+	for i, t := range text {
+		if i > 0 {
+			joined += "\n\n"
+		}
+		joined += t
+	}
+	part := history.Part{Type: history.ReasoningPart, Wire: Wire, Text: result.WellFormed(joined)}
+	if !hasEncrypted {
+		return part
+	}
+	e := encoder{}
+	e.raw(`{"type":"reasoning","summary":[`)
+	for i, s := range summary {
+		if i > 0 {
+			e.raw(",")
+		}
+		e.raw(`{"type":"summary_text","text":`)
+		e.str(s)
+		e.raw("}")
+	}
+	e.raw(`],"encrypted_content":`)
+	e.str(encrypted)
+	e.raw("}")
+	part.Raw = json.RawMessage(e.buf)
+	return part
+}

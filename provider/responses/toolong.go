@@ -1,0 +1,74 @@
+package responses
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/myelin-run/myelin/provider"
+)
+
+// The Responses API refuses a request longer than the model's context
+// window with the error code context_length_exceeded, param "input", and
+// the message "Your input exceeds the context window of this model. Please
+// adjust your input and try again." — no counts, so a TooLongError from
+// this wire has none. It comes two ways:
+//
+//   - not streamed, as a 400 whose body is {"error":{...}};
+//   - streamed, as an event after response.created and response.in_progress
+//     (the HTTP status is 200): {"type":"error","sequence_number":2,
+//     "error":{"type":"invalid_request_error","code":
+//     "context_length_exceeded","message":...,"param":"input"}}, which the
+//     SDK ends the stream with (an *ssestream.StreamError), or a
+//     response.failed event whose response.error has that code.
+//
+// Both shapes are as recorded in users' reports of the API's answers
+// (opencode #6071, dyad #1672); the not-streamed one is the body every
+// OpenAI error has. Only a refusal before any output is read as too long.
+
+// apiError is the part of an error object tooLong reads.
+type apiError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    string `json:"code"`
+	Param   string `json:"param"`
+}
+
+// tooLong reads a refusal as too long from an error object (JSON), nil
+// when it is another error.
+func tooLong(body []byte) *provider.TooLongError {
+	var e apiError
+	if json.Unmarshal(body, &e) != nil {
+		return nil
+	}
+	if e.Code != "context_length_exceeded" && !strings.Contains(strings.ToLower(e.Message), "exceeds the context window") {
+		return nil
+	}
+	return &provider.TooLongError{}
+}
+
+// describeStream is the error that ended a stream: an error event the SDK
+// read (the provider's own error object, a refusal as too long before any
+// output included), or the SDK's error (a 4xx or 5xx before the stream
+// began, or a broken connection) as describe says it.
+func describeStream(err error, streamed bool) error {
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		var ev struct {
+			Error json.RawMessage `json:"error"`
+		}
+		_ = json.Unmarshal(se.Event.Data, &ev)
+		wire := &wireError{msg: fmt.Sprintf("openai-responses: the stream ended with an error: %s", strings.TrimSpace(string(ev.Error))), err: err}
+		if !streamed {
+			if tl := tooLong(ev.Error); tl != nil {
+				tl.Err = wire
+				return tl
+			}
+		}
+		return wire
+	}
+	return describe(err)
+}
