@@ -1,0 +1,113 @@
+// Package vertex is Claude on Google Vertex AI: the Anthropic Messages
+// wire (provider/anthropic: its encoder, cache markers and reading of the
+// answer) sent through anthropic-sdk-go's own vertex package, which posts
+// to the publisher model's rawPredict (whole answer) or streamRawPredict
+// (server-sent events) under
+// /v1/projects/PROJECT/locations/REGION/publishers/anthropic/models/MODEL,
+// with a Google OAuth token from application default credentials.
+//
+// The body is the first-party wire's, byte for byte, less "model" (the
+// SDK moves it into the URL) and with "anthropic_version":"vertex-2023-10-16"
+// at its end, the value the documentation of Claude on Vertex AI
+// requires. Prompt caching is the first-party wire's cache_control
+// markers, which Vertex takes. It must not read or send an Anthropic API
+// key.
+package vertex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	sdkvertex "github.com/anthropics/anthropic-sdk-go/v2/vertex"
+	"golang.org/x/oauth2/google"
+
+	"github.com/myelin-run/myelin/provider/anthropic"
+)
+
+// Version is the anthropic_version sent in the body: the one the
+// documentation of Claude on Vertex AI requires.
+const Version = "vertex-2023-10-16"
+
+// scope is the OAuth scope of the credentials found by default.
+const scope = "https://www.googleapis.com/auth/cloud-platform"
+
+// Config configures the wire on Vertex AI. The zero value reads the
+// region from CLOUD_ML_REGION, the project from
+// ANTHROPIC_VERTEX_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT,
+// else the project of the application default credentials), the address
+// from ANTHROPIC_VERTEX_BASE_URL when set — the variables Anthropic's SDKs
+// and Claude Code read — and the credentials from Google's application
+// default credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's
+// application-default login, the metadata server).
+type Config struct {
+	Region  string // "us-east5", "europe-west1", "global", ...; default $CLOUD_ML_REGION
+	Project string // the Google Cloud project ID; default as Config says
+	// Credentials, when set, are used instead of the application default
+	// credentials (a test passes a static token source here).
+	Credentials *google.Credentials
+	// BaseURL, when set, replaces the address (the regional
+	// https://REGION-aiplatform.googleapis.com/, or
+	// $ANTHROPIC_VERTEX_BASE_URL): for a proxy, or a test's fake. Its path
+	// must be empty: the SDK rewrites /v1/messages only.
+	BaseURL    string
+	MaxRetries int          // retries before any output; 0 means provider.DefaultRetries, -1 none
+	HTTPClient *http.Client // default: the SDK's
+	// NoStream calls rawPredict; the answer then arrives whole.
+	NoStream bool
+}
+
+// New returns the wire, or an error that names what to set: the region,
+// the project, or credentials that could not be found.
+func New(cfg Config) (*anthropic.OnPlatform, error) {
+	region := first(cfg.Region, os.Getenv("CLOUD_ML_REGION"))
+	if region == "" {
+		return nil, errors.New("vertex: no region: set CLOUD_ML_REGION (us-east5, europe-west1, global, ...)")
+	}
+	ctx := context.Background()
+	creds := cfg.Credentials
+	if creds == nil {
+		found, err := google.FindDefaultCredentials(ctx, scope)
+		if err != nil {
+			return nil, fmt.Errorf("vertex: no Google credentials: run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS (%v)", err)
+		}
+		creds = found
+	}
+	project := first(cfg.Project, os.Getenv("ANTHROPIC_VERTEX_PROJECT_ID"), os.Getenv("GOOGLE_CLOUD_PROJECT"), os.Getenv("GCLOUD_PROJECT"), creds.ProjectID)
+	if project == "" {
+		return nil, errors.New("vertex: no Google Cloud project: set ANTHROPIC_VERTEX_PROJECT_ID")
+	}
+	baseURL := first(cfg.BaseURL, os.Getenv("ANTHROPIC_VERTEX_BASE_URL"))
+	withCreds, err := credentialsOption(ctx, region, project, creds)
+	if err != nil {
+		return nil, err
+	}
+	return anthropic.NewOn(anthropic.Platform{
+		Name:    "vertex",
+		Version: Version,
+		Options: []option.RequestOption{withCreds},
+	}, anthropic.Config{BaseURL: baseURL, MaxRetries: cfg.MaxRetries, HTTPClient: cfg.HTTPClient, NoStream: cfg.NoStream})
+}
+
+// credentialsOption is the SDK's vertex.WithCredentials, whose failure to
+// build its HTTP client is a panic there and an error here.
+func credentialsOption(ctx context.Context, region, project string, creds *google.Credentials) (opt option.RequestOption, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("vertex: %v", r)
+		}
+	}()
+	return sdkvertex.WithCredentials(ctx, region, project, creds), nil
+}
+
+func first(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
