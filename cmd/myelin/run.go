@@ -18,7 +18,9 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/bedrock"
 	"github.com/myelin-run/myelin/provider/openai"
+	"github.com/myelin-run/myelin/provider/vertex"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/window"
 	"github.com/myelin-run/myelin/workspace"
@@ -33,13 +35,19 @@ const runUsage = `Usage:
       The same, a turn per line typed, until /exit or end of input.
 
 The provider's key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY, its
-address from ANTHROPIC_BASE_URL or OPENAI_BASE_URL when set.
+address from ANTHROPIC_BASE_URL or OPENAI_BASE_URL when set. Claude on
+Amazon Bedrock (--provider bedrock) reads the AWS configuration (AWS_REGION,
+AWS_PROFILE, AWS_ACCESS_KEY_ID..., AWS_BEARER_TOKEN_BEDROCK); on Google
+Vertex AI (--provider vertex), CLOUD_ML_REGION, ANTHROPIC_VERTEX_PROJECT_ID
+and the application default credentials.
 `
 
 // Default models, when --model is not given.
 const (
 	defaultAnthropicModel = "claude-sonnet-4-5"
 	defaultOpenAIModel    = "gpt-4.1-mini"
+	defaultBedrockModel   = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"
+	defaultVertexModel    = "claude-sonnet-4-5@20250929"
 )
 
 // agentFlags are the flags of run and chat.
@@ -66,7 +74,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs := newFlagSet(name)
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
 	fs.IntVar(&f.inlineCap, "inline-cap", 0, fmt.Sprintf("the inline cap `N` in characters (default %d; at least %d)", result.DefaultCap, result.MinCap))
-	fs.StringVar(&f.provider, "provider", "", "anthropic or openai (default: the one whose API key is set, anthropic first)")
+	fs.StringVar(&f.provider, "provider", "", "anthropic, openai, bedrock or vertex (default: the one of the first two whose API key is set, anthropic first)")
 	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+" or "+defaultOpenAIModel+")")
 	fs.StringVar(&f.store, "store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
 	fs.StringVar(&f.conversation, "conversation", "", "continue (or start) the conversation `ID`")
@@ -153,8 +161,14 @@ func newProvider(name string) (provider.Provider, string, error) {
 	case "openai":
 		p, err := openai.New(openai.Config{})
 		return p, defaultOpenAIModel, err
+	case "bedrock":
+		p, err := bedrock.New(bedrock.Config{})
+		return p, defaultBedrockModel, err
+	case "vertex":
+		p, err := vertex.New(vertex.Config{})
+		return p, defaultVertexModel, err
 	}
-	return nil, "", fmt.Errorf("--provider %q: want anthropic or openai", name)
+	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai, bedrock or vertex", name)
 }
 
 // open assembles the agent of run and chat and picks the conversation.
