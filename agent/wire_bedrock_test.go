@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/bedrock"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -18,7 +19,7 @@ func init() {
 			creds := aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
 				return aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret", Source: "test"}, nil
 			})
-			return bedrock.New(bedrock.Config{AWS: &aws.Config{Region: "us-east-1", Credentials: creds}, BaseURL: url, MaxRetries: -1})
+			return bedrock.New(bedrock.Config{Config: anthropic.Config{BaseURL: url, MaxRetries: -1}, AWS: &aws.Config{Region: "us-east-1", Credentials: creds}})
 		},
 		results: anthropicResults, // the body is the Anthropic wire's
 		model:   "claude-test",

@@ -5,6 +5,7 @@ import (
 	"golang.org/x/oauth2/google"
 
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/provider/vertex"
 )
@@ -15,7 +16,7 @@ func init() {
 		provider: func(url string) (provider.Provider, error) {
 			// A static token: nothing is looked up.
 			creds := &google.Credentials{TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.test", TokenType: "Bearer"})}
-			return vertex.New(vertex.Config{Region: "us-east5", Project: "test-project", Credentials: creds, BaseURL: url + "/", MaxRetries: -1})
+			return vertex.New(vertex.Config{Config: anthropic.Config{BaseURL: url + "/", MaxRetries: -1}, Region: "us-east5", Project: "test-project", Credentials: creds})
 		},
 		results: anthropicResults, // the body is the Anthropic wire's
 		model:   "claude-test",

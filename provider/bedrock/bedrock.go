@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -42,17 +41,16 @@ const Version = "bedrock-2023-05-31"
 // a signature; ANTHROPIC_BEDROCK_BASE_URL, when set, replaces the
 // regional address.
 type Config struct {
+	// Config is the wire's own settings, as on the first-party API: its
+	// BaseURL, when set, replaces the address
+	// (https://bedrock-runtime.REGION.amazonaws.com, or
+	// $ANTHROPIC_BEDROCK_BASE_URL) for a proxy or a test's fake; NoStream
+	// calls InvokeModel, the answer then arriving whole; MaxRetries and
+	// HTTPClient as there. Its APIKey must stay empty.
+	anthropic.Config
 	// AWS is the AWS configuration (its Region and Credentials); nil loads
 	// the default one, as the AWS CLI does.
 	AWS *aws.Config
-	// BaseURL, when set, replaces the address
-	// (https://bedrock-runtime.REGION.amazonaws.com, or
-	// $ANTHROPIC_BEDROCK_BASE_URL): for a proxy, or a test's fake.
-	BaseURL    string
-	MaxRetries int          // retries before any output; 0 means provider.DefaultRetries, -1 none
-	HTTPClient *http.Client // default: the SDK's
-	// NoStream calls InvokeModel; the answer then arrives whole.
-	NoStream bool
 }
 
 // New returns the wire, or an error that says what is missing (a region)
@@ -77,5 +75,5 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		Name:    "bedrock",
 		Version: Version,
 		Options: []option.RequestOption{sdkbedrock.WithConfig(awsCfg)},
-	}, anthropic.Config{BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, HTTPClient: cfg.HTTPClient, NoStream: cfg.NoStream})
+	}, cfg.Config)
 }

@@ -89,7 +89,7 @@ func record(t *testing.T, srv *providertest.Server) (*seen, *http.Client) {
 func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *seen) {
 	t.Helper()
 	s, client := record(t, srv)
-	p, err := New(Config{AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}, HTTPClient: client, NoStream: noStream, MaxRetries: 3})
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func TestTheUsualAWSConfigurationIsRead(t *testing.T) {
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
 	s, client := record(t, srv)
-	p, err := New(Config{HTTPClient: client})
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func TestABedrockAPIKeyIsSentAsABearerToken(t *testing.T) {
 	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-test")
 	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
 	s, client := record(t, srv)
-	p, err := New(Config{HTTPClient: client})
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}})
 	if err != nil {
 		t.Fatal(err)
 	}

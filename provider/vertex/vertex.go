@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -44,20 +43,19 @@ const scope = "https://www.googleapis.com/auth/cloud-platform"
 // default credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's
 // application-default login, the metadata server).
 type Config struct {
+	// Config is the wire's own settings, as on the first-party API: its
+	// BaseURL, when set, replaces the address (the regional
+	// https://REGION-aiplatform.googleapis.com/, or
+	// $ANTHROPIC_VERTEX_BASE_URL) for a proxy or a test's fake, and its
+	// path must be empty, the SDK rewriting /v1/messages only; NoStream
+	// calls rawPredict, the answer then arriving whole; MaxRetries and
+	// HTTPClient as there. Its APIKey must stay empty.
+	anthropic.Config
 	Region  string // "us-east5", "europe-west1", "global", ...; default $CLOUD_ML_REGION
 	Project string // the Google Cloud project ID; default as Config says
 	// Credentials, when set, are used instead of the application default
 	// credentials (a test passes a static token source here).
 	Credentials *google.Credentials
-	// BaseURL, when set, replaces the address (the regional
-	// https://REGION-aiplatform.googleapis.com/, or
-	// $ANTHROPIC_VERTEX_BASE_URL): for a proxy, or a test's fake. Its path
-	// must be empty: the SDK rewrites /v1/messages only.
-	BaseURL    string
-	MaxRetries int          // retries before any output; 0 means provider.DefaultRetries, -1 none
-	HTTPClient *http.Client // default: the SDK's
-	// NoStream calls rawPredict; the answer then arrives whole.
-	NoStream bool
 }
 
 // New returns the wire, or an error that names what to set: the region,
@@ -80,7 +78,8 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	if project == "" {
 		return nil, errors.New("vertex: no Google Cloud project: set ANTHROPIC_VERTEX_PROJECT_ID")
 	}
-	baseURL := first(cfg.BaseURL, os.Getenv("ANTHROPIC_VERTEX_BASE_URL"))
+	wire := cfg.Config
+	wire.BaseURL = first(wire.BaseURL, os.Getenv("ANTHROPIC_VERTEX_BASE_URL"))
 	withCreds, err := credentialsOption(ctx, region, project, creds)
 	if err != nil {
 		return nil, err
@@ -89,7 +88,7 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		Name:    "vertex",
 		Version: Version,
 		Options: []option.RequestOption{withCreds},
-	}, anthropic.Config{BaseURL: baseURL, MaxRetries: cfg.MaxRetries, HTTPClient: cfg.HTTPClient, NoStream: cfg.NoStream})
+	}, wire)
 }
 
 // credentialsOption is the SDK's vertex.WithCredentials, whose failure to

@@ -90,7 +90,7 @@ func staticToken(project string) *google.Credentials {
 func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *seen) {
 	t.Helper()
 	s, client := record(t, srv)
-	p, err := New(Config{Region: "us-east5", Project: "test-project", Credentials: staticToken(""), HTTPClient: client, NoStream: noStream, MaxRetries: 3})
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestTheModelGoesInThePathOfRawPredictWithAToken(t *testing.T) {
 func TestTheGlobalRegionHasItsOwnAddress(t *testing.T) {
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
 	s, client := record(t, srv)
-	p, err := New(Config{Region: "global", Project: "test-project", Credentials: staticToken(""), HTTPClient: client})
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Region: "global", Project: "test-project", Credentials: staticToken("")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestErrorsAreVertexsOwnAndRetriedAsTheAPIs(t *testing.T) {
 		srv := providertest.NewVertex(t, providertest.Step{Text: "never"})
 		_, client := record(t, srv)
 		creds := &google.Credentials{TokenSource: failing{}}
-		p, err := New(Config{Region: "us-east5", Project: "p", Credentials: creds, HTTPClient: client, MaxRetries: -1})
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1}, Region: "us-east5", Project: "p", Credentials: creds})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestTheRegionAndProjectComeFromTheUsualVariables(t *testing.T) {
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "not-this-one")
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
 	s, client := record(t, srv)
-	p, err := New(Config{Credentials: staticToken("nor-this-one"), HTTPClient: client})
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Credentials: staticToken("nor-this-one")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestTheProjectOfTheCredentialsIsTheLastResort(t *testing.T) {
 	hermetic(t)
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
 	s, client := record(t, srv)
-	p, err := New(Config{Region: "us-east5", Credentials: staticToken("creds-project"), HTTPClient: client})
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Region: "us-east5", Credentials: staticToken("creds-project")})
 	if err != nil {
 		t.Fatal(err)
 	}
