@@ -124,3 +124,11 @@ func googleError(w http.ResponseWriter, code int, msg string) {
 	w.WriteHeader(code)
 	io.WriteString(w, mustJSON(map[string]any{"error": map[string]any{"code": code, "message": msg, "status": googleStatus[code]}}))
 }
+
+// Paths returns the URL paths of the requests received so far, in order:
+// on Bedrock and Vertex they name the model, the project and the region.
+func (s *Server) Paths() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.paths...)
+}
