@@ -1,19 +1,15 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/tidwall/gjson"
-	"github.com/tidwall/sjson"
 
 	"github.com/myelin-run/myelin/provider"
 )
@@ -38,10 +34,10 @@ type Platform struct {
 	// ("bedrock", "vertex").
 	Name string
 	// Version is the body's anthropic_version ("bedrock-2023-05-31",
-	// "vertex-2023-10-16"), set before Options run; the SDK's platform
-	// options would otherwise copy the first-party API's version header
-	// there, a value the platforms' documentation does not list. Empty
-	// leaves it to the SDK.
+	// "vertex-2023-10-16"), given as the anthropic-version header, which
+	// the SDK's platform middleware moves into the body; it would
+	// otherwise move the first-party API's version there, a value the
+	// platforms' documentation does not list. Empty leaves it to the SDK.
 	Version string
 	// Options are applied after the retries and Config.HTTPClient (so
 	// that an auth option can wrap that client) and before
@@ -82,9 +78,10 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
 	if pl.Version != "" {
-		// Registered before the platform's middleware, so it runs first and
-		// sees the request as Body built it.
-		opts = append(opts, option.WithMiddleware(bodyVersion(pl.Version)))
+		// The SDK's platform middleware moves this header into the body
+		// (it reads it there, as it would the first-party version): one
+		// edit of the body, not two.
+		opts = append(opts, option.WithHeader("anthropic-version", pl.Version))
 	}
 	opts = append(opts, pl.Options...)
 	if cfg.BaseURL != "" {
@@ -179,28 +176,4 @@ func platformTooLong(status int, message string) *provider.TooLongError {
 		return &provider.TooLongError{}
 	}
 	return nil
-}
-
-// bodyVersion is a middleware that sets anthropic_version in a JSON body
-// that has none, at its end, leaving every other byte as it was.
-func bodyVersion(version string) option.Middleware {
-	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		if r.Body == nil || r.Method != http.MethodPost {
-			return next(r)
-		}
-		body, err := io.ReadAll(r.Body)
-		r.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		if gjson.ValidBytes(body) && gjson.ParseBytes(body).IsObject() && !gjson.GetBytes(body, "anthropic_version").Exists() {
-			if body, err = sjson.SetBytes(body, "anthropic_version", version); err != nil {
-				return nil, err
-			}
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		r.ContentLength = int64(len(body))
-		return next(r)
-	}
 }

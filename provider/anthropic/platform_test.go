@@ -1,9 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
-	"io"
-	"net/http"
 	"testing"
 
 	"github.com/myelin-run/myelin/provider"
@@ -26,29 +23,6 @@ func TestPlatformTooLongReadsThePlatformsWordsAndNothingElse(t *testing.T) {
 		got := platformTooLong(tc.status, tc.message)
 		if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
 			t.Errorf("platformTooLong(%d, %q) = %+v, want %+v", tc.status, tc.message, got, tc.want)
-		}
-	}
-}
-
-func TestBodyVersionIsSetAtTheEndOnlyWhenAbsent(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`{"messages":[],"max_tokens":1}`, `{"messages":[],"max_tokens":1,"anthropic_version":"v-1"}`},
-		{`{"anthropic_version":"mine","max_tokens":1}`, `{"anthropic_version":"mine","max_tokens":1}`},
-		// a key of that name deeper down is not the body's
-		{`{"tools":[{"input_schema":{"properties":{"anthropic_version":{}}}}]}`, `{"tools":[{"input_schema":{"properties":{"anthropic_version":{}}}}],"anthropic_version":"v-1"}`},
-		{`not json`, `not json`},
-	} {
-		r, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1/v1/messages", bytes.NewReader([]byte(tc.in)))
-		var got []byte
-		_, err := bodyVersion("v-1")(r, func(r *http.Request) (*http.Response, error) {
-			got, _ = io.ReadAll(r.Body)
-			if r.ContentLength != int64(len(got)) {
-				t.Errorf("Content-Length %d for %d bytes", r.ContentLength, len(got))
-			}
-			return nil, nil
-		})
-		if err != nil || string(got) != tc.want {
-			t.Errorf("%s: got %s (%v), want %s", tc.in, got, err, tc.want)
 		}
 	}
 }
