@@ -18,7 +18,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	sdkvertex "github.com/anthropics/anthropic-sdk-go/v2/vertex"
@@ -79,7 +81,11 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		return nil, errors.New("vertex: no Google Cloud project: set ANTHROPIC_VERTEX_PROJECT_ID")
 	}
 	wire := cfg.Config
-	wire.BaseURL = first(wire.BaseURL, os.Getenv("ANTHROPIC_VERTEX_BASE_URL"))
+	base, err := hostOnly(first(wire.BaseURL, os.Getenv("ANTHROPIC_VERTEX_BASE_URL")))
+	if err != nil {
+		return nil, err
+	}
+	wire.BaseURL = base
 	withCreds, err := credentialsOption(ctx, region, project, creds)
 	if err != nil {
 		return nil, err
@@ -100,6 +106,28 @@ func credentialsOption(ctx context.Context, region, project string, creds *googl
 		}
 	}()
 	return sdkvertex.WithCredentials(ctx, region, project, creds), nil
+}
+
+// hostOnly is a base URL as the SDK's vertex package takes it: the
+// scheme and host, its path empty, since the SDK rewrites the path
+// /v1/messages and no other. A trailing /v1 — the form Anthropic's Python
+// and TypeScript SDKs and Claude Code take in ANTHROPIC_VERTEX_BASE_URL —
+// is dropped, the SDK adding it; any other path is an error that says so,
+// where it would otherwise send requests the platform does not serve.
+func hostOnly(base string) (string, error) {
+	if base == "" {
+		return "", nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("vertex: base URL %q (Config.BaseURL or ANTHROPIC_VERTEX_BASE_URL): want an absolute URL such as https://us-east5-aiplatform.googleapis.com", base)
+	}
+	switch strings.TrimSuffix(u.Path, "/") {
+	case "", "/v1":
+		u.Path, u.RawPath = "/", ""
+		return u.String(), nil
+	}
+	return "", fmt.Errorf("vertex: base URL %q (Config.BaseURL or ANTHROPIC_VERTEX_BASE_URL) has the path %q: the SDK's vertex package sends to /v1/projects/... under the host alone, so give the scheme and host (a trailing /v1 is fine)", base, u.Path)
 }
 
 func first(values ...string) string {

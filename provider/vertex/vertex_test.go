@@ -343,3 +343,36 @@ func hermetic(t *testing.T) {
 		t.Setenv(k, "")
 	}
 }
+
+func TestTheBaseURLIsTheHostAlone(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{"", "", ""},
+		{"https://gateway.example.com", "https://gateway.example.com/", ""},
+		{"https://gateway.example.com/", "https://gateway.example.com/", ""},
+		{"https://gateway.example.com/v1", "https://gateway.example.com/", ""},
+		{"http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080/", ""},
+		{"https://gateway.example.com/vertex/v1", "", `has the path "/vertex/v1"`},
+		{"gateway.example.com", "", "want an absolute URL"},
+	} {
+		got, err := hostOnly(tc.in)
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("hostOnly(%q) = %q, %v; want %q, %q", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestAClaudeCodeStyleBaseURLReachesTheFake(t *testing.T) {
+	hermetic(t)
+	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
+	t.Setenv("ANTHROPIC_VERTEX_BASE_URL", srv.URL+"/v1")
+	p, err := New(Config{Region: "us-east5", Project: "p", Credentials: staticToken("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Paths()[0]; got != "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-test:streamRawPredict" {
+		t.Fatalf("path %s", got)
+	}
+}
