@@ -28,8 +28,11 @@ import (
 // carry an AWS SigV4 or bearer Authorization, and have a body with
 // "anthropic_version" and without "model" or "stream" (Bedrock refuses
 // extraneous keys): one that does not is refused as Bedrock refuses it
-// (404, 403, 400 ValidationException) and still takes its step. Steps and
-// Window work as on NewAnthropic; CutAfter counts frames.
+// (404, 403, 400 ValidationException) and still takes its step. Steps work
+// as on NewAnthropic (CutAfter counts frames; an error Status answers with
+// Bedrock's exception for it); Window refuses with a 400 whose message is
+// Bedrock's wrapping of the API's ("The model returned the following
+// errors: prompt is too long: N tokens > W maximum").
 func NewBedrock(t testing.TB, steps ...Step) *Server { return start(t, "bedrock", steps) }
 
 // bedrockPath is the path of InvokeModel and of its streaming twin.

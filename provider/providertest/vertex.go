@@ -23,7 +23,9 @@ import (
 // with :rawPredict or :streamRawPredict, carry a bearer token, and have a
 // body with "anthropic_version" and without "model": one that does not is
 // refused as Vertex refuses it (404, 401, 400) and still takes its step.
-// Steps and Window work as on NewAnthropic.
+// Steps and Window work as on NewAnthropic (the model's refusals are the
+// API's body, passed on); an error Status of 401, 403 or 429 answers with
+// Google's error JSON instead, as Vertex's own refusals (auth, quota).
 func NewVertex(t testing.TB, steps ...Step) *Server { return start(t, "vertex", steps) }
 
 // vertexPath is the path of rawPredict and streamRawPredict.
