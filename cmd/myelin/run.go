@@ -19,9 +19,11 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/bedrock"
 	"github.com/myelin-run/myelin/provider/gemini"
 	"github.com/myelin-run/myelin/provider/openai"
 	"github.com/myelin-run/myelin/provider/responses"
+	"github.com/myelin-run/myelin/provider/vertex"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/window"
 	"github.com/myelin-run/myelin/workspace"
@@ -39,7 +41,11 @@ const runUsage = `Usage:
 The provider's key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY, its
 address from ANTHROPIC_BASE_URL or OPENAI_BASE_URL when set. Gemini
 (--provider gemini) reads GEMINI_API_KEY or GOOGLE_API_KEY, and
-GOOGLE_GEMINI_BASE_URL.
+GOOGLE_GEMINI_BASE_URL. Claude on Amazon Bedrock (--provider bedrock) reads
+the AWS configuration (AWS_REGION, AWS_PROFILE, AWS_ACCESS_KEY_ID...,
+AWS_BEARER_TOKEN_BEDROCK); on Google Vertex AI (--provider vertex),
+CLOUD_ML_REGION, ANTHROPIC_VERTEX_PROJECT_ID and the application default
+credentials.
 `
 
 // Default models, when --model is not given.
@@ -48,6 +54,8 @@ const (
 	defaultOpenAIModel    = "gpt-4.1-mini"
 	defaultGeminiModel    = "gemini-2.5-flash"
 	defaultResponsesModel = "gpt-5-mini"
+	defaultBedrockModel   = "global.anthropic.claude-sonnet-4-5-20250929-v1:0"
+	defaultVertexModel    = "claude-sonnet-4-5@20250929"
 )
 
 // agentFlags are the flags of run and chat.
@@ -75,8 +83,8 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs := newFlagSet(name)
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
 	fs.IntVar(&f.inlineCap, "inline-cap", 0, fmt.Sprintf("the inline cap `N` in characters (default %d; at least %d)", result.DefaultCap, result.MinCap))
-	fs.StringVar(&f.provider, "provider", "", "anthropic, openai (Chat Completions, and compatible servers), openai-responses (OpenAI's Responses API) or gemini (default: the one whose API key is set: anthropic, openai, gemini, in that order)")
-	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+", "+defaultOpenAIModel+", "+defaultResponsesModel+" or "+defaultGeminiModel+")")
+	fs.StringVar(&f.provider, "provider", "", "anthropic, openai (Chat Completions, and compatible servers), openai-responses (OpenAI's Responses API), gemini, bedrock or vertex (default: the one whose API key is set: anthropic, openai, gemini, in that order; bedrock and vertex only by name)")
+	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+", "+defaultOpenAIModel+", "+defaultResponsesModel+", "+defaultGeminiModel+", "+defaultBedrockModel+" or "+defaultVertexModel+")")
 	fs.StringVar(&f.store, "store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
 	fs.StringVar(&f.conversation, "conversation", "", "continue (or start) the conversation `ID`")
 	fs.BoolVar(&f.cont, "continue", false, "continue the most recent conversation")
@@ -176,8 +184,14 @@ func newProvider(name string) (provider.Provider, string, error) {
 	case "openai-responses":
 		p, err := responses.New(responses.Config{})
 		return p, defaultResponsesModel, err
+	case "bedrock":
+		p, err := bedrock.New(bedrock.Config{})
+		return p, defaultBedrockModel, err
+	case "vertex":
+		p, err := vertex.New(vertex.Config{})
+		return p, defaultVertexModel, err
 	}
-	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai, openai-responses or gemini", name)
+	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai, openai-responses, gemini, bedrock or vertex", name)
 }
 
 // open assembles the agent of run and chat and picks the conversation.

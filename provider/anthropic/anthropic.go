@@ -72,7 +72,13 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg}, nil
+	return withOptions(cfg, opts), nil
+}
+
+// withOptions is the wire on a client made with opts: New's, or a
+// platform's (platform.go).
+func withOptions(cfg Config, opts []option.RequestOption) *Provider {
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg}
 }
 
 // maxBreakpoints is the most cache_control markers one request may hold.

@@ -299,6 +299,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			s.mu.Unlock()
 		}
 	}
+	switch s.wire { // the cloud platforms answer in their own files
+	case "bedrock":
+		s.answerBedrock(w, r, body, step)
+		return
+	case "vertex":
+		s.answerVertex(w, r, body, step)
+		return
+	}
 	var req struct {
 		Stream bool `json:"stream"`
 	}

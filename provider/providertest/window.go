@@ -254,7 +254,10 @@ func refusal(wire string, window, tokens, room int) string {
 	if window <= 0 || tokens+room <= window {
 		return ""
 	}
-	if wire == "anthropic" {
+	if wire == "bedrock" {
+		return bedrockRefusal(window, tokens, room)
+	}
+	if wire == "anthropic" || wire == "vertex" {
 		msg := fmt.Sprintf("prompt is too long: %d tokens > %d maximum", tokens, window)
 		if tokens <= window {
 			msg = fmt.Sprintf("input length and `max_tokens` exceed context limit: %d + %d > %d, decrease input length or `max_tokens` and try again", tokens, room, window)

@@ -1,0 +1,179 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/myelin-run/myelin/provider"
+)
+
+// This file is the Anthropic wire on a cloud platform that serves Claude
+// behind its own address and auth: Amazon Bedrock (provider/bedrock) and
+// Google Vertex AI (provider/vertex). The request is the one Body builds —
+// the same messages, cache markers and tools, byte for byte — and the
+// SDK's platform options rewrite it on its way out: the model moves into
+// the URL, anthropic_version into the body, and the request is signed or
+// given a token. Only transport and auth differ; the answer is read as on
+// the first-party API (the SDK turns Bedrock's binary event stream into
+// the same server-sent events).
+
+// Platform is a cloud that serves the Messages API: its name, the
+// anthropic_version its documentation requires in the body, and the SDK
+// request options that route, sign and authorize each request (the SDK's
+// bedrock.WithConfig, vertex.WithCredentials). It must not carry options
+// that change the body otherwise.
+type Platform struct {
+	// Name names the platform in errors and in the cache settings
+	// ("bedrock", "vertex").
+	Name string
+	// Version is the body's anthropic_version ("bedrock-2023-05-31",
+	// "vertex-2023-10-16"), given as the anthropic-version header, which
+	// the SDK's platform middleware moves into the body; it would
+	// otherwise move the first-party API's version there, a value the
+	// platforms' documentation does not list. Empty leaves it to the SDK.
+	Version string
+	// Options are applied after the retries and Config.HTTPClient (so
+	// that an auth option can wrap that client) and before
+	// Config.BaseURL (so that a test or a proxy can take the address).
+	Options []option.RequestOption
+}
+
+// OnPlatform is the Anthropic wire sending through a Platform. It is a
+// Provider (every method of the first-party wire is its own), with errors
+// named by the platform and the platform's own refusals of a request as
+// too long read as provider.TooLongError. It must not be used with an
+// Anthropic API key: the platform's credentials authorize it.
+type OnPlatform struct {
+	*Provider
+	platform Platform
+}
+
+// NewOn returns the wire on pl. Of cfg it reads the retries, the HTTP
+// client, NoStream and BaseURL (which, when set, replaces the platform's
+// address: for a proxy, or a test's fake); an API key is refused, as one
+// that would be silently unused.
+func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
+	if pl.Name == "" {
+		return nil, errors.New("anthropic: a platform needs a name")
+	}
+	if cfg.APIKey != "" {
+		return nil, fmt.Errorf("%s: an Anthropic API key is not used here: %s authorizes requests with its own credentials", pl.Name, pl.Name)
+	}
+	retries := cfg.MaxRetries
+	switch {
+	case retries == 0:
+		retries = provider.DefaultRetries
+	case retries < 0:
+		retries = 0
+	}
+	opts := []option.RequestOption{option.WithMaxRetries(retries)}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	if pl.Version != "" {
+		// The SDK's platform middleware moves this header into the body
+		// (it reads it there, as it would the first-party version): one
+		// edit of the body, not two.
+		opts = append(opts, option.WithHeader("anthropic-version", pl.Version))
+	}
+	opts = append(opts, pl.Options...)
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	return &OnPlatform{Provider: withOptions(cfg, opts), platform: pl}, nil
+}
+
+// CacheSettings says how the wire marks the prompt cache, platform named:
+// the markers are the first-party wire's, the cache the platform's own.
+func (p *OnPlatform) CacheSettings() string {
+	return p.platform.Name + ": " + p.Provider.CacheSettings()
+}
+
+// Complete sends the request through the platform and reads the answer.
+func (p *OnPlatform) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
+	streamed := false
+	relay := func(s string) {
+		streamed = true
+		if onText != nil {
+			onText(s)
+		}
+	}
+	resp, err := p.Provider.Complete(ctx, req, relay)
+	if err != nil {
+		return resp, p.describe(err, streamed)
+	}
+	return resp, nil
+}
+
+// describe names the platform in err and reads a refusal as too long in
+// the platform's words: the message of a Bedrock error is a top-level
+// "message" (REST JSON), not the first-party "error.message"; and a
+// refusal may come as an error event in a stream (status 200) before any
+// output, which is the request's refusal all the same.
+func (p *OnPlatform) describe(err error, streamed bool) error {
+	name := p.platform.Name
+	if tl, ok := provider.IsTooLong(err); ok {
+		if tl.Err != nil {
+			tl.Err = &wireError{msg: name + ": " + tl.Err.Error(), err: tl.Err}
+		}
+		return tl
+	}
+	wrapped := &wireError{msg: name + ": " + err.Error(), err: err}
+	var apiErr *sdk.Error
+	if !streamed && errors.As(err, &apiErr) {
+		status := apiErr.StatusCode
+		if status < http.StatusBadRequest {
+			status = http.StatusBadRequest // an error event in the stream
+		}
+		if tl := platformTooLong(status, platformMessage(apiErr)); tl != nil {
+			tl.Err = wrapped
+			return tl
+		}
+	}
+	return wrapped
+}
+
+// platformMessage is the provider's message in an API error: the
+// first-party error.message, else a top-level "message" (Bedrock's
+// {"message": "..."}, any case).
+func platformMessage(apiErr *sdk.Error) string {
+	if apiErr.Message != "" {
+		return apiErr.Message
+	}
+	var body struct {
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal([]byte(apiErr.RawJSON()), &body)
+	return body.Message
+}
+
+// The platforms' own words for a request too long, besides Anthropic's
+// (which Bedrock passes on inside its own: "The model returned the
+// following errors: prompt is too long: 200049 tokens > 200000 maximum"):
+// Bedrock's older "Input is too long for requested model." and its limit
+// on the body of InvokeModel ("Value at 'body' failed to satisfy
+// constraint: Member must have length less than or equal to 25000000"),
+// both 400 ValidationException. Neither gives a count.
+var (
+	inputTooLongForModel = regexp.MustCompile(`(?i)input is too long for (the )?requested model`)
+	bodyOverLimit        = regexp.MustCompile(`(?i)value at 'body' failed to satisfy constraint: member must have length less than or equal to`)
+)
+
+// platformTooLong reads a refusal as too long from its status and
+// message, nil when it is another error.
+func platformTooLong(status int, message string) *provider.TooLongError {
+	if tl := tooLong(status, message); tl != nil {
+		return tl
+	}
+	if status == http.StatusBadRequest && (inputTooLongForModel.MatchString(message) || bodyOverLimit.MatchString(message)) {
+		return &provider.TooLongError{}
+	}
+	return nil
+}

@@ -1,0 +1,336 @@
+package bedrock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/tidwall/sjson"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden request files")
+
+// sampleRequest is provider/anthropic's sample conversation: tools, a
+// system prompt, text, tool calls, a text result, an image result and an
+// error result.
+func sampleRequest() provider.Request {
+	return provider.Request{
+		Model:     "claude-test",
+		System:    "You are terse.",
+		MaxTokens: 1024,
+		Tools: []provider.Tool{
+			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
+			{Name: "workspace--write", Description: "Write a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)},
+		},
+		Messages: []history.Message{
+			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
+			{Role: history.Assistant, Parts: []history.Part{
+				{Type: history.TextPart, Text: "Reading."},
+				{Type: history.ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
+				{Type: history.ToolCallPart, CallID: "toolu_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
+			}},
+			{Role: history.User, Parts: []history.Part{
+				{Type: history.ToolResultPart, CallID: "toolu_1", Text: "line \"one\"\n\ttwo <&>\n"},
+				{Type: history.ToolResultPart, CallID: "toolu_2", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
+			}},
+			{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "toolu_3", Name: "workspace--read", Input: json.RawMessage(`{"path":"missing"}`)}}},
+			{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_3", Text: "missing does not exist in the workspace", IsError: true}}},
+		},
+	}
+}
+
+// staticKeys are AWS credentials that need no lookup.
+var staticKeys = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
+	return aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret", Source: "test"}, nil
+})
+
+// seen records what went out: each request's URL and headers, on its way
+// to the fake (to which it is sent whatever its host).
+type seen struct {
+	mu      sync.Mutex
+	to      *url.URL
+	urls    []string
+	headers []http.Header
+}
+
+func (s *seen) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.urls = append(s.urls, r.URL.String())
+	s.headers = append(s.headers, r.Header.Clone())
+	s.mu.Unlock()
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host, r.Host = s.to.Scheme, s.to.Host, ""
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func record(t *testing.T, srv *providertest.Server) (*seen, *http.Client) {
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &seen{to: u}
+	return s, &http.Client{Transport: s}
+}
+
+func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *seen) {
+	t.Helper()
+	s, client := record(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, s
+}
+
+// What Bedrock receives for a known conversation, pinned: the Anthropic
+// wire's body less model and stream, anthropic_version at its end.
+func TestTheBodyBedrockReceivesIsPinned(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
+		p, _ := newWire(t, srv, noStream)
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+			t.Fatal(err)
+		}
+		got := srv.Requests()[0]
+		providertest.Golden(t, "testdata/request.golden.json", got, *update && !noStream)
+		// the same bytes the first-party wire builds, the model and stream moved
+		want, err := anthropic.Body(sampleRequest(), !noStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ = sjson.DeleteBytes(want, "model")
+		want, _ = sjson.DeleteBytes(want, "stream")
+		want, _ = sjson.SetBytes(want, "anthropic_version", Version)
+		if string(got) != string(want) {
+			t.Fatalf("sent %s\nwant %s", got, want)
+		}
+	}
+}
+
+func TestTheModelGoesInThePathOfInvokeModelAndTheRequestIsSigned(t *testing.T) {
+	for _, tc := range []struct {
+		noStream bool
+		url      string
+	}{
+		{false, "https://bedrock-runtime.us-east-1.amazonaws.com/model/claude-test/invoke-with-response-stream"},
+		{true, "https://bedrock-runtime.us-east-1.amazonaws.com/model/claude-test/invoke"},
+	} {
+		srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
+		p, s := newWire(t, srv, tc.noStream)
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if s.urls[0] != tc.url {
+			t.Errorf("sent to %s, want %s", s.urls[0], tc.url)
+		}
+		auth := s.headers[0].Get("Authorization")
+		if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDTEST/") || !strings.Contains(auth, "/us-east-1/bedrock/aws4_request") {
+			t.Errorf("Authorization %q", auth)
+		}
+		if h := s.headers[0]; h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
+			t.Errorf("first-party headers sent: %v", h)
+		}
+	}
+}
+
+func TestAModelIDWithAColonIsEscapedInThePath(t *testing.T) {
+	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
+	p, s := newWire(t, srv, false)
+	req := sampleRequest()
+	req.Model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+	if _, err := p.Complete(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"; !strings.HasSuffix(s.urls[0], want) && !strings.HasSuffix(s.urls[0], strings.ReplaceAll(want, ":", "%3A")) {
+		t.Fatalf("sent to %s", s.urls[0])
+	}
+}
+
+func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewBedrock(t, providertest.Step{
+			Text:      "Let me look — ok.",
+			ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "workspace--read", Input: `{"path": "a.txt"}`}},
+			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
+		})
+		p, _ := newWire(t, srv, noStream)
+		var streamed strings.Builder
+		resp, err := p.Complete(context.Background(), sampleRequest(), func(s string) { streamed.WriteString(s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := resp.Message
+		if streamed.String() != "Let me look — ok." || len(m.Parts) != 2 || m.Parts[0].Text != "Let me look — ok." || m.Parts[1].CallID != "toolu_9" {
+			t.Fatalf("streamed %q, message %+v", streamed.String(), m)
+		}
+		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
+			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
+		}
+	}
+}
+
+func TestPromptCachingMarkersReachBedrock(t *testing.T) {
+	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
+	p, _ := newWire(t, srv, false)
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	body := string(srv.Requests()[0])
+	// the last tool, the system prompt, the two newest user messages
+	if n := strings.Count(body, `"cache_control":{"type":"ephemeral"}`); n != 4 {
+		t.Fatalf("%d cache markers in %s", n, body)
+	}
+	if got := p.CacheSettings(); !strings.HasPrefix(got, "bedrock: anthropic: cache_control ephemeral") {
+		t.Fatalf("cache settings %q", got)
+	}
+}
+
+func TestErrorsAreBedrocksOwnAndRetriedAsTheAPIs(t *testing.T) {
+	t.Run("a 400 is reported at once with Bedrock's message", func(t *testing.T) {
+		srv := providertest.NewBedrock(t, providertest.Step{Status: 400, ErrorMessage: "The provided model identifier is invalid."})
+		p, _ := newWire(t, srv, false)
+		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		if err == nil || !strings.HasPrefix(err.Error(), "bedrock: ") || !strings.Contains(err.Error(), "The provided model identifier is invalid.") || len(srv.Requests()) != 1 {
+			t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
+		}
+		var apiErr *sdk.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+			t.Fatalf("the SDK's error is not wrapped: %v", err)
+		}
+	})
+	t.Run("throttling and server errors are retried", func(t *testing.T) {
+		srv := providertest.NewBedrock(t, providertest.Step{Status: 429}, providertest.Step{Status: 503}, providertest.Step{Status: 500}, providertest.Step{Text: "finally"})
+		p, _ := newWire(t, srv, false)
+		resp, err := p.Complete(context.Background(), sampleRequest(), nil)
+		if err != nil || resp.Message.Parts[0].Text != "finally" || len(srv.Requests()) != 4 {
+			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
+		}
+	})
+	t.Run("a stream cut midway is an error", func(t *testing.T) {
+		srv := providertest.NewBedrock(t, providertest.Step{Text: "hello there", CutAfter: 3})
+		p, _ := newWire(t, srv, false)
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err == nil {
+			t.Fatal("no error")
+		}
+	})
+	t.Run("an exception in the stream is an error with its message", func(t *testing.T) {
+		srv := providertest.NewBedrock(t, providertest.Step{Raw: string(providertest.BedrockException("throttlingException", "Too many tokens, please wait before trying again."))})
+		p, _ := newWire(t, srv, false)
+		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		if err == nil || !strings.Contains(err.Error(), "Too many tokens") {
+			t.Fatalf("err = %v", err)
+		}
+		if _, ok := provider.IsTooLong(err); ok {
+			t.Fatalf("a throttling is not too long: %v", err)
+		}
+	})
+}
+
+func TestBedrocksRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		step          providertest.Step
+		tokens, limit int
+	}{
+		{"the API's words in a ValidationException", providertest.Step{Status: 400, ErrorMessage: "The model returned the following errors: prompt is too long: 208310 tokens > 200000 maximum"}, 208310, 200000},
+		{"Bedrock's own words", providertest.Step{Status: 400, ErrorMessage: "Input is too long for requested model."}, 0, 0},
+		{"InvokeModel's limit on the body", providertest.Step{Status: 400, ErrorMessage: "1 validation error detected: Value at 'body' failed to satisfy constraint: Member must have length less than or equal to 25000000"}, 0, 0},
+		{"an exception before any output", providertest.Step{Raw: string(providertest.BedrockException("validationException", "Input is too long for requested model."))}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := providertest.NewBedrock(t, tc.step, providertest.Step{Text: "a retry was made"})
+			p, _ := newWire(t, srv, false)
+			_, err := p.Complete(context.Background(), sampleRequest(), nil)
+			tl, ok := provider.IsTooLong(err)
+			if !ok || tl.Tokens != tc.tokens || tl.Limit != tc.limit {
+				t.Fatalf("err = %v (%+v)", err, tl)
+			}
+			if !strings.Contains(err.Error(), "bedrock: ") || len(srv.Requests()) != 1 {
+				t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
+			}
+		})
+	}
+	t.Run("the fake's window refusal", func(t *testing.T) {
+		srv := providertest.NewBedrock(t)
+		srv.Window = 100
+		p, _ := newWire(t, srv, false)
+		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestTheUsualAWSConfigurationIsRead(t *testing.T) {
+	hermetic(t)
+	t.Setenv("AWS_REGION", "eu-west-3")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
+	s, client := record(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(s.urls[0], "https://bedrock-runtime.eu-west-3.amazonaws.com/model/") {
+		t.Errorf("sent to %s", s.urls[0])
+	}
+	if auth := s.headers[0].Get("Authorization"); !strings.Contains(auth, "Credential=AKIDENV/") || !strings.Contains(auth, "/eu-west-3/bedrock/") {
+		t.Errorf("Authorization %q", auth)
+	}
+}
+
+func TestABedrockAPIKeyIsSentAsABearerToken(t *testing.T) {
+	hermetic(t)
+	t.Setenv("AWS_REGION", "us-west-2")
+	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-test")
+	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
+	s, client := record(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if auth := s.headers[0].Get("Authorization"); auth != "Bearer bedrock-api-key-test" {
+		t.Fatalf("Authorization %q", auth)
+	}
+}
+
+func TestNoRegionNamesTheVariable(t *testing.T) {
+	hermetic(t)
+	_, err := New(Config{})
+	if err == nil || !strings.Contains(err.Error(), "AWS_REGION") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// hermetic keeps the AWS configuration to what the test sets: no shared
+// files, no instance metadata, no variables from the environment.
+func hermetic(t *testing.T) {
+	dir := t.TempDir()
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+}

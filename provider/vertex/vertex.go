@@ -1,0 +1,140 @@
+// Package vertex is Claude on Google Vertex AI: the Anthropic Messages
+// wire (provider/anthropic: its encoder, cache markers and reading of the
+// answer) sent through anthropic-sdk-go's own vertex package, which posts
+// to the publisher model's rawPredict (whole answer) or streamRawPredict
+// (server-sent events) under
+// /v1/projects/PROJECT/locations/REGION/publishers/anthropic/models/MODEL,
+// with a Google OAuth token from application default credentials.
+//
+// The body is the first-party wire's, byte for byte, less "model" (the
+// SDK moves it into the URL) and with "anthropic_version":"vertex-2023-10-16"
+// at its end, the value the documentation of Claude on Vertex AI
+// requires. Prompt caching is the first-party wire's cache_control
+// markers, which Vertex takes. It must not read or send an Anthropic API
+// key.
+package vertex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	sdkvertex "github.com/anthropics/anthropic-sdk-go/v2/vertex"
+	"golang.org/x/oauth2/google"
+
+	"github.com/myelin-run/myelin/provider/anthropic"
+)
+
+// Version is the anthropic_version sent in the body: the one the
+// documentation of Claude on Vertex AI requires.
+const Version = "vertex-2023-10-16"
+
+// scope is the OAuth scope of the credentials found by default.
+const scope = "https://www.googleapis.com/auth/cloud-platform"
+
+// Config configures the wire on Vertex AI. The zero value reads the
+// region from CLOUD_ML_REGION, the project from
+// ANTHROPIC_VERTEX_PROJECT_ID (else GOOGLE_CLOUD_PROJECT, GCLOUD_PROJECT,
+// else the project of the application default credentials), the address
+// from ANTHROPIC_VERTEX_BASE_URL when set — the variables Anthropic's SDKs
+// and Claude Code read — and the credentials from Google's application
+// default credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's
+// application-default login, the metadata server).
+type Config struct {
+	// Config is the wire's own settings, as on the first-party API: its
+	// BaseURL, when set, replaces the address (the regional
+	// https://REGION-aiplatform.googleapis.com/, or
+	// $ANTHROPIC_VERTEX_BASE_URL) for a proxy or a test's fake, and its
+	// path must be empty, the SDK rewriting /v1/messages only; NoStream
+	// calls rawPredict, the answer then arriving whole; MaxRetries and
+	// HTTPClient as there. Its APIKey must stay empty.
+	anthropic.Config
+	Region  string // "us-east5", "europe-west1", "global", ...; default $CLOUD_ML_REGION
+	Project string // the Google Cloud project ID; default as Config says
+	// Credentials, when set, are used instead of the application default
+	// credentials (a test passes a static token source here).
+	Credentials *google.Credentials
+}
+
+// New returns the wire, or an error that names what to set: the region,
+// the project, or credentials that could not be found.
+func New(cfg Config) (*anthropic.OnPlatform, error) {
+	region := first(cfg.Region, os.Getenv("CLOUD_ML_REGION"))
+	if region == "" {
+		return nil, errors.New("vertex: no region: set CLOUD_ML_REGION (us-east5, europe-west1, global, ...)")
+	}
+	ctx := context.Background()
+	creds := cfg.Credentials
+	if creds == nil {
+		found, err := google.FindDefaultCredentials(ctx, scope)
+		if err != nil {
+			return nil, fmt.Errorf("vertex: no Google credentials: run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS (%v)", err)
+		}
+		creds = found
+	}
+	project := first(cfg.Project, os.Getenv("ANTHROPIC_VERTEX_PROJECT_ID"), os.Getenv("GOOGLE_CLOUD_PROJECT"), os.Getenv("GCLOUD_PROJECT"), creds.ProjectID)
+	if project == "" {
+		return nil, errors.New("vertex: no Google Cloud project: set ANTHROPIC_VERTEX_PROJECT_ID")
+	}
+	wire := cfg.Config
+	base, err := hostOnly(first(wire.BaseURL, os.Getenv("ANTHROPIC_VERTEX_BASE_URL")))
+	if err != nil {
+		return nil, err
+	}
+	wire.BaseURL = base
+	withCreds, err := credentialsOption(ctx, region, project, creds)
+	if err != nil {
+		return nil, err
+	}
+	return anthropic.NewOn(anthropic.Platform{
+		Name:    "vertex",
+		Version: Version,
+		Options: []option.RequestOption{withCreds},
+	}, wire)
+}
+
+// credentialsOption is the SDK's vertex.WithCredentials, whose failure to
+// build its HTTP client is a panic there and an error here.
+func credentialsOption(ctx context.Context, region, project string, creds *google.Credentials) (opt option.RequestOption, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("vertex: %v", r)
+		}
+	}()
+	return sdkvertex.WithCredentials(ctx, region, project, creds), nil
+}
+
+// hostOnly is a base URL as the SDK's vertex package takes it: the
+// scheme and host, its path empty, since the SDK rewrites the path
+// /v1/messages and no other. A trailing /v1 — the form Anthropic's Python
+// and TypeScript SDKs and Claude Code take in ANTHROPIC_VERTEX_BASE_URL —
+// is dropped, the SDK adding it; any other path is an error that says so,
+// where it would otherwise send requests the platform does not serve.
+func hostOnly(base string) (string, error) {
+	if base == "" {
+		return "", nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("vertex: base URL %q (Config.BaseURL or ANTHROPIC_VERTEX_BASE_URL): want an absolute URL such as https://us-east5-aiplatform.googleapis.com", base)
+	}
+	switch strings.TrimSuffix(u.Path, "/") {
+	case "", "/v1":
+		u.Path, u.RawPath = "/", ""
+		return u.String(), nil
+	}
+	return "", fmt.Errorf("vertex: base URL %q (Config.BaseURL or ANTHROPIC_VERTEX_BASE_URL) has the path %q: the SDK's vertex package sends to /v1/projects/... under the host alone, so give the scheme and host (a trailing /v1 is fine)", base, u.Path)
+}
+
+func first(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,378 @@
+package vertex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/tidwall/sjson"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden request files")
+
+// sampleRequest is provider/anthropic's sample conversation: tools, a
+// system prompt, text, tool calls, a text result, an image result and an
+// error result.
+func sampleRequest() provider.Request {
+	return provider.Request{
+		Model:     "claude-test",
+		System:    "You are terse.",
+		MaxTokens: 1024,
+		Tools: []provider.Tool{
+			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
+			{Name: "workspace--write", Description: "Write a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)},
+		},
+		Messages: []history.Message{
+			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
+			{Role: history.Assistant, Parts: []history.Part{
+				{Type: history.TextPart, Text: "Reading."},
+				{Type: history.ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
+				{Type: history.ToolCallPart, CallID: "toolu_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
+			}},
+			{Role: history.User, Parts: []history.Part{
+				{Type: history.ToolResultPart, CallID: "toolu_1", Text: "line \"one\"\n\ttwo <&>\n"},
+				{Type: history.ToolResultPart, CallID: "toolu_2", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
+			}},
+			{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "toolu_3", Name: "workspace--read", Input: json.RawMessage(`{"path":"missing"}`)}}},
+			{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_3", Text: "missing does not exist in the workspace", IsError: true}}},
+		},
+	}
+}
+
+// seen records what went out: each request's URL and headers, on its way
+// to the fake (to which it is sent whatever its host).
+type seen struct {
+	mu      sync.Mutex
+	to      *url.URL
+	urls    []string
+	headers []http.Header
+}
+
+func (s *seen) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.urls = append(s.urls, r.URL.String())
+	s.headers = append(s.headers, r.Header.Clone())
+	s.mu.Unlock()
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host, r.Host = s.to.Scheme, s.to.Host, ""
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func record(t *testing.T, srv *providertest.Server) (*seen, *http.Client) {
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &seen{to: u}
+	return s, &http.Client{Transport: s}
+}
+
+// staticToken is Google credentials that need no lookup.
+func staticToken(project string) *google.Credentials {
+	return &google.Credentials{ProjectID: project, TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.test", TokenType: "Bearer"})}
+}
+
+func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *seen) {
+	t.Helper()
+	s, client := record(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, s
+}
+
+// What Vertex receives for a known conversation, pinned: the Anthropic
+// wire's body less model, anthropic_version at its end.
+func TestTheBodyVertexReceivesIsPinned(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
+		p, _ := newWire(t, srv, noStream)
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+			t.Fatal(err)
+		}
+		got := srv.Requests()[0]
+		golden := "testdata/request.golden.json"
+		if noStream {
+			golden = "testdata/request-nostream.golden.json"
+		}
+		providertest.Golden(t, golden, got, *update)
+		// the same bytes the first-party wire builds, the model moved
+		want, err := anthropic.Body(sampleRequest(), !noStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ = sjson.DeleteBytes(want, "model")
+		want, _ = sjson.SetBytes(want, "anthropic_version", Version)
+		if string(got) != string(want) {
+			t.Fatalf("sent %s\nwant %s", got, want)
+		}
+	}
+}
+
+func TestTheModelGoesInThePathOfRawPredictWithAToken(t *testing.T) {
+	for _, tc := range []struct {
+		noStream bool
+		url      string
+	}{
+		{false, "https://us-east5-aiplatform.googleapis.com/v1/projects/test-project/locations/us-east5/publishers/anthropic/models/claude-test:streamRawPredict"},
+		{true, "https://us-east5-aiplatform.googleapis.com/v1/projects/test-project/locations/us-east5/publishers/anthropic/models/claude-test:rawPredict"},
+	} {
+		srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
+		p, s := newWire(t, srv, tc.noStream)
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if s.urls[0] != tc.url {
+			t.Errorf("sent to %s, want %s", s.urls[0], tc.url)
+		}
+		if auth := s.headers[0].Get("Authorization"); auth != "Bearer ya29.test" {
+			t.Errorf("Authorization %q", auth)
+		}
+		if h := s.headers[0]; h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
+			t.Errorf("first-party headers sent: %v", h)
+		}
+	}
+}
+
+func TestTheGlobalRegionHasItsOwnAddress(t *testing.T) {
+	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
+	s, client := record(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Region: "global", Project: "test-project", Credentials: staticToken("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := sampleRequest()
+	req.Model = "claude-sonnet-4-5@20250929"
+	if _, err := p.Complete(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://aiplatform.googleapis.com/v1/projects/test-project/locations/global/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict"; s.urls[0] != want {
+		t.Fatalf("sent to %s, want %s", s.urls[0], want)
+	}
+}
+
+func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewVertex(t, providertest.Step{
+			Text:      "Let me look — ok.",
+			ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "workspace--read", Input: `{"path": "a.txt"}`}},
+			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
+		})
+		p, _ := newWire(t, srv, noStream)
+		var streamed strings.Builder
+		resp, err := p.Complete(context.Background(), sampleRequest(), func(s string) { streamed.WriteString(s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := resp.Message
+		if streamed.String() != "Let me look — ok." || len(m.Parts) != 2 || m.Parts[0].Text != "Let me look — ok." || m.Parts[1].CallID != "toolu_9" {
+			t.Fatalf("streamed %q, message %+v", streamed.String(), m)
+		}
+		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
+			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
+		}
+	}
+}
+
+func TestPromptCachingMarkersReachVertex(t *testing.T) {
+	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
+	p, _ := newWire(t, srv, false)
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	body := string(srv.Requests()[0])
+	// the last tool, the system prompt, the two newest user messages
+	if n := strings.Count(body, `"cache_control":{"type":"ephemeral"}`); n != 4 {
+		t.Fatalf("%d cache markers in %s", n, body)
+	}
+	if got := p.CacheSettings(); !strings.HasPrefix(got, "vertex: anthropic: cache_control ephemeral") {
+		t.Fatalf("cache settings %q", got)
+	}
+}
+
+func TestErrorsAreVertexsOwnAndRetriedAsTheAPIs(t *testing.T) {
+	t.Run("a 400 is reported at once with the model's message", func(t *testing.T) {
+		srv := providertest.NewVertex(t, providertest.Step{Status: 400, ErrorMessage: "output_config: Extra inputs are not permitted"})
+		p, _ := newWire(t, srv, false)
+		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		if err == nil || !strings.HasPrefix(err.Error(), "vertex: ") || !strings.Contains(err.Error(), "Extra inputs are not permitted") || len(srv.Requests()) != 1 {
+			t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
+		}
+		var apiErr *sdk.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+			t.Fatalf("the SDK's error is not wrapped: %v", err)
+		}
+	})
+	t.Run("quota and server errors are retried", func(t *testing.T) {
+		srv := providertest.NewVertex(t, providertest.Step{Status: 429, ErrorMessage: "Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model"}, providertest.Step{Status: 529}, providertest.Step{Status: 503}, providertest.Step{Text: "finally"})
+		p, _ := newWire(t, srv, false)
+		resp, err := p.Complete(context.Background(), sampleRequest(), nil)
+		if err != nil || resp.Message.Parts[0].Text != "finally" || len(srv.Requests()) != 4 {
+			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
+		}
+	})
+	t.Run("a stream cut midway is an error", func(t *testing.T) {
+		srv := providertest.NewVertex(t, providertest.Step{Text: "hello there", CutAfter: 3})
+		p, _ := newWire(t, srv, false)
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err == nil {
+			t.Fatal("no error")
+		}
+	})
+	t.Run("a token that cannot be had is the request's error", func(t *testing.T) {
+		srv := providertest.NewVertex(t, providertest.Step{Text: "never"})
+		_, client := record(t, srv)
+		creds := &google.Credentials{TokenSource: failing{}}
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1}, Region: "us-east5", Project: "p", Credentials: creds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err == nil || !strings.Contains(err.Error(), "no token here") {
+			t.Fatalf("err = %v", err)
+		}
+		if n := len(srv.Requests()); n != 0 {
+			t.Fatalf("%d requests sent without a token", n)
+		}
+	})
+}
+
+type failing struct{}
+
+func (failing) Token() (*oauth2.Token, error) { return nil, errors.New("no token here") }
+
+func TestVertexsRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		step          providertest.Step
+		tokens, limit int
+	}{
+		{"the API's words, passed on", providertest.Step{Status: 400, ErrorMessage: "prompt is too long: 208310 tokens > 200000 maximum"}, 208310, 200000},
+		{"a 413", providertest.Step{Status: 413, ErrorMessage: "Prompt is too long"}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := providertest.NewVertex(t, tc.step, providertest.Step{Text: "a retry was made"})
+			p, _ := newWire(t, srv, false)
+			_, err := p.Complete(context.Background(), sampleRequest(), nil)
+			tl, ok := provider.IsTooLong(err)
+			if !ok || tl.Tokens != tc.tokens || tl.Limit != tc.limit {
+				t.Fatalf("err = %v (%+v)", err, tl)
+			}
+			if !strings.Contains(err.Error(), "vertex: ") || len(srv.Requests()) != 1 {
+				t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
+			}
+		})
+	}
+	t.Run("the fake's window refusal", func(t *testing.T) {
+		srv := providertest.NewVertex(t)
+		srv.Window = 100
+		p, _ := newWire(t, srv, false)
+		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestTheRegionAndProjectComeFromTheUsualVariables(t *testing.T) {
+	hermetic(t)
+	t.Setenv("CLOUD_ML_REGION", "europe-west1")
+	t.Setenv("ANTHROPIC_VERTEX_PROJECT_ID", "env-project")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "not-this-one")
+	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
+	s, client := record(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Credentials: staticToken("nor-this-one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://europe-west1-aiplatform.googleapis.com/v1/projects/env-project/locations/europe-west1/"; !strings.HasPrefix(s.urls[0], want) {
+		t.Fatalf("sent to %s, want %s...", s.urls[0], want)
+	}
+}
+
+func TestTheProjectOfTheCredentialsIsTheLastResort(t *testing.T) {
+	hermetic(t)
+	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
+	s, client := record(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Region: "us-east5", Credentials: staticToken("creds-project")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s.urls[0], "/projects/creds-project/") {
+		t.Fatalf("sent to %s", s.urls[0])
+	}
+}
+
+func TestWhatIsMissingIsNamed(t *testing.T) {
+	hermetic(t)
+	if _, err := New(Config{Credentials: staticToken("")}); err == nil || !strings.Contains(err.Error(), "CLOUD_ML_REGION") {
+		t.Fatalf("no region: err = %v", err)
+	}
+	if _, err := New(Config{Region: "us-east5", Credentials: staticToken("")}); err == nil || !strings.Contains(err.Error(), "ANTHROPIC_VERTEX_PROJECT_ID") {
+		t.Fatalf("no project: err = %v", err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", t.TempDir()+"/missing.json")
+	if _, err := New(Config{Region: "us-east5", Project: "p"}); err == nil || !strings.Contains(err.Error(), "GOOGLE_APPLICATION_CREDENTIALS") {
+		t.Fatalf("no credentials: err = %v", err)
+	}
+}
+
+// hermetic keeps the configuration to what the test sets.
+func hermetic(t *testing.T) {
+	for _, k := range []string{"CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT", "ANTHROPIC_VERTEX_BASE_URL"} {
+		t.Setenv(k, "")
+	}
+}
+
+func TestTheBaseURLIsTheHostAlone(t *testing.T) {
+	for _, tc := range []struct{ in, want, err string }{
+		{"", "", ""},
+		{"https://gateway.example.com", "https://gateway.example.com/", ""},
+		{"https://gateway.example.com/", "https://gateway.example.com/", ""},
+		{"https://gateway.example.com/v1", "https://gateway.example.com/", ""},
+		{"http://127.0.0.1:8080/v1/", "http://127.0.0.1:8080/", ""},
+		{"https://gateway.example.com/vertex/v1", "", `has the path "/vertex/v1"`},
+		{"gateway.example.com", "", "want an absolute URL"},
+	} {
+		got, err := hostOnly(tc.in)
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("hostOnly(%q) = %q, %v; want %q, %q", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+func TestAClaudeCodeStyleBaseURLReachesTheFake(t *testing.T) {
+	hermetic(t)
+	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
+	t.Setenv("ANTHROPIC_VERTEX_BASE_URL", srv.URL+"/v1")
+	p, err := New(Config{Region: "us-east5", Project: "p", Credentials: staticToken("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Paths()[0]; got != "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-test:streamRawPredict" {
+		t.Fatalf("path %s", got)
+	}
+}
