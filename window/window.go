@@ -106,7 +106,21 @@ var table = []model{
 	{"gpt-5-nano", Limits{400000, 128000}},
 	{"gpt-5-codex", Limits{400000, 128000}},
 	{"gpt-5-chat", Limits{128000, 16384}},
+	// Google (ai.google.dev/gemini-api/docs/models: input limit, output
+	// limit).
+	{"gemini-2.0-flash", Limits{1048576, 8192}},
+	{"gemini-2.0-flash-lite", Limits{1048576, 8192}},
+	{"gemini-2.5-pro", Limits{1048576, 65536}},
+	{"gemini-2.5-flash", Limits{1048576, 65536}},
+	{"gemini-2.5-flash-lite", Limits{1048576, 65536}},
 }
+
+// platformID is how Bedrock and Vertex name a Claude model: Bedrock's
+// "[region.]anthropic.NAME-v1:0", Vertex's "NAME@DATE".
+var (
+	bedrockSuffix = regexp.MustCompile(`-v\d+(:\d+)?$`)
+	vertexDate    = regexp.MustCompile(`@(\d{8})$`)
+)
 
 // suffix is what may follow a table name in a model's name: a date as
 // Anthropic writes it (-20250929), as OpenAI does (-2025-04-14), or an
@@ -117,12 +131,18 @@ var suffix = regexp.MustCompile(`^-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$`)
 // row as it is, with a dated or -latest suffix ("claude-sonnet-4-5-20250929",
 // "gpt-4o-2024-08-06", "claude-3-7-sonnet-latest"), and behind a router's
 // "vendor/" prefix ("openai/gpt-4o"); case does not matter. It does not
-// guess: "gpt-4o-mini" is its own row, never gpt-4o's.
+// guess: "gpt-4o-mini" is its own row, never gpt-4o's. Claude's ids on
+// Bedrock ("global.anthropic.claude-sonnet-4-5-20250929-v1:0") and Vertex
+// ("claude-sonnet-4-5@20250929") are read as the model they name.
 func Lookup(name string) (Limits, bool) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if i := strings.LastIndexByte(n, '/'); i >= 0 {
 		n = n[i+1:]
 	}
+	if i := strings.Index(n, "anthropic."); i >= 0 { // Bedrock's id
+		n = bedrockSuffix.ReplaceAllString(n[i+len("anthropic."):], "")
+	}
+	n = vertexDate.ReplaceAllString(n, "-$1") // Vertex's id
 	for _, m := range table {
 		if n == m.name || strings.HasPrefix(n, m.name) && suffix.MatchString(n[len(m.name):]) {
 			return m.Limits, true

@@ -35,6 +35,14 @@ func TestLookupMatchesDatedAndAliasedNames(t *testing.T) {
 		{name: "GPT-5-Mini", want: Limits{400000, 128000}},
 		{name: "openai/gpt-4.1", want: Limits{1047576, 32768}},
 		{name: "anthropic/claude-sonnet-4-5", want: Limits{200000, 64000}},
+		// Bedrock's and Vertex's ids for Claude, and Gemini.
+		{name: "global.anthropic.claude-sonnet-4-5-20250929-v1:0", want: Limits{200000, 64000}},
+		{name: "anthropic.claude-3-5-sonnet-20240620-v1:0", want: Limits{200000, 8192}},
+		{name: "us.anthropic.claude-opus-4-1-20250805-v1:0", want: Limits{200000, 32000}},
+		{name: "claude-sonnet-4-5@20250929", want: Limits{200000, 64000}},
+		{name: "gemini-2.5-flash", want: Limits{1048576, 65536}},
+		{name: "gemini-2.0-flash", want: Limits{1048576, 8192}},
+		{name: "gemini-2.5-flash-lite", want: Limits{1048576, 65536}},
 		// Not guessed from a longer or shorter name.
 		{name: "gpt-4o-audio-preview", unknown: true},
 		{name: "claude-sonnet-4-5-turbo", unknown: true},

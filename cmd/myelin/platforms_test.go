@@ -144,3 +144,21 @@ func TestRunOnVertexWithApplicationDefaultCredentials(t *testing.T) {
 		t.Fatalf("tool result %v", res)
 	}
 }
+
+func TestThinkingIsAskedForOnBedrockAsOnTheAPI(t *testing.T) {
+	awsOnly(t)
+	dir := workspaceWith(t, nil)
+	srv := providertest.NewBedrock(t, providertest.Step{Text: "thought it over"})
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDCLI")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("ANTHROPIC_BEDROCK_BASE_URL", srv.URL)
+	out, errOut, code := cli(t, "run", "--provider", "bedrock", "--thinking", "2048", "--workspace", dir, "think")
+	if code != 0 || out != "thought it over\n" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	th, _ := srv.Request(0)["thinking"].(map[string]any)
+	if th["type"] != "enabled" || th["budget_tokens"] != float64(2048) {
+		t.Fatalf("the request's thinking is %v; want enabled with a budget of 2048", srv.Request(0)["thinking"])
+	}
+}

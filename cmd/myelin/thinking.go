@@ -62,11 +62,13 @@ func withThinking(prov provider.Provider, name string, th anthropic.Thinking) (p
 	if !th.On() {
 		return prov, nil
 	}
-	ap, ok := prov.(*anthropic.Provider)
-	if !ok {
-		return nil, fmt.Errorf("--thinking: the %s wire has no thinking budget; it is for Claude (--provider anthropic)", name)
+	switch p := prov.(type) {
+	case *anthropic.Provider:
+		return p.WithThinking(th)
+	case *anthropic.OnPlatform: // Claude on Bedrock or Vertex
+		return p.WithThinking(th)
 	}
-	return ap.WithThinking(th)
+	return nil, fmt.Errorf("--thinking: the %s wire has no thinking budget; it is for Claude (--provider anthropic, bedrock or vertex)", name)
 }
 
 // thought writes a Thinking event's text to stderr, when --show-thinking

@@ -177,3 +177,13 @@ func platformTooLong(status int, message string) *provider.TooLongError {
 	}
 	return nil
 }
+
+// WithThinking is p asking for th (see Provider.WithThinking), on the same
+// platform: Claude thinks on Bedrock and Vertex as on the API.
+func (p *OnPlatform) WithThinking(th Thinking) (*OnPlatform, error) {
+	ap, err := p.Provider.WithThinking(th)
+	if err != nil {
+		return nil, err
+	}
+	return &OnPlatform{Provider: ap, platform: p.platform}, nil
+}
