@@ -365,19 +365,6 @@ func TestEncodedMessagesMatchTheSDKsShapes(t *testing.T) {
 	}
 }
 
-func TestAppendStringIsJSON(t *testing.T) {
-	for _, s := range []string{"", "plain", "q\"uote\\ back", "ctl \x00\x01\x1f\t\n\r", "é 😀 \u2028 \u2029", "<&>", "bad \xff byte"} {
-		raw := appendString(nil, s)
-		var back string
-		if err := json.Unmarshal(raw, &back); err != nil {
-			t.Fatalf("%q encodes as %s: %v", s, raw, err)
-		}
-		if want := strings.ToValidUTF8(s, "\uFFFD"); back != want {
-			t.Fatalf("%q comes back as %q", s, back)
-		}
-	}
-}
-
 func TestAnEmptyAnswerIsNotSentAndItsNeighboursMerge(t *testing.T) {
 	req := sampleRequest()
 	req.Messages = []history.Message{

@@ -2,10 +2,9 @@ package anthropic
 
 import (
 	"encoding/base64"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
 )
 
 // The messages of a request are encoded here, straight to JSON, and handed
@@ -18,7 +17,7 @@ import (
 // encoder appends the JSON of messages to buf.
 type encoder struct{ buf []byte }
 
-func (e *encoder) str(s string) { e.buf = appendString(e.buf, s) }
+func (e *encoder) str(s string) { e.buf = provider.AppendJSONString(e.buf, s, false) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
 // message encodes one message (one role's consecutive messages merged);
@@ -129,58 +128,4 @@ func (e *encoder) block(p history.Part, mark bool) {
 		e.raw(cacheMark)
 	}
 	e.raw("}")
-}
-
-// appendString appends s as a JSON string. s is well formed (every stored
-// text is); any invalid byte is written as U+FFFD all the same.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			buf = append(buf, s[start:i]...)
-			switch c {
-			case '"':
-				buf = append(buf, `\"`...)
-			case '\\':
-				buf = append(buf, `\\`...)
-			case '\n':
-				buf = append(buf, `\n`...)
-			case '\r':
-				buf = append(buf, `\r`...)
-			case '\t':
-				buf = append(buf, `\t`...)
-			default:
-				buf = append(buf, `\u00`...)
-				buf = append(buf, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\u`...)
-			buf = strconv.AppendInt(buf, int64(r), 16)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }

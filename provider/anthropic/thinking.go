@@ -7,6 +7,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -143,16 +144,16 @@ func (p *Provider) WithThinking(th Thinking) (*Provider, error) {
 // for byte after any number of restarts.
 func reasoningBlock(thinking, signature string) []byte {
 	b := []byte(`{"type":"thinking","thinking":`)
-	b = appendString(b, thinking)
+	b = provider.AppendJSONString(b, thinking, false)
 	b = append(b, `,"signature":`...)
-	b = appendString(b, signature)
+	b = provider.AppendJSONString(b, signature, false)
 	return append(b, '}')
 }
 
 // redactedBlock is a redacted_thinking block as the API wants it back.
 func redactedBlock(data string) []byte {
 	b := []byte(`{"type":"redacted_thinking","data":`)
-	b = appendString(b, data)
+	b = provider.AppendJSONString(b, data, false)
 	return append(b, '}')
 }
 

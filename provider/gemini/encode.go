@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -284,7 +283,7 @@ func (e *encoder) part(role history.Role, p history.Part, names map[string]strin
 // encoder appends JSON to buf.
 type encoder struct{ buf []byte }
 
-func (e *encoder) str(s string) { e.buf = appendString(e.buf, s) }
+func (e *encoder) str(s string) { e.buf = provider.AppendJSONString(e.buf, s, true) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
 // compact appends stored JSON, which is valid: as it is when it is
@@ -316,61 +315,4 @@ func (e *encoder) compact(b []byte) {
 			e.buf = append(e.buf, c[i])
 		}
 	}
-}
-
-// appendString appends s as a JSON string, escaped as encoding/json
-// escapes it (`<`, `>`, `&`, U+2028 and U+2029 too), so that the SDK's
-// encoder, which compacts these bytes, leaves them as they are. s is well
-// formed (every stored text is); any invalid byte is written as U+FFFD.
-func appendString(buf []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	buf = append(buf, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			buf = append(buf, s[start:i]...)
-			switch c {
-			case '"':
-				buf = append(buf, `\"`...)
-			case '\\':
-				buf = append(buf, `\\`...)
-			case '\n':
-				buf = append(buf, `\n`...)
-			case '\r':
-				buf = append(buf, `\r`...)
-			case '\t':
-				buf = append(buf, `\t`...)
-			default:
-				buf = append(buf, `\u00`...)
-				buf = append(buf, hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\u202`...)
-			buf = append(buf, hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	buf = append(buf, s[start:]...)
-	return append(buf, '"')
 }

@@ -2,10 +2,9 @@ package responses
 
 import (
 	"encoding/base64"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
 )
 
 // The request body is encoded here, straight to JSON, and handed to the
@@ -18,7 +17,7 @@ import (
 // encoder appends JSON to buf.
 type encoder struct{ buf []byte }
 
-func (e *encoder) str(s string) { e.buf = appendString(e.buf, s) }
+func (e *encoder) str(s string) { e.buf = provider.AppendJSONString(e.buf, s, false) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
 // items encodes the input items of one stored message, in the order of its
@@ -99,7 +98,7 @@ func (e *encoder) items(m history.Message, sep string) string {
 			}
 			for _, img := range p.Images {
 				e.raw(inner + `{"type":"input_image","image_url":"data:`)
-				e.buf = appendEscaped(e.buf, img.MIMEType)
+				e.buf = provider.AppendJSONEscaped(e.buf, img.MIMEType, false)
 				e.raw(`;base64,`)
 				e.buf = base64.StdEncoding.AppendEncode(e.buf, img.Data)
 				e.raw(`"}`)
@@ -156,65 +155,4 @@ func sizeHint(m history.Message) int {
 		}
 	}
 	return n
-}
-
-// appendString appends s as a JSON string. s is well formed (every stored
-// text is); any invalid byte is written as U+FFFD all the same.
-func appendString(buf []byte, s string) []byte {
-	buf = append(buf, '"')
-	buf = appendEscaped(buf, s)
-	return append(buf, '"')
-}
-
-// appendEscaped appends s escaped for the inside of a JSON string: quotes,
-// backslashes and control characters escaped, U+2028 and U+2029 as \u
-// escapes, invalid bytes as \ufffd; <, > and & as themselves.
-func appendEscaped(buf []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			buf = append(buf, s[start:i]...)
-			switch c {
-			case '"':
-				buf = append(buf, `\"`...)
-			case '\\':
-				buf = append(buf, `\\`...)
-			case '\n':
-				buf = append(buf, `\n`...)
-			case '\r':
-				buf = append(buf, `\r`...)
-			case '\t':
-				buf = append(buf, `\t`...)
-			default:
-				buf = append(buf, `\u00`...)
-				buf = append(buf, "0123456789abcdef"[c>>4], "0123456789abcdef"[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			buf = append(buf, s[start:i]...)
-			buf = append(buf, `\u`...)
-			buf = strconv.AppendInt(buf, int64(r), 16)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(buf, s[start:]...)
 }
