@@ -288,3 +288,25 @@ func TestRecoveryLooksPastAContextRecordStoredAfterTheCalls(t *testing.T) {
 		t.Fatalf("Recover = %+v, %v; want the call behind the record answered", rec, err)
 	}
 }
+
+func TestATurnRunsOnAnInMemoryStoreAsOnSQLite(t *testing.T) {
+	r := newRig(t)
+	r.agent.Store = &history.Memory{}
+	id, err := r.agent.NewConversation(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.id = id
+	r.write("a.txt", "alpha\n")
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_1", "a.txt")}}, providertest.Step{Text: "alpha it is"})
+	tr, _ := r.turn("read a.txt")
+	if tr.Text != "alpha it is" || tr.Rounds != 1 {
+		t.Fatalf("turn %+v", tr)
+	}
+	if res := r.toolResults(1); len(res) != 1 || res[0]["content"] != "     1\talpha\n[lines 1-1 of 1 in a.txt; end of file]" {
+		t.Fatalf("results %v", res)
+	}
+	if msgs, _ := r.agent.Store.Messages(context.Background(), id); len(msgs) != 4 {
+		t.Fatalf("%d messages stored in memory; want 4", len(msgs))
+	}
+}

@@ -1,0 +1,260 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Memory is a Store that keeps conversations in this process's memory: for
+// embedding where nothing must outlive the process, and for tests and
+// benchmarks that measure the agent without a disk. It keeps every promise
+// of Store but durability — nothing survives the process — and its claims
+// bind only the writers that share this Memory (one process). The zero
+// value is ready to use; a Memory must not be copied after first use.
+//
+// Messages it returns are copies of the stored slices' headers: a caller
+// must not change the parts it is given (no Store's caller may).
+type Memory struct {
+	mu    sync.Mutex
+	convs map[string]*memConversation
+	now   func() time.Time // the clock claims are timed by (tests set it)
+}
+
+type memConversation struct {
+	rec   Conversation
+	msgs  []Message
+	claim *claimRow
+	kept  map[string]Part
+	order []string // call ids of kept, in the order first kept
+}
+
+func (s *Memory) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
+}
+
+func (s *Memory) get(id string) (*memConversation, error) {
+	c, ok := s.convs[id]
+	if !ok {
+		return nil, fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+	}
+	return c, nil
+}
+
+// Create starts a conversation (see Store.Create).
+func (s *Memory) Create(ctx context.Context, c Conversation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.convs == nil {
+		s.convs = map[string]*memConversation{}
+	}
+	if _, ok := s.convs[c.ID]; ok {
+		return fmt.Errorf("creating conversation %s: %w", c.ID, ErrExists)
+	}
+	now := s.clock().UTC()
+	c.Created, c.Updated, c.Messages = now, now, 0
+	s.convs[c.ID] = &memConversation{rec: c}
+	return nil
+}
+
+// Get returns a conversation's record (see Store.Get).
+func (s *Memory) Get(ctx context.Context, id string) (Conversation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(id)
+	if err != nil {
+		return Conversation{}, err
+	}
+	return c.rec, nil
+}
+
+// Messages returns a conversation's messages in order (see Store.Messages).
+func (s *Memory) Messages(ctx context.Context, id string) ([]Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	return c.msgs[:len(c.msgs):len(c.msgs)], nil // appends never reach the caller's slice
+}
+
+// check is the claim check of every write (see Store): under Writing(ctx,
+// w), w must hold the claim; without, no live holder may have it.
+func (s *Memory) check(ctx context.Context, id string, c *memConversation) error {
+	if w, writing := WriterOf(ctx); writing {
+		if c.claim == nil || c.claim.Token != w.Token {
+			var held claimRow
+			if c.claim != nil {
+				held = *c.claim
+			}
+			return lost(id, w, held, c.claim != nil)
+		}
+		return nil
+	}
+	if c.claim != nil && c.claim.alive(s.clock(), "") {
+		return &HeldError{Conversation: id, Holder: c.claim.Holder, Expires: c.claim.expires}
+	}
+	return nil
+}
+
+// Append adds messages to a conversation, all or none (see Store.Append).
+func (s *Memory) Append(ctx context.Context, id string, msgs ...Message) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(id)
+	if err != nil {
+		return err
+	}
+	if err := s.check(ctx, id, c); err != nil {
+		return err
+	}
+	now := s.clock().UTC()
+	results := false
+	for _, m := range msgs {
+		m.Time = now
+		c.msgs = append(c.msgs, m)
+		for _, p := range m.Parts {
+			results = results || p.Type == ToolResultPart
+		}
+	}
+	if results {
+		c.kept, c.order = nil, nil
+	}
+	c.rec.Updated = now
+	c.rec.Messages = len(c.msgs)
+	return nil
+}
+
+// Claim takes conversation id's claim for h (see Store.Claim). Every
+// holder of a Memory is in this process, so only the lease tells a live
+// one from a stopped one.
+func (s *Memory) Claim(ctx context.Context, id string, h Holder, lease time.Duration) (Holder, error) {
+	if err := checkLease(id, lease); err != nil {
+		return h, err
+	}
+	if h.Token == "" {
+		return h, fmt.Errorf("claiming conversation %s: the holder has no token (make it with NewHolder)", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(id)
+	if err != nil {
+		return h, err
+	}
+	now := s.clock()
+	switch {
+	case c.claim != nil && c.claim.Token == h.Token:
+		h.Since = c.claim.Since
+	case c.claim != nil && c.claim.alive(now, ""):
+		return h, &HeldError{Conversation: id, Holder: c.claim.Holder, Expires: c.claim.expires}
+	default:
+		h.Since = now.UTC()
+	}
+	c.claim = &claimRow{Holder: h, expires: now.Add(lease)}
+	return h, nil
+}
+
+// Renew extends h's claim on id (see Store.Renew).
+func (s *Memory) Renew(ctx context.Context, id string, h Holder, lease time.Duration) error {
+	if err := checkLease(id, lease); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(id)
+	if err != nil {
+		return err
+	}
+	if c.claim == nil || c.claim.Token != h.Token {
+		var held claimRow
+		if c.claim != nil {
+			held = *c.claim
+		}
+		return lost(id, h, held, c.claim != nil)
+	}
+	c.claim.expires = s.clock().Add(lease)
+	return nil
+}
+
+// Release gives up h's claim on id (see Store.Release).
+func (s *Memory) Release(ctx context.Context, id string, h Holder) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.convs[id]; ok && c.claim != nil && c.claim.Token == h.Token {
+		c.claim = nil
+	}
+	return nil
+}
+
+// Keep stores finished calls' results ahead of their round (see
+// Store.Keep).
+func (s *Memory) Keep(ctx context.Context, id string, results ...Part) error {
+	for _, p := range results {
+		if p.Type != ToolResultPart || p.CallID == "" {
+			return fmt.Errorf("keeping results in conversation %s: want tool results with call ids, got a %q part with call id %q", id, p.Type, p.CallID)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(id)
+	if err != nil {
+		return err
+	}
+	if err := s.check(ctx, id, c); err != nil {
+		return err
+	}
+	if c.kept == nil {
+		c.kept = map[string]Part{}
+	}
+	for _, p := range results {
+		if _, ok := c.kept[p.CallID]; !ok {
+			c.order = append(c.order, p.CallID)
+		}
+		c.kept[p.CallID] = p
+	}
+	return nil
+}
+
+// Kept returns the results kept for conversation id (see Store.Kept), in
+// the order they were first kept.
+func (s *Memory) Kept(ctx context.Context, id string) ([]Part, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	var out []Part
+	for _, call := range c.order {
+		out = append(out, c.kept[call])
+	}
+	return out, nil
+}
+
+// List returns the conversations, most recently updated first.
+func (s *Memory) List(ctx context.Context) ([]Conversation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Conversation, 0, len(s.convs))
+	for _, c := range s.convs {
+		out = append(out, c.rec)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Updated.Equal(out[j].Updated) {
+			return out[i].Updated.After(out[j].Updated)
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out, nil
+}
+
+// Close does nothing: a Memory holds no resource.
+func (s *Memory) Close() error { return nil }
+
+var _ Store = (*Memory)(nil)
