@@ -298,7 +298,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 	}
 	var tr TurnResult
 	for {
-		req, done, err := a.fit(ctx, id, on, 0, &tr)
+		req, done, err := a.fit(ctx, id, sz, on, 0, &tr)
 		if err != nil {
 			return tr, err
 		}
@@ -319,7 +319,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 			}
 			refusal := err
 			var more []string
-			req, more, err = a.fit(ctx, id, on, max(refused, 1), &tr)
+			req, more, err = a.fit(ctx, id, sz, on, max(refused, 1), &tr)
 			done = append(done, more...)
 			if err != nil {
 				err = errors.Join(refusal, err)

@@ -39,19 +39,25 @@ func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
 	if err != nil {
 		return sizing{}, err
 	}
-	w, err := a.Window()
-	if err != nil {
-		return sizing{}, err
-	}
-	budget, err := w.Budget(AnswerRoom(a.MaxTokens))
-	if err != nil {
-		return sizing{}, err
-	}
 	if err := a.Context.Check(); err != nil {
 		return sizing{}, fmt.Errorf("agent: the context policy: %w", err)
 	}
-	return sizing{conv: conv, defs: defs, budget: budget, fixed: window.FixedBytes(conv.System, defs),
-		model: fmt.Sprintf("%d tokens for %s", w.Context, a.Model)}, nil
+	s := sizing{conv: conv, defs: defs, fixed: window.FixedBytes(conv.System, defs)}
+	return s, a.resize(&s)
+}
+
+// resize sets s's budget from the window as it is now (a refusal may have
+// stated a smaller one since s was made).
+func (a *Agent) resize(s *sizing) error {
+	w, err := a.Window()
+	if err != nil {
+		return err
+	}
+	if s.budget, err = w.Budget(AnswerRoom(a.MaxTokens)); err != nil {
+		return err
+	}
+	s.model = fmt.Sprintf("%d tokens for %s", w.Context, a.Model)
+	return nil
 }
 
 // request is the request that sends stored under s.
@@ -66,10 +72,11 @@ func (a *Agent) request(s sizing, stored []history.Message) provider.Request {
 // request from what the store holds. refused is the size the provider gave
 // for the request it just refused as too long (see window.Policy.Plan), 0
 // otherwise. The edits it stores are reported as ContextEdit events and
-// their requests' usage is added to tr.
-func (a *Agent) fit(ctx context.Context, id string, on func(Event), refused int, tr *TurnResult) (provider.Request, []string, error) {
-	s, err := a.sizing(ctx, id)
-	if err != nil {
+// their requests' usage is added to tr. s is the turn's sizing: the
+// conversation's record and the tools do not change within a turn, so
+// they are not read again for each request.
+func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), refused int, tr *TurnResult) (provider.Request, []string, error) {
+	if err := a.resize(&s); err != nil {
 		return provider.Request{}, nil, err
 	}
 	var done []string      // what was done, for an error that says so
