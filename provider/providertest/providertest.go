@@ -145,6 +145,9 @@ type Server struct {
 	stats  Stats
 	sent   sentThinking // the thinking blocks sent, for CheckThinking
 	gemini geminiState  // the signatures given, on Gemini
+	// gateway puts the Google Cloud gateway's door in front of the
+	// Anthropic fake (NewGoogleCloud, googlecloud.go).
+	gateway bool
 }
 
 // NewAnthropic starts a fake Anthropic Messages server. t may be nil (in a
@@ -156,8 +159,14 @@ func NewOpenAI(t testing.TB, steps ...Step) *Server { return start(t, "openai", 
 
 func start(t testing.TB, wire string, steps []Step) *Server {
 	s := &Server{t: t, wire: wire, steps: steps}
+	if wire == googleCloudWire { // the Anthropic fake behind the gateway's door
+		s.wire, s.gateway = "anthropic", true
+	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
+	if s.gateway {
+		s.URL += GoogleCloudPath
+	}
 	if wire == "openai" || wire == responsesWire {
 		s.URL += "/v1"
 	}
@@ -223,6 +232,9 @@ func (s *Server) Stats() Stats {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	if s.gateway && refusedAtGateway(w, r, body) {
+		return
+	}
 	// Window, Cache and Respond are set before the first request.
 	window, respond, measure, checkThinking := s.Window, s.Respond, s.Window > 0 || s.Cache, s.CheckThinking
 	var m measured

@@ -1,0 +1,130 @@
+// Package googlecloud is Claude on Google Cloud, Anthropic managed:
+// Anthropic's own gateway at claude.googleapis.com, which serves the
+// first-party Messages API under a Google Cloud project, location and
+// Anthropic workspace. It is the Anthropic Messages wire
+// (provider/anthropic: its encoder, cache markers and reading of the
+// answer) sent through anthropic-sdk-go's own googlecloud package, which
+// posts to
+// https://claude.googleapis.com/v1/projects/PROJECT/locations/LOCATION/workspaces/WORKSPACE/invoke/v1/messages
+// with a Google OAuth token from application default credentials.
+//
+// It is not Vertex AI (provider/vertex): the gateway takes the
+// first-party request unchanged — the same path after its prefix, the
+// model named in the body, Anthropic's model names, no anthropic_version
+// in the body — so the body is the first-party wire's byte for byte.
+// It must not read or send an Anthropic API key.
+package googlecloud
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+
+	sdkgc "github.com/anthropics/anthropic-sdk-go/v2/googlecloud"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"golang.org/x/oauth2/google"
+
+	"github.com/myelin-run/myelin/provider/anthropic"
+)
+
+// Name names the platform in errors and in the cache settings; it is the
+// CLI's --provider value.
+const Name = "google-cloud"
+
+// scope is the OAuth scope of the credentials found by default.
+const scope = "https://www.googleapis.com/auth/cloud-platform"
+
+// The variables read, the ones anthropic-sdk-go's googlecloud package
+// reads.
+const (
+	envProject   = "ANTHROPIC_GOOGLE_CLOUD_PROJECT"
+	envLocation  = "ANTHROPIC_GOOGLE_CLOUD_LOCATION"
+	envWorkspace = "ANTHROPIC_GOOGLE_CLOUD_WORKSPACE_ID"
+	envBaseURL   = "ANTHROPIC_GOOGLE_CLOUD_BASE_URL"
+)
+
+// Config configures the wire on the gateway. The zero value reads the
+// project from ANTHROPIC_GOOGLE_CLOUD_PROJECT (else GOOGLE_CLOUD_PROJECT,
+// else the project of the application default credentials), the location
+// from ANTHROPIC_GOOGLE_CLOUD_LOCATION (else "global"), the workspace from
+// ANTHROPIC_GOOGLE_CLOUD_WORKSPACE_ID, the address from
+// ANTHROPIC_GOOGLE_CLOUD_BASE_URL when set — the variables the SDK's
+// googlecloud package reads — and the credentials from Google's
+// application default credentials (GOOGLE_APPLICATION_CREDENTIALS,
+// gcloud's application-default login, the metadata server).
+type Config struct {
+	// Config is the wire's own settings, as on the first-party API: its
+	// BaseURL, when set, replaces the gateway's whole base URL (the
+	// https://claude.googleapis.com/v1/projects/.../invoke/ the project,
+	// location and workspace make, or $ANTHROPIC_GOOGLE_CLOUD_BASE_URL),
+	// to which v1/messages is added: for a proxy, or a test's fake;
+	// NoStream, MaxRetries and HTTPClient as there. Its APIKey must stay
+	// empty.
+	anthropic.Config
+	Project     string // the Google Cloud project ID; default as Config says
+	Location    string // default $ANTHROPIC_GOOGLE_CLOUD_LOCATION, else "global"
+	WorkspaceID string // the Anthropic workspace ("wrkspc_..."); default $ANTHROPIC_GOOGLE_CLOUD_WORKSPACE_ID
+	// Credentials, when set, are used instead of the application default
+	// credentials (a test passes a static token source here).
+	Credentials *google.Credentials
+}
+
+// New returns the wire, or an error that names what to set: the project,
+// the workspace, or credentials that could not be found. With a base URL
+// the project and workspace are not needed (the URL holds them).
+func New(cfg Config) (*anthropic.OnPlatform, error) {
+	ctx := context.Background()
+	creds := cfg.Credentials
+	if creds == nil {
+		found, err := google.FindDefaultCredentials(ctx, scope)
+		if err != nil {
+			return nil, fmt.Errorf("%s: no Google credentials: run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS (%v)", Name, err)
+		}
+		creds = found
+	}
+	if creds.TokenSource == nil {
+		return nil, fmt.Errorf("%s: the Google credentials have no token source", Name)
+	}
+	base := first(cfg.BaseURL, os.Getenv(envBaseURL))
+	project := first(cfg.Project, os.Getenv(envProject), os.Getenv("GOOGLE_CLOUD_PROJECT"), creds.ProjectID)
+	workspace := first(cfg.WorkspaceID, os.Getenv(envWorkspace))
+	if base != "" {
+		if u, err := url.Parse(base); err != nil || u.Scheme == "" || u.Host == "" {
+			return nil, fmt.Errorf("%s: base URL %q (Config.BaseURL or %s): want an absolute URL such as https://claude.googleapis.com/v1/projects/PROJECT/locations/global/workspaces/WORKSPACE/invoke/", Name, base, envBaseURL)
+		}
+	} else {
+		if project == "" {
+			return nil, fmt.Errorf("%s: no Google Cloud project: set %s", Name, envProject)
+		}
+		if workspace == "" {
+			return nil, fmt.Errorf("%s: no Anthropic workspace: set %s (the workspace's ID, wrkspc_...)", Name, envWorkspace)
+		}
+	}
+	client, err := sdkgc.NewClient(ctx, sdkgc.ClientConfig{
+		Project:     project,
+		Location:    cfg.Location, // the SDK reads the variable, else "global"
+		WorkspaceID: workspace,
+		BaseURL:     base,
+		TokenSource: creds.TokenSource,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	wire := cfg.Config
+	wire.BaseURL = "" // given to the SDK's package above
+	// The SDK's package builds its services without the first-party
+	// environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ...); the
+	// marker keeps anthropic.NewClient from adding it here too.
+	opts := append([]option.RequestOption{option.WithoutEnvironmentDefaults()}, client.Options...)
+	return anthropic.NewOn(anthropic.Platform{Name: Name, Options: opts}, wire)
+}
+
+func first(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
