@@ -1,0 +1,388 @@
+package googlecloud
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden request files")
+
+// sampleRequest is provider/anthropic's sample conversation: tools, a
+// system prompt, text, tool calls, a text result, an image result and an
+// error result.
+func sampleRequest() provider.Request {
+	return provider.Request{
+		Model:     "claude-test",
+		System:    "You are terse.",
+		MaxTokens: 1024,
+		Tools: []provider.Tool{
+			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
+			{Name: "workspace--write", Description: "Write a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)},
+		},
+		Messages: []history.Message{
+			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
+			{Role: history.Assistant, Parts: []history.Part{
+				{Type: history.TextPart, Text: "Reading."},
+				{Type: history.ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
+				{Type: history.ToolCallPart, CallID: "toolu_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
+			}},
+			{Role: history.User, Parts: []history.Part{
+				{Type: history.ToolResultPart, CallID: "toolu_1", Text: "line \"one\"\n\ttwo <&>\n"},
+				{Type: history.ToolResultPart, CallID: "toolu_2", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
+			}},
+			{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "toolu_3", Name: "workspace--read", Input: json.RawMessage(`{"path":"missing"}`)}}},
+			{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_3", Text: "missing does not exist in the workspace", IsError: true}}},
+		},
+	}
+}
+
+// seen records what went out: each request's URL and headers, on its way
+// to the fake (to which it is sent whatever its host).
+type seen struct {
+	mu      sync.Mutex
+	to      *url.URL
+	urls    []string
+	headers []http.Header
+}
+
+func (s *seen) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.urls = append(s.urls, r.URL.String())
+	s.headers = append(s.headers, r.Header.Clone())
+	s.mu.Unlock()
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host, r.Host = s.to.Scheme, s.to.Host, ""
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func record(t *testing.T, srv *providertest.Server) (*seen, *http.Client) {
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &seen{to: u}
+	return s, &http.Client{Transport: s}
+}
+
+// staticToken is Google credentials that need no lookup.
+func staticToken(project string) *google.Credentials {
+	return &google.Credentials{ProjectID: project, TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.test", TokenType: "Bearer"})}
+}
+
+// hermetic keeps the configuration to what the test sets.
+func hermetic(t *testing.T) {
+	for _, k := range []string{envProject, envLocation, envWorkspace, envBaseURL, "GOOGLE_CLOUD_PROJECT", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"} {
+		t.Setenv(k, "")
+	}
+}
+
+// newWire is the wire with the address it derives (claude.googleapis.com),
+// each request recorded and sent to srv.
+func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *seen) {
+	t.Helper()
+	hermetic(t)
+	s, client := record(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: staticToken("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, s
+}
+
+// What the gateway receives for a known conversation, pinned: the
+// first-party wire's body, byte for byte.
+func TestTheBodyTheGatewayReceivesIsTheFirstPartyBody(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
+		p, _ := newWire(t, srv, noStream)
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+			t.Fatal(err)
+		}
+		got := srv.Requests()[0]
+		golden := "testdata/request.golden.json"
+		if noStream {
+			golden = "testdata/request-nostream.golden.json"
+		}
+		providertest.Golden(t, golden, got, *update)
+		want, err := anthropic.Body(sampleRequest(), !noStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("sent %s\nwant %s", got, want)
+		}
+	}
+}
+
+func TestTheRequestGoesToTheWorkspacesMessagesWithAGoogleToken(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
+		p, s := newWire(t, srv, noStream)
+		t.Setenv("ANTHROPIC_API_KEY", "sk-ant-must-not-leak") // read by the first-party SDK defaults only
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if want := "https://claude.googleapis.com/v1/projects/test-project/locations/global/workspaces/wrkspc_test/invoke/v1/messages"; s.urls[0] != want {
+			t.Errorf("sent to %s, want %s", s.urls[0], want)
+		}
+		h := s.headers[0]
+		if auth := h.Values("Authorization"); len(auth) != 1 || auth[0] != "Bearer ya29.test" {
+			t.Errorf("Authorization %q", auth)
+		}
+		if h.Get("x-api-key") != "" || h.Get("anthropic-workspace-id") != "" {
+			t.Errorf("headers the gateway refuses were sent: %v", h)
+		}
+		// the first-party API's version header, which the gateway passes on
+		if h.Get("anthropic-version") == "" {
+			t.Errorf("no anthropic-version header: %v", h)
+		}
+	}
+}
+
+func TestTheProjectLocationAndWorkspaceComeFromTheSDKsVariables(t *testing.T) {
+	hermetic(t)
+	t.Setenv(envProject, "env-project")
+	t.Setenv("GOOGLE_CLOUD_PROJECT", "not-this-one")
+	t.Setenv(envLocation, "us-east5")
+	t.Setenv(envWorkspace, "wrkspc_env")
+	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
+	s, client := record(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Credentials: staticToken("nor-this-one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://claude.googleapis.com/v1/projects/env-project/locations/us-east5/workspaces/wrkspc_env/invoke/v1/messages"; s.urls[0] != want {
+		t.Fatalf("sent to %s, want %s", s.urls[0], want)
+	}
+}
+
+func TestTheProjectFallsBackToGoogleCloudProjectThenTheCredentials(t *testing.T) {
+	for _, tc := range []struct{ env, creds, want string }{
+		{"gcp-project", "creds-project", "/projects/gcp-project/"},
+		{"", "creds-project", "/projects/creds-project/"},
+	} {
+		hermetic(t)
+		t.Setenv("GOOGLE_CLOUD_PROJECT", tc.env)
+		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
+		s, client := record(t, srv)
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, WorkspaceID: "w", Credentials: staticToken(tc.creds)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(s.urls[0], tc.want) {
+			t.Errorf("GOOGLE_CLOUD_PROJECT=%q, credentials' %q: sent to %s", tc.env, tc.creds, s.urls[0])
+		}
+	}
+}
+
+func TestABaseURLTakesTheWholeAddress(t *testing.T) {
+	hermetic(t)
+	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"}, providertest.Step{Text: "ok"})
+	t.Setenv(envBaseURL, srv.URL) // neither project nor workspace needed
+	p, err := New(Config{Credentials: staticToken("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	// Config.BaseURL comes before the variable
+	t.Setenv(envBaseURL, "https://unused.example.com/")
+	p, err = New(Config{Config: anthropic.Config{BaseURL: strings.TrimSuffix(srv.URL, "/")}, Credentials: staticToken("")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := providertest.GoogleCloudPath + "v1/messages"
+	if paths := srv.Paths(); len(paths) != 2 || paths[0] != want || paths[1] != want {
+		t.Fatalf("paths %v, want %s twice", paths, want)
+	}
+}
+
+func TestWhatIsMissingIsNamed(t *testing.T) {
+	hermetic(t)
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		says string
+	}{
+		{"no project", Config{WorkspaceID: "w", Credentials: staticToken("")}, envProject},
+		{"no workspace", Config{Project: "p", Credentials: staticToken("")}, envWorkspace},
+		{"a base URL that is not one", Config{Config: anthropic.Config{BaseURL: "claude.googleapis.com/v1"}, Credentials: staticToken("")}, "want an absolute URL"},
+		{"an API key", Config{Config: anthropic.Config{APIKey: "sk-ant"}, Project: "p", WorkspaceID: "w", Credentials: staticToken("")}, "API key is not used"},
+		{"credentials without a token source", Config{Project: "p", WorkspaceID: "w", Credentials: &google.Credentials{}}, "no token source"},
+	} {
+		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.says) || !strings.HasPrefix(err.Error(), "google-cloud: ") {
+			t.Errorf("%s: err = %v, want one naming %q", tc.name, err, tc.says)
+		}
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", t.TempDir()+"/missing.json")
+	if _, err := New(Config{Project: "p", WorkspaceID: "w"}); err == nil || !strings.Contains(err.Error(), "GOOGLE_APPLICATION_CREDENTIALS") {
+		t.Fatalf("no credentials: err = %v", err)
+	}
+}
+
+func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewGoogleCloud(t, providertest.Step{
+			Text:      "Let me look — ok.",
+			ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "workspace--read", Input: `{"path": "a.txt"}`}},
+			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
+		})
+		p, _ := newWire(t, srv, noStream)
+		var streamed strings.Builder
+		resp, err := p.Complete(context.Background(), sampleRequest(), func(s string) { streamed.WriteString(s) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := resp.Message
+		if streamed.String() != "Let me look — ok." || len(m.Parts) != 2 || m.Parts[0].Text != "Let me look — ok." || m.Parts[1].CallID != "toolu_9" {
+			t.Fatalf("streamed %q, message %+v", streamed.String(), m)
+		}
+		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
+			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
+		}
+	}
+}
+
+func TestPromptCachingMarkersReachTheGateway(t *testing.T) {
+	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
+	p, _ := newWire(t, srv, false)
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	body := string(srv.Requests()[0])
+	// the last tool, the system prompt, the two newest user messages
+	if n := strings.Count(body, `"cache_control":{"type":"ephemeral"}`); n != 4 {
+		t.Fatalf("%d cache markers in %s", n, body)
+	}
+	if got := p.CacheSettings(); !strings.HasPrefix(got, "google-cloud: anthropic: cache_control ephemeral") {
+		t.Fatalf("cache settings %q", got)
+	}
+}
+
+func TestThinkingIsAskedForAsOnTheAPI(t *testing.T) {
+	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
+	p, _ := newWire(t, srv, false)
+	thinking, err := p.WithThinking(anthropic.Thinking{Budget: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := sampleRequest()
+	req.MaxTokens = 4096
+	if _, err := thinking.Complete(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	th, _ := srv.Request(0)["thinking"].(map[string]any)
+	if th["type"] != "enabled" || th["budget_tokens"] != float64(2048) {
+		t.Fatalf("thinking %v", srv.Request(0)["thinking"])
+	}
+}
+
+func TestErrorsNameTheGatewayAndAreRetriedAsTheAPIs(t *testing.T) {
+	t.Run("a 400 is reported at once with the API's message", func(t *testing.T) {
+		srv := providertest.NewGoogleCloud(t, providertest.Step{Status: 400, ErrorMessage: "output_config: Extra inputs are not permitted"})
+		p, _ := newWire(t, srv, false)
+		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		if err == nil || !strings.HasPrefix(err.Error(), "google-cloud: ") || !strings.Contains(err.Error(), "Extra inputs are not permitted") || len(srv.Requests()) != 1 {
+			t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
+		}
+		var apiErr *sdk.Error
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
+			t.Fatalf("the SDK's error is not wrapped: %v", err)
+		}
+	})
+	t.Run("rate limits and server errors are retried", func(t *testing.T) {
+		srv := providertest.NewGoogleCloud(t, providertest.Step{Status: 429}, providertest.Step{Status: 529}, providertest.Step{Status: 503}, providertest.Step{Text: "finally"})
+		p, _ := newWire(t, srv, false)
+		resp, err := p.Complete(context.Background(), sampleRequest(), nil)
+		if err != nil || resp.Message.Parts[0].Text != "finally" || len(srv.Requests()) != 4 {
+			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
+		}
+	})
+	t.Run("a stream cut midway is an error", func(t *testing.T) {
+		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "hello there", CutAfter: 3})
+		p, _ := newWire(t, srv, false)
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err == nil {
+			t.Fatal("no error")
+		}
+	})
+	t.Run("a token that cannot be had is the request's error", func(t *testing.T) {
+		hermetic(t)
+		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "never"})
+		_, client := record(t, srv)
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1}, Project: "p", WorkspaceID: "w", Credentials: &google.Credentials{TokenSource: failing{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err == nil || !strings.Contains(err.Error(), "no token here") {
+			t.Fatalf("err = %v", err)
+		}
+		if n := len(srv.Requests()); n != 0 {
+			t.Fatalf("%d requests sent without a token", n)
+		}
+	})
+}
+
+type failing struct{}
+
+func (failing) Token() (*oauth2.Token, error) { return nil, errors.New("no token here") }
+
+func TestTheGatewaysRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		step                  providertest.Step
+		tokens, output, limit int
+	}{
+		{"the API's words", providertest.Step{Status: 400, ErrorMessage: "prompt is too long: 208310 tokens > 200000 maximum"}, 208310, 0, 200000},
+		{"the answer's room", providertest.Step{Status: 400, ErrorMessage: "input length and `max_tokens` exceed context limit: 199000 + 8192 > 200000, decrease input length or `max_tokens` and try again"}, 199000, 8192, 200000},
+		{"a 413", providertest.Step{Status: 413, ErrorMessage: "Request Entity Too Large"}, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := providertest.NewGoogleCloud(t, tc.step, providertest.Step{Text: "a retry was made"})
+			p, _ := newWire(t, srv, false)
+			_, err := p.Complete(context.Background(), sampleRequest(), nil)
+			tl, ok := provider.IsTooLong(err)
+			if !ok || tl.Tokens != tc.tokens || tl.Output != tc.output || tl.Limit != tc.limit {
+				t.Fatalf("err = %v (%+v)", err, tl)
+			}
+			if !strings.Contains(err.Error(), "google-cloud: ") || len(srv.Requests()) != 1 {
+				t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
+			}
+		})
+	}
+	t.Run("the fake's window refusal", func(t *testing.T) {
+		srv := providertest.NewGoogleCloud(t)
+		srv.Window = 100
+		p, _ := newWire(t, srv, false)
+		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
