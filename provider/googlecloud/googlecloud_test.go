@@ -134,8 +134,15 @@ func TestTheBodyTheGatewayReceivesIsTheFirstPartyBody(t *testing.T) {
 func TestTheRequestGoesToTheWorkspacesMessagesWithAGoogleToken(t *testing.T) {
 	for _, noStream := range []bool{false, true} {
 		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
-		p, s := newWire(t, srv, noStream)
-		t.Setenv("ANTHROPIC_API_KEY", "sk-ant-must-not-leak") // read by the first-party SDK defaults only
+		hermetic(t)
+		// read by the first-party SDK's defaults, which must not apply here
+		t.Setenv("ANTHROPIC_API_KEY", "sk-ant-must-not-leak")
+		t.Setenv("ANTHROPIC_BASE_URL", "https://api.example.com/")
+		s, client := record(t, srv)
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream}, Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: staticToken("")})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
