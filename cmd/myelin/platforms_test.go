@@ -71,7 +71,7 @@ func TestThePlatformsSayWhatToSet(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	_, errOut, code = cli(t, "run", "--provider", "azure", "--workspace", dir, "hello")
-	if code == 0 || !strings.Contains(errOut, "want anthropic, openai, openai-responses, gemini, bedrock or vertex") {
+	if code == 0 || !strings.Contains(errOut, "want anthropic, openai, openai-responses, gemini, bedrock, vertex or google-cloud") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }

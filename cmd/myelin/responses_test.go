@@ -35,7 +35,7 @@ func TestRunOverTheResponsesWire(t *testing.T) {
 
 func TestAnUnknownProviderNamesTheWires(t *testing.T) {
 	_, errOut, code := cli(t, "run", "--provider", "gemini-x", "--workspace", workspaceWith(t, nil), "hi")
-	if code == 0 || !strings.Contains(errOut, "want anthropic, openai, openai-responses, gemini, bedrock or vertex") {
+	if code == 0 || !strings.Contains(errOut, "want anthropic, openai, openai-responses, gemini, bedrock, vertex or google-cloud") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/bedrock"
 	"github.com/myelin-run/myelin/provider/gemini"
+	"github.com/myelin-run/myelin/provider/googlecloud"
 	"github.com/myelin-run/myelin/provider/openai"
 	"github.com/myelin-run/myelin/provider/responses"
 	"github.com/myelin-run/myelin/provider/vertex"
@@ -45,7 +46,11 @@ GOOGLE_GEMINI_BASE_URL. Claude on Amazon Bedrock (--provider bedrock) reads
 the AWS configuration (AWS_REGION, AWS_PROFILE, AWS_ACCESS_KEY_ID...,
 AWS_BEARER_TOKEN_BEDROCK); on Google Vertex AI (--provider vertex),
 CLOUD_ML_REGION, ANTHROPIC_VERTEX_PROJECT_ID and the application default
-credentials.
+credentials; through Anthropic's gateway on Google Cloud (--provider
+google-cloud), ANTHROPIC_GOOGLE_CLOUD_PROJECT,
+ANTHROPIC_GOOGLE_CLOUD_WORKSPACE_ID, ANTHROPIC_GOOGLE_CLOUD_LOCATION
+(default global), ANTHROPIC_GOOGLE_CLOUD_BASE_URL and the application
+default credentials.
 `
 
 // Default models, when --model is not given.
@@ -83,8 +88,8 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs := newFlagSet(name)
 	fs.StringVar(&f.workspace, "workspace", ".", "the workspace root `DIR`")
 	fs.IntVar(&f.inlineCap, "inline-cap", 0, fmt.Sprintf("the inline cap `N` in characters (default %d; at least %d)", result.DefaultCap, result.MinCap))
-	fs.StringVar(&f.provider, "provider", "", "anthropic, openai (Chat Completions, and compatible servers), openai-responses (OpenAI's Responses API), gemini, bedrock or vertex (default: the one whose API key is set: anthropic, openai, gemini, in that order; bedrock and vertex only by name)")
-	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+", "+defaultOpenAIModel+", "+defaultResponsesModel+", "+defaultGeminiModel+", "+defaultBedrockModel+" or "+defaultVertexModel+")")
+	fs.StringVar(&f.provider, "provider", "", "anthropic, openai (Chat Completions, and compatible servers), openai-responses (OpenAI's Responses API), gemini, bedrock, vertex (Claude on Vertex AI) or google-cloud (Anthropic's gateway on Google Cloud) (default: the one whose API key is set: anthropic, openai, gemini, in that order; the cloud platforms only by name)")
+	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+", "+defaultOpenAIModel+", "+defaultResponsesModel+", "+defaultGeminiModel+", "+defaultBedrockModel+", "+defaultVertexModel+"; on google-cloud, "+defaultAnthropicModel+")")
 	fs.StringVar(&f.store, "store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
 	fs.StringVar(&f.conversation, "conversation", "", "continue (or start) the conversation `ID`")
 	fs.BoolVar(&f.cont, "continue", false, "continue the most recent conversation")
@@ -190,8 +195,11 @@ func newProvider(name string) (provider.Provider, string, error) {
 	case "vertex":
 		p, err := vertex.New(vertex.Config{})
 		return p, defaultVertexModel, err
+	case googlecloud.Name: // "google-cloud": the first-party API and its model names
+		p, err := googlecloud.New(googlecloud.Config{})
+		return p, defaultAnthropicModel, err
 	}
-	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai, openai-responses, gemini, bedrock or vertex", name)
+	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai, openai-responses, gemini, bedrock, vertex or google-cloud", name)
 }
 
 // open assembles the agent of run and chat and picks the conversation.

@@ -65,10 +65,10 @@ func withThinking(prov provider.Provider, name string, th anthropic.Thinking) (p
 	switch p := prov.(type) {
 	case *anthropic.Provider:
 		return p.WithThinking(th)
-	case *anthropic.OnPlatform: // Claude on Bedrock or Vertex
+	case *anthropic.OnPlatform: // Claude on Bedrock, Vertex or the Google Cloud gateway
 		return p.WithThinking(th)
 	}
-	return nil, fmt.Errorf("--thinking: the %s wire has no thinking budget; it is for Claude (--provider anthropic, bedrock or vertex)", name)
+	return nil, fmt.Errorf("--thinking: the %s wire has no thinking budget; it is for Claude (--provider anthropic, bedrock, vertex or google-cloud)", name)
 }
 
 // thought writes a Thinking event's text to stderr, when --show-thinking
