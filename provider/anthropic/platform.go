@@ -16,7 +16,9 @@ import (
 
 // This file is the Anthropic wire on a cloud platform that serves Claude
 // behind its own address and auth: Amazon Bedrock (provider/bedrock) and
-// Google Vertex AI (provider/vertex). The request is the one Body builds —
+// Google Vertex AI (provider/vertex), and Anthropic's own gateway on
+// Google Cloud (provider/googlecloud), which changes nothing in the body
+// and only routes and authorizes it. The request is the one Body builds —
 // the same messages, cache markers and tools, byte for byte — and the
 // SDK's platform options rewrite it on its way out: the model moves into
 // the URL, anthropic_version into the body, and the request is signed or
@@ -27,11 +29,11 @@ import (
 // Platform is a cloud that serves the Messages API: its name, the
 // anthropic_version its documentation requires in the body, and the SDK
 // request options that route, sign and authorize each request (the SDK's
-// bedrock.WithConfig, vertex.WithCredentials). It must not carry options
-// that change the body otherwise.
+// bedrock.WithConfig, vertex.WithCredentials, googlecloud's client
+// options). It must not carry options that change the body otherwise.
 type Platform struct {
 	// Name names the platform in errors and in the cache settings
-	// ("bedrock", "vertex").
+	// ("bedrock", "vertex", "google-cloud").
 	Name string
 	// Version is the body's anthropic_version ("bedrock-2023-05-31",
 	// "vertex-2023-10-16"), given as the anthropic-version header, which
