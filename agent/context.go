@@ -271,7 +271,7 @@ func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Messag
 	switch {
 	case text == "":
 		return history.Edit{}, fmt.Errorf("the model answered the summary request with no text (stop reason %q)", resp.StopReason)
-	case resp.StopReason == "max_tokens" || resp.StopReason == "length":
+	case cutByItsBound(resp.StopReason):
 		return history.Edit{}, fmt.Errorf("the model's summary did not end within the %d tokens given to it (asked for about %d words)", req.MaxTokens, words)
 	}
 	// A model that overshoots the length asked for would have its summary
@@ -311,6 +311,17 @@ func clearedText(e history.Edit) string {
 	}
 	return fmt.Sprintf("%s: took %s (%d characters) out of the requests, about %d → %d tokens; each is whole in a workspace file its placeholder names",
 		e.Why, what, chars, e.Before, e.After)
+}
+
+// cutByItsBound reports whether a stop reason says the answer reached its
+// max_tokens, in any wire's words: Anthropic's and Gemini's "max_tokens",
+// Chat Completions' "length", the Responses API's "max_output_tokens".
+func cutByItsBound(stop string) bool {
+	switch stop {
+	case "max_tokens", "length", "max_output_tokens":
+		return true
+	}
+	return false
 }
 
 // summaryText says what an edit that summarised did, for people.

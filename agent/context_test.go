@@ -347,3 +347,11 @@ func TestErrorsAndImagesAreClearedLikeAnyResultAndKeptInFiles(t *testing.T) {
 		t.Fatal("the last request still sends the cleared image or error")
 	}
 }
+
+func TestASummaryCutByItsBoundIsRefusedInEveryWiresWords(t *testing.T) {
+	for stop, cut := range map[string]bool{"max_tokens": true, "length": true, "max_output_tokens": true, "end_turn": false, "stop": false, "tool_calls": false} {
+		if got := cutByItsBound(stop); got != cut {
+			t.Errorf("cutByItsBound(%q) = %v; want %v", stop, got, cut)
+		}
+	}
+}

@@ -61,7 +61,9 @@ func (e edits) part(msg int, p history.Part) (history.Part, bool) {
 		}
 	case history.ToolCallPart:
 		if c, ok := e.inputs[place{msg, p.CallID}]; ok {
-			return history.Part{Type: history.ToolCallPart, CallID: p.CallID, Name: p.Name, Input: json.RawMessage(c.Text)}, true
+			q := p
+			q.Input, q.Text = json.RawMessage(c.Text), ""
+			return q, true
 		}
 	}
 	return p, false

@@ -50,3 +50,13 @@ func TestRunPicksGeminiWhenOnlyItsKeyIsSet(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+func TestThinkingOnAWireChosenByItsKeyNamesThatWire(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("GEMINI_API_KEY", "k")
+	_, errOut, code := cli(t, "run", "--thinking", "2048", "--workspace", workspaceWith(t, nil), "hi")
+	if code == 0 || !strings.Contains(errOut, "the gemini wire has no thinking budget") {
+		t.Fatalf("exit %d, stderr %q; want the error to name the gemini wire the key chose", code, errOut)
+	}
+}

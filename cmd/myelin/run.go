@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -168,15 +167,7 @@ func (s *session) close() {
 
 // newProvider picks the wire from --provider or from which key is set.
 func newProvider(name string) (provider.Provider, string, error) {
-	if name == "" {
-		name = "anthropic"
-		if os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("OPENAI_API_KEY") != "" {
-			name = "openai"
-		} else if os.Getenv("ANTHROPIC_API_KEY") == "" && (os.Getenv("GEMINI_API_KEY") != "" || os.Getenv("GOOGLE_API_KEY") != "") {
-			name = "gemini"
-		}
-	}
-	switch name {
+	switch name = wireName(name); name {
 	case "anthropic":
 		p, err := anthropic.New(anthropic.Config{})
 		return p, defaultAnthropicModel, err
@@ -202,6 +193,22 @@ func newProvider(name string) (provider.Provider, string, error) {
 	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai, openai-responses, gemini, bedrock, vertex or google-cloud", name)
 }
 
+// wireName is the wire --provider names, or, without it, the one whose
+// API key is set: anthropic, then openai, then gemini (the platforms only
+// by name).
+func wireName(name string) string {
+	if name != "" {
+		return name
+	}
+	switch {
+	case os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("OPENAI_API_KEY") != "":
+		return "openai"
+	case os.Getenv("ANTHROPIC_API_KEY") == "" && (os.Getenv("GEMINI_API_KEY") != "" || os.Getenv("GOOGLE_API_KEY") != ""):
+		return "gemini"
+	}
+	return "anthropic"
+}
+
 // open assembles the agent of run and chat and picks the conversation.
 func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error) {
 	if f.cont && f.conversation != "" {
@@ -215,7 +222,7 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 	if err != nil {
 		return nil, err
 	}
-	if prov, err = withThinking(prov, cmp.Or(f.provider, "openai"), th); err != nil {
+	if prov, err = withThinking(prov, wireName(f.provider), th); err != nil {
 		return nil, err
 	}
 	if f.model != "" {

@@ -107,9 +107,6 @@ func encodeContents(req provider.Request) (*encoder, error) {
 	size := 64
 	for _, m := range req.Messages {
 		for _, p := range m.Parts {
-			if p.Type == history.ToolCallPart {
-				names[p.CallID] = p.Name
-			}
 			size += 96 + len(p.Text) + len(p.Text)/16 + len(p.Input) + len(p.Raw) + len(p.Signature) + len(p.CallID) + len(p.Name)
 			for _, img := range p.Images {
 				size += 96 + base64.StdEncoding.EncodedLen(len(img.Data))
@@ -155,6 +152,9 @@ func encodeContents(req provider.Request) (*encoder, error) {
 		for _, p := range m.Parts {
 			if !sent(m.Role, p) {
 				continue
+			}
+			if p.Type == history.ToolCallPart {
+				names[p.CallID] = p.Name // the latest call of this id: servers reuse ids
 			}
 			if open != m.Role {
 				closeContent()

@@ -243,14 +243,17 @@ func (a *accumulator) response() provider.Response {
 			calls++
 		}
 	}
+	// An incomplete answer says so first, calls or not: a call cut by the
+	// output limit has partial arguments (kept as text, answered with an
+	// error naming them), and the stop reason is what says why.
 	stop := "stop"
 	switch {
-	case calls > 0:
-		stop = "tool_calls"
 	case a.status == "incomplete" && a.incomplete != "":
 		stop = a.incomplete
 	case a.status == "incomplete":
 		stop = "incomplete"
+	case calls > 0:
+		stop = "tool_calls"
 	}
 	return provider.Response{Message: msg, StopReason: stop}
 }

@@ -448,3 +448,14 @@ func TestAToolSchemaThatIsNotAnObjectIsAnErrorNamingTheTool(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+func TestAnIncompleteResponseWithACallSaysItWasCutNotToolCalls(t *testing.T) {
+	raw := "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"sequence_number\":1,\"output_index\":0,\"item\":{\"type\":\"function_call\",\"id\":\"fc\",\"call_id\":\"c1\",\"name\":\"workspace--write\",\"arguments\":\"\",\"status\":\"in_progress\"}}\n\n" +
+		"event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"sequence_number\":2,\"output_index\":0,\"item_id\":\"fc\",\"delta\":\"{\\\"path\\\":\\\"a\"}\n\n" +
+		"event: response.incomplete\ndata: {\"type\":\"response.incomplete\",\"sequence_number\":3,\"response\":{\"id\":\"r\",\"status\":\"incomplete\",\"incomplete_details\":{\"reason\":\"max_output_tokens\"},\"output\":[],\"usage\":{\"input_tokens\":5,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":9,\"output_tokens_details\":{\"reasoning_tokens\":0},\"total_tokens\":14}}}\n\n"
+	srv := providertest.NewResponses(t, providertest.Step{Raw: raw})
+	resp, err := newProvider(t, srv, Config{}).Complete(context.Background(), sampleRequest(), nil)
+	if err != nil || resp.StopReason != "max_output_tokens" {
+		t.Fatalf("stop %q, %v; want max_output_tokens, not tool_calls", resp.StopReason, err)
+	}
+}
