@@ -35,6 +35,11 @@ type Limits struct {
 	// Output is the most tokens one answer may have (max_tokens); 0 when
 	// unknown.
 	Output int
+	// Input is the most tokens one request may hold whatever the answer's
+	// room, for a model whose provider caps input below Context less the
+	// answer (OpenAI's GPT-5: 272,000 of a 400,000 window); 0 when the
+	// window less the answer's room is the only bound.
+	Input int
 }
 
 // Source says where a Window's size came from.
@@ -72,47 +77,47 @@ type model struct {
 // beta header myelin does not send, so it is not assumed; use the override.
 var table = []model{
 	// Anthropic.
-	{"claude-3-haiku", Limits{200000, 4096}},
-	{"claude-3-opus", Limits{200000, 4096}},
-	{"claude-3-sonnet", Limits{200000, 4096}},
-	{"claude-3-5-haiku", Limits{200000, 8192}},
-	{"claude-3-5-sonnet", Limits{200000, 8192}},
-	{"claude-3-7-sonnet", Limits{200000, 64000}},
-	{"claude-sonnet-4", Limits{200000, 64000}},
-	{"claude-sonnet-4-0", Limits{200000, 64000}},
-	{"claude-opus-4", Limits{200000, 32000}},
-	{"claude-opus-4-0", Limits{200000, 32000}},
-	{"claude-opus-4-1", Limits{200000, 32000}},
-	{"claude-sonnet-4-5", Limits{200000, 64000}},
-	{"claude-haiku-4-5", Limits{200000, 64000}},
-	{"claude-opus-4-5", Limits{200000, 64000}},
+	{"claude-3-haiku", Limits{200000, 4096, 0}},
+	{"claude-3-opus", Limits{200000, 4096, 0}},
+	{"claude-3-sonnet", Limits{200000, 4096, 0}},
+	{"claude-3-5-haiku", Limits{200000, 8192, 0}},
+	{"claude-3-5-sonnet", Limits{200000, 8192, 0}},
+	{"claude-3-7-sonnet", Limits{200000, 64000, 0}},
+	{"claude-sonnet-4", Limits{200000, 64000, 0}},
+	{"claude-sonnet-4-0", Limits{200000, 64000, 0}},
+	{"claude-opus-4", Limits{200000, 32000, 0}},
+	{"claude-opus-4-0", Limits{200000, 32000, 0}},
+	{"claude-opus-4-1", Limits{200000, 32000, 0}},
+	{"claude-sonnet-4-5", Limits{200000, 64000, 0}},
+	{"claude-haiku-4-5", Limits{200000, 64000, 0}},
+	{"claude-opus-4-5", Limits{200000, 64000, 0}},
 	// OpenAI.
-	{"gpt-4o", Limits{128000, 16384}},
-	{"gpt-4o-mini", Limits{128000, 16384}},
-	{"chatgpt-4o", Limits{128000, 16384}},
-	{"gpt-4.1", Limits{1047576, 32768}},
-	{"gpt-4.1-mini", Limits{1047576, 32768}},
-	{"gpt-4.1-nano", Limits{1047576, 32768}},
-	{"o1", Limits{200000, 100000}},
-	{"o1-mini", Limits{128000, 65536}},
-	{"o1-preview", Limits{128000, 32768}},
-	{"o1-pro", Limits{200000, 100000}},
-	{"o3", Limits{200000, 100000}},
-	{"o3-mini", Limits{200000, 100000}},
-	{"o3-pro", Limits{200000, 100000}},
-	{"o4-mini", Limits{200000, 100000}},
-	{"gpt-5", Limits{400000, 128000}},
-	{"gpt-5-mini", Limits{400000, 128000}},
-	{"gpt-5-nano", Limits{400000, 128000}},
-	{"gpt-5-codex", Limits{400000, 128000}},
-	{"gpt-5-chat", Limits{128000, 16384}},
+	{"gpt-4o", Limits{128000, 16384, 0}},
+	{"gpt-4o-mini", Limits{128000, 16384, 0}},
+	{"chatgpt-4o", Limits{128000, 16384, 0}},
+	{"gpt-4.1", Limits{1047576, 32768, 0}},
+	{"gpt-4.1-mini", Limits{1047576, 32768, 0}},
+	{"gpt-4.1-nano", Limits{1047576, 32768, 0}},
+	{"o1", Limits{200000, 100000, 0}},
+	{"o1-mini", Limits{128000, 65536, 0}},
+	{"o1-preview", Limits{128000, 32768, 0}},
+	{"o1-pro", Limits{200000, 100000, 0}},
+	{"o3", Limits{200000, 100000, 0}},
+	{"o3-mini", Limits{200000, 100000, 0}},
+	{"o3-pro", Limits{200000, 100000, 0}},
+	{"o4-mini", Limits{200000, 100000, 0}},
+	{"gpt-5", Limits{400000, 128000, 272000}},
+	{"gpt-5-mini", Limits{400000, 128000, 272000}},
+	{"gpt-5-nano", Limits{400000, 128000, 272000}},
+	{"gpt-5-codex", Limits{400000, 128000, 272000}},
+	{"gpt-5-chat", Limits{128000, 16384, 0}},
 	// Google (ai.google.dev/gemini-api/docs/models: input limit, output
 	// limit).
-	{"gemini-2.0-flash", Limits{1048576, 8192}},
-	{"gemini-2.0-flash-lite", Limits{1048576, 8192}},
-	{"gemini-2.5-pro", Limits{1048576, 65536}},
-	{"gemini-2.5-flash", Limits{1048576, 65536}},
-	{"gemini-2.5-flash-lite", Limits{1048576, 65536}},
+	{"gemini-2.0-flash", Limits{1048576, 8192, 0}},
+	{"gemini-2.0-flash-lite", Limits{1048576, 8192, 0}},
+	{"gemini-2.5-pro", Limits{1048576, 65536, 0}},
+	{"gemini-2.5-flash", Limits{1048576, 65536, 0}},
+	{"gemini-2.5-flash-lite", Limits{1048576, 65536, 0}},
 }
 
 // platformID is how Bedrock and Vertex name a Claude model: Bedrock's
@@ -162,7 +167,7 @@ func For(model string, override int) (Window, error) {
 	l, known := Lookup(model)
 	switch {
 	case override > 0:
-		return Window{Model: model, Limits: Limits{Context: override, Output: l.Output}, Source: FromOverride}, nil
+		return Window{Model: model, Limits: Limits{Context: override, Output: l.Output, Input: l.Input}, Source: FromOverride}, nil
 	case known:
 		return Window{Model: model, Limits: l, Source: FromTable}, nil
 	}
@@ -179,7 +184,8 @@ func (w Window) Notice() string {
 }
 
 // Budget is how many tokens a request may hold, given that maxTokens of the
-// window are kept for the answer (the request's max_tokens). It fails,
+// window are kept for the answer (the request's max_tokens), and no more
+// than the model's Input cap when it has one. It fails,
 // saying with which numbers, when maxTokens is not positive or leaves less
 // than MinInput tokens of the window.
 func (w Window) Budget(maxTokens int) (int, error) {
@@ -189,6 +195,9 @@ func (w Window) Budget(maxTokens int) (int, error) {
 	if w.Context-maxTokens < MinInput {
 		return 0, fmt.Errorf("a context window of %d tokens for model %q leaves %d for the request after %d for the answer (max tokens); at least %d are needed: raise --context-window or lower --max-tokens",
 			w.Context, w.Model, w.Context-maxTokens, maxTokens, MinInput)
+	}
+	if w.Input > 0 && w.Input < w.Context-maxTokens {
+		return w.Input, nil // the provider's own cap on input
 	}
 	return w.Context - maxTokens, nil
 }
