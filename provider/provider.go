@@ -96,15 +96,19 @@ func CacheSettings(p Provider) string {
 
 // ToolCall is the stored part for a tool call as a wire read it: the name
 // made well formed, the arguments kept as the model sent them — in Input
-// when they are JSON, else in Text with Input empty, for the agent to
-// answer with an error result that names the problem.
+// when they are a JSON object, else (not JSON, or JSON of another kind) in
+// Text with Input empty, for the agent to answer with an error result that
+// names the problem.
 func ToolCall(id, name, args string) history.Part {
 	part := history.Part{Type: history.ToolCallPart, CallID: id, Name: result.WellFormed(name)}
 	raw := strings.TrimSpace(args)
 	if raw == "" {
 		raw = "{}"
 	}
-	if json.Valid([]byte(raw)) {
+	// Arguments are an object on every wire: JSON that is not one ([1],
+	// "x", null) is kept as text like JSON that is not valid, so that no
+	// wire is ever sent an input it refuses (Anthropic's and Gemini's do).
+	if json.Valid([]byte(raw)) && raw[0] == '{' {
 		part.Input = json.RawMessage(raw)
 	} else {
 		part.Text = result.WellFormed(raw)

@@ -38,4 +38,10 @@ func TestToolCallKeepsArgumentsThatAreNotJSONInText(t *testing.T) {
 	if p := ToolCall("c1", "n", `{"a":`); p.Input != nil || !strings.HasPrefix(p.Text, `{"a":`) {
 		t.Fatalf("bad arguments: %+v", p)
 	}
+	// JSON that is not an object is no input any wire takes back
+	for _, args := range []string{`[1]`, `"x"`, `null`, ` 7 `} {
+		if p := ToolCall("c1", "n", args); p.Input != nil || p.Text != strings.TrimSpace(args) {
+			t.Errorf("arguments %s: part %+v; want them kept as text, no input", args, p)
+		}
+	}
 }
