@@ -141,8 +141,16 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			if whyNoSummary != nil {
 				why = "; it could not be summarised: " + whyNoSummary.Error()
 			}
-			return provider.Request{}, done, fmt.Errorf("the conversation does not fit its window: the next request would be about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out (%s)%s",
-				after.Tokens, s.budget, s.model, orNothing(done), why)
+			// Over the budget with all that can go gone. An estimate this
+			// conversation's own usage calibrated, over by more than a
+			// tenth, is trusted: the request is not sent. Otherwise (a
+			// first request, a near miss) the provider decides, and a
+			// refusal is met as any other.
+			if after.Calibrated && after.Tokens > s.budget+s.budget/10 {
+				return provider.Request{}, done, fmt.Errorf("the conversation does not fit its window: the next request would be about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out (%s)%s",
+					after.Tokens, s.budget, s.model, orNothing(done), why)
+			}
+			on(Event{Kind: Notice, Text: fmt.Sprintf("the next request is estimated at about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out%s; sending it: the provider will say", after.Tokens, s.budget, s.model, why)})
 		}
 		return a.request(s, stored), done, nil
 	}

@@ -355,3 +355,20 @@ func TestASummaryCutByItsBoundIsRefusedInEveryWiresWords(t *testing.T) {
 		}
 	}
 }
+
+func TestAFirstRequestEstimatedOverTheWindowIsSentWithANotice(t *testing.T) {
+	r := newRig(t)
+	r.agent.ContextWindow, r.agent.MaxTokens = 12000, 1000
+	r.srv.Push(providertest.Step{Text: "read it all"})
+	tr, events := r.turn(strings.Repeat("a pasted document ", 2800)) // about 14,400 tokens at 3.5 bytes a token
+	if tr.Text != "read it all" {
+		t.Fatalf("the turn ended with %q; want the request sent and answered", tr.Text)
+	}
+	var said bool
+	for _, e := range events {
+		said = said || e.Kind == Notice && strings.Contains(e.Text, "sending it: the provider will say")
+	}
+	if !said {
+		t.Error("no notice said the request was estimated over the window and sent all the same")
+	}
+}
