@@ -77,7 +77,8 @@ func BenchmarkPerRoundOverhead(b *testing.B) {
 }
 
 // overheadScript is the fake's answers to one turn: the rounds of calls,
-// then text.
+// then text. On Gemini each answer carries the same fixed signature, so
+// that the bodies the floor replays still carry the ones the fake issued.
 func overheadScript() []providertest.Step {
 	steps := make([]providertest.Step, 0, overheadRounds+1)
 	for r := 0; r < overheadRounds; r++ {
@@ -85,7 +86,7 @@ func overheadScript() []providertest.Step {
 		for k := range calls {
 			calls[k] = providertest.ToolCall{ID: fmt.Sprintf("call_%d_%d", r, k), Name: "noop--run", Input: `{}`}
 		}
-		steps = append(steps, providertest.Step{ToolCalls: calls})
+		steps = append(steps, providertest.Step{ToolCalls: calls, GeminiSignature: "c2lnbmF0dXJl"})
 	}
 	return append(steps, providertest.Step{Text: "done"})
 }
@@ -147,9 +148,20 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 	turn(newAgent(rec.url))
 	exchanges := rec.exchanges
 	if heavy {
+		whole := 0
 		for i := range exchanges {
-			exchanges[i].body = unspilled(b, exchanges[i].body)
+			var n int
+			exchanges[i].body, n = unspilled(b, exchanges[i].body)
+			whole += n
 		}
+		// Only the results whose head the agent sends are put back whole:
+		// those the round's budget left as a notice, or its context policy
+		// cleared, stay so; this floor sends less than a client that keeps
+		// every result whole.
+		if whole == 0 {
+			b.Fatal("no heavy result found in the recorded requests")
+		}
+		b.ReportMetric(float64(whole), "whole-results")
 	}
 	floor := &rawFloor{client: &http.Client{Transport: &http.Transport{}}, base: rec.target, exchanges: exchanges}
 	defer floor.client.CloseIdleConnections()
@@ -278,8 +290,8 @@ func fsyncRounds(b *testing.B, f *os.File) time.Duration {
 
 // unspilled is body with every string that begins as the heavy output
 // does (the spilled head the agent sent) replaced by the whole output, as
-// a client that does not spill would send it.
-func unspilled(b *testing.B, body []byte) []byte {
+// a client that does not spill would send it; n is how many it replaced.
+func unspilled(b *testing.B, body []byte) (out []byte, n int) {
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
 		b.Fatalf("a recorded body is not JSON: %v", err)
@@ -290,6 +302,7 @@ func unspilled(b *testing.B, body []byte) []byte {
 		switch x := v.(type) {
 		case string:
 			if strings.HasPrefix(x, head) {
+				n++
 				return heavyOutput
 			}
 		case map[string]any:
@@ -307,5 +320,5 @@ func unspilled(b *testing.B, body []byte) []byte {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return out
+	return out, n
 }
