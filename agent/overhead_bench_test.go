@@ -34,9 +34,8 @@ const (
 	heavySize      = 50 << 10 // a heavy round's result, per call
 )
 
-// heavyOutput is what the heavy tool returns: 50 KiB of lines. Its head
-// is how the floor finds, in the agent's recorded requests, the spilled
-// results to put back whole (a raw client has no spill).
+// heavyOutput is what the heavy tool returns: 50 KiB of lines. The heavy
+// floor sends it whole for every result (a raw client has no spill).
 var heavyOutput = strings.Repeat("heavy output line of the benchmark\n", heavySize/35+1)[:heavySize]
 
 // BenchmarkPerRoundOverhead measures what one tool round costs through the
@@ -154,12 +153,9 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 			exchanges[i].body, n = unspilled(b, exchanges[i].body)
 			whole += n
 		}
-		// Only the results whose head the agent sends are put back whole:
-		// those the round's budget left as a notice, or its context policy
-		// cleared, stay so; this floor sends less than a client that keeps
-		// every result whole.
-		if whole == 0 {
-			b.Fatal("no heavy result found in the recorded requests")
+		// every round's results in every later request: 10 × (1+…+20)
+		if want := overheadCalls * overheadRounds * (overheadRounds + 1) / 2; whole != want {
+			b.Fatalf("the floor's bodies carry %d whole results, want %d", whole, want)
 		}
 		b.ReportMetric(float64(whole), "whole-results")
 	}
@@ -288,24 +284,25 @@ func fsyncRounds(b *testing.B, f *os.File) time.Duration {
 	return time.Since(start)
 }
 
-// unspilled is body with every string that begins as the heavy output
-// does (the spilled head the agent sent) replaced by the whole output, as
-// a client that does not spill would send it; n is how many it replaced.
+// unspilled is an Anthropic request body with the content of every
+// tool_result block (the spilled head and notice the agent sent, or the
+// placeholder of a result its context policy cleared) replaced by the
+// whole heavy output, as a client that neither spills nor clears would
+// send it; n is how many it replaced.
 func unspilled(b *testing.B, body []byte) (out []byte, n int) {
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
 		b.Fatalf("a recorded body is not JSON: %v", err)
 	}
-	head := heavyOutput[:64]
 	var walk func(v any) any
 	walk = func(v any) any {
 		switch x := v.(type) {
-		case string:
-			if strings.HasPrefix(x, head) {
-				n++
-				return heavyOutput
-			}
 		case map[string]any:
+			if x["type"] == "tool_result" {
+				n++
+				x["content"] = heavyOutput
+				return x
+			}
 			for k, e := range x {
 				x[k] = walk(e)
 			}
