@@ -67,10 +67,11 @@ func BenchmarkPerRoundOverhead(b *testing.B) {
 	}
 	cases = append(cases, bench{"anthropic", "memory", true}, bench{"anthropic", "sqlite", true})
 	for _, bc := range cases {
-		name := bc.wire + "/" + bc.store
+		name := bc.wire
 		if bc.heavy {
-			name += "/heavy"
+			name += "-heavy"
 		}
+		name += "/" + bc.store
 		b.Run(name, func(b *testing.B) { overheadCase(b, bc.wire, bc.store, bc.heavy) })
 	}
 }
