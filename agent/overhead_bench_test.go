@@ -52,7 +52,8 @@ var heavyOutput = strings.Repeat("heavy output line of the benchmark\n", heavySi
 //
 // Cases: every wire × the in-memory store (history.Memory) and the
 // default durable SQLite store; heavy rounds (50 KiB results, which the
-// agent spills and the raw floor sends whole) on Anthropic. No assertion
+// agent spills and the raw floor sends whole) on Anthropic, named
+// anthropic-heavy/<store>. No assertion
 // is timed. Run (docs/performance.md has the table):
 //
 //	go test ./agent -run '^$' -bench PerRoundOverhead -benchtime 21x
