@@ -1,0 +1,323 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
+)
+
+// The shape of the work issue 13 measures: one agent turn of overheadRounds
+// rounds of overheadCalls calls of a tool that does nothing.
+const (
+	overheadRounds = 20
+	overheadCalls  = 10
+	heavySize      = 50 << 10 // a heavy round's result, per call
+)
+
+// heavyOutput is what the heavy tool returns: 50 KiB of lines. The heavy
+// floor sends it whole for every result (a raw client has no spill).
+var heavyOutput = strings.Repeat("heavy output line of the benchmark\n", heavySize/35+1)[:heavySize]
+
+// BenchmarkPerRoundOverhead measures what one tool round costs through the
+// agent against a raw floor, side by side in one run: each iteration runs
+// one agent turn of 20 rounds of 10 no-op calls against the wire's scripted
+// fake over loopback (stream on), then a minimal net/http client that
+// posts the same request bodies to the same fake (replayed from a first
+// recorded agent run, headers and all) and reads each streamed answer to
+// its end, then 20 Write+Sync of a small record to a file on the same
+// disk. It reports the medians per round and the ratios:
+//
+//   - x-raw: agent / raw floor;
+//   - x-raw+fsync (durable store only): agent / (raw floor + one fsync).
+//
+// Cases: every wire × the in-memory store (history.Memory) and the
+// default durable SQLite store; heavy rounds (50 KiB results, which the
+// agent spills and the raw floor sends whole) on Anthropic, named
+// anthropic-heavy/<store>. No assertion
+// is timed. Run (docs/performance.md has the table):
+//
+//	go test ./agent -run '^$' -bench PerRoundOverhead -benchtime 21x
+func BenchmarkPerRoundOverhead(b *testing.B) {
+	type bench struct {
+		wire, store string
+		heavy       bool
+	}
+	var cases []bench
+	for _, w := range wires() {
+		cases = append(cases, bench{w, "memory", false}, bench{w, "sqlite", false})
+	}
+	cases = append(cases, bench{"anthropic", "memory", true}, bench{"anthropic", "sqlite", true})
+	for _, bc := range cases {
+		name := bc.wire
+		if bc.heavy {
+			name += "-heavy"
+		}
+		name += "/" + bc.store
+		b.Run(name, func(b *testing.B) { overheadCase(b, bc.wire, bc.store, bc.heavy) })
+	}
+}
+
+// overheadScript is the fake's answers to one turn: the rounds of calls,
+// then text. On Gemini each answer carries the same fixed signature, so
+// that the bodies the floor replays still carry the ones the fake issued.
+func overheadScript() []providertest.Step {
+	steps := make([]providertest.Step, 0, overheadRounds+1)
+	for r := 0; r < overheadRounds; r++ {
+		calls := make([]providertest.ToolCall, overheadCalls)
+		for k := range calls {
+			calls[k] = providertest.ToolCall{ID: fmt.Sprintf("call_%d_%d", r, k), Name: "noop--run", Input: `{}`}
+		}
+		steps = append(steps, providertest.Step{ToolCalls: calls, GeminiSignature: "c2lnbmF0dXJl"})
+	}
+	return append(steps, providertest.Step{Text: "done"})
+}
+
+func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
+	w := testWires[wire]
+	srv := w.server(b)
+	dir := b.TempDir()
+	ws, err := workspace.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ws.Close() })
+	var store history.Store = &history.Memory{}
+	if storeKind == "sqlite" {
+		s, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		store = s
+	}
+	noop := tool.MustFunc("noop--run", "Does nothing.", func(ctx context.Context, _ struct{}) (any, error) {
+		if heavy {
+			return heavyOutput, nil
+		}
+		return "ok", nil
+	})
+	reg := &tool.Registry{}
+	if err := reg.Add(noop); err != nil {
+		b.Fatal(err)
+	}
+	newAgent := func(url string) *Agent {
+		p, err := w.provider(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return &Agent{Provider: p, Store: store, Tools: reg, Env: result.Env{Store: ws}, Model: w.model}
+	}
+	ctx := context.Background()
+	turn := func(a *Agent) time.Duration {
+		id, err := a.NewConversation(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv.Push(overheadScript()...)
+		start := time.Now()
+		tr, err := a.Turn(ctx, id, "go", nil)
+		d := time.Since(start)
+		if err != nil || tr.Rounds != overheadRounds || tr.Text != "done" {
+			b.Fatalf("%s: turn %+v, %v", wire, tr, err)
+		}
+		return d
+	}
+
+	// The first run goes through a recorder, which keeps each request as
+	// it was sent for the floor to replay.
+	rec := newRecorder(b, srv.URL)
+	turn(newAgent(rec.url))
+	exchanges := rec.exchanges
+	if heavy {
+		whole := 0
+		for i := range exchanges {
+			var n int
+			exchanges[i].body, n = unspilled(b, exchanges[i].body)
+			whole += n
+		}
+		// every round's results in every later request: 10 × (1+…+20)
+		if want := overheadCalls * overheadRounds * (overheadRounds + 1) / 2; whole != want {
+			b.Fatalf("the floor's bodies carry %d whole results, want %d", whole, want)
+		}
+		b.ReportMetric(float64(whole), "whole-results")
+	}
+	floor := &rawFloor{client: &http.Client{Transport: &http.Transport{}}, base: rec.target, exchanges: exchanges}
+	defer floor.client.CloseIdleConnections()
+	syncFile, err := os.Create(filepath.Join(dir, "fsync-floor"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer syncFile.Close()
+
+	a := newAgent(srv.URL)
+	var agentT, rawT, syncT []time.Duration
+	for b.Loop() {
+		agentT = append(agentT, turn(a))
+		srv.Push(overheadScript()...)
+		rawT = append(rawT, floor.run(b))
+		syncT = append(syncT, fsyncRounds(b, syncFile))
+	}
+	perRound := func(ds []time.Duration) float64 {
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Nanoseconds()) / 1e3 / overheadRounds
+	}
+	ag, raw, fs := perRound(agentT), perRound(rawT), perRound(syncT)
+	b.ReportMetric(ag, "agent-µs/round")
+	b.ReportMetric(raw, "raw-µs/round")
+	b.ReportMetric(ag/raw, "x-raw")
+	if storeKind == "sqlite" {
+		b.ReportMetric(fs, "fsync-µs/round")
+		b.ReportMetric(ag/(raw+fs), "x-raw+fsync")
+	}
+}
+
+// exchange is one request as the agent's provider sent it.
+type exchange struct {
+	method, uri string
+	header      http.Header
+	body        []byte
+}
+
+// recorder is a loopback proxy in front of the fake that keeps each
+// request the agent sends; only the first, untimed run goes through it.
+type recorder struct {
+	url       string   // what to point the provider at: the fake's URL, through the proxy
+	target    *url.URL // the fake's scheme and host
+	mu        sync.Mutex
+	exchanges []exchange
+}
+
+func newRecorder(b *testing.B, fakeURL string) *recorder {
+	u, err := url.Parse(fakeURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rec := &recorder{target: &url.URL{Scheme: u.Scheme, Host: u.Host}}
+	proxy := httputil.NewSingleHostReverseProxy(rec.target)
+	proxy.FlushInterval = -1
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h := r.Header.Clone()
+		h.Del("Content-Length")
+		rec.mu.Lock()
+		rec.exchanges = append(rec.exchanges, exchange{r.Method, r.URL.RequestURI(), h, body})
+		rec.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	b.Cleanup(front.Close)
+	rec.url = front.URL + u.Path
+	return rec
+}
+
+// rawFloor does the agent's exchanges with nothing else: it posts each
+// recorded body and reads the streamed answer to its end, line by line.
+type rawFloor struct {
+	client    *http.Client
+	base      *url.URL
+	exchanges []exchange
+}
+
+func (f *rawFloor) run(b *testing.B) time.Duration {
+	start := time.Now()
+	for _, x := range f.exchanges {
+		req, err := http.NewRequest(x.method, f.base.String()+x.uri, bytes.NewReader(x.body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header = x.header
+		resp, err := f.client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := bufio.NewReader(resp.Body)
+		lines := 0
+		for {
+			_, err := r.ReadSlice('\n')
+			if err == io.EOF {
+				break
+			}
+			if err != nil && err != bufio.ErrBufferFull {
+				b.Fatal(err)
+			}
+			lines++
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || lines == 0 {
+			b.Fatalf("raw floor: %s %s: status %d, %d lines", x.method, x.uri, resp.StatusCode, lines)
+		}
+	}
+	return time.Since(start)
+}
+
+// fsyncRounds is the durable floor's extra: one small write made durable
+// per round, on the disk the store uses.
+func fsyncRounds(b *testing.B, f *os.File) time.Duration {
+	rec := []byte(`{"role":"user","parts":[{"type":"tool_result","text":"ok"}]}` + "\n")
+	start := time.Now()
+	for r := 0; r < overheadRounds; r++ {
+		if _, err := f.Write(rec); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
+
+// unspilled is an Anthropic request body with the content of every
+// tool_result block (the spilled head and notice the agent sent, or the
+// placeholder of a result its context policy cleared) replaced by the
+// whole heavy output, as a client that neither spills nor clears would
+// send it; n is how many it replaced.
+func unspilled(b *testing.B, body []byte) (out []byte, n int) {
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		b.Fatalf("a recorded body is not JSON: %v", err)
+	}
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			if x["type"] == "tool_result" {
+				n++
+				x["content"] = heavyOutput
+				return x
+			}
+			for k, e := range x {
+				x[k] = walk(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e)
+			}
+		}
+		return v
+	}
+	out, err := json.Marshal(walk(v))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out, n
+}
