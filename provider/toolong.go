@@ -3,6 +3,8 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // TooLongError is a provider's refusal of a request longer than the
@@ -68,4 +70,15 @@ func IsTooLong(err error) (*TooLongError, bool) {
 		return tl, true
 	}
 	return nil, false
+}
+
+// TokenCount is s, a count of tokens a provider's message gave, as a
+// number: 0 when it is empty, negative or not a number, so that a message
+// in an unexpected shape costs only the count, never the refusal.
+func TokenCount(s string) int {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }

@@ -325,7 +325,7 @@ func describe(err error) error {
 		if msg == "" {
 			msg = err.Error()
 		}
-		wire := &wireError{msg: fmt.Sprintf("anthropic: %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), msg), err: err}
+		wire := provider.StatusError("anthropic", apiErr.StatusCode, msg, err)
 		if tl := tooLong(apiErr.StatusCode, apiErr.Message); tl != nil {
 			tl.Err = wire
 			return tl
@@ -334,15 +334,6 @@ func describe(err error) error {
 	}
 	return fmt.Errorf("anthropic: %v", err)
 }
-
-// wireError is the SDK's error with the provider's message as its text.
-type wireError struct {
-	msg string
-	err error
-}
-
-func (e *wireError) Error() string { return e.msg }
-func (e *wireError) Unwrap() error { return e.err }
 
 type block struct {
 	// kind is "text", "tool_use", "thinking" or "redacted_thinking";

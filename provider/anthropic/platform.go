@@ -123,11 +123,11 @@ func (p *OnPlatform) describe(err error, streamed bool) error {
 	name := p.platform.Name
 	if tl, ok := provider.IsTooLong(err); ok {
 		if tl.Err != nil {
-			tl.Err = &wireError{msg: name + ": " + tl.Err.Error(), err: tl.Err}
+			tl.Err = &provider.WireError{Msg: name + ": " + tl.Err.Error(), Err: tl.Err}
 		}
 		return tl
 	}
-	wrapped := &wireError{msg: name + ": " + err.Error(), err: err}
+	wrapped := &provider.WireError{Msg: name + ": " + err.Error(), Err: err}
 	var apiErr *sdk.Error
 	if !streamed && errors.As(err, &apiErr) {
 		status := apiErr.StatusCode

@@ -3,7 +3,6 @@ package anthropic
 import (
 	"net/http"
 	"regexp"
-	"strconv"
 
 	"github.com/myelin-run/myelin/provider"
 )
@@ -35,20 +34,11 @@ func tooLong(status int, message string) *provider.TooLongError {
 		return &provider.TooLongError{}
 	case http.StatusBadRequest:
 		if m := promptTooLong.FindStringSubmatch(message); m != nil {
-			return &provider.TooLongError{Tokens: atoi(m[1]), Limit: atoi(m[2])}
+			return &provider.TooLongError{Tokens: provider.TokenCount(m[1]), Limit: provider.TokenCount(m[2])}
 		}
 		if m := inputTooLong.FindStringSubmatch(message); m != nil {
-			return &provider.TooLongError{Tokens: atoi(m[1]), Output: atoi(m[2]), Limit: atoi(m[3])}
+			return &provider.TooLongError{Tokens: provider.TokenCount(m[1]), Output: provider.TokenCount(m[2]), Limit: provider.TokenCount(m[3])}
 		}
 	}
 	return nil
-}
-
-// atoi is s as a count, 0 when it is empty or not one.
-func atoi(s string) int {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
 }

@@ -212,7 +212,7 @@ func describe(err error) error {
 		if apiErr.Status != "" {
 			msg += " (" + apiErr.Status + ")"
 		}
-		w := &wireError{msg: fmt.Sprintf("gemini: %d %s: %s", apiErr.Code, http.StatusText(apiErr.Code), msg), err: err}
+		w := provider.StatusError("gemini", apiErr.Code, msg, err)
 		if tl := tooLong(apiErr.Code, apiErr.Message); tl != nil {
 			tl.Err = w
 			return tl
@@ -221,15 +221,6 @@ func describe(err error) error {
 	}
 	return fmt.Errorf("gemini: %v", err)
 }
-
-// wireError is the SDK's error with the provider's message as its text.
-type wireError struct {
-	msg string
-	err error
-}
-
-func (e *wireError) Error() string { return e.msg }
-func (e *wireError) Unwrap() error { return e.err }
 
 // item is one part of the answer as it builds up: streamed text and
 // thought chunks run together into one part each, until a part of

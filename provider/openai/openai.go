@@ -255,7 +255,7 @@ func describe(err error) error {
 		if msg == "" {
 			msg = err.Error()
 		}
-		wire := &wireError{msg: fmt.Sprintf("openai: %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), msg), err: err}
+		wire := provider.StatusError("openai", apiErr.StatusCode, msg, err)
 		if tl := tooLong(apiErr.StatusCode, body); tl != nil {
 			tl.Err = wire
 			return tl
@@ -283,15 +283,6 @@ func errorBody(apiErr *sdk.Error) string {
 	}
 	return strings.TrimSpace(string(b))
 }
-
-// wireError is the SDK's error with the provider's message as its text.
-type wireError struct {
-	msg string
-	err error
-}
-
-func (e *wireError) Error() string { return e.msg }
-func (e *wireError) Unwrap() error { return e.err }
 
 type call struct {
 	id, name string

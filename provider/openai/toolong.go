@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/myelin-run/myelin/provider"
@@ -81,8 +80,7 @@ func tooLong(status int, body string) *provider.TooLongError {
 func first(res []*regexp.Regexp, msg string) int {
 	for _, re := range res {
 		if m := re.FindStringSubmatch(msg); m != nil {
-			n, err := strconv.Atoi(strings.TrimSpace(m[1]))
-			if err == nil && n >= 0 {
+			if n := provider.TokenCount(m[1]); n > 0 || strings.TrimSpace(m[1]) == "0" {
 				return n
 			}
 		}

@@ -278,7 +278,7 @@ func describe(err error) error {
 		if msg == "" {
 			msg = err.Error()
 		}
-		wire := &wireError{msg: fmt.Sprintf("openai-responses: %d %s: %s", apiErr.StatusCode, http.StatusText(apiErr.StatusCode), msg), err: err}
+		wire := provider.StatusError("openai-responses", apiErr.StatusCode, msg, err)
 		if apiErr.StatusCode == http.StatusBadRequest {
 			if tl := tooLong([]byte(body)); tl != nil {
 				tl.Err = wire
@@ -292,15 +292,6 @@ func describe(err error) error {
 
 // errorBody is the error object of an error answer (the body's "error").
 func errorBody(apiErr *sdk.Error) string { return apiErr.RawJSON() }
-
-// wireError is the SDK's error with the provider's message as its text.
-type wireError struct {
-	msg string
-	err error
-}
-
-func (e *wireError) Error() string { return e.msg }
-func (e *wireError) Unwrap() error { return e.err }
 
 // Reasoning is a reasoning part as this wire stores it, from an output
 // item of type "reasoning": Raw is the item as it is sent back —

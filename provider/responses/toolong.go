@@ -61,7 +61,7 @@ func describeStream(err error, streamed bool) error {
 			Error json.RawMessage `json:"error"`
 		}
 		_ = json.Unmarshal(se.Event.Data, &ev)
-		wire := &wireError{msg: fmt.Sprintf("openai-responses: the stream ended with an error: %s", strings.TrimSpace(string(ev.Error))), err: err}
+		wire := &provider.WireError{Msg: fmt.Sprintf("openai-responses: the stream ended with an error: %s", strings.TrimSpace(string(ev.Error))), Err: err}
 		if !streamed {
 			if tl := tooLong(ev.Error); tl != nil {
 				tl.Err = wire
