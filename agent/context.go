@@ -304,21 +304,13 @@ func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Messag
 
 // clearedText says what an edit that cleared results did, for people.
 func clearedText(e history.Edit) string {
-	results, inputs, chars := 0, 0, 0
-	for _, c := range e.Cleared {
-		if c.Input {
-			inputs++
-		} else {
-			results++
-		}
-		chars += c.Chars
-	}
-	what := fmt.Sprintf("%d tool result(s)", results)
-	if inputs > 0 {
-		what += fmt.Sprintf(" and %d tool call input(s)", inputs)
+	t := e.Tally()
+	what := fmt.Sprintf("%d tool result(s)", t.Results)
+	if t.Inputs > 0 {
+		what += fmt.Sprintf(" and %d tool call input(s)", t.Inputs)
 	}
 	return fmt.Sprintf("%s: took %s (%d characters) out of the requests, about %d → %d tokens; each is whole in a workspace file its placeholder names",
-		e.Why, what, chars, e.Before, e.After)
+		e.Why, what, t.Chars, e.Before, e.After)
 }
 
 // cutByItsBound reports whether a stop reason says the answer reached its

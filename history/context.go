@@ -86,3 +86,24 @@ type Settings struct {
 // IsRecord reports whether m is a Context record rather than a message of
 // the conversation.
 func (m Message) IsRecord() bool { return m.Role == Context }
+
+// Tally counts what an edit took out of requests: results and call inputs,
+// their characters, and how many of them are whole in a workspace file.
+type Tally struct{ Results, Inputs, Chars, InFiles int }
+
+// Tally counts e's cleared items.
+func (e Edit) Tally() Tally {
+	var t Tally
+	for _, c := range e.Cleared {
+		if c.Input {
+			t.Inputs++
+		} else {
+			t.Results++
+		}
+		t.Chars += c.Chars
+		if c.Path != "" {
+			t.InFiles++
+		}
+	}
+	return t
+}

@@ -84,34 +84,41 @@ func (s *Memory) Messages(ctx context.Context, id string) ([]Message, error) {
 	return c.msgs[:len(c.msgs):len(c.msgs)], nil // appends never reach the caller's slice
 }
 
-// check is the claim check of every write (see Store): under Writing(ctx,
-// w), w must hold the claim; without, no live holder may have it.
-func (s *Memory) check(ctx context.Context, id string, c *memConversation) error {
-	if w, writing := WriterOf(ctx); writing {
-		if c.claim == nil || c.claim.Token != w.Token {
-			var held claimRow
-			if c.claim != nil {
-				held = *c.claim
-			}
-			return lost(id, w, held, c.claim != nil)
-		}
+// held is nil when w holds c's claim, else the error a write by w gets.
+func (c *memConversation) held(id string, w Holder) error {
+	if c.claim != nil && c.claim.Token == w.Token {
 		return nil
 	}
-	if c.claim != nil && c.claim.alive(s.clock(), "") {
-		return &HeldError{Conversation: id, Holder: c.claim.Holder, Expires: c.claim.expires}
+	var now claimRow
+	if c.claim != nil {
+		now = *c.claim
 	}
-	return nil
+	return lost(id, w, now, c.claim != nil)
+}
+
+// writable is conversation id for a write under ctx, after the claim check
+// of every write (see Store): under Writing(ctx, w), w must hold the
+// claim; without, no live holder may have it. s.mu is held.
+func (s *Memory) writable(ctx context.Context, id string) (*memConversation, error) {
+	c, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	if w, writing := WriterOf(ctx); writing {
+		return c, c.held(id, w)
+	}
+	if c.claim != nil && c.claim.alive(s.clock(), "") {
+		return c, &HeldError{Conversation: id, Holder: c.claim.Holder, Expires: c.claim.expires}
+	}
+	return c, nil
 }
 
 // Append adds messages to a conversation, all or none (see Store.Append).
 func (s *Memory) Append(ctx context.Context, id string, msgs ...Message) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.get(id)
+	c, err := s.writable(ctx, id)
 	if err != nil {
-		return err
-	}
-	if err := s.check(ctx, id, c); err != nil {
 		return err
 	}
 	now := s.clock().UTC()
@@ -171,12 +178,8 @@ func (s *Memory) Renew(ctx context.Context, id string, h Holder, lease time.Dura
 	if err != nil {
 		return err
 	}
-	if c.claim == nil || c.claim.Token != h.Token {
-		var held claimRow
-		if c.claim != nil {
-			held = *c.claim
-		}
-		return lost(id, h, held, c.claim != nil)
+	if err := c.held(id, h); err != nil {
+		return err
 	}
 	c.claim.expires = s.clock().Add(lease)
 	return nil
@@ -202,11 +205,8 @@ func (s *Memory) Keep(ctx context.Context, id string, results ...Part) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.get(id)
+	c, err := s.writable(ctx, id)
 	if err != nil {
-		return err
-	}
-	if err := s.check(ctx, id, c); err != nil {
 		return err
 	}
 	if c.kept == nil {

@@ -133,30 +133,19 @@ func showRecord(w io.Writer, m history.Message) {
 		return
 	}
 	if len(e.Cleared) > 0 {
-		results, inputs, chars, written := 0, 0, 0, 0
-		for _, c := range e.Cleared {
-			if c.Input {
-				inputs++
-			} else {
-				results++
-			}
-			chars += c.Chars
-			if c.Path != "" {
-				written++
-			}
-		}
+		t := e.Tally()
 		var what []string
-		if results > 0 {
-			what = append(what, plural(results, "result", "results"))
+		if t.Results > 0 {
+			what = append(what, plural(t.Results, "result", "results"))
 		}
-		if inputs > 0 {
-			what = append(what, plural(inputs, "tool call input", "tool call inputs"))
+		if t.Inputs > 0 {
+			what = append(what, plural(t.Inputs, "tool call input", "tool call inputs"))
 		}
 		where := "each whole in its workspace file"
-		if written < len(e.Cleared) {
-			where = fmt.Sprintf("%d of them whole in a workspace file", written)
+		if t.InFiles < len(e.Cleared) {
+			where = fmt.Sprintf("%d of them whole in a workspace file", t.InFiles)
 		}
-		fmt.Fprintf(w, "[cleared from requests from here on: %s, %s characters; %s]\n", strings.Join(what, " and "), thousands(chars), where)
+		fmt.Fprintf(w, "[cleared from requests from here on: %s, %s characters; %s]\n", strings.Join(what, " and "), thousands(t.Chars), where)
 		for _, c := range e.Cleared {
 			kind := "result"
 			if c.Input {
