@@ -111,6 +111,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			on(Event{Kind: Notice, Text: "the conversation could not be summarised (" + err.Error() + "); taking out what results can be taken out instead"})
 		}
 		refused = 0
+		size := plan.Count // the request as it stands, unless results go now
 		if len(plan.Clear) > 0 {
 			// When the request cannot fit without them, results whose
 			// file cannot be written are cleared all the same, their
@@ -132,11 +133,12 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				if stored, err = a.Store.Messages(ctx, id); err != nil {
 					return provider.Request{}, done, err
 				}
+				size = window.Measure(s.fixed, stored)
 			} else if failed != nil {
 				done = append(done, "could not take results out: "+failed.Error())
 			}
 		}
-		if after := window.Measure(s.fixed, stored); after.Tokens > s.budget {
+		if after := size; after.Tokens > s.budget {
 			why := ""
 			if whyNoSummary != nil {
 				why = "; it could not be summarised: " + whyNoSummary.Error()
