@@ -434,16 +434,7 @@ func (s *Server) errorBody(step Step) string {
 		return geminiError(step.Status, msg)
 	}
 	if s.wire == "anthropic" {
-		kind := "invalid_request_error"
-		switch {
-		case step.Status == 429:
-			kind = "rate_limit_error"
-		case step.Status == 529:
-			kind = "overloaded_error"
-		case step.Status >= 500:
-			kind = "api_error"
-		}
-		return mustJSON(map[string]any{"type": "error", "error": map[string]any{"type": kind, "message": msg}})
+		return anthropicError(step)
 	}
 	return mustJSON(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
 }
