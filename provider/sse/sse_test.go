@@ -1,0 +1,104 @@
+package sse
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func readAll(t *testing.T, r io.Reader) ([]Event, error) {
+	t.Helper()
+	s := NewReader(r)
+	var evs []Event
+	for s.Next() {
+		ev := s.Event()
+		evs = append(evs, Event{Name: ev.Name, Data: append([]byte(nil), ev.Data...)})
+	}
+	return evs, s.Err()
+}
+
+func TestReaderDispatchesEventsAsTheFormatSays(t *testing.T) {
+	for _, tc := range []struct {
+		name, stream string
+		want         []string // name|data
+	}{
+		{"named events", "event: a\ndata: {\"x\":1}\n\nevent: b\ndata: 2\n\n", []string{"a|{\"x\":1}", "b|2"}},
+		{"no name", "data: [DONE]\n\n", []string{"|[DONE]"}},
+		{"CRLF", "event: a\r\ndata: 1\r\n\r\ndata: 2\r\n\r\n", []string{"a|1", "|2"}},
+		{"data lines joined by LF", "data: one\ndata: two\n\n", []string{"|one\ntwo"}},
+		{"no space after the colon", "event:a\ndata:1\n\n", []string{"a|1"}},
+		{"only one space taken", "data:  two spaces\n\n", []string{"| two spaces"}},
+		{"comments and unknown fields skipped", ": ping\nid: 7\nretry: 10\nfoo: bar\ndata: x\n\n", []string{"|x"}},
+		{"a name with no data is dropped", "event: ping\n\ndata: x\n\n", []string{"|x"}},
+		{"blank lines between events", "\n\n\ndata: x\n\n\n\ndata: y\n\n", []string{"|x", "|y"}},
+		{"an empty data field dispatches", "data\n\n", []string{"|"}},
+		{"an unfinished last event is not dispatched", "data: x\n\ndata: half", []string{"|x"}},
+		{"an unfinished event with its line end is not dispatched", "data: x\n\ndata: half\n", []string{"|x"}},
+		{"the name does not carry over", "event: a\ndata: 1\n\ndata: 2\n\n", []string{"a|1", "|2"}},
+		{"empty stream", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, r := range []io.Reader{strings.NewReader(tc.stream), iotest.OneByteReader(strings.NewReader(tc.stream))} {
+				evs, err := readAll(t, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, ev := range evs {
+					got = append(got, ev.Name+"|"+string(ev.Data))
+				}
+				if strings.Join(got, "\n~\n") != strings.Join(tc.want, "\n~\n") {
+					t.Fatalf("got %q, want %q", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestReaderReadsLinesLongerThanItsBuffer(t *testing.T) {
+	big := strings.Repeat("x", 200<<10)
+	evs, err := readAll(t, strings.NewReader("event: big\ndata: "+big+"\n\ndata: after\n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].Name != "big" || string(evs[0].Data) != big || string(evs[1].Data) != "after" {
+		t.Fatalf("got %d events, first %d bytes", len(evs), len(evs[0].Data))
+	}
+}
+
+func TestReaderSaysWhatStoppedTheStream(t *testing.T) {
+	broken := errors.New("connection reset")
+	s := NewReader(io.MultiReader(strings.NewReader("data: 1\n\ndata: 2"), iotest.ErrReader(broken)))
+	if !s.Next() || string(s.Event().Data) != "1" {
+		t.Fatalf("first event: %q", s.Event().Data)
+	}
+	if s.Next() {
+		t.Fatalf("an event after the error: %q", s.Event().Data)
+	}
+	if !errors.Is(s.Err(), broken) {
+		t.Fatalf("Err() = %v, want %v", s.Err(), broken)
+	}
+	if s.Next() {
+		t.Fatal("Next after an error returned true")
+	}
+}
+
+func TestReaderCostsNoAllocationPerEventOnceWarm(t *testing.T) {
+	ev := "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n"
+	s := NewReader(strings.NewReader(strings.Repeat(ev, 2000)))
+	s.Next() // warm: the buffers and the name
+	events := 0
+	allocs := testing.AllocsPerRun(10, func() {
+		for range 100 {
+			if !s.Next() {
+				t.Fatal(s.Err())
+			}
+			events++
+		}
+	})
+	if events != 1100 || allocs > 0 {
+		t.Fatalf("%v allocations per 100 events (%d read)", allocs, events)
+	}
+}
