@@ -3,6 +3,10 @@
 // provider.Request into a Chat Completions request through
 // github.com/openai/openai-go/v3 and reads the streamed answer.
 //
+// The body is encoded directly (encode.go) and the stream read with
+// provider/sse (stream.go); the SDK sends the body (auth, retries, errors)
+// and decodes a non-streamed answer.
+//
 // A tool result goes as a tool message with string content, its bytes as
 // stored. The wire has no error flag for tool messages: an error result is
 // its error text. Images from tools go in one user message right after the
@@ -82,7 +86,9 @@ func isOpenAI(base string) bool {
 	return err == nil && (u.Hostname() == "api.openai.com" || strings.HasSuffix(u.Hostname(), ".openai.azure.com"))
 }
 
-// Params builds the SDK request for req: the whole of what is sent. The
+// Params builds the SDK's typed request for req: what Body encodes, and
+// what TestBodyIsWhatTheSDKSendsForParams holds Body to (Complete sends
+// Body's bytes, never these params). The
 // answer's limit goes as max_completion_tokens, OpenAI's name (its
 // reasoning models refuse max_tokens), or, with legacyMaxTokens, as
 // max_tokens, the name the servers that copy the API (OpenRouter, Ollama,
@@ -173,16 +179,20 @@ const cacheSettings = "openai: automatic prefix caching (nothing marked)"
 // store with a conversation (provider.CacheDescriber).
 func (p *Provider) CacheSettings() string { return cacheSettings }
 
-// Complete sends the request and reads the answer.
+// Complete sends the request and reads the answer. The body is Body's,
+// sent through the SDK's request plumbing (its auth, retries before any
+// output, and *openai.Error for an error answer) with no typed params, so
+// that nothing is marshalled again; the stream is read by read.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	params, err := Params(req, p.legacy)
+	body, err := Body(req, p.legacy, !p.cfg.NoStream)
 	if err != nil {
 		return provider.Response{}, err
 	}
+	withBody := option.WithRequestBody("application/json", body)
 	var a accumulator
 	if p.cfg.NoStream {
-		c, err := p.client.Chat.Completions.New(ctx, params)
-		if err != nil {
+		var c sdk.ChatCompletion
+		if err := p.client.Post(ctx, "chat/completions", nil, &c, withBody); err != nil {
 			return provider.Response{}, describe(err)
 		}
 		if len(c.Choices) == 0 {
@@ -195,51 +205,26 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 			a.calls[len(a.calls)-1].args.WriteString(tc.Function.Arguments)
 		}
 		a.stop = ch.FinishReason
-		a.usage(c.Usage)
+		u := c.Usage
+		a.setUsage(int(u.PromptTokens), int(u.CompletionTokens), int(u.PromptTokensDetails.CachedTokens))
 		if onText != nil && ch.Message.Content != "" {
 			onText(result.WellFormed(ch.Message.Content))
 		}
 		return a.response(), nil
 	}
-	params.StreamOptions = sdk.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
-	defer stream.Close()
-	for stream.Next() {
-		chunk := stream.Current()
-		if chunk.JSON.Usage.Valid() {
-			a.usage(chunk.Usage)
+	var resp *http.Response
+	if err := p.client.Post(ctx, "chat/completions", nil, &resp, withBody); err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
 		}
-		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			if d := ch.Delta.Content; d != "" {
-				a.text.WriteString(d)
-				if onText != nil {
-					onText(result.WellFormed(d))
-				}
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				for int(tc.Index) >= len(a.calls) {
-					a.calls = append(a.calls, &call{})
-				}
-				c := a.calls[tc.Index]
-				if tc.ID != "" {
-					c.id = tc.ID
-				}
-				c.name += tc.Function.Name
-				c.args.WriteString(tc.Function.Arguments)
-			}
-			if ch.FinishReason != "" {
-				a.stop = ch.FinishReason
-			}
-		}
-	}
-	if err := stream.Err(); err != nil {
 		return provider.Response{}, describe(err)
 	}
+	defer resp.Body.Close()
+	if err := a.read(resp.Body, onText); err != nil {
+		return provider.Response{}, err
+	}
 	if a.stop == "" {
-		return provider.Response{}, errors.New("openai: the stream ended before the answer did (no finish_reason)")
+		return provider.Response{}, errNoFinish
 	}
 	return a.response(), nil
 }
@@ -296,9 +281,10 @@ type accumulator struct {
 	u     history.Usage
 }
 
-func (a *accumulator) usage(u sdk.CompletionUsage) {
-	cached := int(u.PromptTokensDetails.CachedTokens)
-	a.u = history.Usage{Input: int(u.PromptTokens) - cached, Output: int(u.CompletionTokens), CacheRead: cached}
+// setUsage keeps a completion's usage: its prompt tokens less the cached
+// ones as input.
+func (a *accumulator) setUsage(prompt, completion, cached int) {
+	a.u = history.Usage{Input: prompt - cached, Output: completion, CacheRead: cached}
 }
 
 func (a *accumulator) response() provider.Response {

@@ -1,0 +1,134 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/sse"
+	"github.com/myelin-run/myelin/result"
+)
+
+// The streamed answer is read here, event by event (provider/sse), each
+// chunk decoded by encoding/json into chunk — only the fields the wire
+// uses — instead of the SDK's stream reader, which decoded every chunk
+// into its generic types first. "data: [DONE]" ends the stream. A chunk
+// with an "error" object (the SDK's rule), or one that is itself an error
+// ({"object":"error","message":...}, vLLM's shape), ends it with an error
+// that keeps the provider's error object; before any output that error is
+// read as a refusal of the request (status 400), and one too long is a
+// provider.TooLongError, as tooLong decides for an error answer.
+
+// chunk is the part of a chat.completion.chunk the wire reads.
+type chunk struct {
+	Object  string `json:"object"`
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   string `json:"content"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usage          `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// usage is the part of a completion's usage the wire reads.
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+var done = []byte("[DONE]")
+
+// read reads a streamed answer from body into a, passing text to onText.
+func (a *accumulator) read(body io.Reader, onText func(string)) error {
+	r := sse.NewReader(body)
+	streamed := false // some output was read
+	for r.Next() {
+		data := r.Event().Data
+		if bytes.HasPrefix(data, done) {
+			return nil
+		}
+		var c chunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			return fmt.Errorf("openai: a malformed chunk in the stream: %v: %.200q", err, data)
+		}
+		if e := bytes.TrimSpace(c.Error); len(e) > 0 && string(e) != "null" {
+			return streamError(e, streamed)
+		}
+		if c.Object == "error" {
+			return streamError(bytes.TrimSpace(data), streamed)
+		}
+		if c.Usage != nil {
+			a.setUsage(c.Usage.PromptTokens, c.Usage.CompletionTokens, c.Usage.PromptTokensDetails.CachedTokens)
+		}
+		for _, ch := range c.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			if d := ch.Delta.Content; d != "" {
+				streamed = true
+				a.text.WriteString(d)
+				if onText != nil {
+					onText(result.WellFormed(d))
+				}
+			}
+			for _, tc := range ch.Delta.ToolCalls {
+				if tc.Index < 0 {
+					return fmt.Errorf("openai: a tool call in the stream has the index %d", tc.Index)
+				}
+				streamed = true
+				for tc.Index >= len(a.calls) {
+					a.calls = append(a.calls, &call{})
+				}
+				cl := a.calls[tc.Index]
+				if tc.ID != "" {
+					cl.id = tc.ID
+				}
+				cl.name += tc.Function.Name
+				cl.args.WriteString(tc.Function.Arguments)
+			}
+			if ch.FinishReason != "" {
+				a.stop = ch.FinishReason
+			}
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("openai: %v", err)
+	}
+	return nil
+}
+
+// streamError is the error of an error object in the stream: the
+// provider's object as its message; before any output, a refusal as too
+// long is a provider.TooLongError around it.
+func streamError(obj []byte, streamed bool) error {
+	wire := &provider.WireError{Msg: "openai: the stream ended with an error: " + strings.TrimSpace(string(obj))}
+	if !streamed {
+		if tl := tooLong(http.StatusBadRequest, string(obj)); tl != nil {
+			tl.Err = wire
+			return tl
+		}
+	}
+	return wire
+}
+
+// errNoFinish is the error of a stream that ended before the answer did.
+var errNoFinish = errors.New("openai: the stream ended before the answer did (no finish_reason)")
