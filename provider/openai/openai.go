@@ -229,10 +229,20 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	return a.response(), nil
 }
 
-// describe keeps the provider's own message in the error, which wraps the
-// SDK's; a refusal of the request as too long is a provider.TooLongError
-// around it.
-func describe(err error) error {
+// describe is DescribeError for this wire.
+func describe(err error) error { return DescribeError("openai", err, tooLong) }
+
+// DescribeError is the error a wire built on openai-go reports for err,
+// an error of the SDK's request plumbing: for an error answer
+// (*openai.Error), a provider.WireError named for wire whose message is
+// the provider's own error object (or the whole body, when the server put
+// its error at the top of it), wrapping the SDK's error — and, when
+// tooLong reads the status and that object as a refusal of the request as
+// too long, a provider.TooLongError around it; any other error (a broken
+// connection, a cancelled context) prefixed with wire. It is the one home
+// of this for the Chat Completions and Responses wires; it must not read
+// anything but err.
+func DescribeError(wire string, err error, tooLong func(status int, body string) *provider.TooLongError) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		body := errorBody(apiErr)
@@ -240,14 +250,14 @@ func describe(err error) error {
 		if msg == "" {
 			msg = err.Error()
 		}
-		wire := provider.StatusError("openai", apiErr.StatusCode, msg, err)
+		we := provider.StatusError(wire, apiErr.StatusCode, msg, err)
 		if tl := tooLong(apiErr.StatusCode, body); tl != nil {
-			tl.Err = wire
+			tl.Err = we
 			return tl
 		}
-		return wire
+		return we
 	}
-	return fmt.Errorf("openai: %v", err)
+	return fmt.Errorf("%s: %v", wire, err)
 }
 
 // errorBody is the error object of an error answer: the SDK's (the body's

@@ -1,15 +1,17 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 
-	oai "github.com/openai/openai-go/v3/responses"
-
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/sse"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -71,32 +73,102 @@ func (a *accumulator) at(i int64) *item {
 	return it
 }
 
-// decode reads an output item from its JSON.
-func decode(raw string) (*outItem, error) {
-	var o outItem
-	if err := json.Unmarshal([]byte(raw), &o); err != nil {
-		return nil, fmt.Errorf("openai-responses: malformed output item: %v", err)
-	}
-	return &o, nil
+// response is the part of a response object the wire reads.
+type response struct {
+	Status string          `json:"status"`
+	Error  json.RawMessage `json:"error"` // {"code":...,"message":...} or null
+	Output []outItem       `json:"output"`
+	Usage  *struct {
+		InputTokens        int `json:"input_tokens"`
+		OutputTokens       int `json:"output_tokens"`
+		InputTokensDetails struct {
+			CachedTokens     int `json:"cached_tokens"`
+			CacheWriteTokens int `json:"cache_write_tokens"`
+		} `json:"input_tokens_details"`
+	} `json:"usage"`
+	IncompleteDetails struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
 }
 
-// event reads one event of the stream.
-func (a *accumulator) event(ev oai.ResponseStreamEventUnion) error {
+// event is the part of a stream event the wire reads.
+type event struct {
+	Type         string    `json:"type"`
+	OutputIndex  int64     `json:"output_index"`
+	SummaryIndex int64     `json:"summary_index"`
+	ContentIndex int64     `json:"content_index"`
+	Delta        string    `json:"delta"`
+	Item         *outItem  `json:"item"`
+	Response     *response `json:"response"`
+	// an error event: its code and message, or its error object
+	Code    string          `json:"code"`
+	Message string          `json:"message"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// read reads a streamed answer from body, event by event (provider/sse),
+// up to its response.completed (or response.incomplete); an event with an
+// "error" object ends it with that error, as does an event of a type the
+// wire reads that it cannot decode. Other events it cannot decode are
+// passed over: the API adds event types.
+func (a *accumulator) read(body io.Reader) error {
+	r := sse.NewReader(body)
+	for !a.done && r.Next() {
+		data := r.Event().Data
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
+			break
+		}
+		var ev event
+		if err := json.Unmarshal(data, &ev); err != nil {
+			var t struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal(data, &t) == nil && !reads(t.Type) {
+				continue
+			}
+			return fmt.Errorf("openai-responses: a malformed event in the stream: %v: %.200q", err, data)
+		}
+		if e := bytes.TrimSpace(ev.Error); len(e) > 0 && string(e) != "null" {
+			return streamError(e, a.streamed)
+		}
+		if err := a.event(&ev, data); err != nil {
+			return err
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("openai-responses: %v", err)
+	}
+	return nil
+}
+
+// reads reports whether the wire reads events of type t.
+func reads(t string) bool {
+	switch t {
+	case "response.output_item.added", "response.output_item.done",
+		"response.output_text.delta", "response.refusal.delta",
+		"response.reasoning_summary_text.delta", "response.reasoning_text.delta",
+		"response.function_call_arguments.delta",
+		"response.completed", "response.incomplete", "response.failed", "error":
+		return true
+	}
+	return false
+}
+
+// event reads one event of the stream; data is its JSON.
+func (a *accumulator) event(ev *event, data []byte) error {
 	switch ev.Type {
 	case "response.output_item.added":
-		o, err := decode(ev.Item.RawJSON())
-		if err != nil {
-			return err
+		if ev.Item == nil {
+			return errors.New("openai-responses: an output item event without its item")
 		}
 		it := a.at(ev.OutputIndex)
-		it.kind, it.callID, it.name = o.Type, o.CallID, o.Name
+		it.kind, it.callID, it.name = ev.Item.Type, ev.Item.CallID, ev.Item.Name
 	case "response.output_item.done":
-		o, err := decode(ev.Item.RawJSON())
-		if err != nil {
-			return err
+		if ev.Item == nil {
+			return errors.New("openai-responses: an output item event without its item")
 		}
 		it := a.at(ev.OutputIndex)
-		it.kind, it.final = o.Type, o
+		it.kind, it.final = ev.Item.Type, ev.Item
 	case "response.output_text.delta", "response.refusal.delta":
 		it := a.at(ev.OutputIndex)
 		if it.kind == "" {
@@ -125,44 +197,64 @@ func (a *accumulator) event(ev oai.ResponseStreamEventUnion) error {
 	case "response.function_call_arguments.delta":
 		a.at(ev.OutputIndex).args.WriteString(ev.Delta)
 	case "response.completed", "response.incomplete":
-		r := ev.Response
-		return a.finish(&r)
+		if ev.Response == nil {
+			return fmt.Errorf("openai-responses: a %s event without its response", ev.Type)
+		}
+		return a.finish(ev.Response)
 	case "response.failed":
-		return failed(string(ev.Response.Error.Code), ev.Response.Error.Message, ev.Response.Error.RawJSON(), a.streamed)
+		if ev.Response == nil {
+			return failed("", "", "", a.streamed)
+		}
+		code, message := errorFields(ev.Response.Error)
+		return failed(code, message, rawError(ev.Response.Error), a.streamed)
 	case "error":
-		return failed(ev.Code, ev.Message, ev.RawJSON(), a.streamed)
+		return failed(ev.Code, ev.Message, string(bytes.TrimSpace(data)), a.streamed)
 	}
 	return nil
 }
 
+// errorFields are the code and message of an error object.
+func errorFields(raw json.RawMessage) (code, message string) {
+	var e struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	_ = json.Unmarshal(raw, &e)
+	return e.Code, e.Message
+}
+
+// rawError is an error object's JSON, "" for none (null).
+func rawError(raw json.RawMessage) string {
+	if s := string(bytes.TrimSpace(raw)); s != "null" {
+		return s
+	}
+	return ""
+}
+
 // finish reads the whole response: usage, status, and each output item
 // not given whole before.
-func (a *accumulator) finish(r *oai.Response) error {
+func (a *accumulator) finish(r *response) error {
 	switch r.Status {
 	case "failed":
-		return failed(string(r.Error.Code), r.Error.Message, r.Error.RawJSON(), a.streamed)
+		code, message := errorFields(r.Error)
+		return failed(code, message, rawError(r.Error), a.streamed)
 	case "cancelled":
 		return fmt.Errorf("openai-responses: the response was cancelled")
 	}
-	for i, out := range r.Output {
+	for i := range r.Output {
 		it := a.at(int64(i))
 		if it.final != nil {
 			continue
 		}
-		o, err := decode(out.RawJSON())
-		if err != nil {
-			return err
-		}
-		it.kind, it.final = o.Type, o
+		it.kind, it.final = r.Output[i].Type, &r.Output[i]
 	}
-	if r.JSON.Usage.Valid() {
-		u := r.Usage
-		cached := int(u.InputTokensDetails.CachedTokens)
-		written := int(u.InputTokensDetails.CacheWriteTokens)
-		a.usage = history.Usage{Input: max(0, int(u.InputTokens)-cached-written), Output: int(u.OutputTokens), CacheRead: cached, CacheWrite: written}
+	if u := r.Usage; u != nil {
+		cached := u.InputTokensDetails.CachedTokens
+		written := u.InputTokensDetails.CacheWriteTokens
+		a.usage = history.Usage{Input: max(0, u.InputTokens-cached-written), Output: u.OutputTokens, CacheRead: cached, CacheWrite: written}
 	}
-	a.status = string(r.Status)
-	a.incomplete = string(r.IncompleteDetails.Reason)
+	a.status = r.Status
+	a.incomplete = r.IncompleteDetails.Reason
 	a.done = true
 	return nil
 }

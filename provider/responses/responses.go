@@ -37,10 +37,10 @@ import (
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
-	oai "github.com/openai/openai-go/v3/responses"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/openai"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -223,21 +223,28 @@ const cacheSettings = "openai-responses: automatic prefix caching, prompt_cache_
 // store with a conversation (provider.CacheDescriber).
 func (p *Provider) CacheSettings() string { return cacheSettings }
 
-// Complete sends the request and reads the answer.
+// Complete sends the request and reads the answer. The body is Body's,
+// sent through the SDK's request plumbing (its auth, retries before any
+// output, and *openai.Error for an error answer) with no typed params, so
+// that nothing is marshalled or patched again; the answer is read by
+// read (streamed) or decoded into the few fields the wire reads.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
 	body, err := Body(req, p.cfg, !p.cfg.NoStream)
 	if err != nil {
 		return provider.Response{}, err
 	}
-	// The SDK sends the body as built here; its own params stay empty.
 	withBody := option.WithRequestBody("application/json", body)
 	a := accumulator{onText: onText, onThinking: req.OnThinking}
 	if p.cfg.NoStream {
-		r, err := p.client.Responses.New(ctx, oai.ResponseNewParams{}, withBody)
-		if err != nil {
+		var raw []byte
+		if err := p.client.Post(ctx, "responses", nil, &raw, withBody); err != nil {
 			return provider.Response{}, describe(err)
 		}
-		if err := a.finish(r); err != nil {
+		var r response
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return provider.Response{}, fmt.Errorf("openai-responses: a malformed response: %v: %.200q", err, raw)
+		}
+		if err := a.finish(&r); err != nil {
 			return provider.Response{}, err
 		}
 		resp := a.response()
@@ -248,18 +255,16 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		return resp, nil
 	}
-	stream := p.client.Responses.NewStreaming(ctx, oai.ResponseNewParams{}, withBody)
-	defer stream.Close()
-	for stream.Next() {
-		if err := a.event(stream.Current()); err != nil {
-			return provider.Response{}, err
+	var resp *http.Response
+	if err := p.client.Post(ctx, "responses", nil, &resp, withBody); err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
 		}
-		if a.done {
-			break
-		}
+		return provider.Response{}, describe(err)
 	}
-	if err := stream.Err(); err != nil {
-		return provider.Response{}, describeStream(err, a.streamed)
+	defer resp.Body.Close()
+	if err := a.read(resp.Body); err != nil {
+		return provider.Response{}, err
 	}
 	if !a.done {
 		return provider.Response{}, errors.New("openai-responses: the stream ended before the response did (no response.completed)")
@@ -267,31 +272,16 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	return a.response(), nil
 }
 
-// describe keeps the provider's own message in the error, which wraps the
-// SDK's; a refusal of the request as too long is a provider.TooLongError
-// around it.
+// describe is openai.DescribeError for this wire: only a 400 is read as
+// too long.
 func describe(err error) error {
-	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
-		body := errorBody(apiErr)
-		msg := body
-		if msg == "" {
-			msg = err.Error()
+	return openai.DescribeError(Wire, err, func(status int, body string) *provider.TooLongError {
+		if status != http.StatusBadRequest {
+			return nil
 		}
-		wire := provider.StatusError("openai-responses", apiErr.StatusCode, msg, err)
-		if apiErr.StatusCode == http.StatusBadRequest {
-			if tl := tooLong([]byte(body)); tl != nil {
-				tl.Err = wire
-				return tl
-			}
-		}
-		return wire
-	}
-	return fmt.Errorf("openai-responses: %v", err)
+		return tooLong([]byte(body))
+	})
 }
-
-// errorBody is the error object of an error answer (the body's "error").
-func errorBody(apiErr *sdk.Error) string { return apiErr.RawJSON() }
 
 // Reasoning is a reasoning part as this wire stores it, from an output
 // item of type "reasoning": Raw is the item as it is sent back —

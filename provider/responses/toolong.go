@@ -2,11 +2,8 @@ package responses
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/myelin-run/myelin/provider"
 )
@@ -21,8 +18,8 @@ import (
 //   - streamed, as an event after response.created and response.in_progress
 //     (the HTTP status is 200): {"type":"error","sequence_number":2,
 //     "error":{"type":"invalid_request_error","code":
-//     "context_length_exceeded","message":...,"param":"input"}}, which the
-//     SDK ends the stream with (an *ssestream.StreamError), or a
+//     "context_length_exceeded","message":...,"param":"input"}}, which
+//     ends the stream (streamError), or a
 //     response.failed event whose response.error has that code.
 //
 // Both shapes are as recorded in users' reports of the API's answers
@@ -50,25 +47,17 @@ func tooLong(body []byte) *provider.TooLongError {
 	return &provider.TooLongError{}
 }
 
-// describeStream is the error that ended a stream: an error event the SDK
-// read (the provider's own error object, a refusal as too long before any
-// output included), or the SDK's error (a 4xx or 5xx before the stream
-// began, or a broken connection) as describe says it.
-func describeStream(err error, streamed bool) error {
-	var se *ssestream.StreamError
-	if errors.As(err, &se) {
-		var ev struct {
-			Error json.RawMessage `json:"error"`
+// streamError is the error of an error object that ended a stream (an
+// event with an "error" field, the SDK's rule): the provider's own object
+// as its message; before any output, a refusal as too long is a
+// provider.TooLongError around it.
+func streamError(obj []byte, streamed bool) error {
+	wire := &provider.WireError{Msg: fmt.Sprintf("openai-responses: the stream ended with an error: %s", strings.TrimSpace(string(obj)))}
+	if !streamed {
+		if tl := tooLong(obj); tl != nil {
+			tl.Err = wire
+			return tl
 		}
-		_ = json.Unmarshal(se.Event.Data, &ev)
-		wire := &provider.WireError{Msg: fmt.Sprintf("openai-responses: the stream ended with an error: %s", strings.TrimSpace(string(ev.Error))), Err: err}
-		if !streamed {
-			if tl := tooLong(ev.Error); tl != nil {
-				tl.Err = wire
-				return tl
-			}
-		}
-		return wire
 	}
-	return describe(err)
+	return wire
 }
