@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -168,5 +169,26 @@ func TestASchemaThatIsNotAnObjectIsAnErrorNamingTheTool(t *testing.T) {
 		if _, err := Body(req, false, true); err == nil || !strings.Contains(err.Error(), "tool bad--tool: its input schema is not a JSON object") {
 			t.Errorf("schema %q: err = %v", schema, err)
 		}
+	}
+}
+
+func TestAToolsSchemaIsKeptEncodedAndAChangedOneIsEncodedAgain(t *testing.T) {
+	req := sampleRequest()
+	first, _ := Body(req, false, false)
+	if _, ok := schemas.m[string(req.Tools[0].InputSchema)]; !ok {
+		t.Fatal("the schema was not kept")
+	}
+	req.Tools[0].InputSchema = json.RawMessage(`{"type":"object","properties":{"file":{"type":"string"}}}`)
+	second, _ := Body(req, false, false)
+	if string(first) == string(second) || !strings.Contains(string(second), `"parameters":{"properties":{"file":{"type":"string"}},"type":"object"}`) {
+		t.Fatalf("after a change:\n%s", second)
+	}
+	for i := range maxSchemas + 10 {
+		if _, err := schemaJSON(json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(schemas.m); n > maxSchemas || n == 0 {
+		t.Fatalf("%d schemas kept, at most %d", n, maxSchemas)
 	}
 }

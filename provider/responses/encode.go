@@ -1,7 +1,10 @@
 package responses
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
+	"sync"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -155,4 +158,49 @@ func sizeHint(m history.Message) int {
 		}
 	}
 	return n
+}
+
+// schemas holds the checked, compacted form of each tool input schema
+// seen, by its bytes: a tool's definition is the same from request to
+// request, and checking and compacting it each time was a good part of
+// encoding a light round's body. It is emptied when it grows past
+// maxSchemas (tools are few; a caller that makes new ones without end must
+// not make it grow without end).
+var schemas struct {
+	sync.Mutex
+	m map[string][]byte
+}
+
+const maxSchemas = 1024
+
+// schemaJSON is a tool's input schema as it is sent: its bytes without
+// whitespace between tokens (as given when they have none), an empty one
+// as {"type":"object","properties":{}}; an error when it is not a JSON
+// object.
+func schemaJSON(raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	schemas.Lock()
+	b, ok := schemas.m[string(raw)]
+	schemas.Unlock()
+	if ok {
+		return b, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
+	}
+	var c bytes.Buffer
+	b = raw
+	if err := json.Compact(&c, raw); err == nil {
+		b = c.Bytes()
+	}
+	schemas.Lock()
+	if schemas.m == nil || len(schemas.m) >= maxSchemas {
+		schemas.m = map[string][]byte{}
+	}
+	schemas.m[string(raw)] = b
+	schemas.Unlock()
+	return b, nil
 }

@@ -25,7 +25,6 @@
 package responses
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -139,12 +138,8 @@ func Body(req provider.Request, cfg Config, stream bool) ([]byte, error) {
 	if len(req.Tools) > 0 {
 		e.raw(`,"tools":[`)
 		for i, t := range req.Tools {
-			schema := t.InputSchema
-			if len(schema) == 0 {
-				schema = json.RawMessage(`{"type":"object","properties":{}}`)
-			}
-			var obj map[string]json.RawMessage
-			if err := json.Unmarshal(schema, &obj); err != nil {
+			schema, err := schemaJSON(t.InputSchema)
+			if err != nil {
 				return nil, fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
 			}
 			if i > 0 {
@@ -155,7 +150,7 @@ func Body(req provider.Request, cfg Config, stream bool) ([]byte, error) {
 			e.raw(`,"description":`)
 			e.str(t.Description)
 			e.raw(`,"parameters":`)
-			e.buf = append(e.buf, compact(schema)...)
+			e.buf = append(e.buf, schema...)
 			e.raw(`,"strict":false}`)
 		}
 		e.raw("]")
@@ -202,16 +197,6 @@ func Body(req provider.Request, cfg Config, stream bool) ([]byte, error) {
 	}
 	e.raw("}")
 	return e.buf, nil
-}
-
-// compact is the schema without whitespace between its tokens (the bytes
-// as given when they have none).
-func compact(b []byte) []byte {
-	var c bytes.Buffer
-	if err := json.Compact(&c, b); err != nil {
-		return b
-	}
-	return c.Bytes()
 }
 
 // cacheSettings says how the wire marks the prompt cache: it names the
