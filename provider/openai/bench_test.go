@@ -3,14 +3,18 @@ package openai
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 // conversation is a request of n messages: a prompt, then answers that
@@ -65,4 +69,43 @@ func BenchmarkBody(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkStream reads the streamed answer of a light round — ten tool
+// calls, 23 chunks — with read, and with the SDK's stream reader (its
+// decoder and apijson), which the wire used before, side by side. Run:
+//
+//	go test ./provider/openai -run '^$' -bench Stream -benchmem -count 3
+func BenchmarkStream(b *testing.B) {
+	step := providertest.Step{Input: 100, Output: 20, CacheRead: 50}
+	for i := range 10 {
+		step.ToolCalls = append(step.ToolCalls, providertest.ToolCall{ID: fmt.Sprintf("call_%d", i), Name: "noop", Input: `{"i":1}`})
+	}
+	stream := providertest.OpenAIStream(step)
+	b.Run("read", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var a accumulator
+			if err := a.read(strings.NewReader(stream), nil); err != nil || len(a.calls) != 10 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("SDK", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			res := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(stream))}
+			s := ssestream.NewStream[sdk.ChatCompletionChunk](ssestream.NewDecoder(res), nil)
+			n := 0
+			for s.Next() {
+				c := s.Current()
+				for _, ch := range c.Choices {
+					n += len(ch.Delta.ToolCalls)
+				}
+			}
+			if s.Err() != nil || n != 20 {
+				b.Fatal(s.Err(), n)
+			}
+		}
+	})
 }
