@@ -25,13 +25,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -66,9 +65,8 @@ type Config struct {
 
 // Provider is the Gemini wire.
 type Provider struct {
-	client *genai.Client
-	cfg    Config
-	retry  *genai.HTTPRetryOptions
+	ep  endpoint
+	cfg Config
 }
 
 // keyVar is the variable New names when there is no key.
@@ -90,23 +88,28 @@ func New(cfg Config) (*Provider, error) {
 		c := *cfg.HTTPClient
 		hc = &c
 	}
-	hc.Transport = bodyTransport{base: hc.Transport}
 	cc := &genai.ClientConfig{APIKey: ep.APIKey, Backend: genai.BackendGeminiAPI, HTTPClient: hc,
 		HTTPOptions: genai.HTTPOptions{BaseURL: ep.BaseURL, APIVersion: cfg.APIVersion}}
 	if cc.HTTPOptions.BaseURL != "" && !strings.HasSuffix(cc.HTTPOptions.BaseURL, "/") {
 		cc.HTTPOptions.BaseURL += "/"
 	}
+	// The SDK resolves the address and the API version (its defaults and
+	// GOOGLE_GENAI_API_VERSION) once, here; it sends nothing.
 	client, err := genai.NewClient(context.Background(), cc)
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %v", err)
 	}
-	p := &Provider{client: client, cfg: cfg}
+	resolved := client.ClientConfig()
+	base, err := url.Parse(resolved.HTTPOptions.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: the base URL %q: %v", resolved.HTTPOptions.BaseURL, err)
+	}
+	p := &Provider{cfg: cfg, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
+		headers: sdkHeaders(ep.APIKey), client: hc}}
 	if ep.MaxRetries > 0 {
-		attempts := int32(ep.MaxRetries + 1)
-		p.retry = &genai.HTTPRetryOptions{Attempts: &attempts, HTTPStatusCodes: retried}
+		p.ep.retry = &retryPolicy{attempts: ep.MaxRetries + 1, statuses: retried, initial: 1, jitter: 1}
 		if cfg.RetryDelay > 0 {
-			delay, none := cfg.RetryDelay.Seconds(), 0.0
-			p.retry.InitialDelay, p.retry.Jitter = &delay, &none
+			p.ep.retry.initial, p.ep.retry.jitter = cfg.RetryDelay.Seconds(), 0
 		}
 	}
 	return p, nil
@@ -130,25 +133,19 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	if err != nil {
 		return provider.Response{}, err
 	}
-	ctx = context.WithValue(ctx, bodyKey{}, body)
-	off := false
-	config := &genai.GenerateContentConfig{
-		// One request, one answer: the SDK's continuation would send
-		// requests of its own.
-		AutomaticContinuation: &off,
-		HTTPOptions: &genai.HTTPOptions{
-			// The SDK's own body stays empty: bodyTransport sends this one.
-			ExtrasRequestProvider: func(map[string]any) map[string]any { return nil },
-			RetryOptions:          p.retry,
-		},
+	stream := !p.cfg.NoStream
+	address, err := p.ep.url(req.Model, stream)
+	if err != nil {
+		return provider.Response{}, err
 	}
+	resp, err := p.ep.post(ctx, address, body)
+	if err != nil {
+		return provider.Response{}, err
+	}
+	defer resp.Body.Close()
 	a := accumulator{onText: onText, onThinking: req.OnThinking}
-	if p.cfg.NoStream {
-		resp, err := p.client.Models.GenerateContent(ctx, req.Model, nil, config)
-		if err != nil {
-			return provider.Response{}, describe(err)
-		}
-		if err := a.add(resp); err != nil {
+	if !stream {
+		if err := readWhole(resp.Body, &a); err != nil {
 			return provider.Response{}, err
 		}
 		if a.stop == "" {
@@ -156,51 +153,13 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		return a.response(), nil
 	}
-	for resp, err := range p.client.Models.GenerateContentStream(ctx, req.Model, nil, config) {
-		if err != nil {
-			return provider.Response{}, describe(err)
-		}
-		if err := a.add(resp); err != nil {
-			return provider.Response{}, err
-		}
+	if err := readStream(resp, &a); err != nil {
+		return provider.Response{}, err
 	}
 	if a.stop == "" {
 		return provider.Response{}, errors.New("gemini: the stream ended before the answer did (no finishReason)")
 	}
 	return a.response(), nil
-}
-
-// bodyKey is the context key under which Complete hands bodyTransport the
-// request body.
-type bodyKey struct{}
-
-// bodyTransport sends the body Complete built (from the request's
-// context) in place of the SDK's, which is empty: the SDK encodes a body
-// with encoding/json, which re-reads and escapes every stored byte (about
-// 8 times this wire's own encoding at 10,000 messages, see
-// docs/performance.md). The SDK keeps the URL, the headers, the key, the
-// retries (each attempt comes here again) and the reading of the answer.
-// It must not touch a request whose context holds no body.
-type bodyTransport struct{ base http.RoundTripper }
-
-// RoundTrip sends r with the body from its context, when it has one.
-func (t bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	base := t.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	body, ok := r.Context().Value(bodyKey{}).([]byte)
-	if !ok {
-		return base.RoundTrip(r)
-	}
-	if r.Body != nil {
-		r.Body.Close()
-	}
-	r = r.Clone(r.Context())
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	r.ContentLength = int64(len(body))
-	return base.RoundTrip(r)
 }
 
 // describe keeps the provider's own message in the error; a refusal of the
@@ -219,7 +178,7 @@ func describe(err error) error {
 		}
 		return w
 	}
-	return fmt.Errorf("gemini: %v", err)
+	return fmt.Errorf("gemini: %w", err)
 }
 
 // item is one part of the answer as it builds up: streamed text and
@@ -242,11 +201,11 @@ type accumulator struct {
 }
 
 // add reads one answer (or one chunk of a streamed one).
-func (a *accumulator) add(resp *genai.GenerateContentResponse) error {
+func (a *accumulator) add(resp *chunk) error {
 	if u := resp.UsageMetadata; u != nil {
-		cached := int(u.CachedContentTokenCount)
-		a.usage = history.Usage{Input: int(u.PromptTokenCount) - cached, CacheRead: cached,
-			Output: int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount)}
+		cached := u.CachedContentTokenCount
+		a.usage = history.Usage{Input: u.PromptTokenCount - cached, CacheRead: cached,
+			Output: u.CandidatesTokenCount + u.ThoughtsTokenCount}
 	}
 	if len(resp.Candidates) == 0 {
 		if f := resp.PromptFeedback; f != nil && f.BlockReason != "" {
@@ -255,31 +214,19 @@ func (a *accumulator) add(resp *genai.GenerateContentResponse) error {
 		return nil
 	}
 	c := resp.Candidates[0]
-	if c.FinishReason != "" && c.FinishReason != genai.FinishReasonUnspecified {
-		a.stop = strings.ToLower(string(c.FinishReason))
+	if c.FinishReason != "" && c.FinishReason != string(genai.FinishReasonUnspecified) {
+		a.stop = strings.ToLower(c.FinishReason)
 	}
 	if c.Content == nil {
 		return nil
 	}
 	for _, p := range c.Content.Parts {
-		if p == nil {
-			continue
-		}
-		sig := ""
-		if len(p.ThoughtSignature) > 0 {
-			sig = base64.StdEncoding.EncodeToString(p.ThoughtSignature)
-		}
+		sig := p.ThoughtSignature
 		switch {
 		case p.FunctionCall != nil:
-			args := "{}"
-			if p.FunctionCall.Args != nil {
-				var b bytes.Buffer
-				enc := json.NewEncoder(&b)
-				enc.SetEscapeHTML(false)
-				if err := enc.Encode(p.FunctionCall.Args); err != nil {
-					return fmt.Errorf("gemini: the arguments of a call of %s: %v", p.FunctionCall.Name, err)
-				}
-				args = strings.TrimSuffix(b.String(), "\n")
+			args, err := callArgs(p.FunctionCall.Args)
+			if err != nil {
+				return fmt.Errorf("gemini: the arguments of a call of %s: %v", p.FunctionCall.Name, err)
 			}
 			id := p.FunctionCall.ID
 			if id == "" {
@@ -303,6 +250,31 @@ func (a *accumulator) add(resp *genai.GenerateContentResponse) error {
 		}
 	}
 	return nil
+}
+
+// callArgs is a call's arguments as the wire stores them: the object
+// re-encoded as genai's map of it encodes (keys sorted, compact, `<`, `>`
+// and `&` as themselves; a number beyond 2^53 loses precision, as in
+// genai), "{}" for none or null. Arguments that are not an object are an
+// error, as genai refuses them.
+func callArgs(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 {
+		return "{}", nil
+	}
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return "", fmt.Errorf("%v: %.200q", err, raw)
+	}
+	if args == nil {
+		return "{}", nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(args); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // open is the part of kind that text runs on into: the last one, when it
