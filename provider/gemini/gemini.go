@@ -99,13 +99,17 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %v", err)
 	}
+	headers, err := sdkHeaders(client)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: %v", err)
+	}
 	resolved := client.ClientConfig()
 	base, err := url.Parse(resolved.HTTPOptions.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("gemini: the base URL %q: %v", resolved.HTTPOptions.BaseURL, err)
 	}
 	p := &Provider{cfg: cfg, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
-		headers: sdkHeaders(ep.APIKey), client: hc}}
+		headers: headers, client: hc}}
 	if ep.MaxRetries > 0 {
 		p.ep.retry = &retryPolicy{attempts: ep.MaxRetries + 1, statuses: retried, initial: 1, jitter: 1}
 		if cfg.RetryDelay > 0 {

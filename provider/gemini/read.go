@@ -33,10 +33,13 @@ type chunk struct {
 
 // candidate is a chunk's candidate: its content and why it stopped.
 type candidate struct {
-	Content *struct {
-		Parts []part `json:"parts"`
-	} `json:"content"`
-	FinishReason string `json:"finishReason"`
+	Content      *content `json:"content"`
+	FinishReason string   `json:"finishReason"`
+}
+
+// content is a candidate's content: its parts.
+type content struct {
+	Parts []part `json:"parts"`
 }
 
 // part is a content part as the wire reads it: text (a thought's when

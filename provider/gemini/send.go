@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,42 +26,44 @@ import (
 // the wire sends with net/http; TestTheWireSendsWhatTheSDKSends holds the
 // two to the same request.
 
-// sdkModule is the module whose version the headers name.
-const sdkModule = "google.golang.org/genai"
+// errProbed ends the probe's call of genai once its request is built.
+var errProbed = errors.New("gemini: the request genai would send was read, and not sent")
 
-// sdkVersion is genai's version as this binary holds it ("1.79.1"), read
-// from the build, as genai's own headers name it; "" when the binary
-// carries no module information.
-func sdkVersion() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
+// probe is a transport that keeps the headers of the request it is given
+// and sends nothing.
+type probe struct{ headers http.Header }
+
+// RoundTrip keeps r's headers and fails.
+func (p *probe) RoundTrip(r *http.Request) (*http.Response, error) {
+	p.headers = r.Header.Clone()
+	if r.Body != nil {
+		r.Body.Close()
 	}
-	for _, m := range info.Deps {
-		if m.Path == sdkModule {
-			if m.Replace != nil && m.Replace.Version != "" {
-				m = m.Replace
-			}
-			return strings.TrimPrefix(m.Version, "v")
-		}
-	}
-	return ""
+	return nil, errProbed
 }
 
-// sdkHeaders are the headers genai sends on every call of the Gemini API
-// with key: its user agent and x-goog-api-client
-// ("google-genai-sdk/VERSION gl-go/GOVERSION"), the content type and the
-// key.
-func sdkHeaders(key string) http.Header {
-	h := http.Header{}
-	label := "google-genai-sdk/" + sdkVersion() + " gl-go/" + runtime.Version()
-	h.Set("User-Agent", label)
-	h.Set("X-Goog-Api-Client", label)
-	h.Set("Content-Type", "application/json")
-	if key != "" {
-		h.Set("X-Goog-Api-Key", key)
+// sdkHeaders are the headers genai sends on a generateContent call with
+// the client's configuration (its user agent and x-goog-api-client, which
+// name genai's version, the content type, the key), read once from a call
+// genai builds and the probe stops before anything is sent. genai does not
+// export them; x-server-timeout, which depends on each call's deadline, is
+// left out (post sets it).
+func sdkHeaders(client *genai.Client) (http.Header, error) {
+	p := &probe{}
+	cc := client.ClientConfig()
+	cc.HTTPClient = &http.Client{Transport: p}
+	probing, err := genai.NewClient(context.Background(), &cc)
+	if err != nil {
+		return nil, err
 	}
-	return h
+	off := false
+	config := &genai.GenerateContentConfig{AutomaticContinuation: &off,
+		HTTPOptions: &genai.HTTPOptions{ExtrasRequestProvider: func(map[string]any) map[string]any { return nil }}}
+	if _, err := probing.Models.GenerateContent(context.Background(), "probe", nil, config); p.headers == nil {
+		return nil, fmt.Errorf("genai built no request: %v", err)
+	}
+	p.headers.Del("X-Server-Timeout")
+	return p.headers, nil
 }
 
 // endpoint is where and how the wire sends: genai's resolved base URL and
