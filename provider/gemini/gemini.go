@@ -1,8 +1,24 @@
 // Package gemini is the Gemini API wire (generateContent and
-// streamGenerateContent): it turns a provider.Request into a request
-// through Google's Go SDK, google.golang.org/genai, and reads the answer.
-// The body is this package's (Body, encode.go), in the SDK's shapes; the
-// SDK sends it and reads the answer.
+// streamGenerateContent): it turns a provider.Request into a request in
+// the shapes of Google's Go SDK, google.golang.org/genai, sends it, and
+// reads the answer.
+//
+// The body is this package's (Body, encode.go). It is sent with net/http
+// (send.go) and the answer read with provider/sse and encoding/json into
+// the few members the wire reads (read.go), not through genai's call:
+// genai has no call that takes a body of its own and gives back the raw
+// answer, and its reading decoded every streamed chunk into a map,
+// converted it and decoded that again into its typed response
+// (mapToStruct) — most of a light round's time in the wire. What genai
+// still does costs nothing per round: New has it resolve the address and
+// API version (its defaults, GOOGLE_GENAI_API_VERSION) and build one
+// request, stopped before it is sent, whose headers (user agent and
+// x-goog-api-client naming genai's version, the key) every request then
+// carries; the retries are genai's rules (HTTPRetryOptions: attempts,
+// statuses, doubling waits with jitter) written once here; errors are
+// genai.APIError values, read from the body as genai reads them. The tests
+// hold the URL, headers and body to what genai sends, and the reading of
+// recorded answers to genai's (read_test.go, send_test.go).
 //
 // A tool result goes as a functionResponse whose response is the object
 // {"output": TEXT} — TEXT the result's text verbatim, as stored — or
@@ -49,7 +65,7 @@ type Config struct {
 	APIKey     string       // default: $GOOGLE_API_KEY, else $GEMINI_API_KEY
 	BaseURL    string       // default: $GOOGLE_GEMINI_BASE_URL, else the SDK's
 	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
-	HTTPClient *http.Client // default: the SDK's
+	HTTPClient *http.Client // default: a new http.Client (net/http's default transport)
 	// APIVersion is the API version in the path ("v1", "v1beta"); ""
 	// means $GOOGLE_GENAI_API_VERSION, else the SDK's default (v1).
 	APIVersion string
@@ -59,11 +75,12 @@ type Config struct {
 	// Request.OnThinking and stored (see Options).
 	Thoughts bool
 	// RetryDelay is the wait before the first retry, doubling after; 0
-	// means the SDK's (1 s, with up to 1 s of jitter). Set, it has no jitter.
+	// means genai's (1 s, with up to 1 s of jitter). Set, it has no jitter.
 	RetryDelay time.Duration
 }
 
-// Provider is the Gemini wire.
+// Provider is the Gemini wire. It is safe for concurrent use and keeps
+// nothing of one request for the next.
 type Provider struct {
 	ep  endpoint
 	cfg Config
