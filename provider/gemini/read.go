@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 
 	"google.golang.org/genai"
 
@@ -87,6 +88,9 @@ func decodeChunk(data []byte, c *chunk) error {
 	return nil
 }
 
+// readers keeps the stream readers (and their buffers) between requests.
+var readers sync.Pool
+
 // readStream reads a streamed answer to its end into a: each event's data
 // is a chunk, or the API's error object, which ends the answer with that
 // error. An answer that came as JSON rather than as events (an error the
@@ -96,7 +100,16 @@ func readStream(resp *http.Response, a *accumulator) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
 		return readWhole(resp.Body, a)
 	}
-	r := sse.NewReader(resp.Body)
+	r, _ := readers.Get().(*sse.Reader)
+	if r == nil {
+		r = sse.NewReader(resp.Body)
+	} else {
+		r.Reset(resp.Body)
+	}
+	defer func() {
+		r.Reset(nil)
+		readers.Put(r)
+	}()
 	var c chunk
 	for r.Next() {
 		if err := decodeChunk(r.Event().Data, &c); err != nil {
