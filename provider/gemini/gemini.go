@@ -279,8 +279,8 @@ func (a *accumulator) add(resp *chunk) error {
 // genai), "{}" for none or null. Arguments that are not an object are an
 // error, as genai refuses them.
 func callArgs(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 {
-		return "{}", nil
+	if len(raw) == 0 || string(raw) == "{}" {
+		return "{}", nil // what the map round trip gives, without it
 	}
 	var args map[string]any
 	if err := json.Unmarshal(raw, &args); err != nil {

@@ -295,3 +295,32 @@ func TestTheDirectReaderReadsWhatTheSDKReads(t *testing.T) {
 		})
 	}
 }
+
+// A call's arguments are stored as genai's map of them encoded: keys
+// sorted, compact, <>& as themselves; none, null and {} as {}; anything
+// but an object an error.
+func TestCallArgumentsAreStoredAsTheSDKsMapOfThemEncodes(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{``, `{}`},
+		{`null`, `{}`},
+		{`{}`, `{}`},
+		{` { } `, `{}`},
+		{`{"b":1,"a":"\u003cx\u003e & y"}`, `{"a":"<x> & y","b":1}`},
+		{`{"n":1.0,"big":12345678901234567890,"e":1e3}`, `{"big":12345678901234567000,"e":1000,"n":1}`},
+		{`{"deep":{"z":[true,null],"a":{}}}`, `{"deep":{"a":{},"z":[true,null]}}`},
+		{`[1,2]`, ``},
+		{`"text"`, ``},
+		{`{"a":`, ``},
+	} {
+		got, err := callArgs(json.RawMessage(tc.raw))
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("%s: no error, %s", tc.raw, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %s, %v; want %s", tc.raw, got, err, tc.want)
+		}
+	}
+}
