@@ -150,12 +150,12 @@ func (p *Provider) CacheSettings() string { return cacheSettings }
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	body, err := Body(req, Options{Thoughts: p.cfg.Thoughts})
+	stream := !p.cfg.NoStream
+	address, err := p.ep.url(req.Model, stream)
 	if err != nil {
 		return provider.Response{}, err
 	}
-	stream := !p.cfg.NoStream
-	address, err := p.ep.url(req.Model, stream)
+	body, err := Body(req, Options{Thoughts: p.cfg.Thoughts})
 	if err != nil {
 		return provider.Response{}, err
 	}
