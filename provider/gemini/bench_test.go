@@ -1,10 +1,16 @@
 package gemini
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+
+	"google.golang.org/genai"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -48,4 +54,92 @@ func BenchmarkBody(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRead reads one recorded streamed answer of a light tool round
+// (testdata/answer.sse: a thought, text in two chunks, ten calls, usage;
+// 13 events, 3 KB) into the wire's message, answered in process (no
+// socket): "direct" is the wire's reader (provider/sse and encoding/json
+// into the few members it reads), "genai" genai's stream of the same
+// answer, each chunk through its maps and typed response, read by the same
+// accumulator; "complete-direct" and "complete-genai" are a whole
+// Complete of a short request each way, the request's encoding and
+// sending included. Run:
+//
+//	go test ./provider/gemini -run '^$' -bench Read -count 6
+func BenchmarkRead(b *testing.B) {
+	answer := readFixture(b, "answer.sse")
+	header := http.Header{"Content-Type": {"text/event-stream"}}
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			a := accumulator{}
+			resp := &http.Response{Header: header, Body: io.NopCloser(bytes.NewReader(answer))}
+			if err := readStream(resp, &a); err != nil || a.stop != "stop" {
+				b.Fatal(err)
+			}
+			_ = a.response()
+		}
+	})
+	b.Run("genai", func(b *testing.B) {
+		b.ReportAllocs()
+		hc := &http.Client{Transport: &sink{canned: canned{ctype: "text/event-stream", body: answer}}}
+		w := newSDKWire(b, hc, Config{APIKey: "k", BaseURL: "http://gemini.invalid"})
+		off := false
+		config := &genai.GenerateContentConfig{AutomaticContinuation: &off,
+			HTTPOptions: &genai.HTTPOptions{ExtrasRequestProvider: func(map[string]any) map[string]any { return nil }}}
+		for range b.N {
+			a := accumulator{}
+			for resp, err := range w.client.Models.GenerateContentStream(context.Background(), "gemini-3-flash-preview", nil, config) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := a.add(fromSDK(resp)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if a.stop != "stop" {
+				b.Fatal("no finishReason")
+			}
+			_ = a.response()
+		}
+	})
+	req := provider.Request{Model: "gemini-3-flash-preview", MaxTokens: 1024, Messages: userTurn("go")}
+	cfg := Config{APIKey: "k", BaseURL: "http://gemini.invalid", MaxRetries: -1}
+	b.Run("complete-direct", func(b *testing.B) {
+		b.ReportAllocs()
+		c := cfg
+		c.HTTPClient = &http.Client{Transport: &sink{canned: canned{ctype: "text/event-stream", body: answer}}}
+		p, err := New(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range b.N {
+			if _, err := p.Complete(context.Background(), req, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("complete-genai", func(b *testing.B) {
+		b.ReportAllocs()
+		w := newSDKWire(b, &http.Client{Transport: &sink{canned: canned{ctype: "text/event-stream", body: answer}}}, cfg)
+		for range b.N {
+			if _, err := w.complete(context.Background(), req, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// sink is canned that keeps nothing of the requests: a benchmark's
+// transport.
+type sink struct{ canned }
+
+func (s *sink) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	return &http.Response{StatusCode: 200, Status: "200 OK", Header: http.Header{"Content-Type": {s.ctype}},
+		Body: io.NopCloser(bytes.NewReader(s.body)), Request: r, ContentLength: int64(len(s.body))}, nil
 }

@@ -1,8 +1,24 @@
 // Package gemini is the Gemini API wire (generateContent and
-// streamGenerateContent): it turns a provider.Request into a request
-// through Google's Go SDK, google.golang.org/genai, and reads the answer.
-// The body is this package's (Body, encode.go), in the SDK's shapes; the
-// SDK sends it and reads the answer.
+// streamGenerateContent): it turns a provider.Request into a request in
+// the shapes of Google's Go SDK, google.golang.org/genai, sends it, and
+// reads the answer.
+//
+// The body is this package's (Body, encode.go). It is sent with net/http
+// (send.go) and the answer read with provider/sse and encoding/json into
+// the few members the wire reads (read.go), not through genai's call:
+// genai has no call that takes a body of its own and gives back the raw
+// answer, and its reading decoded every streamed chunk into a map,
+// converted it and decoded that again into its typed response
+// (mapToStruct) — most of a light round's time in the wire. What genai
+// still does costs nothing per round: New has it resolve the address and
+// API version (its defaults, GOOGLE_GENAI_API_VERSION) and build one
+// request, stopped before it is sent, whose headers (user agent and
+// x-goog-api-client naming genai's version, the key) every request then
+// carries; the retries are genai's rules (HTTPRetryOptions: attempts,
+// statuses, doubling waits with jitter) written once here; errors are
+// genai.APIError values, read from the body as genai reads them. The tests
+// hold the URL, headers and body to what genai sends, and the reading of
+// recorded answers to genai's (read_test.go, send_test.go).
 //
 // A tool result goes as a functionResponse whose response is the object
 // {"output": TEXT} — TEXT the result's text verbatim, as stored — or
@@ -25,13 +41,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -50,7 +65,7 @@ type Config struct {
 	APIKey     string       // default: $GOOGLE_API_KEY, else $GEMINI_API_KEY
 	BaseURL    string       // default: $GOOGLE_GEMINI_BASE_URL, else the SDK's
 	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
-	HTTPClient *http.Client // default: the SDK's
+	HTTPClient *http.Client // default: a new http.Client (net/http's default transport)
 	// APIVersion is the API version in the path ("v1", "v1beta"); ""
 	// means $GOOGLE_GENAI_API_VERSION, else the SDK's default (v1).
 	APIVersion string
@@ -60,15 +75,15 @@ type Config struct {
 	// Request.OnThinking and stored (see Options).
 	Thoughts bool
 	// RetryDelay is the wait before the first retry, doubling after; 0
-	// means the SDK's (1 s, with up to 1 s of jitter). Set, it has no jitter.
+	// means genai's (1 s, with up to 1 s of jitter). Set, it has no jitter.
 	RetryDelay time.Duration
 }
 
-// Provider is the Gemini wire.
+// Provider is the Gemini wire. It is safe for concurrent use and keeps
+// nothing of one request for the next.
 type Provider struct {
-	client *genai.Client
-	cfg    Config
-	retry  *genai.HTTPRetryOptions
+	ep  endpoint
+	cfg Config
 }
 
 // keyVar is the variable New names when there is no key.
@@ -90,23 +105,32 @@ func New(cfg Config) (*Provider, error) {
 		c := *cfg.HTTPClient
 		hc = &c
 	}
-	hc.Transport = bodyTransport{base: hc.Transport}
 	cc := &genai.ClientConfig{APIKey: ep.APIKey, Backend: genai.BackendGeminiAPI, HTTPClient: hc,
 		HTTPOptions: genai.HTTPOptions{BaseURL: ep.BaseURL, APIVersion: cfg.APIVersion}}
 	if cc.HTTPOptions.BaseURL != "" && !strings.HasSuffix(cc.HTTPOptions.BaseURL, "/") {
 		cc.HTTPOptions.BaseURL += "/"
 	}
+	// The SDK resolves the address and the API version (its defaults and
+	// GOOGLE_GENAI_API_VERSION) once, here; it sends nothing.
 	client, err := genai.NewClient(context.Background(), cc)
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %v", err)
 	}
-	p := &Provider{client: client, cfg: cfg}
+	headers, err := sdkHeaders(client)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: %v", err)
+	}
+	resolved := client.ClientConfig()
+	base, err := url.Parse(resolved.HTTPOptions.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: the base URL %q: %v", resolved.HTTPOptions.BaseURL, err)
+	}
+	p := &Provider{cfg: cfg, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
+		headers: headers, client: hc}}
 	if ep.MaxRetries > 0 {
-		attempts := int32(ep.MaxRetries + 1)
-		p.retry = &genai.HTTPRetryOptions{Attempts: &attempts, HTTPStatusCodes: retried}
+		p.ep.retry = &retryPolicy{attempts: ep.MaxRetries + 1, statuses: retried, initial: 1, jitter: 1}
 		if cfg.RetryDelay > 0 {
-			delay, none := cfg.RetryDelay.Seconds(), 0.0
-			p.retry.InitialDelay, p.retry.Jitter = &delay, &none
+			p.ep.retry.initial, p.ep.retry.jitter = cfg.RetryDelay.Seconds(), 0
 		}
 	}
 	return p, nil
@@ -126,29 +150,23 @@ func (p *Provider) CacheSettings() string { return cacheSettings }
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
+	stream := !p.cfg.NoStream
+	address, err := p.ep.url(req.Model, stream)
+	if err != nil {
+		return provider.Response{}, err
+	}
 	body, err := Body(req, Options{Thoughts: p.cfg.Thoughts})
 	if err != nil {
 		return provider.Response{}, err
 	}
-	ctx = context.WithValue(ctx, bodyKey{}, body)
-	off := false
-	config := &genai.GenerateContentConfig{
-		// One request, one answer: the SDK's continuation would send
-		// requests of its own.
-		AutomaticContinuation: &off,
-		HTTPOptions: &genai.HTTPOptions{
-			// The SDK's own body stays empty: bodyTransport sends this one.
-			ExtrasRequestProvider: func(map[string]any) map[string]any { return nil },
-			RetryOptions:          p.retry,
-		},
+	resp, err := p.ep.post(ctx, address, body)
+	if err != nil {
+		return provider.Response{}, err
 	}
+	defer resp.Body.Close()
 	a := accumulator{onText: onText, onThinking: req.OnThinking}
-	if p.cfg.NoStream {
-		resp, err := p.client.Models.GenerateContent(ctx, req.Model, nil, config)
-		if err != nil {
-			return provider.Response{}, describe(err)
-		}
-		if err := a.add(resp); err != nil {
+	if !stream {
+		if err := readWhole(resp.Body, &a); err != nil {
 			return provider.Response{}, err
 		}
 		if a.stop == "" {
@@ -156,51 +174,13 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		return a.response(), nil
 	}
-	for resp, err := range p.client.Models.GenerateContentStream(ctx, req.Model, nil, config) {
-		if err != nil {
-			return provider.Response{}, describe(err)
-		}
-		if err := a.add(resp); err != nil {
-			return provider.Response{}, err
-		}
+	if err := readStream(resp, &a); err != nil {
+		return provider.Response{}, err
 	}
 	if a.stop == "" {
 		return provider.Response{}, errors.New("gemini: the stream ended before the answer did (no finishReason)")
 	}
 	return a.response(), nil
-}
-
-// bodyKey is the context key under which Complete hands bodyTransport the
-// request body.
-type bodyKey struct{}
-
-// bodyTransport sends the body Complete built (from the request's
-// context) in place of the SDK's, which is empty: the SDK encodes a body
-// with encoding/json, which re-reads and escapes every stored byte (about
-// 8 times this wire's own encoding at 10,000 messages, see
-// docs/performance.md). The SDK keeps the URL, the headers, the key, the
-// retries (each attempt comes here again) and the reading of the answer.
-// It must not touch a request whose context holds no body.
-type bodyTransport struct{ base http.RoundTripper }
-
-// RoundTrip sends r with the body from its context, when it has one.
-func (t bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	base := t.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	body, ok := r.Context().Value(bodyKey{}).([]byte)
-	if !ok {
-		return base.RoundTrip(r)
-	}
-	if r.Body != nil {
-		r.Body.Close()
-	}
-	r = r.Clone(r.Context())
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	r.ContentLength = int64(len(body))
-	return base.RoundTrip(r)
 }
 
 // describe keeps the provider's own message in the error; a refusal of the
@@ -219,7 +199,7 @@ func describe(err error) error {
 		}
 		return w
 	}
-	return fmt.Errorf("gemini: %v", err)
+	return fmt.Errorf("gemini: %w", err)
 }
 
 // item is one part of the answer as it builds up: streamed text and
@@ -242,11 +222,11 @@ type accumulator struct {
 }
 
 // add reads one answer (or one chunk of a streamed one).
-func (a *accumulator) add(resp *genai.GenerateContentResponse) error {
+func (a *accumulator) add(resp *chunk) error {
 	if u := resp.UsageMetadata; u != nil {
-		cached := int(u.CachedContentTokenCount)
-		a.usage = history.Usage{Input: int(u.PromptTokenCount) - cached, CacheRead: cached,
-			Output: int(u.CandidatesTokenCount) + int(u.ThoughtsTokenCount)}
+		cached := u.CachedContentTokenCount
+		a.usage = history.Usage{Input: u.PromptTokenCount - cached, CacheRead: cached,
+			Output: u.CandidatesTokenCount + u.ThoughtsTokenCount}
 	}
 	if len(resp.Candidates) == 0 {
 		if f := resp.PromptFeedback; f != nil && f.BlockReason != "" {
@@ -255,31 +235,19 @@ func (a *accumulator) add(resp *genai.GenerateContentResponse) error {
 		return nil
 	}
 	c := resp.Candidates[0]
-	if c.FinishReason != "" && c.FinishReason != genai.FinishReasonUnspecified {
-		a.stop = strings.ToLower(string(c.FinishReason))
+	if c.FinishReason != "" && c.FinishReason != string(genai.FinishReasonUnspecified) {
+		a.stop = strings.ToLower(c.FinishReason)
 	}
 	if c.Content == nil {
 		return nil
 	}
 	for _, p := range c.Content.Parts {
-		if p == nil {
-			continue
-		}
-		sig := ""
-		if len(p.ThoughtSignature) > 0 {
-			sig = base64.StdEncoding.EncodeToString(p.ThoughtSignature)
-		}
+		sig := p.ThoughtSignature
 		switch {
 		case p.FunctionCall != nil:
-			args := "{}"
-			if p.FunctionCall.Args != nil {
-				var b bytes.Buffer
-				enc := json.NewEncoder(&b)
-				enc.SetEscapeHTML(false)
-				if err := enc.Encode(p.FunctionCall.Args); err != nil {
-					return fmt.Errorf("gemini: the arguments of a call of %s: %v", p.FunctionCall.Name, err)
-				}
-				args = strings.TrimSuffix(b.String(), "\n")
+			args, err := callArgs(p.FunctionCall.Args)
+			if err != nil {
+				return fmt.Errorf("gemini: the arguments of a call of %s: %v", p.FunctionCall.Name, err)
 			}
 			id := p.FunctionCall.ID
 			if id == "" {
@@ -303,6 +271,31 @@ func (a *accumulator) add(resp *genai.GenerateContentResponse) error {
 		}
 	}
 	return nil
+}
+
+// callArgs is a call's arguments as the wire stores them: the object
+// re-encoded as genai's map of it encodes (keys sorted, compact, `<`, `>`
+// and `&` as themselves; a number beyond 2^53 loses precision, as in
+// genai), "{}" for none or null. Arguments that are not an object are an
+// error, as genai refuses them.
+func callArgs(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "{}" {
+		return "{}", nil // what the map round trip gives, without it
+	}
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return "", fmt.Errorf("%v: %.200q", err, raw)
+	}
+	if args == nil {
+		return "{}", nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(args); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // open is the part of kind that text runs on into: the last one, when it

@@ -1,0 +1,142 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+
+	"google.golang.org/genai"
+
+	"github.com/myelin-run/myelin/provider/sse"
+)
+
+// This file reads the answer: a streamed one event by event (provider/sse)
+// and a whole one at once, each chunk decoded by encoding/json into chunk,
+// which holds only the members the accumulator reads. genai decoded each
+// chunk into a map, converted it into another and that into its typed
+// response through encoding/json again (mapToStruct); that was most of
+// the wire's time on a light round (docs/performance.md).
+// TestTheDirectReaderReadsWhatTheSDKReads holds this reading to genai's.
+
+// chunk is one answer (or one chunk of a streamed one): the members the
+// wire reads of a GenerateContentResponse, in the API's names, or the
+// API's error object when the stream carries one in place of a chunk.
+type chunk struct {
+	Candidates     []candidate     `json:"candidates"`
+	UsageMetadata  *usage          `json:"usageMetadata"`
+	PromptFeedback *promptFeedback `json:"promptFeedback"`
+	Error          *genai.APIError `json:"error"`
+}
+
+// candidate is a chunk's candidate: its content and why it stopped.
+type candidate struct {
+	Content      *content `json:"content"`
+	FinishReason string   `json:"finishReason"`
+}
+
+// content is a candidate's content: its parts.
+type content struct {
+	Parts []part `json:"parts"`
+}
+
+// part is a content part as the wire reads it: text (a thought's when
+// Thought), a function call, and the thought signature either may carry
+// (base64, kept as the API sent it).
+type part struct {
+	Text             string        `json:"text"`
+	Thought          bool          `json:"thought"`
+	ThoughtSignature string        `json:"thoughtSignature"`
+	FunctionCall     *functionCall `json:"functionCall"`
+}
+
+// functionCall is a call the model made; Args is the arguments object as
+// the API sent it (the accumulator re-encodes it, as genai's map did).
+type functionCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// usage is the chunk's usageMetadata.
+type usage struct {
+	PromptTokenCount        int `json:"promptTokenCount"`
+	CachedContentTokenCount int `json:"cachedContentTokenCount"`
+	CandidatesTokenCount    int `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int `json:"thoughtsTokenCount"`
+}
+
+// promptFeedback says why a prompt got no candidate.
+type promptFeedback struct {
+	BlockReason        string `json:"blockReason"`
+	BlockReasonMessage string `json:"blockReasonMessage"`
+}
+
+// decodeChunk decodes one chunk's JSON into c (which it resets), or says
+// what it was.
+func decodeChunk(data []byte, c *chunk) error {
+	*c = chunk{}
+	if err := json.Unmarshal(data, c); err != nil {
+		return fmt.Errorf("gemini: a chunk of the answer is not the JSON of one: %v: %.200q", err, data)
+	}
+	if c.Error != nil {
+		return describe(*c.Error)
+	}
+	return nil
+}
+
+// readers keeps the stream readers (and their buffers) between requests.
+var readers sync.Pool
+
+// readStream reads a streamed answer to its end into a: each event's data
+// is a chunk, or the API's error object, which ends the answer with that
+// error. An answer that came as JSON rather than as events (an error the
+// API sent with 200) is read as one chunk. It does not check that the
+// answer finished: Complete does.
+func readStream(resp *http.Response, a *accumulator) error {
+	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
+		return readWhole(resp.Body, a)
+	}
+	r, _ := readers.Get().(*sse.Reader)
+	if r == nil {
+		r = sse.NewReader(resp.Body)
+	} else {
+		r.Reset(resp.Body)
+	}
+	defer func() {
+		r.Reset(nil)
+		readers.Put(r)
+	}()
+	var c chunk
+	for r.Next() {
+		if err := decodeChunk(r.Event().Data, &c); err != nil {
+			return err
+		}
+		if err := a.add(&c); err != nil {
+			return err
+		}
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("gemini: reading the answer's stream: %w", err)
+	}
+	return nil
+}
+
+// readWhole reads an answer that came whole (generateContent) into a.
+func readWhole(body io.Reader, a *accumulator) error {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return fmt.Errorf("gemini: reading the answer: %w", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil // genai reads an empty body as an empty answer
+	}
+	var c chunk
+	if err := decodeChunk(data, &c); err != nil {
+		return err
+	}
+	return a.add(&c)
+}

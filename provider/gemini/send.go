@@ -1,0 +1,225 @@
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/genai"
+)
+
+// This file sends a request as genai's own generateContent and
+// streamGenerateContent calls do (genai v1.79.1, api_client.go and
+// common.go): the same URL, the same headers, the same retries. genai has
+// no call that takes a body of its own and hands back the raw answer, so
+// the wire sends with net/http; TestTheWireSendsWhatTheSDKSends holds the
+// two to the same request.
+
+// errProbed ends the probe's call of genai once its request is built.
+var errProbed = errors.New("gemini: the request genai would send was read, and not sent")
+
+// probe is a transport that keeps the headers of the request it is given
+// and sends nothing.
+type probe struct{ headers http.Header }
+
+// RoundTrip keeps r's headers and fails.
+func (p *probe) RoundTrip(r *http.Request) (*http.Response, error) {
+	p.headers = r.Header.Clone()
+	if r.Body != nil {
+		r.Body.Close()
+	}
+	return nil, errProbed
+}
+
+// sdkHeaders are the headers genai sends on a generateContent call with
+// the client's configuration (its user agent and x-goog-api-client, which
+// name genai's version, the content type, the key), read once from a call
+// genai builds and the probe stops before anything is sent. genai does not
+// export them; x-server-timeout, which depends on each call's deadline, is
+// left out (post sets it).
+func sdkHeaders(client *genai.Client) (http.Header, error) {
+	p := &probe{}
+	cc := client.ClientConfig()
+	cc.HTTPClient = &http.Client{Transport: p}
+	probing, err := genai.NewClient(context.Background(), &cc)
+	if err != nil {
+		return nil, err
+	}
+	off := false
+	config := &genai.GenerateContentConfig{AutomaticContinuation: &off,
+		HTTPOptions: &genai.HTTPOptions{ExtrasRequestProvider: func(map[string]any) map[string]any { return nil }}}
+	if _, err := probing.Models.GenerateContent(context.Background(), "probe", nil, config); p.headers == nil {
+		return nil, fmt.Errorf("genai built no request: %v", err)
+	}
+	p.headers.Del("X-Server-Timeout")
+	return p.headers, nil
+}
+
+// endpoint is where and how the wire sends: genai's resolved base URL and
+// API version, its headers, the client and the retry policy.
+type endpoint struct {
+	base    *url.URL
+	version string
+	headers http.Header
+	client  *http.Client
+	retry   *retryPolicy // nil: one attempt
+}
+
+// modelPath is the model's resource name as genai writes it in the path
+// (tModel): "models/NAME", unless it already names models/ or
+// tunedModels/. A name that is empty or holds "?", "&" or ".." is an
+// error, as genai refuses it.
+func modelPath(model string) (string, error) {
+	if model == "" {
+		return "", fmt.Errorf("gemini: the request names no model")
+	}
+	if strings.Contains(model, "?") || strings.Contains(model, "&") || strings.Contains(model, "..") {
+		return "", fmt.Errorf("gemini: the model name %q holds \"?\", \"&\" or \"..\"", model)
+	}
+	if strings.HasPrefix(model, "models/") || strings.HasPrefix(model, "tunedModels/") {
+		return model, nil
+	}
+	return "models/" + model, nil
+}
+
+// url is the address of model's method (generateContent, or
+// streamGenerateContent with alt=sse when stream), as genai's
+// createAPIURL makes it for the Gemini API.
+func (e *endpoint) url(model string, stream bool) (string, error) {
+	path, err := modelPath(model)
+	if err != nil {
+		return "", err
+	}
+	if stream {
+		path += ":streamGenerateContent"
+	} else {
+		path += ":generateContent"
+	}
+	if !strings.Contains(path, "/"+e.version+"/") {
+		path = e.version + "/" + path
+	}
+	u := e.base.JoinPath(path)
+	if stream {
+		u.RawQuery = "alt=sse"
+	}
+	return u.String(), nil
+}
+
+// post sends body to address, retrying as the policy says, and returns
+// the first answer of status 2xx; another status is the API's error
+// (apiError) with its message, a failure to send is that failure.
+func (e *endpoint) post(ctx context.Context, address string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, address, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("gemini: %w", err)
+	}
+	req.Header = e.headers.Clone()
+	if t := serverTimeout(ctx, e.client.Timeout); t > 0 {
+		req.Header.Set("X-Server-Timeout", strconv.FormatInt(int64(math.Ceil(t.Seconds())), 10))
+	}
+	resp, err := e.retry.do(req, e.client.Do)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: %w", err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, describe(apiError(resp))
+	}
+	return resp, nil
+}
+
+// serverTimeout is the time genai announces in x-server-timeout: the
+// nearer of the client's timeout and the context's deadline, 0 for none.
+func serverTimeout(ctx context.Context, client time.Duration) time.Duration {
+	t := client
+	if deadline, ok := ctx.Deadline(); ok {
+		if left := time.Until(deadline); left != 0 && (t == 0 || left < t) {
+			t = left
+		}
+	}
+	return t
+}
+
+// apiError is the error an answer of a status other than 2xx says, read
+// as genai reads it (newAPIError): the body's "error" object, else the
+// body as the message, else the status alone.
+func apiError(resp *http.Response) error {
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%d %s, and its body could not be read: %w", resp.StatusCode, http.StatusText(resp.StatusCode), err)
+	}
+	if len(body) == 0 {
+		return genai.APIError{Code: resp.StatusCode, Status: resp.Status}
+	}
+	var v struct {
+		Error *genai.APIError `json:"error"`
+	}
+	if json.Unmarshal(body, &v) == nil && v.Error != nil {
+		return *v.Error
+	}
+	return genai.APIError{Code: resp.StatusCode, Status: resp.Status, Message: string(body)}
+}
+
+// retryPolicy is the wire's retries before any output (Config.MaxRetries,
+// Config.RetryDelay), with genai's rules (HTTPRetryOptions,
+// retryHTTPRequest): an attempt is repeated on a failure to send or one of
+// the statuses, after initial·2^(n-1) plus up to jitter, at most a
+// minute. It must not retry once a 2xx answer came: the output has begun.
+type retryPolicy struct {
+	attempts int     // in all, the first included; at least 1
+	statuses []int32 // the statuses retried
+	initial  float64 // seconds before the first retry
+	jitter   float64 // seconds, at most, added at random to each wait
+}
+
+// maxRetryDelay is the longest wait between two attempts, genai's.
+const maxRetryDelay = 60.0
+
+// delay is the wait after the attempt-th attempt (from 1).
+func (r *retryPolicy) delay(attempt int) time.Duration {
+	s := r.initial*math.Pow(2, float64(attempt-1)) + rand.Float64()*r.jitter
+	s = max(0, min(s, maxRetryDelay))
+	return time.Duration(s * float64(time.Second))
+}
+
+// do sends req through send, again while the policy says; a nil policy
+// sends once. Each attempt sends the whole body again (GetBody).
+func (r *retryPolicy) do(req *http.Request, send func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	if r == nil {
+		return send(req)
+	}
+	ctx := req.Context()
+	for attempt := 1; ; attempt++ {
+		resp, err := send(req)
+		if attempt >= r.attempts || ctx.Err() != nil {
+			return resp, err
+		}
+		if err == nil && !slices.Contains(r.statuses, int32(resp.StatusCode)) {
+			return resp, nil
+		}
+		if resp != nil {
+			resp.Body.Close()
+		}
+		body, berr := req.GetBody()
+		if berr != nil {
+			return nil, berr
+		}
+		req.Body = body
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(r.delay(attempt)):
+		}
+	}
+}
