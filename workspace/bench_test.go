@@ -76,6 +76,8 @@ func BenchmarkGrep100MB(b *testing.B) {
 		{"regex", `ERROR worker-3 .* took 4[0-9]ms`, "-nE", `ERROR worker-3 .* took 4[0-9]ms`},
 		{"no-literal-prefix", `[A-Z]+ worker-3 request id=[0-9]*7 `, "-nE", `[A-Z]+ worker-3 request id=[0-9]*7 `},
 		{"case-insensitive", `(?i)error worker-3`, "-niE", `error worker-3`},
+		{"no-literal-dense", `[0-9]{3}ms`, "-nE", `[0-9]{3}ms`},
+		{"no-literal-sparse", `^\S+ E\w+ w`, "-nE", `^\S+ E\w+ w`},
 	} {
 		name, pattern := bc.name, bc.pattern
 		b.Run(name+"/grep-n", func(b *testing.B) {

@@ -107,10 +107,6 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 		}
 		return result.Result{}, fmt.Errorf("invalid regular expression %s: %v", short(in.Pattern), err)
 	}
-	// Searching the whole file with (?m) finds candidate lines at the speed
-	// of the regexp's literal prefix scan; each candidate line is then
-	// matched on its own, so matches never span lines.
-	fileRe := regexp.MustCompile("(?m)" + in.Pattern)
 	if in.Glob != "" {
 		if _, err := matchGlob(in.Glob, "x"); err != nil {
 			return result.Result{}, fmt.Errorf("invalid glob %s: %v", short(in.Glob), err)
@@ -132,8 +128,12 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	if in.Context != nil && *in.Context > maxGrepContext {
 		in.Context = ptr(maxGrepContext)
 	}
+	dfa, err := newLineDFA(parsed)
+	if err != nil {
+		return result.Result{}, fmt.Errorf("invalid regular expression %s: %v", short(in.Pattern), err)
+	}
 	g := &grepper{
-		lineRe: lineRe, fileRe: fileRe, endAnchor: endsLines(parsed),
+		lineRe: lineRe, dfa: dfa,
 		context: intOr(in.Context, 0), limit: intOr(in.Limit, defaultGrepLimit), skip: intOr(in.Skip, 0),
 		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed, NotSearched: notSearched},
 	}
@@ -236,22 +236,21 @@ func (w *Workspace) grepFile(g *grepper, p string) error {
 func ptr(n int) *int { return &n }
 
 type grepper struct {
-	lineRe, fileRe *regexp.Regexp
-	literal        []byte // a literal every match holds, or nil (see requiredLiteral)
-	fold           bool   // literal is matched ASCII-case-insensitively, in lowered
-	lowered        []byte // the region being searched, ASCII letters lowered (fold only)
-	regionFold     bool   // fold applies to the region being searched
-	endAnchor      bool   // the pattern has `$`, which the region search places before '\n' only
-	crlf           bool   // the region being searched holds a '\r'
-	context        int
-	limit, skip    int
-	budget         int
-	used           int
-	full           bool // the output reached its budget
-	out            strings.Builder
-	report         GrepReport
-	buf            []byte       // the read buffer, reused from file to file
-	cutHere        map[int]bool // the lines of this file cut at grepLineMax
+	lineRe      *regexp.Regexp // the pattern, for the lines dfa gives up on
+	dfa         *lineDFA       // the pattern, line by line
+	literal     []byte         // a literal every match holds, or nil (see requiredLiteral)
+	fold        bool           // literal is matched ASCII-case-insensitively, in lowered
+	lowered     []byte         // the region being searched, ASCII letters lowered (fold only)
+	regionFold  bool           // fold applies to the region being searched
+	context     int
+	limit, skip int
+	budget      int
+	used        int
+	full        bool // the output reached its budget
+	out         strings.Builder
+	report      GrepReport
+	buf         []byte       // the read buffer, reused from file to file
+	cutHere     map[int]bool // the lines of this file cut at grepLineMax
 
 	path     string // the file being searched
 	rbase    int    // line number of the first line of the region being searched
@@ -412,10 +411,13 @@ var errBinary = errors.New("binary")
 // line.
 func (g *grepper) region(r []byte, base, fresh int) {
 	g.rbase = base
-	g.crlf = g.endAnchor && (g.literal == nil || g.fold) && bytes.IndexByte(r[fresh:], '\r') >= 0
 	g.regionFold = g.fold && !hasNonASCIIFold(r[fresh:], g.literal)
 	if g.regionFold {
 		g.lowered = lowerASCII(g.lowered[:0], r)
+	}
+	if g.literal == nil || g.fold && !g.regionFold {
+		g.everyLine(r, base+bytes.Count(r[:fresh], []byte{'\n'}), fresh)
+		return
 	}
 	lineNo, counted := base, 0 // lineNo is the number of the line at byte counted
 	pos := fresh
@@ -424,55 +426,67 @@ func (g *grepper) region(r []byte, base, fresh int) {
 			end := lineEnd(r, pos)
 			lineNo += bytes.Count(r[counted:pos], []byte{'\n'})
 			counted = pos
-			if g.lineRe.Match(trimCR(r[pos:end])) {
-				g.match(r, pos, end, lineNo)
-			} else {
-				g.afterLine(r[pos:end], lineNo)
-			}
+			g.line(r, pos, end, lineNo)
 			pos = end + 1
 			continue
 		}
 		at := g.candidate(r, pos)
-		if at < 0 || at == len(r) && (len(r) == 0 || r[len(r)-1] == '\n') {
-			return // an empty match after the last line end is no line
+		if at < 0 {
+			return
 		}
 		start := bytes.LastIndexByte(r[:at], '\n') + 1
 		end := lineEnd(r, at)
 		lineNo += bytes.Count(r[counted:start], []byte{'\n'})
 		counted = start
-		if g.lineRe.Match(trimCR(r[start:end])) {
+		if g.matches(r[start:end]) {
 			g.match(r, start, end, lineNo)
 		}
 		pos = end + 1
 	}
 }
 
-// candidate is the offset of the next place at or after pos where a match
-// may be, or -1. With a literal that every match holds it is found with
-// bytes.Index (SIMD fast); else the regular expression runs over the region.
-func (g *grepper) candidate(r []byte, pos int) int {
+// everyLine matches every line of r from pos on, lineNo being the number
+// of the line at pos: for a pattern without a literal to look for first.
+func (g *grepper) everyLine(r []byte, lineNo, pos int) {
+	for ; pos < len(r); lineNo++ {
+		end := lineEnd(r, pos)
+		g.line(r, pos, end, lineNo)
+		pos = end + 1
+	}
+}
+
+// line matches the line r[start:end], number lineNo, and records it as a
+// match or, when one is owed, as context after a match.
+func (g *grepper) line(r []byte, start, end, lineNo int) {
 	switch {
-	case g.regionFold:
-		if i := bytes.Index(g.lowered[pos:], g.literal); i >= 0 {
-			return pos + i
-		}
-		return -1
-	case g.literal != nil && !g.fold:
-		if i := bytes.Index(r[pos:], g.literal); i >= 0 {
-			return pos + i
-		}
-		return -1
+	case g.matches(r[start:end]):
+		g.match(r, start, end, lineNo)
+	case g.after > 0:
+		g.afterLine(r[start:end], lineNo)
 	}
-	if g.crlf {
-		// `$` would not see the end of a CRLF line: every line is a
-		// candidate, matched without its CR.
-		return pos
+}
+
+// matches reports whether the pattern matches the line, its CR set aside.
+func (g *grepper) matches(line []byte) bool {
+	line = trimCR(line)
+	if m, ok := g.dfa.match(line); ok {
+		return m
 	}
-	loc := g.fileRe.FindIndex(r[pos:])
-	if loc == nil {
-		return -1
+	return g.lineRe.Match(line)
+}
+
+// candidate is the offset of the next place at or after pos where the
+// literal every match holds is, or -1; found with bytes.Index (SIMD fast),
+// in the lowered region when the literal is case-insensitive.
+func (g *grepper) candidate(r []byte, pos int) int {
+	hay := r
+	if g.regionFold {
+		hay = g.lowered
 	}
-	return pos + loc[0]
+	if i := bytes.Index(hay[pos:], g.literal); i >= 0 {
+		return pos + i
+	}
+	return -1
 }
 
 // requiredLiteral is the longest literal that every match of the pattern holds,
@@ -544,23 +558,6 @@ func lowerASCII(dst, b []byte) []byte {
 func hasNonASCIIFold(r, lit []byte) bool {
 	return bytes.IndexByte(lit, 'k') >= 0 && bytes.Contains(r, []byte("\u212a")) ||
 		bytes.IndexByte(lit, 's') >= 0 && bytes.Contains(r, []byte("\u017f"))
-}
-
-// endsLines reports whether the pattern uses `$`.
-func endsLines(re *syntax.Regexp) bool {
-	var walk func(*syntax.Regexp) bool
-	walk = func(re *syntax.Regexp) bool {
-		if re.Op == syntax.OpEndLine || re.Op == syntax.OpEndText {
-			return true
-		}
-		for _, sub := range re.Sub {
-			if walk(sub) {
-				return true
-			}
-		}
-		return false
-	}
-	return walk(re)
 }
 
 func lineEnd(r []byte, from int) int {

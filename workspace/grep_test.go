@@ -389,7 +389,11 @@ func (r *countingReader) Read(p []byte) (int, error) {
 func newTestGrepper(t *testing.T, pattern string, context int) *grepper {
 	t.Helper()
 	re := regexp.MustCompile(pattern)
-	return &grepper{lineRe: re, fileRe: regexp.MustCompile("(?m)" + pattern), context: context,
+	dfa, err := newLineDFA(mustParse(t, pattern))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &grepper{lineRe: re, dfa: dfa, context: context,
 		limit: 100, budget: 1 << 20, report: GrepReport{Matches: []GrepMatch{}}}
 }
 
