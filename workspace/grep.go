@@ -138,6 +138,9 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed, NotSearched: notSearched},
 	}
 	g.literal, g.fold = requiredLiteral(parsed)
+	if g.literal != nil {
+		g.finder = newLiteralFinder(g.literal, g.fold)
+	}
 	// The footer is at most its fixed words, two passed-over names, the
 	// long-lines note with one name, the directories not searched and the
 	// next call; the matches get the rest of the cap.
@@ -236,21 +239,23 @@ func (w *Workspace) grepFile(g *grepper, p string) error {
 func ptr(n int) *int { return &n }
 
 type grepper struct {
-	lineRe      *regexp.Regexp // the pattern, for the lines dfa gives up on
-	dfa         *lineDFA       // the pattern, line by line
-	literal     []byte         // a literal every match holds, or nil (see requiredLiteral)
-	fold        bool           // literal is matched ASCII-case-insensitively, in lowered
-	lowered     []byte         // the region being searched, ASCII letters lowered (fold only)
-	regionFold  bool           // fold applies to the region being searched
-	context     int
-	limit, skip int
-	budget      int
-	used        int
-	full        bool // the output reached its budget
-	out         strings.Builder
-	report      GrepReport
-	buf         []byte       // the read buffer, reused from file to file
-	cutHere     map[int]bool // the lines of this file cut at grepLineMax
+	lineRe        *regexp.Regexp // the pattern, for the lines dfa gives up on
+	dfa           *lineDFA       // the pattern, line by line
+	literal       []byte         // a literal every match holds, or nil (see requiredLiteral)
+	fold          bool           // literal is matched ASCII-case-insensitively
+	finder        *literalFinder // finds literal; nil when it is folded and all letters
+	lowered       []byte         // the region being searched, ASCII letters lowered (fold without finder)
+	regionLit     bool           // the literal finds the candidates in the region being searched
+	regionLowered bool           // ... looked for in lowered with bytes.Index
+	context       int
+	limit, skip   int
+	budget        int
+	used          int
+	full          bool // the output reached its budget
+	out           strings.Builder
+	report        GrepReport
+	buf           []byte       // the read buffer, reused from file to file
+	cutHere       map[int]bool // the lines of this file cut at grepLineMax
 
 	path     string // the file being searched
 	rbase    int    // line number of the first line of the region being searched
@@ -411,11 +416,14 @@ var errBinary = errors.New("binary")
 // line.
 func (g *grepper) region(r []byte, base, fresh int) {
 	g.rbase = base
-	g.regionFold = g.fold && !hasNonASCIIFold(r[fresh:], g.literal)
-	if g.regionFold {
+	// A folded literal misses the Kelvin sign and the long s, which fold
+	// to k and s: a region holding one is matched line by line.
+	g.regionLit = g.literal != nil && !(g.fold && hasNonASCIIFold(r[fresh:], g.literal))
+	g.regionLowered = g.regionLit && g.finder == nil
+	if g.regionLowered {
 		g.lowered = lowerASCII(g.lowered[:0], r)
 	}
-	if g.literal == nil || g.fold && !g.regionFold {
+	if !g.regionLit {
 		g.everyLine(r, base+bytes.Count(r[:fresh], []byte{'\n'}), fresh)
 		return
 	}
@@ -476,28 +484,31 @@ func (g *grepper) matches(line []byte) bool {
 }
 
 // candidate is the offset of the next place at or after pos where the
-// literal every match holds is, or -1; found with bytes.Index (SIMD fast),
-// in the lowered region when the literal is case-insensitive.
+// literal every match holds is, or -1: found by its rarest byte
+// (literalFinder), or, for a folded literal all letters, with bytes.Index
+// in the lowered region.
 func (g *grepper) candidate(r []byte, pos int) int {
-	hay := r
-	if g.regionFold {
-		hay = g.lowered
+	var i int
+	if g.regionLowered {
+		i = bytes.Index(g.lowered[pos:], g.literal)
+	} else {
+		i = g.finder.index(r[pos:])
 	}
-	if i := bytes.Index(hay[pos:], g.literal); i >= 0 {
-		return pos + i
+	if i < 0 {
+		return -1
 	}
-	return -1
+	return pos + i
 }
 
 // requiredLiteral is the longest literal that every match of the pattern holds,
-// when there is one of at least 3 bytes and it cannot span lines: then
+// when there is one of at least minLiteral bytes and it cannot span lines: then
 // searching for it finds every line that can match, much faster than the
 // regular expression can when the pattern does not start with a literal.
 // When some of it is case-insensitive (`(?i)error`) and it is ASCII, it is
 // returned lowered with fold set, to be searched for in lowered text.
 func requiredLiteral(re *syntax.Regexp) (lit []byte, fold bool) {
 	l := longestLiteral(re.Simplify())
-	if len(l.text) < 3 || strings.ContainsAny(l.text, "\n\r") {
+	if len(l.text) < minLiteral || strings.ContainsAny(l.text, "\n\r") {
 		return nil, false
 	}
 	if l.fold {
@@ -747,3 +758,8 @@ const longLinesNoteSize = 120
 func firstN(s []string, n int) []string {
 	return slices.Clone(s[:min(n, len(s))])
 }
+
+// minLiteral is the shortest literal grep looks for before matching: found
+// by its rarest byte, even two bytes skip most lines when they are rare,
+// and cost little more than matching every line when they are not.
+const minLiteral = 2

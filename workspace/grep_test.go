@@ -305,7 +305,9 @@ func TestRequiredLiteral(t *testing.T) {
 		"(?i)ünï":                  "",
 		"(timeout)+ after":         "timeout",
 		"x*abc":                    "abc",
-		"ab":                       "",
+		"ab":                       "ab",
+		"a+b?":                     "",
+		"[0-9]{3}ms":               "ms",
 		"(foo){2}bar":              "foo",
 		"line\\nnext":              "",
 	} {

@@ -43,7 +43,13 @@ type dfaState struct {
 	next  [utf8.RuneSelf]*dfaState // by ASCII byte; nil until first needed
 	more  map[rune]*dfaState       // by any other rune, decoded as regexp decodes it
 	end   int8                     // at the line's end: 1 a match, -1 none, 0 not known yet
+	stop  uint8                    // stopMatched: the matched sentinel; stopDead: no match can come
 }
+
+const (
+	stopMatched = 1 + iota
+	stopDead
+)
 
 const (
 	dfaBegin = 1 << iota // the state is at the line's start
@@ -66,7 +72,7 @@ func newLineDFA(parsed *syntax.Regexp) (*lineDFA, error) {
 		return nil, err
 	}
 	n := len(prog.Inst)
-	d := &lineDFA{prog: prog, seen: make([]uint32, n), dense: make([]uint32, 0, n), matched: &dfaState{}}
+	d := &lineDFA{prog: prog, seen: make([]uint32, n), dense: make([]uint32, 0, n), matched: &dfaState{stop: stopMatched}}
 	d.reset()
 	return d, nil
 }
@@ -88,31 +94,37 @@ func (d *lineDFA) match(line []byte) (matched, ok bool) {
 	}
 	s := d.start
 	for i := 0; i < len(line); {
-		var n *dfaState
-		if c := line[i]; c < utf8.RuneSelf {
-			if n = s.next[c]; n == nil {
+		c := line[i]
+		if c < utf8.RuneSelf { // the common path, kept short
+			n := s.next[c]
+			if n == nil {
 				if n = d.miss(s, rune(c)); n == nil {
 					return false, false
 				}
 				s.next[c] = n
 			}
-			i++
-		} else {
-			r, w := utf8.DecodeRune(line[i:])
-			if n = s.more[r]; n == nil {
-				if n = d.miss(s, r); n == nil {
-					return false, false
-				}
-				if s.more == nil {
-					s.more = map[rune]*dfaState{}
-				}
-				s.more[r] = n
-				d.size += 16
+			if n.stop != 0 {
+				return n.stop == stopMatched, true
 			}
-			i += w
+			s = n
+			i++
+			continue
 		}
-		if n == d.matched {
-			return true, true
+		r, w := utf8.DecodeRune(line[i:])
+		n := s.more[r]
+		if n == nil {
+			if n = d.miss(s, r); n == nil {
+				return false, false
+			}
+			if s.more == nil {
+				s.more = map[rune]*dfaState{}
+			}
+			s.more[r] = n
+			d.size += 16
+		}
+		i += w
+		if n.stop != 0 {
+			return n.stop == stopMatched, true
 		}
 		s = n
 	}
@@ -258,9 +270,25 @@ func (d *lineDFA) intern(flag uint8) *dfaState {
 		return s
 	}
 	s := &dfaState{insts: insts, flag: flag}
+	if flag&dfaBegin == 0 && d.dead(insts) {
+		s.stop = stopDead
+	}
 	d.states[string(d.key)] = s
 	d.size += 1100 + 4*len(insts) + len(d.key)
 	return s
+}
+
+// dead reports whether a state past the line's start with these threads
+// can never match: every thread waits on `^` or `\A` (the pattern is
+// anchored at the start and its start has passed).
+func (d *lineDFA) dead(insts []uint32) bool {
+	for _, pc := range insts {
+		in := &d.prog.Inst[pc]
+		if in.Op != syntax.InstEmptyWidth || syntax.EmptyOp(in.Arg)&(syntax.EmptyBeginLine|syntax.EmptyBeginText) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *lineDFA) clear() { d.dense = d.dense[:0] }

@@ -138,3 +138,70 @@ func FuzzLineDFA(f *testing.F) {
 		}
 	})
 }
+
+// naiveIndex is where lit is first in text, ASCII letters of text lowered
+// when fold (lit is lowered then).
+func naiveIndex(text, lit []byte, fold bool) int {
+	if fold {
+		text = lowerASCII(nil, text)
+	}
+	return bytes.Index(text, lit)
+}
+
+// The literal finder finds what bytes.Index finds: by its rarest byte at
+// either end of the literal or inside it, when that byte is common in the
+// text (it goes over to bytes.Index), and case-insensitively by a byte
+// that is no letter.
+func TestLiteralFinderFindsWhatBytesIndexFinds(t *testing.T) {
+	common := strings.Repeat("q", 300) + "xq" + strings.Repeat("q ", 200) + "qx"
+	for _, c := range []struct {
+		text, lit string
+		fold      bool
+	}{
+		{"a worker-3 request id=7", " request", false},
+		{"request", "request", false},
+		{"reques", "request", false},
+		{"", "ab", false},
+		{"xqxqx", "qx", false},
+		{common, "qx", false},
+		{common, "xq", false},
+		{common, "q q", false},
+		{"ERROR Worker-3", "error worker-3", true},
+		{"ERROR Worker-4 error worker-3", "error worker-3", true},
+		{"error worker-", "error worker-3", true},
+		{"take 12ms and 13MS", "3ms", true},
+	} {
+		f := newLiteralFinder([]byte(c.lit), c.fold)
+		if got, want := f.index([]byte(c.text)), naiveIndex([]byte(c.text), []byte(c.lit), c.fold); got != want {
+			t.Errorf("finding %q (fold %v) by %q in %.40q: %d, want %d", c.lit, c.fold, f.rare, c.text, got, want)
+		}
+	}
+	if f := newLiteralFinder([]byte("error"), true); f != nil {
+		t.Errorf("a folded literal of letters has a finder, by %q", f.rare)
+	}
+	if f := newLiteralFinder([]byte(" worker-3 request id="), false); f.rare != 'q' {
+		t.Errorf("looks for %q, want the rarest byte q", f.rare)
+	}
+}
+
+// FuzzLiteralFinder: the finder finds what bytes.Index finds. Seeds:
+// testdata/fuzz/FuzzLiteralFinder.
+func FuzzLiteralFinder(f *testing.F) {
+	f.Add([]byte("abc abc xq"), []byte("xq"), false)
+	f.Add([]byte("ERROR 3ms"), []byte("r 3m"), true)
+	f.Fuzz(func(t *testing.T, text, lit []byte, fold bool) {
+		if len(lit) == 0 {
+			return
+		}
+		if fold {
+			lit = lowerASCII(nil, lit)
+		}
+		finder := newLiteralFinder(lit, fold)
+		if finder == nil {
+			return
+		}
+		if got, want := finder.index(text), naiveIndex(text, lit, fold); got != want {
+			t.Fatalf("finding %q (fold %v) in %q: %d, want %d", lit, fold, text, got, want)
+		}
+	})
+}
