@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -240,4 +241,34 @@ func bigLogWorkspace(b *testing.B) (*Workspace, string) {
 	}
 	b.Cleanup(func() { ws.Close() })
 	return ws, dir
+}
+
+// BenchmarkGrepStart is what grep's matcher costs before its first line:
+// regexp.Compile alone (what grep paid before the lineDFA), against it
+// with the lineDFA made and one line matched (the start state and the
+// states that line needs). Run:
+//
+//	go test ./workspace -run '^$' -bench GrepStart -benchmem
+func BenchmarkGrepStart(b *testing.B) {
+	const pattern = `[A-Z]+ worker-3 request id=[0-9]*7 `
+	line := []byte("2026-12-02T10:00:01 INFO worker-3 request id=127 took 12ms")
+	b.Run("regexp", func(b *testing.B) {
+		for b.Loop() {
+			if !regexp.MustCompile(pattern).Match(line) {
+				b.Fatal("no match")
+			}
+		}
+	})
+	b.Run("regexp+lineDFA", func(b *testing.B) {
+		for b.Loop() {
+			regexp.MustCompile(pattern)
+			d, err := newLineDFA(mustParse(b, pattern))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if m, _ := d.match(line); !m {
+				b.Fatal("no match")
+			}
+		}
+	})
 }
