@@ -578,7 +578,12 @@ func lineEnd(r []byte, from int) int {
 	return len(r)
 }
 
-func trimCR(line []byte) []byte { return bytes.TrimSuffix(line, []byte{'\r'}) }
+func trimCR(line []byte) []byte {
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		return line[:len(line)-1]
+	}
+	return line
+}
 
 // showing reports whether another line may still be written.
 func (g *grepper) showing() bool { return !g.full && g.report.Shown < g.limit }
