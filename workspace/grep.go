@@ -505,7 +505,8 @@ func (g *grepper) candidate(r []byte, pos int) int {
 // searching for it finds every line that can match, much faster than the
 // regular expression can when the pattern does not start with a literal.
 // When some of it is case-insensitive (`(?i)error`) and it is ASCII, it is
-// returned lowered with fold set, to be searched for in lowered text.
+// returned lowered with fold set, to be compared with text whose ASCII
+// letters are lowered.
 func requiredLiteral(re *syntax.Regexp) (lit []byte, fold bool) {
 	l := longestLiteral(re.Simplify())
 	if len(l.text) < minLiteral || strings.ContainsAny(l.text, "\n\r") {
