@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/result"
@@ -504,19 +505,27 @@ func (g *grepper) candidate(r []byte, pos int) int {
 // when there is one of at least minLiteral bytes and it cannot span lines: then
 // searching for it finds every line that can match, much faster than the
 // regular expression can when the pattern does not start with a literal.
-// When some of it is case-insensitive (`(?i)error`) and it is ASCII, it is
-// returned lowered with fold set, to be compared with text whose ASCII
-// letters are lowered.
+// When some of it is case-insensitive (`(?i)error`) and its only letters
+// with a case are ASCII, it is returned lowered with fold set, to be
+// compared with text whose ASCII letters are lowered; with no letter that
+// has a case (`(?i)ログ`), as it is, without fold.
 func requiredLiteral(re *syntax.Regexp) (lit []byte, fold bool) {
 	l := longestLiteral(re.Simplify())
 	if len(l.text) < minLiteral || strings.ContainsAny(l.text, "\n\r") {
 		return nil, false
 	}
 	if l.fold {
-		for i := 0; i < len(l.text); i++ {
-			if l.text[i] >= 0x80 {
-				return nil, false
+		letters := false
+		for _, r := range l.text {
+			switch {
+			case r >= utf8.RuneSelf && unicode.SimpleFold(r) != r:
+				return nil, false // a case beyond ASCII (ü, Σ): not looked for
+			case r < utf8.RuneSelf && isASCIILetter(byte(r)):
+				letters = true
 			}
+		}
+		if !letters { // nothing to fold (`(?i)ログ`): an exact literal
+			return []byte(l.text), false
 		}
 		return lowerASCII(nil, []byte(l.text)), true
 	}
