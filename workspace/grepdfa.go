@@ -26,6 +26,19 @@ type lineDFA struct {
 	flushes int       // times the states were dropped for outgrowing the budget
 	failed  bool      // flushed too often: the caller must use regexp
 
+	// Runes past ASCII go by class: runes that the same instructions
+	// consume lead every state to the same state (none of them is a word
+	// byte). classes numbers each set of instructions (as a bitmap),
+	// classRune is a rune of each class, and classCache remembers the
+	// class of recent runes, by the rune's low bits.
+	consumers  []uint32
+	classes    map[string]int32
+	classRune  []rune
+	classCache [dfaClassCache]struct {
+		r     rune
+		class int32
+	}
+
 	// scratch, reused from miss to miss
 	seen  []uint32 // sparse set: dense[seen[pc]] == pc when pc is in it
 	dense []uint32
@@ -41,7 +54,7 @@ type dfaState struct {
 	insts []uint32
 	flag  uint8
 	next  [utf8.RuneSelf]*dfaState // by ASCII byte; nil until first needed
-	more  map[rune]*dfaState       // by any other rune, decoded as regexp decodes it
+	more  []*dfaState              // by the class of any other rune (see runeClass)
 	end   int8                     // at the line's end: 1 a match, -1 none, 0 not known yet
 	stop  uint8                    // stopMatched: the matched sentinel; stopDead: no match can come
 }
@@ -65,6 +78,10 @@ var (
 	dfaMaxFlushes = 16
 )
 
+// dfaClassCache is how many runes past ASCII a lineDFA remembers the class
+// of (a power of two).
+const dfaClassCache = 1024
+
 // newLineDFA is a lineDFA for the parsed pattern, which compiled.
 func newLineDFA(parsed *syntax.Regexp) (*lineDFA, error) {
 	prog, err := syntax.Compile(parsed.Simplify())
@@ -72,7 +89,17 @@ func newLineDFA(parsed *syntax.Regexp) (*lineDFA, error) {
 		return nil, err
 	}
 	n := len(prog.Inst)
-	d := &lineDFA{prog: prog, seen: make([]uint32, n), dense: make([]uint32, 0, n), matched: &dfaState{stop: stopMatched}}
+	d := &lineDFA{prog: prog, seen: make([]uint32, n), dense: make([]uint32, 0, n), matched: &dfaState{stop: stopMatched},
+		classes: map[string]int32{}}
+	for pc := range prog.Inst {
+		switch prog.Inst[pc].Op {
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+			d.consumers = append(d.consumers, uint32(pc))
+		}
+	}
+	for i := range d.classCache {
+		d.classCache[i].r = -1
+	}
 	d.reset()
 	return d, nil
 }
@@ -111,16 +138,17 @@ func (d *lineDFA) match(line []byte) (matched, ok bool) {
 			continue
 		}
 		r, w := utf8.DecodeRune(line[i:])
-		n := s.more[r]
+		class := d.runeClass(r)
+		if int(class) >= len(s.more) {
+			d.size += 8 * (int(class) + 1 - len(s.more))
+			s.more = append(s.more, make([]*dfaState, int(class)+1-len(s.more))...)
+		}
+		n := s.more[class]
 		if n == nil {
-			if n = d.miss(s, r); n == nil {
+			if n = d.miss(s, d.classRune[class]); n == nil {
 				return false, false
 			}
-			if s.more == nil {
-				s.more = map[rune]*dfaState{}
-			}
-			s.more[r] = n
-			d.size += 16
+			s.more[class] = n
 		}
 		i += w
 		if n.stop != 0 {
@@ -135,6 +163,32 @@ func (d *lineDFA) match(line []byte) (matched, ok bool) {
 		}
 	}
 	return s.end == 1, true
+}
+
+// runeClass is the class of r, a rune past ASCII: the number of the set
+// of instructions that consume it.
+func (d *lineDFA) runeClass(r rune) int32 {
+	e := &d.classCache[r&(dfaClassCache-1)]
+	if e.r == r {
+		return e.class
+	}
+	d.key = d.key[:0]
+	for i, pc := range d.consumers {
+		if i%8 == 0 {
+			d.key = append(d.key, 0)
+		}
+		if consumes(&d.prog.Inst[pc], r) {
+			d.key[len(d.key)-1] |= 1 << (i % 8)
+		}
+	}
+	class, ok := d.classes[string(d.key)]
+	if !ok {
+		class = int32(len(d.classRune))
+		d.classes[string(d.key)] = class
+		d.classRune = append(d.classRune, r)
+	}
+	e.r, e.class = r, class
+	return class
 }
 
 // miss works out where s goes on r: the matched sentinel when a match ends

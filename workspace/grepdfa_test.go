@@ -44,7 +44,8 @@ func checkDFA(t *testing.T, pattern string, lines []string) {
 
 // The lineDFA agrees with regexp on what a line-by-line grep meets: anchors
 // at the line's ends, word boundaries (ASCII, as RE2's), case folding
-// (with the Kelvin sign and the long s), runes past ASCII, invalid UTF-8
+// (with the Kelvin sign and the long s), runes past ASCII (matched by
+// class: runes the same instructions consume), invalid UTF-8
 // (a byte that is no character matches as U+FFFD does), empty matches and
 // empty lines, repetitions and alternations.
 func TestLineDFAMatchesAsRegexpDoesLineByLine(t *testing.T) {
@@ -52,6 +53,7 @@ func TestLineDFAMatchesAsRegexpDoesLineByLine(t *testing.T) {
 		"", "a", "ab", "abc", " abc ", "xabcx", "ERROR worker-3 request id=17 took 4ms",
 		"INFO worker-3 request id=27 took 40ms", "info worker-3 request id=7 ", "2026-12-02T10:00:01 took 123ms",
 		"1.2.3", "v10.20.30-rc", "kelvin", "\u212aelvin", "ſs", "KELVIN", "é", "naïve café", "日本語のテキスト",
+		"一刀一", "刀", "\u4e00", // U+4E00 and U+5200 share the class cache's slot
 		"\xff\xfe", "a\xffb", "\xed\xa0\x80", "foo_bar baz", "foo-bar", "_", "word", "\r", "x\ry",
 	}
 	for _, pattern := range []string{
@@ -59,7 +61,7 @@ func TestLineDFAMatchesAsRegexpDoesLineByLine(t *testing.T) {
 		`(?i)error worker-3`, `(?i)kelvin`, `(?i)s+`, `(?i)é`, `[A-Z]+ worker-3 request id=[0-9]*7 `,
 		`[0-9]{3}ms`, `\d+\.\d+\.\d+`, `^\d`, `\d$`, `.`, `^.$`, `^.{3}$`, `\x{FFFD}`, `[^a-z]`, `\pL+`,
 		`\p{Han}`, `[[:^alpha:]]`, `(a|ab)(c|bcd)`, `(?s).`, `(?m)^b`, `(?m)c$`, `\Aa`, `c\z`, "\\r",
-		`(a+)+$`, `a{2,}b?`, `(?U)a+?`, `x|^$`, `(?:)`, `(^|b)c`, `a(\b|$)`, `[^\x00-\x7f]`, `日本`,
+		`(a+)+$`, `a{2,}b?`, `(?U)a+?`, `x|^$`, `(?:)`, `(^|b)c`, `a(\b|$)`, `[^\x00-\x7f]`, `日本`, `一`, `^刀`, `一$`, `[一-刀]{2}`,
 	} {
 		checkDFA(t, pattern, lines)
 	}
