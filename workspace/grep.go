@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/result"
@@ -107,10 +108,6 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 		}
 		return result.Result{}, fmt.Errorf("invalid regular expression %s: %v", short(in.Pattern), err)
 	}
-	// Searching the whole file with (?m) finds candidate lines at the speed
-	// of the regexp's literal prefix scan; each candidate line is then
-	// matched on its own, so matches never span lines.
-	fileRe := regexp.MustCompile("(?m)" + in.Pattern)
 	if in.Glob != "" {
 		if _, err := matchGlob(in.Glob, "x"); err != nil {
 			return result.Result{}, fmt.Errorf("invalid glob %s: %v", short(in.Glob), err)
@@ -132,12 +129,19 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	if in.Context != nil && *in.Context > maxGrepContext {
 		in.Context = ptr(maxGrepContext)
 	}
+	dfa, err := newLineDFA(parsed)
+	if err != nil {
+		return result.Result{}, fmt.Errorf("invalid regular expression %s: %v", short(in.Pattern), err)
+	}
 	g := &grepper{
-		lineRe: lineRe, fileRe: fileRe, endAnchor: endsLines(parsed),
+		lineRe: lineRe, dfa: dfa,
 		context: intOr(in.Context, 0), limit: intOr(in.Limit, defaultGrepLimit), skip: intOr(in.Skip, 0),
 		report: GrepReport{Matches: []GrepMatch{}, PassedOver: passed, NotSearched: notSearched},
 	}
 	g.literal, g.fold = requiredLiteral(parsed)
+	if g.literal != nil {
+		g.finder = newLiteralFinder(g.literal, g.fold)
+	}
 	// The footer is at most its fixed words, two passed-over names, the
 	// long-lines note with one name, the directories not searched and the
 	// next call; the matches get the rest of the cap.
@@ -236,22 +240,23 @@ func (w *Workspace) grepFile(g *grepper, p string) error {
 func ptr(n int) *int { return &n }
 
 type grepper struct {
-	lineRe, fileRe *regexp.Regexp
-	literal        []byte // a literal every match holds, or nil (see requiredLiteral)
-	fold           bool   // literal is matched ASCII-case-insensitively, in lowered
-	lowered        []byte // the region being searched, ASCII letters lowered (fold only)
-	regionFold     bool   // fold applies to the region being searched
-	endAnchor      bool   // the pattern has `$`, which the region search places before '\n' only
-	crlf           bool   // the region being searched holds a '\r'
-	context        int
-	limit, skip    int
-	budget         int
-	used           int
-	full           bool // the output reached its budget
-	out            strings.Builder
-	report         GrepReport
-	buf            []byte       // the read buffer, reused from file to file
-	cutHere        map[int]bool // the lines of this file cut at grepLineMax
+	lineRe        *regexp.Regexp // the pattern, for the lines dfa gives up on
+	dfa           *lineDFA       // the pattern, line by line
+	literal       []byte         // a literal every match holds, or nil (see requiredLiteral)
+	fold          bool           // literal is matched ASCII-case-insensitively
+	finder        *literalFinder // finds literal; nil when it is folded and all letters
+	lowered       []byte         // the region being searched, ASCII letters lowered (fold without finder)
+	regionLit     bool           // the literal finds the candidates in the region being searched
+	regionLowered bool           // ... looked for in lowered with bytes.Index
+	context       int
+	limit, skip   int
+	budget        int
+	used          int
+	full          bool // the output reached its budget
+	out           strings.Builder
+	report        GrepReport
+	buf           []byte       // the read buffer, reused from file to file
+	cutHere       map[int]bool // the lines of this file cut at grepLineMax
 
 	path     string // the file being searched
 	rbase    int    // line number of the first line of the region being searched
@@ -412,10 +417,16 @@ var errBinary = errors.New("binary")
 // line.
 func (g *grepper) region(r []byte, base, fresh int) {
 	g.rbase = base
-	g.crlf = g.endAnchor && (g.literal == nil || g.fold) && bytes.IndexByte(r[fresh:], '\r') >= 0
-	g.regionFold = g.fold && !hasNonASCIIFold(r[fresh:], g.literal)
-	if g.regionFold {
+	// A folded literal misses the Kelvin sign and the long s, which fold
+	// to k and s: a region holding one is matched line by line.
+	g.regionLit = g.literal != nil && !(g.fold && hasNonASCIIFold(r[fresh:], g.literal))
+	g.regionLowered = g.regionLit && g.finder == nil
+	if g.regionLowered {
 		g.lowered = lowerASCII(g.lowered[:0], r)
+	}
+	if !g.regionLit {
+		g.everyLine(r, base+bytes.Count(r[:fresh], []byte{'\n'}), fresh)
+		return
 	}
 	lineNo, counted := base, 0 // lineNo is the number of the line at byte counted
 	pos := fresh
@@ -424,73 +435,97 @@ func (g *grepper) region(r []byte, base, fresh int) {
 			end := lineEnd(r, pos)
 			lineNo += bytes.Count(r[counted:pos], []byte{'\n'})
 			counted = pos
-			if g.lineRe.Match(trimCR(r[pos:end])) {
-				g.match(r, pos, end, lineNo)
-			} else {
-				g.afterLine(r[pos:end], lineNo)
-			}
+			g.line(r, pos, end, lineNo)
 			pos = end + 1
 			continue
 		}
 		at := g.candidate(r, pos)
-		if at < 0 || at == len(r) && (len(r) == 0 || r[len(r)-1] == '\n') {
-			return // an empty match after the last line end is no line
+		if at < 0 {
+			return
 		}
 		start := bytes.LastIndexByte(r[:at], '\n') + 1
 		end := lineEnd(r, at)
 		lineNo += bytes.Count(r[counted:start], []byte{'\n'})
 		counted = start
-		if g.lineRe.Match(trimCR(r[start:end])) {
+		if g.matches(r[start:end]) {
 			g.match(r, start, end, lineNo)
 		}
 		pos = end + 1
 	}
 }
 
-// candidate is the offset of the next place at or after pos where a match
-// may be, or -1. With a literal that every match holds it is found with
-// bytes.Index (SIMD fast); else the regular expression runs over the region.
-func (g *grepper) candidate(r []byte, pos int) int {
+// everyLine matches every line of r from pos on, lineNo being the number
+// of the line at pos: for a pattern without a literal to look for first.
+func (g *grepper) everyLine(r []byte, lineNo, pos int) {
+	for ; pos < len(r); lineNo++ {
+		end := lineEnd(r, pos)
+		g.line(r, pos, end, lineNo)
+		pos = end + 1
+	}
+}
+
+// line matches the line r[start:end], number lineNo, and records it as a
+// match or, when one is owed, as context after a match.
+func (g *grepper) line(r []byte, start, end, lineNo int) {
 	switch {
-	case g.regionFold:
-		if i := bytes.Index(g.lowered[pos:], g.literal); i >= 0 {
-			return pos + i
-		}
-		return -1
-	case g.literal != nil && !g.fold:
-		if i := bytes.Index(r[pos:], g.literal); i >= 0 {
-			return pos + i
-		}
+	case g.matches(r[start:end]):
+		g.match(r, start, end, lineNo)
+	case g.after > 0:
+		g.afterLine(r[start:end], lineNo)
+	}
+}
+
+// matches reports whether the pattern matches the line, its CR set aside.
+func (g *grepper) matches(line []byte) bool {
+	line = trimCR(line)
+	if m, ok := g.dfa.match(line); ok {
+		return m
+	}
+	return g.lineRe.Match(line)
+}
+
+// candidate is the offset of the next place at or after pos where the
+// literal every match holds is, or -1: found by its rarest byte
+// (literalFinder), or, for a folded literal all letters, with bytes.Index
+// in the lowered region.
+func (g *grepper) candidate(r []byte, pos int) int {
+	var i int
+	if g.regionLowered {
+		i = bytes.Index(g.lowered[pos:], g.literal)
+	} else {
+		i = g.finder.index(r[pos:])
+	}
+	if i < 0 {
 		return -1
 	}
-	if g.crlf {
-		// `$` would not see the end of a CRLF line: every line is a
-		// candidate, matched without its CR.
-		return pos
-	}
-	loc := g.fileRe.FindIndex(r[pos:])
-	if loc == nil {
-		return -1
-	}
-	return pos + loc[0]
+	return pos + i
 }
 
 // requiredLiteral is the longest literal that every match of the pattern holds,
-// when there is one of at least 3 bytes and it cannot span lines: then
+// when there is one of at least minLiteral bytes and it cannot span lines: then
 // searching for it finds every line that can match, much faster than the
 // regular expression can when the pattern does not start with a literal.
-// When some of it is case-insensitive (`(?i)error`) and it is ASCII, it is
-// returned lowered with fold set, to be searched for in lowered text.
+// When some of it is case-insensitive (`(?i)error`) and its only letters
+// with a case are ASCII, it is returned lowered with fold set, to be
+// compared with text whose ASCII letters are lowered; with no letter that
+// has a case (`(?i)ログ`), as it is, without fold.
 func requiredLiteral(re *syntax.Regexp) (lit []byte, fold bool) {
 	l := longestLiteral(re.Simplify())
-	if len(l.text) < 3 || strings.ContainsAny(l.text, "\n\r") {
+	if len(l.text) < minLiteral || strings.ContainsAny(l.text, "\n\r") {
 		return nil, false
 	}
 	if l.fold {
-		for i := 0; i < len(l.text); i++ {
-			if l.text[i] >= 0x80 {
-				return nil, false
+		letters := false
+		for _, r := range l.text {
+			switch {
+			case r >= utf8.RuneSelf && unicode.SimpleFold(r) != r:
+				return nil, false // a case beyond ASCII (ü, Σ): not looked for
+			case r < utf8.RuneSelf && isASCIILetter(byte(r)):
+				letters = true
 			}
+		}
+		if !letters { // nothing to fold (`(?i)ログ`): an exact literal
+			return []byte(l.text), false
 		}
 		return lowerASCII(nil, []byte(l.text)), true
 	}
@@ -546,23 +581,6 @@ func hasNonASCIIFold(r, lit []byte) bool {
 		bytes.IndexByte(lit, 's') >= 0 && bytes.Contains(r, []byte("\u017f"))
 }
 
-// endsLines reports whether the pattern uses `$`.
-func endsLines(re *syntax.Regexp) bool {
-	var walk func(*syntax.Regexp) bool
-	walk = func(re *syntax.Regexp) bool {
-		if re.Op == syntax.OpEndLine || re.Op == syntax.OpEndText {
-			return true
-		}
-		for _, sub := range re.Sub {
-			if walk(sub) {
-				return true
-			}
-		}
-		return false
-	}
-	return walk(re)
-}
-
 func lineEnd(r []byte, from int) int {
 	if i := bytes.IndexByte(r[from:], '\n'); i >= 0 {
 		return from + i
@@ -570,7 +588,12 @@ func lineEnd(r []byte, from int) int {
 	return len(r)
 }
 
-func trimCR(line []byte) []byte { return bytes.TrimSuffix(line, []byte{'\r'}) }
+func trimCR(line []byte) []byte {
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		return line[:len(line)-1]
+	}
+	return line
+}
 
 // showing reports whether another line may still be written.
 func (g *grepper) showing() bool { return !g.full && g.report.Shown < g.limit }
@@ -750,3 +773,8 @@ const longLinesNoteSize = 120
 func firstN(s []string, n int) []string {
 	return slices.Clone(s[:min(n, len(s))])
 }
+
+// minLiteral is the shortest literal grep looks for before matching: found
+// by its rarest byte, even two bytes skip most lines when they are rare,
+// and cost little more than matching every line when they are not.
+const minLiteral = 2

@@ -303,9 +303,14 @@ func TestRequiredLiteral(t *testing.T) {
 		"(?i)error":                "error (folded)",
 		"(?i)ERROR [a-z]+":         "error  (folded)",
 		"(?i)ünï":                  "",
+		"(?i)ログ\\d":                "ログ",
+		"(?i)error: ログ":            "error: ログ (folded)",
+		"(?i)1-2-3":                "1-2-3",
 		"(timeout)+ after":         "timeout",
 		"x*abc":                    "abc",
-		"ab":                       "",
+		"ab":                       "ab",
+		"a+b?":                     "",
+		"[0-9]{3}ms":               "ms",
 		"(foo){2}bar":              "foo",
 		"line\\nnext":              "",
 	} {
@@ -324,8 +329,9 @@ func TestRequiredLiteral(t *testing.T) {
 	}
 }
 
-// Whatever path finds candidate lines, grep reports exactly the lines a
-// line-by-line match finds.
+// Whatever path finds candidate lines (a literal of 2 bytes or more found
+// by its rarest byte, case-folded or not; every line when there is none),
+// grep reports exactly the lines a line-by-line regexp match finds.
 func TestGrepFindsTheLinesALineByLineMatchFinds(t *testing.T) {
 	f := newFixture(t)
 	var b strings.Builder
@@ -335,7 +341,7 @@ func TestGrepFindsTheLinesALineByLineMatchFinds(t *testing.T) {
 	text := b.String()
 	f.write(t, "log.txt", text)
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	for _, pattern := range []string{"ERROR", `[A-Z]+ worker-3 request id=[0-9]*7 `, `took 4[0-9]ms$`, `^warn`, `(?i)error worker-[12]`, `id=1\d\d `, `x|worker-6 request id=2`, `(?i)WARN`, `(?i)req`, `(?i)Took 1\d+MS$`, `(?i)worker-4 request`} {
+	for _, pattern := range []string{"ERROR", `[A-Z]+ worker-3 request id=[0-9]*7 `, `took 4[0-9]ms$`, `^warn`, `(?i)error worker-[12]`, `id=1\d\d `, `x|worker-6 request id=2`, `(?i)WARN`, `(?i)req`, `(?i)Took 1\d+MS$`, `(?i)worker-4 request`, `[0-9]{3}ms`, `^\S+ w\w+-\d r`, `\bid=\d+7\b`, `[A-Z]{4} \w+-[35] `, `^[wE].*\d\dms$`, `(?i)TOOK 4`} {
 		re := regexp.MustCompile(pattern)
 		var want []int
 		for i, l := range lines {
@@ -389,7 +395,11 @@ func (r *countingReader) Read(p []byte) (int, error) {
 func newTestGrepper(t *testing.T, pattern string, context int) *grepper {
 	t.Helper()
 	re := regexp.MustCompile(pattern)
-	return &grepper{lineRe: re, fileRe: regexp.MustCompile("(?m)" + pattern), context: context,
+	dfa, err := newLineDFA(mustParse(t, pattern))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &grepper{lineRe: re, dfa: dfa, context: context,
 		limit: 100, budget: 1 << 20, report: GrepReport{Matches: []GrepMatch{}}}
 }
 
