@@ -242,73 +242,15 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		return a.response(), nil
 	}
-	stream := p.client.Messages.NewStreaming(ctx, sdk.MessageNewParams{}, opts...)
-	defer stream.Close()
-	var a accumulator
-	for stream.Next() {
-		ev := stream.Current()
-		switch ev.Type {
-		case "message_start":
-			u := ev.Message.Usage
-			a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
-		case "content_block_start":
-			cb := ev.ContentBlock
-			a.start(cb.Type, cb.ID, cb.Name, cb.Text)
-			b := a.blocks[len(a.blocks)-1]
-			switch cb.Type {
-			case "thinking":
-				b.text.WriteString(cb.Thinking)
-				b.signature.WriteString(cb.Signature)
-				if req.OnThinking != nil && cb.Thinking != "" {
-					req.OnThinking(result.WellFormed(cb.Thinking))
-				}
-			case "redacted_thinking":
-				b.data = cb.Data
-			}
-		case "content_block_delta":
-			if int(ev.Index) >= len(a.blocks) {
-				return provider.Response{}, fmt.Errorf("anthropic: malformed stream: a delta for content block %d, which never started", ev.Index)
-			}
-			b := a.blocks[ev.Index]
-			switch ev.Delta.Type {
-			case "text_delta":
-				b.text.WriteString(ev.Delta.Text)
-				if onText != nil && ev.Delta.Text != "" {
-					onText(result.WellFormed(ev.Delta.Text))
-				}
-			case "input_json_delta":
-				b.input.WriteString(ev.Delta.PartialJSON)
-			case "thinking_delta":
-				b.text.WriteString(ev.Delta.Thinking)
-				if req.OnThinking != nil && ev.Delta.Thinking != "" {
-					req.OnThinking(result.WellFormed(ev.Delta.Thinking))
-				}
-			case "signature_delta":
-				b.signature.WriteString(ev.Delta.Signature)
-			}
-		case "message_delta":
-			a.stop = string(ev.Delta.StopReason)
-			a.usage.Output = int(ev.Usage.OutputTokens)
-			if ev.Usage.JSON.InputTokens.Valid() {
-				a.usage.Input = int(ev.Usage.InputTokens)
-			}
-			if ev.Usage.JSON.CacheReadInputTokens.Valid() {
-				a.usage.CacheRead = int(ev.Usage.CacheReadInputTokens)
-			}
-			if ev.Usage.JSON.CacheCreationInputTokens.Valid() {
-				a.usage.CacheWrite = int(ev.Usage.CacheCreationInputTokens)
-			}
-		case "message_stop":
-			a.done = true
-		}
-	}
-	if err := stream.Err(); err != nil {
+	// The SDK sends the request (auth, retries, the platform's
+	// middlewares; an *sdk.Error for a status of 400 or more) and hands
+	// back the response unread; stream.go reads it.
+	var resp *http.Response
+	if err := p.client.Post(ctx, "v1/messages", nil, &resp, opts...); err != nil {
 		return provider.Response{}, describe(err)
 	}
-	if !a.done {
-		return provider.Response{}, fmt.Errorf("anthropic: the stream ended before the message did (no message_stop)")
-	}
-	return a.response(), nil
+	defer resp.Body.Close()
+	return readStream(resp.Body, resp, onText, req.OnThinking)
 }
 
 func usageOf(in, out, read, write int64) history.Usage {
