@@ -18,7 +18,6 @@ package anthropic
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,7 +25,6 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -52,6 +50,7 @@ type Config struct {
 type Provider struct {
 	client sdk.Client
 	cfg    Config
+	heads  *headCache // the last head encoded (head.go), shared by WithThinking's copies
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -78,7 +77,7 @@ func New(cfg Config) (*Provider, error) {
 // withOptions is the wire on a client made with opts: New's, or a
 // platform's (platform.go).
 func withOptions(cfg Config, opts []option.RequestOption) *Provider {
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg}
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}}
 }
 
 // maxBreakpoints is the most cache_control markers one request may hold.
@@ -96,36 +95,21 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 // same Request gives the same bytes, every time. It fails, naming the
 // numbers, when th does not fit the request (Thinking.Check).
 func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
-	p := sdk.MessageNewParams{
-		Model:     sdk.Model(req.Model),
-		MaxTokens: int64(max(1, req.MaxTokens)),
-	}
-	if err := th.Check(int(p.MaxTokens)); err != nil {
+	return bodyWith(req, stream, th, nil)
+}
+
+// bodyWith is BodyWith with the head taken from heads when it holds it
+// (head.go); a nil heads encodes it afresh.
+func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache) ([]byte, error) {
+	maxTokens := max(1, req.MaxTokens)
+	if err := th.Check(maxTokens); err != nil {
 		return nil, err
 	}
-	p.Thinking = th.param()
-	marks := 0
-	mark := func() sdk.CacheControlEphemeralParam {
-		if marks >= maxBreakpoints {
-			return sdk.CacheControlEphemeralParam{}
-		}
-		marks++
-		return sdk.NewCacheControlEphemeralParam()
+	head, err := heads.head(req, maxTokens, th)
+	if err != nil {
+		return nil, err
 	}
-	for i, t := range req.Tools {
-		tp := sdk.ToolParam{
-			Name:        t.Name,
-			Description: param.NewOpt(t.Description),
-			InputSchema: param.Override[sdk.ToolInputSchemaParam](json.RawMessage(t.InputSchema)),
-		}
-		if i == len(req.Tools)-1 {
-			tp.CacheControl = mark()
-		}
-		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &tp})
-	}
-	if req.System != "" {
-		p.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: mark()}}
-	}
+	marks := headMarks(req)
 	// Consecutive messages of one role (a prompt after tool results the
 	// model never answered) go as one message, as the API wants.
 	type group struct {
@@ -161,10 +145,6 @@ func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
 			marks++
 			rolling++
 		}
-	}
-	head, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: encoding the request: %v", err)
 	}
 	size := len(head) + 64
 	for _, m := range req.Messages {
@@ -205,7 +185,7 @@ func (p *Provider) CacheSettings() string {
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	body, err := BodyWith(req, !p.cfg.NoStream, p.cfg.Thinking)
+	body, err := bodyWith(req, !p.cfg.NoStream, p.cfg.Thinking, p.heads)
 	if err != nil {
 		return provider.Response{}, err
 	}
