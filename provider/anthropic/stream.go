@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,8 +12,8 @@ import (
 	"github.com/myelin-run/myelin/result"
 )
 
-// The streamed answer is read here, with provider/sse and encoding/json
-// into streamEvent, which holds only the fields the accumulator uses: the
+// The streamed answer is read here, with provider/sse and decodeEvent
+// (scan.go: encoding/json's result, without its cost) into streamEvent, which holds only the fields the accumulator uses: the
 // SDK's stream (ssestream and apijson) decoded every event into its whole
 // union type first, which was most of the time a light round spent in the
 // wire (docs/performance.md, "The Anthropic wire's reader"). The SDK still
@@ -92,8 +91,7 @@ func readStream(body io.Reader, resp *http.Response, onText, onThinking func(str
 		if len(e.Data) == 0 {
 			continue
 		}
-		ev = streamEvent{}
-		if err := json.Unmarshal(e.Data, &ev); err != nil {
+		if err := decodeEvent(e.Data, &ev); err != nil {
 			return provider.Response{}, fmt.Errorf("anthropic: malformed stream: a %s event that is not the JSON expected (%v): %.200q", e.Name, err, e.Data)
 		}
 		switch ev.Type {
