@@ -230,7 +230,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return provider.Response{}, describe(err)
 	}
 	defer resp.Body.Close()
-	return readStream(resp.Body, resp, onText, req.OnThinking)
+	return readStream(eventsOf(resp), resp, onText, req.OnThinking)
 }
 
 func usageOf(in, out, read, write int64) history.Usage {

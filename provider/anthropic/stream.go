@@ -2,13 +2,11 @@ package anthropic
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/sse"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -23,7 +21,9 @@ import (
 // skipped, as are events with no data; an event named "error" ends the
 // stream with the SDK's own *sdk.Error for it (message, type and the
 // response's status and request ID); any other event is decoded by the
-// "type" of its data, and a type the accumulator does not know is ignored.
+// "type" of its data (an event of type "error" is an error event too,
+// whatever its name), and a type the accumulator does not know is ignored.
+// Bedrock's event stream is read by eventstream.go into the same events.
 
 // streamEvent is the fields of one stream event that the accumulator
 // reads; every other field is skipped by the decoder. It is reset before
@@ -69,13 +69,12 @@ type streamEvent struct {
 	} `json:"usage"`
 }
 
-// readStream reads the streamed answer in body to its message_stop. onText
+// readStream reads the streamed answer in r to its message_stop. onText
 // gets each text delta, onThinking each thinking delta (either may be nil).
 // resp is the response body comes from, for the error of an error event
 // (its status and request ID); it may be nil. An error event is the SDK's
 // *sdk.Error for it, described as a refused request is (describe).
-func readStream(body io.Reader, resp *http.Response, onText, onThinking func(string)) (provider.Response, error) {
-	r := sse.NewReader(body)
+func readStream(r events, resp *http.Response, onText, onThinking func(string)) (provider.Response, error) {
 	var (
 		a  accumulator
 		ev streamEvent
@@ -95,6 +94,9 @@ func readStream(body io.Reader, resp *http.Response, onText, onThinking func(str
 			return provider.Response{}, fmt.Errorf("anthropic: malformed stream: a %s event that is not the JSON expected (%v): %.200q", e.Name, err, e.Data)
 		}
 		switch ev.Type {
+		case "error":
+			// an error that came under another name (a Bedrock chunk)
+			return provider.Response{}, describe(streamError(resp, e.Data))
 		case "message_start":
 			u := ev.Message.Usage
 			a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)

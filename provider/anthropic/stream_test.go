@@ -15,6 +15,7 @@ import (
 
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/provider/sse"
 )
 
 // splitBefore is stream cut just before the first line that starts event.
@@ -152,7 +153,7 @@ func BenchmarkReadStream(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
-			if _, err := readStream(bytes.NewReader(data), nil, nil, nil); err != nil {
+			if _, err := readStream(sse.NewReader(bytes.NewReader(data)), nil, nil, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -170,7 +171,7 @@ func BenchmarkReadStream(b *testing.B) {
 
 func TestBothReadersOfTheBenchmarkReadItsRound(t *testing.T) {
 	data := lightRound()
-	resp, err := readStream(bytes.NewReader(data), nil, nil, nil)
+	resp, err := readStream(sse.NewReader(bytes.NewReader(data)), nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
