@@ -3,6 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -112,6 +113,9 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 	if s.isNull() {
 		// the field stays as it is, as in encoding/json, but for a
 		// pointer, which null makes nil again
+		if !slices.Contains(keysOf[in], string(key)) {
+			return s.unknown(in, key)
+		}
 		if in == inDeltaUsage {
 			switch string(key) {
 			case "input_tokens":
@@ -140,12 +144,12 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "usage":
 			return s.object(inDeltaUsage, ev)
 		}
-		return s.other(key, "type", "index", "message", "content_block", "delta", "usage")
+		return s.other(in, key)
 	case inMessage:
 		if string(key) == "usage" {
 			return s.object(inStartUsage, ev)
 		}
-		return s.other(key, "usage")
+		return s.other(in, key)
 	case inStartUsage:
 		u := &ev.Message.Usage
 		switch string(key) {
@@ -158,7 +162,7 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "cache_creation_input_tokens":
 			return s.int(&u.CacheCreationInputTokens)
 		}
-		return s.other(key, "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+		return s.other(in, key)
 	case inContentBlock:
 		cb := &ev.ContentBlock
 		switch string(key) {
@@ -177,7 +181,7 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "data":
 			return s.string(&cb.Data)
 		}
-		return s.other(key, "type", "id", "name", "text", "thinking", "signature", "data")
+		return s.other(in, key)
 	case inDelta:
 		d := &ev.Delta
 		switch string(key) {
@@ -194,7 +198,7 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "stop_reason":
 			return s.name(&d.StopReason)
 		}
-		return s.other(key, "type", "text", "partial_json", "thinking", "signature", "stop_reason")
+		return s.other(in, key)
 	case inDeltaUsage:
 		u := &ev.Usage
 		switch string(key) {
@@ -207,21 +211,37 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "cache_creation_input_tokens":
 			return s.intPtr(&u.CacheCreationInputTokens)
 		}
-		return s.other(key, "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+		return s.other(in, key)
 	}
 	return false
 }
 
-// other skips the value of a key the object's fields do not name, unless
-// encoding/json would take the key for one of known (it matches keys
-// without case).
-func (s *scanner) other(key []byte, known ...string) bool {
-	for _, k := range known {
+// keysOf are the keys of the members each kind of object has fields for.
+var keysOf = [...][]string{
+	inEvent:        {"type", "index", "message", "content_block", "delta", "usage"},
+	inMessage:      {"usage"},
+	inStartUsage:   {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"},
+	inContentBlock: {"type", "id", "name", "text", "thinking", "signature", "data"},
+	inDelta:        {"type", "text", "partial_json", "thinking", "signature", "stop_reason"},
+	inDeltaUsage:   {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"},
+}
+
+// unknown reports whether key, which names no field of an object of kind
+// in, is one the scan may pass over: not when encoding/json would take
+// it for one of the fields' keys (it matches keys without case).
+func (s *scanner) unknown(in int, key []byte) bool {
+	for _, k := range keysOf[in] {
 		if bytes.EqualFold(key, []byte(k)) {
 			return false
 		}
 	}
-	return s.skip()
+	return true
+}
+
+// other skips the value of a key no field of an object of kind in names
+// (unknown).
+func (s *scanner) other(in int, key []byte) bool {
+	return s.unknown(in, key) && s.skip()
 }
 
 // names are the values of the event's "type" members and of stop_reason,

@@ -35,6 +35,8 @@ func scanCases(t testing.TB) []string {
 		`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"input_tokens":7,"output_tokens":15,"cache_read_input_tokens":null,"cache_creation_input_tokens":0}}`,
 		`{"type":"message_delta","usage":{"input_tokens":7,"input_tokens":null}}`,
 		`{"type":"message_delta","usage":{"input_tokens":7,"input_tokens":8}}`,
+		`{"type":"message_delta","usage":{"input_tokens":7,"inpuT_tokens":null}}`,
+		`{"type":"message_delta","usage":{"Output_Tokens":null,"other":null}}`,
 		`{"type":"content_block_start","index":1,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"q":[1,-2.5e+3,true,false,null,{"a":{}},[]]}}}`,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{"type":"char_location","cited_text":"x","start_char_index":0,"end_char_index":1e3}}}`,
 		" \t\r\n{ \"type\" : \"message_stop\" , \"index\" : 0 } \n",

@@ -182,3 +182,34 @@ func TestBothReadersOfTheBenchmarkReadItsRound(t *testing.T) {
 		t.Fatalf("read %s", mustJSON(resp))
 	}
 }
+
+// streaming is a transport that answers, in process, with a stream.
+type streaming struct{ stream []byte }
+
+func (s streaming) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(s.stream)), Request: r}, nil
+}
+
+// BenchmarkCompleteStreamedRound is one whole streamed light round on the
+// first-party wire — the request built and sent through the SDK, the
+// answer of ten tool calls read — answered in process, so that what is
+// measured is the wire's own work (run it on two checkouts for a before
+// and after).
+//
+//	go test ./provider/anthropic -run '^$' -bench CompleteStreamedRound
+func BenchmarkCompleteStreamedRound(b *testing.B) {
+	p, err := New(Config{APIKey: "k", BaseURL: "http://127.0.0.1:1", HTTPClient: &http.Client{Transport: streaming{lightRound()}}, MaxRetries: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := sampleRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := p.Complete(context.Background(), req, nil)
+		if err != nil || len(resp.Message.Parts) != 10 {
+			b.Fatal(resp, err)
+		}
+	}
+}
