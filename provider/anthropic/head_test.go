@@ -3,6 +3,7 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 
 	"github.com/myelin-run/myelin/provider"
@@ -68,4 +69,53 @@ func TestAProviderSendsTheHeadOfEachRequestAsBuiltAfreshWhateverChanged(t *testi
 			t.Errorf("%s: sent\n%s\nwant\n%s", s.name, got, want)
 		}
 	}
+}
+
+func TestRequestsWithDifferentHeadsAtOnceEachSendTheirOwn(t *testing.T) {
+	reqs := []provider.Request{sampleRequest(), sampleRequest()}
+	reqs[1].System = "You are verbose."
+	reqs[1].Tools = reqs[1].Tools[:1]
+	srv := providertest.NewAnthropic(t)
+	for range 40 {
+		srv.Push(providertest.Step{Text: "ok"})
+	}
+	p := newProvider(t, srv, false)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				if _, err := p.Complete(context.Background(), reqs[(g+i)%2], nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got := map[string]int{}
+	for _, b := range srv.Requests() {
+		got[string(b)]++
+	}
+	if len(got) != 2 || got[string(mustJSONBody(t, reqs[0]))] != 20 || got[string(mustJSONBody(t, reqs[1]))] != 20 {
+		t.Fatalf("sent %d distinct bodies, %v; want each of 2 twenty times", len(got), counts(got))
+	}
+}
+
+func mustJSONBody(t *testing.T, r provider.Request) []byte {
+	t.Helper()
+	b, err := BodyWith(r, true, Thinking{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func counts(m map[string]int) []int {
+	var n []int
+	for _, c := range m {
+		n = append(n, c)
+	}
+	return n
 }
