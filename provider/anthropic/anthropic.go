@@ -1,6 +1,8 @@
 // Package anthropic is the Anthropic Messages wire: it turns a
-// provider.Request into a Messages API request through
-// github.com/anthropics/anthropic-sdk-go/v2 and reads the streamed answer.
+// provider.Request into a Messages API request, sends it through
+// github.com/anthropics/anthropic-sdk-go/v2 (auth, retries, errors, the
+// platforms' middlewares) and reads the streamed answer itself
+// (stream.go, scan.go; Bedrock's event stream in eventstream.go).
 //
 // A text tool result goes in the string form of `content` (its bytes as
 // stored); an error result carries `is_error`; images go as native image
@@ -18,7 +20,6 @@ package anthropic
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,7 +27,6 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -52,6 +52,7 @@ type Config struct {
 type Provider struct {
 	client sdk.Client
 	cfg    Config
+	heads  *headCache // the last head encoded (head.go), shared by WithThinking's copies
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -78,7 +79,7 @@ func New(cfg Config) (*Provider, error) {
 // withOptions is the wire on a client made with opts: New's, or a
 // platform's (platform.go).
 func withOptions(cfg Config, opts []option.RequestOption) *Provider {
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg}
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}}
 }
 
 // maxBreakpoints is the most cache_control markers one request may hold.
@@ -96,36 +97,21 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 // same Request gives the same bytes, every time. It fails, naming the
 // numbers, when th does not fit the request (Thinking.Check).
 func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
-	p := sdk.MessageNewParams{
-		Model:     sdk.Model(req.Model),
-		MaxTokens: int64(max(1, req.MaxTokens)),
-	}
-	if err := th.Check(int(p.MaxTokens)); err != nil {
+	return bodyWith(req, stream, th, nil)
+}
+
+// bodyWith is BodyWith with the head taken from heads when it holds it
+// (head.go); a nil heads encodes it afresh.
+func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache) ([]byte, error) {
+	maxTokens := max(1, req.MaxTokens)
+	if err := th.Check(maxTokens); err != nil {
 		return nil, err
 	}
-	p.Thinking = th.param()
-	marks := 0
-	mark := func() sdk.CacheControlEphemeralParam {
-		if marks >= maxBreakpoints {
-			return sdk.CacheControlEphemeralParam{}
-		}
-		marks++
-		return sdk.NewCacheControlEphemeralParam()
+	head, err := heads.head(req, maxTokens, th)
+	if err != nil {
+		return nil, err
 	}
-	for i, t := range req.Tools {
-		tp := sdk.ToolParam{
-			Name:        t.Name,
-			Description: param.NewOpt(t.Description),
-			InputSchema: param.Override[sdk.ToolInputSchemaParam](json.RawMessage(t.InputSchema)),
-		}
-		if i == len(req.Tools)-1 {
-			tp.CacheControl = mark()
-		}
-		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &tp})
-	}
-	if req.System != "" {
-		p.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: mark()}}
-	}
+	marks := headMarks(req)
 	// Consecutive messages of one role (a prompt after tool results the
 	// model never answered) go as one message, as the API wants.
 	type group struct {
@@ -161,10 +147,6 @@ func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
 			marks++
 			rolling++
 		}
-	}
-	head, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: encoding the request: %v", err)
 	}
 	size := len(head) + 64
 	for _, m := range req.Messages {
@@ -205,7 +187,7 @@ func (p *Provider) CacheSettings() string {
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	body, err := BodyWith(req, !p.cfg.NoStream, p.cfg.Thinking)
+	body, err := bodyWith(req, !p.cfg.NoStream, p.cfg.Thinking, p.heads)
 	if err != nil {
 		return provider.Response{}, err
 	}
@@ -242,73 +224,15 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		return a.response(), nil
 	}
-	stream := p.client.Messages.NewStreaming(ctx, sdk.MessageNewParams{}, opts...)
-	defer stream.Close()
-	var a accumulator
-	for stream.Next() {
-		ev := stream.Current()
-		switch ev.Type {
-		case "message_start":
-			u := ev.Message.Usage
-			a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
-		case "content_block_start":
-			cb := ev.ContentBlock
-			a.start(cb.Type, cb.ID, cb.Name, cb.Text)
-			b := a.blocks[len(a.blocks)-1]
-			switch cb.Type {
-			case "thinking":
-				b.text.WriteString(cb.Thinking)
-				b.signature.WriteString(cb.Signature)
-				if req.OnThinking != nil && cb.Thinking != "" {
-					req.OnThinking(result.WellFormed(cb.Thinking))
-				}
-			case "redacted_thinking":
-				b.data = cb.Data
-			}
-		case "content_block_delta":
-			if int(ev.Index) >= len(a.blocks) {
-				return provider.Response{}, fmt.Errorf("anthropic: malformed stream: a delta for content block %d, which never started", ev.Index)
-			}
-			b := a.blocks[ev.Index]
-			switch ev.Delta.Type {
-			case "text_delta":
-				b.text.WriteString(ev.Delta.Text)
-				if onText != nil && ev.Delta.Text != "" {
-					onText(result.WellFormed(ev.Delta.Text))
-				}
-			case "input_json_delta":
-				b.input.WriteString(ev.Delta.PartialJSON)
-			case "thinking_delta":
-				b.text.WriteString(ev.Delta.Thinking)
-				if req.OnThinking != nil && ev.Delta.Thinking != "" {
-					req.OnThinking(result.WellFormed(ev.Delta.Thinking))
-				}
-			case "signature_delta":
-				b.signature.WriteString(ev.Delta.Signature)
-			}
-		case "message_delta":
-			a.stop = string(ev.Delta.StopReason)
-			a.usage.Output = int(ev.Usage.OutputTokens)
-			if ev.Usage.JSON.InputTokens.Valid() {
-				a.usage.Input = int(ev.Usage.InputTokens)
-			}
-			if ev.Usage.JSON.CacheReadInputTokens.Valid() {
-				a.usage.CacheRead = int(ev.Usage.CacheReadInputTokens)
-			}
-			if ev.Usage.JSON.CacheCreationInputTokens.Valid() {
-				a.usage.CacheWrite = int(ev.Usage.CacheCreationInputTokens)
-			}
-		case "message_stop":
-			a.done = true
-		}
-	}
-	if err := stream.Err(); err != nil {
+	// The SDK sends the request (auth, retries, the platform's
+	// middlewares; an *sdk.Error for a status of 400 or more) and hands
+	// back the response unread; stream.go reads it.
+	var resp *http.Response
+	if err := p.client.Post(ctx, "v1/messages", nil, &resp, opts...); err != nil {
 		return provider.Response{}, describe(err)
 	}
-	if !a.done {
-		return provider.Response{}, fmt.Errorf("anthropic: the stream ended before the message did (no message_stop)")
-	}
-	return a.response(), nil
+	defer resp.Body.Close()
+	return readStream(eventsOf(resp), resp, onText, req.OnThinking)
 }
 
 func usageOf(in, out, read, write int64) history.Usage {

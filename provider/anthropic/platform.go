@@ -23,8 +23,8 @@ import (
 // SDK's platform options rewrite it on its way out: the model moves into
 // the URL, anthropic_version into the body, and the request is signed or
 // given a token. Only transport and auth differ; the answer is read as on
-// the first-party API (the SDK turns Bedrock's binary event stream into
-// the same server-sent events).
+// the first-party API, Bedrock's binary event stream frame by frame into
+// the same events (eventstream.go).
 
 // Platform is a cloud that serves the Messages API: its name, the
 // anthropic_version its documentation requires in the body, and the SDK
@@ -45,6 +45,11 @@ type Platform struct {
 	// that an auth option can wrap that client) and before
 	// Config.BaseURL (so that a test or a proxy can take the address).
 	Options []option.RequestOption
+	// EventStream, for a platform that streams answers as an AWS event
+	// stream (Bedrock), has the wire read its frames itself rather than
+	// the server-sent event text the SDK's middleware would make of
+	// them (eventstream.go). Its options must not need that text.
+	EventStream bool
 }
 
 // OnPlatform is the Anthropic wire sending through a Platform. It is a
@@ -86,6 +91,11 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 		opts = append(opts, option.WithHeader("anthropic-version", pl.Version))
 	}
 	opts = append(opts, pl.Options...)
+	if pl.EventStream {
+		// after the platform's middleware: closer to the wire, it runs
+		// inside it
+		opts = append(opts, option.WithMiddleware(keepEventStream))
+	}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}

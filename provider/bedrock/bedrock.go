@@ -4,8 +4,9 @@
 // InvokeModel (/model/MODEL/invoke) or InvokeModelWithResponseStream
 // (/model/MODEL/invoke-with-response-stream) with the model in the URL,
 // signs each request with AWS SigV4 (or sends AWS_BEARER_TOKEN_BEDROCK as
-// a bearer token), and turns Bedrock's binary event stream back into the
-// API's server-sent events.
+// a bearer token); the wire reads Bedrock's binary event stream itself,
+// frame by frame, into the API's events (provider/anthropic's
+// Platform.EventStream).
 //
 // The body is the first-party wire's, byte for byte, less "model" and
 // "stream" (the SDK moves them into the URL) and with
@@ -75,5 +76,7 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		Name:    "bedrock",
 		Version: Version,
 		Options: []option.RequestOption{sdkbedrock.WithConfig(awsCfg)},
+		// the wire reads the event stream's frames itself
+		EventStream: true,
 	}, cfg.Config)
 }

@@ -1,6 +1,7 @@
 package bedrock
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,9 +12,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	sdkbedrock "github.com/anthropics/anthropic-sdk-go/v2/bedrock"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 // longRequest is a conversation of n messages alternating a tool call and
@@ -65,6 +70,56 @@ func BenchmarkCompleteAt10kMessages(b *testing.B) {
 			for b.Loop() {
 				if _, err := w.p.Complete(context.Background(), req, nil); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// streaming is a transport that answers, in process, with the event
+// stream of a light round (ten tool calls), as Bedrock does.
+type streaming struct{ frames []byte }
+
+func (s streaming) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/vnd.amazon.eventstream"}}, Body: io.NopCloser(bytes.NewReader(s.frames)), Request: r}, nil
+}
+
+// BenchmarkCompleteStreamedRound is one streamed light round on Bedrock
+// (a short request, an answer of ten tool calls), answered in process:
+// "frames" reads the event stream itself (Platform.EventStream, what New
+// does); "sdk-translation" has the SDK's middleware turn it into
+// server-sent event text first, and reads that.
+//
+//	go test ./provider/bedrock -run '^$' -bench CompleteStreamedRound
+func BenchmarkCompleteStreamedRound(b *testing.B) {
+	calls := make([]providertest.ToolCall, 10)
+	for k := range calls {
+		calls[k] = providertest.ToolCall{ID: fmt.Sprintf("call_0_%d", k), Name: "noop--run", Input: `{}`}
+	}
+	client := &http.Client{Transport: streaming{providertest.BedrockStream(providertest.Step{ToolCalls: calls, Input: 1200, Output: 80})}}
+	awsCfg := aws.Config{Region: "us-east-1", Credentials: staticKeys}
+	cfg := anthropic.Config{HTTPClient: client, MaxRetries: -1}
+	frames, err := New(Config{Config: cfg, AWS: &awsCfg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	translated, err := anthropic.NewOn(anthropic.Platform{Name: "bedrock", Version: Version, Options: []option.RequestOption{sdkbedrock.WithConfig(awsCfg)}}, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := sampleRequest()
+	for _, w := range []struct {
+		name string
+		p    provider.Provider
+	}{{"frames", frames}, {"sdk-translation", translated}} {
+		b.Run(w.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := w.p.Complete(context.Background(), req, nil)
+				if err != nil || len(resp.Message.Parts) != 10 {
+					b.Fatal(resp, err)
 				}
 			}
 		})

@@ -1,0 +1,215 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/provider/sse"
+)
+
+// splitBefore is stream cut just before the first line that starts event.
+func splitBefore(t *testing.T, stream, event string) (string, string) {
+	t.Helper()
+	i := strings.Index(stream, "event: "+event+"\n")
+	if i < 0 {
+		t.Fatalf("no %s event in %s", event, stream)
+	}
+	return stream[:i], stream[i:]
+}
+
+func TestAnErrorEventMidStreamIsAnErrorWithTheProvidersMessage(t *testing.T) {
+	head, _ := splitBefore(t, providertest.AnthropicStream(providertest.Step{Text: "hello there"}), "message_delta")
+	stream := head + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded right now\"}}\n\n"
+	srv := providertest.NewAnthropic(t, providertest.Step{Raw: stream})
+	var text strings.Builder
+	_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), func(s string) { text.WriteString(s) })
+	if err == nil || !strings.Contains(err.Error(), "Overloaded right now") {
+		t.Fatalf("err = %v, want the provider's message", err)
+	}
+	var apiErr *sdk.Error
+	if !errors.As(err, &apiErr) || apiErr.Message != "Overloaded right now" || apiErr.Type() != "overloaded_error" || apiErr.StatusCode != http.StatusOK {
+		t.Fatalf("the SDK's error is not wrapped as its stream made it: %#v", apiErr)
+	}
+	if _, ok := provider.IsTooLong(err); ok {
+		t.Fatalf("an overload is read as too long: %v", err)
+	}
+	if text.String() != "hello there" {
+		t.Fatalf("the text before the error was not streamed: %q", text.String())
+	}
+}
+
+func TestAnErrorEventThatIsNotAnErrorObjectIsAnErrorQuotingIt(t *testing.T) {
+	srv := providertest.NewAnthropic(t, providertest.Step{Raw: "event: error\ndata: {\"type\":\"error\",\"error\":\"nope\n\n"})
+	_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	if err == nil || !strings.Contains(err.Error(), `"error":"nope`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestUnknownPingAndUnnamedEventsAreIgnored(t *testing.T) {
+	step := providertest.Step{Text: "hello there", ToolCalls: []providertest.ToolCall{{ID: "t1", Name: "workspace--read", Input: `{"path":"a"}`}}}
+	plain := providertest.AnthropicStream(step)
+	head, tail := splitBefore(t, plain, "content_block_delta")
+	noisy := head +
+		"event: ping\ndata: {\"type\":\"ping\"}\n\n" +
+		"event: content_block_novelty\ndata: {\"type\":\"content_block_novelty\",\"index\":7,\"delta\":{\"type\":\"text_delta\",\"text\":\"not this\"}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"citations_delta\",\"citation\":{}}}\n\n" +
+		"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"nor this\"}}\n\n" +
+		"event: content_block_delta\ndata:\n\n" +
+		": a comment\n\n" +
+		tail
+	var want, got provider.Response
+	for i, stream := range []string{plain, noisy} {
+		srv := providertest.NewAnthropic(t, providertest.Step{Raw: stream})
+		resp, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		if i == 0 {
+			want = resp
+		} else {
+			got = resp
+		}
+	}
+	if mustJSON(got) != mustJSON(want) || len(want.Message.Parts) != 2 {
+		t.Fatalf("with unknown events\n got %s\nwant %s", mustJSON(got), mustJSON(want))
+	}
+}
+
+func TestADeltaForABlockThatNeverStartedIsAnError(t *testing.T) {
+	head, tail := splitBefore(t, providertest.AnthropicStream(providertest.Step{Text: "hello there"}), "message_delta")
+	for _, index := range []int{1, 5, -1} {
+		stream := head + fmt.Sprintf("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":%d,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n", index) + tail
+		srv := providertest.NewAnthropic(t, providertest.Step{Raw: stream})
+		_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+		want := fmt.Sprintf("anthropic: malformed stream: a delta for content block %d, which never started", index)
+		if err == nil || err.Error() != want {
+			t.Errorf("index %d: err = %v, want %q", index, err, want)
+		}
+	}
+}
+
+func TestAnEventThatIsNotJSONNamesTheEventAndQuotesIt(t *testing.T) {
+	srv := providertest.NewAnthropic(t, providertest.Step{Raw: "event: message_start\ndata: {not json\n\n"})
+	_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	if err == nil || !strings.Contains(err.Error(), "message_start") || !strings.Contains(err.Error(), "{not json") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// lightRound is the stream of a light round of the overhead benchmark:
+// ten tool calls.
+func lightRound() []byte {
+	calls := make([]providertest.ToolCall, 10)
+	for k := range calls {
+		calls[k] = providertest.ToolCall{ID: fmt.Sprintf("call_0_%d", k), Name: "noop--run", Input: `{}`}
+	}
+	return []byte(providertest.AnthropicStream(providertest.Step{ToolCalls: calls, Input: 1200, Output: 80}))
+}
+
+// sdkRead reads a stream as the wire did before stream.go, through the
+// SDK's ssestream and its union type, touching the fields the accumulator
+// read, for BenchmarkReadStream to compare with.
+func sdkRead(data []byte) (int, error) {
+	res := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(data))}
+	stream := ssestream.NewStream[sdk.MessageStreamEventUnion](ssestream.NewDecoder(res), nil)
+	defer stream.Close()
+	n := 0
+	for stream.Next() {
+		ev := stream.Current()
+		switch ev.Type {
+		case "message_start":
+			n += int(ev.Message.Usage.InputTokens)
+		case "content_block_start":
+			n += len(ev.ContentBlock.Type) + len(ev.ContentBlock.ID) + len(ev.ContentBlock.Name)
+		case "content_block_delta":
+			n += len(ev.Delta.PartialJSON) + len(ev.Delta.Text)
+		case "message_delta":
+			n += int(ev.Usage.OutputTokens) + len(ev.Delta.StopReason)
+		}
+	}
+	return n, stream.Err()
+}
+
+// BenchmarkReadStream reads the stream of a light round (ten tool calls)
+// with this wire's reader and with the SDK's stream, over the same bytes
+// in memory: the ratio is what stream.go saves per answer.
+//
+//	go test ./provider/anthropic -run '^$' -bench ReadStream
+func BenchmarkReadStream(b *testing.B) {
+	data := lightRound()
+	b.Run("reader", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := readStream(sse.NewReader(bytes.NewReader(data)), nil, nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if _, err := sdkRead(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestBothReadersOfTheBenchmarkReadItsRound(t *testing.T) {
+	data := lightRound()
+	resp, err := readStream(sse.NewReader(bytes.NewReader(data)), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sdkRead(data); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Message.Parts) != 10 || resp.StopReason != "tool_use" || resp.Message.Usage.Input != 1200 || resp.Message.Usage.Output != 80 {
+		t.Fatalf("read %s", mustJSON(resp))
+	}
+}
+
+// streaming is a transport that answers, in process, with a stream.
+type streaming struct{ stream []byte }
+
+func (s streaming) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	r.Body.Close()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(s.stream)), Request: r}, nil
+}
+
+// BenchmarkCompleteStreamedRound is one whole streamed light round on the
+// first-party wire — the request built and sent through the SDK, the
+// answer of ten tool calls read — answered in process, so that what is
+// measured is the wire's own work (run it on two checkouts for a before
+// and after).
+//
+//	go test ./provider/anthropic -run '^$' -bench CompleteStreamedRound
+func BenchmarkCompleteStreamedRound(b *testing.B) {
+	p, err := New(Config{APIKey: "k", BaseURL: "http://127.0.0.1:1", HTTPClient: &http.Client{Transport: streaming{lightRound()}}, MaxRetries: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := sampleRequest()
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := p.Complete(context.Background(), req, nil)
+		if err != nil || len(resp.Message.Parts) != 10 {
+			b.Fatal(resp, err)
+		}
+	}
+}
