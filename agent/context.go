@@ -24,25 +24,26 @@ const maxEdits = 8
 // record, the tool definitions, and the window's budget.
 type sizing struct {
 	conv   history.Conversation
-	defs   []provider.Tool
+	defs   []provider.Tool // shared (Agent.toolDefs): never changed
+	digest string          // of defs
 	budget int
 	fixed  int
 	model  string // the model and its window, for errors
 }
 
 func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
-	conv, err := a.Store.Get(ctx, id)
+	conv, err := a.record(ctx, id)
 	if err != nil {
 		return sizing{}, err
 	}
-	defs, err := a.ToolDefs()
+	defs, digest, err := a.toolDefs()
 	if err != nil {
 		return sizing{}, err
 	}
 	if err := a.Context.Check(); err != nil {
 		return sizing{}, fmt.Errorf("agent: the context policy: %w", err)
 	}
-	s := sizing{conv: conv, defs: defs, fixed: window.FixedBytes(conv.System, defs)}
+	s := sizing{conv: conv, defs: defs, digest: digest, fixed: window.FixedBytes(conv.System, defs)}
 	return s, a.resize(&s)
 }
 
@@ -333,14 +334,18 @@ func summaryText(e history.Edit, stored []history.Message) string {
 
 // settings are the settings conversation id's requests are sent with.
 func (a *Agent) settings(s sizing) history.Settings {
-	st := history.Settings{Model: a.Model, System: digest(s.conv.System)}
-	var b strings.Builder
-	for _, t := range s.defs {
-		fmt.Fprintf(&b, "%q %q %s\n", t.Name, t.Description, t.InputSchema)
-	}
-	st.Tools = digest(b.String())
+	st := history.Settings{Model: a.Model, System: digest(s.conv.System), Tools: s.digest}
 	st.Cache = provider.CacheSettings(a.Provider)
 	return st
+}
+
+// toolsDigest is the digest of tool definitions in Settings.
+func toolsDigest(defs []provider.Tool) string {
+	var b strings.Builder
+	for _, t := range defs {
+		fmt.Fprintf(&b, "%q %q %s\n", t.Name, t.Description, t.InputSchema)
+	}
+	return digest(b.String())
 }
 
 func digest(s string) string {

@@ -181,10 +181,23 @@ func (t *Tool) fields() string {
 const maxFieldsNamed = 30
 
 // Registry is the set of tools an agent offers. The zero value is an empty
-// registry ready to use; it is safe for concurrent use.
+// registry ready to use; it is safe for concurrent use. A tool must not be
+// changed once added: what consumers derive from the tools (the agent's
+// encoded definitions) is kept until Version changes.
 type Registry struct {
-	mu    sync.RWMutex
-	tools map[string]*Tool
+	mu      sync.RWMutex
+	tools   map[string]*Tool
+	version uint64 // changes added (Version)
+}
+
+// Version counts the changes made to the registry: it is different after
+// every Add that added tools, so that a consumer may keep what it derives
+// from the tools (their encoded definitions) until it changes. It says
+// nothing about the tools themselves, which must not change once added.
+func (r *Registry) Version() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.version
 }
 
 // Add adds tools; a name already taken, an invalid name or a tool without a
@@ -210,6 +223,9 @@ func (r *Registry) Add(tools ...*Tool) error {
 	}
 	for _, t := range tools {
 		r.tools[t.Name] = t
+	}
+	if len(tools) > 0 {
+		r.version++
 	}
 	return nil
 }
