@@ -193,7 +193,7 @@ func (a *Agent) Request(ctx context.Context, id string) (provider.Request, error
 	if err != nil {
 		return provider.Request{}, err
 	}
-	return a.request(s, msgs), nil
+	return a.request(s, window.Gather(msgs)), nil
 }
 
 // AnswerRoom is the max_tokens a request sends for an agent whose MaxTokens
