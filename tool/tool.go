@@ -47,6 +47,7 @@ type Tool struct {
 
 	once      sync.Once
 	resolved  *jsonschema.Resolved
+	shape     *shape // the schema checked on the input's bytes, when it can be
 	schemaErr error
 }
 
@@ -103,16 +104,25 @@ func (t *Tool) Summary() string {
 }
 
 // validate checks input against the schema and returns the error the model
-// reads, which names the offending field.
+// reads, which names the offending field. The schema is resolved once, on
+// the tool's first call. An input of a schema that only says which JSON
+// types go where (as Func's are) is checked on its bytes, with no decoding
+// (shape); any other input, and one that check does not accept, is decoded
+// and checked by the general validator, whose error names the problem.
 func (t *Tool) validate(input json.RawMessage) error {
 	if t.InputSchema == nil {
 		return nil
 	}
 	t.once.Do(func() {
-		t.resolved, t.schemaErr = t.InputSchema.Resolve(nil)
+		if t.resolved, t.schemaErr = t.InputSchema.Resolve(nil); t.schemaErr == nil {
+			t.shape = shapeOf(t.InputSchema)
+		}
 	})
 	if t.schemaErr != nil {
 		return fmt.Errorf("the tool's own input schema is invalid: %v", t.schemaErr)
+	}
+	if t.shape != nil && json.Valid(input) && t.shape.accepts(input) {
+		return nil
 	}
 	var v any
 	if err := json.Unmarshal(input, &v); err != nil {
