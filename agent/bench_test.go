@@ -22,10 +22,14 @@ import (
 type scripted struct {
 	answers []history.Message
 	n       int
+	// bare skips the encoding: the provider costs nothing but the answer.
+	bare bool
 }
 
 func (s *scripted) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	if _, err := anthropic.Body(req, true); err != nil {
+	if s.bare {
+		// nothing
+	} else if _, err := anthropic.Body(req, true); err != nil {
 		return provider.Response{}, err
 	}
 	m := s.answers[s.n%len(s.answers)]
@@ -82,6 +86,53 @@ func BenchmarkToolRound(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				id, err := a.NewConversation(ctx) // a fresh, short conversation each time
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				tr, err := a.Turn(ctx, id, "go", nil)
+				if err != nil || tr.Rounds != rounds {
+					b.Fatal(tr, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkAgentRound measures a light round's agent-side work alone: no
+// wire (the provider answers from its script and encodes nothing) and no
+// durable store (history.Memory). A round is 10 calls of a no-op tool
+// (input {"n":1}, checked against its schema); the turn of 11 rounds and
+// the turn of 1 are measured side by side, and a round's cost is their
+// difference over 10: dispatching and validating the calls, the events,
+// building the next request (the window's count, plan and view, the tool
+// definitions, the record) and the in-memory appends. Allocations per
+// round, unlike times, do not move with the machine's load. Run:
+//
+//	go test ./agent -run '^$' -bench AgentRound -benchmem -count 6
+func BenchmarkAgentRound(b *testing.B) {
+	calls := history.Message{Role: history.Assistant}
+	for i := 0; i < 10; i++ {
+		calls.Parts = append(calls.Parts, history.Part{Type: history.ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "echo--ok", Input: json.RawMessage(`{"n":1}`)})
+	}
+	done := history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "done"}}}
+	type in struct {
+		N int `json:"n"`
+	}
+	reg := &tool.Registry{}
+	_ = reg.Add(tool.MustFunc("echo--ok", "Says ok.", func(ctx context.Context, _ in) (any, error) { return "ok", nil }))
+	for _, rounds := range []int{1, 11} {
+		b.Run(fmt.Sprintf("turn-of-%d-rounds", rounds), func(b *testing.B) {
+			script := make([]history.Message, 0, rounds+1)
+			for i := 0; i < rounds; i++ {
+				script = append(script, calls)
+			}
+			script = append(script, done)
+			a := &Agent{Provider: &scripted{answers: script, bare: true}, Store: &history.Memory{}, Tools: reg, Model: "m", Env: result.Env{}}
+			ctx := context.Background()
+			for b.Loop() {
+				b.StopTimer()
+				id, err := a.NewConversation(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
