@@ -103,3 +103,38 @@ func TestAValidInputIsCheckedWithoutDecodingIt(t *testing.T) {
 		t.Fatal("an input without its required field was accepted")
 	}
 }
+
+// FuzzTheInputCheckOnBytes holds the check on bytes to the validator: what
+// it accepts, the validator accepts. Run:
+//
+//	go test ./tool -run '^$' -fuzz FuzzTheInputCheckOnBytes -fuzztime 60s
+func FuzzTheInputCheckOnBytes(f *testing.F) {
+	for _, seed := range []string{`{}`, `{"path":"a"}`, `{"path":"a","line":3,"tags":["x"],"env":{"k":"v"},"ratio":0.5,"force":true,"range":{"from":1},"any":[null,{}]}`,
+		`{"path":"a","line":1.0}`, `{"path":"a","line":1e2}`, `[]`, `null`, `{"pat\u0068":"a"}`, `{"path":"a","range":{"from":1,"x":2}}`} {
+		f.Add(seed)
+	}
+	schema, err := jsonschema.For[shapeInput](nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	sh := shapeOf(schema)
+	if sh == nil {
+		f.Fatal("Func's schema is not checked on bytes")
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		if !json.Valid([]byte(input)) || !sh.accepts([]byte(input)) {
+			return
+		}
+		var v any
+		if err := json.Unmarshal([]byte(input), &v); err != nil {
+			t.Fatalf("%s: accepted on its bytes, not decodable: %v", input, err)
+		}
+		if err := resolved.Validate(v); err != nil {
+			t.Fatalf("%s: accepted on its bytes, rejected by the validator: %v", input, err)
+		}
+	})
+}
