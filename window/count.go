@@ -160,7 +160,8 @@ func ratioOf(bytes, images int, u *history.Usage) (float64, bool) {
 // is taken off. With no usage yet, all of it is estimated with
 // DefaultBytesPerToken.
 func Measure(fixed int, stored []history.Message) Count {
-	return Gather(stored).Measure(fixed)
+	s := read(stored)
+	return s.Measure(fixed)
 }
 
 // Measure is Measure(fixed, s.Messages()), with the edits already

@@ -133,7 +133,8 @@ func (r round) candidates(stored []history.Message, e edits, minInput int) []Can
 // Plan is pure: the same stored conversation gives the same plan, in this
 // process or after a restart. Under Off it takes nothing, ever.
 func (p Policy) Plan(budget, fixed int, stored []history.Message, refused int) Plan {
-	return p.PlanFor(budget, fixed, Gather(stored), refused)
+	s := read(stored)
+	return p.PlanFor(budget, fixed, &s, refused)
 }
 
 // PlanFor is Plan of s.Messages(), with the edits already gathered: a turn

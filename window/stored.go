@@ -24,7 +24,14 @@ type Stored struct {
 // Gather reads stored, a conversation as stored (records included), for
 // one request's Measure, Plan and View.
 func Gather(stored []history.Message) *Stored {
-	return &Stored{msgs: stored, all: gather(stored), last: lastCounted(stored)}
+	s := read(stored)
+	return &s
+}
+
+// read is Gather's Stored as a value, for the functions that use it once
+// (Measure, Plan, View): kept on the stack, it costs no allocation.
+func read(stored []history.Message) Stored {
+	return Stored{msgs: stored, all: gather(stored), last: lastCounted(stored)}
 }
 
 // Messages are the stored messages s was made from.

@@ -86,3 +86,13 @@ func TestTheViewOfAConversationWithoutRecordsIsNotACopy(t *testing.T) {
 		t.Fatalf("View of a conversation with a record: %d messages, shared %v; want the record left out, in a copy", len(v), &v[0] == &withRecord[0])
 	}
 }
+
+// Measure, the count before every request, allocates nothing for a
+// conversation without records: its Stored stays on the stack (records'
+// edits need their maps).
+func TestMeasureAllocatesNothing(t *testing.T) {
+	stored := toolSession(400, 50, 100)
+	if n := testing.AllocsPerRun(20, func() { Measure(400, stored) }); n != 0 {
+		t.Fatalf("Measure allocated %v times a call; want 0", n)
+	}
+}

@@ -124,7 +124,8 @@ func summaryMessage(s *history.Summary) history.Message {
 // cut to its length, so that an append copies): what it returns must not
 // be changed.
 func View(stored []history.Message) []history.Message {
-	return Gather(stored).View()
+	s := read(stored)
+	return s.View()
 }
 
 // viewTo is View of the messages before place end, with the edits of every
