@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,6 +81,7 @@ type Agent struct {
 	Lease time.Duration
 
 	stated atomic.Int64 // the window a provider's refusal stated (Window)
+	cache  cache        // tool definitions and conversation records (cache.go)
 }
 
 // EventKind says what an Event reports.
@@ -127,9 +129,11 @@ type TurnResult struct {
 // returns its id.
 func (a *Agent) NewConversation(ctx context.Context) (string, error) {
 	id := NewID()
-	if err := a.Store.Create(ctx, history.Conversation{ID: id, System: a.system()}); err != nil {
+	conv := history.Conversation{ID: id, System: a.system()}
+	if err := a.Store.Create(ctx, conv); err != nil {
 		return "", err
 	}
+	a.keepRecord(conv)
 	return id, nil
 }
 
@@ -137,7 +141,7 @@ func (a *Agent) NewConversation(ctx context.Context) (string, error) {
 // continued as it is (with the system prompt it began with), an unknown id
 // starts a new conversation with the agent's system prompt.
 func (a *Agent) OpenConversation(ctx context.Context, id string) error {
-	_, err := a.Store.Get(ctx, id)
+	_, err := a.record(ctx, id)
 	if errors.Is(err, history.ErrNotFound) {
 		err = a.Store.Create(ctx, history.Conversation{ID: id, System: a.system()})
 		if errors.Is(err, history.ErrExists) {
@@ -162,21 +166,18 @@ func (a *Agent) system() string {
 }
 
 // ToolDefs are the tool definitions sent with every request, in the
-// registry's stable order.
+// registry's stable order. They are encoded once per change of the
+// registry (tool.Registry.Version) and kept; the slice returned is the
+// caller's.
 func (a *Agent) ToolDefs() ([]provider.Tool, error) {
-	var defs []provider.Tool
-	for _, t := range a.Tools.Tools() {
-		schema := json.RawMessage(`{"type":"object"}`)
-		if t.InputSchema != nil {
-			raw, err := json.Marshal(t.InputSchema)
-			if err != nil {
-				return nil, fmt.Errorf("tool %s: encoding its input schema: %v", t.Name, err)
-			}
-			schema = raw
-		}
-		defs = append(defs, provider.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	defs, _, err := a.toolDefs()
+	if err != nil {
+		return nil, err
 	}
-	return defs, nil
+	if len(defs) == 0 {
+		return nil, nil
+	}
+	return slices.Clone(defs), nil
 }
 
 // Request builds the next request of a conversation from what the store
@@ -192,7 +193,7 @@ func (a *Agent) Request(ctx context.Context, id string) (provider.Request, error
 	if err != nil {
 		return provider.Request{}, err
 	}
-	return a.request(s, msgs), nil
+	return a.request(s, window.Gather(msgs)), nil
 }
 
 // AnswerRoom is the max_tokens a request sends for an agent whose MaxTokens

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -21,10 +22,14 @@ import (
 type scripted struct {
 	answers []history.Message
 	n       int
+	// bare skips the encoding: the provider costs nothing but the answer.
+	bare bool
 }
 
 func (s *scripted) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	if _, err := anthropic.Body(req, true); err != nil {
+	if s.bare {
+		// nothing
+	} else if _, err := anthropic.Body(req, true); err != nil {
 		return provider.Response{}, err
 	}
 	m := s.answers[s.n%len(s.answers)]
@@ -94,12 +99,62 @@ func BenchmarkToolRound(b *testing.B) {
 	}
 }
 
+// BenchmarkAgentRound measures a light round's agent-side work alone: no
+// wire (the provider answers from its script and encodes nothing) and no
+// durable store (history.Memory). A round is 10 calls of a no-op tool
+// (input {"n":1}, checked against its schema); the turn of 11 rounds and
+// the turn of 1 are measured side by side, and a round's cost is their
+// difference over 10: dispatching and validating the calls, the events,
+// building the next request (the window's count, plan and view, the tool
+// definitions, the record) and the in-memory appends. Allocations per
+// round, unlike times, do not move with the machine's load. Run:
+//
+//	go test ./agent -run '^$' -bench AgentRound -benchmem -count 6
+func BenchmarkAgentRound(b *testing.B) {
+	calls := history.Message{Role: history.Assistant}
+	for i := 0; i < 10; i++ {
+		calls.Parts = append(calls.Parts, history.Part{Type: history.ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "echo--ok", Input: json.RawMessage(`{"n":1}`)})
+	}
+	done := history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "done"}}}
+	type in struct {
+		N int `json:"n"`
+	}
+	reg := &tool.Registry{}
+	_ = reg.Add(tool.MustFunc("echo--ok", "Says ok.", func(ctx context.Context, _ in) (any, error) { return "ok", nil }))
+	for _, rounds := range []int{1, 11} {
+		b.Run(fmt.Sprintf("turn-of-%d-rounds", rounds), func(b *testing.B) {
+			script := make([]history.Message, 0, rounds+1)
+			for i := 0; i < rounds; i++ {
+				script = append(script, calls)
+			}
+			script = append(script, done)
+			a := &Agent{Provider: &scripted{answers: script, bare: true}, Store: &history.Memory{}, Tools: reg, Model: "m", Env: result.Env{}}
+			ctx := context.Background()
+			for b.Loop() {
+				b.StopTimer()
+				id, err := a.NewConversation(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				tr, err := a.Turn(ctx, id, "go", nil)
+				if err != nil || tr.Rounds != rounds {
+					b.Fatal(tr, err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkNextRequest builds the next request of a stored conversation of
 // 1k, 10k and 100k messages: reading it from SQLite, decoding it, and
 // building the Anthropic request body. "warm" is a running agent's next
 // request (the store has read the conversation before and reads only what
 // is new); "cold" is the first request after a restart (a fresh store reads
-// it all). Target: ≤ 50 ms at 10k. Run:
+// it all). Target: ≤ 50 ms at 10k. Warm reports its two halves apart:
+// request-ms, the agent's Request (the store's read, the record, the tool
+// definitions, the window's view), and body-ms, the Anthropic wire's
+// encoding of it. Run:
 //
 //	go test ./agent -run '^$' -bench NextRequest -count 6
 func BenchmarkNextRequest(b *testing.B) {
@@ -126,20 +181,28 @@ func BenchmarkNextRequest(b *testing.B) {
 				batch = batch[:0]
 			}
 		}
+		var inRequest, inBody time.Duration // the two halves, for the report
 		build := func(b *testing.B, a *Agent) {
+			start := time.Now()
 			req, err := a.Request(ctx, id)
 			if err != nil || len(req.Messages) != n {
 				b.Fatal(len(req.Messages), err)
 			}
+			built := time.Now()
 			if _, err := anthropic.Body(req, true); err != nil {
 				b.Fatal(err)
 			}
+			inRequest += built.Sub(start)
+			inBody += time.Since(built)
 		}
 		b.Run(fmt.Sprintf("%dk-messages/warm", n/1000), func(b *testing.B) {
 			build(b, a)
+			inRequest, inBody = 0, 0
 			for b.Loop() {
 				build(b, a)
 			}
+			b.ReportMetric(float64(inRequest.Microseconds())/1000/float64(b.N), "request-ms/op")
+			b.ReportMetric(float64(inBody.Microseconds())/1000/float64(b.N), "body-ms/op")
 		})
 		b.Run(fmt.Sprintf("%dk-messages/cold", n/1000), func(b *testing.B) {
 			for b.Loop() {

@@ -24,25 +24,26 @@ const maxEdits = 8
 // record, the tool definitions, and the window's budget.
 type sizing struct {
 	conv   history.Conversation
-	defs   []provider.Tool
+	defs   []provider.Tool // shared (Agent.toolDefs): never changed
+	digest string          // of defs
 	budget int
 	fixed  int
 	model  string // the model and its window, for errors
 }
 
 func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
-	conv, err := a.Store.Get(ctx, id)
+	conv, err := a.record(ctx, id)
 	if err != nil {
 		return sizing{}, err
 	}
-	defs, err := a.ToolDefs()
+	defs, digest, err := a.toolDefs()
 	if err != nil {
 		return sizing{}, err
 	}
 	if err := a.Context.Check(); err != nil {
 		return sizing{}, fmt.Errorf("agent: the context policy: %w", err)
 	}
-	s := sizing{conv: conv, defs: defs, fixed: window.FixedBytes(conv.System, defs)}
+	s := sizing{conv: conv, defs: defs, digest: digest, fixed: window.FixedBytes(conv.System, defs)}
 	return s, a.resize(&s)
 }
 
@@ -60,9 +61,14 @@ func (a *Agent) resize(s *sizing) error {
 	return nil
 }
 
-// request is the request that sends stored under s.
-func (a *Agent) request(s sizing, stored []history.Message) provider.Request {
-	return provider.Request{Model: a.Model, System: s.conv.System, Tools: s.defs, Messages: window.View(stored), MaxTokens: AnswerRoom(a.MaxTokens), CacheKey: s.conv.ID}
+// request is the request that sends the stored conversation g under s;
+// with g nil it has no messages yet.
+func (a *Agent) request(s sizing, g *window.Stored) provider.Request {
+	req := provider.Request{Model: a.Model, System: s.conv.System, Tools: s.defs, MaxTokens: AnswerRoom(a.MaxTokens), CacheKey: s.conv.ID}
+	if g != nil {
+		req.Messages = g.View()
+	}
+	return req
 }
 
 // fit prepares the next request of conversation id so that it fits the
@@ -86,7 +92,8 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 		if err != nil {
 			return provider.Request{}, done, err
 		}
-		plan := a.Context.Plan(s.budget, s.fixed, stored, refused)
+		g := window.Gather(stored) // once for the plan and the request
+		plan := a.Context.PlanFor(s.budget, s.fixed, g, refused)
 		// A summary goes first when it is needed, so that its request is
 		// the conversation's own last prefix, which the provider has
 		// cached. After a refusal, clearing goes first when there is
@@ -133,7 +140,8 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				if stored, err = a.Store.Messages(ctx, id); err != nil {
 					return provider.Request{}, done, err
 				}
-				size = window.Measure(s.fixed, stored)
+				g = window.Gather(stored)
+				size = g.Measure(s.fixed)
 			} else if failed != nil {
 				done = append(done, "could not take results out: "+failed.Error())
 			}
@@ -154,7 +162,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			}
 			on(Event{Kind: Notice, Text: fmt.Sprintf("the next request is estimated at about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out%s; sending it: the provider will say", after.Tokens, s.budget, s.model, why)})
 		}
-		return a.request(s, stored), done, nil
+		return a.request(s, g), done, nil
 	}
 	return provider.Request{}, done, fmt.Errorf("the conversation still does not fit its window after %d edits (%s)", maxEdits, strings.Join(done, "; "))
 }
@@ -263,7 +271,7 @@ func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Messag
 		return history.Edit{}, err
 	}
 	words := window.SummaryWords(s.budget)
-	req := a.request(s, stored)
+	req := a.request(s, nil)
 	req.Messages = window.SummaryRequest(stored, through, words)
 	// the answer's room: what was asked for and half again, within the
 	// agent's own max_tokens (which the budget already keeps free)
@@ -333,14 +341,18 @@ func summaryText(e history.Edit, stored []history.Message) string {
 
 // settings are the settings conversation id's requests are sent with.
 func (a *Agent) settings(s sizing) history.Settings {
-	st := history.Settings{Model: a.Model, System: digest(s.conv.System)}
-	var b strings.Builder
-	for _, t := range s.defs {
-		fmt.Fprintf(&b, "%q %q %s\n", t.Name, t.Description, t.InputSchema)
-	}
-	st.Tools = digest(b.String())
+	st := history.Settings{Model: a.Model, System: digest(s.conv.System), Tools: s.digest}
 	st.Cache = provider.CacheSettings(a.Provider)
 	return st
+}
+
+// toolsDigest is the digest of tool definitions in Settings.
+func toolsDigest(defs []provider.Tool) string {
+	var b strings.Builder
+	for _, t := range defs {
+		fmt.Fprintf(&b, "%q %q %s\n", t.Name, t.Description, t.InputSchema)
+	}
+	return digest(b.String())
 }
 
 func digest(s string) string {

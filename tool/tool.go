@@ -47,6 +47,7 @@ type Tool struct {
 
 	once      sync.Once
 	resolved  *jsonschema.Resolved
+	shape     *shape // the schema checked on the input's bytes, when it can be
 	schemaErr error
 }
 
@@ -103,16 +104,25 @@ func (t *Tool) Summary() string {
 }
 
 // validate checks input against the schema and returns the error the model
-// reads, which names the offending field.
+// reads, which names the offending field. The schema is resolved once, on
+// the tool's first call. An input of a schema that only says which JSON
+// types go where (as Func's are) is checked on its bytes, with no decoding
+// (shape); any other input, and one that check does not accept, is decoded
+// and checked by the general validator, whose error names the problem.
 func (t *Tool) validate(input json.RawMessage) error {
 	if t.InputSchema == nil {
 		return nil
 	}
 	t.once.Do(func() {
-		t.resolved, t.schemaErr = t.InputSchema.Resolve(nil)
+		if t.resolved, t.schemaErr = t.InputSchema.Resolve(nil); t.schemaErr == nil {
+			t.shape = shapeOf(t.InputSchema)
+		}
 	})
 	if t.schemaErr != nil {
 		return fmt.Errorf("the tool's own input schema is invalid: %v", t.schemaErr)
+	}
+	if t.shape != nil && json.Valid(input) && t.shape.accepts(input) {
+		return nil
 	}
 	var v any
 	if err := json.Unmarshal(input, &v); err != nil {
@@ -181,10 +191,23 @@ func (t *Tool) fields() string {
 const maxFieldsNamed = 30
 
 // Registry is the set of tools an agent offers. The zero value is an empty
-// registry ready to use; it is safe for concurrent use.
+// registry ready to use; it is safe for concurrent use. A tool must not be
+// changed once added: what consumers derive from the tools (the agent's
+// encoded definitions) is kept until Version changes.
 type Registry struct {
-	mu    sync.RWMutex
-	tools map[string]*Tool
+	mu      sync.RWMutex
+	tools   map[string]*Tool
+	version uint64 // changes added (Version)
+}
+
+// Version counts the changes made to the registry: it is different after
+// every Add that added tools, so that a consumer may keep what it derives
+// from the tools (their encoded definitions) until it changes. It says
+// nothing about the tools themselves, which must not change once added.
+func (r *Registry) Version() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.version
 }
 
 // Add adds tools; a name already taken, an invalid name or a tool without a
@@ -210,6 +233,9 @@ func (r *Registry) Add(tools ...*Tool) error {
 	}
 	for _, t := range tools {
 		r.tools[t.Name] = t
+	}
+	if len(tools) > 0 {
+		r.version++
 	}
 	return nil
 }

@@ -296,3 +296,25 @@ func TestAResultGivenUpOnHasItsFileRemoved(t *testing.T) {
 		}
 	}
 }
+
+// Version changes with every Add that adds tools, and only then.
+func TestRegistryVersionChangesWithEveryAdd(t *testing.T) {
+	r := &Registry{}
+	v0 := r.Version()
+	if err := r.Add(greet()); err != nil {
+		t.Fatal(err)
+	}
+	v1 := r.Version()
+	if v1 == v0 {
+		t.Fatalf("Version %d did not change when a tool was added", v1)
+	}
+	if err := r.Add(greet()); err == nil || r.Version() != v1 {
+		t.Fatalf("a refused Add (%v) changed Version %d → %d", err, v1, r.Version())
+	}
+	if err := r.Add(); err != nil || r.Version() != v1 {
+		t.Fatalf("an Add of nothing (%v) changed Version %d → %d", err, v1, r.Version())
+	}
+	if err := r.Add(MustFunc("other", "Other.", func(context.Context, struct{}) (any, error) { return "", nil })); err != nil || r.Version() == v1 {
+		t.Fatalf("a second tool added (%v) left Version at %d", err, r.Version())
+	}
+}

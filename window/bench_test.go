@@ -45,9 +45,10 @@ func BenchmarkMeasureFloor(b *testing.B) {
 }
 
 // BenchmarkPlan is what a turn does before each request of a 1,000-round
-// conversation of tool rounds that has had 20 clearing edits: measure it
-// across the edits and plan (under the high mark: nothing to take out, the
-// common case), then build the request's messages (View).
+// conversation of tool rounds that has had 20 clearing edits: gather its
+// records once (Gather), measure it across the edits and plan (under the
+// high mark: nothing to take out, the common case), then build the
+// request's messages (View).
 func BenchmarkPlan(b *testing.B) {
 	stored := toolSession(5000, 1000, 4000)
 	for i := range 20 {
@@ -59,9 +60,10 @@ func BenchmarkPlan(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if p := (Policy{}).Plan(1<<30, 5000, stored, 0); len(p.Clear) > 0 {
+		g := Gather(stored)
+		if p := (Policy{}).PlanFor(1<<30, 5000, g, 0); len(p.Clear) > 0 {
 			b.Fatal("planned a clearing")
 		}
-		View(stored)
+		g.View()
 	}
 }

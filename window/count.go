@@ -160,17 +160,35 @@ func ratioOf(bytes, images int, u *history.Usage) (float64, bool) {
 // is taken off. With no usage yet, all of it is estimated with
 // DefaultBytesPerToken.
 func Measure(fixed int, stored []history.Message) Count {
+	s := read(stored)
+	return s.Measure(fixed)
+}
+
+// Measure is Measure(fixed, s.Messages()), with the edits already
+// gathered.
+func (s *Stored) Measure(fixed int) Count {
+	stored := s.msgs
 	c := Count{BytesPerToken: DefaultBytesPerToken}
-	k := lastCounted(stored)
+	k := s.last
 	if k < 0 {
-		nowBytes, nowImages := size(stored, len(stored))
+		nowBytes, nowImages := sizeUnder(stored, s.all, len(stored))
 		nowBytes += fixed
 		c.NewBytes = nowBytes
 		c.Estimated = int(math.Ceil(float64(nowBytes)/c.BytesPerToken)) + nowImages*ImageTokens
 		c.Tokens = c.Estimated
 		return c
 	}
-	thenBytes, thenImages, nowBytes, nowImages := sizes(stored, k)
+	// the request the last usage counted: the messages before k, with the
+	// edits stored before k; and the request now
+	before, split := s.editsBefore(k)
+	thenBytes, thenImages := sizeUnder(stored, before, k)
+	nowBytes, nowImages := thenBytes, thenImages
+	if split { // the edits since change what was sent then: all of it again
+		nowBytes, nowImages = sizeUnder(stored, s.all, len(stored))
+	} else { // one walk: what came since, under the same edits
+		b, i := sizeFrom(stored, s.all, k)
+		nowBytes, nowImages = thenBytes+b, thenImages+i
+	}
 	thenBytes += fixed
 	nowBytes += fixed
 	c.BytesPerToken, c.Calibrated = ratioOf(thenBytes, thenImages, stored[k].Usage)

@@ -133,9 +133,17 @@ func (r round) candidates(stored []history.Message, e edits, minInput int) []Can
 // Plan is pure: the same stored conversation gives the same plan, in this
 // process or after a restart. Under Off it takes nothing, ever.
 func (p Policy) Plan(budget, fixed int, stored []history.Message, refused int) Plan {
+	s := read(stored)
+	return p.PlanFor(budget, fixed, &s, refused)
+}
+
+// PlanFor is Plan of s.Messages(), with the edits already gathered: a turn
+// gathers them once per request, for the plan and the request's View.
+func (p Policy) PlanFor(budget, fixed int, s *Stored, refused int) Plan {
+	stored := s.msgs
 	d := p.withDefaults()
 	high, low := p.marks(budget)
-	c := Measure(fixed, stored)
+	c := s.Measure(fixed)
 	plan := Plan{Count: c, Budget: budget, High: high, Low: low, After: c.Tokens}
 	if d.Off || (refused <= 0 && c.Tokens <= high) {
 		return plan
@@ -153,7 +161,7 @@ func (p Policy) Plan(budget, fixed int, stored []history.Message, refused int) P
 		n := int(math.Floor(float64(k.Bytes-placeholderBytes)/c.BytesPerToken*scale)) + k.Images*ImageTokens
 		return max(n, 0)
 	}
-	e := gather(stored)
+	e := s.all
 	rs := rounds(stored, e.first())
 	keep := min(d.KeepRounds, len(rs))
 	take := func(r round) {

@@ -13,6 +13,7 @@ type edits struct {
 	inputs  map[place]history.Cleared
 	summary *history.Summary // the latest
 	any     bool
+	records bool // a Context record is among the messages gathered
 }
 
 // place is where a cleared result or input is: its stored message and its
@@ -25,8 +26,13 @@ type place struct {
 // gather collects the edits stored in records.
 func gather(records []history.Message) edits {
 	var e edits
-	for _, m := range records {
-		if m.Role != history.Context || m.Edit == nil {
+	for i := range records {
+		m := &records[i]
+		if m.Role != history.Context {
+			continue
+		}
+		e.records = true
+		if m.Edit == nil {
 			continue
 		}
 		for _, c := range m.Edit.Cleared {
@@ -113,14 +119,26 @@ func summaryMessage(s *history.Summary) history.Message {
 // a summary stands for replaced by it — and the records themselves left
 // out. It never changes stored. A request built from the same stored
 // records is the same, in this process or after a restart (contract §12).
+//
+// When stored holds no record, the result is stored itself (its capacity
+// cut to its length, so that an append copies): what it returns must not
+// be changed.
 func View(stored []history.Message) []history.Message {
-	return viewTo(stored, len(stored))
+	s := read(stored)
+	return s.View()
 }
 
 // viewTo is View of the messages before place end, with the edits of every
 // record in stored applied (also those at or after end).
 func viewTo(stored []history.Message, end int) []history.Message {
-	e := gather(stored)
+	return viewWith(stored, gather(stored), end)
+}
+
+// viewWith is viewTo under e, the edits of all of stored.
+func viewWith(stored []history.Message, e edits, end int) []history.Message {
+	if !e.records {
+		return stored[:end:end]
+	}
 	if !e.any {
 		out := make([]history.Message, 0, end)
 		for _, m := range stored[:end] {
@@ -130,8 +148,8 @@ func viewTo(stored []history.Message, end int) []history.Message {
 		}
 		return out
 	}
-	var out []history.Message
 	start := e.first()
+	out := make([]history.Message, 0, end-min(start, end)+1)
 	if e.summary != nil {
 		out = append(out, summaryMessage(e.summary))
 	}
@@ -146,27 +164,16 @@ func viewTo(stored []history.Message, end int) []history.Message {
 // size is the bytes and images of what View(stored[:end]) sends, without
 // building it, with the edits of the records before end applied.
 func size(stored []history.Message, end int) (bytes, images int) {
-	e := gather(stored[:end])
+	return sizeUnder(stored, gather(stored[:end]), end)
+}
+
+// sizeUnder is size under e, the edits of the records before end.
+func sizeUnder(stored []history.Message, e edits, end int) (bytes, images int) {
 	if e.summary != nil {
 		bytes += MessageBytes(summaryMessage(e.summary))
 	}
 	b, i := sizeFrom(stored[:end], e, e.first())
 	return bytes + b, images + i
-}
-
-// sizes is size(stored, k) and size(stored, len(stored)) together: one
-// walk when no record stands after k (the common case), two otherwise.
-func sizes(stored []history.Message, k int) (thenBytes, thenImages, nowBytes, nowImages int) {
-	for _, m := range stored[k:] {
-		if m.Role == history.Context {
-			thenBytes, thenImages = size(stored, k)
-			nowBytes, nowImages = size(stored, len(stored))
-			return
-		}
-	}
-	thenBytes, thenImages = size(stored, k)
-	b, i := sizeFrom(stored, gather(stored[:k]), k)
-	return thenBytes, thenImages, thenBytes + b, thenImages + i
 }
 
 // sizeFrom is the bytes and images stored[from:] sends under e.

@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// maxRecords bounds the conversation records an agent keeps (records):
+// past it they are all dropped and read again as needed.
+const maxRecords = 256
+
+// cache is what an agent keeps between requests because it does not change
+// between them: the tool definitions, encoded once per change of the
+// registry (tool.Registry.Version), and the records of the conversations it
+// has served, which never change once created (a Store has no way to change
+// a record), so that building a request does not read the record again —
+// on SQLite a read that also counts the conversation's messages. It must
+// not keep anything a Store can change: messages are always read from the
+// Store.
+type cache struct {
+	mu sync.Mutex
+
+	reg     *tool.Registry
+	version uint64
+	filled  bool            // defs are of reg at version
+	defs    []provider.Tool // shared: never changed once made; nil for no tools
+	digest  string          // of defs (settings)
+
+	store   history.Store // the store records came from
+	records map[string]history.Conversation
+}
+
+// toolDefs are the tool definitions, encoded when the registry has changed
+// since they last were, with their digest. The slice is shared: it must
+// not be changed.
+func (a *Agent) toolDefs() ([]provider.Tool, string, error) {
+	c := &a.cache
+	version := a.Tools.Version()
+	c.mu.Lock()
+	if c.reg == a.Tools && c.version == version && c.filled {
+		defs, digest := c.defs, c.digest
+		c.mu.Unlock()
+		return defs, digest, nil
+	}
+	c.mu.Unlock()
+	defs, err := encodeDefs(a.Tools.Tools())
+	if err != nil {
+		return nil, "", err
+	}
+	digest := toolsDigest(defs)
+	c.mu.Lock()
+	c.reg, c.version, c.defs, c.digest, c.filled = a.Tools, version, defs, digest, true
+	c.mu.Unlock()
+	return defs, digest, nil
+}
+
+// encodeDefs encodes tools' definitions; nil for no tools.
+func encodeDefs(tools []*tool.Tool) ([]provider.Tool, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	defs := make([]provider.Tool, 0, len(tools))
+	for _, t := range tools {
+		schema := json.RawMessage(`{"type":"object"}`)
+		if t.InputSchema != nil {
+			raw, err := json.Marshal(t.InputSchema)
+			if err != nil {
+				return nil, fmt.Errorf("tool %s: encoding its input schema: %v", t.Name, err)
+			}
+			schema = raw
+		}
+		defs = append(defs, provider.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	return defs, nil
+}
+
+// record is conversation id's record — its id, system prompt and
+// creation time, which never change; not its count of messages nor its
+// update time — kept when the agent has read or created it in the same
+// Store before, else read from the Store (and kept for next time).
+func (a *Agent) record(ctx context.Context, id string) (history.Conversation, error) {
+	c := &a.cache
+	keyed := comparable(a.Store)
+	if keyed {
+		c.mu.Lock()
+		conv, ok := c.records[id]
+		if ok && c.store != a.Store {
+			ok = false
+		}
+		c.mu.Unlock()
+		if ok {
+			return conv, nil
+		}
+	}
+	conv, err := a.Store.Get(ctx, id)
+	if err != nil {
+		return conv, err
+	}
+	a.keepRecord(conv)
+	return conv, nil
+}
+
+// keepRecord keeps conv, a record just read from or created in a.Store.
+func (a *Agent) keepRecord(conv history.Conversation) {
+	if !comparable(a.Store) {
+		return // no way to tell later whether it is the same store
+	}
+	c := &a.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.store != a.Store || len(c.records) >= maxRecords {
+		c.records = nil
+	}
+	if c.records == nil {
+		c.store, c.records = a.Store, map[string]history.Conversation{}
+	}
+	// what never changes: not the count of messages, nor the update time
+	c.records[conv.ID] = history.Conversation{ID: conv.ID, System: conv.System, Created: conv.Created}
+}
+
+// comparable reports whether s is a pointer, which == tells apart from
+// another store without a panic (a struct value may hold an interface
+// whose value == cannot compare).
+func comparable(s history.Store) bool {
+	t := reflect.TypeOf(s)
+	return t != nil && t.Kind() == reflect.Pointer
+}

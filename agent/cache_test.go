@@ -1,0 +1,161 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// countingStore is a Store that counts the reads of conversation records.
+type countingStore struct {
+	history.Store
+	gets int
+}
+
+func (s *countingStore) Get(ctx context.Context, id string) (history.Conversation, error) {
+	s.gets++
+	return s.Store.Get(ctx, id)
+}
+
+func names(defs []provider.Tool) []string {
+	var out []string
+	for _, d := range defs {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+func nop(name string) *tool.Tool {
+	return tool.MustFunc(name, "Does nothing.", func(context.Context, struct{}) (any, error) { return "ok", nil })
+}
+
+// The tool definitions are encoded once per change of the registry: a
+// request after a tool is added, or after the agent is given another
+// registry, sends the tools as they are now.
+func TestTheToolDefinitionsFollowEveryChangeOfTheRegistry(t *testing.T) {
+	ctx := context.Background()
+	other := &tool.Registry{}
+	if err := other.Add(nop("other--tool")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(a *Agent)
+		want   []string
+	}{
+		{"nothing changes", func(*Agent) {}, []string{"a--tool"}},
+		{"a tool is added", func(a *Agent) { _ = a.Tools.Add(nop("b--tool")) }, []string{"a--tool", "b--tool"}},
+		{"a failed add changes nothing", func(a *Agent) { _ = a.Tools.Add(nop("a--tool")) }, []string{"a--tool"}},
+		{"another registry", func(a *Agent) { a.Tools = other }, []string{"other--tool"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := &tool.Registry{}
+			if err := reg.Add(nop("a--tool")); err != nil {
+				t.Fatal(err)
+			}
+			a := &Agent{Store: &history.Memory{}, Tools: reg, Model: "m"}
+			id, err := a.NewConversation(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if req, err := a.Request(ctx, id); err != nil || !slices.Equal(names(req.Tools), []string{"a--tool"}) {
+				t.Fatalf("first request: tools %v, %v", names(req.Tools), err)
+			}
+			tc.change(a)
+			req, err := a.Request(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(req.Tools); !slices.Equal(got, tc.want) {
+				t.Errorf("after the change the request sends tools %v, want %v", got, tc.want)
+			}
+			defs, err := a.ToolDefs()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(defs); !slices.Equal(got, tc.want) {
+				t.Errorf("ToolDefs = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// ToolDefs' slice is the caller's: changing it changes no later request.
+func TestToolDefsIsTheCallersOwnCopy(t *testing.T) {
+	ctx := context.Background()
+	reg := &tool.Registry{}
+	if err := reg.Add(nop("a--tool")); err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{Store: &history.Memory{}, Tools: reg, Model: "m"}
+	id, _ := a.NewConversation(ctx)
+	defs, err := a.ToolDefs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs[0].Name = "changed"
+	req, err := a.Request(ctx, id)
+	if err != nil || req.Tools[0].Name != "a--tool" {
+		t.Fatalf("a request after the caller changed ToolDefs' slice sends %v (%v)", names(req.Tools), err)
+	}
+}
+
+// A conversation's record (its system prompt) is read from the store once,
+// not for every request: a record never changes once created. Another
+// store is read again; an unknown conversation stays unknown.
+func TestTheConversationRecordIsReadOncePerStore(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		created  bool // by this agent (NewConversation), else by another
+		requests int
+		swap     bool // the agent is given another store holding the same conversation
+		want     int  // reads of the record
+	}{
+		{"created by the agent", true, 3, false, 0},
+		{"created elsewhere", false, 3, false, 1},
+		{"another store", true, 3, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := &history.Memory{}
+			store := &countingStore{Store: mem}
+			a := &Agent{Store: store, Tools: &tool.Registry{}, Model: "m", System: "be brief"}
+			id := "c1"
+			if tc.created {
+				var err error
+				if id, err = a.NewConversation(ctx); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := mem.Create(ctx, history.Conversation{ID: id, System: "from elsewhere"}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.swap {
+				store = &countingStore{Store: mem}
+				a.Store = store
+			}
+			for range tc.requests {
+				req, err := a.Request(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := map[bool]string{true: "be brief", false: "from elsewhere"}[tc.created]; req.System != want {
+					t.Fatalf("system prompt %q, want %q", req.System, want)
+				}
+			}
+			if store.gets != tc.want {
+				t.Errorf("%d requests read the record %d times, want %d", tc.requests, store.gets, tc.want)
+			}
+		})
+	}
+	a := &Agent{Store: &history.Memory{}, Tools: &tool.Registry{}, Model: "m"}
+	for range 2 {
+		if _, err := a.Request(ctx, "nowhere"); !errors.Is(err, history.ErrNotFound) {
+			t.Errorf("a request of an unknown conversation: %v, want ErrNotFound", err)
+		}
+	}
+}

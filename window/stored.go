@@ -1,0 +1,62 @@
+package window
+
+import "github.com/myelin-run/myelin/history"
+
+// Stored is a stored conversation (records included) read for the work of
+// one request on it: the edits of its records are gathered once, and
+// Measure, Policy.PlanFor and View use them, instead of each gathering
+// them again (a long session's edits name hundreds of cleared results).
+//
+// It holds the messages it was made from, not a copy: neither it nor they
+// may be changed while it is used. It is not safe for concurrent use.
+type Stored struct {
+	msgs []history.Message
+	all  edits // gather(msgs)
+	// last is the last answer whose usage counts its request (lastCounted),
+	// and before are the edits of the records before it, gathered apart only
+	// when a record stands after it (else they are all's).
+	last     int
+	before   edits
+	split    bool // a record stands at or after last
+	gathered bool // before and split are set
+}
+
+// Gather reads stored, a conversation as stored (records included), for
+// one request's Measure, Plan and View.
+func Gather(stored []history.Message) *Stored {
+	s := read(stored)
+	return &s
+}
+
+// read is Gather's Stored as a value, for the functions that use it once
+// (Measure, Plan, View): kept on the stack, it costs no allocation.
+func read(stored []history.Message) Stored {
+	return Stored{msgs: stored, all: gather(stored), last: lastCounted(stored)}
+}
+
+// Messages are the stored messages s was made from.
+func (s *Stored) Messages() []history.Message { return s.msgs }
+
+// View is View(s.Messages()), with the edits already gathered.
+func (s *Stored) View() []history.Message {
+	return viewWith(s.msgs, s.all, len(s.msgs))
+}
+
+// editsBefore are the edits of the records before place k, for k = s.last,
+// and whether a record stands at or after k; when none does, they are the
+// edits of all the records, not gathered again.
+func (s *Stored) editsBefore(k int) (edits, bool) {
+	if !s.gathered {
+		s.before, s.split = s.all, false
+		if s.all.records {
+			for _, m := range s.msgs[k:] {
+				if m.Role == history.Context {
+					s.before, s.split = gather(s.msgs[:k]), true
+					break
+				}
+			}
+		}
+		s.gathered = true
+	}
+	return s.before, s.split
+}
