@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
@@ -27,6 +28,13 @@ type SQLite struct {
 	db      *sql.DB
 	path    string
 	relaxed bool // the store never waits for the disk (SQLiteOptions.Relaxed)
+	// normal is set while the store's one connection may be at
+	// synchronous=NORMAL, the level of its last lazy write: a lazy write
+	// leaves it there for the next one, and a synced write sets FULL
+	// before it begins (write). A connection database/sql opened anew is
+	// at the DSN's FULL, so a stale true costs one needless pragma, never
+	// a missed sync.
+	normal atomic.Bool
 
 	mu   sync.Mutex
 	read map[string][]Message // per conversation, the messages read so far
@@ -178,7 +186,10 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 		sql  string
 	}{
 		{&s.selectNew, `SELECT seq, message, crc FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`},
-		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = c.id), c.messages FROM conversations c WHERE id = ?`},
+		// an append's one read: where the conversation ends, and its claim
+		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = c.id), c.messages,
+			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires
+			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`},
 		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
 		{&s.touch, `UPDATE conversations SET updated = ?, messages = messages + ? WHERE id = ?`},
 		{&s.selectClaim, `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`},
@@ -362,15 +373,19 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 		return errors.New("creating a conversation: its id is empty")
 	}
 	created := c.Created.UTC().Format(timeFormat)
-	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created))
-	if err != nil {
-		return s.explain("creating conversation "+c.ID, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("creating conversation %s: %w (another process may have created it at the same moment)", c.ID, ErrExists)
-	}
-	return nil
+	doing := "creating conversation " + c.ID
+	// synced (write, not lazy): the connection may be at a lazy write's level
+	return s.write(ctx, doing, false, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created))
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return fmt.Errorf("creating conversation %s: %w (another process may have created it at the same moment)", c.ID, ErrExists)
+		}
+		return nil
+	})
 }
 
 // Get returns a conversation's record.
@@ -576,7 +591,9 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 	doing := "appending to conversation " + id
 	return s.write(ctx, doing, IsLazy(ctx), func(tx *sql.Tx) error {
 		var last, appended int
-		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended)
+		var cl nullClaim
+		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
+			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
 		}
@@ -587,7 +604,8 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.path, doing, last, appended, ErrDamaged)
 		}
 		next := last + 1
-		if err := s.checkClaim(ctx, tx, id); err != nil {
+		c, ok := cl.row()
+		if err := s.claimAllows(ctx, id, c, ok); err != nil {
 			return err
 		}
 		now := time.Now().UTC()
@@ -621,19 +639,37 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 
 // write runs fn in one transaction, which takes the write lock as it
 // begins (_txlock=immediate), on the store's one connection held for the
-// whole of it — so that a lazy write's synchronous=NORMAL covers that
+// whole of it — so that the synchronous level set for it covers that
 // transaction alone, never another goroutine's.
+//
+// A lazy write commits at synchronous=NORMAL, any other at FULL. The level
+// is a setting of the connection, not of a transaction, and is changed
+// only when the next write needs the other one: a round's lazy writes (the
+// answer, the keeps) share one switch to NORMAL, and its synced append one
+// switch back, instead of two pragmas around every lazy write.
 func (s *SQLite) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return s.explain(doing, err)
 	}
 	defer conn.Close()
-	if lazy && !s.relaxed {
-		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+	if !s.relaxed && lazy != s.normal.Load() {
+		level := `PRAGMA synchronous = FULL`
+		if lazy {
+			level = `PRAGMA synchronous = NORMAL`
+		}
+		// Marked NORMAL before the pragma runs and FULL only after it did:
+		// a failed or cancelled switch leaves the mark on the side that
+		// syncs again.
+		if lazy {
+			s.normal.Store(true)
+		}
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), level); err != nil {
 			return s.explain(doing, err)
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`)
+		if !lazy {
+			s.normal.Store(false)
+		}
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
