@@ -431,7 +431,10 @@ func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on f
 // that calls finishing at once cost one commit, not one each (a commit is
 // ~0.2 ms of CPU). The last call of a round to finish is not kept: the
 // round's own commit, which follows at once, stores it (so a round of one
-// call costs no keep at all). The goroutine that commits drains the queue
+// call costs no keep at all). For the same reason results still queued when
+// the last call finishes are not kept either: the round's commit follows
+// as soon as the keep in flight returns, and stores them all (a round of
+// calls finishing at once costs one keep, not two). The goroutine that commits drains the queue
 // before its call's Converted returns, so when the round returns nothing
 // is pending. A keep that fails costs only that durability: the round's
 // append, which would fail the same way, says why.
@@ -458,6 +461,10 @@ func (k *keeper) keep(p history.Part) {
 	}
 	k.busy = true
 	for len(k.pending) > 0 {
+		if k.running == 0 {
+			k.pending = nil // every call has finished: the round's commit stores these
+			break
+		}
 		batch := k.pending
 		k.pending = nil
 		k.mu.Unlock()

@@ -273,6 +273,42 @@ func TestResultsFinishingDuringAKeepGoInOneCommit(t *testing.T) {
 	}
 }
 
+// Results still queued behind a keep when the round's last call finishes
+// are left, like the last one's, to the round's own commit, which follows
+// at once: calls finishing together cost one keep, not two.
+func TestResultsQueuedWhenTheLastCallFinishesAreLeftToTheRoundsCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		running int
+		queued  []string // finished while the first keep commits
+		later   []string // finished after it returned
+		want    string
+	}{
+		{"all finish during the first keep", 3, []string{"b", "c"}, nil, "[[a]]"},
+		{"one still runs after the first keep", 4, []string{"b", "c"}, []string{"d"}, "[[a] [b c]]"},
+		{"each finishes alone", 3, nil, []string{"b", "c"}, "[[a] [b]]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &blockingKeeps{entered: make(chan struct{}), let: make(chan struct{})}
+			k := &keeper{store: b, ctx: context.Background(), id: "c", running: tc.running}
+			done := make(chan struct{})
+			go func() { k.keep(history.Part{CallID: "a"}); close(done) }()
+			<-b.entered
+			for _, id := range tc.queued {
+				k.keep(history.Part{CallID: id}) // queued: returns at once
+			}
+			close(b.let)
+			<-done
+			for _, id := range tc.later {
+				k.keep(history.Part{CallID: id})
+			}
+			if got := fmt.Sprint(b.batches); got != tc.want {
+				t.Fatalf("batches %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestRecoveryLooksPastAContextRecordStoredAfterTheCalls(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
