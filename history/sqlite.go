@@ -62,7 +62,6 @@ CREATE TABLE IF NOT EXISTS messages (
 	crc          INTEGER NOT NULL DEFAULT 0, -- messageChecksum (layout 3), checked as it is read
 	PRIMARY KEY (conversation, seq)
 );
-CREATE INDEX IF NOT EXISTS conversations_updated ON conversations(updated);
 ` + schemaV2
 
 // schemaV2 is what layout 2 added to layout 1: the claims (one writer per
@@ -95,6 +94,14 @@ ALTER TABLE conversations ADD COLUMN messages INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE conversations ADD COLUMN crc INTEGER NOT NULL DEFAULT 0;
 UPDATE conversations SET messages = (SELECT COUNT(*) FROM messages WHERE conversation = conversations.id);
 `
+
+// dropUpdatedIndex drops the index on conversations(updated) that stores
+// made before issue 13 have. Every Append changes updated, so the index
+// cost each append a page of its own in the log (two of a round's ten);
+// List, the one reader ordered by updated, counts every conversation's
+// messages anyway, and sorts its result in memory as cheaply without it.
+// The layout stays 3: a store with or without the index reads the same.
+const dropUpdatedIndex = `DROP INDEX IF EXISTS conversations_updated`
 
 // schemaVersion is the store's layout, kept in SQLite's user_version. A
 // message is one JSON column: one column to step over per row is half the
@@ -233,7 +240,7 @@ func (s *SQLite) migrate() error {
 		return s.explain("opening", err)
 	}
 	if version == schemaVersion {
-		return nil
+		return s.dropOldIndex()
 	}
 	// Made or upgraded in one transaction that holds the write lock from
 	// its start, the layout read again inside it: a second process opening
@@ -273,6 +280,22 @@ func (s *SQLite) migrate() error {
 	}
 	if err := tx.Commit(); err != nil {
 		return s.explain(doing, err)
+	}
+	return s.dropOldIndex()
+}
+
+// dropOldIndex drops the index on conversations(updated) where a store
+// made before issue 13 has it (dropUpdatedIndex); it writes only then.
+func (s *SQLite) dropOldIndex() error {
+	var n int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'conversations_updated'`).Scan(&n); err != nil {
+		return s.explain("opening", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if _, err := s.db.Exec(dropUpdatedIndex); err != nil {
+		return s.explain("dropping the index on conversations(updated)", err)
 	}
 	return nil
 }

@@ -87,6 +87,72 @@ func TestStoredTextIsNotEscaped(t *testing.T) {
 	}
 }
 
+// Every Append changes a conversation's updated time; an index on it cost
+// each append a page of its own in the log. A store made before issue 13
+// (layout 3 with the index, or layout 1 or 2) loses it when opened, a new
+// store never has it, and List still puts the most recent first.
+func TestNoStoreKeepsAnIndexOnUpdatedAndListStillOrders(t *testing.T) {
+	ctx := context.Background()
+	indexes := func(s *SQLite) int {
+		var n int
+		if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'conversations_updated'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name string
+		made func(t *testing.T, path string) // what is at path before it is opened
+	}{
+		{"new store", func(*testing.T, string) {}},
+		{"layout 3 with the index", func(t *testing.T, path string) {
+			s, err := OpenSQLite(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.db.Exec(`CREATE INDEX conversations_updated ON conversations(updated)`); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+		}},
+		{"layout 2", func(t *testing.T, path string) {
+			script, err := os.ReadFile(filepath.Join("testdata", "layout2.sql"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(string(script)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "h.db")
+			tc.made(t, path)
+			s := openStore(t, path)
+			if n := indexes(s); n != 0 {
+				t.Fatalf("%d index(es) on conversations(updated) after opening", n)
+			}
+			for _, id := range []string{"a", "b", "c"} {
+				if err := s.Create(ctx, Conversation{ID: id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Append(ctx, "b", userText("x")); err != nil {
+				t.Fatal(err)
+			}
+			list, err := s.List(ctx)
+			if err != nil || len(list) < 3 || list[0].ID != "b" || list[0].Messages != 1 {
+				t.Fatalf("list %+v, %v", list, err)
+			}
+		})
+	}
+}
+
 func TestListIsMostRecentFirst(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	ctx := context.Background()
