@@ -134,7 +134,11 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 //   - round: the answer asking for 10 calls, appended lazily (history.Lazy:
 //     no sync), one Keep of the first finished result (lazy), then the 10
 //     results appended synced — the agent's three transactions when 10
-//     no-op calls finish at once.
+//     no-op calls finish at once;
+//   - journal-floor: what the same round would cost an append-only journal
+//     at least (the design docs/performance.md proposes to close the rest):
+//     the three records' JSON encoded and written to one file, each with
+//     its own write, and one fsync after the last.
 //
 // Run:
 //
@@ -158,6 +162,27 @@ func BenchmarkAgentRound(b *testing.B) {
 		for b.Loop() {
 			if _, err := f.Write(record); err != nil {
 				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("journal-floor", func(b *testing.B) {
+		f, err := os.Create(filepath.Join(b.TempDir(), "journal"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		for b.Loop() {
+			for _, v := range []any{answer, results.Parts[0], results} {
+				raw, err := result.JSON(v)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := f.Write(append(raw, '\n')); err != nil {
+					b.Fatal(err)
+				}
 			}
 			if err := f.Sync(); err != nil {
 				b.Fatal(err)
