@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -306,6 +307,45 @@ func TestResultsQueuedWhenTheLastCallFinishesAreLeftToTheRoundsCommit(t *testing
 				t.Fatalf("batches %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// countingKeeps is a store that records the batches it is given and never
+// blocks.
+type countingKeeps struct {
+	history.Store
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (c *countingKeeps) Keep(ctx context.Context, id string, ps ...history.Part) error {
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.CallID)
+	}
+	c.mu.Lock()
+	c.batches = append(c.batches, ids)
+	c.mu.Unlock()
+	return nil
+}
+
+// On a machine too busy to run a round's calls side by side, they finish
+// one after another on one thread: a keep yields before it commits, so
+// that calls finishing at that moment join it — here all of them, so the
+// round's own commit stores them and nothing is kept — instead of one
+// commit each (nine for ten calls, as before).
+func TestCallsFinishingOneAfterAnotherOnABusyMachineShareAKeep(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const calls = 10
+	c := &countingKeeps{}
+	k := &keeper{store: c, ctx: context.Background(), id: "c", running: calls}
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() { k.keep(history.Part{CallID: fmt.Sprint(i)}) })
+	}
+	wg.Wait()
+	if len(c.batches) > 1 {
+		t.Fatalf("%d keeps for %d calls finishing together: %v; want at most one", len(c.batches), calls, c.batches)
 	}
 }
 
