@@ -97,7 +97,7 @@ UPDATE conversations SET messages = (SELECT COUNT(*) FROM messages WHERE convers
 
 // dropUpdatedIndex drops the index on conversations(updated) that stores
 // made before issue 13 have. Every Append changes updated, so the index
-// cost each append a page of its own in the log (two of a round's ten);
+// cost each append a page of its own in the log (two of a round's eleven);
 // List, the one reader ordered by updated, counts every conversation's
 // messages anyway, and sorts its result in memory as cheaply without it.
 // The layout stays 3: a store with or without the index reads the same.
