@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -432,10 +433,21 @@ func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on f
 // that calls finishing at once cost one commit, not one each (a commit is
 // ~0.2 ms of CPU). The last call of a round to finish is not kept: the
 // round's own commit, which follows at once, stores it (so a round of one
-// call costs no keep at all). The goroutine that commits drains the queue
-// before its call's Converted returns, so when the round returns nothing
-// is pending. A keep that fails costs only that durability: the round's
-// append, which would fail the same way, says why.
+// call costs no keep at all). For the same reason results still queued when
+// the last call finishes are not kept either: the round's commit follows
+// as soon as the keep in flight returns, and stores them all (a round of
+// calls finishing at once costs one keep, not two). Before each commit the
+// committing goroutine yields (runtime.Gosched, a few times for each call
+// still running), so that calls finishing at the same moment but not yet
+// scheduled — on a busy machine, where a round's calls run one after
+// another on one thread, all of them — join that commit instead of each
+// paying its own. A yield delays a keep by the other runnable goroutines'
+// turns, never by a timer (with nothing else to run it returns at once),
+// and when it lets the round's last call finish, nothing is kept at all.
+// The goroutine that commits drains the queue before its call's Converted
+// returns, so when the round returns nothing is pending. A keep that fails
+// costs only that durability: the round's append, which would fail the
+// same way, says why.
 type keeper struct {
 	store   history.Store
 	ctx     context.Context
@@ -459,6 +471,16 @@ func (k *keeper) keep(p history.Part) {
 	}
 	k.busy = true
 	for len(k.pending) > 0 {
+		// calls finishing now join this commit
+		for range min(yieldsPerCall*k.running, maxYields) {
+			k.mu.Unlock()
+			runtime.Gosched()
+			k.mu.Lock()
+		}
+		if k.running == 0 {
+			k.pending = nil // every call has finished: the round's commit stores these
+			break
+		}
 		batch := k.pending
 		k.pending = nil
 		k.mu.Unlock()
@@ -468,6 +490,12 @@ func (k *keeper) keep(p history.Part) {
 	k.busy = false
 	k.mu.Unlock()
 }
+
+// yieldsPerCall and maxYields are how many times a keep yields before its
+// commit for each call of the round still running, and at most
+// (keeper.keep): a call takes a few scheduling steps to finish (its
+// handler's goroutine, its conversion).
+const yieldsPerCall, maxYields = 4, 64
 
 // resultPart is the stored part of a call's output.
 func resultPart(callID string, o result.Output) history.Part {

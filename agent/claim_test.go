@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -270,6 +271,81 @@ func TestResultsFinishingDuringAKeepGoInOneCommit(t *testing.T) {
 	k.keep(history.Part{CallID: "d"}) // the last: the round's commit stores it
 	if got := fmt.Sprint(b.batches); got != "[[a] [b c]]" {
 		t.Fatalf("batches %s", got)
+	}
+}
+
+// Results still queued behind a keep when the round's last call finishes
+// are left, like the last one's, to the round's own commit, which follows
+// at once: calls finishing together cost one keep, not two.
+func TestResultsQueuedWhenTheLastCallFinishesAreLeftToTheRoundsCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		running int
+		queued  []string // finished while the first keep commits
+		later   []string // finished after it returned
+		want    string
+	}{
+		{"all finish during the first keep", 3, []string{"b", "c"}, nil, "[[a]]"},
+		{"one still runs after the first keep", 4, []string{"b", "c"}, []string{"d"}, "[[a] [b c]]"},
+		{"each finishes alone", 3, nil, []string{"b", "c"}, "[[a] [b]]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &blockingKeeps{entered: make(chan struct{}), let: make(chan struct{})}
+			k := &keeper{store: b, ctx: context.Background(), id: "c", running: tc.running}
+			done := make(chan struct{})
+			go func() { k.keep(history.Part{CallID: "a"}); close(done) }()
+			<-b.entered
+			for _, id := range tc.queued {
+				k.keep(history.Part{CallID: id}) // queued: returns at once
+			}
+			close(b.let)
+			<-done
+			for _, id := range tc.later {
+				k.keep(history.Part{CallID: id})
+			}
+			if got := fmt.Sprint(b.batches); got != tc.want {
+				t.Fatalf("batches %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// countingKeeps is a store that records the batches it is given and never
+// blocks.
+type countingKeeps struct {
+	history.Store
+	mu      sync.Mutex
+	batches [][]string
+}
+
+func (c *countingKeeps) Keep(ctx context.Context, id string, ps ...history.Part) error {
+	var ids []string
+	for _, p := range ps {
+		ids = append(ids, p.CallID)
+	}
+	c.mu.Lock()
+	c.batches = append(c.batches, ids)
+	c.mu.Unlock()
+	return nil
+}
+
+// On a machine too busy to run a round's calls side by side, they finish
+// one after another on one thread: a keep yields before it commits, so
+// that calls finishing at that moment join it — here all of them, so the
+// round's own commit stores them and nothing is kept — instead of one
+// commit each (nine for ten calls, as before).
+func TestCallsFinishingOneAfterAnotherOnABusyMachineShareAKeep(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const calls = 10
+	c := &countingKeeps{}
+	k := &keeper{store: c, ctx: context.Background(), id: "c", running: calls}
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() { k.keep(history.Part{CallID: fmt.Sprint(i)}) })
+	}
+	wg.Wait()
+	if len(c.batches) > 1 {
+		t.Fatalf("%d keeps for %d calls finishing together: %v; want at most one", len(c.batches), calls, c.batches)
 	}
 }
 

@@ -124,3 +124,96 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 		_ = sum
 	})
 }
+
+// BenchmarkAgentRound measures one light round stored as the agent stores
+// it (issue 13, "The durable store per round" in docs/performance.md),
+// beside the floor it is held to, in one run:
+//
+//   - fsync-floor: 60 bytes written to a file in the store's directory and
+//     fsynced — the one disk sync a round must pay;
+//   - round: the answer asking for 10 calls, appended lazily (history.Lazy:
+//     no sync), one Keep of the first finished result (lazy), then the 10
+//     results appended synced — the agent's three transactions when 10
+//     no-op calls finish at once;
+//   - journal-floor: what the same round would cost an append-only journal
+//     at least (the design docs/performance.md proposes to close the rest):
+//     the three records' JSON encoded and written to one file, each with
+//     its own write, and one fsync after the last.
+//
+// Run:
+//
+//	go test ./history -run '^$' -bench AgentRound -count 6
+func BenchmarkAgentRound(b *testing.B) {
+	const calls = 10
+	answer := Message{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "Reading them all."}}}
+	results := Message{Role: User}
+	for i := range calls {
+		id := fmt.Sprintf("toolu_%02d", i)
+		answer.Parts = append(answer.Parts, Part{Type: ToolCallPart, CallID: id, Name: "noop", Input: []byte(`{"n":1}`)})
+		results.Parts = append(results.Parts, Part{Type: ToolResultPart, CallID: id, Text: "ok"})
+	}
+	b.Run("fsync-floor", func(b *testing.B) {
+		f, err := os.Create(filepath.Join(b.TempDir(), "f"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		record := []byte(strings.Repeat("x", 59) + "\n")
+		for b.Loop() {
+			if _, err := f.Write(record); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("journal-floor", func(b *testing.B) {
+		f, err := os.Create(filepath.Join(b.TempDir(), "journal"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		for b.Loop() {
+			for _, v := range []any{answer, results.Parts[0], results} {
+				raw, err := result.JSON(v)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := f.Write(append(raw, '\n')); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("round", func(b *testing.B) {
+		s, err := OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		ctx := context.Background()
+		if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+			b.Fatal(err)
+		}
+		h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wctx := Writing(ctx, h)
+		for b.Loop() {
+			if err := s.Append(Lazy(wctx), "c", answer); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Keep(Lazy(wctx), "c", results.Parts[0]); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Append(wctx, "c", results); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

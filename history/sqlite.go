@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
@@ -27,6 +28,13 @@ type SQLite struct {
 	db      *sql.DB
 	path    string
 	relaxed bool // the store never waits for the disk (SQLiteOptions.Relaxed)
+	// normal is set while the store's one connection may be at
+	// synchronous=NORMAL, the level of its last lazy write: a lazy write
+	// leaves it there for the next one, and a synced write sets FULL
+	// before it begins (write). A connection database/sql opened anew is
+	// at the DSN's FULL, so a stale true costs one needless pragma, never
+	// a missed sync.
+	normal atomic.Bool
 
 	mu   sync.Mutex
 	read map[string][]Message // per conversation, the messages read so far
@@ -54,7 +62,6 @@ CREATE TABLE IF NOT EXISTS messages (
 	crc          INTEGER NOT NULL DEFAULT 0, -- messageChecksum (layout 3), checked as it is read
 	PRIMARY KEY (conversation, seq)
 );
-CREATE INDEX IF NOT EXISTS conversations_updated ON conversations(updated);
 ` + schemaV2
 
 // schemaV2 is what layout 2 added to layout 1: the claims (one writer per
@@ -87,6 +94,14 @@ ALTER TABLE conversations ADD COLUMN messages INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE conversations ADD COLUMN crc INTEGER NOT NULL DEFAULT 0;
 UPDATE conversations SET messages = (SELECT COUNT(*) FROM messages WHERE conversation = conversations.id);
 `
+
+// dropUpdatedIndex drops the index on conversations(updated) that stores
+// made before issue 13 have. Every Append changes updated, so the index
+// cost each append a page of its own in the log (two of a round's eleven);
+// List, the one reader ordered by updated, counts every conversation's
+// messages anyway, and sorts its result in memory as cheaply without it.
+// The layout stays 3: a store with or without the index reads the same.
+const dropUpdatedIndex = `DROP INDEX IF EXISTS conversations_updated`
 
 // schemaVersion is the store's layout, kept in SQLite's user_version. A
 // message is one JSON column: one column to step over per row is half the
@@ -178,7 +193,10 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 		sql  string
 	}{
 		{&s.selectNew, `SELECT seq, message, crc FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`},
-		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = c.id), c.messages FROM conversations c WHERE id = ?`},
+		// an append's one read: where the conversation ends, and its claim
+		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = c.id), c.messages,
+			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires
+			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`},
 		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
 		{&s.touch, `UPDATE conversations SET updated = ?, messages = messages + ? WHERE id = ?`},
 		{&s.selectClaim, `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`},
@@ -222,7 +240,7 @@ func (s *SQLite) migrate() error {
 		return s.explain("opening", err)
 	}
 	if version == schemaVersion {
-		return nil
+		return s.dropOldIndex()
 	}
 	// Made or upgraded in one transaction that holds the write lock from
 	// its start, the layout read again inside it: a second process opening
@@ -262,6 +280,22 @@ func (s *SQLite) migrate() error {
 	}
 	if err := tx.Commit(); err != nil {
 		return s.explain(doing, err)
+	}
+	return s.dropOldIndex()
+}
+
+// dropOldIndex drops the index on conversations(updated) where a store
+// made before issue 13 has it (dropUpdatedIndex); it writes only then.
+func (s *SQLite) dropOldIndex() error {
+	var n int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'conversations_updated'`).Scan(&n); err != nil {
+		return s.explain("opening", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if _, err := s.db.Exec(dropUpdatedIndex); err != nil {
+		return s.explain("dropping the index on conversations(updated)", err)
 	}
 	return nil
 }
@@ -362,15 +396,19 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 		return errors.New("creating a conversation: its id is empty")
 	}
 	created := c.Created.UTC().Format(timeFormat)
-	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created))
-	if err != nil {
-		return s.explain("creating conversation "+c.ID, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("creating conversation %s: %w (another process may have created it at the same moment)", c.ID, ErrExists)
-	}
-	return nil
+	doing := "creating conversation " + c.ID
+	// synced (write, not lazy): the connection may be at a lazy write's level
+	return s.write(ctx, doing, false, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created))
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return fmt.Errorf("creating conversation %s: %w (another process may have created it at the same moment)", c.ID, ErrExists)
+		}
+		return nil
+	})
 }
 
 // Get returns a conversation's record.
@@ -576,7 +614,9 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 	doing := "appending to conversation " + id
 	return s.write(ctx, doing, IsLazy(ctx), func(tx *sql.Tx) error {
 		var last, appended int
-		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended)
+		var cl nullClaim
+		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
+			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
 		}
@@ -587,7 +627,8 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.path, doing, last, appended, ErrDamaged)
 		}
 		next := last + 1
-		if err := s.checkClaim(ctx, tx, id); err != nil {
+		c, ok := cl.row()
+		if err := s.claimAllows(ctx, id, c, ok); err != nil {
 			return err
 		}
 		now := time.Now().UTC()
@@ -621,19 +662,37 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 
 // write runs fn in one transaction, which takes the write lock as it
 // begins (_txlock=immediate), on the store's one connection held for the
-// whole of it — so that a lazy write's synchronous=NORMAL covers that
+// whole of it — so that the synchronous level set for it covers that
 // transaction alone, never another goroutine's.
+//
+// A lazy write commits at synchronous=NORMAL, any other at FULL. The level
+// is a setting of the connection, not of a transaction, and is changed
+// only when the next write needs the other one: a round's lazy writes (the
+// answer, the keeps) share one switch to NORMAL, and its synced append one
+// switch back, instead of two pragmas around every lazy write.
 func (s *SQLite) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return s.explain(doing, err)
 	}
 	defer conn.Close()
-	if lazy && !s.relaxed {
-		if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+	if !s.relaxed && lazy != s.normal.Load() {
+		level := `PRAGMA synchronous = FULL`
+		if lazy {
+			level = `PRAGMA synchronous = NORMAL`
+		}
+		// Marked NORMAL before the pragma runs and FULL only after it did:
+		// a failed or cancelled switch leaves the mark on the side that
+		// syncs again.
+		if lazy {
+			s.normal.Store(true)
+		}
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), level); err != nil {
 			return s.explain(doing, err)
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = FULL`)
+		if !lazy {
+			s.normal.Store(false)
+		}
 	}
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {

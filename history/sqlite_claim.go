@@ -26,6 +26,23 @@ func (s *SQLite) readClaim(ctx context.Context, tx *sql.Tx, id string) (c claimR
 	return c, true, nil
 }
 
+// nullClaim is a claim as read beside another row (LEFT JOIN claims): all
+// NULL when the conversation has none.
+type nullClaim struct {
+	token, host, node   sql.NullString
+	pid, since, expires sql.NullInt64
+}
+
+// row returns the claim read; ok is false when there is none.
+func (n nullClaim) row() (c claimRow, ok bool) {
+	if !n.token.Valid {
+		return c, false
+	}
+	c.Token, c.PID, c.Host, c.Node = n.token.String, int(n.pid.Int64), n.host.String, n.node.String
+	c.Since, c.expires = time.Unix(0, n.since.Int64).UTC(), time.Unix(0, n.expires.Int64).UTC()
+	return c, true
+}
+
 // checkClaim is the check of every write to conversation id, in the
 // write's transaction: under Writing(ctx, w), w must hold the claim;
 // without, no live holder may have it.
@@ -34,6 +51,12 @@ func (s *SQLite) checkClaim(ctx context.Context, tx *sql.Tx, id string) error {
 	if err != nil {
 		return err
 	}
+	return s.claimAllows(ctx, id, c, ok)
+}
+
+// claimAllows is checkClaim's judgement of the claim c read in the write's
+// transaction (ok false: there is none).
+func (s *SQLite) claimAllows(ctx context.Context, id string, c claimRow, ok bool) error {
 	if w, writing := WriterOf(ctx); writing {
 		if !ok || c.Token != w.Token {
 			return lost(id, w, c, ok)

@@ -87,6 +87,72 @@ func TestStoredTextIsNotEscaped(t *testing.T) {
 	}
 }
 
+// Every Append changes a conversation's updated time; an index on it cost
+// each append a page of its own in the log. A store made before issue 13
+// (layout 3 with the index, or layout 1 or 2) loses it when opened, a new
+// store never has it, and List still puts the most recent first.
+func TestNoStoreKeepsAnIndexOnUpdatedAndListStillOrders(t *testing.T) {
+	ctx := context.Background()
+	indexes := func(s *SQLite) int {
+		var n int
+		if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'conversations_updated'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name string
+		made func(t *testing.T, path string) // what is at path before it is opened
+	}{
+		{"new store", func(*testing.T, string) {}},
+		{"layout 3 with the index", func(t *testing.T, path string) {
+			s, err := OpenSQLite(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.db.Exec(`CREATE INDEX conversations_updated ON conversations(updated)`); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+		}},
+		{"layout 2", func(t *testing.T, path string) {
+			script, err := os.ReadFile(filepath.Join("testdata", "layout2.sql"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(string(script)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "h.db")
+			tc.made(t, path)
+			s := openStore(t, path)
+			if n := indexes(s); n != 0 {
+				t.Fatalf("%d index(es) on conversations(updated) after opening", n)
+			}
+			for _, id := range []string{"a", "b", "c"} {
+				if err := s.Create(ctx, Conversation{ID: id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Append(ctx, "b", userText("x")); err != nil {
+				t.Fatal(err)
+			}
+			list, err := s.List(ctx)
+			if err != nil || len(list) < 3 || list[0].ID != "b" || list[0].Messages != 1 {
+				t.Fatalf("list %+v, %v", list, err)
+			}
+		})
+	}
+}
+
 func TestListIsMostRecentFirst(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	ctx := context.Background()
@@ -183,22 +249,78 @@ func TestMessagesSeesWhatAnotherStoreAppended(t *testing.T) {
 	}
 }
 
-func TestLazyAppendCommitsAndLeavesTheStoreSynced(t *testing.T) {
-	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+// The synchronous level is the connection's, switched only when a write
+// needs the other one (a round's lazy writes share one switch): every
+// write that is not lazy — Append, Create — must still commit at FULL
+// after lazy ones left the connection at NORMAL, and a relaxed store never
+// leaves NORMAL.
+func TestEveryWriteCommitsAtItsOwnSynchronousLevel(t *testing.T) {
+	const normal, full = 1, 2
 	ctx := context.Background()
-	_ = s.Create(ctx, Conversation{ID: "c"})
-	if err := s.Append(Lazy(ctx), "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "lazy"}}}); err != nil {
-		t.Fatal(err)
-	}
-	var mode int
-	if err := s.db.QueryRow(`PRAGMA synchronous`).Scan(&mode); err != nil || mode != 2 {
-		t.Fatalf("synchronous = %d, %v; want 2 (FULL) again", mode, err)
-	}
-	if msgs, _ := s.Messages(ctx, "c"); len(msgs) != 1 || msgs[0].Parts[0].Text != "lazy" {
-		t.Fatalf("messages %+v", msgs)
-	}
-	if !IsLazy(Lazy(ctx)) || IsLazy(ctx) {
-		t.Fatal("IsLazy")
+	text := func(s string) Message { return Message{Role: User, Parts: []Part{{Type: TextPart, Text: s}}} }
+	for _, tc := range []struct {
+		name    string
+		relaxed bool
+		steps   []string // what each write is, in order
+		want    []int    // the level each committed at
+	}{
+		{"synced store", false,
+			[]string{"lazy", "lazy", "synced", "synced", "lazy", "synced", "lazy", "create", "lazy-append", "keep", "append"},
+			[]int{normal, normal, full, full, normal, full, normal, full, normal, normal, full}},
+		{"relaxed store", true,
+			[]string{"lazy", "synced", "create", "lazy-append", "append"},
+			[]int{normal, normal, normal, normal, normal}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := OpenSQLiteWith(filepath.Join(t.TempDir(), "h.db"), SQLiteOptions{Relaxed: tc.relaxed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+				t.Fatal(err)
+			}
+			level := func() int {
+				var mode int
+				if err := s.db.QueryRow(`PRAGMA synchronous`).Scan(&mode); err != nil {
+					t.Fatal(err)
+				}
+				return mode
+			}
+			for i, step := range tc.steps {
+				var got int
+				switch step {
+				case "lazy", "synced": // the level inside the write's own transaction
+					err = s.write(ctx, step, step == "lazy", func(tx *sql.Tx) error {
+						return tx.QueryRow(`PRAGMA synchronous`).Scan(&got)
+					})
+				case "create":
+					err = s.Create(ctx, Conversation{ID: fmt.Sprint("c", i)})
+					got = level()
+				case "lazy-append":
+					err = s.Append(Lazy(ctx), "c", text("lazy"))
+					got = level()
+				case "keep":
+					err = s.Keep(ctx, "c", Part{Type: ToolResultPart, CallID: "1", Text: "kept"})
+					got = level()
+				case "append":
+					err = s.Append(ctx, "c", text("synced"))
+					got = level()
+				}
+				if err != nil {
+					t.Fatalf("step %d (%s): %v", i, step, err)
+				}
+				if got != tc.want[i] {
+					t.Fatalf("step %d (%s) committed at synchronous=%d, want %d", i, step, got, tc.want[i])
+				}
+			}
+			if msgs, err := s.Messages(ctx, "c"); err != nil || len(msgs) != 2 || msgs[0].Parts[0].Text != "lazy" {
+				t.Fatalf("messages %+v, %v", msgs, err)
+			}
+			if !IsLazy(Lazy(ctx)) || IsLazy(ctx) {
+				t.Fatal("IsLazy")
+			}
+		})
 	}
 }
 

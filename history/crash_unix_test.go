@@ -1,0 +1,94 @@
+//go:build unix
+
+package history
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// crashChild names the store a re-run of this test binary writes to and
+// then dies on (TestLazyCommitsSurviveAKilledProcess).
+const crashChild = "MYELIN_HISTORY_CRASH_CHILD"
+
+// A round's lazy commits — the answer asking for calls, a finished call's
+// kept result — are not synced, and the connection stays at NORMAL between
+// them: killed right after them (SIGKILL, no Close, no checkpoint), the
+// process loses neither. The next process finds both, takes the dead
+// holder's claim over and appends the round, synced.
+func TestLazyCommitsSurviveAKilledProcess(t *testing.T) {
+	if path := os.Getenv(crashChild); path != "" {
+		lazyWritesThenDie(path)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "h.db")
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestLazyCommitsSurviveAKilledProcess$")
+	cmd.Env = append(os.Environ(), crashChild+"="+path)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the writing process did not die by SIGKILL: %v\n%s", err, out)
+	}
+	s := openStore(t, path)
+	ctx := context.Background()
+	msgs, err := s.Messages(ctx, "c")
+	if err != nil || len(msgs) != 2 || msgs[1].Role != Assistant || len(msgs[1].ToolCalls()) != 2 {
+		t.Fatalf("after the crash: %+v, %v; want the prompt and the lazily stored answer with its 2 calls", msgs, err)
+	}
+	kept, err := s.Kept(ctx, "c")
+	if err != nil || len(kept) != 1 || kept[0].CallID != "a" || kept[0].Text != "kept before the crash" {
+		t.Fatalf("kept after the crash: %+v, %v", kept, err)
+	}
+	h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
+	if err != nil {
+		t.Fatalf("the dead process's claim was not taken over: %v", err)
+	}
+	if err := s.Append(Writing(ctx, h), "c", Message{Role: User, Parts: []Part{kept[0],
+		{Type: ToolResultPart, CallID: "b", Text: "interrupted", IsError: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := s.Kept(ctx, "c"); len(kept) != 0 {
+		t.Fatalf("the round's append left %d kept results", len(kept))
+	}
+}
+
+// lazyWritesThenDie is the child's part: a prompt (synced), the answer
+// (lazy) and one kept result (lazy), then SIGKILL.
+func lazyWritesThenDie(path string) {
+	fail := func(err error) {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(3)
+	}
+	s, err := OpenSQLite(path)
+	if err != nil {
+		fail(err)
+	}
+	ctx := context.Background()
+	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+		fail(err)
+	}
+	h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
+	if err != nil {
+		fail(err)
+	}
+	w := Writing(ctx, h)
+	if err := s.Append(w, "c", userText("go")); err != nil {
+		fail(err)
+	}
+	answer := Message{Role: Assistant, Parts: []Part{
+		{Type: ToolCallPart, CallID: "a", Name: "noop", Input: []byte(`{}`)},
+		{Type: ToolCallPart, CallID: "b", Name: "noop", Input: []byte(`{}`)}}}
+	if err := s.Append(Lazy(w), "c", answer); err != nil {
+		fail(err)
+	}
+	if err := s.Keep(Lazy(w), "c", Part{Type: ToolResultPart, CallID: "a", Text: "kept before the crash"}); err != nil {
+		fail(err)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // the signal ends the process
+}
