@@ -105,7 +105,7 @@ const heartbeat = 15 * time.Second
 // away. A resume from further back than the log keeps gets one
 // `events.lost` event first, saying how many were lost and that the
 // stored messages (GET .../messages) hold what they recorded.
-func streamEvents(w http.ResponseWriter, r *http.Request, l *eventLog) {
+func streamEvents(w http.ResponseWriter, r *http.Request, l *eventLog, closing <-chan struct{}) {
 	after, err := resumePoint(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -149,6 +149,8 @@ func streamEvents(w http.ResponseWriter, r *http.Request, l *eventLog) {
 		}
 		select {
 		case <-r.Context().Done():
+			return
+		case <-closing: // the server stops: the client resumes elsewhere or later
 			return
 		case <-more:
 		case <-tick.C:
