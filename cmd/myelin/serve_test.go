@@ -42,7 +42,9 @@ func TestServeRunsATurnOverHTTPAndStopsOnInterrupt(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var stderr lockedBuffer
 	exited := make(chan int, 1)
-	go func() { exited <- run(ctx, []string{"serve", "--workspace", dir, "--addr", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &stderr) }()
+	go func() {
+		exited <- run(ctx, []string{"serve", "--workspace", dir, "--addr", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &stderr)
+	}()
 
 	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
 	var base string
