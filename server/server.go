@@ -77,19 +77,35 @@ func (s *Server) init() {
 		s.convs = map[string]*conversation{}
 		s.base, s.stop = context.WithCancel(context.Background())
 		m := http.NewServeMux()
-		m.HandleFunc("GET /v1/conversations", s.listConversations)
-		m.HandleFunc("POST /v1/conversations", s.createConversation)
-		m.HandleFunc("GET /v1/conversations/{id}", s.getConversation)
-		m.HandleFunc("GET /v1/conversations/{id}/messages", s.messages)
-		m.HandleFunc("GET /v1/conversations/{id}/events", s.events)
-		m.HandleFunc("POST /v1/conversations/{id}/turns", s.startTurn)
-		m.HandleFunc("POST /v1/conversations/{id}/turns/{tid}/cancel", s.cancelTurn)
-		m.HandleFunc("GET /v1/tools", s.listTools)
-		m.HandleFunc("POST /v1/tools/{name}/call", s.callTool)
-		m.HandleFunc("GET /v1/spills/{path...}", s.spill)
+		for _, rt := range s.routes() {
+			m.HandleFunc(rt.method+" "+rt.path, rt.handle)
+		}
+		m.HandleFunc("GET /openapi.json", serveOpenAPI)
 		m.HandleFunc("/v1/", s.noEndpoint)
 		s.mux = m
 	})
+}
+
+// route is one endpoint of the API; /openapi.json describes each (a test
+// holds the two to each other).
+type route struct {
+	method, path string
+	handle       http.HandlerFunc
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		{"GET", "/v1/conversations", s.listConversations},
+		{"POST", "/v1/conversations", s.createConversation},
+		{"GET", "/v1/conversations/{id}", s.getConversation},
+		{"GET", "/v1/conversations/{id}/messages", s.messages},
+		{"GET", "/v1/conversations/{id}/events", s.events},
+		{"POST", "/v1/conversations/{id}/turns", s.startTurn},
+		{"POST", "/v1/conversations/{id}/turns/{tid}/cancel", s.cancelTurn},
+		{"GET", "/v1/tools", s.listTools},
+		{"POST", "/v1/tools/{name}/call", s.callTool},
+		{"GET", "/v1/spills/{path...}", s.spill},
+	}
 }
 
 // noEndpoint answers a request no endpoint takes: 405 naming the methods
