@@ -81,6 +81,8 @@ func (s *Server) init() {
 			m.HandleFunc(rt.method+" "+rt.path, rt.handle)
 		}
 		m.HandleFunc("GET /openapi.json", serveOpenAPI)
+		m.Handle("GET /{$}", inspector())
+		m.Handle("GET /inspector/", inspector())
 		m.HandleFunc("/v1/", s.noEndpoint)
 		s.mux = m
 	})
@@ -130,7 +132,7 @@ func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 // ServeHTTP checks the token, bounds the body and routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
-	if s.Token != "" && !s.authorized(r) {
+	if s.Token != "" && !isInspectorFile(r) && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="myelin"`)
 		writeError(w, http.StatusUnauthorized, "this server needs its token: send the header Authorization: Bearer TOKEN")
 		return
