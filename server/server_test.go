@@ -56,6 +56,9 @@ func newFixture(t *testing.T, steps ...providertest.Step) *fixture {
 	if err := reg.Add(
 		tool.MustFunc("big--run", "Prints a lot.", func(context.Context, struct{}) (any, error) { return bigText, nil }),
 		tool.MustFunc("fail--run", "Fails.", func(context.Context, struct{}) (any, error) { return nil, fmt.Errorf("it failed: on purpose") }),
+		tool.MustFunc("shot--run", "Shows the screen.", func(context.Context, struct{}) (any, error) {
+			return result.Result{Data: []result.Block{result.TextBlock{Text: "the screen:"}, result.ImageBlock{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}}}, nil
+		}),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +67,9 @@ func newFixture(t *testing.T, steps ...providertest.Step) *fixture {
 	f := &fixture{t: t, fake: fake, store: store}
 	f.srv = &Server{Agent: a, Workspace: ws}
 	f.http = httptest.NewServer(f.srv)
-	t.Cleanup(func() { f.http.Close(); f.srv.Close() })
+	// the server first: it ends the event streams, which a browser would
+	// otherwise hold open
+	t.Cleanup(func() { f.srv.Close(); f.http.Close() })
 	return f
 }
 
