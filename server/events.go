@@ -17,12 +17,19 @@ type Event struct {
 	Seq  int64
 	Type string
 	Data json.RawMessage
+
+	at time.Time // when it was appended, for the load test's latency
 }
 
 // DefaultEventsKept is how many events of one conversation the server
 // keeps for watchers that resume (Last-Event-ID); older ones are dropped
 // first.
 const DefaultEventsKept = 100_000
+
+// eventBytesKept bounds the data of the events one conversation keeps;
+// older events are dropped first past it too (a long answer streams many
+// deltas).
+const eventBytesKept = 64 << 20
 
 // eventLog is one conversation's events since the server started: its
 // turns append, any number of watchers read from any sequence number at
@@ -35,6 +42,7 @@ type eventLog struct {
 	first   int64   // the Seq of events[0]; sequence numbers start at 1
 	next    int64   // the Seq the next append gets
 	keep    int     // the most events kept; 0 means DefaultEventsKept
+	bytes   int     // the data of the events kept
 	changed chan struct{}
 }
 
@@ -54,19 +62,37 @@ func (l *eventLog) append(typ string, v any) (Event, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ev := Event{Seq: l.next, Type: typ, Data: data}
+	ev := Event{Seq: l.next, Type: typ, Data: data, at: time.Now()}
 	l.next++
 	l.events = append(l.events, ev)
-	if over := len(l.events) - l.keep; over > 0 {
+	l.bytes += len(data)
+	if over := len(l.events) - l.keep; over > 0 || l.bytes > eventBytesKept {
 		// drop in bulk, so that appends stay O(1) amortised
-		drop := max(over, l.keep/4)
-		drop = min(drop, len(l.events))
+		drop := 0
+		if over > 0 {
+			drop = max(over, l.keep/4)
+		}
+		freed := dataOf(l.events[:drop])
+		for drop < len(l.events)-1 && l.bytes-freed > eventBytesKept*3/4 {
+			freed += len(l.events[drop].Data)
+			drop++
+		}
+		drop = min(drop, len(l.events)-1)
+		l.bytes -= dataOf(l.events[:drop]) // freed, unless min cut it
 		l.events = append(l.events[:0:0], l.events[drop:]...)
 		l.first += int64(drop)
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
 	return ev, nil
+}
+
+func dataOf(evs []Event) int {
+	n := 0
+	for _, e := range evs {
+		n += len(e.Data)
+	}
+	return n
 }
 
 // since returns the events after seq, a channel closed at the next append
@@ -87,6 +113,17 @@ func (l *eventLog) since(seq int64) (evs []Event, more <-chan struct{}, gone int
 	}
 	evs = l.events[from-l.first:]
 	return evs[:len(evs):len(evs)], l.changed, gone
+}
+
+// appendedAt is when event seq was appended, false when the log no longer
+// holds it.
+func (l *eventLog) appendedAt(seq int64) (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq < l.first || seq >= l.next {
+		return time.Time{}, false
+	}
+	return l.events[seq-l.first].at, true
 }
 
 // lastSeq is the sequence number of the newest event, 0 when none.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,7 +30,7 @@ var bigText = strings.Repeat("a line of the big output, numbered by its place\n"
 // fixture is a server over an agent on the fake Anthropic provider, an
 // in-memory store and a workspace with its tools and two of the test's.
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *Server
 	http  *httptest.Server
 	fake  *providertest.Server
@@ -37,7 +38,7 @@ type fixture struct {
 	token string
 }
 
-func newFixture(t *testing.T, steps ...providertest.Step) *fixture {
+func newFixture(t testing.TB, steps ...providertest.Step) *fixture {
 	t.Helper()
 	fake := providertest.NewAnthropic(t, steps...)
 	p, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: fake.URL, MaxRetries: -1})
@@ -56,6 +57,7 @@ func newFixture(t *testing.T, steps ...providertest.Step) *fixture {
 	if err := reg.Add(
 		tool.MustFunc("big--run", "Prints a lot.", func(context.Context, struct{}) (any, error) { return bigText, nil }),
 		tool.MustFunc("fail--run", "Fails.", func(context.Context, struct{}) (any, error) { return nil, fmt.Errorf("it failed: on purpose") }),
+		tool.MustFunc("noop--run", "Does nothing.", func(context.Context, struct{}) (any, error) { return "ok", nil }),
 		tool.MustFunc("shot--run", "Shows the screen.", func(context.Context, struct{}) (any, error) {
 			return result.Result{Data: []result.Block{result.TextBlock{Text: "the screen:"}, result.ImageBlock{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}}}, nil
 		}),
@@ -117,7 +119,7 @@ func (f *fixture) startTurn(id, prompt string) TurnStarted {
 	return ts
 }
 
-func mustJSON(t *testing.T, b []byte, v any) {
+func mustJSON(t testing.TB, b []byte, v any) {
 	t.Helper()
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%v: %s", err, b)
@@ -501,5 +503,29 @@ func TestToolCallsAnswerWhatTheCLIPrintsAndSpillsPageWithTheReadPager(t *testing
 	status, body = f.do("GET", "/v1/tools", "")
 	if status != 200 || !strings.Contains(string(body), `"name":"big--run"`) {
 		t.Fatalf("tools: %d %s", status, body)
+	}
+}
+
+// A client that opens the event stream and never reads it cannot hold a
+// turn: the turn's events go to the log, and only that client's own
+// connection waits.
+func TestASlowClientCannotHoldATurn(t *testing.T) {
+	long := strings.Repeat("a long answer that fills a socket's buffers ", 200_000) // ~9 MB of deltas
+	f := newFixture(t, providertest.Step{Text: long})
+	id := f.newConversation()
+	conn, err := net.Dial("tcp", f.http.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/conversations/%s/events HTTP/1.1\r\nHost: x\r\n\r\n", id) // and never read
+	time.Sleep(50 * time.Millisecond)
+	w := f.watch(id)
+	f.startTurn(id, "talk a lot")
+	evs := w.until(t, EventTurnFinished)
+	var fin turnFinishedEvent
+	mustJSON(t, evs[len(evs)-1].Data, &fin)
+	if fin.Reason != "end_turn" || fin.Text != long {
+		t.Fatalf("turn.finished: %s, %d chars", fin.Reason, len(fin.Text))
 	}
 }
