@@ -189,4 +189,3 @@ func (s *SQLite) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, 
 	}
 	return n, nil
 }
-
