@@ -82,7 +82,14 @@ async function select(id) {
 
 async function loadMessages() {
   const id = state.current;
-  const data = await api("GET", "/v1/conversations/" + encodeURIComponent(id) + "/messages");
+  const base = "/v1/conversations/" + encodeURIComponent(id);
+  const data = await api("GET", base + "/messages");
+  // the requests sent, by the place of the answer each produced (a store
+  // that keeps none answers 501: the rounds then show their usage alone)
+  state.requests = {};
+  try {
+    for (const r of (await api("GET", base + "/requests")).requests) state.requests[r.msg] = r;
+  } catch (e) { /* no requests kept */ }
   if (id !== state.current) return;
   render(data.messages.map((m) => m.message));
 }
@@ -116,7 +123,7 @@ function render(messages) {
     if (m.role === "assistant") {
       round = el("div", { class: "round" });
       turn.append(round);
-      if (m.usage) round.append(requestLine(m.usage, n));
+      if (m.usage) round.append(requestLine(m.usage, n, state.requests[n - 1]));
       const text = m.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
       if (text) round.append(el("pre", { class: "answer" }, text));
       for (const p of m.parts.filter((p) => p.type === "tool_call")) {
@@ -136,12 +143,45 @@ function render(messages) {
   if (!messages.length) tl.append(el("p", { class: "hint" }, "No messages yet."));
 }
 
-function requestLine(u, n) {
+function requestLine(u, n, req) {
   const input = u.input + u.cache_read + u.cache_write;
   const hit = input ? Math.round((100 * u.cache_read) / input) : 0;
-  return el("div", { class: "request" },
-    "request → message " + n + ": " + input + " input tokens, " + u.cache_read + " read from the cache (" + hit + "%), " +
+  const line = el("div", { class: "request" });
+  if (req) {
+    line.append(el("button", { class: "link request-open", type: "button", onclick: () => openRequest(req) }, "request " + req.n), " (" + req.bytes + " bytes)");
+  } else {
+    line.append("request");
+  }
+  line.append(" → message " + n + ": " + input + " input tokens, " + u.cache_read + " read from the cache (" + hit + "%), " +
     u.cache_write + " written to it; " + u.output + " output");
+  return line;
+}
+
+// openRequest shows a request in the side panel: its size, what it cost,
+// where it first differs from the one before and why the cached prefix
+// ended there, and its body as sent.
+async function openRequest(req) {
+  const base = "/v1/conversations/" + encodeURIComponent(state.current) + "/requests/" + req.n;
+  $("pager").hidden = false;
+  $("pager-path").textContent = "request " + req.n + " (" + req.wire + ", " + req.bytes + " bytes)";
+  $("pager-info").textContent = "";
+  $("pager-next").disabled = true;
+  $("pager-prev").disabled = true;
+  state.pager = null;
+  $("pager-label").textContent = "First difference from the request before:";
+  let head = "";
+  if (req.n > 1) {
+    const d = await api("GET", base + "/diff");
+    head = "Against request " + d.against + ": " + d.kind + (d.path ? " at " + d.path : "") +
+      (d.markers_moved ? " (cache markers moved)" : "") + "; " + d.common_bytes + " bytes in common.\n" + d.why + "\n\n";
+    $("pager-call").textContent = d.path || "(the same prompt)";
+  } else {
+    $("pager-call").textContent = "(the first request)";
+  }
+  const headers = {};
+  if (token()) headers["Authorization"] = "Bearer " + token();
+  const body = await (await fetch(base + "/body", { headers })).text();
+  $("pager-text").textContent = head + body;
 }
 
 // fillCall puts a call's three panes in place: what the tool produced (from
@@ -284,6 +324,7 @@ async function openPager(path, input) {
   $("pager-info").textContent = page.mode === "lines"
     ? "lines " + page.firstLine + "–" + page.lastLine + " of " + page.totalLines
     : "characters " + page.offsetChars + "–" + (page.offsetChars + page.chars) + " of " + page.totalChars;
+  $("pager-label").textContent = "The model's next call:";
   $("pager-call").textContent = page.next ? "workspace--read " + JSON.stringify(page.next) : "(the end of the file)";
   $("pager-next").disabled = !page.next;
   $("pager-prev").disabled = page.mode !== "lines" || page.firstLine <= 1;
