@@ -40,18 +40,12 @@ type RequestDiff struct {
 	Why string `json:"why"`
 }
 
-// cacheOrder is, for each wire, the top-level fields of its body in the
-// order the provider builds the prompt whose prefix it caches; the other
-// fields are settings.
-var cacheOrder = map[string][]string{
-	"anthropic":        {"tools", "system", "messages"},
-	"bedrock":          {"tools", "system", "messages"},
-	"vertex":           {"tools", "system", "messages"},
-	"google-cloud":     {"tools", "system", "messages"},
-	"openai":           {"tools", "messages"},
-	"openai-responses": {"tools", "instructions", "input"},
-	"gemini":           {"tools", "toolConfig", "systemInstruction", "contents"},
-}
+// cacheOrder is the top-level fields of a request body, every wire's, in
+// the order providers build the prompt whose prefix they cache: the tool
+// definitions and the system prompt (or instructions) before the
+// conversation. A wire uses some of them; the other fields of a body are
+// settings.
+var cacheOrder = []string{"tools", "toolConfig", "system", "systemInstruction", "instructions", "messages", "input", "contents"}
 
 // conversationField is the field that holds the conversation, which a
 // later request extends.
@@ -69,8 +63,8 @@ func diffRequests(against, n history.SentRequest) RequestDiff {
 		d.Kind, d.Why = "changed", fmt.Sprintf("request %d is not a JSON object (%v): only the bytes can be compared", n.N, err)
 		return d
 	}
-	order := cacheOrder[n.Wire]
-	if n.Wire != against.Wire {
+	order := cacheOrder
+	if n.Wire != "" && against.Wire != "" && n.Wire != against.Wire {
 		d.Kind, d.Path = "changed", ""
 		d.Why = fmt.Sprintf("request %d went to another wire (%s, not %s): no cache is shared", n.N, n.Wire, against.Wire)
 		return d
