@@ -20,10 +20,18 @@ type ConversationInfo struct {
 	// LastEvent is the sequence number of its newest event on this
 	// server, 0 when none.
 	LastEvent int64 `json:"last_event"`
+	// Model and Window are the model this server's turns ask for and its
+	// context window in tokens (contract §12), which a request's size is
+	// held against.
+	Model  string `json:"model"`
+	Window int    `json:"window"`
 }
 
 func (s *Server) info(c history.Conversation) ConversationInfo {
-	ci := ConversationInfo{Conversation: c}
+	ci := ConversationInfo{Conversation: c, Model: s.Agent.Model}
+	if w, err := s.Agent.Window(); err == nil {
+		ci.Window = w.Context
+	}
 	s.mu.Lock()
 	cv := s.convs[c.ID]
 	s.mu.Unlock()

@@ -72,6 +72,11 @@ async function select(id) {
   $("empty").hidden = true;
   $("conversation").hidden = false;
   $("conversation-title").textContent = "Conversation " + id;
+  try {
+    const info = await api("GET", "/v1/conversations/" + encodeURIComponent(id));
+    state.window = info.window;
+    $("conversation-title").textContent = "Conversation " + id + " · " + info.model + ", a " + info.window.toLocaleString("en") + "-token window";
+  } catch (e) { status(e.message); }
   $("live").hidden = true;
   for (const li of $("conversations").children) li.classList.toggle("selected", li.dataset.id === id);
   await loadMessages();
@@ -152,7 +157,8 @@ function requestLine(u, n, req) {
   } else {
     line.append("request");
   }
-  line.append(" → message " + n + ": " + input + " input tokens, " + u.cache_read + " read from the cache (" + hit + "%), " +
+  const share = state.window ? " (" + Math.round((100 * input) / state.window) + "% of the window)" : "";
+  line.append(" → message " + n + ": " + input + " input tokens" + share + ", " + u.cache_read + " read from the cache (" + hit + "%), " +
     u.cache_write + " written to it; " + u.output + " output");
   return line;
 }
