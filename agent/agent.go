@@ -90,6 +90,7 @@ type EventKind string
 
 // The kinds of event, in the order a turn produces them.
 const (
+	Started    EventKind = "started"     // the turn holds the conversation's claim; it stores the prompt next
 	TextDelta  EventKind = "text"        // Text: assistant text as it streams
 	ToolCall   EventKind = "tool_call"   // Call: a call about to run
 	ToolResult EventKind = "tool_result" // Call, Output, Elapsed: a call's result, as stored
@@ -259,6 +260,7 @@ func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 		return TurnResult{}, err
 	}
 	defer release()
+	on(Event{Kind: Started})
 	tr, err := a.turn(ctx, id, prompt, on)
 	if err != nil && ctx.Err() != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, history.ErrClaimLost) {

@@ -90,8 +90,8 @@ func TestRecoveryAnswersAFinishedCallWithItsOwnResult(t *testing.T) {
 		res[1]["tool_use_id"] != "slow" || res[1]["content"] != Interrupted || res[1]["is_error"] != true {
 		t.Fatalf("results %v", res)
 	}
-	if events[0].Kind != Notice || !strings.Contains(events[0].Text, "1 tool call(s) had finished and keep their own results; answered 1 tool call(s) interrupted") {
-		t.Fatalf("first event %+v", events[0])
+	if events[0].Kind != Started || events[1].Kind != Notice || !strings.Contains(events[1].Text, "1 tool call(s) had finished and keep their own results; answered 1 tool call(s) interrupted") {
+		t.Fatalf("first events %+v, %+v", events[0], events[1])
 	}
 }
 
@@ -104,7 +104,11 @@ func TestASecondWriterIsRefusedOrWaitsWhileATurnRuns(t *testing.T) {
 	second := make(chan error, 1)
 	slow := tool.MustFunc("slow--wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
 		other := r.newAgent()
-		_, err := other.Turn(context.Background(), r.id, "too soon", nil)
+		var refusedSaw []EventKind
+		_, err := other.Turn(context.Background(), r.id, "too soon", func(e Event) { refusedSaw = append(refusedSaw, e.Kind) })
+		if len(refusedSaw) > 0 {
+			return nil, fmt.Errorf("the refused turn had events %v (a Started before holding the claim?)", refusedSaw)
+		}
 		var held *history.HeldError
 		if !errors.As(err, &held) || held.Holder.PID != os.Getpid() || held.Holder.Since.IsZero() {
 			return nil, errors.New("the second turn was not refused with the holder: " + errString(err))
@@ -114,11 +118,16 @@ func TestASecondWriterIsRefusedOrWaitsWhileATurnRuns(t *testing.T) {
 		}
 		other.Wait = true
 		go func() {
+			var kinds []EventKind
 			_, err := other.Turn(context.Background(), r.id, "after you", func(e Event) {
+				kinds = append(kinds, e.Kind)
 				if e.Kind == Waiting {
 					waiting <- e.Text
 				}
 			})
+			if err == nil && (len(kinds) < 2 || kinds[0] != Waiting || kinds[1] != Started) {
+				err = fmt.Errorf("the waiting turn's first events are %v, want waiting then started", kinds)
+			}
 			second <- err
 		}()
 		return "slow done, waited on by: " + <-waiting, nil

@@ -21,6 +21,7 @@ type Memory struct {
 	mu    sync.Mutex
 	convs map[string]*memConversation
 	now   func() time.Time // the clock claims are timed by (tests set it)
+	reqs  map[string][]SentRequest
 }
 
 type memConversation struct {

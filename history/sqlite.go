@@ -44,6 +44,8 @@ type SQLite struct {
 
 	node string           // this process's node (Holder.Node)
 	now  func() time.Time // the clock claims are timed by (tests set it)
+
+	sent sentCache // the newest request of each conversation (sqlite_requests.go)
 }
 
 const schema = `

@@ -46,6 +46,14 @@ type Request struct {
 	// it streams in, on wires that stream it; it is not sent. (The
 	// answer's text goes to Complete's onText.)
 	OnThinking func(string) `json:"-"`
+	// OnBody, when set, is called with the request body exactly as the
+	// wire hands it to HTTP, before it is sent (once per Complete, not
+	// per retry: a retry sends the same bytes). The agent keeps it for
+	// the API (history.Requests, contract §13). The callee must not
+	// change it. On Bedrock and Vertex it is the body the wire built; the
+	// SDK then moves the model (and stream) into the URL and adds the
+	// platform's anthropic_version, as their packages say.
+	OnBody func(body []byte) `json:"-"`
 	// CacheKey names the conversation the request belongs to, the same
 	// for every request of it (the agent sets the conversation's id), so
 	// that a provider that routes its prompt cache by a key of the

@@ -34,6 +34,7 @@ Usage:
   myelin tool call NAME ARGS_JSON [--workspace DIR] [--allow-shell]
                    [--mcp-config FILE] [--inline-cap N] [--call-id ID] [--json]
   myelin mcp list [--workspace DIR] [--mcp-config FILE]
+  myelin serve [--addr HOST:PORT] [--token TOKEN] [run's flags]
   myelin version
   myelin help
 
@@ -72,6 +73,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return historyCommand(ctx, args[1:], stdout, stderr)
 	case "mcp":
 		return mcpCommand(ctx, args[1:], stdin, stdout, stderr)
+	case "serve":
+		return serveCommand(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "myelin: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage

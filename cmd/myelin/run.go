@@ -214,50 +214,64 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 	if f.cont && f.conversation != "" {
 		return nil, errors.New("give --continue or --conversation, not both")
 	}
-	prov, model, err := newProvider(f.provider)
+	s, path, err := openAgent(ctx, f, stderr)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.pick(ctx, f, path, stderr); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openAgent assembles the agent of run, chat and serve: the provider, the
+// workspace, the store (at path) and the tools.
+func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session, path string, err error) {
+	prov, model, err := newProvider(f.provider)
+	if err != nil {
+		return nil, "", err
 	}
 	th, err := f.think.config(agent.AnswerRoom(f.maxTokens))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if prov, err = withThinking(prov, wireName(f.provider), th); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if f.model != "" {
 		model = f.model
 	}
 	win, err := window.For(model, f.window)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if win.Source == window.FromDefault {
 		fmt.Fprintln(stderr, win.Notice())
 	} else if _, err := win.Budget(agent.AnswerRoom(f.maxTokens)); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	system := ""
 	if f.system != "" {
 		b, err := os.ReadFile(f.system)
 		if err != nil {
-			return nil, fmt.Errorf("--system: %v", err)
+			return nil, "", fmt.Errorf("--system: %v", err)
 		}
 		system = result.WellFormed(string(b))
 	}
 	ws, err := workspace.Open(f.workspace)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := workspace.CheckOwn(ws.Dir()); err != nil {
 		ws.Close()
-		return nil, fmt.Errorf("refusing to start: %w", err)
+		return nil, "", fmt.Errorf("refusing to start: %w", err)
 	}
 	path, storeInWorkspace := f.store, f.store == ""
 	if storeInWorkspace {
 		if path, err = defaultStore(ws.Dir()); err != nil {
 			ws.Close()
-			return nil, err
+			return nil, "", err
 		}
 	}
 	// The default store is in the workspace: checked above, and again by
@@ -265,22 +279,18 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 	store, err := history.OpenSQLiteWith(path, history.SQLiteOptions{NoFollow: storeInWorkspace})
 	if err != nil {
 		ws.Close()
-		return nil, err
+		return nil, "", err
 	}
-	s := &session{ws: ws, store: store, showThinking: f.think.show}
+	s = &session{ws: ws, store: store, showThinking: f.think.show}
 	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
 	s.tools, err = openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
 		s.close()
-		return nil, err
+		return nil, "", err
 	}
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
 		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait}
-	if err := s.pick(ctx, f, path, stderr); err != nil {
-		s.close()
-		return nil, err
-	}
-	return s, nil
+	return s, path, nil
 }
 
 // pick chooses the conversation (--continue, --conversation or a new one)

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/myelin-run/myelin/server"
+)
+
+const serveUsage = `Usage:
+  myelin serve [flags]
+      Serve the HTTP API (docs/serve.md): conversations, turns started and
+      cancelled over HTTP, their events live as server-sent events, the
+      stored messages, the tools and the spill files. It listens on the
+      loopback interface unless told otherwise; on any other address it
+      needs a token (--token or MYELIN_TOKEN), checked on every request.
+      It stops on an interrupt, letting running turns store what they did.
+`
+
+// serveFlags are serve's flags: the agent's, and where and how to listen.
+type serveFlags struct {
+	agentFlags
+	addr  string
+	token string
+}
+
+func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var f serveFlags
+	fs := f.agentFlags.set("serve")
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:7700", "listen on `HOST:PORT` (a port of 0 picks a free one)")
+	fs.StringVar(&f.token, "token", "", "the `TOKEN` every request must send as Authorization: Bearer TOKEN (default $MYELIN_TOKEN); required off the loopback interface")
+	pos, code, done := parseCommand("serve", serveUsage, fs, args, stdout, stderr)
+	if done {
+		return code
+	}
+	set := explicit(fs)
+	if err := f.check(set); err != nil {
+		return usageError(stderr, "serve", err.Error())
+	}
+	if len(pos) > 0 {
+		return usageError(stderr, "serve", fmt.Sprintf("takes no arguments, got %q", pos))
+	}
+	if set["conversation"] || set["continue"] {
+		return usageError(stderr, "serve", "--conversation and --continue pick the conversation of run and chat; over the API each request names its conversation")
+	}
+	if f.token == "" {
+		f.token = os.Getenv("MYELIN_TOKEN")
+	}
+	if !server.Loopback(f.addr) && f.token == "" {
+		return usageError(stderr, "serve", fmt.Sprintf("--addr %s is not a loopback address: give a token (--token or MYELIN_TOKEN) that every request must send, or listen on 127.0.0.1", f.addr))
+	}
+	s, _, err := openAgent(ctx, f.agentFlags, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
+		return exitError
+	}
+	defer s.close()
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
+		return exitError
+	}
+	api := &server.Server{Agent: s.agent, Workspace: s.ws, Token: f.token,
+		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }}
+	hs := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Fprintf(stderr, "myelin serve: listening on http://%s (workspace %s)\n", ln.Addr(), s.ws.Dir())
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		fmt.Fprintln(stderr, "myelin serve: stopping; running turns store what they did")
+		api.Close() // turns first: their event streams end with them
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = hs.Shutdown(sctx)
+		cancel()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}

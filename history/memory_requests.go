@@ -1,0 +1,51 @@
+package history
+
+import (
+	"context"
+	"slices"
+)
+
+// AddRequest keeps r as conversation id's next request (see Requests).
+func (s *Memory) AddRequest(ctx context.Context, id string, r SentRequest) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.get(id); err != nil {
+		return 0, err
+	}
+	if s.reqs == nil {
+		s.reqs = map[string][]SentRequest{}
+	}
+	r.N = len(s.reqs[id]) + 1
+	r.Body = slices.Clone(r.Body)
+	if r.Time.IsZero() {
+		r.Time = s.clock().UTC()
+	}
+	s.reqs[id] = append(s.reqs[id], r)
+	return r.N, nil
+}
+
+// Request returns conversation id's n-th request (see Requests).
+func (s *Memory) Request(ctx context.Context, id string, n int) (SentRequest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.get(id); err != nil {
+		return SentRequest{}, err
+	}
+	rs := s.reqs[id]
+	if n < 1 || n > len(rs) {
+		return SentRequest{}, errNoRequest(id, n, len(rs))
+	}
+	r := rs[n-1]
+	r.Body = slices.Clone(r.Body)
+	return r, nil
+}
+
+// RequestCount is how many requests conversation id has (see Requests).
+func (s *Memory) RequestCount(ctx context.Context, id string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.get(id); err != nil {
+		return 0, err
+	}
+	return len(s.reqs[id]), nil
+}

@@ -1,0 +1,73 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SentRequest is one request a wire sent to its provider for a
+// conversation: its body byte for byte, as the wire handed it to HTTP, and
+// what came back (contract §13: each request can be read back byte for
+// byte).
+type SentRequest struct {
+	// N is its number in the conversation, from 1; set by the store.
+	N int `json:"n"`
+	// Msg is the place (from 0) of the stored answer it produced, -1 when
+	// it produced none (refused, failed, cut).
+	Msg int `json:"msg"`
+	// Wire names the wire that built it ("anthropic", "openai", ...).
+	Wire string `json:"wire"`
+	// Body is the request body as sent.
+	Body []byte `json:"-"`
+	// Usage is what the provider said it cost, nil when it said nothing.
+	Usage *Usage `json:"usage,omitempty"`
+	// Error is why it produced no answer, "" when it did.
+	Error string `json:"error,omitempty"`
+	// Time is when it was sent.
+	Time time.Time `json:"time"`
+}
+
+// Requests is the part of a Store that keeps the requests sent for each
+// conversation. It is optional: a Store without it keeps conversations,
+// and the API says that it cannot show the requests. A store keeps a
+// request's body whole only when it differs from the one before it from
+// its first byte; otherwise it keeps what the two share by its length and
+// the rest by its bytes (delta), since a conversation's requests grow by
+// appending and so cost the store about what the conversation does.
+type Requests interface {
+	// AddRequest keeps r as conversation id's next request and returns its
+	// number. It need not wait for the disk (a request is a record of what
+	// was sent, not a promise of contract §7).
+	AddRequest(ctx context.Context, id string, r SentRequest) (int, error)
+	// Request returns conversation id's n-th request, body whole; an n it
+	// does not have is an error wrapping ErrNotFound.
+	Request(ctx context.Context, id string, n int) (SentRequest, error)
+	// RequestCount is how many requests conversation id has.
+	RequestCount(ctx context.Context, id string) (int, error)
+}
+
+// CommonPrefix is how many bytes a and b share from their first.
+func CommonPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i+8 <= n && string(a[i:i+8]) == string(b[i:i+8]) {
+		i += 8
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// snapshotEvery is how often the SQLite store keeps a request's body
+// whole, so that rebuilding one reads at most this many rows.
+const snapshotEvery = 32
+
+// errNoRequest is the error of a request number out of range.
+func errNoRequest(id string, n, count int) error {
+	if count == 0 {
+		return fmt.Errorf("conversation %s has no stored request: %w", id, ErrNotFound)
+	}
+	return fmt.Errorf("conversation %s has requests 1 to %d, not %d: %w", id, count, n, ErrNotFound)
+}

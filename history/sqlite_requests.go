@@ -1,0 +1,191 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// requestsSchema is the table of the requests sent. It is made on the
+// first request kept, so that a store made before it opens as it was.
+// A row keeps its body whole (base 0) every snapshotEvery requests and
+// whenever it shares no byte with the one before; else base is n-1,
+// prefix how many bytes it shares with it, and tail the rest.
+const requestsSchema = `CREATE TABLE IF NOT EXISTS requests (
+	conversation TEXT NOT NULL REFERENCES conversations(id),
+	n      INTEGER NOT NULL,
+	base   INTEGER NOT NULL,
+	prefix INTEGER NOT NULL,
+	tail   BLOB NOT NULL,
+	meta   TEXT NOT NULL, -- the SentRequest, its body left out
+	PRIMARY KEY (conversation, n)
+)`
+
+// sentCache keeps each conversation's newest request body, so that the
+// next is kept by what it adds without reading the last back.
+type sentCache struct {
+	mu     sync.Mutex
+	bodies map[string]sentBody
+}
+
+type sentBody struct {
+	n    int
+	body []byte
+}
+
+// AddRequest keeps r as conversation id's next request (see Requests),
+// without waiting for the disk.
+func (s *SQLite) AddRequest(ctx context.Context, id string, r SentRequest) (int, error) {
+	doing := "keeping a request of conversation " + id
+	if r.Time.IsZero() {
+		r.Time = s.now().UTC()
+	}
+	s.sent.mu.Lock()
+	defer s.sent.mu.Unlock()
+	var n int
+	err := s.write(ctx, doing, true, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, requestsSchema); err != nil {
+			return s.explain(doing, err)
+		}
+		var exists int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE id = ?`, id).Scan(&exists); err != nil {
+			return s.explain(doing, err)
+		}
+		if exists == 0 {
+			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+		}
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) + 1 FROM requests WHERE conversation = ?`, id).Scan(&n); err != nil {
+			return s.explain(doing, err)
+		}
+		r.N = n
+		base, prefix := 0, 0
+		if last, ok := s.sent.bodies[id]; ok && last.n == n-1 && (n-1)%snapshotEvery != 0 {
+			if p := CommonPrefix(last.body, r.Body); p > 0 {
+				base, prefix = n-1, p
+			}
+		} else if !ok && n > 1 && (n-1)%snapshotEvery != 0 {
+			prev, err := s.request(ctx, tx, id, n-1)
+			if err != nil {
+				return err
+			}
+			if p := CommonPrefix(prev.Body, r.Body); p > 0 {
+				base, prefix = n-1, p
+			}
+		}
+		meta, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("%s: %v", doing, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO requests (conversation, n, base, prefix, tail, meta) VALUES (?, ?, ?, ?, ?, ?)`,
+			id, n, base, prefix, r.Body[prefix:], string(meta)); err != nil {
+			return s.explain(doing, err)
+		}
+		return nil
+	})
+	if err != nil {
+		delete(s.sent.bodies, id)
+		return 0, err
+	}
+	if s.sent.bodies == nil {
+		s.sent.bodies = map[string]sentBody{}
+	}
+	s.sent.bodies[id] = sentBody{n: n, body: append([]byte(nil), r.Body...)}
+	return n, nil
+}
+
+// Request returns conversation id's n-th request, its body rebuilt from
+// the whole one before it (see Requests).
+func (s *SQLite) Request(ctx context.Context, id string, n int) (SentRequest, error) {
+	if _, err := s.Get(ctx, id); err != nil {
+		return SentRequest{}, err
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return SentRequest{}, s.explain("reading a request of conversation "+id, err)
+	}
+	defer tx.Rollback()
+	return s.request(ctx, tx, id, n)
+}
+
+func (s *SQLite) request(ctx context.Context, tx *sql.Tx, id string, n int) (SentRequest, error) {
+	doing := fmt.Sprintf("reading request %d of conversation %s", n, id)
+	count, err := s.requestCount(ctx, tx, id)
+	if err != nil {
+		return SentRequest{}, err
+	}
+	if n < 1 || n > count {
+		return SentRequest{}, errNoRequest(id, n, count)
+	}
+	// the rows from the last whole body at or before n
+	var from int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 1) FROM requests WHERE conversation = ? AND n <= ? AND base = 0`, id, n).Scan(&from); err != nil {
+		return SentRequest{}, s.explain(doing, err)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT n, base, prefix, tail, meta FROM requests WHERE conversation = ? AND n BETWEEN ? AND ? ORDER BY n`, id, from, n)
+	if err != nil {
+		return SentRequest{}, s.explain(doing, err)
+	}
+	defer rows.Close()
+	var body []byte
+	var out SentRequest
+	want := from
+	for rows.Next() {
+		var rn, base, prefix int
+		var tail []byte
+		var meta string
+		if err := rows.Scan(&rn, &base, &prefix, &tail, &meta); err != nil {
+			return SentRequest{}, s.explain(doing, err)
+		}
+		if rn != want || (base != 0 && (base != rn-1 || prefix > len(body))) {
+			return SentRequest{}, fmt.Errorf("history store %s: %s: request %d's row does not follow the one before it: %w", s.path, doing, rn, ErrDamaged)
+		}
+		want++
+		if base == 0 {
+			body = append(body[:0], tail...)
+		} else {
+			body = append(body[:prefix], tail...)
+		}
+		if rn == n {
+			if err := json.Unmarshal([]byte(meta), &out); err != nil {
+				return SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.path, doing, err, ErrDamaged)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return SentRequest{}, s.explain(doing, err)
+	}
+	if want != n+1 {
+		return SentRequest{}, fmt.Errorf("history store %s: %s: rows %d to %d are missing: %w", s.path, doing, want, n, ErrDamaged)
+	}
+	out.N, out.Body = n, body
+	return out, nil
+}
+
+// RequestCount is how many requests conversation id has (see Requests).
+func (s *SQLite) RequestCount(ctx context.Context, id string) (int, error) {
+	if _, err := s.Get(ctx, id); err != nil {
+		return 0, err
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return 0, s.explain("counting the requests of conversation "+id, err)
+	}
+	defer tx.Rollback()
+	return s.requestCount(ctx, tx, id)
+}
+
+func (s *SQLite) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) FROM requests WHERE conversation = ?`, id).Scan(&n)
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		return 0, nil // a store that never kept a request
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, s.explain("counting the requests of conversation "+id, err)
+	}
+	return n, nil
+}

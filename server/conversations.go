@@ -1,0 +1,141 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/result"
+)
+
+// ConversationInfo is a conversation as the API shows it: its stored
+// record, and what this server is doing with it.
+type ConversationInfo struct {
+	history.Conversation
+	// Turn is the id of the turn this server is running on it, "" when
+	// none.
+	Turn string `json:"turn,omitempty"`
+	// LastEvent is the sequence number of its newest event on this
+	// server, 0 when none.
+	LastEvent int64 `json:"last_event"`
+	// Model and Window are the model this server's turns ask for and its
+	// context window in tokens (contract §12), which a request's size is
+	// held against.
+	Model  string `json:"model"`
+	Window int    `json:"window"`
+}
+
+func (s *Server) info(c history.Conversation) ConversationInfo {
+	ci := ConversationInfo{Conversation: c, Model: s.Agent.Model}
+	if w, err := s.Agent.Window(); err == nil {
+		ci.Window = w.Context
+	}
+	s.mu.Lock()
+	cv := s.convs[c.ID]
+	s.mu.Unlock()
+	if cv != nil {
+		cv.mu.Lock()
+		if t := cv.turn; t != nil && !isDone(t.done) {
+			ci.Turn = t.id
+		}
+		cv.mu.Unlock()
+		ci.LastEvent = cv.events.lastSeq()
+	}
+	return ci
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
+	cs, err := s.Agent.Store.List(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	out := struct {
+		Conversations []ConversationInfo `json:"conversations"`
+	}{Conversations: make([]ConversationInfo, 0, len(cs))}
+	for _, c := range cs {
+		out.Conversations = append(out.Conversations, s.info(c))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
+	var in struct{}
+	if err := readJSON(r, &in); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	id, err := s.Agent.NewConversation(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	c, err := s.Agent.Store.Get(r.Context(), id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Location", "/v1/conversations/"+id)
+	writeJSON(w, http.StatusCreated, s.info(c))
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
+	c, ok := s.found(w, r, r.PathValue("id"))
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, s.info(c))
+}
+
+// StoredMessage is one stored record: its number in the conversation
+// (1-based) and the record exactly as the store keeps it.
+type StoredMessage struct {
+	N       int             `json:"n"`
+	Message json.RawMessage `json:"message"`
+}
+
+// messages serves the records after ?after=N (0: all), each as the store
+// encodes it (result.JSON, the one encoding the store writes).
+func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	after := 0
+	if v := r.URL.Query().Get("after"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("after is %q: it must be a message number (a whole number ≥ 0)", v))
+			return
+		}
+		after = n
+	}
+	if _, ok := s.found(w, r, id); !ok {
+		return
+	}
+	msgs, err := s.Agent.Store.Messages(r.Context(), id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	out := struct {
+		Messages []StoredMessage `json:"messages"`
+		Total    int             `json:"total"`
+	}{Messages: []StoredMessage{}, Total: len(msgs)}
+	for i := after; i < len(msgs); i++ {
+		raw, err := result.JSON(msgs[i])
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("message %d: %v", i+1, err))
+			return
+		}
+		out.Messages = append(out.Messages, StoredMessage{N: i + 1, Message: raw})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, ok := s.found(w, r, id); !ok {
+		return
+	}
+	streamEvents(w, r, s.conv(id).events, s.base.Done())
+}

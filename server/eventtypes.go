@@ -1,0 +1,152 @@
+package server
+
+import (
+	"encoding/json"
+	"log"
+
+	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/result"
+)
+
+// The types of event a conversation's stream carries, and the data of
+// each (one JSON object). Every text in them is the text the model was
+// sent or sent back, as stored: never converted here.
+const (
+	EventTurnStarted       = "turn.started"       // turnStartedEvent
+	EventModelDelta        = "model.delta"        // modelDeltaEvent: text or thinking as it streams
+	EventToolStarted       = "tool.started"       // toolStartedEvent
+	EventToolFinished      = "tool.finished"      // toolFinishedEvent
+	EventUsage             = "usage"              // usageEvent: one request's
+	EventNotice            = "notice"             // noticeEvent
+	EventContextCleared    = "context.cleared"    // contextEvent
+	EventContextSummarised = "context.summarised" // contextEvent
+	EventError             = "error"              // errorEvent
+	EventTurnFinished      = "turn.finished"      // turnFinishedEvent
+	EventLost              = "events.lost"        // the watcher resumed from further back than the log keeps
+)
+
+type turnStartedEvent struct {
+	Turn   string `json:"turn"`
+	Prompt string `json:"prompt"`
+}
+
+type modelDeltaEvent struct {
+	Turn string `json:"turn"`
+	Kind string `json:"kind"` // "text" or "thinking"
+	Text string `json:"text"`
+}
+
+type toolStartedEvent struct {
+	Turn   string          `json:"turn"`
+	CallID string          `json:"call_id"`
+	Name   string          `json:"name"`
+	Input  json.RawMessage `json:"input,omitempty"`
+}
+
+type toolFinishedEvent struct {
+	Turn      string  `json:"turn"`
+	CallID    string  `json:"call_id"`
+	Name      string  `json:"name"`
+	ElapsedMS float64 `json:"elapsed_ms"`
+	// Chars is the whole result's length in characters, before any cut;
+	// Text is what the model was sent (a spilled result's head and notice).
+	Chars      int             `json:"chars"`
+	Text       string          `json:"text"`
+	IsError    bool            `json:"is_error"`
+	SpillPath  string          `json:"spill_path,omitempty"`
+	Files      []string        `json:"files,omitempty"`
+	Images     int             `json:"images,omitempty"`
+	Structured json.RawMessage `json:"structured,omitempty"`
+}
+
+// Usage is one request's or one turn's tokens.
+type Usage struct {
+	Input      int `json:"input"`
+	Output     int `json:"output"`
+	CacheRead  int `json:"cache_read"`
+	CacheWrite int `json:"cache_write"`
+}
+
+func usageOf(u history.Usage) Usage {
+	return Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
+}
+
+type usageEvent struct {
+	Turn  string `json:"turn"`
+	Usage Usage  `json:"usage"`
+}
+
+type noticeEvent struct {
+	Turn string `json:"turn"`
+	Kind string `json:"kind"` // "notice" or "waiting"
+	Text string `json:"text"`
+}
+
+type contextEvent struct {
+	Turn string        `json:"turn"`
+	Text string        `json:"text"`
+	Edit *history.Edit `json:"edit,omitempty"`
+}
+
+type errorEvent struct {
+	Turn    string `json:"turn,omitempty"`
+	Message string `json:"message"`
+}
+
+type turnFinishedEvent struct {
+	Turn   string `json:"turn"`
+	Reason string `json:"reason"` // the agent's, or "error" or "cancelled"
+	Rounds int    `json:"rounds"`
+	Usage  Usage  `json:"usage"`
+	Text   string `json:"text,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// emit appends an event to c's log; an event that does not encode is
+// logged, never sent half-made.
+func (s *Server) emit(c *conversation, typ string, v any) {
+	if _, err := c.events.append(typ, v); err != nil {
+		s.logf("server: %v", err)
+	}
+}
+
+// emitAgent appends the API's event for one of the agent's.
+func (s *Server) emitAgent(c *conversation, turn string, e agent.Event) {
+	switch e.Kind {
+	case agent.TextDelta:
+		s.emit(c, EventModelDelta, modelDeltaEvent{Turn: turn, Kind: "text", Text: e.Text})
+	case agent.Thinking:
+		s.emit(c, EventModelDelta, modelDeltaEvent{Turn: turn, Kind: "thinking", Text: e.Text})
+	case agent.ToolCall:
+		s.emit(c, EventToolStarted, toolStartedEvent{Turn: turn, CallID: e.Call.CallID, Name: e.Call.Name, Input: e.Call.Input})
+	case agent.ToolResult:
+		s.emit(c, EventToolFinished, finished(turn, e.Call, e.Output, e.Elapsed.Seconds()*1000))
+	case agent.Usage:
+		s.emit(c, EventUsage, usageEvent{Turn: turn, Usage: usageOf(e.Usage)})
+	case agent.Notice, agent.Waiting:
+		s.emit(c, EventNotice, noticeEvent{Turn: turn, Kind: string(e.Kind), Text: e.Text})
+	case agent.ContextEdit:
+		typ := EventContextCleared
+		if e.Edit != nil && e.Edit.Summary != nil {
+			typ = EventContextSummarised
+		}
+		s.emit(c, typ, contextEvent{Turn: turn, Text: e.Text, Edit: e.Edit})
+	default:
+		s.emit(c, EventNotice, noticeEvent{Turn: turn, Kind: string(e.Kind), Text: e.Text})
+	}
+}
+
+func finished(turn string, call history.Part, o result.Output, ms float64) toolFinishedEvent {
+	return toolFinishedEvent{Turn: turn, CallID: call.CallID, Name: call.Name, ElapsedMS: ms,
+		Chars: o.Chars, Text: o.Text, IsError: o.IsError, SpillPath: o.SpillPath, Files: o.Files,
+		Images: len(o.Images), Structured: o.Structured}
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.Log != nil {
+		s.Log(format, args...)
+		return
+	}
+	log.Printf(format, args...)
+}

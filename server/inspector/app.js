@@ -1,0 +1,378 @@
+// The myelin inspector: a page over the HTTP API (docs/serve.md). It shows
+// a conversation as turns, rounds and calls, and for each call what the tool
+// produced, what the model was sent and what was stored, side by side. It
+// holds no state the API does not give it, and converts no text: every text
+// shown is the text the API served, set as the text of an element.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  current: null,     // the conversation shown
+  events: null,      // the AbortController of its event stream
+  lastEvent: 0,      // the sequence number of its last event read
+  finished: {},      // call_id -> the tool.finished event's data
+  running: null,     // the turn running on it, when one is
+  pager: null,       // the spill page shown: {path, input, page}
+};
+
+function token() { return $("token").value || sessionStorage.getItem("myelin-token") || ""; }
+
+async function api(method, path, body) {
+  const headers = {};
+  if (token()) headers["Authorization"] = "Bearer " + token();
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const data = await resp.json().catch(() => ({}));
+  if (!resp.ok) {
+    const err = new Error((data.error && data.error.message) || resp.status + " " + resp.statusText);
+    err.status = resp.status;
+    err.data = data;
+    throw err;
+  }
+  return data;
+}
+
+function status(text) { $("status").textContent = text; }
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c === null || c === undefined) continue;
+    e.append(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+  }
+  return e;
+}
+
+// --- conversations ---
+
+async function loadConversations() {
+  const data = await api("GET", "/v1/conversations");
+  const ul = $("conversations");
+  ul.replaceChildren();
+  for (const c of data.conversations) {
+    const li = el("li", { "data-id": c.id, onclick: () => select(c.id) },
+      c.id, el("span", { class: "count" }, c.messages + (c.turn ? " ▶" : "")));
+    if (c.id === state.current) li.classList.add("selected");
+    ul.append(li);
+  }
+  status("connected");
+}
+
+async function select(id) {
+  if (state.events) state.events.abort();
+  state.current = id;
+  state.lastEvent = 0;
+  state.finished = {};
+  state.running = null;
+  $("empty").hidden = true;
+  $("conversation").hidden = false;
+  $("conversation-title").textContent = "Conversation " + id;
+  try {
+    const info = await api("GET", "/v1/conversations/" + encodeURIComponent(id));
+    state.window = info.window;
+    $("conversation-title").textContent = "Conversation " + id + " · " + info.model + ", a " + info.window.toLocaleString("en") + "-token window";
+  } catch (e) { status(e.message); }
+  $("live").hidden = true;
+  for (const li of $("conversations").children) li.classList.toggle("selected", li.dataset.id === id);
+  await loadMessages();
+  watch(id);
+}
+
+// --- the timeline ---
+
+async function loadMessages() {
+  const id = state.current;
+  const base = "/v1/conversations/" + encodeURIComponent(id);
+  const data = await api("GET", base + "/messages");
+  // the requests sent, by the place of the answer each produced (a store
+  // that keeps none answers 501: the rounds then show their usage alone)
+  state.requests = {};
+  try {
+    for (const r of (await api("GET", base + "/requests")).requests) state.requests[r.msg] = r;
+  } catch (e) { /* no requests kept */ }
+  if (id !== state.current) return;
+  render(data.messages.map((m) => m.message));
+}
+
+// render draws the stored records as turns (a prompt and what followed),
+// rounds (an answer and the results of its calls) and calls.
+function render(messages) {
+  const tl = $("timeline");
+  tl.replaceChildren();
+  let turn = null, round = null;
+  const calls = {}; // call_id -> the element its result goes in
+  let n = 0;
+  for (const m of messages) {
+    n++;
+    if (m.role === "context") {
+      const e = m.edit || {};
+      const what = e.summary ? "summarised the messages before " + e.summary.through
+        : "cleared " + (e.cleared || []).length + " result(s) or input(s) from the requests";
+      (turn || tl).append(el("div", { class: "context" }, "Context: " + what +
+        (e.before ? " (next request " + e.before + " → " + e.after + " tokens)" : "") + (e.why ? " — " + e.why : "")));
+      continue;
+    }
+    const results = m.parts.filter((p) => p.type === "tool_result");
+    if (m.role === "user" && results.length === 0) {
+      turn = el("div", { class: "turn" }, el("div", { class: "prompt" }, "▸ " + m.parts.map((p) => p.text || "").join("")));
+      tl.append(turn);
+      round = null;
+      continue;
+    }
+    if (!turn) { turn = el("div", { class: "turn" }); tl.append(turn); }
+    if (m.role === "assistant") {
+      round = el("div", { class: "round" });
+      turn.append(round);
+      if (m.usage) round.append(requestLine(m.usage, n, state.requests[n - 1]));
+      const text = m.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
+      if (text) round.append(el("pre", { class: "answer" }, text));
+      for (const p of m.parts.filter((p) => p.type === "tool_call")) {
+        const slot = el("div", { class: "panes" });
+        const head = el("div", { class: "call-head" }, p.name + " " + (p.input ? JSON.stringify(p.input) : p.text || "{}"));
+        round.append(el("div", { class: "call", "data-call": p.call_id }, head, slot));
+        calls[p.call_id] = { slot, head };
+      }
+      if (m.cut) round.append(el("div", { class: "hint" }, "(this answer was cut off mid-stream)"));
+      continue;
+    }
+    for (const r of results) {
+      const c = calls[r.call_id];
+      if (c) fillCall(c, r);
+    }
+  }
+  if (!messages.length) tl.append(el("p", { class: "hint" }, "No messages yet."));
+}
+
+function requestLine(u, n, req) {
+  const input = u.input + u.cache_read + u.cache_write;
+  const hit = input ? Math.round((100 * u.cache_read) / input) : 0;
+  const line = el("div", { class: "request" });
+  if (req) {
+    line.append(el("button", { class: "link request-open", type: "button", onclick: () => openRequest(req) }, "request " + req.n), " (" + req.bytes + " bytes)");
+  } else {
+    line.append("request");
+  }
+  const share = state.window ? " (" + Math.round((100 * input) / state.window) + "% of the window)" : "";
+  line.append(" → message " + n + ": " + input + " input tokens" + share + ", " + u.cache_read + " read from the cache (" + hit + "%), " +
+    u.cache_write + " written to it; " + u.output + " output");
+  return line;
+}
+
+// openRequest shows a request in the side panel: its size, what it cost,
+// where it first differs from the one before and why the cached prefix
+// ended there, and its body as sent.
+async function openRequest(req) {
+  const base = "/v1/conversations/" + encodeURIComponent(state.current) + "/requests/" + req.n;
+  $("pager").hidden = false;
+  $("pager-path").textContent = "request " + req.n + " (" + req.wire + ", " + req.bytes + " bytes)";
+  $("pager-info").textContent = "";
+  $("pager-next").disabled = true;
+  $("pager-prev").disabled = true;
+  state.pager = null;
+  $("pager-label").textContent = "First difference from the request before:";
+  let head = "";
+  if (req.n > 1) {
+    const d = await api("GET", base + "/diff");
+    head = "Against request " + d.against + ": " + d.kind + (d.path ? " at " + d.path : "") +
+      (d.markers_moved ? " (cache markers moved)" : "") + "; " + d.common_bytes + " bytes in common.\n" + d.why + "\n\n";
+    $("pager-call").textContent = d.path || "(the same prompt)";
+  } else {
+    $("pager-call").textContent = "(the first request)";
+  }
+  const headers = {};
+  if (token()) headers["Authorization"] = "Bearer " + token();
+  const body = await (await fetch(base + "/body", { headers })).text();
+  $("pager-text").textContent = head + body;
+}
+
+// fillCall puts a call's three panes in place: what the tool produced (from
+// its tool.finished event, when this server ran it, and its spill file),
+// what the model was sent, and what is stored, with the check that the last
+// two are the same bytes.
+function fillCall(c, stored) {
+  const ev = state.finished[stored.call_id];
+  if (stored.is_error) c.head.append(" ", el("span", { class: "error" }, "error"));
+  const produced = el("div", { class: "pane produced" }, el("h4", {}, "Tool produced"));
+  if (ev) {
+    produced.append(el("div", {}, ev.chars + " characters" + (ev.elapsed_ms !== undefined ? " in " + ev.elapsed_ms.toFixed(1) + " ms" : "")));
+    if (ev.structured) produced.append(el("pre", {}, JSON.stringify(ev.structured, null, 1)));
+    if (ev.files) produced.append(el("div", {}, "files: " + ev.files.join(", ")));
+    if (ev.images) produced.append(el("div", {}, ev.images + " image(s)"));
+  } else {
+    produced.append(el("div", { class: "hint" }, "ran before this server started: its own event is not kept"));
+  }
+  if (stored.spill_path) {
+    produced.append(el("div", {}, "whole in ", el("button", { class: "link spill", type: "button", onclick: () => openPager(stored.spill_path) }, stored.spill_path)));
+  }
+  const sent = ev ? ev.text : stored.text;
+  const saw = el("div", { class: "pane saw" }, el("h4", {}, "Model saw"), el("pre", {}, sent));
+  const kept = el("div", { class: "pane stored" }, el("h4", {}, "Stored"), el("pre", {}, stored.text),
+    stored.images ? el("div", {}, stored.images.length + " image(s)") : null);
+  let check;
+  if (!ev) check = el("div", { class: "hint" }, "the model's text is the stored text (replayed as stored)");
+  else if (ev.text === stored.text) check = el("div", { class: "same" }, "✓ the model's text and the stored text are the same bytes (" + stored.text.length + " UTF-16 units)");
+  else check = el("div", { class: "differ" }, "✗ the model's text and the stored text differ");
+  saw.append(check);
+  c.slot.replaceChildren(produced, saw, kept);
+}
+
+// --- live events ---
+
+async function watch(id) {
+  const ctl = new AbortController();
+  state.events = ctl;
+  while (!ctl.signal.aborted && state.current === id) {
+    try {
+      const headers = { "Last-Event-ID": String(state.lastEvent) };
+      if (token()) headers["Authorization"] = "Bearer " + token();
+      const resp = await fetch("/v1/conversations/" + encodeURIComponent(id) + "/events", { headers, signal: ctl.signal });
+      if (!resp.ok) throw new Error("events: " + resp.status);
+      status("watching " + id);
+      const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += value;
+        let i;
+        while ((i = buf.indexOf("\n\n")) >= 0) {
+          const block = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          const ev = { id: 0, type: "", data: "" };
+          for (const line of block.split("\n")) {
+            if (line.startsWith("id: ")) ev.id = Number(line.slice(4));
+            else if (line.startsWith("event: ")) ev.type = line.slice(7);
+            else if (line.startsWith("data: ")) ev.data += line.slice(6);
+          }
+          if (!ev.type) continue;
+          state.lastEvent = ev.id;
+          handle(ev.type, JSON.parse(ev.data));
+        }
+      }
+    } catch (e) {
+      if (ctl.signal.aborted) return;
+      status("events: " + e.message + "; reconnecting");
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+let reloadTimer = null;
+function reloadSoon() {
+  clearTimeout(reloadTimer);
+  reloadTimer = setTimeout(() => { loadMessages(); loadConversations(); }, 100);
+}
+
+function handle(type, d) {
+  switch (type) {
+    case "turn.started":
+      state.running = d.turn;
+      $("live").hidden = false;
+      $("live-turn").textContent = d.turn;
+      $("live-state").textContent = "running";
+      $("live-text").textContent = "";
+      $("cancel-turn").disabled = false;
+      reloadSoon();
+      break;
+    case "model.delta":
+      $("live-text").append(d.kind === "thinking" ? "" : d.text);
+      break;
+    case "tool.started":
+      $("live-state").textContent = "running " + d.name;
+      break;
+    case "tool.finished":
+      state.finished[d.call_id] = d;
+      $("live-state").textContent = d.name + " finished";
+      reloadSoon();
+      break;
+    case "usage":
+      $("live-state").textContent = "answer: " + d.usage.output + " tokens out, " + d.usage.cache_read + " read from the cache";
+      reloadSoon();
+      break;
+    case "context.cleared":
+    case "context.summarised":
+    case "notice":
+      $("live-state").textContent = d.text;
+      break;
+    case "error":
+      $("live-state").textContent = "error: " + d.message;
+      break;
+    case "turn.finished":
+      if (state.running === d.turn) state.running = null;
+      $("live-state").textContent = "finished: " + d.reason + (d.error ? " (" + d.error + ")" : "");
+      $("cancel-turn").disabled = true;
+      reloadSoon();
+      break;
+    case "events.lost":
+      status(d.message);
+      reloadSoon();
+      break;
+  }
+}
+
+// --- the pager ---
+
+async function openPager(path, input) {
+  input = input || { path };
+  const q = new URLSearchParams();
+  for (const k of ["offset", "limit", "offsetChars", "limitChars"]) if (input[k] !== undefined) q.set(k, input[k]);
+  const out = await api("GET", "/v1/spills/" + path.split("/").map(encodeURIComponent).join("/") + (q.toString() ? "?" + q : ""));
+  const page = out.structured || {};
+  state.pager = { path, input, page };
+  $("pager").hidden = false;
+  $("pager-path").textContent = path;
+  $("pager-text").textContent = out.text;
+  $("pager-info").textContent = page.mode === "lines"
+    ? "lines " + page.firstLine + "–" + page.lastLine + " of " + page.totalLines
+    : "characters " + page.offsetChars + "–" + (page.offsetChars + page.chars) + " of " + page.totalChars;
+  $("pager-label").textContent = "The model's next call:";
+  $("pager-call").textContent = page.next ? "workspace--read " + JSON.stringify(page.next) : "(the end of the file)";
+  $("pager-next").disabled = !page.next;
+  $("pager-prev").disabled = page.mode !== "lines" || page.firstLine <= 1;
+}
+
+// --- actions ---
+
+$("turn-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const prompt = $("prompt").value.trim();
+  if (!prompt || !state.current) return;
+  try {
+    await api("POST", "/v1/conversations/" + encodeURIComponent(state.current) + "/turns", { prompt });
+    $("prompt").value = "";
+  } catch (err) {
+    status(err.message);
+  }
+});
+$("cancel-turn").addEventListener("click", async () => {
+  if (!state.running) return;
+  try {
+    await api("POST", "/v1/conversations/" + encodeURIComponent(state.current) + "/turns/" + state.running + "/cancel");
+  } catch (err) { status(err.message); }
+});
+$("new-conversation").addEventListener("click", async () => {
+  try {
+    const c = await api("POST", "/v1/conversations");
+    await loadConversations();
+    await select(c.id);
+  } catch (err) { status(err.message); }
+});
+$("pager-close").addEventListener("click", () => { $("pager").hidden = true; });
+$("pager-next").addEventListener("click", () => { const p = state.pager; if (p && p.page.next) openPager(p.path, p.page.next); });
+$("pager-prev").addEventListener("click", () => {
+  const p = state.pager;
+  if (!p) return;
+  const limit = p.page.lastLine - p.page.firstLine + 1;
+  openPager(p.path, { path: p.path, offset: Math.max(1, p.page.firstLine - limit), limit });
+});
+$("token").addEventListener("change", () => { sessionStorage.setItem("myelin-token", $("token").value); loadConversations().catch((e) => status(e.message)); });
+
+loadConversations().then(() => {
+  const want = new URLSearchParams(location.search).get("conversation");
+  if (want) select(want);
+}).catch((e) => status(e.message));

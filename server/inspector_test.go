@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/myelin-run/myelin/provider/providertest"
+)
+
+// browser starts a headless chromium for the test, or skips it when there
+// is none — except under CI=true, where .ci/run installs one, and a
+// missing browser fails the test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	var path string
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no chromium on PATH; .ci/run installs Debian's chromium")
+		}
+		t.Skip("no chromium on PATH (install Debian's chromium to run the inspector's tests)")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelTime(); cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("chromium (%s) does not start: %v", path, err)
+		}
+		t.Skipf("chromium (%s) does not start: %v", path, err)
+	}
+	return ctx
+}
+
+// waitFor polls a JavaScript expression until it is truthy.
+func waitFor(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("!!("+js+")", chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatalf("waiting for %s (%s): %v", what, js, err)
+	}
+}
+
+func text(t *testing.T, ctx context.Context, js string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return s
+}
+
+// screenshot saves the page under the test's artifacts (and, when
+// MYELIN_SCREENSHOTS names a directory, there too: how docs/serve.md's
+// picture is made).
+func screenshot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	for _, d := range []string{dir, os.Getenv("MYELIN_SCREENSHOTS")} {
+		if d == "" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(d, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestTheInspectorShowsACallsThreePanesPagesASpillAndStreamsATurn(t *testing.T) {
+	ctx := browser(t)
+	hold := make(chan struct{})
+	f := newFixture(t,
+		providertest.Step{Text: "Looking.", ToolCalls: []providertest.ToolCall{
+			{ID: "c_big", Name: "big--run", Input: `{}`},
+			{ID: "c_fail", Name: "fail--run", Input: `{}`},
+			{ID: "c_shot", Name: "shot--run", Input: `{}`},
+		}},
+		providertest.Step{Text: "All three seen."},
+		providertest.Step{Text: "streamed from the page", Hold: hold},
+	)
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "look at everything")
+	w.until(t, EventTurnFinished)
+	artifacts := t.TempDir()
+	t.Logf("screenshots in %s", artifacts)
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/?conversation="+id)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the three calls with their events", `document.querySelectorAll("#timeline .call .pane").length === 9 && document.querySelector('[data-call="c_big"] .pane.produced').textContent.includes("characters")`)
+
+	// the spilled call: the model saw the head and the notice; the stored
+	// text is the same bytes; the produced pane has the whole size
+	big := `document.querySelector('[data-call="c_big"]')`
+	saw := text(t, ctx, big+`.querySelector(".pane.saw pre").textContent`)
+	stored := text(t, ctx, big+`.querySelector(".pane.stored pre").textContent`)
+	produced := text(t, ctx, big+`.querySelector(".pane.produced").textContent`)
+	msgs, _ := f.store.Messages(context.Background(), id)
+	var want string
+	for _, p := range msgs[2].Parts {
+		if p.CallID == "c_big" {
+			want = p.Text
+		}
+	}
+	if saw != want || stored != want || !strings.Contains(saw, ".myelin/tool-results/") {
+		t.Fatalf("the big call's panes:\nsaw %q\nstored %q\nwant %q", saw, stored, want)
+	}
+	if !strings.Contains(produced, fmt.Sprintf("%d characters", len(bigText))) {
+		t.Fatalf("produced pane: %q", produced)
+	}
+	if same := text(t, ctx, big+`.querySelector(".same") ? "yes" : "no"`); same != "yes" {
+		t.Fatal("the check that the model's and the stored text are the same bytes is not shown")
+	}
+	// the error and the image
+	if head := text(t, ctx, `document.querySelector('[data-call="c_fail"] .call-head').textContent`); !strings.Contains(head, "error") {
+		t.Fatalf("the failed call's head: %q", head)
+	}
+	if s := text(t, ctx, `document.querySelector('[data-call="c_fail"] .pane.stored pre').textContent`); !strings.Contains(s, "it failed: on purpose") {
+		t.Fatalf("the failed call's stored text: %q", s)
+	}
+	if s := text(t, ctx, `document.querySelector('[data-call="c_shot"] .pane.stored').textContent`); !strings.Contains(s, "1 image(s)") {
+		t.Fatalf("the image call's stored pane: %q", s)
+	}
+	screenshot(t, ctx, artifacts, "inspector-conversation.png")
+
+	// the spill file in the pager, with the model's next ready call; then
+	// the next page
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-call="c_big"] button.spill`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the pager", `!document.getElementById("pager").hidden && document.getElementById("pager-text").textContent.length > 0`)
+	page := text(t, ctx, `document.getElementById("pager-text").textContent`)
+	call := text(t, ctx, `document.getElementById("pager-call").textContent`)
+	if !strings.Contains(page, "a line of the big output") || !strings.HasPrefix(call, `workspace--read {"path":".myelin/tool-results/`) {
+		t.Fatalf("pager: call %q, page starts %q", call, page[:min(len(page), 200)])
+	}
+	info := text(t, ctx, `document.getElementById("pager-info").textContent`)
+	screenshot(t, ctx, artifacts, "inspector-pager.png")
+	if err := chromedp.Do(ctx, chromedp.Click(`#pager-next`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the next page", `document.getElementById("pager-info").textContent !== `+quote(info))
+
+	// a turn started from the page streams into it
+	if err := chromedp.Do(ctx, chromedp.SetValue(`#prompt`, "stream for me"), chromedp.Click(`#start-turn`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the live turn", `!document.getElementById("live").hidden && document.getElementById("live-state").textContent === "running"`)
+	close(hold)
+	waitFor(t, ctx, "the streamed text", `document.getElementById("live-text").textContent === "streamed from the page"`)
+	waitFor(t, ctx, "the turn's end", `document.getElementById("live-state").textContent.startsWith("finished: end_turn")`)
+	waitFor(t, ctx, "the new turn in the timeline", `document.querySelectorAll("#timeline .turn").length === 2`)
+	screenshot(t, ctx, artifacts, "inspector-live.png")
+
+	// the page itself is served without the token; the data is not
+	f.srv.Token = "t0ken"
+	resp, err := http.Get(f.http.URL + "/inspector/app.js")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("app.js with a token set: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// RequestInfo is a request sent for a conversation, without its body: how
+// big it was, what it produced and what it cost.
+type RequestInfo struct {
+	history.SentRequest
+	// Bytes is the body's size; the body itself is at Body.
+	Bytes int    `json:"bytes"`
+	Body  string `json:"body"`
+}
+
+// requestLog is the store's Requests, or an error answer saying that the
+// store keeps none.
+func (s *Server) requestLog(w http.ResponseWriter, r *http.Request, id string) (history.Requests, bool) {
+	if _, ok := s.found(w, r, id); !ok {
+		return nil, false
+	}
+	log, ok := s.Agent.Store.(history.Requests)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, fmt.Sprintf("this server's store (%T) does not keep the requests sent", s.Agent.Store))
+		return nil, false
+	}
+	return log, true
+}
+
+func requestInfo(id string, sr history.SentRequest) RequestInfo {
+	return RequestInfo{SentRequest: sr, Bytes: len(sr.Body), Body: fmt.Sprintf("/v1/conversations/%s/requests/%d/body", id, sr.N)}
+}
+
+// requestNumber is the {n} of the path, or an error answer.
+func requestNumber(w http.ResponseWriter, v, name string) (int, bool) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%s is %q: it must be a request number (1 or more)", name, v))
+		return 0, false
+	}
+	return n, true
+}
+
+// loadRequest reads request n, writing the error answer when it cannot.
+func loadRequest(w http.ResponseWriter, r *http.Request, log history.Requests, id string, n int) (history.SentRequest, bool) {
+	sr, err := log.Request(r.Context(), id, n)
+	if errors.Is(err, history.ErrNotFound) {
+		writeError(w, http.StatusNotFound, err.Error())
+		return sr, false
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return sr, false
+	}
+	return sr, true
+}
+
+// listRequests serves every request's info, oldest first.
+func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	log, ok := s.requestLog(w, r, id)
+	if !ok {
+		return
+	}
+	count, err := log.RequestCount(r.Context(), id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	out := struct {
+		Requests []RequestInfo `json:"requests"`
+	}{Requests: make([]RequestInfo, 0, count)}
+	for n := 1; n <= count; n++ {
+		sr, ok := loadRequest(w, r, log, id, n)
+		if !ok {
+			return
+		}
+		out.Requests = append(out.Requests, requestInfo(id, sr))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getRequest(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	n, ok := requestNumber(w, r.PathValue("n"), "the request number")
+	if !ok {
+		return
+	}
+	log, ok := s.requestLog(w, r, id)
+	if !ok {
+		return
+	}
+	sr, ok := loadRequest(w, r, log, id, n)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, requestInfo(id, sr))
+}
+
+// requestBody serves the body exactly as it was sent, byte for byte.
+func (s *Server) requestBody(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	n, ok := requestNumber(w, r.PathValue("n"), "the request number")
+	if !ok {
+		return
+	}
+	log, ok := s.requestLog(w, r, id)
+	if !ok {
+		return
+	}
+	sr, ok := loadRequest(w, r, log, id, n)
+	if !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(sr.Body)))
+	_, _ = w.Write(sr.Body)
+}
+
+// requestDiff serves where request n first differs from request M
+// (?against=M; default the one before n), and why the provider's cached
+// prefix ends there.
+func (s *Server) requestDiff(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	n, ok := requestNumber(w, r.PathValue("n"), "the request number")
+	if !ok {
+		return
+	}
+	m := n - 1
+	if v := r.URL.Query().Get("against"); v != "" {
+		if m, ok = requestNumber(w, v, "against"); !ok {
+			return
+		}
+	}
+	if m < 1 {
+		writeError(w, http.StatusBadRequest, "request 1 has no request before it: give ?against=M")
+		return
+	}
+	log, ok := s.requestLog(w, r, id)
+	if !ok {
+		return
+	}
+	a, ok := loadRequest(w, r, log, id, m)
+	if !ok {
+		return
+	}
+	b, ok := loadRequest(w, r, log, id, n)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, diffRequests(a, b))
+}

@@ -1,0 +1,256 @@
+// Package server is myelin's HTTP API (contract §13): conversations, turns
+// started and cancelled over HTTP, their events streamed live as
+// server-sent events that resume without loss, the stored records served
+// as stored, tools called directly and spill files paged.
+//
+// It is the fifth consumer of the one conversion (contract §1): every text
+// it serves — a tool's result, a stored message, a page of a spill file —
+// is the text package result made, never converted again here. It owns
+// no conversation state that matters after a restart: the store holds
+// that; the server keeps only the events of the conversations it ran
+// since it started, for watchers that resume. It must not let a client
+// hold a turn: events are logged, and each watcher reads the log at its
+// own pace.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/workspace"
+)
+
+// DefaultMaxBody is the largest request body the server reads, in bytes.
+const DefaultMaxBody = 4 << 20
+
+// Server is the HTTP API over one agent: its provider, store, tools and
+// workspace. Agent and Workspace must be set; the zero values of the other
+// fields work. A Server is an http.Handler.
+type Server struct {
+	// Agent runs the turns; its Store holds the conversations and its
+	// Tools are the tools the API lists and calls.
+	Agent *agent.Agent
+	// Workspace is where spill files are read from.
+	Workspace *workspace.Workspace
+	// Token, when set, must come with every request as
+	// "Authorization: Bearer TOKEN"; it is compared in constant time.
+	Token string
+	// MaxBody bounds a request's body; 0 means DefaultMaxBody.
+	MaxBody int64
+	// EventsKept is how many events of each conversation are kept for
+	// watchers that resume; 0 means DefaultEventsKept.
+	EventsKept int
+	// Log, when set, gets one line for each failure the server cannot
+	// report to a client (a turn's store error after its client left).
+	Log func(format string, args ...any)
+
+	once  sync.Once
+	mux   *http.ServeMux
+	mu    sync.Mutex
+	convs map[string]*conversation
+	base  context.Context // turns run under it; Close cancels it
+	stop  context.CancelFunc
+	turns sync.WaitGroup
+}
+
+// conversation is what the server holds of one conversation while it
+// runs: its events and its running turn.
+type conversation struct {
+	events *eventLog
+	mu     sync.Mutex
+	turn   *running // nil when no turn of this server runs it
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		s.convs = map[string]*conversation{}
+		s.base, s.stop = context.WithCancel(context.Background())
+		m := http.NewServeMux()
+		for _, rt := range s.routes() {
+			m.HandleFunc(rt.method+" "+rt.path, rt.handle)
+		}
+		m.HandleFunc("GET /openapi.json", serveOpenAPI)
+		m.Handle("GET /{$}", inspector())
+		m.Handle("GET /inspector/", inspector())
+		m.HandleFunc("/v1/", s.noEndpoint)
+		s.mux = m
+	})
+}
+
+// route is one endpoint of the API; /openapi.json describes each (a test
+// holds the two to each other).
+type route struct {
+	method, path string
+	handle       http.HandlerFunc
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		{"GET", "/v1/conversations", s.listConversations},
+		{"POST", "/v1/conversations", s.createConversation},
+		{"GET", "/v1/conversations/{id}", s.getConversation},
+		{"GET", "/v1/conversations/{id}/messages", s.messages},
+		{"GET", "/v1/conversations/{id}/events", s.events},
+		{"POST", "/v1/conversations/{id}/turns", s.startTurn},
+		{"POST", "/v1/conversations/{id}/turns/{tid}/cancel", s.cancelTurn},
+		{"GET", "/v1/conversations/{id}/requests", s.listRequests},
+		{"GET", "/v1/conversations/{id}/requests/{n}", s.getRequest},
+		{"GET", "/v1/conversations/{id}/requests/{n}/body", s.requestBody},
+		{"GET", "/v1/conversations/{id}/requests/{n}/diff", s.requestDiff},
+		{"GET", "/v1/tools", s.listTools},
+		{"POST", "/v1/tools/{name}/call", s.callTool},
+		{"GET", "/v1/spills/{path...}", s.spill},
+	}
+}
+
+// noEndpoint answers a request no endpoint takes: 405 naming the methods
+// the path takes, else 404.
+func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/v1/" && pattern != "" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s is not a method of %s; it takes %s", r.Method, r.URL.Path, strings.Join(allowed, ", ")))
+		return
+	}
+	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s; GET /openapi.json lists them", r.Method, r.URL.Path))
+}
+
+// ServeHTTP checks the token, bounds the body and routes the request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.init()
+	if s.Token != "" && !isInspectorFile(r) && !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="myelin"`)
+		writeError(w, http.StatusUnauthorized, "this server needs its token: send the header Authorization: Bearer TOKEN")
+		return
+	}
+	limit := s.MaxBody
+	if limit <= 0 {
+		limit = DefaultMaxBody
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1
+}
+
+// Close cancels the turns still running and waits for them to store what
+// they did.
+func (s *Server) Close() error {
+	s.init()
+	s.stop()
+	s.turns.Wait()
+	return nil
+}
+
+// conv is the server's state of conversation id, made on first use.
+func (s *Server) conv(id string) *conversation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.convs[id]
+	if c == nil {
+		c = &conversation{events: newEventLog(s.EventsKept)}
+		s.convs[id] = c
+	}
+	return c
+}
+
+// found reports whether conversation id is in the store, writing the
+// error when it is not (or the store failed).
+func (s *Server) found(w http.ResponseWriter, r *http.Request, id string) (history.Conversation, bool) {
+	c, err := s.Agent.Store.Get(r.Context(), id)
+	if errors.Is(err, history.ErrNotFound) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no conversation %q", id))
+		return c, false
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return c, false
+	}
+	return c, true
+}
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Error struct {
+		Status  int    `json:"status"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// writeError answers with status and a JSON body whose message says what
+// was wrong.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	var e apiError
+	e.Error.Status, e.Error.Message = status, msg
+	writeJSON(w, status, e)
+}
+
+// writeJSON answers with status and v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := result.JSON(v) // stored records and texts as themselves: no HTML escaping
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":{"status":500,"message":"encoding the answer failed"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// readJSON decodes the request's body into v, which must be one JSON
+// object with no unknown field; an empty body leaves v as it is. The
+// error says what was wrong with it.
+func readJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return fmt.Errorf("the request body is over %d bytes", tooBig.Limit)
+	}
+	if err != nil {
+		return fmt.Errorf("the request body is not the JSON this endpoint takes: %v", err)
+	}
+	if dec.More() {
+		return errors.New("the request body holds more than one JSON value")
+	}
+	return nil
+}
+
+// Loopback reports whether addr (host:port) listens only on the loopback
+// interface, where a server may run without a token.
+func Loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,531 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
+)
+
+// bigText is what the big--run tool returns: over the default inline cap,
+// so it spills.
+var bigText = strings.Repeat("a line of the big output, numbered by its place\n", 3000)
+
+// fixture is a server over an agent on the fake Anthropic provider, an
+// in-memory store and a workspace with its tools and two of the test's.
+type fixture struct {
+	t     testing.TB
+	srv   *Server
+	http  *httptest.Server
+	fake  *providertest.Server
+	store *history.Memory
+	token string
+}
+
+func newFixture(t testing.TB, steps ...providertest.Step) *fixture {
+	t.Helper()
+	fake := providertest.NewAnthropic(t, steps...)
+	p, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: fake.URL, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := workspace.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	reg := &tool.Registry{}
+	if err := reg.Add(ws.Tools()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Add(
+		tool.MustFunc("big--run", "Prints a lot.", func(context.Context, struct{}) (any, error) { return bigText, nil }),
+		tool.MustFunc("fail--run", "Fails.", func(context.Context, struct{}) (any, error) { return nil, fmt.Errorf("it failed: on purpose") }),
+		tool.MustFunc("noop--run", "Does nothing.", func(context.Context, struct{}) (any, error) { return "ok", nil }),
+		tool.MustFunc("shot--run", "Shows the screen.", func(context.Context, struct{}) (any, error) {
+			return result.Result{Data: []result.Block{result.TextBlock{Text: "the screen:"}, result.ImageBlock{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}}}, nil
+		}),
+	); err != nil {
+		t.Fatal(err)
+	}
+	store := &history.Memory{}
+	a := &agent.Agent{Provider: p, Store: store, Tools: reg, Env: result.Env{Store: ws}, Model: "claude-test"}
+	f := &fixture{t: t, fake: fake, store: store}
+	f.srv = &Server{Agent: a, Workspace: ws}
+	f.http = httptest.NewServer(f.srv)
+	// the server first: it ends the event streams, which a browser would
+	// otherwise hold open
+	t.Cleanup(func() { f.srv.Close(); f.http.Close() })
+	return f
+}
+
+// do sends a request and returns the status and body.
+func (f *fixture) do(method, path, body string, header ...string) (int, []byte) {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if f.token != "" {
+		req.Header.Set("Authorization", "Bearer "+f.token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+func (f *fixture) newConversation() string {
+	f.t.Helper()
+	status, body := f.do("POST", "/v1/conversations", "")
+	if status != http.StatusCreated {
+		f.t.Fatalf("create: %d %s", status, body)
+	}
+	var c ConversationInfo
+	mustJSON(f.t, body, &c)
+	return c.ID
+}
+
+func (f *fixture) startTurn(id, prompt string) TurnStarted {
+	f.t.Helper()
+	status, body := f.do("POST", "/v1/conversations/"+id+"/turns", `{"prompt":`+quote(prompt)+`}`)
+	if status != http.StatusAccepted {
+		f.t.Fatalf("start turn: %d %s", status, body)
+	}
+	var ts TurnStarted
+	mustJSON(f.t, body, &ts)
+	return ts
+}
+
+func mustJSON(t testing.TB, b []byte, v any) {
+	t.Helper()
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+}
+
+func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// watcher reads a conversation's event stream.
+type watcher struct {
+	resp *http.Response
+	r    *bufio.Reader
+}
+
+func (f *fixture) watch(id string, header ...string) *watcher {
+	f.t.Helper()
+	req, _ := http.NewRequest("GET", f.http.URL+"/v1/conversations/"+id+"/events", nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	if f.token != "" {
+		req.Header.Set("Authorization", "Bearer "+f.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		b, _ := io.ReadAll(resp.Body)
+		f.t.Fatalf("events: %d %s", resp.StatusCode, b)
+	}
+	f.t.Cleanup(func() { resp.Body.Close() })
+	return &watcher{resp: resp, r: bufio.NewReader(resp.Body)}
+}
+
+// next reads one event (skipping comments); it fails the test after 10 s.
+func (w *watcher) next(t *testing.T) Event {
+	t.Helper()
+	type got struct {
+		ev  Event
+		err error
+	}
+	ch := make(chan got, 1)
+	go func() {
+		var ev Event
+		for {
+			line, err := w.r.ReadString('\n')
+			if err != nil {
+				ch <- got{err: err}
+				return
+			}
+			line = strings.TrimSuffix(line, "\n")
+			switch {
+			case line == "":
+				if ev.Type != "" {
+					ch <- got{ev: ev}
+					return
+				}
+			case strings.HasPrefix(line, ":"):
+			case strings.HasPrefix(line, "id: "):
+				fmt.Sscan(line[4:], &ev.Seq)
+			case strings.HasPrefix(line, "event: "):
+				ev.Type = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				ev.Data = json.RawMessage(line[6:])
+			}
+		}
+	}()
+	select {
+	case g := <-ch:
+		if g.err != nil {
+			t.Fatalf("reading events: %v", g.err)
+		}
+		return g.ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event in 10 s")
+		return Event{}
+	}
+}
+
+// until reads events up to and including one of type typ.
+func (w *watcher) until(t *testing.T, typ string) []Event {
+	t.Helper()
+	var evs []Event
+	for {
+		ev := w.next(t)
+		evs = append(evs, ev)
+		if ev.Type == typ {
+			return evs
+		}
+	}
+}
+
+// types are the events' types, a run of model.delta as one.
+func types(evs []Event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Type == EventModelDelta && len(out) > 0 && out[len(out)-1] == e.Type {
+			continue
+		}
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func TestATurnStreamsItsEventsAndServesWhatWasStoredAsStored(t *testing.T) {
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{
+			{ID: "c1", Name: "big--run", Input: `{}`},
+			{ID: "c2", Name: "fail--run", Input: `{}`},
+		}},
+		providertest.Step{Text: "done <&> here"},
+	)
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "go")
+	evs := w.until(t, EventTurnFinished)
+	want := []string{EventTurnStarted, EventUsage, EventToolStarted, EventToolStarted, EventToolFinished, EventToolFinished, EventModelDelta, EventUsage, EventTurnFinished}
+	if strings.Join(types(evs), " ") != strings.Join(want, " ") {
+		t.Fatalf("events %v, want %v", types(evs), want)
+	}
+	for i, e := range evs {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has id %d", i, e.Seq)
+		}
+	}
+	var big, failed toolFinishedEvent
+	mustJSON(t, evs[4].Data, &big)
+	mustJSON(t, evs[5].Data, &failed)
+	if big.CallID != "c1" || big.SpillPath == "" || big.Chars != len(bigText) || !strings.Contains(big.Text, big.SpillPath) {
+		t.Fatalf("big result event: %+v", big)
+	}
+	if !failed.IsError || !strings.Contains(failed.Text, "it failed: on purpose") {
+		t.Fatalf("failed result event: %+v", failed)
+	}
+
+	// The messages are the stored records, as the store encodes them.
+	status, body := f.do("GET", "/v1/conversations/"+id+"/messages", "")
+	if status != 200 {
+		t.Fatalf("messages: %d %s", status, body)
+	}
+	var got struct {
+		Messages []StoredMessage
+		Total    int
+	}
+	mustJSON(t, body, &got)
+	stored, _ := f.store.Messages(context.Background(), id)
+	if got.Total != len(stored) || len(got.Messages) != len(stored) || len(stored) != 4 {
+		t.Fatalf("%d messages served of %d stored (total %d)", len(got.Messages), len(stored), got.Total)
+	}
+	for i, m := range stored {
+		raw, _ := result.JSON(m)
+		if !bytes.Equal(got.Messages[i].Message, raw) {
+			t.Fatalf("message %d served as\n%s\nstored as\n%s", i+1, got.Messages[i].Message, raw)
+		}
+	}
+	// the model's text is served as itself, not HTML-escaped
+	if !bytes.Contains(body, []byte("done <&> here")) {
+		t.Fatalf("the answer's text was escaped: %s", body)
+	}
+	// the tool result the model read is the text the event carried
+	if stored[2].Parts[0].Text != big.Text {
+		t.Fatal("the stored result is not the text the event carried")
+	}
+	status, body = f.do("GET", "/v1/conversations/"+id+"/messages?after=3", "")
+	mustJSON(t, body, &got)
+	if status != 200 || len(got.Messages) != 1 || got.Messages[0].N != 4 {
+		t.Fatalf("after=3: %d %s", status, body)
+	}
+}
+
+func TestEventsResumeFromLastEventIDWithNothingLostOrTwice(t *testing.T) {
+	hold := make(chan struct{})
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "fail--run", Input: `{}`}}},
+		providertest.Step{Text: "second answer", Hold: hold},
+	)
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "go")
+	first := w.until(t, EventToolFinished)
+	w.resp.Body.Close() // the client goes away mid-turn
+	close(hold)         // and the turn goes on without it
+
+	last := first[len(first)-1].Seq
+	w2 := f.watch(id, "Last-Event-ID", fmt.Sprint(last))
+	rest := w2.until(t, EventTurnFinished)
+	all := append(first, rest...)
+	for i, e := range all {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("after the resume, event %d has id %d: %v", i, e.Seq, types(all))
+		}
+	}
+	// a third client from the start sees the same events
+	w3 := f.watch(id, "Last-Event-ID", "0")
+	again := w3.until(t, EventTurnFinished)
+	if len(again) != len(all) {
+		t.Fatalf("a watcher from the start saw %d events, want %d", len(again), len(all))
+	}
+	for i := range again {
+		if again[i].Seq != all[i].Seq || !bytes.Equal(again[i].Data, all[i].Data) {
+			t.Fatalf("event %d differs between watchers", i+1)
+		}
+	}
+}
+
+func TestTwoClientsWatchOneConversation(t *testing.T) {
+	f := newFixture(t, providertest.Step{Text: "hello both"})
+	id := f.newConversation()
+	a, b := f.watch(id), f.watch(id)
+	f.startTurn(id, "hi")
+	ea, eb := a.until(t, EventTurnFinished), b.until(t, EventTurnFinished)
+	if strings.Join(types(ea), " ") != strings.Join(types(eb), " ") || len(ea) < 3 {
+		t.Fatalf("the two watchers saw %v and %v", types(ea), types(eb))
+	}
+	var fin turnFinishedEvent
+	mustJSON(t, ea[len(ea)-1].Data, &fin)
+	if fin.Reason != "end_turn" || fin.Text != "hello both" {
+		t.Fatalf("turn.finished: %+v", fin)
+	}
+}
+
+func TestCancelStopsARunningTurnAndKeepsWhatItDid(t *testing.T) {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	f := newFixture(t, providertest.Step{Text: "never", Hold: hold})
+	id := f.newConversation()
+	w := f.watch(id)
+	ts := f.startTurn(id, "wait for me")
+	w.until(t, EventTurnStarted)
+	status, body := f.do("POST", "/v1/conversations/"+id+"/turns/"+ts.Turn+"/cancel", "")
+	var cr CancelResult
+	mustJSON(t, body, &cr)
+	if status != 200 || cr.Reason != "cancelled" {
+		t.Fatalf("cancel: %d %s", status, body)
+	}
+	evs := w.until(t, EventTurnFinished)
+	if types(evs)[len(evs)-2] != EventError {
+		t.Fatalf("events after cancel: %v", types(evs))
+	}
+	msgs, _ := f.store.Messages(context.Background(), id)
+	if len(msgs) == 0 || msgs[0].Parts[0].Text != "wait for me" {
+		t.Fatalf("the prompt was not kept: %+v", msgs)
+	}
+	status, body = f.do("POST", "/v1/conversations/"+id+"/turns/"+ts.Turn+"/cancel", "")
+	if status != http.StatusConflict || !strings.Contains(string(body), "already finished") {
+		t.Fatalf("a second cancel: %d %s", status, body)
+	}
+}
+
+func TestATurnOnAConversationAnotherWriterHoldsIs409NamingTheHolder(t *testing.T) {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	f := newFixture(t, providertest.Step{Text: "slow", Hold: hold})
+	id := f.newConversation()
+
+	// another writer, outside this server
+	other := history.NewHolder()
+	if _, err := f.store.Claim(context.Background(), id, other, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	status, body := f.do("POST", "/v1/conversations/"+id+"/turns", `{"prompt":"hi"}`)
+	var held Held
+	mustJSON(t, body, &held)
+	if status != http.StatusConflict || held.Error.Holder == nil || held.Error.Holder.Token != other.Token {
+		t.Fatalf("held by another writer: %d %s", status, body)
+	}
+	if err := f.store.Release(context.Background(), id, other); err != nil {
+		t.Fatal(err)
+	}
+
+	// this server's own running turn
+	ts := f.startTurn(id, "hi")
+	status, body = f.do("POST", "/v1/conversations/"+id+"/turns", `{"prompt":"again"}`)
+	mustJSON(t, body, &held)
+	if status != http.StatusConflict || held.Error.Turn != ts.Turn {
+		t.Fatalf("held by this server's turn: %d %s", status, body)
+	}
+}
+
+func TestBadInputGetsAClearJSONError(t *testing.T) {
+	f := newFixture(t)
+	f.srv.MaxBody = 1 << 10
+	id := f.newConversation()
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   []string
+		status                   int
+		says                     string
+	}{
+		{"not JSON", "POST", "/v1/conversations/" + id + "/turns", `{"prompt":`, nil, 400, "not the JSON"},
+		{"unknown field", "POST", "/v1/conversations/" + id + "/turns", `{"prompt":"x","modle":"y"}`, nil, 400, `unknown field "modle"`},
+		{"no prompt", "POST", "/v1/conversations/" + id + "/turns", `{}`, nil, 400, "needs a prompt"},
+		{"two values", "POST", "/v1/conversations/" + id + "/turns", `{"prompt":"x"} {}`, nil, 400, "more than one"},
+		{"body too big", "POST", "/v1/conversations/" + id + "/turns", `{"prompt":"` + strings.Repeat("x", 2<<10) + `"}`, nil, 400, "over 1024 bytes"},
+		{"no conversation", "POST", "/v1/conversations/nope/turns", `{"prompt":"x"}`, nil, 404, `no conversation "nope"`},
+		{"no conversation to get", "GET", "/v1/conversations/nope", ``, nil, 404, `no conversation "nope"`},
+		{"bad after", "GET", "/v1/conversations/" + id + "/messages?after=x", ``, nil, 400, `after is "x"`},
+		{"bad Last-Event-ID", "GET", "/v1/conversations/" + id + "/events", ``, []string{"Last-Event-ID", "abc"}, 400, `Last-Event-ID header is "abc"`},
+		{"unknown tool", "POST", "/v1/tools/nope--run/call", `{}`, nil, 404, `no tool "nope--run"`},
+		{"tool input not an object", "POST", "/v1/tools/big--run/call", `[1]`, nil, 200, `invalid input for big--run: type: [1] has type "array", want "object"`},
+		{"no endpoint", "GET", "/v1/nothing", ``, nil, 404, "no endpoint GET /v1/nothing"},
+		{"wrong method", "DELETE", "/v1/conversations", ``, nil, 405, "DELETE is not a method of /v1/conversations; it takes GET, POST"},
+		{"spill escape", "GET", "/v1/spills/.myelin/tool-results/../../etc/passwd", ``, nil, 400, "not a spill file"},
+		{"spill elsewhere", "GET", "/v1/spills/secret.txt", ``, nil, 400, "not a spill file"},
+		{"no cancel", "POST", "/v1/conversations/" + id + "/turns/turn_x/cancel", ``, nil, 404, `no turn "turn_x"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := f.do(tc.method, tc.path, tc.body, tc.header...)
+			if status != tc.status {
+				t.Fatalf("status %d, want %d: %s", status, tc.status, body)
+			}
+			var e apiError
+			_ = json.Unmarshal(body, &e)
+			var o ToolOutput
+			_ = json.Unmarshal(body, &o)
+			if tc.says != "" && !strings.Contains(e.Error.Message+o.Text, tc.says) {
+				t.Fatalf("the answer does not say %q: %s", tc.says, body)
+			}
+		})
+	}
+	// and the server still answers
+	if status, _ := f.do("GET", "/v1/conversations", ""); status != 200 {
+		t.Fatalf("after bad input the server answers %d", status)
+	}
+}
+
+func TestTheTokenIsCheckedOnEveryRequest(t *testing.T) {
+	f := newFixture(t)
+	f.srv.Token = "s3cret"
+	for _, path := range []string{"/v1/conversations", "/v1/tools", "/v1/spills/.myelin/tool-results/x"} {
+		if status, body := f.do("GET", path, ""); status != http.StatusUnauthorized || !strings.Contains(string(body), "Authorization: Bearer") {
+			t.Fatalf("%s without the token: %d %s", path, status, body)
+		}
+		if status, _ := f.do("GET", path, "", "Authorization", "Bearer wrong"); status != http.StatusUnauthorized {
+			t.Fatalf("%s with a wrong token: %d", path, status)
+		}
+	}
+	f.token = "s3cret"
+	if status, body := f.do("GET", "/v1/conversations", ""); status != 200 {
+		t.Fatalf("with the token: %d %s", status, body)
+	}
+}
+
+func TestLoopbackAddresses(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:7700": true, "localhost:7700": true, "[::1]:7700": true,
+		"0.0.0.0:7700": false, ":7700": false, "192.168.1.2:7700": false, "example.com:80": false, "nonsense": false,
+	} {
+		if got := Loopback(addr); got != want {
+			t.Errorf("Loopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestToolCallsAnswerWhatTheCLIPrintsAndSpillsPageWithTheReadPager(t *testing.T) {
+	f := newFixture(t)
+	status, body := f.do("POST", "/v1/tools/big--run/call", "")
+	var out ToolOutput
+	mustJSON(t, body, &out)
+	if status != 200 || out.IsError || out.SpillPath == "" || !strings.Contains(out.Text, out.SpillPath) {
+		t.Fatalf("big--run: %d %s", status, body)
+	}
+	status, body = f.do("GET", "/v1/spills/"+out.SpillPath+"?offset=2&limit=3", "")
+	var page ToolOutput
+	mustJSON(t, body, &page)
+	if status != 200 || page.IsError {
+		t.Fatalf("spill page: %d %s", status, body)
+	}
+	// the same call through the tool itself gives the same text
+	_, body = f.do("POST", "/v1/tools/workspace--read/call", `{"path":`+quote(out.SpillPath)+`,"offset":2,"limit":3}`)
+	var direct ToolOutput
+	mustJSON(t, body, &direct)
+	if direct.Text != page.Text || !strings.Contains(page.Text, "a line of the big output") {
+		t.Fatalf("spill page\n%s\nworkspace--read\n%s", page.Text, direct.Text)
+	}
+	status, body = f.do("GET", "/v1/spills/.myelin/tool-results/missing.txt", "")
+	if status != 404 {
+		t.Fatalf("a missing spill: %d %s", status, body)
+	}
+	status, body = f.do("GET", "/v1/tools", "")
+	if status != 200 || !strings.Contains(string(body), `"name":"big--run"`) {
+		t.Fatalf("tools: %d %s", status, body)
+	}
+}
+
+// A client that opens the event stream and never reads it cannot hold a
+// turn: the turn's events go to the log, and only that client's own
+// connection waits.
+func TestASlowClientCannotHoldATurn(t *testing.T) {
+	long := strings.Repeat("a long answer that fills a socket's buffers ", 200_000) // ~9 MB of deltas
+	f := newFixture(t, providertest.Step{Text: long})
+	id := f.newConversation()
+	conn, err := net.Dial("tcp", f.http.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/conversations/%s/events HTTP/1.1\r\nHost: x\r\n\r\n", id) // and never read
+	time.Sleep(50 * time.Millisecond)
+	w := f.watch(id)
+	f.startTurn(id, "talk a lot")
+	evs := w.until(t, EventTurnFinished)
+	var fin turnFinishedEvent
+	mustJSON(t, evs[len(evs)-1].Data, &fin)
+	if fin.Reason != "end_turn" || fin.Text != long {
+		t.Fatalf("turn.finished: %s, %d chars", fin.Reason, len(fin.Text))
+	}
+}

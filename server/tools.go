@@ -1,0 +1,116 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// ToolOutput is a tool call's answer: the same text, error flag,
+// structured content and spill path as `myelin tool call --json`
+// (contract §10).
+type ToolOutput struct {
+	Text       string          `json:"text"`
+	IsError    bool            `json:"is_error"`
+	Structured json.RawMessage `json:"structured,omitempty"`
+	SpillPath  string          `json:"spill_path,omitempty"`
+}
+
+func outputOf(o result.Output) ToolOutput {
+	return ToolOutput{Text: o.Text, IsError: o.IsError, Structured: o.Structured, SpillPath: o.SpillPath}
+}
+
+// listTools serves the tool definitions as the model is sent them.
+func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
+	defs, err := s.Agent.ToolDefs()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	type def struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}
+	out := struct {
+		Tools []def `json:"tools"`
+	}{Tools: make([]def, 0, len(defs))}
+	for _, d := range defs {
+		out.Tools = append(out.Tools, def{d.Name, d.Description, d.InputSchema})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// callTool runs one call of a tool, its body the call's input (a JSON
+// object; empty means {}), and answers its output. A call that fails is
+// still 200: its error is the output's text, with is_error set, as the
+// model would read it. An unknown tool is 404.
+func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if s.Agent.Tools.Get(name) == nil {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no tool %q; GET /v1/tools lists them", name))
+		return
+	}
+	var input json.RawMessage
+	if err := readJSON(r, &input); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	d := &tool.Dispatcher{Tools: s.Agent.Tools, Env: s.Agent.Env, Timeout: s.Agent.ToolTimeout}
+	out := d.Call(r.Context(), tool.Call{ID: "api_" + newTurnID()[5:], Name: name, Input: input})
+	writeJSON(w, http.StatusOK, outputOf(out))
+}
+
+// spillDir is where spill files live, relative to the workspace root; the
+// spills endpoint reads nothing else.
+const spillDir = ".myelin/tool-results/"
+
+// spill serves one page of a spill file through workspace--read's own
+// pager and conversion: the same text a model's ready call gets, with the
+// same page numbers in its structured content.
+func (s *Server) spill(w http.ResponseWriter, r *http.Request) {
+	path := r.PathValue("path")
+	if !strings.HasPrefix(path, spillDir) || strings.Contains(path, "..") {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a spill file: spill files are under %s", path, spillDir))
+		return
+	}
+	in := map[string]any{"path": path}
+	q := r.URL.Query()
+	for _, k := range []string{"offset", "limit", "offsetChars", "limitChars"} {
+		v := q.Get(k)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("%s is %q: it must be a whole number", k, v))
+			return
+		}
+		in[k] = n
+	}
+	reg := &tool.Registry{}
+	for _, t := range s.Workspace.Tools() {
+		if t.Name == "workspace--read" {
+			if err := reg.Add(t); err != nil {
+				writeError(w, http.StatusInternalServerError, err.Error())
+				return
+			}
+		}
+	}
+	input, _ := json.Marshal(in)
+	d := &tool.Dispatcher{Tools: reg, Env: s.Agent.Env}
+	out := d.Call(r.Context(), tool.Call{ID: "api_spill", Name: "workspace--read", Input: input})
+	status := http.StatusOK
+	if out.IsError {
+		status = http.StatusBadRequest
+		if strings.Contains(out.Text, "no such file") || strings.Contains(out.Text, "does not exist") {
+			status = http.StatusNotFound
+		}
+	}
+	writeJSON(w, status, outputOf(out))
+}

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/history"
+)
+
+// running is a turn this server started: running until done is closed,
+// then ended with reason/err.
+type running struct {
+	id     string
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	reason string // how it ended, once done
+}
+
+// errCancelled is the cause a cancelled turn's context carries.
+var errCancelled = errors.New("the turn was cancelled through the API")
+
+// TurnInput is the body of POST /v1/conversations/{id}/turns.
+type TurnInput struct {
+	Prompt string `json:"prompt"`
+}
+
+// TurnStarted is the answer to a turn started: 202 Accepted, the turn runs
+// on; its events say what it does.
+type TurnStarted struct {
+	Turn         string `json:"turn"`
+	Conversation string `json:"conversation"`
+	// Events is where to watch it, from the event before the turn's first.
+	Events string `json:"events"`
+}
+
+// Held is the body of a 409: the conversation is being advanced by
+// another writer.
+type Held struct {
+	Error struct {
+		Status  int    `json:"status"`
+		Message string `json:"message"`
+		// Holder names the writer holding the conversation's claim.
+		Holder *history.Holder `json:"holder,omitempty"`
+		// Turn is this server's turn holding it, when it is one.
+		Turn string `json:"turn,omitempty"`
+	} `json:"error"`
+}
+
+func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var in TurnInput
+	if err := readJSON(r, &in); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if in.Prompt == "" {
+		writeError(w, http.StatusBadRequest, `a turn needs a prompt: {"prompt":"..."}`)
+		return
+	}
+	if _, ok := s.found(w, r, id); !ok {
+		return
+	}
+	c := s.conv(id)
+	c.mu.Lock()
+	if t := c.turn; t != nil && !isDone(t.done) {
+		c.mu.Unlock()
+		var h Held
+		h.Error.Status = http.StatusConflict
+		h.Error.Message = fmt.Sprintf("conversation %s is being advanced by turn %s of this server; cancel it or wait for its turn.finished event", id, t.id)
+		h.Error.Turn = t.id
+		writeJSON(w, http.StatusConflict, h)
+		return
+	}
+	t := &running{id: newTurnID(), done: make(chan struct{})}
+	ctx, cancel := context.WithCancelCause(s.base)
+	t.cancel = cancel
+	c.turn = t
+	c.mu.Unlock()
+
+	from := c.events.lastSeq()
+	started := make(chan error, 1)
+	s.turns.Add(1)
+	go func() {
+		defer s.turns.Done()
+		defer cancel(nil)
+		claimed := false
+		tr, err := s.Agent.Turn(ctx, id, in.Prompt, func(e agent.Event) {
+			if e.Kind == agent.Started {
+				claimed = true
+				s.emit(c, "turn.started", turnStartedEvent{Turn: t.id, Prompt: in.Prompt})
+				started <- nil
+				return
+			}
+			s.emitAgent(c, t.id, e)
+		})
+		if !claimed {
+			started <- err
+			c.mu.Lock()
+			if c.turn == t {
+				c.turn = nil
+			}
+			c.mu.Unlock()
+			close(t.done)
+			return
+		}
+		fin := turnFinishedEvent{Turn: t.id, Reason: tr.Reason, Rounds: tr.Rounds, Usage: usageOf(tr.Usage), Text: tr.Text}
+		if err != nil {
+			fin.Reason = "error"
+			if errors.Is(context.Cause(ctx), errCancelled) {
+				fin.Reason = "cancelled"
+			}
+			fin.Error = err.Error()
+			s.emit(c, "error", errorEvent{Turn: t.id, Message: err.Error()})
+		}
+		t.reason = fin.Reason
+		s.emit(c, "turn.finished", fin)
+		close(t.done)
+	}()
+
+	var err error
+	select {
+	case err = <-started:
+	case <-r.Context().Done():
+		return // the turn runs on; its events say how it goes
+	}
+	var held *history.HeldError
+	switch {
+	case errors.As(err, &held):
+		var h Held
+		h.Error.Status = http.StatusConflict
+		h.Error.Message = err.Error()
+		h.Error.Holder = &held.Holder
+		writeJSON(w, http.StatusConflict, h)
+	case errors.Is(err, history.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "the turn could not start: "+err.Error())
+	default:
+		writeJSON(w, http.StatusAccepted, TurnStarted{Turn: t.id, Conversation: id,
+			Events: fmt.Sprintf("/v1/conversations/%s/events?after=%d", id, from)})
+	}
+}
+
+// CancelResult is the answer to a cancel: how the turn ended.
+type CancelResult struct {
+	Turn   string `json:"turn"`
+	Reason string `json:"reason"`
+}
+
+// cancelWait is how long a cancel waits for its turn to store what it did
+// and end before answering 202 instead of 200.
+const cancelWait = 10 * time.Second
+
+func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
+	id, tid := r.PathValue("id"), r.PathValue("tid")
+	c := s.conv(id)
+	c.mu.Lock()
+	t := c.turn
+	c.mu.Unlock()
+	if t == nil || t.id != tid {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no turn %q of conversation %q is running on this server", tid, id))
+		return
+	}
+	if isDone(t.done) {
+		writeError(w, http.StatusConflict, fmt.Sprintf("turn %s has already finished (%s)", tid, t.reason))
+		return
+	}
+	t.cancel(errCancelled)
+	select {
+	case <-t.done:
+		writeJSON(w, http.StatusOK, CancelResult{Turn: tid, Reason: t.reason})
+	case <-time.After(cancelWait):
+		writeJSON(w, http.StatusAccepted, CancelResult{Turn: tid, Reason: "cancelling"})
+	case <-r.Context().Done():
+	}
+}
+
+func isDone(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func newTurnID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "turn_" + hex.EncodeToString(b)
+}
