@@ -76,6 +76,11 @@ type Agent struct {
 	// wait until it can claim it (a Waiting event says for whom), instead
 	// of failing with a *history.HeldError that names the holder.
 	Wait bool
+	// KeepRequests keeps each request's body as it was sent, with what
+	// came back, in the store when it keeps requests (history.Requests):
+	// what the HTTP API serves (contract §13). It costs a store write per
+	// request, so it is off unless asked for; `myelin serve` asks.
+	KeepRequests bool
 	// Lease is how long a turn's claim on its conversation lasts without
 	// a heartbeat (renewed every third of it while the turn runs); 0
 	// means history.DefaultLease.
@@ -301,11 +306,13 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 		maxRounds = DefaultMaxRounds
 	}
 	var tr TurnResult
+	keeping := a.sending(id)
 	for {
-		req, done, err := a.fit(ctx, id, sz, on, 0, &tr)
+		req, place, done, err := a.fit(ctx, id, sz, on, 0, &tr)
 		if err != nil {
 			return tr, err
 		}
+		keeping.arm(&req, place)
 		var streamed strings.Builder
 		onText := func(s string) {
 			streamed.WriteString(s)
@@ -322,12 +329,14 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 				on(Event{Kind: Notice, Text: note})
 			}
 			refusal := err
+			keeping.keep(ctx, false, nil, refusal)
 			var more []string
-			req, more, err = a.fit(ctx, id, sz, on, max(refused, 1), &tr)
+			req, place, more, err = a.fit(ctx, id, sz, on, max(refused, 1), &tr)
 			done = append(done, more...)
 			if err != nil {
 				err = errors.Join(refusal, err)
 			} else {
+				keeping.arm(&req, place)
 				req.OnThinking = func(s string) { on(Event{Kind: Thinking, Text: s}) }
 				resp, err = a.Provider.Complete(ctx, req, onText)
 				if _, _, again := tooLong(err); again {
@@ -340,6 +349,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 			if serr := a.Store.Append(context.WithoutCancel(ctx), id, withSettings(CutAnswer(streamed.String()))); serr != nil {
 				return tr, errors.Join(err, serr)
 			}
+			keeping.keep(ctx, true, nil, err)
 			return tr, err
 		}
 		if resp.Message.Usage != nil {
@@ -356,6 +366,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 		if err := a.Store.Append(store, id, withSettings(resp.Message)); err != nil {
 			return tr, err
 		}
+		keeping.keep(ctx, true, resp.Message.Usage, nil)
 		if len(calls) == 0 {
 			tr.Reason = resp.StopReason
 			if tr.Reason == "" || tr.Reason == "stop" {

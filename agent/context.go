@@ -81,16 +81,17 @@ func (a *Agent) request(s sizing, g *window.Stored) provider.Request {
 // their requests' usage is added to tr. s is the turn's sizing: the
 // conversation's record and the tools do not change within a turn, so
 // they are not read again for each request.
-func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), refused int, tr *TurnResult) (provider.Request, []string, error) {
+// place is where the request's answer will be stored (the stored messages
+// it was built from, records included, come before it).
+func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), refused int, tr *TurnResult) (req provider.Request, place int, done []string, err error) {
 	if err := a.resize(&s); err != nil {
-		return provider.Request{}, nil, err
+		return provider.Request{}, 0, nil, err
 	}
-	var done []string      // what was done, for an error that says so
 	var whyNoSummary error // why a summary asked for was not had
 	for range maxEdits {
 		stored, err := a.Store.Messages(ctx, id)
 		if err != nil {
-			return provider.Request{}, done, err
+			return provider.Request{}, 0, done, err
 		}
 		g := window.Gather(stored) // once for the plan and the request
 		plan := a.Context.PlanFor(s.budget, s.fixed, g, refused)
@@ -102,11 +103,11 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 		if plan.Summarise && whyNoSummary == nil && (refused == 0 || len(plan.Clear) == 0) {
 			edit, err := a.summarise(ctx, s, stored, plan, on, tr)
 			if ctx.Err() != nil {
-				return provider.Request{}, done, ctx.Err()
+				return provider.Request{}, 0, done, ctx.Err()
 			}
 			if err == nil {
 				if err := a.Store.Append(ctx, id, history.Message{Role: history.Context, Edit: &edit}); err != nil {
-					return provider.Request{}, done, err
+					return provider.Request{}, 0, done, err
 				}
 				text := summaryText(edit, stored)
 				done = append(done, text)
@@ -129,7 +130,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			}
 			if len(edit.Cleared) > 0 {
 				if err := a.Store.Append(ctx, id, history.Message{Role: history.Context, Edit: &edit}); err != nil {
-					return provider.Request{}, done, err
+					return provider.Request{}, 0, done, err
 				}
 				text := clearedText(edit)
 				done = append(done, text)
@@ -138,7 +139,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 					continue // a refusal's clearing: now the summary, if still needed
 				}
 				if stored, err = a.Store.Messages(ctx, id); err != nil {
-					return provider.Request{}, done, err
+					return provider.Request{}, 0, done, err
 				}
 				g = window.Gather(stored)
 				size = g.Measure(s.fixed)
@@ -157,14 +158,14 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			// first request, a near miss) the provider decides, and a
 			// refusal is met as any other.
 			if after.Calibrated && after.Tokens > s.budget+s.budget/10 {
-				return provider.Request{}, done, fmt.Errorf("the conversation does not fit its window: the next request would be about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out (%s)%s",
+				return provider.Request{}, 0, done, fmt.Errorf("the conversation does not fit its window: the next request would be about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out (%s)%s",
 					after.Tokens, s.budget, s.model, orNothing(done), why)
 			}
 			on(Event{Kind: Notice, Text: fmt.Sprintf("the next request is estimated at about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out%s; sending it: the provider will say", after.Tokens, s.budget, s.model, why)})
 		}
-		return a.request(s, g), done, nil
+		return a.request(s, g), len(g.Messages()), done, nil
 	}
-	return provider.Request{}, done, fmt.Errorf("the conversation still does not fit its window after %d edits (%s)", maxEdits, strings.Join(done, "; "))
+	return provider.Request{}, 0, done, fmt.Errorf("the conversation still does not fit its window after %d edits (%s)", maxEdits, strings.Join(done, "; "))
 }
 
 // clear writes each of plan's candidates that is not in a workspace file

@@ -65,6 +65,14 @@ type Request struct {
 	CacheKey string
 }
 
+// Sent tells OnBody, when set, that body is what the wire sends for r.
+// Every wire calls it once per Complete, with the bytes it hands to HTTP.
+func (r Request) Sent(body []byte) {
+	if r.OnBody != nil {
+		r.OnBody(body)
+	}
+}
+
 // Response is the model's answer to a Request.
 type Response struct {
 	// Message is the assistant message: its text and tool call parts, and

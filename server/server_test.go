@@ -65,7 +65,7 @@ func newFixture(t testing.TB, steps ...providertest.Step) *fixture {
 		t.Fatal(err)
 	}
 	store := &history.Memory{}
-	a := &agent.Agent{Provider: p, Store: store, Tools: reg, Env: result.Env{Store: ws}, Model: "claude-test"}
+	a := &agent.Agent{Provider: p, Store: store, Tools: reg, Env: result.Env{Store: ws}, Model: "claude-test", KeepRequests: true}
 	f := &fixture{t: t, fake: fake, store: store}
 	f.srv = &Server{Agent: a, Workspace: ws}
 	f.http = httptest.NewServer(f.srv)
@@ -527,5 +527,54 @@ func TestASlowClientCannotHoldATurn(t *testing.T) {
 	mustJSON(t, evs[len(evs)-1].Data, &fin)
 	if fin.Reason != "end_turn" || fin.Text != long {
 		t.Fatalf("turn.finished: %s, %d chars", fin.Reason, len(fin.Text))
+	}
+}
+
+// Each request is served byte for byte as the provider received it, with
+// the usage that came back and the place of its answer; the diff of the
+// second against the first says the second extends it.
+func TestEachRequestIsServedAsTheProviderReceivedIt(t *testing.T) {
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "fail--run", Input: `{}`}}, Input: 10, Output: 2, CacheWrite: 5},
+		providertest.Step{Text: "done", Input: 3, Output: 1, CacheRead: 12},
+	)
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "go")
+	w.until(t, EventTurnFinished)
+	status, body := f.do("GET", "/v1/conversations/"+id+"/requests", "")
+	var list struct{ Requests []RequestInfo }
+	mustJSON(t, body, &list)
+	got := f.fake.Requests()
+	if status != 200 || len(list.Requests) != 2 || len(got) != 2 {
+		t.Fatalf("requests: %d %s (the provider got %d)", status, body, len(got))
+	}
+	for i, r := range list.Requests {
+		if r.N != i+1 || r.Msg != 1+2*i || r.Usage == nil || r.Bytes != len(got[i]) {
+			t.Fatalf("request %d: %+v", i+1, r)
+		}
+		status, b := f.do("GET", r.Body, "")
+		if status != 200 || !bytes.Equal(b, got[i]) {
+			t.Fatalf("request %d's body is not what the provider received:\n%s\n%s", i+1, b, got[i])
+		}
+	}
+	if u := list.Requests[1].Usage; u.CacheRead != 12 || u.Input != 3 {
+		t.Fatalf("the second request's usage: %+v", u)
+	}
+	status, body = f.do("GET", "/v1/conversations/"+id+"/requests/2/diff", "")
+	var d RequestDiff
+	mustJSON(t, body, &d)
+	if status != 200 || d.Kind != "extends" || d.Path != "messages[1]" || d.Against != 1 {
+		t.Fatalf("diff: %d %s", status, body)
+	}
+	for path, want := range map[string]int{
+		"/v1/conversations/" + id + "/requests/3":                404,
+		"/v1/conversations/" + id + "/requests/0":                400,
+		"/v1/conversations/" + id + "/requests/1/diff":           400,
+		"/v1/conversations/" + id + "/requests/2/diff?against=x": 400,
+	} {
+		if status, body := f.do("GET", path, ""); status != want {
+			t.Errorf("%s: %d, want %d: %s", path, status, want, body)
+		}
 	}
 }

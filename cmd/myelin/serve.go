@@ -61,6 +61,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return exitError
 	}
 	defer s.close()
+	s.agent.KeepRequests = true // the API serves each request as it was sent
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin serve: %v\n", err)

@@ -191,6 +191,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	if err != nil {
 		return provider.Response{}, err
 	}
+	req.Sent(body)
 	// The SDK sends the body as built here; its own params stay empty.
 	opts := append([]option.RequestOption{option.WithRequestBody("application/json", body)}, p.cfg.Thinking.options()...)
 	if p.cfg.NoStream {

@@ -159,6 +159,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	if err != nil {
 		return provider.Response{}, err
 	}
+	req.Sent(body)
 	resp, err := p.ep.post(ctx, address, body)
 	if err != nil {
 		return provider.Response{}, err

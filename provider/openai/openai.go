@@ -188,6 +188,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	if err != nil {
 		return provider.Response{}, err
 	}
+	req.Sent(body)
 	withBody := option.WithRequestBody("application/json", body)
 	var a accumulator
 	if p.cfg.NoStream {

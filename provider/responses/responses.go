@@ -218,6 +218,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	if err != nil {
 		return provider.Response{}, err
 	}
+	req.Sent(body)
 	withBody := option.WithRequestBody("application/json", body)
 	a := accumulator{onText: onText, onThinking: req.OnThinking}
 	if p.cfg.NoStream {
