@@ -54,7 +54,7 @@ var heavyOutput = strings.Repeat("heavy output line of the benchmark\n", heavySi
 // default durable SQLite store; heavy rounds (50 KiB results, which the
 // agent spills and the raw floor sends whole) on Anthropic, named
 // anthropic-heavy/<store>. No assertion
-// is timed. Run (docs/performance.md has the table):
+// is timed. Run (docs/overhead.md has the table):
 //
 //	go test ./agent -run '^$' -bench PerRoundOverhead -benchtime 21x
 func BenchmarkPerRoundOverhead(b *testing.B) {

@@ -126,7 +126,7 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 }
 
 // BenchmarkAgentRound measures one light round stored as the agent stores
-// it (issue 13, "The durable store per round" in docs/performance.md),
+// it (issue 13, "The durable store per round" in docs/overhead.md),
 // beside the floor it is held to, in one run:
 //
 //   - fsync-floor: 60 bytes written to a file in the store's directory and
@@ -136,7 +136,7 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 //     results appended synced — the agent's three transactions when 10
 //     no-op calls finish at once;
 //   - journal-floor: what the same round would cost an append-only journal
-//     at least (the design docs/performance.md proposes to close the rest):
+//     at least (the design docs/overhead.md proposes to close the rest):
 //     the three records' JSON encoded and written to one file, each with
 //     its own write, and one fsync after the last.
 //

@@ -14,7 +14,7 @@ import (
 // (scan.go: encoding/json's result, without its cost) into streamEvent, which holds only the fields the accumulator uses: the
 // SDK's stream (ssestream and apijson) decoded every event into its whole
 // union type first, which was most of the time a light round spent in the
-// wire (docs/performance.md, "The Anthropic wire's reader"). The SDK still
+// wire (docs/overhead.md, "The Anthropic wire's reader"). The SDK still
 // sends the request: its auth, retries, platform middlewares and errors
 // for a status of 400 or more are unchanged. What this reader does is
 // what the SDK's stream did: events named "ping", or not named, are

@@ -19,7 +19,7 @@ import (
 // which holds only the members the accumulator reads. genai decoded each
 // chunk into a map, converted it into another and that into its typed
 // response through encoding/json again (mapToStruct); that was most of
-// the wire's time on a light round (docs/performance.md).
+// the wire's time on a light round (docs/overhead.md).
 // TestTheDirectReaderReadsWhatTheSDKReads holds this reading to genai's.
 
 // chunk is one answer (or one chunk of a streamed one): the members the
