@@ -96,6 +96,7 @@ type EventKind string
 // The kinds of event, in the order a turn produces them.
 const (
 	Started    EventKind = "started"     // the turn holds the conversation's claim; it stores the prompt next
+	Stored     EventKind = "stored"      // Message: a message or record is stored (the prompt, an answer, results, a context edit)
 	TextDelta  EventKind = "text"        // Text: assistant text as it streams
 	ToolCall   EventKind = "tool_call"   // Call: a call about to run
 	ToolResult EventKind = "tool_result" // Call, Output, Elapsed: a call's result, as stored
@@ -118,6 +119,9 @@ type Event struct {
 	Usage   history.Usage
 	// Edit is a ContextEdit's stored decision.
 	Edit *history.Edit
+	// Message is a Stored event's message, as the turn gave it to the
+	// store (the store sets its time).
+	Message *history.Message
 }
 
 // TurnResult is how a turn ended.
@@ -298,7 +302,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 		m.Settings, settings = settings, nil
 		return m
 	}
-	if err := a.Store.Append(ctx, id, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(prompt)}}}); err != nil {
+	if err := a.store(ctx, id, on, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(prompt)}}}); err != nil {
 		return TurnResult{}, err
 	}
 	maxRounds := a.MaxRounds
@@ -346,7 +350,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 		}
 		if err != nil {
 			// What the user saw is what is stored (contract §7).
-			if serr := a.Store.Append(context.WithoutCancel(ctx), id, withSettings(CutAnswer(streamed.String()))); serr != nil {
+			if serr := a.store(context.WithoutCancel(ctx), id, on, withSettings(CutAnswer(streamed.String()))); serr != nil {
 				return tr, errors.Join(err, serr)
 			}
 			keeping.keep(ctx, true, nil, err)
@@ -363,7 +367,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 			// the results' commit, before anything is sent, syncs this too
 			store = history.Lazy(store)
 		}
-		if err := a.Store.Append(store, id, withSettings(resp.Message)); err != nil {
+		if err := a.store(store, id, on, withSettings(resp.Message)); err != nil {
 			return tr, err
 		}
 		keeping.keep(ctx, true, resp.Message.Usage, nil)
@@ -382,7 +386,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 			for _, c := range calls {
 				answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: msg, IsError: true})
 			}
-			if err := a.Store.Append(context.WithoutCancel(ctx), id, answer); err != nil {
+			if err := a.store(context.WithoutCancel(ctx), id, on, answer); err != nil {
 				return tr, err
 			}
 			on(Event{Kind: Notice, Text: fmt.Sprintf("stopped after %d tool rounds (the round limit); continue the conversation to go on", maxRounds)})
@@ -402,6 +406,15 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 			return tr, nil
 		}
 	}
+}
+
+// store appends m to conversation id and, once it is stored, says so.
+func (a *Agent) store(ctx context.Context, id string, on func(Event), m history.Message) error {
+	if err := a.Store.Append(ctx, id, m); err != nil {
+		return err
+	}
+	on(Event{Kind: Stored, Message: &m})
+	return nil
 }
 
 // round runs one round of calls and stores their results before anything
@@ -430,7 +443,7 @@ func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on f
 		endTurn = endTurn || o.EndTurn
 	}
 	// Committed even when ctx is cancelled: the results are what happened.
-	if err := a.Store.Append(context.WithoutCancel(ctx), id, answer); err != nil {
+	if err := a.store(context.WithoutCancel(ctx), id, on, answer); err != nil {
 		return false, err
 	}
 	for i, o := range outs {

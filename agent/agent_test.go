@@ -299,7 +299,7 @@ func TestEventsReportTextToolsAndUsage(t *testing.T) {
 		}
 		kinds = append(kinds, string(e.Kind))
 	}
-	if got := strings.Join(kinds, ","); got != "started,usage,tool_call,tool_result,usage" {
+	if got := strings.Join(kinds, ","); got != "started,stored,usage,stored,tool_call,stored,tool_result,usage,stored" {
 		t.Fatalf("events %s", got)
 	}
 	if text.String() != "Looking.Done." {

@@ -106,7 +106,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				return provider.Request{}, 0, done, ctx.Err()
 			}
 			if err == nil {
-				if err := a.Store.Append(ctx, id, history.Message{Role: history.Context, Edit: &edit}); err != nil {
+				if err := a.store(ctx, id, on, history.Message{Role: history.Context, Edit: &edit}); err != nil {
 					return provider.Request{}, 0, done, err
 				}
 				text := summaryText(edit, stored)
@@ -129,7 +129,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				on(Event{Kind: Notice, Text: "results could not be written to the workspace to be taken out of the requests: " + failed.Error()})
 			}
 			if len(edit.Cleared) > 0 {
-				if err := a.Store.Append(ctx, id, history.Message{Role: history.Context, Edit: &edit}); err != nil {
+				if err := a.store(ctx, id, on, history.Message{Role: history.Context, Edit: &edit}); err != nil {
 					return provider.Request{}, 0, done, err
 				}
 				text := clearedText(edit)

@@ -18,6 +18,7 @@ const (
 	EventToolStarted       = "tool.started"       // toolStartedEvent
 	EventToolFinished      = "tool.finished"      // toolFinishedEvent
 	EventUsage             = "usage"              // usageEvent: one request's
+	EventMessageStored     = "message.stored"     // messageStoredEvent: a message or record stored
 	EventNotice            = "notice"             // noticeEvent
 	EventContextCleared    = "context.cleared"    // contextEvent
 	EventContextSummarised = "context.summarised" // contextEvent
@@ -70,6 +71,15 @@ type Usage struct {
 
 func usageOf(u history.Usage) Usage {
 	return Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
+}
+
+type messageStoredEvent struct {
+	Turn string `json:"turn"`
+	// N is the message's number in the conversation (from 1, as
+	// GET .../messages numbers them); Role is its role ("context" for a
+	// record).
+	N    int    `json:"n"`
+	Role string `json:"role"`
 }
 
 type usageEvent struct {

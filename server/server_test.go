@@ -237,7 +237,8 @@ func TestATurnStreamsItsEventsAndServesWhatWasStoredAsStored(t *testing.T) {
 	w := f.watch(id)
 	f.startTurn(id, "go")
 	evs := w.until(t, EventTurnFinished)
-	want := []string{EventTurnStarted, EventUsage, EventToolStarted, EventToolStarted, EventToolFinished, EventToolFinished, EventModelDelta, EventUsage, EventTurnFinished}
+	want := []string{EventTurnStarted, EventMessageStored, EventUsage, EventMessageStored, EventToolStarted, EventToolStarted,
+		EventMessageStored, EventToolFinished, EventToolFinished, EventModelDelta, EventUsage, EventMessageStored, EventTurnFinished}
 	if strings.Join(types(evs), " ") != strings.Join(want, " ") {
 		t.Fatalf("events %v, want %v", types(evs), want)
 	}
@@ -247,8 +248,20 @@ func TestATurnStreamsItsEventsAndServesWhatWasStoredAsStored(t *testing.T) {
 		}
 	}
 	var big, failed toolFinishedEvent
-	mustJSON(t, evs[4].Data, &big)
-	mustJSON(t, evs[5].Data, &failed)
+	mustJSON(t, evs[7].Data, &big)
+	mustJSON(t, evs[8].Data, &failed)
+	// message.stored numbers the records as GET .../messages does
+	var ns []string
+	for _, e := range evs {
+		if e.Type == EventMessageStored {
+			var m messageStoredEvent
+			mustJSON(t, e.Data, &m)
+			ns = append(ns, fmt.Sprintf("%d:%s", m.N, m.Role))
+		}
+	}
+	if got := strings.Join(ns, " "); got != "1:user 2:assistant 3:user 4:assistant" {
+		t.Fatalf("message.stored events: %s", got)
+	}
 	if big.CallID != "c1" || big.SpillPath == "" || big.Chars != len(bigText) || !strings.Contains(big.Text, big.SpillPath) {
 		t.Fatalf("big result event: %+v", big)
 	}
@@ -575,6 +588,39 @@ func TestEachRequestIsServedAsTheProviderReceivedIt(t *testing.T) {
 	} {
 		if status, body := f.do("GET", path, ""); status != want {
 			t.Errorf("%s: %d, want %d: %s", path, status, want, body)
+		}
+	}
+}
+
+// A turn names its own model and limits; the server's stay as they were.
+func TestATurnTakesItsOwnModelAndLimits(t *testing.T) {
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "noop--run", Input: `{}`}}},
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c2", Name: "noop--run", Input: `{}`}}},
+		providertest.Step{Text: "done"},
+	)
+	id := f.newConversation()
+	w := f.watch(id)
+	status, body := f.do("POST", "/v1/conversations/"+id+"/turns", `{"prompt":"go","model":"claude-other","max_rounds":1,"max_tokens":1000}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("%d %s", status, body)
+	}
+	evs := w.until(t, EventTurnFinished)
+	var fin turnFinishedEvent
+	mustJSON(t, evs[len(evs)-1].Data, &fin)
+	if fin.Reason != "round_limit" || fin.Rounds != 1 {
+		t.Fatalf("turn.finished: %+v", fin)
+	}
+	req := f.fake.Request(0)
+	if req["model"] != "claude-other" || req["max_tokens"] != float64(1000) {
+		t.Fatalf("the turn's request named %v with max_tokens %v", req["model"], req["max_tokens"])
+	}
+	if f.srv.Agent.Model != "claude-test" || f.srv.Agent.MaxRounds != 0 {
+		t.Fatalf("the server's agent changed: %q, %d", f.srv.Agent.Model, f.srv.Agent.MaxRounds)
+	}
+	for _, bad := range []string{`{"prompt":"x","max_rounds":-1}`, `{"prompt":"x","max_tokens":-5}`, `{"prompt":"x","max_rounds":"many"}`} {
+		if status, body := f.do("POST", "/v1/conversations/"+id+"/turns", bad); status != 400 {
+			t.Errorf("%s: %d %s", bad, status, body)
 		}
 	}
 }

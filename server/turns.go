@@ -25,9 +25,43 @@ type running struct {
 // errCancelled is the cause a cancelled turn's context carries.
 var errCancelled = errors.New("the turn was cancelled through the API")
 
-// TurnInput is the body of POST /v1/conversations/{id}/turns.
+// TurnInput is the body of POST /v1/conversations/{id}/turns: the
+// prompt, and what this turn changes of the server's settings.
 type TurnInput struct {
 	Prompt string `json:"prompt"`
+	// Model, when set, is the model this turn's requests name. A model
+	// other than the conversation's last one shares no cached prefix
+	// with it (the turn says so in a notice).
+	Model string `json:"model,omitempty"`
+	// MaxRounds and MaxTokens, when above 0, bound this turn's tool
+	// rounds and each of its answers.
+	MaxRounds int `json:"max_rounds,omitempty"`
+	MaxTokens int `json:"max_tokens,omitempty"`
+}
+
+// agentFor is the agent that runs a turn of in: the server's, or a clone
+// with the turn's own model and limits.
+func (s *Server) agentFor(in TurnInput) (*agent.Agent, error) {
+	if in.Model == "" && in.MaxRounds == 0 && in.MaxTokens == 0 {
+		return s.Agent, nil
+	}
+	if in.MaxRounds < 0 || in.MaxTokens < 0 {
+		return nil, fmt.Errorf("max_rounds %d, max_tokens %d: give a positive bound, or leave it out for the server's", in.MaxRounds, in.MaxTokens)
+	}
+	a := s.Agent.Clone()
+	if in.Model != "" {
+		a.Model = in.Model
+	}
+	if in.MaxRounds > 0 {
+		a.MaxRounds = in.MaxRounds
+	}
+	if in.MaxTokens > 0 {
+		a.MaxTokens = in.MaxTokens
+	}
+	if _, err := a.Window(); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // TurnStarted is the answer to a turn started: 202 Accepted, the turn runs
@@ -63,6 +97,11 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `a turn needs a prompt: {"prompt":"..."}`)
 		return
 	}
+	a, err := s.agentFor(in)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	if _, ok := s.found(w, r, id); !ok {
 		return
 	}
@@ -90,14 +129,26 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		defer s.turns.Done()
 		defer cancel(nil)
 		claimed := false
-		tr, err := s.Agent.Turn(ctx, id, in.Prompt, func(e agent.Event) {
-			if e.Kind == agent.Started {
+		stored := 0 // the conversation's messages, once the turn stored one
+		tr, err := a.Turn(ctx, id, in.Prompt, func(e agent.Event) {
+			switch e.Kind {
+			case agent.Started:
 				claimed = true
-				s.emit(c, "turn.started", turnStartedEvent{Turn: t.id, Prompt: in.Prompt})
+				s.emit(c, EventTurnStarted, turnStartedEvent{Turn: t.id, Prompt: in.Prompt})
 				started <- nil
-				return
+			case agent.Stored:
+				// numbered from the store's count at the first (the turn
+				// holds the claim: no one else appends meanwhile)
+				if stored == 0 {
+					if conv, err := a.Store.Get(context.WithoutCancel(ctx), id); err == nil {
+						stored = conv.Messages - 1
+					}
+				}
+				stored++
+				s.emit(c, EventMessageStored, messageStoredEvent{Turn: t.id, N: stored, Role: string(e.Message.Role)})
+			default:
+				s.emitAgent(c, t.id, e)
 			}
-			s.emitAgent(c, t.id, e)
 		})
 		if !claimed {
 			started <- err
@@ -123,7 +174,6 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		close(t.done)
 	}()
 
-	var err error
 	select {
 	case err = <-started:
 	case <-r.Context().Done():

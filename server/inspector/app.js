@@ -282,6 +282,9 @@ function handle(type, d) {
     case "model.delta":
       $("live-text").append(d.kind === "thinking" ? "" : d.text);
       break;
+    case "message.stored":
+      reloadSoon();
+      break;
     case "tool.started":
       $("live-state").textContent = "running " + d.name;
       break;

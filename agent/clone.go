@@ -1,0 +1,28 @@
+package agent
+
+// Clone is a new Agent with a's provider, store, tools and settings, for a
+// caller that changes some settings for one turn (the HTTP API's per-turn
+// model and limits) without touching a, which other turns use. The
+// window a provider's refusal stated carries over; what a keeps to spare
+// work (tool definitions, conversation records) does not, and is read
+// again.
+func (a *Agent) Clone() *Agent {
+	c := &Agent{
+		Provider:      a.Provider,
+		Store:         a.Store,
+		Tools:         a.Tools,
+		Env:           a.Env,
+		Model:         a.Model,
+		System:        a.System,
+		MaxTokens:     a.MaxTokens,
+		ContextWindow: a.ContextWindow,
+		Context:       a.Context,
+		MaxRounds:     a.MaxRounds,
+		ToolTimeout:   a.ToolTimeout,
+		Wait:          a.Wait,
+		KeepRequests:  a.KeepRequests,
+		Lease:         a.Lease,
+	}
+	c.stated.Store(a.stated.Load())
+	return c
+}
