@@ -46,6 +46,12 @@ type Server struct {
 	// Token, when set, must come with every request as
 	// "Authorization: Bearer TOKEN"; it is compared in constant time.
 	Token string
+	// CORSOrigins are the origins (scheme://host[:port], exactly as a
+	// browser sends them in Origin) whose pages may call the API; "*"
+	// allows any. Empty, the default, sends no CORS headers: a page of
+	// another origin cannot read an answer. The token is checked all the
+	// same.
+	CORSOrigins []string
 	// MaxBody bounds a request's body; 0 means DefaultMaxBody.
 	MaxBody int64
 	// EventsKept is how many events of each conversation are kept for
@@ -136,6 +142,9 @@ func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 // ServeHTTP checks the token, bounds the body and routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
+	if s.cors(w, r) {
+		return // a preflight, answered
+	}
 	if s.Token != "" && !isInspectorFile(r) && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="myelin"`)
 		writeError(w, http.StatusUnauthorized, "this server needs its token: send the header Authorization: Bearer TOKEN")
@@ -147,6 +156,38 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	s.mux.ServeHTTP(w, r)
+}
+
+// cors adds the CORS headers for an allowed origin, and answers a
+// preflight (OPTIONS with Access-Control-Request-Method), reporting that
+// it did. A preflight from an origin not allowed gets no CORS headers, so
+// the browser refuses the call.
+func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || len(s.CORSOrigins) == 0 {
+		return false
+	}
+	allowed := false
+	for _, o := range s.CORSOrigins {
+		allowed = allowed || o == "*" || o == origin
+	}
+	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
+	if allowed {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Add("Vary", "Origin")
+		h.Set("Access-Control-Expose-Headers", "Location")
+		if preflight {
+			h.Set("Access-Control-Allow-Methods", "GET, POST")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
+			h.Set("Access-Control-Max-Age", "600")
+		}
+	}
+	if preflight {
+		w.WriteHeader(http.StatusNoContent)
+		return true
+	}
+	return false
 }
 
 func (s *Server) authorized(r *http.Request) bool {

@@ -624,3 +624,57 @@ func TestATurnTakesItsOwnModelAndLimits(t *testing.T) {
 		}
 	}
 }
+
+// CORS is off unless configured: no headers for any origin; with an
+// origin allowed, its pages get the headers and their preflights an
+// answer, and other origins still none; the token is still checked.
+func TestCORSIsOffUnlessAnOriginIsAllowed(t *testing.T) {
+	f := newFixture(t)
+	get := func(origin string) http.Header {
+		req, _ := http.NewRequest("GET", f.http.URL+"/v1/conversations", nil)
+		req.Header.Set("Origin", origin)
+		if f.token != "" {
+			req.Header.Set("Authorization", "Bearer "+f.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header
+	}
+	preflight := func(origin string) (int, http.Header) {
+		req, _ := http.NewRequest("OPTIONS", f.http.URL+"/v1/conversations", nil)
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header
+	}
+	if h := get("https://app.example"); h.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("CORS headers with none configured: %v", h)
+	}
+	f.srv.CORSOrigins = []string{"https://app.example"}
+	f.srv.Token = "t"
+	f.token = "t"
+	if h := get("https://app.example"); h.Get("Access-Control-Allow-Origin") != "https://app.example" {
+		t.Fatalf("an allowed origin: %v", h)
+	}
+	if h := get("https://evil.example"); h.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("another origin: %v", h)
+	}
+	status, h := preflight("https://app.example")
+	if status != http.StatusNoContent || !strings.Contains(h.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Fatalf("preflight: %d %v", status, h)
+	}
+	if _, h := preflight("https://evil.example"); h.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("a preflight from another origin: %v", h)
+	}
+	f.token = "wrong"
+	if status, _ := f.do("GET", "/v1/conversations", "", "Origin", "https://app.example"); status != http.StatusUnauthorized {
+		t.Fatalf("an allowed origin without the token: %d", status)
+	}
+}

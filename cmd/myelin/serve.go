@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/myelin-run/myelin/server"
@@ -28,6 +29,7 @@ type serveFlags struct {
 	agentFlags
 	addr  string
 	token string
+	cors  []string
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -35,6 +37,13 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := f.agentFlags.set("serve")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:7700", "listen on `HOST:PORT` (a port of 0 picks a free one)")
 	fs.StringVar(&f.token, "token", "", "the `TOKEN` every request must send as Authorization: Bearer TOKEN (default $MYELIN_TOKEN); required off the loopback interface")
+	fs.Func("cors-origin", "let pages of `ORIGIN` (scheme://host[:port], or * for any) call the API from a browser; repeat for several (default: none)", func(v string) error {
+		if v != "*" && !strings.Contains(v, "://") {
+			return fmt.Errorf("%q is not an origin: give scheme://host[:port], as a browser sends it, or *", v)
+		}
+		f.cors = append(f.cors, strings.TrimSuffix(v, "/"))
+		return nil
+	})
 	pos, code, done := parseCommand("serve", serveUsage, fs, args, stdout, stderr)
 	if done {
 		return code
@@ -67,7 +76,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
 		return exitError
 	}
-	api := &server.Server{Agent: s.agent, Workspace: s.ws, Token: f.token,
+	api := &server.Server{Agent: s.agent, Workspace: s.ws, Token: f.token, CORSOrigins: f.cors,
 		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }}
 	hs := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
