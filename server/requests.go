@@ -85,35 +85,31 @@ func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) getRequest(w http.ResponseWriter, r *http.Request) {
+// pathRequest is the request the path's {id} and {n} name, or false with
+// the error answered.
+func (s *Server) pathRequest(w http.ResponseWriter, r *http.Request) (string, history.SentRequest, bool) {
 	id := r.PathValue("id")
 	n, ok := requestNumber(w, r.PathValue("n"), "the request number")
 	if !ok {
-		return
+		return id, history.SentRequest{}, false
 	}
 	log, ok := s.requestLog(w, r, id)
 	if !ok {
-		return
+		return id, history.SentRequest{}, false
 	}
 	sr, ok := loadRequest(w, r, log, id, n)
-	if !ok {
-		return
+	return id, sr, ok
+}
+
+func (s *Server) getRequest(w http.ResponseWriter, r *http.Request) {
+	if id, sr, ok := s.pathRequest(w, r); ok {
+		writeJSON(w, http.StatusOK, requestInfo(id, sr))
 	}
-	writeJSON(w, http.StatusOK, requestInfo(id, sr))
 }
 
 // requestBody serves the body exactly as it was sent, byte for byte.
 func (s *Server) requestBody(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	n, ok := requestNumber(w, r.PathValue("n"), "the request number")
-	if !ok {
-		return
-	}
-	log, ok := s.requestLog(w, r, id)
-	if !ok {
-		return
-	}
-	sr, ok := loadRequest(w, r, log, id, n)
+	_, sr, ok := s.pathRequest(w, r)
 	if !ok {
 		return
 	}
