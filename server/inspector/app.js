@@ -92,8 +92,10 @@ async function loadMessages() {
   // the requests sent, by the place of the answer each produced (a store
   // that keeps none answers 501: the rounds then show their usage alone)
   state.requests = {};
+  state.requestList = [];
   try {
-    for (const r of (await api("GET", base + "/requests")).requests) state.requests[r.msg] = r;
+    state.requestList = (await api("GET", base + "/requests")).requests;
+    for (const r of state.requestList) state.requests[r.msg] = r;
   } catch (e) { /* no requests kept */ }
   if (id !== state.current) return;
   render(data.messages.map((m) => m.message));
@@ -142,7 +144,10 @@ function render(messages) {
     }
     for (const r of results) {
       const c = calls[r.call_id];
-      if (c) fillCall(c, r);
+      if (c) {
+        fillCall(c, r);
+        showSent(c, r, n - 1);
+      }
     }
   }
   if (!messages.length) tl.append(el("p", { class: "hint" }, "No messages yet."));
@@ -219,6 +224,55 @@ function fillCall(c, stored) {
   else check = el("div", { class: "differ" }, "✗ the model's text and the stored text differ");
   saw.append(check);
   c.slot.replaceChildren(produced, saw, kept);
+}
+
+// showSent replaces the "Model saw" pane's text with the tool result as
+// the request after it carried it (its block, cache marker and all, from
+// the body as sent), when the store keeps requests, and checks its text
+// against the stored text.
+async function showSent(c, stored, place) {
+  const req = state.requestList.find((r) => r.msg > place);
+  if (!req) return;
+  state.bodies = state.bodies || {};
+  const key = state.current + "/" + req.n;
+  if (!state.bodies[key]) {
+    const headers = {};
+    if (token()) headers["Authorization"] = "Bearer " + token();
+    state.bodies[key] = fetch(req.body, { headers }).then((r) => r.json());
+  }
+  const block = findResult(await state.bodies[key], stored.call_id);
+  const saw = c.slot.querySelector(".pane.saw");
+  if (!block || !saw) return;
+  const text = resultText(block);
+  saw.replaceChildren(el("h4", {}, "Model saw (request " + req.n + ")"), el("pre", { class: "sent-block" }, JSON.stringify(block, null, 1)));
+  if (text === stored.text) saw.append(el("div", { class: "same sent-same" }, "✓ the text sent in request " + req.n + " and the stored text are the same bytes"));
+  else if (text !== undefined) saw.append(el("div", { class: "differ" }, "✗ the text sent in request " + req.n + " differs from the stored text"));
+}
+
+// findResult is the block or item of a request body that carries call id's
+// result, on every wire's shape.
+function findResult(v, id) {
+  if (Array.isArray(v)) {
+    for (const x of v) { const f = findResult(x, id); if (f) return f; }
+    return null;
+  }
+  if (!v || typeof v !== "object") return null;
+  if ((v.type === "tool_result" && v.tool_use_id === id) || (v.role === "tool" && v.tool_call_id === id) ||
+      (v.type === "function_call_output" && v.call_id === id) || (v.functionResponse && v.functionResponse.id === id)) return v;
+  for (const k of Object.keys(v)) { const f = findResult(v[k], id); if (f) return f; }
+  return null;
+}
+
+// resultText is the text a result block carries, as the wire sends it.
+function resultText(b) {
+  if (typeof b.content === "string") return b.content;
+  if (Array.isArray(b.content)) return b.content.filter((x) => x.type === "text").map((x) => x.text).join("");
+  if (typeof b.output === "string") return b.output;
+  if (b.functionResponse && b.functionResponse.response) {
+    const r = b.functionResponse.response;
+    return r.output !== undefined ? r.output : r.error;
+  }
+  return undefined;
 }
 
 // --- live events ---
