@@ -55,13 +55,14 @@ type Server struct {
 	// report to a client (a turn's store error after its client left).
 	Log func(format string, args ...any)
 
-	once  sync.Once
-	mux   *http.ServeMux
-	mu    sync.Mutex
-	convs map[string]*conversation
-	base  context.Context // turns run under it; Close cancels it
-	stop  context.CancelFunc
-	turns sync.WaitGroup
+	once   sync.Once
+	mux    *http.ServeMux
+	mu     sync.Mutex
+	convs  map[string]*conversation
+	base   context.Context // turns run under it; Close cancels it
+	stop   context.CancelFunc
+	turns  sync.WaitGroup // added to under mu, while not closed
+	closed bool           // Close was called: no turn starts
 }
 
 // conversation is what the server holds of one conversation while it
@@ -158,9 +159,24 @@ func (s *Server) authorized(r *http.Request) bool {
 // they did.
 func (s *Server) Close() error {
 	s.init()
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	s.stop()
 	s.turns.Wait()
 	return nil
+}
+
+// addTurn counts a turn about to start in s.turns, false when the server
+// is closing (a WaitGroup must not be added to while Close waits on it).
+func (s *Server) addTurn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.turns.Add(1)
+	return true
 }
 
 // conv is the server's state of conversation id, made on first use.

@@ -66,10 +66,15 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.found(w, r, id); !ok {
 		return
 	}
+	if !s.addTurn() {
+		writeError(w, http.StatusServiceUnavailable, "the server is closing: it starts no turn")
+		return
+	}
 	c := s.conv(id)
 	c.mu.Lock()
 	if t := c.turn; t != nil && !isDone(t.done) {
 		c.mu.Unlock()
+		s.turns.Done()
 		var h Held
 		h.Error.Status = http.StatusConflict
 		h.Error.Message = fmt.Sprintf("conversation %s is being advanced by turn %s of this server; cancel it or wait for its turn.finished event", id, t.id)
@@ -85,7 +90,6 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 
 	from := c.events.lastSeq()
 	started := make(chan error, 1)
-	s.turns.Add(1)
 	go func() {
 		defer s.turns.Done()
 		defer cancel(nil)
@@ -159,10 +163,17 @@ const cancelWait = 10 * time.Second
 
 func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
 	id, tid := r.PathValue("id"), r.PathValue("tid")
-	c := s.conv(id)
-	c.mu.Lock()
-	t := c.turn
-	c.mu.Unlock()
+	s.mu.Lock()
+	c := s.convs[id] // looked up, not made: a cancel keeps nothing
+	s.mu.Unlock()
+	var t *running
+	if c != nil {
+		c.mu.Lock()
+		t = c.turn
+		c.mu.Unlock()
+	} else if _, ok := s.found(w, r, id); !ok {
+		return
+	}
 	if t == nil || t.id != tid {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no turn %q of conversation %q is running on this server", tid, id))
 		return

@@ -1,0 +1,153 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/provider/providertest"
+)
+
+// A client whose Last-Event-ID is from a server process before this one
+// (ids start again at 1) is told that events were lost and then gets every
+// event this process keeps, the ones appended later included.
+func TestAResumeFromAnIDOfAnEarlierProcessGetsTheEventsOfThisOne(t *testing.T) {
+	f := newFixture(t, providertest.Step{Text: "one"}, providertest.Step{Text: "two"})
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "first")
+	done := w.until(t, EventTurnFinished)
+	last := done[len(done)-1].Seq
+
+	r := f.watch(id, "Last-Event-ID", "1000")
+	lost := r.next(t)
+	if lost.Type != "events.lost" || lost.Seq > last {
+		t.Fatalf("first event %s id %d (this process's last is %d): %s", lost.Type, lost.Seq, last, lost.Data)
+	}
+	if ev := r.next(t); ev.Seq != lost.Seq+1 || ev.Type != EventTurnStarted {
+		t.Fatalf("after events.lost %d: event %d %s, want %d turn.started", lost.Seq, ev.Seq, ev.Type, lost.Seq+1)
+	}
+	// and the next turn's events reach it, not another events.lost
+	r.until(t, EventTurnFinished)
+	f.startTurn(id, "second")
+	if ev := r.next(t); ev.Type != EventTurnStarted || ev.Seq != last+1 {
+		t.Fatalf("the next turn's first event: %d %s %s", ev.Seq, ev.Type, ev.Data)
+	}
+}
+
+// An event's data is its text as itself: no HTML escaping of <, > and &
+// (the stored records and the other answers are encoded the same way).
+func TestEventDataIsNotHTMLEscaped(t *testing.T) {
+	f := newFixture(t, providertest.Step{Text: "ok"})
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "a <b> & c")
+	ev := w.next(t)
+	if ev.Type != EventTurnStarted || !bytes.Contains(ev.Data, []byte(`a <b> & c`)) {
+		t.Fatalf("turn.started data %s", ev.Data)
+	}
+}
+
+// Cancelling on a conversation that does not exist says so, and leaves
+// nothing behind in the server (any client could otherwise grow its map
+// of conversations without bound).
+func TestACancelOnNoConversationKeepsNothing(t *testing.T) {
+	f := newFixture(t)
+	for i := range 3 {
+		status, body := f.do("POST", "/v1/conversations/nope"+string(rune('a'+i))+"/turns/turn_x/cancel", "")
+		if status != http.StatusNotFound || !strings.Contains(string(body), "no conversation") {
+			t.Fatalf("cancel on no conversation: %d %s", status, body)
+		}
+	}
+	f.srv.mu.Lock()
+	n := len(f.srv.convs)
+	f.srv.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the server keeps %d conversations after cancels on none", n)
+	}
+}
+
+// A turn asked for after Close is refused with a JSON error that says the
+// server is closing, not started under a cancelled context.
+func TestATurnAfterCloseIsRefused(t *testing.T) {
+	f := newFixture(t, providertest.Step{Text: "ok"})
+	id := f.newConversation()
+	f.srv.Close()
+	status, body := f.do("POST", "/v1/conversations/"+id+"/turns", `{"prompt":"hi"}`)
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "closing") {
+		t.Fatalf("a turn after Close: %d %s", status, body)
+	}
+}
+
+// The call of a tool with an empty body calls it with {} (its documented
+// meaning), and so does null.
+func TestAToolCallWithAnEmptyBodyIsCalledWithAnEmptyObject(t *testing.T) {
+	f := newFixture(t)
+	for _, body := range []string{"", "null"} {
+		status, out := f.do("POST", "/v1/tools/noop--run/call", body)
+		var o ToolOutput
+		mustJSON(t, out, &o)
+		if status != 200 || o.IsError || o.Text != "ok" {
+			t.Fatalf("body %q: %d %s", body, status, out)
+		}
+	}
+}
+
+// The spills endpoint reads spill files only: a symbolic link inside
+// .myelin/tool-results that points at another file of the workspace (or a
+// linked directory) does not serve that file.
+func TestTheSpillsEndpointDoesNotFollowALinkOutOfTheSpillDirectory(t *testing.T) {
+	f := newFixture(t)
+	root := f.srv.Workspace.Dir()
+	if err := os.WriteFile(filepath.Join(root, "secret.txt"), []byte("the secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spills := filepath.Join(root, ".myelin", "tool-results")
+	if err := os.MkdirAll(spills, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../secret.txt", filepath.Join(spills, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../..", filepath.Join(spills, "up")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".myelin/tool-results/link.txt", ".myelin/tool-results/up/secret.txt", ".myelin%2Ftool-results%2Fup%2Fsecret.txt"} {
+		status, body := f.do("GET", "/v1/spills/"+p, "")
+		if bytes.Contains(body, []byte("the secret")) || status == 200 {
+			t.Errorf("%s: %d %s", p, status, body)
+		}
+	}
+}
+
+// Watchers of a server that closes go away: no goroutine is left.
+func TestClosingTheServerEndsItsStreamsWithNoGoroutineLeft(t *testing.T) {
+	before := runtime.NumGoroutine()
+	func() {
+		f := newFixture(t, providertest.Step{Text: "ok"})
+		id := f.newConversation()
+		ws := []*watcher{f.watch(id), f.watch(id), f.watch(id, "Last-Event-ID", "7")}
+		f.srv.Close()
+		for _, w := range ws {
+			w.resp.Body.Close()
+		}
+		f.http.Close()
+		f.fake.Close()
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		http.DefaultClient.CloseIdleConnections()
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+	_ = context.Background
+}
