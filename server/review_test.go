@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -150,4 +151,30 @@ func TestClosingTheServerEndsItsStreamsWithNoGoroutineLeft(t *testing.T) {
 		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 	_ = context.Background
+}
+
+// A request that extends the one before but to another model (or other
+// thinking settings) shares no cache with it: the diff must not say that
+// its prompt is read from the cache without saying that the settings
+// changed.
+func TestADiffThatExtendsWithAnotherModelSaysTheSettingChanged(t *testing.T) {
+	m1 := `{"role":"user","content":"hi"}`
+	m2 := `{"role":"assistant","content":"yo"}`
+	a := []byte(`{"model":"m1","messages":[` + m1 + `]}`)
+	b := []byte(`{"model":"m2","messages":[` + m1 + `,` + m2 + `]}`)
+	d := diffRequests(history.SentRequest{N: 1, Wire: "anthropic", Body: a}, history.SentRequest{N: 2, Wire: "anthropic", Body: b})
+	if d.Kind != "extends" || d.Setting != "model" || !strings.Contains(d.Why, "model") {
+		t.Fatalf("%s at %q, setting %q: %s", d.Kind, d.Path, d.Setting, d.Why)
+	}
+}
+
+// Bodies that are not JSON objects are compared by their bytes, saying so,
+// and a body that is JSON null is one of them.
+func TestADiffOfBodiesThatAreNotJSONObjectsSaysSo(t *testing.T) {
+	for _, body := range []string{`null`, `[1]`, `"text"`, `not json`, ``} {
+		d := diffRequests(history.SentRequest{N: 1, Body: []byte(`{"messages":[]}`)}, history.SentRequest{N: 2, Body: []byte(body)})
+		if d.Kind != "changed" || !strings.Contains(d.Why, "not a JSON object") {
+			t.Errorf("against %q: %s: %s", body, d.Kind, d.Why)
+		}
+	}
 }
