@@ -134,12 +134,15 @@ func (s *Server) spill(w http.ResponseWriter, r *http.Request) {
 	input, _ := json.Marshal(in)
 	d := &tool.Dispatcher{Tools: reg, Env: s.Agent.Env}
 	out := d.Call(r.Context(), tool.Call{ID: "api_spill", Name: "workspace--read", Input: input})
-	status := http.StatusOK
 	if out.IsError {
-		status = http.StatusBadRequest
+		// an error answer like every other (the OpenAPI document's Error,
+		// which the inspector reads), its message the pager's own words
+		status := http.StatusBadRequest
 		if strings.Contains(out.Text, "no such file") || strings.Contains(out.Text, "does not exist") {
 			status = http.StatusNotFound
 		}
+		writeError(w, status, out.Text)
+		return
 	}
-	writeJSON(w, status, outputOf(out))
+	writeJSON(w, http.StatusOK, outputOf(out))
 }
