@@ -87,8 +87,8 @@ func TestTheTokenCheckIsNotSkippedByAPathThatClimbsOutOfTheInspector(t *testing.
 	}
 }
 
-// Two cancels of one turn at once both answer how it ended; a third, after
-// it ended, is 409.
+// Two cancels of one turn at once both say how it ended (200, or 409 for
+// the one that finds it ended already); a third, after it ended, is 409.
 func TestTwoCancelsAtOnceBothAnswerHowTheTurnEnded(t *testing.T) {
 	hold := make(chan struct{})
 	t.Cleanup(func() { close(hold) })
@@ -107,7 +107,8 @@ func TestTwoCancelsAtOnceBothAnswerHowTheTurnEnded(t *testing.T) {
 	}
 	wg.Wait()
 	for _, g := range got {
-		if !strings.HasPrefix(g, "200 ") || !strings.Contains(g, `"cancelled"`) {
+		// the one that comes second may find the turn already ended
+		if !(strings.HasPrefix(g, "200 ") && strings.Contains(g, `"cancelled"`)) && !(strings.HasPrefix(g, "409 ") && strings.Contains(g, "already finished (cancelled)")) {
 			t.Fatalf("cancels at once: %q", got)
 		}
 	}

@@ -178,3 +178,26 @@ func TestADiffOfBodiesThatAreNotJSONObjectsSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// Close cancels the running turns and lets them store what they did; their
+// watchers get the turn.finished that says so before their streams end
+// (events are not kept across a restart: a stream cut first loses it for
+// good).
+func TestAWatcherSeesTheTurnFinishedOfATurnCutByClose(t *testing.T) {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	f := newFixture(t, providertest.Step{Text: "never", Hold: hold})
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "wait")
+	w.until(t, EventTurnStarted)
+	closed := make(chan struct{})
+	go func() { f.srv.Close(); close(closed) }()
+	fin := w.until(t, EventTurnFinished)
+	var tf turnFinishedEvent
+	mustJSON(t, fin[len(fin)-1].Data, &tf)
+	if tf.Reason != "cancelled" || !strings.Contains(tf.Error, "closing") {
+		t.Fatalf("the turn cut by Close finished as %+v", tf)
+	}
+	<-closed
+}

@@ -60,7 +60,8 @@ type Server struct {
 	mu     sync.Mutex
 	convs  map[string]*conversation
 	base   context.Context // turns run under it; Close cancels it
-	stop   context.CancelFunc
+	stop   context.CancelCauseFunc
+	ended  chan struct{}  // closed once Close's turns have ended: the streams end
 	turns  sync.WaitGroup // added to under mu, while not closed
 	closed bool           // Close was called: no turn starts
 }
@@ -76,7 +77,8 @@ type conversation struct {
 func (s *Server) init() {
 	s.once.Do(func() {
 		s.convs = map[string]*conversation{}
-		s.base, s.stop = context.WithCancel(context.Background())
+		s.base, s.stop = context.WithCancelCause(context.Background())
+		s.ended = make(chan struct{})
 		m := http.NewServeMux()
 		for _, rt := range s.routes() {
 			m.HandleFunc(rt.method+" "+rt.path, rt.handle)
@@ -155,15 +157,23 @@ func (s *Server) authorized(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1
 }
 
+// errClosing is the cause the turns' context carries once Close is called.
+var errClosing = errors.New("the server is closing")
+
 // Close cancels the turns still running and waits for them to store what
-// they did.
+// they did; then it ends the event streams, whose watchers have got each
+// turn's turn.finished (events are not kept across a restart).
 func (s *Server) Close() error {
 	s.init()
 	s.mu.Lock()
+	first := !s.closed
 	s.closed = true
 	s.mu.Unlock()
-	s.stop()
+	s.stop(errClosing)
 	s.turns.Wait()
+	if first {
+		close(s.ended)
+	}
 	return nil
 }
 

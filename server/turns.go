@@ -116,11 +116,14 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		fin := turnFinishedEvent{Turn: t.id, Reason: tr.Reason, Rounds: tr.Rounds, Usage: usageOf(tr.Usage), Text: tr.Text}
 		if err != nil {
 			fin.Reason = "error"
-			if errors.Is(context.Cause(ctx), errCancelled) {
-				fin.Reason = "cancelled"
-			}
 			fin.Error = err.Error()
-			s.emit(c, "error", errorEvent{Turn: t.id, Message: err.Error()})
+			if cause := context.Cause(ctx); errors.Is(cause, errCancelled) || errors.Is(cause, errClosing) {
+				fin.Reason = "cancelled"
+				if !errors.Is(err, cause) {
+					fin.Error += " (" + cause.Error() + ")"
+				}
+			}
+			s.emit(c, "error", errorEvent{Turn: t.id, Message: fin.Error})
 		}
 		t.reason = fin.Reason
 		s.emit(c, "turn.finished", fin)
