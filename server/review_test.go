@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -200,4 +201,54 @@ func TestAWatcherSeesTheTurnFinishedOfATurnCutByClose(t *testing.T) {
 		t.Fatalf("the turn cut by Close finished as %+v", tf)
 	}
 	<-closed
+}
+
+// Watchers that join or resume at any point while a turn appends (each
+// from the id it last saw) get every later event once, in order, up to
+// turn.finished: nothing lost between since() and an append.
+func TestWatchersResumingMidTurnLoseNothingAndRepeatNothing(t *testing.T) {
+	var steps []providertest.Step
+	for i := range 40 {
+		steps = append(steps, providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprint("c", i), Name: "noop--run", Input: `{}`}}})
+	}
+	f := newFixture(t, append(steps, providertest.Step{Text: "done"})...)
+	id := f.newConversation()
+	first := f.watch(id)
+	f.startTurn(id, "loop")
+	type report struct {
+		from int64
+		seqs []int64
+	}
+	reports := make(chan report, 16)
+	joined := 0
+	for {
+		ev := first.next(t)
+		if ev.Type == EventTurnFinished {
+			break
+		}
+		if ev.Seq%9 == 0 && joined < 16 {
+			joined++
+			from := ev.Seq - int64(joined%4) // some from a little way back
+			w := f.watch(id, "Last-Event-ID", fmt.Sprint(from))
+			go func() {
+				var seqs []int64
+				for {
+					e := w.next(t)
+					seqs = append(seqs, e.Seq)
+					if e.Type == EventTurnFinished || e.Type == "events.lost" {
+						break
+					}
+				}
+				reports <- report{from, seqs}
+			}()
+		}
+	}
+	for range joined {
+		r := <-reports
+		for i, s := range r.seqs {
+			if s != r.from+int64(i)+1 {
+				t.Fatalf("a watcher from %d got %v", r.from, r.seqs)
+			}
+		}
+	}
 }
