@@ -22,6 +22,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -136,9 +137,21 @@ func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s; GET /openapi.json lists them", r.Method, r.URL.Path))
 }
 
-// ServeHTTP checks the token, bounds the body and routes the request.
+// ServeHTTP checks the host, the origin and the token, bounds the body and
+// routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
+	if s.Token == "" && !loopbackHost(r.Host) {
+		// DNS rebinding: a page whose name is made to resolve to this
+		// machine is same-origin with itself; only its Host tells it
+		writeError(w, http.StatusForbidden, fmt.Sprintf("this server has no token, so it answers only requests for a loopback host (localhost, 127.0.0.1, [::1]), not %q: give it a token (--token) to serve other names", r.Host))
+		return
+	}
+	if from, ok := crossOrigin(r); ok && !isInspectorFile(r) {
+		// a browser sends a "simple" cross-site POST without asking first
+		writeError(w, http.StatusForbidden, fmt.Sprintf("a request from another origin (%s) is refused: this server does not take cross-origin requests (CORS is off)", from))
+		return
+	}
 	if s.Token != "" && !isInspectorFile(r) && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="myelin"`)
 		writeError(w, http.StatusUnauthorized, "this server needs its token: send the header Authorization: Bearer TOKEN")
@@ -265,6 +278,39 @@ func readJSON(r *http.Request, v any) error {
 		return errors.New("the request body holds more than one JSON value")
 	}
 	return nil
+}
+
+// loopbackHost reports whether a request's Host (with or without a port)
+// names the loopback interface.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// crossOrigin reports whether a browser sent r from a page of another
+// origin (its Origin header names another host, or it is "null"; or its
+// Sec-Fetch-Site says so), and that origin. Clients that are not browsers
+// send neither header, and pass.
+func crossOrigin(r *http.Request) (string, bool) {
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+			return o, true
+		}
+		return "", false
+	}
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "cross-site", "same-site":
+		return "a page of a " + site + " origin", true
+	}
+	return "", false
 }
 
 // Loopback reports whether addr (host:port) listens only on the loopback
