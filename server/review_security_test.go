@@ -106,3 +106,32 @@ func TestAServerWithoutATokenAnswersOnlyALoopbackHost(t *testing.T) {
 		t.Errorf("with the token: %d %s", status, body)
 	}
 }
+
+// Every route of the API, and the OpenAPI document, asks for the token;
+// only the inspector's static files do not.
+func TestEveryRouteAsksForTheToken(t *testing.T) {
+	f := newFixture(t)
+	calls := f.countingTool()
+	id := f.newConversation()
+	f.srv.Token = "s3cret"
+	r := strings.NewReplacer("{id}", id, "{tid}", "turn_x", "{n}", "1", "{name}", "count--run", "{path...}", ".myelin/tool-results/x")
+	paths := []string{"GET /openapi.json"}
+	for _, rt := range f.srv.routes() {
+		paths = append(paths, rt.method+" "+r.Replace(rt.path))
+	}
+	for _, p := range paths {
+		method, path, _ := strings.Cut(p, " ")
+		status, body := f.send(method, path, "", `{"prompt":"x"}`)
+		if status != http.StatusUnauthorized {
+			t.Errorf("%s without the token: %d %.200s", p, status, body)
+		}
+	}
+	for _, path := range []string{"/", "/inspector/app.js", "/inspector/style.css"} {
+		if status, _ := f.send("GET", path, "", ""); status != 200 {
+			t.Errorf("%s without the token: %d", path, status)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the tool was called %d times without the token", n)
+	}
+}

@@ -252,3 +252,38 @@ func TestWatchersResumingMidTurnLoseNothingAndRepeatNothing(t *testing.T) {
 		}
 	}
 }
+
+// The diff reads the other wires' bodies too: the Responses wire's
+// instructions and input, Gemini's systemInstruction and contents, the
+// OpenAI wire's system prompt as its first message.
+func TestADiffReadsTheResponsesGeminiAndOpenAIBodies(t *testing.T) {
+	for _, tc := range []struct {
+		wire, a, b, kind, path string
+	}{
+		{"responses",
+			`{"model":"m","instructions":"s","input":[{"role":"user","content":"hi"}],"prompt_cache_key":"k","stream":true}`,
+			`{"model":"m","instructions":"s","input":[{"role":"user","content":"hi"},{"type":"function_call","call_id":"c","name":"t","arguments":"{}"}],"prompt_cache_key":"k","stream":true}`,
+			"extends", "input[1]"},
+		{"responses",
+			`{"model":"m","instructions":"s","input":[{"role":"user","content":"hi"}]}`,
+			`{"model":"m","instructions":"s2","input":[{"role":"user","content":"hi"}]}`,
+			"changed", "instructions"},
+		{"gemini",
+			`{"systemInstruction":{"parts":[{"text":"s"}]},"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"maxOutputTokens":10}}`,
+			`{"systemInstruction":{"parts":[{"text":"s"}]},"contents":[{"role":"user","parts":[{"text":"hi"}]},{"role":"model","parts":[{"text":"yo"}]}],"generationConfig":{"maxOutputTokens":10}}`,
+			"extends", "contents[1]"},
+		{"gemini",
+			`{"systemInstruction":{"parts":[{"text":"s"}]},"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`,
+			`{"systemInstruction":{"parts":[{"text":"s"}]},"contents":[{"role":"user","parts":[{"text":"hi!"}]}]}`,
+			"changed", "contents[0].parts[0].text"},
+		{"openai",
+			`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}],"stream":true}`,
+			`{"model":"m","messages":[{"role":"system","content":"s2"},{"role":"user","content":"hi"}],"stream":true}`,
+			"changed", "messages[0].content"},
+	} {
+		d := diffRequests(history.SentRequest{N: 1, Wire: tc.wire, Body: []byte(tc.a)}, history.SentRequest{N: 2, Wire: tc.wire, Body: []byte(tc.b)})
+		if d.Kind != tc.kind || d.Path != tc.path || d.Setting != "" {
+			t.Errorf("%s: %s at %q (setting %q): %s; want %s at %q", tc.wire, d.Kind, d.Path, d.Setting, d.Why, tc.kind, tc.path)
+		}
+	}
+}
