@@ -215,39 +215,38 @@ func TestWatchersResumingMidTurnLoseNothingAndRepeatNothing(t *testing.T) {
 	id := f.newConversation()
 	first := f.watch(id)
 	f.startTurn(id, "loop")
-	type report struct {
+	type joiner struct {
 		from int64
-		seqs []int64
+		w    *watcher
 	}
-	reports := make(chan report, 16)
-	joined := 0
+	var joiners []joiner
 	for {
 		ev := first.next(t)
 		if ev.Type == EventTurnFinished {
 			break
 		}
-		if ev.Seq%9 == 0 && joined < 16 {
-			joined++
-			from := ev.Seq - int64(joined%4) // some from a little way back
-			w := f.watch(id, "Last-Event-ID", fmt.Sprint(from))
-			go func() {
-				var seqs []int64
-				for {
-					e := w.next(t)
-					seqs = append(seqs, e.Seq)
-					if e.Type == EventTurnFinished || e.Type == "events.lost" {
-						break
-					}
-				}
-				reports <- report{from, seqs}
-			}()
+		if ev.Seq%9 == 0 && len(joiners) < 16 {
+			// some from a little way back; each stream starts now, mid-turn,
+			// and is read once the turn has finished (the log waits for it)
+			from := ev.Seq - int64(len(joiners)%4)
+			joiners = append(joiners, joiner{from, f.watch(id, "Last-Event-ID", fmt.Sprint(from))})
 		}
 	}
-	for range joined {
-		r := <-reports
-		for i, s := range r.seqs {
-			if s != r.from+int64(i)+1 {
-				t.Fatalf("a watcher from %d got %v", r.from, r.seqs)
+	if len(joiners) == 0 {
+		t.Fatal("the turn had too few events to join it")
+	}
+	for _, j := range joiners {
+		var seqs []int64
+		for {
+			e := j.w.next(t)
+			seqs = append(seqs, e.Seq)
+			if e.Type == EventTurnFinished || e.Type == "events.lost" {
+				break
+			}
+		}
+		for i, s := range seqs {
+			if s != j.from+int64(i)+1 {
+				t.Fatalf("a watcher from %d got %v", j.from, seqs)
 			}
 		}
 	}
