@@ -25,8 +25,15 @@ const requestsSchema = `CREATE TABLE IF NOT EXISTS requests (
 	PRIMARY KEY (conversation, n)
 )`
 
-// sentCache keeps each conversation's newest request body, so that the
-// next is kept by what it adds without reading the last back.
+// sentBodiesKept bounds how many conversations' newest request bodies the
+// SQLite store remembers: a server runs many conversations, and must not
+// hold a body of each for as long as it runs. A conversation it forgot
+// has its last body read back at its next request.
+const sentBodiesKept = 64
+
+// sentCache keeps the newest request body of the conversations that sent
+// one last (at most sentBodiesKept), so that the next is kept by what it
+// adds without reading the last back.
 type sentCache struct {
 	mu     sync.Mutex
 	bodies map[string]sentBody
@@ -92,6 +99,12 @@ func (s *SQLite) AddRequest(ctx context.Context, id string, r SentRequest) (int,
 	}
 	if s.sent.bodies == nil {
 		s.sent.bodies = map[string]sentBody{}
+	}
+	if _, ok := s.sent.bodies[id]; !ok && len(s.sent.bodies) >= sentBodiesKept {
+		for other := range s.sent.bodies { // forget one, any: it is read back if needed
+			delete(s.sent.bodies, other)
+			break
+		}
 	}
 	s.sent.bodies[id] = sentBody{n: n, body: append([]byte(nil), r.Body...)}
 	return n, nil

@@ -137,5 +137,5 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.found(w, r, id); !ok {
 		return
 	}
-	streamEvents(w, r, s.conv(id).events, s.base.Done())
+	streamEvents(w, r, s.conv(id).events, s.ended)
 }

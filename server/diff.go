@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -36,6 +38,10 @@ type RequestDiff struct {
 	// MarkersMoved says that cache markers (cache_control) differ before
 	// Path: a rolling breakpoint moving, which the cache expects.
 	MarkersMoved bool `json:"markers_moved,omitempty"`
+	// Setting is the first setting (a top-level field outside the prompt,
+	// e.g. "model") that differs too when the prompt differs at Path; ""
+	// when none does. A different model shares no cache.
+	Setting string `json:"setting,omitempty"`
 	// Why says what the difference means for the provider's cache.
 	Why string `json:"why"`
 }
@@ -79,9 +85,30 @@ func diffRequests(against, n history.SentRequest) RequestDiff {
 		d.Was, d.Is = dw.was, dw.is
 		d.MarkersMoved = dw.markers
 		d.Why = why(k, kind, path, n, against)
+		var sd differ
+		if setting, _ := settingDiff(&sd, a, b, order); setting != "" {
+			d.Setting = setting
+			d.Why += fmt.Sprintf("; but a setting differs too (%s): a different model shares no cache, and on Anthropic a change of thinking settings drops the cached messages", setting)
+		}
 		return d
 	}
 	// the prompt is the same: the settings?
+	if path, kind := settingDiff(&dw, a, b, order); kind != "" {
+		d.Kind, d.Path, d.Setting, d.Was, d.Is, d.MarkersMoved = "changed", path, path, dw.was, dw.is, dw.markers
+		d.Why = fmt.Sprintf("the prompt is the same; a setting differs (%s). A different model shares no cache; on Anthropic a change of thinking settings drops the cached messages (the tools and system prompt stay cached)", path)
+		return d
+	}
+	d.Kind, d.MarkersMoved = "same", dw.markers
+	d.Why = "the two requests send the same prompt and settings"
+	if dw.markers {
+		d.Why += "; only cache markers moved"
+	}
+	return d
+}
+
+// settingDiff is the first difference of a and b outside the prompt's
+// fields (order), in the order of their names, and its kind; "" when none.
+func settingDiff(dw *differ, a, b map[string]any, order []string) (string, string) {
 	var rest []string
 	for k := range b {
 		if !slices.Contains(order, k) {
@@ -96,23 +123,26 @@ func diffRequests(against, n history.SentRequest) RequestDiff {
 	slices.Sort(rest)
 	for _, k := range rest {
 		if path, kind := dw.diff(a[k], b[k], k); kind != "" {
-			d.Kind, d.Path, d.Was, d.Is, d.MarkersMoved = "changed", path, dw.was, dw.is, dw.markers
-			d.Why = fmt.Sprintf("the prompt is the same; a setting differs (%s). A different model shares no cache; on Anthropic a change of thinking settings drops the cached messages (the tools and system prompt stay cached)", path)
-			return d
+			return path, kind
 		}
 	}
-	d.Kind, d.MarkersMoved = "same", dw.markers
-	d.Why = "the two requests send the same prompt and settings"
-	if dw.markers {
-		d.Why += "; only cache markers moved"
-	}
-	return d
+	return "", ""
 }
 
+// decodeBody decodes a body that must be one JSON object.
 func decodeBody(body []byte, v *map[string]any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	return dec.Decode(v)
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if *v == nil {
+		return errors.New("it is JSON null")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("something follows its JSON object")
+	}
+	return nil
 }
 
 func why(field, kind, path string, n, against history.SentRequest) string {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/myelin-run/myelin/result"
 )
 
 // Event is one event of a conversation's stream as the API sends it: an
@@ -56,7 +58,7 @@ func newEventLog(keep int) *eventLog {
 // append adds an event of type typ whose data is v encoded as JSON, and
 // wakes every watcher. It fails only when v does not encode.
 func (l *eventLog) append(typ string, v any) (Event, error) {
-	data, err := json.Marshal(v)
+	data, err := result.JSON(v) // texts as themselves: no HTML escaping
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding a %s event: %w", typ, err)
 	}
@@ -97,14 +99,17 @@ func dataOf(evs []Event) int {
 
 // since returns the events after seq, a channel closed at the next append
 // (wait on it, then call since again), and gone: how many events after
-// seq the log no longer holds (a watcher that fell too far behind, or
-// resumes from an id of an earlier server process).
-func (l *eventLog) since(seq int64) (evs []Event, more <-chan struct{}, gone int64) {
+// seq the log no longer holds (a watcher that fell too far behind).
+//
+// A seq this log never gave (restarted) is from a server process before
+// this one, whose ids began again at 1: the log cannot tell which of its
+// own events such a watcher saw, so it returns every event it keeps, and
+// gone is how many of its own it no longer keeps.
+func (l *eventLog) since(seq int64) (evs []Event, more <-chan struct{}, gone int64, restarted bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if seq >= l.next {
-		// an id this log never gave: from a server process before this one
-		return nil, l.changed, seq - l.next + 1
+		return l.events[:len(l.events):len(l.events)], l.changed, l.first - 1, true
 	}
 	from := seq + 1
 	if from < l.first {
@@ -112,7 +117,7 @@ func (l *eventLog) since(seq int64) (evs []Event, more <-chan struct{}, gone int
 		from = l.first
 	}
 	evs = l.events[from-l.first:]
-	return evs[:len(evs):len(evs)], l.changed, gone
+	return evs[:len(evs):len(evs)], l.changed, gone, false
 }
 
 // appendedAt is when event seq was appended, false when the log no longer
@@ -163,14 +168,25 @@ func streamEvents(w http.ResponseWriter, r *http.Request, l *eventLog, closing <
 	defer tick.Stop()
 	var buf []byte
 	for {
-		evs, more, gone := l.since(after)
+		evs, more, gone, restarted := l.since(after)
 		buf = buf[:0]
-		if gone > 0 {
+		switch {
+		case restarted:
+			// the events.lost's id is the one before the first event sent,
+			// so that the watcher resumes from here if it comes back
+			last := gone
+			if len(evs) > 0 {
+				last = evs[0].Seq - 1
+			}
+			data, _ := result.JSON(map[string]any{"lost": gone, "restarted": true, "message": fmt.Sprintf("event %d is not one of this server process (it started again since, and its ids began again at 1): what came after it is lost, and the events of this process follow from %d; the stored messages hold what they recorded", after, last+1)})
+			buf = appendEvent(buf, Event{Seq: last, Type: "events.lost", Data: data})
+			after = last
+		case gone > 0:
 			last := after + gone
 			if len(evs) > 0 {
 				last = evs[0].Seq - 1
 			}
-			data, _ := json.Marshal(map[string]any{"lost": gone, "message": fmt.Sprintf("%d events after %d are no longer kept (the server keeps the last %d of a conversation, since it started); the stored messages hold what they recorded", gone, after, l.keep)})
+			data, _ := result.JSON(map[string]any{"lost": gone, "message": fmt.Sprintf("%d events after %d are no longer kept (the server keeps the last %d of a conversation, since it started); the stored messages hold what they recorded", gone, after, l.keep)})
 			buf = appendEvent(buf, Event{Seq: last, Type: "events.lost", Data: data})
 			after = last
 		}

@@ -18,15 +18,17 @@ func TestTheEventLogKeepsTheNewestAndSaysHowManyWereLost(t *testing.T) {
 	for _, tc := range []struct {
 		after          int64
 		first, n, gone int64
+		restarted      bool
 	}{
 		{after: 0, first: l.first, n: 21 - l.first, gone: l.first - 1},
 		{after: 18, first: 19, n: 2, gone: 0},
 		{after: 20, first: 0, n: 0, gone: 0},
-		{after: 25, first: 0, n: 0, gone: 5}, // an id of an earlier server process
+		// an id of an earlier server process: every event kept
+		{after: 25, first: l.first, n: 21 - l.first, gone: l.first - 1, restarted: true},
 	} {
-		evs, _, gone := l.since(tc.after)
-		if int64(len(evs)) != tc.n || gone != tc.gone || (len(evs) > 0 && evs[0].Seq != tc.first) {
-			t.Errorf("since(%d): %d events from %v, %d gone; want %d from %d, %d gone", tc.after, len(evs), evs, gone, tc.n, tc.first, tc.gone)
+		evs, _, gone, restarted := l.since(tc.after)
+		if int64(len(evs)) != tc.n || gone != tc.gone || restarted != tc.restarted || (len(evs) > 0 && evs[0].Seq != tc.first) {
+			t.Errorf("since(%d): %d events from %v, %d gone, restarted %v; want %d from %d, %d gone, restarted %v", tc.after, len(evs), evs, gone, restarted, tc.n, tc.first, tc.gone, tc.restarted)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -61,13 +62,15 @@ type Server struct {
 	// report to a client (a turn's store error after its client left).
 	Log func(format string, args ...any)
 
-	once  sync.Once
-	mux   *http.ServeMux
-	mu    sync.Mutex
-	convs map[string]*conversation
-	base  context.Context // turns run under it; Close cancels it
-	stop  context.CancelFunc
-	turns sync.WaitGroup
+	once   sync.Once
+	mux    *http.ServeMux
+	mu     sync.Mutex
+	convs  map[string]*conversation
+	base   context.Context // turns run under it; Close cancels it
+	stop   context.CancelCauseFunc
+	ended  chan struct{}  // closed once Close's turns have ended: the streams end
+	turns  sync.WaitGroup // added to under mu, while not closed
+	closed bool           // Close was called: no turn starts
 }
 
 // conversation is what the server holds of one conversation while it
@@ -81,7 +84,8 @@ type conversation struct {
 func (s *Server) init() {
 	s.once.Do(func() {
 		s.convs = map[string]*conversation{}
-		s.base, s.stop = context.WithCancel(context.Background())
+		s.base, s.stop = context.WithCancelCause(context.Background())
+		s.ended = make(chan struct{})
 		m := http.NewServeMux()
 		for _, rt := range s.routes() {
 			m.HandleFunc(rt.method+" "+rt.path, rt.handle)
@@ -139,11 +143,23 @@ func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s %s; GET /openapi.json lists them", r.Method, r.URL.Path))
 }
 
-// ServeHTTP checks the token, bounds the body and routes the request.
+// ServeHTTP checks the host, the origin and the token, bounds the body and
+// routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
+	if s.Token == "" && !loopbackHost(r.Host) {
+		// DNS rebinding: a page whose name is made to resolve to this
+		// machine is same-origin with itself; only its Host tells it
+		writeError(w, http.StatusForbidden, fmt.Sprintf("this server has no token, so it answers only requests for a loopback host (localhost, 127.0.0.1, [::1]), not %q: give it a token (--token) to serve other names", r.Host))
+		return
+	}
 	if s.cors(w, r) {
 		return // a preflight, answered
+	}
+	if from, ok := crossOrigin(r); ok && !isInspectorFile(r) && !s.allowedOrigin(r.Header.Get("Origin")) {
+		// a browser sends a "simple" cross-site POST without asking first
+		writeError(w, http.StatusForbidden, fmt.Sprintf("a request from another origin (%s) is refused: this server takes cross-origin requests only from the origins it is given (--cors-origin)", from))
+		return
 	}
 	if s.Token != "" && !isInspectorFile(r) && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="myelin"`)
@@ -167,10 +183,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	if origin == "" || len(s.CORSOrigins) == 0 {
 		return false
 	}
-	allowed := false
-	for _, o := range s.CORSOrigins {
-		allowed = allowed || o == "*" || o == origin
-	}
+	allowed := s.allowedOrigin(origin)
 	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
 	if allowed {
 		h := w.Header()
@@ -190,18 +203,52 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
+// allowedOrigin reports whether CORSOrigins lets pages of origin call the
+// API.
+func (s *Server) allowedOrigin(origin string) bool {
+	for _, o := range s.CORSOrigins {
+		if origin != "" && origin != "null" && (o == "*" || o == origin) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) authorized(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1
 }
 
+// errClosing is the cause the turns' context carries once Close is called.
+var errClosing = errors.New("the server is closing")
+
 // Close cancels the turns still running and waits for them to store what
-// they did.
+// they did; then it ends the event streams, whose watchers have got each
+// turn's turn.finished (events are not kept across a restart).
 func (s *Server) Close() error {
 	s.init()
-	s.stop()
+	s.mu.Lock()
+	first := !s.closed
+	s.closed = true
+	s.mu.Unlock()
+	s.stop(errClosing)
 	s.turns.Wait()
+	if first {
+		close(s.ended)
+	}
 	return nil
+}
+
+// addTurn counts a turn about to start in s.turns, false when the server
+// is closing (a WaitGroup must not be added to while Close waits on it).
+func (s *Server) addTurn() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.turns.Add(1)
+	return true
 }
 
 // conv is the server's state of conversation id, made on first use.
@@ -280,6 +327,39 @@ func readJSON(r *http.Request, v any) error {
 		return errors.New("the request body holds more than one JSON value")
 	}
 	return nil
+}
+
+// loopbackHost reports whether a request's Host (with or without a port)
+// names the loopback interface.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// crossOrigin reports whether a browser sent r from a page of another
+// origin (its Origin header names another host, or it is "null"; or its
+// Sec-Fetch-Site says so), and that origin. Clients that are not browsers
+// send neither header, and pass.
+func crossOrigin(r *http.Request) (string, bool) {
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+			return o, true
+		}
+		return "", false
+	}
+	switch site := r.Header.Get("Sec-Fetch-Site"); site {
+	case "cross-site", "same-site":
+		return "a page of a " + site + " origin", true
+	}
+	return "", false
 }
 
 // Loopback reports whether addr (host:port) listens only on the loopback

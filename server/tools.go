@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -61,6 +62,9 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if len(input) == 0 || string(input) == "null" {
+		input = json.RawMessage(`{}`) // no input: a call with no arguments
+	}
 	d := &tool.Dispatcher{Tools: s.Agent.Tools, Env: s.Agent.Env, Timeout: s.Agent.ToolTimeout}
 	out := d.Call(r.Context(), tool.Call{ID: "api_" + newTurnID()[5:], Name: name, Input: input})
 	writeJSON(w, http.StatusOK, outputOf(out))
@@ -70,6 +74,27 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 // spills endpoint reads nothing else.
 const spillDir = ".myelin/tool-results/"
 
+// insideSpills refuses a path under spillDir that a symbolic link leads
+// out of it (workspace--read follows links inside the workspace, and the
+// spills endpoint reads spill files only). A path that does not exist
+// passes: the read says so. A link swapped in after this check is not
+// caught; the workspace's own confinement (contract §11) still holds.
+func (s *Server) insideSpills(path string) error {
+	root := s.Workspace.Dir()
+	real, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(path)))
+	if err != nil {
+		return nil
+	}
+	spills, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(spillDir)))
+	if err != nil {
+		return nil
+	}
+	if rel, err := filepath.Rel(spills, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%q is not a spill file: a symbolic link leads it out of %s", path, spillDir)
+	}
+	return nil
+}
+
 // spill serves one page of a spill file through workspace--read's own
 // pager and conversion: the same text a model's ready call gets, with the
 // same page numbers in its structured content.
@@ -77,6 +102,10 @@ func (s *Server) spill(w http.ResponseWriter, r *http.Request) {
 	path := r.PathValue("path")
 	if !strings.HasPrefix(path, spillDir) || strings.Contains(path, "..") {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a spill file: spill files are under %s", path, spillDir))
+		return
+	}
+	if err := s.insideSpills(path); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	in := map[string]any{"path": path}
@@ -105,12 +134,15 @@ func (s *Server) spill(w http.ResponseWriter, r *http.Request) {
 	input, _ := json.Marshal(in)
 	d := &tool.Dispatcher{Tools: reg, Env: s.Agent.Env}
 	out := d.Call(r.Context(), tool.Call{ID: "api_spill", Name: "workspace--read", Input: input})
-	status := http.StatusOK
 	if out.IsError {
-		status = http.StatusBadRequest
+		// an error answer like every other (the OpenAPI document's Error,
+		// which the inspector reads), its message the pager's own words
+		status := http.StatusBadRequest
 		if strings.Contains(out.Text, "no such file") || strings.Contains(out.Text, "does not exist") {
 			status = http.StatusNotFound
 		}
+		writeError(w, status, out.Text)
+		return
 	}
-	writeJSON(w, status, outputOf(out))
+	writeJSON(w, http.StatusOK, outputOf(out))
 }

@@ -105,10 +105,15 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.found(w, r, id); !ok {
 		return
 	}
+	if !s.addTurn() {
+		writeError(w, http.StatusServiceUnavailable, "the server is closing: it starts no turn")
+		return
+	}
 	c := s.conv(id)
 	c.mu.Lock()
 	if t := c.turn; t != nil && !isDone(t.done) {
 		c.mu.Unlock()
+		s.turns.Done()
 		var h Held
 		h.Error.Status = http.StatusConflict
 		h.Error.Message = fmt.Sprintf("conversation %s is being advanced by turn %s of this server; cancel it or wait for its turn.finished event", id, t.id)
@@ -124,7 +129,6 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 
 	from := c.events.lastSeq()
 	started := make(chan error, 1)
-	s.turns.Add(1)
 	go func() {
 		defer s.turns.Done()
 		defer cancel(nil)
@@ -163,11 +167,14 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		fin := turnFinishedEvent{Turn: t.id, Reason: tr.Reason, Rounds: tr.Rounds, Usage: usageOf(tr.Usage), Text: tr.Text}
 		if err != nil {
 			fin.Reason = "error"
-			if errors.Is(context.Cause(ctx), errCancelled) {
-				fin.Reason = "cancelled"
-			}
 			fin.Error = err.Error()
-			s.emit(c, "error", errorEvent{Turn: t.id, Message: err.Error()})
+			if cause := context.Cause(ctx); errors.Is(cause, errCancelled) || errors.Is(cause, errClosing) {
+				fin.Reason = "cancelled"
+				if !errors.Is(err, cause) {
+					fin.Error += " (" + cause.Error() + ")"
+				}
+			}
+			s.emit(c, "error", errorEvent{Turn: t.id, Message: fin.Error})
 		}
 		t.reason = fin.Reason
 		s.emit(c, "turn.finished", fin)
@@ -209,10 +216,17 @@ const cancelWait = 10 * time.Second
 
 func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
 	id, tid := r.PathValue("id"), r.PathValue("tid")
-	c := s.conv(id)
-	c.mu.Lock()
-	t := c.turn
-	c.mu.Unlock()
+	s.mu.Lock()
+	c := s.convs[id] // looked up, not made: a cancel keeps nothing
+	s.mu.Unlock()
+	var t *running
+	if c != nil {
+		c.mu.Lock()
+		t = c.turn
+		c.mu.Unlock()
+	} else if _, ok := s.found(w, r, id); !ok {
+		return
+	}
 	if t == nil || t.id != tid {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no turn %q of conversation %q is running on this server", tid, id))
 		return
