@@ -311,6 +311,7 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 	}
 	var tr TurnResult
 	keeping := a.sending(id)
+	sz.sent = keeping
 	for {
 		req, place, done, err := a.fit(ctx, id, sz, on, 0, &tr)
 		if err != nil {

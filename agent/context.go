@@ -29,6 +29,7 @@ type sizing struct {
 	budget int
 	fixed  int
 	model  string // the model and its window, for errors
+	sent   *sent  // keeps the requests a turn sends (requests.go); nil keeps none
 }
 
 func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
@@ -278,7 +279,9 @@ func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Messag
 	// agent's own max_tokens (which the budget already keeps free)
 	room := int(float64(s.budget) * window.SummaryShare)
 	req.MaxTokens = min(req.MaxTokens, room*3/2)
+	s.sent.arm(&req, len(stored)) // its summary's record goes there
 	resp, err := a.Provider.Complete(ctx, req, nil)
+	s.sent.keep(ctx, err == nil, resp.Message.Usage, err)
 	if err != nil {
 		return history.Edit{}, fmt.Errorf("the summary request failed: %w", err)
 	}

@@ -7,7 +7,8 @@ import (
 	"github.com/myelin-run/myelin/provider"
 )
 
-// sent keeps the bodies of the requests a turn sends, when the agent is
+// sent keeps the bodies of the requests a turn sends (its answers', and
+// the summaries' it asks for), when the agent is
 // asked to (Agent.KeepRequests) and the store keeps requests
 // (history.Requests): for the HTTP API, which serves each byte for byte
 // (contract §13).
@@ -28,7 +29,7 @@ func (a *Agent) sending(id string) *sent {
 
 // arm has req report its body to s; its answer will be stored at place.
 func (s *sent) arm(req *provider.Request, place int) {
-	if s.log == nil {
+	if s == nil || s.log == nil {
 		return
 	}
 	s.body, s.place = nil, place
@@ -40,7 +41,7 @@ func (s *sent) arm(req *provider.Request, place int) {
 // streamed is stored there, with err), or refused (nothing stored: answered
 // false). A failure to keep it costs only the API's view of it.
 func (s *sent) keep(ctx context.Context, answered bool, usage *history.Usage, err error) {
-	if s.log == nil || s.body == nil {
+	if s == nil || s.log == nil || s.body == nil {
 		return
 	}
 	r := history.SentRequest{Msg: s.place, Body: s.body, Usage: usage}
