@@ -19,6 +19,7 @@ type converted struct {
 	structured json.RawMessage
 	files      []string
 	big        *piece // the text of a TextFile over its cap: its head, counts and spill
+	repaired   int    // ill-formed sequences replaced with U+FFFD (contract §3)
 }
 
 // Image is an image that goes natively on the wire. Its placeholder,
@@ -180,6 +181,7 @@ func (c *converter) str(s string) string {
 	if strings.IndexByte(s, 0) < 0 {
 		fixed, bad := repair(s)
 		if !isBinary(Chars(fixed), bad) {
+			c.out.repaired += bad
 			return fixed
 		}
 	}

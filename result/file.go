@@ -143,6 +143,7 @@ func (c *converter) file(tf TextFile) (string, error) {
 		moved = err == nil
 		return stub, nil
 	}
+	c.out.repaired += s.bad
 	if s.chars <= c.cap {
 		return string(s.head), nil
 	}

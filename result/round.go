@@ -94,6 +94,10 @@ type Output struct {
 	Files []string
 	// Chars is the length in characters of the whole text, before any cut.
 	Chars int
+	// Repaired is how many ill-formed sequences of the result's text the
+	// conversion replaced with U+FFFD (contract §3); 0 when it had none.
+	// Text that was not text at all became a file instead (Files).
+	Repaired int
 
 	full *piece // the full text, from Convert until Fit
 }
@@ -137,6 +141,7 @@ func Convert(c Call, env Env) Output {
 		Images:     cv.images,
 		Structured: cv.structured,
 		Files:      cv.files,
+		Repaired:   cv.repaired,
 	}
 	var p piece
 	if cv.big != nil { // a TextFile over its cap: spilled as it was read

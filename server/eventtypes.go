@@ -59,6 +59,9 @@ type toolFinishedEvent struct {
 	Files      []string        `json:"files,omitempty"`
 	Images     int             `json:"images,omitempty"`
 	Structured json.RawMessage `json:"structured,omitempty"`
+	// Repaired is how many ill-formed sequences the conversion replaced
+	// with U+FFFD (contract §3).
+	Repaired int `json:"repaired,omitempty"`
 }
 
 // Usage is one request's or one turn's tokens.
@@ -150,7 +153,7 @@ func (s *Server) emitAgent(c *conversation, turn string, e agent.Event) {
 func finished(turn string, call history.Part, o result.Output, ms float64) toolFinishedEvent {
 	return toolFinishedEvent{Turn: turn, CallID: call.CallID, Name: call.Name, ElapsedMS: ms,
 		Chars: o.Chars, Text: o.Text, IsError: o.IsError, SpillPath: o.SpillPath, Files: o.Files,
-		Images: len(o.Images), Structured: o.Structured}
+		Images: len(o.Images), Structured: o.Structured, Repaired: o.Repaired}
 }
 
 func (s *Server) logf(format string, args ...any) {

@@ -208,6 +208,8 @@ function fillCall(c, stored) {
     if (ev.structured) produced.append(el("pre", {}, JSON.stringify(ev.structured, null, 1)));
     if (ev.files) produced.append(el("div", {}, "files: " + ev.files.join(", ")));
     if (ev.images) produced.append(el("div", {}, ev.images + " image(s)"));
+    produced.append(el("div", { class: "repaired" }, ev.repaired
+      ? ev.repaired + " ill-formed sequence(s) made well formed (U+FFFD)" : "well formed as produced: nothing repaired"));
   } else {
     produced.append(el("div", { class: "hint" }, "ran before this server started: its own event is not kept"));
   }
