@@ -196,7 +196,10 @@ func TestAChangedMessageIsNotSentAsItsKeptBytes(t *testing.T) {
 			}
 			s.round(20)
 			msgs := s.view()
-			for _, i := range []int{0, 4, 9} { // the prompt, a result, an answer
+			b := len(p.prefixes.get("k").keys) // the first message not kept
+			// the prompt, a result, an answer, the last kept and the first
+			// not kept
+			for _, i := range []int{0, 4, 9, b - 1, b} {
 				changed := append([]history.Message(nil), msgs...)
 				m := changed[i]
 				m.Parts = append([]history.Part(nil), m.Parts...) // new Parts, as an edit makes
