@@ -196,10 +196,11 @@ func TestAChangedMessageIsNotSentAsItsKeptBytes(t *testing.T) {
 			}
 			s.round(20)
 			msgs := s.view()
-			b := len(p.prefixes.get("k").keys) // the first message not kept
-			// the prompt, a result, an answer, the last kept and the first
-			// not kept
-			for _, i := range []int{0, 4, 9, b - 1, b} {
+			for j := range 5 {
+				b := len(p.prefixes.get("k").keys) // the first message not kept
+				// the prompt, a result, an answer, the last kept and the
+				// first not kept
+				i := []int{0, 4, 9, b - 1, b}[j]
 				changed := append([]history.Message(nil), msgs...)
 				m := changed[i]
 				m.Parts = append([]history.Part(nil), m.Parts...) // new Parts, as an edit makes
@@ -214,7 +215,24 @@ func TestAChangedMessageIsNotSentAsItsKeptBytes(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Fatalf("message %d changed (%s): the body is not BodyWith's:\n got %.200s\nwant %.200s", i, c.name, got[firstDiff(got, want):], want[firstDiff(got, want):])
 				}
-				// and the unchanged request after it is its own again
+				// an answer put after the kept messages (it joins the last
+				// of them)
+				b = len(p.prefixes.get("k").keys)
+				joined := append(append(append([]history.Message(nil), msgs[:b]...), history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "joined"}}}), msgs[b:]...)
+				req = scriptedRequest(joined, "k")
+				got, _ = p.Body(req)
+				if want, _ := BodyWith(req, true, Thinking{}); !bytes.Equal(got, want) {
+					t.Fatalf("an answer put at %d: the body is not BodyWith's:\n got %.200s\nwant %.200s", b, got[firstDiff(got, want):], want[firstDiff(got, want):])
+				}
+				// a request cut short after the kept messages (its rolling
+				// breakpoints fall among them), then the unchanged request
+				for _, short := range [][]history.Message{msgs[:b+1], msgs[:b]} {
+					req := scriptedRequest(short, "k")
+					got, _ := p.Body(req)
+					if want, _ := BodyWith(req, true, Thinking{}); !bytes.Equal(got, want) {
+						t.Fatalf("a request of the first %d messages: the body is not BodyWith's:\n got %.200s\nwant %.200s", len(short), got[firstDiff(got, want):], want[firstDiff(got, want):])
+					}
+				}
 				req = scriptedRequest(msgs, "k")
 				got, _ = p.Body(req)
 				if want, _ := BodyWith(req, true, Thinking{}); !bytes.Equal(got, want) {
