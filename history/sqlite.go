@@ -37,7 +37,7 @@ type SQLite struct {
 	normal atomic.Bool
 
 	mu   sync.Mutex
-	read map[string][]Message // per conversation, the messages read so far
+	read map[string][]Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
 
 	// the statements of every round, prepared once
 	selectNew, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
