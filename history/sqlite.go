@@ -37,7 +37,7 @@ type SQLite struct {
 	normal atomic.Bool
 
 	mu   sync.Mutex
-	read map[string][]Message // per conversation, the messages read so far
+	read map[string][]Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
 
 	// the statements of every round, prepared once
 	selectNew, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
@@ -507,9 +507,11 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 		return nil, s.explain("reading conversation "+id, err)
 	}
 	defer rows.Close()
-	out := known[:len(known):len(known)] // appending copies: known stays as it was
-	if len(out) == 0 {
-		out = make([]Message, 0, size)
+	// The new messages go to fresh, then at the end of s.read[id] (in
+	// place while it has room), never into what a caller holds.
+	var fresh []Message
+	if len(known) == 0 {
+		fresh = make([]Message, 0, size+size/8+64) // room for the rounds to come
 	}
 	// Rows are stepped here and decoded as they come, in batches, by
 	// decoders on the other cores: on a cold read of a long conversation
@@ -574,20 +576,53 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 		if j.err != nil {
 			return nil, j.err
 		}
-		out = append(out, j.out...)
+		fresh = append(fresh, j.out...)
 	}
 	if missing != nil {
 		return nil, missing
 	}
-	if len(out) < size {
-		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, len(out)+1, size, size, ErrDamaged)
+	if n := len(known) + len(fresh); n < size {
+		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, ErrDamaged)
+	}
+	return s.extend(id, known, fresh), nil
+}
+
+// extend is the conversation id's messages read so far, known, followed by
+// fresh, the ones read after them; it keeps them as s.read[id]. The
+// returned slice's capacity is its length, so a caller's append copies:
+// s.read[id] keeps spare room, and the messages of later reads are
+// appended there in place (at 100k messages a copy of all of them was
+// about 10 MB a request), after the end of every slice handed out.
+func (s *SQLite) extend(id string, known, fresh []Message) []Message {
+	if len(known) == 0 {
+		// fresh is a new slice, with room
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if len(fresh) > len(s.read[id]) {
+			s.read[id] = fresh
+		}
+		return fresh[:len(fresh):len(fresh)]
 	}
 	s.mu.Lock()
-	if len(out) > len(s.read[id]) {
-		s.read[id] = out
+	defer s.mu.Unlock()
+	cur := s.read[id]
+	if len(cur) != len(known) {
+		// another read kept more (or other) messages meanwhile: known
+		// and fresh are this read's, copied
+		out := append(known[:len(known):len(known)], fresh...)
+		if len(out) > len(cur) {
+			s.read[id] = out
+		}
+		return out[:len(out):len(out)]
 	}
-	s.mu.Unlock()
-	return out, nil
+	if len(fresh) > 0 {
+		// Nobody reads past len(cur): every slice handed out ends there
+		// or before. append copies to a larger array when the room runs
+		// out (the old one stays with its readers).
+		cur = append(cur, fresh...)
+		s.read[id] = cur
+	}
+	return cur[:len(cur):len(cur)]
 }
 
 // storedRow is one message as read, before decoding.

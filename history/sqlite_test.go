@@ -362,3 +362,50 @@ func TestStoresOpenedAtOnceOnANewFileAllFindItMade(t *testing.T) {
 		}
 	}
 }
+
+// Messages keeps what it read with room to grow and appends the messages
+// of a later read in place, without copying those it read before; a
+// slice it returned earlier is not changed by that (nor can a caller's
+// append to it reach the store's).
+func TestMessagesAppendsWhatIsNewInPlaceAndLeavesEarlierSlicesAlone(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	if err := s.Create(ctx, Conversation{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	msg := func(text string) Message { return Message{Role: User, Parts: []Part{{Type: TextPart, Text: text}}} }
+	if err := s.Append(ctx, "c1", msg("one"), msg("two")); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Messages(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 2 || cap(first) != 2 {
+		t.Fatalf("first read: len %d cap %d, want 2 and 2", len(first), cap(first))
+	}
+	// a caller's append copies: the store's messages stay as they were
+	mine := append(first, msg("mine"))
+	mine[0] = msg("changed")
+	for round := range 3 {
+		if err := s.Append(ctx, "c1", msg(fmt.Sprintf("round %d", round))); err != nil {
+			t.Fatal(err)
+		}
+		again, err := s.Messages(ctx, "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(again) != 3+round || cap(again) != len(again) || again[2+round].Parts[0].Text != fmt.Sprintf("round %d", round) {
+			t.Fatalf("read after round %d: %d messages (cap %d), want %d", round, len(again), cap(again), 3+round)
+		}
+		if &again[0] != &first[0] {
+			t.Errorf("read after round %d: the messages read before were copied", round)
+		}
+		if len(first) != 2 || first[0].Parts[0].Text != "one" || first[1].Parts[0].Text != "two" {
+			t.Errorf("read after round %d: the first slice changed: %v", round, first)
+		}
+		if again[0].Parts[0].Text != "one" {
+			t.Errorf("read after round %d: a caller's append to its slice reached the store: %v", round, again[0])
+		}
+	}
+}

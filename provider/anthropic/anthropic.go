@@ -53,6 +53,9 @@ type Provider struct {
 	client sdk.Client
 	cfg    Config
 	heads  *headCache // the last head encoded (head.go), shared by WithThinking's copies
+	// the first messages' bytes of recent conversations (prefix.go),
+	// shared by WithThinking's copies (thinking does not change them)
+	prefixes *prefixCache
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -79,7 +82,7 @@ func New(cfg Config) (*Provider, error) {
 // withOptions is the wire on a client made with opts: New's, or a
 // platform's (platform.go).
 func withOptions(cfg Config, opts []option.RequestOption) *Provider {
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}}
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}, prefixes: &prefixCache{}}
 }
 
 // maxBreakpoints is the most cache_control markers one request may hold.
@@ -97,12 +100,13 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 // same Request gives the same bytes, every time. It fails, naming the
 // numbers, when th does not fit the request (Thinking.Check).
 func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
-	return bodyWith(req, stream, th, nil)
+	return bodyWith(req, stream, th, nil, nil)
 }
 
 // bodyWith is BodyWith with the head taken from heads when it holds it
-// (head.go); a nil heads encodes it afresh.
-func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache) ([]byte, error) {
+// (head.go), and the first messages' bytes from prefixes when it holds
+// them for req's conversation (prefix.go); nil caches encode afresh.
+func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, prefixes *prefixCache) ([]byte, error) {
 	maxTokens := max(1, req.MaxTokens)
 	if err := th.Check(maxTokens); err != nil {
 		return nil, err
@@ -111,62 +115,111 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache) 
 	if err != nil {
 		return nil, err
 	}
-	marks := headMarks(req)
-	// Consecutive messages of one role (a prompt after tool results the
-	// model never answered) go as one message, as the API wants.
-	type group struct {
-		role history.Role
-		msgs []history.Message
-		mark bool
+	// The rolling breakpoints: the newest user message, and the one
+	// before, which the previous request wrote to the cache.
+	limit := min(2, maxBreakpoints-headMarks(req))
+	pre := prefixes.get(req.CacheKey)
+	if pre != nil && !pre.matches(req.Messages) {
+		pre = nil
 	}
 	var groups []group
-	for _, m := range req.Messages {
-		if m.IsRecord() {
-			continue // a stored decision, never sent: as if absent
+	if pre != nil {
+		// The kept groups are this request's first ones when the first
+		// message after them does not join the last of them and the
+		// rolling breakpoints all fall after them.
+		var users int
+		groups, users = groupsOf(req.Messages, len(pre.keys))
+		if len(groups) == 0 || groups[0].role == pre.lastRole || users < limit {
+			pre = nil
 		}
-		if blockCount(m) == 0 {
-			continue // an empty answer: the API takes no empty message
-		}
-		if n := len(groups); n > 0 && groups[n-1].role == m.Role {
-			groups[n-1].msgs = append(groups[n-1].msgs, m)
-			continue
-		}
-		groups = append(groups, group{role: m.Role, msgs: []history.Message{m}})
 	}
-	// The rolling breakpoints: the newest user message, and the one before,
-	// which the previous request wrote to the cache.
+	if pre == nil {
+		groups, _ = groupsOf(req.Messages, 0)
+	}
 	rolling := 0
-	for i := len(groups) - 1; i >= 0 && rolling < 2 && marks < maxBreakpoints; i-- {
-		g := &groups[i]
-		blocks := 0
-		for _, m := range g.msgs {
-			blocks += blockCount(m)
-		}
-		if g.role == history.User && blocks > 0 {
-			g.mark = true
-			marks++
+	for i := len(groups) - 1; i >= 0 && rolling < limit; i-- {
+		if groups[i].role == history.User {
+			groups[i].mark = true
 			rolling++
 		}
 	}
 	size := len(head) + 64
-	for _, m := range req.Messages {
+	first := 0 // the first message encoded here
+	if pre != nil {
+		size += len(pre.bytes)
+		first = len(pre.keys)
+	}
+	for _, m := range req.Messages[first:] {
 		size += sizeHint(m)
 	}
 	e := encoder{buf: make([]byte, 0, size)} // one allocation, not a dozen doublings
 
-	e.raw(`{"messages":[`)
+	// What the next request of the conversation may reuse: the groups
+	// before the first marked one, and never the last (the next message
+	// may join it).
+	keep := len(groups) - 1
 	for i, g := range groups {
-		if i > 0 {
+		if g.mark {
+			keep = i
+			break
+		}
+	}
+	cut := -1
+	if pre != nil {
+		e.buf = append(e.buf, pre.bytes...)
+	} else {
+		e.raw(`{"messages":[`)
+	}
+	for i, g := range groups {
+		if i == keep && (pre != nil || i > 0) {
+			cut = len(e.buf)
+		}
+		if i > 0 || pre != nil {
 			e.raw(",")
 		}
-		e.message(g.role, g.msgs, g.mark)
+		e.message(g.role, req.Messages[g.start:g.end], g.mark)
 	}
 	e.raw("],")
 	if stream {
 		e.raw(`"stream":true,`)
 	}
 	e.buf = append(e.buf, head[1:]...) // head is {"max_tokens":...}
+	if prefixes != nil && cut > 0 && keep > 0 {
+		prefixes.put(req.CacheKey, pre, req.Messages[first:groups[keep].start], e.buf, cut, groups[keep-1].role)
+	}
 	return e.buf, nil
+}
+
+// group is the messages [start, end) of a request that go as one message:
+// consecutive messages of one role (a prompt after tool results the model
+// never answered), as the API wants, with the records and empty answers
+// among them, which send nothing.
+type group struct {
+	role       history.Role
+	start, end int
+	mark       bool // a rolling cache breakpoint on its last block
+}
+
+// groupsOf is the groups of msgs[from:], and how many of them are the
+// user's. Records and messages with nothing to send start no group.
+func groupsOf(msgs []history.Message, from int) ([]group, int) {
+	var groups []group
+	users := 0
+	for i := from; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.IsRecord() || blockCount(m) == 0 {
+			continue // a stored decision, or an empty answer: as if absent
+		}
+		if n := len(groups); n > 0 && groups[n-1].role == m.Role {
+			groups[n-1].end = i + 1
+			continue
+		}
+		groups = append(groups, group{role: m.Role, start: i, end: i + 1})
+		if m.Role == history.User {
+			users++
+		}
+	}
+	return groups, users
 }
 
 // cacheSettings says how Body marks the prompt cache (see its rolling
@@ -185,9 +238,18 @@ func (p *Provider) CacheSettings() string {
 	return cacheSettings
 }
 
+// Body is the body Complete sends for req: BodyWith(req, !NoStream,
+// Thinking), byte for byte, built from what p kept of the previous
+// requests of req's conversation (req.CacheKey) where those still hold.
+// Callers must not change the bytes: p may reuse them for the
+// conversation's next request.
+func (p *Provider) Body(req provider.Request) ([]byte, error) {
+	return bodyWith(req, !p.cfg.NoStream, p.cfg.Thinking, p.heads, p.prefixes)
+}
+
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	body, err := bodyWith(req, !p.cfg.NoStream, p.cfg.Thinking, p.heads)
+	body, err := p.Body(req)
 	if err != nil {
 		return provider.Response{}, err
 	}

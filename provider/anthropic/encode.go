@@ -20,8 +20,9 @@ type encoder struct{ buf []byte }
 func (e *encoder) str(s string) { e.buf = provider.AppendJSONString(e.buf, s, false) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
-// message encodes one message (one role's consecutive messages merged);
-// mark puts a cache breakpoint on its last block.
+// message encodes one message (one role's consecutive messages merged,
+// records among them skipped); mark puts a cache breakpoint on its last
+// block.
 func (e *encoder) message(role history.Role, msgs []history.Message, mark bool) {
 	e.raw(`{"role":`)
 	e.str(string(role))
@@ -29,9 +30,14 @@ func (e *encoder) message(role history.Role, msgs []history.Message, mark bool) 
 	n := 0
 	total := 0
 	for _, m := range msgs {
-		total += blockCount(m)
+		if !m.IsRecord() {
+			total += blockCount(m)
+		}
 	}
 	for _, m := range msgs {
+		if m.IsRecord() {
+			continue // a stored decision, never sent
+		}
 		for i, p := range m.Parts {
 			if !sendable(m.Parts, i) {
 				continue
