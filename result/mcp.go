@@ -29,7 +29,7 @@ func FromMCP(raw []byte) (Result, error) {
 	if err := json.Unmarshal(raw, &msg); err != nil {
 		return Result{}, fmt.Errorf("reading an MCP tool result: %v", err)
 	}
-	r := Result{IsError: msg.IsError}
+	r := Result{IsError: msg.IsError, Reply: raw}
 	if len(msg.StructuredContent) > 0 {
 		r.Structured = msg.StructuredContent
 	}

@@ -33,3 +33,32 @@ func TestAnOutputSaysHowManySequencesWereRepaired(t *testing.T) {
 		})
 	}
 }
+
+// An MCP result's own reply is kept in its output — its head, never more
+// than ReplyKept bytes — beside the text the model reads.
+func TestAnOutputKeepsTheHeadOfAnMCPReply(t *testing.T) {
+	small := []byte(`{"content":[{"type":"text","text":"hi"}],"structuredContent":{"a":1}}`)
+	big := []byte(`{"content":[{"type":"text","text":"` + strings.Repeat("é", ReplyKept) + `"}]}`)
+	for _, tc := range []struct {
+		name  string
+		reply []byte
+		head  string
+	}{
+		{"a small reply whole", small, string(small)},
+		{"a big reply's head, cut within a character and made well formed", big, WellFormed(string(big[:ReplyKept]))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := FromMCP(tc.reply)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := One(Call{ID: "c", Result: r}, Env{Store: &memStore{}, Now: fixedNow})
+			if out.Reply != tc.head || out.ReplySize != len(tc.reply) || len(out.Reply) > ReplyKept+3 {
+				t.Fatalf("reply %d bytes kept of %d (want %d)", len(out.Reply), out.ReplySize, len(tc.head))
+			}
+		})
+	}
+	if out := One(Call{ID: "c", Result: Result{Data: "plain"}}, Env{}); out.Reply != "" || out.ReplySize != 0 {
+		t.Fatalf("a Go tool's output has a reply: %q", out.Reply)
+	}
+}

@@ -41,7 +41,16 @@ type Result struct {
 
 	// EndTurn asks the agent to end its turn after this round.
 	EndTurn bool
+
+	// Reply is the tool's own reply as it came, when it had one (an MCP
+	// server's result JSON, set by FromMCP): for people inspecting a call
+	// (the API's inspector). It is never sent and never converted; Output
+	// keeps its head (Output.Reply).
+	Reply []byte
 }
+
+// ReplyKept is how much of a tool's own reply an Output keeps.
+const ReplyKept = 64 << 10
 
 // Error returns an error result whose text is msg.
 func Error(msg string) Result { return Result{Data: msg, IsError: true} }

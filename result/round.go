@@ -94,6 +94,12 @@ type Output struct {
 	Files []string
 	// Chars is the length in characters of the whole text, before any cut.
 	Chars int
+	// Reply is the head (ReplyKept bytes at most, made well formed) of the
+	// tool's own reply as it came (Result.Reply: an MCP server's result
+	// JSON), and ReplySize its whole size in bytes; "" and 0 when it had
+	// none. They are for people inspecting a call; nothing sends them.
+	Reply     string
+	ReplySize int
 	// Repaired is how many ill-formed sequences of the result's text the
 	// conversion replaced with U+FFFD (contract §3); 0 when it had none.
 	// Text that was not text at all became a file instead (Files).
@@ -142,6 +148,11 @@ func Convert(c Call, env Env) Output {
 		Structured: cv.structured,
 		Files:      cv.files,
 		Repaired:   cv.repaired,
+		ReplySize:  len(c.Result.Reply),
+	}
+	if len(c.Result.Reply) > 0 {
+		head := c.Result.Reply[:min(len(c.Result.Reply), ReplyKept)]
+		out.Reply = WellFormed(string(head)) // a cut inside a character is made well formed too
 	}
 	var p piece
 	if cv.big != nil { // a TextFile over its cap: spilled as it was read

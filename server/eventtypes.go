@@ -62,6 +62,10 @@ type toolFinishedEvent struct {
 	// Repaired is how many ill-formed sequences the conversion replaced
 	// with U+FFFD (contract §3).
 	Repaired int `json:"repaired,omitempty"`
+	// Reply is the head of the tool's own reply as it came (an MCP
+	// server's result JSON; result.Output.Reply), ReplyBytes its size.
+	Reply      string `json:"reply,omitempty"`
+	ReplyBytes int    `json:"reply_bytes,omitempty"`
 }
 
 // Usage is one request's or one turn's tokens.
@@ -153,7 +157,8 @@ func (s *Server) emitAgent(c *conversation, turn string, e agent.Event) {
 func finished(turn string, call history.Part, o result.Output, ms float64) toolFinishedEvent {
 	return toolFinishedEvent{Turn: turn, CallID: call.CallID, Name: call.Name, ElapsedMS: ms,
 		Chars: o.Chars, Text: o.Text, IsError: o.IsError, SpillPath: o.SpillPath, Files: o.Files,
-		Images: len(o.Images), Structured: o.Structured, Repaired: o.Repaired}
+		Images: len(o.Images), Structured: o.Structured, Repaired: o.Repaired,
+		Reply: o.Reply, ReplyBytes: o.ReplySize}
 }
 
 func (s *Server) logf(format string, args ...any) {

@@ -27,6 +27,9 @@ import (
 // so it spills.
 var bigText = strings.Repeat("a line of the big output, numbered by its place\n", 3000)
 
+// mcpReply is what the mcp--reply tool's "server" answered.
+const mcpReply = `{"content":[{"type":"text","text":"from <the> server"}],"structuredContent":{"n":1},"isError":false}`
+
 // fixture is a server over an agent on the fake Anthropic provider, an
 // in-memory store and a workspace with its tools and two of the test's.
 type fixture struct {
@@ -57,6 +60,9 @@ func newFixture(t testing.TB, steps ...providertest.Step) *fixture {
 	if err := reg.Add(
 		tool.MustFunc("big--run", "Prints a lot.", func(context.Context, struct{}) (any, error) { return bigText, nil }),
 		tool.MustFunc("fail--run", "Fails.", func(context.Context, struct{}) (any, error) { return nil, fmt.Errorf("it failed: on purpose") }),
+		tool.MustFunc("mcp--reply", "Answers as an MCP server would.", func(context.Context, struct{}) (any, error) {
+			return result.FromMCP([]byte(mcpReply))
+		}),
 		tool.MustFunc("noop--run", "Does nothing.", func(context.Context, struct{}) (any, error) { return "ok", nil }),
 		tool.MustFunc("shot--run", "Shows the screen.", func(context.Context, struct{}) (any, error) {
 			return result.Result{Data: []result.Block{result.TextBlock{Text: "the screen:"}, result.ImageBlock{MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}}}, nil
@@ -677,4 +683,28 @@ func TestCORSIsOffUnlessAnOriginIsAllowed(t *testing.T) {
 	if status, _ := f.do("GET", "/v1/conversations", "", "Origin", "https://app.example"); status != http.StatusUnauthorized {
 		t.Fatalf("an allowed origin without the token: %d", status)
 	}
+}
+
+// A call's event carries what the tool produced beside what the model
+// read: an MCP server's reply as it came, and what was repaired.
+func TestAToolFinishedEventCarriesTheServersOwnReply(t *testing.T) {
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "mcp--reply", Input: `{}`}}},
+		providertest.Step{Text: "ok"},
+	)
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "go")
+	for _, e := range w.until(t, EventTurnFinished) {
+		if e.Type != EventToolFinished {
+			continue
+		}
+		var d toolFinishedEvent
+		mustJSON(t, e.Data, &d)
+		if d.Reply != mcpReply || d.ReplyBytes != len(mcpReply) || d.Text != "from <the> server" || string(d.Structured) != `{"n":1}` {
+			t.Fatalf("tool.finished: %+v", d)
+		}
+		return
+	}
+	t.Fatal("no tool.finished event")
 }

@@ -205,7 +205,11 @@ function fillCall(c, stored) {
   const produced = el("div", { class: "pane produced" }, el("h4", {}, "Tool produced"));
   if (ev) {
     produced.append(el("div", {}, ev.chars + " characters" + (ev.elapsed_ms !== undefined ? " in " + ev.elapsed_ms.toFixed(1) + " ms" : "")));
-    if (ev.structured) produced.append(el("pre", {}, JSON.stringify(ev.structured, null, 1)));
+    if (ev.reply) {
+      produced.append(el("div", {}, "the server's reply (" + ev.reply_bytes + " bytes" + (ev.reply_bytes > ev.reply.length ? ", its head" : "") + "):"),
+        el("pre", { class: "reply" }, ev.reply));
+    }
+    if (ev.structured) produced.append(el("div", {}, "structured content:"), el("pre", {}, JSON.stringify(ev.structured, null, 1)));
     if (ev.files) produced.append(el("div", {}, "files: " + ev.files.join(", ")));
     if (ev.images) produced.append(el("div", {}, ev.images + " image(s)"));
     produced.append(el("div", { class: "repaired" }, ev.repaired
