@@ -1,6 +1,7 @@
 package result
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -29,7 +30,7 @@ func FromMCP(raw []byte) (Result, error) {
 	if err := json.Unmarshal(raw, &msg); err != nil {
 		return Result{}, fmt.Errorf("reading an MCP tool result: %v", err)
 	}
-	r := Result{IsError: msg.IsError, Reply: raw}
+	r := Result{IsError: msg.IsError, Reply: bytes.Clone(raw[:min(len(raw), ReplyKept)]), ReplySize: len(raw)}
 	if len(msg.StructuredContent) > 0 {
 		r.Structured = msg.StructuredContent
 	}

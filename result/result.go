@@ -42,11 +42,13 @@ type Result struct {
 	// EndTurn asks the agent to end its turn after this round.
 	EndTurn bool
 
-	// Reply is the tool's own reply as it came, when it had one (an MCP
-	// server's result JSON, set by FromMCP): for people inspecting a call
-	// (the API's inspector). It is never sent and never converted; Output
-	// keeps its head (Output.Reply).
-	Reply []byte
+	// Reply is the head of the tool's own reply as it came, when it had
+	// one (an MCP server's result JSON, set by FromMCP: at most ReplyKept
+	// bytes, a copy, so that a big reply is not held while it converts),
+	// and ReplySize the whole reply's size: for people inspecting a call
+	// (the API's inspector). Never sent, never converted.
+	Reply     []byte
+	ReplySize int
 }
 
 // ReplyKept is how much of a tool's own reply an Output keeps.

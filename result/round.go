@@ -148,7 +148,7 @@ func Convert(c Call, env Env) Output {
 		Structured: cv.structured,
 		Files:      cv.files,
 		Repaired:   cv.repaired,
-		ReplySize:  len(c.Result.Reply),
+		ReplySize:  max(c.Result.ReplySize, len(c.Result.Reply)),
 	}
 	if len(c.Result.Reply) > 0 {
 		head := c.Result.Reply[:min(len(c.Result.Reply), ReplyKept)]
