@@ -17,6 +17,7 @@ func (s *Memory) AddRequest(ctx context.Context, id string, r SentRequest) (int,
 	}
 	r.N = len(s.reqs[id]) + 1
 	r.Body = slices.Clone(r.Body)
+	r.Size = len(r.Body)
 	if r.Time.IsZero() {
 		r.Time = s.clock().UTC()
 	}
@@ -48,4 +49,20 @@ func (s *Memory) RequestCount(ctx context.Context, id string) (int, error) {
 		return 0, err
 	}
 	return len(s.reqs[id]), nil
+}
+
+// RequestList returns conversation id's requests without their bodies
+// (see Requests).
+func (s *Memory) RequestList(ctx context.Context, id string) ([]SentRequest, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.get(id); err != nil {
+		return nil, err
+	}
+	out := make([]SentRequest, len(s.reqs[id]))
+	for i, r := range s.reqs[id] {
+		r.Body = nil
+		out[i] = r
+	}
+	return out, nil
 }

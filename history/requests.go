@@ -18,8 +18,10 @@ type SentRequest struct {
 	Msg int `json:"msg"`
 	// Wire names the wire that built it ("anthropic", "openai", ...).
 	Wire string `json:"wire"`
-	// Body is the request body as sent.
+	// Body is the request body as sent (nil in RequestList's answers).
 	Body []byte `json:"-"`
+	// Size is the body's size in bytes; set by the store.
+	Size int `json:"size"`
 	// Usage is what the provider said it cost, nil when it said nothing.
 	Usage *Usage `json:"usage,omitempty"`
 	// Error is why it produced no answer, "" when it did.
@@ -45,6 +47,10 @@ type Requests interface {
 	Request(ctx context.Context, id string, n int) (SentRequest, error)
 	// RequestCount is how many requests conversation id has.
 	RequestCount(ctx context.Context, id string) (int, error)
+	// RequestList returns conversation id's requests in order, each
+	// without its body (Size says how big it is): what a listing needs,
+	// at the cost of the requests' few fields, not of their bodies.
+	RequestList(ctx context.Context, id string) ([]SentRequest, error)
 }
 
 // CommonPrefix is how many bytes a and b share from their first.

@@ -78,6 +78,15 @@ func TestEveryStoreGivesBackEachRequestByteForByte(t *testing.T) {
 					t.Fatalf("request %d: %v, %+v\n got %q\nwant %q", i+1, err, got, got.Body, want)
 				}
 			}
+			list, err := reqs.RequestList(ctx, "c")
+			if err != nil || len(list) != len(bodies) {
+				t.Fatalf("RequestList: %d requests, %v", len(list), err)
+			}
+			for i, r := range list {
+				if r.N != i+1 || r.Size != len(bodies[i]) || r.Body != nil || r.Msg != i || r.Usage == nil {
+					t.Fatalf("listed request %d: %+v", i+1, r)
+				}
+			}
 			for _, n := range []int{0, len(bodies) + 1} {
 				if _, err := reqs.Request(ctx, "c", n); !errors.Is(err, ErrNotFound) {
 					t.Fatalf("request %d: %v", n, err)

@@ -83,6 +83,7 @@ func (s *SQLite) AddRequest(ctx context.Context, id string, r SentRequest) (int,
 				base, prefix = n-1, p
 			}
 		}
+		r.Size = len(r.Body)
 		meta, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("%s: %v", doing, err)
@@ -201,4 +202,39 @@ func (s *SQLite) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, 
 		return 0, s.explain("counting the requests of conversation "+id, err)
 	}
 	return n, nil
+}
+
+// RequestList returns conversation id's requests without their bodies
+// (see Requests): their rows' few fields, not their tails.
+func (s *SQLite) RequestList(ctx context.Context, id string) ([]SentRequest, error) {
+	doing := "listing the requests of conversation " + id
+	if _, err := s.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	if n, err := s.RequestCount(ctx, id); err != nil || n == 0 {
+		return []SentRequest{}, err // a store that never kept a request has no table
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT n, meta FROM requests WHERE conversation = ? ORDER BY n`, id)
+	if err != nil {
+		return nil, s.explain(doing, err)
+	}
+	defer rows.Close()
+	var out []SentRequest
+	for rows.Next() {
+		var n int
+		var meta string
+		if err := rows.Scan(&n, &meta); err != nil {
+			return nil, s.explain(doing, err)
+		}
+		var r SentRequest
+		if err := json.Unmarshal([]byte(meta), &r); err != nil {
+			return nil, fmt.Errorf("history store %s: %s: request %d: %v: %w", s.path, doing, n, err, ErrDamaged)
+		}
+		r.N = n
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.explain(doing, err)
+	}
+	return out, nil
 }

@@ -33,7 +33,7 @@ func (s *Server) requestLog(w http.ResponseWriter, r *http.Request, id string) (
 }
 
 func requestInfo(id string, sr history.SentRequest) RequestInfo {
-	return RequestInfo{SentRequest: sr, Bytes: len(sr.Body), Body: fmt.Sprintf("/v1/conversations/%s/requests/%d/body", id, sr.N)}
+	return RequestInfo{SentRequest: sr, Bytes: max(len(sr.Body), sr.Size), Body: fmt.Sprintf("/v1/conversations/%s/requests/%d/body", id, sr.N)}
 }
 
 // requestNumber is the {n} of the path, or an error answer.
@@ -67,19 +67,15 @@ func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	count, err := log.RequestCount(r.Context(), id)
+	list, err := log.RequestList(r.Context(), id)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	out := struct {
 		Requests []RequestInfo `json:"requests"`
-	}{Requests: make([]RequestInfo, 0, count)}
-	for n := 1; n <= count; n++ {
-		sr, ok := loadRequest(w, r, log, id, n)
-		if !ok {
-			return
-		}
+	}{Requests: make([]RequestInfo, 0, len(list))}
+	for _, sr := range list {
 		out.Requests = append(out.Requests, requestInfo(id, sr))
 	}
 	writeJSON(w, http.StatusOK, out)
