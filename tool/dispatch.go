@@ -21,7 +21,7 @@ type Call struct {
 	ID string
 	// Name is the tool's name.
 	Name string
-	// Input is the call's arguments, a JSON object; empty means {}.
+	// Input is the call's arguments, a JSON object; empty or null means {}.
 	Input json.RawMessage
 	// Cap is the call's own limit on its text (contract §5); 0 means none.
 	Cap int
@@ -131,7 +131,8 @@ func (d *Dispatcher) run(ctx context.Context, c Call) result.Result {
 		return result.Error(d.unknown(c.Name))
 	}
 	input := c.Input
-	if len(strings.TrimSpace(string(input))) == 0 {
+	if in := strings.TrimSpace(string(input)); in == "" || in == "null" {
+		// no arguments: some models send null for a tool that takes none
 		input = json.RawMessage("{}")
 	}
 	if err := t.validate(input); err != nil {

@@ -318,3 +318,19 @@ func TestRegistryVersionChangesWithEveryAdd(t *testing.T) {
 		t.Fatalf("a second tool added (%v) left Version at %d", err, r.Version())
 	}
 }
+
+// A call whose input is JSON null (some models send it for a tool that
+// takes nothing) is a call with {}: it runs, or is refused for what it
+// lacks, never with a message about reflection.
+func TestANullInputIsAnEmptyObject(t *testing.T) {
+	none := MustFunc("none", "Takes nothing.", func(ctx context.Context, in struct{}) (any, error) { return "ran", nil })
+	d := dispatcher(t, none, greet())
+	if out := d.Call(context.Background(), Call{Name: "none", Input: json.RawMessage(" null ")}); out.IsError || out.Text != "ran" {
+		t.Fatalf("none with null: %+v", out)
+	}
+	out := d.Call(context.Background(), Call{Name: "greet", Input: json.RawMessage("null")})
+	want := d.Call(context.Background(), Call{Name: "greet", Input: json.RawMessage("{}")})
+	if !out.IsError || out.Text != want.Text || strings.Contains(out.Text, "reflect") {
+		t.Fatalf("greet with null: %q, want %q", out.Text, want.Text)
+	}
+}
