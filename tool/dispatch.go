@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/myelin-run/myelin/result"
@@ -37,10 +37,12 @@ type Dispatcher struct {
 	// Timeout bounds each call; 0 means DefaultTimeout.
 	Timeout time.Duration
 	// Finished, when set, is called as each call of a round ends (from the
-	// call's goroutine) with how long it took, for progress reports.
+	// call's goroutine, or the round's when it gives up on the call) with
+	// how long it took, for progress reports.
 	Finished func(i int, c Call, elapsed time.Duration)
 	// Converted, when set, is called by Round as each call finishes (from
-	// the call's goroutine, after Finished) with its output converted alone
+	// the call's goroutine — the round's for a call given up on —, after
+	// Finished) with its output converted alone
 	// (result.Convert): its spill written, its text before the round bound,
 	// which may shorten it in what Round returns. It is where a result is
 	// kept the moment its call is done (contract §7), before the rest of the
@@ -80,28 +82,122 @@ func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 	return out
 }
 
-// each runs the calls concurrently and hands each result to done, from the
-// call's goroutine, as it finishes. It returns when every call is done.
+// each runs the calls concurrently and hands each result to done as it
+// finishes: from the call's own goroutine when its handler returns in time
+// (so that conversions run side by side), else from the caller's, which
+// gives up on a call at its timeout or when ctx is cancelled. A call costs
+// one goroutine; the round's timeouts share a timer (a hand-off less per
+// call than a watcher each: on a light round that is most of the
+// dispatcher's cost). It returns when every call is settled.
 func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r result.Result)) {
-	if len(calls) == 1 { // nothing to run beside it: no goroutine to hand it to
-		done(0, d.timed(ctx, 0, calls[0]))
-		return
-	}
-	var wg sync.WaitGroup
-	for i, c := range calls {
-		wg.Go(func() { done(i, d.timed(ctx, i, c)) })
-	}
-	wg.Wait()
-}
-
-// timed runs call i and reports how long it took to Finished.
-func (d *Dispatcher) timed(ctx context.Context, i int, c Call) result.Result {
 	start := time.Now()
-	r := d.run(ctx, c)
-	if d.Finished != nil {
-		d.Finished(i, c, time.Since(start))
+	settle := func(i int, r result.Result) {
+		if d.Finished != nil {
+			d.Finished(i, calls[i], time.Since(start))
+		}
+		done(i, r)
 	}
-	return r
+	// state of each call: running, finished by its handler, or given up
+	const (
+		running int32 = iota
+		finished
+		givenUp
+	)
+	state := make([]atomic.Int32, len(calls))
+	deadline := make([]time.Time, len(calls))
+	timeouts := make([]time.Duration, len(calls))
+	settled := make(chan struct{}, len(calls))
+	timed := map[time.Duration]context.Context{} // one deadline per timeout the round's tools have
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}()
+	pending := 0
+	for i, c := range calls {
+		t, input, timeout, bad := d.prepare(c)
+		if bad != nil {
+			state[i].Store(finished)
+			settle(i, *bad)
+			continue
+		}
+		tctx, ok := timed[timeout]
+		if !ok {
+			var cancel context.CancelFunc
+			tctx, cancel = context.WithTimeout(ctx, timeout)
+			timed[timeout] = tctx
+			cancels = append(cancels, cancel)
+		}
+		deadline[i], timeouts[i] = start.Add(timeout), timeout
+		pending++
+		cctx := WithCap(tctx, result.CapFor(c.Cap, d.Env.Limits))
+		go func() {
+			r := handle(cctx, t, c.Name, input)
+			if !state[i].CompareAndSwap(running, finished) {
+				// given up on: what it returns is never converted, and
+				// must not leave its file behind
+				result.Discard(r)
+				return
+			}
+			settle(i, r)
+			settled <- struct{}{}
+		}()
+	}
+	// give up on the calls still running at their timeout, or all of them
+	// when ctx is cancelled
+	giveUp := func(i int, why string) {
+		if state[i].CompareAndSwap(running, givenUp) {
+			pending--
+			settle(i, result.Error(why))
+		}
+	}
+	var timer *time.Timer
+	var fire <-chan time.Time
+	arm := func() {
+		next := time.Time{}
+		for i := range calls {
+			if state[i].Load() == running && (next.IsZero() || deadline[i].Before(next)) {
+				next = deadline[i]
+			}
+		}
+		fire = nil
+		if next.IsZero() {
+			return
+		}
+		if timer == nil {
+			timer = time.NewTimer(time.Until(next))
+		} else {
+			timer.Reset(time.Until(next))
+		}
+		fire = timer.C
+	}
+	arm()
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	cancelled := ctx.Done()
+	for pending > 0 {
+		select {
+		case <-settled:
+			pending--
+		case now := <-fire:
+			for i := range calls {
+				if !deadline[i].IsZero() && !now.Before(deadline[i]) {
+					giveUp(i, fmt.Sprintf("tool %s did not finish within %v and was cancelled; it may have done part of its work", calls[i].Name, timeouts[i]))
+				}
+			}
+			arm()
+		case <-cancelled:
+			cancelled = nil
+			for i := range calls {
+				giveUp(i, fmt.Sprintf("tool %s was cancelled before it finished; it may have done part of its work", calls[i].Name))
+			}
+			fire = nil
+		}
+	}
 }
 
 // capKey carries a call's cap to its handler.
@@ -122,57 +218,44 @@ func WithCap(ctx context.Context, cap int) context.Context {
 	return context.WithValue(ctx, capKey{}, cap)
 }
 
-func (d *Dispatcher) run(ctx context.Context, c Call) result.Result {
-	var t *Tool
+// prepare finds call c's tool, its input ({} when empty or null) and its
+// timeout, or the error result that settles the call at once (an unknown
+// tool, input its schema refuses).
+func (d *Dispatcher) prepare(c Call) (t *Tool, input json.RawMessage, timeout time.Duration, bad *result.Result) {
 	if d.Tools != nil {
 		t = d.Tools.Get(c.Name)
 	}
 	if t == nil {
-		return result.Error(d.unknown(c.Name))
+		r := result.Error(d.unknown(c.Name))
+		return nil, nil, 0, &r
 	}
-	input := c.Input
+	input = c.Input
 	if in := strings.TrimSpace(string(input)); in == "" || in == "null" {
 		// no arguments: some models send null for a tool that takes none
 		input = json.RawMessage("{}")
 	}
 	if err := t.validate(input); err != nil {
-		return result.Error(fmt.Sprintf("invalid input for %s: %v", c.Name, err))
+		r := result.Error(fmt.Sprintf("invalid input for %s: %v", c.Name, err))
+		return nil, nil, 0, &r
 	}
-	timeout := d.Timeout
+	timeout = d.Timeout
 	if t.Timeout > 0 {
 		timeout = t.Timeout
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(WithCap(ctx, result.CapFor(c.Cap, d.Env.Limits)), timeout)
-	defer cancel()
-	ch := make(chan result.Result, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				ch <- result.Error(fmt.Sprintf("tool %s failed: it panicked: %v\n%s", c.Name, p, firstLines(string(debug.Stack()), 12)))
-			}
-		}()
-		ch <- t.Handler(ctx, input)
+	return t, input, timeout, nil
+}
+
+// handle runs t's handler, a panic becoming an error result.
+func handle(ctx context.Context, t *Tool, name string, input json.RawMessage) (r result.Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = result.Error(fmt.Sprintf("tool %s failed: it panicked: %v\n%s", name, p, firstLines(string(debug.Stack()), 12)))
+		}
 	}()
-	select {
-	case r := <-ch:
-		return r
-	case <-ctx.Done():
-		select {
-		case r := <-ch: // finished as time ran out: its result stands
-			return r
-		default:
-		}
-		// given up on: what it returns when it ends is never converted, and
-		// must not leave its file behind
-		go func() { result.Discard(<-ch) }()
-		if ctx.Err() == context.DeadlineExceeded {
-			return result.Error(fmt.Sprintf("tool %s did not finish within %v and was cancelled; it may have done part of its work", c.Name, timeout))
-		}
-		return result.Error(fmt.Sprintf("tool %s was cancelled before it finished; it may have done part of its work", c.Name))
-	}
+	return t.Handler(ctx, input)
 }
 
 func (d *Dispatcher) unknown(name string) string {

@@ -3,8 +3,10 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -332,5 +334,42 @@ func TestANullInputIsAnEmptyObject(t *testing.T) {
 	want := d.Call(context.Background(), Call{Name: "greet", Input: json.RawMessage("{}")})
 	if !out.IsError || out.Text != want.Text || strings.Contains(out.Text, "reflect") {
 		t.Fatalf("greet with null: %q, want %q", out.Text, want.Text)
+	}
+}
+
+// A round of n calls runs n goroutines, one per call: the round's own
+// goroutine watches every call's timeout, with one timer, instead of a
+// watcher per call.
+func TestARoundCostsOneGoroutinePerCall(t *testing.T) {
+	const n = 10
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	release := make(chan struct{})
+	var during int
+	wait := MustFunc("wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
+		arrived.Done()
+		<-release
+		return "ok", nil
+	})
+	d := dispatcher(t, wait)
+	calls := make([]Call, n)
+	for i := range calls {
+		calls[i] = Call{ID: fmt.Sprint(i), Name: "wait"}
+	}
+	before := runtime.NumGoroutine()
+	go func() {
+		arrived.Wait()
+		during = runtime.NumGoroutine()
+		close(release)
+	}()
+	outs := d.Round(context.Background(), calls)
+	for _, o := range outs {
+		if o.IsError || o.Text != "ok" {
+			t.Fatalf("a call: %+v", o)
+		}
+	}
+	// the calls, and the goroutine above that counted them
+	if extra := during - before; extra > n+1 {
+		t.Fatalf("a round of %d calls ran %d goroutines", n, extra)
 	}
 }
