@@ -243,7 +243,7 @@ func (a *accumulator) add(resp *chunk) error {
 		return nil
 	}
 	for _, p := range c.Content.Parts {
-		sig := p.ThoughtSignature
+		sig, text := p.ThoughtSignature, string(p.Text)
 		switch {
 		case p.FunctionCall != nil:
 			args, err := callArgs(p.FunctionCall.Args)
@@ -257,17 +257,17 @@ func (a *accumulator) add(resp *chunk) error {
 			a.items = append(a.items, &item{kind: "call", sig: sig, id: id, name: p.FunctionCall.Name, args: args})
 		case p.Thought:
 			it := a.open("thought")
-			it.text.WriteString(p.Text)
+			it.text.WriteString(text)
 			it.sig = sig
-			if a.onThinking != nil && p.Text != "" {
-				a.onThinking(result.WellFormed(p.Text))
+			if a.onThinking != nil && text != "" {
+				a.onThinking(result.WellFormed(text))
 			}
-		case p.Text != "" || sig != "":
+		case text != "" || sig != "":
 			it := a.open("text")
-			it.text.WriteString(p.Text)
+			it.text.WriteString(text)
 			it.sig = sig
-			if a.onText != nil && p.Text != "" {
-				a.onText(result.WellFormed(p.Text))
+			if a.onText != nil && text != "" {
+				a.onText(result.WellFormed(text))
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/sse"
 )
 
@@ -47,10 +48,10 @@ type content struct {
 // Thought), a function call, and the thought signature either may carry
 // (base64, kept as the API sent it).
 type part struct {
-	Text             string        `json:"text"`
-	Thought          bool          `json:"thought"`
-	ThoughtSignature string        `json:"thoughtSignature"`
-	FunctionCall     *functionCall `json:"functionCall"`
+	Text             provider.JSONText `json:"text"`
+	Thought          bool              `json:"thought"`
+	ThoughtSignature string            `json:"thoughtSignature"`
+	FunctionCall     *functionCall     `json:"functionCall"`
 }
 
 // functionCall is a call the model made; Args is the arguments object as

@@ -126,7 +126,7 @@ func fromSDK(r *genai.GenerateContentResponse) *chunk {
 			for _, p := range cand.Content.Parts {
 				var q part
 				if p != nil {
-					q = part{Text: p.Text, Thought: p.Thought}
+					q = part{Text: provider.JSONText(p.Text), Thought: p.Thought}
 					if len(p.ThoughtSignature) > 0 {
 						q.ThoughtSignature = base64.StdEncoding.EncodeToString(p.ThoughtSignature)
 					}

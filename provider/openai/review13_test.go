@@ -6,6 +6,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
 )
@@ -85,7 +86,7 @@ func TestTextDecodesValidStringsAsEncodingJSONDoes(t *testing.T) {
 		if err := json.Unmarshal([]byte(raw), &want); err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
-		var got text
+		var got provider.JSONText
 		if err := json.Unmarshal([]byte(raw), &got); err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
@@ -93,7 +94,7 @@ func TestTextDecodesValidStringsAsEncodingJSONDoes(t *testing.T) {
 			t.Errorf("%s: %q, encoding/json's %q", raw, got, want)
 		}
 	}
-	var keep text = "kept"
+	var keep provider.JSONText = "kept"
 	if err := json.Unmarshal([]byte(`null`), &keep); err != nil || keep != "kept" {
 		t.Errorf("null: %q, %v", keep, err)
 	}
