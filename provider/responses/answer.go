@@ -29,9 +29,9 @@ type outItem struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"` // a string on a function_call
 	Content   []struct {
-		Type    string `json:"type"`
-		Text    string `json:"text"`
-		Refusal string `json:"refusal"`
+		Type    string            `json:"type"`
+		Text    provider.JSONText `json:"text"`
+		Refusal provider.JSONText `json:"refusal"`
 	} `json:"content"`
 	Summary []struct {
 		Text string `json:"text"`
@@ -93,13 +93,13 @@ type response struct {
 
 // event is the part of a stream event the wire reads.
 type event struct {
-	Type         string    `json:"type"`
-	OutputIndex  int64     `json:"output_index"`
-	SummaryIndex int64     `json:"summary_index"`
-	ContentIndex int64     `json:"content_index"`
-	Delta        string    `json:"delta"`
-	Item         *outItem  `json:"item"`
-	Response     *response `json:"response"`
+	Type         string            `json:"type"`
+	OutputIndex  int64             `json:"output_index"`
+	SummaryIndex int64             `json:"summary_index"`
+	ContentIndex int64             `json:"content_index"`
+	Delta        provider.JSONText `json:"delta"`
+	Item         *outItem          `json:"item"`
+	Response     *response         `json:"response"`
 	// an error event: its code and message, or its error object
 	Code    string          `json:"code"`
 	Message string          `json:"message"`
@@ -170,19 +170,21 @@ func (a *accumulator) event(ev *event, data []byte) error {
 		it := a.at(ev.OutputIndex)
 		it.kind, it.final = ev.Item.Type, ev.Item
 	case "response.output_text.delta", "response.refusal.delta":
+		delta := string(ev.Delta)
 		it := a.at(ev.OutputIndex)
 		if it.kind == "" {
 			it.kind = "message"
 		}
-		it.text.WriteString(ev.Delta)
-		if ev.Delta != "" {
+		it.text.WriteString(delta)
+		if delta != "" {
 			a.streamed = true
 			if a.onText != nil {
-				a.onText(result.WellFormed(ev.Delta))
+				a.onText(result.WellFormed(delta))
 			}
 		}
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-		if ev.Delta == "" {
+		delta := string(ev.Delta)
+		if delta == "" {
 			break
 		}
 		// a summary part, or a reasoning text part, of its own: set apart
@@ -191,11 +193,11 @@ func (a *accumulator) event(ev *event, data []byte) error {
 			if a.thinking && key != a.thought {
 				a.onThinking("\n\n")
 			}
-			a.onThinking(result.WellFormed(ev.Delta))
+			a.onThinking(result.WellFormed(delta))
 		}
 		a.thought, a.thinking, a.streamed = key, true, true
 	case "response.function_call_arguments.delta":
-		a.at(ev.OutputIndex).args.WriteString(ev.Delta)
+		a.at(ev.OutputIndex).args.WriteString(string(ev.Delta))
 	case "response.completed", "response.incomplete":
 		if ev.Response == nil {
 			return fmt.Errorf("openai-responses: a %s event without its response", ev.Type)
@@ -298,7 +300,7 @@ func (a *accumulator) response() provider.Response {
 				summary = append(summary, s.Text)
 			}
 			for _, c := range o.Content {
-				content = append(content, c.Text)
+				content = append(content, result.WellFormed(string(c.Text)))
 			}
 			enc := ""
 			if o.EncryptedContent != nil {
@@ -312,9 +314,9 @@ func (a *accumulator) response() provider.Response {
 				for _, c := range o.Content {
 					switch c.Type {
 					case "output_text":
-						b.WriteString(c.Text)
+						b.WriteString(string(c.Text))
 					case "refusal":
-						b.WriteString(c.Refusal)
+						b.WriteString(string(c.Refusal))
 					}
 				}
 				text = b.String()
