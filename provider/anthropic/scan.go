@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/myelin-run/myelin/provider"
 )
 
 // decodeEvent fills ev (reset first) from data, the JSON of one stream
@@ -173,9 +175,9 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "name":
 			return s.string(&cb.Name)
 		case "text":
-			return s.string(&cb.Text)
+			return s.text(&cb.Text)
 		case "thinking":
-			return s.string(&cb.Thinking)
+			return s.text(&cb.Thinking)
 		case "signature":
 			return s.string(&cb.Signature)
 		case "data":
@@ -188,11 +190,11 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "type":
 			return s.name(&d.Type)
 		case "text":
-			return s.string(&d.Text)
+			return s.text(&d.Text)
 		case "partial_json":
 			return s.string(&d.PartialJSON)
 		case "thinking":
-			return s.string(&d.Thinking)
+			return s.text(&d.Thinking)
 		case "signature":
 			return s.string(&d.Signature)
 		case "stop_reason":
@@ -285,6 +287,22 @@ func (s *scanner) string(dst *string) bool {
 		return false
 	}
 	return json.Unmarshal(s.b[start:s.i], dst) == nil
+}
+
+// text reads a text into dst as provider.JSONText decodes it: one with an
+// escape, or with bytes that are not UTF-8, by its UnmarshalJSON (which
+// keeps those bytes for result.WellFormed).
+func (s *scanner) text(dst *provider.JSONText) bool {
+	start := s.i
+	if raw, ok := s.plainString(); ok {
+		*dst = provider.JSONText(raw)
+		return true
+	}
+	s.i = start
+	if !s.skipString() {
+		return false
+	}
+	return dst.UnmarshalJSON(s.b[start:s.i]) == nil
 }
 
 // plainString reads a string with no escape, no control character and

@@ -42,22 +42,22 @@ type streamEvent struct {
 	} `json:"message"`
 	// ContentBlock is content_block_start's block.
 	ContentBlock struct {
-		Type      string `json:"type"`
-		ID        string `json:"id"`
-		Name      string `json:"name"`
-		Text      string `json:"text"`
-		Thinking  string `json:"thinking"`
-		Signature string `json:"signature"`
-		Data      string `json:"data"`
+		Type      string            `json:"type"`
+		ID        string            `json:"id"`
+		Name      string            `json:"name"`
+		Text      provider.JSONText `json:"text"`
+		Thinking  provider.JSONText `json:"thinking"`
+		Signature string            `json:"signature"`
+		Data      string            `json:"data"`
 	} `json:"content_block"`
 	// Delta is content_block_delta's delta, or message_delta's.
 	Delta struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		PartialJSON string `json:"partial_json"`
-		Thinking    string `json:"thinking"`
-		Signature   string `json:"signature"`
-		StopReason  string `json:"stop_reason"`
+		Type        string            `json:"type"`
+		Text        provider.JSONText `json:"text"`
+		PartialJSON string            `json:"partial_json"`
+		Thinking    provider.JSONText `json:"thinking"`
+		Signature   string            `json:"signature"`
+		StopReason  string            `json:"stop_reason"`
 	} `json:"delta"`
 	// Usage is message_delta's; a count that is absent (or null) leaves
 	// the one message_start gave.
@@ -102,14 +102,14 @@ func readStream(r events, resp *http.Response, onText, onThinking func(string)) 
 			a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
 		case "content_block_start":
 			cb := &ev.ContentBlock
-			a.start(cb.Type, cb.ID, cb.Name, cb.Text)
+			a.start(cb.Type, cb.ID, cb.Name, string(cb.Text))
 			b := a.blocks[len(a.blocks)-1]
 			switch cb.Type {
 			case "thinking":
-				b.text.WriteString(cb.Thinking)
+				b.text.WriteString(string(cb.Thinking))
 				b.signature.WriteString(cb.Signature)
 				if onThinking != nil && cb.Thinking != "" {
-					onThinking(result.WellFormed(cb.Thinking))
+					onThinking(result.WellFormed(string(cb.Thinking)))
 				}
 			case "redacted_thinking":
 				b.data = cb.Data
@@ -122,16 +122,16 @@ func readStream(r events, resp *http.Response, onText, onThinking func(string)) 
 			d := &ev.Delta
 			switch d.Type {
 			case "text_delta":
-				b.text.WriteString(d.Text)
+				b.text.WriteString(string(d.Text))
 				if onText != nil && d.Text != "" {
-					onText(result.WellFormed(d.Text))
+					onText(result.WellFormed(string(d.Text)))
 				}
 			case "input_json_delta":
 				b.input.WriteString(d.PartialJSON)
 			case "thinking_delta":
-				b.text.WriteString(d.Thinking)
+				b.text.WriteString(string(d.Thinking))
 				if onThinking != nil && d.Thinking != "" {
-					onThinking(result.WellFormed(d.Thinking))
+					onThinking(result.WellFormed(string(d.Thinking)))
 				}
 			case "signature_delta":
 				b.signature.WriteString(d.Signature)
