@@ -10,6 +10,6 @@ import "io"
 func (r *Reader) Reset(src io.Reader) {
 	r.r.Reset(src)
 	r.line, r.data, r.name = r.line[:0], r.data[:0], r.name[:0]
-	r.has, r.err = false, nil
+	r.has, r.err, r.read = false, nil, false
 	r.ev = Event{Name: r.ev.Name}
 }

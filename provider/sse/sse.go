@@ -42,6 +42,7 @@ type Reader struct {
 	name []byte // the pending event's name
 	ev   Event
 	err  error
+	read bool // the stream's start was read (its byte order mark dropped)
 }
 
 // NewReader returns a Reader of r.
@@ -58,6 +59,18 @@ func (r *Reader) Next() bool {
 		return false
 	}
 	r.data, r.has, r.name = r.data[:0], false, r.name[:0]
+	if !r.read {
+		// the format drops one byte order mark at the start of the stream
+		r.read = true
+		b, err := r.r.Peek(len(bom))
+		if string(b) == bom {
+			r.r.Discard(len(bom))
+		}
+		if err != nil && err != io.EOF {
+			r.err = err // Peek took it from the buffer: it would be lost
+			return false
+		}
+	}
 	for {
 		line, err := r.readLine()
 		if err != nil {
@@ -154,6 +167,9 @@ func (r *Reader) readLine() ([]byte, error) {
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	return line, err
 }
+
+// bom is the byte order mark a stream may begin with, in UTF-8.
+const bom = "\ufeff"
 
 // Event is the event Next read last.
 func (r *Reader) Event() Event { return r.ev }
