@@ -124,8 +124,12 @@ func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r 
 		}
 		tctx, ok := timed[timeout]
 		if !ok {
+			// the handler's context ends at the very time the round gives
+			// up on the call (start + timeout), not later by the time the
+			// calls before it took to prepare: a handler that works to
+			// its deadline is not cut before it
 			var cancel context.CancelFunc
-			tctx, cancel = context.WithTimeout(ctx, timeout)
+			tctx, cancel = context.WithDeadline(ctx, start.Add(timeout))
 			timed[timeout] = tctx
 			cancels = append(cancels, cancel)
 		}
