@@ -1,10 +1,12 @@
 package anthropic
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"testing/iotest"
 
+	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/provider/sse"
 )
 
@@ -23,5 +25,26 @@ func TestATextDeltaWithASurrogatePairInUTF8FormIsTheCharacterItEncodes(t *testin
 	}
 	if p := resp.Message.Parts; len(p) != 1 || p[0].Text != "a😀b\n😀" || streamed.String() != "a😀b\n😀" {
 		t.Fatalf("parts %+v, streamed %q", p, streamed.String())
+	}
+}
+
+func TestAStreamReadOneByteAtATimeWithCRLFAndNoSpaceReadsAsWhole(t *testing.T) {
+	step := providertest.Step{Text: "hello é 😀", Input: 5, CacheRead: 2, Output: 3,
+		Thinking:  []providertest.Thinking{{Text: "hmm", Signature: "c2ln"}},
+		ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "work", Input: `{"a":"<b>"}`}}}
+	whole := providertest.AnthropicStream(step)
+	want, err := readStream(sse.NewReader(strings.NewReader(whole)), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, stream := range map[string]string{
+		"one byte":       whole,
+		"crlf":           strings.ReplaceAll(whole, "\n", "\r\n"),
+		"data: no space": strings.ReplaceAll(strings.ReplaceAll(whole, "data: ", "data:"), "event: ", "event:"),
+	} {
+		got, err := readStream(sse.NewReader(iotest.OneByteReader(strings.NewReader(stream))), nil, nil, nil)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %+v, %v\nwant %+v", name, got, err, want)
+		}
 	}
 }
