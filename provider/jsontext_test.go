@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/myelin-run/myelin/result"
 )
 
 func TestAppendJSONStringIsJSONAndWithHTMLIsEncodingJSONsOwnBytes(t *testing.T) {
@@ -25,5 +27,29 @@ func TestAppendJSONStringIsJSONAndWithHTMLIsEncodingJSONsOwnBytes(t *testing.T) 
 				t.Errorf("without html, %q encodes as %s: < was escaped", s, raw)
 			}
 		}
+	}
+}
+
+func TestJSONTextDecodesValidStringsAsEncodingJSONDoes(t *testing.T) {
+	for _, raw := range []string{
+		`""`, `"plain"`, `"é 😀"`, `"line \"one\"\n\ttwo \u003c\u0026\u003e \/ \b\f\r\\"`,
+		`"pair \ud83d\ude00 end"`, `"lone \ud800 and \udc00x"`, `"high then not low \ud83d\u0041"`, `"high at end \ud83d"`,
+		`"\u00e9\u00E9"`, "\"bad \xff\xfe utf-8\"",
+	} {
+		var want string
+		if err := json.Unmarshal([]byte(raw), &want); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		var got JSONText
+		if err := json.Unmarshal([]byte(raw), &got); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if result.WellFormed(string(got)) != want {
+			t.Errorf("%s: %q, encoding/json's %q", raw, got, want)
+		}
+	}
+	var keep JSONText = "kept"
+	if err := json.Unmarshal([]byte(`null`), &keep); err != nil || keep != "kept" {
+		t.Errorf("null: %q, %v", keep, err)
 	}
 }

@@ -1,14 +1,11 @@
 package openai
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"testing/iotest"
 
-	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/result"
 )
 
 // readAll reads stream through the wire's reader into a fresh accumulator.
@@ -73,29 +70,5 @@ func TestAToolCallIndexFarPastTheCallsIsRefusedWithoutAllocatingForIt(t *testing
 	a, _, err := readAll(t, stream, false)
 	if err == nil || !strings.Contains(err.Error(), "2000000000") {
 		t.Fatalf("err %v, calls %d", err, len(a.calls))
-	}
-}
-
-func TestTextDecodesValidStringsAsEncodingJSONDoes(t *testing.T) {
-	for _, raw := range []string{
-		`""`, `"plain"`, `"é 😀"`, `"line \"one\"\n\ttwo \u003c\u0026\u003e \/ \b\f\r\\"`,
-		`"pair \ud83d\ude00 end"`, `"lone \ud800 and \udc00x"`, `"high then not low \ud83d\u0041"`, `"high at end \ud83d"`,
-		`"\u00e9\u00E9"`, "\"bad \xff\xfe utf-8\"",
-	} {
-		var want string
-		if err := json.Unmarshal([]byte(raw), &want); err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		var got provider.JSONText
-		if err := json.Unmarshal([]byte(raw), &got); err != nil {
-			t.Fatalf("%s: %v", raw, err)
-		}
-		if result.WellFormed(string(got)) != want {
-			t.Errorf("%s: %q, encoding/json's %q", raw, got, want)
-		}
-	}
-	var keep provider.JSONText = "kept"
-	if err := json.Unmarshal([]byte(`null`), &keep); err != nil || keep != "kept" {
-		t.Errorf("null: %q, %v", keep, err)
 	}
 }
