@@ -128,9 +128,12 @@ func readStream(resp *http.Response, a *accumulator) error {
 
 // readWhole reads an answer that came whole (generateContent) into a.
 func readWhole(body io.Reader, a *accumulator) error {
-	data, err := io.ReadAll(body)
+	data, err := io.ReadAll(io.LimitReader(body, sse.MaxEvent+1))
 	if err != nil {
 		return fmt.Errorf("gemini: reading the answer: %w", err)
+	}
+	if len(data) > sse.MaxEvent {
+		return fmt.Errorf("gemini: the answer passed %d bytes", sse.MaxEvent)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil // genai reads an empty body as an empty answer

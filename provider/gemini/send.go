@@ -151,11 +151,15 @@ func serverTimeout(ctx context.Context, client time.Duration) time.Duration {
 	return t
 }
 
+// maxErrorBody bounds what is read of an error answer's body: an error
+// object is small, and a proxy's page must not fill memory.
+const maxErrorBody = 1 << 20
+
 // apiError is the error an answer of a status other than 2xx says, read
 // as genai reads it (newAPIError): the body's "error" object, else the
 // body as the message, else the status alone.
 func apiError(resp *http.Response) error {
-	body, err := io.ReadAll(resp.Body)
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if err != nil {
 		return fmt.Errorf("%d %s, and its body could not be read: %w", resp.StatusCode, http.StatusText(resp.StatusCode), err)
 	}

@@ -208,3 +208,15 @@ func TestRetryWaitsDoubleFromTheFirstUpToAMinute(t *testing.T) {
 		}
 	}
 }
+
+// An error answer's body is read up to maxErrorBody: a proxy's page of
+// any size cannot fill memory; its head is still the message.
+func TestAnErrorAnswersBodyIsReadToABound(t *testing.T) {
+	page := strings.Repeat("<p>bad gateway</p>", 2*maxErrorBody/18)
+	resp := &http.Response{StatusCode: 502, Status: "502 Bad Gateway", Body: io.NopCloser(strings.NewReader(page))}
+	err := apiError(resp)
+	var apiErr genai.APIError
+	if !errors.As(err, &apiErr) || len(apiErr.Message) != maxErrorBody || !strings.HasPrefix(apiErr.Message, "<p>bad gateway</p>") {
+		t.Fatalf("%d bytes of message, %v", len(apiErr.Message), err)
+	}
+}
