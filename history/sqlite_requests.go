@@ -37,6 +37,7 @@ const sentBodiesKept = 64
 type sentCache struct {
 	mu     sync.Mutex
 	bodies map[string]sentBody
+	table  bool // the requests table is known to exist: not made again
 }
 
 type sentBody struct {
@@ -55,8 +56,10 @@ func (s *SQLite) AddRequest(ctx context.Context, id string, r SentRequest) (int,
 	defer s.sent.mu.Unlock()
 	var n int
 	err := s.write(ctx, doing, true, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, requestsSchema); err != nil {
-			return s.explain(doing, err)
+		if !s.sent.table {
+			if _, err := tx.ExecContext(ctx, requestsSchema); err != nil {
+				return s.explain(doing, err)
+			}
 		}
 		var exists int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE id = ?`, id).Scan(&exists); err != nil {
@@ -98,6 +101,7 @@ func (s *SQLite) AddRequest(ctx context.Context, id string, r SentRequest) (int,
 		delete(s.sent.bodies, id)
 		return 0, err
 	}
+	s.sent.table = true
 	if s.sent.bodies == nil {
 		s.sent.bodies = map[string]sentBody{}
 	}
@@ -211,10 +215,15 @@ func (s *SQLite) RequestList(ctx context.Context, id string) ([]SentRequest, err
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
 	}
-	if n, err := s.RequestCount(ctx, id); err != nil || n == 0 {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, s.explain(doing, err)
+	}
+	defer tx.Rollback()
+	if n, err := s.requestCount(ctx, tx, id); err != nil || n == 0 {
 		return []SentRequest{}, err // a store that never kept a request has no table
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT n, meta FROM requests WHERE conversation = ? ORDER BY n`, id)
+	rows, err := tx.QueryContext(ctx, `SELECT n, meta FROM requests WHERE conversation = ? ORDER BY n`, id)
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}

@@ -62,9 +62,8 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if len(input) == 0 || string(input) == "null" {
-		input = json.RawMessage(`{}`) // no input: a call with no arguments
-	}
+	// an empty body or null is a call with no arguments: the dispatcher
+	// takes both as {}
 	d := &tool.Dispatcher{Tools: s.Agent.Tools, Env: s.Agent.Env, Timeout: s.Agent.ToolTimeout}
 	out := d.Call(r.Context(), tool.Call{ID: "api_" + newTurnID()[5:], Name: name, Input: input})
 	writeJSON(w, http.StatusOK, outputOf(out))
