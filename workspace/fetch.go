@@ -141,3 +141,19 @@ func sha256Hex(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
+
+// ReadResult returns the bytes of the file at path (workspace-relative,
+// directly under ResultsDir), as Save and its kin return paths: how the
+// agent reads back a file it saved to keep it in a shared store too. It
+// reads nothing else and nothing over 1 GiB (what workspace--read reads).
+func (w *Workspace) ReadResult(path string) ([]byte, error) {
+	rel, err := Rel(path)
+	if err != nil {
+		return nil, err
+	}
+	if !isResultFile(rel) {
+		return nil, fmt.Errorf("%s is not a file of %s", short(path), ResultsDir)
+	}
+	_, data, err := w.readFile(rel, maxReadSize)
+	return data, err
+}

@@ -198,3 +198,30 @@ func TestAFileMadeWhileFetchingIsKeptNotReplaced(t *testing.T) {
 		t.Fatalf("the results directory holds %v; want the one file (no temporary left)", entries)
 	}
 }
+
+func TestReadResultReadsWhatSaveWroteAndNothingElse(t *testing.T) {
+	f := newFixture(t)
+	p, err := f.ws.Save("x.txt", "saved\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.write(t, "notes.txt", "notes\n")
+	f.write(t, ResultsDir+"/sub/y.txt", "below\n")
+	for _, c := range []struct {
+		path, want, says string
+	}{
+		{p, "saved\n", ""},
+		{"notes.txt", "", "is not a file of " + ResultsDir},
+		{ResultsDir + "/sub/y.txt", "", "is not a file of " + ResultsDir},
+		{ResultsDir + "/../notes.txt", "", `contains ".."`},
+		{ResultsDir + "/missing.txt", "", "does not exist"},
+	} {
+		data, err := f.ws.ReadResult(c.path)
+		if c.says == "" && (err != nil || string(data) != c.want) {
+			t.Fatalf("ReadResult(%q) = %q, %v; want %q", c.path, data, err, c.want)
+		}
+		if c.says != "" && (err == nil || !strings.Contains(err.Error(), c.says)) {
+			t.Fatalf("ReadResult(%q) = %q, %v; want an error saying %q", c.path, data, err, c.says)
+		}
+	}
+}
