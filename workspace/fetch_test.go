@@ -167,20 +167,36 @@ func TestWithoutAFetchAMissingSpillFileDoesNotExist(t *testing.T) {
 	}
 }
 
-func TestAResultsDirectoryLinkedOutOfTheWorkspaceIsNotWrittenThrough(t *testing.T) {
-	f := newFixture(t)
-	if err := os.Mkdir(filepath.Join(f.dir, ".myelin"), 0o755); err != nil {
-		t.Fatal(err)
+func TestAResultsDirectoryThatIsALinkIsNotWrittenThrough(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		target func(f *fixture) string
+	}{
+		{"out of the workspace", func(f *fixture) string { return f.outside }},
+		{"to another directory of the workspace", func(f *fixture) string { return filepath.Join(f.dir, "elsewhere") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			if err := os.MkdirAll(filepath.Join(f.dir, ".myelin"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(f.dir, "elsewhere"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(c.target(f), filepath.Join(f.dir, ResultsDir)); err != nil {
+				t.Fatal(err)
+			}
+			store := &fakeStore{files: map[string]string{fetchedSpill: "from the store\n"}}
+			text, isErr := f.callWith(t, WithFetch(context.Background(), store.fetch), "workspace--read", map[string]any{"path": fetchedSpill})
+			if !isErr {
+				t.Fatalf("read through a link = %q; want an error", text)
+			}
+			if entries, _ := os.ReadDir(filepath.Join(f.dir, "elsewhere")); len(entries) != 0 {
+				t.Fatalf("written through the link: %v", entries)
+			}
+			f.assertOutsideUntouched(t)
+		})
 	}
-	if err := os.Symlink(f.outside, filepath.Join(f.dir, ResultsDir)); err != nil {
-		t.Fatal(err)
-	}
-	store := &fakeStore{files: map[string]string{fetchedSpill: "from the store\n"}}
-	text, isErr := f.callWith(t, WithFetch(context.Background(), store.fetch), "workspace--read", map[string]any{"path": fetchedSpill})
-	if !isErr {
-		t.Fatalf("read through a link out = %q; want an error", text)
-	}
-	f.assertOutsideUntouched(t)
 }
 
 func TestAFileMadeWhileFetchingIsKeptNotReplaced(t *testing.T) {
