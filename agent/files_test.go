@@ -235,16 +235,28 @@ func (s *loggingStore) Append(ctx context.Context, id string, msgs ...history.Me
 	return s.Memory.Append(ctx, id, msgs...)
 }
 
-func TestAFileIsKeptInTheSharedStoreBeforeTheResultNamingItIsStored(t *testing.T) {
+// spillingTurn runs a turn on a new conversation, on a new host with
+// store, whose one call's result is spilled; it returns the conversation's
+// id and the fake provider.
+func spillingTurn(t *testing.T, store history.Store) (string, *providertest.Server) {
+	t.Helper()
 	ctx := context.Background()
-	store := &loggingStore{Memory: &history.Memory{ShareBlobs: true}}
 	srv := testWires["anthropic"].server(t)
 	a := newHost(t, store, srv)
-	id, _ := a.agent.NewConversation(ctx)
+	id, err := a.agent.NewConversation(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "big--text", Input: `{}`}}}, providertest.Step{Text: "ok"})
 	if _, err := a.agent.Turn(ctx, id, "go", nil); err != nil {
 		t.Fatal(err)
 	}
+	return id, srv
+}
+
+func TestAFileIsKeptInTheSharedStoreBeforeTheResultNamingItIsStored(t *testing.T) {
+	store := &loggingStore{Memory: &history.Memory{ShareBlobs: true}}
+	id, srv := spillingTurn(t, store)
 	spill := lastResults(t, store, id)["toolu_1"].SpillPath
 	want := []string{"blob " + spill, "result toolu_1"}
 	if strings.Join(store.log, "\n") != strings.Join(want, "\n") {
@@ -256,15 +268,8 @@ func TestAFileIsKeptInTheSharedStoreBeforeTheResultNamingItIsStored(t *testing.T
 }
 
 func TestAFileTheSharedStoreCannotKeepIsReportedAsNotKept(t *testing.T) {
-	ctx := context.Background()
 	store := &loggingStore{Memory: &history.Memory{ShareBlobs: true}, fail: errors.New("the database is down")}
-	srv := testWires["anthropic"].server(t)
-	a := newHost(t, store, srv)
-	id, _ := a.agent.NewConversation(ctx)
-	srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "big--text", Input: `{}`}}}, providertest.Step{Text: "ok"})
-	if _, err := a.agent.Turn(ctx, id, "go", nil); err != nil {
-		t.Fatal(err)
-	}
+	id, _ := spillingTurn(t, store)
 	p := lastResults(t, store, id)["toolu_1"]
 	if p.SpillPath != "" || !strings.Contains(p.Text, "The rest was not kept") || !strings.Contains(p.Text, "the database is down") {
 		t.Fatalf("the result names a file other hosts cannot read, or does not say why: spill %q, text ends %q", p.SpillPath, p.Text[max(0, len(p.Text)-300):])
@@ -274,13 +279,8 @@ func TestAFileTheSharedStoreCannotKeepIsReportedAsNotKept(t *testing.T) {
 func TestAStoreThatIsNotSharedKeepsNoFilesAndFetchesNone(t *testing.T) {
 	ctx := context.Background()
 	store := &loggingStore{Memory: &history.Memory{}}
-	srv := testWires["anthropic"].server(t)
-	a, b := newHost(t, store, srv), newHost(t, store, srv)
-	id, _ := a.agent.NewConversation(ctx)
-	srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "big--text", Input: `{}`}}}, providertest.Step{Text: "ok"})
-	if _, err := a.agent.Turn(ctx, id, "go", nil); err != nil {
-		t.Fatal(err)
-	}
+	id, srv := spillingTurn(t, store)
+	b := newHost(t, store, srv)
 	spill := lastResults(t, store, id)["toolu_1"].SpillPath
 	srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_2", spill)}}, providertest.Step{Text: "ok"})
 	if _, err := b.agent.Turn(ctx, id, "go on", nil); err != nil {

@@ -43,13 +43,6 @@ func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (str
 		if _, err := tx.ExecContext(ctx, blobsSchema); err != nil {
 			return s.explain(doing, err)
 		}
-		var exists int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE id = ?`, id).Scan(&exists); err != nil {
-			return s.explain(doing, err)
-		}
-		if exists == 0 {
-			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
-		}
 		var have string
 		err := tx.QueryRowContext(ctx, `SELECT hash FROM blob_files WHERE conversation = ? AND path = ?`, id, path).Scan(&have)
 		switch {
@@ -63,10 +56,11 @@ func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (str
 		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)`, hash, nonNil(data)); err != nil {
 			return s.explain(doing, err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO blob_files (conversation, path, hash) VALUES (?, ?, ?)`, id, path, hash); err != nil {
-			return s.explain(doing, err)
+		_, err = tx.ExecContext(ctx, `INSERT INTO blob_files (conversation, path, hash) VALUES (?, ?, ?)`, id, path, hash)
+		if isForeignKey(err) { // no such conversation: the blob inserted above is rolled back
+			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
 		}
-		return nil
+		return s.wrapErr(doing, err)
 	})
 	if err != nil {
 		return "", err
