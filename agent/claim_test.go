@@ -38,16 +38,7 @@ func TestAFinishedCallIsKeptWhileItsRoundStillRuns(t *testing.T) {
 	var seen []history.Part
 	var r *rig
 	kept := make(chan string, 4)
-	slow := tool.MustFunc("slow--wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
-		for id := range kept {
-			if id == "fast" {
-				break
-			}
-		}
-		var err error
-		seen, err = r.newAgent().Store.Kept(context.Background(), r.id) // as another process would
-		return "slow done", err
-	})
+	slow := waitsForKeep("slow--wait", "fast", kept, &r, &seen)
 	r = newRig(t, slow)
 	r.agent.Store = keepSignal{r.agent.Store, kept}
 	r.write("a.txt", "alpha\n")

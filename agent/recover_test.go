@@ -13,6 +13,22 @@ import (
 	"github.com/myelin-run/myelin/tool"
 )
 
+// waitsForKeep is a tool that returns once call id's result is kept (kept
+// receives the ids a keepSignal store has kept), having read the kept
+// results into seen as another process would.
+func waitsForKeep(name, id string, kept <-chan string, r **rig, seen *[]history.Part) *tool.Tool {
+	return tool.MustFunc(name, "Waits for another call's keep.", func(ctx context.Context, in struct{}) (any, error) {
+		for k := range kept {
+			if k == id {
+				break
+			}
+		}
+		var err error
+		*seen, err = (*r).newAgent().Store.Kept(context.Background(), (*r).id)
+		return name + " done", err
+	})
+}
+
 // counting is a tool that counts its runs and answers with the count.
 func counting(name string, rerun bool, runs *atomic.Int32) *tool.Tool {
 	t := tool.MustFunc(name, "Counts its runs.", func(ctx context.Context, in struct {
@@ -199,16 +215,7 @@ func TestARerunKeepsEachResultAsItFinishes(t *testing.T) {
 	var r *rig
 	var seen []history.Part
 	kept := make(chan string, 4)
-	wait := tool.MustFunc("wait--kept", "Waits for the other call's keep.", func(ctx context.Context, in struct{}) (any, error) {
-		for id := range kept {
-			if id == "fast" {
-				break
-			}
-		}
-		var err error
-		seen, err = r.newAgent().Store.Kept(context.Background(), r.id) // as another process would
-		return "waited", err
-	})
+	wait := waitsForKeep("wait--kept", "fast", kept, &r, &seen)
 	wait.Rerun = true
 	look := counting("count--look", true, &looks)
 	r = newRig(t, look, wait)
