@@ -153,6 +153,20 @@ func TestRecoveryRunsAgainOnlyTheUnfinishedCallsWhoseToolsMayRunAgain(t *testing
 	}
 }
 
+// A turn whose recovery only ran calls again says so, as it says any
+// other recovery.
+func TestATurnSaysItRanCallsAgainWhenThatIsAllItsRecoveryDid(t *testing.T) {
+	var looks atomic.Int32
+	look := counting("count--look", true, &looks)
+	r := newRig(t, look)
+	crashedRound(t, r.agent.Store, r.id, []history.Part{callPart("again", "count--look", `{"key":"b"}`)})
+	r.srv.Push(providertest.Step{Text: "ok"})
+	_, events := r.turn("back")
+	if looks.Load() != 1 || events[1].Kind != Notice || !strings.Contains(events[1].Text, "ran 1 tool call(s) again") {
+		t.Fatalf("ran %d times; events %+v", looks.Load(), events[:2])
+	}
+}
+
 // A re-run goes through the dispatcher like any call: its text is what the
 // first run would have given (here a page fitted to the cap, with the
 // footer naming the next).
