@@ -54,8 +54,9 @@ func schema(t *testing.T) string {
 }
 
 // opener opens stores on one new schema, timed by now (nil: the
-// database's clock), each closed when the test ends.
-func opener(t *testing.T, now func() time.Time) func() *postgres.Store {
+// database's clock), each closed when the test ends; it returns the
+// schema's name too.
+func opener(t *testing.T, now func() time.Time) (func() *postgres.Store, string) {
 	t.Helper()
 	d, name := dsn(t), schema(t)
 	return func() *postgres.Store {
@@ -66,13 +67,13 @@ func opener(t *testing.T, now func() time.Time) func() *postgres.Store {
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
-	}
+	}, name
 }
 
 func TestPostgresKeepsTheStoreContract(t *testing.T) {
 	dsn(t)
 	storetest.Run(t, storetest.Subject{Shared: true, Open: func(t *testing.T, now func() time.Time) func() history.Store {
-		open := opener(t, now)
+		open, _ := opener(t, now)
 		return func() history.Store { return open() }
 	}})
 }
