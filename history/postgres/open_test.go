@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/myelin-run/myelin/history/postgres"
+	"github.com/myelin-run/myelin/history/postgres/pgtest"
 )
 
 // A DSN that does not parse, and a server that is not there, are errors at
@@ -46,7 +47,8 @@ func TestABadDSNOrAnUnreachableServerIsAClearErrorAtOpen(t *testing.T) {
 // migration (the advisory lock): every one opens, and the layout is made
 // once.
 func TestProcessesOpeningANewDatabaseAtOnceAllOpenIt(t *testing.T) {
-	d, name := dsn(t), schema(t)
+	name, _ := pgtest.Schema(t)
+	d := dsn(t)
 	const n = 6
 	errs := make([]error, n)
 	var wg sync.WaitGroup

@@ -278,3 +278,7 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 	}
 	return nil
 }
+
+// String names the store for people: its server, user and database (and
+// schema), never the password.
+func (s *Store) String() string { return s.name }
