@@ -1,6 +1,8 @@
 package history_test
 
 import (
+	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
@@ -32,4 +34,38 @@ func TestMemoryKeepsTheStoreContract(t *testing.T) {
 		history.SetClock(s, now)
 		return func() history.Store { return s }
 	}})
+}
+
+// The SQLite store keeps what a request adds, not the whole of it: a
+// conversation's requests cost about what the conversation does.
+func TestTheSQLiteStoreKeepsARequestByWhatItAdds(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "h.db")
+	s, err := history.OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, b := range storetest.RequestBodies(200) {
+		total += len(b)
+		if _, err := s.AddRequest(ctx, "c", history.SentRequest{Body: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var kept int
+	if err := db.QueryRow(`SELECT SUM(LENGTH(tail)) FROM requests`).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept*5 > total {
+		t.Fatalf("kept %d bytes of tails for %d bytes of bodies", kept, total)
+	}
 }

@@ -102,6 +102,26 @@ func rawSQLite(t *testing.T, path string) [][]byte {
 		t.Fatal(err)
 	}
 	defer rows.Close()
+	return column(t, rows)
+}
+
+// rawPostgres is the stored bytes of conversation id's messages in schema.
+func rawPostgres(t *testing.T, schema, id string) [][]byte {
+	t.Helper()
+	rows, err := connect(t, schema).Query(context.Background(), `SELECT message FROM messages WHERE conversation = $1 ORDER BY seq`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	return column(t, rows)
+}
+
+// column is the one column of bytes of rows (database/sql's or pgx's).
+func column(t *testing.T, rows interface {
+	Next() bool
+	Scan(...any) error
+}) [][]byte {
+	t.Helper()
 	var out [][]byte
 	for rows.Next() {
 		var b []byte
@@ -113,23 +133,28 @@ func rawSQLite(t *testing.T, path string) [][]byte {
 	return out
 }
 
-// rawPostgres is the stored bytes of conversation id's messages in schema.
-func rawPostgres(t *testing.T, schema, id string) [][]byte {
-	t.Helper()
-	rows, err := connect(t, schema).Query(context.Background(), `SELECT message FROM messages WHERE conversation = $1 ORDER BY seq`, id)
-	if err != nil {
+// The Postgres store, too, keeps what a request adds, not the whole of it.
+func TestThePostgresStoreKeepsARequestByWhatItAdds(t *testing.T) {
+	ctx := context.Background()
+	open, name := opener(t, nil)
+	s := open()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
-	var out [][]byte
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
+	total := 0
+	for _, b := range storetest.RequestBodies(200) {
+		total += len(b)
+		if _, err := s.AddRequest(ctx, "c", history.SentRequest{Body: b}); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, b)
 	}
-	return out
+	var kept int
+	if err := connect(t, name).QueryRow(ctx, `SELECT SUM(length(tail)) FROM requests`).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept*5 > total {
+		t.Fatalf("kept %d bytes of tails for %d bytes of bodies", kept, total)
+	}
 }
 
 // Damage done to the tables by something other than myelin is reported,

@@ -21,11 +21,11 @@ func (e *env) requests(t *testing.T, s history.Store) history.Requests {
 	return r
 }
 
-// requestBodies are a conversation's request bodies as a wire sends them:
+// RequestBodies are n of a conversation's request bodies as a wire sends them:
 // each the one before with more appended and its last bytes changed (a
 // moving cache marker), and now and then one that differs from its first
 // byte (the settings changed).
-func requestBodies(n int) [][]byte {
+func RequestBodies(n int) [][]byte {
 	var out [][]byte
 	body := []byte(`{"messages":[`)
 	for i := range n {
@@ -43,7 +43,7 @@ func requestBodies(n int) [][]byte {
 func requestsByteForByte(t *testing.T, s Subject) {
 	e := s.env(t)
 	reqs := e.requests(t, e.s)
-	bodies := requestBodies(75)
+	bodies := RequestBodies(75)
 	e.conversation("c")
 	if n, err := reqs.RequestCount(e.ctx, "c"); err != nil || n != 0 {
 		t.Fatalf("a new conversation has %d requests (%v)", n, err)
