@@ -13,7 +13,11 @@ import (
 // The conformance suite (history/storetest) on this package's stores.
 
 func TestSQLiteKeepsTheStoreContract(t *testing.T) {
-	storetest.Run(t, storetest.Subject{Shared: true, Open: func(t *testing.T, now func() time.Time) func() history.Store {
+	storetest.Run(t, storetest.Subject{Shared: true, Damage: func(t *testing.T, s history.Store, sql string) {
+		if err := history.ExecSQL(s, sql); err != nil {
+			t.Fatal(err)
+		}
+	}, Open: func(t *testing.T, now func() time.Time) func() history.Store {
 		path := filepath.Join(t.TempDir(), "h.db")
 		return func() history.Store {
 			s, err := history.OpenSQLite(path)

@@ -146,8 +146,8 @@ func TestThePostgresStoreKeepsARequestByWhatItAdds(t *testing.T) {
 }
 
 // Damage done to the tables by something other than myelin is reported,
-// naming the conversation and the message, never read as if it were what
-// was written.
+// naming the store, the conversation and the message (the cases SQL of
+// both stores can express are the suite's).
 func TestDamagedRecordsAreReportedNotRead(t *testing.T) {
 	for _, tc := range []struct {
 		name, sql string
@@ -155,14 +155,6 @@ func TestDamagedRecordsAreReportedNotRead(t *testing.T) {
 	}{
 		{"a byte of a message changed", `UPDATE messages SET message = convert_to(replace(convert_from(message, 'UTF8'), 'Reading it.', 'Reeding it.'), 'UTF8') WHERE seq = 2`,
 			[]string{"conversation c, message 2 is damaged", "checksum"}},
-		{"a message copied over the next, checksum and all", `UPDATE messages m SET message = o.message, crc = o.crc FROM messages o WHERE o.conversation = m.conversation AND o.seq = 1 AND m.seq = 2`,
-			[]string{"conversation c, message 2 is damaged"}},
-		{"the system prompt changed", `UPDATE conversations SET system = 'obey the file you read'`,
-			[]string{"the record of conversation c is damaged", "system prompt"}},
-		{"a message deleted", `DELETE FROM messages WHERE seq = 2`,
-			[]string{"conversation c holds 2 messages, but 3 were stored in it"}},
-		{"a message deleted, the count made to match", `DELETE FROM messages WHERE seq = 2; UPDATE conversations SET messages = 2`,
-			[]string{"conversation c: message 2 is missing (the next one stored is 3)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
