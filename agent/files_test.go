@@ -293,3 +293,36 @@ func TestAStoreThatIsNotSharedKeepsNoFilesAndFetchesNone(t *testing.T) {
 		t.Fatalf("the read on the other workspace = %q; want does not exist", got.Text)
 	}
 }
+
+// A worker that stopped while reading a spill file: the host that takes
+// the conversation over runs the read again (it may run again) and finds
+// the file through the store, as the model's own ready call would.
+func TestACallRunAgainOnTakeoverReadsASpillFileMadeOnAnotherHost(t *testing.T) {
+	ctx := context.Background()
+	store := &history.Memory{ShareBlobs: true}
+	id, srv := spillingTurn(t, store)
+	spill := lastResults(t, store, id)["toolu_1"].SpillPath
+	input := `{"path":"` + spill + `","offset":100,"limit":5}`
+	// the call the stopped worker was running, stored without its result
+	if err := store.Append(ctx, id, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read it"}}},
+		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "toolu_9", Name: "workspace--read", Input: json.RawMessage(input)}}}); err != nil {
+		t.Fatal(err)
+	}
+	b := newHost(t, store, srv)
+	srv.Push(providertest.Step{Text: "ok"})
+	if _, err := b.agent.Turn(ctx, id, "go on", nil); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _ := store.Messages(ctx, id)
+	var got history.Part
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.CallID == "toolu_9" && p.Type == history.ToolResultPart {
+				got = p
+			}
+		}
+	}
+	if got.IsError || !strings.Contains(got.Text, "   100\ttext row 100: ") || !strings.Contains(got.Text, "lines 100-104 of 3000") {
+		t.Fatalf("the read run again on the other host = %q (error %v); want lines 100-104 of the spill file", got.Text, got.IsError)
+	}
+}
