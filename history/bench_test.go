@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -135,6 +136,8 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 //     no sync), one Keep of the first finished result (lazy), then the 10
 //     results appended synced — the agent's three transactions when 10
 //     no-op calls finish at once;
+//   - sqlite-floor: the least SQLite work contract §7 asks of the round
+//     (sqliteFloor): three one-row commits, nothing else;
 //   - journal-floor: what the same round would cost an append-only journal
 //     at least (the design docs/overhead.md proposes to close the rest):
 //     the three records' JSON encoded and written to one file, each with
@@ -189,6 +192,7 @@ func BenchmarkAgentRound(b *testing.B) {
 			}
 		}
 	})
+	b.Run("sqlite-floor", func(b *testing.B) { sqliteFloor(b, answer, results) })
 	b.Run("round", func(b *testing.B) {
 		s, err := OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
 		if err != nil {
@@ -216,4 +220,77 @@ func BenchmarkAgentRound(b *testing.B) {
 			}
 		}
 	})
+}
+
+// sqliteFloor is the least SQLite work a light round needs under contract
+// §7, with the store's driver, DSN pragmas, WAL mode and tables (schema),
+// and nothing of the store: no claim, no checksum, no count, no JSON
+// encoding (the rows' bytes are encoded once, before the loop), no
+// database/sql transaction (BEGIN IMMEDIATE and COMMIT are statements
+// prepared once). Each round commits, on one connection:
+//
+//   - the answer's row, lazily (synchronous=NORMAL): it must be in the
+//     log before any call runs;
+//   - one kept result's row, lazily: a call that finishes before the
+//     others is kept at once;
+//   - the results' row, synced (synchronous=FULL): on disk before they
+//     are sent.
+//
+// The synchronous level is the connection's, so a round switches it twice
+// (to NORMAL for the first lazy commit, back to FULL for the synced one),
+// as the store does.
+func sqliteFloor(b *testing.B, answer, results Message) {
+	path := filepath.Join(b.TempDir(), "floor.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, schema+`INSERT INTO conversations (id, system, created, updated) VALUES ('c', '', '', '')`); err != nil {
+		b.Fatal(err)
+	}
+	var raw [3][]byte // the answer, the kept result, the results
+	for i, v := range []any{answer, results.Parts[0], results} {
+		if raw[i], err = result.JSON(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	prepare := func(q string) *sql.Stmt {
+		st, err := conn.PrepareContext(ctx, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st
+	}
+	begin, commit := prepare(`BEGIN IMMEDIATE`), prepare(`COMMIT`)
+	normal, full := prepare(`PRAGMA synchronous = NORMAL`), prepare(`PRAGMA synchronous = FULL`)
+	insert := prepare(`INSERT INTO messages (conversation, seq, message, crc) VALUES ('c', ?, ?, 0)`)
+	keep := prepare(`INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES ('c', 'toolu_00', ?)`)
+	exec := func(st *sql.Stmt, args ...any) {
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	seq := 0
+	for b.Loop() {
+		exec(normal)
+		exec(begin)
+		seq++
+		exec(insert, seq, raw[0])
+		exec(commit)
+		exec(begin)
+		exec(keep, raw[1])
+		exec(commit)
+		exec(full)
+		exec(begin)
+		seq++
+		exec(insert, seq, raw[2])
+		exec(commit)
+	}
 }
