@@ -138,6 +138,8 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 //     no-op calls finish at once;
 //   - sqlite-floor: the least SQLite work contract §7 asks of the round
 //     (sqliteFloor): three one-row commits, nothing else;
+//   - round-and-read: the round, then the Messages that the agent's next
+//     request reads the conversation with;
 //   - journal-floor: what the same round would cost an append-only journal
 //     at least (the design docs/overhead.md proposes to close the rest):
 //     the three records' JSON encoded and written to one file, each with
@@ -193,33 +195,55 @@ func BenchmarkAgentRound(b *testing.B) {
 		}
 	})
 	b.Run("sqlite-floor", func(b *testing.B) { sqliteFloor(b, answer, results) })
-	b.Run("round", func(b *testing.B) {
-		s, err := OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
-		if err != nil {
+	for _, read := range []bool{false, true} {
+		name := "round"
+		if read {
+			name = "round-and-read"
+		}
+		b.Run(name, func(b *testing.B) { storeRound(b, answer, results, read) })
+	}
+}
+
+// storeRound is BenchmarkAgentRound's round through the store; with read,
+// each round is followed by the Messages that the agent's next request
+// reads the conversation with (the store has read it before the first).
+func storeRound(b *testing.B, answer, results Message, read bool) {
+	s, err := OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+		b.Fatal(err)
+	}
+	h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wctx := Writing(ctx, h)
+	readAll := func() {
+		if _, err := s.Messages(wctx, "c"); err != nil {
 			b.Fatal(err)
 		}
-		defer s.Close()
-		ctx := context.Background()
-		if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+	}
+	if read {
+		readAll()
+	}
+	for b.Loop() {
+		if err := s.Append(Lazy(wctx), "c", answer); err != nil {
 			b.Fatal(err)
 		}
-		h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
-		if err != nil {
+		if err := s.Keep(Lazy(wctx), "c", results.Parts[0]); err != nil {
 			b.Fatal(err)
 		}
-		wctx := Writing(ctx, h)
-		for b.Loop() {
-			if err := s.Append(Lazy(wctx), "c", answer); err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Keep(Lazy(wctx), "c", results.Parts[0]); err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Append(wctx, "c", results); err != nil {
-				b.Fatal(err)
-			}
+		if err := s.Append(wctx, "c", results); err != nil {
+			b.Fatal(err)
 		}
-	})
+		if read {
+			readAll()
+		}
+	}
 }
 
 // sqliteFloor is the least SQLite work a light round needs under contract
