@@ -56,20 +56,7 @@ func BenchmarkRoundCommit(b *testing.B) {
 		batch int // results per Keep; 0: none kept
 	}{{"results-only", 0}, {"kept-each-then-results", 1}, {"kept-at-once-then-results", calls}} {
 		b.Run(bc.name, func(b *testing.B) {
-			s, err := OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			ctx := context.Background()
-			if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
-				b.Fatal(err)
-			}
-			h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
-			if err != nil {
-				b.Fatal(err)
-			}
-			wctx := Writing(ctx, h)
+			s, wctx := claimedStore(b)
 			for b.Loop() {
 				for i := 0; bc.batch > 0 && i < calls; i += bc.batch {
 					if err := s.Keep(Lazy(wctx), "c", results.Parts[i:i+bc.batch]...); err != nil {
@@ -141,7 +128,7 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 //   - round-and-read: the round, then the Messages that the agent's next
 //     request reads the conversation with;
 //   - journal-floor: what the same round would cost an append-only journal
-//     at least (the design docs/overhead.md proposes to close the rest):
+//     at least (docs/overhead.md says why there is none):
 //     the three records' JSON encoded and written to one file, each with
 //     its own write, and one fsync after the last.
 //
@@ -208,20 +195,7 @@ func BenchmarkAgentRound(b *testing.B) {
 // each round is followed by the Messages that the agent's next request
 // reads the conversation with (the store has read it before the first).
 func storeRound(b *testing.B, answer, results Message, read bool) {
-	s, err := OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
-		b.Fatal(err)
-	}
-	h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
-	if err != nil {
-		b.Fatal(err)
-	}
-	wctx := Writing(ctx, h)
+	s, wctx := claimedStore(b)
 	readAll := func() {
 		if _, err := s.Messages(wctx, "c"); err != nil {
 			b.Fatal(err)
@@ -322,4 +296,23 @@ func sqliteFloor(b *testing.B, answer, results Message) {
 		exec(insert, seq, raw[2])
 		exec(commit)
 	}
+}
+
+// claimedStore is a new store holding conversation "c", with a context
+// that writes to it under its claim; the store closes when b ends.
+func claimedStore(b *testing.B) (*SQLite, context.Context) {
+	s, err := OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+		b.Fatal(err)
+	}
+	h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, Writing(ctx, h)
 }
