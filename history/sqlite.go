@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
@@ -21,26 +20,32 @@ import (
 )
 
 // SQLite is a Store in one SQLite file, in WAL mode, each Append one
-// transaction committed with a full sync. It keeps the messages it has read
-// in memory: stored messages never change, so a later Messages reads only
-// the rows added since (by this store or another process).
+// transaction committed with a full sync (unless Lazy), on a connection
+// the store holds for its writes (sqlite_write.go); reads use another. It
+// keeps the messages it has read in memory, and those it appends to a
+// conversation it has read: stored messages never change, so a later
+// Messages reads only the rows added since (by another process). It must
+// not hand out what it keeps for callers to change.
 type SQLite struct {
 	db      *sql.DB
 	path    string
 	relaxed bool // the store never waits for the disk (SQLiteOptions.Relaxed)
-	// normal is set while the store's one connection may be at
+	// normal is set while the writer connection may be at
 	// synchronous=NORMAL, the level of its last lazy write: a lazy write
 	// leaves it there for the next one, and a synced write sets FULL
-	// before it begins (write). A connection database/sql opened anew is
-	// at the DSN's FULL, so a stale true costs one needless pragma, never
-	// a missed sync.
-	normal atomic.Bool
+	// before it begins (write). A writer connection made anew is at the
+	// DSN's level, and normal is cleared with it.
+	normal bool // guarded by wmu
+
+	// wmu orders the writes: one at a time, on the writer connection w
+	// (sqlite_write.go), made when the first write needs it.
+	wmu sync.Mutex
+	w   *writer
 
 	mu   sync.Mutex
 	read map[string][]Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
 
-	// the statements of every round, prepared once
-	selectNew, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
+	selectNew *sql.Stmt // Messages' one statement, prepared once
 
 	node string           // this process's node (Holder.Node)
 	now  func() time.Time // the clock claims are timed by (tests set it)
@@ -182,33 +187,18 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: %v", path, err)
 	}
-	// One connection: SQLite has one writer at a time anyway, and this way
-	// the store never waits on itself.
-	db.SetMaxOpenConns(1)
+	// Two connections: the writer, held by the store for its writes
+	// (sqlite_write.go), and one for reads, which in WAL mode never wait
+	// for a write. SQLite has one writer at a time anyway.
+	db.SetMaxOpenConns(2)
 	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed, node: thisNode(), now: time.Now}
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
 		return nil, err
 	}
-	for _, st := range []struct {
-		stmt **sql.Stmt
-		sql  string
-	}{
-		{&s.selectNew, `SELECT seq, message, crc FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`},
-		// an append's one read: where the conversation ends, and its claim
-		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = c.id), c.messages,
-			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires
-			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`},
-		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
-		{&s.touch, `UPDATE conversations SET updated = ?, messages = messages + ? WHERE id = ?`},
-		{&s.selectClaim, `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`},
-		{&s.insertKept, `INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES (?, ?, ?)`},
-		{&s.dropKept, `DELETE FROM kept WHERE conversation = ?`},
-	} {
-		if *st.stmt, err = db.Prepare(st.sql); err != nil {
-			db.Close()
-			return nil, s.explain("opening", err)
-		}
+	if s.selectNew, err = db.Prepare(`SELECT seq, message, crc FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`); err != nil {
+		db.Close()
+		return nil, s.explain("opening", err)
 	}
 	return s, nil
 }
@@ -384,7 +374,12 @@ func (s *SQLite) explain(doing string, err error) error {
 }
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
+func (s *SQLite) Close() error {
+	s.wmu.Lock()
+	s.dropWriter()
+	s.wmu.Unlock()
+	return s.db.Close()
+}
 
 const timeFormat = time.RFC3339Nano
 
@@ -400,7 +395,7 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 	created := c.Created.UTC().Format(timeFormat)
 	doing := "creating conversation " + c.ID
 	// synced (write, not lazy): the connection may be at a lazy write's level
-	return s.write(ctx, doing, false, func(tx *sql.Tx) error {
+	return s.write(ctx, doing, false, func(tx *writeTx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created))
 		if err != nil {
@@ -515,38 +510,39 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 	}
 	// Rows are stepped here and decoded as they come, in batches, by
 	// decoders on the other cores: on a cold read of a long conversation
-	// decoding takes about twice as long as stepping.
+	// decoding takes about twice as long as stepping. The decoders start
+	// with the first full batch; a read of fewer rows — the round or two
+	// since the last read — is decoded here, without them.
 	type job struct {
 		rows []storedRow
 		out  []Message
 		err  error
 	}
-	jobs := make(chan *job, 8)
-	var wg sync.WaitGroup
-	for range max(1, runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				j.out = make([]Message, 0, len(j.rows))
-				for _, r := range j.rows {
-					m, err := s.decodeRow(id, r)
-					if err != nil {
-						j.err = err
-						break
-					}
-					j.out = append(j.out, m)
-				}
+	decode := func(j *job) {
+		j.out = make([]Message, 0, len(j.rows))
+		for _, r := range j.rows {
+			m, err := s.decodeRow(id, r)
+			if err != nil {
+				j.err = err
+				return
 			}
-		}()
+			j.out = append(j.out, m)
+		}
 	}
+	var jobs chan *job
+	var wg sync.WaitGroup
 	var done []*job // in row order
-	batch := make([]storedRow, 0, 256)
+	const batchSize = 256
+	var batch []storedRow
 	send := func() {
 		j := &job{rows: batch}
 		done = append(done, j)
+		batch = nil
+		if jobs == nil {
+			decode(j)
+			return
+		}
 		jobs <- j
-		batch = make([]storedRow, 0, 256)
 	}
 	var scanErr, missing error
 	for seq := len(known) + 1; rows.Next(); seq++ {
@@ -559,13 +555,32 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored, ErrDamaged)
 			break
 		}
-		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc}); len(batch) == cap(batch) {
+		if batch == nil {
+			batch = make([]storedRow, 0, min(batchSize, max(size-seq+1, 4)))
+		}
+		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc}); len(batch) == batchSize {
+			if jobs == nil {
+				jobs = make(chan *job, 8)
+				for range max(1, runtime.GOMAXPROCS(0)) {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for j := range jobs {
+							decode(j)
+						}
+					}()
+				}
+			}
 			send()
 		}
 	}
-	send()
-	close(jobs)
-	wg.Wait()
+	if len(batch) > 0 {
+		send()
+	}
+	if jobs != nil {
+		close(jobs)
+		wg.Wait()
+	}
 	if scanErr == nil {
 		scanErr = rows.Err()
 	}
@@ -598,8 +613,8 @@ func (s *SQLite) extend(id string, known, fresh []Message) []Message {
 		// fresh is a new slice, with room
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if len(fresh) > len(s.read[id]) {
-			s.read[id] = fresh
+		if cur, ok := s.read[id]; !ok || len(fresh) > len(cur) {
+			s.read[id] = fresh // also when empty: Append then keeps what it adds
 		}
 		return fresh[:len(fresh):len(fresh)]
 	}
@@ -649,10 +664,12 @@ func (s *SQLite) decodeRow(id string, r storedRow) (Message, error) {
 // log, safe from a crash of the process).
 func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 	doing := "appending to conversation " + id
-	return s.write(ctx, doing, IsLazy(ctx), func(tx *sql.Tx) error {
+	var after int     // how many messages the conversation held before these
+	var raws [][]byte // the messages as stored
+	err := s.write(ctx, doing, IsLazy(ctx), func(tx *writeTx) error {
 		var last, appended int
 		var cl nullClaim
-		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
+		err := tx.st.nextSeq.QueryRowContext(ctx, id).Scan(&last, &appended,
 			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
@@ -664,12 +681,12 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.path, doing, last, appended, ErrDamaged)
 		}
 		next := last + 1
+		after, raws = last, make([][]byte, 0, len(msgs))
 		c, ok := cl.row()
 		if err := s.claimAllows(ctx, id, c, ok); err != nil {
 			return err
 		}
 		now := time.Now().UTC()
-		insert := tx.StmtContext(ctx, s.insert)
 		results := false
 		for i, m := range msgs {
 			m.Time = now
@@ -677,70 +694,59 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			if err != nil {
 				return fmt.Errorf("appending to conversation %s: %v", id, err)
 			}
-			if _, err := insert.ExecContext(ctx, id, next+i, raw, messageChecksum(id, next+i, raw)); err != nil {
+			if _, err := tx.st.insert.ExecContext(ctx, id, next+i, raw, messageChecksum(id, next+i, raw)); err != nil {
 				return s.explain(doing, err)
 			}
+			raws = append(raws, raw)
 			for _, p := range m.Parts {
 				results = results || p.Type == ToolResultPart
 			}
 		}
 		if results {
 			// the round's results are stored: what was kept of it goes
-			if _, err := tx.StmtContext(ctx, s.dropKept).ExecContext(ctx, id); err != nil {
+			if _, err := tx.st.dropKept.ExecContext(ctx, id); err != nil {
 				return s.explain(doing, err)
 			}
 		}
-		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.Format(timeFormat), len(msgs), id); err != nil {
+		if _, err := tx.st.touch.ExecContext(ctx, now.Format(timeFormat), len(msgs), id); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil
 	})
+	if err == nil {
+		s.keepAppended(id, after, raws)
+	}
+	return err
 }
 
-// write runs fn in one transaction, which takes the write lock as it
-// begins (_txlock=immediate), on the store's one connection held for the
-// whole of it — so that the synchronous level set for it covers that
-// transaction alone, never another goroutine's.
-//
-// A lazy write commits at synchronous=NORMAL, any other at FULL. The level
-// is a setting of the connection, not of a transaction, and is changed
-// only when the next write needs the other one: a round's lazy writes (the
-// answer, the keeps) share one switch to NORMAL, and its synced append one
-// switch back, instead of two pragmas around every lazy write.
-func (s *SQLite) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return s.explain(doing, err)
+// keepAppended adds the messages an Append just committed, raws as
+// stored, to what the store has read of conversation id, when it had read
+// all the after messages before them: the next Messages then reads only
+// what was added since, not these back. Each is decoded from the bytes
+// stored, as a read would decode it, so what Messages returns is what a
+// store opened afresh reads. A conversation the store has not read, or not
+// to its end, is left to Messages (which also keeps the memory to the
+// conversations read).
+func (s *SQLite) keepAppended(id string, after int, raws [][]byte) {
+	s.mu.Lock()
+	cur, ok := s.read[id]
+	s.mu.Unlock()
+	if !ok || len(cur) != after {
+		return
 	}
-	defer conn.Close()
-	if !s.relaxed && lazy != s.normal.Load() {
-		level := `PRAGMA synchronous = FULL`
-		if lazy {
-			level = `PRAGMA synchronous = NORMAL`
+	fresh := make([]Message, len(raws))
+	for i, raw := range raws {
+		m, err := decodeMessage(raw)
+		if err != nil {
+			return // never for bytes result.JSON wrote; Messages says what is wrong
 		}
-		// Marked NORMAL before the pragma runs and FULL only after it did:
-		// a failed or cancelled switch leaves the mark on the side that
-		// syncs again.
-		if lazy {
-			s.normal.Store(true)
-		}
-		if _, err := conn.ExecContext(context.WithoutCancel(ctx), level); err != nil {
-			return s.explain(doing, err)
-		}
-		if !lazy {
-			s.normal.Store(false)
-		}
+		fresh[i] = m
 	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return s.explain(doing, err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok = s.read[id]; !ok || len(cur) != after {
+		return // another read kept them meanwhile
 	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return s.explain("committing: "+doing, err)
-	}
-	return nil
+	// in place, as extend does: every slice handed out ends at len(cur)
+	s.read[id] = append(cur, fresh...)
 }
