@@ -257,7 +257,7 @@ func newSQLiteFloor(b *testing.B, path string, store history.Store) *sqliteFloor
 		INSERT INTO conversations VALUES ('c')`); err != nil {
 		b.Fatal(err)
 	}
-	for _, q := range []string{`BEGIN IMMEDIATE`, `COMMIT`,
+	for _, q := range []string{`PRAGMA synchronous = NORMAL`, `PRAGMA synchronous = FULL`, `BEGIN IMMEDIATE`, `COMMIT`,
 		`INSERT INTO messages (conversation, seq, message) VALUES ('c', ?, ?)`,
 		`INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES ('c', 'k', ?)`} {
 		st, err := f.conn.PrepareContext(ctx, q)
@@ -271,13 +271,7 @@ func newSQLiteFloor(b *testing.B, path string, store history.Store) *sqliteFloor
 
 // run is overheadRounds rounds of the floor.
 func (f *sqliteFloor) run(b *testing.B) time.Duration {
-	begin, commit, insert, keep := f.steps[0], f.steps[1], f.steps[2], f.steps[3]
-	// not prepared: SQLite sets a pragma as it prepares it, not as it runs
-	level := func(pragma string) {
-		if _, err := f.conn.ExecContext(context.Background(), pragma); err != nil {
-			b.Fatal(err)
-		}
-	}
+	normal, full, begin, commit, insert, keep := f.steps[0], f.steps[1], f.steps[2], f.steps[3], f.steps[4], f.steps[5]
 	commitRow := func(st *sql.Stmt, args ...any) {
 		for _, step := range []struct {
 			st   *sql.Stmt
@@ -290,11 +284,15 @@ func (f *sqliteFloor) run(b *testing.B) time.Duration {
 	}
 	start := time.Now()
 	for r := 0; r < overheadRounds; r++ {
-		level(`PRAGMA synchronous = NORMAL`)
+		if _, err := normal.ExecContext(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 		f.seq++
 		commitRow(insert, f.seq, f.rows[0])
 		commitRow(keep, f.rows[1])
-		level(`PRAGMA synchronous = FULL`)
+		if _, err := full.ExecContext(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 		f.seq++
 		commitRow(insert, f.seq, f.rows[2])
 	}

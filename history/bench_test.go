@@ -225,8 +225,7 @@ func storeRound(b *testing.B, answer, results Message, read bool) {
 // and nothing of the store: no claim, no checksum, no count, no JSON
 // encoding (the rows' bytes are encoded once, before the loop), no
 // database/sql transaction (BEGIN IMMEDIATE and COMMIT are statements
-// prepared once; a PRAGMA cannot be: SQLite sets it as it prepares it).
-// Each round commits, on one connection:
+// prepared once). Each round commits, on one connection:
 //
 //   - the answer's row, lazily (synchronous=NORMAL): it must be in the
 //     log before any call runs;
@@ -268,11 +267,7 @@ func sqliteFloor(b *testing.B, answer, results Message) {
 		return st
 	}
 	begin, commit := prepare(`BEGIN IMMEDIATE`), prepare(`COMMIT`)
-	level := func(pragma string) { // not prepared: SQLite sets a pragma as it prepares it
-		if _, err := conn.ExecContext(ctx, pragma); err != nil {
-			b.Fatal(err)
-		}
-	}
+	normal, full := prepare(`PRAGMA synchronous = NORMAL`), prepare(`PRAGMA synchronous = FULL`)
 	insert := prepare(`INSERT INTO messages (conversation, seq, message, crc) VALUES ('c', ?, ?, 0)`)
 	keep := prepare(`INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES ('c', 'toolu_00', ?)`)
 	exec := func(st *sql.Stmt, args ...any) {
@@ -282,7 +277,7 @@ func sqliteFloor(b *testing.B, answer, results Message) {
 	}
 	seq := 0
 	for b.Loop() {
-		level(`PRAGMA synchronous = NORMAL`)
+		exec(normal)
 		exec(begin)
 		seq++
 		exec(insert, seq, raw[0])
@@ -290,7 +285,7 @@ func sqliteFloor(b *testing.B, answer, results Message) {
 		exec(begin)
 		exec(keep, raw[1])
 		exec(commit)
-		level(`PRAGMA synchronous = FULL`)
+		exec(full)
 		exec(begin)
 		seq++
 		exec(insert, seq, raw[2])

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
@@ -30,22 +31,19 @@ type SQLite struct {
 	db      *sql.DB
 	path    string
 	relaxed bool // the store never waits for the disk (SQLiteOptions.Relaxed)
-	// normal is set while the writer connection may be at
+	// normal is set while the store's one connection may be at
 	// synchronous=NORMAL, the level of its last lazy write: a lazy write
 	// leaves it there for the next one, and a synced write sets FULL
-	// before it begins (write). A writer connection made anew is at the
-	// DSN's level, and normal is cleared with it.
-	normal bool // guarded by wmu
-
-	// wmu orders the writes: one at a time, on the writer connection w
-	// (sqlite_write.go), made when the first write needs it.
-	wmu sync.Mutex
-	w   *writer
+	// before it begins (write). A connection database/sql opened anew is
+	// at the DSN's FULL, so a stale true costs one needless pragma, never
+	// a missed sync.
+	normal atomic.Bool
 
 	mu   sync.Mutex
 	read map[string][]Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
 
-	selectNew *sql.Stmt // Messages' one statement, prepared once
+	// the statements of every round, prepared once
+	selectNew, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
 
 	node string           // this process's node (Holder.Node)
 	now  func() time.Time // the clock claims are timed by (tests set it)
@@ -187,18 +185,33 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: %v", path, err)
 	}
-	// Two connections: the writer, held by the store for its writes
-	// (sqlite_write.go), and one for reads, which in WAL mode never wait
-	// for a write. SQLite has one writer at a time anyway.
-	db.SetMaxOpenConns(2)
+	// One connection: SQLite has one writer at a time anyway, and this way
+	// the store never waits on itself.
+	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed, node: thisNode(), now: time.Now}
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
 		return nil, err
 	}
-	if s.selectNew, err = db.Prepare(`SELECT seq, message, crc FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`); err != nil {
-		db.Close()
-		return nil, s.explain("opening", err)
+	for _, st := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&s.selectNew, `SELECT seq, message, crc FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`},
+		// an append's one read: where the conversation ends, and its claim
+		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = c.id), c.messages,
+			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires
+			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`},
+		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
+		{&s.touch, `UPDATE conversations SET updated = ?, messages = messages + ? WHERE id = ?`},
+		{&s.selectClaim, `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`},
+		{&s.insertKept, `INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES (?, ?, ?)`},
+		{&s.dropKept, `DELETE FROM kept WHERE conversation = ?`},
+	} {
+		if *st.stmt, err = db.Prepare(st.sql); err != nil {
+			db.Close()
+			return nil, s.explain("opening", err)
+		}
 	}
 	return s, nil
 }
@@ -374,12 +387,7 @@ func (s *SQLite) explain(doing string, err error) error {
 }
 
 // Close closes the database.
-func (s *SQLite) Close() error {
-	s.wmu.Lock()
-	s.dropWriter()
-	s.wmu.Unlock()
-	return s.db.Close()
-}
+func (s *SQLite) Close() error { return s.db.Close() }
 
 const timeFormat = time.RFC3339Nano
 
@@ -395,7 +403,7 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 	created := c.Created.UTC().Format(timeFormat)
 	doing := "creating conversation " + c.ID
 	// synced (write, not lazy): the connection may be at a lazy write's level
-	return s.write(ctx, doing, false, func(tx *writeTx) error {
+	return s.write(ctx, doing, false, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created))
 		if err != nil {
@@ -666,10 +674,10 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 	doing := "appending to conversation " + id
 	var after int     // how many messages the conversation held before these
 	var raws [][]byte // the messages as stored
-	err := s.write(ctx, doing, IsLazy(ctx), func(tx *writeTx) error {
+	err := s.write(ctx, doing, IsLazy(ctx), func(tx *sql.Tx) error {
 		var last, appended int
 		var cl nullClaim
-		err := tx.st.nextSeq.QueryRowContext(ctx, id).Scan(&last, &appended,
+		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
 			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
@@ -687,6 +695,7 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			return err
 		}
 		now := time.Now().UTC()
+		insert := tx.StmtContext(ctx, s.insert)
 		results := false
 		for i, m := range msgs {
 			m.Time = now
@@ -694,7 +703,7 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			if err != nil {
 				return fmt.Errorf("appending to conversation %s: %v", id, err)
 			}
-			if _, err := tx.st.insert.ExecContext(ctx, id, next+i, raw, messageChecksum(id, next+i, raw)); err != nil {
+			if _, err := insert.ExecContext(ctx, id, next+i, raw, messageChecksum(id, next+i, raw)); err != nil {
 				return s.explain(doing, err)
 			}
 			raws = append(raws, raw)
@@ -704,11 +713,11 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 		}
 		if results {
 			// the round's results are stored: what was kept of it goes
-			if _, err := tx.st.dropKept.ExecContext(ctx, id); err != nil {
+			if _, err := tx.StmtContext(ctx, s.dropKept).ExecContext(ctx, id); err != nil {
 				return s.explain(doing, err)
 			}
 		}
-		if _, err := tx.st.touch.ExecContext(ctx, now.Format(timeFormat), len(msgs), id); err != nil {
+		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.Format(timeFormat), len(msgs), id); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil
@@ -749,4 +758,52 @@ func (s *SQLite) keepAppended(id string, after int, raws [][]byte) {
 	}
 	// in place, as extend does: every slice handed out ends at len(cur)
 	s.read[id] = append(cur, fresh...)
+}
+
+// write runs fn in one transaction, which takes the write lock as it
+// begins (_txlock=immediate), on the store's one connection held for the
+// whole of it — so that the synchronous level set for it covers that
+// transaction alone, never another goroutine's.
+//
+// A lazy write commits at synchronous=NORMAL, any other at FULL. The level
+// is a setting of the connection, not of a transaction, and is changed
+// only when the next write needs the other one: a round's lazy writes (the
+// answer, the keeps) share one switch to NORMAL, and its synced append one
+// switch back, instead of two pragmas around every lazy write.
+func (s *SQLite) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return s.explain(doing, err)
+	}
+	defer conn.Close()
+	if !s.relaxed && lazy != s.normal.Load() {
+		level := `PRAGMA synchronous = FULL`
+		if lazy {
+			level = `PRAGMA synchronous = NORMAL`
+		}
+		// Marked NORMAL before the pragma runs and FULL only after it did:
+		// a failed or cancelled switch leaves the mark on the side that
+		// syncs again.
+		if lazy {
+			s.normal.Store(true)
+		}
+		if _, err := conn.ExecContext(context.WithoutCancel(ctx), level); err != nil {
+			return s.explain(doing, err)
+		}
+		if !lazy {
+			s.normal.Store(false)
+		}
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return s.explain(doing, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return s.explain("committing: "+doing, err)
+	}
+	return nil
 }

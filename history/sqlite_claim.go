@@ -13,9 +13,9 @@ import (
 
 // readClaim reads conversation id's claim in tx; ok is false when there is
 // none.
-func (s *SQLite) readClaim(ctx context.Context, tx *writeTx, id string) (c claimRow, ok bool, err error) {
+func (s *SQLite) readClaim(ctx context.Context, tx *sql.Tx, id string) (c claimRow, ok bool, err error) {
 	var since, expires int64
-	err = tx.st.selectClaim.QueryRowContext(ctx, id).Scan(&c.Token, &c.PID, &c.Host, &c.Node, &since, &expires)
+	err = tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, id).Scan(&c.Token, &c.PID, &c.Host, &c.Node, &since, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, false, nil
 	}
@@ -46,7 +46,7 @@ func (n nullClaim) row() (c claimRow, ok bool) {
 // checkClaim is the check of every write to conversation id, in the
 // write's transaction: under Writing(ctx, w), w must hold the claim;
 // without, no live holder may have it.
-func (s *SQLite) checkClaim(ctx context.Context, tx *writeTx, id string) error {
+func (s *SQLite) checkClaim(ctx context.Context, tx *sql.Tx, id string) error {
 	c, ok, err := s.readClaim(ctx, tx, id)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func (s *SQLite) Claim(ctx context.Context, id string, h Holder, lease time.Dura
 	doing := "claiming conversation " + id
 	// A claim need not wait for the disk: after a crash of the machine its
 	// holder is gone anyway.
-	err := s.write(ctx, doing, true, func(tx *writeTx) error {
+	err := s.write(ctx, doing, true, func(tx *sql.Tx) error {
 		var exists int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE id = ?`, id).Scan(&exists); err != nil {
 			return s.explain(doing, err)
@@ -121,7 +121,7 @@ func (s *SQLite) Renew(ctx context.Context, id string, h Holder, lease time.Dura
 		return err
 	}
 	doing := "renewing the claim on conversation " + id
-	return s.write(ctx, doing, true, func(tx *writeTx) error {
+	return s.write(ctx, doing, true, func(tx *sql.Tx) error {
 		c, ok, err := s.readClaim(ctx, tx, id)
 		if err != nil {
 			return err
@@ -138,7 +138,7 @@ func (s *SQLite) Renew(ctx context.Context, id string, h Holder, lease time.Dura
 // Release gives up h's claim on id (see Store.Release).
 func (s *SQLite) Release(ctx context.Context, id string, h Holder) error {
 	doing := "releasing the claim on conversation " + id
-	return s.write(ctx, doing, true, func(tx *writeTx) error {
+	return s.write(ctx, doing, true, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE conversation = ? AND token = ?`, id, h.Token)
 		return s.wrapErr(doing, err)
 	})
@@ -162,12 +162,13 @@ func (s *SQLite) Keep(ctx context.Context, id string, results ...Part) error {
 		raws[i] = raw
 	}
 	doing := "keeping finished calls' results in conversation " + id
-	return s.write(ctx, doing, true, func(tx *writeTx) error {
+	return s.write(ctx, doing, true, func(tx *sql.Tx) error {
 		if err := s.checkClaim(ctx, tx, id); err != nil {
 			return err
 		}
+		insert := tx.StmtContext(ctx, s.insertKept)
 		for i, p := range results {
-			_, err := tx.st.insertKept.ExecContext(ctx, id, p.CallID, raws[i])
+			_, err := insert.ExecContext(ctx, id, p.CallID, raws[i])
 			if isForeignKey(err) {
 				return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
 			}

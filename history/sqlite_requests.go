@@ -55,7 +55,7 @@ func (s *SQLite) AddRequest(ctx context.Context, id string, r SentRequest) (int,
 	s.sent.mu.Lock()
 	defer s.sent.mu.Unlock()
 	var n int
-	err := s.write(ctx, doing, true, func(tx *writeTx) error {
+	err := s.write(ctx, doing, true, func(tx *sql.Tx) error {
 		if !s.sent.table {
 			if _, err := tx.ExecContext(ctx, requestsSchema); err != nil {
 				return s.explain(doing, err)
@@ -129,7 +129,7 @@ func (s *SQLite) Request(ctx context.Context, id string, n int) (SentRequest, er
 	return s.request(ctx, tx, id, n)
 }
 
-func (s *SQLite) request(ctx context.Context, tx queryer, id string, n int) (SentRequest, error) {
+func (s *SQLite) request(ctx context.Context, tx *sql.Tx, id string, n int) (SentRequest, error) {
 	doing := fmt.Sprintf("reading request %d of conversation %s", n, id)
 	count, err := s.requestCount(ctx, tx, id)
 	if err != nil {
@@ -196,7 +196,7 @@ func (s *SQLite) RequestCount(ctx context.Context, id string) (int, error) {
 	return s.requestCount(ctx, tx, id)
 }
 
-func (s *SQLite) requestCount(ctx context.Context, tx queryer, id string) (int, error) {
+func (s *SQLite) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, error) {
 	var n int
 	err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) FROM requests WHERE conversation = ?`, id).Scan(&n)
 	if err != nil && strings.Contains(err.Error(), "no such table") {

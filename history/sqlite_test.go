@@ -204,11 +204,7 @@ func TestLockedStoreIsAClearError(t *testing.T) {
 	s := openStore(t, path)
 	ctx := context.Background()
 	_ = s.Create(ctx, Conversation{ID: "c"})
-	// on the connection the store writes with
-	if err := s.write(ctx, "setting the busy timeout", false, func(tx *writeTx) error {
-		_, err := tx.ExecContext(ctx, `PRAGMA busy_timeout = 100`)
-		return err
-	}); err != nil {
+	if _, err := s.db.Exec(`PRAGMA busy_timeout = 100`); err != nil {
 		t.Fatal(err)
 	}
 	// another holder of the file takes the write lock and keeps it
@@ -284,11 +280,9 @@ func TestEveryWriteCommitsAtItsOwnSynchronousLevel(t *testing.T) {
 			if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
 				t.Fatal(err)
 			}
-			level := func() int { // the writer connection's
+			level := func() int {
 				var mode int
-				s.wmu.Lock()
-				defer s.wmu.Unlock()
-				if err := s.w.conn.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode); err != nil {
+				if err := s.db.QueryRow(`PRAGMA synchronous`).Scan(&mode); err != nil {
 					t.Fatal(err)
 				}
 				return mode
@@ -297,8 +291,8 @@ func TestEveryWriteCommitsAtItsOwnSynchronousLevel(t *testing.T) {
 				var got int
 				switch step {
 				case "lazy", "synced": // the level inside the write's own transaction
-					err = s.write(ctx, step, step == "lazy", func(tx *writeTx) error {
-						return tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&got)
+					err = s.write(ctx, step, step == "lazy", func(tx *sql.Tx) error {
+						return tx.QueryRow(`PRAGMA synchronous`).Scan(&got)
 					})
 				case "create":
 					err = s.Create(ctx, Conversation{ID: fmt.Sprint("c", i)})
