@@ -37,7 +37,7 @@ func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (str
 		return "", err
 	}
 	hash := BlobHash(data)
-	err := s.write(ctx, doing, false, func(tx *writeTx) error {
+	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
 		// Made here, not at open: blobs are rare (spills of a shared
 		// store), and a store that never keeps one stays as it was.
 		if _, err := tx.ExecContext(ctx, blobsSchema); err != nil {
