@@ -21,12 +21,11 @@ import (
 )
 
 // SQLite is a Store in one SQLite file, in WAL mode, each Append one
-// transaction committed with a full sync (unless Lazy), on a connection
-// the store holds for its writes (sqlite_write.go); reads use another. It
-// keeps the messages it has read in memory, and those it appends to a
-// conversation it has read: stored messages never change, so a later
-// Messages reads only the rows added since (by another process). It must
-// not hand out what it keeps for callers to change.
+// transaction committed with a full sync (unless Lazy). It keeps the
+// messages it has read in memory, and those it appends to a conversation it
+// has read: stored messages never change, so a later Messages reads only the
+// rows added since (by another process). It must not hand out what it keeps
+// for callers to change.
 type SQLite struct {
 	db      *sql.DB
 	path    string
