@@ -295,7 +295,9 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return provider.Response{}, describe(err)
 	}
 	defer resp.Body.Close()
-	return readStream(eventsOf(resp), resp, onText, req.OnThinking)
+	events := eventsOf(resp)
+	defer events.Release()
+	return readStream(events, resp, onText, req.OnThinking)
 }
 
 func usageOf(in, out, read, write int64) history.Usage {

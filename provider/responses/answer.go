@@ -112,7 +112,8 @@ type event struct {
 // wire reads that it cannot decode. Other events it cannot decode are
 // passed over: the API adds event types.
 func (a *accumulator) read(body io.Reader) error {
-	r := sse.NewReader(body)
+	r := sse.Borrow(body)
+	defer r.Release()
 	for !a.done && r.Next() {
 		data := r.Event().Data
 		if bytes.HasPrefix(data, []byte("[DONE]")) {
