@@ -231,22 +231,22 @@ func (f *frameReader) errorEvent(code, message string) {
 // ({"bytes":"BASE64","p":"..."}), taken from the payload as it is when
 // it is a plain string, else decoded by encoding/json.
 func chunkBytes(payload []byte) ([]byte, error) {
-	s := scanner{b: payload}
-	if s.next('{') {
-		for ok := true; ok; ok = s.next(',') {
-			s.ws()
-			key, ok := s.plainString()
-			if !ok || !s.next(':') {
+	s := provider.Scanner{B: payload}
+	if s.Next('{') {
+		for ok := true; ok; ok = s.Next(',') {
+			s.WS()
+			key, ok := s.PlainString()
+			if !ok || !s.Next(':') {
 				break
 			}
-			s.ws()
+			s.WS()
 			if string(key) == "bytes" {
-				if raw, ok := s.plainString(); ok {
+				if raw, ok := s.PlainString(); ok {
 					return raw, nil
 				}
 				break
 			}
-			if !s.skip() {
+			if !s.Skip() {
 				break
 			}
 		}
