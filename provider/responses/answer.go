@@ -119,6 +119,9 @@ func (a *accumulator) read(body io.Reader) error {
 		if bytes.HasPrefix(data, []byte("[DONE]")) {
 			break
 		}
+		if passOver(data) {
+			continue
+		}
 		var ev event
 		if err := json.Unmarshal(data, &ev); err != nil {
 			var t struct {
@@ -140,6 +143,60 @@ func (a *accumulator) read(body io.Reader) error {
 		return fmt.Errorf("openai-responses: %v", err)
 	}
 	return nil
+}
+
+// passOver reports whether the event data is one read would pass over
+// without decoding it whole: of a type the wire does not read, and
+// without an "error" object (which ends the stream, whatever the type). A
+// light round's answer is 43 events, of which 12 — response.created and
+// response.in_progress, each carrying a whole response object, and a
+// function_call_arguments.done for each call — are not read. It is
+// decided by a scan of the top-level members (provider.Scanner); an event
+// the scan does not take plainly (a key encoding/json would match without
+// case, an escaped type, anything malformed) is not passed over here, and
+// read decides as it always did (TestPassOverIsWhatReadWouldDo).
+func passOver(data []byte) bool {
+	s := provider.Scanner{B: data}
+	if !s.Next('{') {
+		return false
+	}
+	var typ []byte
+	errorSet := false
+	if !s.Next('}') {
+		for {
+			s.WS()
+			key, ok := s.PlainString()
+			if !ok || !s.Next(':') {
+				return false
+			}
+			s.WS()
+			switch {
+			case string(key) == "type":
+				if typ, ok = s.PlainString(); !ok {
+					return false
+				}
+			case string(key) == "error":
+				errorSet = !s.IsNull()
+				if errorSet && !s.Skip() {
+					return false
+				}
+			case bytes.EqualFold(key, []byte("type")) || bytes.EqualFold(key, []byte("error")):
+				return false // encoding/json would take it for one of these
+			default:
+				if !s.Skip() {
+					return false
+				}
+			}
+			if s.Next(',') {
+				continue
+			}
+			if !s.Next('}') {
+				return false
+			}
+			break
+		}
+	}
+	return s.AtEnd() && typ != nil && !errorSet && !reads(string(typ))
 }
 
 // reads reports whether the wire reads events of type t.
