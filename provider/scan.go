@@ -47,6 +47,34 @@ func (s *Scanner) Next(c byte) bool {
 	return false
 }
 
+// Object reads an object, calling member for each of its members with
+// the scan at the member's value, which member must read (or pass over);
+// it is false as soon as member is, or when what it reads is not an
+// object.
+func (s *Scanner) Object(member func(key []byte) bool) bool {
+	if !s.Next('{') {
+		return false
+	}
+	if s.Next('}') {
+		return true
+	}
+	for {
+		s.WS()
+		key, ok := s.PlainString()
+		if !ok || !s.Next(':') {
+			return false
+		}
+		s.WS()
+		if !member(key) {
+			return false
+		}
+		if s.Next(',') {
+			continue
+		}
+		return s.Next('}')
+	}
+}
+
 // IsNull takes a null if one is next (encoding/json leaves a field as
 // it is for a null, but for a pointer, which it makes nil).
 func (s *Scanner) IsNull() bool {

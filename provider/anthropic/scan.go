@@ -48,27 +48,7 @@ type scanner struct{ provider.Scanner }
 
 // object reads an object, each member by member(in, ...).
 func (s *scanner) object(in int, ev *streamEvent) bool {
-	if !s.Next('{') {
-		return false
-	}
-	if s.Next('}') {
-		return true
-	}
-	for {
-		s.WS()
-		key, ok := s.PlainString()
-		if !ok || !s.Next(':') {
-			return false
-		}
-		s.WS()
-		if !s.member(in, key, ev) {
-			return false
-		}
-		if s.Next(',') {
-			continue
-		}
-		return s.Next('}')
-	}
+	return s.Object(func(key []byte) bool { return s.member(in, key, ev) })
 }
 
 // member reads the value of key in an object of kind in.

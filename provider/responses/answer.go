@@ -157,46 +157,23 @@ func (a *accumulator) read(body io.Reader) error {
 // read decides as it always did (TestPassOverIsWhatReadWouldDo).
 func passOver(data []byte) bool {
 	s := provider.Scanner{B: data}
-	if !s.Next('{') {
-		return false
-	}
 	var typ []byte
 	errorSet := false
-	if !s.Next('}') {
-		for {
-			s.WS()
-			key, ok := s.PlainString()
-			if !ok || !s.Next(':') {
-				return false
-			}
-			s.WS()
-			switch {
-			case string(key) == "type":
-				if typ, ok = s.PlainString(); !ok {
-					return false
-				}
-			case string(key) == "error":
-				errorSet = !s.IsNull()
-				if errorSet && !s.Skip() {
-					return false
-				}
-			case bytes.EqualFold(key, []byte("type")) || bytes.EqualFold(key, []byte("error")):
-				return false // encoding/json would take it for one of these
-			default:
-				if !s.Skip() {
-					return false
-				}
-			}
-			if s.Next(',') {
-				continue
-			}
-			if !s.Next('}') {
-				return false
-			}
-			break
+	ok := s.Object(func(key []byte) bool {
+		switch {
+		case string(key) == "type":
+			var ok bool
+			typ, ok = s.PlainString()
+			return ok
+		case string(key) == "error":
+			errorSet = !s.IsNull()
+			return !errorSet || s.Skip()
+		case bytes.EqualFold(key, []byte("type")) || bytes.EqualFold(key, []byte("error")):
+			return false // encoding/json would take it for one of these
 		}
-	}
-	return s.AtEnd() && typ != nil && !errorSet && !reads(string(typ))
+		return s.Skip()
+	})
+	return ok && s.AtEnd() && typ != nil && !errorSet && !reads(string(typ))
 }
 
 // reads reports whether the wire reads events of type t.
