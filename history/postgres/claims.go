@@ -191,14 +191,14 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 	if err := history.CheckKeep(id, results); err != nil {
 		return err
 	}
-	calls := make([]string, len(results))
+	calls := make([][]byte, len(results))
 	raws := make([][]byte, len(results))
 	for i, p := range results {
 		raw, err := history.EncodePart(p)
 		if err != nil {
 			return fmt.Errorf("keeping the result of call %s in conversation %s: %v", p.CallID, id, err)
 		}
-		calls[i], raws[i] = p.CallID, raw
+		calls[i], raws[i] = []byte(p.CallID), raw
 	}
 	doing := "keeping finished calls' results in conversation " + id
 	return s.write(ctx, id, doing, true, func(tx pgx.Tx, w writeState) error {
@@ -207,7 +207,7 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 		}
 		// the last of one call's results in one Keep wins, as a later Keep's does
 		_, err := tx.Exec(ctx, `INSERT INTO kept (conversation, call_id, part)
-			SELECT DISTINCT ON (call_id) $1, call_id, part FROM unnest($2::text[], $3::bytea[]) WITH ORDINALITY AS k(call_id, part, i) ORDER BY call_id, i DESC
+			SELECT DISTINCT ON (call_id) $1, call_id, part FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS k(call_id, part, i) ORDER BY call_id, i DESC
 			ON CONFLICT (conversation, call_id) DO UPDATE SET part = excluded.part`, id, calls, raws)
 		if err != nil {
 			return s.explain(doing, err)
@@ -227,8 +227,7 @@ func (s *Store) Kept(ctx context.Context, id string) ([]history.Part, error) {
 	defer rows.Close()
 	var out []history.Part
 	for rows.Next() {
-		var callID string
-		var raw []byte
+		var callID, raw []byte
 		if err := rows.Scan(&callID, &raw); err != nil {
 			return nil, s.explain(doing, err)
 		}

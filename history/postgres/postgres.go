@@ -184,7 +184,7 @@ var migrations = []string{
 	// 1: conversations, messages, claims, kept results, requests
 	`CREATE TABLE conversations (
 		id       text PRIMARY KEY,
-		system   text NOT NULL,
+		system   bytea NOT NULL,       -- bytes, as SQLite keeps them: text refuses NUL and what is not UTF-8
 		created  text NOT NULL,        -- history.TimeFormat, as SQLite keeps it (the checksum covers it)
 		updated  timestamptz NOT NULL,
 		messages integer NOT NULL DEFAULT 0, -- how many messages it holds
@@ -209,7 +209,7 @@ var migrations = []string{
 	);
 	CREATE TABLE kept (
 		conversation text NOT NULL REFERENCES conversations(id),
-		call_id      text NOT NULL,
+		call_id      bytea NOT NULL, -- bytes: a call id may hold a NUL
 		part         bytea NOT NULL, -- history.EncodePart
 		PRIMARY KEY (conversation, call_id)
 	);

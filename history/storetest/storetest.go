@@ -109,6 +109,7 @@ func Run(t *testing.T, subject Subject) {
 		{"EpochsWhereCountedGrowWithEachTakeover", epochsGrow},
 		{"ClaimRefusesBadInputSayingWhat", claimRefusesBadInput},
 		{"DamagedRecordsAreReportedNotRead", damagedRecords},
+		{"TextsOfAnyBytesComeBackAsStored", textsOfAnyBytes},
 		{"KeptResultsLastUntilTheRoundIsAppended", keptUntilRound},
 		{"AResultKeptAgainReplacesTheFirst", keptAgainReplaces},
 		{"RequestsComeBackByteForByte", requestsByteForByte},
