@@ -163,12 +163,14 @@ func (s *Store) Renew(ctx context.Context, id string, h history.Holder, lease ti
 	})
 }
 
-// Release gives up h's claim on id (see history.Store.Release). The row
-// stays, token cleared, so the next holder's epoch is larger still.
+// Release gives up h's claim on id (see history.Store.Release): the
+// claim of h's token and epoch, so that a release under an epoch h no
+// longer holds leaves its newer claim alone. The row stays, token
+// cleared, so the next holder's epoch is larger still.
 func (s *Store) Release(ctx context.Context, id string, h history.Holder) error {
 	doing := "releasing the claim on conversation " + id
 	err := s.write(ctx, id, doing, true, func(tx pgx.Tx, w writeState) error {
-		if w.claim == nil || w.claim.Token != h.Token {
+		if w.claim == nil || w.claim.Token != h.Token || w.claim.Epoch != h.Epoch {
 			return nil // not h's: left as it is
 		}
 		if _, err := tx.Exec(ctx, `UPDATE claims SET token = '', expires = since WHERE conversation = $1`, id); err != nil {
