@@ -31,6 +31,11 @@ type writeState struct {
 	epoch    int64     // the stored epoch, also of a released claim; 0: never claimed
 }
 
+// pausedInWrite, when set (by tests only), is called by every write of a
+// conversation once it holds the conversation's row lock, before it
+// writes: a test pauses a writer there, as a stopped process would be.
+var pausedInWrite func(id string)
+
 // errNoConversation stops a write whose conversation is not there.
 var errNoConversation = errors.New("no such conversation")
 
@@ -84,6 +89,9 @@ func (s *Store) write(ctx context.Context, id, doing string, lazy bool, fn func(
 		return errNotFound(id)
 	} else if err != nil {
 		return s.explain(doing, err)
+	}
+	if pausedInWrite != nil {
+		pausedInWrite(id)
 	}
 	if err := fn(tx, w); err != nil {
 		return err

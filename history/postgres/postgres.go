@@ -70,6 +70,19 @@ var (
 // an unreachable server is an error at Open, not a hang.
 const connectTimeout = 10 * time.Second
 
+// idleInWrite is how long the server lets one of the store's sessions sit
+// idle inside a transaction — its process paused, frozen or cut off in the
+// middle of a write, holding the conversation's row lock — before it ends
+// the session, rolling the write back and freeing the conversation for
+// the next holder, who would otherwise wait on the lock for as long as
+// the pause (or until TCP notices a partition, hours). A write is never
+// idle that long: its statements follow each other at once. A DSN that
+// sets idle_in_transaction_session_timeout keeps its own.
+const idleInWrite = history.DefaultLease
+
+// idleParam is the server setting idleInWrite is given as.
+const idleParam = "idle_in_transaction_session_timeout"
+
 // Open connects to the database dsn names (a postgres:// or postgresql://
 // URL, or key=value pairs, as libpq takes them), brings its tables to this
 // myelin's layout (migrate) and returns the store. A DSN that does not
@@ -89,6 +102,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = connectTimeout
+	}
+	if _, set := cc.RuntimeParams[idleParam]; !set {
+		cc.RuntimeParams[idleParam] = strconv.FormatInt(idleInWrite.Milliseconds(), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
