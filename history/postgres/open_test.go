@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/postgres"
 	"github.com/myelin-run/myelin/history/postgres/pgtest"
 )
@@ -117,5 +118,29 @@ func exec(t *testing.T, schema, sql string, args ...any) {
 	t.Helper()
 	if _, err := connect(t, schema).Exec(context.Background(), sql, args...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A schema named with characters search_path would read otherwise — a
+// space, capitals, a comma — is the one the tables are made and used in.
+func TestASchemaOfAnyNameIsTheOneUsed(t *testing.T) {
+	for _, odd := range []string{"Team A", "a,b", `q"uote`} {
+		t.Run(odd, func(t *testing.T) {
+			base, _ := pgtest.Schema(t)
+			name := odd + " " + base
+			t.Cleanup(func() { exec(t, base, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`) })
+			s, err := postgres.Open(context.Background(), dsn(t), postgres.Options{Schema: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Create(context.Background(), history.Conversation{ID: "c"}); err != nil {
+				t.Fatal(err)
+			}
+			var n int
+			if err := connect(t, base).QueryRow(context.Background(), `SELECT count(*) FROM `+pgx.Identifier{name, "conversations"}.Sanitize()).Scan(&n); err != nil || n != 1 {
+				t.Fatalf("%d conversations in schema %q, %v; want 1", n, name, err)
+			}
+		})
 	}
 }

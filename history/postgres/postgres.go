@@ -98,7 +98,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	name := "postgres://" + cc.User + "@" + net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))) + "/" + cc.Database
 	if opts.Schema != "" {
 		name += " (schema " + opts.Schema + ")"
-		cc.RuntimeParams["search_path"] = opts.Schema
+		cc.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize() // quoted: the one schema, whatever its name
 	}
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = connectTimeout
