@@ -264,7 +264,11 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 			return s.explain("making schema "+schema, err)
 		}
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS myelin_layout (version integer NOT NULL)`); err != nil {
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS myelin_layout (version integer NOT NULL)`); isCode(err, "3F000") {
+		var path string
+		_ = s.pool.QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&path)
+		return fmt.Errorf("history store %s: the connection's search_path (%q) names no schema that exists: create the schema, or set ?search_path= to one that does", s.name, path)
+	} else if err != nil {
 		return s.explain(doing, err)
 	}
 	version := -1
