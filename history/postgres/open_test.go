@@ -155,3 +155,33 @@ func TestASearchPathOfNoSchemaThatExistsIsAClearError(t *testing.T) {
 		t.Fatalf("err = %v; want %q", err, want)
 	}
 }
+
+// Processes that name one schema in different ways — postgres.Options.Schema,
+// the URL's search_path — and open a new database at once also wait for
+// each other's migration: every one opens, and the layout is made once.
+func TestProcessesNamingOneSchemaDifferentlyAllOpenIt(t *testing.T) {
+	name, byURL := pgtest.Schema(t)
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			d, opts := dsn(t), postgres.Options{Schema: name}
+			if i%2 == 1 {
+				d, opts = byURL, postgres.Options{}
+			}
+			s, err := postgres.Open(context.Background(), d, opts)
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if v := layoutOf(t, name); v != postgres.Layout {
+		t.Fatalf("layout %d; want %d", v, postgres.Layout)
+	}
+}

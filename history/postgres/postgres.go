@@ -244,8 +244,8 @@ var migrations = []string{
 var Layout = len(migrations)
 
 // migrate brings the database to Layout in one transaction under an
-// advisory lock, so that processes opening it at once wait for each other
-// and find it made, never half made. A database of a newer layout is
+// advisory lock (one for the database), so that processes opening it at
+// once wait for each other and find it made, never half made. A database of a newer layout is
 // refused, saying so.
 func (s *Store) migrate(ctx context.Context, schema string) error {
 	doing := "bringing the tables to layout " + strconv.Itoa(Layout)
@@ -254,8 +254,11 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 		return s.explain(doing, err)
 	}
 	defer tx.Rollback(ctx)
+	// one lock for the database, whatever the schema: a schema named by
+	// Options.Schema in one process and by the URL's search_path in
+	// another is one schema, and two migrations of it at once collide
 	key := fnv.New64a()
-	key.Write([]byte("myelin history migrate " + schema))
+	key.Write([]byte("myelin history migrate"))
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(key.Sum64())); err != nil {
 		return s.explain(doing, err)
 	}
