@@ -147,9 +147,9 @@ func TestASchemaOfAnyNameIsTheOneUsed(t *testing.T) {
 
 // A URL whose search_path names no schema that exists is an error at Open
 // that says so, naming the search_path, not the server's "no schema has
-// been selected to create in".
+// been selected to create in" — also with a pool of one connection.
 func TestASearchPathOfNoSchemaThatExistsIsAClearError(t *testing.T) {
-	_, err := postgres.Open(context.Background(), withParam(t, dsn(t), "search_path", "nosuchschema"), postgres.Options{})
+	_, err := postgres.Open(context.Background(), withParam(t, withParam(t, dsn(t), "pool_max_conns", "1"), "search_path", "nosuchschema"), postgres.Options{})
 	want := `the connection's search_path ("nosuchschema") names no schema that exists`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v; want %q", err, want)

@@ -268,6 +268,7 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 		}
 	}
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS myelin_layout (version integer NOT NULL)`); isCode(err, "3F000") {
+		_ = tx.Rollback(ctx) // its connection back first: the pool may have one
 		var path string
 		_ = s.pool.QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&path)
 		return fmt.Errorf("history store %s: the connection's search_path (%q) names no schema that exists: create the schema, or set ?search_path= to one that does", s.name, path)
