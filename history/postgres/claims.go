@@ -48,7 +48,7 @@ var errNoConversation = errors.New("no such conversation")
 // over is seen by every write that follows it: fencing. Lazy writes
 // commit without waiting for the server's disk.
 func (s *Store) write(ctx context.Context, id, doing string, lazy bool, fn func(tx pgx.Tx, w writeState) error) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, readCommitted)
 	if err != nil {
 		return s.explain(doing, err)
 	}

@@ -46,10 +46,20 @@ func TestABadDSNOrAnUnreachableServerIsAClearErrorAtOpen(t *testing.T) {
 
 // Processes that open a new database at once wait for each other's
 // migration (the advisory lock): every one opens, and the layout is made
-// once.
+// once — also where the database's default isolation is stricter, and a
+// process that waited would otherwise read the layout as it was before.
 func TestProcessesOpeningANewDatabaseAtOnceAllOpenIt(t *testing.T) {
+	for _, isolation := range []string{"", "repeatable read", "serializable"} {
+		t.Run("default isolation "+isolation, func(t *testing.T) { openAtOnce(t, isolation) })
+	}
+}
+
+func openAtOnce(t *testing.T, isolation string) {
 	name, _ := pgtest.Schema(t)
 	d := dsn(t)
+	if isolation != "" {
+		d = withParam(t, d, "default_transaction_isolation", isolation)
+	}
 	const n = 6
 	errs := make([]error, n)
 	var wg sync.WaitGroup

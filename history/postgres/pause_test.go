@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -102,6 +103,6 @@ func withParam(t *testing.T, dsn, name, value string) string {
 	}
 	q := u.Query()
 	q.Set(name, value)
-	u.RawQuery = q.Encode()
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20") // pgx reads + as itself
 	return u.String()
 }

@@ -193,6 +193,15 @@ func (s *Store) hostNow() time.Time {
 	return time.Now().UTC()
 }
 
+// readCommitted is how every write's transaction (and the migration's)
+// begins, whatever the database's default_transaction_isolation: each
+// statement sees what was committed before it started, so a write that
+// waited for a lock (the conversation's row, the migration's advisory
+// lock) sees what the one before it committed, where REPEATABLE READ or
+// SERIALIZABLE would fail it with a serialization error, or read the
+// layout as it was before the wait.
+var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
 // migrations are the store's layouts: migrations[i] brings layout i to
 // i+1 (0 is an empty schema). A migration is added at the end, never
 // changed once released.
@@ -249,7 +258,7 @@ var Layout = len(migrations)
 // refused, saying so.
 func (s *Store) migrate(ctx context.Context, schema string) error {
 	doing := "bringing the tables to layout " + strconv.Itoa(Layout)
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, readCommitted)
 	if err != nil {
 		return s.explain(doing, err)
 	}
