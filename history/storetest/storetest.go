@@ -110,6 +110,7 @@ func Run(t *testing.T, subject Subject) {
 		{"ClaimRefusesBadInputSayingWhat", claimRefusesBadInput},
 		{"DamagedRecordsAreReportedNotRead", damagedRecords},
 		{"TextsOfAnyBytesComeBackAsStored", textsOfAnyBytes},
+		{"MessagesReturnedAreTheCallersToExtend", messagesAreTheCallers},
 		{"KeptResultsLastUntilTheRoundIsAppended", keptUntilRound},
 		{"AResultKeptAgainReplacesTheFirst", keptAgainReplaces},
 		{"RequestsComeBackByteForByte", requestsByteForByte},

@@ -39,3 +39,36 @@ func textsOfAnyBytes(t *testing.T, s Subject) {
 		t.Fatalf("Kept = %+v, %v; want %+v", ks, err, kept)
 	}
 }
+
+// The messages Messages returns may be extended by the caller without
+// reaching the store's: a caller's append to the slice copies (no room
+// past its end), and a slice returned before is not changed by the reads
+// and appends after it.
+func messagesAreTheCallers(t *testing.T, s Subject) {
+	e := s.env(t)
+	e.conversation("c")
+	if err := e.s.Append(e.ctx, "c", UserText("one"), UserText("two")); err != nil {
+		t.Fatal(err)
+	}
+	first, err := e.s.Messages(e.ctx, "c")
+	if err != nil || len(first) != 2 {
+		t.Fatalf("%d messages, %v", len(first), err)
+	}
+	mine := append(first, UserText("mine"))
+	mine[0] = UserText("changed")
+	for round := range 3 {
+		if err := e.s.Append(e.ctx, "c", UserText("more")); err != nil {
+			t.Fatal(err)
+		}
+		again, err := e.s.Messages(e.ctx, "c")
+		if err != nil || len(again) != 3+round {
+			t.Fatalf("round %d: %d messages, %v", round, len(again), err)
+		}
+		if again[0].Parts[0].Text != "one" || again[2].Parts[0].Text != "more" {
+			t.Fatalf("round %d: a caller's append to its slice reached the store: %q, %q", round, again[0].Parts[0].Text, again[2].Parts[0].Text)
+		}
+		if len(first) != 2 || first[0].Parts[0].Text != "one" || first[1].Parts[0].Text != "two" {
+			t.Fatalf("round %d: the slice returned first changed: %+v", round, first)
+		}
+	}
+}
