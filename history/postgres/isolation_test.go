@@ -74,3 +74,45 @@ func TestAWriteThatWaitedForTheLockGoesThroughWhateverTheDefaultIsolation(t *tes
 		t.Fatalf("the renewal that waited for the append's lock: %v", err)
 	}
 }
+
+// A connection lost in the middle of an append (the server ends the
+// session: a restart, a failover, a cut network) stores none of it, and
+// the store goes on with a new connection: the next append lands after
+// what was there before, nothing half written between.
+func TestAConnectionLostInsideAnAppendStoresNoneOfIt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, name := opener(t, nil)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	app := "myelin-test-" + hex.EncodeToString(b)
+	s, err := postgres.Open(ctx, withParam(t, withParam(t, dsn(t), "application_name", app), "pool_max_conns", "1"), postgres.Options{Schema: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", storetest.UserText("before")); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	postgres.PauseInWrite(t, "c", func() {
+		if calls.Add(1) == 1 { // the session is ended while the append holds the lock
+			if _, err := connect(t, name).Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	if err := s.Append(ctx, "c", storetest.SampleMessages()...); err == nil {
+		t.Fatal("an append whose connection was lost went through")
+	}
+	if err := s.Append(ctx, "c", storetest.UserText("after")); err != nil {
+		t.Fatalf("the append after a lost connection: %v", err)
+	}
+	msgs, err := s.Messages(ctx, "c")
+	if err != nil || len(msgs) != 2 || msgs[0].Parts[0].Text != "before" || msgs[1].Parts[0].Text != "after" {
+		t.Fatalf("messages %+v, %v; want before and after alone", msgs, err)
+	}
+}
