@@ -60,12 +60,19 @@ func openAtOnce(t *testing.T, isolation string) {
 	if isolation != "" {
 		d = withParam(t, d, "default_transaction_isolation", isolation)
 	}
-	const n = 6
+	allOpen(t, name, 6, func(int) (string, postgres.Options) { return d, postgres.Options{Schema: name} })
+}
+
+// allOpen opens n stores at once, the i-th with how(i), and fails t
+// unless every one opened and schema has this myelin's layout.
+func allOpen(t *testing.T, schema string, n int, how func(i int) (string, postgres.Options)) {
+	t.Helper()
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			s, err := postgres.Open(context.Background(), d, postgres.Options{Schema: name})
+			d, opts := how(i)
+			s, err := postgres.Open(context.Background(), d, opts)
 			if err == nil {
 				s.Close()
 			}
@@ -76,7 +83,7 @@ func openAtOnce(t *testing.T, isolation string) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if v := layoutOf(t, name); v != postgres.Layout {
+	if v := layoutOf(t, schema); v != postgres.Layout {
 		t.Fatalf("layout %d; want %d", v, postgres.Layout)
 	}
 }
@@ -171,27 +178,11 @@ func TestASearchPathOfNoSchemaThatExistsIsAClearError(t *testing.T) {
 // each other's migration: every one opens, and the layout is made once.
 func TestProcessesNamingOneSchemaDifferentlyAllOpenIt(t *testing.T) {
 	name, byURL := pgtest.Schema(t)
-	const n = 8
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			d, opts := dsn(t), postgres.Options{Schema: name}
-			if i%2 == 1 {
-				d, opts = byURL, postgres.Options{}
-			}
-			s, err := postgres.Open(context.Background(), d, opts)
-			if err == nil {
-				s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		t.Fatal(err)
-	}
-	if v := layoutOf(t, name); v != postgres.Layout {
-		t.Fatalf("layout %d; want %d", v, postgres.Layout)
-	}
+	d := dsn(t)
+	allOpen(t, name, 8, func(i int) (string, postgres.Options) {
+		if i%2 == 1 {
+			return byURL, postgres.Options{}
+		}
+		return d, postgres.Options{Schema: name}
+	})
 }
