@@ -23,6 +23,12 @@ func TestABadDSNOrAnUnreachableServerIsAClearErrorAtOpen(t *testing.T) {
 	}{
 		{"a port that is not a number", "postgres://me:s3cret@127.0.0.1:notaport/db", []string{"the Postgres connection string is not valid"}},
 		{"an unknown parameter value", "postgres://me:s3cret@127.0.0.1:5432/db?sslmode=sometimes", []string{"the Postgres connection string is not valid", "sslmode"}},
+		// a password of a letter or two is taken out where it stands, not
+		// wherever those letters are in the error's words
+		{"a short password, a bad port", "postgres://me:a@127.0.0.1:99999/db", []string{"the Postgres connection string is not valid", "cannot parse", "invalid port"}},
+		{"a short password in key=value pairs", "host=127.0.0.1 port=99999 user=me password=a", []string{"the Postgres connection string is not valid", "cannot parse", "invalid port"}},
+		{"a quoted password in key=value pairs", "host=127.0.0.1 port=99999 user=me password='s3cret word'", []string{"the Postgres connection string is not valid", "invalid port"}},
+		{"a password in the URL's query", "postgres://me@127.0.0.1:99999/db?password=s3cret&sslmode=disable", []string{"the Postgres connection string is not valid", "invalid port"}},
 		// port 1 on loopback: nothing listens there
 		{"no server listening", "postgres://me:s3cret@127.0.0.1:1/db?connect_timeout=5", []string{"history store postgres://me@127.0.0.1:1/db: cannot connect"}},
 	} {

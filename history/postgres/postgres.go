@@ -122,13 +122,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// redact takes the DSN's password out of a parse error's text.
+// redact takes the DSN's password out of a parse error's text where it
+// stands in the DSN — after the user's colon, after password= — and
+// nowhere else: a password of a letter or two must not garble the
+// error's words.
 func redact(err error, dsn string) string {
 	msg := err.Error()
-	if dsn != "" {
-		for _, p := range passwords(dsn) {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
-		}
+	for _, p := range passwords(dsn) {
+		msg = strings.ReplaceAll(msg, ":"+p+"@", ":xxxxx@")
+		msg = strings.ReplaceAll(msg, "password="+p, "password=xxxxx")
 	}
 	return msg
 }
@@ -147,7 +149,9 @@ func passwords(dsn string) []string {
 	}
 	if i := strings.Index(dsn, "password="); i >= 0 {
 		v := dsn[i+len("password="):]
-		if j := strings.Index(v, " "); j >= 0 {
+		if end := strings.Index(v[min(1, len(v)):], "'"); strings.HasPrefix(v, "'") && end >= 0 {
+			v = v[:end+2] // quoted, quotes and all
+		} else if j := strings.IndexAny(v, " &"); j >= 0 {
 			v = v[:j]
 		}
 		if v != "" {
