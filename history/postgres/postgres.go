@@ -258,10 +258,30 @@ var Layout = len(migrations)
 
 // migrate brings the database to Layout in one transaction under an
 // advisory lock (one for the database), so that processes opening it at
-// once wait for each other and find it made, never half made. A database of a newer layout is
+// once wait for each other and find it made, never half made. A database
+// of this layout is only read: a role that may not create tables opens it. A database of a newer layout is
 // refused, saying so.
 func (s *Store) migrate(ctx context.Context, schema string) error {
 	doing := "bringing the tables to layout " + strconv.Itoa(Layout)
+	// made already: nothing to make, so nothing a role that may only read
+	// and write the tables is refused (CREATE ... IF NOT EXISTS is)
+	var made bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('myelin_layout') IS NOT NULL`).Scan(&made); err != nil {
+		return s.explain(doing, err)
+	}
+	if made {
+		version := -1
+		err := s.pool.QueryRow(ctx, `SELECT version FROM myelin_layout`).Scan(&version)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return s.explain(doing, err)
+		}
+		if version > Layout {
+			return s.newerLayout(version)
+		}
+		if version == Layout {
+			return nil
+		}
+	}
 	tx, err := s.pool.BeginTx(ctx, readCommitted)
 	if err != nil {
 		return s.explain(doing, err)
@@ -298,7 +318,7 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 		return s.explain(doing, err)
 	}
 	if version > Layout {
-		return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use a myelin that matches it, or another --store", s.name, version, Layout)
+		return s.newerLayout(version)
 	}
 	if version == Layout {
 		return nil
@@ -315,6 +335,12 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 		return s.explain(doing, err)
 	}
 	return nil
+}
+
+// newerLayout is the error for a database of layout version, newer than
+// this myelin's.
+func (s *Store) newerLayout(version int) error {
+	return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use a myelin that matches it, or another --store", s.name, version, Layout)
 }
 
 // String names the store for people: its server, user and database (and
