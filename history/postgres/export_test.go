@@ -13,8 +13,9 @@ func ExecSQL(s history.Store, query string) error {
 	return err
 }
 
-// PauseInWrite makes every write of conversation id call pause once it
-// holds the conversation's row lock, until the test ends.
+// PauseInWrite makes every write of conversation id (in any schema) call
+// pause once it holds the conversation's row lock, until the test ends. A
+// test using it must not run in parallel with others.
 func PauseInWrite(t interface{ Cleanup(func()) }, id string, pause func()) {
 	pausedInWrite = func(c string) {
 		if c == id {
