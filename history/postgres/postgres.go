@@ -222,6 +222,17 @@ var migrations = []string{
 		meta   text NOT NULL,    -- the SentRequest as JSON, its body left out
 		PRIMARY KEY (conversation, n)
 	);`,
+	// 2: conversations' workspace files (history.Blobs, blobs.go)
+	`CREATE TABLE blobs (
+		hash text PRIMARY KEY, -- history.BlobHash(data)
+		data bytea NOT NULL
+	);
+	CREATE TABLE blob_files (
+		conversation text NOT NULL REFERENCES conversations(id),
+		path         bytea NOT NULL, -- workspace-relative, as given: bytes, as SQLite keeps them
+		hash         text NOT NULL REFERENCES blobs(hash),
+		PRIMARY KEY (conversation, path)
+	);`,
 }
 
 // Layout is the store layout this myelin reads and writes.
