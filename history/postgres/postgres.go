@@ -9,9 +9,12 @@
 // writer that lost its claim appends nothing (fencing). Leases run on the
 // database's clock, never a host's.
 //
+// It also keeps conversations' workspace files (history.Blobs, blobs.go),
+// shared by every host on the database.
+//
 // It owns its tables and their migrations; it must not convert tool results
 // (package result does), know provider wires, or keep a claim in memory.
-// Spilled results (blobs) and the workers' job queue are other packages'.
+// The workers' job queue is another package's.
 package postgres
 
 import (
