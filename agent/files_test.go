@@ -110,10 +110,19 @@ func lastResults(t *testing.T, store history.Store, id string) map[string]histor
 }
 
 func TestAConversationResumedOnAnotherWorkspaceReadsItsSpillFilesAsTheModelSawThem(t *testing.T) {
-	ctx := context.Background()
 	store := &history.Memory{ShareBlobs: true}
+	resumedOnAnotherWorkspace(t, store, store)
+}
+
+// resumedOnAnotherWorkspace runs a turn whose results are saved as files on
+// a workspace with storeA, then the model's ready calls on an empty
+// workspace with storeB (the same store, or the same database opened
+// again as by another host), and fails t unless they give the text they
+// give on the first and the next request is the same built on either.
+func resumedOnAnotherWorkspace(t *testing.T, storeA, storeB history.Store) {
+	ctx := context.Background()
 	srv := testWires["anthropic"].server(t)
-	a, b := newHost(t, store, srv), newHost(t, store, srv)
+	a, b := newHost(t, storeA, srv), newHost(t, storeB, srv)
 	id, err := a.agent.NewConversation(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +137,7 @@ func TestAConversationResumedOnAnotherWorkspaceReadsItsSpillFilesAsTheModelSawTh
 	if _, err := a.agent.Turn(ctx, id, "make big output", nil); err != nil {
 		t.Fatal(err)
 	}
-	first := lastResults(t, store, id)
+	first := lastResults(t, storeA, id)
 	var calls []providertest.ToolCall // the model's ready calls, as it would make them
 	var files []string
 	for _, cid := range []string{"toolu_1", "toolu_2"} {
@@ -152,7 +161,7 @@ func TestAConversationResumedOnAnotherWorkspaceReadsItsSpillFilesAsTheModelSawTh
 	if _, err := b.agent.Turn(ctx, id, "go on", nil); err != nil {
 		t.Fatal(err)
 	}
-	onB := lastResults(t, store, id)
+	onB := lastResults(t, storeB, id)
 	for _, c := range calls {
 		want := a.readHere(t, c.Input)
 		if got := onB[c.ID].Text; got != want {
@@ -170,7 +179,7 @@ func TestAConversationResumedOnAnotherWorkspaceReadsItsSpillFilesAsTheModelSawTh
 		}
 	}
 	// the first round's results are stored as A stored them
-	if again := lastResultsAt(t, store, id, first); again != "" {
+	if again := lastResultsAt(t, storeB, id, first); again != "" {
 		t.Fatal(again)
 	}
 	// and the next request is the same built on either workspace

@@ -63,9 +63,11 @@ func BlobHash(data []byte) string {
 // reads at the most (1 GiB), and what a Postgres bytea value holds.
 const MaxBlob = 1 << 30
 
-// checkBlob refuses what no Blobs store keeps: an empty conversation id or
+// CheckBlob refuses what no Blobs store keeps: an empty conversation id or
 // path, data over MaxBlob. doing says what was being done, for the error.
-func checkBlob(doing, id, path string, size int) error {
+// Every store's PutBlob calls it first (stores in other packages too), so
+// that all refuse the same; it must not look at the store.
+func CheckBlob(doing, id, path string, size int) error {
 	switch {
 	case id == "":
 		return fmt.Errorf("%s: no conversation id", doing)

@@ -20,7 +20,7 @@ func (s *Memory) Shared() bool { return s.ShareBlobs }
 
 // PutBlob keeps data as the file at path of conversation id (see Blobs).
 func (s *Memory) PutBlob(ctx context.Context, id, path string, data []byte) (string, error) {
-	if err := checkBlob("keeping file "+path+" of conversation "+id, id, path, len(data)); err != nil {
+	if err := CheckBlob("keeping file "+path+" of conversation "+id, id, path, len(data)); err != nil {
 		return "", err
 	}
 	hash := BlobHash(data)

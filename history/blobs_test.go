@@ -67,11 +67,11 @@ func blobTables(t *testing.T, s *SQLite) int {
 }
 
 func TestAFileOverMaxBlobIsRefusedBeforeAnythingIsRead(t *testing.T) {
-	err := checkBlob("keeping file f of conversation c", "c", "f", MaxBlob+1)
+	err := CheckBlob("keeping file f of conversation c", "c", "f", MaxBlob+1)
 	if err == nil || !strings.Contains(err.Error(), "over the") || !strings.Contains(err.Error(), "keeping file f") {
-		t.Fatalf("checkBlob of MaxBlob+1 bytes: %v; want an error naming the file and the bound", err)
+		t.Fatalf("CheckBlob of MaxBlob+1 bytes: %v; want an error naming the file and the bound", err)
 	}
-	if err := checkBlob("x", "c", "f", MaxBlob); err != nil {
-		t.Fatalf("checkBlob of MaxBlob bytes: %v; want none", err)
+	if err := CheckBlob("x", "c", "f", MaxBlob); err != nil {
+		t.Fatalf("CheckBlob of MaxBlob bytes: %v; want none", err)
 	}
 }

@@ -33,7 +33,7 @@ func (s *SQLite) Shared() bool { return false }
 // synced to the disk before it returns.
 func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (string, error) {
 	doing := "keeping file " + path + " of conversation " + id
-	if err := checkBlob(doing, id, path, len(data)); err != nil {
+	if err := CheckBlob(doing, id, path, len(data)); err != nil {
 		return "", err
 	}
 	hash := BlobHash(data)

@@ -9,9 +9,12 @@
 // writer that lost its claim appends nothing (fencing). Leases run on the
 // database's clock, never a host's.
 //
+// It also keeps conversations' workspace files (history.Blobs, blobs.go),
+// shared by every host on the database.
+//
 // It owns its tables and their migrations; it must not convert tool results
 // (package result does), know provider wires, or keep a claim in memory.
-// Spilled results (blobs) and the workers' job queue are other packages'.
+// The workers' job queue is another package's.
 package postgres
 
 import (
@@ -250,6 +253,17 @@ var migrations = []string{
 		tail   bytea NOT NULL,
 		meta   text NOT NULL,    -- the SentRequest as JSON, its body left out
 		PRIMARY KEY (conversation, n)
+	);`,
+	// 2: conversations' workspace files (history.Blobs, blobs.go)
+	`CREATE TABLE blobs (
+		hash text PRIMARY KEY, -- history.BlobHash(data)
+		data bytea NOT NULL
+	);
+	CREATE TABLE blob_files (
+		conversation text NOT NULL REFERENCES conversations(id),
+		path         bytea NOT NULL, -- workspace-relative, as given: bytes, as SQLite keeps them
+		hash         text NOT NULL REFERENCES blobs(hash),
+		PRIMARY KEY (conversation, path)
 	);`,
 }
 
