@@ -270,7 +270,7 @@ func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 	}
 	defer release()
 	on(Event{Kind: Started})
-	tr, err := a.turn(ctx, id, prompt, on)
+	tr, err := a.turn(ctx, id, &prompt, on)
 	if err != nil && ctx.Err() != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, history.ErrClaimLost) {
 			err = cause
@@ -279,8 +279,9 @@ func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 	return tr, err
 }
 
-// turn is Turn under the conversation's claim.
-func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (TurnResult, error) {
+// turn is Turn under the conversation's claim; with a nil prompt it is
+// Continue's: the prompt is stored already, and a turn that ended is left.
+func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Event)) (TurnResult, error) {
 	rec, err := a.recover(ctx, id)
 	if err != nil {
 		return TurnResult{}, err
@@ -292,6 +293,17 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 	if err != nil {
 		return TurnResult{}, err
 	}
+	maxRounds := a.MaxRounds
+	if maxRounds <= 0 {
+		maxRounds = DefaultMaxRounds
+	}
+	var tr TurnResult
+	if prompt == nil {
+		var ended bool
+		if tr, ended = continuing(stored, maxRounds); ended {
+			return tr, nil
+		}
+	}
 	sz, err := a.sizing(ctx, id)
 	if err != nil {
 		return TurnResult{}, err
@@ -302,14 +314,11 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 		m.Settings, settings = settings, nil
 		return m
 	}
-	if err := a.store(ctx, id, on, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(prompt)}}}); err != nil {
-		return TurnResult{}, err
+	if prompt != nil {
+		if err := a.store(ctx, id, on, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(*prompt)}}}); err != nil {
+			return TurnResult{}, err
+		}
 	}
-	maxRounds := a.MaxRounds
-	if maxRounds <= 0 {
-		maxRounds = DefaultMaxRounds
-	}
-	var tr TurnResult
 	keeping := a.sending(id)
 	sz.sent = keeping
 	for {
