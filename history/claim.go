@@ -28,6 +28,13 @@ type Holder struct {
 	Node string `json:"node,omitempty"`
 	// Since is when the claim was taken; set by Store.Claim.
 	Since time.Time `json:"since"`
+	// Epoch is the claim's fencing number, set by Store.Claim in a store
+	// that counts takeovers (Postgres): each holder that takes a
+	// conversation's claim gets a larger one than the last, and a write
+	// under Writing is refused unless the claim still has this holder's
+	// token and epoch. 0 in a store that does not count them (SQLite,
+	// Memory compare the token alone).
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // NewHolder returns a new holder for this process: a fresh token, its pid

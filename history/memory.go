@@ -49,6 +49,9 @@ func (s *Memory) get(id string) (*memConversation, error) {
 
 // Create starts a conversation (see Store.Create).
 func (s *Memory) Create(ctx context.Context, c Conversation) error {
+	if c.ID == "" {
+		return fmt.Errorf("creating a conversation: its id is empty")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.convs == nil {

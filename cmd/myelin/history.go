@@ -28,7 +28,7 @@ const historyUsage = `Usage:
 func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("history")
 	wsDir := fs.String("workspace", ".", "the workspace root `DIR`")
-	storePath := fs.String("store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
+	storePath := fs.String("store", "", storeFlagHelp)
 	asJSON := fs.Bool("json", false, "print the messages as JSON (show)")
 	if len(args) == 0 {
 		return usageError(stderr, "history", "want a command: list or show")
@@ -52,32 +52,9 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if sub == "show" && len(pos) != 1 {
 		return usageError(stderr, cmd, fmt.Sprintf("want one conversation ID, got %d arguments %q", len(pos), pos))
 	}
-	path, storeInWorkspace := *storePath, *storePath == ""
-	if storeInWorkspace {
-		abs, err := filepath.Abs(*wsDir)
-		if err != nil {
-			return usageError(stderr, cmd, fmt.Sprintf("--workspace %q: %v", *wsDir, err))
-		}
-		if path, err = defaultStore(abs); err != nil {
-			fmt.Fprintf(stderr, "myelin %s: %v\n", cmd, err)
-			return exitError
-		}
-	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		// reading makes no store: say there is none yet
-		if sub == "list" {
-			fmt.Fprintf(stdout, "no conversations: there is no history store at %s yet; `myelin run PROMPT` starts one\n", path)
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "myelin history show: no such conversation %q: there is no history store at %s\n", pos[0], path)
-		return exitError
-	}
-	// The default store is in the workspace: checked above, and again by
-	// the store as it opens (a link planted between the two is refused).
-	store, err := history.OpenSQLiteWith(path, history.SQLiteOptions{NoFollow: storeInWorkspace})
-	if err != nil {
-		fmt.Fprintf(stderr, "myelin history: %v\n", err)
-		return exitError
+	store, path, code := openHistoryStore(ctx, cmd, sub, storeChoice(*storePath), *wsDir, pos, stdout, stderr)
+	if store == nil {
+		return code
 	}
 	defer store.Close()
 	if sub == "list" {
@@ -143,4 +120,47 @@ func oneLine(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// openHistoryStore opens the store history list and show read: Postgres
+// for a postgres:// URL, else SQLite (store's path, or the workspace's at
+// wsDir). A SQLite store that is not there is not made: it says there is
+// none yet and returns a nil store, with the exit code.
+func openHistoryStore(ctx context.Context, cmd, sub, store, wsDir string, pos []string, stdout, stderr io.Writer) (history.Store, string, int) {
+	if isPostgres(store) {
+		s, name, err := openPostgres(ctx, store)
+		if err != nil {
+			fmt.Fprintf(stderr, "myelin history: %v\n", err)
+			return nil, "", exitError
+		}
+		return s, name, exitOK
+	}
+	path, storeInWorkspace := store, store == ""
+	if storeInWorkspace {
+		abs, err := filepath.Abs(wsDir)
+		if err != nil {
+			return nil, "", usageError(stderr, cmd, fmt.Sprintf("--workspace %q: %v", wsDir, err))
+		}
+		if path, err = defaultStore(abs); err != nil {
+			fmt.Fprintf(stderr, "myelin %s: %v\n", cmd, err)
+			return nil, "", exitError
+		}
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		// reading makes no store: say there is none yet
+		if sub == "list" {
+			fmt.Fprintf(stdout, "no conversations: there is no history store at %s yet; `myelin run PROMPT` starts one\n", path)
+			return nil, "", exitOK
+		}
+		fmt.Fprintf(stderr, "myelin history show: no such conversation %q: there is no history store at %s\n", pos[0], path)
+		return nil, "", exitError
+	}
+	// The default store is in the workspace: checked above, and again by
+	// the store as it opens (a link planted between the two is refused).
+	s, err := history.OpenSQLiteWith(path, history.SQLiteOptions{NoFollow: storeInWorkspace})
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin history: %v\n", err)
+		return nil, "", exitError
+	}
+	return s, path, exitOK
 }

@@ -89,7 +89,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.IntVar(&f.inlineCap, "inline-cap", 0, fmt.Sprintf("the inline cap `N` in characters (default %d; at least %d)", result.DefaultCap, result.MinCap))
 	fs.StringVar(&f.provider, "provider", "", "anthropic, openai (Chat Completions, and compatible servers), openai-responses (OpenAI's Responses API), gemini, bedrock, vertex (Claude on Vertex AI) or google-cloud (Anthropic's gateway on Google Cloud) (default: the one whose API key is set: anthropic, openai, gemini, in that order; the cloud platforms only by name)")
 	fs.StringVar(&f.model, "model", "", "the model `NAME` (default "+defaultAnthropicModel+", "+defaultOpenAIModel+", "+defaultResponsesModel+", "+defaultGeminiModel+", "+defaultBedrockModel+", "+defaultVertexModel+"; on google-cloud, "+defaultAnthropicModel+")")
-	fs.StringVar(&f.store, "store", "", "the history store `PATH` (default WORKSPACE/.myelin/history.db)")
+	fs.StringVar(&f.store, "store", "", storeFlagHelp)
 	fs.StringVar(&f.conversation, "conversation", "", "continue (or start) the conversation `ID`")
 	fs.BoolVar(&f.cont, "continue", false, "continue the most recent conversation")
 	fs.StringVar(&f.system, "system", "", "read the system prompt of a new conversation from `FILE`")
@@ -150,7 +150,7 @@ func (f *agentFlags) policy() window.Policy {
 type session struct {
 	agent *agent.Agent
 	ws    *workspace.Workspace
-	store *history.SQLite
+	store history.Store
 	tools *toolset
 	id    string
 	// showThinking writes the model's thinking to stderr (--show-thinking).
@@ -267,16 +267,7 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 		ws.Close()
 		return nil, "", fmt.Errorf("refusing to start: %w", err)
 	}
-	path, storeInWorkspace := f.store, f.store == ""
-	if storeInWorkspace {
-		if path, err = defaultStore(ws.Dir()); err != nil {
-			ws.Close()
-			return nil, "", err
-		}
-	}
-	// The default store is in the workspace: checked above, and again by
-	// the store as it opens (a link planted between the two is refused).
-	store, err := history.OpenSQLiteWith(path, history.SQLiteOptions{NoFollow: storeInWorkspace})
+	store, path, err := openSessionStore(ctx, storeChoice(f.store), ws.Dir())
 	if err != nil {
 		ws.Close()
 		return nil, "", err

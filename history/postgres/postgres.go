@@ -1,0 +1,284 @@
+// Package postgres is a history.Store (and history.Requests) kept in a
+// PostgreSQL database, for several myelin processes on several hosts that
+// share one history. It keeps the same records as the SQLite store, byte
+// for byte — a message is the same JSON bytes (bytea), under the same
+// checksum — so that a request built from either store is the same
+// (contract §7), and the same one-writer claim, done the Postgres way: a
+// claims row whose epoch grows with every takeover, checked on every write
+// in the write's own transaction under the conversation's row lock, so a
+// writer that lost its claim appends nothing (fencing). Leases run on the
+// database's clock, never a host's.
+//
+// It owns its tables and their migrations; it must not convert tool results
+// (package result does), know provider wires, or keep a claim in memory.
+// Spilled results (blobs) and the workers' job queue are other packages'.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// Options tune a Postgres store; the zero value is the default.
+type Options struct {
+	// Schema, when set, is the schema the store's tables are in (made if
+	// missing); by default they are in the connection's search_path (the
+	// DSN may set it), normally public. Tests give each run its own.
+	Schema string
+	// Now is for tests: when set, claims are timed by it instead of the
+	// database's clock, so a test can let a lease run out without
+	// sleeping. It must stay nil in production, where hosts' clocks
+	// differ and only the database's is shared.
+	Now func() time.Time
+}
+
+// Store is a history.Store in a PostgreSQL database. It is safe for
+// concurrent use, by goroutines and by processes on any host sharing the
+// database. It keeps the messages it has read in memory: stored messages
+// never change, so a later Messages reads only the rows added since (by
+// this process or another).
+type Store struct {
+	pool *pgxpool.Pool
+	name string // the server and database, for errors: no password
+	now  func() time.Time
+
+	mu   sync.Mutex
+	read map[string][]history.Message // per conversation, the messages read so far
+
+	sent sentCache // the newest request body of some conversations (requests.go)
+}
+
+var (
+	_ history.Store    = (*Store)(nil)
+	_ history.Requests = (*Store)(nil)
+)
+
+// connectTimeout bounds connecting when the DSN sets no connect_timeout:
+// an unreachable server is an error at Open, not a hang.
+const connectTimeout = 10 * time.Second
+
+// Open connects to the database dsn names (a postgres:// or postgresql://
+// URL, or key=value pairs, as libpq takes them), brings its tables to this
+// myelin's layout (migrate) and returns the store. A DSN that does not
+// parse, a server that cannot be reached or refuses the login, and a
+// database of a newer layout are errors that say so, naming the server
+// and database but never the password.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("history store: the Postgres connection string is not valid (want postgres://user@host:port/database, or key=value pairs): %v", redact(err, dsn))
+	}
+	cc := cfg.ConnConfig
+	name := "postgres://" + cc.User + "@" + net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))) + "/" + cc.Database
+	if opts.Schema != "" {
+		name += " (schema " + opts.Schema + ")"
+		cc.RuntimeParams["search_path"] = opts.Schema
+	}
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = connectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("history store %s: %v", name, err)
+	}
+	s := &Store{pool: pool, name: name, now: opts.Now, read: map[string][]history.Message{}}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("history store %s: cannot connect: %v", name, err)
+	}
+	if err := s.migrate(ctx, opts.Schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// redact takes the DSN's password out of a parse error's text.
+func redact(err error, dsn string) string {
+	msg := err.Error()
+	if dsn != "" {
+		for _, p := range passwords(dsn) {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// passwords are the strings in dsn that may be a password: after the
+// user's colon in a URL, after password= in key=value pairs.
+func passwords(dsn string) []string {
+	var out []string
+	if at := strings.LastIndex(dsn, "@"); at > 0 {
+		if scheme := strings.Index(dsn, "://"); scheme >= 0 && scheme+3 < at {
+			userinfo := dsn[scheme+3 : at]
+			if c := strings.Index(userinfo, ":"); c >= 0 && c+1 < len(userinfo) {
+				out = append(out, userinfo[c+1:])
+			}
+		}
+	}
+	if i := strings.Index(dsn, "password="); i >= 0 {
+		v := dsn[i+len("password="):]
+		if j := strings.Index(v, " "); j >= 0 {
+			v = v[:j]
+		}
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Close closes the store's connections.
+func (s *Store) Close() error { s.pool.Close(); return nil }
+
+// explain makes a database error say what the store was doing, and where.
+func (s *Store) explain(doing string, err error) error {
+	return fmt.Errorf("history store %s: %s: %v", s.name, doing, err)
+}
+
+// errNotFound is the error for conversation id, not in the store.
+func errNotFound(id string) error { return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound) }
+
+// isCode reports whether err is the database's error of SQLSTATE code.
+func isCode(err error, code string) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == code
+}
+
+// clockArg is the time a statement takes as "now" for claims: nil (SQL
+// NULL, so the statement's COALESCE falls to the database's now()) unless
+// a test set Options.Now.
+func (s *Store) clockArg() any {
+	if s.now == nil {
+		return nil
+	}
+	return s.now().UTC()
+}
+
+// hostNow is the time messages and records are stamped with: this host's
+// clock (as SQLite stamps them), or the test clock.
+func (s *Store) hostNow() time.Time {
+	if s.now != nil {
+		return s.now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// layout is the store's newest layout; migrations[i] brings layout i to
+// i+1. A migration is added at the end, never changed once released.
+var migrations = []string{
+	// 1: conversations, messages, claims, kept results, requests
+	`CREATE TABLE conversations (
+		id       text PRIMARY KEY,
+		system   text NOT NULL,
+		created  text NOT NULL,        -- history.TimeFormat, as SQLite keeps it (the checksum covers it)
+		updated  timestamptz NOT NULL,
+		messages integer NOT NULL DEFAULT 0, -- how many messages it holds
+		crc      bigint NOT NULL               -- history.RecordChecksum(id, system, created)
+	);
+	CREATE TABLE messages (
+		conversation text NOT NULL REFERENCES conversations(id),
+		seq          integer NOT NULL,
+		message      bytea NOT NULL,  -- history.EncodeMessage: the bytes SQLite keeps
+		crc          bigint NOT NULL, -- history.MessageChecksum(conversation, seq, message)
+		PRIMARY KEY (conversation, seq)
+	);
+	CREATE TABLE claims (
+		conversation text PRIMARY KEY REFERENCES conversations(id),
+		token        text NOT NULL,   -- '' once released
+		pid          integer NOT NULL,
+		host         text NOT NULL,
+		node         text NOT NULL,
+		since        timestamptz NOT NULL,
+		expires      timestamptz NOT NULL, -- on the database's clock
+		epoch        bigint NOT NULL       -- grows with every takeover: the fencing number
+	);
+	CREATE TABLE kept (
+		conversation text NOT NULL REFERENCES conversations(id),
+		call_id      text NOT NULL,
+		part         bytea NOT NULL, -- history.EncodePart
+		PRIMARY KEY (conversation, call_id)
+	);
+	CREATE TABLE requests (
+		conversation text NOT NULL REFERENCES conversations(id),
+		n      integer NOT NULL,
+		base   integer NOT NULL, -- 0: tail is the whole body; else n-1
+		prefix integer NOT NULL, -- bytes shared with request base
+		tail   bytea NOT NULL,
+		meta   text NOT NULL,    -- the SentRequest as JSON, its body left out
+		PRIMARY KEY (conversation, n)
+	);`,
+}
+
+// Layout is the store layout this myelin reads and writes.
+var Layout = len(migrations)
+
+// migrate brings the database to Layout in one transaction under an
+// advisory lock, so that processes opening it at once wait for each other
+// and find it made, never half made. A database of a newer layout is
+// refused, saying so.
+func (s *Store) migrate(ctx context.Context, schema string) error {
+	doing := "bringing the tables to layout " + strconv.Itoa(Layout)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.explain(doing, err)
+	}
+	defer tx.Rollback(ctx)
+	key := fnv.New64a()
+	key.Write([]byte("myelin history migrate " + schema))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(key.Sum64())); err != nil {
+		return s.explain(doing, err)
+	}
+	if schema != "" {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
+			return s.explain("making schema "+schema, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS myelin_layout (version integer NOT NULL)`); err != nil {
+		return s.explain(doing, err)
+	}
+	version := -1
+	err = tx.QueryRow(ctx, `SELECT version FROM myelin_layout`).Scan(&version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		version = 0
+		_, err = tx.Exec(ctx, `INSERT INTO myelin_layout (version) VALUES (0)`)
+	}
+	if err != nil {
+		return s.explain(doing, err)
+	}
+	if version > Layout {
+		return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use a myelin that matches it, or another --store", s.name, version, Layout)
+	}
+	if version == Layout {
+		return nil
+	}
+	for v := version; v < Layout; v++ {
+		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+			return s.explain(fmt.Sprintf("bringing the tables from layout %d to %d", v, v+1), err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE myelin_layout SET version = $1`, Layout); err != nil {
+		return s.explain(doing, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.explain(doing, err)
+	}
+	return nil
+}
+
+// String names the store for people: its server, user and database (and
+// schema), never the password.
+func (s *Store) String() string { return s.name }

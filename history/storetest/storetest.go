@@ -1,0 +1,309 @@
+// Package storetest is the one conformance suite of history.Store: the
+// behaviours every store keeps (contract §7 and §13), written once and run
+// on each implementation — Memory and SQLite in package history's tests,
+// Postgres in history/postgres's. A store passes by calling Run from its
+// own tests with an Opener.
+//
+// It is for tests only: it imports package testing, and it must not hold
+// anything a store of one kind alone does (those tests stay beside their
+// store). It moves time with a clock the store is given, never by
+// sleeping.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/result"
+)
+
+// Opener makes a fresh, empty store for one subtest, whose claims are timed
+// by now (a store's clock option "for tests"), and returns the function
+// that opens it: its first call opens the store, each later one opens the
+// same store again as another process would (a store that lives in one
+// process returns the one it has). The opener closes every store it opens
+// when the test ends (t.Cleanup); the suite never closes them.
+type Opener func(t *testing.T, now func() time.Time) (open func() history.Store)
+
+// Subject is a store kind under test.
+type Subject struct {
+	// Open makes a fresh store for each subtest.
+	Open Opener
+	// Shared is set for a store that several processes share (SQLite,
+	// Postgres): a holder on this node whose process is gone loses its
+	// claim at once, and a store opened again sees what the other
+	// opening wrote. Unset (Memory), only a claim's lease tells a live
+	// holder from a stopped one.
+	Shared bool
+}
+
+// Clock is the clock the suite moves claims by: a fixed time it advances.
+// It is safe for concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Add moves the clock on by d.
+func (c *Clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+// t0 is when every subtest's clock starts.
+var t0 = time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+
+// env is one subtest's store and clock.
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	clock *Clock
+	open  func() history.Store
+	s     history.Store // the first opening
+}
+
+func (s Subject) env(t *testing.T) *env {
+	t.Helper()
+	clock := &Clock{t: t0}
+	open := s.Open(t, clock.Now)
+	return &env{t: t, ctx: context.Background(), clock: clock, open: open, s: open()}
+}
+
+// conversation makes conversation id in e's store.
+func (e *env) conversation(id string) {
+	e.t.Helper()
+	if err := e.s.Create(e.ctx, history.Conversation{ID: id}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// Run runs the suite on subject, each behaviour a subtest with a store of
+// its own. Stores implementing history.Requests run its part too.
+func Run(t *testing.T, subject Subject) {
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, s Subject)
+	}{
+		{"MessagesComeBackAsStored", messagesComeBackAsStored},
+		{"AnUnknownConversationIsNotFound", unknownIsNotFound},
+		{"CreateRefusesATakenOrEmptyID", createRefusesTakenOrEmpty},
+		{"ConcurrentCreatesOfOneIDHaveOneWinner", concurrentCreates},
+		{"ListIsMostRecentlyUpdatedFirst", listOrder},
+		{"AnotherOpeningReadsWhatWasAppended", anotherOpeningReads},
+		{"LazyAppendsAreStoredToo", lazyAppends},
+		{"ASecondHolderIsRefusedWithTheHolderNamed", secondHolderRefused},
+		{"AClaimIsTakenOverOnlyWhenItsHolderIsGone", takenOverOnlyWhenGone},
+		{"AClaimOfADeadProcessOnThisNodeIsTakenOverAtOnce", deadProcessTakenOver},
+		{"AWriterWhoseClaimWasTakenOverWritesNothing", takenOverWritesNothing},
+		{"AWriteOutsideTheClaimIsRefusedWhileItIsHeld", writeOutsideClaim},
+		{"EpochsWhereCountedGrowWithEachTakeover", epochsGrow},
+		{"ClaimRefusesBadInputSayingWhat", claimRefusesBadInput},
+		{"KeptResultsLastUntilTheRoundIsAppended", keptUntilRound},
+		{"AResultKeptAgainReplacesTheFirst", keptAgainReplaces},
+		{"RequestsComeBackByteForByte", requestsByteForByte},
+		{"RequestsThatShrinkRepeatOrCrossASnapshotComeBackWhole", requestsShrinkRepeat},
+		{"ConcurrentConversationsKeepTheirOwnRequests", requestsConcurrent},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
+	}
+}
+
+// SampleMessages are a user's prompt, an answer with usage and a tool
+// call, and a tool result with an image, a spill path and characters JSON
+// escapes: what a stored conversation holds.
+func SampleMessages() []history.Message {
+	return []history.Message{
+		{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read <a.txt> & tell me"}}},
+		{Role: history.Assistant, Usage: &history.Usage{Input: 10, Output: 5, CacheRead: 100, CacheWrite: 7}, Parts: []history.Part{
+			{Type: history.TextPart, Text: "Reading it."},
+			{Type: history.ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
+		}},
+		{Role: history.User, Parts: []history.Part{
+			{Type: history.ToolResultPart, CallID: "toolu_1", Text: "     1\ttab\there \"quoted\" \\ back\n[image: image/png, 4 bytes]", IsError: true,
+				Images: []result.Image{{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}}, SpillPath: ".myelin/tool-results/x.txt"},
+		}},
+	}
+}
+
+// UserText is a user message of one text part.
+func UserText(text string) history.Message {
+	return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: text}}}
+}
+
+// sameMessages fails t unless got are want, each with a time set.
+func sameMessages(t *testing.T, got, want []history.Message) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d messages come back, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range got {
+		if got[i].Time.IsZero() {
+			t.Fatalf("message %d has no time", i)
+		}
+		g, w := got[i], want[i]
+		g.Time, w.Time = time.Time{}, time.Time{}
+		gj, _ := json.Marshal(g)
+		wj, _ := json.Marshal(w)
+		if string(gj) != string(wj) {
+			t.Fatalf("message %d comes back as\n%s\nwant\n%s", i, gj, wj)
+		}
+	}
+}
+
+func messagesComeBackAsStored(t *testing.T, s Subject) {
+	e := s.env(t)
+	if err := e.s.Create(e.ctx, history.Conversation{ID: "c1", System: "be brief"}); err != nil {
+		t.Fatal(err)
+	}
+	want := SampleMessages()
+	if err := e.s.Append(e.ctx, "c1", want...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.s.Messages(e.ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, got, want)
+	c, err := e.s.Get(e.ctx, "c1")
+	if err != nil || c.ID != "c1" || c.System != "be brief" || c.Messages != 3 || c.Created.IsZero() || c.Updated.Before(c.Created) {
+		t.Fatalf("Get = %+v, %v", c, err)
+	}
+	// an empty append stores nothing and breaks nothing
+	if err := e.s.Append(e.ctx, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.s.Messages(e.ctx, "c1"); err != nil || len(got) != 3 {
+		t.Fatalf("after an empty append: %d messages, %v", len(got), err)
+	}
+}
+
+func unknownIsNotFound(t *testing.T, s Subject) {
+	e := s.env(t)
+	for name, err := range map[string]error{
+		"Get":    func() error { _, err := e.s.Get(e.ctx, "nope"); return err }(),
+		"Append": e.s.Append(e.ctx, "nope", UserText("x")),
+		"Claim":  func() error { _, err := e.s.Claim(e.ctx, "nope", history.NewHolder(), time.Minute); return err }(),
+	} {
+		if !errors.Is(err, history.ErrNotFound) {
+			t.Errorf("%s of an unknown conversation: %v; want ErrNotFound", name, err)
+		}
+	}
+	if msgs, err := e.s.Messages(e.ctx, "nope"); err == nil && len(msgs) > 0 {
+		t.Errorf("Messages of an unknown conversation: %d messages", len(msgs))
+	}
+}
+
+func createRefusesTakenOrEmpty(t *testing.T, s Subject) {
+	e := s.env(t)
+	e.conversation("c")
+	err := e.s.Create(e.ctx, history.Conversation{ID: "c"})
+	if !errors.Is(err, history.ErrExists) || !contains(err, "creating conversation c: a conversation with this id exists already") {
+		t.Fatalf("a second Create of c: %v", err)
+	}
+	if err := e.s.Create(e.ctx, history.Conversation{}); err == nil || !contains(err, "its id is empty") {
+		t.Fatalf("Create of an empty id: %v", err)
+	}
+}
+
+// Creates of one id at once, through two openings of the store (two
+// processes): one is made, every other is told it exists.
+func concurrentCreates(t *testing.T, s Subject) {
+	e := s.env(t)
+	stores := []history.Store{e.s, e.open()}
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = stores[i%2].Create(e.ctx, history.Conversation{ID: "same", System: "s"}) })
+	}
+	wg.Wait()
+	made := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			made++
+		case !errors.Is(err, history.ErrExists):
+			t.Errorf("create %d: %v; want nil or ErrExists", i, err)
+		}
+	}
+	if made != 1 {
+		t.Fatalf("%d creates of one id succeeded; want 1", made)
+	}
+	if list, err := e.s.List(e.ctx); err != nil || len(list) != 1 {
+		t.Fatalf("List = %+v, %v", list, err)
+	}
+}
+
+func listOrder(t *testing.T, s Subject) {
+	e := s.env(t)
+	for _, id := range []string{"a", "b", "c"} {
+		e.conversation(id)
+		e.clock.Add(time.Second)
+	}
+	if err := e.s.Append(e.ctx, "a", UserText("now a is the newest")); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.s.List(e.ctx)
+	if err != nil || len(list) != 3 || list[0].ID != "a" || list[0].Messages != 1 {
+		t.Fatalf("List = %+v, %v; want a (updated last, 1 message) first", list, err)
+	}
+}
+
+// What one opening appends, another reads — also what is appended after
+// it read (a store that keeps what it read reads only what is new).
+func anotherOpeningReads(t *testing.T, s Subject) {
+	e := s.env(t)
+	e.conversation("c")
+	other := e.open()
+	want := SampleMessages()
+	if err := e.s.Append(e.ctx, "c", want[:2]...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := other.Messages(e.ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, got, want[:2])
+	if err := e.s.Append(e.ctx, "c", want[2]); err != nil {
+		t.Fatal(err)
+	}
+	got, err = other.Messages(e.ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, got, want)
+	// the other opening appends after what it read
+	if err := other.Append(e.ctx, "c", UserText("from the other")); err != nil {
+		t.Fatal(err)
+	}
+	got, err = e.s.Messages(e.ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, got, append(want[:3:3], UserText("from the other")))
+}
+
+func lazyAppends(t *testing.T, s Subject) {
+	e := s.env(t)
+	e.conversation("c")
+	if err := e.s.Append(history.Lazy(e.ctx), "c", UserText("lazy")); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.Append(e.ctx, "c", UserText("synced")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.open().Messages(e.ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameMessages(t, got, []history.Message{UserText("lazy"), UserText("synced")})
+}
+
+// contains reports whether err's text holds want.
+func contains(err error, want string) bool { return err != nil && strings.Contains(err.Error(), want) }
