@@ -22,8 +22,10 @@ type TurnQueue interface {
 	// *QueuedError naming that turn, storing nothing.
 	Enqueue(ctx context.Context, conv string, t QueuedTurn, prompt history.Message) error
 	// Cancel cancels turn tid of conversation conv wherever it runs or
-	// waits; false when no such turn is queued or running.
-	Cancel(ctx context.Context, conv, tid string) (bool, error)
+	// waits: found is false when no such turn is queued or running, and
+	// before true when it was cancelled before a worker took it (its
+	// prompt answered as cut; no worker will report it).
+	Cancel(ctx context.Context, conv, tid string) (found, before bool, err error)
 	// Pending names conversation conv's turn queued or running, "" when
 	// it has none.
 	Pending(ctx context.Context, conv string) (string, error)
@@ -87,12 +89,15 @@ func (s *Server) startQueued(w http.ResponseWriter, r *http.Request, id string, 
 // cancelQueued is cancelTurn when workers run the turns: the cancel goes
 // to whichever runs it, and the turn's turn.finished says how it ended.
 func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, id, tid string) {
-	ok, err := s.Queue.Cancel(r.Context(), id, tid)
+	found, before, err := s.Queue.Cancel(r.Context(), id, tid)
 	switch {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("cancelling turn %s: %v", tid, err))
-	case !ok:
+	case !found:
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no turn %q of conversation %q is queued or running", tid, id))
+	case before:
+		s.emit(id, EventTurnFinished, turnFinishedEvent{Turn: tid, Reason: "cancelled", Error: "cancelled before a worker took it"})
+		writeJSON(w, http.StatusOK, CancelResult{Turn: tid, Reason: "cancelled"})
 	default:
 		writeJSON(w, http.StatusAccepted, CancelResult{Turn: tid, Reason: "cancelling"})
 	}

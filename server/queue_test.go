@@ -36,14 +36,14 @@ func (q *memQueue) Enqueue(ctx context.Context, conv string, t QueuedTurn, promp
 	return nil
 }
 
-func (q *memQueue) Cancel(_ context.Context, conv, tid string) (bool, error) {
+func (q *memQueue) Cancel(_ context.Context, conv, tid string) (bool, bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.pending[conv].Turn != tid {
-		return false, nil
+		return false, false, nil
 	}
 	q.cancelled = append(q.cancelled, tid)
-	return true, nil
+	return true, false, nil
 }
 
 func (q *memQueue) Pending(_ context.Context, conv string) (string, error) {
