@@ -14,7 +14,8 @@ import (
 const migrationLock = 0x6d79656c696e // "myelin"
 
 // Migrate brings the database pool reaches to the workers' layout: River's
-// tables (its own migrations, rivermigrate) and the events' tables, made
+// tables (its own migrations, rivermigrate), the workers' beats and the
+// events' tables, made
 // beside the store's in the connection's search_path. Processes starting
 // at once migrate one after another (an advisory lock); a database
 // migrated already is left as it is.
@@ -42,6 +43,10 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			CREATE TABLE IF NOT EXISTS myelin_event_seqs (
 				conversation text PRIMARY KEY,
 				last bigint NOT NULL
+			);
+			CREATE TABLE IF NOT EXISTS myelin_workers (
+				id text PRIMARY KEY,
+				beat timestamptz NOT NULL
 			);
 			CREATE TABLE IF NOT EXISTS myelin_events (
 				conversation text NOT NULL,

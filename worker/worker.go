@@ -8,8 +8,8 @@
 //
 // The store's claim (a lease fenced by an epoch) is the one-writer guard,
 // not River: a job whose conversation a live writer holds is snoozed and
-// tried again, and River's rescue of a job whose worker died only delivers
-// it again — the next worker takes the claim once it has expired, answers
+// tried again, and the rescue of a job whose worker died (it stopped
+// beating) only delivers it again — the next worker takes the claim once it has expired, answers
 // what the dead one left (contract §7) and goes on. It also keeps the
 // conversations' events (Events), so that a watcher of any process follows
 // a turn run by another.
@@ -71,8 +71,8 @@ type Options struct {
 	// (the process only queues turns and serves their events).
 	Workers int
 	// Lease is the conversations' claim lease (agent.Agent.Lease); a job
-	// whose worker died is delivered again once it has been running
-	// RescueAfter(Lease). 0 means history.DefaultLease.
+	// whose worker has not beaten for a lease is given back to the queue
+	// (rescue.go). 0 means history.DefaultLease.
 	Lease time.Duration
 	// Poll is how often an idle worker looks for jobs besides River's
 	// notifications; 0 means River's default.
@@ -81,12 +81,9 @@ type Options struct {
 	Log func(format string, args ...any)
 }
 
-// RescueAfter is how long a job must have been running before River takes
-// its worker for dead and delivers it again: long enough for the
-// conversation's claim to have expired (a live worker renews it every
-// third of the lease), short beside River's default hour. A live worker's
-// job delivered again is only snoozed: its claim is alive.
-func RescueAfter(lease time.Duration) time.Duration { return 2*lease + 5*time.Second }
+// A job whose worker died is given back to the queue once that worker has
+// not beaten for a lease (rescue.go): River's own rescue waits for a job
+// timeout, and a turn has none.
 
 // appender is the store a queue appends prompts through: the Postgres
 // store, which runs postgres.WithinAppend's hook in its transaction.
@@ -98,9 +95,15 @@ type appender interface {
 // with Options.Workers, the workers of this process. Start starts them;
 // Stop stops them.
 type Queue struct {
-	store  appender
-	client *river.Client[pgx.Tx]
-	log    func(format string, args ...any)
+	store   appender
+	pool    *pgxpool.Pool
+	client  *river.Client[pgx.Tx]
+	log     func(format string, args ...any)
+	id      string // this process's River client id
+	lease   time.Duration
+	workers int
+	stop    context.CancelFunc // ends keepAlive
+	alive   chan struct{}      // closed when keepAlive has returned
 }
 
 var _ server.TurnQueue = (*Queue)(nil)
@@ -115,7 +118,7 @@ func New(store appender, pool *pgxpool.Pool, run func(ctx context.Context, conv 
 	if lease <= 0 {
 		lease = history.DefaultLease
 	}
-	q := &Queue{store: store, log: opts.Log}
+	q := &Queue{store: store, pool: pool, log: opts.Log, id: newClientID(), lease: lease, workers: opts.Workers}
 	if q.log == nil {
 		q.log = func(string, ...any) {}
 	}
@@ -124,14 +127,14 @@ func New(store appender, pool *pgxpool.Pool, run func(ctx context.Context, conv 
 		return nil, fmt.Errorf("workers: %w", err)
 	}
 	cfg := &river.Config{
-		Workers:              workers,
-		JobTimeout:           -1, // a turn may run long: its own limits bound it
-		RescueStuckJobsAfter: RescueAfter(lease),
-		RetryPolicy:          retryPolicy{},
-		MaxAttempts:          maxAttempts,
-		FetchPollInterval:    opts.Poll,
-		FetchCooldown:        min(opts.Poll, 100*time.Millisecond),
-		Logger:               nil,
+		ID:                q.id,
+		Workers:           workers,
+		JobTimeout:        -1, // a turn may run long: its own limits bound it
+		RetryPolicy:       retryPolicy{},
+		MaxAttempts:       maxAttempts,
+		FetchPollInterval: opts.Poll,
+		FetchCooldown:     min(opts.Poll, 100*time.Millisecond),
+		Logger:            nil,
 	}
 	if opts.Workers > 0 {
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers}}
@@ -144,8 +147,20 @@ func New(store appender, pool *pgxpool.Pool, run func(ctx context.Context, conv 
 	return q, nil
 }
 
-// Start starts this process's workers (none without Options.Workers).
+// Start starts this process's workers (none without Options.Workers):
+// they beat, give back the turns of dead workers, and take jobs.
 func (q *Queue) Start(ctx context.Context) error {
+	if q.workers > 0 {
+		if err := beat(ctx, q.pool, q.id); err != nil {
+			return err
+		}
+		kctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		q.stop, q.alive = cancel, make(chan struct{})
+		go func() {
+			defer close(q.alive)
+			keepAlive(kctx, q.pool, q.id, q.lease, q.log)
+		}()
+	}
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("workers: starting: %w", err)
 	}
@@ -159,6 +174,10 @@ func (q *Queue) Stop(ctx context.Context) error {
 	err := q.client.Stop(ctx)
 	if err != nil && ctx.Err() != nil {
 		err = q.client.StopAndCancel(context.WithoutCancel(ctx))
+	}
+	if q.stop != nil {
+		q.stop()
+		<-q.alive
 	}
 	return err
 }

@@ -195,3 +195,38 @@ func TestEventsReachAnotherProcessInOrderAndSurviveARestart(t *testing.T) {
 		t.Fatal("an id the log never gave is not taken as from before a restart")
 	}
 }
+
+// A running turn's job whose worker stopped beating is given back to the
+// queue; one whose worker beats is left to it.
+func TestATurnOfADeadWorkerIsGivenBackAndALiveOnesIsNot(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	q, err := New(s, s.Pool(), func(context.Context, string, server.QueuedTurn) error { return nil }, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"dead", "live"} {
+		newConv(t, s, c)
+		if err := q.Enqueue(ctx, c, server.QueuedTurn{Turn: "turn_" + c}, userText("go")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET state = 'running', attempted_at = now() - interval '1 hour',
+			attempted_by = ARRAY['worker-'||$1] WHERE args->>'conversation' = $1`, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := beat(ctx, s.Pool(), "worker-live"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := rescue(ctx, s.Pool(), time.Minute)
+	if err != nil || n != 1 {
+		t.Fatalf("rescue gave back %d jobs (%v), want the dead worker's", n, err)
+	}
+	var states []string
+	if err := s.Pool().QueryRow(ctx, `SELECT array_agg(args->>'conversation' || ':' || state ORDER BY id) FROM river_job`).Scan(&states); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(states) != "[dead:available live:running]" {
+		t.Fatalf("jobs %v", states)
+	}
+}
