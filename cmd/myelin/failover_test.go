@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,6 +42,7 @@ const (
 // again on the same address after each kill.
 type workerProc struct {
 	bin, dir, dsn, addr string
+	workers             int // --workers; 0 means 4
 	mu                  sync.Mutex
 	cmd                 *exec.Cmd
 	stderr              *lockedBuffer
@@ -48,7 +50,7 @@ type workerProc struct {
 
 func (p *workerProc) start(t *testing.T) {
 	t.Helper()
-	cmd := exec.Command(p.bin, "serve", "--worker", "--workers", "4", "--lease", "2s", "--store", p.dsn,
+	cmd := exec.Command(p.bin, "serve", "--worker", "--workers", fmt.Sprint(cmp.Or(p.workers, 4)), "--lease", "2s", "--store", p.dsn,
 		"--workspace", p.dir, "--allow-shell", "--addr", p.addr)
 	cmd.Env = os.Environ()
 	stderr := &lockedBuffer{}
@@ -87,17 +89,25 @@ func freeAddr(t *testing.T) string {
 func failoverPrompt(id string, k int) string { return fmt.Sprintf("conversation %s turn %d", id, k) }
 
 func failoverRespond(r providertest.Request) providertest.Step {
-	time.Sleep(20 * time.Millisecond) // a provider takes its time: kills land mid-turn
+	return respondTurns(r, 20*time.Millisecond, true) // a provider takes its time: kills land mid-turn
+}
+
+// respondTurns answers a turn's prompt with a workspace--read call (and,
+// with shell, the shell--run call of failoverPrompt), and the round's
+// results with "done", after delay.
+func respondTurns(r providertest.Request, delay time.Duration, shell bool) providertest.Step {
+	time.Sleep(delay)
 	text := r.LastUserText()
 	var id string
 	var k int
 	if _, err := fmt.Sscanf(text, "conversation %s turn %d", &id, &k); err != nil {
 		return providertest.Step{Text: "done"}
 	}
-	return providertest.Step{ToolCalls: []providertest.ToolCall{
-		{ID: fmt.Sprintf("toolu_%d_read", k), Name: "workspace--read", Input: `{"path":"a.txt"}`},
-		{ID: fmt.Sprintf("toolu_%d_run", k), Name: "shell--run", Input: fmt.Sprintf(`{"command":"sleep 0.1; echo %s %d >> runs.log"}`, id, k)},
-	}}
+	calls := []providertest.ToolCall{{ID: fmt.Sprintf("toolu_%d_read", k), Name: "workspace--read", Input: `{"path":"a.txt"}`}}
+	if shell {
+		calls = append(calls, providertest.ToolCall{ID: fmt.Sprintf("toolu_%d_run", k), Name: "shell--run", Input: fmt.Sprintf(`{"command":"sleep 0.1; echo %s %d >> runs.log"}`, id, k)})
+	}
+	return providertest.Step{ToolCalls: calls}
 }
 
 // Three workers, thirty conversations of ten turns, each turn calling a
@@ -131,26 +141,8 @@ func TestWorkersKilledAtRandomFinishEveryTurnOnce(t *testing.T) {
 	defer store.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), failoverBudget)
 	defer cancel()
-	client := &http.Client{Timeout: 10 * time.Second}
-	// post sends body to path on the servers in turn until one answers
-	// with a status other than 5xx; it returns that status and body.
-	post := func(path, body string) (int, []byte) {
-		for i := rand.IntN(len(procs)); ctx.Err() == nil; i++ {
-			resp, err := client.Post("http://"+procs[i%len(procs)].addr+path, "application/json", strings.NewReader(body))
-			if err != nil {
-				time.Sleep(50 * time.Millisecond) // killed, or starting again
-				continue
-			}
-			var buf bytes.Buffer
-			buf.ReadFrom(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode < 500 {
-				return resp.StatusCode, buf.Bytes()
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		return 0, nil
-	}
+	set := &workerSet{ctx: ctx, procs: procs}
+	post := set.post
 
 	var finished atomic.Int64
 	stopKilling := make(chan struct{})
@@ -174,32 +166,10 @@ func TestWorkersKilledAtRandomFinishEveryTurnOnce(t *testing.T) {
 		}
 	})
 
-	ids := make([]string, failoverConversations)
-	errs := make(chan error, failoverConversations)
-	var clients sync.WaitGroup
-	for c := range ids {
-		clients.Go(func() {
-			status, body := post("/v1/conversations", "")
-			var conv struct{ ID string }
-			if status != http.StatusCreated || json.Unmarshal(body, &conv) != nil {
-				errs <- fmt.Errorf("creating conversation %d: %d %s", c, status, body)
-				return
-			}
-			ids[c] = conv.ID
-			for k := 1; k <= failoverTurns; k++ {
-				if err := failoverTurn(ctx, store, post, conv.ID, k); err != nil {
-					errs <- err
-					return
-				}
-				finished.Add(1)
-			}
-		})
-	}
-	clients.Wait()
+	ids, errs := runConversations(ctx, store, post, failoverConversations, failoverTurns, &finished)
 	close(stopKilling)
 	killer.Wait()
-	close(errs)
-	for err := range errs {
+	for _, err := range errs {
 		t.Error(err)
 	}
 	if t.Failed() {
@@ -210,6 +180,70 @@ func TestWorkersKilledAtRandomFinishEveryTurnOnce(t *testing.T) {
 	}
 	t.Logf("%d turns finished with %d kills", finished.Load(), kills)
 	checkFailover(t, store, dir, ids)
+}
+
+// workerSet is the serve processes of a test, each reached in turn.
+type workerSet struct {
+	ctx   context.Context // bounds every post
+	procs []*workerProc
+}
+
+var workerClient = &http.Client{Timeout: 10 * time.Second}
+
+// post sends body to path on the servers in turn, from a random one, until
+// one answers with a status other than 5xx; it returns that status and
+// body (0 and nil when s.ctx ended first).
+func (s *workerSet) post(path, body string) (int, []byte) {
+	for i := rand.IntN(len(s.procs)); s.ctx.Err() == nil; i++ {
+		resp, err := workerClient.Post("http://"+s.procs[i%len(s.procs)].addr+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			time.Sleep(50 * time.Millisecond) // killed, or starting again
+			continue
+		}
+		var buf bytes.Buffer
+		buf.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 500 {
+			return resp.StatusCode, buf.Bytes()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0, nil
+}
+
+// runConversations creates convs conversations through post and runs
+// turns turns in each, the conversations at once and each one's turns one
+// after another, counting each turn finished; it returns their ids and
+// what went wrong.
+func runConversations(ctx context.Context, store history.Store, post func(path, body string) (int, []byte), convs, turns int, finished *atomic.Int64) ([]string, []error) {
+	ids := make([]string, convs)
+	errs := make(chan error, convs)
+	var clients sync.WaitGroup
+	for c := range ids {
+		clients.Go(func() {
+			status, body := post("/v1/conversations", "")
+			var conv struct{ ID string }
+			if status != http.StatusCreated || json.Unmarshal(body, &conv) != nil {
+				errs <- fmt.Errorf("creating conversation %d: %d %s", c, status, body)
+				return
+			}
+			ids[c] = conv.ID
+			for k := 1; k <= turns; k++ {
+				if err := failoverTurn(ctx, store, post, conv.ID, k); err != nil {
+					errs <- err
+					return
+				}
+				finished.Add(1)
+			}
+		})
+	}
+	clients.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return ids, all
 }
 
 // failoverTurn queues turn k of conversation id — a prompt whose POST got
