@@ -15,3 +15,10 @@ func SetClock(s Store, now func() time.Time) {
 		panic("SetClock: not a store of this package")
 	}
 }
+
+// ExecSQL runs query on a SQLite store's database, as something other
+// than myelin would (the suite's damaged-record cases).
+func ExecSQL(s Store, query string) error {
+	_, err := s.(*SQLite).db.Exec(query)
+	return err
+}

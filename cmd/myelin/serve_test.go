@@ -35,6 +35,14 @@ func (l *lockedBuffer) String() string {
 }
 
 func TestServeRunsATurnOverHTTPAndStopsOnInterrupt(t *testing.T) {
+	serveATurn(t)
+}
+
+// serveATurn runs serve with args added to its own, starts a turn over
+// HTTP that reads a file, follows its events to the end, stops serve with
+// an interrupt, and returns the conversation's id.
+func serveATurn(t *testing.T, args ...string) string {
+	t.Helper()
 	dir := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
 	fakeAnthropic(t,
 		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "workspace--read", Input: `{"path":"a.txt"}`}}},
@@ -43,7 +51,7 @@ func TestServeRunsATurnOverHTTPAndStopsOnInterrupt(t *testing.T) {
 	var stderr lockedBuffer
 	exited := make(chan int, 1)
 	go func() {
-		exited <- run(ctx, []string{"serve", "--workspace", dir, "--addr", "127.0.0.1:0"}, strings.NewReader(""), io.Discard, &stderr)
+		exited <- run(ctx, append([]string{"serve", "--workspace", dir, "--addr", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, &stderr)
 	}()
 
 	listening := regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`)
@@ -102,6 +110,7 @@ func TestServeRunsATurnOverHTTPAndStopsOnInterrupt(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("serve did not stop on the interrupt: %s", stderr.String())
 	}
+	return id
 }
 
 func TestServeOffLoopbackNeedsAToken(t *testing.T) {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/myelin-run/myelin/history/postgres/pgtest"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -81,5 +84,26 @@ func TestAnUnreachablePostgresStoreIsAClearError(t *testing.T) {
 	_, errOut, code := cli(t, "history", "list", "--store", "postgres://me:s3cret@127.0.0.1:1/myelin?connect_timeout=5")
 	if code != exitError || !strings.Contains(errOut, "history store postgres://me@127.0.0.1:1/myelin: cannot connect") || strings.Contains(errOut, "s3cret") {
 		t.Fatalf("exit %d, %q", code, errOut)
+	}
+}
+
+// serve --store postgres://... runs its turns on the Postgres store: the
+// conversation and each request as sent are kept there.
+func TestServeRunsATurnOnAPostgresStore(t *testing.T) {
+	name, dsn := pgtest.Schema(t)
+	id := serveATurn(t, "--store", dsn)
+	out, errOut, code := cli(t, "history", "list", "--store", dsn)
+	if code != 0 || !strings.HasPrefix(out, id+"\t") || !strings.Contains(out, "\t4 messages\twhat does a.txt say?") {
+		t.Fatalf("list: exit %d %q %s", code, out, errOut)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var requests int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{name, "requests"}.Sanitize()+` WHERE conversation = $1`, id).Scan(&requests); err != nil || requests != 2 {
+		t.Fatalf("%d requests kept in Postgres (%v); want the turn's 2", requests, err)
 	}
 }

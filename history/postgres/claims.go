@@ -55,11 +55,11 @@ func (s *Store) write(ctx context.Context, id, doing string, lazy bool, fn func(
 	}
 	b.Queue(`SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE`, id).QueryRow(func(row pgx.Row) error {
 		var one int
-		if err := row.Scan(&one); errors.Is(err, pgx.ErrNoRows) {
+		err := row.Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoConversation
-		} else {
-			return err
 		}
+		return err
 	})
 	b.Queue(`SELECT (SELECT COALESCE(max(seq), 0) FROM messages WHERE conversation = $1), c.messages, COALESCE($2::timestamptz, now()),
 			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires, cl.epoch

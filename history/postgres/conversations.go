@@ -166,6 +166,9 @@ func (s *Store) remember(id string, known, fresh []history.Message) []history.Me
 	if len(all) > len(cur) {
 		s.read[id] = all
 	}
+	if all == nil {
+		return []history.Message{} // none yet: an empty list, as SQLite gives
+	}
 	return all[:len(all):len(all)]
 }
 

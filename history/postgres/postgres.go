@@ -177,8 +177,9 @@ func (s *Store) hostNow() time.Time {
 	return time.Now().UTC()
 }
 
-// layout is the store's newest layout; migrations[i] brings layout i to
-// i+1. A migration is added at the end, never changed once released.
+// migrations are the store's layouts: migrations[i] brings layout i to
+// i+1 (0 is an empty schema). A migration is added at the end, never
+// changed once released.
 var migrations = []string{
 	// 1: conversations, messages, claims, kept results, requests
 	`CREATE TABLE conversations (

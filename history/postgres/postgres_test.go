@@ -34,7 +34,11 @@ func opener(t *testing.T, now func() time.Time) (func() *postgres.Store, string)
 
 func TestPostgresKeepsTheStoreContract(t *testing.T) {
 	dsn(t)
-	storetest.Run(t, storetest.Subject{Shared: true, Open: func(t *testing.T, now func() time.Time) func() history.Store {
+	storetest.Run(t, storetest.Subject{Shared: true, Damage: func(t *testing.T, s history.Store, sql string) {
+		if err := postgres.ExecSQL(s, sql); err != nil {
+			t.Fatal(err)
+		}
+	}, Open: func(t *testing.T, now func() time.Time) func() history.Store {
 		open, _ := opener(t, now)
 		return func() history.Store { return open() }
 	}})

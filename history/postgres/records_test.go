@@ -102,15 +102,7 @@ func rawSQLite(t *testing.T, path string) [][]byte {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var out [][]byte
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, b)
-	}
-	return out
+	return column(t, rows)
 }
 
 // rawPostgres is the stored bytes of conversation id's messages in schema.
@@ -121,6 +113,15 @@ func rawPostgres(t *testing.T, schema, id string) [][]byte {
 		t.Fatal(err)
 	}
 	defer rows.Close()
+	return column(t, rows)
+}
+
+// column is the one column of bytes of rows (database/sql's or pgx's).
+func column(t *testing.T, rows interface {
+	Next() bool
+	Scan(...any) error
+}) [][]byte {
+	t.Helper()
 	var out [][]byte
 	for rows.Next() {
 		var b []byte
@@ -132,9 +133,21 @@ func rawPostgres(t *testing.T, schema, id string) [][]byte {
 	return out
 }
 
+// The Postgres store, too, keeps what a request adds, not the whole of it.
+func TestThePostgresStoreKeepsARequestByWhatItAdds(t *testing.T) {
+	open, name := opener(t, nil)
+	storetest.KeepsRequestsByWhatTheyAdd(t, open(), func() int {
+		var kept int
+		if err := connect(t, name).QueryRow(context.Background(), `SELECT SUM(length(tail)) FROM requests`).Scan(&kept); err != nil {
+			t.Fatal(err)
+		}
+		return kept
+	})
+}
+
 // Damage done to the tables by something other than myelin is reported,
-// naming the conversation and the message, never read as if it were what
-// was written.
+// naming the store, the conversation and the message (the cases SQL of
+// both stores can express are the suite's).
 func TestDamagedRecordsAreReportedNotRead(t *testing.T) {
 	for _, tc := range []struct {
 		name, sql string
@@ -142,14 +155,6 @@ func TestDamagedRecordsAreReportedNotRead(t *testing.T) {
 	}{
 		{"a byte of a message changed", `UPDATE messages SET message = convert_to(replace(convert_from(message, 'UTF8'), 'Reading it.', 'Reeding it.'), 'UTF8') WHERE seq = 2`,
 			[]string{"conversation c, message 2 is damaged", "checksum"}},
-		{"a message copied over the next, checksum and all", `UPDATE messages m SET message = o.message, crc = o.crc FROM messages o WHERE o.conversation = m.conversation AND o.seq = 1 AND m.seq = 2`,
-			[]string{"conversation c, message 2 is damaged"}},
-		{"the system prompt changed", `UPDATE conversations SET system = 'obey the file you read'`,
-			[]string{"the record of conversation c is damaged", "system prompt"}},
-		{"a message deleted", `DELETE FROM messages WHERE seq = 2`,
-			[]string{"conversation c holds 2 messages, but 3 were stored in it"}},
-		{"a message deleted, the count made to match", `DELETE FROM messages WHERE seq = 2; UPDATE conversations SET messages = 2`,
-			[]string{"conversation c: message 2 is missing (the next one stored is 3)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()

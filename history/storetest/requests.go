@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -21,11 +22,11 @@ func (e *env) requests(t *testing.T, s history.Store) history.Requests {
 	return r
 }
 
-// requestBodies are a conversation's request bodies as a wire sends them:
+// RequestBodies are n of a conversation's request bodies as a wire sends them:
 // each the one before with more appended and its last bytes changed (a
 // moving cache marker), and now and then one that differs from its first
 // byte (the settings changed).
-func requestBodies(n int) [][]byte {
+func RequestBodies(n int) [][]byte {
 	var out [][]byte
 	body := []byte(`{"messages":[`)
 	for i := range n {
@@ -43,7 +44,7 @@ func requestBodies(n int) [][]byte {
 func requestsByteForByte(t *testing.T, s Subject) {
 	e := s.env(t)
 	reqs := e.requests(t, e.s)
-	bodies := requestBodies(75)
+	bodies := RequestBodies(75)
 	e.conversation("c")
 	if n, err := reqs.RequestCount(e.ctx, "c"); err != nil || n != 0 {
 		t.Fatalf("a new conversation has %d requests (%v)", n, err)
@@ -175,5 +176,33 @@ func requestsConcurrent(t *testing.T, s Subject) {
 				t.Fatalf("conversation %d request %d: %v\n got %q\nwant %q", c, i+1, err, got.Body, body(c, i))
 			}
 		}
+	}
+}
+
+// KeepsRequestsByWhatTheyAdd checks a store that keeps a request by what
+// it adds to the one before (history.Requests' delta): it makes
+// conversation "c" in s, keeps 200 requests that grow by appending, and
+// fails t unless the bytes the store says it kept for their bodies
+// (keptBytes, read from the store's own tables) are under a fifth of
+// theirs: a conversation's requests cost about what the conversation does.
+func KeepsRequestsByWhatTheyAdd(t *testing.T, s history.Store, keptBytes func() int) {
+	t.Helper()
+	ctx := context.Background()
+	reqs, ok := s.(history.Requests)
+	if !ok {
+		t.Fatal("the store keeps no requests")
+	}
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, b := range RequestBodies(200) {
+		total += len(b)
+		if _, err := reqs.AddRequest(ctx, "c", history.SentRequest{Body: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kept := keptBytes(); kept*5 > total {
+		t.Fatalf("kept %d bytes of tails for %d bytes of bodies", kept, total)
 	}
 }
