@@ -286,7 +286,7 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 	if err != nil {
 		return TurnResult{}, err
 	}
-	if rec.Finished+rec.Interrupted > 0 {
+	if rec.Finished+rec.Rerun+rec.Interrupted > 0 {
 		on(Event{Kind: Notice, Text: rec.String()})
 	}
 	stored, err := a.Store.Messages(ctx, id)

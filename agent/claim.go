@@ -2,12 +2,16 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // ClaimPoll is how often a turn that waits for a conversation (Agent.Wait)
@@ -82,20 +86,28 @@ type Recovery struct {
 	// Finished calls had ended before the process stopped: each is
 	// answered with its own result, kept as it finished.
 	Finished int
-	// Interrupted calls had not: each is answered with the Interrupted
-	// error result.
+	// Rerun calls had not, and their tools may run again
+	// (tool.Tool.Rerun): each was run again, and is answered with what
+	// that run gave.
+	Rerun int
+	// Interrupted calls had not, and were not run again: each is answered
+	// with the Interrupted error result (with why, when its tool may run
+	// again but could not be: it is gone, or its input no longer passes).
 	Interrupted int
 }
 
 // Recover answers the tool calls of a conversation's last message that have
 // no results — the process died during their round — so that the
 // conversation is valid again: a call that had finished with the result
-// kept for it (history.Store.Keep), the others with error results saying
-// they were interrupted. No tool is run. It does so only under the
-// conversation's claim, which shows that the round's writer is gone: under
-// a ctx holding it (a turn's), or by taking it for the while — and then a
-// live writer's claim makes it fail with a *history.HeldError and answer
-// nothing.
+// kept for it (history.Store.Keep); a call whose tool may run again
+// (tool.Tool.Rerun) by running it again, through the dispatcher as in any
+// round — its input checked, its result converted, capped, kept as it
+// finishes and stored synced before anything is sent; the others with
+// error results saying they were interrupted. No other tool is run. It
+// does so only under the conversation's claim, which shows that the
+// round's writer is gone: under a ctx holding it (a turn's), or by taking
+// it for the while — and then a live writer's claim makes it fail with a
+// *history.HeldError and answer nothing.
 func (a *Agent) Recover(ctx context.Context, id string) (Recovery, error) {
 	if _, ok := history.WriterOf(ctx); !ok {
 		cctx, release, err := a.claim(ctx, id, false, func(Event) {})
@@ -130,15 +142,28 @@ func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 	for _, p := range kept {
 		byCall[p.CallID] = p
 	}
-	answer := history.Message{Role: history.User}
-	for _, c := range calls {
+	answer := history.Message{Role: history.User, Parts: make([]history.Part, len(calls))}
+	var again []int // the calls run again, by index in calls
+	for i, c := range calls {
 		if p, ok := byCall[c.CallID]; ok {
-			answer.Parts = append(answer.Parts, p)
+			answer.Parts[i] = p
 			rec.Finished++
 			continue
 		}
-		answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: Interrupted, IsError: true})
+		why, ok := a.mayRunAgain(c)
+		if ok {
+			again = append(again, i)
+			continue
+		}
+		answer.Parts[i] = history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: Interrupted + why, IsError: true}
 		rec.Interrupted++
+	}
+	if len(again) > 0 {
+		outs := a.runAgain(ctx, id, calls, again)
+		for j, i := range again {
+			answer.Parts[i] = resultPart(calls[i].CallID, outs[j])
+		}
+		rec.Rerun = len(again)
 	}
 	if err := a.Store.Append(context.WithoutCancel(ctx), id, answer); err != nil {
 		return Recovery{}, err
@@ -146,11 +171,67 @@ func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 	return rec, nil
 }
 
+// mayRunAgain says whether interrupted call c is run again: its tool may
+// run again (tool.Tool.Rerun) and would run the call now. When it may not,
+// why is what the Interrupted text adds: nothing for a tool that may not
+// run again, the reason when it may but the call could not run.
+func (a *Agent) mayRunAgain(c history.Part) (why string, ok bool) {
+	var t *tool.Tool
+	if a.Tools != nil {
+		t = a.Tools.Get(c.Name)
+	}
+	switch {
+	case t == nil:
+		return fmt.Sprintf(": there is no tool named %q now", c.Name), false
+	case !t.Rerun:
+		return "", false
+	}
+	if err := t.Check(callInput(c)); err != nil {
+		return fmt.Sprintf(": its input does not pass %s's input schema now: %v", c.Name, err), false
+	}
+	return "", true
+}
+
+// runAgain runs calls[again...] again as a round of their own, each
+// result kept as it finishes (so that a second stop keeps what finished),
+// and returns their outputs in the order of again. The round bound is that
+// of these calls alone: the others' results are already stored.
+func (a *Agent) runAgain(ctx context.Context, id string, calls []history.Part, again []int) []result.Output {
+	tcalls := make([]tool.Call, len(again))
+	for j, i := range again {
+		tcalls[j] = tool.Call{ID: calls[i].CallID, Name: calls[i].Name, Input: callInput(calls[i])}
+	}
+	k := &keeper{store: a.Store, ctx: history.Lazy(context.WithoutCancel(ctx)), id: id, running: len(tcalls)}
+	d := &tool.Dispatcher{Tools: a.Tools, Env: a.Env, Timeout: a.ToolTimeout,
+		Converted: func(_ int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}
+	return d.Round(ctx, tcalls)
+}
+
+// callInput is a stored call's input as the dispatcher takes it: a call
+// whose input was not JSON keeps its text, which the dispatcher refuses,
+// naming the problem.
+func callInput(c history.Part) json.RawMessage {
+	if c.Input == nil && c.Text != "" {
+		return json.RawMessage(c.Text)
+	}
+	return c.Input
+}
+
 // String says what was recovered, for people.
 func (r Recovery) String() string {
-	s := fmt.Sprintf("answered %d tool call(s) interrupted when the last process stopped; they were not run again", r.Interrupted)
+	var said []string
 	if r.Finished > 0 {
-		s = fmt.Sprintf("the last process stopped during a round: %d tool call(s) had finished and keep their own results; ", r.Finished) + s
+		said = append(said, fmt.Sprintf("%d tool call(s) had finished and keep their own results", r.Finished))
+	}
+	if r.Rerun > 0 {
+		said = append(said, fmt.Sprintf("ran %d tool call(s) again, whose tools may run again (a second run has no effect beyond its result)", r.Rerun))
+	}
+	if r.Interrupted > 0 || len(said) == 0 {
+		said = append(said, fmt.Sprintf("answered %d tool call(s) interrupted when the last process stopped; they were not run again", r.Interrupted))
+	}
+	s := strings.Join(said, "; ")
+	if r.Finished+r.Rerun > 0 {
+		s = "the last process stopped during a round: " + s
 	}
 	return s
 }

@@ -38,16 +38,7 @@ func TestAFinishedCallIsKeptWhileItsRoundStillRuns(t *testing.T) {
 	var seen []history.Part
 	var r *rig
 	kept := make(chan string, 4)
-	slow := tool.MustFunc("slow--wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
-		for id := range kept {
-			if id == "fast" {
-				break
-			}
-		}
-		var err error
-		seen, err = r.newAgent().Store.Kept(context.Background(), r.id) // as another process would
-		return "slow done", err
-	})
+	slow := waitsForKeep("slow--wait", "fast", kept, &r, &seen)
 	r = newRig(t, slow)
 	r.agent.Store = keepSignal{r.agent.Store, kept}
 	r.write("a.txt", "alpha\n")
@@ -87,7 +78,7 @@ func TestRecoveryAnswersAFinishedCallWithItsOwnResult(t *testing.T) {
 	_, events := r.turn("back")
 	res := r.toolResults(0)
 	if len(res) != 2 || res[0]["tool_use_id"] != "fast" || res[0]["content"] != "the real result" || res[0]["is_error"] != nil ||
-		res[1]["tool_use_id"] != "slow" || res[1]["content"] != Interrupted || res[1]["is_error"] != true {
+		res[1]["tool_use_id"] != "slow" || res[1]["content"] != Interrupted+`: there is no tool named "shell--run" now` || res[1]["is_error"] != true {
 		t.Fatalf("results %v", res)
 	}
 	if events[0].Kind != Started || events[1].Kind != Notice || !strings.Contains(events[1].Text, "1 tool call(s) had finished and keep their own results; answered 1 tool call(s) interrupted") {

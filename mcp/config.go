@@ -36,6 +36,13 @@ type Server struct {
 	// TimeoutMS bounds each call to the server's tools; 0 means
 	// DefaultCallTimeout.
 	TimeoutMS int `json:"timeout,omitempty"`
+	// Rerun, when set, says whether every tool of the server may be run
+	// again when a conversation is recovered after its process stopped
+	// mid-call (tool.Tool.Rerun), in place of the tools' own annotations
+	// (readOnlyHint, idempotentHint, destructiveHint), which are the
+	// server's claims: false when they are not to be trusted, true for a
+	// server whose tools only read but do not say so.
+	Rerun *bool `json:"rerun,omitempty"`
 	// Problem, when set, keeps the server from starting: its entry uses
 	// a variable that is not set. Start reports it as the server's
 	// failure, and the other servers start.

@@ -29,7 +29,10 @@ func TestParseConfigReadsTheStandardFormatAndExpandsVariables(t *testing.T) {
 	if !fs.Stdio() || fs.Args[2] != "." || fs.Env["TOKEN"] != "t0k" || fs.CallTimeout() != DefaultCallTimeout {
 		t.Fatalf("filesystem %+v", fs)
 	}
-	if remote.Type != "http" || remote.Headers["Authorization"] != "Bearer abc" || remote.CallTimeout() != 30*time.Second {
+	if fs.Rerun != nil {
+		t.Fatalf("filesystem's rerun = %v; want unset, its tools' annotations deciding", *fs.Rerun)
+	}
+	if remote.Type != "http" || remote.Headers["Authorization"] != "Bearer abc" || remote.CallTimeout() != 30*time.Second || remote.Rerun == nil || *remote.Rerun {
 		t.Fatalf("remote %+v", remote)
 	}
 }
@@ -41,6 +44,7 @@ func TestParseConfigErrorsNameTheServerAndTheField(t *testing.T) {
 		`{"mcpServers":{"a":{"type":"sse","url":"http://h"}}}`:  `"sse"`,
 		`{"mcpServers":{"a":{"type":"ws","url":"http://h"}}}`:   `type "ws" is not a transport`,
 		`{"mcpServers":{"a":{"command":"x","timeout":-1}}}`:     `"timeout" must be positive`,
+		`{"mcpServers":{"a":{"command":"x","rerun":"yes"}}}`:    `server "a": json: cannot unmarshal string into Go struct field Server.rerun of type bool`,
 		`{"servers":{}}`:                     `no "mcpServers" object`,
 		`not json`:                           `not an mcpServers document`,
 		`{"mcpServers":{"a":{"command":5}}}`: `server "a"`,

@@ -134,7 +134,7 @@ func Describe(s Server) string {
 		return s.Name + ": " + s.Problem
 	}
 	if !s.Stdio() {
-		return fmt.Sprintf("%s: %s (HTTP)", s.Name, s.URL)
+		return fmt.Sprintf("%s: %s (HTTP)", s.Name, s.URL) + rerunNote(s)
 	}
 	words := []string{quoteWord(s.Command)}
 	for _, a := range s.Args {
@@ -152,7 +152,17 @@ func Describe(s Server) string {
 		slices.Sort(keys)
 		line += " (sets " + strings.Join(keys, ", ") + ")"
 	}
-	return line
+	return line + rerunNote(s)
+}
+
+// rerunNote says what an entry's "rerun" asks, for the one who approves
+// it: true has myelin run the server's calls again after a crash, whatever
+// the tools say of themselves.
+func rerunNote(s Server) string {
+	if s.Rerun != nil && *s.Rerun {
+		return " (its tools' calls are run again after a crash: \"rerun\": true)"
+	}
+	return ""
 }
 
 // quoteWord gives w as it is when it is plainly one word, and Go-quoted

@@ -49,6 +49,7 @@ func TestABrokenApprovalsFileIsAnErrorNamingIt(t *testing.T) {
 }
 
 func TestDescribeShowsWhatAServerRuns(t *testing.T) {
+	rerun, norerun := true, false
 	tests := []struct {
 		s    Server
 		want string
@@ -57,6 +58,9 @@ func TestDescribeShowsWhatAServerRuns(t *testing.T) {
 		{Server{Name: "x", Type: "stdio", Command: "sh", Args: []string{"-c", "id > ../pwned"}, Cwd: "sub dir", Env: map[string]string{"B": "1", "A": "2"}}, `x: sh -c "id > ../pwned" (in "sub dir") (sets A, B)`},
 		{Server{Name: "nl", Type: "stdio", Command: "a\nb"}, `nl: "a\nb"`},
 		{Server{Name: "web", Type: "http", URL: "https://h/mcp"}, "web: https://h/mcp (HTTP)"},
+		{Server{Name: "web", Type: "http", URL: "https://h/mcp", Rerun: &rerun}, `web: https://h/mcp (HTTP) (its tools' calls are run again after a crash: "rerun": true)`},
+		{Server{Name: "fs", Type: "stdio", Command: "fs", Rerun: &rerun}, `fs: fs (its tools' calls are run again after a crash: "rerun": true)`},
+		{Server{Name: "fs", Type: "stdio", Command: "fs", Rerun: &norerun}, `fs: fs`},
 	}
 	for _, tt := range tests {
 		if got := Describe(tt.s); got != tt.want {

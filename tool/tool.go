@@ -44,6 +44,18 @@ type Tool struct {
 	// timeout: for a tool whose own configuration says how long it may
 	// take (an MCP server's "timeout").
 	Timeout time.Duration
+	// Rerun promises that running the tool again with the same input has
+	// no effect beyond its result: it changes nothing (workspace--read,
+	// --grep, --list, --glob), or what it changes is left the same by a
+	// second run. A call of such a tool that has no result because the
+	// process running it stopped — so it may or may not have run — is run
+	// again when the conversation is recovered (agent.Recover) instead of
+	// being answered as interrupted. It must not be set for a tool that
+	// writes, appends, sends or starts anything a second run would do
+	// again (shell--run, workspace--write and --edit, code_execution,
+	// whose scripts call other tools). An MCP tool's comes from its
+	// server's annotations, which are the server's own claims (docs/mcp.md).
+	Rerun bool
 
 	once      sync.Once
 	resolved  *jsonschema.Resolved
@@ -132,6 +144,24 @@ func (t *Tool) validate(input json.RawMessage) error {
 		return fmt.Errorf("%s; %s", strings.TrimPrefix(err.Error(), "validating root: "), t.fields())
 	}
 	return nil
+}
+
+// Check checks input against the tool's schema as a call's input is
+// checked before it runs (empty input or JSON null being {}), and returns
+// the error the model would read. It is for those who must know whether a
+// call would run before running it (agent.Recover, which answers a call
+// whose input no longer passes instead of running it).
+func (t *Tool) Check(input json.RawMessage) error {
+	return t.validate(orEmptyObject(input))
+}
+
+// orEmptyObject is input, or {} when it is empty or JSON null: some models
+// send null for a tool that takes no arguments.
+func orEmptyObject(input json.RawMessage) json.RawMessage {
+	if in := strings.TrimSpace(string(input)); in == "" || in == "null" {
+		return json.RawMessage("{}")
+	}
+	return input
 }
 
 // fields says which fields the tool's input takes, for a schema error: each

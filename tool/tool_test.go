@@ -337,6 +337,37 @@ func TestANullInputIsAnEmptyObject(t *testing.T) {
 	}
 }
 
+// Check refuses exactly the inputs a dispatched call is refused for, with
+// the error the call's result gives, and takes empty or null input as {}.
+func TestCheckRefusesWhatADispatchedCallIsRefusedFor(t *testing.T) {
+	none := MustFunc("none", "Takes nothing.", func(ctx context.Context, in struct{}) (any, error) { return "ran", nil })
+	d := dispatcher(t, none, greet())
+	tests := []struct {
+		tool, input string
+		ok          bool
+	}{
+		{"greet", `{"name":"Ada"}`, true},
+		{"greet", `{"name":5}`, false},
+		{"greet", `{}`, false},
+		{"greet", `null`, false},
+		{"greet", `not json`, false},
+		{"none", ``, true},
+		{"none", ` null `, true},
+		{"none", `{"x":1}`, false},
+	}
+	for _, tt := range tests {
+		err := d.Tools.Get(tt.tool).Check(json.RawMessage(tt.input))
+		out := d.Call(context.Background(), Call{Name: tt.tool, Input: json.RawMessage(tt.input)})
+		if (err == nil) != tt.ok {
+			t.Errorf("%s %q: Check = %v, want ok %v", tt.tool, tt.input, err, tt.ok)
+			continue
+		}
+		if err != nil && out.Text != "invalid input for "+tt.tool+": "+err.Error() {
+			t.Errorf("%s %q: Check says %q; the call's result is %q", tt.tool, tt.input, err, out.Text)
+		}
+	}
+}
+
 // A round of n calls runs n goroutines, one per call: the round's own
 // goroutine watches every call's timeout, with one timer, instead of a
 // watcher per call.

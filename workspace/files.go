@@ -294,7 +294,13 @@ func (w *Workspace) Edit(in EditInput) (result.Result, error) {
 	}, nil
 }
 
-// Tools returns the workspace tools, bound to this workspace.
+// Tools returns the workspace tools, bound to this workspace. The ones
+// that only read (read, grep, list, glob) may run again (tool.Tool.Rerun):
+// a second run changes nothing. write and edit may not.
 func (w *Workspace) Tools() []*tool.Tool {
-	return []*tool.Tool{w.readTool(), w.grepTool(), w.listTool(), w.globTool(), w.writeTool(), w.editTool()}
+	readers := []*tool.Tool{w.readTool(), w.grepTool(), w.listTool(), w.globTool()}
+	for _, t := range readers {
+		t.Rerun = true
+	}
+	return append(readers, w.writeTool(), w.editTool())
 }

@@ -329,3 +329,26 @@ func TestMatchGlob(t *testing.T) {
 		}
 	}
 }
+
+// Only the tools that change nothing may be run again when a conversation
+// is recovered: a second write or edit would be a second change.
+func TestOnlyTheToolsThatReadMayRunAgain(t *testing.T) {
+	f := newFixture(t)
+	want := map[string]bool{
+		"workspace--read": true, "workspace--grep": true, "workspace--list": true, "workspace--glob": true,
+		"workspace--write": false, "workspace--edit": false,
+	}
+	tools := f.ws.Tools()
+	if len(tools) != len(want) {
+		t.Fatalf("%d workspace tools; the table names %d: a new tool must be decided here", len(tools), len(want))
+	}
+	for _, tl := range tools {
+		rerun, ok := want[tl.Name]
+		if !ok {
+			t.Fatalf("%s is not in the table: decide whether it may run again", tl.Name)
+		}
+		if tl.Rerun != rerun {
+			t.Errorf("%s: Rerun = %v, want %v", tl.Name, tl.Rerun, rerun)
+		}
+	}
+}
