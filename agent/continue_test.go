@@ -19,7 +19,7 @@ func answer(s string) history.Message {
 func calls(ids ...string) history.Message {
 	m := history.Message{Role: history.Assistant}
 	for _, id := range ids {
-		m.Parts = append(m.Parts, history.Part{Type: history.ToolCallPart, CallID: id, Name: "workspace--read", Input: []byte(`{}`)})
+		m.Parts = append(m.Parts, history.Part{Type: history.ToolCallPart, CallID: id, Name: "workspace--write", Input: []byte(`{}`)}) // not run again on recovery
 	}
 	return m
 }
