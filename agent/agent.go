@@ -258,25 +258,7 @@ const Interrupted = "this tool call was interrupted: the process running it stop
 // turn whose claim is taken over stops, with an error wrapping
 // history.ErrClaimLost, having written nothing since.
 func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (TurnResult, error) {
-	if on == nil {
-		on = func(Event) {}
-	}
-	if a.Provider == nil || a.Store == nil || a.Tools == nil {
-		return TurnResult{}, errors.New("agent: Provider, Store and Tools must be set")
-	}
-	ctx, release, err := a.claim(ctx, id, a.Wait, on)
-	if err != nil {
-		return TurnResult{}, err
-	}
-	defer release()
-	on(Event{Kind: Started})
-	tr, err := a.turn(ctx, id, &prompt, on)
-	if err != nil && ctx.Err() != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, history.ErrClaimLost) {
-			err = cause
-		}
-	}
-	return tr, err
+	return a.claimed(ctx, id, &prompt, on)
 }
 
 // turn is Turn under the conversation's claim; with a nil prompt it is

@@ -28,6 +28,12 @@ const AlreadyEnded = "already_ended"
 // the process died between storing them and its caller learning the turn
 // ended, it sends one more request.
 func (a *Agent) Continue(ctx context.Context, id string, on func(Event)) (TurnResult, error) {
+	return a.claimed(ctx, id, nil, on)
+}
+
+// claimed is Turn (prompt set) and Continue (prompt nil): the turn under
+// the conversation's claim, taken first and released after.
+func (a *Agent) claimed(ctx context.Context, id string, prompt *string, on func(Event)) (TurnResult, error) {
 	if on == nil {
 		on = func(Event) {}
 	}
@@ -40,7 +46,7 @@ func (a *Agent) Continue(ctx context.Context, id string, on func(Event)) (TurnRe
 	}
 	defer release()
 	on(Event{Kind: Started})
-	tr, err := a.turn(ctx, id, nil, on)
+	tr, err := a.turn(ctx, id, prompt, on)
 	if err != nil && ctx.Err() != nil {
 		if cause := context.Cause(ctx); errors.Is(cause, history.ErrClaimLost) {
 			err = cause

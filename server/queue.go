@@ -61,26 +61,7 @@ func (s *Server) startQueued(w http.ResponseWriter, r *http.Request, id string, 
 	t := QueuedTurn{Turn: newTurnID(), Model: in.Model, MaxRounds: in.MaxRounds, MaxTokens: in.MaxTokens}
 	user := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(in.Prompt)}}}
 	err = s.Queue.Enqueue(r.Context(), id, t, user)
-	var queued *QueuedError
-	var held *history.HeldError
-	switch {
-	case errors.As(err, &queued):
-		var h Held
-		h.Error.Status = http.StatusConflict
-		h.Error.Message = err.Error()
-		h.Error.Turn = queued.Turn
-		writeJSON(w, http.StatusConflict, h)
-	case errors.As(err, &held):
-		var h Held
-		h.Error.Status = http.StatusConflict
-		h.Error.Message = err.Error()
-		h.Error.Holder = &held.Holder
-		writeJSON(w, http.StatusConflict, h)
-	case errors.Is(err, history.ErrNotFound):
-		writeError(w, http.StatusNotFound, err.Error())
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, "the turn could not be queued: "+err.Error())
-	default:
+	if !refusedStart(w, err, "the turn could not be queued: ") {
 		writeJSON(w, http.StatusAccepted, TurnStarted{Turn: t.Turn, Conversation: id,
 			Events: fmt.Sprintf("/v1/conversations/%s/events?after=%d", id, from)})
 	}

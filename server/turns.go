@@ -163,22 +163,37 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return // the turn runs on; its events say how it goes
 	}
+	if !refusedStart(w, err, "the turn could not start: ") {
+		writeJSON(w, http.StatusAccepted, TurnStarted{Turn: t.id, Conversation: id,
+			Events: fmt.Sprintf("/v1/conversations/%s/events?after=%d", id, from)})
+	}
+}
+
+// refusedStart answers a turn that could not start or be queued — 409
+// naming the claim's holder or the turn queued, 404, or 500 with failed
+// and err — and reports whether it did (false for a nil err).
+func refusedStart(w http.ResponseWriter, err error, failed string) bool {
 	var held *history.HeldError
+	var queued *QueuedError
+	var h Held
+	h.Error.Status = http.StatusConflict
 	switch {
 	case errors.As(err, &held):
-		var h Held
-		h.Error.Status = http.StatusConflict
 		h.Error.Message = err.Error()
 		h.Error.Holder = &held.Holder
+		writeJSON(w, http.StatusConflict, h)
+	case errors.As(err, &queued):
+		h.Error.Message = err.Error()
+		h.Error.Turn = queued.Turn
 		writeJSON(w, http.StatusConflict, h)
 	case errors.Is(err, history.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case err != nil:
-		writeError(w, http.StatusInternalServerError, "the turn could not start: "+err.Error())
+		writeError(w, http.StatusInternalServerError, failed+err.Error())
 	default:
-		writeJSON(w, http.StatusAccepted, TurnStarted{Turn: t.id, Conversation: id,
-			Events: fmt.Sprintf("/v1/conversations/%s/events?after=%d", id, from)})
+		return false
 	}
+	return true
 }
 
 // CancelResult is the answer to a cancel: how the turn ended.

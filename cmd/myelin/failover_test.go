@@ -73,6 +73,31 @@ func (p *workerProc) kill() {
 	}
 }
 
+// startWorkerProcs starts n serve --worker processes (slots turns at once
+// each; 0 means 4) sharing a new schema's store and a workspace holding
+// a.txt. It returns them, the store (opened for the test), the workspace,
+// and what kills the processes and closes the store.
+func startWorkerProcs(t *testing.T, bin string, n, slots int) ([]*workerProc, *postgres.Store, string, func()) {
+	t.Helper()
+	_, dsn := pgtest.Schema(t)
+	dir := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
+	procs := make([]*workerProc, n)
+	for i := range procs {
+		procs[i] = &workerProc{bin: bin, dir: dir, dsn: dsn, addr: freeAddr(t), workers: slots}
+		procs[i].start(t)
+	}
+	store, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return procs, store, dir, func() {
+		for _, p := range procs {
+			p.kill()
+		}
+		store.Close()
+	}
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -119,26 +144,11 @@ func TestWorkersKilledAtRandomFinishEveryTurnOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the failover test takes minutes")
 	}
-	_, dsn := pgtest.Schema(t)
 	bin := buildMyelin(t)
-	dir := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
 	srv := fakeAnthropic(t)
 	srv.Respond = failoverRespond
-	procs := make([]*workerProc, failoverWorkers)
-	for i := range procs {
-		procs[i] = &workerProc{bin: bin, dir: dir, dsn: dsn, addr: freeAddr(t)}
-		procs[i].start(t)
-	}
-	t.Cleanup(func() {
-		for _, p := range procs {
-			p.kill()
-		}
-	})
-	store, err := postgres.Open(context.Background(), dsn, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	procs, store, dir, stop := startWorkerProcs(t, bin, failoverWorkers, 0)
+	t.Cleanup(stop)
 	ctx, cancel := context.WithTimeout(context.Background(), failoverBudget)
 	defer cancel()
 	set := &workerSet{ctx: ctx, procs: procs}

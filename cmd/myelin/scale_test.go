@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/myelin-run/myelin/history/postgres"
-	"github.com/myelin-run/myelin/history/postgres/pgtest"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -63,23 +61,8 @@ func TestScalingOfWorkers(t *testing.T) {
 // fresh store and returns turns per second.
 func scaleRun(t *testing.T, bin string, n int) float64 {
 	t.Helper()
-	_, dsn := pgtest.Schema(t)
-	dir := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
-	procs := make([]*workerProc, n)
-	for i := range procs {
-		procs[i] = &workerProc{bin: bin, dir: dir, dsn: dsn, addr: freeAddr(t), workers: scaleSlots}
-		procs[i].start(t)
-	}
-	defer func() {
-		for _, p := range procs {
-			p.kill()
-		}
-	}()
-	store, err := postgres.Open(context.Background(), dsn, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	procs, store, _, stop := startWorkerProcs(t, bin, n, scaleSlots)
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	set := &workerSet{ctx: ctx, procs: procs}
