@@ -161,6 +161,9 @@ func (q *Queue) Start(ctx context.Context) error {
 			keepAlive(kctx, q.pool, q.id, q.lease, q.log)
 		}()
 	}
+	if q.workers == 0 {
+		return nil // River starts no client without queues: this one only inserts and cancels
+	}
 	if err := q.client.Start(ctx); err != nil {
 		return fmt.Errorf("workers: starting: %w", err)
 	}
@@ -171,6 +174,9 @@ func (q *Queue) Start(ctx context.Context) error {
 // ends, then cancels them (each stores what it did; the job is tried
 // again and finds the turn ended).
 func (q *Queue) Stop(ctx context.Context) error {
+	if q.workers == 0 {
+		return nil
+	}
 	err := q.client.Stop(ctx)
 	if err != nil && ctx.Err() != nil {
 		err = q.client.StopAndCancel(context.WithoutCancel(ctx))
