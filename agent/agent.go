@@ -424,10 +424,11 @@ func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on f
 	var mu sync.Mutex
 	elapsed := make([]time.Duration, len(calls))
 	k := &keeper{store: a.Store, ctx: history.Lazy(context.WithoutCancel(ctx)), id: id, running: len(calls)}
-	d := &tool.Dispatcher{Tools: a.Tools, Env: a.Env, Timeout: a.ToolTimeout,
+	tctx, env := a.files(ctx, id) // a shared store keeps the files they save (files.go)
+	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout,
 		Finished:  func(i int, _ tool.Call, e time.Duration) { mu.Lock(); elapsed[i] = e; mu.Unlock() },
 		Converted: func(i int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}
-	outs := d.Round(ctx, tcalls)
+	outs := d.Round(tctx, tcalls)
 	answer := history.Message{Role: history.User}
 	endTurn := false
 	for i, o := range outs {

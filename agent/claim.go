@@ -202,9 +202,10 @@ func (a *Agent) runAgain(ctx context.Context, id string, calls []history.Part, a
 		tcalls[j] = tool.Call{ID: calls[i].CallID, Name: calls[i].Name, Input: callInput(calls[i])}
 	}
 	k := &keeper{store: a.Store, ctx: history.Lazy(context.WithoutCancel(ctx)), id: id, running: len(tcalls)}
-	d := &tool.Dispatcher{Tools: a.Tools, Env: a.Env, Timeout: a.ToolTimeout,
+	tctx, env := a.files(ctx, id) // a read of a spill file made on another host fetches it (files.go)
+	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout,
 		Converted: func(_ int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}
-	return d.Round(ctx, tcalls)
+	return d.Round(tctx, tcalls)
 }
 
 // callInput is a stored call's input as the dispatcher takes it: a call

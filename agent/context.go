@@ -125,7 +125,8 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			// When the request cannot fit without them, results whose
 			// file cannot be written are cleared all the same, their
 			// placeholder saying why: better than a refused request.
-			edit, failed := a.clear(plan, stored, plan.After > s.budget || plan.Refused > 0)
+			_, env := a.files(ctx, id)
+			edit, failed := a.clear(env.Store, plan, stored, plan.After > s.budget || plan.Refused > 0)
 			if failed != nil {
 				on(Event{Kind: Notice, Text: "results could not be written to the workspace to be taken out of the requests: " + failed.Error()})
 			}
@@ -176,7 +177,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 // request cannot fit with it — or there is no workspace at all: then it is
 // cleared with a placeholder that says why it could not be kept. The
 // errors of the writes that failed are returned joined.
-func (a *Agent) clear(plan window.Plan, stored []history.Message, anyway bool) (history.Edit, error) {
+func (a *Agent) clear(files result.Store, plan window.Plan, stored []history.Message, anyway bool) (history.Edit, error) {
 	edit := history.Edit{Why: plan.Why(), Before: plan.Count.Tokens, After: plan.After}
 	if plan.Refused > 0 {
 		edit.Before = plan.Refused
@@ -187,7 +188,7 @@ func (a *Agent) clear(plan window.Plan, stored []history.Message, anyway bool) (
 		label := "cleared-" + fileLabel(k.CallID)
 		if k.Input {
 			text := string(p.Input)
-			path, err := a.save(label+"-input.json", text)
+			path, err := save(files, label+"-input.json", text)
 			if err != nil {
 				failed = append(failed, err)
 				continue // an input placeholder must name a file: it stays
@@ -201,14 +202,14 @@ func (a *Agent) clear(plan window.Plan, stored []history.Message, anyway bool) (
 		var err error
 		for i, img := range p.Images {
 			var ipath string
-			if ipath, err = a.save(fmt.Sprintf("%s-%d%s", label, i+1, imageExtension(img.MIMEType)), string(img.Data)); err != nil {
+			if ipath, err = save(files, fmt.Sprintf("%s-%d%s", label, i+1, imageExtension(img.MIMEType)), string(img.Data)); err != nil {
 				break
 			}
 			images = append(images, ipath)
 		}
 		path := p.SpillPath
 		if err == nil && path == "" {
-			path, err = a.save(label+".txt", p.Text)
+			path, err = save(files, label+".txt", p.Text)
 		}
 		whyNot := ""
 		if err != nil {
@@ -227,12 +228,13 @@ func (a *Agent) clear(plan window.Plan, stored []history.Message, anyway bool) (
 	return edit, errors.Join(failed...)
 }
 
-// save writes data to a new workspace file under .myelin/tool-results/.
-func (a *Agent) save(name, data string) (string, error) {
-	if a.Env.Store == nil {
+// save writes data to a new workspace file under .myelin/tool-results/
+// through files (the turn's result.Store: see Agent.files).
+func save(files result.Store, name, data string) (string, error) {
+	if files == nil {
 		return "", result.ErrNoWorkspace
 	}
-	return a.Env.Store.Save(name, data)
+	return files.Save(name, data)
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)

@@ -22,6 +22,12 @@ type Memory struct {
 	convs map[string]*memConversation
 	now   func() time.Time // the clock claims are timed by (tests set it)
 	reqs  map[string][]SentRequest
+
+	// ShareBlobs makes Shared report true (Blobs, blobs_memory.go): a
+	// Memory stands in for a shared store in tests where two agents with
+	// two workspaces use it. Set it before first use.
+	ShareBlobs bool
+	blobs      memBlobs // blobs_memory.go
 }
 
 type memConversation struct {

@@ -113,6 +113,9 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 			return result.Result{}, fmt.Errorf("invalid glob %s: %v", short(in.Glob), err)
 		}
 	}
+	if err := w.fetchMissing(ctx, in.Path); err != nil {
+		return result.Result{}, err
+	}
 	files, passed, notSearched, err := w.grepFiles(in.Path, in.Glob)
 	if err != nil {
 		return result.Result{}, err

@@ -55,6 +55,9 @@ func (w *Workspace) readTool() *tool.Tool {
 			"A name shown quoted (\"nl\\nx.txt\") by list, glob or grep is given as path quoted the same way. "+
 			"A page always fits in the conversation.",
 		func(ctx context.Context, in ReadInput) (any, error) {
+			if err := w.fetchMissing(ctx, in.Path); err != nil {
+				return nil, err
+			}
 			return w.Read(in, tool.CapFrom(ctx))
 		})
 }

@@ -88,7 +88,8 @@ func (e *env) conversation(id string) {
 }
 
 // Run runs the suite on subject, each behaviour a subtest with a store of
-// its own. Stores implementing history.Requests run its part too.
+// its own. Stores implementing history.Requests run its part too, and
+// those implementing history.Blobs theirs (blobs.go).
 func Run(t *testing.T, subject Subject) {
 	for _, tc := range []struct {
 		name string
@@ -114,6 +115,7 @@ func Run(t *testing.T, subject Subject) {
 		{"RequestsComeBackByteForByte", requestsByteForByte},
 		{"RequestsThatShrinkRepeatOrCrossASnapshotComeBackWhole", requestsShrinkRepeat},
 		{"ConcurrentConversationsKeepTheirOwnRequests", requestsConcurrent},
+		{"FilesAreKeptByContentAndPath", filesKept}, // blobs.go
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}
