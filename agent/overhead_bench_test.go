@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,10 +46,14 @@ var heavyOutput = strings.Repeat("heavy output line of the benchmark\n", heavySi
 // posts the same request bodies to the same fake (replayed from a first
 // recorded agent run, headers and all) and reads each streamed answer to
 // its end, then 20 Write+Sync of a small record to a file on the same
-// disk. It reports the medians per round and the ratios:
+// disk, then (durable store) 20 rounds of the SQLite floor. It reports the
+// medians per round and the ratios:
 //
 //   - x-raw: agent / raw floor;
-//   - x-raw+fsync (durable store only): agent / (raw floor + one fsync).
+//   - x-raw+fsync (durable store only): agent / (raw floor + one fsync);
+//   - sqlite-floor-µs/round and x-raw+sqlite-floor (durable store only):
+//     the least SQLite work a round needs (sqliteFloor: three one-row
+//     commits, one synced), and agent / (raw floor + that).
 //
 // Cases: every wire × the in-memory store (history.Memory) and the
 // default durable SQLite store; heavy rounds (50 KiB results, which the
@@ -169,13 +174,21 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 	}
 	defer syncFile.Close()
 
+	var sqlFloor *sqliteFloor
+	if storeKind == "sqlite" {
+		sqlFloor = newSQLiteFloor(b, filepath.Join(dir, "sqlite-floor.db"), store)
+	}
+
 	a := newAgent(srv.URL)
-	var agentT, rawT, syncT []time.Duration
+	var agentT, rawT, syncT, sqlT []time.Duration
 	for b.Loop() {
 		agentT = append(agentT, turn(a))
 		srv.Push(overheadScript()...)
 		rawT = append(rawT, floor.run(b))
 		syncT = append(syncT, fsyncRounds(b, syncFile))
+		if sqlFloor != nil {
+			sqlT = append(sqlT, sqlFloor.run(b))
+		}
 	}
 	perRound := func(ds []time.Duration) float64 {
 		slices.Sort(ds)
@@ -188,7 +201,102 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 	if storeKind == "sqlite" {
 		b.ReportMetric(fs, "fsync-µs/round")
 		b.ReportMetric(ag/(raw+fs), "x-raw+fsync")
+		sf := perRound(sqlT)
+		b.ReportMetric(sf, "sqlite-floor-µs/round")
+		b.ReportMetric(ag/(raw+sf), "x-raw+sqlite-floor")
 	}
+}
+
+// sqliteFloor is the durable floor's SQLite form: the least SQLite work a
+// light round needs under contract §7 (history's BenchmarkAgentRound has
+// the same floor beside the store's own round), on a file of its own in
+// the store's directory, with the store's driver and pragmas: per round,
+// the answer's row committed lazily (synchronous=NORMAL), one kept
+// result's row lazily, the results' row synced (FULL) — on one connection,
+// every statement prepared once, the rows' bytes those the agent's first
+// turn stored.
+type sqliteFloor struct {
+	db    *sql.DB
+	conn  *sql.Conn
+	steps []*sql.Stmt
+	rows  [3][]byte // the answer, one result, the results
+	seq   int
+}
+
+func newSQLiteFloor(b *testing.B, path string, store history.Store) *sqliteFloor {
+	ctx := context.Background()
+	f := &sqliteFloor{}
+	// the rows: a round's answer and results as the first turn stored them
+	list, err := store.List(ctx)
+	if err != nil || len(list) == 0 {
+		b.Fatalf("the SQLite floor found no conversation to size its rows by: %v", err)
+	}
+	msgs, err := store.Messages(ctx, list[0].ID)
+	if err != nil || len(msgs) < 3 {
+		b.Fatalf("the SQLite floor's rows: %d messages, %v", len(msgs), err)
+	}
+	for i, v := range []any{msgs[1], msgs[2].Parts[0], msgs[2]} {
+		if f.rows[i], err = result.JSON(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if f.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.db.Close() })
+	if f.conn, err = f.db.Conn(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.conn.Close() })
+	// the store's tables, as far as the floor writes them
+	if _, err := f.conn.ExecContext(ctx, `CREATE TABLE conversations (id TEXT PRIMARY KEY);
+		CREATE TABLE messages (conversation TEXT NOT NULL REFERENCES conversations(id), seq INTEGER NOT NULL,
+			message BLOB NOT NULL, crc INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (conversation, seq));
+		CREATE TABLE kept (conversation TEXT NOT NULL REFERENCES conversations(id), call_id TEXT NOT NULL,
+			part BLOB NOT NULL, PRIMARY KEY (conversation, call_id)) WITHOUT ROWID;
+		INSERT INTO conversations VALUES ('c')`); err != nil {
+		b.Fatal(err)
+	}
+	for _, q := range []string{`PRAGMA synchronous = NORMAL`, `PRAGMA synchronous = FULL`, `BEGIN IMMEDIATE`, `COMMIT`,
+		`INSERT INTO messages (conversation, seq, message) VALUES ('c', ?, ?)`,
+		`INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES ('c', 'k', ?)`} {
+		st, err := f.conn.PrepareContext(ctx, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.steps = append(f.steps, st)
+	}
+	return f
+}
+
+// run is overheadRounds rounds of the floor.
+func (f *sqliteFloor) run(b *testing.B) time.Duration {
+	normal, full, begin, commit, insert, keep := f.steps[0], f.steps[1], f.steps[2], f.steps[3], f.steps[4], f.steps[5]
+	commitRow := func(st *sql.Stmt, args ...any) {
+		for _, step := range []struct {
+			st   *sql.Stmt
+			args []any
+		}{{begin, nil}, {st, args}, {commit, nil}} {
+			if _, err := step.st.ExecContext(context.Background(), step.args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	start := time.Now()
+	for r := 0; r < overheadRounds; r++ {
+		if _, err := normal.ExecContext(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		f.seq++
+		commitRow(insert, f.seq, f.rows[0])
+		commitRow(keep, f.rows[1])
+		if _, err := full.ExecContext(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		f.seq++
+		commitRow(insert, f.seq, f.rows[2])
+	}
+	return time.Since(start)
 }
 
 // exchange is one request as the agent's provider sent it.

@@ -21,9 +21,11 @@ import (
 )
 
 // SQLite is a Store in one SQLite file, in WAL mode, each Append one
-// transaction committed with a full sync. It keeps the messages it has read
-// in memory: stored messages never change, so a later Messages reads only
-// the rows added since (by this store or another process).
+// transaction committed with a full sync (unless Lazy). It keeps the
+// messages it has read in memory, and those it appends to a conversation it
+// has read: stored messages never change, so a later Messages reads only the
+// rows added since (by another process). It must not hand out what it keeps
+// for callers to change.
 type SQLite struct {
 	db      *sql.DB
 	path    string
@@ -515,38 +517,39 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 	}
 	// Rows are stepped here and decoded as they come, in batches, by
 	// decoders on the other cores: on a cold read of a long conversation
-	// decoding takes about twice as long as stepping.
+	// decoding takes about twice as long as stepping. The decoders start
+	// with the first full batch; a read of fewer rows — the round or two
+	// since the last read — is decoded here, without them.
 	type job struct {
 		rows []storedRow
 		out  []Message
 		err  error
 	}
-	jobs := make(chan *job, 8)
-	var wg sync.WaitGroup
-	for range max(1, runtime.GOMAXPROCS(0)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				j.out = make([]Message, 0, len(j.rows))
-				for _, r := range j.rows {
-					m, err := s.decodeRow(id, r)
-					if err != nil {
-						j.err = err
-						break
-					}
-					j.out = append(j.out, m)
-				}
+	decode := func(j *job) {
+		j.out = make([]Message, 0, len(j.rows))
+		for _, r := range j.rows {
+			m, err := s.decodeRow(id, r)
+			if err != nil {
+				j.err = err
+				return
 			}
-		}()
+			j.out = append(j.out, m)
+		}
 	}
+	var jobs chan *job
+	var wg sync.WaitGroup
 	var done []*job // in row order
-	batch := make([]storedRow, 0, 256)
+	const batchSize = 256
+	var batch []storedRow
 	send := func() {
 		j := &job{rows: batch}
 		done = append(done, j)
+		batch = nil
+		if jobs == nil {
+			decode(j)
+			return
+		}
 		jobs <- j
-		batch = make([]storedRow, 0, 256)
 	}
 	var scanErr, missing error
 	for seq := len(known) + 1; rows.Next(); seq++ {
@@ -559,13 +562,32 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored, ErrDamaged)
 			break
 		}
-		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc}); len(batch) == cap(batch) {
+		if batch == nil {
+			batch = make([]storedRow, 0, min(batchSize, max(size-seq+1, 4)))
+		}
+		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc}); len(batch) == batchSize {
+			if jobs == nil {
+				jobs = make(chan *job, 8)
+				for range max(1, runtime.GOMAXPROCS(0)) {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for j := range jobs {
+							decode(j)
+						}
+					}()
+				}
+			}
 			send()
 		}
 	}
-	send()
-	close(jobs)
-	wg.Wait()
+	if len(batch) > 0 {
+		send()
+	}
+	if jobs != nil {
+		close(jobs)
+		wg.Wait()
+	}
 	if scanErr == nil {
 		scanErr = rows.Err()
 	}
@@ -598,8 +620,8 @@ func (s *SQLite) extend(id string, known, fresh []Message) []Message {
 		// fresh is a new slice, with room
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if len(fresh) > len(s.read[id]) {
-			s.read[id] = fresh
+		if cur, ok := s.read[id]; !ok || len(fresh) > len(cur) {
+			s.read[id] = fresh // also when empty: Append then keeps what it adds
 		}
 		return fresh[:len(fresh):len(fresh)]
 	}
@@ -649,7 +671,9 @@ func (s *SQLite) decodeRow(id string, r storedRow) (Message, error) {
 // log, safe from a crash of the process).
 func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 	doing := "appending to conversation " + id
-	return s.write(ctx, doing, IsLazy(ctx), func(tx *sql.Tx) error {
+	var after int     // how many messages the conversation held before these
+	var raws [][]byte // the messages as stored
+	err := s.write(ctx, doing, IsLazy(ctx), func(tx *sql.Tx) error {
 		var last, appended int
 		var cl nullClaim
 		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
@@ -664,6 +688,7 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.path, doing, last, appended, ErrDamaged)
 		}
 		next := last + 1
+		after, raws = last, make([][]byte, 0, len(msgs))
 		c, ok := cl.row()
 		if err := s.claimAllows(ctx, id, c, ok); err != nil {
 			return err
@@ -680,6 +705,7 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			if _, err := insert.ExecContext(ctx, id, next+i, raw, messageChecksum(id, next+i, raw)); err != nil {
 				return s.explain(doing, err)
 			}
+			raws = append(raws, raw)
 			for _, p := range m.Parts {
 				results = results || p.Type == ToolResultPart
 			}
@@ -695,6 +721,42 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.keepAppended(id, after, raws)
+	}
+	return err
+}
+
+// keepAppended adds the messages an Append just committed, raws as
+// stored, to what the store has read of conversation id, when it had read
+// all the after messages before them: the next Messages then reads only
+// what was added since, not these back. Each is decoded from the bytes
+// stored, as a read would decode it, so what Messages returns is what a
+// store opened afresh reads. A conversation the store has not read, or not
+// to its end, is left to Messages (which also keeps the memory to the
+// conversations read).
+func (s *SQLite) keepAppended(id string, after int, raws [][]byte) {
+	s.mu.Lock()
+	cur, ok := s.read[id]
+	s.mu.Unlock()
+	if !ok || len(cur) != after {
+		return
+	}
+	fresh := make([]Message, len(raws))
+	for i, raw := range raws {
+		m, err := decodeMessage(raw)
+		if err != nil {
+			return // never for bytes result.JSON wrote; Messages says what is wrong
+		}
+		fresh[i] = m
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok = s.read[id]; !ok || len(cur) != after {
+		return // another read kept them meanwhile
+	}
+	// in place, as extend does: every slice handed out ends at len(cur)
+	s.read[id] = append(cur, fresh...)
 }
 
 // write runs fn in one transaction, which takes the write lock as it

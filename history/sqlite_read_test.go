@@ -1,0 +1,114 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// appendedOddly are messages whose stored form is not the form they were
+// given in: an input with spaces (stored compacted), text that is not
+// UTF-8 (stored with U+FFFD), an empty part list, an empty input.
+func appendedOddly() []Message {
+	return []Message{
+		{Role: Assistant, Parts: []Part{
+			{Type: ToolCallPart, CallID: "toolu_1", Name: "noop", Input: json.RawMessage(`{ "n" : 1,  "s": "<&>" }`)},
+			{Type: ToolCallPart, CallID: "toolu_2", Name: "noop", Input: json.RawMessage(`{}`)},
+		}},
+		{Role: User, Parts: []Part{{Type: ToolResultPart, CallID: "toolu_1", Text: "bad \xff byte"}, {Type: ToolResultPart, CallID: "toolu_2"}}},
+		{Role: User, Parts: []Part{}},
+	}
+}
+
+// What Messages returns after an Append by the same store is what a store
+// opened afresh reads from the file: the stored form, not the form the
+// messages were appended in.
+func TestMessagesAfterAppendAreWhatAFreshStoreReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	s := openStore(t, path)
+	ctx := context.Background()
+	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, read := range []bool{true, false} {
+		if read { // the store has read the conversation, to its end
+			if _, err := s.Messages(ctx, "c"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, m := range append(sampleMessages(), appendedOddly()...) {
+			if err := s.Append(ctx, "c", m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := s.Messages(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := openStore(t, path).Messages(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2*len(append(sampleMessages(), appendedOddly()...)) || !reflect.DeepEqual(got, want) {
+		t.Fatalf("after appending, this store returns\n%+v\na fresh one reads\n%+v", got, want)
+	}
+}
+
+// A store that has read a conversation keeps the messages it appends to
+// it as they were stored, and does not read them back: a message damaged
+// in the file after this store wrote it is found by the next store to
+// open the file, as before, not by this one (which holds what it wrote,
+// as it holds every message it read). Before, every Messages after an
+// Append read and decoded the round's rows again.
+func TestAStoreKeepsWhatItAppendedInsteadOfReadingItBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	s := openStore(t, path)
+	ctx := context.Background()
+	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Messages(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	want := appendedOddly()
+	if err := s.Append(ctx, "c", want...); err != nil {
+		t.Fatal(err)
+	}
+	// damage message 1 behind the store's back
+	if _, err := s.db.Exec(`UPDATE messages SET crc = crc + 1 WHERE conversation = 'c' AND seq = 1`); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Messages(ctx, "c")
+	if err != nil {
+		t.Fatalf("the store read back what it had appended: %v", err)
+	}
+	if len(got) != len(want) || string(got[0].Parts[0].Input) != `{"n":1,"s":"<&>"}` {
+		t.Fatalf("got %+v", got)
+	}
+	if _, err := openStore(t, path).Messages(ctx, "c"); err == nil {
+		t.Fatal("a fresh store read the damaged message without an error")
+	}
+}
+
+// A store that has not read a conversation does not start keeping it
+// because it appended to it: Messages reads it whole, and finds what is
+// wrong with it.
+func TestAppendingToAConversationNotReadKeepsNothing(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", appendedOddly()...); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	_, kept := s.read["c"]
+	s.mu.Unlock()
+	if kept {
+		t.Fatal("the store keeps the messages of a conversation it never read")
+	}
+}
