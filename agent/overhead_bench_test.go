@@ -210,14 +210,16 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 // sqliteFloor is the durable floor's SQLite form: the least SQLite work a
 // light round needs under contract §7 (history's BenchmarkAgentRound has
 // the same floor beside the store's own round), on a file of its own in
-// the store's directory, with the store's driver and pragmas: per round,
-// the answer's row committed lazily (synchronous=NORMAL), one kept
-// result's row lazily, the results' row synced (FULL) — on one connection,
-// every statement prepared once, the rows' bytes those the agent's first
-// turn stored.
+// the store's directory, with the store's driver, pragmas and way of
+// writing (one connection, a database/sql transaction per commit that
+// takes the write lock as it begins): per round, the answer's row
+// committed lazily (synchronous=NORMAL), one kept result's row lazily, the
+// results' row synced (FULL), every statement prepared once, the rows'
+// bytes those the agent's first turn stored. (A floor written on a held
+// connection with BEGIN and COMMIT prepared uses less CPU but took more
+// wall time per round in alternated runs, so it is not the floor.)
 type sqliteFloor struct {
 	db    *sql.DB
-	conn  *sql.Conn
 	steps []*sql.Stmt
 	rows  [3][]byte // the answer, one result, the results
 	seq   int
@@ -240,16 +242,13 @@ func newSQLiteFloor(b *testing.B, path string, store history.Store) *sqliteFloor
 			b.Fatal(err)
 		}
 	}
-	if f.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)"); err != nil {
+	if f.db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate"); err != nil {
 		b.Fatal(err)
 	}
+	f.db.SetMaxOpenConns(1) // the synchronous level is the connection's, as in the store
 	b.Cleanup(func() { f.db.Close() })
-	if f.conn, err = f.db.Conn(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { f.conn.Close() })
 	// the store's tables, as far as the floor writes them
-	if _, err := f.conn.ExecContext(ctx, `CREATE TABLE conversations (id TEXT PRIMARY KEY);
+	if _, err := f.db.ExecContext(ctx, `CREATE TABLE conversations (id TEXT PRIMARY KEY);
 		CREATE TABLE messages (conversation TEXT NOT NULL REFERENCES conversations(id), seq INTEGER NOT NULL,
 			message BLOB NOT NULL, crc INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (conversation, seq));
 		CREATE TABLE kept (conversation TEXT NOT NULL REFERENCES conversations(id), call_id TEXT NOT NULL,
@@ -257,10 +256,10 @@ func newSQLiteFloor(b *testing.B, path string, store history.Store) *sqliteFloor
 		INSERT INTO conversations VALUES ('c')`); err != nil {
 		b.Fatal(err)
 	}
-	for _, q := range []string{`PRAGMA synchronous = NORMAL`, `PRAGMA synchronous = FULL`, `BEGIN IMMEDIATE`, `COMMIT`,
+	for _, q := range []string{
 		`INSERT INTO messages (conversation, seq, message) VALUES ('c', ?, ?)`,
 		`INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES ('c', 'k', ?)`} {
-		st, err := f.conn.PrepareContext(ctx, q)
+		st, err := f.db.PrepareContext(ctx, q)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -271,28 +270,32 @@ func newSQLiteFloor(b *testing.B, path string, store history.Store) *sqliteFloor
 
 // run is overheadRounds rounds of the floor.
 func (f *sqliteFloor) run(b *testing.B) time.Duration {
-	normal, full, begin, commit, insert, keep := f.steps[0], f.steps[1], f.steps[2], f.steps[3], f.steps[4], f.steps[5]
+	ctx := context.Background()
+	insert, keep := f.steps[0], f.steps[1]
+	exec := func(q string) {
+		if _, err := f.db.ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
 	commitRow := func(st *sql.Stmt, args ...any) {
-		for _, step := range []struct {
-			st   *sql.Stmt
-			args []any
-		}{{begin, nil}, {st, args}, {commit, nil}} {
-			if _, err := step.st.ExecContext(context.Background(), step.args...); err != nil {
-				b.Fatal(err)
-			}
+		tx, err := f.db.BeginTx(ctx, nil)
+		if err == nil {
+			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		}
+		if err == nil {
+			err = tx.Commit()
+		}
+		if err != nil {
+			b.Fatal(err)
 		}
 	}
 	start := time.Now()
 	for r := 0; r < overheadRounds; r++ {
-		if _, err := normal.ExecContext(context.Background()); err != nil {
-			b.Fatal(err)
-		}
+		exec(`PRAGMA synchronous = NORMAL`)
 		f.seq++
 		commitRow(insert, f.seq, f.rows[0])
 		commitRow(keep, f.rows[1])
-		if _, err := full.ExecContext(context.Background()); err != nil {
-			b.Fatal(err)
-		}
+		exec(`PRAGMA synchronous = FULL`)
 		f.seq++
 		commitRow(insert, f.seq, f.rows[2])
 	}

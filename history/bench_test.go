@@ -239,18 +239,14 @@ func storeRound(b *testing.B, answer, results Message, read bool) {
 // as the store does.
 func sqliteFloor(b *testing.B, answer, results Message) {
 	path := filepath.Join(b.TempDir(), "floor.db")
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
+	db.SetMaxOpenConns(1) // the synchronous level is the connection's, as in the store
 	ctx := context.Background()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, schema+`INSERT INTO conversations (id, system, created, updated) VALUES ('c', '', '', '')`); err != nil {
+	if _, err := db.ExecContext(ctx, schema+`INSERT INTO conversations (id, system, created, updated) VALUES ('c', '', '', '')`); err != nil {
 		b.Fatal(err)
 	}
 	var raw [3][]byte // the answer, the kept result, the results
@@ -260,36 +256,40 @@ func sqliteFloor(b *testing.B, answer, results Message) {
 		}
 	}
 	prepare := func(q string) *sql.Stmt {
-		st, err := conn.PrepareContext(ctx, q)
+		st, err := db.PrepareContext(ctx, q)
 		if err != nil {
 			b.Fatal(err)
 		}
 		return st
 	}
-	begin, commit := prepare(`BEGIN IMMEDIATE`), prepare(`COMMIT`)
-	normal, full := prepare(`PRAGMA synchronous = NORMAL`), prepare(`PRAGMA synchronous = FULL`)
 	insert := prepare(`INSERT INTO messages (conversation, seq, message, crc) VALUES ('c', ?, ?, 0)`)
 	keep := prepare(`INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES ('c', 'toolu_00', ?)`)
-	exec := func(st *sql.Stmt, args ...any) {
-		if _, err := st.ExecContext(ctx, args...); err != nil {
+	exec := func(q string) {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	commitRow := func(st *sql.Stmt, args ...any) {
+		tx, err := db.BeginTx(ctx, nil)
+		if err == nil {
+			_, err = tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		}
+		if err == nil {
+			err = tx.Commit()
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
 	seq := 0
 	for b.Loop() {
-		exec(normal)
-		exec(begin)
+		exec(`PRAGMA synchronous = NORMAL`)
 		seq++
-		exec(insert, seq, raw[0])
-		exec(commit)
-		exec(begin)
-		exec(keep, raw[1])
-		exec(commit)
-		exec(full)
-		exec(begin)
+		commitRow(insert, seq, raw[0])
+		commitRow(keep, raw[1])
+		exec(`PRAGMA synchronous = FULL`)
 		seq++
-		exec(insert, seq, raw[2])
-		exec(commit)
+		commitRow(insert, seq, raw[2])
 	}
 }
 

@@ -121,7 +121,16 @@ type Message struct {
 
 // ToolCalls returns the message's tool call parts.
 func (m Message) ToolCalls() []Part {
-	var calls []Part
+	n := 0
+	for _, p := range m.Parts {
+		if p.Type == ToolCallPart {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	calls := make([]Part, 0, n) // one allocation, not one a doubling
 	for _, p := range m.Parts {
 		if p.Type == ToolCallPart {
 			calls = append(calls, p)

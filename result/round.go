@@ -3,6 +3,7 @@ package result
 import (
 	"encoding/json"
 	"regexp"
+	"sync/atomic"
 	"time"
 )
 
@@ -218,15 +219,48 @@ func spillDate(env Env) string {
 	if env.Now != nil {
 		now = env.Now
 	}
-	return now().UTC().Format("2006-01-02")
+	t := now().UTC()
+	y, m, d := t.Date()
+	if c := lastDate.Load(); c != nil && c.y == y && c.m == m && c.d == d {
+		return c.s // formatted once a day, not for every result
+	}
+	s := t.Format("2006-01-02")
+	lastDate.Store(&date{y, m, d, s})
+	return s
 }
 
+// date is a day and its spill-label form.
+type date struct {
+	y int
+	m time.Month
+	d int
+	s string
+}
+
+// lastDate is the last day spillDate formatted.
+var lastDate atomic.Pointer[date]
+
 var unsafeLabel = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// labelSafe reports whether id has no character unsafeLabel matches:
+// then it is its own label, with no regular expression run (most ids).
+func labelSafe(id string) bool {
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // safeLabel makes a call id fit a file name: characters outside
 // [A-Za-z0-9._-] become `_`, at most 64 of them, never empty or a dot name.
 func safeLabel(id string) string {
-	s := unsafeLabel.ReplaceAllString(id, "_")
+	s := id
+	if !labelSafe(id) {
+		s = unsafeLabel.ReplaceAllString(id, "_")
+	}
 	if len(s) > 64 {
 		s = s[:64]
 	}

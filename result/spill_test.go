@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -380,5 +381,31 @@ func TestRoundBoundWritesNoSpillFileForAResultItLeavesWhole(t *testing.T) {
 	}
 	if len(store.files) != 0 {
 		t.Fatalf("spill files nothing refers to: %v", len(store.files))
+	}
+}
+
+// A label made without the regular expression is the one it makes.
+func FuzzSafeLabelIsTheRegexps(f *testing.F) {
+	for _, s := range []string{"toolu_01AB", "call/../x", "é x", "", "..", "a.b-c_D9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if labelSafe(id) && unsafeLabel.ReplaceAllString(id, "_") != id {
+			t.Fatalf("%q is taken as safe", id)
+		}
+	})
+}
+
+// The spill date is the day of the environment's clock, whichever day
+// was formatted last.
+func TestSpillDateFollowsTheClock(t *testing.T) {
+	for _, day := range []string{"2026-12-03", "2026-12-03", "2026-12-04", "1999-01-31", "2026-12-04"} {
+		at, err := time.Parse("2006-01-02 15:04", day+" 23:59")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := spillDate(Env{Now: func() time.Time { return at }}); got != day {
+			t.Errorf("on %s: %s", day, got)
+		}
 	}
 }

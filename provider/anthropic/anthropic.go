@@ -2,7 +2,8 @@
 // provider.Request into a Messages API request, sends it through
 // github.com/anthropics/anthropic-sdk-go/v2 (auth, retries, errors, the
 // platforms' middlewares) and reads the streamed answer itself
-// (stream.go, scan.go; Bedrock's event stream in eventstream.go).
+// (stream.go, scan.go; Bedrock's event stream in eventstream.go and
+// frame.go).
 //
 // A text tool result goes in the string form of `content` (its bytes as
 // stored); an error result carries `is_error`; images go as native image
@@ -295,7 +296,9 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return provider.Response{}, describe(err)
 	}
 	defer resp.Body.Close()
-	return readStream(eventsOf(resp), resp, onText, req.OnThinking)
+	events := eventsOf(resp)
+	defer events.Release()
+	return readStream(events, resp, onText, req.OnThinking)
 }
 
 func usageOf(in, out, read, write int64) history.Usage {

@@ -3,13 +3,15 @@ package anthropic
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"sync"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream/eventstreamapi"
 
 	"github.com/myelin-run/myelin/provider"
@@ -54,62 +56,103 @@ type events interface {
 	Next() bool
 	Event() sse.Event
 	Err() error
+	// Release gives the reader back for a later answer's (it must not
+	// be used after).
+	Release()
 }
 
 // eventsOf is the reader of resp's body by its media type.
 func eventsOf(resp *http.Response) events {
 	if resp.Header.Get("Content-Type") == keptEventStream {
-		return &frameReader{r: resp.Body}
+		return borrowFrames(resp.Body)
 	}
-	return sse.NewReader(resp.Body)
+	return sse.Borrow(resp.Body)
 }
 
-// frameReader reads the frames of an AWS event stream as the events they
-// carry. Its buffers are reused from frame to frame: an event is valid
-// until the next call of Next.
+// frameReader reads the frames of an AWS event stream (frame.go) as the
+// events they carry. Its buffers are reused from frame to frame, and from
+// answer to answer (borrowFrames): an event is valid until the next call
+// of Next.
 type frameReader struct {
-	r       io.Reader
-	dec     eventstream.Decoder
-	payload []byte
-	data    []byte
-	ev      sse.Event
-	err     error
+	r     io.Reader
+	frame []byte // the current frame, whole
+	hs    frameHeaders
+	data  []byte
+	ev    sse.Event
+	err   error
+}
+
+// frameReaders holds the frameReaders given back by Release.
+var frameReaders sync.Pool
+
+// borrowFrames is a frameReader of r, one given back when there is one.
+func borrowFrames(r io.Reader) *frameReader {
+	if f, _ := frameReaders.Get().(*frameReader); f != nil {
+		f.r = r
+		return f
+	}
+	return &frameReader{r: r}
+}
+
+// Release gives f back for a later borrowFrames, unless its buffers grew
+// past 256 KiB (a huge frame is not kept).
+func (f *frameReader) Release() {
+	*f = frameReader{frame: f.frame[:0], data: f.data[:0]}
+	if cap(f.frame)+cap(f.data) <= 256<<10 {
+		frameReaders.Put(f)
+	}
 }
 
 // Next reads frames up to the next that carries an event.
 func (f *frameReader) Next() bool {
 	for f.err == nil {
-		msg, err := f.dec.Decode(f.r, f.payload[:0])
-		if err != nil {
-			f.err = err
-			return false
-		}
-		f.payload = msg.Payload
-		if f.frame(msg) {
+		var payload []byte
+		f.frame, f.hs, payload, f.err = readFrame(f.r, f.frame)
+		if f.err == nil && f.read(payload) {
 			return true
 		}
 	}
 	return false
 }
 
-// frame makes msg the current event, or reports that it carries none.
-func (f *frameReader) frame(msg eventstream.Message) bool {
-	kind := msg.Headers.Get(eventstreamapi.MessageTypeHeader)
-	if kind == nil {
-		f.err = fmt.Errorf("%s event header not present", eventstreamapi.MessageTypeHeader)
+// header is the value of the current frame's header name as a string,
+// as the SDK's decoder reads it; ok is false when there is none.
+func (f *frameReader) header(name string) (value string, ok bool, err error) {
+	v, ok, aws, err := f.hs.get(name)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	if aws {
+		return sdkHeader(f.frame, name)
+	}
+	return string(v), true, nil
+}
+
+// read makes the current frame, whose payload is payload, the current
+// event, or reports that it carries none.
+func (f *frameReader) read(payload []byte) bool {
+	kind, ok, err := f.header(eventstreamapi.MessageTypeHeader)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s event header not present", eventstreamapi.MessageTypeHeader)
+	}
+	if err != nil {
+		f.err = err
 		return false
 	}
-	switch kind.String() {
+	switch kind {
 	case eventstreamapi.EventMessageType:
-		name := msg.Headers.Get(eventstreamapi.EventTypeHeader)
-		if name == nil {
-			f.err = fmt.Errorf("%s event header not present", eventstreamapi.EventTypeHeader)
+		name, ok, err := f.header(eventstreamapi.EventTypeHeader)
+		if err == nil && !ok {
+			err = fmt.Errorf("%s event header not present", eventstreamapi.EventTypeHeader)
+		}
+		if err != nil {
+			f.err = err
 			return false
 		}
-		if name.String() != "chunk" {
+		if name != "chunk" {
 			return false
 		}
-		b64, err := chunkBytes(msg.Payload)
+		b64, err := chunkBytes(payload)
 		if err != nil {
 			f.err = err
 			return false
@@ -122,9 +165,12 @@ func (f *frameReader) frame(msg eventstream.Message) bool {
 		f.ev = sse.Event{Name: "chunk", Data: f.data}
 		return true
 	case eventstreamapi.ExceptionMessageType:
-		name := msg.Headers.Get(eventstreamapi.ExceptionTypeHeader)
-		if name == nil {
-			f.err = fmt.Errorf("%s event header not present", eventstreamapi.ExceptionTypeHeader)
+		name, ok, err := f.header(eventstreamapi.ExceptionTypeHeader)
+		if err == nil && !ok {
+			err = fmt.Errorf("%s event header not present", eventstreamapi.ExceptionTypeHeader)
+		}
+		if err != nil {
+			f.err = err
 			return false
 		}
 		var info struct {
@@ -132,14 +178,14 @@ func (f *frameReader) frame(msg eventstream.Message) bool {
 			Type    string `json:"__type"`
 			Message string
 		}
-		if err := json.Unmarshal(msg.Payload, &info); err != nil && err != io.EOF {
-			f.err = fmt.Errorf("received exception %s: parsing exception payload failed: %w", name.String(), err)
+		if err := json.Unmarshal(payload, &info); err != nil && err != io.EOF {
+			f.err = fmt.Errorf("received exception %s: parsing exception payload failed: %w", name, err)
 			return false
 		}
 		code := "UnknownError"
 		switch {
-		case name.String() != "":
-			code = name.String()
+		case name != "":
+			code = name
 		case info.Code != "":
 			code = info.Code
 		case info.Type != "":
@@ -152,12 +198,17 @@ func (f *frameReader) frame(msg eventstream.Message) bool {
 		f.errorEvent(code, message)
 		return true
 	case eventstreamapi.ErrorMessageType:
-		code, message := "UnknownError", "UnknownError"
-		if h := msg.Headers.Get(eventstreamapi.ErrorCodeHeader); h != nil {
-			code = h.String()
+		code, ok, err := f.header(eventstreamapi.ErrorCodeHeader)
+		if err == nil && !ok {
+			code = "UnknownError"
 		}
-		if h := msg.Headers.Get(eventstreamapi.ErrorMessageHeader); h != nil {
-			message = h.String()
+		message, ok, merr := f.header(eventstreamapi.ErrorMessageHeader)
+		if merr == nil && !ok {
+			message = "UnknownError"
+		}
+		if err = errors.Join(err, merr); err != nil {
+			f.err = err
+			return false
 		}
 		f.errorEvent(code, message)
 		return true
@@ -180,22 +231,22 @@ func (f *frameReader) errorEvent(code, message string) {
 // ({"bytes":"BASE64","p":"..."}), taken from the payload as it is when
 // it is a plain string, else decoded by encoding/json.
 func chunkBytes(payload []byte) ([]byte, error) {
-	s := scanner{b: payload}
-	if s.next('{') {
-		for ok := true; ok; ok = s.next(',') {
-			s.ws()
-			key, ok := s.plainString()
-			if !ok || !s.next(':') {
+	s := provider.Scanner{B: payload}
+	if s.Next('{') {
+		for ok := true; ok; ok = s.Next(',') {
+			s.WS()
+			key, ok := s.PlainString()
+			if !ok || !s.Next(':') {
 				break
 			}
-			s.ws()
+			s.WS()
 			if string(key) == "bytes" {
-				if raw, ok := s.plainString(); ok {
+				if raw, ok := s.PlainString(); ok {
 					return raw, nil
 				}
 				break
 			}
-			if !s.skip() {
+			if !s.Skip() {
 				break
 			}
 		}

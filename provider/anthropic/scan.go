@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/provider"
 )
@@ -24,8 +23,8 @@ import (
 // one otherwise (FuzzDecodeEventIsEncodingJSONs).
 func decodeEvent(data []byte, ev *streamEvent) error {
 	*ev = streamEvent{}
-	s := scanner{b: data}
-	if s.object(inEvent, ev) && s.atEnd() {
+	s := scanner{provider.Scanner{B: data}}
+	if s.object(inEvent, ev) && s.AtEnd() {
 		return nil
 	}
 	*ev = streamEvent{}
@@ -42,77 +41,19 @@ const (
 	inDeltaUsage          // message_delta's usage
 )
 
-// scanner reads JSON from b at i. Each method reports whether what it
-// read was what it takes; false sends the event to json.Unmarshal.
-type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) atEnd() bool {
-	s.ws()
-	return s.i == len(s.b)
-}
-
-// next skips white space and reports whether c is next, taking it if so.
-func (s *scanner) next(c byte) bool {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
+// scanner reads an event's JSON (provider.Scanner). Each method reports
+// whether what it read was what it takes; false sends the event to
+// json.Unmarshal.
+type scanner struct{ provider.Scanner }
 
 // object reads an object, each member by member(in, ...).
 func (s *scanner) object(in int, ev *streamEvent) bool {
-	if !s.next('{') {
-		return false
-	}
-	if s.next('}') {
-		return true
-	}
-	for {
-		s.ws()
-		key, ok := s.plainString()
-		if !ok || !s.next(':') {
-			return false
-		}
-		s.ws()
-		if !s.member(in, key, ev) {
-			return false
-		}
-		if s.next(',') {
-			continue
-		}
-		return s.next('}')
-	}
-}
-
-// isNull takes a null if one is next: into any field, it leaves the
-// field as it is (zero, the event being reset).
-func (s *scanner) isNull() bool {
-	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
-		s.i += 4
-		return true
-	}
-	return false
+	return s.Object(func(key []byte) bool { return s.member(in, key, ev) })
 }
 
 // member reads the value of key in an object of kind in.
 func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
-	if s.isNull() {
+	if s.IsNull() {
 		// the field stays as it is, as in encoding/json, but for a
 		// pointer, which null makes nil again
 		if !slices.Contains(keysOf[in], string(key)) {
@@ -136,7 +77,7 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "type":
 			return s.name(&ev.Type)
 		case "index":
-			return s.int(&ev.Index)
+			return s.Int(&ev.Index)
 		case "message":
 			return s.object(inMessage, ev)
 		case "content_block":
@@ -156,13 +97,13 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		u := &ev.Message.Usage
 		switch string(key) {
 		case "input_tokens":
-			return s.int(&u.InputTokens)
+			return s.Int(&u.InputTokens)
 		case "output_tokens":
-			return s.int(&u.OutputTokens)
+			return s.Int(&u.OutputTokens)
 		case "cache_read_input_tokens":
-			return s.int(&u.CacheReadInputTokens)
+			return s.Int(&u.CacheReadInputTokens)
 		case "cache_creation_input_tokens":
-			return s.int(&u.CacheCreationInputTokens)
+			return s.Int(&u.CacheCreationInputTokens)
 		}
 		return s.other(in, key)
 	case inContentBlock:
@@ -207,7 +148,7 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "input_tokens":
 			return s.intPtr(&u.InputTokens)
 		case "output_tokens":
-			return s.int(&u.OutputTokens)
+			return s.Int(&u.OutputTokens)
 		case "cache_read_input_tokens":
 			return s.intPtr(&u.CacheReadInputTokens)
 		case "cache_creation_input_tokens":
@@ -243,7 +184,7 @@ func (s *scanner) unknown(in int, key []byte) bool {
 // other skips the value of a key no field of an object of kind in names
 // (unknown).
 func (s *scanner) other(in int, key []byte) bool {
-	return s.unknown(in, key) && s.skip()
+	return s.unknown(in, key) && s.Skip()
 }
 
 // names are the values of the event's "type" members and of stop_reason,
@@ -257,10 +198,10 @@ var names = []string{
 
 // name reads a string that is most often one of names.
 func (s *scanner) name(dst *string) bool {
-	start := s.i
-	raw, ok := s.plainString()
+	start := s.I
+	raw, ok := s.PlainString()
 	if !ok {
-		s.i = start
+		s.I = start
 		return s.string(dst)
 	}
 	for _, n := range names {
@@ -277,245 +218,39 @@ func (s *scanner) name(dst *string) bool {
 // are not UTF-8, is decoded by encoding/json (which unescapes it and
 // replaces each bad byte with U+FFFD).
 func (s *scanner) string(dst *string) bool {
-	start := s.i
-	if raw, ok := s.plainString(); ok {
+	start := s.I
+	if raw, ok := s.PlainString(); ok {
 		*dst = string(raw)
 		return true
 	}
-	s.i = start
-	if !s.skipString() {
+	s.I = start
+	if !s.SkipString() {
 		return false
 	}
-	return json.Unmarshal(s.b[start:s.i], dst) == nil
+	return json.Unmarshal(s.B[start:s.I], dst) == nil
 }
 
 // text reads a text into dst as provider.JSONText decodes it: one with an
 // escape, or with bytes that are not UTF-8, by its UnmarshalJSON (which
 // keeps those bytes for result.WellFormed).
 func (s *scanner) text(dst *provider.JSONText) bool {
-	start := s.i
-	if raw, ok := s.plainString(); ok {
+	start := s.I
+	if raw, ok := s.PlainString(); ok {
 		*dst = provider.JSONText(raw)
 		return true
 	}
-	s.i = start
-	if !s.skipString() {
+	s.I = start
+	if !s.SkipString() {
 		return false
 	}
-	return dst.UnmarshalJSON(s.b[start:s.i]) == nil
-}
-
-// plainString reads a string with no escape, no control character and
-// only valid UTF-8, and is its bytes between the quotes; false leaves i
-// anywhere.
-func (s *scanner) plainString() ([]byte, bool) {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false
-	}
-	s.i++
-	start := s.i
-	ascii := true
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			raw := s.b[start:s.i]
-			s.i++
-			if !ascii && !utf8.Valid(raw) {
-				return nil, false
-			}
-			return raw, true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-		s.i++
-	}
-	return nil, false
-}
-
-// skipString passes a string, escapes and all, checking them as JSON
-// does.
-func (s *scanner) skipString() bool {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return false
-	}
-	s.i++
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return true
-		case c < 0x20:
-			return false
-		case c == '\\':
-			s.i++
-			if s.i >= len(s.b) {
-				return false
-			}
-			switch s.b[s.i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if s.i+4 >= len(s.b) {
-					return false
-				}
-				for _, h := range s.b[s.i+1 : s.i+5] {
-					if !isHex(h) {
-						return false
-					}
-				}
-				s.i += 4
-			default:
-				return false
-			}
-		}
-		s.i++
-	}
-	return false
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-// int reads a small integer (up to 18 digits, so that it cannot
-// overflow); any other number goes to encoding/json, which refuses a
-// fraction or an exponent in an integer field.
-func (s *scanner) int(dst *int64) bool {
-	neg := false
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		neg = true
-		s.i++
-	}
-	start := s.i
-	var n int64
-	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-		n = n*10 + int64(s.b[s.i]-'0')
-		s.i++
-	}
-	digits := s.i - start
-	if digits == 0 || digits > 18 || (digits > 1 && s.b[start] == '0') {
-		return false
-	}
-	if s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '.', 'e', 'E':
-			return false
-		}
-	}
-	if neg {
-		n = -n
-	}
-	*dst = n
-	return true
+	return dst.UnmarshalJSON(s.B[start:s.I]) == nil
 }
 
 func (s *scanner) intPtr(dst **int64) bool {
 	var n int64
-	if !s.int(&n) {
+	if !s.Int(&n) {
 		return false
 	}
 	*dst = &n
 	return true
-}
-
-// skip passes any value, checking it as JSON does.
-func (s *scanner) skip() bool {
-	s.ws()
-	if s.i >= len(s.b) {
-		return false
-	}
-	switch c := s.b[s.i]; {
-	case c == '"':
-		return s.skipString()
-	case c == '{':
-		s.i++
-		if s.next('}') {
-			return true
-		}
-		for {
-			s.ws()
-			if !s.skipString() || !s.next(':') || !s.skip() {
-				return false
-			}
-			if s.next(',') {
-				continue
-			}
-			return s.next('}')
-		}
-	case c == '[':
-		s.i++
-		if s.next(']') {
-			return true
-		}
-		for {
-			if !s.skip() {
-				return false
-			}
-			if s.next(',') {
-				continue
-			}
-			return s.next(']')
-		}
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	case c == '-' || ('0' <= c && c <= '9'):
-		return s.skipNumber()
-	}
-	return false
-}
-
-func (s *scanner) literal(word string) bool {
-	if bytes.HasPrefix(s.b[s.i:], []byte(word)) {
-		s.i += len(word)
-		return true
-	}
-	return false
-}
-
-// skipNumber passes a number of JSON's grammar:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (s *scanner) skipNumber() bool {
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	if s.i >= len(s.b) {
-		return false
-	}
-	if s.b[s.i] == '0' {
-		s.i++
-	} else if !s.digits() {
-		return false
-	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		if !s.digits() {
-			return false
-		}
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		if !s.digits() {
-			return false
-		}
-	}
-	return true
-}
-
-// digits passes one digit or more.
-func (s *scanner) digits() bool {
-	start := s.i
-	for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-		s.i++
-	}
-	return s.i > start
 }

@@ -103,16 +103,19 @@ func nativeImages(model string) bool {
 // after results the model never answered, go as one), records and empty
 // answers left out.
 func encodeContents(req provider.Request) (*encoder, error) {
-	names := map[string]string{} // call id → function name, for the responses
-	size := 64
+	size, calls := 64, 0
 	for _, m := range req.Messages {
 		for _, p := range m.Parts {
+			if p.Type == history.ToolCallPart {
+				calls++
+			}
 			size += 96 + len(p.Text) + len(p.Text)/16 + len(p.Input) + len(p.Raw) + len(p.Signature) + len(p.CallID) + len(p.Name)
 			for _, img := range p.Images {
 				size += 96 + base64.StdEncoding.EncodedLen(len(img.Data))
 			}
 		}
 	}
+	names := make(map[string]string, calls) // call id → function name, for the responses; sized once
 	native := nativeImages(req.Model)
 	e := &encoder{buf: make([]byte, 0, size)}
 	e.raw(`{"contents":[`)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"sync"
 
 	"google.golang.org/genai"
 
@@ -89,9 +88,6 @@ func decodeChunk(data []byte, c *chunk) error {
 	return nil
 }
 
-// readers keeps the stream readers (and their buffers) between requests.
-var readers sync.Pool
-
 // readStream reads a streamed answer to its end into a: each event's data
 // is a chunk, or the API's error object, which ends the answer with that
 // error. An answer that came as JSON rather than as events (an error the
@@ -101,16 +97,8 @@ func readStream(resp *http.Response, a *accumulator) error {
 	if ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ct == "application/json" {
 		return readWhole(resp.Body, a)
 	}
-	r, _ := readers.Get().(*sse.Reader)
-	if r == nil {
-		r = sse.NewReader(resp.Body)
-	} else {
-		r.Reset(resp.Body)
-	}
-	defer func() {
-		r.Reset(nil)
-		readers.Put(r)
-	}()
+	r := sse.Borrow(resp.Body)
+	defer r.Release()
 	var c chunk
 	for r.Next() {
 		if err := decodeChunk(r.Event().Data, &c); err != nil {

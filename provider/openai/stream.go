@@ -64,7 +64,8 @@ const maxCalls = 1 << 12
 
 // read reads a streamed answer from body into a, passing text to onText.
 func (a *accumulator) read(body io.Reader, onText func(string)) error {
-	r := sse.NewReader(body)
+	r := sse.Borrow(body)
+	defer r.Release()
 	streamed := false // some output was read
 	for r.Next() {
 		data := r.Event().Data

@@ -62,3 +62,31 @@ func BenchmarkBody(b *testing.B) {
 		}
 	})
 }
+
+// lightAnswer is a light round's streamed answer: ten calls of a tool
+// with no arguments, as the fake streams it.
+func lightAnswer() string {
+	calls := make([]providertest.ToolCall, 10)
+	for k := range calls {
+		calls[k] = providertest.ToolCall{ID: fmt.Sprintf("call_%d", k), Name: "noop--run", Input: `{}`}
+	}
+	return providertest.ResponsesStream(providertest.Step{ToolCalls: calls, Input: 100, Output: 20}, false)
+}
+
+// BenchmarkRead reads a light round's streamed answer (43 events) from
+// memory. Run:
+//
+//	go test ./provider/responses -run '^$' -bench Read -benchmem
+func BenchmarkRead(b *testing.B) {
+	stream := lightAnswer()
+	b.ReportAllocs()
+	for b.Loop() {
+		a := accumulator{}
+		if err := a.read(strings.NewReader(stream)); err != nil || !a.done {
+			b.Fatal(err, a.done)
+		}
+		if r := a.response(); len(r.Message.ToolCalls()) != 10 {
+			b.Fatal(r)
+		}
+	}
+}

@@ -1,0 +1,293 @@
+package provider
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// Scanner reads JSON from B at I, for a wire's stream reader that takes
+// a few members of each event and passes over the rest without building
+// anything (encoding/json checks each event whole, then decodes it by
+// reflection, which was most of what reading a stream cost). Each method
+// reports whether what it read is what it takes; on false the caller
+// hands the event, or the value, to encoding/json, so that a scan never
+// accepts what encoding/json refuses, nor reads it otherwise (each wire's
+// fuzz test holds its scan to that). It checks what it passes over as
+// JSON does; it decodes nothing but plain strings and small integers.
+type Scanner struct {
+	B []byte // the JSON
+	I int    // where the scan is in B
+}
+
+// WS passes white space.
+func (s *Scanner) WS() {
+	for s.I < len(s.B) {
+		switch s.B[s.I] {
+		case ' ', '\t', '\n', '\r':
+			s.I++
+		default:
+			return
+		}
+	}
+}
+
+// AtEnd passes white space and reports whether nothing is left.
+func (s *Scanner) AtEnd() bool {
+	s.WS()
+	return s.I == len(s.B)
+}
+
+// Next passes white space and reports whether c is next, taking it if so.
+func (s *Scanner) Next(c byte) bool {
+	s.WS()
+	if s.I < len(s.B) && s.B[s.I] == c {
+		s.I++
+		return true
+	}
+	return false
+}
+
+// Object reads an object, calling member for each of its members with
+// the scan at the member's value, which member must read (or pass over);
+// it is false as soon as member is, or when what it reads is not an
+// object.
+func (s *Scanner) Object(member func(key []byte) bool) bool {
+	if !s.Next('{') {
+		return false
+	}
+	if s.Next('}') {
+		return true
+	}
+	for {
+		s.WS()
+		key, ok := s.PlainString()
+		if !ok || !s.Next(':') {
+			return false
+		}
+		s.WS()
+		if !member(key) {
+			return false
+		}
+		if s.Next(',') {
+			continue
+		}
+		return s.Next('}')
+	}
+}
+
+// IsNull takes a null if one is next (encoding/json leaves a field as
+// it is for a null, but for a pointer, which it makes nil).
+func (s *Scanner) IsNull() bool {
+	if bytes.HasPrefix(s.B[s.I:], []byte("null")) {
+		s.I += 4
+		return true
+	}
+	return false
+}
+
+// PlainString reads a string with no escape, no control character and
+// only valid UTF-8, and is its bytes between the quotes: exactly what
+// encoding/json would decode it to. False leaves I anywhere.
+func (s *Scanner) PlainString() ([]byte, bool) {
+	if s.I >= len(s.B) || s.B[s.I] != '"' {
+		return nil, false
+	}
+	s.I++
+	start := s.I
+	ascii := true
+	for s.I < len(s.B) {
+		c := s.B[s.I]
+		switch {
+		case c == '"':
+			raw := s.B[start:s.I]
+			s.I++
+			if !ascii && !utf8.Valid(raw) {
+				return nil, false
+			}
+			return raw, true
+		case c == '\\' || c < 0x20:
+			return nil, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+		s.I++
+	}
+	return nil, false
+}
+
+// SkipString passes a string, escapes and all, checking them as JSON
+// does.
+func (s *Scanner) SkipString() bool {
+	if s.I >= len(s.B) || s.B[s.I] != '"' {
+		return false
+	}
+	s.I++
+	for s.I < len(s.B) {
+		c := s.B[s.I]
+		switch {
+		case c == '"':
+			s.I++
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			s.I++
+			if s.I >= len(s.B) {
+				return false
+			}
+			switch s.B[s.I] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if s.I+4 >= len(s.B) {
+					return false
+				}
+				for _, h := range s.B[s.I+1 : s.I+5] {
+					if !isHex(h) {
+						return false
+					}
+				}
+				s.I += 4
+			default:
+				return false
+			}
+		}
+		s.I++
+	}
+	return false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// Int reads a small integer (up to 18 digits, so that it cannot
+// overflow); false for any other number, which the caller hands to
+// encoding/json (it refuses a fraction or an exponent in an integer
+// field).
+func (s *Scanner) Int(dst *int64) bool {
+	neg := false
+	if s.I < len(s.B) && s.B[s.I] == '-' {
+		neg = true
+		s.I++
+	}
+	start := s.I
+	var n int64
+	for s.I < len(s.B) && '0' <= s.B[s.I] && s.B[s.I] <= '9' {
+		n = n*10 + int64(s.B[s.I]-'0')
+		s.I++
+	}
+	digits := s.I - start
+	if digits == 0 || digits > 18 || (digits > 1 && s.B[start] == '0') {
+		return false
+	}
+	if s.I < len(s.B) {
+		switch s.B[s.I] {
+		case '.', 'e', 'E':
+			return false
+		}
+	}
+	if neg {
+		n = -n
+	}
+	*dst = n
+	return true
+}
+
+// Skip passes any value, checking it as JSON does.
+func (s *Scanner) Skip() bool {
+	s.WS()
+	if s.I >= len(s.B) {
+		return false
+	}
+	switch c := s.B[s.I]; {
+	case c == '"':
+		return s.SkipString()
+	case c == '{':
+		s.I++
+		if s.Next('}') {
+			return true
+		}
+		for {
+			s.WS()
+			if !s.SkipString() || !s.Next(':') || !s.Skip() {
+				return false
+			}
+			if s.Next(',') {
+				continue
+			}
+			return s.Next('}')
+		}
+	case c == '[':
+		s.I++
+		if s.Next(']') {
+			return true
+		}
+		for {
+			if !s.Skip() {
+				return false
+			}
+			if s.Next(',') {
+				continue
+			}
+			return s.Next(']')
+		}
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || ('0' <= c && c <= '9'):
+		return s.skipNumber()
+	}
+	return false
+}
+
+func (s *Scanner) literal(word string) bool {
+	if bytes.HasPrefix(s.B[s.I:], []byte(word)) {
+		s.I += len(word)
+		return true
+	}
+	return false
+}
+
+// skipNumber passes a number of JSON's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *Scanner) skipNumber() bool {
+	if s.I < len(s.B) && s.B[s.I] == '-' {
+		s.I++
+	}
+	if s.I >= len(s.B) {
+		return false
+	}
+	if s.B[s.I] == '0' {
+		s.I++
+	} else if !s.digits() {
+		return false
+	}
+	if s.I < len(s.B) && s.B[s.I] == '.' {
+		s.I++
+		if !s.digits() {
+			return false
+		}
+	}
+	if s.I < len(s.B) && (s.B[s.I] == 'e' || s.B[s.I] == 'E') {
+		s.I++
+		if s.I < len(s.B) && (s.B[s.I] == '+' || s.B[s.I] == '-') {
+			s.I++
+		}
+		if !s.digits() {
+			return false
+		}
+	}
+	return true
+}
+
+// digits passes one digit or more.
+func (s *Scanner) digits() bool {
+	start := s.I
+	for s.I < len(s.B) && '0' <= s.B[s.I] && s.B[s.I] <= '9' {
+		s.I++
+	}
+	return s.I > start
+}

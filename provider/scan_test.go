@@ -1,0 +1,39 @@
+package provider
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// Skip passes exactly what encoding/json takes for one value: a value
+// it refuses is never passed over, one it takes always is.
+func FuzzSkipIsJSONValid(f *testing.F) {
+	for _, s := range []string{`{"a":[1,-2.5e+3,true,false,null,"x\u00e9\n"]}`, `{"a":}`, `[01]`, `"\ud800"`, `-`, `1.`, `{"a" 1}`, "\"\x01\"", `nul`, ` [ ] `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := Scanner{B: data}
+		if got, want := s.Skip() && s.AtEnd(), json.Valid(data); got != want {
+			t.Fatalf("%q: Skip %v, json.Valid %v", data, got, want)
+		}
+	})
+}
+
+// PlainString takes a string only when encoding/json decodes it to its
+// bytes as they are.
+func FuzzPlainStringIsWhatEncodingJSONDecodes(f *testing.F) {
+	for _, s := range []string{`"abc"`, `"a\"b"`, "\"\xff\"", `"é"`, "\"\t\"", `"x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := Scanner{B: data}
+		raw, ok := s.PlainString()
+		if !ok || !s.AtEnd() {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(data, &want); err != nil || want != string(raw) {
+			t.Fatalf("%q: PlainString %q, encoding/json %q (%v)", data, raw, want, err)
+		}
+	})
+}
