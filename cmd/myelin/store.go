@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 
@@ -31,6 +32,38 @@ func isPostgres(store string) bool {
 	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
 }
 
+// redactedStore is a --store value to show: a URL's password (after the
+// user's colon, before the @) replaced.
+func redactedStore(store string) string {
+	scheme := strings.Index(store, "://")
+	at := strings.LastIndex(store, "@")
+	if scheme < 0 || at < scheme {
+		return store
+	}
+	userinfo := store[scheme+3 : at]
+	if c := strings.Index(userinfo, ":"); c >= 0 {
+		return store[:scheme+3] + userinfo[:c] + ":xxxxx" + store[at:]
+	}
+	return store
+}
+
+// looksLikeURL reports whether a --store value that is not a Postgres URL
+// starts as a URL does: a scheme of two letters or more (a drive letter is
+// a path), a colon and a slash — a typo of one, or another database's.
+func looksLikeURL(store string) bool {
+	colon := strings.Index(store, ":/")
+	if colon < 2 {
+		return false
+	}
+	for i, r := range store[:colon] {
+		letter := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+		if !letter && (i == 0 || !(r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
 // openPostgres opens the Postgres store dsn names; it returns the store
 // and how to name it to people (the URL without its password).
 func openPostgres(ctx context.Context, dsn string) (history.Store, string, error) {
@@ -49,6 +82,11 @@ func openPostgres(ctx context.Context, dsn string) (history.Store, string, error
 func openSessionStore(ctx context.Context, store, wsDir string) (history.Store, string, error) {
 	if isPostgres(store) {
 		return openPostgres(ctx, store)
+	}
+	if looksLikeURL(store) {
+		// made a SQLite file under a directory named after the scheme, a
+		// typo would give each host a history of its own, silently
+		return nil, "", fmt.Errorf("--store %q is not a postgres:// or postgresql:// URL (the scheme is written in small letters, with two slashes); for a SQLite store give a path (./NAME for one that looks like a URL)", redactedStore(store))
 	}
 	path, inWorkspace := store, store == ""
 	if inWorkspace {

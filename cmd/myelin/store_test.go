@@ -107,3 +107,33 @@ func TestServeRunsATurnOnAPostgresStore(t *testing.T) {
 		t.Fatalf("%d requests kept in Postgres (%v); want the turn's 2", requests, err)
 	}
 }
+
+// A --store that looks like a URL but not a postgres:// one — a slash
+// short, capitals, another scheme — is refused, naming what is wanted,
+// and makes no SQLite store under a directory named after the scheme (a
+// typo in MYELIN_STORE would otherwise give each host a history of its
+// own, silently). A path that only contains such text is a path.
+func TestAStoreThatLooksLikeAnotherURLIsRefusedNotMadeAFile(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, store := range []string{"postgres:/db.internal/myelin", "Postgres://me@db/myelin", "postgress://me:s3cret@db/myelin", "mysql://me@db/myelin", "sqlite:///var/h.db"} {
+		s, _, err := openSessionStore(context.Background(), store, t.TempDir())
+		if err == nil {
+			s.Close()
+			t.Errorf("--store %q opened a store", store)
+			continue
+		}
+		if !strings.Contains(err.Error(), "is not a postgres:// or postgresql:// URL") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("--store %q: %v; want it refused, without the password", store, err)
+		}
+	}
+	if made, _ := filepath.Glob("*"); len(made) != 0 {
+		t.Fatalf("made %v", made)
+	}
+	for _, path := range []string{"./postgres:/x/h.db", "h.db", "C:/h.db"} {
+		s, _, err := openSessionStore(context.Background(), path, t.TempDir())
+		if err != nil {
+			t.Fatalf("--store %q: %v", path, err)
+		}
+		s.Close()
+	}
+}

@@ -31,6 +31,11 @@ type writeState struct {
 	epoch    int64     // the stored epoch, also of a released claim; 0: never claimed
 }
 
+// pausedInWrite, when set (by tests only), is called by every write of a
+// conversation once it holds the conversation's row lock, before it
+// writes: a test pauses a writer there, as a stopped process would be.
+var pausedInWrite func(id string)
+
 // errNoConversation stops a write whose conversation is not there.
 var errNoConversation = errors.New("no such conversation")
 
@@ -43,7 +48,7 @@ var errNoConversation = errors.New("no such conversation")
 // over is seen by every write that follows it: fencing. Lazy writes
 // commit without waiting for the server's disk.
 func (s *Store) write(ctx context.Context, id, doing string, lazy bool, fn func(tx pgx.Tx, w writeState) error) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.pool.BeginTx(ctx, readCommitted)
 	if err != nil {
 		return s.explain(doing, err)
 	}
@@ -84,6 +89,9 @@ func (s *Store) write(ctx context.Context, id, doing string, lazy bool, fn func(
 		return errNotFound(id)
 	} else if err != nil {
 		return s.explain(doing, err)
+	}
+	if pausedInWrite != nil {
+		pausedInWrite(id)
 	}
 	if err := fn(tx, w); err != nil {
 		return err
@@ -163,12 +171,14 @@ func (s *Store) Renew(ctx context.Context, id string, h history.Holder, lease ti
 	})
 }
 
-// Release gives up h's claim on id (see history.Store.Release). The row
-// stays, token cleared, so the next holder's epoch is larger still.
+// Release gives up h's claim on id (see history.Store.Release): the
+// claim of h's token and epoch, so that a release under an epoch h no
+// longer holds leaves its newer claim alone. The row stays, token
+// cleared, so the next holder's epoch is larger still.
 func (s *Store) Release(ctx context.Context, id string, h history.Holder) error {
 	doing := "releasing the claim on conversation " + id
 	err := s.write(ctx, id, doing, true, func(tx pgx.Tx, w writeState) error {
-		if w.claim == nil || w.claim.Token != h.Token {
+		if w.claim == nil || w.claim.Token != h.Token || w.claim.Epoch != h.Epoch {
 			return nil // not h's: left as it is
 		}
 		if _, err := tx.Exec(ctx, `UPDATE claims SET token = '', expires = since WHERE conversation = $1`, id); err != nil {
@@ -191,14 +201,14 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 	if err := history.CheckKeep(id, results); err != nil {
 		return err
 	}
-	calls := make([]string, len(results))
+	calls := make([][]byte, len(results))
 	raws := make([][]byte, len(results))
 	for i, p := range results {
 		raw, err := history.EncodePart(p)
 		if err != nil {
 			return fmt.Errorf("keeping the result of call %s in conversation %s: %v", p.CallID, id, err)
 		}
-		calls[i], raws[i] = p.CallID, raw
+		calls[i], raws[i] = []byte(p.CallID), raw
 	}
 	doing := "keeping finished calls' results in conversation " + id
 	return s.write(ctx, id, doing, true, func(tx pgx.Tx, w writeState) error {
@@ -207,7 +217,7 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 		}
 		// the last of one call's results in one Keep wins, as a later Keep's does
 		_, err := tx.Exec(ctx, `INSERT INTO kept (conversation, call_id, part)
-			SELECT DISTINCT ON (call_id) $1, call_id, part FROM unnest($2::text[], $3::bytea[]) WITH ORDINALITY AS k(call_id, part, i) ORDER BY call_id, i DESC
+			SELECT DISTINCT ON (call_id) $1, call_id, part FROM unnest($2::bytea[], $3::bytea[]) WITH ORDINALITY AS k(call_id, part, i) ORDER BY call_id, i DESC
 			ON CONFLICT (conversation, call_id) DO UPDATE SET part = excluded.part`, id, calls, raws)
 		if err != nil {
 			return s.explain(doing, err)
@@ -227,8 +237,7 @@ func (s *Store) Kept(ctx context.Context, id string) ([]history.Part, error) {
 	defer rows.Close()
 	var out []history.Part
 	for rows.Next() {
-		var callID string
-		var raw []byte
+		var callID, raw []byte
 		if err := rows.Scan(&callID, &raw); err != nil {
 			return nil, s.explain(doing, err)
 		}

@@ -21,7 +21,7 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 	}
 	created := c.Created.UTC().Format(history.TimeFormat)
 	tag, err := s.pool.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
-		c.ID, c.System, created, c.Created.UTC(), history.RecordChecksum(c.ID, c.System, created))
+		c.ID, []byte(c.System), created, c.Created.UTC(), history.RecordChecksum(c.ID, c.System, created))
 	if err != nil {
 		return s.explain("creating conversation "+c.ID, err)
 	}
@@ -51,13 +51,15 @@ func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error
 // its checksum and its count of messages.
 func (s *Store) scanConversation(row pgx.Row) (history.Conversation, error) {
 	var c history.Conversation
+	var system []byte
 	var created string
 	var stored int64
 	var appended int
 	var crc int64
-	if err := row.Scan(&c.ID, &c.System, &created, &c.Updated, &stored, &appended, &crc); err != nil {
+	if err := row.Scan(&c.ID, &system, &created, &c.Updated, &stored, &appended, &crc); err != nil {
 		return c, err
 	}
+	c.System = string(system)
 	c.Messages, c.Updated = int(stored), c.Updated.UTC()
 	if sum := history.RecordChecksum(c.ID, c.System, created); sum != crc {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt or creation time no longer match their checksum (stored %08x, now %08x): %w", s.name, c.ID, crc, sum, history.ErrDamaged)

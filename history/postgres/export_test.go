@@ -12,3 +12,22 @@ func ExecSQL(s history.Store, query string) error {
 	_, err := s.(*Store).pool.Exec(context.Background(), query)
 	return err
 }
+
+// PauseInWrite makes every write of conversation id (in any schema) call
+// pause once it holds the conversation's row lock, until the test ends. A
+// test using it must not run in parallel with others.
+func PauseInWrite(t interface{ Cleanup(func()) }, id string, pause func()) {
+	pausedInWrite = func(c string) {
+		if c == id {
+			pause()
+		}
+	}
+	t.Cleanup(func() { pausedInWrite = nil })
+}
+
+// Setting is a server setting as a Postgres store's sessions have it.
+func Setting(s history.Store, name string) (string, error) {
+	var v string
+	err := s.(*Store).pool.QueryRow(context.Background(), `SELECT current_setting($1)`, name).Scan(&v)
+	return v, err
+}

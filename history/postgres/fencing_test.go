@@ -159,3 +159,41 @@ func TestRacingWritersNeverWriteUnderAnOlderEpoch(t *testing.T) {
 		last = epoch
 	}
 }
+
+// A holder's Release under an epoch it no longer holds — the same holder
+// claimed the conversation again since (released, or taken over and back)
+// — leaves the newer claim alone, as its Renew and Append under that
+// epoch are refused: the epoch, not the token alone, names a claim.
+func TestAReleaseUnderAnEarlierEpochLeavesTheNewerClaim(t *testing.T) {
+	ctx := context.Background()
+	open, _ := opener(t, nil)
+	s := open()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	h := history.NewHolder()
+	first, err := s.Claim(ctx, "c", h, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "c", first); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Claim(ctx, "c", h, time.Minute)
+	if err != nil || again.Epoch <= first.Epoch {
+		t.Fatalf("claimed again: epoch %d after %d, %v", again.Epoch, first.Epoch, err)
+	}
+	if err := s.Renew(ctx, "c", first, time.Minute); !errors.Is(err, history.ErrClaimLost) {
+		t.Fatalf("a renew under the earlier epoch: %v; want ErrClaimLost", err)
+	}
+	if err := s.Release(ctx, "c", first); err != nil {
+		t.Fatal(err)
+	}
+	var held *history.HeldError
+	if _, err := open().Claim(ctx, "c", history.NewHolder(), time.Minute); !errors.As(err, &held) || held.Holder.Epoch != again.Epoch {
+		t.Fatalf("another holder's claim after a release under the earlier epoch: %v; want a HeldError naming epoch %d", err, again.Epoch)
+	}
+	if err := s.Append(history.Writing(ctx, again), "c", storetest.UserText("still mine")); err != nil {
+		t.Fatalf("the newer claim's append: %v", err)
+	}
+}

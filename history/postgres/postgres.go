@@ -70,6 +70,19 @@ var (
 // an unreachable server is an error at Open, not a hang.
 const connectTimeout = 10 * time.Second
 
+// idleInWrite is how long the server lets one of the store's sessions sit
+// idle inside a transaction — its process paused, frozen or cut off in the
+// middle of a write, holding the conversation's row lock — before it ends
+// the session, rolling the write back and freeing the conversation for
+// the next holder, who would otherwise wait on the lock for as long as
+// the pause (or until TCP notices a partition, hours). A write is never
+// idle that long: its statements follow each other at once. A DSN that
+// sets idle_in_transaction_session_timeout keeps its own.
+const idleInWrite = history.DefaultLease
+
+// idleParam is the server setting idleInWrite is given as.
+const idleParam = "idle_in_transaction_session_timeout"
+
 // Open connects to the database dsn names (a postgres:// or postgresql://
 // URL, or key=value pairs, as libpq takes them), brings its tables to this
 // myelin's layout (migrate) and returns the store. A DSN that does not
@@ -85,10 +98,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	name := "postgres://" + cc.User + "@" + net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))) + "/" + cc.Database
 	if opts.Schema != "" {
 		name += " (schema " + opts.Schema + ")"
-		cc.RuntimeParams["search_path"] = opts.Schema
+		cc.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize() // quoted: the one schema, whatever its name
 	}
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = connectTimeout
+	}
+	if _, set := cc.RuntimeParams[idleParam]; !set {
+		cc.RuntimeParams[idleParam] = strconv.FormatInt(idleInWrite.Milliseconds(), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -106,13 +122,15 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// redact takes the DSN's password out of a parse error's text.
+// redact takes the DSN's password out of a parse error's text where it
+// stands in the DSN — after the user's colon, after password= — and
+// nowhere else: a password of a letter or two must not garble the
+// error's words.
 func redact(err error, dsn string) string {
 	msg := err.Error()
-	if dsn != "" {
-		for _, p := range passwords(dsn) {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
-		}
+	for _, p := range passwords(dsn) {
+		msg = strings.ReplaceAll(msg, ":"+p+"@", ":xxxxx@")
+		msg = strings.ReplaceAll(msg, "password="+p, "password=xxxxx")
 	}
 	return msg
 }
@@ -131,7 +149,9 @@ func passwords(dsn string) []string {
 	}
 	if i := strings.Index(dsn, "password="); i >= 0 {
 		v := dsn[i+len("password="):]
-		if j := strings.Index(v, " "); j >= 0 {
+		if end := strings.Index(v[min(1, len(v)):], "'"); strings.HasPrefix(v, "'") && end >= 0 {
+			v = v[:end+2] // quoted, quotes and all
+		} else if j := strings.IndexAny(v, " &"); j >= 0 {
 			v = v[:j]
 		}
 		if v != "" {
@@ -177,6 +197,15 @@ func (s *Store) hostNow() time.Time {
 	return time.Now().UTC()
 }
 
+// readCommitted is how every write's transaction (and the migration's)
+// begins, whatever the database's default_transaction_isolation: each
+// statement sees what was committed before it started, so a write that
+// waited for a lock (the conversation's row, the migration's advisory
+// lock) sees what the one before it committed, where REPEATABLE READ or
+// SERIALIZABLE would fail it with a serialization error, or read the
+// layout as it was before the wait.
+var readCommitted = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
 // migrations are the store's layouts: migrations[i] brings layout i to
 // i+1 (0 is an empty schema). A migration is added at the end, never
 // changed once released.
@@ -184,7 +213,7 @@ var migrations = []string{
 	// 1: conversations, messages, claims, kept results, requests
 	`CREATE TABLE conversations (
 		id       text PRIMARY KEY,
-		system   text NOT NULL,
+		system   bytea NOT NULL,       -- bytes, as SQLite keeps them: text refuses NUL and what is not UTF-8
 		created  text NOT NULL,        -- history.TimeFormat, as SQLite keeps it (the checksum covers it)
 		updated  timestamptz NOT NULL,
 		messages integer NOT NULL DEFAULT 0, -- how many messages it holds
@@ -209,7 +238,7 @@ var migrations = []string{
 	);
 	CREATE TABLE kept (
 		conversation text NOT NULL REFERENCES conversations(id),
-		call_id      text NOT NULL,
+		call_id      bytea NOT NULL, -- bytes: a call id may hold a NUL
 		part         bytea NOT NULL, -- history.EncodePart
 		PRIMARY KEY (conversation, call_id)
 	);
@@ -228,18 +257,41 @@ var migrations = []string{
 var Layout = len(migrations)
 
 // migrate brings the database to Layout in one transaction under an
-// advisory lock, so that processes opening it at once wait for each other
-// and find it made, never half made. A database of a newer layout is
+// advisory lock (one for the database), so that processes opening it at
+// once wait for each other and find it made, never half made. A database
+// of this layout is only read: a role that may not create tables opens it. A database of a newer layout is
 // refused, saying so.
 func (s *Store) migrate(ctx context.Context, schema string) error {
 	doing := "bringing the tables to layout " + strconv.Itoa(Layout)
-	tx, err := s.pool.Begin(ctx)
+	// made already: nothing to make, so nothing a role that may only read
+	// and write the tables is refused (CREATE ... IF NOT EXISTS is)
+	var made bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('myelin_layout') IS NOT NULL`).Scan(&made); err != nil {
+		return s.explain(doing, err)
+	}
+	if made {
+		version := -1
+		err := s.pool.QueryRow(ctx, `SELECT version FROM myelin_layout`).Scan(&version)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return s.explain(doing, err)
+		}
+		if version > Layout {
+			return s.newerLayout(version)
+		}
+		if version == Layout {
+			return nil
+		}
+	}
+	tx, err := s.pool.BeginTx(ctx, readCommitted)
 	if err != nil {
 		return s.explain(doing, err)
 	}
 	defer tx.Rollback(ctx)
+	// one lock for the database, whatever the schema: a schema named by
+	// Options.Schema in one process and by the URL's search_path in
+	// another is one schema, and two migrations of it at once collide
 	key := fnv.New64a()
-	key.Write([]byte("myelin history migrate " + schema))
+	key.Write([]byte("myelin history migrate"))
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(key.Sum64())); err != nil {
 		return s.explain(doing, err)
 	}
@@ -248,7 +300,12 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 			return s.explain("making schema "+schema, err)
 		}
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS myelin_layout (version integer NOT NULL)`); err != nil {
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS myelin_layout (version integer NOT NULL)`); isCode(err, "3F000") {
+		_ = tx.Rollback(ctx) // its connection back first: the pool may have one
+		var path string
+		_ = s.pool.QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&path)
+		return fmt.Errorf("history store %s: the connection's search_path (%q) names no schema that exists: create the schema, or set ?search_path= to one that does", s.name, path)
+	} else if err != nil {
 		return s.explain(doing, err)
 	}
 	version := -1
@@ -261,7 +318,7 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 		return s.explain(doing, err)
 	}
 	if version > Layout {
-		return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use a myelin that matches it, or another --store", s.name, version, Layout)
+		return s.newerLayout(version)
 	}
 	if version == Layout {
 		return nil
@@ -278,6 +335,12 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 		return s.explain(doing, err)
 	}
 	return nil
+}
+
+// newerLayout is the error for a database of layout version, newer than
+// this myelin's.
+func (s *Store) newerLayout(version int) error {
+	return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use a myelin that matches it, or another --store", s.name, version, Layout)
 }
 
 // String names the store for people: its server, user and database (and

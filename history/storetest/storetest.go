@@ -110,6 +110,8 @@ func Run(t *testing.T, subject Subject) {
 		{"EpochsWhereCountedGrowWithEachTakeover", epochsGrow},
 		{"ClaimRefusesBadInputSayingWhat", claimRefusesBadInput},
 		{"DamagedRecordsAreReportedNotRead", damagedRecords},
+		{"TextsOfAnyBytesComeBackAsStored", textsOfAnyBytes},
+		{"MessagesReturnedAreTheCallersToExtend", messagesAreTheCallers},
 		{"KeptResultsLastUntilTheRoundIsAppended", keptUntilRound},
 		{"AResultKeptAgainReplacesTheFirst", keptAgainReplaces},
 		{"RequestsComeBackByteForByte", requestsByteForByte},
@@ -332,6 +334,8 @@ func damagedRecords(t *testing.T, s Subject) {
 			[]string{"conversation c holds 2 messages, but 3 were stored in it"}},
 		{"a message deleted, the count made to match", `DELETE FROM messages WHERE seq = 2; UPDATE conversations SET messages = 2`,
 			[]string{"conversation c: message 2 is missing (the next one stored is 3)"}},
+		{"the last message deleted", `DELETE FROM messages WHERE seq = 3`,
+			[]string{"conversation c holds 2 messages, but 3 were stored in it"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := s.env(t)
@@ -352,6 +356,24 @@ func damagedRecords(t *testing.T, s Subject) {
 			for _, want := range tc.wants {
 				if !contains(err, want) {
 					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if !strings.Contains(tc.name, "deleted") || strings.Contains(tc.name, "made to match") {
+				return
+			}
+			// a count that does not match is what Get and List (history
+			// list) report too, never a smaller count; and after the last
+			// message is gone, Append adds nothing after the gap
+			other := e.open()
+			_, getErr := other.Get(e.ctx, "c")
+			_, listErr := other.List(e.ctx)
+			errs := map[string]error{"Get": getErr, "List": listErr}
+			if strings.Contains(tc.name, "last") {
+				errs["Append"] = other.Append(e.ctx, "c", UserText("more"))
+			}
+			for name, err := range errs {
+				if !errors.Is(err, history.ErrDamaged) || !contains(err, "conversation c") {
+					t.Errorf("%s: %v; want ErrDamaged naming conversation c", name, err)
 				}
 			}
 		})
