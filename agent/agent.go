@@ -258,29 +258,12 @@ const Interrupted = "this tool call was interrupted: the process running it stop
 // turn whose claim is taken over stops, with an error wrapping
 // history.ErrClaimLost, having written nothing since.
 func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (TurnResult, error) {
-	if on == nil {
-		on = func(Event) {}
-	}
-	if a.Provider == nil || a.Store == nil || a.Tools == nil {
-		return TurnResult{}, errors.New("agent: Provider, Store and Tools must be set")
-	}
-	ctx, release, err := a.claim(ctx, id, a.Wait, on)
-	if err != nil {
-		return TurnResult{}, err
-	}
-	defer release()
-	on(Event{Kind: Started})
-	tr, err := a.turn(ctx, id, prompt, on)
-	if err != nil && ctx.Err() != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, history.ErrClaimLost) {
-			err = cause
-		}
-	}
-	return tr, err
+	return a.claimed(ctx, id, &prompt, on)
 }
 
-// turn is Turn under the conversation's claim.
-func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (TurnResult, error) {
+// turn is Turn under the conversation's claim; with a nil prompt it is
+// Continue's: the prompt is stored already, and a turn that ended is left.
+func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Event)) (TurnResult, error) {
 	rec, err := a.recover(ctx, id)
 	if err != nil {
 		return TurnResult{}, err
@@ -292,6 +275,17 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 	if err != nil {
 		return TurnResult{}, err
 	}
+	maxRounds := a.MaxRounds
+	if maxRounds <= 0 {
+		maxRounds = DefaultMaxRounds
+	}
+	var tr TurnResult
+	if prompt == nil {
+		var ended bool
+		if tr, ended = continuing(stored, maxRounds); ended {
+			return tr, nil
+		}
+	}
 	sz, err := a.sizing(ctx, id)
 	if err != nil {
 		return TurnResult{}, err
@@ -302,14 +296,11 @@ func (a *Agent) turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 		m.Settings, settings = settings, nil
 		return m
 	}
-	if err := a.store(ctx, id, on, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(prompt)}}}); err != nil {
-		return TurnResult{}, err
+	if prompt != nil {
+		if err := a.store(ctx, id, on, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(*prompt)}}}); err != nil {
+			return TurnResult{}, err
+		}
 	}
-	maxRounds := a.MaxRounds
-	if maxRounds <= 0 {
-		maxRounds = DefaultMaxRounds
-	}
-	var tr TurnResult
 	keeping := a.sending(id)
 	sz.sent = keeping
 	for {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -41,7 +42,14 @@ func (s *Server) info(c history.Conversation) ConversationInfo {
 			ci.Turn = t.id
 		}
 		cv.mu.Unlock()
-		ci.LastEvent = cv.events.lastSeq()
+	}
+	if last, err := s.log.Last(context.Background(), c.ID); err == nil {
+		ci.LastEvent = last
+	}
+	if s.Queue != nil {
+		if tid, err := s.Queue.Pending(context.Background(), c.ID); err == nil && tid != "" {
+			ci.Turn = tid
+		}
 	}
 	return ci
 }
@@ -137,5 +145,5 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.found(w, r, id); !ok {
 		return
 	}
-	streamEvents(w, r, s.conv(id).events, s.ended)
+	streamEvents(w, r, s.log, id, s.ended)
 }

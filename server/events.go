@@ -62,6 +62,12 @@ func (l *eventLog) append(typ string, v any) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding a %s event: %w", typ, err)
 	}
+	return l.add(typ, data), nil
+}
+
+// add adds an event of type typ whose data is JSON already, and wakes
+// every watcher.
+func (l *eventLog) add(typ string, data json.RawMessage) Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ev := Event{Seq: l.next, Type: typ, Data: data, at: time.Now()}
@@ -86,7 +92,7 @@ func (l *eventLog) append(typ string, v any) (Event, error) {
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
-	return ev, nil
+	return ev
 }
 
 func dataOf(evs []Event) int {
@@ -147,7 +153,7 @@ const heartbeat = 15 * time.Second
 // away. A resume from further back than the log keeps gets one
 // `events.lost` event first, saying how many were lost and that the
 // stored messages (GET .../messages) hold what they recorded.
-func streamEvents(w http.ResponseWriter, r *http.Request, l *eventLog, closing <-chan struct{}) {
+func streamEvents(w http.ResponseWriter, r *http.Request, l EventLog, conv string, closing <-chan struct{}) {
 	after, err := resumePoint(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -168,7 +174,14 @@ func streamEvents(w http.ResponseWriter, r *http.Request, l *eventLog, closing <
 	defer tick.Stop()
 	var buf []byte
 	for {
-		evs, more, gone, restarted := l.since(after)
+		page, err := l.Since(r.Context(), conv, after)
+		if err != nil {
+			// the client reconnects with its Last-Event-ID and is given what follows
+			_, _ = fmt.Fprintf(w, ": reading the events failed: %s\n\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			flusher.Flush()
+			return
+		}
+		evs, more, gone, restarted := page.Events, page.More, page.Gone, page.Restarted
 		buf = buf[:0]
 		switch {
 		case restarted:
@@ -186,7 +199,7 @@ func streamEvents(w http.ResponseWriter, r *http.Request, l *eventLog, closing <
 			if len(evs) > 0 {
 				last = evs[0].Seq - 1
 			}
-			data, _ := result.JSON(map[string]any{"lost": gone, "message": fmt.Sprintf("%d events after %d are no longer kept (the server keeps the last %d of a conversation, since it started); the stored messages hold what they recorded", gone, after, l.keep)})
+			data, _ := result.JSON(map[string]any{"lost": gone, "message": fmt.Sprintf("%d events after %d are no longer kept (the server keeps the last %d of a conversation); the stored messages hold what they recorded", gone, after, page.Kept)})
 			buf = appendEvent(buf, Event{Seq: last, Type: "events.lost", Data: data})
 			after = last
 		}

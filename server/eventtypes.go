@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"log"
 
@@ -120,16 +121,20 @@ type turnFinishedEvent struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// emit appends an event to c's log; an event that does not encode is
-// logged, never sent half-made.
-func (s *Server) emit(c *conversation, typ string, v any) {
-	if _, err := c.events.append(typ, v); err != nil {
-		s.logf("server: %v", err)
+// emit appends an event to conversation conv's log; an event that does
+// not encode, or that the log refuses, is logged, never sent half-made.
+func (s *Server) emit(conv, typ string, v any) {
+	data, err := result.JSON(v) // texts as themselves: no HTML escaping
+	if err == nil {
+		err = s.log.Append(context.Background(), conv, typ, data)
+	}
+	if err != nil {
+		s.logf("server: a %s event of conversation %s: %v", typ, conv, err)
 	}
 }
 
 // emitAgent appends the API's event for one of the agent's.
-func (s *Server) emitAgent(c *conversation, turn string, e agent.Event) {
+func (s *Server) emitAgent(c string, turn string, e agent.Event) {
 	switch e.Kind {
 	case agent.TextDelta:
 		s.emit(c, EventModelDelta, modelDeltaEvent{Turn: turn, Kind: "text", Text: e.Text})

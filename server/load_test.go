@@ -103,7 +103,7 @@ func watchOneTurn(ctx context.Context, f *fixture, client *http.Client, id strin
 	if sresp.StatusCode != http.StatusAccepted {
 		return fmt.Errorf("%s: starting the turn: %d", id, sresp.StatusCode)
 	}
-	log := f.srv.conv(id).events
+	log := f.srv.log.(*memoryEvents).log(id)
 	r := bufio.NewReader(resp.Body)
 	var lat []time.Duration
 	var seq int64

@@ -57,14 +57,26 @@ type Server struct {
 	// MaxBody bounds a request's body; 0 means DefaultMaxBody.
 	MaxBody int64
 	// EventsKept is how many events of each conversation are kept for
-	// watchers that resume; 0 means DefaultEventsKept.
+	// watchers that resume; 0 means DefaultEventsKept. It sizes the
+	// server's own event log (when Events is nil).
 	EventsKept int
+	// Events, when set, is where the conversations' events are kept: a
+	// log shared by several server processes, so that a watcher of any
+	// of them follows a turn run by another. Nil, the server keeps them
+	// in memory since it started.
+	Events EventLog
+	// Queue, when set, is where turns go instead of running in this
+	// process: a turn started is stored with its job in one transaction,
+	// and one of the workers sharing the queue runs it (RunQueued), here
+	// or on another host. Nil, the server runs its turns itself.
+	Queue TurnQueue
 	// Log, when set, gets one line for each failure the server cannot
 	// report to a client (a turn's store error after its client left).
 	Log func(format string, args ...any)
 
 	once   sync.Once
 	mux    *http.ServeMux
+	log    EventLog // Events, or the server's own
 	mu     sync.Mutex
 	convs  map[string]*conversation
 	base   context.Context // turns run under it; Close cancels it
@@ -75,16 +87,19 @@ type Server struct {
 }
 
 // conversation is what the server holds of one conversation while it
-// runs: its events and its running turn.
+// runs: its running turn.
 type conversation struct {
-	events *eventLog
-	mu     sync.Mutex
-	turn   *running // nil when no turn of this server runs it
+	mu   sync.Mutex
+	turn *running // nil when no turn of this server runs it
 }
 
 func (s *Server) init() {
 	s.once.Do(func() {
 		s.convs = map[string]*conversation{}
+		s.log = s.Events
+		if s.log == nil {
+			s.log = newMemoryEvents(s.EventsKept)
+		}
 		s.base, s.stop = context.WithCancelCause(context.Background())
 		s.ended = make(chan struct{})
 		m := http.NewServeMux()
@@ -262,7 +277,7 @@ func (s *Server) conv(id string) *conversation {
 	defer s.mu.Unlock()
 	c := s.convs[id]
 	if c == nil {
-		c = &conversation{events: newEventLog(s.EventsKept)}
+		c = &conversation{}
 		s.convs[id] = c
 	}
 	return c

@@ -105,6 +105,10 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.found(w, r, id); !ok {
 		return
 	}
+	if s.Queue != nil {
+		s.startQueued(w, r, id, in)
+		return
+	}
 	if !s.addTurn() {
 		writeError(w, http.StatusServiceUnavailable, "the server is closing: it starts no turn")
 		return
@@ -127,57 +131,30 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	c.turn = t
 	c.mu.Unlock()
 
-	from := c.events.lastSeq()
+	from, err := s.log.Last(r.Context(), id)
+	if err != nil {
+		c.mu.Lock()
+		c.turn = nil
+		c.mu.Unlock()
+		cancel(nil)
+		s.turns.Done()
+		writeError(w, http.StatusInternalServerError, "reading the conversation's events: "+err.Error())
+		return
+	}
 	started := make(chan error, 1)
 	go func() {
 		defer s.turns.Done()
 		defer cancel(nil)
-		claimed := false
-		stored := 0 // the conversation's messages, once the turn stored one
-		tr, err := a.Turn(ctx, id, in.Prompt, func(e agent.Event) {
-			switch e.Kind {
-			case agent.Started:
-				claimed = true
-				s.emit(c, EventTurnStarted, turnStartedEvent{Turn: t.id, Prompt: in.Prompt})
-				started <- nil
-			case agent.Stored:
-				// numbered from the store's count at the first (the turn
-				// holds the claim: no one else appends meanwhile)
-				if stored == 0 {
-					if conv, err := a.Store.Get(context.WithoutCancel(ctx), id); err == nil {
-						stored = conv.Messages - 1
-					}
-				}
-				stored++
-				s.emit(c, EventMessageStored, messageStoredEvent{Turn: t.id, N: stored, Role: string(e.Message.Role)})
-			default:
-				s.emitAgent(c, t.id, e)
-			}
-		})
+		run := func(on func(agent.Event)) (agent.TurnResult, error) { return a.Turn(ctx, id, in.Prompt, on) }
+		reason, claimed := s.runTurn(ctx, a, id, t.id, in.Prompt, run, func(err error) { started <- err })
 		if !claimed {
-			started <- err
 			c.mu.Lock()
 			if c.turn == t {
 				c.turn = nil
 			}
 			c.mu.Unlock()
-			close(t.done)
-			return
 		}
-		fin := turnFinishedEvent{Turn: t.id, Reason: tr.Reason, Rounds: tr.Rounds, Usage: usageOf(tr.Usage), Text: tr.Text}
-		if err != nil {
-			fin.Reason = "error"
-			fin.Error = err.Error()
-			if cause := context.Cause(ctx); errors.Is(cause, errCancelled) || errors.Is(cause, errClosing) {
-				fin.Reason = "cancelled"
-				if !errors.Is(err, cause) {
-					fin.Error += " (" + cause.Error() + ")"
-				}
-			}
-			s.emit(c, "error", errorEvent{Turn: t.id, Message: fin.Error})
-		}
-		t.reason = fin.Reason
-		s.emit(c, "turn.finished", fin)
+		t.reason = reason
 		close(t.done)
 	}()
 
@@ -186,22 +163,37 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return // the turn runs on; its events say how it goes
 	}
+	if !refusedStart(w, err, "the turn could not start: ") {
+		writeJSON(w, http.StatusAccepted, TurnStarted{Turn: t.id, Conversation: id,
+			Events: fmt.Sprintf("/v1/conversations/%s/events?after=%d", id, from)})
+	}
+}
+
+// refusedStart answers a turn that could not start or be queued — 409
+// naming the claim's holder or the turn queued, 404, or 500 with failed
+// and err — and reports whether it did (false for a nil err).
+func refusedStart(w http.ResponseWriter, err error, failed string) bool {
 	var held *history.HeldError
+	var queued *QueuedError
+	var h Held
+	h.Error.Status = http.StatusConflict
 	switch {
 	case errors.As(err, &held):
-		var h Held
-		h.Error.Status = http.StatusConflict
 		h.Error.Message = err.Error()
 		h.Error.Holder = &held.Holder
+		writeJSON(w, http.StatusConflict, h)
+	case errors.As(err, &queued):
+		h.Error.Message = err.Error()
+		h.Error.Turn = queued.Turn
 		writeJSON(w, http.StatusConflict, h)
 	case errors.Is(err, history.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case err != nil:
-		writeError(w, http.StatusInternalServerError, "the turn could not start: "+err.Error())
+		writeError(w, http.StatusInternalServerError, failed+err.Error())
 	default:
-		writeJSON(w, http.StatusAccepted, TurnStarted{Turn: t.id, Conversation: id,
-			Events: fmt.Sprintf("/v1/conversations/%s/events?after=%d", id, from)})
+		return false
 	}
+	return true
 }
 
 // CancelResult is the answer to a cancel: how the turn ended.
@@ -216,6 +208,10 @@ const cancelWait = 10 * time.Second
 
 func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
 	id, tid := r.PathValue("id"), r.PathValue("tid")
+	if s.Queue != nil {
+		s.cancelQueued(w, r, id, tid)
+		return
+	}
 	s.mu.Lock()
 	c := s.convs[id] // looked up, not made: a cancel keeps nothing
 	s.mu.Unlock()

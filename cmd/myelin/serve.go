@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/server"
 )
 
@@ -22,14 +24,21 @@ const serveUsage = `Usage:
       loopback interface unless told otherwise; on any other address it
       needs a token (--token or MYELIN_TOKEN), checked on every request.
       It stops on an interrupt, letting running turns store what they did.
+      With --worker on a Postgres store (--store postgres://...), several
+      serve processes on several hosts share the turns: each turn is queued
+      with its prompt and run by one of them, and its events reach a client
+      of any (docs/scale.md).
 `
 
 // serveFlags are serve's flags: the agent's, and where and how to listen.
 type serveFlags struct {
 	agentFlags
-	addr  string
-	token string
-	cors  []string
+	addr    string
+	token   string
+	cors    []string
+	worker  bool
+	workers int
+	lease   time.Duration
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -44,6 +53,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		f.cors = append(f.cors, strings.TrimSuffix(v, "/"))
 		return nil
 	})
+	fs.BoolVar(&f.worker, "worker", false, "queue turns on the Postgres store (--store postgres://...) and run them here or on any serve --worker process sharing it (docs/scale.md)")
+	fs.IntVar(&f.workers, "workers", defaultWorkers, "with --worker, how many turns this process runs at once (`N`; 0 runs none: it only queues turns and serves events)")
+	fs.DurationVar(&f.lease, "lease", history.DefaultLease, "how long a turn's claim on its conversation lasts unrenewed (`DURATION`): a worker that died is taken over after it, or at once on its own host")
 	pos, code, done := parseCommand("serve", serveUsage, fs, args, stdout, stderr)
 	if done {
 		return code
@@ -64,6 +76,19 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if !server.Loopback(f.addr) && f.token == "" {
 		return usageError(stderr, "serve", fmt.Sprintf("--addr %s is not a loopback address: give a token (--token or MYELIN_TOKEN) that every request must send, or listen on 127.0.0.1", f.addr))
 	}
+	if f.workers < 0 || f.lease <= 0 {
+		return usageError(stderr, "serve", fmt.Sprintf("--workers %d, --lease %s: give a number ≥ 0 and a duration > 0", f.workers, f.lease))
+	}
+	if (set["workers"] || set["lease"]) && !f.worker {
+		return usageError(stderr, "serve", "--workers and --lease go with --worker")
+	}
+	dsn := storeChoice(f.store)
+	if f.worker {
+		if !isPostgres(dsn) {
+			return usageError(stderr, "serve", "--worker needs the Postgres store: give --store postgres://user@host:port/database (or MYELIN_STORE)")
+		}
+		f.store = workerPool(dsn, f.workers)
+	}
 	s, _, err := openAgent(ctx, f.agentFlags, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
@@ -71,6 +96,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	defer s.close()
 	s.agent.KeepRequests = true // the API serves each request as it was sent
+	s.agent.Lease = f.lease
 	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
@@ -78,6 +104,16 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	api := &server.Server{Agent: s.agent, Workspace: s.ws, Token: f.token, CORSOrigins: f.cors,
 		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }}
+	stopWorkers := func() {}
+	if f.worker {
+		stop, err := startWorkers(ctx, api, s.store, dsn, f.workers, f.lease, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "myelin serve: %v\n", err)
+			return exitError
+		}
+		stopWorkers = sync.OnceFunc(stop)
+		defer stopWorkers() // before the store closes
+	}
 	hs := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
@@ -86,7 +122,8 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	case err = <-served:
 	case <-ctx.Done():
 		fmt.Fprintln(stderr, "myelin serve: stopping; running turns store what they did")
-		api.Close() // turns first: their event streams end with them
+		stopWorkers() // the queued turns this process runs store what they did
+		api.Close()   // turns first: their event streams end with them
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err = hs.Shutdown(sctx)
 		cancel()

@@ -218,6 +218,6 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.explain(doing, err)
 		}
-		return nil
+		return appendHook(ctx, tx) // tx.go: the workers' queue inserts a turn's job here
 	})
 }

@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/result"
+)
+
+// TurnQueue is where a server puts the turns it starts when workers run
+// them (Server.Queue): package worker's, on Postgres with River. It must
+// decide in the shared store, never in one process's memory, whether a
+// conversation has a turn queued or running.
+type TurnQueue interface {
+	// Enqueue stores prompt as conversation conv's next message and
+	// queues turn t in one transaction: both or neither. A conversation
+	// with a turn queued or running already is refused with a
+	// *QueuedError naming that turn, storing nothing.
+	Enqueue(ctx context.Context, conv string, t QueuedTurn, prompt history.Message) error
+	// Cancel cancels turn tid of conversation conv wherever it runs or
+	// waits: found is false when no such turn is queued or running, and
+	// before true when it was cancelled before a worker took it (its
+	// prompt answered as cut; no worker will report it).
+	Cancel(ctx context.Context, conv, tid string) (found, before bool, err error)
+	// Pending names conversation conv's turn queued or running, "" when
+	// it has none.
+	Pending(ctx context.Context, conv string) (string, error)
+}
+
+// QueuedTurn is what a queued turn's job carries: its id and its own
+// settings (TurnInput's), never content — the prompt is in the store.
+type QueuedTurn struct {
+	Turn      string `json:"turn"`
+	Model     string `json:"model,omitempty"`
+	MaxRounds int    `json:"max_rounds,omitempty"`
+	MaxTokens int    `json:"max_tokens,omitempty"`
+}
+
+// QueuedError is the error for a turn started on a conversation that has
+// one queued or running already (one turn per conversation at a time).
+type QueuedError struct {
+	Conversation, Turn string
+}
+
+func (e *QueuedError) Error() string {
+	return fmt.Sprintf("conversation %s has turn %s queued or running; cancel it or wait for its turn.finished event", e.Conversation, e.Turn)
+}
+
+// startQueued is startTurn when workers run the turns: the prompt is
+// stored with the turn's job, and the answer says where to watch it.
+func (s *Server) startQueued(w http.ResponseWriter, r *http.Request, id string, in TurnInput) {
+	from, err := s.log.Last(r.Context(), id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "reading the conversation's events: "+err.Error())
+		return
+	}
+	t := QueuedTurn{Turn: newTurnID(), Model: in.Model, MaxRounds: in.MaxRounds, MaxTokens: in.MaxTokens}
+	user := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(in.Prompt)}}}
+	err = s.Queue.Enqueue(r.Context(), id, t, user)
+	if !refusedStart(w, err, "the turn could not be queued: ") {
+		writeJSON(w, http.StatusAccepted, TurnStarted{Turn: t.Turn, Conversation: id,
+			Events: fmt.Sprintf("/v1/conversations/%s/events?after=%d", id, from)})
+	}
+}
+
+// cancelQueued is cancelTurn when workers run the turns: the cancel goes
+// to whichever runs it, and the turn's turn.finished says how it ended.
+func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, id, tid string) {
+	found, before, err := s.Queue.Cancel(r.Context(), id, tid)
+	switch {
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("cancelling turn %s: %v", tid, err))
+	case !found:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no turn %q of conversation %q is queued or running", tid, id))
+	case before:
+		s.emit(id, EventTurnFinished, turnFinishedEvent{Turn: tid, Reason: "cancelled", Error: "cancelled before a worker took it"})
+		writeJSON(w, http.StatusOK, CancelResult{Turn: tid, Reason: "cancelled"})
+	default:
+		writeJSON(w, http.StatusAccepted, CancelResult{Turn: tid, Reason: "cancelling"})
+	}
+}
+
+// RunQueued runs queued turn t of conversation conv (TurnQueue): the
+// worker that took its job calls it, on any process sharing the store.
+// It continues the turn from what is stored (agent.Continue: the
+// interrupted calls of a process that died are answered, a turn that
+// ended is left), with its events in the server's log. It fails — and the
+// job is to be tried again later — when the turn could not start (a
+// *history.HeldError while another writer is alive) or failed for another
+// reason than its context; a turn cancelled, or whose claim was taken
+// over, has ended here.
+func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error {
+	s.init()
+	a, err := s.agentFor(TurnInput{Model: t.Model, MaxRounds: t.MaxRounds, MaxTokens: t.MaxTokens})
+	if err != nil {
+		return err
+	}
+	prompt, err := lastPrompt(ctx, a.Store, conv)
+	if err != nil {
+		return err
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(ctx, func() { cancel(errCancelled) })
+	defer stop()
+	var failed error
+	run := func(on func(agent.Event)) (agent.TurnResult, error) {
+		tr, err := a.Continue(tctx, conv, on)
+		failed = err
+		return tr, err
+	}
+	var notStarted error
+	if _, ok := s.runTurn(tctx, a, conv, t.Turn, prompt, run, func(err error) { notStarted = err }); !ok {
+		return notStarted
+	}
+	if failed != nil && ctx.Err() == nil && !errors.Is(failed, history.ErrClaimLost) {
+		return failed
+	}
+	return nil
+}
+
+// lastPrompt is the text of conversation conv's last prompt (a user
+// message without tool results), for turn.started.
+func lastPrompt(ctx context.Context, store history.Store, conv string) (string, error) {
+	msgs, err := store.Messages(ctx, conv)
+	if err != nil {
+		return "", err
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != history.User {
+			continue
+		}
+		text, results := "", false
+		for _, p := range msgs[i].Parts {
+			results = results || p.Type == history.ToolResultPart
+			if p.Type == history.TextPart {
+				text += p.Text
+			}
+		}
+		if !results {
+			return text, nil
+		}
+	}
+	return "", nil
+}

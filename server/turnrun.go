@@ -1,0 +1,57 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/myelin-run/myelin/agent"
+)
+
+// runTurn runs a turn — run is the agent's Turn or Continue — with its
+// events appended to conversation id's log as turn tid's. started is
+// called once: with nil when the turn holds the conversation's claim
+// (turn.started is logged), or with the error that kept it from starting
+// (nothing is logged). It returns how the turn ended (turn.finished's
+// reason) and whether it started.
+func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt string, run func(on func(agent.Event)) (agent.TurnResult, error), started func(error)) (string, bool) {
+	claimed := false
+	stored := 0 // the conversation's messages, once the turn stored one
+	tr, err := run(func(e agent.Event) {
+		switch e.Kind {
+		case agent.Started:
+			claimed = true
+			s.emit(id, EventTurnStarted, turnStartedEvent{Turn: tid, Prompt: prompt})
+			started(nil)
+		case agent.Stored:
+			// numbered from the store's count at the first (the turn
+			// holds the claim: no one else appends meanwhile)
+			if stored == 0 {
+				if conv, err := a.Store.Get(context.WithoutCancel(ctx), id); err == nil {
+					stored = conv.Messages - 1
+				}
+			}
+			stored++
+			s.emit(id, EventMessageStored, messageStoredEvent{Turn: tid, N: stored, Role: string(e.Message.Role)})
+		default:
+			s.emitAgent(id, tid, e)
+		}
+	})
+	if !claimed {
+		started(err)
+		return "", false
+	}
+	fin := turnFinishedEvent{Turn: tid, Reason: tr.Reason, Rounds: tr.Rounds, Usage: usageOf(tr.Usage), Text: tr.Text}
+	if err != nil {
+		fin.Reason = "error"
+		fin.Error = err.Error()
+		if cause := context.Cause(ctx); errors.Is(cause, errCancelled) || errors.Is(cause, errClosing) {
+			fin.Reason = "cancelled"
+			if !errors.Is(err, cause) {
+				fin.Error += " (" + cause.Error() + ")"
+			}
+		}
+		s.emit(id, "error", errorEvent{Turn: tid, Message: fin.Error})
+	}
+	s.emit(id, "turn.finished", fin)
+	return fin.Reason, true
+}

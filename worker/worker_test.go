@@ -1,0 +1,232 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/postgres"
+	"github.com/myelin-run/myelin/history/postgres/pgtest"
+	"github.com/myelin-run/myelin/server"
+)
+
+// open opens a Postgres store on a new schema, with the workers' tables.
+func open(t *testing.T) (*postgres.Store, func() *postgres.Store) {
+	t.Helper()
+	name, _ := pgtest.Schema(t)
+	dsn := pgtest.DSN(t)
+	reopen := func() *postgres.Store {
+		t.Helper()
+		s, err := postgres.Open(context.Background(), dsn, postgres.Options{Schema: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := Migrate(context.Background(), s.Pool()); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	return reopen(), reopen
+}
+
+func userText(s string) history.Message {
+	return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: s}}}
+}
+
+func newConv(t *testing.T, s history.Store, id string) {
+	t.Helper()
+	if err := s.Create(context.Background(), history.Conversation{ID: id, System: "s"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A turn is queued with its prompt, both or neither: a second turn while
+// one is queued is refused naming the first, its prompt not stored; the
+// worker runs the job, and a job whose conversation a live writer holds is
+// snoozed and run once the writer is gone.
+func TestATurnIsQueuedWithItsPromptOnceAndRunByAWorker(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	newConv(t, s, "c1")
+	var mu sync.Mutex
+	var runs []string
+	ran := make(chan string, 4)
+	run := func(ctx context.Context, conv string, q server.QueuedTurn) error {
+		mu.Lock()
+		runs = append(runs, q.Turn)
+		mu.Unlock()
+		if _, err := s.Claim(ctx, conv, history.NewHolder(), time.Minute); err != nil {
+			return err
+		}
+		ran <- q.Turn
+		return nil
+	}
+	q, err := New(s, s.Pool(), run, Options{Workers: 2, Poll: 50 * time.Millisecond, Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, "c1", server.QueuedTurn{Turn: "turn_1", Model: "m"}, userText("first")); err != nil {
+		t.Fatal(err)
+	}
+	err = q.Enqueue(ctx, "c1", server.QueuedTurn{Turn: "turn_2"}, userText("second"))
+	var queued *server.QueuedError
+	if !errors.As(err, &queued) || queued.Turn != "turn_1" {
+		t.Fatalf("a second turn while one is queued: %v", err)
+	}
+	if msgs, _ := s.Messages(ctx, "c1"); len(msgs) != 1 || msgs[0].Parts[0].Text != "first" {
+		t.Fatalf("stored %+v, want the first prompt alone", msgs)
+	}
+	if tid, err := q.Pending(ctx, "c1"); tid != "turn_1" || err != nil {
+		t.Fatalf("Pending = %q, %v", tid, err)
+	}
+	h, err := s.Claim(ctx, "c1", history.NewHolder(), time.Minute) // a live writer: the job waits for it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Stop(context.Background()) })
+	// the job meets the live claim and is snoozed; released, it runs
+	for {
+		mu.Lock()
+		n := len(runs)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := s.Release(ctx, "c1", h); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case tid := <-ran:
+		if tid != "turn_1" {
+			t.Fatalf("ran %s", tid)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the snoozed job did not run once the claim was released")
+	}
+}
+
+// A turn cancelled before a worker took it is cancelled at once and its
+// prompt answered, so that the conversation stays valid; a new turn can be
+// queued after it.
+func TestATurnCancelledBeforeItRunsIsAnsweredAndFreesTheConversation(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	newConv(t, s, "c1")
+	q, err := New(s, s.Pool(), func(context.Context, string, server.QueuedTurn) error { return nil }, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, "c1", server.QueuedTurn{Turn: "turn_1"}, userText("first")); err != nil {
+		t.Fatal(err)
+	}
+	if found, _, err := q.Cancel(ctx, "c1", "turn_other"); found || err != nil {
+		t.Fatalf("cancelling another turn: %v, %v", found, err)
+	}
+	found, before, err := q.Cancel(ctx, "c1", "turn_1")
+	if !found || !before || err != nil {
+		t.Fatalf("Cancel = %v, %v, %v", found, before, err)
+	}
+	msgs, _ := s.Messages(ctx, "c1")
+	if len(msgs) != 2 || msgs[1].Role != history.Assistant || !msgs[1].Cut {
+		t.Fatalf("stored %+v, want the prompt and a cut answer", msgs)
+	}
+	if err := q.Enqueue(ctx, "c1", server.QueuedTurn{Turn: "turn_2"}, userText("again")); err != nil {
+		t.Fatalf("a turn after a cancelled one: %v", err)
+	}
+}
+
+// Events appended by one process are read by another in order, woken by
+// its notification; text deltas wait to be written with the next event;
+// the numbers go on after a restart; only the last Keep are kept.
+func TestEventsReachAnotherProcessInOrderAndSurviveARestart(t *testing.T) {
+	s, reopen := open(t)
+	ctx := context.Background()
+	writer := NewEvents(s.Pool(), EventsOptions{Keep: 8, Flush: time.Hour})
+	reader := NewEvents(reopen().Pool(), EventsOptions{Keep: 8})
+	t.Cleanup(func() { reader.Close() })
+	page, err := reader.Since(ctx, "c1", 0)
+	if err != nil || len(page.Events) != 0 {
+		t.Fatalf("an empty log: %+v, %v", page, err)
+	}
+	if err := writer.Append(ctx, "c1", server.EventModelDelta, json.RawMessage(`{"text":"a"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := reader.Last(ctx, "c1"); last != 0 {
+		t.Fatalf("a delta was written before the next event (last %d)", last)
+	}
+	if err := writer.Append(ctx, "c1", server.EventTurnFinished, json.RawMessage(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-page.More:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reader was not woken by the writer's notification")
+	}
+	page, err = reader.Since(ctx, "c1", 0)
+	if err != nil || len(page.Events) != 2 || page.Events[0].Type != server.EventModelDelta || page.Events[1].Seq != 2 || string(page.Events[0].Data) != `{"text":"a"}` {
+		t.Fatalf("read %+v, %v", page.Events, err)
+	}
+	if err := writer.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := NewEvents(reopen().Pool(), EventsOptions{Keep: 8})
+	t.Cleanup(func() { restarted.Close() })
+	for i := range 10 {
+		if err := restarted.Append(ctx, "c1", "notice", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err = reader.Since(ctx, "c1", 1)
+	if err != nil || len(page.Events) == 0 || page.Events[len(page.Events)-1].Seq != 12 || page.Gone != page.Events[0].Seq-2 || page.Gone == 0 {
+		t.Fatalf("after a restart and past Keep: %d events from %d, gone %d, %v", len(page.Events), page.Events[0].Seq, page.Gone, err)
+	}
+	if page, _ := reader.Since(ctx, "c1", 99); !page.Restarted {
+		t.Fatal("an id the log never gave is not taken as from before a restart")
+	}
+}
+
+// A running turn's job whose worker stopped beating is given back to the
+// queue; one whose worker beats is left to it.
+func TestATurnOfADeadWorkerIsGivenBackAndALiveOnesIsNot(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	q, err := New(s, s.Pool(), func(context.Context, string, server.QueuedTurn) error { return nil }, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{"dead", "live"} {
+		newConv(t, s, c)
+		if err := q.Enqueue(ctx, c, server.QueuedTurn{Turn: "turn_" + c}, userText("go")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET state = 'running', attempted_at = now() - interval '1 hour',
+			attempted_by = ARRAY['worker-'||$1] WHERE args->>'conversation' = $1`, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := beat(ctx, s.Pool(), "worker-live"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := rescue(ctx, s.Pool(), time.Minute)
+	if err != nil || n != 1 {
+		t.Fatalf("rescue gave back %d jobs (%v), want the dead worker's", n, err)
+	}
+	var states []string
+	if err := s.Pool().QueryRow(ctx, `SELECT array_agg(args->>'conversation' || ':' || state ORDER BY id) FROM river_job`).Scan(&states); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(states) != "[dead:available live:running]" {
+		t.Fatalf("jobs %v", states)
+	}
+}
