@@ -85,17 +85,11 @@ type Options struct {
 // not beaten for a lease (rescue.go): River's own rescue waits for a job
 // timeout, and a turn has none.
 
-// appender is the store a queue appends prompts through: the Postgres
-// store, which runs postgres.WithinAppend's hook in its transaction.
-type appender interface {
-	Append(ctx context.Context, id string, msgs ...history.Message) error
-}
-
 // Queue is the workers' queue on one database: a server.TurnQueue, and,
 // with Options.Workers, the workers of this process. Start starts them;
 // Stop stops them.
 type Queue struct {
-	store   appender
+	store   history.Store // the Postgres store: it runs postgres.WithinAppend's hook in its append transaction
 	pool    *pgxpool.Pool
 	client  *river.Client[pgx.Tx]
 	log     func(format string, args ...any)
@@ -113,7 +107,7 @@ var _ server.TurnQueue = (*Queue)(nil)
 // Migrate made. run runs a turn's job (server.Server.RunQueued): a
 // *history.HeldError from it snoozes the job until the holder's lease
 // ends, any other error has it tried again later.
-func New(store appender, pool *pgxpool.Pool, run func(ctx context.Context, conv string, t server.QueuedTurn) error, opts Options) (*Queue, error) {
+func New(store history.Store, pool *pgxpool.Pool, run func(ctx context.Context, conv string, t server.QueuedTurn) error, opts Options) (*Queue, error) {
 	lease := opts.Lease
 	if lease <= 0 {
 		lease = history.DefaultLease
@@ -222,12 +216,15 @@ type QueuedBy struct{ turn string }
 func (e *QueuedBy) Error() string { return "turn " + e.turn + " is queued or running" }
 
 // turnOf is the turn a job carries.
-func turnOf(j *rivertype.JobRow) string {
+func turnOf(j *rivertype.JobRow) string { return turnArgsOf(j).Turn }
+
+// turnArgsOf is what a job carries.
+func turnArgsOf(j *rivertype.JobRow) turnArgs {
 	var a turnArgs
 	if j != nil {
 		_ = json.Unmarshal(j.EncodedArgs, &a)
 	}
-	return a.Turn
+	return a
 }
 
 // job is conversation conv's job queued or running, nil when none.
@@ -254,9 +251,10 @@ func (q *Queue) Pending(ctx context.Context, conv string) (string, error) {
 
 // Cancel cancels turn tid of conversation conv: a running one through
 // River (its worker's context ends, the turn stores what it did and says
-// so in its events), a queued one at once — its prompt is then answered
-// with agent.CutAnswer's empty answer, so the conversation stays valid,
-// and before reports that no worker will report it.
+// so in its events), a queued one at once — the conversation is then left
+// valid by agent.EndCancelled (the calls of a worker that died mid-turn
+// answered, then the cut answer), and before reports that no worker will
+// report it.
 func (q *Queue) Cancel(ctx context.Context, conv, tid string) (found, before bool, err error) {
 	j, err := q.job(ctx, conv)
 	if err != nil || j == nil || turnOf(j) != tid {
@@ -269,7 +267,8 @@ func (q *Queue) Cancel(ctx context.Context, conv, tid string) (found, before boo
 	if row.State != rivertype.JobStateCancelled {
 		return true, false, nil // running: its worker ends it
 	}
-	if err := q.store.Append(ctx, conv, agent.CutAnswer("")); err != nil {
+	end := &agent.Agent{Store: q.store, MaxRounds: turnArgsOf(j).MaxRounds, Lease: q.lease}
+	if err := end.EndCancelled(ctx, conv); err != nil {
 		return true, true, fmt.Errorf("answering cancelled turn %s of conversation %s: %w", tid, conv, err)
 	}
 	return true, true, nil

@@ -230,3 +230,43 @@ func TestATurnOfADeadWorkerIsGivenBackAndALiveOnesIsNot(t *testing.T) {
 		t.Fatalf("jobs %v", states)
 	}
 }
+
+// A turn whose worker died mid-round (its job given back, attempted once)
+// and that is then cancelled before another worker takes it leaves the
+// conversation valid: the dead worker's calls are answered before the cut
+// answer, not left without results under it.
+func TestCancellingATurnGivenBackAfterItsWorkerDiedAnswersItsCalls(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	newConv(t, s, "c1")
+	q, err := New(s, s.Pool(), func(context.Context, string, server.QueuedTurn) error { return nil }, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, "c1", server.QueuedTurn{Turn: "turn_1"}, userText("first")); err != nil {
+		t.Fatal(err)
+	}
+	call := history.Message{Role: history.Assistant, Parts: []history.Part{
+		{Type: history.ToolCallPart, CallID: "call_1", Name: "shell--run", Input: json.RawMessage(`{"command":"true"}`)}}}
+	if err := s.Append(ctx, "c1", call); err != nil {
+		t.Fatal(err)
+	}
+	// the worker that took it died; rescue gave the job back
+	if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET attempt = 1, attempted_by = '{dead}', state = 'available' WHERE kind = $1`, Kind); err != nil {
+		t.Fatal(err)
+	}
+	if found, before, err := q.Cancel(ctx, "c1", "turn_1"); !found || !before || err != nil {
+		t.Fatalf("Cancel = %v, %v, %v", found, before, err)
+	}
+	msgs, _ := s.Messages(ctx, "c1")
+	if len(msgs) != 4 {
+		t.Fatalf("stored %d messages %+v, want the prompt, the call, its interrupted result and a cut answer", len(msgs), msgs)
+	}
+	res := msgs[2].Parts
+	if msgs[2].Role != history.User || len(res) != 1 || res[0].Type != history.ToolResultPart || res[0].CallID != "call_1" || !res[0].IsError {
+		t.Fatalf("after the dead worker's call: %+v, want its interrupted result", msgs[2])
+	}
+	if msgs[3].Role != history.Assistant || !msgs[3].Cut {
+		t.Fatalf("last: %+v, want a cut answer", msgs[3])
+	}
+}
