@@ -79,6 +79,12 @@ type Options struct {
 	Poll time.Duration
 	// Log gets what no caller sees (a job that failed, to be tried again).
 	Log func(format string, args ...any)
+	// End ends a turn cancelled while it was running on a worker that
+	// died (server.Server.EndQueued: the conversation left valid and
+	// turn.finished reported); the worker that takes its job over calls it
+	// instead of running the turn. nil ends it with agent.EndCancelled
+	// alone, reporting nothing.
+	End func(ctx context.Context, conv string, t server.QueuedTurn) error
 }
 
 // A job whose worker died is given back to the queue once that worker has
@@ -117,7 +123,13 @@ func New(store history.Store, pool *pgxpool.Pool, run func(ctx context.Context, 
 		q.log = func(string, ...any) {}
 	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &turnWorker{run: run, lease: lease, log: q.log}); err != nil {
+	end := opts.End
+	if end == nil {
+		end = func(ctx context.Context, conv string, t server.QueuedTurn) error {
+			return endCancelled(ctx, store, lease, conv, t)
+		}
+	}
+	if err := river.AddWorkerSafely(workers, &turnWorker{run: run, end: end, lease: lease, log: q.log}); err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
 	cfg := &river.Config{
@@ -267,23 +279,48 @@ func (q *Queue) Cancel(ctx context.Context, conv, tid string) (found, before boo
 	if row.State != rivertype.JobStateCancelled {
 		return true, false, nil // running: its worker ends it
 	}
-	end := &agent.Agent{Store: q.store, MaxRounds: turnArgsOf(j).MaxRounds, Lease: q.lease}
-	if err := end.EndCancelled(ctx, conv); err != nil {
+	if err := endCancelled(ctx, q.store, q.lease, conv, turnArgsOf(j).QueuedTurn); err != nil {
 		return true, true, fmt.Errorf("answering cancelled turn %s of conversation %s: %w", tid, conv, err)
 	}
 	return true, true, nil
+}
+
+// endCancelled ends turn t of conversation conv, cancelled while no
+// worker ran it, with agent.EndCancelled.
+func endCancelled(ctx context.Context, store history.Store, lease time.Duration, conv string, t server.QueuedTurn) error {
+	a := &agent.Agent{Store: store, MaxRounds: t.MaxRounds, Lease: lease}
+	return a.EndCancelled(ctx, conv)
+}
+
+// cancelAttempted reports whether a cancel of the job came while it was
+// running (River's JobCancel notes it in the job's metadata): a job given
+// back after its worker died then is to be ended, not run.
+func cancelAttempted(metadata []byte) bool {
+	var m struct {
+		At *time.Time `json:"cancel_attempted_at"`
+	}
+	return json.Unmarshal(metadata, &m) == nil && m.At != nil
 }
 
 // turnWorker works turns' jobs.
 type turnWorker struct {
 	river.WorkerDefaults[turnArgs]
 	run   func(ctx context.Context, conv string, t server.QueuedTurn) error
+	end   func(ctx context.Context, conv string, t server.QueuedTurn) error
 	lease time.Duration
 	log   func(format string, args ...any)
 }
 
 func (w *turnWorker) Work(ctx context.Context, job *river.Job[turnArgs]) error {
-	err := w.run(ctx, job.Args.Conversation, job.Args.QueuedTurn)
+	var err error
+	if cancelAttempted(job.Metadata) {
+		// cancelled while its worker was dead (rescue.go gave it back)
+		if err = w.end(ctx, job.Args.Conversation, job.Args.QueuedTurn); err == nil {
+			return river.JobCancel(fmt.Errorf("turn %s of conversation %s was cancelled while its worker was dead", job.Args.Turn, job.Args.Conversation))
+		}
+	} else {
+		err = w.run(ctx, job.Args.Conversation, job.Args.QueuedTurn)
+	}
 	var held *history.HeldError
 	if errors.As(err, &held) {
 		// a live writer has it (a worker whose job was delivered again
