@@ -238,19 +238,7 @@ func TestATurnOfADeadWorkerIsGivenBackAndALiveOnesIsNot(t *testing.T) {
 func TestCancellingATurnGivenBackAfterItsWorkerDiedAnswersItsCalls(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
-	newConv(t, s, "c1")
-	q, err := New(s, s.Pool(), func(context.Context, string, server.QueuedTurn) error { return nil }, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Enqueue(ctx, "c1", server.QueuedTurn{Turn: "turn_1"}, userText("first")); err != nil {
-		t.Fatal(err)
-	}
-	call := history.Message{Role: history.Assistant, Parts: []history.Part{
-		{Type: history.ToolCallPart, CallID: "call_1", Name: "shell--run", Input: json.RawMessage(`{"command":"true"}`)}}}
-	if err := s.Append(ctx, "c1", call); err != nil {
-		t.Fatal(err)
-	}
+	q := queuedWithADeadWorkersCall(t, s, func(context.Context, string, server.QueuedTurn) error { return nil }, Options{})
 	// the worker that took it died; rescue gave the job back
 	if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET attempt = 1, attempted_by = '{dead}', state = 'available' WHERE kind = $1`, Kind); err != nil {
 		t.Fatal(err)
@@ -278,22 +266,10 @@ func TestCancellingATurnGivenBackAfterItsWorkerDiedAnswersItsCalls(t *testing.T)
 func TestATurnCancelledWhileItsWorkerWasDeadIsNotRunByTheNext(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
-	newConv(t, s, "c1")
 	ran := make(chan string, 1)
 	run := func(_ context.Context, _ string, q server.QueuedTurn) error { ran <- q.Turn; return nil }
-	q, err := New(s, s.Pool(), run, Options{Workers: 1, Poll: 50 * time.Millisecond, Lease: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Enqueue(ctx, "c1", server.QueuedTurn{Turn: "turn_1"}, userText("first")); err != nil {
-		t.Fatal(err)
-	}
-	// a worker took it, asked for a call, and died; then the cancel came
-	call := history.Message{Role: history.Assistant, Parts: []history.Part{
-		{Type: history.ToolCallPart, CallID: "call_1", Name: "shell--run", Input: json.RawMessage(`{"command":"true"}`)}}}
-	if err := s.Append(ctx, "c1", call); err != nil {
-		t.Fatal(err)
-	}
+	q := queuedWithADeadWorkersCall(t, s, run, Options{Workers: 1, Poll: 50 * time.Millisecond, Lease: 300 * time.Millisecond})
+	// then the cancel came
 	if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET attempt = 1, attempted_by = '{dead}', state = 'running',
 		attempted_at = now() - interval '1 hour' WHERE kind = $1`, Kind); err != nil {
 		t.Fatal(err)
@@ -327,4 +303,26 @@ func TestATurnCancelledWhileItsWorkerWasDeadIsNotRunByTheNext(t *testing.T) {
 	if len(msgs) != 4 || msgs[2].Role != history.User || msgs[3].Role != history.Assistant || !msgs[3].Cut {
 		t.Fatalf("stored %d messages %+v, want the prompt, the call, its interrupted result and a cut answer", len(msgs), msgs)
 	}
+}
+
+// queuedWithADeadWorkersCall makes conversation c1 with turn turn_1 queued
+// on a new queue, and the call a worker that took it asked for before it
+// died (no result stored).
+func queuedWithADeadWorkersCall(t *testing.T, s *postgres.Store, run func(context.Context, string, server.QueuedTurn) error, opts Options) *Queue {
+	t.Helper()
+	ctx := context.Background()
+	newConv(t, s, "c1")
+	q, err := New(s, s.Pool(), run, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, "c1", server.QueuedTurn{Turn: "turn_1"}, userText("first")); err != nil {
+		t.Fatal(err)
+	}
+	call := history.Message{Role: history.Assistant, Parts: []history.Part{
+		{Type: history.ToolCallPart, CallID: "call_1", Name: "shell--run", Input: json.RawMessage(`{"command":"true"}`)}}}
+	if err := s.Append(ctx, "c1", call); err != nil {
+		t.Fatal(err)
+	}
+	return q
 }
