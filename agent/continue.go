@@ -106,3 +106,38 @@ func holdsResults(m history.Message) bool {
 	}
 	return false
 }
+
+// EndCancelled ends the last turn of conversation id, cancelled while no
+// process ran it (a queued turn's job cancelled: never taken, or given
+// back after its worker died mid-round), so that the conversation stays
+// valid: under the conversation's claim it answers the calls a dead
+// worker left (Recover) and, unless the turn had ended, stores the cut
+// answer (CutAnswer) to its prompt or last results. It runs no model and
+// needs only a.Store (a.Tools, when set, lets idempotent calls run again).
+// It fails with a *history.HeldError, storing nothing, while another
+// writer is alive.
+func (a *Agent) EndCancelled(ctx context.Context, id string) error {
+	if a.Store == nil {
+		return errors.New("agent: Store must be set")
+	}
+	ctx, release, err := a.claim(ctx, id, false, func(Event) {})
+	if err != nil {
+		return err
+	}
+	defer release()
+	if _, err := a.recover(ctx, id); err != nil {
+		return err
+	}
+	stored, err := a.Store.Messages(ctx, id)
+	if err != nil {
+		return err
+	}
+	maxRounds := a.MaxRounds
+	if maxRounds <= 0 {
+		maxRounds = DefaultMaxRounds
+	}
+	if _, ended := continuing(stored, maxRounds); ended {
+		return nil
+	}
+	return a.Store.Append(context.WithoutCancel(ctx), id, CutAnswer(""))
+}

@@ -147,3 +147,21 @@ func lastPrompt(ctx context.Context, store history.Store, conv string) (string, 
 	}
 	return "", nil
 }
+
+// EndQueued ends queued turn t of conversation conv, which was cancelled
+// while the worker running it was dead (TurnQueue's workers call it
+// instead of RunQueued): agent.EndCancelled leaves the conversation valid
+// — the dead worker's calls answered, then the cut answer — and the
+// turn's turn.finished says it was cancelled. It runs no model.
+func (s *Server) EndQueued(ctx context.Context, conv string, t QueuedTurn) error {
+	s.init()
+	a, err := s.agentFor(TurnInput{Model: t.Model, MaxRounds: t.MaxRounds, MaxTokens: t.MaxTokens})
+	if err != nil {
+		return err
+	}
+	if err := a.EndCancelled(ctx, conv); err != nil {
+		return fmt.Errorf("ending cancelled turn %s of conversation %s: %w", t.Turn, conv, err)
+	}
+	s.emit(conv, EventTurnFinished, turnFinishedEvent{Turn: t.Turn, Reason: "cancelled", Error: "cancelled while the worker running it was stopped"})
+	return nil
+}

@@ -40,7 +40,7 @@ func apiOn(t *testing.T, store *postgres.Store, providerURL string, workers int)
 	a := &agent.Agent{Provider: p, Store: store, Tools: reg, Env: result.Env{Store: ws}, Model: "claude-test"}
 	api := &server.Server{Agent: a, Workspace: ws}
 	events := NewEvents(store.Pool(), EventsOptions{})
-	q, err := New(store, store.Pool(), api.RunQueued, Options{Workers: workers, Poll: 50 * time.Millisecond})
+	q, err := New(store, store.Pool(), api.RunQueued, Options{Workers: workers, Poll: 50 * time.Millisecond, End: api.EndQueued})
 	if err != nil {
 		t.Fatal(err)
 	}

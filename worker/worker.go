@@ -79,23 +79,23 @@ type Options struct {
 	Poll time.Duration
 	// Log gets what no caller sees (a job that failed, to be tried again).
 	Log func(format string, args ...any)
+	// End ends a turn cancelled while it was running on a worker that
+	// died (server.Server.EndQueued: the conversation left valid and
+	// turn.finished reported); the worker that takes its job over calls it
+	// instead of running the turn. nil ends it with agent.EndCancelled
+	// alone, reporting nothing.
+	End func(ctx context.Context, conv string, t server.QueuedTurn) error
 }
 
 // A job whose worker died is given back to the queue once that worker has
 // not beaten for a lease (rescue.go): River's own rescue waits for a job
 // timeout, and a turn has none.
 
-// appender is the store a queue appends prompts through: the Postgres
-// store, which runs postgres.WithinAppend's hook in its transaction.
-type appender interface {
-	Append(ctx context.Context, id string, msgs ...history.Message) error
-}
-
 // Queue is the workers' queue on one database: a server.TurnQueue, and,
 // with Options.Workers, the workers of this process. Start starts them;
 // Stop stops them.
 type Queue struct {
-	store   appender
+	store   history.Store // the Postgres store: it runs postgres.WithinAppend's hook in its append transaction
 	pool    *pgxpool.Pool
 	client  *river.Client[pgx.Tx]
 	log     func(format string, args ...any)
@@ -113,7 +113,7 @@ var _ server.TurnQueue = (*Queue)(nil)
 // Migrate made. run runs a turn's job (server.Server.RunQueued): a
 // *history.HeldError from it snoozes the job until the holder's lease
 // ends, any other error has it tried again later.
-func New(store appender, pool *pgxpool.Pool, run func(ctx context.Context, conv string, t server.QueuedTurn) error, opts Options) (*Queue, error) {
+func New(store history.Store, pool *pgxpool.Pool, run func(ctx context.Context, conv string, t server.QueuedTurn) error, opts Options) (*Queue, error) {
 	lease := opts.Lease
 	if lease <= 0 {
 		lease = history.DefaultLease
@@ -123,7 +123,13 @@ func New(store appender, pool *pgxpool.Pool, run func(ctx context.Context, conv 
 		q.log = func(string, ...any) {}
 	}
 	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &turnWorker{run: run, lease: lease, log: q.log}); err != nil {
+	end := opts.End
+	if end == nil {
+		end = func(ctx context.Context, conv string, t server.QueuedTurn) error {
+			return endCancelled(ctx, store, lease, conv, t)
+		}
+	}
+	if err := river.AddWorkerSafely(workers, &turnWorker{run: run, end: end, lease: lease, log: q.log}); err != nil {
 		return nil, fmt.Errorf("workers: %w", err)
 	}
 	cfg := &river.Config{
@@ -222,12 +228,15 @@ type QueuedBy struct{ turn string }
 func (e *QueuedBy) Error() string { return "turn " + e.turn + " is queued or running" }
 
 // turnOf is the turn a job carries.
-func turnOf(j *rivertype.JobRow) string {
+func turnOf(j *rivertype.JobRow) string { return turnArgsOf(j).Turn }
+
+// turnArgsOf is what a job carries.
+func turnArgsOf(j *rivertype.JobRow) turnArgs {
 	var a turnArgs
 	if j != nil {
 		_ = json.Unmarshal(j.EncodedArgs, &a)
 	}
-	return a.Turn
+	return a
 }
 
 // job is conversation conv's job queued or running, nil when none.
@@ -254,9 +263,10 @@ func (q *Queue) Pending(ctx context.Context, conv string) (string, error) {
 
 // Cancel cancels turn tid of conversation conv: a running one through
 // River (its worker's context ends, the turn stores what it did and says
-// so in its events), a queued one at once — its prompt is then answered
-// with agent.CutAnswer's empty answer, so the conversation stays valid,
-// and before reports that no worker will report it.
+// so in its events), a queued one at once — the conversation is then left
+// valid by agent.EndCancelled (the calls of a worker that died mid-turn
+// answered, then the cut answer), and before reports that no worker will
+// report it.
 func (q *Queue) Cancel(ctx context.Context, conv, tid string) (found, before bool, err error) {
 	j, err := q.job(ctx, conv)
 	if err != nil || j == nil || turnOf(j) != tid {
@@ -269,22 +279,48 @@ func (q *Queue) Cancel(ctx context.Context, conv, tid string) (found, before boo
 	if row.State != rivertype.JobStateCancelled {
 		return true, false, nil // running: its worker ends it
 	}
-	if err := q.store.Append(ctx, conv, agent.CutAnswer("")); err != nil {
+	if err := endCancelled(ctx, q.store, q.lease, conv, turnArgsOf(j).QueuedTurn); err != nil {
 		return true, true, fmt.Errorf("answering cancelled turn %s of conversation %s: %w", tid, conv, err)
 	}
 	return true, true, nil
+}
+
+// endCancelled ends turn t of conversation conv, cancelled while no
+// worker ran it, with agent.EndCancelled.
+func endCancelled(ctx context.Context, store history.Store, lease time.Duration, conv string, t server.QueuedTurn) error {
+	a := &agent.Agent{Store: store, MaxRounds: t.MaxRounds, Lease: lease}
+	return a.EndCancelled(ctx, conv)
+}
+
+// cancelAttempted reports whether a cancel of the job came while it was
+// running (River's JobCancel notes it in the job's metadata): a job given
+// back after its worker died then is to be ended, not run.
+func cancelAttempted(metadata []byte) bool {
+	var m struct {
+		At *time.Time `json:"cancel_attempted_at"`
+	}
+	return json.Unmarshal(metadata, &m) == nil && m.At != nil
 }
 
 // turnWorker works turns' jobs.
 type turnWorker struct {
 	river.WorkerDefaults[turnArgs]
 	run   func(ctx context.Context, conv string, t server.QueuedTurn) error
+	end   func(ctx context.Context, conv string, t server.QueuedTurn) error
 	lease time.Duration
 	log   func(format string, args ...any)
 }
 
 func (w *turnWorker) Work(ctx context.Context, job *river.Job[turnArgs]) error {
-	err := w.run(ctx, job.Args.Conversation, job.Args.QueuedTurn)
+	var err error
+	if cancelAttempted(job.Metadata) {
+		// cancelled while its worker was dead (rescue.go gave it back)
+		if err = w.end(ctx, job.Args.Conversation, job.Args.QueuedTurn); err == nil {
+			return river.JobCancel(fmt.Errorf("turn %s of conversation %s was cancelled while its worker was dead", job.Args.Turn, job.Args.Conversation))
+		}
+	} else {
+		err = w.run(ctx, job.Args.Conversation, job.Args.QueuedTurn)
+	}
 	var held *history.HeldError
 	if errors.As(err, &held) {
 		// a live writer has it (a worker whose job was delivered again

@@ -230,3 +230,99 @@ func TestATurnOfADeadWorkerIsGivenBackAndALiveOnesIsNot(t *testing.T) {
 		t.Fatalf("jobs %v", states)
 	}
 }
+
+// A turn whose worker died mid-round (its job given back, attempted once)
+// and that is then cancelled before another worker takes it leaves the
+// conversation valid: the dead worker's calls are answered before the cut
+// answer, not left without results under it.
+func TestCancellingATurnGivenBackAfterItsWorkerDiedAnswersItsCalls(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	q := queuedWithADeadWorkersCall(t, s, func(context.Context, string, server.QueuedTurn) error { return nil }, Options{})
+	// the worker that took it died; rescue gave the job back
+	if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET attempt = 1, attempted_by = '{dead}', state = 'available' WHERE kind = $1`, Kind); err != nil {
+		t.Fatal(err)
+	}
+	if found, before, err := q.Cancel(ctx, "c1", "turn_1"); !found || !before || err != nil {
+		t.Fatalf("Cancel = %v, %v, %v", found, before, err)
+	}
+	msgs, _ := s.Messages(ctx, "c1")
+	if len(msgs) != 4 {
+		t.Fatalf("stored %d messages %+v, want the prompt, the call, its interrupted result and a cut answer", len(msgs), msgs)
+	}
+	res := msgs[2].Parts
+	if msgs[2].Role != history.User || len(res) != 1 || res[0].Type != history.ToolResultPart || res[0].CallID != "call_1" || !res[0].IsError {
+		t.Fatalf("after the dead worker's call: %+v, want its interrupted result", msgs[2])
+	}
+	if msgs[3].Role != history.Assistant || !msgs[3].Cut {
+		t.Fatalf("last: %+v, want a cut answer", msgs[3])
+	}
+}
+
+// A turn cancelled while its worker was dead (the cancel answered
+// "cancelling", the job still running in the database) is not run to its
+// end by the worker that takes it over: its job is cancelled and the
+// conversation left valid, as River's own rescuer would do.
+func TestATurnCancelledWhileItsWorkerWasDeadIsNotRunByTheNext(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	ran := make(chan string, 1)
+	run := func(_ context.Context, _ string, q server.QueuedTurn) error { ran <- q.Turn; return nil }
+	q := queuedWithADeadWorkersCall(t, s, run, Options{Workers: 1, Poll: 50 * time.Millisecond, Lease: 300 * time.Millisecond})
+	// then the cancel came
+	if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET attempt = 1, attempted_by = '{dead}', state = 'running',
+		attempted_at = now() - interval '1 hour' WHERE kind = $1`, Kind); err != nil {
+		t.Fatal(err)
+	}
+	if found, before, err := q.Cancel(ctx, "c1", "turn_1"); !found || before || err != nil {
+		t.Fatalf("Cancel of a running turn = %v, %v, %v", found, before, err)
+	}
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Stop(context.Background()) })
+	var state string
+	for i := 0; ; i++ {
+		select {
+		case tid := <-ran:
+			t.Fatalf("the cancelled turn %s was run by the worker that took it over", tid)
+		default:
+		}
+		if err := s.Pool().QueryRow(ctx, `SELECT state FROM river_job WHERE kind = $1`, Kind).Scan(&state); err != nil {
+			t.Fatal(err)
+		}
+		if state == "cancelled" || i == 600 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if state != "cancelled" {
+		t.Fatalf("the job is %s, want cancelled", state)
+	}
+	msgs, _ := s.Messages(ctx, "c1")
+	if len(msgs) != 4 || msgs[2].Role != history.User || msgs[3].Role != history.Assistant || !msgs[3].Cut {
+		t.Fatalf("stored %d messages %+v, want the prompt, the call, its interrupted result and a cut answer", len(msgs), msgs)
+	}
+}
+
+// queuedWithADeadWorkersCall makes conversation c1 with turn turn_1 queued
+// on a new queue, and the call a worker that took it asked for before it
+// died (no result stored).
+func queuedWithADeadWorkersCall(t *testing.T, s *postgres.Store, run func(context.Context, string, server.QueuedTurn) error, opts Options) *Queue {
+	t.Helper()
+	ctx := context.Background()
+	newConv(t, s, "c1")
+	q, err := New(s, s.Pool(), run, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Enqueue(ctx, "c1", server.QueuedTurn{Turn: "turn_1"}, userText("first")); err != nil {
+		t.Fatal(err)
+	}
+	call := history.Message{Role: history.Assistant, Parts: []history.Part{
+		{Type: history.ToolCallPart, CallID: "call_1", Name: "shell--run", Input: json.RawMessage(`{"command":"true"}`)}}}
+	if err := s.Append(ctx, "c1", call); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}

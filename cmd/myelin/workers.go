@@ -62,7 +62,7 @@ func startWorkers(ctx context.Context, api *server.Server, store history.Store, 
 		return nil, err
 	}
 	events := worker.NewEvents(pool, worker.EventsOptions{Keep: api.EventsKept, Log: logf})
-	q, err := worker.New(pg, pool, api.RunQueued, worker.Options{Workers: workers, Lease: lease, Log: logf})
+	q, err := worker.New(pg, pool, api.RunQueued, worker.Options{Workers: workers, Lease: lease, Log: logf, End: api.EndQueued})
 	if err != nil {
 		events.Close()
 		pool.Close()
