@@ -15,8 +15,9 @@ import (
 )
 
 // The streamed answer is read here, event by event (provider/sse), each
-// chunk decoded by encoding/json into chunk — only the fields the wire
-// uses — instead of the SDK's stream reader, which decoded every chunk
+// chunk decoded into chunk — only the fields the wire uses — by
+// decodeChunk, a scan held to encoding/json, instead of the SDK's stream
+// reader, which decoded every chunk
 // into its generic types first. "data: [DONE]" ends the stream. A chunk
 // with an "error" object (the SDK's rule), or one that is itself an error
 // ({"object":"error","message":...}, vLLM's shape), ends it with an error
@@ -26,24 +27,30 @@ import (
 
 // chunk is the part of a chat.completion.chunk the wire reads.
 type chunk struct {
-	Object  string `json:"object"`
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content   provider.JSONText `json:"content"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *usage          `json:"usage"`
-	Error json.RawMessage `json:"error"`
+	Object  string          `json:"object"`
+	Choices []choice        `json:"choices"`
+	Usage   *usage          `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// choice is the part of a chunk's choice the wire reads.
+type choice struct {
+	Index int `json:"index"`
+	Delta struct {
+		Content   provider.JSONText `json:"content"`
+		ToolCalls []toolCall        `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason string `json:"finish_reason"`
+}
+
+// toolCall is the part of a delta's tool call the wire reads.
+type toolCall struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // usage is the part of a completion's usage the wire reads.
@@ -67,13 +74,13 @@ func (a *accumulator) read(body io.Reader, onText func(string)) error {
 	r := sse.Borrow(body)
 	defer r.Release()
 	streamed := false // some output was read
+	var c chunk
 	for r.Next() {
 		data := r.Event().Data
 		if bytes.HasPrefix(data, done) {
 			return nil
 		}
-		var c chunk
-		if err := json.Unmarshal(data, &c); err != nil {
+		if err := decodeChunk(data, &c); err != nil {
 			return fmt.Errorf("openai: a malformed chunk in the stream: %v: %.200q", err, data)
 		}
 		if e := bytes.TrimSpace(c.Error); len(e) > 0 && string(e) != "null" {
