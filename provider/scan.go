@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"encoding/json"
 	"unicode/utf8"
 )
 
@@ -290,4 +291,30 @@ func (s *Scanner) digits() bool {
 		s.I++
 	}
 	return s.I > start
+}
+
+// ReadString reads a string into dst; one with an escape, or with bytes
+// that are not UTF-8, is decoded by encoding/json (which unescapes it and
+// replaces each bad byte with U+FFFD).
+func (s *Scanner) ReadString(dst *string) bool {
+	start := s.I
+	if raw, ok := s.PlainString(); ok {
+		*dst = string(raw)
+		return true
+	}
+	s.I = start
+	return s.SkipString() && json.Unmarshal(s.B[start:s.I], dst) == nil
+}
+
+// ReadText reads a text into dst as JSONText decodes it: one with an
+// escape, or with bytes that are not UTF-8, by its UnmarshalJSON (which
+// keeps those bytes for result.WellFormed).
+func (s *Scanner) ReadText(dst *JSONText) bool {
+	start := s.I
+	if raw, ok := s.PlainString(); ok {
+		*dst = JSONText(raw)
+		return true
+	}
+	s.I = start
+	return s.SkipString() && dst.UnmarshalJSON(s.B[start:s.I]) == nil
 }

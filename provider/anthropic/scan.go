@@ -112,17 +112,17 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "type":
 			return s.name(&cb.Type)
 		case "id":
-			return s.string(&cb.ID)
+			return s.ReadString(&cb.ID)
 		case "name":
-			return s.string(&cb.Name)
+			return s.ReadString(&cb.Name)
 		case "text":
-			return s.text(&cb.Text)
+			return s.ReadText(&cb.Text)
 		case "thinking":
-			return s.text(&cb.Thinking)
+			return s.ReadText(&cb.Thinking)
 		case "signature":
-			return s.string(&cb.Signature)
+			return s.ReadString(&cb.Signature)
 		case "data":
-			return s.string(&cb.Data)
+			return s.ReadString(&cb.Data)
 		}
 		return s.other(in, key)
 	case inDelta:
@@ -131,13 +131,13 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "type":
 			return s.name(&d.Type)
 		case "text":
-			return s.text(&d.Text)
+			return s.ReadText(&d.Text)
 		case "partial_json":
-			return s.string(&d.PartialJSON)
+			return s.ReadString(&d.PartialJSON)
 		case "thinking":
-			return s.text(&d.Thinking)
+			return s.ReadText(&d.Thinking)
 		case "signature":
-			return s.string(&d.Signature)
+			return s.ReadString(&d.Signature)
 		case "stop_reason":
 			return s.name(&d.StopReason)
 		}
@@ -202,7 +202,7 @@ func (s *scanner) name(dst *string) bool {
 	raw, ok := s.PlainString()
 	if !ok {
 		s.I = start
-		return s.string(dst)
+		return s.ReadString(dst)
 	}
 	for _, n := range names {
 		if string(raw) == n {
@@ -212,38 +212,6 @@ func (s *scanner) name(dst *string) bool {
 	}
 	*dst = string(raw)
 	return true
-}
-
-// string reads a string into dst; one with an escape, or with bytes that
-// are not UTF-8, is decoded by encoding/json (which unescapes it and
-// replaces each bad byte with U+FFFD).
-func (s *scanner) string(dst *string) bool {
-	start := s.I
-	if raw, ok := s.PlainString(); ok {
-		*dst = string(raw)
-		return true
-	}
-	s.I = start
-	if !s.SkipString() {
-		return false
-	}
-	return json.Unmarshal(s.B[start:s.I], dst) == nil
-}
-
-// text reads a text into dst as provider.JSONText decodes it: one with an
-// escape, or with bytes that are not UTF-8, by its UnmarshalJSON (which
-// keeps those bytes for result.WellFormed).
-func (s *scanner) text(dst *provider.JSONText) bool {
-	start := s.I
-	if raw, ok := s.PlainString(); ok {
-		*dst = provider.JSONText(raw)
-		return true
-	}
-	s.I = start
-	if !s.SkipString() {
-		return false
-	}
-	return dst.UnmarshalJSON(s.B[start:s.I]) == nil
 }
 
 func (s *scanner) intPtr(dst **int64) bool {

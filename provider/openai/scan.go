@@ -121,7 +121,7 @@ func (s *chunkScanner) choice(ch *choice) bool {
 		case 1:
 			return s.object(deltaKeys, func(i int) bool {
 				if i == 0 {
-					return s.text(&ch.Delta.Content)
+					return s.ReadText(&ch.Delta.Content)
 				}
 				d := &ch.Delta
 				return s.array(func() bool {
@@ -197,9 +197,9 @@ func (s *chunkScanner) int(dst *int) bool {
 // so that a chunk does not allocate them.
 var finishReasons = []string{"stop", "tool_calls", "length", "content_filter", "function_call", "chat.completion.chunk"}
 
-// string reads a string into dst; one with an escape, or with bytes that
-// are not UTF-8, is decoded by encoding/json (which unescapes it and
-// replaces each bad byte with U+FFFD).
+// string reads a string into dst as provider.Scanner.ReadString does, a
+// finish reason as one of finishReasons, so that a chunk does not
+// allocate it.
 func (s *chunkScanner) string(dst *string) bool {
 	start := s.I
 	if raw, ok := s.PlainString(); ok {
@@ -213,18 +213,5 @@ func (s *chunkScanner) string(dst *string) bool {
 		return true
 	}
 	s.I = start
-	return s.SkipString() && json.Unmarshal(s.B[start:s.I], dst) == nil
-}
-
-// text reads a delta's content as provider.JSONText decodes it (an escape
-// or bytes that are not UTF-8 by its UnmarshalJSON, which keeps those
-// bytes for result.WellFormed).
-func (s *chunkScanner) text(dst *provider.JSONText) bool {
-	start := s.I
-	if raw, ok := s.PlainString(); ok {
-		*dst = provider.JSONText(raw)
-		return true
-	}
-	s.I = start
-	return s.SkipString() && dst.UnmarshalJSON(s.B[start:s.I]) == nil
+	return s.ReadString(dst)
 }
