@@ -56,7 +56,7 @@ type Provider struct {
 	heads  *headCache // the last head encoded (head.go), shared by WithThinking's copies
 	// the first messages' bytes of recent conversations (prefix.go),
 	// shared by WithThinking's copies (thinking does not change them)
-	prefixes *prefixCache
+	prefixes *provider.Prefixes
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -83,7 +83,7 @@ func New(cfg Config) (*Provider, error) {
 // withOptions is the wire on a client made with opts: New's, or a
 // platform's (platform.go).
 func withOptions(cfg Config, opts []option.RequestOption) *Provider {
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}, prefixes: &prefixCache{}}
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}, prefixes: &provider.Prefixes{}}
 }
 
 // maxBreakpoints is the most cache_control markers one request may hold.
@@ -106,8 +106,11 @@ func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
 
 // bodyWith is BodyWith with the head taken from heads when it holds it
 // (head.go), and the first messages' bytes from prefixes when it holds
-// them for req's conversation (prefix.go); nil caches encode afresh.
-func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, prefixes *prefixCache) ([]byte, error) {
+// them for req's conversation; nil caches encode afresh. What is kept is
+// `{"messages":[` and the message groups before the first that carries a
+// rolling cache breakpoint (which move to the two newest user messages
+// each round), never the last group (the next message may join it).
+func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, prefixes *provider.Prefixes) ([]byte, error) {
 	maxTokens := max(1, req.MaxTokens)
 	if err := th.Check(maxTokens); err != nil {
 		return nil, err
@@ -119,18 +122,15 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, 
 	// The rolling breakpoints: the newest user message, and the one
 	// before, which the previous request wrote to the cache.
 	limit := min(2, maxBreakpoints-headMarks(req))
-	pre := prefixes.get(req.CacheKey)
-	if pre != nil && !pre.matches(req.Messages) {
-		pre = nil
-	}
+	pre := prefixes.Get(req.CacheKey, "", req.Messages)
 	var groups []group
 	if pre != nil {
 		// The kept groups are this request's first ones when the first
 		// message after them does not join the last of them and the
 		// rolling breakpoints all fall after them.
 		var users int
-		groups, users = groupsOf(req.Messages, len(pre.keys))
-		if len(groups) == 0 || groups[0].role == pre.lastRole || users < limit {
+		groups, users = groupsOf(req.Messages, pre.Len())
+		if len(groups) == 0 || groups[0].role == pre.Last() || users < limit {
 			pre = nil
 		}
 	}
@@ -147,8 +147,8 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, 
 	size := len(head) + 64
 	first := 0 // the first message encoded here
 	if pre != nil {
-		size += len(pre.bytes)
-		first = len(pre.keys)
+		size += len(pre.Bytes())
+		first = pre.Len()
 	}
 	for _, m := range req.Messages[first:] {
 		size += sizeHint(m)
@@ -167,7 +167,7 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, 
 	}
 	cut := -1
 	if pre != nil {
-		e.buf = append(e.buf, pre.bytes...)
+		e.buf = append(e.buf, pre.Bytes()...)
 	} else {
 		e.raw(`{"messages":[`)
 	}
@@ -186,7 +186,7 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, 
 	}
 	e.buf = append(e.buf, head[1:]...) // head is {"max_tokens":...}
 	if prefixes != nil && cut > 0 && keep > 0 {
-		prefixes.put(req.CacheKey, pre, req.Messages[first:groups[keep].start], e.buf, cut, groups[keep-1].role)
+		prefixes.Put(req.CacheKey, "", pre, req.Messages[first:groups[keep].start], e.buf[:cut], groups[keep-1].role)
 	}
 	return e.buf, nil
 }

@@ -83,8 +83,7 @@ func scriptedRequest(msgs []history.Message, key string) provider.Request {
 
 // reuses reports whether p would build req on bytes it kept.
 func reuses(p *Provider, req provider.Request) bool {
-	pre := p.prefixes.get(req.CacheKey)
-	return pre != nil && pre.matches(req.Messages)
+	return p.prefixes.Get(req.CacheKey, "", req.Messages) != nil
 }
 
 // A long conversation, with a prompt after unanswered results, empty
@@ -197,7 +196,7 @@ func TestAChangedMessageIsNotSentAsItsKeptBytes(t *testing.T) {
 			s.round(20)
 			msgs := s.view()
 			for j := range 5 {
-				b := len(p.prefixes.get("k").keys) // the first message not kept
+				b := p.prefixes.Kept("k").Len() // the first message not kept
 				// the prompt, a result, an answer, the last kept and the
 				// first not kept
 				i := []int{0, 4, 9, b - 1, b}[j]
@@ -217,7 +216,7 @@ func TestAChangedMessageIsNotSentAsItsKeptBytes(t *testing.T) {
 				}
 				// an answer put after the kept messages (it joins the last
 				// of them)
-				b = len(p.prefixes.get("k").keys)
+				b = p.prefixes.Kept("k").Len()
 				joined := append(append(append([]history.Message(nil), msgs[:b]...), history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "joined"}}}), msgs[b:]...)
 				req = scriptedRequest(joined, "k")
 				got, _ = p.Body(req)
@@ -256,15 +255,15 @@ func TestTheNextRequestIsBuiltOnTheKeptBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pre := p.prefixes.get("k")
-	if pre == nil || len(pre.keys) < 15 {
+	pre := p.prefixes.Kept("k")
+	if pre == nil || pre.Len() < 15 {
 		t.Fatalf("kept %v, want the first 15 messages or more", pre)
 	}
-	i := bytes.Index(pre.bytes, []byte("read the files"))
+	i := bytes.Index(pre.Bytes(), []byte("read the files"))
 	if i < 0 {
-		t.Fatalf("the kept bytes %.100s hold no prompt", pre.bytes)
+		t.Fatalf("the kept bytes %.100s hold no prompt", pre.Bytes())
 	}
-	copy(pre.bytes[i:], "READ")
+	copy(pre.Bytes()[i:], "READ")
 	s.round(10)
 	got, _ := p.Body(scriptedRequest(s.view(), "k"))
 	if !bytes.Contains(got, []byte("READ the files")) {
@@ -275,14 +274,14 @@ func TestTheNextRequestIsBuiltOnTheKeptBytes(t *testing.T) {
 	}
 }
 
-// A Provider keeps the messages of maxPrefixes conversations at most,
+// A Provider keeps the messages of provider.MaxPrefixes conversations at most,
 // dropping the one used longest ago, and builds bodies of many
 // conversations at once (run with -race).
 func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
 	p := withOptions(Config{}, nil)
 	var wg sync.WaitGroup
-	errs := make(chan error, 3*maxPrefixes)
-	for c := range 3 * maxPrefixes {
+	errs := make(chan error, 3*provider.MaxPrefixes)
+	for c := range 3 * provider.MaxPrefixes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -309,11 +308,9 @@ func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	p.prefixes.mu.Lock()
-	kept := len(p.prefixes.m)
-	p.prefixes.mu.Unlock()
-	if kept > maxPrefixes {
-		t.Errorf("%d conversations kept, want %d at most", kept, maxPrefixes)
+	kept := p.prefixes.Conversations()
+	if kept > provider.MaxPrefixes {
+		t.Errorf("%d conversations kept, want %d at most", kept, provider.MaxPrefixes)
 	}
 	if kept == 0 {
 		t.Error("nothing kept")

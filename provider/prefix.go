@@ -1,0 +1,223 @@
+package provider
+
+import (
+	"bytes"
+	"sync"
+	"unsafe"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// Consecutive requests of a conversation share almost all their messages:
+// a round adds an answer and its results. Encoding all of them again costs
+// time in the length of the conversation on every request (about 80 ms at
+// 100,000 messages on the Anthropic wire), and most of a light round's body
+// on every wire. Prefixes lets a wire keep, per conversation
+// (Request.CacheKey), the encoded bytes of a request body's start — what
+// precedes its messages and its first messages — with what each of those
+// messages was: its role and its Parts. Get checks every kept message
+// against the request's own before it hands the bytes out: stored messages
+// never change (contract §7), so Parts at the same address and of the same
+// length are the same; other Parts (a view's cleared results and summary,
+// built anew for each request) are compared field by field. A wire encodes
+// the request whole on any difference, and a test of each wire holds the
+// bytes it sends to those its whole encoding gives.
+
+// MaxPrefixes is how many conversations a Prefixes keeps the encoded
+// start of; the one used longest ago goes first. A prefix holds about the
+// size of the conversation's request body.
+const MaxPrefixes = 8
+
+// msgKey is what a kept message was: its role (a record's is
+// history.Context) and its Parts. Holding the Parts keeps them alive, so
+// no other message's Parts can come to have their address.
+type msgKey struct {
+	role  history.Role
+	parts []history.Part
+}
+
+// same reports whether m is the message k was made from: the same role,
+// and the same Parts (stored Parts never change, contract §7), or Parts
+// equal in every field. A view with edits builds new Parts for a cleared
+// message and a new summary message on every request; their contents are
+// compared, which is cheap (a placeholder is short, a summary's text the
+// same string).
+func (k msgKey) same(m history.Message) bool {
+	if k.role != m.Role || len(k.parts) != len(m.Parts) {
+		return false
+	}
+	if len(k.parts) == 0 || unsafe.SliceData(k.parts) == unsafe.SliceData(m.Parts) {
+		return true
+	}
+	for i := range k.parts {
+		if !samePart(&k.parts[i], &m.Parts[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// samePart reports whether a and b are equal in every field, so that any
+// wire's encoding of them is the same.
+func samePart(a, b *history.Part) bool {
+	if a.Type != b.Type || a.Text != b.Text || a.CallID != b.CallID || a.Name != b.Name ||
+		a.IsError != b.IsError || a.SpillPath != b.SpillPath || a.Wire != b.Wire || a.Signature != b.Signature ||
+		!bytes.Equal(a.Input, b.Input) || (a.Input == nil) != (b.Input == nil) ||
+		!bytes.Equal(a.Raw, b.Raw) || (a.Raw == nil) != (b.Raw == nil) || len(a.Images) != len(b.Images) {
+		return false
+	}
+	for i := range a.Images {
+		if a.Images[i].MIMEType != b.Images[i].MIMEType || !bytes.Equal(a.Images[i].Data, b.Images[i].Data) {
+			return false
+		}
+	}
+	return true
+}
+
+// A Prefix is the encoded start of a conversation's request body: what
+// precedes its messages (the lead it was kept with) and its first
+// messages, as a wire encoded them. It is never written to once kept.
+type Prefix struct {
+	lead  string
+	keys  []msgKey // one per message the bytes were made of, records and empty ones included
+	bytes []byte
+	last  history.Role
+}
+
+// Len is how many of the request's messages the prefix was made of: a
+// wire encodes the messages from there on.
+func (p *Prefix) Len() int { return len(p.keys) }
+
+// Bytes is the encoded start, to copy into the next body. The caller must
+// not write to it.
+func (p *Prefix) Bytes() []byte { return p.bytes }
+
+// Last is the role the wire kept with the prefix: the role of the last
+// message group it holds, for a wire that joins neighbouring messages of
+// one role.
+func (p *Prefix) Last() history.Role { return p.last }
+
+// matches reports whether p was kept after lead and msgs starts with the
+// messages p was made of.
+func (p *Prefix) matches(lead string, msgs []history.Message) bool {
+	if p.lead != lead || len(msgs) < len(p.keys) {
+		return false
+	}
+	for i, k := range p.keys {
+		if !k.same(msgs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Prefixes is a wire's kept prefixes, one per conversation, the last kept
+// for each. Its zero value is ready to use and it is safe for concurrent
+// use; a nil *Prefixes keeps nothing. It never hands out a prefix for
+// messages or a lead it was not made of.
+type Prefixes struct {
+	mu   sync.Mutex
+	tick uint64
+	m    map[string]*keptPrefix
+}
+
+type keptPrefix struct {
+	p    *Prefix
+	used uint64
+}
+
+// Get is the prefix kept for the conversation conv when it was kept after
+// lead (what the wire encodes before the messages, compared whole) and
+// msgs starts with the messages it was made of; else nil.
+func (c *Prefixes) Get(conv, lead string, msgs []history.Message) *Prefix {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	e := c.m[conv]
+	if e != nil {
+		c.tick++
+		e.used = c.tick
+	}
+	c.mu.Unlock()
+	if e == nil || !e.p.matches(lead, msgs) {
+		return nil
+	}
+	return e.p
+}
+
+// Put keeps for conv the prefix made of from's messages (from is the
+// prefix the body was built on, or nil) followed by msgs, encoded as b,
+// after lead, its last group of role last. b must hold from's bytes
+// first and is never written to afterwards, by the caller or anyone: Put
+// keeps it as it is (a caller passes body[:cut:cut]).
+func (c *Prefixes) Put(conv, lead string, from *Prefix, msgs []history.Message, b []byte, last history.Role) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*keptPrefix{}
+	}
+	var keys []msgKey
+	e := c.m[conv]
+	if from != nil && e != nil && e.p == from {
+		// from's successor: its keys grow in place (readers of from
+		// look only at its first len(from.keys)).
+		keys = from.keys
+	} else if from != nil {
+		keys = append(make([]msgKey, 0, len(from.keys)+len(msgs)), from.keys...)
+	}
+	if cap(keys)-len(keys) < len(msgs) {
+		grown := make([]msgKey, len(keys), len(keys)+len(msgs)+(len(keys)+len(msgs))/4+64)
+		copy(grown, keys)
+		keys = grown
+	}
+	for _, m := range msgs {
+		keys = append(keys, msgKey{role: m.Role, parts: m.Parts})
+	}
+	// keys' spare capacity is for the prefix that follows p; p's readers
+	// look only at its length.
+	p := &Prefix{lead: lead, keys: keys, bytes: b[:len(b):len(b)], last: last}
+	c.tick++
+	if e != nil {
+		e.p, e.used = p, c.tick
+		return
+	}
+	if len(c.m) >= MaxPrefixes {
+		first, oldest := true, ""
+		var at uint64
+		for k, v := range c.m {
+			if first || v.used < at {
+				first, oldest, at = false, k, v.used
+			}
+		}
+		delete(c.m, oldest)
+	}
+	c.m[conv] = &keptPrefix{p: p, used: c.tick}
+}
+
+// Kept is the prefix kept for conv, unchecked, or nil: for tests and
+// diagnostics, never to build a body from (Get checks it).
+func (c *Prefixes) Kept(conv string) *Prefix {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[conv]; e != nil {
+		return e.p
+	}
+	return nil
+}
+
+// Conversations is how many conversations c keeps a prefix for.
+func (c *Prefixes) Conversations() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}

@@ -1,0 +1,125 @@
+package provider
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/result"
+)
+
+func text(role history.Role, s string) history.Message {
+	return history.Message{Role: role, Parts: []history.Part{{Type: history.TextPart, Text: s}}}
+}
+
+// A kept prefix is handed out only for the lead it was kept after and
+// messages that start with those it was made of: the same Parts, or Parts
+// equal in every field; any field that differs refuses it.
+func TestAPrefixIsHandedOutOnlyForWhatItWasMadeOf(t *testing.T) {
+	call := history.Part{Type: history.ToolCallPart, CallID: "c1", Name: "t", Input: json.RawMessage(`{"a":1}`)}
+	msgs := []history.Message{
+		text(history.User, "go"),
+		{Role: history.Assistant, Parts: []history.Part{call}},
+		text(history.User, "more"),
+	}
+	var c Prefixes
+	c.Put("k", "system", nil, msgs[:2], []byte(`{"messages":[..`), history.Assistant)
+
+	if p := c.Get("k", "system", msgs); p == nil || p.Len() != 2 || string(p.Bytes()) != `{"messages":[..` || p.Last() != history.Assistant {
+		t.Fatalf("Get of the same messages = %+v, want the kept prefix", p)
+	}
+	copied := append([]history.Message(nil), msgs...)
+	copied[1].Parts = append([]history.Part(nil), msgs[1].Parts...) // equal Parts at another address
+	if c.Get("k", "system", copied) == nil {
+		t.Error("Parts equal in every field at another address refused")
+	}
+	changes := map[string]func(*history.Part){
+		"text":       func(p *history.Part) { p.Text = "x" },
+		"call id":    func(p *history.Part) { p.CallID = "c2" },
+		"name":       func(p *history.Part) { p.Name = "u" },
+		"input":      func(p *history.Part) { p.Input = json.RawMessage(`{"a":2}`) },
+		"input nil":  func(p *history.Part) { p.Input = nil },
+		"error":      func(p *history.Part) { p.IsError = true },
+		"spill path": func(p *history.Part) { p.SpillPath = "f" },
+		"wire":       func(p *history.Part) { p.Wire = "gemini" },
+		"raw":        func(p *history.Part) { p.Raw = json.RawMessage(`{}`) },
+		"signature":  func(p *history.Part) { p.Signature = "s" },
+		"images":     func(p *history.Part) { p.Images = []result.Image{{MIMEType: "image/png"}} },
+		"type":       func(p *history.Part) { p.Type = history.TextPart },
+	}
+	for name, change := range changes {
+		changed := append([]history.Message(nil), msgs...)
+		changed[1].Parts = append([]history.Part(nil), msgs[1].Parts...)
+		change(&changed[1].Parts[0])
+		if c.Get("k", "system", changed) != nil {
+			t.Errorf("a call whose %s changed was given the kept prefix", name)
+		}
+	}
+	roled := append([]history.Message(nil), msgs...)
+	roled[0].Role = history.Context
+	for name, got := range map[string]*Prefix{
+		"another lead":         c.Get("k", "other system", msgs),
+		"another conversation": c.Get("j", "system", msgs),
+		"fewer messages":       c.Get("k", "system", msgs[:1]),
+		"another role":         c.Get("k", "system", roled),
+	} {
+		if got != nil {
+			t.Errorf("%s: given the kept prefix", name)
+		}
+	}
+}
+
+// A prefix built on the one before keeps growing its keys in place; the
+// earlier prefix still holds for the messages it was made of, and a
+// second prefix built on the same earlier one does not overwrite the
+// first's keys.
+func TestPrefixesBuiltOnOneAnotherEachHoldForTheirOwnMessages(t *testing.T) {
+	var c Prefixes
+	msgs := make([]history.Message, 6)
+	for i := range msgs {
+		msgs[i] = text(history.Role([]history.Role{history.User, history.Assistant}[i%2]), fmt.Sprint("m", i))
+	}
+	c.Put("k", "", nil, msgs[:2], []byte("ab"), history.Assistant)
+	first := c.Get("k", "", msgs)
+	c.Put("k", "", first, msgs[2:4], []byte("abcd"), history.Assistant)
+	second := c.Get("k", "", msgs)
+	if second == nil || second.Len() != 4 {
+		t.Fatalf("the second prefix = %+v, want 4 messages", second)
+	}
+	// another branch from first: its keys must not land in second's
+	other := append(append([]history.Message(nil), msgs[:2]...), text(history.User, "else"), text(history.Assistant, "else"))
+	c.Put("k", "", first, other[2:4], []byte("abXY"), history.Assistant)
+	if !second.matches("", msgs) {
+		t.Error("a prefix built on the same earlier one overwrote the second's keys")
+	}
+	if !first.matches("", other) || !first.matches("", msgs) {
+		t.Error("the first prefix no longer holds for its own messages")
+	}
+	if p := c.Get("k", "", other); p == nil || p.Len() != 4 || string(p.Bytes()) != "abXY" {
+		t.Errorf("the kept prefix for the other branch = %+v", p)
+	}
+}
+
+// At most MaxPrefixes conversations are kept, the one used longest ago
+// dropped first; a nil Prefixes keeps nothing.
+func TestPrefixesKeepTheConversationsUsedLast(t *testing.T) {
+	var c Prefixes
+	m := []history.Message{text(history.User, "go")}
+	for i := range MaxPrefixes {
+		c.Put(fmt.Sprint(i), "", nil, m, []byte("x"), history.User)
+	}
+	c.Get("0", "", m) // used: 1 is now the oldest
+	c.Put("new", "", nil, m, []byte("x"), history.User)
+	if n := c.Conversations(); n != MaxPrefixes {
+		t.Errorf("%d conversations kept, want %d", n, MaxPrefixes)
+	}
+	if c.Kept("0") == nil || c.Kept("1") != nil || c.Kept("new") == nil {
+		t.Errorf("kept 0: %v, 1: %v, new: %v; want the one used longest ago (1) dropped", c.Kept("0") != nil, c.Kept("1") != nil, c.Kept("new") != nil)
+	}
+	var none *Prefixes
+	none.Put("k", "", nil, m, []byte("x"), history.User)
+	if none.Get("k", "", m) != nil || none.Conversations() != 0 {
+		t.Error("a nil Prefixes kept something")
+	}
+}
