@@ -35,15 +35,29 @@ func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 // the same bytes, every time. A tool whose input schema is not a JSON
 // object is an error naming the tool.
 func Body(req provider.Request, legacyMaxTokens, stream bool) ([]byte, error) {
+	return bodyWith(req, legacyMaxTokens, stream, nil)
+}
+
+// bodyWith is Body built on the bytes prefixes kept of req's conversation
+// (req.CacheKey) where they still hold: `{"messages":[`, the system
+// prompt (the lead they are kept after) and every message of the last
+// request (the wire joins no neighbours, so each message's bytes stand
+// whatever follows). A nil prefixes encodes afresh.
+func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *provider.Prefixes) ([]byte, error) {
+	pre := prefixes.Get(req.CacheKey, req.System, req.Messages)
+	first := 0 // the first message encoded here
 	size := 192 + len(req.System) + len(req.Model)
+	if pre != nil {
+		first = pre.Len()
+		size += len(pre.Bytes())
+	}
 	for _, t := range req.Tools {
 		size += 96 + len(t.Name) + len(t.Description) + len(t.InputSchema)
 	}
-	for _, m := range req.Messages {
+	for _, m := range req.Messages[first:] {
 		size += sizeHint(m)
 	}
 	e := encoder{buf: make([]byte, 0, size)}
-	e.raw("{")
 	n := 0 // messages written
 	next := func() {
 		if n == 0 {
@@ -53,17 +67,26 @@ func Body(req provider.Request, legacyMaxTokens, stream bool) ([]byte, error) {
 		}
 		n++
 	}
-	if req.System != "" {
-		next()
-		e.raw(`{"content":`)
-		e.str(req.System)
-		e.raw(`,"role":"system"}`)
+	if pre != nil {
+		e.buf = append(e.buf, pre.Bytes()...)
+		n = 1 // a prefix is kept only when it holds a message
+	} else {
+		e.raw("{")
+		if req.System != "" {
+			next()
+			e.raw(`{"content":`)
+			e.str(req.System)
+			e.raw(`,"role":"system"}`)
+		}
 	}
-	for _, m := range req.Messages {
+	for _, m := range req.Messages[first:] {
 		if m.IsRecord() {
 			continue // a stored decision, never sent: as if absent
 		}
 		e.message(m, next)
+	}
+	if n > 0 && len(req.Messages) > first {
+		prefixes.Put(req.CacheKey, req.System, pre, req.Messages[first:], e.buf, "")
 	}
 	if n > 0 {
 		e.raw("],")

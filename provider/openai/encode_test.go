@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -190,5 +192,39 @@ func TestAToolsSchemaIsKeptEncodedAndAChangedOneIsEncodedAgain(t *testing.T) {
 	}
 	if n := len(schemas.m); n > maxSchemas || n == 0 {
 		t.Fatalf("%d schemas kept, at most %d", n, maxSchemas)
+	}
+}
+
+// Every body the wire builds on what it kept of a conversation's earlier
+// bodies is Body's, byte for byte — through prompts after unanswered
+// results, empty answers, records, cleared results, a summary and a
+// second conversation — and most are built on kept bytes.
+func TestKeptBodiesAreBodysBytes(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		var kept provider.Prefixes
+		base := sampleRequest()
+		providertest.CheckKeptBodies(t, providertest.KeptBodies{
+			Base:   base,
+			Kept:   func(req provider.Request) ([]byte, error) { return bodyWith(req, legacy, true, &kept) },
+			Whole:  func(req provider.Request) ([]byte, error) { return Body(req, legacy, true) },
+			Reuses: func(req provider.Request) bool { return kept.Get(req.CacheKey, req.System, req.Messages) != nil },
+		})
+	}
+}
+
+// A conversation whose system prompt changed is encoded whole: the kept
+// bytes hold the old one.
+func TestAChangedSystemPromptIsNotSentAsTheKeptOne(t *testing.T) {
+	var kept provider.Prefixes
+	req := sampleRequest()
+	req.CacheKey = "k"
+	if _, err := bodyWith(req, false, true, &kept); err != nil {
+		t.Fatal(err)
+	}
+	req.System = "You are verbose."
+	got, _ := bodyWith(req, false, true, &kept)
+	want, _ := Body(req, false, true)
+	if !bytes.Equal(got, want) {
+		t.Fatalf("after the system prompt changed, sent\n%s\nwant\n%s", got, want)
 	}
 }

@@ -56,6 +56,9 @@ type Provider struct {
 	client sdk.Client
 	cfg    Config
 	legacy bool // send max_tokens: the endpoint is not OpenAI's own
+	// prefixes keeps the start of each conversation's last body, which
+	// the next one begins with (bodyWith).
+	prefixes provider.Prefixes
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -179,12 +182,13 @@ const cacheSettings = "openai: automatic prefix caching (nothing marked)"
 // store with a conversation (provider.CacheDescriber).
 func (p *Provider) CacheSettings() string { return cacheSettings }
 
-// Complete sends the request and reads the answer. The body is Body's,
-// sent through the SDK's request plumbing (its auth, retries before any
-// output, and *openai.Error for an error answer) with no typed params, so
-// that nothing is marshalled again; the stream is read by read.
+// Complete sends the request and reads the answer. The body is Body's
+// bytes, built on what p kept of the conversation's last body, sent
+// through the SDK's request plumbing (its auth, retries before any output,
+// and *openai.Error for an error answer) with no typed params, so that
+// nothing is marshalled again; the stream is read by read.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	body, err := Body(req, p.legacy, !p.cfg.NoStream)
+	body, err := bodyWith(req, p.legacy, !p.cfg.NoStream, &p.prefixes)
 	if err != nil {
 		return provider.Response{}, err
 	}
