@@ -79,11 +79,13 @@ type Config struct {
 	RetryDelay time.Duration
 }
 
-// Provider is the Gemini wire. It is safe for concurrent use and keeps
-// nothing of one request for the next.
+// Provider is the Gemini wire. It is safe for concurrent use; of one
+// request it keeps for the next of the same conversation only the bytes
+// of its body that the next may reuse (prefix.go), which it checks first.
 type Provider struct {
-	ep  endpoint
-	cfg Config
+	ep   endpoint
+	cfg  Config
+	kept *keptBodies
 }
 
 // keyVar is the variable New names when there is no key.
@@ -125,7 +127,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemini: the base URL %q: %v", resolved.HTTPOptions.BaseURL, err)
 	}
-	p := &Provider{cfg: cfg, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
+	p := &Provider{cfg: cfg, kept: &keptBodies{}, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
 		headers: headers, client: hc}}
 	if ep.MaxRetries > 0 {
 		p.ep.retry = &retryPolicy{attempts: ep.MaxRetries + 1, statuses: retried, initial: 1, jitter: 1}
@@ -155,7 +157,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	if err != nil {
 		return provider.Response{}, err
 	}
-	body, err := Body(req, Options{Thoughts: p.cfg.Thoughts})
+	body, err := bodyWith(req, Options{Thoughts: p.cfg.Thoughts}, p.kept)
 	if err != nil {
 		return provider.Response{}, err
 	}
