@@ -325,6 +325,9 @@ func localID() string {
 // part as the API sent it (its chunks run together).
 func (a *accumulator) response() provider.Response {
 	msg := history.Message{Role: history.Assistant, Usage: &a.usage}
+	if len(a.items) > 0 {
+		msg.Parts = make([]history.Part, 0, len(a.items)) // nil for none, as before
+	}
 	for _, it := range a.items {
 		switch it.kind {
 		case "call":
