@@ -13,11 +13,13 @@ import (
 	"github.com/myelin-run/myelin/provider/sse"
 )
 
-// chunkCases are chunks and near-chunks that unmarshalChunk must read as
-// json.Unmarshal does: the recorded answers in testdata and the fake's
-// streams, then what the API may send that they do not (escapes, nulls,
-// members the reader skips, errors), then what it should not (malformed
-// JSON, wrong types, keys in another case or given twice).
+// chunkCases are the inputs unmarshalChunk is held to json.Unmarshal on
+// (and the fuzz target's seeds): every chunk of the recorded answers in
+// testdata and of the fake's streams; chunks the API may send and those do
+// not hold (escapes, surrogates, bytes not UTF-8, nulls for each field,
+// members passed over, prompt feedback, errors); and what it should not
+// send (keys in another case or twice, wrong types, numbers too large or
+// not integers, malformed JSON).
 func chunkCases(t testing.TB) []string {
 	var cases []string
 	files, err := filepath.Glob(filepath.Join("testdata", "*.sse"))
@@ -100,15 +102,7 @@ func chunkCases(t testing.TB) []string {
 // otherwise than json.Unmarshal.
 func checkChunkLikeEncodingJSON(t *testing.T, data string) {
 	t.Helper()
-	var want, got chunk
-	wantErr := json.Unmarshal([]byte(data), &want)
-	gotErr := unmarshalChunk([]byte(data), &got)
-	if (wantErr == nil) != (gotErr == nil) {
-		t.Fatalf("%q: error %v, encoding/json's %v", data, gotErr, wantErr)
-	}
-	if wantErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q:\n got %s\nwant %s", data, dump(got), dump(want))
-	}
+	providertest.DecodesAsEncodingJSON(t, data, unmarshalChunk)
 }
 
 // dump shows a chunk whole, pointers followed.
