@@ -3,9 +3,11 @@
 // the shapes of Google's Go SDK, google.golang.org/genai, sends it, and
 // reads the answer.
 //
-// The body is this package's (Body, encode.go). It is sent with net/http
-// (send.go) and the answer read with provider/sse and encoding/json into
-// the few members the wire reads (read.go), not through genai's call:
+// The body is this package's (Body, encode.go; a Provider reuses the bytes
+// of a conversation's last request that the next is made of the same as,
+// prefix.go). It is sent with net/http (send.go) and the answer read with
+// provider/sse and a scan of the few members the wire reads, held to
+// encoding/json (read.go, scan.go), not through genai's call:
 // genai has no call that takes a body of its own and gives back the raw
 // answer, and its reading decoded every streamed chunk into a map,
 // converted it and decoded that again into its typed response
