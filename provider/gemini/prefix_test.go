@@ -259,3 +259,37 @@ func TestTwoSuccessorsOfAPrefixKeepTheirOwnMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestsOfOneConversationBuiltAtOnceGetBodysBytes builds the bodies
+// of one conversation's requests from several goroutines at once, each
+// its own length of the conversation, so that they take, grow and replace
+// the same kept prefix (run with -race).
+func TestRequestsOfOneConversationBuiltAtOnceGetBodysBytes(t *testing.T) {
+	c := &keptBodies{}
+	full := sampleRequest()
+	full.CacheKey = "conv"
+	for r := range 12 {
+		round(&full, r, 3, "noop--run")
+	}
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var err error
+			for n := 1; n <= len(full.Messages) && err == nil; n++ {
+				req := full
+				req.Messages = full.Messages[:len(full.Messages)-((n+g)%len(full.Messages))]
+				want, _ := Body(req, Options{})
+				got, berr := bodyWith(req, Options{}, c)
+				if berr != nil || !bytes.Equal(got, want) {
+					err = fmt.Errorf("%d messages: error %v, or not Body's bytes:\n%s\n%s", len(req.Messages), berr, got, want)
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
