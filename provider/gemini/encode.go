@@ -142,9 +142,9 @@ type contentWriter struct {
 	lastPrev         history.Role // prev when it began
 }
 
-// write writes msgs' contents. It is false, having written anything, when
-// the first part it writes would join the last content already written
-// (a kept prefix then does not fit the request).
+// write writes msgs' contents. It is false when the first part it would
+// write joins the last content already written (a kept prefix then does
+// not fit the request; what it wrote is to be thrown away).
 func (w *contentWriter) write(msgs []history.Message) (bool, error) {
 	w.lastMsg, w.lastCut = -1, -1
 	for i, m := range msgs {
