@@ -40,6 +40,19 @@ func round(req *provider.Request, r, n int, name string) {
 		history.Message{Role: history.User, Parts: results})
 }
 
+// conversation is the sample request of conversation "conv" after rounds
+// rounds of calls calls, each request's body built on c and checked.
+func conversation(t testing.TB, c *keptBodies, rounds, calls int) provider.Request {
+	t.Helper()
+	req := sampleRequest()
+	req.CacheKey = "conv"
+	for r := range rounds {
+		round(&req, r, calls, "noop--run")
+		checkKept(t, c, req, Options{})
+	}
+	return req
+}
+
 func TestKeptBytesAreBodysBytes(t *testing.T) {
 	c := &keptBodies{}
 	req := sampleRequest()
@@ -134,12 +147,7 @@ func TestAPrefixIsKeptPerConversationUpToABound(t *testing.T) {
 // results, whatever the conversation's length.
 func TestTheNextRoundEncodesOnlyWhatIsNew(t *testing.T) {
 	c := &keptBodies{}
-	req := sampleRequest()
-	req.CacheKey = "conv"
-	for r := range 20 {
-		round(&req, r, 10, "noop--run")
-		checkKept(t, c, req, Options{})
-	}
+	req := conversation(t, c, 20, 10)
 	k := c.get("conv")
 	if k == nil || k.pre == nil {
 		t.Fatal("nothing kept")
@@ -266,11 +274,7 @@ func TestTwoSuccessorsOfAPrefixKeepTheirOwnMessages(t *testing.T) {
 // the same kept prefix (run with -race).
 func TestRequestsOfOneConversationBuiltAtOnceGetBodysBytes(t *testing.T) {
 	c := &keptBodies{}
-	full := sampleRequest()
-	full.CacheKey = "conv"
-	for r := range 12 {
-		round(&full, r, 3, "noop--run")
-	}
+	full := conversation(t, &keptBodies{}, 12, 3)
 	done := make(chan error)
 	for g := range 4 {
 		go func() {
