@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,7 +36,9 @@ func longRequest(n int) provider.Request {
 
 // BenchmarkBody encodes the body of a 10,000-message conversation, beside
 // the Anthropic wire's body of the same conversation (its floor: the
-// encoder this one is modelled on). Run:
+// encoder this one is modelled on); "gemini-next-round" is the request
+// after one more round of that conversation as a Provider builds it, the
+// bytes of the one before kept (prefix.go). Run:
 //
 //	go test ./provider/gemini -run '^$' -bench Body -count 6
 func BenchmarkBody(b *testing.B) {
@@ -43,6 +46,26 @@ func BenchmarkBody(b *testing.B) {
 	b.Run("gemini", func(b *testing.B) {
 		for range b.N {
 			if _, err := Body(req, Options{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("gemini-next-round", func(b *testing.B) {
+		req := req
+		req.CacheKey = "conv"
+		c := &keptBodies{}
+		if _, err := bodyWith(req, Options{}, c); err != nil {
+			b.Fatal(err)
+		}
+		before := c.convs[0]
+		next := req
+		next.Messages = slices.Clip(next.Messages)
+		round(&next, 0, 10, "workspace--read")
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			c.convs[0] = before // each iteration the same round's request
+			if _, err := bodyWith(next, Options{}, c); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -41,12 +41,17 @@ type Options struct {
 // {"contents":...,"generationConfig":...,"systemInstruction":...,"tools":...},
 // compact, members in key order and strings escaped as encoding/json
 // writes them (`<`, `>`, `&` as \u003c...), as the SDK would send the
-// same params. The same Request gives the same bytes, every time.
+// same params. The same Request gives the same bytes, every time; a
+// Provider's requests are these bytes too, part of them kept from the
+// conversation's last request (prefix.go).
 func Body(req provider.Request, o Options) ([]byte, error) {
-	e, err := encodeContents(req)
-	if err != nil {
-		return nil, err
-	}
+	return bodyWith(req, o, nil)
+}
+
+// appendTail appends what follows the contents, the body's closing brace
+// included: the generation config, the system instruction and the tool
+// declarations.
+func appendTail(e *encoder, req provider.Request, o Options) error {
 	e.raw(`,"generationConfig":{"maxOutputTokens":`)
 	e.buf = strconv.AppendInt(e.buf, int64(max(1, req.MaxTokens)), 10)
 	if o.Thoughts {
@@ -62,7 +67,7 @@ func Body(req provider.Request, o Options) ([]byte, error) {
 		e.raw(`,"tools":[{"functionDeclarations":[`)
 		for i, t := range req.Tools {
 			if !json.Valid(t.InputSchema) {
-				return nil, fmt.Errorf("gemini: tool %s: its input schema is not JSON: %.200q", t.Name, t.InputSchema)
+				return fmt.Errorf("gemini: tool %s: its input schema is not JSON: %.200q", t.Name, t.InputSchema)
 			}
 			if i > 0 {
 				e.raw(",")
@@ -78,7 +83,7 @@ func Body(req provider.Request, o Options) ([]byte, error) {
 		e.raw("]}]")
 	}
 	e.raw("}")
-	return e.buf, nil
+	return nil
 }
 
 // modelMajor reads the major version of a Gemini model name.
@@ -98,13 +103,10 @@ func nativeImages(model string) bool {
 	return err == nil && n >= 3
 }
 
-// encodeContents begins the body with the "contents" array: one content
-// per run of messages of one role (consecutive user messages, as a prompt
-// after results the model never answered, go as one), records and empty
-// answers left out.
-func encodeContents(req provider.Request) (*encoder, error) {
-	size, calls := 64, 0
-	for _, m := range req.Messages {
+// sizeHint is about the size msgs encode to, for one allocation of the
+// body instead of a dozen doublings; calls counts their tool calls.
+func sizeHint(msgs []history.Message) (size, calls int) {
+	for _, m := range msgs {
 		for _, p := range m.Parts {
 			if p.Type == history.ToolCallPart {
 				calls++
@@ -115,40 +117,37 @@ func encodeContents(req provider.Request) (*encoder, error) {
 			}
 		}
 	}
-	names := make(map[string]string, calls) // call id → function name, for the responses; sized once
-	native := nativeImages(req.Model)
-	e := &encoder{buf: make([]byte, 0, size)}
-	e.raw(`{"contents":[`)
-	open := history.Role("") // the role of the content being written
-	n := 0                   // parts written in it
-	var after []history.Part // results whose images follow the responses
-	closeContent := func() {
-		if open == "" {
-			return
-		}
-		for _, p := range after {
-			for i, img := range p.Images {
-				e.raw(`,{"text":`)
-				e.str(fmt.Sprintf("[image %d of tool call %s]", i+1, p.CallID))
-				e.raw(`},{"inlineData":{"data":"`)
-				e.buf = base64.StdEncoding.AppendEncode(e.buf, img.Data)
-				e.raw(`","mimeType":`)
-				e.str(img.MIMEType)
-				e.raw("}}")
-			}
-		}
-		after = after[:0]
-		e.raw(`],"role":`)
-		if open == history.Assistant {
-			e.str("model")
-		} else {
-			e.str("user")
-		}
-		e.raw("}")
-		open = ""
-	}
-	first := true
-	for _, m := range req.Messages {
+	return size, calls
+}
+
+// contentWriter writes the "contents" array: one content per run of
+// messages of one role (consecutive user messages, as a prompt after
+// results the model never answered, go as one), records and empty answers
+// left out. It may start after contents already written (a kept prefix,
+// the messages before), and marks where the last content it wrote began,
+// for the next request of the conversation to keep what is before it.
+type contentWriter struct {
+	e      *encoder
+	native bool
+	before []history.Message // the messages whose contents are already written
+	names  map[string]string // call id → function name, of the calls written here
+	open   history.Role      // the role of the content being written; "" between contents
+	n      int               // parts written in it
+	after  []history.Part    // results whose images follow the responses
+	prev   history.Role      // the role of the last content closed ("" for none)
+	// The last content begun: the message (of those given to write) whose
+	// part began it, and the length of the body before it (its comma left
+	// out); -1 until one begins.
+	lastMsg, lastCut int
+	lastPrev         history.Role // prev when it began
+}
+
+// write writes msgs' contents. It is false when the first part it would
+// write joins the last content already written (a kept prefix then does
+// not fit the request; what it wrote is to be thrown away).
+func (w *contentWriter) write(msgs []history.Message) (bool, error) {
+	w.lastMsg, w.lastCut = -1, -1
+	for i, m := range msgs {
 		if m.IsRecord() {
 			continue // a stored decision, never sent: as if absent
 		}
@@ -157,32 +156,84 @@ func encodeContents(req provider.Request) (*encoder, error) {
 				continue
 			}
 			if p.Type == history.ToolCallPart {
-				names[p.CallID] = p.Name // the latest call of this id: servers reuse ids
+				w.names[p.CallID] = p.Name // the latest call of this id: servers reuse ids
 			}
-			if open != m.Role {
-				closeContent()
-				if !first {
-					e.raw(",")
+			if w.open != m.Role {
+				w.closeContent()
+				if w.prev != "" && w.prev == m.Role {
+					return false, nil // only after a kept prefix: a content ends where the role changes
 				}
-				first = false
-				e.raw(`{"parts":[`)
-				open, n = m.Role, 0
+				w.lastMsg, w.lastCut, w.lastPrev = i, len(w.e.buf), w.prev
+				if w.prev != "" {
+					w.e.raw(",")
+				}
+				w.e.raw(`{"parts":[`)
+				w.open, w.n = m.Role, 0
 			}
-			if n > 0 {
-				e.raw(",")
+			if w.n > 0 {
+				w.e.raw(",")
 			}
-			n++
-			if err := e.part(m.Role, p, names, native); err != nil {
-				return nil, err
+			w.n++
+			if err := w.e.part(m.Role, p, w.name(p.CallID), w.native); err != nil {
+				return false, err
 			}
-			if p.Type == history.ToolResultPart && len(p.Images) > 0 && !native {
-				after = append(after, p)
+			if p.Type == history.ToolResultPart && len(p.Images) > 0 && !w.native {
+				w.after = append(w.after, p)
 			}
 		}
 	}
-	closeContent()
-	e.raw("]")
-	return e, nil
+	w.closeContent()
+	return true, nil
+}
+
+// name is the function name of the latest call of id written before:
+// here, else in the messages before; id itself when there is none (the
+// call is not in the request: its id stands in).
+func (w *contentWriter) name(id string) string {
+	if name, ok := w.names[id]; ok {
+		return name
+	}
+	for i := len(w.before) - 1; i >= 0; i-- {
+		m := w.before[i]
+		if m.IsRecord() {
+			continue
+		}
+		for j := len(m.Parts) - 1; j >= 0; j-- {
+			if p := &m.Parts[j]; p.Type == history.ToolCallPart && p.CallID == id && sent(m.Role, *p) {
+				return p.Name
+			}
+		}
+	}
+	return id
+}
+
+// closeContent ends the content being written, if any: the images that
+// follow its responses, then its role.
+func (w *contentWriter) closeContent() {
+	if w.open == "" {
+		return
+	}
+	e := w.e
+	for _, p := range w.after {
+		for i, img := range p.Images {
+			e.raw(`,{"text":`)
+			e.str(fmt.Sprintf("[image %d of tool call %s]", i+1, p.CallID))
+			e.raw(`},{"inlineData":{"data":"`)
+			e.buf = base64.StdEncoding.AppendEncode(e.buf, img.Data)
+			e.raw(`","mimeType":`)
+			e.str(img.MIMEType)
+			e.raw("}}")
+		}
+	}
+	w.after = w.after[:0]
+	e.raw(`],"role":`)
+	if w.open == history.Assistant {
+		e.str("model")
+	} else {
+		e.str("user")
+	}
+	e.raw("}")
+	w.prev, w.open = w.open, ""
 }
 
 // sent reports whether part p of a message of role is sent: text that is
@@ -209,7 +260,9 @@ func signature(p history.Part) string {
 	return p.Signature
 }
 
-func (e *encoder) part(role history.Role, p history.Part, names map[string]string, native bool) error {
+// part writes p, a part of a message of role; name is the function name
+// a result answers.
+func (e *encoder) part(role history.Role, p history.Part, name string, native bool) error {
 	switch p.Type {
 	case history.TextPart:
 		e.raw(`{"text":`)
@@ -244,10 +297,6 @@ func (e *encoder) part(role history.Role, p history.Part, names map[string]strin
 		}
 		e.raw("}")
 	case history.ToolResultPart:
-		name, ok := names[p.CallID]
-		if !ok {
-			name = p.CallID // the call is not in the request: its id stands in
-		}
 		e.raw(`{"functionResponse":{`)
 		if p.CallID != "" && !strings.HasPrefix(p.CallID, localPrefix) {
 			e.raw(`"id":`)

@@ -3,9 +3,11 @@
 // the shapes of Google's Go SDK, google.golang.org/genai, sends it, and
 // reads the answer.
 //
-// The body is this package's (Body, encode.go). It is sent with net/http
-// (send.go) and the answer read with provider/sse and encoding/json into
-// the few members the wire reads (read.go), not through genai's call:
+// The body is this package's (Body, encode.go; a Provider reuses the bytes
+// of a conversation's last request that the next is made of the same as,
+// prefix.go). It is sent with net/http (send.go) and the answer read with
+// provider/sse and a scan of the few members the wire reads, held to
+// encoding/json (read.go, scan.go), not through genai's call:
 // genai has no call that takes a body of its own and gives back the raw
 // answer, and its reading decoded every streamed chunk into a map,
 // converted it and decoded that again into its typed response
@@ -79,11 +81,13 @@ type Config struct {
 	RetryDelay time.Duration
 }
 
-// Provider is the Gemini wire. It is safe for concurrent use and keeps
-// nothing of one request for the next.
+// Provider is the Gemini wire. It is safe for concurrent use; of one
+// request it keeps for the next of the same conversation only the bytes
+// of its body that the next may reuse (prefix.go), which it checks first.
 type Provider struct {
-	ep  endpoint
-	cfg Config
+	ep   endpoint
+	cfg  Config
+	kept *keptBodies
 }
 
 // keyVar is the variable New names when there is no key.
@@ -125,7 +129,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gemini: the base URL %q: %v", resolved.HTTPOptions.BaseURL, err)
 	}
-	p := &Provider{cfg: cfg, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
+	p := &Provider{cfg: cfg, kept: &keptBodies{}, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
 		headers: headers, client: hc}}
 	if ep.MaxRetries > 0 {
 		p.ep.retry = &retryPolicy{attempts: ep.MaxRetries + 1, statuses: retried, initial: 1, jitter: 1}
@@ -155,7 +159,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	if err != nil {
 		return provider.Response{}, err
 	}
-	body, err := Body(req, Options{Thoughts: p.cfg.Thoughts})
+	body, err := bodyWith(req, Options{Thoughts: p.cfg.Thoughts}, p.kept)
 	if err != nil {
 		return provider.Response{}, err
 	}
@@ -323,6 +327,9 @@ func localID() string {
 // part as the API sent it (its chunks run together).
 func (a *accumulator) response() provider.Response {
 	msg := history.Message{Role: history.Assistant, Usage: &a.usage}
+	if len(a.items) > 0 {
+		msg.Parts = make([]history.Part, 0, len(a.items)) // nil for none, as before
+	}
 	for _, it := range a.items {
 		switch it.kind {
 		case "call":

@@ -15,8 +15,9 @@ import (
 )
 
 // This file reads the answer: a streamed one event by event (provider/sse)
-// and a whole one at once, each chunk decoded by encoding/json into chunk,
-// which holds only the members the accumulator reads. genai decoded each
+// and a whole one at once, each chunk read into chunk, which holds only the
+// members the accumulator reads, by a scan held to encoding/json
+// (unmarshalChunk, scan.go). genai decoded each
 // chunk into a map, converted it into another and that into its typed
 // response through encoding/json again (mapToStruct); that was most of
 // the wire's time on a light round (docs/overhead.md).
@@ -78,8 +79,7 @@ type promptFeedback struct {
 // decodeChunk decodes one chunk's JSON into c (which it resets), or says
 // what it was.
 func decodeChunk(data []byte, c *chunk) error {
-	*c = chunk{}
-	if err := json.Unmarshal(data, c); err != nil {
+	if err := unmarshalChunk(data, c); err != nil {
 		return fmt.Errorf("gemini: a chunk of the answer is not the JSON of one: %v: %.200q", err, data)
 	}
 	if c.Error != nil {
