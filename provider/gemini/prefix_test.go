@@ -62,8 +62,8 @@ func TestKeptBytesAreBodysBytes(t *testing.T) {
 	for r := range 6 {
 		round(&req, r, 3, "workspace--read")
 		checkKept(t, c, req, o)
-		if k := c.get("conv"); k == nil || k.pre == nil || len(k.pre.seen) != len(req.Messages)-1 || k.tail == nil {
-			t.Fatalf("round %d: nothing kept for the next request: %+v", r, k)
+		if pre := c.prefixes.Kept("conv"); pre == nil || pre.Len() != len(req.Messages)-1 || c.tail == nil {
+			t.Fatalf("round %d: nothing kept for the next request: %+v", r, c.prefixes.Kept("conv"))
 		}
 	}
 	steps := []struct {
@@ -130,39 +130,26 @@ func TestKeptBytesAreBodysBytes(t *testing.T) {
 	}
 }
 
-func TestAPrefixIsKeptPerConversationUpToABound(t *testing.T) {
-	c := &keptBodies{}
-	for i := range maxConversations + 2 {
-		req := sampleRequest()
-		req.CacheKey = fmt.Sprint("conv", i)
-		checkKept(t, c, req, Options{})
-	}
-	if len(c.convs) != maxConversations || c.get("conv0") != nil || c.get("conv1") != nil || c.get(fmt.Sprint("conv", maxConversations+1)) == nil {
-		t.Fatalf("kept %d conversations, the oldest first gone: %v", len(c.convs), c.get("conv0"))
-	}
-}
-
 // TestTheNextRoundEncodesOnlyWhatIsNew pins that the kept prefix is used:
 // a round's request encodes its last results, the answer and their
 // results, whatever the conversation's length.
 func TestTheNextRoundEncodesOnlyWhatIsNew(t *testing.T) {
 	c := &keptBodies{}
 	req := conversation(t, c, 20, 10)
-	k := c.get("conv")
-	if k == nil || k.pre == nil {
+	pre := c.prefixes.Kept("conv")
+	if pre == nil {
 		t.Fatal("nothing kept")
 	}
-	pre := k.pre
 	// Stored Parts never change; these do, in place, so that encoding
 	// them again would show.
 	req.Messages[0].Parts[0].Text = "changed"
 	round(&req, 20, 10, "noop--run")
 	got, err := bodyWith(req, Options{}, c)
-	if err != nil || !bytes.HasPrefix(got, pre.bytes) || bytes.Contains(got, []byte("changed")) {
+	if err != nil || !bytes.HasPrefix(got, pre.Bytes()) || bytes.Contains(got, []byte("changed")) {
 		t.Fatalf("err %v; the request did not begin with the kept bytes:\n%s", err, got)
 	}
-	if k := c.get("conv"); len(k.pre.seen) != len(req.Messages)-1 {
-		t.Fatalf("kept %d messages for the next request, not %d", len(k.pre.seen), len(req.Messages)-1)
+	if n := c.prefixes.Kept("conv").Len(); n != len(req.Messages)-1 {
+		t.Fatalf("kept %d messages for the next request, not %d", n, len(req.Messages)-1)
 	}
 }
 
@@ -236,36 +223,6 @@ func FuzzKeptBytesAreBodysBytes(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestTwoSuccessorsOfAPrefixKeepTheirOwnMessages pins that only one
-// prefix grows its predecessor's messages in place: two requests of one
-// conversation built on the same prefix (sent at once) must not write
-// over each other's.
-func TestTwoSuccessorsOfAPrefixKeepTheirOwnMessages(t *testing.T) {
-	c := &keptBodies{}
-	msg := func(text string) history.Message {
-		return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: text}}}
-	}
-	body := []byte(`{"contents":[...]}`)
-	c.put("k", nil, []history.Message{msg("a")}, body, 5, history.User, false, nil)
-	first := c.get("k").pre
-	c.put("k", first, []history.Message{msg("b")}, body, 6, history.User, false, nil)
-	second := c.get("k").pre
-	c.put("k", first, []history.Message{msg("c")}, body, 7, history.User, false, nil)
-	third := c.get("k").pre
-	for _, p := range []struct {
-		pre  *prefix
-		want []string
-	}{{first, []string{"a"}}, {second, []string{"a", "b"}}, {third, []string{"a", "c"}}} {
-		var got []string
-		for _, s := range p.pre.seen {
-			got = append(got, s.parts[0].Text)
-		}
-		if !slices.Equal(got, p.want) {
-			t.Errorf("a prefix's messages are %q, not %q", got, p.want)
-		}
-	}
 }
 
 // TestRequestsOfOneConversationBuiltAtOnceGetBodysBytes builds the bodies
