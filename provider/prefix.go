@@ -134,16 +134,16 @@ func (c *Prefixes) Get(conv, lead string, msgs []history.Message) *Prefix {
 		return nil
 	}
 	c.mu.Lock()
-	e := c.m[conv]
-	if e != nil {
+	var p *Prefix
+	if e := c.m[conv]; e != nil {
 		c.tick++
-		e.used = c.tick
+		e.used, p = c.tick, e.p
 	}
 	c.mu.Unlock()
-	if e == nil || !e.p.matches(lead, msgs) {
+	if p == nil || !p.matches(lead, msgs) {
 		return nil
 	}
-	return e.p
+	return p
 }
 
 // Put keeps for conv the prefix made of from's messages (from is the

@@ -123,3 +123,27 @@ func TestPrefixesKeepTheConversationsUsedLast(t *testing.T) {
 		t.Error("a nil Prefixes kept something")
 	}
 }
+
+// Requests of one conversation may be built at once: one gets the kept
+// prefix while another keeps a new one (run with -race; it caught Get
+// reading the kept prefix after letting go of the lock).
+func TestOneConversationsPrefixIsGotAndKeptAtOnce(t *testing.T) {
+	var c Prefixes
+	m := []history.Message{text(history.User, "go"), text(history.Assistant, "ok")}
+	done := make(chan bool)
+	for g := range 4 {
+		go func() {
+			defer func() { done <- true }()
+			for range 200 {
+				if g%2 == 0 {
+					c.Put("k", "", nil, m, []byte("x"), history.User)
+				} else if p := c.Get("k", "", m); p != nil && p.Len() != 2 {
+					t.Errorf("got a prefix of %d messages, want 2", p.Len())
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}
