@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -50,6 +51,59 @@ type Platform struct {
 	// the server-sent event text the SDK's middleware would make of
 	// them (eventstream.go). Its options must not need that text.
 	EventStream bool
+	// Send, when set, takes the place of an SDK platform middleware
+	// (Bedrock's, Vertex's), whose edits of the body were each a pass
+	// over the whole conversation: the wire writes the platform's body
+	// itself — the first-party body less "model" (and less "stream" with
+	// StreamInURL), with "anthropic_version" (and, with BetasInBody, the
+	// betas as "anthropic_beta") at its end, byte for byte what that
+	// middleware made of it (platformForm) — and Send, given each attempt
+	// as the SDK made it for /v1/messages with the anthropic-version
+	// header already dropped, points it at the platform's URL for rt and
+	// authorizes it. Send must not change the body. Options then only give
+	// the address and the HTTP client; the SDK's first-party environment
+	// (ANTHROPIC_API_KEY, ...) is not read.
+	Send func(r *http.Request, rt Route) error
+	// StreamInURL leaves "stream" out of the body: the URL says it
+	// (Bedrock's invoke-with-response-stream). Only with Send.
+	StreamInURL bool
+	// BetasInBody sends the betas (interleaved thinking's) in the body as
+	// "anthropic_beta" rather than the anthropic-beta header (Bedrock).
+	// Only with Send.
+	BetasInBody bool
+}
+
+// Route is what a Platform's Send needs of one request: its model and
+// whether it streams, which the platform takes in the URL, and the body
+// sent, which a signature hashes. Send must not change Body.
+type Route struct {
+	// Model is the model as the SDK's middleware read it from the body
+	// (wireModel): req.Model, unless that is not UTF-8.
+	Model  string
+	Stream bool
+	Body   []byte
+}
+
+// routeKey is the context key under which Complete hands a request's
+// Route to the middleware that calls Send.
+type routeKey struct{}
+
+// routed is the middleware, closest to the wire but for keepEventStream,
+// that hands each attempt to send with the Route Complete put in its
+// context. It drops the anthropic-version header (the version is in the
+// body), as the SDK's platform middlewares did.
+func routed(name string, send func(*http.Request, Route) error) option.Middleware {
+	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		rt, ok := r.Context().Value(routeKey{}).(*Route)
+		if !ok {
+			return nil, fmt.Errorf("%s: %s %s is not a request the wire built", name, r.Method, r.URL.Path)
+		}
+		r.Header.Del("anthropic-version")
+		if err := send(r, *rt); err != nil {
+			return nil, err
+		}
+		return next(r)
+	}
 }
 
 // OnPlatform is the Anthropic wire sending through a Platform. It is a
@@ -80,17 +134,29 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	case retries < 0:
 		retries = 0
 	}
+	if pl.Send == nil && (pl.StreamInURL || pl.BetasInBody) {
+		return nil, fmt.Errorf("%s: StreamInURL and BetasInBody need Send", pl.Name)
+	}
 	opts := []option.RequestOption{option.WithMaxRetries(retries)}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	if pl.Version != "" {
+	var form *platformForm
+	switch {
+	case pl.Send != nil:
+		form = &platformForm{version: pl.Version, streamInURL: pl.StreamInURL, betasInBody: pl.BetasInBody}
+		opts = append(opts, option.WithoutEnvironmentDefaults())
+		opts = append(opts, pl.Options...)
+		opts = append(opts, option.WithMiddleware(routed(pl.Name, pl.Send)))
+	case pl.Version != "":
 		// The SDK's platform middleware moves this header into the body
 		// (it reads it there, as it would the first-party version): one
 		// edit of the body, not two.
 		opts = append(opts, option.WithHeader("anthropic-version", pl.Version))
+		fallthrough
+	default:
+		opts = append(opts, pl.Options...)
 	}
-	opts = append(opts, pl.Options...)
 	if pl.EventStream {
 		// after the platform's middleware: closer to the wire, it runs
 		// inside it
@@ -99,7 +165,9 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	return &OnPlatform{Provider: withOptions(cfg, opts), platform: pl}, nil
+	p := withOptions(cfg, opts)
+	p.form = form
+	return &OnPlatform{Provider: p, platform: pl}, nil
 }
 
 // CacheSettings says how the wire marks the prompt cache, platform named:
@@ -198,4 +266,36 @@ func (p *OnPlatform) WithThinking(th Thinking) (*OnPlatform, error) {
 		return nil, err
 	}
 	return &OnPlatform{Provider: ap, platform: p.platform}, nil
+}
+
+// CheckSegment is an error naming path when seg, one escaped segment of
+// it that holds a name of the caller's (a model, a project), would not
+// reach the platform as that segment: one that is "." or "..", alone or
+// before a ";" (either may be escaped), which a server or proxy resolves
+// away, or one that starts with ";". The SDK's platform middlewares
+// refused such a path before sending it; a Platform's Send does too.
+func CheckSegment(path, seg string) error {
+	i, dots := 0, 0
+	for dots < 2 {
+		if strings.HasPrefix(seg[i:], ".") {
+			i++
+		} else if hasPrefixFold(seg[i:], "%2e") {
+			i += 3
+		} else {
+			break
+		}
+		dots++
+	}
+	if dots > 0 && (i == len(seg) || seg[i] == ';' || hasPrefixFold(seg[i:], "%3b")) {
+		return fmt.Errorf("constructed path %q contains dot segment %q which is not allowed", path, seg)
+	}
+	if strings.HasPrefix(seg, ";") || hasPrefixFold(seg, "%3b") {
+		return fmt.Errorf("constructed path %q contains segment %q which starts with \";\" and is not allowed", path, seg)
+	}
+	return nil
+}
+
+// hasPrefixFold reports whether s starts with prefix, in any case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
