@@ -299,3 +299,40 @@ func CheckSegment(path, seg string) error {
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
+
+// PathSegment is s percent-encoded as one path segment: every byte but
+// the ASCII letters and digits and those RFC 3986 allows in a segment
+// (- . _ ~ ! $ & ' ( ) * + , ; = : @) as %XX, "/" and "%" included: a
+// model or a project as the SDK's platform packages put it in a path.
+func PathSegment(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !segmentByte(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	const hexDigits = "0123456789ABCDEF"
+	out := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if segmentByte(c) {
+			out = append(out, c)
+			continue
+		}
+		out = append(out, '%', hexDigits[c>>4], hexDigits[c&15])
+	}
+	return string(out)
+}
+
+// segmentByte reports whether c stands for itself in a path segment
+// (RFC 3986's pchar, less the percent sign).
+func segmentByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@", c) >= 0
+}

@@ -157,7 +157,7 @@ func invokePath(model string, stream bool) (string, error) {
 	if stream {
 		method = "invoke-with-response-stream"
 	}
-	seg := pathSegment(model)
+	seg := anthropic.PathSegment(model)
 	path := "/model/" + seg + "/" + method
 	if err := anthropic.CheckSegment(path, seg); err != nil {
 		return "", fmt.Errorf("bedrock: %v", err)
@@ -209,39 +209,3 @@ func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 // unsigned are the headers left out of the signature, as the SDK's bedrock
 // middleware leaves them: W3C trace context and baggage.
 var unsigned = []string{"Traceparent", "Tracestate", "Baggage"}
-
-// pathSegment is s percent-encoded as one path segment: every byte but
-// the ASCII letters and digits and those RFC 3986 allows in a segment
-// (- . _ ~ ! $ & ' ( ) * + , ; = : @) as %XX, "/" and "%" included.
-func pathSegment(s string) string {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if !segmentByte(s[i]) {
-			n++
-		}
-	}
-	if n == 0 {
-		return s
-	}
-	const hexDigits = "0123456789ABCDEF"
-	out := make([]byte, 0, len(s)+2*n)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if segmentByte(c) {
-			out = append(out, c)
-			continue
-		}
-		out = append(out, '%', hexDigits[c>>4], hexDigits[c&15])
-	}
-	return string(out)
-}
-
-// segmentByte reports whether c stands for itself in a path segment
-// (RFC 3986's pchar, less the percent sign).
-func segmentByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("-._~!$&'()*+,;=:@", c) >= 0
-}
