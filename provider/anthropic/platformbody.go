@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"unicode/utf8"
@@ -83,13 +82,9 @@ func (f *platformForm) tail(th Thinking) ([]byte, error) {
 	return tail, nil
 }
 
-// errNoModel is editHead's error for a head without a top-level "model"
-// member, which encodeHead always writes.
-var errNoModel = errors.New("anthropic: the request's head has no model member")
-
 // editHead is head, a JSON object as encodeHead writes it (compact), with
-// its top-level "model" member cut and tail's members (each after a
-// comma) added before its closing brace: a new slice.
+// its top-level "model" member cut, if it has one, and tail's members
+// (each after a comma) added before its closing brace: a new slice.
 func editHead(head, tail []byte) ([]byte, error) {
 	s := provider.Scanner{B: head}
 	from, to := -1, -1
@@ -118,21 +113,25 @@ func editHead(head, tail []byte) ([]byte, error) {
 		return nil, fmt.Errorf("anthropic: the request's head is not a JSON object: %.80q", head)
 	}
 	if from < 0 {
-		return nil, errNoModel
-	}
-	// the member goes with the comma before it, or, first, the one after
-	before := from
-	for before > 0 && isSpace(head[before-1]) {
-		before--
-	}
-	if head[before-1] == ',' {
-		from = before - 1
+		// none (the SDK leaves out an empty model): nothing to cut;
+		// the platform's Send refuses the request
+		from, to = 0, 0
 	} else {
-		for to < len(head) && isSpace(head[to]) {
-			to++
+		// the member goes with the comma before it, or, first, the one
+		// after
+		before := from
+		for before > 0 && isSpace(head[before-1]) {
+			before--
 		}
-		if head[to] == ',' {
-			to++
+		if head[before-1] == ',' {
+			from = before - 1
+		} else {
+			for to < len(head) && isSpace(head[to]) {
+				to++
+			}
+			if head[to] == ',' {
+				to++
+			}
 		}
 	}
 	out := make([]byte, 0, len(head)-(to-from)+len(tail))
