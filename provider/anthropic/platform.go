@@ -20,27 +20,32 @@ import (
 // Google Vertex AI (provider/vertex), and Anthropic's own gateway on
 // Google Cloud (provider/googlecloud), which changes nothing in the body
 // and only routes and authorizes it. The request is the one Body builds —
-// the same messages, cache markers and tools, byte for byte — and the
-// SDK's platform options rewrite it on its way out: the model moves into
-// the URL, anthropic_version into the body, and the request is signed or
-// given a token. Only transport and auth differ; the answer is read as on
-// the first-party API, Bedrock's binary event stream frame by frame into
-// the same events (eventstream.go).
+// the same messages, cache markers and tools, byte for byte — as the
+// platform takes it: on Bedrock and Vertex (Platform.Send) the wire writes
+// it without the model, with anthropic_version at its end
+// (platformbody.go), and the platform's Send puts the model in the URL and
+// signs the request (the HTTP client gives Vertex's token); on Google
+// Cloud the SDK's options route it and give it a token. Only transport and
+// auth differ; the answer is read as on the first-party API, Bedrock's
+// binary event stream frame by frame into the same events
+// (eventstream.go).
 
 // Platform is a cloud that serves the Messages API: its name, the
-// anthropic_version its documentation requires in the body, and the SDK
-// request options that route, sign and authorize each request (the SDK's
-// bedrock.WithConfig, vertex.WithCredentials, googlecloud's client
-// options). It must not carry options that change the body otherwise.
+// anthropic_version its documentation requires in the body, and what
+// routes and authorizes each request — its Send and the options that give
+// the address and HTTP client (Bedrock, Vertex), or SDK request options
+// that do it all (googlecloud's client options). It must not carry
+// options that change the body otherwise.
 type Platform struct {
 	// Name names the platform in errors and in the cache settings
 	// ("bedrock", "vertex", "google-cloud").
 	Name string
 	// Version is the body's anthropic_version ("bedrock-2023-05-31",
-	// "vertex-2023-10-16"), given as the anthropic-version header, which
-	// the SDK's platform middleware moves into the body; it would
-	// otherwise move the first-party API's version there, a value the
-	// platforms' documentation does not list. Empty leaves it to the SDK.
+	// "vertex-2023-10-16"): with Send, written at the body's end; without,
+	// given as the anthropic-version header, which an SDK platform
+	// middleware moves into the body (it would otherwise move the
+	// first-party API's version there, a value the platforms'
+	// documentation does not list). Empty leaves it to the SDK.
 	Version string
 	// Options are applied after the retries and Config.HTTPClient (so
 	// that an auth option can wrap that client) and before

@@ -270,3 +270,21 @@ func FuzzTheRouteIsTheSDKs(f *testing.F) {
 		}
 	})
 }
+
+// The body a request reports as sent (Request.OnBody, which the agent
+// keeps for the API) is, byte for byte, what Bedrock received.
+func TestTheBodyReportedSentIsWhatBedrockReceived(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
+		p, _ := newWire(t, srv, noStream)
+		req := sampleRequest()
+		var reported []byte
+		req.OnBody = func(b []byte) { reported = b }
+		if _, err := p.Complete(context.Background(), req, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := srv.Requests()[0]; !bytes.Equal(reported, got) {
+			t.Fatalf("reported\n%s\nreceived\n%s", reported, got)
+		}
+	}
+}

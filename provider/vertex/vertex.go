@@ -56,7 +56,7 @@ type Config struct {
 	// BaseURL, when set, replaces the address (the regional
 	// https://REGION-aiplatform.googleapis.com/, or
 	// $ANTHROPIC_VERTEX_BASE_URL) for a proxy or a test's fake, and its
-	// path must be empty, the SDK rewriting /v1/messages only; NoStream
+	// path must be empty, the wire rewriting /v1/messages only; NoStream
 	// calls rawPredict, the answer then arriving whole; MaxRetries and
 	// HTTPClient as there. Its APIKey must stay empty.
 	anthropic.Config
@@ -191,12 +191,13 @@ func (p *route) send(r *http.Request, rt anthropic.Route) error {
 	return nil
 }
 
-// hostOnly is a base URL as the SDK's vertex package takes it: the
-// scheme and host, its path empty, since the SDK rewrites the path
-// /v1/messages and no other. A trailing /v1 — the form Anthropic's Python
-// and TypeScript SDKs and Claude Code take in ANTHROPIC_VERTEX_BASE_URL —
-// is dropped, the SDK adding it; any other path is an error that says so,
-// where it would otherwise send requests the platform does not serve.
+// hostOnly is a base URL as the wire takes it (and the SDK's vertex
+// package took it): the scheme and host, its path empty, since send
+// rewrites the path /v1/messages and no other. A trailing /v1 — the form
+// Anthropic's Python and TypeScript SDKs and Claude Code take in
+// ANTHROPIC_VERTEX_BASE_URL — is dropped, send adding it; any other path
+// is an error that says so, where it would otherwise send requests the
+// platform does not serve.
 func hostOnly(base string) (string, error) {
 	if base == "" {
 		return "", nil
@@ -210,7 +211,7 @@ func hostOnly(base string) (string, error) {
 		u.Path, u.RawPath = "/", ""
 		return u.String(), nil
 	}
-	return "", fmt.Errorf("vertex: base URL %q (Config.BaseURL or ANTHROPIC_VERTEX_BASE_URL) has the path %q: the SDK's vertex package sends to /v1/projects/... under the host alone, so give the scheme and host (a trailing /v1 is fine)", base, u.Path)
+	return "", fmt.Errorf("vertex: base URL %q (Config.BaseURL or ANTHROPIC_VERTEX_BASE_URL) has the path %q: the wire sends to /v1/projects/... under the host alone, so give the scheme and host (a trailing /v1 is fine)", base, u.Path)
 }
 
 func first(values ...string) string {
