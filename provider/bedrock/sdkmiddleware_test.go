@@ -5,12 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"net/url"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +18,6 @@ import (
 	sdkbedrock "github.com/anthropics/anthropic-sdk-go/v2/bedrock"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -42,73 +39,28 @@ func sdkWire(t testing.TB, awsCfg aws.Config, cfg anthropic.Config) *anthropic.O
 	return p
 }
 
-// sent is one request as it left the client: its method, URL, headers and
-// body.
-type sent struct {
-	method, url string
-	header      http.Header
-	body        []byte
-}
-
-// wiretap records each request whole, then sends it on to the fake at to
-// (whatever its host), or, with no fake, answers it in process with a
-// short message.
-type wiretap struct {
-	mu   sync.Mutex
-	to   *url.URL
-	sent []sent
-}
-
-func (w *wiretap) RoundTrip(r *http.Request) (*http.Response, error) {
-	body, err := io.ReadAll(r.Body)
-	r.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	w.sent = append(w.sent, sent{r.Method, r.URL.String(), r.Header.Clone(), body})
-	w.mu.Unlock()
-	if w.to == nil {
-		return answering{}.RoundTrip(r)
-	}
-	r = r.Clone(r.Context())
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.URL.Scheme, r.URL.Host, r.Host = w.to.Scheme, w.to.Host, ""
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func (w *wiretap) last(t testing.TB) sent {
-	t.Helper()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.sent) == 0 {
-		t.Fatal("nothing was sent")
-	}
-	return w.sent[len(w.sent)-1]
-}
-
 // checkSignature fails unless the request's Authorization is SigV4's
 // signature, with the test's keys, of the request as it was sent (its
 // URL, headers and body), at the time its X-Amz-Date says.
-func checkSignature(t testing.TB, s sent) {
+func checkSignature(t testing.TB, s providertest.Sent) {
 	t.Helper()
-	at, err := time.Parse("20060102T150405Z", s.header.Get("X-Amz-Date"))
+	at, err := time.Parse("20060102T150405Z", s.Header.Get("X-Amz-Date"))
 	if err != nil {
 		t.Fatalf("X-Amz-Date: %v", err)
 	}
-	r, err := http.NewRequest(s.method, s.url, bytes.NewReader(s.body))
+	r, err := http.NewRequest(s.Method, s.URL, bytes.NewReader(s.Body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Header = s.header.Clone()
+	r.Header = s.Header.Clone()
 	r.Header.Del("Authorization")
 	r.Header.Del("X-Amz-Date")
-	sum := sha256.Sum256(s.body)
+	sum := sha256.Sum256(s.Body)
 	creds := aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret", Source: "test"}
 	if err := v4.NewSigner().SignHTTP(context.Background(), creds, r, hex.EncodeToString(sum[:]), "bedrock", "us-east-1", at); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s.header.Get("Authorization"), r.Header.Get("Authorization"); got != want {
+	if got, want := s.Header.Get("Authorization"), r.Header.Get("Authorization"); got != want {
 		t.Fatalf("Authorization %q\nis not the signature of what was sent: %q", got, want)
 	}
 }
@@ -116,15 +68,15 @@ func checkSignature(t testing.TB, s sent) {
 // sameRequest fails unless a and b are the same request on the wire: the
 // same method, URL, body and headers, but for the time of the signature
 // and the signature itself, which checkSignature holds to what was sent.
-func sameRequest(t testing.TB, ours, sdks sent) {
+func sameRequest(t testing.TB, ours, sdks providertest.Sent) {
 	t.Helper()
-	if ours.method != sdks.method || ours.url != sdks.url {
-		t.Errorf("sent %s %s\nthe SDK's middleware %s %s", ours.method, ours.url, sdks.method, sdks.url)
+	if ours.Method != sdks.Method || ours.URL != sdks.URL {
+		t.Errorf("sent %s %s\nthe SDK's middleware %s %s", ours.Method, ours.URL, sdks.Method, sdks.URL)
 	}
-	if !bytes.Equal(ours.body, sdks.body) {
-		t.Errorf("sent\n%s\nthe SDK's middleware sent\n%s", ours.body, sdks.body)
+	if !bytes.Equal(ours.Body, sdks.Body) {
+		t.Errorf("sent\n%s\nthe SDK's middleware sent\n%s", ours.Body, sdks.Body)
 	}
-	oh, sh := ours.header.Clone(), sdks.header.Clone()
+	oh, sh := ours.Header.Clone(), sdks.Header.Clone()
 	if strings.HasPrefix(sh.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
 		checkSignature(t, ours)
 		checkSignature(t, sdks)
@@ -177,40 +129,29 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tap := &wiretap{to: u}
+			tap := &providertest.Wiretap{To: u}
 			cfg := anthropic.Config{HTTPClient: &http.Client{Transport: tap}, NoStream: tc.noStream, MaxRetries: -1, BaseURL: tc.baseURL}
 			ours, err := New(Config{Config: cfg, AWS: &awsCfg})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sdks := sdkWire(t, awsCfg, cfg)
-			if ours, err = ours.WithThinking(tc.thinking); err != nil {
-				t.Fatal(err)
-			}
-			if sdks, err = sdks.WithThinking(tc.thinking); err != nil {
-				t.Fatal(err)
+			pair := []*anthropic.OnPlatform{ours, sdkWire(t, awsCfg, cfg)}
+			for i := range pair {
+				if pair[i], err = pair[i].WithThinking(tc.thinking); err != nil {
+					t.Fatal(err)
+				}
 			}
 			req := sampleRequest()
 			req.Model = tc.model
 			req.MaxTokens = 4096
-			var got [2]sent
-			var errs [2]string
-			for i, p := range []provider.Provider{ours, sdks} {
-				n := len(tap.sent)
-				if _, err := p.Complete(context.Background(), req, nil); err != nil {
-					errs[i] = err.Error()
-				}
-				if len(tap.sent) > n {
-					got[i] = tap.last(t)
-				}
-			}
+			got, errs := tap.Exchange(req, pair[0], pair[1])
 			if errs[0] != errs[1] {
 				t.Fatalf("error %q\nthe SDK's middleware %q", errs[0], errs[1])
 			}
-			if (got[0].url == "") != (got[1].url == "") {
-				t.Fatalf("sent %q, the SDK's middleware %q", got[0].url, got[1].url)
+			if (got[0].URL == "") != (got[1].URL == "") {
+				t.Fatalf("sent %q, the SDK's middleware %q", got[0].URL, got[1].URL)
 			}
-			if got[0].url != "" {
+			if got[0].URL != "" {
 				sameRequest(t, got[0], got[1])
 			}
 		})
@@ -224,7 +165,7 @@ func FuzzTheRouteIsTheSDKs(f *testing.F) {
 		f.Add(m, false)
 	}
 	awsCfg := aws.Config{Region: "us-east-1", Credentials: staticKeys}
-	tap := &wiretap{}
+	tap := &providertest.Wiretap{}
 	cfg := anthropic.Config{HTTPClient: &http.Client{Transport: tap}, MaxRetries: -1}
 	streamed := [2]*anthropic.OnPlatform{}
 	whole := [2]*anthropic.OnPlatform{}
@@ -248,24 +189,13 @@ func FuzzTheRouteIsTheSDKs(f *testing.F) {
 		}
 		req := sampleRequest()
 		req.Model = model
-		var got [2]sent
-		var errs [2]string
-		for i, p := range pair {
-			tap.sent = tap.sent[:0]
-			// the in-process answer is a whole message, not a stream:
-			// a streamed request's answer is an error, the same on both
-			_, err := p.Complete(context.Background(), req, nil)
-			if err != nil {
-				errs[i] = err.Error()
-			}
-			if len(tap.sent) > 0 {
-				got[i] = tap.last(t)
-			}
+		// the in-process answer is a whole message, not a stream: a
+		// streamed request's answer is an error, the same on both
+		got, errs := tap.Exchange(req, pair[0], pair[1])
+		if (got[0].URL == "") != (got[1].URL == "") || got[0].URL == "" && errs[0] != errs[1] {
+			t.Fatalf("model %q: sent %q (%s), the SDK's middleware %q (%s)", model, got[0].URL, errs[0], got[1].URL, errs[1])
 		}
-		if (got[0].url == "") != (got[1].url == "") || got[0].url == "" && errs[0] != errs[1] {
-			t.Fatalf("model %q: sent %q (%s), the SDK's middleware %q (%s)", model, got[0].url, errs[0], got[1].url, errs[1])
-		}
-		if got[0].url != "" {
+		if got[0].URL != "" {
 			sameRequest(t, got[0], got[1])
 		}
 	})
@@ -277,14 +207,6 @@ func TestTheBodyReportedSentIsWhatBedrockReceived(t *testing.T) {
 	for _, noStream := range []bool{false, true} {
 		srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
 		p, _ := newWire(t, srv, noStream)
-		req := sampleRequest()
-		var reported []byte
-		req.OnBody = func(b []byte) { reported = b }
-		if _, err := p.Complete(context.Background(), req, nil); err != nil {
-			t.Fatal(err)
-		}
-		if got := srv.Requests()[0]; !bytes.Equal(reported, got) {
-			t.Fatalf("reported\n%s\nreceived\n%s", reported, got)
-		}
+		providertest.CheckReportedBody(t, srv, p, sampleRequest())
 	}
 }

@@ -3,12 +3,9 @@ package vertex
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"reflect"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -43,77 +40,21 @@ func sdkWire(t testing.TB, cfg Config) *anthropic.OnPlatform {
 	return p
 }
 
-// sent is one request as it left the client: its method, URL, headers and
-// body.
-type sent struct {
-	method, url string
-	header      http.Header
-	body        []byte
-}
-
-// wiretap records each request whole, then sends it on to the fake at to
-// (whatever its host), or, with no fake, answers it in process with a
-// short message.
-type wiretap struct {
-	mu   sync.Mutex
-	to   *url.URL
-	sent []sent
-}
-
-func (w *wiretap) RoundTrip(r *http.Request) (*http.Response, error) {
-	body, err := io.ReadAll(r.Body)
-	r.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	w.sent = append(w.sent, sent{r.Method, r.URL.String(), r.Header.Clone(), body})
-	w.mu.Unlock()
-	if w.to == nil {
-		const answer = `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
-		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(answer)), Request: r}, nil
-	}
-	r = r.Clone(r.Context())
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.URL.Scheme, r.URL.Host, r.Host = w.to.Scheme, w.to.Host, ""
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// exchange sends req on ours and on the SDK's wire, and returns what each
-// sent (a zero sent when nothing was) and each one's error ("" for none).
-func exchange(t testing.TB, tap *wiretap, ours, sdks provider.Provider, req provider.Request) (got [2]sent, errs [2]string) {
-	t.Helper()
-	for i, p := range []provider.Provider{ours, sdks} {
-		tap.mu.Lock()
-		n := len(tap.sent)
-		tap.mu.Unlock()
-		if _, err := p.Complete(context.Background(), req, nil); err != nil {
-			errs[i] = err.Error()
-		}
-		tap.mu.Lock()
-		if len(tap.sent) > n {
-			got[i] = tap.sent[len(tap.sent)-1]
-		}
-		tap.mu.Unlock()
-	}
-	return got, errs
-}
-
 // sameExchange fails unless both wires sent the same request (method,
 // URL, headers, body) or refused it alike.
-func sameExchange(t testing.TB, what string, got [2]sent, errs [2]string) {
+func sameExchange(t testing.TB, what string, got []providertest.Sent, errs []string) {
 	t.Helper()
 	if errs[0] != errs[1] {
 		t.Fatalf("%s: error %q\nthe SDK's middleware %q", what, errs[0], errs[1])
 	}
-	if got[0].method != got[1].method || got[0].url != got[1].url {
-		t.Fatalf("%s: sent %s %q\nthe SDK's middleware %s %q", what, got[0].method, got[0].url, got[1].method, got[1].url)
+	if got[0].Method != got[1].Method || got[0].URL != got[1].URL {
+		t.Fatalf("%s: sent %s %q\nthe SDK's middleware %s %q", what, got[0].Method, got[0].URL, got[1].Method, got[1].URL)
 	}
-	if !bytes.Equal(got[0].body, got[1].body) {
-		t.Errorf("%s: sent\n%s\nthe SDK's middleware sent\n%s", what, got[0].body, got[1].body)
+	if !bytes.Equal(got[0].Body, got[1].Body) {
+		t.Errorf("%s: sent\n%s\nthe SDK's middleware sent\n%s", what, got[0].Body, got[1].Body)
 	}
-	if !reflect.DeepEqual(got[0].header, got[1].header) {
-		t.Errorf("%s: headers sent\n%v\nthe SDK's middleware sent\n%v", what, got[0].header, got[1].header)
+	if !reflect.DeepEqual(got[0].Header, got[1].Header) {
+		t.Errorf("%s: headers sent\n%v\nthe SDK's middleware sent\n%v", what, got[0].Header, got[1].Header)
 	}
 }
 
@@ -150,7 +91,7 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tap := &wiretap{to: u}
+			tap := &providertest.Wiretap{To: u}
 			cfg := Config{
 				Config:      anthropic.Config{HTTPClient: &http.Client{Transport: tap}, NoStream: tc.noStream, MaxRetries: -1, BaseURL: tc.baseURL},
 				Region:      first(tc.region, "us-east5"),
@@ -161,17 +102,16 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sdks := sdkWire(t, cfg)
-			if ours, err = ours.WithThinking(tc.thinking); err != nil {
-				t.Fatal(err)
-			}
-			if sdks, err = sdks.WithThinking(tc.thinking); err != nil {
-				t.Fatal(err)
+			pair := []*anthropic.OnPlatform{ours, sdkWire(t, cfg)}
+			for i := range pair {
+				if pair[i], err = pair[i].WithThinking(tc.thinking); err != nil {
+					t.Fatal(err)
+				}
 			}
 			req := sampleRequest()
 			req.Model = tc.model
 			req.MaxTokens = 4096
-			got, errs := exchange(t, tap, ours, sdks, req)
+			got, errs := tap.Exchange(req, pair[0], pair[1])
 			sameExchange(t, tc.name, got, errs)
 		})
 	}
@@ -183,7 +123,7 @@ func FuzzTheRouteIsTheSDKs(f *testing.F) {
 	for _, m := range []string{"claude-test", "claude-x@20250101", "..", ".;a", "%2e%2E", ";", "a b", "\xff\xfe", "é\x80", "%3b", "./", "~!$&'()*+,;=:@", "a/b"} {
 		f.Add(m, false)
 	}
-	tap := &wiretap{}
+	tap := &providertest.Wiretap{}
 	var pairs [2][2]provider.Provider
 	for i, noStream := range []bool{false, true} {
 		cfg := Config{
@@ -207,7 +147,7 @@ func FuzzTheRouteIsTheSDKs(f *testing.F) {
 		req.Model = model
 		// a streamed request's in-process answer, a whole message, is an
 		// error: the same on both
-		got, errs := exchange(t, tap, pair[0], pair[1], req)
+		got, errs := tap.Exchange(req, pair[0], pair[1])
 		sameExchange(t, "model "+model, got, errs)
 	})
 }
@@ -218,14 +158,6 @@ func TestTheBodyReportedSentIsWhatVertexReceived(t *testing.T) {
 	for _, noStream := range []bool{false, true} {
 		srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
 		p, _ := newWire(t, srv, noStream)
-		req := sampleRequest()
-		var reported []byte
-		req.OnBody = func(b []byte) { reported = b }
-		if _, err := p.Complete(context.Background(), req, nil); err != nil {
-			t.Fatal(err)
-		}
-		if got := srv.Requests()[0]; !bytes.Equal(reported, got) {
-			t.Fatalf("reported\n%s\nreceived\n%s", reported, got)
-		}
+		providertest.CheckReportedBody(t, srv, p, sampleRequest())
 	}
 }
