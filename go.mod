@@ -17,6 +17,7 @@ require (
 	github.com/riverqueue/river/rivertype v0.51.2
 	github.com/tidwall/sjson v1.2.5
 	golang.org/x/oauth2 v0.36.0
+	google.golang.org/api v0.197.0
 	google.golang.org/genai v1.79.1
 	modernc.org/quickjs v0.27.0
 	modernc.org/sqlite v1.61.1
@@ -86,7 +87,6 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	google.golang.org/api v0.197.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260414002931-afd174a4e478 // indirect
 	google.golang.org/grpc v1.82.1 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect

@@ -50,9 +50,9 @@ type Request struct {
 	// wire hands it to HTTP, before it is sent (once per Complete, not
 	// per retry: a retry sends the same bytes). The agent keeps it for
 	// the API (history.Requests, contract §13). The callee must not
-	// change it. On Bedrock and Vertex it is the body the wire built; the
-	// SDK then moves the model (and stream) into the URL and adds the
-	// platform's anthropic_version, as their packages say.
+	// change it. On Bedrock and Vertex too it is the body the platform
+	// receives: the wire writes it as the platform takes it, the model
+	// (and stream) in the URL, anthropic_version at its end.
 	OnBody func(body []byte) `json:"-"`
 	// CacheKey names the conversation the request belongs to, the same
 	// for every request of it (the agent sets the conversation's id), so

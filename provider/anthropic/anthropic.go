@@ -57,6 +57,10 @@ type Provider struct {
 	// the first messages' bytes of recent conversations (prefix.go),
 	// shared by WithThinking's copies (thinking does not change them)
 	prefixes *provider.Prefixes
+	// form, for a platform with Send (platform.go), is how the body is
+	// written for it; nil for the first-party API and a platform whose
+	// SDK options edit the body.
+	form *platformForm
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -101,7 +105,7 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 // same Request gives the same bytes, every time. It fails, naming the
 // numbers, when th does not fit the request (Thinking.Check).
 func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
-	return bodyWith(req, stream, th, nil, nil)
+	return bodyWith(req, stream, th, nil, nil, nil)
 }
 
 // bodyWith is BodyWith with the head taken from heads when it holds it
@@ -109,8 +113,10 @@ func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
 // them for req's conversation; nil caches encode afresh. What is kept is
 // `{"messages":[` and the message groups before the first that carries a
 // rolling cache breakpoint (which move to the two newest user messages
-// each round), never the last group (the next message may join it).
-func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, prefixes *provider.Prefixes) ([]byte, error) {
+// each round), never the last group (the next message may join it). A
+// non-nil form writes the body as its platform takes it
+// (platformbody.go); it needs heads.
+func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, prefixes *provider.Prefixes, form *platformForm) ([]byte, error) {
 	maxTokens := max(1, req.MaxTokens)
 	if err := th.Check(maxTokens); err != nil {
 		return nil, err
@@ -118,6 +124,12 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, 
 	head, err := heads.head(req, maxTokens, th)
 	if err != nil {
 		return nil, err
+	}
+	if form != nil {
+		if head, err = form.head(head, th); err != nil {
+			return nil, err
+		}
+		stream = stream && !form.streamInURL
 	}
 	// The rolling breakpoints: the newest user message, and the one
 	// before, which the previous request wrote to the cache.
@@ -240,12 +252,13 @@ func (p *Provider) CacheSettings() string {
 }
 
 // Body is the body Complete sends for req: BodyWith(req, !NoStream,
-// Thinking), byte for byte, built from what p kept of the previous
+// Thinking), byte for byte — on a platform with Send, as that platform
+// takes it (platformbody.go) — built from what p kept of the previous
 // requests of req's conversation (req.CacheKey) where those still hold.
 // Callers must not change the bytes: p may reuse them for the
 // conversation's next request.
 func (p *Provider) Body(req provider.Request) ([]byte, error) {
-	return bodyWith(req, !p.cfg.NoStream, p.cfg.Thinking, p.heads, p.prefixes)
+	return bodyWith(req, !p.cfg.NoStream, p.cfg.Thinking, p.heads, p.prefixes, p.form)
 }
 
 // Complete sends the request and reads the answer.
@@ -256,7 +269,15 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	}
 	req.Sent(body)
 	// The SDK sends the body as built here; its own params stay empty.
-	opts := append([]option.RequestOption{option.WithRequestBody("application/json", body)}, p.cfg.Thinking.options()...)
+	opts := []option.RequestOption{option.WithRequestBody("application/json", body)}
+	if p.form == nil || !p.form.betasInBody {
+		opts = append(opts, p.cfg.Thinking.options()...)
+	}
+	if p.form != nil {
+		// for the platform's Send (platform.go), which routes and
+		// authorizes each attempt
+		ctx = context.WithValue(ctx, routeKey{}, &Route{Model: wireModel(req.Model), Stream: !p.cfg.NoStream, Body: body})
+	}
 	if p.cfg.NoStream {
 		msg, err := p.client.Messages.New(ctx, sdk.MessageNewParams{}, opts...)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -19,27 +20,32 @@ import (
 // Google Vertex AI (provider/vertex), and Anthropic's own gateway on
 // Google Cloud (provider/googlecloud), which changes nothing in the body
 // and only routes and authorizes it. The request is the one Body builds —
-// the same messages, cache markers and tools, byte for byte — and the
-// SDK's platform options rewrite it on its way out: the model moves into
-// the URL, anthropic_version into the body, and the request is signed or
-// given a token. Only transport and auth differ; the answer is read as on
-// the first-party API, Bedrock's binary event stream frame by frame into
-// the same events (eventstream.go).
+// the same messages, cache markers and tools, byte for byte — as the
+// platform takes it: on Bedrock and Vertex (Platform.Send) the wire writes
+// it without the model, with anthropic_version at its end
+// (platformbody.go), and the platform's Send puts the model in the URL and
+// signs the request (the HTTP client gives Vertex's token); on Google
+// Cloud the SDK's options route it and give it a token. Only transport and
+// auth differ; the answer is read as on the first-party API, Bedrock's
+// binary event stream frame by frame into the same events
+// (eventstream.go).
 
 // Platform is a cloud that serves the Messages API: its name, the
-// anthropic_version its documentation requires in the body, and the SDK
-// request options that route, sign and authorize each request (the SDK's
-// bedrock.WithConfig, vertex.WithCredentials, googlecloud's client
-// options). It must not carry options that change the body otherwise.
+// anthropic_version its documentation requires in the body, and what
+// routes and authorizes each request — its Send and the options that give
+// the address and HTTP client (Bedrock, Vertex), or SDK request options
+// that do it all (googlecloud's client options). It must not carry
+// options that change the body otherwise.
 type Platform struct {
 	// Name names the platform in errors and in the cache settings
 	// ("bedrock", "vertex", "google-cloud").
 	Name string
 	// Version is the body's anthropic_version ("bedrock-2023-05-31",
-	// "vertex-2023-10-16"), given as the anthropic-version header, which
-	// the SDK's platform middleware moves into the body; it would
-	// otherwise move the first-party API's version there, a value the
-	// platforms' documentation does not list. Empty leaves it to the SDK.
+	// "vertex-2023-10-16"): with Send, written at the body's end; without,
+	// given as the anthropic-version header, which an SDK platform
+	// middleware moves into the body (it would otherwise move the
+	// first-party API's version there, a value the platforms'
+	// documentation does not list). Empty leaves it to the SDK.
 	Version string
 	// Options are applied after the retries and Config.HTTPClient (so
 	// that an auth option can wrap that client) and before
@@ -50,6 +56,59 @@ type Platform struct {
 	// the server-sent event text the SDK's middleware would make of
 	// them (eventstream.go). Its options must not need that text.
 	EventStream bool
+	// Send, when set, takes the place of an SDK platform middleware
+	// (Bedrock's, Vertex's), whose edits of the body were each a pass
+	// over the whole conversation: the wire writes the platform's body
+	// itself — the first-party body less "model" (and less "stream" with
+	// StreamInURL), with "anthropic_version" (and, with BetasInBody, the
+	// betas as "anthropic_beta") at its end, byte for byte what that
+	// middleware made of it (platformForm) — and Send, given each attempt
+	// as the SDK made it for /v1/messages with the anthropic-version
+	// header already dropped, points it at the platform's URL for rt and
+	// authorizes it. Send must not change the body. Options then only give
+	// the address and the HTTP client; the SDK's first-party environment
+	// (ANTHROPIC_API_KEY, ...) is not read.
+	Send func(r *http.Request, rt Route) error
+	// StreamInURL leaves "stream" out of the body: the URL says it
+	// (Bedrock's invoke-with-response-stream). Only with Send.
+	StreamInURL bool
+	// BetasInBody sends the betas (interleaved thinking's) in the body as
+	// "anthropic_beta" rather than the anthropic-beta header (Bedrock).
+	// Only with Send.
+	BetasInBody bool
+}
+
+// Route is what a Platform's Send needs of one request: its model and
+// whether it streams, which the platform takes in the URL, and the body
+// sent, which a signature hashes. Send must not change Body.
+type Route struct {
+	// Model is the model as the SDK's middleware read it from the body
+	// (wireModel): req.Model, unless that is not UTF-8.
+	Model  string
+	Stream bool
+	Body   []byte
+}
+
+// routeKey is the context key under which Complete hands a request's
+// Route to the middleware that calls Send.
+type routeKey struct{}
+
+// routed is the middleware, closest to the wire but for keepEventStream,
+// that hands each attempt to send with the Route Complete put in its
+// context. It drops the anthropic-version header (the version is in the
+// body), as the SDK's platform middlewares did.
+func routed(name string, send func(*http.Request, Route) error) option.Middleware {
+	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		rt, ok := r.Context().Value(routeKey{}).(*Route)
+		if !ok {
+			return nil, fmt.Errorf("%s: %s %s is not a request the wire built", name, r.Method, r.URL.Path)
+		}
+		r.Header.Del("anthropic-version")
+		if err := send(r, *rt); err != nil {
+			return nil, err
+		}
+		return next(r)
+	}
 }
 
 // OnPlatform is the Anthropic wire sending through a Platform. It is a
@@ -80,17 +139,29 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	case retries < 0:
 		retries = 0
 	}
+	if pl.Send == nil && (pl.StreamInURL || pl.BetasInBody) {
+		return nil, fmt.Errorf("%s: StreamInURL and BetasInBody need Send", pl.Name)
+	}
 	opts := []option.RequestOption{option.WithMaxRetries(retries)}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	if pl.Version != "" {
+	var form *platformForm
+	switch {
+	case pl.Send != nil:
+		form = &platformForm{version: pl.Version, streamInURL: pl.StreamInURL, betasInBody: pl.BetasInBody}
+		opts = append(opts, option.WithoutEnvironmentDefaults())
+		opts = append(opts, pl.Options...)
+		opts = append(opts, option.WithMiddleware(routed(pl.Name, pl.Send)))
+	case pl.Version != "":
 		// The SDK's platform middleware moves this header into the body
 		// (it reads it there, as it would the first-party version): one
 		// edit of the body, not two.
 		opts = append(opts, option.WithHeader("anthropic-version", pl.Version))
+		fallthrough
+	default:
+		opts = append(opts, pl.Options...)
 	}
-	opts = append(opts, pl.Options...)
 	if pl.EventStream {
 		// after the platform's middleware: closer to the wire, it runs
 		// inside it
@@ -99,7 +170,9 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	return &OnPlatform{Provider: withOptions(cfg, opts), platform: pl}, nil
+	p := withOptions(cfg, opts)
+	p.form = form
+	return &OnPlatform{Provider: p, platform: pl}, nil
 }
 
 // CacheSettings says how the wire marks the prompt cache, platform named:
@@ -198,4 +271,73 @@ func (p *OnPlatform) WithThinking(th Thinking) (*OnPlatform, error) {
 		return nil, err
 	}
 	return &OnPlatform{Provider: ap, platform: p.platform}, nil
+}
+
+// CheckSegment is an error naming path when seg, one escaped segment of
+// it that holds a name of the caller's (a model, a project), would not
+// reach the platform as that segment: one that is "." or "..", alone or
+// before a ";" (either may be escaped), which a server or proxy resolves
+// away, or one that starts with ";". The SDK's platform middlewares
+// refused such a path before sending it; a Platform's Send does too.
+func CheckSegment(path, seg string) error {
+	i, dots := 0, 0
+	for dots < 2 {
+		if strings.HasPrefix(seg[i:], ".") {
+			i++
+		} else if hasPrefixFold(seg[i:], "%2e") {
+			i += 3
+		} else {
+			break
+		}
+		dots++
+	}
+	if dots > 0 && (i == len(seg) || seg[i] == ';' || hasPrefixFold(seg[i:], "%3b")) {
+		return fmt.Errorf("constructed path %q contains dot segment %q which is not allowed", path, seg)
+	}
+	if strings.HasPrefix(seg, ";") || hasPrefixFold(seg, "%3b") {
+		return fmt.Errorf("constructed path %q contains segment %q which starts with \";\" and is not allowed", path, seg)
+	}
+	return nil
+}
+
+// hasPrefixFold reports whether s starts with prefix, in any case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// PathSegment is s percent-encoded as one path segment: every byte but
+// the ASCII letters and digits and those RFC 3986 allows in a segment
+// (- . _ ~ ! $ & ' ( ) * + , ; = : @) as %XX, "/" and "%" included: a
+// model or a project as the SDK's platform packages put it in a path.
+func PathSegment(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !segmentByte(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	const hexDigits = "0123456789ABCDEF"
+	out := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if segmentByte(c) {
+			out = append(out, c)
+			continue
+		}
+		out = append(out, '%', hexDigits[c>>4], hexDigits[c&15])
+	}
+	return string(out)
+}
+
+// segmentByte reports whether c stands for itself in a path segment
+// (RFC 3986's pchar, less the percent sign).
+func segmentByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@", c) >= 0
 }

@@ -126,6 +126,16 @@ func (th Thinking) options() []option.RequestOption {
 	return nil
 }
 
+// betas is the betas th asks for: the values of the anthropic-beta
+// header options sends, which Bedrock takes in the body instead
+// (Platform.BetasInBody).
+func (th Thinking) betas() []string {
+	if th.Interleaved {
+		return []string{InterleavedBeta}
+	}
+	return nil
+}
+
 // WithThinking returns a copy of p whose requests ask for th, or an error
 // saying what is wrong with th (its budget is compared with each request's
 // max_tokens when the request is built).

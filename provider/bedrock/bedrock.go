@@ -1,30 +1,41 @@
 // Package bedrock is Claude on Amazon Bedrock: the Anthropic Messages wire
 // (provider/anthropic: its encoder, cache markers and reading of the
-// answer) sent through anthropic-sdk-go's own bedrock package, which calls
-// InvokeModel (/model/MODEL/invoke) or InvokeModelWithResponseStream
-// (/model/MODEL/invoke-with-response-stream) with the model in the URL,
-// signs each request with AWS SigV4 (or sends AWS_BEARER_TOKEN_BEDROCK as
-// a bearer token); the wire reads Bedrock's binary event stream itself,
-// frame by frame, into the API's events (provider/anthropic's
-// Platform.EventStream).
+// answer) sent to InvokeModel (/model/MODEL/invoke) or
+// InvokeModelWithResponseStream (/model/MODEL/invoke-with-response-stream)
+// with the model in the URL, each request signed with AWS SigV4 by the AWS
+// SDK's signer (or sent with AWS_BEARER_TOKEN_BEDROCK as a bearer token);
+// the wire reads Bedrock's binary event stream itself, frame by frame,
+// into the API's events (provider/anthropic's Platform.EventStream).
 //
 // The body is the first-party wire's, byte for byte, less "model" and
-// "stream" (the SDK moves them into the URL) and with
+// "stream" (the URL says them) and with
 // "anthropic_version":"bedrock-2023-05-31" at its end, the value the
-// Bedrock documentation requires. Prompt caching is the first-party
-// wire's cache_control markers, which Bedrock takes for the models that
-// support caching. It must not read or send an Anthropic API key.
+// Bedrock documentation requires; the interleaved-thinking beta goes in
+// it as "anthropic_beta". The wire writes that body itself
+// (provider/anthropic's Platform.Send): the bytes, URL and headers sent
+// are those anthropic-sdk-go's bedrock middleware made of the first-party
+// request (TestWhatIsSentIsWhatTheSDKsMiddlewareSent), without its passes
+// over the body. Prompt caching is the first-party wire's cache_control
+// markers, which Bedrock takes for the models that support caching. It
+// must not read or send an Anthropic API key.
 package bedrock
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
 
-	sdkbedrock "github.com/anthropics/anthropic-sdk-go/v2/bedrock"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/provider/anthropic"
@@ -54,8 +65,8 @@ type Config struct {
 	AWS *aws.Config
 }
 
-// New returns the wire, or an error that says what is missing (a region)
-// or why the AWS configuration could not be loaded. Credentials are
+// New returns the wire, or an error that says what is missing (a region,
+// any credentials) or why the AWS configuration could not be loaded. Credentials are
 // resolved at the first request, as the AWS SDK does; their absence is
 // then that request's error.
 func New(cfg Config) (*anthropic.OnPlatform, error) {
@@ -72,11 +83,129 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	if awsCfg.Region == "" {
 		return nil, errors.New("bedrock: no AWS region: set AWS_REGION (or a region in the AWS profile that AWS_PROFILE names)")
 	}
+	s := newSender(awsCfg)
+	if s.bearer == nil && s.credentials == nil {
+		// The SDK's bedrock package failed each request so; an error of
+		// a request's Send would be retried as a connection's.
+		return nil, errors.New("bedrock: expected AWS credentials to be set: the AWS configuration has neither credentials nor a bearer token provider")
+	}
+	base := os.Getenv("ANTHROPIC_BEDROCK_BASE_URL")
+	if base == "" {
+		base = "https://bedrock-runtime." + awsCfg.Region + ".amazonaws.com"
+	}
 	return anthropic.NewOn(anthropic.Platform{
-		Name:    "bedrock",
-		Version: Version,
-		Options: []option.RequestOption{sdkbedrock.WithConfig(awsCfg)},
+		Name:        "bedrock",
+		Version:     Version,
+		Options:     []option.RequestOption{option.WithBaseURL(base)},
+		Send:        s.send,
+		StreamInURL: true,
+		BetasInBody: true,
 		// the wire reads the event stream's frames itself
 		EventStream: true,
 	}, cfg.Config)
 }
+
+// sender routes and authorizes each request to Bedrock: the model into
+// the path of InvokeModel or InvokeModelWithResponseStream, then a bearer
+// token or a SigV4 signature. It does nothing else to the request.
+type sender struct {
+	region string
+	// bearer, when set, authorizes with a bearer token instead of a
+	// signature: AWS_BEARER_TOKEN_BEDROCK, or the AWS configuration's
+	// token provider where its auth scheme preference puts bearer first
+	// or it has no credentials (the order of the SDK's bedrock package).
+	bearer interface {
+		token(ctx context.Context) (string, error)
+	}
+	credentials aws.CredentialsProvider
+	signer      *v4.Signer
+}
+
+func newSender(cfg aws.Config) *sender {
+	s := &sender{region: cfg.Region, credentials: cfg.Credentials, signer: v4.NewSigner()}
+	prefersBearer := len(cfg.AuthSchemePreference) > 0 && cfg.AuthSchemePreference[0] == "httpBearerAuth"
+	switch token := os.Getenv("AWS_BEARER_TOKEN_BEDROCK"); {
+	case token != "":
+		s.bearer = staticToken(token)
+	case prefersBearer && cfg.BearerAuthTokenProvider != nil, cfg.Credentials == nil && cfg.BearerAuthTokenProvider != nil:
+		s.bearer = tokenProvider{cfg}
+	}
+	return s
+}
+
+// staticToken is a bearer token given whole (AWS_BEARER_TOKEN_BEDROCK).
+type staticToken string
+
+func (t staticToken) token(context.Context) (string, error) { return string(t), nil }
+
+// tokenProvider is the AWS configuration's bearer token provider.
+type tokenProvider struct{ cfg aws.Config }
+
+func (p tokenProvider) token(ctx context.Context) (string, error) {
+	t, err := p.cfg.BearerAuthTokenProvider.RetrieveBearerToken(ctx)
+	return t.Value, err
+}
+
+// invokePath is the escaped path, under the address, of InvokeModel for
+// model, or of InvokeModelWithResponseStream when stream; an error when the
+// model is empty or would not be one segment of it.
+func invokePath(model string, stream bool) (string, error) {
+	if model == "" {
+		return "", errors.New("bedrock: missing required model parameter")
+	}
+	method := "invoke"
+	if stream {
+		method = "invoke-with-response-stream"
+	}
+	seg := anthropic.PathSegment(model)
+	path := "/model/" + seg + "/" + method
+	if err := anthropic.CheckSegment(path, seg); err != nil {
+		return "", fmt.Errorf("bedrock: %v", err)
+	}
+	return path, nil
+}
+
+// send points r, the SDK's request for /v1/messages under the address,
+// at the model's invoke path under the same address, and authorizes it.
+func (s *sender) send(r *http.Request, rt anthropic.Route) error {
+	path, err := invokePath(rt.Model, rt.Stream)
+	if err != nil {
+		return err
+	}
+	raw := strings.TrimSuffix(r.URL.EscapedPath(), "/v1/messages") + path
+	if r.URL.Path, err = url.PathUnescape(raw); err != nil {
+		return fmt.Errorf("bedrock: the path %q: %v", raw, err)
+	}
+	r.URL.RawPath = raw // kept by net/url while it decodes to Path
+	ctx := r.Context()
+	if s.bearer != nil {
+		token, err := s.bearer.token(ctx)
+		if err != nil {
+			return err
+		}
+		r.Header.Set("Authorization", "Bearer "+token)
+		return nil
+	}
+	creds, err := s.credentials.Retrieve(ctx)
+	if err != nil {
+		return err
+	}
+	// Trace context headers are not signed: a proxy may rewrite them.
+	held := map[string][]string{}
+	for _, name := range unsigned {
+		if v, ok := r.Header[name]; ok {
+			held[name] = v
+			delete(r.Header, name)
+		}
+	}
+	sum := sha256.Sum256(rt.Body)
+	err = s.signer.SignHTTP(ctx, creds, r, hex.EncodeToString(sum[:]), "bedrock", s.region, time.Now())
+	for name, v := range held {
+		r.Header[name] = v
+	}
+	return err
+}
+
+// unsigned are the headers left out of the signature, as the SDK's bedrock
+// middleware leaves them: W3C trace context and baggage.
+var unsigned = []string{"Traceparent", "Tracestate", "Baggage"}

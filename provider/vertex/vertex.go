@@ -1,30 +1,37 @@
 // Package vertex is Claude on Google Vertex AI: the Anthropic Messages
 // wire (provider/anthropic: its encoder, cache markers and reading of the
-// answer) sent through anthropic-sdk-go's own vertex package, which posts
-// to the publisher model's rawPredict (whole answer) or streamRawPredict
-// (server-sent events) under
+// answer) posted to the publisher model's rawPredict (whole answer) or
+// streamRawPredict (server-sent events) under
 // /v1/projects/PROJECT/locations/REGION/publishers/anthropic/models/MODEL,
 // with a Google OAuth token from application default credentials.
 //
 // The body is the first-party wire's, byte for byte, less "model" (the
-// SDK moves it into the URL) and with "anthropic_version":"vertex-2023-10-16"
-// at its end, the value the documentation of Claude on Vertex AI
-// requires. Prompt caching is the first-party wire's cache_control
-// markers, which Vertex takes. It must not read or send an Anthropic API
-// key.
+// URL says it) and with "anthropic_version":"vertex-2023-10-16" at its
+// end, the value the documentation of Claude on Vertex AI requires. The
+// wire writes that body itself (provider/anthropic's Platform.Send), and
+// sends it through the HTTP client anthropic-sdk-go's vertex package
+// would (Google's, authorized by the credentials' token source): the
+// bytes, URL and headers sent are those that package's middleware made of
+// the first-party request (TestWhatIsSentIsWhatTheSDKsMiddlewareSent),
+// without its passes over the body. Prompt caching is the first-party
+// wire's cache_control markers, which Vertex takes. It must not read or
+// send an Anthropic API key.
 package vertex
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	sdkvertex "github.com/anthropics/anthropic-sdk-go/v2/vertex"
+	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
+	gapioption "google.golang.org/api/option"
+	gapitransport "google.golang.org/api/transport"
 
 	"github.com/myelin-run/myelin/provider/anthropic"
 )
@@ -49,7 +56,7 @@ type Config struct {
 	// BaseURL, when set, replaces the address (the regional
 	// https://REGION-aiplatform.googleapis.com/, or
 	// $ANTHROPIC_VERTEX_BASE_URL) for a proxy or a test's fake, and its
-	// path must be empty, the SDK rewriting /v1/messages only; NoStream
+	// path must be empty, the wire rewriting /v1/messages only; NoStream
 	// calls rawPredict, the answer then arriving whole; MaxRetries and
 	// HTTPClient as there. Its APIKey must stay empty.
 	anthropic.Config
@@ -86,34 +93,111 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		return nil, err
 	}
 	wire.BaseURL = base
-	withCreds, err := credentialsOption(ctx, region, project, creds)
+	client, err := authorized(ctx, cfg.HTTPClient, creds)
 	if err != nil {
 		return nil, err
 	}
 	return anthropic.NewOn(anthropic.Platform{
 		Name:    "vertex",
 		Version: Version,
-		Options: []option.RequestOption{withCreds},
+		Options: []option.RequestOption{option.WithBaseURL(regionalURL(region)), option.WithHTTPClient(client)},
+		Send:    newRoute(region, project).send,
 	}, wire)
 }
 
-// credentialsOption is the SDK's vertex.WithCredentials, whose failure to
-// build its HTTP client is a panic there and an error here.
-func credentialsOption(ctx context.Context, region, project string, creds *google.Credentials) (opt option.RequestOption, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("vertex: %v", r)
-		}
-	}()
-	return sdkvertex.WithCredentials(ctx, region, project, creds), nil
+// regionalURL is the address of Vertex AI for region, as the SDK's vertex
+// package has it.
+func regionalURL(region string) string {
+	switch region {
+	case "global":
+		return "https://aiplatform.googleapis.com/"
+	case "us":
+		return "https://aiplatform.us.rep.googleapis.com/"
+	case "eu":
+		return "https://aiplatform.eu.rep.googleapis.com/"
+	}
+	return "https://" + region + "-aiplatform.googleapis.com/"
 }
 
-// hostOnly is a base URL as the SDK's vertex package takes it: the
-// scheme and host, its path empty, since the SDK rewrites the path
-// /v1/messages and no other. A trailing /v1 — the form Anthropic's Python
-// and TypeScript SDKs and Claude Code take in ANTHROPIC_VERTEX_BASE_URL —
-// is dropped, the SDK adding it; any other path is an error that says so,
-// where it would otherwise send requests the platform does not serve.
+// authorized is the HTTP client that sends with creds' tokens, as the
+// SDK's vertex package makes it: a copy of client whose transport adds
+// the token (client's other settings kept, client itself untouched), or,
+// without one, Google's own HTTP client for the token source.
+func authorized(ctx context.Context, client *http.Client, creds *google.Credentials) (*http.Client, error) {
+	if client == nil || client == http.DefaultClient {
+		c, _, err := gapitransport.NewHTTPClient(ctx, gapioption.WithTokenSource(creds.TokenSource))
+		if err != nil {
+			return nil, fmt.Errorf("vertex: making the HTTP client for the Google credentials: %v", err)
+		}
+		return c, nil
+	}
+	base := client.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if t, ok := base.(*oauth2.Transport); ok && t.Source == creds.TokenSource {
+		return client, nil
+	}
+	wrapped := *client
+	wrapped.Transport = &oauth2.Transport{Base: base, Source: creds.TokenSource}
+	return &wrapped, nil
+}
+
+// route points each request at the publisher model's rawPredict or
+// streamRawPredict under a project and region. It does nothing else to
+// the request: the token is the HTTP client's.
+type route struct {
+	path, rawPath string // .../publishers/anthropic/models/, unescaped and escaped
+	err           error  // a project or region that is not one segment
+}
+
+func newRoute(region, project string) *route {
+	r := &route{
+		path:    "/v1/projects/" + project + "/locations/" + region + "/publishers/anthropic/models/",
+		rawPath: "/v1/projects/" + anthropic.PathSegment(project) + "/locations/" + anthropic.PathSegment(region) + "/publishers/anthropic/models/",
+	}
+	for _, seg := range []string{anthropic.PathSegment(project), anthropic.PathSegment(region)} {
+		if err := anthropic.CheckSegment(r.rawPath, seg); err != nil {
+			r.err = fmt.Errorf("vertex: %v", err)
+		}
+	}
+	return r
+}
+
+// send points r, the SDK's request for /v1/messages, at the model's
+// rawPredict, or streamRawPredict when rt streams.
+func (p *route) send(r *http.Request, rt anthropic.Route) error {
+	if r.URL.Path != "/v1/messages" {
+		return nil // hostOnly keeps any other path from the address
+	}
+	if p.err != nil {
+		return p.err
+	}
+	if rt.Model == "" {
+		return errors.New("vertex: missing required model parameter")
+	}
+	method := ":rawPredict"
+	if rt.Stream {
+		method = ":streamRawPredict"
+	}
+	// The model's ";" is escaped, with the rest: a server that drops a
+	// ";" and what follows would drop the method.
+	seg := url.PathEscape(rt.Model) + method
+	if err := anthropic.CheckSegment(p.rawPath+seg, seg); err != nil {
+		return fmt.Errorf("vertex: %v", err)
+	}
+	r.URL.Path = p.path + rt.Model + method
+	r.URL.RawPath = p.rawPath + seg
+	return nil
+}
+
+// hostOnly is a base URL as the wire takes it (and the SDK's vertex
+// package took it): the scheme and host, its path empty, since send
+// rewrites the path /v1/messages and no other. A trailing /v1 — the form
+// Anthropic's Python and TypeScript SDKs and Claude Code take in
+// ANTHROPIC_VERTEX_BASE_URL — is dropped, send adding it; any other path
+// is an error that says so, where it would otherwise send requests the
+// platform does not serve.
 func hostOnly(base string) (string, error) {
 	if base == "" {
 		return "", nil
@@ -127,7 +211,7 @@ func hostOnly(base string) (string, error) {
 		u.Path, u.RawPath = "/", ""
 		return u.String(), nil
 	}
-	return "", fmt.Errorf("vertex: base URL %q (Config.BaseURL or ANTHROPIC_VERTEX_BASE_URL) has the path %q: the SDK's vertex package sends to /v1/projects/... under the host alone, so give the scheme and host (a trailing /v1 is fine)", base, u.Path)
+	return "", fmt.Errorf("vertex: base URL %q (Config.BaseURL or ANTHROPIC_VERTEX_BASE_URL) has the path %q: the wire sends to /v1/projects/... under the host alone, so give the scheme and host (a trailing /v1 is fine)", base, u.Path)
 }
 
 func first(values ...string) string {

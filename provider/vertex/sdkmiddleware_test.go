@@ -1,0 +1,163 @@
+package vertex
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"reflect"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	sdkvertex "github.com/anthropics/anthropic-sdk-go/v2/vertex"
+	"golang.org/x/oauth2/google"
+
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
+)
+
+// sdkWire is the wire as it was before Platform.Send: the first-party
+// body, rewritten and routed by anthropic-sdk-go's vertex middleware
+// (vertex.WithCredentials), which also authorized the HTTP client. What
+// New sends is held to what it sent.
+func sdkWire(t testing.TB, cfg Config) *anthropic.OnPlatform {
+	t.Helper()
+	wire := cfg.Config
+	base, err := hostOnly(wire.BaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wire.BaseURL = base
+	p, err := anthropic.NewOn(anthropic.Platform{
+		Name:    "vertex",
+		Version: Version,
+		Options: []option.RequestOption{sdkvertex.WithCredentials(context.Background(), cfg.Region, cfg.Project, cfg.Credentials)},
+	}, wire)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// sameExchange fails unless both wires sent the same request (method,
+// URL, headers, body) or refused it alike.
+func sameExchange(t testing.TB, what string, got []providertest.Sent, errs []string) {
+	t.Helper()
+	if errs[0] != errs[1] {
+		t.Fatalf("%s: error %q\nthe SDK's middleware %q", what, errs[0], errs[1])
+	}
+	if got[0].Method != got[1].Method || got[0].URL != got[1].URL {
+		t.Fatalf("%s: sent %s %q\nthe SDK's middleware %s %q", what, got[0].Method, got[0].URL, got[1].Method, got[1].URL)
+	}
+	if !bytes.Equal(got[0].Body, got[1].Body) {
+		t.Errorf("%s: sent\n%s\nthe SDK's middleware sent\n%s", what, got[0].Body, got[1].Body)
+	}
+	if !reflect.DeepEqual(got[0].Header, got[1].Header) {
+		t.Errorf("%s: headers sent\n%v\nthe SDK's middleware sent\n%v", what, got[0].Header, got[1].Header)
+	}
+}
+
+// What New sends is what the SDK's vertex middleware sent for the same
+// conversation: the same bytes to the same URL with the same headers, the
+// token included; and where the middleware refused a model, a project or
+// a region before sending, New refuses it with the same error.
+func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
+	for _, tc := range []struct {
+		name, model, region, project, baseURL string
+		noStream                              bool
+		thinking                              anthropic.Thinking
+	}{
+		{name: "streamed", model: "claude-test"},
+		{name: "whole", model: "claude-test", noStream: true},
+		{name: "interleaved thinking's beta", model: "claude-test", thinking: anthropic.Thinking{Budget: 2048, Interleaved: true}},
+		{name: "a versioned model", model: "claude-sonnet-4-5@20250929"},
+		{name: "sub-delimiters and escapes", model: "m (x)!*';,=+$&@~%2F/é"},
+		{name: "the global region", model: "claude-test", region: "global"},
+		{name: "the eu multi-region", model: "claude-test", region: "eu", noStream: true},
+		{name: "the us multi-region", model: "claude-test", region: "us"},
+		{name: "a project to escape", model: "claude-test", project: "my project(1)"},
+		{name: "a Claude Code style base URL", model: "claude-test", baseURL: "https://vertex-proxy.example/v1"},
+		{name: "no model", model: ""},
+		{name: "a dot segment", model: ".."},
+		{name: "a dot before a semicolon", model: ".;x"},
+		{name: "a leading semicolon", model: ";x"},
+		{name: "a project that is a dot segment", model: "claude-test", project: ".."},
+		{name: "a region that starts with a semicolon", model: "claude-test", region: ";r"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := providertest.NewVertex(t, providertest.Step{Text: "ok"}, providertest.Step{Text: "ok"})
+			u, err := url.Parse(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tap := &providertest.Wiretap{To: u}
+			cfg := Config{
+				Config:      anthropic.Config{HTTPClient: &http.Client{Transport: tap}, NoStream: tc.noStream, MaxRetries: -1, BaseURL: tc.baseURL},
+				Region:      first(tc.region, "us-east5"),
+				Project:     first(tc.project, "test-project"),
+				Credentials: staticToken(""),
+			}
+			ours, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pair := []*anthropic.OnPlatform{ours, sdkWire(t, cfg)}
+			for i := range pair {
+				if pair[i], err = pair[i].WithThinking(tc.thinking); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req := sampleRequest()
+			req.Model = tc.model
+			req.MaxTokens = 4096
+			got, errs := tap.Exchange(req, pair[0], pair[1])
+			sameExchange(t, tc.name, got, errs)
+		})
+	}
+}
+
+// FuzzTheRouteIsTheSDKs holds New's URL, body and refusals for any model
+// to the SDK's vertex middleware's, answered in process.
+func FuzzTheRouteIsTheSDKs(f *testing.F) {
+	for _, m := range []string{"claude-test", "claude-x@20250101", "..", ".;a", "%2e%2E", ";", "a b", "\xff\xfe", "é\x80", "%3b", "./", "~!$&'()*+,;=:@", "a/b"} {
+		f.Add(m, false)
+	}
+	tap := &providertest.Wiretap{}
+	var pairs [2][2]provider.Provider
+	for i, noStream := range []bool{false, true} {
+		cfg := Config{
+			Config:      anthropic.Config{HTTPClient: &http.Client{Transport: tap}, NoStream: noStream, MaxRetries: -1},
+			Region:      "us-east5",
+			Project:     "test-project",
+			Credentials: &google.Credentials{TokenSource: staticToken("").TokenSource},
+		}
+		ours, err := New(cfg)
+		if err != nil {
+			f.Fatal(err)
+		}
+		pairs[i] = [2]provider.Provider{ours, sdkWire(f, cfg)}
+	}
+	f.Fuzz(func(t *testing.T, model string, noStream bool) {
+		pair := pairs[0]
+		if noStream {
+			pair = pairs[1]
+		}
+		req := sampleRequest()
+		req.Model = model
+		// a streamed request's in-process answer, a whole message, is an
+		// error: the same on both
+		got, errs := tap.Exchange(req, pair[0], pair[1])
+		sameExchange(t, "model "+model, got, errs)
+	})
+}
+
+// The body a request reports as sent (Request.OnBody, which the agent
+// keeps for the API) is, byte for byte, what Vertex received.
+func TestTheBodyReportedSentIsWhatVertexReceived(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
+		p, _ := newWire(t, srv, noStream)
+		providertest.CheckReportedBody(t, srv, p, sampleRequest())
+	}
+}
