@@ -506,11 +506,9 @@ type keeper struct {
 }
 
 // newKeeper is the keeper of a round of n calls of conversation id, which
-// keeps under ctx. Its two buffers are made at once: a round's keeps
-// append into them in turn, no more.
+// keeps under ctx.
 func newKeeper(store history.Store, ctx context.Context, id string, n int) *keeper {
-	buf := make([]history.Part, 0, 2*n)
-	return &keeper{store: store, ctx: ctx, id: id, running: n, pending: buf[:0:n], spare: buf[n : n : 2*n]}
+	return &keeper{store: store, ctx: ctx, id: id, running: n}
 }
 
 func (k *keeper) keep(p history.Part) {
@@ -518,6 +516,11 @@ func (k *keeper) keep(p history.Part) {
 	if k.running--; k.running == 0 {
 		k.mu.Unlock() // the last: the round's commit stores it now
 		return
+	}
+	if k.pending == nil {
+		// made on the first keep, for every call that may still be
+		// kept: the round's keeps append into it and spare in turn
+		k.pending = make([]history.Part, 0, k.running+1)
 	}
 	k.pending = append(k.pending, p)
 	if k.busy {

@@ -411,6 +411,9 @@ func (a *Agent) checkSettings(s sizing, stored []history.Message, on func(Event)
 // than the context window, with the request's size and the window in
 // tokens it gave (0 when it gave none).
 func tooLong(err error) (tokens, limit int, ok bool) {
+	if err == nil {
+		return 0, 0, false // most answers: no errors.As, which allocates its target
+	}
 	if tl, ok := provider.IsTooLong(err); ok {
 		return tl.Tokens, tl.Limit, true
 	}
