@@ -307,6 +307,9 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 	// what is committed without waiting for the disk: made once a turn
 	kept := context.WithoutCancel(ctx)
 	lazy := history.Lazy(kept)
+	// the goroutines of a round's calls, kept for the next rounds
+	workers := &tool.Workers{}
+	defer workers.Close()
 	for {
 		req, place, done, err := a.fit(ctx, id, sz, on, 0, &tr)
 		if err != nil {
@@ -392,7 +395,7 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			return tr, nil
 		}
 		tr.Rounds++
-		endTurn, err := a.round(ctx, kept, lazy, id, resp.Message, calls, on)
+		endTurn, err := a.round(ctx, kept, lazy, workers, id, resp.Message, calls, on)
 		if err != nil {
 			return tr, err
 		}
@@ -426,11 +429,11 @@ func callsIn(m history.Message) int {
 	return n
 }
 
-// round runs one round of calls — the n tool calls of the answer m — and
-// stores their results before anything is sent: each kept as it finishes
-// under lazy, all of them together under kept (ctx without its
-// cancellation).
-func (a *Agent) round(ctx, kept, lazy context.Context, id string, m history.Message, n int, on func(Event)) (bool, error) {
+// round runs one round of calls — the n tool calls of the answer m — on
+// workers, and stores their results before anything is sent: each kept as
+// it finishes under lazy, all of them together under kept (ctx without
+// its cancellation).
+func (a *Agent) round(ctx, kept, lazy context.Context, workers *tool.Workers, id string, m history.Message, n int, on func(Event)) (bool, error) {
 	tcalls := make([]tool.Call, 0, n)
 	for _, c := range m.Parts {
 		if c.Type != history.ToolCallPart {
@@ -448,7 +451,7 @@ func (a *Agent) round(ctx, kept, lazy context.Context, id string, m history.Mess
 	elapsed := make([]time.Duration, n)
 	k := newKeeper(a.Store, lazy, id, n)
 	tctx, env := a.files(ctx, id) // a shared store keeps the files they save (files.go)
-	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout,
+	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout, Workers: workers,
 		Finished:  func(i int, _ tool.Call, e time.Duration) { elapsed[i] = e },
 		Converted: func(i int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}
 	outs := d.Round(tctx, tcalls)

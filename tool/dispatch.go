@@ -48,6 +48,9 @@ type Dispatcher struct {
 	// kept the moment its call is done (contract §7), before the rest of the
 	// round. It must not block for long: the round waits for it.
 	Converted func(i int, c Call, out result.Output)
+	// Workers, when set, runs the calls on goroutines kept from earlier
+	// rounds (see Workers); nil starts one for each call.
+	Workers *Workers
 }
 
 // Round runs the calls concurrently and returns their outputs in call order,
@@ -111,7 +114,7 @@ func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r 
 		}
 		s.limit = r.limit(ctx, timeout)
 		s.tool, s.input, s.ctx = t, input, r.capped(s.limit, result.CapFor(c.Cap, d.Env.Limits))
-		go r.run(i)
+		d.Workers.Go(func() { r.run(i) })
 	}
 	if r.pending.Add(-1) == 0 {
 		return // every call settled already
