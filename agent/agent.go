@@ -307,9 +307,8 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 	// what is committed without waiting for the disk: made once a turn
 	kept := context.WithoutCancel(ctx)
 	lazy := history.Lazy(kept)
-	// the goroutines of a round's calls, kept for the next rounds
-	workers := &tool.Workers{}
-	defer workers.Close()
+	rs := &rounds{kept: kept, workers: &tool.Workers{}, keeper: newKeeper(a.Store, lazy, id, 0)}
+	defer rs.workers.Close()
 	for {
 		req, place, done, err := a.fit(ctx, id, sz, on, 0, &tr)
 		if err != nil {
@@ -395,7 +394,7 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			return tr, nil
 		}
 		tr.Rounds++
-		endTurn, err := a.round(ctx, kept, lazy, workers, id, resp.Message, calls, on)
+		endTurn, err := a.round(ctx, rs, id, resp.Message, calls, on)
 		if err != nil {
 			return tr, err
 		}
@@ -429,11 +428,19 @@ func callsIn(m history.Message) int {
 	return n
 }
 
-// round runs one round of calls — the n tool calls of the answer m — on
-// workers, and stores their results before anything is sent: each kept as
-// it finishes under lazy, all of them together under kept (ctx without
-// its cancellation).
-func (a *Agent) round(ctx, kept, lazy context.Context, workers *tool.Workers, id string, m history.Message, n int, on func(Event)) (bool, error) {
+// rounds is what the rounds of a turn share, made once a turn: the
+// turn's context without its cancellation (kept), what its calls run on
+// (workers) and what keeps each result as it finishes (keeper).
+type rounds struct {
+	kept    context.Context
+	workers *tool.Workers
+	keeper  *keeper
+}
+
+// round runs one round of calls — the n tool calls of the answer m — and
+// stores their results before anything is sent: each kept as it finishes,
+// all of them together under rs.kept.
+func (a *Agent) round(ctx context.Context, rs *rounds, id string, m history.Message, n int, on func(Event)) (bool, error) {
 	tcalls := make([]tool.Call, 0, n)
 	for _, c := range m.Parts {
 		if c.Type != history.ToolCallPart {
@@ -449,9 +456,10 @@ func (a *Agent) round(ctx, kept, lazy context.Context, workers *tool.Workers, id
 	// each call's time, set once by the dispatcher (Finished) before the
 	// round returns
 	elapsed := make([]time.Duration, n)
-	k := newKeeper(a.Store, lazy, id, n)
+	k := rs.keeper
+	k.start(n)
 	tctx, env := a.files(ctx, id) // a shared store keeps the files they save (files.go)
-	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout, Workers: workers,
+	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout, Workers: rs.workers,
 		Finished:  func(i int, _ tool.Call, e time.Duration) { elapsed[i] = e },
 		Converted: func(i int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}
 	outs := d.Round(tctx, tcalls)
@@ -462,7 +470,7 @@ func (a *Agent) round(ctx, kept, lazy context.Context, workers *tool.Workers, id
 		endTurn = endTurn || o.EndTurn
 	}
 	// Committed even when ctx is cancelled: the results are what happened.
-	if err := a.store(kept, id, on, answer); err != nil {
+	if err := a.store(rs.kept, id, on, answer); err != nil {
 		return false, err
 	}
 	i := 0
@@ -509,9 +517,18 @@ type keeper struct {
 }
 
 // newKeeper is the keeper of a round of n calls of conversation id, which
-// keeps under ctx.
+// keeps under ctx. A turn's rounds share one (start).
 func newKeeper(store history.Store, ctx context.Context, id string, n int) *keeper {
 	return &keeper{store: store, ctx: ctx, id: id, running: n}
+}
+
+// start readies k for a round of n calls. The round before has returned,
+// so nothing of it is pending or being committed: its buffers are reused.
+func (k *keeper) start(n int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.running = n
+	k.pending = k.pending[:0]
 }
 
 func (k *keeper) keep(p history.Part) {
