@@ -225,7 +225,7 @@ func AnswerRoom(maxTokens int) int {
 // (provider.TooLongError.Limit), that one is used for the rest of the
 // process (Source window.FromProvider).
 func (a *Agent) Window() (window.Window, error) {
-	w, err := window.For(a.Model, a.ContextWindow)
+	w, err := a.known()
 	if stated := int(a.stated.Load()); err == nil && stated > 0 && stated < w.Context {
 		w.Context, w.Source = stated, window.FromProvider
 	}
@@ -303,6 +303,12 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 	}
 	keeping := a.sending(id)
 	sz.sent = keeping
+	// what is committed even when ctx is cancelled (contract §7), and
+	// what is committed without waiting for the disk: made once a turn
+	kept := context.WithoutCancel(ctx)
+	lazy := history.Lazy(kept)
+	rs := &rounds{kept: kept, workers: &tool.Workers{}, keeper: newKeeper(a.Store, lazy, id, 0)}
+	defer rs.workers.Close()
 	for {
 		req, place, done, err := a.fit(ctx, id, sz, on, 0, &tr)
 		if err != nil {
@@ -342,7 +348,7 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 		}
 		if err != nil {
 			// What the user saw is what is stored (contract §7).
-			if serr := a.store(context.WithoutCancel(ctx), id, on, withSettings(CutAnswer(streamed.String()))); serr != nil {
+			if serr := a.store(kept, id, on, withSettings(CutAnswer(streamed.String()))); serr != nil {
 				return tr, errors.Join(err, serr)
 			}
 			keeping.keep(ctx, true, nil, err)
@@ -353,17 +359,17 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			on(Event{Kind: Usage, Usage: *resp.Message.Usage})
 		}
 		tr.Text = textOf(resp.Message)
-		calls := resp.Message.ToolCalls()
-		store := context.WithoutCancel(ctx)
-		if len(calls) > 0 {
+		calls := callsIn(resp.Message)
+		store := kept
+		if calls > 0 {
 			// the results' commit, before anything is sent, syncs this too
-			store = history.Lazy(store)
+			store = lazy
 		}
 		if err := a.store(store, id, on, withSettings(resp.Message)); err != nil {
 			return tr, err
 		}
 		keeping.keep(ctx, true, resp.Message.Usage, nil)
-		if len(calls) == 0 {
+		if calls == 0 {
 			tr.Reason = resp.StopReason
 			if tr.Reason == "" || tr.Reason == "stop" {
 				tr.Reason = "end_turn"
@@ -374,11 +380,13 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			// The calls are answered, so the conversation stays valid, but
 			// not run: the limit is reached.
 			msg := fmt.Sprintf("the turn reached its limit of %d tool rounds, so these calls were not run; the user can continue the conversation to go on", maxRounds)
-			answer := history.Message{Role: history.User}
-			for _, c := range calls {
-				answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: msg, IsError: true})
+			answer := history.Message{Role: history.User, Parts: make([]history.Part, 0, calls)}
+			for _, c := range resp.Message.Parts {
+				if c.Type == history.ToolCallPart {
+					answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: msg, IsError: true})
+				}
 			}
-			if err := a.store(context.WithoutCancel(ctx), id, on, answer); err != nil {
+			if err := a.store(kept, id, on, answer); err != nil {
 				return tr, err
 			}
 			on(Event{Kind: Notice, Text: fmt.Sprintf("stopped after %d tool rounds (the round limit); continue the conversation to go on", maxRounds)})
@@ -386,7 +394,7 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			return tr, nil
 		}
 		tr.Rounds++
-		endTurn, err := a.round(ctx, id, calls, on)
+		endTurn, err := a.round(ctx, rs, id, resp.Message, calls, on)
 		if err != nil {
 			return tr, err
 		}
@@ -409,38 +417,68 @@ func (a *Agent) store(ctx context.Context, id string, on func(Event), m history.
 	return nil
 }
 
-// round runs one round of calls and stores their results before anything
-// is sent.
-func (a *Agent) round(ctx context.Context, id string, calls []history.Part, on func(Event)) (bool, error) {
-	tcalls := make([]tool.Call, len(calls))
-	for i, c := range calls {
+// callsIn is how many tool calls m makes.
+func callsIn(m history.Message) int {
+	n := 0
+	for _, p := range m.Parts {
+		if p.Type == history.ToolCallPart {
+			n++
+		}
+	}
+	return n
+}
+
+// rounds is what the rounds of a turn share, made once a turn: the
+// turn's context without its cancellation (kept), what its calls run on
+// (workers) and what keeps each result as it finishes (keeper).
+type rounds struct {
+	kept    context.Context
+	workers *tool.Workers
+	keeper  *keeper
+}
+
+// round runs one round of calls — the n tool calls of the answer m — and
+// stores their results before anything is sent: each kept as it finishes,
+// all of them together under rs.kept.
+func (a *Agent) round(ctx context.Context, rs *rounds, id string, m history.Message, n int, on func(Event)) (bool, error) {
+	tcalls := make([]tool.Call, 0, n)
+	for _, c := range m.Parts {
+		if c.Type != history.ToolCallPart {
+			continue
+		}
 		input := c.Input
 		if input == nil && c.Text != "" {
 			input = json.RawMessage(c.Text) // not JSON: the dispatcher says so, naming the problem
 		}
-		tcalls[i] = tool.Call{ID: c.CallID, Name: c.Name, Input: input}
+		tcalls = append(tcalls, tool.Call{ID: c.CallID, Name: c.Name, Input: input})
 		on(Event{Kind: ToolCall, Call: c})
 	}
-	var mu sync.Mutex
-	elapsed := make([]time.Duration, len(calls))
-	k := &keeper{store: a.Store, ctx: history.Lazy(context.WithoutCancel(ctx)), id: id, running: len(calls)}
+	// each call's time, set once by the dispatcher (Finished) before the
+	// round returns
+	elapsed := make([]time.Duration, n)
+	k := rs.keeper
+	k.start(n)
 	tctx, env := a.files(ctx, id) // a shared store keeps the files they save (files.go)
-	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout,
-		Finished:  func(i int, _ tool.Call, e time.Duration) { mu.Lock(); elapsed[i] = e; mu.Unlock() },
+	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout, Workers: rs.workers,
+		Finished:  func(i int, _ tool.Call, e time.Duration) { elapsed[i] = e },
 		Converted: func(i int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}
 	outs := d.Round(tctx, tcalls)
-	answer := history.Message{Role: history.User}
+	answer := history.Message{Role: history.User, Parts: make([]history.Part, len(outs))}
 	endTurn := false
 	for i, o := range outs {
-		answer.Parts = append(answer.Parts, resultPart(calls[i].CallID, o))
+		answer.Parts[i] = resultPart(tcalls[i].ID, o)
 		endTurn = endTurn || o.EndTurn
 	}
 	// Committed even when ctx is cancelled: the results are what happened.
-	if err := a.store(context.WithoutCancel(ctx), id, on, answer); err != nil {
+	if err := a.store(rs.kept, id, on, answer); err != nil {
 		return false, err
 	}
-	for i, o := range outs {
-		on(Event{Kind: ToolResult, Call: calls[i], Output: o, Elapsed: elapsed[i]})
+	i := 0
+	for _, c := range m.Parts {
+		if c.Type == history.ToolCallPart {
+			on(Event{Kind: ToolResult, Call: c, Output: outs[i], Elapsed: elapsed[i]})
+			i++
+		}
 	}
 	return endTurn, nil
 }
@@ -474,7 +512,23 @@ type keeper struct {
 	mu      sync.Mutex
 	running int // calls of the round not finished yet
 	pending []history.Part
+	spare   []history.Part // the other buffer: pending and the batch being committed take turns
 	busy    bool
+}
+
+// newKeeper is the keeper of a round of n calls of conversation id, which
+// keeps under ctx. A turn's rounds share one (start).
+func newKeeper(store history.Store, ctx context.Context, id string, n int) *keeper {
+	return &keeper{store: store, ctx: ctx, id: id, running: n}
+}
+
+// start readies k for a round of n calls. The round before has returned,
+// so nothing of it is pending or being committed: its buffers are reused.
+func (k *keeper) start(n int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.running = n
+	k.pending = k.pending[:0]
 }
 
 func (k *keeper) keep(p history.Part) {
@@ -482,6 +536,11 @@ func (k *keeper) keep(p history.Part) {
 	if k.running--; k.running == 0 {
 		k.mu.Unlock() // the last: the round's commit stores it now
 		return
+	}
+	if k.pending == nil {
+		// made on the first keep, for every call that may still be
+		// kept: the round's keeps append into it and spare in turn
+		k.pending = make([]history.Part, 0, k.running+1)
 	}
 	k.pending = append(k.pending, p)
 	if k.busy {
@@ -497,14 +556,15 @@ func (k *keeper) keep(p history.Part) {
 			k.mu.Lock()
 		}
 		if k.running == 0 {
-			k.pending = nil // every call has finished: the round's commit stores these
+			k.pending = k.pending[:0] // every call has finished: the round's commit stores these
 			break
 		}
 		batch := k.pending
-		k.pending = nil
+		k.pending = k.spare[:0]
 		k.mu.Unlock()
 		_ = k.store.Keep(k.ctx, k.id, batch...)
 		k.mu.Lock()
+		k.spare = batch[:0] // the store keeps no slice it is given
 	}
 	k.busy = false
 	k.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/window"
 )
 
 // maxRecords bounds the conversation records an agent keeps (records):
@@ -35,6 +36,20 @@ type cache struct {
 
 	store   history.Store // the store records came from
 	records map[string]history.Conversation
+
+	window known // window.For of the agent's Model and ContextWindow
+}
+
+// known is what window.For gives for a model and an override, kept
+// while they stay the same: it is looked for in every
+// request's sizing, and the lookup matches the model's name against the
+// table with regular expressions.
+type known struct {
+	filled   bool
+	model    string
+	override int
+	w        window.Window
+	err      error
 }
 
 // toolDefs are the tool definitions, encoded when the registry has changed
@@ -59,6 +74,24 @@ func (a *Agent) toolDefs() ([]provider.Tool, string, error) {
 	c.reg, c.version, c.defs, c.digest, c.filled = a.Tools, version, defs, digest, true
 	c.mu.Unlock()
 	return defs, digest, nil
+}
+
+// known is window.For(a.Model, a.ContextWindow), found again only when
+// either has changed since it last was.
+func (a *Agent) known() (window.Window, error) {
+	c := &a.cache
+	model, override := a.Model, a.ContextWindow
+	c.mu.Lock()
+	k := c.window
+	c.mu.Unlock()
+	if k.filled && k.model == model && k.override == override {
+		return k.w, k.err
+	}
+	w, err := window.For(model, override)
+	c.mu.Lock()
+	c.window = known{filled: true, model: model, override: override, w: w, err: err}
+	c.mu.Unlock()
+	return w, err
 }
 
 // encodeDefs encodes tools' definitions; nil for no tools.

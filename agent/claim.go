@@ -201,7 +201,7 @@ func (a *Agent) runAgain(ctx context.Context, id string, calls []history.Part, a
 	for j, i := range again {
 		tcalls[j] = tool.Call{ID: calls[i].CallID, Name: calls[i].Name, Input: callInput(calls[i])}
 	}
-	k := &keeper{store: a.Store, ctx: history.Lazy(context.WithoutCancel(ctx)), id: id, running: len(tcalls)}
+	k := newKeeper(a.Store, history.Lazy(context.WithoutCancel(ctx)), id, len(tcalls))
 	tctx, env := a.files(ctx, id) // a read of a spill file made on another host fetches it (files.go)
 	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout,
 		Converted: func(_ int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}

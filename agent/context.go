@@ -28,8 +28,10 @@ type sizing struct {
 	digest string          // of defs
 	budget int
 	fixed  int
-	model  string // the model and its window, for errors
-	sent   *sent  // keeps the requests a turn sends (requests.go); nil keeps none
+	// the window's tokens and the model, for errors (windowOf)
+	context int
+	model   string
+	sent    *sent // keeps the requests a turn sends (requests.go); nil keeps none
 }
 
 func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
@@ -58,8 +60,14 @@ func (a *Agent) resize(s *sizing) error {
 	if s.budget, err = w.Budget(AnswerRoom(a.MaxTokens)); err != nil {
 		return err
 	}
-	s.model = fmt.Sprintf("%d tokens for %s", w.Context, a.Model)
+	s.context, s.model = w.Context, a.Model
 	return nil
+}
+
+// windowOf names s's window and model, for errors: "200000 tokens for
+// claude-sonnet-4-5".
+func (s sizing) windowOf() string {
+	return fmt.Sprintf("%d tokens for %s", s.context, s.model)
 }
 
 // request is the request that sends the stored conversation g under s;
@@ -161,9 +169,9 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			// refusal is met as any other.
 			if after.Calibrated && after.Tokens > s.budget+s.budget/10 {
 				return provider.Request{}, 0, done, fmt.Errorf("the conversation does not fit its window: the next request would be about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out (%s)%s",
-					after.Tokens, s.budget, s.model, orNothing(done), why)
+					after.Tokens, s.budget, s.windowOf(), orNothing(done), why)
 			}
-			on(Event{Kind: Notice, Text: fmt.Sprintf("the next request is estimated at about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out%s; sending it: the provider will say", after.Tokens, s.budget, s.model, why)})
+			on(Event{Kind: Notice, Text: fmt.Sprintf("the next request is estimated at about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out%s; sending it: the provider will say", after.Tokens, s.budget, s.windowOf(), why)})
 		}
 		return a.request(s, g), len(g.Messages()), done, nil
 	}
@@ -403,6 +411,9 @@ func (a *Agent) checkSettings(s sizing, stored []history.Message, on func(Event)
 // than the context window, with the request's size and the window in
 // tokens it gave (0 when it gave none).
 func tooLong(err error) (tokens, limit int, ok bool) {
+	if err == nil {
+		return 0, 0, false // most answers: no errors.As, which allocates its target
+	}
 	if tl, ok := provider.IsTooLong(err); ok {
 		return tl.Tokens, tl.Limit, true
 	}

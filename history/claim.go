@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -46,8 +47,12 @@ func NewHolder() Holder {
 	if err != nil || host == "" {
 		host = "unknown-host"
 	}
-	return Holder{Token: hex.EncodeToString(b), PID: os.Getpid(), Host: host, Node: thisNode()}
+	return Holder{Token: hex.EncodeToString(b), PID: os.Getpid(), Host: host, Node: node()}
 }
+
+// node is thisNode, read once: a process's boot and pid namespace do not
+// change while it runs, and a claim is taken once a turn.
+var node = sync.OnceValue(thisNode)
 
 // String names the holder for people: "pid 1234 on host, since 09:01:02 UTC".
 func (h Holder) String() string {

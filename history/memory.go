@@ -141,7 +141,9 @@ func (s *Memory) Append(ctx context.Context, id string, msgs ...Message) error {
 		}
 	}
 	if results {
-		c.kept, c.order = nil, nil
+		// emptied, not dropped: the next round keeps into them again
+		clear(c.kept)
+		c.order = c.order[:0]
 	}
 	c.rec.Updated = now
 	c.rec.Messages = len(c.msgs)

@@ -45,7 +45,7 @@ func BenchmarkText64MB(b *testing.B) {
 		b.Run(kind.name+"/result-text", func(b *testing.B) {
 			b.SetBytes(int64(len(s)))
 			for b.Loop() {
-				if c := convert(Result{Data: s}, nil, "x", DefaultCap); len(c.text) != len(s) {
+				if c := convert(Result{Data: s}, nil, spillLabel{"d", "x"}, DefaultCap); len(c.text) != len(s) {
 					b.Fatal("changed")
 				}
 			}

@@ -33,7 +33,7 @@ type Image struct {
 // are saved to (label-1.png, label-2.wav, ...).
 type converter struct {
 	store    Store
-	label    string
+	label    spillLabel
 	cap      int // the call's cap, for a TextFile: how much of its head to keep
 	n        int // payloads saved so far, for their names
 	out      converted
@@ -44,7 +44,7 @@ type converter struct {
 	big       *piece // a TextFile over its cap, spilled from the file itself
 }
 
-func convert(r Result, store Store, label string, cap int) converted {
+func convert(r Result, store Store, label spillLabel, cap int) converted {
 	c := &converter{store: store, label: label, cap: cap}
 	c.out.isError = r.IsError
 	c.out.endTurn = r.EndTurn
@@ -240,7 +240,7 @@ func (c *converter) saveWith(put func(name string) (string, error), kind, mime s
 	if mime == "" {
 		mime = "application/octet-stream"
 	}
-	name := fmt.Sprintf("%s-%d%s", c.label, c.n, extension(mime))
+	name := fmt.Sprintf("%s-%d%s", c.label.String(), c.n, extension(mime))
 	path, err := put(name)
 	if err != nil {
 		c.lost = append(c.lost, fmt.Sprintf("%s (%s, %d bytes) could not be saved to the workspace: %v", kind, mime, size, err))

@@ -110,7 +110,7 @@ func (c *converter) file(tf TextFile) (string, error) {
 			pending = text
 		}
 	}
-	name := c.label + ".txt"
+	name := c.label.String() + ".txt"
 	var path string
 	var saveErr error
 	switch {

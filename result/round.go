@@ -139,7 +139,7 @@ func Round(calls []Call, env Env) []Output {
 // from Fit. Convert writes each spill file and payload once: Fit never
 // writes them again.
 func Convert(c Call, env Env) Output {
-	label := spillDate(env) + "-" + safeLabel(c.ID)
+	label := spillLabel{spillDate(env), safeLabel(c.ID)}
 	cap := CapFor(c.Cap, env.Limits)
 	cv := convert(c.Result, env.Store, label, cap)
 	out := Output{
@@ -228,6 +228,13 @@ func spillDate(env Env) string {
 	lastDate.Store(&date{y, m, d, s})
 	return s
 }
+
+// spillLabel names a result's files: "<date>-<call id made safe>", then
+// ".txt" for its spill, "-1.png" for a payload. It is joined only when a
+// file is named: most results name none.
+type spillLabel struct{ date, id string }
+
+func (l spillLabel) String() string { return l.date + "-" + l.id }
 
 // date is a day and its spill-label form.
 type date struct {

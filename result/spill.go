@@ -11,12 +11,12 @@ type piece struct {
 	text  string
 	chars int
 	cap   int
-	label string
+	label spillLabel
 	sp    *spilled // the spill, once written
 	fixed bool     // the round bound cannot shorten it: its floor is not below its length
 }
 
-func newPiece(text string, cap int, label string) piece {
+func newPiece(text string, cap int, label spillLabel) piece {
 	return piece{text: text, chars: Chars(text), cap: cap, label: label}
 }
 
@@ -46,7 +46,7 @@ func (p *piece) spill(store Store) {
 		sp.err = ErrNoWorkspace
 		return
 	}
-	sp.path, sp.err = store.Save(p.label+".txt", p.text)
+	sp.path, sp.err = store.Save(p.label.String()+".txt", p.text)
 	if sp.err != nil {
 		sp.path = ""
 	}
@@ -61,7 +61,7 @@ func (p *piece) shortenable(store Store) bool {
 	if p.sp == nil {
 		// Decided first with the path a workspace would most likely give,
 		// so that a piece too short to shorten is not spilled for nothing.
-		guess := spilled{text: p.text, chars: p.chars, lines: Lines(p.text), path: ".myelin/tool-results/" + p.label + "-99.txt"}
+		guess := spilled{text: p.text, chars: p.chars, lines: Lines(p.text), path: ".myelin/tool-results/" + p.label.String() + "-99.txt"}
 		if p.shown() <= MinCap+guess.worstNotice()+1 {
 			p.fixed = true
 			return false

@@ -48,6 +48,9 @@ type Dispatcher struct {
 	// kept the moment its call is done (contract §7), before the rest of the
 	// round. It must not block for long: the round waits for it.
 	Converted func(i int, c Call, out result.Output)
+	// Workers, when set, runs the calls on goroutines kept from earlier
+	// rounds (see Workers); nil starts one for each call.
+	Workers *Workers
 }
 
 // Round runs the calls concurrently and returns their outputs in call order,
@@ -86,122 +89,193 @@ func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 // finishes: from the call's own goroutine when its handler returns in time
 // (so that conversions run side by side), else from the caller's, which
 // gives up on a call at its timeout or when ctx is cancelled. A call costs
-// one goroutine; the round's timeouts share a timer (a hand-off less per
-// call than a watcher each: on a light round that is most of the
-// dispatcher's cost). It returns when every call is settled.
+// one goroutine; the round's goroutine is woken once, when the last call
+// settles, not once a call, and its timeouts are the calls' own deadline
+// contexts (one per timeout the round's tools have), with no timer of its
+// own. It returns when every call is settled.
 func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r result.Result)) {
-	start := time.Now()
-	settle := func(i int, r result.Result) {
-		if d.Finished != nil {
-			d.Finished(i, calls[i], time.Since(start))
-		}
-		done(i, r)
-	}
-	// state of each call: running, finished by its handler, or given up
-	const (
-		running int32 = iota
-		finished
-		givenUp
-	)
-	state := make([]atomic.Int32, len(calls))
-	deadline := make([]time.Time, len(calls))
-	timeouts := make([]time.Duration, len(calls))
-	settled := make(chan struct{}, len(calls))
-	timed := map[time.Duration]context.Context{} // one deadline per timeout the round's tools have
-	var cancels []context.CancelFunc
+	r := &round{d: d, calls: calls, done: done, start: time.Now(), slots: make([]slot, len(calls)), settled: make(chan struct{}, 1)}
 	defer func() {
-		for _, cancel := range cancels {
-			cancel()
+		for _, l := range r.limits {
+			l.cancel()
 		}
 	}()
-	pending := 0
+	// counted before any call runs, so that no call can see the round
+	// settled while others are still to start
+	r.pending.Store(int32(len(calls)) + 1)
 	for i, c := range calls {
 		t, input, timeout, bad := d.prepare(c)
+		s := &r.slots[i]
 		if bad != nil {
-			state[i].Store(finished)
-			settle(i, *bad)
+			s.state.Store(finished)
+			r.settle(i, *bad)
+			r.pending.Add(-1)
 			continue
 		}
-		tctx, ok := timed[timeout]
-		if !ok {
-			// the handler's context ends at the very time the round gives
-			// up on the call (start + timeout), not later by the time the
-			// calls before it took to prepare: a handler that works to
-			// its deadline is not cut before it
-			var cancel context.CancelFunc
-			tctx, cancel = context.WithDeadline(ctx, start.Add(timeout))
-			timed[timeout] = tctx
-			cancels = append(cancels, cancel)
-		}
-		deadline[i], timeouts[i] = start.Add(timeout), timeout
-		pending++
-		cctx := WithCap(tctx, result.CapFor(c.Cap, d.Env.Limits))
-		go func() {
-			r := handle(cctx, t, c.Name, input)
-			if !state[i].CompareAndSwap(running, finished) {
-				// given up on: what it returns is never converted, and
-				// must not leave its file behind
-				result.Discard(r)
-				return
-			}
-			settle(i, r)
-			settled <- struct{}{}
-		}()
+		s.limit = r.limit(ctx, timeout)
+		s.tool, s.input, s.ctx = t, input, r.capped(s.limit, result.CapFor(c.Cap, d.Env.Limits))
+		d.Workers.Go(func() { r.run(i) })
 	}
-	// give up on the calls still running at their timeout, or all of them
-	// when ctx is cancelled
-	giveUp := func(i int, why string) {
-		if state[i].CompareAndSwap(running, givenUp) {
-			pending--
-			settle(i, result.Error(why))
-		}
+	if r.pending.Add(-1) == 0 {
+		return // every call settled already
 	}
-	var timer *time.Timer
-	var fire <-chan time.Time
-	arm := func() {
-		next := time.Time{}
-		for i := range calls {
-			if state[i].Load() == running && (next.IsZero() || deadline[i].Before(next)) {
-				next = deadline[i]
-			}
-		}
-		fire = nil
-		if next.IsZero() {
-			return
-		}
-		if timer == nil {
-			timer = time.NewTimer(time.Until(next))
-		} else {
-			timer.Reset(time.Until(next))
-		}
-		fire = timer.C
-	}
-	arm()
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
 	cancelled := ctx.Done()
-	for pending > 0 {
+	for r.pending.Load() > 0 {
+		// the running call whose deadline comes first: its context ends
+		// then (or when ctx does)
+		var fire <-chan struct{}
+		if l := r.first(); l != nil {
+			fire = l.ctx.Done()
+		}
 		select {
-		case <-settled:
-			pending--
-		case now := <-fire:
-			for i := range calls {
-				if !deadline[i].IsZero() && !now.Before(deadline[i]) {
-					giveUp(i, fmt.Sprintf("tool %s did not finish within %v and was cancelled; it may have done part of its work", calls[i].Name, timeouts[i]))
+		case <-r.settled:
+		case <-fire:
+			if ctx.Err() != nil {
+				r.giveUpAll(cancelledWhy)
+				cancelled = nil
+				continue
+			}
+			for i := range r.slots {
+				if l := r.slots[i].limit; l != nil && l.ctx.Err() != nil {
+					r.giveUp(i, fmt.Sprintf("tool %s did not finish within %v and was cancelled; it may have done part of its work", calls[i].Name, l.timeout))
 				}
 			}
-			arm()
 		case <-cancelled:
+			r.giveUpAll(cancelledWhy)
 			cancelled = nil
-			for i := range calls {
-				giveUp(i, fmt.Sprintf("tool %s was cancelled before it finished; it may have done part of its work", calls[i].Name))
-			}
-			fire = nil
 		}
 	}
+}
+
+// The states of a call in a round.
+const (
+	running int32 = iota
+	finished
+	givenUp
+)
+
+// round is one run of Dispatcher.each: its calls and what they need.
+type round struct {
+	d       *Dispatcher
+	calls   []Call
+	done    func(i int, r result.Result)
+	start   time.Time
+	slots   []slot
+	pending atomic.Int32  // calls not settled yet
+	settled chan struct{} // signalled by the call that settles the last
+	limits  []*limit      // one per timeout the round's tools have
+	ctxs    []capped      // the calls' contexts, one per limit and cap
+}
+
+// slot is one call of a round.
+type slot struct {
+	state atomic.Int32 // running, finished or givenUp
+	tool  *Tool
+	input json.RawMessage
+	ctx   context.Context
+	limit *limit
+}
+
+// limit is the deadline of the round's calls that have one timeout: the
+// handler's context ends at the very time the round gives up on the call
+// (start + timeout), not later by the time the calls before it took to
+// prepare, so a handler that works to its deadline is not cut before it.
+type limit struct {
+	timeout time.Duration
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+// capped is a context the calls of one limit and one cap share.
+type capped struct {
+	limit *limit
+	cap   int
+	ctx   context.Context
+}
+
+// limit is the round's deadline context for timeout, made on first use.
+func (r *round) limit(ctx context.Context, timeout time.Duration) *limit {
+	for _, l := range r.limits {
+		if l.timeout == timeout {
+			return l
+		}
+	}
+	l := &limit{timeout: timeout}
+	l.ctx, l.cancel = context.WithDeadline(ctx, r.start.Add(timeout))
+	r.limits = append(r.limits, l)
+	return l
+}
+
+// capped is l's context carrying cap (WithCap), made on first use.
+func (r *round) capped(l *limit, cap int) context.Context {
+	for _, c := range r.ctxs {
+		if c.limit == l && c.cap == cap {
+			return c.ctx
+		}
+	}
+	ctx := WithCap(l.ctx, cap)
+	r.ctxs = append(r.ctxs, capped{l, cap, ctx})
+	return ctx
+}
+
+// run runs call i on its own goroutine and settles it, unless the round
+// has given up on it.
+func (r *round) run(i int) {
+	s := &r.slots[i]
+	res := handle(s.ctx, s.tool, r.calls[i].Name, s.input)
+	if !s.state.CompareAndSwap(running, finished) {
+		// given up on: what it returns is never converted, and must not
+		// leave its file behind
+		result.Discard(res)
+		return
+	}
+	r.settle(i, res)
+	if r.pending.Add(-1) == 0 {
+		r.settled <- struct{}{}
+	}
+}
+
+// settle reports call i's end and hands its result on.
+func (r *round) settle(i int, res result.Result) {
+	if r.d.Finished != nil {
+		r.d.Finished(i, r.calls[i], time.Since(r.start))
+	}
+	r.done(i, res)
+}
+
+// first is the limit of the running call whose deadline comes first, or
+// nil when no call runs.
+func (r *round) first() *limit {
+	var first *limit
+	for i := range r.slots {
+		s := &r.slots[i]
+		if l := s.limit; l != nil && s.state.Load() == running && (first == nil || l.timeout < first.timeout) {
+			first = l
+		}
+	}
+	return first
+}
+
+// giveUp settles call i, still running, with an error result saying why,
+// from the round's goroutine.
+func (r *round) giveUp(i int, why string) {
+	if r.slots[i].state.CompareAndSwap(running, givenUp) {
+		r.settle(i, result.Error(why))
+		r.pending.Add(-1)
+	}
+}
+
+// giveUpAll gives up on every call still running: ctx is cancelled.
+func (r *round) giveUpAll(why func(name string) string) {
+	for i := range r.slots {
+		if r.slots[i].state.Load() == running {
+			r.giveUp(i, why(r.calls[i].Name))
+		}
+	}
+}
+
+func cancelledWhy(name string) string {
+	return fmt.Sprintf("tool %s was cancelled before it finished; it may have done part of its work", name)
 }
 
 // capKey carries a call's cap to its handler.

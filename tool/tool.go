@@ -10,8 +10,10 @@ package tool
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -77,15 +79,56 @@ func Func[In any](name, description string, fn func(ctx context.Context, in In) 
 		return nil, err
 	}
 	t := &Tool{Name: name, Description: description, InputSchema: schema}
+	zero := emptyIsZero(reflect.TypeFor[In]())
 	t.Handler = func(ctx context.Context, input json.RawMessage) result.Result {
 		var in In
-		if err := json.Unmarshal(input, &in); err != nil {
-			return result.Error(fmt.Sprintf("invalid input for %s: %v", name, err))
+		if !zero || !emptyObject(input) {
+			if err := json.Unmarshal(input, &in); err != nil {
+				return result.Error(fmt.Sprintf("invalid input for %s: %v", name, err))
+			}
 		}
 		return result.FromError(fn(ctx, in))
 	}
 	return t, nil
 }
+
+// emptyIsZero reports whether encoding/json decodes the empty object {}
+// into a zero value of t by leaving it as it is: t is a struct (a map would
+// be made, a pointer set) that decodes itself neither from JSON nor from
+// text (a method would be called; a text decoder refuses an object). Func
+// does not decode {} into such a type: its zero value is what decoding
+// gives (TestFuncDecodesWhatEncodingJSONDecodes holds it to it).
+func emptyIsZero(t reflect.Type) bool {
+	if t == nil || t.Kind() != reflect.Struct {
+		return false
+	}
+	p := reflect.PointerTo(t)
+	return !p.Implements(reflect.TypeFor[json.Unmarshaler]()) && !p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]())
+}
+
+// emptyObject reports whether input is the empty JSON object, {} with
+// any JSON white space around and inside it.
+func emptyObject(input []byte) bool {
+	i, j := 0, len(input)
+	for i < j && isSpace(input[i]) {
+		i++
+	}
+	for j > i && isSpace(input[j-1]) {
+		j--
+	}
+	if j-i < 2 || input[i] != '{' || input[j-1] != '}' {
+		return false
+	}
+	for _, b := range input[i+1 : j-1] {
+		if !isSpace(b) {
+			return false
+		}
+	}
+	return true
+}
+
+// isSpace reports whether b is JSON white space.
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
 // MustFunc is Func for tools defined at start-up; it panics on an error,
 // which can only come from a type the schema inference does not take.
