@@ -2,8 +2,6 @@ package anthropic
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net/http"
 	"testing"
 
@@ -56,25 +54,10 @@ func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 // and its Sender.
 func checkSendsAsTheSDK(t *testing.T, p *Provider, srv *sendtest.Server) {
 	t.Helper()
-	body := []byte(`{"messages":[],"stream":true,"max_tokens":1,"model":"m"}`)
-	ctx := context.Background()
-	viaSDK := func() (string, error) {
-		opts := append([]option.RequestOption{option.WithRequestBody("application/json", body)}, p.cfg.Thinking.options()...)
-		var resp *http.Response
-		if err := p.client.Post(ctx, path, nil, &resp, opts...); err != nil {
-			return "", errors.Join(describe(err), err) // the SDK's own text too
-		}
-		return readClose(resp)
-	}
-	direct := func() (string, error) {
-		resp, err := p.send.Post(ctx, body)
-		if err != nil {
-			return "", errors.Join(describe(err), err) // the SDK's own text too
-		}
-		return readClose(resp)
-	}
+	sdkPost, direct := posts(p, []byte(`{"messages":[],"stream":true,"max_tokens":1,"model":"m"}`))
+	viaSDK, viaSender := sendtest.Described(sdkPost, describe), sendtest.Described(direct, describe)
 	for name, answers := range sendCases(srv.URL) {
-		t.Run(name, func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, direct) })
+		t.Run(name, func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaSender) })
 	}
 }
 
@@ -109,9 +92,28 @@ func TestAPlatformSendsThroughTheSDK(t *testing.T) {
 	}
 }
 
-// readClose reads resp's body whole and closes it.
-func readClose(resp *http.Response) (string, error) {
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
+// posts are the SDK's post of body as Complete made it before the Sender,
+// and the Sender's.
+func posts(p *Provider, body []byte) (sdkPost, direct sendtest.Post) {
+	ctx := context.Background()
+	sdkPost = func() (*http.Response, error) {
+		opts := append([]option.RequestOption{option.WithRequestBody("application/json", body)}, p.cfg.Thinking.options()...)
+		var resp *http.Response
+		err := p.client.Post(ctx, path, nil, &resp, opts...)
+		return resp, err
+	}
+	return sdkPost, func() (*http.Response, error) { return p.send.Post(ctx, body) }
+}
+
+// BenchmarkPost posts one body and reads the answer through the SDK's
+// request plumbing (sdk) and directly (direct), side by side on one
+// loopback server: the cost the Sender takes off each request.
+func BenchmarkPost(b *testing.B) {
+	srv := sendtest.NewServer(b)
+	p, err := New(Config{APIKey: "k", BaseURL: srv.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sdkPost, direct := posts(p, []byte(`{"messages":[],"stream":true,"max_tokens":1,"model":"m"}`))
+	sendtest.Bench(b, sdkPost, direct)
 }

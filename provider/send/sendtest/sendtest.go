@@ -7,6 +7,7 @@
 package sendtest
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -97,5 +98,44 @@ func Same(t testing.TB, s *Server, answers []Answer, sdk, direct Call) {
 	}
 	if got != want || (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
 		t.Fatalf("direct: %q, %v\nSDK:    %q, %v", got, gotErr, want, wantErr)
+	}
+}
+
+// Post is one post of a body: the SDK's call, or the Sender's.
+type Post func() (*http.Response, error)
+
+// Described is the Call of post: the answer's body read whole, or the
+// error as the wire describes it joined with the error itself (whose
+// text, for an SDK's error, names the request and the answer).
+func Described(post Post, describe func(error) error) Call {
+	return func() (string, error) {
+		resp, err := post()
+		if err != nil {
+			if resp != nil && resp.Body != nil {
+				resp.Body.Close()
+			}
+			return "", errors.Join(describe(err), err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+}
+
+// Bench measures sdk and direct side by side, as sub-benchmarks of b
+// named so, each post's answer read whole.
+func Bench(b *testing.B, sdk, direct Post) {
+	for name, post := range map[string]Post{"sdk": sdk, "direct": direct} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				resp, err := post()
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
 	}
 }
