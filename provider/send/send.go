@@ -41,8 +41,9 @@ type Refusal func(req *http.Request, res *http.Response, body []byte) error
 const retryCount = "X-Stainless-Retry-Count"
 
 // Sender posts bodies to one Target with one HTTP client and one set of
-// rules. It is safe for concurrent use; the Target's header is read, never
-// written, by every request.
+// rules. It is safe for concurrent use: the Target's header is shared,
+// read only, by the first attempts of every request (copied for a client
+// with a cookie jar, which adds to it).
 type Sender struct {
 	target  Target
 	client  *http.Client
@@ -50,6 +51,9 @@ type Sender struct {
 	refusal Refusal
 	// count: the header numbers the attempts
 	count bool
+	// own: each request gets its own copy of the header, which the
+	// client writes to (its cookie jar adds cookies)
+	own bool
 	// hooks for tests: the wait before a retry, the clock retry-after
 	// dates are read against, and the jitter taken off a backoff
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -76,7 +80,7 @@ func New(t Target, client *http.Client, rules Rules, refusal Refusal) *Sender {
 	}
 	return &Sender{
 		target: t, client: client, rules: rules, refusal: refusal,
-		count: t.Header.Get(retryCount) == "0",
+		count: t.Header.Get(retryCount) == "0", own: client.Jar != nil,
 		sleep: wait, now: time.Now, jitter: jitter,
 	}
 }
@@ -105,8 +109,10 @@ func (*body) Close() error { return nil }
 // request is attempt n's request of b in ctx.
 func (s *Sender) request(ctx context.Context, b []byte, n int) *http.Request {
 	h := s.target.Header
-	if n > 0 && s.count {
+	if (n > 0 && s.count) || s.own {
 		h = h.Clone()
+	}
+	if n > 0 && s.count {
 		h.Set(retryCount, strconv.Itoa(n))
 	}
 	getBody := func() (io.ReadCloser, error) {

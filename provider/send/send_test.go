@@ -248,3 +248,27 @@ func TestAHeaderSetByTheCallerIsNotNumbered(t *testing.T) {
 		t.Fatalf("retry counts %v", srv.counts)
 	}
 }
+
+// jar is a cookie jar with one cookie for every URL.
+type jar struct{}
+
+func (jar) SetCookies(*url.URL, []*http.Cookie) {}
+func (jar) Cookies(*url.URL) []*http.Cookie     { return []*http.Cookie{{Name: "c", Value: "1"}} }
+
+func TestAClientWithACookieJarDoesNotWriteTheSharedHeader(t *testing.T) {
+	srv := &script{answers: []answer{{status: 200}}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	tg := target(t, hs.URL)
+	s := New(tg, &http.Client{Jar: jar{}}, OpenAI(0), refuse)
+	for range 2 {
+		res, err := s.Post(context.Background(), []byte("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	if c := tg.Header.Values("Cookie"); len(c) != 0 {
+		t.Fatalf("the shared header got the cookies %v", c)
+	}
+}
