@@ -29,6 +29,15 @@ const path = "chat/completions"
 // sender is the Sender of client's chat completion requests through
 // httpClient (nil: the SDK's default), with maxRetries retries.
 func sender(client sdk.Client, httpClient *http.Client, maxRetries int) (*send.Sender, error) {
+	return Sender(client, path, httpClient, maxRetries)
+}
+
+// Sender is the Sender of client's POST requests to path (under the base
+// URL: "chat/completions", "responses") through httpClient (nil: the
+// SDK's default), with maxRetries retries and openai-go's rules: a wire
+// built on openai-go posts its streamed requests with it as the SDK would,
+// and DescribeError reads its refusals as the SDK's.
+func Sender(client sdk.Client, path string, httpClient *http.Client, maxRetries int) (*send.Sender, error) {
 	var probe send.Probe
 	var resp *http.Response
 	err := client.Post(context.Background(), path, nil, &resp,
