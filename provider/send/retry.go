@@ -170,9 +170,9 @@ func (s *Sender) retryAfter(res *http.Response) (d time.Duration, ok, tooLong bo
 // jitter is a random count in [0, n).
 func jitter(n int64) int64 { return rand.Int64N(n) }
 
-// SameOrigin reports whether a and b have the same scheme, host and port
+// originsMatch reports whether a and b have the same scheme, host and port
 // (a port left out is the scheme's).
-func SameOrigin(a, b *url.URL) bool {
+func originsMatch(a, b *url.URL) bool {
 	if a == nil || b == nil || !strings.EqualFold(a.Scheme, b.Scheme) || !strings.EqualFold(a.Hostname(), b.Hostname()) {
 		return false
 	}

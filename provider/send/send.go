@@ -240,7 +240,7 @@ type sameOrigin struct {
 
 // RoundTrip sends r when it stays at the origin.
 func (t sameOrigin) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !canonical(r) || !SameOrigin(r.URL, t.origin) {
+	if !canonical(r) || !originsMatch(r.URL, t.origin) {
 		if r.Body != nil {
 			_ = r.Body.Close()
 		}
@@ -254,7 +254,7 @@ func canonical(r *http.Request) bool {
 	if r == nil || r.URL == nil || r.URL.Opaque != "" || r.RequestURI != "" {
 		return false
 	}
-	return r.Host == "" || SameOrigin(&url.URL{Scheme: r.URL.Scheme, Host: r.Host}, r.URL)
+	return r.Host == "" || originsMatch(&url.URL{Scheme: r.URL.Scheme, Host: r.Host}, r.URL)
 }
 
 // With is a Sender like s (its client, rules and refusal) of t's

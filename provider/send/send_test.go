@@ -225,8 +225,8 @@ func TestOriginsCompareSchemeHostAndEffectivePort(t *testing.T) {
 	} {
 		a, _ := url.Parse(c.a)
 		b, _ := url.Parse(c.b)
-		if SameOrigin(a, b) != c.same {
-			t.Errorf("SameOrigin(%s, %s) = %v", c.a, c.b, !c.same)
+		if originsMatch(a, b) != c.same {
+			t.Errorf("originsMatch(%s, %s) = %v", c.a, c.b, !c.same)
 		}
 	}
 }
