@@ -101,11 +101,6 @@ func DefaultClient() *http.Client {
 // Target is the target s sends to.
 func (s *Sender) Target() Target { return s.target }
 
-// body is a request body read from a byte slice: one allocation an attempt.
-type body struct{ bytes.Reader }
-
-func (*body) Close() error { return nil }
-
 // request is attempt n's request of b in ctx.
 func (s *Sender) request(ctx context.Context, b []byte, n int) *http.Request {
 	h := s.target.Header
@@ -115,11 +110,10 @@ func (s *Sender) request(ctx context.Context, b []byte, n int) *http.Request {
 	if n > 0 && s.count {
 		h.Set(retryCount, strconv.Itoa(n))
 	}
-	getBody := func() (io.ReadCloser, error) {
-		r := &body{}
-		r.Reset(b)
-		return r, nil
-	}
+	// io.NopCloser of a *bytes.Reader, a body net/http knows is in
+	// memory: it writes the headers and the body in one write (any other
+	// reader has the headers flushed first, a packet of their own)
+	getBody := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	rc, _ := getBody()
 	r := &http.Request{
 		Method: s.target.Method, URL: s.target.URL, Host: s.target.Host,

@@ -1,12 +1,14 @@
 package send
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -270,5 +272,30 @@ func TestAClientWithACookieJarDoesNotWriteTheSharedHeader(t *testing.T) {
 	}
 	if c := tg.Header.Values("Cookie"); len(c) != 0 {
 		t.Fatalf("the shared header got the cookies %v", c)
+	}
+}
+
+// keep is a transport that keeps the request it is given and answers 200.
+type keep struct{ req *http.Request }
+
+func (k *keep) RoundTrip(r *http.Request) (*http.Response, error) {
+	k.req = r
+	return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+}
+
+func TestTheBodyIsOneNetHTTPWritesWithTheHeaders(t *testing.T) {
+	// net/http writes the headers and the body in one write only for a
+	// body it knows is in memory (a *bytes.Reader, or io.NopCloser of
+	// one); any other has its headers flushed first, in a packet alone.
+	k := &keep{}
+	s := New(target(t, "http://127.0.0.1:1"), &http.Client{Transport: k}, Anthropic(0), refuse)
+	res, err := s.Post(context.Background(), []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	want := reflect.TypeOf(io.NopCloser(bytes.NewReader(nil)))
+	if got := reflect.TypeOf(k.req.Body); got != want {
+		t.Fatalf("the body is a %v, not the %v net/http writes with the headers", got, want)
 	}
 }
