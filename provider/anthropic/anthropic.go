@@ -1,9 +1,10 @@
 // Package anthropic is the Anthropic Messages wire: it turns a
 // provider.Request into a Messages API request, sends it through
 // github.com/anthropics/anthropic-sdk-go/v2 (auth, retries, errors, the
-// platforms' middlewares) and reads the streamed answer itself
-// (stream.go, scan.go; Bedrock's event stream in eventstream.go and
-// frame.go).
+// platforms' middlewares) — or, for a streamed request to Anthropic's own
+// API, posts it directly with the SDK's headers and retry rules
+// (send.go) — and reads the streamed answer itself (stream.go, scan.go;
+// Bedrock's event stream in eventstream.go and frame.go).
 //
 // A text tool result goes in the string form of `content` (its bytes as
 // stored); an error result carries `is_error`; images go as native image
@@ -31,6 +32,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -52,8 +54,11 @@ type Config struct {
 // Provider is the Anthropic wire.
 type Provider struct {
 	client sdk.Client
-	cfg    Config
-	heads  *headCache // the last head encoded (head.go), shared by WithThinking's copies
+	// send posts streamed requests as client would (send.go); nil on a
+	// platform, whose requests go through client's middlewares
+	send  *send.Sender
+	cfg   Config
+	heads *headCache // the last head encoded (head.go), shared by WithThinking's copies
 	// the first messages' bytes of recent conversations (prefix.go),
 	// shared by WithThinking's copies (thinking does not change them)
 	prefixes *provider.Prefixes
@@ -81,7 +86,11 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return withOptions(cfg, opts), nil
+	p := withOptions(cfg, opts)
+	if p.send, err = sender(p.client, cfg.HTTPClient, ep.MaxRetries, cfg.Thinking); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // withOptions is the wire on a client made with opts: New's, or a
@@ -268,6 +277,14 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return provider.Response{}, err
 	}
 	req.Sent(body)
+	if p.send != nil && !p.cfg.NoStream {
+		// Anthropic's own API, streamed: posted as the SDK would (send.go)
+		resp, err := p.send.Post(ctx, body)
+		if err != nil {
+			return provider.Response{}, describe(err)
+		}
+		return readAnswer(resp, onText, req.OnThinking)
+	}
 	// The SDK sends the body as built here; its own params stay empty.
 	opts := []option.RequestOption{option.WithRequestBody("application/json", body)}
 	if p.form == nil || !p.form.betasInBody {
@@ -313,13 +330,18 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	// middlewares; an *sdk.Error for a status of 400 or more) and hands
 	// back the response unread; stream.go reads it.
 	var resp *http.Response
-	if err := p.client.Post(ctx, "v1/messages", nil, &resp, opts...); err != nil {
+	if err := p.client.Post(ctx, path, nil, &resp, opts...); err != nil {
 		return provider.Response{}, describe(err)
 	}
+	return readAnswer(resp, onText, req.OnThinking)
+}
+
+// readAnswer reads the streamed answer resp brings, and closes it.
+func readAnswer(resp *http.Response, onText, onThinking func(string)) (provider.Response, error) {
 	defer resp.Body.Close()
 	events := eventsOf(resp)
 	defer events.Release()
-	return readStream(events, resp, onText, req.OnThinking)
+	return readStream(events, resp, onText, onThinking)
 }
 
 func usageOf(in, out, read, write int64) history.Usage {

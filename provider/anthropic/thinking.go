@@ -145,6 +145,14 @@ func (p *Provider) WithThinking(th Thinking) (*Provider, error) {
 	}
 	q := *p
 	q.cfg.Thinking = th
+	if p.send != nil {
+		// the beta header th asks for, if any, read from the SDK again
+		t, err := probe(p.client, th)
+		if err != nil {
+			return nil, err
+		}
+		q.send = p.send.With(t)
+	}
 	return &q, nil
 }
 

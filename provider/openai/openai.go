@@ -3,9 +3,10 @@
 // provider.Request into a Chat Completions request through
 // github.com/openai/openai-go/v3 and reads the streamed answer.
 //
-// The body is encoded directly (encode.go) and the stream read with
-// provider/sse (stream.go); the SDK sends the body (auth, retries, errors)
-// and decodes a non-streamed answer.
+// The body is encoded directly (encode.go), sent by provider/send with the
+// SDK's headers and retry rules (send.go), and the stream read with
+// provider/sse (stream.go); the SDK sends and decodes only a non-streamed
+// answer.
 //
 // A tool result goes as a tool message with string content, its bytes as
 // stored. The wire has no error flag for tool messages: an error result is
@@ -37,6 +38,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -54,6 +56,8 @@ type Config struct {
 // Provider is the Chat Completions wire.
 type Provider struct {
 	client sdk.Client
+	// send posts streamed requests as client would (send.go)
+	send   *send.Sender
 	cfg    Config
 	legacy bool // send max_tokens: the endpoint is not OpenAI's own
 	// prefixes keeps the start of each conversation's last body, which
@@ -76,7 +80,12 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, legacy: !isOpenAI(ep.BaseURL)}, nil
+	client := sdk.NewClient(opts...)
+	sender, err := sender(client, cfg.HTTPClient, ep.MaxRetries)
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{client: client, send: sender, cfg: cfg, legacy: !isOpenAI(ep.BaseURL)}, nil
 }
 
 // isOpenAI reports whether base is OpenAI's own API ("" is the SDK's
@@ -183,10 +192,11 @@ const cacheSettings = "openai: automatic prefix caching (nothing marked)"
 func (p *Provider) CacheSettings() string { return cacheSettings }
 
 // Complete sends the request and reads the answer. The body is Body's
-// bytes, built on what p kept of the conversation's last body, sent
-// through the SDK's request plumbing (its auth, retries before any output,
-// and *openai.Error for an error answer) with no typed params, so that
-// nothing is marshalled again; the stream is read by read.
+// bytes, built on what p kept of the conversation's last body, posted as
+// the SDK would post it (send.go: its headers, its retries before any
+// output, and *openai.Error for an error answer), so that nothing is
+// marshalled again; the stream is read by read. A non-streamed answer is
+// sent and decoded by the SDK.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
 	body, err := bodyWith(req, p.legacy, !p.cfg.NoStream, &p.prefixes)
 	if err != nil {
@@ -217,11 +227,8 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		return a.response(), nil
 	}
-	var resp *http.Response
-	if err := p.client.Post(ctx, "chat/completions", nil, &resp, withBody); err != nil {
-		if resp != nil && resp.Body != nil {
-			resp.Body.Close()
-		}
+	resp, err := p.send.Post(ctx, body)
+	if err != nil {
 		return provider.Response{}, describe(err)
 	}
 	defer resp.Body.Close()

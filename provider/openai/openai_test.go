@@ -211,6 +211,9 @@ func TestTheAnswersLimitIsNamedForTheEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.client = sdkClientFor(srv.URL) // send to the fake whatever the base says
+		if p.send, err = sender(p.client, nil, 0); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}

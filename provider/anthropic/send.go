@@ -1,0 +1,70 @@
+package anthropic
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/myelin-run/myelin/provider/send"
+)
+
+// A streamed request to Anthropic's own API is posted by provider/send,
+// not through the SDK's request plumbing (its per-call option list and
+// credential resolution, request config, header maps and request clones):
+// the method, URL and headers are those the SDK builds for the same call
+// (the key, anthropic-version, the X-Stainless-* set, the thinking's beta
+// header), read once when the Provider is made (send.Probe); the retries
+// are anthropic-sdk-go's rules (send.Anthropic), and an error answer is
+// made the SDK's *anthropic.Error as the SDK makes it (refusal), so that
+// describe reads what it read. A platform (platform.go) keeps the SDK,
+// whose middlewares route and sign its requests.
+// TestTheWireSendsWhatTheSDKSends and TestRetriesAreTheSDKs hold the two
+// to the same requests.
+
+// path is the Messages endpoint, under the base URL.
+const path = "v1/messages"
+
+// sender is the Sender of client's Messages requests asking for th,
+// through httpClient (nil: the SDK's default), with maxRetries retries.
+func sender(client sdk.Client, httpClient *http.Client, maxRetries int, th Thinking) (*send.Sender, error) {
+	t, err := probe(client, th)
+	if err != nil {
+		return nil, err
+	}
+	return send.New(t, httpClient, send.Anthropic(maxRetries), refusal), nil
+}
+
+// probe is the target of client's Messages requests asking for th, as the
+// SDK builds them.
+func probe(client sdk.Client, th Thinking) (send.Target, error) {
+	var p send.Probe
+	var resp *http.Response
+	opts := append([]option.RequestOption{option.WithRequestBody("application/json", []byte("{}"))}, th.options()...)
+	opts = append(opts, option.WithMaxRetries(0), option.WithMiddleware(p.Middleware))
+	t, err := p.Target(client.Post(context.Background(), path, nil, &resp, opts...))
+	if err != nil {
+		return send.Target{}, fmt.Errorf("anthropic: %v", err)
+	}
+	return t, nil
+}
+
+// refusal is the SDK's error for an answer of 400 or more: its status,
+// request ID and workspace, the request (with the method and URL of the
+// one the answer came to) and the body decoded into it.
+func refusal(req *http.Request, res *http.Response, body []byte) error {
+	sent := *req
+	if to := res.Request; to != nil {
+		u := *req.URL
+		u.Scheme, u.Host, u.Path, u.RawPath = to.URL.Scheme, to.URL.Host, to.URL.Path, to.URL.RawPath
+		sent.Method, sent.URL = to.Method, &u
+	}
+	e := &sdk.Error{Request: &sent, Response: res, StatusCode: res.StatusCode,
+		RequestID: res.Header.Get("request-id"), WorkspaceID: res.Header.Get("anthropic-workspace-id")}
+	if err := e.UnmarshalJSON(body); err != nil {
+		return err
+	}
+	return e
+}

@@ -1,0 +1,87 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/myelin-run/myelin/provider/send"
+)
+
+// A streamed request is posted by provider/send, not through the SDK's
+// request plumbing (its per-call option list, request config, header
+// maps and request clones, about a tenth of a light round): the method,
+// URL and headers are those the SDK builds for the same call, read once
+// when the Provider is made (send.Probe), the retries are openai-go's
+// rules (send.OpenAI), and an error answer is made the SDK's *openai.Error
+// as the SDK makes it (refusal), so that DescribeError reads what it
+// read. TestTheWireSendsWhatTheSDKSends and TestRetriesAreTheSDKs hold
+// the two to the same requests.
+
+// path is the chat completions endpoint, under the base URL.
+const path = "chat/completions"
+
+// sender is the Sender of client's chat completion requests through
+// httpClient (nil: the SDK's default), with maxRetries retries.
+func sender(client sdk.Client, httpClient *http.Client, maxRetries int) (*send.Sender, error) {
+	return Sender(client, path, httpClient, maxRetries)
+}
+
+// Sender is the Sender of client's POST requests to path (under the base
+// URL: "chat/completions", "responses") through httpClient (nil: the
+// SDK's default), with maxRetries retries and openai-go's rules: a wire
+// built on openai-go posts its streamed requests with it as the SDK would,
+// and DescribeError reads its refusals as the SDK's.
+func Sender(client sdk.Client, path string, httpClient *http.Client, maxRetries int) (*send.Sender, error) {
+	var probe send.Probe
+	var resp *http.Response
+	err := client.Post(context.Background(), path, nil, &resp,
+		option.WithRequestBody("application/json", []byte("{}")),
+		option.WithMaxRetries(0), option.WithMiddleware(probe.Middleware))
+	t, err := probe.Target(err)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %v", err)
+	}
+	return send.New(t, httpClient, send.OpenAI(maxRetries), refusal), nil
+}
+
+// refusal is the SDK's error for an answer of 400 or more: its status,
+// the request and answer, and the body's "error" member decoded into it.
+func refusal(req *http.Request, res *http.Response, body []byte) error {
+	e := &sdk.Error{Request: req, Response: res, StatusCode: res.StatusCode}
+	if err := e.UnmarshalJSON(errorMember(body)); err != nil {
+		return err
+	}
+	return e
+}
+
+// errorMember is the raw value of body's top-level "error" member, the
+// first one when there are more, nil when body is not an object that has
+// one: what the SDK reads (gjson's "error" path), for a JSON object. What
+// follows the member is not read, so that a body cut after it still has
+// it, as for the SDK.
+func errorMember(body []byte) []byte {
+	d := json.NewDecoder(bytes.NewReader(body))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return nil
+		}
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return nil
+		}
+		if k == "error" {
+			return v
+		}
+	}
+	return nil
+}

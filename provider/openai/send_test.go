@@ -1,0 +1,160 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/myelin-run/myelin/provider/send/sendtest"
+)
+
+// sendCases are scripts of answers, each sent for both through the SDK
+// and directly: successes, refusals of every shape the wire reads, and
+// retries (with retry-after-ms: 0, so that the SDK does not wait).
+func sendCases(base string) map[string][]sendtest.Answer {
+	now := map[string]string{"retry-after-ms": "0"}
+	sse := map[string]string{"Content-Type": "text/event-stream"}
+	return map[string][]sendtest.Answer{
+		"a stream":            {{Status: 200, Header: sse, Body: "data: [DONE]\n\n"}},
+		"a 400":               {{Status: 400, Body: `{"error":{"message":"model not found","type":"invalid_request_error","param":null,"code":"model_not_found"}}`}},
+		"too long":            {{Status: 400, Body: `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","code":"context_length_exceeded"}}`}},
+		"an error at the top": {{Status: 400, Body: `{"object":"error","message":"maximum context length is 10 tokens","type":"BadRequestError","code":400}`}},
+		"not JSON, retried":   {{Status: 502, Header: now, Body: "<html>Bad Gateway</html>"}},
+		"429 then a stream":   {{Status: 429, Header: now}, {Status: 200, Header: sse, Body: "data: [DONE]\n\n"}},
+		"408 409 then a 500":  {{Status: 408, Header: now}, {Status: 409, Header: now}, {Status: 500, Header: now, Body: `{"error":{"message":"down"}}`}},
+		"told not to retry":   {{Status: 503, Header: map[string]string{"x-should-retry": "false"}, Body: `{"error":{"message":"no"}}`}},
+		"told to retry a 400": {{Status: 400, Header: map[string]string{"x-should-retry": "true", "retry-after-ms": "0"}}, {Status: 200, Body: "ok"}},
+		"a wait too long":     {{Status: 429, Header: map[string]string{"retry-after": "600"}, Body: `{"error":{"message":"slow down"}}`}},
+		"a redirect in place": {{Status: 307, Header: map[string]string{"Location": base + "/v1/moved"}}, {Status: 200, Body: "moved"}},
+	}
+}
+
+func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
+	t.Setenv("OPENAI_ORG_ID", "org-test")
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Extra: one")
+	srv := sendtest.NewServer(t)
+	p, err := New(Config{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdkPost, direct := posts(p, []byte(`{"model":"m","messages":[],"stream":true}`))
+	viaSDK, viaSender := sendtest.Described(sdkPost, describe), sendtest.Described(direct, describe)
+	for name, answers := range sendCases(srv.URL) {
+		t.Run(name, func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaSender) })
+	}
+}
+
+func TestTheSDKsHeadersAreSent(t *testing.T) {
+	t.Setenv("OPENAI_ORG_ID", "org-test")
+	srv := sendtest.NewServer(t)
+	p, err := New(Config{APIKey: "k", BaseURL: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := p.send.Target().Header
+	for name, want := range map[string]string{"Authorization": "Bearer k", "Openai-Organization": "org-test", "Content-Type": "application/json", "Accept": "application/json", "X-Stainless-Retry-Count": "0", "X-Stainless-Lang": "go"} {
+		if h.Get(name) != want {
+			t.Errorf("%s: %q, want %q", name, h.Get(name), want)
+		}
+	}
+	if u := p.send.Target().URL.String(); u != srv.URL+"/v1/chat/completions" {
+		t.Errorf("URL %s", u)
+	}
+}
+
+// posts are the SDK's post of body as Complete made it before the Sender,
+// and the Sender's.
+func posts(p *Provider, body []byte) (sdkPost, direct sendtest.Post) {
+	ctx := context.Background()
+	sdkPost = func() (*http.Response, error) {
+		var resp *http.Response
+		err := p.client.Post(ctx, path, nil, &resp, option.WithRequestBody("application/json", body))
+		return resp, err
+	}
+	return sdkPost, func() (*http.Response, error) { return p.send.Post(ctx, body) }
+}
+
+// errorMemberCases are bodies and the "error" member the SDK reads of
+// each (gjson's "error" path, worked out by hand).
+var errorMemberCases = map[string]string{
+	`{"error":{"message":"m","code":null}}`:          `{"message":"m","code":null}`,
+	`{"id":1, "error" :  {"a" : [1, 2]} , "x":2}`:    `{"a" : [1, 2]}`,
+	`{"error":"plain"}`:                              `"plain"`,
+	`{"error":null}`:                                 `null`,
+	`{"object":"error","message":"top"}`:             ``,
+	`{"nested":{"error":1}}`:                         ``,
+	`[{"error":1}]`:                                  ``,
+	`<html>Bad Gateway</html>`:                       ``,
+	``:                                               ``,
+	`{"error":{"message":"first"},"error":"second"}`: `{"message":"first"}`,
+	`{"error":{"message":"cut after"},"x":`:          `{"message":"cut after"}`,
+}
+
+func TestErrorMemberIsTheSDKsErrorObject(t *testing.T) {
+	for body, want := range errorMemberCases {
+		if got := string(errorMember([]byte(body))); got != want {
+			t.Errorf("errorMember(%s) = %s, want %s", body, got, want)
+		}
+	}
+}
+
+// FuzzErrorMemberIsEncodingJSONs holds errorMember, on a JSON object with
+// no key twice, to the "error" member encoding/json reads of it.
+func FuzzErrorMemberIsEncodingJSONs(f *testing.F) {
+	for body := range errorMemberCases {
+		f.Add([]byte(body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var members map[string]json.RawMessage
+		if json.Unmarshal(body, &members) != nil || hasDuplicateKeys(body) {
+			return
+		}
+		want := members["error"]
+		if got := errorMember(body); !bytes.Equal(got, want) {
+			t.Fatalf("errorMember(%q) = %q, encoding/json reads %q", body, got, want)
+		}
+	})
+}
+
+// hasDuplicateKeys reports whether the object body has a top-level key
+// twice (encoding/json keeps the last, the SDK the first).
+func hasDuplicateKeys(body []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(body))
+	if _, err := d.Token(); err != nil {
+		return true
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return true
+		}
+		var skip json.RawMessage
+		if d.Decode(&skip) != nil {
+			return true
+		}
+		key, _ := k.(string)
+		if seen[key] {
+			return true
+		}
+		seen[key] = true
+	}
+	return false
+}
+
+// BenchmarkPost posts one body and reads the answer through the SDK's
+// request plumbing (sdk) and directly (direct), side by side on one
+// loopback server: the cost the Sender takes off each request.
+func BenchmarkPost(b *testing.B) {
+	srv := sendtest.NewServer(b)
+	p, err := New(Config{APIKey: "k", BaseURL: srv.URL + "/v1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sdkPost, direct := posts(p, []byte(`{"model":"m","messages":[],"stream":true}`))
+	sendtest.Bench(b, sdkPost, direct)
+}

@@ -1,0 +1,194 @@
+package send
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Rules are the SDK's retry rules, which the two SDKs share but for the
+// few points their fields name. An attempt is repeated, before any output
+// and at most MaxRetries times, after a connection error and after an
+// answer of 408, 409, 429 or 500 and more — unless the answer's
+// x-should-retry header says "false", and always when it says "true". The
+// wait before attempt n+1 is the answer's retry-after-ms (milliseconds) or
+// retry-after (seconds, or an HTTP date), else 0.5 s·2ⁿ, at most 8 s, less
+// a random quarter of it at most. A context done ends the call at once.
+type Rules struct {
+	// MaxRetries is how many times an attempt may be repeated.
+	MaxRetries int
+	// RetryAfterLimit, when above 0, is the longest wait a retry-after
+	// header may ask for: a longer one ends the retries with the answer
+	// that asked, and a negative or not-a-number count is not read
+	// (openai-go, 2 minutes). At 0 any count read is waited, a negative
+	// one as no wait (anthropic-sdk-go).
+	RetryAfterLimit time.Duration
+	// RetryDroppedBody retries, as a connection error, an error answer
+	// whose body breaks off while it is read (anthropic-sdk-go);
+	// without it the read's error ends the call (openai-go).
+	RetryDroppedBody bool
+	// SameOrigin refuses, and never retries, a request (a redirect) that
+	// leaves the URL's scheme, host and port (openai-go).
+	SameOrigin bool
+}
+
+// OpenAI are openai-go's rules (v3.102.0, internal/requestconfig), with
+// maxRetries retries.
+func OpenAI(maxRetries int) Rules {
+	return Rules{MaxRetries: maxRetries, RetryAfterLimit: 2 * time.Minute, SameOrigin: true}
+}
+
+// Anthropic are anthropic-sdk-go's rules (v2.17.0,
+// internal/requestconfig), with maxRetries retries.
+func Anthropic(maxRetries int) Rules {
+	return Rules{MaxRetries: maxRetries, RetryDroppedBody: true}
+}
+
+// maxBackoff is the longest wait of the backoff.
+const maxBackoff = 8 * time.Second
+
+// retryable reports whether the attempt that got res or err may be
+// repeated.
+func (r Rules) retryable(res *http.Response, err error) bool {
+	var no noRetry
+	if errors.As(err, &no) {
+		return false
+	}
+	if res == nil {
+		return true
+	}
+	if retry, ok := shouldRetryHeader(res); ok {
+		return retry
+	}
+	switch s := res.StatusCode; {
+	case s == http.StatusRequestTimeout, s == http.StatusConflict, s == http.StatusTooManyRequests, s >= http.StatusInternalServerError:
+		return true
+	}
+	return false
+}
+
+// droppedRetryable reports whether an answer whose body broke off may be
+// sent for again: as after a connection error, unless it said not to.
+func droppedRetryable(res *http.Response) bool {
+	retry, ok := shouldRetryHeader(res)
+	return !ok || retry
+}
+
+// shouldRetryHeader is what res's x-should-retry header asks for, if it
+// says "true" or "false".
+func shouldRetryHeader(res *http.Response) (retry, ok bool) {
+	switch res.Header.Get("x-should-retry") {
+	case "true":
+		return true, true
+	case "false":
+		return false, true
+	}
+	return false, false
+}
+
+// delay is the wait before the attempt after attempt n, which got res
+// (nil after a connection error), and false when the retries end here
+// instead (a retry-after past RetryAfterLimit).
+func (s *Sender) delay(res *http.Response, n int) (time.Duration, bool) {
+	if d, ok, tooLong := s.retryAfter(res); ok {
+		return d, !tooLong
+	}
+	backoff := 0.5 * float64(time.Second) * math.Pow(2, float64(n))
+	d := maxBackoff
+	if backoff < float64(maxBackoff) {
+		d = time.Duration(backoff)
+	}
+	if q := int64(d / 4); q > 0 {
+		d -= time.Duration(s.jitter(q))
+	}
+	return d, true
+}
+
+// retryAfter reads the wait res asks for: retry-after-ms, else
+// retry-after; ok is false when neither says one, tooLong true when the
+// one said is past RetryAfterLimit.
+func (s *Sender) retryAfter(res *http.Response) (d time.Duration, ok, tooLong bool) {
+	if res == nil {
+		return 0, false, false
+	}
+	limit := s.rules.RetryAfterLimit
+	for _, h := range [...]struct {
+		name string
+		unit time.Duration
+	}{{"Retry-After-Ms", time.Millisecond}, {"Retry-After", time.Second}} {
+		v := res.Header.Get(h.name)
+		if v == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if limit <= 0 {
+			if err == nil {
+				return max(0, time.Duration(f*float64(h.unit))), true, false
+			}
+		} else {
+			if errors.Is(err, strconv.ErrRange) && math.IsInf(f, 1) {
+				return 0, true, true
+			}
+			if err == nil {
+				if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+					continue
+				}
+				most := float64(limit) / float64(h.unit)
+				switch {
+				case f > most:
+					return 0, true, true
+				case f == most:
+					return limit, true, false
+				}
+				return time.Duration(f * float64(h.unit)), true, false
+			}
+		}
+		if h.unit != time.Second {
+			continue // only retry-after may be a date
+		}
+		t, err := time.Parse(time.RFC1123, v)
+		if err != nil {
+			continue
+		}
+		d := t.Sub(s.now())
+		switch {
+		case d <= 0:
+			return 0, true, false
+		case limit > 0 && d > limit:
+			return 0, true, true
+		}
+		return d, true, false
+	}
+	return 0, false, false
+}
+
+// jitter is a random count in [0, n).
+func jitter(n int64) int64 { return rand.Int64N(n) }
+
+// originsMatch reports whether a and b have the same scheme, host and port
+// (a port left out is the scheme's).
+func originsMatch(a, b *url.URL) bool {
+	if a == nil || b == nil || !strings.EqualFold(a.Scheme, b.Scheme) || !strings.EqualFold(a.Hostname(), b.Hostname()) {
+		return false
+	}
+	return port(a) == port(b)
+}
+
+// port is u's port, or its scheme's.
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return "443"
+	case "http":
+		return "80"
+	}
+	return ""
+}

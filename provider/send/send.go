@@ -1,0 +1,261 @@
+// Package send sends a request body a wire encoded, as one HTTP POST, the
+// way the Stainless-generated SDKs (openai-go, anthropic-sdk-go) send it,
+// without their request plumbing: the method, URL and headers are the ones
+// the SDK builds for the same call, read once from it (Probe), and the
+// retries before any output are the SDK's rules, written once here (Rules,
+// retry.go). An answer of 400 or more is read whole and handed to the wire,
+// which makes its SDK's error of it (Refusal), so that what the wires
+// report is unchanged.
+//
+// It owns the sending only: it must not encode or read bodies, know a
+// wire's error shape, or change a header the SDK would send.
+package send
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Target is where and how a request goes: what the SDK's request held
+// when it reached the HTTP client (Probe.Target).
+type Target struct {
+	Method string
+	URL    *url.URL
+	Host   string
+	Header http.Header
+}
+
+// Refusal makes the wire's error of an answer of 400 or more: req is the
+// request sent, res the answer, whose Body reads body again.
+type Refusal func(req *http.Request, res *http.Response, body []byte) error
+
+// retryCount is the header that numbers the attempts (0 for the first),
+// which the SDKs send only while it still holds their "0".
+const retryCount = "X-Stainless-Retry-Count"
+
+// Sender posts bodies to one Target with one HTTP client and one set of
+// rules. It is safe for concurrent use: the Target's header is shared,
+// read only, by the first attempts of every request (copied for a client
+// with a cookie jar, which adds to it).
+type Sender struct {
+	target  Target
+	client  *http.Client
+	rules   Rules
+	refusal Refusal
+	// count: the header numbers the attempts
+	count bool
+	// own: each request gets its own copy of the header, which the
+	// client writes to (its cookie jar adds cookies)
+	own bool
+	// hooks for tests: the wait before a retry, the clock retry-after
+	// dates are read against, and the jitter taken off a backoff
+	sleep  func(ctx context.Context, d time.Duration) error
+	now    func() time.Time
+	jitter func(n int64) int64
+}
+
+// New is a Sender of t's requests through client (nil: DefaultClient's),
+// with rules, making errors of refusals with refusal. With
+// Rules.SameOrigin, client is copied with a transport that refuses a
+// request (a redirect) that leaves t.URL's origin.
+func New(t Target, client *http.Client, rules Rules, refusal Refusal) *Sender {
+	if client == nil {
+		client = DefaultClient()
+	}
+	if rules.SameOrigin {
+		c := *client
+		next := c.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		c.Transport = sameOrigin{origin: t.URL, next: next}
+		client = &c
+	}
+	return &Sender{
+		target: t, client: client, rules: rules, refusal: refusal,
+		count: t.Header.Get(retryCount) == "0", own: client.Jar != nil,
+		sleep: wait, now: time.Now, jitter: jitter,
+	}
+}
+
+// DefaultClient is the HTTP client both SDKs make when given none: a
+// clone of http.DefaultTransport that waits at most 10 minutes for an
+// answer's headers (never for its body), or http.DefaultTransport itself
+// when that was replaced.
+func DefaultClient() *http.Client {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = 10 * time.Minute
+		return &http.Client{Transport: t}
+	}
+	return &http.Client{Transport: http.DefaultTransport}
+}
+
+// Target is the target s sends to.
+func (s *Sender) Target() Target { return s.target }
+
+// request is attempt n's request of b in ctx.
+func (s *Sender) request(ctx context.Context, b []byte, n int) *http.Request {
+	h := s.target.Header
+	if (n > 0 && s.count) || s.own {
+		h = h.Clone()
+	}
+	if n > 0 && s.count {
+		h.Set(retryCount, strconv.Itoa(n))
+	}
+	// io.NopCloser of a *bytes.Reader, a body net/http knows is in
+	// memory: it writes the headers and the body in one write (any other
+	// reader has the headers flushed first, a packet of their own)
+	getBody := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	rc, _ := getBody()
+	r := &http.Request{
+		Method: s.target.Method, URL: s.target.URL, Host: s.target.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: rc, GetBody: getBody, ContentLength: int64(len(b)),
+	}
+	return r.WithContext(ctx)
+}
+
+// Post sends b, retrying as the rules say, and returns the answer of the
+// attempt that ended the call with its body unread (the caller closes it).
+// An answer of 400 or more is the Refusal's error; a connection error is
+// net/http's; a context done is the context's error.
+func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
+	var (
+		req *http.Request
+		res *http.Response
+		err error
+	)
+	for n := 0; ; n++ {
+		req = s.request(ctx, b, n)
+		last := n >= s.rules.MaxRetries
+		res, err = s.client.Do(req)
+		retry := s.rules.retryable(res, err)
+		var read []byte
+		var readErr error
+		if err == nil && res != nil && (last || !retry) && res.StatusCode >= http.StatusBadRequest {
+			read, readErr = s.read(res)
+		}
+		if ctx.Err() != nil {
+			closeBody(res)
+			return nil, ctx.Err()
+		}
+		if readErr != nil {
+			if !s.rules.RetryDroppedBody {
+				return nil, readErr
+			}
+			err, retry = readErr, droppedRetryable(res)
+		}
+		if last || !retry {
+			if err != nil {
+				return nil, err
+			}
+			if res.StatusCode >= http.StatusBadRequest {
+				res.Body = io.NopCloser(bytes.NewReader(read))
+				return nil, s.refusal(req, res, read)
+			}
+			return res, nil
+		}
+		d, again := s.delay(res, n)
+		if !again {
+			// the wait asked for is too long: this answer ends the call
+			if res.StatusCode < http.StatusBadRequest {
+				return res, nil
+			}
+			if read, err = s.read(res); err != nil {
+				return nil, err
+			}
+			res.Body = io.NopCloser(bytes.NewReader(read))
+			return nil, s.refusal(req, res, read)
+		}
+		closeBody(res)
+		if err := s.sleep(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// read reads res's body whole and closes it. Its error is the SDK's:
+// anthropic-sdk-go's (RetryDroppedBody) says what failed, openai-go's is
+// io.ReadAll's.
+func (s *Sender) read(res *http.Response) ([]byte, error) {
+	b, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil && s.rules.RetryDroppedBody {
+		return nil, fmt.Errorf("error reading response body: %w", err)
+	}
+	return b, err
+}
+
+// closeBody closes res's body, if there is one.
+func closeBody(res *http.Response) {
+	if res != nil && res.Body != nil {
+		_ = res.Body.Close()
+	}
+}
+
+// wait waits d, or until ctx is done.
+func wait(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// errOrigin is openai-go's error for a request that leaves the base URL's
+// origin (a redirect elsewhere): never retried.
+var errOrigin = noRetry{errors.New("requestconfig: request URL origin must match the configured base URL")}
+
+// noRetry is an error that no attempt again can mend.
+type noRetry struct{ error }
+
+func (e noRetry) Unwrap() error { return e.error }
+
+// sameOrigin is a transport that sends only requests to origin (scheme,
+// host and port) with no other target in them, as openai-go's does.
+type sameOrigin struct {
+	origin *url.URL
+	next   http.RoundTripper
+}
+
+// RoundTrip sends r when it stays at the origin.
+func (t sameOrigin) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !canonical(r) || !originsMatch(r.URL, t.origin) {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, errOrigin
+	}
+	return t.next.RoundTrip(r)
+}
+
+// canonical reports whether r has no target but its URL's.
+func canonical(r *http.Request) bool {
+	if r == nil || r.URL == nil || r.URL.Opaque != "" || r.RequestURI != "" {
+		return false
+	}
+	return r.Host == "" || originsMatch(&url.URL{Scheme: r.URL.Scheme, Host: r.Host}, r.URL)
+}
+
+// With is a Sender like s (its client, rules and refusal) of t's
+// requests: for a wire whose headers change with a setting.
+func (s *Sender) With(t Target) *Sender {
+	c := *s
+	c.target = t
+	c.count = t.Header.Get(retryCount) == "0"
+	return &c
+}
