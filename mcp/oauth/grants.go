@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -110,10 +111,7 @@ func (h *Handler) crossApp(ctx context.Context, req *http.Request, resp *http.Re
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %q: %v", h.o.Server, err)
 	}
-	idp, err := auth.GetAuthServerMetadata(ctx, cfg.IdP.Issuer, h.client)
-	if err == nil && idp == nil {
-		err = fmt.Errorf("it has no metadata")
-	}
+	idpToken, err := idpTokenEndpoint(ctx, h.client, cfg.IdP.Issuer)
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %q: the identity provider %s: %v", h.o.Server, cfg.IdP.Issuer, err)
 	}
@@ -125,7 +123,7 @@ func (h *Handler) crossApp(ctx context.Context, req *http.Request, resp *http.Re
 	if len(scopes) == 0 {
 		scopes = d.scopes
 	}
-	grant, err := oauthex.ExchangeToken(ctx, idp.TokenEndpoint, &oauthex.TokenExchangeRequest{
+	grant, err := oauthex.ExchangeToken(ctx, idpToken, &oauthex.TokenExchangeRequest{
 		RequestedTokenType: oauthex.TokenTypeIDJAG,
 		Audience:           d.asm.Issuer,
 		Resource:           d.resource,
@@ -134,7 +132,7 @@ func (h *Handler) crossApp(ctx context.Context, req *http.Request, resp *http.Re
 		SubjectTokenType:   oauthex.TokenTypeIDToken,
 	}, idpClient, h.client)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: exchanging the ID token at %s: %v", h.o.Server, idp.TokenEndpoint, err)
+		return nil, fmt.Errorf("MCP server %q: exchanging the ID token at %s: %v", h.o.Server, idpToken, err)
 	}
 	method := cfg.AuthMethod
 	if method == "" {
@@ -157,6 +155,34 @@ func (h *Handler) crossApp(ctx context.Context, req *http.Request, resp *http.Re
 		return nil, fmt.Errorf("MCP server %q: the JWT bearer grant at %s: %v", h.o.Server, d.asm.TokenEndpoint, err)
 	}
 	return oauth2.StaticTokenSource(tok), nil
+}
+
+// idpTokenEndpoint finds the token endpoint of an identity provider by
+// its OpenID (or RFC 8414) metadata. The SDK's reader is not used: it
+// refuses a server without PKCE, which a token exchange does not need.
+func idpTokenEndpoint(ctx context.Context, c *http.Client, issuer string) (string, error) {
+	base := strings.TrimSuffix(issuer, "/")
+	for _, u := range []string{base + "/.well-known/openid-configuration", base + "/.well-known/oauth-authorization-server"} {
+		var meta struct {
+			Issuer        string `json:"issuer"`
+			TokenEndpoint string `json:"token_endpoint"`
+		}
+		found, err := getJSON(ctx, c, u, &meta)
+		if err != nil {
+			return "", err
+		}
+		if !found {
+			continue
+		}
+		if strings.TrimSuffix(meta.Issuer, "/") != base {
+			return "", fmt.Errorf("its metadata at %s names issuer %q", u, meta.Issuer)
+		}
+		if meta.TokenEndpoint == "" {
+			return "", fmt.Errorf("its metadata at %s names no token endpoint", u)
+		}
+		return meta.TokenEndpoint, nil
+	}
+	return "", errors.New("it has no metadata (.well-known/openid-configuration)")
 }
 
 // legacySignIn is the authorisation code flow with PKCE against a
