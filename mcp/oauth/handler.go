@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -14,10 +15,40 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// MaxStepUps bounds the authorisations one connection runs for a 403
-// insufficient_scope: a server that refuses every scope it is given must
-// not send the user to the browser for ever.
+// MaxStepUps bounds the sign-ins a process runs in a row for a server's
+// 403 insufficient_scope naming the same scopes: a server that refuses
+// every token it is given must not send the user to the browser for ever.
+// The count is per server URL and outlives connections (myelin connects
+// again after a failed call); a 403 asking for other scopes starts it
+// again.
 const MaxStepUps = 3
+
+// stepUps counts, per server URL, the sign-ins in a row for the same
+// scopes.
+var stepUps = struct {
+	sync.Mutex
+	m map[string]stepUpCount
+}{m: map[string]stepUpCount{}}
+
+type stepUpCount struct {
+	scopes string
+	n      int
+}
+
+// countStepUp notes a step-up of url for scopes and reports whether it
+// is within MaxStepUps.
+func countStepUp(url string, scopes []string) bool {
+	key := strings.Join(slices.Sorted(slices.Values(scopes)), " ")
+	stepUps.Lock()
+	defer stepUps.Unlock()
+	c := stepUps.m[url]
+	if c.scopes != key {
+		c = stepUpCount{scopes: key}
+	}
+	c.n++
+	stepUps.m[url] = c
+	return c.n <= MaxStepUps
+}
 
 // Interaction is how a person is reached for the authorisation code flow.
 type Interaction struct {
@@ -74,12 +105,12 @@ type Handler struct {
 	o      Options
 	client *http.Client
 
-	mu      sync.Mutex
-	loaded  bool
-	ts      oauth2.TokenSource
-	code    *auth.AuthorizationCodeHandler // built at the first sign-in
-	loop    *Loopback
-	stepUps int
+	mu       sync.Mutex
+	loaded   bool
+	ts       oauth2.TokenSource
+	code     *auth.AuthorizationCodeHandler // built at the first sign-in
+	loop     *Loopback
+	stepping bool // the sign-in running is for a 403's scopes
 }
 
 var _ auth.OAuthHandler = (*Handler)(nil)
@@ -133,14 +164,13 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		if challengeParam(cs, "error") != "insufficient_scope" {
 			return nil // not for a sign-in to mend: the retry reports it
 		}
-		h.mu.Lock()
-		h.stepUps++
-		n := h.stepUps
-		h.mu.Unlock()
-		if n > MaxStepUps {
-			return fmt.Errorf("MCP server %q still refuses for lack of scope after %d sign-ins; giving up", h.o.Server, MaxStepUps)
+		if !countStepUp(h.o.URL, splitScopes(challengeParam(cs, "scope"))) {
+			return fmt.Errorf("MCP server %q still refuses for lack of scope %q after %d sign-ins for it; giving up", h.o.Server, challengeParam(cs, "scope"), MaxStepUps)
 		}
 	}
+	h.mu.Lock()
+	h.stepping = stepUp
+	h.mu.Unlock()
 	var ts oauth2.TokenSource
 	var err error
 	switch h.grant() {
@@ -248,13 +278,17 @@ func registration(redirect string) *oauthex.ClientRegistrationMetadata {
 }
 
 // scopes are the scopes asked for: the config's when it names them, else
-// those discovered, with those granted before.
+// those discovered; for a step-up, the config's and those the 403 named;
+// with, always, those granted before.
 func (h *Handler) scopes(discovered []string) []string {
-	if len(h.o.Config.Scopes) > 0 {
-		discovered = h.o.Config.Scopes
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	switch {
+	case h.stepping:
+		discovered = union(h.o.Config.Scopes, discovered)
+	case len(h.o.Config.Scopes) > 0:
+		discovered = h.o.Config.Scopes
+	}
 	return union(discovered, h.o.Scopes)
 }
 
