@@ -206,6 +206,26 @@ func TestMetadataForAnotherResourceIsRefused(t *testing.T) {
 	}
 }
 
+// A 2025-03-26 server has no resource metadata, and the metadata at its
+// root names an issuer other than the root (which RFC 8414 would refuse):
+// myelin signs in with what it names, and keeps the token.
+func TestA20250326ServerIsSignedInToThroughItsRootMetadata(t *testing.T) {
+	as := oauthtest.NewAS(t)
+	mcp := oauthtest.NewMCP(t, as)
+	mcp.Legacy = true
+	store := &Store{Dir: t.TempDir()}
+	var out bytes.Buffer
+	if err := call(t, handler(t, Options{Server: "srv", URL: mcp.URL, Store: store, Login: browser(&out)}), mcp.URL); err != nil {
+		t.Fatalf("%v (the server was asked %q)", err, as.Log())
+	}
+	if want := []string{"register", "authorize ", "token authorization_code client_secret_basic"}; !slices.Equal(as.Log(), want) {
+		t.Fatalf("the authorization server was asked %q, want %q", as.Log(), want)
+	}
+	if e, err := store.Load(mcp.URL); err != nil || e == nil {
+		t.Fatalf("the token was not kept: %v", err)
+	}
+}
+
 func pemKey(t *testing.T, key any) string {
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {

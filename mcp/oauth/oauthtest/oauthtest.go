@@ -307,6 +307,10 @@ type MCP struct {
 	// Resource, when set, is the resource its metadata names in place of
 	// its URL.
 	Resource string
+	// Legacy makes it a 2025-03-26 server: no resource metadata, and the
+	// authorisation server's metadata served at its own root (naming the
+	// authorisation server's issuer, not the root).
+	Legacy bool
 }
 
 // NewMCP starts an MCP server protected by as, with one tool, echo, that
@@ -326,7 +330,18 @@ func NewMCP(t testing.TB, as *AS) *MCP {
 	t.Cleanup(srv.Close)
 	m.URL = srv.URL + "/mcp"
 	prm := srv.URL + "/.well-known/oauth-protected-resource/mcp"
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		if !m.Legacy {
+			http.NotFound(w, r)
+			return
+		}
+		as.metadata(w, r)
+	})
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		if m.Legacy {
+			http.NotFound(w, r)
+			return
+		}
 		res := m.Resource
 		if res == "" {
 			res = m.URL
@@ -340,7 +355,11 @@ func NewMCP(t testing.TB, as *AS) *MCP {
 		if r.Method == http.MethodPost && calls(r) {
 			scopes = append(slices.Clone(scopes), m.CallScopes...)
 		}
-		auth.RequireBearerToken(as.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm, Scopes: scopes})(
+		opts := &auth.RequireBearerTokenOptions{ResourceMetadataURL: prm, Scopes: scopes}
+		if m.Legacy {
+			opts.ResourceMetadataURL = ""
+		}
+		auth.RequireBearerToken(as.verify, opts)(
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				inner.ServeHTTP(w, r)
 			})).ServeHTTP(&stepUp{ResponseWriter: w}, r)
