@@ -99,16 +99,35 @@ func TestASignInIsKeptAndUsedByTheNextConnection(t *testing.T) {
 	}
 }
 
-// With no one to ask and no token, the error names `myelin mcp login`.
-func TestNoOneToAskSaysHowToLogIn(t *testing.T) {
-	as := oauthtest.NewAS(t)
-	mcp := oauthtest.NewMCP(t, as)
-	err := call(t, handler(t, Options{Server: "srv", URL: mcp.URL, Store: &Store{Dir: t.TempDir()}}), mcp.URL)
-	if err == nil || !strings.Contains(err.Error(), "run `myelin mcp login srv`") {
-		t.Fatalf("got %v, want an error naming `myelin mcp login srv`", err)
+// A server that cannot be signed in to here fails with an error that says
+// why, and its authorisation server is asked nothing: with no one to ask
+// and no token, the error names `myelin mcp login`; resource metadata that
+// names another resource is refused, since a token must not be asked for
+// someone else's resource.
+func TestRefusalsAskTheAuthorizationServerNothing(t *testing.T) {
+	var out bytes.Buffer
+	tests := []struct {
+		name     string
+		resource string // what the metadata names; the server's URL when ""
+		login    *Interaction
+		want     string
+	}{
+		{"no one to ask", "", nil, "run `myelin mcp login srv`"},
+		{"another resource", "https://elsewhere.example/mcp", browser(&out), "refusing to authorize"},
 	}
-	if len(as.Log()) != 0 {
-		t.Errorf("the authorization server was asked %q with no one to sign in", as.Log())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as := oauthtest.NewAS(t)
+			mcp := oauthtest.NewMCP(t, as)
+			mcp.Resource = tt.resource
+			err := call(t, handler(t, Options{Server: "srv", URL: mcp.URL, Store: &Store{Dir: t.TempDir()}, Login: tt.login}), mcp.URL)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want an error saying %q", err, tt.want)
+			}
+			if len(as.Log()) != 0 {
+				t.Errorf("the authorization server was asked %q", as.Log())
+			}
+		})
 	}
 }
 
@@ -187,22 +206,6 @@ func TestStepUpsAreBoundedAcrossConnections(t *testing.T) {
 	}
 	if n != 1+MaxStepUps { // the first sign-in, then the step-ups
 		t.Errorf("%d sign-ins, want %d: %q", n, 1+MaxStepUps, as.Log())
-	}
-}
-
-// Resource metadata that names another resource is refused before any
-// sign-in: a token for it must not be asked for.
-func TestMetadataForAnotherResourceIsRefused(t *testing.T) {
-	as := oauthtest.NewAS(t)
-	mcp := oauthtest.NewMCP(t, as)
-	mcp.Resource = "https://elsewhere.example/mcp"
-	var out bytes.Buffer
-	err := call(t, handler(t, Options{Server: "srv", URL: mcp.URL, Login: browser(&out)}), mcp.URL)
-	if err == nil || !strings.Contains(err.Error(), "refusing to authorize") {
-		t.Fatalf("got %v, want a refusal", err)
-	}
-	if len(as.Log()) != 0 {
-		t.Errorf("the authorization server was asked %q", as.Log())
 	}
 }
 
