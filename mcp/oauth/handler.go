@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -111,6 +112,7 @@ type Handler struct {
 	code     *auth.AuthorizationCodeHandler // built at the first sign-in
 	loop     *Loopback
 	stepping bool // the sign-in running is for a 403's scopes
+	forced   bool // a refresh was forced by a 401 (once a connection)
 }
 
 var _ auth.OAuthHandler = (*Handler)(nil)
@@ -171,6 +173,9 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	h.mu.Lock()
 	h.stepping = stepUp
 	h.mu.Unlock()
+	if !stepUp && h.grant() == GrantAuthorizationCode && h.refreshRefused(req) {
+		return nil // the retry carries the new token
+	}
 	var ts oauth2.TokenSource
 	var err error
 	switch h.grant() {
@@ -194,6 +199,37 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 	h.ts = ts
 	h.mu.Unlock()
 	return nil
+}
+
+// refreshRefused refreshes the kept token when the server refused it
+// before its expiry (revoked, or no expiry given), once a connection:
+// a refresh token still good spares a sign-in. It reports whether there
+// is a new token.
+func (h *Handler) refreshRefused(req *http.Request) bool {
+	h.mu.Lock()
+	k, _ := h.ts.(*keeper)
+	forced := h.forced
+	h.forced = true
+	h.mu.Unlock()
+	if k == nil || forced {
+		return false
+	}
+	k.mu.Lock()
+	t, c := k.entry.Token, k.entry.config()
+	k.mu.Unlock()
+	if t == nil || t.RefreshToken == "" || req.Header.Get("Authorization") != "Bearer "+t.AccessToken {
+		return false
+	}
+	stale := *t
+	stale.Expiry = time.Unix(1, 0) // expired: the source refreshes it
+	ts := h.keeping(c, &stale)
+	if _, err := ts.Token(); err != nil {
+		return false
+	}
+	h.mu.Lock()
+	h.ts = ts
+	h.mu.Unlock()
+	return true
 }
 
 // authorizationCode signs in through a browser: the SDK's handler, or for

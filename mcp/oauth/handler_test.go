@@ -131,27 +131,38 @@ func TestRefusalsAskTheAuthorizationServerNothing(t *testing.T) {
 	}
 }
 
-// An expired token is refreshed with the kept refresh token, without a
-// sign-in, and the new one is kept.
-func TestAnExpiredTokenIsRefreshedAndTheNewOneKept(t *testing.T) {
-	as := oauthtest.NewAS(t)
-	as.Clients["cli"] = "sec"
-	mcp := oauthtest.NewMCP(t, as)
-	store := &Store{Dir: t.TempDir()}
-	stale, refresh := as.Issue("cli", nil)
-	if err := store.Save(&Entry{Server: "srv", URL: mcp.URL, ClientID: "cli", ClientSecret: "sec", TokenURL: as.URL + "/token",
-		AuthStyle: oauth2.AuthStyleInHeader, Token: &oauth2.Token{AccessToken: stale, RefreshToken: refresh, Expiry: time.Now().Add(-time.Hour)}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := call(t, handler(t, Options{Server: "srv", URL: mcp.URL, Store: store}), mcp.URL); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"token refresh_token client_secret_basic"}; !slices.Equal(as.Log(), want) {
-		t.Fatalf("the authorization server was asked %q, want %q", as.Log(), want)
-	}
-	e, err := store.Load(mcp.URL)
-	if err != nil || e == nil || e.Token.AccessToken == stale {
-		t.Fatalf("the refreshed token was not kept: %+v, %v", e, err)
+// A kept token that has expired, or that the server refuses before its
+// expiry, is refreshed with the kept refresh token, without a sign-in,
+// and the new one is kept.
+func TestAStaleTokenIsRefreshedAndTheNewOneKept(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		expiry time.Time
+	}{
+		{"expired", time.Now().Add(-time.Hour)},
+		{"refused before its expiry", time.Now().Add(time.Hour)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			as := oauthtest.NewAS(t)
+			as.Clients["cli"] = "sec"
+			mcp := oauthtest.NewMCP(t, as)
+			store := &Store{Dir: t.TempDir()}
+			stale, refresh := as.Issue("cli", nil)
+			if err := store.Save(&Entry{Server: "srv", URL: mcp.URL, ClientID: "cli", ClientSecret: "sec", TokenURL: as.URL + "/token",
+				AuthStyle: oauth2.AuthStyleInHeader, Token: &oauth2.Token{AccessToken: stale, RefreshToken: refresh, Expiry: tt.expiry}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := call(t, handler(t, Options{Server: "srv", URL: mcp.URL, Store: store}), mcp.URL); err != nil {
+				t.Fatalf("%v (the server was asked %q)", err, as.Log())
+			}
+			if want := []string{"token refresh_token client_secret_basic"}; !slices.Equal(as.Log(), want) {
+				t.Fatalf("the authorization server was asked %q, want %q", as.Log(), want)
+			}
+			e, err := store.Load(mcp.URL)
+			if err != nil || e == nil || e.Token.AccessToken == stale {
+				t.Fatalf("the refreshed token was not kept: %+v, %v", e, err)
+			}
+		})
 	}
 }
 
