@@ -287,3 +287,66 @@ func TestClientCredentialsAuthenticateAsAsked(t *testing.T) {
 		})
 	}
 }
+
+// The sign-in's client is a client ID metadata document where the server
+// takes one, else the pre-registered client, else one registered now;
+// it authenticates at the token endpoint as the metadata allows.
+func TestTheSignInsClientAndItsAuthentication(t *testing.T) {
+	const cimd = "https://myelin.example/client.json"
+	tests := []struct {
+		name    string
+		as      func(*oauthtest.AS)
+		cfg     Config
+		wantLog []string
+	}{
+		{"registered now", func(*oauthtest.AS) {}, Config{},
+			[]string{"register", "authorize ", "token authorization_code client_secret_basic"}},
+		{"pre-registered, basic", func(as *oauthtest.AS) { as.NoRegistration = true }, Config{ClientID: "pre", ClientSecret: "sec"},
+			[]string{"authorize ", "token authorization_code client_secret_basic"}},
+		{"pre-registered, post", func(as *oauthtest.AS) { as.AuthMethods = []string{"client_secret_post"} }, Config{ClientID: "pre", ClientSecret: "sec"},
+			[]string{"authorize ", "token authorization_code client_secret_post"}},
+		// The URL is the client id, and there is no secret: the SDK leaves
+		// the method to oauth2's detection, which tries Basic first.
+		{"a metadata document", func(as *oauthtest.AS) { as.CIMD = true }, Config{ClientMetadataURL: cimd, ClientID: "pre"},
+			[]string{"authorize ", "token authorization_code client_secret_basic", `refused: bad secret for "` + cimd + `"`, "token authorization_code none"}},
+		{"a metadata document the server does not take", func(as *oauthtest.AS) {}, Config{ClientMetadataURL: cimd},
+			[]string{"register", "authorize ", "token authorization_code client_secret_basic"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as := oauthtest.NewAS(t)
+			as.Clients["pre"] = "sec"
+			tt.as(as)
+			mcp := oauthtest.NewMCP(t, as)
+			var out bytes.Buffer
+			if err := call(t, handler(t, Options{Server: "srv", URL: mcp.URL, Config: tt.cfg, Login: browser(&out)}), mcp.URL); err != nil {
+				t.Fatalf("%v (the server was asked %q)", err, as.Log())
+			}
+			if !slices.Equal(as.Log(), tt.wantLog) {
+				t.Fatalf("the authorization server was asked %q, want %q", as.Log(), tt.wantLog)
+			}
+		})
+	}
+}
+
+// Cross-app access exchanges the ID token at the identity provider for an
+// identity assertion grant, which the MCP server's authorisation server
+// takes from the client, authenticated as its metadata asks.
+func TestCrossAppAccessExchangesTheIDTokenForAGrant(t *testing.T) {
+	idp := oauthtest.NewIdP(t)
+	idp.ForClient = "xaa"
+	as := oauthtest.NewAS(t)
+	as.IdP = idp
+	as.Clients["xaa"] = "sec"
+	mcp := oauthtest.NewMCP(t, as)
+	cfg := Config{Grant: GrantCrossApp, ClientID: "xaa", ClientSecret: "sec", IdP: &IdP{Issuer: idp.URL, ClientID: "idp-client", IDToken: idp.IDToken}}
+	if err := call(t, handler(t, Options{Server: "srv", URL: mcp.URL, Config: cfg}), mcp.URL); err != nil {
+		t.Fatalf("%v (the IdP was asked %q, the authorization server %q)", err, idp.Log(), as.Log())
+	}
+	if want := []string{"exchange urn:ietf:params:oauth:token-type:id-jag"}; !slices.Equal(idp.Log(), want) {
+		t.Errorf("the IdP was asked %q, want %q", idp.Log(), want)
+	}
+	if want := []string{"token urn:ietf:params:oauth:grant-type:jwt-bearer client_secret_basic"}; !slices.Equal(as.Log(), want) {
+		t.Errorf("the authorization server was asked %q, want %q", as.Log(), want)
+	}
+}

@@ -50,6 +50,11 @@ type AS struct {
 	NoRegistration bool
 	// Withheld are scopes it never grants, though asked.
 	Withheld []string
+	// CIMD says it takes client ID metadata documents (a URL as client id).
+	CIMD bool
+	// IdP, when set, is the identity provider whose identity assertion
+	// grants it takes (the jwt-bearer grant of cross-app access).
+	IdP *IdP
 
 	mu       sync.Mutex
 	log      []string
@@ -134,6 +139,9 @@ func (as *AS) metadata(w http.ResponseWriter, _ *http.Request) {
 	if len(as.Scopes) > 0 {
 		m["scopes_supported"] = as.Scopes
 	}
+	if as.CIMD {
+		m["client_id_metadata_document_supported"] = true
+	}
 	writeJSON(w, http.StatusOK, m)
 }
 
@@ -215,6 +223,13 @@ func (as *AS) token(w http.ResponseWriter, r *http.Request) {
 		g = old
 	case "client_credentials":
 		g = grant{client, strings.Fields(r.PostForm.Get("scope"))}
+	case "urn:ietf:params:oauth:grant-type:jwt-bearer":
+		if as.IdP == nil || !as.IdP.granted(r.PostForm.Get("assertion"), client) {
+			as.log = append(as.log, "refused: assertion")
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
+			return
+		}
+		g = grant{client, strings.Fields(r.PostForm.Get("scope"))}
 	default:
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
 		return
@@ -295,6 +310,63 @@ func (as *AS) verify(_ context.Context, token string, _ *http.Request) (*auth.To
 		return nil, auth.ErrInvalidToken
 	}
 	return &auth.TokenInfo{Scopes: g.scopes, Expiration: time.Now().Add(time.Hour)}, nil
+}
+
+// IdP is an enterprise identity provider that exchanges the ID token it
+// knows for identity assertion grants (RFC 8693), for a client of the MCP
+// server's authorisation server.
+type IdP struct {
+	URL     string
+	IDToken string // the one ID token it takes
+	// ForClient is the client of the MCP server's authorisation server the
+	// grants are for.
+	ForClient string
+
+	mu     sync.Mutex
+	grants map[string]bool
+	log    []string
+}
+
+// NewIdP starts an identity provider, closed with the test.
+func NewIdP(t testing.TB) *IdP {
+	idp := &IdP{IDToken: "id-" + rand.Text(), grants: map[string]bool{}}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	idp.URL = srv.URL
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"issuer": idp.URL, "token_endpoint": idp.URL + "/token"})
+	})
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		f := r.PostForm
+		idp.mu.Lock()
+		defer idp.mu.Unlock()
+		idp.log = append(idp.log, "exchange "+f.Get("requested_token_type"))
+		if f.Get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange" || f.Get("subject_token") != idp.IDToken ||
+			f.Get("subject_token_type") != "urn:ietf:params:oauth:token-type:id_token" || f.Get("audience") == "" || f.Get("resource") == "" {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
+			return
+		}
+		jag := "jag-" + rand.Text()
+		idp.grants[jag] = true
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": jag, "token_type": "N_A",
+			"issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"})
+	})
+	return idp
+}
+
+// Log is what the identity provider was asked.
+func (idp *IdP) Log() []string {
+	idp.mu.Lock()
+	defer idp.mu.Unlock()
+	return slices.Clone(idp.log)
+}
+
+func (idp *IdP) granted(jag, client string) bool {
+	idp.mu.Lock()
+	defer idp.mu.Unlock()
+	return idp.grants[jag] && client == idp.ForClient
 }
 
 // MCP is the protected MCP server.
