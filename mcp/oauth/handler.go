@@ -87,7 +87,11 @@ type Options struct {
 // asked.
 type LoginNeededError struct {
 	Server string
-	Scope  bool // it wants more scopes than its token has
+	Status string // the HTTP status it answered
+	Scope  bool   // it wants more scopes than its token has
+	// Bearer says it asked for a bearer token; without it, the server may
+	// want a key of its own rather than a sign-in.
+	Bearer bool
 }
 
 func (e *LoginNeededError) Error() string {
@@ -95,7 +99,11 @@ func (e *LoginNeededError) Error() string {
 	if e.Scope {
 		why = "needs a sign-in with more scopes"
 	}
-	return fmt.Sprintf("MCP server %q %s: run `myelin mcp login %s`", e.Server, why, e.Server)
+	msg := fmt.Sprintf("MCP server %q answered %s: it %s: run `myelin mcp login %s`", e.Server, e.Status, why, e.Server)
+	if !e.Bearer {
+		msg += ` (or, if it takes a key of its own, give it in the entry's "headers")`
+	}
+	return msg
 }
 
 // Handler is the auth.OAuthHandler of one connection to one server: it
@@ -188,7 +196,9 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 			if h.o.Store != nil && stepUp {
 				h.rememberScopes(resp)
 			}
-			return &LoginNeededError{Server: h.o.Server, Scope: stepUp}
+			cs, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+			bearer := slices.ContainsFunc(cs, func(c oauthex.Challenge) bool { return c.Scheme == "bearer" })
+			return &LoginNeededError{Server: h.o.Server, Status: resp.Status, Scope: stepUp, Bearer: bearer}
 		}
 		return h.authorizationCode(ctx, req, resp)
 	}
