@@ -47,6 +47,9 @@ type Options struct {
 	Grace time.Duration
 	// Version is the client version myelin tells servers.
 	Version string
+	// Auth is how HTTP servers that ask for authorisation are signed in
+	// to (auth.go).
+	Auth Auth
 }
 
 func (o *Options) maxReply() int64 {

@@ -15,11 +15,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/myelin-run/myelin/mcp/oauth"
 )
 
 // Server is one entry of `mcpServers`: a stdio server (Command) or a
@@ -33,6 +36,10 @@ type Server struct {
 	Cwd     string            `json:"cwd,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth says how myelin signs in to an HTTP server that asks for
+	// authorisation (package oauth); without it, such a server gets the
+	// authorisation code flow with dynamic client registration.
+	OAuth *oauth.Config `json:"oauth,omitempty"`
 	// TimeoutMS bounds each call to the server's tools; 0 means
 	// DefaultCallTimeout.
 	TimeoutMS int `json:"timeout,omitempty"`
@@ -138,6 +145,14 @@ func (s *Server) check() error {
 	if s.TimeoutMS < 0 {
 		return fmt.Errorf(`"timeout" must be positive, got %d`, s.TimeoutMS)
 	}
+	if s.OAuth != nil {
+		if s.Type != "http" {
+			return fmt.Errorf(`"oauth" is for HTTP servers; a stdio server gets its credentials through "env"`)
+		}
+		if err := s.OAuth.Check(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -172,6 +187,12 @@ func (s *Server) expand(lookup func(string) (string, bool)) error {
 	s.URL = one("url", s.URL)
 	for k, v := range s.Headers {
 		s.Headers[k] = one("headers."+k, v)
+	}
+	if s.OAuth != nil {
+		fields := s.OAuth.Strings()
+		for _, k := range slices.Sorted(maps.Keys(fields)) {
+			*fields[k] = one("oauth."+k, *fields[k])
+		}
 	}
 	return err
 }

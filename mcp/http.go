@@ -20,8 +20,9 @@ import (
 func httpTransport(s Server, o *Options) sdk.Transport {
 	rt := &roundTripper{headers: s.Headers, base: http.DefaultTransport, max: o.maxReply()}
 	return &sdk.StreamableClientTransport{
-		Endpoint:   s.URL,
-		HTTPClient: &http.Client{Transport: rt},
+		OAuthHandler: authHandler(s, o),
+		Endpoint:     s.URL,
+		HTTPClient:   &http.Client{Transport: rt},
 		// myelin needs no messages the server starts itself, and the
 		// standalone stream would outlive every call.
 		DisableStandaloneSSE: true,

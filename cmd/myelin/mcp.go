@@ -25,6 +25,12 @@ const mcpUsage = `Usage:
       Show the servers WORKSPACE/.mcp.json starts and approve its present
       contents: run, chat, tool and mcp list start them from then on, until
       the file changes.
+  myelin mcp login SERVER [--workspace DIR] [--mcp-config FILE]...
+      Sign in to the HTTP server SERVER: print the URL to open, open it in
+      $BROWSER (or the system's browser when there is a display), and take
+      the redirect on 127.0.0.1. Its tokens are kept, refreshed when they
+      expire, in ~/.myelin/mcp-tokens (mode 0600), for run, chat, tool and
+      mcp list. A server whose entry names client credentials is checked.
 `
 
 // mcpFlags are the MCP flags that tool, run and chat share with mcp list.
@@ -34,6 +40,9 @@ type mcpFlags struct {
 	// trust is how an unapproved workspace .mcp.json is handled; the zero
 	// value skips its servers with a message (no one to ask).
 	trust mcpTrust
+	// login has a server that asks for a sign-in get one in a browser
+	// (login.go), as when trust.ask says a person is there.
+	login bool
 }
 
 // mcpTrust says whether a person can be asked to approve the workspace's
@@ -48,6 +57,7 @@ type mcpTrust struct {
 func (f *mcpFlags) add(fs *flag.FlagSet) {
 	fs.Var(&f.configs, "mcp-config", "read MCP servers from `FILE` too (an mcpServers document; may be repeated; its entries replace .mcp.json's of the same name)")
 	fs.IntVar(&f.maxReply, "mcp-max-reply", mcp.DefaultMaxReply>>20, "the largest reply read from an MCP server, in `MiB`")
+	fs.BoolVar(&f.login, "mcp-login", false, "sign in to an MCP server that asks for it: print the URL, open $BROWSER, wait for the redirect (the default on a terminal)")
 }
 
 // configList is a repeatable --mcp-config.
@@ -59,9 +69,29 @@ func (c *configList) Set(v string) error { *c = append(*c, v); return nil }
 // startMCP starts the servers of the workspace's .mcp.json, when its
 // contents are approved (workspaceConfig), and of the --mcp-config files,
 // and reports once on failures each one that did not start. Messages about
-// approval go to stderr. The Set is empty, not nil, when no server is
-// configured.
+// approval go to stderr. A server that asks for a sign-in gets one in a
+// browser with --mcp-login or when a person is there (trust.ask), and
+// fails naming `myelin mcp login` otherwise. The Set is empty, not nil,
+// when no server is configured.
 func startMCP(ctx context.Context, ws *workspace.Workspace, f mcpFlags, stderr, failures io.Writer) (*mcp.Set, error) {
+	servers, err := mcpServers(ws, f, stderr)
+	if err != nil {
+		return nil, err
+	}
+	opts := mcp.Options{Dir: ws.Dir(), MaxReply: int64(f.maxReply) << 20, Version: version(), Auth: mcpAuth(stderr)}
+	if !f.login && !f.trust.ask {
+		opts.Auth.Login = nil
+	}
+	set := mcp.Start(ctx, servers, opts)
+	for _, err := range set.Failures() {
+		fmt.Fprintln(failures, "myelin:", err)
+	}
+	return set, nil
+}
+
+// mcpServers reads the servers of the workspace's .mcp.json, when its
+// contents are approved (workspaceConfig), and of the --mcp-config files.
+func mcpServers(ws *workspace.Workspace, f mcpFlags, stderr io.Writer) ([]mcp.Server, error) {
 	if f.maxReply <= 0 {
 		return nil, fmt.Errorf("--mcp-max-reply must be at least 1 (MiB), got %d", f.maxReply)
 	}
@@ -76,15 +106,7 @@ func startMCP(ctx context.Context, ws *workspace.Workspace, f mcpFlags, stderr, 
 	for _, p := range f.configs {
 		files = append(files, mcp.ConfigFile{Path: p})
 	}
-	servers, err := mcp.LoadConfig(files, nil)
-	if err != nil {
-		return nil, err
-	}
-	set := mcp.Start(ctx, servers, mcp.Options{Dir: ws.Dir(), MaxReply: int64(f.maxReply) << 20, Version: version()})
-	for _, err := range set.Failures() {
-		fmt.Fprintln(failures, "myelin:", err)
-	}
-	return set, nil
+	return mcp.LoadConfig(files, nil)
 }
 
 // workspaceConfig reads dir/.mcp.json and decides whether its servers may
@@ -213,15 +235,17 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.StringVar(&workspaceDir, "workspace", ".", "the workspace root `DIR`")
 	f.add(fs)
 	if len(args) == 0 {
-		return usageError(stderr, "mcp", "want a command: list or trust")
+		return usageError(stderr, "mcp", "want a command: list, login or trust")
 	}
 	switch args[0] {
 	case "list", "trust":
+	case "login":
+		return mcpLoginCommand(ctx, args[1:], stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		printHelp(stdout, mcpUsage, fs)
 		return exitOK
 	default:
-		return usageError(stderr, "mcp", fmt.Sprintf("unknown command %q: want list or trust", args[0]))
+		return usageError(stderr, "mcp", fmt.Sprintf("unknown command %q: want list, login or trust", args[0]))
 	}
 	name := "mcp " + args[0]
 	pos, code, done := parseCommand(name, mcpUsage, fs, args[1:], stdout, stderr)
