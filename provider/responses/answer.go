@@ -24,19 +24,25 @@ import (
 
 // outItem is the part of an output item this wire reads.
 type outItem struct {
-	Type      string          `json:"type"`
-	CallID    string          `json:"call_id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"` // a string on a function_call
-	Content   []struct {
-		Type    string            `json:"type"`
-		Text    provider.JSONText `json:"text"`
-		Refusal provider.JSONText `json:"refusal"`
-	} `json:"content"`
-	Summary []struct {
-		Text string `json:"text"`
-	} `json:"summary"`
-	EncryptedContent *string `json:"encrypted_content"`
+	Type             string          `json:"type"`
+	CallID           string          `json:"call_id"`
+	Name             string          `json:"name"`
+	Arguments        json.RawMessage `json:"arguments"` // a string on a function_call
+	Content          []outContent    `json:"content"`
+	Summary          []outSummary    `json:"summary"`
+	EncryptedContent *string         `json:"encrypted_content"`
+}
+
+// outContent is a content part of a message or reasoning item.
+type outContent struct {
+	Type    string            `json:"type"`
+	Text    provider.JSONText `json:"text"`
+	Refusal provider.JSONText `json:"refusal"`
+}
+
+// outSummary is a summary part of a reasoning item.
+type outSummary struct {
+	Text string `json:"text"`
 }
 
 // item is one output item as it was read.
@@ -75,20 +81,23 @@ func (a *accumulator) at(i int64) *item {
 
 // response is the part of a response object the wire reads.
 type response struct {
-	Status string          `json:"status"`
-	Error  json.RawMessage `json:"error"` // {"code":...,"message":...} or null
-	Output []outItem       `json:"output"`
-	Usage  *struct {
-		InputTokens        int `json:"input_tokens"`
-		OutputTokens       int `json:"output_tokens"`
-		InputTokensDetails struct {
-			CachedTokens     int `json:"cached_tokens"`
-			CacheWriteTokens int `json:"cache_write_tokens"`
-		} `json:"input_tokens_details"`
-	} `json:"usage"`
+	Status            string          `json:"status"`
+	Error             json.RawMessage `json:"error"` // {"code":...,"message":...} or null
+	Output            []outItem       `json:"output"`
+	Usage             *usage          `json:"usage"`
 	IncompleteDetails struct {
 		Reason string `json:"reason"`
 	} `json:"incomplete_details"`
+}
+
+// usage is the part of a response's usage the wire reads.
+type usage struct {
+	InputTokens        int `json:"input_tokens"`
+	OutputTokens       int `json:"output_tokens"`
+	InputTokensDetails struct {
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"`
+	} `json:"input_tokens_details"`
 }
 
 // event is the part of a stream event the wire reads.
@@ -123,7 +132,7 @@ func (a *accumulator) read(body io.Reader) error {
 			continue
 		}
 		var ev event
-		if err := json.Unmarshal(data, &ev); err != nil {
+		if err := decodeEvent(data, &ev); err != nil {
 			var t struct {
 				Type string `json:"type"`
 			}
