@@ -64,10 +64,12 @@ func eventCases(t testing.TB) []string {
 		`{"type":"response.completed","response":{"output":[{"type":"message","content":null,"summary":null}]}}`,
 		" \t\r\n{ \"type\" : \"response.output_text.delta\" , \"output_index\" : 0 , \"delta\" : \"a\" } \n",
 		`{"type":"response.output_text.delta","delta":"line \"one\"\n\ttwo \u003c\u0026\u003e \ud83d\ude00 \/ \b\f\r"}`,
-		`{"type":"response.output_text.delta","delta":"bad \xff\xfe utf-8"}`,
+		"{\"type\":\"response.output_text.delta\",\"delta\":\"bad \xff\xfe utf-8\"}", // bytes that are not UTF-8
+		`{"type":"response.output_text.delta","delta":"bad \xff"}`,                   // an escape JSON has not
 		`{"type":"response.output_text.delta","delta":"a lone surrogate \ud800 and \udc00x"}`,
-		`{"type":"response.output_text.delta","delta":"a` + cesu + `b"}`,
-		`{"type":"response.output_item.done","item":{"call_id":"bad \xff","name":"\u00e9","content":[{"text":"\xff"}],"summary":[{"text":"\xfe"}]}}`,
+		`{"type":"response.output_text.delta","delta":"a`+cesu+`b"}`,
+		"{\"type\":\"response.output_item.done\",\"item\":{\"call_id\":\"bad \xff\",\"name\":\"\\u00e9\",\"content\":[{\"text\":\"\xff\"}],\"summary\":[{\"text\":\"\xfe\"}],\"encrypted_content\":\"\xc3\"}}",
+		"{\"type\":\"response.\xff\",\"\xfe\":1}",
 		`{"type":"response.output_text.delta","delta":null,"output_index":null,"summary_index":null,"content_index":null,"item":null,"response":null}`,
 		`{"type":"response.some_new_thing","delta":{"an":"object"},"item":[1]}`,
 		`{}`, `null`, `[]`, `"x"`, `1`, ``, ` `,
