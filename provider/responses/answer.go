@@ -116,22 +116,20 @@ type event struct {
 }
 
 // read reads a streamed answer from body, event by event (provider/sse),
-// up to its response.completed (or response.incomplete); an event with an
-// "error" object ends it with that error, as does an event of a type the
-// wire reads that it cannot decode. Other events it cannot decode are
-// passed over: the API adds event types.
+// each decoded by decodeEvent, up to its response.completed (or
+// response.incomplete); an event with an "error" object ends it with that
+// error, as does an event of a type the wire reads that it cannot decode.
+// Other events it cannot decode are passed over: the API adds event
+// types.
 func (a *accumulator) read(body io.Reader) error {
 	r := sse.Borrow(body)
 	defer r.Release()
+	var ev event
 	for !a.done && r.Next() {
 		data := r.Event().Data
 		if bytes.HasPrefix(data, []byte("[DONE]")) {
 			break
 		}
-		if passOver(data) {
-			continue
-		}
-		var ev event
 		if err := decodeEvent(data, &ev); err != nil {
 			var t struct {
 				Type string `json:"type"`
@@ -152,37 +150,6 @@ func (a *accumulator) read(body io.Reader) error {
 		return fmt.Errorf("openai-responses: %v", err)
 	}
 	return nil
-}
-
-// passOver reports whether the event data is one read would pass over
-// without decoding it whole: of a type the wire does not read, and
-// without an "error" object (which ends the stream, whatever the type). A
-// light round's answer is 43 events, of which 12 — response.created and
-// response.in_progress, each carrying a whole response object, and a
-// function_call_arguments.done for each call — are not read. It is
-// decided by a scan of the top-level members (provider.Scanner); an event
-// the scan does not take plainly (a key encoding/json would match without
-// case, an escaped type, anything malformed) is not passed over here, and
-// read decides as it always did (TestPassOverIsWhatReadWouldDo).
-func passOver(data []byte) bool {
-	s := provider.Scanner{B: data}
-	var typ []byte
-	errorSet := false
-	ok := s.Object(func(key []byte) bool {
-		switch {
-		case string(key) == "type":
-			var ok bool
-			typ, ok = s.PlainString()
-			return ok
-		case string(key) == "error":
-			errorSet = !s.IsNull()
-			return !errorSet || s.Skip()
-		case bytes.EqualFold(key, []byte("type")) || bytes.EqualFold(key, []byte("error")):
-			return false // encoding/json would take it for one of these
-		}
-		return s.Skip()
-	})
-	return ok && s.AtEnd() && typ != nil && !errorSet && !reads(string(typ))
 }
 
 // reads reports whether the wire reads events of type t.
