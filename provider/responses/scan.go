@@ -3,6 +3,7 @@ package responses
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/provider"
 )
@@ -71,9 +72,11 @@ func (s *eventScanner) object(keys []string, raw int, known func(i int) bool) bo
 	return s.Object(func(key []byte) bool {
 		i := indexOf(keys, key)
 		if i < 0 {
-			for _, k := range keys {
-				if bytes.EqualFold(key, []byte(k)) {
-					return false
+			if mayFold(key) {
+				for _, k := range keys {
+					if bytes.EqualFold(key, []byte(k)) {
+						return false
+					}
 				}
 			}
 			return s.Skip()
@@ -87,6 +90,20 @@ func (s *eventScanner) object(keys []string, raw int, known func(i int) bool) bo
 		}
 		return known(i)
 	})
+}
+
+// mayFold reports whether key could match a key of the scan's (each of
+// lower-case ASCII letters and '_') without case and not exactly: only
+// one with an upper-case ASCII letter or a byte beyond ASCII can (the
+// Kelvin sign folds to k, the long s to s). Most unknown keys are plain,
+// and bytes.EqualFold was most of what passing over them cost.
+func mayFold(key []byte) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 func indexOf(keys []string, key []byte) int {

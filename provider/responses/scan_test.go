@@ -79,6 +79,8 @@ func eventCases(t testing.TB) []string {
 		`{"type":"a","type":"b"}`, `{"item":{"type":"a"},"item":{"name":"b"}}`, `{"item":{"type":"a"},"item":null}`, `{"error":{},"error":null}`,
 		`{"response":{"usage":{"input_tokens":1},"usage":{"output_tokens":2}}}`, `{"response":{"output":[],"output":null}}`,
 		`{"item":{"encrypted_content":"a","encrypted_content":null}}`, `{"item":{"arguments":"a","arguments":null}}`,
+		"{\"response\":{\"usage\":{\"input_to\u212aens\":5,\"output_tokens\":1}}}", // the Kelvin sign folds to k
+		"{\"response\":{\"usage\":{\"input_tokens_details\":{\"cache_write_to\u212aens\":2}}}}",
 		`{"typ\u0065":"x","k\u0065y":1}`, `{"item":{"n\u0061me":"x"}}`,
 		// numbers
 		`{"output_index":-0}`, `{"output_index":-7}`, `{"output_index":123456789012345678}`, `{"output_index":1234567890123456789}`,
