@@ -291,7 +291,7 @@ func failed(code, message, raw string, streamed bool) error {
 // items (a reasoning item before the call or text it led to), text made
 // well formed, tool calls as provider.ToolCall keeps them.
 func (a *accumulator) response() provider.Response {
-	msg := history.Message{Role: history.Assistant, Usage: &a.usage}
+	msg := history.Message{Role: history.Assistant, Usage: &a.usage, Parts: make([]history.Part, 0, len(a.items))}
 	idx := make([]int64, 0, len(a.items))
 	for i := range a.items {
 		idx = append(idx, i)
@@ -339,14 +339,16 @@ func (a *accumulator) response() provider.Response {
 			id, name, args := it.callID, it.name, it.args.String()
 			if o != nil {
 				id, name = o.CallID, o.Name
-				var s string
-				if json.Unmarshal(o.Arguments, &s) == nil {
+				if s, ok := argumentsOf(o.Arguments); ok {
 					args = s
 				}
 			}
 			msg.Parts = append(msg.Parts, provider.ToolCall(id, name, args))
 			calls++
 		}
+	}
+	if len(msg.Parts) == 0 {
+		msg.Parts = nil // as when they were appended to nil
 	}
 	// An incomplete answer says so first, calls or not: a call cut by the
 	// output limit has partial arguments (kept as text, answered with an

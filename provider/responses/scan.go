@@ -291,3 +291,17 @@ func (s *eventScanner) name(dst *string) bool {
 	s.I = start
 	return s.ReadString(dst)
 }
+
+// argumentsOf is the string a function_call item's arguments hold (raw,
+// as outItem keeps them), exactly as json.Unmarshal into a string reads
+// it, and whether it did: a plain string is read by provider.Scanner,
+// anything else by json.Unmarshal (FuzzArgumentsOfIsEncodingJSONs).
+func argumentsOf(raw json.RawMessage) (string, bool) {
+	s := provider.Scanner{B: raw}
+	var args string
+	if s.ReadString(&args) && s.AtEnd() {
+		return args, true
+	}
+	args = ""
+	return args, json.Unmarshal(raw, &args) == nil
+}

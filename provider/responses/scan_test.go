@@ -149,3 +149,48 @@ func FuzzDecodeEventIsEncodingJSONs(f *testing.F) {
 	}
 	f.Fuzz(checkEventLikeEncodingJSON)
 }
+
+var argumentsCases = []string{
+	`"{}"`, `"{\"path\":\"a.txt\"}"`, `""`, `"é 😀"`, "\"\xff\"", `"\ud800"`, `"a\u0000"`, " \"{}\" ", `"{}" `, `"{}"x`,
+	`null`, ``, ` `, `{}`, `{"a":1}`, `1`, `true`, `[]`, `"`, `"\q"`, "\"a\tb\"", `"{}""`,
+}
+
+// checkArgumentsLikeEncodingJSON fails t when argumentsOf reads raw
+// otherwise than json.Unmarshal into a string.
+func checkArgumentsLikeEncodingJSON(t *testing.T, raw string) {
+	t.Helper()
+	var want string
+	wantOK := json.Unmarshal([]byte(raw), &want) == nil
+	got, ok := argumentsOf(json.RawMessage(raw))
+	if ok != wantOK || (ok && got != want) {
+		t.Fatalf("%q: %q, %v; encoding/json: %q, %v", raw, got, ok, want, wantOK)
+	}
+}
+
+func TestArgumentsOfReadsThemAsEncodingJSONDoes(t *testing.T) {
+	for _, c := range argumentsCases {
+		checkArgumentsLikeEncodingJSON(t, c)
+	}
+}
+
+// FuzzArgumentsOfIsEncodingJSONs holds argumentsOf to json.Unmarshal on
+// any input.
+func FuzzArgumentsOfIsEncodingJSONs(f *testing.F) {
+	for _, c := range argumentsCases {
+		f.Add(c)
+	}
+	f.Fuzz(checkArgumentsLikeEncodingJSON)
+}
+
+// An answer with no output item has no parts, as before its parts were
+// allocated for its items ahead.
+func TestAnAnswerOfNothingHasNilParts(t *testing.T) {
+	var a accumulator
+	stream := "data: " + `{"type":"response.completed","response":{"status":"completed","output":[]}}` + "\n\n"
+	if err := a.read(strings.NewReader(stream)); err != nil {
+		t.Fatal(err)
+	}
+	if p := a.response().Message.Parts; p != nil {
+		t.Fatalf("parts %#v, want nil", p)
+	}
+}
