@@ -1,9 +1,7 @@
 package responses
 
 import (
-	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/provider"
 )
@@ -54,72 +52,17 @@ var (
 // The index, in its keys, of each member that is a json.RawMessage: the
 // only fields for which null is not a no-op (a RawMessage keeps it).
 const (
-	eventError    = 9 // eventKeys
-	itemArguments = 3 // itemKeys
-	responseError = 1 // responseKeys
-	noRaw         = -1
+	eventError    = 9  // eventKeys
+	itemArguments = 3  // itemKeys
+	responseError = 1  // responseKeys
+	noRaw         = -1 // for provider.Scanner.Members
 )
 
-// object reads an object whose members keys name, each known one by
-// known(i) with the scan at its value. A null for one is a no-op, as it
-// is in encoding/json for every field (a pointer or a slice stays nil,
-// the scan having started from the zero value), but for the one at raw,
-// a json.RawMessage, whose null passes to known as any other value.
-// Other keys' values are skipped, but for one encoding/json would match
-// to a known key without case.
-func (s *eventScanner) object(keys []string, raw int, known func(i int) bool) bool {
-	var seen uint
-	return s.Object(func(key []byte) bool {
-		i := indexOf(keys, key)
-		if i < 0 {
-			if mayFold(key) {
-				for _, k := range keys {
-					if bytes.EqualFold(key, []byte(k)) {
-						return false
-					}
-				}
-			}
-			return s.Skip()
-		}
-		if seen&(1<<i) != 0 {
-			return false
-		}
-		seen |= 1 << i
-		if i != raw && s.IsNull() {
-			return true
-		}
-		return known(i)
-	})
-}
-
-// mayFold reports whether key could match a key of the scan's (each of
-// lower-case ASCII letters and '_') without case and not exactly: only
-// one with an upper-case ASCII letter or a byte beyond ASCII can (the
-// Kelvin sign folds to k, the long s to s). Most unknown keys are plain,
-// and bytes.EqualFold was most of what passing over them cost.
-func mayFold(key []byte) bool {
-	for _, c := range key {
-		if c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
-			return true
-		}
-	}
-	return false
-}
-
-func indexOf(keys []string, key []byte) int {
-	for i, k := range keys {
-		if string(key) == k {
-			return i
-		}
-	}
-	return -1
-}
-
 func (s *eventScanner) event(ev *event) bool {
-	return s.object(eventKeys, eventError, func(i int) bool {
+	return s.Members(eventKeys, eventError, func(i int) bool {
 		switch i {
 		case 0:
-			return s.name(&ev.Type)
+			return s.ReadName(&ev.Type, names)
 		case 1:
 			return s.Int(&ev.OutputIndex)
 		case 2:
@@ -144,10 +87,10 @@ func (s *eventScanner) event(ev *event) bool {
 }
 
 func (s *eventScanner) item(it *outItem) bool {
-	return s.object(itemKeys, itemArguments, func(i int) bool {
+	return s.Members(itemKeys, itemArguments, func(i int) bool {
 		switch i {
 		case 0:
-			return s.name(&it.Type)
+			return s.ReadName(&it.Type, names)
 		case 1:
 			return s.ReadString(&it.CallID)
 		case 2:
@@ -155,13 +98,13 @@ func (s *eventScanner) item(it *outItem) bool {
 		case 3:
 			return s.raw(&it.Arguments)
 		case 4:
-			return s.array(func() bool {
+			return s.Array(func() bool {
 				it.Content = append(it.Content, outContent{})
 				c := &it.Content[len(it.Content)-1]
-				return s.object(contentKeys, noRaw, func(i int) bool {
+				return s.Members(contentKeys, noRaw, func(i int) bool {
 					switch i {
 					case 0:
-						return s.name(&c.Type)
+						return s.ReadName(&c.Type, names)
 					case 1:
 						return s.ReadText(&c.Text)
 					}
@@ -169,10 +112,10 @@ func (s *eventScanner) item(it *outItem) bool {
 				})
 			}, func() { it.Content = []outContent{} })
 		case 5:
-			return s.array(func() bool {
+			return s.Array(func() bool {
 				it.Summary = append(it.Summary, outSummary{})
 				sum := &it.Summary[len(it.Summary)-1]
-				return s.object(summaryKeys, noRaw, func(int) bool { return s.ReadString(&sum.Text) })
+				return s.Members(summaryKeys, noRaw, func(int) bool { return s.ReadString(&sum.Text) })
 			}, func() { it.Summary = []outSummary{} })
 		}
 		enc := new(string)
@@ -182,14 +125,14 @@ func (s *eventScanner) item(it *outItem) bool {
 }
 
 func (s *eventScanner) response(r *response) bool {
-	return s.object(responseKeys, responseError, func(i int) bool {
+	return s.Members(responseKeys, responseError, func(i int) bool {
 		switch i {
 		case 0:
-			return s.name(&r.Status)
+			return s.ReadName(&r.Status, names)
 		case 1:
 			return s.raw(&r.Error)
 		case 2:
-			return s.array(func() bool {
+			return s.Array(func() bool {
 				r.Output = append(r.Output, outItem{})
 				return s.item(&r.Output[len(r.Output)-1])
 			}, func() { r.Output = []outItem{} })
@@ -197,56 +140,26 @@ func (s *eventScanner) response(r *response) bool {
 			r.Usage = new(usage)
 			return s.usage(r.Usage)
 		}
-		return s.object(incompleteKeys, noRaw, func(int) bool { return s.name(&r.IncompleteDetails.Reason) })
+		return s.Members(incompleteKeys, noRaw, func(int) bool { return s.ReadName(&r.IncompleteDetails.Reason, names) })
 	})
 }
 
 func (s *eventScanner) usage(u *usage) bool {
-	return s.object(usageKeys, noRaw, func(i int) bool {
+	return s.Members(usageKeys, noRaw, func(i int) bool {
 		switch i {
 		case 0:
-			return s.int(&u.InputTokens)
+			return s.ReadInt(&u.InputTokens)
 		case 1:
-			return s.int(&u.OutputTokens)
+			return s.ReadInt(&u.OutputTokens)
 		}
 		d := &u.InputTokensDetails
-		return s.object(detailsKeys, noRaw, func(i int) bool {
+		return s.Members(detailsKeys, noRaw, func(i int) bool {
 			if i == 0 {
-				return s.int(&d.CachedTokens)
+				return s.ReadInt(&d.CachedTokens)
 			}
-			return s.int(&d.CacheWriteTokens)
+			return s.ReadInt(&d.CacheWriteTokens)
 		})
 	})
-}
-
-// array reads an array, each element by elem; an empty one is made by
-// empty, as encoding/json makes an empty slice, not nil. A null element
-// goes to json.Unmarshal (elem refuses it).
-func (s *eventScanner) array(elem func() bool, empty func()) bool {
-	if !s.Next('[') {
-		return false
-	}
-	if s.Next(']') {
-		empty()
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		if !s.Next(',') {
-			return s.Next(']')
-		}
-	}
-}
-
-func (s *eventScanner) int(dst *int) bool {
-	var n int64
-	if !s.Int(&n) {
-		return false
-	}
-	*dst = int(n)
-	return true
 }
 
 // raw reads any value into dst as a json.RawMessage takes it: its bytes,
@@ -260,7 +173,7 @@ func (s *eventScanner) raw(dst *json.RawMessage) bool {
 	return true
 }
 
-// names are the values of the members name reads — event, item and
+// names are the values of the members read by ReadName — event, item and
 // content types, statuses, reasons — kept as one string each so that an
 // event does not allocate them.
 var names = []string{
@@ -272,24 +185,6 @@ var names = []string{
 	"function_call", "message", "reasoning", "output_text", "refusal",
 	"completed", "incomplete", "in_progress", "failed", "cancelled",
 	"max_output_tokens", "content_filter",
-}
-
-// name reads a string into dst as provider.Scanner.ReadString does, one
-// of names as that string, so that it is not allocated.
-func (s *eventScanner) name(dst *string) bool {
-	start := s.I
-	if raw, ok := s.PlainString(); ok {
-		for _, n := range names {
-			if string(raw) == n {
-				*dst = n
-				return true
-			}
-		}
-		*dst = string(raw)
-		return true
-	}
-	s.I = start
-	return s.ReadString(dst)
 }
 
 // argumentsOf is the string a function_call item's arguments hold (raw,
