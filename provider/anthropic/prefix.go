@@ -1,11 +1,10 @@
 package anthropic
 
 import (
-	"bytes"
 	"sync"
-	"unsafe"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
 )
 
 // Consecutive requests of a conversation share almost all their messages:
@@ -39,39 +38,9 @@ func keyOf(m history.Message) msgKey { return msgKey{role: m.Role, parts: m.Part
 
 // same reports whether m encodes as the message k was made from: the same
 // role, and the same Parts (stored Parts never change, contract §7), or
-// Parts whose encoded fields are equal. A view with edits builds new Parts
-// for a cleared message and a new summary message on every request; their
-// contents are compared, which is cheap (a placeholder is short, a
-// summary's text the same string).
+// Parts whose encoded fields are equal (provider.SameParts).
 func (k msgKey) same(m history.Message) bool {
-	if k.role != m.Role || len(k.parts) != len(m.Parts) {
-		return false
-	}
-	if len(k.parts) == 0 || unsafe.SliceData(k.parts) == unsafe.SliceData(m.Parts) {
-		return true
-	}
-	for i := range k.parts {
-		if !samePart(&k.parts[i], &m.Parts[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// samePart reports whether a and b have the same value in every field the
-// encoder reads (encode.go, sendable).
-func samePart(a, b *history.Part) bool {
-	if a.Type != b.Type || a.Text != b.Text || a.CallID != b.CallID || a.Name != b.Name ||
-		a.IsError != b.IsError || a.Wire != b.Wire || !bytes.Equal(a.Input, b.Input) ||
-		(a.Input == nil) != (b.Input == nil) || !bytes.Equal(a.Raw, b.Raw) || len(a.Images) != len(b.Images) {
-		return false
-	}
-	for i := range a.Images {
-		if a.Images[i].MIMEType != b.Images[i].MIMEType || !bytes.Equal(a.Images[i].Data, b.Images[i].Data) {
-			return false
-		}
-	}
-	return true
+	return k.role == m.Role && provider.SameParts(k.parts, m.Parts)
 }
 
 // prefix is the start of a conversation's request body: `{"messages":[`

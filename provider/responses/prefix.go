@@ -3,7 +3,6 @@ package responses
 import (
 	"bytes"
 	"sync"
-	"unsafe"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -83,37 +82,10 @@ func (p *prefix) end(n int) int {
 }
 
 // same reports whether m encodes as the message k was made from: the same
-// role, and the same Parts (stored Parts never change, contract §7), or
-// Parts whose encoded fields are equal.
+// role, and the same Parts or Parts whose encoded fields are equal
+// (provider.SameParts).
 func (k *kept) same(m history.Message) bool {
-	if k.role != m.Role || len(k.parts) != len(m.Parts) {
-		return false
-	}
-	if len(k.parts) == 0 || unsafe.SliceData(k.parts) == unsafe.SliceData(m.Parts) {
-		return true
-	}
-	for i := range k.parts {
-		if !encodesAlike(&k.parts[i], &m.Parts[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// encodesAlike reports whether a and b have the same value in every field
-// items and sendable read: Type, Text, CallID, Name, Input, Wire, Raw and
-// the images (not IsError: this wire has no error flag).
-func encodesAlike(a, b *history.Part) bool {
-	if a.Type != b.Type || a.Text != b.Text || a.CallID != b.CallID || a.Name != b.Name || a.Wire != b.Wire ||
-		!bytes.Equal(a.Input, b.Input) || !bytes.Equal(a.Raw, b.Raw) || len(a.Images) != len(b.Images) {
-		return false
-	}
-	for i, img := range a.Images {
-		if img.MIMEType != b.Images[i].MIMEType || !bytes.Equal(img.Data, b.Images[i].Data) {
-			return false
-		}
-	}
-	return true
+	return k.role == m.Role && provider.SameParts(k.parts, m.Parts)
 }
 
 // prefixCache is a Provider's prefixes, per conversation. It is safe for
