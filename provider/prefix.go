@@ -43,14 +43,24 @@ type msgKey struct {
 // compared, which is cheap (a placeholder is short, a summary's text the
 // same string).
 func (k msgKey) same(m history.Message) bool {
-	if k.role != m.Role || len(k.parts) != len(m.Parts) {
+	return k.role == m.Role && SameParts(k.parts, m.Parts)
+}
+
+// SameParts reports whether the Parts b encode as a do on every wire: the
+// same Parts — a stored message's never change (contract §7), so a slice
+// at the same address and of the same length holds the same — or Parts
+// equal in every field. It is for deciding whether encoded bytes can be
+// sent again (Prefixes, and the Responses wire's own kept bodies), nothing
+// else.
+func SameParts(a, b []history.Part) bool {
+	if len(a) != len(b) {
 		return false
 	}
-	if len(k.parts) == 0 || unsafe.SliceData(k.parts) == unsafe.SliceData(m.Parts) {
+	if len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b) {
 		return true
 	}
-	for i := range k.parts {
-		if !samePart(&k.parts[i], &m.Parts[i]) {
+	for i := range a {
+		if !samePart(&a[i], &b[i]) {
 			return false
 		}
 	}

@@ -318,3 +318,112 @@ func (s *Scanner) ReadText(dst *JSONText) bool {
 	s.I = start
 	return s.SkipString() && dst.UnmarshalJSON(s.B[start:s.I]) == nil
 }
+
+// Members reads an object as encoding/json decodes it into a struct whose
+// fields keys name (at most 64 keys, none with an upper-case letter):
+// each known member by known(i), with the scan at its value; the values
+// of other keys passed over. A null for a known key is a no-op, as it is
+// in encoding/json for a field of any type but json.RawMessage, which
+// keeps it: the key at raw (-1 for none) has its null passed to known as
+// any other value. It is false — the caller hands the whole to
+// encoding/json — for a key given twice (encoding/json decodes the second
+// value over the first) and for one encoding/json would match to a known
+// key without case.
+func (s *Scanner) Members(keys []string, raw int, known func(i int) bool) bool {
+	var seen uint64
+	return s.Object(func(key []byte) bool {
+		i := indexOf(keys, key)
+		if i < 0 {
+			if mayFold(key) {
+				for _, k := range keys {
+					if bytes.EqualFold(key, []byte(k)) {
+						return false
+					}
+				}
+			}
+			return s.Skip()
+		}
+		if seen&(1<<i) != 0 {
+			return false
+		}
+		seen |= 1 << i
+		if i != raw && s.IsNull() {
+			return true
+		}
+		return known(i)
+	})
+}
+
+func indexOf(keys []string, key []byte) int {
+	for i, k := range keys {
+		if string(key) == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// mayFold reports whether key could match a key without an upper-case
+// letter without case and not exactly: only one with an upper-case ASCII
+// letter or a byte beyond ASCII can (the Kelvin sign folds to k, the long
+// s to s). Most unknown keys are plain, and bytes.EqualFold against each
+// known key was most of what passing over them cost.
+func mayFold(key []byte) bool {
+	for _, c := range key {
+		if c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// Array reads an array, each element by elem; an empty one is made by
+// empty, as encoding/json makes an empty slice, not nil. elem must refuse
+// a null element (encoding/json leaves it as the zero value), which
+// sends the whole to encoding/json.
+func (s *Scanner) Array(elem func() bool, empty func()) bool {
+	if !s.Next('[') {
+		return false
+	}
+	if s.Next(']') {
+		empty()
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		if !s.Next(',') {
+			return s.Next(']')
+		}
+	}
+}
+
+// ReadInt reads a small integer into dst, as Int does.
+func (s *Scanner) ReadInt(dst *int) bool {
+	var n int64
+	if !s.Int(&n) {
+		return false
+	}
+	*dst = int(n)
+	return true
+}
+
+// ReadName reads a string into dst as ReadString does, one of names as
+// that string itself, so that a value a stream repeats (a type, a
+// status) is not allocated each time.
+func (s *Scanner) ReadName(dst *string, names []string) bool {
+	start := s.I
+	if raw, ok := s.PlainString(); ok {
+		for _, n := range names {
+			if string(raw) == n {
+				*dst = n
+				return true
+			}
+		}
+		*dst = string(raw)
+		return true
+	}
+	s.I = start
+	return s.ReadString(dst)
+}

@@ -37,3 +37,30 @@ func FuzzPlainStringIsWhatEncodingJSONDecodes(f *testing.F) {
 		}
 	})
 }
+
+func TestMembersRefusesAKeyEncodingJSONWouldMatchWithoutCaseOrTwice(t *testing.T) {
+	keys := []string{"input_tokens", "status"}
+	for _, c := range []struct {
+		json string
+		ok   bool
+	}{
+		{`{"input_tokens":1,"status":"x","other":[1,{"Status":2}],"stat":null}`, true},
+		{`{"input_tokens":1,"input_tokens":2}`, false},
+		{`{"INPUT_TOKENS":1}`, false},
+		{"{\"input_to\u212aens\":1}", false}, // the Kelvin sign folds to k
+		{"{\"\u017ftatus\":1}", false},       // the long s folds to s
+		{`{"Status":1}`, false},
+		{"{\"st\u00e4tus\":1}", true},
+		{`{"status":null,"input_tokens":null}`, true},
+	} {
+		s := Scanner{B: []byte(c.json)}
+		read := 0
+		ok := s.Members(keys, -1, func(int) bool { read++; return s.Skip() }) && s.AtEnd()
+		if ok != c.ok {
+			t.Errorf("%s: %v, want %v", c.json, ok, c.ok)
+		}
+		if c.ok && c.json[2] == 'i' && read != 2 {
+			t.Errorf("%s: %d members read, want 2", c.json, read)
+		}
+	}
+}

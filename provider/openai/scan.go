@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"github.com/myelin-run/myelin/provider"
@@ -49,54 +48,16 @@ var (
 	detailsKeys  = []string{"cached_tokens"}
 )
 
-// object reads an object whose members keys name, each known one by
-// known(i) with the scan at its value. A null for one is a no-op, as it
-// is in encoding/json for each field but chunk's Error (a
-// json.RawMessage keeps it), whose null object passes to known as any
-// other value. Other keys' values are skipped, but for one encoding/json
-// would match to a known key without case.
-func (s *chunkScanner) object(keys []string, known func(i int) bool) bool {
-	var seen uint
-	return s.Object(func(key []byte) bool {
-		i := indexOf(keys, key)
-		if i < 0 {
-			for _, k := range keys {
-				if bytes.EqualFold(key, []byte(k)) {
-					return false
-				}
-			}
-			return s.Skip()
-		}
-		if seen&(1<<i) != 0 {
-			return false
-		}
-		seen |= 1 << i
-		if &keys[i] != &chunkKeys[errorKey] && s.IsNull() {
-			return true
-		}
-		return known(i)
-	})
-}
-
 // errorKey is the index of "error" in chunkKeys.
 const errorKey = 3
 
-func indexOf(keys []string, key []byte) int {
-	for i, k := range keys {
-		if string(key) == k {
-			return i
-		}
-	}
-	return -1
-}
-
 func (s *chunkScanner) chunk(c *chunk) bool {
-	return s.object(chunkKeys, func(i int) bool {
+	return s.Members(chunkKeys, errorKey, func(i int) bool {
 		switch i {
 		case 0:
 			return s.string(&c.Object)
 		case 1:
-			return s.array(func() bool {
+			return s.Array(func() bool {
 				c.Choices = append(c.Choices, choice{})
 				return s.choice(&c.Choices[len(c.Choices)-1])
 			}, func() { c.Choices = []choice{} })
@@ -114,17 +75,17 @@ func (s *chunkScanner) chunk(c *chunk) bool {
 }
 
 func (s *chunkScanner) choice(ch *choice) bool {
-	return s.object(choiceKeys, func(i int) bool {
+	return s.Members(choiceKeys, -1, func(i int) bool {
 		switch i {
 		case 0:
-			return s.int(&ch.Index)
+			return s.ReadInt(&ch.Index)
 		case 1:
-			return s.object(deltaKeys, func(i int) bool {
+			return s.Members(deltaKeys, -1, func(i int) bool {
 				if i == 0 {
 					return s.ReadText(&ch.Delta.Content)
 				}
 				d := &ch.Delta
-				return s.array(func() bool {
+				return s.Array(func() bool {
 					d.ToolCalls = append(d.ToolCalls, toolCall{})
 					return s.toolCall(&d.ToolCalls[len(d.ToolCalls)-1])
 				}, func() { d.ToolCalls = []toolCall{} })
@@ -135,14 +96,14 @@ func (s *chunkScanner) choice(ch *choice) bool {
 }
 
 func (s *chunkScanner) toolCall(tc *toolCall) bool {
-	return s.object(callKeys, func(i int) bool {
+	return s.Members(callKeys, -1, func(i int) bool {
 		switch i {
 		case 0:
-			return s.int(&tc.Index)
+			return s.ReadInt(&tc.Index)
 		case 1:
 			return s.string(&tc.ID)
 		}
-		return s.object(functionKeys, func(i int) bool {
+		return s.Members(functionKeys, -1, func(i int) bool {
 			if i == 0 {
 				return s.string(&tc.Function.Name)
 			}
@@ -152,45 +113,15 @@ func (s *chunkScanner) toolCall(tc *toolCall) bool {
 }
 
 func (s *chunkScanner) usage(u *usage) bool {
-	return s.object(usageKeys, func(i int) bool {
+	return s.Members(usageKeys, -1, func(i int) bool {
 		switch i {
 		case 0:
-			return s.int(&u.PromptTokens)
+			return s.ReadInt(&u.PromptTokens)
 		case 1:
-			return s.int(&u.CompletionTokens)
+			return s.ReadInt(&u.CompletionTokens)
 		}
-		return s.object(detailsKeys, func(int) bool { return s.int(&u.PromptTokensDetails.CachedTokens) })
+		return s.Members(detailsKeys, -1, func(int) bool { return s.ReadInt(&u.PromptTokensDetails.CachedTokens) })
 	})
-}
-
-// array reads an array, each element by elem; an empty one is made by
-// empty, as encoding/json makes an empty slice, not nil. A null element
-// goes to json.Unmarshal.
-func (s *chunkScanner) array(elem func() bool, empty func()) bool {
-	if !s.Next('[') {
-		return false
-	}
-	if s.Next(']') {
-		empty()
-		return true
-	}
-	for {
-		if !elem() {
-			return false
-		}
-		if !s.Next(',') {
-			return s.Next(']')
-		}
-	}
-}
-
-func (s *chunkScanner) int(dst *int) bool {
-	var n int64
-	if !s.Int(&n) {
-		return false
-	}
-	*dst = int(n)
-	return true
 }
 
 // finishReasons are the values of finish_reason, kept as one string each
@@ -200,18 +131,4 @@ var finishReasons = []string{"stop", "tool_calls", "length", "content_filter", "
 // string reads a string into dst as provider.Scanner.ReadString does, a
 // finish reason as one of finishReasons, so that a chunk does not
 // allocate it.
-func (s *chunkScanner) string(dst *string) bool {
-	start := s.I
-	if raw, ok := s.PlainString(); ok {
-		for _, r := range finishReasons {
-			if string(raw) == r {
-				*dst = r
-				return true
-			}
-		}
-		*dst = string(raw)
-		return true
-	}
-	s.I = start
-	return s.ReadString(dst)
-}
+func (s *chunkScanner) string(dst *string) bool { return s.ReadName(dst, finishReasons) }

@@ -24,19 +24,25 @@ import (
 
 // outItem is the part of an output item this wire reads.
 type outItem struct {
-	Type      string          `json:"type"`
-	CallID    string          `json:"call_id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"` // a string on a function_call
-	Content   []struct {
-		Type    string            `json:"type"`
-		Text    provider.JSONText `json:"text"`
-		Refusal provider.JSONText `json:"refusal"`
-	} `json:"content"`
-	Summary []struct {
-		Text string `json:"text"`
-	} `json:"summary"`
-	EncryptedContent *string `json:"encrypted_content"`
+	Type             string          `json:"type"`
+	CallID           string          `json:"call_id"`
+	Name             string          `json:"name"`
+	Arguments        json.RawMessage `json:"arguments"` // a string on a function_call
+	Content          []outContent    `json:"content"`
+	Summary          []outSummary    `json:"summary"`
+	EncryptedContent *string         `json:"encrypted_content"`
+}
+
+// outContent is a content part of a message or reasoning item.
+type outContent struct {
+	Type    string            `json:"type"`
+	Text    provider.JSONText `json:"text"`
+	Refusal provider.JSONText `json:"refusal"`
+}
+
+// outSummary is a summary part of a reasoning item.
+type outSummary struct {
+	Text string `json:"text"`
 }
 
 // item is one output item as it was read.
@@ -75,20 +81,23 @@ func (a *accumulator) at(i int64) *item {
 
 // response is the part of a response object the wire reads.
 type response struct {
-	Status string          `json:"status"`
-	Error  json.RawMessage `json:"error"` // {"code":...,"message":...} or null
-	Output []outItem       `json:"output"`
-	Usage  *struct {
-		InputTokens        int `json:"input_tokens"`
-		OutputTokens       int `json:"output_tokens"`
-		InputTokensDetails struct {
-			CachedTokens     int `json:"cached_tokens"`
-			CacheWriteTokens int `json:"cache_write_tokens"`
-		} `json:"input_tokens_details"`
-	} `json:"usage"`
+	Status            string          `json:"status"`
+	Error             json.RawMessage `json:"error"` // {"code":...,"message":...} or null
+	Output            []outItem       `json:"output"`
+	Usage             *usage          `json:"usage"`
 	IncompleteDetails struct {
 		Reason string `json:"reason"`
 	} `json:"incomplete_details"`
+}
+
+// usage is the part of a response's usage the wire reads.
+type usage struct {
+	InputTokens        int `json:"input_tokens"`
+	OutputTokens       int `json:"output_tokens"`
+	InputTokensDetails struct {
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"`
+	} `json:"input_tokens_details"`
 }
 
 // event is the part of a stream event the wire reads.
@@ -107,23 +116,21 @@ type event struct {
 }
 
 // read reads a streamed answer from body, event by event (provider/sse),
-// up to its response.completed (or response.incomplete); an event with an
-// "error" object ends it with that error, as does an event of a type the
-// wire reads that it cannot decode. Other events it cannot decode are
-// passed over: the API adds event types.
+// each decoded by decodeEvent, up to its response.completed (or
+// response.incomplete); an event with an "error" object ends it with that
+// error, as does an event of a type the wire reads that it cannot decode.
+// Other events it cannot decode are passed over: the API adds event
+// types.
 func (a *accumulator) read(body io.Reader) error {
 	r := sse.Borrow(body)
 	defer r.Release()
+	var ev event
 	for !a.done && r.Next() {
 		data := r.Event().Data
 		if bytes.HasPrefix(data, []byte("[DONE]")) {
 			break
 		}
-		if passOver(data) {
-			continue
-		}
-		var ev event
-		if err := json.Unmarshal(data, &ev); err != nil {
+		if err := decodeEvent(data, &ev); err != nil {
 			var t struct {
 				Type string `json:"type"`
 			}
@@ -143,37 +150,6 @@ func (a *accumulator) read(body io.Reader) error {
 		return fmt.Errorf("openai-responses: %v", err)
 	}
 	return nil
-}
-
-// passOver reports whether the event data is one read would pass over
-// without decoding it whole: of a type the wire does not read, and
-// without an "error" object (which ends the stream, whatever the type). A
-// light round's answer is 43 events, of which 12 — response.created and
-// response.in_progress, each carrying a whole response object, and a
-// function_call_arguments.done for each call — are not read. It is
-// decided by a scan of the top-level members (provider.Scanner); an event
-// the scan does not take plainly (a key encoding/json would match without
-// case, an escaped type, anything malformed) is not passed over here, and
-// read decides as it always did (TestPassOverIsWhatReadWouldDo).
-func passOver(data []byte) bool {
-	s := provider.Scanner{B: data}
-	var typ []byte
-	errorSet := false
-	ok := s.Object(func(key []byte) bool {
-		switch {
-		case string(key) == "type":
-			var ok bool
-			typ, ok = s.PlainString()
-			return ok
-		case string(key) == "error":
-			errorSet = !s.IsNull()
-			return !errorSet || s.Skip()
-		case bytes.EqualFold(key, []byte("type")) || bytes.EqualFold(key, []byte("error")):
-			return false // encoding/json would take it for one of these
-		}
-		return s.Skip()
-	})
-	return ok && s.AtEnd() && typ != nil && !errorSet && !reads(string(typ))
 }
 
 // reads reports whether the wire reads events of type t.
@@ -315,7 +291,7 @@ func failed(code, message, raw string, streamed bool) error {
 // items (a reasoning item before the call or text it led to), text made
 // well formed, tool calls as provider.ToolCall keeps them.
 func (a *accumulator) response() provider.Response {
-	msg := history.Message{Role: history.Assistant, Usage: &a.usage}
+	msg := history.Message{Role: history.Assistant, Usage: &a.usage, Parts: make([]history.Part, 0, len(a.items))}
 	idx := make([]int64, 0, len(a.items))
 	for i := range a.items {
 		idx = append(idx, i)
@@ -363,14 +339,16 @@ func (a *accumulator) response() provider.Response {
 			id, name, args := it.callID, it.name, it.args.String()
 			if o != nil {
 				id, name = o.CallID, o.Name
-				var s string
-				if json.Unmarshal(o.Arguments, &s) == nil {
+				if s, ok := argumentsOf(o.Arguments); ok {
 					args = s
 				}
 			}
 			msg.Parts = append(msg.Parts, provider.ToolCall(id, name, args))
 			calls++
 		}
+	}
+	if len(msg.Parts) == 0 {
+		msg.Parts = nil // as when they were appended to nil
 	}
 	// An incomplete answer says so first, calls or not: a call cut by the
 	// output limit has partial arguments (kept as text, answered with an

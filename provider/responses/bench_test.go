@@ -3,6 +3,7 @@ package responses
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +62,54 @@ func BenchmarkBody(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkToolLoopBodies encodes the bodies of a light turn — 20
+// requests, each after a round of ten calls of a tool with no arguments —
+// whole (Body) and each from the one before (bodyWith and a prefix
+// cache, as Complete does), side by side; an op is the whole turn. Run:
+//
+//	go test ./provider/responses -run '^$' -bench ToolLoopBodies -benchmem
+func BenchmarkToolLoopBodies(b *testing.B) {
+	reqs := lightTurn(20, 10)
+	for _, tc := range []struct {
+		name  string
+		cache func() *prefixCache
+	}{{"Body", func() *prefixCache { return nil }}, {"prefix", func() *prefixCache { return &prefixCache{} }}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cache := tc.cache()
+				for _, req := range reqs {
+					if _, err := bodyWith(req, Config{}, true, cache); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// lightTurn is the requests of a turn of rounds rounds of calls calls
+// each: the prompt, then each answer's calls and their results added to
+// the one before, as the agent sends them.
+func lightTurn(rounds, calls int) []provider.Request {
+	req := sampleRequest()
+	req.Messages = []history.Message{{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "go"}}}}
+	reqs := []provider.Request{req}
+	for r := range rounds - 1 {
+		var answer, results []history.Part
+		for k := range calls {
+			id := fmt.Sprintf("call_%d_%d", r, k)
+			answer = append(answer, history.Part{Type: history.ToolCallPart, CallID: id, Name: "noop--run", Input: json.RawMessage(`{}`)})
+			results = append(results, history.Part{Type: history.ToolResultPart, CallID: id, Text: "ok"})
+		}
+		req.Messages = append(slices.Clip(req.Messages),
+			history.Message{Role: history.Assistant, Parts: answer},
+			history.Message{Role: history.User, Parts: results})
+		reqs = append(reqs, req)
+	}
+	return reqs
 }
 
 // lightAnswer is a light round's streamed answer: ten calls of a tool

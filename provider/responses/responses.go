@@ -76,6 +76,8 @@ type Config struct {
 type Provider struct {
 	client sdk.Client
 	cfg    Config
+	// the start of the bodies of recent conversations (prefix.go)
+	prefixes *prefixCache
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -93,7 +95,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg}, nil
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, prefixes: &prefixCache{}}, nil
 }
 
 // maxCacheKey is the longest prompt_cache_key the API takes.
@@ -125,48 +127,61 @@ func CacheKey(key string) string {
 // "reasoning" and, when stream is set, "stream": true last. The same
 // Request gives the same bytes, every time.
 func Body(req provider.Request, cfg Config, stream bool) ([]byte, error) {
-	size := 256 + len(req.System) + len(req.Model)
-	for _, t := range req.Tools {
-		size += 64 + len(t.Name) + len(t.Description) + len(t.InputSchema)
+	return bodyWith(req, cfg, stream, nil)
+}
+
+// bodyWith is Body, its start taken from prefixes when they hold one for
+// req's conversation that req begins with (prefix.go), and the start of
+// this body kept there for the next; a nil cache encodes afresh. Its bytes
+// are always Body's (TestCachedBodiesAreBodysBytes).
+func bodyWith(req provider.Request, cfg Config, stream bool, prefixes *prefixCache) ([]byte, error) {
+	pre := prefixes.get(req.CacheKey)
+	reused := -1 // how many messages' items are taken from pre; -1, not even its head
+	if pre != nil {
+		reused = pre.matches(req)
 	}
-	for _, m := range req.Messages {
+	size := 256
+	if reused >= 0 {
+		size += pre.end(reused)
+	} else {
+		reused = 0
+		pre = nil
+		size += len(req.System) + len(req.Model)
+		for _, t := range req.Tools {
+			size += 64 + len(t.Name) + len(t.Description) + len(t.InputSchema)
+		}
+	}
+	rest := req.Messages[reused:]
+	for _, m := range rest {
 		size += sizeHint(m)
 	}
 	e := encoder{buf: make([]byte, 0, size)}
-	e.raw(`{"model":`)
-	e.str(req.Model)
-	if len(req.Tools) > 0 {
-		e.raw(`,"tools":[`)
-		for i, t := range req.Tools {
-			schema, err := schemaJSON(t.InputSchema)
-			if err != nil {
-				return nil, fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
-			}
-			if i > 0 {
-				e.raw(",")
-			}
-			e.raw(`{"type":"function","name":`)
-			e.str(t.Name)
-			e.raw(`,"description":`)
-			e.str(t.Description)
-			e.raw(`,"parameters":`)
-			e.buf = append(e.buf, schema...)
-			e.raw(`,"strict":false}`)
+	head, sep := 0, ""
+	if pre != nil {
+		head = pre.head
+		e.buf = append(e.buf, pre.bytes[:pre.end(reused)]...)
+		if len(e.buf) > head {
+			sep = ","
 		}
-		e.raw("]")
-	}
-	if req.System != "" {
-		e.raw(`,"instructions":`)
-		e.str(req.System)
-	}
-	e.raw(`,"input":[`)
-	sep := ""
-	for _, m := range req.Messages {
-		if m.IsRecord() {
-			continue // a stored decision, never sent: as if absent
+	} else {
+		if err := e.head(req); err != nil {
+			return nil, err
 		}
-		sep = e.items(m, sep)
+		head = len(e.buf)
 	}
+	var ends []int
+	if prefixes != nil && req.CacheKey != "" {
+		ends = make([]int, 0, len(rest))
+	}
+	for _, m := range rest {
+		if !m.IsRecord() { // a stored decision, never sent: as if absent
+			sep = e.items(m, sep)
+		}
+		if ends != nil {
+			ends = append(ends, len(e.buf))
+		}
+	}
+	cut := len(e.buf)
 	e.raw(`],"max_output_tokens":`)
 	e.buf = strconv.AppendInt(e.buf, int64(max(1, req.MaxTokens)), 10)
 	e.raw(`,"store":false`)
@@ -196,7 +211,41 @@ func Body(req provider.Request, cfg Config, stream bool) ([]byte, error) {
 		e.raw(`,"stream":true`)
 	}
 	e.raw("}")
+	prefixes.put(req, pre, reused, head, ends, e.buf[:cut:cut])
 	return e.buf, nil
+}
+
+// head encodes what comes before the input items: "model", "tools",
+// "instructions", and the opening of "input".
+func (e *encoder) head(req provider.Request) error {
+	e.raw(`{"model":`)
+	e.str(req.Model)
+	if len(req.Tools) > 0 {
+		e.raw(`,"tools":[`)
+		for i, t := range req.Tools {
+			schema, err := schemaJSON(t.InputSchema)
+			if err != nil {
+				return fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
+			}
+			if i > 0 {
+				e.raw(",")
+			}
+			e.raw(`{"type":"function","name":`)
+			e.str(t.Name)
+			e.raw(`,"description":`)
+			e.str(t.Description)
+			e.raw(`,"parameters":`)
+			e.buf = append(e.buf, schema...)
+			e.raw(`,"strict":false}`)
+		}
+		e.raw("]")
+	}
+	if req.System != "" {
+		e.raw(`,"instructions":`)
+		e.str(req.System)
+	}
+	e.raw(`,"input":[`)
+	return nil
 }
 
 // cacheSettings says how the wire marks the prompt cache: it names the
@@ -214,7 +263,7 @@ func (p *Provider) CacheSettings() string { return cacheSettings }
 // that nothing is marshalled or patched again; the answer is read by
 // read (streamed) or decoded into the few fields the wire reads.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	body, err := Body(req, p.cfg, !p.cfg.NoStream)
+	body, err := bodyWith(req, p.cfg, !p.cfg.NoStream, p.prefixes)
 	if err != nil {
 		return provider.Response{}, err
 	}
