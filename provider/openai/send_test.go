@@ -12,27 +12,6 @@ import (
 	"github.com/myelin-run/myelin/provider/send/sendtest"
 )
 
-// sendCases are scripts of answers, each sent for both through the SDK
-// and directly: successes, refusals of every shape the wire reads, and
-// retries (with retry-after-ms: 0, so that the SDK does not wait).
-func sendCases(base string) map[string][]sendtest.Answer {
-	now := map[string]string{"retry-after-ms": "0"}
-	sse := map[string]string{"Content-Type": "text/event-stream"}
-	return map[string][]sendtest.Answer{
-		"a stream":            {{Status: 200, Header: sse, Body: "data: [DONE]\n\n"}},
-		"a 400":               {{Status: 400, Body: `{"error":{"message":"model not found","type":"invalid_request_error","param":null,"code":"model_not_found"}}`}},
-		"too long":            {{Status: 400, Body: `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","code":"context_length_exceeded"}}`}},
-		"an error at the top": {{Status: 400, Body: `{"object":"error","message":"maximum context length is 10 tokens","type":"BadRequestError","code":400}`}},
-		"not JSON, retried":   {{Status: 502, Header: now, Body: "<html>Bad Gateway</html>"}},
-		"429 then a stream":   {{Status: 429, Header: now}, {Status: 200, Header: sse, Body: "data: [DONE]\n\n"}},
-		"408 409 then a 500":  {{Status: 408, Header: now}, {Status: 409, Header: now}, {Status: 500, Header: now, Body: `{"error":{"message":"down"}}`}},
-		"told not to retry":   {{Status: 503, Header: map[string]string{"x-should-retry": "false"}, Body: `{"error":{"message":"no"}}`}},
-		"told to retry a 400": {{Status: 400, Header: map[string]string{"x-should-retry": "true", "retry-after-ms": "0"}}, {Status: 200, Body: "ok"}},
-		"a wait too long":     {{Status: 429, Header: map[string]string{"retry-after": "600"}, Body: `{"error":{"message":"slow down"}}`}},
-		"a redirect in place": {{Status: 307, Header: map[string]string{"Location": base + "/v1/moved"}}, {Status: 200, Body: "moved"}},
-	}
-}
-
 func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 	t.Setenv("OPENAI_ORG_ID", "org-test")
 	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Extra: one")
@@ -43,7 +22,7 @@ func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 	}
 	sdkPost, direct := posts(p, []byte(`{"model":"m","messages":[],"stream":true}`))
 	viaSDK, viaSender := sendtest.Described(sdkPost, describe), sendtest.Described(direct, describe)
-	for name, answers := range sendCases(srv.URL) {
+	for name, answers := range sendtest.OpenAIAnswers(srv.URL) {
 		t.Run(name, func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaSender) })
 	}
 }

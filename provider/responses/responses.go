@@ -40,6 +40,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/openai"
+	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -75,7 +76,9 @@ type Config struct {
 // Provider is the Responses API wire.
 type Provider struct {
 	client sdk.Client
-	cfg    Config
+	// send posts streamed requests as client would (openai.Sender)
+	send *send.Sender
+	cfg  Config
 	// the start of the bodies of recent conversations (prefix.go)
 	prefixes *prefixCache
 }
@@ -95,7 +98,12 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, prefixes: &prefixCache{}}, nil
+	client := sdk.NewClient(opts...)
+	sender, err := openai.Sender(client, "responses", cfg.HTTPClient, ep.MaxRetries)
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{client: client, send: sender, cfg: cfg, prefixes: &prefixCache{}}, nil
 }
 
 // maxCacheKey is the longest prompt_cache_key the API takes.
@@ -257,11 +265,13 @@ const cacheSettings = "openai-responses: automatic prefix caching, prompt_cache_
 // store with a conversation (provider.CacheDescriber).
 func (p *Provider) CacheSettings() string { return cacheSettings }
 
-// Complete sends the request and reads the answer. The body is Body's,
-// sent through the SDK's request plumbing (its auth, retries before any
-// output, and *openai.Error for an error answer) with no typed params, so
-// that nothing is marshalled or patched again; the answer is read by
-// read (streamed) or decoded into the few fields the wire reads.
+// Complete sends the request and reads the answer. The body is Body's
+// bytes, built on what p kept of the conversation's last body; streamed,
+// it is posted by provider/send with the SDK's headers, retries before any
+// output and *openai.Error for an error answer (openai.Sender), else
+// through the SDK's request plumbing with no typed params, so that
+// nothing is marshalled or patched again; the answer is read by read
+// (streamed) or decoded into the few fields the wire reads.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
 	body, err := bodyWith(req, p.cfg, !p.cfg.NoStream, p.prefixes)
 	if err != nil {
@@ -290,11 +300,10 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		return resp, nil
 	}
-	var resp *http.Response
-	if err := p.client.Post(ctx, "responses", nil, &resp, withBody); err != nil {
-		if resp != nil && resp.Body != nil {
-			resp.Body.Close()
-		}
+	// streamed: posted as the SDK would post it, without its per-request
+	// plumbing (provider/send; TestTheWireSendsWhatTheSDKSends)
+	resp, err := p.send.Post(ctx, body)
+	if err != nil {
 		return provider.Response{}, describe(err)
 	}
 	defer resp.Body.Close()

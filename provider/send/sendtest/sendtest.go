@@ -139,3 +139,26 @@ func Bench(b *testing.B, sdk, direct Post) {
 		})
 	}
 }
+
+// OpenAIAnswers are scripts of answers for a wire on openai-go (its chat
+// completions and the Responses API), each to be sent both through the
+// SDK and directly (Same): successes, refusals of every shape the wires
+// read, and retries (with retry-after-ms: 0, so that the SDK does not
+// wait). base is the server's URL, for a redirect.
+func OpenAIAnswers(base string) map[string][]Answer {
+	now := map[string]string{"retry-after-ms": "0"}
+	sse := map[string]string{"Content-Type": "text/event-stream"}
+	return map[string][]Answer{
+		"a stream":            {{Status: 200, Header: sse, Body: "data: [DONE]\n\n"}},
+		"a 400":               {{Status: 400, Body: `{"error":{"message":"model not found","type":"invalid_request_error","param":null,"code":"model_not_found"}}`}},
+		"too long":            {{Status: 400, Body: `{"error":{"message":"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.","code":"context_length_exceeded"}}`}},
+		"an error at the top": {{Status: 400, Body: `{"object":"error","message":"maximum context length is 10 tokens","type":"BadRequestError","code":400}`}},
+		"not JSON, retried":   {{Status: 502, Header: now, Body: "<html>Bad Gateway</html>"}},
+		"429 then a stream":   {{Status: 429, Header: now}, {Status: 200, Header: sse, Body: "data: [DONE]\n\n"}},
+		"408 409 then a 500":  {{Status: 408, Header: now}, {Status: 409, Header: now}, {Status: 500, Header: now, Body: `{"error":{"message":"down"}}`}},
+		"told not to retry":   {{Status: 503, Header: map[string]string{"x-should-retry": "false"}, Body: `{"error":{"message":"no"}}`}},
+		"told to retry a 400": {{Status: 400, Header: map[string]string{"x-should-retry": "true", "retry-after-ms": "0"}}, {Status: 200, Body: "ok"}},
+		"a wait too long":     {{Status: 429, Header: map[string]string{"retry-after": "600"}, Body: `{"error":{"message":"slow down"}}`}},
+		"a redirect in place": {{Status: 307, Header: map[string]string{"Location": base + "/v1/moved"}}, {Status: 200, Body: "moved"}},
+	}
+}
