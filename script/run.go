@@ -346,7 +346,10 @@ func (r *run) result() result.Result {
 	// A failure is said first, so that it is in the head the model reads
 	// even when the output before it spills.
 	text := output + tail
-	if isError && output != "" {
+	switch {
+	case isError && output != "" && r.hooks != nil:
+		text = tail + "\nThe end of what it printed (the whole is in its journal):\n" + output
+	case isError && output != "":
 		text = tail + "\nWhat it printed before:\n" + output
 	}
 	return result.Result{Data: text, IsError: isError, Structured: structured}
