@@ -188,12 +188,13 @@ func (m *Manager) Start(ctx context.Context, code string, lifetime time.Duration
 	}
 	s := &bg{id: newID(), conv: conv, started: m.clock.Now(), lifetime: lifetime, status: "running", held: map[int]Timer{}}
 	s.journal = path.Join(Dir, s.id+".log")
-	journal, err := workspace.OpenOwn(m.c.Root, s.journal, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	f, err := workspace.OpenOwn(m.c.Root, s.journal, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return result.Error(fmt.Sprintf("code_execution {background: true}: opening the script's journal %s: %v", s.journal, err))
 	}
+	journal := &journalFile{f: f}
 	if err := writeState(m.c.Root, s.state(os.Getpid())); err != nil {
-		journal.Close()
+		f.Close()
 		return result.Error(fmt.Sprintf("code_execution {background: true}: %v", err))
 	}
 	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -210,7 +211,7 @@ func (m *Manager) Start(ctx context.Context, code string, lifetime time.Duration
 	go func() {
 		defer m.wg.Done()
 		defer close(s.done)
-		defer journal.Close()
+		defer f.Close()
 		res := script.RunBackground(sctx, m.c.Script, limits, code, script.Hooks{
 			ID: s.id, Journal: journal,
 			Wake:  func(line int, payload result.Result) (string, error) { return m.wake(s, line, payload) },
@@ -296,7 +297,7 @@ func (m *Manager) wake(s *bg, line int, payload result.Result) (string, error) {
 
 // ended records how a script ended, in its state and its journal, and
 // wakes the agent once when it died without waking it.
-func (m *Manager) ended(s *bg, cause error, res result.Result, journal io.Writer) {
+func (m *Manager) ended(s *bg, cause error, res result.Result, journal *journalFile) {
 	now := m.clock.Now()
 	m.mu.Lock()
 	s.ended = now
@@ -321,7 +322,10 @@ func (m *Manager) ended(s *bg, cause error, res result.Result, journal io.Writer
 	}
 	st := s.state(pid)
 	m.mu.Unlock()
-	fmt.Fprintf(journal, "\n[myelin %s: the script %s: %s]\n", now.UTC().Format(time.RFC3339), status, why)
+	if journal.last != '\n' && journal.last != 0 {
+		io.WriteString(journal, "\n")
+	}
+	fmt.Fprintf(journal, "[myelin %s: the script %s: %s]\n", now.UTC().Format(time.RFC3339), status, why)
 	_ = writeState(m.c.Root, st) // a state that cannot be written leaves "running": told as gone later
 	if !died {
 		return
@@ -334,6 +338,20 @@ func (m *Manager) ended(s *bg, cause error, res result.Result, journal io.Writer
 	w := Wake{Conversation: s.conv, Script: s.id, Since: now.Sub(s.started), Died: true, Journal: s.journal, SpillPath: out.SpillPath}
 	w.Message = w.header() + "\n" + out.Text
 	m.c.Waker.Wake(w)
+}
+
+// journalFile is a script's journal, which knows its last byte: myelin's
+// own line at the end starts a line of its own.
+type journalFile struct {
+	f    *os.File
+	last byte
+}
+
+func (j *journalFile) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		j.last = p[len(p)-1]
+	}
+	return j.f.Write(p)
 }
 
 // firstLine is the first line of a result's text, for the list.
