@@ -136,3 +136,32 @@ func TestChatRunsAWokenTurnPerWakeOfABackgroundScriptThatThenDies(t *testing.T) 
 		t.Errorf("%d requests: a death after wakes is silent, so 9 were wanted", n)
 	}
 }
+
+// `run` waits for nothing: its background script stops as it ends, and the
+// conversation's next turn is told once that the script is gone (issue 17
+// §1: after a restart, running scripts are gone).
+func TestRunStopsItsBackgroundScriptsAndTheNextTurnIsToldOnce(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	srv := fakeAnthropic(t,
+		toolCallStep("toolu_1", "code_execution", map[string]any{"background": true, "code": "await sleep(1e9)"}),
+		providertest.Step{Text: "started"})
+	out, errOut, code := cli(t, "run", "--workspace", dir, "watch")
+	if code != 0 || out != "started\n" || !strings.Contains(errOut, "myelin: stopping 1 background script(s) as myelin ends") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	id := regexp.MustCompile(`bg_[0-9a-f]{8}`).FindString(lastUserText(t, srv, 1))
+	srv.Push(providertest.Step{Text: "ok"}, providertest.Step{Text: "ok again"})
+	if _, errOut, code := cli(t, "run", "--continue", "--workspace", dir, "hello"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	told := lastUserText(t, srv, 2)
+	if id == "" || !strings.HasPrefix(told, "[myelin: background script "+id+", started ") || !strings.Contains(told, "was running when the myelin process that ran it stopped; it is gone and will not wake you") || !strings.HasSuffix(told, "]\n\nhello") {
+		t.Errorf("the next turn's prompt:\n%s", told)
+	}
+	if _, errOut, code := cli(t, "run", "--continue", "--workspace", dir, "and now?"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if again := lastUserText(t, srv, 3); again != "and now?" {
+		t.Errorf("told twice: %q", again)
+	}
+}
