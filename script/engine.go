@@ -62,7 +62,7 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 			e.settleFn.Free()
 		}
 	}()
-	if err := e.start(m.S[0], m.S[1]); err != nil {
+	if err := e.start(m.S[0], m.S[1], m.S[2] == "background"); err != nil {
 		return e.end(endError, err)
 	}
 	for {
@@ -132,8 +132,9 @@ func (e *engine) end(kind string, err error) error {
 	return e.werr
 }
 
-// start installs the bridge and runs the script up to its first await.
-func (e *engine) start(code, names string) error {
+// start installs the bridge and runs the script up to its first await. A
+// background script's prelude offers wake_agent and sleep.
+func (e *engine) start(code, names string, background bool) error {
 	for name, f := range map[string]any{
 		"__myelin_print":   e.print,
 		"__myelin_call":    e.call,
@@ -149,7 +150,7 @@ func (e *engine) start(code, names string) error {
 		return fmt.Errorf("setting up the sandbox: the tool names are not JSON: %.100q", names)
 	}
 	e.arm()
-	if _, err := e.vm.Eval("const __myelin = "+prelude+"("+names+");", quickjs.EvalGlobal); err != nil {
+	if _, err := e.vm.Eval("const __myelin = "+prelude+"("+names+", "+fmt.Sprint(background)+");", quickjs.EvalGlobal); err != nil {
 		return fmt.Errorf("setting up the sandbox: %v", err)
 	}
 	e.arm()

@@ -1,7 +1,9 @@
 // The sandbox's side of code_execution: console, tools, and the bridge to
 // Go. It runs before the script, captures the bridge functions and removes
 // them from the global object, so a script reaches Go only through these.
-(function (names) {
+// A background script (background is true) also gets wake_agent and sleep,
+// which myelin answers itself (names outside the tools' alphabet).
+(function (names, background) {
   const print = globalThis.__myelin_print;
   const call = globalThis.__myelin_call;
   const finish = globalThis.__myelin_finish;
@@ -48,6 +50,37 @@
     };
   }
   globalThis.tools = Object.freeze(tools);
+
+  // own asks myelin itself: its answer's text resolves the promise, and an
+  // error answer rejects it with that text.
+  const own = (name, input) => {
+    const ticket = next++;
+    const p = new Promise((resolve, reject) => waiting.set(ticket, (r) =>
+      r.isError ? reject(new Error(r.content[0].text)) : resolve(r.content[0].text)));
+    call(ticket, name, JSON.stringify(input));
+    return p;
+  };
+  const only = (name) => () => {
+    throw new Error(name + " works only in a background script: start it with code_execution {background: true, code}");
+  };
+  // the script's line a call of wake_agent came from: the frame after
+  // wake_agent's own in a fresh stack.
+  const caller = (stack) => {
+    const frames = (stack || "").split("\n").filter((f) => /<eval>:\d+/.test(f));
+    const m = frames.length > 1 ? /<eval>:(\d+)/.exec(frames[1]) : null;
+    return m ? Number(m[1]) : 0;
+  };
+  const wake_agent = background ? function wake_agent(payload) {
+    let line = 0;
+    try { line = caller(new Error().stack); } catch (_) {}
+    return own("myelin:wake_agent", { line, payload: payload === undefined ? "" : payload });
+  } : only("wake_agent");
+  const sleep = background ? function sleep(ms) {
+    if (typeof ms !== "number" || !(ms >= 0)) throw new TypeError("sleep(ms) takes a number of milliseconds, 0 or more");
+    return own("myelin:sleep", { ms });
+  } : only("sleep");
+  Object.defineProperty(globalThis, "wake_agent", { value: wake_agent });
+  Object.defineProperty(globalThis, "sleep", { value: sleep });
 
   const where = (e) => {
     const m = /<eval>:(\d+)/.exec(e && e.stack || "");

@@ -25,6 +25,7 @@ const (
 	stopOutput    = "output"
 	stopToolCalls = "tool calls"
 	stopCancelled = "cancelled"
+	stopJournal   = "journal"
 )
 
 // Call is one tool call a script made, as its result's structured content
@@ -50,8 +51,14 @@ type run struct {
 	deadline time.Time
 	callCtx  context.Context
 
-	out strings.Builder
-	cut bool
+	out     strings.Builder // what it printed; a background script's goes to its journal
+	printed int             // bytes printed, counted toward the output limit
+	cut     bool
+	hooks   *Hooks // a background script's (RunBackground); nil for one of a call
+	last    *tail  // the end of a background script's output
+	// journalErr is why a background script's journal could not be
+	// written, which stopped it.
+	journalErr string
 
 	mu      sync.Mutex
 	calls   []Call
@@ -75,16 +82,27 @@ type run struct {
 // in an engine process of its own (child.go), which is gone when Run
 // returns, whatever the script did.
 func Run(ctx context.Context, c Config, limits Limits, code string) result.Result {
+	return runScript(ctx, c, limits, code, nil)
+}
+
+// runScript is Run, and RunBackground when h is set.
+func runScript(ctx context.Context, c Config, limits Limits, code string, h *Hooks) result.Result {
 	lim := limits.withDefaults()
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &run{
-		c: c, lim: lim, id: scriptID(), deadline: time.Now().Add(lim.Time), callCtx: callCtx,
+		c: c, lim: lim, id: scriptID(), deadline: time.Now().Add(lim.Time), callCtx: callCtx, hooks: h,
 		d: &tool.Dispatcher{Tools: c.Tools, Timeout: c.Timeout, Env: result.Env{
 			Store: c.Env.Store, Now: c.Env.Now,
 			// A script gets each result whole, up to its output bound.
 			Limits: result.Limits{Agent: lim.Output, Round: lim.Output},
 		}},
+	}
+	kind := ""
+	if h != nil {
+		kind = "background"
+		r.id = h.ID
+		r.last = &tail{max: h.tailBytes()}
 	}
 	cn, err := startEngine()
 	if err != nil {
@@ -93,7 +111,7 @@ func Run(ctx context.Context, c Config, limits Limits, code string) result.Resul
 	r.conn = cn
 	list, _ := json.Marshal(names(c.Tools))
 	ms := max(time.Until(r.deadline).Milliseconds(), 1)
-	r.loop(ctx, msg{Op: opRun, N: [4]int64{lim.Memory, int64(lim.Stack), ms, int64(lim.Output)}, S: [3]string{code, string(list)}})
+	r.loop(ctx, msg{Op: opRun, N: [4]int64{lim.Memory, int64(lim.Stack), ms, int64(lim.Output)}, S: [3]string{code, string(list), kind}})
 	cn.kill()
 	if said := cn.wait(); said != "" && r.lost != "" {
 		r.lost += " (" + said + ")"
@@ -188,18 +206,27 @@ func (r *run) stoppedBy() string {
 	return r.stopped
 }
 
-// print is console.log's way out.
+// print is console.log's way out: to the output, or a background script's
+// journal.
 func (r *run) print(text string) {
 	if r.cut {
 		return
 	}
-	if room := r.lim.Output - r.out.Len(); len(text) > room {
-		r.out.WriteString(text[:runeCut(text, room)])
+	if room := r.lim.Output - r.printed; len(text) > room {
+		text = text[:runeCut(text, room)]
 		r.cut = true
 		r.stop(stopOutput)
+	}
+	r.printed += len(text)
+	if r.hooks == nil {
+		r.out.WriteString(text)
 		return
 	}
-	r.out.WriteString(text)
+	r.last.Write([]byte(text))
+	if _, err := io.WriteString(r.hooks.Journal, text); err != nil && r.journalErr == "" {
+		r.journalErr = err.Error()
+		r.stop(stopJournal)
+	}
 }
 
 // runeCut is the largest cut at or before n that does not split a
@@ -217,6 +244,10 @@ func runeCut(text string, n int) int {
 // call runs a tool call on its own goroutine, which hands the result to
 // the engine.
 func (r *run) call(ticket int, name, input string) {
+	if strings.HasPrefix(name, ownPrefix) {
+		r.own(ticket, name, input)
+		return
+	}
 	r.mu.Lock()
 	if len(r.calls) >= r.lim.ToolCalls {
 		r.mu.Unlock()
@@ -252,11 +283,11 @@ func (r *run) finish(kind, text string, line, full int) {
 	r.finished, r.kind, r.text, r.line, r.full = true, kind, text, line, full
 	switch kind {
 	case "string", "json":
-		if r.out.Len()+full > r.lim.Output {
+		if r.printed+full > r.lim.Output {
 			r.print(text) // cuts it where the limit falls, and stops the script
 		}
 	default:
-		if room := r.lim.Output - r.out.Len(); full > room {
+		if room := r.lim.Output - r.printed; full > room {
 			r.text = text[:runeCut(text, max(room, 0))]
 		}
 	}
@@ -266,6 +297,9 @@ func (r *run) finish(kind, text string, line, full int) {
 // what stopped it.
 func (r *run) result() result.Result {
 	output := r.out.String()
+	if r.hooks != nil {
+		output = r.last.String()
+	}
 	if r.cut {
 		output += fmt.Sprintf("\n[output cut at the script's output limit of %s; the rest was not kept]\n", mib(r.lim.Output))
 	}
@@ -312,7 +346,10 @@ func (r *run) result() result.Result {
 	// A failure is said first, so that it is in the head the model reads
 	// even when the output before it spills.
 	text := output + tail
-	if isError && output != "" {
+	switch {
+	case isError && output != "" && r.hooks != nil:
+		text = tail + "\nThe end of what it printed (the whole is in its journal):\n" + output
+	case isError && output != "":
 		text = tail + "\nWhat it printed before:\n" + output
 	}
 	return result.Result{Data: text, IsError: isError, Structured: structured}
@@ -355,6 +392,8 @@ func (r *run) limitText(why string) string {
 		return fmt.Sprintf("the script was stopped: what it printed and returned is more than its output limit of %s", mib(r.lim.Output))
 	case stopToolCalls:
 		return fmt.Sprintf("the script was stopped: it made more tool calls than its limit of %d", r.lim.ToolCalls)
+	case stopJournal:
+		return "the script was stopped: its journal could not be written: " + r.journalErr
 	}
 	return "the script was cancelled before it finished"
 }

@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -99,6 +100,10 @@ type Config struct {
 	// Trace, when set, gets a line per tool call a script makes: its
 	// name, input size, duration and error flag.
 	Trace io.Writer
+	// Background starts the scripts of code_execution {background: true};
+	// nil refuses them, with an error saying so (`myelin tool call`, which
+	// waits for nothing, has none).
+	Background Launcher
 }
 
 //go:embed prelude.js
@@ -108,8 +113,9 @@ var prelude string
 // that no integer a model writes overflows on its way to a duration (one
 // did, and 18446744073710 ms became 448 µs); the schema says integer.
 type input struct {
-	Code      string  `json:"code" jsonschema:"JavaScript: the body of an async function. Top-level await and return work."`
-	TimeoutMS float64 `json:"timeout_ms,omitempty"`
+	Code       string  `json:"code" jsonschema:"JavaScript: the body of an async function. Top-level await and return work."`
+	TimeoutMS  float64 `json:"timeout_ms,omitempty"`
+	Background bool    `json:"background,omitempty" jsonschema:"run the script in the background: the call returns at once with its id and journal, and the script goes on after the turn; inside it wake_agent(payload) wakes you with a message and sleep(ms) waits"`
 }
 
 // timeLimit is the script's wall time for a call's timeout_ms: the
@@ -133,6 +139,11 @@ func inputSchema(c Config) *jsonschema.Schema {
 	t.Type = "integer"
 	t.Minimum = new(float64)
 	t.Description = fmt.Sprintf("the script's wall time in milliseconds, tool calls included: from 1 to %d (the configured limit); a larger value, 0 or none means %d", c.Limits.Time.Milliseconds(), c.Limits.Time.Milliseconds())
+	if c.Background != nil {
+		t.Description += "; with background, its lifetime instead, up to the configured one"
+	} else {
+		delete(schema.Properties, "background")
+	}
 	return schema
 }
 
@@ -155,6 +166,12 @@ func Tool(c Config) *tool.Tool {
 			}
 			if in.TimeoutMS < 0 {
 				return result.Error(fmt.Sprintf("timeout_ms must be from 1 to %d (the configured limit), got %v", c.Limits.Time.Milliseconds(), in.TimeoutMS))
+			}
+			if in.Background {
+				if c.Background == nil {
+					return result.Error(Name + " {background: true}: background scripts are not offered here (`myelin tool call` and programs without a background runner wait for nothing); run the script without background")
+				}
+				return c.Background.Start(ctx, in.Code, time.Duration(min(in.TimeoutMS, float64(math.MaxInt64/int64(time.Millisecond))))*time.Millisecond)
 			}
 			limits := c.Limits
 			limits.Time = timeLimit(in.TimeoutMS, limits.Time)
@@ -188,6 +205,9 @@ func describe(c Config) string {
 	b.WriteString("You get back what was printed, then the returned value (a string as itself, anything else as JSON). A thrown error makes an error result with its message and line.\n")
 	fmt.Fprintf(&b, "Limits: %v wall time (timeout_ms may lower it), %d MiB memory, %d MiB of output, %d tool calls. No files, network, processes or timers except through the tools.\n",
 		c.Limits.Time, c.Limits.Memory>>20, c.Limits.Output>>20, c.Limits.ToolCalls)
+	if c.Background != nil {
+		b.WriteString(c.Background.Describe() + "\n")
+	}
 	if list := names(c.Tools); len(list) > 0 {
 		b.WriteString("Tools: " + strings.Join(list, ", "))
 	} else {

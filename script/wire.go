@@ -13,7 +13,7 @@ import (
 // re-encoded.
 const (
 	// from myelin to the engine
-	opRun    = 'r' // N: memory, stack, time (ms), output; S: code, tool names (JSON)
+	opRun    = 'r' // N: memory, stack, time (ms), output; S: code, tool names (JSON), "background" or ""
 	opSettle = 's' // N0: ticket; Flag: isError; S: text, structured content
 
 	// from the engine to myelin

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
@@ -81,6 +81,7 @@ type agentFlags struct {
 	wait         bool
 	tools        toolsetFlags
 	think        thinkingFlags
+	background   backgroundFlags
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -102,6 +103,9 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	f.think.add(fs)
+	if name != "serve" { // the server does not run background scripts yet (background.Waker is its seam)
+		f.background.add(fs)
+	}
 	return fs
 }
 
@@ -345,6 +349,11 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 	} else if len(pos) > 0 {
 		return usageError(stderr, name, fmt.Sprintf("takes no arguments, got %q", pos))
 	}
+	bgLimits, err := f.background.limits()
+	if err != nil {
+		return usageError(stderr, name, err.Error())
+	}
+	f.tools.background = &backgroundSetup{limits: bgLimits, wakes: background.NewQueue()}
 	s, err := open(ctx, f, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin %s: %v\n", name, err)
@@ -352,9 +361,10 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 	}
 	defer s.close()
 	if name == "run" {
+		defer s.stopBackground(stderr) // run waits for nothing
 		return s.turn(ctx, prompt, stdout, stderr)
 	}
-	return s.chat(ctx, stdin, stdout, stderr)
+	return s.chatLoop(ctx, stdin, stdout, stderr)
 }
 
 // turn runs one turn, reporting as it goes, and returns the exit status.
@@ -362,7 +372,8 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	rep := newReporter(stdout, stderr)
 	rep.showThinking = s.showThinking
 	defer rep.stop()
-	tr, err := s.agent.Turn(ctx, s.id, prompt, rep.event)
+	ctx, prompt, told := s.backgroundTurn(ctx, prompt)
+	tr, err := s.agent.Turn(ctx, s.id, prompt, func(e agent.Event) { told(e); rep.event(e) })
 	rep.stop()
 	rep.endText()
 	if line := s.tokenLine(tr.Usage, rep.last, rep.answered, err); line != "" {
@@ -425,36 +436,6 @@ func thousands(n int) string {
 		return "-" + b.String()
 	}
 	return b.String()
-}
-
-// chat runs a turn per line of stdin. The "> " prompt is for a person
-// typing: it is printed only when stdin is a terminal, so that piped input
-// gives the answers alone.
-func (s *session) chat(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
-	in := bufio.NewScanner(stdin)
-	in.Buffer(make([]byte, 64*1024), 16<<20)
-	prompt := isTerminal(stdin)
-	for {
-		if prompt {
-			fmt.Fprint(stderr, "> ")
-		}
-		if !in.Scan() {
-			if prompt {
-				fmt.Fprintln(stderr)
-			}
-			return exitOK
-		}
-		line := strings.TrimSpace(in.Text())
-		switch line {
-		case "":
-			continue
-		case "/exit", "/quit":
-			return exitOK
-		}
-		if code := s.turn(ctx, line, stdout, stderr); code != exitOK && ctx.Err() != nil {
-			return code
-		}
-	}
 }
 
 // reporter writes a turn's events: text to stdout, one line per tool call

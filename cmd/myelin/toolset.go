@@ -22,6 +22,8 @@ type toolsetFlags struct {
 	scriptMemory    int // MiB
 	scriptOutput    int // MiB
 	mcp             mcpFlags
+	// background, when set, offers background scripts (run and chat).
+	background *backgroundSetup
 }
 
 func (f *toolsetFlags) add(fs *flag.FlagSet) {
@@ -52,6 +54,7 @@ type toolset struct {
 	reg   *tool.Registry
 	mcp   *mcp.Set
 	trace *workspace.Log
+	toolsetBackground
 }
 
 // openToolset assembles the workspace's tools, the MCP servers' (started
@@ -85,6 +88,12 @@ func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, e
 		if ts.trace != nil {
 			c.Trace = ts.trace
 		}
+		if f.background != nil {
+			if c, err = ts.withBackground(ws, f.background, c, env); err != nil {
+				ts.close()
+				return nil, err
+			}
+		}
 		if err := ts.reg.Add(script.Tool(c)); err != nil {
 			ts.close()
 			return nil, err
@@ -94,6 +103,9 @@ func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, e
 }
 
 func (ts *toolset) close() {
+	if ts.bg != nil {
+		ts.bg.Close() // before the tools its scripts call
+	}
 	ts.mcp.Close()
 	if ts.trace != nil {
 		ts.trace.Close()

@@ -1,0 +1,93 @@
+package background
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// The tools that show and stop background scripts.
+const (
+	ToolList   = "code_execution--list"
+	ToolCancel = "code_execution--cancel"
+)
+
+type conversationKey struct{}
+
+// WithConversation returns ctx for a turn of conversation id: the
+// background scripts its calls start are that conversation's, and the
+// tools show and stop only those. Whoever runs a turn wraps its context
+// with it (`myelin chat`, `run`, a server's turn).
+func WithConversation(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, conversationKey{}, id)
+}
+
+// ConversationOf is the conversation WithConversation gave ctx, "" when
+// none.
+func ConversationOf(ctx context.Context) string {
+	id, _ := ctx.Value(conversationKey{}).(string)
+	return id
+}
+
+// Tools are code_execution--list and code_execution--cancel over m.
+func (m *Manager) Tools() []*tool.Tool {
+	list := tool.MustFunc(ToolList, "List the background scripts of this conversation (code_execution with background: true): id, status, wakes so far, lifetime and journal.",
+		func(ctx context.Context, _ struct{}) (any, error) {
+			infos := m.List(ConversationOf(ctx))
+			return result.Result{Data: listText(infos), Structured: mustJSON(map[string]any{"scripts": orEmpty(infos)})}, nil
+		})
+	cancel := tool.MustFunc(ToolCancel, "Stop a background script of this conversation by its id. Wakes it has made that are still held are dropped.",
+		func(ctx context.Context, in struct {
+			ID string `json:"id" jsonschema:"the script's id, as code_execution returned it (bg_...)"`
+		}) (any, error) {
+			info, err := m.Cancel(ConversationOf(ctx), in.ID)
+			if err != nil {
+				return nil, err
+			}
+			text := fmt.Sprintf("stopped background script %s; it had woken you %d times", info.ID, info.Wakes)
+			if info.Dropped > 0 {
+				text += fmt.Sprintf("; %d wakes it had made, held to keep the gap, were dropped", info.Dropped)
+			}
+			return result.Result{Data: text + ". Its journal: " + info.Journal, Structured: mustJSON(info)}, nil
+		})
+	return []*tool.Tool{list, cancel}
+}
+
+func orEmpty(infos []Info) []Info {
+	if infos == nil {
+		return []Info{}
+	}
+	return infos
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := result.JSON(v)
+	if err != nil {
+		panic(err) // the values here are plain structs and maps
+	}
+	return b
+}
+
+// listText is the list as the model reads it: a line per script.
+func listText(infos []Info) string {
+	if len(infos) == 0 {
+		return "no background scripts in this conversation"
+	}
+	var b strings.Builder
+	for _, i := range infos {
+		fmt.Fprintf(&b, "%s %s", i.ID, i.Status)
+		if i.Status != "running" {
+			fmt.Fprintf(&b, " (%s) at %s", i.Why, i.Ended)
+		}
+		fmt.Fprintf(&b, "; started %s, lifetime %s; woke you %d times", i.Started, i.Lifetime, i.Wakes)
+		if i.Held > 0 {
+			fmt.Fprintf(&b, ", %d held", i.Held)
+		}
+		fmt.Fprintf(&b, "; journal %s\n", i.Journal)
+	}
+	return b.String()
+}

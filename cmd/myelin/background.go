@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/background"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/script"
+	"github.com/myelin-run/myelin/workspace"
+)
+
+// backgroundFlags bound the background scripts of run and chat
+// (code_execution {background: true}, docs/scripts.md).
+type backgroundFlags struct {
+	running  int
+	wakes    int
+	gap      time.Duration
+	lifetime time.Duration
+}
+
+func (f *backgroundFlags) add(fs *flag.FlagSet) {
+	fs.IntVar(&f.running, "background-scripts", background.DefaultRunning, "the most background scripts running at once in one conversation")
+	fs.IntVar(&f.wakes, "background-wakes", background.DefaultWakes, "the most times one background script may wake the agent")
+	fs.DurationVar(&f.gap, "wake-gap", background.DefaultGap, "the least time between two wakes of one background script, a `duration` (0: none); an early wake is held, never dropped")
+	fs.DurationVar(&f.lifetime, "background-lifetime", background.DefaultLifetime, "how long a background script may run, a `duration`")
+}
+
+// limits are the limits the flags give, checked.
+func (f *backgroundFlags) limits() (background.Limits, error) {
+	switch {
+	case f.running <= 0:
+		return background.Limits{}, fmt.Errorf("--background-scripts %d: give 1 or more (default %d)", f.running, background.DefaultRunning)
+	case f.wakes <= 0:
+		return background.Limits{}, fmt.Errorf("--background-wakes %d: give 1 or more (default %d)", f.wakes, background.DefaultWakes)
+	case f.gap < 0:
+		return background.Limits{}, fmt.Errorf("--wake-gap %v: give 0 or more (default %v)", f.gap, background.DefaultGap)
+	case f.lifetime <= 0:
+		return background.Limits{}, fmt.Errorf("--background-lifetime %v: give a positive duration (default %v)", f.lifetime, background.DefaultLifetime)
+	}
+	l := background.Limits{Running: f.running, Wakes: f.wakes, Gap: f.gap, Lifetime: f.lifetime}
+	if l.Gap == 0 {
+		l.Gap = background.NoGap
+	}
+	return l, nil
+}
+
+// backgroundSetup is what a command that runs background scripts gives
+// openToolset: their limits, and where their wakes go.
+type backgroundSetup struct {
+	limits background.Limits
+	wakes  *background.Queue
+}
+
+// withBackground makes the background scripts' Manager over c (code
+// execution's configuration), registers code_execution--list and
+// --cancel, and returns c with the Manager as its Launcher.
+func (ts *toolset) withBackground(ws *workspace.Workspace, setup *backgroundSetup, c script.Config, env result.Env) (script.Config, error) {
+	m, err := background.New(background.Config{Script: c, Root: ws.Dir(), Env: env, Limits: setup.limits, Waker: setup.wakes})
+	if err != nil {
+		return c, err
+	}
+	if err := ts.reg.Add(m.Tools()...); err != nil {
+		m.Close()
+		return c, err
+	}
+	ts.bg, ts.wakes = m, setup.wakes
+	c.Background = m
+	return c, nil
+}
+
+// backgroundTurn is ctx for a turn of the session's conversation, and its
+// prompt: the scripts it starts are the conversation's, and a note of the
+// scripts a restart took away goes first, once. told is called once the
+// prompt is stored.
+func (s *session) backgroundTurn(ctx context.Context, prompt string) (context.Context, string, func(agent.Event)) {
+	ctx = background.WithConversation(ctx, s.id)
+	if s.tools == nil || s.tools.bg == nil {
+		return ctx, prompt, func(agent.Event) {}
+	}
+	note, told := s.tools.bg.Gone(s.id)
+	if note == "" {
+		return ctx, prompt, func(agent.Event) {}
+	}
+	once := false
+	return ctx, note + "\n\n" + prompt, func(e agent.Event) {
+		if !once && e.Kind == agent.Stored && e.Message != nil && e.Message.Role == history.User {
+			once = true
+			told()
+		}
+	}
+}
+
+// stopBackground says which background scripts stop as the command ends.
+func (s *session) stopBackground(stderr io.Writer) {
+	if s.tools == nil || s.tools.bg == nil {
+		return
+	}
+	if n := s.tools.bg.Running(); n > 0 {
+		fmt.Fprintf(stderr, "myelin: stopping %d background script(s) as myelin ends; the conversation is told they are gone at its next turn\n", n)
+	}
+}
+
+// chatLoop is chat: a turn per line of stdin, and, with background scripts,
+// a turn per wake as it comes, shown on stderr first. It ends at /exit or
+// the end of stdin, which stops the scripts still running.
+func (s *session) chatLoop(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
+	lines := make(chan string)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		defer close(lines)
+		in := bufio.NewScanner(stdin)
+		in.Buffer(make([]byte, 64*1024), 16<<20)
+		for in.Scan() {
+			select {
+			case lines <- in.Text():
+			case <-done:
+				return
+			}
+		}
+	}()
+	var ready <-chan struct{}
+	if s.tools != nil && s.tools.wakes != nil {
+		ready = s.tools.wakes.Ready()
+	}
+	prompt := isTerminal(stdin)
+	for {
+		if prompt {
+			fmt.Fprint(stderr, "> ")
+		}
+		select {
+		case <-ctx.Done():
+			return exitError
+		case <-ready:
+			for w, ok := s.tools.wakes.Next(); ok; w, ok = s.tools.wakes.Next() {
+				if w.Conversation != s.id {
+					continue
+				}
+				showWake(stderr, w, prompt)
+				if code := s.turn(ctx, w.Message, stdout, stderr); code != exitOK && ctx.Err() != nil {
+					return code
+				}
+			}
+		case line, ok := <-lines:
+			if !ok {
+				if prompt {
+					fmt.Fprintln(stderr)
+				}
+				s.stopBackground(stderr)
+				return exitOK
+			}
+			switch line = strings.TrimSpace(line); line {
+			case "":
+				continue
+			case "/exit", "/quit":
+				s.stopBackground(stderr)
+				return exitOK
+			}
+			if code := s.turn(ctx, line, stdout, stderr); code != exitOK && ctx.Err() != nil {
+				return code
+			}
+		}
+	}
+}
+
+// showWake writes a wake on stderr as it comes: who woke the agent, and
+// the start of the payload.
+func showWake(stderr io.Writer, w background.Wake, prompt bool) {
+	if prompt {
+		fmt.Fprintln(stderr)
+	}
+	what := fmt.Sprintf("wake %d of %d", w.N, w.Of)
+	if w.Line > 0 {
+		what += fmt.Sprintf(", line %d", w.Line)
+	}
+	if w.Died {
+		what = "it died without waking the agent"
+	}
+	_, payload, _ := strings.Cut(w.Message, "\n")
+	fmt.Fprintf(stderr, "myelin: background script %s woke the agent (%s, %s after it started): %s\n", w.Script, what, w.Since.Round(time.Second), oneLine(payload, 200))
+}
+
+// toolsetBackground is the part of toolset that background scripts hold.
+type toolsetBackground struct {
+	bg    *background.Manager
+	wakes *background.Queue
+}
