@@ -28,7 +28,7 @@ myelin() { "$bin" "$@" --workspace "$ws" --mcp-config "$cfg"; }
 answer() {
   local cmd
   printf -v cmd '%q ' "$bin" "$@" --workspace "$ws" --mcp-config "$cfg"
-  yes '' | script -qefc "$cmd" /dev/null
+  { yes '' || true; } | script -qefc "$cmd" /dev/null # yes ends on SIGPIPE
 }
 
 case $scenario in
