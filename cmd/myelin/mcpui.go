@@ -186,8 +186,10 @@ func fieldPrompt(f mcp.Field) string {
 		about = append(about, "one of "+strings.Join(f.Enum, ", "))
 	case f.Type == "boolean":
 		about = append(about, "yes or no")
-	case f.Type == "integer", f.Type == "number":
-		about = append(about, "a "+f.Type)
+	case f.Type == "integer":
+		about = append(about, "an integer")
+	case f.Type == "number":
+		about = append(about, "a number")
 	}
 	if !f.Required {
 		about = append(about, "optional")
