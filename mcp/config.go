@@ -8,7 +8,9 @@
 // conversion like any other. A server gets only the environment its entry
 // names, plus PATH and HOME. A stdio server is started through package
 // child, so that it and what it starts never outlive myelin; package mcp
-// must not start processes any other way.
+// must not start processes any other way. What servers ask during a call
+// (elicitation, sampling) goes to the Elicitor and Sampler its caller
+// supplies: package mcp must not read a terminal or pick a model itself.
 package mcp
 
 import (
