@@ -18,6 +18,7 @@ import (
 
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // Defaults of Options.
@@ -50,6 +51,27 @@ type Options struct {
 	// Auth is how HTTP servers that ask for authorisation are signed in
 	// to (auth.go).
 	Auth Auth
+	// Elicitor asks the user when a server wants input during a call;
+	// nil declines every such request (no one to ask), saying so through
+	// Notify.
+	Elicitor Elicitor
+	// Sampler completes a server's sampling request with the
+	// conversation's model; nil lets no server sample. A server samples
+	// only when its entry's "sampling" budget allows it too.
+	Sampler Sampler
+	// Progress, when set, is given the progress notifications of calls in
+	// flight (cmd/myelin shows them on the tool's line); nil asks servers
+	// for none.
+	Progress func(Progress)
+	// Notify, when set, is told what servers do that the user should see:
+	// a declined elicitation, a sampling request and its cost.
+	Notify func(string)
+}
+
+func (o *Options) notify(msg string) {
+	if o.Notify != nil {
+		o.Notify(msg)
+	}
 }
 
 func (o *Options) maxReply() int64 {
@@ -96,7 +118,10 @@ type Status struct {
 // they offer. It is safe for concurrent use.
 type Set struct {
 	servers []*server
+
+	mu      sync.Mutex
 	tools   []*tool.Tool
+	version uint64 // changes when a server's tools do (Version)
 }
 
 // Start connects every server in parallel, each within the start timeout,
@@ -106,42 +131,97 @@ func Start(ctx context.Context, servers []Server, o Options) *Set {
 	if o.Dir == "" {
 		o.Dir = "."
 	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "myelin", Version: o.Version}, nil)
-	// The workspace is the one root: servers that take roots (the
-	// filesystem server does) keep to it, as myelin's own tools do.
-	if abs, err := filepath.Abs(o.Dir); err == nil {
-		client.AddRoots(&sdk.Root{URI: (&url.URL{Scheme: "file", Path: abs}).String(), Name: "workspace"})
-	}
 	set := &Set{}
 	var wg sync.WaitGroup
 	for _, cfg := range servers {
-		s := &server{cfg: cfg, opts: &o, client: client}
+		s := &server{cfg: cfg, opts: &o, set: set}
+		s.client = s.newClient()
 		set.servers = append(set.servers, s)
 		wg.Go(func() { s.start(ctx) })
 	}
 	wg.Wait()
+	set.rename()
+	return set
+}
+
+// newClient is the server's own client: the requests and notifications
+// it gets are the server's, handled with its config (its sampling budget,
+// its log).
+func (s *server) newClient() *sdk.Client {
+	caps := &sdk.ClientCapabilities{
+		RootsV2:     &sdk.RootCapabilities{},
+		Elicitation: &sdk.ElicitationCapabilities{Form: &sdk.FormElicitationCapabilities{}, URL: &sdk.URLElicitationCapabilities{}},
+	}
+	opts := &sdk.ClientOptions{
+		Capabilities:                caps,
+		ElicitationHandler:          s.elicit,
+		ToolListChangedHandler:      s.toolsChanged,
+		ProgressNotificationHandler: s.progress,
+		LoggingMessageHandler:       s.logMessage,
+	}
+	if b := s.cfg.Sampling; b != nil && s.opts.Sampler != nil {
+		s.budget = &budget{maxReq: b.Requests, maxTok: b.Tokens}
+		opts.CreateMessageHandler = s.sample
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "myelin", Version: s.opts.Version}, opts)
+	// The workspace is the one root: servers that take roots (the
+	// filesystem server does) keep to it, as myelin's own tools do.
+	if abs, err := filepath.Abs(s.opts.Dir); err == nil {
+		client.AddRoots(&sdk.Root{URI: (&url.URL{Scheme: "file", Path: abs}).String(), Name: "workspace"})
+	}
+	return client
+}
+
+// rename names the tools the servers list now (ToolNames over all of
+// them) and makes them the Set's tools.
+func (set *Set) rename() {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	listed := make([][]*sdk.Tool, len(set.servers))
 	var refs []ToolRef
-	for _, s := range set.servers {
-		for _, t := range s.listed {
+	for i, s := range set.servers {
+		s.mu.Lock()
+		listed[i] = s.listed
+		s.mu.Unlock()
+		for _, t := range listed[i] {
 			refs = append(refs, ToolRef{s.cfg.Name, t.Name})
 		}
 	}
 	names := ToolNames(refs)
-	for _, s := range set.servers {
-		for _, t := range s.listed {
+	var tools []*tool.Tool
+	for i, s := range set.servers {
+		var offered []string
+		for _, t := range listed[i] {
 			name := names[ToolRef{s.cfg.Name, t.Name}]
-			s.offered = append(s.offered, name)
-			set.tools = append(set.tools, s.tool(name, t))
+			offered = append(offered, name)
+			tools = append(tools, s.tool(name, t))
 		}
-		slices.Sort(s.offered)
+		slices.Sort(offered)
+		s.mu.Lock()
+		s.offered = offered
+		s.mu.Unlock()
 	}
-	slices.SortFunc(set.tools, func(a, b *tool.Tool) int { return strings.Compare(a.Name, b.Name) })
-	return set
+	slices.SortFunc(tools, func(a, b *tool.Tool) int { return strings.Compare(a.Name, b.Name) })
+	set.tools = tools
+	set.version++
 }
 
-// Tools are the tools of the servers that started, each under its
-// ToolNames name.
-func (set *Set) Tools() []*tool.Tool { return set.tools }
+// Tools are the tools the servers offer now, each under its ToolNames
+// name. A server that says its tools changed (notifications/tools/
+// list_changed) has them listed again, and the next Tools gives the new
+// set: a conversation asks between turns, so that a turn keeps one list.
+func (set *Set) Tools() []*tool.Tool {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	return set.tools
+}
+
+// Version changes whenever Tools would give a different set.
+func (set *Set) Version() uint64 {
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	return set.version
+}
 
 // Status gives each server's state, in the order of the config (by name).
 func (set *Set) Status() []Status {
@@ -180,8 +260,15 @@ func (set *Set) Close() error {
 type server struct {
 	cfg    Server
 	opts   *Options
+	set    *Set
 	client *sdk.Client
-	listed []*sdk.Tool // as listed at start
+	budget *budget  // what is left of its sampling budget; nil: it may not sample
+	calls  sync.Map // progress token → the offered name of the call's tool
+
+	logMu sync.Mutex
+	notes *workspace.Log // where its logging notifications go, once one came
+
+	listed []*sdk.Tool // as last listed (guarded by mu once started)
 	// offered are the names listed tools go by.
 	offered []string
 
@@ -225,7 +312,9 @@ func (s *server) start(ctx context.Context) {
 		}
 		tools = append(tools, t)
 	}
+	s.mu.Lock()
 	s.listed = tools
+	s.mu.Unlock()
 }
 
 // connect starts a session (and for stdio, the process) and records it.
@@ -258,6 +347,13 @@ func (s *server) connect(ctx context.Context) (*link, error) {
 			err = proc.explain(err)
 		}
 		return nil, fmt.Errorf("connecting: %v", err)
+	}
+	// Servers send no log messages until asked to (the SDK's do not):
+	// those of level info and above go to the server's log file.
+	if caps := sess.InitializeResult().Capabilities; caps != nil && caps.Logging != nil {
+		if err := sess.SetLoggingLevel(ctx, &sdk.SetLoggingLevelParams{Level: "info"}); err != nil {
+			s.opts.notify(fmt.Sprintf("MCP server %s: asking for its log messages failed: %v", s.cfg.Name, err))
+		}
 	}
 	l := &link{sess: sess, proc: proc, ended: make(chan struct{})}
 	s.mu.Lock()
@@ -341,6 +437,7 @@ func (s *server) close() {
 	}
 	s.mu.Unlock()
 	s.drop()
+	s.closeNotes()
 }
 
 const restartFailed = "; restarting it failed: "
@@ -387,7 +484,7 @@ func (s *server) tool(name string, t *sdk.Tool) *tool.Tool {
 		Timeout: s.cfg.CallTimeout() + 5*time.Second,
 		Rerun:   mayRerun(s.cfg.Rerun, t.Annotations),
 		Handler: func(ctx context.Context, input json.RawMessage) result.Result {
-			return s.call(ctx, t.Name, input)
+			return s.call(ctx, t.Name, name, input)
 		},
 	}
 }
@@ -412,7 +509,7 @@ func inputSchema(v any) *jsonschema.Schema {
 // call runs one tool call: the server is restarted first if it died, the
 // call is bounded by the server's call timeout, and the raw result goes to
 // result.FromMCP.
-func (s *server) call(ctx context.Context, name string, input json.RawMessage) result.Result {
+func (s *server) call(ctx context.Context, name, offered string, input json.RawMessage) result.Result {
 	fail := func(format string, a ...any) result.Result {
 		return result.Error(fmt.Sprintf("MCP server %s, tool %s: ", s.cfg.Name, name) + fmt.Sprintf(format, a...))
 	}
@@ -426,7 +523,9 @@ func (s *server) call(ctx context.Context, name string, input json.RawMessage) r
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout())
 	defer cancel()
 	sl := &slot{}
-	_, err = l.sess.CallTool(withSlot(callCtx, sl), &sdk.CallToolParams{Name: name, Arguments: input})
+	params := &sdk.CallToolParams{Name: name, Arguments: input}
+	defer s.withProgress(params, offered)()
+	_, err = l.sess.CallTool(withSlot(callCtx, sl), params)
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:

@@ -362,7 +362,7 @@ func TestHTTPServersWithHeaders(t *testing.T) {
 				}
 				inner.ServeHTTP(w, r)
 			}))
-			defer srv.Close()
+			t.Cleanup(srv.Close) // after the Set closes (cleanups run last first): its standalone stream is open until then
 			s := Server{Name: "web", Type: "http", URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer sesame"}}
 			h := start(t, []Server{s}, Options{MaxReply: 1 << 20})
 			if f := h.set.Failures(); f != nil {
@@ -392,7 +392,7 @@ func TestAnHTTPServerWithoutItsKeyFailsToStart(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no key", http.StatusUnauthorized)
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the Set closes (cleanups run last first): its standalone stream is open until then
 	h := start(t, []Server{{Name: "web", Type: "http", URL: srv.URL}}, Options{})
 	if f := h.set.Failures(); len(f) != 1 || !regexp.MustCompile(`web did not start.*401|Unauthorized`).MatchString(f[0].Error()) {
 		t.Errorf("failures %v", f)
@@ -448,7 +448,7 @@ func TestAnHTTPServerThatRestartedGetsANewSessionOnTheNextCall(t *testing.T) {
 		mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the Set closes (cleanups run last first): its standalone stream is open until then
 	h := start(t, []Server{{Name: "web", Type: "http", URL: srv.URL}}, Options{})
 	if out := h.call("web--echo", `{"text":"one"}`); out.Text != "one" {
 		t.Fatalf("first call: %q", out.Text)

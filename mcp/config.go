@@ -8,7 +8,9 @@
 // conversion like any other. A server gets only the environment its entry
 // names, plus PATH and HOME. A stdio server is started through package
 // child, so that it and what it starts never outlive myelin; package mcp
-// must not start processes any other way.
+// must not start processes any other way. What servers ask during a call
+// (elicitation, sampling) goes to the Elicitor and Sampler its caller
+// supplies: package mcp must not read a terminal or pick a model itself.
 package mcp
 
 import (
@@ -50,10 +52,22 @@ type Server struct {
 	// server's claims: false when they are not to be trusted, true for a
 	// server whose tools only read but do not say so.
 	Rerun *bool `json:"rerun,omitempty"`
+	// Sampling, when set, lets the server ask the conversation's model to
+	// complete (sampling/createMessage), within this budget for the
+	// process's life; unset, it may not.
+	Sampling *SamplingBudget `json:"sampling,omitempty"`
 	// Problem, when set, keeps the server from starting: its entry uses
 	// a variable that is not set. Start reports it as the server's
 	// failure, and the other servers start.
 	Problem string `json:"-"`
+}
+
+// SamplingBudget bounds a server's sampling requests: how many, and how
+// many tokens all of them may take (each request's maxTokens is reserved
+// while it runs; what it used is counted after).
+type SamplingBudget struct {
+	Requests int   `json:"maxRequests"`
+	Tokens   int64 `json:"maxTokens"`
 }
 
 // DefaultCallTimeout bounds a call to an MCP tool when its server's entry
@@ -141,6 +155,9 @@ func (s *Server) check() error {
 		return fmt.Errorf(`type "sse" (the old HTTP+SSE transport) is not supported; use the server's streamable HTTP endpoint`)
 	default:
 		return fmt.Errorf("type %q is not a transport myelin speaks (stdio, http)", s.Type)
+	}
+	if b := s.Sampling; b != nil && (b.Requests <= 0 || b.Tokens <= 0) {
+		return fmt.Errorf(`"sampling" needs a positive "maxRequests" and "maxTokens", got %d and %d`, b.Requests, b.Tokens)
 	}
 	if s.TimeoutMS < 0 {
 		return fmt.Errorf(`"timeout" must be positive, got %d`, s.TimeoutMS)

@@ -23,10 +23,11 @@ func httpTransport(s Server, o *Options) sdk.Transport {
 		OAuthHandler: authHandler(s, o),
 		Endpoint:     s.URL,
 		HTTPClient:   &http.Client{Transport: rt},
-		// myelin needs no messages the server starts itself, and the
-		// standalone stream would outlive every call.
-		DisableStandaloneSSE: true,
-		MaxEventSize:         -1, // the round trip bounds replies
+		// The standalone stream (a GET) is where a server sends what it
+		// starts itself outside a call: tools/list_changed, logging, and
+		// requests such as elicitation. A server that offers none answers
+		// 405, and the SDK goes on without it.
+		MaxEventSize: -1, // the round trip bounds replies
 	}
 }
 

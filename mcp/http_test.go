@@ -24,7 +24,7 @@ func TestAReplyOnAResumedStreamIsRead(t *testing.T) {
 		}
 		inner.ServeHTTP(w, r)
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the Set closes (cleanups run last first): its standalone stream is open until then
 	h := start(t, []Server{{Name: "web", Type: "http", URL: srv.URL}}, Options{MaxReply: 1 << 20})
 	if f := h.set.Failures(); f != nil {
 		t.Fatal(f)

@@ -52,7 +52,7 @@ func TestListedAnnotationsDecideWhichOfferedToolsMayRunAgain(t *testing.T) {
 	s.AddTool(&sdk.Tool{Name: "look", InputSchema: schema, Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, answer)
 	s.AddTool(&sdk.Tool{Name: "send", InputSchema: schema}, answer)
 	srv := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, nil))
-	defer srv.Close()
+	t.Cleanup(srv.Close) // after the Set closes (cleanups run last first): its standalone stream is open until then
 	no := false
 	h := start(t, []Server{{Name: "hints", Type: "http", URL: srv.URL}, {Name: "distrusted", Type: "http", URL: srv.URL, Rerun: &no}}, Options{})
 	if f := h.set.Failures(); f != nil {

@@ -12,9 +12,8 @@ import (
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/history"
-	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/script"
-	"github.com/myelin-run/myelin/workspace"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // backgroundFlags bound the background scripts of run and chat
@@ -60,19 +59,23 @@ type backgroundSetup struct {
 }
 
 // withBackground makes the background scripts' Manager over c (code
-// execution's configuration), registers code_execution--list and
-// --cancel, and returns c with the Manager as its Launcher.
-func (ts *toolset) withBackground(ws *workspace.Workspace, setup *backgroundSetup, c script.Config, env result.Env) (script.Config, error) {
-	m, err := background.New(background.Config{Script: c, Root: ws.Dir(), Env: env, Limits: setup.limits, Waker: setup.wakes})
-	if err != nil {
+// execution's configuration) the first time, registers
+// code_execution--list and --cancel in reg, and returns c with the
+// Manager as its Launcher. A registry built again when the servers' tools
+// change (toolset.refresh) gets the same Manager, whose scripts keep the
+// tools of the first registry.
+func (ts *toolset) withBackground(reg *tool.Registry, setup *backgroundSetup, c script.Config) (script.Config, error) {
+	if ts.bg == nil {
+		m, err := background.New(background.Config{Script: c, Root: ts.ws.Dir(), Env: ts.env, Limits: setup.limits, Waker: setup.wakes})
+		if err != nil {
+			return c, err
+		}
+		ts.bg, ts.wakes = m, setup.wakes
+	}
+	if err := reg.Add(ts.bg.Tools()...); err != nil {
 		return c, err
 	}
-	if err := ts.reg.Add(m.Tools()...); err != nil {
-		m.Close()
-		return c, err
-	}
-	ts.bg, ts.wakes = m, setup.wakes
-	c.Background = m
+	c.Background = ts.bg
 	return c, nil
 }
 

@@ -43,6 +43,9 @@ type mcpFlags struct {
 	// login has a server that asks for a sign-in get one in a browser
 	// (login.go), as when trust.ask says a person is there.
 	login bool
+	// ui shows the user what servers ask during calls; nil: nothing is
+	// shown, elicitations are declined and no server samples.
+	ui *mcpUI
 }
 
 // mcpTrust says whether a person can be asked to approve the workspace's
@@ -82,6 +85,7 @@ func startMCP(ctx context.Context, ws *workspace.Workspace, f mcpFlags, stderr, 
 	if !f.login && !f.trust.ask {
 		opts.Auth.Login = nil
 	}
+	f.ui.options(&opts)
 	set := mcp.Start(ctx, servers, opts)
 	for _, err := range set.Failures() {
 		fmt.Fprintln(failures, "myelin:", err)
@@ -179,24 +183,8 @@ func showServers(w io.Writer, path string, servers []mcp.Server) {
 // yes reads one line of answer from r, a byte at a time (so that what
 // follows stays for chat), and reports whether it is y or yes.
 func yes(r io.Reader) bool {
-	if r == nil {
-		return false
-	}
-	var line []byte
-	b := make([]byte, 1)
-	for len(line) < 256 {
-		n, err := r.Read(b)
-		if n == 1 {
-			if b[0] == '\n' {
-				break
-			}
-			line = append(line, b[0])
-		}
-		if err != nil {
-			break
-		}
-	}
-	answer := strings.ToLower(strings.TrimSpace(string(line)))
+	line, _ := readLine(r) // a line the input's end cut short still counts
+	answer := strings.ToLower(strings.TrimSpace(line))
 	return answer == "y" || answer == "yes"
 }
 
@@ -273,6 +261,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return exitError
 	}
 	f.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
+	f.ui = newMCPUI(stdin, stderr)
 	set, err := startMCP(ctx, ws, f, stderr, io.Discard) // the list says how each failed
 	if err != nil {
 		return usageError(stderr, "mcp list", err.Error())

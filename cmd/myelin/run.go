@@ -278,6 +278,10 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	}
 	s = &session{ws: ws, store: store, showThinking: f.think.show}
 	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
+	if f.tools.mcp.ui == nil { // serve: no terminal, but sampling and its notices on stderr
+		f.tools.mcp.ui = newMCPUI(nil, stderr)
+	}
+	f.tools.mcp.ui.sampler = providerSampler{prov: prov, model: model}
 	s.tools, err = openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
 		s.close()
@@ -330,6 +334,7 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 	}
 	// A person at the terminal is asked to approve the workspace's .mcp.json.
 	f.tools.mcp.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
+	f.tools.mcp.ui = newMCPUI(stdin, stderr)
 	var prompt string
 	if name == "run" {
 		prompt = strings.Join(pos, " ")
@@ -369,9 +374,18 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 
 // turn runs one turn, reporting as it goes, and returns the exit status.
 func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Writer) int {
+	// The servers' new tools, if they changed, are offered from this
+	// turn on: never mid-turn.
+	if changed, err := s.tools.refresh(); err != nil {
+		fmt.Fprintf(stderr, "myelin: %v\n", err)
+	} else if changed {
+		s.agent.Tools = s.tools.reg
+		fmt.Fprintf(stderr, "myelin: the MCP servers' tools changed; this turn offers the new set (%d tools)\n", len(s.tools.reg.Names()))
+	}
 	rep := newReporter(stdout, stderr)
 	rep.showThinking = s.showThinking
 	defer rep.stop()
+	defer s.tools.ui.turn(rep)()
 	ctx, prompt, told := s.backgroundTurn(ctx, prompt)
 	tr, err := s.agent.Turn(ctx, s.id, prompt, func(e agent.Event) { told(e); rep.event(e) })
 	rep.stop()
@@ -451,6 +465,14 @@ type reporter struct {
 	answered       int           // how many requests reported usage
 	showThinking   bool          // thinking goes to stderr (--show-thinking)
 	thinking       bool          // a run of thinking is open on stderr
+	// status is drawn after the spinner's frame: a call's progress.
+	status string
+	// running counts the calls in flight by tool name: progress is shown
+	// for those only (a notification can come after its call's result).
+	running map[string]int
+	// paused, when set and true, keeps the spinner off the screen (a
+	// question is being asked there).
+	paused func() bool
 }
 
 func newReporter(stdout, stderr io.Writer) *reporter {
@@ -476,8 +498,12 @@ func (r *reporter) spinner() {
 			return
 		case <-t.C:
 			r.mu.Lock()
-			if !r.midLine && !r.thinking {
-				fmt.Fprintf(r.stderr, "\r%c", frames[i%len(frames)])
+			if !r.midLine && !r.thinking && (r.paused == nil || !r.paused()) {
+				if r.status != "" {
+					fmt.Fprintf(r.stderr, "\r\x1b[K%c %s", frames[i%len(frames)], r.status)
+				} else {
+					fmt.Fprintf(r.stderr, "\r%c", frames[i%len(frames)])
+				}
 				r.drawn = true
 			}
 			r.mu.Unlock()
@@ -488,9 +514,47 @@ func (r *reporter) spinner() {
 // erase takes a spinner frame off the screen; r.mu is held.
 func (r *reporter) erase() {
 	if r.drawn {
-		fmt.Fprint(r.stderr, "\r \r")
+		if r.status != "" {
+			fmt.Fprint(r.stderr, "\r\x1b[K")
+		} else {
+			fmt.Fprint(r.stderr, "\r \r")
+		}
 		r.drawn = false
 	}
+}
+
+// setStatus has the spinner show line (a call's progress) until the
+// call's result comes; on a terminal only, where the spinner runs.
+func (r *reporter) setStatus(toolName, line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.spin == nil || r.running[toolName] == 0 {
+		return
+	}
+	r.erase()
+	r.status = line
+}
+
+// clearLine takes the spinner off the screen and ends a line of text,
+// before a question is asked there.
+func (r *reporter) clearLine() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.erase()
+	r.closeThinking()
+	if r.midLine {
+		fmt.Fprintln(r.stdout)
+		r.midLine = false
+	}
+}
+
+// notice writes a line of myelin's on stderr, off the spinner's line.
+func (r *reporter) notice(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.erase()
+	r.closeThinking()
+	fmt.Fprintf(r.stderr, "myelin: %s\n", msg)
 }
 
 func (r *reporter) stop() {
@@ -526,9 +590,18 @@ func (r *reporter) event(e agent.Event) {
 		r.mu.Unlock()
 	case agent.ToolCall:
 		r.endText()
+		r.mu.Lock()
+		if r.running == nil {
+			r.running = map[string]int{}
+		}
+		r.running[e.Call.Name]++
+		r.mu.Unlock()
 	case agent.ToolResult:
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		if r.running[e.Call.Name] > 0 {
+			r.running[e.Call.Name]--
+		}
 		status := ""
 		if e.Output.IsError {
 			status = " error"
@@ -538,6 +611,7 @@ func (r *reporter) event(e agent.Event) {
 			line += " · spilled to " + e.Output.SpillPath
 		}
 		r.erase()
+		r.status = ""
 		r.closeThinking()
 		fmt.Fprintln(r.stderr, line)
 	case agent.Usage:

@@ -106,6 +106,7 @@ func toolCommand(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		return usageError(stderr, cmd, err.Error())
 	}
 	defer ws.Close()
+	f.tools.mcp.ui = newMCPUI(stdin, stderr)
 	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
 	ts, err := openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {

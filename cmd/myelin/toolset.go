@@ -55,6 +55,14 @@ type toolset struct {
 	mcp   *mcp.Set
 	trace *workspace.Log
 	toolsetBackground
+	ui *mcpUI // what the user sees of the servers' requests; may be nil
+
+	// What the registry is built from again when the servers' tools
+	// change (refresh).
+	ws         *workspace.Workspace
+	flags      toolsetFlags
+	env        result.Env
+	mcpVersion uint64 // the Set's Version the registry holds
 }
 
 // openToolset assembles the workspace's tools, the MCP servers' (started
@@ -68,38 +76,67 @@ func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, e
 	if err != nil {
 		return nil, err
 	}
-	ts := &toolset{reg: &tool.Registry{}, mcp: set}
-	tools := append(ws.Tools(), set.Tools()...)
-	if f.allowShell {
-		tools = append(tools, shell.Tool(ws.Dir()))
-	}
-	if err := ts.reg.Add(tools...); err != nil {
-		ts.close()
-		return nil, err
-	}
+	ts := &toolset{mcp: set, ui: f.mcp.ui, ws: ws, flags: f, env: env}
 	if !f.noCodeExecution {
-		limits, err := f.limits()
-		if err != nil {
+		if _, err := f.limits(); err != nil {
 			ts.close()
 			return nil, err
 		}
 		ts.trace = openTrace(ws)
-		c := script.Config{Tools: ts.reg, Env: env, Limits: limits}
+	}
+	ts.mcpVersion = set.Version()
+	if ts.reg, err = ts.build(set.Tools()); err != nil {
+		ts.close()
+		return nil, err
+	}
+	return ts, nil
+}
+
+// build is a registry of the workspace's tools, the servers' mcpTools,
+// shell--run when allowed, and code_execution over all of them.
+func (ts *toolset) build(mcpTools []*tool.Tool) (*tool.Registry, error) {
+	reg := &tool.Registry{}
+	tools := append(ts.ws.Tools(), mcpTools...)
+	if ts.flags.allowShell {
+		tools = append(tools, shell.Tool(ts.ws.Dir()))
+	}
+	if err := reg.Add(tools...); err != nil {
+		return nil, err
+	}
+	if !ts.flags.noCodeExecution {
+		limits, _ := ts.flags.limits() // checked by openToolset
+		c := script.Config{Tools: reg, Env: ts.env, Limits: limits}
 		if ts.trace != nil {
 			c.Trace = ts.trace
 		}
-		if f.background != nil {
-			if c, err = ts.withBackground(ws, f.background, c, env); err != nil {
-				ts.close()
+		if ts.flags.background != nil {
+			var err error
+			if c, err = ts.withBackground(reg, ts.flags.background, c); err != nil {
 				return nil, err
 			}
 		}
-		if err := ts.reg.Add(script.Tool(c)); err != nil {
-			ts.close()
+		if err := reg.Add(script.Tool(c)); err != nil {
 			return nil, err
 		}
 	}
-	return ts, nil
+	return reg, nil
+}
+
+// refresh rebuilds the registry when a server's tools changed since it
+// was built (tools/list_changed), and reports whether it did. It is
+// called between turns, never within one, so that a turn's requests keep
+// one tool list. A rebuild that fails keeps the old registry and says why.
+func (ts *toolset) refresh() (bool, error) {
+	v := ts.mcp.Version()
+	if v == ts.mcpVersion {
+		return false, nil
+	}
+	reg, err := ts.build(ts.mcp.Tools())
+	if err != nil {
+		return false, fmt.Errorf("an MCP server's tools changed, and the new set cannot be offered (the old one is): %v", err)
+	}
+	ts.reg, ts.mcpVersion = reg, v
+	return true, nil
 }
 
 func (ts *toolset) close() {

@@ -463,6 +463,12 @@ func (s *stepUp) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets the SDK's handler flush the streams it holds open (a
+// subscriptions/listen answers an acknowledgement first and stays open):
+// without it every event waited in the buffer and a client's Connect
+// hung.
+func (s *stepUp) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
