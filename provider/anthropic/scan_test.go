@@ -1,8 +1,6 @@
 package anthropic
 
 import (
-	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -57,15 +55,7 @@ func scanCases(t testing.TB) []string {
 // than json.Unmarshal.
 func checkLikeEncodingJSON(t *testing.T, data string) {
 	t.Helper()
-	var want, got streamEvent
-	wantErr := json.Unmarshal([]byte(data), &want)
-	gotErr := decodeEvent([]byte(data), &got)
-	if (wantErr == nil) != (gotErr == nil) {
-		t.Fatalf("%q: error %v, encoding/json's %v", data, gotErr, wantErr)
-	}
-	if wantErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q:\n got %+v\nwant %+v", data, got, want)
-	}
+	providertest.DecodesAsEncodingJSON(t, data, decodeEvent)
 }
 
 func TestDecodeEventReadsAnEventAsEncodingJSONDoes(t *testing.T) {

@@ -74,15 +74,7 @@ func chunkCases(t testing.TB) []string {
 // otherwise than json.Unmarshal.
 func checkChunkLikeEncodingJSON(t *testing.T, data string) {
 	t.Helper()
-	var want, got chunk
-	wantErr := json.Unmarshal([]byte(data), &want)
-	gotErr := decodeChunk([]byte(data), &got)
-	if (wantErr == nil) != (gotErr == nil) {
-		t.Fatalf("%q: error %v, encoding/json's %v", data, gotErr, wantErr)
-	}
-	if wantErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q:\n got %+v\nwant %+v", data, got, want)
-	}
+	providertest.DecodesAsEncodingJSON(t, data, decodeChunk)
 }
 
 func TestDecodeChunkReadsAChunkAsEncodingJSONDoes(t *testing.T) {

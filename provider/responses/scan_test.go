@@ -98,15 +98,7 @@ func eventCases(t testing.TB) []string {
 // otherwise than json.Unmarshal.
 func checkEventLikeEncodingJSON(t *testing.T, data string) {
 	t.Helper()
-	var want, got event
-	wantErr := json.Unmarshal([]byte(data), &want)
-	gotErr := decodeEvent([]byte(data), &got)
-	if (wantErr == nil) != (gotErr == nil) {
-		t.Fatalf("%q: error %v, encoding/json's %v", data, gotErr, wantErr)
-	}
-	if wantErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("%q:\n got %#v\nwant %#v", data, got, want)
-	}
+	providertest.DecodesAsEncodingJSON(t, data, decodeEvent)
 }
 
 func TestDecodeEventReadsAnEventAsEncodingJSONDoes(t *testing.T) {
