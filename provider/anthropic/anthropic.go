@@ -59,7 +59,7 @@ type Provider struct {
 	send  *send.Sender
 	cfg   Config
 	heads *headCache // the last head encoded (head.go), shared by WithThinking's copies
-	// the first messages' bytes of recent conversations (prefix.go),
+	// the first messages' bytes of recent conversations (bodyWith),
 	// shared by WithThinking's copies (thinking does not change them)
 	prefixes *provider.Prefixes
 	// form, for a platform with Send (platform.go), is how the body is

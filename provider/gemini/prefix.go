@@ -14,9 +14,10 @@ import (
 // again was the Gemini wire's largest cost on a light round
 // (docs/overhead.md). A Provider keeps, per conversation
 // (provider.Request.CacheKey), the bytes of the last request's contents
-// up to the last one (prefix: the next message may join that one, and it
-// changes as results are kept), with the messages they were made of, and
-// the bytes after the contents (tail) with what they were made of. A
+// up to the last one (prefix, provider.Prefixes: the next message may
+// join that one, and it changes as results are kept), with the messages
+// they were made of, and, once per Provider, the bytes after the contents
+// of the last request encoded (tail) with what they were made of. A
 // request reuses either only when what it is made of is the same: its
 // first messages of the same role and Parts — stored Parts never change
 // (contract §7), so Parts at the same address and of the same length are
