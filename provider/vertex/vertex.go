@@ -98,10 +98,11 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		return nil, err
 	}
 	return anthropic.NewOn(anthropic.Platform{
-		Name:    "vertex",
-		Version: Version,
-		Options: []option.RequestOption{option.WithBaseURL(regionalURL(region)), option.WithHTTPClient(client)},
-		Send:    newRoute(region, project).send,
+		Name:       "vertex",
+		Version:    Version,
+		Options:    []option.RequestOption{option.WithBaseURL(regionalURL(region))},
+		HTTPClient: client,
+		Send:       newRoute(region, project).send,
 	}, wire)
 }
 
