@@ -370,5 +370,18 @@ func (a *accumulator) response() provider.Response {
 			}
 		}
 	}
-	return provider.Response{Message: msg, StopReason: a.stop}
+	return provider.Response{Message: msg, StopReason: a.stop, Refused: refusedFinish(a.stop)}
+}
+
+// refusedFinish reports whether a finish reason, lowercased, says the
+// answer was stopped for what it held or would hold — safety, prohibited
+// content, a blocklist term, personal data, Model Armor — rather than for
+// its length or a malformed call. RECITATION is not one: withholding the
+// results does not change what the model would recite.
+func refusedFinish(stop string) bool {
+	switch stop {
+	case "safety", "prohibited_content", "blocklist", "spii", "image_safety", "image_prohibited_content", "model_armor":
+		return true
+	}
+	return false
 }
