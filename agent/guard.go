@@ -33,9 +33,9 @@ const RefusedTwice = "refused_twice"
 type guardStep int
 
 const (
-	notGuarded guardStep = iota // no round's results to withhold: the answer is stored as any other
-	withheld                    // the results are withheld: send the request again
-	refusedTwice                // withheld already: the answer ends the turn
+	notGuarded   guardStep = iota // no round's results to withhold: the answer is stored as any other
+	withheld                      // the results are withheld: send the request again
+	refusedTwice                  // withheld already: the answer ends the turn
 )
 
 // guard meets a refused answer resp of conversation id when the agent's
