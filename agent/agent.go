@@ -358,13 +358,26 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 				}
 			}
 		}
-		if err != nil {
+		failed := func(err error) (TurnResult, error) {
 			// What the user saw is what is stored (contract §7).
 			if serr := a.store(kept, id, on, withSettings(CutAnswer(streamed.String()))); serr != nil {
 				return tr, errors.Join(err, serr)
 			}
 			keeping.keep(ctx, true, nil, err)
 			return tr, err
+		}
+		// A request the provider blocked for what it holds, before any
+		// output, is to the guard an answer that refused. (err is checked
+		// first: errors.As allocates its target.)
+		var blocked error
+		if err != nil && a.RefusalGuard && streamed.Len() == 0 {
+			if b, ok := provider.IsBlocked(err); ok {
+				blocked, err = err, nil
+				resp = provider.Response{Message: history.Message{Role: history.Assistant}, StopReason: b.Reason, Refused: true}
+			}
+		}
+		if err != nil {
+			return failed(err)
 		}
 		if resp.Message.Usage != nil {
 			tr.Usage.Add(*resp.Message.Usage)
@@ -376,11 +389,13 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			if err != nil {
 				return tr, err
 			}
-			switch step {
-			case withheld:
+			switch {
+			case step == notGuarded && blocked != nil:
+				return failed(blocked) // no results to withhold: the error it is
+			case step == withheld:
 				keeping.keep(ctx, false, resp.Message.Usage, fmt.Errorf("the model refused (stop reason %q); the refusal guard withheld the round's results and sent the request again", resp.StopReason))
 				continue
-			case refusedTwice:
+			case step == refusedTwice:
 				// Stored as the answer (the user saw it), its calls not run.
 				if err := a.store(kept, id, on, withSettings(refusedAnswer(resp.Message))); err != nil {
 					return tr, err

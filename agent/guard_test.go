@@ -272,3 +272,61 @@ func TestWithheldResultSaysWhatWasWithheldAndWhere(t *testing.T) {
 		})
 	}
 }
+
+// geminiBlocked is Gemini's answer to a prompt it blocks: no candidate,
+// the reason in promptFeedback (streamed: one event).
+const geminiBlocked = "data: {\"promptFeedback\":{\"blockReason\":\"PROHIBITED_CONTENT\",\"blockReasonMessage\":\"blocked\"},\"usageMetadata\":{\"promptTokenCount\":10}}\n\n"
+
+func TestAPromptGeminiBlocksAfterARoundIsMetAsARefusal(t *testing.T) {
+	r := guarded(t, "gemini")
+	r.write("a.txt", "alpha\n")
+	r.srv.Push(
+		providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_1", "a.txt")}},
+		providertest.Step{Raw: geminiBlocked},
+		providertest.Step{Text: "ok"},
+	)
+	tr, _ := r.turn("read it")
+	if tr.Reason != "end_turn" || tr.Text != "ok" {
+		t.Fatalf("turn %+v", tr)
+	}
+	if got := r.sentResults(2); len(got) != 1 || !strings.Contains(got[0].text, "withheld after a refusal") {
+		t.Fatalf("sent again %+v", got)
+	}
+	if e := r.stored()[3].Edit; e == nil || e.Refusal == nil || e.Refusal.Stop != "prohibited_content" {
+		t.Fatalf("record %+v", r.stored()[3])
+	}
+}
+
+func TestAPromptGeminiBlocksWithNoResultsIsTheErrorItIs(t *testing.T) {
+	r := guarded(t, "gemini")
+	r.srv.Push(providertest.Step{Raw: geminiBlocked})
+	_, err := r.agent.Turn(context.Background(), r.id, "something", nil)
+	if err == nil || !strings.Contains(err.Error(), "the prompt was blocked (PROHIBITED_CONTENT)") {
+		t.Fatalf("err %v", err)
+	}
+	if n := len(r.srv.Requests()); n != 1 {
+		t.Fatalf("%d requests", n)
+	}
+}
+
+func TestAPromptGeminiBlocksTwiceEndsTheTurn(t *testing.T) {
+	r := guarded(t, "gemini")
+	r.write("a.txt", "alpha\n")
+	r.srv.Push(
+		providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_1", "a.txt")}},
+		providertest.Step{Raw: geminiBlocked},
+		providertest.Step{Raw: geminiBlocked},
+	)
+	tr, _ := r.turn("read it")
+	if tr.Reason != RefusedTwice {
+		t.Fatalf("turn %+v", tr)
+	}
+	// The turn has ended: continuing it sends nothing.
+	if tr, err := r.agent.Continue(context.Background(), r.id, nil); err != nil || tr.Reason != AlreadyEnded {
+		t.Fatalf("continue: %+v, %v", tr, err)
+	}
+	r.srv.Push(providertest.Step{Text: "fine"})
+	if tr, _ := r.turn("something else"); tr.Text != "fine" {
+		t.Fatalf("the next turn %+v", tr)
+	}
+}

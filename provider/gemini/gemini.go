@@ -235,7 +235,7 @@ func (a *accumulator) add(resp *chunk) error {
 	}
 	if len(resp.Candidates) == 0 {
 		if f := resp.PromptFeedback; f != nil && f.BlockReason != "" {
-			return fmt.Errorf("gemini: the prompt was blocked (%s): %s", f.BlockReason, f.BlockReasonMessage)
+			return &provider.BlockedError{Reason: strings.ToLower(f.BlockReason), Err: fmt.Errorf("gemini: the prompt was blocked (%s): %s", f.BlockReason, f.BlockReasonMessage)}
 		}
 		return nil
 	}
