@@ -14,7 +14,7 @@ func TestARefusalIsReadAsOneInEitherShape(t *testing.T) {
 	refusalItem := `{"id":"msg_1","type":"message","status":"completed","role":"assistant","content":[{"type":"refusal","refusal":"I can't help with that."}]}`
 	for _, c := range []struct {
 		name, raw, stop, text string
-		refused                bool
+		refused               bool
 	}{
 		{"the model's refusal", "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"sequence_number\":1,\"output_index\":0,\"item\":" + refusalItem + "}\n\n" +
 			"event: response.completed\ndata: {\"type\":\"response.completed\",\"sequence_number\":2,\"response\":{\"id\":\"r\",\"status\":\"completed\",\"output\":[" + refusalItem + "]}}\n\n",
