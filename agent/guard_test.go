@@ -330,3 +330,31 @@ func TestAPromptGeminiBlocksTwiceEndsTheTurn(t *testing.T) {
 		t.Fatalf("the next turn %+v", tr)
 	}
 }
+
+// With KeepRequests, the refused request is kept as refused (no answer at
+// its place: Msg -1, a note saying so, its usage), then the request sent
+// again with its answer.
+func TestTheRefusedRequestIsKeptAsRefused(t *testing.T) {
+	r := guarded(t, "anthropic")
+	r.agent.KeepRequests = true
+	r.write("a.txt", "alpha\n")
+	r.srv.Push(
+		providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_1", "a.txt")}, Input: 5, Output: 1},
+		providertest.Step{Refuse: true, Input: 7, Output: 2},
+		providertest.Step{Text: "ok", Input: 8, Output: 3},
+	)
+	tr, _ := r.turn("read it")
+	if tr.Usage.Input != 20 {
+		t.Fatalf("the turn's usage %+v does not count the refused request", tr.Usage)
+	}
+	log := r.agent.Store.(history.Requests)
+	ctx := context.Background()
+	refused, err := log.Request(ctx, r.id, 2)
+	if err != nil || refused.Msg != -1 || refused.Usage == nil || refused.Usage.Input != 7 || !strings.Contains(refused.Error, "refusal guard withheld") {
+		t.Fatalf("the refused request kept as %+v (%v)", refused, err)
+	}
+	again, err := log.Request(ctx, r.id, 3)
+	if err != nil || again.Msg != 4 || again.Error != "" || string(again.Body) != string(r.srv.Requests()[2]) {
+		t.Fatalf("the request sent again kept as %+v (%v)", again, err)
+	}
+}
