@@ -432,5 +432,6 @@ func (a *accumulator) response() provider.Response {
 			msg.Parts = append(msg.Parts, reasoningPart(b.kind, b.text.String(), b.signature.String(), b.data))
 		}
 	}
-	return provider.Response{Message: msg, StopReason: a.stop}
+	// "refusal": the API's streaming classifiers stopped the answer
+	return provider.Response{Message: msg, StopReason: a.stop, Refused: a.stop == "refusal"}
 }
