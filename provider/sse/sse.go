@@ -40,7 +40,12 @@ type Reader struct {
 	data []byte
 	has  bool   // a data field was seen since the last dispatch
 	name []byte // the pending event's name
-	ev   Event
+	// names are the event names seen, as strings, up to maxNames: a
+	// wire's stream alternates a few (content_block_start, _delta,
+	// _stop, ...), each made a string once, not once an event. Kept
+	// across Reset, for a pooled reader's next answer.
+	names []string
+	ev    Event
 	err  error
 	read bool // the stream's start was read (its byte order mark dropped)
 }
@@ -108,14 +113,31 @@ func (r *Reader) Next() bool {
 	}
 }
 
-// dispatch makes the pending event current. Its name is reused while
-// events keep the same one, so that a stream of deltas costs no string
-// per event.
+// maxNames is how many event names a Reader keeps as strings.
+const maxNames = 16
+
+// dispatch makes the pending event current. Its name is a string made
+// once for each name the stream uses (names), so that a stream of events
+// costs no string per event.
 func (r *Reader) dispatch() {
 	if string(r.name) != r.ev.Name {
-		r.ev.Name = string(r.name)
+		r.ev.Name = r.nameOf(r.name)
 	}
 	r.ev.Data = r.data
+}
+
+// nameOf is b as a string, one of names when b was seen before.
+func (r *Reader) nameOf(b []byte) string {
+	for _, n := range r.names {
+		if string(b) == n {
+			return n
+		}
+	}
+	n := string(b)
+	if len(r.names) < maxNames {
+		r.names = append(r.names, n)
+	}
+	return n
 }
 
 // field takes one non-empty line: a comment, or a field and its value.

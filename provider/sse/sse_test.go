@@ -102,3 +102,34 @@ func TestReaderCostsNoAllocationPerEventOnceWarm(t *testing.T) {
 		t.Fatalf("%v allocations per 100 events (%d read)", allocs, events)
 	}
 }
+
+// TestAlternatingEventNamesCostNoAllocationOnceSeen pins a stream whose
+// events change their name every time (as a tool call's start, delta and
+// stop do): each name is made a string once.
+func TestAlternatingEventNamesCostNoAllocationOnceSeen(t *testing.T) {
+	var one strings.Builder
+	for _, name := range []string{"content_block_start", "content_block_delta", "content_block_stop"} {
+		one.WriteString("event: " + name + "\ndata: {\"type\":\"" + name + "\"}\n\n")
+	}
+	s := NewReader(strings.NewReader(strings.Repeat(one.String(), 2000)))
+	var got []string
+	for range 3 { // warm: the buffers and the names
+		if !s.Next() {
+			t.Fatal(s.Err())
+		}
+		got = append(got, s.Event().Name)
+	}
+	if strings.Join(got, " ") != "content_block_start content_block_delta content_block_stop" {
+		t.Fatalf("names %q", got)
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		for range 99 {
+			if !s.Next() {
+				t.Fatal(s.Err())
+			}
+		}
+	})
+	if allocs > 0 {
+		t.Fatalf("%v allocations per 99 events of three names", allocs)
+	}
+}
