@@ -46,8 +46,8 @@ type Reader struct {
 	// across Reset, for a pooled reader's next answer.
 	names []string
 	ev    Event
-	err  error
-	read bool // the stream's start was read (its byte order mark dropped)
+	err   error
+	read  bool // the stream's start was read (its byte order mark dropped)
 }
 
 // NewReader returns a Reader of r.
