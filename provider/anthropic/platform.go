@@ -73,6 +73,14 @@ type Platform struct {
 	// on the first-party API), each attempt given to Send; only a whole
 	// answer (NoStream) still goes through the SDK's plumbing.
 	Send func(r *http.Request, rt Route) error
+	// Authorize, for a platform whose Options route its requests without
+	// changing the body (Google Cloud's), authorizes each attempt of a
+	// streamed request, which is then posted by provider/send with the
+	// headers the SDK builds for it, read once with an Authorization
+	// header already set, so that an auth middleware among the Options
+	// that leaves such a request alone (the SDK's googlecloud package's)
+	// fetches no token then. Not with Send.
+	Authorize func(r *http.Request) error
 	// HTTPClient, with Send, is the HTTP client the platform's requests
 	// go through (Vertex's, which adds its token); nil: Config's.
 	HTTPClient *http.Client
@@ -95,6 +103,10 @@ type Route struct {
 	Stream bool
 	Body   []byte
 }
+
+// probeAuthorization is the Authorization header a platform with
+// Authorize is probed with (Provider.target drops it).
+const probeAuthorization = "Bearer probe"
 
 // routeKey is the context key under which Complete hands a request's
 // Route to the middleware that calls Send.
@@ -159,6 +171,9 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	if pl.Send == nil && (pl.StreamInURL || pl.BetasInBody || pl.HTTPClient != nil) {
 		return nil, fmt.Errorf("%s: StreamInURL, BetasInBody and HTTPClient need Send", pl.Name)
 	}
+	if pl.Send != nil && pl.Authorize != nil {
+		return nil, fmt.Errorf("%s: a platform has Send or Authorize, not both", pl.Name)
+	}
 	httpClient := cfg.HTTPClient
 	if pl.HTTPClient != nil {
 		httpClient = pl.HTTPClient
@@ -198,9 +213,15 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	}
 	p := withOptions(cfg, opts)
 	p.form = form
-	if pl.Send != nil {
+	switch {
+	case pl.Send != nil:
 		p.probed = sdk.NewClient(probeOpts...)
 		p.route = routeWith(pl.Send)
+	case pl.Authorize != nil:
+		p.probed = sdk.NewClient(append(opts[:len(opts):len(opts)], option.WithHeader("Authorization", probeAuthorization))...)
+		p.route = func(r *http.Request, _ Route) error { return pl.Authorize(r) }
+	}
+	if p.route != nil {
 		p.eventStream = pl.EventStream
 		t, err := p.target(cfg.Thinking)
 		if err != nil {

@@ -39,13 +39,20 @@ func sender(client sdk.Client, httpClient *http.Client, maxRetries int, th Think
 
 // target is the target of p's streamed requests asking for th, read from
 // p.probed: on a platform with Send, less the anthropic-version header,
-// and with th's betas only where the platform takes them as a header.
+// and with th's betas only where the platform takes them as a header; on
+// one with Authorize, less the Authorization it was probed with.
 func (p *Provider) target(th Thinking) (send.Target, error) {
 	t, err := probe(p.probed, p.sentThinking(th))
-	if err == nil && p.route != nil {
+	if err != nil {
+		return t, err
+	}
+	if p.form != nil {
 		t.Header.Del("anthropic-version")
 	}
-	return t, err
+	if t.Header.Get("Authorization") == probeAuthorization {
+		t.Header.Del("Authorization")
+	}
+	return t, nil
 }
 
 // sentThinking is th as far as it shapes the request's headers: none of

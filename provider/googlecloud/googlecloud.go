@@ -18,11 +18,13 @@ package googlecloud
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 
 	sdkgc "github.com/anthropics/anthropic-sdk-go/v2/googlecloud"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
 	"github.com/myelin-run/myelin/provider/anthropic"
@@ -117,7 +119,22 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	// environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ...); the
 	// marker keeps anthropic.NewClient from adding it here too.
 	opts := append([]option.RequestOption{option.WithoutEnvironmentDefaults()}, client.Options...)
-	return anthropic.NewOn(anthropic.Platform{Name: Name, Options: opts}, wire)
+	return anthropic.NewOn(anthropic.Platform{Name: Name, Options: opts, Authorize: bearer(creds.TokenSource)}, wire)
+}
+
+// bearer authorizes a streamed request (anthropic.Platform.Authorize) as
+// the SDK's googlecloud package's middleware does one through the SDK:
+// with the token source's token, reused until it expires.
+func bearer(ts oauth2.TokenSource) func(*http.Request) error {
+	ts = oauth2.ReuseTokenSource(nil, ts)
+	return func(r *http.Request) error {
+		tok, err := ts.Token()
+		if err != nil {
+			return fmt.Errorf("googlecloud: failed to fetch Google access token: %w", err)
+		}
+		tok.SetAuthHeader(r)
+		return nil
+	}
 }
 
 func first(values ...string) string {
