@@ -26,17 +26,19 @@ import (
 // it without the model, with anthropic_version at its end
 // (platformbody.go), and the platform's Send puts the model in the URL and
 // signs the request (the HTTP client gives Vertex's token); on Google
-// Cloud the SDK's options route it and give it a token. Only transport and
-// auth differ; the answer is read as on the first-party API, Bedrock's
+// Cloud the SDK's options route it and Authorize gives it a token. A
+// streamed request is posted by provider/send (send.go), each attempt
+// given to Send or Authorize as the SDK's middlewares were given it; a
+// whole answer still goes through the SDK. Only transport and auth differ; the answer is read as on the first-party API, Bedrock's
 // binary event stream frame by frame into the same events
 // (eventstream.go).
 
 // Platform is a cloud that serves the Messages API: its name, the
 // anthropic_version its documentation requires in the body, and what
 // routes and authorizes each request — its Send and the options that give
-// the address and HTTP client (Bedrock, Vertex), or SDK request options
-// that do it all (googlecloud's client options). It must not carry
-// options that change the body otherwise.
+// the address (Bedrock, Vertex), or SDK request options that route it and
+// Authorize (googlecloud's). It must not carry options that change the
+// body otherwise.
 type Platform struct {
 	// Name names the platform in errors and in the cache settings
 	// ("bedrock", "vertex", "google-cloud").

@@ -19,10 +19,14 @@ import (
 // header), read once when the Provider is made (send.Probe); the retries
 // are anthropic-sdk-go's rules (send.Anthropic), and an error answer is
 // made the SDK's *anthropic.Error as the SDK makes it (refusal), so that
-// describe reads what it read. A platform (platform.go) keeps the SDK,
-// whose middlewares route and sign its requests.
+// describe reads what it read. On a platform (platform.go) too: the
+// headers are read from the SDK with the platform's options, and each
+// attempt is given to the platform's Send (Bedrock, Vertex: route and
+// sign) or Authorize (Google Cloud: its token); only a whole answer
+// (NoStream) still goes through the SDK's client and middlewares.
 // TestTheWireSendsWhatTheSDKSends and TestRetriesAreTheSDKs hold the two
-// to the same requests.
+// to the same requests, and each platform's tests hold its requests to
+// the SDK's middleware's.
 
 // path is the Messages endpoint, under the base URL.
 const path = "v1/messages"
