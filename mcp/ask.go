@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -50,9 +51,56 @@ type Elicitor interface {
 	Elicit(ctx context.Context, e *Elicitation) (Answer, error)
 }
 
+// callsKey is the context key of Calls.
+type callsKey struct{}
+
+// callNumbers number the calls of this process, for inflight.
+var callNumbers atomic.Int64
+
+// inFlight records ctx as one of the server's calls in flight, until the
+// returned func is called.
+func (s *server) inFlight(ctx context.Context) (done func()) {
+	n := callNumbers.Add(1)
+	s.inflight.Store(n, ctx)
+	return func() { s.inflight.Delete(n) }
+}
+
+// withCalls is ctx carrying the contexts of the server's calls in flight
+// now, oldest first.
+func (s *server) withCalls(ctx context.Context) context.Context {
+	type call struct {
+		n   int64
+		ctx context.Context
+	}
+	var calls []call
+	s.inflight.Range(func(k, v any) bool {
+		calls = append(calls, call{k.(int64), v.(context.Context)})
+		return true
+	})
+	slices.SortFunc(calls, func(a, b call) int { return int(a.n - b.n) })
+	out := make([]context.Context, len(calls))
+	for i, c := range calls {
+		out[i] = c.ctx
+	}
+	return context.WithValue(ctx, callsKey{}, out)
+}
+
+// Calls are, in an Elicitor's or a Sampler's ctx, the contexts of the
+// calls to the asking server that were in flight when it asked, oldest
+// first (the contexts myelin's tool calls were made with). The protocol
+// does not say which call a request belongs to: a caller that runs
+// several conversations (the HTTP API) reads from them whose request it
+// is, and must refuse to guess when they disagree. Empty when the server
+// asked outside any call.
+func Calls(ctx context.Context) []context.Context {
+	calls, _ := ctx.Value(callsKey{}).([]context.Context)
+	return calls
+}
+
 // elicit answers a server's elicitation/create: through the Elicitor, or,
 // when there is none (no one to ask), declined, and the user told why.
 func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	ctx = s.withCalls(ctx)
 	p := req.Params
 	e := &Elicitation{Server: s.cfg.Name, Message: p.Message, Mode: p.Mode, URL: p.URL, ID: p.ElicitationID}
 	if e.Mode == "" {
@@ -125,6 +173,80 @@ func formFields(schema any) ([]Field, error) {
 	return out, nil
 }
 
+// Check checks content, the answer to a form elicitation accepted, against
+// its fields, and returns it with the defaults of the fields it leaves
+// out. The error names the field and what was wrong with its value: a
+// field the form does not have, a required one missing (with no default),
+// a value of another type, an integer with a fraction, a string not one
+// of its enum.
+func (e *Elicitation) Check(content map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	known := map[string]bool{}
+	var names []string
+	for _, f := range e.Fields {
+		known[f.Name] = true
+		names = append(names, f.Name)
+	}
+	for name := range content {
+		if !known[name] {
+			return nil, fmt.Errorf("the form has no field %q (its fields: %s)", name, strings.Join(names, ", "))
+		}
+	}
+	for _, f := range e.Fields {
+		v, ok := content[f.Name]
+		if !ok || v == nil {
+			switch {
+			case f.Default != nil:
+				out[f.Name] = f.Default
+			case f.Required:
+				return nil, fmt.Errorf("field %q is required", f.Name)
+			}
+			continue
+		}
+		if err := checkValue(f, v); err != nil {
+			return nil, fmt.Errorf("field %q: %v", f.Name, err)
+		}
+		out[f.Name] = v
+	}
+	return out, nil
+}
+
+// checkValue checks one field's value, as JSON decodes it.
+func checkValue(f Field, v any) error {
+	switch f.Type {
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("%s is not a boolean (true or false)", jsonText(v))
+		}
+	case "integer", "number":
+		n, ok := v.(float64)
+		if !ok {
+			return fmt.Errorf("%s is not a number", jsonText(v))
+		}
+		if f.Type == "integer" && n != float64(int64(n)) {
+			return fmt.Errorf("%s is not an integer", jsonText(v))
+		}
+	default: // "string", or a type the form does not name: text
+		str, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%s is not a string", jsonText(v))
+		}
+		if len(f.Enum) > 0 && !slices.Contains(f.Enum, str) {
+			return fmt.Errorf("%q is not one of %s", str, strings.Join(f.Enum, ", "))
+		}
+	}
+	return nil
+}
+
+// jsonText is v as JSON, for an error.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
 // Sample is a server asking the conversation's model to complete
 // (sampling/createMessage).
 type Sample struct {
@@ -191,6 +313,7 @@ func (b *budget) settle(reserved, used int64) {
 // sample answers a server's sampling/createMessage, within its budget,
 // through the Sampler, and tells the user.
 func (s *server) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	ctx = s.withCalls(ctx)
 	p := req.Params
 	smp := &Sample{Server: s.cfg.Name, System: p.SystemPrompt, MaxTokens: p.MaxTokens}
 	for i, m := range p.Messages {
