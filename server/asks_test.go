@@ -1,0 +1,279 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/mcp"
+	"github.com/myelin-run/myelin/mcp/mcptest"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// newAskFixture is newFixture with mcptest.Asker connected over loopback
+// HTTP as the MCP server "asker", whose elicitations and sampling
+// requests go to the server under test (it may sample 5 times).
+func newAskFixture(t *testing.T, steps ...providertest.Step) *fixture {
+	t.Helper()
+	f := newFixture(t, steps...)
+	hs := httptest.NewServer(mcptest.Asker())
+	set := mcp.Start(context.Background(), []mcp.Server{{Name: "asker", Type: "http", URL: hs.URL,
+		Sampling: &mcp.SamplingBudget{Requests: 5, Tokens: 10_000}}},
+		mcp.Options{Dir: t.TempDir(), Elicitor: f.srv, Sampler: f.srv})
+	t.Cleanup(func() { set.Close(); hs.Close() }) // before the fixture's cleanup: the server first
+	if errs := set.Failures(); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if err := f.srv.Agent.Tools.Add(set.Tools()...); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// callElicit is a turn that calls asker--elicit, then answers "thanks".
+var callElicit = []providertest.Step{
+	{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "asker--elicit", Input: `{}`}}},
+	{Text: "thanks"},
+}
+
+func TestAnElicitationIsAnEventTheClientAnswersWithTheFormsContent(t *testing.T) {
+	f := newAskFixture(t, callElicit...)
+	id := f.newConversation()
+	w := f.watch(id)
+	ts := f.startTurn(id, "who am I?")
+	evs := w.until(t, EventElicitation)
+	var el elicitationEvent
+	mustJSON(t, evs[len(evs)-1].Data, &el)
+	if el.Turn != ts.Turn || el.Server != "asker" || el.Message != "Who are you?" || el.Mode != "form" || el.TimeoutMS != DefaultElicitTimeout.Milliseconds() {
+		t.Fatalf("elicitation event %+v", el)
+	}
+	var names []string
+	for _, fl := range el.Fields {
+		names = append(names, fl.Name)
+	}
+	if strings.Join(names, ",") != "age,color,name,verified" || !el.Fields[0].Required || el.Fields[0].Type != "integer" || el.Fields[2].Default != "Ann" {
+		t.Fatalf("fields %+v", el.Fields)
+	}
+	// a client that comes late finds it pending
+	status, body := f.do("GET", "/v1/conversations/"+id+"/elicitations", "")
+	if status != 200 || !strings.Contains(string(body), el.ID) {
+		t.Fatalf("pending elicitations: %d %s", status, body)
+	}
+
+	path := "/v1/conversations/" + id + "/elicitations/" + el.ID
+	for _, bad := range []struct{ body, want string }{
+		{`{"action":"accept","content":{"color":"red"}}`, `field "age" is required`},
+		{`{"action":"accept","content":{"age":"thirty"}}`, `field "age": "thirty" is not a number`},
+		{`{"action":"accept","content":{"age":30,"nick":"x"}}`, `the form has no field "nick"`},
+		{`{"action":"decline","content":{"age":30}}`, `decline takes no content`},
+		{`{"action":"maybe"}`, `action "maybe": want accept, decline or cancel`},
+		{`{}`, `an answer needs its action`},
+		{`{"action":"accept","extra":1}`, `unknown field "extra"`},
+	} {
+		status, body := f.do("POST", path, bad.body)
+		var e apiError
+		mustJSON(t, body, &e)
+		if status != http.StatusBadRequest || !strings.Contains(e.Error.Message, bad.want) {
+			t.Errorf("%s: %d %s, want 400 saying %q", bad.body, status, body, bad.want)
+		}
+	}
+	if status, body := f.do("POST", "/v1/conversations/"+id+"/elicitations/elicit_none", `{"action":"decline"}`); status != http.StatusNotFound {
+		t.Errorf("an unknown elicitation: %d %s", status, body)
+	}
+	status, body = f.do("POST", path, `{"action":"accept","content":{"age":30,"color":"red"}}`)
+	if status != 200 || !strings.Contains(string(body), `"name":"Ann"`) {
+		t.Fatalf("answer: %d %s", status, body)
+	}
+	rest := w.until(t, EventTurnFinished)
+	var answered elicitationEndedEvent
+	var result toolFinishedEvent
+	for _, e := range rest {
+		switch e.Type {
+		case EventElicitationAnswered:
+			mustJSON(t, e.Data, &answered)
+		case EventToolFinished:
+			mustJSON(t, e.Data, &result)
+		}
+	}
+	if answered.ID != el.ID || answered.Action != "accept" {
+		t.Fatalf("elicitation.answered %+v", answered)
+	}
+	if result.Text != `accept {"age":30,"color":"red","name":"Ann","verified":true}` {
+		t.Fatalf("the server got %q", result.Text)
+	}
+	if status, body := f.do("POST", path, `{"action":"decline"}`); status != http.StatusConflict || !strings.Contains(string(body), "answered already") {
+		t.Errorf("a second answer: %d %s", status, body)
+	}
+}
+
+func TestADeclinedElicitationSendsTheServerDecline(t *testing.T) {
+	f := newAskFixture(t, callElicit...)
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "who am I?")
+	evs := w.until(t, EventElicitation)
+	var el elicitationEvent
+	mustJSON(t, evs[len(evs)-1].Data, &el)
+	if status, body := f.do("POST", "/v1/conversations/"+id+"/elicitations/"+el.ID, `{"action":"decline"}`); status != 200 {
+		t.Fatalf("decline: %d %s", status, body)
+	}
+	var result toolFinishedEvent
+	for _, e := range w.until(t, EventTurnFinished) {
+		if e.Type == EventToolFinished {
+			mustJSON(t, e.Data, &result)
+		}
+	}
+	if result.Text != "decline null" {
+		t.Fatalf("the server got %q", result.Text)
+	}
+}
+
+func TestAnElicitationNobodyAnswersIsDeclinedAtTheTimeoutAndALateAnswerIs409(t *testing.T) {
+	f := newAskFixture(t, callElicit...)
+	f.srv.ElicitTimeout = time.Millisecond
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "who am I?")
+	evs := w.until(t, EventTurnFinished)
+	var el elicitationEvent
+	var expired elicitationEndedEvent
+	var result toolFinishedEvent
+	for _, e := range evs {
+		switch e.Type {
+		case EventElicitation:
+			mustJSON(t, e.Data, &el)
+		case EventElicitationExpired:
+			mustJSON(t, e.Data, &expired)
+		case EventToolFinished:
+			mustJSON(t, e.Data, &result)
+		}
+	}
+	if expired.ID != el.ID || expired.Action != "decline" || !strings.Contains(expired.Reason, "no answer within 1ms") {
+		t.Fatalf("elicitation.expired %+v", expired)
+	}
+	if result.Text != "decline null" {
+		t.Fatalf("the server got %q", result.Text)
+	}
+	status, body := f.do("POST", "/v1/conversations/"+id+"/elicitations/"+el.ID, `{"action":"accept","content":{"age":1}}`)
+	if status != http.StatusConflict || !strings.Contains(string(body), "has ended: no answer within") {
+		t.Fatalf("a late answer: %d %s", status, body)
+	}
+	if _, body := f.do("GET", "/v1/conversations/"+id+"/elicitations", ""); strings.Contains(string(body), el.ID) {
+		t.Fatalf("an expired elicitation is listed as pending: %s", body)
+	}
+}
+
+func TestAnElicitationOutsideAnyCallOfAConversationIsDeclined(t *testing.T) {
+	f := newFixture(t)
+	a, err := f.srv.Elicit(context.Background(), &mcp.Elicitation{Server: "x", Message: "hi", Mode: "form"})
+	if err != nil || a.Action != "decline" {
+		t.Fatalf("answered %+v, %v", a, err)
+	}
+}
+
+func TestASampleGoesToTheTurnsModelAndIsEmitted(t *testing.T) {
+	f := newAskFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "asker--sample", Input: `{}`}}},
+		providertest.Step{Text: "hi there", Input: 7, Output: 3},
+		providertest.Step{Text: "done"},
+	)
+	id := f.newConversation()
+	w := f.watch(id)
+	status, body := f.do("POST", "/v1/conversations/"+id+"/turns", `{"prompt":"go","model":"claude-other"}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("start: %d %s", status, body)
+	}
+	var asked samplingEvent
+	var fin samplingFinishedEvent
+	var result toolFinishedEvent
+	for _, e := range w.until(t, EventTurnFinished) {
+		switch e.Type {
+		case EventSampling:
+			mustJSON(t, e.Data, &asked)
+		case EventSamplingFinished:
+			mustJSON(t, e.Data, &fin)
+		case EventToolFinished:
+			mustJSON(t, e.Data, &result)
+		}
+	}
+	if asked.Server != "asker" || asked.Model != "claude-other" || asked.System != "be brief" || asked.MaxTokens != 100 || len(asked.Messages) != 1 || asked.Messages[0].Text != "say hi" {
+		t.Fatalf("sampling event %+v", asked)
+	}
+	if fin.ID != asked.ID || fin.Text != "hi there" || fin.Tokens != 10 || fin.Error != "" {
+		t.Fatalf("sampling.finished %+v", fin)
+	}
+	if result.Text != "claude-other: hi there" {
+		t.Fatalf("the server got %q", result.Text)
+	}
+	// the sample is one request of its own, and not in the conversation
+	sample := f.fake.Request(1)
+	if sample["model"] != "claude-other" || sample["tools"] != nil {
+		t.Fatalf("the sampling request: %v", sample)
+	}
+	if msgs, _ := f.store.Messages(context.Background(), id); len(msgs) != 4 {
+		t.Fatalf("%d messages stored, want the turn's 4", len(msgs))
+	}
+}
+
+// TestNewToolsAreOfferedFromTheNextTurnNeverMidTurn pins serve's
+// tools/list_changed rule: the set Server.Tools gives changes during a
+// turn (its call changes it), and that turn's next request keeps the old
+// list; the conversation's next turn offers the new one, with a notice.
+func TestNewToolsAreOfferedFromTheNextTurnNeverMidTurn(t *testing.T) {
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "grow--run", Input: `{}`}}},
+		providertest.Step{Text: "grew"},
+		providertest.Step{Text: "second turn"},
+	)
+	old := f.srv.Agent.Tools
+	grown := &tool.Registry{}
+	if err := grown.Add(append(old.Tools(), tool.MustFunc("grown--run", "Was added.", func(context.Context, struct{}) (any, error) { return "new", nil }))...); err != nil {
+		t.Fatal(err)
+	}
+	current := old
+	grow := tool.MustFunc("grow--run", "Adds a tool.", func(context.Context, struct{}) (any, error) { current = grown; return "grew", nil })
+	if err := old.Add(grow); err != nil {
+		t.Fatal(err)
+	}
+	if err := grown.Add(grow); err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Tools = func() (*tool.Registry, error) { return current, nil }
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "grow")
+	w.until(t, EventTurnFinished)
+	f.startTurn(id, "again")
+	var notices []string
+	for _, e := range w.until(t, EventTurnFinished) {
+		if e.Type == EventNotice {
+			var n noticeEvent
+			mustJSON(t, e.Data, &n)
+			notices = append(notices, n.Text)
+		}
+	}
+	toolNames := func(i int) []string {
+		var names []string
+		for _, d := range f.fake.Request(i)["tools"].([]any) {
+			names = append(names, d.(map[string]any)["name"].(string))
+		}
+		return names
+	}
+	if slices.Contains(toolNames(1), "grown--run") {
+		t.Errorf("the turn in flight offered the new tool: %v", toolNames(1))
+	}
+	if !slices.Contains(toolNames(2), "grown--run") {
+		t.Errorf("the next turn does not offer the new tool: %v", toolNames(2))
+	}
+	if len(notices) == 0 || !strings.Contains(notices[0], "tools changed; this turn offers the new set") {
+		t.Errorf("notices %q", notices)
+	}
+	if _, body := f.do("GET", "/v1/tools", ""); !strings.Contains(string(body), "grown--run") {
+		t.Errorf("GET /v1/tools does not list the new tool")
+	}
+}
