@@ -104,9 +104,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	f.think.add(fs)
-	if name != "serve" { // the server does not run background scripts yet (background.Waker is its seam)
-		f.background.add(fs)
-	}
+	f.background.add(fs)
 	return fs
 }
 
