@@ -78,6 +78,7 @@ async function select(id) {
     $("conversation-title").textContent = "Conversation " + id + " · " + info.model + ", a " + info.window.toLocaleString("en") + "-token window";
   } catch (e) { status(e.message); }
   $("live").hidden = true;
+  $("asks").replaceChildren();
   for (const li of $("conversations").children) li.classList.toggle("selected", li.dataset.id === id);
   await loadMessages();
   watch(id);
@@ -375,7 +376,78 @@ function handle(type, d) {
       status(d.message);
       reloadSoon();
       break;
+    case "elicitation":
+      showAsk(d);
+      break;
+    case "elicitation.answered":
+    case "elicitation.expired": {
+      const box = document.querySelector('.ask[data-id="' + CSS.escape(d.id) + '"]');
+      if (box) box.remove();
+      $("live-state").textContent = "MCP server " + d.server + " was sent " + d.action + (d.reason ? ": " + d.reason : "");
+      break;
+    }
+    case "sampling":
+      $("live-state").textContent = "MCP server " + d.server + " asks " + d.model + " to complete (up to " + d.max_tokens + " tokens)";
+      break;
+    case "sampling.finished":
+      $("live-state").textContent = "MCP server " + d.server + " got " + (d.error ? "an error: " + d.error : d.text.length + " chars (" + d.tokens + " tokens)");
+      break;
+    case "wake":
+      $("live-state").textContent = "background script " + d.script + (d.died ? " ended without waking the agent" : " woke the agent (wake " + d.n + " of " + d.of + ")");
+      reloadSoon();
+      break;
   }
+}
+
+// --- what MCP servers ask ---
+
+// showAsk shows an elicitation as a form whose answer is posted to the API
+// (which checks it against the fields and says what was wrong).
+function showAsk(d) {
+  if (document.querySelector('.ask[data-id="' + CSS.escape(d.id) + '"]')) return;
+  const inputs = {};
+  const box = el("div", { class: "ask", "data-id": d.id },
+    el("div", {}, el("strong", {}, "MCP server " + d.server + " asks: "), d.message));
+  if (d.mode === "url") {
+    box.append(el("div", {}, "Open ", el("a", { href: d.url, target: "_blank", rel: "noopener noreferrer" }, d.url), ", then accept when you are done there."));
+  }
+  for (const f of d.fields || []) {
+    let input;
+    if (f.enum) {
+      input = el("select", {}, ...(f.required ? [] : [el("option", { value: "" }, "")]), ...f.enum.map((v) => el("option", { value: v }, v)));
+      if (f.default !== undefined) input.value = f.default;
+    } else if (f.type === "boolean") {
+      input = el("input", { type: "checkbox" });
+      input.checked = f.default === true;
+    } else {
+      input = el("input", { type: f.type === "integer" || f.type === "number" ? "number" : "text" });
+      if (f.default !== undefined) input.value = String(f.default);
+    }
+    inputs[f.name] = { f, input };
+    box.append(el("label", {}, (f.title || f.name) + (f.required ? " *" : "") + (f.description ? " — " + f.description : "") + " ", input));
+  }
+  const error = el("div", { class: "ask-error" });
+  const answer = async (action) => {
+    const body = { action };
+    if (action === "accept" && d.mode !== "url") {
+      body.content = {};
+      for (const [name, { f, input }] of Object.entries(inputs)) {
+        if (f.type === "boolean") body.content[name] = input.checked;
+        else if (input.value === "") continue; // left out: its default, or the API says it is required
+        else if (f.type === "integer" || f.type === "number") body.content[name] = Number(input.value);
+        else body.content[name] = input.value;
+      }
+    }
+    try {
+      await api("POST", "/v1/conversations/" + encodeURIComponent(state.current) + "/elicitations/" + encodeURIComponent(d.id), body);
+      box.remove();
+    } catch (err) { error.textContent = err.message; }
+  };
+  box.append(el("div", { class: "ask-buttons" },
+    el("button", { type: "button", onclick: () => answer("accept") }, d.mode === "url" ? "Done" : "Accept"),
+    el("button", { type: "button", onclick: () => answer("decline") }, "Decline"),
+    el("button", { type: "button", onclick: () => answer("cancel") }, "Cancel")), error);
+  $("asks").append(box);
 }
 
 // --- the pager ---
