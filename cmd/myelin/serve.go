@@ -29,6 +29,10 @@ const serveUsage = `Usage:
       serve processes on several hosts share the turns: each turn is queued
       with its prompt and run by one of them, and its events reach a client
       of any (docs/scale.md).
+      What MCP servers ask during a call (an elicitation, a sampling
+      request) is an event of the conversation whose call it is, which its
+      clients answer over the API; background scripts' wakes are events
+      too, each followed by its turn (docs/serve.md).
 `
 
 // serveFlags are serve's flags: the agent's, and where and how to listen.
