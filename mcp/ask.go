@@ -82,7 +82,14 @@ func (s *server) withCalls(ctx context.Context) context.Context {
 	for i, c := range calls {
 		out[i] = c.ctx
 	}
-	return context.WithValue(ctx, callsKey{}, out)
+	return WithCalls(ctx, out...)
+}
+
+// WithCalls is ctx carrying calls as the calls in flight that Calls gives:
+// what package mcp hands an Elicitor or a Sampler; a test of one makes its
+// ctx with it.
+func WithCalls(ctx context.Context, calls ...context.Context) context.Context {
+	return context.WithValue(ctx, callsKey{}, calls)
 }
 
 // Calls are, in an Elicitor's or a Sampler's ctx, the contexts of the

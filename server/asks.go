@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -118,11 +119,11 @@ const (
 )
 
 // askedBy is the turn whose call an MCP server's request (in ctx: its
-// calls in flight, mcp.Calls) belongs to, and a channel closed once every
-// call of that conversation in flight then has ended. The protocol does
-// not say which call a request is for: when calls of several
-// conversations were in flight to that server, it refuses to guess.
-func askedBy(ctx context.Context) (*turnInfo, <-chan struct{}, error) {
+// calls in flight, mcp.Calls) belongs to, and the contexts of that
+// conversation's calls then in flight. The protocol does not say which
+// call a request is for: when calls of several conversations were in
+// flight to that server, it refuses to guess.
+func askedBy(ctx context.Context) (*turnInfo, []context.Context, error) {
 	var first *turnInfo
 	var mine []context.Context
 	convs := map[string]bool{}
@@ -150,18 +151,24 @@ func askedBy(ctx context.Context) (*turnInfo, <-chan struct{}, error) {
 		sort.Strings(names)
 		return nil, nil, fmt.Errorf("calls of %d conversations (%s) were in flight to it, and MCP does not say which one asks", len(names), strings.Join(names, ", "))
 	}
+	return first, mine, nil
+}
+
+// allDone is a channel closed once every one of calls is done, or never
+// when stop closes first.
+func allDone(calls []context.Context, stop <-chan struct{}) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
-		for _, c := range mine {
+		for _, c := range calls {
 			select {
 			case <-c.Done():
-			case <-ctx.Done():
+			case <-stop:
 				return
 			}
 		}
 		close(done)
 	}()
-	return first, done, nil
+	return done
 }
 
 // Elicit is the server's mcp.Elicitor: an MCP server's elicitation during
@@ -172,7 +179,7 @@ func askedBy(ctx context.Context) (*turnInfo, <-chan struct{}, error) {
 // too. One whose conversation cannot be told is declined, and logged.
 func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, error) {
 	s.init()
-	ti, callsDone, err := askedBy(ctx)
+	ti, calls, err := askedBy(ctx)
 	if err != nil {
 		s.logf("MCP server %s asked for input (%q); declined: %v", e.Server, e.Message, err)
 		return mcp.Answer{Action: "decline"}, nil
@@ -192,6 +199,9 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 	s.emit(a.conv, EventElicitation, ev)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	stop := make(chan struct{})
+	defer close(stop)
+	callsDone := allDone(calls, stop)
 	why, action := "", "cancel"
 	select {
 	case ans := <-a.answer:
@@ -319,7 +329,9 @@ func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	as.end(a, "answered", ans.Action)
-	a.answer <- ans // buffered: the one answer
+	sent := ans
+	sent.Content = maps.Clone(ans.Content) // the SDK fills in defaults in the map it is given
+	a.answer <- sent                       // buffered: the one answer
 	writeJSON(w, http.StatusOK, ElicitationAnswered{ID: eid, Action: ans.Action, Content: ans.Content})
 }
 

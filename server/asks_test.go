@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -170,9 +171,14 @@ func TestAnElicitationNobodyAnswersIsDeclinedAtTheTimeoutAndALateAnswerIs409(t *
 
 func TestAnElicitationOutsideAnyCallOfAConversationIsDeclined(t *testing.T) {
 	f := newFixture(t)
+	var logged []string
+	f.srv.Log = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
 	a, err := f.srv.Elicit(context.Background(), &mcp.Elicitation{Server: "x", Message: "hi", Mode: "form"})
 	if err != nil || a.Action != "decline" {
 		t.Fatalf("answered %+v, %v", a, err)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "declined: it asked outside any call of a conversation") {
+		t.Fatalf("logged %q", logged)
 	}
 }
 
@@ -275,5 +281,60 @@ func TestNewToolsAreOfferedFromTheNextTurnNeverMidTurn(t *testing.T) {
 	}
 	if _, body := f.do("GET", "/v1/tools", ""); !strings.Contains(string(body), "grown--run") {
 		t.Errorf("GET /v1/tools does not list the new tool")
+	}
+}
+
+func TestAnElicitationWhoseTurnIsCancelledIsCancelled(t *testing.T) {
+	f := newAskFixture(t, callElicit...)
+	id := f.newConversation()
+	w := f.watch(id)
+	ts := f.startTurn(id, "who am I?")
+	evs := w.until(t, EventElicitation)
+	var el elicitationEvent
+	mustJSON(t, evs[len(evs)-1].Data, &el)
+	if status, body := f.do("POST", "/v1/conversations/"+id+"/turns/"+ts.Turn+"/cancel", ""); status != 200 {
+		t.Fatalf("cancel: %d %s", status, body)
+	}
+	// the call ends, and the MCP server withdraws its request: either ends it
+	var expired elicitationEndedEvent
+	evs = w.until(t, EventElicitationExpired)
+	mustJSON(t, evs[len(evs)-1].Data, &expired)
+	if expired.ID != el.ID || expired.Action != "cancel" || (expired.Reason != "the call it was asked during has ended" && expired.Reason != "the MCP server withdrew it") {
+		t.Fatalf("elicitation.expired %+v", expired)
+	}
+	if status, _ := f.do("POST", "/v1/conversations/"+id+"/elicitations/"+el.ID, `{"action":"decline"}`); status != http.StatusConflict {
+		t.Fatalf("an answer after the cancel: %d", status)
+	}
+}
+
+func TestWhoseRequestItIsIsToldByTheCallsInFlightAndNeverGuessed(t *testing.T) {
+	turnA := turnContext(context.Background(), "conv_a", "turn_1", nil)
+	turnA2 := turnContext(context.Background(), "conv_a", "turn_1", nil)
+	turnB := turnContext(context.Background(), "conv_b", "turn_2", nil)
+	asking := func(calls ...context.Context) context.Context {
+		return mcp.WithCalls(context.Background(), calls...)
+	}
+	for _, c := range []struct {
+		name  string
+		ctx   context.Context
+		conv  string
+		calls int
+		err   string
+	}{
+		{"one call", asking(turnA), "conv_a", 1, ""},
+		{"two calls of one conversation", asking(turnA, context.Background(), turnA2), "conv_a", 2, ""},
+		{"calls of two conversations", asking(turnA, turnB), "", 0, "calls of 2 conversations (conv_a, conv_b) were in flight to it"},
+		{"no call", asking(), "", 0, "it asked outside any call of a conversation"},
+		{"a call of no conversation", asking(context.Background()), "", 0, "it asked outside any call of a conversation"},
+	} {
+		ti, calls, err := askedBy(c.ctx)
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: error %v, want %q", c.name, err, c.err)
+			}
+		case err != nil || ti.conv != c.conv || len(calls) != c.calls:
+			t.Errorf("%s: %+v, %d calls, %v", c.name, ti, len(calls), err)
+		}
 	}
 }
