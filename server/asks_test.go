@@ -42,14 +42,30 @@ var callElicit = []providertest.Step{
 	{Text: "thanks"},
 }
 
+// asked is a turn of a new conversation of f started to call
+// asker--elicit, up to its elicitation event.
+type asked struct {
+	id string // the conversation
+	w  *watcher
+	ts TurnStarted
+	el elicitationEvent
+}
+
+func (f *fixture) asked(t *testing.T) asked {
+	t.Helper()
+	var a asked
+	a.id = f.newConversation()
+	a.w = f.watch(a.id)
+	a.ts = f.startTurn(a.id, "who am I?")
+	evs := a.w.until(t, EventElicitation)
+	mustJSON(t, evs[len(evs)-1].Data, &a.el)
+	return a
+}
+
 func TestAnElicitationIsAnEventTheClientAnswersWithTheFormsContent(t *testing.T) {
 	f := newAskFixture(t, callElicit...)
-	id := f.newConversation()
-	w := f.watch(id)
-	ts := f.startTurn(id, "who am I?")
-	evs := w.until(t, EventElicitation)
-	var el elicitationEvent
-	mustJSON(t, evs[len(evs)-1].Data, &el)
+	a := f.asked(t)
+	id, w, ts, el := a.id, a.w, a.ts, a.el
 	if el.Turn != ts.Turn || el.Server != "asker" || el.Message != "Who are you?" || el.Mode != "form" || el.TimeoutMS != DefaultElicitTimeout.Milliseconds() {
 		t.Fatalf("elicitation event %+v", el)
 	}
@@ -114,12 +130,8 @@ func TestAnElicitationIsAnEventTheClientAnswersWithTheFormsContent(t *testing.T)
 
 func TestADeclinedElicitationSendsTheServerDecline(t *testing.T) {
 	f := newAskFixture(t, callElicit...)
-	id := f.newConversation()
-	w := f.watch(id)
-	f.startTurn(id, "who am I?")
-	evs := w.until(t, EventElicitation)
-	var el elicitationEvent
-	mustJSON(t, evs[len(evs)-1].Data, &el)
+	a := f.asked(t)
+	id, w, el := a.id, a.w, a.el
 	if status, body := f.do("POST", "/v1/conversations/"+id+"/elicitations/"+el.ID, `{"action":"decline"}`); status != 200 {
 		t.Fatalf("decline: %d %s", status, body)
 	}
@@ -286,18 +298,14 @@ func TestNewToolsAreOfferedFromTheNextTurnNeverMidTurn(t *testing.T) {
 
 func TestAnElicitationWhoseTurnIsCancelledIsCancelled(t *testing.T) {
 	f := newAskFixture(t, callElicit...)
-	id := f.newConversation()
-	w := f.watch(id)
-	ts := f.startTurn(id, "who am I?")
-	evs := w.until(t, EventElicitation)
-	var el elicitationEvent
-	mustJSON(t, evs[len(evs)-1].Data, &el)
+	a := f.asked(t)
+	id, w, ts, el := a.id, a.w, a.ts, a.el
 	if status, body := f.do("POST", "/v1/conversations/"+id+"/turns/"+ts.Turn+"/cancel", ""); status != 200 {
 		t.Fatalf("cancel: %d %s", status, body)
 	}
 	// the call ends, and the MCP server withdraws its request: either ends it
 	var expired elicitationEndedEvent
-	evs = w.until(t, EventElicitationExpired)
+	evs := w.until(t, EventElicitationExpired)
 	mustJSON(t, evs[len(evs)-1].Data, &expired)
 	if expired.ID != el.ID || expired.Action != "cancel" || (expired.Reason != "the call it was asked during has ended" && expired.Reason != "the MCP server withdrew it") {
 		t.Fatalf("elicitation.expired %+v", expired)

@@ -48,16 +48,7 @@ func startServed(t *testing.T, bin, dir string, args ...string) *served {
 // post sends body to path and decodes the answer, which must be a 2xx.
 func (s *served) post(t *testing.T, path, body string) map[string]any {
 	t.Helper()
-	resp, err := http.Post(s.base+path, "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode >= 300 {
-		t.Fatalf("POST %s: %d %v %v", path, resp.StatusCode, v, err)
-	}
-	return v
+	return postJSON(t, s.base+path, body)
 }
 
 // stop interrupts serve and waits for it to exit cleanly.

@@ -64,18 +64,7 @@ func serveATurn(t *testing.T, args ...string) string {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	post := func(path, body string) map[string]any {
-		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var v map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode >= 300 {
-			t.Fatalf("POST %s: %d %v %v", path, resp.StatusCode, v, err)
-		}
-		return v
-	}
+	post := func(path, body string) map[string]any { return postJSON(t, base+path, body) }
 	id := post("/v1/conversations", "")["id"].(string)
 	started := post("/v1/conversations/"+id+"/turns", `{"prompt":"what does a.txt say?"}`)
 	resp, err := http.Get(base + started["events"].(string))
@@ -111,6 +100,21 @@ func serveATurn(t *testing.T, args ...string) string {
 		t.Fatalf("serve did not stop on the interrupt: %s", stderr.String())
 	}
 	return id
+}
+
+// postJSON posts body to url and decodes the answer, which must be a 2xx.
+func postJSON(t *testing.T, url, body string) map[string]any {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode >= 300 {
+		t.Fatalf("POST %s: %d %v %v", url, resp.StatusCode, v, err)
+	}
+	return v
 }
 
 func TestServeOffLoopbackNeedsAToken(t *testing.T) {
