@@ -52,18 +52,22 @@ function el(tag, attrs, ...children) {
 
 async function loadConversations() {
   const data = await api("GET", "/v1/conversations");
+  state.convs = data.conversations;
   const ul = $("conversations");
   ul.replaceChildren();
   for (const c of data.conversations) {
+    // a subagent's conversation (agent--delegate) names its parent
     const li = el("li", { "data-id": c.id, onclick: () => select(c.id) },
-      c.id, el("span", { class: "count" }, c.messages + (c.turn ? " ▶" : "")));
+      (c.parent ? "↳ " : "") + c.id, el("span", { class: "count" }, c.messages + (c.turn ? " ▶" : "")));
     if (c.id === state.current) li.classList.add("selected");
     ul.append(li);
   }
   status("connected");
 }
 
-async function select(id) {
+// select shows conversation id; at, when given, is the call to scroll to
+// (a subagent's parent call).
+async function select(id, at) {
   if (state.events) state.events.abort();
   state.current = id;
   state.lastEvent = 0;
@@ -76,12 +80,20 @@ async function select(id) {
     const info = await api("GET", "/v1/conversations/" + encodeURIComponent(id));
     state.window = info.window;
     $("conversation-title").textContent = "Conversation " + id + " · " + info.model + ", a " + info.window.toLocaleString("en") + "-token window";
+    if (info.parent) {
+      $("conversation-title").append(" · ", el("button", { class: "link", type: "button", onclick: () => select(info.parent, info.parent_call) },
+        "a subagent of " + info.parent + " (call " + info.parent_call + ")"));
+    }
   } catch (e) { status(e.message); }
   $("live").hidden = true;
   $("asks").replaceChildren();
   for (const li of $("conversations").children) li.classList.toggle("selected", li.dataset.id === id);
   await loadMessages();
   watch(id);
+  if (at) {
+    const call = document.querySelector('.call[data-call="' + CSS.escape(at) + '"]');
+    if (call) call.scrollIntoView({ block: "center" });
+  }
 }
 
 // --- the timeline ---
@@ -137,6 +149,8 @@ function render(messages) {
       for (const p of m.parts.filter((p) => p.type === "tool_call")) {
         const slot = el("div", { class: "panes" });
         const head = el("div", { class: "call-head" }, p.name + " " + (p.input ? JSON.stringify(p.input) : p.text || "{}"));
+        const child = (state.convs || []).find((c) => c.parent === state.current && c.parent_call === p.call_id);
+        if (child) head.append(" ", el("button", { class: "link", type: "button", onclick: () => select(child.id) }, "→ its subagent's conversation " + child.id));
         round.append(el("div", { class: "call", "data-call": p.call_id }, head, slot));
         calls[p.call_id] = { slot, head };
       }
@@ -326,7 +340,8 @@ async function watch(id) {
 let reloadTimer = null;
 function reloadSoon() {
   clearTimeout(reloadTimer);
-  reloadTimer = setTimeout(() => { loadMessages(); loadConversations(); }, 100);
+  // the conversations first: a call's subagent is found among them
+  reloadTimer = setTimeout(() => { loadConversations().then(loadMessages).catch((e) => status(e.message)); }, 100);
 }
 
 function handle(type, d) {
