@@ -102,6 +102,23 @@ func serveATurn(t *testing.T, args ...string) string {
 	return id
 }
 
+func TestServeRefusesBadElicitationAndBackgroundFlags(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--elicitation-timeout", "0s"}, "--elicitation-timeout 0s: give a duration > 0 (default 5m0s)"},
+		{[]string{"--background-scripts", "0"}, "--background-scripts 0: give 1 or more (default 3)"},
+		{[]string{"--wake-gap", "-1s"}, "--wake-gap -1s: give 0 or more"},
+	} {
+		_, errOut, code := cli(t, append([]string{"serve", "--workspace", dir}, c.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d: %s", c.args, code, errOut)
+		}
+	}
+}
+
 // postJSON posts body to url and decodes the answer, which must be a 2xx.
 func postJSON(t *testing.T, url, body string) map[string]any {
 	t.Helper()
