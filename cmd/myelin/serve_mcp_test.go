@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -61,6 +63,16 @@ func TestServeAsksItsClientsWhatMCPServersAskAndOffersNewToolsFromTheNextTurn(t 
 		}
 	}
 
+	// the server lists its tools again after it says they changed, a moment after the call
+	waitFor(t, "the new tool to be listed", func() bool {
+		resp, err := http.Get(s.base + "/v1/tools")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `"asker--grown"`)
+	}, s.stderr)
 	s.post(t, "/v1/conversations/"+id+"/turns", `{"prompt":"again"}`)
 	waitFor(t, "the second turn", func() bool { return count(evs(), "turn.finished") == 2 }, s.stderr)
 	tools := func(i int) []string {
