@@ -346,3 +346,35 @@ func TestWhoseRequestItIsIsToldByTheCallsInFlightAndNeverGuessed(t *testing.T) {
 		}
 	}
 }
+
+func TestAURLElicitationIsAcceptedWithoutContent(t *testing.T) {
+	f := newAskFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "asker--visit", Input: `{}`}}},
+		providertest.Step{Text: "signed in"},
+	)
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "sign in")
+	evs := w.until(t, EventElicitation)
+	var el elicitationEvent
+	mustJSON(t, evs[len(evs)-1].Data, &el)
+	if el.Mode != "url" || el.URL != "https://example.test/signin" || len(el.Fields) != 0 {
+		t.Fatalf("elicitation event %+v", el)
+	}
+	path := "/v1/conversations/" + id + "/elicitations/" + el.ID
+	if status, body := f.do("POST", path, `{"action":"accept","content":{"x":1}}`); status != http.StatusBadRequest || !strings.Contains(string(body), "takes no content") {
+		t.Fatalf("content with a URL: %d %s", status, body)
+	}
+	if status, body := f.do("POST", path, `{"action":"accept"}`); status != 200 {
+		t.Fatalf("accept: %d %s", status, body)
+	}
+	var result toolFinishedEvent
+	for _, e := range w.until(t, EventTurnFinished) {
+		if e.Type == EventToolFinished {
+			mustJSON(t, e.Data, &result)
+		}
+	}
+	if result.Text != "accept" {
+		t.Fatalf("the server got %q", result.Text)
+	}
+}
