@@ -54,3 +54,25 @@ func TestAWakeIsEmittedAndItsTurnQueuedBehindTheRunningOne(t *testing.T) {
 		t.Fatalf("stored prompts %q", stored)
 	}
 }
+
+// With workers, a wake's turn is queued like a client's: its message
+// stored with the turn's job, and a worker runs it.
+func TestWithWorkersAWakesTurnIsQueued(t *testing.T) {
+	f := newFixture(t, providertest.Step{Text: "woken"})
+	q := &memQueue{store: f.store, pending: map[string]QueuedTurn{}, jobs: make(chan QueuedTurn, 4)}
+	f.srv.Queue = q
+	id := f.newConversation()
+	w := f.watch(id)
+	f.srv.Wake(background.Wake{Conversation: id, Script: "bg_1", N: 1, Of: 1, Message: "[wake]\npayload"})
+	w.until(t, EventWake)
+	job := <-q.jobs
+	if err := f.srv.RunQueued(context.Background(), id, job); err != nil {
+		t.Fatal(err)
+	}
+	evs := w.until(t, EventTurnFinished)
+	var started turnStartedEvent
+	mustJSON(t, evs[0].Data, &started)
+	if evs[0].Type != EventTurnStarted || started.Turn != job.Turn || started.Prompt != "[wake]\npayload" {
+		t.Fatalf("events %v, the first %s", types(evs), evs[0].Data)
+	}
+}
