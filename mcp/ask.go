@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,6 +23,10 @@ type Elicitation struct {
 	Fields []Field // form mode: the requested schema's properties
 	URL    string  // url mode
 	ID     string  // url mode: the elicitation's id
+	// Schema is the form's requested schema as the server sent it (form
+	// mode): Check holds an answer to it whole (lengths, bounds), as the
+	// SDK does before the server is sent the answer.
+	Schema json.RawMessage
 }
 
 // Field is one property of a form elicitation's requested schema.
@@ -122,6 +127,9 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 			return nil, fmt.Errorf("the requested schema: %v", err)
 		}
 		e.Fields = fields
+		if p.RequestedSchema != nil {
+			e.Schema, _ = json.Marshal(p.RequestedSchema) // formFields marshalled it already
+		}
 	}
 	if s.opts.Elicitor == nil {
 		s.opts.notify(fmt.Sprintf("MCP server %s asked for input (%q); declined: no one to ask in a run that is not on a terminal", s.cfg.Name, oneLine(p.Message)))
@@ -214,6 +222,19 @@ func (e *Elicitation) Check(content map[string]any) (map[string]any, error) {
 			return nil, fmt.Errorf("field %q: %v", f.Name, err)
 		}
 		out[f.Name] = v
+	}
+	if len(e.Schema) > 0 {
+		var schema jsonschema.Schema
+		if err := json.Unmarshal(e.Schema, &schema); err != nil {
+			return nil, fmt.Errorf("the form's schema does not read: %v", err)
+		}
+		resolved, err := schema.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("the form's schema does not resolve: %v", err)
+		}
+		if err := resolved.Validate(out); err != nil {
+			return nil, fmt.Errorf("the answer does not fit the form's schema: %v", err)
+		}
 	}
 	return out, nil
 }

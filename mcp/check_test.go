@@ -51,6 +51,17 @@ func TestAnAnswersContentIsCheckedAgainstTheFormsFields(t *testing.T) {
 	}
 }
 
+func TestAnAnswerIsHeldToTheWholeSchemaOfTheForm(t *testing.T) {
+	e := &Elicitation{Mode: "form", Fields: []Field{{Name: "name", Type: "string", Required: true}},
+		Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","minLength":2}},"required":["name"]}`)}
+	if _, err := e.Check(map[string]any{"name": "A"}); err == nil || !strings.Contains(err.Error(), "does not fit the form's schema") {
+		t.Fatalf("a name too short: %v", err)
+	}
+	if got, err := e.Check(map[string]any{"name": "Al"}); err != nil || got["name"] != "Al" {
+		t.Fatalf("a name long enough: %v %v", got, err)
+	}
+}
+
 type ctxKey struct{}
 
 // TestWhatAServerAsksComesWithTheContextsOfItsCallsInFlight pins the seam
