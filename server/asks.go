@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -57,6 +58,8 @@ type elicitationEvent struct {
 	Mode   string      `json:"mode"`
 	Fields []formField `json:"fields,omitempty"`
 	URL    string      `json:"url,omitempty"`
+	// Schema is the form's requested schema as the MCP server sent it.
+	Schema json.RawMessage `json:"schema,omitempty"`
 	// TimeoutMS is how long it waits for an answer; Expires when it ends.
 	TimeoutMS int64  `json:"timeout_ms"`
 	Expires   string `json:"expires"`
@@ -191,17 +194,16 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 	a := &ask{id: newAskID("elicit_"), conv: ti.conv, turn: ti.turn, e: e, expires: time.Now().Add(timeout),
 		answer: make(chan mcp.Answer, 1), state: "pending"}
 	s.asks.add(a)
-	ev := elicitationEvent{Turn: a.turn, ID: a.id, Server: e.Server, Message: e.Message, Mode: e.Mode, URL: e.URL,
-		TimeoutMS: timeout.Milliseconds(), Expires: a.expires.UTC().Format(time.RFC3339)}
-	for _, f := range e.Fields {
-		ev.Fields = append(ev.Fields, formField{Name: f.Name, Title: f.Title, Description: f.Description, Type: f.Type, Enum: f.Enum, Default: f.Default, Required: f.Required})
-	}
-	s.emit(a.conv, EventElicitation, ev)
+	from, _ := s.log.Last(context.Background(), a.conv) // a reply through a shared log comes after
+	s.emit(a.conv, EventElicitation, eventOf(a, a.expires.Add(-timeout)))
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	stop := make(chan struct{})
 	defer close(stop)
 	callsDone := allDone(calls, stop)
+	if s.Events != nil {
+		go s.followReplies(a, from, stop)
+	}
 	why, action := "", "cancel"
 	select {
 	case ans := <-a.answer:
@@ -223,6 +225,17 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 	}
 	s.emit(a.conv, EventElicitationExpired, elicitationEndedEvent{Turn: a.turn, ID: a.id, Server: e.Server, Action: action, Reason: why})
 	return mcp.Answer{Action: action}, nil
+}
+
+// eventOf is a's elicitation event as of now: TimeoutMS is what is left.
+func eventOf(a *ask, now time.Time) elicitationEvent {
+	e := a.e
+	ev := elicitationEvent{Turn: a.turn, ID: a.id, Server: e.Server, Message: e.Message, Mode: e.Mode, URL: e.URL, Schema: e.Schema,
+		TimeoutMS: a.expires.Sub(now).Milliseconds(), Expires: a.expires.UTC().Format(time.RFC3339Nano)}
+	for _, f := range e.Fields {
+		ev.Fields = append(ev.Fields, formField{Name: f.Name, Title: f.Title, Description: f.Description, Type: f.Type, Enum: f.Enum, Default: f.Default, Required: f.Required})
+	}
+	return ev
 }
 
 // add records a pending elicitation.
@@ -286,12 +299,17 @@ func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 	}
 	as := &s.asks
 	as.mu.Lock()
-	defer as.mu.Unlock()
 	a := as.byID[eid]
 	if a == nil || a.conv != id {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no elicitation %q of conversation %q on this server (it may have ended long ago, or been asked on another server)", eid, id))
+		as.mu.Unlock()
+		if s.Events != nil {
+			s.answerAcross(w, r, id, eid, in) // asked by another process sharing the log, maybe
+			return
+		}
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no elicitation %q of conversation %q on this server (it may have ended long ago)", eid, id))
 		return
 	}
+	defer as.mu.Unlock()
 	switch a.state {
 	case "answered":
 		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %s was answered already (%s)", eid, a.why))
@@ -300,39 +318,51 @@ func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %s has ended: %s; the MCP server was sent %q", eid, a.why, expiredAction(a.why)))
 		return
 	}
-	ans := mcp.Answer{Action: in.Action}
-	switch in.Action {
-	case "accept":
-		if a.e.Mode == "url" {
-			if in.Content != nil {
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("elicitation %s asks for a visit to a URL, and takes no content: accept once it is done, with no content", eid))
-				return
-			}
-			break
-		}
-		content, err := a.e.Check(in.Content)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("elicitation %s: %v", eid, err))
-			return
-		}
-		ans.Content = content
-	case "decline", "cancel":
-		if in.Content != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("elicitation %s: %s takes no content (only accept does)", eid, in.Action))
-			return
-		}
-	case "":
-		writeError(w, http.StatusBadRequest, `an answer needs its action: {"action":"accept","content":{...}}, {"action":"decline"} or {"action":"cancel"}`)
-		return
-	default:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("action %q: want accept, decline or cancel", in.Action))
+	ans, err := checkAnswer(a.e, eid, in)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	as.deliver(a, ans)
+	writeJSON(w, http.StatusOK, ElicitationAnswered{ID: eid, Action: ans.Action, Content: ans.Content})
+}
+
+// deliver ends a as answered with ans, and hands the answer to the MCP
+// server's request waiting in Elicit; as.mu is held.
+func (as *asks) deliver(a *ask, ans mcp.Answer) {
 	as.end(a, "answered", ans.Action)
 	sent := ans
 	sent.Content = maps.Clone(ans.Content) // the SDK fills in defaults in the map it is given
 	a.answer <- sent                       // buffered: the one answer
-	writeJSON(w, http.StatusOK, ElicitationAnswered{ID: eid, Action: ans.Action, Content: ans.Content})
+}
+
+// checkAnswer is the answer in to elicitation e (eid), checked: the
+// error says what did not fit.
+func checkAnswer(e *mcp.Elicitation, eid string, in ElicitationAnswer) (mcp.Answer, error) {
+	ans := mcp.Answer{Action: in.Action}
+	switch in.Action {
+	case "accept":
+		if e.Mode == "url" {
+			if in.Content != nil {
+				return ans, fmt.Errorf("elicitation %s asks for a visit to a URL, and takes no content: accept once it is done, with no content", eid)
+			}
+			break
+		}
+		content, err := e.Check(in.Content)
+		if err != nil {
+			return ans, fmt.Errorf("elicitation %s: %v", eid, err)
+		}
+		ans.Content = content
+	case "decline", "cancel":
+		if in.Content != nil {
+			return ans, fmt.Errorf("elicitation %s: %s takes no content (only accept does)", eid, in.Action)
+		}
+	case "":
+		return ans, errors.New(`an answer needs its action: {"action":"accept","content":{...}}, {"action":"decline"} or {"action":"cancel"}`)
+	default:
+		return ans, fmt.Errorf("action %q: want accept, decline or cancel", in.Action)
+	}
+	return ans, nil
 }
 
 // expiredAction is what an elicitation that ended unanswered sent.
@@ -369,12 +399,7 @@ func (s *Server) listElicitations(w http.ResponseWriter, r *http.Request) {
 		Elicitations []PendingElicitation `json:"elicitations"`
 	}{Elicitations: []PendingElicitation{}}
 	for _, a := range pending {
-		ev := PendingElicitation{Turn: a.turn, ID: a.id, Server: a.e.Server, Message: a.e.Message, Mode: a.e.Mode, URL: a.e.URL,
-			TimeoutMS: time.Until(a.expires).Milliseconds(), Expires: a.expires.UTC().Format(time.RFC3339)}
-		for _, f := range a.e.Fields {
-			ev.Fields = append(ev.Fields, formField{Name: f.Name, Title: f.Title, Description: f.Description, Type: f.Type, Enum: f.Enum, Default: f.Default, Required: f.Required})
-		}
-		out.Elicitations = append(out.Elicitations, ev)
+		out.Elicitations = append(out.Elicitations, eventOf(a, time.Now()))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -377,4 +378,55 @@ func TestAURLElicitationIsAcceptedWithoutContent(t *testing.T) {
 	if result.Text != "accept" {
 		t.Fatalf("the server got %q", result.Text)
 	}
+}
+
+// With a shared event log (serve --worker), an answer posted to another
+// process than the one waiting on the elicitation reaches it through the
+// log; a second answer, to either, is a 409.
+func TestAnElicitationIsAnsweredThroughAnotherProcessSharingTheEvents(t *testing.T) {
+	f := newAskFixture(t, callElicit...)
+	shared := newMemoryEvents(0)
+	f.srv.Events = shared
+	other := &Server{Agent: f.srv.Agent, Workspace: f.srv.Workspace, Events: shared}
+	hs := httptest.NewServer(other)
+	t.Cleanup(func() { other.Close(); hs.Close() })
+	a := f.asked(t)
+	post := func(base, body string) (int, string) {
+		return postTo(t, base+"/v1/conversations/"+a.id+"/elicitations/"+a.el.ID, body)
+	}
+	if status, body := post(hs.URL, `{"action":"accept","content":{"age":"x"}}`); status != http.StatusBadRequest || !strings.Contains(body, "is not a number") {
+		t.Fatalf("a bad answer to the other process: %d %s", status, body)
+	}
+	if status, body := post(hs.URL, `{"action":"accept","content":{"age":7}}`); status != 200 {
+		t.Fatalf("the answer to the other process: %d %s", status, body)
+	}
+	var result toolFinishedEvent
+	for _, e := range a.w.until(t, EventTurnFinished) {
+		if e.Type == EventToolFinished {
+			mustJSON(t, e.Data, &result)
+		}
+	}
+	if result.Text != `accept {"age":7,"color":"blue","name":"Ann","verified":true}` {
+		t.Fatalf("the server got %q", result.Text)
+	}
+	for _, base := range []string{hs.URL, f.http.URL} {
+		if status, body := post(base, `{"action":"decline"}`); status != http.StatusConflict {
+			t.Errorf("a second answer to %s: %d %s", base, status, body)
+		}
+	}
+	if status, body := postTo(t, hs.URL+"/v1/conversations/"+a.id+"/elicitations/elicit_none", `{"action":"decline"}`); status != http.StatusNotFound {
+		t.Errorf("an unknown elicitation: %d %s", status, body)
+	}
+}
+
+// postTo posts body to url and returns the status and body.
+func postTo(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
