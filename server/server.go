@@ -75,7 +75,8 @@ type Server struct {
 	Queue TurnQueue
 	// Tools, when set, gives the tools a turn offers, asked as each turn
 	// starts (never within one): the MCP servers' new set after a
-	// tools/list_changed. The API lists and calls them too. Nil, the
+	// tools/list_changed. The API lists and calls them too. It is called
+	// from several goroutines at once, and must not block long. Nil, the
 	// Agent's Tools are offered.
 	Tools func() (*tool.Registry, error)
 	// ElicitTimeout is how long an MCP server's elicitation waits for a
