@@ -83,6 +83,7 @@ type agentFlags struct {
 	tools        toolsetFlags
 	think        thinkingFlags
 	background   backgroundFlags
+	guard        guardFlags
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -104,6 +105,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	f.think.add(fs)
+	f.guard.add(fs)
 	f.background.add(fs)
 	return fs
 }
@@ -289,7 +291,8 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 		return nil, "", err
 	}
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
-		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait}
+		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait,
+		RefusalGuard: f.guard.refusal}
 	return s, path, nil
 }
 
