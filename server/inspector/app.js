@@ -126,7 +126,8 @@ function render(messages) {
     n++;
     if (m.role === "context") {
       const e = m.edit || {};
-      const what = e.summary ? "summarised the messages before " + e.summary.through
+      const what = e.refusal ? "withheld " + (e.cleared || []).length + " result(s) after the model refused (" + e.refusal.stop + ")" + (e.refusal.text ? ": " + e.refusal.text : "")
+        : e.summary ? "summarised the messages before " + e.summary.through
         : "cleared " + (e.cleared || []).length + " result(s) or input(s) from the requests";
       (turn || tl).append(el("div", { class: "context" }, "Context: " + what +
         (e.before ? " (next request " + e.before + " → " + e.after + " tokens)" : "") + (e.why ? " — " + e.why : "")));
@@ -375,6 +376,7 @@ function handle(type, d) {
       break;
     case "context.cleared":
     case "context.summarised":
+    case "context.withheld":
     case "notice":
       $("live-state").textContent = d.text;
       break;
