@@ -110,14 +110,8 @@ func TestAnElicitationIsAnEventTheClientAnswersWithTheFormsContent(t *testing.T)
 	rest := w.until(t, EventTurnFinished)
 	var answered elicitationEndedEvent
 	var result toolFinishedEvent
-	for _, e := range rest {
-		switch e.Type {
-		case EventElicitationAnswered:
-			mustJSON(t, e.Data, &answered)
-		case EventToolFinished:
-			mustJSON(t, e.Data, &result)
-		}
-	}
+	decode(t, rest, EventElicitationAnswered, &answered)
+	decode(t, rest, EventToolFinished, &result)
 	if answered.ID != el.ID || answered.Action != "accept" {
 		t.Fatalf("elicitation.answered %+v", answered)
 	}
@@ -137,11 +131,7 @@ func TestADeclinedElicitationSendsTheServerDecline(t *testing.T) {
 		t.Fatalf("decline: %d %s", status, body)
 	}
 	var result toolFinishedEvent
-	for _, e := range w.until(t, EventTurnFinished) {
-		if e.Type == EventToolFinished {
-			mustJSON(t, e.Data, &result)
-		}
-	}
+	decode(t, w.until(t, EventTurnFinished), EventToolFinished, &result)
 	if result.Text != "decline null" {
 		t.Fatalf("the server got %q", result.Text)
 	}
@@ -157,16 +147,9 @@ func TestAnElicitationNobodyAnswersIsDeclinedAtTheTimeoutAndALateAnswerIs409(t *
 	var el elicitationEvent
 	var expired elicitationEndedEvent
 	var result toolFinishedEvent
-	for _, e := range evs {
-		switch e.Type {
-		case EventElicitation:
-			mustJSON(t, e.Data, &el)
-		case EventElicitationExpired:
-			mustJSON(t, e.Data, &expired)
-		case EventToolFinished:
-			mustJSON(t, e.Data, &result)
-		}
-	}
+	decode(t, evs, EventElicitation, &el)
+	decode(t, evs, EventElicitationExpired, &expired)
+	decode(t, evs, EventToolFinished, &result)
 	if expired.ID != el.ID || expired.Action != "decline" || !strings.Contains(expired.Reason, "no answer within 1ms") {
 		t.Fatalf("elicitation.expired %+v", expired)
 	}
@@ -210,16 +193,10 @@ func TestASampleGoesToTheTurnsModelAndIsEmitted(t *testing.T) {
 	var asked samplingEvent
 	var fin samplingFinishedEvent
 	var result toolFinishedEvent
-	for _, e := range w.until(t, EventTurnFinished) {
-		switch e.Type {
-		case EventSampling:
-			mustJSON(t, e.Data, &asked)
-		case EventSamplingFinished:
-			mustJSON(t, e.Data, &fin)
-		case EventToolFinished:
-			mustJSON(t, e.Data, &result)
-		}
-	}
+	evs := w.until(t, EventTurnFinished)
+	decode(t, evs, EventSampling, &asked)
+	decode(t, evs, EventSamplingFinished, &fin)
+	decode(t, evs, EventToolFinished, &result)
 	if asked.Server != "asker" || asked.Model != "claude-other" || asked.System != "be brief" || asked.MaxTokens != 100 || len(asked.Messages) != 1 || asked.Messages[0].Text != "say hi" {
 		t.Fatalf("sampling event %+v", asked)
 	}
@@ -370,11 +347,7 @@ func TestAURLElicitationIsAcceptedWithoutContent(t *testing.T) {
 		t.Fatalf("accept: %d %s", status, body)
 	}
 	var result toolFinishedEvent
-	for _, e := range w.until(t, EventTurnFinished) {
-		if e.Type == EventToolFinished {
-			mustJSON(t, e.Data, &result)
-		}
-	}
+	decode(t, w.until(t, EventTurnFinished), EventToolFinished, &result)
 	if result.Text != "accept" {
 		t.Fatalf("the server got %q", result.Text)
 	}
@@ -401,11 +374,7 @@ func TestAnElicitationIsAnsweredThroughAnotherProcessSharingTheEvents(t *testing
 		t.Fatalf("the answer to the other process: %d %s", status, body)
 	}
 	var result toolFinishedEvent
-	for _, e := range a.w.until(t, EventTurnFinished) {
-		if e.Type == EventToolFinished {
-			mustJSON(t, e.Data, &result)
-		}
-	}
+	decode(t, a.w.until(t, EventTurnFinished), EventToolFinished, &result)
 	if result.Text != `accept {"age":7,"color":"blue","name":"Ann","verified":true}` {
 		t.Fatalf("the server got %q", result.Text)
 	}
@@ -429,4 +398,17 @@ func postTo(t *testing.T, url, body string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// decode decodes into v the data of the last event of type typ in evs,
+// failing the test when there is none.
+func decode(t *testing.T, evs []Event, typ string, v any) {
+	t.Helper()
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type == typ {
+			mustJSON(t, evs[i].Data, v)
+			return
+		}
+	}
+	t.Fatalf("no %s event among %v", typ, types(evs))
 }
