@@ -63,7 +63,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	})
 	fs.BoolVar(&f.worker, "worker", false, "queue turns on the Postgres store (--store postgres://...) and run them here or on any serve --worker process sharing it (docs/scale.md)")
 	fs.IntVar(&f.workers, "workers", defaultWorkers, "with --worker, how many turns this process runs at once (`N`; 0 runs none: it only queues turns and serves events)")
-	fs.DurationVar(&f.elicitTimeout, "elicitation-timeout", server.DefaultElicitTimeout, "how long an MCP server's question (an elicitation event) waits for a client's answer before it is declined (`DURATION`)")
+	fs.DurationVar(&f.elicitTimeout, "elicitation-timeout", server.DefaultElicitTimeout, "how long (a `DURATION`) an MCP server's question (an elicitation event) waits for a client's answer before it is declined")
 	fs.DurationVar(&f.lease, "lease", history.DefaultLease, "how long a turn's claim on its conversation lasts unrenewed (`DURATION`): a worker that died is taken over after it, or at once on its own host")
 	pos, code, done := parseCommand("serve", serveUsage, fs, args, stdout, stderr)
 	if done {
