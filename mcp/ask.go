@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -21,6 +23,10 @@ type Elicitation struct {
 	Fields []Field // form mode: the requested schema's properties
 	URL    string  // url mode
 	ID     string  // url mode: the elicitation's id
+	// Schema is the form's requested schema as the server sent it (form
+	// mode): Check holds an answer to it whole (lengths, bounds), as the
+	// SDK does before the server is sent the answer.
+	Schema json.RawMessage
 }
 
 // Field is one property of a form elicitation's requested schema.
@@ -50,9 +56,63 @@ type Elicitor interface {
 	Elicit(ctx context.Context, e *Elicitation) (Answer, error)
 }
 
+// callsKey is the context key of Calls.
+type callsKey struct{}
+
+// callNumbers number the calls of this process, for inflight.
+var callNumbers atomic.Int64
+
+// inFlight records ctx as one of the server's calls in flight, until the
+// returned func is called.
+func (s *server) inFlight(ctx context.Context) (done func()) {
+	n := callNumbers.Add(1)
+	s.inflight.Store(n, ctx)
+	return func() { s.inflight.Delete(n) }
+}
+
+// withCalls is ctx carrying the contexts of the server's calls in flight
+// now, oldest first.
+func (s *server) withCalls(ctx context.Context) context.Context {
+	type call struct {
+		n   int64
+		ctx context.Context
+	}
+	var calls []call
+	s.inflight.Range(func(k, v any) bool {
+		calls = append(calls, call{k.(int64), v.(context.Context)})
+		return true
+	})
+	slices.SortFunc(calls, func(a, b call) int { return int(a.n - b.n) })
+	out := make([]context.Context, len(calls))
+	for i, c := range calls {
+		out[i] = c.ctx
+	}
+	return WithCalls(ctx, out...)
+}
+
+// WithCalls is ctx carrying calls as the calls in flight that Calls gives:
+// what package mcp hands an Elicitor or a Sampler; a test of one makes its
+// ctx with it.
+func WithCalls(ctx context.Context, calls ...context.Context) context.Context {
+	return context.WithValue(ctx, callsKey{}, calls)
+}
+
+// Calls are, in an Elicitor's or a Sampler's ctx, the contexts of the
+// calls to the asking server that were in flight when it asked, oldest
+// first (the contexts myelin's tool calls were made with). The protocol
+// does not say which call a request belongs to: a caller that runs
+// several conversations (the HTTP API) reads from them whose request it
+// is, and must refuse to guess when they disagree. Empty when the server
+// asked outside any call.
+func Calls(ctx context.Context) []context.Context {
+	calls, _ := ctx.Value(callsKey{}).([]context.Context)
+	return calls
+}
+
 // elicit answers a server's elicitation/create: through the Elicitor, or,
 // when there is none (no one to ask), declined, and the user told why.
 func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+	ctx = s.withCalls(ctx)
 	p := req.Params
 	e := &Elicitation{Server: s.cfg.Name, Message: p.Message, Mode: p.Mode, URL: p.URL, ID: p.ElicitationID}
 	if e.Mode == "" {
@@ -67,6 +127,9 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 			return nil, fmt.Errorf("the requested schema: %v", err)
 		}
 		e.Fields = fields
+		if p.RequestedSchema != nil {
+			e.Schema, _ = json.Marshal(p.RequestedSchema) // formFields marshalled it already
+		}
 	}
 	if s.opts.Elicitor == nil {
 		s.opts.notify(fmt.Sprintf("MCP server %s asked for input (%q); declined: no one to ask in a run that is not on a terminal", s.cfg.Name, oneLine(p.Message)))
@@ -123,6 +186,93 @@ func formFields(schema any) ([]Field, error) {
 		return strings.Compare(a.Name, b.Name)
 	})
 	return out, nil
+}
+
+// Check checks content, the answer to a form elicitation accepted, against
+// its fields, and returns it with the defaults of the fields it leaves
+// out. The error names the field and what was wrong with its value: a
+// field the form does not have, a required one missing (with no default),
+// a value of another type, an integer with a fraction, a string not one
+// of its enum.
+func (e *Elicitation) Check(content map[string]any) (map[string]any, error) {
+	out := map[string]any{}
+	known := map[string]bool{}
+	var names []string
+	for _, f := range e.Fields {
+		known[f.Name] = true
+		names = append(names, f.Name)
+	}
+	for name := range content {
+		if !known[name] {
+			return nil, fmt.Errorf("the form has no field %q (its fields: %s)", name, strings.Join(names, ", "))
+		}
+	}
+	for _, f := range e.Fields {
+		v, ok := content[f.Name]
+		if !ok || v == nil {
+			switch {
+			case f.Default != nil:
+				out[f.Name] = f.Default
+			case f.Required:
+				return nil, fmt.Errorf("field %q is required", f.Name)
+			}
+			continue
+		}
+		if err := checkValue(f, v); err != nil {
+			return nil, fmt.Errorf("field %q: %v", f.Name, err)
+		}
+		out[f.Name] = v
+	}
+	if len(e.Schema) > 0 {
+		var schema jsonschema.Schema
+		if err := json.Unmarshal(e.Schema, &schema); err != nil {
+			return nil, fmt.Errorf("the form's schema does not read: %v", err)
+		}
+		resolved, err := schema.Resolve(nil)
+		if err != nil {
+			return nil, fmt.Errorf("the form's schema does not resolve: %v", err)
+		}
+		if err := resolved.Validate(out); err != nil {
+			return nil, fmt.Errorf("the answer does not fit the form's schema: %v", err)
+		}
+	}
+	return out, nil
+}
+
+// checkValue checks one field's value, as JSON decodes it.
+func checkValue(f Field, v any) error {
+	switch f.Type {
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("%s is not a boolean (true or false)", jsonText(v))
+		}
+	case "integer", "number":
+		n, ok := v.(float64)
+		if !ok {
+			return fmt.Errorf("%s is not a number", jsonText(v))
+		}
+		if f.Type == "integer" && n != float64(int64(n)) {
+			return fmt.Errorf("%s is not an integer", jsonText(v))
+		}
+	default: // "string", or a type the form does not name: text
+		str, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%s is not a string", jsonText(v))
+		}
+		if len(f.Enum) > 0 && !slices.Contains(f.Enum, str) {
+			return fmt.Errorf("%q is not one of %s", str, strings.Join(f.Enum, ", "))
+		}
+	}
+	return nil
+}
+
+// jsonText is v as JSON, for an error.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // Sample is a server asking the conversation's model to complete
@@ -191,6 +341,7 @@ func (b *budget) settle(reserved, used int64) {
 // sample answers a server's sampling/createMessage, within its budget,
 // through the Sampler, and tells the user.
 func (s *server) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+	ctx = s.withCalls(ctx)
 	p := req.Params
 	smp := &Sample{Server: s.cfg.Name, System: p.SystemPrompt, MaxTokens: p.MaxTokens}
 	for i, m := range p.Messages {

@@ -2,9 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -12,75 +9,16 @@ import (
 	"testing"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/myelin-run/myelin/mcp/mcptest"
 )
 
-// askServer is an in-process MCP server, on loopback HTTP, whose tools ask
-// the client things during their calls: elicit (a form with defaults),
-// visit (a URL), sample (a completion), work (progress), say (a log
-// message) and grow (adds a tool, and so tools/list_changed).
+// askServer is mcptest.Asker on loopback HTTP: its tools ask the client
+// things during their calls: elicit (a form with defaults), visit (a URL),
+// sample (a completion), work (progress), say (a log message) and grow
+// (adds a tool, and so tools/list_changed).
 func askServer(t *testing.T) Server {
 	t.Helper()
-	srv := sdk.NewServer(&sdk.Implementation{Name: "asker", Version: "1"}, nil)
-	type none struct{}
-	text := func(s string) *sdk.CallToolResult {
-		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
-	}
-	sdk.AddTool(srv, &sdk.Tool{Name: "elicit"}, func(ctx context.Context, req *sdk.CallToolRequest, _ none) (*sdk.CallToolResult, any, error) {
-		res, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Message: "Who are you?", RequestedSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"name":     map[string]any{"type": "string", "default": "Ann"},
-				"age":      map[string]any{"type": "integer", "description": "years"},
-				"color":    map[string]any{"type": "string", "enum": []string{"red", "blue"}, "default": "blue"},
-				"verified": map[string]any{"type": "boolean", "default": true},
-			},
-			"required": []string{"age"},
-		}})
-		if err != nil {
-			return nil, nil, err
-		}
-		out, _ := json.Marshal(res.Content)
-		return text(res.Action + " " + string(out)), nil, nil
-	})
-	sdk.AddTool(srv, &sdk.Tool{Name: "visit"}, func(ctx context.Context, req *sdk.CallToolRequest, _ none) (*sdk.CallToolResult, any, error) {
-		res, err := req.Session.Elicit(ctx, &sdk.ElicitParams{Mode: "url", Message: "Sign in", URL: "https://example.test/signin", ElicitationID: "e1"})
-		if err != nil {
-			return nil, nil, err
-		}
-		return text(res.Action), nil, nil
-	})
-	sdk.AddTool(srv, &sdk.Tool{Name: "sample"}, func(ctx context.Context, req *sdk.CallToolRequest, _ none) (*sdk.CallToolResult, any, error) {
-		res, err := req.Session.CreateMessage(ctx, &sdk.CreateMessageParams{MaxTokens: 100, SystemPrompt: "be brief",
-			Messages: []*sdk.SamplingMessage{{Role: "user", Content: &sdk.TextContent{Text: "say hi"}}}})
-		if err != nil {
-			return nil, nil, err
-		}
-		return text(res.Model + ": " + res.Content.(*sdk.TextContent).Text), nil, nil
-	})
-	sdk.AddTool(srv, &sdk.Tool{Name: "work"}, func(ctx context.Context, req *sdk.CallToolRequest, _ none) (*sdk.CallToolResult, any, error) {
-		token := req.Params.GetProgressToken()
-		if token == nil {
-			return text("no progress token"), nil, nil
-		}
-		for i := 1; i <= 3; i++ {
-			if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d", i)}); err != nil {
-				return nil, nil, err
-			}
-		}
-		return text("worked"), nil, nil
-	})
-	sdk.AddTool(srv, &sdk.Tool{Name: "say"}, func(ctx context.Context, req *sdk.CallToolRequest, _ none) (*sdk.CallToolResult, any, error) {
-		err := req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: "warning", Logger: "disk", Data: "almost full"})
-		return text("said"), nil, err
-	})
-	sdk.AddTool(srv, &sdk.Tool{Name: "grow"}, func(ctx context.Context, req *sdk.CallToolRequest, _ none) (*sdk.CallToolResult, any, error) {
-		sdk.AddTool(srv, &sdk.Tool{Name: "grown"}, func(context.Context, *sdk.CallToolRequest, none) (*sdk.CallToolResult, any, error) {
-			return text("new"), nil, nil
-		})
-		return text("grew"), nil, nil
-	})
-	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	hs := httptest.NewServer(mcptest.Asker())
 	t.Cleanup(hs.Close) // after the Set closes (cleanups run last first): its standalone stream is open until then
 	return Server{Name: "asker", Type: "http", URL: hs.URL}
 }

@@ -264,6 +264,9 @@ type server struct {
 	client *sdk.Client
 	budget *budget  // what is left of its sampling budget; nil: it may not sample
 	calls  sync.Map // progress token → the offered name of the call's tool
+	// inflight are the contexts of its calls in flight, by a number of
+	// each: what it asks during a call is handed on with them (Calls).
+	inflight sync.Map
 
 	logMu sync.Mutex
 	notes *workspace.Log // where its logging notifications go, once one came
@@ -524,6 +527,7 @@ func (s *server) call(ctx context.Context, name, offered string, input json.RawM
 	defer cancel()
 	sl := &slot{}
 	params := &sdk.CallToolParams{Name: name, Arguments: input}
+	defer s.inFlight(ctx)()
 	defer s.withProgress(params, offered)()
 	_, err = l.sess.CallTool(withSlot(callCtx, sl), params)
 	switch {

@@ -23,6 +23,7 @@ const (
 	EventNotice            = "notice"             // noticeEvent
 	EventContextCleared    = "context.cleared"    // contextEvent
 	EventContextSummarised = "context.summarised" // contextEvent
+	EventContextWithheld   = "context.withheld"   // contextEvent: the refusal guard withheld a round's results
 	EventError             = "error"              // errorEvent
 	EventTurnFinished      = "turn.finished"      // turnFinishedEvent
 	EventLost              = "events.lost"        // the watcher resumed from further back than the log keeps
@@ -150,7 +151,10 @@ func (s *Server) emitAgent(c string, turn string, e agent.Event) {
 		s.emit(c, EventNotice, noticeEvent{Turn: turn, Kind: string(e.Kind), Text: e.Text})
 	case agent.ContextEdit:
 		typ := EventContextCleared
-		if e.Edit != nil && e.Edit.Summary != nil {
+		switch {
+		case e.Edit != nil && e.Edit.Refusal != nil:
+			typ = EventContextWithheld
+		case e.Edit != nil && e.Edit.Summary != nil:
 			typ = EventContextSummarised
 		}
 		s.emit(c, typ, contextEvent{Turn: turn, Text: e.Text, Edit: e.Edit})

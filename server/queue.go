@@ -59,8 +59,12 @@ func (s *Server) startQueued(w http.ResponseWriter, r *http.Request, id string, 
 		return
 	}
 	t := QueuedTurn{Turn: newTurnID(), Model: in.Model, MaxRounds: in.MaxRounds, MaxTokens: in.MaxTokens}
-	user := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(in.Prompt)}}}
+	prompt, told := s.goneNote(id, in.Prompt)
+	user := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(prompt)}}}
 	err = s.Queue.Enqueue(r.Context(), id, t, user)
+	if err == nil && told != nil {
+		told()
+	}
 	if !refusedStart(w, err, "the turn could not be queued: ") {
 		writeJSON(w, http.StatusAccepted, TurnStarted{Turn: t.Turn, Conversation: id,
 			Events: fmt.Sprintf("/v1/conversations/%s/events?after=%d", id, from)})
@@ -103,8 +107,10 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 	if err != nil {
 		return err
 	}
+	a, notes := s.withTools(a, conv)
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	tctx = turnContext(tctx, conv, t.Turn, a)
 	stop := context.AfterFunc(ctx, func() { cancel(errCancelled) })
 	defer stop()
 	var failed error
@@ -114,7 +120,7 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 		return tr, err
 	}
 	var notStarted error
-	if _, ok := s.runTurn(tctx, a, conv, t.Turn, prompt, run, func(err error) { notStarted = err }); !ok {
+	if _, ok := s.runTurn(tctx, a, conv, t.Turn, prompt, notes, nil, run, func(err error) { notStarted = err }); !ok {
 		return notStarted
 	}
 	if failed != nil && ctx.Err() == nil && !errors.Is(failed, history.ErrClaimLost) {

@@ -26,10 +26,13 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/workspace"
 )
 
@@ -70,6 +73,20 @@ type Server struct {
 	// and one of the workers sharing the queue runs it (RunQueued), here
 	// or on another host. Nil, the server runs its turns itself.
 	Queue TurnQueue
+	// Tools, when set, gives the tools a turn offers, asked as each turn
+	// starts (never within one): the MCP servers' new set after a
+	// tools/list_changed. The API lists and calls them too. It is called
+	// from several goroutines at once, and must not block long. Nil, the
+	// Agent's Tools are offered.
+	Tools func() (*tool.Registry, error)
+	// ElicitTimeout is how long an MCP server's elicitation waits for a
+	// client's answer before it is declined; 0 means
+	// DefaultElicitTimeout.
+	ElicitTimeout time.Duration
+	// Background, when set, is the Manager of the background scripts the
+	// turns start; its Waker must be this Server (Wake). Each turn tells
+	// its conversation once of the scripts a restart took away.
+	Background *background.Manager
 	// Log, when set, gets one line for each failure the server cannot
 	// report to a client (a turn's store error after its client left).
 	Log func(format string, args ...any)
@@ -84,6 +101,7 @@ type Server struct {
 	ended  chan struct{}  // closed once Close's turns have ended: the streams end
 	turns  sync.WaitGroup // added to under mu, while not closed
 	closed bool           // Close was called: no turn starts
+	asks   asks           // the elicitations waiting for a client, and those ended
 }
 
 // conversation is what the server holds of one conversation while it
@@ -91,6 +109,11 @@ type Server struct {
 type conversation struct {
 	mu   sync.Mutex
 	turn *running // nil when no turn of this server runs it
+	// tools are the tools its last turn on this server offered.
+	tools *tool.Registry
+	// wakes are background scripts' wakes waiting for its running turn
+	// to end, oldest first.
+	wakes []background.Wake
 }
 
 func (s *Server) init() {
@@ -134,6 +157,8 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/conversations/{id}/requests/{n}", s.getRequest},
 		{"GET", "/v1/conversations/{id}/requests/{n}/body", s.requestBody},
 		{"GET", "/v1/conversations/{id}/requests/{n}/diff", s.requestDiff},
+		{"GET", "/v1/conversations/{id}/elicitations", s.listElicitations},
+		{"POST", "/v1/conversations/{id}/elicitations/{eid}", s.answerElicitation},
 		{"GET", "/v1/tools", s.listTools},
 		{"POST", "/v1/tools/{name}/call", s.callTool},
 		{"GET", "/v1/spills/{path...}", s.spill},

@@ -708,3 +708,31 @@ func TestAToolFinishedEventCarriesTheServersOwnReply(t *testing.T) {
 	}
 	t.Fatal("no tool.finished event")
 }
+
+// The refusal guard's record (docs/agent.md) is told apart from a
+// clearing: context.withheld, its edit carrying the refused answer.
+func TestAGuardsWithheldRoundIsAContextWithheldEvent(t *testing.T) {
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "noop--run", Input: `{}`}}},
+		providertest.Step{Text: "I won't.", Refuse: true},
+		providertest.Step{Text: "done"},
+	)
+	f.srv.Agent.RefusalGuard = true
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "go")
+	var withheld []contextEvent
+	for _, e := range w.until(t, EventTurnFinished) {
+		switch e.Type {
+		case EventContextWithheld:
+			var c contextEvent
+			mustJSON(t, e.Data, &c)
+			withheld = append(withheld, c)
+		case EventContextCleared:
+			t.Errorf("the guard's record came as %s: %s", e.Type, e.Data)
+		}
+	}
+	if len(withheld) != 1 || withheld[0].Edit == nil || withheld[0].Edit.Refusal == nil || withheld[0].Edit.Refusal.Text != "I won't." {
+		t.Fatalf("context.withheld events %+v", withheld)
+	}
+}

@@ -28,7 +28,12 @@ func outputOf(o result.Output) ToolOutput {
 
 // listTools serves the tool definitions as the model is sent them.
 func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
-	defs, err := s.Agent.ToolDefs()
+	a := s.Agent
+	if reg, _ := s.currentTools(); reg != a.Tools {
+		a = a.Clone()
+		a.Tools = reg
+	}
+	defs, err := a.ToolDefs()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
@@ -53,7 +58,8 @@ func (s *Server) listTools(w http.ResponseWriter, r *http.Request) {
 // model would read it. An unknown tool is 404.
 func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	if s.Agent.Tools.Get(name) == nil {
+	reg, _ := s.currentTools()
+	if reg.Get(name) == nil {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no tool %q; GET /v1/tools lists them", name))
 		return
 	}
@@ -64,7 +70,7 @@ func (s *Server) callTool(w http.ResponseWriter, r *http.Request) {
 	}
 	// an empty body or null is a call with no arguments: the dispatcher
 	// takes both as {}
-	d := &tool.Dispatcher{Tools: s.Agent.Tools, Env: s.Agent.Env, Timeout: s.Agent.ToolTimeout}
+	d := &tool.Dispatcher{Tools: reg, Env: s.Agent.Env, Timeout: s.Agent.ToolTimeout}
 	out := d.Call(r.Context(), tool.Call{ID: "api_" + newTurnID()[5:], Name: name, Input: input})
 	writeJSON(w, http.StatusOK, outputOf(out))
 }

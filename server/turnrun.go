@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/history"
 )
 
 // runTurn runs a turn — run is the agent's Turn or Continue — with its
@@ -12,8 +13,10 @@ import (
 // called once: with nil when the turn holds the conversation's claim
 // (turn.started is logged), or with the error that kept it from starting
 // (nothing is logged). It returns how the turn ended (turn.finished's
-// reason) and whether it started.
-func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt string, run func(on func(agent.Event)) (agent.TurnResult, error), started func(error)) (string, bool) {
+// reason) and whether it started. notes are emitted as notices after
+// turn.started; told, when set, is called once the turn's prompt is
+// stored (the restart note it starts with is then told: wakes.go).
+func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt string, notes []string, told func(), run func(on func(agent.Event)) (agent.TurnResult, error), started func(error)) (string, bool) {
 	claimed := false
 	stored := 0 // the conversation's messages, once the turn stored one
 	tr, err := run(func(e agent.Event) {
@@ -21,8 +24,15 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 		case agent.Started:
 			claimed = true
 			s.emit(id, EventTurnStarted, turnStartedEvent{Turn: tid, Prompt: prompt})
+			for _, n := range notes {
+				s.emit(id, EventNotice, noticeEvent{Turn: tid, Kind: string(agent.Notice), Text: n})
+			}
 			started(nil)
 		case agent.Stored:
+			if told != nil && e.Message != nil && e.Message.Role == history.User {
+				told()
+				told = nil
+			}
 			// numbered from the store's count at the first (the turn
 			// holds the claim: no one else appends meanwhile)
 			if stored == 0 {

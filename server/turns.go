@@ -109,44 +109,70 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		s.startQueued(w, r, id, in)
 		return
 	}
-	if !s.addTurn() {
-		writeError(w, http.StatusServiceUnavailable, "the server is closing: it starts no turn")
+	a, notes := s.withTools(a, id)
+	from, err := s.log.Last(r.Context(), id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "reading the conversation's events: "+err.Error())
 		return
 	}
-	c := s.conv(id)
-	c.mu.Lock()
-	if t := c.turn; t != nil && !isDone(t.done) {
-		c.mu.Unlock()
-		s.turns.Done()
+	t, started, busy := s.launch(id, a, in.Prompt, notes)
+	switch {
+	case t == nil && busy == nil:
+		writeError(w, http.StatusServiceUnavailable, "the server is closing: it starts no turn")
+		return
+	case t == nil:
 		var h Held
 		h.Error.Status = http.StatusConflict
-		h.Error.Message = fmt.Sprintf("conversation %s is being advanced by turn %s of this server; cancel it or wait for its turn.finished event", id, t.id)
-		h.Error.Turn = t.id
+		h.Error.Message = fmt.Sprintf("conversation %s is being advanced by turn %s of this server; cancel it or wait for its turn.finished event", id, busy.id)
+		h.Error.Turn = busy.id
 		writeJSON(w, http.StatusConflict, h)
 		return
 	}
-	t := &running{id: newTurnID(), done: make(chan struct{})}
+	select {
+	case err = <-started:
+	case <-r.Context().Done():
+		return // the turn runs on; its events say how it goes
+	}
+	if !refusedStart(w, err, "the turn could not start: ") {
+		writeJSON(w, http.StatusAccepted, TurnStarted{Turn: t.id, Conversation: id,
+			Events: fmt.Sprintf("/v1/conversations/%s/events?after=%d", id, from)})
+	}
+}
+
+// launch starts a turn of conversation id on this server, run by a with
+// prompt (a background script's wake, or a client's), its notes emitted
+// after turn.started. It returns the turn and a channel that gets, once,
+// nil when the turn holds the conversation's claim or the error that kept
+// it from starting; or, when the conversation has a turn running here
+// already, that turn as busy; or nothing when the server is closing.
+// When a turn ends, the conversation's next wake, if one is waiting,
+// starts (wakes.go).
+func (s *Server) launch(id string, a *agent.Agent, prompt string, notes []string) (t *running, started <-chan error, busy *running) {
+	if !s.addTurn() {
+		return nil, nil, nil
+	}
+	c := s.conv(id)
+	c.mu.Lock()
+	if cur := c.turn; cur != nil && !isDone(cur.done) {
+		c.mu.Unlock()
+		s.turns.Done()
+		return nil, nil, cur
+	}
+	t = &running{id: newTurnID(), done: make(chan struct{})}
 	ctx, cancel := context.WithCancelCause(s.base)
 	t.cancel = cancel
 	c.turn = t
 	c.mu.Unlock()
 
-	from, err := s.log.Last(r.Context(), id)
-	if err != nil {
-		c.mu.Lock()
-		c.turn = nil
-		c.mu.Unlock()
-		cancel(nil)
-		s.turns.Done()
-		writeError(w, http.StatusInternalServerError, "reading the conversation's events: "+err.Error())
-		return
-	}
-	started := make(chan error, 1)
+	ch := make(chan error, 1)
 	go func() {
+		defer s.nextWake(id) // after turns.Done and done: the next turn may start
 		defer s.turns.Done()
 		defer cancel(nil)
-		run := func(on func(agent.Event)) (agent.TurnResult, error) { return a.Turn(ctx, id, in.Prompt, on) }
-		reason, claimed := s.runTurn(ctx, a, id, t.id, in.Prompt, run, func(err error) { started <- err })
+		tctx := turnContext(ctx, id, t.id, a)
+		full, told := s.goneNote(id, prompt)
+		run := func(on func(agent.Event)) (agent.TurnResult, error) { return a.Turn(tctx, id, full, on) }
+		reason, claimed := s.runTurn(tctx, a, id, t.id, full, notes, told, run, func(err error) { ch <- err })
 		if !claimed {
 			c.mu.Lock()
 			if c.turn == t {
@@ -157,16 +183,7 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		t.reason = reason
 		close(t.done)
 	}()
-
-	select {
-	case err = <-started:
-	case <-r.Context().Done():
-		return // the turn runs on; its events say how it goes
-	}
-	if !refusedStart(w, err, "the turn could not start: ") {
-		writeJSON(w, http.StatusAccepted, TurnStarted{Turn: t.id, Conversation: id,
-			Events: fmt.Sprintf("/v1/conversations/%s/events?after=%d", id, from)})
-	}
+	return t, ch, nil
 }
 
 // refusedStart answers a turn that could not start or be queued — 409

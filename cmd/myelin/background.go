@@ -52,10 +52,11 @@ func (f *backgroundFlags) limits() (background.Limits, error) {
 }
 
 // backgroundSetup is what a command that runs background scripts gives
-// openToolset: their limits, and where their wakes go.
+// openToolset: their limits, and where their wakes go (chat's queue, or
+// serve's HTTP API, which runs the woken turns itself).
 type backgroundSetup struct {
 	limits background.Limits
-	wakes  *background.Queue
+	wakes  background.Waker
 }
 
 // withBackground makes the background scripts' Manager over c (code
@@ -70,7 +71,8 @@ func (ts *toolset) withBackground(reg *tool.Registry, setup *backgroundSetup, c 
 		if err != nil {
 			return c, err
 		}
-		ts.bg, ts.wakes = m, setup.wakes
+		ts.bg = m
+		ts.wakes, _ = setup.wakes.(*background.Queue)
 	}
 	if err := reg.Add(ts.bg.Tools()...); err != nil {
 		return c, err

@@ -22,8 +22,12 @@ type mcpUI struct {
 	in  io.Reader
 	out io.Writer
 	// sampler completes sampling requests with the conversation's model
-	// (run and chat); nil in `tool call` and `mcp list`.
+	// (run and chat; serve's is the HTTP API's); nil in `tool call` and
+	// `mcp list`.
 	sampler mcp.Sampler
+	// elicitor, when set, asks instead of the terminal: serve's HTTP API,
+	// whose clients answer.
+	elicitor mcp.Elicitor
 
 	mu     sync.Mutex  // guards rep
 	asking atomic.Bool // a question is on the screen: nothing else is drawn
@@ -46,7 +50,10 @@ func (u *mcpUI) options(o *mcp.Options) {
 	if u == nil {
 		return
 	}
-	if u.in != nil {
+	switch {
+	case u.elicitor != nil:
+		o.Elicitor = u.elicitor
+	case u.in != nil:
 		o.Elicitor = u
 	}
 	if u.sampler != nil {

@@ -15,9 +15,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/mcp"
-	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/script"
 	"github.com/myelin-run/myelin/tool"
@@ -130,14 +128,6 @@ func TestNoQuestionIsAskedWithoutATerminal(t *testing.T) {
 	}
 }
 
-func TestStopReasonsAreSaidInMCPsWords(t *testing.T) {
-	for wire, want := range map[string]string{"end_turn": "endTurn", "stop": "endTurn", "max_tokens": "maxTokens", "length": "maxTokens", "stop_sequence": "stopSequence", "other": "other"} {
-		if got := stopReason(wire); got != want {
-			t.Errorf("stopReason(%q) = %q, want %q", wire, got, want)
-		}
-	}
-}
-
 // TestAServersNewToolsAreOfferedByANewRegistryOnly pins the between-turns
 // rule: after tools/list_changed, refresh builds a new registry with the
 // new tools, and the registry a turn in flight holds is left as it was.
@@ -198,39 +188,5 @@ func TestAServersNewToolsAreOfferedByANewRegistryOnly(t *testing.T) {
 	}
 	if !slices.Contains(ts.reg.Names(), "code_execution") {
 		t.Errorf("code_execution is not in the new registry: %v", ts.reg.Names())
-	}
-}
-
-// oneAnswer is a provider that answers every request with its text and
-// usage, and keeps the request.
-type oneAnswer struct {
-	got  []provider.Request
-	text string
-}
-
-func (p *oneAnswer) Complete(_ context.Context, req provider.Request, _ func(string)) (provider.Response, error) {
-	p.got = append(p.got, req)
-	return provider.Response{StopReason: "end_turn", Message: history.Message{Role: history.Assistant,
-		Parts: []history.Part{{Type: history.TextPart, Text: p.text}}, Usage: &history.Usage{Input: 10, CacheRead: 5, Output: 7}}}, nil
-}
-
-func TestASampleIsOneRequestToTheConversationsModelWithoutTools(t *testing.T) {
-	prov := &oneAnswer{text: "hello"}
-	s := providerSampler{prov: prov, model: "m-1"}
-	c, err := s.Sample(context.Background(), &mcp.Sample{Server: "x", System: "be brief", MaxTokens: 50,
-		Messages: []mcp.SampleMessage{{Role: "user", Text: "hi"}, {Role: "assistant", Text: "yes?"}, {Role: "user", Text: "greet"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c != (mcp.Completion{Text: "hello", Model: "m-1", StopReason: "endTurn", Tokens: 22}) {
-		t.Errorf("completion %+v", c)
-	}
-	req := prov.got[0]
-	if req.Model != "m-1" || req.System != "be brief" || req.MaxTokens != 50 || len(req.Tools) != 0 || len(req.Messages) != 3 ||
-		req.Messages[1].Role != history.Assistant || req.Messages[2].Parts[0].Text != "greet" {
-		t.Errorf("request %+v", req)
-	}
-	if _, err := s.Sample(context.Background(), &mcp.Sample{MaxTokens: 5, Messages: []mcp.SampleMessage{{Role: "system", Text: "x"}}}); err == nil {
-		t.Error("a message of role system was sent")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/mcp"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/bedrock"
@@ -105,9 +106,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	f.tools.add(fs)
 	f.think.add(fs)
 	f.guard.add(fs)
-	if name != "serve" { // the server does not run background scripts yet (background.Waker is its seam)
-		f.background.add(fs)
-	}
+	f.background.add(fs)
 	return fs
 }
 
@@ -283,7 +282,9 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	if f.tools.mcp.ui == nil { // serve: no terminal, but sampling and its notices on stderr
 		f.tools.mcp.ui = newMCPUI(nil, stderr)
 	}
-	f.tools.mcp.ui.sampler = providerSampler{prov: prov, model: model}
+	if f.tools.mcp.ui.sampler == nil { // serve brings its own: the conversation's provider and model
+		f.tools.mcp.ui.sampler = mcp.ProviderSampler{Provider: prov, Model: model}
+	}
 	s.tools, err = openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
 		s.close()

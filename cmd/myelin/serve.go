@@ -14,6 +14,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/server"
+	"github.com/myelin-run/myelin/tool"
 )
 
 const serveUsage = `Usage:
@@ -28,6 +29,10 @@ const serveUsage = `Usage:
       serve processes on several hosts share the turns: each turn is queued
       with its prompt and run by one of them, and its events reach a client
       of any (docs/scale.md).
+      What MCP servers ask during a call (an elicitation, a sampling
+      request) is an event of the conversation whose call it is, which its
+      clients answer over the API; background scripts' wakes are events
+      too, each followed by its turn (docs/serve.md).
 `
 
 // serveFlags are serve's flags: the agent's, and where and how to listen.
@@ -39,6 +44,9 @@ type serveFlags struct {
 	worker  bool
 	workers int
 	lease   time.Duration
+	// elicitTimeout is how long an MCP server's elicitation waits for a
+	// client's answer before it is declined.
+	elicitTimeout time.Duration
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -55,6 +63,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	})
 	fs.BoolVar(&f.worker, "worker", false, "queue turns on the Postgres store (--store postgres://...) and run them here or on any serve --worker process sharing it (docs/scale.md)")
 	fs.IntVar(&f.workers, "workers", defaultWorkers, "with --worker, how many turns this process runs at once (`N`; 0 runs none: it only queues turns and serves events)")
+	fs.DurationVar(&f.elicitTimeout, "elicitation-timeout", server.DefaultElicitTimeout, "how long (a `DURATION`) an MCP server's question (an elicitation event) waits for a client's answer before it is declined")
 	fs.DurationVar(&f.lease, "lease", history.DefaultLease, "how long a turn's claim on its conversation lasts unrenewed (`DURATION`): a worker that died is taken over after it, or at once on its own host")
 	pos, code, done := parseCommand("serve", serveUsage, fs, args, stdout, stderr)
 	if done {
@@ -79,6 +88,13 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if f.workers < 0 || f.lease <= 0 {
 		return usageError(stderr, "serve", fmt.Sprintf("--workers %d, --lease %s: give a number ≥ 0 and a duration > 0", f.workers, f.lease))
 	}
+	if f.elicitTimeout <= 0 {
+		return usageError(stderr, "serve", fmt.Sprintf("--elicitation-timeout %s: give a duration > 0 (default %s)", f.elicitTimeout, server.DefaultElicitTimeout))
+	}
+	bgLimits, err := f.background.limits()
+	if err != nil {
+		return usageError(stderr, "serve", err.Error())
+	}
 	if (set["workers"] || set["lease"]) && !f.worker {
 		return usageError(stderr, "serve", "--workers and --lease go with --worker")
 	}
@@ -89,6 +105,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		f.store = workerPool(dsn, f.workers)
 	}
+	// The API is made first: it is what MCP servers ask (elicitation and
+	// sampling, for the conversation whose call asks) and where background
+	// scripts' wakes go (it runs the woken turns).
+	api := &server.Server{Token: f.token, CORSOrigins: f.cors, ElicitTimeout: f.elicitTimeout,
+		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }}
+	f.tools.mcp.ui = newMCPUI(nil, stderr)
+	f.tools.mcp.ui.elicitor, f.tools.mcp.ui.sampler = api, api
+	f.tools.background = &backgroundSetup{limits: bgLimits, wakes: api}
 	s, _, err := openAgent(ctx, f.agentFlags, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
@@ -102,8 +126,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
 		return exitError
 	}
-	api := &server.Server{Agent: s.agent, Workspace: s.ws, Token: f.token, CORSOrigins: f.cors,
-		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }}
+	api.Agent, api.Workspace, api.Background = s.agent, s.ws, s.tools.bg
+	var toolsMu sync.Mutex // the toolset is rebuilt by one turn at a time
+	api.Tools = func() (*tool.Registry, error) {
+		toolsMu.Lock()
+		defer toolsMu.Unlock()
+		_, err := s.tools.refresh() // the MCP servers' new tools, if they changed
+		return s.tools.reg, err
+	}
 	stopWorkers := func() {}
 	if f.worker {
 		stop, err := startWorkers(ctx, api, s.store, dsn, f.workers, f.lease, stderr)

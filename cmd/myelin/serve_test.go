@@ -64,18 +64,7 @@ func serveATurn(t *testing.T, args ...string) string {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	post := func(path, body string) map[string]any {
-		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var v map[string]any
-		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode >= 300 {
-			t.Fatalf("POST %s: %d %v %v", path, resp.StatusCode, v, err)
-		}
-		return v
-	}
+	post := func(path, body string) map[string]any { return postJSON(t, base+path, body) }
 	id := post("/v1/conversations", "")["id"].(string)
 	started := post("/v1/conversations/"+id+"/turns", `{"prompt":"what does a.txt say?"}`)
 	resp, err := http.Get(base + started["events"].(string))
@@ -111,6 +100,38 @@ func serveATurn(t *testing.T, args ...string) string {
 		t.Fatalf("serve did not stop on the interrupt: %s", stderr.String())
 	}
 	return id
+}
+
+func TestServeRefusesBadElicitationAndBackgroundFlags(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--elicitation-timeout", "0s"}, "--elicitation-timeout 0s: give a duration > 0 (default 5m0s)"},
+		{[]string{"--background-scripts", "0"}, "--background-scripts 0: give 1 or more (default 3)"},
+		{[]string{"--wake-gap", "-1s"}, "--wake-gap -1s: give 0 or more"},
+	} {
+		_, errOut, code := cli(t, append([]string{"serve", "--workspace", dir}, c.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d: %s", c.args, code, errOut)
+		}
+	}
+}
+
+// postJSON posts body to url and decodes the answer, which must be a 2xx.
+func postJSON(t *testing.T, url, body string) map[string]any {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode >= 300 {
+		t.Fatalf("POST %s: %d %v %v", url, resp.StatusCode, v, err)
+	}
+	return v
 }
 
 func TestServeOffLoopbackNeedsAToken(t *testing.T) {

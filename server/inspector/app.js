@@ -52,18 +52,22 @@ function el(tag, attrs, ...children) {
 
 async function loadConversations() {
   const data = await api("GET", "/v1/conversations");
+  state.convs = data.conversations;
   const ul = $("conversations");
   ul.replaceChildren();
   for (const c of data.conversations) {
+    // a subagent's conversation (agent--delegate) names its parent
     const li = el("li", { "data-id": c.id, onclick: () => select(c.id) },
-      c.id, el("span", { class: "count" }, c.messages + (c.turn ? " ▶" : "")));
+      (c.parent ? "↳ " : "") + c.id, el("span", { class: "count" }, c.messages + (c.turn ? " ▶" : "")));
     if (c.id === state.current) li.classList.add("selected");
     ul.append(li);
   }
   status("connected");
 }
 
-async function select(id) {
+// select shows conversation id; at, when given, is the call to scroll to
+// (a subagent's parent call).
+async function select(id, at) {
   if (state.events) state.events.abort();
   state.current = id;
   state.lastEvent = 0;
@@ -76,11 +80,20 @@ async function select(id) {
     const info = await api("GET", "/v1/conversations/" + encodeURIComponent(id));
     state.window = info.window;
     $("conversation-title").textContent = "Conversation " + id + " · " + info.model + ", a " + info.window.toLocaleString("en") + "-token window";
+    if (info.parent) {
+      $("conversation-title").append(" · ", el("button", { class: "link", type: "button", onclick: () => select(info.parent, info.parent_call) },
+        "a subagent of " + info.parent + " (call " + info.parent_call + ")"));
+    }
   } catch (e) { status(e.message); }
   $("live").hidden = true;
+  $("asks").replaceChildren();
   for (const li of $("conversations").children) li.classList.toggle("selected", li.dataset.id === id);
   await loadMessages();
   watch(id);
+  if (at) {
+    const call = document.querySelector('.call[data-call="' + CSS.escape(at) + '"]');
+    if (call) call.scrollIntoView({ block: "center" });
+  }
 }
 
 // --- the timeline ---
@@ -113,7 +126,8 @@ function render(messages) {
     n++;
     if (m.role === "context") {
       const e = m.edit || {};
-      const what = e.summary ? "summarised the messages before " + e.summary.through
+      const what = e.refusal ? "withheld " + (e.cleared || []).length + " result(s) after the model refused (" + e.refusal.stop + ")" + (e.refusal.text ? ": " + e.refusal.text : "")
+        : e.summary ? "summarised the messages before " + e.summary.through
         : "cleared " + (e.cleared || []).length + " result(s) or input(s) from the requests";
       (turn || tl).append(el("div", { class: "context" }, "Context: " + what +
         (e.before ? " (next request " + e.before + " → " + e.after + " tokens)" : "") + (e.why ? " — " + e.why : "")));
@@ -136,6 +150,8 @@ function render(messages) {
       for (const p of m.parts.filter((p) => p.type === "tool_call")) {
         const slot = el("div", { class: "panes" });
         const head = el("div", { class: "call-head" }, p.name + " " + (p.input ? JSON.stringify(p.input) : p.text || "{}"));
+        const child = (state.convs || []).find((c) => c.parent === state.current && c.parent_call === p.call_id);
+        if (child) head.append(" ", el("button", { class: "link", type: "button", onclick: () => select(child.id) }, "→ its subagent's conversation " + child.id));
         round.append(el("div", { class: "call", "data-call": p.call_id }, head, slot));
         calls[p.call_id] = { slot, head };
       }
@@ -325,7 +341,8 @@ async function watch(id) {
 let reloadTimer = null;
 function reloadSoon() {
   clearTimeout(reloadTimer);
-  reloadTimer = setTimeout(() => { loadMessages(); loadConversations(); }, 100);
+  // the conversations first: a call's subagent is found among them
+  reloadTimer = setTimeout(() => { loadConversations().then(loadMessages).catch((e) => status(e.message)); }, 100);
 }
 
 function handle(type, d) {
@@ -359,6 +376,7 @@ function handle(type, d) {
       break;
     case "context.cleared":
     case "context.summarised":
+    case "context.withheld":
     case "notice":
       $("live-state").textContent = d.text;
       break;
@@ -375,7 +393,78 @@ function handle(type, d) {
       status(d.message);
       reloadSoon();
       break;
+    case "elicitation":
+      showAsk(d);
+      break;
+    case "elicitation.answered":
+    case "elicitation.expired": {
+      const box = document.querySelector('.ask[data-id="' + CSS.escape(d.id) + '"]');
+      if (box) box.remove();
+      $("live-state").textContent = "MCP server " + d.server + " was sent " + d.action + (d.reason ? ": " + d.reason : "");
+      break;
+    }
+    case "sampling":
+      $("live-state").textContent = "MCP server " + d.server + " asks " + d.model + " to complete (up to " + d.max_tokens + " tokens)";
+      break;
+    case "sampling.finished":
+      $("live-state").textContent = "MCP server " + d.server + " got " + (d.error ? "an error: " + d.error : d.text.length + " chars (" + d.tokens + " tokens)");
+      break;
+    case "wake":
+      $("live-state").textContent = "background script " + d.script + (d.died ? " ended without waking the agent" : " woke the agent (wake " + d.n + " of " + d.of + ")");
+      reloadSoon();
+      break;
   }
+}
+
+// --- what MCP servers ask ---
+
+// showAsk shows an elicitation as a form whose answer is posted to the API
+// (which checks it against the fields and says what was wrong).
+function showAsk(d) {
+  if (document.querySelector('.ask[data-id="' + CSS.escape(d.id) + '"]')) return;
+  const inputs = {};
+  const box = el("div", { class: "ask", "data-id": d.id },
+    el("div", {}, el("strong", {}, "MCP server " + d.server + " asks: "), d.message));
+  if (d.mode === "url") {
+    box.append(el("div", {}, "Open ", el("a", { href: d.url, target: "_blank", rel: "noopener noreferrer" }, d.url), ", then accept when you are done there."));
+  }
+  for (const f of d.fields || []) {
+    let input;
+    if (f.enum) {
+      input = el("select", {}, ...(f.required ? [] : [el("option", { value: "" }, "")]), ...f.enum.map((v) => el("option", { value: v }, v)));
+      if (f.default !== undefined) input.value = f.default;
+    } else if (f.type === "boolean") {
+      input = el("input", { type: "checkbox" });
+      input.checked = f.default === true;
+    } else {
+      input = el("input", { type: f.type === "integer" || f.type === "number" ? "number" : "text" });
+      if (f.default !== undefined) input.value = String(f.default);
+    }
+    inputs[f.name] = { f, input };
+    box.append(el("label", {}, (f.title || f.name) + (f.required ? " *" : "") + (f.description ? " — " + f.description : "") + " ", input));
+  }
+  const error = el("div", { class: "ask-error" });
+  const answer = async (action) => {
+    const body = { action };
+    if (action === "accept" && d.mode !== "url") {
+      body.content = {};
+      for (const [name, { f, input }] of Object.entries(inputs)) {
+        if (f.type === "boolean") body.content[name] = input.checked;
+        else if (input.value === "") continue; // left out: its default, or the API says it is required
+        else if (f.type === "integer" || f.type === "number") body.content[name] = Number(input.value);
+        else body.content[name] = input.value;
+      }
+    }
+    try {
+      await api("POST", "/v1/conversations/" + encodeURIComponent(state.current) + "/elicitations/" + encodeURIComponent(d.id), body);
+      box.remove();
+    } catch (err) { error.textContent = err.message; }
+  };
+  box.append(el("div", { class: "ask-buttons" },
+    el("button", { type: "button", onclick: () => answer("accept") }, d.mode === "url" ? "Done" : "Accept"),
+    el("button", { type: "button", onclick: () => answer("decline") }, "Decline"),
+    el("button", { type: "button", onclick: () => answer("cancel") }, "Cancel")), error);
+  $("asks").append(box);
 }
 
 // --- the pager ---

@@ -1,4 +1,4 @@
-package main
+package mcp
 
 import (
 	"context"
@@ -7,22 +7,23 @@ import (
 	"strings"
 
 	"github.com/myelin-run/myelin/history"
-	"github.com/myelin-run/myelin/mcp"
 	"github.com/myelin-run/myelin/provider"
 )
 
-// providerSampler completes MCP servers' sampling requests with the
-// conversation's own provider and model (mcp.Sampler): one request, no
-// tools, the server's messages as they are. It must not put the server's
-// request into the conversation: what the model says goes to the server
-// only.
-type providerSampler struct {
-	prov  provider.Provider
-	model string
+// ProviderSampler completes servers' sampling requests with a
+// conversation's own provider and model (a Sampler): one request, no
+// tools, the server's messages as they are. The caller picks the provider
+// and model (the command's, or the HTTP API's conversation's): package
+// mcp must not. It must not put the server's request into the
+// conversation: what the model says goes to the server only.
+type ProviderSampler struct {
+	Provider provider.Provider
+	Model    string
 }
 
-func (p providerSampler) Sample(ctx context.Context, s *mcp.Sample) (mcp.Completion, error) {
-	req := provider.Request{Model: p.model, System: s.System, MaxTokens: int(s.MaxTokens)}
+// Sample sends s as one request and gives back the text of the answer.
+func (p ProviderSampler) Sample(ctx context.Context, s *Sample) (Completion, error) {
+	req := provider.Request{Model: p.Model, System: s.System, MaxTokens: int(s.MaxTokens)}
 	for _, m := range s.Messages {
 		role := history.User
 		switch m.Role {
@@ -30,16 +31,16 @@ func (p providerSampler) Sample(ctx context.Context, s *mcp.Sample) (mcp.Complet
 		case "assistant":
 			role = history.Assistant
 		default:
-			return mcp.Completion{}, fmt.Errorf("a message of role %q: want user or assistant", m.Role)
+			return Completion{}, fmt.Errorf("a message of role %q: want user or assistant", m.Role)
 		}
 		req.Messages = append(req.Messages, history.Message{Role: role, Parts: []history.Part{{Type: history.TextPart, Text: m.Text}}})
 	}
 	if len(req.Messages) == 0 {
-		return mcp.Completion{}, errors.New("no messages to complete")
+		return Completion{}, errors.New("no messages to complete")
 	}
-	resp, err := p.prov.Complete(ctx, req, nil)
+	resp, err := p.Provider.Complete(ctx, req, nil)
 	if err != nil {
-		return mcp.Completion{}, err
+		return Completion{}, err
 	}
 	var text strings.Builder
 	for _, part := range resp.Message.Parts {
@@ -47,7 +48,7 @@ func (p providerSampler) Sample(ctx context.Context, s *mcp.Sample) (mcp.Complet
 			text.WriteString(part.Text)
 		}
 	}
-	c := mcp.Completion{Text: text.String(), Model: p.model, StopReason: stopReason(resp.StopReason)}
+	c := Completion{Text: text.String(), Model: p.Model, StopReason: stopReason(resp.StopReason)}
 	if u := resp.Message.Usage; u != nil {
 		c.Tokens = int64(u.Input + u.CacheRead + u.CacheWrite + u.Output)
 	}
