@@ -140,6 +140,10 @@ type Delegate struct {
 	// tools; a tool of the parent's that runs over the parent's tools
 	// and has no entry here would let a child reach them all.
 	Over map[string]func(reg *tool.Registry) (*tool.Tool, error)
+	// Withhold names tools of the parent's that no child is given: those
+	// that act on the parent's own state (its background scripts,
+	// code_execution--list and --cancel).
+	Withhold []string
 	// System is a child's system prompt; "" means DefaultSystem.
 	System string
 	// On, when set, receives each child's events as its turn runs
@@ -318,7 +322,7 @@ func (d *Delegate) registry(names []string, delegate bool) (*tool.Registry, erro
 	}
 	var offered []*tool.Tool
 	if from != nil {
-		offered = slices.DeleteFunc(from.Tools(), func(t *tool.Tool) bool { return t.Name == Name })
+		offered = slices.DeleteFunc(from.Tools(), func(t *tool.Tool) bool { return t.Name == Name || slices.Contains(d.Withhold, t.Name) })
 	}
 	var picked []*tool.Tool
 	if names == nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +83,7 @@ type agentFlags struct {
 	tools        toolsetFlags
 	think        thinkingFlags
 	background   backgroundFlags
+	delegate     delegateFlags
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -103,6 +105,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	f.think.add(fs)
+	f.delegate.add(fs)
 	if name != "serve" { // the server does not run background scripts yet (background.Waker is its seam)
 		f.background.add(fs)
 	}
@@ -140,7 +143,7 @@ func (f *agentFlags) check(set map[string]bool) error {
 	if _, err := f.think.config(agent.AnswerRoom(f.maxTokens)); err != nil {
 		return err
 	}
-	return nil
+	return f.delegate.check()
 }
 
 // policy is the context policy the flags ask for: the marks as fractions
@@ -282,6 +285,7 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 		f.tools.mcp.ui = newMCPUI(nil, stderr)
 	}
 	f.tools.mcp.ui.sampler = providerSampler{prov: prov, model: model}
+	f.tools.delegate = f.delegate.newDelegate(stderr)
 	s.tools, err = openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
 		s.close()
@@ -289,6 +293,9 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	}
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
 		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait}
+	if d := f.tools.delegate; d != nil {
+		d.Agent = s.agent // its children run on it
+	}
 	return s, path, nil
 }
 
@@ -302,6 +309,7 @@ func (s *session) pick(ctx context.Context, f agentFlags, path string, stderr io
 		if err != nil {
 			return err
 		}
+		list = slices.DeleteFunc(list, func(c history.Conversation) bool { return c.Parent != "" }) // a subagent's is its parent's to continue
 		if len(list) == 0 {
 			return fmt.Errorf("--continue: there is no conversation in %s yet", path)
 		}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/myelin-run/myelin/provider/providertest"
+)
+
+// Issue 17 §3, end to end through the built binary: one round of three
+// agent--delegate calls runs three subagents, each a conversation of its
+// own linked to its call. One reads a file with its own tool round and
+// answers; one fails (its provider refuses) and its call's result is an
+// error naming its conversation; one answers with a report longer than the
+// inline cap, which reaches the parent spilled to a file like any result.
+// `history show` names each child under its call, and a child's says whose
+// it is; `history list` marks them; the parent's turn ends normally.
+func TestRunDelegatesThreeSubagentsInOneRoundOneOfWhichFails(t *testing.T) {
+	bin := buildMyelin(t)
+	dir := workspaceWith(t, map[string]string{"notes.txt": "the release is on Friday\n"})
+	report := strings.Repeat("a line of the long report\n", 100)
+	srv := fakeAnthropic(t)
+	var parentSteps = []providertest.Step{
+		{Text: "Delegating.", ToolCalls: []providertest.ToolCall{
+			{ID: "toolu_a", Name: "agent--delegate", Input: `{"task":"TASK-A: what does notes.txt say?","tools":["workspace--read"]}`},
+			{ID: "toolu_b", Name: "agent--delegate", Input: `{"task":"TASK-B: this one fails"}`},
+			{ID: "toolu_c", Name: "agent--delegate", Input: `{"task":"TASK-C: write the long report"}`},
+		}},
+		{Text: "All three came back."},
+	}
+	parent := 0
+	srv.Respond = func(r providertest.Request) providertest.Step {
+		body := string(r.Body)
+		if !strings.Contains(body, "You are a subagent") {
+			parent++
+			return parentSteps[min(parent, len(parentSteps))-1]
+		}
+		first := r.Messages[0].(map[string]any)
+		task, _ := json.Marshal(first["content"])
+		switch {
+		case bytes.Contains(task, []byte("TASK-A")) && len(r.Messages) == 1:
+			return providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_a1", Name: "workspace--read", Input: `{"path":"notes.txt"}`}}}
+		case bytes.Contains(task, []byte("TASK-A")):
+			return providertest.Step{Text: "notes.txt says the release is on Friday."}
+		case bytes.Contains(task, []byte("TASK-B")):
+			return providertest.Step{Status: 400, ErrorMessage: "this subagent's request is refused"}
+		}
+		return providertest.Step{Text: report}
+	}
+	cmd := exec.Command(bin, "run", "--workspace", dir, "--delegate", "--inline-cap", "1000", "--no-code-execution", "look into three things")
+	cmd.Env = os.Environ()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run: %v; stderr:\n%s", err, stderr.String())
+	}
+	if !strings.HasSuffix(stdout.String(), "All three came back.\n") {
+		t.Fatalf("stdout %q", stdout.String())
+	}
+	id := regexp.MustCompile(`conversation (\S+)`).FindStringSubmatch(stderr.String())[1]
+	if n := strings.Count(stderr.String(), "myelin: subagent "); n < 5 { // three started, two answered
+		t.Errorf("stderr names the subagents %d times; want their starts and answers:\n%s", n, stderr.String())
+	}
+
+	show, errOut, code := runBin(t, bin, "history", "show", "--workspace", dir, id)
+	if code != 0 {
+		t.Fatalf("history show: exit %d: %s", code, errOut)
+	}
+	kids := map[string]string{} // call id → child conversation
+	for _, m := range regexp.MustCompile(`\[tool call (toolu_\w)\] agent--delegate [^\n]*\n\[subagent: conversation (\S+);`).FindAllStringSubmatch(show, -1) {
+		kids[m[1]] = m[2]
+	}
+	if len(kids) != 3 {
+		t.Fatalf("history show names %d subagents under their calls; want 3:\n%s", len(kids), show)
+	}
+	results := resultsIn(show)
+	if got := results["toolu_a"]; got != "notes.txt says the release is on Friday." {
+		t.Errorf("toolu_a's result %q", got)
+	}
+	if got := results["toolu_b error"]; !strings.Contains(got, "the subagent failed") || !strings.Contains(got, "this subagent's request is refused") || !strings.Contains(got, kids["toolu_b"]) {
+		t.Errorf("toolu_b's result %q; want an error saying what failed, naming %s", got, kids["toolu_b"])
+	}
+	spilled := ""
+	for k, v := range results {
+		if strings.HasPrefix(k, "toolu_c, whole result in ") {
+			spilled = strings.TrimPrefix(k, "toolu_c, whole result in ")
+			if !strings.HasPrefix(v, "a line of the long report\n") {
+				t.Errorf("toolu_c's head %q", v)
+			}
+		}
+	}
+	if whole, err := os.ReadFile(dir + "/" + spilled); spilled == "" || err != nil || string(whole) != report {
+		t.Errorf("toolu_c's report spilled to %q: %d bytes, %v; want the whole report", spilled, len(whole), err)
+	}
+
+	for call, child := range kids {
+		out, errOut, code := runBin(t, bin, "history", "show", "--workspace", dir, child)
+		if code != 0 || !strings.HasPrefix(out, "subagent of conversation "+id+", started by its call "+call+"\n") {
+			t.Errorf("history show %s: exit %d, %s\n%s", child, code, errOut, out)
+		}
+	}
+	if out, _, _ := runBin(t, bin, "history", "show", "--workspace", dir, kids["toolu_a"]); !strings.Contains(out, "[tool result toolu_a1]\n     1\tthe release is on Friday\n") {
+		t.Errorf("the first subagent's own round is not in its conversation:\n%s", out)
+	}
+	list, _, _ := runBin(t, bin, "history", "list", "--workspace", dir)
+	if n := strings.Count(list, "(subagent of "+id+")"); n != 3 {
+		t.Errorf("history list marks %d subagents of %s; want 3:\n%s", n, id, list)
+	}
+}
+
+// resultsIn is the tool results history show printed, by their header's
+// words after "tool result " (the call id, then ", error" or where it
+// spilled), each its text up to the next header.
+func resultsIn(show string) map[string]string {
+	out := map[string]string{}
+	parts := regexp.MustCompile(`(?m)^\[tool result ([^\]]+)\]\n`).FindAllStringSubmatchIndex(show, -1)
+	for i, p := range parts {
+		end := len(show)
+		if i+1 < len(parts) {
+			end = parts[i+1][0]
+		}
+		if j := strings.Index(show[p[1]:end], "\n── "); j >= 0 {
+			end = p[1] + j
+		}
+		out[show[p[2]:p[3]]] = strings.TrimSuffix(show[p[1]:end], "\n")
+	}
+	return out
+}
+
+// runBin runs the built binary with args and returns its stdout, stderr
+// and exit status.
+func runBin(t *testing.T, bin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = os.Environ()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return stdout.String(), stderr.String(), code
+}
