@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -148,4 +151,61 @@ func runBin(t *testing.T, bin string, args ...string) (string, string, int) {
 		t.Fatal(err)
 	}
 	return stdout.String(), stderr.String(), code
+}
+
+// A subagent limit that is not positive is a usage error naming the flag.
+func TestDelegateLimitsThatAreNotPositiveAreUsageErrors(t *testing.T) {
+	for _, tc := range [][]string{
+		{"--delegate-rounds", "0"}, {"--delegate-tokens", "-1"}, {"--delegate-time", "0s"}, {"--delegate-depth", "0"},
+	} {
+		_, errOut, code := cli(t, append([]string{"run", "--workspace", t.TempDir(), "--delegate"}, append(tc, "hi")...)...)
+		if code != 2 || !strings.Contains(errOut, tc[0]+" "+tc[1]) {
+			t.Errorf("%v: exit %d, %q; want a usage error naming the flag", tc, code, errOut)
+		}
+	}
+}
+
+// --continue goes on with the most recent conversation the user started,
+// never a subagent's, which is its parent's to continue.
+func TestContinuePassesOverSubagentsConversations(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	srv := fakeAnthropic(t)
+	srv.Respond = func(r providertest.Request) providertest.Step {
+		if bytes.Contains(r.Body, []byte("You are a subagent")) {
+			return providertest.Step{Text: "child done"}
+		}
+		if len(r.Messages) == 1 {
+			return providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "agent--delegate", Input: `{"task":"t"}`}}}
+		}
+		return providertest.Step{Text: "parent done"}
+	}
+	_, errOut, code := cli(t, "run", "--workspace", dir, "--delegate", "first")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	first := regexp.MustCompile(`conversation (\S+)`).FindStringSubmatch(errOut)[1]
+	// a subagent's conversation updated after its parent's: a process
+	// that stopped while the subagent ran leaves it so
+	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := store.Create(ctx, history.Conversation{ID: "late-child", Parent: first, ParentCall: "toolu_9"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Append(ctx, "late-child", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "t"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := store.List(ctx); err != nil || list[0].ID != "late-child" {
+		t.Fatalf("the most recent conversation: %+v, %v", list, err)
+	}
+	store.Close()
+	_, errOut, code = cli(t, "run", "--workspace", dir, "--continue", "again")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got := regexp.MustCompile(`conversation (\S+)`).FindStringSubmatch(errOut)[1]; got != first {
+		t.Fatalf("--continue went on with %s; want the parent %s", got, first)
+	}
 }
