@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
@@ -207,5 +209,117 @@ func TestContinuePassesOverSubagentsConversations(t *testing.T) {
 	}
 	if got := regexp.MustCompile(`conversation (\S+)`).FindStringSubmatch(errOut)[1]; got != first {
 		t.Fatalf("--continue went on with %s; want the parent %s", got, first)
+	}
+}
+
+// tool call and tool describe, which run no conversation, say where
+// agent--delegate is offered.
+func TestToolCallSaysWhereAgentDelegateIsOffered(t *testing.T) {
+	_, errOut, code := cli(t, "tool", "call", "agent--delegate", `{"task":"t"}`, "--workspace", t.TempDir())
+	if code == 0 || !strings.Contains(errOut, "agent--delegate is offered only in a conversation, with --delegate") {
+		t.Fatalf("exit %d, %q", code, errOut)
+	}
+}
+
+// Killed with SIGKILL while one subagent had answered and another still
+// ran, myelin recovers both sides as contract §7 says: the next run keeps
+// the first call's result (the child's answer), and the second call, run
+// again, finds its child, recovers it, and answers that it was interrupted,
+// naming it; no child is started again.
+func TestAfterSIGKILLDuringSubagentsTheParentKeepsOneAnswerAndNamesTheInterruptedChild(t *testing.T) {
+	bin := buildMyelin(t)
+	dir := workspaceWith(t, nil)
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	srv := fakeAnthropic(t)
+	var mu sync.Mutex
+	var parent int
+	childRequests := map[string]int{}
+	srv.Respond = func(r providertest.Request) providertest.Step {
+		mu.Lock()
+		defer mu.Unlock()
+		if !bytes.Contains(r.Body, []byte("You are a subagent")) {
+			parent++
+			if parent == 1 {
+				return providertest.Step{ToolCalls: []providertest.ToolCall{
+					{ID: "toolu_quick", Name: "agent--delegate", Input: `{"task":"QUICK"}`},
+					{ID: "toolu_slow", Name: "agent--delegate", Input: `{"task":"SLOW"}`}}}
+			}
+			return providertest.Step{Text: "back"}
+		}
+		if bytes.Contains(r.Body, []byte("QUICK")) {
+			childRequests["QUICK"]++
+			return providertest.Step{Text: "quick answer"}
+		}
+		childRequests["SLOW"]++
+		return providertest.Step{Hold: hold, Text: "never sent"}
+	}
+	cmd := exec.Command(bin, "run", "--delegate", "--workspace", dir, "two subagents")
+	cmd.Env = os.Environ()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	var parentID string
+	waitFor(t, "the quick child's kept answer while the slow one waits", func() bool {
+		mu.Lock()
+		slow := childRequests["SLOW"]
+		mu.Unlock()
+		list, _ := store.List(ctx)
+		for _, c := range list {
+			if c.Parent == "" {
+				parentID = c.ID
+			}
+		}
+		kept, _ := store.Kept(ctx, parentID)
+		return slow == 1 && len(kept) == 1
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	kids, err := history.Children(ctx, store, parentID)
+	if err != nil || len(kids) != 2 {
+		t.Fatalf("children %+v, %v", kids, err)
+	}
+	slowChild := kids[0].ID
+	if kids[0].ParentCall != "toolu_slow" {
+		slowChild = kids[1].ID
+	}
+
+	out, errOut, code := cli(t, "run", "--delegate", "--continue", "--workspace", dir, "are you back?")
+	if code != 0 || out != "back\n" || !strings.Contains(errOut, "1 tool call(s) had finished and keep their own results; ran 1 tool call(s) again") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	res := map[string]history.Part{}
+	msgs, _ := store.Messages(ctx, parentID)
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.Type == history.ToolResultPart {
+				res[p.CallID] = p
+			}
+		}
+	}
+	if q := res["toolu_quick"]; q.IsError || q.Text != "quick answer" {
+		t.Errorf("the quick call's result %+v", q)
+	}
+	if s := res["toolu_slow"]; !s.IsError || !strings.Contains(s.Text, "stopped before its final answer, and it was not continued") || !strings.Contains(s.Text, slowChild) {
+		t.Errorf("the slow call's result %+v; want it interrupted, naming %s", s, slowChild)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if childRequests["QUICK"] != 1 || childRequests["SLOW"] != 1 {
+		t.Errorf("children's requests %v; want one each: none started again", childRequests)
+	}
+	if kids, _ := history.Children(ctx, store, parentID); len(kids) != 2 {
+		t.Errorf("%d children after the recovery; want the two", len(kids))
 	}
 }
