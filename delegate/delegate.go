@@ -435,7 +435,7 @@ func (d *Delegate) again(ctx context.Context, child *agent.Agent, parent, call s
 	}
 	last := ""
 	if n := len(msgs); n > 0 && msgs[n-1].Role == history.Assistant {
-		last = textOf(msgs[n-1])
+		last = msgs[n-1].Text()
 	}
 	return failed(c.ID, why+"; `myelin run --conversation "+c.ID+" PROMPT` goes on with it", last, out), true
 }
@@ -452,7 +452,7 @@ func answered(msgs []history.Message) (string, bool) {
 		if m.Role != history.Assistant || m.Cut || len(m.ToolCalls()) > 0 {
 			return "", false
 		}
-		return textOf(m), true
+		return m.Text(), true
 	}
 	return "", false
 }
@@ -477,14 +477,4 @@ func usage(msgs []history.Message) history.Usage {
 		}
 	}
 	return u
-}
-
-func textOf(m history.Message) string {
-	var b strings.Builder
-	for _, p := range m.Parts {
-		if p.Type == history.TextPart {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }

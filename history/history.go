@@ -122,6 +122,18 @@ type Message struct {
 	Settings *Settings `json:"settings,omitempty"`
 }
 
+// Text is the message's text: its text parts joined, as the model wrote
+// them (an answer's text; a cut answer's holds its marker).
+func (m Message) Text() string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.Type == TextPart {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
 // ToolCalls returns the message's tool call parts.
 func (m Message) ToolCalls() []Part {
 	n := 0
