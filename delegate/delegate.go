@@ -404,15 +404,22 @@ func (d *Delegate) again(ctx context.Context, child *agent.Agent, parent, call s
 	if err != nil {
 		return result.Error(fmt.Sprintf("%s: looking for the subagent this call may have started before a restart: %v", Name, err)), true
 	}
-	answeredCalls := 0
+	calls, answeredCalls := 0, 0
 	for _, m := range parentMsgs {
 		for _, p := range m.Parts {
-			if p.Type == history.ToolResultPart && p.CallID == call {
+			switch {
+			case p.CallID != call:
+			case p.Type == history.ToolCallPart:
+				calls++
+			case p.Type == history.ToolResultPart:
 				answeredCalls++
 			}
 		}
 	}
-	if answeredCalls >= len(mine) {
+	if calls == 0 || answeredCalls >= len(mine) {
+		// not a call of the parent's messages (a script's: its ids are its
+		// own, and a recovery never runs them again), or its children all
+		// belong to the calls of that id answered already
 		return result.Result{}, false
 	}
 	c := &mine[answeredCalls]

@@ -510,3 +510,37 @@ func TestAfterACrashTheParentReusesItsChildsAnswerOrSaysItWasInterrupted(t *test
 		})
 	}
 }
+
+// A call that is not one of the parent's messages — a script's, whose
+// ids are its own — never takes an earlier child for its own, even one
+// linked to the same id: each such call starts its child.
+func TestACallOutsideTheParentsMessagesStartsItsOwnChild(t *testing.T) {
+	var d *Delegate
+	relay := tool.MustFunc("relay", "Calls agent--delegate as a script would.", func(ctx context.Context, in struct {
+		Task string `json:"task"`
+	}) (any, error) {
+		reg := &tool.Registry{}
+		if err := reg.Add(d.Tool()); err != nil {
+			return nil, err
+		}
+		raw, _ := json.Marshal(map[string]string{"task": in.Task})
+		out := (&tool.Dispatcher{Tools: reg}).Call(ctx, tool.Call{ID: "script-1", Name: Name, Input: raw})
+		return out.Text, nil
+	})
+	r := newRig(t, Limits{}, relay)
+	d = r.d
+	r.child = func(task string, _ providertest.Request) providertest.Step { return providertest.Step{Text: "did " + task} }
+	r.parent = []providertest.Step{
+		{ToolCalls: []providertest.ToolCall{{ID: "call_1", Name: "relay", Input: `{"task":"first"}`}}},
+		{ToolCalls: []providertest.ToolCall{{ID: "call_2", Name: "relay", Input: `{"task":"second"}`}}},
+		{Text: "done"},
+	}
+	r.turn("go")
+	res := r.results()
+	if res["call_1"].Text != "did first" || res["call_2"].Text != "did second" {
+		t.Fatalf("results %q, %q; want each call's own child's answer", res["call_1"].Text, res["call_2"].Text)
+	}
+	if kids := r.children(); len(kids) != 2 || kids[0].ParentCall != "script-1" {
+		t.Fatalf("children %+v; want two, linked to script-1", kids)
+	}
+}
