@@ -208,6 +208,9 @@ var (
 // error saying it was interrupted and how to continue it.
 func (d *Delegate) Run(ctx context.Context, task string, tools []string, model string) result.Result {
 	ctx = history.Unclaimed(ctx) // the parent's claim is the parent's: the child takes its own
+	if err := d.Limits.Check(); err != nil {
+		return result.Error(fmt.Sprintf("%s: %v", Name, err))
+	}
 	lim := d.Limits.Or()
 	if d.Agent == nil || d.Agent.Provider == nil || d.Agent.Store == nil {
 		return result.Error(Name + " is not set up here: subagents run in a conversation (myelin run, chat or serve with --delegate)")

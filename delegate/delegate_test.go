@@ -544,3 +544,13 @@ func TestACallOutsideTheParentsMessagesStartsItsOwnChild(t *testing.T) {
 		t.Fatalf("children %+v; want two, linked to script-1", kids)
 	}
 }
+
+// A negative limit set in Go is refused, naming it, not taken for the
+// default without a word.
+func TestANegativeLimitIsRefusedNamingIt(t *testing.T) {
+	r := newRig(t, Limits{Tokens: -5})
+	res := r.d.Run(context.Background(), "t", nil, "")
+	if !res.IsError || !strings.Contains(res.Data.(string), "the subagents' tokens limit is -5") {
+		t.Fatalf("result %+v", res)
+	}
+}
