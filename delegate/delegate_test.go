@@ -529,7 +529,9 @@ func TestACallOutsideTheParentsMessagesStartsItsOwnChild(t *testing.T) {
 	})
 	r := newRig(t, Limits{}, relay)
 	d = r.d
-	r.child = func(task string, _ providertest.Request) providertest.Step { return providertest.Step{Text: "did " + task} }
+	r.child = func(task string, _ providertest.Request) providertest.Step {
+		return providertest.Step{Text: "did " + task}
+	}
 	r.parent = []providertest.Step{
 		{ToolCalls: []providertest.ToolCall{{ID: "call_1", Name: "relay", Input: `{"task":"first"}`}}},
 		{ToolCalls: []providertest.ToolCall{{ID: "call_2", Name: "relay", Input: `{"task":"second"}`}}},
