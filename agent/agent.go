@@ -85,6 +85,15 @@ type Agent struct {
 	// a heartbeat (renewed every third of it while the turn runs); 0
 	// means history.DefaultLease.
 	Lease time.Duration
+	// RefusalGuard, when set, meets an answer to a round's results that
+	// ends with the provider's refusal (provider.Response.Refused) by
+	// withholding those results — each replaced in the requests by a
+	// placeholder naming the workspace file that keeps it whole, a stored
+	// decision — and sending the request once more; a second refusal
+	// ends the turn (RefusedTwice). The results stay in the history as
+	// they were. Off by default: a refusal is then stored and ends the
+	// turn as any answer does (docs/agent.md, "The refusal guard").
+	RefusalGuard bool
 
 	stated atomic.Int64 // the window a provider's refusal stated (Window)
 	cache  cache        // tool definitions and conversation records (cache.go)
@@ -105,7 +114,9 @@ const (
 	Waiting    EventKind = "waiting"     // Text: the turn waits for another writer's claim (Agent.Wait)
 	Thinking   EventKind = "thinking"    // Text: the model's reasoning as it streams, on wires that stream it
 	// Text, Edit: results were taken out of the requests, or the older
-	// part of the conversation summarised, to keep it within the window.
+	// part of the conversation summarised, to keep it within the window;
+	// or a round's results were withheld after a refusal (Edit.Refusal
+	// set: Agent.RefusalGuard).
 	ContextEdit EventKind = "context"
 )
 
@@ -127,7 +138,8 @@ type Event struct {
 // TurnResult is how a turn ended.
 type TurnResult struct {
 	// Reason is "end_turn" (the model ended it), "tool_end_turn" (a tool
-	// did), "round_limit" or the model's stop reason ("max_tokens", ...).
+	// did), "round_limit", RefusedTwice (the refusal guard did) or the
+	// model's stop reason ("max_tokens", "refusal", ...).
 	Reason string
 	Rounds int
 	// Usage is the sum over the turn's requests.
@@ -346,7 +358,7 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 				}
 			}
 		}
-		if err != nil {
+		failed := func(err error) (TurnResult, error) {
 			// What the user saw is what is stored (contract §7).
 			if serr := a.store(kept, id, on, withSettings(CutAnswer(streamed.String()))); serr != nil {
 				return tr, errors.Join(err, serr)
@@ -354,11 +366,46 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			keeping.keep(ctx, true, nil, err)
 			return tr, err
 		}
+		// A request the provider blocked for what it holds, before any
+		// output, is to the guard an answer that refused. (err is checked
+		// first: errors.As allocates its target.)
+		var blocked error
+		if err != nil && a.RefusalGuard && streamed.Len() == 0 {
+			if b, ok := provider.IsBlocked(err); ok {
+				blocked, err = err, nil
+				resp = provider.Response{Message: history.Message{Role: history.Assistant}, StopReason: b.Reason, Refused: true}
+			}
+		}
+		if err != nil {
+			return failed(err)
+		}
 		if resp.Message.Usage != nil {
 			tr.Usage.Add(*resp.Message.Usage)
 			on(Event{Kind: Usage, Usage: *resp.Message.Usage})
 		}
 		tr.Text = textOf(resp.Message)
+		if a.RefusalGuard && resp.Refused {
+			step, err := a.guard(kept, id, resp, streamed.String(), on)
+			if err != nil {
+				return tr, err
+			}
+			switch {
+			case step == notGuarded && blocked != nil:
+				return failed(blocked) // no results to withhold: the error it is
+			case step == withheld:
+				keeping.keep(ctx, false, resp.Message.Usage, fmt.Errorf("the model refused (stop reason %q); the refusal guard withheld the round's results and sent the request again", resp.StopReason))
+				continue
+			case step == refusedTwice:
+				// Stored as the answer (the user saw it), its calls not run.
+				if err := a.store(kept, id, on, withSettings(refusedAnswer(resp.Message))); err != nil {
+					return tr, err
+				}
+				keeping.keep(ctx, true, resp.Message.Usage, nil)
+				on(Event{Kind: Notice, Text: fmt.Sprintf("the model refused again (stop reason %q) with the round's results withheld, so the turn ends; the results stay withheld in later requests, each kept whole in the history and in the workspace file its placeholder names", resp.StopReason)})
+				tr.Reason = RefusedTwice
+				return tr, nil
+			}
+		}
 		calls := callsIn(resp.Message)
 		store := kept
 		if calls > 0 {

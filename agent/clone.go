@@ -22,6 +22,7 @@ func (a *Agent) Clone() *Agent {
 		Wait:          a.Wait,
 		KeepRequests:  a.KeepRequests,
 		Lease:         a.Lease,
+		RefusalGuard:  a.RefusalGuard,
 	}
 	c.stated.Store(a.stated.Load())
 	return c

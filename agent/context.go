@@ -204,21 +204,7 @@ func (a *Agent) clear(files result.Store, plan window.Plan, stored []history.Mes
 			edit.Cleared = append(edit.Cleared, history.Cleared{Msg: k.Msg, CallID: k.CallID, Input: true, Text: window.ClearedInput(result.Chars(text), path), Path: path, Chars: result.Chars(text)})
 			continue
 		}
-		// the images first: a text file is not written for a result
-		// whose images cannot be kept
-		var images []string
-		var err error
-		for i, img := range p.Images {
-			var ipath string
-			if ipath, err = save(files, fmt.Sprintf("%s-%d%s", label, i+1, imageExtension(img.MIMEType)), string(img.Data)); err != nil {
-				break
-			}
-			images = append(images, ipath)
-		}
-		path := p.SpillPath
-		if err == nil && path == "" {
-			path, err = save(files, label+".txt", p.Text)
-		}
+		path, images, err := keepWhole(files, label, p)
 		whyNot := ""
 		if err != nil {
 			if !errors.Is(err, result.ErrNoWorkspace) {
@@ -234,6 +220,26 @@ func (a *Agent) clear(files result.Store, plan window.Plan, stored []history.Mes
 			Path: path, Chars: chars, Images: len(p.Images)})
 	}
 	return edit, errors.Join(failed...)
+}
+
+// keepWhole has the result part p kept whole in workspace files, through
+// files: its spill file when it has one, else a new file label.txt, and
+// its images each in a file of its own (label-1.png, ...), written first
+// so that no text file is written for a result whose images cannot be
+// kept. It returns the text's path and the images' paths.
+func keepWhole(files result.Store, label string, p history.Part) (path string, images []string, err error) {
+	for i, img := range p.Images {
+		var ipath string
+		if ipath, err = save(files, fmt.Sprintf("%s-%d%s", label, i+1, imageExtension(img.MIMEType)), string(img.Data)); err != nil {
+			return "", nil, err
+		}
+		images = append(images, ipath)
+	}
+	path = p.SpillPath
+	if path == "" {
+		path, err = save(files, label+".txt", p.Text)
+	}
+	return path, images, err
 }
 
 // save writes data to a new workspace file under .myelin/tool-results/

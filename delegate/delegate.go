@@ -124,7 +124,8 @@ type input struct {
 type Delegate struct {
 	// Agent is the parent's agent: a child runs on its Provider, Store,
 	// Env (workspace and caps), Model, MaxTokens, ContextWindow (for its
-	// model), Context policy, ToolTimeout, Lease and KeepRequests.
+	// model), Context policy, ToolTimeout, Lease, KeepRequests and
+	// RefusalGuard.
 	Agent *agent.Agent
 	// Tools are the tools a child may be given; nil means Agent.Tools as
 	// it is at the call. agent--delegate itself is given only to a child
@@ -250,7 +251,8 @@ func (d *Delegate) child(reg *tool.Registry, model string, lim Limits) *agent.Ag
 	p := d.Agent
 	c := &agent.Agent{Provider: p.Provider, Store: p.Store, Tools: reg, Env: p.Env, Model: p.Model,
 		System: d.System, MaxTokens: p.MaxTokens, ContextWindow: p.ContextWindow, Context: p.Context,
-		MaxRounds: lim.Rounds, ToolTimeout: p.ToolTimeout, KeepRequests: p.KeepRequests, Lease: p.Lease}
+		MaxRounds: lim.Rounds, ToolTimeout: p.ToolTimeout, KeepRequests: p.KeepRequests, Lease: p.Lease,
+		RefusalGuard: p.RefusalGuard}
 	if c.System == "" {
 		c.System = DefaultSystem
 	}

@@ -23,6 +23,11 @@ type Edit struct {
 	Summary *Summary `json:"summary,omitempty"`
 	// Why says what prompted the edit, for people reading the history.
 	Why string `json:"why,omitempty"`
+	// Refusal, when set, says that the edit withheld a round's results
+	// because the model refused to answer them (the agent's refusal
+	// guard): Cleared then holds the round's results, each with the
+	// placeholder sent in its place, and Refusal the answer refused with.
+	Refusal *Refusal `json:"refusal,omitempty"`
 	// Before and After are the next request's size in tokens, estimated
 	// before and after the edit.
 	Before int `json:"before,omitempty"`
@@ -63,6 +68,21 @@ type Summary struct {
 	// Text is the text of the user message requests send in their place.
 	Text string `json:"text"`
 	// Usage is what the request that wrote the summary cost.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Refusal is an answer the model refused with, which the refusal guard met
+// by withholding the results it answered (Edit.Refusal). It is stored so
+// that nothing the model sent is lost, and it is never sent: the request
+// that follows is sent again as if that answer had not come, with the
+// results withheld.
+type Refusal struct {
+	// Stop is the answer's stop reason, in its wire's words ("refusal",
+	// "content_filter", "safety", ...).
+	Stop string `json:"stop"`
+	// Text is the answer's text as it streamed (the user saw it).
+	Text string `json:"text,omitempty"`
+	// Usage is what the refused request cost.
 	Usage *Usage `json:"usage,omitempty"`
 }
 

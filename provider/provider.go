@@ -81,6 +81,16 @@ type Response struct {
 	// StopReason is why the model stopped, in the wire's words
 	// ("end_turn", "tool_use", "max_tokens", "stop", "tool_calls", ...).
 	StopReason string
+	// Refused is set by the wire when StopReason is its provider's word
+	// for a refusal — the model, or a filter in front of it, would not go
+	// on with what the request holds: Anthropic's "refusal" (and Bedrock's,
+	// Vertex's and the Google Cloud gateway's, which are Anthropic's),
+	// Chat Completions' "content_filter", the Responses API's "refusal"
+	// content or an answer incomplete for "content_filter", Gemini's
+	// safety finish reasons (docs/agent.md, "The refusal guard"). It lets
+	// the agent test one thing whatever the wire; a wire must not set it
+	// for any other stop (a cut by max_tokens is no refusal).
+	Refused bool
 }
 
 // Provider sends requests to a model.

@@ -83,6 +83,7 @@ type agentFlags struct {
 	tools        toolsetFlags
 	think        thinkingFlags
 	background   backgroundFlags
+	guard        guardFlags
 	delegate     delegateFlags
 }
 
@@ -105,6 +106,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	f.think.add(fs)
+	f.guard.add(fs)
 	f.delegate.add(fs)
 	if name != "serve" { // the server does not run background scripts yet (background.Waker is its seam)
 		f.background.add(fs)
@@ -292,7 +294,8 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 		return nil, "", err
 	}
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
-		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait}
+		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait,
+		RefusalGuard: f.guard.refusal}
 	if d := f.tools.delegate; d != nil {
 		d.Agent = s.agent // its children run on it
 	}

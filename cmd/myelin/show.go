@@ -66,7 +66,9 @@ func showConversation(w io.Writer, msgs []history.Message, children map[string][
 				if p.SpillPath != "" {
 					flag += ", whole result in " + p.SpillPath
 				}
-				if n := cleared[clearKey{i, p.CallID, false}]; n > 0 {
+				if n := cleared[clearKey{i, p.CallID, false}]; n > 0 && msgs[n-1].Edit.Refusal != nil {
+					flag += fmt.Sprintf(", withheld from requests after a refusal at message %d", n)
+				} else if n > 0 {
 					flag += fmt.Sprintf(", cleared from requests at message %d", n)
 				}
 				fmt.Fprintf(w, "[tool result %s%s]\n%s\n", p.CallID, flag, p.Text)
@@ -143,7 +145,8 @@ func clearedAt(msgs []history.Message) map[clearKey]int {
 }
 
 // showRecord writes a Context record's body: what its Edit took out of
-// requests and what its summary stands for.
+// requests (or withheld after a refusal, with the refused answer) and what
+// its summary stands for.
 func showRecord(w io.Writer, m history.Message) {
 	e := m.Edit
 	if e == nil {
@@ -163,7 +166,11 @@ func showRecord(w io.Writer, m history.Message) {
 		if t.InFiles < len(e.Cleared) {
 			where = fmt.Sprintf("%d of them whole in a workspace file", t.InFiles)
 		}
-		fmt.Fprintf(w, "[cleared from requests from here on: %s, %s characters; %s]\n", strings.Join(what, " and "), thousands(t.Chars), where)
+		done := "cleared from requests from here on"
+		if e.Refusal != nil {
+			done = "withheld from requests from here on after a refusal (the refusal guard)"
+		}
+		fmt.Fprintf(w, "[%s: %s, %s characters; %s]\n", done, strings.Join(what, " and "), thousands(t.Chars), where)
 		for _, c := range e.Cleared {
 			kind := "result"
 			if c.Input {
@@ -179,6 +186,12 @@ func showRecord(w io.Writer, m history.Message) {
 				line += "  not in a file: " + oneLine(c.Text, 100)
 			}
 			fmt.Fprintln(w, line)
+		}
+	}
+	if r := e.Refusal; r != nil {
+		fmt.Fprintf(w, "[the refused answer, stop reason %q, never sent:]\n%s\n", r.Stop, r.Text)
+		if r.Usage != nil {
+			fmt.Fprintf(w, "[usage of the refused request: %s]\n", usageText(*r.Usage))
 		}
 	}
 	if s := e.Summary; s != nil {

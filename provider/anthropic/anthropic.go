@@ -55,10 +55,21 @@ type Config struct {
 type Provider struct {
 	client sdk.Client
 	// send posts streamed requests as client would (send.go); nil on a
-	// platform, whose requests go through client's middlewares
-	send  *send.Sender
-	cfg   Config
-	heads *headCache // the last head encoded (head.go), shared by WithThinking's copies
+	// platform whose SDK options route and authorize its requests
+	// (Google Cloud's), which go through client's middlewares
+	send *send.Sender
+	// probed is the client send's target is read from (probe): client,
+	// or on a platform with Send, client without the middlewares that
+	// route and sign (route does that to each attempt)
+	probed sdk.Client
+	// route, on a platform with Send, points each attempt of a streamed
+	// request at the platform and authorizes it (platform.go)
+	route func(*http.Request, Route) error
+	// eventStream: the platform streams AWS event stream frames, read
+	// as they come (eventstream.go)
+	eventStream bool
+	cfg         Config
+	heads       *headCache // the last head encoded (head.go), shared by WithThinking's copies
 	// the first messages' bytes of recent conversations (bodyWith),
 	// shared by WithThinking's copies (thinking does not change them)
 	prefixes *provider.Prefixes
@@ -87,6 +98,7 @@ func New(cfg Config) (*Provider, error) {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
 	p := withOptions(cfg, opts)
+	p.probed = p.client
 	if p.send, err = sender(p.client, cfg.HTTPClient, ep.MaxRetries, cfg.Thinking); err != nil {
 		return nil, err
 	}
@@ -278,10 +290,20 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	}
 	req.Sent(body)
 	if p.send != nil && !p.cfg.NoStream {
-		// Anthropic's own API, streamed: posted as the SDK would (send.go)
-		resp, err := p.send.Post(ctx, body)
+		// Anthropic's own API, or a platform with Send, streamed:
+		// posted as the SDK would (send.go), each attempt routed and
+		// signed on a platform as its Send did in the SDK's middleware
+		var each func(*http.Request) error
+		if p.route != nil {
+			rt := Route{Model: wireModel(req.Model), Stream: true, Body: body}
+			each = func(r *http.Request) error { return p.route(r, rt) }
+		}
+		resp, err := p.send.PostEach(ctx, body, each)
 		if err != nil {
 			return provider.Response{}, describe(err)
+		}
+		if p.eventStream {
+			keepEventStreamType(resp)
 		}
 		return readAnswer(resp, onText, req.OnThinking)
 	}
@@ -410,5 +432,6 @@ func (a *accumulator) response() provider.Response {
 			msg.Parts = append(msg.Parts, reasoningPart(b.kind, b.text.String(), b.signature.String(), b.data))
 		}
 	}
-	return provider.Response{Message: msg, StopReason: a.stop}
+	// "refusal": the API's streaming classifiers stopped the answer
+	return provider.Response{Message: msg, StopReason: a.stop, Refused: a.stop == "refusal"}
 }

@@ -41,13 +41,23 @@ const keptEventStream = "application/x-myelin-amazon-eventstream"
 // changes nothing else, and no error answer: the SDK reads those.
 var keepEventStream option.Middleware = func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	res, err := next(r)
-	if err != nil || res == nil || res.StatusCode >= http.StatusBadRequest {
+	if err != nil || res == nil {
 		return res, err
+	}
+	keepEventStreamType(res)
+	return res, nil
+}
+
+// keepEventStreamType gives res, when a successful AWS event stream, the
+// media type keptEventStream; it changes nothing else, and no error
+// answer.
+func keepEventStreamType(res *http.Response) {
+	if res.StatusCode >= http.StatusBadRequest {
+		return
 	}
 	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/vnd.amazon.eventstream" {
 		res.Header.Set("Content-Type", keptEventStream)
 	}
-	return res, nil
 }
 
 // events is what readStream reads events from: an sse.Reader, or a

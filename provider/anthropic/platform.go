@@ -13,6 +13,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/send"
 )
 
 // This file is the Anthropic wire on a cloud platform that serves Claude
@@ -66,9 +67,15 @@ type Platform struct {
 	// as the SDK made it for /v1/messages with the anthropic-version
 	// header already dropped, points it at the platform's URL for rt and
 	// authorizes it. Send must not change the body. Options then only give
-	// the address and the HTTP client; the SDK's first-party environment
-	// (ANTHROPIC_API_KEY, ...) is not read.
+	// the address; the SDK's first-party environment (ANTHROPIC_API_KEY,
+	// ...) is not read. A streamed request is then posted by
+	// provider/send with the headers the SDK builds for it (read once, as
+	// on the first-party API), each attempt given to Send; only a whole
+	// answer (NoStream) still goes through the SDK's plumbing.
 	Send func(r *http.Request, rt Route) error
+	// HTTPClient, with Send, is the HTTP client the platform's requests
+	// go through (Vertex's, which adds its token); nil: Config's.
+	HTTPClient *http.Client
 	// StreamInURL leaves "stream" out of the body: the URL says it
 	// (Bedrock's invoke-with-response-stream). Only with Send.
 	StreamInURL bool
@@ -98,16 +105,26 @@ type routeKey struct{}
 // context. It drops the anthropic-version header (the version is in the
 // body), as the SDK's platform middlewares did.
 func routed(name string, send func(*http.Request, Route) error) option.Middleware {
+	route := routeWith(send)
 	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		rt, ok := r.Context().Value(routeKey{}).(*Route)
 		if !ok {
 			return nil, fmt.Errorf("%s: %s %s is not a request the wire built", name, r.Method, r.URL.Path)
 		}
-		r.Header.Del("anthropic-version")
-		if err := send(r, *rt); err != nil {
+		if err := route(r, *rt); err != nil {
 			return nil, err
 		}
 		return next(r)
+	}
+}
+
+// routeWith is send, given each attempt of a request for /v1/messages
+// with its anthropic-version header dropped (the version is in the body),
+// as the SDK's platform middlewares dropped it.
+func routeWith(send func(*http.Request, Route) error) func(*http.Request, Route) error {
+	return func(r *http.Request, rt Route) error {
+		r.Header.Del("anthropic-version")
+		return send(r, rt)
 	}
 }
 
@@ -139,19 +156,28 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	case retries < 0:
 		retries = 0
 	}
-	if pl.Send == nil && (pl.StreamInURL || pl.BetasInBody) {
-		return nil, fmt.Errorf("%s: StreamInURL and BetasInBody need Send", pl.Name)
+	if pl.Send == nil && (pl.StreamInURL || pl.BetasInBody || pl.HTTPClient != nil) {
+		return nil, fmt.Errorf("%s: StreamInURL, BetasInBody and HTTPClient need Send", pl.Name)
+	}
+	httpClient := cfg.HTTPClient
+	if pl.HTTPClient != nil {
+		httpClient = pl.HTTPClient
 	}
 	opts := []option.RequestOption{option.WithMaxRetries(retries)}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	if httpClient != nil {
+		opts = append(opts, option.WithHTTPClient(httpClient))
 	}
 	var form *platformForm
+	var probeOpts []option.RequestOption
 	switch {
 	case pl.Send != nil:
 		form = &platformForm{version: pl.Version, streamInURL: pl.StreamInURL, betasInBody: pl.BetasInBody}
 		opts = append(opts, option.WithoutEnvironmentDefaults())
 		opts = append(opts, pl.Options...)
+		probeOpts = append(probeOpts, opts...)
+		if cfg.BaseURL != "" {
+			probeOpts = append(probeOpts, option.WithBaseURL(cfg.BaseURL))
+		}
 		opts = append(opts, option.WithMiddleware(routed(pl.Name, pl.Send)))
 	case pl.Version != "":
 		// The SDK's platform middleware moves this header into the body
@@ -172,6 +198,16 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	}
 	p := withOptions(cfg, opts)
 	p.form = form
+	if pl.Send != nil {
+		p.probed = sdk.NewClient(probeOpts...)
+		p.route = routeWith(pl.Send)
+		p.eventStream = pl.EventStream
+		t, err := p.target(cfg.Thinking)
+		if err != nil {
+			return nil, err
+		}
+		p.send = send.New(t, httpClient, send.Anthropic(retries), refusal)
+	}
 	return &OnPlatform{Provider: p, platform: pl}, nil
 }
 

@@ -37,6 +37,26 @@ func sender(client sdk.Client, httpClient *http.Client, maxRetries int, th Think
 	return send.New(t, httpClient, send.Anthropic(maxRetries), refusal), nil
 }
 
+// target is the target of p's streamed requests asking for th, read from
+// p.probed: on a platform with Send, less the anthropic-version header,
+// and with th's betas only where the platform takes them as a header.
+func (p *Provider) target(th Thinking) (send.Target, error) {
+	t, err := probe(p.probed, p.sentThinking(th))
+	if err == nil && p.route != nil {
+		t.Header.Del("anthropic-version")
+	}
+	return t, err
+}
+
+// sentThinking is th as far as it shapes the request's headers: none of
+// it on a platform that takes the betas in the body.
+func (p *Provider) sentThinking(th Thinking) Thinking {
+	if p.form != nil && p.form.betasInBody {
+		return Thinking{}
+	}
+	return th
+}
+
 // probe is the target of client's Messages requests asking for th, as the
 // SDK builds them.
 func probe(client sdk.Client, th Thinking) (send.Target, error) {

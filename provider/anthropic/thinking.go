@@ -147,7 +147,7 @@ func (p *Provider) WithThinking(th Thinking) (*Provider, error) {
 	q.cfg.Thinking = th
 	if p.send != nil {
 		// the beta header th asks for, if any, read from the SDK again
-		t, err := probe(p.client, th)
+		t, err := p.target(th)
 		if err != nil {
 			return nil, err
 		}

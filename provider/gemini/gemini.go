@@ -235,7 +235,7 @@ func (a *accumulator) add(resp *chunk) error {
 	}
 	if len(resp.Candidates) == 0 {
 		if f := resp.PromptFeedback; f != nil && f.BlockReason != "" {
-			return fmt.Errorf("gemini: the prompt was blocked (%s): %s", f.BlockReason, f.BlockReasonMessage)
+			return &provider.BlockedError{Reason: strings.ToLower(f.BlockReason), Err: fmt.Errorf("gemini: the prompt was blocked (%s): %s", f.BlockReason, f.BlockReasonMessage)}
 		}
 		return nil
 	}
@@ -370,5 +370,18 @@ func (a *accumulator) response() provider.Response {
 			}
 		}
 	}
-	return provider.Response{Message: msg, StopReason: a.stop}
+	return provider.Response{Message: msg, StopReason: a.stop, Refused: refusedFinish(a.stop)}
+}
+
+// refusedFinish reports whether a finish reason, lowercased, says the
+// answer was stopped for what it held or would hold — safety, prohibited
+// content, a blocklist term, personal data, Model Armor — rather than for
+// its length or a malformed call. RECITATION is not one: withholding the
+// results does not change what the model would recite.
+func refusedFinish(stop string) bool {
+	switch stop {
+	case "safety", "prohibited_content", "blocklist", "spii", "image_safety", "image_prohibited_content", "model_armor":
+		return true
+	}
+	return false
 }

@@ -317,5 +317,6 @@ func (a *accumulator) response() provider.Response {
 	for _, c := range a.calls {
 		msg.Parts = append(msg.Parts, provider.ToolCall(c.id, c.name, c.args.String()))
 	}
-	return provider.Response{Message: msg, StopReason: a.stop}
+	// "content_filter": the provider's filter stopped the answer
+	return provider.Response{Message: msg, StopReason: a.stop, Refused: a.stop == "content_filter"}
 }

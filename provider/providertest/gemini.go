@@ -179,7 +179,7 @@ func geminiChunk(parts []any, last bool, step Step) map[string]any {
 	cand := map[string]any{"content": map[string]any{"parts": parts, "role": "model"}, "index": 0}
 	chunk := map[string]any{"candidates": []any{cand}, "modelVersion": "gemini-test", "responseId": "resp_test"}
 	if last {
-		cand["finishReason"] = "STOP"
+		cand["finishReason"] = stopReason(step, "SAFETY", "STOP", "STOP")
 		chunk["usageMetadata"] = geminiUsage(step)
 	}
 	return chunk

@@ -77,6 +77,14 @@ type Step struct {
 	// Encrypted(Reasoning) and whose summary, when the request asks for
 	// one, is Reasoning.
 	Reasoning string
+	// Refuse ends the answer (its Text, its calls if any) with the wire's
+	// refusal: Anthropic's stop_reason "refusal" (on Bedrock, Vertex and
+	// the Google Cloud gateway too), Chat Completions' finish_reason
+	// "content_filter", Gemini's finishReason "SAFETY", and on the
+	// Responses API a response "incomplete" for "content_filter"
+	// (streamed: a response.incomplete event in place of
+	// response.completed).
+	Refuse bool
 }
 
 // Server is a scripted provider. Window, Cache and Respond are set after
@@ -480,13 +488,18 @@ func AnthropicStream(step Step) string {
 			sse(&b, "content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 		}
 	}
-	sse(&b, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stopReason(step, "tool_use", "end_turn"), "stop_sequence": nil},
+	sse(&b, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stopReason(step, "refusal", "tool_use", "end_turn"), "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": step.Output}})
 	sse(&b, "message_stop", map[string]any{"type": "message_stop"})
 	return b.String()
 }
 
-func stopReason(step Step, tools, end string) string {
+// stopReason is the wire's word for why step's answer ended: refusal
+// when the step refuses (Step.Refuse), tools when it calls, else end.
+func stopReason(step Step, refusal, tools, end string) string {
+	if step.Refuse {
+		return refusal
+	}
 	if len(step.ToolCalls) > 0 {
 		return tools
 	}
@@ -510,7 +523,7 @@ func anthropicMessage(step Step) string {
 	}
 	return mustJSON(map[string]any{
 		"id": "msg_test", "type": "message", "role": "assistant", "model": "test-model", "content": content,
-		"stop_reason": stopReason(step, "tool_use", "end_turn"), "stop_sequence": nil,
+		"stop_reason": stopReason(step, "refusal", "tool_use", "end_turn"), "stop_sequence": nil,
 		"usage": map[string]any{"input_tokens": step.Input, "output_tokens": step.Output, "cache_read_input_tokens": step.CacheRead, "cache_creation_input_tokens": step.CacheWrite},
 	})
 }
@@ -531,7 +544,7 @@ func OpenAIStream(step Step) string {
 		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil)
 		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": c.Input}}}}, nil)
 	}
-	chunk(map[string]any{}, stopReason(step, "tool_calls", "stop"))
+	chunk(map[string]any{}, stopReason(step, "content_filter", "tool_calls", "stop"))
 	sse(&b, "", map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1, "model": "test-model", "choices": []any{},
 		"usage": openAIUsage(step)})
 	b.WriteString("data: [DONE]\n\n")
@@ -553,7 +566,7 @@ func openAICompletion(step Step) string {
 		msg["tool_calls"] = calls
 	}
 	return mustJSON(map[string]any{"id": "chatcmpl-test", "object": "chat.completion", "created": 1, "model": "test-model",
-		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": stopReason(step, "tool_calls", "stop")}},
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": stopReason(step, "content_filter", "tool_calls", "stop")}},
 		"usage":   openAIUsage(step)})
 }
 

@@ -106,9 +106,21 @@ func responsesObject(status string, output []map[string]any, usage any) map[stri
 		"tool_choice": "auto", "tools": []any{}, "usage": usage}
 }
 
+// responsesFinal is the response object that ends a step's answer:
+// completed, or, for a step that refuses (Step.Refuse), incomplete for
+// content_filter as the API ends an answer its filter stopped.
+func responsesFinal(step Step, items []map[string]any) map[string]any {
+	if !step.Refuse {
+		return responsesObject("completed", items, responsesUsage(step))
+	}
+	r := responsesObject("incomplete", items, responsesUsage(step))
+	r["incomplete_details"] = map[string]any{"reason": "content_filter"}
+	return r
+}
+
 // responsesBody is a step's answer, not streamed.
 func responsesBody(step Step, summary bool) string {
-	return mustJSON(responsesObject("completed", responsesItems(step, summary), responsesUsage(step)))
+	return mustJSON(responsesFinal(step, responsesItems(step, summary)))
 }
 
 // ResponsesStream is the event stream of a step's answer, as the API
@@ -157,7 +169,8 @@ func ResponsesStream(step Step, summary bool) string {
 		}
 		ev("response.output_item.done", map[string]any{"output_index": i, "item": it})
 	}
-	ev("response.completed", map[string]any{"response": responsesObject("completed", items, responsesUsage(step))})
+	final := responsesFinal(step, items)
+	ev("response."+final["status"].(string), map[string]any{"response": final})
 	return b.String()
 }
 

@@ -297,7 +297,7 @@ func (a *accumulator) response() provider.Response {
 		idx = append(idx, i)
 	}
 	sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
-	calls := 0
+	calls, refused := 0, false
 	for _, i := range idx {
 		it := a.items[i]
 		o := it.final
@@ -328,6 +328,7 @@ func (a *accumulator) response() provider.Response {
 						b.WriteString(string(c.Text))
 					case "refusal":
 						b.WriteString(string(c.Refusal))
+						refused = true
 					}
 				}
 				text = b.String()
@@ -359,8 +360,10 @@ func (a *accumulator) response() provider.Response {
 		stop = a.incomplete
 	case a.status == "incomplete":
 		stop = "incomplete"
+	case refused:
+		stop = "refusal" // the model's own refusal, in a message's content
 	case calls > 0:
 		stop = "tool_calls"
 	}
-	return provider.Response{Message: msg, StopReason: stop}
+	return provider.Response{Message: msg, StopReason: stop, Refused: refused || stop == "content_filter"}
 }

@@ -101,10 +101,11 @@ func DefaultClient() *http.Client {
 // Target is the target s sends to.
 func (s *Sender) Target() Target { return s.target }
 
-// request is attempt n's request of b in ctx.
-func (s *Sender) request(ctx context.Context, b []byte, n int) *http.Request {
+// request is attempt n's request of b in ctx; with own, its header and
+// URL are its own, for a caller to change.
+func (s *Sender) request(ctx context.Context, b []byte, n int, own bool) *http.Request {
 	h := s.target.Header
-	if (n > 0 && s.count) || s.own {
+	if (n > 0 && s.count) || s.own || own {
 		h = h.Clone()
 	}
 	if n > 0 && s.count {
@@ -115,8 +116,13 @@ func (s *Sender) request(ctx context.Context, b []byte, n int) *http.Request {
 	// reader has the headers flushed first, a packet of their own)
 	getBody := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	rc, _ := getBody()
+	u := s.target.URL
+	if own {
+		c := *u
+		u = &c
+	}
 	r := &http.Request{
-		Method: s.target.Method, URL: s.target.URL, Host: s.target.Host,
+		Method: s.target.Method, URL: u, Host: s.target.Host,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, Body: rc, GetBody: getBody, ContentLength: int64(len(b)),
 	}
@@ -128,15 +134,28 @@ func (s *Sender) request(ctx context.Context, b []byte, n int) *http.Request {
 // An answer of 400 or more is the Refusal's error; a connection error is
 // net/http's; a context done is the context's error.
 func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
+	return s.PostEach(ctx, b, nil)
+}
+
+// PostEach is Post with each attempt's request given to each, when not
+// nil, before it is sent: its URL and header are its own, for a platform
+// to route and sign it (provider/anthropic's Platform.Send); its body must
+// stay b. An error of each is the attempt's, as an SDK middleware's was:
+// retried as a connection error is.
+func (s *Sender) PostEach(ctx context.Context, b []byte, each func(*http.Request) error) (*http.Response, error) {
 	var (
 		req *http.Request
 		res *http.Response
 		err error
 	)
 	for n := 0; ; n++ {
-		req = s.request(ctx, b, n)
+		req = s.request(ctx, b, n, each != nil)
 		last := n >= s.rules.MaxRetries
-		res, err = s.client.Do(req)
+		if each == nil {
+			res, err = s.client.Do(req)
+		} else if err = each(req); err == nil {
+			res, err = s.client.Do(req)
+		}
 		retry := s.rules.retryable(res, err)
 		var read []byte
 		var readErr error

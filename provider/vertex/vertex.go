@@ -98,10 +98,11 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		return nil, err
 	}
 	return anthropic.NewOn(anthropic.Platform{
-		Name:    "vertex",
-		Version: Version,
-		Options: []option.RequestOption{option.WithBaseURL(regionalURL(region)), option.WithHTTPClient(client)},
-		Send:    newRoute(region, project).send,
+		Name:       "vertex",
+		Version:    Version,
+		Options:    []option.RequestOption{option.WithBaseURL(regionalURL(region))},
+		HTTPClient: client,
+		Send:       newRoute(region, project).send,
 	}, wire)
 }
 
@@ -122,10 +123,15 @@ func regionalURL(region string) string {
 // authorized is the HTTP client that sends with creds' tokens, as the
 // SDK's vertex package makes it: a copy of client whose transport adds
 // the token (client's other settings kept, client itself untouched), or,
-// without one, Google's own HTTP client for the token source.
+// without one, Google's own HTTP client for the token source (its token
+// and quota-project headers) without Google's telemetry: that client
+// otherwise wraps every request in an OpenCensus and an OpenTelemetry
+// transport, which add an X-Cloud-Trace-Context header naming a new
+// random trace each time and cost ~35 µs a round (docs/overhead.md), for
+// tracing myelin does not configure.
 func authorized(ctx context.Context, client *http.Client, creds *google.Credentials) (*http.Client, error) {
 	if client == nil || client == http.DefaultClient {
-		c, _, err := gapitransport.NewHTTPClient(ctx, gapioption.WithTokenSource(creds.TokenSource))
+		c, _, err := gapitransport.NewHTTPClient(ctx, gapioption.WithTokenSource(creds.TokenSource), gapioption.WithTelemetryDisabled())
 		if err != nil {
 			return nil, fmt.Errorf("vertex: making the HTTP client for the Google credentials: %v", err)
 		}

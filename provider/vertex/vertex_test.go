@@ -6,6 +6,8 @@ import (
 	"errors"
 	"flag"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
@@ -374,5 +376,40 @@ func TestAClaudeCodeStyleBaseURLReachesTheFake(t *testing.T) {
 	}
 	if got := srv.Paths()[0]; got != "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-test:streamRawPredict" {
 		t.Fatalf("path %s", got)
+	}
+}
+
+// TestGooglesClientSendsNoTraceHeaders pins the default HTTP client
+// (none given): Google's, with the credentials' token, but without the
+// OpenCensus and OpenTelemetry transports that add a header naming a new
+// random trace to every request (and cost a round ~35 µs).
+func TestGooglesClientSendsNoTraceHeaders(t *testing.T) {
+	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
+	target, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got http.Header
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	creds := &google.Credentials{TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.test"})}
+	p, err := New(Config{Config: anthropic.Config{BaseURL: front.URL, MaxRetries: -1}, Region: "us-east5", Project: "test-project", Credentials: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if auth := got.Get("Authorization"); auth != "Bearer ya29.test" {
+		t.Errorf("Authorization %q, want the credentials' token", auth)
+	}
+	for _, h := range []string{"X-Cloud-Trace-Context", "Traceparent", "Tracestate"} {
+		if v := got.Get(h); v != "" {
+			t.Errorf("%s: %q sent; Google's telemetry transports should be off", h, v)
+		}
 	}
 }
