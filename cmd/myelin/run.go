@@ -164,6 +164,8 @@ type session struct {
 	id    string
 	// showThinking writes the model's thinking to stderr (--show-thinking).
 	showThinking bool
+	// notes are the lines about subagents (--delegate: delegate.go).
+	notes *subagentNotes
 }
 
 func (s *session) close() {
@@ -287,7 +289,8 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 		f.tools.mcp.ui = newMCPUI(nil, stderr)
 	}
 	f.tools.mcp.ui.sampler = providerSampler{prov: prov, model: model}
-	f.tools.delegate = f.delegate.newDelegate(stderr)
+	s.notes = &subagentNotes{stderr: stderr}
+	f.tools.delegate = f.delegate.newDelegate(s.notes)
 	s.tools, err = openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
 		s.close()
@@ -397,6 +400,7 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	rep.showThinking = s.showThinking
 	defer rep.stop()
 	defer s.tools.ui.turn(rep)()
+	defer s.notes.during(rep)()
 	ctx, prompt, told := s.backgroundTurn(ctx, prompt)
 	tr, err := s.agent.Turn(ctx, s.id, prompt, func(e agent.Event) { told(e); rep.event(e) })
 	rep.stop()
