@@ -102,6 +102,18 @@ func Writing(ctx context.Context, h Holder) context.Context {
 	return context.WithValue(ctx, writerKey{}, h)
 }
 
+// Unclaimed returns ctx without the holder Writing gave it: for work done
+// under one conversation's claim that writes another conversation — a
+// subagent's, made by its parent's tool call — which takes that one's own
+// claim (or writes it unclaimed) and must not write as the parent's
+// holder, whose claim is on the parent alone.
+func Unclaimed(ctx context.Context) context.Context {
+	if _, ok := WriterOf(ctx); !ok {
+		return ctx
+	}
+	return context.WithValue(ctx, writerKey{}, nil)
+}
+
 // WriterOf returns the holder ctx writes as (see Writing).
 func WriterOf(ctx context.Context) (Holder, bool) {
 	h, ok := ctx.Value(writerKey{}).(Holder)

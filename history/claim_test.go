@@ -56,11 +56,12 @@ func TestAppendWaitsForAWriteLockHeldByAnotherConnection(t *testing.T) {
 	}
 }
 
-// A store of layout 1 or 2 is brought to layout 3 when opened, its
+// A store of layout 1, 2 or 3 is brought to layout 4 when opened, its
 // messages kept, checksummed and counted: they read back, and a new one
-// is appended after them.
-func TestAnOlderLayoutIsBroughtToLayout3(t *testing.T) {
-	for _, fixture := range []string{"layout1.sql", "layout2.sql"} {
+// is appended after them; a conversation linked to a parent's call can
+// then be made beside them.
+func TestAnOlderLayoutIsBroughtToLayout4(t *testing.T) {
+	for _, fixture := range []string{"layout1.sql", "layout2.sql", "layout3.sql"} {
 		t.Run(fixture, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "h.db")
 			script, err := os.ReadFile(filepath.Join("testdata", fixture))
@@ -92,8 +93,15 @@ func TestAnOlderLayoutIsBroughtToLayout3(t *testing.T) {
 				t.Fatalf("conversation %+v, %v", c, err)
 			}
 			var version int
-			if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 3 {
+			if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 4 {
 				t.Fatalf("layout %d, %v", version, err)
+			}
+			if err := s.Create(ctx, Conversation{ID: "child", Parent: "old", ParentCall: "call_1"}); err != nil {
+				t.Fatal(err)
+			}
+			kids, err := openStore(t, path).Children(ctx, "old")
+			if err != nil || len(kids) != 1 || kids[0].ID != "child" || kids[0].ParentCall != "call_1" {
+				t.Fatalf("children %+v, %v", kids, err)
 			}
 		})
 	}

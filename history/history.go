@@ -12,6 +12,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/myelin-run/myelin/result"
@@ -119,6 +122,18 @@ type Message struct {
 	Settings *Settings `json:"settings,omitempty"`
 }
 
+// Text is the message's text: its text parts joined, as the model wrote
+// them (an answer's text; a cut answer's holds its marker).
+func (m Message) Text() string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.Type == TextPart {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
 // ToolCalls returns the message's tool call parts.
 func (m Message) ToolCalls() []Part {
 	n := 0
@@ -149,6 +164,75 @@ type Conversation struct {
 	Updated time.Time `json:"updated"`
 	// Messages is how many messages it holds (set by List and Get).
 	Messages int `json:"messages"`
+	// Parent is, on a conversation a tool call started (a subagent's,
+	// agent--delegate), the conversation that made the call; "" on one a
+	// user started. ParentCall is that call's id. Both are set by Create,
+	// checksummed with the record and never changed; Create refuses a
+	// Parent that is not in the store, a ParentCall without a Parent,
+	// and a conversation that is its own parent. Children finds them
+	// from the parent's side.
+	Parent     string `json:"parent,omitempty"`
+	ParentCall string `json:"parent_call,omitempty"`
+}
+
+// checkLink returns the error for c's link to its parent that no store
+// may take (Conversation.Parent), saying what is wrong; the parent's
+// presence is each store's to check, in its transaction.
+func checkLink(c Conversation) error {
+	switch {
+	case c.ParentCall != "" && c.Parent == "":
+		return fmt.Errorf("creating conversation %s: it names the parent call %q but no parent conversation", c.ID, c.ParentCall)
+	case c.Parent != "" && c.Parent == c.ID:
+		return fmt.Errorf("creating conversation %s: it names itself as its parent", c.ID)
+	}
+	return nil
+}
+
+// noParent is the error (wrapping ErrNotFound) for creating conversation
+// id whose parent is not in the store.
+func noParent(id, parent string) error {
+	return fmt.Errorf("creating conversation %s: its parent conversation %s: %w", id, parent, ErrNotFound)
+}
+
+// Family is what a Store gives to find the conversations a conversation's
+// tool calls started (Conversation.Parent); every store of this module
+// implements it. Use Children, which takes any Store.
+type Family interface {
+	// Children returns the conversations whose Parent is id, oldest
+	// first (by creation, then id); none is not an error, nor is an id
+	// not in the store.
+	Children(ctx context.Context, id string) ([]Conversation, error)
+}
+
+// Children returns the conversations started by conversation id's tool
+// calls (Conversation.Parent), oldest first: through the store's own
+// Family when it has one, else by reading the whole List.
+func Children(ctx context.Context, s Store, id string) ([]Conversation, error) {
+	if f, ok := s.(Family); ok {
+		return f.Children(ctx, id)
+	}
+	all, err := s.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Conversation
+	for _, c := range all {
+		if c.Parent == id {
+			out = append(out, c)
+		}
+	}
+	SortChildren(out)
+	return out, nil
+}
+
+// SortChildren puts children in Children's order: by creation, then id.
+func SortChildren(cs []Conversation) {
+	slices.SortFunc(cs, func(a, b Conversation) int {
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
 }
 
 // Store keeps conversations durably. Implementations must make Append

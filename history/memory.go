@@ -58,6 +58,9 @@ func (s *Memory) Create(ctx context.Context, c Conversation) error {
 	if c.ID == "" {
 		return fmt.Errorf("creating a conversation: its id is empty")
 	}
+	if err := checkLink(c); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.convs == nil {
@@ -65,6 +68,9 @@ func (s *Memory) Create(ctx context.Context, c Conversation) error {
 	}
 	if _, ok := s.convs[c.ID]; ok {
 		return fmt.Errorf("creating conversation %s: %w", c.ID, ErrExists)
+	}
+	if _, ok := s.convs[c.Parent]; c.Parent != "" && !ok {
+		return noParent(c.ID, c.Parent)
 	}
 	now := s.clock().UTC()
 	c.Created, c.Updated, c.Messages = now, now, 0
@@ -266,7 +272,25 @@ func (s *Memory) List(ctx context.Context) ([]Conversation, error) {
 	return out, nil
 }
 
+// Children returns the conversations whose Parent is id, oldest first
+// (see Family).
+func (s *Memory) Children(ctx context.Context, id string) ([]Conversation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Conversation
+	for _, c := range s.convs {
+		if c.rec.Parent == id && id != "" {
+			out = append(out, c.rec)
+		}
+	}
+	SortChildren(out)
+	return out, nil
+}
+
 // Close does nothing: a Memory holds no resource.
 func (s *Memory) Close() error { return nil }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store  = (*Memory)(nil)
+	_ Family = (*Memory)(nil)
+)

@@ -42,8 +42,23 @@ func MessageChecksum(conversation string, seq int, raw []byte) int64 {
 }
 
 // RecordChecksum is a conversation record's checksum: of its id, system
-// prompt and creation time as stored (TimeFormat).
-func RecordChecksum(id, system, created string) int64 { return recordChecksum(id, system, created) }
+// prompt, creation time as stored (TimeFormat) and its link to a parent
+// (Conversation.Parent, ParentCall: "" for none, which gives the checksum
+// records had before links were kept).
+func RecordChecksum(id, system, created, parent, parentCall string) int64 {
+	return recordChecksum(id, system, created, parent, parentCall)
+}
+
+// CheckLink returns the error for a conversation's link to its parent that
+// no store may take (Create), saying what is wrong: a ParentCall without a
+// Parent, a conversation its own parent. Whether the parent is in the
+// store is each store's to check, in Create's transaction; NoParent is its
+// error.
+func CheckLink(c Conversation) error { return checkLink(c) }
+
+// NoParent is the error (wrapping ErrNotFound) for creating conversation
+// id whose parent is not in the store.
+func NoParent(id, parent string) error { return noParent(id, parent) }
 
 // TimeFormat is how a store keeps a conversation's times as text.
 const TimeFormat = timeFormat

@@ -57,8 +57,11 @@ CREATE TABLE IF NOT EXISTS conversations (
 	created TEXT NOT NULL,
 	updated TEXT NOT NULL,
 	messages INTEGER NOT NULL DEFAULT 0, -- how many messages it holds (layout 3)
-	crc      INTEGER NOT NULL DEFAULT 0  -- recordChecksum of id, system, created (layout 3)
+	crc      INTEGER NOT NULL DEFAULT 0, -- recordChecksum of id, system, created, parent, parent_call (layout 3)
+	parent      TEXT NOT NULL DEFAULT '', -- Conversation.Parent (layout 4)
+	parent_call TEXT NOT NULL DEFAULT ''  -- Conversation.ParentCall (layout 4)
 );
+CREATE INDEX IF NOT EXISTS conversations_parent ON conversations(parent) WHERE parent != '';
 CREATE TABLE IF NOT EXISTS messages (
 	conversation TEXT NOT NULL REFERENCES conversations(id),
 	seq          INTEGER NOT NULL,
@@ -99,6 +102,17 @@ ALTER TABLE conversations ADD COLUMN crc INTEGER NOT NULL DEFAULT 0;
 UPDATE conversations SET messages = (SELECT COUNT(*) FROM messages WHERE conversation = conversations.id);
 `
 
+// schemaV4 is what layout 4 added to layout 3: the link of a
+// conversation a tool call started (a subagent's) to that call
+// (Conversation.Parent, ParentCall), and the index Children reads. The
+// records of layout 3 have no link, and their checksums stay as they are
+// (recordChecksum of an unlinked record is layout 3's).
+const schemaV4 = `
+ALTER TABLE conversations ADD COLUMN parent TEXT NOT NULL DEFAULT '';
+ALTER TABLE conversations ADD COLUMN parent_call TEXT NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS conversations_parent ON conversations(parent) WHERE parent != '';
+`
+
 // dropUpdatedIndex drops the index on conversations(updated) that stores
 // made before issue 13 have. Every Append changes updated, so the index
 // cost each append a page of its own in the log (two of a round's eleven);
@@ -111,8 +125,9 @@ const dropUpdatedIndex = `DROP INDEX IF EXISTS conversations_updated`
 // message is one JSON column: one column to step over per row is half the
 // cost of five when a long conversation is read after a restart. Layouts 1
 // (no claims, no kept results) and 2 (no checksums) are brought to 3 when
-// opened.
-const schemaVersion = 3
+// opened, and so is 3 (no links of subagents' conversations to their
+// parents' calls) to 4.
+const schemaVersion = 4
 
 // castagnoli is the CRC-32C table: computed by the CPU's own instruction
 // where it has one (amd64, arm64), about 10 GB/s.
@@ -132,9 +147,14 @@ func messageChecksum(conversation string, seq int, raw []byte) int64 {
 
 // recordChecksum is a conversation record's checksum: of the fields that
 // never change once it is created. Its count of messages is checked
-// against the messages themselves; its updated time is not checked.
-func recordChecksum(id, system, created string) int64 {
-	return checksum([]byte(id + "\x00" + system + "\x00" + created))
+// against the messages themselves; its updated time is not checked. A
+// record without a parent has the checksum it had before links were kept
+// (layout 3), so that upgrading changes no record.
+func recordChecksum(id, system, created, parent, parentCall string) int64 {
+	if parent == "" && parentCall == "" {
+		return checksum([]byte(id + "\x00" + system + "\x00" + created))
+	}
+	return checksum([]byte(id + "\x00" + system + "\x00" + created + "\x00" + parent + "\x00" + parentCall))
 }
 
 // SQLiteOptions tune a SQLite store; the zero value is the default.
@@ -266,9 +286,11 @@ func (s *SQLite) migrate() error {
 	case version == schemaVersion:
 		return nil
 	case version == 1:
-		doing, ddl = "bringing layout 1 to 3", schemaV2+schemaV3
+		doing, ddl = "bringing layout 1 to 4", schemaV2+schemaV3+schemaV4
 	case version == 2:
-		doing, ddl = "bringing layout 2 to 3", schemaV3
+		doing, ddl = "bringing layout 2 to 4", schemaV3+schemaV4
+	case version == 3:
+		doing, ddl = "bringing layout 3 to 4", schemaV4
 	case version == 0 && tables == 0:
 		doing, ddl = "creating", schema
 	default:
@@ -277,7 +299,7 @@ func (s *SQLite) migrate() error {
 	if _, err := tx.Exec(ddl + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
 		return s.explain(doing, err)
 	}
-	if version > 0 {
+	if version > 0 && version < 3 {
 		if err := fillChecksums(tx); err != nil {
 			return s.explain(doing, err)
 		}
@@ -359,7 +381,7 @@ func fillRecordChecksums(tx *sql.Tx) error {
 			rows.Close()
 			return err
 		}
-		sums[id] = recordChecksum(id, system, created)
+		sums[id] = recordChecksum(id, system, created, "", "")
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -399,12 +421,25 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 	if c.ID == "" {
 		return errors.New("creating a conversation: its id is empty")
 	}
+	if err := checkLink(c); err != nil {
+		return err
+	}
 	created := c.Created.UTC().Format(timeFormat)
 	doing := "creating conversation " + c.ID
 	// synced (write, not lazy): the connection may be at a lazy write's level
 	return s.write(ctx, doing, false, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created))
+		if c.Parent != "" {
+			var one int
+			err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ?`, c.Parent).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return noParent(c.ID, c.Parent)
+			}
+			if err != nil {
+				return s.explain(doing, err)
+			}
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall)
 		if err != nil {
 			return s.explain(doing, err)
 		}
@@ -417,8 +452,7 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 
 // Get returns a conversation's record.
 func (s *SQLite) Get(ctx context.Context, id string) (Conversation, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT id, system, created, updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc FROM conversations c WHERE id = ?`, id)
+	row := s.db.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM conversations c WHERE id = ?`, id)
 	c, err := s.scanConversation(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Conversation{}, fmt.Errorf("conversation %s: %w", id, ErrNotFound)
@@ -432,6 +466,12 @@ func (s *SQLite) Get(ctx context.Context, id string) (Conversation, error) {
 	return c, nil
 }
 
+// recordColumns are what Get, List and Children read of a conversation
+// (c), for scanConversation: its count of stored messages beside the count
+// appended.
+const recordColumns = `c.id, c.system, c.created, c.updated,
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc, c.parent, c.parent_call`
+
 type scanner interface{ Scan(...any) error }
 
 // scanConversation reads a conversation's record and checks it: against
@@ -442,11 +482,11 @@ func (s *SQLite) scanConversation(row scanner) (Conversation, error) {
 	var created, updated string
 	var appended int
 	var crc int64
-	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc); err != nil {
+	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc, &c.Parent, &c.ParentCall); err != nil {
 		return c, err
 	}
-	if sum := recordChecksum(c.ID, c.System, created); sum != crc {
-		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt or creation time no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, ErrDamaged)
+	if sum := recordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, ErrDamaged)
 	}
 	if c.Messages != appended {
 		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.path, c.ID, c.Messages, appended, ErrDamaged)
@@ -462,10 +502,25 @@ func (s *SQLite) scanConversation(row scanner) (Conversation, error) {
 
 // List returns the conversations, most recently updated first.
 func (s *SQLite) List(ctx context.Context) ([]Conversation, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, system, created, updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc FROM conversations c ORDER BY updated DESC, id`)
+	return s.records(ctx, "listing conversations", `SELECT `+recordColumns+` FROM conversations c ORDER BY updated DESC, id`)
+}
+
+// Children returns the conversations whose Parent is id, oldest first
+// (see Family).
+func (s *SQLite) Children(ctx context.Context, id string) ([]Conversation, error) {
+	if id == "" {
+		return nil, nil
+	}
+	out, err := s.records(ctx, "listing the conversations started by "+id, `SELECT `+recordColumns+` FROM conversations c WHERE parent = ?`, id)
+	SortChildren(out) // created is text of varying length: ordered as times here
+	return out, err
+}
+
+// records reads the conversation records query gives, checked.
+func (s *SQLite) records(ctx context.Context, doing, query string, args ...any) ([]Conversation, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, s.explain("listing conversations", err)
+		return nil, s.explain(doing, err)
 	}
 	defer rows.Close()
 	var out []Conversation
@@ -475,11 +530,11 @@ func (s *SQLite) List(ctx context.Context) ([]Conversation, error) {
 			return nil, err
 		}
 		if err != nil {
-			return nil, s.explain("listing conversations", err)
+			return nil, s.explain(doing, err)
 		}
 		out = append(out, c)
 	}
-	return out, s.wrapErr("listing conversations", rows.Err())
+	return out, s.wrapErr(doing, rows.Err())
 }
 
 func (s *SQLite) wrapErr(doing string, err error) error {

@@ -222,7 +222,7 @@ func (r *round) capped(l *limit, cap int) context.Context {
 // has given up on it.
 func (r *round) run(i int) {
 	s := &r.slots[i]
-	res := handle(s.ctx, s.tool, r.calls[i].Name, s.input)
+	res := handle(withCallID(s.ctx, r.calls[i].ID), s.tool, r.calls[i].Name, s.input)
 	if !s.state.CompareAndSwap(running, finished) {
 		// given up on: what it returns is never converted, and must not
 		// leave its file behind
@@ -276,6 +276,26 @@ func (r *round) giveUpAll(why func(name string) string) {
 
 func cancelledWhy(name string) string {
 	return fmt.Sprintf("tool %s was cancelled before it finished; it may have done part of its work", name)
+}
+
+// callIDKey carries a call's id to its handler.
+type callIDKey struct{}
+
+// CallID is the id of the call whose handler runs under ctx (Call.ID), ""
+// outside a call: for a tool that links what it makes to its call (a
+// subagent's conversation, agent--delegate). The dispatcher sets it for
+// every call it runs; a tool must not take it for unique beyond its
+// conversation.
+func CallID(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
+}
+
+func withCallID(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, callIDKey{}, id)
 }
 
 // capKey carries a call's cap to its handler.

@@ -151,3 +151,19 @@ func TestARoundGivesUpOnACallNoSoonerThanItsContextsDeadline(t *testing.T) {
 		t.Fatalf("the round gave up on the call %v before its context's deadline", deadline.Sub(gaveUp))
 	}
 }
+
+// Each call's handler reads its own call's id (CallID); outside a call
+// there is none.
+func TestAHandlerReadsItsOwnCallsID(t *testing.T) {
+	reg := &Registry{}
+	if err := reg.Add(MustFunc("id", "Says its call's id.", func(ctx context.Context, _ struct{}) (any, error) { return CallID(ctx), nil })); err != nil {
+		t.Fatal(err)
+	}
+	outs := (&Dispatcher{Tools: reg}).Round(context.Background(), []Call{{ID: "call_a", Name: "id"}, {ID: "call_b", Name: "id"}})
+	if outs[0].Text != "call_a" || outs[1].Text != "call_b" {
+		t.Fatalf("texts %q, %q; want each call's id", outs[0].Text, outs[1].Text)
+	}
+	if id := CallID(context.Background()); id != "" {
+		t.Fatalf("CallID outside a call = %q", id)
+	}
+}

@@ -21,8 +21,9 @@ const historyUsage = `Usage:
       messages, the first prompt.
   myelin history show ID [--json] [--workspace DIR] [--store PATH]
       The conversation's messages as stored, numbered, with usage per
-      answer, and where results were cleared from requests or a summary
-      stands for older messages (--json: the stored records as they are).
+      answer, where results were cleared from requests or a summary
+      stands for older messages, and under each agent--delegate call the
+      subagent's conversation (--json: the stored records as they are).
 `
 
 func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -72,6 +73,9 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 			if msgs, err := store.Messages(ctx, c.ID); err == nil {
 				first = firstPrompt(msgs)
 			}
+			if c.Parent != "" {
+				first += "\t(subagent of " + c.Parent + ")"
+			}
 			fmt.Fprintf(stdout, "%s\t%s\t%d messages\t%s\n", c.ID, c.Updated.Local().Format(time.DateTime), c.Messages, first)
 		}
 		return exitOK
@@ -93,7 +97,24 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		stdout.Write(buf.Bytes())
 		return exitOK
 	}
-	showMessages(stdout, msgs)
+	rec, err := store.Get(ctx, pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin history: %v\n", err)
+		return exitError
+	}
+	kids, err := history.Children(ctx, store, pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin history: %v\n", err)
+		return exitError
+	}
+	if rec.Parent != "" {
+		fmt.Fprintf(stdout, "subagent of conversation %s, started by its call %s\n", rec.Parent, rec.ParentCall)
+	}
+	children := map[string][]string{}
+	for _, k := range kids {
+		children[k.ParentCall] = append(children[k.ParentCall], k.ID)
+	}
+	showConversation(stdout, msgs, children)
 	return exitOK
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -84,6 +85,7 @@ type agentFlags struct {
 	think        thinkingFlags
 	background   backgroundFlags
 	guard        guardFlags
+	delegate     delegateFlags
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -106,6 +108,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	f.tools.add(fs)
 	f.think.add(fs)
 	f.guard.add(fs)
+	f.delegate.add(fs)
 	f.background.add(fs)
 	return fs
 }
@@ -141,7 +144,7 @@ func (f *agentFlags) check(set map[string]bool) error {
 	if _, err := f.think.config(agent.AnswerRoom(f.maxTokens)); err != nil {
 		return err
 	}
-	return nil
+	return f.delegate.check()
 }
 
 // policy is the context policy the flags ask for: the marks as fractions
@@ -160,6 +163,8 @@ type session struct {
 	id    string
 	// showThinking writes the model's thinking to stderr (--show-thinking).
 	showThinking bool
+	// notes are the lines about subagents (--delegate: delegate.go).
+	notes *subagentNotes
 }
 
 func (s *session) close() {
@@ -285,6 +290,8 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	if f.tools.mcp.ui.sampler == nil { // serve brings its own: the conversation's provider and model
 		f.tools.mcp.ui.sampler = mcp.ProviderSampler{Provider: prov, Model: model}
 	}
+	s.notes = &subagentNotes{stderr: stderr}
+	f.tools.delegate = f.delegate.newDelegate(s.notes)
 	s.tools, err = openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
 		s.close()
@@ -293,6 +300,9 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
 		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait,
 		RefusalGuard: f.guard.refusal}
+	if d := f.tools.delegate; d != nil {
+		d.Agent = s.agent // its children run on it
+	}
 	return s, path, nil
 }
 
@@ -306,6 +316,7 @@ func (s *session) pick(ctx context.Context, f agentFlags, path string, stderr io
 		if err != nil {
 			return err
 		}
+		list = slices.DeleteFunc(list, func(c history.Conversation) bool { return c.Parent != "" }) // a subagent's is its parent's to continue
 		if len(list) == 0 {
 			return fmt.Errorf("--continue: there is no conversation in %s yet", path)
 		}
@@ -390,6 +401,7 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	rep.showThinking = s.showThinking
 	defer rep.stop()
 	defer s.tools.ui.turn(rep)()
+	defer s.notes.during(rep)()
 	ctx, prompt, told := s.backgroundTurn(ctx, prompt)
 	tr, err := s.agent.Turn(ctx, s.id, prompt, func(e agent.Event) { told(e); rep.event(e) })
 	rep.stop()

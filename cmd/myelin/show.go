@@ -18,8 +18,23 @@ import (
 // the record, so that a reader of an old round sees it was not sent whole
 // any more; the Settings stored with an answer are one line under it. It
 // prints what is stored and converts nothing.
-func showMessages(w io.Writer, msgs []history.Message) {
+func showMessages(w io.Writer, msgs []history.Message) { showConversation(w, msgs, nil) }
+
+// showConversation is showMessages naming, under each tool call that
+// started a subagent, the subagent's conversation: children holds them
+// by the call's id, in the order they were made (history.Children).
+func showConversation(w io.Writer, msgs []history.Message, children map[string][]string) {
 	cleared := clearedAt(msgs)
+	started := map[string]int{} // the calls of each id seen so far: an id may repeat
+	child := func(callID string) string {
+		kids := children[callID]
+		n := started[callID]
+		started[callID]++
+		if n < len(kids) {
+			return kids[n]
+		}
+		return ""
+	}
 	for i, m := range msgs {
 		fmt.Fprintf(w, "── %d %s  %s\n", i+1, m.Role, m.Time.Local().Format(time.DateTime))
 		if m.IsRecord() {
@@ -40,6 +55,9 @@ func showMessages(w io.Writer, msgs []history.Message) {
 					mark = fmt.Sprintf("  (input cleared from requests at message %d)", n)
 				}
 				fmt.Fprintf(w, "[tool call %s] %s %s%s\n", p.CallID, p.Name, in, mark)
+				if id := child(p.CallID); id != "" {
+					fmt.Fprintf(w, "[subagent: conversation %s; myelin history show %s]\n", id, id)
+				}
 			case history.ToolResultPart:
 				flag := ""
 				if p.IsError {

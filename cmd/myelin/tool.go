@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/myelin-run/myelin/delegate"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/script"
 	"github.com/myelin-run/myelin/shell"
@@ -199,6 +200,8 @@ func notOffered(name string, f toolsetFlags) string {
 		return fmt.Sprintf("%s is offered only with --allow-shell (it runs any command in the workspace)", name)
 	case name == script.Name && f.noCodeExecution:
 		return fmt.Sprintf("%s is not offered because of --no-code-execution", name)
+	case name == delegate.Name:
+		return fmt.Sprintf("%s is offered only in a conversation, with --delegate (myelin run, chat or serve): a subagent runs as a conversation of its own", name)
 	}
 	return fmt.Sprintf("there is no tool named %q; `myelin tool list` lists them", name)
 }

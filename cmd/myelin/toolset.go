@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/myelin-run/myelin/delegate"
 	"github.com/myelin-run/myelin/mcp"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/script"
@@ -24,6 +25,8 @@ type toolsetFlags struct {
 	mcp             mcpFlags
 	// background, when set, offers background scripts (run and chat).
 	background *backgroundSetup
+	// delegate, when set, offers agent--delegate (--delegate: delegate.go).
+	delegate *delegate.Delegate
 }
 
 func (f *toolsetFlags) add(fs *flag.FlagSet) {
@@ -100,6 +103,7 @@ func (ts *toolset) build(mcpTools []*tool.Tool) (*tool.Registry, error) {
 	if ts.flags.allowShell {
 		tools = append(tools, shell.Tool(ts.ws.Dir()))
 	}
+	tools = ts.withDelegate(tools)
 	if err := reg.Add(tools...); err != nil {
 		return nil, err
 	}

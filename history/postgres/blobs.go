@@ -16,7 +16,10 @@ import (
 // is shared by every host on the database, so the agent keeps its files
 // there and a conversation continued on another host reads them.
 
-var _ history.Blobs = (*Store)(nil)
+var (
+	_ history.Blobs  = (*Store)(nil)
+	_ history.Family = (*Store)(nil)
+)
 
 // Shared reports true: the database is shared by hosts that do not share
 // their workspaces (see history.Blobs).

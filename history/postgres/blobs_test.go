@@ -72,7 +72,7 @@ func TestALayoutOneDatabaseIsMigratedAtOpenAndKeepsFiles(t *testing.T) {
 		}
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES ('old', '', $1, now(), $2)`,
-		created, history.RecordChecksum("old", "", created)); err != nil {
+		created, history.RecordChecksum("old", "", created, "", "")); err != nil {
 		t.Fatal(err)
 	}
 

@@ -19,11 +19,28 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 	if c.Created.IsZero() {
 		c.Created = s.hostNow()
 	}
+	if err := history.CheckLink(c); err != nil {
+		return err
+	}
 	created := c.Created.UTC().Format(history.TimeFormat)
-	tag, err := s.pool.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
-		c.ID, []byte(c.System), created, c.Created.UTC(), history.RecordChecksum(c.ID, c.System, created))
+	// made only when its parent, if it names one, is there (conversations
+	// are never removed, so what this statement sees stays true)
+	tag, err := s.pool.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call)
+		SELECT $1::text, $2::bytea, $3::text, $4::timestamptz, $5::bigint, $6::text, $7::text
+		WHERE $6::text = '' OR EXISTS (SELECT 1 FROM conversations WHERE id = $6::text)
+		ON CONFLICT (id) DO NOTHING`,
+		c.ID, []byte(c.System), created, c.Created.UTC(), history.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall)
 	if err != nil {
 		return s.explain("creating conversation "+c.ID, err)
+	}
+	if tag.RowsAffected() == 0 && c.Parent != "" {
+		var parent bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = $1)`, c.Parent).Scan(&parent); err != nil {
+			return s.explain("creating conversation "+c.ID, err)
+		}
+		if !parent {
+			return history.NoParent(c.ID, c.Parent)
+		}
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("creating conversation %s: %w (another process may have created it at the same moment)", c.ID, history.ErrExists)
@@ -33,7 +50,7 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 
 // recordColumns are what Get and List read of a conversation (c), for
 // scanConversation: its count of stored messages beside the count kept.
-const recordColumns = `c.id, c.system, c.created, c.updated, (SELECT count(*) FROM messages m WHERE m.conversation = c.id), c.messages, c.crc`
+const recordColumns = `c.id, c.system, c.created, c.updated, (SELECT count(*) FROM messages m WHERE m.conversation = c.id), c.messages, c.crc, c.parent, c.parent_call`
 
 // Get returns a conversation's record (see history.Store.Get).
 func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error) {
@@ -56,13 +73,13 @@ func (s *Store) scanConversation(row pgx.Row) (history.Conversation, error) {
 	var stored int64
 	var appended int
 	var crc int64
-	if err := row.Scan(&c.ID, &system, &created, &c.Updated, &stored, &appended, &crc); err != nil {
+	if err := row.Scan(&c.ID, &system, &created, &c.Updated, &stored, &appended, &crc, &c.Parent, &c.ParentCall); err != nil {
 		return c, err
 	}
 	c.System = string(system)
 	c.Messages, c.Updated = int(stored), c.Updated.UTC()
-	if sum := history.RecordChecksum(c.ID, c.System, created); sum != crc {
-		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt or creation time no longer match their checksum (stored %08x, now %08x): %w", s.name, c.ID, crc, sum, history.ErrDamaged)
+	if sum := history.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.name, c.ID, crc, sum, history.ErrDamaged)
 	}
 	if c.Messages != appended {
 		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.name, c.ID, c.Messages, appended, history.ErrDamaged)
@@ -76,9 +93,25 @@ func (s *Store) scanConversation(row pgx.Row) (history.Conversation, error) {
 
 // List returns the conversations, most recently updated first.
 func (s *Store) List(ctx context.Context) ([]history.Conversation, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+recordColumns+` FROM conversations c ORDER BY c.updated DESC, c.id`)
+	return s.records(ctx, "listing conversations", `SELECT `+recordColumns+` FROM conversations c ORDER BY c.updated DESC, c.id`)
+}
+
+// Children returns the conversations whose Parent is id, oldest first
+// (see history.Family).
+func (s *Store) Children(ctx context.Context, id string) ([]history.Conversation, error) {
+	if id == "" {
+		return nil, nil
+	}
+	out, err := s.records(ctx, "listing the conversations started by "+id, `SELECT `+recordColumns+` FROM conversations c WHERE c.parent = $1`, id)
+	history.SortChildren(out) // created is text of varying length: ordered as times here
+	return out, err
+}
+
+// records reads the conversation records query gives, checked.
+func (s *Store) records(ctx context.Context, doing, query string, args ...any) ([]history.Conversation, error) {
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, s.explain("listing conversations", err)
+		return nil, s.explain(doing, err)
 	}
 	defer rows.Close()
 	var out []history.Conversation
@@ -88,12 +121,12 @@ func (s *Store) List(ctx context.Context) ([]history.Conversation, error) {
 			return nil, err
 		}
 		if err != nil {
-			return nil, s.explain("listing conversations", err)
+			return nil, s.explain(doing, err)
 		}
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.explain("listing conversations", err)
+		return nil, s.explain(doing, err)
 	}
 	return out, nil
 }

@@ -220,7 +220,7 @@ var migrations = []string{
 		created  text NOT NULL,        -- history.TimeFormat, as SQLite keeps it (the checksum covers it)
 		updated  timestamptz NOT NULL,
 		messages integer NOT NULL DEFAULT 0, -- how many messages it holds
-		crc      bigint NOT NULL               -- history.RecordChecksum(id, system, created)
+		crc      bigint NOT NULL               -- history.RecordChecksum(id, system, created, parent, parent_call)
 	);
 	CREATE TABLE messages (
 		conversation text NOT NULL REFERENCES conversations(id),
@@ -265,6 +265,12 @@ var migrations = []string{
 		hash         text NOT NULL REFERENCES blobs(hash),
 		PRIMARY KEY (conversation, path)
 	);`,
+	// 3: the link of a conversation a tool call started (a subagent's) to
+	// that call (history.Conversation.Parent, ParentCall), and the index
+	// Children reads; unlinked records keep their checksums
+	`ALTER TABLE conversations ADD COLUMN parent text NOT NULL DEFAULT '';
+	ALTER TABLE conversations ADD COLUMN parent_call text NOT NULL DEFAULT '';
+	CREATE INDEX conversations_parent ON conversations(parent) WHERE parent <> '';`,
 }
 
 // Layout is the store layout this myelin reads and writes.

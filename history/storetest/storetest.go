@@ -117,7 +117,10 @@ func Run(t *testing.T, subject Subject) {
 		{"RequestsComeBackByteForByte", requestsByteForByte},
 		{"RequestsThatShrinkRepeatOrCrossASnapshotComeBackWhole", requestsShrinkRepeat},
 		{"ConcurrentConversationsKeepTheirOwnRequests", requestsConcurrent},
-		{"FilesAreKeptByContentAndPath", filesKept}, // blobs.go
+		{"FilesAreKeptByContentAndPath", filesKept},        // blobs.go
+		{"AChildIsLinkedToItsParentsCall", childrenLinked}, // links.go
+		{"CreateRefusesABadLinkSayingWhat", linkRefused},   // links.go
+		{"ARecordWhoseLinkChangedIsDamaged", linkDamaged},  // links.go
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}

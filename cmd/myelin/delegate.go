@@ -1,0 +1,142 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/background"
+	"github.com/myelin-run/myelin/delegate"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/script"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// delegateFlags offer agent--delegate (subagents, docs/agent.md) on run,
+// chat and serve, and bound each child.
+type delegateFlags struct {
+	on     bool
+	limits delegate.Limits
+}
+
+func (f *delegateFlags) add(fs *flag.FlagSet) {
+	fs.BoolVar(&f.on, "delegate", false, "offer agent--delegate: subagents, each a conversation of its own that does one task and answers with its result")
+	fs.IntVar(&f.limits.Rounds, "delegate-rounds", delegate.DefaultRounds, "the most tool rounds of one subagent")
+	fs.IntVar(&f.limits.Tokens, "delegate-tokens", delegate.DefaultTokens, "the most tokens one subagent's requests may use together (input, cached or not, and output)")
+	fs.DurationVar(&f.limits.Time, "delegate-time", delegate.DefaultTime, "the most time one subagent may take, a `duration`")
+	fs.IntVar(&f.limits.Depth, "delegate-depth", delegate.DefaultDepth, "how deep subagents nest: 1, only the conversation you started delegates; 2, its subagents too...")
+}
+
+// check refuses limits that are not positive, naming the flag.
+func (f *delegateFlags) check() error {
+	l := f.limits
+	switch {
+	case l.Rounds <= 0:
+		return fmt.Errorf("--delegate-rounds %d: give 1 or more (default %d)", l.Rounds, delegate.DefaultRounds)
+	case l.Tokens <= 0:
+		return fmt.Errorf("--delegate-tokens %d: give 1 or more (default %d)", l.Tokens, delegate.DefaultTokens)
+	case l.Time <= 0:
+		return fmt.Errorf("--delegate-time %v: give a positive duration (default %v)", l.Time, delegate.DefaultTime)
+	case l.Depth <= 0:
+		return fmt.Errorf("--delegate-depth %d: give 1 or more (default %d)", l.Depth, delegate.DefaultDepth)
+	}
+	return nil
+}
+
+// newDelegate is the Delegate of a command when --delegate is given, nil
+// otherwise; its Agent is set once the agent is made (openAgent). Each
+// child's start and answer are a line, naming its conversation, said
+// through notes.
+func (f *delegateFlags) newDelegate(notes *subagentNotes) *delegate.Delegate {
+	if !f.on {
+		return nil
+	}
+	d := &delegate.Delegate{Limits: f.limits, Withhold: []string{background.ToolList, background.ToolCancel}}
+	var mu sync.Mutex
+	started := map[string]time.Time{}
+	d.On = func(child string, e agent.Event) {
+		switch e.Kind {
+		case agent.Started:
+			mu.Lock()
+			started[child] = time.Now()
+			mu.Unlock()
+			notes.say(fmt.Sprintf("subagent %s started", child))
+		case agent.Stored:
+			if m := e.Message; m != nil && m.Role == history.Assistant && len(m.ToolCalls()) == 0 {
+				mu.Lock()
+				took := time.Since(started[child])
+				mu.Unlock()
+				notes.say(fmt.Sprintf("subagent %s answered after %s", child, duration(took)))
+			}
+		}
+	}
+	return d
+}
+
+// subagentNotes is where the lines about subagents go: through the
+// turn's reporter while a turn runs (they then keep clear of its spinner
+// and its text), on stderr otherwise. A nil one says nothing.
+type subagentNotes struct {
+	mu     sync.Mutex
+	stderr io.Writer
+	rep    *reporter
+}
+
+func (n *subagentNotes) say(msg string) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	rep := n.rep
+	n.mu.Unlock()
+	if rep != nil {
+		rep.notice(msg)
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	fmt.Fprintf(n.stderr, "myelin: %s\n", msg)
+}
+
+// during sends the notes through rep until the returned function is
+// called (at the end of the turn).
+func (n *subagentNotes) during(rep *reporter) func() {
+	if n == nil {
+		return func() {}
+	}
+	n.mu.Lock()
+	n.rep = rep
+	n.mu.Unlock()
+	return func() {
+		n.mu.Lock()
+		n.rep = nil
+		n.mu.Unlock()
+	}
+}
+
+// withDelegate adds agent--delegate to tools when the command offers it,
+// and has code_execution made again over each child's own tools (a
+// child's script reaches only the tools the child was given), without
+// background scripts.
+func (ts *toolset) withDelegate(tools []*tool.Tool) []*tool.Tool {
+	d := ts.flags.delegate
+	if d == nil {
+		return tools
+	}
+	if !ts.flags.noCodeExecution {
+		limits, _ := ts.flags.limits() // checked by openToolset
+		d.Over = map[string]func(*tool.Registry) (*tool.Tool, error){
+			script.Name: func(reg *tool.Registry) (*tool.Tool, error) {
+				c := script.Config{Tools: reg, Env: ts.env, Limits: limits}
+				if ts.trace != nil {
+					c.Trace = ts.trace
+				}
+				return script.Tool(c), nil
+			},
+		}
+	}
+	return append(tools, d.Tool())
+}
