@@ -54,16 +54,15 @@ type Config struct {
 // Provider is the Anthropic wire.
 type Provider struct {
 	client sdk.Client
-	// send posts streamed requests as client would (send.go); nil on a
-	// platform whose SDK options route and authorize its requests
-	// (Google Cloud's), which go through client's middlewares
+	// send posts streamed requests as client would (send.go), on the
+	// first-party API and on every platform (platform.go)
 	send *send.Sender
 	// probed is the client send's target is read from (probe): client,
-	// or on a platform with Send, client without the middlewares that
-	// route and sign (route does that to each attempt)
+	// or on a platform, client without the middlewares that route and
+	// sign (route does that to each attempt) or with a stand-in token
 	probed sdk.Client
-	// route, on a platform with Send, points each attempt of a streamed
-	// request at the platform and authorizes it (platform.go)
+	// route, on a platform, points each attempt of a streamed request at
+	// the platform and authorizes it (its Send or Authorize)
 	route func(*http.Request, Route) error
 	// eventStream: the platform streams AWS event stream frames, read
 	// as they come (eventstream.go)
@@ -290,9 +289,9 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	}
 	req.Sent(body)
 	if p.send != nil && !p.cfg.NoStream {
-		// Anthropic's own API, or a platform with Send, streamed:
-		// posted as the SDK would (send.go), each attempt routed and
-		// signed on a platform as its Send did in the SDK's middleware
+		// Anthropic's own API, or a platform, streamed: posted as the
+		// SDK would (send.go), each attempt routed and authorized on a
+		// platform as the SDK's middleware did
 		var each func(*http.Request) error
 		if p.route != nil {
 			rt := Route{Model: wireModel(req.Model), Stream: true, Body: body}

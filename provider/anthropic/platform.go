@@ -29,9 +29,9 @@ import (
 // Cloud the SDK's options route it and Authorize gives it a token. A
 // streamed request is posted by provider/send (send.go), each attempt
 // given to Send or Authorize as the SDK's middlewares were given it; a
-// whole answer still goes through the SDK. Only transport and auth differ; the answer is read as on the first-party API, Bedrock's
-// binary event stream frame by frame into the same events
-// (eventstream.go).
+// whole answer still goes through the SDK. Only transport and auth
+// differ; the answer is read as on the first-party API, Bedrock's binary
+// event stream frame by frame into the same events (eventstream.go).
 
 // Platform is a cloud that serves the Messages API: its name, the
 // anthropic_version its documentation requires in the body, and what
