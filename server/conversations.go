@@ -97,6 +97,30 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.info(c))
 }
 
+// children serves the conversations id's tool calls started (subagents,
+// agent--delegate), oldest first, each as the API shows a conversation:
+// its parent_call names the call that started it. It reads them through
+// history.Children, which every store answers (Postgres too, under
+// --worker); an id not in the store is a 404, as everywhere else.
+func (s *Server) children(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, ok := s.found(w, r, id); !ok {
+		return
+	}
+	cs, err := history.Children(r.Context(), s.Agent.Store, id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("the children of conversation %s: %v", id, err))
+		return
+	}
+	out := struct {
+		Children []ConversationInfo `json:"children"`
+	}{Children: make([]ConversationInfo, 0, len(cs))}
+	for _, c := range cs {
+		out.Children = append(out.Children, s.info(c))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
 // StoredMessage is one stored record: its number in the conversation
 // (1-based) and the record exactly as the store keeps it.
 type StoredMessage struct {
