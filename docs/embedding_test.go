@@ -28,6 +28,16 @@ func firstGoBlock(t *testing.T, page string) string {
 	return string(m[1]) + "\n"
 }
 
+// requireBlocks are the require directives of go.mod's text data. A
+// module that needs myelin's packages lists them too, so that its module
+// graph is complete and pruned as myelin's is: the go command then reads
+// no go.mod beyond those myelin's own build reads, which a module cache
+// filled by building myelin holds (an old dependency's go.mod that only a
+// whole, unpruned graph needs is not there on a fresh machine).
+func requireBlocks(data string) string {
+	return strings.Join(regexp.MustCompile(`(?ms)^require \($.*?^\)$|^require [^(\n]+$`).FindAllString(data, -1), "\n\n")
+}
+
 // moduleRoot is the directory of this repository's go.mod, and its go
 // directive.
 func moduleRoot(t *testing.T) (dir, goLine string) {
@@ -71,8 +81,12 @@ func TestTheEmbeddingExampleBuildsAndRunsInAModuleOfItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ours, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	gomod := "module example.com/weather\n\n" + goLine + "\n\n" +
-		"require github.com/myelin-run/myelin v0.0.0\n\n" +
+		"require github.com/myelin-run/myelin v0.0.0\n\n" + requireBlocks(string(ours)) + "\n\n" +
 		"replace github.com/myelin-run/myelin => " + root + "\n"
 	for name, data := range map[string]string{"go.mod": gomod, "go.sum": string(sum), "main.go": code} {
 		if err := os.WriteFile(filepath.Join(mod, name), []byte(data), 0o644); err != nil {
