@@ -19,28 +19,31 @@ func (f *fixture) withDelegate() {
 	}
 }
 
-// delegateSteps are a turn whose one call delegates: the parent's call,
-// the child's answer, the parent's answer.
-func delegateSteps() []providertest.Step {
-	return []providertest.Step{
-		{Text: "Handing it over.", ToolCalls: []providertest.ToolCall{
+// delegated is a fixture offering agent--delegate and the id of a
+// conversation whose one turn has run: its call c_del delegated, the
+// child answered "the child's report: 3 files", and the parent answered.
+func delegated(t *testing.T) (*fixture, string) {
+	t.Helper()
+	f := newFixture(t,
+		providertest.Step{Text: "Handing it over.", ToolCalls: []providertest.ToolCall{
 			{ID: "c_del", Name: delegate.Name, Input: `{"task":"count the files","tools":[]}`},
 		}},
-		{Text: "the child's report: 3 files"},
-		{Text: "The subagent counted 3."},
-	}
+		providertest.Step{Text: "the child's report: 3 files"},
+		providertest.Step{Text: "The subagent counted 3."},
+	)
+	f.withDelegate()
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "delegate the count")
+	w.until(t, EventTurnFinished)
+	return f, id
 }
 
 // A conversation whose call delegated lists the child that call started,
 // with the call's id; the child's record names its parent and that call;
 // an id not in the store is a 404, as everywhere else.
 func TestChildrenListsTheSubagentAConversationsCallStarted(t *testing.T) {
-	f := newFixture(t, delegateSteps()...)
-	f.withDelegate()
-	id := f.newConversation()
-	w := f.watch(id)
-	f.startTurn(id, "delegate the count")
-	w.until(t, EventTurnFinished)
+	f, id := delegated(t)
 
 	status, body := f.do("GET", "/v1/conversations/"+id+"/children", "")
 	if status != http.StatusOK {

@@ -60,13 +60,19 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	out := struct {
+	writeJSON(w, http.StatusOK, struct {
 		Conversations []ConversationInfo `json:"conversations"`
-	}{Conversations: make([]ConversationInfo, 0, len(cs))}
+	}{s.infos(cs)})
+}
+
+// infos is cs as the API shows them, in their order; never nil, so that
+// none is an empty list.
+func (s *Server) infos(cs []history.Conversation) []ConversationInfo {
+	out := make([]ConversationInfo, 0, len(cs))
 	for _, c := range cs {
-		out.Conversations = append(out.Conversations, s.info(c))
+		out = append(out, s.info(c))
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
@@ -112,13 +118,9 @@ func (s *Server) children(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("the children of conversation %s: %v", id, err))
 		return
 	}
-	out := struct {
+	writeJSON(w, http.StatusOK, struct {
 		Children []ConversationInfo `json:"children"`
-	}{Children: make([]ConversationInfo, 0, len(cs))}
-	for _, c := range cs {
-		out.Children = append(out.Children, s.info(c))
-	}
-	writeJSON(w, http.StatusOK, out)
+	}{s.infos(cs)})
 }
 
 // StoredMessage is one stored record: its number in the conversation

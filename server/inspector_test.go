@@ -201,12 +201,7 @@ func TestTheInspectorShowsACallsThreePanesPagesASpillAndStreamsATurn(t *testing.
 // that call.
 func TestTheInspectorLinksADelegateCallToItsSubagentAndBack(t *testing.T) {
 	ctx := browser(t)
-	f := newFixture(t, delegateSteps()...)
-	f.withDelegate()
-	id := f.newConversation()
-	w := f.watch(id)
-	f.startTurn(id, "delegate the count")
-	w.until(t, EventTurnFinished)
+	f, id := delegated(t)
 	kids, err := history.Children(context.Background(), f.store, id)
 	if err != nil || len(kids) != 1 {
 		t.Fatalf("children of %s: %v %v", id, kids, err)
