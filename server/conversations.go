@@ -60,13 +60,19 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	out := struct {
+	writeJSON(w, http.StatusOK, struct {
 		Conversations []ConversationInfo `json:"conversations"`
-	}{Conversations: make([]ConversationInfo, 0, len(cs))}
+	}{s.infos(cs)})
+}
+
+// infos is cs as the API shows them, in their order; never nil, so that
+// none is an empty list.
+func (s *Server) infos(cs []history.Conversation) []ConversationInfo {
+	out := make([]ConversationInfo, 0, len(cs))
 	for _, c := range cs {
-		out.Conversations = append(out.Conversations, s.info(c))
+		out = append(out, s.info(c))
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }
 
 func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
@@ -95,6 +101,26 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.info(c))
+}
+
+// children serves the conversations id's tool calls started (subagents,
+// agent--delegate), oldest first, each as the API shows a conversation:
+// its parent_call names the call that started it. It reads them through
+// history.Children, which every store answers (Postgres too, under
+// --worker); an id not in the store is a 404, as everywhere else.
+func (s *Server) children(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, ok := s.found(w, r, id); !ok {
+		return
+	}
+	cs, err := history.Children(r.Context(), s.Agent.Store, id)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("the children of conversation %s: %v", id, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Children []ConversationInfo `json:"children"`
+	}{s.infos(cs)})
 }
 
 // StoredMessage is one stored record: its number in the conversation

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -193,4 +194,39 @@ func TestTheInspectorShowsACallsThreePanesPagesASpillAndStreamsATurn(t *testing.
 		t.Fatalf("app.js with a token set: %v %v", resp, err)
 	}
 	resp.Body.Close()
+}
+
+// A call that delegated links to its subagent's conversation (found by
+// GET …/children), and the subagent's title links back to the parent, at
+// that call.
+func TestTheInspectorLinksADelegateCallToItsSubagentAndBack(t *testing.T) {
+	ctx := browser(t)
+	f, id := delegated(t)
+	kids, err := history.Children(context.Background(), f.store, id)
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("children of %s: %v %v", id, kids, err)
+	}
+	kid := kids[0].ID
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/?conversation="+id)); err != nil {
+		t.Fatal(err)
+	}
+	link := `document.querySelector('[data-call="c_del"] .call-head button.subagent')`
+	waitFor(t, ctx, "the link to the subagent", link+` !== null`)
+	if got := text(t, ctx, link+`.dataset.child`); got != kid {
+		t.Fatalf("the call links to %q, its child is %q", got, kid)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-call="c_del"] .call-head button.subagent`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the subagent's conversation", `document.getElementById("conversation-title").textContent.startsWith("Conversation `+kid+`") && document.getElementById("timeline").textContent.includes("the child's report: 3 files")`)
+	back := `document.querySelector("#conversation-title button.parent")`
+	waitFor(t, ctx, "the link back", back+` !== null`)
+	if got, want := text(t, ctx, back+`.textContent`), "a subagent of "+id+" (call c_del)"; got != want {
+		t.Fatalf("the link back reads %q, want %q", got, want)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#conversation-title button.parent`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the parent, at the call", `document.getElementById("conversation-title").textContent.startsWith("Conversation `+id+`") && document.querySelector('[data-call="c_del"].focus') !== null`)
 }

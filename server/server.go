@@ -149,6 +149,7 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/conversations", s.listConversations},
 		{"POST", "/v1/conversations", s.createConversation},
 		{"GET", "/v1/conversations/{id}", s.getConversation},
+		{"GET", "/v1/conversations/{id}/children", s.children},
 		{"GET", "/v1/conversations/{id}/messages", s.messages},
 		{"GET", "/v1/conversations/{id}/events", s.events},
 		{"POST", "/v1/conversations/{id}/turns", s.startTurn},

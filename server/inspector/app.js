@@ -81,7 +81,7 @@ async function select(id, at) {
     state.window = info.window;
     $("conversation-title").textContent = "Conversation " + id + " · " + info.model + ", a " + info.window.toLocaleString("en") + "-token window";
     if (info.parent) {
-      $("conversation-title").append(" · ", el("button", { class: "link", type: "button", onclick: () => select(info.parent, info.parent_call) },
+      $("conversation-title").append(" · ", el("button", { class: "link parent", type: "button", onclick: () => select(info.parent, info.parent_call) },
         "a subagent of " + info.parent + " (call " + info.parent_call + ")"));
     }
   } catch (e) { status(e.message); }
@@ -92,7 +92,10 @@ async function select(id, at) {
   watch(id);
   if (at) {
     const call = document.querySelector('.call[data-call="' + CSS.escape(at) + '"]');
-    if (call) call.scrollIntoView({ block: "center" });
+    if (call) {
+      call.classList.add("focus");
+      call.scrollIntoView({ block: "center" });
+    }
   }
 }
 
@@ -106,6 +109,13 @@ async function loadMessages() {
   // that keeps none answers 501: the rounds then show their usage alone)
   state.requests = {};
   state.requestList = [];
+  // the subagents its calls started (agent--delegate), by the call that
+  // started each, oldest first: a provider that repeats a call id gives
+  // each of its calls a child of its own, in the order they ran
+  state.children = {};
+  try {
+    for (const c of (await api("GET", base + "/children")).children) (state.children[c.parent_call] = state.children[c.parent_call] || []).push(c.id);
+  } catch (e) { status(e.message); }
   try {
     state.requestList = (await api("GET", base + "/requests")).requests;
     for (const r of state.requestList) state.requests[r.msg] = r;
@@ -121,6 +131,7 @@ function render(messages) {
   tl.replaceChildren();
   let turn = null, round = null;
   const calls = {}; // call_id -> the element its result goes in
+  const kids = {};  // call_id -> how many of its children are placed
   let n = 0;
   for (const m of messages) {
     n++;
@@ -150,8 +161,10 @@ function render(messages) {
       for (const p of m.parts.filter((p) => p.type === "tool_call")) {
         const slot = el("div", { class: "panes" });
         const head = el("div", { class: "call-head" }, p.name + " " + (p.input ? JSON.stringify(p.input) : p.text || "{}"));
-        const child = (state.convs || []).find((c) => c.parent === state.current && c.parent_call === p.call_id);
-        if (child) head.append(" ", el("button", { class: "link", type: "button", onclick: () => select(child.id) }, "→ its subagent's conversation " + child.id));
+        const k = kids[p.call_id] || 0;
+        kids[p.call_id] = k + 1;
+        const child = (state.children[p.call_id] || [])[k];
+        if (child) head.append(" ", el("button", { class: "link subagent", type: "button", "data-child": child, onclick: () => select(child) }, "→ its subagent's conversation " + child));
         round.append(el("div", { class: "call", "data-call": p.call_id }, head, slot));
         calls[p.call_id] = { slot, head };
       }
@@ -341,7 +354,7 @@ async function watch(id) {
 let reloadTimer = null;
 function reloadSoon() {
   clearTimeout(reloadTimer);
-  // the conversations first: a call's subagent is found among them
+  // the list's counts, then the timeline (with the subagents started)
   reloadTimer = setTimeout(() => { loadConversations().then(loadMessages).catch((e) => status(e.message)); }, 100);
 }
 
