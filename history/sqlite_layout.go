@@ -1,0 +1,281 @@
+package history
+
+// This file is the SQLite store's layout: its tables, the layouts before
+// this one and how a store of each is brought to it when opened, and the
+// checksums of its rows and records.
+
+import (
+	"database/sql"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS conversations (
+	id      TEXT PRIMARY KEY,
+	system  TEXT NOT NULL,
+	created TEXT NOT NULL,
+	updated TEXT NOT NULL,
+	messages INTEGER NOT NULL DEFAULT 0, -- how many messages it holds (layout 3)
+	crc      INTEGER NOT NULL DEFAULT 0, -- recordChecksum of id, system, created, parent, parent_call (layout 3)
+	parent      TEXT NOT NULL DEFAULT '', -- Conversation.Parent (layout 4)
+	parent_call TEXT NOT NULL DEFAULT ''  -- Conversation.ParentCall (layout 4)
+);
+CREATE INDEX IF NOT EXISTS conversations_parent ON conversations(parent) WHERE parent != '';
+CREATE TABLE IF NOT EXISTS messages (
+	conversation TEXT NOT NULL REFERENCES conversations(id),
+	seq          INTEGER NOT NULL,
+	message      BLOB NOT NULL, -- the Message as JSON (result.JSON), read by decodeMessage
+	crc          INTEGER NOT NULL DEFAULT 0, -- messageChecksum (layout 3), checked as it is read
+	PRIMARY KEY (conversation, seq)
+);
+` + schemaV2
+
+// schemaV2 is what layout 2 added to layout 1: the claims (one writer per
+// conversation) and the results kept as their calls finish.
+const schemaV2 = `
+CREATE TABLE IF NOT EXISTS claims (
+	conversation TEXT PRIMARY KEY REFERENCES conversations(id),
+	token        TEXT NOT NULL,
+	pid          INTEGER NOT NULL,
+	host         TEXT NOT NULL,
+	node         TEXT NOT NULL, -- Holder.Node: where pid means a process
+	since        INTEGER NOT NULL, -- Unix nanoseconds
+	expires      INTEGER NOT NULL  -- Unix nanoseconds
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kept (
+	conversation TEXT NOT NULL REFERENCES conversations(id),
+	call_id      TEXT NOT NULL,
+	part         BLOB NOT NULL, -- the Part as JSON (result.JSON)
+	PRIMARY KEY (conversation, call_id)
+) WITHOUT ROWID; -- one b-tree: a keep writes one page, not a row and its index
+`
+
+// schemaV3 is what layout 3 added to layout 2: a checksum per message and
+// a count of messages per conversation, so that a damaged message or a
+// missing one is found and reported. Upgrading also fills both in
+// (fillChecksums).
+const schemaV3 = `
+ALTER TABLE messages ADD COLUMN crc INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN messages INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN crc INTEGER NOT NULL DEFAULT 0;
+UPDATE conversations SET messages = (SELECT COUNT(*) FROM messages WHERE conversation = conversations.id);
+`
+
+// schemaV4 is what layout 4 added to layout 3: the link of a
+// conversation a tool call started (a subagent's) to that call
+// (Conversation.Parent, ParentCall), and the index Children reads. The
+// records of layout 3 have no link, and their checksums stay as they are
+// (recordChecksum of an unlinked record is layout 3's).
+const schemaV4 = `
+ALTER TABLE conversations ADD COLUMN parent TEXT NOT NULL DEFAULT '';
+ALTER TABLE conversations ADD COLUMN parent_call TEXT NOT NULL DEFAULT '';
+CREATE INDEX IF NOT EXISTS conversations_parent ON conversations(parent) WHERE parent != '';
+`
+
+// dropUpdatedIndex drops the index on conversations(updated) that stores
+// made before issue 13 have. Every Append changes updated, so the index
+// cost each append a page of its own in the log (two of a round's eleven);
+// List, the one reader ordered by updated, counts every conversation's
+// messages anyway, and sorts its result in memory as cheaply without it.
+// The layout stays 3: a store with or without the index reads the same.
+const dropUpdatedIndex = `DROP INDEX IF EXISTS conversations_updated`
+
+// schemaVersion is the store's layout, kept in SQLite's user_version. A
+// message is one JSON column: one column to step over per row is half the
+// cost of five when a long conversation is read after a restart. Layouts 1
+// (no claims, no kept results) and 2 (no checksums) are brought to 3 when
+// opened, and so is 3 (no links of subagents' conversations to their
+// parents' calls) to 4.
+const schemaVersion = 4
+
+// castagnoli is the CRC-32C table: computed by the CPU's own instruction
+// where it has one (amd64, arm64), about 10 GB/s.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksum is the CRC-32C of raw.
+func checksum(raw []byte) int64 { return int64(crc32.Checksum(raw, castagnoli)) }
+
+// messageChecksum is a stored message's checksum: of its conversation, its
+// number and its bytes, so that a message read under another number or
+// conversation (a damaged index pointing at another row) fails it too.
+func messageChecksum(conversation string, seq int, raw []byte) int64 {
+	var prefix [64]byte
+	head := strconv.AppendInt(append(append(prefix[:0], conversation...), 0), int64(seq), 10)
+	return int64(crc32.Update(crc32.Checksum(append(head, 0), castagnoli), castagnoli, raw))
+}
+
+// recordChecksum is a conversation record's checksum: of the fields that
+// never change once it is created. Its count of messages is checked
+// against the messages themselves; its updated time is not checked. A
+// record without a parent has the checksum it had before links were kept
+// (layout 3), so that upgrading changes no record.
+func recordChecksum(id, system, created, parent, parentCall string) int64 {
+	if parent == "" && parentCall == "" {
+		return checksum([]byte(id + "\x00" + system + "\x00" + created))
+	}
+	return checksum([]byte(id + "\x00" + system + "\x00" + created + "\x00" + parent + "\x00" + parentCall))
+}
+
+// migrateWaiting is migrate, tried again while another connection holds
+// the file in a way SQLite reports as busy at once, without its busy
+// timeout (it does so while another process switches a new file to WAL or
+// makes its shared memory), for as long as the busy timeout would wait.
+func (s *SQLite) migrateWaiting() error {
+	deadline := time.Now().Add(5 * time.Second)
+	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		err := s.migrate()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(pause)
+	}
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
+}
+
+// migrate creates the tables of a new store, brings an older layout to
+// this one, and refuses a store of another layout, saying so.
+func (s *SQLite) migrate() error {
+	var version int
+	if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return s.explain("opening", err)
+	}
+	if version == schemaVersion {
+		return s.dropOldIndex()
+	}
+	// Made or upgraded in one transaction that holds the write lock from
+	// its start, the layout read again inside it: a second process opening
+	// the same new store waits, then finds it made, never half made.
+	tx, err := s.db.Begin()
+	if err != nil {
+		return s.explain("opening", err)
+	}
+	defer tx.Rollback()
+	var tables int
+	if err := tx.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		return s.explain("opening", err)
+	}
+	if err := tx.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'`).Scan(&tables); err != nil {
+		return s.explain("opening", err)
+	}
+	var doing, ddl string
+	switch {
+	case version == schemaVersion:
+		return nil
+	case version == 1:
+		doing, ddl = "bringing layout 1 to 4", schemaV2+schemaV3+schemaV4
+	case version == 2:
+		doing, ddl = "bringing layout 2 to 4", schemaV3+schemaV4
+	case version == 3:
+		doing, ddl = "bringing layout 3 to 4", schemaV4
+	case version == 0 && tables == 0:
+		doing, ddl = "creating", schema
+	default:
+		return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use another --store, or a myelin that matches it", s.path, version, schemaVersion)
+	}
+	if _, err := tx.Exec(ddl + fmt.Sprintf("PRAGMA user_version = %d;", schemaVersion)); err != nil {
+		return s.explain(doing, err)
+	}
+	if version > 0 && version < 3 {
+		if err := fillChecksums(tx); err != nil {
+			return s.explain(doing, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.explain(doing, err)
+	}
+	return s.dropOldIndex()
+}
+
+// dropOldIndex drops the index on conversations(updated) where a store
+// made before issue 13 has it (dropUpdatedIndex); it writes only then.
+func (s *SQLite) dropOldIndex() error {
+	var n int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'conversations_updated'`).Scan(&n); err != nil {
+		return s.explain("opening", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	if _, err := s.db.Exec(dropUpdatedIndex); err != nil {
+		return s.explain("dropping the index on conversations(updated)", err)
+	}
+	return nil
+}
+
+// fillChecksums computes the checksum of every conversation record and
+// every stored message, in the upgrade's transaction: they are taken as
+// written.
+func fillChecksums(tx *sql.Tx) error {
+	if err := fillRecordChecksums(tx); err != nil {
+		return err
+	}
+	rows, err := tx.Query(`SELECT rowid, conversation, seq, message FROM messages`)
+	if err != nil {
+		return err
+	}
+	type sum struct{ rowid, crc int64 }
+	var sums []sum
+	for rows.Next() {
+		var r sum
+		var conversation string
+		var seq int
+		var raw sql.RawBytes
+		if err := rows.Scan(&r.rowid, &conversation, &seq, &raw); err != nil {
+			rows.Close()
+			return err
+		}
+		r.crc = messageChecksum(conversation, seq, raw)
+		sums = append(sums, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	update, err := tx.Prepare(`UPDATE messages SET crc = ? WHERE rowid = ?`)
+	if err != nil {
+		return err
+	}
+	defer update.Close()
+	for _, r := range sums {
+		if _, err := update.Exec(r.crc, r.rowid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillRecordChecksums is fillChecksums for the conversation records.
+func fillRecordChecksums(tx *sql.Tx) error {
+	rows, err := tx.Query(`SELECT id, system, created FROM conversations`)
+	if err != nil {
+		return err
+	}
+	sums := map[string]int64{}
+	for rows.Next() {
+		var id, system, created string
+		if err := rows.Scan(&id, &system, &created); err != nil {
+			rows.Close()
+			return err
+		}
+		sums[id] = recordChecksum(id, system, created, "", "")
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for id, sum := range sums {
+		if _, err := tx.Exec(`UPDATE conversations SET crc = ? WHERE id = ?`, sum, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
