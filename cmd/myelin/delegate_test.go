@@ -72,7 +72,7 @@ func TestRunDelegatesThreeSubagentsInOneRoundOneOfWhichFails(t *testing.T) {
 		t.Errorf("stderr names the subagents %d times; want their starts and answers:\n%s", n, stderr.String())
 	}
 
-	show, errOut, code := runBin(t, bin, "history", "show", "--workspace", dir, id)
+	show, errOut, code := myelinRun(t, bin, "history", "show", "--workspace", dir, id)
 	if code != 0 {
 		t.Fatalf("history show: exit %d: %s", code, errOut)
 	}
@@ -104,15 +104,15 @@ func TestRunDelegatesThreeSubagentsInOneRoundOneOfWhichFails(t *testing.T) {
 	}
 
 	for call, child := range kids {
-		out, errOut, code := runBin(t, bin, "history", "show", "--workspace", dir, child)
+		out, errOut, code := myelinRun(t, bin, "history", "show", "--workspace", dir, child)
 		if code != 0 || !strings.HasPrefix(out, "subagent of conversation "+id+", started by its call "+call+"\n") {
 			t.Errorf("history show %s: exit %d, %s\n%s", child, code, errOut, out)
 		}
 	}
-	if out, _, _ := runBin(t, bin, "history", "show", "--workspace", dir, kids["toolu_a"]); !strings.Contains(out, "[tool result toolu_a1]\n     1\tthe release is on Friday\n") {
+	if out, _, _ := myelinRun(t, bin, "history", "show", "--workspace", dir, kids["toolu_a"]); !strings.Contains(out, "[tool result toolu_a1]\n     1\tthe release is on Friday\n") {
 		t.Errorf("the first subagent's own round is not in its conversation:\n%s", out)
 	}
-	list, _, _ := runBin(t, bin, "history", "list", "--workspace", dir)
+	list, _, _ := myelinRun(t, bin, "history", "list", "--workspace", dir)
 	if n := strings.Count(list, "(subagent of "+id+")"); n != 3 {
 		t.Errorf("history list marks %d subagents of %s; want 3:\n%s", n, id, list)
 	}
@@ -135,24 +135,6 @@ func resultsIn(show string) map[string]string {
 		out[show[p[2]:p[3]]] = strings.TrimSuffix(show[p[1]:end], "\n")
 	}
 	return out
-}
-
-// runBin runs the built binary with args and returns its stdout, stderr
-// and exit status.
-func runBin(t *testing.T, bin string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	cmd.Env = os.Environ()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return stdout.String(), stderr.String(), code
 }
 
 // A subagent limit that is not positive is a usage error naming the flag.
