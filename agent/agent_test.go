@@ -242,7 +242,14 @@ func TestCancellingAStreamLeavesTheConversationValid(t *testing.T) {
 	hold := make(chan struct{})
 	r.srv.Push(providertest.Step{Text: "never", Hold: hold})
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	go func() {
+		// cancelled once the request is at the fake, held there: never
+		// before the turn has sent it, however slow the machine
+		for len(r.srv.Requests()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
 	_, err := r.agent.Turn(ctx, r.id, "hello", nil)
 	close(hold)
 	if err == nil {
