@@ -419,6 +419,11 @@ func (a *accumulator) start(kind, id, name, text string) {
 // order they came.
 func (a *accumulator) response() provider.Response {
 	msg := history.Message{Role: history.Assistant, Usage: &a.usage}
+	if len(a.blocks) > 0 {
+		// one allocation, not one a doubling (a Part is ~200 bytes);
+		// nil for none, as before
+		msg.Parts = make([]history.Part, 0, len(a.blocks))
+	}
 	for _, b := range a.blocks {
 		switch b.kind {
 		case "text":

@@ -311,6 +311,10 @@ func (a *accumulator) setUsage(prompt, completion, cached int) {
 
 func (a *accumulator) response() provider.Response {
 	msg := history.Message{Role: history.Assistant, Usage: &a.u}
+	if n := len(a.calls) + 1; a.text.Len() > 0 || len(a.calls) > 0 {
+		// one allocation, not one a doubling; nil for none, as before
+		msg.Parts = make([]history.Part, 0, n)
+	}
 	if t := result.WellFormed(a.text.String()); t != "" {
 		msg.Parts = append(msg.Parts, history.Part{Type: history.TextPart, Text: t})
 	}
