@@ -9,6 +9,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/window"
 )
 
 // RefusedTwice is the Reason of a turn the refusal guard ended: the model
@@ -115,11 +116,11 @@ func withheldAt(stored []history.Message, k int) bool {
 // result whose file cannot be written is withheld all the same (the
 // history keeps it), its placeholder saying why; the errors are returned.
 func withhold(files result.Store, stored []history.Message, k int) (history.Edit, []error) {
-	out := clearedIn(stored)
+	out := window.Gather(stored)
 	var edit history.Edit
 	var failed []error
 	for _, p := range stored[k].Parts {
-		if p.Type != history.ToolResultPart || out[clearKey{k, p.CallID}] {
+		if p.Type != history.ToolResultPart || out.ResultCleared(k, p.CallID) {
 			continue
 		}
 		path, images, err := keepWhole(files, "withheld-"+fileLabel(p.CallID), p)
@@ -135,29 +136,6 @@ func withhold(files result.Store, stored []history.Message, k int) (history.Edit
 			Path: path, Chars: chars, Images: len(p.Images)})
 	}
 	return edit, failed
-}
-
-// clearKey names a result taken out of requests: its stored message and
-// call id.
-type clearKey struct {
-	msg    int
-	callID string
-}
-
-// clearedIn is the results the records of stored take out of requests.
-func clearedIn(stored []history.Message) map[clearKey]bool {
-	out := map[clearKey]bool{}
-	for _, m := range stored {
-		if m.Role != history.Context || m.Edit == nil {
-			continue
-		}
-		for _, c := range m.Edit.Cleared {
-			if !c.Input {
-				out[clearKey{c.Msg, c.CallID}] = true
-			}
-		}
-	}
-	return out
 }
 
 // WithheldResult is the text a request sends in place of a tool result the

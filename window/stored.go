@@ -42,6 +42,14 @@ func (s *Stored) View() []history.Message {
 	return viewWith(s.msgs, s.all, len(s.msgs))
 }
 
+// ResultCleared reports whether a record among s's messages takes the
+// result of call callID in stored message msg out of requests (its
+// placeholder is sent instead), as View applies it.
+func (s *Stored) ResultCleared(msg int, callID string) bool {
+	_, ok := s.all.results[place{msg, callID}]
+	return ok
+}
+
 // editsBefore are the edits of the records before place k, for k = s.last,
 // and whether a record stands at or after k; when none does, they are the
 // edits of all the records, not gathered again.

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"testing"
@@ -94,5 +95,34 @@ func TestMeasureAllocatesNothing(t *testing.T) {
 	stored := toolSession(400, 50, 100)
 	if n := testing.AllocsPerRun(20, func() { Measure(400, stored) }); n != 0 {
 		t.Fatalf("Measure allocated %v times a call; want 0", n)
+	}
+}
+
+// ResultCleared names the results a record takes out of requests: by
+// stored message and call id, an input cleared (not its result) aside.
+func TestResultClearedNamesTheResultsRecordsTakeOut(t *testing.T) {
+	stored := []history.Message{
+		{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "go"}}},
+		{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "a", Name: "t", Input: json.RawMessage(`{}`)}, {Type: history.ToolCallPart, CallID: "b", Name: "t", Input: json.RawMessage(`{}`)}}},
+		{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "a", Text: "A"}, {Type: history.ToolResultPart, CallID: "b", Text: "B"}}},
+		{Role: history.Context, Edit: &history.Edit{Cleared: []history.Cleared{
+			{Msg: 2, CallID: "a", Text: "[cleared a]"},
+			{Msg: 1, CallID: "b", Input: true, Text: `{"cleared":true}`},
+		}}},
+	}
+	s := Gather(stored)
+	for _, tc := range []struct {
+		msg    int
+		callID string
+		want   bool
+	}{
+		{2, "a", true},
+		{2, "b", false}, // only its input is cleared, at message 1
+		{1, "b", false},
+		{3, "a", false},
+	} {
+		if got := s.ResultCleared(tc.msg, tc.callID); got != tc.want {
+			t.Errorf("ResultCleared(%d, %q) = %v, want %v", tc.msg, tc.callID, got, tc.want)
+		}
 	}
 }
