@@ -43,7 +43,8 @@ type ask struct {
 	expires        time.Time
 	answer         chan mcp.Answer // gets the one answer accepted
 	state          string          // "pending", "answered" or "expired"
-	why            string          // how it ended: the action, or the reason it expired
+	sent           string          // once ended: the action the MCP server was sent
+	why            string          // why it expired
 }
 
 // elicitationEvent is the data of an elicitation event: what an MCP server
@@ -218,7 +219,7 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 	case <-s.ended:
 		why = "the server stopped"
 	}
-	if ans, ok := s.asks.expire(a, why); !ok {
+	if ans, ok := s.asks.expire(a, action, why); !ok {
 		// answered as it expired: the answer stands
 		s.emit(a.conv, EventElicitationAnswered, elicitationEndedEvent{Turn: a.turn, ID: a.id, Server: e.Server, Action: ans.Action})
 		return ans, nil
@@ -248,10 +249,11 @@ func (as *asks) add(a *ask) {
 	as.byID[a.id] = a
 }
 
-// end marks a ended, how, and forgets the oldest ended ones past
-// endedKept; as.mu is held.
-func (as *asks) end(a *ask, state, why string) {
-	a.state, a.why = state, why
+// end marks a ended, how (state), with the action the MCP server was sent
+// and why it expired, and forgets the oldest ended ones past endedKept;
+// as.mu is held.
+func (as *asks) end(a *ask, state, sent, why string) {
+	a.state, a.sent, a.why = state, sent, why
 	as.ended = append(as.ended, a.id)
 	if over := len(as.ended) - endedKept; over > 0 {
 		for _, id := range as.ended[:over] {
@@ -261,15 +263,15 @@ func (as *asks) end(a *ask, state, why string) {
 	}
 }
 
-// expire ends a as expired, unless it was answered first: then it returns
-// that answer and false.
-func (as *asks) expire(a *ask, why string) (mcp.Answer, bool) {
+// expire ends a as expired, the MCP server sent action, unless it was
+// answered first: then it returns that answer and false.
+func (as *asks) expire(a *ask, action, why string) (mcp.Answer, bool) {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	if a.state == "answered" {
 		return <-a.answer, false
 	}
-	as.end(a, "expired", why)
+	as.end(a, "expired", action, why)
 	return mcp.Answer{}, true
 }
 
@@ -312,10 +314,10 @@ func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 	defer as.mu.Unlock()
 	switch a.state {
 	case "answered":
-		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %s was answered already (%s)", eid, a.why))
+		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %s was answered already (%s)", eid, a.sent))
 		return
 	case "expired":
-		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %s has ended: %s; the MCP server was sent %q", eid, a.why, expiredAction(a.why)))
+		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %s has ended: %s; the MCP server was sent %q", eid, a.why, a.sent))
 		return
 	}
 	ans, err := checkAnswer(a.e, eid, in)
@@ -330,7 +332,7 @@ func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 // deliver ends a as answered with ans, and hands the answer to the MCP
 // server's request waiting in Elicit; as.mu is held.
 func (as *asks) deliver(a *ask, ans mcp.Answer) {
-	as.end(a, "answered", ans.Action)
+	as.end(a, "answered", ans.Action, "")
 	sent := ans
 	sent.Content = maps.Clone(ans.Content) // the SDK fills in defaults in the map it is given
 	a.answer <- sent                       // buffered: the one answer
@@ -363,14 +365,6 @@ func checkAnswer(e *mcp.Elicitation, eid string, in ElicitationAnswer) (mcp.Answ
 		return ans, fmt.Errorf("action %q: want accept, decline or cancel", in.Action)
 	}
 	return ans, nil
-}
-
-// expiredAction is what an elicitation that ended unanswered sent.
-func expiredAction(why string) string {
-	if strings.HasPrefix(why, "no answer") {
-		return "decline"
-	}
-	return "cancel"
 }
 
 // PendingElicitation is an elicitation waiting for an answer, as
