@@ -9,6 +9,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/workspace"
 )
 
@@ -22,19 +23,6 @@ import (
 // store (workspace.WithFetch), so the model's ready workspace--read call
 // gives the same text on any host. With a store that is not shared (the
 // default SQLite file, inside the workspace), nothing changes.
-
-// conversationKey carries the conversation whose tool calls run (files).
-type conversationKey struct{}
-
-// ConversationOf is the conversation whose tool call runs under ctx, ""
-// outside one: the agent sets it for every call it runs (a round, a call
-// run again at recovery), for a tool that acts on its conversation
-// (agent--delegate links its child's conversation to it). A tool must not
-// write to that conversation: the turn running it is its one writer.
-func ConversationOf(ctx context.Context) string {
-	id, _ := ctx.Value(conversationKey{}).(string)
-	return id
-}
 
 // sharedBlobs is the agent's store as Blobs when it is shared and there
 // is a workspace to save to; nil otherwise.
@@ -51,7 +39,7 @@ func (a *Agent) sharedBlobs() history.Blobs {
 // Store keeps each file it saves in the shared store as well. With a store
 // that is not shared they are ctx and a.Env as they are.
 func (a *Agent) files(ctx context.Context, id string) (context.Context, result.Env) {
-	ctx = context.WithValue(ctx, conversationKey{}, id)
+	ctx = tool.WithConversation(ctx, id) // tool.ConversationOf, for the calls' tools
 	blobs := a.sharedBlobs()
 	if blobs == nil {
 		return ctx, a.Env

@@ -29,6 +29,7 @@ import (
 
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/script"
+	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/workspace"
 )
 
@@ -169,12 +170,12 @@ func (m *Manager) Describe() string {
 }
 
 // Start starts code as a background script of the conversation ctx is for
-// (WithConversation), and returns at once what the model gets: its id,
+// (tool.ConversationOf: the agent sets it for each call), and returns at once what the model gets: its id,
 // its journal and its lifetime; or an error result naming the limit hit.
 // The script runs on after ctx ends, until it ends, is cancelled, reaches
 // its lifetime, or the Manager closes.
 func (m *Manager) Start(ctx context.Context, code string, lifetime time.Duration) result.Result {
-	conv := ConversationOf(ctx)
+	conv := tool.ConversationOf(ctx)
 	if lifetime <= 0 || lifetime > m.lim.Lifetime {
 		lifetime = m.lim.Lifetime
 	}

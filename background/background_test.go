@@ -50,7 +50,7 @@ func newRig(t *testing.T, lim Limits, root string) *rig {
 // start starts code in conversation conv and returns its id.
 func (r *rig) start(conv, code string) string {
 	r.t.Helper()
-	res := r.m.Start(WithConversation(context.Background(), conv), code, 0)
+	res := r.m.Start(tool.WithConversation(context.Background(), conv), code, 0)
 	if res.IsError {
 		r.t.Fatalf("start: %v", res.Data)
 	}
@@ -168,7 +168,7 @@ func TestAConversationRunsAtMostItsLimitOfScripts(t *testing.T) {
 	r := newRig(t, Limits{Running: 2}, "")
 	a := r.start("c1", "await sleep(1e9)")
 	r.start("c1", "await sleep(1e9)")
-	res := r.m.Start(WithConversation(context.Background(), "c1"), "1", 0)
+	res := r.m.Start(tool.WithConversation(context.Background(), "c1"), "1", 0)
 	if !res.IsError || !strings.Contains(res.Data.(string), "2 background scripts are running in this conversation, the limit") {
 		t.Errorf("a third in c1: %#v", res)
 	}
@@ -256,12 +256,12 @@ func TestListAndCancelTools(t *testing.T) {
 	}
 	id := r.start("c1", "await sleep(1e9)")
 	d := &tool.Dispatcher{Tools: r.reg}
-	ctx := WithConversation(context.Background(), "c1")
+	ctx := tool.WithConversation(context.Background(), "c1")
 	list := d.Call(ctx, tool.Call{ID: "1", Name: ToolList, Input: []byte(`{}`)})
 	if list.IsError || !strings.HasPrefix(list.Text, id+" running; started 2026-12-03T20:00:00Z, lifetime 24h0m0s; woke you 0 times; journal .myelin/background/"+id+".log") {
 		t.Errorf("list: %q", list.Text)
 	}
-	other := d.Call(WithConversation(context.Background(), "c2"), tool.Call{ID: "2", Name: ToolList, Input: []byte(`{}`)})
+	other := d.Call(tool.WithConversation(context.Background(), "c2"), tool.Call{ID: "2", Name: ToolList, Input: []byte(`{}`)})
 	if other.Text != "no background scripts in this conversation" {
 		t.Errorf("c2's list: %q", other.Text)
 	}

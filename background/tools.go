@@ -16,35 +16,18 @@ const (
 	ToolCancel = "code_execution--cancel"
 )
 
-type conversationKey struct{}
-
-// WithConversation returns ctx for a turn of conversation id: the
-// background scripts its calls start are that conversation's, and the
-// tools show and stop only those. Whoever runs a turn wraps its context
-// with it (`myelin chat`, `run`, a server's turn).
-func WithConversation(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, conversationKey{}, id)
-}
-
-// ConversationOf is the conversation WithConversation gave ctx, "" when
-// none.
-func ConversationOf(ctx context.Context) string {
-	id, _ := ctx.Value(conversationKey{}).(string)
-	return id
-}
-
 // Tools are code_execution--list and code_execution--cancel over m.
 func (m *Manager) Tools() []*tool.Tool {
 	list := tool.MustFunc(ToolList, "List the background scripts of this conversation (code_execution with background: true): id, status, wakes so far, lifetime and journal.",
 		func(ctx context.Context, _ struct{}) (any, error) {
-			infos := m.List(ConversationOf(ctx))
+			infos := m.List(tool.ConversationOf(ctx))
 			return result.Result{Data: listText(infos), Structured: mustJSON(map[string]any{"scripts": orEmpty(infos)})}, nil
 		})
 	cancel := tool.MustFunc(ToolCancel, "Stop a background script of this conversation by its id. Wakes it has made that are still held are dropped.",
 		func(ctx context.Context, in struct {
 			ID string `json:"id" jsonschema:"the script's id, as code_execution returned it (bg_...)"`
 		}) (any, error) {
-			info, err := m.Cancel(ConversationOf(ctx), in.ID)
+			info, err := m.Cancel(tool.ConversationOf(ctx), in.ID)
 			if err != nil {
 				return nil, err
 			}

@@ -196,7 +196,7 @@ var (
 )
 
 // Run runs one call of agent--delegate under ctx (the call's: its
-// conversation, agent.ConversationOf, and its id, tool.CallID, are what
+// conversation, tool.ConversationOf, and its id, tool.CallID, are what
 // the child is linked to) and returns its result: the child's final
 // answer, or an error result saying what failed and naming the child's
 // conversation.
@@ -228,7 +228,7 @@ func (d *Delegate) Run(ctx context.Context, task string, tools []string, model s
 	if err != nil {
 		return result.Error(fmt.Sprintf("%s: %v", Name, err))
 	}
-	parent, call := agent.ConversationOf(ctx), tool.CallID(ctx)
+	parent, call := tool.ConversationOf(ctx), tool.CallID(ctx)
 	if parent == "" {
 		call = "" // a link to a call needs its conversation
 	}

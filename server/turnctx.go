@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/myelin-run/myelin/agent"
-	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/tool"
 )
 
@@ -20,11 +19,11 @@ type turnInfo struct {
 
 type turnKey struct{}
 
-// turnContext is ctx for turn tid of conversation conv run by a: the
-// background scripts it starts are conv's (background.WithConversation),
-// and what MCP servers ask during its calls is conv's.
+// turnContext is ctx for turn tid of conversation conv run by a: what
+// MCP servers ask during its calls is conv's. (The background scripts its
+// calls start are conv's too: the agent gives each call its conversation,
+// tool.ConversationOf.)
 func turnContext(ctx context.Context, conv, tid string, a *agent.Agent) context.Context {
-	ctx = background.WithConversation(ctx, conv)
 	return context.WithValue(ctx, turnKey{}, &turnInfo{conv: conv, turn: tid, agent: a})
 }
 
@@ -34,7 +33,7 @@ func turnContext(ctx context.Context, conv, tid string, a *agent.Agent) context.
 func turnOf(ctx context.Context) *turnInfo {
 	ti, _ := ctx.Value(turnKey{}).(*turnInfo)
 	if ti == nil {
-		if conv := background.ConversationOf(ctx); conv != "" {
+		if conv := tool.ConversationOf(ctx); conv != "" {
 			ti = &turnInfo{conv: conv}
 		}
 	}

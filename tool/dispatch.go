@@ -298,6 +298,27 @@ func withCallID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, callIDKey{}, id)
 }
 
+// conversationKey carries the conversation whose calls run under a ctx.
+type conversationKey struct{}
+
+// WithConversation is ctx for the calls of conversation id: whoever runs a
+// conversation's calls (the agent, for each round and each call it runs
+// again at recovery) wraps their context with it.
+func WithConversation(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, conversationKey{}, id)
+}
+
+// ConversationOf is the conversation whose call runs under ctx
+// (WithConversation), "" outside one: for a tool that acts on its
+// conversation's behalf (agent--delegate links its child to it; the
+// background scripts a call starts are its conversation's). A tool must
+// not write to that conversation: the turn running the call is its one
+// writer.
+func ConversationOf(ctx context.Context) string {
+	id, _ := ctx.Value(conversationKey{}).(string)
+	return id
+}
+
 // capKey carries a call's cap to its handler.
 type capKey struct{}
 

@@ -81,21 +81,21 @@ func (ts *toolset) withBackground(reg *tool.Registry, setup *backgroundSetup, c 
 	return c, nil
 }
 
-// backgroundTurn is ctx for a turn of the session's conversation, and its
-// prompt: the scripts it starts are the conversation's, and a note of the
-// scripts a restart took away goes first, once. told is called once the
-// prompt is stored.
-func (s *session) backgroundTurn(ctx context.Context, prompt string) (context.Context, string, func(agent.Event)) {
-	ctx = background.WithConversation(ctx, s.id)
+// backgroundTurn is the prompt of a turn of the session's conversation: a
+// note of the scripts a restart took away goes first, once. told is called
+// once the prompt is stored. (The scripts a turn's calls start are the
+// conversation's: the agent gives each call its conversation,
+// tool.ConversationOf.)
+func (s *session) backgroundTurn(prompt string) (string, func(agent.Event)) {
 	if s.tools == nil || s.tools.bg == nil {
-		return ctx, prompt, func(agent.Event) {}
+		return prompt, func(agent.Event) {}
 	}
 	note, told := s.tools.bg.Gone(s.id)
 	if note == "" {
-		return ctx, prompt, func(agent.Event) {}
+		return prompt, func(agent.Event) {}
 	}
 	once := false
-	return ctx, note + "\n\n" + prompt, func(e agent.Event) {
+	return note + "\n\n" + prompt, func(e agent.Event) {
 		if !once && e.Kind == agent.Stored && e.Message != nil && e.Message.Role == history.User {
 			once = true
 			told()

@@ -402,7 +402,7 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	defer rep.stop()
 	defer s.tools.ui.turn(rep)()
 	defer s.notes.during(rep)()
-	ctx, prompt, told := s.backgroundTurn(ctx, prompt)
+	prompt, told := s.backgroundTurn(prompt)
 	tr, err := s.agent.Turn(ctx, s.id, prompt, func(e agent.Event) { told(e); rep.event(e) })
 	rep.stop()
 	rep.endText()
