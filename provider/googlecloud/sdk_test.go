@@ -3,7 +3,6 @@ package googlecloud
 import (
 	"net/http"
 	"net/url"
-	"reflect"
 	"sync/atomic"
 	"testing"
 
@@ -80,15 +79,7 @@ func TestWhatIsSentIsWhatTheSDKSent(t *testing.T) {
 			req := sampleRequest()
 			req.MaxTokens = 4096
 			got, errs := tap.Exchange(req, pair[0], pair[1])
-			if errs[0] != errs[1] {
-				t.Fatalf("error %q\nthe SDK's %q", errs[0], errs[1])
-			}
-			if got[0].Method != got[1].Method || got[0].URL != got[1].URL || string(got[0].Body) != string(got[1].Body) {
-				t.Fatalf("sent %s %s\n%s\nthe SDK sent %s %s\n%s", got[0].Method, got[0].URL, got[0].Body, got[1].Method, got[1].URL, got[1].Body)
-			}
-			if !reflect.DeepEqual(got[0].Header, got[1].Header) {
-				t.Fatalf("headers sent\n%v\nthe SDK sent\n%v", got[0].Header, got[1].Header)
-			}
+			providertest.SameExchange(t, tc.name, got, errs)
 		})
 	}
 }

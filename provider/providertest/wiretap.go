@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -114,5 +115,24 @@ func CheckReportedBody(t testing.TB, srv *Server, p provider.Provider, req provi
 	got := srv.Requests()
 	if len(got) != n+1 || !bytes.Equal(reported, got[n]) {
 		t.Fatalf("reported\n%s\nreceived (%d requests)\n%s", reported, len(got)-n, got[len(got)-1])
+	}
+}
+
+// SameExchange fails t unless the two requests of an Exchange, ours then
+// the SDK's, are the same (method, URL, headers, body) or were refused
+// alike (errs): for a wire held to sending what its SDK sends.
+func SameExchange(t testing.TB, what string, got []Sent, errs []string) {
+	t.Helper()
+	if errs[0] != errs[1] {
+		t.Fatalf("%s: error %q\nthe SDK's %q", what, errs[0], errs[1])
+	}
+	if got[0].Method != got[1].Method || got[0].URL != got[1].URL {
+		t.Fatalf("%s: sent %s %q\nthe SDK's %s %q", what, got[0].Method, got[0].URL, got[1].Method, got[1].URL)
+	}
+	if !bytes.Equal(got[0].Body, got[1].Body) {
+		t.Errorf("%s: sent\n%s\nthe SDK sent\n%s", what, got[0].Body, got[1].Body)
+	}
+	if !reflect.DeepEqual(got[0].Header, got[1].Header) {
+		t.Errorf("%s: headers sent\n%v\nthe SDK sent\n%v", what, got[0].Header, got[1].Header)
 	}
 }

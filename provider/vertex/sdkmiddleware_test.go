@@ -1,11 +1,9 @@
 package vertex
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"net/url"
-	"reflect"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -38,24 +36,6 @@ func sdkWire(t testing.TB, cfg Config) *anthropic.OnPlatform {
 		t.Fatal(err)
 	}
 	return p
-}
-
-// sameExchange fails unless both wires sent the same request (method,
-// URL, headers, body) or refused it alike.
-func sameExchange(t testing.TB, what string, got []providertest.Sent, errs []string) {
-	t.Helper()
-	if errs[0] != errs[1] {
-		t.Fatalf("%s: error %q\nthe SDK's middleware %q", what, errs[0], errs[1])
-	}
-	if got[0].Method != got[1].Method || got[0].URL != got[1].URL {
-		t.Fatalf("%s: sent %s %q\nthe SDK's middleware %s %q", what, got[0].Method, got[0].URL, got[1].Method, got[1].URL)
-	}
-	if !bytes.Equal(got[0].Body, got[1].Body) {
-		t.Errorf("%s: sent\n%s\nthe SDK's middleware sent\n%s", what, got[0].Body, got[1].Body)
-	}
-	if !reflect.DeepEqual(got[0].Header, got[1].Header) {
-		t.Errorf("%s: headers sent\n%v\nthe SDK's middleware sent\n%v", what, got[0].Header, got[1].Header)
-	}
 }
 
 // What New sends is what the SDK's vertex middleware sent for the same
@@ -112,7 +92,7 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 			req.Model = tc.model
 			req.MaxTokens = 4096
 			got, errs := tap.Exchange(req, pair[0], pair[1])
-			sameExchange(t, tc.name, got, errs)
+			providertest.SameExchange(t, tc.name, got, errs)
 		})
 	}
 }
@@ -148,7 +128,7 @@ func FuzzTheRouteIsTheSDKs(f *testing.F) {
 		// a streamed request's in-process answer, a whole message, is an
 		// error: the same on both
 		got, errs := tap.Exchange(req, pair[0], pair[1])
-		sameExchange(t, "model "+model, got, errs)
+		providertest.SameExchange(t, "model "+model, got, errs)
 	})
 }
 
