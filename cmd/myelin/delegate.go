@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"sync"
 	"time"
 
@@ -49,8 +48,9 @@ func (f *delegateFlags) check() error {
 // newDelegate is the Delegate of a command when --delegate is given, nil
 // otherwise; its Agent is set once the agent is made (openAgent). Each
 // child's start and answer are a line, naming its conversation, said
-// through notes.
-func (f *delegateFlags) newDelegate(notes *subagentNotes) *delegate.Delegate {
+// through say (the command's mcpUI.notify: through the turn's reporter
+// while a turn runs, clear of its spinner and text; on stderr otherwise).
+func (f *delegateFlags) newDelegate(say func(string)) *delegate.Delegate {
 	if !f.on {
 		return nil
 	}
@@ -63,58 +63,17 @@ func (f *delegateFlags) newDelegate(notes *subagentNotes) *delegate.Delegate {
 			mu.Lock()
 			started[child] = time.Now()
 			mu.Unlock()
-			notes.say(fmt.Sprintf("subagent %s started", child))
+			say(fmt.Sprintf("subagent %s started", child))
 		case agent.Stored:
 			if m := e.Message; m != nil && m.Role == history.Assistant && len(m.ToolCalls()) == 0 {
 				mu.Lock()
 				took := time.Since(started[child])
 				mu.Unlock()
-				notes.say(fmt.Sprintf("subagent %s answered after %s", child, duration(took)))
+				say(fmt.Sprintf("subagent %s answered after %s", child, duration(took)))
 			}
 		}
 	}
 	return d
-}
-
-// subagentNotes is where the lines about subagents go: through the
-// turn's reporter while a turn runs (they then keep clear of its spinner
-// and its text), on stderr otherwise. A nil one says nothing.
-type subagentNotes struct {
-	mu     sync.Mutex
-	stderr io.Writer
-	rep    *reporter
-}
-
-func (n *subagentNotes) say(msg string) {
-	if n == nil {
-		return
-	}
-	n.mu.Lock()
-	rep := n.rep
-	n.mu.Unlock()
-	if rep != nil {
-		rep.notice(msg)
-		return
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	fmt.Fprintf(n.stderr, "myelin: %s\n", msg)
-}
-
-// during sends the notes through rep until the returned function is
-// called (at the end of the turn).
-func (n *subagentNotes) during(rep *reporter) func() {
-	if n == nil {
-		return func() {}
-	}
-	n.mu.Lock()
-	n.rep = rep
-	n.mu.Unlock()
-	return func() {
-		n.mu.Lock()
-		n.rep = nil
-		n.mu.Unlock()
-	}
 }
 
 // withDelegate adds agent--delegate to tools when the command offers it,

@@ -63,7 +63,8 @@ func (u *mcpUI) options(o *mcp.Options) {
 	o.Progress = u.progress
 }
 
-// notify tells the user, on stderr, what a server did.
+// notify tells the user, on stderr, what a server (or a subagent,
+// delegate.go) did: through the turn's reporter while a turn runs.
 func (u *mcpUI) notify(msg string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()

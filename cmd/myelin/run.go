@@ -163,8 +163,6 @@ type session struct {
 	id    string
 	// showThinking writes the model's thinking to stderr (--show-thinking).
 	showThinking bool
-	// notes are the lines about subagents (--delegate: delegate.go).
-	notes *subagentNotes
 }
 
 func (s *session) close() {
@@ -290,8 +288,7 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	if f.tools.mcp.ui.sampler == nil { // serve brings its own: the conversation's provider and model
 		f.tools.mcp.ui.sampler = mcp.ProviderSampler{Provider: prov, Model: model}
 	}
-	s.notes = &subagentNotes{stderr: stderr}
-	f.tools.delegate = f.delegate.newDelegate(s.notes)
+	f.tools.delegate = f.delegate.newDelegate(f.tools.mcp.ui.notify)
 	s.tools, err = openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {
 		s.close()
@@ -401,7 +398,6 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	rep.showThinking = s.showThinking
 	defer rep.stop()
 	defer s.tools.ui.turn(rep)()
-	defer s.notes.during(rep)()
 	prompt, told := s.backgroundTurn(prompt)
 	tr, err := s.agent.Turn(ctx, s.id, prompt, func(e agent.Event) { told(e); rep.event(e) })
 	rep.stop()
