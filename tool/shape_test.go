@@ -96,7 +96,14 @@ func TestAValidInputIsCheckedWithoutDecodingIt(t *testing.T) {
 	if err := tl.validate(input); err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = tl.validate(input) }); n != 0 {
+	// the least of three measures: AllocsPerRun counts every allocation
+	// of the process, and another goroutine of the test binary (one an
+	// earlier test left to finish) may allocate during one of them
+	n := testing.AllocsPerRun(100, func() { _ = tl.validate(input) })
+	for range 2 {
+		n = min(n, testing.AllocsPerRun(100, func() { _ = tl.validate(input) }))
+	}
+	if n != 0 {
 		t.Fatalf("validating a valid input allocated %v times a call; want 0 (no decoding)", n)
 	}
 	if err := tl.validate(json.RawMessage(`{"line":1}`)); err == nil {
