@@ -42,14 +42,20 @@ var heavyOutput = strings.Repeat("heavy output line of the benchmark\n", heavySi
 // BenchmarkPerRoundOverhead measures what one tool round costs through the
 // agent against a raw floor, side by side in one run: each iteration runs
 // one agent turn of 20 rounds of 10 no-op calls against the wire's scripted
-// fake over loopback (stream on), then a minimal net/http client that
+// fake over loopback (stream on) and, before or after it (they take
+// turns), a minimal net/http client that
 // posts the same request bodies to the same fake (replayed from a first
 // recorded agent run, headers and all) and reads each streamed answer to
 // its end, then 20 Write+Sync of a small record to a file on the same
 // disk, then (durable store) 20 rounds of the SQLite floor. It reports the
 // medians per round and the ratios:
 //
-//   - x-raw: agent / raw floor;
+//   - x-raw: agent / raw floor, the ratio of the two medians;
+//   - x-raw-paired: the median of each iteration's agent / raw floor.
+//     The two runs of an iteration are a few milliseconds apart (they
+//     take turns going first), so a slower stretch of the machine —
+//     on this VM the floor's own median moves by a fifth between runs —
+//     slows both; this is the ratio the goal is read by;
 //   - x-raw+fsync (durable store only): agent / (raw floor + one fsync);
 //   - sqlite-floor-µs/round and x-raw+sqlite-floor (durable store only):
 //     the least SQLite work a round needs (sqliteFloor: three one-row
@@ -181,10 +187,24 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 
 	a := newAgent(srv.URL)
 	var agentT, rawT, syncT, sqlT []time.Duration
-	for b.Loop() {
-		agentT = append(agentT, turn(a))
-		srv.Push(overheadScript()...)
-		rawT = append(rawT, floor.run(b))
+	var paired []float64 // each iteration's agent / raw
+	for i := 0; b.Loop(); i++ {
+		// The agent and the floor take turns going first, so that
+		// neither always runs on the other's leftovers (a collected
+		// heap, a cold cache).
+		var ag, raw time.Duration
+		if i%2 == 0 {
+			ag = turn(a)
+			srv.Push(overheadScript()...)
+			raw = floor.run(b)
+		} else {
+			srv.Push(overheadScript()...)
+			raw = floor.run(b)
+			ag = turn(a)
+		}
+		srv.Forget() // the fake keeps no bodies the run does not read
+		agentT, rawT = append(agentT, ag), append(rawT, raw)
+		paired = append(paired, float64(ag)/float64(raw))
 		syncT = append(syncT, fsyncRounds(b, syncFile))
 		if sqlFloor != nil {
 			sqlT = append(sqlT, sqlFloor.run(b))
@@ -195,9 +215,11 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 		return float64(ds[len(ds)/2].Nanoseconds()) / 1e3 / overheadRounds
 	}
 	ag, raw, fs := perRound(agentT), perRound(rawT), perRound(syncT)
+	slices.Sort(paired)
 	b.ReportMetric(ag, "agent-µs/round")
 	b.ReportMetric(raw, "raw-µs/round")
 	b.ReportMetric(ag/raw, "x-raw")
+	b.ReportMetric(paired[len(paired)/2], "x-raw-paired")
 	if storeKind == "sqlite" {
 		b.ReportMetric(fs, "fsync-µs/round")
 		b.ReportMetric(ag/(raw+fs), "x-raw+fsync")

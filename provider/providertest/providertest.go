@@ -202,6 +202,16 @@ func (s *Server) Push(steps ...Step) {
 	s.steps = append(s.steps, steps...)
 }
 
+// Forget drops the bodies and paths of the requests received so far, as
+// if none had been: for a long benchmark, whose fake would otherwise keep
+// every body it was sent. The script, the stats and what Cache and
+// CheckThinking remember stay.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs, s.paths = nil, nil
+}
+
 // Requests returns the bodies of the requests received so far, in order.
 func (s *Server) Requests() [][]byte {
 	s.mu.Lock()

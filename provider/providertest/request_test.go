@@ -96,3 +96,28 @@ func TestLastUserTextIsTheTextOfTheLastUserMessage(t *testing.T) {
 		})
 	}
 }
+
+func TestForgetDropsTheBodiesKeptAndCountsAgainFromNone(t *testing.T) {
+	srv := newServer(t, "anthropic", providertest.Step{Text: "one"}, providertest.Step{Text: "two"})
+	var index []int
+	srv.Respond = func(r providertest.Request) providertest.Step {
+		index = append(index, r.Index)
+		return providertest.Step{Text: "more"}
+	}
+	p := wire(t, "anthropic", srv)
+	for range 3 {
+		if _, err := p.Complete(context.Background(), conversation(0, "S."), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.Forget()
+	if n, m := len(srv.Requests()), len(srv.Paths()); n != 0 || m != 0 {
+		t.Fatalf("after Forget the fake keeps %d bodies and %d paths, want none", n, m)
+	}
+	if _, err := p.Complete(context.Background(), conversation(0, "S."), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.Requests()); n != 1 || fmt.Sprint(index) != "[2 0]" {
+		t.Fatalf("after one more request the fake keeps %d bodies and Respond saw indexes %v; want 1 and [2 0]", n, index)
+	}
+}
