@@ -13,11 +13,11 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/result"
@@ -126,18 +126,27 @@ func CacheSettings(p Provider) string {
 // Text with Input empty, for the agent to answer with an error result that
 // names the problem.
 func ToolCall(id, name, args string) history.Part {
+	return ToolCallInput(id, name, []byte(args))
+}
+
+// ToolCallInput is ToolCall for arguments read as bytes, which it keeps as
+// the Part's Input rather than copying them: a wire that reads a round's
+// arguments into one buffer hands each call its own part of it (capped,
+// so that an append to one Input never writes into the next), and must
+// not write to the buffer after.
+func ToolCallInput(id, name string, args []byte) history.Part {
 	part := history.Part{Type: history.ToolCallPart, CallID: id, Name: result.WellFormed(name)}
-	raw := strings.TrimSpace(args)
-	if raw == "" {
-		raw = "{}"
+	raw := bytes.TrimSpace(args)
+	if len(raw) == 0 {
+		raw = []byte("{}")
 	}
 	// Arguments are an object on every wire: JSON that is not one ([1],
 	// "x", null) is kept as text like JSON that is not valid, so that no
 	// wire is ever sent an input it refuses (Anthropic's and Gemini's do).
-	if json.Valid([]byte(raw)) && raw[0] == '{' {
+	if json.Valid(raw) && raw[0] == '{' {
 		part.Input = json.RawMessage(raw)
 	} else {
-		part.Text = result.WellFormed(raw)
+		part.Text = result.WellFormed(string(raw))
 	}
 	return part
 }

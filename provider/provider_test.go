@@ -45,3 +45,25 @@ func TestToolCallKeepsArgumentsThatAreNotJSONInText(t *testing.T) {
 		}
 	}
 }
+
+func TestToolCallInputKeepsTheArgumentsBytesAsTheInputUncopied(t *testing.T) {
+	buf := []byte(` {"a":1} {"b":2}`)
+	p := ToolCallInput("c1", "n", buf[:9:9])
+	if string(p.Input) != `{"a":1}` || p.Text != "" {
+		t.Fatalf("part %+v", p)
+	}
+	if &p.Input[0] != &buf[1] {
+		t.Fatal("the arguments were copied")
+	}
+	// each part is its own: appending to one leaves the next as it was
+	_ = append(p.Input, 'x')
+	if string(buf[9:]) != `{"b":2}` {
+		t.Fatalf("an append to the input wrote into the buffer after it: %q", buf)
+	}
+	for _, args := range []string{"", `{"a":`, `[1]`, ` 7 `, `{"a":1}`} {
+		want, got := ToolCall("c1", "n\xff", args), ToolCallInput("c1", "n\xff", []byte(args))
+		if string(got.Input) != string(want.Input) || (got.Input == nil) != (want.Input == nil) || got.Text != want.Text || got.Name != want.Name {
+			t.Errorf("arguments %q: %+v, ToolCall's %+v", args, got, want)
+		}
+	}
+}

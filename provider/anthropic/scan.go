@@ -112,9 +112,9 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "type":
 			return s.name(&cb.Type)
 		case "id":
-			return s.ReadString(&cb.ID)
+			return s.bytesOf(&cb.ID, &cb.id)
 		case "name":
-			return s.ReadString(&cb.Name)
+			return s.bytesOf(&cb.Name, &cb.name)
 		case "text":
 			return s.ReadText(&cb.Text)
 		case "thinking":
@@ -133,7 +133,7 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 		case "text":
 			return s.ReadText(&d.Text)
 		case "partial_json":
-			return s.ReadString(&d.PartialJSON)
+			return s.bytesOf(&d.PartialJSON, &d.partialJSON)
 		case "thinking":
 			return s.ReadText(&d.Thinking)
 		case "signature":
@@ -211,6 +211,23 @@ func (s *scanner) name(dst *string) bool {
 		}
 	}
 	*dst = string(raw)
+	return true
+}
+
+// bytesOf reads a string into raw, as its bytes in the event (dst made
+// empty), when it needs no decoding; else into dst, as ReadString does
+// (raw made nil). Of a key given twice, the last counts, as in
+// encoding/json. An id, a name and a piece of a call's input so cost no
+// string each (streamEvent).
+func (s *scanner) bytesOf(dst *string, raw *[]byte) bool {
+	start := s.I
+	b, ok := s.PlainString()
+	if !ok {
+		s.I = start
+		*raw = nil
+		return s.ReadString(dst)
+	}
+	*dst, *raw = "", b
 	return true
 }
 

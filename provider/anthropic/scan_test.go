@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -55,7 +56,73 @@ func scanCases(t testing.TB) []string {
 // than json.Unmarshal.
 func checkLikeEncodingJSON(t *testing.T, data string) {
 	t.Helper()
-	providertest.DecodesAsEncodingJSON(t, data, decodeEvent)
+	providertest.DecodesAsEncodingJSON(t, data, func(data []byte, ev *streamEvent) error {
+		err := decodeEvent(data, ev)
+		asDecoded(t, data, ev)
+		return err
+	})
+}
+
+// asDecoded moves the strings the scan kept as bytes (streamEvent's id,
+// name and partialJSON) to the fields encoding/json decodes them to,
+// failing t when both hold one.
+func asDecoded(t *testing.T, data []byte, ev *streamEvent) {
+	t.Helper()
+	for _, f := range []struct {
+		s *string
+		b *[]byte
+	}{
+		{&ev.ContentBlock.ID, &ev.ContentBlock.id},
+		{&ev.ContentBlock.Name, &ev.ContentBlock.name},
+		{&ev.Delta.PartialJSON, &ev.Delta.partialJSON},
+	} {
+		if *f.b == nil {
+			continue
+		}
+		if *f.s != "" {
+			t.Fatalf("%q: the scan kept both %q and the bytes %q", data, *f.s, *f.b)
+		}
+		*f.s, *f.b = string(*f.b), nil
+	}
+}
+
+func TestAStringThatNeedsNoDecodingIsKeptAsItsBytesInTheEvent(t *testing.T) {
+	data := []byte(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"noop--run","input":{}}}`)
+	var ev streamEvent
+	if err := decodeEvent(data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	cb := ev.ContentBlock
+	if string(cb.id) != "toolu_1" || string(cb.name) != "noop--run" || cb.ID != "" || cb.Name != "" {
+		t.Fatalf("id %q %q, name %q %q: want the bytes, and empty strings", cb.id, cb.ID, cb.name, cb.Name)
+	}
+	if &cb.id[0] != &data[bytes.Index(data, []byte("toolu_1"))] {
+		t.Fatal("the id was copied, not kept as the event's bytes")
+	}
+	data = []byte(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\":1}"}}`)
+	if err := decodeEvent(data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Delta.partialJSON != nil || ev.Delta.PartialJSON != `{"a":1}` {
+		t.Fatalf("an escaped partial_json: bytes %q, string %q; want it decoded into the string", ev.Delta.partialJSON, ev.Delta.PartialJSON)
+	}
+}
+
+func TestOfAStringGivenTwiceTheLastCountsWhicheverWayEachWasRead(t *testing.T) {
+	for data, want := range map[string]string{
+		`{"delta":{"partial_json":"a","partial_json":"b\u0063"}}`: "bc",
+		`{"delta":{"partial_json":"b\u0063","partial_json":"a"}}`: "a",
+		`{"delta":{"partial_json":"a","partial_json":null}}`:       "a",
+	} {
+		var ev streamEvent
+		if err := decodeEvent([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(appendRead(nil, ev.Delta.partialJSON, ev.Delta.PartialJSON)); got != want {
+			t.Errorf("%s: read %q, want %q", data, got, want)
+		}
+		checkLikeEncodingJSON(t, data)
+	}
 }
 
 func TestDecodeEventReadsAnEventAsEncodingJSONDoes(t *testing.T) {

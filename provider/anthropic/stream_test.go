@@ -158,6 +158,22 @@ func BenchmarkReadStream(b *testing.B) {
 			}
 		}
 	})
+	// borrowed is the reader as the wire uses it: taken from the pool and
+	// given back, so that what is measured is reading, not the 32 KiB
+	// buffer a new reader allocates (which "reader" keeps, to compare
+	// with earlier runs).
+	b.Run("borrowed", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			r := sse.Borrow(bytes.NewReader(data))
+			_, err := readStream(r, nil, nil, nil)
+			r.Release()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("sdk", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(data)))
@@ -211,5 +227,87 @@ func BenchmarkCompleteStreamedRound(b *testing.B) {
 		if err != nil || len(resp.Message.Parts) != 10 {
 			b.Fatal(resp, err)
 		}
+	}
+}
+
+// answers are streams of every kind of block, for the tests of a reading
+// reused from answer to answer.
+func answers() map[string][]byte {
+	long := `{"path":"` + strings.Repeat("a/b", 4000) + `", "n": 1}`
+	return map[string][]byte{
+		"light round": lightRound(),
+		"everything": []byte(providertest.AnthropicStream(providertest.Step{
+			Thinking:  []providertest.Thinking{{Text: "hmm, é", Signature: "c2ln"}, {Redacted: "ZGF0YQ=="}},
+			Text:      "some text \"quoted\"",
+			ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "workspace--read", Input: `{"path":"a <b> \"c\""}`}, {ID: "toolu_2", Name: "x", Input: ` [1] `}, {ID: "toolu_3", Name: "y", Input: ""}},
+			Input:     10, Output: 20, CacheRead: 3, CacheWrite: 4,
+		})),
+		"text":       []byte(providertest.AnthropicStream(providertest.Step{Text: "just text", Refuse: true})),
+		"long input": []byte(providertest.AnthropicStream(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "big", Input: long}, {ID: "toolu_10", Name: "small", Input: `{}`}}})),
+	}
+}
+
+func TestAReadingReusedForAnotherAnswerReadsItAsANewOneAndKeepsNothingOfTheLast(t *testing.T) {
+	streams := answers()
+	fresh := map[string]string{}
+	for name, stream := range streams {
+		resp, err := new(reading).read(sse.NewReader(bytes.NewReader(stream)), nil, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		fresh[name] = mustJSON(resp)
+	}
+	rd := new(reading)
+	type read struct {
+		name string
+		resp provider.Response
+	}
+	var reads []read
+	for _, name := range []string{"everything", "light round", "long input", "text", "everything", "text", "long input", "light round", "everything"} {
+		resp, err := rd.read(sse.NewReader(bytes.NewReader(streams[name])), nil, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := mustJSON(resp); got != fresh[name] {
+			t.Fatalf("%s after %d answers:\n got %s\nwant %s", name, len(reads), got, fresh[name])
+		}
+		reads = append(reads, read{name, resp})
+		rd.empty()
+	}
+	// what later answers were read into shares nothing with an earlier
+	// answer's Response
+	for i, r := range reads {
+		if got := mustJSON(r.resp); got != fresh[r.name] {
+			t.Fatalf("answer %d, %s, changed when later ones were read:\n got %s\nwant %s", i, r.name, got, fresh[r.name])
+		}
+	}
+}
+
+func TestAReadingThatGrewPastWhatIsKeptIsNotKept(t *testing.T) {
+	rd := new(reading)
+	if _, err := rd.read(sse.NewReader(bytes.NewReader(answers()["light round"])), nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !rd.empty() {
+		t.Fatal("a light round's reading is not kept")
+	}
+	huge := providertest.AnthropicStream(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "t", Name: "n", Input: `{"a":"` + strings.Repeat("x", maxKeptReading) + `"}`}}})
+	if _, err := rd.read(sse.NewReader(strings.NewReader(huge)), nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if rd.empty() {
+		t.Fatalf("a reading that holds an input of %d bytes is kept", maxKeptReading)
+	}
+}
+
+func TestEachToolCallsInputIsItsOwnThoughTheyShareABuffer(t *testing.T) {
+	resp, err := readStream(sse.NewReader(bytes.NewReader(answers()["long input"])), nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := resp.Message.Parts[0], resp.Message.Parts[1]
+	_ = append(first.Input, 'x')
+	if string(second.Input) != `{}` || second.CallID != "toolu_10" || second.Name != "small" {
+		t.Fatalf("the second call after an append to the first's input: %+v", second)
 	}
 }
