@@ -112,7 +112,7 @@ func TestOfAStringGivenTwiceTheLastCountsWhicheverWayEachWasRead(t *testing.T) {
 	for data, want := range map[string]string{
 		`{"delta":{"partial_json":"a","partial_json":"b\u0063"}}`: "bc",
 		`{"delta":{"partial_json":"b\u0063","partial_json":"a"}}`: "a",
-		`{"delta":{"partial_json":"a","partial_json":null}}`:       "a",
+		`{"delta":{"partial_json":"a","partial_json":null}}`:      "a",
 	} {
 		var ev streamEvent
 		if err := decodeEvent([]byte(data), &ev); err != nil {
