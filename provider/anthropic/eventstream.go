@@ -135,8 +135,18 @@ func (f *frameReader) header(name string) (value string, ok bool, err error) {
 	if aws {
 		return sdkHeader(f.frame, name)
 	}
+	for _, known := range headerValues {
+		if string(v) == known {
+			return known, true, nil
+		}
+	}
 	return string(v), true, nil
 }
+
+// headerValues are the values of the headers every frame has (its
+// message type; an event's type), kept as one string each so that a
+// frame does not allocate them.
+var headerValues = [...]string{eventstreamapi.EventMessageType, eventstreamapi.ExceptionMessageType, eventstreamapi.ErrorMessageType, "chunk"}
 
 // read makes the current frame, whose payload is payload, the current
 // event, or reports that it carries none.

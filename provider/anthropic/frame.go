@@ -56,8 +56,11 @@ var valueSize = [...]int{boolTrue: 0, boolFalse: 0, int8Value: 1, int16Value: 2,
 // returns it whole, its headers and its payload, all within buf. At the
 // end of the stream, between two frames, it returns io.EOF.
 func readFrame(r io.Reader, buf []byte) (frame []byte, headers frameHeaders, payload []byte, _ error) {
-	var pre [preludeLen]byte
-	if _, err := io.ReadFull(r, pre[:]); err != nil {
+	// the prelude is read into buf, not into an array of its own, which
+	// the reader's interface would make escape: an allocation a frame
+	buf = slices.Grow(buf[:0], preludeLen)[:preludeLen]
+	pre := buf
+	if _, err := io.ReadFull(r, pre); err != nil {
 		if err == io.ErrUnexpectedEOF {
 			err = errors.New("the event stream ended inside a frame's prelude")
 		}
@@ -78,13 +81,12 @@ func readFrame(r io.Reader, buf []byte) (frame []byte, headers frameHeaders, pay
 	}
 	var err error
 	if int(total) <= max(cap(buf), 64<<10) {
-		buf = slices.Grow(buf[:0], int(total))[:total]
-		copy(buf, pre[:])
+		buf = slices.Grow(buf, int(total)-preludeLen)[:total]
 		_, err = io.ReadFull(r, buf[preludeLen:])
 	} else {
 		// a large frame: the buffer grows as its bytes arrive, not
 		// before, whatever length the prelude claims
-		b := bytes.NewBuffer(append(buf[:0], pre[:]...))
+		b := bytes.NewBuffer(buf)
 		_, err = io.CopyN(b, r, int64(total-preludeLen))
 		buf = b.Bytes()
 	}

@@ -111,11 +111,16 @@ func TestAnEventThatIsNotJSONNamesTheEventAndQuotesIt(t *testing.T) {
 // lightRound is the stream of a light round of the overhead benchmark:
 // ten tool calls.
 func lightRound() []byte {
+	return []byte(providertest.AnthropicStream(lightStep()))
+}
+
+// lightStep is the answer of a light round.
+func lightStep() providertest.Step {
 	calls := make([]providertest.ToolCall, 10)
 	for k := range calls {
 		calls[k] = providertest.ToolCall{ID: fmt.Sprintf("call_0_%d", k), Name: "noop--run", Input: `{}`}
 	}
-	return []byte(providertest.AnthropicStream(providertest.Step{ToolCalls: calls, Input: 1200, Output: 80}))
+	return providertest.Step{ToolCalls: calls, Input: 1200, Output: 80}
 }
 
 // sdkRead reads a stream as the wire did before stream.go, through the
@@ -167,6 +172,21 @@ func BenchmarkReadStream(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		for b.Loop() {
 			r := sse.Borrow(bytes.NewReader(data))
+			_, err := readStream(r, nil, nil, nil)
+			r.Release()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// frames is the same answer as Bedrock sends it, AWS event stream
+	// frames, read as its wire does.
+	frames := providertest.BedrockStream(lightStep())
+	b.Run("frames", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(frames)))
+		for b.Loop() {
+			r := borrowFrames(bytes.NewReader(frames))
 			_, err := readStream(r, nil, nil, nil)
 			r.Release()
 			if err != nil {
@@ -309,5 +329,72 @@ func TestEachToolCallsInputIsItsOwnThoughTheyShareABuffer(t *testing.T) {
 	_ = append(first.Input, 'x')
 	if string(second.Input) != `{}` || second.CallID != "toolu_10" || second.Name != "small" {
 		t.Fatalf("the second call after an append to the first's input: %+v", second)
+	}
+}
+
+// leastAllocs is the least of three testing.AllocsPerRun of f: it counts
+// every allocation of the process, and another goroutine of the test
+// binary may allocate during one of them.
+func leastAllocs(f func()) float64 {
+	n := testing.AllocsPerRun(20, f)
+	for range 2 {
+		n = min(n, testing.AllocsPerRun(20, f))
+	}
+	return n
+}
+
+// roundOf is the answer of a round of n calls of a no-op tool, as text
+// and as Bedrock's frames.
+func roundOf(n int) (text, frames []byte) {
+	calls := make([]providertest.ToolCall, n)
+	for k := range calls {
+		calls[k] = providertest.ToolCall{ID: fmt.Sprintf("call_%d", k), Name: "noop--run", Input: `{}`}
+	}
+	step := providertest.Step{ToolCalls: calls, Input: 1200, Output: 80}
+	return []byte(providertest.AnthropicStream(step)), providertest.BedrockStream(step)
+}
+
+// TestReadingAnAnswerAllocatesTheSameWhateverNumberOfCalls pins what a
+// warm reader allocates for an answer of tool calls: its Parts, its usage,
+// one string for the calls' ids and names and one buffer for their
+// inputs, however many calls, whether the answer comes as text or as
+// Bedrock's frames.
+func TestReadingAnAnswerAllocatesTheSameWhateverNumberOfCalls(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector's sync.Pool drops a share of what it is given (raceDetector)")
+	}
+	for _, form := range []string{"text", "frames"} {
+		t.Run(form, func(t *testing.T) {
+			var per [2]float64
+			for i, n := range []int{10, 40} {
+				text, frames := roundOf(n)
+				src := bytes.NewReader(text)
+				var r events = sse.NewReader(src)
+				if form == "frames" {
+					src = bytes.NewReader(frames)
+					r = &frameReader{r: src}
+				}
+				rd := new(reading)
+				read := func() {
+					src.Seek(0, io.SeekStart)
+					switch r := r.(type) {
+					case *sse.Reader:
+						r.Reset(src)
+					case *frameReader:
+						*r = frameReader{r: src, frame: r.frame, data: r.data}
+					}
+					resp, err := rd.read(r, nil, nil, nil)
+					if err != nil || len(resp.Message.Parts) != n {
+						t.Fatal(resp, err)
+					}
+					rd.empty()
+				}
+				read() // warm: the buffers and the blocks
+				per[i] = leastAllocs(read)
+			}
+			if per[0] != 4 || per[1] != 4 {
+				t.Fatalf("reading an answer of 10 calls allocated %v times, of 40 calls %v times; want 4 each", per[0], per[1])
+			}
+		})
 	}
 }
