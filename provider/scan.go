@@ -79,7 +79,7 @@ func (s *Scanner) Object(member func(key []byte) bool) bool {
 // IsNull takes a null if one is next (encoding/json leaves a field as
 // it is for a null, but for a pointer, which it makes nil).
 func (s *Scanner) IsNull() bool {
-	if bytes.HasPrefix(s.B[s.I:], []byte("null")) {
+	if s.I < len(s.B) && s.B[s.I] == 'n' && bytes.HasPrefix(s.B[s.I:], []byte("null")) {
 		s.I += 4
 		return true
 	}
@@ -90,31 +90,44 @@ func (s *Scanner) IsNull() bool {
 // only valid UTF-8, and is its bytes between the quotes: exactly what
 // encoding/json would decode it to. False leaves I anywhere.
 func (s *Scanner) PlainString() ([]byte, bool) {
-	if s.I >= len(s.B) || s.B[s.I] != '"' {
+	b, i := s.B, s.I // a local index: s.I written back at every byte was slower
+	if i >= len(b) || b[i] != '"' {
 		return nil, false
 	}
-	s.I++
-	start := s.I
+	i++
+	start := i
 	ascii := true
-	for s.I < len(s.B) {
-		c := s.B[s.I]
+	for ; i < len(b); i++ {
+		c := b[i]
 		switch {
+		case plainByte[c]:
 		case c == '"':
-			raw := s.B[start:s.I]
-			s.I++
+			raw := b[start:i]
+			s.I = i + 1
 			if !ascii && !utf8.Valid(raw) {
 				return nil, false
 			}
 			return raw, true
 		case c == '\\' || c < 0x20:
+			s.I = i
 			return nil, false
-		case c >= utf8.RuneSelf:
+		default:
 			ascii = false
 		}
-		s.I++
 	}
+	s.I = i
 	return nil, false
 }
+
+// plainByte marks the bytes a string holds as they are and PlainString
+// passes at once: not a quote, a backslash, a control character, nor a
+// byte of a character past ASCII (which it checks as UTF-8).
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // SkipString passes a string, escapes and all, checking them as JSON
 // does.

@@ -64,3 +64,36 @@ func TestMembersRefusesAKeyEncodingJSONWouldMatchWithoutCaseOrTwice(t *testing.T
 		}
 	}
 }
+
+func TestPlainStringTakesAStringThatNeedsNoDecodingAndNoOther(t *testing.T) {
+	for _, c := range []struct {
+		json string
+		raw  string // what it takes; "-" for nothing
+	}{
+		{`"abc",`, "abc"},
+		{`""`, ""},
+		{`"é 😀 ~ !#$%&'()*+-./09:;<=>?@AZ[]^_` + "`" + `az{|}"`, `é 😀 ~ !#$%&'()*+-./09:;<=>?@AZ[]^_` + "`" + `az{|}`},
+		{`"a\"b"`, "-"},
+		{`"a\nb"`, "-"},
+		{"\"\xff\"", "-"},
+		{"\"\xe9\"", "-"},
+		{"\"\t\"", "-"},
+		{"\"\x7f\"", "\x7f"},
+		{`"x`, "-"},
+		{`x"`, "-"},
+		{``, "-"},
+	} {
+		s := Scanner{B: []byte(c.json)}
+		raw, ok := s.PlainString()
+		got := string(raw)
+		if !ok {
+			got = "-"
+		}
+		if got != c.raw {
+			t.Errorf("%q: took %q, want %q", c.json, got, c.raw)
+		}
+		if ok && s.I != len(c.raw)+2 {
+			t.Errorf("%q: the scan is at %d after the string, want %d", c.json, s.I, len(c.raw)+2)
+		}
+	}
+}
