@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -48,6 +49,39 @@ func TestCachedBodiesAreBodyWithsBytes(t *testing.T) {
 			Reuses:    func(req provider.Request) bool { return reuses(p, req) },
 			Reasoning: thinkingPart,
 		})
+	}
+}
+
+// The same, each body given back once checked, as Complete gives back an
+// answered one: the next body of the conversation is written into its
+// memory, and every body is still BodyWith's.
+func TestBodiesWrittenIntoTheLastOnesMemoryAreBodyWithsBytes(t *testing.T) {
+	p := withOptions(Config{}, nil)
+	base := sampleRequest()
+	base.MaxTokens = 4096
+	var last []byte
+	inPlace := 0
+	providertest.CheckKeptBodies(t, providertest.KeptBodies{
+		Base:  base,
+		Whole: func(req provider.Request) ([]byte, error) { return BodyWith(req, true, Thinking{}) },
+		Kept: func(req provider.Request) ([]byte, error) {
+			b, err := p.Body(req)
+			if len(last) > 0 && len(b) > 0 && unsafe.SliceData(b) == unsafe.SliceData(last) {
+				inPlace++
+			}
+			return b, err
+		},
+		Reuses:    func(req provider.Request) bool { return reuses(p, req) },
+		Reasoning: thinkingPart,
+		Answered: func(req provider.Request, body []byte) {
+			if req.CacheKey == "a" {
+				last = body
+			}
+			p.prefixes.Release(req.CacheKey, body)
+		},
+	})
+	if inPlace < 100 {
+		t.Errorf("%d bodies were written into the memory of the one before, want most", inPlace)
 	}
 }
 
@@ -203,4 +237,13 @@ func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
 	if kept == 0 {
 		t.Error("nothing kept")
 	}
+}
+
+// Over loopback, a conversation's next body is written into the memory
+// of the answered one before it, and every body is BodyWith's.
+func TestCompleteWritesTheNextBodyIntoTheAnsweredOnesMemory(t *testing.T) {
+	srv := providertest.NewAnthropic(t)
+	providertest.CheckBodiesInPlace(t, srv, newProvider(t, srv, false), sampleRequest(), func(req provider.Request) ([]byte, error) {
+		return BodyWith(req, true, Thinking{})
+	})
 }
