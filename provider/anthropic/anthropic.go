@@ -188,9 +188,11 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, 
 	// one allocation, not a dozen doublings; on a kept prefix, the
 	// conversation's last body when it was given back (Release), the
 	// prefix's bytes already in place
-	e := encoder{buf: make([]byte, 0, size)}
+	var e encoder
 	if pre != nil {
 		e.buf = prefixes.Buffer(req.CacheKey, pre, size)
+	} else {
+		e.buf = make([]byte, 0, size)
 	}
 
 	// What the next request of the conversation may reuse: the groups

@@ -57,11 +57,13 @@ func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *prov
 	for _, m := range req.Messages[first:] {
 		size += sizeHint(m)
 	}
-	e := encoder{buf: make([]byte, 0, size)}
+	var e encoder
 	if pre != nil {
 		// the prefix's bytes, in the memory of the conversation's last
 		// body when it was given back (Prefixes.Release)
 		e.buf = prefixes.Buffer(req.CacheKey, pre, size)
+	} else {
+		e.buf = make([]byte, 0, size)
 	}
 	n := 0 // messages written
 	next := func() {
