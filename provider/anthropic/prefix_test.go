@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"unsafe"
@@ -246,4 +247,39 @@ func TestCompleteWritesTheNextBodyIntoTheAnsweredOnesMemory(t *testing.T) {
 	providertest.CheckBodiesInPlace(t, srv, newProvider(t, srv, false), sampleRequest(), func(req provider.Request) ([]byte, error) {
 		return BodyWith(req, true, Thinking{})
 	})
+}
+
+// Building a body in the memory of the one given back allocates a small
+// part of its size: not a new buffer for it (a body of ~200 KiB here).
+func TestABodyBuiltInTheLastOnesMemoryAllocatesNoBuffer(t *testing.T) {
+	p := withOptions(Config{}, nil)
+	s := scripted{}
+	s.Add(history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read the files"}}})
+	var body []byte
+	for n := 0; n < 400; n++ {
+		s.Round(n)
+		req := scriptedRequest(s.View(), "k")
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b, err := p.Body(req)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 399 {
+			if !inMemoryOf(b, body) {
+				t.Fatal("the last body was not built in the memory of the one before")
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(len(b)/8) {
+				t.Fatalf("building a body of %d bytes in the last one's memory allocated %d bytes", len(b), grew)
+			}
+		}
+		p.prefixes.Release(req.CacheKey, b)
+		body = b
+	}
+}
+
+// inMemoryOf reports whether b starts where last does.
+func inMemoryOf(b, last []byte) bool {
+	return len(b) > 0 && len(last) > 0 && unsafe.SliceData(b) == unsafe.SliceData(last)
 }
