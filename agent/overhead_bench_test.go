@@ -45,7 +45,8 @@ var heavyOutput = strings.Repeat("heavy output line of the benchmark\n", heavySi
 // fake over loopback (stream on) and, before or after it (they take
 // turns), a minimal net/http client that
 // posts the same request bodies to the same fake (replayed from a first
-// recorded agent run, headers and all) and reads each streamed answer to
+// recorded agent run, headers and all; on Bedrock signed again, as any
+// Bedrock client signs each request) and reads each streamed answer to
 // its end, then 20 Write+Sync of a small record to a file on the same
 // disk, then (durable store) 20 rounds of the SQLite floor. It reports the
 // medians per round and the ratios:
@@ -172,7 +173,7 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 		}
 		b.ReportMetric(float64(whole), "whole-results")
 	}
-	floor := &rawFloor{client: &http.Client{Transport: &http.Transport{}}, base: rec.target, exchanges: exchanges}
+	floor := &rawFloor{client: &http.Client{Transport: &http.Transport{}}, base: rec.target, exchanges: exchanges, sign: w.sign}
 	defer floor.client.CloseIdleConnections()
 	syncFile, err := os.Create(filepath.Join(dir, "fsync-floor"))
 	if err != nil {
@@ -365,10 +366,13 @@ func newRecorder(b *testing.B, fakeURL string) *recorder {
 
 // rawFloor does the agent's exchanges with nothing else: it posts each
 // recorded body and reads the streamed answer to its end, line by line.
+// On a wire whose every request is signed (testWire.sign) it signs each,
+// as any client must; else it sends the recorded headers as they are.
 type rawFloor struct {
 	client    *http.Client
 	base      *url.URL
 	exchanges []exchange
+	sign      func(r *http.Request, body []byte) error
 }
 
 func (f *rawFloor) run(b *testing.B) time.Duration {
@@ -379,6 +383,12 @@ func (f *rawFloor) run(b *testing.B) time.Duration {
 			b.Fatal(err)
 		}
 		req.Header = x.header
+		if f.sign != nil {
+			req.Header = x.header.Clone()
+			if err := f.sign(req, x.body); err != nil {
+				b.Fatal(err)
+			}
+		}
 		resp, err := f.client.Do(req)
 		if err != nil {
 			b.Fatal(err)

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -33,6 +34,10 @@ type testWire struct {
 	// a JSON object, never as text, so that input that is not JSON cannot
 	// reach the agent on it.
 	objectInput bool
+	// sign, when set, is what any client of the wire must do to each
+	// request besides sending it: the overhead benchmark's raw floor does
+	// it before each request it replays (Bedrock: SigV4).
+	sign func(r *http.Request, body []byte) error
 }
 
 // members are the names of wire's request members that hold the

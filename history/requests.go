@@ -40,7 +40,8 @@ type SentRequest struct {
 type Requests interface {
 	// AddRequest keeps r as conversation id's next request and returns its
 	// number. It need not wait for the disk (a request is a record of what
-	// was sent, not a promise of contract §7).
+	// was sent, not a promise of contract §7). It keeps a copy of r.Body:
+	// the caller's bytes are the caller's again once it returns.
 	AddRequest(ctx context.Context, id string, r SentRequest) (int, error)
 	// Request returns conversation id's n-th request, body whole; an n it
 	// does not have is an error wrapping ErrNotFound.

@@ -134,6 +134,11 @@ type Prefixes struct {
 type keptPrefix struct {
 	p    *Prefix
 	used uint64
+	// spare is the whole body p was cut from, given back by Release once
+	// nothing reads it any more: the next body of the conversation is
+	// written into it after p's bytes (Buffer), so that p's bytes are
+	// neither copied nor read to build it.
+	spare []byte
 }
 
 // Get is the prefix kept for the conversation conv when it was kept after
@@ -192,7 +197,7 @@ func (c *Prefixes) Put(conv, lead string, from *Prefix, msgs []history.Message, 
 	p := &Prefix{lead: lead, keys: keys, bytes: b[:len(b):len(b)], last: last}
 	c.tick++
 	if e != nil {
-		e.p, e.used = p, c.tick
+		e.p, e.used, e.spare = p, c.tick, nil
 		return
 	}
 	if len(c.m) >= MaxPrefixes {
@@ -206,6 +211,52 @@ func (c *Prefixes) Put(conv, lead string, from *Prefix, msgs []history.Message, 
 		delete(c.m, oldest)
 	}
 	c.m[conv] = &keptPrefix{p: p, used: c.tick}
+}
+
+// Buffer is where a wire writes conv's next body, built on p (which Get
+// gave for it): a slice holding p's bytes, with room for size bytes in
+// all. When the body p was cut from was given back (Release) and p is
+// still conv's last kept prefix, it is that body's memory, taken (no
+// other caller gets it), p's bytes in place and the rest of it written
+// over; otherwise it is new memory, p's bytes copied in, with room to
+// grow by half again so that the conversation's next bodies fit it once
+// it is given back. The caller writes only after p's bytes.
+func (c *Prefixes) Buffer(conv string, p *Prefix, size int) []byte {
+	n := len(p.bytes)
+	if c != nil {
+		c.mu.Lock()
+		var spare []byte
+		if e := c.m[conv]; e != nil && e.p == p && cap(e.spare) >= size {
+			spare, e.spare = e.spare, nil
+		}
+		c.mu.Unlock()
+		if spare != nil {
+			return spare[:n]
+		}
+	}
+	buf := make([]byte, n, max(size, n)+size/2)
+	copy(buf, p.bytes)
+	return buf
+}
+
+// Release gives back body, a body built on a Buffer of conv or holding
+// the bytes a Put kept for conv, once the wire is done with it: the
+// request it was sent in is answered and net/http has written every
+// attempt of it (send.Writes). Anyone the wire showed it to
+// (Request.OnBody) reads it no later than the conversation's next
+// request, whose body may be written into it. Only a body whose start is
+// conv's last kept prefix is taken; any other is let go. The caller must
+// not write body afterwards.
+func (c *Prefixes) Release(conv string, body []byte) {
+	if c == nil || len(body) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[conv]; e != nil && len(e.p.bytes) > 0 && len(body) >= len(e.p.bytes) &&
+		unsafe.SliceData(e.p.bytes) == unsafe.SliceData(body) {
+		e.spare = body
+	}
 }
 
 // Kept is the prefix kept for conv, unchecked, or nil: for tests and

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/result"
@@ -145,5 +146,58 @@ func TestOneConversationsPrefixIsGotAndKeptAtOnce(t *testing.T) {
 	}
 	for range 4 {
 		<-done
+	}
+}
+
+// A body given back is where the conversation's next body is written,
+// after the kept prefix's bytes, which stay as they were: handed out
+// once, only on the prefix kept last, and only when it has room; any
+// other case gets new memory holding the prefix's bytes.
+func TestABodyGivenBackIsWhereTheNextBodyIsWritten(t *testing.T) {
+	msgs := []history.Message{text(history.User, "go"), text(history.Assistant, "ok"), text(history.User, "more")}
+	body := func(kept string, size int) []byte { // a wire's body: the kept bytes, then the rest
+		b := make([]byte, 0, size)
+		return append(b, kept+`,"rest"]}`...)
+	}
+	kept := `{"messages":["go"`
+	first := body(kept, 256)
+	var c Prefixes
+	c.Put("k", "", nil, msgs[:1], first[:len(kept):len(kept)], history.User)
+	p := c.Get("k", "", msgs)
+
+	if b := c.Buffer("k", p, 64); unsafe.SliceData(b) == unsafe.SliceData(first) || string(b) != kept {
+		t.Fatalf("before Release, Buffer = %q at the body's memory: want new memory holding %q", b, kept)
+	}
+	c.Release("k", first)
+	b := c.Buffer("k", p, 64)
+	if unsafe.SliceData(b) != unsafe.SliceData(first) || string(b) != kept {
+		t.Fatalf("after Release, Buffer = %q (the body's memory: %v), want %q in the body's memory",
+			b, unsafe.SliceData(b) == unsafe.SliceData(first), kept)
+	}
+	if again := c.Buffer("k", p, 64); unsafe.SliceData(again) == unsafe.SliceData(first) {
+		t.Fatal("the body given back was handed out twice")
+	}
+	b = append(b, `,"ok","more"`...) // the next body, written in place
+	if string(p.Bytes()) != kept {
+		t.Fatalf("writing the next body changed the kept prefix to %q", p.Bytes())
+	}
+
+	c.Release("k", b)
+	if got := c.Buffer("k", p, 1024); unsafe.SliceData(got) == unsafe.SliceData(first) || string(got) != kept {
+		t.Fatalf("a body without room for size was handed out (%q)", got)
+	}
+	c.Release("k", b)
+	c.Put("k", "", p, msgs[1:2], b[:len(kept)+5:len(kept)+5], history.Assistant)
+	if got := c.Buffer("k", p, 64); unsafe.SliceData(got) == unsafe.SliceData(first) {
+		t.Fatal("a body given back was handed out on a prefix no longer kept last")
+	}
+	c.Release("k", body(`{"messages":["other"`, 256))
+	if got := c.Buffer("k", c.Get("k", "", msgs), 64); unsafe.SliceData(got) == unsafe.SliceData(first) || string(got) != kept+`,"ok"` {
+		t.Fatalf("after a Put, Buffer = %q: want new memory holding the new prefix", got)
+	}
+	var none *Prefixes
+	none.Release("k", first)
+	if got := none.Buffer("k", p, 8); string(got) != kept {
+		t.Fatalf("a nil Prefixes' Buffer = %q, want a copy of the prefix", got)
 	}
 }

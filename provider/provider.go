@@ -50,7 +50,9 @@ type Request struct {
 	// wire hands it to HTTP, before it is sent (once per Complete, not
 	// per retry: a retry sends the same bytes). The agent keeps it for
 	// the API (history.Requests, contract §13). The callee must not
-	// change it. On Bedrock and Vertex too it is the body the platform
+	// change it, and copies what it keeps past the conversation's next
+	// request: a wire may write that request's body into the same memory
+	// (Prefixes.Release). On Bedrock and Vertex too it is the body the platform
 	// receives: the wire writes it as the platform takes it, the model
 	// (and stream) in the URL, anthropic_version at its end.
 	OnBody func(body []byte) `json:"-"`

@@ -51,9 +51,15 @@ func requestsByteForByte(t *testing.T, s Subject) {
 	}
 	add := func(reqs history.Requests, from, to int) {
 		for i := from; i < to; i++ {
-			n, err := reqs.AddRequest(e.ctx, "c", history.SentRequest{Msg: i, Wire: "anthropic", Body: bodies[i], Usage: &history.Usage{Input: i}})
+			// the caller's bytes are its own again once AddRequest
+			// returns (a wire writes its next body into them)
+			body := bytes.Clone(bodies[i])
+			n, err := reqs.AddRequest(e.ctx, "c", history.SentRequest{Msg: i, Wire: "anthropic", Body: body, Usage: &history.Usage{Input: i}})
 			if err != nil || n != i+1 {
 				t.Fatalf("request %d: numbered %d, %v", i+1, n, err)
+			}
+			for k := range body {
+				body[k] = 'x'
 			}
 		}
 	}

@@ -185,7 +185,15 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, 
 	for _, m := range req.Messages[first:] {
 		size += sizeHint(m)
 	}
-	e := encoder{buf: make([]byte, 0, size)} // one allocation, not a dozen doublings
+	// one allocation, not a dozen doublings; on a kept prefix, the
+	// conversation's last body when it was given back (Release), the
+	// prefix's bytes already in place
+	var e encoder
+	if pre != nil {
+		e.buf = prefixes.Buffer(req.CacheKey, pre, size)
+	} else {
+		e.buf = make([]byte, 0, size)
+	}
 
 	// What the next request of the conversation may reuse: the groups
 	// before the first marked one, and never the last (the next message
@@ -198,9 +206,7 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, 
 		}
 	}
 	cut := -1
-	if pre != nil {
-		e.buf = append(e.buf, pre.Bytes()...)
-	} else {
+	if pre == nil {
 		e.raw(`{"messages":[`)
 	}
 	for i, g := range groups {
@@ -297,14 +303,21 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 			rt := Route{Model: wireModel(req.Model), Stream: true, Body: body}
 			each = func(r *http.Request) error { return p.route(r, rt) }
 		}
-		resp, err := p.send.PostEach(ctx, body, each)
+		var w send.Writes
+		resp, err := p.send.PostWritten(ctx, body, each, &w)
 		if err != nil {
 			return provider.Response{}, describe(err)
 		}
 		if p.eventStream {
 			keepEventStreamType(resp)
 		}
-		return readAnswer(resp, onText, req.OnThinking)
+		answer, err := readAnswer(resp, onText, req.OnThinking)
+		if err == nil && w.Done() {
+			// answered and written: the conversation's next body may
+			// be written into this one's memory
+			p.prefixes.Release(req.CacheKey, body)
+		}
+		return answer, err
 	}
 	// The SDK sends the body as built here; its own params stay empty.
 	opts := []option.RequestOption{option.WithRequestBody("application/json", body)}

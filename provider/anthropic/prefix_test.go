@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -48,6 +50,39 @@ func TestCachedBodiesAreBodyWithsBytes(t *testing.T) {
 			Reuses:    func(req provider.Request) bool { return reuses(p, req) },
 			Reasoning: thinkingPart,
 		})
+	}
+}
+
+// The same, each body given back once checked, as Complete gives back an
+// answered one: the next body of the conversation is written into its
+// memory, and every body is still BodyWith's.
+func TestBodiesWrittenIntoTheLastOnesMemoryAreBodyWithsBytes(t *testing.T) {
+	p := withOptions(Config{}, nil)
+	base := sampleRequest()
+	base.MaxTokens = 4096
+	var last []byte
+	inPlace := 0
+	providertest.CheckKeptBodies(t, providertest.KeptBodies{
+		Base:  base,
+		Whole: func(req provider.Request) ([]byte, error) { return BodyWith(req, true, Thinking{}) },
+		Kept: func(req provider.Request) ([]byte, error) {
+			b, err := p.Body(req)
+			if len(last) > 0 && len(b) > 0 && unsafe.SliceData(b) == unsafe.SliceData(last) {
+				inPlace++
+			}
+			return b, err
+		},
+		Reuses:    func(req provider.Request) bool { return reuses(p, req) },
+		Reasoning: thinkingPart,
+		Answered: func(req provider.Request, body []byte) {
+			if req.CacheKey == "a" {
+				last = body
+			}
+			p.prefixes.Release(req.CacheKey, body)
+		},
+	})
+	if inPlace < 100 {
+		t.Errorf("%d bodies were written into the memory of the one before, want most", inPlace)
 	}
 }
 
@@ -203,4 +238,48 @@ func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
 	if kept == 0 {
 		t.Error("nothing kept")
 	}
+}
+
+// Over loopback, a conversation's next body is written into the memory
+// of the answered one before it, and every body is BodyWith's.
+func TestCompleteWritesTheNextBodyIntoTheAnsweredOnesMemory(t *testing.T) {
+	srv := providertest.NewAnthropic(t)
+	providertest.CheckBodiesInPlace(t, srv, newProvider(t, srv, false), sampleRequest(), func(req provider.Request) ([]byte, error) {
+		return BodyWith(req, true, Thinking{})
+	})
+}
+
+// Building a body in the memory of the one given back allocates a small
+// part of its size: not a new buffer for it (a body of ~200 KiB here).
+func TestABodyBuiltInTheLastOnesMemoryAllocatesNoBuffer(t *testing.T) {
+	p := withOptions(Config{}, nil)
+	s := scripted{}
+	s.Add(history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read the files"}}})
+	var body []byte
+	for n := 0; n < 400; n++ {
+		s.Round(n)
+		req := scriptedRequest(s.View(), "k")
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b, err := p.Body(req)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 399 {
+			if !inMemoryOf(b, body) {
+				t.Fatal("the last body was not built in the memory of the one before")
+			}
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > uint64(len(b)/8) {
+				t.Fatalf("building a body of %d bytes in the last one's memory allocated %d bytes", len(b), grew)
+			}
+		}
+		p.prefixes.Release(req.CacheKey, b)
+		body = b
+	}
+}
+
+// inMemoryOf reports whether b starts where last does.
+func inMemoryOf(b, last []byte) bool {
+	return len(b) > 0 && len(last) > 0 && unsafe.SliceData(b) == unsafe.SliceData(last)
 }

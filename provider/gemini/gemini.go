@@ -57,6 +57,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -164,26 +165,31 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return provider.Response{}, err
 	}
 	req.Sent(body)
-	resp, err := p.ep.post(ctx, address, body)
+	var w send.Writes
+	resp, err := p.ep.post(w.Trace(ctx), address, body)
 	if err != nil {
 		return provider.Response{}, err
 	}
-	defer resp.Body.Close()
 	a := accumulator{onText: onText, onThinking: req.OnThinking}
-	if !stream {
-		if err := readWhole(resp.Body, &a); err != nil {
-			return provider.Response{}, err
-		}
-		if a.stop == "" {
-			a.stop = "stop"
-		}
-		return a.response(), nil
+	if stream {
+		err = readStream(resp, &a)
+	} else {
+		err = readWhole(resp.Body, &a)
 	}
-	if err := readStream(resp, &a); err != nil {
+	resp.Body.Close()
+	if err != nil {
 		return provider.Response{}, err
 	}
 	if a.stop == "" {
-		return provider.Response{}, errors.New("gemini: the stream ended before the answer did (no finishReason)")
+		if stream {
+			return provider.Response{}, errors.New("gemini: the stream ended before the answer did (no finishReason)")
+		}
+		a.stop = "stop"
+	}
+	if w.Done() {
+		// answered and written: the conversation's next body may be
+		// written into this one's memory
+		p.kept.release(req, body)
 	}
 	return a.response(), nil
 }

@@ -49,7 +49,9 @@ func (t *tail) fits(req provider.Request, o Options) bool {
 
 // newTail is the tail made of req and o, which encode to b.
 func newTail(req provider.Request, o Options, b []byte) *tail {
-	t := &tail{bytes: b, maxTokens: req.MaxTokens, thoughts: o.Thoughts, system: req.System, tools: slices.Clone(req.Tools)}
+	// b is copied: the body it is cut from may carry the conversation's
+	// next body once given back (keptBodies.release)
+	t := &tail{bytes: bytes.Clone(b), maxTokens: req.MaxTokens, thoughts: o.Thoughts, system: req.System, tools: slices.Clone(req.Tools)}
 	for i := range t.tools {
 		t.tools[i].InputSchema = bytes.Clone(t.tools[i].InputSchema)
 	}
@@ -117,6 +119,14 @@ func (c *keptBodies) keep(req provider.Request, native bool, from *provider.Pref
 	}
 }
 
+// release gives back body, sent for req and answered: its memory may carry
+// the conversation's next body (provider.Prefixes.Release).
+func (c *keptBodies) release(req provider.Request, body []byte) {
+	if c != nil && req.CacheKey != "" {
+		c.prefixes.Release(req.CacheKey, body)
+	}
+}
+
 // bodyWith is Body, the contents begun with the prefix and ended with the
 // tail kept of req's conversation in c when they fit it, and what of it
 // the next request may reuse kept there; a nil c encodes it all.
@@ -142,12 +152,15 @@ func bodyWith(req provider.Request, o Options, c *keptBodies) ([]byte, error) {
 				size += 64 + len(tool.Name) + len(tool.Description) + len(tool.InputSchema)
 			}
 		}
-		e := &encoder{buf: make([]byte, 0, size)}
+		e := &encoder{}
 		w := contentWriter{e: e, native: native, names: make(map[string]string, calls)}
 		if pre != nil {
-			e.buf = append(e.buf, pre.Bytes()...)
+			// the prefix's bytes, in the memory of the conversation's
+			// last body when it was given back
+			e.buf = c.prefixes.Buffer(req.CacheKey, pre, size)
 			w.before, w.prev = req.Messages[:from], pre.Last()
 		} else {
+			e.buf = make([]byte, 0, size)
 			e.raw(`{"contents":[`)
 		}
 		fits, err := w.write(req.Messages[from:])

@@ -9,12 +9,13 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
 )
 
 // checkKept fails t unless the body the kept bytes give for req is the
 // one Body gives.
-func checkKept(t testing.TB, c *keptBodies, req provider.Request, o Options) {
+func checkKept(t testing.TB, c *keptBodies, req provider.Request, o Options) []byte {
 	t.Helper()
 	want, wantErr := Body(req, o)
 	got, err := bodyWith(req, o, c)
@@ -24,6 +25,7 @@ func checkKept(t testing.TB, c *keptBodies, req provider.Request, o Options) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("the kept bytes gave\n%s\nBody gives\n%s", got, want)
 	}
+	return got
 }
 
 // round appends to req an answer of n calls (signed, the ids taken from
@@ -53,15 +55,32 @@ func conversation(t testing.TB, c *keptBodies, rounds, calls int) provider.Reque
 	return req
 }
 
+// Every body built on kept bytes is Body's, through every change a
+// conversation and its settings go through; also when each body is given
+// back once checked, as Complete gives back an answered one, and the
+// next is written into its memory.
 func TestKeptBytesAreBodysBytes(t *testing.T) {
+	for _, givenBack := range []bool{false, true} {
+		keptBytesAreBodysBytes(t, givenBack)
+	}
+}
+
+func keptBytesAreBodysBytes(t *testing.T, givenBack bool) {
 	c := &keptBodies{}
 	req := sampleRequest()
 	req.CacheKey = "conv"
 	o := Options{}
-	checkKept(t, c, req, o)
+	check := func() {
+		t.Helper()
+		got := checkKept(t, c, req, o)
+		if givenBack {
+			c.release(req, got)
+		}
+	}
+	check()
 	for r := range 6 {
 		round(&req, r, 3, "workspace--read")
-		checkKept(t, c, req, o)
+		check()
 		if pre := c.prefixes.Kept("conv"); pre == nil || pre.Len() != len(req.Messages)-1 || c.tail == nil {
 			t.Fatalf("round %d: nothing kept for the next request: %+v", r, c.prefixes.Kept("conv"))
 		}
@@ -120,12 +139,12 @@ func TestKeptBytesAreBodysBytes(t *testing.T) {
 	}
 	for _, s := range steps {
 		s.edit()
-		checkKept(t, c, req, o)
-		checkKept(t, c, req, o) // and the request after, as it is
+		check()
+		check() // and the request after, as it is
 		round(&req, len(req.Messages), 2, "workspace--read")
-		checkKept(t, c, req, o)
+		check()
 		if t.Failed() {
-			t.Fatalf("after %s", s.name)
+			t.Fatalf("after %s (bodies given back: %v)", s.name, givenBack)
 		}
 	}
 }
@@ -253,4 +272,14 @@ func TestRequestsOfOneConversationBuiltAtOnceGetBodysBytes(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// Over loopback, a conversation's next body is written into the memory
+// of the answered one before it, and every body is Body's.
+func TestCompleteWritesTheNextBodyIntoTheAnsweredOnesMemory(t *testing.T) {
+	srv := providertest.NewGemini(t)
+	base := sampleRequest()
+	providertest.CheckBodiesInPlace(t, srv, newWire(t, srv, Config{}), base, func(req provider.Request) ([]byte, error) {
+		return Body(req, Options{})
+	})
 }

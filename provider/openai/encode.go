@@ -57,7 +57,14 @@ func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *prov
 	for _, m := range req.Messages[first:] {
 		size += sizeHint(m)
 	}
-	e := encoder{buf: make([]byte, 0, size)}
+	var e encoder
+	if pre != nil {
+		// the prefix's bytes, in the memory of the conversation's last
+		// body when it was given back (Prefixes.Release)
+		e.buf = prefixes.Buffer(req.CacheKey, pre, size)
+	} else {
+		e.buf = make([]byte, 0, size)
+	}
 	n := 0 // messages written
 	next := func() {
 		if n == 0 {
@@ -68,7 +75,6 @@ func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *prov
 		n++
 	}
 	if pre != nil {
-		e.buf = append(e.buf, pre.Bytes()...)
 		n = 1 // a prefix is kept only when it holds a message
 	} else {
 		e.raw("{")

@@ -201,15 +201,30 @@ func TestAToolsSchemaIsKeptEncodedAndAChangedOneIsEncodedAgain(t *testing.T) {
 // second conversation — and most are built on kept bytes.
 func TestKeptBodiesAreBodysBytes(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
-		var kept provider.Prefixes
-		base := sampleRequest()
-		providertest.CheckKeptBodies(t, providertest.KeptBodies{
-			Base:   base,
-			Kept:   func(req provider.Request) ([]byte, error) { return bodyWith(req, legacy, true, &kept) },
-			Whole:  func(req provider.Request) ([]byte, error) { return Body(req, legacy, true) },
-			Reuses: func(req provider.Request) bool { return kept.Get(req.CacheKey, req.System, req.Messages) != nil },
-		})
+		for _, givenBack := range []bool{false, true} { // each body given back once answered, as Complete does
+			var kept provider.Prefixes
+			k := providertest.KeptBodies{
+				Base:   sampleRequest(),
+				Kept:   func(req provider.Request) ([]byte, error) { return bodyWith(req, legacy, true, &kept) },
+				Whole:  func(req provider.Request) ([]byte, error) { return Body(req, legacy, true) },
+				Reuses: func(req provider.Request) bool { return kept.Get(req.CacheKey, req.System, req.Messages) != nil },
+			}
+			if givenBack {
+				k.Answered = func(req provider.Request, body []byte) { kept.Release(req.CacheKey, body) }
+			}
+			providertest.CheckKeptBodies(t, k)
+		}
 	}
+}
+
+// Over loopback, a conversation's next body is written into the memory
+// of the answered one before it, and every body is Body's.
+func TestCompleteWritesTheNextBodyIntoTheAnsweredOnesMemory(t *testing.T) {
+	srv := providertest.NewOpenAI(t)
+	p := newProvider(t, srv, false)
+	providertest.CheckBodiesInPlace(t, srv, p, sampleRequest(), func(req provider.Request) ([]byte, error) {
+		return Body(req, p.legacy, true)
+	})
 }
 
 // A conversation whose system prompt changed is encoded whole: the kept

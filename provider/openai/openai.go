@@ -227,16 +227,23 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		return a.response(), nil
 	}
-	resp, err := p.send.Post(ctx, body)
+	var w send.Writes
+	resp, err := p.send.PostWritten(ctx, body, nil, &w)
 	if err != nil {
 		return provider.Response{}, describe(err)
 	}
-	defer resp.Body.Close()
-	if err := a.read(resp.Body, onText); err != nil {
+	err = a.read(resp.Body, onText)
+	resp.Body.Close()
+	if err != nil {
 		return provider.Response{}, err
 	}
 	if a.stop == "" {
 		return provider.Response{}, errNoFinish
+	}
+	if w.Done() {
+		// answered and written: the conversation's next body may be
+		// written into this one's memory
+		p.prefixes.Release(req.CacheKey, body)
 	}
 	return a.response(), nil
 }

@@ -2,9 +2,12 @@ package providertest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
+	"unsafe"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -93,6 +96,12 @@ type KeptBodies struct {
 	Reuses func(req provider.Request) bool
 	// Reasoning is the wire's own reasoning part, or nil (Conversation).
 	Reasoning func(n int) history.Part
+	// Answered, when set, is what the wire does with a body once it was
+	// sent and answered (provider.Prefixes.Release: the next body of the
+	// conversation may be written into its memory). It is called after
+	// the body is checked; the bodies checked later hold it to having
+	// written each next body whole and left the kept bytes as they were.
+	Answered func(req provider.Request, body []byte)
 }
 
 // CheckKeptBodies runs a long conversation — with a prompt after
@@ -126,6 +135,9 @@ func CheckKeptBodies(t *testing.T, k KeptBodies) {
 		if !bytes.Equal(got, want) {
 			at := FirstDiff(got, want)
 			t.Fatalf("request %d of %s (%d messages): the body built on kept bytes differs from the whole encoding:\n got %.300s\nwant %.300s", requests, key, len(req.Messages), got[at:], want[at:])
+		}
+		if k.Answered != nil {
+			k.Answered(req, got)
 		}
 	}
 	for n := 0; n < 300; n++ {
@@ -172,4 +184,49 @@ func FirstDiff(a, b []byte) int {
 		}
 	}
 	return max(0, min(len(a), len(b))-40)
+}
+
+// CheckBodiesInPlace sends a growing conversation (base's settings, its
+// messages replaced) on p, which must send to srv, and fails t unless
+// every body p reported (OnBody) and srv received is whole's, and most
+// were written into the memory of the body before them, which p may
+// reuse once the request was answered and written (Prefixes.Release);
+// never after a request srv refused.
+func CheckBodiesInPlace(t *testing.T, srv *Server, p provider.Provider, base provider.Request, whole func(provider.Request) ([]byte, error)) {
+	t.Helper()
+	var c Conversation
+	c.Add(history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read the files"}}})
+	var last []byte
+	inPlace := 0
+	for n := 0; n < 12; n++ {
+		c.Round(n)
+		req := base
+		req.Messages, req.CacheKey = c.View(), "k"
+		step := Step{Text: "ok"}
+		if n == 6 {
+			step = Step{Status: http.StatusBadRequest, ErrorMessage: "refused"}
+		}
+		srv.Push(step)
+		var reported []byte
+		req.OnBody = func(b []byte) { reported = b }
+		_, err := p.Complete(context.Background(), req, nil)
+		if (err != nil) != (n == 6) {
+			t.Fatalf("request %d: %v", n, err)
+		}
+		want, werr := whole(req)
+		got := srv.Requests()
+		if werr != nil || !bytes.Equal(reported, want) || !bytes.Equal(got[len(got)-1], want) {
+			t.Fatalf("request %d (%v): reported\n%s\nreceived\n%s\nwant\n%s", n, werr, reported, got[len(got)-1], want)
+		}
+		if last != nil && unsafe.SliceData(reported) == unsafe.SliceData(last) {
+			inPlace++
+			if n == 7 {
+				t.Fatal("the body after a refused request was written into the refused one's memory")
+			}
+		}
+		last = reported
+	}
+	if inPlace < 6 {
+		t.Fatalf("%d of 11 bodies were written into the memory of the one before, want most (not the one after the refusal, nor one outgrowing the memory)", inPlace)
+	}
 }

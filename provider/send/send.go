@@ -18,8 +18,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -101,6 +103,34 @@ func DefaultClient() *http.Client {
 // Target is the target s sends to.
 func (s *Sender) Target() Target { return s.target }
 
+// Writes tells when net/http is done reading a body posted: it may still
+// be writing a request when the answer to it comes (an answer need not
+// wait for the whole request; see http.RoundTripper), so the bytes of a
+// body are the transport's while an attempt is being written. net/http
+// writes one attempt at a time (it retries only once the failed write has
+// ended) and reads a body only between reporting the request's headers
+// written and reporting the request written (httptrace's WroteHeaders and
+// WroteRequest), which Writes follows. A wire that writes its next body
+// into the memory of its last (provider.Prefixes) checks Done first. The
+// zero value is ready; a Writes follows one body.
+type Writes struct {
+	writing atomic.Bool
+}
+
+// Done reports whether no attempt of the body is being written: once the
+// answer is read, net/http will not read the body's bytes again.
+func (w *Writes) Done() bool { return !w.writing.Load() }
+
+// Trace is ctx with a trace that follows the writes of the requests sent
+// in it (every attempt of one body): Sender's PostWritten sends in it; a
+// wire posting by itself sends each attempt in it.
+func (w *Writes) Trace(ctx context.Context) context.Context {
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteHeaders: func() { w.writing.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { w.writing.Store(false) },
+	})
+}
+
 // request is attempt n's request of b in ctx; with own, its header and
 // URL are its own, for a caller to change.
 func (s *Sender) request(ctx context.Context, b []byte, n int, own bool) *http.Request {
@@ -134,7 +164,7 @@ func (s *Sender) request(ctx context.Context, b []byte, n int, own bool) *http.R
 // An answer of 400 or more is the Refusal's error; a connection error is
 // net/http's; a context done is the context's error.
 func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
-	return s.PostEach(ctx, b, nil)
+	return s.PostWritten(ctx, b, nil, nil)
 }
 
 // PostEach is Post with each attempt's request given to each, when not
@@ -143,11 +173,21 @@ func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
 // stay b. An error of each is the attempt's, as an SDK middleware's was:
 // retried as a connection error is.
 func (s *Sender) PostEach(ctx context.Context, b []byte, each func(*http.Request) error) (*http.Response, error) {
+	return s.PostWritten(ctx, b, each, nil)
+}
+
+// PostWritten is PostEach with the writes of its attempts followed by w,
+// when not nil: once the answer is read, w.Done says whether net/http is
+// done with b.
+func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Request) error, w *Writes) (*http.Response, error) {
 	var (
 		req *http.Request
 		res *http.Response
 		err error
 	)
+	if w != nil {
+		ctx = w.Trace(ctx)
+	}
 	for n := 0; ; n++ {
 		req = s.request(ctx, b, n, each != nil)
 		last := n >= s.rules.MaxRetries

@@ -299,3 +299,42 @@ func TestTheBodyIsOneNetHTTPWritesWithTheHeaders(t *testing.T) {
 		t.Fatalf("the body is a %v, not the %v net/http writes with the headers", got, want)
 	}
 }
+
+// An answer can come before its request is written whole (a server may
+// answer without reading the body); until the write ends, the body's
+// bytes are net/http's, and Writes says so.
+func TestWritesIsDoneOnlyOnceNetHTTPHasWrittenTheBody(t *testing.T) {
+	read := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "8") // the answer ends before the handler does
+		w.WriteHeader(200)
+		_, _ = io.WriteString(w, "answered")
+		w.(http.Flusher).Flush()
+		<-read // the body stays unread until the test has looked
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	defer hs.Close()
+	defer close(read)
+	var waits []time.Duration
+	s := newSender(t, hs.URL, Anthropic(0), &waits)
+	body := make([]byte, 64<<20) // more than loopback's socket buffers hold
+	var w Writes
+	res, err := s.PostWritten(context.Background(), body, nil, &w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || string(b) != "answered" {
+		t.Fatalf("answer %q, %v", b, err)
+	}
+	if w.Done() {
+		t.Fatal("Writes is done while net/http is still writing the body")
+	}
+	read <- struct{}{}
+	for deadline := time.Now().Add(20 * time.Second); !w.Done(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Writes is not done 20 s after the server read the body")
+		}
+	}
+}
