@@ -60,7 +60,13 @@ var heavyOutput = strings.Repeat("heavy output line of the benchmark\n", heavySi
 //   - x-raw+fsync (durable store only): agent / (raw floor + one fsync);
 //   - sqlite-floor-µs/round and x-raw+sqlite-floor (durable store only):
 //     the least SQLite work a round needs (sqliteFloor: three one-row
-//     commits, one synced), and agent / (raw floor + that).
+//     commits, one synced), and agent / (raw floor + that);
+//   - raw-fsyncing-µs/round, x-raw-fsyncing-paired, raw-sqlite-floor-µs/round
+//     and x-raw-sqlite-floor-paired (durable store only): the raw floor
+//     doing the fsync, or the SQLite floor's round, after each round's
+//     answer — a raw client that persists its rounds, the durable work
+//     interleaved with the exchanges as the agent's is, not timed apart
+//     on a quiet process — and the paired ratios of the agent to it.
 //
 // Cases: every wire × the in-memory store (history.Memory) and the
 // default durable SQLite store; heavy rounds (50 KiB results, which the
@@ -187,25 +193,42 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 	}
 
 	a := newAgent(srv.URL)
-	var agentT, rawT, syncT, sqlT []time.Duration
-	var paired []float64 // each iteration's agent / raw
+	// Each iteration's runs: the agent's turn, the raw floor, and with
+	// the durable store the raw floor doing the durable floor's work
+	// after each round's answer (an fsync; the SQLite floor's round),
+	// as a raw client that persisted its rounds would.
+	runs := []func() time.Duration{
+		func() time.Duration { return turn(a) },
+		func() time.Duration { srv.Push(overheadScript()...); return floor.run(b, nil) },
+	}
+	if sqlFloor != nil {
+		runs = append(runs,
+			func() time.Duration {
+				srv.Push(overheadScript()...)
+				return floor.run(b, func() { fsyncOnce(b, syncFile) })
+			},
+			func() time.Duration { srv.Push(overheadScript()...); return floor.run(b, func() { sqlFloor.round(b) }) })
+	}
+	times := make([][]time.Duration, len(runs))
+	paired := make([][]float64, len(runs)) // each iteration's agent / that run
+	var syncT, sqlT []time.Duration
 	for i := 0; b.Loop(); i++ {
-		// The agent and the floor take turns going first, so that
-		// neither always runs on the other's leftovers (a collected
-		// heap, a cold cache).
-		var ag, raw time.Duration
-		if i%2 == 0 {
-			ag = turn(a)
-			srv.Push(overheadScript()...)
-			raw = floor.run(b)
-		} else {
-			srv.Push(overheadScript()...)
-			raw = floor.run(b)
-			ag = turn(a)
+		// The agent and the floors take turns going first, so that none
+		// always runs on another's leftovers (a collected heap, a cold
+		// cache).
+		took := make([]time.Duration, len(runs))
+		for k := range runs {
+			at := k
+			if i%2 == 1 {
+				at = (k + 1) % len(runs) // the agent last
+			}
+			took[at] = runs[at]()
 		}
 		srv.Forget() // the fake keeps no bodies the run does not read
-		agentT, rawT = append(agentT, ag), append(rawT, raw)
-		paired = append(paired, float64(ag)/float64(raw))
+		for k, d := range took {
+			times[k] = append(times[k], d)
+			paired[k] = append(paired[k], float64(took[0])/float64(d))
+		}
 		syncT = append(syncT, fsyncRounds(b, syncFile))
 		if sqlFloor != nil {
 			sqlT = append(sqlT, sqlFloor.run(b))
@@ -215,18 +238,25 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 		slices.Sort(ds)
 		return float64(ds[len(ds)/2].Nanoseconds()) / 1e3 / overheadRounds
 	}
-	ag, raw, fs := perRound(agentT), perRound(rawT), perRound(syncT)
-	slices.Sort(paired)
+	median := func(xs []float64) float64 {
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	ag, raw, fs := perRound(times[0]), perRound(times[1]), perRound(syncT)
 	b.ReportMetric(ag, "agent-µs/round")
 	b.ReportMetric(raw, "raw-µs/round")
 	b.ReportMetric(ag/raw, "x-raw")
-	b.ReportMetric(paired[len(paired)/2], "x-raw-paired")
+	b.ReportMetric(median(paired[1]), "x-raw-paired")
 	if storeKind == "sqlite" {
 		b.ReportMetric(fs, "fsync-µs/round")
 		b.ReportMetric(ag/(raw+fs), "x-raw+fsync")
 		sf := perRound(sqlT)
 		b.ReportMetric(sf, "sqlite-floor-µs/round")
 		b.ReportMetric(ag/(raw+sf), "x-raw+sqlite-floor")
+		b.ReportMetric(perRound(times[2]), "raw-fsyncing-µs/round")
+		b.ReportMetric(median(paired[2]), "x-raw-fsyncing-paired")
+		b.ReportMetric(perRound(times[3]), "raw-sqlite-floor-µs/round")
+		b.ReportMetric(median(paired[3]), "x-raw-sqlite-floor-paired")
 	}
 }
 
@@ -293,6 +323,16 @@ func newSQLiteFloor(b *testing.B, path string, store history.Store) *sqliteFloor
 
 // run is overheadRounds rounds of the floor.
 func (f *sqliteFloor) run(b *testing.B) time.Duration {
+	start := time.Now()
+	for r := 0; r < overheadRounds; r++ {
+		f.round(b)
+	}
+	return time.Since(start)
+}
+
+// round is one round of the floor: the answer's row and a kept result's
+// committed lazily, the results' row synced.
+func (f *sqliteFloor) round(b *testing.B) {
 	ctx := context.Background()
 	insert, keep := f.steps[0], f.steps[1]
 	exec := func(q string) {
@@ -312,17 +352,13 @@ func (f *sqliteFloor) run(b *testing.B) time.Duration {
 			b.Fatal(err)
 		}
 	}
-	start := time.Now()
-	for r := 0; r < overheadRounds; r++ {
-		exec(`PRAGMA synchronous = NORMAL`)
-		f.seq++
-		commitRow(insert, f.seq, f.rows[0])
-		commitRow(keep, f.rows[1])
-		exec(`PRAGMA synchronous = FULL`)
-		f.seq++
-		commitRow(insert, f.seq, f.rows[2])
-	}
-	return time.Since(start)
+	exec(`PRAGMA synchronous = NORMAL`)
+	f.seq++
+	commitRow(insert, f.seq, f.rows[0])
+	commitRow(keep, f.rows[1])
+	exec(`PRAGMA synchronous = FULL`)
+	f.seq++
+	commitRow(insert, f.seq, f.rows[2])
 }
 
 // exchange is one request as the agent's provider sent it.
@@ -375,9 +411,9 @@ type rawFloor struct {
 	sign      func(r *http.Request, body []byte) error
 }
 
-func (f *rawFloor) run(b *testing.B) time.Duration {
+func (f *rawFloor) run(b *testing.B, after func()) time.Duration {
 	start := time.Now()
-	for _, x := range f.exchanges {
+	for i, x := range f.exchanges {
 		req, err := http.NewRequest(x.method, f.base.String()+x.uri, bytes.NewReader(x.body))
 		if err != nil {
 			b.Fatal(err)
@@ -409,6 +445,9 @@ func (f *rawFloor) run(b *testing.B) time.Duration {
 		if resp.StatusCode != http.StatusOK || lines == 0 {
 			b.Fatalf("raw floor: %s %s: status %d, %d lines", x.method, x.uri, resp.StatusCode, lines)
 		}
+		if after != nil && i < overheadRounds { // an answer of calls: a round to persist
+			after()
+		}
 	}
 	return time.Since(start)
 }
@@ -416,17 +455,23 @@ func (f *rawFloor) run(b *testing.B) time.Duration {
 // fsyncRounds is the durable floor's extra: one small write made durable
 // per round, on the disk the store uses.
 func fsyncRounds(b *testing.B, f *os.File) time.Duration {
-	rec := []byte(`{"role":"user","parts":[{"type":"tool_result","text":"ok"}]}` + "\n")
 	start := time.Now()
 	for r := 0; r < overheadRounds; r++ {
-		if _, err := f.Write(rec); err != nil {
-			b.Fatal(err)
-		}
-		if err := f.Sync(); err != nil {
-			b.Fatal(err)
-		}
+		fsyncOnce(b, f)
 	}
 	return time.Since(start)
+}
+
+// fsyncOnce is one round's durable floor: a small record written and
+// synced.
+func fsyncOnce(b *testing.B, f *os.File) {
+	rec := []byte(`{"role":"user","parts":[{"type":"tool_result","text":"ok"}]}` + "\n")
+	if _, err := f.Write(rec); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // unspilled is an Anthropic request body with the content of every
