@@ -21,7 +21,11 @@ import (
 // length are the same; other Parts (a view's cleared results and summary,
 // built anew for each request) are compared field by field. A wire encodes
 // the request whole on any difference, and a test of each wire holds the
-// bytes it sends to those its whole encoding gives.
+// bytes it sends to those its whole encoding gives. A wire whose
+// messages' bytes stand whatever follows them (the Responses wire) also
+// keeps where each message's bytes end, and takes as many of the kept
+// messages as still hold (GetPartial), so that an edit in the middle of a
+// conversation reuses what precedes it.
 
 // MaxPrefixes is how many conversations a Prefixes keeps the encoded
 // start of; the one used longest ago goes first. A prefix holds about the
@@ -29,11 +33,13 @@ import (
 const MaxPrefixes = 8
 
 // msgKey is what a kept message was: its role (a record's is
-// history.Context) and its Parts. Holding the Parts keeps them alive, so
+// history.Context) and its Parts, and where its bytes end in the prefix
+// when the wire said (Put's ends). Holding the Parts keeps them alive, so
 // no other message's Parts can come to have their address.
 type msgKey struct {
 	role  history.Role
 	parts []history.Part
+	end   int
 }
 
 // same reports whether m is the message k was made from: the same role,
@@ -92,6 +98,9 @@ type Prefix struct {
 	keys  []msgKey // one per message the bytes were made of, records and empty ones included
 	bytes []byte
 	last  history.Role
+	// ends: every key's end is where its message's bytes end, so the
+	// prefix can be cut after any of them (GetPartial)
+	ends bool
 }
 
 // Len is how many of the request's messages the prefix was made of: a
@@ -110,15 +119,18 @@ func (p *Prefix) Last() history.Role { return p.last }
 // matches reports whether p was kept after lead and msgs starts with the
 // messages p was made of.
 func (p *Prefix) matches(lead string, msgs []history.Message) bool {
-	if p.lead != lead || len(msgs) < len(p.keys) {
-		return false
-	}
-	for i, k := range p.keys {
+	return p.lead == lead && len(msgs) >= len(p.keys) && p.holding(msgs) == len(p.keys)
+}
+
+// holding is how many of msgs' first messages are those p was made of.
+func (p *Prefix) holding(msgs []history.Message) int {
+	n := min(len(p.keys), len(msgs))
+	for i, k := range p.keys[:n] {
 		if !k.same(msgs[i]) {
-			return false
+			return i
 		}
 	}
-	return true
+	return n
 }
 
 // Prefixes is a wire's kept prefixes, one per conversation, the last kept
@@ -145,31 +157,66 @@ type keptPrefix struct {
 // lead (what the wire encodes before the messages, compared whole) and
 // msgs starts with the messages it was made of; else nil.
 func (c *Prefixes) Get(conv, lead string, msgs []history.Message) *Prefix {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	var p *Prefix
-	if e := c.m[conv]; e != nil {
-		c.tick++
-		e.used, p = c.tick, e.p
-	}
-	c.mu.Unlock()
+	p := c.used(conv)
 	if p == nil || !p.matches(lead, msgs) {
 		return nil
 	}
 	return p
 }
 
+// used is the prefix kept for conv, unchecked, marked as used now; nil
+// when there is none.
+func (c *Prefixes) used(conv string) *Prefix {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[conv]
+	if e == nil {
+		return nil
+	}
+	c.tick++
+	e.used = c.tick
+	return e.p
+}
+
+// GetPartial is the prefix kept for the conversation conv, cut after as
+// many of msgs' first messages as are those it was made of, when it was
+// kept after lead; nil when it was not, or when not even msgs' first
+// message holds. It is the kept prefix itself when every kept message
+// holds (so that Put grows it and Buffer reuses its body's memory), else
+// a new Prefix of the bytes up to the end of the last message that
+// holds. It is for a wire whose messages' bytes stand whatever follows
+// them: a prefix kept without ends (Put) is never cut.
+func (c *Prefixes) GetPartial(conv, lead string, msgs []history.Message) *Prefix {
+	p := c.used(conv)
+	if p == nil || p.lead != lead {
+		return nil
+	}
+	n := p.holding(msgs)
+	switch {
+	case n == len(p.keys):
+		return p
+	case n == 0 || !p.ends:
+		return nil
+	}
+	end := p.keys[n-1].end
+	return &Prefix{lead: p.lead, keys: p.keys[:n:n], bytes: p.bytes[:end:end], ends: true}
+}
+
 // Put keeps for conv the prefix made of from's messages (from is the
 // prefix the body was built on, or nil) followed by msgs, encoded as b,
 // after lead, its last group of role last. b must hold from's bytes
 // first and is never written to afterwards, by the caller or anyone: Put
-// keeps it as it is (a caller passes body[:cut:cut]).
-func (c *Prefixes) Put(conv, lead string, from *Prefix, msgs []history.Message, b []byte, last history.Role) {
+// keeps it as it is (a caller passes body[:cut:cut]). ends, for a wire
+// that cuts prefixes (GetPartial), is where each of msgs' bytes end in
+// b, one per message; a wire that does not gives none.
+func (c *Prefixes) Put(conv, lead string, from *Prefix, msgs []history.Message, b []byte, last history.Role, ends ...int) {
 	if c == nil {
 		return
 	}
+	withEnds := len(ends) == len(msgs) && (from == nil || from.ends)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -189,12 +236,16 @@ func (c *Prefixes) Put(conv, lead string, from *Prefix, msgs []history.Message, 
 		copy(grown, keys)
 		keys = grown
 	}
-	for _, m := range msgs {
-		keys = append(keys, msgKey{role: m.Role, parts: m.Parts})
+	for i, m := range msgs {
+		k := msgKey{role: m.Role, parts: m.Parts}
+		if withEnds {
+			k.end = ends[i]
+		}
+		keys = append(keys, k)
 	}
 	// keys' spare capacity is for the prefix that follows p; p's readers
 	// look only at its length.
-	p := &Prefix{lead: lead, keys: keys, bytes: b[:len(b):len(b)], last: last}
+	p := &Prefix{lead: lead, keys: keys, bytes: b[:len(b):len(b)], last: last, ends: withEnds}
 	c.tick++
 	if e != nil {
 		e.p, e.used, e.spare = p, c.tick, nil

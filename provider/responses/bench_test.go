@@ -74,8 +74,8 @@ func BenchmarkToolLoopBodies(b *testing.B) {
 	reqs := lightTurn(20, 10)
 	for _, tc := range []struct {
 		name  string
-		cache func() *prefixCache
-	}{{"Body", func() *prefixCache { return nil }}, {"prefix", func() *prefixCache { return &prefixCache{} }}} {
+		cache func() *kept
+	}{{"Body", func() *kept { return nil }}, {"prefix", func() *kept { return &kept{} }}} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -92,7 +92,7 @@ func (c *conversations) do(op byte) {
 			c.req.Tools = append(c.req.Tools, provider.Tool{Name: fmt.Sprintf("t%d", c.n), Description: text})
 		}
 	case 11:
-		c.key = fmt.Sprintf("conv-%d", c.n%(maxPrefixes+3))
+		c.key = fmt.Sprintf("conv-%d", c.n%(provider.MaxPrefixes+3))
 		msgs = c.convs[c.key]
 	case 12:
 		c.cfg = []Config{{}, {NoEncryptedReasoning: true}, {ReasoningEffort: "low", ReasoningSummary: "auto"}}[c.n%3]
@@ -110,7 +110,7 @@ func (c *conversations) do(op byte) {
 }
 
 // check fails c.t when bodyWith with cache gives other bytes than Body.
-func (c *conversations) check(cache *prefixCache, ops []byte) {
+func (c *conversations) check(cache *kept, ops []byte) {
 	c.t.Helper()
 	want, werr := Body(c.req, c.cfg, c.stm)
 	got, gerr := bodyWith(c.req, c.cfg, c.stm, cache)
@@ -125,7 +125,7 @@ func (c *conversations) check(cache *prefixCache, ops []byte) {
 
 // run applies ops one by one, checking the body after each.
 func runConversations(t testing.TB, ops []byte) {
-	c, cache := newConversations(t), &prefixCache{}
+	c, cache := newConversations(t), &kept{}
 	c.check(cache, nil)
 	for i, op := range ops {
 		c.do(op)
@@ -155,26 +155,59 @@ func TestCachedBodiesAreBodysBytes(t *testing.T) {
 }
 
 // A tool loop's next body starts from the one before: every message the
-// last request had is taken from the prefix.
+// last request had is taken from the prefix; a tool edited in place
+// gives another head, which no prefix is kept after.
 func TestAToolLoopsNextBodyTakesTheLastOnesMessagesFromItsPrefix(t *testing.T) {
-	c, cache := newConversations(t), &prefixCache{}
+	c, cache := newConversations(t), &kept{}
+	taken := func() int {
+		lead, err := cache.heads.of(c.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pre := cache.prefixes.GetPartial(c.key, lead, c.req.Messages); pre != nil {
+			return pre.Len()
+		}
+		return 0
+	}
 	for range 5 {
 		c.check(cache, nil)
 		sent := len(c.req.Messages)
 		c.do(0)
-		pre := cache.get(c.key)
-		if pre == nil || pre.matches(c.req) != sent {
-			t.Fatalf("a prefix of %v, taking %d messages of %d sent", pre != nil, pre.matches(c.req), sent)
+		if n := taken(); n != sent {
+			t.Fatalf("%d messages taken of %d sent", n, sent)
 		}
 	}
 	c.do(9)
-	if n := cache.get(c.key).matches(c.req); n != -1 {
+	if n := taken(); n != 0 {
 		t.Fatalf("a tool edited in place: %d messages taken", n)
 	}
 }
 
+// A view's edit of a message in the middle of a conversation takes the
+// messages before it from the prefix, and encodes it and those after.
+func TestAnEditInTheMiddleTakesTheMessagesBeforeIt(t *testing.T) {
+	c, cache := newConversations(t), &kept{}
+	for range 4 {
+		c.do(0)
+	}
+	c.check(cache, nil)
+	lead, err := cache.heads.of(c.req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := slices.Clone(c.req.Messages)
+	i := len(edited) / 2
+	edited[i].Parts = []history.Part{{Type: history.ToolResultPart, CallID: "x", Text: "[cleared]"}}
+	c.req.Messages = edited
+	pre := cache.prefixes.GetPartial(c.key, lead, edited)
+	if pre == nil || pre.Len() != i {
+		t.Fatalf("a prefix of %v, want one of the %d messages before the edit", pre, i)
+	}
+	c.check(cache, []byte{5})
+}
+
 func TestAToolWhoseSchemaIsNotAnObjectIsAnErrorWithACacheToo(t *testing.T) {
-	c, cache := newConversations(t), &prefixCache{}
+	c, cache := newConversations(t), &kept{}
 	c.check(cache, nil)
 	c.req.Tools = []provider.Tool{{Name: "bad", InputSchema: json.RawMessage(`[]`)}}
 	c.check(cache, []byte{10})

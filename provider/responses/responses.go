@@ -80,7 +80,7 @@ type Provider struct {
 	send *send.Sender
 	cfg  Config
 	// the start of the bodies of recent conversations (prefix.go)
-	prefixes *prefixCache
+	kept *kept
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -103,7 +103,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{client: client, send: sender, cfg: cfg, prefixes: &prefixCache{}}, nil
+	return &Provider{client: client, send: sender, cfg: cfg, kept: &kept{}}, nil
 }
 
 // maxCacheKey is the longest prompt_cache_key the API takes.
@@ -138,47 +138,61 @@ func Body(req provider.Request, cfg Config, stream bool) ([]byte, error) {
 	return bodyWith(req, cfg, stream, nil)
 }
 
-// bodyWith is Body, its start taken from prefixes when they hold one for
-// req's conversation that req begins with (prefix.go), and the start of
-// this body kept there for the next; a nil cache encodes afresh. Its bytes
+// bodyWith is Body, its start taken from what k keeps of req's
+// conversation where req begins with it (prefix.go), and the start of
+// this body kept there for the next; a nil k encodes afresh. Its bytes
 // are always Body's (TestCachedBodiesAreBodysBytes).
-func bodyWith(req provider.Request, cfg Config, stream bool, prefixes *prefixCache) ([]byte, error) {
-	pre := prefixes.get(req.CacheKey)
-	reused := -1 // how many messages' items are taken from pre; -1, not even its head
-	if pre != nil {
-		reused = pre.matches(req)
+func bodyWith(req provider.Request, cfg Config, stream bool, k *kept) ([]byte, error) {
+	var (
+		lead string           // the encoded head, when k keeps heads
+		pre  *provider.Prefix // the kept start this body is built on
+	)
+	if k != nil {
+		var err error
+		if lead, err = k.heads.of(req); err != nil {
+			return nil, err
+		}
+		if req.CacheKey != "" {
+			pre = k.prefixes.GetPartial(req.CacheKey, lead, req.Messages)
+		}
 	}
-	size := 256
-	if reused >= 0 {
-		size += pre.end(reused)
-	} else {
-		reused = 0
-		pre = nil
+	first := 0 // the first message encoded here
+	size := 256 + len(lead)
+	if pre != nil {
+		first = pre.Len()
+		size += len(pre.Bytes()) - len(lead)
+	} else if k == nil {
 		size += len(req.System) + len(req.Model)
 		for _, t := range req.Tools {
 			size += 64 + len(t.Name) + len(t.Description) + len(t.InputSchema)
 		}
 	}
-	rest := req.Messages[reused:]
+	rest := req.Messages[first:]
 	for _, m := range rest {
 		size += sizeHint(m)
 	}
-	e := encoder{buf: make([]byte, 0, size)}
-	head, sep := 0, ""
-	if pre != nil {
-		head = pre.head
-		e.buf = append(e.buf, pre.bytes[:pre.end(reused)]...)
-		if len(e.buf) > head {
-			sep = ","
-		}
-	} else {
+	var e encoder
+	head := len(lead) // where the input items start
+	switch {
+	case pre != nil:
+		// the prefix's bytes, in the memory of the conversation's last
+		// body when it was given back (Prefixes.Release)
+		e.buf = k.prefixes.Buffer(req.CacheKey, pre, size)
+	case k != nil:
+		e.buf = append(make([]byte, 0, size), lead...)
+	default:
+		e.buf = make([]byte, 0, size)
 		if err := e.head(req); err != nil {
 			return nil, err
 		}
 		head = len(e.buf)
 	}
-	var ends []int
-	if prefixes != nil && req.CacheKey != "" {
+	sep := ""
+	if len(e.buf) > head { // the prefix holds an item
+		sep = ","
+	}
+	var ends []int // where each message's items end, for GetPartial
+	if k != nil && req.CacheKey != "" {
 		ends = make([]int, 0, len(rest))
 	}
 	for _, m := range rest {
@@ -219,7 +233,9 @@ func bodyWith(req provider.Request, cfg Config, stream bool, prefixes *prefixCac
 		e.raw(`,"stream":true`)
 	}
 	e.raw("}")
-	prefixes.put(req, pre, reused, head, ends, e.buf[:cut:cut])
+	if k != nil && req.CacheKey != "" {
+		k.prefixes.Put(req.CacheKey, lead, pre, rest, e.buf[:cut:cut], "", ends...)
+	}
 	return e.buf, nil
 }
 
@@ -273,7 +289,7 @@ func (p *Provider) CacheSettings() string { return cacheSettings }
 // nothing is marshalled or patched again; the answer is read by read
 // (streamed) or decoded into the few fields the wire reads.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
-	body, err := bodyWith(req, p.cfg, !p.cfg.NoStream, p.prefixes)
+	body, err := bodyWith(req, p.cfg, !p.cfg.NoStream, p.kept)
 	if err != nil {
 		return provider.Response{}, err
 	}
