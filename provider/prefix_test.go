@@ -3,6 +3,7 @@ package provider
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -199,5 +200,62 @@ func TestABodyGivenBackIsWhereTheNextBodyIsWritten(t *testing.T) {
 	none.Release("k", first)
 	if got := none.Buffer("k", p, 8); string(got) != kept {
 		t.Fatalf("a nil Prefixes' Buffer = %q, want a copy of the prefix", got)
+	}
+}
+
+// GetPartial cuts a prefix kept with ends after the last of the messages
+// that still hold: its bytes up to that message's end; the kept prefix
+// itself when all hold, built on again in place; nothing for another
+// lead, when the first message does not hold, or for a prefix kept
+// without ends, which cannot be cut. A body built on a cut is new memory:
+// it would otherwise write over bytes the kept prefix still hands out.
+func TestAPartialPrefixIsCutAfterTheMessagesThatHold(t *testing.T) {
+	msgs := []history.Message{text(history.User, "a"), text(history.Assistant, "b"), text(history.User, "c")}
+	kept := "{[a,b,c"
+	var c Prefixes
+	c.Put("k", "lead", nil, msgs, []byte(kept), "", 3, 5, 7)
+	whole := c.GetPartial("k", "lead", msgs)
+	if whole == nil || whole != c.Kept("k") || whole != c.Get("k", "lead", msgs) {
+		t.Fatalf("every message holding: GetPartial = %+v, want the kept prefix", whole)
+	}
+	edited := append(slices.Clone(msgs[:2]), text(history.User, "C"))
+	for name, tc := range map[string]struct {
+		msgs []history.Message
+		want string
+	}{
+		"the last edited":   {edited, "{[a,b"},
+		"the second edited": {[]history.Message{msgs[0], text(history.Assistant, "B"), msgs[2]}, "{[a"},
+		"fewer messages":    {msgs[:1], "{[a"},
+		"more messages":     {append(slices.Clone(msgs), text(history.Assistant, "d")), kept},
+	} {
+		p := c.GetPartial("k", "lead", tc.msgs)
+		if p == nil || string(p.Bytes()) != tc.want || p.Len() != (len(tc.want)-1)/2 {
+			t.Errorf("%s: GetPartial = %+v, want the bytes %q", name, p, tc.want)
+		}
+	}
+	cut := c.GetPartial("k", "lead", edited)
+	c.Release("k", []byte(kept+"]}"))
+	if b := c.Buffer("k", cut, 64); string(b) != "{[a,b" || unsafe.SliceData(b) == unsafe.SliceData(whole.Bytes()) {
+		t.Fatalf("Buffer on a cut = %q in the kept bytes' memory: %v", b, unsafe.SliceData(b) == unsafe.SliceData(whole.Bytes()))
+	}
+	c.Put("k", "lead", cut, edited[2:], []byte("{[a,b,C"), "", 7)
+	if p := c.GetPartial("k", "lead", msgs); p == nil || string(p.Bytes()) != "{[a,b" || string(whole.Bytes()) != kept {
+		t.Fatalf("after a Put on a cut, GetPartial of the old messages = %+v; the old prefix %q", p, whole.Bytes())
+	}
+	for name, got := range map[string]*Prefix{
+		"another lead":             c.GetPartial("k", "other", msgs),
+		"the first message edited": c.GetPartial("k", "lead", []history.Message{text(history.User, "A")}),
+		"another conversation":     c.GetPartial("j", "lead", msgs),
+	} {
+		if got != nil {
+			t.Errorf("%s: given %+v", name, got)
+		}
+	}
+	c.Put("k", "lead", nil, msgs, []byte(kept), "")
+	if p := c.GetPartial("k", "lead", edited); p != nil {
+		t.Errorf("a prefix kept without ends was cut: %+v", p)
+	}
+	if p := c.GetPartial("k", "lead", msgs); p == nil || p.Len() != 3 {
+		t.Errorf("a prefix kept without ends, every message holding: %+v", p)
 	}
 }

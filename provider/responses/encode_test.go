@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 func TestAToolsSchemaIsKeptCompactedAndAChangedOneIsCompactedAgain(t *testing.T) {
@@ -30,4 +33,14 @@ func TestAToolsSchemaIsKeptCompactedAndAChangedOneIsCompactedAgain(t *testing.T)
 	if n := len(schemas.m); n > maxSchemas || n == 0 {
 		t.Fatalf("%d schemas kept, at most %d", n, maxSchemas)
 	}
+}
+
+// Over loopback, a conversation's next body is written into the memory
+// of the answered one before it, and every body is Body's.
+func TestCompleteWritesTheNextBodyIntoTheAnsweredOnesMemory(t *testing.T) {
+	srv := providertest.NewResponses(t)
+	p := newProvider(t, srv, Config{})
+	providertest.CheckBodiesInPlace(t, srv, p, sampleRequest(), func(req provider.Request) ([]byte, error) {
+		return Body(req, p.cfg, true)
+	})
 }

@@ -318,16 +318,23 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	}
 	// streamed: posted as the SDK would post it, without its per-request
 	// plumbing (provider/send; TestTheWireSendsWhatTheSDKSends)
-	resp, err := p.send.Post(ctx, body)
+	var w send.Writes
+	resp, err := p.send.PostWritten(ctx, body, nil, &w)
 	if err != nil {
 		return provider.Response{}, describe(err)
 	}
-	defer resp.Body.Close()
-	if err := a.read(resp.Body); err != nil {
+	err = a.read(resp.Body)
+	resp.Body.Close()
+	if err != nil {
 		return provider.Response{}, err
 	}
 	if !a.done {
 		return provider.Response{}, errors.New("openai-responses: the stream ended before the response did (no response.completed)")
+	}
+	if w.Done() {
+		// answered and written: the conversation's next body may be
+		// written into this one's memory
+		p.kept.prefixes.Release(req.CacheKey, body)
 	}
 	return a.response(), nil
 }
