@@ -39,8 +39,9 @@ type kept struct {
 	prefixes provider.Prefixes
 }
 
-// heads is a Provider's recently encoded heads, the one used longest ago
-// replaced first; it is safe for concurrent use. A head is handed out
+// heads is a Provider's recently encoded heads, as many as conversations
+// are kept, the one used longest ago replaced first; it is safe for
+// concurrent use. A head is handed out
 // only for a request whose model, instructions and tools are those it was
 // encoded from.
 type heads struct {

@@ -79,7 +79,8 @@ type Provider struct {
 	// send posts streamed requests as client would (openai.Sender)
 	send *send.Sender
 	cfg  Config
-	// the start of the bodies of recent conversations (prefix.go)
+	// the heads of recent requests and the starts of recent
+	// conversations' bodies, to build the next bodies on (prefix.go)
 	kept *kept
 }
 
@@ -287,7 +288,10 @@ func (p *Provider) CacheSettings() string { return cacheSettings }
 // output and *openai.Error for an error answer (openai.Sender), else
 // through the SDK's request plumbing with no typed params, so that
 // nothing is marshalled or patched again; the answer is read by read
-// (streamed) or decoded into the few fields the wire reads.
+// (streamed) or decoded into the few fields the wire reads. A streamed
+// body answered whole and written by every attempt (send.Writes) is
+// given back (Prefixes.Release): the conversation's next body may be
+// written into it.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
 	body, err := bodyWith(req, p.cfg, !p.cfg.NoStream, p.kept)
 	if err != nil {
