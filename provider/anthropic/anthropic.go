@@ -242,7 +242,8 @@ type group struct {
 // groupsOf is the groups of msgs[from:], and how many of them are the
 // user's. Records and messages with nothing to send start no group.
 func groupsOf(msgs []history.Message, from int) ([]group, int) {
-	var groups []group
+	// at most a group a message: one allocation, not one a doubling
+	groups := make([]group, 0, len(msgs)-from)
 	users := 0
 	for i := from; i < len(msgs); i++ {
 		m := msgs[i]
