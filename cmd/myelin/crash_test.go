@@ -25,19 +25,7 @@ func TestAFinishedCallKeepsItsResultAfterSIGKILLMidRound(t *testing.T) {
 	srv := fakeAnthropic(t, providertest.Step{ToolCalls: []providertest.ToolCall{
 		{ID: "toolu_fast", Name: "shell--run", Input: `{"command":"echo fast result"}`},
 		{ID: "toolu_slow", Name: "shell--run", Input: `{"command":"echo $$ > pid; sleep 60"}`}}})
-	cmd := exec.Command(bin, "run", "--allow-shell", "--workspace", dir, "two calls")
-	cmd.Env = os.Environ()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	cmd, stderr, store := startMyelin(t, bin, dir, "run", "--allow-shell", "--workspace", dir, "two calls")
 	ctx := context.Background()
 	waitFor(t, "the fast call's kept result and the slow call", func() bool {
 		list, _ := store.List(ctx)
@@ -46,7 +34,7 @@ func TestAFinishedCallKeepsItsResultAfterSIGKILLMidRound(t *testing.T) {
 		}
 		kept, _ := store.Kept(ctx, list[0].ID)
 		return len(kept) == 1
-	}, &stderr)
+	}, stderr)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -93,4 +81,26 @@ func TestAnAnswerCutMidStreamIsWhatTheNextRunSends(t *testing.T) {
 		blocks[0].(map[string]any)["text"] != "Hello the" || !strings.HasPrefix(blocks[1].(map[string]any)["text"].(string), "\n\n[cut off here:") {
 		t.Fatalf("the next request: %v", msgs)
 	}
+}
+
+// startMyelin starts the built binary with args in the background, its
+// stderr kept, and opens the history store of its workspace dir, for a
+// test to watch it and kill it; the binary is killed and the store closed
+// when the test ends.
+func startMyelin(t *testing.T, bin, dir string, args ...string) (*exec.Cmd, *bytes.Buffer, *history.SQLite) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = os.Environ()
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return cmd, stderr, store
 }

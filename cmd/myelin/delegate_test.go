@@ -236,19 +236,7 @@ func TestAfterSIGKILLDuringSubagentsTheParentKeepsOneAnswerAndNamesTheInterrupte
 		childRequests["SLOW"]++
 		return providertest.Step{Hold: hold, Text: "never sent"}
 	}
-	cmd := exec.Command(bin, "run", "--delegate", "--workspace", dir, "two subagents")
-	cmd.Env = os.Environ()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	cmd, stderr, store := startMyelin(t, bin, dir, "run", "--delegate", "--workspace", dir, "two subagents")
 	ctx := context.Background()
 	var parentID string
 	waitFor(t, "the quick child's kept answer while the slow one waits", func() bool {
@@ -263,7 +251,7 @@ func TestAfterSIGKILLDuringSubagentsTheParentKeepsOneAnswerAndNamesTheInterrupte
 		}
 		kept, _ := store.Kept(ctx, parentID)
 		return slow == 1 && len(kept) == 1
-	})
+	}, stderr)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
