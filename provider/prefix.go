@@ -265,8 +265,8 @@ func (c *Prefixes) Put(conv, lead string, from *Prefix, msgs []history.Message, 
 }
 
 // Buffer is where a wire writes conv's next body, built on p (which Get
-// gave for it): a slice holding p's bytes, with room for size bytes in
-// all. When the body p was cut from was given back (Release) and p is
+// or GetPartial gave for it): a slice holding p's bytes, with room for
+// size bytes in all. When the body p was cut from was given back (Release) and p is
 // still conv's last kept prefix, it is that body's memory, taken (no
 // other caller gets it), p's bytes in place and the rest of it written
 // over; otherwise it is new memory, p's bytes copied in, with room to

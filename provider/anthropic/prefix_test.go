@@ -67,7 +67,7 @@ func TestBodiesWrittenIntoTheLastOnesMemoryAreBodyWithsBytes(t *testing.T) {
 		Whole: func(req provider.Request) ([]byte, error) { return BodyWith(req, true, Thinking{}) },
 		Kept: func(req provider.Request) ([]byte, error) {
 			b, err := p.Body(req)
-			if len(last) > 0 && len(b) > 0 && unsafe.SliceData(b) == unsafe.SliceData(last) {
+			if inMemoryOf(b, last) {
 				inPlace++
 			}
 			return b, err
