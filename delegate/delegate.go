@@ -137,7 +137,7 @@ Your final answer — the text of your last message, when you call no more tools
 
 // Description is the tool's description. It holds no per-session values.
 const Description = `Delegate a task to a subagent: a new conversation with the task as its first message, the same workspace, and your tools (or those named in tools). Its final answer is this call's result; nothing else it writes reaches you. Several calls in one round run at once.
-Use it for work that would fill your context with what you do not need afterwards (searching, reading many files, trying things), or for independent parts of a task run side by side. Write the task so that it stands alone: the subagent sees nothing of this conversation. It has its own limits (tool rounds, tokens, time); a subagent that fails or reaches one gives an error result saying what happened and naming its conversation.`
+Use it for work that would fill your context with what you do not need afterwards (searching, reading many files, trying things), or for independent parts of a task run side by side. Write the task so that it stands alone: the subagent sees nothing of this conversation. It has limits (tool rounds, time, and a token budget shared by the subagents of one round of calls, a script's included; a few run at once, the others wait); a subagent that fails or reaches one gives an error result saying what happened and naming its conversation.`
 
 // input is the tool's arguments.
 type input struct {
