@@ -1,7 +1,8 @@
 // Package background owns the running background scripts of
 // code_execution {background: true}: it starts them (package script runs
 // each in its engine process), keeps their journals in the workspace,
-// bounds them (how many run per conversation, how many times each may wake
+// bounds them (how many run per conversation and in the process, how many
+// times each may wake
 // the agent, how close together, how long each lives), turns wake_agent
 // into wakes — the user message of a woken turn, its payload through the
 // one conversion — and hands them to a Waker when they are due. It offers
@@ -42,6 +43,13 @@ type Limits struct {
 	// Running bounds the scripts running at once in one conversation
 	// (DefaultRunning); one more is refused.
 	Running int
+	// Total bounds the scripts running at once in the process, all
+	// conversations together (DefaultTotal); one more is refused. It
+	// must be below the engines' limit (script.Config.Engines), so that
+	// background scripts, which hold their engines for hours, always
+	// leave one to the scripts of calls. Each script also takes an engine
+	// there, and is refused when none is free.
+	Total int
 	// Wakes bounds the wakes of one script (DefaultWakes); one more
 	// rejects wake_agent's promise.
 	Wakes int
@@ -56,6 +64,7 @@ type Limits struct {
 // Defaults of Limits.
 const (
 	DefaultRunning  = 3
+	DefaultTotal    = 4
 	DefaultWakes    = 100
 	DefaultGap      = 60 * time.Second
 	DefaultLifetime = 24 * time.Hour
@@ -64,6 +73,9 @@ const (
 func (l Limits) withDefaults() Limits {
 	if l.Running <= 0 {
 		l.Running = DefaultRunning
+	}
+	if l.Total <= 0 {
+		l.Total = DefaultTotal
 	}
 	if l.Wakes <= 0 {
 		l.Wakes = DefaultWakes
@@ -149,6 +161,9 @@ func New(c Config) (*Manager, error) {
 		return nil, errors.New("background: a Manager needs a Waker")
 	}
 	m := &Manager{c: c, lim: c.Limits.withDefaults(), clock: c.Clock, byID: map[string]*bg{}}
+	if engines := c.Script.EnginePool().Limit(); m.lim.Total >= engines {
+		return nil, fmt.Errorf("background: %d background scripts at once in the process (Limits.Total) would leave none of the %d script engines (script.Config.Engines) to the scripts of calls: give fewer than the engines", m.lim.Total, engines)
+	}
 	if m.clock == nil {
 		m.clock = RealClock{}
 	}
@@ -165,8 +180,8 @@ func (m *Manager) Limits() Limits { return m.lim }
 
 // Describe is code_execution's line on background scripts.
 func (m *Manager) Describe() string {
-	return fmt.Sprintf("background: true runs the script on after the turn (watch a build, poll, tail a log): the call returns at once with its id and its journal (%s/<id>.log, where what it prints goes). Inside it, wake_agent(payload) wakes you with a message and a turn, and await sleep(ms) waits. Limits: %d running per conversation, %d wakes per script, wakes at least %v apart (an early one is held), a lifetime of %v. A script that dies without waking you wakes you once; a clean end is silent. %s lists them, %s stops one.",
-		Dir, m.lim.Running, m.lim.Wakes, m.lim.Gap, m.lim.Lifetime, ToolList, ToolCancel)
+	return fmt.Sprintf("background: true runs the script on after the turn (watch a build, poll, tail a log): the call returns at once with its id and its journal (%s/<id>.log, where what it prints goes). Inside it, wake_agent(payload) wakes you with a message and a turn, and await sleep(ms) waits. Limits: %d running per conversation (%d in all), %d wakes per script, wakes at least %v apart (an early one is held), a lifetime of %v. A script that dies without waking you wakes you once; a clean end is silent. %s lists them, %s stops one.",
+		Dir, m.lim.Running, m.lim.Total, m.lim.Wakes, m.lim.Gap, m.lim.Lifetime, ToolList, ToolCancel)
 }
 
 // Start starts code as a background script of the conversation ctx is for
@@ -187,15 +202,26 @@ func (m *Manager) Start(ctx context.Context, code string, lifetime time.Duration
 	if running := m.runningIn(conv); len(running) >= m.lim.Running {
 		return result.Error(fmt.Sprintf("code_execution {background: true}: %d background scripts are running in this conversation, the limit (%v); stop one with %s or wait for one to end", len(running), running, ToolCancel))
 	}
+	if n := m.running(); n >= m.lim.Total {
+		return result.Error(fmt.Sprintf("code_execution {background: true}: %d background scripts are running in this process (all conversations together), its limit (myelin's --background-scripts-total raises it); stop one of this conversation's with %s, or wait for one to end", n, ToolCancel))
+	}
+	// The engine is taken now, so that the call says at once whether the
+	// script runs: it is freed when the script ends.
+	slot := m.c.Script.EnginePool().TryTake()
+	if slot == nil {
+		return result.Error("code_execution {background: true}: " + m.c.Script.EnginePool().Busy())
+	}
 	s := &bg{id: newID(), conv: conv, started: m.clock.Now(), lifetime: lifetime, status: "running", held: map[int]Timer{}}
 	s.journal = path.Join(Dir, s.id+".log")
 	f, err := workspace.OpenOwn(m.c.Root, s.journal, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
+		slot.Free()
 		return result.Error(fmt.Sprintf("code_execution {background: true}: opening the script's journal %s: %v", s.journal, err))
 	}
 	journal := &journalFile{f: f}
 	if err := writeState(m.c.Root, s.state(os.Getpid())); err != nil {
 		f.Close()
+		slot.Free()
 		return result.Error(fmt.Sprintf("code_execution {background: true}: %v", err))
 	}
 	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -214,7 +240,7 @@ func (m *Manager) Start(ctx context.Context, code string, lifetime time.Duration
 		defer close(s.done)
 		defer f.Close()
 		res := script.RunBackground(sctx, m.c.Script, limits, code, script.Hooks{
-			ID: s.id, Journal: journal,
+			ID: s.id, Journal: journal, Slot: slot,
 			Wake:  func(line int, payload result.Result) (string, error) { return m.wake(s, line, payload) },
 			Sleep: m.sleep,
 		})
@@ -427,6 +453,11 @@ func (m *Manager) Close() {
 func (m *Manager) Running() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.running()
+}
+
+// running is Running; m.mu is held.
+func (m *Manager) running() int {
 	n := 0
 	for _, s := range m.order {
 		if s.status == "running" {

@@ -25,6 +25,13 @@ type rig struct {
 
 func newRig(t *testing.T, lim Limits, root string) *rig {
 	t.Helper()
+	return newRigOn(t, lim, root, nil)
+}
+
+// newRigOn is newRig whose scripts run under engines (nil: the package
+// script's own).
+func newRigOn(t *testing.T, lim Limits, root string, engines *script.Engines) *rig {
+	t.Helper()
 	if root == "" {
 		root = t.TempDir()
 	}
@@ -39,7 +46,7 @@ func newRig(t *testing.T, lim Limits, root string) *rig {
 	}
 	r := &rig{t: t, q: NewQueue(), clock: newFakeClock(), root: root, reg: reg}
 	env := result.Env{Store: ws, Limits: result.Limits{Agent: 1000}}
-	r.m, err = New(Config{Script: script.Config{Tools: reg, Env: env}, Root: root, Env: env, Limits: lim, Clock: r.clock, Waker: r.q})
+	r.m, err = New(Config{Script: script.Config{Tools: reg, Env: env, Engines: engines}, Root: root, Env: env, Limits: lim, Clock: r.clock, Waker: r.q})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,4 +280,57 @@ func TestListAndCancelTools(t *testing.T) {
 	if !again.IsError || !strings.Contains(again.Text, "is not running: cancelled") {
 		t.Errorf("cancel again: %q", again.Text)
 	}
+}
+
+// Background scripts were bounded per conversation only: 8 conversations
+// ran 25 engines (3.2 GB). Beyond the process's total, or when no engine
+// is free, a script is refused at once, naming the limit; once one ends,
+// the next starts.
+func TestBackgroundScriptsBeyondTheProcessLimitsAreRefused(t *testing.T) {
+	const waiting = "await sleep(3600000)"
+	t.Run("the total of the process", func(t *testing.T) {
+		r := newRig(t, Limits{Running: 3, Total: 4}, "")
+		var ids []string
+		for _, conv := range []string{"c1", "c1", "c2", "c3"} {
+			ids = append(ids, r.start(conv, waiting))
+		}
+		res := r.m.Start(tool.WithConversation(context.Background(), "c4"), waiting, 0)
+		if text, _ := res.Data.(string); !res.IsError || !strings.Contains(text, "4 background scripts are running in this process (all conversations together), its limit (myelin's --background-scripts-total raises it)") {
+			t.Fatalf("a fifth script in a fourth conversation: %q (error %v); want the process's limit named", text, res.IsError)
+		}
+		if n := r.m.Running(); n != 4 {
+			t.Errorf("%d scripts running, want the 4 of the limit", n)
+		}
+		if _, err := r.m.Cancel("c2", ids[2]); err != nil {
+			t.Fatal(err)
+		}
+		r.start("c4", waiting)
+	})
+	t.Run("the engines of the process", func(t *testing.T) {
+		engines := script.NewEngines(3)
+		r := newRigOn(t, Limits{Total: 2}, "", engines)
+		// two scripts of calls hold two engines
+		held := []*script.Slot{engines.TryTake(), engines.TryTake()}
+		r.start("c1", waiting)
+		res := r.m.Start(tool.WithConversation(context.Background(), "c2"), waiting, 0)
+		if text, _ := res.Data.(string); !res.IsError || !strings.Contains(text, "all 3 script engines this process may run at once are busy") || !strings.Contains(text, "--script-engines") {
+			t.Fatalf("a script with no engine free: %q (error %v); want the engines' limit named", text, res.IsError)
+		}
+		if n := r.m.Running(); n != 1 {
+			t.Errorf("%d scripts running after the refusal, want 1", n)
+		}
+		held[0].Free()
+		r.start("c2", waiting)
+		held[1].Free()
+		r.m.Close()
+		if n := engines.Running(); n != 0 {
+			t.Errorf("%d engines taken once every script stopped; want them freed", n)
+		}
+	})
+	t.Run("a total that leaves no engine to calls", func(t *testing.T) {
+		_, err := New(Config{Script: script.Config{Engines: script.NewEngines(2)}, Root: t.TempDir(), Limits: Limits{Total: 2}, Waker: NewQueue()})
+		if err == nil || !strings.Contains(err.Error(), "would leave none of the 2 script engines") {
+			t.Fatalf("New with a total of 2 over 2 engines: %v; want it refused", err)
+		}
+	})
 }

@@ -4,8 +4,9 @@
 //
 // A child has its own system prompt (DefaultSystem) with the task as its
 // first message, a subset of the parent's tools, the parent's workspace,
-// provider and store, and limits of its own (Limits: rounds, tokens, time,
-// and how deep subagents nest). It is stored like any conversation,
+// provider and store, and limits (Limits: its rounds and time, how deep
+// subagents nest, how many run at once in the process, and the tokens
+// that all the subagents one round of calls starts may use together). It is stored like any conversation,
 // linked to the call that started it (history.Conversation.Parent and
 // ParentCall), and claimed by its own turn: one writer per conversation,
 // the parent's turn writing the parent, the child's the child. Its answer
@@ -21,6 +22,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +41,10 @@ const (
 	DefaultTokens = 1_000_000
 	DefaultTime   = 10 * time.Minute
 	DefaultDepth  = 1
+	// DefaultRunning is how many subagents run at once in a process.
+	DefaultRunning = 8
+	// MaxRunning is the most Limits.Running may be.
+	MaxRunning = 1000
 )
 
 // grace is how long past a child's time limit the dispatcher waits for the
@@ -48,19 +54,27 @@ const (
 // default) would cut every child short.
 const grace = 30 * time.Second
 
-// Limits bound each child. A zero field takes its default.
+// Limits bound the children. A zero field takes its default.
 type Limits struct {
 	// Rounds is the most tool rounds of the child's turn (its
 	// agent.Agent.MaxRounds); reaching it fails the call.
 	Rounds int
-	// Tokens is the most tokens the child's requests may use together:
-	// each request's input (read from the cache, written to it, or
-	// neither) and its answer's output, summed as they are reported.
-	// It is checked after each request; the one that passes it is the
-	// child's last, and the call fails.
+	// Tokens is the most tokens that all the children one round of tool
+	// calls starts may use together — the round's own calls of
+	// agent--delegate, those of its scripts (however many: one script
+	// called it 300 times), and their children's, down the tree
+	// (tool.Scope): each request's input (read from the cache, written
+	// to it, or neither) and its answer's output, summed as they are
+	// reported. It is checked after each request; when the sum passes it,
+	// every child drawing on it is stopped (the requests in flight then,
+	// one per running child at most, are the overshoot), its call fails,
+	// and no more start under that round. A call outside any round (Run
+	// called directly) has a budget of its own, which its child's tree
+	// shares.
 	Tokens int
-	// Time is the child's wall time, from its start to its answer;
-	// reaching it stops the child and fails the call.
+	// Time is the child's wall time, from the call to its answer, the
+	// wait for a place among Running included; reaching it stops the
+	// child and fails the call.
 	Time time.Duration
 	// Depth is how deep subagents nest: 1 (the default) lets the
 	// conversation a user started delegate, and no child; 2 lets
@@ -68,6 +82,13 @@ type Limits struct {
 	// not offered agent--delegate, and a call that reaches it anyway
 	// (from a script) is refused.
 	Depth int
+	// Running is how many children of this Delegate run at once, all
+	// conversations together: a program makes one Delegate, which its
+	// children's registries share, so it bounds the process. A call
+	// beyond it waits for a place (within its Time); a child's own call
+	// (Depth 2 and more) is refused at once instead, as its parent holds
+	// a place while it would wait. At most MaxRunning.
+	Running int
 }
 
 // Or is l with each zero field set to its default.
@@ -84,18 +105,25 @@ func (l Limits) Or() Limits {
 	if l.Depth <= 0 {
 		l.Depth = DefaultDepth
 	}
+	if l.Running <= 0 {
+		l.Running = DefaultRunning
+	}
 	return l
 }
 
-// Check returns the error for limits that are negative, naming the field.
+// Check returns the error for limits that are negative, naming the field,
+// or past their most.
 func (l Limits) Check() error {
 	for _, f := range []struct {
 		name string
 		v    int64
-	}{{"rounds", int64(l.Rounds)}, {"tokens", int64(l.Tokens)}, {"time", int64(l.Time)}, {"depth", int64(l.Depth)}} {
+	}{{"rounds", int64(l.Rounds)}, {"tokens", int64(l.Tokens)}, {"time", int64(l.Time)}, {"depth", int64(l.Depth)}, {"running", int64(l.Running)}} {
 		if f.v < 0 {
 			return fmt.Errorf("the subagents' %s limit is %d: it must be positive (or 0 for the default)", f.name, f.v)
 		}
+	}
+	if l.Running > MaxRunning {
+		return fmt.Errorf("the subagents' running limit is %d: it must be at most %d", l.Running, MaxRunning)
 	}
 	return nil
 }
@@ -109,7 +137,7 @@ Your final answer — the text of your last message, when you call no more tools
 
 // Description is the tool's description. It holds no per-session values.
 const Description = `Delegate a task to a subagent: a new conversation with the task as its first message, the same workspace, and your tools (or those named in tools). Its final answer is this call's result; nothing else it writes reaches you. Several calls in one round run at once.
-Use it for work that would fill your context with what you do not need afterwards (searching, reading many files, trying things), or for independent parts of a task run side by side. Write the task so that it stands alone: the subagent sees nothing of this conversation. It has its own limits (tool rounds, tokens, time); a subagent that fails or reaches one gives an error result saying what happened and naming its conversation.`
+Use it for work that would fill your context with what you do not need afterwards (searching, reading many files, trying things), or for independent parts of a task run side by side. Write the task so that it stands alone: the subagent sees nothing of this conversation. It has limits (tool rounds, time, and a token budget shared by the subagents of one round of calls, a script's included; a few run at once, the others wait); a subagent that fails or reaches one gives an error result saying what happened and naming its conversation.`
 
 // input is the tool's arguments.
 type input struct {
@@ -152,6 +180,10 @@ type Delegate struct {
 	// once it holds its claim), from the goroutine of the call that runs
 	// it: children of one round call it concurrently.
 	On func(child string, e agent.Event)
+
+	once    sync.Once
+	slots   chan struct{} // the places of Limits.Running, made on first use
+	waiting atomic.Int32  // calls waiting for a place
 }
 
 // Tool is agent--delegate over d. Its calls may run again after a crash
@@ -238,11 +270,25 @@ func (d *Delegate) Run(ctx context.Context, task string, tools []string, model s
 			return r
 		}
 	}
+	b := d.budgetOf(ctx, lim)
+	if b.spent() {
+		return result.Error(b.refusal())
+	}
+	ctx, stop := context.WithTimeoutCause(ctx, lim.Time, errTime)
+	defer stop()
+	free, busy := d.place(ctx, depth, lim)
+	if free == nil {
+		return result.Error(busy)
+	}
+	defer free()
+	if b.spent() { // while it waited
+		return result.Error(b.refusal())
+	}
 	id := agent.NewID()
 	if err := d.Agent.Store.Create(ctx, history.Conversation{ID: id, System: child.System, Parent: parent, ParentCall: call}); err != nil {
 		return result.Error(fmt.Sprintf("%s: the subagent's conversation could not be made: %v", Name, err))
 	}
-	return d.turn(ctx, child, id, task, depth+1, lim)
+	return d.turn(context.WithValue(ctx, budgetKey{d}, b), child, id, task, depth+1, lim, b)
 }
 
 // child is the agent a child runs on: the parent's, with the child's
@@ -264,17 +310,25 @@ func (d *Delegate) child(reg *tool.Registry, model string, lim Limits) *agent.Ag
 
 // turn runs child conversation id's one turn on task, within lim, and
 // makes the call's result of how it ended.
-func (d *Delegate) turn(ctx context.Context, child *agent.Agent, id, task string, depth int, lim Limits) result.Result {
+func (d *Delegate) turn(ctx context.Context, child *agent.Agent, id, task string, depth int, lim Limits, b *budget) result.Result {
 	ctx = context.WithValue(ctx, depthKey{}, depth)
-	ctx, stop := context.WithTimeoutCause(ctx, lim.Time, errTime)
-	defer stop()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// Another child passing the budget stops this one too.
+	go func() {
+		select {
+		case <-b.over:
+			cancel(errTokens)
+		case <-ctx.Done():
+		}
+	}()
 	var used atomic.Int64
 	on := func(e agent.Event) {
 		if e.Kind == agent.Usage {
 			u := e.Usage
-			if used.Add(int64(u.Input+u.CacheRead+u.CacheWrite+u.Output)) > int64(lim.Tokens) {
+			n := int64(u.Input + u.CacheRead + u.CacheWrite + u.Output)
+			used.Add(n)
+			if b.add(n) {
 				cancel(errTokens) // this answer is stored; nothing more is asked for
 			}
 		}
@@ -295,7 +349,7 @@ func (d *Delegate) turn(ctx context.Context, child *agent.Agent, id, task string
 	case errors.Is(cause, errTime):
 		out.Reason, why = "time_limit", fmt.Sprintf("it reached its time limit of %s before its final answer", lim.Time)
 	case errors.Is(cause, errTokens):
-		out.Reason, why = "token_limit", fmt.Sprintf("its requests used %d tokens, over its limit of %d, before its final answer", used.Load(), lim.Tokens)
+		out.Reason, why = "token_limit", fmt.Sprintf("the subagents of this round of tool calls (with their scripts' and their own subagents') used %d tokens together, over their shared budget of %d (myelin's --delegate-tokens), before its final answer; its own requests used %d", b.used.Load(), b.limit, used.Load())
 	case err == nil && tr.Reason == "round_limit":
 		why = fmt.Sprintf("it reached its limit of %d tool rounds before its final answer", lim.Rounds)
 	case err == nil:

@@ -413,7 +413,7 @@ func TestAChildThatReachesALimitFailsSayingWhich(t *testing.T) {
 		{"rounds", Limits{Rounds: 2}, providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c", Name: "workspace--list", Input: `{}`}}},
 			"it reached its limit of 2 tool rounds before its final answer"},
 		{"tokens", Limits{Tokens: 1000}, providertest.Step{Input: 900, Output: 200, ToolCalls: []providertest.ToolCall{{ID: "c", Name: "workspace--list", Input: `{}`}}},
-			"its requests used 1100 tokens, over its limit of 1000, before its final answer"},
+			"used 1100 tokens together, over their shared budget of 1000 (myelin's --delegate-tokens), before its final answer; its own requests used 1100"},
 		{"time", Limits{Time: 50 * time.Millisecond}, providertest.Step{Hold: hold, Text: "late"},
 			"it reached its time limit of 50ms before its final answer"},
 	} {

@@ -104,6 +104,11 @@ func runScript(ctx context.Context, c Config, limits Limits, code string, h *Hoo
 		r.id = h.ID
 		r.last = &tail{max: h.tailBytes()}
 	}
+	slot, busy := r.slotFor(ctx, h)
+	if slot == nil {
+		return result.Error(busy)
+	}
+	defer slot.Free() // once the engine is reaped (cn.wait below)
 	cn, err := startEngine()
 	if err != nil {
 		return result.Error(fmt.Sprintf("starting the script engine: %v", err))

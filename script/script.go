@@ -100,6 +100,12 @@ type Config struct {
 	// Trace, when set, gets a line per tool call a script makes: its
 	// name, input size, duration and error flag.
 	Trace io.Writer
+	// Engines bounds the engine processes alive at once, this Config's
+	// scripts with those of every Config that shares it; nil shares the
+	// package's own (DefaultEngines), as every Config without one does. A
+	// script of one call waits for an engine within its time limit; a
+	// background script takes one at once or is refused.
+	Engines *Engines
 	// Background starts the scripts of code_execution {background: true};
 	// nil refuses them, with an error saying so (`myelin tool call`, which
 	// waits for nothing, has none).

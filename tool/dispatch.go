@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,6 +95,9 @@ func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 // contexts (one per timeout the round's tools have), with no timer of its
 // own. It returns when every call is settled.
 func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r result.Result)) {
+	if ScopeOf(ctx) == nil {
+		ctx = context.WithValue(ctx, scopeKey{}, &Scope{})
+	}
 	r := &round{d: d, calls: calls, done: done, start: time.Now(), slots: make([]slot, len(calls)), settled: make(chan struct{}, 1)}
 	defer func() {
 		for _, l := range r.limits {
@@ -317,6 +321,37 @@ func WithConversation(ctx context.Context, id string) context.Context {
 func ConversationOf(ctx context.Context) string {
 	id, _ := ctx.Value(conversationKey{}).(string)
 	return id
+}
+
+// scopeKey carries the Scope of the outermost round a call runs under.
+type scopeKey struct{}
+
+// Scope is what the calls of one round share with everything they run: a
+// script's calls, a subagent's turn and its own rounds, down the tree. The
+// dispatcher makes one for each round it runs outside any call (an agent's
+// round, a call over the API); a round inside a call (a script's calls, a
+// subagent's rounds) has its caller's. A tool keeps there, under a key of
+// its own type, what must be bounded across the whole tree, however many
+// calls it fans out to (agent--delegate: the token budget of its
+// subagents). It holds nothing of its own and must not be used to pass
+// results between calls.
+type Scope struct{ m sync.Map }
+
+// Shared is the value under key, made by make the first time it is asked
+// for; make may run more than once when callers race, and one value wins.
+func (s *Scope) Shared(key any, make func() any) any {
+	if v, ok := s.m.Load(key); ok {
+		return v
+	}
+	v, _ := s.m.LoadOrStore(key, make())
+	return v
+}
+
+// ScopeOf is the Scope of the round whose call runs under ctx, nil outside
+// any call.
+func ScopeOf(ctx context.Context) *Scope {
+	s, _ := ctx.Value(scopeKey{}).(*Scope)
+	return s
 }
 
 // capKey carries a call's cap to its handler.

@@ -167,3 +167,45 @@ func TestAHandlerReadsItsOwnCallsID(t *testing.T) {
 		t.Fatalf("CallID outside a call = %q", id)
 	}
 }
+
+// The calls of one round share its Scope, and so does a round run inside
+// one of them (a script's calls, a subagent's rounds); two rounds run
+// outside any call have two.
+func TestTheCallsOfARoundAndWhatTheyRunShareOneScope(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]*Scope{}
+	reg := &Registry{}
+	inner := &Dispatcher{Tools: reg}
+	if err := reg.Add(
+		MustFunc("note", "Notes its scope.", func(ctx context.Context, _ struct{}) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen[CallID(ctx)] = ScopeOf(ctx)
+			return "ok", nil
+		}),
+		MustFunc("nest", "Runs a round of note inside its call.", func(ctx context.Context, _ struct{}) (any, error) {
+			return inner.Round(ctx, []Call{{ID: "nested", Name: "note"}})[0].Text, nil
+		}),
+	); err != nil {
+		t.Fatal(err)
+	}
+	d := &Dispatcher{Tools: reg}
+	d.Round(context.Background(), []Call{{ID: "a", Name: "note"}, {ID: "b", Name: "note"}, {ID: "c", Name: "nest"}})
+	d.Round(context.Background(), []Call{{ID: "other", Name: "note"}})
+	if seen["a"] == nil || seen["a"] != seen["b"] || seen["a"] != seen["nested"] {
+		t.Errorf("scopes a %p, b %p, nested %p: want one, shared by the round's calls and the round inside one", seen["a"], seen["b"], seen["nested"])
+	}
+	if seen["other"] == nil || seen["other"] == seen["a"] {
+		t.Errorf("the second round's scope %p is the first's %p: want one of its own", seen["other"], seen["a"])
+	}
+	if ScopeOf(context.Background()) != nil {
+		t.Error("ScopeOf outside a call is not nil")
+	}
+	s := seen["a"]
+	if v := s.Shared("k", func() any { return 1 }); v != 1 {
+		t.Errorf("Shared made %v, want 1", v)
+	}
+	if v := s.Shared("k", func() any { return 2 }); v != 1 {
+		t.Errorf("Shared the second time gave %v, want the first value 1", v)
+	}
+}

@@ -20,6 +20,7 @@ import (
 // (code_execution {background: true}, docs/scripts.md).
 type backgroundFlags struct {
 	running  int
+	total    int
 	wakes    int
 	gap      time.Duration
 	lifetime time.Duration
@@ -27,6 +28,7 @@ type backgroundFlags struct {
 
 func (f *backgroundFlags) add(fs *flag.FlagSet) {
 	fs.IntVar(&f.running, "background-scripts", background.DefaultRunning, "the most background scripts running at once in one conversation")
+	fs.IntVar(&f.total, "background-scripts-total", background.DefaultTotal, "the most background scripts running at once in this process, all conversations together (`N`, below --script-engines)")
 	fs.IntVar(&f.wakes, "background-wakes", background.DefaultWakes, "the most times one background script may wake the agent")
 	fs.DurationVar(&f.gap, "wake-gap", background.DefaultGap, "the least time between two wakes of one background script, a `duration` (0: none); an early wake is held, never dropped")
 	fs.DurationVar(&f.lifetime, "background-lifetime", background.DefaultLifetime, "how long a background script may run, a `duration`")
@@ -37,6 +39,8 @@ func (f *backgroundFlags) limits() (background.Limits, error) {
 	switch {
 	case f.running <= 0:
 		return background.Limits{}, fmt.Errorf("--background-scripts %d: give 1 or more (default %d)", f.running, background.DefaultRunning)
+	case f.total <= 0:
+		return background.Limits{}, fmt.Errorf("--background-scripts-total %d: give 1 or more (default %d)", f.total, background.DefaultTotal)
 	case f.wakes <= 0:
 		return background.Limits{}, fmt.Errorf("--background-wakes %d: give 1 or more (default %d)", f.wakes, background.DefaultWakes)
 	case f.gap < 0:
@@ -44,11 +48,20 @@ func (f *backgroundFlags) limits() (background.Limits, error) {
 	case f.lifetime <= 0:
 		return background.Limits{}, fmt.Errorf("--background-lifetime %v: give a positive duration (default %v)", f.lifetime, background.DefaultLifetime)
 	}
-	l := background.Limits{Running: f.running, Wakes: f.wakes, Gap: f.gap, Lifetime: f.lifetime}
+	l := background.Limits{Running: f.running, Total: f.total, Wakes: f.wakes, Gap: f.gap, Lifetime: f.lifetime}
 	if l.Gap == 0 {
 		l.Gap = background.NoGap
 	}
 	return l, nil
+}
+
+// fit refuses a total of background scripts that could hold every one of
+// the process's engines: a script of a call would then wait for hours.
+func (f *backgroundFlags) fit(engines int) error {
+	if f.total >= engines {
+		return fmt.Errorf("--background-scripts-total %d is not below --script-engines %d: background scripts, which hold their engines for hours, must leave one to the scripts of calls; lower the first or raise the second", f.total, engines)
+	}
+	return nil
 }
 
 // backgroundSetup is what a command that runs background scripts gives

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -10,7 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/background"
+	"github.com/myelin-run/myelin/delegate"
 	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/script"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // lastUserText is the text of the last user message of request i.
@@ -148,5 +155,60 @@ func TestRunStopsItsBackgroundScriptsAndTheNextTurnIsToldOnce(t *testing.T) {
 	}
 	if again := lastUserText(t, srv, 3); again != "and now?" {
 		t.Errorf("told twice: %q", again)
+	}
+}
+
+// One process, one bound on engines: the background scripts, the
+// scripts of calls and a subagent's code_execution (made again over its
+// own tools) all take their engines from the toolset's one Engines, which
+// --script-engines sizes.
+func TestEveryScriptOfAToolsetSharesItsEngines(t *testing.T) {
+	ws, err := workspace.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	f := toolsetFlags{script: script.Limits{Time: script.DefaultTime, ToolCalls: script.DefaultToolCalls, Stack: script.DefaultStack},
+		scriptMemory: script.DefaultMemory >> 20, scriptOutput: script.DefaultOutput >> 20, scriptEngines: 2,
+		background: &backgroundSetup{limits: background.Limits{Total: 1}, wakes: background.NewQueue()},
+		delegate:   &delegate.Delegate{}}
+	f.mcp.maxReply = 1
+	env := result.Env{Store: ws}
+	ts, err := openToolset(context.Background(), ws, f, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.close()
+	defer ts.bg.Close()
+	if ts.engines.Limit() != 2 {
+		t.Fatalf("the toolset's engines allow %d, want the 2 of --script-engines", ts.engines.Limit())
+	}
+	d := &tool.Dispatcher{Tools: ts.reg, Env: env}
+	ctx := tool.WithConversation(context.Background(), "c1")
+	if out := d.Call(ctx, tool.Call{ID: "c1", Name: script.Name, Input: json.RawMessage(`{"code":"await sleep(3600000)","background":true}`)}); out.IsError {
+		t.Fatalf("starting a background script: %s", out.Text)
+	}
+	if n := ts.engines.Running(); n != 1 {
+		t.Fatalf("%d of the toolset's engines taken with a background script running; want 1: its engine", n)
+	}
+	held := ts.engines.TryTake() // a script of another call holds the last
+	if held == nil {
+		t.Fatal("no engine left for a script of a call")
+	}
+	defer held.Free()
+	over := f.delegate.Over[script.Name]
+	if over == nil {
+		t.Fatal("no code_execution made over a subagent's tools")
+	}
+	child, err := over(&tool.Registry{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := child.Handler(ctx, json.RawMessage(`{"code":"return 1","timeout_ms":100}`))
+	if text, _ := res.Data.(string); !res.IsError || !strings.Contains(text, "all 2 script engines this process may run at once") {
+		t.Errorf("a subagent's script with the toolset's engines all taken: %q (error %v); want it to wait on them and say so", text, res.IsError)
+	}
+	if out := d.Call(ctx, tool.Call{ID: "c2", Name: script.Name, Input: json.RawMessage(`{"code":"return 1","timeout_ms":100}`)}); !out.IsError || !strings.Contains(out.Text, "all 2 script engines") {
+		t.Errorf("a script of a call with the toolset's engines all taken: %q; want it to wait on them and say so", out.Text)
 	}
 }

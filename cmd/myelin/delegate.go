@@ -24,12 +24,14 @@ type delegateFlags struct {
 func (f *delegateFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&f.on, "delegate", false, "offer agent--delegate: subagents, each a conversation of its own that does one task and answers with its result")
 	fs.IntVar(&f.limits.Rounds, "delegate-rounds", delegate.DefaultRounds, "the most tool rounds of one subagent")
-	fs.IntVar(&f.limits.Tokens, "delegate-tokens", delegate.DefaultTokens, "the most tokens one subagent's requests may use together (input, cached or not, and output)")
+	fs.IntVar(&f.limits.Tokens, "delegate-tokens", delegate.DefaultTokens, "the most tokens the subagents of one round of tool calls may use together — those it starts, its scripts start, and theirs (input, cached or not, and output)")
 	fs.DurationVar(&f.limits.Time, "delegate-time", delegate.DefaultTime, "the most time one subagent may take, a `duration`")
 	fs.IntVar(&f.limits.Depth, "delegate-depth", delegate.DefaultDepth, "how deep subagents nest: 1, only the conversation you started delegates; 2, its subagents too...")
+	fs.IntVar(&f.limits.Running, "delegate-running", delegate.DefaultRunning, fmt.Sprintf("the most subagents running at once in this process (`N`, 1 to %d); a call beyond it waits for a place within --delegate-time", delegate.MaxRunning))
 }
 
-// check refuses limits that are not positive, naming the flag.
+// check refuses limits that are not positive or past their most, naming
+// the flag.
 func (f *delegateFlags) check() error {
 	l := f.limits
 	switch {
@@ -41,6 +43,8 @@ func (f *delegateFlags) check() error {
 		return fmt.Errorf("--delegate-time %v: give a positive duration (default %v)", l.Time, delegate.DefaultTime)
 	case l.Depth <= 0:
 		return fmt.Errorf("--delegate-depth %d: give 1 or more (default %d)", l.Depth, delegate.DefaultDepth)
+	case l.Running <= 0 || l.Running > delegate.MaxRunning:
+		return fmt.Errorf("--delegate-running %d: give 1 to %d (default %d)", l.Running, delegate.MaxRunning, delegate.DefaultRunning)
 	}
 	return nil
 }
@@ -89,7 +93,7 @@ func (ts *toolset) withDelegate(tools []*tool.Tool) []*tool.Tool {
 		limits, _ := ts.flags.limits() // checked by openToolset
 		d.Over = map[string]func(*tool.Registry) (*tool.Tool, error){
 			script.Name: func(reg *tool.Registry) (*tool.Tool, error) {
-				c := script.Config{Tools: reg, Env: ts.env, Limits: limits}
+				c := script.Config{Tools: reg, Env: ts.env, Limits: limits, Engines: ts.engines}
 				if ts.trace != nil {
 					c.Trace = ts.trace
 				}

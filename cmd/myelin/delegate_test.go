@@ -137,10 +137,12 @@ func resultsIn(show string) map[string]string {
 	return out
 }
 
-// A subagent limit that is not positive is a usage error naming the flag.
+// A subagent limit that is not positive, or past its most, is a usage
+// error naming the flag.
 func TestDelegateLimitsThatAreNotPositiveAreUsageErrors(t *testing.T) {
 	for _, tc := range [][]string{
 		{"--delegate-rounds", "0"}, {"--delegate-tokens", "-1"}, {"--delegate-time", "0s"}, {"--delegate-depth", "0"},
+		{"--delegate-running", "0"}, {"--delegate-running", "1001"},
 	} {
 		_, errOut, code := cli(t, append([]string{"run", "--workspace", t.TempDir(), "--delegate"}, append(tc, "hi")...)...)
 		if code != 2 || !strings.Contains(errOut, tc[0]+" "+tc[1]) {
@@ -291,5 +293,32 @@ func TestAfterSIGKILLDuringSubagentsTheParentKeepsOneAnswerAndNamesTheInterrupte
 	}
 	if kids, _ := history.Children(ctx, store, parentID); len(kids) != 2 {
 		t.Errorf("%d children after the recovery; want the two", len(kids))
+	}
+}
+
+// The process's bounds on engines and background scripts are usage errors
+// out of their ranges, on run and serve alike: a total of background
+// scripts that could hold every engine too.
+func TestProcessBoundsOutOfTheirRangesAreUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--script-engines", "0"}, "--script-engines 0: give 1 to 1024 (default 8)"},
+		{[]string{"--script-engines", "1025"}, "--script-engines 1025: give 1 to 1024 (default 8)"},
+		{[]string{"--background-scripts-total", "0"}, "--background-scripts-total 0: give 1 or more (default 4)"},
+		{[]string{"--script-engines", "4"}, "--background-scripts-total 4 is not below --script-engines 4"},
+		{[]string{"--background-scripts-total", "8"}, "--background-scripts-total 8 is not below --script-engines 8"},
+	} {
+		for _, cmd := range []string{"run", "serve"} {
+			args := append([]string{cmd, "--workspace", t.TempDir()}, tc.args...)
+			if cmd == "run" {
+				args = append(args, "hi")
+			}
+			_, errOut, code := cli(t, args...)
+			if code != exitUsage || !strings.Contains(errOut, tc.want) {
+				t.Errorf("%s %v: exit %d, %q; want a usage error saying %q", cmd, tc.args, code, errOut, tc.want)
+			}
+		}
 	}
 }

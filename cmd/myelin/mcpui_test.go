@@ -154,7 +154,7 @@ func TestAServersNewToolsAreOfferedByANewRegistryOnly(t *testing.T) {
 	}
 	defer ws.Close()
 	f := toolsetFlags{script: script.Limits{Time: script.DefaultTime, ToolCalls: script.DefaultToolCalls, Stack: script.DefaultStack},
-		scriptMemory: script.DefaultMemory >> 20, scriptOutput: script.DefaultOutput >> 20}
+		scriptMemory: script.DefaultMemory >> 20, scriptOutput: script.DefaultOutput >> 20, scriptEngines: script.DefaultEngines}
 	f.mcp.configs = configList{cfg}
 	f.mcp.maxReply = 1
 	env := result.Env{Store: ws}

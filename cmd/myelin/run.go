@@ -144,6 +144,14 @@ func (f *agentFlags) check(set map[string]bool) error {
 	if _, err := f.think.config(agent.AnswerRoom(f.maxTokens)); err != nil {
 		return err
 	}
+	if !f.tools.noCodeExecution {
+		if _, err := f.tools.limits(); err != nil {
+			return err
+		}
+		if err := f.background.fit(f.tools.scriptEngines); err != nil {
+			return err
+		}
+	}
 	return f.delegate.check()
 }
 

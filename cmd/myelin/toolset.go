@@ -22,6 +22,7 @@ type toolsetFlags struct {
 	script          script.Limits
 	scriptMemory    int // MiB
 	scriptOutput    int // MiB
+	scriptEngines   int
 	mcp             mcpFlags
 	// background, when set, offers background scripts (run and chat).
 	background *backgroundSetup
@@ -37,6 +38,7 @@ func (f *toolsetFlags) add(fs *flag.FlagSet) {
 	fs.IntVar(&f.scriptOutput, "script-output", script.DefaultOutput>>20, "a script's output limit in `MiB`")
 	fs.IntVar(&f.script.ToolCalls, "script-tool-calls", script.DefaultToolCalls, "the most tool calls of one script")
 	fs.IntVar(&f.script.Stack, "script-stack", script.DefaultStack, "a script's call depth limit, in engine stack slots")
+	fs.IntVar(&f.scriptEngines, "script-engines", script.DefaultEngines, fmt.Sprintf("the most script engines alive at once in this process (`N`, 1 to %d): scripts of calls beyond it wait for one within their time limit, background scripts are refused", script.MaxEngines))
 	f.mcp.add(fs)
 }
 
@@ -49,6 +51,9 @@ func (f *toolsetFlags) limits() (script.Limits, error) {
 			return l, fmt.Errorf("%s must be positive", name)
 		}
 	}
+	if f.scriptEngines < 1 || f.scriptEngines > script.MaxEngines {
+		return l, fmt.Errorf("--script-engines %d: give 1 to %d (default %d)", f.scriptEngines, script.MaxEngines, script.DefaultEngines)
+	}
 	return l, nil
 }
 
@@ -59,6 +64,9 @@ type toolset struct {
 	trace *workspace.Log
 	toolsetBackground
 	ui *mcpUI // what the user sees of the servers' requests; may be nil
+	// engines bound the script engines of the process: every script
+	// config made here, the children's too, shares it.
+	engines *script.Engines
 
 	// What the registry is built from again when the servers' tools
 	// change (refresh).
@@ -79,7 +87,7 @@ func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, e
 	if err != nil {
 		return nil, err
 	}
-	ts := &toolset{mcp: set, ui: f.mcp.ui, ws: ws, flags: f, env: env}
+	ts := &toolset{mcp: set, ui: f.mcp.ui, ws: ws, flags: f, env: env, engines: script.NewEngines(f.scriptEngines)}
 	if !f.noCodeExecution {
 		if _, err := f.limits(); err != nil {
 			ts.close()
@@ -109,7 +117,7 @@ func (ts *toolset) build(mcpTools []*tool.Tool) (*tool.Registry, error) {
 	}
 	if !ts.flags.noCodeExecution {
 		limits, _ := ts.flags.limits() // checked by openToolset
-		c := script.Config{Tools: reg, Env: ts.env, Limits: limits}
+		c := script.Config{Tools: reg, Env: ts.env, Limits: limits, Engines: ts.engines}
 		if ts.trace != nil {
 			c.Trace = ts.trace
 		}
