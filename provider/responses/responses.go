@@ -396,3 +396,17 @@ func Reasoning(summary, content []string, encrypted string, hasEncrypted bool) h
 	part.Raw = json.RawMessage(e.buf)
 	return part
 }
+
+// Text is an assistant text part as this wire stores it, from a message
+// item: with its phase ("commentary", "final_answer"), which gpt-5.3-codex
+// and later models want back on every assistant message, kept as Raw (the
+// phase as a JSON string) with Wire, so that only this wire sends it. A
+// message without a phase is a plain text part, as before phases were.
+func Text(text, phase string) history.Part {
+	p := history.Part{Type: history.TextPart, Text: text}
+	if phase != "" {
+		p.Wire = Wire
+		p.Raw = provider.AppendJSONString(nil, phase, false)
+	}
+	return p
+}
