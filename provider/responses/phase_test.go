@@ -24,9 +24,9 @@ var phasedStream = sseEvent(`{"type":"response.output_item.added","sequence_numb
 	sseEvent(`{"type":"response.output_item.done","sequence_number":3,"output_index":0,"item":{"id":"msg_1","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"Let me look."}],"phase":"commentary","role":"assistant"}}`) +
 	sseEvent(`{"type":"response.output_item.added","sequence_number":4,"output_index":1,"item":{"id":"fc_1","type":"function_call","status":"in_progress","arguments":"","call_id":"call_1","name":"workspace--read"}}`) +
 	sseEvent(`{"type":"response.output_item.done","sequence_number":5,"output_index":1,"item":{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"path\":\"a.txt\"}","call_id":"call_1","name":"workspace--read"}}`) +
-	sseEvent(`{"type":"response.completed","sequence_number":6,"response":{"id":"r","status":"completed","output":[` +
-		`{"id":"msg_1","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"Let me look."}],"phase":"commentary","role":"assistant"},` +
-		`{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"path\":\"a.txt\"}","call_id":"call_1","name":"workspace--read"}],` +
+	sseEvent(`{"type":"response.completed","sequence_number":6,"response":{"id":"r","status":"completed","output":[`+
+		`{"id":"msg_1","type":"message","status":"completed","content":[{"type":"output_text","annotations":[],"text":"Let me look."}],"phase":"commentary","role":"assistant"},`+
+		`{"id":"fc_1","type":"function_call","status":"completed","arguments":"{\"path\":\"a.txt\"}","call_id":"call_1","name":"workspace--read"}],`+
 		`"usage":{"input_tokens":5,"input_tokens_details":{"cached_tokens":0},"output_tokens":9,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":14}}}`)
 
 func TestAMessagesPhaseIsStoredAndSentBackWithIt(t *testing.T) {
