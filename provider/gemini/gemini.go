@@ -172,6 +172,9 @@ const cacheSettings = "gemini: implicit caching (nothing marked)"
 // store with a conversation (provider.CacheDescriber).
 func (p *Provider) CacheSettings() string { return cacheSettings }
 
+// WireName is "gemini" (provider.Named).
+func (p *Provider) WireName() string { return "gemini" }
+
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
 	stream := !p.cfg.NoStream

@@ -193,6 +193,9 @@ const cacheSettings = "openai: automatic prefix caching (nothing marked)"
 // store with a conversation (provider.CacheDescriber).
 func (p *Provider) CacheSettings() string { return cacheSettings }
 
+// WireName is "openai" (provider.Named).
+func (p *Provider) WireName() string { return "openai" }
+
 // Complete sends the request and reads the answer. The body is Body's
 // bytes, built on what p kept of the conversation's last body, posted as
 // the SDK would post it (send.go: its headers, its retries before any

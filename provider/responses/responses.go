@@ -282,6 +282,9 @@ const cacheSettings = "openai-responses: automatic prefix caching, prompt_cache_
 // store with a conversation (provider.CacheDescriber).
 func (p *Provider) CacheSettings() string { return cacheSettings }
 
+// WireName is Wire, "openai-responses" (provider.Named).
+func (p *Provider) WireName() string { return Wire }
+
 // Complete sends the request and reads the answer. The body is Body's
 // bytes, built on what p kept of the conversation's last body; streamed,
 // it is posted by provider/send with the SDK's headers, retries before any
