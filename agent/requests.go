@@ -15,12 +15,13 @@ import (
 type sent struct {
 	log   history.Requests // nil: nothing is kept
 	id    string
+	wire  string // the wire's name (provider.WireName)
 	body  []byte // the body of the request armed last, once the wire built it
 	place int    // where its answer will be stored
 }
 
 func (a *Agent) sending(id string) *sent {
-	s := &sent{id: id}
+	s := &sent{id: id, wire: provider.WireName(a.Provider)}
 	if a.KeepRequests {
 		s.log, _ = a.Store.(history.Requests)
 	}
@@ -44,7 +45,7 @@ func (s *sent) keep(ctx context.Context, answered bool, usage *history.Usage, er
 	if s == nil || s.log == nil || s.body == nil {
 		return
 	}
-	r := history.SentRequest{Msg: s.place, Body: s.body, Usage: usage}
+	r := history.SentRequest{Msg: s.place, Wire: s.wire, Body: s.body, Usage: usage}
 	if !answered {
 		r.Msg = -1
 	}

@@ -34,6 +34,9 @@ func TestKeptRequestsAreWhatTheProviderReceivedOnEveryWire(t *testing.T) {
 				if err != nil || sr.Msg != 1+2*i || sr.Usage == nil || sr.Error != "" {
 					t.Fatalf("request %d: %+v, %v", i+1, sr, err)
 				}
+				if sr.Wire != wire {
+					t.Fatalf("request %d was kept with the wire %q, want %q (issue 27 §10: it was always empty)", i+1, sr.Wire, wire)
+				}
 				if wire == "bedrock" || wire == "vertex" {
 					if !sameBesidesPlatformFields(t, sr.Body, got[i]) {
 						t.Fatalf("request %d kept\n%s\nreceived\n%s", i+1, sr.Body, got[i])

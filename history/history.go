@@ -74,7 +74,8 @@ type Part struct {
 	// when Wire is its own.
 	Wire string `json:"wire,omitempty"`
 	// Raw is, on a ReasoningPart, the block or item exactly as its wire
-	// sends it back.
+	// sends it back; on a TextPart of the openai-responses wire, the phase
+	// of the message it came in (a JSON string), sent back with it.
 	Raw json.RawMessage `json:"raw,omitempty"`
 	// Signature is an opaque token the provider attached to this part and
 	// wants back with it (Gemini's thought signature on a call or text).

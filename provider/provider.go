@@ -122,6 +122,23 @@ func CacheSettings(p Provider) string {
 	return ""
 }
 
+// Named is a wire that says its name, the one --provider takes
+// ("anthropic", "bedrock", "openai-responses", ...): the agent records it
+// with each request it keeps (history.SentRequest.Wire), so that a reader
+// of the requests knows which wire's shapes a body is in. The name must
+// not change from request to request.
+type Named interface {
+	WireName() string
+}
+
+// WireName is p's WireName, or "" when p does not say.
+func WireName(p Provider) string {
+	if n, ok := p.(Named); ok {
+		return n.WireName()
+	}
+	return ""
+}
+
 // ToolCall is the stored part for a tool call as a wire read it: the name
 // made well formed, the arguments kept as the model sent them — in Input
 // when they are a JSON object, else (not JSON, or JSON of another kind) in

@@ -34,6 +34,7 @@ Usage:
   myelin tool call NAME ARGS_JSON [--workspace DIR] [--allow-shell]
                    [--mcp-config FILE] [--inline-cap N] [--call-id ID] [--json]
   myelin mcp list [--workspace DIR] [--mcp-config FILE]
+  myelin mcp trust [--workspace DIR]
   myelin mcp login SERVER [--workspace DIR] [--mcp-config FILE]
   myelin serve [--addr HOST:PORT] [--token TOKEN] [run's flags]
   myelin version

@@ -274,7 +274,7 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	code = exitOK
 	status := set.Status()
 	if len(status) == 0 {
-		fmt.Fprintf(stdout, "no MCP servers: none approved in %s and no --mcp-config\n", filepath.Join(ws.Dir(), ".mcp.json"))
+		fmt.Fprintln(stdout, noServers(filepath.Join(ws.Dir(), ".mcp.json")))
 	}
 	for _, st := range status {
 		state := st.State
@@ -288,4 +288,14 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 	}
 	return code
+}
+
+// noServers is what mcp list says when it has no server: whether the
+// workspace has no .mcp.json at all, or one whose servers are not
+// approved, and how to give some.
+func noServers(file string) string {
+	if _, err := os.Lstat(file); errors.Is(err, os.ErrNotExist) {
+		return fmt.Sprintf("no MCP servers: there is no %s and no --mcp-config (write one, or give --mcp-config FILE)", file)
+	}
+	return fmt.Sprintf("no MCP servers: none approved in %s (`myelin mcp trust` shows and approves it) and no --mcp-config", file)
 }

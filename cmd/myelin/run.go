@@ -181,8 +181,15 @@ func (s *session) close() {
 	s.ws.Close()
 }
 
+// errNoKey is the error when no --provider is given and no provider's key
+// is set: it names every variable that would choose one.
+var errNoKey = errors.New("no provider API key is set: set ANTHROPIC_API_KEY (Anthropic), OPENAI_API_KEY (OpenAI, or a compatible server with OPENAI_BASE_URL), or GEMINI_API_KEY or GOOGLE_API_KEY (Gemini); or name a cloud platform, which reads its own credentials: --provider bedrock, vertex or google-cloud")
+
 // newProvider picks the wire from --provider or from which key is set.
 func newProvider(name string) (provider.Provider, string, error) {
+	if name == "" && !anyKey() {
+		return nil, "", errNoKey
+	}
 	switch name = wireName(name); name {
 	case "anthropic":
 		p, err := anthropic.New(anthropic.Config{})
@@ -207,6 +214,16 @@ func newProvider(name string) (provider.Provider, string, error) {
 		return p, defaultAnthropicModel, err
 	}
 	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai, openai-responses, gemini, bedrock, vertex or google-cloud", name)
+}
+
+// anyKey reports whether the key of a wire chosen by its key is set.
+func anyKey() bool {
+	for _, v := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"} {
+		if os.Getenv(v) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // wireName is the wire --provider names, or, without it, the one whose

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/delegate"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/script"
@@ -108,6 +109,11 @@ func toolCommand(ctx context.Context, args []string, stdin io.Reader, stdout, st
 	}
 	defer ws.Close()
 	f.tools.mcp.ui = newMCPUI(stdin, stderr)
+	// The tools a conversation is offered, background scripts' included
+	// (code_execution--list, --cancel, and code_execution's words on
+	// them), with their default limits: what is listed and described is
+	// what the model gets.
+	f.tools.background = &backgroundSetup{wakes: background.NewQueue()}
 	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
 	ts, err := openToolset(ctx, ws, f.tools, env, stderr)
 	if err != nil {

@@ -67,3 +67,27 @@ func TestToolCallArgsJSONFromStdinOrAFileMustBeJSON(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27 §12: the tool commands list and describe what the model is
+// offered: code_execution's background tools were offered to the model
+// but unknown to `tool describe`.
+func TestToolListAndDescribeKnowTheToolsTheModelIsOffered(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := cli(t, "tool", "list", "--workspace", dir)
+	if code != 0 {
+		t.Fatalf("tool list: exit %d, %s", code, errOut)
+	}
+	for _, name := range []string{"code_execution", "code_execution--list", "code_execution--cancel", "workspace--read"} {
+		if !strings.Contains(out, name+"\t") {
+			t.Errorf("tool list does not list %s:\n%s", name, out)
+		}
+	}
+	out, errOut, code = cli(t, "tool", "describe", "code_execution--list", "--workspace", dir)
+	if code != 0 || !strings.Contains(out, "background scripts") {
+		t.Fatalf("tool describe code_execution--list: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, _, _ = cli(t, "tool", "describe", "code_execution", "--workspace", dir)
+	if !strings.Contains(out, "background: true") {
+		t.Fatalf("code_execution is described without its background scripts, unlike what the model reads:\n%s", out)
+	}
+}

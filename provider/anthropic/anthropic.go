@@ -278,6 +278,9 @@ func (p *Provider) CacheSettings() string {
 	return cacheSettings
 }
 
+// WireName is Wire, "anthropic" (provider.Named).
+func (p *Provider) WireName() string { return Wire }
+
 // Body is the body Complete sends for req: BodyWith(req, !NoStream,
 // Thinking), byte for byte — on a platform with Send, as that platform
 // takes it (platformbody.go) — built from what p kept of the previous

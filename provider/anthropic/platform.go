@@ -240,6 +240,10 @@ func (p *OnPlatform) CacheSettings() string {
 	return p.platform.Name + ": " + p.Provider.CacheSettings()
 }
 
+// WireName is the platform's name ("bedrock", "vertex", "google-cloud";
+// provider.Named): its requests are in its own shapes around Anthropic's.
+func (p *OnPlatform) WireName() string { return p.platform.Name }
+
 // Complete sends the request through the platform and reads the answer.
 func (p *OnPlatform) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
 	streamed := false

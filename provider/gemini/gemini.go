@@ -61,6 +61,25 @@ import (
 	"github.com/myelin-run/myelin/result"
 )
 
+// DefaultAPIVersion is the API version the wire sends to when neither
+// Config.APIVersion nor $GOOGLE_GENAI_API_VERSION names one: v1beta, not
+// genai's own default (v1). What the wire sends — tools'
+// parametersJsonSchema, function responses with parts (Gemini 3's images
+// in a result), thought signatures and includeThoughts — is v1beta's
+// first, Google's SDKs for Python and JavaScript default to it, and every
+// public recording of the API's traffic uses it.
+const DefaultAPIVersion = "v1beta"
+
+// apiVersion is the API version to give genai: the configured one, else
+// "" when $GOOGLE_GENAI_API_VERSION names one (genai reads it, "beta"
+// included), else DefaultAPIVersion.
+func (cfg Config) apiVersion() string {
+	if cfg.APIVersion != "" || os.Getenv("GOOGLE_GENAI_API_VERSION") != "" {
+		return cfg.APIVersion
+	}
+	return DefaultAPIVersion
+}
+
 // Config configures the wire. The zero value reads GEMINI_API_KEY (or
 // GOOGLE_API_KEY, which the SDK prefers when both are set) and
 // GOOGLE_GEMINI_BASE_URL from the environment, as the SDK itself does.
@@ -70,7 +89,7 @@ type Config struct {
 	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
 	HTTPClient *http.Client // default: a new http.Client (net/http's default transport)
 	// APIVersion is the API version in the path ("v1", "v1beta"); ""
-	// means $GOOGLE_GENAI_API_VERSION, else the SDK's default (v1).
+	// means $GOOGLE_GENAI_API_VERSION, else DefaultAPIVersion.
 	APIVersion string
 	// NoStream sends non-streaming requests; the answer then arrives whole.
 	NoStream bool
@@ -111,7 +130,7 @@ func New(cfg Config) (*Provider, error) {
 		hc = &c
 	}
 	cc := &genai.ClientConfig{APIKey: ep.APIKey, Backend: genai.BackendGeminiAPI, HTTPClient: hc,
-		HTTPOptions: genai.HTTPOptions{BaseURL: ep.BaseURL, APIVersion: cfg.APIVersion}}
+		HTTPOptions: genai.HTTPOptions{BaseURL: ep.BaseURL, APIVersion: cfg.apiVersion()}}
 	if cc.HTTPOptions.BaseURL != "" && !strings.HasSuffix(cc.HTTPOptions.BaseURL, "/") {
 		cc.HTTPOptions.BaseURL += "/"
 	}
@@ -152,6 +171,9 @@ const cacheSettings = "gemini: implicit caching (nothing marked)"
 // CacheSettings says how the wire marks the prompt cache, for the agent to
 // store with a conversation (provider.CacheDescriber).
 func (p *Provider) CacheSettings() string { return cacheSettings }
+
+// WireName is "gemini" (provider.Named).
+func (p *Provider) WireName() string { return "gemini" }
 
 // Complete sends the request and reads the answer.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {

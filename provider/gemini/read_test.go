@@ -67,7 +67,7 @@ func newSDKWire(t testing.TB, hc *http.Client, cfg Config) *sdkWire {
 		base += "/"
 	}
 	client, err := genai.NewClient(context.Background(), &genai.ClientConfig{APIKey: cfg.APIKey, Backend: genai.BackendGeminiAPI, HTTPClient: hc,
-		HTTPOptions: genai.HTTPOptions{BaseURL: base, APIVersion: cfg.APIVersion}})
+		HTTPOptions: genai.HTTPOptions{BaseURL: base, APIVersion: cfg.apiVersion()}})
 	if err != nil {
 		t.Fatal(err)
 	}

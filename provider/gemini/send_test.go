@@ -220,3 +220,29 @@ func TestAnErrorAnswersBodyIsReadToABound(t *testing.T) {
 		t.Fatalf("%d bytes of message, %v", len(apiErr.Message), err)
 	}
 }
+
+func TestTheAPIVersionIsV1betaUnlessOneIsNamed(t *testing.T) {
+	for _, tc := range []struct {
+		name, cfg, env, want string
+	}{
+		{name: "default", want: "/base/v1beta/models/"},
+		{name: "configured", cfg: "v1", want: "/base/v1/models/"},
+		{name: "from the environment", env: "v1", want: "/base/v1/models/"},
+		{name: "beta from the environment", env: "beta", want: "/base/v1beta/models/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("GOOGLE_GENAI_API_VERSION", tc.env)
+			c := &canned{ctype: "text/event-stream", body: readFixture(t, "text.sse")}
+			p, err := New(Config{APIKey: "k", BaseURL: "https://gemini.invalid/base", APIVersion: tc.cfg, MaxRetries: -1, HTTPClient: &http.Client{Transport: c}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.reqs[0].URL.Path; !strings.HasPrefix(got, tc.want) {
+				t.Fatalf("sent to %s, want a path starting %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -22,7 +22,9 @@ package openai
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -191,6 +193,9 @@ const cacheSettings = "openai: automatic prefix caching (nothing marked)"
 // store with a conversation (provider.CacheDescriber).
 func (p *Provider) CacheSettings() string { return cacheSettings }
 
+// WireName is "openai" (provider.Named).
+func (p *Provider) WireName() string { return "openai" }
+
 // Complete sends the request and reads the answer. The body is Body's
 // bytes, built on what p kept of the conversation's last body, posted as
 // the SDK would post it (send.go: its headers, its retries before any
@@ -204,7 +209,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	}
 	req.Sent(body)
 	withBody := option.WithRequestBody("application/json", body)
-	var a accumulator
+	a := accumulator{onThinking: req.OnThinking}
 	if p.cfg.NoStream {
 		var c sdk.ChatCompletion
 		if err := p.client.Post(ctx, "chat/completions", nil, &c, withBody); err != nil {
@@ -214,7 +219,18 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 			return provider.Response{}, errors.New("openai: the answer has no choices")
 		}
 		ch := c.Choices[0]
+		var cont content
+		if raw := ch.Message.JSON.Content.Raw(); strings.HasPrefix(raw, "[") {
+			if err := cont.UnmarshalJSON([]byte(raw)); err != nil {
+				return provider.Response{}, fmt.Errorf("openai: the answer's content: %w", err)
+			}
+			ch.Message.Content = string(cont.Text)
+		}
 		a.text.WriteString(ch.Message.Content)
+		if cont.Thinking != "" {
+			a.think(string(cont.Thinking))
+		}
+		a.skip(cont.Skipped)
 		for _, tc := range ch.Message.ToolCalls {
 			a.calls = append(a.calls, &call{id: tc.ID, name: tc.Function.Name})
 			a.calls[len(a.calls)-1].args.WriteString(tc.Function.Arguments)
@@ -224,6 +240,9 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		a.setUsage(int(u.PromptTokens), int(u.CompletionTokens), int(u.PromptTokensDetails.CachedTokens))
 		if onText != nil && ch.Message.Content != "" {
 			onText(result.WellFormed(ch.Message.Content))
+		}
+		if err := a.errOnlySkipped(); err != nil {
+			return provider.Response{}, err
 		}
 		return a.response(), nil
 	}
@@ -239,6 +258,9 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	}
 	if a.stop == "" {
 		return provider.Response{}, errNoFinish
+	}
+	if err := a.errOnlySkipped(); err != nil {
+		return provider.Response{}, err
 	}
 	if w.Done() {
 		// answered and written: the conversation's next body may be
@@ -304,10 +326,67 @@ type call struct {
 }
 
 type accumulator struct {
-	text  strings.Builder
-	calls []*call
-	stop  string
-	u     history.Usage
+	text       strings.Builder
+	thinking   strings.Builder // from thinking parts (Mistral's reasoning models)
+	onThinking func(string)
+	skipped    map[string]int // content parts of types the wire does not read, by type
+	calls      []*call
+	stop       string
+	u          history.Usage
+}
+
+// think keeps a delta of reasoning and passes it on.
+func (a *accumulator) think(d string) {
+	a.thinking.WriteString(d)
+	if a.onThinking != nil {
+		a.onThinking(result.WellFormed(d))
+	}
+}
+
+// skip counts the content parts of types the wire does not read.
+func (a *accumulator) skip(by map[string]int) {
+	for k, n := range by {
+		if a.skipped == nil {
+			a.skipped = map[string]int{}
+		}
+		a.skipped[k] += n
+	}
+}
+
+// errOnlySkipped is the error of an answer that held nothing this wire
+// reads but content parts of other types: passed over silently, it would
+// be an empty answer.
+func (a *accumulator) errOnlySkipped() error {
+	if len(a.skipped) == 0 || a.text.Len() > 0 || a.thinking.Len() > 0 || len(a.calls) > 0 {
+		return nil
+	}
+	return fmt.Errorf("openai: the answer held only content parts of types this wire does not read (%s)", skipped(a.skipped))
+}
+
+// idBefore reports whether a call before the i-th has its id: a server
+// that numbers each answer's calls alike, or gives one id twice, would
+// have two results answer one id.
+func (a *accumulator) idBefore(i int) bool {
+	for _, c := range a.calls[:i] {
+		if c.id == a.calls[i].id {
+			return true
+		}
+	}
+	return false
+}
+
+// localPrefix begins the id this wire gives a call the server sent
+// without one (Gemini's OpenAI-compatible endpoint sends "id":"", some
+// local servers none) or with one an earlier call of the answer has.
+const localPrefix = "call_myelin_"
+
+// localID is an id for such a call: unique, stored with the call and sent
+// back as its id and its result's tool_call_id, as the server's own would
+// be, so that the request after a restart is the same.
+func localID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return localPrefix + hex.EncodeToString(b[:])
 }
 
 // setUsage keeps a completion's usage: its prompt tokens less the cached
@@ -318,14 +397,21 @@ func (a *accumulator) setUsage(prompt, completion, cached int) {
 
 func (a *accumulator) response() provider.Response {
 	msg := history.Message{Role: history.Assistant, Usage: &a.u}
-	if n := len(a.calls) + 1; a.text.Len() > 0 || len(a.calls) > 0 {
+	if n := len(a.calls) + 2; a.text.Len() > 0 || a.thinking.Len() > 0 || len(a.calls) > 0 {
 		// one allocation, not one a doubling; nil for none, as before
 		msg.Parts = make([]history.Part, 0, n)
+	}
+	if t := result.WellFormed(a.thinking.String()); t != "" {
+		// for people (history show, OnThinking): no Raw, so never sent back
+		msg.Parts = append(msg.Parts, history.Part{Type: history.ReasoningPart, Wire: "openai", Text: t})
 	}
 	if t := result.WellFormed(a.text.String()); t != "" {
 		msg.Parts = append(msg.Parts, history.Part{Type: history.TextPart, Text: t})
 	}
-	for _, c := range a.calls {
+	for i, c := range a.calls {
+		if c.id == "" || a.idBefore(i) {
+			c.id = localID()
+		}
 		msg.Parts = append(msg.Parts, provider.ToolCall(c.id, c.name, c.args.String()))
 	}
 	// "content_filter": the provider's filter stopped the answer

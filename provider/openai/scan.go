@@ -82,7 +82,8 @@ func (s *chunkScanner) choice(ch *choice) bool {
 		case 1:
 			return s.Members(deltaKeys, -1, func(i int) bool {
 				if i == 0 {
-					return s.ReadText(&ch.Delta.Content)
+					// a string; a list of parts goes to json.Unmarshal
+					return s.ReadText(&ch.Delta.Content.Text)
 				}
 				d := &ch.Delta
 				return s.Array(func() bool {

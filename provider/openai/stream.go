@@ -37,8 +37,8 @@ type chunk struct {
 type choice struct {
 	Index int `json:"index"`
 	Delta struct {
-		Content   provider.JSONText `json:"content"`
-		ToolCalls []toolCall        `json:"tool_calls"`
+		Content   content    `json:"content"`
+		ToolCalls []toolCall `json:"tool_calls"`
 	} `json:"delta"`
 	FinishReason string `json:"finish_reason"`
 }
@@ -96,13 +96,18 @@ func (a *accumulator) read(body io.Reader, onText func(string)) error {
 			if ch.Index != 0 {
 				continue
 			}
-			if d := string(ch.Delta.Content); d != "" {
+			if d := string(ch.Delta.Content.Text); d != "" {
 				streamed = true
 				a.text.WriteString(d)
 				if onText != nil {
 					onText(result.WellFormed(d))
 				}
 			}
+			if d := string(ch.Delta.Content.Thinking); d != "" {
+				streamed = true
+				a.think(d)
+			}
+			a.skip(ch.Delta.Content.Skipped)
 			for _, tc := range ch.Delta.ToolCalls {
 				if tc.Index < 0 || tc.Index >= maxCalls {
 					return fmt.Errorf("openai: a tool call in the stream has the index %d (an index from 0 to %d was expected)", tc.Index, maxCalls-1)

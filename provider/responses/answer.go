@@ -31,6 +31,9 @@ type outItem struct {
 	Content          []outContent    `json:"content"`
 	Summary          []outSummary    `json:"summary"`
 	EncryptedContent *string         `json:"encrypted_content"`
+	// Phase is an assistant message's phase ("commentary",
+	// "final_answer"), which the API asks to have back with the message.
+	Phase string `json:"phase"`
 }
 
 // outContent is a content part of a message or reasoning item.
@@ -49,6 +52,7 @@ type outSummary struct {
 type item struct {
 	kind         string // the item's type
 	callID, name string
+	phase        string          // a message's phase, from the item's added event
 	text         strings.Builder // message text from deltas
 	args         strings.Builder // function call arguments from deltas
 	final        *outItem        // the whole item, once given
@@ -173,7 +177,7 @@ func (a *accumulator) event(ev *event, data []byte) error {
 			return errors.New("openai-responses: an output item event without its item")
 		}
 		it := a.at(ev.OutputIndex)
-		it.kind, it.callID, it.name = ev.Item.Type, ev.Item.CallID, ev.Item.Name
+		it.kind, it.callID, it.name, it.phase = ev.Item.Type, ev.Item.CallID, ev.Item.Name, ev.Item.Phase
 	case "response.output_item.done":
 		if ev.Item == nil {
 			return errors.New("openai-responses: an output item event without its item")
@@ -254,12 +258,17 @@ func (a *accumulator) finish(r *response) error {
 	case "cancelled":
 		return fmt.Errorf("openai-responses: the response was cancelled")
 	}
-	for i := range r.Output {
-		it := a.at(int64(i))
-		if it.final != nil {
-			continue
+	if len(r.Output) > 0 {
+		// The response's own output list is the answer: the stream's
+		// items, numbered by its output_index, are what came before it.
+		// Both are never taken — a stream whose numbering and the list
+		// disagree (a proxy renumbering, an index from 1) had its text
+		// doubled — so the streamed items give way to the list.
+		clear(a.items)
+		for i := range r.Output {
+			it := a.at(int64(i))
+			it.kind, it.final = r.Output[i].Type, &r.Output[i]
 		}
-		it.kind, it.final = r.Output[i].Type, &r.Output[i]
 	}
 	if u := r.Usage; u != nil {
 		cached := u.InputTokensDetails.CachedTokens
@@ -319,8 +328,9 @@ func (a *accumulator) response() provider.Response {
 			}
 			msg.Parts = append(msg.Parts, Reasoning(summary, content, enc, o.EncryptedContent != nil))
 		case "message":
-			text := it.text.String()
+			text, phase := it.text.String(), it.phase
 			if o != nil {
+				phase = o.Phase
 				var b strings.Builder
 				for _, c := range o.Content {
 					switch c.Type {
@@ -334,7 +344,7 @@ func (a *accumulator) response() provider.Response {
 				text = b.String()
 			}
 			if t := result.WellFormed(text); t != "" {
-				msg.Parts = append(msg.Parts, history.Part{Type: history.TextPart, Text: t})
+				msg.Parts = append(msg.Parts, Text(t, phase))
 			}
 		case "function_call":
 			id, name, args := it.callID, it.name, it.args.String()

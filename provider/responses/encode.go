@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -31,9 +32,10 @@ func (e *encoder) items(m history.Message, sep string) string {
 		e.raw(sep)
 		sep = ","
 	}
-	open := false // an assistant message item is open: its text parts go in it
+	open := false    // an assistant message item is open: its text parts go in it
+	var phase []byte // the open item's phase, as stored (nil: none)
 	for i, p := range m.Parts {
-		if open && (p.Type != history.TextPart || m.Role != history.Assistant) {
+		if open && (p.Type != history.TextPart || m.Role != history.Assistant || p.Text != "" && !bytes.Equal(phaseOf(p), phase)) {
 			e.raw(`]}`)
 			open = false
 		}
@@ -48,7 +50,14 @@ func (e *encoder) items(m history.Message, sep string) string {
 					e.raw(`,`)
 				} else {
 					item()
-					e.raw(`{"type":"message","role":"assistant","content":[`)
+					phase = phaseOf(p)
+					e.raw(`{"type":"message","role":"assistant",`)
+					if phase != nil {
+						e.raw(`"phase":`)
+						e.buf = append(e.buf, phase...)
+						e.raw(`,`)
+					}
+					e.raw(`"content":[`)
 					open = true
 				}
 				e.raw(`{"type":"output_text","text":`)
@@ -114,6 +123,22 @@ func (e *encoder) items(m history.Message, sep string) string {
 		e.raw(`]}`)
 	}
 	return sep
+}
+
+// phaseOf is the phase a text part of this wire came with, as stored (a
+// JSON string), or nil: another wire's part, or none, or anything that
+// is not a JSON string, which is not sent.
+func phaseOf(p history.Part) []byte {
+	r := p.Raw
+	if p.Wire != Wire || len(r) < 2 || r[0] != '"' || r[len(r)-1] != '"' || !utf8.Valid(r) {
+		return nil
+	}
+	for _, c := range r[1 : len(r)-1] {
+		if c == '"' || c == '\\' || c < 0x20 {
+			return nil // a plain string is all a phase is
+		}
+	}
+	return r
 }
 
 // sendable reports whether p is a reasoning item this wire sends back: one

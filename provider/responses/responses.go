@@ -282,6 +282,9 @@ const cacheSettings = "openai-responses: automatic prefix caching, prompt_cache_
 // store with a conversation (provider.CacheDescriber).
 func (p *Provider) CacheSettings() string { return cacheSettings }
 
+// WireName is Wire, "openai-responses" (provider.Named).
+func (p *Provider) WireName() string { return Wire }
+
 // Complete sends the request and reads the answer. The body is Body's
 // bytes, built on what p kept of the conversation's last body; streamed,
 // it is posted by provider/send with the SDK's headers, retries before any
@@ -395,4 +398,18 @@ func Reasoning(summary, content []string, encrypted string, hasEncrypted bool) h
 	e.raw("}")
 	part.Raw = json.RawMessage(e.buf)
 	return part
+}
+
+// Text is an assistant text part as this wire stores it, from a message
+// item: with its phase ("commentary", "final_answer"), which gpt-5.3-codex
+// and later models want back on every assistant message, kept as Raw (the
+// phase as a JSON string) with Wire, so that only this wire sends it. A
+// message without a phase is a plain text part, as before phases were.
+func Text(text, phase string) history.Part {
+	p := history.Part{Type: history.TextPart, Text: text}
+	if phase != "" {
+		p.Wire = Wire
+		p.Raw = provider.AppendJSONString(nil, phase, false)
+	}
+	return p
 }

@@ -36,7 +36,7 @@ func sampleRequest() provider.Request {
 			{Role: history.Assistant, Parts: []history.Part{
 				ownReasoning,
 				{Type: history.ReasoningPart, Wire: "anthropic", Text: "not ours", Raw: json.RawMessage(`{"type":"thinking","thinking":"x","signature":"s"}`)},
-				{Type: history.TextPart, Text: "Reading."},
+				Text("Reading.", "commentary"),
 				{Type: history.ToolCallPart, CallID: "call_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
 				{Type: history.ToolCallPart, CallID: "call_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
 			}},

@@ -40,7 +40,7 @@ type eventScanner struct{ provider.Scanner }
 // which decodes the second value over the first).
 var (
 	eventKeys      = []string{"type", "output_index", "summary_index", "content_index", "delta", "item", "response", "code", "message", "error"}
-	itemKeys       = []string{"type", "call_id", "name", "arguments", "content", "summary", "encrypted_content"}
+	itemKeys       = []string{"type", "call_id", "name", "arguments", "content", "summary", "encrypted_content", "phase"}
 	contentKeys    = []string{"type", "text", "refusal"}
 	summaryKeys    = []string{"text"}
 	responseKeys   = []string{"status", "error", "output", "usage", "incomplete_details"}
@@ -117,6 +117,8 @@ func (s *eventScanner) item(it *outItem) bool {
 				sum := &it.Summary[len(it.Summary)-1]
 				return s.Members(summaryKeys, noRaw, func(int) bool { return s.ReadString(&sum.Text) })
 			}, func() { it.Summary = []outSummary{} })
+		case 7:
+			return s.ReadName(&it.Phase, names)
 		}
 		enc := new(string)
 		it.EncryptedContent = enc
@@ -184,7 +186,7 @@ var names = []string{
 	"response.completed", "response.incomplete", "response.failed", "error",
 	"function_call", "message", "reasoning", "output_text", "refusal",
 	"completed", "incomplete", "in_progress", "failed", "cancelled",
-	"max_output_tokens", "content_filter",
+	"max_output_tokens", "content_filter", "commentary", "final_answer",
 }
 
 // argumentsOf is the string a function_call item's arguments hold (raw,
