@@ -88,17 +88,6 @@ func TestOpeningABrokenStoreFileSaysWhatIsWrong(t *testing.T) {
 	}
 }
 
-// A 0-byte file written just now is a store another process is creating:
-// it is opened (SQLite's locks order the two), not refused.
-func TestAnEmptyStoreFileBeingCreatedIsOpened(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "h.db")
-	writeFile(t, path, nil)
-	s := openStore(t, path)
-	if err := s.Create(context.Background(), Conversation{ID: "c"}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestAMissingStoreFileIsANewStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sub", "h.db")
 	s := openStore(t, path)

@@ -5,8 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"runtime"
 	"strings"
 	"sync"
@@ -56,6 +55,10 @@ type SQLiteOptions struct {
 	// the machine itself stops. By default every commit is synced to disk
 	// before Append returns.
 	Relaxed bool
+	// Existing opens only a store that is there: where nothing is, it
+	// makes nothing (no file, no directory) and returns an error wrapping
+	// fs.ErrNotExist. For what only reads.
+	Existing bool
 	// NoFollow refuses to open the store when its directory, the store
 	// file or its -wal, -shm or -journal file is a symbolic link (each
 	// looked at with Lstat, never followed), with an error naming it: for
@@ -66,40 +69,65 @@ type SQLiteOptions struct {
 	NoFollow bool
 }
 
-// OpenSQLite opens (or creates) the store at path with the default options.
+// OpenSQLite opens the store at path with the default options, making it
+// when nothing is there.
 func OpenSQLite(path string) (*SQLite, error) { return OpenSQLiteWith(path, SQLiteOptions{}) }
 
-// OpenSQLiteWith opens (or creates) the store at path, making its
-// directory. Only a missing file makes a new store: an empty file (unless
-// another process is creating it at that moment), a file that is not a
-// SQLite database, a truncated one, or one that another process holds
-// locked for longer than 5 seconds, is an error that says so.
+// OpenSQLiteWith opens the store at path. Only where nothing is there — no
+// file, and none of the -wal, -shm and -journal files SQLite keeps beside
+// it — is a new store made (with its directory), and not with Existing:
+// then the error wraps fs.ErrNotExist. Anything else must be a store: an
+// empty file, side files without their store or beside an empty file, a
+// file that is not a SQLite database, a truncated one, one whose
+// write-ahead log has a damaged header, a SQLite database without tables,
+// or one that another process holds locked for longer than 5 seconds, is
+// an error that says what was found and how to recover, and nothing is
+// changed or deleted.
 func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
-	if err := checkFile(path, opts.NoFollow, time.Now()); err != nil {
+	none, err := checkFile(path, opts.NoFollow)
+	if err != nil {
 		return nil, err
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("history store %s: %v", path, err)
+	if none {
+		if opts.Existing {
+			return nil, fmt.Errorf("there is no history store at %s: %w", path, fs.ErrNotExist)
+		}
+		if err := createFile(path); err != nil {
+			return nil, err
+		}
+		// the one made, or one another process made meanwhile: checked
+		if none, err = checkFile(path, opts.NoFollow); err != nil {
+			return nil, err
+		}
+		if none {
+			return nil, fmt.Errorf("history store %s was made, and removed before it was opened (by another process?)", path)
 		}
 	}
 	sync := "FULL"
 	if opts.Relaxed {
 		sync = "NORMAL"
 	}
+	// mode=rw: SQLite makes no file here (a store is made by createFile
+	// alone), so a file removed since it was checked is an error. No
+	// journal_mode here: it would write the file's header as the
+	// connection opens, before the file is known to be a store; it is set
+	// once that is known (a store's header keeps it).
 	// _txlock=immediate: every transaction takes the write lock when it
 	// begins, so that the busy timeout applies to it; a deferred one that
 	// read first would fail at once when another process writes.
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=foreign_keys(1)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous("+sync+")&_pragma=foreign_keys(1)&_txlock=immediate"))
 	if err != nil {
-		return nil, fmt.Errorf("history store %s: %v", path, err)
+		return nil, fmt.Errorf("history store %s: %w", path, err)
 	}
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed, node: thisNode(), now: time.Now}
 	if err := s.migrateWaiting(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.walMode(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -124,6 +152,23 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 		}
 	}
 	return s, nil
+}
+
+// walMode puts the store in WAL mode, where it is not (a store made by
+// hand, or put in another mode by another program): a setting kept in the
+// file's header, so set once, and read by every connection after.
+func (s *SQLite) walMode() error {
+	var mode string
+	if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return s.explain("opening", err)
+	}
+	if mode == "wal" {
+		return nil
+	}
+	if err := s.db.QueryRow(`PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
+		return fmt.Errorf("history store %s: switching it to WAL mode from %q: %v", s.path, mode, err)
+	}
+	return nil
 }
 
 // explain makes a driver error say what is wrong with the store file.

@@ -127,7 +127,7 @@ func recordChecksum(id, system, created, parent, parentCall string) int64 {
 func (s *SQLite) migrateWaiting() error {
 	deadline := time.Now().Add(5 * time.Second)
 	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
-		err := s.migrate()
+		err := s.migrate(false)
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
@@ -141,9 +141,11 @@ func isBusy(err error) bool {
 	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
-// migrate creates the tables of a new store, brings an older layout to
-// this one, and refuses a store of another layout, saying so.
-func (s *SQLite) migrate() error {
+// migrate brings an older layout to this one, and refuses a store of
+// another layout, saying so. With create (createFile's file, made just
+// now) it creates the tables of a new store; else a SQLite database with
+// no tables is refused: not a store, and not taken for a new one.
+func (s *SQLite) migrate(create bool) error {
 	var version int
 	if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
 		return s.explain("opening", err)
@@ -176,8 +178,10 @@ func (s *SQLite) migrate() error {
 		doing, ddl = "bringing layout 2 to 4", schemaV3+schemaV4
 	case version == 3:
 		doing, ddl = "bringing layout 3 to 4", schemaV4
-	case version == 0 && tables == 0:
+	case version == 0 && tables == 0 && create:
 		doing, ddl = "creating", schema
+	case version == 0 && tables == 0:
+		return fmt.Errorf("history store %s is a SQLite database that has no tables: it is not a history store, and it is not taken for a new one; move it away to start a new store, or give another --store", s.path)
 	default:
 		return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use another --store, or a myelin that matches it", s.path, version, schemaVersion)
 	}
