@@ -141,7 +141,7 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires
 			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`},
 		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
-		{&s.touch, `UPDATE conversations SET updated = ?, messages = messages + ? WHERE id = ?`},
+		{&s.touch, `UPDATE conversations SET updated = ?, updated_crc = ?, messages = messages + ? WHERE id = ?`},
 		{&s.selectClaim, `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`},
 		{&s.insertKept, `INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES (?, ?, ?)`},
 		{&s.dropKept, `DELETE FROM kept WHERE conversation = ?`},
@@ -214,8 +214,8 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 				return s.explain(doing, err)
 			}
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall)
+		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call, updated_crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall, updatedChecksum(c.ID, created))
 		if err != nil {
 			return s.explain(doing, err)
 		}
@@ -246,23 +246,26 @@ func (s *SQLite) Get(ctx context.Context, id string) (Conversation, error) {
 // (c), for scanConversation: its count of stored messages beside the count
 // appended.
 const recordColumns = `c.id, c.system, c.created, c.updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc, c.parent, c.parent_call`
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc, c.parent, c.parent_call, c.updated_crc`
 
 type scanner interface{ Scan(...any) error }
 
 // scanConversation reads a conversation's record and checks it: against
-// its checksum, its times, and that it holds as many messages as were
+// its checksums, its times, and that it holds as many messages as were
 // appended to it.
 func (s *SQLite) scanConversation(row scanner) (Conversation, error) {
 	var c Conversation
 	var created, updated string
 	var appended int
-	var crc int64
-	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc, &c.Parent, &c.ParentCall); err != nil {
+	var crc, updatedCRC int64
+	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc, &c.Parent, &c.ParentCall, &updatedCRC); err != nil {
 		return c, err
 	}
 	if sum := recordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, ErrDamaged)
+	}
+	if sum := updatedChecksum(c.ID, updated); sum != updatedCRC {
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its last update time (%q) no longer matches its checksum (stored %08x, now %08x): %w", s.path, c.ID, updated, updatedCRC, sum, ErrDamaged)
 	}
 	if c.Messages != appended {
 		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.path, c.ID, c.Messages, appended, ErrDamaged)
@@ -547,7 +550,8 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 				return s.explain(doing, err)
 			}
 		}
-		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.Format(timeFormat), len(msgs), id); err != nil {
+		updated := now.Format(timeFormat)
+		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, updated, updatedChecksum(id, updated), len(msgs), id); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil
