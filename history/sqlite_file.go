@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"crypto/rand"
 	"database/sql"
 	"encoding/binary"
@@ -78,13 +79,16 @@ func checkFile(path string, noFollow bool) (none bool, err error) {
 			return false, err
 		}
 	}
+	// The side files first: another process opening a store it has just
+	// made makes them after the file, so a file missing after them is
+	// missing indeed, not made meanwhile.
+	sides, err := sidesOf(path)
+	if err != nil {
+		return false, err
+	}
 	fi, err := os.Stat(path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("history store %s: %w", path, err)
-	}
-	sides, serr := sidesOf(path)
-	if serr != nil {
-		return false, serr
 	}
 	if err != nil { // the file is not there
 		if len(sides) == 0 {
@@ -171,14 +175,23 @@ func checkLog(path string, size int64) error {
 		return nil
 	}
 	wal := path + "-wal"
-	f, err := os.Open(wal)
-	if err != nil {
-		return fmt.Errorf("history store %s: %w", path, err)
-	}
-	defer f.Close()
+	// Read until two reads agree: another process may be writing the
+	// header at that moment (starting the log anew).
 	var h [walHeaderSize]byte
-	if _, err := io.ReadFull(f, h[:]); err != nil {
-		return fmt.Errorf("history store %s: reading the header of its write-ahead log %s: %w", path, wal, err)
+	for try := 0; ; try++ {
+		first, err1 := readHeader(wal)
+		again, err2 := readHeader(wal)
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("history store %s: %w", path, err)
+		}
+		if first == nil || again == nil {
+			return nil // gone, or cut short, since: checkpointed, or reset
+		}
+		if bytes.Equal(first, again) || try == 9 {
+			copy(h[:], again)
+			break
+		}
+		time.Sleep(time.Millisecond)
 	}
 	var what string
 	magic, pageSize := binary.BigEndian.Uint32(h[0:4]), binary.BigEndian.Uint32(h[8:12])
@@ -199,6 +212,26 @@ func checkLog(path string, size int64) error {
 		return nil
 	}
 	return fmt.Errorf("history store %s: the header of its write-ahead log %s (%d bytes) is damaged: %s. SQLite would take the log for empty, and delete it with the store's last writes in it when the store closed: the store is not opened, and nothing was changed. Keep a copy of both files; moving the log aside opens the store as it was before the writes only the log holds", path, wal, size, what)
+}
+
+// readHeader reads the header of the write-ahead log at wal: nil when the
+// log is not there or shorter than its header.
+func readHeader(wal string) ([]byte, error) {
+	f, err := os.Open(wal)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the header of the write-ahead log %s: %w", wal, err)
+	}
+	defer f.Close()
+	h := make([]byte, walHeaderSize)
+	if _, err := io.ReadFull(f, h); errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("reading the header of the write-ahead log %s: %w", wal, err)
+	}
+	return h, nil
 }
 
 // walChecksum is SQLite's checksum of a write-ahead log's header (its
