@@ -70,6 +70,12 @@ func TestOpeningABrokenStoreFileSaysWhatIsWrong(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []string{"is not a regular file"}},
+		{"a store whose log is a directory", func(t *testing.T, path string) {
+			storeWithMessages(t, filepath.Dir(path))
+			if err := os.Mkdir(path+"-wal", 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"h.db-wal is not a regular file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "h.db")

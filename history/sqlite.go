@@ -179,6 +179,10 @@ func (s *SQLite) explain(doing string, err error) error {
 		return fmt.Errorf("history store %s is locked by another process (%s): %v", s.path, doing, err)
 	case strings.Contains(msg, "file is not a database") || strings.Contains(msg, "SQLITE_NOTADB") || strings.Contains(msg, "malformed"):
 		return fmt.Errorf("history store %s is not a myelin history database or is corrupt (%s): %v", s.path, doing, err)
+	case strings.Contains(msg, "unable to open database file") || strings.Contains(msg, "readonly database"):
+		// a store in WAL mode is read through its -shm, which SQLite must
+		// be able to make (or write) beside it
+		return fmt.Errorf("history store %s: %s: %v: SQLite cannot open it, or make or write the -wal and -shm files beside it: is its directory read-only, or are they another user's? Nothing was changed", s.path, doing, err)
 	}
 	return fmt.Errorf("history store %s: %s: %v", s.path, doing, err)
 }

@@ -43,6 +43,9 @@ func sidesOf(path string) ([]sideFile, error) {
 		if err != nil {
 			return nil, fmt.Errorf("history store %s: %w", path, err)
 		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("history store %s: %s is not a regular file (%s): move it away", path, path+suffix, fi.Mode().Type())
+		}
 		out = append(out, sideFile{path + suffix, fi.Size()})
 	}
 	return out, nil
