@@ -3,8 +3,10 @@ package history
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,12 +58,14 @@ func TestAppendWaitsForAWriteLockHeldByAnotherConnection(t *testing.T) {
 	}
 }
 
-// A store of layout 1, 2 or 3 is brought to layout 4 when opened, its
-// messages kept, checksummed and counted: they read back, and a new one
-// is appended after them; a conversation linked to a parent's call can
-// then be made beside them.
-func TestAnOlderLayoutIsBroughtToLayout4(t *testing.T) {
-	for _, fixture := range []string{"layout1.sql", "layout2.sql", "layout3.sql"} {
+// A store of layout 1, 2, 3 or 4 is brought to layout 5 when opened, its
+// messages kept, checksummed and counted, its records' last update times
+// checksummed as they were: they read back, and a new one is appended
+// after them; a conversation linked to a parent's call can then be made
+// beside them; and a last update time changed behind the store's back is
+// then reported.
+func TestAnOlderLayoutIsBroughtToLayout5(t *testing.T) {
+	for _, fixture := range []string{"layout1.sql", "layout2.sql", "layout3.sql", "layout4.sql"} {
 		t.Run(fixture, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "h.db")
 			script, err := os.ReadFile(filepath.Join("testdata", fixture))
@@ -93,7 +97,7 @@ func TestAnOlderLayoutIsBroughtToLayout4(t *testing.T) {
 				t.Fatalf("conversation %+v, %v", c, err)
 			}
 			var version int
-			if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 4 {
+			if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 5 {
 				t.Fatalf("layout %d, %v", version, err)
 			}
 			if err := s.Create(ctx, Conversation{ID: "child", Parent: "old", ParentCall: "call_1"}); err != nil {
@@ -102,6 +106,11 @@ func TestAnOlderLayoutIsBroughtToLayout4(t *testing.T) {
 			kids, err := openStore(t, path).Children(ctx, "old")
 			if err != nil || len(kids) != 1 || kids[0].ID != "child" || kids[0].ParentCall != "call_1" {
 				t.Fatalf("children %+v, %v", kids, err)
+			}
+			s.Close()
+			damage(t, path, `UPDATE conversations SET updated = '2027-01-01T00:00:00Z' WHERE id = 'old'`)
+			if _, err := openStore(t, path).Get(ctx, "old"); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "last update time") {
+				t.Fatalf("a changed last update time read back: %v", err)
 			}
 		})
 	}

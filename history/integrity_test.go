@@ -70,6 +70,12 @@ func TestOpeningABrokenStoreFileSaysWhatIsWrong(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []string{"is not a regular file"}},
+		{"a store whose log is a directory", func(t *testing.T, path string) {
+			storeWithMessages(t, filepath.Dir(path))
+			if err := os.Mkdir(path+"-wal", 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"h.db-wal is not a regular file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "h.db")
@@ -85,17 +91,6 @@ func TestOpeningABrokenStoreFileSaysWhatIsWrong(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// A 0-byte file written just now is a store another process is creating:
-// it is opened (SQLite's locks order the two), not refused.
-func TestAnEmptyStoreFileBeingCreatedIsOpened(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "h.db")
-	writeFile(t, path, nil)
-	s := openStore(t, path)
-	if err := s.Create(context.Background(), Conversation{ID: "c"}); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -276,6 +271,85 @@ func TestNoFlippedByteChangesWhatIsReadWithoutAnError(t *testing.T) {
 	}
 	if silent > 0 {
 		t.Errorf("%d flips changed what was read without an error", silent)
+	}
+}
+
+// The issue's case: a conversation's last update time was the one stored
+// field no checksum covered, and 4 of 7,607 single-bit flips changed it
+// without an error — and it orders List, so it decides what --continue
+// continues. Here each of the low four bits of each byte of the stored
+// time is flipped in turn, wherever the time is in the file (in the
+// record, and in the JSON of the message appended at that moment): the
+// record, the list and the messages read back as written, or an error.
+func TestNoFlippedBitOfTheLastUpdateTimeGoesUnnoticed(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "h.db")
+	s, err := OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, id := range []string{"older", "newer"} {
+		if err := s.Create(ctx, Conversation{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(ctx, id, sampleMessages()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantList, err := s.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var updated string
+	if err := s.db.QueryRow(`SELECT updated FROM conversations WHERE id = 'older'`).Scan(&updated); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	stored, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []int
+	for i := 0; ; {
+		j := bytes.Index(stored[i:], []byte(updated))
+		if j < 0 {
+			break
+		}
+		at, i = append(at, i+j), i+j+1
+	}
+	if len(at) == 0 {
+		t.Fatalf("the last update time %q is not in the file", updated)
+	}
+	flips, silent := 0, 0
+	for _, start := range at {
+		for i := start; i < start+len(updated); i++ {
+			for bit := range 4 {
+				b := append([]byte(nil), stored...)
+				b[i] ^= 1 << bit
+				flipped := filepath.Join(dir, "flipped.db")
+				writeFile(t, flipped, b)
+				flips++
+				s, err := OpenSQLite(flipped)
+				if err != nil {
+					continue
+				}
+				list, err1 := s.List(ctx)
+				c, err2 := s.Get(ctx, "older")
+				_, err3 := s.Messages(ctx, "older")
+				s.Close()
+				if err1 != nil || err2 != nil || err3 != nil {
+					continue
+				}
+				if !reflect.DeepEqual(list, wantList) || !reflect.DeepEqual(c, wantList[1]) {
+					silent++
+					t.Errorf("bit %d of byte %d flipped (%q): list %v, record %v, and no error", bit, i, b[start:start+len(updated)], list, c)
+				}
+			}
+		}
+	}
+	if silent > 0 {
+		t.Errorf("%d of %d flips changed the last update time without an error", silent, flips)
 	}
 }
 

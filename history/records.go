@@ -49,6 +49,12 @@ func RecordChecksum(id, system, created, parent, parentCall string) int64 {
 	return recordChecksum(id, system, created, parent, parentCall)
 }
 
+// UpdatedChecksum is the checksum (CRC-32C) of a conversation's last
+// update time, with its id: of the time as stored, TimeFormat in UTC (a
+// store that keeps a time, not text, checks TimeFormat of the time it
+// reads back). Kept beside the time, written with it by every Append.
+func UpdatedChecksum(id, updated string) int64 { return updatedChecksum(id, updated) }
+
 // CheckLink returns the error for a conversation's link to its parent that
 // no store may take (Create), saying what is wrong: a ParentCall without a
 // Parent, a conversation its own parent. Whether the parent is in the

@@ -5,8 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"runtime"
 	"strings"
 	"sync"
@@ -56,6 +55,10 @@ type SQLiteOptions struct {
 	// the machine itself stops. By default every commit is synced to disk
 	// before Append returns.
 	Relaxed bool
+	// Existing opens only a store that is there: where nothing is, it
+	// makes nothing (no file, no directory) and returns an error wrapping
+	// fs.ErrNotExist. For what only reads.
+	Existing bool
 	// NoFollow refuses to open the store when its directory, the store
 	// file or its -wal, -shm or -journal file is a symbolic link (each
 	// looked at with Lstat, never followed), with an error naming it: for
@@ -66,40 +69,65 @@ type SQLiteOptions struct {
 	NoFollow bool
 }
 
-// OpenSQLite opens (or creates) the store at path with the default options.
+// OpenSQLite opens the store at path with the default options, making it
+// when nothing is there.
 func OpenSQLite(path string) (*SQLite, error) { return OpenSQLiteWith(path, SQLiteOptions{}) }
 
-// OpenSQLiteWith opens (or creates) the store at path, making its
-// directory. Only a missing file makes a new store: an empty file (unless
-// another process is creating it at that moment), a file that is not a
-// SQLite database, a truncated one, or one that another process holds
-// locked for longer than 5 seconds, is an error that says so.
+// OpenSQLiteWith opens the store at path. Only where nothing is there — no
+// file, and none of the -wal, -shm and -journal files SQLite keeps beside
+// it — is a new store made (with its directory), and not with Existing:
+// then the error wraps fs.ErrNotExist. Anything else must be a store: an
+// empty file, side files without their store or beside an empty file, a
+// file that is not a SQLite database, a truncated one, one whose
+// write-ahead log has a damaged header, a SQLite database without tables,
+// or one that another process holds locked for longer than 5 seconds, is
+// an error that says what was found and how to recover, and nothing is
+// changed or deleted.
 func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
-	if err := checkFile(path, opts.NoFollow, time.Now()); err != nil {
+	none, err := checkFile(path, opts.NoFollow)
+	if err != nil {
 		return nil, err
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("history store %s: %v", path, err)
+	if none {
+		if opts.Existing {
+			return nil, fmt.Errorf("there is no history store at %s: %w", path, fs.ErrNotExist)
+		}
+		if err := createFile(path); err != nil {
+			return nil, err
+		}
+		// the one made, or one another process made meanwhile: checked
+		if none, err = checkFile(path, opts.NoFollow); err != nil {
+			return nil, err
+		}
+		if none {
+			return nil, fmt.Errorf("history store %s was made, and removed before it was opened (by another process?)", path)
 		}
 	}
 	sync := "FULL"
 	if opts.Relaxed {
 		sync = "NORMAL"
 	}
+	// mode=rw: SQLite makes no file here (a store is made by createFile
+	// alone), so a file removed since it was checked is an error. No
+	// journal_mode here: it would write the file's header as the
+	// connection opens, before the file is known to be a store; it is set
+	// once that is known (a store's header keeps it).
 	// _txlock=immediate: every transaction takes the write lock when it
 	// begins, so that the busy timeout applies to it; a deferred one that
 	// read first would fail at once when another process writes.
-	dsn := "file:" + path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(" + sync + ")&_pragma=foreign_keys(1)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous("+sync+")&_pragma=foreign_keys(1)&_txlock=immediate"))
 	if err != nil {
-		return nil, fmt.Errorf("history store %s: %v", path, err)
+		return nil, fmt.Errorf("history store %s: %w", path, err)
 	}
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed, node: thisNode(), now: time.Now}
 	if err := s.migrateWaiting(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := s.walMode(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -113,7 +141,7 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires
 			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`},
 		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
-		{&s.touch, `UPDATE conversations SET updated = ?, messages = messages + ? WHERE id = ?`},
+		{&s.touch, `UPDATE conversations SET updated = ?, updated_crc = ?, messages = messages + ? WHERE id = ?`},
 		{&s.selectClaim, `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`},
 		{&s.insertKept, `INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES (?, ?, ?)`},
 		{&s.dropKept, `DELETE FROM kept WHERE conversation = ?`},
@@ -126,6 +154,23 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	return s, nil
 }
 
+// walMode puts the store in WAL mode, where it is not (a store made by
+// hand, or put in another mode by another program): a setting kept in the
+// file's header, so set once, and read by every connection after.
+func (s *SQLite) walMode() error {
+	var mode string
+	if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return s.explain("opening", err)
+	}
+	if mode == "wal" {
+		return nil
+	}
+	if err := s.db.QueryRow(`PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
+		return fmt.Errorf("history store %s: switching it to WAL mode from %q: %v", s.path, mode, err)
+	}
+	return nil
+}
+
 // explain makes a driver error say what is wrong with the store file.
 func (s *SQLite) explain(doing string, err error) error {
 	msg := err.Error()
@@ -134,6 +179,10 @@ func (s *SQLite) explain(doing string, err error) error {
 		return fmt.Errorf("history store %s is locked by another process (%s): %v", s.path, doing, err)
 	case strings.Contains(msg, "file is not a database") || strings.Contains(msg, "SQLITE_NOTADB") || strings.Contains(msg, "malformed"):
 		return fmt.Errorf("history store %s is not a myelin history database or is corrupt (%s): %v", s.path, doing, err)
+	case strings.Contains(msg, "unable to open database file") || strings.Contains(msg, "readonly database"):
+		// a store in WAL mode is read through its -shm, which SQLite must
+		// be able to make (or write) beside it
+		return fmt.Errorf("history store %s: %s: %v: SQLite cannot open it, or make or write the -wal and -shm files beside it: is its directory read-only, or are they another user's? Nothing was changed", s.path, doing, err)
 	}
 	return fmt.Errorf("history store %s: %s: %v", s.path, doing, err)
 }
@@ -169,8 +218,8 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 				return s.explain(doing, err)
 			}
 		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall)
+		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call, updated_crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall, updatedChecksum(c.ID, created))
 		if err != nil {
 			return s.explain(doing, err)
 		}
@@ -201,23 +250,26 @@ func (s *SQLite) Get(ctx context.Context, id string) (Conversation, error) {
 // (c), for scanConversation: its count of stored messages beside the count
 // appended.
 const recordColumns = `c.id, c.system, c.created, c.updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc, c.parent, c.parent_call`
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc, c.parent, c.parent_call, c.updated_crc`
 
 type scanner interface{ Scan(...any) error }
 
 // scanConversation reads a conversation's record and checks it: against
-// its checksum, its times, and that it holds as many messages as were
+// its checksums, its times, and that it holds as many messages as were
 // appended to it.
 func (s *SQLite) scanConversation(row scanner) (Conversation, error) {
 	var c Conversation
 	var created, updated string
 	var appended int
-	var crc int64
-	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc, &c.Parent, &c.ParentCall); err != nil {
+	var crc, updatedCRC int64
+	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc, &c.Parent, &c.ParentCall, &updatedCRC); err != nil {
 		return c, err
 	}
 	if sum := recordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, ErrDamaged)
+	}
+	if sum := updatedChecksum(c.ID, updated); sum != updatedCRC {
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its last update time (%q) no longer matches its checksum (stored %08x, now %08x): %w", s.path, c.ID, updated, updatedCRC, sum, ErrDamaged)
 	}
 	if c.Messages != appended {
 		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.path, c.ID, c.Messages, appended, ErrDamaged)
@@ -502,7 +554,8 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 				return s.explain(doing, err)
 			}
 		}
-		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, now.Format(timeFormat), len(msgs), id); err != nil {
+		updated := now.Format(timeFormat)
+		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, updated, updatedChecksum(id, updated), len(msgs), id); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil

@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS conversations (
 	messages INTEGER NOT NULL DEFAULT 0, -- how many messages it holds (layout 3)
 	crc      INTEGER NOT NULL DEFAULT 0, -- recordChecksum of id, system, created, parent, parent_call (layout 3)
 	parent      TEXT NOT NULL DEFAULT '', -- Conversation.Parent (layout 4)
-	parent_call TEXT NOT NULL DEFAULT ''  -- Conversation.ParentCall (layout 4)
+	parent_call TEXT NOT NULL DEFAULT '', -- Conversation.ParentCall (layout 4)
+	updated_crc INTEGER NOT NULL DEFAULT 0 -- updatedChecksum of id, updated (layout 5)
 );
 CREATE INDEX IF NOT EXISTS conversations_parent ON conversations(parent) WHERE parent != '';
 CREATE TABLE IF NOT EXISTS messages (
@@ -76,6 +77,15 @@ ALTER TABLE conversations ADD COLUMN parent_call TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS conversations_parent ON conversations(parent) WHERE parent != '';
 `
 
+// schemaV5 is what layout 5 added to layout 4: a checksum of each
+// conversation's last update time, the one field of a record that changes
+// (with every Append) and that no checksum covered — it orders List, and
+// so decides what --continue continues. Upgrading fills it in
+// (fillUpdatedChecksums).
+const schemaV5 = `
+ALTER TABLE conversations ADD COLUMN updated_crc INTEGER NOT NULL DEFAULT 0;
+`
+
 // dropUpdatedIndex drops the index on conversations(updated) that stores
 // made before issue 13 have. Every Append changes updated, so the index
 // cost each append a page of its own in the log (two of a round's eleven);
@@ -89,8 +99,8 @@ const dropUpdatedIndex = `DROP INDEX IF EXISTS conversations_updated`
 // cost of five when a long conversation is read after a restart. Layouts 1
 // (no claims, no kept results) and 2 (no checksums) are brought to 3 when
 // opened, and so is 3 (no links of subagents' conversations to their
-// parents' calls) to 4.
-const schemaVersion = 4
+// parents' calls) to 4, and 4 (no checksum of the last update time) to 5.
+const schemaVersion = 5
 
 // castagnoli is the CRC-32C table: computed by the CPU's own instruction
 // where it has one (amd64, arm64), about 10 GB/s.
@@ -110,7 +120,7 @@ func messageChecksum(conversation string, seq int, raw []byte) int64 {
 
 // recordChecksum is a conversation record's checksum: of the fields that
 // never change once it is created. Its count of messages is checked
-// against the messages themselves; its updated time is not checked. A
+// against the messages themselves, its updated time by updatedChecksum. A
 // record without a parent has the checksum it had before links were kept
 // (layout 3), so that upgrading changes no record.
 func recordChecksum(id, system, created, parent, parentCall string) int64 {
@@ -120,6 +130,13 @@ func recordChecksum(id, system, created, parent, parentCall string) int64 {
 	return checksum([]byte(id + "\x00" + system + "\x00" + created + "\x00" + parent + "\x00" + parentCall))
 }
 
+// updatedChecksum is the checksum of a conversation's last update time as
+// stored (TimeFormat, UTC), with its id: kept beside it, and written with
+// it by every Append.
+func updatedChecksum(id, updated string) int64 {
+	return checksum([]byte(id + "\x00" + updated))
+}
+
 // migrateWaiting is migrate, tried again while another connection holds
 // the file in a way SQLite reports as busy at once, without its busy
 // timeout (it does so while another process switches a new file to WAL or
@@ -127,7 +144,7 @@ func recordChecksum(id, system, created, parent, parentCall string) int64 {
 func (s *SQLite) migrateWaiting() error {
 	deadline := time.Now().Add(5 * time.Second)
 	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
-		err := s.migrate()
+		err := s.migrate(false)
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
@@ -141,9 +158,11 @@ func isBusy(err error) bool {
 	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
-// migrate creates the tables of a new store, brings an older layout to
-// this one, and refuses a store of another layout, saying so.
-func (s *SQLite) migrate() error {
+// migrate brings an older layout to this one, and refuses a store of
+// another layout, saying so. With create (createFile's file, made just
+// now) it creates the tables of a new store; else a SQLite database with
+// no tables is refused: not a store, and not taken for a new one.
+func (s *SQLite) migrate(create bool) error {
 	var version int
 	if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
 		return s.explain("opening", err)
@@ -171,13 +190,17 @@ func (s *SQLite) migrate() error {
 	case version == schemaVersion:
 		return nil
 	case version == 1:
-		doing, ddl = "bringing layout 1 to 4", schemaV2+schemaV3+schemaV4
+		doing, ddl = "bringing layout 1 to 5", schemaV2+schemaV3+schemaV4+schemaV5
 	case version == 2:
-		doing, ddl = "bringing layout 2 to 4", schemaV3+schemaV4
+		doing, ddl = "bringing layout 2 to 5", schemaV3+schemaV4+schemaV5
 	case version == 3:
-		doing, ddl = "bringing layout 3 to 4", schemaV4
-	case version == 0 && tables == 0:
+		doing, ddl = "bringing layout 3 to 5", schemaV4+schemaV5
+	case version == 4:
+		doing, ddl = "bringing layout 4 to 5", schemaV5
+	case version == 0 && tables == 0 && create:
 		doing, ddl = "creating", schema
+	case version == 0 && tables == 0:
+		return fmt.Errorf("history store %s is a SQLite database that has no tables: it is not a history store, and it is not taken for a new one; move it away to start a new store, or give another --store", s.path)
 	default:
 		return fmt.Errorf("history store %s has layout %d, and this myelin reads layout %d: use another --store, or a myelin that matches it", s.path, version, schemaVersion)
 	}
@@ -186,6 +209,11 @@ func (s *SQLite) migrate() error {
 	}
 	if version > 0 && version < 3 {
 		if err := fillChecksums(tx); err != nil {
+			return s.explain(doing, err)
+		}
+	}
+	if version > 0 {
+		if err := fillUpdatedChecksums(tx); err != nil {
 			return s.explain(doing, err)
 		}
 	}
@@ -274,6 +302,34 @@ func fillRecordChecksums(tx *sql.Tx) error {
 	}
 	for id, sum := range sums {
 		if _, err := tx.Exec(`UPDATE conversations SET crc = ? WHERE id = ?`, sum, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fillUpdatedChecksums computes the checksum of every conversation's last
+// update time (layout 5), in the upgrade's transaction: taken as written.
+func fillUpdatedChecksums(tx *sql.Tx) error {
+	rows, err := tx.Query(`SELECT id, updated FROM conversations`)
+	if err != nil {
+		return err
+	}
+	sums := map[string]int64{}
+	for rows.Next() {
+		var id, updated string
+		if err := rows.Scan(&id, &updated); err != nil {
+			rows.Close()
+			return err
+		}
+		sums[id] = updatedChecksum(id, updated)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for id, sum := range sums {
+		if _, err := tx.Exec(`UPDATE conversations SET updated_crc = ? WHERE id = ?`, sum, id); err != nil {
 			return err
 		}
 	}

@@ -334,7 +334,7 @@ func TestAStoreOfAnotherLayoutIsRefusedWithAClearError(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := OpenSQLite(path); err == nil || !strings.Contains(err.Error(), "has layout 7, and this myelin reads layout 4") {
+	if _, err := OpenSQLite(path); err == nil || !strings.Contains(err.Error(), "has layout 7, and this myelin reads layout 5") {
 		t.Fatalf("err = %v", err)
 	}
 }

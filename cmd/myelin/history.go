@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
@@ -167,8 +167,12 @@ func openHistoryStore(ctx context.Context, cmd, sub, store, wsDir string, pos []
 			return nil, "", exitError
 		}
 	}
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		// reading makes no store: say there is none yet
+	// The default store is in the workspace: checked above, and again by
+	// the store as it opens (a link planted between the two is refused).
+	// Reading makes no store, and deletes nothing (openSQLite).
+	s, err := openSQLite(path, storeInWorkspace, false)
+	if errors.Is(err, fs.ErrNotExist) {
+		// say there is none yet
 		if sub == "list" {
 			fmt.Fprintf(stdout, "no conversations: there is no history store at %s yet; `myelin run PROMPT` starts one\n", path)
 			return nil, "", exitOK
@@ -176,9 +180,6 @@ func openHistoryStore(ctx context.Context, cmd, sub, store, wsDir string, pos []
 		fmt.Fprintf(stderr, "myelin history show: no such conversation %q: there is no history store at %s\n", pos[0], path)
 		return nil, "", exitError
 	}
-	// The default store is in the workspace: checked above, and again by
-	// the store as it opens (a link planted between the two is refused).
-	s, err := history.OpenSQLiteWith(path, history.SQLiteOptions{NoFollow: storeInWorkspace})
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin history: %v\n", err)
 		return nil, "", exitError

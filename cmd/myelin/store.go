@@ -95,9 +95,21 @@ func openSessionStore(ctx context.Context, store, wsDir string) (history.Store, 
 			return nil, "", err
 		}
 	}
-	s, err := history.OpenSQLiteWith(path, history.SQLiteOptions{NoFollow: inWorkspace})
+	s, err := openSQLite(path, inWorkspace, true)
 	if err != nil {
 		return nil, "", err
 	}
 	return s, path, nil
+}
+
+// openSQLite opens the SQLite store at path for a command. Only a command
+// that writes (create: run, chat, serve) makes one, and only where nothing
+// is there — no file, no -wal, -shm or -journal beside it; a command that
+// only reads (history) opens a store that is there, and where none is,
+// makes nothing and returns an error wrapping fs.ErrNotExist. Anything
+// else at path is refused by the store, saying what was found and how to
+// recover it; nothing is deleted. A store in the workspace (inWorkspace)
+// follows no symbolic link.
+func openSQLite(path string, inWorkspace, create bool) (*history.SQLite, error) {
+	return history.OpenSQLiteWith(path, history.SQLiteOptions{NoFollow: inWorkspace, Existing: !create})
 }

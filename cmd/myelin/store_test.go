@@ -4,10 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/myelin-run/myelin/history"
 
 	"github.com/myelin-run/myelin/history/postgres/pgtest"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -136,4 +139,139 @@ func TestAStoreThatLooksLikeAnotherURLIsRefusedNotMadeAFile(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// storeFilesOf is what the workspace's .myelin directory holds of the
+// store: each of history.db and its -wal, -shm, -journal that is there,
+// by name, with its bytes.
+func storeFilesOf(t *testing.T, ws string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, suffix := range storeFiles {
+		b, err := os.ReadFile(filepath.Join(ws, ".myelin", "history.db"+suffix))
+		if err == nil {
+			out["history.db"+suffix] = string(b)
+		}
+	}
+	return out
+}
+
+// liveLog is the write-ahead log of the workspace's store holding
+// conversation "c" and its one message, as it is while the store is open
+// (the conversation is in the log, not yet in the file): as a process
+// killed in the middle of its turn leaves it.
+func liveLog(t *testing.T, ws string) []byte {
+	t.Helper()
+	path := filepath.Join(ws, ".myelin", "history.db")
+	s, err := history.OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "the last turn"}}}); err != nil {
+		t.Fatal(err)
+	}
+	wal, err := os.ReadFile(path + "-wal")
+	if err != nil || len(wal) == 0 {
+		t.Fatalf("the store's log while it is open: %d bytes, %v", len(wal), err)
+	}
+	return wal
+}
+
+// The issue's case: a history.db cut to 0 bytes beside its -wal (the last
+// turn's frames). `history list` — a command that only reads — made a new
+// empty store and deleted the log, and `run` then started a new
+// conversation in it. Every command now refuses it, saying what it found
+// and how to recover, and leaves the files as they were; the same for a
+// log without its store file (`history list` said there was no store).
+func TestAStoreCutToNothingBesideItsLogIsRefusedByEveryCommandAndKept(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		make  func(t *testing.T, ws string, wal []byte)
+		wants []string
+	}{
+		{"an empty history.db beside its log", func(t *testing.T, ws string, wal []byte) {
+			writeStoreFile(t, ws, "history.db", nil)
+			writeStoreFile(t, ws, "history.db-wal", wal)
+		}, []string{"history.db is an empty file (0 bytes) beside", "history.db-wal (", "nothing was changed", "may be in its write-ahead log"}},
+		{"a log without its history.db", func(t *testing.T, ws string, wal []byte) {
+			writeStoreFile(t, ws, "history.db-wal", wal)
+		}, []string{"history.db is not there, but", "history.db-wal (", "not taken for a new one"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
+			wal := liveLog(t, ws)
+			for _, suffix := range storeFiles {
+				os.Remove(filepath.Join(ws, ".myelin", "history.db"+suffix))
+			}
+			tc.make(t, ws, wal)
+			before := storeFilesOf(t, ws)
+			srv := fakeAnthropic(t, providertest.Step{Text: "a new conversation"})
+			for _, args := range [][]string{
+				{"history", "list", "--workspace", ws},
+				{"history", "show", "c", "--workspace", ws},
+				{"run", "--workspace", ws, "hello"},
+				{"history", "list", "--workspace", ws}, // after run, still
+			} {
+				out, errOut, code := cli(t, args...)
+				if code == exitOK {
+					t.Errorf("%q: exit 0, %q", args, out)
+				}
+				for _, want := range tc.wants {
+					if !strings.Contains(errOut, want) {
+						t.Errorf("%q: stderr %q does not say %q", args, errOut, want)
+					}
+				}
+				if after := storeFilesOf(t, ws); !reflect.DeepEqual(after, before) {
+					t.Fatalf("after %q the store's files changed: %v, before %v", args, sizesOf(after), sizesOf(before))
+				}
+			}
+			if n := len(srv.Requests()); n != 0 {
+				t.Errorf("run asked the model %d times", n)
+			}
+		})
+	}
+}
+
+// history list and show in a workspace without a store make none, nor
+// its directory; run makes it.
+func TestOnlyACommandThatWritesMakesAStore(t *testing.T) {
+	ws := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
+	out, errOut, code := cli(t, "history", "list", "--workspace", ws)
+	if code != exitOK || !strings.Contains(out, "no conversations: there is no history store at") {
+		t.Errorf("list: exit %d, %q %q", code, out, errOut)
+	}
+	if _, errOut, code := cli(t, "history", "show", "x", "--workspace", ws); code != exitError || !strings.Contains(errOut, "there is no history store at") {
+		t.Errorf("show: exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".myelin")); !os.IsNotExist(err) {
+		t.Fatalf("reading made .myelin: %v", err)
+	}
+	fakeAnthropic(t, providertest.Step{Text: "hi"})
+	if _, errOut, code := cli(t, "run", "--workspace", ws, "hello"); code != exitOK {
+		t.Fatalf("run: exit %d, %s", code, errOut)
+	}
+	if fi, err := os.Stat(filepath.Join(ws, ".myelin", "history.db")); err != nil || fi.Size() == 0 {
+		t.Fatalf("run made no store: %v %v", fi, err)
+	}
+}
+
+func writeStoreFile(t *testing.T, ws, name string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(ws, ".myelin", name), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// sizesOf is files by name and size, for a failure message.
+func sizesOf(files map[string]string) map[string]int {
+	out := map[string]int{}
+	for name, b := range files {
+		out[name] = len(b)
+	}
+	return out
 }

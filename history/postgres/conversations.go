@@ -25,11 +25,12 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 	created := c.Created.UTC().Format(history.TimeFormat)
 	// made only when its parent, if it names one, is there (conversations
 	// are never removed, so what this statement sees stays true)
-	tag, err := s.pool.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call)
-		SELECT $1::text, $2::bytea, $3::text, $4::timestamptz, $5::bigint, $6::text, $7::text
+	updated := toMicro(c.Created)
+	tag, err := s.pool.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call, updated_crc)
+		SELECT $1::text, $2::bytea, $3::text, $4::timestamptz, $5::bigint, $6::text, $7::text, $8::bigint
 		WHERE $6::text = '' OR EXISTS (SELECT 1 FROM conversations WHERE id = $6::text)
 		ON CONFLICT (id) DO NOTHING`,
-		c.ID, []byte(c.System), created, c.Created.UTC(), history.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall)
+		c.ID, []byte(c.System), created, updated, history.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall, updatedChecksum(c.ID, updated))
 	if err != nil {
 		return s.explain("creating conversation "+c.ID, err)
 	}
@@ -50,7 +51,7 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 
 // recordColumns are what Get and List read of a conversation (c), for
 // scanConversation: its count of stored messages beside the count kept.
-const recordColumns = `c.id, c.system, c.created, c.updated, (SELECT count(*) FROM messages m WHERE m.conversation = c.id), c.messages, c.crc, c.parent, c.parent_call`
+const recordColumns = `c.id, c.system, c.created, c.updated, (SELECT count(*) FROM messages m WHERE m.conversation = c.id), c.messages, c.crc, c.parent, c.parent_call, c.updated_crc`
 
 // Get returns a conversation's record (see history.Store.Get).
 func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error) {
@@ -65,21 +66,24 @@ func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error
 }
 
 // scanConversation reads a conversation's record and checks it against
-// its checksum and its count of messages.
+// its checksums and its count of messages.
 func (s *Store) scanConversation(row pgx.Row) (history.Conversation, error) {
 	var c history.Conversation
 	var system []byte
 	var created string
 	var stored int64
 	var appended int
-	var crc int64
-	if err := row.Scan(&c.ID, &system, &created, &c.Updated, &stored, &appended, &crc, &c.Parent, &c.ParentCall); err != nil {
+	var crc, updatedCRC int64
+	if err := row.Scan(&c.ID, &system, &created, &c.Updated, &stored, &appended, &crc, &c.Parent, &c.ParentCall, &updatedCRC); err != nil {
 		return c, err
 	}
 	c.System = string(system)
 	c.Messages, c.Updated = int(stored), c.Updated.UTC()
 	if sum := history.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.name, c.ID, crc, sum, history.ErrDamaged)
+	}
+	if sum := updatedChecksum(c.ID, c.Updated); sum != updatedCRC {
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its last update time (%s) no longer matches its checksum (stored %08x, now %08x): %w", s.name, c.ID, c.Updated.Format(history.TimeFormat), updatedCRC, sum, history.ErrDamaged)
 	}
 	if c.Messages != appended {
 		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.name, c.ID, c.Messages, appended, history.ErrDamaged)
@@ -247,7 +251,8 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			// the round's results are stored: what was kept of it goes
 			b.Queue(`DELETE FROM kept WHERE conversation = $1`, id)
 		}
-		b.Queue(`UPDATE conversations SET updated = $2, messages = messages + $3 WHERE id = $1`, id, now, len(msgs))
+		updated := toMicro(now)
+		b.Queue(`UPDATE conversations SET updated = $2, updated_crc = $3, messages = messages + $4 WHERE id = $1`, id, updated, updatedChecksum(id, updated), len(msgs))
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return s.explain(doing, err)
 		}

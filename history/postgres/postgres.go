@@ -271,7 +271,56 @@ var migrations = []string{
 	`ALTER TABLE conversations ADD COLUMN parent text NOT NULL DEFAULT '';
 	ALTER TABLE conversations ADD COLUMN parent_call text NOT NULL DEFAULT '';
 	CREATE INDEX conversations_parent ON conversations(parent) WHERE parent <> '';`,
+	// 4: a checksum of each conversation's last update time, the one
+	// field of a record that changes and that no checksum covered (it
+	// orders List: it decides what --continue continues); filled in by
+	// fillUpdatedChecksums
+	`ALTER TABLE conversations ADD COLUMN updated_crc bigint NOT NULL DEFAULT 0; -- history.UpdatedChecksum(id, updated)`,
 }
+
+// fills are what a migration computes in Go, after its SQL, in its
+// transaction: fills[i] after migrations[i].
+var fills = map[int]func(ctx context.Context, tx pgx.Tx) error{
+	3: fillUpdatedChecksums,
+}
+
+// fillUpdatedChecksums computes the checksum of every conversation's last
+// update time (layout 4), taken as it is.
+func fillUpdatedChecksums(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `SELECT id, updated FROM conversations`)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	var sums []int64
+	for rows.Next() {
+		var id string
+		var updated time.Time
+		if err := rows.Scan(&id, &updated); err != nil {
+			rows.Close()
+			return err
+		}
+		ids, sums = append(ids, id), append(sums, updatedChecksum(id, updated))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE conversations c SET updated_crc = v.crc FROM unnest($1::text[], $2::bigint[]) AS v(id, crc) WHERE c.id = v.id`, ids, sums)
+	return err
+}
+
+// updatedChecksum is history.UpdatedChecksum of a last update time as
+// Postgres keeps it (a timestamptz, to the microsecond): of TimeFormat of
+// the time in UTC. A time is stored already cut to the microsecond
+// (toMicro), so what is checksummed is what is read back.
+func updatedChecksum(id string, updated time.Time) int64 {
+	return history.UpdatedChecksum(id, updated.UTC().Format(history.TimeFormat))
+}
+
+// toMicro is t cut to the microsecond, as Postgres keeps a timestamptz
+// (it would round t instead).
+func toMicro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
 // Layout is the store layout this myelin reads and writes.
 var Layout = len(migrations)
@@ -346,6 +395,11 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 	for v := version; v < Layout; v++ {
 		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
 			return s.explain(fmt.Sprintf("bringing the tables from layout %d to %d", v, v+1), err)
+		}
+		if fill := fills[v]; fill != nil {
+			if err := fill(ctx, tx); err != nil {
+				return s.explain(fmt.Sprintf("bringing the tables from layout %d to %d", v, v+1), err)
+			}
 		}
 	}
 	if _, err := tx.Exec(ctx, `UPDATE myelin_layout SET version = $1`, Layout); err != nil {
