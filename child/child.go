@@ -31,21 +31,3 @@
 // that leaves the group on purpose (setsid, setpgid: a daemon) is out of
 // its reach.
 package child
-
-import (
-	"os"
-	"os/exec"
-	"sync"
-)
-
-// Group is one started child in a process group that dies with myelin.
-// Kill it when the child has exited, or to stop it: that kills what the
-// child left running in its group. Its methods are safe for concurrent use.
-type Group struct {
-	cmd     *exec.Cmd
-	pgid    int       // the watcher's pid; 0 off Unix
-	watcher *exec.Cmd // nil off Unix
-	hold    *os.File  // the write end of the watcher's stdin
-	mu      sync.Mutex
-	ended   bool // the group was killed and its watcher reaped
-}

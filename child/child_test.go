@@ -54,6 +54,18 @@ var scenarios = map[string]func(dir string) error{
 		}
 		return nil
 	},
+	// A grandchild that left the group and the session (setsid), and one
+	// that did so from a subshell that exited at once (a double fork: its
+	// parent is gone, and it is nobody's child in the group): neither the
+	// group's kill nor a parent-death signal reaches them (issue 26 §7).
+	"a grandchild that called setsid": func(dir string) error {
+		_, err := startBash(dir, `setsid bash -c 'echo $$ > grandchild; exec sleep 300' & echo $$ > child; wait`)
+		return err
+	},
+	"a double fork with setsid": func(dir string) error {
+		_, err := startBash(dir, `(setsid bash -c 'echo $$ > grandchild; exec sleep 300' &) & echo $$ > child; exec sleep 300`)
+		return err
+	},
 	// The group got SIGTERM, which its processes ignore: the watcher must
 	// ignore it too and still kill them when the parent dies.
 	"after a polite SIGTERM": func(dir string) error {
@@ -144,27 +156,37 @@ func TestChildrenDieWhenTheirParentIsSIGKILLed(t *testing.T) {
 	}
 }
 
-// Kill after the child exited takes what it left running in its group.
+// What the child left running ends by the time Kill returns after the
+// child exited: in its group, or out of it (setsid, a double fork).
 func TestKillEndsWhatTheChildLeftRunning(t *testing.T) {
-	dir := t.TempDir()
-	cmd := exec.Command("bash", "-c", `sleep 300 & echo $! > grandchild`)
-	cmd.Dir = dir
-	g, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	pid := readPids(t, dir)["grandchild"]
-	if !alive(pid, pid) {
-		t.Fatalf("the grandchild %d died with the child, before Kill", pid)
-	}
-	g.Kill()
-	waitFor(t, func() bool { return !alive(pid, pid) }, "the grandchild to die", nil)
-	g.Kill() // a second Kill does nothing
-	if err := g.Signal(syscall.SIGTERM); err != nil {
-		t.Errorf("Signal after Kill: %v", err)
+	for name, script := range map[string]string{
+		"in its group":          `sleep 300 & echo $! > grandchild`,
+		"after setsid":          `setsid bash -c 'echo $$ > grandchild; exec sleep 300' & until [ -s grandchild ]; do sleep 0.01; done`,
+		"double fork, setsid":   `(setsid bash -c 'echo $$ > grandchild; exec sleep 300' &) & until [ -s grandchild ]; do sleep 0.01; done`,
+		"double fork, in group": `(sleep 300 & echo $! > grandchild) & wait`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command("bash", "-c", script)
+			cmd.Dir = dir
+			g, err := Start(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			pid := readPids(t, dir)["grandchild"]
+			g.Kill()
+			if alive(pid, pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("the grandchild %d (%s) outlived Kill", pid, script)
+			}
+			g.Kill() // a second Kill does nothing
+			if err := g.Signal(syscall.SIGTERM); err != nil {
+				t.Errorf("Signal after Kill: %v", err)
+			}
+		})
 	}
 }
 
@@ -211,8 +233,9 @@ func TestStartRefusesWhatWouldLeaveTheGroupOrCannotStart(t *testing.T) {
 	}
 }
 
-// The child's SysProcAttr keeps its other fields; the group and the
-// parent-death signal are set.
+// The command's SysProcAttr keeps its other fields, which apply to the
+// supervisor and so to the command; the supervisor gets a group of its own
+// and no parent-death signal (it must outlive myelin to kill what is left).
 func TestStartKeepsTheCommandsOwnAttributes(t *testing.T) {
 	cmd := exec.Command("true")
 	cmd.SysProcAttr = &syscall.SysProcAttr{GidMappingsEnableSetgroups: true}
@@ -223,8 +246,8 @@ func TestStartKeepsTheCommandsOwnAttributes(t *testing.T) {
 	defer g.Kill()
 	cmd.Wait()
 	a := cmd.SysProcAttr
-	if !a.GidMappingsEnableSetgroups || !a.Setpgid || a.Pgid != g.pgid || a.Pdeathsig != syscall.SIGKILL {
-		t.Errorf("SysProcAttr %+v, group %d", a, g.pgid)
+	if !a.GidMappingsEnableSetgroups || !a.Setpgid || a.Pgid != 0 || a.Pdeathsig != 0 {
+		t.Errorf("SysProcAttr %+v: want GidMappingsEnableSetgroups kept, Setpgid with Pgid 0, no Pdeathsig", a)
 	}
 }
 
