@@ -3,6 +3,7 @@
 package child
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -321,5 +322,59 @@ func waitFor(t *testing.T, cond func() bool, what string, stderr *strings.Builde
 			t.Fatalf("gave up waiting for %s %s", what, msg)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cmd.Wait says how the command ended, as if myelin had started it itself:
+// its exit status, or the signal that killed it (the supervisor between
+// them ends the same way).
+func TestWaitSaysHowTheCommandEnded(t *testing.T) {
+	tests := []struct {
+		script string
+		signal os.Signal // sent with Signal once the command runs
+		code   int       // the exit code, or -1 when killed by sig
+		sig    syscall.Signal
+	}{
+		{`exit 0`, nil, 0, 0},
+		{`exit 7`, nil, 7, 0},
+		{`kill -TERM $$`, nil, -1, syscall.SIGTERM},
+		{`kill -SEGV $$`, nil, -1, syscall.SIGSEGV},
+		{`kill -KILL $$`, nil, -1, syscall.SIGKILL},
+		{`echo > started; exec sleep 300`, syscall.SIGTERM, -1, syscall.SIGTERM},
+		{`trap 'exit 42' USR1; echo > started; while :; do sleep 0.01; done`, syscall.SIGUSR1, 42, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.script, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command("bash", "-c", tt.script)
+			cmd.Dir = dir
+			g, err := Start(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Kill()
+			if tt.signal != nil {
+				waitFor(t, func() bool { return exists(filepath.Join(dir, "started")) }, "the command to start", nil)
+				if err := g.Signal(tt.signal); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = cmd.Wait()
+			var ws syscall.WaitStatus
+			var ee *exec.ExitError
+			switch {
+			case err == nil:
+			case errors.As(err, &ee):
+				ws = ee.Sys().(syscall.WaitStatus)
+			default:
+				t.Fatalf("Wait: %v", err)
+			}
+			if tt.code >= 0 && (!ws.Exited() || ws.ExitStatus() != tt.code) {
+				t.Errorf("ended with %v (status %#x), want exit status %d", err, ws, tt.code)
+			}
+			if tt.code < 0 && (!ws.Signaled() || ws.Signal() != tt.sig || ws.CoreDump()) {
+				t.Errorf("ended with %v (status %#x), want killed by %v without a core dump", err, ws, tt.sig)
+			}
+		})
 	}
 }
