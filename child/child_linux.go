@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/myelin-run/myelin/child/supervisor"
 )
@@ -76,7 +77,13 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	first := 3 + len(cmd.ExtraFiles)
 	// The supervisor gets the command's environment, working directory,
 	// standard files and extra files, and hands them on.
-	cmd.Env = append(cmd.Environ(), supervisor.Env+"="+strconv.Itoa(first))
+	var env []string
+	for _, kv := range cmd.Environ() {
+		if !strings.HasPrefix(kv, supervisor.Env+"=") { // the supervisor's own, never the command's
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, supervisor.Env+"="+strconv.Itoa(first))
 	cmd.Path = exe
 	cmd.Args = append([]string{"myelin-supervisor", path}, args...)
 	cmd.ExtraFiles = append(cmd.ExtraFiles[:len(cmd.ExtraFiles):len(cmd.ExtraFiles)], ctlR, doneW)
@@ -146,6 +153,18 @@ func (g *Group) Kill() {
 	}
 	g.ended = true
 	g.ctl.Close()
-	_, _ = io.Copy(io.Discard, g.status) // until the supervisor exits
+	// A supervisor stopped by someone (SIGSTOP) would never answer.
+	_ = g.cmd.Process.Signal(syscall.SIGCONT)
+	// Until the supervisor exits. One that does not within killWait
+	// (it cannot be, short of a process stuck in the kernel) is killed,
+	// which leaves what it did not kill yet but never hangs the call.
+	_ = g.done.SetReadDeadline(time.Now().Add(killWait))
+	if _, err := io.Copy(io.Discard, g.status); errors.Is(err, os.ErrDeadlineExceeded) {
+		_ = g.cmd.Process.Kill()
+	}
 	g.done.Close()
 }
+
+// killWait bounds how long Kill waits for the supervisor to have killed
+// everything.
+const killWait = 10 * time.Second

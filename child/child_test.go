@@ -378,3 +378,44 @@ func TestWaitSaysHowTheCommandEnded(t *testing.T) {
 		})
 	}
 }
+
+// A command that stops its supervisor (SIGSTOP to its parent) does not
+// make Kill hang, nor leave what it started.
+func TestKillEndsEverythingWhenTheCommandStoppedItsSupervisor(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", `sleep 300 & echo $! > grandchild; kill -STOP $PPID; echo > stopped; exec sleep 300`)
+	cmd.Dir = dir
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	waitFor(t, func() bool { return exists(filepath.Join(dir, "stopped")) }, "the supervisor to be stopped", nil)
+	pid := readPids(t, dir)["grandchild"]
+	g.Kill()
+	if alive(pid, pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the grandchild %d outlived Kill of a stopped supervisor", pid)
+	}
+}
+
+// The supervisor's variable never reaches the command, even when the
+// command's own environment named it.
+func TestTheCommandGetsItsOwnEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", `echo "${MYELIN_CHILD_SUPERVISOR-unset} $MINE" > env`)
+	cmd.Dir = dir
+	cmd.Env = []string{"MYELIN_CHILD_SUPERVISOR=9", "MINE=kept", "PATH=" + os.Getenv("PATH")}
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	g.Kill()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "env")); string(got) != "unset kept\n" {
+		t.Errorf("the command saw %q, want %q", got, "unset kept\n")
+	}
+}
