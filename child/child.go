@@ -1,51 +1,35 @@
 // Package child starts the processes myelin runs for a tool call — a
-// shell--run command, a stdio MCP server — so that none of them outlives
-// myelin, however myelin stops: a normal exit, a panic, a signal, or
-// SIGKILL, where no Go code runs at all (contract §7: nothing myelin starts
-// outlives it).
+// shell--run command, a stdio MCP server — so that none of them, nor
+// anything they start, outlives the call's end or myelin, however myelin
+// stops: a normal exit, a panic, a signal, or SIGKILL, where no Go code
+// runs at all (contract §7: nothing myelin starts outlives it, whether or
+// not it left its process group).
 //
-// On Unix each child gets a process group of its own, and in that group a
-// watcher: a tiny `/bin/sh` that reads its stdin, a pipe whose write end
-// only myelin holds (close-on-exec, so no other child inherits it). When
-// myelin dies, however it dies, the kernel closes that write end; the
-// watcher's read returns and it kills its own group with SIGKILL: the
-// child and everything the child started that stayed in the group (bash's
-// own children, `sleep 30 &`). The watcher ignores SIGHUP, SIGINT, SIGQUIT
-// and SIGTERM, so a SIGTERM sent to the group asks the child to stop
-// without disarming the watcher. The group's id is the watcher's pid, and
-// the watcher is reaped only when the group is killed, so the id cannot be
-// reused by another group while a Group can still signal it.
+// On Linux each command runs under a supervisor (package
+// child/supervisor): myelin's own executable started again, which starts
+// the command as its child in a process group of its own and makes itself
+// the subreaper of everything below it (PR_SET_CHILD_SUBREAPER). A process
+// of the command's subtree that calls setsid, or whose parent exits (a
+// double fork), then becomes the supervisor's child instead of init's: it
+// can leave the group and the session, not the subtree. When the command
+// exits, when Kill asks, or when myelin dies (the kernel closes the
+// control pipe whose write end only myelin holds), the supervisor kills
+// every process below it, reaps them, and exits as the command did. The
+// command also gets the parent-death signal (SIGKILL) from the
+// supervisor, in case someone kills the supervisor. exec.Cmd's Process is
+// then the supervisor; cmd.Wait returns the command's exit status or
+// signal.
 //
-// On Linux the child also gets the parent-death signal (SIGKILL), in case
-// the watcher was killed by someone. That signal fires when the *thread*
-// that forked the child exits, not the process, and the Go runtime ends a
-// thread when a goroutine locked to it returns without unlocking; so every
-// child is forked from one goroutine locked to a thread of its own that
-// never exits.
+// On other Unix systems each child gets a process group of its own, and in
+// that group a watcher: a tiny `/bin/sh` that reads its stdin, a pipe whose
+// write end only myelin holds (close-on-exec, so no other child inherits
+// it). When myelin dies the watcher's read returns and it kills its own
+// group with SIGKILL. A process that leaves the group on purpose (setsid)
+// is out of its reach there.
 //
 // Elsewhere (not Unix) a child is started plainly and Kill kills only it.
 //
 // Package child must not decide when a child should stop (its callers
 // do, with Signal and Kill), nor wait for the child itself (callers call
-// cmd.Wait as usual), nor read or write its input and output. A process
-// that leaves the group on purpose (setsid, setpgid: a daemon) is out of
-// its reach.
+// cmd.Wait as usual), nor read or write its input and output.
 package child
-
-import (
-	"os"
-	"os/exec"
-	"sync"
-)
-
-// Group is one started child in a process group that dies with myelin.
-// Kill it when the child has exited, or to stop it: that kills what the
-// child left running in its group. Its methods are safe for concurrent use.
-type Group struct {
-	cmd     *exec.Cmd
-	pgid    int       // the watcher's pid; 0 off Unix
-	watcher *exec.Cmd // nil off Unix
-	hold    *os.File  // the write end of the watcher's stdin
-	mu      sync.Mutex
-	ended   bool // the group was killed and its watcher reaped
-}

@@ -6,7 +6,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 )
+
+// Group is one started child. Its methods are safe for concurrent use.
+type Group struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	ended bool
+}
 
 // Start starts cmd plainly: there are no process groups to put it in, and
 // no watcher; a child may outlive myelin here.

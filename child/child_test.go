@@ -3,6 +3,7 @@
 package child
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,6 +54,18 @@ var scenarios = map[string]func(dir string) error{
 			time.Sleep(5 * time.Millisecond)
 		}
 		return nil
+	},
+	// A grandchild that left the group and the session (setsid), and one
+	// that did so from a subshell that exited at once (a double fork: its
+	// parent is gone, and it is nobody's child in the group): neither the
+	// group's kill nor a parent-death signal reaches them (issue 26 §7).
+	"a grandchild that called setsid": func(dir string) error {
+		_, err := startBash(dir, `setsid bash -c 'echo $$ > grandchild; exec sleep 300' & echo $$ > child; wait`)
+		return err
+	},
+	"a double fork with setsid": func(dir string) error {
+		_, err := startBash(dir, `(setsid bash -c 'echo $$ > grandchild; exec sleep 300' &) & echo $$ > child; exec sleep 300`)
+		return err
 	},
 	// The group got SIGTERM, which its processes ignore: the watcher must
 	// ignore it too and still kill them when the parent dies.
@@ -144,27 +157,37 @@ func TestChildrenDieWhenTheirParentIsSIGKILLed(t *testing.T) {
 	}
 }
 
-// Kill after the child exited takes what it left running in its group.
+// What the child left running ends by the time Kill returns after the
+// child exited: in its group, or out of it (setsid, a double fork).
 func TestKillEndsWhatTheChildLeftRunning(t *testing.T) {
-	dir := t.TempDir()
-	cmd := exec.Command("bash", "-c", `sleep 300 & echo $! > grandchild`)
-	cmd.Dir = dir
-	g, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	pid := readPids(t, dir)["grandchild"]
-	if !alive(pid, pid) {
-		t.Fatalf("the grandchild %d died with the child, before Kill", pid)
-	}
-	g.Kill()
-	waitFor(t, func() bool { return !alive(pid, pid) }, "the grandchild to die", nil)
-	g.Kill() // a second Kill does nothing
-	if err := g.Signal(syscall.SIGTERM); err != nil {
-		t.Errorf("Signal after Kill: %v", err)
+	for name, script := range map[string]string{
+		"in its group":          `sleep 300 & echo $! > grandchild`,
+		"after setsid":          `setsid bash -c 'echo $$ > grandchild; exec sleep 300' & until [ -s grandchild ]; do sleep 0.01; done`,
+		"double fork, setsid":   `(setsid bash -c 'echo $$ > grandchild; exec sleep 300' &) & until [ -s grandchild ]; do sleep 0.01; done`,
+		"double fork, in group": `(sleep 300 & echo $! > grandchild) & wait`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command("bash", "-c", script)
+			cmd.Dir = dir
+			g, err := Start(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			pid := readPids(t, dir)["grandchild"]
+			g.Kill()
+			if alive(pid, pid) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("the grandchild %d (%s) outlived Kill", pid, script)
+			}
+			g.Kill() // a second Kill does nothing
+			if err := g.Signal(syscall.SIGTERM); err != nil {
+				t.Errorf("Signal after Kill: %v", err)
+			}
+		})
 	}
 }
 
@@ -211,8 +234,9 @@ func TestStartRefusesWhatWouldLeaveTheGroupOrCannotStart(t *testing.T) {
 	}
 }
 
-// The child's SysProcAttr keeps its other fields; the group and the
-// parent-death signal are set.
+// The command's SysProcAttr keeps its other fields, which apply to the
+// supervisor and so to the command; the supervisor gets a group of its own
+// and no parent-death signal (it must outlive myelin to kill what is left).
 func TestStartKeepsTheCommandsOwnAttributes(t *testing.T) {
 	cmd := exec.Command("true")
 	cmd.SysProcAttr = &syscall.SysProcAttr{GidMappingsEnableSetgroups: true}
@@ -223,8 +247,8 @@ func TestStartKeepsTheCommandsOwnAttributes(t *testing.T) {
 	defer g.Kill()
 	cmd.Wait()
 	a := cmd.SysProcAttr
-	if !a.GidMappingsEnableSetgroups || !a.Setpgid || a.Pgid != g.pgid || a.Pdeathsig != syscall.SIGKILL {
-		t.Errorf("SysProcAttr %+v, group %d", a, g.pgid)
+	if !a.GidMappingsEnableSetgroups || !a.Setpgid || a.Pgid != 0 || a.Pdeathsig != 0 {
+		t.Errorf("SysProcAttr %+v: want GidMappingsEnableSetgroups kept, Setpgid with Pgid 0, no Pdeathsig", a)
 	}
 }
 
@@ -298,5 +322,100 @@ func waitFor(t *testing.T, cond func() bool, what string, stderr *strings.Builde
 			t.Fatalf("gave up waiting for %s %s", what, msg)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// cmd.Wait says how the command ended, as if myelin had started it itself:
+// its exit status, or the signal that killed it (the supervisor between
+// them ends the same way).
+func TestWaitSaysHowTheCommandEnded(t *testing.T) {
+	tests := []struct {
+		script string
+		signal os.Signal // sent with Signal once the command runs
+		code   int       // the exit code, or -1 when killed by sig
+		sig    syscall.Signal
+	}{
+		{`exit 0`, nil, 0, 0},
+		{`exit 7`, nil, 7, 0},
+		{`kill -TERM $$`, nil, -1, syscall.SIGTERM},
+		{`kill -SEGV $$`, nil, -1, syscall.SIGSEGV},
+		{`kill -KILL $$`, nil, -1, syscall.SIGKILL},
+		{`echo > started; exec sleep 300`, syscall.SIGTERM, -1, syscall.SIGTERM},
+		{`trap 'exit 42' USR1; echo > started; while :; do sleep 0.01; done`, syscall.SIGUSR1, 42, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.script, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command("bash", "-c", tt.script)
+			cmd.Dir = dir
+			g, err := Start(cmd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Kill()
+			if tt.signal != nil {
+				waitFor(t, func() bool { return exists(filepath.Join(dir, "started")) }, "the command to start", nil)
+				if err := g.Signal(tt.signal); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = cmd.Wait()
+			var ws syscall.WaitStatus
+			var ee *exec.ExitError
+			switch {
+			case err == nil:
+			case errors.As(err, &ee):
+				ws = ee.Sys().(syscall.WaitStatus)
+			default:
+				t.Fatalf("Wait: %v", err)
+			}
+			if tt.code >= 0 && (!ws.Exited() || ws.ExitStatus() != tt.code) {
+				t.Errorf("ended with %v (status %#x), want exit status %d", err, ws, tt.code)
+			}
+			if tt.code < 0 && (!ws.Signaled() || ws.Signal() != tt.sig || ws.CoreDump()) {
+				t.Errorf("ended with %v (status %#x), want killed by %v without a core dump", err, ws, tt.sig)
+			}
+		})
+	}
+}
+
+// A command that stops its supervisor (SIGSTOP to its parent) does not
+// make Kill hang, nor leave what it started.
+func TestKillEndsEverythingWhenTheCommandStoppedItsSupervisor(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", `sleep 300 & echo $! > grandchild; kill -STOP $PPID; echo > stopped; exec sleep 300`)
+	cmd.Dir = dir
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	waitFor(t, func() bool { return exists(filepath.Join(dir, "stopped")) }, "the supervisor to be stopped", nil)
+	pid := readPids(t, dir)["grandchild"]
+	g.Kill()
+	if alive(pid, pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the grandchild %d outlived Kill of a stopped supervisor", pid)
+	}
+}
+
+// The supervisor's variable never reaches the command, even when the
+// command's own environment named it.
+func TestTheCommandGetsItsOwnEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", `echo "${MYELIN_CHILD_SUPERVISOR-unset} $MINE" > env`)
+	cmd.Dir = dir
+	cmd.Env = []string{"MYELIN_CHILD_SUPERVISOR=9", "MINE=kept", "PATH=" + os.Getenv("PATH")}
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	g.Kill()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "env")); string(got) != "unset kept\n" {
+		t.Errorf("the command saw %q, want %q", got, "unset kept\n")
 	}
 }

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !linux
 
 package child
 
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 )
 
@@ -19,9 +20,20 @@ const watcherShell = "/bin/sh"
 // stdin ends it.
 const watcherScript = `trap '' HUP INT QUIT TERM PIPE USR1 USR2 ALRM; read _; kill -9 0`
 
+// Group is one started child in a process group that dies with myelin.
+// Kill it when the child has exited, or to stop it: that kills what the
+// child left running in its group. Its methods are safe for concurrent use.
+type Group struct {
+	cmd     *exec.Cmd
+	pgid    int       // the watcher's pid
+	watcher *exec.Cmd // the group's watcher
+	hold    *os.File  // the write end of the watcher's stdin
+	mu      sync.Mutex
+	ended   bool // the group was killed and its watcher reaped
+}
+
 // Start starts cmd (not yet started) in a new process group with a watcher
-// that kills the group when myelin dies, and on Linux with the
-// parent-death signal set. cmd.SysProcAttr may set other fields; it must
+// that kills the group when myelin dies. cmd.SysProcAttr may set other fields; it must
 // not ask for a session or a terminal of its own (Setsid, Setctty,
 // Foreground), which would take the child out of the group. Call Kill when
 // the child has exited (after cmd.Wait) or to stop it.
@@ -57,9 +69,8 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	}
 	g := &Group{cmd: cmd, pgid: watcher.Process.Pid, watcher: watcher, hold: w}
 	attr.Setpgid, attr.Pgid = true, g.pgid
-	setDeathSignal(attr)
 	cmd.SysProcAttr = attr
-	if err := onForkThread(cmd.Start); err != nil {
+	if err := cmd.Start(); err != nil {
 		g.Kill()
 		if cmd.Dir != "" { // the kernel's error does not say it was the directory
 			if _, serr := os.Stat(cmd.Dir); serr != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,9 +25,16 @@ func TestWhatACommandLeftRunningEndsWithTheCall(t *testing.T) {
 		{"the command exits", `sleep 300 & echo $! > bg.pid`, 0},
 		{"the command fails", `sleep 300 & echo $! > bg.pid; exit 4`, 0},
 		{"the command times out", `sleep 300 & echo $! > bg.pid; sleep 300`, 500},
+		// Out of the group and the session (issue 26 §7).
+		{"the command's child called setsid", `setsid bash -c 'echo $$ > bg.pid; exec sleep 300' & ` + untilPid, 0},
+		{"a double fork with setsid", `(setsid bash -c 'echo $$ > bg.pid; exec sleep 300' &) & ` + untilPid, 0},
+		{"setsid, then the command times out", `setsid bash -c 'echo $$ > bg.pid; exec sleep 300' & sleep 300`, 500},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if strings.Contains(tt.command, "setsid") && runtime.GOOS != "linux" {
+				t.Skip("only Linux reaches what left the group (package child)")
+			}
 			dir := t.TempDir()
 			in := Input{Command: tt.command}
 			if tt.timeout > 0 {
@@ -53,6 +61,10 @@ func TestWhatACommandLeftRunningEndsWithTheCall(t *testing.T) {
 		})
 	}
 }
+
+// untilPid waits for bg.pid, which the process that left the group
+// writes once it has.
+const untilPid = `until [ -s bg.pid ]; do sleep 0.01; done`
 
 // running says whether pid is a process that has not exited (a zombie
 // not yet reaped by whoever inherited it has).

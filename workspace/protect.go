@@ -15,7 +15,9 @@ import (
 //   - .mcp.json at the root: the MCP servers myelin starts;
 //   - .myelin/ at the root: the conversation store, spill files, logs;
 //   - any .git (directory or file) at any depth: its config can make git run
-//     a command (core.fsmonitor, hooks) on the user's next `git status`.
+//     a command (core.fsmonitor, hooks) on the user's next `git status`;
+//   - any directory git would take for a repository of its own (a bare
+//     one), whatever its name: see gitDirWrite.
 //
 // Names are compared without case, as a case-insensitive file system would.
 // Reads stay allowed. The check is on the path a write would really reach:
@@ -101,7 +103,13 @@ func (w *Workspace) writable(rel string) (real string, exists bool, perm fs.File
 	if err != nil {
 		return "", false, 0, err
 	}
-	if why := protected(real); why != "" {
+	why := protected(real)
+	if why == "" {
+		if why, err = w.gitDirWrite(real); err != nil {
+			return "", false, 0, err
+		}
+	}
+	if why != "" {
 		if real != rel {
 			return "", false, 0, fmt.Errorf("%s may not be written: it leads to %s, and %s", clip(rel), clip(real), why)
 		}

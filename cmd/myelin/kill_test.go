@@ -20,11 +20,18 @@ import (
 
 // Nothing myelin starts outlives it (contract §7), even when myelin is killed
 // with SIGKILL and no code of its own runs: a shell--run command and what
-// it started stop, and `sleep 3; touch f` never touches f.
+// it started stop — in its process group or out of it (setsid, a double
+// fork: issue 26 §7) — and `sleep 3; touch f` never touches f.
 func TestAShellCommandDiesWithMyelinKilledBySIGKILL(t *testing.T) {
 	bin := buildMyelin(t)
 	dir := workspaceWith(t, nil)
-	cmd := exec.Command(bin, "tool", "call", "shell--run", `{"command":"sleep 3; touch f"}`, "--allow-shell", "--workspace", dir)
+	// Each process writes its pid once it is where it should be: out of
+	// the group, for the two that call setsid.
+	command := `setsid bash -c 'echo $$ > setsid.pid; exec sleep 300' & ` +
+		`(setsid bash -c 'echo $$ > double.pid; exec sleep 300' &) & ` +
+		`sleep 300 & echo $! > background.pid; echo $$ > bash.pid; sleep 3; touch f`
+	in, _ := json.Marshal(map[string]string{"command": command})
+	cmd := exec.Command(bin, "tool", "call", "shell--run", string(in), "--allow-shell", "--workspace", dir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	started := time.Now()
@@ -32,23 +39,40 @@ func TestAShellCommandDiesWithMyelinKilledBySIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	var bash liveProc
-	waitFor(t, "myelin to start bash", func() bool {
-		for _, p := range liveProcs() {
-			if p.ppid == cmd.Process.Pid && p.comm == "bash" {
-				bash = p
-				return true
+	names := []string{"bash", "background", "setsid", "double"}
+	waitFor(t, "the command and what it started to write their pids", func() bool {
+		for _, n := range names {
+			if data, err := os.ReadFile(filepath.Join(dir, n+".pid")); err != nil || !strings.HasSuffix(string(data), "\n") {
+				return false
 			}
 		}
-		return false
+		return true
 	}, &stderr)
+	pids := map[string]int{}
+	for _, n := range names {
+		data, _ := os.ReadFile(filepath.Join(dir, n+".pid"))
+		pids[n], _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	}
+	live := liveProcs()
+	bash, ok := live[pids["bash"]]
+	if !ok {
+		t.Fatalf("bash %d is not running", pids["bash"])
+	}
+	for _, n := range []string{"setsid", "double"} {
+		if p, ok := live[pids[n]]; !ok || p.pgid == bash.pgid {
+			t.Fatalf("the %s sleep %d is not running out of bash's group %d: %+v", n, pids[n], bash.pgid, p)
+		}
+	}
 	time.Sleep(time.Until(started.Add(500 * time.Millisecond)))
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
 	killed := time.Now()
-	waitFor(t, fmt.Sprintf("the command's process group %d to end", bash.pgid), func() bool { return len(groupMembers(bash.pgid)) == 0 })
+	for _, n := range names {
+		pid := pids[n]
+		waitFor(t, fmt.Sprintf("the %s process %d to end", n, pid), func() bool { _, ok := liveProcs()[pid]; return !ok })
+	}
 	time.Sleep(time.Until(killed.Add(4 * time.Second)))
 	if _, err := os.Stat(filepath.Join(dir, "f")); err == nil {
 		t.Error("f was touched after myelin was killed")

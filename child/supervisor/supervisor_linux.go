@@ -1,0 +1,167 @@
+package supervisor
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+func init() {
+	v, ok := syscall.Getenv(Env)
+	if !ok {
+		return
+	}
+	// Package initialization runs on the main thread, locked to it: the
+	// command's parent-death signal fires only when this process ends.
+	syscall.Exit(run(v))
+}
+
+// run is the supervisor: it starts the command given by its arguments
+// (os.Args[1] the path, the rest its argv), as a child in a process group
+// of its own, becomes the subreaper of everything below it, and waits for
+// the command's end or myelin's word.
+func run(fdv string) int {
+	first := atoi(fdv)
+	if first < 3 {
+		return 126
+	}
+	ctl, status := first, first+1
+	for _, fd := range []int{ctl, status} {
+		syscall.CloseOnExec(fd)
+		_ = syscall.SetNonblock(fd, false)
+	}
+	argv := split0(readFile("/proc/self/cmdline"))
+	if len(argv) < 3 {
+		say(status, StatusError+"the supervisor was started without a command")
+		return 127
+	}
+	// Orphans of the command's subtree (a child that called setsid, a
+	// double fork) become this process's children instead of init's.
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0, 0, 0, 0); e != 0 {
+		say(status, StatusError+"making the supervisor a subreaper (prctl PR_SET_CHILD_SUBREAPER): "+e.Error())
+		return 127
+	}
+	files := make([]uintptr, first)
+	for i := range files {
+		files[i] = uintptr(i)
+	}
+	var env []string
+	for _, kv := range syscall.Environ() {
+		if len(kv) > len(Env) && kv[:len(Env)+1] == Env+"=" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	pid, err := syscall.ForkExec(argv[1], argv[2:], &syscall.ProcAttr{
+		Env:   env,
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		say(status, StatusError+"fork/exec "+argv[1]+": "+err.Error())
+		return 127
+	}
+	say(status, StatusOK)
+
+	exited := make(chan struct{})
+	go func() { // waits without reaping: the group id stays the command's
+		var info [128]byte
+		for {
+			_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), wEXITED|wNOWAIT, 0, 0)
+			if e != syscall.EINTR {
+				break
+			}
+		}
+		close(exited)
+	}()
+	words := make(chan byte)
+	go func() {
+		var b [1]byte
+		for {
+			n, err := syscall.Read(ctl, b[:])
+			if err == syscall.EINTR {
+				continue
+			}
+			if n != 1 || err != nil {
+				close(words)
+				return
+			}
+			words <- b[0]
+		}
+	}()
+	for done := false; !done; {
+		select {
+		case <-exited:
+			done = true
+		case sig, ok := <-words:
+			if !ok {
+				done = true
+				break
+			}
+			if sig >= 1 && sig <= 64 {
+				_ = syscall.Kill(-pid, syscall.Signal(sig))
+			}
+		}
+	}
+	ws := killAll(pid)
+	return exitAs(ws)
+}
+
+const (
+	prSetChildSubreaper = 36
+	pPID                = 1
+	wEXITED             = 4
+	wNOWAIT             = 0x1000000
+)
+
+// killAll kills every process below the supervisor and reaps it: each
+// round kills the children there are, and reaps one; the children of a
+// killed process become the supervisor's (it is their subreaper), to be
+// killed in a later round. A process can only be made by a live one, and
+// every live one is killed, so the rounds end. It returns the command's
+// wait status.
+func killAll(cmd int) syscall.WaitStatus {
+	var cmdStatus syscall.WaitStatus
+	for {
+		kids := children()
+		for _, k := range kids { // not reaped yet, so no pid here is reused
+			_ = syscall.Kill(k, syscall.SIGKILL)
+		}
+		var ws syscall.WaitStatus
+		opts := 0
+		if len(kids) == 0 {
+			opts = syscall.WNOHANG // a child may be on its way here
+		}
+		got, err := syscall.Wait4(-1, &ws, opts, nil)
+		switch {
+		case err == syscall.EINTR:
+		case err == syscall.ECHILD:
+			return cmdStatus
+		case err != nil:
+			return cmdStatus
+		case got == cmd:
+			cmdStatus = ws
+		case got == 0:
+			sleepBriefly()
+		}
+	}
+}
+
+// exitAs ends the supervisor as the command ended: with its exit status,
+// or by its signal (SIGKILL directly; another through /bin/sh, whose
+// signal dispositions are the defaults again, with core dumps off).
+func exitAs(ws syscall.WaitStatus) int {
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case !ws.Signaled():
+		return 127
+	}
+	sig := ws.Signal()
+	if sig == syscall.SIGKILL {
+		_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
+	}
+	_ = syscall.Setrlimit(syscall.RLIMIT_CORE, &syscall.Rlimit{})
+	n := itoa(int(sig))
+	_ = syscall.Exec("/bin/sh", []string{"sh", "-c", "kill -" + n + " $$; exit " + itoa(128+int(sig))}, nil)
+	return 128 + int(sig)
+}
