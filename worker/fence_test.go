@@ -45,8 +45,9 @@ func ahead(t *testing.T, s *postgres.Store, d time.Duration) *postgres.Store {
 // turnWorkerOn is one worker process of the fence tests: a server whose
 // agent runs on store with the fake provider, its events in the shared
 // log, and a queue of one worker running run (the server's RunQueued when
-// nil; else what run makes of the server), started.
-func turnWorkerOn(t *testing.T, store *postgres.Store, fake *providertest.Server, run func(*server.Server) func(context.Context, string, server.QueuedTurn) error) (*server.Server, *Queue) {
+// nil; else what run makes of the server), started. lease is the claims'
+// and the queue's (0: history.DefaultLease).
+func turnWorkerOn(t *testing.T, store *postgres.Store, fake *providertest.Server, lease time.Duration, run func(*server.Server) func(context.Context, string, server.QueuedTurn) error) (*server.Server, *Queue) {
 	t.Helper()
 	p, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: fake.URL, MaxRetries: -1})
 	if err != nil {
@@ -57,13 +58,13 @@ func turnWorkerOn(t *testing.T, store *postgres.Store, fake *providertest.Server
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	a := &agent.Agent{Provider: p, Store: store, Tools: &tool.Registry{}, Env: result.Env{Store: ws}, Model: "claude-test"}
+	a := &agent.Agent{Provider: p, Store: store, Tools: &tool.Registry{}, Env: result.Env{Store: ws}, Model: "claude-test", Lease: lease}
 	api := &server.Server{Agent: a, Workspace: ws, Events: NewEvents(store.Pool(), EventsOptions{})}
 	runs := api.RunQueued
 	if run != nil {
 		runs = run(api)
 	}
-	q, err := New(store, store.Pool(), runs, Options{Workers: 1, Poll: 50 * time.Millisecond, End: api.EndQueued})
+	q, err := New(store, store.Pool(), runs, Options{Workers: 1, Poll: 50 * time.Millisecond, Lease: lease, End: api.EndQueued})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,13 +188,14 @@ func finishedEvents(t *testing.T, s *postgres.Store, conv string) (finished []st
 // runningOnA queues turn turn_1 of a new conversation c1 and has worker
 // A (claims on the database's clock) take it: A is mid-turn, its request
 // held until resume is closed; returned gets what its RunQueued returns.
-func runningOnA(t *testing.T) (s *postgres.Store, qa *Queue, resume chan struct{}, returned chan error) {
+// lease is A's (0: history.DefaultLease).
+func runningOnA(t *testing.T, lease time.Duration) (s *postgres.Store, qa *Queue, resume chan struct{}, returned chan error) {
 	t.Helper()
 	s, _ = open(t)
 	newConv(t, s, "c1")
 	fake, arrived, resume := heldProvider(t, "from A")
 	returned = make(chan error, 4)
-	_, qa = turnWorkerOn(t, s, fake, reporting(returned))
+	_, qa = turnWorkerOn(t, s, fake, lease, reporting(returned))
 	if err := qa.Enqueue(context.Background(), "c1", server.QueuedTurn{Turn: "turn_1"}, userText("go")); err != nil {
 		t.Fatal(err)
 	}
@@ -210,9 +212,16 @@ func resumeA(t *testing.T, qa *Queue, resume chan struct{}, returned chan error)
 	if err := within(t, returned, "worker A's return"); !errors.Is(err, history.ErrClaimLost) {
 		t.Errorf("A's turn after another took its claim returned %v, want an error wrapping history.ErrClaimLost", err)
 	}
+	stopQueue(t, qa)
+}
+
+// stopQueue stops q, so that what its workers reported to River is
+// written.
+func stopQueue(t *testing.T, q *Queue) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := qa.Stop(ctx); err != nil {
+	if err := q.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -223,7 +232,7 @@ func resumeA(t *testing.T, qa *Queue, resume chan struct{}, returned chan error)
 // (C's), and A's claim_lost notice.
 func finishedByC(t *testing.T, s *postgres.Store, q *Queue) {
 	t.Helper()
-	turnWorkerOn(t, ahead(t, s, 2*time.Hour), providertest.NewAnthropic(t, providertest.Step{Text: "from C"}), nil)
+	turnWorkerOn(t, ahead(t, s, 2*time.Hour), providertest.NewAnthropic(t, providertest.Step{Text: "from C"}), 0, nil)
 	if tid := waitPending(t, q, "c1", ""); tid != "" {
 		t.Fatalf("turn %s is still pending after C took its job (jobs: %s)", tid, jobStates(t, s, "c1"))
 	}
@@ -248,7 +257,7 @@ func finishedByC(t *testing.T, s *postgres.Store, q *Queue) {
 // with one turn.finished, the finishing worker's, and A's claim_lost
 // notice instead of a turn.finished of its own.
 func TestAWorkerPausedPastItsLeaseLeavesTheJobToTheWorkerThatTookItOver(t *testing.T) {
-	s, qa, resume, returnedA := runningOnA(t)
+	s, qa, resume, returnedA := runningOnA(t, 0)
 	ctx := context.Background()
 
 	// A is paused past its lease: its job is given back
@@ -261,7 +270,7 @@ func TestAWorkerPausedPastItsLeaseLeavesTheJobToTheWorkerThatTookItOver(t *testi
 	storeB := ahead(t, s, time.Hour)
 	tookB, dead := make(chan error, 1), make(chan struct{})
 	t.Cleanup(func() { close(dead) })
-	_, qb := turnWorkerOn(t, storeB, providertest.NewAnthropic(t), func(*server.Server) func(context.Context, string, server.QueuedTurn) error {
+	_, qb := turnWorkerOn(t, storeB, providertest.NewAnthropic(t), 0, func(*server.Server) func(context.Context, string, server.QueuedTurn) error {
 		return func(ctx context.Context, conv string, _ server.QueuedTurn) error {
 			_, err := storeB.Claim(ctx, conv, history.NewHolder(), time.Minute)
 			tookB <- err
@@ -298,7 +307,7 @@ func TestAWorkerPausedPastItsLeaseLeavesTheJobToTheWorkerThatTookItOver(t *testi
 // own — does not complete the job either: it is snoozed, so that once
 // that writer is gone a worker finishes the turn.
 func TestAWorkerWhoseClaimAnotherWriterTookLeavesTheTurnQueued(t *testing.T) {
-	s, qa, resume, returnedA := runningOnA(t)
+	s, qa, resume, returnedA := runningOnA(t, 0)
 	ctx := context.Background()
 	// the writer takes the conversation (A's claim has run out by its
 	// clock) and dies without a word
@@ -310,6 +319,52 @@ func TestAWorkerWhoseClaimAnotherWriterTookLeavesTheTurnQueued(t *testing.T) {
 		t.Fatalf("after A lost its claim, the turn pending is %q (%v; jobs: %s), want turn_1 still queued", tid, err, jobStates(t, s, "c1"))
 	}
 	finishedByC(t, s, qa)
+}
+
+// A worker paused past the beat but not past its claim (its job given
+// back while it in fact lives) goes on with the turn when it resumes and
+// finishes it; the job it goes on as, meanwhile snoozed by the live
+// claim, then finds the turn ended — completed once, by its own worker,
+// not by the paused one's report on the job it no longer has.
+func TestATurnGivenBackFromALiveWorkerIsFinishedByItAndEndsItsNewJob(t *testing.T) {
+	const lease = 2 * time.Second
+	s, qa, resume, returnedA := runningOnA(t, lease)
+	ctx := context.Background()
+	pause(t, s, qa) // A's beats stop; its claim, on its own heartbeat, lives
+	if n, err := rescue(ctx, s.Pool(), time.Minute); err != nil || n != 1 {
+		t.Fatalf("the give-back of paused A's job: %d, %v; want 1", n, err)
+	}
+	_, qc := turnWorkerOn(t, s, providertest.NewAnthropic(t), lease, nil)
+	snoozed := 0
+	for i := 0; snoozed == 0 && i < 1200; i++ {
+		if err := s.Pool().QueryRow(ctx, `SELECT coalesce((metadata->>'snoozes')::int, 0) FROM river_job
+			WHERE state <> 'discarded' AND args->>'conversation' = 'c1'`).Scan(&snoozed); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if snoozed == 0 {
+		t.Fatalf("the job given back was never snoozed by A's live claim (jobs: %s)", jobStates(t, s, "c1"))
+	}
+	close(resume)
+	if err := within(t, returnedA, "worker A's return"); err != nil {
+		t.Fatalf("A, resumed with its claim, returned %v, want nil (the turn ended)", err)
+	}
+	stopQueue(t, qa)
+	if tid := waitPending(t, qc, "c1", ""); tid != "" {
+		t.Fatalf("turn %s is still pending after A finished it (jobs: %s)", tid, jobStates(t, s, "c1"))
+	}
+	if got := jobStates(t, s, "c1"); got != "discarded completed" {
+		t.Fatalf("jobs %s, want A's discarded (given back) and the new one completed", got)
+	}
+	msgs, err := s.Messages(ctx, "c1")
+	if err != nil || len(msgs) != 2 || msgs[1].Parts[0].Text != "from A" {
+		t.Fatalf("stored %+v (%v), want the prompt and A's answer", msgs, err)
+	}
+	finished, _ := finishedEvents(t, s, "c1")
+	if len(finished) != 2 || !strings.Contains(finished[0], `"reason":"end_turn"`) || !strings.Contains(finished[1], `"reason":"already_ended"`) {
+		t.Fatalf("turn.finished events %v, want A's (end_turn), then the new job's (already_ended)", finished)
+	}
 }
 
 // A cancel that looked the turn's job up just before it was given back
