@@ -9,8 +9,11 @@
 // The store's claim (a lease fenced by an epoch) is the one-writer guard,
 // not River: a job whose conversation a live writer holds is snoozed and
 // tried again, and the rescue of a job whose worker died (it stopped
-// beating) only delivers it again — the next worker takes the claim once it has expired, answers
-// what the dead one left (contract §7) and goes on. It also keeps the
+// beating) only delivers it again, as a new job: the next worker takes
+// the claim once it has expired, answers what the dead one left (contract
+// §7) and goes on, and the worker given up for dead, were it alive, can
+// no longer finish the job (rescue.go). A worker whose claim was lost
+// never completes its job. It also keeps the
 // conversations' events (Events), so that a watcher of any process follows
 // a turn run by another.
 //
