@@ -92,11 +92,17 @@ func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, id, tid st
 // worker that took its job calls it, on any process sharing the store.
 // It continues the turn from what is stored (agent.Continue: the
 // interrupted calls of a process that died are answered, a turn that
-// ended is left), with its events in the server's log. It fails — and the
-// job is to be tried again later — when the turn could not start (a
+// ended is left), with its events in the server's log. It returns nil
+// when the turn ended here (or was cancelled); it fails — and the job is
+// to be tried again later — when the turn could not start (a
 // *history.HeldError while another writer is alive) or failed for another
-// reason than its context; a turn cancelled, or whose claim was taken
-// over, has ended here.
+// reason than its context. A turn whose claim was lost midway (another
+// writer took the conversation over: this worker was given up for dead)
+// has not ended: RunQueued fails with an error wrapping
+// history.ErrClaimLost, and reports no turn.finished (a claim_lost notice
+// instead): whoever holds the conversation now goes on with the turn,
+// and its job — tried again — finds it ended, or takes it up if that
+// writer died too. It must never report such a turn ended.
 func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error {
 	s.init()
 	a, err := s.agentFor(TurnInput{Model: t.Model, MaxRounds: t.MaxRounds, MaxTokens: t.MaxTokens})
@@ -110,7 +116,7 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 	a, notes := s.withTools(a, conv)
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	tctx = turnContext(tctx, conv, t.Turn, a)
+	tctx = turnContext(context.WithValue(tctx, handedOverKey{}, true), conv, t.Turn, a)
 	stop := context.AfterFunc(ctx, func() { cancel(errCancelled) })
 	defer stop()
 	var failed error
@@ -123,11 +129,31 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 	if _, ok := s.runTurn(tctx, a, conv, t.Turn, prompt, notes, nil, run, func(err error) { notStarted = err }); !ok {
 		return notStarted
 	}
-	if failed != nil && ctx.Err() == nil && !errors.Is(failed, history.ErrClaimLost) {
+	if errors.Is(failed, history.ErrClaimLost) {
+		return fmt.Errorf("turn %s of conversation %s: %w; the turn is left to whoever holds it now", t.Turn, conv, failed)
+	}
+	if failed != nil && ctx.Err() == nil {
 		return failed
 	}
 	return nil
 }
+
+// handedOverKey marks the context of a queued turn (RunQueued): when its
+// claim is lost, another writer goes on with it, so runTurn reports the
+// loss as a claim_lost notice, not as the turn's turn.finished.
+type handedOverKey struct{}
+
+// handedOver reports whether a turn run under ctx is left to whoever took
+// its claim when it loses it (RunQueued's).
+func handedOver(ctx context.Context) bool {
+	v, _ := ctx.Value(handedOverKey{}).(bool)
+	return v
+}
+
+// NoticeClaimLost is the kind of the notice a queued turn's worker
+// reports instead of turn.finished when it lost the conversation's claim
+// midway: the turn goes on with whoever took it over.
+const NoticeClaimLost = "claim_lost"
 
 // lastPrompt is the text of conversation conv's last prompt (a user
 // message without tool results), for turn.started.

@@ -50,6 +50,13 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 		started(err)
 		return "", false
 	}
+	if errors.Is(err, history.ErrClaimLost) && handedOver(ctx) {
+		// a queued turn taken over (queue.go): not ended, its
+		// turn.finished is its new holder's
+		s.emit(id, EventNotice, noticeEvent{Turn: tid, Kind: NoticeClaimLost,
+			Text: err.Error() + "; the turn goes on with the writer that took the conversation over"})
+		return NoticeClaimLost, true
+	}
 	fin := turnFinishedEvent{Turn: tid, Reason: tr.Reason, Rounds: tr.Rounds, Usage: usageOf(tr.Usage), Text: tr.Text}
 	if err != nil {
 		fin.Reason = "error"

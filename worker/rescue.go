@@ -20,7 +20,8 @@ import (
 // when the process that took it (the last of its attempted_by) has not
 // beaten for a lease: it is dead, or cut off long enough for its claims
 // to have run out. The claim stays the one-writer guard: a job given back
-// while its worker in fact lives is only snoozed.
+// while its worker in fact lives is only snoozed; and the job's id is the
+// guard of the job (rescue).
 
 // newClientID is this process's River client id: host, pid and a random
 // part (a process restarted with the same pid is another).
@@ -48,11 +49,39 @@ func beat(ctx context.Context, pool *pgxpool.Pool, id string) error {
 // not beaten for lease (and were taken over lease ago, so a worker just
 // started has beaten), and forgets workers gone for ten leases. It returns
 // how many jobs it gave back.
+//
+// A job is given back as a new job (a new id) with what the old one
+// carried — its args, attempts, errors and metadata (a cancel asked for
+// while its worker was dead goes with it) — and the old one is discarded
+// in the same transaction, naming the new. The job's id is the fence of
+// its attempts: River finishes a job (completed, retried, snoozed,
+// cancelled, discarded) by its id and only while it is running, whatever
+// attempt runs it, so a worker given up for dead that in fact lived (paused
+// past its lease) and returns later could otherwise finish the attempt of
+// the worker that took the job over — and, were that one dead, leave the
+// turn with no job and no one to finish it. Its job discarded, whatever it
+// reports changes nothing.
 func rescue(ctx context.Context, pool *pgxpool.Pool, lease time.Duration) (int64, error) {
-	tag, err := pool.Exec(ctx, `UPDATE river_job j SET state = 'available', scheduled_at = now()
-		WHERE j.kind = $1 AND j.state = 'running' AND j.attempted_at < now() - $2::interval
-		AND NOT EXISTS (SELECT 1 FROM myelin_workers w
-			WHERE w.id = j.attempted_by[cardinality(j.attempted_by)] AND w.beat > now() - $2::interval)`, Kind, lease)
+	tag, err := pool.Exec(ctx, `WITH dead AS (
+			SELECT j.*, nextval(pg_get_serial_sequence('river_job', 'id')) AS new_id FROM river_job j
+			WHERE j.kind = $1 AND j.state = 'running' AND j.attempted_at < now() - $2::interval
+			AND NOT EXISTS (SELECT 1 FROM myelin_workers w
+				WHERE w.id = j.attempted_by[cardinality(j.attempted_by)] AND w.beat > now() - $2::interval)
+			FOR UPDATE OF j SKIP LOCKED
+		), old AS (
+			UPDATE river_job j SET state = 'discarded', finalized_at = now(),
+				errors = array_append(j.errors, jsonb_build_object('at', now(), 'attempt', j.attempt,
+					'error', format('given back: worker %s stopped beating; the turn goes on as job %s',
+						j.attempted_by[cardinality(j.attempted_by)], d.new_id))),
+				metadata = j.metadata || jsonb_build_object('`+givenBackAs+`', d.new_id)
+			FROM dead d WHERE j.id = d.id
+			RETURNING j.id
+		)
+		INSERT INTO river_job (id, args, attempt, attempted_at, attempted_by, created_at, errors, kind, max_attempts,
+			metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
+		SELECT d.new_id, d.args, d.attempt, d.attempted_at, d.attempted_by, d.created_at, d.errors, d.kind, d.max_attempts,
+			d.metadata, d.priority, d.queue, now(), 'available', d.tags, d.unique_key, d.unique_states
+		FROM dead d JOIN old o ON o.id = d.id`, Kind, lease)
 	if err != nil {
 		return 0, fmt.Errorf("workers: giving back the turns of dead workers: %w", err)
 	}
@@ -61,6 +90,10 @@ func rescue(ctx context.Context, pool *pgxpool.Pool, lease time.Duration) (int64
 	}
 	return tag.RowsAffected(), nil
 }
+
+// givenBackAs is the key of a given-back job's metadata naming the job it
+// goes on as.
+const givenBackAs = "myelin:given_back_as"
 
 // keepAlive beats for client id every third of lease and gives back the
 // turns of dead workers at each beat, until ctx ends.

@@ -9,8 +9,11 @@
 // The store's claim (a lease fenced by an epoch) is the one-writer guard,
 // not River: a job whose conversation a live writer holds is snoozed and
 // tried again, and the rescue of a job whose worker died (it stopped
-// beating) only delivers it again — the next worker takes the claim once it has expired, answers
-// what the dead one left (contract §7) and goes on. It also keeps the
+// beating) only delivers it again, as a new job: the next worker takes
+// the claim once it has expired, answers what the dead one left (contract
+// §7) and goes on, and the worker given up for dead, were it alive, can
+// no longer finish the job (rescue.go). A worker whose claim was lost
+// never completes its job. It also keeps the
 // conversations' events (Events), so that a watcher of any process follows
 // a turn run by another.
 //
@@ -272,17 +275,40 @@ func (q *Queue) Cancel(ctx context.Context, conv, tid string) (found, before boo
 	if err != nil || j == nil || turnOf(j) != tid {
 		return false, false, err
 	}
-	row, err := q.client.JobCancel(ctx, j.ID)
-	if err != nil {
-		return false, false, fmt.Errorf("cancelling turn %s of conversation %s: %w", tid, conv, err)
+	return q.cancel(ctx, conv, tid, j)
+}
+
+// cancel cancels turn tid of conversation conv, whose job was j when it
+// was looked up. A job given back meanwhile (rescue) goes on as another:
+// the cancel follows it there.
+func (q *Queue) cancel(ctx context.Context, conv, tid string, j *rivertype.JobRow) (found, before bool, err error) {
+	for range 8 {
+		row, err := q.client.JobCancel(ctx, j.ID)
+		if err != nil {
+			return false, false, fmt.Errorf("cancelling turn %s of conversation %s: %w", tid, conv, err)
+		}
+		if givenBack(row.Metadata) {
+			if j, err = q.job(ctx, conv); err != nil || j == nil || turnOf(j) != tid {
+				return false, false, err
+			}
+			continue
+		}
+		if row.State != rivertype.JobStateCancelled {
+			return true, false, nil // running: its worker ends it
+		}
+		if err := endCancelled(ctx, q.store, q.lease, conv, turnArgsOf(row).QueuedTurn); err != nil {
+			return true, true, fmt.Errorf("answering cancelled turn %s of conversation %s: %w", tid, conv, err)
+		}
+		return true, true, nil
 	}
-	if row.State != rivertype.JobStateCancelled {
-		return true, false, nil // running: its worker ends it
-	}
-	if err := endCancelled(ctx, q.store, q.lease, conv, turnArgsOf(j).QueuedTurn); err != nil {
-		return true, true, fmt.Errorf("answering cancelled turn %s of conversation %s: %w", tid, conv, err)
-	}
-	return true, true, nil
+	return false, false, fmt.Errorf("cancelling turn %s of conversation %s: its job was given back by dead workers again and again while it was cancelled; try again", tid, conv)
+}
+
+// givenBack reports whether a job's metadata says it was given back
+// (rescue) and goes on as another job.
+func givenBack(metadata []byte) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(metadata, &m) == nil && m[givenBackAs] != nil
 }
 
 // endCancelled ends turn t of conversation conv, cancelled while no
@@ -326,6 +352,15 @@ func (w *turnWorker) Work(ctx context.Context, job *river.Job[turnArgs]) error {
 		// a live writer has it (a worker whose job was delivered again
 		// while it runs, or a CLI run): try when its lease would end
 		return river.JobSnooze(snoozeFor(time.Until(held.Expires), w.lease))
+	}
+	if errors.Is(err, history.ErrClaimLost) {
+		// another writer took the conversation over: this worker was
+		// given up for dead, and its job given back (rescue: then this
+		// job is discarded, and what it reports changes nothing) — or a
+		// writer that is no worker took it. The turn has not ended: its
+		// job waits for whoever holds it now, never completed here
+		w.log("turn %s of conversation %s (attempt %d): %v", job.Args.Turn, job.Args.Conversation, job.Attempt, err)
+		return river.JobSnooze(snoozeFor(0, w.lease))
 	}
 	if err != nil {
 		w.log("turn %s of conversation %s (attempt %d): %v; it is tried again", job.Args.Turn, job.Args.Conversation, job.Attempt, err)

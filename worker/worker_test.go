@@ -197,7 +197,8 @@ func TestEventsReachAnotherProcessInOrderAndSurviveARestart(t *testing.T) {
 }
 
 // A running turn's job whose worker stopped beating is given back to the
-// queue; one whose worker beats is left to it.
+// queue — as a new job carrying its attempts, the old one discarded and
+// naming it — ; one whose worker beats is left to it.
 func TestATurnOfADeadWorkerIsGivenBackAndALiveOnesIsNot(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
@@ -223,11 +224,16 @@ func TestATurnOfADeadWorkerIsGivenBackAndALiveOnesIsNot(t *testing.T) {
 		t.Fatalf("rescue gave back %d jobs (%v), want the dead worker's", n, err)
 	}
 	var states []string
-	if err := s.Pool().QueryRow(ctx, `SELECT array_agg(args->>'conversation' || ':' || state ORDER BY id) FROM river_job`).Scan(&states); err != nil {
+	if err := s.Pool().QueryRow(ctx, `SELECT array_agg(args->>'conversation' || ':' || state || ':' || attempt ORDER BY id) FROM river_job`).Scan(&states); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(states) != "[dead:available live:running]" {
-		t.Fatalf("jobs %v", states)
+	if fmt.Sprint(states) != "[dead:discarded:0 live:running:0 dead:available:0]" {
+		t.Fatalf("jobs (conversation:state:attempt) %v, want the dead worker's discarded and given back as a new one", states)
+	}
+	var named bool
+	if err := s.Pool().QueryRow(ctx, `SELECT (o.metadata->>'`+givenBackAs+`')::bigint = n.id FROM river_job o, river_job n
+		WHERE o.state = 'discarded' AND n.state = 'available'`).Scan(&named); err != nil || !named {
+		t.Fatalf("the discarded job does not name the one it goes on as (%v)", err)
 	}
 }
 
@@ -288,7 +294,7 @@ func TestATurnCancelledWhileItsWorkerWasDeadIsNotRunByTheNext(t *testing.T) {
 			t.Fatalf("the cancelled turn %s was run by the worker that took it over", tid)
 		default:
 		}
-		if err := s.Pool().QueryRow(ctx, `SELECT state FROM river_job WHERE kind = $1`, Kind).Scan(&state); err != nil {
+		if err := s.Pool().QueryRow(ctx, `SELECT state FROM river_job WHERE kind = $1 ORDER BY id DESC LIMIT 1`, Kind).Scan(&state); err != nil {
 			t.Fatal(err)
 		}
 		if state == "cancelled" || i == 600 {
@@ -297,7 +303,7 @@ func TestATurnCancelledWhileItsWorkerWasDeadIsNotRunByTheNext(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if state != "cancelled" {
-		t.Fatalf("the job is %s, want cancelled", state)
+		t.Fatalf("the job given back is %s, want cancelled", state)
 	}
 	msgs, _ := s.Messages(ctx, "c1")
 	if len(msgs) != 4 || msgs[2].Role != history.User || msgs[3].Role != history.Assistant || !msgs[3].Cut {

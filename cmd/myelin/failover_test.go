@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,15 +28,17 @@ import (
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
-// The failover test's size and bounds (issue 15): conversations × turns,
-// run by workers serve processes killed with SIGKILL at random moments
-// during killFor and restarted, all of it within budget.
+// The failover test's size and bounds (issues 15 and 26): conversations ×
+// turns, run by workers serve processes killed with SIGKILL or paused past
+// their lease (SIGSTOP, then SIGCONT) at random moments during chaosFor,
+// all of it within budget. The lease is failoverLease.
 const (
-	failoverConversations = 30
-	failoverTurns         = 10
+	failoverConversations = 16
+	failoverTurns         = 6
 	failoverWorkers       = 3
-	failoverKillFor       = 60 * time.Second
-	failoverBudget        = 3 * time.Minute
+	failoverChaosFor      = 30 * time.Second
+	failoverBudget        = 2 * time.Minute
+	failoverLease         = 2 * time.Second
 )
 
 // workerProc is one `myelin serve --worker` process of the test, started
@@ -50,7 +53,7 @@ type workerProc struct {
 
 func (p *workerProc) start(t *testing.T) {
 	t.Helper()
-	cmd := exec.Command(p.bin, "serve", "--worker", "--workers", fmt.Sprint(cmp.Or(p.workers, 4)), "--lease", "2s", "--store", p.dsn,
+	cmd := exec.Command(p.bin, "serve", "--worker", "--workers", fmt.Sprint(cmp.Or(p.workers, 4)), "--lease", failoverLease.String(), "--store", p.dsn,
 		"--workspace", p.dir, "--allow-shell", "--addr", p.addr)
 	cmd.Env = os.Environ()
 	stderr := &lockedBuffer{}
@@ -71,6 +74,25 @@ func (p *workerProc) kill() {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 	}
+}
+
+// signal sends sig to the process.
+func (p *workerProc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		p.cmd.Process.Signal(sig)
+	}
+}
+
+// pid is the process's pid, 0 before it started.
+func (p *workerProc) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
 }
 
 // startWorkerProcs starts n serve --worker processes (slots turns at once
@@ -135,14 +157,17 @@ func respondTurns(r providertest.Request, delay time.Duration, shell bool) provi
 	return providertest.Step{ToolCalls: calls}
 }
 
-// Three workers, thirty conversations of ten turns, each turn calling a
-// tool that may run again and one that may not; workers are killed with
-// SIGKILL at random moments and started again. Every turn finishes, no
-// message is lost or stored twice, every conversation stays valid (each
-// call answered once), and no call of the unsafe tool runs twice.
+// Three workers, conversations of several turns, each turn calling a tool
+// that may run again and one that may not; workers are killed with
+// SIGKILL at random moments and started again, or — holders of claims —
+// paused past their lease while another worker takes a turn of theirs
+// over, which is then killed before the first goes on (issue 26's
+// sequence). Every turn finishes, no message is lost or stored twice,
+// every conversation stays valid (each call answered once), and no call of
+// the unsafe tool runs twice.
 func TestWorkersKilledAtRandomFinishEveryTurnOnce(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the failover test takes minutes")
+		t.Skip("the failover test takes a minute")
 	}
 	bin := buildMyelin(t)
 	srv := fakeAnthropic(t)
@@ -155,18 +180,26 @@ func TestWorkersKilledAtRandomFinishEveryTurnOnce(t *testing.T) {
 	post := set.post
 
 	var finished atomic.Int64
-	stopKilling := make(chan struct{})
-	var killer sync.WaitGroup
-	kills := 0
-	killer.Go(func() {
-		deadline := time.After(failoverKillFor)
-		for {
+	stopChaos := make(chan struct{})
+	var chaos sync.WaitGroup
+	var kills, pauses, fenced int
+	chaos.Go(func() {
+		deadline := time.After(failoverChaosFor)
+		for n := 0; ; n++ {
 			select {
-			case <-stopKilling:
+			case <-stopChaos:
 				return
 			case <-deadline:
 				return
-			case <-time.After(time.Duration(1000+rand.IntN(3000)) * time.Millisecond):
+			case <-time.After(time.Duration(1000+rand.IntN(2000)) * time.Millisecond):
+			}
+			if n%2 == 0 || fenced == 0 { // a holder paused past its lease
+				pauses++
+				if pauseHolder(ctx, t, store, procs) {
+					fenced++
+					kills++
+				}
+				continue
 			}
 			p := procs[rand.IntN(len(procs))]
 			p.kill()
@@ -177,8 +210,8 @@ func TestWorkersKilledAtRandomFinishEveryTurnOnce(t *testing.T) {
 	})
 
 	ids, errs := runConversations(ctx, store, post, failoverConversations, failoverTurns, &finished)
-	close(stopKilling)
-	killer.Wait()
+	close(stopChaos)
+	chaos.Wait()
 	for _, err := range errs {
 		t.Error(err)
 	}
@@ -186,10 +219,79 @@ func TestWorkersKilledAtRandomFinishEveryTurnOnce(t *testing.T) {
 		for i, p := range procs {
 			t.Logf("worker %d's stderr: %s", i, p.stderr.String())
 		}
-		t.Fatalf("%d of %d turns finished, %d kills", finished.Load(), failoverConversations*failoverTurns, kills)
+		t.Fatalf("%d of %d turns finished, %d kills, %d pauses (%d taken over and killed)", finished.Load(), failoverConversations*failoverTurns, kills, pauses, fenced)
 	}
-	t.Logf("%d turns finished with %d kills", finished.Load(), kills)
+	t.Logf("%d turns finished with %d kills, %d pauses (%d taken over and killed)", finished.Load(), kills, pauses, fenced)
 	checkFailover(t, store, dir, ids)
+	if fenced == 0 {
+		t.Fatalf("no pause of a holder saw its turn taken over (%d pauses): issue 26's sequence was not played", pauses)
+	}
+}
+
+// pauseHolder plays issue 26's sequence on a process holding a
+// conversation's claim: it stops it (SIGSTOP) until another process has
+// taken one of its conversations over (its jobs given back, its claims run
+// out), kills that one (SIGKILL; started again), then lets the first go on
+// (SIGCONT), its writes now fenced off. It reports whether a takeover came
+// within six leases and was killed; without one it only lets the first go
+// on.
+func pauseHolder(ctx context.Context, t *testing.T, store *postgres.Store, procs []*workerProc) bool {
+	held, err := claimsHeld(ctx, store)
+	if err != nil || len(held) == 0 {
+		return false
+	}
+	var a *workerProc
+	var convs []string
+	for _, p := range procs {
+		if pid := p.pid(); pid != 0 && len(held[pid]) > 0 {
+			a, convs = p, held[pid]
+			break
+		}
+	}
+	if a == nil {
+		return false
+	}
+	pidA := a.pid()
+	a.signal(syscall.SIGSTOP)
+	defer a.signal(syscall.SIGCONT)
+	for end := time.Now().Add(6 * failoverLease); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+		held, err := claimsHeld(ctx, store)
+		if err != nil {
+			continue
+		}
+		for pid, cs := range held {
+			if pid == pidA || !slices.ContainsFunc(cs, func(c string) bool { return slices.Contains(convs, c) }) {
+				continue
+			}
+			for _, b := range procs {
+				if b.pid() == pid {
+					b.kill()
+					b.start(t)
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// claimsHeld are the conversations whose claims are held now, by the pid
+// of their holder.
+func claimsHeld(ctx context.Context, store *postgres.Store) (map[int][]string, error) {
+	rows, err := store.Pool().Query(ctx, `SELECT pid, conversation FROM claims WHERE token <> '' AND expires > now()`)
+	if err != nil {
+		return nil, err
+	}
+	held := map[int][]string{}
+	for rows.Next() {
+		var pid int
+		var conv string
+		if err := rows.Scan(&pid, &conv); err != nil {
+			return nil, err
+		}
+		held[pid] = append(held[pid], conv)
+	}
+	return held, rows.Err()
 }
 
 // workerSet is the serve processes of a test, each reached in turn.
