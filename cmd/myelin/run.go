@@ -396,16 +396,31 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 		return usageError(stderr, name, err.Error())
 	}
 	f.tools.background = &backgroundSetup{limits: bgLimits, wakes: background.NewQueue()}
+	// An interrupt while starting (an MCP server that hangs) ends the
+	// command; in run, the turn too; in chat, each turn watches its own.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := onInterrupt(ctx, cancel)
+	defer stop()
 	s, err := open(ctx, f, stderr)
 	if err != nil {
+		if interrupted(ctx) {
+			fmt.Fprintf(stderr, "myelin %s: interrupted while starting\n", name)
+			return exitInterrupted
+		}
 		fmt.Fprintf(stderr, "myelin %s: %v\n", name, err)
 		return exitError
 	}
 	defer s.close()
 	if name == "run" {
 		defer s.stopBackground(stderr) // run waits for nothing
-		return s.turn(ctx, prompt, stdout, stderr)
+		code := s.turn(ctx, prompt, stdout, stderr)
+		if interrupted(ctx) {
+			return exitInterrupted
+		}
+		return code
 	}
+	stop()
 	return s.chatLoop(ctx, stdin, stdout, stderr)
 }
 
@@ -429,6 +444,10 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	rep.endText()
 	if line := s.tokenLine(tr.Usage, rep.last, rep.answered, err); line != "" {
 		fmt.Fprintln(stderr, line)
+	}
+	if err != nil && interrupted(ctx) {
+		fmt.Fprintln(stderr, "myelin: interrupted: the answer as far as it came is stored, marked as cut, and the calls that ran are answered")
+		return exitError
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin: %v\n", err)
