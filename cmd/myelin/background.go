@@ -128,7 +128,8 @@ func (s *session) stopBackground(stderr io.Writer) {
 
 // chatLoop is chat: a turn per line of stdin, and, with background scripts,
 // a turn per wake as it comes, shown on stderr first. It ends at /exit or
-// the end of stdin, which stops the scripts still running.
+// the end of stdin, which stops the scripts still running, or at Ctrl-C
+// at the prompt (exit 130); Ctrl-C during a turn ends that turn only.
 func (s *session) chatLoop(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
 	lines := make(chan string)
 	done := make(chan struct{})
@@ -150,6 +151,18 @@ func (s *session) chatLoop(ctx context.Context, stdin io.Reader, stdout, stderr 
 		ready = s.tools.wakes.Ready()
 	}
 	prompt := isTerminal(stdin)
+	// turn runs one turn that an interrupt ends alone: the cut answer is
+	// stored and chat goes on; it reports whether chat must end (its own
+	// context ended).
+	turn := func(text string) (int, bool) {
+		tctx, end := interruptible(ctx)
+		defer end()
+		code := s.turn(tctx, text, stdout, stderr)
+		if interrupted(tctx) && ctx.Err() == nil {
+			fmt.Fprintln(stderr, "myelin: Ctrl-C again at the prompt ends chat")
+		}
+		return code, code != exitOK && ctx.Err() != nil
+	}
 	for {
 		if prompt {
 			fmt.Fprint(stderr, "> ")
@@ -157,13 +170,20 @@ func (s *session) chatLoop(ctx context.Context, stdin io.Reader, stdout, stderr 
 		select {
 		case <-ctx.Done():
 			return exitError
+		case <-interruptsOf(ctx):
+			// Ctrl-C at the prompt ends chat, as a program SIGINT ends
+			if prompt {
+				fmt.Fprintln(stderr)
+			}
+			s.stopBackground(stderr)
+			return exitInterrupted
 		case <-ready:
 			for w, ok := s.tools.wakes.Next(); ok; w, ok = s.tools.wakes.Next() {
 				if w.Conversation != s.id {
 					continue
 				}
 				showWake(stderr, w, prompt)
-				if code := s.turn(ctx, w.Message, stdout, stderr); code != exitOK && ctx.Err() != nil {
+				if code, end := turn(w.Message); end {
 					return code
 				}
 			}
@@ -182,7 +202,7 @@ func (s *session) chatLoop(ctx context.Context, stdin io.Reader, stdout, stderr 
 				s.stopBackground(stderr)
 				return exitOK
 			}
-			if code := s.turn(ctx, line, stdout, stderr); code != exitOK && ctx.Err() != nil {
+			if code, end := turn(line); end {
 				return code
 			}
 		}

@@ -44,9 +44,10 @@ Run "myelin COMMAND --help" for a command's flags.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
+	interrupts := make(chan os.Signal, 1)
+	signal.Notify(interrupts, os.Interrupt)
+	code := run(withInterrupts(context.Background(), interrupts), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	signal.Stop(interrupts)
 	os.Exit(code)
 }
 
@@ -67,10 +68,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		fmt.Fprintln(stdout, "myelin", version())
 		return exitOK
+	case "run", "chat": // each decides what an interrupt ends
+		return runCommand(ctx, args[0], args[1:], stdin, stdout, stderr)
+	}
+	// Every other command ends at the first interrupt.
+	ctx, end := interruptible(ctx)
+	defer end()
+	switch args[0] {
 	case "tool":
 		return toolCommand(ctx, args[1:], stdin, stdout, stderr)
-	case "run", "chat":
-		return runCommand(ctx, args[0], args[1:], stdin, stdout, stderr)
 	case "history":
 		return historyCommand(ctx, args[1:], stdout, stderr)
 	case "mcp":

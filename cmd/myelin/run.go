@@ -117,6 +117,21 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 // word: an inline cap under the floor, an empty model name. set holds the
 // flags the command line gave.
 func (f *agentFlags) check(set map[string]bool) error {
+	if f.cont && f.conversation != "" {
+		return fmt.Errorf("--continue and --conversation %s: give one of them (--continue takes the most recent conversation, --conversation names one)", f.conversation)
+	}
+	if set["conversation"] && strings.TrimSpace(f.conversation) == "" {
+		return fmt.Errorf("--conversation %q: give a conversation's ID (`myelin history list` lists them), or leave the flag out for a new one", f.conversation)
+	}
+	if f.provider != "" && !knownWire(f.provider) {
+		return fmt.Errorf("--provider %q: want %s", f.provider, wireList)
+	}
+	if f.maxRounds < 1 {
+		return fmt.Errorf("--max-rounds %d: give the most tool rounds of a turn, 1 or more (default %d)", f.maxRounds, agent.DefaultMaxRounds)
+	}
+	if f.maxTokens < 1 {
+		return fmt.Errorf("--max-tokens %d: give the most tokens of an answer, 1 or more (default %d)", f.maxTokens, agent.DefaultMaxTokens)
+	}
 	if set["inline-cap"] && f.inlineCap < result.MinCap {
 		return errors.New(inlineCapError(f.inlineCap))
 	}
@@ -213,8 +228,16 @@ func newProvider(name string) (provider.Provider, string, error) {
 		p, err := googlecloud.New(googlecloud.Config{})
 		return p, defaultAnthropicModel, err
 	}
-	return nil, "", fmt.Errorf("--provider %q: want anthropic, openai, openai-responses, gemini, bedrock, vertex or google-cloud", name)
+	return nil, "", fmt.Errorf("--provider %q: want %s", name, wireList)
 }
+
+// wires are the names --provider takes; wireList says them.
+var wires = []string{"anthropic", "openai", "openai-responses", "gemini", "bedrock", "vertex", googlecloud.Name}
+
+const wireList = "anthropic, openai, openai-responses, gemini, bedrock, vertex or google-cloud"
+
+// knownWire reports whether --provider takes name.
+func knownWire(name string) bool { return slices.Contains(wires, name) }
 
 // anyKey reports whether the key of a wire chosen by its key is set.
 func anyKey() bool {
@@ -244,10 +267,7 @@ func wireName(name string) string {
 
 // open assembles the agent of run and chat and picks the conversation.
 func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error) {
-	if f.cont && f.conversation != "" {
-		return nil, errors.New("give --continue or --conversation, not both")
-	}
-	s, path, err := openAgent(ctx, f, stderr)
+	s, path, err := openAgent(ctx, f, stderr) // f.check refused --continue with --conversation
 	if err != nil {
 		return nil, err
 	}
@@ -396,16 +416,31 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 		return usageError(stderr, name, err.Error())
 	}
 	f.tools.background = &backgroundSetup{limits: bgLimits, wakes: background.NewQueue()}
+	// An interrupt while starting (an MCP server that hangs) ends the
+	// command; in run, the turn too; in chat, each turn watches its own.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := onInterrupt(ctx, cancel)
+	defer stop()
 	s, err := open(ctx, f, stderr)
 	if err != nil {
+		if interrupted(ctx) {
+			fmt.Fprintf(stderr, "myelin %s: interrupted while starting\n", name)
+			return exitInterrupted
+		}
 		fmt.Fprintf(stderr, "myelin %s: %v\n", name, err)
 		return exitError
 	}
 	defer s.close()
 	if name == "run" {
 		defer s.stopBackground(stderr) // run waits for nothing
-		return s.turn(ctx, prompt, stdout, stderr)
+		code := s.turn(ctx, prompt, stdout, stderr)
+		if interrupted(ctx) {
+			return exitInterrupted
+		}
+		return code
 	}
+	stop()
 	return s.chatLoop(ctx, stdin, stdout, stderr)
 }
 
@@ -429,6 +464,10 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	rep.endText()
 	if line := s.tokenLine(tr.Usage, rep.last, rep.answered, err); line != "" {
 		fmt.Fprintln(stderr, line)
+	}
+	if err != nil && interrupted(ctx) {
+		fmt.Fprintln(stderr, "myelin: interrupted: the answer as far as it came is stored, marked as cut, and the calls that ran are answered")
+		return exitError
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin: %v\n", err)

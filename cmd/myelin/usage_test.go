@@ -223,3 +223,38 @@ func TestAfterDoubleDashEveryWordIsPositional(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27 §8: values the agent replaced without a word (--max-tokens -5
+// was sent as 8192, --max-rounds 0 ran with the default), and mistakes
+// that failed as errors (exit 1) after the provider and the store were
+// opened, are usage errors: one line, exit 2, before anything starts.
+func TestFlagValuesOutOfTheirRangeAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("ANTHROPIC_API_KEY", "k")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--max-tokens", "-5", "hi"}, "--max-tokens -5: give the most tokens of an answer, 1 or more"},
+		{[]string{"run", "--max-tokens", "0", "hi"}, "--max-tokens 0:"},
+		{[]string{"run", "--max-rounds", "0", "hi"}, "--max-rounds 0: give the most tool rounds of a turn, 1 or more"},
+		{[]string{"chat", "--max-rounds", "-1"}, "--max-rounds -1:"},
+		{[]string{"run", "--provider", "foo", "hi"}, `--provider "foo": want anthropic, openai, openai-responses, gemini, bedrock, vertex or google-cloud`},
+		{[]string{"run", "--script-time", "0", "hi"}, "--script-time"},
+		{[]string{"run", "--continue", "--conversation", "abc", "hi"}, "--continue and --conversation abc: give one of them"},
+		{[]string{"run", "--conversation", " ", "hi"}, `--conversation " ": give a conversation's ID`},
+	} {
+		args := append(append([]string{}, tc.args...), "--workspace", dir)
+		out, errOut, code := cli(t, args...)
+		if code != exitUsage || out != "" {
+			t.Errorf("%q: exit %d, stdout %q; want 2 and nothing on stdout (stderr %q)", tc.args, code, out, errOut)
+			continue
+		}
+		if !strings.Contains(errOut, tc.want) || strings.Count(strings.TrimSpace(errOut), "\n") != 1 {
+			t.Errorf("%q: stderr %q; want one line with %q, then where the usage is", tc.args, errOut, tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".myelin")); err == nil {
+		t.Error("a usage error made the workspace's .myelin: something started before the flags were checked")
+	}
+}
