@@ -468,7 +468,7 @@ func TestBadInputGetsAClearJSONError(t *testing.T) {
 
 func TestTheTokenIsCheckedOnEveryRequest(t *testing.T) {
 	f := newFixture(t)
-	f.srv.Token = "s3cret"
+	f.srv.Token = goodToken
 	for _, path := range []string{"/v1/conversations", "/v1/tools", "/v1/spills/.myelin/tool-results/x"} {
 		if status, body := f.do("GET", path, ""); status != http.StatusUnauthorized || !strings.Contains(string(body), "Authorization: Bearer") {
 			t.Fatalf("%s without the token: %d %s", path, status, body)
@@ -477,7 +477,7 @@ func TestTheTokenIsCheckedOnEveryRequest(t *testing.T) {
 			t.Fatalf("%s with a wrong token: %d", path, status)
 		}
 	}
-	f.token = "s3cret"
+	f.token = goodToken
 	if status, body := f.do("GET", "/v1/conversations", ""); status != 200 {
 		t.Fatalf("with the token: %d %s", status, body)
 	}
@@ -664,8 +664,8 @@ func TestCORSIsOffUnlessAnOriginIsAllowed(t *testing.T) {
 		t.Fatalf("CORS headers with none configured: %v", h)
 	}
 	f.srv.CORSOrigins = []string{"https://app.example"}
-	f.srv.Token = "t"
-	f.token = "t"
+	f.srv.Token = goodToken
+	f.token = goodToken
 	if h := get("https://app.example"); h.Get("Access-Control-Allow-Origin") != "https://app.example" {
 		t.Fatalf("an allowed origin: %v", h)
 	}
