@@ -67,6 +67,16 @@ type Server struct {
 	// watchers that resume; 0 means DefaultEventsKept. It sizes the
 	// server's own event log (when Events is nil).
 	EventsKept int
+	// EventBytes bounds the memory of the events the server keeps of all
+	// its conversations (their data, and a few words each); 0 means
+	// DefaultEventBytes. Past it, the events of the conversations idle
+	// longest are dropped, and their watchers told (events.lost). It
+	// sizes the server's own event log (when Events is nil).
+	EventBytes int64
+	// EventsIdle is how long the server keeps a conversation's events
+	// after its last; 0 means DefaultEventsIdle. It sizes the server's
+	// own event log (when Events is nil).
+	EventsIdle time.Duration
 	// Events, when set, is where the conversations' events are kept: a
 	// log shared by several server processes, so that a watcher of any
 	// of them follows a turn run by another. Nil, the server keeps them
@@ -125,7 +135,7 @@ func (s *Server) init() {
 		s.convs = map[string]*conversation{}
 		s.log = s.Events
 		if s.log == nil {
-			s.log = newMemoryEvents(s.EventsKept)
+			s.log = newMemoryEvents(s.EventsKept, s.EventBytes, s.EventsIdle)
 		}
 		s.base, s.stop = context.WithCancelCause(context.Background())
 		s.ended = make(chan struct{})

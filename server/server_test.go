@@ -542,10 +542,21 @@ func TestASlowClientCannotHoldATurn(t *testing.T) {
 	w := f.watch(id)
 	f.startTurn(id, "talk a lot")
 	evs := w.until(t, EventTurnFinished)
-	var fin turnFinishedEvent
+	var text strings.Builder
+	for _, e := range evs {
+		var d modelDeltaEvent
+		if e.Type == EventModelDelta && json.Unmarshal(e.Data, &d) == nil {
+			text.WriteString(d.Text)
+		}
+	}
+	var fin struct {
+		turnFinishedEvent
+		Cut []string `json:"cut"`
+	}
 	mustJSON(t, evs[len(evs)-1].Data, &fin)
-	if fin.Reason != "end_turn" || fin.Text != long {
-		t.Fatalf("turn.finished: %s, %d chars", fin.Reason, len(fin.Text))
+	// the answer is the deltas; turn.finished carries its start (MaxEventBytes)
+	if fin.Reason != "end_turn" || text.String() != long || !strings.HasPrefix(long, fin.Text) || len(fin.Cut) != 1 {
+		t.Fatalf("turn.finished: %s, %d chars (cut %v); the deltas: %d chars of the %d answered", fin.Reason, len(fin.Text), fin.Cut, text.Len(), len(long))
 	}
 }
 
