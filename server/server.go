@@ -77,6 +77,16 @@ type Server struct {
 	// after its last; 0 means DefaultEventsIdle. It sizes the server's
 	// own event log (when Events is nil).
 	EventsIdle time.Duration
+	// StreamWriteTimeout is how long one write of an event stream may
+	// wait for its client before the stream is ended (the client resumes
+	// with Last-Event-ID); 0 means DefaultStreamWriteTimeout.
+	StreamWriteTimeout time.Duration
+	// WatchersPerConversation, WatchersPerClient and Watchers bound the
+	// event streams open at once: of one conversation, from one client
+	// address, and in all; 0 means DefaultWatchersPerConversation,
+	// DefaultWatchersPerClient, DefaultWatchers. A stream past one is
+	// refused with 429.
+	WatchersPerConversation, WatchersPerClient, Watchers int
 	// Events, when set, is where the conversations' events are kept: a
 	// log shared by several server processes, so that a watcher of any
 	// of them follows a turn run by another. Nil, the server keeps them
@@ -116,6 +126,8 @@ type Server struct {
 	turns  sync.WaitGroup // added to under mu, while not closed
 	closed bool           // Close was called: no turn starts
 	asks   asks           // the elicitations waiting for a client, and those ended
+	// watching counts the event streams open
+	watching watchers
 }
 
 // conversation is what the server holds of one conversation while it
