@@ -49,28 +49,58 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // A watcher copies at most watchBuffer bytes of the log before writing:
 // a client that reads slowly (or never) holds that much of the server's
 // memory, not every event after its place (16 MB of deltas here). An
-// event larger than the buffer is written from the log's own bytes.
+// event larger than the buffer is written from the log's own bytes. So
+// too over a log shared by processes (serve --worker), whose pages are
+// copies read from the database (pagedLog).
 func TestAWatcherWritesInBoundedPiecesWhateverItsBacklog(t *testing.T) {
-	f := newFixture(t)
-	f.srv.init()
-	const conv = "conv_backlog"
-	delta := strings.Repeat("d", 1<<10)
-	for range 16 << 10 {
-		f.srv.emit(conv, EventModelDelta, modelDeltaEvent{Turn: "turn_1", Kind: "text", Text: delta})
+	for _, shared := range []bool{false, true} {
+		f := newFixture(t)
+		if shared {
+			f.srv.Events = &pagedLog{newMemoryEvents(0, 0, 0)}
+		}
+		f.srv.init()
+		const conv = "conv_backlog"
+		delta := strings.Repeat("d", 1<<10)
+		for range 16 << 10 {
+			f.srv.emit(conv, EventModelDelta, modelDeltaEvent{Turn: "turn_1", Kind: "text", Text: delta})
+		}
+		f.srv.emit(conv, EventNotice, noticeEvent{Turn: "turn_1", Kind: "notice", Text: strings.Repeat("n", 512<<10)})
+		evs := eventsOf(t, f.srv.log, conv)
+		ctx, cancel := context.WithCancel(context.Background())
+		w := &countingWriter{h: http.Header{}, want: len(evs), cancel: cancel}
+		if !shared {
+			w.big = evs[len(evs)-1].Data
+		}
+		req := httptest.NewRequest("GET", "/v1/conversations/"+conv+"/events", nil).WithContext(ctx)
+		f.srv.streamEvents(w, req, conv)
+		cancel()
+		if w.events != len(evs) || w.shared == shared {
+			t.Fatalf("shared log %v: the watcher was written %d of the %d events; the big one from the log's own bytes: %v", shared, w.events, len(evs), w.shared)
+		}
+		if limit := watchBuffer + 2<<10; !shared && w.maxWrite > limit || shared && w.maxWrite > 512<<10+100 {
+			t.Fatalf("shared log %v: a write of %d bytes, over the watcher's buffer of %d (and one event)", shared, w.maxWrite, limit)
+		}
 	}
-	f.srv.emit(conv, EventNotice, noticeEvent{Turn: "turn_1", Kind: "notice", Text: strings.Repeat("n", 512<<10)})
-	evs := eventsOf(t, f.srv.log, conv)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w := &countingWriter{h: http.Header{}, want: len(evs), big: evs[len(evs)-1].Data, cancel: cancel}
-	req := httptest.NewRequest("GET", "/v1/conversations/"+conv+"/events", nil).WithContext(ctx)
-	f.srv.streamEvents(w, req, conv)
-	if w.events != len(evs) || !w.shared {
-		t.Fatalf("the watcher was written %d of the %d events; the big one from the log's own bytes: %v", w.events, len(evs), w.shared)
+}
+
+// pagedLog is an EventLog as package worker's reads: at most 1000 events
+// a page, each a copy.
+type pagedLog struct{ *memoryEvents }
+
+func (p *pagedLog) Since(ctx context.Context, conv string, seq int64) (EventPage, error) {
+	page, err := p.memoryEvents.Since(ctx, conv, seq)
+	if len(page.Events) > 1000 {
+		page.Events = page.Events[:1000]
+		closed := make(chan struct{})
+		close(closed)
+		page.More = closed
 	}
-	if limit := watchBuffer + 2<<10; w.maxWrite > limit {
-		t.Fatalf("a write of %d bytes, over the watcher's buffer of %d (and one event)", w.maxWrite, limit)
+	evs := make([]Event, len(page.Events))
+	for i, ev := range page.Events {
+		evs[i] = Event{Seq: ev.Seq, Type: ev.Type, Data: bytes.Clone(ev.Data)}
 	}
+	page.Events = evs
+	return page, err
 }
 
 // A client that opens the stream and stops reading is dropped once a
