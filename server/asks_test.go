@@ -358,7 +358,7 @@ func TestAURLElicitationIsAcceptedWithoutContent(t *testing.T) {
 // log; a second answer, to either, is a 409.
 func TestAnElicitationIsAnsweredThroughAnotherProcessSharingTheEvents(t *testing.T) {
 	f := newAskFixture(t, callElicit...)
-	shared := newMemoryEvents(0)
+	shared := newMemoryEvents(0, 0, 0)
 	f.srv.Events = shared
 	other := &Server{Agent: f.srv.Agent, Workspace: f.srv.Workspace, Events: shared}
 	hs := httptest.NewServer(other)
@@ -369,6 +369,11 @@ func TestAnElicitationIsAnsweredThroughAnotherProcessSharingTheEvents(t *testing
 	}
 	if status, body := post(hs.URL, `{"action":"accept","content":{"age":"x"}}`); status != http.StatusBadRequest || !strings.Contains(body, "is not a number") {
 		t.Fatalf("a bad answer to the other process: %d %s", status, body)
+	}
+	// an answer goes to the waiting process as an event, which is bounded
+	long := strings.Repeat("n", MaxEventBytes+1)
+	if status, body := post(hs.URL, `{"action":"accept","content":{"age":7,"name":"`+long+`"}}`); status != http.StatusBadRequest || !strings.Contains(body, "over the") {
+		t.Fatalf("an answer over MaxEventBytes to the other process: %d %.300s", status, body)
 	}
 	if status, body := post(hs.URL, `{"action":"accept","content":{"age":7}}`); status != 200 {
 		t.Fatalf("the answer to the other process: %d %s", status, body)

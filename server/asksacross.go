@@ -111,8 +111,17 @@ func (s *Server) answerAcross(w http.ResponseWriter, r *http.Request, conv, eid 
 			switch ev.Type {
 			case EventElicitation:
 				asked = &elicitationEvent{}
+				var cut struct {
+					Cut []string `json:"cut"`
+				}
 				if err := json.Unmarshal(ev.Data, asked); err != nil {
 					writeError(w, http.StatusInternalServerError, fmt.Sprintf("elicitation %s's event does not read: %v", eid, err))
+					return
+				}
+				if json.Unmarshal(ev.Data, &cut) == nil && len(cut.Cut) > 0 {
+					// its fields were cut to MaxEventBytes: an answer
+					// cannot be checked against them here
+					writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %s's event was cut to %d bytes (%v), so this process cannot check an answer: send it to the server process whose turn asks", eid, MaxEventBytes, cut.Cut))
 					return
 				}
 			case EventElicitationExpired:
@@ -145,6 +154,10 @@ func (s *Server) answerAcross(w http.ResponseWriter, r *http.Request, conv, eid 
 		return
 	}
 	data, err := json.Marshal(elicitationReply{ID: eid, Action: ans.Action, Content: ans.Content})
+	if err == nil && len(data) > MaxEventBytes {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("the answer is %d bytes as an event, over the %d an event carries to the process waiting on it", len(data), MaxEventBytes))
+		return
+	}
 	if err == nil {
 		err = s.log.Append(r.Context(), conv, EventElicitationReply, data)
 	}

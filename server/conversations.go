@@ -165,11 +165,3 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
-
-func (s *Server) events(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if _, ok := s.found(w, r, id); !ok {
-		return
-	}
-	streamEvents(w, r, s.log, id, s.ended)
-}

@@ -28,10 +28,14 @@ type Event struct {
 // first.
 const DefaultEventsKept = 100_000
 
-// eventBytesKept bounds the data of the events one conversation keeps;
-// older events are dropped first past it too (a long answer streams many
-// deltas).
+// eventBytesKept bounds the memory of the events one conversation keeps
+// (their data and eventOverhead each); older events are dropped first
+// past it too (a long answer streams many deltas).
 const eventBytesKept = 64 << 20
+
+// eventOverhead is what an event kept costs beside its data: its Event,
+// counted with the data so that many small deltas are bounded too.
+const eventOverhead = 80
 
 // eventLog is one conversation's events since the server started: its
 // turns append, any number of watchers read from any sequence number at
@@ -39,20 +43,26 @@ const eventBytesKept = 64 << 20
 // cannot hold a turn: it only falls behind, and past what the log keeps,
 // it is told what it missed (since's gone).
 type eventLog struct {
-	mu      sync.Mutex
-	events  []Event // events[i].Seq == first+i
-	first   int64   // the Seq of events[0]; sequence numbers start at 1
-	next    int64   // the Seq the next append gets
-	keep    int     // the most events kept; 0 means DefaultEventsKept
-	bytes   int     // the data of the events kept
-	changed chan struct{}
+	mu       sync.Mutex
+	events   []Event // events[i].Seq == first+i
+	first    int64   // the Seq of events[0]; sequence numbers start at 1
+	next     int64   // the Seq the next append gets
+	keep     int     // the most events kept; 0 means DefaultEventsKept
+	maxBytes int     // the most bytes kept (sizeOf); eventBytesKept unless the whole server's bound is less
+	bytes    int     // the bytes of the events kept (sizeOf)
+	last     time.Time
+	// evictedTo is the last Seq dropped by evict: a watcher who lost
+	// events up to it lost them to the conversation's idling, not to its
+	// own pace.
+	evictedTo int64
+	changed   chan struct{}
 }
 
 func newEventLog(keep int) *eventLog {
 	if keep <= 0 {
 		keep = DefaultEventsKept
 	}
-	return &eventLog{first: 1, next: 1, keep: keep, changed: make(chan struct{})}
+	return &eventLog{first: 1, next: 1, keep: keep, maxBytes: eventBytesKept, changed: make(chan struct{})}
 }
 
 // append adds an event of type typ whose data is v encoded as JSON, and
@@ -62,68 +72,98 @@ func (l *eventLog) append(typ string, v any) (Event, error) {
 	if err != nil {
 		return Event{}, fmt.Errorf("encoding a %s event: %w", typ, err)
 	}
-	return l.add(typ, data), nil
+	ev, _ := l.add(typ, data)
+	return ev, nil
 }
 
 // add adds an event of type typ whose data is JSON already, and wakes
-// every watcher.
-func (l *eventLog) add(typ string, data json.RawMessage) Event {
+// every watcher. grew is how many bytes (sizeOf) the log holds more than
+// before: less than the event's, or below 0, when older events went.
+func (l *eventLog) add(typ string, data json.RawMessage) (ev Event, grew int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ev := Event{Seq: l.next, Type: typ, Data: data, at: time.Now()}
+	before := l.bytes
+	ev = Event{Seq: l.next, Type: typ, Data: data, at: time.Now()}
 	l.next++
+	l.last = ev.at
 	l.events = append(l.events, ev)
-	l.bytes += len(data)
-	if over := len(l.events) - l.keep; over > 0 || l.bytes > eventBytesKept {
+	l.bytes += len(data) + eventOverhead
+	if over := len(l.events) - l.keep; over > 0 || l.bytes > l.maxBytes {
 		// drop in bulk, so that appends stay O(1) amortised
 		drop := 0
 		if over > 0 {
 			drop = max(over, l.keep/4)
 		}
-		freed := dataOf(l.events[:drop])
-		for drop < len(l.events)-1 && l.bytes-freed > eventBytesKept*3/4 {
-			freed += len(l.events[drop].Data)
+		freed := sizeOf(l.events[:drop])
+		for drop < len(l.events)-1 && l.bytes-freed > l.maxBytes*3/4 {
+			freed += len(l.events[drop].Data) + eventOverhead
 			drop++
 		}
 		drop = min(drop, len(l.events)-1)
-		l.bytes -= dataOf(l.events[:drop]) // freed, unless min cut it
+		l.bytes -= sizeOf(l.events[:drop]) // freed, unless min cut it
 		l.events = append(l.events[:0:0], l.events[drop:]...)
 		l.first += int64(drop)
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
-	return ev
+	return ev, l.bytes - before
 }
 
-func dataOf(evs []Event) int {
+// sizeOf is the bytes evs take in a log: their data and eventOverhead
+// each.
+func sizeOf(evs []Event) int {
 	n := 0
 	for _, e := range evs {
-		n += len(e.Data)
+		n += len(e.Data) + eventOverhead
 	}
 	return n
 }
 
+// evict drops every event, keeping the sequence numbers going, wakes the
+// watchers (who are told what they lost), and returns the bytes freed.
+func (l *eventLog) evict() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	freed := l.bytes
+	l.events, l.bytes = nil, 0
+	l.first = l.next
+	l.evictedTo = l.next - 1
+	close(l.changed)
+	l.changed = make(chan struct{})
+	return freed
+}
+
+// lastAppend is when the last event was appended, and the bytes the log
+// holds.
+func (l *eventLog) lastAppend() (time.Time, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last, l.bytes
+}
+
 // since returns the events after seq, a channel closed at the next append
 // (wait on it, then call since again), and gone: how many events after
-// seq the log no longer holds (a watcher that fell too far behind).
+// seq the log no longer holds (a watcher that fell too far behind; or,
+// evicted, one of a conversation whose events were all dropped).
 //
 // A seq this log never gave (restarted) is from a server process before
 // this one, whose ids began again at 1: the log cannot tell which of its
 // own events such a watcher saw, so it returns every event it keeps, and
 // gone is how many of its own it no longer keeps.
-func (l *eventLog) since(seq int64) (evs []Event, more <-chan struct{}, gone int64, restarted bool) {
+func (l *eventLog) since(seq int64) (evs []Event, more <-chan struct{}, gone int64, restarted, evicted bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if seq >= l.next {
-		return l.events[:len(l.events):len(l.events)], l.changed, l.first - 1, true
+		return l.events[:len(l.events):len(l.events)], l.changed, l.first - 1, true, l.evictedTo > 0
 	}
 	from := seq + 1
 	if from < l.first {
 		gone = l.first - from
+		evicted = from <= l.evictedTo
 		from = l.first
 	}
 	evs = l.events[from-l.first:]
-	return evs[:len(evs):len(evs)], l.changed, gone, false
+	return evs[:len(evs):len(evs)], l.changed, gone, false, evicted
 }
 
 // appendedAt is when event seq was appended, false when the log no longer
@@ -144,88 +184,10 @@ func (l *eventLog) lastSeq() int64 {
 	return l.next - 1
 }
 
-// heartbeat is how often an idle event stream gets a comment line, so
-// that proxies and clients see it alive.
-const heartbeat = 15 * time.Second
-
-// streamEvents writes the log's events after the request's Last-Event-ID
-// (or its ?after= query) to w as server-sent events until the client goes
-// away. A resume from further back than the log keeps gets one
-// `events.lost` event first, saying how many were lost and that the
-// stored messages (GET .../messages) hold what they recorded.
-func streamEvents(w http.ResponseWriter, r *http.Request, l EventLog, conv string, closing <-chan struct{}) {
-	after, err := resumePoint(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, http.StatusInternalServerError, "this connection cannot stream events")
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
-	var buf []byte
-	for {
-		page, err := l.Since(r.Context(), conv, after)
-		if err != nil {
-			// the client reconnects with its Last-Event-ID and is given what follows
-			_, _ = fmt.Fprintf(w, ": reading the events failed: %s\n\n", strings.ReplaceAll(err.Error(), "\n", " "))
-			flusher.Flush()
-			return
-		}
-		evs, more, gone, restarted := page.Events, page.More, page.Gone, page.Restarted
-		buf = buf[:0]
-		switch {
-		case restarted:
-			// the events.lost's id is the one before the first event sent,
-			// so that the watcher resumes from here if it comes back
-			last := gone
-			if len(evs) > 0 {
-				last = evs[0].Seq - 1
-			}
-			data, _ := result.JSON(map[string]any{"lost": gone, "restarted": true, "message": fmt.Sprintf("event %d is not one of this server process (it started again since, and its ids began again at 1): what came after it is lost, and the events of this process follow from %d; the stored messages hold what they recorded", after, last+1)})
-			buf = appendEvent(buf, Event{Seq: last, Type: "events.lost", Data: data})
-			after = last
-		case gone > 0:
-			last := after + gone
-			if len(evs) > 0 {
-				last = evs[0].Seq - 1
-			}
-			data, _ := result.JSON(map[string]any{"lost": gone, "message": fmt.Sprintf("%d events after %d are no longer kept (the server keeps the last %d of a conversation); the stored messages hold what they recorded", gone, after, page.Kept)})
-			buf = appendEvent(buf, Event{Seq: last, Type: "events.lost", Data: data})
-			after = last
-		}
-		for _, ev := range evs {
-			buf = appendEvent(buf, ev)
-			after = ev.Seq
-		}
-		if len(buf) > 0 {
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-			flusher.Flush()
-		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-closing: // the server stops: the client resumes elsewhere or later
-			return
-		case <-more:
-		case <-tick.C:
-			if _, err := w.Write([]byte(": alive\n\n")); err != nil {
-				return
-			}
-			flusher.Flush()
-		}
-	}
+// appendLost is an events.lost event whose id is last.
+func appendLost(buf []byte, last int64, lost lostEvent) []byte {
+	data, _ := result.JSON(lost) // strings and numbers: it encodes
+	return appendEvent(buf, Event{Seq: last, Type: EventLost, Data: data})
 }
 
 // appendEvent is ev in the text/event-stream format. Data is one line of

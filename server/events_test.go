@@ -26,7 +26,7 @@ func TestTheEventLogKeepsTheNewestAndSaysHowManyWereLost(t *testing.T) {
 		// an id of an earlier server process: every event kept
 		{after: 25, first: l.first, n: 21 - l.first, gone: l.first - 1, restarted: true},
 	} {
-		evs, _, gone, restarted := l.since(tc.after)
+		evs, _, gone, restarted, _ := l.since(tc.after)
 		if int64(len(evs)) != tc.n || gone != tc.gone || restarted != tc.restarted || (len(evs) > 0 && evs[0].Seq != tc.first) {
 			t.Errorf("since(%d): %d events from %v, %d gone, restarted %v; want %d from %d, %d gone, restarted %v", tc.after, len(evs), evs, gone, restarted, tc.n, tc.first, tc.gone, tc.restarted)
 		}
@@ -41,7 +41,7 @@ func TestTheEventLogIsBoundedByItsBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if l.bytes > eventBytesKept || l.bytes != dataOf(l.events) || l.lastSeq() != 100 || len(l.events) == 0 {
-		t.Fatalf("%d bytes in %d events kept (counted %d), last %d", l.bytes, len(l.events), dataOf(l.events), l.lastSeq())
+	if l.bytes > eventBytesKept || l.bytes != sizeOf(l.events) || l.lastSeq() != 100 || len(l.events) == 0 {
+		t.Fatalf("%d bytes in %d events kept (counted %d), last %d", l.bytes, len(l.events), sizeOf(l.events), l.lastSeq())
 	}
 }

@@ -26,8 +26,19 @@ const (
 	EventContextWithheld   = "context.withheld"   // contextEvent: the refusal guard withheld a round's results
 	EventError             = "error"              // errorEvent
 	EventTurnFinished      = "turn.finished"      // turnFinishedEvent
-	EventLost              = "events.lost"        // the watcher resumed from further back than the log keeps
+	EventLost              = "events.lost"        // lostEvent: the watcher resumed from further back than the log keeps
 )
+
+// lostEvent is the data of events.lost: a watcher resumed from further
+// back than the log keeps. Its id is the last event lost, so that a
+// watcher that reconnects resumes after it.
+type lostEvent struct {
+	Lost int64 `json:"lost"`
+	// Restarted says the id resumed from is of an earlier server process.
+	Restarted bool `json:"restarted,omitempty"`
+	// Message says what was lost, why, and where the stored messages are.
+	Message string `json:"message"`
+}
 
 type turnStartedEvent struct {
 	Turn   string `json:"turn"`
@@ -124,9 +135,14 @@ type turnFinishedEvent struct {
 
 // emit appends an event to conversation conv's log; an event that does
 // not encode, or that the log refuses, is logged, never sent half-made.
+// An event over MaxEventBytes is bounded first (bounded): a delta split
+// into deltas, any other with its longest fields cut.
 func (s *Server) emit(conv, typ string, v any) {
-	data, err := result.JSON(v) // texts as themselves: no HTML escaping
-	if err == nil {
+	datas, err := bounded(typ, v)
+	for _, data := range datas {
+		if err != nil {
+			break
+		}
 		err = s.log.Append(context.Background(), conv, typ, data)
 	}
 	if err != nil {

@@ -188,7 +188,7 @@ func TestTheInspectorShowsACallsThreePanesPagesASpillAndStreamsATurn(t *testing.
 	screenshot(t, ctx, artifacts, "inspector-live.png")
 
 	// the page itself is served without the token; the data is not
-	f.srv.Token = "t0ken"
+	f.srv.Token = goodToken
 	resp, err := http.Get(f.http.URL + "/inspector/app.js")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("app.js with a token set: %v %v", resp, err)

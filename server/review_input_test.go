@@ -67,7 +67,7 @@ func TestOddInputIsAJSONErrorNeverA500(t *testing.T) {
 // as one of the inspector's files.
 func TestTheTokenCheckIsNotSkippedByAPathThatClimbsOutOfTheInspector(t *testing.T) {
 	f := newFixture(t)
-	f.srv.Token = "sekrit"
+	f.srv.Token = goodToken
 	addr := strings.TrimPrefix(f.http.URL, "http://")
 	for _, p := range []string{"/inspector/../v1/conversations", "/inspector/..%2Fv1%2Fconversations", "/inspector/%2e%2e/v1/conversations", "/inspector/../openapi.json"} {
 		conn, err := net.Dial("tcp", addr)

@@ -101,8 +101,8 @@ func TestAServerWithoutATokenAnswersOnlyALoopbackHost(t *testing.T) {
 		}
 	}
 	// with a token, any host (a server off the loopback interface has one)
-	f.srv.Token = "s3cret"
-	if status, body := f.send("GET", "/v1/conversations", "myelin.example"+port, ``, "Authorization", "Bearer s3cret"); status != 200 {
+	f.srv.Token = goodToken
+	if status, body := f.send("GET", "/v1/conversations", "myelin.example"+port, ``, "Authorization", "Bearer "+goodToken); status != 200 {
 		t.Errorf("with the token: %d %s", status, body)
 	}
 }
@@ -113,7 +113,7 @@ func TestEveryRouteAsksForTheToken(t *testing.T) {
 	f := newFixture(t)
 	calls := f.countingTool()
 	id := f.newConversation()
-	f.srv.Token = "s3cret"
+	f.srv.Token = goodToken
 	r := strings.NewReplacer("{id}", id, "{tid}", "turn_x", "{n}", "1", "{name}", "count--run", "{path...}", ".myelin/tool-results/x")
 	paths := []string{"GET /openapi.json"}
 	for _, rt := range f.srv.routes() {

@@ -120,7 +120,9 @@ func TestTheSpillsEndpointDoesNotFollowALinkOutOfTheSpillDirectory(t *testing.T)
 	if err := os.Symlink("../..", filepath.Join(spills, "up")); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{".myelin/tool-results/link.txt", ".myelin/tool-results/up/secret.txt", ".myelin%2Ftool-results%2Fup%2Fsecret.txt"} {
+	for _, p := range []string{".myelin/tool-results/link.txt", ".myelin/tool-results/up/secret.txt", ".myelin%2Ftool-results%2Fup%2Fsecret.txt",
+		// a quoted component is the file it names to workspace--read
+		`.myelin/tool-results/%22link.txt%22`, `.myelin/tool-results/%22up%22/secret.txt`, `.myelin/tool-results/up/%22secret.txt%22`} {
 		status, body := f.do("GET", "/v1/spills/"+p, "")
 		if bytes.Contains(body, []byte("the secret")) || status == 200 {
 			t.Errorf("%s: %d %s", p, status, body)

@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,13 +50,16 @@ type Server struct {
 	// Workspace is where spill files are read from.
 	Workspace *workspace.Workspace
 	// Token, when set, must come with every request as
-	// "Authorization: Bearer TOKEN"; it is compared in constant time.
+	// "Authorization: Bearer TOKEN" (the scheme in any case); it is
+	// compared in constant time. It must be at least MinTokenLength
+	// characters of visible ASCII (CheckToken).
 	Token string
 	// CORSOrigins are the origins (scheme://host[:port], exactly as a
 	// browser sends them in Origin) whose pages may call the API; "*"
 	// allows any. Empty, the default, sends no CORS headers: a page of
-	// another origin cannot read an answer. The token is checked all the
-	// same.
+	// another origin cannot read an answer. They need a Token, which is
+	// checked all the same: a page an origin serves is only as safe as
+	// that origin (Check).
 	CORSOrigins []string
 	// MaxBody bounds a request's body; 0 means DefaultMaxBody.
 	MaxBody int64
@@ -63,6 +67,26 @@ type Server struct {
 	// watchers that resume; 0 means DefaultEventsKept. It sizes the
 	// server's own event log (when Events is nil).
 	EventsKept int
+	// EventBytes bounds the memory of the events the server keeps of all
+	// its conversations (their data, and a few words each); 0 means
+	// DefaultEventBytes. Past it, the events of the conversations idle
+	// longest are dropped, and their watchers told (events.lost). It
+	// sizes the server's own event log (when Events is nil).
+	EventBytes int64
+	// EventsIdle is how long the server keeps a conversation's events
+	// after its last; 0 means DefaultEventsIdle. It sizes the server's
+	// own event log (when Events is nil).
+	EventsIdle time.Duration
+	// StreamWriteTimeout is how long one write of an event stream may
+	// wait for its client before the stream is ended (the client resumes
+	// with Last-Event-ID); 0 means DefaultStreamWriteTimeout.
+	StreamWriteTimeout time.Duration
+	// WatchersPerConversation, WatchersPerClient and Watchers bound the
+	// event streams open at once: of one conversation, from one client
+	// address, and in all; 0 means DefaultWatchersPerConversation,
+	// DefaultWatchersPerClient, DefaultWatchers. A stream past one is
+	// refused with 429.
+	WatchersPerConversation, WatchersPerClient, Watchers int
 	// Events, when set, is where the conversations' events are kept: a
 	// log shared by several server processes, so that a watcher of any
 	// of them follows a turn run by another. Nil, the server keeps them
@@ -102,6 +126,8 @@ type Server struct {
 	turns  sync.WaitGroup // added to under mu, while not closed
 	closed bool           // Close was called: no turn starts
 	asks   asks           // the elicitations waiting for a client, and those ended
+	// watching counts the event streams open
+	watching watchers
 }
 
 // conversation is what the server holds of one conversation while it
@@ -121,7 +147,7 @@ func (s *Server) init() {
 		s.convs = map[string]*conversation{}
 		s.log = s.Events
 		if s.log == nil {
-			s.log = newMemoryEvents(s.EventsKept)
+			s.log = newMemoryEvents(s.EventsKept, s.EventBytes, s.EventsIdle)
 		}
 		s.base, s.stop = context.WithCancelCause(context.Background())
 		s.ended = make(chan struct{})
@@ -189,6 +215,12 @@ func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 // routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
+	if err := s.Check(); err != nil {
+		// fail closed: a server embedded without myelin serve's own check
+		// serves nothing rather than an open API
+		writeError(w, http.StatusInternalServerError, "this server serves nothing until its configuration is fixed: "+err.Error())
+		return
+	}
 	if s.Token == "" && !loopbackHost(r.Host) {
 		// DNS rebinding: a page whose name is made to resolve to this
 		// machine is same-origin with itself; only its Host tells it
@@ -259,10 +291,59 @@ func (s *Server) allowedOrigin(origin string) bool {
 // authorized compares the request's token with the server's in constant
 // time, their lengths included: both are hashed first, since
 // subtle.ConstantTimeCompare returns at once on a length that differs.
+// The scheme is case-insensitive and spaces separate it from the token
+// (RFC 7235 §2.1).
 func (s *Server) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer")
+	got = strings.TrimLeft(got, " ")
 	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(s.Token))
 	return ok && subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+// MinTokenLength is the fewest characters a Server's Token may have.
+const MinTokenLength = 16
+
+// CheckToken says what is wrong with a token, nil when nothing is: it
+// must be at least MinTokenLength characters, each visible ASCII (no
+// space, tab or other control character, nothing outside ASCII, which
+// headers do not carry reliably). The error never holds the token.
+func CheckToken(tok string) error {
+	const rule = "a token must be at least 16 characters of visible ASCII, with no spaces (e.g. the output of `openssl rand -hex 32`)"
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; c <= ' ' || c > '~' {
+			what := "a character that is not visible ASCII"
+			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+				what = "white space"
+			}
+			return fmt.Errorf("the token has %s at byte %d: %s", what, i+1, rule)
+		}
+	}
+	if len(tok) < MinTokenLength {
+		return fmt.Errorf("the token is %d character(s) long: %s", len(tok), rule)
+	}
+	return nil
+}
+
+// Check says what in the Server's settings would leave its API open, nil
+// when nothing does: a Token CheckToken refuses, or CORSOrigins without a
+// Token (a page of an allowed origin, any page with "*", would drive the
+// whole API, its tools included). While it fails, ServeHTTP answers every
+// request with its error (500); myelin serve checks it before listening.
+func (s *Server) Check() error {
+	if s.Token != "" {
+		if err := CheckToken(s.Token); err != nil {
+			return err
+		}
+	}
+	if len(s.CORSOrigins) > 0 && s.Token == "" {
+		who := "pages of " + strings.Join(s.CORSOrigins, ", ")
+		if slices.Contains(s.CORSOrigins, "*") {
+			who = "any web page"
+		}
+		return fmt.Errorf("--cors-origin %s lets %s call the API from a browser and read its answers, which drives every tool: it needs a token that each request must send (--token or MYELIN_TOKEN)", strings.Join(s.CORSOrigins, " "), who)
+	}
+	return nil
 }
 
 // errClosing is the cause the turns' context carries once Close is called.

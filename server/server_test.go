@@ -468,7 +468,7 @@ func TestBadInputGetsAClearJSONError(t *testing.T) {
 
 func TestTheTokenIsCheckedOnEveryRequest(t *testing.T) {
 	f := newFixture(t)
-	f.srv.Token = "s3cret"
+	f.srv.Token = goodToken
 	for _, path := range []string{"/v1/conversations", "/v1/tools", "/v1/spills/.myelin/tool-results/x"} {
 		if status, body := f.do("GET", path, ""); status != http.StatusUnauthorized || !strings.Contains(string(body), "Authorization: Bearer") {
 			t.Fatalf("%s without the token: %d %s", path, status, body)
@@ -477,7 +477,7 @@ func TestTheTokenIsCheckedOnEveryRequest(t *testing.T) {
 			t.Fatalf("%s with a wrong token: %d", path, status)
 		}
 	}
-	f.token = "s3cret"
+	f.token = goodToken
 	if status, body := f.do("GET", "/v1/conversations", ""); status != 200 {
 		t.Fatalf("with the token: %d %s", status, body)
 	}
@@ -542,10 +542,21 @@ func TestASlowClientCannotHoldATurn(t *testing.T) {
 	w := f.watch(id)
 	f.startTurn(id, "talk a lot")
 	evs := w.until(t, EventTurnFinished)
-	var fin turnFinishedEvent
+	var text strings.Builder
+	for _, e := range evs {
+		var d modelDeltaEvent
+		if e.Type == EventModelDelta && json.Unmarshal(e.Data, &d) == nil {
+			text.WriteString(d.Text)
+		}
+	}
+	var fin struct {
+		turnFinishedEvent
+		Cut []string `json:"cut"`
+	}
 	mustJSON(t, evs[len(evs)-1].Data, &fin)
-	if fin.Reason != "end_turn" || fin.Text != long {
-		t.Fatalf("turn.finished: %s, %d chars", fin.Reason, len(fin.Text))
+	// the answer is the deltas; turn.finished carries its start (MaxEventBytes)
+	if fin.Reason != "end_turn" || text.String() != long || !strings.HasPrefix(long, fin.Text) || len(fin.Cut) != 1 {
+		t.Fatalf("turn.finished: %s, %d chars (cut %v); the deltas: %d chars of the %d answered", fin.Reason, len(fin.Text), fin.Cut, text.Len(), len(long))
 	}
 }
 
@@ -664,8 +675,8 @@ func TestCORSIsOffUnlessAnOriginIsAllowed(t *testing.T) {
 		t.Fatalf("CORS headers with none configured: %v", h)
 	}
 	f.srv.CORSOrigins = []string{"https://app.example"}
-	f.srv.Token = "t"
-	f.token = "t"
+	f.srv.Token = goodToken
+	f.token = goodToken
 	if h := get("https://app.example"); h.Get("Access-Control-Allow-Origin") != "https://app.example" {
 		t.Fatalf("an allowed origin: %v", h)
 	}

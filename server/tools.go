@@ -109,6 +109,13 @@ func (s *Server) spill(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a spill file: spill files are under %s", path, spillDir))
 		return
 	}
+	if strings.Contains(path, `"`) {
+		// workspace--read unquotes a quoted path or component (a name it
+		// shows quoted), so "link.txt" would be read as link.txt, a file
+		// insideSpills never looked at; spill files have plain names
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%q is not a spill file: spill files have plain names, with no double quote", path))
+		return
+	}
 	if err := s.insideSpills(path); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return

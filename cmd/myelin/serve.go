@@ -23,7 +23,8 @@ const serveUsage = `Usage:
       cancelled over HTTP, their events live as server-sent events, the
       stored messages, the tools and the spill files. It listens on the
       loopback interface unless told otherwise; on any other address it
-      needs a token (--token or MYELIN_TOKEN), checked on every request.
+      needs a token (--token or MYELIN_TOKEN), checked on every request: 16
+      characters or more of visible ASCII. --cors-origin needs a token too.
       It stops on an interrupt, letting running turns store what they did.
       With --worker on a Postgres store (--store postgres://...), several
       serve processes on several hosts share the turns: each turn is queued
@@ -54,7 +55,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := f.agentFlags.set("serve")
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:7700", "listen on `HOST:PORT` (a port of 0 picks a free one)")
 	fs.StringVar(&f.token, "token", "", "the `TOKEN` every request must send as Authorization: Bearer TOKEN (default $MYELIN_TOKEN); required off the loopback interface")
-	fs.Func("cors-origin", "let pages of `ORIGIN` (scheme://host[:port], or * for any) call the API from a browser; repeat for several (default: none)", func(v string) error {
+	fs.Func("cors-origin", "let pages of `ORIGIN` (scheme://host[:port], or * for any) call the API from a browser, sending the token (needs --token); repeat for several (default: none)", func(v string) error {
 		if v != "*" && !strings.Contains(v, "://") {
 			return fmt.Errorf("%q is not an origin: give scheme://host[:port], as a browser sends it, or *", v)
 		}
@@ -84,6 +85,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if !server.Loopback(f.addr) && f.token == "" {
 		return usageError(stderr, "serve", fmt.Sprintf("--addr %s is not a loopback address: give a token (--token or MYELIN_TOKEN) that every request must send, or listen on 127.0.0.1", f.addr))
+	}
+	// a token too weak, or CORS without one, would leave the API open to
+	// any web page: the server would refuse every request, so refuse here
+	if err := (&server.Server{Token: f.token, CORSOrigins: f.cors}).Check(); err != nil {
+		return usageError(stderr, "serve", err.Error())
 	}
 	if f.workers < 0 || f.lease <= 0 {
 		return usageError(stderr, "serve", fmt.Sprintf("--workers %d, --lease %s: give a number ≥ 0 and a duration > 0", f.workers, f.lease))

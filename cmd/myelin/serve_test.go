@@ -146,3 +146,26 @@ func TestServeOffLoopbackNeedsAToken(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
+
+// A server that pages of other origins may call, or that has a token
+// anyone could guess, does not start: it says what to give instead.
+func TestServeRefusesCORSWithoutATokenAndATokenTooWeak(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", []string{"--cors-origin", "*"}, "--cors-origin * lets any web page call the API"},
+		{"", []string{"--cors-origin", "https://app.example"}, "it needs a token"},
+		{"", []string{"--token", "t"}, "at least 16 characters"},
+		{"   ", nil, "white space"},
+		{"", []string{"--token", "0123456789 abcdef", "--addr", "0.0.0.0:0"}, "at least 16 characters"},
+	} {
+		t.Setenv("MYELIN_TOKEN", tc.env)
+		_, errOut, code := cli(t, append([]string{"serve", "--workspace", dir}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("serve %v (MYELIN_TOKEN %q): exit %d: %s; want a usage error saying %q", tc.args, tc.env, code, errOut, tc.want)
+		}
+	}
+}
