@@ -36,19 +36,71 @@ type process struct {
 	log   string // the path of its log file
 	// logFrom is where this start's lines begin in the log.
 	logFrom int64
+	// privateDir, when set, is the empty directory of its own it runs in
+	// (its entry names no cwd), removed once it has exited.
+	privateDir string
 }
 
-// startProcess starts s in dir (the workspace root, or s.Cwd relative to
-// it) with only the environment s.Environ gives, and connects to its stdin
-// and stdout.
-func startProcess(s Server, o *Options) (*process, error) {
-	dir := o.Dir
+// workDir is the directory a stdio server runs in: its entry's cwd
+// (relative to the workspace root) when it names one, and otherwise a new
+// empty directory of its own (private is set), readable by the user alone
+// and never inside the workspace.
+//
+// Never the workspace by default: what a server's runtime reads from its
+// working directory runs as the server — `python3 -m module` puts it
+// first on sys.path, npx and uv take its package.json or pyproject.toml,
+// a wrapper sources its .envrc — and the model writes the workspace's
+// files (workspace--write). An entry that means to run the workspace's
+// files says so with "cwd", which its approval shows (Describe).
+func workDir(s Server, root string) (dir string, private bool, err error) {
 	if s.Cwd != "" {
-		dir = s.Cwd
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(o.Dir, dir)
+		if filepath.IsAbs(s.Cwd) {
+			return s.Cwd, false, nil
 		}
+		return filepath.Join(root, s.Cwd), false, nil
 	}
+	if !filepath.IsAbs(s.Command) && strings.ContainsRune(s.Command, filepath.Separator) {
+		return "", false, fmt.Errorf(`its command %q is a path relative to the working directory, and a server whose entry names no "cwd" runs in an empty directory of its own, not in the workspace (so that no file written there runs as the server); give the entry "cwd": "." to run the workspace's %s, or give the command's absolute path`, s.Command, s.Command)
+	}
+	dir, err = os.MkdirTemp("", "myelin-mcp-"+safe(s.Name)+"-*")
+	if err != nil {
+		return "", false, fmt.Errorf("making the empty directory it runs in: %w", err)
+	}
+	if inside(dir, root) {
+		os.RemoveAll(dir)
+		return "", false, fmt.Errorf(`the temporary directory %s, where a server whose entry names no "cwd" runs, is inside the workspace %s, whose files the model writes: set TMPDIR to a directory outside the workspace, or give the entry a "cwd"`, filepath.Dir(dir), root)
+	}
+	return dir, true, nil
+}
+
+// inside reports whether path is root or under it, symbolic links
+// resolved.
+func inside(path, root string) bool {
+	p, err1 := filepath.EvalSymlinks(path)
+	r, err2 := filepath.EvalSymlinks(root)
+	if err1 != nil || err2 != nil {
+		p, r = filepath.Clean(path), filepath.Clean(root)
+	}
+	if abs, err := filepath.Abs(r); err == nil {
+		r = abs
+	}
+	rel, err := filepath.Rel(r, p)
+	return err == nil && filepath.IsLocal(rel) || rel == "."
+}
+
+// startProcess starts s in its working directory (workDir) with only the
+// environment s.Environ gives, and connects to its stdin and stdout.
+func startProcess(s Server, o *Options) (*process, error) {
+	dir, private, err := workDir(s, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if private && !started {
+			os.RemoveAll(dir)
+		}
+	}()
 	logFile, logPath, err := openLog(o.Dir, s)
 	if err != nil {
 		return nil, err
@@ -103,7 +155,11 @@ func startProcess(s Server, o *Options) (*process, error) {
 		errR.Close()
 		close(copied)
 	}()
+	started = true
 	p := &process{cmd: cmd, group: group, done: make(chan struct{}), log: logPath, logFrom: logFrom}
+	if private {
+		p.privateDir = dir
+	}
 	p.conn = newLineConn(inW, outR, o.maxReply())
 	p.conn.stray = logW // lines on stdout that are not JSON-RPC go to the log
 	go func() {
@@ -111,6 +167,9 @@ func startProcess(s Server, o *Options) (*process, error) {
 		// Whatever it left behind in its group goes with it, and the
 		// session learns at once that the server is gone.
 		group.Kill()
+		if p.privateDir != "" {
+			os.RemoveAll(p.privateDir)
+		}
 		// Its stderr is in the log before anyone reads the log's tail
 		// (a process that left the group may hold the pipe: not for long).
 		select {
@@ -170,10 +229,14 @@ func (p *process) explain(err error) error {
 	case <-time.After(time.Second):
 		return err
 	}
-	if strings.HasPrefix(p.log, "(") { // no log: p.log says why
-		return fmt.Errorf("the server exited (%s) before it answered; its stderr was not kept %s", p.exited(), p.log)
+	where := ""
+	if p.privateDir != "" {
+		where = `; it ran in an empty directory of its own, not in the workspace: an entry that runs the workspace's files (python3 server.py, node build/index.js) names the workspace with "cwd": "." (docs/mcp.md, "Working directory")`
 	}
-	return fmt.Errorf("the server exited (%s) before it answered; the end of its stderr (in %s): %s", p.exited(), p.log, logTail(p.log, p.logFrom))
+	if strings.HasPrefix(p.log, "(") { // no log: p.log says why
+		return fmt.Errorf("the server exited (%s) before it answered; its stderr was not kept %s%s", p.exited(), p.log, where)
+	}
+	return fmt.Errorf("the server exited (%s) before it answered; the end of its stderr (in %s): %s%s", p.exited(), p.log, logTail(p.log, p.logFrom), where)
 }
 
 // logTail is the end of what a log holds from offset from (this start's
