@@ -526,6 +526,7 @@ func (s *server) call(ctx context.Context, name, offered string, input json.RawM
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout())
 	defer cancel()
 	sl := &slot{}
+	defer sl.finish()
 	params := &sdk.CallToolParams{Name: name, Arguments: input}
 	defer s.inFlight(ctx)()
 	defer s.withProgress(params, offered)()
@@ -549,6 +550,9 @@ func (s *server) call(ctx context.Context, name, offered string, input json.RawM
 			return fail("%s during the call, which may have run in part; %s", why, again)
 		}
 		return fail("%v", unwrapRPC(err))
+	}
+	if r, ok := sl.result(); ok {
+		return r
 	}
 	if sl.isNull() {
 		return fail(`the server's reply has "result": null, which is not a tool result`)

@@ -341,22 +341,44 @@ func (c *lineConn) readLoop(r io.Reader, max int64) {
 
 // next reads one line and decodes its message (or batch). A line over
 // max is not kept: it is scanned for its id, and an error reply for that id
-// stands in for it.
+// stands in for it. A line over spoolAt goes to a file as it is read, and
+// when it is the reply to a tools/call of text, its result is read from
+// there (takeSpooled) rather than in memory.
 func (c *lineConn) next(br *bufio.Reader, max int64) ([]jsonrpc.Message, error) {
-	var scan idScan
-	line, size, err := readLine(br, max, scan.feed)
+	var sp spool
+	defer sp.close()
+	size, err := readLineTo(br, max, &sp)
 	if err != nil {
 		if err == io.EOF && size > 0 {
 			err = io.ErrUnexpectedEOF // a last line without its newline: the server died writing it
 		}
 		return nil, err
 	}
-	if size > max {
-		id, err := scan.ID()
-		if err != nil {
+	if size > max || sp.werr != nil {
+		id, err := sp.rest.ID()
+		switch {
+		case err != nil && sp.werr != nil:
+			return nil, fmt.Errorf("the server sent a message of %s, and keeping it failed (%v), and %v, so it cannot be answered", sizeOf(size), sp.werr, err)
+		case err != nil:
 			return nil, fmt.Errorf("the server sent a message of %s, over the bound of %s, and %v, so it cannot be answered", sizeOf(size), sizeOf(max), err)
+		case sp.werr != nil:
+			return []jsonrpc.Message{notKept(id, size, sp.werr)}, nil
 		}
 		return []jsonrpc.Message{tooLarge(id, size, max)}, nil
+	}
+	line := sp.mem
+	if sp.spooled() {
+		if resp, err := c.takeSpooled(&sp); err == nil {
+			return []jsonrpc.Message{resp}, nil
+		}
+		// Not a reply of text to a call waiting for it: decoded in memory,
+		// as a line always was.
+		if line, err = sp.bytes(); err != nil {
+			if c.stray != nil {
+				fmt.Fprintf(c.stray, "--- myelin skipped a message of %s on the server's stdout: %v\n", sizeOf(size), err)
+			}
+			return nil, nil
+		}
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
@@ -377,6 +399,20 @@ func (c *lineConn) next(br *bufio.Reader, max int64) ([]jsonrpc.Message, error) 
 	return []jsonrpc.Message{m}, nil
 }
 
+// takeSpooled reads the spooled reply of a tools/call that waits for it.
+func (c *lineConn) takeSpooled(sp *spool) (*jsonrpc.Response, error) {
+	src, err := sp.reader()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := takeSpooled(src, sp.size, c.captor.waiting)
+	if err != nil {
+		return nil, err
+	}
+	c.captor.received(resp) // the call no longer waits: its reply is this one
+	return resp, nil
+}
+
 // batch decodes a line holding an array of JSON-RPC messages.
 func batch(line []byte) ([]jsonrpc.Message, bool) {
 	var raws []json.RawMessage
@@ -394,6 +430,15 @@ func batch(line []byte) ([]jsonrpc.Message, bool) {
 	return msgs, true
 }
 
+// notKept is the error reply that stands in for a reply of size bytes that
+// could not be kept (its spool file failed).
+func notKept(id jsonrpc.ID, size int64, err error) *jsonrpc.Response {
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code:    jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("the reply of %s could not be kept: %v", sizeOf(size), err),
+	}}
+}
+
 // errTooLarge starts the error a call gets for a reply over the bound.
 const errTooLarge = "reply too large"
 
@@ -404,6 +449,41 @@ func tooLarge(id jsonrpc.ID, size, max int64) *jsonrpc.Response {
 		Code:    jsonrpc.CodeInternalError,
 		Message: fmt.Sprintf("%s: the reply was %s, over the bound of %s, so myelin did not read it", errTooLarge, sizeOf(size), sizeOf(max)),
 	}}
+}
+
+// readLineTo reads up to and including the next '\n' into sp, and
+// returns the line's size. A line over spoolAt is also fed to an idScan
+// (sp.rest) from its start, so that one that is not kept — longer than
+// max, or its file failed (sp.werr) — can still be answered: sp then drops
+// what it held, so that at most max bytes are ever held, in memory or in
+// sp's file. At the end of input err is io.EOF, and size counts what came
+// after the last '\n'.
+func readLineTo(br *bufio.Reader, max int64, sp *spool) (size int64, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += int64(len(chunk))
+		if sp.rest == nil && (size > spoolAt || size > max) {
+			sp.rest = &idScan{}
+			sp.rest.feed(sp.mem) // all of the line before this chunk
+		}
+		if sp.rest != nil {
+			sp.rest.feed(chunk)
+		}
+		switch {
+		case size > max:
+			sp.close()
+		case sp.werr == nil:
+			if _, werr := sp.Write(chunk); werr != nil {
+				// Not kept, but read to its end all the same, so that the
+				// call it answers gets an error and the session goes on.
+				sp.werr = werr
+				sp.close()
+			}
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return size, err
+		}
+	}
 }
 
 // bigLine is the size over which readLine collects a line's pieces as
