@@ -1,7 +1,10 @@
 package mcp
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -190,4 +193,66 @@ func mustID(n int) jsonrpc.ID {
 		panic(err)
 	}
 	return id
+}
+
+// canned is a canned HTTP reply whose body makes its bytes as it is read.
+type canned struct {
+	media string
+	body  func() io.Reader
+}
+
+func (c canned) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {c.media}}, Body: io.NopCloser(c.body()), Request: req}, nil
+}
+
+// Over HTTP too, a large text reply — a JSON body, or an SSE event — is
+// read in bounded memory, its text a file.
+func TestALargeTextReplyOverHTTPIsReadInBoundedMemory(t *testing.T) {
+	const mib = 48
+	sse := func() io.Reader {
+		return io.MultiReader(strings.NewReader("id: 1\r\ndata: "), lineOf(7, mib<<20), strings.NewReader("\r\n"))
+	}
+	for _, tc := range []canned{{"application/json", func() io.Reader { return lineOf(7, mib<<20) }}, {"text/event-stream", sse}} {
+		t.Run(tc.media, func(t *testing.T) {
+			rt := &roundTripper{base: tc, max: DefaultMaxReply}
+			sl := &slot{}
+			ctx := withSlot(context.Background(), sl)
+			call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"big"}}`
+			var got []byte
+			var out result.Result
+			var ok bool
+			alloc := allocatedBy(func() {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://mcp.test/", strings.NewReader(call))
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err = io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				out, ok = sl.result()
+			})
+			if !ok {
+				t.Fatalf("no result taken; the SDK got %.300q", got)
+			}
+			tf, isFile := out.Data.(result.TextFile)
+			if !isFile {
+				t.Fatalf("the text is a %T, want a result.TextFile", out.Data)
+			}
+			defer result.Discard(out)
+			if st, err := os.Stat(tf.Path); err != nil || st.Size() != mib<<20 {
+				t.Errorf("the text file: %v, want %d bytes", err, mib<<20)
+			}
+			if !strings.Contains(string(got), `"result":{"content":[]}`) {
+				t.Errorf("the SDK got %.300q, want an empty result in place of the text", got)
+			}
+			ratio := float64(alloc) / (mib << 20)
+			t.Logf("a %d MiB text reply allocated %.1f MiB, %.2f times the reply", mib, float64(alloc)/(1<<20), ratio)
+			if ratio > 0.25 {
+				t.Errorf("a %d MiB text reply allocated %.1f MiB, %.2f times the reply; want at most a quarter of the reply", mib, float64(alloc)/(1<<20), ratio)
+			}
+		})
+	}
 }
