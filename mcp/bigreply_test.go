@@ -31,6 +31,11 @@ func allocatedBy(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
+// maxAllocRatio bounds the bytes allocated by a call with a large reply of
+// text, as a ratio to the reply: 0.10–0.12 measured (10.8 before), 0.36
+// under the race detector, whose own allocations count too.
+const maxAllocRatio = 0.5
+
 // A large text reply is decoded in bounded memory: its text goes to a file
 // as it is read, which becomes the spill file, so that a call's memory does
 // not grow with the reply (issue 26, point 11: 6.5–9.7 times the reply
@@ -57,8 +62,8 @@ func TestALargeTextReplyOverStdioIsReadInBoundedMemory(t *testing.T) {
 	}
 	ratio := float64(alloc) / (mib << 20)
 	t.Logf("a %d MiB text reply allocated %.1f MiB, %.2f times the reply", mib, float64(alloc)/(1<<20), ratio)
-	if ratio > 0.25 {
-		t.Errorf("a %d MiB text reply allocated %.1f MiB, %.2f times the reply; want at most a quarter of the reply", mib, float64(alloc)/(1<<20), ratio)
+	if ratio > maxAllocRatio {
+		t.Errorf("a %d MiB text reply allocated %.1f MiB, %.2f times the reply; want at most %.2f times", mib, float64(alloc)/(1<<20), ratio, maxAllocRatio)
 	}
 }
 
@@ -250,8 +255,8 @@ func TestALargeTextReplyOverHTTPIsReadInBoundedMemory(t *testing.T) {
 			}
 			ratio := float64(alloc) / (mib << 20)
 			t.Logf("a %d MiB text reply allocated %.1f MiB, %.2f times the reply", mib, float64(alloc)/(1<<20), ratio)
-			if ratio > 0.25 {
-				t.Errorf("a %d MiB text reply allocated %.1f MiB, %.2f times the reply; want at most a quarter of the reply", mib, float64(alloc)/(1<<20), ratio)
+			if ratio > maxAllocRatio {
+				t.Errorf("a %d MiB text reply allocated %.1f MiB, %.2f times the reply; want at most %.2f times", mib, float64(alloc)/(1<<20), ratio, maxAllocRatio)
 			}
 		})
 	}
