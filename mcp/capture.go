@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/myelin-run/myelin/result"
 )
 
 // The go-sdk decodes a tools/call result into its own types, and a content
@@ -27,6 +29,48 @@ type slot struct {
 	refused bool
 	// null is set when the reply's result was JSON null.
 	null bool
+	// res is the result of a large reply of text, read from a file
+	// (takeSpooled) rather than kept as raw JSON; its text is a file that
+	// the call takes over.
+	res *result.Result
+	// done is set once the call no longer waits: a result that comes
+	// after it is discarded at once, so that its file is not left behind.
+	done bool
+}
+
+// setResult keeps r, a result read from a large reply, for the call.
+func (s *slot) setResult(r result.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		result.Discard(r)
+		return
+	}
+	s.res = &r
+}
+
+// result takes the result read from a large reply, if one came.
+func (s *slot) result() (result.Result, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.res == nil {
+		return result.Result{}, false
+	}
+	r := *s.res
+	s.res = nil
+	return r, true
+}
+
+// finish says the call no longer waits, and discards a result it did not
+// take.
+func (s *slot) finish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.done = true
+	if s.res != nil {
+		result.Discard(*s.res)
+		s.res = nil
+	}
 }
 
 func (s *slot) setNull() {
@@ -131,6 +175,14 @@ func (c *captor) received(msg jsonrpc.Message) {
 	if s != nil {
 		take(s, resp)
 	}
+}
+
+// waiting is the slot of the tools/call with this id, when one waits for
+// its reply.
+func (c *captor) waiting(id jsonrpc.ID) *slot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending[id]
 }
 
 // forget drops a request whose reply will not come (its write failed).

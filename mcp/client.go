@@ -31,9 +31,11 @@ const (
 // Options say how Start connects servers. The zero value works: servers
 // run in the current directory and their logs go under it.
 type Options struct {
-	// Dir is the workspace root: stdio servers run in it (or in their
-	// entry's cwd, relative to it) and their stderr goes to
-	// Dir/.myelin/logs/mcp-<server>.log.
+	// Dir is the workspace root: an entry's relative cwd is relative to
+	// it, servers get it as their one root, and a stdio server's stderr
+	// goes to Dir/.myelin/logs/mcp-<server>.log. A stdio server whose
+	// entry names no cwd does not run in it, but in an empty directory of
+	// its own (workDir).
 	Dir string
 	// Lookup reads myelin's environment (os.LookupEnv when nil) for the
 	// PATH and HOME a stdio server gets.
@@ -526,6 +528,7 @@ func (s *server) call(ctx context.Context, name, offered string, input json.RawM
 	callCtx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout())
 	defer cancel()
 	sl := &slot{}
+	defer sl.finish()
 	params := &sdk.CallToolParams{Name: name, Arguments: input}
 	defer s.inFlight(ctx)()
 	defer s.withProgress(params, offered)()
@@ -549,6 +552,9 @@ func (s *server) call(ctx context.Context, name, offered string, input json.RawM
 			return fail("%s during the call, which may have run in part; %s", why, again)
 		}
 		return fail("%v", unwrapRPC(err))
+	}
+	if r, ok := sl.result(); ok {
+		return r
 	}
 	if sl.isNull() {
 		return fail(`the server's reply has "result": null, which is not a tool result`)

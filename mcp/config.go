@@ -6,9 +6,11 @@
 // It must not turn a tool result into text: it hands the raw result JSON
 // to result.FromMCP, and from there the result goes through the one
 // conversion like any other. A server gets only the environment its entry
-// names, plus PATH and HOME. A stdio server is started through package
-// child, so that it and what it starts never outlive myelin; package mcp
-// must not start processes any other way. What servers ask during a call
+// names, plus PATH and HOME, and runs in an empty directory of its own
+// unless its entry names a cwd: package mcp must not start a server in the
+// workspace, whose files the model writes, by default. A stdio server is
+// started through package child, so that it and what it starts never
+// outlive myelin; package mcp must not start processes any other way. What servers ask during a call
 // (elicitation, sampling) goes to the Elicitor and Sampler its caller
 // supplies: package mcp must not read a terminal or pick a model itself.
 package mcp

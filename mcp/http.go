@@ -3,6 +3,7 @@ package mcp
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -86,16 +87,45 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // jsonReply reads a JSON reply of at most max bytes and takes the raw
-// result out of it; a longer one is replaced by an error reply.
+// result out of it; a longer one is replaced by an error reply. One over
+// spoolAt goes to a file as it is read (spool), and when it is the call's
+// reply of text its result is read from there (takeSpooled).
 func jsonReply(body io.ReadCloser, sl *slot, max int64) ([]byte, error) {
 	defer body.Close()
-	data, err := io.ReadAll(io.LimitReader(body, max+1))
+	var sp spool
+	defer sp.close()
+	n, err := io.Copy(&sp, io.LimitReader(body, max+1))
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > max {
-		n, _ := io.Copy(io.Discard, body)
-		return jsonrpc.EncodeMessage(tooLarge(sl.id, int64(len(data))+n, max))
+	if n > max {
+		rest, _ := io.Copy(io.Discard, body)
+		return jsonrpc.EncodeMessage(tooLarge(sl.id, n+rest, max))
+	}
+	return rewriteSpooled(&sp, sl)
+}
+
+// rewriteSpooled is rewrite for a message held in sp: read from its file
+// when it is the call's reply of text, and in memory otherwise.
+func rewriteSpooled(sp *spool, sl *slot) ([]byte, error) {
+	if sp.spooled() {
+		src, err := sp.reader()
+		if err != nil {
+			return nil, err
+		}
+		resp, err := takeSpooled(src, sp.size, func(id jsonrpc.ID) *slot {
+			if id == sl.id {
+				return sl
+			}
+			return nil
+		})
+		if err == nil {
+			return jsonrpc.EncodeMessage(resp)
+		}
+	}
+	data, err := sp.bytes()
+	if err != nil {
+		return nil, err
 	}
 	return rewrite(data, sl), nil
 }
@@ -143,59 +173,131 @@ func (f *sseFilter) Read(p []byte) (int, error) {
 
 func (f *sseFilter) Close() error { return f.body.Close() }
 
-// event reads one event (up to its blank line) into out.
+// event reads one event (up to its blank line) into out. Its data goes
+// to a spool as it is read, a line in pieces, so that a large event is
+// held in a file rather than in memory (rewriteSpooled).
 func (f *sseFilter) event() error {
 	var fields bytes.Buffer // the lines other than data, as they came
-	var data []byte
+	var data spool
+	defer data.close()
 	hasData, over := false, false
 	var size int64
-	for {
-		// What is left of the bound, and room for a field's name: a blank
-		// line always fits.
-		line, n, err := readLine(f.br, max(f.max-size, 0)+int64(len("data: \r\n")), func([]byte) {})
-		if n > 0 && line == nil { // a data line over what is left of the bound
-			over, size = true, size+n
+	keep := func(b []byte) error {
+		size += int64(len(b))
+		if size > f.max {
+			over = true
+			data.close()
 		}
-		trimmed := bytes.TrimRight(line, "\r\n")
-		switch {
-		case err != nil:
+		if over {
+			return nil
+		}
+		_, err := data.Write(b)
+		return err
+	}
+	for {
+		chunk, err := f.br.ReadSlice('\n')
+		full := !errors.Is(err, bufio.ErrBufferFull)
+		if full && err != nil { // the stream ended within the event
 			f.out.Write(fields.Bytes())
-			if hasData {
-				writeData(&f.out, data)
+			if hasData && !over {
+				held, berr := data.bytes()
+				if berr != nil {
+					return berr
+				}
+				writeData(&f.out, held)
 			}
-			f.out.Write(line)
+			f.out.Write(chunk)
 			return err
-		case line == nil:
-		case len(trimmed) == 0:
+		}
+		trimmed := bytes.TrimRight(chunk, "\r\n")
+		switch {
+		case full && len(trimmed) == 0: // the blank line that ends the event
 			if !hasData && !over {
 				f.out.Write(fields.Bytes())
 				f.out.WriteString("\n")
 				return nil
 			}
+			var msg []byte
 			if over {
-				data, _ = jsonrpc.EncodeMessage(tooLarge(f.slot.id, size, f.max))
-			} else {
-				data = rewrite(data, f.slot)
+				msg, _ = jsonrpc.EncodeMessage(tooLarge(f.slot.id, size, f.max))
+			} else if msg, err = rewriteSpooled(&data, f.slot); err != nil {
+				return err
 			}
 			f.out.Write(fields.Bytes())
-			writeData(&f.out, data)
+			writeData(&f.out, msg)
 			f.out.WriteString("\n")
 			return nil
-		case bytes.HasPrefix(trimmed, []byte("data:")):
-			v := bytes.TrimPrefix(trimmed[len("data:"):], []byte(" "))
-			size += int64(len(v))
-			if size > f.max {
-				over = true
-			}
-			if !over {
-				if hasData {
-					data = append(data, '\n')
+		case bytes.HasPrefix(chunk, []byte("data:")):
+			if hasData {
+				if err := keep([]byte("\n")); err != nil {
+					return err
 				}
-				data = append(data, v...)
 			}
 			hasData = true
+			v := bytes.TrimPrefix(chunk[len("data:"):], []byte(" "))
+			if err := f.dataLine(v, full, keep); err != nil {
+				return err
+			}
 		default:
-			fields.Write(line)
+			if err := f.otherLine(chunk, full, &fields, &size, &over); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// dataLine gives keep the value of a data line, v its first piece (full
+// when it holds the line's end), and the rest as it is read, without the
+// line's end.
+func (f *sseFilter) dataLine(v []byte, full bool, keep func([]byte) error) error {
+	cr := false // a '\r' that ended the last piece: the line's end, or data
+	for {
+		if cr && !(full && len(v) == 1 && v[0] == '\n') {
+			if err := keep([]byte("\r")); err != nil {
+				return err
+			}
+		}
+		cr = false
+		if full {
+			v = bytes.TrimSuffix(v, []byte("\n"))
+			v = bytes.TrimSuffix(v, []byte("\r"))
+			return keep(v)
+		}
+		if n := len(v); n > 0 && v[n-1] == '\r' {
+			cr, v = true, v[:n-1]
+		}
+		if err := keep(v); err != nil {
+			return err
+		}
+		chunk, err := f.br.ReadSlice('\n')
+		full = !errors.Is(err, bufio.ErrBufferFull)
+		if full && err != nil {
+			return err
+		}
+		v = chunk
+	}
+}
+
+// otherLine copies a line that is not data (an id, an event name, a
+// comment) into fields, counting it toward the bound: such lines are
+// small, and one over the bound makes the event over it.
+func (f *sseFilter) otherLine(chunk []byte, full bool, fields *bytes.Buffer, size *int64, over *bool) error {
+	for {
+		*size += int64(len(chunk))
+		if *size > f.max+int64(len("data: \r\n")) {
+			*over = true
+		}
+		if !*over {
+			fields.Write(chunk)
+		}
+		if full {
+			return nil
+		}
+		var err error
+		chunk, err = f.br.ReadSlice('\n')
+		full = !errors.Is(err, bufio.ErrBufferFull)
+		if full && err != nil {
+			return err
 		}
 	}
 }

@@ -36,19 +36,71 @@ type process struct {
 	log   string // the path of its log file
 	// logFrom is where this start's lines begin in the log.
 	logFrom int64
+	// privateDir, when set, is the empty directory of its own it runs in
+	// (its entry names no cwd), removed once it has exited.
+	privateDir string
 }
 
-// startProcess starts s in dir (the workspace root, or s.Cwd relative to
-// it) with only the environment s.Environ gives, and connects to its stdin
-// and stdout.
-func startProcess(s Server, o *Options) (*process, error) {
-	dir := o.Dir
+// workDir is the directory a stdio server runs in: its entry's cwd
+// (relative to the workspace root) when it names one, and otherwise a new
+// empty directory of its own (private is set), readable by the user alone
+// and never inside the workspace.
+//
+// Never the workspace by default: what a server's runtime reads from its
+// working directory runs as the server — `python3 -m module` puts it
+// first on sys.path, npx and uv take its package.json or pyproject.toml,
+// a wrapper sources its .envrc — and the model writes the workspace's
+// files (workspace--write). An entry that means to run the workspace's
+// files says so with "cwd", which its approval shows (Describe).
+func workDir(s Server, root string) (dir string, private bool, err error) {
 	if s.Cwd != "" {
-		dir = s.Cwd
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(o.Dir, dir)
+		if filepath.IsAbs(s.Cwd) {
+			return s.Cwd, false, nil
 		}
+		return filepath.Join(root, s.Cwd), false, nil
 	}
+	if !filepath.IsAbs(s.Command) && strings.ContainsRune(s.Command, filepath.Separator) {
+		return "", false, fmt.Errorf(`its command %q is a path relative to the working directory, and a server whose entry names no "cwd" runs in an empty directory of its own, not in the workspace (so that no file written there runs as the server); give the entry "cwd": "." to run the workspace's %s, or give the command's absolute path`, s.Command, s.Command)
+	}
+	dir, err = os.MkdirTemp("", "myelin-mcp-"+safe(s.Name)+"-*")
+	if err != nil {
+		return "", false, fmt.Errorf("making the empty directory it runs in: %w", err)
+	}
+	if inside(dir, root) {
+		os.RemoveAll(dir)
+		return "", false, fmt.Errorf(`the temporary directory %s, where a server whose entry names no "cwd" runs, is inside the workspace %s, whose files the model writes: set TMPDIR to a directory outside the workspace, or give the entry a "cwd"`, filepath.Dir(dir), root)
+	}
+	return dir, true, nil
+}
+
+// inside reports whether path is root or under it, symbolic links
+// resolved.
+func inside(path, root string) bool {
+	p, err1 := filepath.EvalSymlinks(path)
+	r, err2 := filepath.EvalSymlinks(root)
+	if err1 != nil || err2 != nil {
+		p, r = filepath.Clean(path), filepath.Clean(root)
+	}
+	if abs, err := filepath.Abs(r); err == nil {
+		r = abs
+	}
+	rel, err := filepath.Rel(r, p)
+	return err == nil && filepath.IsLocal(rel) || rel == "."
+}
+
+// startProcess starts s in its working directory (workDir) with only the
+// environment s.Environ gives, and connects to its stdin and stdout.
+func startProcess(s Server, o *Options) (*process, error) {
+	dir, private, err := workDir(s, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	started := false
+	defer func() {
+		if private && !started {
+			os.RemoveAll(dir)
+		}
+	}()
 	logFile, logPath, err := openLog(o.Dir, s)
 	if err != nil {
 		return nil, err
@@ -103,7 +155,11 @@ func startProcess(s Server, o *Options) (*process, error) {
 		errR.Close()
 		close(copied)
 	}()
+	started = true
 	p := &process{cmd: cmd, group: group, done: make(chan struct{}), log: logPath, logFrom: logFrom}
+	if private {
+		p.privateDir = dir
+	}
 	p.conn = newLineConn(inW, outR, o.maxReply())
 	p.conn.stray = logW // lines on stdout that are not JSON-RPC go to the log
 	go func() {
@@ -111,6 +167,9 @@ func startProcess(s Server, o *Options) (*process, error) {
 		// Whatever it left behind in its group goes with it, and the
 		// session learns at once that the server is gone.
 		group.Kill()
+		if p.privateDir != "" {
+			os.RemoveAll(p.privateDir)
+		}
 		// Its stderr is in the log before anyone reads the log's tail
 		// (a process that left the group may hold the pipe: not for long).
 		select {
@@ -170,10 +229,14 @@ func (p *process) explain(err error) error {
 	case <-time.After(time.Second):
 		return err
 	}
-	if strings.HasPrefix(p.log, "(") { // no log: p.log says why
-		return fmt.Errorf("the server exited (%s) before it answered; its stderr was not kept %s", p.exited(), p.log)
+	where := ""
+	if p.privateDir != "" {
+		where = `; it ran in an empty directory of its own, not in the workspace: an entry that runs the workspace's files (python3 server.py, node build/index.js) names the workspace with "cwd": "." (docs/mcp.md, "Working directory")`
 	}
-	return fmt.Errorf("the server exited (%s) before it answered; the end of its stderr (in %s): %s", p.exited(), p.log, logTail(p.log, p.logFrom))
+	if strings.HasPrefix(p.log, "(") { // no log: p.log says why
+		return fmt.Errorf("the server exited (%s) before it answered; its stderr was not kept %s%s", p.exited(), p.log, where)
+	}
+	return fmt.Errorf("the server exited (%s) before it answered; the end of its stderr (in %s): %s%s", p.exited(), p.log, logTail(p.log, p.logFrom), where)
 }
 
 // logTail is the end of what a log holds from offset from (this start's
@@ -278,22 +341,44 @@ func (c *lineConn) readLoop(r io.Reader, max int64) {
 
 // next reads one line and decodes its message (or batch). A line over
 // max is not kept: it is scanned for its id, and an error reply for that id
-// stands in for it.
+// stands in for it. A line over spoolAt goes to a file as it is read, and
+// when it is the reply to a tools/call of text, its result is read from
+// there (takeSpooled) rather than in memory.
 func (c *lineConn) next(br *bufio.Reader, max int64) ([]jsonrpc.Message, error) {
-	var scan idScan
-	line, size, err := readLine(br, max, scan.feed)
+	var sp spool
+	defer sp.close()
+	size, err := readLineTo(br, max, &sp)
 	if err != nil {
 		if err == io.EOF && size > 0 {
 			err = io.ErrUnexpectedEOF // a last line without its newline: the server died writing it
 		}
 		return nil, err
 	}
-	if size > max {
-		id, err := scan.ID()
-		if err != nil {
+	if size > max || sp.werr != nil {
+		id, err := sp.rest.ID()
+		switch {
+		case err != nil && sp.werr != nil:
+			return nil, fmt.Errorf("the server sent a message of %s, and keeping it failed (%v), and %v, so it cannot be answered", sizeOf(size), sp.werr, err)
+		case err != nil:
 			return nil, fmt.Errorf("the server sent a message of %s, over the bound of %s, and %v, so it cannot be answered", sizeOf(size), sizeOf(max), err)
+		case sp.werr != nil:
+			return []jsonrpc.Message{notKept(id, size, sp.werr)}, nil
 		}
 		return []jsonrpc.Message{tooLarge(id, size, max)}, nil
+	}
+	line := sp.mem
+	if sp.spooled() {
+		if resp, err := c.takeSpooled(&sp); err == nil {
+			return []jsonrpc.Message{resp}, nil
+		}
+		// Not a reply of text to a call waiting for it: decoded in memory,
+		// as a line always was.
+		if line, err = sp.bytes(); err != nil {
+			if c.stray != nil {
+				fmt.Fprintf(c.stray, "--- myelin skipped a message of %s on the server's stdout: %v\n", sizeOf(size), err)
+			}
+			return nil, nil
+		}
 	}
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
@@ -314,6 +399,20 @@ func (c *lineConn) next(br *bufio.Reader, max int64) ([]jsonrpc.Message, error) 
 	return []jsonrpc.Message{m}, nil
 }
 
+// takeSpooled reads the spooled reply of a tools/call that waits for it.
+func (c *lineConn) takeSpooled(sp *spool) (*jsonrpc.Response, error) {
+	src, err := sp.reader()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := takeSpooled(src, sp.size, c.captor.waiting)
+	if err != nil {
+		return nil, err
+	}
+	c.captor.received(resp) // the call no longer waits: its reply is this one
+	return resp, nil
+}
+
 // batch decodes a line holding an array of JSON-RPC messages.
 func batch(line []byte) ([]jsonrpc.Message, bool) {
 	var raws []json.RawMessage
@@ -331,6 +430,15 @@ func batch(line []byte) ([]jsonrpc.Message, bool) {
 	return msgs, true
 }
 
+// notKept is the error reply that stands in for a reply of size bytes that
+// could not be kept (its spool file failed).
+func notKept(id jsonrpc.ID, size int64, err error) *jsonrpc.Response {
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code:    jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("the reply of %s could not be kept: %v", sizeOf(size), err),
+	}}
+}
+
 // errTooLarge starts the error a call gets for a reply over the bound.
 const errTooLarge = "reply too large"
 
@@ -341,6 +449,41 @@ func tooLarge(id jsonrpc.ID, size, max int64) *jsonrpc.Response {
 		Code:    jsonrpc.CodeInternalError,
 		Message: fmt.Sprintf("%s: the reply was %s, over the bound of %s, so myelin did not read it", errTooLarge, sizeOf(size), sizeOf(max)),
 	}}
+}
+
+// readLineTo reads up to and including the next '\n' into sp, and
+// returns the line's size. A line over spoolAt is also fed to an idScan
+// (sp.rest) from its start, so that one that is not kept — longer than
+// max, or its file failed (sp.werr) — can still be answered: sp then drops
+// what it held, so that at most max bytes are ever held, in memory or in
+// sp's file. At the end of input err is io.EOF, and size counts what came
+// after the last '\n'.
+func readLineTo(br *bufio.Reader, max int64, sp *spool) (size int64, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += int64(len(chunk))
+		if sp.rest == nil && (size > spoolAt || size > max) {
+			sp.rest = &idScan{}
+			sp.rest.feed(sp.mem) // all of the line before this chunk
+		}
+		if sp.rest != nil {
+			sp.rest.feed(chunk)
+		}
+		switch {
+		case size > max:
+			sp.close()
+		case sp.werr == nil:
+			if _, werr := sp.Write(chunk); werr != nil {
+				// Not kept, but read to its end all the same, so that the
+				// call it answers gets an error and the session goes on.
+				sp.werr = werr
+				sp.close()
+			}
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return size, err
+		}
+	}
 }
 
 // bigLine is the size over which readLine collects a line's pieces as

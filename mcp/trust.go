@@ -127,8 +127,11 @@ func (t TrustStore) Approve(path string, data []byte) error {
 }
 
 // Describe is one line saying what starting s runs: its name, and its
-// command line (each word quoted when it needs to be) with its cwd and the
-// names of the variables it sets, or its URL. It is what a user approves.
+// command line (each word quoted when it needs to be) with its cwd (said
+// to be in the workspace when it is relative to it: the model can write
+// what runs there) and the names of the variables it sets, or its URL. It
+// is what a user approves. A server without cwd runs in an empty directory
+// of its own (workDir), which needs no line.
 func Describe(s Server) string {
 	if s.Problem != "" && s.Command == "" && s.URL == "" {
 		return s.Name + ": " + s.Problem
@@ -142,7 +145,13 @@ func Describe(s Server) string {
 	}
 	line := fmt.Sprintf("%s: %s", s.Name, strings.Join(words, " "))
 	if s.Cwd != "" {
-		line += " (in " + quoteWord(s.Cwd) + ")"
+		line += " (in " + quoteWord(s.Cwd)
+		if !filepath.IsAbs(s.Cwd) && filepath.IsLocal(filepath.Clean(s.Cwd)) || filepath.Clean(s.Cwd) == "." {
+			// It runs what the workspace holds there, which the model
+			// can write: the one who approves it should know.
+			line += " — in the workspace, whose files the model can write"
+		}
+		line += ")"
 	}
 	if len(s.Env) > 0 {
 		keys := make([]string, 0, len(s.Env))

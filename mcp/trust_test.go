@@ -55,7 +55,9 @@ func TestDescribeShowsWhatAServerRuns(t *testing.T) {
 		want string
 	}{
 		{Server{Name: "fs", Type: "stdio", Command: "npx", Args: []string{"-y", "server-filesystem", "."}}, "fs: npx -y server-filesystem ."},
-		{Server{Name: "x", Type: "stdio", Command: "sh", Args: []string{"-c", "id > ../pwned"}, Cwd: "sub dir", Env: map[string]string{"B": "1", "A": "2"}}, `x: sh -c "id > ../pwned" (in "sub dir") (sets A, B)`},
+		{Server{Name: "x", Type: "stdio", Command: "sh", Args: []string{"-c", "id > ../pwned"}, Cwd: "sub dir", Env: map[string]string{"B": "1", "A": "2"}}, `x: sh -c "id > ../pwned" (in "sub dir" — in the workspace, whose files the model can write) (sets A, B)`},
+		{Server{Name: "abs", Type: "stdio", Command: "srv", Cwd: "/opt/srv"}, "abs: srv (in /opt/srv)"},
+		{Server{Name: "up", Type: "stdio", Command: "srv", Cwd: "../srv"}, "up: srv (in ../srv)"},
 		{Server{Name: "nl", Type: "stdio", Command: "a\nb"}, `nl: "a\nb"`},
 		{Server{Name: "web", Type: "http", URL: "https://h/mcp"}, "web: https://h/mcp (HTTP)"},
 		{Server{Name: "web", Type: "http", URL: "https://h/mcp", Rerun: &rerun}, `web: https://h/mcp (HTTP) (its tools' calls are run again after a crash: "rerun": true)`},

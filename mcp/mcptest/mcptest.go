@@ -161,6 +161,13 @@ func NewServer() *sdk.Server {
 	add("env", "Returns the server's environment, a variable a line.", nil, func(context.Context, map[string]any) *sdk.CallToolResult {
 		return text(strings.Join(os.Environ(), "\n"))
 	})
+	add("cwd", "Returns the server's working directory.", nil, func(context.Context, map[string]any) *sdk.CallToolResult {
+		dir, err := os.Getwd()
+		if err != nil {
+			return text("getwd: " + err.Error())
+		}
+		return text(dir)
+	})
 	return s
 }
 
