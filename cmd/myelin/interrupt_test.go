@@ -106,34 +106,3 @@ func TestCtrlCInAChatTurnEndsTheTurnAndAtThePromptEndsChat(t *testing.T) {
 		t.Fatalf("stderr says %q:\n%s", "context canceled", stderr.String())
 	}
 }
-
-// `run` interrupted stores the answer as far as it came and exits 130, as
-// shells expect of a program SIGINT ended.
-func TestCtrlCEndsRunWithStatus130AndTheCutAnswerStored(t *testing.T) {
-	bin := buildMyelin(t)
-	dir := workspaceWith(t, nil)
-	hold := make(chan struct{})
-	defer close(hold)
-	srv := fakeAnthropic(t, providertest.Step{Text: "never sent", Hold: hold})
-	cmd := exec.Command(bin, "run", "--workspace", dir, "wait")
-	cmd.Env = os.Environ()
-	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitFor(t, "the request", func() bool { return len(srv.Requests()) == 1 }, &stderr)
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if code := exitCode(t, cmd); code != exitInterrupted {
-		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitInterrupted, stderr.String())
-	}
-	if msgs := storedMessages(t, dir); len(msgs) != 2 || !msgs[1].Cut {
-		t.Fatalf("stored %+v; want the prompt and the cut answer", msgs)
-	}
-	if !strings.Contains(stderr.String(), "interrupted") {
-		t.Fatalf("stderr does not say it was interrupted:\n%s", stderr.String())
-	}
-}

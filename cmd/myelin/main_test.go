@@ -45,7 +45,8 @@ func TestToolListIsNameTabSummaryInStableOrder(t *testing.T) {
 		t.Fatalf("exit %d, output:\n%s", code, out)
 	}
 	out, _, _ = cli(t, "tool", "list", "--allow-shell", "--workspace", t.TempDir())
-	if !strings.HasPrefix(out, "code_execution\tRun JavaScript that calls the other tools: many calls, loops and filtering in one step.\nshell--run\tRun a shell command (bash -c) in the workspace root.\nworkspace--edit\t") {
+	if !strings.HasPrefix(out, "code_execution\tRun JavaScript that calls the other tools: many calls, loops and filtering in one step.\ncode_execution--cancel\t") ||
+		!strings.Contains(out, "\ncode_execution--list\t") || !strings.Contains(out, "\nshell--run\tRun a shell command (bash -c) in the workspace root.\nworkspace--edit\t") {
 		t.Fatalf("output:\n%s", out)
 	}
 }
