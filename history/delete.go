@@ -1,0 +1,19 @@
+package history
+
+import "context"
+
+// Deleter is the part of a Store that deletes a conversation. It is
+// optional: a Store without it keeps every conversation for ever.
+//
+// Delete removes conversation id whole — its record, its messages, the
+// requests kept for it (Requests), the files kept for it (Blobs) — or
+// nothing: it is refused with a *HeldError while a writer holds the
+// conversation's claim (a turn is running), with an error wrapping
+// ErrNotFound when there is no such conversation, and it never deletes
+// another conversation, a subagent's included (a child names its
+// parent; deleting the parent leaves the child, which then names a
+// parent that is gone). The workspace's spill files are not the store's:
+// whoever deletes a conversation removes those its records name.
+type Deleter interface {
+	Delete(ctx context.Context, id string) error
+}
