@@ -16,6 +16,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/myelin-run/myelin/internal/skipped"
 	"github.com/myelin-run/myelin/mcp/mcptest"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
@@ -24,7 +25,7 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.ServeIfAsked()
-	os.Exit(m.Run())
+	os.Exit(skipped.Main(m))
 }
 
 // testServer is the config entry that starts this test binary as the

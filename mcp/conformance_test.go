@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/internal/skipped"
 )
 
 // The official MCP conformance suite, installed by .ci/run (npm ci in
@@ -47,7 +49,7 @@ func conformanceSuite(t *testing.T) []string {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the MCP conformance suite is missing under CI (.ci/run installs it: npm ci in mcp/%s): %v", conformanceDir, err)
 		}
-		t.Skipf("the MCP conformance suite is not installed (npm ci in mcp/%s): %v", conformanceDir, err)
+		skipped.Need(t, "the MCP conformance suite", fmt.Sprintf("(cd mcp/%s && npm ci)", conformanceDir))
 	}
 	return []string{node, suite}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/internal/skipped"
 	"github.com/myelin-run/myelin/mcp/mcptest"
 	"github.com/myelin-run/myelin/workspace"
 )
@@ -49,7 +50,7 @@ func modelWrites(t *testing.T, root, path, content string) {
 // was imported, and ran, at the server's start (issue 26, point 4).
 func TestAPythonServerDoesNotImportAModuleTheModelWroteInTheWorkspace(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("no python3")
+		skipped.Need(t, "python3", "apt-get install python3")
 	}
 	root, mods := t.TempDir(), t.TempDir()
 	mark := filepath.Join(t.TempDir(), "ran")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/skipped"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
@@ -36,7 +37,7 @@ func referenceServers(t *testing.T) []Server {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the MCP reference servers are missing under CI (.ci/run installs them: npm ci in mcp/testdata/npm): %v", err)
 		}
-		t.Skipf("the MCP reference servers are not installed (npm ci in mcp/testdata/npm): %v", err)
+		skipped.Need(t, "the MCP reference servers", "(cd mcp/testdata/npm && npm ci)")
 	}
 	return []Server{
 		{Name: "everything", Type: "stdio", Command: "node", Args: []string{everything, "stdio"}},

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/skipped"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -33,7 +34,7 @@ func browser(t *testing.T) context.Context {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("no chromium on PATH; .ci/run installs Debian's chromium")
 		}
-		t.Skip("no chromium on PATH (install Debian's chromium to run the inspector's tests)")
+		skipped.Need(t, "chromium", "apt-get install chromium")
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),

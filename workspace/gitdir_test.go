@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/myelin-run/myelin/internal/skipped"
 )
 
 // gitConfig is a config that makes git run a command (touching the file
@@ -99,7 +101,7 @@ func TestFileToolsMayWriteHalfOfARepositorysShape(t *testing.T) {
 func TestGitRunsNothingFromFilesTheToolsWrote(t *testing.T) {
 	for _, prog := range []string{"git", "script"} {
 		if _, err := exec.LookPath(prog); err != nil {
-			t.Skipf("%s is not installed: %v", prog, err)
+			skipped.Need(t, prog, "apt-get install "+map[string]string{"git": "git", "script": "bsdutils"}[prog])
 		}
 	}
 	files := map[string]string{

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/myelin-run/myelin/internal/skipped"
 	"github.com/myelin-run/myelin/mcp/mcptest"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -214,7 +215,7 @@ func buildMyelin(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	mcptest.ServeIfAsked() // this binary is the MCP test server when asked
-	code := m.Run()
+	code := skipped.Main(m)
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}

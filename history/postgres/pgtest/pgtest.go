@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/myelin-run/myelin/internal/skipped"
 )
 
 // Env names the variable holding the test server's DSN.
@@ -30,7 +32,7 @@ func DSN(t testing.TB) string {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(Env + " is not set: under CI the Postgres store must be tested; start a throwaway server with: eval \"$(.ci/postgres start)\" (and .ci/postgres stop after)")
 		}
-		t.Skip(Env + " is not set (start a throwaway server with: eval \"$(.ci/postgres start)\")")
+		skipped.Need(t, Env, `a PostgreSQL server: eval "$(.ci/postgres start)"`)
 	}
 	return d
 }
