@@ -21,6 +21,7 @@ require (
 	google.golang.org/genai v1.79.1
 	modernc.org/quickjs v0.27.0
 	modernc.org/sqlite v1.61.1
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (
