@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -68,25 +67,14 @@ func TestChatRunsAWokenTurnPerWakeOfABackgroundScriptThatThenDies(t *testing.T) 
 		providertest.Step{Text: "watching"},
 		providertest.Step{Text: "woken once"},
 		providertest.Step{Text: "woken twice"})
-	cmd := exec.Command(bin, "chat", "--workspace", dir, "--wake-gap", "0s")
-	cmd.Env = os.Environ()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	cmd, stdin, stdout, stderr := startChat(t, bin, "--workspace", dir, "--wake-gap", "0s")
 	io.WriteString(stdin, "watch the build\n")
 	var id string
 	waitFor(t, "the script to end after two woken turns", func() bool {
 		id = regexp.MustCompile(`bg_[0-9a-f]{8}`).FindString(stdout.String() + stderr.String())
 		journal, _ := os.ReadFile(filepath.Join(dir, ".myelin", "background", id+".log"))
 		return len(srv.Requests()) == 4 && strings.Contains(string(journal), "the script failed")
-	}, &stderr)
+	}, stderr)
 
 	first, second := lastUserText(t, srv, 2), lastUserText(t, srv, 3)
 	head := regexp.MustCompile(`^\[myelin: background script (bg_[0-9a-f]{8}) woke you with wake_agent, from line (\d) of the script, [0-9.]+m?s after it started: wake (\d) of at most 100\. Its journal: \.myelin/background/bg_[0-9a-f]{8}\.log\. Its payload:\]\n`)
@@ -108,12 +96,12 @@ func TestChatRunsAWokenTurnPerWakeOfABackgroundScriptThatThenDies(t *testing.T) 
 		toolCallStep("toolu_3", "code_execution", map[string]any{"background": true, "code": "console.log('oops');\nnull.x"}),
 		providertest.Step{Text: "started again"}, providertest.Step{Text: "saw it die"})
 	io.WriteString(stdin, "what ran?\n")
-	waitFor(t, "the list", func() bool { return len(srv.Requests()) == 6 }, &stderr)
+	waitFor(t, "the list", func() bool { return len(srv.Requests()) == 6 }, stderr)
 	if list := lastUserText(t, srv, 5); !strings.Contains(list, id+" failed (the script failed at line 6: Error: the build broke)") {
 		t.Errorf("the list: %s", list)
 	}
 	io.WriteString(stdin, "again\n")
-	waitFor(t, "the death wake's turn", func() bool { return len(srv.Requests()) == 9 }, &stderr)
+	waitFor(t, "the death wake's turn", func() bool { return len(srv.Requests()) == 9 }, stderr)
 	if died := lastUserText(t, srv, 8); !strings.Contains(died, "after it started without waking you") || !strings.Contains(died, "the script failed at line 2: TypeError") || !strings.HasSuffix(died, "oops\n") {
 		t.Errorf("the death wake:\n%s", died)
 	}

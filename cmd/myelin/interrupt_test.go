@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,25 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
+
+// startChat starts the binary's chat with args, its stdin a pipe and
+// what it writes read as it runs; it is killed when the test ends.
+func startChat(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, stdin io.WriteCloser, stdout, stderr *lockedBuffer) {
+	t.Helper()
+	cmd = exec.Command(bin, append([]string{"chat"}, args...)...)
+	cmd.Env = os.Environ()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return cmd, stdin, stdout, stderr
+}
 
 // exitCode waits for cmd and is its exit status.
 func exitCode(t *testing.T, cmd *exec.Cmd) int {
@@ -67,31 +87,20 @@ func TestCtrlCInAChatTurnEndsTheTurnAndAtThePromptEndsChat(t *testing.T) {
 	hold := make(chan struct{})
 	defer close(hold)
 	srv := fakeAnthropic(t, providertest.Step{Text: "never sent", Hold: hold}, providertest.Step{Text: "two"})
-	cmd := exec.Command(bin, "chat", "--workspace", dir)
-	cmd.Env = os.Environ()
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
+	cmd, stdin, stdout, stderr := startChat(t, bin, "--workspace", dir)
 	if _, err := stdin.Write([]byte("first\n")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the first request", func() bool { return len(srv.Requests()) == 1 }, &stderr)
+	waitFor(t, "the first request", func() bool { return len(srv.Requests()) == 1 }, stderr)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the turn to end", func() bool { return strings.Contains(stderr.String(), "Ctrl-C again at the prompt ends chat") }, &stderr)
+	waitFor(t, "the turn to end", func() bool { return strings.Contains(stderr.String(), "Ctrl-C again at the prompt ends chat") }, stderr)
 	if _, err := stdin.Write([]byte("second\n")); err != nil {
 		t.Fatalf("chat ended with the turn: %v; stderr:\n%s", err, stderr.String())
 	}
-	waitFor(t, "the second answer", func() bool { return strings.Contains(stdout.String(), "two\n") }, &stderr)
-	waitFor(t, "the second turn's end", func() bool { return strings.Count(stderr.String(), "tokens:") == 1 }, &stderr)
+	waitFor(t, "the second answer", func() bool { return strings.Contains(stdout.String(), "two\n") }, stderr)
+	waitFor(t, "the second turn's end", func() bool { return strings.Count(stderr.String(), "tokens:") == 1 }, stderr)
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
