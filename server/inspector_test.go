@@ -127,6 +127,9 @@ func TestTheInspectorShowsACallsThreePanesPagesASpillAndStreamsATurn(t *testing.
 	big := `document.querySelector('[data-call="c_big"]')`
 	// the model saw pane shows the block as the next request carried it
 	waitFor(t, ctx, "the sent block", big+`.querySelector(".sent-same") !== null`)
+	if stray := text(t, ctx, `Array.from(`+big+`.querySelector(".pane.saw").childNodes).filter((n) => n.nodeType !== 1).map((n) => n.textContent).join("|")`); stray != "" {
+		t.Fatalf("the Model saw pane has stray text outside its elements: %q", stray)
+	}
 	saw := text(t, ctx, big+`.querySelector(".pane.saw pre.sent-text").textContent`)
 	stored := text(t, ctx, big+`.querySelector(".pane.stored pre").textContent`)
 	produced := text(t, ctx, big+`.querySelector(".pane.produced").textContent`)

@@ -329,7 +329,9 @@ async function showSent(c, stored, n) {
     };
     show(!!state.rawShown[shown]);
     toggle.addEventListener("click", () => show(raw.hidden));
-    saw.append(el("pre", { class: "sent-text" }, text), extras ? el("div", { class: "hint" }, extras) : null, toggle, raw);
+    saw.append(el("pre", { class: "sent-text" }, text));
+    if (extras) saw.append(el("div", { class: "hint" }, extras));
+    saw.append(toggle, raw);
   }
   if (text === stored.text) saw.append(el("div", { class: "same sent-same" }, "✓ the text sent in request " + req.n + " and the stored text are the same bytes"));
   else if (text !== undefined) saw.append(el("div", { class: "differ" }, "✗ the text sent in request " + req.n + " differs from the stored text"));
