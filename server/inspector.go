@@ -2,6 +2,7 @@ package server
 
 import (
 	"embed"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"strings"
@@ -26,6 +27,12 @@ func inspector() http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if r.URL.Path == "/" {
 			http.ServeFileFS(w, r, sub, "index.html")
+			return
+		}
+		name := strings.TrimPrefix(r.URL.Path, "/inspector/")
+		if _, err := fs.Stat(sub, name); name != "" && err != nil {
+			// an error in JSON like the API's, not the file server's text
+			writeError(w, http.StatusNotFound, fmt.Sprintf("the inspector has no file %s: it is served at /", name))
 			return
 		}
 		r2 := r.Clone(r.Context())

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,7 +128,10 @@ func TestTheInspectorShowsACallsThreePanesPagesASpillAndStreamsATurn(t *testing.
 	big := `document.querySelector('[data-call="c_big"]')`
 	// the model saw pane shows the block as the next request carried it
 	waitFor(t, ctx, "the sent block", big+`.querySelector(".sent-same") !== null`)
-	saw := text(t, ctx, `JSON.parse(`+big+`.querySelector(".pane.saw pre").textContent).content`)
+	if stray := text(t, ctx, `Array.from(`+big+`.querySelector(".pane.saw").childNodes).filter((n) => n.nodeType !== 1).map((n) => n.textContent).join("|")`); stray != "" {
+		t.Fatalf("the Model saw pane has stray text outside its elements: %q", stray)
+	}
+	saw := text(t, ctx, big+`.querySelector(".pane.saw pre.sent-text").textContent`)
 	stored := text(t, ctx, big+`.querySelector(".pane.stored pre").textContent`)
 	produced := text(t, ctx, big+`.querySelector(".pane.produced").textContent`)
 	msgs, _ := f.store.Messages(context.Background(), id)
@@ -230,4 +234,122 @@ func TestTheInspectorLinksADelegateCallToItsSubagentAndBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "the parent, at the call", `document.getElementById("conversation-title").textContent.startsWith("Conversation `+id+`") && document.querySelector('[data-call="c_del"].focus') !== null`)
+}
+
+// The "Model saw" pane shows a spilled result as the model reads it: its
+// head and its notice as text, lines and all (no JSON escapes), with the
+// block as sent one click away; the live turn keeps each round's text
+// apart; and with the side panel open, the three panes keep a readable
+// width (stacked, not squeezed to a word or two a line).
+func TestTheInspectorShowsWhatTheModelReadAsTextWithTheRawBlockOnAToggle(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t,
+		providertest.Step{Text: "Let me count.", ToolCalls: []providertest.ToolCall{{ID: "c_big", Name: "big--run", Input: `{}`}}},
+		providertest.Step{Text: "And read notes."},
+	)
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "count")
+	w.until(t, EventTurnFinished)
+	msgs, _ := f.store.Messages(context.Background(), id)
+	var want string
+	for _, p := range msgs[2].Parts {
+		if p.CallID == "c_big" {
+			want = p.Text
+		}
+	}
+	if !strings.Contains(want, "\nRead on: workspace--read {\"path\":\".myelin/tool-results/") {
+		t.Fatalf("the stored result has no notice to read on: %q", want[max(0, len(want)-400):])
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/?conversation="+id)); err != nil {
+		t.Fatal(err)
+	}
+	big := `document.querySelector('[data-call="c_big"]')`
+	// drawn with its tool.finished event (the timeline is then drawn
+	// again only when something is added), and the request's text in
+	waitFor(t, ctx, "the call with its event", big+` && `+big+`.querySelector(".pane.produced").textContent.includes("characters")`)
+	waitFor(t, ctx, "the text the request carried", big+`.querySelector(".pane.saw .sent-same") !== null`)
+
+	// the text as the model reads it: the very stored text, its notice on
+	// lines of their own
+	saw := text(t, ctx, big+`.querySelector(".pane.saw pre.sent-text").textContent`)
+	if saw != want {
+		t.Fatalf("the Model saw pane shows\n%q\nnot the text the model read\n%q", saw[max(0, len(saw)-400):], want[max(0, len(want)-400):])
+	}
+	lines := text(t, ctx, big+`.querySelector(".pane.saw pre.sent-text").innerText`)
+	var readOn string
+	for _, l := range strings.Split(lines, "\n") {
+		if strings.HasPrefix(l, "Read on: workspace--read ") {
+			readOn = l
+		}
+	}
+	if readOn == "" || strings.Contains(readOn, `\"`) || strings.Contains(lines, `\n`) {
+		t.Fatalf("the notice is not readable as text: the line %q in\n%s", readOn, lines[max(0, len(lines)-400):])
+	}
+	// the block as sent, on a toggle: hidden, then shown
+	raw := big + `.querySelector(".pane.saw pre.sent-block")`
+	if shown := text(t, ctx, `String(`+raw+`.getClientRects().length > 0)`); shown != "false" {
+		t.Fatalf("the raw block is shown before the toggle")
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-call="c_big"] .pane.saw .raw-toggle`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the raw block", raw+`.getClientRects().length > 0`)
+	block := text(t, ctx, raw+`.textContent`)
+	if !strings.Contains(block, `"tool_use_id": "c_big"`) || !strings.Contains(block, `Read on: workspace--read {\"path\":`) {
+		t.Fatalf("the raw block is not the block as sent: %s", block[max(0, len(block)-400):])
+	}
+
+	// the live turn's text: one round's, then the next's, apart
+	live := text(t, ctx, `document.getElementById("live-text").textContent`)
+	if !strings.Contains(live, "Let me count.") || !strings.Contains(live, "And read notes.") || strings.Contains(live, "Let me count.And") {
+		t.Fatalf("the turn's text glues its rounds: %q", live)
+	}
+	if !strings.Contains(text(t, ctx, `document.getElementById("live-text").innerText`), "Let me count.\n") {
+		t.Fatalf("the rounds' texts are not on lines of their own: %q", live)
+	}
+
+	// the side panel open: each pane keeps a readable width
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-call="c_big"] button.spill`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the pager", `!document.getElementById("pager").hidden && document.getElementById("pager-text").textContent.length > 0`)
+	widths := text(t, ctx, `Array.from(`+big+`.querySelectorAll(".pane")).map((p) => Math.round(p.getBoundingClientRect().width)).join(",")`)
+	for _, v := range strings.Split(widths, ",") {
+		if px, err := strconv.Atoi(v); err != nil || px < 240 {
+			t.Fatalf("with the side panel open the panes are %s px wide; each should be at least 240", widths)
+		}
+	}
+	screenshot(t, ctx, t.TempDir(), "inspector-model-saw.png")
+
+	// each round names the request that produced its answer, numbered as
+	// the messages are; the request opens with its wire named
+	rounds := text(t, ctx, `Array.from(document.querySelectorAll("#timeline .round .request")).map((e) => e.textContent).join("\n")`)
+	rl := strings.Split(rounds, "\n")
+	if len(rl) != 2 || !strings.HasPrefix(rl[0], "request 1 (") || !strings.Contains(rl[0], "→ message 2:") || !strings.HasPrefix(rl[1], "request 2 (") || !strings.Contains(rl[1], "→ message 4:") {
+		t.Fatalf("the rounds' requests read\n%s\nwant request 1 → message 2, request 2 → message 4", rounds)
+	}
+	text(t, ctx, `document.querySelectorAll("#timeline .round .request button.request-open")[1].click() || ""`)
+	waitFor(t, ctx, "request 2 in the side panel", `document.getElementById("pager-path").textContent.startsWith("request 2 (anthropic, ")`)
+
+	// one answer with a text before each of its calls: its texts apart too
+	two := f.newConversation()
+	call := func(id string) history.Part {
+		return history.Part{Type: history.ToolCallPart, CallID: id, Name: "noop--run", Input: []byte(`{}`)}
+	}
+	if err := f.store.Append(context.Background(), two,
+		history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "count, then read"}}},
+		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Let me count."}, call("c1"), {Type: history.TextPart, Text: "And read notes."}, call("c2")}},
+		history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "c1", Text: "ok"}, {Type: history.ToolResultPart, CallID: "c2", Text: "ok"}}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/?conversation="+two)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the answer", `document.querySelector("#timeline .round pre.answer") !== null`)
+	if got := text(t, ctx, `document.querySelector("#timeline .round pre.answer").textContent`); got != "Let me count.\n\nAnd read notes." {
+		t.Fatalf("the answer's two texts read %q, want them apart", got)
+	}
 }

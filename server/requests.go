@@ -5,17 +5,37 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/myelin-run/myelin/history"
 )
 
 // RequestInfo is a request sent for a conversation, without its body: how
-// big it was, what it produced and what it cost.
+// big it was, what it produced and what it cost. It numbers as the rest of
+// the API does, from 1: N among the conversation's requests, Msg among its
+// messages (GET …/messages).
 type RequestInfo struct {
-	history.SentRequest
-	// Bytes is the body's size; the body itself is at Body.
+	// N is its number among the conversation's requests, from 1.
+	N int `json:"n"`
+	// Msg is the number GET …/messages gives the stored answer it
+	// produced (from 1); 0, and left out of the JSON, when it produced
+	// none (refused as too long, or by the refusal guard). The store keeps
+	// the answer's place from 0 (history.SentRequest.Msg, -1 for none):
+	// this is that place plus one, so stores written before read the same.
+	Msg int `json:"msg,omitempty"`
+	// Wire names the wire that built it ("anthropic", "openai", ...).
+	Wire string `json:"wire"`
+	// Size and Bytes are the body's size in bytes (Size as the store
+	// gives it, Bytes as served); the body itself is at Body.
+	Size  int    `json:"size"`
 	Bytes int    `json:"bytes"`
 	Body  string `json:"body"`
+	// Usage is what the provider said it cost, nil when it said nothing.
+	Usage *history.Usage `json:"usage,omitempty"`
+	// Error is why it produced no answer, "" when it did.
+	Error string `json:"error,omitempty"`
+	// Time is when it was sent.
+	Time time.Time `json:"time"`
 }
 
 // requestLog is the store's Requests, or an error answer saying that the
@@ -32,8 +52,15 @@ func (s *Server) requestLog(w http.ResponseWriter, r *http.Request, id string) (
 	return log, true
 }
 
+// requestInfo is what the API serves of a kept request: its answer's
+// place (from 0, -1 for none) becomes the answer's number (from 1, 0 for
+// none), the one numbering the API uses.
 func requestInfo(id string, sr history.SentRequest) RequestInfo {
-	return RequestInfo{SentRequest: sr, Bytes: max(len(sr.Body), sr.Size), Body: fmt.Sprintf("/v1/conversations/%s/requests/%d/body", id, sr.N)}
+	return RequestInfo{
+		N: sr.N, Msg: max(sr.Msg+1, 0), Wire: sr.Wire,
+		Size: sr.Size, Bytes: max(len(sr.Body), sr.Size), Body: fmt.Sprintf("/v1/conversations/%s/requests/%d/body", id, sr.N),
+		Usage: sr.Usage, Error: sr.Error, Time: sr.Time,
+	}
 }
 
 // requestNumber is the {n} of the path, or an error answer.

@@ -159,6 +159,7 @@ func (s *Server) init() {
 		m.Handle("GET /{$}", inspector())
 		m.Handle("GET /inspector/", inspector())
 		m.HandleFunc("/v1/", s.noEndpoint)
+		m.HandleFunc("/", s.notFound)
 		s.mux = m
 	})
 }

@@ -580,7 +580,7 @@ func TestEachRequestIsServedAsTheProviderReceivedIt(t *testing.T) {
 		t.Fatalf("requests: %d %s (the provider got %d)", status, body, len(got))
 	}
 	for i, r := range list.Requests {
-		if r.N != i+1 || r.Msg != 1+2*i || r.Usage == nil || r.Bytes != len(got[i]) {
+		if r.N != i+1 || r.Msg != 2+2*i || r.Usage == nil || r.Bytes != len(got[i]) {
 			t.Fatalf("request %d: %+v", i+1, r)
 		}
 		status, b := f.do("GET", r.Body, "")

@@ -2,7 +2,8 @@
 // a conversation as turns, rounds and calls, and for each call what the tool
 // produced, what the model was sent and what was stored, side by side. It
 // holds no state the API does not give it, and converts no text: every text
-// shown is the text the API served, set as the text of an element.
+// shown is the text the API served (a request body's strings decoded from
+// its JSON, as the model reads them), set as the text of an element.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -13,6 +14,9 @@ const state = {
   finished: {},      // call_id -> the tool.finished event's data
   running: null,     // the turn running on it, when one is
   pager: null,       // the spill page shown: {path, input, page}
+  roundEnded: false, // the live turn's last round ended: its next text is another round's
+  drawn: "",         // what the timeline was last drawn from (drawnFrom)
+  rawShown: {},      // "conversation/request n/call_id" -> its block as sent is shown
 };
 
 function token() { return $("token").value || sessionStorage.getItem("myelin-token") || ""; }
@@ -72,6 +76,7 @@ async function select(id, at) {
   state.current = id;
   state.lastEvent = 0;
   state.finished = {};
+  state.drawn = "";
   state.running = null;
   $("empty").hidden = true;
   $("conversation").hidden = false;
@@ -105,8 +110,10 @@ async function loadMessages() {
   const id = state.current;
   const base = "/v1/conversations/" + encodeURIComponent(id);
   const data = await api("GET", base + "/messages");
-  // the requests sent, by the place of the answer each produced (a store
-  // that keeps none answers 501: the rounds then show their usage alone)
+  // the requests sent, by the number of the answer each produced (msg,
+  // as /messages numbers it; none for a request that produced no answer;
+  // a store that keeps none answers 501: the rounds then show their usage
+  // alone)
   state.requests = {};
   state.requestList = [];
   // the subagents its calls started (agent--delegate), by the call that
@@ -118,10 +125,22 @@ async function loadMessages() {
   } catch (e) { status(e.message); }
   try {
     state.requestList = (await api("GET", base + "/requests")).requests;
-    for (const r of state.requestList) state.requests[r.msg] = r;
+    for (const r of state.requestList) if (r.msg) state.requests[r.msg] = r;
   } catch (e) { /* no requests kept */ }
   if (id !== state.current) return;
+  // drawn again only when what it is drawn from changed: a drawing wipes
+  // what the reader opened and where they scrolled
+  const from = drawnFrom(id, data);
+  if (from === state.drawn) return;
+  state.drawn = from;
   render(data.messages.map((m) => m.message));
+}
+
+// drawnFrom names what the timeline is drawn from: stored records only
+// ever add to a conversation, so their count, and the requests', the
+// subagents' and the tool.finished events' counts, say whether it changed.
+function drawnFrom(id, data) {
+  return JSON.stringify([id, data.messages.length, state.requestList.length, Object.values(state.children).flat().length, Object.keys(state.finished).length]);
 }
 
 // render draws the stored records as turns (a prompt and what followed),
@@ -138,7 +157,7 @@ function render(messages) {
     if (m.role === "context") {
       const e = m.edit || {};
       const what = e.refusal ? "withheld " + (e.cleared || []).length + " result(s) after the model refused (" + e.refusal.stop + ")" + (e.refusal.text ? ": " + e.refusal.text : "")
-        : e.summary ? "summarised the messages before " + e.summary.through
+        : e.summary ? "summarised messages 1–" + e.summary.through // its places 0 to through-1
         : "cleared " + (e.cleared || []).length + " result(s) or input(s) from the requests";
       (turn || tl).append(el("div", { class: "context" }, "Context: " + what +
         (e.before ? " (next request " + e.before + " → " + e.after + " tokens)" : "") + (e.why ? " — " + e.why : "")));
@@ -155,8 +174,8 @@ function render(messages) {
     if (m.role === "assistant") {
       round = el("div", { class: "round" });
       turn.append(round);
-      if (m.usage) round.append(requestLine(m.usage, n, state.requests[n - 1]));
-      const text = m.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
+      if (m.usage) round.append(requestLine(m.usage, n, state.requests[n]));
+      const text = apart(m.parts.filter((p) => p.type === "text").map((p) => p.text));
       if (text) round.append(el("pre", { class: "answer" }, text));
       for (const p of m.parts.filter((p) => p.type === "tool_call")) {
         const slot = el("div", { class: "panes" });
@@ -175,11 +194,24 @@ function render(messages) {
       const c = calls[r.call_id];
       if (c) {
         fillCall(c, r);
-        showSent(c, r, n - 1);
+        showSent(c, r, n);
       }
     }
   }
   if (!messages.length) tl.append(el("p", { class: "hint" }, "No messages yet."));
+}
+
+// apart joins texts, each on lines of its own: an answer's text blocks
+// (before and after its calls), or a turn's rounds, read as paragraphs, not
+// glued into one sentence.
+function apart(texts) {
+  let out = "";
+  for (const t of texts) {
+    if (!t) continue;
+    if (out && !out.endsWith("\n") && !t.startsWith("\n")) out += "\n\n";
+    out += t;
+  }
+  return out;
 }
 
 function requestLine(u, n, req) {
@@ -262,11 +294,14 @@ function fillCall(c, stored) {
 }
 
 // showSent replaces the "Model saw" pane's text with the tool result as
-// the request after it carried it (its block, cache marker and all, from
-// the body as sent), when the store keeps requests, and checks its text
-// against the stored text.
-async function showSent(c, stored, place) {
-  const req = state.requestList.find((r) => r.msg > place);
+// the request after it carried it (from the body as sent), when the store
+// keeps requests, and checks its text against the stored text. The pane
+// shows the text as the model reads it (the block's strings decoded), and
+// the block itself (cache marker and all) on a toggle. n is the number of
+// the results' message: the request after it is the first whose answer
+// comes later.
+async function showSent(c, stored, n) {
+  const req = state.requestList.find((r) => r.msg > n);
   if (!req) return;
   state.bodies = state.bodies || {};
   const key = state.current + "/" + req.n;
@@ -279,7 +314,25 @@ async function showSent(c, stored, place) {
   const saw = c.slot.querySelector(".pane.saw");
   if (!block || !saw) return;
   const text = resultText(block);
-  saw.replaceChildren(el("h4", {}, "Model saw (request " + req.n + ")"), el("pre", { class: "sent-block" }, JSON.stringify(block, null, 1)));
+  const raw = el("pre", { class: "sent-block" }, JSON.stringify(block, null, 1));
+  const extras = blockExtras(block);
+  saw.replaceChildren(el("h4", {}, "Model saw (request " + req.n + ")"));
+  if (text === undefined) {
+    saw.append(raw); // a shape this page does not know: the block itself
+  } else {
+    const shown = state.current + "/" + req.n + "/" + stored.call_id;
+    const toggle = el("button", { class: "link raw-toggle", type: "button" });
+    const show = (on) => {
+      raw.hidden = !on;
+      toggle.textContent = on ? "hide the block as sent" : "show the block as sent";
+      state.rawShown[shown] = on;
+    };
+    show(!!state.rawShown[shown]);
+    toggle.addEventListener("click", () => show(raw.hidden));
+    saw.append(el("pre", { class: "sent-text" }, text));
+    if (extras) saw.append(el("div", { class: "hint" }, extras));
+    saw.append(toggle, raw);
+  }
   if (text === stored.text) saw.append(el("div", { class: "same sent-same" }, "✓ the text sent in request " + req.n + " and the stored text are the same bytes"));
   else if (text !== undefined) saw.append(el("div", { class: "differ" }, "✗ the text sent in request " + req.n + " differs from the stored text"));
 }
@@ -296,6 +349,17 @@ function findResult(v, id) {
       (v.type === "function_call_output" && v.call_id === id) || (v.functionResponse && v.functionResponse.id === id)) return v;
   for (const k of Object.keys(v)) { const f = findResult(v[k], id); if (f) return f; }
   return null;
+}
+
+// blockExtras says what a result block carries besides its text: images,
+// a cache marker; "" when nothing.
+function blockExtras(b) {
+  const out = [];
+  const parts = Array.isArray(b.content) ? b.content : [];
+  const images = parts.filter((x) => x && (x.type === "image" || x.type === "input_image")).length;
+  if (images) out.push("and " + images + " image(s)");
+  if (b.cache_control || parts.some((x) => x && x.cache_control)) out.push("a cache marker ends the prompt here");
+  return out.join("; ");
 }
 
 // resultText is the text a result block carries, as the wire sends it.
@@ -366,13 +430,19 @@ function handle(type, d) {
       $("live-turn").textContent = d.turn;
       $("live-state").textContent = "running";
       $("live-text").textContent = "";
+      state.roundEnded = false;
       $("cancel-turn").disabled = false;
       reloadSoon();
       break;
     case "model.delta":
-      $("live-text").append(d.kind === "thinking" ? "" : d.text);
+      if (d.kind === "thinking") break;
+      // a round's text starts a paragraph of its own (apart)
+      if (state.roundEnded) $("live-text").textContent = apart([$("live-text").textContent, d.text]);
+      else $("live-text").append(d.text);
+      state.roundEnded = false;
       break;
     case "message.stored":
+      state.roundEnded = true; // an answer, its results or a record: the next text is another round's
       reloadSoon();
       break;
     case "tool.started":
