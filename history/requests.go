@@ -14,7 +14,8 @@ type SentRequest struct {
 	// N is its number in the conversation, from 1; set by the store.
 	N int `json:"n"`
 	// Msg is the place (from 0) of the stored answer it produced, -1 when
-	// it produced none (refused, failed, cut).
+	// it produced none (refused, failed, cut). The HTTP API serves it as
+	// the answer's number in /messages (from 1), left out for none.
 	Msg int `json:"msg"`
 	// Wire names the wire that built it ("anthropic", "openai", ...).
 	Wire string `json:"wire"`
