@@ -23,8 +23,9 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 		return err
 	}
 	created := c.Created.UTC().Format(history.TimeFormat)
-	// made only when its parent, if it names one, is there (conversations
-	// are never removed, so what this statement sees stays true)
+	// made only when its parent, if it names one, is there (a parent
+	// deleted after this statement leaves the child naming it, as
+	// history.Deleter allows)
 	updated := toMicro(c.Created)
 	tag, err := s.pool.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call, updated_crc)
 		SELECT $1::text, $2::bytea, $3::text, $4::timestamptz, $5::bigint, $6::text, $7::text, $8::bigint
@@ -46,6 +47,7 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("creating conversation %s: %w (another process may have created it at the same moment)", c.ID, history.ErrExists)
 	}
+	s.forget(c.ID) // what a read of a deleted conversation of this id kept meanwhile
 	return nil
 }
 
@@ -152,24 +154,33 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 		size = c.Messages
 	}
 	doing := "reading conversation " + id
-	rows, err := s.pool.Query(ctx, `SELECT seq, message, crc FROM messages WHERE conversation = $1 AND seq > $2 ORDER BY seq`, id, len(known))
+	// the conversation's row first: no row at all is a conversation
+	// deleted (by another process, after this one read it), one with a
+	// NULL seq a conversation with no messages after these
+	rows, err := s.pool.Query(ctx, `SELECT m.seq, m.message, m.crc FROM conversations c
+		LEFT JOIN messages m ON m.conversation = c.id AND m.seq > $2 WHERE c.id = $1 ORDER BY m.seq`, id, len(known))
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}
 	defer rows.Close()
 	fresh := make([]history.Message, 0, max(size-len(known), 0))
+	found := false // the conversation's row was read
 	for seq := len(known) + 1; rows.Next(); seq++ {
-		var stored int
+		found = true
+		var stored *int
 		var raw []byte
-		var crc int64
+		var crc *int64
 		if err := rows.Scan(&stored, &raw, &crc); err != nil {
 			return nil, s.explain(doing, err)
 		}
-		if stored != seq {
-			return nil, fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.name, id, seq, stored, history.ErrDamaged)
+		if stored == nil {
+			break // no messages after known
 		}
-		if sum := history.MessageChecksum(id, seq, raw); sum != crc {
-			return nil, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.name, id, seq, crc, sum, history.ErrDamaged)
+		if *stored != seq {
+			return nil, fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.name, id, seq, *stored, history.ErrDamaged)
+		}
+		if sum := history.MessageChecksum(id, seq, raw); sum != *crc {
+			return nil, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.name, id, seq, *crc, sum, history.ErrDamaged)
 		}
 		m, err := history.DecodeMessage(raw)
 		if err != nil {
@@ -179,6 +190,10 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.explain(doing, err)
+	}
+	if !found {
+		s.forget(id)
+		return nil, errNotFound(id)
 	}
 	if n := len(known) + len(fresh); n < size {
 		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, n+1, size, size, history.ErrDamaged)
