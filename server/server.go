@@ -175,6 +175,7 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/conversations", s.listConversations},
 		{"POST", "/v1/conversations", s.createConversation},
 		{"GET", "/v1/conversations/{id}", s.getConversation},
+		{"DELETE", "/v1/conversations/{id}", s.deleteConversation},
 		{"GET", "/v1/conversations/{id}/children", s.children},
 		{"GET", "/v1/conversations/{id}/messages", s.messages},
 		{"GET", "/v1/conversations/{id}/events", s.events},
@@ -196,7 +197,7 @@ func (s *Server) routes() []route {
 // the path takes, else 404.
 func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 	var allowed []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, pattern := s.mux.Handler(probe); pattern != "/v1/" && pattern != "" {
@@ -265,7 +266,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 		h.Add("Vary", "Origin")
 		h.Set("Access-Control-Expose-Headers", "Location")
 		if preflight {
-			h.Set("Access-Control-Allow-Methods", "GET, POST")
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
 			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
 			h.Set("Access-Control-Max-Age", "600")
 		}
