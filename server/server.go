@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -114,6 +115,9 @@ type Server struct {
 	// Log, when set, gets one line for each failure the server cannot
 	// report to a client (a turn's store error after its client left).
 	Log func(format string, args ...any)
+	// Logger, when set, gets one line per HTTP request and one per turn
+	// ended (logging.go), never a token or a body; nil logs neither.
+	Logger *slog.Logger
 
 	once   sync.Once
 	mux    *http.ServeMux
@@ -216,6 +220,8 @@ func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 // routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
+	w, done := s.logged(w, r)
+	defer done()
 	if err := s.Check(); err != nil {
 		// fail closed: a server embedded without myelin serve's own check
 		// serves nothing rather than an open API
