@@ -21,7 +21,7 @@ type EventDropper interface {
 // deleteConversation serves DELETE /v1/conversations/{id}: the
 // conversation whole — its records, its requests, the files its store
 // keeps, the spill files of the workspace it alone names (package purge)
-// — and its events. It answers 200 with what went (purge.Deleted); 409
+// — and its events; the background scripts it started are cancelled. It answers 200 with what went (purge.Deleted); 409
 // while a turn runs it (this server's, one queued, or any other writer
 // holding its claim), naming it; 404 for none.
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
@@ -69,6 +69,16 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err.Error())
 		return
+	}
+	if s.Background != nil {
+		// what the conversation started ends with it: no wake of it comes
+		for _, b := range s.Background.List(id) {
+			if b.Status == "running" {
+				if _, err := s.Background.Cancel(id, b.ID); err != nil {
+					s.logf("cancelling background script %s of deleted conversation %s: %v", b.ID, id, err)
+				}
+			}
+		}
 	}
 	if drop, ok := s.log.(EventDropper); ok {
 		if err := drop.Drop(context.WithoutCancel(r.Context()), id); err != nil {

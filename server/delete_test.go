@@ -10,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/purge"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/script"
+	"github.com/myelin-run/myelin/tool"
 )
 
 func TestDeleteRemovesAConversationItsSpillFilesAndItsEvents(t *testing.T) {
@@ -114,5 +118,31 @@ func TestAMethodNotTakenNamesDeleteAmongTheMethodsAllowed(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusMethodNotAllowed || res.Header.Get("Allow") != "GET, DELETE" {
 		t.Fatalf("PUT: %d, Allow %q; want 405 and GET, DELETE", res.StatusCode, res.Header.Get("Allow"))
+	}
+}
+
+func TestDeleteCancelsTheBackgroundScriptsTheConversationStarted(t *testing.T) {
+	f := newFixture(t)
+	env := result.Env{Store: f.srv.Workspace}
+	m, err := background.New(background.Config{Script: script.Config{Tools: f.srv.Agent.Tools, Env: env}, Root: f.srv.Workspace.Dir(), Env: env, Waker: f.srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	f.srv.Background = m
+	id, other := f.newConversation(), f.newConversation()
+	for _, conv := range []string{id, other} {
+		if res := m.Start(tool.WithConversation(context.Background(), conv), "await sleep(3600000)", 0); res.IsError {
+			t.Fatalf("starting a script: %v", res.Data)
+		}
+	}
+	if status, body := f.do("DELETE", "/v1/conversations/"+id, ""); status != http.StatusOK {
+		t.Fatalf("DELETE: %d %s", status, body)
+	}
+	for conv, want := range map[string]string{id: "cancelled", other: "running"} {
+		infos := m.List(conv)
+		if len(infos) != 1 || infos[0].Status != want {
+			t.Errorf("the script of conversation %s after the delete: %+v; want it %s", conv, infos, want)
+		}
 	}
 }
