@@ -9,8 +9,9 @@
 // It must not decide what the store deletes (history.Deleter's contract
 // does), nor remove anything in the workspace but regular files directly
 // under .myelin/tool-results/, through package workspace's checks (no
-// symbolic link followed or removed), nor remove a file another stored
-// conversation names.
+// symbolic link followed or removed), nor remove a file that a
+// conversation of the deleted one's family (Conversation) names, or, when
+// pruning, that any stored conversation names.
 package purge
 
 import (
@@ -58,18 +59,11 @@ func Named(msgs []history.Message, kept []history.Part) []string {
 	return out
 }
 
-// namedBy returns the files every conversation in store names, but skip's.
-func namedBy(ctx context.Context, store history.Store, skip string) (map[string]bool, error) {
-	all, err := store.List(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("listing the conversations, to know the files they name: %w", err)
-	}
+// namedBy returns the files the conversations ids name.
+func namedBy(ctx context.Context, store history.Store, ids []string) (map[string]bool, error) {
 	named := map[string]bool{}
-	for _, c := range all {
-		if c.ID == skip {
-			continue
-		}
-		files, err := filesOf(ctx, store, c.ID)
+	for _, id := range ids {
+		files, err := filesOf(ctx, store, id)
 		if errors.Is(err, history.ErrNotFound) {
 			continue // deleted meanwhile
 		}
@@ -81,6 +75,64 @@ func namedBy(ctx context.Context, store history.Store, skip string) (map[string]
 		}
 	}
 	return named, nil
+}
+
+// everyone is the ids of every conversation in store.
+func everyone(ctx context.Context, store history.Store) ([]string, error) {
+	all, err := store.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the conversations, to know the files they name: %w", err)
+	}
+	ids := make([]string, len(all))
+	for i, c := range all {
+		ids[i] = c.ID
+	}
+	return ids, nil
+}
+
+// family is the ids of the conversations of id's family but id: the
+// tree of subagents' conversations it belongs to (Conversation.Parent),
+// from the first conversation up its parents to the last one down their
+// children. A parent that is gone ends the way up.
+func family(ctx context.Context, store history.Store, id string) ([]string, error) {
+	root := id
+	for seen := map[string]bool{id: true}; ; {
+		c, err := store.Get(ctx, root)
+		if errors.Is(err, history.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if c.Parent == "" || seen[c.Parent] {
+			break
+		}
+		if _, err := store.Get(ctx, c.Parent); errors.Is(err, history.ErrNotFound) {
+			break
+		}
+		seen[c.Parent] = true
+		root = c.Parent
+	}
+	var out []string
+	seen := map[string]bool{root: true}
+	for queue := []string{root}; len(queue) > 0; {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur != id {
+			out = append(out, cur)
+		}
+		kids, err := history.Children(ctx, store, cur)
+		if err != nil {
+			return nil, fmt.Errorf("the conversations started by %s: %w", cur, err)
+		}
+		for _, k := range kids {
+			if !seen[k.ID] {
+				seen[k.ID] = true
+				queue = append(queue, k.ID)
+			}
+		}
+	}
+	return out, nil
 }
 
 // filesOf is Named of conversation id's records and kept results.
@@ -104,7 +156,8 @@ type Deleted struct {
 	Messages int `json:"messages"`
 	Requests int `json:"requests"`
 	// Files are the workspace files removed; Shared those its records
-	// name that another stored conversation names too, left in place;
+	// name that a conversation of its family names too (a parent's, a
+	// subagent's), left in place;
 	// Missing those named but not in this workspace (removed before, or
 	// written on another host sharing the store).
 	Files   []string `json:"files"`
@@ -124,7 +177,11 @@ var ErrCannotDelete = errors.New("this store cannot delete conversations")
 
 // Conversation deletes conversation id from store and then, when ws is
 // not nil, removes from ws the files under .myelin/tool-results/ its
-// records name and no other stored conversation does. The store's error
+// records name and no other conversation of its family does: the tree of
+// subagents' conversations it belongs to, where a file's path passes from
+// a subagent's results to its parent's. Only the family is read, not the
+// whole store (a server deleting one of many conversations must not read
+// them all); Prune is what judges by every conversation. The store's error
 // is returned as it is — a *history.HeldError while a live writer holds
 // the conversation, one wrapping history.ErrNotFound for none — and then
 // nothing is deleted. A file that cannot be removed is reported in
@@ -160,7 +217,11 @@ func Conversation(ctx context.Context, store history.Store, ws *workspace.Worksp
 	}
 	var others map[string]bool
 	if len(files) > 0 {
-		if others, err = namedBy(ctx, store, id); err != nil {
+		kin, err := family(ctx, store, id)
+		if err != nil {
+			return out, err
+		}
+		if others, err = namedBy(ctx, store, kin); err != nil {
 			return out, err
 		}
 	}
@@ -226,7 +287,11 @@ func Prune(ctx context.Context, store history.Store, ws *workspace.Workspace, cu
 	if len(files) == 0 {
 		return out, nil
 	}
-	named, err := namedBy(ctx, store, "")
+	ids, err := everyone(ctx, store)
+	if err != nil {
+		return out, err
+	}
+	named, err := namedBy(ctx, store, ids)
 	if err != nil {
 		return out, err
 	}

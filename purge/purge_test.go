@@ -77,8 +77,8 @@ func TestDeletingAConversationRemovesTheFilesItAloneNames(t *testing.T) {
 	if err := s.Append(ctx, "a", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "and .myelin/tool-results/both.txt and .myelin/tool-results/never-written.txt"}}}); err != nil {
 		t.Fatal(err)
 	}
-	conversation(t, s, "b", "", "theirs.txt", "both.txt")
-	conversation(t, s, "child", "a", "", "")
+	conversation(t, s, "b", "", "theirs.txt", "")
+	conversation(t, s, "child", "a", "", "both.txt")
 	if _, err := s.AddRequest(ctx, "a", history.SentRequest{Body: []byte("{}")}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestDeletingAConversationRemovesTheFilesItAloneNames(t *testing.T) {
 		t.Errorf("removed %q; want %q", got.Files, want)
 	}
 	if want := []string{".myelin/tool-results/both.txt"}; !slices.Equal(got.Shared, want) {
-		t.Errorf("left as shared %q; want %q (conversation b names it too)", got.Shared, want)
+		t.Errorf("left as shared %q; want %q (its subagent's conversation names it too)", got.Shared, want)
 	}
 	if want := []string{".myelin/tool-results/never-written.txt"}; !slices.Equal(got.Missing, want) {
 		t.Errorf("missing %q; want %q", got.Missing, want)
@@ -178,5 +178,22 @@ func TestPruneRemovesOldFilesNoConversationNames(t *testing.T) {
 	}
 	if _, err := os.Stat("/etc/passwd"); err != nil {
 		t.Errorf("the link's target: %v", err)
+	}
+}
+
+func TestDeletingASubagentsConversationKeepsTheFilesItsParentNames(t *testing.T) {
+	ctx := context.Background()
+	ws, dir, s := setup(t, time.Now(), "sub.txt", "quoted.txt")
+	conversation(t, s, "parent", "", "", "quoted.txt")
+	conversation(t, s, "sub", "parent", "sub.txt", "quoted.txt")
+	got, err := purge.Conversation(ctx, s, ws, "sub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Files, []string{".myelin/tool-results/sub.txt"}) || !slices.Equal(got.Shared, []string{".myelin/tool-results/quoted.txt"}) {
+		t.Errorf("removed %q, kept %q; want sub.txt removed and quoted.txt (its parent names it) kept", got.Files, got.Shared)
+	}
+	if !exists(t, dir, "quoted.txt") || exists(t, dir, "sub.txt") {
+		t.Error("the files after the delete are not as reported")
 	}
 }

@@ -47,7 +47,7 @@ func historyDelete(ctx context.Context, store history.Store, path, wsDir, id str
 		fmt.Fprintf(stdout, "  removed %s\n", workspace.ResultName(p))
 	}
 	for _, p := range d.Shared {
-		fmt.Fprintf(stdout, "  kept %s: another conversation names it too\n", workspace.ResultName(p))
+		fmt.Fprintf(stdout, "  kept %s: a conversation of its family (a parent's, a subagent's) names it too\n", workspace.ResultName(p))
 	}
 	for _, p := range d.Missing {
 		fmt.Fprintf(stdout, "  not in this workspace: %s\n", workspace.ResultName(p))
