@@ -27,9 +27,10 @@ const historyUsage = `Usage:
   myelin history delete ID [--workspace DIR] [--store PATH]
       Delete the conversation: its messages, the requests sent for it,
       the files the store keeps of it, and the spill files of the
-      workspace (.myelin/tool-results/) that it alone names. Refused
-      while a turn of it runs. The conversations its subagents had are
-      kept. Says what was deleted.
+      workspace (.myelin/tool-results/) that it names and no parent's or
+      subagent's conversation of it does. Refused while a turn of it
+      runs. The conversations its subagents had are kept. Says what was
+      deleted.
   myelin history prune --older-than AGE [--dry-run] [--workspace DIR] [--store PATH]
       Remove the files of the workspace's .myelin/tool-results/ last
       changed more than AGE ago (7d, 36h, 90m) that no conversation of
