@@ -12,8 +12,11 @@ import "context"
 // ErrNotFound when there is no such conversation, and it never deletes
 // another conversation, a subagent's included (a child names its
 // parent; deleting the parent leaves the child, which then names a
-// parent that is gone). The workspace's spill files are not the store's:
-// whoever deletes a conversation removes those its records name.
+// parent that is gone). The claim is checked as every write's is (see
+// Store): under Writing(ctx, h), the delete is h's to make when h holds
+// the claim (the writer deleting what it started), and refused with
+// ErrClaimLost when it does not. The workspace's spill files are not the
+// store's: whoever deletes a conversation removes those its records name.
 type Deleter interface {
 	Delete(ctx context.Context, id string) error
 }

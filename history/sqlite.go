@@ -135,7 +135,10 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 		stmt **sql.Stmt
 		sql  string
 	}{
-		{&s.selectNew, `SELECT seq, message, crc FROM messages WHERE conversation = ? AND seq > ? ORDER BY seq`},
+		// the conversation's row first: no row at all is a conversation
+		// deleted (by another process, after this one read it), one
+		// with a NULL seq a conversation with no messages after these
+		{&s.selectNew, `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
 		// an append's one read: where the conversation ends, and its claim
 		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = c.id), c.messages,
 			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires
@@ -207,7 +210,7 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 	created := c.Created.UTC().Format(timeFormat)
 	doing := "creating conversation " + c.ID
 	// synced (write, not lazy): the connection may be at a lazy write's level
-	return s.write(ctx, doing, false, func(tx *sql.Tx) error {
+	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
 		if c.Parent != "" {
 			var one int
 			err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ?`, c.Parent).Scan(&one)
@@ -228,6 +231,10 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.forget(c.ID) // what a read of a deleted conversation of this id kept meanwhile
+	}
+	return err
 }
 
 // Get returns a conversation's record.
@@ -342,7 +349,7 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 		}
 		size = c.Messages
 	}
-	rows, err := s.selectNew.QueryContext(ctx, id, len(known))
+	rows, err := s.selectNew.QueryContext(ctx, len(known), id)
 	if err != nil {
 		return nil, s.explain("reading conversation "+id, err)
 	}
@@ -390,20 +397,25 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 		jobs <- j
 	}
 	var scanErr, missing error
+	found := false // the conversation's row was read
 	for seq := len(known) + 1; rows.Next(); seq++ {
+		found = true
 		var raw sql.RawBytes // valid until the next row: copied
-		var stored, crc int64
+		var stored, crc sql.NullInt64
 		if scanErr = rows.Scan(&stored, &raw, &crc); scanErr != nil {
 			break
 		}
-		if stored != int64(seq) {
-			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored, ErrDamaged)
+		if !stored.Valid {
+			break // no messages after known
+		}
+		if stored.Int64 != int64(seq) {
+			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored.Int64, ErrDamaged)
 			break
 		}
 		if batch == nil {
 			batch = make([]storedRow, 0, min(batchSize, max(size-seq+1, 4)))
 		}
-		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc}); len(batch) == batchSize {
+		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc.Int64}); len(batch) == batchSize {
 			if jobs == nil {
 				jobs = make(chan *job, 8)
 				for range max(1, runtime.GOMAXPROCS(0)) {
@@ -431,6 +443,10 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 	}
 	if scanErr != nil {
 		return nil, s.explain("reading conversation "+id, scanErr)
+	}
+	if !found {
+		s.forget(id)
+		return nil, errNotFound(id)
 	}
 	for _, j := range done {
 		if j.err != nil {

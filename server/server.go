@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -114,6 +115,9 @@ type Server struct {
 	// Log, when set, gets one line for each failure the server cannot
 	// report to a client (a turn's store error after its client left).
 	Log func(format string, args ...any)
+	// Logger, when set, gets one line per HTTP request and one per turn
+	// ended (logging.go), never a token or a body; nil logs neither.
+	Logger *slog.Logger
 
 	once   sync.Once
 	mux    *http.ServeMux
@@ -176,6 +180,7 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/conversations", s.listConversations},
 		{"POST", "/v1/conversations", s.createConversation},
 		{"GET", "/v1/conversations/{id}", s.getConversation},
+		{"DELETE", "/v1/conversations/{id}", s.deleteConversation},
 		{"GET", "/v1/conversations/{id}/children", s.children},
 		{"GET", "/v1/conversations/{id}/messages", s.messages},
 		{"GET", "/v1/conversations/{id}/events", s.events},
@@ -197,7 +202,7 @@ func (s *Server) routes() []route {
 // the path takes, else 404.
 func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 	var allowed []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, pattern := s.mux.Handler(probe); pattern != "/v1/" && pattern != "" {
@@ -216,6 +221,8 @@ func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 // routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
+	w, done := s.logged(w, r)
+	defer done()
 	if err := s.Check(); err != nil {
 		// fail closed: a server embedded without myelin serve's own check
 		// serves nothing rather than an open API
@@ -266,7 +273,7 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 		h.Add("Vary", "Origin")
 		h.Set("Access-Control-Expose-Headers", "Location")
 		if preflight {
-			h.Set("Access-Control-Allow-Methods", "GET, POST")
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
 			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
 			h.Set("Access-Control-Max-Age", "600")
 		}

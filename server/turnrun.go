@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
@@ -17,7 +18,7 @@ import (
 // turn.started; told, when set, is called once the turn's prompt is
 // stored (the restart note it starts with is then told: wakes.go).
 func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt string, notes []string, told func(), run func(on func(agent.Event)) (agent.TurnResult, error), started func(error)) (string, bool) {
-	claimed := false
+	claimed, begun := false, time.Now()
 	stored := 0 // the conversation's messages, once the turn stored one
 	tr, err := run(func(e agent.Event) {
 		switch e.Kind {
@@ -70,5 +71,6 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 		s.emit(id, "error", errorEvent{Turn: tid, Message: fin.Error})
 	}
 	s.emit(id, "turn.finished", fin)
+	s.logTurn(id, fin, time.Since(begun))
 	return fin.Reason, true
 }

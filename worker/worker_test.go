@@ -332,3 +332,37 @@ func queuedWithADeadWorkersCall(t *testing.T, s *postgres.Store, run func(contex
 	}
 	return q
 }
+
+// A deleted conversation's events go, waiting ones included; another
+// conversation's stay.
+func TestDroppingAConversationsEventsLeavesTheOthers(t *testing.T) {
+	s, _ := open(t)
+	ctx := context.Background()
+	e := NewEvents(s.Pool(), EventsOptions{Flush: time.Hour})
+	t.Cleanup(func() { e.Close() })
+	for _, conv := range []string{"gone", "kept"} {
+		if err := e.Append(ctx, conv, "notice", json.RawMessage(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Append(ctx, "gone", server.EventModelDelta, json.RawMessage(`{"text":"waiting"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Drop(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil { // writes what waits: nothing of gone's
+		t.Fatal(err)
+	}
+	other := NewEvents(s.Pool(), EventsOptions{})
+	t.Cleanup(func() { other.Close() })
+	if last, err := other.Last(ctx, "gone"); err != nil || last != 0 {
+		t.Errorf("the dropped conversation's last event: %d, %v; want none", last, err)
+	}
+	if page, err := other.Since(ctx, "gone", 0); err != nil || len(page.Events) != 0 {
+		t.Errorf("the dropped conversation's events: %+v, %v; want none", page.Events, err)
+	}
+	if last, err := other.Last(ctx, "kept"); err != nil || last != 1 {
+		t.Errorf("the other conversation's last event: %d, %v; want 1", last, err)
+	}
+}

@@ -24,6 +24,19 @@ const historyUsage = `Usage:
       answer, where results were cleared from requests or a summary
       stands for older messages, and under each agent--delegate call the
       subagent's conversation (--json: the stored records as they are).
+  myelin history delete ID [--workspace DIR] [--store PATH]
+      Delete the conversation: its messages, the requests sent for it,
+      the files the store keeps of it, and the spill files of the
+      workspace (.myelin/tool-results/) that it names and no parent's or
+      subagent's conversation of it does. Refused while a turn of it
+      runs. The conversations its subagents had are kept. Says what was
+      deleted.
+  myelin history prune --older-than AGE [--dry-run] [--workspace DIR] [--store PATH]
+      Remove the files of the workspace's .myelin/tool-results/ last
+      changed more than AGE ago (7d, 36h, 90m) that no conversation of
+      the store names; says what it removed and what it kept
+      (--dry-run: what it would remove). Give the store whose
+      conversations wrote them.
 `
 
 func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -31,16 +44,18 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	wsDir := fs.String("workspace", ".", "the workspace root `DIR`")
 	storePath := fs.String("store", "", storeFlagHelp)
 	asJSON := fs.Bool("json", false, "print the messages as JSON (show)")
+	olderThan := fs.String("older-than", "", "prune: remove files last changed more than `AGE` ago (7d, 36h, 90m)")
+	dryRun := fs.Bool("dry-run", false, "prune: say what would be removed, and remove nothing")
 	if len(args) == 0 {
-		return usageError(stderr, "history", "want a command: list or show")
+		return usageError(stderr, "history", "want a command: list, show, delete or prune")
 	}
 	sub, args := args[0], args[1:]
 	switch {
 	case isHelp(sub):
 		printHelp(stdout, historyUsage, fs)
 		return exitOK
-	case sub != "list" && sub != "show":
-		return usageError(stderr, "history", fmt.Sprintf("unknown command %q: want list or show", sub))
+	case sub != "list" && sub != "show" && sub != "delete" && sub != "prune":
+		return usageError(stderr, "history", fmt.Sprintf("unknown command %q: want list, show, delete or prune", sub))
 	}
 	cmd := "history " + sub
 	pos, code, done := parseCommand(cmd, historyUsage, fs, args, stdout, stderr)
@@ -50,14 +65,35 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if sub == "list" && len(pos) != 0 {
 		return usageError(stderr, cmd, fmt.Sprintf("takes no arguments, got %q", pos))
 	}
-	if sub == "show" && len(pos) != 1 {
+	if (sub == "show" || sub == "delete") && len(pos) != 1 {
 		return usageError(stderr, cmd, fmt.Sprintf("want one conversation ID, got %d arguments %q", len(pos), pos))
+	}
+	set := explicit(fs)
+	var age time.Duration
+	switch {
+	case sub == "prune" && len(pos) != 0:
+		return usageError(stderr, cmd, fmt.Sprintf("takes no arguments, got %q", pos))
+	case sub == "prune" && !set["older-than"]:
+		return usageError(stderr, cmd, "want --older-than AGE: the files to remove are those last changed more than AGE ago (7d, 36h, 90m)")
+	case sub == "prune":
+		var err error
+		if age, err = parseAge(*olderThan); err != nil {
+			return usageError(stderr, cmd, err.Error())
+		}
+	case set["older-than"] || set["dry-run"]:
+		return usageError(stderr, cmd, "--older-than and --dry-run go with history prune")
 	}
 	store, path, code := openHistoryStore(ctx, cmd, sub, storeChoice(*storePath), *wsDir, pos, stdout, stderr)
 	if store == nil {
 		return code
 	}
 	defer store.Close()
+	switch sub {
+	case "delete":
+		return historyDelete(ctx, store, path, *wsDir, pos[0], stdout, stderr)
+	case "prune":
+		return historyPrune(ctx, store, path, *wsDir, *olderThan, age, *dryRun, stdout, stderr)
+	}
 	if sub == "list" {
 		list, err := store.List(ctx)
 		if err != nil {
@@ -177,7 +213,11 @@ func openHistoryStore(ctx context.Context, cmd, sub, store, wsDir string, pos []
 			fmt.Fprintf(stdout, "no conversations: there is no history store at %s yet; `myelin run PROMPT` starts one\n", path)
 			return nil, "", exitOK
 		}
-		fmt.Fprintf(stderr, "myelin history show: no such conversation %q: there is no history store at %s\n", pos[0], path)
+		if sub == "prune" {
+			fmt.Fprintf(stderr, "myelin history prune: there is no history store at %s: prune keeps the files a store's conversations name, so it needs the store that wrote them (--store)\n", path)
+			return nil, "", exitError
+		}
+		fmt.Fprintf(stderr, "myelin %s: no such conversation %q: there is no history store at %s\n", cmd, pos[0], path)
 		return nil, "", exitError
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +27,8 @@ const serveUsage = `Usage:
       needs a token (--token or MYELIN_TOKEN), checked on every request: 16
       characters or more of visible ASCII. --cors-origin needs a token too.
       It stops on an interrupt, letting running turns store what they did.
+      It logs one line to stderr per request and per turn ended
+      (--log-format text or json), never a token, prompt or answer.
       With --worker on a Postgres store (--store postgres://...), several
       serve processes on several hosts share the turns: each turn is queued
       with its prompt and run by one of them, and its events reach a client
@@ -48,6 +51,9 @@ type serveFlags struct {
 	// elicitTimeout is how long an MCP server's elicitation waits for a
 	// client's answer before it is declined.
 	elicitTimeout time.Duration
+	// logFormat is how the request and turn lines are written to stderr:
+	// text or json (log/slog's handlers).
+	logFormat string
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -66,6 +72,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.IntVar(&f.workers, "workers", defaultWorkers, "with --worker, how many turns this process runs at once (`N`; 0 runs none: it only queues turns and serves events)")
 	fs.DurationVar(&f.elicitTimeout, "elicitation-timeout", server.DefaultElicitTimeout, "how long (a `DURATION`) an MCP server's question (an elicitation event) waits for a client's answer before it is declined")
 	fs.DurationVar(&f.lease, "lease", history.DefaultLease, "how long a turn's claim on its conversation lasts unrenewed (`DURATION`): a worker that died is taken over after it, or at once on its own host")
+	fs.StringVar(&f.logFormat, "log-format", "text", "how the line logged to stderr for each request and each turn is written: `text` (key=value) or json")
 	pos, code, done := parseCommand("serve", serveUsage, fs, args, stdout, stderr)
 	if done {
 		return code
@@ -97,6 +104,10 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if f.elicitTimeout <= 0 {
 		return usageError(stderr, "serve", fmt.Sprintf("--elicitation-timeout %s: give a duration > 0 (default %s)", f.elicitTimeout, server.DefaultElicitTimeout))
 	}
+	logger, err := serveLogger(f.logFormat, stderr)
+	if err != nil {
+		return usageError(stderr, "serve", err.Error())
+	}
 	bgLimits, err := f.background.limits()
 	if err != nil {
 		return usageError(stderr, "serve", err.Error())
@@ -114,7 +125,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// The API is made first: it is what MCP servers ask (elicitation and
 	// sampling, for the conversation whose call asks) and where background
 	// scripts' wakes go (it runs the woken turns).
-	api := &server.Server{Token: f.token, CORSOrigins: f.cors, ElicitTimeout: f.elicitTimeout,
+	api := &server.Server{Token: f.token, CORSOrigins: f.cors, ElicitTimeout: f.elicitTimeout, Logger: logger,
 		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }}
 	f.tools.mcp.ui = newMCPUI(nil, stderr)
 	f.tools.mcp.ui.elicitor, f.tools.mcp.ui.sampler = api, api
@@ -169,4 +180,16 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return exitError
 	}
 	return exitOK
+}
+
+// serveLogger is the logger of serve's request and turn lines on stderr,
+// in format text or json.
+func serveLogger(format string, stderr io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }

@@ -99,6 +99,12 @@ func serveATurn(t *testing.T, args ...string) string {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("serve did not stop on the interrupt: %s", stderr.String())
 	}
+	// one line per request and per turn (--log-format text), no prompt
+	for _, want := range []string{"msg=request method=POST path=/v1/conversations/" + id + "/turns status=202 bytes=", "msg=turn conversation=" + id + " turn=turn_"} {
+		if !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "what does a.txt say") {
+			t.Fatalf("serve's log lacks %q (or holds the prompt):\n%s", want, stderr.String())
+		}
+	}
 	return id
 }
 
@@ -111,6 +117,7 @@ func TestServeRefusesBadElicitationAndBackgroundFlags(t *testing.T) {
 		{[]string{"--elicitation-timeout", "0s"}, "--elicitation-timeout 0s: give a duration > 0 (default 5m0s)"},
 		{[]string{"--background-scripts", "0"}, "--background-scripts 0: give 1 or more (default 3)"},
 		{[]string{"--wake-gap", "-1s"}, "--wake-gap -1s: give 0 or more"},
+		{[]string{"--log-format", "xml"}, `--log-format "xml": want text or json`},
 	} {
 		_, errOut, code := cli(t, append([]string{"serve", "--workspace", dir}, c.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, c.want) {

@@ -23,8 +23,9 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 		return err
 	}
 	created := c.Created.UTC().Format(history.TimeFormat)
-	// made only when its parent, if it names one, is there (conversations
-	// are never removed, so what this statement sees stays true)
+	// made only when its parent, if it names one, is there (a parent
+	// deleted after this statement leaves the child naming it, as
+	// history.Deleter allows)
 	updated := toMicro(c.Created)
 	tag, err := s.pool.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call, updated_crc)
 		SELECT $1::text, $2::bytea, $3::text, $4::timestamptz, $5::bigint, $6::text, $7::text, $8::bigint
@@ -46,6 +47,7 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("creating conversation %s: %w (another process may have created it at the same moment)", c.ID, history.ErrExists)
 	}
+	s.forget(c.ID) // what a read of a deleted conversation of this id kept meanwhile
 	return nil
 }
 
@@ -179,6 +181,22 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.explain(doing, err)
+	}
+	if len(fresh) == 0 && len(known) > 0 {
+		// nothing new, and the record not read (it was, when nothing was
+		// known): a conversation deleted since by another process is
+		// not found, not served from memory. A read past known is the
+		// common one (Append keeps nothing in memory), and stays one
+		// query, ordered by the index.
+		var one int
+		err := s.pool.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = $1`, id).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			s.forget(id)
+			return nil, errNotFound(id)
+		}
+		if err != nil {
+			return nil, s.explain(doing, err)
+		}
 	}
 	if n := len(known) + len(fresh); n < size {
 		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, n+1, size, size, history.ErrDamaged)

@@ -89,7 +89,8 @@ func (e *env) conversation(id string) {
 
 // Run runs the suite on subject, each behaviour a subtest with a store of
 // its own. Stores implementing history.Requests run its part too, and
-// those implementing history.Blobs theirs (blobs.go).
+// those implementing history.Blobs theirs (blobs.go), and
+// history.Deleter theirs (delete.go).
 func Run(t *testing.T, subject Subject) {
 	for _, tc := range []struct {
 		name string
@@ -117,10 +118,14 @@ func Run(t *testing.T, subject Subject) {
 		{"RequestsComeBackByteForByte", requestsByteForByte},
 		{"RequestsThatShrinkRepeatOrCrossASnapshotComeBackWhole", requestsShrinkRepeat},
 		{"ConcurrentConversationsKeepTheirOwnRequests", requestsConcurrent},
-		{"FilesAreKeptByContentAndPath", filesKept},        // blobs.go
-		{"AChildIsLinkedToItsParentsCall", childrenLinked}, // links.go
-		{"CreateRefusesABadLinkSayingWhat", linkRefused},   // links.go
-		{"ARecordWhoseLinkChangedIsDamaged", linkDamaged},  // links.go
+		{"FilesAreKeptByContentAndPath", filesKept},                             // blobs.go
+		{"AChildIsLinkedToItsParentsCall", childrenLinked},                      // links.go
+		{"CreateRefusesABadLinkSayingWhat", linkRefused},                        // links.go
+		{"ARecordWhoseLinkChangedIsDamaged", linkDamaged},                       // links.go
+		{"DeleteRemovesAConversationWholeAndNothingElse", deleteRemovesAllOfIt}, // delete.go
+		{"DeletingAnUnknownConversationIsNotFound", deleteUnknown},
+		{"DeleteIsRefusedWhileALiveWriterHoldsTheClaim", deleteRefusedWhileHeld},
+		{"DeletingAParentOrAChildLeavesTheOther", deleteLeavesFamily},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}

@@ -1,0 +1,84 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+var _ history.Deleter = (*Store)(nil)
+
+// Delete removes conversation id whole, in one transaction committed to
+// the server's disk (see history.Deleter), under the conversation's row
+// lock like every write, its claim checked as theirs is: its kept
+// results, claim, requests, files and messages go, then the bytes of its
+// files that no other conversation's file has, then its record. A file of
+// another conversation that takes the same bytes at that moment keeps
+// them: those bytes stay.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	doing := "deleting conversation " + id
+	err := s.write(ctx, id, doing, false, func(tx pgx.Tx, w writeState) error {
+		if err := s.allows(ctx, id, w); err != nil {
+			return err
+		}
+		var hashes []string
+		rows, err := tx.Query(ctx, `SELECT DISTINCT hash FROM blob_files WHERE conversation = $1`, id)
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		hashes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		for _, q := range []string{
+			`DELETE FROM kept WHERE conversation = $1`,
+			`DELETE FROM claims WHERE conversation = $1`,
+			`DELETE FROM requests WHERE conversation = $1`,
+			`DELETE FROM blob_files WHERE conversation = $1`,
+			`DELETE FROM messages WHERE conversation = $1`,
+			`DELETE FROM conversations WHERE id = $1`,
+		} {
+			if _, err := tx.Exec(ctx, q, id); err != nil {
+				return s.explain(doing, err)
+			}
+		}
+		if len(hashes) == 0 {
+			return nil
+		}
+		// in a savepoint: another conversation's file of the same bytes,
+		// kept at this moment, holds them (a foreign key violation), and
+		// they stay
+		sp, err := tx.Begin(ctx)
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		_, err = sp.Exec(ctx, `DELETE FROM blobs b WHERE b.hash = ANY($1) AND NOT EXISTS (SELECT 1 FROM blob_files f WHERE f.hash = b.hash)`, hashes)
+		if isCode(err, "23503") {
+			return sp.Rollback(ctx)
+		}
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		if err := sp.Commit(ctx); err != nil {
+			return s.explain(doing, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.forget(id)
+	return nil
+}
+
+// forget drops what the store keeps in memory of conversation id (its
+// messages read, its newest request body): for a conversation deleted,
+// so that one made again under its id starts empty.
+func (s *Store) forget(id string) {
+	s.mu.Lock()
+	delete(s.read, id)
+	s.mu.Unlock()
+	s.sent.remember(id, 0, nil)
+}

@@ -1,0 +1,113 @@
+package history
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+var _ Deleter = (*SQLite)(nil)
+
+// Delete removes conversation id whole, in one synced transaction (see
+// Deleter): its claim is checked in it as every write's is, then its
+// kept results, claim, requests, files and messages go, the bytes of its
+// files that no other conversation's file has, and last its record.
+func (s *SQLite) Delete(ctx context.Context, id string) error {
+	doing := "deleting conversation " + id
+	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ?`, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNotFound(id)
+		}
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		if err := s.checkClaim(ctx, tx, id); err != nil {
+			return err
+		}
+		// the tables a store makes on first use may not be there
+		tables := map[string]bool{}
+		rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('requests', 'blob_files', 'blobs')`)
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return s.explain(doing, err)
+			}
+			tables[name] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return s.explain(doing, err)
+		}
+		var hashes []string
+		if tables["blob_files"] {
+			if hashes, err = s.deletedHashes(ctx, tx, id); err != nil {
+				return s.explain(doing, err)
+			}
+		}
+		stmts := []string{`DELETE FROM kept WHERE conversation = ?`, `DELETE FROM claims WHERE conversation = ?`}
+		if tables["requests"] {
+			stmts = append(stmts, `DELETE FROM requests WHERE conversation = ?`)
+		}
+		if tables["blob_files"] {
+			stmts = append(stmts, `DELETE FROM blob_files WHERE conversation = ?`)
+		}
+		stmts = append(stmts, `DELETE FROM messages WHERE conversation = ?`, `DELETE FROM conversations WHERE id = ?`)
+		for _, q := range stmts {
+			if _, err := tx.ExecContext(ctx, q, id); err != nil {
+				return s.explain(doing, err)
+			}
+		}
+		// the bytes only this conversation's files had go with them
+		for _, h := range hashes {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM blobs WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM blob_files WHERE hash = ?)`, h, h); err != nil {
+				return s.explain(doing, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.forget(id)
+	return nil
+}
+
+// deletedHashes are the hashes of conversation id's files, read in tx.
+func (s *SQLite) deletedHashes(ctx context.Context, tx *sql.Tx, id string) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT hash FROM blob_files WHERE conversation = ?`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// forget drops what the store keeps in memory of conversation id (its
+// messages read, its newest request body): for a conversation deleted,
+// so that one made again under its id starts empty.
+func (s *SQLite) forget(id string) {
+	s.mu.Lock()
+	delete(s.read, id)
+	s.mu.Unlock()
+	s.sent.mu.Lock()
+	delete(s.sent.bodies, id)
+	s.sent.mu.Unlock()
+}
+
+// errNotFound is the error for conversation id, not in the store.
+func errNotFound(id string) error { return fmt.Errorf("conversation %s: %w", id, ErrNotFound) }
