@@ -126,7 +126,7 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 		return tr, err
 	}
 	var notStarted error
-	if _, ok := s.runTurn(tctx, a, conv, t.Turn, prompt, notes, nil, run, func(err error) { notStarted = err }); !ok {
+	if _, ok := s.runTurn(tctx, a, conv, t.Turn, prompt, notes, nil, run, func(err error) { notStarted = err }, nil); !ok {
 		return notStarted
 	}
 	if errors.Is(failed, history.ErrClaimLost) {

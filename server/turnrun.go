@@ -17,7 +17,10 @@ import (
 // reason) and whether it started. notes are emitted as notices after
 // turn.started; told, when set, is called once the turn's prompt is
 // stored (the restart note it starts with is then told: wakes.go).
-func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt string, notes []string, told func(), run func(on func(agent.Event)) (agent.TurnResult, error), started func(error)) (string, bool) {
+// ended, when set, is called with the reason once the turn has ended,
+// before turn.finished is logged: a client that starts the next turn as
+// soon as it reads turn.finished must not find this one still running.
+func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt string, notes []string, told func(), run func(on func(agent.Event)) (agent.TurnResult, error), started func(error), ended func(reason string)) (string, bool) {
 	claimed, begun := false, time.Now()
 	stored := 0 // the conversation's messages, once the turn stored one
 	tr, err := run(func(e agent.Event) {
@@ -69,6 +72,9 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 			}
 		}
 		s.emit(id, "error", errorEvent{Turn: tid, Message: fin.Error})
+	}
+	if ended != nil {
+		ended(fin.Reason)
 	}
 	s.emit(id, "turn.finished", fin)
 	s.logTurn(id, fin, time.Since(begun))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/myelin-run/myelin/agent"
@@ -172,7 +173,14 @@ func (s *Server) launch(id string, a *agent.Agent, prompt string, notes []string
 		tctx := turnContext(ctx, id, t.id, a)
 		full, told := s.goneNote(id, prompt)
 		run := func(on func(agent.Event)) (agent.TurnResult, error) { return a.Turn(tctx, id, full, on) }
-		reason, claimed := s.runTurn(tctx, a, id, t.id, full, notes, told, run, func(err error) { ch <- err })
+		var end sync.Once
+		ended := func(reason string) {
+			end.Do(func() {
+				t.reason = reason
+				close(t.done)
+			})
+		}
+		reason, claimed := s.runTurn(tctx, a, id, t.id, full, notes, told, run, func(err error) { ch <- err }, ended)
 		if !claimed {
 			c.mu.Lock()
 			if c.turn == t {
@@ -180,8 +188,7 @@ func (s *Server) launch(id string, a *agent.Agent, prompt string, notes []string
 			}
 			c.mu.Unlock()
 		}
-		t.reason = reason
-		close(t.done)
+		ended(reason)
 	}()
 	return t, ch, nil
 }
