@@ -13,12 +13,15 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/result"
 )
 
 const historyUsage = `Usage:
-  myelin history list [--workspace DIR] [--store PATH]
+  myelin history list [--json] [--workspace DIR] [--store PATH]
       One line per conversation, most recent first: id, last update,
-      messages, the first prompt.
+      messages, the first prompt (--json: a JSON array, one object per
+      conversation: id, created, updated, messages, first_prompt, and
+      parent and parent_call for a subagent's).
   myelin history show ID [--json] [--workspace DIR] [--store PATH]
       The conversation's messages as stored, numbered, with usage per
       answer, where results were cleared from requests or a summary
@@ -43,7 +46,7 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := newFlagSet("history")
 	wsDir := fs.String("workspace", ".", "the workspace root `DIR`")
 	storePath := fs.String("store", "", storeFlagHelp)
-	asJSON := fs.Bool("json", false, "print the messages as JSON (show)")
+	asJSON := fs.Bool("json", false, "print JSON (list: the conversations; show: the messages as stored)")
 	olderThan := fs.String("older-than", "", "prune: remove files last changed more than `AGE` ago (7d, 36h, 90m)")
 	dryRun := fs.Bool("dry-run", false, "prune: say what would be removed, and remove nothing")
 	if len(args) == 0 {
@@ -83,8 +86,18 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	case set["older-than"] || set["dry-run"]:
 		return usageError(stderr, cmd, "--older-than and --dry-run go with history prune")
 	}
+	if set["json"] && sub != "list" && sub != "show" {
+		return usageError(stderr, cmd, "--json goes with history list and history show")
+	}
 	store, path, code := openHistoryStore(ctx, cmd, sub, storeChoice(*storePath), *wsDir, pos, stdout, stderr)
 	if store == nil {
+		if sub == "list" && code == exitOK && path != "" { // no store yet
+			if *asJSON {
+				fmt.Fprintln(stdout, "[]")
+			} else {
+				fmt.Fprintf(stdout, "no conversations: there is no history store at %s yet; `myelin run PROMPT` starts one\n", path)
+			}
+		}
 		return code
 	}
 	defer store.Close()
@@ -99,6 +112,9 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		if err != nil {
 			fmt.Fprintf(stderr, "myelin history: %v\n", err)
 			return exitError
+		}
+		if *asJSON {
+			return listJSON(ctx, store, list, stdout, stderr)
 		}
 		if len(list) == 0 {
 			fmt.Fprintf(stdout, "no conversations in %s yet; `myelin run PROMPT` starts one\n", path)
@@ -210,8 +226,7 @@ func openHistoryStore(ctx context.Context, cmd, sub, store, wsDir string, pos []
 	if errors.Is(err, fs.ErrNotExist) {
 		// say there is none yet
 		if sub == "list" {
-			fmt.Fprintf(stdout, "no conversations: there is no history store at %s yet; `myelin run PROMPT` starts one\n", path)
-			return nil, "", exitOK
+			return nil, path, exitOK // there is none yet: the caller says so
 		}
 		if sub == "prune" {
 			fmt.Fprintf(stderr, "myelin history prune: there is no history store at %s: prune keeps the files a store's conversations name, so it needs the store that wrote them (--store)\n", path)
@@ -225,4 +240,35 @@ func openHistoryStore(ctx context.Context, cmd, sub, store, wsDir string, pos []
 		return nil, "", exitError
 	}
 	return s, path, exitOK
+}
+
+// listed is a conversation as history list --json prints it.
+type listed struct {
+	ID          string    `json:"id"`
+	Created     time.Time `json:"created"`
+	Updated     time.Time `json:"updated"`
+	Messages    int       `json:"messages"`
+	FirstPrompt string    `json:"first_prompt"`
+	Parent      string    `json:"parent,omitempty"`
+	ParentCall  string    `json:"parent_call,omitempty"`
+}
+
+// listJSON prints list as a JSON array (an empty one for none), most
+// recent first.
+func listJSON(ctx context.Context, store history.Store, list []history.Conversation, stdout, stderr io.Writer) int {
+	out := make([]listed, 0, len(list))
+	for _, c := range list {
+		l := listed{ID: c.ID, Created: c.Created, Updated: c.Updated, Messages: c.Messages, Parent: c.Parent, ParentCall: c.ParentCall}
+		if msgs, err := store.Messages(ctx, c.ID); err == nil {
+			l.FirstPrompt = firstPrompt(msgs)
+		}
+		out = append(out, l)
+	}
+	b, err := result.JSON(out)
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin history list: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s\n", b)
+	return exitOK
 }
