@@ -60,7 +60,7 @@ func TestAnUnreachableProviderIsRetriedAloudAndNamedInWords(t *testing.T) {
 		words string // the cause, in words
 		is    error  // what errors.Is still reaches, when not nil
 	}{
-		"a closed port": {"http://" + addr, "connection refused by " + addr, syscall.ECONNREFUSED},
+		"a closed port":         {"http://" + addr, "connection refused by " + addr, syscall.ECONNREFUSED},
 		"a name under .invalid": {"http://myelin-test.invalid:9", "no such host myelin-test.invalid", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
