@@ -298,7 +298,7 @@ func DescribeError(wire string, err error, tooLong func(status int, body string)
 		}
 		return we
 	}
-	return fmt.Errorf("%s: %v", wire, err)
+	return fmt.Errorf("%s: %w", wire, err)
 }
 
 // errorBody is the error object of an error answer: the SDK's (the body's
