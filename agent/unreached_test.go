@@ -189,7 +189,7 @@ func TestAFirstRequestThatReachedTheProviderIsKeptAsACutAnswer(t *testing.T) {
 
 func TestAStoreThatCannotDeleteKeepsTheConversationAsBefore(t *testing.T) {
 	addr := closedAddr(t)
-	store := &history.Memory{}
+	store := struct{ history.Store }{&history.Memory{}} // the Store's methods only: no Delete
 	a := unreachedAgent(t, testWires["anthropic"].provider, "http://"+addr, store)
 	id, err := a.NewConversation(context.Background())
 	if err != nil {
