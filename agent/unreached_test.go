@@ -12,7 +12,10 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/gemini"
+	"github.com/myelin-run/myelin/provider/openai"
+	"github.com/myelin-run/myelin/provider/responses"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
 )
@@ -231,5 +234,42 @@ func TestEachRetryOfARequestIsAnEventThatSaysWhy(t *testing.T) {
 	}
 	if err == nil || !strings.HasPrefix(err.Error(), "gemini: could not reach http://"+addr+"/v1beta/models/gemini-test:streamGenerateContent after 3 attempts: connection refused") {
 		t.Errorf("the error should name the URL (no query), the attempts and the cause: %v", err)
+	}
+}
+
+func TestAWholeAnswerTheSDKSendsNamesTheURLAndTheCauseToo(t *testing.T) {
+	addr := closedAddr(t)
+	for wire, mk := range map[string]func(string) (provider.Provider, error){
+		"anthropic": func(url string) (provider.Provider, error) {
+			return anthropic.New(anthropic.Config{APIKey: "k", BaseURL: url, MaxRetries: -1, NoStream: true})
+		},
+		"openai": func(url string) (provider.Provider, error) {
+			return openai.New(openai.Config{APIKey: "k", BaseURL: url, MaxRetries: -1, NoStream: true})
+		},
+		"openai-responses": func(url string) (provider.Provider, error) {
+			return responses.New(responses.Config{APIKey: "k", BaseURL: url, MaxRetries: -1, NoStream: true})
+		},
+		"gemini": func(url string) (provider.Provider, error) {
+			return gemini.New(gemini.Config{APIKey: "k", BaseURL: url, MaxRetries: -1, NoStream: true})
+		},
+	} {
+		t.Run(wire, func(t *testing.T) {
+			store := newDeletingStore()
+			a := unreachedAgent(t, mk, "http://"+addr+"/?key=SECRET", store)
+			id, err := a.NewConversation(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := a.Turn(context.Background(), id, "hi", nil)
+			if err == nil || !strings.HasPrefix(err.Error(), wire+": could not reach http://"+addr+"/") || !strings.HasSuffix(err.Error(), ": connection refused by "+addr) {
+				t.Errorf("the error should name the wire, the URL and the cause: %v", err)
+			}
+			if err != nil && strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("the error shows the URL's query: %v", err)
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) || !tr.Dropped {
+				t.Errorf("errors.Is(ECONNREFUSED) should hold and the conversation be dropped: dropped %v, %v", tr.Dropped, err)
+			}
+		})
 	}
 }

@@ -96,11 +96,38 @@ func (e *ConnectionError) Error() string {
 	if e.Reached {
 		what = "got no answer from"
 	}
-	attempts := "1 attempt"
-	if e.Attempts != 1 {
-		attempts = fmt.Sprintf("%d attempts", e.Attempts)
+	switch e.Attempts {
+	case 0: // not counted (Unanswered)
+		return fmt.Sprintf("%s %s: %s", what, e.URL, Words(e.Err))
+	case 1:
+		return fmt.Sprintf("%s %s after 1 attempt: %s", what, e.URL, Words(e.Err))
 	}
-	return fmt.Sprintf("%s %s after %s: %s", what, e.URL, attempts, Words(e.Err))
+	return fmt.Sprintf("%s %s after %d attempts: %s", what, e.URL, e.Attempts, Words(e.Err))
+}
+
+// Unanswered is err, the error of a request an SDK sent (its retries
+// done), as a *ConnectionError when it is net/http's failure to get an
+// answer (a *url.Error that is no context's end): its URL redacted, its
+// attempts not counted, Reached unless err is a failure to connect
+// (Unconnected) — which the last attempt's error alone tells, so a
+// request whose earlier attempt got an error status reads as never
+// reached. Any other err, a *ConnectionError included, is returned as it
+// is. A wire reports what its SDK sent through it (a whole answer,
+// NoStream); what provider/send sends is a *ConnectionError already.
+func Unanswered(err error) error {
+	var ce *ConnectionError
+	var ue *url.Error
+	if err == nil || errors.As(err, &ce) || !errors.As(err, &ue) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	where := ue.URL
+	if u, perr := url.Parse(ue.URL); perr == nil {
+		where = Redact(u)
+	} else {
+		where, _, _ = strings.Cut(where, "?")
+	}
+	return &ConnectionError{URL: where, Reached: !Unconnected(err), Err: err}
 }
 
 // Unwrap returns the last attempt's error.
