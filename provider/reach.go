@@ -171,11 +171,16 @@ func Unconnected(err error) bool {
 }
 
 // isRecordHeader reports whether err is a TLS handshake that got no TLS
-// from the server (an http:// server at an https:// URL).
+// from the server (an http:// server at an https:// URL); net/http says
+// so in words of its own, which do not wrap the TLS error.
 func isRecordHeader(err error) bool {
 	var rh tls.RecordHeaderError
-	return errors.As(err, &rh)
+	return errors.As(err, &rh) || strings.Contains(err.Error(), plainAnswer)
 }
+
+// plainAnswer is net/http's error for an answer in plain HTTP to a TLS
+// handshake.
+const plainAnswer = "http: server gave HTTP response to HTTPS client"
 
 // certificate is what is wrong with the server's certificate that err
 // reports, or "" when err is not about one.
@@ -236,7 +241,7 @@ func Words(err error) string {
 		return "TLS certificate problem: " + c
 	}
 	if isRecordHeader(err) {
-		return "the TLS handshake failed: the server did not answer in TLS (is the URL http://, not https://?)"
+		return "the TLS handshake failed: the server did not answer in TLS (is its URL http://, not https://?)"
 	}
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
