@@ -94,6 +94,17 @@ type Agent struct {
 	// they were. Off by default: a refusal is then stored and ends the
 	// turn as any answer does (docs/agent.md, "The refusal guard").
 	RefusalGuard bool
+	// DropUnreached deletes a new conversation whose first request never
+	// reached the provider (provider.NeverReached: the name did not
+	// resolve, the connection or the TLS handshake failed, on every
+	// attempt), instead of storing the prompt and a cut answer: nothing
+	// of it is kept (TurnResult.Dropped). It applies to a Turn on a
+	// conversation with no messages and no parent, when the Store can
+	// delete (history.Deleter); any other turn stores what it did as
+	// always. `myelin run` and `chat` set it: they made the conversation
+	// for the turn. A server leaves it off: its client made the
+	// conversation and holds its id.
+	DropUnreached bool
 
 	stated atomic.Int64 // the window a provider's refusal stated (Window)
 	cache  cache        // tool definitions and conversation records (cache.go)
@@ -113,6 +124,7 @@ const (
 	Notice     EventKind = "notice"      // Text: something the user should know (the round limit, a recovery)
 	Waiting    EventKind = "waiting"     // Text: the turn waits for another writer's claim (Agent.Wait)
 	Thinking   EventKind = "thinking"    // Text: the model's reasoning as it streams, on wires that stream it
+	Retry      EventKind = "retry"       // Text: a request is sent again after an attempt got no answer or an error status (RetryText)
 	// Text, Edit: results were taken out of the requests, or the older
 	// part of the conversation summarised, to keep it within the window;
 	// or a round's results were withheld after a refusal (Edit.Refusal
@@ -146,6 +158,10 @@ type TurnResult struct {
 	Usage history.Usage
 	// Text is the assistant's text of the turn's last answer.
 	Text string
+	// Dropped says the conversation was deleted, nothing of it kept: it
+	// was new and its first request never reached the provider
+	// (Agent.DropUnreached). The turn's error says why.
+	Dropped bool
 }
 
 // NewConversation starts a conversation with the agent's system prompt and
@@ -313,6 +329,12 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			return TurnResult{}, err
 		}
 	}
+	// droppable: the conversation is new and is deleted, not stored, if
+	// its first request never reaches the provider; reached: a request
+	// of the turn did (or may have)
+	droppable, reached := a.droppable(prompt, stored, sz.conv), false
+	// each retry of a request is told as it is about to be made
+	pctx := provider.WithRetryNotice(ctx, a.retryNotice(on))
 	keeping := a.sending(id)
 	sz.sent = keeping
 	// what is committed even when ctx is cancelled (contract §7), and
@@ -333,7 +355,8 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			on(Event{Kind: TextDelta, Text: s})
 		}
 		req.OnThinking = func(s string) { on(Event{Kind: Thinking, Text: s}) }
-		resp, err := a.Provider.Complete(ctx, req, onText)
+		resp, err := a.Provider.Complete(pctx, req, onText)
+		reached = reached || !provider.NeverReached(err)
 		if refused, limit, ok := tooLong(err); ok && streamed.Len() == 0 {
 			// The estimate was off, the window is smaller than myelin
 			// was told, or the conversation is from before myelin kept it
@@ -352,13 +375,18 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			} else {
 				keeping.arm(&req, place)
 				req.OnThinking = func(s string) { on(Event{Kind: Thinking, Text: s}) }
-				resp, err = a.Provider.Complete(ctx, req, onText)
+				resp, err = a.Provider.Complete(pctx, req, onText)
 				if _, _, again := tooLong(err); again {
 					err = fmt.Errorf("the provider refused the request as too long twice; before trying again myelin had: %s: %w", orNothing(done), err)
 				}
 			}
 		}
 		failed := func(err error) (TurnResult, error) {
+			if droppable && !reached && streamed.Len() == 0 {
+				// nothing reached the provider: claimed deletes the
+				// conversation once its claim is released
+				return tr, &unreachedError{err: err}
+			}
 			// What the user saw is what is stored (contract §7).
 			if serr := a.store(kept, id, on, withSettings(CutAnswer(streamed.String()))); serr != nil {
 				return tr, errors.Join(err, serr)

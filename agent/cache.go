@@ -114,8 +114,8 @@ func encodeDefs(tools []*tool.Tool) ([]provider.Tool, error) {
 	return defs, nil
 }
 
-// record is conversation id's record — its id, system prompt and
-// creation time, which never change; not its count of messages nor its
+// record is conversation id's record — its id, system prompt, creation
+// time and parent, which never change; not its count of messages nor its
 // update time — kept when the agent has read or created it in the same
 // Store before, else read from the Store (and kept for next time).
 func (a *Agent) record(ctx context.Context, id string) (history.Conversation, error) {
@@ -155,7 +155,16 @@ func (a *Agent) keepRecord(conv history.Conversation) {
 		c.store, c.records = a.Store, map[string]history.Conversation{}
 	}
 	// what never changes: not the count of messages, nor the update time
-	c.records[conv.ID] = history.Conversation{ID: conv.ID, System: conv.System, Created: conv.Created}
+	c.records[conv.ID] = history.Conversation{ID: conv.ID, System: conv.System, Created: conv.Created, Parent: conv.Parent, ParentCall: conv.ParentCall}
+}
+
+// forgetRecord forgets the record of conversation id, deleted from
+// a.Store: made again, it may differ.
+func (a *Agent) forgetRecord(id string) {
+	c := &a.cache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.records, id)
 }
 
 // comparable reports whether s is a pointer, which == tells apart from

@@ -23,6 +23,7 @@ func (a *Agent) Clone() *Agent {
 		KeepRequests:  a.KeepRequests,
 		Lease:         a.Lease,
 		RefusalGuard:  a.RefusalGuard,
+		DropUnreached: a.DropUnreached,
 	}
 	c.stated.Store(a.stated.Load())
 	return c

@@ -23,7 +23,7 @@ func TestACloneHasEveryExportedSetting(t *testing.T) {
 		Env: result.Env{Limits: result.Limits{Agent: 5000}}, Model: "m", System: "s",
 		MaxTokens: 7, ContextWindow: 9, Context: window.Policy{High: 0.7, Low: 0.4, KeepRounds: 2},
 		MaxRounds: 3, ToolTimeout: time.Second, Wait: true, KeepRequests: true, Lease: time.Minute,
-		RefusalGuard: true,
+		RefusalGuard: true, DropUnreached: true,
 	}
 	a.stated.Store(1234)
 	c := a.Clone()

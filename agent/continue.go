@@ -40,17 +40,27 @@ func (a *Agent) claimed(ctx context.Context, id string, prompt *string, on func(
 	if a.Provider == nil || a.Store == nil || a.Tools == nil {
 		return TurnResult{}, errors.New("agent: Provider, Store and Tools must be set")
 	}
-	ctx, release, err := a.claim(ctx, id, a.Wait, on)
+	cctx, release, err := a.claim(ctx, id, a.Wait, on)
 	if err != nil {
 		return TurnResult{}, err
 	}
-	defer release()
+	released := false
+	defer func() {
+		if !released {
+			release() // the turn panicked
+		}
+	}()
 	on(Event{Kind: Started})
-	tr, err := a.turn(ctx, id, prompt, on)
-	if err != nil && ctx.Err() != nil {
-		if cause := context.Cause(ctx); errors.Is(cause, history.ErrClaimLost) {
+	tr, err := a.turn(cctx, id, prompt, on)
+	if err != nil && cctx.Err() != nil {
+		if cause := context.Cause(cctx); errors.Is(cause, history.ErrClaimLost) {
 			err = cause
 		}
+	}
+	released = true
+	release()
+	if unreached := (*unreachedError)(nil); err != nil && errors.As(err, &unreached) {
+		return a.drop(ctx, id, tr, unreached.err, on)
 	}
 	return tr, err
 }

@@ -186,6 +186,9 @@ type session struct {
 	id    string
 	// showThinking writes the model's thinking to stderr (--show-thinking).
 	showThinking bool
+	// dropped: the conversation was deleted, its first request having
+	// never reached the provider; chat's next turn makes it again
+	dropped bool
 }
 
 func (s *session) close() {
@@ -200,6 +203,10 @@ func (s *session) close() {
 // is set: it names every variable that would choose one.
 var errNoKey = errors.New("no provider API key is set: set ANTHROPIC_API_KEY (Anthropic), OPENAI_API_KEY (OpenAI, or a compatible server with OPENAI_BASE_URL), or GEMINI_API_KEY or GOOGLE_API_KEY (Gemini); or name a cloud platform, which reads its own credentials: --provider bedrock, vertex or google-cloud")
 
+// retries is the wires' retries before any output: 0, their default
+// (provider.DefaultRetries). Tests set it.
+var retries int
+
 // newProvider picks the wire from --provider or from which key is set.
 func newProvider(name string) (provider.Provider, string, error) {
 	if name == "" && !anyKey() {
@@ -207,16 +214,16 @@ func newProvider(name string) (provider.Provider, string, error) {
 	}
 	switch name = wireName(name); name {
 	case "anthropic":
-		p, err := anthropic.New(anthropic.Config{})
+		p, err := anthropic.New(anthropic.Config{MaxRetries: retries})
 		return p, defaultAnthropicModel, err
 	case "openai":
-		p, err := openai.New(openai.Config{})
+		p, err := openai.New(openai.Config{MaxRetries: retries})
 		return p, defaultOpenAIModel, err
 	case "gemini":
-		p, err := gemini.New(gemini.Config{})
+		p, err := gemini.New(gemini.Config{MaxRetries: retries})
 		return p, defaultGeminiModel, err
 	case "openai-responses":
-		p, err := responses.New(responses.Config{})
+		p, err := responses.New(responses.Config{MaxRetries: retries})
 		return p, defaultResponsesModel, err
 	case "bedrock":
 		p, err := bedrock.New(bedrock.Config{})
@@ -341,7 +348,7 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	}
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
 		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait,
-		RefusalGuard: f.guard.refusal}
+		RefusalGuard: f.guard.refusal, DropUnreached: true}
 	if d := f.tools.delegate; d != nil {
 		d.Agent = s.agent // its children run on it
 	}
@@ -454,6 +461,15 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 		s.agent.Tools = s.tools.reg
 		fmt.Fprintf(stderr, "myelin: the MCP servers' tools changed; this turn offers the new set (%d tools)\n", len(s.tools.reg.Names()))
 	}
+	if s.dropped {
+		// the conversation was deleted after a turn that never reached
+		// the provider: this turn makes it again, under the same id
+		if err := s.agent.OpenConversation(ctx, s.id); err != nil {
+			fmt.Fprintf(stderr, "myelin: %v\n", err)
+			return exitError
+		}
+		s.dropped = false
+	}
 	rep := newReporter(stdout, stderr)
 	rep.showThinking = s.showThinking
 	defer rep.stop()
@@ -471,6 +487,10 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin: %v\n", err)
+		if tr.Dropped {
+			s.dropped = true
+			fmt.Fprintln(stderr, "myelin: nothing was stored: the provider was never reached")
+		}
 		if held := (*history.HeldError)(nil); errors.As(err, &held) {
 			fmt.Fprintf(stderr, "myelin: give --wait to wait until it has finished\n")
 		}
@@ -694,7 +714,7 @@ func (r *reporter) event(e agent.Event) {
 		r.mu.Lock()
 		r.last, r.answered = e.Usage, r.answered+1
 		r.mu.Unlock()
-	case agent.Notice, agent.Waiting, agent.ContextEdit:
+	case agent.Notice, agent.Waiting, agent.ContextEdit, agent.Retry:
 		r.endText()
 		r.mu.Lock()
 		r.erase()

@@ -403,5 +403,5 @@ func describe(err error) error {
 		}
 		return wire
 	}
-	return fmt.Errorf("anthropic: %v", err)
+	return fmt.Errorf("anthropic: %w", provider.Unanswered(err))
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/myelin-run/myelin/provider"
 )
 
 // This file sends a request as genai's own generateContent and
@@ -198,21 +200,32 @@ func (r *retryPolicy) delay(attempt int) time.Duration {
 }
 
 // do sends req through send, again while the policy says; a nil policy
-// sends once. Each attempt sends the whole body again (GetBody).
+// sends once. Each attempt sends the whole body again (GetBody). Before
+// each wait the observer req's context carries, if any, hears of the
+// retry (provider.WithRetryNotice); a last attempt that got no answer is
+// a *provider.ConnectionError.
 func (r *retryPolicy) do(req *http.Request, send func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	if r == nil {
-		return send(req)
+	attempts := 1
+	if r != nil {
+		attempts = r.attempts
 	}
 	ctx := req.Context()
+	reached := false
 	for attempt := 1; ; attempt++ {
 		resp, err := send(req)
-		if attempt >= r.attempts || ctx.Err() != nil {
+		reached = reached || !provider.Unconnected(err)
+		if attempt >= attempts || ctx.Err() != nil {
+			if err != nil && ctx.Err() == nil {
+				err = &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: attempt, Reached: reached, Err: err}
+			}
 			return resp, err
 		}
 		if err == nil && !slices.Contains(r.statuses, int32(resp.StatusCode)) {
 			return resp, nil
 		}
+		rn := provider.RetryNotice{Attempt: attempt + 1, Attempts: attempts, Wait: r.delay(attempt), URL: provider.Redact(req.URL), Err: err}
 		if resp != nil {
+			rn.Status = resp.StatusCode
 			resp.Body.Close()
 		}
 		body, berr := req.GetBody()
@@ -220,10 +233,13 @@ func (r *retryPolicy) do(req *http.Request, send func(*http.Request) (*http.Resp
 			return nil, berr
 		}
 		req.Body = body
+		provider.NoticeRetry(ctx, rn)
+		t := time.NewTimer(rn.Wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil, ctx.Err()
-		case <-time.After(r.delay(attempt)):
+		case <-t.C:
 		}
 	}
 }

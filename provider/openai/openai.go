@@ -280,7 +280,8 @@ func describe(err error) error { return DescribeError("openai", err, tooLong) }
 // its error at the top of it), wrapping the SDK's error — and, when
 // tooLong reads the status and that object as a refusal of the request as
 // too long, a provider.TooLongError around it; any other error (a broken
-// connection, a cancelled context) prefixed with wire. It is the one home
+// connection, as a *provider.ConnectionError: provider.Unanswered; a
+// cancelled context) prefixed with wire. It is the one home
 // of this for the Chat Completions and Responses wires; it must not read
 // anything but err.
 func DescribeError(wire string, err error, tooLong func(status int, body string) *provider.TooLongError) error {
@@ -298,7 +299,7 @@ func DescribeError(wire string, err error, tooLong func(status int, body string)
 		}
 		return we
 	}
-	return fmt.Errorf("%s: %v", wire, err)
+	return fmt.Errorf("%s: %w", wire, provider.Unanswered(err))
 }
 
 // errorBody is the error object of an error answer: the SDK's (the body's

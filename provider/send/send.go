@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/myelin-run/myelin/provider"
 )
 
 // Target is where and how a request goes: what the SDK's request held
@@ -161,8 +163,11 @@ func (s *Sender) request(ctx context.Context, b []byte, n int, own bool) *http.R
 
 // Post sends b, retrying as the rules say, and returns the answer of the
 // attempt that ended the call with its body unread (the caller closes it).
-// An answer of 400 or more is the Refusal's error; a connection error is
-// net/http's; a context done is the context's error.
+// An answer of 400 or more is the Refusal's error; a connection error (the
+// last attempt got no answer) is a *provider.ConnectionError, which names
+// the URL, the attempts and the cause in words and wraps net/http's; a
+// context done is the context's error. Before each wait for a retry, the
+// observer ctx carries, if any, hears of it (provider.WithRetryNotice).
 func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
 	return s.PostWritten(ctx, b, nil, nil)
 }
@@ -184,6 +189,9 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		req *http.Request
 		res *http.Response
 		err error
+		// sent: the last attempt's error, if any, is the HTTP client's
+		// (not each's); reached: some attempt got past connecting
+		sent, reached bool
 	)
 	if w != nil {
 		ctx = w.Trace(ctx)
@@ -191,11 +199,15 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 	for n := 0; ; n++ {
 		req = s.request(ctx, b, n, each != nil)
 		last := n >= s.rules.MaxRetries
+		sent = false
 		if each == nil {
 			res, err = s.client.Do(req)
+			sent = true
 		} else if err = each(req); err == nil {
 			res, err = s.client.Do(req)
+			sent = true
 		}
+		reached = reached || (sent && !provider.Unconnected(err))
 		retry := s.rules.retryable(res, err)
 		var read []byte
 		var readErr error
@@ -213,6 +225,9 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			err, retry = readErr, droppedRetryable(res)
 		}
 		if last || !retry {
+			if err != nil && sent && readErr == nil {
+				return nil, &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: n + 1, Reached: reached, Err: err}
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -235,10 +250,21 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			return nil, s.refusal(req, res, read)
 		}
 		closeBody(res)
+		s.notice(ctx, req, res, err, n, d)
 		if err := s.sleep(ctx, d); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// notice tells ctx's observer (provider.WithRetryNotice) that attempt n,
+// which got res or err, is followed by another after d.
+func (s *Sender) notice(ctx context.Context, req *http.Request, res *http.Response, err error, n int, d time.Duration) {
+	rn := provider.RetryNotice{Attempt: n + 2, Attempts: s.rules.MaxRetries + 1, Wait: d, URL: provider.Redact(req.URL), Err: err}
+	if err == nil && res != nil {
+		rn.Status = res.StatusCode
+	}
+	provider.NoticeRetry(ctx, rn)
 }
 
 // read reads res's body whole and closes it. Its error is the SDK's:

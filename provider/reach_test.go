@@ -1,0 +1,64 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// post is the error of posting to address with a client that trusts no
+// certificate but the system's.
+func post(t *testing.T, address string) error {
+	t.Helper()
+	res, err := (&http.Client{}).Post(address, "application/json", strings.NewReader("{}"))
+	if err == nil {
+		res.Body.Close()
+		t.Fatalf("posting to %s succeeded", address)
+	}
+	return err
+}
+
+func TestATLSFailureIsSaidInWordsAndNeverReachedTheProvider(t *testing.T) {
+	tlsSrv := httptest.NewTLSServer(http.NotFoundHandler()) // its certificate is the test's own: unknown
+	defer tlsSrv.Close()
+	plain := httptest.NewServer(http.NotFoundHandler())
+	defer plain.Close()
+	for name, c := range map[string]struct {
+		address, words string
+	}{
+		"a certificate no one trusts": {tlsSrv.URL + "/v1/x", "TLS certificate problem: it is signed by an unknown authority"},
+		"https to a plain server":     {strings.Replace(plain.URL, "http://", "https://", 1) + "/v1/x", "the TLS handshake failed: the server did not answer in TLS"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := post(t, c.address)
+			if w := Words(err); !strings.HasPrefix(w, c.words) {
+				t.Errorf("Words says %q, want it to begin %q", w, c.words)
+			}
+			if !Unconnected(err) || !NeverReached(Unanswered(err)) {
+				t.Errorf("a failed TLS handshake sends nothing of the request: Unconnected and NeverReached should hold for %v", err)
+			}
+		})
+	}
+}
+
+func TestUnansweredLeavesAnAnswerAndACancelAlone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:9/v1/x?key=SECRET", nil)
+	_, err := http.DefaultClient.Do(req)
+	if got := Unanswered(err); got != err || NeverReached(got) {
+		t.Errorf("a cancelled request should stay its own error and not read as never reached: %v", got)
+	}
+	other := errors.New("400 Bad Request")
+	if Unanswered(other) != other || NeverReached(other) {
+		t.Error("an error that is not net/http's should be left as it is")
+	}
+	dial := &url.Error{Op: "Post", URL: "http://127.0.0.1:9/v1/x?key=SECRET", Err: errors.New("boom")}
+	if got := Unanswered(dial).Error(); got != "got no answer from http://127.0.0.1:9/v1/x: boom" {
+		t.Errorf("Unanswered of a *url.Error says %q: want the URL without its query, and the cause", got)
+	}
+}
