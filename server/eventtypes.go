@@ -109,7 +109,7 @@ type usageEvent struct {
 
 type noticeEvent struct {
 	Turn string `json:"turn"`
-	Kind string `json:"kind"` // "notice" or "waiting"
+	Kind string `json:"kind"` // "notice", "waiting", "retry" or "claim_lost"
 	Text string `json:"text"`
 }
 
