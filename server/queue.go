@@ -113,9 +113,14 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 	if err != nil {
 		return err
 	}
-	a, notes := s.withTools(a, conv)
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	done, ok := s.addQueued(cancel)
+	if !ok {
+		return fmt.Errorf("turn %s of conversation %s, not run: %w", t.Turn, conv, agent.ErrHandedOver)
+	}
+	defer done()
+	a, notes := s.withTools(a, conv)
 	tctx = turnContext(context.WithValue(tctx, handedOverKey{}, true), conv, t.Turn, a)
 	stop := context.AfterFunc(ctx, func() { cancel(errCancelled) })
 	defer stop()
@@ -128,6 +133,9 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 	var notStarted error
 	if _, ok := s.runTurn(tctx, a, conv, t.Turn, prompt, notes, nil, run, func(err error) { notStarted = err }); !ok {
 		return notStarted
+	}
+	if handedBack(tctx) {
+		return fmt.Errorf("turn %s of conversation %s: %w", t.Turn, conv, agent.ErrHandedOver)
 	}
 	if errors.Is(failed, history.ErrClaimLost) {
 		return fmt.Errorf("turn %s of conversation %s: %w; the turn is left to whoever holds it now", t.Turn, conv, failed)
