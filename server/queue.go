@@ -102,7 +102,12 @@ func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, id, tid st
 // history.ErrClaimLost, and reports no turn.finished (a claim_lost notice
 // instead): whoever holds the conversation now goes on with the turn,
 // and its job — tried again — finds it ended, or takes it up if that
-// writer died too. It must never report such a turn ended.
+// writer died too. It must never report such a turn ended. Likewise a
+// turn handed back as the server stops (Shutdown), or started after it
+// began to stop: RunQueued fails with an error wrapping
+// agent.ErrHandedOver, reports a handed_back notice instead of
+// turn.finished, and the job is to be put back in the queue at once for
+// another worker to continue.
 func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error {
 	s.init()
 	a, err := s.agentFor(TurnInput{Model: t.Model, MaxRounds: t.MaxRounds, MaxTokens: t.MaxTokens})
