@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +52,16 @@ func TestAStoppingWorkerHandsItsRunningTurnBackForAnotherToContinue(t *testing.T
 	}
 	if n := within(t, shut, "A's Shutdown"); n != 0 {
 		t.Errorf("A's Shutdown cancelled %d turn(s); want none: a queued turn is handed back, not cancelled", n)
+	}
+	// and A queues no new turn: its clients are told to go elsewhere
+	newConv(t, s, "c2")
+	rec := httptest.NewRecorder()
+	apiA.ServeHTTP(rec, httptest.NewRequest("POST", "http://127.0.0.1/v1/conversations/c2/turns", strings.NewReader(`{"prompt":"late"}`)))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "stopping") {
+		t.Errorf("a turn started on A as it stops: %d %s; want 503 saying the server is stopping", rec.Code, rec.Body.String())
+	}
+	if tid, err := qa.Pending(context.Background(), "c2"); tid != "" || err != nil {
+		t.Errorf("A queued turn %q (%v) as it stopped", tid, err)
 	}
 	stopQueue(t, qa)
 	if msgs, err := s.Messages(context.Background(), "c1"); err != nil || len(msgs) != 1 {
