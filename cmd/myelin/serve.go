@@ -112,6 +112,11 @@ func refusedFlag(args []string) string {
 // check refuses serve's own flags out of their ranges; set holds the
 // flags the command line gave.
 func (f *serveFlags) check(set map[string]bool) error {
+	if _, port, err := net.SplitHostPort(f.addr); err != nil {
+		return fmt.Errorf("--addr %q: give HOST:PORT, e.g. 127.0.0.1:7700 (%v)", f.addr, err)
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("--addr %s: the port must be 0 (a free one) to 65535", f.addr)
+	}
 	switch {
 	case f.workers < 0 || f.workers > maxWorkers:
 		return fmt.Errorf("--workers %d: give how many turns this process runs at once, 0 (none: it only queues turns) to %d (default %d)", f.workers, maxWorkers, defaultWorkers)

@@ -220,6 +220,8 @@ func TestServeRefusesEveryNumericFlagOutOfItsRange(t *testing.T) {
 		{[]string{"--context-high", "120"}, "--context-high 120"},
 		{[]string{"--inline-cap", "10"}, "--inline-cap"},
 		{[]string{"--provider", "foo"}, `--provider "foo"`},
+		{[]string{"--addr", "127.0.0.1:70000"}, "--addr 127.0.0.1:70000: the port must be 0 (a free one) to 65535"},
+		{[]string{"--addr", "127.0.0.1"}, `--addr "127.0.0.1": give HOST:PORT`},
 	} {
 		_, errOut, code := cli(t, append([]string{"serve", "--workspace", dir}, c.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, c.want) {
