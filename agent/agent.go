@@ -275,6 +275,16 @@ func (a *Agent) learnWindow(limit int) string {
 // because the process stopped while it ran.
 const Interrupted = "this tool call was interrupted: the process running it stopped before it finished, so it may or may not have run (in part or whole); it was not run again"
 
+// ErrHandedOver, as the cause of a turn's context
+// (context.WithCancelCause), stops the turn without ending it, so that
+// another process continues it (Continue): an answer cut mid-stream is not
+// stored — the next holder sends that request again — while the results
+// of a tool round stopped midway are stored, as on any cancel, and the
+// claim is released. A queued turn is handed back so when the process
+// running it stops (server.Server.Shutdown). It must not be used for a
+// turn no one will continue: the conversation would wait for an answer.
+var ErrHandedOver = errors.New("the turn was handed over, to be continued by another process")
+
 // Turn runs one turn of conversation id: the prompt as a user message, then
 // requests and tool rounds until the turn ends. on receives events as they
 // happen; it may be nil. When ctx is cancelled the stream and the tools
@@ -382,6 +392,11 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			}
 		}
 		failed := func(err error) (TurnResult, error) {
+			if errors.Is(context.Cause(ctx), ErrHandedOver) {
+				// not ended: whoever continues it sends this request again
+				keeping.keep(ctx, true, nil, err)
+				return tr, err
+			}
 			if droppable && !reached && streamed.Len() == 0 {
 				// nothing reached the provider: claimed deletes the
 				// conversation once its claim is released

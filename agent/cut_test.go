@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -82,5 +83,41 @@ func TestAnAnswerCutMidStreamIsStoredAsFarAsItWent(t *testing.T) {
 				t.Fatalf("the cut answer as sent: %v", answer)
 			}
 		})
+	}
+}
+
+// A turn handed over (its context cancelled with ErrHandedOver: the
+// process running it stops, and another is to continue it) stores no cut
+// answer mid-stream, unlike a cancel: the turn has not ended, and
+// Continue sends the request again and ends it with the whole answer.
+func TestATurnHandedOverMidStreamStoresNoCutAnswerAndContinueFinishesIt(t *testing.T) {
+	r := newWireRig(t, "anthropic")
+	hold := make(chan struct{})
+	defer close(hold)
+	r.srv.Push(providertest.Step{Text: "never finished", Hold: hold}, providertest.Step{Text: "the whole answer"})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.agent.Turn(ctx, r.id, "hi", nil)
+		done <- err
+	}()
+	for len(r.srv.Requests()) == 0 {
+		runtime.Gosched()
+	}
+	cancel(ErrHandedOver)
+	if err := <-done; err == nil {
+		t.Fatal("a turn handed over returned no error")
+	}
+	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
+	if len(msgs) != 1 || msgs[0].Role != history.User {
+		t.Fatalf("a turn handed over stored %+v; want its prompt alone (no cut answer: the turn goes on elsewhere)", msgs)
+	}
+	tr, err := r.agent.Continue(context.Background(), r.id, nil)
+	if err != nil || tr.Text != "the whole answer" {
+		t.Fatalf("Continue after the hand-over: %+v, %v; want the whole answer", tr, err)
+	}
+	msgs, _ = r.agent.Store.Messages(context.Background(), r.id)
+	if len(msgs) != 2 || msgs[1].Cut || textOf(msgs[1]) != "the whole answer" {
+		t.Fatalf("stored %+v; want the prompt and the whole answer", msgs)
 	}
 }

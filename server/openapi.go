@@ -6,7 +6,11 @@ import (
 )
 
 // openAPI is the API's OpenAPI 3.1 document, written by hand beside the
-// routes and held to them by TestTheOpenAPIDocumentDescribesEveryRoute.
+// routes and held to them by the tests of openapi_test.go: it describes
+// every route and no other, passes an OpenAPI validator (kin-openapi),
+// names a server, gives each operation an operationId and its 4xx
+// answers, and types the data of every event the stream carries as the
+// server encodes it (components.schemas.Events, by event type).
 //
 //go:embed openapi.json
 var openAPI []byte

@@ -102,7 +102,12 @@ func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, id, tid st
 // history.ErrClaimLost, and reports no turn.finished (a claim_lost notice
 // instead): whoever holds the conversation now goes on with the turn,
 // and its job — tried again — finds it ended, or takes it up if that
-// writer died too. It must never report such a turn ended.
+// writer died too. It must never report such a turn ended. Likewise a
+// turn handed back as the server stops (Shutdown), or started after it
+// began to stop: RunQueued fails with an error wrapping
+// agent.ErrHandedOver, reports a handed_back notice instead of
+// turn.finished, and the job is to be put back in the queue at once for
+// another worker to continue.
 func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error {
 	s.init()
 	a, err := s.agentFor(TurnInput{Model: t.Model, MaxRounds: t.MaxRounds, MaxTokens: t.MaxTokens})
@@ -113,9 +118,14 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 	if err != nil {
 		return err
 	}
-	a, notes := s.withTools(a, conv)
 	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	done, ok := s.addQueued(cancel)
+	if !ok {
+		return fmt.Errorf("turn %s of conversation %s, not run: %w", t.Turn, conv, agent.ErrHandedOver)
+	}
+	defer done()
+	a, notes := s.withTools(a, conv)
 	tctx = turnContext(context.WithValue(tctx, handedOverKey{}, true), conv, t.Turn, a)
 	stop := context.AfterFunc(ctx, func() { cancel(errCancelled) })
 	defer stop()
@@ -128,6 +138,9 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 	var notStarted error
 	if _, ok := s.runTurn(tctx, a, conv, t.Turn, prompt, notes, nil, run, func(err error) { notStarted = err }, nil); !ok {
 		return notStarted
+	}
+	if handedBack(tctx) {
+		return fmt.Errorf("turn %s of conversation %s: %w", t.Turn, conv, agent.ErrHandedOver)
 	}
 	if errors.Is(failed, history.ErrClaimLost) {
 		return fmt.Errorf("turn %s of conversation %s: %w; the turn is left to whoever holds it now", t.Turn, conv, failed)

@@ -76,13 +76,13 @@ func TestACancelOnNoConversationKeepsNothing(t *testing.T) {
 }
 
 // A turn asked for after Close is refused with a JSON error that says the
-// server is closing, not started under a cancelled context.
+// server is stopping, not started under a cancelled context.
 func TestATurnAfterCloseIsRefused(t *testing.T) {
 	f := newFixture(t, providertest.Step{Text: "ok"})
 	id := f.newConversation()
 	f.srv.Close()
 	status, body := f.do("POST", "/v1/conversations/"+id+"/turns", `{"prompt":"hi"}`)
-	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "closing") {
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), "stopping") {
 		t.Fatalf("a turn after Close: %d %s", status, body)
 	}
 }

@@ -126,12 +126,14 @@ type Server struct {
 	convs  map[string]*conversation
 	base   context.Context // turns run under it; Close cancels it
 	stop   context.CancelCauseFunc
-	ended  chan struct{}  // closed once Close's turns have ended: the streams end
+	ended  chan struct{}  // closed once Shutdown's turns have ended: the streams end
 	turns  sync.WaitGroup // added to under mu, while not closed
-	closed bool           // Close was called: no turn starts
+	closed bool           // Shutdown or Close was called: no turn starts
 	asks   asks           // the elicitations waiting for a client, and those ended
 	// watching counts the event streams open
 	watching watchers
+	// handing are the queued turns running here (shutdown.go)
+	handing handing
 }
 
 // conversation is what the server holds of one conversation while it
@@ -357,20 +359,14 @@ func (s *Server) Check() error {
 // errClosing is the cause the turns' context carries once Close is called.
 var errClosing = errors.New("the server is closing")
 
-// Close cancels the turns still running and waits for them to store what
-// they did; then it ends the event streams, whose watchers have got each
-// turn's turn.finished (events are not kept across a restart).
+// Close stops the server at once: Shutdown with no time for the running
+// turns, which are cancelled and store what they did; then it ends the
+// event streams, whose watchers have got each turn's turn.finished
+// (events are not kept across a restart).
 func (s *Server) Close() error {
-	s.init()
-	s.mu.Lock()
-	first := !s.closed
-	s.closed = true
-	s.mu.Unlock()
-	s.stop(errClosing)
-	s.turns.Wait()
-	if first {
-		close(s.ended)
-	}
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.Shutdown(now)
 	return nil
 }
 

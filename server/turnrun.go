@@ -54,6 +54,13 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 		started(err)
 		return "", false
 	}
+	if handedBack(ctx) {
+		// a queued turn handed back as its server stops (shutdown.go):
+		// not ended, its turn.finished is the next worker's
+		s.emit(id, EventNotice, noticeEvent{Turn: tid, Kind: NoticeHandedBack,
+			Text: "the server running this turn is stopping: the turn goes back to the queue, and another worker goes on with it from what is stored"})
+		return NoticeHandedBack, true
+	}
 	if errors.Is(err, history.ErrClaimLost) && handedOver(ctx) {
 		// a queued turn taken over (queue.go): not ended, its
 		// turn.finished is its new holder's

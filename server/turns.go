@@ -106,6 +106,12 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.found(w, r, id); !ok {
 		return
 	}
+	if s.closing() {
+		// with workers too: a turn queued by a server that stops would
+		// still run elsewhere, but its client is told to go elsewhere
+		writeError(w, http.StatusServiceUnavailable, errStopping)
+		return
+	}
 	if s.Queue != nil {
 		s.startQueued(w, r, id, in)
 		return
@@ -119,7 +125,7 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 	t, started, busy := s.launch(id, a, in.Prompt, notes)
 	switch {
 	case t == nil && busy == nil:
-		writeError(w, http.StatusServiceUnavailable, "the server is closing: it starts no turn")
+		writeError(w, http.StatusServiceUnavailable, errStopping)
 		return
 	case t == nil:
 		var h Held

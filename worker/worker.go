@@ -179,9 +179,12 @@ func (q *Queue) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the workers: it waits for their running turns until ctx
-// ends, then cancels them (each stores what it did; the job is tried
-// again and finds the turn ended).
+// Stop stops the workers: it takes no more jobs and waits for their
+// running turns until ctx ends, then cancels them (each stores what it
+// did; the job is tried again and finds the turn ended). A server that
+// stops hands its running turns back first (server.Server.Shutdown: each
+// job goes back to the queue at once, for another worker), so Stop waits
+// for little.
 func (q *Queue) Stop(ctx context.Context) error {
 	if q.workers == 0 {
 		return nil
@@ -346,6 +349,14 @@ func (w *turnWorker) Work(ctx context.Context, job *river.Job[turnArgs]) error {
 		}
 	} else {
 		err = w.run(ctx, job.Args.Conversation, job.Args.QueuedTurn)
+	}
+	if errors.Is(err, agent.ErrHandedOver) {
+		// this process stops (server.Server.Shutdown): the turn is not
+		// ended, and goes back to the queue at once, not as an attempt,
+		// for another worker to continue; this one reports nothing more
+		// of it (its claim was released as the turn stopped)
+		w.log("turn %s of conversation %s: handed back to the queue as this process stops", job.Args.Turn, job.Args.Conversation)
+		return river.JobSnooze(0)
 	}
 	var held *history.HeldError
 	if errors.As(err, &held) {

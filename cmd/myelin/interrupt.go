@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"syscall"
 )
 
 // Ctrl-C (SIGINT) reaches a command as a value of its context — a
@@ -12,9 +13,22 @@ import (
 // each command decides what an interrupt ends: chat ends the turn that
 // runs and goes back to its prompt (an interrupt at the prompt ends chat),
 // run ends its turn and exits 130, as shells expect of a program stopped
-// by SIGINT; every other command ends at the first one. main puts the
+// by SIGINT; serve stops gracefully at the first (SIGTERM too), and at
+// once at the second; every other command ends at the first one. main puts the
 // channel there; a context without one (the tests' run) is never
 // interrupted but by its own end.
+
+// stopSignals are the signals main hands to the command args run as
+// interrupts: SIGINT for every command, and for serve SIGTERM too — what
+// Docker, systemd and Kubernetes stop a service with, which serve takes
+// as it takes Ctrl-C (it stops gracefully). run and chat are not
+// services: SIGTERM ends them at once, as it ends most programs.
+func stopSignals(args []string) []os.Signal {
+	if len(args) > 0 && args[0] == "serve" {
+		return []os.Signal{os.Interrupt, syscall.SIGTERM}
+	}
+	return []os.Signal{os.Interrupt}
+}
 
 // exitInterrupted is the exit status of a command ended by Ctrl-C: 128 +
 // SIGINT, what a shell reports for a program SIGINT killed.

@@ -48,7 +48,7 @@ Run "myelin COMMAND --help" for a command's flags.
 
 func main() {
 	interrupts := make(chan os.Signal, 1)
-	signal.Notify(interrupts, os.Interrupt)
+	signal.Notify(interrupts, stopSignals(os.Args[1:])...)
 	code := run(withInterrupts(context.Background(), interrupts), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	signal.Stop(interrupts)
 	os.Exit(code)
@@ -73,6 +73,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	case "run", "chat": // each decides what an interrupt ends
 		return runCommand(ctx, args[0], args[1:], stdin, stdout, stderr)
+	case "serve": // it stops gracefully, and a second signal hurries it
+		return serveCommand(ctx, args[1:], stdout, stderr)
 	}
 	// Every other command ends at the first interrupt.
 	ctx, end := interruptible(ctx)
@@ -84,8 +86,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return historyCommand(ctx, args[1:], stdout, stderr)
 	case "mcp":
 		return mcpCommand(ctx, args[1:], stdin, stdout, stderr)
-	case "serve":
-		return serveCommand(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "myelin: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage

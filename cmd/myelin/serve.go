@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,13 +27,18 @@ const serveUsage = `Usage:
       loopback interface unless told otherwise; on any other address it
       needs a token (--token or MYELIN_TOKEN), checked on every request: 16
       characters or more of visible ASCII. --cors-origin needs a token too.
-      It stops on an interrupt, letting running turns store what they did.
+      It stops on SIGTERM (what Docker, systemd and Kubernetes stop
+      services with) and on SIGINT (Ctrl-C) alike: new turns are refused
+      (503), running turns have --shutdown-grace to finish, then are
+      cancelled as a cancel does, their answers stored as cut and their
+      watchers told; it exits 0. A second signal cancels them at once.
       It logs one line to stderr per request and per turn ended
       (--log-format text or json), never a token, prompt or answer.
       With --worker on a Postgres store (--store postgres://...), several
       serve processes on several hosts share the turns: each turn is queued
       with its prompt and run by one of them, and its events reach a client
-      of any (docs/scale.md).
+      of any (docs/scale.md); such a process that stops hands its running
+      turns back to the queue at once, for another to continue.
       What MCP servers ask during a call (an elicitation, a sampling
       request) is an event of the conversation whose call it is, which its
       clients answer over the API; background scripts' wakes are events
@@ -54,11 +60,89 @@ type serveFlags struct {
 	// logFormat is how the request and turn lines are written to stderr:
 	// text or json (log/slog's handlers).
 	logFormat string
+	// grace is how long running turns have to finish once serve is told
+	// to stop, before they are cancelled.
+	grace time.Duration
+}
+
+// defaultShutdownGrace is how long serve lets running turns finish when
+// told to stop unless --shutdown-grace says: under the 90 s Docker and
+// systemd wait by default, as much as Kubernetes gives (30 s) — set
+// terminationGracePeriodSeconds above it.
+const defaultShutdownGrace = 30 * time.Second
+
+// maxWorkers bounds --workers: each runs a turn with store connections
+// of its own (the pool's size is counted from it).
+const maxWorkers = 10000
+
+// minLease is the shortest --lease: a claim renewed every third of it is
+// lost to a busy host's pauses below a second.
+const minLease = time.Second
+
+// notServeFlags are run's and chat's flags that pick a conversation or
+// wait for one: serve's requests name their conversations, so serve does
+// not offer them.
+var notServeFlags = map[string]bool{"conversation": true, "continue": true, "wait": true}
+
+// serveFlagSet is the agent's flags less notServeFlags, and serve's own.
+func (f *serveFlags) flagSet() *flag.FlagSet {
+	fs := newFlagSet("serve")
+	f.agentFlags.set("serve").VisitAll(func(fl *flag.Flag) {
+		if !notServeFlags[fl.Name] {
+			fs.Var(fl.Value, fl.Name, fl.Usage)
+		}
+	})
+	return fs
+}
+
+// refusedFlag is the first of notServeFlags args give (before a "--"),
+// "" for none.
+func refusedFlag(args []string) string {
+	for _, a := range args {
+		if a == "--" {
+			return ""
+		}
+		name, ok := strings.CutPrefix(a, "-")
+		if !ok {
+			continue
+		}
+		name = strings.TrimPrefix(name, "-")
+		name, _, _ = strings.Cut(name, "=")
+		if notServeFlags[name] {
+			return name
+		}
+	}
+	return ""
+}
+
+// check refuses serve's own flags out of their ranges; set holds the
+// flags the command line gave.
+func (f *serveFlags) check(set map[string]bool) error {
+	if _, port, err := net.SplitHostPort(f.addr); err != nil {
+		return fmt.Errorf("--addr %q: give HOST:PORT, e.g. 127.0.0.1:7700 (%v)", f.addr, err)
+	} else if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("--addr %s: the port must be 0 (a free one) to 65535", f.addr)
+	}
+	switch {
+	case f.workers < 0 || f.workers > maxWorkers:
+		return fmt.Errorf("--workers %d: give how many turns this process runs at once, 0 (none: it only queues turns) to %d (default %d)", f.workers, maxWorkers, defaultWorkers)
+	case f.lease < minLease:
+		return fmt.Errorf("--lease %s: give a duration of %s or more (default %s)", f.lease, minLease, history.DefaultLease)
+	case f.elicitTimeout <= 0:
+		return fmt.Errorf("--elicitation-timeout %s: give a duration > 0 (default %s)", f.elicitTimeout, server.DefaultElicitTimeout)
+	case f.grace < 0:
+		return fmt.Errorf("--shutdown-grace %s: give 0 (cancel running turns at once) or more (default %s)", f.grace, defaultShutdownGrace)
+	case (set["workers"] || set["lease"]) && !f.worker:
+		return errors.New("--workers and --lease go with --worker")
+	case set["shutdown-grace"] && f.worker:
+		return errors.New("--shutdown-grace has nothing to wait for with --worker: a stopping worker hands its running turns back to the queue at once, for another to continue")
+	}
+	return nil
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var f serveFlags
-	fs := f.agentFlags.set("serve")
+	fs := f.flagSet()
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:7700", "listen on `HOST:PORT` (a port of 0 picks a free one)")
 	fs.StringVar(&f.token, "token", "", "the `TOKEN` every request must send as Authorization: Bearer TOKEN (default $MYELIN_TOKEN); required off the loopback interface")
 	fs.Func("cors-origin", "let pages of `ORIGIN` (scheme://host[:port], or * for any) call the API from a browser, sending the token (needs --token); repeat for several (default: none)", func(v string) error {
@@ -69,23 +153,27 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return nil
 	})
 	fs.BoolVar(&f.worker, "worker", false, "queue turns on the Postgres store (--store postgres://...) and run them here or on any serve --worker process sharing it (docs/scale.md)")
-	fs.IntVar(&f.workers, "workers", defaultWorkers, "with --worker, how many turns this process runs at once (`N`; 0 runs none: it only queues turns and serves events)")
+	fs.IntVar(&f.workers, "workers", defaultWorkers, fmt.Sprintf("with --worker, how many turns this process runs at once (`N`, 0 to %d; 0 runs none: it only queues turns and serves events)", maxWorkers))
 	fs.DurationVar(&f.elicitTimeout, "elicitation-timeout", server.DefaultElicitTimeout, "how long (a `DURATION`) an MCP server's question (an elicitation event) waits for a client's answer before it is declined")
-	fs.DurationVar(&f.lease, "lease", history.DefaultLease, "how long a turn's claim on its conversation lasts unrenewed (`DURATION`): a worker that died is taken over after it, or at once on its own host")
+	fs.DurationVar(&f.lease, "lease", history.DefaultLease, "how long a turn's claim on its conversation lasts unrenewed (`DURATION`, 1s or more): a worker that died is taken over after it, or at once on its own host")
+	fs.DurationVar(&f.grace, "shutdown-grace", defaultShutdownGrace, "on SIGTERM or SIGINT, how long (a `DURATION`; 0 for none) running turns have to finish before they are cancelled (not with --worker: its turns go back to the queue at once)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "how the line logged to stderr for each request and each turn is written: `text` (key=value) or json")
+	if name := refusedFlag(args); name != "" {
+		return usageError(stderr, "serve", fmt.Sprintf("--%s is run's and chat's: over the API each request names its conversation, and a turn on a conversation another writer advances is refused (409) rather than waited for", name))
+	}
 	pos, code, done := parseCommand("serve", serveUsage, fs, args, stdout, stderr)
 	if done {
 		return code
 	}
 	set := explicit(fs)
+	if err := f.agentFlags.check(set); err != nil {
+		return usageError(stderr, "serve", err.Error())
+	}
 	if err := f.check(set); err != nil {
 		return usageError(stderr, "serve", err.Error())
 	}
 	if len(pos) > 0 {
 		return usageError(stderr, "serve", fmt.Sprintf("takes no arguments, got %q", pos))
-	}
-	if set["conversation"] || set["continue"] {
-		return usageError(stderr, "serve", "--conversation and --continue pick the conversation of run and chat; over the API each request names its conversation")
 	}
 	if f.token == "" {
 		f.token = os.Getenv("MYELIN_TOKEN")
@@ -98,12 +186,6 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := (&server.Server{Token: f.token, CORSOrigins: f.cors}).Check(); err != nil {
 		return usageError(stderr, "serve", err.Error())
 	}
-	if f.workers < 0 || f.lease <= 0 {
-		return usageError(stderr, "serve", fmt.Sprintf("--workers %d, --lease %s: give a number ≥ 0 and a duration > 0", f.workers, f.lease))
-	}
-	if f.elicitTimeout <= 0 {
-		return usageError(stderr, "serve", fmt.Sprintf("--elicitation-timeout %s: give a duration > 0 (default %s)", f.elicitTimeout, server.DefaultElicitTimeout))
-	}
 	logger, err := serveLogger(f.logFormat, stderr)
 	if err != nil {
 		return usageError(stderr, "serve", err.Error())
@@ -111,9 +193,6 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	bgLimits, err := f.background.limits()
 	if err != nil {
 		return usageError(stderr, "serve", err.Error())
-	}
-	if (set["workers"] || set["lease"]) && !f.worker {
-		return usageError(stderr, "serve", "--workers and --lease go with --worker")
 	}
 	dsn := storeChoice(f.store)
 	if f.worker {
@@ -165,15 +244,13 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Fprintf(stderr, "myelin serve: listening on http://%s (workspace %s)\n", ln.Addr(), s.ws.Dir())
+	signals := interruptsOf(ctx) // SIGTERM and SIGINT (main.go)
 	select {
 	case err = <-served:
+	case sig := <-signals:
+		err = stopServing(api, hs, stopWorkers, f.worker, f.grace, fmt.Sprint(sig), signals, stderr)
 	case <-ctx.Done():
-		fmt.Fprintln(stderr, "myelin serve: stopping; running turns store what they did")
-		stopWorkers() // the queued turns this process runs store what they did
-		api.Close()   // turns first: their event streams end with them
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = hs.Shutdown(sctx)
-		cancel()
+		err = stopServing(api, hs, stopWorkers, f.worker, f.grace, "told to stop", signals, stderr)
 	}
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
@@ -192,4 +269,41 @@ func serveLogger(format string, stderr io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(stderr, nil)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// stopServing stops serve, told to by why (a signal's name): the API
+// refuses new turns and its running turns have grace to finish, or until
+// the next of signals, then are cancelled and store what they did; a
+// worker's turns go back to the queue at once (stopWorkers stops taking
+// jobs meanwhile). The HTTP server answers the while — a cancel, an
+// elicitation's answer, an event stream — and stops once the turns have
+// ended and their streams have said so.
+func stopServing(api *server.Server, hs *http.Server, stopWorkers func(), worker bool, grace time.Duration, why string, signals <-chan os.Signal, stderr io.Writer) error {
+	if worker {
+		fmt.Fprintf(stderr, "myelin serve: %s: stopping; new turns are refused (503), running turns go back to the queue for another worker\n", why)
+	} else {
+		fmt.Fprintf(stderr, "myelin serve: %s: stopping; new turns are refused (503), running turns have %s to finish, then are cancelled (a second signal cancels them now)\n", why, grace)
+	}
+	gctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	go func() {
+		select {
+		case sig := <-signals:
+			fmt.Fprintf(stderr, "myelin serve: %s again: cancelling the running turns now\n", sig)
+			cancel()
+		case <-gctx.Done():
+		}
+	}()
+	workersStopped := make(chan struct{})
+	go func() { // takes no more jobs, and waits for the turns handed back
+		defer close(workersStopped)
+		stopWorkers()
+	}()
+	if n := api.Shutdown(gctx); n > 0 {
+		fmt.Fprintf(stderr, "myelin serve: cancelled %d running turn(s); each stored what it did\n", n)
+	}
+	<-workersStopped
+	sctx, cancelHTTP := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelHTTP()
+	return hs.Shutdown(sctx)
 }

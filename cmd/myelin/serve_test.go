@@ -176,3 +176,66 @@ func TestServeRefusesCORSWithoutATokenAndATokenTooWeak(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27 §12: `serve --help` listed -continue, -conversation and -wait,
+// which serve refuses. Its help offers only what it takes, and a flag of
+// run's it does not take says why.
+func TestServeHelpOffersOnlyTheFlagsServeTakes(t *testing.T) {
+	out, _, code := cli(t, "serve", "--help")
+	if code != 0 {
+		t.Fatalf("serve --help: exit %d", code)
+	}
+	for _, name := range []string{"-continue", "-conversation", "-wait"} {
+		if regexp.MustCompile(`(?m)^\s+` + name + `\b`).MatchString(out) {
+			t.Errorf("serve --help lists %s, which serve refuses", name)
+		}
+	}
+	for _, name := range []string{"-shutdown-grace", "-addr", "-max-rounds", "-workspace"} {
+		if !regexp.MustCompile(`(?m)^\s+` + name + `\b`).MatchString(out) {
+			t.Errorf("serve --help does not list %s", name)
+		}
+	}
+	dir := workspaceWith(t, nil)
+	for _, args := range [][]string{{"--conversation", "x"}, {"--continue"}, {"-wait"}, {"--conversation=x"}} {
+		_, errOut, code := cli(t, append([]string{"serve", "--workspace", dir}, args...)...)
+		if code != exitUsage || !strings.Contains(errOut, "is run's and chat's: over the API each request names its conversation") {
+			t.Errorf("serve %v: exit %d: %s; want a usage error saying it is run's and chat's", args, code, errOut)
+		}
+	}
+}
+
+// Issue 27 §12, §8: every numeric flag of serve is checked against its
+// range, a value out of it a usage error (exit 2) naming the flag, the
+// value and the range, never replaced in silence; run's flags are checked
+// as run checks them.
+func TestServeRefusesEveryNumericFlagOutOfItsRange(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workers", "-1", "--worker"}, "--workers -1: give how many turns this process runs at once, 0 (none: it only queues turns) to 10000 (default 4)"},
+		{[]string{"--workers", "10001", "--worker"}, "--workers 10001: give how many turns"},
+		{[]string{"--lease", "0s", "--worker"}, "--lease 0s: give a duration of 1s or more (default 30s)"},
+		{[]string{"--lease", "500ms", "--worker"}, "--lease 500ms: give a duration of 1s or more"},
+		{[]string{"--shutdown-grace", "-1s"}, "--shutdown-grace -1s: give 0 (cancel running turns at once) or more (default 30s)"},
+		{[]string{"--shutdown-grace", "10s", "--worker"}, "--shutdown-grace has nothing to wait for with --worker"},
+		{[]string{"--elicitation-timeout", "-1m"}, "--elicitation-timeout -1m0s: give a duration > 0"},
+		{[]string{"--max-rounds", "0"}, "--max-rounds 0: give the most tool rounds of a turn, 1 or more"},
+		{[]string{"--max-tokens", "-5"}, "--max-tokens -5: give the most tokens of an answer, 1 or more"},
+		{[]string{"--keep-rounds", "0"}, "--keep-rounds 0"},
+		{[]string{"--context-high", "120"}, "--context-high 120"},
+		{[]string{"--inline-cap", "10"}, "--inline-cap"},
+		{[]string{"--provider", "foo"}, `--provider "foo"`},
+		{[]string{"--addr", "127.0.0.1:70000"}, "--addr 127.0.0.1:70000: the port must be 0 (a free one) to 65535"},
+		{[]string{"--addr", "127.0.0.1"}, `--addr "127.0.0.1": give HOST:PORT`},
+	} {
+		_, errOut, code := cli(t, append([]string{"serve", "--workspace", dir}, c.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("serve %v: exit %d: %s; want a usage error saying %q", c.args, code, errOut, c.want)
+		}
+		if first, _, _ := strings.Cut(errOut, "\n"); !strings.HasPrefix(first, "myelin serve: ") {
+			t.Errorf("serve %v: the error's first line %q does not say what was wrong", c.args, first)
+		}
+	}
+}
