@@ -15,6 +15,7 @@ import (
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/gemini"
 	"github.com/myelin-run/myelin/provider/openai"
+	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/provider/responses"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
@@ -79,18 +80,6 @@ func (s *deletingStore) List(ctx context.Context) ([]history.Conversation, error
 	return out, err
 }
 
-// closedAddr is a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // unreachedAgent is an agent of wire at url that drops what never
 // reached the provider, on store.
 func unreachedAgent(t *testing.T, mk func(string) (provider.Provider, error), url string, store history.Store) *Agent {
@@ -105,7 +94,7 @@ func unreachedAgent(t *testing.T, mk func(string) (provider.Provider, error), ur
 func TestANewConversationWhoseFirstRequestNeverReachedTheProviderIsNotKept(t *testing.T) {
 	for _, wire := range wires() {
 		t.Run(wire, func(t *testing.T) {
-			addr := closedAddr(t)
+			addr := providertest.ClosedAddr(t)
 			store := newDeletingStore()
 			a := unreachedAgent(t, testWires[wire].provider, "http://"+addr, store)
 			a.Model = testWires[wire].model
@@ -134,7 +123,7 @@ func TestANewConversationWhoseFirstRequestNeverReachedTheProviderIsNotKept(t *te
 }
 
 func TestAConversationWithTurnsKeepsThemAndTheCutAnswerWhenTheProviderCannotBeReached(t *testing.T) {
-	addr := closedAddr(t)
+	addr := providertest.ClosedAddr(t)
 	store := newDeletingStore()
 	a := unreachedAgent(t, testWires["anthropic"].provider, "http://"+addr, store)
 	id, err := a.NewConversation(context.Background())
@@ -191,7 +180,7 @@ func TestAFirstRequestThatReachedTheProviderIsKeptAsACutAnswer(t *testing.T) {
 }
 
 func TestAStoreThatCannotDeleteKeepsTheConversationAsBefore(t *testing.T) {
-	addr := closedAddr(t)
+	addr := providertest.ClosedAddr(t)
 	store := struct{ history.Store }{&history.Memory{}} // the Store's methods only: no Delete
 	a := unreachedAgent(t, testWires["anthropic"].provider, "http://"+addr, store)
 	id, err := a.NewConversation(context.Background())
@@ -208,7 +197,7 @@ func TestAStoreThatCannotDeleteKeepsTheConversationAsBefore(t *testing.T) {
 }
 
 func TestEachRetryOfARequestIsAnEventThatSaysWhy(t *testing.T) {
-	addr := closedAddr(t)
+	addr := providertest.ClosedAddr(t)
 	store := newDeletingStore()
 	mk := func(url string) (provider.Provider, error) {
 		return gemini.New(gemini.Config{APIKey: "k", BaseURL: url, MaxRetries: 2, RetryDelay: time.Millisecond})
@@ -238,7 +227,7 @@ func TestEachRetryOfARequestIsAnEventThatSaysWhy(t *testing.T) {
 }
 
 func TestAWholeAnswerTheSDKSendsNamesTheURLAndTheCauseToo(t *testing.T) {
-	addr := closedAddr(t)
+	addr := providertest.ClosedAddr(t)
 	for wire, mk := range map[string]func(string) (provider.Provider, error){
 		"anthropic": func(url string) (provider.Provider, error) {
 			return anthropic.New(anthropic.Config{APIKey: "k", BaseURL: url, MaxRetries: -1, NoStream: true})

@@ -18,19 +18,6 @@ import (
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
-// freePort is a loopback address nothing listens on (listened on, then
-// closed).
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // canDelete reports whether the workspace's default store deletes
 // conversations (history.Deleter).
 func canDelete(t *testing.T, dir string) bool {
@@ -53,7 +40,7 @@ func oneRetry(t *testing.T) {
 
 func TestRunAgainstAnUnreachableProviderSaysWhatItRetriesAndStoresNothing(t *testing.T) {
 	dir := workspaceWith(t, nil)
-	addr := freePort(t)
+	addr := providertest.ClosedAddr(t)
 	t.Setenv("ANTHROPIC_API_KEY", "test-key")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://"+addr)
 	t.Setenv("OPENAI_API_KEY", "")
@@ -107,7 +94,7 @@ func TestChatAfterAFirstTurnThatNeverReachedTheProviderGoesOnInTheSameConversati
 		t.Skip("the SQLite store does not delete conversations (history.Deleter) on this branch")
 	}
 	srv := providertest.NewAnthropic(t, providertest.Step{Text: "two"})
-	addr := freePort(t)
+	addr := providertest.ClosedAddr(t)
 	t.Setenv("ANTHROPIC_API_KEY", "test-key")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://"+addr)
 	t.Setenv("OPENAI_API_KEY", "")

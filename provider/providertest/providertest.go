@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -613,4 +614,18 @@ func Golden(t testing.TB, path string, got []byte, update bool) {
 	if string(got) != string(want) {
 		t.Fatalf("%s changed:\n got %s\nwant %s", path, got, want)
 	}
+}
+
+// ClosedAddr is a loopback address nothing listens on (a port listened
+// on, then closed): a provider there cannot be reached, its connections
+// refused.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
 }

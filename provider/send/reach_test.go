@@ -11,20 +11,8 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
-
-// closedPort is the address of a loopback port nothing listens on: one
-// that was listened on, then closed.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
 
 // hangUp is a loopback listener that accepts each connection, reads a
 // little of the request and closes it without an answer.
@@ -54,7 +42,7 @@ func heard(notices *[]provider.RetryNotice) context.Context {
 }
 
 func TestAnUnreachableProviderIsRetriedAloudAndNamedInWords(t *testing.T) {
-	addr := closedPort(t)
+	addr := providertest.ClosedAddr(t)
 	for name, c := range map[string]struct {
 		base  string
 		words string // the cause, in words
