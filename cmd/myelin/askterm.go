@@ -151,7 +151,7 @@ func writeShown(w io.Writer, text string) {
 	for i, l := range lines {
 		if i == maxShownLines || chars+len(l) > maxShownChars {
 			rest := strings.Join(lines[i:], "\n")
-			fmt.Fprintf(w, "    … and %s more (%s)\n", plural(len(lines)-i, "line", "lines"), plural(len(rest), "character", "characters"))
+			fmt.Fprintf(w, "    … and %s more, not shown (%s)\n", plural(len(lines)-i, "line", "lines"), plural(len(rest), "character", "characters"))
 			return
 		}
 		chars += len(l)
