@@ -155,6 +155,9 @@ type Event struct {
 	// Message is a Stored event's message, as the turn gave it to the
 	// store (the store sets its time).
 	Message *history.Message
+	// Permission is, on a ToolResult event, what the gate decided of the
+	// call (as stored with its result); nil when no gate checked it.
+	Permission *permission.Record
 }
 
 // TurnResult is how a turn ended.
@@ -584,7 +587,7 @@ func (a *Agent) round(ctx context.Context, rs *rounds, id string, m history.Mess
 	i := 0
 	for _, c := range m.Parts {
 		if c.Type == history.ToolCallPart {
-			on(Event{Kind: ToolResult, Call: c, Output: outs[i], Elapsed: elapsed[i]})
+			on(Event{Kind: ToolResult, Call: c, Output: outs[i], Elapsed: elapsed[i], Permission: answer.Parts[i].Permission})
 			i++
 		}
 	}
