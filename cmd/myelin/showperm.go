@@ -63,3 +63,25 @@ func answerWords(a string) string {
 	}
 	return a
 }
+
+// deniedText is what a turn's tool line says of a call the policy or a
+// person denied ("" for one that ran): who denied it, and, when no one
+// could be asked (off a terminal), the whole denial the model got, which
+// names the flag that would allow the call — the user reads it too.
+func deniedText(r *permission.Record, result string) string {
+	if r == nil || r.Decision != "deny" {
+		return ""
+	}
+	switch r.By {
+	case "rule", "default":
+		if r.Rule != "" {
+			return "denied by the rule " + visible(r.Rule)
+		}
+		return "denied: " + visible(r.Reason)
+	case "person":
+		return "denied by you"
+	case "timeout":
+		return "denied: no answer came in time"
+	}
+	return "denied: " + visible(oneLine(result, 400))
+}
