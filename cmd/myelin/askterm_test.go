@@ -207,3 +207,10 @@ func TestHistoryShowSaysWhoDecidedEachCallAndWhen(t *testing.T) {
 		}
 	}
 }
+
+func TestAPermissionLineIsOneLineWhateverTheReasonHolds(t *testing.T) {
+	got := permissionText(permission.Record{Decision: "deny", By: "person", Answer: "deny", Reason: "two\nlines \x1b[2J"})
+	if strings.ContainsAny(got, "\n\x1b") || !strings.Contains(got, `two\nlines \x1b[2J`) {
+		t.Fatalf("permission line %q: want the reason escaped on one line", got)
+	}
+}

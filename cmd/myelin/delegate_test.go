@@ -132,7 +132,11 @@ func resultsIn(show string) map[string]string {
 		if j := strings.Index(show[p[1]:end], "\n── "); j >= 0 {
 			end = p[1] + j
 		}
-		out[show[p[2]:p[3]]] = strings.TrimSuffix(show[p[1]:end], "\n")
+		text := strings.TrimSuffix(show[p[1]:end], "\n")
+		if j := strings.LastIndex(text, "\n[permission: "); j >= 0 && !strings.Contains(text[j+1:], "\n") {
+			text = text[:j] // the next result's decision, printed over it
+		}
+		out[show[p[2]:p[3]]] = text
 	}
 	return out
 }

@@ -50,7 +50,7 @@ func permissionText(r permission.Record) string {
 	if r.Reason != "" {
 		what += " · " + r.Reason
 	}
-	return "[permission: " + what + "]"
+	return "[permission: " + visible(what) + "]" // one line, whatever a reason held
 }
 
 // answerWords is a person's answer as the terminal offered it.
