@@ -44,7 +44,7 @@ type Question struct {
 // Ruling is a Gate's answer on one call.
 type Ruling struct {
 	// Record is what was decided and by whom: its Decision is "allow" or
-	// "deny". It is handed to the dispatcher's Ruled hook, and stored
+	// "deny" (anything but "allow" denies). It is handed to the dispatcher's Ruled hook, and stored
 	// with the call's result (history.Part.Permission).
 	Record permission.Record
 	// Denial is, for a denied call, the text of its error result: what
@@ -112,7 +112,7 @@ func (d *Dispatcher) check(ctx context.Context, g Gate, calls []Call, ready []pr
 		in := p.input
 		c := calls[i]
 		c.Input = json.RawMessage(in)
-		rul, err := g.Check(ctx, Question{Tool: p.tool, Call: c})
+		rul, err := checkOne(ctx, g, Question{Tool: p.tool, Call: c})
 		switch {
 		case err != nil && ctx.Err() != nil:
 			verdicts[i], denied[i] = result.Error(notStartedWhy(c.Name)), true
@@ -148,6 +148,17 @@ func (d *Dispatcher) check(ctx context.Context, g Gate, calls []Call, ready []pr
 			d.settleNow(i, calls[i], verdicts[i], done)
 		}
 	}
+}
+
+// checkOne is g's ruling on q, a panic of the gate (or of the asker it
+// calls) an error: the call is denied, not the process ended.
+func checkOne(ctx context.Context, g Gate, q Question) (r Ruling, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = Ruling{}, fmt.Errorf("the gate panicked: %v", p)
+		}
+	}()
+	return g.Check(ctx, q)
 }
 
 // notStartedWhy is the result of a call that never started because the

@@ -277,3 +277,24 @@ func TestATimeoutStartsWhenItsCallStarts(t *testing.T) {
 		t.Errorf("the second call's deadline %v is not after the first call's end %v: its timeout started with the round", deadline, firstEnd)
 	}
 }
+
+// panicky is a gate that panics, as a broken asker might.
+type panicky struct{}
+
+func (panicky) Check(context.Context, Question) (Ruling, error) { panic("the terminal went away") }
+
+// A gate that panics denies the call, saying so; the process goes on and
+// the call does not run.
+func TestAGateThatPanicsDeniesTheCall(t *testing.T) {
+	var ran atomic.Bool
+	w := MustFunc("w", "Must not run.", func(ctx context.Context, _ struct{}) (any, error) {
+		ran.Store(true)
+		return "ran", nil
+	})
+	d := dispatcher(t, w)
+	d.Gate = panicky{}
+	out := d.Call(context.Background(), Call{ID: "a", Name: "w"})
+	if ran.Load() || !out.IsError || !strings.Contains(out.Text, "the gate panicked: the terminal went away") {
+		t.Fatalf("ran %v, result %+v; want not run, an error saying the gate panicked", ran.Load(), out)
+	}
+}
