@@ -197,7 +197,7 @@ func TestHistoryShowSaysWhoDecidedEachCallAndWhen(t *testing.T) {
 		{permission.Record{Decision: "allow", By: "default", Reason: "allowed by default: workspace--read only reads", At: at}, "[permission: allowed by default · 2026-12-05 10:42:03 · allowed by default: workspace--read only reads]"},
 		{permission.Record{Decision: "allow", By: "yes", At: at}, "[permission: allowed by --yes · 2026-12-05 10:42:03]"},
 		{permission.Record{Decision: "allow", By: "person", Answer: "allow_always", Rule: "allow go test *", At: at}, "[permission: allowed by a person (always), adding go test * · 2026-12-05 10:42:03]"},
-		{permission.Record{Decision: "allow", By: "session", Rule: "go test *", At: at}, "[permission: allowed by a person's answer earlier in the session (go test *) · 2026-12-05 10:42:03]"},
+		{permission.Record{Decision: "allow", By: "session", Rule: "allow go test * (an answer for this session)", At: at}, "[permission: allowed by a person's answer earlier in the session (go test *) · 2026-12-05 10:42:03]"},
 		{permission.Record{Decision: "deny", By: "person", Answer: "deny", Reason: "not now", At: at}, "[permission: denied by a person (no) · 2026-12-05 10:42:03 · not now]"},
 		{permission.Record{Decision: "deny", By: "timeout", At: at}, "[permission: denied: no answer came in time · 2026-12-05 10:42:03]"},
 		{permission.Record{Decision: "deny", By: "nobody", Reason: "asked by default; no one can be asked", At: at}, "[permission: denied: no one could be asked · 2026-12-05 10:42:03 · asked by default; no one can be asked]"},

@@ -212,6 +212,15 @@ func TestYesForTheSessionIsNotAskedAgainInTheProcess(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "log")); string(b) != "s\ns\n" {
 		t.Fatalf("the log holds %q; want both calls run", b)
 	}
+	out, _, _ := cli(t, "history", "show", conversationID(t, strings.ReplaceAll(term.text(), "\r", "")), "--workspace", dir)
+	for _, want := range []string{
+		"\n[permission: allowed by a person (yes, for the session), adding echo s · ",
+		"\n[permission: allowed by a person's answer earlier in the session (echo s) · ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in history show:\n%s", want, out)
+		}
+	}
 }
 
 func TestAlwaysIsWrittenToTheUsersFileAndNotAskedInANewProcess(t *testing.T) {

@@ -34,7 +34,7 @@ func permissionText(r permission.Record) string {
 	case "session":
 		what += " by a person's answer earlier in the session"
 		if r.Rule != "" {
-			what += " (" + r.Rule + ")"
+			what += " (" + strings.TrimSuffix(ruleText(r.Rule), " (an answer for this session)") + ")"
 		}
 	case "timeout":
 		what += ": no answer came in time"
