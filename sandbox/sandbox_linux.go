@@ -42,6 +42,9 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: the temp dir: %w", err)
 	}
+	if strings.Contains(tmp, "\n") {
+		return fmt.Errorf("sandbox: the temp dir %q has a newline in its name; set TMPDIR to another", tmp)
+	}
 	home, _ := os.UserHomeDir()
 	config, _ := os.UserConfigDir()
 	var denied []string
