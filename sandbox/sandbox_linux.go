@@ -103,7 +103,7 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	attr.GidMappingsEnableSetgroups = false
-	attr.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin}
+	attr.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin, capSetpcap}
 	cmd.SysProcAttr = attr
 	cmd.Env = env
 	cmd.Args = append([]string{supervisor.SandboxArg0, cmd.Path}, cmd.Args...)
@@ -112,6 +112,7 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 }
 
 const (
+	capSetpcap  = 8 // to empty the bounding set
 	capNetAdmin = 12
 	capSysAdmin = 21
 )
