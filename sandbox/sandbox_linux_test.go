@@ -43,6 +43,8 @@ func newWorld(t *testing.T) world {
 		"home/.myelin/mcp-tokens/t":  secret,
 		"ws/.git/config":             "[core]",
 		"ws/sub/.git/config":         "[core]",
+		"ws/vendor/lib/.git":         "gitdir: ../../.git/modules/lib",
+		"ws/.gitmodules":             "[submodule \"lib\"]\n\tpath = vendor/lib\n",
 		"ws/.myelin/history.db":      "store",
 		"ws/.mcp.json":               "{}",
 		"ws/src/main.go":             "package main",
@@ -135,6 +137,7 @@ func TestTheSandboxDeniesWhatOffAllows(t *testing.T) {
 		{"write outside the workspace", `echo pwned > ` + w.outside + `/file && cat ` + w.outside + `/file`, "pwned", "Permission denied"},
 		{"write .git/config", `echo pwned >> .git/config && cat .git/config`, "pwned", "Read-only file system"},
 		{"write a nested .git", `echo pwned >> sub/.git/config && cat sub/.git/config`, "pwned", "Read-only file system"},
+		{"write a submodule's .git file", `echo pwned >> vendor/lib/.git && cat vendor/lib/.git`, "pwned", "Read-only file system"},
 		{"move .git away", `mv .git moved && echo moved-it`, "moved-it", "Device or resource busy"},
 		{"write .myelin", `echo pwned > .myelin/history.db && cat .myelin/history.db`, "pwned", "Read-only file system"},
 		{"write .mcp.json", `echo pwned > .mcp.json && cat .mcp.json`, "pwned", "Read-only file system"},
@@ -174,7 +177,7 @@ func restore(t *testing.T, w world) {
 	}
 	os.Remove(filepath.Join(w.ws, "link"))
 	for path, content := range map[string]string{
-		".git/config": "[core]", "sub/.git/config": "[core]", ".myelin/history.db": "store", ".mcp.json": "{}",
+		".git/config": "[core]", "sub/.git/config": "[core]", "vendor/lib/.git": "gitdir: ../../.git/modules/lib", ".myelin/history.db": "store", ".mcp.json": "{}",
 	} {
 		if err := os.WriteFile(filepath.Join(w.ws, path), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
