@@ -66,7 +66,9 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 		spec.WriteByte(':')
 		spec.WriteString(path)
 	}
-	// Mounts first (the supervisor runs the records in order, Landlock last).
+	for _, w := range writable {
+		add(supervisor.OpMountRW, w)
+	}
 	for _, path := range protectedPaths(ws) {
 		if under(path, writable) {
 			add(supervisor.OpProtect, path)

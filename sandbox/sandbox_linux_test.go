@@ -134,7 +134,9 @@ func TestTheSandboxDeniesWhatOffAllows(t *testing.T) {
 		{"read .netrc", `cat "$HOME/.netrc"`, secret, "Permission denied"},
 		{"read a key through a symbolic link in the workspace", `ln -s "$HOME/.ssh/id_ed25519" link && cat link`, secret, "Permission denied"},
 		{"read a key through /proc/self/root", `cat "/proc/self/root$HOME/.ssh/id_ed25519"`, secret, "Permission denied"},
-		{"write outside the workspace", `echo pwned > ` + w.outside + `/file && cat ` + w.outside + `/file`, "pwned", "Permission denied"},
+		{"write outside the workspace", `echo pwned > ` + w.outside + `/file && cat ` + w.outside + `/file`, "pwned", "Read-only file system"},
+		{"change a file's mode outside the workspace", `chmod 666 ` + w.outside + `/file && stat -c %a ` + w.outside + `/file`, "666", "Read-only file system"},
+		{"change a secret's mode", `chmod 666 "$HOME/.ssh/id_ed25519" && stat -c %a "$HOME/.ssh/id_ed25519"`, "666", "Read-only file system"},
 		{"write .git/config", `echo pwned >> .git/config && cat .git/config`, "pwned", "Read-only file system"},
 		{"write a nested .git", `echo pwned >> sub/.git/config && cat sub/.git/config`, "pwned", "Read-only file system"},
 		{"write a submodule's .git file", `echo pwned >> vendor/lib/.git && cat vendor/lib/.git`, "pwned", "Read-only file system"},
@@ -144,7 +146,7 @@ func TestTheSandboxDeniesWhatOffAllows(t *testing.T) {
 		{"reach a server on the host's loopback", `exec 3<>/dev/tcp/127.0.0.1/` + port + ` && cat <&3`, "hello from outside", "Connection refused"},
 		{"read myelin's environment", `tr '\0' '\n' < /proc/` + me + `/environ | grep -c . && echo read`, "read", "Permission denied"},
 		{"look into myelin's root", `ls /proc/` + me + `/root/ >/dev/null && echo listed`, "listed", "Permission denied"},
-		{"make a user namespace and mount in it", `unshare -r -m sh -c 'mount -t tmpfs none src && echo mounted'`, "mounted", "ermission denied"},
+		{"make a user namespace and mount in it", `unshare -r -m sh -c 'mount -t tmpfs none src && echo mounted'`, "mounted", "unshare: "},
 	}
 	if supervisor.LandlockABI() >= 6 {
 		tests = append(tests, struct{ name, script, allowed, denied string }{
@@ -184,6 +186,8 @@ func restore(t *testing.T, w world) {
 		}
 	}
 	os.WriteFile(filepath.Join(w.outside, "file"), []byte("outside"), 0o644)
+	os.Chmod(filepath.Join(w.outside, "file"), 0o644)
+	os.Chmod(filepath.Join(w.home, ".ssh/id_ed25519"), 0o644)
 }
 
 // What a command needs stays allowed in the sandbox: the workspace, its
@@ -246,7 +250,7 @@ func TestReadOnlyWritesOnlyTheTempDir(t *testing.T) {
 	w := newWorld(t)
 	p := sandbox.Policy{Mode: sandbox.ReadOnly}
 	got, code := run(t, p, w.ws, `echo x > new.txt`)
-	if code == 0 || !strings.Contains(got, "Permission denied") {
+	if code == 0 || !strings.Contains(got, "Read-only file system") {
 		t.Errorf("read-only: writing the workspace gave exit %d, %q", code, got)
 	}
 	if got, code := run(t, off, w.ws, `echo x > new.txt && cat new.txt`); code != 0 || got != "x\n" {
