@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/child"
 	"github.com/myelin-run/myelin/child/supervisor"
@@ -400,5 +401,33 @@ func TestApplyRefusesBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Apply(%+v) = %v, want an error saying %q", tt.p, err, tt.want)
 		}
+	}
+}
+
+// The sandbox's mounts stay in its own mount namespace: as root, without
+// a user namespace, a shared / would carry them to the host's.
+func TestTheSandboxsMountsDoNotReachTheHost(t *testing.T) {
+	w := newWorld(t)
+	done := make(chan string, 1)
+	go func() {
+		out, _ := run(t, sandbox.Policy{}, w.ws, `touch ready; for i in $(seq 500); do [ -e stop ] && break; sleep 0.01; done; echo ok`)
+		done <- out
+	}()
+	for {
+		if _, err := os.Stat(filepath.Join(w.ws, "ready")); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	os.WriteFile(filepath.Join(w.ws, "stop"), nil, 0o644)
+	if out := <-done; out != "ok\n" {
+		t.Fatalf("the command: %q", out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(info), w.ws) || strings.Contains(string(info), "myelin-sandbox-") {
+		t.Errorf("the host's mounts show the sandbox's:\n%s", info)
 	}
 }

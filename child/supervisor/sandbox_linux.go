@@ -6,9 +6,9 @@ import (
 )
 
 // The sandbox, when SandboxEnv is set (package sandbox writes it): the
-// supervisor was started in a user and mount namespace of its own (and a
-// network namespace unless the network is allowed), where it holds the
-// capabilities to mount. On its main thread, the one that forks the
+// supervisor was started in a mount namespace of its own (and a network
+// namespace unless the network is allowed), and in a user namespace too
+// unless myelin runs as root, where it holds the capabilities to mount. On its main thread, the one that forks the
 // command, it
 //
 //  1. makes the command's private temp dir (TMPDIR);
@@ -159,6 +159,12 @@ func setUpSandbox(spec string) (tmp string, why string) {
 	wd, err := syscall.Getwd()
 	if err != nil {
 		return fail("finding the working directory", err)
+	}
+	// No mount made here reaches the mount namespace myelin is in (a
+	// shared /, as systemd makes it): without a user namespace (root)
+	// the new namespace's mounts would propagate back.
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_SLAVE, ""); err != nil {
+		return fail("keeping the mounts to this namespace", err)
 	}
 	var writable []string
 	for _, r := range rules {
