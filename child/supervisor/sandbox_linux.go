@@ -190,8 +190,14 @@ func setUpSandbox(spec string) (tmp string, why string) {
 		return fail("making the file system read-only", err)
 	}
 	for _, dir := range writable {
-		// One that was read-only before (a read-only file system) stays so.
-		if err := mountSetattr(dir, 0, 0, mountAttrRdonly); err != nil && err != syscall.EPERM {
+		// With the mounts below it; where one of them was read-only
+		// before (a read-only file system), which may not be undone, the
+		// directory's own mount only; and where that one was, it stays so.
+		err := mountSetattr(dir, atRecursive, 0, mountAttrRdonly)
+		if err == syscall.EPERM {
+			err = mountSetattr(dir, 0, 0, mountAttrRdonly)
+		}
+		if err != nil && err != syscall.EPERM {
 			return fail("making "+dir+" writable", err)
 		}
 	}
