@@ -23,8 +23,9 @@ func init() {
 
 // run is the supervisor: it starts the command given by its arguments
 // (os.Args[1] the path, the rest its argv), as a child in a process group
-// of its own, becomes the subreaper of everything below it, and waits for
-// the command's end or myelin's word.
+// of its own (a session of its own when sandboxed, after setting the
+// sandbox up: sandbox_linux.go), becomes the subreaper of everything
+// below it, and waits for the command's end or myelin's word.
 func run(fdv string) int {
 	first := atoi(fdv)
 	if first < 3 {
