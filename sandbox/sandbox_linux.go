@@ -59,6 +59,18 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 		}
 	}
 
+	for i, w := range writable {
+		for _, d := range denied {
+			if within(w, d) {
+				what := "the writable directory " + w
+				if i == 0 && p.Mode != ReadOnly {
+					what = "the workspace " + w
+				}
+				return fmt.Errorf("sandbox: %s is in %s, one of the user's secrets, which commands may neither read nor write; choose a directory outside it", what, d)
+			}
+		}
+	}
+
 	var spec strings.Builder
 	add := func(op byte, path string) {
 		spec.WriteByte(op)
@@ -69,7 +81,9 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	for _, w := range writable {
 		add(supervisor.OpMountRW, w)
 	}
-	for _, path := range protectedPaths(ws) {
+	// A secret in a writable directory (the home as workspace) is
+	// read-only as a mount too: Landlock does not rule chmod.
+	for _, path := range append(protectedPaths(ws), denied...) {
 		if under(path, writable) {
 			add(supervisor.OpProtect, path)
 		}

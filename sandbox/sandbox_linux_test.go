@@ -396,6 +396,7 @@ func TestApplyRefusesBadInput(t *testing.T) {
 		{sandbox.Policy{Writable: []string{"rel/dir"}}, `"rel/dir" is not an absolute path`},
 		{sandbox.Policy{Writable: []string{w.outside + "/missing"}}, "missing"},
 		{sandbox.Policy{Env: []string{"A=B"}}, `"A=B" is not the name of an environment variable`},
+		{sandbox.Policy{Writable: []string{w.home + "/.ssh"}}, "is in " + w.home + "/.ssh, one of the user's secrets"},
 	} {
 		err := tt.p.Apply(exec.Command("true"), w.ws)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -429,5 +430,30 @@ func TestTheSandboxsMountsDoNotReachTheHost(t *testing.T) {
 	}
 	if strings.Contains(string(info), w.ws) || strings.Contains(string(info), "myelin-sandbox-") {
 		t.Errorf("the host's mounts show the sandbox's:\n%s", info)
+	}
+}
+
+// A workspace that holds the user's secrets (the home itself) is
+// writable, and its secrets stay unreadable, unwritable and their modes
+// unchanged; the rest of it is read and written as usual.
+func TestSecretsInTheWorkspaceStaySecret(t *testing.T) {
+	w := newWorld(t)
+	script := `cat .ssh/id_ed25519; echo more >> .ssh/id_ed25519; chmod 600 .netrc; cat .aws/credentials; ` +
+		`echo ok > .config/editor/new.txt && cat .config/editor/new.txt; cat .gitconfig; echo`
+	got, _ := run(t, off, w.home, script)
+	if strings.Count(got, secret) != 2 || !strings.Contains(got, "ok\nreadable gitconfig") {
+		t.Fatalf("with the sandbox off: %q: the test proves nothing", got)
+	}
+	os.WriteFile(filepath.Join(w.home, ".ssh/id_ed25519"), []byte(secret), 0o644)
+	os.Chmod(filepath.Join(w.home, ".netrc"), 0o644)
+	got, _ = run(t, sandbox.Policy{}, w.home, script)
+	if strings.Contains(got, secret) || !strings.Contains(got, "ok\nreadable gitconfig") {
+		t.Errorf("in the sandbox with the home as workspace: %q", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.home, ".ssh/id_ed25519")); string(b) != secret {
+		t.Errorf("the key was written: %q", b)
+	}
+	if st, _ := os.Stat(filepath.Join(w.home, ".netrc")); st.Mode().Perm() != 0o644 {
+		t.Errorf(".netrc's mode was changed to %v", st.Mode().Perm())
 	}
 }
