@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"os/exec"
@@ -21,6 +22,11 @@ import (
 func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	if abi := supervisor.LandlockABI(); abi < 1 {
 		return unavailable("the kernel offers no Landlock: it needs Linux 5.13 or later with Landlock enabled (lsm=…,landlock)")
+	}
+	if os.Geteuid() != 0 {
+		if why := userNamespacesRefused(); why != "" {
+			return unavailable(why)
+		}
 	}
 	ws, err := realDir(workspace)
 	if err != nil {
@@ -137,6 +143,23 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	cmd.Path = "/proc/self/exe"
 	return nil
 }
+
+// userNamespacesRefused says why this system refuses a user namespace to
+// a user, as its settings say, or "" (it is read once: the settings
+// rarely change, and a refusal they do not show is reported when the
+// supervisor fails).
+var userNamespacesRefused = sync.OnceValue(func() string {
+	for _, c := range []struct{ file, refused, why string }{
+		{"/proc/sys/user/max_user_namespaces", "0", "user namespaces are turned off (user.max_user_namespaces = 0)"},
+		{"/proc/sys/kernel/unprivileged_userns_clone", "0", "user namespaces are refused to users (kernel.unprivileged_userns_clone = 0)"},
+		{"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1", "AppArmor keeps users' namespaces from mounting (kernel.apparmor_restrict_unprivileged_userns = 1)"},
+	} {
+		if b, err := os.ReadFile(c.file); err == nil && strings.TrimSpace(string(b)) == c.refused {
+			return c.why
+		}
+	}
+	return ""
+})
 
 const (
 	capSetpcap  = 8 // to empty the bounding set
