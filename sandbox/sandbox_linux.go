@@ -4,20 +4,20 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
-	"os/exec"
-
 	"github.com/myelin-run/myelin/child/supervisor"
 )
 
 // apply prepares cmd for the supervisor (package child/supervisor, which
-// says what it does with the spec): new user and mount namespaces, a new
-// network namespace unless p.Network, and the spec of what the command
+// says what it does with the spec): a new mount namespace, a user
+// namespace unless myelin runs as root, a network namespace unless
+// p.Network, and the spec of what the command
 // may read and write.
 func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	if abi := supervisor.LandlockABI(); abi < 1 {
