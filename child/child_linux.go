@@ -111,7 +111,7 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 			}
 		}
 		if sandboxed {
-			return nil, fmt.Errorf("child: starting %s in new user, mount and network namespaces (the sandbox's): %w: %w; run with --sandbox off to run commands unconfined", path, sandbox.ErrUnavailable, err)
+			return nil, fmt.Errorf("child: starting %s in namespaces of its own, for the sandbox: %w: %w; run with --sandbox off to run commands unconfined", path, sandbox.ErrUnavailable, err)
 		}
 		return nil, fmt.Errorf("child: starting the supervisor of %s: %w", path, err)
 	}

@@ -17,8 +17,7 @@ import (
 // apply prepares cmd for the supervisor (package child/supervisor, which
 // says what it does with the spec): a new mount namespace, a user
 // namespace unless myelin runs as root, a network namespace unless
-// p.Network, and the spec of what the command
-// may read and write.
+// p.Network, and the spec of what the command may read and write.
 func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	if abi := supervisor.LandlockABI(); abi < 1 {
 		return unavailable("the kernel offers no Landlock: it needs Linux 5.13 or later with Landlock enabled (lsm=…,landlock)")
