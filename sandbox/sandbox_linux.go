@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,13 +41,6 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 		}
 		writable = append(writable, d)
 	}
-	tmp, err := realDir(os.TempDir())
-	if err != nil {
-		return fmt.Errorf("sandbox: the temp dir: %w", err)
-	}
-	if strings.Contains(tmp, "\n") {
-		return fmt.Errorf("sandbox: the temp dir %q has a newline in its name; set TMPDIR to another", tmp)
-	}
 	home, _ := os.UserHomeDir()
 	config, _ := os.UserConfigDir()
 	var denied []string
@@ -77,12 +69,7 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	}
 
 	var spec strings.Builder
-	add := func(op byte, path string) {
-		spec.WriteByte(op)
-		spec.WriteString(strconv.Itoa(len(path)))
-		spec.WriteByte(':')
-		spec.WriteString(path)
-	}
+	add := func(op byte, path string) { spec.WriteString(supervisor.Record(op, path)) }
 	for _, w := range writable {
 		add(supervisor.OpMountRW, w)
 	}
@@ -99,7 +86,6 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	if !p.Network {
 		add(supervisor.OpLoopback, "")
 	}
-	add(supervisor.OpTempBase, tmp)
 	for _, r := range ruleTree(supervisor.OpRead, "/", denied) {
 		add(r.op, r.path)
 	}

@@ -367,6 +367,8 @@ func TestWithoutASandboxTheCommandIsRefusedNamingSandboxOff(t *testing.T) {
 // symbolic link between Apply and the start.
 func TestASandboxThatCannotBeSetUpRefusesTheCommand(t *testing.T) {
 	w := newWorld(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	cmd := exec.Command("bash", "-c", "echo ran > ran")
 	cmd.Dir = w.ws
 	if err := (sandbox.Policy{}).Apply(cmd, w.ws); err != nil {
@@ -383,6 +385,9 @@ func TestASandboxThatCannotBeSetUpRefusesTheCommand(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(w.ws, "ran")); err == nil {
 		t.Error("the command ran")
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the refused command's temp dir is left in %s: %v", tmp, left)
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 // unless myelin runs as root, where it holds the capabilities to mount. On its main thread, the one that forks the
 // command, it
 //
-//  1. makes the command's private temp dir (TMPDIR);
-//  2. makes every mount read-only but the writable directories (so that
+//  1. keeps the command's temp dir (TMPDIR, made by myelin) writable and
+//     makes every mount read-only but the writable directories (so that
 //     chmod, chown, utimes and extended attributes, which Landlock does
 //     not rule, are refused outside them too), bind-mounts the protected
 //     paths read-only (Landlock cannot carve a read-only hole out of a
@@ -39,7 +39,7 @@ const (
 	OpDevice   = 'f' // read and write a device file (/dev/null), no ioctl
 	OpProtect  = 'p' // bind-mount the path read-only over itself
 	OpShm      = 's' // mount a private tmpfs on the directory, writable
-	OpTempBase = 't' // make the command's temp dir in this directory
+	OpTemp     = 't' // the command's temp dir (TMPDIR), made by myelin: writable
 	OpMountRW  = 'm' // keep the directory writable when the rest is made read-only
 	OpLoopback = 'l' // bring the network namespace's loopback up (no path)
 )
@@ -52,6 +52,11 @@ const SandboxFailed = "the sandbox could not be set up: "
 type rule struct {
 	op   byte
 	path string
+}
+
+// Record is one record of a spec: op and path.
+func Record(op byte, path string) string {
+	return string(op) + itoa(len(path)) + ":" + path
 }
 
 // parseSpec reads the records of a spec.
@@ -138,8 +143,8 @@ func handledFS(abi int) uint64 {
 }
 
 // setUpSandbox applies the spec to the calling thread (which must be the
-// one that forks the command) and returns the command's temp dir, or an
-// error saying what failed.
+// one that forks the command) and returns the command's temp dir, or why
+// it failed.
 func setUpSandbox(spec string) (tmp string, why string) {
 	rules, ok := parseSpec(spec)
 	if !ok {
@@ -150,7 +155,6 @@ func setUpSandbox(spec string) (tmp string, why string) {
 		return "", "the kernel offers no Landlock (it is not built in, or not enabled with lsm=…,landlock)"
 	}
 	fail := func(what string, err error) (string, string) {
-		removeAll(tmp)
 		return "", what + ": " + err.Error()
 	}
 	// The working directory is looked up again once the mounts are made,
@@ -169,10 +173,8 @@ func setUpSandbox(spec string) (tmp string, why string) {
 	var writable []string
 	for _, r := range rules {
 		switch r.op {
-		case OpTempBase:
-			if tmp, err = makeTemp(r.path); err != nil {
-				return fail("making a temp dir in "+r.path, err)
-			}
+		case OpTemp:
+			tmp = r.path
 			writable = append(writable, tmp)
 		case OpMountRW:
 			writable = append(writable, r.path)
@@ -227,7 +229,6 @@ func setUpSandbox(spec string) (tmp string, why string) {
 		rules = append(rules, rule{OpWrite, tmp})
 	}
 	if err := landlock(abi, rules); err != "" {
-		removeAll(tmp)
 		return "", err
 	}
 	return tmp, ""
@@ -308,37 +309,6 @@ func loopbackUp() error {
 		return e
 	}
 	return nil
-}
-
-// makeTemp makes a new directory of mode 0700 in base.
-func makeTemp(base string) (string, error) {
-	for tries := 0; ; tries++ {
-		var b [8]byte
-		fd, err := syscall.Open("/dev/urandom", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			return "", err
-		}
-		n, err := syscall.Read(fd, b[:])
-		syscall.Close(fd)
-		if n != len(b) {
-			if err == nil {
-				err = syscall.EIO
-			}
-			return "", err
-		}
-		name := base + "/myelin-sandbox-"
-		for _, c := range b {
-			name += string("0123456789abcdef"[c>>4]) + string("0123456789abcdef"[c&15])
-		}
-		err = syscall.Mkdir(name, 0o700)
-		if err == syscall.EEXIST && tries < 10 {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		return name, nil
-	}
 }
 
 // removeAll removes path and everything below it, never following a
