@@ -8,20 +8,21 @@ import (
 // The sandbox, when SandboxEnv is set (package sandbox writes it): the
 // supervisor was started in a mount namespace of its own (and a network
 // namespace unless the network is allowed), and in a user namespace too
-// unless myelin runs as root, where it holds the capabilities to mount. On its main thread, the one that forks the
-// command, it
+// unless myelin runs as root, where it holds the capabilities to mount.
+// On its main thread, the one that forks the command, it
 //
-//  1. keeps the command's temp dir (TMPDIR, made by myelin) writable and
-//     makes every mount read-only but the writable directories (so that
-//     chmod, chown, utimes and extended attributes, which Landlock does
-//     not rule, are refused outside them too), bind-mounts the protected
-//     paths read-only (Landlock cannot carve a read-only hole out of a
-//     writable tree), mounts a private tmpfs on /dev/shm and brings the
-//     namespace's loopback up;
-//  3. empties its capability bounding and inheritable sets, so that the
-//     command gets no capability at exec, even as root, and sets
+//  1. makes its mounts slaves (none reaches myelin's namespace), makes
+//     every mount read-only but the writable directories and the
+//     command's temp dir (TMPDIR, made by myelin), so that chmod, chown,
+//     utimes and extended attributes, which Landlock does not rule, are
+//     refused outside them too; bind-mounts the protected paths read-only
+//     (Landlock cannot carve a read-only hole out of a writable tree);
+//     mounts a private tmpfs on /dev/shm; brings the namespace's loopback
+//     up;
+//  2. empties its capability bounding, ambient and inheritable sets, so
+//     that the command gets no capability at exec, even as root, and sets
 //     no_new_privs (set-user-ID bits and file capabilities do nothing);
-//  4. restricts itself with Landlock to the rules of the spec: reads,
+//  3. restricts itself with Landlock to the rules of the spec: reads,
 //     writes, and where the kernel has them (ABI 6), no signals to
 //     processes outside and no abstract unix sockets outside.
 //
