@@ -31,7 +31,8 @@ const (
 	// protected paths) and its temp dir; it reads the system, not the
 	// user's secrets.
 	WorkspaceWrite Mode = "workspace-write"
-	// ReadOnly lets a command write only its temp dir.
+	// ReadOnly lets a command write only its temp dir (and
+	// Policy.Writable, which the user named).
 	ReadOnly Mode = "read-only"
 	// Off runs commands unconfined, with the user's rights: only when the
 	// user says so (--sandbox off).
