@@ -29,6 +29,9 @@ func newWorld(t *testing.T) world {
 	if supervisor.LandlockABI() < 1 {
 		t.Skip("the kernel offers no Landlock")
 	}
+	if err := (sandbox.Policy{}).Apply(exec.Command("true"), t.TempDir()); errors.Is(err, sandbox.ErrUnavailable) {
+		t.Skipf("no sandbox on this machine: %v", err)
+	}
 	root := t.TempDir()
 	w := world{home: filepath.Join(root, "home"), ws: filepath.Join(root, "ws"), outside: filepath.Join(root, "outside")}
 	for path, content := range map[string]string{
@@ -155,6 +158,11 @@ func TestTheSandboxDeniesWhatOffAllows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if strings.HasPrefix(tt.script, "unshare") {
+				if _, err := exec.LookPath("unshare"); err != nil {
+					t.Skip("no unshare(1) here")
+				}
+			}
 			defer restore(t, w)
 			got, code := run(t, off, w.ws, tt.script)
 			if !strings.Contains(got, tt.allowed) {
