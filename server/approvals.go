@@ -153,10 +153,14 @@ func (s *Server) Ask(ctx context.Context, r approval.Request) (approval.Answer, 
 	case <-timer.C:
 		why, err = fmt.Sprintf("no answer within %v (the server's approval timeout, --approval-timeout)", timeout), approval.ErrExpired
 	case <-ctx.Done():
-		err = context.Cause(ctx)
-		why = "the call ended before an answer came: " + err.Error()
-		if errors.Is(err, errCancelled) || errors.Is(err, errClosing) {
-			why = "the turn ended before an answer came: " + err.Error()
+		cause := context.Cause(ctx)
+		why = "the call ended before an answer came: " + cause.Error()
+		if errors.Is(cause, errCancelled) || errors.Is(cause, errClosing) {
+			why = "the turn ended before an answer came: " + cause.Error()
+		}
+		err = ctx.Err() // context.Canceled or DeadlineExceeded, as a Gate returns it
+		if cause != err {
+			err = fmt.Errorf("%w (%w)", err, cause)
 		}
 	case <-s.ended:
 		why, err = "the server stopped before an answer came", approval.ErrNoOne

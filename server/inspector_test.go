@@ -353,3 +353,63 @@ func TestTheInspectorShowsWhatTheModelReadAsTextWithTheRawBlockOnAToggle(t *test
 		t.Fatalf("the answer's two texts read %q, want them apart", got)
 	}
 }
+
+// A call waiting for approval shows on the page with the command, the
+// part asked about and the rule allow_session adds; Deny with a reason
+// is answered as such, and Allow for this conversation lets the turn go
+// on: the page answers over the API, as a client does.
+func TestTheInspectorAnswersAnApprovalAndTheTurnProceeds(t *testing.T) {
+	ctx := browser(t)
+	f := newApprovalFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c_deny", Name: "ask--run", Input: `{}`}}},
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c_ask", Name: "ask--run", Input: `{"rule":"rm -rf /tmp/*"}`}}},
+		providertest.Step{Text: "cleaned up"},
+	)
+	id := f.newConversation()
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/?conversation="+id)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page watching the conversation", `document.getElementById("status").textContent === "watching `+id+`"`)
+	if err := chromedp.Do(ctx, chromedp.SetValue(`#prompt`, "clean up"), chromedp.Click(`#start-turn`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// the first call: no rule covers it beyond itself, so no allow_session;
+	// denied with a reason
+	box := `document.querySelector('.approval[data-call="c_deny"]')`
+	waitFor(t, ctx, "the first approval", box+` !== null`)
+	if got := text(t, ctx, box+`.querySelector(".approval-command").textContent`); got != "go test ./... && rm -rf /tmp/x" {
+		t.Fatalf("the approval shows the command %q", got)
+	}
+	if got := text(t, ctx, box+`.querySelector(".approval-part").textContent`); got != "rm -rf /tmp/x" {
+		t.Fatalf("the approval shows the part asked about as %q", got)
+	}
+	if got := text(t, ctx, `String(`+box+`.querySelector("button.allow-session"))`); got != "null" {
+		t.Fatalf("an approval without a rule offers allow_session: %s", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(`.approval[data-call="c_deny"] .deny-reason`, "not now"), chromedp.Click(`.approval[data-call="c_deny"] button.deny`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// the second: allowed for the conversation, and the turn goes on
+	box = `document.querySelector('.approval[data-call="c_ask"]')`
+	waitFor(t, ctx, "the second approval", box+` !== null`)
+	if got := text(t, ctx, box+`.querySelector("button.allow-session").textContent`); got != "Allow for this conversation (rm -rf /tmp/*)" {
+		t.Fatalf("the allow_session button reads %q", got)
+	}
+	screenshot(t, ctx, t.TempDir(), "inspector-approval.png")
+	if err := chromedp.Do(ctx, chromedp.Click(`.approval[data-call="c_ask"] button.allow-session`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the turn's end", `document.getElementById("live-state").textContent.startsWith("finished: end_turn")`)
+	waitFor(t, ctx, "both results in the timeline", `document.querySelector('[data-call="c_ask"] .pane.stored pre') !== null && document.querySelector('[data-call="c_deny"] .pane.stored pre') !== null`)
+	if got := text(t, ctx, `document.querySelector('[data-call="c_deny"] .pane.stored pre').textContent`); got != `deny "not now" by=api err=<nil>` {
+		t.Fatalf("the denied call got %q", got)
+	}
+	if got := text(t, ctx, `document.querySelector('[data-call="c_ask"] .pane.stored pre').textContent`); got != `allow_session "" by=api err=<nil>` {
+		t.Fatalf("the allowed call got %q", got)
+	}
+	if n := text(t, ctx, `String(document.querySelectorAll(".approval").length)`); n != "0" {
+		t.Fatalf("%s approvals still shown after both were answered", n)
+	}
+}
