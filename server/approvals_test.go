@@ -292,3 +292,16 @@ func TestAnApprovalIsAnsweredThroughAnotherProcessSharingTheEvents(t *testing.T)
 		t.Fatalf("a call of another rule: %+v, %v; want it asked (and expired)", ans, err)
 	}
 }
+
+// A wait ended by the call's context returns the context's error, as a
+// tool.Gate must (the call is then cancelled, no decision stored), with
+// its cause.
+func TestAnApprovalEndedByItsContextReturnsTheContextsErrorAndCause(t *testing.T) {
+	f := newFixture(t)
+	ctx, cancel := context.WithCancelCause(turnContext(context.Background(), "conv_x", "turn_x", nil))
+	cancel(errCancelled)
+	_, err := f.srv.Ask(ctx, approval.Request{Tool: "shell--run"})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, errCancelled) {
+		t.Fatalf("Ask under a cancelled context returned %v; want context.Canceled and the cause", err)
+	}
+}
