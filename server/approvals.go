@@ -357,22 +357,17 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		seen[a.id] = true
 	}
 	if s.Events != nil {
-		datas, err := s.pendingAcross(r.Context(), kindApproval, id)
+		datas, left, err := s.pendingAcross(r.Context(), kindApproval, id, seen, now)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-		for _, data := range datas {
+		for i, data := range datas {
 			var ev approvalEvent
-			if json.Unmarshal(data, &ev) != nil || seen[ev.ID] {
-				continue
+			if json.Unmarshal(data, &ev) == nil {
+				ev.TimeoutMS = left[i]
+				out.Approvals = append(out.Approvals, ev)
 			}
-			t, err := time.Parse(time.RFC3339Nano, ev.Expires)
-			if err != nil || !now.Before(t) {
-				continue
-			}
-			ev.TimeoutMS = t.Sub(now).Milliseconds()
-			out.Approvals = append(out.Approvals, ev)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -301,19 +301,35 @@ func checkAnswer(e *mcp.Elicitation, eid string, in ElicitationAnswer) (mcp.Answ
 type PendingElicitation = elicitationEvent
 
 // listElicitations serves the conversation's elicitations waiting for an
-// answer on this server, oldest first: for a client that comes after
-// their events.
+// answer, oldest first: this server's, and with a shared event log those
+// other processes wait on; for a client that comes after their events.
 func (s *Server) listElicitations(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, ok := s.found(w, r, id); !ok {
 		return
 	}
-	pending := s.asks.pending(kindElicitation, id)
 	out := struct {
 		Elicitations []PendingElicitation `json:"elicitations"`
 	}{Elicitations: []PendingElicitation{}}
-	for _, a := range pending {
-		out.Elicitations = append(out.Elicitations, eventOf(a, time.Now()))
+	now := time.Now()
+	seen := map[string]bool{}
+	for _, a := range s.asks.pending(kindElicitation, id) {
+		out.Elicitations = append(out.Elicitations, eventOf(a, now))
+		seen[a.id] = true
+	}
+	if s.Events != nil {
+		datas, left, err := s.pendingAcross(r.Context(), kindElicitation, id, seen, now)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		for i, data := range datas {
+			var ev elicitationEvent
+			if json.Unmarshal(data, &ev) == nil {
+				ev.TimeoutMS = left[i]
+				out.Elicitations = append(out.Elicitations, ev)
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

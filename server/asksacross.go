@@ -243,18 +243,20 @@ func (s *Server) passOn(w http.ResponseWriter, r *http.Request, conv, typ string
 	return true
 }
 
-// pendingAcross are the data of the events that asked conversation
-// conv's asks of kind which no later event ended, oldest first: those
-// any process sharing the log waits on (the caller leaves out those past
-// their expires: the process that asked may have died).
-func (s *Server) pendingAcross(ctx context.Context, kind, conv string) ([]json.RawMessage, error) {
+// pendingAcross are the asks of kind of conversation conv that any
+// process sharing the log waits on, oldest first: the data of each event
+// that asked one which no later event ended, with the milliseconds left
+// before it expires. Those in seen (this process's own, listed already)
+// and those past their expires (the process that asked may have died)
+// are left out.
+func (s *Server) pendingAcross(ctx context.Context, kind, conv string, seen map[string]bool, now time.Time) ([]json.RawMessage, []int64, error) {
 	types := askEventsOf(kind)
 	var order []string
 	asked := map[string]json.RawMessage{}
 	for after := int64(0); ; {
 		page, err := s.log.Since(ctx, conv, after)
 		if err != nil {
-			return nil, fmt.Errorf("reading the events of conversation %s: %w", conv, err)
+			return nil, nil, fmt.Errorf("reading the events of conversation %s: %w", conv, err)
 		}
 		if len(page.Events) == 0 {
 			break
@@ -280,12 +282,26 @@ func (s *Server) pendingAcross(ctx context.Context, kind, conv string) ([]json.R
 			}
 		}
 	}
-	var out []json.RawMessage
+	var datas []json.RawMessage
+	var left []int64
 	for _, id := range order {
-		if data, ok := asked[id]; ok {
-			out = append(out, data)
-			delete(asked, id)
+		data, ok := asked[id]
+		if !ok || seen[id] {
+			continue
 		}
+		delete(asked, id)
+		var head struct {
+			Expires string `json:"expires"`
+		}
+		if json.Unmarshal(data, &head) != nil {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, head.Expires)
+		if err != nil || !now.Before(t) {
+			continue
+		}
+		datas = append(datas, data)
+		left = append(left, t.Sub(now).Milliseconds())
 	}
-	return out, nil
+	return datas, left, nil
 }
