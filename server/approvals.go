@@ -315,6 +315,8 @@ func (s *Server) answerApprovalAcross(w http.ResponseWriter, r *http.Request, co
 		ended = fmt.Sprintf("approval %s has ended: %s; the call was denied", aid, found.reason)
 	case EventApprovalAnswered, EventApprovalReply:
 		ended = fmt.Sprintf("approval %s was answered already (%s)", aid, found.decision)
+	case EventTurnStarted:
+		ended = fmt.Sprintf("approval %s has ended: a turn of the conversation started after it, so the process that asked it no longer runs its turn (it stopped or handed the turn on); its call did not run", aid)
 	default:
 		if at := expiredAt(asked.Expires); at != "" {
 			ended = fmt.Sprintf("approval %s has ended: %s; the call was denied", aid, at)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/approval"
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/tool"
 )
@@ -303,5 +304,77 @@ func TestAnApprovalEndedByItsContextReturnsTheContextsErrorAndCause(t *testing.T
 	_, err := f.srv.Ask(ctx, approval.Request{Tool: "shell--run"})
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, errCancelled) {
 		t.Fatalf("Ask under a cancelled context returned %v; want context.Canceled and the cause", err)
+	}
+}
+
+// A call that waited for approval when its process died (its approval
+// event in the shared log, the call stored without a result) is answered
+// interrupted by the conversation's next turn, and never run; the
+// approval is no longer listed, and an answer to it is a 409 saying its
+// turn is gone.
+func TestACallWaitingForApprovalWhenItsProcessDiedIsAnsweredInterruptedAndNeverRun(t *testing.T) {
+	f := newApprovalFixture(t, providertest.Step{Text: "starting over"})
+	ran := 0
+	if err := f.srv.Agent.Tools.Add(tool.MustFunc("clean--run", "Cleans.", func(context.Context, struct{}) (any, error) { ran++; return "cleaned", nil })); err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Events = newMemoryEvents(0, 0, 0) // shared: it outlives the process that died
+	id := f.newConversation()
+	ctx := context.Background()
+	if err := f.store.Append(ctx, id,
+		history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "clean up"}}},
+		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "c1", Name: "clean--run", Input: json.RawMessage(`{}`)}}},
+	); err != nil {
+		t.Fatal(err)
+	}
+	// what the process that died had emitted: the call's approval
+	dead := newAsk(kindApproval, "approval_dead", id, "turn_dead", time.Hour)
+	dead.req, dead.call = approval.Request{Tool: "clean--run", Input: json.RawMessage(`{}`)}, "c1"
+	f.srv.emit(id, EventApproval, approvalEventOf(dead, time.Now()))
+	// and an MCP server's question of another call: the same holds for it
+	f.srv.emit(id, EventElicitation, elicitationEvent{ID: "elicit_dead", Server: "s", Message: "?", Mode: "url", URL: "https://example.test", TimeoutMS: 1, Expires: dead.expires.UTC().Format(time.RFC3339Nano)})
+	if _, body := f.do("GET", "/v1/conversations/"+id+"/approvals", ""); !strings.Contains(string(body), "approval_dead") {
+		t.Fatalf("before any turn starts, the approval is not listed: %s", body)
+	}
+
+	w := f.watch(id)
+	f.startTurn(id, "go on")
+	evs := w.until(t, EventTurnFinished)
+	for _, e := range evs {
+		if e.Type == EventApproval && !strings.Contains(string(e.Data), "approval_dead") {
+			t.Fatalf("the recovered call was asked about again: %s", e.Data)
+		}
+	}
+	if ran != 0 {
+		t.Fatalf("the call that waited for approval ran %d time(s) on recovery", ran)
+	}
+	msgs, err := f.store.Messages(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answered *history.Part
+	for _, m := range msgs {
+		for i, p := range m.Parts {
+			if p.Type == history.ToolResultPart && p.CallID == "c1" {
+				answered = &m.Parts[i]
+			}
+		}
+	}
+	if answered == nil || !answered.IsError || !strings.Contains(answered.Text, "interrupted") {
+		t.Fatalf("the call is answered %+v, want an error saying it was interrupted", answered)
+	}
+	if _, body := f.do("GET", "/v1/conversations/"+id+"/approvals", ""); strings.Contains(string(body), "approval_dead") {
+		t.Fatalf("the dead process's approval is listed after a turn started: %s", body)
+	}
+	status, body := f.do("POST", "/v1/conversations/"+id+"/approvals/approval_dead", `{"decision":"allow_once"}`)
+	if status != http.StatusConflict || !strings.Contains(string(body), "a turn of the conversation started after it") {
+		t.Fatalf("an answer to the dead process's approval: %d %s, want 409", status, body)
+	}
+	if _, body := f.do("GET", "/v1/conversations/"+id+"/elicitations", ""); strings.Contains(string(body), "elicit_dead") {
+		t.Fatalf("the dead process's elicitation is listed after a turn started: %s", body)
+	}
+	status, body = f.do("POST", "/v1/conversations/"+id+"/elicitations/elicit_dead", `{"action":"accept"}`)
+	if status != http.StatusConflict || !strings.Contains(string(body), "a turn of the conversation started after it") {
+		t.Fatalf("an answer to the dead process's elicitation: %d %s, want 409", status, body)
 	}
 }

@@ -114,7 +114,11 @@ type askedAcross struct {
 	// none.
 	asked json.RawMessage
 	// endedBy is the type of the last event that ended it ("" while it
-	// is pending); action, decision and reason are that event's.
+	// is pending); action, decision and reason are that event's. A
+	// turn.started after it ends it too: a conversation has one writer,
+	// so a turn that started since (another turn, or its own taken up
+	// again after its process died or handed it back) means the process
+	// that asked no longer runs the turn it asked in.
 	endedBy                  string
 	action, decision, reason string
 }
@@ -135,6 +139,11 @@ func (s *Server) findAcross(ctx context.Context, kind, conv, id string) (askedAc
 			after = ev.Seq
 			switch ev.Type {
 			case types.asked, types.answered, types.expired, types.reply:
+			case EventTurnStarted:
+				if found.asked != nil && found.endedBy == "" {
+					found.endedBy = EventTurnStarted // its process no longer runs its turn
+				}
+				continue
 			default:
 				continue
 			}
@@ -194,6 +203,8 @@ func (s *Server) answerAcross(w http.ResponseWriter, r *http.Request, conv, eid 
 		ended = fmt.Sprintf("elicitation %s has ended: %s; the MCP server was sent %q", eid, found.reason, found.action)
 	case EventElicitationAnswered, EventElicitationReply:
 		ended = fmt.Sprintf("elicitation %s was answered already (%s)", eid, found.action)
+	case EventTurnStarted:
+		ended = fmt.Sprintf("elicitation %s has ended: a turn of the conversation started after it, so the process that asked it no longer runs its turn (it stopped or handed the turn on)", eid)
 	default:
 		if at := expiredAt(asked.Expires); at != "" {
 			ended = fmt.Sprintf("elicitation %s has ended: %s", eid, at)
@@ -245,8 +256,8 @@ func (s *Server) passOn(w http.ResponseWriter, r *http.Request, conv, typ string
 
 // pendingAcross are the asks of kind of conversation conv that any
 // process sharing the log waits on, oldest first: the data of each event
-// that asked one which no later event ended, with the milliseconds left
-// before it expires. Those in seen (this process's own, listed already)
+// that asked one which no later event ended (a turn.started included, as
+// in findAcross), with the milliseconds left before it expires. Those in seen (this process's own, listed already)
 // and those past their expires (the process that asked may have died)
 // are left out.
 func (s *Server) pendingAcross(ctx context.Context, kind, conv string, seen map[string]bool, now time.Time) ([]json.RawMessage, []int64, error) {
@@ -265,6 +276,9 @@ func (s *Server) pendingAcross(ctx context.Context, kind, conv string, seen map[
 			after = ev.Seq
 			switch ev.Type {
 			case types.asked, types.answered, types.expired, types.reply:
+			case EventTurnStarted:
+				clear(asked) // their process no longer runs their turn
+				continue
 			default:
 				continue
 			}
