@@ -1,14 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/myelin-run/myelin/approval"
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/tool"
 )
 
@@ -135,6 +139,9 @@ func (s *Server) Ask(ctx context.Context, r approval.Request) (approval.Answer, 
 	}
 	a := newAsk(kindApproval, s.approvalID(r.ID), ti.conv, ti.turn, timeout)
 	a.req, a.call = r, tool.CallID(ctx)
+	if a.call == "" {
+		a.call = s.callAsked(ti.conv, r.Tool, r.Input)
+	}
 	s.asks.add(a)
 	from, _ := s.log.Last(context.Background(), a.conv) // a reply through a shared log comes after
 	s.emit(a.conv, EventApproval, approvalEventOf(a, a.expires.Add(-timeout)))
@@ -376,20 +383,22 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 }
 
 // sessionAllowed is, with a shared event log, the answer allow_session
-// when a person answered allow_session for rule in conversation conv on
-// any process (its approval.answered names the rule): the gate of the
-// process running this turn may not have seen that answer (it was given
-// to another worker's). The answer is By "session". Without a shared
-// log, or for a call no rule covers, it is false: the gate itself keeps
-// what this process was answered.
+// when a person answered allow_session in conversation conv, on any
+// process, for every rule of rule (approval.Gate joins the rules of a
+// compound command with "; ", and remembers each): the gate of the
+// process running this turn may not have seen those answers (they were
+// given to another worker's). Without a shared log, or for a call no
+// rule covers, it is false: the gate itself keeps what this process was
+// answered.
 func (s *Server) sessionAllowed(ctx context.Context, conv, rule string) (approval.Answer, bool) {
 	if s.Events == nil || rule == "" {
 		return approval.Answer{}, false
 	}
+	granted := map[string]bool{}
 	for after := int64(0); ; {
 		page, err := s.log.Since(ctx, conv, after)
 		if err != nil || len(page.Events) == 0 {
-			return approval.Answer{}, false
+			break
 		}
 		for _, ev := range page.Events {
 			after = ev.Seq
@@ -397,9 +406,79 @@ func (s *Server) sessionAllowed(ctx context.Context, conv, rule string) (approva
 				continue
 			}
 			var ended approvalEndedEvent
-			if json.Unmarshal(ev.Data, &ended) == nil && ended.Decision == string(approval.AllowSession) && ended.Rule == rule {
-				return approval.Answer{Choice: approval.AllowSession, By: "session"}, true
+			if json.Unmarshal(ev.Data, &ended) == nil && ended.Decision == string(approval.AllowSession) {
+				for _, r := range strings.Split(ended.Rule, ruleSep) {
+					granted[r] = true
+				}
 			}
 		}
 	}
+	for _, r := range strings.Split(rule, ruleSep) {
+		if !granted[r] {
+			return approval.Answer{}, false
+		}
+	}
+	return approval.Answer{Choice: approval.AllowSession, By: approval.BySession}, true
+}
+
+// ruleSep is what approval.Gate joins the rules of one request with.
+const ruleSep = "; "
+
+// roundCall is a call of a conversation's running round: announced
+// (tool.started), not yet finished.
+type roundCall struct {
+	id, name string
+	input    string // compacted, {} for none
+	asked    bool   // an approval named it
+}
+
+// sameInput is input as roundCall keeps it, to compare the model's with
+// the dispatcher's: compacted, {} when empty or null (as the dispatcher
+// takes it).
+func sameInput(input json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, input) != nil {
+		return string(input)
+	}
+	if s := b.String(); s != "" && s != "null" {
+		return s
+	}
+	return "{}"
+}
+
+// callStarted notes call c of conversation conv's running round.
+func (s *Server) callStarted(conv string, c history.Part) {
+	cv := s.conv(conv)
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	cv.calls = append(cv.calls, roundCall{id: c.CallID, name: c.Name, input: sameInput(c.Input)})
+}
+
+// callFinished forgets call id of conversation conv's running round;
+// "" forgets them all (the turn has ended).
+func (s *Server) callFinished(conv, id string) {
+	cv := s.conv(conv)
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	cv.calls = slices.DeleteFunc(cv.calls, func(c roundCall) bool { return id == "" || c.id == id })
+}
+
+// callAsked is the id of the call of conversation conv's running round
+// that an approval of tool with input is for: the gate asks with the
+// round's context, before any call starts, so the call is found by what
+// it is among those announced and not yet named by an approval (two
+// calls alike are told apart by order). "" when none is: a call of a
+// subagent's or a script's round, or a turn this server does not run.
+func (s *Server) callAsked(conv, name string, input json.RawMessage) string {
+	cv := s.conv(conv)
+	cv.mu.Lock()
+	defer cv.mu.Unlock()
+	in := sameInput(input)
+	for i := range cv.calls {
+		if c := &cv.calls[i]; !c.asked && c.name == name && c.input == in {
+			c.asked = true
+			return c.id
+		}
+	}
+	return ""
 }
