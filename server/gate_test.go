@@ -120,6 +120,7 @@ func TestWithTheGateACallWaitsForItsApprovalAndItsDecisionIsStoredAndServed(t *t
 // or null as {}), two calls alike in the order the model gave them.
 func TestAnApprovalFindsItsCallAmongTheRoundsCalls(t *testing.T) {
 	f := newFixture(t)
+	f.srv.init()
 	call := func(id, name, input string) history.Part {
 		return history.Part{Type: history.ToolCallPart, CallID: id, Name: name, Input: json.RawMessage(input)}
 	}
