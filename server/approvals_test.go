@@ -315,9 +315,14 @@ func TestAnApprovalEndedByItsContextReturnsTheContextsErrorAndCause(t *testing.T
 func TestACallWaitingForApprovalWhenItsProcessDiedIsAnsweredInterruptedAndNeverRun(t *testing.T) {
 	f := newApprovalFixture(t, providertest.Step{Text: "starting over"})
 	ran := 0
-	if err := f.srv.Agent.Tools.Add(tool.MustFunc("clean--run", "Cleans.", func(context.Context, struct{}) (any, error) { ran++; return "cleaned", nil })); err != nil {
+	// a tool that says running it again is harmless, which the policy
+	// asks about: recovery asks no one, so it is not run again
+	clean := tool.MustFunc("clean--run", "Cleans.", func(context.Context, struct{}) (any, error) { ran++; return "cleaned", nil })
+	clean.Rerun = true
+	if err := f.srv.Agent.Tools.Add(clean); err != nil {
 		t.Fatal(err)
 	}
+	f.srv.Agent.Gate = &approval.Gate{Asker: f.srv}
 	f.srv.Events = newMemoryEvents(0, 0, 0) // shared: it outlives the process that died
 	id := f.newConversation()
 	ctx := context.Background()
@@ -362,6 +367,9 @@ func TestACallWaitingForApprovalWhenItsProcessDiedIsAnsweredInterruptedAndNeverR
 	}
 	if answered == nil || !answered.IsError || !strings.Contains(answered.Text, "interrupted") {
 		t.Fatalf("the call is answered %+v, want an error saying it was interrupted", answered)
+	}
+	if rec := answered.Permission; rec == nil || rec.Decision != "deny" || rec.By != approval.ByNobody {
+		t.Fatalf("the recovered call's record %+v, want denied by nobody (no one is asked at recovery)", rec)
 	}
 	if _, body := f.do("GET", "/v1/conversations/"+id+"/approvals", ""); strings.Contains(string(body), "approval_dead") {
 		t.Fatalf("the dead process's approval is listed after a turn started: %s", body)
