@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,10 +24,11 @@ import (
 	"github.com/myelin-run/myelin/workspace"
 )
 
-// askingAPIOn is apiOn whose agent also has the tool ask--run, which puts
-// its own call to its server for approval (server.Server.Ask, as the
-// permission gate does) and returns the answer.
-func askingAPIOn(t *testing.T, store *postgres.Store, providerURL string, workers int) *httptest.Server {
+// gatedAPIOn is apiOn whose agent runs its calls under a permission gate
+// that asks through its server (approval.Gate's Asker: server.Server),
+// with the tool clean--run (which the default policy asks about); ran
+// counts its runs. stop stops the process early (its queue, its API).
+func gatedAPIOn(t *testing.T, store *postgres.Store, providerURL string, workers int, ran *atomic.Int32) (hs *httptest.Server, stop func()) {
 	t.Helper()
 	p, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: providerURL, MaxRetries: -1})
 	if err != nil {
@@ -37,17 +39,14 @@ func askingAPIOn(t *testing.T, store *postgres.Store, providerURL string, worker
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
-	api := &server.Server{Workspace: ws}
 	reg := &tool.Registry{}
-	if err := reg.Add(tool.MustFunc("ask--run", "Asks for its own approval.", func(ctx context.Context, in struct {
-		Rule string `json:"rule,omitempty"`
-	}) (any, error) {
-		ans, err := api.Ask(ctx, approval.Request{Tool: "shell--run", Command: "rm -rf /tmp/x", Rule: in.Rule, Reason: "asked by default"})
-		return fmt.Sprintf("%s by=%s err=%v", ans.Choice, ans.By, err), nil
-	})); err != nil {
+	if err := reg.Add(tool.MustFunc("clean--run", "Cleans.", func(context.Context, struct{}) (any, error) { ran.Add(1); return "cleaned", nil })); err != nil {
 		t.Fatal(err)
 	}
-	api.Agent = &agent.Agent{Provider: p, Store: store, Tools: reg, Env: result.Env{Store: ws}, Model: "claude-test"}
+	// a turn left waiting (the test failed) ends within the test's time
+	api := &server.Server{Workspace: ws, ApprovalTimeout: 30 * time.Second}
+	api.Agent = &agent.Agent{Provider: p, Store: store, Tools: reg, Env: result.Env{Store: ws}, Model: "claude-test",
+		Gate: &approval.Gate{Asker: api}}
 	events := NewEvents(store.Pool(), EventsOptions{})
 	q, err := New(store, store.Pool(), api.RunQueued, Options{Workers: workers, Poll: 50 * time.Millisecond, End: api.EndQueued})
 	if err != nil {
@@ -57,14 +56,15 @@ func askingAPIOn(t *testing.T, store *postgres.Store, providerURL string, worker
 	if err := q.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(api)
-	t.Cleanup(func() {
+	hs = httptest.NewServer(api)
+	stop = sync.OnceFunc(func() {
 		q.Stop(context.Background())
 		api.Close()
 		hs.Close()
 		events.Close()
 	})
-	return hs
+	t.Cleanup(stop)
+	return hs, stop
 }
 
 // sseEvent is one event of a stream: its type and data.
@@ -104,15 +104,20 @@ func readUntil(t *testing.T, r *bufio.Reader, typ string) []sseEvent {
 // process whose worker runs its turn is listed by, and answered through,
 // another process that runs no turns: the answer goes through the shared
 // event log, the call gets it, the turn goes on; a second answer, to
-// either process, is a 409.
+// either process, is a 409. The allow_session answered holds for the
+// conversation on a worker process that never saw it: the next turn,
+// run there, is not asked.
 func TestAnApprovalWaitingOnOneWorkerIsAnsweredThroughAnotherProcess(t *testing.T) {
 	_, reopen := open(t)
 	fake := providertest.NewAnthropic(t,
-		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "ask--run", Input: `{"rule":"rm -rf /tmp/*"}`}}},
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "clean--run", Input: `{}`}}},
 		providertest.Step{Text: "cleaned"},
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c2", Name: "clean--run", Input: `{}`}}},
+		providertest.Step{Text: "cleaned again"},
 	)
-	front := askingAPIOn(t, reopen(), fake.URL, 0)
-	back := askingAPIOn(t, reopen(), fake.URL, 1)
+	var ran atomic.Int32
+	front, _ := gatedAPIOn(t, reopen(), fake.URL, 0, &ran)
+	back, stopBack := gatedAPIOn(t, reopen(), fake.URL, 1, &ran)
 	do := func(method, url, body string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, url, strings.NewReader(body))
@@ -144,7 +149,7 @@ func TestAnApprovalWaitingOnOneWorkerIsAnsweredThroughAnotherProcess(t *testing.
 		ID, Rule string
 		CallID   string `json:"call_id"`
 	}
-	if err := json.Unmarshal(evs[len(evs)-1].data, &asked); err != nil || asked.CallID != "c1" || asked.Rule != "rm -rf /tmp/*" {
+	if err := json.Unmarshal(evs[len(evs)-1].data, &asked); err != nil || asked.CallID != "c1" || asked.Rule != "clean--run" {
 		t.Fatalf("the approval event %s (%v)", evs[len(evs)-1].data, err)
 	}
 	// the process that runs no turns lists it, from the shared events
@@ -154,24 +159,32 @@ func TestAnApprovalWaitingOnOneWorkerIsAnsweredThroughAnotherProcess(t *testing.
 	if status, body := do("POST", front.URL+base+"/approvals/"+asked.ID, `{"decision":"maybe"}`); status != http.StatusBadRequest {
 		t.Fatalf("a bad decision through the front process: %d %s", status, body)
 	}
-	if status, body := do("POST", front.URL+base+"/approvals/"+asked.ID, `{"decision":"allow_session"}`); status != 200 || !strings.Contains(body, `"rule":"rm -rf /tmp/*"`) {
+	if status, body := do("POST", front.URL+base+"/approvals/"+asked.ID, `{"decision":"allow_session"}`); status != 200 || !strings.Contains(body, `"rule":"clean--run"`) {
 		t.Fatalf("the decision through the front process: %d %s", status, body)
 	}
-	evs = readUntil(t, events, server.EventTurnFinished)
-	var got string
-	for _, e := range evs {
-		if e.typ == server.EventToolFinished {
-			var fin struct{ Text string }
-			json.Unmarshal(e.data, &fin)
-			got = fin.Text
-		}
-	}
-	if got != "allow_session by=api err=<nil>" {
-		t.Fatalf("the call waiting on the back process got %q; events %v", got, evs)
+	readUntil(t, events, server.EventTurnFinished)
+	if ran.Load() != 1 {
+		t.Fatalf("the allowed call ran %d time(s)", ran.Load())
 	}
 	for _, hs := range []*httptest.Server{front, back} {
 		if status, body := do("POST", hs.URL+base+"/approvals/"+asked.ID, `{"decision":"deny"}`); status != http.StatusConflict {
 			t.Errorf("a second decision to %s: %d %s", hs.URL, status, body)
 		}
+	}
+
+	// the worker that was answered stops; another, whose gate never saw
+	// the answer, runs the next turn: not asked again
+	stopBack()
+	gatedAPIOn(t, reopen(), fake.URL, 1, &ran)
+	if status, body := do("POST", front.URL+base+"/turns", `{"prompt":"again"}`); status != http.StatusAccepted {
+		t.Fatalf("start the second turn: %d %s", status, body)
+	}
+	for _, e := range readUntil(t, events, server.EventTurnFinished) {
+		if e.typ == server.EventApproval {
+			t.Fatalf("the second worker asked again for a call allowed for the conversation: %s", e.data)
+		}
+	}
+	if ran.Load() != 2 {
+		t.Fatalf("the call allowed for the conversation ran %d time(s) in all, want 2", ran.Load())
 	}
 }
