@@ -101,7 +101,7 @@ func (g *Gate) Check(ctx context.Context, q tool.Question) (tool.Ruling, error) 
 		case v.Yes:
 			rec.By = ByYes
 		case v.Rule != nil && v.Rule.Source == sessionSource:
-			rec.By, rec.Rule = BySession, v.Rule.Text
+			rec.By = BySession
 		case v.Rule != nil:
 			rec.By = ByRule
 		default:

@@ -158,7 +158,7 @@ func TestASessionAnswerAllowsTheSameCallsOfThatSessionOnly(t *testing.T) {
 		t.Fatalf("first call: %+v", r.Record)
 	}
 	r, _ := g.Check(one, sh("make build"))
-	if !r.Allowed() || r.Record.By != BySession || f.count() != 1 {
+	if !r.Allowed() || r.Record.By != BySession || r.Record.Rule != "allow make build (an answer for this session)" || f.count() != 1 {
 		t.Errorf("the same call again: %+v, asked %d times, want allowed by session, asked once", r.Record, f.count())
 	}
 	if r, _ := g.Check(one, sh("make clean")); f.count() != 2 || r.Record.By != ByPerson {

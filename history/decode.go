@@ -8,6 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -450,6 +451,18 @@ func (s *partScanner) part() (Part, bool) {
 			if p.Images, ok = s.images(); !ok {
 				return p, false
 			}
+		case "permission":
+			// rare next to the text it comes with: encoding/json reads
+			// the record itself
+			v, ok := s.value()
+			if !ok || len(v) == 0 || v[0] != '{' || p.Permission != nil {
+				return p, false // null, another type, a second one: encoding/json says
+			}
+			var r permission.Record
+			if json.Unmarshal(v, &r) != nil {
+				return p, false
+			}
+			p.Permission = &r
 		default:
 			return p, false
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -36,6 +37,7 @@ func TestDecodePartsReadsWhatTheStoreWrites(t *testing.T) {
 		{{Type: ReasoningPart, Wire: "anthropic", Text: "I think <&>", Raw: json.RawMessage(`{"type":"thinking","thinking":"I think <&> \"q\" }]","signature":"EqQB+/=="}`)},
 			{Type: ReasoningPart, Wire: "anthropic", Raw: json.RawMessage(`{"type":"redacted_thinking","data":"xyz"}`)},
 			{Type: ToolCallPart, CallID: "c", Name: "n", Input: json.RawMessage(`{}`), Wire: "gemini", Signature: "c2ln"}},
+		{{Type: ToolResultPart, CallID: "c", Text: "denied", IsError: true, Permission: &permission.Record{Decision: "deny", By: "person", Answer: "deny", Reason: "not \"now\" <&>", At: time.Date(2026, 12, 5, 11, 0, 0, 5, time.UTC)}}},
 	} {
 		b, err := result.JSON(parts)
 		if err != nil {
@@ -54,6 +56,7 @@ func TestDecodePartsReadsWhatTheStoreWrites(t *testing.T) {
 		`[{"raw":null}]`, `[{"raw": {"a" : [1, 2]} ,"wire":"x"}]`, `[{"raw":"s"}]`, `[{"raw":{"a":}}]`, `[{"raw":1e5}]`,
 		`[{"wire":1}]`, `[{"signature":null}]`, `[{"type":"reasoning","raw":{}}]`,
 		`[{"is_error":1}]`,
+		`[{"permission":null}]`, `[{"permission":{"decision":"allow"},"permission":{"by":"rule"}}]`, `[{"permission":{"at":"x"}}]`, `[{"permission":[]}]`, `[{"permission":{"decision":1}}]`,
 		`[] x`,
 		`{"type":"text"}`,
 		`[{"type":"text","text":"a"},]`,

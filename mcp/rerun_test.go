@@ -71,4 +71,35 @@ func TestListedAnnotationsDecideWhichOfferedToolsMayRunAgain(t *testing.T) {
 			t.Errorf("%s: Rerun = %v, want %v", name, got[name], rerun)
 		}
 	}
+	// readOnlyHint and destructiveHint reach the offered tools too: the
+	// permission policy's default and the round's order go by them
+	for _, tl := range h.set.Tools() {
+		look := tl.Name == "hints--look" || tl.Name == "distrusted--look"
+		if tl.ReadOnly != look || tl.Destructive == look {
+			t.Errorf("%s: ReadOnly %v, Destructive %v; want %v, %v", tl.Name, tl.ReadOnly, tl.Destructive, look, !look)
+		}
+	}
+}
+
+// A tool is read-only when its server says readOnlyHint, and destructive
+// when it is not read-only and its destructiveHint is true or left out
+// (MCP's default), as with no annotations at all.
+func TestReadOnlyAndDestructiveComeFromTheHints(t *testing.T) {
+	yes, no := true, false
+	for _, tt := range []struct {
+		name                  string
+		a                     *sdk.ToolAnnotations
+		readOnly, destructive bool
+	}{
+		{"no annotations", nil, false, true},
+		{"no hints", &sdk.ToolAnnotations{Title: "t"}, false, true},
+		{"read-only", &sdk.ToolAnnotations{ReadOnlyHint: true}, true, false},
+		{"read-only, destructive said", &sdk.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: &yes}, true, false},
+		{"destructive said", &sdk.ToolAnnotations{DestructiveHint: &yes}, false, true},
+		{"only additive", &sdk.ToolAnnotations{DestructiveHint: &no}, false, false},
+	} {
+		if r, d := readOnly(tt.a), destructive(tt.a); r != tt.readOnly || d != tt.destructive {
+			t.Errorf("%s: read-only %v, destructive %v; want %v, %v", tt.name, r, d, tt.readOnly, tt.destructive)
+		}
+	}
 }

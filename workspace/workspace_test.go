@@ -332,6 +332,8 @@ func TestMatchGlob(t *testing.T) {
 
 // Only the tools that change nothing may be run again when a conversation
 // is recovered: a second write or edit would be a second change.
+// Only the tools that read may run again, and only they are read-only
+// (allowed by the permission policy's default, run side by side).
 func TestOnlyTheToolsThatReadMayRunAgain(t *testing.T) {
 	f := newFixture(t)
 	want := map[string]bool{
@@ -347,8 +349,8 @@ func TestOnlyTheToolsThatReadMayRunAgain(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s is not in the table: decide whether it may run again", tl.Name)
 		}
-		if tl.Rerun != rerun {
-			t.Errorf("%s: Rerun = %v, want %v", tl.Name, tl.Rerun, rerun)
+		if tl.Rerun != rerun || tl.ReadOnly != rerun {
+			t.Errorf("%s: Rerun = %v, ReadOnly = %v, want both %v", tl.Name, tl.Rerun, tl.ReadOnly, rerun)
 		}
 	}
 }

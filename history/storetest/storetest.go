@@ -126,6 +126,7 @@ func Run(t *testing.T, subject Subject) {
 		{"DeletingAnUnknownConversationIsNotFound", deleteUnknown},
 		{"DeleteIsRefusedWhileALiveWriterHoldsTheClaim", deleteRefusedWhileHeld},
 		{"DeletingAParentOrAChildLeavesTheOther", deleteLeavesFamily},
+		{"ADecisionStoredWithACallComesBack", permissionKept}, // permission.go
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}
