@@ -212,12 +212,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		f.store = workerPool(dsn, f.workers)
 	}
 	// The API is made first: it is what MCP servers ask (elicitation and
-	// sampling, for the conversation whose call asks) and where background
-	// scripts' wakes go (it runs the woken turns).
+	// sampling, for the conversation whose call asks), whom the permission
+	// gate asks (an approval event, for the conversation whose turn calls)
+	// and where background scripts' wakes go (it runs the woken turns).
 	api := &server.Server{Token: f.token, CORSOrigins: f.cors, ElicitTimeout: f.elicitTimeout, ApprovalTimeout: f.approvalTimeout, Logger: logger,
 		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }}
 	f.tools.mcp.ui = newMCPUI(nil, stderr)
 	f.tools.mcp.ui.elicitor, f.tools.mcp.ui.sampler = api, api
+	f.perm.asker = api
 	f.tools.background = &backgroundSetup{limits: bgLimits, wakes: api}
 	s, _, err := openAgent(ctx, f.agentFlags, stderr)
 	if err != nil {
