@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/approval"
+	"github.com/myelin-run/myelin/delegate"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -142,5 +143,41 @@ func TestAnApprovalFindsItsCallAmongTheRoundsCalls(t *testing.T) {
 	f.srv.callFinished("other", "")
 	if got := f.srv.callAsked("other", "noop--run", json.RawMessage(`{}`)); got != "" {
 		t.Errorf("a call of an ended turn is still found: %q", got)
+	}
+}
+
+// A subagent's call the policy asks about is asked on the conversation
+// whose turn runs it (the parent's, which its client watches), naming the
+// call that runs it (the delegate's); answered there, the subagent goes
+// on.
+func TestASubagentsCallIsAskedOnTheParentsConversationNamingTheDelegateCall(t *testing.T) {
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c_del", Name: delegate.Name, Input: `{"task":"run noop","tools":["noop--run"]}`}}},
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c_child", Name: "noop--run", Input: `{}`}}},
+		providertest.Step{Text: "the child ran noop"},
+		providertest.Step{Text: "done"},
+	)
+	f.withDelegate()
+	allowDelegate, err := permission.ParseRule(delegate.Name, permission.Allow, "flag --allow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Agent.Gate = &approval.Gate{Policy: &permission.Policy{User: []permission.Rule{allowDelegate}}, Asker: f.srv}
+	id := f.newConversation()
+	w := f.watch(id)
+	f.startTurn(id, "delegate")
+	evs := w.until(t, EventApproval)
+	var ap approvalEvent
+	mustJSON(t, evs[len(evs)-1].Data, &ap)
+	if ap.Tool != "noop--run" || ap.CallID != "c_del" {
+		t.Fatalf("the subagent's approval: %+v, want noop--run named by the delegate call c_del", ap)
+	}
+	if status, body := f.do("POST", "/v1/conversations/"+id+"/approvals/"+ap.ID, `{"decision":"allow_once"}`); status != 200 {
+		t.Fatalf("allow_once: %d %s", status, body)
+	}
+	var fin toolFinishedEvent
+	decode(t, w.until(t, EventTurnFinished), EventToolFinished, &fin)
+	if fin.CallID != "c_del" || !strings.Contains(fin.Text, "the child ran noop") {
+		t.Fatalf("the delegate call's result: %+v", fin)
 	}
 }
