@@ -63,7 +63,12 @@ func BenchmarkToolRound(b *testing.B) {
 		N int `json:"n"`
 	}
 	reg := &tool.Registry{}
-	_ = reg.Add(tool.MustFunc("echo--ok", "Says ok.", func(ctx context.Context, _ in) (any, error) { return "ok", nil }))
+	// it changes nothing: its calls run side by side, as those of the
+	// rounds these figures were first taken of did (a round of calls that
+	// change state runs them one at a time: docs/overhead.md)
+	echo := tool.MustFunc("echo--ok", "Says ok.", func(ctx context.Context, _ in) (any, error) { return "ok", nil })
+	echo.ReadOnly = true
+	_ = reg.Add(echo)
 	for _, bc := range []struct {
 		sync    string
 		relaxed bool
@@ -120,7 +125,12 @@ func BenchmarkAgentRound(b *testing.B) {
 		N int `json:"n"`
 	}
 	reg := &tool.Registry{}
-	_ = reg.Add(tool.MustFunc("echo--ok", "Says ok.", func(ctx context.Context, _ in) (any, error) { return "ok", nil }))
+	// it changes nothing: its calls run side by side, as those of the
+	// rounds these figures were first taken of did (a round of calls that
+	// change state runs them one at a time: docs/overhead.md)
+	echo := tool.MustFunc("echo--ok", "Says ok.", func(ctx context.Context, _ in) (any, error) { return "ok", nil })
+	echo.ReadOnly = true
+	_ = reg.Add(echo)
 	for _, rounds := range []int{1, 11} {
 		b.Run(fmt.Sprintf("turn-of-%d-rounds", rounds), func(b *testing.B) {
 			script := make([]history.Message, 0, rounds+1)
@@ -268,7 +278,12 @@ func BenchmarkToolRoundLoopback(b *testing.B) {
 		N int `json:"n"`
 	}
 	reg := &tool.Registry{}
-	_ = reg.Add(tool.MustFunc("echo--ok", "Says ok.", func(ctx context.Context, _ in) (any, error) { return "ok", nil }))
+	// it changes nothing: its calls run side by side, as those of the
+	// rounds these figures were first taken of did (a round of calls that
+	// change state runs them one at a time: docs/overhead.md)
+	echo := tool.MustFunc("echo--ok", "Says ok.", func(ctx context.Context, _ in) (any, error) { return "ok", nil })
+	echo.ReadOnly = true
+	_ = reg.Add(echo)
 	var calls []providertest.ToolCall
 	for i := 0; i < 10; i++ {
 		calls = append(calls, providertest.ToolCall{ID: fmt.Sprintf("toolu_%d", i), Name: "echo--ok", Input: `{"n":1}`})

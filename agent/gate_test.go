@@ -179,3 +179,32 @@ func TestRecoveryRunsAgainOnlyWhatTheGateAllowsWithoutAsking(t *testing.T) {
 	}
 	answeredOnce(t, a.Store, r.id)
 }
+
+// Calls of one round that change a file run in the model's order, and a
+// read after them sees what they did: a write, then an edit of what it
+// wrote, then a read.
+func TestARoundsWritesToOneFileHappenInTheModelsOrder(t *testing.T) {
+	r := newRig(t)
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{
+		{ID: "toolu_1", Name: "workspace--write", Input: `{"path":"f.txt","content":"one\n"}`},
+		{ID: "toolu_2", Name: "workspace--edit", Input: `{"path":"f.txt","old_string":"one","new_string":"two"}`},
+		readCall("toolu_3", "f.txt"),
+	}}, providertest.Step{Text: "done"})
+	r.turn("go")
+	res := r.toolResults(1)
+	if len(res) != 3 {
+		t.Fatalf("results %v", res)
+	}
+	for i, c := range res[:2] {
+		if c["is_error"] == true {
+			t.Fatalf("call %d failed: %v", i+1, c["content"])
+		}
+	}
+	if text, _ := res[2]["content"].(string); !strings.Contains(text, "two") || strings.Contains(text, "one") {
+		t.Fatalf("the read after the write and the edit got %q, want the edited file", text)
+	}
+	b, err := os.ReadFile(filepath.Join(r.dir, "f.txt"))
+	if err != nil || string(b) != "two\n" {
+		t.Fatalf("f.txt holds %q (%v), want the write then the edit", b, err)
+	}
+}

@@ -1,11 +1,14 @@
 // Package tool owns tools: their definition (a name, a description, an input
 // JSON Schema and a handler), the registry an agent offers, and the dispatch
-// of a round of calls — concurrent, each with a timeout, a panic or a bad
-// input turned into an error result the model can act on.
+// of a round of calls — each checked first by the round's Gate (SPEC §14),
+// reads run side by side and calls that change state one at a time in the
+// model's order, each with a timeout, a denial, a panic or a bad input
+// turned into an error result the model can act on.
 //
 // It must not turn results into text itself: every result goes through
 // package result, once, in [Dispatcher.Round]. It knows nothing of
-// providers, the workspace or MCP.
+// providers, the workspace or MCP, and decides nothing of what may run:
+// its Gate does (approval.Gate).
 package tool
 
 import (
