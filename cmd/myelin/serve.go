@@ -42,8 +42,9 @@ const serveUsage = `Usage:
       What MCP servers ask during a call (an elicitation, a sampling
       request) is an event of the conversation whose call it is, which its
       clients answer over the API; so is a tool call the permission policy
-      asks about (an approval event, denied after --approval-timeout); background scripts' wakes are events
-      too, each followed by its turn (docs/serve.md).
+      asks about (an approval event, denied after --approval-timeout);
+      background scripts' wakes are events too, each followed by its turn
+      (docs/serve.md).
 `
 
 // serveFlags are serve's flags: the agent's, and where and how to listen.
