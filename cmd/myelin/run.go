@@ -86,6 +86,7 @@ type agentFlags struct {
 	background   backgroundFlags
 	guard        guardFlags
 	delegate     delegateFlags
+	perm         permFlags
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -110,6 +111,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	f.guard.add(fs)
 	f.delegate.add(fs)
 	f.background.add(fs)
+	f.perm.add(fs)
 	return fs
 }
 
@@ -349,6 +351,10 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
 		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait,
 		RefusalGuard: f.guard.refusal, DropUnreached: true}
+	if s.agent.Gate, err = f.perm.gate(ws.Dir(), stderr); err != nil {
+		s.close()
+		return nil, "", err
+	}
 	if d := f.tools.delegate; d != nil {
 		d.Agent = s.agent // its children run on it
 	}
@@ -399,6 +405,10 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 	// A person at the terminal is asked to approve the workspace's .mcp.json.
 	f.tools.mcp.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
 	f.tools.mcp.ui = newMCPUI(stdin, stderr)
+	if err := f.perm.load(f.workspace, stderr); err != nil {
+		return usageError(stderr, name, err.Error())
+	}
+	f.perm.asker = newTermAsker(f.tools.mcp.ui) // nil off a terminal: what is asked is denied
 	var prompt string
 	if name == "run" {
 		prompt = strings.Join(pos, " ")
@@ -701,6 +711,10 @@ func (r *reporter) event(e agent.Event) {
 		status := ""
 		if e.Output.IsError {
 			status = " error"
+		}
+		denied := deniedText(e.Permission, e.Output.Text)
+		if denied != "" {
+			status = " · " + denied
 		}
 		line := fmt.Sprintf("tool %s %s · %s · %d chars%s", e.Call.Name, shortInput(e.Call), duration(e.Elapsed), e.Output.Chars, status)
 		if e.Output.SpillPath != "" {
