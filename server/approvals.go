@@ -1,18 +1,15 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/myelin-run/myelin/approval"
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/tool"
 )
 
@@ -138,9 +135,11 @@ func (s *Server) Ask(ctx context.Context, r approval.Request) (approval.Answer, 
 		timeout = DefaultApprovalTimeout
 	}
 	a := newAsk(kindApproval, s.approvalID(r.ID), ti.conv, ti.turn, timeout)
+	// the call of the turn's round that asks: the one running the script
+	// or subagent whose call this is, else the call itself
 	a.req, a.call = r, tool.CallID(ctx)
 	if a.call == "" {
-		a.call = s.callAsked(ti.conv, r.Tool, r.Input)
+		a.call = r.CallID
 	}
 	s.asks.add(a)
 	from, _ := s.log.Last(context.Background(), a.conv) // a reply through a shared log comes after
@@ -423,62 +422,3 @@ func (s *Server) sessionAllowed(ctx context.Context, conv, rule string) (approva
 
 // ruleSep is what approval.Gate joins the rules of one request with.
 const ruleSep = "; "
-
-// roundCall is a call of a conversation's running round: announced
-// (tool.started), not yet finished.
-type roundCall struct {
-	id, name string
-	input    string // compacted, {} for none
-	asked    bool   // an approval named it
-}
-
-// sameInput is input as roundCall keeps it, to compare the model's with
-// the dispatcher's: compacted, {} when empty or null (as the dispatcher
-// takes it).
-func sameInput(input json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, input) != nil {
-		return string(input)
-	}
-	if s := b.String(); s != "" && s != "null" {
-		return s
-	}
-	return "{}"
-}
-
-// callStarted notes call c of conversation conv's running round.
-func (s *Server) callStarted(conv string, c history.Part) {
-	cv := s.conv(conv)
-	cv.mu.Lock()
-	defer cv.mu.Unlock()
-	cv.calls = append(cv.calls, roundCall{id: c.CallID, name: c.Name, input: sameInput(c.Input)})
-}
-
-// callFinished forgets call id of conversation conv's running round;
-// "" forgets them all (the turn has ended).
-func (s *Server) callFinished(conv, id string) {
-	cv := s.conv(conv)
-	cv.mu.Lock()
-	defer cv.mu.Unlock()
-	cv.calls = slices.DeleteFunc(cv.calls, func(c roundCall) bool { return id == "" || c.id == id })
-}
-
-// callAsked is the id of the call of conversation conv's running round
-// that an approval of tool with input is for: the gate asks with the
-// round's context, before any call starts, so the call is found by what
-// it is among those announced and not yet named by an approval (two
-// calls alike are told apart by order). "" when none is: a call of a
-// subagent's or a script's round, or a turn this server does not run.
-func (s *Server) callAsked(conv, name string, input json.RawMessage) string {
-	cv := s.conv(conv)
-	cv.mu.Lock()
-	defer cv.mu.Unlock()
-	in := sameInput(input)
-	for i := range cv.calls {
-		if c := &cv.calls[i]; !c.asked && c.name == name && c.input == in {
-			c.asked = true
-			return c.id
-		}
-	}
-	return ""
-}

@@ -162,10 +162,8 @@ func (s *Server) emitAgent(c string, turn string, e agent.Event) {
 	case agent.Thinking:
 		s.emit(c, EventModelDelta, modelDeltaEvent{Turn: turn, Kind: "thinking", Text: e.Text})
 	case agent.ToolCall:
-		s.callStarted(c, e.Call)
 		s.emit(c, EventToolStarted, toolStartedEvent{Turn: turn, CallID: e.Call.CallID, Name: e.Call.Name, Input: e.Call.Input})
 	case agent.ToolResult:
-		s.callFinished(c, e.Call.CallID)
 		fin := finished(turn, e.Call, e.Output, e.Elapsed.Seconds()*1000)
 		fin.Permission = e.Permission
 		s.emit(c, EventToolFinished, fin)

@@ -115,37 +115,6 @@ func TestWithTheGateACallWaitsForItsApprovalAndItsDecisionIsStoredAndServed(t *t
 	}
 }
 
-// The gate asks with the round's context, before its calls start: an
-// approval names its call by finding it among the round's announced
-// calls — the model's input as the dispatcher takes it (compacted; none
-// or null as {}), two calls alike in the order the model gave them.
-func TestAnApprovalFindsItsCallAmongTheRoundsCalls(t *testing.T) {
-	f := newFixture(t)
-	f.srv.init()
-	call := func(id, name, input string) history.Part {
-		return history.Part{Type: history.ToolCallPart, CallID: id, Name: name, Input: json.RawMessage(input)}
-	}
-	f.srv.callStarted("conv", call("c1", "shell--run", `{ "command": "ls" }`))
-	f.srv.callStarted("conv", call("c2", "shell--run", `{"command":"ls"}`))
-	f.srv.callStarted("conv", call("c3", "noop--run", `null`))
-	f.srv.callStarted("other", call("c9", "noop--run", `{}`))
-	for _, c := range []struct{ name, input, want string }{
-		{"noop--run", `{}`, "c3"},
-		{"shell--run", `{"command":"ls"}`, "c1"},
-		{"shell--run", `{"command":"ls"}`, "c2"},
-		{"shell--run", `{"command":"ls"}`, ""},
-		{"shell--run", `{"command":"pwd"}`, ""},
-	} {
-		if got := f.srv.callAsked("conv", c.name, json.RawMessage(c.input)); got != c.want {
-			t.Errorf("an approval of %s %s names call %q, want %q", c.name, c.input, got, c.want)
-		}
-	}
-	f.srv.callFinished("other", "")
-	if got := f.srv.callAsked("other", "noop--run", json.RawMessage(`{}`)); got != "" {
-		t.Errorf("a call of an ended turn is still found: %q", got)
-	}
-}
-
 // A subagent's call the policy asks about is asked on the conversation
 // whose turn runs it (the parent's, which its client watches), naming the
 // call that runs it (the delegate's); answered there, the subagent goes

@@ -150,9 +150,6 @@ type conversation struct {
 	// wakes are background scripts' wakes waiting for its running turn
 	// to end, oldest first.
 	wakes []background.Wake
-	// calls are its running round's calls not yet finished, for the
-	// approvals the gate asks before they start (callAsked).
-	calls []roundCall
 }
 
 func (s *Server) init() {

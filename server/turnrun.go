@@ -50,7 +50,6 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 			s.emitAgent(id, tid, e)
 		}
 	})
-	s.callFinished(id, "") // none of its calls runs now (a round cut short may not have said so)
 	if !claimed {
 		started(err)
 		return "", false
