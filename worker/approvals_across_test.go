@@ -187,4 +187,33 @@ func TestAnApprovalWaitingOnOneWorkerIsAnsweredThroughAnotherProcess(t *testing.
 	if ran.Load() != 2 {
 		t.Fatalf("the call allowed for the conversation ran %d time(s) in all, want 2", ran.Load())
 	}
+	// its record says the conversation's earlier answer allowed it, not a
+	// person now
+	status, body = do("GET", front.URL+base+"/messages", "")
+	var page struct {
+		Messages []struct {
+			Message struct {
+				Parts []struct {
+					Type       string `json:"type"`
+					Permission *struct {
+						By string `json:"by"`
+					} `json:"permission"`
+				} `json:"parts"`
+			} `json:"message"`
+		} `json:"messages"`
+	}
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil {
+		t.Fatalf("the messages: %d %s", status, body)
+	}
+	var bys []string
+	for _, m := range page.Messages {
+		for _, p := range m.Message.Parts {
+			if p.Permission != nil {
+				bys = append(bys, p.Permission.By)
+			}
+		}
+	}
+	if len(bys) != 2 || bys[0] != "person" || bys[1] != "session" {
+		t.Errorf("the two calls' records were decided by %q, want [person session]", bys)
+	}
 }
