@@ -40,6 +40,10 @@ type Request struct {
 	// ID names the request ("approval_" and random hex), for an answer
 	// over the API to name.
 	ID string
+	// CallID is the call's own id (tool.Call.ID): the model's call for a
+	// call of the conversation's round, a script's or a subagent's inner
+	// call otherwise.
+	CallID string
 	// Tool is the tool the call names; Input its arguments as the model
 	// gave them.
 	Tool  string
@@ -64,7 +68,9 @@ type Answer struct {
 	// model with the denial. Empty for an allow.
 	Reason string
 	// By names who answered, for the record ("terminal", "api"); empty
-	// when unknown.
+	// when unknown. BySession with AllowSession says no one was asked
+	// now: an earlier answer for the session allowed it (one given to
+	// another process serving the same conversation).
 	By string
 }
 

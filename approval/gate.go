@@ -123,7 +123,7 @@ func (g *Gate) Check(ctx context.Context, q tool.Question) (tool.Ruling, error) 
 		}
 		return g.nobody(call, v, rules, rec, why), nil
 	}
-	req := Request{ID: NewRequestID(), Tool: call.Tool, Input: call.Input, Part: v.Part, Reason: v.Reason, Rule: strings.Join(rules, "; ")}
+	req := Request{ID: NewRequestID(), CallID: q.Call.ID, Tool: call.Tool, Input: call.Input, Part: v.Part, Reason: v.Reason, Rule: strings.Join(rules, "; ")}
 	if call.Tool == permission.ShellTool {
 		req.Command = commandOf(call.Input)
 	}
@@ -143,6 +143,11 @@ func (g *Gate) Check(ctx context.Context, q tool.Question) (tool.Ruling, error) 
 		}
 	}
 	rec.At, rec.By, rec.Answer = g.now(), ByPerson, string(ans.Choice)
+	if ans.By == BySession && ans.Choice == AllowSession {
+		// the Asker found an earlier answer for the session (a person's
+		// allow_session given to another process): not asked now
+		rec.By = BySession
+	}
 	switch ans.Choice {
 	case AllowOnce:
 		rec.Decision = permission.Allow.String()

@@ -134,16 +134,18 @@ func TestTheGateRecordsWhoDecidedEveryCall(t *testing.T) {
 	}
 }
 
-// The request a person is put says the call, its command line and the
+// The request a person is put says the call (its id too), its command line and the
 // part that asked, why, and the rule a session or always answer adds.
 func TestARequestSaysTheCallAndTheRuleAnAnswerWouldAdd(t *testing.T) {
 	f := &fakeAsker{answer: Answer{Choice: AllowOnce}}
 	g := &Gate{Policy: &permission.Policy{User: rules(t, permission.Allow, "git status")}, Asker: f}
-	if _, err := g.Check(context.Background(), sh("git status && go vet ./...")); err != nil {
+	q := sh("git status && go vet ./...")
+	q.Call.ID = "call_7"
+	if _, err := g.Check(context.Background(), q); err != nil {
 		t.Fatal(err)
 	}
 	r := f.asked[0]
-	if r.Tool != permission.ShellTool || r.Command != "git status && go vet ./..." || r.Part != "go vet ./..." || r.Rule != "go vet ./..." || r.Reason == "" || !strings.HasPrefix(r.ID, "approval_") {
+	if r.CallID != "call_7" || r.Tool != permission.ShellTool || r.Command != "git status && go vet ./..." || r.Part != "go vet ./..." || r.Rule != "go vet ./..." || r.Reason == "" || !strings.HasPrefix(r.ID, "approval_") {
 		t.Errorf("request %+v", r)
 	}
 }
@@ -240,5 +242,27 @@ func TestNoAskDeniesWhatWouldBeAsked(t *testing.T) {
 	q.NoAsk = true
 	if r, _ := g.Check(context.Background(), q); !r.Allowed() {
 		t.Errorf("a read was not allowed without asking: %+v", r.Record)
+	}
+}
+
+// An Asker that answers from an earlier allow_session (given to another
+// process) is recorded as the session's answer, not as a person's now.
+func TestAnAnswerFromAnEarlierSessionAnswerIsRecordedAsTheSessions(t *testing.T) {
+	for _, tc := range []struct {
+		answer Answer
+		by     string
+	}{
+		{Answer{Choice: AllowSession, By: BySession}, BySession},
+		{Answer{Choice: AllowSession, By: "api"}, ByPerson},
+		{Answer{Choice: AllowOnce, By: BySession}, ByPerson},
+	} {
+		g := &Gate{Asker: &fakeAsker{answer: tc.answer}}
+		r, err := g.Check(context.Background(), sh("make build"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Allowed() || r.Record.By != tc.by {
+			t.Errorf("answer %+v: recorded by %q (allowed %v), want %q", tc.answer, r.Record.By, r.Allowed(), tc.by)
+		}
 	}
 }

@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/myelin-run/myelin/mcp"
@@ -22,30 +20,6 @@ import (
 // a form and fill it in, short enough that a turn nobody watches does not
 // hang on it. The MCP server's own call timeout bounds it too.
 const DefaultElicitTimeout = 5 * time.Minute
-
-// endedKept is how many ended elicitations the server remembers, so that
-// a late answer is told it came too late (409) rather than that there
-// was no such elicitation (404).
-const endedKept = 1000
-
-// asks are a server's elicitations: those waiting for an answer, and the
-// last endedKept that ended.
-type asks struct {
-	mu    sync.Mutex
-	byID  map[string]*ask
-	ended []string // ids of ended ones, oldest first
-}
-
-// ask is one elicitation put to a conversation's clients.
-type ask struct {
-	id, conv, turn string
-	e              *mcp.Elicitation
-	expires        time.Time
-	answer         chan mcp.Answer // gets the one answer accepted
-	state          string          // "pending", "answered" or "expired"
-	sent           string          // once ended: the action the MCP server was sent
-	why            string          // why it expired
-}
 
 // elicitationEvent is the data of an elicitation event: what an MCP server
 // asks the conversation's user, to be answered with
@@ -192,8 +166,8 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 	if timeout <= 0 {
 		timeout = DefaultElicitTimeout
 	}
-	a := &ask{id: newAskID("elicit_"), conv: ti.conv, turn: ti.turn, e: e, expires: time.Now().Add(timeout),
-		answer: make(chan mcp.Answer, 1), state: "pending"}
+	a := newAsk(kindElicitation, newAskID("elicit_"), ti.conv, ti.turn, timeout)
+	a.e = e
 	s.asks.add(a)
 	from, _ := s.log.Last(context.Background(), a.conv) // a reply through a shared log comes after
 	s.emit(a.conv, EventElicitation, eventOf(a, a.expires.Add(-timeout)))
@@ -207,9 +181,9 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 	}
 	why, action := "", "cancel"
 	select {
-	case ans := <-a.answer:
-		s.emit(a.conv, EventElicitationAnswered, elicitationEndedEvent{Turn: a.turn, ID: a.id, Server: e.Server, Action: ans.Action})
-		return ans, nil
+	case r := <-a.answer:
+		s.emit(a.conv, EventElicitationAnswered, elicitationEndedEvent{Turn: a.turn, ID: a.id, Server: e.Server, Action: r.mcp.Action})
+		return r.mcp, nil
 	case <-timer.C:
 		why, action = fmt.Sprintf("no answer within %v (the server's elicitation timeout)", timeout), "decline"
 	case <-callsDone:
@@ -219,10 +193,10 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 	case <-s.ended:
 		why = "the server stopped"
 	}
-	if ans, ok := s.asks.expire(a, action, why); !ok {
+	if r, ok := s.asks.expire(a, action, why); !ok {
 		// answered as it expired: the answer stands
-		s.emit(a.conv, EventElicitationAnswered, elicitationEndedEvent{Turn: a.turn, ID: a.id, Server: e.Server, Action: ans.Action})
-		return ans, nil
+		s.emit(a.conv, EventElicitationAnswered, elicitationEndedEvent{Turn: a.turn, ID: a.id, Server: e.Server, Action: r.mcp.Action})
+		return r.mcp, nil
 	}
 	s.emit(a.conv, EventElicitationExpired, elicitationEndedEvent{Turn: a.turn, ID: a.id, Server: e.Server, Action: action, Reason: why})
 	return mcp.Answer{Action: action}, nil
@@ -237,42 +211,6 @@ func eventOf(a *ask, now time.Time) elicitationEvent {
 		ev.Fields = append(ev.Fields, formField{Name: f.Name, Title: f.Title, Description: f.Description, Type: f.Type, Enum: f.Enum, Default: f.Default, Required: f.Required})
 	}
 	return ev
-}
-
-// add records a pending elicitation.
-func (as *asks) add(a *ask) {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	if as.byID == nil {
-		as.byID = map[string]*ask{}
-	}
-	as.byID[a.id] = a
-}
-
-// end marks a ended, how (state), with the action the MCP server was sent
-// and why it expired, and forgets the oldest ended ones past endedKept;
-// as.mu is held.
-func (as *asks) end(a *ask, state, sent, why string) {
-	a.state, a.sent, a.why = state, sent, why
-	as.ended = append(as.ended, a.id)
-	if over := len(as.ended) - endedKept; over > 0 {
-		for _, id := range as.ended[:over] {
-			delete(as.byID, id)
-		}
-		as.ended = append(as.ended[:0:0], as.ended[over:]...)
-	}
-}
-
-// expire ends a as expired, the MCP server sent action, unless it was
-// answered first: then it returns that answer and false.
-func (as *asks) expire(a *ask, action, why string) (mcp.Answer, bool) {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	if a.state == "answered" {
-		return <-a.answer, false
-	}
-	as.end(a, "expired", action, why)
-	return mcp.Answer{}, true
 }
 
 // ElicitationAnswer is the body of POST .../elicitations/{eid}.
@@ -301,8 +239,8 @@ func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 	}
 	as := &s.asks
 	as.mu.Lock()
-	a := as.byID[eid]
-	if a == nil || a.conv != id {
+	a := as.lookup(kindElicitation, id, eid)
+	if a == nil {
 		as.mu.Unlock()
 		if s.Events != nil {
 			s.answerAcross(w, r, id, eid, in) // asked by another process sharing the log, maybe
@@ -325,17 +263,8 @@ func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	as.deliver(a, ans)
+	as.deliver(a, reply{mcp: ans})
 	writeJSON(w, http.StatusOK, ElicitationAnswered{ID: eid, Action: ans.Action, Content: ans.Content})
-}
-
-// deliver ends a as answered with ans, and hands the answer to the MCP
-// server's request waiting in Elicit; as.mu is held.
-func (as *asks) deliver(a *ask, ans mcp.Answer) {
-	as.end(a, "answered", ans.Action, "")
-	sent := ans
-	sent.Content = maps.Clone(ans.Content) // the SDK fills in defaults in the map it is given
-	a.answer <- sent                       // buffered: the one answer
 }
 
 // checkAnswer is the answer in to elicitation e (eid), checked: the
@@ -372,28 +301,35 @@ func checkAnswer(e *mcp.Elicitation, eid string, in ElicitationAnswer) (mcp.Answ
 type PendingElicitation = elicitationEvent
 
 // listElicitations serves the conversation's elicitations waiting for an
-// answer on this server, oldest first: for a client that comes after
-// their events.
+// answer, oldest first: this server's, and with a shared event log those
+// other processes wait on; for a client that comes after their events.
 func (s *Server) listElicitations(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, ok := s.found(w, r, id); !ok {
 		return
 	}
-	as := &s.asks
-	as.mu.Lock()
-	var pending []*ask
-	for _, a := range as.byID {
-		if a.conv == id && a.state == "pending" {
-			pending = append(pending, a)
-		}
-	}
-	as.mu.Unlock()
-	sort.Slice(pending, func(i, j int) bool { return pending[i].expires.Before(pending[j].expires) })
 	out := struct {
 		Elicitations []PendingElicitation `json:"elicitations"`
 	}{Elicitations: []PendingElicitation{}}
-	for _, a := range pending {
-		out.Elicitations = append(out.Elicitations, eventOf(a, time.Now()))
+	now := time.Now()
+	seen := map[string]bool{}
+	for _, a := range s.asks.pending(kindElicitation, id) {
+		out.Elicitations = append(out.Elicitations, eventOf(a, now))
+		seen[a.id] = true
+	}
+	if s.Events != nil {
+		datas, left, err := s.pendingAcross(r.Context(), kindElicitation, id, seen, now)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		for i, data := range datas {
+			var ev elicitationEvent
+			if json.Unmarshal(data, &ev) == nil {
+				ev.TimeoutMS = left[i]
+				out.Elicitations = append(out.Elicitations, ev)
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -367,6 +367,16 @@ func TestAnElicitationIsAnsweredThroughAnotherProcessSharingTheEvents(t *testing
 	post := func(base, body string) (int, string) {
 		return postTo(t, base+"/v1/conversations/"+a.id+"/elicitations/"+a.el.ID, body)
 	}
+	// the other process lists it, from the shared events
+	if resp, err := http.Get(hs.URL + "/v1/conversations/" + a.id + "/elicitations"); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), a.el.ID) {
+			t.Fatalf("the other process lists %s, not the elicitation waiting on the first", b)
+		}
+	}
 	if status, body := post(hs.URL, `{"action":"accept","content":{"age":"x"}}`); status != http.StatusBadRequest || !strings.Contains(body, "is not a number") {
 		t.Fatalf("a bad answer to the other process: %d %s", status, body)
 	}

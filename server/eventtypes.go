@@ -7,6 +7,7 @@ import (
 
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -79,6 +80,9 @@ type toolFinishedEvent struct {
 	// server's result JSON; result.Output.Reply), ReplyBytes its size.
 	Reply      string `json:"reply,omitempty"`
 	ReplyBytes int    `json:"reply_bytes,omitempty"`
+	// Permission is what the permission gate decided of the call, and by
+	// whom (stored with its result); absent without a gate.
+	Permission *permission.Record `json:"permission,omitempty"`
 }
 
 // Usage is one request's or one turn's tokens.
@@ -160,7 +164,9 @@ func (s *Server) emitAgent(c string, turn string, e agent.Event) {
 	case agent.ToolCall:
 		s.emit(c, EventToolStarted, toolStartedEvent{Turn: turn, CallID: e.Call.CallID, Name: e.Call.Name, Input: e.Call.Input})
 	case agent.ToolResult:
-		s.emit(c, EventToolFinished, finished(turn, e.Call, e.Output, e.Elapsed.Seconds()*1000))
+		fin := finished(turn, e.Call, e.Output, e.Elapsed.Seconds()*1000)
+		fin.Permission = e.Permission
+		s.emit(c, EventToolFinished, fin)
 	case agent.Usage:
 		s.emit(c, EventUsage, usageEvent{Turn: turn, Usage: usageOf(e.Usage)})
 	case agent.Notice, agent.Waiting:

@@ -14,9 +14,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/myelin-run/myelin/approval"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/skipped"
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // browser starts a headless chromium for the test, or skips it when there
@@ -352,4 +355,94 @@ func TestTheInspectorShowsWhatTheModelReadAsTextWithTheRawBlockOnAToggle(t *test
 	if got := text(t, ctx, `document.querySelector("#timeline .round pre.answer").textContent`); got != "Let me count.\n\nAnd read notes." {
 		t.Fatalf("the answer's two texts read %q, want them apart", got)
 	}
+}
+
+// A call waiting for approval (the permission gate asking through the
+// server) shows on the page with the command, the part asked about and
+// the rule allow_session adds; Deny with a reason is answered as such,
+// and Allow for this conversation lets the turn go on: the page answers
+// over the API, as a client does. Each call's line then says what was
+// decided of it, and by whom.
+func TestTheInspectorAnswersAnApprovalAndTheTurnProceeds(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c_deny", Name: "shell--run", Input: `{"command":"rm -rf /tmp/x"}`}}},
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c_ask", Name: "shell--run", Input: `{"command":"ls && rm -rf /tmp/y"}`}}},
+		providertest.Step{Text: "cleaned up"},
+	)
+	ran := ""
+	if err := f.srv.Agent.Tools.Add(tool.MustFunc("shell--run", "Runs a command (a stand-in).", func(_ context.Context, in struct {
+		Command string `json:"command"`
+	}) (any, error) {
+		ran += in.Command + "\n"
+		return "ran " + in.Command, nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Agent.Gate = &approval.Gate{Policy: &permission.Policy{User: []permission.Rule{mustRule(t, "ls", permission.Allow)}}, Asker: f.srv}
+	id := f.newConversation()
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/?conversation="+id)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page watching the conversation", `document.getElementById("status").textContent === "watching `+id+`"`)
+	if err := chromedp.Do(ctx, chromedp.SetValue(`#prompt`, "clean up"), chromedp.Click(`#start-turn`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// the first call, denied with a reason
+	box := `document.querySelector('.approval[data-call="c_deny"]')`
+	waitFor(t, ctx, "the first approval", box+` !== null`)
+	if got := text(t, ctx, box+`.querySelector(".approval-command").textContent`); got != "rm -rf /tmp/x" {
+		t.Fatalf("the approval shows the command %q", got)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetValue(`.approval[data-call="c_deny"] .deny-reason`, "not now"), chromedp.Click(`.approval[data-call="c_deny"] button.deny`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// the second: a compound command, asked about its one part no rule
+	// allows; allowed for the conversation, and the turn goes on
+	box = `document.querySelector('.approval[data-call="c_ask"]')`
+	waitFor(t, ctx, "the second approval", box+` !== null`)
+	if got := text(t, ctx, box+`.querySelector(".approval-command").textContent`); got != "ls && rm -rf /tmp/y" {
+		t.Fatalf("the approval shows the command %q", got)
+	}
+	if got := text(t, ctx, box+`.querySelector(".approval-part").textContent`); got != "rm -rf /tmp/y" {
+		t.Fatalf("the approval shows the part asked about as %q", got)
+	}
+	if got := text(t, ctx, box+`.querySelector("button.allow-session").textContent`); got != "Allow for this conversation (rm -rf /tmp/y)" {
+		t.Fatalf("the allow_session button reads %q", got)
+	}
+	screenshot(t, ctx, t.TempDir(), "inspector-approval.png")
+	if err := chromedp.Do(ctx, chromedp.Click(`.approval[data-call="c_ask"] button.allow-session`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the turn's end", `document.getElementById("live-state").textContent.startsWith("finished: end_turn")`)
+	if ran != "ls && rm -rf /tmp/y\n" {
+		t.Fatalf("the commands run: %q, want the allowed one alone", ran)
+	}
+	if n := text(t, ctx, `String(document.querySelectorAll(".approval").length)`); n != "0" {
+		t.Fatalf("%s approvals still shown after both were answered", n)
+	}
+	// each call's line says what was decided of it
+	perm := func(call string) string {
+		return `document.querySelector('[data-call="` + call + `"] .call-head .permission')`
+	}
+	waitFor(t, ctx, "both decisions in the timeline", perm("c_deny")+` !== null && `+perm("c_ask")+` !== null`)
+	if got := text(t, ctx, perm("c_deny")+`.textContent`); !strings.HasPrefix(got, "denied by a person (deny) — not now at ") {
+		t.Fatalf("the denied call's line says %q", got)
+	}
+	if got := text(t, ctx, perm("c_ask")+`.textContent`); !strings.HasPrefix(got, "allowed by a person (allow session): allow rm -rf /tmp/y") {
+		t.Fatalf("the allowed call's line says %q", got)
+	}
+	screenshot(t, ctx, t.TempDir(), "inspector-decisions.png")
+}
+
+// mustRule is rule text parsed as a flag's rule of decision d.
+func mustRule(t *testing.T, text string, d permission.Decision) permission.Rule {
+	t.Helper()
+	r, err := permission.ParseRule(text, d, "flag")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

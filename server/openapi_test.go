@@ -15,6 +15,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/myelin-run/myelin/background"
+	"github.com/myelin-run/myelin/permission"
 )
 
 // The document names every route with its method, and nothing else.
@@ -79,6 +80,10 @@ var eventData = map[string]any{
 	EventElicitationAnswered: elicitationEndedEvent{},
 	EventElicitationExpired:  elicitationEndedEvent{},
 	EventElicitationReply:    elicitationReply{},
+	EventApproval:            approvalEvent{},
+	EventApprovalAnswered:    approvalEndedEvent{},
+	EventApprovalExpired:     approvalEndedEvent{},
+	EventApprovalReply:       approvalReply{},
 	EventSampling:            samplingEvent{},
 	EventSamplingFinished:    samplingFinishedEvent{},
 	EventWake:                background.Wake{},
@@ -278,5 +283,26 @@ func TestTheOpenAPIDocumentTypesEveryEventsData(t *testing.T) {
 		if string(got) != string(want) {
 			t.Errorf("the data of %s (%s, the Go type %T):\n the document says %s\n the server sends  %s", typ, name, v, got, want)
 		}
+	}
+}
+
+// A stored call's decision (permission.Record, on its result's part) is
+// typed in the document as the store encodes it, and the stored
+// message's parts name it, so a generated client reads the audit trail.
+func TestTheOpenAPIDocumentTypesAStoredCallsPermission(t *testing.T) {
+	_, raw := loadOpenAPI(t)
+	schemas := raw["components"].(map[string]any)["schemas"].(map[string]any)
+	got, _ := json.Marshal(bare(schemas["Permission"]))
+	want, _ := json.Marshal(bare(schemaOf(reflect.TypeFor[permission.Record]())))
+	if string(got) != string(want) {
+		t.Fatalf("Permission:\n the document says %s\n the store keeps   %s", got, want)
+	}
+	ref := schemas["StoredMessage"].(map[string]any)["properties"].(map[string]any)["message"]
+	for _, k := range []string{"properties", "parts", "items", "properties", "permission", "$ref"} {
+		m, _ := ref.(map[string]any)
+		ref = m[k]
+	}
+	if ref != "#/components/schemas/Permission" {
+		t.Fatalf("StoredMessage.message.parts[].permission is %v, not a reference to Permission", ref)
 	}
 }

@@ -108,6 +108,10 @@ type Server struct {
 	// client's answer before it is declined; 0 means
 	// DefaultElicitTimeout.
 	ElicitTimeout time.Duration
+	// ApprovalTimeout is how long a tool call's approval waits for a
+	// client's decision before the call is denied (Ask); 0 means
+	// DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 	// Background, when set, is the Manager of the background scripts the
 	// turns start; its Waker must be this Server (Wake). Each turn tells
 	// its conversation once of the scripts a restart took away.
@@ -129,7 +133,7 @@ type Server struct {
 	ended  chan struct{}  // closed once Shutdown's turns have ended: the streams end
 	turns  sync.WaitGroup // added to under mu, while not closed
 	closed bool           // Shutdown or Close was called: no turn starts
-	asks   asks           // the elicitations waiting for a client, and those ended
+	asks   asks           // the elicitations and approvals waiting for a client, and those ended
 	// watching counts the event streams open
 	watching watchers
 	// handing are the queued turns running here (shutdown.go)
@@ -194,6 +198,8 @@ func (s *Server) routes() []route {
 		{"GET", "/v1/conversations/{id}/requests/{n}/diff", s.requestDiff},
 		{"GET", "/v1/conversations/{id}/elicitations", s.listElicitations},
 		{"POST", "/v1/conversations/{id}/elicitations/{eid}", s.answerElicitation},
+		{"GET", "/v1/conversations/{id}/approvals", s.listApprovals},
+		{"POST", "/v1/conversations/{id}/approvals/{approval_id}", s.answerApproval},
 		{"GET", "/v1/tools", s.listTools},
 		{"POST", "/v1/tools/{name}/call", s.callTool},
 		{"GET", "/v1/spills/{path...}", s.spill},

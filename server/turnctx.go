@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/approval"
 	"github.com/myelin-run/myelin/tool"
 )
 
@@ -20,10 +21,14 @@ type turnInfo struct {
 type turnKey struct{}
 
 // turnContext is ctx for turn tid of conversation conv run by a: what
-// MCP servers ask during its calls is conv's. (The background scripts its
-// calls start are conv's too: the agent gives each call its conversation,
+// MCP servers ask during its calls, and the approvals the permission gate
+// asks for, are conv's; conv is the session of the gate's allow_session
+// answers (approval.WithSession), so that one holds for the rest of the
+// conversation and no other. (The background scripts its calls start are
+// conv's too: the agent gives each call its conversation,
 // tool.ConversationOf.)
 func turnContext(ctx context.Context, conv, tid string, a *agent.Agent) context.Context {
+	ctx = approval.WithSession(ctx, conv)
 	return context.WithValue(ctx, turnKey{}, &turnInfo{conv: conv, turn: tid, agent: a})
 }
 

@@ -41,8 +41,10 @@ const serveUsage = `Usage:
       turns back to the queue at once, for another to continue.
       What MCP servers ask during a call (an elicitation, a sampling
       request) is an event of the conversation whose call it is, which its
-      clients answer over the API; background scripts' wakes are events
-      too, each followed by its turn (docs/serve.md).
+      clients answer over the API; so is a tool call the permission policy
+      asks about (an approval event, denied after --approval-timeout);
+      background scripts' wakes are events too, each followed by its turn
+      (docs/serve.md).
 `
 
 // serveFlags are serve's flags: the agent's, and where and how to listen.
@@ -57,6 +59,9 @@ type serveFlags struct {
 	// elicitTimeout is how long an MCP server's elicitation waits for a
 	// client's answer before it is declined.
 	elicitTimeout time.Duration
+	// approvalTimeout is how long a tool call the policy asks about waits
+	// for a client's decision before it is denied.
+	approvalTimeout time.Duration
 	// logFormat is how the request and turn lines are written to stderr:
 	// text or json (log/slog's handlers).
 	logFormat string
@@ -130,6 +135,8 @@ func (f *serveFlags) check(set map[string]bool) error {
 		return fmt.Errorf("--lease %s: give a duration of %s or more (default %s)", f.lease, minLease, history.DefaultLease)
 	case f.elicitTimeout <= 0:
 		return fmt.Errorf("--elicitation-timeout %s: give a duration > 0 (default %s)", f.elicitTimeout, server.DefaultElicitTimeout)
+	case f.approvalTimeout <= 0:
+		return fmt.Errorf("--approval-timeout %s: give a duration > 0 (default %s)", f.approvalTimeout, server.DefaultApprovalTimeout)
 	case f.grace < 0:
 		return fmt.Errorf("--shutdown-grace %s: give 0 (cancel running turns at once) or more (default %s)", f.grace, defaultShutdownGrace)
 	case (set["workers"] || set["lease"]) && !f.worker:
@@ -155,6 +162,7 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.BoolVar(&f.worker, "worker", false, "queue turns on the Postgres store (--store postgres://...) and run them here or on any serve --worker process sharing it (docs/scale.md)")
 	fs.IntVar(&f.workers, "workers", defaultWorkers, fmt.Sprintf("with --worker, how many turns this process runs at once (`N`, 0 to %d; 0 runs none: it only queues turns and serves events)", maxWorkers))
 	fs.DurationVar(&f.elicitTimeout, "elicitation-timeout", server.DefaultElicitTimeout, "how long (a `DURATION`) an MCP server's question (an elicitation event) waits for a client's answer before it is declined")
+	fs.DurationVar(&f.approvalTimeout, "approval-timeout", server.DefaultApprovalTimeout, "how long (a `DURATION`) a tool call the permission policy asks about (an approval event) waits for a client's decision before it is denied")
 	fs.DurationVar(&f.lease, "lease", history.DefaultLease, "how long a turn's claim on its conversation lasts unrenewed (`DURATION`, 1s or more): a worker that died is taken over after it, or at once on its own host")
 	fs.DurationVar(&f.grace, "shutdown-grace", defaultShutdownGrace, "on SIGTERM or SIGINT, how long (a `DURATION`; 0 for none) running turns have to finish before they are cancelled (not with --worker: its turns go back to the queue at once)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "how the line logged to stderr for each request and each turn is written: `text` (key=value) or json")
@@ -205,12 +213,14 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		f.store = workerPool(dsn, f.workers)
 	}
 	// The API is made first: it is what MCP servers ask (elicitation and
-	// sampling, for the conversation whose call asks) and where background
-	// scripts' wakes go (it runs the woken turns).
-	api := &server.Server{Token: f.token, CORSOrigins: f.cors, ElicitTimeout: f.elicitTimeout, Logger: logger,
+	// sampling, for the conversation whose call asks), whom the permission
+	// gate asks (an approval event, for the conversation whose turn calls)
+	// and where background scripts' wakes go (it runs the woken turns).
+	api := &server.Server{Token: f.token, CORSOrigins: f.cors, ElicitTimeout: f.elicitTimeout, ApprovalTimeout: f.approvalTimeout, Logger: logger,
 		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }}
 	f.tools.mcp.ui = newMCPUI(nil, stderr)
 	f.tools.mcp.ui.elicitor, f.tools.mcp.ui.sampler = api, api
+	f.perm.asker = api
 	f.tools.background = &backgroundSetup{limits: bgLimits, wakes: api}
 	s, _, err := openAgent(ctx, f.agentFlags, stderr)
 	if err != nil {

@@ -221,6 +221,8 @@ func TestServeRefusesEveryNumericFlagOutOfItsRange(t *testing.T) {
 		{[]string{"--shutdown-grace", "-1s"}, "--shutdown-grace -1s: give 0 (cancel running turns at once) or more (default 30s)"},
 		{[]string{"--shutdown-grace", "10s", "--worker"}, "--shutdown-grace has nothing to wait for with --worker"},
 		{[]string{"--elicitation-timeout", "-1m"}, "--elicitation-timeout -1m0s: give a duration > 0"},
+		{[]string{"--approval-timeout", "0s"}, "--approval-timeout 0s: give a duration > 0 (default 5m0s)"},
+		{[]string{"--approval-timeout", "-1m"}, "--approval-timeout -1m0s: give a duration > 0"},
 		{[]string{"--max-rounds", "0"}, "--max-rounds 0: give the most tool rounds of a turn, 1 or more"},
 		{[]string{"--max-tokens", "-5"}, "--max-tokens -5: give the most tokens of an answer, 1 or more"},
 		{[]string{"--keep-rounds", "0"}, "--keep-rounds 0"},

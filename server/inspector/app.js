@@ -185,7 +185,7 @@ function render(messages) {
         const child = (state.children[p.call_id] || [])[k];
         if (child) head.append(" ", el("button", { class: "link subagent", type: "button", "data-child": child, onclick: () => select(child) }, "→ its subagent's conversation " + child));
         round.append(el("div", { class: "call", "data-call": p.call_id }, head, slot));
-        calls[p.call_id] = { slot, head };
+        calls[p.call_id] = { slot, head, permission: p.permission };
       }
       if (m.cut) round.append(el("div", { class: "hint" }, "(this answer was cut off mid-stream)"));
       continue;
@@ -263,6 +263,8 @@ async function openRequest(req) {
 function fillCall(c, stored) {
   const ev = state.finished[stored.call_id];
   if (stored.is_error) c.head.append(" ", el("span", { class: "error" }, "error"));
+  const perm = stored.permission || c.permission;
+  if (perm) c.head.append(" ", el("span", { class: "permission " + (perm.decision === "allow" ? "allowed" : "denied") }, permissionWords(perm)));
   const produced = el("div", { class: "pane produced" }, el("h4", {}, "Tool produced"));
   if (ev) {
     produced.append(el("div", {}, ev.chars + " characters" + (ev.elapsed_ms !== undefined ? " in " + ev.elapsed_ms.toFixed(1) + " ms" : "")));
@@ -486,6 +488,17 @@ function handle(type, d) {
       $("live-state").textContent = "MCP server " + d.server + " was sent " + d.action + (d.reason ? ": " + d.reason : "");
       break;
     }
+    case "approval":
+      showApproval(d);
+      $("live-state").textContent = d.tool + " waits for your decision";
+      break;
+    case "approval.answered":
+    case "approval.expired": {
+      const box = document.querySelector('.approval[data-id="' + CSS.escape(d.id) + '"]');
+      if (box) box.remove();
+      $("live-state").textContent = d.tool + ": " + decisionWords(d.decision) + (type === "approval.expired" ? " (no answer: " + d.reason + ")" : d.reason ? ": " + d.reason : "");
+      break;
+    }
     case "sampling":
       $("live-state").textContent = "MCP server " + d.server + " asks " + d.model + " to complete (up to " + d.max_tokens + " tokens)";
       break;
@@ -548,6 +561,64 @@ function showAsk(d) {
     el("button", { type: "button", onclick: () => answer("decline") }, "Decline"),
     el("button", { type: "button", onclick: () => answer("cancel") }, "Cancel")), error);
   $("asks").append(box);
+}
+
+// --- what the permission policy asks ---
+
+// decisionWords says a decision of an approval (allow_once,
+// allow_session, deny) in words.
+function decisionWords(d) {
+  return { allow_once: "allowed once", allow_session: "allowed for this conversation", deny: "denied" }[d] || d;
+}
+
+// showApproval shows a tool call waiting for a person's decision — the
+// call, the command and the part of it asked about, why it is asked —
+// with Allow once, Allow for this conversation (when a rule covers the
+// call beyond itself: the rule it adds is named) and Deny with a reason
+// for the model. The API checks the answer and says what was wrong.
+function showApproval(d) {
+  if (document.querySelector('.approval[data-id="' + CSS.escape(d.id) + '"]')) return;
+  const box = el("div", { class: "ask approval", "data-id": d.id, "data-call": d.call_id || "" },
+    el("div", {}, el("strong", {}, "Allow " + d.tool + "?"), d.reason ? " — " + d.reason : ""));
+  if (d.command) {
+    box.append(el("pre", { class: "approval-command" }, d.command));
+    if (d.part && d.part !== d.command) box.append(el("div", {}, "asked about: ", el("code", { class: "approval-part" }, d.part)));
+  } else {
+    box.append(el("pre", { class: "approval-input" }, JSON.stringify(d.input === undefined ? {} : d.input, null, 1)));
+  }
+  const expires = new Date(d.expires);
+  box.append(el("div", { class: "hint" }, "call " + (d.call_id || "?") + "; denied by itself at " + expires.toLocaleTimeString() + " if no one answers"));
+  const reason = el("input", { type: "text", class: "deny-reason", placeholder: "why (sent to the model)" });
+  const error = el("div", { class: "ask-error" });
+  const answer = async (decision) => {
+    const body = { decision };
+    if (decision === "deny" && reason.value.trim()) body.reason = reason.value.trim();
+    try {
+      await api("POST", "/v1/conversations/" + encodeURIComponent(state.current) + "/approvals/" + encodeURIComponent(d.id), body);
+      box.remove();
+    } catch (err) { error.textContent = err.message; }
+  };
+  const buttons = el("div", { class: "ask-buttons" },
+    el("button", { type: "button", class: "allow-once", onclick: () => answer("allow_once") }, "Allow once"));
+  if ((d.decisions || []).includes("allow_session")) {
+    buttons.append(el("button", { type: "button", class: "allow-session", title: "allows " + d.rule + " for the rest of this conversation", onclick: () => answer("allow_session") },
+      "Allow for this conversation (" + d.rule + ")"));
+  }
+  buttons.append(el("button", { type: "button", class: "deny", onclick: () => answer("deny") }, "Deny"), reason);
+  box.append(buttons, error);
+  $("asks").append(box);
+}
+
+// permissionWords says what was decided of a call (its stored
+// permission record) and by whom: the audit trail, on the call's line.
+function permissionWords(p) {
+  const by = { rule: "by a rule", default: "by default", yes: "by --yes", person: "by a person", session: "by an earlier answer for this session", timeout: "as no answer came in time", nobody: "as no one could be asked" }[p.by] || "by " + p.by;
+  let out = (p.decision === "allow" ? "allowed " : "denied ") + by;
+  if (p.answer) out += " (" + p.answer.replace("_", " ") + ")";
+  if (p.rule) out += ": " + p.rule;
+  if (p.reason) out += " — " + p.reason;
+  if (p.at) out += " at " + new Date(p.at).toLocaleString();
+  return out;
 }
 
 // --- the pager ---
