@@ -212,6 +212,15 @@ func TestYesForTheSessionIsNotAskedAgainInTheProcess(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "log")); string(b) != "s\ns\n" {
 		t.Fatalf("the log holds %q; want both calls run", b)
 	}
+	out, _, _ := cli(t, "history", "show", conversationID(t, strings.ReplaceAll(term.text(), "\r", "")), "--workspace", dir)
+	for _, want := range []string{
+		"\n[permission: allowed by a person (yes, for the session), adding echo s · ",
+		"\n[permission: allowed by a person's answer earlier in the session (echo s) · ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in history show:\n%s", want, out)
+		}
+	}
 }
 
 func TestAlwaysIsWrittenToTheUsersFileAndNotAskedInANewProcess(t *testing.T) {
@@ -268,11 +277,11 @@ func TestNoWithAReasonDeniesTheCallAndTheModelGetsTheReason(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "x")); err != nil {
 		t.Fatalf("the denied command ran: %v", err)
 	}
-	// the decision is stored with the call: history show prints it under
+	// the decision is stored with the call: history show prints it over
 	// the result, --json keeps it in the part
 	id := conversationID(t, strings.ReplaceAll(term.text(), "\r", ""))
 	out, _, _ := cli(t, "history", "show", id, "--workspace", dir)
-	if !regexp.MustCompile(`\[tool result toolu_1 error\]\n\[permission: denied by a person \(no\) · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d · x holds my notes\]\n`).MatchString(out) {
+	if !regexp.MustCompile(`\n\[permission: denied by a person \(no\) · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d · x holds my notes\]\n\[tool result toolu_1 error\]\n`).MatchString(out) {
 		t.Errorf("history show does not print the decision under the result:\n%s", out)
 	}
 	out, _, _ = cli(t, "history", "show", id, "--workspace", dir, "--json")
@@ -421,7 +430,7 @@ func TestYesAllowsWhatWouldBeAskedAndDenyBeatsIt(t *testing.T) {
 		t.Errorf("the denied rm ran: %v", err)
 	}
 	out, _, _ := cli(t, "history", "show", conversationID(t, errOut), "--workspace", dir)
-	for _, want := range []string{"[tool result toolu_sh]\n[permission: allowed by --yes · ", "[tool result toolu_rm error]\n[permission: denied by the rule "} {
+	for _, want := range []string{"\n[permission: allowed by --yes · ", "\n[permission: denied by the rule rm * (flag --deny) · "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in history show:\n%s", want, out)
 		}

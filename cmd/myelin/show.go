@@ -17,7 +17,7 @@ import (
 // the results and inputs a later Edit cleared say so beside them, naming
 // the record, so that a reader of an old round sees it was not sent whole
 // any more; the decision the permission policy (or a person) made on a
-// call is a line under its result's header (permissionText); the Settings
+// call is a line over its result (permissionText); the Settings
 // stored with an answer are one line under it. It
 // prints what is stored and converts nothing.
 func showMessages(w io.Writer, msgs []history.Message) { showConversation(w, msgs, nil) }
@@ -73,11 +73,10 @@ func showConversation(w io.Writer, msgs []history.Message, children map[string][
 				} else if n > 0 {
 					flag += fmt.Sprintf(", cleared from requests at message %d", n)
 				}
-				fmt.Fprintf(w, "[tool result %s%s]\n", p.CallID, flag)
 				if p.Permission != nil {
 					fmt.Fprintln(w, permissionText(*p.Permission))
 				}
-				fmt.Fprintf(w, "%s\n", p.Text)
+				fmt.Fprintf(w, "[tool result %s%s]\n%s\n", p.CallID, flag, p.Text)
 			case history.ReasoningPart:
 				fmt.Fprintln(w, reasoningText(p))
 			}

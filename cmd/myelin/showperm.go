@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/myelin-run/myelin/permission"
@@ -20,17 +21,20 @@ func permissionText(r permission.Record) string {
 	}
 	switch r.By {
 	case "rule":
-		what += " by the rule " + r.Rule
+		what += " by the rule " + ruleText(r.Rule)
 	case "default":
 		what += " by default"
 	case "yes":
 		what += " by --yes"
 	case "person":
 		what += " by a person (" + answerWords(r.Answer) + ")"
+		if r.Rule != "" {
+			what += ", adding " + ruleText(r.Rule)
+		}
 	case "session":
 		what += " by a person's answer earlier in the session"
 		if r.Rule != "" {
-			what += " (" + r.Rule + ")"
+			what += " (" + strings.TrimSuffix(ruleText(r.Rule), " (an answer for this session)") + ")"
 		}
 	case "timeout":
 		what += ": no answer came in time"
@@ -46,7 +50,7 @@ func permissionText(r permission.Record) string {
 	if r.Reason != "" {
 		what += " · " + r.Reason
 	}
-	return "[permission: " + what + "]"
+	return "[permission: " + visible(what) + "]" // one line, whatever a reason held
 }
 
 // answerWords is a person's answer as the terminal offered it.
@@ -75,7 +79,7 @@ func deniedText(r *permission.Record, result string) string {
 	switch r.By {
 	case "rule", "default":
 		if r.Rule != "" {
-			return "denied by the rule " + visible(r.Rule)
+			return "denied by the rule " + visible(ruleText(r.Rule))
 		}
 		return "denied: " + visible(r.Reason)
 	case "person":
@@ -84,4 +88,15 @@ func deniedText(r *permission.Record, result string) string {
 		return "denied: no answer came in time"
 	}
 	return "denied: " + visible(oneLine(result, 400))
+}
+
+// ruleText is a Record's Rule without the decision it starts with (the
+// line says it already): "rm * (flag --deny)" of "deny rm * (flag --deny)".
+func ruleText(rule string) string {
+	for _, d := range []string{"allow ", "ask ", "deny "} {
+		if r, ok := strings.CutPrefix(rule, d); ok {
+			return r
+		}
+	}
+	return rule
 }
