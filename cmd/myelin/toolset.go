@@ -18,6 +18,7 @@ import (
 // toolsetFlags choose the tools of run, chat, tool list and tool call.
 type toolsetFlags struct {
 	allowShell      bool
+	sandbox         sandboxFlags // how shell--run's commands are confined
 	noCodeExecution bool
 	script          script.Limits
 	scriptMemory    int // MiB
@@ -32,6 +33,7 @@ type toolsetFlags struct {
 
 func (f *toolsetFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&f.allowShell, "allow-shell", false, "offer shell--run")
+	f.sandbox.add(fs)
 	fs.BoolVar(&f.noCodeExecution, "no-code-execution", false, "do not offer code_execution (scripts that call the other tools)")
 	fs.DurationVar(&f.script.Time, "script-time", script.DefaultTime, "a script's wall time limit, a `duration` like 30s")
 	fs.IntVar(&f.scriptMemory, "script-memory", script.DefaultMemory>>20, "a script's memory limit in `MiB`")
@@ -82,6 +84,12 @@ type toolset struct {
 func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, env result.Env, stderr io.Writer) (*toolset, error) {
 	if err := checkOwnFiles(ws, stderr); err != nil {
 		return nil, err
+	}
+	if err := f.sandbox.check(); err != nil {
+		return nil, err
+	}
+	if f.allowShell {
+		f.sandbox.warnOff(stderr)
 	}
 	set, err := startMCP(ctx, ws, f.mcp, stderr, stderr)
 	if err != nil {
