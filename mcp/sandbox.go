@@ -42,7 +42,7 @@ func (s *Server) checkSandbox() error {
 			moot = append(moot, `"sandboxWrite"`)
 		}
 		if len(moot) > 0 {
-			return fmt.Errorf(`%s loosen a sandbox, and the entry asks for none: give it "sandbox": "workspace-write" or "read-only", or leave them out`, strings.Join(moot, " and "))
+			return fmt.Errorf(`%s only loosen a sandbox, and the entry asks for none: give it "sandbox": "workspace-write" or "read-only", or leave them out`, strings.Join(moot, " and "))
 		}
 	}
 	if s.Problem == "" { // an unset variable left its ${...} in place
