@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/child/supervisor"
+	"github.com/myelin-run/myelin/sandbox"
 )
 
 // Group is one started command under its supervisor. Kill it when the
@@ -74,6 +75,12 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	if len(args) == 0 {
 		args = []string{path}
 	}
+	// Prepared by package sandbox: the command is the one its arguments
+	// name, and the supervisor confines it.
+	sandboxed := len(args) >= 3 && args[0] == supervisor.SandboxArg0
+	if sandboxed {
+		path, args = args[1], args[2:]
+	}
 	first := 3 + len(cmd.ExtraFiles)
 	// The supervisor gets the command's environment, working directory,
 	// standard files and extra files, and hands them on.
@@ -102,6 +109,9 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 				return nil, fmt.Errorf("%w; its directory: %v", err, serr)
 			}
 		}
+		if sandboxed {
+			return nil, fmt.Errorf("child: starting %s in new user, mount and network namespaces (the sandbox's): %w: %w; run with --sandbox off to run commands unconfined", path, sandbox.ErrUnavailable, err)
+		}
 		return nil, fmt.Errorf("child: starting the supervisor of %s: %w", path, err)
 	}
 	g := &Group{cmd: cmd, path: path, ctl: ctlW, done: doneR, status: bufio.NewReader(doneR)}
@@ -110,6 +120,9 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 		g.Kill()
 		_ = cmd.Wait()
 		if why, ok := strings.CutPrefix(line, supervisor.StatusError); ok {
+			if strings.HasPrefix(why, supervisor.SandboxFailed) {
+				return nil, fmt.Errorf("%w: %s; run with --sandbox off to run commands unconfined", sandbox.ErrUnavailable, why)
+			}
 			return nil, errors.New(why)
 		}
 		return nil, fmt.Errorf("child: the supervisor of %s ended before it started it (%v)", path, err)

@@ -14,7 +14,12 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 )
 
 // Mode is how far commands are confined.
@@ -52,12 +57,135 @@ type Policy struct {
 // `--sandbox off`.
 var ErrUnavailable = errors.New("no sandbox is available here")
 
-// Apply prepares cmd, not yet started, to run confined by p with
-// workspace as the directory it may write. It is to be started with
-// package child.
+// Apply prepares cmd, made by exec.Command and not yet started, to run
+// confined by p with workspace as the directory it may write. It is to be
+// started with package child (child.Start), which runs the command under
+// a supervisor that sets the confinement up; started any other way, it
+// refuses to run. Apply replaces cmd.Path, cmd.Args, cmd.Env (the
+// environment is scrubbed to Allowed plus p.Env) and cmd.SysProcAttr's
+// namespace fields. With Mode Off it changes nothing.
+//
+// Where the system offers no sandbox the error wraps ErrUnavailable and
+// names `--sandbox off`; bad input (an unknown mode, a relative Writable
+// dir) gets an error saying what is wrong.
 func (p Policy) Apply(cmd *exec.Cmd, workspace string) error {
-	if p.Mode == Off {
+	switch p.Mode {
+	case "", WorkspaceWrite, ReadOnly:
+	case Off:
 		return nil
+	default:
+		return fmt.Errorf("sandbox: unknown mode %q: want %s, %s or %s", p.Mode, WorkspaceWrite, ReadOnly, Off)
 	}
-	return errors.New("sandbox: not built yet (issue 28 §2)")
+	for _, name := range p.Env {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return fmt.Errorf("sandbox: %q is not the name of an environment variable (a name has no = and is not empty)", name)
+		}
+	}
+	for _, dir := range p.Writable {
+		if !filepath.IsAbs(dir) {
+			return fmt.Errorf("sandbox: the writable directory %q is not an absolute path", dir)
+		}
+	}
+	if cmd.Process != nil {
+		return fmt.Errorf("sandbox: %s was already started", cmd.Path)
+	}
+	if cmd.Err != nil {
+		return cmd.Err
+	}
+	if why := forcedUnavailable(); why != "" {
+		return unavailable(why)
+	}
+	return p.apply(cmd, workspace)
+}
+
+// unavailable is the error of a command refused for want of a sandbox.
+func unavailable(why string) error {
+	return fmt.Errorf("%w (%s): the command was not run; run with --sandbox off to run commands unconfined, with your rights", ErrUnavailable, why)
+}
+
+// UnavailableEnv, when set to a reason, makes Apply refuse every command
+// as if the system offered no sandbox, saying that reason: tests use it
+// to see the refusal on a machine that has a sandbox. It can only refuse,
+// never loosen.
+const UnavailableEnv = "MYELIN_TEST_SANDBOX_UNAVAILABLE"
+
+// forceUnavailable is set by ForceUnavailable.
+var forceUnavailable atomic.Pointer[string]
+
+// ForceUnavailable makes Apply refuse every command in this process as if
+// the system offered no sandbox, saying why (tests use it), until the
+// returned function is called.
+func ForceUnavailable(why string) (restore func()) {
+	forceUnavailable.Store(&why)
+	return func() { forceUnavailable.Store(nil) }
+}
+
+func forcedUnavailable() string {
+	if p := forceUnavailable.Load(); p != nil {
+		return *p
+	}
+	return os.Getenv(UnavailableEnv)
+}
+
+// Allowed are the environment variables a confined command gets from
+// myelin's environment (beyond Policy.Env), besides every LC_* and the
+// TMPDIR the sandbox sets: where things are and how to show them, never a
+// key or a token. SSH_AUTH_SOCK, XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS
+// are left out on purpose: they lead to agents that act with the user's
+// keys.
+var Allowed = []string{
+	"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ",
+	"COLORTERM", "NO_COLOR", "PAGER", "EDITOR", "VISUAL",
+	"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+	"GOROOT", "GOPATH", "GOMODCACHE", "GOCACHE", "GOFLAGS", "GOTOOLCHAIN",
+	"CARGO_HOME", "RUSTUP_HOME", "JAVA_HOME", "VIRTUAL_ENV",
+}
+
+// scrub keeps of env the variables Allowed, LC_* and extra name.
+func scrub(env, extra []string) []string {
+	ok := map[string]bool{}
+	for _, n := range Allowed {
+		ok[n] = true
+	}
+	for _, n := range extra {
+		ok[n] = true
+	}
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if ok[name] || strings.HasPrefix(name, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Secrets are the files and directories a confined command may not read
+// (nor list inside, nor write), given the user's home and config
+// directories: keys and tokens of ssh, the clouds, git, registries, and
+// myelin's own token store and settings. The system's own (/etc/shadow,
+// the ssh host keys) count too: DAC keeps them from a user, not from root.
+func Secrets(home, configDir string) []string {
+	var out []string
+	if home != "" {
+		for _, rel := range []string{
+			".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker/config.json",
+			".netrc", ".git-credentials", ".config/git/credentials",
+			".config/gcloud", ".config/gh", ".pypirc", ".cargo/credentials",
+			".cargo/credentials.toml", ".password-store", ".local/share/keyrings",
+			".myelin",
+		} {
+			out = append(out, filepath.Join(home, rel))
+		}
+	}
+	if configDir != "" {
+		for _, rel := range []string{"myelin", "gcloud", "gh", "git/credentials"} {
+			out = append(out, filepath.Join(configDir, rel))
+		}
+	}
+	out = append(out, "/etc/shadow", "/etc/gshadow")
+	if keys, err := filepath.Glob("/etc/ssh/ssh_host_*_key"); err == nil {
+		out = append(out, keys...)
+	}
+	return out
 }

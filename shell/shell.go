@@ -5,10 +5,17 @@
 // file is the result (a result.TextFile); the package also owns cleaning
 // up the files a dead process left there.
 //
+// Commands run in myelin's sandbox (package sandbox) unless the policy
+// given says Off: they may write only the workspace (less its protected
+// paths) and a temp dir of their own, may not read the user's secrets nor
+// see the provider keys, and reach no network unless allowed. A command
+// that failed and whose output looks like the sandbox stopped it gets a
+// line saying so, and how the user may loosen it.
+//
 // It must not convert its output into conversation text (package result
-// does that) and it is offered only when the host enables it (--allow-shell):
-// the command runs with the host's rights, and the workspace confinement of
-// package workspace does not apply to it.
+// does that) and it is offered only when the host enables it
+// (--allow-shell); it does not decide whether a command may run at all
+// (the permission policy does).
 package shell
 
 import (
@@ -24,6 +31,7 @@ import (
 
 	"github.com/myelin-run/myelin/child"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/sandbox"
 	"github.com/myelin-run/myelin/tool"
 )
 
@@ -43,27 +51,41 @@ const DefaultTimeout = 120 * time.Second
 // well: a command is stopped at whichever comes first.
 const MaxTimeout = time.Hour
 
-// Tool returns shell--run, running commands in dir, the workspace root.
-// Making it is a start of myelin for the workspace: it removes the output
-// files that a process which ended without converting them (a crash, a
-// kill) left under .myelin/shell/, and never one a live process holds.
+// Tool returns shell--run, running commands in dir, the workspace root,
+// in the default sandbox (the zero sandbox.Policy: the workspace writable,
+// no network). ToolWithPolicy takes another policy.
 func Tool(dir string) *tool.Tool {
+	return ToolWithPolicy(dir, sandbox.Policy{})
+}
+
+// ToolWithPolicy returns shell--run, running commands in dir, the
+// workspace root, confined by p (sandbox.Off: unconfined). Making it is a
+// start of myelin for the workspace: it removes the output files that a
+// process which ended without converting them (a crash, a kill) left
+// under .myelin/shell/, and never one a live process holds.
+func ToolWithPolicy(dir string, p sandbox.Policy) *tool.Tool {
 	CleanOutputs(dir)
 	return tool.MustFunc("shell--run",
 		"Run a shell command (bash -c) in the workspace root.\n"+
 			"The result is its stdout and stderr together, as the program wrote them. "+
 			"A non-zero exit makes the result an error ending in a line `[exit status N]`; "+
-			"a command still running at its timeout (timeout_ms, default 120000, at most 3600000; the host's bound on a tool call also applies) is killed with its whole process group.",
-		func(ctx context.Context, in Input) (any, error) { return Run(ctx, dir, in) })
+			"a command still running at its timeout (timeout_ms, default 120000, at most 3600000; the host's bound on a tool call also applies) is killed with its whole process group.\n"+
+			describe(p),
+		func(ctx context.Context, in Input) (any, error) { return RunWithPolicy(ctx, dir, p, in) })
 }
 
-// Run runs one command in dir. Its output goes straight to a file under
+// Run runs one command in dir in the default sandbox; see RunWithPolicy.
+func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
+	return RunWithPolicy(ctx, dir, sandbox.Policy{}, in)
+}
+
+// RunWithPolicy runs one command in dir, confined by p. Its output goes straight to a file under
 // dir's .myelin/shell/ (see OutputDir), never through memory, however much
 // it writes; the status line of a non-zero exit, a signal or a timeout is
 // written at the file's end. The result's Data is that file as a
 // result.TextFile, which the conversion takes over: it becomes the spill
 // file (or the binary payload) as it is, or is read and removed.
-func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
+func RunWithPolicy(ctx context.Context, dir string, p sandbox.Policy, in Input) (result.Result, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return result.Result{}, errors.New("command is empty")
 	}
@@ -91,11 +113,14 @@ func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 	cmd.Stdin = nil
 	cmd.Stdout = out
 	cmd.Stderr = out
+	if err := p.Apply(cmd, dir); err != nil {
+		return result.Result{}, fmt.Errorf("shell--run: %w", err)
+	}
 	// Its own process group, which dies with myelin however myelin stops
 	// (package child), and is killed when the command ends.
 	group, err := child.Start(cmd)
 	if err != nil {
-		return result.Result{}, fmt.Errorf("shell--run: starting bash: %v", err)
+		return result.Result{}, fmt.Errorf("shell--run: starting bash: %w", err)
 	}
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
@@ -131,6 +156,9 @@ func Run(ctx context.Context, dir string, in Input) (result.Result, error) {
 		}
 	}
 	if status != "" {
+		if stopped == "" && p.Mode != sandbox.Off && mayBeSandbox(out) {
+			status += "\n" + note(p)
+		}
 		if err := appendStatus(out, status); err != nil {
 			return result.Result{}, fmt.Errorf("shell--run: writing the exit status after the output: %v", err)
 		}

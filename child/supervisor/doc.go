@@ -38,3 +38,18 @@ const (
 	StatusOK    = "ok"
 	StatusError = "error: "
 )
+
+// SandboxEnv is the environment variable that asks the supervisor to
+// confine the command (package sandbox writes it; see the Op constants for
+// its value). The supervisor removes it from the command's environment.
+// Set without Env (the command was started without package child), the
+// program refuses to run at all: it would run unconfined.
+const SandboxEnv = "MYELIN_SANDBOX"
+
+// SandboxArg0 is the first argument of a command package sandbox
+// prepared: its Path is myelin's own executable and its arguments are
+// SandboxArg0, the command's path and the command's arguments. Package
+// child starts the command they name under a supervisor; started any
+// other way, it runs myelin's executable with SandboxEnv and no Env,
+// which refuses.
+const SandboxArg0 = "myelin-sandboxed"

@@ -8,6 +8,12 @@ import (
 func init() {
 	v, ok := syscall.Getenv(Env)
 	if !ok {
+		if _, sandboxed := syscall.Getenv(SandboxEnv); sandboxed {
+			// A command package sandbox prepared, started without package
+			// child: it would run unconfined, so it does not run.
+			say(2, "myelin: a sandboxed command must be started with package child (child.Start); it was not run")
+			syscall.Exit(126)
+		}
 		return
 	}
 	// Package initialization runs on the main thread, locked to it: the
@@ -45,18 +51,44 @@ func run(fdv string) int {
 		files[i] = uintptr(i)
 	}
 	var env []string
+	spec, sandboxed := "", false
 	for _, kv := range syscall.Environ() {
-		if len(kv) > len(Env) && kv[:len(Env)+1] == Env+"=" {
+		if _, ok := cut(kv, Env); ok {
+			continue
+		}
+		if v, ok := cut(kv, SandboxEnv); ok {
+			spec, sandboxed = v, true
 			continue
 		}
 		env = append(env, kv)
 	}
+	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	tmp := ""
+	if sandboxed {
+		var why string
+		if tmp, why = setUpSandbox(spec); why != "" {
+			say(status, StatusError+SandboxFailed+why)
+			return 127
+		}
+		// TMPDIR is the command's own temp dir.
+		kept := env[:0]
+		for _, kv := range env {
+			if _, ok := cut(kv, "TMPDIR"); !ok {
+				kept = append(kept, kv)
+			}
+		}
+		env = append(kept, "TMPDIR="+tmp)
+		// A session of its own: no controlling terminal, whose input a
+		// command could fake (TIOCSTI) for the user's shell to run.
+		sys = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	}
 	pid, err := syscall.ForkExec(argv[1], argv[2:], &syscall.ProcAttr{
 		Env:   env,
 		Files: files,
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		Sys:   sys,
 	})
 	if err != nil {
+		removeAll(tmp)
 		say(status, StatusError+"fork/exec "+argv[1]+": "+err.Error())
 		return 127
 	}
@@ -103,7 +135,16 @@ func run(fdv string) int {
 		}
 	}
 	ws := killAll(pid)
+	removeAll(tmp)
 	return exitAs(ws)
+}
+
+// cut is the value of kv when it is name's.
+func cut(kv, name string) (string, bool) {
+	if len(kv) > len(name) && kv[:len(name)] == name && kv[len(name)] == '=' {
+		return kv[len(name)+1:], true
+	}
+	return "", false
 }
 
 const (

@@ -1,0 +1,237 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"os/exec"
+
+	"github.com/myelin-run/myelin/child/supervisor"
+)
+
+// apply prepares cmd for the supervisor (package child/supervisor, which
+// says what it does with the spec): new user and mount namespaces, a new
+// network namespace unless p.Network, and the spec of what the command
+// may read and write.
+func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
+	if abi := supervisor.LandlockABI(); abi < 1 {
+		return unavailable("the kernel offers no Landlock: it needs Linux 5.13 or later with Landlock enabled (lsm=…,landlock)")
+	}
+	ws, err := realDir(workspace)
+	if err != nil {
+		return fmt.Errorf("sandbox: the workspace: %w", err)
+	}
+	var writable []string
+	if p.Mode != ReadOnly {
+		writable = append(writable, ws)
+	}
+	for _, dir := range p.Writable {
+		d, err := realDir(dir)
+		if err != nil {
+			return fmt.Errorf("sandbox: the writable directory: %w", err)
+		}
+		writable = append(writable, d)
+	}
+	tmp, err := realDir(os.TempDir())
+	if err != nil {
+		return fmt.Errorf("sandbox: the temp dir: %w", err)
+	}
+	home, _ := os.UserHomeDir()
+	config, _ := os.UserConfigDir()
+	var denied []string
+	for _, s := range Secrets(home, config) {
+		if r, err := filepath.EvalSymlinks(s); err == nil {
+			denied = append(denied, r)
+		}
+	}
+
+	var spec strings.Builder
+	add := func(op byte, path string) {
+		spec.WriteByte(op)
+		spec.WriteString(strconv.Itoa(len(path)))
+		spec.WriteByte(':')
+		spec.WriteString(path)
+	}
+	// Mounts first (the supervisor runs the records in order, Landlock last).
+	for _, path := range protectedPaths(ws) {
+		if under(path, writable) {
+			add(supervisor.OpProtect, path)
+		}
+	}
+	if st, err := os.Lstat("/dev/shm"); err == nil && st.IsDir() {
+		add(supervisor.OpShm, "/dev/shm")
+	}
+	if !p.Network {
+		add(supervisor.OpLoopback, "")
+	}
+	add(supervisor.OpTempBase, tmp)
+	for _, r := range ruleTree(supervisor.OpRead, "/", denied) {
+		add(r.op, r.path)
+	}
+	for _, w := range writable {
+		for _, r := range ruleTree(supervisor.OpWrite, w, denied) {
+			add(r.op, r.path)
+		}
+	}
+	for _, dev := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"} {
+		add(supervisor.OpDevice, dev)
+	}
+
+	env := append(scrub(cmd.Environ(), p.Env), supervisor.SandboxEnv+"="+spec.String())
+	attr := &syscall.SysProcAttr{}
+	if cmd.SysProcAttr != nil {
+		copied := *cmd.SysProcAttr
+		attr = &copied
+	}
+	attr.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS
+	if !p.Network {
+		attr.Cloneflags |= syscall.CLONE_NEWNET
+	}
+	// The same ids inside as outside, so that the command's files and
+	// `id` are the user's; the supervisor keeps the capabilities to mount
+	// across its exec (ambient) and drops them all before the command's.
+	uid, gid := os.Getuid(), os.Getgid()
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	attr.GidMappingsEnableSetgroups = false
+	attr.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin}
+	cmd.SysProcAttr = attr
+	cmd.Env = env
+	cmd.Args = append([]string{supervisor.SandboxArg0, cmd.Path}, cmd.Args...)
+	cmd.Path = "/proc/self/exe"
+	return nil
+}
+
+const (
+	capNetAdmin = 12
+	capSysAdmin = 21
+)
+
+// realDir is dir, absolute with its symbolic links resolved, when it is a
+// directory.
+func realDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", dir, err)
+	}
+	r, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", dir, err)
+	}
+	st, err := os.Stat(r)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	return r, nil
+}
+
+// under says whether path is one of dirs or below one.
+func under(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if within(path, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// within says whether path is dir or below it.
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}
+
+type rule struct {
+	op   byte
+	path string
+}
+
+// ruleTree is the rules that give op on root less the denied paths:
+// Landlock rules only add, and a right on a directory holds for all below
+// it, so a directory with a denied path below it gets only the right to
+// list it, and each of its entries a rule of its own (symbolic links
+// none: what they lead to has its own rule, or is denied). An entry made
+// after the rules were made is not reachable: what is not allowed is
+// denied.
+func ruleTree(op byte, root string, denied []string) []rule {
+	var below []string
+	for _, d := range denied {
+		if d == root {
+			return nil
+		}
+		if within(d, root) {
+			below = append(below, d)
+		}
+	}
+	if len(below) == 0 {
+		return []rule{{op, root}}
+	}
+	out := []rule{{supervisor.OpList, root}}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		if e.Type()&fs.ModeSymlink != 0 {
+			continue
+		}
+		out = append(out, ruleTree(op, filepath.Join(root, e.Name()), below)...)
+	}
+	return out
+}
+
+// maxGitWalk bounds the directories looked into for a .git below the
+// workspace root, so that a huge tree costs no more than this per command.
+const maxGitWalk = 1000
+
+// protectedPaths are the paths of the workspace a command may not write
+// (docs/security.md; workspace/protect.go for the workspace tools): .git,
+// .myelin and .mcp.json at the root, and each .git found in the first
+// maxGitWalk directories below it, breadth first (node_modules and the
+// protected directories not entered). A protected path that is a
+// symbolic link is resolved: what it leads to is protected.
+func protectedPaths(ws string) []string {
+	var out []string
+	addReal := func(p string) {
+		st, err := os.Lstat(p)
+		if err != nil {
+			return
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			if p, err = filepath.EvalSymlinks(p); err != nil {
+				return
+			}
+		}
+		out = append(out, p)
+	}
+	addReal(filepath.Join(ws, ".myelin"))
+	addReal(filepath.Join(ws, ".mcp.json"))
+	queue := []string{ws}
+	for seen := 0; len(queue) > 0 && seen < maxGitWalk; seen++ {
+		dir := queue[0]
+		queue = queue[1:]
+		entries, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && len(entries) == 0 {
+			continue
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if strings.EqualFold(name, ".git") {
+				addReal(filepath.Join(dir, name))
+				continue
+			}
+			if e.IsDir() && name != "node_modules" && !(dir == ws && strings.EqualFold(name, ".myelin")) {
+				queue = append(queue, filepath.Join(dir, name))
+			}
+		}
+	}
+	return out
+}
