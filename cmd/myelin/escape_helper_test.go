@@ -5,11 +5,13 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // escapeHelperArg, as the first argument of this test binary, makes it the
@@ -20,7 +22,10 @@ import (
 const escapeHelperArg = "myelin-escape-helper"
 
 func init() {
-	if len(os.Args) == 3 && os.Args[1] == escapeHelperArg {
+	if len(os.Args) >= 3 && os.Args[1] == escapeHelperArg {
+		if os.Args[2] == "unix" && len(os.Args) == 4 {
+			os.Exit(dialUnix(os.Args[3]))
+		}
 		os.Exit(escapeHelper(os.Args[2]))
 	}
 }
@@ -28,8 +33,9 @@ func init() {
 // escapeHelper does one attack on myelin's process and says on stdout
 // what it got: "attach" (PTRACE_ATTACH), "mem" (a read of
 // /proc/PID/mem, which needs the same right), "environ" (its
-// environment, which holds the provider keys). It returns the exit
-// status: 0 when the attack worked.
+// environment, which holds the provider keys), "signal" (a SIGCONT,
+// harmless, where a SIGKILL would do harm). It returns the exit status:
+// 0 when the attack worked.
 func escapeHelper(attack string) int {
 	pid, chain := myelinAncestor()
 	if pid == 0 {
@@ -73,10 +79,36 @@ func escapeHelper(attack string) int {
 			return 1
 		}
 		fmt.Printf("the environment of myelin (pid %d): %s\n", pid, strings.ReplaceAll(string(data), "\x00", " "))
+	case "signal":
+		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+			fmt.Printf("signalling myelin (pid %d): %v\n", pid, err)
+			return 1
+		}
+		fmt.Printf("signalled myelin (pid %d)\n", pid)
 	default:
 		fmt.Printf("no attack %q\n", attack)
 		return 2
 	}
+	return 0
+}
+
+// dialUnix connects to the Unix socket at path (an ssh-agent's, a
+// Docker daemon's, a database's) and prints what it says first.
+func dialUnix(path string) int {
+	c, err := net.DialTimeout("unix", path, 5*time.Second)
+	if err != nil {
+		fmt.Printf("connecting to %s: %v\n", path, err)
+		return 1
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 256)
+	n, err := c.Read(buf)
+	if n == 0 {
+		fmt.Printf("reading from %s: %v\n", path, err)
+		return 1
+	}
+	fmt.Printf("%s said: %s\n", path, buf[:n])
 	return 0
 }
 

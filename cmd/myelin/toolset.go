@@ -117,7 +117,7 @@ func (ts *toolset) build(mcpTools []*tool.Tool) (*tool.Registry, error) {
 	reg := &tool.Registry{}
 	tools := append(ts.ws.Tools(), mcpTools...)
 	if ts.flags.allowShell {
-		tools = append(tools, shell.Tool(ts.ws.Dir()))
+		tools = append(tools, shell.ToolWithPolicy(ts.ws.Dir(), ts.flags.sandbox.policy()))
 	}
 	tools = ts.withDelegate(tools)
 	if err := reg.Add(tools...); err != nil {
