@@ -27,7 +27,8 @@ type Group struct {
 	status *bufio.Reader
 	done   *os.File // the read end of the supervisor's status pipe
 	mu     sync.Mutex
-	ended  bool // the supervisor was told to end and has
+	ended  bool   // the supervisor was told to end and has
+	tmp    string // the sandboxed command's temp dir, removed by Kill
 }
 
 // Start starts cmd (not yet started) under a supervisor: myelin's own
@@ -116,7 +117,11 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	}
 	g := &Group{cmd: cmd, path: path, ctl: ctlW, done: doneR, status: bufio.NewReader(doneR)}
 	line, err := g.status.ReadString('\n')
-	if line = strings.TrimSuffix(line, "\n"); line != supervisor.StatusOK {
+	line = strings.TrimSuffix(line, "\n")
+	if tmp, ok := strings.CutPrefix(line, supervisor.StatusOK+" "); ok && sandboxed && strings.HasPrefix(tmp, "/") {
+		g.tmp, line = tmp, supervisor.StatusOK
+	}
+	if line != supervisor.StatusOK {
 		g.Kill()
 		_ = cmd.Wait()
 		if why, ok := strings.CutPrefix(line, supervisor.StatusError); ok {
@@ -176,6 +181,9 @@ func (g *Group) Kill() {
 		_ = g.cmd.Process.Kill()
 	}
 	g.done.Close()
+	if g.tmp != "" {
+		_ = os.RemoveAll(g.tmp)
+	}
 }
 
 // killWait bounds how long Kill waits for the supervisor to have killed

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -42,10 +41,19 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: the temp dir: %w", err)
 	}
+	if strings.Contains(tmp, "\n") {
+		return fmt.Errorf("sandbox: the temp dir %q has a newline in its name; set TMPDIR to another", tmp)
+	}
 	home, _ := os.UserHomeDir()
 	config, _ := os.UserConfigDir()
 	var denied []string
 	for _, s := range Secrets(home, config) {
+		// One this process may neither read nor search, the command may
+		// not either (the same user, no capabilities): /etc/shadow for a
+		// user. Ruling around it would only cost rules.
+		if syscall.Access(s, 4 /* R_OK */) != nil && syscall.Access(s, 1 /* X_OK: a directory's files by name */) != nil {
+			continue
+		}
 		if r, err := filepath.EvalSymlinks(s); err == nil {
 			denied = append(denied, r)
 		}
@@ -100,7 +108,7 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 	attr.GidMappingsEnableSetgroups = false
-	attr.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin}
+	attr.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin, capSetpcap}
 	cmd.SysProcAttr = attr
 	cmd.Env = env
 	cmd.Args = append([]string{supervisor.SandboxArg0, cmd.Path}, cmd.Args...)
@@ -109,6 +117,7 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 }
 
 const (
+	capSetpcap  = 8 // to empty the bounding set
 	capNetAdmin = 12
 	capSysAdmin = 21
 )
@@ -188,18 +197,24 @@ func ruleTree(op byte, root string, denied []string) []rule {
 	return out
 }
 
-// maxGitWalk bounds the directories looked into for a .git below the
-// workspace root, so that a huge tree costs no more than this per command.
-const maxGitWalk = 1000
+// gitDepth is how deep below the workspace root a .git is looked for
+// (a workspace of repositories, each with its own), and maxGitDirs bounds
+// the directories read to find them: reading the directories of a large
+// tree costs milliseconds per command (1 ms for the 40 of myelin's own at depth 2).
+const (
+	gitDepth   = 1
+	maxGitDirs = 200
+)
 
 // protectedPaths are the paths of the workspace a command may not write
 // (docs/security.md; workspace/protect.go for the workspace tools): .git,
-// .myelin and .mcp.json at the root, and each .git found in the first
-// maxGitWalk directories below it, breadth first (node_modules and the
-// protected directories not entered). A protected path that is a
-// symbolic link is resolved: what it leads to is protected.
+// .myelin and .mcp.json at the root, each .git down to gitDepth
+// directories below it (node_modules and hidden directories not entered),
+// and the .git of each submodule .gitmodules names. A protected path that
+// is a symbolic link is resolved: what it leads to is protected.
 func protectedPaths(ws string) []string {
 	var out []string
+	seen := map[string]bool{}
 	addReal := func(p string) {
 		st, err := os.Lstat(p)
 		if err != nil {
@@ -210,26 +225,40 @@ func protectedPaths(ws string) []string {
 				return
 			}
 		}
-		out = append(out, p)
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
 	}
 	addReal(filepath.Join(ws, ".myelin"))
 	addReal(filepath.Join(ws, ".mcp.json"))
-	queue := []string{ws}
-	for seen := 0; len(queue) > 0 && seen < maxGitWalk; seen++ {
-		dir := queue[0]
-		queue = queue[1:]
-		entries, err := os.ReadDir(dir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) && len(entries) == 0 {
-			continue
-		}
-		for _, e := range entries {
-			name := e.Name()
-			if strings.EqualFold(name, ".git") {
-				addReal(filepath.Join(dir, name))
-				continue
+	addReal(filepath.Join(ws, ".git"))
+	level, read := []string{ws}, 0
+	for depth := 1; depth <= gitDepth; depth++ {
+		var next []string
+		for _, dir := range level {
+			if read++; read > maxGitDirs {
+				break
 			}
-			if e.IsDir() && name != "node_modules" && !(dir == ws && strings.EqualFold(name, ".myelin")) {
-				queue = append(queue, filepath.Join(dir, name))
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				name := e.Name()
+				if !e.IsDir() || strings.HasPrefix(name, ".") || name == "node_modules" {
+					continue
+				}
+				sub := filepath.Join(dir, name)
+				addReal(filepath.Join(sub, ".git"))
+				next = append(next, sub)
+			}
+		}
+		level = next
+	}
+	if data, err := os.ReadFile(filepath.Join(ws, ".gitmodules")); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			key, value, ok := strings.Cut(strings.TrimSpace(line), "=")
+			rel := filepath.Clean(strings.TrimSpace(value))
+			if ok && strings.TrimSpace(key) == "path" && filepath.IsLocal(rel) {
+				addReal(filepath.Join(ws, rel, ".git"))
 			}
 		}
 	}

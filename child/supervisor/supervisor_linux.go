@@ -92,7 +92,11 @@ func run(fdv string) int {
 		say(status, StatusError+"fork/exec "+argv[1]+": "+err.Error())
 		return 127
 	}
-	say(status, StatusOK)
+	if tmp != "" {
+		say(status, StatusOK+" "+tmp)
+	} else {
+		say(status, StatusOK)
+	}
 
 	exited := make(chan struct{})
 	go func() { // waits without reaping: the group id stays the command's
@@ -135,6 +139,8 @@ func run(fdv string) int {
 		}
 	}
 	ws := killAll(pid)
+	// Its contents: the directory itself only myelin may remove (Landlock
+	// lets this thread remove what is in it, not what is in its parent).
 	removeAll(tmp)
 	return exitAs(ws)
 }

@@ -1,0 +1,400 @@
+package sandbox_test
+
+import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/myelin-run/myelin/child"
+	"github.com/myelin-run/myelin/child/supervisor"
+	"github.com/myelin-run/myelin/sandbox"
+)
+
+// world is a home with secrets and a workspace with protected paths, and
+// a directory outside both.
+type world struct {
+	home, ws, outside string
+}
+
+const secret = "SECRET-KEY-MATERIAL"
+
+func newWorld(t *testing.T) world {
+	t.Helper()
+	if supervisor.LandlockABI() < 1 {
+		t.Skip("the kernel offers no Landlock")
+	}
+	root := t.TempDir()
+	w := world{home: filepath.Join(root, "home"), ws: filepath.Join(root, "ws"), outside: filepath.Join(root, "outside")}
+	for path, content := range map[string]string{
+		"home/.ssh/id_ed25519":       secret,
+		"home/.aws/credentials":      secret,
+		"home/.config/myelin/rules":  secret,
+		"home/.config/gcloud/token":  secret,
+		"home/.config/editor/ok.txt": "readable config",
+		"home/.docker/config.json":   secret,
+		"home/.docker/other.json":    "readable docker",
+		"home/.netrc":                secret,
+		"home/.gitconfig":            "readable gitconfig",
+		"home/.myelin/mcp-tokens/t":  secret,
+		"ws/.git/config":             "[core]",
+		"ws/sub/.git/config":         "[core]",
+		"ws/vendor/lib/.git":         "gitdir: ../../.git/modules/lib",
+		"ws/.gitmodules":             "[submodule \"lib\"]\n\tpath = vendor/lib\n",
+		"ws/.myelin/history.db":      "store",
+		"ws/.mcp.json":               "{}",
+		"ws/src/main.go":             "package main",
+		"outside/file":               "outside",
+	} {
+		p := filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HOME", w.home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	return w
+}
+
+// run runs script with bash in ws, confined by p, and returns its
+// combined output and exit status.
+func run(t *testing.T, p sandbox.Policy, ws, script string) (string, int) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = ws
+	if err := p.Apply(cmd, ws); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	g, err := child.Start(cmd)
+	if err != nil {
+		t.Fatalf("child.Start: %v", err)
+	}
+	err = cmd.Wait()
+	g.Kill()
+	b, _ := os.ReadFile(out.Name())
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("waiting: %v", err)
+	}
+	return string(b), code
+}
+
+var off = sandbox.Policy{Mode: sandbox.Off}
+
+// Each attempt is denied in the sandbox with the error the model should
+// see, and does what it says with the sandbox off, so that a sandbox that
+// lets it through fails the test.
+func TestTheSandboxDeniesWhatOffAllows(t *testing.T) {
+	w := newWorld(t)
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close()
+	go func() {
+		for {
+			c, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hello from outside\n"))
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(listener.Addr().(*net.TCPAddr).Port)
+	me := strconv.Itoa(os.Getpid())
+	tests := []struct {
+		name, script string
+		allowed      string // in the output with the sandbox off
+		denied       string // in the output in the sandbox
+	}{
+		{"read an ssh key", `cat "$HOME/.ssh/id_ed25519"`, secret, "Permission denied"},
+		{"read every ssh key by a glob", `cat "$HOME"/.ssh/*`, secret, "Permission denied"},
+		{"read cloud credentials", `cat "$HOME/.aws/credentials"`, secret, "Permission denied"},
+		{"read gcloud's token", `cat "$HOME/.config/gcloud/token"`, secret, "Permission denied"},
+		{"read myelin's config", `cat "$HOME/.config/myelin/rules"`, secret, "Permission denied"},
+		{"read myelin's token store", `cat "$HOME/.myelin/mcp-tokens/t"`, secret, "Permission denied"},
+		{"read docker's credentials", `cat "$HOME/.docker/config.json"`, secret, "Permission denied"},
+		{"read .netrc", `cat "$HOME/.netrc"`, secret, "Permission denied"},
+		{"read a key through a symbolic link in the workspace", `ln -s "$HOME/.ssh/id_ed25519" link && cat link`, secret, "Permission denied"},
+		{"read a key through /proc/self/root", `cat "/proc/self/root$HOME/.ssh/id_ed25519"`, secret, "Permission denied"},
+		{"write outside the workspace", `echo pwned > ` + w.outside + `/file && cat ` + w.outside + `/file`, "pwned", "Permission denied"},
+		{"write .git/config", `echo pwned >> .git/config && cat .git/config`, "pwned", "Read-only file system"},
+		{"write a nested .git", `echo pwned >> sub/.git/config && cat sub/.git/config`, "pwned", "Read-only file system"},
+		{"write a submodule's .git file", `echo pwned >> vendor/lib/.git && cat vendor/lib/.git`, "pwned", "Read-only file system"},
+		{"move .git away", `mv .git moved && echo moved-it`, "moved-it", "Device or resource busy"},
+		{"write .myelin", `echo pwned > .myelin/history.db && cat .myelin/history.db`, "pwned", "Read-only file system"},
+		{"write .mcp.json", `echo pwned > .mcp.json && cat .mcp.json`, "pwned", "Read-only file system"},
+		{"reach a server on the host's loopback", `exec 3<>/dev/tcp/127.0.0.1/` + port + ` && cat <&3`, "hello from outside", "Connection refused"},
+		{"read myelin's environment", `tr '\0' '\n' < /proc/` + me + `/environ | grep -c . && echo read`, "read", "Permission denied"},
+		{"look into myelin's root", `ls /proc/` + me + `/root/ >/dev/null && echo listed`, "listed", "Permission denied"},
+		{"make a user namespace and mount in it", `unshare -r -m sh -c 'mount -t tmpfs none src && echo mounted'`, "mounted", "ermission denied"},
+	}
+	if supervisor.LandlockABI() >= 6 {
+		tests = append(tests, struct{ name, script, allowed, denied string }{
+			"signal myelin", `kill -CONT ` + me + ` && echo signalled`, "signalled", "Operation not permitted"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer restore(t, w)
+			got, code := run(t, off, w.ws, tt.script)
+			if !strings.Contains(got, tt.allowed) {
+				t.Fatalf("with the sandbox off, %q gave (exit %d) %q, want %q in it: the test proves nothing", tt.script, code, got, tt.allowed)
+			}
+			restore(t, w)
+			got, code = run(t, sandbox.Policy{}, w.ws, tt.script)
+			if strings.Contains(got, tt.allowed) || code == 0 {
+				t.Fatalf("in the sandbox, %q succeeded (exit %d): %q", tt.script, code, got)
+			}
+			if !strings.Contains(got, tt.denied) {
+				t.Errorf("in the sandbox, %q said %q, want %q in it", tt.script, got, tt.denied)
+			}
+		})
+	}
+}
+
+// restore puts the world's files back as newWorld made them.
+func restore(t *testing.T, w world) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(w.ws, "moved")); err == nil {
+		os.Rename(filepath.Join(w.ws, "moved"), filepath.Join(w.ws, ".git"))
+	}
+	os.Remove(filepath.Join(w.ws, "link"))
+	for path, content := range map[string]string{
+		".git/config": "[core]", "sub/.git/config": "[core]", "vendor/lib/.git": "gitdir: ../../.git/modules/lib", ".myelin/history.db": "store", ".mcp.json": "{}",
+	} {
+		if err := os.WriteFile(filepath.Join(w.ws, path), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(w.outside, "file"), []byte("outside"), 0o644)
+}
+
+// What a command needs stays allowed in the sandbox: the workspace, its
+// temp dir, the system, the home's other files, /dev/null, its own
+// loopback.
+func TestTheSandboxAllowsTheWorkspaceTheSystemAndItsTempDir(t *testing.T) {
+	w := newWorld(t)
+	script := `set -e
+echo made > src/new.go && cat src/new.go
+mkdir -p build/out && mv src/new.go build/out/ && rm -r build
+cat .git/config >/dev/null && echo git-readable
+cat "$HOME/.gitconfig"; echo
+cat "$HOME/.config/editor/ok.txt"; echo
+cat "$HOME/.docker/other.json"; echo
+ls "$HOME" >/dev/null && echo home-listed
+ls / >/dev/null && echo root-listed
+echo t > "$TMPDIR/t" && cat "$TMPDIR/t"
+echo "$TMPDIR" > tmpdir
+echo gone > /dev/null && echo devnull
+head -c 4 /dev/urandom | wc -c
+echo shm > /dev/shm/x && cat /dev/shm/x
+git --version >/dev/null 2>&1 || true
+echo done`
+	got, code := run(t, sandbox.Policy{}, w.ws, script)
+	for _, want := range []string{"made", "git-readable", "readable gitconfig", "readable config", "readable docker", "home-listed", "root-listed", "t\n", "devnull", "4\n", "shm", "done"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("in the sandbox the output lacks %q (exit %d):\n%s", want, code, got)
+		}
+	}
+	tmp, err := os.ReadFile(filepath.Join(w.ws, "tmpdir"))
+	if err != nil {
+		t.Fatalf("the command wrote no tmpdir file: %v", err)
+	}
+	dir := strings.TrimSpace(string(tmp))
+	if !strings.Contains(dir, "myelin-sandbox-") {
+		t.Errorf("TMPDIR is %q, want a temp dir of the command's own", dir)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the temp dir %s is still there after the command (%v)", dir, err)
+	}
+}
+
+// A command serves and reaches itself on its own loopback with no
+// network (a test's server).
+func TestTheSandboxKeepsItsOwnLoopback(t *testing.T) {
+	w := newWorld(t)
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("no python3 to listen with")
+	}
+	script := `python3 -c '
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(1)
+c = socket.create_connection(s.getsockname()); a, _ = s.accept(); a.send(b"loop"); print(c.recv(4).decode())'`
+	if got, code := run(t, sandbox.Policy{}, w.ws, script); strings.TrimSpace(got) != "loop" {
+		t.Errorf("the loopback inside the sandbox: exit %d, %q", code, got)
+	}
+}
+
+func TestReadOnlyWritesOnlyTheTempDir(t *testing.T) {
+	w := newWorld(t)
+	p := sandbox.Policy{Mode: sandbox.ReadOnly}
+	got, code := run(t, p, w.ws, `echo x > new.txt`)
+	if code == 0 || !strings.Contains(got, "Permission denied") {
+		t.Errorf("read-only: writing the workspace gave exit %d, %q", code, got)
+	}
+	if got, code := run(t, off, w.ws, `echo x > new.txt && cat new.txt`); code != 0 || got != "x\n" {
+		t.Fatalf("off: writing the workspace gave exit %d, %q", code, got)
+	}
+	got, code = run(t, p, w.ws, `cat src/main.go && echo t > "$TMPDIR/t" && cat "$TMPDIR/t"`)
+	if code != 0 || got != "package main"+"t\n" { // main.go has no newline at its end
+		t.Errorf("read-only: reading the workspace and writing TMPDIR gave exit %d, %q", code, got)
+	}
+}
+
+func TestWritableAndNetworkLoosenTheSandbox(t *testing.T) {
+	w := newWorld(t)
+	script := `echo w > ` + w.outside + `/new && cat ` + w.outside + `/new`
+	if got, code := run(t, sandbox.Policy{}, w.ws, script); code == 0 {
+		t.Fatalf("without Writable the command wrote outside: %q", got)
+	}
+	if got, code := run(t, sandbox.Policy{Writable: []string{w.outside}}, w.ws, script); code != 0 || got != "w\n" {
+		t.Errorf("with Writable %s: exit %d, %q", w.outside, code, got)
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close()
+	go func() {
+		if c, err := listener.Accept(); err == nil {
+			c.Write([]byte("hi\n"))
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(listener.Addr().(*net.TCPAddr).Port)
+	if got, code := run(t, sandbox.Policy{Network: true}, w.ws, `exec 3<>/dev/tcp/127.0.0.1/`+port+` && cat <&3`); code != 0 || got != "hi\n" {
+		t.Errorf("with Network: exit %d, %q", code, got)
+	}
+}
+
+// Provider keys and tokens never reach a command; the allow-list and
+// Policy.Env do.
+func TestTheEnvironmentIsScrubbedToTheAllowList(t *testing.T) {
+	w := newWorld(t)
+	leaks := []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "MYELIN_TOKEN", "SSH_AUTH_SOCK", "MY_VAR"}
+	for _, name := range leaks {
+		t.Setenv(name, "leaked-"+name)
+	}
+	t.Setenv("LC_TIME", "C")
+	got, _ := run(t, off, w.ws, `env`)
+	for _, name := range leaks {
+		if !strings.Contains(got, "leaked-"+name) {
+			t.Fatalf("with the sandbox off %s did not pass: the test proves nothing", name)
+		}
+	}
+	got, _ = run(t, sandbox.Policy{Env: []string{"MY_VAR"}}, w.ws, `env`)
+	for _, name := range leaks[:len(leaks)-1] {
+		if strings.Contains(got, "leaked-"+name) {
+			t.Errorf("%s reached the sandboxed command", name)
+		}
+	}
+	for _, want := range []string{"MY_VAR=leaked-MY_VAR", "LC_TIME=C", "HOME=" + w.home, "PATH=", "TMPDIR="} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the sandboxed command's environment lacks %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, supervisor.SandboxEnv) || strings.Contains(got, supervisor.Env) {
+		t.Errorf("the supervisor's variables reached the command:\n%s", got)
+	}
+}
+
+// A command Apply prepared never runs unconfined: started without package
+// child, it refuses.
+func TestAPreparedCommandStartedWithoutChildDoesNotRun(t *testing.T) {
+	w := newWorld(t)
+	cmd := exec.Command("bash", "-c", "echo ran > "+w.outside+"/ran")
+	cmd.Dir = w.ws
+	if err := (sandbox.Policy{}).Apply(cmd, w.ws); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 126 || !strings.Contains(string(out), "must be started with package child") {
+		t.Errorf("started with cmd.Run: %v, %q; want exit 126 and a message", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(w.outside, "ran")); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+// Where no sandbox is available the command is refused, with an error
+// naming --sandbox off; Off still runs.
+func TestWithoutASandboxTheCommandIsRefusedNamingSandboxOff(t *testing.T) {
+	w := newWorld(t)
+	check := func(how string) {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", "echo ran > "+w.outside+"/ran")
+		err := (sandbox.Policy{}).Apply(cmd, w.ws)
+		if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), "--sandbox off") || !strings.Contains(err.Error(), "the test says so") {
+			t.Errorf("%s: Apply = %v, want ErrUnavailable naming --sandbox off and the reason", how, err)
+		}
+		cmd = exec.Command("true")
+		if err := off.Apply(cmd, w.ws); err != nil {
+			t.Errorf("%s: Off: %v", how, err)
+		}
+	}
+	restore := sandbox.ForceUnavailable("the test says so")
+	check("ForceUnavailable")
+	restore()
+	t.Setenv(sandbox.UnavailableEnv, "the test says so")
+	check(sandbox.UnavailableEnv)
+}
+
+// A supervisor that cannot set the sandbox up refuses the command with
+// ErrUnavailable, naming what failed: here a protected path that became a
+// symbolic link between Apply and the start.
+func TestASandboxThatCannotBeSetUpRefusesTheCommand(t *testing.T) {
+	w := newWorld(t)
+	cmd := exec.Command("bash", "-c", "echo ran > ran")
+	cmd.Dir = w.ws
+	if err := (sandbox.Policy{}).Apply(cmd, w.ws); err != nil {
+		t.Fatal(err)
+	}
+	mcp := filepath.Join(w.ws, ".mcp.json")
+	os.Remove(mcp)
+	if err := os.Symlink(filepath.Join(w.outside, "file"), mcp); err != nil {
+		t.Fatal(err)
+	}
+	_, err := child.Start(cmd)
+	if !errors.Is(err, sandbox.ErrUnavailable) || !strings.Contains(err.Error(), ".mcp.json") || !strings.Contains(err.Error(), "--sandbox off") {
+		t.Errorf("child.Start = %v, want ErrUnavailable naming .mcp.json and --sandbox off", err)
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, "ran")); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+func TestApplyRefusesBadInput(t *testing.T) {
+	w := newWorld(t)
+	for _, tt := range []struct {
+		p    sandbox.Policy
+		want string
+	}{
+		{sandbox.Policy{Mode: "strict"}, `unknown mode "strict"`},
+		{sandbox.Policy{Writable: []string{"rel/dir"}}, `"rel/dir" is not an absolute path`},
+		{sandbox.Policy{Writable: []string{w.outside + "/missing"}}, "missing"},
+		{sandbox.Policy{Env: []string{"A=B"}}, `"A=B" is not the name of an environment variable`},
+	} {
+		err := tt.p.Apply(exec.Command("true"), w.ws)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Apply(%+v) = %v, want an error saying %q", tt.p, err, tt.want)
+		}
+	}
+}
