@@ -1,10 +1,17 @@
 package mcp
 
 import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/internal/skipped"
+	"github.com/myelin-run/myelin/mcp/mcptest"
 	"github.com/myelin-run/myelin/sandbox"
 )
 
@@ -71,5 +78,98 @@ func TestTheApprovalShowsAServersSandbox(t *testing.T) {
 		if got := Describe(tt.s); got != tt.want {
 			t.Errorf("Describe = %q, want %q", got, tt.want)
 		}
+	}
+}
+
+// fileServer is a stdio MCP server in Python with two tools: read
+// (a path's contents) and write (a path, created or replaced); an
+// OSError is an error result saying what it was.
+const fileServer = `import sys, json
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m: continue
+    r = {}
+    if m["method"] == "initialize":
+        r = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}}, "serverInfo": {"name": "files", "version": "1"}}
+    elif m["method"] == "tools/list":
+        r = {"tools": [{"name": n, "description": n, "inputSchema": {"type": "object"}} for n in ("read", "write")]}
+    elif m["method"] == "tools/call":
+        a = m["params"]["arguments"]
+        try:
+            if m["params"]["name"] == "read":
+                text = open(a["path"]).read()
+            else:
+                open(a["path"], "w").write("written by the server")
+                text = "written"
+            r = {"content": [{"type": "text", "text": text}]}
+        except OSError as e:
+            r = {"content": [{"type": "text", "text": str(e)}], "isError": True}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}) + "\n"); sys.stdout.flush()
+`
+
+// A stdio server whose entry asks for a sandbox runs in it: it reads no
+// secret of the home directory, writes neither the workspace (read-only)
+// nor outside it, but writes the directory it runs in; the same server
+// without the setting does all of it (so that the test can fail).
+func TestAServerWhoseEntryAsksForASandboxRunsInIt(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the sandbox is Linux's")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		skipped.Need(t, "python3", "apt-get install python3")
+	}
+	home, outside, mods := t.TempDir(), t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	key := filepath.Join(home, ".ssh", "id_ed25519")
+	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte("the user's key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mods, "filesrv.py"), []byte(fileServer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"read-only", ""} {
+		t.Run("sandbox "+mode, func(t *testing.T) {
+			root := t.TempDir()
+			s := Server{Name: "files", Type: "stdio", Command: "python3", Args: []string{"-m", "filesrv"}, Env: map[string]string{"PYTHONPATH": mods}, Sandbox: mode}
+			h := start(t, []Server{s}, Options{Dir: root})
+			if f := h.set.Failures(); f != nil {
+				t.Fatalf("the server did not start: %v", f)
+			}
+			confined := mode != ""
+			for _, c := range []struct {
+				tool, path string
+				mayIn      bool // it works sandboxed
+			}{
+				{"read", key, false},
+				{"write", filepath.Join(root, "in-workspace"), false},
+				{"write", filepath.Join(outside, "outside"), false},
+				{"write", "in-its-own-dir", true},
+			} {
+				in, _ := json.Marshal(map[string]string{"path": c.path})
+				out := h.call("files--"+c.tool, string(in))
+				if want := !confined || c.mayIn; out.IsError == want {
+					t.Errorf("%s %s: error %v (%q), want it to work: %v", c.tool, c.path, out.IsError, out.Text, want)
+				}
+			}
+		})
+	}
+}
+
+// Where no sandbox is to be had, a server whose entry asks for one does
+// not start, and the error names the setting that would run it
+// unconfined; the other servers start.
+func TestAServerThatAsksForASandboxWhereThereIsNoneDoesNotStart(t *testing.T) {
+	defer sandbox.ForceUnavailable("this test says so")()
+	cmd, env := mcptest.Command()
+	h := start(t, []Server{
+		{Name: "boxed", Type: "stdio", Command: cmd, Env: env, Sandbox: "workspace-write"},
+		{Name: "plain", Type: "stdio", Command: cmd, Env: env},
+	}, Options{})
+	f := h.set.Failures()
+	if len(f) != 1 || !strings.Contains(f[0].Error(), "MCP server boxed did not start") || !strings.Contains(f[0].Error(), sandbox.ErrUnavailable.Error()) || !strings.Contains(f[0].Error(), `give it "sandbox": "off" to run it unconfined`) {
+		t.Errorf("failures %v, want boxed's alone, refused for want of a sandbox and naming \"sandbox\": \"off\"", f)
 	}
 }
