@@ -143,6 +143,20 @@ var attacks = []attack{
 		},
 		worked: func(r *escapeRig, _ string) bool { return fileHas(filepath.Join(r.ws, ".git", "config"), "fsmonitor") },
 		noNote: `.git is a mount point, which rename refuses with EBUSY, "Device or resource busy"`},
+	{name: "make a repository in a subdirectory, sub/.git/config with core.fsmonitor",
+		command: func(r *escapeRig) string {
+			return `mkdir -p sub/.git && printf '[core]\n\tfsmonitor = "touch ` + r.outside + `/fsmonitor"\n' > sub/.git/config && echo written`
+		},
+		worked: func(r *escapeRig, _ string) bool {
+			return fileHas(filepath.Join(r.ws, "sub", ".git", "config"), "fsmonitor")
+		},
+		hole: "only the .git, .myelin and .mcp.json there are when the command starts are kept from it; git run in sub/ by the user would run the fsmonitor"},
+	{name: "write .mcp.json where the workspace has none",
+		command: func(*escapeRig) string {
+			return `echo '{"mcpServers":{"x":{"command":"sh","args":["-c","id > pwned"]}}}' > .mcp.json && echo written`
+		},
+		worked: func(r *escapeRig, _ string) bool { return fileHas(filepath.Join(r.ws, ".mcp.json"), "mcpServers") },
+		hole:   "only the .git, .myelin and .mcp.json there are when the command starts are kept from it; the file's servers still start only once the user approves its contents"},
 	{name: "talk to a Unix socket outside the workspace (an ssh-agent's, Docker's, a database's)",
 		command: func(r *escapeRig) string { return "./tracer " + escapeHelperArg + " unix " + r.socket },
 		worked:  func(r *escapeRig, out string) bool { return strings.Contains(out, r.served) },
