@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/child"
 	"github.com/myelin-run/myelin/child/supervisor"
@@ -134,7 +135,9 @@ func TestTheSandboxDeniesWhatOffAllows(t *testing.T) {
 		{"read .netrc", `cat "$HOME/.netrc"`, secret, "Permission denied"},
 		{"read a key through a symbolic link in the workspace", `ln -s "$HOME/.ssh/id_ed25519" link && cat link`, secret, "Permission denied"},
 		{"read a key through /proc/self/root", `cat "/proc/self/root$HOME/.ssh/id_ed25519"`, secret, "Permission denied"},
-		{"write outside the workspace", `echo pwned > ` + w.outside + `/file && cat ` + w.outside + `/file`, "pwned", "Permission denied"},
+		{"write outside the workspace", `echo pwned > ` + w.outside + `/file && cat ` + w.outside + `/file`, "pwned", "Read-only file system"},
+		{"change a file's mode outside the workspace", `chmod 666 ` + w.outside + `/file && stat -c %a ` + w.outside + `/file`, "666", "Read-only file system"},
+		{"change a secret's mode", `chmod 666 "$HOME/.ssh/id_ed25519" && stat -c %a "$HOME/.ssh/id_ed25519"`, "666", "Read-only file system"},
 		{"write .git/config", `echo pwned >> .git/config && cat .git/config`, "pwned", "Read-only file system"},
 		{"write a nested .git", `echo pwned >> sub/.git/config && cat sub/.git/config`, "pwned", "Read-only file system"},
 		{"write a submodule's .git file", `echo pwned >> vendor/lib/.git && cat vendor/lib/.git`, "pwned", "Read-only file system"},
@@ -144,7 +147,7 @@ func TestTheSandboxDeniesWhatOffAllows(t *testing.T) {
 		{"reach a server on the host's loopback", `exec 3<>/dev/tcp/127.0.0.1/` + port + ` && cat <&3`, "hello from outside", "Connection refused"},
 		{"read myelin's environment", `tr '\0' '\n' < /proc/` + me + `/environ | grep -c . && echo read`, "read", "Permission denied"},
 		{"look into myelin's root", `ls /proc/` + me + `/root/ >/dev/null && echo listed`, "listed", "Permission denied"},
-		{"make a user namespace and mount in it", `unshare -r -m sh -c 'mount -t tmpfs none src && echo mounted'`, "mounted", "ermission denied"},
+		{"make a user namespace and mount in it", `unshare -r -m sh -c 'mount -t tmpfs none src && echo mounted'`, "mounted", "unshare: "},
 	}
 	if supervisor.LandlockABI() >= 6 {
 		tests = append(tests, struct{ name, script, allowed, denied string }{
@@ -184,6 +187,8 @@ func restore(t *testing.T, w world) {
 		}
 	}
 	os.WriteFile(filepath.Join(w.outside, "file"), []byte("outside"), 0o644)
+	os.Chmod(filepath.Join(w.outside, "file"), 0o644)
+	os.Chmod(filepath.Join(w.home, ".ssh/id_ed25519"), 0o644)
 }
 
 // What a command needs stays allowed in the sandbox: the workspace, its
@@ -246,7 +251,7 @@ func TestReadOnlyWritesOnlyTheTempDir(t *testing.T) {
 	w := newWorld(t)
 	p := sandbox.Policy{Mode: sandbox.ReadOnly}
 	got, code := run(t, p, w.ws, `echo x > new.txt`)
-	if code == 0 || !strings.Contains(got, "Permission denied") {
+	if code == 0 || !strings.Contains(got, "Read-only file system") {
 		t.Errorf("read-only: writing the workspace gave exit %d, %q", code, got)
 	}
 	if got, code := run(t, off, w.ws, `echo x > new.txt && cat new.txt`); code != 0 || got != "x\n" {
@@ -396,5 +401,33 @@ func TestApplyRefusesBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Apply(%+v) = %v, want an error saying %q", tt.p, err, tt.want)
 		}
+	}
+}
+
+// The sandbox's mounts stay in its own mount namespace: as root, without
+// a user namespace, a shared / would carry them to the host's.
+func TestTheSandboxsMountsDoNotReachTheHost(t *testing.T) {
+	w := newWorld(t)
+	done := make(chan string, 1)
+	go func() {
+		out, _ := run(t, sandbox.Policy{}, w.ws, `touch ready; for i in $(seq 500); do [ -e stop ] && break; sleep 0.01; done; echo ok`)
+		done <- out
+	}()
+	for {
+		if _, err := os.Stat(filepath.Join(w.ws, "ready")); err == nil {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	os.WriteFile(filepath.Join(w.ws, "stop"), nil, 0o644)
+	if out := <-done; out != "ok\n" {
+		t.Fatalf("the command: %q", out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(info), w.ws) || strings.Contains(string(info), "myelin-sandbox-") {
+		t.Errorf("the host's mounts show the sandbox's:\n%s", info)
 	}
 }

@@ -37,7 +37,7 @@ func TestACommandTheSandboxStoppedSaysSoAndHowToLoosenIt(t *testing.T) {
 		t.Fatalf("with the sandbox off the write failed: %q", text)
 	}
 	text, isErr := runWith(t, sandbox.Policy{}, t.TempDir(), write)
-	if !isErr || !strings.Contains(text, "Permission denied") || !strings.Contains(text, "[exit status 1]\n[myelin's sandbox may be why this failed") {
+	if !isErr || !strings.Contains(text, "Read-only file system") || !strings.Contains(text, "[exit status 1]\n[myelin's sandbox may be why this failed") {
 		t.Fatalf("in the sandbox: error %v, %q; want the exit status and then the sandbox's note", isErr, text)
 	}
 	for _, want := range []string{"--sandbox-network", "--sandbox-write DIR", "--sandbox off", "may write only the workspace", "no network"} {

@@ -6,15 +6,18 @@ import (
 )
 
 // The sandbox, when SandboxEnv is set (package sandbox writes it): the
-// supervisor was started in a user and mount namespace of its own (and a
-// network namespace unless the network is allowed), where it holds the
-// capabilities to mount. On its main thread, the one that forks the
+// supervisor was started in a mount namespace of its own (and a network
+// namespace unless the network is allowed), and in a user namespace too
+// unless myelin runs as root, where it holds the capabilities to mount. On its main thread, the one that forks the
 // command, it
 //
-//  1. bind-mounts the protected paths read-only (Landlock cannot carve a
-//     read-only hole out of a writable tree), mounts a private tmpfs on
-//     /dev/shm and brings the namespace's loopback up;
-//  2. makes the command's private temp dir (TMPDIR);
+//  1. makes the command's private temp dir (TMPDIR);
+//  2. makes every mount read-only but the writable directories (so that
+//     chmod, chown, utimes and extended attributes, which Landlock does
+//     not rule, are refused outside them too), bind-mounts the protected
+//     paths read-only (Landlock cannot carve a read-only hole out of a
+//     writable tree), mounts a private tmpfs on /dev/shm and brings the
+//     namespace's loopback up;
 //  3. empties its capability bounding and inheritable sets, so that the
 //     command gets no capability at exec, even as root, and sets
 //     no_new_privs (set-user-ID bits and file capabilities do nothing);
@@ -37,6 +40,7 @@ const (
 	OpProtect  = 'p' // bind-mount the path read-only over itself
 	OpShm      = 's' // mount a private tmpfs on the directory, writable
 	OpTempBase = 't' // make the command's temp dir in this directory
+	OpMountRW  = 'm' // keep the directory writable when the rest is made read-only
 	OpLoopback = 'l' // bring the network namespace's loopback up (no path)
 )
 
@@ -145,33 +149,73 @@ func setUpSandbox(spec string) (tmp string, why string) {
 	if abi < 1 {
 		return "", "the kernel offers no Landlock (it is not built in, or not enabled with lsm=…,landlock)"
 	}
+	fail := func(what string, err error) (string, string) {
+		removeAll(tmp)
+		return "", what + ": " + err.Error()
+	}
+	// The working directory is looked up again once the mounts are made,
+	// so that it is the writable mount of the workspace, not the
+	// read-only one below it.
+	wd, err := syscall.Getwd()
+	if err != nil {
+		return fail("finding the working directory", err)
+	}
+	// No mount made here reaches the mount namespace myelin is in (a
+	// shared /, as systemd makes it): without a user namespace (root)
+	// the new namespace's mounts would propagate back.
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_SLAVE, ""); err != nil {
+		return fail("keeping the mounts to this namespace", err)
+	}
+	var writable []string
 	for _, r := range rules {
-		var err error
-		what := ""
 		switch r.op {
-		case OpProtect:
-			what, err = "making "+r.path+" read-only", protect(r.path)
-		case OpShm:
-			what, err = "mounting a private tmpfs on "+r.path, syscall.Mount("tmpfs", r.path, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777")
-			if err == syscall.ENOENT {
-				err = nil
-			}
-		case OpLoopback:
-			what, err = "bringing the loopback interface up", loopbackUp()
 		case OpTempBase:
-			what = "making a temp dir in " + r.path
-			tmp, err = makeTemp(r.path)
-		}
-		if err != nil {
-			if tmp != "" {
-				removeAll(tmp)
+			if tmp, err = makeTemp(r.path); err != nil {
+				return fail("making a temp dir in "+r.path, err)
 			}
-			return "", what + ": " + err.Error()
+			writable = append(writable, tmp)
+		case OpMountRW:
+			writable = append(writable, r.path)
 		}
 	}
+	// The writable directories are mounts of their own, then everything
+	// is made read-only (chmod, chown, utimes and xattrs, which Landlock
+	// does not rule, with it), then the writable ones writable again.
+	for _, dir := range writable {
+		if err := syscall.Mount(dir, dir, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fail("mounting "+dir+" over itself", err)
+		}
+	}
+	if err := mountSetattr("/", atRecursive, mountAttrRdonly, 0); err != nil {
+		return fail("making the file system read-only", err)
+	}
+	for _, dir := range writable {
+		// One that was read-only before (a read-only file system) stays so.
+		if err := mountSetattr(dir, 0, 0, mountAttrRdonly); err != nil && err != syscall.EPERM {
+			return fail("making "+dir+" writable", err)
+		}
+	}
+	for _, r := range rules {
+		switch r.op {
+		case OpProtect:
+			if err := protect(r.path); err != nil {
+				return fail("making "+r.path+" read-only", err)
+			}
+		case OpShm:
+			if err := syscall.Mount("tmpfs", r.path, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil && err != syscall.ENOENT {
+				return fail("mounting a private tmpfs on "+r.path, err)
+			}
+		case OpLoopback:
+			if err := loopbackUp(); err != nil {
+				return fail("bringing the loopback interface up", err)
+			}
+		}
+	}
+	if err := syscall.Chdir(wd); err != nil {
+		return fail("entering the working directory "+wd+" again", err)
+	}
 	if err := dropCapabilities(); err != nil {
-		removeAll(tmp)
-		return "", "dropping capabilities: " + err.Error()
+		return fail("dropping capabilities", err)
 	}
 	if tmp != "" {
 		rules = append(rules, rule{OpWrite, tmp})
@@ -182,6 +226,28 @@ func setUpSandbox(spec string) (tmp string, why string) {
 	}
 	return tmp, ""
 }
+
+// mountSetattr sets and clears attributes of the mount at path (and of
+// the mounts below it with atRecursive): mount_setattr(2), Linux 5.12.
+func mountSetattr(path string, flags uintptr, set, clear uint64) error {
+	p, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	attr := struct{ set, clr, propagation, userns uint64 }{set: set, clr: clear}
+	_, _, e := syscall.Syscall6(sysMountSetattr, atFdcwd, uintptr(unsafe.Pointer(p)), flags, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+const (
+	sysMountSetattr = 442
+	atFdcwd         = ^uintptr(99) // -100
+	atRecursive     = 0x8000
+	mountAttrRdonly = 1
+)
 
 // protect bind-mounts path read-only over itself. A path that is not
 // there is nothing to protect; one that became a symbolic link since
