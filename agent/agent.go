@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
@@ -105,6 +106,15 @@ type Agent struct {
 	// for the turn. A server leaves it off: its client made the
 	// conversation and holds its id.
 	DropUnreached bool
+	// Gate checks every tool call of a turn before it runs (SPEC §14),
+	// and the calls those calls make in turn (a script's, a subagent's:
+	// it is put on the context of the turn's rounds, tool.WithGate); the
+	// decision is stored with each call's result (history.Part.Permission).
+	// nil checks nothing: every call runs, unless the context the turn
+	// runs under carries a gate of its own (a subagent's turn, under its
+	// parent's call) — an embedder's choice (docs/embedding.md). myelin's
+	// commands set an approval.Gate.
+	Gate tool.Gate
 
 	stated atomic.Int64 // the window a provider's refusal stated (Window)
 	cache  cache        // tool definitions and conversation records (cache.go)
@@ -145,6 +155,9 @@ type Event struct {
 	// Message is a Stored event's message, as the turn gave it to the
 	// store (the store sets its time).
 	Message *history.Message
+	// Permission is, on a ToolResult event, what the gate decided of the
+	// call (as stored with its result); nil when no gate checked it.
+	Permission *permission.Record
 }
 
 // TurnResult is how a turn ended.
@@ -549,14 +562,22 @@ func (a *Agent) round(ctx context.Context, rs *rounds, id string, m history.Mess
 	k := rs.keeper
 	k.start(n)
 	tctx, env := a.files(ctx, id) // a shared store keeps the files they save (files.go)
+	tctx = tool.WithGate(tctx, a.Gate)
+	// each call's permission record, set by the gate before any call
+	// starts (Ruled); none without a gate
+	var recs []*permission.Record
 	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout, Workers: rs.workers,
 		Finished:  func(i int, _ tool.Call, e time.Duration) { elapsed[i] = e },
-		Converted: func(i int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}
+		Converted: func(i int, c tool.Call, o result.Output) { k.keep(withRecord(resultPart(c.ID, o), recs, i)) }}
+	if tool.GateOf(tctx) != nil {
+		recs = make([]*permission.Record, n)
+		d.Ruled = func(i int, _ tool.Call, rec permission.Record) { recs[i] = &rec }
+	}
 	outs := d.Round(tctx, tcalls)
 	answer := history.Message{Role: history.User, Parts: make([]history.Part, len(outs))}
 	endTurn := false
 	for i, o := range outs {
-		answer.Parts[i] = resultPart(tcalls[i].ID, o)
+		answer.Parts[i] = withRecord(resultPart(tcalls[i].ID, o), recs, i)
 		endTurn = endTurn || o.EndTurn
 	}
 	// Committed even when ctx is cancelled: the results are what happened.
@@ -566,7 +587,7 @@ func (a *Agent) round(ctx context.Context, rs *rounds, id string, m history.Mess
 	i := 0
 	for _, c := range m.Parts {
 		if c.Type == history.ToolCallPart {
-			on(Event{Kind: ToolResult, Call: c, Output: outs[i], Elapsed: elapsed[i]})
+			on(Event{Kind: ToolResult, Call: c, Output: outs[i], Elapsed: elapsed[i], Permission: answer.Parts[i].Permission})
 			i++
 		}
 	}
@@ -665,6 +686,15 @@ func (k *keeper) keep(p history.Part) {
 // (keeper.keep): a call takes a few scheduling steps to finish (its
 // handler's goroutine, its conversion).
 const yieldsPerCall, maxYields = 4, 64
+
+// withRecord is p with the permission record of call i, when recs has
+// one.
+func withRecord(p history.Part, recs []*permission.Record, i int) history.Part {
+	if i < len(recs) {
+		p.Permission = recs[i]
+	}
+	return p
+}
 
 // resultPart is the stored part of a call's output.
 func resultPart(callID string, o result.Output) history.Part {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
 )
@@ -144,6 +145,8 @@ func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 	}
 	answer := history.Message{Role: history.User, Parts: make([]history.Part, len(calls))}
 	var again []int // the calls run again, by index in calls
+	g := a.gate(ctx)
+	rulings := map[string]tool.Ruling{} // of the calls run again, by call id
 	for i, c := range calls {
 		if p, ok := byCall[c.CallID]; ok {
 			answer.Parts[i] = p
@@ -151,17 +154,36 @@ func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 			continue
 		}
 		why, ok := a.mayRunAgain(c)
+		var perm *permission.Record
+		if ok && g != nil {
+			// run again only if the policy allows it outright: a call
+			// that was waiting for a person's answer when the process
+			// stopped is never run without one
+			r, err := g.Check(ctx, tool.Question{Tool: a.Tools.Get(c.Name), Call: tool.Call{ID: c.CallID, Name: c.Name, Input: orEmpty(callInput(c))}, NoAsk: true})
+			switch {
+			case err != nil:
+				return Recovery{}, fmt.Errorf("recovering conversation %s: checking call %s of %s against the permission policy: %w", id, c.CallID, c.Name, err)
+			case !r.Allowed():
+				ok, perm = false, &r.Record
+				why = fmt.Sprintf(": its tool may run again, but the permission policy does not allow it without asking (%s), and no one is asked when a conversation is recovered", r.Record.Reason)
+			default:
+				rulings[c.CallID] = r
+			}
+		}
 		if ok {
 			again = append(again, i)
 			continue
 		}
-		answer.Parts[i] = history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: Interrupted + why, IsError: true}
+		answer.Parts[i] = history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: Interrupted + why, IsError: true, Permission: perm}
 		rec.Interrupted++
 	}
 	if len(again) > 0 {
-		outs := a.runAgain(ctx, id, calls, again)
+		outs := a.runAgain(ctx, id, calls, again, rulings)
 		for j, i := range again {
 			answer.Parts[i] = resultPart(calls[i].CallID, outs[j])
+			if r, ok := rulings[calls[i].CallID]; ok {
+				answer.Parts[i].Permission = &r.Record
+			}
 		}
 		rec.Rerun = len(again)
 	}
@@ -196,16 +218,60 @@ func (a *Agent) mayRunAgain(c history.Part) (why string, ok bool) {
 // result kept as it finishes (so that a second stop keeps what finished),
 // and returns their outputs in the order of again. The round bound is that
 // of these calls alone: the others' results are already stored.
-func (a *Agent) runAgain(ctx context.Context, id string, calls []history.Part, again []int) []result.Output {
+//
+// The calls were checked already (rulings, by call id, when there is a
+// gate): the round's gate gives those rulings, and the calls the calls
+// make are checked by the agent's gate, on the context.
+func (a *Agent) runAgain(ctx context.Context, id string, calls []history.Part, again []int, rulings map[string]tool.Ruling) []result.Output {
 	tcalls := make([]tool.Call, len(again))
 	for j, i := range again {
 		tcalls[j] = tool.Call{ID: calls[i].CallID, Name: calls[i].Name, Input: callInput(calls[i])}
 	}
 	k := newKeeper(a.Store, history.Lazy(context.WithoutCancel(ctx)), id, len(tcalls))
 	tctx, env := a.files(ctx, id) // a read of a spill file made on another host fetches it (files.go)
+	tctx = tool.WithGate(tctx, a.Gate)
 	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout,
-		Converted: func(_ int, c tool.Call, o result.Output) { k.keep(resultPart(c.ID, o)) }}
+		Converted: func(_ int, c tool.Call, o result.Output) {
+			p := resultPart(c.ID, o)
+			if r, ok := rulings[c.ID]; ok {
+				p.Permission = &r.Record
+			}
+			k.keep(p)
+		}}
+	if tool.GateOf(tctx) != nil {
+		d.Gate = decided(rulings)
+	}
 	return d.Round(tctx, tcalls)
+}
+
+// decided is the gate of the calls a recovery runs again: they were
+// checked already, and it gives each its ruling; a call it has none for
+// is denied.
+type decided map[string]tool.Ruling
+
+func (d decided) Check(_ context.Context, q tool.Question) (tool.Ruling, error) {
+	if r, ok := d[q.Call.ID]; ok {
+		return r, nil
+	}
+	return tool.Ruling{Record: permission.Record{Decision: permission.Deny.String(), By: "nobody", Reason: "it was not checked when the conversation was recovered"}}, nil
+}
+
+// gate is the gate the agent's calls under ctx are checked by: its own,
+// else the one ctx carries (a subagent's, its parent's).
+func (a *Agent) gate(ctx context.Context) tool.Gate {
+	if a.Gate != nil {
+		return a.Gate
+	}
+	return tool.GateOf(ctx)
+}
+
+// orEmpty is input, or {} when it is empty or JSON null, as the
+// dispatcher gives a call's input to its gate.
+func orEmpty(input json.RawMessage) json.RawMessage {
+	if in := strings.TrimSpace(string(input)); in == "" || in == "null" {
+		return json.RawMessage("{}")
+	}
+	return input
 }
 
 // callInput is a stored call's input as the dispatcher takes it: a call

@@ -24,6 +24,7 @@ func (a *Agent) Clone() *Agent {
 		Lease:         a.Lease,
 		RefusalGuard:  a.RefusalGuard,
 		DropUnreached: a.DropUnreached,
+		Gate:          a.Gate,
 	}
 	c.stated.Store(a.stated.Load())
 	return c

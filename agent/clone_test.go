@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
@@ -23,7 +24,7 @@ func TestACloneHasEveryExportedSetting(t *testing.T) {
 		Env: result.Env{Limits: result.Limits{Agent: 5000}}, Model: "m", System: "s",
 		MaxTokens: 7, ContextWindow: 9, Context: window.Policy{High: 0.7, Low: 0.4, KeepRounds: 2},
 		MaxRounds: 3, ToolTimeout: time.Second, Wait: true, KeepRequests: true, Lease: time.Minute,
-		RefusalGuard: true, DropUnreached: true,
+		RefusalGuard: true, DropUnreached: true, Gate: allowAll{},
 	}
 	a.stated.Store(1234)
 	c := a.Clone()
@@ -47,6 +48,13 @@ func TestACloneHasEveryExportedSetting(t *testing.T) {
 	if a.Model != "m" {
 		t.Error("changing the clone changed the original")
 	}
+}
+
+// allowAll is a gate that allows every call, by a rule.
+type allowAll struct{}
+
+func (allowAll) Check(context.Context, tool.Question) (tool.Ruling, error) {
+	return tool.Ruling{Record: permission.Record{Decision: "allow", By: "rule"}}, nil
 }
 
 // stubProvider is a provider that answers nothing, for tests that never

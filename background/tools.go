@@ -17,6 +17,7 @@ const (
 )
 
 // Tools are code_execution--list and code_execution--cancel over m.
+// list only reads (tool.Tool.ReadOnly); cancel changes what runs.
 func (m *Manager) Tools() []*tool.Tool {
 	list := tool.MustFunc(ToolList, "List the background scripts of this conversation (code_execution with background: true): id, status, wakes so far, lifetime and journal.",
 		func(ctx context.Context, _ struct{}) (any, error) {
@@ -37,6 +38,7 @@ func (m *Manager) Tools() []*tool.Tool {
 			}
 			return result.Result{Data: text + ". Its journal: " + info.Journal, Structured: mustJSON(info)}, nil
 		})
+	list.ReadOnly = true // it shows, and changes nothing
 	return []*tool.Tool{list, cancel}
 }
 

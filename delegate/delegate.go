@@ -188,13 +188,18 @@ type Delegate struct {
 
 // Tool is agent--delegate over d. Its calls may run again after a crash
 // (tool.Tool.Rerun): a call run again finds the child its first run made,
-// and starts none (see Run).
+// and starts none (see Run). Its calls of one round run alongside each
+// other (tool.Tool.Alongside).
 func (d *Delegate) Tool() *tool.Tool {
 	t := tool.MustFunc(Name, Description, func(ctx context.Context, in input) (any, error) {
 		return d.Run(ctx, in.Task, in.Tools, in.Model), nil
 	})
 	t.Timeout = d.Limits.Or().Time + grace
 	t.Rerun = true
+	// Subagents of one round run at once: each is a conversation of its
+	// own whose calls the parent's gate checks and whose rounds order
+	// them (docs/tools.md, "Dispatch").
+	t.Alongside = true
 	return t
 }
 
@@ -292,13 +297,14 @@ func (d *Delegate) Run(ctx context.Context, task string, tools []string, model s
 }
 
 // child is the agent a child runs on: the parent's, with the child's
-// tools, system prompt, model and round limit.
+// tools, system prompt, model and round limit. Its calls are checked by
+// the parent's gate (its Gate, else the one on the call's context).
 func (d *Delegate) child(reg *tool.Registry, model string, lim Limits) *agent.Agent {
 	p := d.Agent
 	c := &agent.Agent{Provider: p.Provider, Store: p.Store, Tools: reg, Env: p.Env, Model: p.Model,
 		System: d.System, MaxTokens: p.MaxTokens, ContextWindow: p.ContextWindow, Context: p.Context,
 		MaxRounds: lim.Rounds, ToolTimeout: p.ToolTimeout, KeepRequests: p.KeepRequests, Lease: p.Lease,
-		RefusalGuard: p.RefusalGuard}
+		RefusalGuard: p.RefusalGuard, Gate: p.Gate}
 	if c.System == "" {
 		c.System = DefaultSystem
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -80,6 +81,11 @@ type Part struct {
 	// Signature is an opaque token the provider attached to this part and
 	// wants back with it (Gemini's thought signature on a call or text).
 	Signature string `json:"signature,omitempty"`
+	// Permission is, on a tool result, what the permission policy (or a
+	// person) decided of its call and by whom (SPEC §14, the audit
+	// trail); nil when no policy checked it. It is for people and
+	// programs reading the history: no wire sends it.
+	Permission *permission.Record `json:"permission,omitempty"`
 }
 
 // Usage is what one provider request cost, in tokens.

@@ -486,8 +486,10 @@ func (s *server) tool(name string, t *sdk.Tool) *tool.Tool {
 		InputSchema: inputSchema(t.InputSchema),
 		// The call bounds itself by the server's timeout and says so; the
 		// dispatcher's bound is only a backstop.
-		Timeout: s.cfg.CallTimeout() + 5*time.Second,
-		Rerun:   mayRerun(s.cfg.Rerun, t.Annotations),
+		Timeout:     s.cfg.CallTimeout() + 5*time.Second,
+		Rerun:       mayRerun(s.cfg.Rerun, t.Annotations),
+		ReadOnly:    readOnly(t.Annotations),
+		Destructive: destructive(t.Annotations),
 		Handler: func(ctx context.Context, input json.RawMessage) result.Result {
 			return s.call(ctx, t.Name, name, input)
 		},

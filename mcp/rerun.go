@@ -25,3 +25,26 @@ func mayRerun(entry *bool, a *sdk.ToolAnnotations) bool {
 		return a.IdempotentHint && a.DestructiveHint != nil && !*a.DestructiveHint
 	}
 }
+
+// readOnly says whether a server's tool says it changes nothing
+// (readOnlyHint): the permission policy's default allows its calls and a
+// round runs them side by side (tool.Tool.ReadOnly). It is the server's
+// own claim, unchecked: a user who does not trust a server's hints denies
+// or asks with a rule on its tools (`github--*`), which wins over the
+// default.
+func readOnly(a *sdk.ToolAnnotations) bool { return a != nil && a.ReadOnlyHint }
+
+// destructive says whether a server's tool may destroy what it acts on
+// (tool.Tool.Destructive): its destructiveHint, which MCP takes as true
+// when left out, for a tool that is not read-only. No annotations at all
+// mean the MCP defaults: not read-only, destructive.
+func destructive(a *sdk.ToolAnnotations) bool {
+	switch {
+	case a == nil:
+		return true
+	case a.ReadOnlyHint:
+		return false
+	default:
+		return a.DestructiveHint == nil || *a.DestructiveHint
+	}
+}

@@ -70,6 +70,9 @@ type Verdict struct {
 	// Reason says in words what decided: the rule and where it came from,
 	// or the default; it is what a denied call's error result says.
 	Reason string
+	// Yes is set when --yes (Policy.Yes) turned what would be asked into
+	// an allow.
+	Yes bool
 	// sticky marks an ask that --yes does not turn into an allow: a
 	// command line that could not be read, or a command that may be one a
 	// rule denies; no rule could be checked against it.
@@ -107,7 +110,7 @@ func (p *Policy) Check(call Call) Verdict {
 		v = p.decide(call, nil)
 	}
 	if p.Yes && v.Decision == Ask && !v.sticky {
-		v.Decision = Allow
+		v.Decision, v.Yes = Allow, true
 		v.Reason += "; allowed by --yes"
 	}
 	return v

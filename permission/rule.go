@@ -142,6 +142,12 @@ func matchWords(pats []string, cmd *Command) (match, maybe bool) {
 	return !hidden, hidden
 }
 
+// String is r as a record shows it: its decision, the rule as written
+// and where it came from ("deny rm * (--deny)").
+func (r *Rule) String() string {
+	return r.Decision.String() + " " + r.describe()
+}
+
 // describe says r and where it came from: `shell--run(rm *) (--deny)`.
 func (r *Rule) describe() string {
 	s := strings.TrimSpace(r.Text)

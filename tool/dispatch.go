@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -52,14 +53,30 @@ type Dispatcher struct {
 	// Workers, when set, runs the calls on goroutines kept from earlier
 	// rounds (see Workers); nil starts one for each call.
 	Workers *Workers
+	// Gate, when set, checks every call before it runs (SPEC §14), in
+	// place of the Gate of the round's context (GateOf); with neither,
+	// every call runs.
+	Gate Gate
+	// Ruled, when set, is called with the Gate's decision on each call it
+	// checked (the call's tool found, its input valid), before any call
+	// of the round starts; for several calls, from several goroutines at
+	// once. It is how the decision reaches the history (agent stores it
+	// with the call's result). It must not block for long.
+	Ruled func(i int, c Call, rec permission.Record)
 }
 
-// Round runs the calls concurrently and returns their outputs in call order,
-// each converted once by package result as it finishes (result.Convert), then
-// bounded together (result.Fit: the round bound). A call that panics, names
-// no known tool, has input that fails the tool's schema or outlives its
-// timeout gets an error result saying so. Cancelling ctx cancels every call;
-// the calls not yet finished get error results saying they were cancelled.
+// Round runs the calls and returns their outputs in call order, each
+// converted once by package result as it finishes (result.Convert), then
+// bounded together (result.Fit: the round bound). Every call is first
+// checked by the Gate (Dispatcher.Gate, else the context's), all of them
+// before any starts; a denied call does not run and gets an error result
+// saying why. Then the calls run in the order the model gave them, those
+// that may run alongside others (Tool.Concurrent) together, each other
+// one alone (see segments). A call that panics, names no known tool, has
+// input that fails the tool's schema or outlives its timeout (counted
+// from when it starts) gets an error result saying so. Cancelling ctx
+// cancels every call; the calls not yet finished get error results
+// saying they were cancelled, and those not yet started do not start.
 func (d *Dispatcher) Round(ctx context.Context, calls []Call) []result.Output {
 	outs := make([]result.Output, len(calls))
 	d.each(ctx, calls, func(i int, r result.Result) {
@@ -76,7 +93,7 @@ func (d *Dispatcher) Call(ctx context.Context, c Call) result.Output {
 	return d.Round(ctx, []Call{c})[0]
 }
 
-// Run runs the calls concurrently and returns their results before
+// Run runs the calls as Round does and returns their results before
 // conversion, in call order. It is for consumers that take results whole
 // (a script's structured content); text for the conversation comes from
 // Round.
@@ -86,19 +103,94 @@ func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 	return out
 }
 
-// each runs the calls concurrently and hands each result to done as it
-// finishes: from the call's own goroutine when its handler returns in time
-// (so that conversions run side by side), else from the caller's, which
-// gives up on a call at its timeout or when ctx is cancelled. A call costs
-// one goroutine; the round's goroutine is woken once, when the last call
-// settles, not once a call, and its timeouts are the calls' own deadline
-// contexts (one per timeout the round's tools have), with no timer of its
-// own. It returns when every call is settled.
+// prepared is a call ready to run: its tool, its input and its timeout;
+// a nil tool is a call settled already (refused, denied).
+type prepared struct {
+	tool    *Tool
+	input   json.RawMessage
+	timeout time.Duration
+}
+
+// each settles every call and hands each result to done as it is known:
+// first the calls refused (an unknown tool, a bad input) and those the
+// Gate does not allow, then the others, segment by segment (segments),
+// each segment run by batch. It returns when every call is settled.
 func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r result.Result)) {
 	if ScopeOf(ctx) == nil {
 		ctx = context.WithValue(ctx, scopeKey{}, &Scope{})
 	}
-	r := &round{d: d, calls: calls, done: done, start: time.Now(), slots: make([]slot, len(calls)), settled: make(chan struct{}, 1)}
+	ready := make([]prepared, len(calls))
+	left := 0
+	for i, c := range calls {
+		t, input, timeout, bad := d.prepare(c)
+		if bad != nil {
+			d.settleNow(i, c, *bad, done)
+			continue
+		}
+		ready[i] = prepared{t, input, timeout}
+		left++
+	}
+	if g := d.gate(ctx); g != nil && left > 0 {
+		d.check(ctx, g, calls, ready, done)
+	}
+	var idx []int
+	for _, seg := range segments(ready) {
+		if ctx.Err() != nil {
+			for _, i := range seg {
+				d.settleNow(i, calls[i], result.Error(notStartedWhy(calls[i].Name)), done)
+			}
+			continue
+		}
+		idx = append(idx[:0], seg...)
+		d.batch(ctx, calls, idx, ready, done)
+	}
+}
+
+// segments splits the calls left to run into the groups that run one
+// after another (SPEC §3 of issue 28, docs/tools.md "Dispatch"): a run
+// of calls whose tools may run alongside others (Tool.Concurrent: the
+// reads) is one group, run together; every other call (one that changes
+// something) is a group of its own. So calls that change state run one
+// at a time, in the order the model gave them, each after the reads
+// that came before it, and reads next to each other overlap.
+func segments(ready []prepared) [][]int {
+	var segs [][]int
+	together := false // the last segment is a run of concurrent calls
+	for i, p := range ready {
+		if p.tool == nil {
+			continue
+		}
+		c := p.tool.Concurrent()
+		if c && together {
+			segs[len(segs)-1] = append(segs[len(segs)-1], i)
+			continue
+		}
+		segs = append(segs, []int{i})
+		together = c
+	}
+	return segs
+}
+
+// settleNow settles call i before it runs: it took no time.
+func (d *Dispatcher) settleNow(i int, c Call, r result.Result, done func(int, result.Result)) {
+	if d.Finished != nil {
+		d.Finished(i, c, 0)
+	}
+	done(i, r)
+}
+
+// batch runs the calls idx (indexes into calls) concurrently and hands
+// each result to done as it finishes: from the call's own goroutine when
+// its handler returns in time (so that conversions run side by side),
+// else from the caller's, which gives up on a call at its timeout or
+// when ctx is cancelled. A call costs one goroutine; the batch's
+// goroutine is woken once, when the last call settles, not once a call,
+// and its timeouts are the calls' own deadline contexts (one per timeout
+// the batch's tools have, counted from the batch's start, when its calls
+// start), with no timer of its own. It returns when every call is
+// settled.
+func (d *Dispatcher) batch(ctx context.Context, calls []Call, idx []int, ready []prepared, done func(i int, r result.Result)) {
+	r := &round{d: d, calls: calls, idx: idx, done: done, start: time.Now(), slots: make([]slot, len(idx)), settled: make(chan struct{}, 1)}
 	defer func() {
 		for _, l := range r.limits {
 			l.cancel()
@@ -106,19 +198,13 @@ func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r 
 	}()
 	// counted before any call runs, so that no call can see the round
 	// settled while others are still to start
-	r.pending.Store(int32(len(calls)) + 1)
-	for i, c := range calls {
-		t, input, timeout, bad := d.prepare(c)
-		s := &r.slots[i]
-		if bad != nil {
-			s.state.Store(finished)
-			r.settle(i, *bad)
-			r.pending.Add(-1)
-			continue
-		}
-		s.limit = r.limit(ctx, timeout)
-		s.tool, s.input, s.ctx = t, input, r.capped(s.limit, result.CapFor(c.Cap, d.Env.Limits))
-		d.Workers.Go(func() { r.run(i) })
+	r.pending.Store(int32(len(idx)) + 1)
+	for j, i := range idx {
+		p := ready[i]
+		s := &r.slots[j]
+		s.limit = r.limit(ctx, p.timeout)
+		s.tool, s.input, s.ctx = p.tool, p.input, r.capped(s.limit, result.CapFor(calls[i].Cap, d.Env.Limits))
+		d.Workers.Go(func() { r.run(j) })
 	}
 	if r.pending.Add(-1) == 0 {
 		return // every call settled already
@@ -139,9 +225,9 @@ func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r 
 				cancelled = nil
 				continue
 			}
-			for i := range r.slots {
-				if l := r.slots[i].limit; l != nil && l.ctx.Err() != nil {
-					r.giveUp(i, fmt.Sprintf("tool %s did not finish within %v and was cancelled; it may have done part of its work", calls[i].Name, l.timeout))
+			for j := range r.slots {
+				if l := r.slots[j].limit; l != nil && l.ctx.Err() != nil {
+					r.giveUp(j, fmt.Sprintf("tool %s did not finish within %v and was cancelled; it may have done part of its work", calls[idx[j]].Name, l.timeout))
 				}
 			}
 		case <-cancelled:
@@ -158,10 +244,13 @@ const (
 	givenUp
 )
 
-// round is one run of Dispatcher.each: its calls and what they need.
+// round is one run of Dispatcher.batch: its calls and what they need.
+// Its slots are the calls idx of calls, in that order; done takes an
+// index into calls.
 type round struct {
 	d       *Dispatcher
 	calls   []Call
+	idx     []int
 	done    func(i int, r result.Result)
 	start   time.Time
 	slots   []slot
@@ -222,25 +311,27 @@ func (r *round) capped(l *limit, cap int) context.Context {
 	return ctx
 }
 
-// run runs call i on its own goroutine and settles it, unless the round
-// has given up on it.
-func (r *round) run(i int) {
-	s := &r.slots[i]
-	res := handle(withCallID(s.ctx, r.calls[i].ID), s.tool, r.calls[i].Name, s.input)
+// run runs the call of slot j on its own goroutine and settles it,
+// unless the round has given up on it.
+func (r *round) run(j int) {
+	s := &r.slots[j]
+	c := &r.calls[r.idx[j]]
+	res := handle(withCallID(s.ctx, c.ID), s.tool, c.Name, s.input)
 	if !s.state.CompareAndSwap(running, finished) {
 		// given up on: what it returns is never converted, and must not
 		// leave its file behind
 		result.Discard(res)
 		return
 	}
-	r.settle(i, res)
+	r.settle(j, res)
 	if r.pending.Add(-1) == 0 {
 		r.settled <- struct{}{}
 	}
 }
 
-// settle reports call i's end and hands its result on.
-func (r *round) settle(i int, res result.Result) {
+// settle reports the end of slot j's call and hands its result on.
+func (r *round) settle(j int, res result.Result) {
+	i := r.idx[j]
 	if r.d.Finished != nil {
 		r.d.Finished(i, r.calls[i], time.Since(r.start))
 	}
@@ -260,20 +351,20 @@ func (r *round) first() *limit {
 	return first
 }
 
-// giveUp settles call i, still running, with an error result saying why,
-// from the round's goroutine.
-func (r *round) giveUp(i int, why string) {
-	if r.slots[i].state.CompareAndSwap(running, givenUp) {
-		r.settle(i, result.Error(why))
+// giveUp settles slot j's call, still running, with an error result
+// saying why, from the round's goroutine.
+func (r *round) giveUp(j int, why string) {
+	if r.slots[j].state.CompareAndSwap(running, givenUp) {
+		r.settle(j, result.Error(why))
 		r.pending.Add(-1)
 	}
 }
 
 // giveUpAll gives up on every call still running: ctx is cancelled.
 func (r *round) giveUpAll(why func(name string) string) {
-	for i := range r.slots {
-		if r.slots[i].state.Load() == running {
-			r.giveUp(i, why(r.calls[i].Name))
+	for j := range r.slots {
+		if r.slots[j].state.Load() == running {
+			r.giveUp(j, why(r.calls[r.idx[j]].Name))
 		}
 	}
 }

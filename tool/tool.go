@@ -58,6 +58,25 @@ type Tool struct {
 	// whose scripts call other tools). An MCP tool's comes from its
 	// server's annotations, which are the server's own claims (docs/mcp.md).
 	Rerun bool
+	// ReadOnly says the tool changes nothing: it only reads
+	// (workspace--read, --grep, --list, --glob; an MCP tool whose server
+	// says readOnlyHint). The permission policy's default allows its
+	// calls without asking (package permission), and a round runs them
+	// alongside each other (Concurrent). It must not be set for a tool
+	// that writes, sends or starts anything.
+	ReadOnly bool
+	// Destructive says the tool may destroy or overwrite what it acts on:
+	// an MCP tool whose destructiveHint is true, or left out (which means
+	// true), and that is not read-only. Rules may name such tools
+	// (`*[destructiveHint]`). It changes nothing in how a call runs.
+	Destructive bool
+	// Alongside says a call of the tool may run at the same time as the
+	// round's other calls that may, though it is not read-only: what it
+	// changes it orders itself. agent--delegate sets it: subagents run in
+	// parallel, each its own conversation whose calls are checked and
+	// ordered within its own rounds. It must not be set for a tool whose
+	// calls change shared state directly (a file, a command's effects).
+	Alongside bool
 
 	once      sync.Once
 	resolved  *jsonschema.Resolved
@@ -151,6 +170,11 @@ func checkName(name string) error {
 	}
 	return nil
 }
+
+// Concurrent reports whether a call of t runs at the same time as the
+// other calls of its round that may (ReadOnly or Alongside): the others
+// run one at a time, in the order the model gave them (Dispatcher.Round).
+func (t *Tool) Concurrent() bool { return t.ReadOnly || t.Alongside }
 
 // Summary is the first line of the description.
 func (t *Tool) Summary() string {

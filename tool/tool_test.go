@@ -35,6 +35,12 @@ func dispatcher(t *testing.T, tools ...*Tool) *Dispatcher {
 	return &Dispatcher{Tools: reg}
 }
 
+// reads is t marked read-only: a round runs its calls together.
+func reads(t *Tool) *Tool {
+	t.ReadOnly = true
+	return t
+}
+
 func TestFuncInfersTheSchemaFromTheStruct(t *testing.T) {
 	raw, err := json.Marshal(greet().InputSchema)
 	if err != nil {
@@ -147,14 +153,14 @@ func TestRoundRunsCallsConcurrentlyAndKeepsCallOrder(t *testing.T) {
 	// if they run at the same time.
 	var wg sync.WaitGroup
 	wg.Add(3)
-	meet := MustFunc("meet", "Waits for the others.", func(ctx context.Context, in greetInput) (any, error) {
+	meet := reads(MustFunc("meet", "Waits for the others.", func(ctx context.Context, in greetInput) (any, error) {
 		wg.Done()
 		wg.Wait()
 		if in.Name == "first" {
 			time.Sleep(20 * time.Millisecond) // finishes last
 		}
 		return in.Name, nil
-	})
+	}))
 	d := dispatcher(t, meet)
 	d.Timeout = 5 * time.Second
 	outs := d.Round(context.Background(), []Call{
@@ -377,11 +383,11 @@ func TestARoundCostsOneGoroutinePerCall(t *testing.T) {
 	arrived.Add(n)
 	release := make(chan struct{})
 	var during int
-	wait := MustFunc("wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
+	wait := reads(MustFunc("wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
 		arrived.Done()
 		<-release
 		return "ok", nil
-	})
+	}))
 	d := dispatcher(t, wait)
 	calls := make([]Call, n)
 	for i := range calls {

@@ -15,11 +15,11 @@ func waitingRound(t *testing.T, d *Dispatcher, n int) {
 	var arrived sync.WaitGroup
 	arrived.Add(n)
 	d.Tools = &Registry{}
-	if err := d.Tools.Add(MustFunc("wait", "Waits for the round.", func(ctx context.Context, in struct{}) (any, error) {
+	if err := d.Tools.Add(reads(MustFunc("wait", "Waits for the round.", func(ctx context.Context, in struct{}) (any, error) {
 		arrived.Done()
 		arrived.Wait()
 		return "ok", nil
-	})); err != nil {
+	}))); err != nil {
 		t.Fatal(err)
 	}
 	calls := make([]Call, n)

@@ -295,12 +295,14 @@ func (w *Workspace) Edit(in EditInput) (result.Result, error) {
 }
 
 // Tools returns the workspace tools, bound to this workspace. The ones
-// that only read (read, grep, list, glob) may run again (tool.Tool.Rerun):
-// a second run changes nothing. write and edit may not.
+// that only read (read, grep, list, glob) are read-only
+// (tool.Tool.ReadOnly: the permission policy allows them by default, and
+// a round runs them side by side) and may run again (tool.Tool.Rerun): a
+// second run changes nothing. write and edit are neither.
 func (w *Workspace) Tools() []*tool.Tool {
 	readers := []*tool.Tool{w.readTool(), w.grepTool(), w.listTool(), w.globTool()}
 	for _, t := range readers {
-		t.Rerun = true
+		t.Rerun, t.ReadOnly = true, true
 	}
 	return append(readers, w.writeTool(), w.editTool())
 }

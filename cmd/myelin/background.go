@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -131,21 +130,18 @@ func (s *session) stopBackground(stderr io.Writer) {
 // the end of stdin, which stops the scripts still running, or at Ctrl-C
 // at the prompt (exit 130); Ctrl-C during a turn ends that turn only.
 func (s *session) chatLoop(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) int {
-	lines := make(chan string)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		defer close(lines)
-		in := bufio.NewScanner(stdin)
-		in.Buffer(make([]byte, 64*1024), 16<<20)
-		for in.Scan() {
-			select {
-			case lines <- in.Text():
-			case <-done:
-				return
-			}
-		}
-	}()
+	// the terminal's lines are shared with the questions asked during a
+	// turn (an approval, an elicitation): the line typed goes to the one
+	// on the screen
+	var in *termInput
+	if s.tools != nil && s.tools.ui != nil {
+		in = s.tools.ui.input
+	}
+	if in == nil {
+		in = newTermInput(stdin)
+	}
+	defer in.stop()
+	lines := in.channel()
 	var ready <-chan struct{}
 	if s.tools != nil && s.tools.wakes != nil {
 		ready = s.tools.wakes.Ready()

@@ -195,9 +195,6 @@ func (r *escapeRig) fetch() string {
 	return fmt.Sprintf(`exec 3<>/dev/tcp/%s/%s && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && cat <&3`, host, port)
 }
 
-// shellQuote quotes s as one word for bash.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 // unshareUnable is why this host keeps an unprivileged process from
 // making a user namespace of its own, even unconfined.
 func unshareUnable() string {
@@ -375,8 +372,9 @@ func shellDescription(t *testing.T, req map[string]any) string {
 
 // escapeApproveAll are the flags that let every call run unasked, so
 // that the permission policy does not stand between the model and the
-// sandbox.
-var escapeApproveAll []string
+// sandbox: the policy decides which calls run, the sandbox what they
+// reach, and this suite is about the second.
+var escapeApproveAll = []string{"--yes"}
 
 // toolResult is one tool_result block of a request, its content as text.
 type toolResult struct {

@@ -21,6 +21,9 @@ import (
 type mcpUI struct {
 	in  io.Reader
 	out io.Writer
+	// input is in's lines, shared with chat's prompt and the approval
+	// questions (terminput.go); nil with no terminal.
+	input *termInput
 	// sampler completes sampling requests with the conversation's model
 	// (run and chat; serve's is the HTTP API's); nil in `tool call` and
 	// `mcp list`.
@@ -41,6 +44,7 @@ func newMCPUI(stdin io.Reader, stderr io.Writer) *mcpUI {
 	u := &mcpUI{out: stderr}
 	if isTerminal(stdin) && isTerminal(stderr) {
 		u.in = stdin
+		u.input = newTermInput(stdin)
 	}
 	return u
 }
@@ -128,7 +132,7 @@ func (u *mcpUI) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, err
 		u.rep.clearLine()
 	}
 	u.mu.Unlock()
-	a, err := u.ask(e)
+	a, err := u.ask(ctx, e)
 	if errors.Is(err, errNoAnswer) {
 		fmt.Fprintln(u.out, "\nmyelin: no answer: the request is cancelled")
 		return mcp.Answer{Action: "cancel"}, nil
@@ -136,11 +140,11 @@ func (u *mcpUI) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, err
 	return a, err
 }
 
-func (u *mcpUI) ask(e *mcp.Elicitation) (mcp.Answer, error) {
+func (u *mcpUI) ask(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, error) {
 	fmt.Fprintf(u.out, "MCP server %s asks: %s\n", e.Server, e.Message)
 	if e.Mode == "url" {
 		fmt.Fprintf(u.out, "  Open this URL: %s\n  Press Enter when you are done there, or type n to decline: ", e.URL)
-		line, err := readLine(u.in)
+		line, err := u.line(ctx)
 		if err != nil {
 			return mcp.Answer{}, err
 		}
@@ -150,7 +154,7 @@ func (u *mcpUI) ask(e *mcp.Elicitation) (mcp.Answer, error) {
 		return mcp.Answer{Action: "accept"}, nil
 	}
 	fmt.Fprint(u.out, "  Answer it? [Y/n] ")
-	line, err := readLine(u.in)
+	line, err := u.line(ctx)
 	if err != nil {
 		return mcp.Answer{}, err
 	}
@@ -161,7 +165,7 @@ func (u *mcpUI) ask(e *mcp.Elicitation) (mcp.Answer, error) {
 	for _, f := range e.Fields {
 		for {
 			fmt.Fprintf(u.out, "  %s: ", fieldPrompt(f))
-			line, err := readLine(u.in)
+			line, err := u.line(ctx)
 			if err != nil {
 				return mcp.Answer{}, err
 			}
@@ -259,6 +263,16 @@ func fieldValue(f mcp.Field, line string) (v any, ok bool, err error) {
 		return n, true, nil
 	}
 	return line, true, nil
+}
+
+// line is the next line typed: from the terminal's shared input when
+// there is one (a line goes to the question on the screen, not to chat's
+// prompt), else read from in.
+func (u *mcpUI) line(ctx context.Context) (string, error) {
+	if u.input != nil {
+		return u.input.next(ctx)
+	}
+	return readLine(u.in)
 }
 
 func isNo(line string) bool {

@@ -86,6 +86,7 @@ type agentFlags struct {
 	background   backgroundFlags
 	guard        guardFlags
 	delegate     delegateFlags
+	perm         permFlags
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -110,6 +111,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	f.guard.add(fs)
 	f.delegate.add(fs)
 	f.background.add(fs)
+	f.perm.add(fs)
 	return fs
 }
 
@@ -402,6 +404,10 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 	// A person at the terminal is asked to approve the workspace's .mcp.json.
 	f.tools.mcp.trust = mcpTrust{ask: isTerminal(stdin) && isTerminal(stderr), in: stdin, out: stderr}
 	f.tools.mcp.ui = newMCPUI(stdin, stderr)
+	if err := f.perm.load(f.workspace, stderr); err != nil {
+		return usageError(stderr, name, err.Error())
+	}
+	f.perm.asker = newTermAsker(f.tools.mcp.ui) // nil off a terminal: what is asked is denied
 	var prompt string
 	if name == "run" {
 		prompt = strings.Join(pos, " ")

@@ -215,7 +215,16 @@ func buildMyelin(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	mcptest.ServeIfAsked() // this binary is the MCP test server when asked
+	// the user's own configuration (their permission rules, their
+	// approved .mcp.json files) never reaches a test: each starts empty
+	config, err := os.MkdirTemp("", "myelin-config-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_CONFIG_HOME", config)
 	code := skipped.Main(m)
+	os.RemoveAll(config)
 	if built.dir != "" {
 		os.RemoveAll(built.dir)
 	}

@@ -175,6 +175,9 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if len(pos) > 0 {
 		return usageError(stderr, "serve", fmt.Sprintf("takes no arguments, got %q", pos))
 	}
+	if err := f.perm.load(f.workspace, stderr); err != nil {
+		return usageError(stderr, "serve", err.Error())
+	}
 	if f.token == "" {
 		f.token = os.Getenv("MYELIN_TOKEN")
 	}

@@ -32,7 +32,7 @@ type toolsetFlags struct {
 }
 
 func (f *toolsetFlags) add(fs *flag.FlagSet) {
-	fs.BoolVar(&f.allowShell, "allow-shell", false, "offer shell--run")
+	fs.BoolVar(&f.allowShell, "allow-shell", false, "offer shell--run (in run, chat and serve, each command of a call is still checked against the permission rules: --allow, --yes)")
 	f.sandbox.add(fs)
 	fs.BoolVar(&f.noCodeExecution, "no-code-execution", false, "do not offer code_execution (scripts that call the other tools)")
 	fs.DurationVar(&f.script.Time, "script-time", script.DefaultTime, "a script's wall time limit, a `duration` like 30s")

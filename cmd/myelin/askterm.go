@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/myelin-run/myelin/approval"
+	"github.com/myelin-run/myelin/permission"
+)
+
+// termAsker puts the calls the policy asks about to the person at the
+// terminal (approval.Asker): one question at a time on stderr, the answer
+// a line of the terminal's input. It shares the MCP UI's screen: the
+// spinner waits while a question is up, and an elicitation and an
+// approval are never on the screen at once.
+type termAsker struct {
+	ui *mcpUI
+	// userFile is where an "always" answer's rule is written (said in the
+	// question; approval.Gate writes it).
+	userFile string
+}
+
+// newTermAsker is the asker of run and chat: nil when no person is at the
+// terminal (stdin or stderr not one), and then a call that would be asked
+// is denied, saying what would allow it.
+func newTermAsker(ui *mcpUI) approval.Asker {
+	if ui == nil || ui.input == nil {
+		return nil
+	}
+	file, err := userRulesFile()
+	if err != nil {
+		file = "your permissions file (" + err.Error() + ")"
+	}
+	return &termAsker{ui: ui, userFile: file}
+}
+
+// Ask shows the call and reads the answer: y once, s for the session, a
+// always, n no (then a reason, sent to the model). It returns ctx's cause
+// when ctx ends first (Ctrl-C ends the turn), and approval.ErrNoOne when
+// the input ends before an answer.
+func (a *termAsker) Ask(ctx context.Context, r approval.Request) (approval.Answer, error) {
+	u := a.ui
+	u.ask1.Lock()
+	defer u.ask1.Unlock()
+	if err := context.Cause(ctx); err != nil {
+		return approval.Answer{}, err
+	}
+	u.asking.Store(true)
+	defer u.asking.Store(false)
+	u.mu.Lock()
+	if u.rep != nil {
+		u.rep.clearLine()
+	}
+	u.mu.Unlock()
+	ans, err := a.ask(ctx, r)
+	switch {
+	case errors.Is(err, errNoAnswer):
+		fmt.Fprintln(u.out, "\nmyelin: no answer: the input ended, so the call is not run")
+		return approval.Answer{}, approval.ErrNoOne
+	case err != nil:
+		fmt.Fprintln(u.out)
+		return approval.Answer{}, err
+	}
+	return ans, nil
+}
+
+func (a *termAsker) ask(ctx context.Context, r approval.Request) (approval.Answer, error) {
+	out := a.ui.out
+	writeQuestion(out, r, a.userFile)
+	choices := "[y/s/a/n]"
+	if r.Rule == "" {
+		choices = "[y/n]"
+	}
+	for {
+		fmt.Fprintf(out, "Allow it? %s ", choices)
+		line, err := a.ui.input.next(ctx)
+		if err != nil {
+			return approval.Answer{}, err
+		}
+		var c approval.Choice
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			c = approval.AllowOnce
+		case "s", "session":
+			c = approval.AllowSession
+		case "a", "always":
+			c = approval.AllowAlways
+		case "n", "no":
+			fmt.Fprint(out, "Why not? (the model is told; Enter for no reason) ")
+			reason, err := a.ui.input.next(ctx)
+			if err != nil {
+				return approval.Answer{}, err
+			}
+			return approval.Answer{Choice: approval.Deny, Reason: strings.TrimSpace(reason), By: "terminal"}, nil
+		}
+		if c == "" || (r.Rule == "" && c != approval.AllowOnce) {
+			fmt.Fprintf(out, "  answer one of %s\n", choices)
+			continue
+		}
+		return approval.Answer{Choice: c, By: "terminal"}, nil
+	}
+}
+
+// maxShown bounds how much of a call's input a question shows: lines, and
+// characters of them.
+const (
+	maxShownLines = 40
+	maxShownChars = 4000
+)
+
+// writeQuestion writes what a person is asked about r: the tool, its input
+// (for shell--run the command line, and the command of it that asked), why,
+// and the answers. What the model wrote is shown with its control
+// characters escaped: it cannot draw on the terminal or pass off text as
+// myelin's.
+func writeQuestion(w io.Writer, r approval.Request, userFile string) {
+	fmt.Fprintf(w, "\nThe model asks to run %s:\n", visible(r.Tool))
+	if r.Tool == permission.ShellTool && r.Command != "" {
+		writeShown(w, r.Command)
+		if r.Part != "" && r.Part != r.Command {
+			fmt.Fprintf(w, "  asked about: %s\n", visible(r.Part))
+		}
+	} else {
+		writeShown(w, inputText(r.Input))
+	}
+	if r.Reason != "" {
+		fmt.Fprintf(w, "  why: %s\n", visible(r.Reason))
+	}
+	fmt.Fprintln(w, "  y  yes, this once")
+	if r.Rule != "" {
+		rule := visible(r.Rule)
+		fmt.Fprintf(w, "  s  yes, and for the rest of this session all that %q allows\n", rule)
+		fmt.Fprintf(w, "  a  always: add %q to %s\n", rule, userFile)
+	}
+	fmt.Fprintln(w, "  n  no (then say why, if you like: the model is told)")
+}
+
+// writeShown writes text indented, at most maxShownLines lines and
+// maxShownChars characters of it, saying how much more there is.
+func writeShown(w io.Writer, text string) {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	chars := 0
+	for i, l := range lines {
+		if i == maxShownLines || chars+len(l) > maxShownChars {
+			rest := strings.Join(lines[i:], "\n")
+			fmt.Fprintf(w, "    … and %s more, not shown (%s)\n", plural(len(lines)-i, "line", "lines"), plural(len(rest), "character", "characters"))
+			return
+		}
+		chars += len(l)
+		fmt.Fprintf(w, "    %s\n", visible(l))
+	}
+}
+
+// inputText is a call's input as a person reads it: each field of an
+// object on its own line, a string field's text as it is (the code of a
+// script, the content of a file, on lines of their own when it has
+// several), other values as JSON.
+func inputText(in json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(in, &fields); err != nil || len(fields) == 0 {
+		return strings.TrimSpace(string(in))
+	}
+	names := make([]string, 0, len(fields))
+	for n := range fields {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, n := range names {
+		var s string
+		if json.Unmarshal(fields[n], &s) != nil {
+			var c bytes.Buffer
+			if json.Compact(&c, fields[n]) != nil {
+				c.Reset()
+				c.Write(fields[n])
+			}
+			s = c.String()
+		}
+		if strings.Contains(s, "\n") {
+			fmt.Fprintf(&b, "%s:\n%s\n", n, s)
+		} else {
+			fmt.Fprintf(&b, "%s: %s\n", n, s)
+		}
+	}
+	return b.String()
+}
+
+// visible is s with every character a terminal would not print as itself
+// (control characters, escape sequences, bidi overrides, bytes that are
+// not UTF-8) written as a Go escape, tabs kept.
+func visible(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsPrint(r) || r == '\t':
+			b.WriteRune(r)
+		default:
+			q := fmt.Sprintf("%+q", r) // '\x1b', '\u202e'
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/myelin-run/myelin/approval"
+)
+
+// askerWith is a terminal asker whose person types typed.
+func askerWith(typed string) (*termAsker, *bytes.Buffer) {
+	var out bytes.Buffer
+	u := &mcpUI{out: &out, input: newTermInput(strings.NewReader(typed))}
+	return &termAsker{ui: u, userFile: "/home/u/.config/myelin/permissions.json"}, &out
+}
+
+var shellRequest = approval.Request{Tool: "shell--run", Input: []byte(`{"command":"git status && rm -rf x"}`),
+	Command: "git status && rm -rf x", Part: "rm -rf x", Reason: `asked by default: no rule allows shell--run "rm -rf x"`, Rule: "rm -rf x"}
+
+func TestEachAnswerOnTheTerminalIsItsChoice(t *testing.T) {
+	for _, tc := range []struct {
+		typed  string
+		choice approval.Choice
+		reason string
+	}{
+		{"y\n", approval.AllowOnce, ""},
+		{"YES\n", approval.AllowOnce, ""},
+		{"s\n", approval.AllowSession, ""},
+		{"a\n", approval.AllowAlways, ""},
+		{"n\nit deletes the build\n", approval.Deny, "it deletes the build"},
+		{"n\n\n", approval.Deny, ""},
+		{"\nmaybe\ny\n", approval.AllowOnce, ""}, // asked again until an answer
+	} {
+		a, out := askerWith(tc.typed)
+		got, err := a.Ask(context.Background(), shellRequest)
+		if err != nil || got.Choice != tc.choice || got.Reason != tc.reason || got.By != "terminal" {
+			t.Errorf("typed %q: got %+v, %v; want %s with reason %q, by terminal", tc.typed, got, err, tc.choice, tc.reason)
+		}
+		if strings.Count(tc.typed, "\n") > 2 && !strings.Contains(out.String(), "answer one of [y/s/a/n]") {
+			t.Errorf("typed %q: a wrong answer is not told what to answer:\n%s", tc.typed, out)
+		}
+	}
+}
+
+func TestTheQuestionShowsTheCommandWhatAskedWhyAndWhereAlwaysWrites(t *testing.T) {
+	a, out := askerWith("y\n")
+	if _, err := a.Ask(context.Background(), shellRequest); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"The model asks to run shell--run:\n    git status && rm -rf x\n",
+		"  asked about: rm -rf x\n",
+		`  why: asked by default: no rule allows shell--run "rm -rf x"`,
+		"  y  yes, this once\n",
+		`  s  yes, and for the rest of this session all that "rm -rf x" allows`,
+		`  a  always: add "rm -rf x" to /home/u/.config/myelin/permissions.json`,
+		"  n  no",
+		"Allow it? [y/s/a/n] ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in the question:\n%s", want, out)
+		}
+	}
+}
+
+func TestWithNoRuleOnlyYesOnceAndNoAreOffered(t *testing.T) {
+	r := shellRequest
+	r.Rule = ""
+	a, out := askerWith("s\na\ny\n")
+	got, err := a.Ask(context.Background(), r)
+	if err != nil || got.Choice != approval.AllowOnce {
+		t.Fatalf("got %+v, %v; want s and a refused, then y taken", got, err)
+	}
+	q := out.String()
+	if strings.Contains(q, "  s  ") || strings.Contains(q, "  a  ") || !strings.Contains(q, "Allow it? [y/n] ") || strings.Count(q, "answer one of [y/n]") != 2 {
+		t.Fatalf("the question offers more than y and n, or takes s or a:\n%s", q)
+	}
+}
+
+func TestAToolsInputIsShownFieldByFieldAndItsControlCharactersEscaped(t *testing.T) {
+	r := approval.Request{Tool: "workspace--write", Input: []byte(`{"path":"a.txt","content":"line 1\nline 2 \u001b[2K\u202e","mode":420}`), Rule: "workspace--write"}
+	a, out := askerWith("y\n")
+	if _, err := a.Ask(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	q := out.String()
+	for _, want := range []string{"    content:\n    line 1\n    line 2 \\x1b[2K\\u202e\n", "    mode: 420\n", "    path: a.txt\n"} {
+		if !strings.Contains(q, want) {
+			t.Errorf("no %q in:\n%s", want, q)
+		}
+	}
+	if strings.ContainsAny(q, "\x1b\u202e") {
+		t.Errorf("a control character of the model's reached the terminal: %q", q)
+	}
+	if got := visible("a\x9bb"); got != `a\x9bb` {
+		t.Errorf("a byte that is not UTF-8 (8-bit CSI) is shown as %q", got)
+	}
+}
+
+func TestALongInputIsCutSayingHowMuchMore(t *testing.T) {
+	a, out := askerWith("y\n")
+	code := strings.Repeat("x = 1;\n", 100)
+	if _, err := a.Ask(context.Background(), approval.Request{Tool: "code_execution", Command: "", Input: []byte(`{"code":` + quote(code) + `}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "… and 61 lines more, not shown") {
+		t.Fatalf("a 101-line input is not cut at %d lines:\n%s", maxShownLines, out)
+	}
+}
+
+func TestTheInputsEndIsNoOneToAsk(t *testing.T) {
+	a, out := askerWith("")
+	if _, err := a.Ask(context.Background(), shellRequest); !errors.Is(err, approval.ErrNoOne) {
+		t.Fatalf("got %v, want approval.ErrNoOne", err)
+	}
+	if !strings.Contains(out.String(), "no answer: the input ended, so the call is not run") {
+		t.Fatalf("the end of input is not told:\n%s", out)
+	}
+}
+
+func TestAQuestionEndsWithItsContext(t *testing.T) {
+	r, w := io.Pipe()
+	defer w.Close()
+	u := &mcpUI{out: &bytes.Buffer{}, input: newTermInput(r)}
+	a := &termAsker{ui: u}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go cancel(errInterrupted)
+	if _, err := a.Ask(ctx, shellRequest); !errors.Is(err, errInterrupted) {
+		t.Fatalf("got %v, want the context's cause", err)
+	}
+	// the line typed after is the next question's, not lost
+	go w.Write([]byte("s\n"))
+	if got, err := a.Ask(context.Background(), shellRequest); err != nil || got.Choice != approval.AllowSession {
+		t.Fatalf("the next question got %+v, %v", got, err)
+	}
+}
+
+func TestConcurrentQuestionsAreAskedOneAfterTheOther(t *testing.T) {
+	a, out := askerWith("y\nn\nno reason\ns\n")
+	var wg sync.WaitGroup
+	answers := make([]approval.Answer, 3)
+	for i := range answers {
+		wg.Go(func() {
+			answers[i], _ = a.Ask(context.Background(), shellRequest)
+		})
+	}
+	wg.Wait()
+	q := out.String()
+	blocks := strings.Split(q, "The model asks")[1:]
+	if len(blocks) != 3 {
+		t.Fatalf("%d questions, want 3:\n%s", len(blocks), q)
+	}
+	for i, b := range blocks {
+		if strings.Count(b, "Allow it?") != 1 {
+			t.Errorf("question %d is mixed with another:\n%s", i+1, q)
+		}
+	}
+	got := map[approval.Choice]int{}
+	for _, ans := range answers {
+		got[ans.Choice]++
+	}
+	if got[approval.AllowOnce] != 1 || got[approval.Deny] != 1 || got[approval.AllowSession] != 1 {
+		t.Fatalf("answers %+v: each line typed should answer one question", answers)
+	}
+}
