@@ -1,8 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -104,6 +109,57 @@ func TestSandboxOffIsSaidOnceOnStderr(t *testing.T) {
 		}
 		if n := strings.Count(errOut, said); n != tt.want {
 			t.Errorf("%q: stderr says %q %d times, want %d: %q", tt.args, said, n, tt.want, errOut)
+		}
+	}
+}
+
+// Each flag reaches shell--run's commands: read-only keeps them from the
+// workspace, --sandbox-write lets them write a directory outside it,
+// --sandbox-env passes a variable, --sandbox-network lets them reach a
+// loopback server; without the flag, each is refused.
+func TestSandboxFlagsReachShellRun(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the sandbox is Linux's")
+	}
+	dir, cache := workspaceWith(t, nil), t.TempDir()
+	t.Setenv("MYELIN_TEST_PASSED", "passed-value")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "served") }))
+	defer srv.Close()
+	host, port, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
+	fetch := fmt.Sprintf(`exec 3<>/dev/tcp/%s/%s && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && cat <&3`, host, port)
+	for _, tt := range []struct {
+		name, command string
+		flags         []string
+		without, with bool // whether the command does it without the flags, and with them
+		check         func(out string) bool
+	}{
+		{"write the workspace", "touch in-ws && echo done", []string{"--sandbox", "read-only"}, true, false,
+			func(string) bool {
+				ok := exists(filepath.Join(dir, "in-ws"))
+				os.Remove(filepath.Join(dir, "in-ws"))
+				return ok
+			}},
+		{"write a directory outside", "touch " + cache + "/x && echo done", []string{"--sandbox-write", cache}, false, true,
+			func(string) bool {
+				ok := exists(filepath.Join(cache, "x"))
+				os.Remove(filepath.Join(cache, "x"))
+				return ok
+			}},
+		{"see a variable", "echo ${MYELIN_TEST_PASSED:?unset}", []string{"--sandbox-env", "MYELIN_TEST_PASSED"}, false, true,
+			func(out string) bool { return strings.Contains(out, "passed-value") }},
+		{"reach a loopback server", fetch, []string{"--sandbox-network"}, false, true,
+			func(out string) bool { return strings.Contains(out, "served") }},
+	} {
+		for _, given := range []bool{false, true} {
+			args := []string{"tool", "call", "shell--run", fmt.Sprintf(`{"command":%q}`, tt.command), "--allow-shell", "--workspace", dir}
+			want := tt.without
+			if given {
+				args, want = append(args, tt.flags...), tt.with
+			}
+			out, errOut, _ := cli(t, args...)
+			if got := tt.check(out); got != want {
+				t.Errorf("%s, %q given %v: it did %v, want %v: %q %q", tt.name, tt.flags, given, got, want, out, errOut)
+			}
 		}
 	}
 }
