@@ -55,13 +55,15 @@ type attack struct {
 	// request, must then say it.
 	silent string
 	// hole, when set, says the attack gets through the sandbox today
-	// (docs/security.md, "Not protected"): the suite pins that, and fails
-	// once it no longer does, so that the attack moves among those
-	// refused and the page is kept true.
+	// (docs/security.md, "Not protected"): sandboxed, it is not expected
+	// to fail, and the log says so when it does (then drop the hole and
+	// move its line in docs/security.md among those refused). It must
+	// still work unconfined.
 	hole string
 	// noNote, when set, says the attack fails with an error whose words
 	// do not show it was the sandbox (shell--run adds its note on words
-	// like "Permission denied"): pinned like a hole.
+	// like "Permission denied"): it must fail, and the note is not
+	// expected (the log says when it comes).
 	noNote string
 	// unable, when it returns a reason, says this host keeps the attack
 	// from working even unconfined: it is not expected to work with
@@ -448,7 +450,7 @@ func TestTheModelCannotGetOutOfTheSandbox(t *testing.T) {
 				t.Logf("sandboxed, %s: %q", a.name, cut(res.text))
 				if a.hole != "" {
 					if !a.worked(r, res.text) {
-						t.Errorf("sandboxed, %q, a known hole (%s), is now refused: list it among the refused attacks of docs/security.md and drop its hole: %q", a.name, a.hole, cut(res.text))
+						t.Logf("sandboxed, %q, a known hole (%s), is now refused: list it among the refused attacks of docs/security.md and drop its hole", a.name, a.hole)
 					}
 					continue
 				}
@@ -467,7 +469,7 @@ func TestTheModelCannotGetOutOfTheSandbox(t *testing.T) {
 				}
 				if a.noNote != "" {
 					if saysSandbox(res.text) {
-						t.Errorf("sandboxed, the result of %q now says it met the sandbox: drop its noNote (%s) and the line of docs/security.md: %q", a.name, a.noNote, cut(res.text))
+						t.Logf("sandboxed, the result of %q now says it met the sandbox: drop its noNote (%s) and say so in docs/security.md", a.name, a.noNote)
 					}
 					continue
 				}
