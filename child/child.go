@@ -20,6 +20,12 @@
 // then the supervisor; cmd.Wait returns the command's exit status or
 // signal.
 //
+// A command prepared by package sandbox (sandbox.Policy.Apply) is started
+// the same way; its supervisor starts in new mount (and network, and user)
+// namespaces and confines itself before it forks the command (package
+// child/supervisor). Where it cannot, Start's error wraps
+// sandbox.ErrUnavailable and the command does not run.
+//
 // On other Unix systems each child gets a process group of its own, and in
 // that group a watcher: a tiny `/bin/sh` that reads its stdin, a pipe whose
 // write end only myelin holds (close-on-exec, so no other child inherits

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,34 +63,51 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 			return nil, fmt.Errorf("child: finding myelin's own executable to supervise %s: %w", cmd.Path, err)
 		}
 	}
+	// Prepared by package sandbox: the command is the one its arguments
+	// name, and the supervisor confines it, with a temp dir of its own
+	// that myelin makes and removes (the supervisor, confined too, can
+	// only empty it).
+	path, args := cmd.Path, cmd.Args
+	if len(args) == 0 {
+		args = []string{path}
+	}
+	sandboxed := len(args) >= 3 && args[0] == supervisor.SandboxArg0
+	tmp := ""
+	if sandboxed {
+		path, args = args[1], args[2:]
+		made, err := os.MkdirTemp("", "myelin-sandbox-")
+		if err != nil {
+			return nil, fmt.Errorf("child: making the temp dir of %s: %w", path, err)
+		}
+		if tmp, err = filepath.EvalSymlinks(made); err != nil { // the supervisor mounts it: no link on its way
+			removeTemp(made)
+			return nil, fmt.Errorf("child: making the temp dir of %s: %w", path, err)
+		}
+	}
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
+		removeTemp(tmp)
 		return nil, fmt.Errorf("child: making the supervisor's control pipe for %s: %w", cmd.Path, err)
 	}
 	doneR, doneW, err := os.Pipe()
 	if err != nil {
 		ctlR.Close()
 		ctlW.Close()
+		removeTemp(tmp)
 		return nil, fmt.Errorf("child: making the supervisor's status pipe for %s: %w", cmd.Path, err)
-	}
-	path, args := cmd.Path, cmd.Args
-	if len(args) == 0 {
-		args = []string{path}
-	}
-	// Prepared by package sandbox: the command is the one its arguments
-	// name, and the supervisor confines it.
-	sandboxed := len(args) >= 3 && args[0] == supervisor.SandboxArg0
-	if sandboxed {
-		path, args = args[1], args[2:]
 	}
 	first := 3 + len(cmd.ExtraFiles)
 	// The supervisor gets the command's environment, working directory,
 	// standard files and extra files, and hands them on.
 	var env []string
 	for _, kv := range cmd.Environ() {
-		if !strings.HasPrefix(kv, supervisor.Env+"=") { // the supervisor's own, never the command's
-			env = append(env, kv)
+		if strings.HasPrefix(kv, supervisor.Env+"=") { // the supervisor's own, never the command's
+			continue
 		}
+		if sandboxed && strings.HasPrefix(kv, supervisor.SandboxEnv+"=") {
+			kv += supervisor.Record(supervisor.OpTemp, tmp)
+		}
+		env = append(env, kv)
 	}
 	cmd.Env = append(env, supervisor.Env+"="+strconv.Itoa(first))
 	cmd.Path = exe
@@ -105,23 +123,20 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	if err != nil {
 		ctlW.Close()
 		doneR.Close()
+		removeTemp(tmp)
 		if cmd.Dir != "" { // the kernel's error does not say it was the directory
 			if _, serr := os.Stat(cmd.Dir); serr != nil {
 				return nil, fmt.Errorf("%w; its directory: %v", err, serr)
 			}
 		}
 		if sandboxed {
-			return nil, fmt.Errorf("child: starting %s in new user, mount and network namespaces (the sandbox's): %w: %w; run with --sandbox off to run commands unconfined", path, sandbox.ErrUnavailable, err)
+			return nil, fmt.Errorf("child: starting %s in namespaces of its own, for the sandbox: %w: %w; run with --sandbox off to run commands unconfined", path, sandbox.ErrUnavailable, err)
 		}
 		return nil, fmt.Errorf("child: starting the supervisor of %s: %w", path, err)
 	}
-	g := &Group{cmd: cmd, path: path, ctl: ctlW, done: doneR, status: bufio.NewReader(doneR)}
+	g := &Group{cmd: cmd, path: path, ctl: ctlW, done: doneR, status: bufio.NewReader(doneR), tmp: tmp}
 	line, err := g.status.ReadString('\n')
-	line = strings.TrimSuffix(line, "\n")
-	if tmp, ok := strings.CutPrefix(line, supervisor.StatusOK+" "); ok && sandboxed && strings.HasPrefix(tmp, "/") {
-		g.tmp, line = tmp, supervisor.StatusOK
-	}
-	if line != supervisor.StatusOK {
+	if line = strings.TrimSuffix(line, "\n"); line != supervisor.StatusOK {
 		g.Kill()
 		_ = cmd.Wait()
 		if why, ok := strings.CutPrefix(line, supervisor.StatusError); ok {
@@ -181,8 +196,14 @@ func (g *Group) Kill() {
 		_ = g.cmd.Process.Kill()
 	}
 	g.done.Close()
-	if g.tmp != "" {
-		_ = os.RemoveAll(g.tmp)
+	removeTemp(g.tmp)
+}
+
+// removeTemp removes a sandboxed command's temp dir and what is left in
+// it (nothing, when its supervisor emptied it).
+func removeTemp(tmp string) {
+	if tmp != "" {
+		_ = os.RemoveAll(tmp)
 	}
 }
 

@@ -31,7 +31,8 @@ const (
 	// protected paths) and its temp dir; it reads the system, not the
 	// user's secrets.
 	WorkspaceWrite Mode = "workspace-write"
-	// ReadOnly lets a command write only its temp dir.
+	// ReadOnly lets a command write only its temp dir (and
+	// Policy.Writable, which the user named).
 	ReadOnly Mode = "read-only"
 	// Off runs commands unconfined, with the user's rights: only when the
 	// user says so (--sandbox off).
@@ -61,9 +62,11 @@ var ErrUnavailable = errors.New("no sandbox is available here")
 // confined by p with workspace as the directory it may write. It is to be
 // started with package child (child.Start), which runs the command under
 // a supervisor that sets the confinement up; started any other way, it
-// refuses to run. Apply replaces cmd.Path, cmd.Args, cmd.Env (the
-// environment is scrubbed to Allowed plus p.Env) and cmd.SysProcAttr's
-// namespace fields. With Mode Off it changes nothing.
+// refuses to run. Apply replaces cmd.Path, cmd.Args, cmd.Env and
+// cmd.SysProcAttr's namespace fields: the environment (cmd.Env, or
+// myelin's own when it is nil) is scrubbed to Allowed plus p.Env, so a
+// variable the caller set in cmd.Env passes only when p.Env names it, and
+// TMPDIR is the command's own temp dir. With Mode Off it changes nothing.
 //
 // Where the system offers no sandbox the error wraps ErrUnavailable and
 // names `--sandbox off`; bad input (an unknown mode, a relative Writable

@@ -4,23 +4,27 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
-
 	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/myelin-run/myelin/child/supervisor"
 )
 
 // apply prepares cmd for the supervisor (package child/supervisor, which
-// says what it does with the spec): new user and mount namespaces, a new
-// network namespace unless p.Network, and the spec of what the command
-// may read and write.
+// says what it does with the spec): a new mount namespace, a user
+// namespace unless myelin runs as root, a network namespace unless
+// p.Network, and the spec of what the command may read and write.
 func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	if abi := supervisor.LandlockABI(); abi < 1 {
 		return unavailable("the kernel offers no Landlock: it needs Linux 5.13 or later with Landlock enabled (lsm=…,landlock)")
+	}
+	if os.Geteuid() != 0 {
+		if why := userNamespacesRefused(); why != "" {
+			return unavailable(why)
+		}
 	}
 	ws, err := realDir(workspace)
 	if err != nil {
@@ -37,13 +41,6 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 		}
 		writable = append(writable, d)
 	}
-	tmp, err := realDir(os.TempDir())
-	if err != nil {
-		return fmt.Errorf("sandbox: the temp dir: %w", err)
-	}
-	if strings.Contains(tmp, "\n") {
-		return fmt.Errorf("sandbox: the temp dir %q has a newline in its name; set TMPDIR to another", tmp)
-	}
 	home, _ := os.UserHomeDir()
 	config, _ := os.UserConfigDir()
 	var denied []string
@@ -59,17 +56,26 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 		}
 	}
 
-	var spec strings.Builder
-	add := func(op byte, path string) {
-		spec.WriteByte(op)
-		spec.WriteString(strconv.Itoa(len(path)))
-		spec.WriteByte(':')
-		spec.WriteString(path)
+	for i, w := range writable {
+		for _, d := range denied {
+			if within(w, d) {
+				what := "the writable directory " + w
+				if i == 0 && p.Mode != ReadOnly {
+					what = "the workspace " + w
+				}
+				return fmt.Errorf("sandbox: %s is in %s, one of the user's secrets, which commands may neither read nor write; choose a directory outside it", what, d)
+			}
+		}
 	}
+
+	var spec strings.Builder
+	add := func(op byte, path string) { spec.WriteString(supervisor.Record(op, path)) }
 	for _, w := range writable {
 		add(supervisor.OpMountRW, w)
 	}
-	for _, path := range protectedPaths(ws) {
+	// A secret in a writable directory (the home as workspace) is
+	// read-only as a mount too: Landlock does not rule chmod.
+	for _, path := range append(protectedPaths(ws), denied...) {
 		if under(path, writable) {
 			add(supervisor.OpProtect, path)
 		}
@@ -80,7 +86,6 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	if !p.Network {
 		add(supervisor.OpLoopback, "")
 	}
-	add(supervisor.OpTempBase, tmp)
 	for _, r := range ruleTree(supervisor.OpRead, "/", denied) {
 		add(r.op, r.path)
 	}
@@ -123,6 +128,23 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	cmd.Path = "/proc/self/exe"
 	return nil
 }
+
+// userNamespacesRefused says why this system refuses a user namespace to
+// a user, as its settings say, or "" (it is read once: the settings
+// rarely change, and a refusal they do not show is reported when the
+// supervisor fails).
+var userNamespacesRefused = sync.OnceValue(func() string {
+	for _, c := range []struct{ file, refused, why string }{
+		{"/proc/sys/user/max_user_namespaces", "0", "user namespaces are turned off (user.max_user_namespaces = 0)"},
+		{"/proc/sys/kernel/unprivileged_userns_clone", "0", "user namespaces are refused to users (kernel.unprivileged_userns_clone = 0)"},
+		{"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1", "AppArmor keeps users' namespaces from mounting (kernel.apparmor_restrict_unprivileged_userns = 1)"},
+	} {
+		if b, err := os.ReadFile(c.file); err == nil && strings.TrimSpace(string(b)) == c.refused {
+			return c.why
+		}
+	}
+	return ""
+})
 
 const (
 	capSetpcap  = 8 // to empty the bounding set

@@ -29,6 +29,9 @@ func newWorld(t *testing.T) world {
 	if supervisor.LandlockABI() < 1 {
 		t.Skip("the kernel offers no Landlock")
 	}
+	if err := (sandbox.Policy{}).Apply(exec.Command("true"), t.TempDir()); errors.Is(err, sandbox.ErrUnavailable) {
+		t.Skipf("no sandbox on this machine: %v", err)
+	}
 	root := t.TempDir()
 	w := world{home: filepath.Join(root, "home"), ws: filepath.Join(root, "ws"), outside: filepath.Join(root, "outside")}
 	for path, content := range map[string]string{
@@ -155,6 +158,11 @@ func TestTheSandboxDeniesWhatOffAllows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if strings.HasPrefix(tt.script, "unshare") {
+				if _, err := exec.LookPath("unshare"); err != nil {
+					t.Skip("no unshare(1) here")
+				}
+			}
 			defer restore(t, w)
 			got, code := run(t, off, w.ws, tt.script)
 			if !strings.Contains(got, tt.allowed) {
@@ -367,6 +375,8 @@ func TestWithoutASandboxTheCommandIsRefusedNamingSandboxOff(t *testing.T) {
 // symbolic link between Apply and the start.
 func TestASandboxThatCannotBeSetUpRefusesTheCommand(t *testing.T) {
 	w := newWorld(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
 	cmd := exec.Command("bash", "-c", "echo ran > ran")
 	cmd.Dir = w.ws
 	if err := (sandbox.Policy{}).Apply(cmd, w.ws); err != nil {
@@ -384,6 +394,9 @@ func TestASandboxThatCannotBeSetUpRefusesTheCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(w.ws, "ran")); err == nil {
 		t.Error("the command ran")
 	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the refused command's temp dir is left in %s: %v", tmp, left)
+	}
 }
 
 func TestApplyRefusesBadInput(t *testing.T) {
@@ -396,6 +409,7 @@ func TestApplyRefusesBadInput(t *testing.T) {
 		{sandbox.Policy{Writable: []string{"rel/dir"}}, `"rel/dir" is not an absolute path`},
 		{sandbox.Policy{Writable: []string{w.outside + "/missing"}}, "missing"},
 		{sandbox.Policy{Env: []string{"A=B"}}, `"A=B" is not the name of an environment variable`},
+		{sandbox.Policy{Writable: []string{w.home + "/.ssh"}}, "is in " + w.home + "/.ssh, one of the user's secrets"},
 	} {
 		err := tt.p.Apply(exec.Command("true"), w.ws)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -429,5 +443,30 @@ func TestTheSandboxsMountsDoNotReachTheHost(t *testing.T) {
 	}
 	if strings.Contains(string(info), w.ws) || strings.Contains(string(info), "myelin-sandbox-") {
 		t.Errorf("the host's mounts show the sandbox's:\n%s", info)
+	}
+}
+
+// A workspace that holds the user's secrets (the home itself) is
+// writable, and its secrets stay unreadable, unwritable and their modes
+// unchanged; the rest of it is read and written as usual.
+func TestSecretsInTheWorkspaceStaySecret(t *testing.T) {
+	w := newWorld(t)
+	script := `cat .ssh/id_ed25519; echo more >> .ssh/id_ed25519; chmod 600 .netrc; cat .aws/credentials; ` +
+		`echo ok > .config/editor/new.txt && cat .config/editor/new.txt; cat .gitconfig; echo`
+	got, _ := run(t, off, w.home, script)
+	if strings.Count(got, secret) != 2 || !strings.Contains(got, "ok\nreadable gitconfig") {
+		t.Fatalf("with the sandbox off: %q: the test proves nothing", got)
+	}
+	os.WriteFile(filepath.Join(w.home, ".ssh/id_ed25519"), []byte(secret), 0o644)
+	os.Chmod(filepath.Join(w.home, ".netrc"), 0o644)
+	got, _ = run(t, sandbox.Policy{}, w.home, script)
+	if strings.Contains(got, secret) || !strings.Contains(got, "ok\nreadable gitconfig") {
+		t.Errorf("in the sandbox with the home as workspace: %q", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(w.home, ".ssh/id_ed25519")); string(b) != secret {
+		t.Errorf("the key was written: %q", b)
+	}
+	if st, _ := os.Stat(filepath.Join(w.home, ".netrc")); st.Mode().Perm() != 0o644 {
+		t.Errorf(".netrc's mode was changed to %v", st.Mode().Perm())
 	}
 }

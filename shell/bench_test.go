@@ -31,7 +31,7 @@ func BenchmarkBigOutput200MB(b *testing.B) {
 	}
 	defer ws.Close()
 	reg := &tool.Registry{}
-	if err := reg.Add(Tool(dir)); err != nil {
+	if err := reg.Add(ToolWithPolicy(dir, testPolicy)); err != nil {
 		b.Fatal(err)
 	}
 	d := &tool.Dispatcher{Tools: reg, Env: result.Env{Store: ws}}

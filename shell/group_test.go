@@ -40,7 +40,7 @@ func TestWhatACommandLeftRunningEndsWithTheCall(t *testing.T) {
 			if tt.timeout > 0 {
 				in.TimeoutMS = &tt.timeout
 			}
-			if _, err := Run(context.Background(), dir, in); err != nil {
+			if _, err := RunWithPolicy(context.Background(), dir, testPolicy, in); err != nil {
 				t.Fatal(err)
 			}
 			raw, err := os.ReadFile(filepath.Join(dir, "bg.pid"))

@@ -34,7 +34,7 @@ func TestABigOutputBecomesTheSpillFileAndLeavesNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ws.Close()
-	r, err := Run(context.Background(), dir, Input{Command: "seq 1 300000; exit 2"})
+	r, err := RunWithPolicy(context.Background(), dir, testPolicy, Input{Command: "seq 1 300000; exit 2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestWithoutAWorkspaceDirTheOutputGoesToTheTempDir(t *testing.T) {
 
 func TestAnOutputNobodyConvertsIsRemovedOnceUnreachable(t *testing.T) {
 	dir := t.TempDir()
-	r, err := Run(context.Background(), dir, Input{Command: "echo dropped"})
+	r, err := RunWithPolicy(context.Background(), dir, testPolicy, Input{Command: "echo dropped"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestALinkedOutputDirIsRefusedAndNotCleaned(t *testing.T) {
 			if _, err := os.Stat(victim); err != nil {
 				t.Fatalf("the clean-up removed a file the link leads to: %v", err)
 			}
-			_, err := Run(context.Background(), dir, Input{Command: "echo hello"})
+			_, err := RunWithPolicy(context.Background(), dir, testPolicy, Input{Command: "echo hello"})
 			var le *workspace.OwnLinkError
 			if !errors.As(err, &le) || le.Path != filepath.Join(dir, link) {
 				t.Fatalf("Run = %v; want an error naming %s as a symbolic link", err, link)

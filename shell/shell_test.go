@@ -2,8 +2,10 @@ package shell
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,7 +14,18 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/sandbox"
 )
+
+// testPolicy is the sandbox the tests that are not about it run commands
+// in: the default where this machine has one, Off where it has none
+// (macOS, a kernel without Landlock), so that they still test the rest.
+var testPolicy = func() sandbox.Policy {
+	if err := (sandbox.Policy{}).Apply(exec.Command("true"), os.TempDir()); errors.Is(err, sandbox.ErrUnavailable) {
+		return sandbox.Policy{Mode: sandbox.Off}
+	}
+	return sandbox.Policy{}
+}()
 
 func run(t *testing.T, dir, command string, timeoutMS int) (string, bool) {
 	t.Helper()
@@ -20,7 +33,7 @@ func run(t *testing.T, dir, command string, timeoutMS int) (string, bool) {
 	if timeoutMS > 0 {
 		in.TimeoutMS = &timeoutMS
 	}
-	r, err := Run(context.Background(), dir, in)
+	r, err := RunWithPolicy(context.Background(), dir, testPolicy, in)
 	if err != nil {
 		return err.Error(), true
 	}
@@ -89,7 +102,7 @@ func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
 func TestCancelKillsTheCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	r, err := Run(ctx, t.TempDir(), Input{Command: "sleep 30"})
+	r, err := RunWithPolicy(ctx, t.TempDir(), testPolicy, Input{Command: "sleep 30"})
 	if err != nil || !r.IsError || !strings.Contains(text(t, r).Text, "killed") {
 		t.Fatalf("got %+v, %v", r, err)
 	}
@@ -100,7 +113,7 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("text = %q", text)
 	}
 	zero := 0
-	if _, err := Run(context.Background(), t.TempDir(), Input{Command: "true", TimeoutMS: &zero}); err == nil || !strings.Contains(err.Error(), "timeout_ms must be 1 or more") {
+	if _, err := RunWithPolicy(context.Background(), t.TempDir(), testPolicy, Input{Command: "true", TimeoutMS: &zero}); err == nil || !strings.Contains(err.Error(), "timeout_ms must be 1 or more") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -113,7 +126,7 @@ func TestLargeOutputComesBackWhole(t *testing.T) {
 }
 
 func TestALoneSurrogateIsOneReplacementCharacterNotBinary(t *testing.T) {
-	r, err := Run(context.Background(), t.TempDir(), Input{Command: `printf 'x\355\240\200y'`})
+	r, err := RunWithPolicy(context.Background(), t.TempDir(), testPolicy, Input{Command: `printf 'x\355\240\200y'`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +140,7 @@ func TestALoneSurrogateIsOneReplacementCharacterNotBinary(t *testing.T) {
 // command at once. Values above the top are taken as the top.
 func TestAHugeTimeoutIsTakenAsTheLongestNotOverflowed(t *testing.T) {
 	for _, ms := range []int{math.MaxInt, 18446744073710, int(MaxTimeout/time.Millisecond) + 1} {
-		r, err := Run(context.Background(), t.TempDir(), Input{Command: "sleep 0.2; echo done", TimeoutMS: &ms})
+		r, err := RunWithPolicy(context.Background(), t.TempDir(), testPolicy, Input{Command: "sleep 0.2; echo done", TimeoutMS: &ms})
 		if err != nil {
 			t.Fatalf("timeout_ms %d: %v", ms, err)
 		}

@@ -29,9 +29,7 @@ const Env = "MYELIN_CHILD_SUPERVISOR"
 // and exit.
 //
 // On the status descriptor (FirstFD+1) the supervisor writes one line once
-// the command started ("ok", or for a sandboxed command "ok " and the
-// path of its temp dir, which myelin removes after the supervisor exited:
-// the supervisor empties it but may not remove it) or could not start ("error: " and why, then it
+// the command started ("ok") or could not start ("error: " and why, then it
 // exits 127), and holds the descriptor until it exits: its end tells
 // myelin that every process of the command's subtree is gone. The
 // supervisor then exits as the command did: with its exit status, or by

@@ -8,20 +8,21 @@ import (
 // The sandbox, when SandboxEnv is set (package sandbox writes it): the
 // supervisor was started in a mount namespace of its own (and a network
 // namespace unless the network is allowed), and in a user namespace too
-// unless myelin runs as root, where it holds the capabilities to mount. On its main thread, the one that forks the
-// command, it
+// unless myelin runs as root, where it holds the capabilities to mount.
+// On its main thread, the one that forks the command, it
 //
-//  1. makes the command's private temp dir (TMPDIR);
-//  2. makes every mount read-only but the writable directories (so that
-//     chmod, chown, utimes and extended attributes, which Landlock does
-//     not rule, are refused outside them too), bind-mounts the protected
-//     paths read-only (Landlock cannot carve a read-only hole out of a
-//     writable tree), mounts a private tmpfs on /dev/shm and brings the
-//     namespace's loopback up;
-//  3. empties its capability bounding and inheritable sets, so that the
-//     command gets no capability at exec, even as root, and sets
+//  1. makes its mounts slaves (none reaches myelin's namespace), makes
+//     every mount read-only but the writable directories and the
+//     command's temp dir (TMPDIR, made by myelin), so that chmod, chown,
+//     utimes and extended attributes, which Landlock does not rule, are
+//     refused outside them too; bind-mounts the protected paths read-only
+//     (Landlock cannot carve a read-only hole out of a writable tree);
+//     mounts a private tmpfs on /dev/shm; brings the namespace's loopback
+//     up;
+//  2. empties its capability bounding, ambient and inheritable sets, so
+//     that the command gets no capability at exec, even as root, and sets
 //     no_new_privs (set-user-ID bits and file capabilities do nothing);
-//  4. restricts itself with Landlock to the rules of the spec: reads,
+//  3. restricts itself with Landlock to the rules of the spec: reads,
 //     writes, and where the kernel has them (ABI 6), no signals to
 //     processes outside and no abstract unix sockets outside.
 //
@@ -39,7 +40,7 @@ const (
 	OpDevice   = 'f' // read and write a device file (/dev/null), no ioctl
 	OpProtect  = 'p' // bind-mount the path read-only over itself
 	OpShm      = 's' // mount a private tmpfs on the directory, writable
-	OpTempBase = 't' // make the command's temp dir in this directory
+	OpTemp     = 't' // the command's temp dir (TMPDIR), made by myelin: writable
 	OpMountRW  = 'm' // keep the directory writable when the rest is made read-only
 	OpLoopback = 'l' // bring the network namespace's loopback up (no path)
 )
@@ -52,6 +53,11 @@ const SandboxFailed = "the sandbox could not be set up: "
 type rule struct {
 	op   byte
 	path string
+}
+
+// Record is one record of a spec: op and path.
+func Record(op byte, path string) string {
+	return string(op) + itoa(len(path)) + ":" + path
 }
 
 // parseSpec reads the records of a spec.
@@ -138,8 +144,8 @@ func handledFS(abi int) uint64 {
 }
 
 // setUpSandbox applies the spec to the calling thread (which must be the
-// one that forks the command) and returns the command's temp dir, or an
-// error saying what failed.
+// one that forks the command) and returns the command's temp dir, or why
+// it failed.
 func setUpSandbox(spec string) (tmp string, why string) {
 	rules, ok := parseSpec(spec)
 	if !ok {
@@ -150,7 +156,6 @@ func setUpSandbox(spec string) (tmp string, why string) {
 		return "", "the kernel offers no Landlock (it is not built in, or not enabled with lsm=…,landlock)"
 	}
 	fail := func(what string, err error) (string, string) {
-		removeAll(tmp)
 		return "", what + ": " + err.Error()
 	}
 	// The working directory is looked up again once the mounts are made,
@@ -169,10 +174,8 @@ func setUpSandbox(spec string) (tmp string, why string) {
 	var writable []string
 	for _, r := range rules {
 		switch r.op {
-		case OpTempBase:
-			if tmp, err = makeTemp(r.path); err != nil {
-				return fail("making a temp dir in "+r.path, err)
-			}
+		case OpTemp:
+			tmp = r.path
 			writable = append(writable, tmp)
 		case OpMountRW:
 			writable = append(writable, r.path)
@@ -190,8 +193,14 @@ func setUpSandbox(spec string) (tmp string, why string) {
 		return fail("making the file system read-only", err)
 	}
 	for _, dir := range writable {
-		// One that was read-only before (a read-only file system) stays so.
-		if err := mountSetattr(dir, 0, 0, mountAttrRdonly); err != nil && err != syscall.EPERM {
+		// With the mounts below it; where one of them was read-only
+		// before (a read-only file system), which may not be undone, the
+		// directory's own mount only; and where that one was, it stays so.
+		err := mountSetattr(dir, atRecursive, 0, mountAttrRdonly)
+		if err == syscall.EPERM {
+			err = mountSetattr(dir, 0, 0, mountAttrRdonly)
+		}
+		if err != nil && err != syscall.EPERM {
 			return fail("making "+dir+" writable", err)
 		}
 	}
@@ -221,7 +230,6 @@ func setUpSandbox(spec string) (tmp string, why string) {
 		rules = append(rules, rule{OpWrite, tmp})
 	}
 	if err := landlock(abi, rules); err != "" {
-		removeAll(tmp)
 		return "", err
 	}
 	return tmp, ""
@@ -302,37 +310,6 @@ func loopbackUp() error {
 		return e
 	}
 	return nil
-}
-
-// makeTemp makes a new directory of mode 0700 in base.
-func makeTemp(base string) (string, error) {
-	for tries := 0; ; tries++ {
-		var b [8]byte
-		fd, err := syscall.Open("/dev/urandom", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			return "", err
-		}
-		n, err := syscall.Read(fd, b[:])
-		syscall.Close(fd)
-		if n != len(b) {
-			if err == nil {
-				err = syscall.EIO
-			}
-			return "", err
-		}
-		name := base + "/myelin-sandbox-"
-		for _, c := range b {
-			name += string("0123456789abcdef"[c>>4]) + string("0123456789abcdef"[c&15])
-		}
-		err = syscall.Mkdir(name, 0o700)
-		if err == syscall.EEXIST && tries < 10 {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		return name, nil
-	}
 }
 
 // removeAll removes path and everything below it, never following a

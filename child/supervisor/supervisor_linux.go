@@ -23,8 +23,9 @@ func init() {
 
 // run is the supervisor: it starts the command given by its arguments
 // (os.Args[1] the path, the rest its argv), as a child in a process group
-// of its own, becomes the subreaper of everything below it, and waits for
-// the command's end or myelin's word.
+// of its own (a session of its own when sandboxed, after setting the
+// sandbox up: sandbox_linux.go), becomes the subreaper of everything
+// below it, and waits for the command's end or myelin's word.
 func run(fdv string) int {
 	first := atoi(fdv)
 	if first < 3 {
@@ -88,15 +89,10 @@ func run(fdv string) int {
 		Sys:   sys,
 	})
 	if err != nil {
-		removeAll(tmp)
 		say(status, StatusError+"fork/exec "+argv[1]+": "+err.Error())
 		return 127
 	}
-	if tmp != "" {
-		say(status, StatusOK+" "+tmp)
-	} else {
-		say(status, StatusOK)
-	}
+	say(status, StatusOK)
 
 	exited := make(chan struct{})
 	go func() { // waits without reaping: the group id stays the command's
@@ -139,8 +135,9 @@ func run(fdv string) int {
 		}
 	}
 	ws := killAll(pid)
-	// Its contents: the directory itself only myelin may remove (Landlock
-	// lets this thread remove what is in it, not what is in its parent).
+	// The temp dir's contents, even when myelin is gone; the directory
+	// itself myelin removes (this thread may not: it is a mount here, and
+	// its parent is read-only).
 	removeAll(tmp)
 	return exitAs(ws)
 }
