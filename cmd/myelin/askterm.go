@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -136,11 +137,28 @@ func writeQuestion(w io.Writer, r approval.Request, userFile string) {
 	}
 	fmt.Fprintln(w, "  y  yes, this once")
 	if r.Rule != "" {
-		rule := visible(r.Rule)
-		fmt.Fprintf(w, "  s  yes, and for the rest of this session all that %q allows\n", rule)
-		fmt.Fprintf(w, "  a  always: add %q to %s\n", rule, userFile)
+		rules := ruleList(r.Rule)
+		verb := "allows"
+		if strings.Contains(rules, " and ") {
+			verb = "allow"
+		}
+		fmt.Fprintf(w, "  s  yes, and for the rest of this session all that %s %s\n", rules, verb)
+		fmt.Fprintf(w, "  a  always: add %s to %s\n", rules, userFile)
 	}
 	fmt.Fprintln(w, "  n  no (then say why, if you like: the model is told)")
+}
+
+// ruleList is a Request's Rule as a person reads it: each rule quoted
+// (the gate joins several, one for each command that asked, with "; ").
+func ruleList(rule string) string {
+	rules := strings.Split(rule, "; ")
+	for i, r := range rules {
+		rules[i] = strconv.Quote(r)
+	}
+	if n := len(rules); n > 1 {
+		return strings.Join(rules[:n-1], ", ") + " and " + rules[n-1]
+	}
+	return rules[0]
 }
 
 // writeShown writes text indented, at most maxShownLines lines and

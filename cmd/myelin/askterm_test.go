@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/approval"
+	"github.com/myelin-run/myelin/permission"
 )
 
 // askerWith is a terminal asker whose person types typed.
@@ -166,5 +168,42 @@ func TestConcurrentQuestionsAreAskedOneAfterTheOther(t *testing.T) {
 	}
 	if got[approval.AllowOnce] != 1 || got[approval.Deny] != 1 || got[approval.AllowSession] != 1 {
 		t.Fatalf("answers %+v: each line typed should answer one question", answers)
+	}
+}
+
+// The gate joins the rules of several commands that asked with "; ": the
+// question names each.
+func TestTheQuestionNamesEachRuleAnAnswerAdds(t *testing.T) {
+	r := shellRequest
+	r.Command, r.Part, r.Rule = "make && rm -rf build", "", "make; rm -rf build"
+	a, out := askerWith("y\n")
+	if _, err := a.Ask(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`all that "make" and "rm -rf build" allow` + "\n", `add "make" and "rm -rf build" to /home/u/`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+}
+
+func TestHistoryShowSaysWhoDecidedEachCallAndWhen(t *testing.T) {
+	at := time.Date(2026, 12, 5, 10, 42, 3, 0, time.Local)
+	for _, tc := range []struct {
+		rec  permission.Record
+		want string
+	}{
+		{permission.Record{Decision: "allow", By: "rule", Rule: "allow go test * (flag --allow)", At: at}, "[permission: allowed by the rule go test * (flag --allow) · 2026-12-05 10:42:03]"},
+		{permission.Record{Decision: "allow", By: "default", Reason: "allowed by default: workspace--read only reads", At: at}, "[permission: allowed by default · 2026-12-05 10:42:03 · allowed by default: workspace--read only reads]"},
+		{permission.Record{Decision: "allow", By: "yes", At: at}, "[permission: allowed by --yes · 2026-12-05 10:42:03]"},
+		{permission.Record{Decision: "allow", By: "person", Answer: "allow_always", Rule: "allow go test *", At: at}, "[permission: allowed by a person (always), adding go test * · 2026-12-05 10:42:03]"},
+		{permission.Record{Decision: "allow", By: "session", Rule: "go test *", At: at}, "[permission: allowed by a person's answer earlier in the session (go test *) · 2026-12-05 10:42:03]"},
+		{permission.Record{Decision: "deny", By: "person", Answer: "deny", Reason: "not now", At: at}, "[permission: denied by a person (no) · 2026-12-05 10:42:03 · not now]"},
+		{permission.Record{Decision: "deny", By: "timeout", At: at}, "[permission: denied: no answer came in time · 2026-12-05 10:42:03]"},
+		{permission.Record{Decision: "deny", By: "nobody", Reason: "asked by default; no one can be asked", At: at}, "[permission: denied: no one could be asked · 2026-12-05 10:42:03 · asked by default; no one can be asked]"},
+	} {
+		if got := permissionText(tc.rec); got != tc.want {
+			t.Errorf("%+v:\n got %s\nwant %s", tc.rec, got, tc.want)
+		}
 	}
 }

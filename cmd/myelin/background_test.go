@@ -67,7 +67,7 @@ func TestChatRunsAWokenTurnPerWakeOfABackgroundScriptThatThenDies(t *testing.T) 
 		providertest.Step{Text: "watching"},
 		providertest.Step{Text: "woken once"},
 		providertest.Step{Text: "woken twice"})
-	cmd, stdin, stdout, stderr := startChat(t, bin, "--workspace", dir, "--wake-gap", "0s")
+	cmd, stdin, stdout, stderr := startChat(t, bin, "--workspace", dir, "--wake-gap", "0s", "--allow", "code_execution")
 	io.WriteString(stdin, "watch the build\n")
 	var id string
 	waitFor(t, "the script to end after two woken turns", func() bool {
@@ -125,7 +125,7 @@ func TestRunStopsItsBackgroundScriptsAndTheNextTurnIsToldOnce(t *testing.T) {
 	srv := fakeAnthropic(t,
 		toolCallStep("toolu_1", "code_execution", map[string]any{"background": true, "code": "await sleep(1e9)"}),
 		providertest.Step{Text: "started"})
-	out, errOut, code := cli(t, "run", "--workspace", dir, "watch")
+	out, errOut, code := cli(t, "run", "--allow", "code_execution", "--workspace", dir, "watch")
 	if code != 0 || out != "started\n" || !strings.Contains(errOut, "myelin: stopping 1 background script(s) as myelin ends") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}

@@ -20,7 +20,7 @@ func TestTheDefaultStoreKeepsNoCopyOfASpillFile(t *testing.T) {
 	fakeAnthropic(t,
 		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "shell--run", Input: `{"command":"seq 1 20000"}`}}},
 		providertest.Step{Text: "done"})
-	_, errOut, code := cli(t, "run", "--allow-shell", "--workspace", dir, "count")
+	_, errOut, code := cli(t, "run", "--allow-shell", "--allow", "seq *", "--workspace", dir, "count")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}

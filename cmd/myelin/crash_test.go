@@ -25,7 +25,7 @@ func TestAFinishedCallKeepsItsResultAfterSIGKILLMidRound(t *testing.T) {
 	srv := fakeAnthropic(t, providertest.Step{ToolCalls: []providertest.ToolCall{
 		{ID: "toolu_fast", Name: "shell--run", Input: `{"command":"echo fast result"}`},
 		{ID: "toolu_slow", Name: "shell--run", Input: `{"command":"echo $$ > pid; sleep 60"}`}}})
-	cmd, stderr, store := startMyelin(t, bin, dir, "run", "--allow-shell", "--workspace", dir, "two calls")
+	cmd, stderr, store := startMyelin(t, bin, dir, "run", "--allow-shell", "--allow", "echo *", "--allow", "sleep 60", "--workspace", dir, "two calls")
 	ctx := context.Background()
 	waitFor(t, "the fast call's kept result and the slow call", func() bool {
 		list, _ := store.List(ctx)
@@ -46,7 +46,7 @@ func TestAFinishedCallKeepsItsResultAfterSIGKILLMidRound(t *testing.T) {
 	}
 
 	srv.Push(providertest.Step{Text: "back"})
-	out, errOut, code := cli(t, "run", "--continue", "--allow-shell", "--workspace", dir, "are you back?")
+	out, errOut, code := cli(t, "run", "--continue", "--allow-shell", "--allow", "echo *", "--allow", "sleep 60", "--workspace", dir, "are you back?")
 	if code != 0 || out != "back\n" || !strings.Contains(errOut, "1 tool call(s) had finished and keep their own results; answered 1 tool call(s) interrupted") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}

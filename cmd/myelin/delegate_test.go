@@ -57,7 +57,7 @@ func TestRunDelegatesThreeSubagentsInOneRoundOneOfWhichFails(t *testing.T) {
 		}
 		return providertest.Step{Text: report}
 	}
-	cmd := exec.Command(bin, "run", "--workspace", dir, "--delegate", "--inline-cap", "1000", "--no-code-execution", "look into three things")
+	cmd := exec.Command(bin, "run", "--workspace", dir, "--delegate", "--allow", "agent--delegate", "--inline-cap", "1000", "--no-code-execution", "look into three things")
 	cmd.Env = os.Environ()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -165,7 +165,7 @@ func TestContinuePassesOverSubagentsConversations(t *testing.T) {
 		}
 		return providertest.Step{Text: "parent done"}
 	}
-	_, errOut, code := cli(t, "run", "--workspace", dir, "--delegate", "first")
+	_, errOut, code := cli(t, "run", "--workspace", dir, "--delegate", "--allow", "agent--delegate", "first")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -238,7 +238,7 @@ func TestAfterSIGKILLDuringSubagentsTheParentKeepsOneAnswerAndNamesTheInterrupte
 		childRequests["SLOW"]++
 		return providertest.Step{Hold: hold, Text: "never sent"}
 	}
-	cmd, stderr, store := startMyelin(t, bin, dir, "run", "--delegate", "--workspace", dir, "two subagents")
+	cmd, stderr, store := startMyelin(t, bin, dir, "run", "--delegate", "--allow", "agent--delegate", "--workspace", dir, "two subagents")
 	ctx := context.Background()
 	var parentID string
 	waitFor(t, "the quick child's kept answer while the slow one waits", func() bool {
@@ -267,7 +267,7 @@ func TestAfterSIGKILLDuringSubagentsTheParentKeepsOneAnswerAndNamesTheInterrupte
 		slowChild = kids[1].ID
 	}
 
-	out, errOut, code := cli(t, "run", "--delegate", "--continue", "--workspace", dir, "are you back?")
+	out, errOut, code := cli(t, "run", "--delegate", "--allow", "agent--delegate", "--continue", "--workspace", dir, "are you back?")
 	if code != 0 || out != "back\n" || !strings.Contains(errOut, "1 tool call(s) had finished and keep their own results; ran 1 tool call(s) again") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}

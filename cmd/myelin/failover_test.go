@@ -54,7 +54,7 @@ type workerProc struct {
 func (p *workerProc) start(t *testing.T) {
 	t.Helper()
 	cmd := exec.Command(p.bin, "serve", "--worker", "--workers", fmt.Sprint(cmp.Or(p.workers, 4)), "--lease", failoverLease.String(), "--store", p.dsn,
-		"--workspace", p.dir, "--allow-shell", "--addr", p.addr)
+		"--workspace", p.dir, "--allow-shell", "--allow", "sleep 0.1", "--allow", "echo *", "--addr", p.addr)
 	cmd.Env = os.Environ()
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr

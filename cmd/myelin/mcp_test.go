@@ -101,7 +101,7 @@ func TestRunOffersAndCallsTheWorkspacesMCPTools(t *testing.T) {
 	srv := fakeAnthropic(t,
 		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "test--every", Input: `{}`}}},
 		providertest.Step{Text: "seen"})
-	out, errOut, code := cli(t, "run", "--workspace", dir, "show me everything")
+	out, errOut, code := cli(t, "run", "--allow", "test--every", "--workspace", dir, "show me everything")
 	if code != 0 || out != "seen\n" {
 		t.Fatalf("exit %d, %q: %s", code, out, errOut)
 	}

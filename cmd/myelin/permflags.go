@@ -69,6 +69,21 @@ func (f *permFlags) load(workspaceDir string, stderr io.Writer) error {
 	return nil
 }
 
+// gate is the approval.Gate of the command's calls: the policy loaded
+// (loaded here from workspaceDir when the command did not), f.asker, and
+// the user's file for "always" answers. One gate per process: a "yes for
+// this session" lasts as long as it does (chat's turns included).
+func (f *permFlags) gate(workspaceDir string, stderr io.Writer) (*approval.Gate, error) {
+	if err := f.load(workspaceDir, stderr); err != nil {
+		return nil, err
+	}
+	g := &approval.Gate{Policy: f.policy, Asker: f.asker}
+	if file, err := userRulesFile(); err == nil {
+		g.UserFile = file
+	}
+	return g, nil
+}
+
 // userRulesFile is the user's permissions file; a variable so that a test
 // may point it elsewhere without touching the environment.
 var userRulesFile = permission.UserFile

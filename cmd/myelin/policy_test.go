@@ -2,16 +2,19 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -265,6 +268,35 @@ func TestNoWithAReasonDeniesTheCallAndTheModelGetsTheReason(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "x")); err != nil {
 		t.Fatalf("the denied command ran: %v", err)
 	}
+	// the decision is stored with the call: history show prints it over
+	// the result, --json keeps it in the part
+	id := conversationID(t, strings.ReplaceAll(term.text(), "\r", ""))
+	out, _, _ := cli(t, "history", "show", id, "--workspace", dir)
+	if !regexp.MustCompile(`\n\[permission: denied by a person \(no\) · \d{4}-\d\d-\d\d \d\d:\d\d:\d\d · x holds my notes\]\n\[tool result toolu_1 error\]\n`).MatchString(out) {
+		t.Errorf("history show does not print the decision under the result:\n%s", out)
+	}
+	out, _, _ = cli(t, "history", "show", id, "--workspace", dir, "--json")
+	var msgs []struct {
+		Parts []struct {
+			CallID     string             `json:"call_id"`
+			Type       string             `json:"type"`
+			Permission *permission.Record `json:"permission"`
+		} `json:"parts"`
+	}
+	if err := json.Unmarshal([]byte(out), &msgs); err != nil {
+		t.Fatalf("history show --json: %v\n%s", err, out)
+	}
+	var rec *permission.Record
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if p.CallID == "toolu_1" && p.Type == "tool_result" {
+				rec = p.Permission
+			}
+		}
+	}
+	if rec == nil || rec.Decision != "deny" || rec.By != "person" || rec.Answer != "deny" || rec.Reason != "x holds my notes" || rec.At.IsZero() {
+		t.Errorf("history show --json keeps %+v in the result's part; want the person's deny, its reason and time", rec)
+	}
 }
 
 func TestCtrlCDuringTheQuestionEndsTheTurnAndRunsNothing(t *testing.T) {
@@ -312,7 +344,8 @@ func TestOffATerminalWhatIsAskedIsDeniedNamingTheFlagThatAllowsIt(t *testing.T) 
 		{ID: "toolu_sh", Name: "shell--run", Input: `{"command":"touch ran"}`},
 		{ID: "toolu_w", Name: "workspace--write", Input: `{"path":"w.txt","content":"x"}`}}},
 		providertest.Step{Text: "denied"})
-	if _, errOut, code := cli(t, "run", "--allow-shell", "--workspace", dir, "do it"); code != 0 {
+	_, errOut, code := cli(t, "run", "--allow-shell", "--workspace", dir, "do it")
+	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	res := toolResults(t, srv, 1)
@@ -320,6 +353,10 @@ func TestOffATerminalWhatIsAskedIsDeniedNamingTheFlagThatAllowsIt(t *testing.T) 
 		if r := res[id]; !r.IsError || !strings.Contains(r.Text, want) {
 			t.Errorf("%s: the model got %+v; want a denial naming %s", id, r, want)
 		}
+	}
+	// the user reads it too, on the call's line
+	if !strings.Contains(errOut, "· denied: the call of shell--run was denied and did not run") || !strings.Contains(errOut, "--allow 'touch ran'") {
+		t.Errorf("stderr does not say the call was denied and what would allow it:\n%s", errOut)
 	}
 	for _, f := range []string{"ran", "w.txt"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
@@ -369,7 +406,8 @@ func TestYesAllowsWhatWouldBeAskedAndDenyBeatsIt(t *testing.T) {
 		{ID: "toolu_w", Name: "workspace--write", Input: `{"path":"w.txt","content":"x"}`},
 		{ID: "toolu_rm", Name: "shell--run", Input: `{"command":"rm -f keep.txt"}`}}},
 		providertest.Step{Text: "done"})
-	if _, errOut, code := cli(t, "run", "--allow-shell", "--yes", "--deny", "rm *", "--workspace", dir, "do it"); code != 0 {
+	_, errOut, code := cli(t, "run", "--allow-shell", "--yes", "--deny", "rm *", "--workspace", dir, "do it")
+	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	res := toolResults(t, srv, 1)
@@ -381,6 +419,12 @@ func TestYesAllowsWhatWouldBeAskedAndDenyBeatsIt(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "keep.txt")); err != nil {
 		t.Errorf("the denied rm ran: %v", err)
+	}
+	out, _, _ := cli(t, "history", "show", conversationID(t, errOut), "--workspace", dir)
+	for _, want := range []string{"\n[permission: allowed by --yes · ", "\n[permission: denied by the rule rm * (flag --deny) · "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in history show:\n%s", want, out)
+		}
 	}
 }
 

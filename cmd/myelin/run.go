@@ -354,6 +354,10 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
 		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait,
 		RefusalGuard: f.guard.refusal, DropUnreached: true}
+	if s.agent.Gate, err = f.perm.gate(ws.Dir(), stderr); err != nil {
+		s.close()
+		return nil, "", err
+	}
 	if d := f.tools.delegate; d != nil {
 		d.Agent = s.agent // its children run on it
 	}
@@ -710,6 +714,10 @@ func (r *reporter) event(e agent.Event) {
 		status := ""
 		if e.Output.IsError {
 			status = " error"
+		}
+		denied := deniedText(e.Permission, e.Output.Text)
+		if denied != "" {
+			status = " · " + denied
 		}
 		line := fmt.Sprintf("tool %s %s · %s · %d chars%s", e.Call.Name, shortInput(e.Call), duration(e.Elapsed), e.Output.Chars, status)
 		if e.Output.SpillPath != "" {

@@ -238,7 +238,7 @@ func TestCrashMidRoundLeavesAValidConversation(t *testing.T) {
 	dir := workspaceWith(t, nil)
 	srv := fakeAnthropic(t, providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_sleep", Name: "shell--run",
 		Input: `{"command":"echo $$ > pid; touch started; sleep 60"}`}}})
-	cmd := exec.Command(bin, "run", "--allow-shell", "--workspace", dir, "sleep a while")
+	cmd := exec.Command(bin, "run", "--allow-shell", "--allow", "echo *", "--allow", "touch started", "--allow", "sleep 60", "--workspace", dir, "sleep a while")
 	cmd.Env = os.Environ()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -268,7 +268,7 @@ func TestCrashMidRoundLeavesAValidConversation(t *testing.T) {
 	os.Remove(filepath.Join(dir, "started"))
 
 	srv.Push(providertest.Step{Text: "back"})
-	out, errOut, code := cli(t, "run", "--continue", "--allow-shell", "--workspace", dir, "are you back?")
+	out, errOut, code := cli(t, "run", "--continue", "--allow-shell", "--allow", "echo *", "--allow", "touch started", "--allow", "sleep 60", "--workspace", dir, "are you back?")
 	if code != 0 || out != "back\n" || !strings.Contains(errOut, "answered 1 tool call(s) interrupted") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}

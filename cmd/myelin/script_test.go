@@ -74,7 +74,7 @@ func TestAScriptsCallsAreNotAddedToTheConversation(t *testing.T) {
 	srv := fakeAnthropic(t,
 		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "code_execution", Input: `{"code":` + quote(code) + `}`}}},
 		providertest.Step{Text: "done"})
-	_, errOut, code2 := cli(t, "run", "--workspace", dir, "read both")
+	_, errOut, code2 := cli(t, "run", "--allow", "code_execution", "--workspace", dir, "read both")
 	if code2 != 0 {
 		t.Fatalf("exit %d: %s", code2, errOut)
 	}

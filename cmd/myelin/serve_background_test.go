@@ -129,7 +129,7 @@ func TestServeRunsAWokenTurnPerWakeAndTellsOfScriptsARestartTookAway(t *testing.
 		providertest.Step{Text: "watching"},
 		providertest.Step{Text: "woken once"},
 		providertest.Step{Text: "woken twice"})
-	s := startServed(t, bin, dir, "--wake-gap", "0s")
+	s := startServed(t, bin, dir, "--wake-gap", "0s", "--allow", "code_execution")
 	id := s.post(t, "/v1/conversations", "")["id"].(string)
 	evs := s.events(t, id)
 	s.post(t, "/v1/conversations/"+id+"/turns", `{"prompt":"watch the build"}`)
@@ -180,7 +180,7 @@ func TestServeRunsAWokenTurnPerWakeAndTellsOfScriptsARestartTookAway(t *testing.
 		t.Fatalf("%d requests: a death after wakes is silent, so 6 were wanted", n)
 	}
 
-	s = startServed(t, bin, dir, "--wake-gap", "0s")
+	s = startServed(t, bin, dir, "--wake-gap", "0s", "--allow", "code_execution")
 	evs = s.events(t, id)
 	s.post(t, "/v1/conversations/"+id+"/turns", `{"prompt":"hello"}`)
 	waitFor(t, "the turn after the restart", func() bool { return count(evs(), "turn.finished") == 1 }, s.stderr)

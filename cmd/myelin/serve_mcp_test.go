@@ -37,7 +37,7 @@ func TestServeAsksItsClientsWhatMCPServersAskAndOffersNewToolsFromTheNextTurn(t 
 		toolCallStep("toolu_3", "asker--grow", map[string]any{}),
 		providertest.Step{Text: "done"},
 		providertest.Step{Text: "second turn"})
-	s := startServed(t, bin, workspaceWith(t, nil), "--mcp-config", cfg)
+	s := startServed(t, bin, workspaceWith(t, nil), "--mcp-config", cfg, "--allow", "asker--*")
 	defer s.stop(t)
 	id := s.post(t, "/v1/conversations", "")["id"].(string)
 	evs := s.events(t, id)

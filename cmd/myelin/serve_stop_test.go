@@ -174,7 +174,7 @@ func TestServeCancelsTheTurnsStillRunningAtTheGracesEndStoringWhatTheyDid(t *tes
 			srv := fakeAnthropic(t,
 				providertest.Step{Text: "never sent", Hold: hold},
 				providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "shell--run", Input: `{"command":"sleep 60"}`}}})
-			p := startServe(t, dir, "--allow-shell", "--shutdown-grace", "2s")
+			p := startServe(t, dir, "--allow-shell", "--allow", "sleep 60", "--shutdown-grace", "2s")
 			streaming, streamingEvents := p.turnOn(t, "answer slowly")
 			waitFor(t, "the first turn's request", func() bool { return len(srv.Requests()) == 1 }, p.stderr)
 			calling, callingEvents := p.turnOn(t, "run a long command")

@@ -16,7 +16,9 @@ import (
 // stands, since it changes the requests from its place on (contract §12);
 // the results and inputs a later Edit cleared say so beside them, naming
 // the record, so that a reader of an old round sees it was not sent whole
-// any more; the Settings stored with an answer are one line under it. It
+// any more; the decision the permission policy (or a person) made on a
+// call is a line over its result (permissionText); the Settings
+// stored with an answer are one line under it. It
 // prints what is stored and converts nothing.
 func showMessages(w io.Writer, msgs []history.Message) { showConversation(w, msgs, nil) }
 
@@ -70,6 +72,9 @@ func showConversation(w io.Writer, msgs []history.Message, children map[string][
 					flag += fmt.Sprintf(", withheld from requests after a refusal at message %d", n)
 				} else if n > 0 {
 					flag += fmt.Sprintf(", cleared from requests at message %d", n)
+				}
+				if p.Permission != nil {
+					fmt.Fprintln(w, permissionText(*p.Permission))
 				}
 				fmt.Fprintf(w, "[tool result %s%s]\n%s\n", p.CallID, flag, p.Text)
 			case history.ReasoningPart:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/myelin-run/myelin/permission"
@@ -20,13 +21,16 @@ func permissionText(r permission.Record) string {
 	}
 	switch r.By {
 	case "rule":
-		what += " by the rule " + r.Rule
+		what += " by the rule " + ruleText(r.Rule)
 	case "default":
 		what += " by default"
 	case "yes":
 		what += " by --yes"
 	case "person":
 		what += " by a person (" + answerWords(r.Answer) + ")"
+		if r.Rule != "" {
+			what += ", adding " + ruleText(r.Rule)
+		}
 	case "session":
 		what += " by a person's answer earlier in the session"
 		if r.Rule != "" {
@@ -62,4 +66,37 @@ func answerWords(a string) string {
 		return "no"
 	}
 	return a
+}
+
+// deniedText is what a turn's tool line says of a call the policy or a
+// person denied ("" for one that ran): who denied it, and, when no one
+// could be asked (off a terminal), the whole denial the model got, which
+// names the flag that would allow the call — the user reads it too.
+func deniedText(r *permission.Record, result string) string {
+	if r == nil || r.Decision != "deny" {
+		return ""
+	}
+	switch r.By {
+	case "rule", "default":
+		if r.Rule != "" {
+			return "denied by the rule " + visible(ruleText(r.Rule))
+		}
+		return "denied: " + visible(r.Reason)
+	case "person":
+		return "denied by you"
+	case "timeout":
+		return "denied: no answer came in time"
+	}
+	return "denied: " + visible(oneLine(result, 400))
+}
+
+// ruleText is a Record's Rule without the decision it starts with (the
+// line says it already): "rm * (flag --deny)" of "deny rm * (flag --deny)".
+func ruleText(rule string) string {
+	for _, d := range []string{"allow ", "ask ", "deny "} {
+		if r, ok := strings.CutPrefix(rule, d); ok {
+			return r
+		}
+	}
+	return rule
 }

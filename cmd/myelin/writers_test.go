@@ -75,7 +75,7 @@ func TestTwoProcessesOnOneConversationTakeTurns(t *testing.T) {
 			Input: `{"command":"touch started; while [ ! -f go ]; do sleep 0.05; done; echo slow done"}`}}},
 		providertest.Step{Text: "first done"},
 		providertest.Step{Text: "second done"})
-	first := exec.Command(bin, "run", "--allow-shell", "--workspace", dir, "--conversation", "X", "first")
+	first := exec.Command(bin, "run", "--allow-shell", "--yes", "--workspace", dir, "--conversation", "X", "first")
 	first.Env = os.Environ()
 	var firstErr strings.Builder
 	first.Stderr = &firstErr
