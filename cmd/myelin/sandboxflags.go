@@ -127,8 +127,33 @@ func (d *sandboxDirs) Set(s string) error {
 	case !st.IsDir():
 		return fmt.Errorf("%s is not a directory", abs)
 	}
+	if secret := inSecret(abs); secret != "" {
+		return fmt.Errorf("%s is in %s, one of your secrets, which commands may neither read nor write: choose a directory outside it", abs, secret)
+	}
 	*d = append(*d, abs)
 	return nil
+}
+
+// inSecret is the secret of the user's (sandbox.Secrets) that dir is
+// in, or is, symbolic links resolved; "" for none. The sandbox refuses
+// such a directory at each command; the flag refuses it at once.
+func inSecret(dir string) string {
+	home, _ := os.UserHomeDir()
+	config, _ := os.UserConfigDir()
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		real = dir
+	}
+	for _, s := range sandbox.Secrets(home, config) {
+		r, err := filepath.EvalSymlinks(s)
+		if err != nil {
+			continue // not there: nothing to be in
+		}
+		if rel, err := filepath.Rel(r, real); err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			return s
+		}
+	}
+	return ""
 }
 
 // sandboxEnv is --sandbox-env's values: names of environment variables.

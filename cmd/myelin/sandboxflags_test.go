@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/sandbox"
 )
@@ -37,6 +40,16 @@ func TestABadSandboxFlagIsAUsageErrorNamingIt(t *testing.T) {
 		{[]string{"--sandbox", "off", "--sandbox-network"}, "--sandbox-network loosens a sandbox, and there is none"},
 		{[]string{"--sandbox", "off", "--sandbox-write", dir, "--sandbox-env", "GOPATH"}, "--sandbox-write and --sandbox-env loosen a sandbox"},
 	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	inSSH := filepath.Join(home, ".ssh", "keys")
+	if err := os.MkdirAll(inSSH, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tests = append(tests, struct {
+		flags []string
+		want  string
+	}{[]string{"--sandbox-write", inSSH}, "is in " + filepath.Join(home, ".ssh") + ", one of your secrets"})
 	commands := map[string][]string{
 		"tool call": {"tool", "call", "shell--run", `{"command":"touch ran"}`, "--allow-shell", "--workspace", dir},
 		"run":       {"run", "--allow-shell", "--workspace", dir, "hi"},
@@ -47,7 +60,13 @@ func TestABadSandboxFlagIsAUsageErrorNamingIt(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(name+" "+strings.Join(tt.flags, " "), func(t *testing.T) {
 				fakeAnthropic(t) // no step: nothing is to reach the model
-				_, errOut, code := cli(t, append(slices.Clone(args), tt.flags...)...)
+				// A flag taken when it should be refused would have serve
+				// listen until stopped: stopped after a while, it fails.
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				var out, stderr bytes.Buffer
+				code := run(ctx, append(slices.Clone(args), tt.flags...), strings.NewReader(""), &out, &stderr)
+				errOut := stderr.String()
 				if code != exitUsage || !strings.Contains(errOut, tt.want) {
 					t.Errorf("exit %d, want %d, with %q in stderr: %q", code, exitUsage, tt.want, errOut)
 				}
