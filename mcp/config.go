@@ -58,6 +58,15 @@ type Server struct {
 	// complete (sampling/createMessage), within this budget for the
 	// process's life; unset, it may not.
 	Sampling *SamplingBudget `json:"sampling,omitempty"`
+	// Sandbox, for a stdio server, confines it as shell--run's commands
+	// are (package sandbox): "workspace-write" or "read-only". Unset or
+	// "off", it runs with the user's rights (docs/mcp.md, "Sandbox").
+	Sandbox string `json:"sandbox,omitempty"`
+	// SandboxNetwork lets a sandboxed server reach the network.
+	SandboxNetwork bool `json:"sandboxNetwork,omitempty"`
+	// SandboxWrite are more directories a sandboxed server may write
+	// (its cache, its data), absolute paths.
+	SandboxWrite []string `json:"sandboxWrite,omitempty"`
 	// Problem, when set, keeps the server from starting: its entry uses
 	// a variable that is not set. Start reports it as the server's
 	// failure, and the other servers start.
@@ -161,6 +170,9 @@ func (s *Server) check() error {
 	if b := s.Sampling; b != nil && (b.Requests <= 0 || b.Tokens <= 0) {
 		return fmt.Errorf(`"sampling" needs a positive "maxRequests" and "maxTokens", got %d and %d`, b.Requests, b.Tokens)
 	}
+	if err := s.checkSandbox(); err != nil {
+		return err
+	}
 	if s.TimeoutMS < 0 {
 		return fmt.Errorf(`"timeout" must be positive, got %d`, s.TimeoutMS)
 	}
@@ -203,6 +215,9 @@ func (s *Server) expand(lookup func(string) (string, bool)) error {
 		s.Env[k] = one("env."+k, v)
 	}
 	s.Cwd = one("cwd", s.Cwd)
+	for i, d := range s.SandboxWrite {
+		s.SandboxWrite[i] = one(fmt.Sprintf("sandboxWrite[%d]", i), d)
+	}
 	s.URL = one("url", s.URL)
 	for k, v := range s.Headers {
 		s.Headers[k] = one("headers."+k, v)

@@ -138,7 +138,12 @@ func startProcess(s Server, o *Options) (*process, error) {
 	cmd.Dir = dir
 	cmd.Env = s.Environ(o.Lookup)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	group, err := child.Start(cmd)
+	// Confined as its entry asks, before it starts (package sandbox).
+	err = applySandbox(s, cmd, dir, private, o.Dir)
+	var group *child.Group
+	if err == nil {
+		group, err = child.Start(cmd)
+	}
 	inR.Close()
 	outW.Close()
 	errW.Close()

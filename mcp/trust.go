@@ -161,7 +161,7 @@ func Describe(s Server) string {
 		slices.Sort(keys)
 		line += " (sets " + strings.Join(keys, ", ") + ")"
 	}
-	return line + rerunNote(s)
+	return line + sandboxNote(s) + rerunNote(s)
 }
 
 // rerunNote says what an entry's "rerun" asks, for the one who approves

@@ -155,6 +155,9 @@ func (f *agentFlags) check(set map[string]bool) error {
 	if f.keepRounds < 1 {
 		return fmt.Errorf("--keep-rounds %d: at least the newest round keeps its results (give 1 or more; default %d)", f.keepRounds, window.DefaultKeepRounds)
 	}
+	if err := f.tools.sandbox.check(); err != nil {
+		return err
+	}
 	if err := f.policy().Check(); err != nil {
 		return fmt.Errorf("--context-high %g, --context-low %g, --keep-rounds %d: %v", f.contextHigh, f.contextLow, f.keepRounds, err)
 	}

@@ -18,6 +18,7 @@ import (
 // toolsetFlags choose the tools of run, chat, tool list and tool call.
 type toolsetFlags struct {
 	allowShell      bool
+	sandbox         sandboxFlags // how shell--run's commands are confined
 	noCodeExecution bool
 	script          script.Limits
 	scriptMemory    int // MiB
@@ -32,6 +33,7 @@ type toolsetFlags struct {
 
 func (f *toolsetFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&f.allowShell, "allow-shell", false, "offer shell--run (in run, chat and serve, each command of a call is still checked against the permission rules: --allow, --yes)")
+	f.sandbox.add(fs)
 	fs.BoolVar(&f.noCodeExecution, "no-code-execution", false, "do not offer code_execution (scripts that call the other tools)")
 	fs.DurationVar(&f.script.Time, "script-time", script.DefaultTime, "a script's wall time limit, a `duration` like 30s")
 	fs.IntVar(&f.scriptMemory, "script-memory", script.DefaultMemory>>20, "a script's memory limit in `MiB`")
@@ -83,6 +85,12 @@ func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, e
 	if err := checkOwnFiles(ws, stderr); err != nil {
 		return nil, err
 	}
+	if err := f.sandbox.check(); err != nil {
+		return nil, err
+	}
+	if f.allowShell {
+		f.sandbox.warnOff(stderr)
+	}
 	set, err := startMCP(ctx, ws, f.mcp, stderr, stderr)
 	if err != nil {
 		return nil, err
@@ -109,7 +117,7 @@ func (ts *toolset) build(mcpTools []*tool.Tool) (*tool.Registry, error) {
 	reg := &tool.Registry{}
 	tools := append(ts.ws.Tools(), mcpTools...)
 	if ts.flags.allowShell {
-		tools = append(tools, shell.Tool(ts.ws.Dir()))
+		tools = append(tools, shell.ToolWithPolicy(ts.ws.Dir(), ts.flags.sandbox.policy()))
 	}
 	tools = ts.withDelegate(tools)
 	if err := reg.Add(tools...); err != nil {
