@@ -133,7 +133,6 @@ func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r 
 	if g := d.gate(ctx); g != nil && left > 0 {
 		d.check(ctx, g, calls, ready, done)
 	}
-	var idx []int
 	for _, seg := range segments(ready) {
 		if ctx.Err() != nil {
 			for _, i := range seg {
@@ -141,8 +140,9 @@ func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r 
 			}
 			continue
 		}
-		idx = append(idx[:0], seg...)
-		d.batch(ctx, calls, idx, ready, done)
+		// each batch its own slice of indexes: a call given up on at its
+		// timeout still runs, and reads its batch's after the next began
+		d.batch(ctx, calls, seg, ready, done)
 	}
 }
 
