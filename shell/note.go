@@ -31,7 +31,7 @@ func forbids(p sandbox.Policy) string {
 	}
 	b.WriteString("; they may not read the user's secrets (~/.ssh, ~/.aws, ~/.gnupg, cloud and registry credentials, myelin's tokens); they see only some environment variables (no keys or tokens)")
 	if !p.Network {
-		b.WriteString("; they have no network (their own loopback only)")
+		b.WriteString("; they have no network (their own loopback only) and no Unix sockets")
 	}
 	return b.String()
 }

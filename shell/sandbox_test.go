@@ -111,8 +111,11 @@ func TestWithoutASandboxACommandIsRefusedNotRunUnconfined(t *testing.T) {
 // The model is told how its commands are confined.
 func TestTheDescriptionSaysHowCommandsAreConfined(t *testing.T) {
 	dir := t.TempDir()
-	if d := Tool(dir).Description; !strings.Contains(d, "sandbox") || !strings.Contains(d, "no network") {
-		t.Errorf("the default description: %q", d)
+	if d := Tool(dir).Description; !strings.Contains(d, "sandbox") || !strings.Contains(d, "no network") || !strings.Contains(d, "no Unix sockets") {
+		t.Errorf("the default description does not say the sandbox has no network and no Unix sockets: %q", d)
+	}
+	if d := ToolWithPolicy(dir, sandbox.Policy{Network: true}).Description; strings.Contains(d, "no Unix sockets") {
+		t.Errorf("with the network the description still says no Unix sockets: %q", d)
 	}
 	if d := ToolWithPolicy(dir, sandbox.Policy{Mode: sandbox.Off}).Description; !strings.Contains(d, "unconfined") {
 		t.Errorf("the description with the sandbox off: %q", d)
