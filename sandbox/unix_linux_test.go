@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,6 +47,13 @@ func helper(v string) string {
 		}
 		syscall.Close(fds[0])
 		syscall.Close(fds[1])
+		return "made"
+	case v == "x32":
+		// getpid by its x32 number: x86_64's number with __X32_SYSCALL_BIT
+		_, _, e := syscall.RawSyscall(0x40000000|syscall.SYS_GETPID, 0, 0, 0)
+		if e != 0 {
+			return "refused: " + e.Error()
+		}
 		return "made"
 	case v == "io_uring":
 		var params [120]byte // struct io_uring_params
@@ -132,5 +140,21 @@ func TestACommandWithoutTheNetworkCannotSetUpAnIoUring(t *testing.T) {
 	}
 	if got := runHelper(t, sandbox.Policy{Network: true}, w.ws, "io_uring"); got != "made" {
 		t.Errorf("with Network, io_uring_setup: %q, want made", got)
+	}
+}
+
+// x32's system calls share x86_64's audit arch, with their own numbers:
+// the filter refuses them all, or they would pass its checks by number.
+func TestACommandWithoutTheNetworkCannotMakeX32SystemCalls(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("x32 is x86_64's")
+	}
+	w := newWorld(t)
+	if got := runHelper(t, sandbox.Policy{}, w.ws, "x32"); got != "refused: operation not permitted" {
+		t.Errorf("without the network, an x32 getpid: %q, want refused: operation not permitted", got)
+	}
+	got := runHelper(t, sandbox.Policy{Network: true}, w.ws, "x32")
+	if got != "made" && got != "refused: function not implemented" {
+		t.Errorf("with Network, an x32 getpid: %q, want made, or refused as not implemented by a kernel without x32", got)
 	}
 }
