@@ -84,7 +84,11 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 		add(supervisor.OpShm, "/dev/shm")
 	}
 	if !p.Network {
+		// A path Unix socket reaches a daemon outside (Docker's is the
+		// host's root), and the network namespace does not separate
+		// them: Unix sockets count as the network.
 		add(supervisor.OpLoopback, "")
+		add(supervisor.OpNoUnix, "")
 	}
 	for _, r := range ruleTree(supervisor.OpRead, "/", denied) {
 		add(r.op, r.path)

@@ -31,7 +31,7 @@ func forbids(p sandbox.Policy) string {
 	}
 	b.WriteString("; they may not read the user's secrets (~/.ssh, ~/.aws, ~/.gnupg, cloud and registry credentials, myelin's tokens); they see only some environment variables (no keys or tokens)")
 	if !p.Network {
-		b.WriteString("; they have no network (their own loopback only)")
+		b.WriteString("; they have no network (their own loopback only) and no Unix sockets")
 	}
 	return b.String()
 }
@@ -49,12 +49,17 @@ func note(p sandbox.Policy) string {
 }
 
 // telltales are what a command's output says when the sandbox stopped it:
-// the C library's words for EACCES, EPERM, EROFS and an unreachable or
-// unresolvable network, and the words of common tools for them.
+// the C library's words for EACCES, EPERM, EROFS, EXDEV (Landlock refuses
+// a hard link or a rename that would take a file out of where it is
+// allowed), EBUSY (renaming a protected path, a mount point) and an
+// unreachable or unresolvable network, and the words of common tools for
+// them. They count only when the command failed.
 var telltales = [][]byte{
 	[]byte("permission denied"),
 	[]byte("operation not permitted"),
 	[]byte("read-only file system"),
+	[]byte("invalid cross-device link"),
+	[]byte("device or resource busy"),
 	[]byte("network is unreachable"),
 	[]byte("temporary failure in name resolution"),
 	[]byte("could not resolve host"),
@@ -64,6 +69,8 @@ var telltales = [][]byte{
 	[]byte("eacces"),
 	[]byte("eperm"),
 	[]byte("erofs"),
+	[]byte("exdev"),
+	[]byte("ebusy"),
 	[]byte("enetunreach"),
 }
 

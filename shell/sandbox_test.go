@@ -5,7 +5,9 @@ package shell
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,6 +72,9 @@ func TestTheSandboxNoteComesOnlyWhenTheSandboxMayBeTheCause(t *testing.T) {
 		{"a telltale in a failure, sandbox off", sandbox.Policy{Mode: sandbox.Off}, "echo Permission denied >&2; exit 1", false},
 		{"a telltale in a failure, sandboxed", sandbox.Policy{}, "echo 'bash: x: Read-only file system' >&2; exit 1", true},
 		{"a telltale in a failure, read-only", sandbox.Policy{Mode: sandbox.ReadOnly}, "echo x > f", true},
+		{"EXDEV in a failure", sandbox.Policy{}, "echo 'ln: failed to create hard link: Invalid cross-device link' >&2; exit 1", true},
+		{"EBUSY in a failure", sandbox.Policy{}, "echo 'mv: cannot move: Device or resource busy' >&2; exit 1", true},
+		{"EXDEV with success", sandbox.Policy{}, "echo Invalid cross-device link", false},
 	} {
 		text, _ := runWith(t, tt.p, t.TempDir(), tt.command)
 		if got := strings.Contains(text, "myelin's sandbox may be why"); got != tt.note {
@@ -106,10 +111,78 @@ func TestWithoutASandboxACommandIsRefusedNotRunUnconfined(t *testing.T) {
 // The model is told how its commands are confined.
 func TestTheDescriptionSaysHowCommandsAreConfined(t *testing.T) {
 	dir := t.TempDir()
-	if d := Tool(dir).Description; !strings.Contains(d, "sandbox") || !strings.Contains(d, "no network") {
-		t.Errorf("the default description: %q", d)
+	if d := Tool(dir).Description; !strings.Contains(d, "sandbox") || !strings.Contains(d, "no network") || !strings.Contains(d, "no Unix sockets") {
+		t.Errorf("the default description does not say the sandbox has no network and no Unix sockets: %q", d)
+	}
+	if d := ToolWithPolicy(dir, sandbox.Policy{Network: true}).Description; strings.Contains(d, "no Unix sockets") {
+		t.Errorf("with the network the description still says no Unix sockets: %q", d)
 	}
 	if d := ToolWithPolicy(dir, sandbox.Policy{Mode: sandbox.Off}).Description; !strings.Contains(d, "unconfined") {
 		t.Errorf("the description with the sandbox off: %q", d)
+	}
+}
+
+// What the sandbox refuses says it met the sandbox, whatever the errno
+// the refusal gave: a hard link out of where the file may be written
+// (EXDEV), a rename of the read-only-mounted .git (EBUSY), a Unix socket
+// outside (EPERM, from the seccomp filter).
+func TestWhatTheSandboxRefusesSaysItMetTheSandbox(t *testing.T) {
+	if supervisor.LandlockABI() < 1 {
+		t.Skip("the kernel offers no Landlock")
+	}
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "f"), []byte("outside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sockDir, err := os.MkdirTemp("", "us") // short: a socket's path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	sock := filepath.Join(sockDir, "d.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	attempts := []struct{ name, command, errno string }{
+		{"a hard link to a file outside", "ln " + outside + "/f stolen", "Invalid cross-device link"},
+		{"moving .git aside", "mv .git git-aside", "Device or resource busy"},
+	}
+	if _, err := exec.LookPath("python3"); err == nil {
+		attempts = append(attempts, struct{ name, command, errno string }{"python connecting to a Unix socket",
+			`python3 -c 'import socket; socket.socket(socket.AF_UNIX).connect("` + sock + `")'`, "Operation not permitted"})
+	}
+	if _, err := exec.LookPath("curl"); err == nil {
+		attempts = append(attempts, struct{ name, command, errno string }{"curl connecting to a Unix socket",
+			"curl -sS --unix-socket " + sock + " http://x/", ""})
+	}
+	for _, a := range attempts {
+		ws := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// (The server closes at once: a client of a Unix socket may fail
+		// unconfined too; package sandbox shows that it connects.)
+		if text, isErr := runWith(t, sandbox.Policy{Mode: sandbox.Off}, ws, a.command); isErr && !strings.Contains(a.command, sock) {
+			t.Fatalf("%s: with the sandbox off it failed, so its test proves nothing: %q", a.name, text)
+		}
+		ws = t.TempDir()
+		if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		text, isErr := runWith(t, sandbox.Policy{}, ws, a.command)
+		if !isErr || !strings.Contains(text, a.errno) || !strings.Contains(text, "[myelin's sandbox may be why this failed") {
+			t.Errorf("%s, sandboxed: error %v, %q; want an error with %q and the sandbox's note", a.name, isErr, text, a.errno)
+		}
 	}
 }

@@ -24,7 +24,9 @@ import (
 //     no_new_privs (set-user-ID bits and file capabilities do nothing);
 //  3. restricts itself with Landlock to the rules of the spec: reads,
 //     writes, and where the kernel has them (ABI 6), no signals to
-//     processes outside and no abstract unix sockets outside.
+//     processes outside and no abstract unix sockets outside;
+//  4. without the network, refuses path Unix sockets and io_uring with a
+//     seccomp filter (seccomp_linux.go).
 //
 // The command, forked from that thread, inherits all of it. The other
 // threads of the supervisor (its waiters) are not restricted and touch
@@ -43,6 +45,7 @@ const (
 	OpTemp     = 't' // the command's temp dir (TMPDIR), made by myelin: writable
 	OpMountRW  = 'm' // keep the directory writable when the rest is made read-only
 	OpLoopback = 'l' // bring the network namespace's loopback up (no path)
+	OpNoUnix   = 'u' // refuse Unix sockets and io_uring with seccomp (no path): seccomp_linux.go
 )
 
 // SandboxFailed is the prefix of the status line when the sandbox could
@@ -231,6 +234,14 @@ func setUpSandbox(spec string) (tmp string, why string) {
 	}
 	if err := landlock(abi, rules); err != "" {
 		return "", err
+	}
+	for _, r := range rules {
+		if r.op == OpNoUnix {
+			if err := noUnixSockets(); err != "" {
+				return "", err
+			}
+			break
+		}
 	}
 	return tmp, ""
 }
