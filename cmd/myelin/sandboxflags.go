@@ -27,7 +27,7 @@ type sandboxFlags struct {
 
 func (f *sandboxFlags) add(fs *flag.FlagSet) {
 	fs.Var(&f.mode, "sandbox", "the `MODE` of shell--run's sandbox: workspace-write (the default: commands write only the workspace (not the .git, .myelin and .mcp.json it holds) and a temp dir; they read no secrets of your home, see no provider keys and reach no network), read-only (they write only a temp dir) or off (they run unconfined, with your rights)")
-	fs.BoolVar(&f.network, "sandbox-network", false, "let shell--run's commands reach the network (by default they reach none, loopback included)")
+	fs.BoolVar(&f.network, "sandbox-network", false, "let shell--run's commands reach the network and Unix sockets by path (by default they reach neither: only a loopback of their own, not the host's)")
 	fs.Var(&f.write, "sandbox-write", "one more `DIR` shell--run's commands may write (a build cache outside the workspace); it must exist; repeat the flag for more")
 	fs.Var(&f.env, "sandbox-env", "one more environment variable `NAME` passed to shell--run's commands (provider keys and tokens are not, by default); repeat the flag for more")
 }
