@@ -172,6 +172,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, conv strin
 	defer tick.Stop()
 	ctx := r.Context()
 	var buf []byte
+	ending := false // the server ended the streams: one last read
 	for {
 		if ctx.Err() != nil {
 			return
@@ -232,11 +233,19 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, conv strin
 		if rest {
 			continue // the rest of the page, read again from after
 		}
+		if ending {
+			return // the events emitted before the end are sent
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.ended: // the server stops, its turns' last events sent: the client resumes elsewhere or later
-			return
+		case <-s.ended:
+			// The server stops, its turns' last events emitted: they may
+			// have come with the end (more and ended both ready, and
+			// select took this), so they are read once more and sent
+			// before the stream ends. The client resumes elsewhere or
+			// later.
+			ending = true
 		case <-more:
 		case <-tick.C:
 			if write([]byte(": alive\n\n")) != nil {
