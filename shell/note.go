@@ -95,3 +95,59 @@ func mayBeSandbox(out *os.File) bool {
 	}
 	return false
 }
+
+// withheld are the names of the variables of myelin's environment env
+// that command names (as a whole word: $NAME, ${NAME…}, printenv NAME)
+// and that the sandbox of p does not pass to it: a command that reads a
+// key finds nothing, and without a word the model would take the empty
+// value for the key's.
+func withheld(p sandbox.Policy, env []string, command string) []string {
+	if p.Mode == sandbox.Off {
+		return nil
+	}
+	passed := map[string]bool{}
+	for _, n := range sandbox.Allowed {
+		passed[n] = true
+	}
+	for _, n := range p.Env {
+		passed[n] = true
+	}
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name == "" || passed[name] || strings.HasPrefix(name, "LC_") || !namesWord(command, name) {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// namesWord says whether name appears in s as a word of its own: not
+// inside a longer name.
+func namesWord(s, name string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], name)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(name)
+		if (j == 0 || !nameByte(s[j-1])) && (end == len(s) || !nameByte(s[end])) {
+			return true
+		}
+		i = j + 1
+	}
+}
+
+// nameByte says whether b may be part of a variable's name.
+func nameByte(b byte) bool {
+	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}
+
+// withheldNote is the line added after the output of a command that names
+// variables the sandbox withheld from it.
+func withheldNote(names []string) string {
+	return "[myelin's sandbox withheld " + strings.Join(names, ", ") +
+		" from this command: commands see only some environment variables, never a key or a token, so what it printed or used for them is not their value; the user may pass one with --sandbox-env NAME.]"
+}

@@ -186,3 +186,41 @@ func TestWhatTheSandboxRefusesSaysItMetTheSandbox(t *testing.T) {
 		}
 	}
 }
+
+// A command that reads a variable the sandbox withheld (a provider key)
+// finds nothing, and its result says so, whether it failed or not: the
+// model should not take the empty value for the key's. A variable passed
+// (--sandbox-env), a command that does not name it, a longer name that
+// holds it, and the sandbox off get no such line.
+func TestACommandNamingAWithheldVariableIsToldTheSandboxWithheldIt(t *testing.T) {
+	if supervisor.LandlockABI() < 1 {
+		t.Skip("the kernel offers no Landlock")
+	}
+	t.Setenv("MYELIN_TEST_SECRET_TOKEN", "s3cret")
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		p       sandbox.Policy
+		command string
+		note    bool
+		isErr   bool
+	}{
+		{sandbox.Policy{}, `echo "[$MYELIN_TEST_SECRET_TOKEN]"`, true, false},
+		{sandbox.Policy{}, `echo "${MYELIN_TEST_SECRET_TOKEN:?unset}"`, true, true},
+		{sandbox.Policy{}, `printenv MYELIN_TEST_SECRET_TOKEN`, true, true},
+		{sandbox.Policy{Env: []string{"MYELIN_TEST_SECRET_TOKEN"}}, `echo "[$MYELIN_TEST_SECRET_TOKEN]"`, false, false},
+		{sandbox.Policy{}, `echo "[$MYELIN_TEST_SECRET_TOKEN_NOT]"`, false, false},
+		{sandbox.Policy{}, `echo "[$HOME]" >/dev/null`, false, false},
+		{sandbox.Policy{Mode: sandbox.Off}, `echo "[$MYELIN_TEST_SECRET_TOKEN]"`, false, false},
+	} {
+		text, isErr := runWith(t, tc.p, dir, tc.command)
+		if strings.Contains(text, "s3cret") && tc.p.Mode != sandbox.Off && len(tc.p.Env) == 0 {
+			t.Errorf("%q: the sandboxed command saw the withheld value: %q", tc.command, text)
+		}
+		if got := strings.Contains(text, "[myelin's sandbox withheld MYELIN_TEST_SECRET_TOKEN from this command"); got != tc.note {
+			t.Errorf("%q (policy %+v): the withheld note is there: %v, want %v; result %q", tc.command, tc.p, got, tc.note, text)
+		}
+		if isErr != tc.isErr {
+			t.Errorf("%q: an error: %v, want %v (the note does not make a success an error); result %q", tc.command, isErr, tc.isErr, text)
+		}
+	}
+}

@@ -155,10 +155,14 @@ func RunWithPolicy(ctx context.Context, dir string, p sandbox.Policy, in Input) 
 			status = fmt.Sprintf("[exit status %d]", ee.ExitCode())
 		}
 	}
+	failed := status != ""
+	if status != "" && stopped == "" && p.Mode != sandbox.Off && mayBeSandbox(out) {
+		status += "\n" + note(p)
+	}
+	if names := withheld(p, os.Environ(), in.Command); len(names) > 0 {
+		status = strings.TrimPrefix(status+"\n"+withheldNote(names), "\n")
+	}
 	if status != "" {
-		if stopped == "" && p.Mode != sandbox.Off && mayBeSandbox(out) {
-			status += "\n" + note(p)
-		}
 		if err := appendStatus(out, status); err != nil {
 			return result.Result{}, fmt.Errorf("shell--run: writing the exit status after the output: %v", err)
 		}
@@ -169,7 +173,7 @@ func RunWithPolicy(ctx context.Context, dir string, p sandbox.Policy, in Input) 
 	// file is unreachable, its name is removed. After a conversion the name
 	// is gone already (moved or removed), and the remove does nothing.
 	runtime.AddCleanup(out, func(name string) { _ = os.Remove(name) }, out.Name())
-	return result.Result{Data: result.TextFile{Path: out.Name(), File: out}, IsError: status != ""}, nil
+	return result.Result{Data: result.TextFile{Path: out.Name(), File: out}, IsError: failed}, nil
 }
 
 // appendStatus writes the status line at the end of the output, on a line

@@ -49,11 +49,6 @@ type attack struct {
 	name    string // as docs/security.md lists it
 	command func(r *escapeRig) string
 	worked  func(r *escapeRig, out string) bool
-	// silent, when set, is why the result itself may not name the
-	// sandbox: the failure leaves no trace in the output to know it by.
-	// The description of shell--run, which the model has with every
-	// request, must then say it.
-	silent string
 	// hole, when set, says the attack gets through the sandbox today
 	// (docs/security.md, "Not protected"): sandboxed, it must still work,
 	// and the test fails when it no longer does (then drop the hole and
@@ -95,8 +90,7 @@ var attacks = []attack{
 		worked:  func(r *escapeRig, out string) bool { return strings.Contains(out, r.token) }},
 	{name: "print $ANTHROPIC_API_KEY",
 		command: func(*escapeRig) string { return `echo "key: ${ANTHROPIC_API_KEY:?is not set}"` },
-		worked:  func(r *escapeRig, out string) bool { return strings.Contains(out, r.key) },
-		silent:  "no keys or tokens"},
+		worked:  func(r *escapeRig, out string) bool { return strings.Contains(out, r.key) }},
 	{name: "reach a loopback HTTP server outside the sandbox",
 		command: func(r *escapeRig) string { return r.fetch() },
 		worked:  func(r *escapeRig, out string) bool { return strings.Contains(out, r.served) }},
@@ -433,10 +427,11 @@ func failed(through string, r toolResult) bool {
 
 // saysSandbox reports whether a result tells the model that the command
 // ran in the sandbox, so that it learns why it failed (issue 28 §2):
-// shell--run's note. (Not any "sandbox": the test's own directories have
-// the word in their names.)
+// shell--run's notes: that the sandbox may be why it failed, or that
+// the sandbox withheld the variables it names. (Not any "sandbox": the
+// test's own directories have the word in their names.)
 func saysSandbox(text string) bool {
-	return strings.Contains(text, "[myelin's sandbox may be why this failed")
+	return strings.Contains(text, "[myelin's sandbox may be why this failed") || strings.Contains(text, "[myelin's sandbox withheld ")
 }
 
 func TestTheModelCannotGetOutOfTheSandbox(t *testing.T) {
@@ -446,6 +441,11 @@ func TestTheModelCannotGetOutOfTheSandbox(t *testing.T) {
 			// Sandboxed: every attack fails, and says it met the sandbox.
 			r := newEscapeRig(t, bin)
 			results, req, stderr := escapeTurn(t, r, through, "")
+			// the model knows before it tries: the tool says what commands
+			// do not get
+			if d := shellDescription(t, req); !strings.Contains(d, "no keys or tokens") {
+				t.Errorf("shell--run's description does not say commands get no keys or tokens: %q", d)
+			}
 			for i, a := range attacks {
 				res := results[i]
 				t.Logf("sandboxed, %s: %q", a.name, cut(res.text))
@@ -461,12 +461,6 @@ func TestTheModelCannotGetOutOfTheSandbox(t *testing.T) {
 				}
 				if !failed(through, res) {
 					t.Errorf("sandboxed, %q was no error: %q", a.name, cut(res.text))
-				}
-				if a.silent != "" && !saysSandbox(res.text) {
-					if d := shellDescription(t, req); !strings.Contains(d, a.silent) {
-						t.Errorf("sandboxed, neither the result of %q nor shell--run's description says why it failed (%q): %q; %q", a.name, a.silent, cut(res.text), d)
-					}
-					continue
 				}
 				if a.noNote != "" {
 					if saysSandbox(res.text) {
