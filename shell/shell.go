@@ -41,6 +41,9 @@ type Input struct {
 	TimeoutMS *int   `json:"timeout_ms,omitempty" jsonschema:"kill the command after this many milliseconds: 1 to 3600000 (an hour), larger values are taken as 3600000 (default 120000)"`
 }
 
+// Name is the tool's name.
+const Name = "shell--run"
+
 // DefaultTimeout is how long a command may run when the call sets no
 // timeout_ms.
 const DefaultTimeout = 120 * time.Second
@@ -65,7 +68,7 @@ func Tool(dir string) *tool.Tool {
 // under .myelin/shell/, and never one a live process holds.
 func ToolWithPolicy(dir string, p sandbox.Policy) *tool.Tool {
 	CleanOutputs(dir)
-	return tool.MustFunc("shell--run",
+	return tool.MustFunc(Name,
 		"Run a shell command (bash -c) in the workspace root.\n"+
 			"The result is its stdout and stderr together, as the program wrote them. "+
 			"A non-zero exit makes the result an error ending in a line `[exit status N]`; "+

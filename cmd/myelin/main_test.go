@@ -163,3 +163,24 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		t.Fatalf("version: %d %q", code, out)
 	}
 }
+
+// Saying shell--run is not offered touches nothing: it named the tool by
+// making it, which cleaned the output files a dead process left under
+// .myelin/shell/ — of the directory myelin ran in, not the workspace.
+func TestSayingShellIsNotOfferedLeavesTheDirectorysFilesAlone(t *testing.T) {
+	cwd := t.TempDir()
+	stale := filepath.Join(cwd, ".myelin", "shell", "left.out")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte("a dead process's output"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(cwd)
+	if _, errOut, code := cli(t, "tool", "call", "shell--run", `{"command":"echo hi"}`, "--workspace", t.TempDir()); code != 2 || !strings.Contains(errOut, "offered only with --allow-shell") {
+		t.Fatalf("exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Fatalf("the output file in the directory myelin ran in is gone: %v", err)
+	}
+}

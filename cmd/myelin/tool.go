@@ -202,8 +202,8 @@ func inlineCapError(n int) string {
 // with a flag, or there is no such tool at all.
 func notOffered(name string, f toolsetFlags) string {
 	switch {
-	case name == shell.Tool(".").Name && !f.allowShell:
-		return fmt.Sprintf("%s is offered only with --allow-shell (it runs any command in the workspace)", name)
+	case name == shell.Name && !f.allowShell:
+		return fmt.Sprintf("%s is offered only with --allow-shell (it runs commands in the workspace, sandboxed unless --sandbox off)", name)
 	case name == script.Name && f.noCodeExecution:
 		return fmt.Sprintf("%s is not offered because of --no-code-execution", name)
 	case name == delegate.Name:
