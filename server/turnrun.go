@@ -83,7 +83,9 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 	if ended != nil {
 		ended(fin.Reason)
 	}
-	s.emit(id, "turn.finished", fin)
+	// logged before its watchers are told: a client (or a test) that
+	// reads turn.finished then the log finds the turn's line there
 	s.logTurn(id, fin, time.Since(begun))
+	s.emit(id, "turn.finished", fin)
 	return fin.Reason, true
 }
