@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 )
@@ -144,19 +145,18 @@ var Allowed = []string{
 	"CARGO_HOME", "RUSTUP_HOME", "JAVA_HOME", "VIRTUAL_ENV",
 }
 
-// scrub keeps of env the variables Allowed, LC_* and extra name.
-func scrub(env, extra []string) []string {
-	ok := map[string]bool{}
-	for _, n := range Allowed {
-		ok[n] = true
-	}
-	for _, n := range extra {
-		ok[n] = true
-	}
+// Passes reports whether a command confined by p gets the variable
+// name from myelin's environment: one of Allowed, an LC_*, or one p.Env
+// names. (With Mode Off every variable passes.)
+func (p Policy) Passes(name string) bool {
+	return p.Mode == Off || strings.HasPrefix(name, "LC_") || slices.Contains(Allowed, name) || slices.Contains(p.Env, name)
+}
+
+// scrub keeps of env the variables p passes.
+func (p Policy) scrub(env []string) []string {
 	var out []string
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if ok[name] || strings.HasPrefix(name, "LC_") {
+		if name, _, _ := strings.Cut(kv, "="); p.Passes(name) {
 			out = append(out, kv)
 		}
 	}

@@ -102,7 +102,7 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 		add(supervisor.OpDevice, dev)
 	}
 
-	env := append(scrub(cmd.Environ(), p.Env), supervisor.SandboxEnv+"="+spec.String())
+	env := append(p.scrub(cmd.Environ()), supervisor.SandboxEnv+"="+spec.String())
 	attr := &syscall.SysProcAttr{}
 	if cmd.SysProcAttr != nil {
 		copied := *cmd.SysProcAttr

@@ -102,20 +102,10 @@ func mayBeSandbox(out *os.File) bool {
 // key finds nothing, and without a word the model would take the empty
 // value for the key's.
 func withheld(p sandbox.Policy, env []string, command string) []string {
-	if p.Mode == sandbox.Off {
-		return nil
-	}
-	passed := map[string]bool{}
-	for _, n := range sandbox.Allowed {
-		passed[n] = true
-	}
-	for _, n := range p.Env {
-		passed[n] = true
-	}
 	var out []string
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "" || passed[name] || strings.HasPrefix(name, "LC_") || !namesWord(command, name) {
+		if name == "" || p.Passes(name) || !namesWord(command, name) {
 			continue
 		}
 		out = append(out, name)
