@@ -49,18 +49,10 @@ func newTermAsker(ui *mcpUI) approval.Asker {
 // the input ends before an answer.
 func (a *termAsker) Ask(ctx context.Context, r approval.Request) (approval.Answer, error) {
 	u := a.ui
-	u.ask1.Lock()
-	defer u.ask1.Unlock()
+	defer u.takeTerminal()()
 	if err := context.Cause(ctx); err != nil {
 		return approval.Answer{}, err
 	}
-	u.asking.Store(true)
-	defer u.asking.Store(false)
-	u.mu.Lock()
-	if u.rep != nil {
-		u.rep.clearLine()
-	}
-	u.mu.Unlock()
 	ans, err := a.ask(ctx, r)
 	switch {
 	case errors.Is(err, errNoAnswer):

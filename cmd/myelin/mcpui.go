@@ -117,21 +117,31 @@ func (u *mcpUI) turn(rep *reporter) (end func()) {
 // paused reports whether a question is on the screen (the spinner waits).
 func (u *mcpUI) paused() bool { return u.asking.Load() }
 
+// takeTerminal waits for the terminal's questions to be free (one at a
+// time: an elicitation, an approval), marks one being asked (so that the
+// progress line stays quiet) and clears the progress line; the func it
+// returns gives the terminal back.
+func (u *mcpUI) takeTerminal() (release func()) {
+	u.ask1.Lock()
+	u.asking.Store(true)
+	u.mu.Lock()
+	if u.rep != nil {
+		u.rep.clearLine()
+	}
+	u.mu.Unlock()
+	return func() {
+		u.asking.Store(false)
+		u.ask1.Unlock()
+	}
+}
+
 // errNoAnswer is the input ending before a question was answered.
 var errNoAnswer = errors.New("the input ended")
 
 // Elicit asks the user on the terminal: for a form, each field in turn,
 // an empty line taking its default; for a URL, to visit it and say done.
 func (u *mcpUI) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, error) {
-	u.ask1.Lock()
-	defer u.ask1.Unlock()
-	u.asking.Store(true)
-	defer u.asking.Store(false)
-	u.mu.Lock()
-	if u.rep != nil {
-		u.rep.clearLine()
-	}
-	u.mu.Unlock()
+	defer u.takeTerminal()()
 	a, err := u.ask(ctx, e)
 	if errors.Is(err, errNoAnswer) {
 		fmt.Fprintln(u.out, "\nmyelin: no answer: the request is cancelled")
