@@ -168,8 +168,12 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			// first request, a near miss) the provider decides, and a
 			// refusal is met as any other.
 			if after.Calibrated && after.Tokens > s.budget+s.budget/10 {
-				return provider.Request{}, 0, done, fmt.Errorf("the conversation does not fit its window: the next request would be about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out (%s)%s",
-					after.Tokens, s.budget, s.windowOf(), orNothing(done), why)
+				err := fmt.Errorf("the conversation does not fit its window: the next request would be about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out (%s)",
+					after.Tokens, s.budget, s.windowOf(), orNothing(done))
+				if whyNoSummary != nil {
+					err = fmt.Errorf("%w; it could not be summarised: %w", err, whyNoSummary)
+				}
+				return provider.Request{}, 0, done, err
 			}
 			on(Event{Kind: Notice, Text: fmt.Sprintf("the next request is estimated at about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out%s; sending it: the provider will say", after.Tokens, s.budget, s.windowOf(), why)})
 		}

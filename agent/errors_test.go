@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// A turn stopped by its context's cancellation fails with an error that is
+// context.Canceled, wherever the cancel finds it: before the turn claims
+// the conversation, while an answer streams, while a round's tools run.
+func TestACancelledTurnFailsWithContextCanceled(t *testing.T) {
+	t.Run("before the turn", func(t *testing.T) {
+		// on history.Memory, which claims under any context: what the
+		// turn does with it is the agent's (a store that refuses a
+		// cancelled context fails the claim, with its own error)
+		r := newRig(t)
+		r.agent.Store = &history.Memory{}
+		if err := r.agent.OpenConversation(context.Background(), r.id); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := r.agent.Turn(ctx, r.id, "hello", nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v (%T) is not context.Canceled", err, err)
+		}
+	})
+	t.Run("while it waits for another writer's claim", func(t *testing.T) {
+		r := newRig(t)
+		r.agent.Wait = true
+		if _, err := r.agent.Store.Claim(context.Background(), r.id, history.NewHolder(), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := r.agent.Turn(ctx, r.id, "hello", func(e Event) {
+			if e.Kind == Waiting {
+				cancel()
+			}
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v (%T) is not context.Canceled", err, err)
+		}
+	})
+	t.Run("while the answer streams", func(t *testing.T) {
+		r := newRig(t)
+		hold := make(chan struct{})
+		defer close(hold)
+		r.srv.Push(providertest.Step{Text: "never", Hold: hold})
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			// cancelled once the request is held at the fake
+			for len(r.srv.Requests()) == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			cancel()
+		}()
+		_, err := r.agent.Turn(ctx, r.id, "hello", nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v (%T) is not context.Canceled", err, err)
+		}
+	})
+	t.Run("while a round's tools run", func(t *testing.T) {
+		started := make(chan struct{})
+		slow := tool.MustFunc("slow--wait", "Waits.", func(ctx context.Context, in struct{}) (any, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+		r := newRig(t, slow)
+		r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "t1", Name: "slow--wait", Input: `{}`}}})
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { <-started; cancel() }()
+		_, err := r.agent.Turn(ctx, r.id, "wait", nil)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v (%T) is not context.Canceled", err, err)
+		}
+	})
+}
+
+// A tool whose input schema cannot be encoded fails the tool definitions
+// with an error naming the tool and keeping the encoder's.
+func TestAToolSchemaThatCannotBeEncodedKeepsItsCause(t *testing.T) {
+	bad := &tool.Tool{Name: "bad", Description: "Has a default that is no JSON.",
+		InputSchema: &jsonschema.Schema{Type: "object", Default: json.RawMessage(`{`)}}
+	_, err := encodeDefs([]*tool.Tool{bad})
+	var encoding *json.MarshalerError
+	if !errors.As(err, &encoding) {
+		t.Fatalf("error %v (%T) does not keep the encoder's *json.MarshalerError", err, err)
+	}
+}
+
+// A file a shared store does not keep is, to the workspace that asked for
+// it, a file that does not exist, and still the store's ErrNotFound.
+func TestAFileTheSharedStoreLacksIsNotExistAndNotFound(t *testing.T) {
+	store := &history.Memory{ShareBlobs: true}
+	ctx := context.Background()
+	if err := store.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := fetchFrom(store, "c")(ctx, "missing.txt")
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("error %v is not fs.ErrNotExist", err)
+	}
+	if !errors.Is(err, history.ErrNotFound) {
+		t.Errorf("error %v does not keep the store's history.ErrNotFound", err)
+	}
+}
