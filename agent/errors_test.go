@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/tool"
 )
@@ -113,5 +115,29 @@ func TestAFileTheSharedStoreLacksIsNotExistAndNotFound(t *testing.T) {
 	}
 	if !errors.Is(err, history.ErrNotFound) {
 		t.Errorf("error %v does not keep the store's history.ErrNotFound", err)
+	}
+}
+
+// A conversation that does not fit its window, its summary request having
+// failed, fails the turn with an error that says so and keeps the
+// provider's error beneath it.
+func TestATurnThatCannotFitKeepsWhyTheSummaryFailed(t *testing.T) {
+	r := newRig(t)
+	r.agent.ContextWindow, r.agent.MaxTokens = 12000, 1000
+	r.srv.Cache = true // usage worked out: the estimate is calibrated
+	for range 3 {
+		r.srv.Push(providertest.Step{Text: "hi"})
+		if _, err := r.agent.Turn(context.Background(), r.id, strings.Repeat("some words ", 300), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.srv.Push(providertest.Step{Status: 400, ErrorMessage: "no summary today"})
+	_, err := r.agent.Turn(context.Background(), r.id, strings.Repeat("many words ", 6000), nil)
+	if err == nil || !strings.Contains(err.Error(), "does not fit its window") {
+		t.Fatalf("error %v; want the conversation's not fitting its window", err)
+	}
+	var wire *provider.WireError
+	if !errors.As(err, &wire) || !strings.Contains(wire.Msg, "no summary today") {
+		t.Fatalf("error %v (%T) does not keep the summary request's *provider.WireError", err, err)
 	}
 }
