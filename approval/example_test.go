@@ -43,7 +43,9 @@ func ExampleGate() {
 		},
 	}
 	d := &tool.Dispatcher{Tools: tools, Gate: gate,
-		Ruled: func(_ int, c tool.Call, rec permission.Record) { fmt.Printf("  %s: %s by %s\n", c.Name, rec.Decision, rec.By) }}
+		Ruled: func(_ int, c tool.Call, rec permission.Record) {
+			fmt.Printf("  %s: %s by %s\n", c.Name, rec.Decision, rec.By)
+		}}
 	for i, name := range []string{"notes--list", "notes--add", "notes--add", "notes--delete"} {
 		fmt.Println(name)
 		out := d.Call(context.Background(), tool.Call{ID: fmt.Sprint("call_", i), Name: name, Input: json.RawMessage(`{}`)})
