@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/myelin-run/myelin/agent"
-	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
@@ -37,7 +37,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer ws.Close()
-	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+	store, err := sqlite.Open(filepath.Join(dir, ".myelin", "history.db"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"slices"
+
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // memBlobs is what a Memory keeps of Blobs: each content once, by hash,
@@ -20,7 +22,7 @@ func (s *Memory) Shared() bool { return s.ShareBlobs }
 
 // PutBlob keeps data as the file at path of conversation id (see Blobs).
 func (s *Memory) PutBlob(ctx context.Context, id, path string, data []byte) (string, error) {
-	if err := CheckBlob("keeping file "+path+" of conversation "+id, id, path, len(data)); err != nil {
+	if err := record.CheckBlob("keeping file "+path+" of conversation "+id, id, path, len(data)); err != nil {
 		return "", err
 	}
 	hash := BlobHash(data)
@@ -33,7 +35,7 @@ func (s *Memory) PutBlob(ctx context.Context, id, path string, data []byte) (str
 	name := blobName{id, path}
 	if have, ok := b.paths[name]; ok {
 		if have != hash {
-			return "", blobTaken(id, path, have, hash)
+			return "", record.BlobTaken(id, path, have, hash)
 		}
 		return hash, nil
 	}
@@ -57,7 +59,7 @@ func (s *Memory) BlobAt(ctx context.Context, id, path string) (string, []byte, e
 	}
 	hash, ok := s.blobs.paths[blobName{id, path}]
 	if !ok {
-		return "", nil, errNoBlob(id, path)
+		return "", nil, record.NoBlob(id, path)
 	}
 	return hash, slices.Clone(s.blobs.data[hash]), nil
 }
@@ -68,7 +70,7 @@ func (s *Memory) BlobByHash(ctx context.Context, hash string) ([]byte, error) {
 	defer s.mu.Unlock()
 	data, ok := s.blobs.data[hash]
 	if !ok {
-		return nil, errNoHash(hash)
+		return nil, record.NoHash(hash)
 	}
 	return slices.Clone(data), nil
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // Memory is a Store that keeps conversations in this process's memory: for
@@ -58,7 +60,7 @@ func (s *Memory) Create(ctx context.Context, c Conversation) error {
 	if c.ID == "" {
 		return fmt.Errorf("creating a conversation: its id is empty")
 	}
-	if err := checkLink(c); err != nil {
+	if err := record.CheckLink(c.ID, c.Parent, c.ParentCall); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -70,7 +72,7 @@ func (s *Memory) Create(ctx context.Context, c Conversation) error {
 		return fmt.Errorf("creating conversation %s: %w", c.ID, ErrExists)
 	}
 	if _, ok := s.convs[c.Parent]; c.Parent != "" && !ok {
-		return noParent(c.ID, c.Parent)
+		return record.NoParent(c.ID, c.Parent)
 	}
 	now := s.clock().UTC()
 	c.Created, c.Updated, c.Messages = now, now, 0
@@ -160,7 +162,7 @@ func (s *Memory) Append(ctx context.Context, id string, msgs ...Message) error {
 // holder of a Memory is in this process, so only the lease tells a live
 // one from a stopped one.
 func (s *Memory) Claim(ctx context.Context, id string, h Holder, lease time.Duration) (Holder, error) {
-	if err := checkLease(id, lease); err != nil {
+	if err := record.CheckLease(id, lease); err != nil {
 		return h, err
 	}
 	if h.Token == "" {
@@ -187,7 +189,7 @@ func (s *Memory) Claim(ctx context.Context, id string, h Holder, lease time.Dura
 
 // Renew extends h's claim on id (see Store.Renew).
 func (s *Memory) Renew(ctx context.Context, id string, h Holder, lease time.Duration) error {
-	if err := checkLease(id, lease); err != nil {
+	if err := record.CheckLease(id, lease); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -217,8 +219,8 @@ func (s *Memory) Release(ctx context.Context, id string, h Holder) error {
 // Store.Keep).
 func (s *Memory) Keep(ctx context.Context, id string, results ...Part) error {
 	for _, p := range results {
-		if p.Type != ToolResultPart || p.CallID == "" {
-			return fmt.Errorf("keeping results in conversation %s: want tool results with call ids, got a %q part with call id %q", id, p.Type, p.CallID)
+		if err := record.CheckKept(id, p.Type == ToolResultPart, string(p.Type), p.CallID); err != nil {
+			return err
 		}
 	}
 	s.mu.Lock()

@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"slices"
+
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // AddRequest keeps r as conversation id's next request (see Requests).
@@ -34,7 +36,7 @@ func (s *Memory) Request(ctx context.Context, id string, n int) (SentRequest, er
 	}
 	rs := s.reqs[id]
 	if n < 1 || n > len(rs) {
-		return SentRequest{}, errNoRequest(id, n, len(rs))
+		return SentRequest{}, record.NoRequest(id, n, len(rs))
 	}
 	r := rs[n-1]
 	r.Body = slices.Clone(r.Body)

@@ -33,6 +33,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // Options tune a Postgres store; the zero value is the default.
@@ -172,9 +173,6 @@ func (s *Store) explain(doing string, err error) error {
 	return fmt.Errorf("history store %s: %s: %v", s.name, doing, err)
 }
 
-// errNotFound is the error for conversation id, not in the store.
-func errNotFound(id string) error { return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound) }
-
 // isCode reports whether err is the database's error of SQLSTATE code.
 func isCode(err error, code string) bool {
 	var pg *pgconn.PgError
@@ -217,16 +215,16 @@ var migrations = []string{
 	`CREATE TABLE conversations (
 		id       text PRIMARY KEY,
 		system   bytea NOT NULL,       -- bytes, as SQLite keeps them: text refuses NUL and what is not UTF-8
-		created  text NOT NULL,        -- history.TimeFormat, as SQLite keeps it (the checksum covers it)
+		created  text NOT NULL,        -- record.TimeFormat, as SQLite keeps it (the checksum covers it)
 		updated  timestamptz NOT NULL,
 		messages integer NOT NULL DEFAULT 0, -- how many messages it holds
-		crc      bigint NOT NULL               -- history.RecordChecksum(id, system, created, parent, parent_call)
+		crc      bigint NOT NULL               -- record.RecordChecksum(id, system, created, parent, parent_call)
 	);
 	CREATE TABLE messages (
 		conversation text NOT NULL REFERENCES conversations(id),
 		seq          integer NOT NULL,
 		message      bytea NOT NULL,  -- history.EncodeMessage: the bytes SQLite keeps
-		crc          bigint NOT NULL, -- history.MessageChecksum(conversation, seq, message)
+		crc          bigint NOT NULL, -- record.MessageChecksum(conversation, seq, message)
 		PRIMARY KEY (conversation, seq)
 	);
 	CREATE TABLE claims (
@@ -275,7 +273,7 @@ var migrations = []string{
 	// field of a record that changes and that no checksum covered (it
 	// orders List: it decides what --continue continues); filled in by
 	// fillUpdatedChecksums
-	`ALTER TABLE conversations ADD COLUMN updated_crc bigint NOT NULL DEFAULT 0; -- history.UpdatedChecksum(id, updated)`,
+	`ALTER TABLE conversations ADD COLUMN updated_crc bigint NOT NULL DEFAULT 0; -- record.UpdatedChecksum(id, updated)`,
 }
 
 // fills are what a migration computes in Go, after its SQL, in its
@@ -310,12 +308,12 @@ func fillUpdatedChecksums(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// updatedChecksum is history.UpdatedChecksum of a last update time as
+// updatedChecksum is record.UpdatedChecksum of a last update time as
 // Postgres keeps it (a timestamptz, to the microsecond): of TimeFormat of
 // the time in UTC. A time is stored already cut to the microsecond
 // (toMicro), so what is checksummed is what is read back.
 func updatedChecksum(id string, updated time.Time) int64 {
-	return history.UpdatedChecksum(id, updated.UTC().Format(history.TimeFormat))
+	return record.UpdatedChecksum(id, updated.UTC().Format(record.TimeFormat))
 }
 
 // toMicro is t cut to the microsecond, as Postgres keeps a timestamptz

@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // blobsSchema is the tables of Blobs: each content once, by hash, and the
@@ -27,16 +30,16 @@ CREATE TABLE IF NOT EXISTS blob_files (
 // Shared reports false: a SQLite store is a file on one host, by default
 // inside the workspace, so the agent keeps no files' bytes in it (see
 // Blobs). Its PutBlob works all the same, for a caller that asks.
-func (s *SQLite) Shared() bool { return false }
+func (s *Store) Shared() bool { return false }
 
 // PutBlob keeps data as the file at path of conversation id (see Blobs),
 // synced to the disk before it returns.
-func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (string, error) {
+func (s *Store) PutBlob(ctx context.Context, id, path string, data []byte) (string, error) {
 	doing := "keeping file " + path + " of conversation " + id
-	if err := CheckBlob(doing, id, path, len(data)); err != nil {
+	if err := record.CheckBlob(doing, id, path, len(data)); err != nil {
 		return "", err
 	}
-	hash := BlobHash(data)
+	hash := history.BlobHash(data)
 	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
 		// Made here, not at open: blobs are rare (spills of a shared
 		// store), and a store that never keeps one stays as it was.
@@ -49,7 +52,7 @@ func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (str
 		case err == nil && have == hash:
 			return nil
 		case err == nil:
-			return blobTaken(id, path, have, hash)
+			return record.BlobTaken(id, path, have, hash)
 		case !errors.Is(err, sql.ErrNoRows):
 			return s.explain(doing, err)
 		}
@@ -58,7 +61,7 @@ func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (str
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO blob_files (conversation, path, hash) VALUES (?, ?, ?)`, id, path, hash)
 		if isForeignKey(err) { // no such conversation: the blob inserted above is rolled back
-			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+			return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 		}
 		return s.wrapErr(doing, err)
 	})
@@ -70,7 +73,7 @@ func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (str
 
 // BlobAt returns the bytes kept as the file at path of conversation id
 // (see Blobs).
-func (s *SQLite) BlobAt(ctx context.Context, id, path string) (string, []byte, error) {
+func (s *Store) BlobAt(ctx context.Context, id, path string) (string, []byte, error) {
 	doing := "reading file " + path + " of conversation " + id
 	if _, err := s.Get(ctx, id); err != nil {
 		return "", nil, err
@@ -80,7 +83,7 @@ func (s *SQLite) BlobAt(ctx context.Context, id, path string) (string, []byte, e
 	err := s.db.QueryRowContext(ctx, `SELECT f.hash, b.data FROM blob_files f JOIN blobs b ON b.hash = f.hash WHERE f.conversation = ? AND f.path = ?`, id, path).Scan(&hash, &data)
 	switch {
 	case errors.Is(err, sql.ErrNoRows) || noBlobTables(err):
-		return "", nil, errNoBlob(id, path)
+		return "", nil, record.NoBlob(id, path)
 	case err != nil:
 		return "", nil, s.explain(doing, err)
 	}
@@ -88,14 +91,14 @@ func (s *SQLite) BlobAt(ctx context.Context, id, path string) (string, []byte, e
 }
 
 // BlobByHash returns the bytes whose hash is hash (see Blobs).
-func (s *SQLite) BlobByHash(ctx context.Context, hash string) ([]byte, error) {
+func (s *Store) BlobByHash(ctx context.Context, hash string) ([]byte, error) {
 	var data []byte
 	err := s.db.QueryRowContext(ctx, `SELECT data FROM blobs WHERE hash = ?`, hash).Scan(&data)
 	switch {
 	case errors.Is(err, sql.ErrNoRows) || noBlobTables(err):
-		return nil, errNoHash(hash)
+		return nil, record.NoHash(hash)
 	case err != nil:
-		return nil, s.explain("reading the file of sha256 "+short12(hash), err)
+		return nil, s.explain("reading the file of sha256 "+hash[:min(12, len(hash))], err)
 	}
 	return nonNil(data), nil
 }

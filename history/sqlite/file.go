@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"bytes"
@@ -356,7 +356,7 @@ func buildStore(tmp, path string) error {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, path: path}
+	s := &Store{db: db, path: path}
 	if err := s.migrate(true); err != nil {
 		return err
 	}
