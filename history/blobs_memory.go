@@ -22,6 +22,9 @@ func (s *Memory) Shared() bool { return s.ShareBlobs }
 
 // PutBlob keeps data as the file at path of conversation id (see Blobs).
 func (s *Memory) PutBlob(ctx context.Context, id, path string, data []byte) (string, error) {
+	if err := stopped(ctx, "keeping file "+path+" of conversation "+id); err != nil {
+		return "", err
+	}
 	if err := record.CheckBlob("keeping file "+path+" of conversation "+id, id, path, len(data)); err != nil {
 		return "", err
 	}
@@ -52,6 +55,9 @@ func (s *Memory) PutBlob(ctx context.Context, id, path string, data []byte) (str
 // BlobAt returns the bytes kept as the file at path of conversation id
 // (see Blobs).
 func (s *Memory) BlobAt(ctx context.Context, id, path string) (string, []byte, error) {
+	if err := stopped(ctx, "reading file "+path+" of conversation "+id); err != nil {
+		return "", nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.get(id); err != nil {
@@ -66,6 +72,9 @@ func (s *Memory) BlobAt(ctx context.Context, id, path string) (string, []byte, e
 
 // BlobByHash returns the bytes whose hash is hash (see Blobs).
 func (s *Memory) BlobByHash(ctx context.Context, hash string) ([]byte, error) {
+	if err := stopped(ctx, "reading the kept file of sha256 "+hash); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	data, ok := s.blobs.data[hash]

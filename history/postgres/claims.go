@@ -211,7 +211,7 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 	for i, p := range results {
 		raw, err := history.EncodePart(p)
 		if err != nil {
-			return fmt.Errorf("keeping the result of call %s in conversation %s: %v", p.CallID, id, err)
+			return fmt.Errorf("keeping the result of call %s in conversation %s: %w", p.CallID, id, err)
 		}
 		calls[i], raws[i] = []byte(p.CallID), raw
 	}
@@ -248,7 +248,7 @@ func (s *Store) Kept(ctx context.Context, id string) ([]history.Part, error) {
 		}
 		p, err := history.DecodePart(raw)
 		if err != nil {
-			return nil, fmt.Errorf("history store %s: conversation %s, the kept result of call %s is not valid: %v", s.name, id, callID, err)
+			return nil, fmt.Errorf("history store %s: conversation %s, the kept result of call %s is not valid: %w", s.name, id, callID, err)
 		}
 		out = append(out, p)
 	}

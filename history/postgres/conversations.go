@@ -176,7 +176,7 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 		}
 		m, err := history.DecodeMessage(raw)
 		if err != nil {
-			return nil, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %v", s.name, id, seq, err)
+			return nil, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %w", s.name, id, seq, err)
 		}
 		fresh = append(fresh, m)
 	}
@@ -256,7 +256,7 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			m.Time = now
 			raw, err := history.EncodeMessage(m)
 			if err != nil {
-				return fmt.Errorf("appending to conversation %s: %v", id, err)
+				return fmt.Errorf("appending to conversation %s: %w", id, err)
 			}
 			seq := w.last + 1 + i
 			seqs[i], raws[i], crcs[i] = int32(seq), raw, record.MessageChecksum(id, seq, raw)

@@ -96,7 +96,7 @@ const idleParam = "idle_in_transaction_session_timeout"
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("history store: the Postgres connection string is not valid (want postgres://user@host:port/database, or key=value pairs): %v", redact(err, dsn))
+		return nil, fmt.Errorf("history store: the Postgres connection string is not valid (want postgres://user@host:port/database, or key=value pairs): %v", redact(err, dsn)) // %v, not %w: the cause may hold the password
 	}
 	cc := cfg.ConnConfig
 	name := "postgres://" + cc.User + "@" + net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))) + "/" + cc.Database
@@ -112,12 +112,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("history store %s: %v", name, err)
+		return nil, fmt.Errorf("history store %s: %w", name, err)
 	}
 	s := &Store{pool: pool, name: name, now: opts.Now, read: map[string][]history.Message{}}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("history store %s: cannot connect: %v", name, err)
+		return nil, fmt.Errorf("history store %s: cannot connect: %w", name, err)
 	}
 	if err := s.migrate(ctx, opts.Schema); err != nil {
 		pool.Close()
@@ -170,7 +170,7 @@ func (s *Store) Close() error { s.pool.Close(); return nil }
 
 // explain makes a database error say what the store was doing, and where.
 func (s *Store) explain(doing string, err error) error {
-	return fmt.Errorf("history store %s: %s: %v", s.name, doing, err)
+	return fmt.Errorf("history store %s: %s: %w", s.name, doing, err)
 }
 
 // isCode reports whether err is the database's error of SQLSTATE code.

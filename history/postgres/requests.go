@@ -88,7 +88,7 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 		}
 		meta, err := json.Marshal(r)
 		if err != nil {
-			return fmt.Errorf("%s: %v", doing, err)
+			return fmt.Errorf("%s: %w", doing, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO requests (conversation, n, base, prefix, tail, meta) VALUES ($1, $2, $3, $4, $5, $6)`,
 			id, n, base, prefix, r.Body[prefix:], string(meta)); err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
@@ -82,7 +81,7 @@ func (s *Store) BlobAt(ctx context.Context, id, path string) (string, []byte, er
 	var data []byte
 	err := s.db.QueryRowContext(ctx, `SELECT f.hash, b.data FROM blob_files f JOIN blobs b ON b.hash = f.hash WHERE f.conversation = ? AND f.path = ?`, id, path).Scan(&hash, &data)
 	switch {
-	case errors.Is(err, sql.ErrNoRows) || noBlobTables(err):
+	case errors.Is(err, sql.ErrNoRows) || noSuchTable(err):
 		return "", nil, record.NoBlob(id, path)
 	case err != nil:
 		return "", nil, s.explain(doing, err)
@@ -95,18 +94,12 @@ func (s *Store) BlobByHash(ctx context.Context, hash string) ([]byte, error) {
 	var data []byte
 	err := s.db.QueryRowContext(ctx, `SELECT data FROM blobs WHERE hash = ?`, hash).Scan(&data)
 	switch {
-	case errors.Is(err, sql.ErrNoRows) || noBlobTables(err):
+	case errors.Is(err, sql.ErrNoRows) || noSuchTable(err):
 		return nil, record.NoHash(hash)
 	case err != nil:
 		return nil, s.explain("reading the file of sha256 "+hash[:min(12, len(hash))], err)
 	}
 	return nonNil(data), nil
-}
-
-// noBlobTables reports whether err says the blobs tables are not there: a
-// store that never kept a file.
-func noBlobTables(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "no such table")
 }
 
 // nonNil is data, or an empty slice for nil: an empty file is kept and

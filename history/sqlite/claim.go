@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/myelin-run/myelin/history"
@@ -92,20 +91,10 @@ func (s *Store) claimAllows(ctx context.Context, id string, c claimRow, ok bool)
 	return nil
 }
 
-func checkLease(id string, lease time.Duration) error {
-	if lease <= 0 {
-		return fmt.Errorf("claiming conversation %s: the lease must be positive, got %v", id, lease)
-	}
-	return nil
-}
-
 // Claim takes conversation id's claim for h (see Store.Claim).
 func (s *Store) Claim(ctx context.Context, id string, h history.Holder, lease time.Duration) (history.Holder, error) {
-	if err := checkLease(id, lease); err != nil {
+	if err := record.CheckClaim(id, h.Token, lease); err != nil {
 		return h, err
-	}
-	if h.Token == "" {
-		return h, fmt.Errorf("claiming conversation %s: the holder has no token (make it with NewHolder)", id)
 	}
 	doing := "claiming conversation " + id
 	// A claim need not wait for the disk: after a crash of the machine its
@@ -140,7 +129,7 @@ func (s *Store) Claim(ctx context.Context, id string, h history.Holder, lease ti
 
 // Renew extends h's claim on id (see Store.Renew).
 func (s *Store) Renew(ctx context.Context, id string, h history.Holder, lease time.Duration) error {
-	if err := checkLease(id, lease); err != nil {
+	if err := record.CheckLease(id, lease); err != nil {
 		return err
 	}
 	doing := "renewing the claim on conversation " + id
@@ -180,7 +169,7 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 		}
 		raw, err := result.JSON(p)
 		if err != nil {
-			return fmt.Errorf("keeping the result of call %s in conversation %s: %v", p.CallID, id, err)
+			return fmt.Errorf("keeping the result of call %s in conversation %s: %w", p.CallID, id, err)
 		}
 		raws[i] = raw
 	}
@@ -203,10 +192,6 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 	})
 }
 
-func isForeignKey(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
-}
-
 // Kept returns the results kept for id (see Store.Kept).
 func (s *Store) Kept(ctx context.Context, id string) ([]history.Part, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT call_id, part FROM kept WHERE conversation = ? ORDER BY call_id`, id)
@@ -223,7 +208,7 @@ func (s *Store) Kept(ctx context.Context, id string) ([]history.Part, error) {
 		}
 		part, err := history.DecodePart(raw)
 		if err != nil {
-			return nil, fmt.Errorf("history store %s: conversation %s, the kept result of call %s is not valid: %v", s.path, id, callID, err)
+			return nil, fmt.Errorf("history store %s: conversation %s, the kept result of call %s is not valid: %w", s.path, id, callID, err)
 		}
 		out = append(out, part)
 	}

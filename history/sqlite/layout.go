@@ -7,7 +7,6 @@ package sqlite
 import (
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/myelin-run/myelin/history/internal/record"
@@ -115,12 +114,6 @@ func (s *Store) migrateWaiting() error {
 		}
 		time.Sleep(pause)
 	}
-}
-
-// isBusy reports whether err is SQLite's "database is locked".
-func isBusy(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
 }
 
 // migrate brings an older layout to this one, and refuses a store of

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/myelin-run/myelin/history"
@@ -92,7 +91,7 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 		r.Size = len(r.Body)
 		meta, err := json.Marshal(r)
 		if err != nil {
-			return fmt.Errorf("%s: %v", doing, err)
+			return fmt.Errorf("%s: %w", doing, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO requests (conversation, n, base, prefix, tail, meta) VALUES (?, ?, ?, ?, ?, ?)`,
 			id, n, base, prefix, r.Body[prefix:], string(meta)); err != nil {
@@ -202,7 +201,7 @@ func (s *Store) RequestCount(ctx context.Context, id string) (int, error) {
 func (s *Store) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, error) {
 	var n int
 	err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) FROM requests WHERE conversation = ?`, id).Scan(&n)
-	if err != nil && strings.Contains(err.Error(), "no such table") {
+	if noSuchTable(err) {
 		return 0, nil // a store that never kept a request
 	}
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {

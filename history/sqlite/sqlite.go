@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io/fs"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,25 +180,24 @@ func (s *Store) walMode() error {
 		return nil
 	}
 	if err := s.db.QueryRow(`PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
-		return fmt.Errorf("history store %s: switching it to WAL mode from %q: %v", s.path, mode, err)
+		return fmt.Errorf("history store %s: switching it to WAL mode from %q: %w", s.path, mode, err)
 	}
 	return nil
 }
 
 // explain makes a driver error say what is wrong with the store file.
 func (s *Store) explain(doing string, err error) error {
-	msg := err.Error()
 	switch {
 	case isBusy(err):
-		return fmt.Errorf("history store %s is locked by another process (%s): %v", s.path, doing, err)
-	case strings.Contains(msg, "file is not a database") || strings.Contains(msg, "SQLITE_NOTADB") || strings.Contains(msg, "malformed"):
-		return fmt.Errorf("history store %s is not a myelin history database or is corrupt (%s): %v", s.path, doing, err)
-	case strings.Contains(msg, "unable to open database file") || strings.Contains(msg, "readonly database"):
+		return fmt.Errorf("history store %s is locked by another process (%s): %w", s.path, doing, err)
+	case isDamaged(err):
+		return fmt.Errorf("history store %s is not a myelin history database or is corrupt (%s): %w", s.path, doing, err)
+	case cannotOpen(err):
 		// a store in WAL mode is read through its -shm, which SQLite must
 		// be able to make (or write) beside it
-		return fmt.Errorf("history store %s: %s: %v: SQLite cannot open it, or make or write the -wal and -shm files beside it: is its directory read-only, or are they another user's? Nothing was changed", s.path, doing, err)
+		return fmt.Errorf("history store %s: %s: %w: SQLite cannot open it, or make or write the -wal and -shm files beside it: is its directory read-only, or are they another user's? Nothing was changed", s.path, doing, err)
 	}
-	return fmt.Errorf("history store %s: %s: %v", s.path, doing, err)
+	return fmt.Errorf("history store %s: %s: %w", s.path, doing, err)
 }
 
 // Close closes the database.
@@ -525,7 +523,7 @@ func (s *Store) decodeRow(id string, r storedRow) (history.Message, error) {
 	}
 	m, err := history.DecodeMessage(r.message)
 	if err != nil {
-		return m, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %v", s.path, id, r.seq, err)
+		return m, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %w", s.path, id, r.seq, err)
 	}
 	return m, nil
 }
@@ -564,7 +562,7 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			m.Time = now
 			raw, err := result.JSON(m)
 			if err != nil {
-				return fmt.Errorf("appending to conversation %s: %v", id, err)
+				return fmt.Errorf("appending to conversation %s: %w", id, err)
 			}
 			if _, err := insert.ExecContext(ctx, id, next+i, raw, record.MessageChecksum(id, next+i, raw)); err != nil {
 				return s.explain(doing, err)
