@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 var _ history.Deleter = (*Store)(nil)
@@ -21,7 +21,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ?`, id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return errNotFound(id)
+			return record.NotFound(id)
 		}
 		if err != nil {
 			return s.explain(doing, err)
@@ -110,6 +110,3 @@ func (s *Store) forget(id string) {
 	delete(s.sent.bodies, id)
 	s.sent.mu.Unlock()
 }
-
-// errNotFound is the error for conversation id, not in the store.
-func errNotFound(id string) error { return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound) }

@@ -368,99 +368,18 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 	if len(known) == 0 {
 		fresh = make([]history.Message, 0, size+size/8+64) // room for the rounds to come
 	}
-	// Rows are stepped here and decoded as they come, in batches, by
-	// decoders on the other cores: on a cold read of a long conversation
-	// decoding takes about twice as long as stepping. The decoders start
-	// with the first full batch; a read of fewer rows — the round or two
-	// since the last read — is decoded here, without them.
-	type job struct {
-		rows []storedRow
-		out  []history.Message
-		err  error
-	}
-	decode := func(j *job) {
-		j.out = make([]history.Message, 0, len(j.rows))
-		for _, r := range j.rows {
-			m, err := s.decodeRow(id, r)
-			if err != nil {
-				j.err = err
-				return
-			}
-			j.out = append(j.out, m)
-		}
-	}
-	var jobs chan *job
-	var wg sync.WaitGroup
-	var done []*job // in row order
-	const batchSize = 256
-	var batch []storedRow
-	send := func() {
-		j := &job{rows: batch}
-		done = append(done, j)
-		batch = nil
-		if jobs == nil {
-			decode(j)
-			return
-		}
-		jobs <- j
-	}
-	var scanErr, missing error
-	found := false // the conversation's row was read
-	for seq := len(known) + 1; rows.Next(); seq++ {
-		found = true
-		var raw sql.RawBytes // valid until the next row: copied
-		var stored, crc sql.NullInt64
-		if scanErr = rows.Scan(&stored, &raw, &crc); scanErr != nil {
-			break
-		}
-		if !stored.Valid {
-			break // no messages after known
-		}
-		if stored.Int64 != int64(seq) {
-			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored.Int64, history.ErrDamaged)
-			break
-		}
-		if batch == nil {
-			batch = make([]storedRow, 0, min(batchSize, max(size-seq+1, 4)))
-		}
-		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc.Int64}); len(batch) == batchSize {
-			if jobs == nil {
-				jobs = make(chan *job, 8)
-				for range max(1, runtime.GOMAXPROCS(0)) {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for j := range jobs {
-							decode(j)
-						}
-					}()
-				}
-			}
-			send()
-		}
-	}
-	if len(batch) > 0 {
-		send()
-	}
-	if jobs != nil {
-		close(jobs)
-		wg.Wait()
-	}
-	if scanErr == nil {
-		scanErr = rows.Err()
-	}
+	d := &rowDecoder{s: s, id: id, size: size}
+	found, missing, scanErr := s.stepRows(rows, id, len(known), d)
+	fresh, decodeErr := d.finish(fresh)
 	if scanErr != nil {
 		return nil, s.explain("reading conversation "+id, scanErr)
 	}
 	if !found {
 		s.forget(id)
-		return nil, errNotFound(id)
+		return nil, record.NotFound(id)
 	}
-	for _, j := range done {
-		if j.err != nil {
-			return nil, j.err
-		}
-		fresh = append(fresh, j.out...)
+	if decodeErr != nil {
+		return nil, decodeErr
 	}
 	if missing != nil {
 		return nil, missing
@@ -469,6 +388,30 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, history.ErrDamaged)
 	}
 	return s.extend(id, known, fresh), nil
+}
+
+// stepRows steps through the rows of conversation id after its first
+// known messages, handing each to d: found is false when not even the
+// conversation's row came back (it is not in the store), missing the
+// error of a gap in the numbers, err the driver's.
+func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder) (found bool, missing, err error) {
+	for seq := known + 1; rows.Next(); seq++ {
+		found = true
+		var raw sql.RawBytes // valid until the next row: copied
+		var stored, crc sql.NullInt64
+		if err = rows.Scan(&stored, &raw, &crc); err != nil {
+			return found, nil, err
+		}
+		if !stored.Valid {
+			break // no messages after known
+		}
+		if stored.Int64 != int64(seq) {
+			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored.Int64, history.ErrDamaged)
+			break
+		}
+		d.add(storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc.Int64})
+	}
+	return found, missing, rows.Err()
 }
 
 // extend is the conversation id's messages read so far, known, followed by
@@ -526,6 +469,105 @@ func (s *Store) decodeRow(id string, r storedRow) (history.Message, error) {
 		return m, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %w", s.path, id, r.seq, err)
 	}
 	return m, nil
+}
+
+// rowDecoder decodes the rows Messages steps through, in batches, by
+// decoders on the other cores: on a cold read of a long conversation
+// decoding takes about twice as long as stepping. The decoders start with
+// the first full batch; a read of fewer rows — the round or two since the
+// last read — is decoded on the caller's goroutine, without them.
+type rowDecoder struct {
+	s    *Store
+	id   string
+	size int // the conversation's messages, for the first batch's room
+
+	batch []storedRow
+	jobs  chan *decodeJob // nil until the first full batch
+	wg    sync.WaitGroup
+	done  []*decodeJob // in row order
+}
+
+// decodeJob is one batch of rows and what decoding them gave.
+type decodeJob struct {
+	rows []storedRow
+	out  []history.Message
+	err  error
+}
+
+// rowBatch is how many rows one decodeJob holds.
+const rowBatch = 256
+
+// add takes the next row in order.
+func (d *rowDecoder) add(r storedRow) {
+	if d.batch == nil {
+		d.batch = make([]storedRow, 0, min(rowBatch, max(d.size-r.seq+1, 4)))
+	}
+	if d.batch = append(d.batch, r); len(d.batch) == rowBatch {
+		d.start()
+		d.send()
+	}
+}
+
+// start starts the decoders, once.
+func (d *rowDecoder) start() {
+	if d.jobs != nil {
+		return
+	}
+	d.jobs = make(chan *decodeJob, 8)
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			for j := range d.jobs {
+				d.decode(j)
+			}
+		}()
+	}
+}
+
+// send hands the batch to the decoders, or decodes it here before they
+// are started.
+func (d *rowDecoder) send() {
+	j := &decodeJob{rows: d.batch}
+	d.done = append(d.done, j)
+	d.batch = nil
+	if d.jobs == nil {
+		d.decode(j)
+		return
+	}
+	d.jobs <- j
+}
+
+// decode decodes j's rows, stopping at the first that is not valid.
+func (d *rowDecoder) decode(j *decodeJob) {
+	j.out = make([]history.Message, 0, len(j.rows))
+	for _, r := range j.rows {
+		m, err := d.s.decodeRow(d.id, r)
+		if err != nil {
+			j.err = err
+			return
+		}
+		j.out = append(j.out, m)
+	}
+}
+
+// finish decodes what is left, waits for the decoders and appends the
+// messages to dst in row order, or returns the first row's error.
+func (d *rowDecoder) finish(dst []history.Message) ([]history.Message, error) {
+	if len(d.batch) > 0 {
+		d.send()
+	}
+	if d.jobs != nil {
+		close(d.jobs)
+		d.wg.Wait()
+	}
+	for _, j := range d.done {
+		if j.err != nil {
+			return nil, j.err
+		}
+		dst = append(dst, j.out...)
+	}
+	return dst, nil
 }
 
 // Append adds messages in one transaction, after checking the writer's
