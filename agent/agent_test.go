@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -61,7 +62,7 @@ func newWireRig(t *testing.T, wire string, extra ...*tool.Tool) *rig {
 // would.
 func (r *rig) newAgent(extra ...*tool.Tool) *Agent {
 	r.t.Helper()
-	store, err := history.OpenSQLite(filepath.Join(r.dir, ".myelin", "history.db"))
+	store, err := sqlite.Open(filepath.Join(r.dir, ".myelin", "history.db"))
 	if err != nil {
 		r.t.Fatal(err)
 	}
