@@ -22,22 +22,26 @@ import (
 // the conversation, while it waits for another writer's claim, and (the
 // tests of agent_test.go) while an answer streams or a round's tools run.
 func TestACancelledTurnFailsWithContextCanceled(t *testing.T) {
-	t.Run("before the turn", func(t *testing.T) {
-		// on history.Memory, which claims under any context: what the
-		// turn does with it is the agent's (a store that refuses a
-		// cancelled context fails the claim, with its own error)
-		r := newRig(t)
-		r.agent.Store = &history.Memory{}
-		if err := r.agent.OpenConversation(context.Background(), r.id); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		_, err := r.agent.Turn(ctx, r.id, "hello", nil)
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("error %v (%T) is not context.Canceled", err, err)
-		}
-	})
+	// Before the turn: on SQLite, whose claim refuses a cancelled context,
+	// and on history.Memory, which claims under any context, so that the
+	// turn meets the cancel itself.
+	for _, store := range []string{"sqlite", "memory"} {
+		t.Run("before the turn, on "+store, func(t *testing.T) {
+			r := newRig(t)
+			if store == "memory" {
+				r.agent.Store = &history.Memory{}
+				if err := r.agent.OpenConversation(context.Background(), r.id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := r.agent.Turn(ctx, r.id, "hello", nil)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("error %v (%T) is not context.Canceled", err, err)
+			}
+		})
+	}
 	t.Run("while it waits for another writer's claim", func(t *testing.T) {
 		r := newRig(t)
 		r.agent.Wait = true
