@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"runtime"
 	"sync"
 	"time"
@@ -13,42 +12,33 @@ import (
 	"github.com/myelin-run/myelin/tool"
 )
 
-// rounds is what the rounds of a turn share, made once a turn: the
-// turn's context without its cancellation (kept), what its calls run on
-// (workers) and what keeps each result as it finishes (keeper).
-type rounds struct {
-	kept    context.Context
-	workers *tool.Workers
-	keeper  *keeper
-}
-
 // round runs one round of calls — the n tool calls of the answer m — and
-// stores their results before anything is sent: each kept as it finishes,
-// all of them together under rs.kept.
-func (a *Agent) round(ctx context.Context, rs *rounds, id string, m history.Message, n int, on func(Event)) (bool, error) {
+// stores their results before anything is sent: each kept as it finishes
+// (t.keeper), all of them together under t.kept. The gate (Agent.Gate, or
+// the one the turn's context carries) checks each call before it runs,
+// and its decision is stored with the call's result. It reports whether
+// a tool ended the turn.
+func (t *turning) round(m history.Message, n int) (endTurn bool, err error) {
+	a := t.a
 	tcalls := make([]tool.Call, 0, n)
 	for _, c := range m.Parts {
 		if c.Type != history.ToolCallPart {
 			continue
 		}
-		input := c.Input
-		if input == nil && c.Text != "" {
-			input = json.RawMessage(c.Text) // not JSON: the dispatcher says so, naming the problem
-		}
-		tcalls = append(tcalls, tool.Call{ID: c.CallID, Name: c.Name, Input: input})
-		on(Event{Kind: ToolCall, Call: c})
+		tcalls = append(tcalls, tool.Call{ID: c.CallID, Name: c.Name, Input: callInput(c)})
+		t.on(Event{Kind: ToolCall, Call: c})
 	}
 	// each call's time, set once by the dispatcher (Finished) before the
 	// round returns
 	elapsed := make([]time.Duration, n)
-	k := rs.keeper
+	k := t.keeper
 	k.start(n)
-	tctx, env := a.files(ctx, id) // a shared store keeps the files they save (files.go)
+	tctx, env := a.files(t.ctx, t.id) // a shared store keeps the files they save (files.go)
 	tctx = tool.WithGate(tctx, a.Gate)
 	// each call's permission record, set by the gate before any call
 	// starts (Ruled); none without a gate
 	var recs []*permission.Record
-	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout, Workers: rs.workers,
+	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout, Workers: t.workers,
 		Finished:  func(i int, _ tool.Call, e time.Duration) { elapsed[i] = e },
 		Converted: func(i int, c tool.Call, o result.Output) { k.keep(withRecord(resultPart(c.ID, o), recs, i)) }}
 	if tool.GateOf(tctx) != nil {
@@ -57,19 +47,18 @@ func (a *Agent) round(ctx context.Context, rs *rounds, id string, m history.Mess
 	}
 	outs := d.Round(tctx, tcalls)
 	answer := history.Message{Role: history.User, Parts: make([]history.Part, len(outs))}
-	endTurn := false
 	for i, o := range outs {
 		answer.Parts[i] = withRecord(resultPart(tcalls[i].ID, o), recs, i)
 		endTurn = endTurn || o.EndTurn
 	}
 	// Committed even when ctx is cancelled: the results are what happened.
-	if err := a.store(rs.kept, id, on, answer); err != nil {
+	if err := t.store(t.kept, answer); err != nil {
 		return false, err
 	}
 	i := 0
 	for _, c := range m.Parts {
 		if c.Type == history.ToolCallPart {
-			on(Event{Kind: ToolResult, Call: c, Output: outs[i], Elapsed: elapsed[i], Permission: answer.Parts[i].Permission})
+			t.on(Event{Kind: ToolResult, Call: c, Output: outs[i], Elapsed: elapsed[i], Permission: answer.Parts[i].Permission})
 			i++
 		}
 	}

@@ -57,7 +57,7 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 	case ended:
 		return t.tr, nil
 	}
-	defer t.rounds.workers.Close()
+	defer t.workers.Close()
 	for {
 		x, err := t.ask()
 		if err != nil {
@@ -85,7 +85,7 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 			return t.tr, t.overLimit(x.resp.Message, calls)
 		}
 		t.tr.Rounds++
-		endTurn, err := a.round(ctx, t.rounds, id, x.resp.Message, calls, on)
+		endTurn, err := t.round(x.resp.Message, calls)
 		switch {
 		case err != nil:
 			return t.tr, err
@@ -114,8 +114,11 @@ type turning struct {
 	kept, lazy context.Context
 	sz         sizing
 	sent       *sent // keeps the requests the turn sends (requests.go)
-	rounds     *rounds
-	maxRounds  int
+	// workers run the calls of the turn's rounds; keeper keeps each
+	// result as its call finishes (round.go)
+	workers   *tool.Workers
+	keeper    *keeper
+	maxRounds int
 	// settings are stored with the turn's first answer, when they changed
 	// (withSettings; nil once stored)
 	settings *history.Settings
@@ -164,7 +167,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	t.sz.sent = t.sent
 	t.kept = context.WithoutCancel(ctx)
 	t.lazy = history.Lazy(t.kept)
-	t.rounds = &rounds{kept: t.kept, workers: &tool.Workers{}, keeper: newKeeper(a.Store, t.lazy, id, 0)}
+	t.workers, t.keeper = &tool.Workers{}, newKeeper(a.Store, t.lazy, id, 0)
 	return t, false, nil
 }
 
