@@ -126,7 +126,7 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 		removeTemp(tmp)
 		if cmd.Dir != "" { // the kernel's error does not say it was the directory
 			if _, serr := os.Stat(cmd.Dir); serr != nil {
-				return nil, fmt.Errorf("%w; its directory: %v", err, serr)
+				return nil, fmt.Errorf("%w; its directory: %w", err, serr)
 			}
 		}
 		if sandboxed {
@@ -145,7 +145,7 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 			}
 			return nil, errors.New(why)
 		}
-		return nil, fmt.Errorf("child: the supervisor of %s ended before it started it (%v)", path, err)
+		return nil, fmt.Errorf("child: the supervisor of %s ended before it started it (%w)", path, err)
 	}
 	return g, nil
 }

@@ -124,7 +124,7 @@ func refusedFlag(args []string) string {
 // flags the command line gave.
 func (f *serveFlags) check(set map[string]bool) error {
 	if _, port, err := net.SplitHostPort(f.addr); err != nil {
-		return fmt.Errorf("--addr %q: give HOST:PORT, e.g. 127.0.0.1:7700 (%v)", f.addr, err)
+		return fmt.Errorf("--addr %q: give HOST:PORT, e.g. 127.0.0.1:7700 (%w)", f.addr, err)
 	} else if _, err := net.LookupPort("tcp", port); err != nil {
 		return fmt.Errorf("--addr %s: the port must be 0 (a free one) to 65535", f.addr)
 	}
