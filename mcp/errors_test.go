@@ -46,17 +46,24 @@ func TestRestartingUnderACancelledContextWrapsContextCanceled(t *testing.T) {
 // error the SDK gives the call for it is errReplyTooLarge, and a server's
 // own error reply with those words is not.
 func TestAReplyOverTheBoundIsToldByItsCode(t *testing.T) {
-	h := start(t, []Server{testServer("t")}, Options{MaxReply: 1 << 20})
-	l, err := h.set.servers[0].live(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sl := &slot{}
-	defer sl.finish()
-	params := &sdk.CallToolParams{Name: "big", Arguments: map[string]any{"mib": 2}}
-	_, err = l.sess.CallTool(withSlot(context.Background(), sl), params)
-	if !errors.Is(err, errReplyTooLarge) {
-		t.Errorf("a reply of 2 MiB over a bound of 1 MiB gave %v, which is not errReplyTooLarge", err)
+	srv := httptest.NewServer(mcptest.Handler(false))
+	t.Cleanup(srv.Close) // after the Set closes (cleanups run last first)
+	web := Server{Name: "web", Type: "http", URL: srv.URL}
+	h := start(t, []Server{testServer("t"), web}, Options{MaxReply: 1 << 20})
+	for _, s := range h.set.servers {
+		t.Run(s.cfg.Name, func(t *testing.T) {
+			l, err := s.live(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sl := &slot{}
+			defer sl.finish()
+			params := &sdk.CallToolParams{Name: "big", Arguments: map[string]any{"mib": 2}}
+			_, err = l.sess.CallTool(withSlot(context.Background(), sl), params)
+			if !errors.Is(err, errReplyTooLarge) {
+				t.Errorf("a reply of 2 MiB over a bound of 1 MiB gave %v, which is not errReplyTooLarge", err)
+			}
+		})
 	}
 	words := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errTooLarge + ": the server's own words"}
 	if errors.Is(fmt.Errorf("calling: %w", words), errReplyTooLarge) {
