@@ -6,7 +6,7 @@
 // not it left its process group).
 //
 // On Linux each command runs under a supervisor (package
-// child/supervisor): myelin's own executable started again, which starts
+// internal/supervisor): myelin's own executable started again, which starts
 // the command as its child in a process group of its own and makes itself
 // the subreaper of everything below it (PR_SET_CHILD_SUBREAPER). A process
 // of the command's subtree that calls setsid, or whose parent exits (a
@@ -23,7 +23,7 @@
 // A command prepared by package sandbox (sandbox.Policy.Apply) is started
 // the same way; its supervisor starts in new mount (and network, and user)
 // namespaces and confines itself before it forks the command (package
-// child/supervisor). Where it cannot, Start's error wraps
+// internal/supervisor). Where it cannot, Start's error wraps
 // sandbox.ErrUnavailable and the command does not run.
 //
 // On other Unix systems each child gets a process group of its own, and in

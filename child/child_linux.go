@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/myelin-run/myelin/child/supervisor"
+	"github.com/myelin-run/myelin/internal/supervisor"
 	"github.com/myelin-run/myelin/sandbox"
 )
 
@@ -34,7 +34,7 @@ type Group struct {
 
 // Start starts cmd (not yet started) under a supervisor: myelin's own
 // executable, started again as the process that runs cmd as its child and
-// is the subreaper of everything below it (package child/supervisor). cmd
+// is the subreaper of everything below it (package internal/supervisor). cmd
 // itself then runs the supervisor: cmd.Process is the supervisor, and
 // cmd.Wait returns once the command ended and everything it started was
 // killed, with the command's exit status (or its signal). cmd.SysProcAttr

@@ -10,10 +10,10 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/myelin-run/myelin/child/supervisor"
+	"github.com/myelin-run/myelin/internal/supervisor"
 )
 
-// apply prepares cmd for the supervisor (package child/supervisor, which
+// apply prepares cmd for the supervisor (package internal/supervisor, which
 // says what it does with the spec): a new mount namespace, a user
 // namespace unless myelin runs as root, a network namespace unless
 // p.Network, and the spec of what the command may read and write.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/child"
-	"github.com/myelin-run/myelin/child/supervisor"
+	"github.com/myelin-run/myelin/internal/supervisor"
 	"github.com/myelin-run/myelin/sandbox"
 )
 
