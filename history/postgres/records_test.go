@@ -6,10 +6,10 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/history/storetest"
@@ -66,8 +66,8 @@ func TestAConversationIsTheSameBytesInPostgresAsInSQLite(t *testing.T) {
 		if own, _ := history.EncodeMessage(fromPG[i]); !bytes.Equal(own, pgRaw[i]) {
 			t.Fatalf("message %d: Postgres keeps\n%s\nand reads it back as\n%s", i+1, pgRaw[i], own)
 		}
-		if !reflect.DeepEqual(m, fromLite[i]) {
-			t.Fatalf("message %d reads back from Postgres as\n%+v\nfrom SQLite as\n%+v", i+1, m, fromLite[i])
+		if diff := cmp.Diff(fromLite[i], m); diff != "" {
+			t.Fatalf("message %d reads back from Postgres other than from SQLite (-SQLite +Postgres):\n%s", i+1, diff)
 		}
 	}
 	// moved from SQLite to Postgres, read back the same
@@ -84,8 +84,8 @@ func TestAConversationIsTheSameBytesInPostgresAsInSQLite(t *testing.T) {
 	for i := range moved {
 		moved[i].Time = fromLite[i].Time
 	}
-	if !reflect.DeepEqual(moved, fromLite) {
-		t.Fatalf("moved messages read back as\n%+v\nwant\n%+v", moved, fromLite)
+	if diff := cmp.Diff(fromLite, moved); diff != "" {
+		t.Fatalf("moved messages read back otherwise (-SQLite +Postgres):\n%s", diff)
 	}
 }
 

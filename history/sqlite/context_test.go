@@ -3,9 +3,9 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/storetest"
 )
@@ -38,8 +38,8 @@ func TestContextRecordsComeBackAsStoredAfterAReopen(t *testing.T) {
 	for i := range got {
 		got[i].Time = want[i].Time
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got  %+v\nwant %+v", got[3:], want[3:])
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("read back after a reopen (-stored +read):\n%s", diff)
 	}
 	if !got[4].IsRecord() || got[2].IsRecord() {
 		t.Fatalf("IsRecord: record %v, message %v", got[4].IsRecord(), got[2].IsRecord())

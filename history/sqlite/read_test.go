@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/storetest"
 )
@@ -55,8 +55,11 @@ func TestMessagesAfterAppendAreWhatAFreshStoreReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2*len(append(storetest.SampleMessages(), appendedOddly()...)) || !reflect.DeepEqual(got, want) {
-		t.Fatalf("after appending, this store returns\n%+v\na fresh one reads\n%+v", got, want)
+	if n := 2 * len(append(storetest.SampleMessages(), appendedOddly()...)); len(got) != n {
+		t.Fatalf("after appending, this store returns %d messages, want %d", len(got), n)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("after appending, this store returns other messages than a fresh one reads (-fresh +this):\n%s", diff)
 	}
 }
 

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/storetest"
 )
@@ -49,8 +49,8 @@ func TestMessagesComeBackAsStored(t *testing.T) {
 		}
 		got[i].Time = want[i].Time
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("got  %+v\nwant %+v", got, want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("read back by a fresh instance (-stored +read):\n%s", diff)
 	}
 	c, err := s2.Get(ctx, "c1")
 	if err != nil || c.System != "be brief" || c.Messages != 3 {
