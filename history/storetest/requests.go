@@ -164,7 +164,7 @@ func requestsConcurrent(t *testing.T, s Subject) {
 			for i := range reqs {
 				store := stores[(c+i)%2]
 				if n, err := store.AddRequest(e.ctx, fmt.Sprint("c", c), history.SentRequest{Body: body(c, i)}); err != nil || n != i+1 {
-					errs <- fmt.Errorf("conversation %d request %d: numbered %d, %v", c, i+1, n, err)
+					errs <- fmt.Errorf("conversation %d request %d: numbered %d: %w", c, i+1, n, err)
 					return
 				}
 			}
