@@ -163,8 +163,13 @@ func requestsConcurrent(t *testing.T, s Subject) {
 		wg.Go(func() {
 			for i := range reqs {
 				store := stores[(c+i)%2]
-				if n, err := store.AddRequest(e.ctx, fmt.Sprint("c", c), history.SentRequest{Body: body(c, i)}); err != nil || n != i+1 {
-					errs <- fmt.Errorf("conversation %d request %d: numbered %d: %w", c, i+1, n, err)
+				n, err := store.AddRequest(e.ctx, fmt.Sprint("c", c), history.SentRequest{Body: body(c, i)})
+				if err != nil {
+					errs <- fmt.Errorf("conversation %d request %d: %w", c, i+1, err)
+					return
+				}
+				if n != i+1 {
+					errs <- fmt.Errorf("conversation %d request %d: numbered %d", c, i+1, n)
 					return
 				}
 			}
