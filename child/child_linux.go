@@ -194,6 +194,9 @@ func (g *Group) started() error {
 		}
 		return errors.New(why)
 	}
+	if err == nil { // a first line that is neither: said as it was
+		return fmt.Errorf("child: the supervisor of %s ended before it started it (it said %q)", g.path, line)
+	}
 	return fmt.Errorf("child: the supervisor of %s ended before it started it (%w)", g.path, err)
 }
 

@@ -3,6 +3,7 @@
 package child
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -423,5 +424,31 @@ func TestTheCommandGetsItsOwnEnvironment(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(dir, "env")); string(got) != "unset kept\n" {
 		t.Errorf("the command saw %q, want %q", got, "unset kept\n")
+	}
+}
+
+// A supervisor whose first line is neither "ok" nor an error is said with
+// what it said, not with a nil cause formatted as an error (%!w(<nil>)).
+func TestASupervisorsUnexpectedFirstLineIsQuoted(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctlR.Close()
+	doneR, doneW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doneW.Close()
+	defer doneR.Close()
+	g := &Group{cmd: cmd, path: "/bin/x", ctl: ctlW, done: doneR, status: bufio.NewReader(strings.NewReader("garbage\n"))}
+	err = g.started()
+	want := `child: the supervisor of /bin/x ended before it started it (it said "garbage")`
+	if err == nil || err.Error() != want {
+		t.Fatalf("started() = %v\nwant %s", err, want)
 	}
 }
