@@ -31,8 +31,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 

@@ -13,9 +13,9 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
+	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/provider/sse"
 )
 
 // splitBefore is stream cut just before the first line that starts event.

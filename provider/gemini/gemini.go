@@ -6,7 +6,7 @@
 // The body is this package's (Body, encode.go; a Provider reuses the bytes
 // of a conversation's last request that the next is made of the same as,
 // prefix.go). It is sent with net/http (send.go) and the answer read with
-// provider/sse and a scan of the few members the wire reads, held to
+// internal/sse and a scan of the few members the wire reads, held to
 // encoding/json (read.go, scan.go), not through genai's call:
 // genai has no call that takes a body of its own and gives back the raw
 // answer, and its reading decoded every streamed chunk into a map,
@@ -56,8 +56,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 

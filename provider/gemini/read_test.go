@@ -18,6 +18,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -126,7 +127,7 @@ func fromSDK(r *genai.GenerateContentResponse) *chunk {
 			for _, p := range cand.Content.Parts {
 				var q part
 				if p != nil {
-					q = part{Text: provider.JSONText(p.Text), Thought: p.Thought}
+					q = part{Text: jsonstring.Text(p.Text), Thought: p.Thought}
 					if len(p.ThoughtSignature) > 0 {
 						q.ThoughtSignature = base64.StdEncoding.EncodeToString(p.ThoughtSignature)
 					}

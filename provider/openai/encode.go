@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -25,7 +26,7 @@ import (
 // encoder appends JSON to buf.
 type encoder struct{ buf []byte }
 
-func (e *encoder) str(s string) { e.buf = provider.AppendJSONString(e.buf, s, false) }
+func (e *encoder) str(s string) { e.buf = jsonstring.Append(e.buf, s, false) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
 // Body is the request body for req, the whole of what is sent: the SDK's
@@ -167,7 +168,7 @@ func (e *encoder) message(m history.Message, next func()) {
 				if p.Type == history.TextPart {
 					// the parts' texts joined: escaped one by one, the
 					// same as escaping the whole
-					e.buf = provider.AppendJSONEscaped(e.buf, p.Text, false)
+					e.buf = jsonstring.AppendEscaped(e.buf, p.Text, false)
 				}
 			}
 			e.raw(`",`)
@@ -185,7 +186,7 @@ func (e *encoder) message(m history.Message, next func()) {
 				if len(p.Input) == 0 {
 					e.raw(`"{}"`)
 				} else {
-					e.buf = provider.AppendJSONString(e.buf, string(p.Input), false)
+					e.buf = jsonstring.Append(e.buf, string(p.Input), false)
 				}
 				e.raw(`,"name":`)
 				e.str(p.Name)
@@ -229,7 +230,7 @@ func (e *encoder) message(m history.Message, next func()) {
 			e.raw(sep + `{"text":`)
 			e.str(fmt.Sprintf("[image %d of tool call %s]", i+1, p.CallID))
 			e.raw(`,"type":"text"},{"image_url":{"url":"data:`)
-			e.buf = provider.AppendJSONEscaped(e.buf, img.MIMEType, false)
+			e.buf = jsonstring.AppendEscaped(e.buf, img.MIMEType, false)
 			e.raw(`;base64,`)
 			e.buf = base64.StdEncoding.AppendEncode(e.buf, img.Data)
 			e.raw(`"},"type":"image_url"}`)

@@ -3,9 +3,9 @@
 // provider.Request into a Chat Completions request through
 // github.com/openai/openai-go/v3 and reads the streamed answer.
 //
-// The body is encoded directly (encode.go), sent by provider/send with the
+// The body is encoded directly (encode.go), sent by internal/send with the
 // SDK's headers and retry rules (send.go), and the stream read with
-// provider/sse (stream.go); the SDK sends and decodes only a non-streamed
+// internal/sse (stream.go); the SDK sends and decodes only a non-streamed
 // answer.
 //
 // A tool result goes as a tool message with string content, its bytes as
@@ -39,8 +39,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 

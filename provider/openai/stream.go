@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/sse"
 	"github.com/myelin-run/myelin/result"
 )
 
-// The streamed answer is read here, event by event (provider/sse), each
+// The streamed answer is read here, event by event (internal/sse), each
 // chunk decoded into chunk — only the fields the wire uses — by
 // decodeChunk, a scan held to encoding/json, instead of the SDK's stream
 // reader, which decoded every chunk

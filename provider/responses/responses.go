@@ -38,9 +38,10 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/jsonstring"
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/openai"
-	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -287,7 +288,7 @@ func (p *Provider) WireName() string { return Wire }
 
 // Complete sends the request and reads the answer. The body is Body's
 // bytes, built on what p kept of the conversation's last body; streamed,
-// it is posted by provider/send with the SDK's headers, retries before any
+// it is posted by internal/send with the SDK's headers, retries before any
 // output and *openai.Error for an error answer (openai.Sender), else
 // through the SDK's request plumbing with no typed params, so that
 // nothing is marshalled or patched again; the answer is read by read
@@ -324,7 +325,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return resp, nil
 	}
 	// streamed: posted as the SDK would post it, without its per-request
-	// plumbing (provider/send; TestTheWireSendsWhatTheSDKSends)
+	// plumbing (internal/send; TestTheWireSendsWhatTheSDKSends)
 	var w send.Writes
 	resp, err := p.send.PostWritten(ctx, body, nil, &w)
 	if err != nil {
@@ -409,7 +410,7 @@ func Text(text, phase string) history.Part {
 	p := history.Part{Type: history.TextPart, Text: text}
 	if phase != "" {
 		p.Wire = Wire
-		p.Raw = provider.AppendJSONString(nil, phase, false)
+		p.Raw = jsonstring.Append(nil, phase, false)
 	}
 	return p
 }

@@ -1,4 +1,4 @@
-package provider
+package jsonstring_test
 
 import (
 	"encoding/json"
@@ -6,13 +6,14 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/result"
 )
 
-func TestAppendJSONStringIsJSONAndWithHTMLIsEncodingJSONsOwnBytes(t *testing.T) {
+func TestAppendIsJSONAndWithHTMLIsEncodingJSONsOwnBytes(t *testing.T) {
 	for _, s := range []string{"", "plain", "q\"uote\\ back", "ctl \x00\x01\x1f\t\n\r", "é 😀 \u2028 \u2029", "<&>", "bad \xff byte"} {
 		for _, html := range []bool{false, true} {
-			raw := AppendJSONString(nil, s, html)
+			raw := jsonstring.Append(nil, s, html)
 			var back string
 			if err := json.Unmarshal(raw, &back); err != nil {
 				t.Fatalf("%q encodes as %s: %v", s, raw, err)
@@ -30,7 +31,7 @@ func TestAppendJSONStringIsJSONAndWithHTMLIsEncodingJSONsOwnBytes(t *testing.T) 
 	}
 }
 
-func TestJSONTextDecodesValidStringsAsEncodingJSONDoes(t *testing.T) {
+func TestTextDecodesValidStringsAsEncodingJSONDoes(t *testing.T) {
 	for _, raw := range []string{
 		`""`, `"plain"`, `"é 😀"`, `"line \"one\"\n\ttwo \u003c\u0026\u003e \/ \b\f\r\\"`,
 		`"pair \ud83d\ude00 end"`, `"lone \ud800 and \udc00x"`, `"high then not low \ud83d\u0041"`, `"high at end \ud83d"`,
@@ -40,7 +41,7 @@ func TestJSONTextDecodesValidStringsAsEncodingJSONDoes(t *testing.T) {
 		if err := json.Unmarshal([]byte(raw), &want); err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
-		var got JSONText
+		var got jsonstring.Text
 		if err := json.Unmarshal([]byte(raw), &got); err != nil {
 			t.Fatalf("%s: %v", raw, err)
 		}
@@ -48,7 +49,7 @@ func TestJSONTextDecodesValidStringsAsEncodingJSONDoes(t *testing.T) {
 			t.Errorf("%s: %q, encoding/json's %q", raw, got, want)
 		}
 	}
-	var keep JSONText = "kept"
+	var keep jsonstring.Text = "kept"
 	if err := json.Unmarshal([]byte(`null`), &keep); err != nil || keep != "kept" {
 		t.Errorf("null: %q, %v", keep, err)
 	}
