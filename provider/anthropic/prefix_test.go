@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
@@ -197,14 +198,14 @@ func TestTheNextRequestIsBuiltOnTheKeptBytes(t *testing.T) {
 	}
 }
 
-// A Provider keeps the messages of provider.MaxPrefixes conversations at most,
+// A Provider keeps the messages of prefix.MaxConversations conversations at most,
 // dropping the one used longest ago, and builds bodies of many
 // conversations at once (run with -race).
 func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
 	p := withOptions(Config{}, nil)
 	var wg sync.WaitGroup
-	errs := make(chan error, 3*provider.MaxPrefixes)
-	for c := range 3 * provider.MaxPrefixes {
+	errs := make(chan error, 3*prefix.MaxConversations)
+	for c := range 3 * prefix.MaxConversations {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -232,8 +233,8 @@ func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
 		t.Error(err)
 	}
 	kept := p.prefixes.Conversations()
-	if kept > provider.MaxPrefixes {
-		t.Errorf("%d conversations kept, want %d at most", kept, provider.MaxPrefixes)
+	if kept > prefix.MaxConversations {
+		t.Errorf("%d conversations kept, want %d at most", kept, prefix.MaxConversations)
 	}
 	if kept == 0 {
 		t.Error("nothing kept")

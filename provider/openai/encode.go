@@ -10,6 +10,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/jsonstring"
+	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -44,7 +45,7 @@ func Body(req provider.Request, legacyMaxTokens, stream bool) ([]byte, error) {
 // prompt (the lead they are kept after) and every message of the last
 // request (the wire joins no neighbours, so each message's bytes stand
 // whatever follows). A nil prefixes encodes afresh.
-func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *provider.Prefixes) ([]byte, error) {
+func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *prefix.Cache) ([]byte, error) {
 	pre := prefixes.Get(req.CacheKey, req.System, req.Messages)
 	first := 0 // the first message encoded here
 	size := 192 + len(req.System) + len(req.Model)

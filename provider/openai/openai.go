@@ -39,6 +39,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
@@ -64,7 +65,7 @@ type Provider struct {
 	legacy bool // send max_tokens: the endpoint is not OpenAI's own
 	// prefixes keeps the start of each conversation's last body, which
 	// the next one begins with (bodyWith).
-	prefixes provider.Prefixes
+	prefixes prefix.Cache
 }
 
 // New returns the wire, or an error naming the variable to set when there

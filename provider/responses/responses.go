@@ -39,6 +39,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/jsonstring"
+	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/openai"
@@ -146,8 +147,8 @@ func Body(req provider.Request, cfg Config, stream bool) ([]byte, error) {
 // are always Body's (TestCachedBodiesAreBodysBytes).
 func bodyWith(req provider.Request, cfg Config, stream bool, k *kept) ([]byte, error) {
 	var (
-		lead string           // the encoded head, when k keeps heads
-		pre  *provider.Prefix // the kept start this body is built on
+		lead string         // the encoded head, when k keeps heads
+		pre  *prefix.Prefix // the kept start this body is built on
 	)
 	if k != nil {
 		var err error

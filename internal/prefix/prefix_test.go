@@ -1,4 +1,4 @@
-package provider
+package prefix
 
 import (
 	"encoding/json"
@@ -25,7 +25,7 @@ func TestAPrefixIsHandedOutOnlyForWhatItWasMadeOf(t *testing.T) {
 		{Role: history.Assistant, Parts: []history.Part{call}},
 		text(history.User, "more"),
 	}
-	var c Prefixes
+	var c Cache
 	c.Put("k", "system", nil, msgs[:2], []byte(`{"messages":[..`), history.Assistant)
 
 	if p := c.Get("k", "system", msgs); p == nil || p.Len() != 2 || string(p.Bytes()) != `{"messages":[..` || p.Last() != history.Assistant {
@@ -77,7 +77,7 @@ func TestAPrefixIsHandedOutOnlyForWhatItWasMadeOf(t *testing.T) {
 // second prefix built on the same earlier one does not overwrite the
 // first's keys.
 func TestPrefixesBuiltOnOneAnotherEachHoldForTheirOwnMessages(t *testing.T) {
-	var c Prefixes
+	var c Cache
 	msgs := make([]history.Message, 6)
 	for i := range msgs {
 		msgs[i] = text(history.Role([]history.Role{history.User, history.Assistant}[i%2]), fmt.Sprint("m", i))
@@ -103,26 +103,26 @@ func TestPrefixesBuiltOnOneAnotherEachHoldForTheirOwnMessages(t *testing.T) {
 	}
 }
 
-// At most MaxPrefixes conversations are kept, the one used longest ago
-// dropped first; a nil Prefixes keeps nothing.
+// At most MaxConversations conversations are kept, the one used longest ago
+// dropped first; a nil Cache keeps nothing.
 func TestPrefixesKeepTheConversationsUsedLast(t *testing.T) {
-	var c Prefixes
+	var c Cache
 	m := []history.Message{text(history.User, "go")}
-	for i := range MaxPrefixes {
+	for i := range MaxConversations {
 		c.Put(fmt.Sprint(i), "", nil, m, []byte("x"), history.User)
 	}
 	c.Get("0", "", m) // used: 1 is now the oldest
 	c.Put("new", "", nil, m, []byte("x"), history.User)
-	if n := c.Conversations(); n != MaxPrefixes {
-		t.Errorf("%d conversations kept, want %d", n, MaxPrefixes)
+	if n := c.Conversations(); n != MaxConversations {
+		t.Errorf("%d conversations kept, want %d", n, MaxConversations)
 	}
 	if c.Kept("0") == nil || c.Kept("1") != nil || c.Kept("new") == nil {
 		t.Errorf("kept 0: %v, 1: %v, new: %v; want the one used longest ago (1) dropped", c.Kept("0") != nil, c.Kept("1") != nil, c.Kept("new") != nil)
 	}
-	var none *Prefixes
+	var none *Cache
 	none.Put("k", "", nil, m, []byte("x"), history.User)
 	if none.Get("k", "", m) != nil || none.Conversations() != 0 {
-		t.Error("a nil Prefixes kept something")
+		t.Error("a nil Cache kept something")
 	}
 }
 
@@ -130,7 +130,7 @@ func TestPrefixesKeepTheConversationsUsedLast(t *testing.T) {
 // prefix while another keeps a new one (run with -race; it caught Get
 // reading the kept prefix after letting go of the lock).
 func TestOneConversationsPrefixIsGotAndKeptAtOnce(t *testing.T) {
-	var c Prefixes
+	var c Cache
 	m := []history.Message{text(history.User, "go"), text(history.Assistant, "ok")}
 	done := make(chan bool)
 	for g := range 4 {
@@ -162,7 +162,7 @@ func TestABodyGivenBackIsWhereTheNextBodyIsWritten(t *testing.T) {
 	}
 	kept := `{"messages":["go"`
 	first := body(kept, 256)
-	var c Prefixes
+	var c Cache
 	c.Put("k", "", nil, msgs[:1], first[:len(kept):len(kept)], history.User)
 	p := c.Get("k", "", msgs)
 
@@ -196,10 +196,10 @@ func TestABodyGivenBackIsWhereTheNextBodyIsWritten(t *testing.T) {
 	if got := c.Buffer("k", c.Get("k", "", msgs), 64); unsafe.SliceData(got) == unsafe.SliceData(first) || string(got) != kept+`,"ok"` {
 		t.Fatalf("after a Put, Buffer = %q: want new memory holding the new prefix", got)
 	}
-	var none *Prefixes
+	var none *Cache
 	none.Release("k", first)
 	if got := none.Buffer("k", p, 8); string(got) != kept {
-		t.Fatalf("a nil Prefixes' Buffer = %q, want a copy of the prefix", got)
+		t.Fatalf("a nil Cache's Buffer = %q, want a copy of the prefix", got)
 	}
 }
 
@@ -212,7 +212,7 @@ func TestABodyGivenBackIsWhereTheNextBodyIsWritten(t *testing.T) {
 func TestAPartialPrefixIsCutAfterTheMessagesThatHold(t *testing.T) {
 	msgs := []history.Message{text(history.User, "a"), text(history.Assistant, "b"), text(history.User, "c")}
 	kept := "{[a,b,c"
-	var c Prefixes
+	var c Cache
 	c.Put("k", "lead", nil, msgs, []byte(kept), "", 3, 5, 7)
 	whole := c.GetPartial("k", "lead", msgs)
 	if whole == nil || whole != c.Kept("k") || whole != c.Get("k", "lead", msgs) {
