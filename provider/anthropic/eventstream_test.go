@@ -74,7 +74,7 @@ func TestTheSDKsBedrockMiddlewareLeavesAKeptEventStreamAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, err := Body(sampleRequest(), true)
+		body, err := Body(providertest.SampleRequest(), true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,7 +24,7 @@ func thinkingPart(n int) history.Part {
 }
 
 func scriptedRequest(msgs []history.Message, key string) provider.Request {
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	req.Messages, req.CacheKey = msgs, key
 	return req
 }
@@ -42,7 +42,7 @@ func reuses(p *Provider, req provider.Request) bool {
 func TestCachedBodiesAreBodyWithsBytes(t *testing.T) {
 	for _, th := range []Thinking{{}, {Budget: 1024}} {
 		p := withOptions(Config{Thinking: th}, nil)
-		base := sampleRequest()
+		base := providertest.SampleRequest()
 		base.MaxTokens = 4096
 		providertest.CheckKeptBodies(t, providertest.KeptBodies{
 			Base:      base,
@@ -59,7 +59,7 @@ func TestCachedBodiesAreBodyWithsBytes(t *testing.T) {
 // memory, and every body is still BodyWith's.
 func TestBodiesWrittenIntoTheLastOnesMemoryAreBodyWithsBytes(t *testing.T) {
 	p := withOptions(Config{}, nil)
-	base := sampleRequest()
+	base := providertest.SampleRequest()
 	base.MaxTokens = 4096
 	var last []byte
 	inPlace := 0
@@ -245,7 +245,7 @@ func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
 // of the answered one before it, and every body is BodyWith's.
 func TestCompleteWritesTheNextBodyIntoTheAnsweredOnesMemory(t *testing.T) {
 	srv := providertest.NewAnthropic(t)
-	providertest.CheckBodiesInPlace(t, srv, newProvider(t, srv, false), sampleRequest(), func(req provider.Request) ([]byte, error) {
+	providertest.CheckBodiesInPlace(t, srv, newProvider(t, srv, false), providertest.SampleRequest(), func(req provider.Request) ([]byte, error) {
 		return BodyWith(req, true, Thinking{})
 	})
 }
