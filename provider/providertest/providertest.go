@@ -1,6 +1,7 @@
 // Package providertest is a scripted provider for tests: a loopback HTTP
-// server that speaks a provider's wire format (Anthropic Messages, OpenAI
-// Chat Completions, the OpenAI Responses API, the Gemini API), answers
+// server that speaks a provider's wire format (Anthropic Messages, also as
+// Amazon Bedrock, Google Vertex AI and Claude on Google Cloud serve it;
+// OpenAI Chat Completions, the OpenAI Responses API, the Gemini API), answers
 // each request with the next step of a script, and records the requests it
 // got, byte for byte.
 //
