@@ -67,14 +67,14 @@ func (f *platformForm) tail(th Thinking) ([]byte, error) {
 	if f.version != "" {
 		v, err := json.Marshal(f.version)
 		if err != nil {
-			return nil, fmt.Errorf("anthropic: encoding anthropic_version %q: %v", f.version, err)
+			return nil, fmt.Errorf("anthropic: encoding anthropic_version %q: %w", f.version, err)
 		}
 		tail = append(append(tail, `,"anthropic_version":`...), v...)
 	}
 	if betas := th.betas(); f.betasInBody && len(betas) > 0 {
 		v, err := json.Marshal(betas)
 		if err != nil {
-			return nil, fmt.Errorf("anthropic: encoding anthropic_beta %q: %v", betas, err)
+			return nil, fmt.Errorf("anthropic: encoding anthropic_beta %q: %w", betas, err)
 		}
 		tail = append(append(tail, `,"anthropic_beta":`...), v...)
 	}

@@ -77,7 +77,7 @@ func probe(client sdk.Client, th Thinking) (send.Target, error) {
 	opts = append(opts, option.WithMaxRetries(0), option.WithMiddleware(p.Middleware))
 	t, err := p.Target(client.Post(context.Background(), path, nil, &resp, opts...))
 	if err != nil {
-		return send.Target{}, fmt.Errorf("anthropic: %v", err)
+		return send.Target{}, fmt.Errorf("anthropic: %w", err)
 	}
 	return t, nil
 }

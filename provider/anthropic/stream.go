@@ -107,7 +107,7 @@ func (rd *reading) read(r events, resp *http.Response, onText, onThinking func(s
 			continue
 		}
 		if err := decodeEvent(e.Data, ev); err != nil {
-			return provider.Response{}, fmt.Errorf("anthropic: malformed stream: a %s event that is not the JSON expected (%v): %.200q", e.Name, err, e.Data)
+			return provider.Response{}, fmt.Errorf("anthropic: malformed stream: a %s event that is not the JSON expected, %.200q: %w", e.Name, e.Data, err)
 		}
 		switch ev.Type {
 		case "error":

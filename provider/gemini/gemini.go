@@ -138,16 +138,16 @@ func New(cfg Config) (*Provider, error) {
 	// GOOGLE_GENAI_API_VERSION) once, here; it sends nothing.
 	client, err := genai.NewClient(context.Background(), cc)
 	if err != nil {
-		return nil, fmt.Errorf("gemini: %v", err)
+		return nil, fmt.Errorf("gemini: making the genai client: %w", err)
 	}
 	headers, err := sdkHeaders(client)
 	if err != nil {
-		return nil, fmt.Errorf("gemini: %v", err)
+		return nil, fmt.Errorf("gemini: %w", err)
 	}
 	resolved := client.ClientConfig()
 	base, err := url.Parse(resolved.HTTPOptions.BaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("gemini: the base URL %q: %v", resolved.HTTPOptions.BaseURL, err)
+		return nil, fmt.Errorf("gemini: the base URL %q: %w", resolved.HTTPOptions.BaseURL, err)
 	}
 	p := &Provider{cfg: cfg, kept: &keptBodies{}, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
 		headers: headers, client: hc}}
@@ -280,7 +280,7 @@ func (a *accumulator) add(resp *chunk) error {
 		case p.FunctionCall != nil:
 			args, err := callArgs(p.FunctionCall.Args)
 			if err != nil {
-				return fmt.Errorf("gemini: the arguments of a call of %s: %v", p.FunctionCall.Name, err)
+				return fmt.Errorf("gemini: the arguments of a call of %s: %w", p.FunctionCall.Name, err)
 			}
 			id := p.FunctionCall.ID
 			if id == "" {
@@ -317,7 +317,7 @@ func callArgs(raw json.RawMessage) (string, error) {
 	}
 	var args map[string]any
 	if err := json.Unmarshal(raw, &args); err != nil {
-		return "", fmt.Errorf("%v: %.200q", err, raw)
+		return "", fmt.Errorf("%.200q: %w", raw, err)
 	}
 	if args == nil {
 		return "{}", nil

@@ -80,7 +80,7 @@ type promptFeedback struct {
 // what it was.
 func decodeChunk(data []byte, c *chunk) error {
 	if err := unmarshalChunk(data, c); err != nil {
-		return fmt.Errorf("gemini: a chunk of the answer is not the JSON of one: %v: %.200q", err, data)
+		return fmt.Errorf("gemini: a chunk of the answer is not the JSON of one: %.200q: %w", data, err)
 	}
 	if c.Error != nil {
 		return describe(*c.Error)

@@ -118,7 +118,7 @@ func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *pref
 		for i, t := range req.Tools {
 			schema, err := schemaJSON(t.InputSchema)
 			if err != nil {
-				return nil, fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
+				return nil, fmt.Errorf("tool %s: its input schema is not a JSON object: %w", t.Name, err)
 			}
 			if i > 0 {
 				e.raw(",")

@@ -118,7 +118,7 @@ func Params(req provider.Request, legacyMaxTokens bool) (sdk.ChatCompletionNewPa
 	for _, t := range req.Tools {
 		var schema shared.FunctionParameters
 		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
-			return p, fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
+			return p, fmt.Errorf("tool %s: its input schema is not a JSON object: %w", t.Name, err)
 		}
 		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name: t.Name, Description: param.NewOpt(t.Description), Parameters: schema,

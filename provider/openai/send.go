@@ -45,7 +45,7 @@ func Sender(client sdk.Client, path string, httpClient *http.Client, maxRetries 
 		option.WithMaxRetries(0), option.WithMiddleware(probe.Middleware))
 	t, err := probe.Target(err)
 	if err != nil {
-		return nil, fmt.Errorf("openai: %v", err)
+		return nil, fmt.Errorf("openai: %w", err)
 	}
 	return send.New(t, httpClient, send.OpenAI(maxRetries), refusal), nil
 }

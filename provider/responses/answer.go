@@ -142,7 +142,7 @@ func (a *accumulator) read(body io.Reader) error {
 			if json.Unmarshal(data, &t) == nil && !reads(t.Type) {
 				continue
 			}
-			return fmt.Errorf("openai-responses: a malformed event in the stream: %v: %.200q", err, data)
+			return fmt.Errorf("openai-responses: a malformed event in the stream, %.200q: %w", data, err)
 		}
 		if e := bytes.TrimSpace(ev.Error); len(e) > 0 && string(e) != "null" {
 			return streamError(e, a.streamed)
@@ -152,7 +152,7 @@ func (a *accumulator) read(body io.Reader) error {
 		}
 	}
 	if err := r.Err(); err != nil {
-		return fmt.Errorf("openai-responses: %v", err)
+		return fmt.Errorf("openai-responses: reading the stream: %w", err)
 	}
 	return nil
 }

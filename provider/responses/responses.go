@@ -252,7 +252,7 @@ func (e *encoder) head(req provider.Request) error {
 		for i, t := range req.Tools {
 			schema, err := schemaJSON(t.InputSchema)
 			if err != nil {
-				return fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
+				return fmt.Errorf("tool %s: its input schema is not a JSON object: %w", t.Name, err)
 			}
 			if i > 0 {
 				e.raw(",")
@@ -312,7 +312,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		var r response
 		if err := json.Unmarshal(raw, &r); err != nil {
-			return provider.Response{}, fmt.Errorf("openai-responses: a malformed response: %v: %.200q", err, raw)
+			return provider.Response{}, fmt.Errorf("openai-responses: a malformed response %.200q: %w", raw, err)
 		}
 		if err := a.finish(&r); err != nil {
 			return provider.Response{}, err
