@@ -11,6 +11,15 @@ import (
 	"github.com/myelin-run/myelin/result"
 )
 
+// described is p in a line: how many messages it holds, the role it was
+// kept with, its bytes; "none" for nil.
+func described(p *Prefix) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d messages, last %s: %s", p.Len(), p.Last(), p.Bytes())
+}
+
 func text(role history.Role, s string) history.Message {
 	return history.Message{Role: role, Parts: []history.Part{{Type: history.TextPart, Text: s}}}
 }
@@ -28,8 +37,8 @@ func TestAPrefixIsHandedOutOnlyForWhatItWasMadeOf(t *testing.T) {
 	var c Cache
 	c.Put("k", "system", nil, msgs[:2], []byte(`{"messages":[..`), history.Assistant)
 
-	if p := c.Get("k", "system", msgs); p == nil || p.Len() != 2 || string(p.Bytes()) != `{"messages":[..` || p.Last() != history.Assistant {
-		t.Fatalf("Get of the same messages = %+v, want the kept prefix", p)
+	if got, want := described(c.Get("k", "system", msgs)), "2 messages, last assistant: {\"messages\":[.."; got != want {
+		t.Fatalf("Get of the same messages = %s, want the kept prefix: %s", got, want)
 	}
 	copied := append([]history.Message(nil), msgs...)
 	copied[1].Parts = append([]history.Part(nil), msgs[1].Parts...) // equal Parts at another address
@@ -98,8 +107,8 @@ func TestPrefixesBuiltOnOneAnotherEachHoldForTheirOwnMessages(t *testing.T) {
 	if !first.matches("", other) || !first.matches("", msgs) {
 		t.Error("the first prefix no longer holds for its own messages")
 	}
-	if p := c.Get("k", "", other); p == nil || p.Len() != 4 || string(p.Bytes()) != "abXY" {
-		t.Errorf("the kept prefix for the other branch = %+v", p)
+	if got, want := described(c.Get("k", "", other)), "4 messages, last assistant: abXY"; got != want {
+		t.Errorf("the kept prefix for the other branch = %s, want %s", got, want)
 	}
 }
 
