@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -59,7 +62,7 @@ func newWireRig(t *testing.T, wire string, extra ...*tool.Tool) *rig {
 // would.
 func (r *rig) newAgent(extra ...*tool.Tool) *Agent {
 	r.t.Helper()
-	store, err := history.OpenSQLite(filepath.Join(r.dir, ".myelin", "history.db"))
+	store, err := sqlite.Open(filepath.Join(r.dir, ".myelin", "history.db"))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -158,9 +161,10 @@ func TestRoundLimitEndsTheTurnWithAClearMessage(t *testing.T) {
 	// the conversation stays valid: the unrun call is answered
 	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
 	end := msgs[len(msgs)-1]
-	if end.Role != history.User || !end.Parts[0].IsError || !strings.Contains(end.Parts[0].Text, "limit of 2 tool rounds") {
-		t.Fatalf("last message %+v", end)
-	}
+	must(t, fmt.Sprintf("last message %+v", end),
+		want{end.Role == history.User, "the user's message"},
+		want{end.Parts[0].IsError, "its first part an error result"},
+		want{strings.Contains(end.Parts[0].Text, "limit of 2 tool rounds"), "its text to name the limit of 2 tool rounds"})
 	// and it can go on
 	r.srv.Push(providertest.Step{Text: "carrying on"})
 	if tr, _ := r.turn("go on"); tr.Text != "carrying on" {
@@ -209,9 +213,10 @@ func TestRoundsRunConcurrentlyAndTheirResultsComeInCallOrder(t *testing.T) {
 	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("t1", "b.txt"), readCall("t2", "a.txt")}}, providertest.Step{Text: "ok"})
 	r.turn("both")
 	res := r.toolResults(1)
-	if res[0]["tool_use_id"] != "t1" || !strings.Contains(res[0]["content"].(string), "B") || res[1]["tool_use_id"] != "t2" {
-		t.Fatalf("results %v", res)
-	}
+	must(t, fmt.Sprintf("results %v", res),
+		want{res[0]["tool_use_id"] == "t1", "the first result t1's"},
+		want{strings.Contains(res[0]["content"].(string), "B"), "the first result to hold b.txt's B"},
+		want{res[1]["tool_use_id"] == "t2", "the second result t2's"})
 }
 
 func TestAnInterruptedCallIsAnsweredOnRestartAndNotRunAgain(t *testing.T) {
@@ -232,9 +237,10 @@ func TestAnInterruptedCallIsAnsweredOnRestartAndNotRunAgain(t *testing.T) {
 	}
 	msgs := r.srv.Request(0)["messages"].([]any)
 	res := msgs[len(msgs)-1].(map[string]any)["content"].([]any)[0].(map[string]any)
-	if res["type"] != "tool_result" || res["is_error"] != true || !strings.Contains(res["content"].(string), "interrupted") {
-		t.Fatalf("first block of the last message %v", res)
-	}
+	must(t, fmt.Sprintf("first block of the last message %v", res),
+		want{res["type"] == "tool_result", "a tool_result"},
+		want{res["is_error"] == true, "an error"},
+		want{strings.Contains(res["content"].(string), "interrupted"), "it to say the call was interrupted"})
 }
 
 func TestCancellingAStreamLeavesTheConversationValid(t *testing.T) {
@@ -252,15 +258,19 @@ func TestCancellingAStreamLeavesTheConversationValid(t *testing.T) {
 	}()
 	_, err := r.agent.Turn(ctx, r.id, "hello", nil)
 	close(hold)
-	if err == nil {
-		t.Fatal("no error from a cancelled turn")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v (%T) from a cancelled turn is not context.Canceled", err, err)
 	}
 	// nothing had streamed: the answer is stored as that, so the next
 	// prompt does not merge with this one
 	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
-	if len(msgs) != 2 || msgs[0].Role != history.User || !msgs[1].Cut || msgs[1].Parts[0].Text != NoTextMarker {
-		t.Fatalf("messages %+v", msgs)
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages stored, want the prompt and the cut answer: %+v", len(msgs), msgs)
 	}
+	must(t, fmt.Sprintf("messages %+v", msgs),
+		want{msgs[0].Role == history.User, "the prompt first"},
+		want{msgs[1].Cut, "the answer marked cut"},
+		want{msgs[1].Parts[0].Text == NoTextMarker, "the answer's text NoTextMarker"})
 	r.srv.Push(providertest.Step{Text: "hi"})
 	if tr, _ := r.turn("again"); tr.Text != "hi" {
 		t.Fatalf("turn %+v", tr)
@@ -281,14 +291,15 @@ func TestCancellingDuringToolsStoresTheirResults(t *testing.T) {
 	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "t1", Name: "slow--wait", Input: `{}`}}})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
-	if _, err := r.agent.Turn(ctx, r.id, "wait", nil); err == nil {
-		t.Fatal("no error")
+	if _, err := r.agent.Turn(ctx, r.id, "wait", nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v (%T) from a turn cancelled during its tools is not context.Canceled", err, err)
 	}
 	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
 	last := msgs[len(msgs)-1]
-	if last.Role != history.User || last.Parts[0].Type != history.ToolResultPart || !last.Parts[0].IsError {
-		t.Fatalf("last message %+v", last)
-	}
+	must(t, fmt.Sprintf("last message %+v", last),
+		want{last.Role == history.User, "the user's message"},
+		want{last.Parts[0].Type == history.ToolResultPart, "its first part a tool result"},
+		want{last.Parts[0].IsError, "that result an error"})
 }
 
 func TestEventsReportTextToolsAndUsage(t *testing.T) {

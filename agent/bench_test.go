@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -76,7 +77,7 @@ func BenchmarkToolRound(b *testing.B) {
 	}{{"synced", false, 1}, {"synced", false, 11}, {"relaxed", true, 1}, {"relaxed", true, 11}} {
 		rounds := bc.rounds
 		b.Run(fmt.Sprintf("%s-store/turn-of-%d-rounds", bc.sync, rounds), func(b *testing.B) {
-			store, err := history.OpenSQLiteWith(filepath.Join(b.TempDir(), "h.db"), history.SQLiteOptions{Relaxed: bc.relaxed})
+			store, err := sqlite.OpenWith(filepath.Join(b.TempDir(), "h.db"), sqlite.Options{Relaxed: bc.relaxed})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -172,7 +173,7 @@ func BenchmarkAgentRound(b *testing.B) {
 func BenchmarkNextRequest(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
 		path := filepath.Join(b.TempDir(), "h.db")
-		store, err := history.OpenSQLite(path)
+		store, err := sqlite.Open(path)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -223,7 +224,7 @@ func BenchmarkNextRequest(b *testing.B) {
 		b.Run(fmt.Sprintf("%dk-messages/cold", n/1000), func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
-				fresh, err := history.OpenSQLite(path)
+				fresh, err := sqlite.Open(path)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -295,7 +296,7 @@ func BenchmarkToolRoundLoopback(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			store, err := history.OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
+			store, err := sqlite.Open(filepath.Join(b.TempDir(), "h.db"))
 			if err != nil {
 				b.Fatal(err)
 			}

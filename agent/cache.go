@@ -105,7 +105,7 @@ func encodeDefs(tools []*tool.Tool) ([]provider.Tool, error) {
 		if t.InputSchema != nil {
 			raw, err := json.Marshal(t.InputSchema)
 			if err != nil {
-				return nil, fmt.Errorf("tool %s: encoding its input schema: %v", t.Name, err)
+				return nil, fmt.Errorf("tool %s: encoding its input schema: %w", t.Name, err)
 			}
 			schema = raw
 		}

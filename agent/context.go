@@ -157,25 +157,39 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				done = append(done, "could not take results out: "+failed.Error())
 			}
 		}
-		if after := size; after.Tokens > s.budget {
-			why := ""
-			if whyNoSummary != nil {
-				why = "; it could not be summarised: " + whyNoSummary.Error()
-			}
-			// Over the budget with all that can go gone. An estimate this
-			// conversation's own usage calibrated, over by more than a
-			// tenth, is trusted: the request is not sent. Otherwise (a
-			// first request, a near miss) the provider decides, and a
-			// refusal is met as any other.
-			if after.Calibrated && after.Tokens > s.budget+s.budget/10 {
-				return provider.Request{}, 0, done, fmt.Errorf("the conversation does not fit its window: the next request would be about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out (%s)%s",
-					after.Tokens, s.budget, s.windowOf(), orNothing(done), why)
-			}
-			on(Event{Kind: Notice, Text: fmt.Sprintf("the next request is estimated at about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out%s; sending it: the provider will say", after.Tokens, s.budget, s.windowOf(), why)})
+		if err := overBudget(s, size, done, whyNoSummary, on); err != nil {
+			return provider.Request{}, 0, done, err
 		}
 		return a.request(s, g), len(g.Messages()), done, nil
 	}
 	return provider.Request{}, 0, done, fmt.Errorf("the conversation still does not fit its window after %d edits (%s)", maxEdits, strings.Join(done, "; "))
+}
+
+// overBudget meets a request of size over s's budget with all that can go
+// gone (done: what was taken out; whyNoSummary: why no summary was had,
+// nil when none was asked for or one was). An estimate this conversation's
+// own usage calibrated, over by more than a tenth, is trusted: the request
+// is not sent, and the error says why. Otherwise (a first request, a near
+// miss) a Notice says so and the provider decides: a refusal is met as
+// any other. A request within the budget passes as it is.
+func overBudget(s sizing, size window.Count, done []string, whyNoSummary error, on func(Event)) error {
+	if size.Tokens <= s.budget {
+		return nil
+	}
+	if size.Calibrated && size.Tokens > s.budget+s.budget/10 {
+		err := fmt.Errorf("the conversation does not fit its window: the next request would be about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out (%s)",
+			size.Tokens, s.budget, s.windowOf(), orNothing(done))
+		if whyNoSummary != nil {
+			err = fmt.Errorf("%w; it could not be summarised: %w", err, whyNoSummary)
+		}
+		return err
+	}
+	why := ""
+	if whyNoSummary != nil {
+		why = "; it could not be summarised: " + whyNoSummary.Error()
+	}
+	on(Event{Kind: Notice, Text: fmt.Sprintf("the next request is estimated at about %d tokens, over the %d the window of %s leaves for it, with all that can be taken out taken out%s; sending it: the provider will say", size.Tokens, s.budget, s.windowOf(), why)})
+	return nil
 }
 
 // clear writes each of plan's candidates that is not in a workspace file

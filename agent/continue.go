@@ -142,11 +142,7 @@ func (a *Agent) EndCancelled(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	maxRounds := a.MaxRounds
-	if maxRounds <= 0 {
-		maxRounds = DefaultMaxRounds
-	}
-	if _, ended := continuing(stored, maxRounds); ended {
+	if _, ended := continuing(stored, a.roundLimit()); ended {
 		return nil
 	}
 	return a.Store.Append(context.WithoutCancel(ctx), id, CutAnswer(""))

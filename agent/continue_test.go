@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
@@ -54,9 +55,14 @@ func TestContinuingReadsWhereTheLastTurnStands(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, ended := continuing(tc.msgs, 2)
-			if ended != tc.ended || tr.Rounds != tc.rounds || tr.Text != tc.text || (ended && tr.Reason != AlreadyEnded) {
-				t.Fatalf("continuing = %+v, %v; want ended %v, %d rounds, text %q", tr, ended, tc.ended, tc.rounds, tc.text)
+			if ended != tc.ended {
+				t.Fatalf("continuing = %+v, ended %v; want ended %v", tr, ended, tc.ended)
 			}
+			wanted := TurnResult{Rounds: tc.rounds, Text: tc.text, Reason: tr.Reason}
+			if ended {
+				wanted.Reason = AlreadyEnded
+			}
+			wantTurn(t, tr, wanted)
 		})
 	}
 }
@@ -72,17 +78,22 @@ func TestContinueRunsAStoredPromptOnceAndThenDoesNothing(t *testing.T) {
 	r.write("a.txt", "alpha\n")
 	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("c1", "a.txt")}}, providertest.Step{Text: "read it"})
 	tr, err := r.agent.Continue(ctx, r.id, nil)
-	if err != nil || tr.Reason != "end_turn" || tr.Rounds != 1 || tr.Text != "read it" {
-		t.Fatalf("Continue = %+v, %v", tr, err)
+	if err != nil {
+		t.Fatalf("Continue: %v", err)
 	}
+	wantTurn(t, tr, TurnResult{Reason: "end_turn", Rounds: 1, Text: "read it"})
 	msgs, _ := r.agent.Store.Messages(ctx, r.id)
 	if len(msgs) != 4 || msgs[0].Parts[0].Text != "queued" {
 		t.Fatalf("stored %d messages: %+v", len(msgs), msgs)
 	}
 	tr, err = r.agent.Continue(ctx, r.id, nil)
-	if err != nil || tr.Reason != AlreadyEnded || tr.Text != "read it" || len(r.srv.Requests()) != 2 {
-		t.Fatalf("second Continue = %+v, %v after %d requests", tr, err, len(r.srv.Requests()))
+	if err != nil {
+		t.Fatalf("second Continue: %v", err)
 	}
+	if n := len(r.srv.Requests()); n != 2 {
+		t.Fatalf("the second Continue sent a request: %d in all, want the first turn's 2", n)
+	}
+	wantTurn(t, tr, TurnResult{Reason: AlreadyEnded, Rounds: 1, Text: "read it"})
 }
 
 // A turn whose process died mid-round is continued: the round's call is
@@ -95,11 +106,15 @@ func TestContinueAfterADeadProcessAnswersItsCallsAndGoesOn(t *testing.T) {
 	}
 	r.srv.Push(providertest.Step{Text: "went on"})
 	tr, err := r.agent.Continue(ctx, r.id, nil)
-	if err != nil || tr.Reason != "end_turn" || tr.Rounds != 1 || tr.Text != "went on" {
-		t.Fatalf("Continue = %+v, %v", tr, err)
+	if err != nil {
+		t.Fatalf("Continue: %v", err)
 	}
+	wantTurn(t, tr, TurnResult{Reason: "end_turn", Rounds: 1, Text: "went on"})
 	res := r.toolResults(0)
-	if len(res) != 1 || res[0]["tool_use_id"] != "c1" || res[0]["content"] != Interrupted {
-		t.Fatalf("results sent %v", res)
+	if len(res) != 1 {
+		t.Fatalf("%d results sent, want 1: %v", len(res), res)
 	}
+	must(t, fmt.Sprintf("results sent %v", res),
+		want{res[0]["tool_use_id"] == "c1", "c1's result"},
+		want{res[0]["content"] == Interrupted, "the Interrupted text"})
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -45,9 +46,13 @@ func TestAnAnswerCutMidStreamIsStoredAsFarAsItWent(t *testing.T) {
 				t.Fatalf("streamed %q, want %q", shown.String(), tc.want)
 			}
 			msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
-			if len(msgs) != 2 || !msgs[1].Cut || msgs[1].Role != history.Assistant || len(msgs[1].ToolCalls()) != 0 {
-				t.Fatalf("stored %+v", msgs)
+			if len(msgs) != 2 {
+				t.Fatalf("%d messages stored, want the prompt and the cut answer: %+v", len(msgs), msgs)
 			}
+			must(t, fmt.Sprintf("stored %+v", msgs),
+				want{msgs[1].Cut, "the answer marked cut"},
+				want{msgs[1].Role == history.Assistant, "the answer the assistant's"},
+				want{len(msgs[1].ToolCalls()) == 0, "no tool calls in the cut answer"})
 			wantStored := tc.want + "\n\n" + CutMarker
 			if tc.want == "" {
 				wantStored = NoTextMarker
@@ -79,9 +84,10 @@ func TestAnAnswerCutMidStreamIsStoredAsFarAsItWent(t *testing.T) {
 					text.WriteString(b.(map[string]any)["text"].(string))
 				}
 			}
-			if answer["role"] != "assistant" || text.String() != wantStored || answer["tool_calls"] != nil {
-				t.Fatalf("the cut answer as sent: %v", answer)
-			}
+			must(t, fmt.Sprintf("the cut answer as sent: %v", answer),
+				want{answer["role"] == "assistant", "the assistant's"},
+				want{text.String() == wantStored, fmt.Sprintf("its text %q", wantStored)},
+				want{answer["tool_calls"] == nil, "no tool calls"})
 		})
 	}
 }
@@ -117,7 +123,10 @@ func TestATurnHandedOverMidStreamStoresNoCutAnswerAndContinueFinishesIt(t *testi
 		t.Fatalf("Continue after the hand-over: %+v, %v; want the whole answer", tr, err)
 	}
 	msgs, _ = r.agent.Store.Messages(context.Background(), r.id)
-	if len(msgs) != 2 || msgs[1].Cut || textOf(msgs[1]) != "the whole answer" {
-		t.Fatalf("stored %+v; want the prompt and the whole answer", msgs)
+	if len(msgs) != 2 {
+		t.Fatalf("%d messages stored, want the prompt and the whole answer: %+v", len(msgs), msgs)
 	}
+	must(t, fmt.Sprintf("stored %+v", msgs),
+		want{!msgs[1].Cut, "the answer not cut"},
+		want{textOf(msgs[1]) == "the whole answer", "the whole answer"})
 }

@@ -63,7 +63,7 @@ func fetchFrom(blobs history.Blobs, id string) workspace.Fetch {
 	return func(ctx context.Context, path string) ([]byte, string, error) {
 		hash, data, err := blobs.BlobAt(ctx, id, path)
 		if errors.Is(err, history.ErrNotFound) {
-			return nil, "", fmt.Errorf("%v: %w", err, fs.ErrNotExist)
+			return nil, "", fmt.Errorf("%w: %w", err, fs.ErrNotExist)
 		}
 		return data, hash, err
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,9 +54,7 @@ func TestTheRefusalGuardWithholdsARefusedRoundAndSendsTheRequestAgain(t *testing
 				providertest.Step{Text: "done without them"},
 			)
 			tr, events := r.turn("read them")
-			if tr.Reason != "end_turn" || tr.Text != "done without them" || tr.Rounds != 1 {
-				t.Fatalf("turn %+v", tr)
-			}
+			wantTurn(t, tr, TurnResult{Reason: "end_turn", Text: "done without them", Rounds: 1})
 			if n := len(r.srv.Requests()); n != 3 {
 				t.Fatalf("%d requests, want 3", n)
 			}
@@ -68,9 +67,10 @@ func TestTheRefusalGuardWithholdsARefusedRoundAndSendsTheRequestAgain(t *testing
 			}
 			for i, res := range again {
 				path := ".myelin/tool-results/withheld-" + res.callID + ".txt"
-				if !strings.Contains(res.text, "withheld after a refusal") || !strings.Contains(res.text, "The tool has already run") || !strings.Contains(res.text, path) {
-					t.Fatalf("result %d sent again as %q", i, res.text)
-				}
+				must(t, fmt.Sprintf("result %d sent again as %q", i, res.text),
+					want{strings.Contains(res.text, "withheld after a refusal"), "it to say it was withheld after a refusal"},
+					want{strings.Contains(res.text, "The tool has already run"), "it to say the tool has already run"},
+					want{strings.Contains(res.text, path), "it to name " + path})
 				kept, err := os.ReadFile(filepath.Join(r.dir, path))
 				if err != nil || string(kept) != first[i].text {
 					t.Fatalf("the withheld file %s holds %q (%v), want the original %q", path, kept, err, first[i].text)
@@ -84,13 +84,22 @@ func TestTheRefusalGuardWithholdsARefusedRoundAndSendsTheRequestAgain(t *testing
 			// The history keeps the originals, then the guard's record
 			// with the refused answer, then the answer.
 			msgs := r.stored()
-			if len(msgs) != 5 || msgs[2].Parts[0].Text != first[0].text || msgs[3].Role != history.Context || msgs[4].Role != history.Assistant {
-				t.Fatalf("stored %d messages: %+v", len(msgs), msgs)
+			if len(msgs) != 5 {
+				t.Fatalf("stored %d messages, want 5: %+v", len(msgs), msgs)
 			}
+			must(t, fmt.Sprintf("stored %+v", msgs),
+				want{msgs[2].Parts[0].Text == first[0].text, "the first result as it was sent"},
+				want{msgs[3].Role == history.Context, "the guard's record fourth"},
+				want{msgs[4].Role == history.Assistant, "the answer last"})
 			e := msgs[3].Edit
-			if e == nil || e.Refusal == nil || e.Refusal.Stop != refusalStops[wire] || e.Refusal.Text != "I will not" || len(e.Cleared) != 2 || e.Cleared[0].Msg != 2 || e.Cleared[0].Text != again[0].text {
-				t.Fatalf("the guard's record %+v (refusal %+v)", e, e.Refusal)
+			if e == nil || e.Refusal == nil || len(e.Cleared) != 2 {
+				t.Fatalf("the guard's record %+v: want an edit holding the refusal that clears 2 results", e)
 			}
+			must(t, fmt.Sprintf("the guard's record %+v (refusal %+v)", e, e.Refusal),
+				want{e.Refusal.Stop == refusalStops[wire], fmt.Sprintf("the refusal's stop reason %q", refusalStops[wire])},
+				want{e.Refusal.Text == "I will not", "the refused answer's text"},
+				want{e.Cleared[0].Msg == 2, "the results of message 2 cleared"},
+				want{e.Cleared[0].Text == again[0].text, "the placeholder sent again"})
 			var said bool
 			for _, ev := range events {
 				said = said || ev.Kind == ContextEdit && ev.Edit != nil && ev.Edit.Refusal != nil && strings.Contains(ev.Text, "refusal guard withheld the round's 2 results")
@@ -157,9 +166,7 @@ func TestASecondRefusalEndsTheTurnAndItsCallsAreNotRun(t *testing.T) {
 		providertest.Step{Text: "still no", Refuse: true, ToolCalls: []providertest.ToolCall{{ID: "call_2", Name: "note--touch", Input: `{}`}}},
 	)
 	tr, events := r.turn("touch it")
-	if tr.Reason != RefusedTwice || tr.Text != "still no" {
-		t.Fatalf("turn %+v", tr)
-	}
+	wantTurn(t, tr, TurnResult{Reason: RefusedTwice, Text: "still no", Rounds: tr.Rounds})
 	if n := len(r.srv.Requests()); n != 3 {
 		t.Fatalf("%d requests, want 3: one retry only", n)
 	}
@@ -168,9 +175,10 @@ func TestASecondRefusalEndsTheTurnAndItsCallsAreNotRun(t *testing.T) {
 	}
 	msgs := r.stored()
 	last := msgs[len(msgs)-1]
-	if last.Role != history.Assistant || len(last.ToolCalls()) != 0 || textOf(last) != "still no" {
-		t.Fatalf("the second refusal is stored as %+v", last)
-	}
+	must(t, fmt.Sprintf("the second refusal is stored as %+v", last),
+		want{last.Role == history.Assistant, "the assistant's message"},
+		want{len(last.ToolCalls()) == 0, "no tool calls (they were not run)"},
+		want{textOf(last) == "still no", `its text "still no"`})
 	var said string
 	for _, e := range events {
 		if e.Kind == Notice {
@@ -200,9 +208,10 @@ func TestWithoutTheGuardARefusalEndsTheTurnAsAnyAnswer(t *testing.T) {
 		providertest.Step{Text: "no", Refuse: true},
 	)
 	tr, _ := r.turn("read it")
-	if tr.Reason != "refusal" || tr.Text != "no" || len(r.srv.Requests()) != 2 {
-		t.Fatalf("turn %+v after %d requests", tr, len(r.srv.Requests()))
+	if n := len(r.srv.Requests()); n != 2 {
+		t.Fatalf("%d requests, want 2: a refusal is not sent again without the guard", n)
 	}
+	wantTurn(t, tr, TurnResult{Reason: "refusal", Text: "no", Rounds: tr.Rounds})
 	for _, m := range r.stored() {
 		if m.Role == history.Context {
 			t.Fatalf("a record was stored: %+v", m.Edit)
@@ -292,8 +301,10 @@ func TestAPromptGeminiBlocksAfterARoundIsMetAsARefusal(t *testing.T) {
 	if got := r.sentResults(2); len(got) != 1 || !strings.Contains(got[0].text, "withheld after a refusal") {
 		t.Fatalf("sent again %+v", got)
 	}
-	if e := r.stored()[3].Edit; e == nil || e.Refusal == nil || e.Refusal.Stop != "prohibited_content" {
-		t.Fatalf("record %+v", r.stored()[3])
+	if e := r.stored()[3].Edit; e == nil || e.Refusal == nil {
+		t.Fatalf("record %+v: want an edit holding the refusal", r.stored()[3])
+	} else if e.Refusal.Stop != "prohibited_content" {
+		t.Fatalf("the refusal's stop reason %q, want prohibited_content", e.Refusal.Stop)
 	}
 }
 
@@ -350,11 +361,19 @@ func TestTheRefusedRequestIsKeptAsRefused(t *testing.T) {
 	log := r.agent.Store.(history.Requests)
 	ctx := context.Background()
 	refused, err := log.Request(ctx, r.id, 2)
-	if err != nil || refused.Msg != -1 || refused.Usage == nil || refused.Usage.Input != 7 || !strings.Contains(refused.Error, "refusal guard withheld") {
-		t.Fatalf("the refused request kept as %+v (%v)", refused, err)
+	if err != nil {
+		t.Fatalf("the refused request: %v", err)
 	}
+	must(t, fmt.Sprintf("the refused request kept as %+v", refused),
+		want{refused.Msg == -1, "no answer's place (-1)"},
+		want{refused.Usage != nil && refused.Usage.Input == 7, "its usage, 7 input tokens"},
+		want{strings.Contains(refused.Error, "refusal guard withheld"), "its error to say the guard withheld the results"})
 	again, err := log.Request(ctx, r.id, 3)
-	if err != nil || again.Msg != 4 || again.Error != "" || string(again.Body) != string(r.srv.Requests()[2]) {
-		t.Fatalf("the request sent again kept as %+v (%v)", again, err)
+	if err != nil {
+		t.Fatalf("the request sent again: %v", err)
 	}
+	must(t, fmt.Sprintf("the request sent again kept as %+v", again),
+		want{again.Msg == 4, "its answer's place 4"},
+		want{again.Error == "", "no error"},
+		want{string(again.Body) == string(r.srv.Requests()[2]), "the body the provider got"})
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
@@ -121,7 +122,7 @@ func overheadCase(b *testing.B, wire, storeKind string, heavy bool) {
 	b.Cleanup(func() { ws.Close() })
 	var store history.Store = &history.Memory{}
 	if storeKind == "sqlite" {
-		s, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+		s, err := sqlite.Open(filepath.Join(dir, ".myelin", "history.db"))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -31,9 +32,13 @@ func TestKeptRequestsAreWhatTheProviderReceivedOnEveryWire(t *testing.T) {
 			}
 			for i := range got {
 				sr, err := log.Request(ctx, r.id, i+1)
-				if err != nil || sr.Msg != 1+2*i || sr.Usage == nil || sr.Error != "" {
-					t.Fatalf("request %d: %+v, %v", i+1, sr, err)
+				if err != nil {
+					t.Fatalf("request %d: %v", i+1, err)
 				}
+				must(t, fmt.Sprintf("request %d kept as %+v", i+1, sr),
+					want{sr.Msg == 1+2*i, fmt.Sprintf("its answer's place %d", 1+2*i)},
+					want{sr.Usage != nil, "its usage"},
+					want{sr.Error == "", "no error"})
 				if sr.Wire != wire {
 					t.Fatalf("request %d was kept with the wire %q, want %q (issue 27 §10: it was always empty)", i+1, sr.Wire, wire)
 				}

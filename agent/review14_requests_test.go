@@ -45,13 +45,18 @@ func TestARefusedRequestAndItsRetryAreBothKeptAsReceived(t *testing.T) {
 		t.Fatalf("the turn ended with %q", tr.Text)
 	}
 	kept := keptMatchReceived(t, r)
-	if len(kept) != 2 || kept[0].Msg != -1 || !strings.Contains(kept[0].Error, "too long") || kept[0].Usage != nil {
-		t.Fatalf("the refused request kept as %+v", kept[0])
+	if len(kept) != 2 {
+		t.Fatalf("%d requests kept, want the refused one and its retry: %+v", len(kept), kept)
 	}
+	must(t, fmt.Sprintf("the refused request kept as %+v", kept[0]),
+		want{kept[0].Msg == -1, "no answer's place (-1)"},
+		want{strings.Contains(kept[0].Error, "too long"), "its error to say it was too long"},
+		want{kept[0].Usage == nil, "no usage"})
 	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
-	if kept[1].Msg != len(msgs)-1 || kept[1].Error != "" || kept[1].Usage == nil || kept[1].Usage.Output != 4 {
-		t.Fatalf("the retry kept as %+v (%d messages stored)", kept[1], len(msgs))
-	}
+	must(t, fmt.Sprintf("the retry kept as %+v (%d messages stored)", kept[1], len(msgs)),
+		want{kept[1].Msg == len(msgs)-1, "its answer's place the last stored message"},
+		want{kept[1].Error == "", "no error"},
+		want{kept[1].Usage != nil && kept[1].Usage.Output == 4, "its usage, 4 output tokens"})
 }
 
 // An answer cut mid-stream: its request is kept with the place of the cut
@@ -65,9 +70,12 @@ func TestARequestWhoseAnswerWasCutIsKeptWithThePlaceOfTheCutAnswer(t *testing.T)
 	}
 	kept := keptMatchReceived(t, r)
 	msgs, _ := r.agent.Store.Messages(context.Background(), r.id)
-	if len(kept) != 1 || kept[0].Msg != len(msgs)-1 || kept[0].Error == "" {
-		t.Fatalf("kept %+v; %d messages stored", kept, len(msgs))
+	if len(kept) != 1 {
+		t.Fatalf("%d requests kept, want 1: %+v", len(kept), kept)
 	}
+	must(t, fmt.Sprintf("kept %+v; %d messages stored", kept[0], len(msgs)),
+		want{kept[0].Msg == len(msgs)-1, "the cut answer's place, the last stored message"},
+		want{kept[0].Error != "", "the error that cut it"})
 }
 
 // Contract §13: each request sent to a provider can be read back. The

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
@@ -75,7 +75,7 @@ func (s longSession) run(tb testing.TB) sessionRun {
 	tb.Cleanup(func() { ws.Close() })
 	emit := emitTool(tb)
 	open := func() *Agent {
-		store, err := history.OpenSQLiteWith(filepath.Join(dir, "history.db"), history.SQLiteOptions{Relaxed: true})
+		store, err := sqlite.OpenWith(filepath.Join(dir, "history.db"), sqlite.Options{Relaxed: true})
 		if err != nil {
 			tb.Fatal(err)
 		}

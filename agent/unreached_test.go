@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -142,9 +143,12 @@ func TestAConversationWithTurnsKeepsThemAndTheCutAnswerWhenTheProviderCannotBeRe
 		t.Fatalf("the turn should fail without deleting anything: err %v, dropped %v, %d deletes", err, tr.Dropped, store.deletes)
 	}
 	msgs, _ := store.Messages(context.Background(), id)
-	if len(msgs) != 4 || !msgs[3].Cut || textOf(msgs[3]) != NoTextMarker {
-		t.Fatalf("the history and the cut answer should be kept: %d messages, last %+v", len(msgs), msgs[len(msgs)-1])
+	if len(msgs) != 4 {
+		t.Fatalf("%d messages stored, want the history and the cut answer (4): %+v", len(msgs), msgs)
 	}
+	must(t, fmt.Sprintf("last message %+v", msgs[3]),
+		want{msgs[3].Cut, "the answer marked cut"},
+		want{textOf(msgs[3]) == NoTextMarker, "its text NoTextMarker"})
 }
 
 func TestAFirstRequestThatReachedTheProviderIsKeptAsACutAnswer(t *testing.T) {

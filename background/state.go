@@ -73,14 +73,14 @@ func writeState(root string, st state) error {
 	rel := path.Join(Dir, st.ID+".json")
 	f, err := workspace.OpenOwn(root, rel, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("writing the script's state %s: %v", rel, err)
+		return fmt.Errorf("writing the script's state %s: %w", rel, err)
 	}
 	_, err = f.Write(append(b, '\n'))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("writing the script's state %s: %v", rel, err)
+		return fmt.Errorf("writing the script's state %s: %w", rel, err)
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func readGone(root string) ([]state, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the background scripts' states: %v", err)
+		return nil, fmt.Errorf("reading the background scripts' states: %w", err)
 	}
 	var gone []state
 	for _, e := range entries {

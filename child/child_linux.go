@@ -43,6 +43,52 @@ type Group struct {
 // (Setsid, Setctty, Foreground). Call Kill when the command has exited
 // (after cmd.Wait) or to stop it.
 func Start(cmd *exec.Cmd) (*Group, error) {
+	attr, err := startable(cmd)
+	if err != nil {
+		return nil, err
+	}
+	exe := "/proc/self/exe" // still this program when its file was replaced since
+	if _, err := os.Stat(exe); err != nil {
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("child: finding myelin's own executable to supervise %s: %w", cmd.Path, err)
+		}
+	}
+	c, err := commandOf(cmd)
+	if err != nil {
+		return nil, err
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		removeTemp(c.tmp)
+		return nil, fmt.Errorf("child: making the supervisor's control pipe for %s: %w", cmd.Path, err)
+	}
+	doneR, doneW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		removeTemp(c.tmp)
+		return nil, fmt.Errorf("child: making the supervisor's status pipe for %s: %w", cmd.Path, err)
+	}
+	c.supervised(cmd, exe, attr, ctlR, doneW)
+	err = cmd.Start()
+	ctlR.Close()
+	doneW.Close()
+	if err != nil {
+		ctlW.Close()
+		doneR.Close()
+		removeTemp(c.tmp)
+		return nil, c.startError(cmd, err)
+	}
+	g := &Group{cmd: cmd, path: c.path, ctl: ctlW, done: doneR, status: bufio.NewReader(doneR), tmp: c.tmp}
+	if err := g.started(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// startable checks that cmd can be started under a supervisor, and
+// returns a copy of its SysProcAttr (an empty one for none).
+func startable(cmd *exec.Cmd) (*syscall.SysProcAttr, error) {
 	if cmd.Process != nil {
 		return nil, fmt.Errorf("child: %s was already started", cmd.Path)
 	}
@@ -57,97 +103,98 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 		copied := *cmd.SysProcAttr
 		attr = &copied
 	}
-	exe := "/proc/self/exe" // still this program when its file was replaced since
-	if _, err := os.Stat(exe); err != nil {
-		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("child: finding myelin's own executable to supervise %s: %w", cmd.Path, err)
-		}
+	return attr, nil
+}
+
+// command is the command a supervisor is to run.
+type command struct {
+	path      string
+	args      []string
+	sandboxed bool
+	tmp       string // a sandboxed command's temp dir, made by commandOf
+}
+
+// commandOf is the command cmd runs: cmd's own, or, prepared by package
+// sandbox, the one its arguments name, with a temp dir of its own that
+// myelin makes and removes (the supervisor, confined too, can only empty
+// it).
+func commandOf(cmd *exec.Cmd) (command, error) {
+	c := command{path: cmd.Path, args: cmd.Args}
+	if len(c.args) == 0 {
+		c.args = []string{c.path}
 	}
-	// Prepared by package sandbox: the command is the one its arguments
-	// name, and the supervisor confines it, with a temp dir of its own
-	// that myelin makes and removes (the supervisor, confined too, can
-	// only empty it).
-	path, args := cmd.Path, cmd.Args
-	if len(args) == 0 {
-		args = []string{path}
+	c.sandboxed = len(c.args) >= 3 && c.args[0] == supervisor.SandboxArg0
+	if !c.sandboxed {
+		return c, nil
 	}
-	sandboxed := len(args) >= 3 && args[0] == supervisor.SandboxArg0
-	tmp := ""
-	if sandboxed {
-		path, args = args[1], args[2:]
-		made, err := os.MkdirTemp("", "myelin-sandbox-")
-		if err != nil {
-			return nil, fmt.Errorf("child: making the temp dir of %s: %w", path, err)
-		}
-		if tmp, err = filepath.EvalSymlinks(made); err != nil { // the supervisor mounts it: no link on its way
-			removeTemp(made)
-			return nil, fmt.Errorf("child: making the temp dir of %s: %w", path, err)
-		}
-	}
-	ctlR, ctlW, err := os.Pipe()
+	c.path, c.args = c.args[1], c.args[2:]
+	made, err := os.MkdirTemp("", "myelin-sandbox-")
 	if err != nil {
-		removeTemp(tmp)
-		return nil, fmt.Errorf("child: making the supervisor's control pipe for %s: %w", cmd.Path, err)
+		return c, fmt.Errorf("child: making the temp dir of %s: %w", c.path, err)
 	}
-	doneR, doneW, err := os.Pipe()
-	if err != nil {
-		ctlR.Close()
-		ctlW.Close()
-		removeTemp(tmp)
-		return nil, fmt.Errorf("child: making the supervisor's status pipe for %s: %w", cmd.Path, err)
+	if c.tmp, err = filepath.EvalSymlinks(made); err != nil { // the supervisor mounts it: no link on its way
+		removeTemp(made)
+		return c, fmt.Errorf("child: making the temp dir of %s: %w", c.path, err)
 	}
+	return c, nil
+}
+
+// supervised makes cmd run the supervisor exe, which runs c: it gets the
+// command's environment, working directory, standard files and extra
+// files, and hands them on, and the two pipes' ends (ctl, the control
+// pipe's read end; done, the status pipe's write end) after them.
+func (c command) supervised(cmd *exec.Cmd, exe string, attr *syscall.SysProcAttr, ctl, done *os.File) {
 	first := 3 + len(cmd.ExtraFiles)
-	// The supervisor gets the command's environment, working directory,
-	// standard files and extra files, and hands them on.
 	var env []string
 	for _, kv := range cmd.Environ() {
 		if strings.HasPrefix(kv, supervisor.Env+"=") { // the supervisor's own, never the command's
 			continue
 		}
-		if sandboxed && strings.HasPrefix(kv, supervisor.SandboxEnv+"=") {
-			kv += supervisor.Record(supervisor.OpTemp, tmp)
+		if c.sandboxed && strings.HasPrefix(kv, supervisor.SandboxEnv+"=") {
+			kv += supervisor.Record(supervisor.OpTemp, c.tmp)
 		}
 		env = append(env, kv)
 	}
 	cmd.Env = append(env, supervisor.Env+"="+strconv.Itoa(first))
 	cmd.Path = exe
-	cmd.Args = append([]string{"myelin-supervisor", path}, args...)
-	cmd.ExtraFiles = append(cmd.ExtraFiles[:len(cmd.ExtraFiles):len(cmd.ExtraFiles)], ctlR, doneW)
+	cmd.Args = append([]string{"myelin-supervisor", c.path}, c.args...)
+	cmd.ExtraFiles = append(cmd.ExtraFiles[:len(cmd.ExtraFiles):len(cmd.ExtraFiles)], ctl, done)
 	// A group of its own: a terminal's Ctrl-C does not reach it. It has
 	// no parent-death signal: it must outlive myelin to kill what is left.
 	attr.Setpgid, attr.Pgid = true, 0
 	cmd.SysProcAttr = attr
-	err = cmd.Start()
-	ctlR.Close()
-	doneW.Close()
-	if err != nil {
-		ctlW.Close()
-		doneR.Close()
-		removeTemp(tmp)
-		if cmd.Dir != "" { // the kernel's error does not say it was the directory
-			if _, serr := os.Stat(cmd.Dir); serr != nil {
-				return nil, fmt.Errorf("%w; its directory: %v", err, serr)
-			}
+}
+
+// startError is the error of a supervisor that did not start (err,
+// cmd.Start's).
+func (c command) startError(cmd *exec.Cmd, err error) error {
+	if cmd.Dir != "" { // the kernel's error does not say it was the directory
+		if _, serr := os.Stat(cmd.Dir); serr != nil {
+			return fmt.Errorf("%w; its directory: %w", err, serr)
 		}
-		if sandboxed {
-			return nil, fmt.Errorf("child: starting %s in namespaces of its own, for the sandbox: %w: %w; run with --sandbox off to run commands unconfined", path, sandbox.ErrUnavailable, err)
-		}
-		return nil, fmt.Errorf("child: starting the supervisor of %s: %w", path, err)
 	}
-	g := &Group{cmd: cmd, path: path, ctl: ctlW, done: doneR, status: bufio.NewReader(doneR), tmp: tmp}
+	if c.sandboxed {
+		return fmt.Errorf("child: starting %s in namespaces of its own, for the sandbox: %w: %w; run with --sandbox off to run commands unconfined", c.path, sandbox.ErrUnavailable, err)
+	}
+	return fmt.Errorf("child: starting the supervisor of %s: %w", c.path, err)
+}
+
+// started reads the supervisor's first word: the command started, or why
+// not (the supervisor is then killed and reaped).
+func (g *Group) started() error {
 	line, err := g.status.ReadString('\n')
-	if line = strings.TrimSuffix(line, "\n"); line != supervisor.StatusOK {
-		g.Kill()
-		_ = cmd.Wait()
-		if why, ok := strings.CutPrefix(line, supervisor.StatusError); ok {
-			if strings.HasPrefix(why, supervisor.SandboxFailed) {
-				return nil, fmt.Errorf("%w: %s; run with --sandbox off to run commands unconfined", sandbox.ErrUnavailable, why)
-			}
-			return nil, errors.New(why)
-		}
-		return nil, fmt.Errorf("child: the supervisor of %s ended before it started it (%v)", path, err)
+	if line = strings.TrimSuffix(line, "\n"); line == supervisor.StatusOK {
+		return nil
 	}
-	return g, nil
+	g.Kill()
+	_ = g.cmd.Wait()
+	if why, ok := strings.CutPrefix(line, supervisor.StatusError); ok {
+		if strings.HasPrefix(why, supervisor.SandboxFailed) {
+			return fmt.Errorf("%w: %s; run with --sandbox off to run commands unconfined", sandbox.ErrUnavailable, why)
+		}
+		return errors.New(why)
+	}
+	return fmt.Errorf("child: the supervisor of %s ended before it started it (%w)", g.path, err)
 }
 
 // Signal sends sig to the command's process group while the command runs:

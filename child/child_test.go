@@ -247,8 +247,14 @@ func TestStartKeepsTheCommandsOwnAttributes(t *testing.T) {
 	defer g.Kill()
 	cmd.Wait()
 	a := cmd.SysProcAttr
-	if !a.GidMappingsEnableSetgroups || !a.Setpgid || a.Pgid != 0 || a.Pdeathsig != 0 {
-		t.Errorf("SysProcAttr %+v: want GidMappingsEnableSetgroups kept, Setpgid with Pgid 0, no Pdeathsig", a)
+	if !a.GidMappingsEnableSetgroups {
+		t.Error("GidMappingsEnableSetgroups was not kept")
+	}
+	if !a.Setpgid || a.Pgid != 0 {
+		t.Errorf("Setpgid %v, Pgid %d: want a group of its own (Setpgid, Pgid 0)", a.Setpgid, a.Pgid)
+	}
+	if a.Pdeathsig != 0 {
+		t.Errorf("Pdeathsig %v: want none (the supervisor must outlive myelin)", a.Pdeathsig)
 	}
 }
 

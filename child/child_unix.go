@@ -54,7 +54,7 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("child: making the watcher's pipe for %s: %v", cmd.Path, err)
+		return nil, fmt.Errorf("child: making the watcher's pipe for %s: %w", cmd.Path, err)
 	}
 	watcher := exec.Command(watcherShell, "-c", watcherScript)
 	watcher.Stdin = r
@@ -65,7 +65,7 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	r.Close()
 	if err != nil {
 		w.Close()
-		return nil, fmt.Errorf("child: starting the watcher of %s (%s): %v", cmd.Path, watcherShell, err)
+		return nil, fmt.Errorf("child: starting the watcher of %s (%s): %w", cmd.Path, watcherShell, err)
 	}
 	g := &Group{cmd: cmd, pgid: watcher.Process.Pid, watcher: watcher, hold: w}
 	attr.Setpgid, attr.Pgid = true, g.pgid
@@ -74,7 +74,7 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 		g.Kill()
 		if cmd.Dir != "" { // the kernel's error does not say it was the directory
 			if _, serr := os.Stat(cmd.Dir); serr != nil {
-				return nil, fmt.Errorf("%w; its directory: %v", err, serr)
+				return nil, fmt.Errorf("%w; its directory: %w", err, serr)
 			}
 		}
 		return nil, err
@@ -101,7 +101,7 @@ func (g *Group) Signal(sig os.Signal) error {
 		return nil
 	}
 	if err := syscall.Kill(-g.pgid, s); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("child: signalling the process group %d of %s: %v", g.pgid, g.cmd.Path, err)
+		return fmt.Errorf("child: signalling the process group %d of %s: %w", g.pgid, g.cmd.Path, err)
 	}
 	return nil
 }

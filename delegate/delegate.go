@@ -439,7 +439,7 @@ func (d *Delegate) registry(names []string, delegate bool) (*tool.Registry, erro
 			err = reg.Add(t)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("making %s over the subagent's tools: %v", name, err)
+			return nil, fmt.Errorf("making %s over the subagent's tools: %w", name, err)
 		}
 	}
 	return reg, nil

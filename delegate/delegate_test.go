@@ -12,6 +12,7 @@ import (
 
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
@@ -63,7 +64,7 @@ func newRig(t *testing.T, lim Limits, extra ...*tool.Tool) *rig {
 // would.
 func (r *rig) open(lim Limits, extra ...*tool.Tool) {
 	r.t.Helper()
-	store, err := history.OpenSQLite(filepath.Join(r.dir, ".myelin", "history.db"))
+	store, err := sqlite.Open(filepath.Join(r.dir, ".myelin", "history.db"))
 	if err != nil {
 		r.t.Fatal(err)
 	}

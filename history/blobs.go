@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
+
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // Blobs is the part of a Store that keeps the bytes of a conversation's
@@ -50,56 +50,11 @@ type Blobs interface {
 
 // ErrBlobTaken is wrapped by the error of a PutBlob whose path is already
 // kept with other bytes.
-var ErrBlobTaken = errors.New("the path is already kept with other bytes, and a kept file is never replaced")
+var ErrBlobTaken = record.ErrBlobTaken
 
 // BlobHash is the hash a Blobs store keeps data by: its SHA-256 in
 // lower-case hex.
 func BlobHash(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
-}
-
-// MaxBlob is the largest file a Blobs store keeps: what workspace--read
-// reads at the most (1 GiB), and what a Postgres bytea value holds.
-const MaxBlob = 1 << 30
-
-// CheckBlob refuses what no Blobs store keeps: an empty conversation id or
-// path, data over MaxBlob. doing says what was being done, for the error.
-// Every store's PutBlob calls it first (stores in other packages too), so
-// that all refuse the same; it must not look at the store.
-func CheckBlob(doing, id, path string, size int) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%s: no conversation id", doing)
-	case path == "":
-		return fmt.Errorf("%s: no path", doing)
-	case size > MaxBlob:
-		return fmt.Errorf("%s: the file is %d bytes, over the %d a store keeps", doing, size, MaxBlob)
-	}
-	return nil
-}
-
-// blobTaken is the error of path kept with other bytes (have) than the
-// ones given (want).
-func blobTaken(id, path, have, want string) error {
-	return fmt.Errorf("keeping file %s of conversation %s: it is kept with other bytes (sha256 %s), not these (sha256 %s): %w",
-		path, id, short12(have), short12(want), ErrBlobTaken)
-}
-
-// errNoBlob is the error of a path a conversation does not keep.
-func errNoBlob(id, path string) error {
-	return fmt.Errorf("conversation %s keeps no file %s: %w", id, path, ErrNotFound)
-}
-
-// errNoHash is the error of a hash no file has.
-func errNoHash(hash string) error {
-	return fmt.Errorf("no kept file has sha256 %s: %w", hash, ErrNotFound)
-}
-
-// short12 is the first 12 digits of a hash, as errors show it.
-func short12(hash string) string {
-	if len(hash) > 12 {
-		return hash[:12]
-	}
-	return hash
 }

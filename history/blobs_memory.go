@@ -3,6 +3,8 @@ package history
 import (
 	"context"
 	"slices"
+
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // memBlobs is what a Memory keeps of Blobs: each content once, by hash,
@@ -20,7 +22,10 @@ func (s *Memory) Shared() bool { return s.ShareBlobs }
 
 // PutBlob keeps data as the file at path of conversation id (see Blobs).
 func (s *Memory) PutBlob(ctx context.Context, id, path string, data []byte) (string, error) {
-	if err := CheckBlob("keeping file "+path+" of conversation "+id, id, path, len(data)); err != nil {
+	if err := stopped(ctx, "keeping file "+path+" of conversation "+id); err != nil {
+		return "", err
+	}
+	if err := record.CheckBlob("keeping file "+path+" of conversation "+id, id, path, len(data)); err != nil {
 		return "", err
 	}
 	hash := BlobHash(data)
@@ -33,7 +38,7 @@ func (s *Memory) PutBlob(ctx context.Context, id, path string, data []byte) (str
 	name := blobName{id, path}
 	if have, ok := b.paths[name]; ok {
 		if have != hash {
-			return "", blobTaken(id, path, have, hash)
+			return "", record.BlobTaken(id, path, have, hash)
 		}
 		return hash, nil
 	}
@@ -50,6 +55,9 @@ func (s *Memory) PutBlob(ctx context.Context, id, path string, data []byte) (str
 // BlobAt returns the bytes kept as the file at path of conversation id
 // (see Blobs).
 func (s *Memory) BlobAt(ctx context.Context, id, path string) (string, []byte, error) {
+	if err := stopped(ctx, "reading file "+path+" of conversation "+id); err != nil {
+		return "", nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.get(id); err != nil {
@@ -57,18 +65,21 @@ func (s *Memory) BlobAt(ctx context.Context, id, path string) (string, []byte, e
 	}
 	hash, ok := s.blobs.paths[blobName{id, path}]
 	if !ok {
-		return "", nil, errNoBlob(id, path)
+		return "", nil, record.NoBlob(id, path)
 	}
 	return hash, slices.Clone(s.blobs.data[hash]), nil
 }
 
 // BlobByHash returns the bytes whose hash is hash (see Blobs).
 func (s *Memory) BlobByHash(ctx context.Context, hash string) ([]byte, error) {
+	if err := stopped(ctx, "reading the kept file of sha256 "+hash); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	data, ok := s.blobs.data[hash]
 	if !ok {
-		return nil, errNoHash(hash)
+		return nil, record.NoHash(hash)
 	}
 	return slices.Clone(data), nil
 }

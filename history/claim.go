@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // Holder is a writer of a conversation: the process (later also a worker
@@ -52,7 +54,7 @@ func NewHolder() Holder {
 
 // node is thisNode, read once: a process's boot and pid namespace do not
 // change while it runs, and a claim is taken once a turn.
-var node = sync.OnceValue(thisNode)
+var node = sync.OnceValue(record.ThisNode)
 
 // String names the holder for people: "pid 1234 on host, since 09:01:02 UTC".
 func (h Holder) String() string {
@@ -84,7 +86,7 @@ func (e *HeldError) Error() string {
 
 // ErrClaimLost is wrapped by the error for a write by a holder whose claim
 // was taken over (or released): nothing was written.
-var ErrClaimLost = errors.New("this writer's claim on the conversation was lost")
+var ErrClaimLost = record.ErrClaimLost
 
 // ErrExists is wrapped by the error for creating a conversation whose id is
 // taken (another process may have created it at the same moment).
@@ -130,20 +132,14 @@ type claimRow struct {
 // lease runs and, when it is on this node (see Holder.Node), its process
 // exists. A holder elsewhere is alive until its lease runs out.
 func (c claimRow) alive(now time.Time, node string) bool {
-	if !now.Before(c.expires) {
-		return false
-	}
-	if node != "" && c.Node == node && c.PID > 0 {
-		return processExists(c.PID)
-	}
-	return true
+	return record.Alive(now, c.expires, node, c.Node, c.PID)
 }
 
 // lost is the error for a write by w when the conversation's claim is c
 // (ok false: there is none).
 func lost(id string, w Holder, c claimRow, ok bool) error {
 	if !ok {
-		return fmt.Errorf("conversation %s: %w (%s held it; it was released or taken over since), so nothing was written", id, ErrClaimLost, w)
+		return record.ClaimLost(id, w.String(), "")
 	}
-	return fmt.Errorf("conversation %s: %w: %s took it over, so nothing was written", id, ErrClaimLost, c.Holder)
+	return record.ClaimLost(id, w.String(), c.Holder.String())
 }

@@ -161,3 +161,19 @@ func BenchmarkDecodeThinkingAnswer(b *testing.B) {
 		}
 	})
 }
+
+// sampleMessages are storetest.SampleMessages (which this package's own
+// tests cannot import: storetest imports history).
+func sampleMessages() []Message {
+	return []Message{
+		{Role: User, Parts: []Part{{Type: TextPart, Text: "read <a.txt> & tell me"}}},
+		{Role: Assistant, Usage: &Usage{Input: 10, Output: 5, CacheRead: 100, CacheWrite: 7}, Parts: []Part{
+			{Type: TextPart, Text: "Reading it."},
+			{Type: ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
+		}},
+		{Role: User, Parts: []Part{
+			{Type: ToolResultPart, CallID: "toolu_1", Text: "     1\ttab\there \"quoted\" \\ back\n[image: image/png, 4 bytes]", IsError: true,
+				Images: []result.Image{{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}}, SpillPath: ".myelin/tool-results/x.txt"},
+		}},
+	}
+}

@@ -1,5 +1,9 @@
 // Package history owns the stored conversation: the message model that
-// every request is built from, and the Store that keeps it durably.
+// every request is built from, the Store interface that keeps it, and
+// Memory, a Store in this process only. The durable stores are packages of
+// their own, so that a package that only reads messages (a wire, window,
+// agent) links no database driver: history/sqlite (one file, the CLI's
+// default) and history/postgres (shared by workers).
 //
 // What it stores is never re-rendered: a tool result's text is the text
 // package result gave, kept as it was, so that a request built from the
@@ -12,11 +16,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/myelin-run/myelin/history/internal/record"
 	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/result"
 )
@@ -182,25 +186,6 @@ type Conversation struct {
 	ParentCall string `json:"parent_call,omitempty"`
 }
 
-// checkLink returns the error for c's link to its parent that no store
-// may take (Conversation.Parent), saying what is wrong; the parent's
-// presence is each store's to check, in its transaction.
-func checkLink(c Conversation) error {
-	switch {
-	case c.ParentCall != "" && c.Parent == "":
-		return fmt.Errorf("creating conversation %s: it names the parent call %q but no parent conversation", c.ID, c.ParentCall)
-	case c.Parent != "" && c.Parent == c.ID:
-		return fmt.Errorf("creating conversation %s: it names itself as its parent", c.ID)
-	}
-	return nil
-}
-
-// noParent is the error (wrapping ErrNotFound) for creating conversation
-// id whose parent is not in the store.
-func noParent(id, parent string) error {
-	return fmt.Errorf("creating conversation %s: its parent conversation %s: %w", id, parent, ErrNotFound)
-}
-
 // Family is what a Store gives to find the conversations a conversation's
 // tool calls started (Conversation.Parent); every store of this module
 // implements it. Use Children, which takes any Store.
@@ -311,7 +296,7 @@ func IsLazy(ctx context.Context) bool { v, _ := ctx.Value(lazyKey{}).(bool); ret
 
 // ErrNotFound is wrapped by the error for a conversation that is not in the
 // store.
-var ErrNotFound = errors.New("no such conversation")
+var ErrNotFound = record.ErrNotFound
 
 // ErrDamaged is wrapped by the error for a stored conversation that is not
 // what was written: a message whose bytes no longer match their checksum,

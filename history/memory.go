@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // Memory is a Store that keeps conversations in this process's memory: for
@@ -55,10 +57,13 @@ func (s *Memory) get(id string) (*memConversation, error) {
 
 // Create starts a conversation (see Store.Create).
 func (s *Memory) Create(ctx context.Context, c Conversation) error {
+	if err := stopped(ctx, "creating conversation "+c.ID); err != nil {
+		return err
+	}
 	if c.ID == "" {
 		return fmt.Errorf("creating a conversation: its id is empty")
 	}
-	if err := checkLink(c); err != nil {
+	if err := record.CheckLink(c.ID, c.Parent, c.ParentCall); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -70,7 +75,7 @@ func (s *Memory) Create(ctx context.Context, c Conversation) error {
 		return fmt.Errorf("creating conversation %s: %w", c.ID, ErrExists)
 	}
 	if _, ok := s.convs[c.Parent]; c.Parent != "" && !ok {
-		return noParent(c.ID, c.Parent)
+		return record.NoParent(c.ID, c.Parent)
 	}
 	now := s.clock().UTC()
 	c.Created, c.Updated, c.Messages = now, now, 0
@@ -80,6 +85,9 @@ func (s *Memory) Create(ctx context.Context, c Conversation) error {
 
 // Get returns a conversation's record (see Store.Get).
 func (s *Memory) Get(ctx context.Context, id string) (Conversation, error) {
+	if err := stopped(ctx, "reading conversation "+id); err != nil {
+		return Conversation{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.get(id)
@@ -91,6 +99,9 @@ func (s *Memory) Get(ctx context.Context, id string) (Conversation, error) {
 
 // Messages returns a conversation's messages in order (see Store.Messages).
 func (s *Memory) Messages(ctx context.Context, id string) ([]Message, error) {
+	if err := stopped(ctx, "reading conversation "+id); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.get(id)
@@ -131,6 +142,9 @@ func (s *Memory) writable(ctx context.Context, id string) (*memConversation, err
 
 // Append adds messages to a conversation, all or none (see Store.Append).
 func (s *Memory) Append(ctx context.Context, id string, msgs ...Message) error {
+	if err := stopped(ctx, "appending to conversation "+id); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.writable(ctx, id)
@@ -160,11 +174,11 @@ func (s *Memory) Append(ctx context.Context, id string, msgs ...Message) error {
 // holder of a Memory is in this process, so only the lease tells a live
 // one from a stopped one.
 func (s *Memory) Claim(ctx context.Context, id string, h Holder, lease time.Duration) (Holder, error) {
-	if err := checkLease(id, lease); err != nil {
+	if err := stopped(ctx, "claiming conversation "+id); err != nil {
 		return h, err
 	}
-	if h.Token == "" {
-		return h, fmt.Errorf("claiming conversation %s: the holder has no token (make it with NewHolder)", id)
+	if err := record.CheckClaim(id, h.Token, lease); err != nil {
+		return h, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -187,7 +201,10 @@ func (s *Memory) Claim(ctx context.Context, id string, h Holder, lease time.Dura
 
 // Renew extends h's claim on id (see Store.Renew).
 func (s *Memory) Renew(ctx context.Context, id string, h Holder, lease time.Duration) error {
-	if err := checkLease(id, lease); err != nil {
+	if err := stopped(ctx, "renewing the claim on conversation "+id); err != nil {
+		return err
+	}
+	if err := record.CheckLease(id, lease); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -205,6 +222,9 @@ func (s *Memory) Renew(ctx context.Context, id string, h Holder, lease time.Dura
 
 // Release gives up h's claim on id (see Store.Release).
 func (s *Memory) Release(ctx context.Context, id string, h Holder) error {
+	if err := stopped(ctx, "releasing the claim on conversation "+id); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c, ok := s.convs[id]; ok && c.claim != nil && c.claim.Token == h.Token {
@@ -216,9 +236,12 @@ func (s *Memory) Release(ctx context.Context, id string, h Holder) error {
 // Keep stores finished calls' results ahead of their round (see
 // Store.Keep).
 func (s *Memory) Keep(ctx context.Context, id string, results ...Part) error {
+	if err := stopped(ctx, "keeping results in conversation "+id); err != nil {
+		return err
+	}
 	for _, p := range results {
-		if p.Type != ToolResultPart || p.CallID == "" {
-			return fmt.Errorf("keeping results in conversation %s: want tool results with call ids, got a %q part with call id %q", id, p.Type, p.CallID)
+		if err := record.CheckKept(id, p.Type == ToolResultPart, string(p.Type), p.CallID); err != nil {
+			return err
 		}
 	}
 	s.mu.Lock()
@@ -242,6 +265,9 @@ func (s *Memory) Keep(ctx context.Context, id string, results ...Part) error {
 // Kept returns the results kept for conversation id (see Store.Kept), in
 // the order they were first kept.
 func (s *Memory) Kept(ctx context.Context, id string) ([]Part, error) {
+	if err := stopped(ctx, "reading the kept results of conversation "+id); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := s.get(id)
@@ -257,6 +283,9 @@ func (s *Memory) Kept(ctx context.Context, id string) ([]Part, error) {
 
 // List returns the conversations, most recently updated first.
 func (s *Memory) List(ctx context.Context) ([]Conversation, error) {
+	if err := stopped(ctx, "listing the conversations"); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]Conversation, 0, len(s.convs))
@@ -275,6 +304,9 @@ func (s *Memory) List(ctx context.Context) ([]Conversation, error) {
 // Children returns the conversations whose Parent is id, oldest first
 // (see Family).
 func (s *Memory) Children(ctx context.Context, id string) ([]Conversation, error) {
+	if err := stopped(ctx, "listing the children of conversation "+id); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Conversation
@@ -294,3 +326,15 @@ var (
 	_ Store  = (*Memory)(nil)
 	_ Family = (*Memory)(nil)
 )
+
+// stopped is the error for a call made under a context that is done
+// (wrapping its cause, context.Canceled or DeadlineExceeded), saying what
+// was being done; nil while it runs. A Memory answers at once, but keeps
+// the contract every store keeps: a caller that stopped is told so, and
+// nothing is written for it.
+func stopped(ctx context.Context, doing string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", doing, err)
+	}
+	return nil
+}

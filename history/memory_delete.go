@@ -9,6 +9,9 @@ var _ Deleter = (*Memory)(nil)
 // those files that no other conversation's file has. Its claim is checked
 // as every write's is.
 func (s *Memory) Delete(ctx context.Context, id string) error {
+	if err := stopped(ctx, "deleting conversation "+id); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.writable(ctx, id); err != nil {

@@ -2,7 +2,6 @@ package history
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -66,16 +65,4 @@ func CommonPrefix(a, b []byte) int {
 		i++
 	}
 	return i
-}
-
-// snapshotEvery is how often the SQLite store keeps a request's body
-// whole, so that rebuilding one reads at most this many rows.
-const snapshotEvery = 32
-
-// errNoRequest is the error of a request number out of range.
-func errNoRequest(id string, n, count int) error {
-	if count == 0 {
-		return fmt.Errorf("conversation %s has no stored request: %w", id, ErrNotFound)
-	}
-	return fmt.Errorf("conversation %s has requests 1 to %d, not %d: %w", id, count, n, ErrNotFound)
 }

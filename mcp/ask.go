@@ -124,7 +124,7 @@ func (s *server) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.Elici
 	if e.Mode == "form" {
 		fields, err := formFields(p.RequestedSchema)
 		if err != nil {
-			return nil, fmt.Errorf("the requested schema: %v", err)
+			return nil, fmt.Errorf("the requested schema: %w", err)
 		}
 		e.Fields = fields
 		if p.RequestedSchema != nil {
@@ -169,7 +169,7 @@ func formFields(schema any) ([]Field, error) {
 		Required []string `json:"required"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("not an object schema of flat properties: %v", err)
+		return nil, fmt.Errorf("not an object schema of flat properties: %w", err)
 	}
 	var out []Field
 	for name, p := range doc.Properties {
@@ -219,21 +219,21 @@ func (e *Elicitation) Check(content map[string]any) (map[string]any, error) {
 			continue
 		}
 		if err := checkValue(f, v); err != nil {
-			return nil, fmt.Errorf("field %q: %v", f.Name, err)
+			return nil, fmt.Errorf("field %q: %w", f.Name, err)
 		}
 		out[f.Name] = v
 	}
 	if len(e.Schema) > 0 {
 		var schema jsonschema.Schema
 		if err := json.Unmarshal(e.Schema, &schema); err != nil {
-			return nil, fmt.Errorf("the form's schema does not read: %v", err)
+			return nil, fmt.Errorf("the form's schema does not read: %w", err)
 		}
 		resolved, err := schema.Resolve(nil)
 		if err != nil {
-			return nil, fmt.Errorf("the form's schema does not resolve: %v", err)
+			return nil, fmt.Errorf("the form's schema does not resolve: %w", err)
 		}
 		if err := resolved.Validate(out); err != nil {
-			return nil, fmt.Errorf("the answer does not fit the form's schema: %v", err)
+			return nil, fmt.Errorf("the answer does not fit the form's schema: %w", err)
 		}
 	}
 	return out, nil
@@ -356,7 +356,7 @@ func (s *server) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sd
 	}
 	if err := s.budget.take(smp.MaxTokens); err != nil {
 		s.opts.notify(fmt.Sprintf("MCP server %s asked the model to complete; refused: %v", s.cfg.Name, err))
-		return nil, fmt.Errorf("myelin refused: %v (the server's \"sampling\" entry in the MCP config sets it)", err)
+		return nil, fmt.Errorf("myelin refused: %w (the server's \"sampling\" entry in the MCP config sets it)", err)
 	}
 	last := ""
 	if n := len(smp.Messages); n > 0 {
@@ -366,7 +366,7 @@ func (s *server) sample(ctx context.Context, req *sdk.CreateMessageRequest) (*sd
 	c, err := s.opts.Sampler.Sample(ctx, smp)
 	s.budget.settle(smp.MaxTokens, c.Tokens)
 	if err != nil {
-		return nil, fmt.Errorf("the model did not complete: %v", err)
+		return nil, fmt.Errorf("the model did not complete: %w", err)
 	}
 	s.opts.notify(fmt.Sprintf("MCP server %s got %d chars from %s (%d tokens)", s.cfg.Name, len(c.Text), c.Model, c.Tokens))
 	return &sdk.CreateMessageResult{Content: &sdk.TextContent{Text: c.Text}, Model: c.Model, Role: "assistant", StopReason: c.StopReason}, nil

@@ -347,11 +347,11 @@ func (s *server) connect(ctx context.Context) (*link, error) {
 		case timedOut && proc != nil:
 			err = fmt.Errorf("no answer to initialize within %v, so myelin stopped it; the end of its stderr (in %s): %s", s.opts.startTimeout(), proc.log, logTail(proc.log, proc.logFrom))
 		case timedOut:
-			err = fmt.Errorf("no answer to initialize within %v: %v", s.opts.startTimeout(), err)
+			err = fmt.Errorf("no answer to initialize within %v: %w", s.opts.startTimeout(), err)
 		case proc != nil:
 			err = proc.explain(err)
 		}
-		return nil, fmt.Errorf("connecting: %v", err)
+		return nil, fmt.Errorf("connecting: %w", err)
 	}
 	// Servers send no log messages until asked to (the SDK's do not):
 	// those of level info and above go to the server's log file.
@@ -466,7 +466,7 @@ func (s *server) live(ctx context.Context) (*link, error) {
 	l, err := s.connect(ctx)
 	if err != nil {
 		s.setState(StateExited, why+restartFailed+err.Error())
-		return nil, fmt.Errorf("%s, and restarting it failed: %v", why, err)
+		return nil, fmt.Errorf("%s, and restarting it failed: %w", why, err)
 	}
 	return l, nil
 }
@@ -541,7 +541,7 @@ func (s *server) call(ctx context.Context, name, offered string, input json.RawM
 		return fail("the call was cancelled")
 	case callCtx.Err() != nil:
 		return fail("no answer within %v (the server's timeout); the call was cancelled", s.cfg.CallTimeout())
-	case strings.Contains(err.Error(), errTooLarge), sl.answeredWithError():
+	case errors.Is(err, errReplyTooLarge), sl.answeredWithError():
 		// An error reply is the server's answer: the session is alive,
 		// and there is no exit to wait for.
 		return fail("%v", unwrapRPC(err))

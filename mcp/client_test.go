@@ -99,8 +99,17 @@ func TestStdioToolsAreOfferedUnderTheirServerNamesInOrder(t *testing.T) {
 		t.Errorf("echo tools %v, want alpha--echo zeta--echo", names)
 	}
 	st := h.set.Status()
-	if len(st) != 2 || st[0].Name != "zeta" || st[0].State != StateRunning || len(st[0].Tools) < 10 {
-		t.Errorf("status %+v", st)
+	if len(st) != 2 {
+		t.Fatalf("status of %d servers, want 2: %+v", len(st), st)
+	}
+	if st[0].Name != "zeta" {
+		t.Errorf("the first status is %s's, want zeta's (the config's order)", st[0].Name)
+	}
+	if st[0].State != StateRunning {
+		t.Errorf("zeta is %s, want %s", st[0].State, StateRunning)
+	}
+	if len(st[0].Tools) < 10 {
+		t.Errorf("zeta offers %d tools, want the test server's 10 or more: %v", len(st[0].Tools), st[0].Tools)
 	}
 }
 
@@ -210,8 +219,13 @@ func TestA20MiBTextIsReadAndSpilledWhole(t *testing.T) {
 func TestAReplyOverTheBoundIsAnErrorAndTheSessionGoesOn(t *testing.T) {
 	h := start(t, []Server{testServer("t")}, Options{MaxReply: 1 << 20})
 	out := h.call("t--big", `{"mib":2}`)
-	if !out.IsError || !strings.Contains(out.Text, "reply too large") || !strings.Contains(out.Text, "over the bound of 1.0 MiB") {
-		t.Errorf("got %q (error %v), want an error saying the reply was too large", out.Text, out.IsError)
+	if !out.IsError {
+		t.Errorf("a reply over the bound is not an error: %.300q", out.Text)
+	}
+	for _, want := range []string{"reply too large", "over the bound of 1.0 MiB"} {
+		if !strings.Contains(out.Text, want) {
+			t.Errorf("got %.300q, want it to say %q", out.Text, want)
+		}
 	}
 	if out := h.call("t--echo", `{"text":"still here"}`); out.Text != "still here" {
 		t.Errorf("after the large reply: %q", out.Text)
@@ -255,8 +269,14 @@ func TestAnErrorReplyIsReturnedAtOnce(t *testing.T) {
 				if ctx.Err() != nil {
 					t.Fatalf("call %d: the error reply was returned only after the deadline (%v): %q", i, ctx.Err(), out.Text)
 				}
-				if !out.IsError || !strings.Contains(out.Text, "no_such_tool") || strings.Contains(out.Text, "during the call") {
-					t.Errorf("call %d: got %q (error %v), want the server's error naming the tool", i, out.Text, out.IsError)
+				if !out.IsError {
+					t.Errorf("call %d: got %q, not an error; want the server's error", i, out.Text)
+				}
+				if !strings.Contains(out.Text, "no_such_tool") {
+					t.Errorf("call %d: got %q, want the server's error naming the tool", i, out.Text)
+				}
+				if strings.Contains(out.Text, "during the call") {
+					t.Errorf("call %d: got %q, which takes the error reply for the server's end", i, out.Text)
 				}
 			}
 			if st := h.set.Status()[0]; st.State != StateRunning {
@@ -497,8 +517,16 @@ func TestAServerThatNeverAnswersSaysWhichRequestWentUnanswered(t *testing.T) {
 	h := start(t, []Server{silent, noList}, Options{StartTimeout: 2 * time.Second, Grace: 100 * time.Millisecond})
 	for i, want := range []string{"no answer to initialize within 2s", "no answer to tools/list within 2s"} {
 		st := h.set.Status()[i]
-		if st.State != StateFailed || !strings.Contains(st.Err, want) || strings.Contains(st.Err, "exit status") || strings.Contains(st.Err, "context deadline exceeded") {
-			t.Errorf("%s: %s: %q, want failed: %q", st.Name, st.State, st.Err, want)
+		if st.State != StateFailed {
+			t.Errorf("%s is %s, want %s", st.Name, st.State, StateFailed)
+		}
+		if !strings.Contains(st.Err, want) {
+			t.Errorf("%s: %q, want it to say %q", st.Name, st.Err, want)
+		}
+		for _, not := range []string{"exit status", "context deadline exceeded"} {
+			if strings.Contains(st.Err, not) {
+				t.Errorf("%s: %q, which says %q: the server was stopped, not ended", st.Name, st.Err, not)
+			}
 		}
 	}
 }

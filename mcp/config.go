@@ -112,7 +112,7 @@ func ParseConfig(source string, data []byte, lookup func(string) (string, bool))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%s: not an mcpServers document: %v", source, err)
+		return nil, fmt.Errorf("%s: not an mcpServers document: %w", source, err)
 	}
 	if doc.MCPServers == nil {
 		return nil, fmt.Errorf(`%s: no "mcpServers" object`, source)
@@ -126,14 +126,14 @@ func ParseConfig(source string, data []byte, lookup func(string) (string, bool))
 	for _, name := range names {
 		var s Server
 		if err := json.Unmarshal(doc.MCPServers[name], &s); err != nil {
-			return nil, fmt.Errorf("%s: server %q: %v", source, name, err)
+			return nil, fmt.Errorf("%s: server %q: %w", source, name, err)
 		}
 		s.Name = name
 		if err := s.expand(lookup); err != nil {
 			s.Problem = fmt.Sprintf("%s: %v", source, err)
 		}
 		if err := s.check(); err != nil {
-			return nil, fmt.Errorf("%s: server %q: %v", source, name, err)
+			return nil, fmt.Errorf("%s: server %q: %w", source, name, err)
 		}
 		out = append(out, s)
 	}
@@ -271,7 +271,7 @@ func LoadConfig(files []ConfigFile, lookup func(string) (string, bool)) ([]Serve
 			if f.Optional && os.IsNotExist(err) {
 				continue
 			}
-			return nil, fmt.Errorf("MCP config %s: %v", f.Path, err)
+			return nil, fmt.Errorf("MCP config %s: %w", f.Path, err)
 		}
 		servers, err := ParseConfig(f.Path, data, lookup)
 		if err != nil {

@@ -105,7 +105,7 @@ func (s *idScan) ID() (jsonrpc.ID, error) {
 	}
 	var v any
 	if err := json.Unmarshal(s.id, &v); err != nil {
-		return jsonrpc.ID{}, fmt.Errorf("its id %q is not JSON: %v", s.id, err)
+		return jsonrpc.ID{}, fmt.Errorf("its id %q is not JSON: %w", s.id, err)
 	}
 	return jsonrpc.MakeID(v)
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/agent"
-	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/internal/skipped"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -160,7 +160,7 @@ func TestReferenceServersReachTheModelAsSPEC4Says(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := history.OpenSQLite(filepath.Join(h.ws.Dir(), ".myelin", "history.db"))
+	store, err := sqlite.Open(filepath.Join(h.ws.Dir(), ".myelin", "history.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

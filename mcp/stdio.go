@@ -152,7 +152,7 @@ func startProcess(s Server, o *Options) (*process, error) {
 		outR.Close()
 		errR.Close()
 		closeLog(logFile)
-		return nil, fmt.Errorf("starting %s: %v", s.Command, err)
+		return nil, fmt.Errorf("starting %s: %w", s.Command, err)
 	}
 	copied := make(chan struct{})
 	go func() {
@@ -212,7 +212,7 @@ func openLog(root string, s Server) (*workspace.Log, string, error) {
 		return nil, "(no log: " + err.Error() + ")", nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("opening the server's log: %v", err)
+		return nil, "", fmt.Errorf("opening the server's log: %w", err)
 	}
 	fmt.Fprintf(l, "--- myelin started %s at %s\n", s.Command, time.Now().UTC().Format(time.RFC3339))
 	return l, l.Path(), nil
@@ -227,7 +227,8 @@ func (p *process) exited() string {
 }
 
 // explain says why connecting failed when the process exited: its exit
-// status and the last lines it wrote to stderr.
+// status and the last lines it wrote to stderr. The error connecting gave
+// stays underneath (a cancelled context's among them).
 func (p *process) explain(err error) error {
 	select {
 	case <-p.done:
@@ -239,10 +240,20 @@ func (p *process) explain(err error) error {
 		where = `; it ran in an empty directory of its own, not in the workspace: an entry that runs the workspace's files (python3 server.py, node build/index.js) names the workspace with "cwd": "." (docs/mcp.md, "Working directory")`
 	}
 	if strings.HasPrefix(p.log, "(") { // no log: p.log says why
-		return fmt.Errorf("the server exited (%s) before it answered; its stderr was not kept %s%s", p.exited(), p.log, where)
+		return &exitError{fmt.Sprintf("the server exited (%s) before it answered; its stderr was not kept %s%s", p.exited(), p.log, where), err}
 	}
-	return fmt.Errorf("the server exited (%s) before it answered; the end of its stderr (in %s): %s%s", p.exited(), p.log, logTail(p.log, p.logFrom), where)
+	return &exitError{fmt.Sprintf("the server exited (%s) before it answered; the end of its stderr (in %s): %s%s", p.exited(), p.log, logTail(p.log, p.logFrom), where), err}
 }
+
+// exitError says how a server that exited before it answered ended, over
+// the error connecting to it gave.
+type exitError struct {
+	why   string
+	cause error
+}
+
+func (e *exitError) Error() string { return e.why }
+func (e *exitError) Unwrap() error { return e.cause }
 
 // logTail is the end of what a log holds from offset from (this start's
 // lines), as one line; it reads at most the last 64 KiB.
@@ -363,9 +374,9 @@ func (c *lineConn) next(br *bufio.Reader, max int64) ([]jsonrpc.Message, error) 
 		id, err := sp.rest.ID()
 		switch {
 		case err != nil && sp.werr != nil:
-			return nil, fmt.Errorf("the server sent a message of %s, and keeping it failed (%v), and %v, so it cannot be answered", sizeOf(size), sp.werr, err)
+			return nil, fmt.Errorf("the server sent a message of %s, and keeping it failed (%w), and %w, so it cannot be answered", sizeOf(size), sp.werr, err)
 		case err != nil:
-			return nil, fmt.Errorf("the server sent a message of %s, over the bound of %s, and %v, so it cannot be answered", sizeOf(size), sizeOf(max), err)
+			return nil, fmt.Errorf("the server sent a message of %s, over the bound of %s, and %w, so it cannot be answered", sizeOf(size), sizeOf(max), err)
 		case sp.werr != nil:
 			return []jsonrpc.Message{notKept(id, size, sp.werr)}, nil
 		}
@@ -447,11 +458,21 @@ func notKept(id jsonrpc.ID, size int64, err error) *jsonrpc.Response {
 // errTooLarge starts the error a call gets for a reply over the bound.
 const errTooLarge = "reply too large"
 
+// codeTooLarge is the code of the error reply that stands in for a reply
+// over the bound: one of the codes JSON-RPC leaves to implementations
+// (-32000 to -32099), so that the call tells it by its code
+// (errors.Is(err, errReplyTooLarge): the SDK's error compares codes).
+const codeTooLarge = -32099
+
+// errReplyTooLarge is what errors.Is matches a call's error against to
+// tell a reply over the bound.
+var errReplyTooLarge = &jsonrpc.Error{Code: codeTooLarge}
+
 // tooLarge is the error reply that stands in for a reply of size bytes,
 // over max.
 func tooLarge(id jsonrpc.ID, size, max int64) *jsonrpc.Response {
 	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
-		Code:    jsonrpc.CodeInternalError,
+		Code:    codeTooLarge,
 		Message: fmt.Sprintf("%s: the reply was %s, over the bound of %s, so myelin did not read it", errTooLarge, sizeOf(size), sizeOf(max)),
 	}}
 }

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"runtime"
 	"strconv"
@@ -41,8 +42,17 @@ func TestAReplyOverTheBoundTakesAboutTheBoundInMemory(t *testing.T) {
 		t.Fatalf("got %v, %v", msgs, err)
 	}
 	resp, ok := msgs[0].(*jsonrpc.Response)
-	if id, _ := jsonrpc.MakeID(float64(7)); !ok || resp.Error == nil || !strings.Contains(resp.Error.Error(), errTooLarge) || resp.ID != id {
-		t.Fatalf("got %#v, want the too-large error for id 7", msgs[0])
+	if !ok || resp.Error == nil {
+		t.Fatalf("got %#v, want an error reply", msgs[0])
+	}
+	if id, _ := jsonrpc.MakeID(float64(7)); resp.ID != id {
+		t.Errorf("the error reply's id is %v, want 7", resp.ID)
+	}
+	if !errors.Is(resp.Error, errReplyTooLarge) {
+		t.Errorf("the error reply %#v has not the code of a reply over the bound (%d)", resp.Error, codeTooLarge)
+	}
+	if !strings.HasPrefix(resp.Error.Error(), errTooLarge) {
+		t.Errorf("the error reply says %q, want it to start %q", resp.Error, errTooLarge)
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > max*3/2 {
 		t.Errorf("reading a 48 MiB line over a 32 MiB bound allocated %.1f MiB, want at most 1.5 times the bound", float64(alloc)/(1<<20))

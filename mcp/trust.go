@@ -38,7 +38,7 @@ type TrustStore struct {
 func DefaultTrustStore() (TrustStore, error) {
 	dir, err := os.UserConfigDir()
 	if err != nil {
-		return TrustStore{}, fmt.Errorf("finding the user's config directory for MCP approvals: %v", err)
+		return TrustStore{}, fmt.Errorf("finding the user's config directory for MCP approvals: %w", err)
 	}
 	return TrustStore{Path: filepath.Join(dir, "myelin", TrustFileName)}, nil
 }
@@ -62,10 +62,10 @@ func (t TrustStore) read() (trustDoc, error) {
 		return doc, nil
 	}
 	if err != nil {
-		return doc, fmt.Errorf("reading the MCP approvals %s: %v", t.Path, err)
+		return doc, fmt.Errorf("reading the MCP approvals %s: %w", t.Path, err)
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return doc, fmt.Errorf("the MCP approvals %s are not valid (%v); remove the file and approve again with `myelin mcp trust`", t.Path, err)
+		return doc, fmt.Errorf("the MCP approvals %s are not valid (%w); remove the file and approve again with `myelin mcp trust`", t.Path, err)
 	}
 	if doc.Approved == nil {
 		doc.Approved = map[string]string{}
@@ -106,11 +106,11 @@ func (t TrustStore) Approve(path string, data []byte) error {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(t.Path), 0o700); err != nil {
-		return fmt.Errorf("recording the MCP approval: %v", err)
+		return fmt.Errorf("recording the MCP approval: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(t.Path), ".trusted-mcp-*")
 	if err != nil {
-		return fmt.Errorf("recording the MCP approval: %v", err)
+		return fmt.Errorf("recording the MCP approval: %w", err)
 	}
 	_, err = tmp.Write(append(out, '\n'))
 	if cerr := tmp.Close(); err == nil {
@@ -121,7 +121,7 @@ func (t TrustStore) Approve(path string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("recording the MCP approval in %s: %v", t.Path, err)
+		return fmt.Errorf("recording the MCP approval in %s: %w", t.Path, err)
 	}
 	return nil
 }

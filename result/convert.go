@@ -159,7 +159,7 @@ func (c *converter) data(data any) (string, error) {
 	}
 	raw, err := JSON(data)
 	if err != nil {
-		return "", fmt.Errorf("the tool's result (%s) could not be encoded as JSON: %v", typeName(data), err)
+		return "", fmt.Errorf("the tool's result (%s) could not be encoded as JSON: %w", typeName(data), err)
 	}
 	return string(raw), nil
 }
@@ -370,7 +370,7 @@ func JSON(v any) (json.RawMessage, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", err)
+			return nil, fmt.Errorf("not valid JSON: %w", err)
 		}
 		return wellFormedJSON(buf.Bytes()), nil
 	}

@@ -76,7 +76,7 @@ func (c *converter) file(tf TextFile) (string, error) {
 	if f == nil {
 		var err error
 		if f, err = os.Open(tf.Path); err != nil {
-			return "", fmt.Errorf("reading the tool's output file %s: %v", stubField(tf.Path), err)
+			return "", fmt.Errorf("reading the tool's output file %s: %w", stubField(tf.Path), err)
 		}
 	}
 	defer f.Close()
@@ -88,13 +88,13 @@ func (c *converter) file(tf TextFile) (string, error) {
 	}()
 	st, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("reading the tool's output file %s: %v", stubField(tf.Path), err)
+		return "", fmt.Errorf("reading the tool's output file %s: %w", stubField(tf.Path), err)
 	}
 	c.fileBytes = st.Size()
 	if st.Size() <= int64(c.cap) { // a character is at least one byte: it fits, read it whole
 		data, err := io.ReadAll(io.NewSectionReader(f, 0, st.Size()))
 		if err != nil {
-			return "", fmt.Errorf("reading the tool's output file %s: %v", stubField(tf.Path), err)
+			return "", fmt.Errorf("reading the tool's output file %s: %w", stubField(tf.Path), err)
 		}
 		return c.str(string(data)), nil
 	}
@@ -104,7 +104,7 @@ func (c *converter) file(tf TextFile) (string, error) {
 	for !s.done && !s.nul && pending == nil {
 		text, same, err := s.next()
 		if err != nil {
-			return "", fmt.Errorf("reading the tool's output file %s: %v", stubField(tf.Path), err)
+			return "", fmt.Errorf("reading the tool's output file %s: %w", stubField(tf.Path), err)
 		}
 		if !same {
 			pending = text
@@ -125,11 +125,11 @@ func (c *converter) file(tf TextFile) (string, error) {
 		r := io.MultiReader(io.NewSectionReader(f, 0, s.cleanEnd), &scanReader{s: s, rest: pending, cap: c.cap})
 		path, saveErr = saveFrom(c.store, name, r)
 		if s.err != nil {
-			return "", fmt.Errorf("reading the tool's output file %s: %v", stubField(tf.Path), s.err)
+			return "", fmt.Errorf("reading the tool's output file %s: %w", stubField(tf.Path), s.err)
 		}
 		for !s.done && !s.nul { // the copy failed before the end: the notice still needs the counts
 			if _, _, err := s.next(); err != nil {
-				return "", fmt.Errorf("reading the tool's output file %s: %v", stubField(tf.Path), err)
+				return "", fmt.Errorf("reading the tool's output file %s: %w", stubField(tf.Path), err)
 			}
 		}
 	}

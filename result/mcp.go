@@ -28,7 +28,7 @@ func FromMCP(raw []byte) (Result, error) {
 		IsError           bool              `json:"isError"`
 	}
 	if err := json.Unmarshal(raw, &msg); err != nil {
-		return Result{}, fmt.Errorf("reading an MCP tool result: %v", err)
+		return Result{}, fmt.Errorf("reading an MCP tool result: %w", err)
 	}
 	r := Result{IsError: msg.IsError, Reply: bytes.Clone(raw[:min(len(raw), ReplyKept)]), ReplySize: len(raw)}
 	if len(msg.StructuredContent) > 0 {
@@ -61,7 +61,7 @@ func mcpBlock(raw json.RawMessage) (Block, error) {
 		mime := jsonString(f["mimeType"])
 		data, err := base64Field(f["data"])
 		if err != nil {
-			return nil, fmt.Errorf("%s (%s) data is not valid base64, so it was lost: %v", jsonString(f["type"]), stubField(mime), err)
+			return nil, fmt.Errorf("%s (%s) data is not valid base64, so it was lost: %w", jsonString(f["type"]), stubField(mime), err)
 		}
 		if jsonString(f["type"]) == "image" {
 			return ImageBlock{MIMEType: mime, Data: data}, nil
@@ -76,7 +76,7 @@ func mcpBlock(raw json.RawMessage) (Block, error) {
 		if blob, ok := res["blob"]; ok {
 			data, err := base64Field(blob)
 			if err != nil {
-				return nil, fmt.Errorf("resource %s (%s) blob is not valid base64, so it was lost: %v", stubField(b.URI), stubField(b.MIMEType), err)
+				return nil, fmt.Errorf("resource %s (%s) blob is not valid base64, so it was lost: %w", stubField(b.URI), stubField(b.MIMEType), err)
 			}
 			b.Blob = data
 			return b, nil

@@ -18,6 +18,28 @@ import (
 // namespace unless myelin runs as root, a network namespace unless
 // p.Network, and the spec of what the command may read and write.
 func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
+	if err := available(); err != nil {
+		return err
+	}
+	ws, writable, err := p.writableDirs(workspace)
+	if err != nil {
+		return err
+	}
+	denied := deniedSecrets()
+	if err := p.checkWritable(writable, denied); err != nil {
+		return err
+	}
+	env := append(p.scrub(cmd.Environ()), supervisor.SandboxEnv+"="+p.spec(ws, writable, denied))
+	cmd.SysProcAttr = p.namespaces(cmd.SysProcAttr)
+	cmd.Env = env
+	cmd.Args = append([]string{supervisor.SandboxArg0, cmd.Path}, cmd.Args...)
+	cmd.Path = "/proc/self/exe"
+	return nil
+}
+
+// available says why this system cannot confine a command (an error
+// wrapping ErrUnavailable), or nil.
+func available() error {
 	if abi := supervisor.LandlockABI(); abi < 1 {
 		return unavailable("the kernel offers no Landlock: it needs Linux 5.13 or later with Landlock enabled (lsm=…,landlock)")
 	}
@@ -26,21 +48,33 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 			return unavailable(why)
 		}
 	}
-	ws, err := realDir(workspace)
+	return nil
+}
+
+// writableDirs is the workspace's real path, and the real paths of the
+// directories the command may write: the workspace first (unless the mode
+// is read-only), then p.Writable.
+func (p Policy) writableDirs(workspace string) (ws string, writable []string, err error) {
+	ws, err = realDir(workspace)
 	if err != nil {
-		return fmt.Errorf("sandbox: the workspace: %w", err)
+		return "", nil, fmt.Errorf("sandbox: the workspace: %w", err)
 	}
-	var writable []string
 	if p.Mode != ReadOnly {
 		writable = append(writable, ws)
 	}
 	for _, dir := range p.Writable {
 		d, err := realDir(dir)
 		if err != nil {
-			return fmt.Errorf("sandbox: the writable directory: %w", err)
+			return "", nil, fmt.Errorf("sandbox: the writable directory: %w", err)
 		}
 		writable = append(writable, d)
 	}
+	return ws, writable, nil
+}
+
+// deniedSecrets is the real paths of the user's secrets (Secrets) that
+// this process may read or search, which the command may not.
+func deniedSecrets() []string {
 	home, _ := os.UserHomeDir()
 	config, _ := os.UserConfigDir()
 	var denied []string
@@ -55,7 +89,12 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 			denied = append(denied, r)
 		}
 	}
+	return denied
+}
 
+// checkWritable refuses a writable directory (writableDirs') inside one
+// of the denied secrets.
+func (p Policy) checkWritable(writable, denied []string) error {
 	for i, w := range writable {
 		for _, d := range denied {
 			if within(w, d) {
@@ -67,7 +106,14 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 			}
 		}
 	}
+	return nil
+}
 
+// spec is the supervisor's spec of the command's confinement: the
+// writable mounts, the protected paths among them, /dev/shm, the network,
+// the Landlock rules for reading everything but the denied paths and for
+// writing the writable directories, and the devices.
+func (p Policy) spec(ws string, writable, denied []string) string {
 	var spec strings.Builder
 	add := func(op byte, path string) { spec.WriteString(supervisor.Record(op, path)) }
 	for _, w := range writable {
@@ -101,11 +147,17 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 	for _, dev := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"} {
 		add(supervisor.OpDevice, dev)
 	}
+	return spec.String()
+}
 
-	env := append(p.scrub(cmd.Environ()), supervisor.SandboxEnv+"="+spec.String())
-	attr := &syscall.SysProcAttr{}
-	if cmd.SysProcAttr != nil {
-		copied := *cmd.SysProcAttr
+// namespaces is a copy of attr (nil: none) that starts the supervisor in
+// namespaces of its own: mounts, the network unless p.Network, and, for a
+// user other than root, the user's.
+func (p Policy) namespaces(attr *syscall.SysProcAttr) *syscall.SysProcAttr {
+	if attr == nil {
+		attr = &syscall.SysProcAttr{}
+	} else {
+		copied := *attr
 		attr = &copied
 	}
 	attr.Cloneflags |= syscall.CLONE_NEWNS
@@ -126,11 +178,7 @@ func (p Policy) apply(cmd *exec.Cmd, workspace string) error {
 		attr.GidMappingsEnableSetgroups = false
 		attr.AmbientCaps = []uintptr{capSysAdmin, capNetAdmin, capSetpcap}
 	}
-	cmd.SysProcAttr = attr
-	cmd.Env = env
-	cmd.Args = append([]string{supervisor.SandboxArg0, cmd.Path}, cmd.Args...)
-	cmd.Path = "/proc/self/exe"
-	return nil
+	return attr
 }
 
 // userNamespacesRefused says why this system refuses a user namespace to

@@ -39,7 +39,7 @@ type engine struct {
 func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 	m, err := readMsg(in)
 	if err != nil {
-		return fmt.Errorf("reading the script: %v", err)
+		return fmt.Errorf("reading the script: %w", err)
 	}
 	if m.Op != opRun {
 		return fmt.Errorf("the first message is op %q, not a script", m.Op)
@@ -51,7 +51,7 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 	e := &engine{out: out, deadline: time.Now().Add(limit), memory: m.N[0], output: int(m.N[3])}
 	vm, err := quickjs.NewVM()
 	if err != nil {
-		return e.end(endError, fmt.Errorf("starting the script engine: %v", err))
+		return e.end(endError, fmt.Errorf("starting the script engine: %w", err))
 	}
 	defer vm.Close()
 	e.vm = vm
@@ -86,7 +86,7 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 		// results while the script runs, and nothing else does.
 		m, err := readMsg(in)
 		if err != nil {
-			return fmt.Errorf("waiting for a tool call's result: %v", err)
+			return fmt.Errorf("waiting for a tool call's result: %w", err)
 		}
 		if m.Op != opSettle {
 			return fmt.Errorf("op %q while the script runs", m.Op)
@@ -143,12 +143,14 @@ func (e *engine) start(code, names string, background bool) error {
 		"__myelin_threw":   func() { e.threw = true },
 	} {
 		if err := e.vm.RegisterFunc(name, f, false); err != nil {
-			return fmt.Errorf("setting up the sandbox: %v", err)
+			return fmt.Errorf("setting up the sandbox: %w", err)
 		}
 	}
 	if !json.Valid([]byte(names)) {
 		return fmt.Errorf("setting up the sandbox: the tool names are not JSON: %.100q", names)
 	}
+	// The prelude's errors are flattened (%v), not wrapped: a line number
+	// in them is the prelude's, and end would give it as the script's.
 	e.arm()
 	if _, err := e.vm.Eval("const __myelin = "+prelude+"("+names+", "+fmt.Sprint(background)+");", quickjs.EvalGlobal); err != nil {
 		return fmt.Errorf("setting up the sandbox: %v", err)

@@ -281,7 +281,7 @@ func checkAnswer(e *mcp.Elicitation, eid string, in ElicitationAnswer) (mcp.Answ
 		}
 		content, err := e.Check(in.Content)
 		if err != nil {
-			return ans, fmt.Errorf("elicitation %s: %v", eid, err)
+			return ans, fmt.Errorf("elicitation %s: %w", eid, err)
 		}
 		ans.Content = content
 	case "decline", "cancel":
@@ -345,7 +345,7 @@ func (s *Server) Sample(ctx context.Context, smp *mcp.Sample) (mcp.Completion, e
 	ti, _, err := askedBy(ctx)
 	if err != nil {
 		s.logf("MCP server %s asked the model to complete; refused: %v", smp.Server, err)
-		return mcp.Completion{}, fmt.Errorf("myelin cannot tell whose model to use: %v", err)
+		return mcp.Completion{}, fmt.Errorf("myelin cannot tell whose model to use: %w", err)
 	}
 	a := ti.agent
 	if a == nil {

@@ -458,7 +458,7 @@ func readJSON(r *http.Request, v any) error {
 		return fmt.Errorf("the request body is over %d bytes", tooBig.Limit)
 	}
 	if err != nil {
-		return fmt.Errorf("the request body is not the JSON this endpoint takes: %v", err)
+		return fmt.Errorf("the request body is not the JSON this endpoint takes: %w", err)
 	}
 	if dec.More() {
 		return errors.New("the request body holds more than one JSON value")

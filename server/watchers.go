@@ -146,88 +146,27 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, conv strin
 		writeError(w, http.StatusInternalServerError, "this connection cannot stream events")
 		return
 	}
-	rc := http.NewResponseController(w)
-	timeout := orDefault(s.StreamWriteTimeout, DefaultStreamWriteTimeout)
-	// write writes ps and flushes them, within timeout
-	write := func(ps ...[]byte) error {
-		if err := rc.SetWriteDeadline(time.Now().Add(timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-		for _, p := range ps {
-			if _, err := w.Write(p); err != nil {
-				return err
-			}
-		}
-		return rc.Flush()
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if write() != nil {
+	st := &eventStream{w: w, rc: http.NewResponseController(w), timeout: orDefault(s.StreamWriteTimeout, DefaultStreamWriteTimeout), conv: conv, after: after}
+	if st.open() != nil {
 		return
 	}
 	tick := time.NewTicker(heartbeat)
 	defer tick.Stop()
 	ctx := r.Context()
-	var buf []byte
 	ending := false // the server ended the streams: one last read
 	for {
 		if ctx.Err() != nil {
 			return
 		}
-		page, err := s.log.Since(ctx, conv, after)
+		page, err := s.log.Since(ctx, conv, st.after)
 		if err != nil {
 			// the client reconnects with its Last-Event-ID and is given what follows
-			_ = write([]byte(": reading the events failed: " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n\n"))
+			_ = st.write([]byte(": reading the events failed: " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n\n"))
 			return
 		}
-		evs, more := page.Events, page.More
-		buf = buf[:0]
-		switch {
-		case page.Restarted:
-			// the events.lost's id is the one before the first event sent,
-			// so that the watcher resumes from here if it comes back
-			last := page.Gone
-			if len(evs) > 0 {
-				last = evs[0].Seq - 1
-			}
-			buf = appendLost(buf, last, lostEvent{Lost: page.Gone, Restarted: true, Message: fmt.Sprintf("event %d is not one of this server process (it started again since, and its ids began again at 1): what came after it is lost, and the events of this process follow from %d; the stored messages (GET /v1/conversations/%s/messages) hold what they recorded", after, last+1, conv)})
-			after = last
-		case page.Gone > 0:
-			last := after + page.Gone
-			if len(evs) > 0 {
-				last = evs[0].Seq - 1
-			}
-			why := fmt.Sprintf("the server keeps the last %d of a conversation", page.Kept)
-			if page.Evicted {
-				why = "the server dropped this conversation's events: it had been idle the longest, or for long, and the server bounds the memory its events take"
-			}
-			buf = appendLost(buf, last, lostEvent{Lost: page.Gone, Message: fmt.Sprintf("%d events after %d are no longer kept (%s); the stored messages (GET /v1/conversations/%s/messages) hold what they recorded", page.Gone, after, why, conv)})
-			after = last
-		}
-		page = EventPage{}
-		for len(evs) > 0 && len(buf) < watchBuffer {
-			ev := evs[0]
-			if len(ev.Data) > watchBuffer {
-				// alone, from the log's own bytes: no copy of it is made
-				if len(buf) > 0 && write(buf) != nil {
-					return
-				}
-				buf = buf[:0]
-				if write(eventHead(ev), ev.Data, []byte("\n\n")) != nil {
-					return
-				}
-			} else {
-				buf = appendEvent(buf, ev)
-			}
-			after = ev.Seq
-			evs = evs[1:]
-		}
-		rest := len(evs) > 0
-		evs = nil // no more of the page is held while the write waits
-		if len(buf) > 0 && write(buf) != nil {
+		more := page.More
+		rest, err := st.send(&page)
+		if err != nil {
 			return
 		}
 		if rest {
@@ -248,11 +187,113 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, conv strin
 			ending = true
 		case <-more:
 		case <-tick.C:
-			if write([]byte(": alive\n\n")) != nil {
+			if st.write([]byte(": alive\n\n")) != nil {
 				return
 			}
 		}
 	}
+}
+
+// eventStream is one client's stream of a conversation's events: the
+// last event it was sent, and the writes that reach it.
+type eventStream struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration // what one write may take
+	conv    string
+	after   int64  // the seq of the last event sent, or resumed from
+	buf     []byte // events copied from the log, written together
+}
+
+// open sends the stream's headers.
+func (st *eventStream) open() error {
+	h := st.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	st.w.WriteHeader(http.StatusOK)
+	return st.write()
+}
+
+// write writes ps and flushes them, within the stream's timeout.
+func (st *eventStream) write(ps ...[]byte) error {
+	if err := st.rc.SetWriteDeadline(time.Now().Add(st.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	for _, p := range ps {
+		if _, err := st.w.Write(p); err != nil {
+			return err
+		}
+	}
+	return st.rc.Flush()
+}
+
+// send writes what page holds: an events.lost first when events after
+// st.after are gone, then its events, copying at most watchBuffer bytes of
+// them before a write. It clears *page, and holds none of it while a
+// write waits. rest says the buffer filled before the page's end: the
+// rest is read again from st.after.
+func (st *eventStream) send(page *EventPage) (rest bool, err error) {
+	evs := page.Events
+	st.buf = st.noteLost(st.buf[:0], *page)
+	*page = EventPage{}
+	for len(evs) > 0 && len(st.buf) < watchBuffer {
+		ev := evs[0]
+		if len(ev.Data) > watchBuffer {
+			// alone, from the log's own bytes: no copy of it is made
+			if len(st.buf) > 0 {
+				if err := st.write(st.buf); err != nil {
+					return false, err
+				}
+			}
+			st.buf = st.buf[:0]
+			if err := st.write(eventHead(ev), ev.Data, []byte("\n\n")); err != nil {
+				return false, err
+			}
+		} else {
+			st.buf = appendEvent(st.buf, ev)
+		}
+		st.after = ev.Seq
+		evs = evs[1:]
+	}
+	rest = len(evs) > 0
+	evs = nil // no more of the page is held while the write waits
+	if len(st.buf) > 0 {
+		if err := st.write(st.buf); err != nil {
+			return false, err
+		}
+	}
+	return rest, nil
+}
+
+// noteLost appends to buf the events.lost that page calls for, if any
+// (the process started again since st.after, or the log no longer keeps
+// what followed it), and moves st.after to the event before page's first.
+func (st *eventStream) noteLost(buf []byte, page EventPage) []byte {
+	evs, after, conv := page.Events, st.after, st.conv
+	switch {
+	case page.Restarted:
+		// the events.lost's id is the one before the first event sent,
+		// so that the watcher resumes from here if it comes back
+		last := page.Gone
+		if len(evs) > 0 {
+			last = evs[0].Seq - 1
+		}
+		buf = appendLost(buf, last, lostEvent{Lost: page.Gone, Restarted: true, Message: fmt.Sprintf("event %d is not one of this server process (it started again since, and its ids began again at 1): what came after it is lost, and the events of this process follow from %d; the stored messages (GET /v1/conversations/%s/messages) hold what they recorded", after, last+1, conv)})
+		st.after = last
+	case page.Gone > 0:
+		last := after + page.Gone
+		if len(evs) > 0 {
+			last = evs[0].Seq - 1
+		}
+		why := fmt.Sprintf("the server keeps the last %d of a conversation", page.Kept)
+		if page.Evicted {
+			why = "the server dropped this conversation's events: it had been idle the longest, or for long, and the server bounds the memory its events take"
+		}
+		buf = appendLost(buf, last, lostEvent{Lost: page.Gone, Message: fmt.Sprintf("%d events after %d are no longer kept (%s); the stored messages (GET /v1/conversations/%s/messages) hold what they recorded", page.Gone, after, why, conv)})
+		st.after = last
+	}
+	return buf
 }
 
 // eventHead is ev's lines in the text/event-stream format up to "data: ",

@@ -150,7 +150,7 @@ func RunWithPolicy(ctx context.Context, dir string, p sandbox.Policy, in Input) 
 	case werr != nil:
 		var ee *exec.ExitError
 		if !errors.As(werr, &ee) {
-			return result.Result{}, fmt.Errorf("shell--run: %v", werr)
+			return result.Result{}, fmt.Errorf("shell--run: %w", werr)
 		}
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			status = fmt.Sprintf("[killed by signal %v]", ws.Signal())
@@ -167,7 +167,7 @@ func RunWithPolicy(ctx context.Context, dir string, p sandbox.Policy, in Input) 
 	}
 	if status != "" {
 		if err := appendStatus(out, status); err != nil {
-			return result.Result{}, fmt.Errorf("shell--run: writing the exit status after the output: %v", err)
+			return result.Result{}, fmt.Errorf("shell--run: writing the exit status after the output: %w", err)
 		}
 	}
 	handed = true

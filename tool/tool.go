@@ -95,7 +95,7 @@ type Tool struct {
 func Func[In any](name, description string, fn func(ctx context.Context, in In) (any, error)) (*Tool, error) {
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
-		return nil, fmt.Errorf("tool %s: inferring the input schema: %v", name, err)
+		return nil, fmt.Errorf("tool %s: inferring the input schema: %w", name, err)
 	}
 	if err := checkName(name); err != nil {
 		return nil, err
@@ -201,14 +201,14 @@ func (t *Tool) validate(input json.RawMessage) error {
 		}
 	})
 	if t.schemaErr != nil {
-		return fmt.Errorf("the tool's own input schema is invalid: %v", t.schemaErr)
+		return fmt.Errorf("the tool's own input schema is invalid: %w", t.schemaErr)
 	}
 	if t.shape != nil && json.Valid(input) && t.shape.accepts(input) {
 		return nil
 	}
 	var v any
 	if err := json.Unmarshal(input, &v); err != nil {
-		return fmt.Errorf("the input is not valid JSON: %v", err)
+		return fmt.Errorf("the input is not valid JSON: %w", err)
 	}
 	if err := t.resolved.Validate(v); err != nil {
 		return fmt.Errorf("%s; %s", strings.TrimPrefix(err.Error(), "validating root: "), t.fields())

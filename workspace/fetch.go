@@ -68,13 +68,13 @@ func (w *Workspace) fetchMissing(ctx context.Context, p string) error {
 	}
 	name := clip(showName(rel))
 	if err != nil {
-		return fmt.Errorf("%s is not in this workspace, and fetching it from the conversation's store failed: %v", name, err)
+		return fmt.Errorf("%s is not in this workspace, and fetching it from the conversation's store failed: %w", name, err)
 	}
 	if got := sha256Hex(data); got != sum {
 		return fmt.Errorf("%s is not in this workspace, and the store's copy is damaged: its bytes have sha256 %s, not the %s they are kept by; it was not written", name, got, sum)
 	}
 	if err := w.writeFetched(rel, data); err != nil {
-		return fmt.Errorf("%s is not in this workspace, and writing it from the conversation's store failed: %v", name, err)
+		return fmt.Errorf("%s is not in this workspace, and writing it from the conversation's store failed: %w", name, err)
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ func (w *Workspace) Glob(in GlobInput) (result.Result, error) {
 		return result.Result{}, err
 	}
 	if _, err := matchGlob(in.Pattern, "x"); err != nil {
-		return result.Result{}, fmt.Errorf("invalid glob %s: %v", short(in.Pattern), err)
+		return result.Result{}, fmt.Errorf("invalid glob %s: %w", short(in.Pattern), err)
 	}
 	base := globBase(in.Pattern)
 	if _, _, err := w.stat(base); err != nil {

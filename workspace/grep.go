@@ -106,11 +106,11 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 		if errors.As(err, &se) {
 			return result.Result{}, fmt.Errorf("invalid regular expression %s: %s: %s", short(in.Pattern), se.Code, short(se.Expr))
 		}
-		return result.Result{}, fmt.Errorf("invalid regular expression %s: %v", short(in.Pattern), err)
+		return result.Result{}, fmt.Errorf("invalid regular expression %s: %w", short(in.Pattern), err)
 	}
 	if in.Glob != "" {
 		if _, err := matchGlob(in.Glob, "x"); err != nil {
-			return result.Result{}, fmt.Errorf("invalid glob %s: %v", short(in.Glob), err)
+			return result.Result{}, fmt.Errorf("invalid glob %s: %w", short(in.Glob), err)
 		}
 	}
 	if err := w.fetchMissing(ctx, in.Path); err != nil {
@@ -122,7 +122,7 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	}
 	parsed, err := syntax.Parse(in.Pattern, syntax.Perl) // it compiled: it parses
 	if err != nil {
-		return result.Result{}, fmt.Errorf("invalid regular expression %s: %v", short(in.Pattern), err)
+		return result.Result{}, fmt.Errorf("invalid regular expression %s: %w", short(in.Pattern), err)
 	}
 	// Numbers above their range are taken as its top, and the next call
 	// says so.
@@ -134,7 +134,7 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	}
 	dfa, err := newLineDFA(parsed)
 	if err != nil {
-		return result.Result{}, fmt.Errorf("invalid regular expression %s: %v", short(in.Pattern), err)
+		return result.Result{}, fmt.Errorf("invalid regular expression %s: %w", short(in.Pattern), err)
 	}
 	g := &grepper{
 		lineRe: lineRe, dfa: dfa,
@@ -154,7 +154,7 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	g.budget = max(100, cap-250-3*maxFooterName-longLinesNoteSize-utf8.RuneCountInString(callJSON(worst))-utf8.RuneCountInString(notSearchedNote(notSearched)))
 	for _, f := range files {
 		if err := ctx.Err(); err != nil {
-			return result.Result{}, fmt.Errorf("grep was cancelled after %d files: %v", g.report.FilesRead, err)
+			return result.Result{}, fmt.Errorf("grep was cancelled after %d files: %w", g.report.FilesRead, err)
 		}
 		if err := w.grepFile(g, f); err != nil {
 			g.report.PassedOver = append(g.report.PassedOver, fmt.Sprintf("%s (%v)", showName(f), err))

@@ -73,7 +73,7 @@ func pathArg(p string) (string, error) {
 			}
 			u, err := strconv.Unquote(part)
 			if err != nil {
-				return "", fmt.Errorf("path %s: the component %s starts and ends with a double quote but is not a valid quoted name (a Go string literal such as \"a\\nb.txt\"): %v", short(p), short(part), err)
+				return "", fmt.Errorf("path %s: the component %s starts and ends with a double quote but is not a valid quoted name (a Go string literal such as \"a\\nb.txt\"): %w", short(p), short(part), err)
 			}
 			if u == "" || strings.Contains(u, "/") {
 				return "", fmt.Errorf("path %s: the quoted component %s is not one file name", short(p), short(part))

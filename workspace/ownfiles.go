@@ -59,7 +59,7 @@ func (e *OwnLinkError) Error() string {
 func CheckOwn(root string) error {
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return fmt.Errorf("workspace %s: %v", root, err)
+		return fmt.Errorf("workspace %s: %w", root, err)
 	}
 	defer r.Close()
 	for _, d := range OwnDirs {
@@ -83,7 +83,7 @@ func CheckOwnDir(root, rel string) error { return checkOwnPath(root, rel, true) 
 func checkOwnPath(root, rel string, dir bool) error {
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return fmt.Errorf("workspace %s: %v", root, err)
+		return fmt.Errorf("workspace %s: %w", root, err)
 	}
 	defer r.Close()
 	parts := strings.Split(path.Clean(rel), "/")
@@ -128,7 +128,7 @@ func checkOwnEntry(r *os.Root, root, rel string, dir bool) error {
 func MakeOwnDir(root, rel string) (string, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return "", fmt.Errorf("workspace %s: %v", root, err)
+		return "", fmt.Errorf("workspace %s: %w", root, err)
 	}
 	defer r.Close()
 	if err := makeOwnDir(r, root, rel); err != nil {
@@ -164,7 +164,7 @@ func makeOwnDir(r *os.Root, root, rel string) error {
 func OpenOwn(root, rel string, flag int, perm fs.FileMode) (*os.File, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %v", root, err)
+		return nil, fmt.Errorf("workspace %s: %w", root, err)
 	}
 	defer r.Close()
 	rel = path.Clean(rel)
@@ -277,7 +277,7 @@ func (l *Log) Write(p []byte) (int, error) {
 	if l.max > 0 {
 		if l.size > 0 && l.size+int64(len(p)) > l.max {
 			if err := l.rotate(); err != nil {
-				l.err = fmt.Errorf("rotating %s: %v", l.Path(), err)
+				l.err = fmt.Errorf("rotating %s: %w", l.Path(), err)
 				return 0, l.err
 			}
 		}

@@ -234,7 +234,7 @@ func (p *pager) finish() error {
 		p.consume(len(p.piece))
 	}
 	if p.err != io.EOF {
-		return fmt.Errorf("reading %s: %v", p.path, p.err)
+		return fmt.Errorf("reading %s: %w", p.path, p.err)
 	}
 	p.totalChars, p.totalLines = p.consumed, p.ends
 	if p.consumed > 0 && p.last != '\n' {

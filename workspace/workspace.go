@@ -45,18 +45,18 @@ func Open(dir string) (*Workspace, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %v", dir, err)
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	st, err := os.Stat(abs)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %v", dir, err)
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	if !st.IsDir() {
 		return nil, fmt.Errorf("workspace %s: not a directory", dir)
 	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %v", dir, err)
+		return nil, fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	return &Workspace{dir: abs, root: root}, nil
 }
@@ -89,6 +89,8 @@ func Rel(p string) (string, error) {
 }
 
 // explain turns an error from the root into one the model can act on.
+// The root's error stays underneath (errors.Is(err, fs.ErrNotExist)
+// holds for a missing file), only its words are replaced.
 func explain(p string, err error) error {
 	p = clip(p)
 	var pe *fs.PathError
@@ -96,20 +98,32 @@ func explain(p string, err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s does not exist in the workspace", p)
+		return &explained{p + " does not exist in the workspace", err}
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("%s: permission denied", p)
+		return &explained{p + ": permission denied", err}
 	case errors.Is(err, syscall.ENOTDIR):
-		return fmt.Errorf("%s: a part of the path is a file, not a directory", p)
+		return &explained{p + ": a part of the path is a file, not a directory", err}
 	case errors.Is(err, syscall.ELOOP):
-		return fmt.Errorf("%s: too many symbolic links", p)
+		return &explained{p + ": too many symbolic links", err}
 	case errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes"):
-		return fmt.Errorf("%s leads outside the workspace (through a symbolic link); it cannot be used", p)
+		// os.Root's error for a path that escapes it is not exported:
+		// its words are all there is to tell it by.
+		return &explained{p + " leads outside the workspace (through a symbolic link); it cannot be used", err}
 	case errors.As(err, &pe):
-		return fmt.Errorf("%s: %v", p, pe.Err)
+		return &explained{p + ": " + pe.Err.Error(), err}
 	}
-	return fmt.Errorf("%s: %v", p, err)
+	return fmt.Errorf("%s: %w", p, err)
 }
+
+// explained is an error of the root's in words the model can act on;
+// the root's error (an *fs.PathError, say) is what it wraps.
+type explained struct {
+	words string
+	err   error
+}
+
+func (e *explained) Error() string { return e.words }
+func (e *explained) Unwrap() error { return e.err }
 
 // stat is Stat on a checked path.
 func (w *Workspace) stat(p string) (string, fs.FileInfo, error) {
@@ -217,7 +231,7 @@ func (w *Workspace) SaveFile(name, src string) (string, error) {
 	}
 	in, err := os.Open(src)
 	if err != nil {
-		return "", fmt.Errorf("saving %s: %v", name, err)
+		return "", fmt.Errorf("saving %s: %w", name, err)
 	}
 	defer in.Close()
 	f, p, err := w.createResult(name)

@@ -47,12 +47,49 @@ func run(fdv string) int {
 		say(status, StatusError+"making the supervisor a subreaper (prctl PR_SET_CHILD_SUBREAPER): "+e.Error())
 		return 127
 	}
+	env, spec, sandboxed := commandEnv()
+	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	tmp := ""
+	if sandboxed {
+		var why string
+		if tmp, why = setUpSandbox(spec); why != "" {
+			say(status, StatusError+SandboxFailed+why)
+			return 127
+		}
+		env, sys = confined(env, tmp)
+	}
+	pid, err := syscall.ForkExec(argv[1], argv[2:], &syscall.ProcAttr{
+		Env:   env,
+		Files: inherited(first),
+		Sys:   sys,
+	})
+	if err != nil {
+		say(status, StatusError+"fork/exec "+argv[1]+": "+err.Error())
+		return 127
+	}
+	say(status, StatusOK)
+	waitForEnd(pid, ctl)
+	ws := killAll(pid)
+	// The temp dir's contents, even when myelin is gone; the directory
+	// itself myelin removes (this thread may not: it is a mount here, and
+	// its parent is read-only).
+	removeAll(tmp)
+	return exitAs(ws)
+}
+
+// inherited is the files the command gets: the supervisor's below first
+// (its standard files and cmd.ExtraFiles), as they are.
+func inherited(first int) []uintptr {
 	files := make([]uintptr, first)
 	for i := range files {
 		files[i] = uintptr(i)
 	}
-	var env []string
-	spec, sandboxed := "", false
+	return files
+}
+
+// commandEnv is the command's environment: the supervisor's less its own
+// variables, and the sandbox's spec when it is sandboxed.
+func commandEnv() (env []string, spec string, sandboxed bool) {
 	for _, kv := range syscall.Environ() {
 		if _, ok := cut(kv, Env); ok {
 			continue
@@ -63,37 +100,30 @@ func run(fdv string) int {
 		}
 		env = append(env, kv)
 	}
-	sys := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	tmp := ""
-	if sandboxed {
-		var why string
-		if tmp, why = setUpSandbox(spec); why != "" {
-			say(status, StatusError+SandboxFailed+why)
-			return 127
-		}
-		// TMPDIR is the command's own temp dir.
-		kept := env[:0]
-		for _, kv := range env {
-			if _, ok := cut(kv, "TMPDIR"); !ok {
-				kept = append(kept, kv)
-			}
-		}
-		env = append(kept, "TMPDIR="+tmp)
-		// A session of its own: no controlling terminal, whose input a
-		// command could fake (TIOCSTI) for the user's shell to run.
-		sys = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	}
-	pid, err := syscall.ForkExec(argv[1], argv[2:], &syscall.ProcAttr{
-		Env:   env,
-		Files: files,
-		Sys:   sys,
-	})
-	if err != nil {
-		say(status, StatusError+"fork/exec "+argv[1]+": "+err.Error())
-		return 127
-	}
-	say(status, StatusOK)
+	return env, spec, sandboxed
+}
 
+// confined is how a sandboxed command starts, its sandbox set up: with
+// its own temp dir tmp as TMPDIR, in a session of its own.
+func confined(env []string, tmp string) ([]string, *syscall.SysProcAttr) {
+	// TMPDIR is the command's own temp dir.
+	kept := env[:0]
+	for _, kv := range env {
+		if _, ok := cut(kv, "TMPDIR"); !ok {
+			kept = append(kept, kv)
+		}
+	}
+	env = append(kept, "TMPDIR="+tmp)
+	// A session of its own: no controlling terminal, whose input a
+	// command could fake (TIOCSTI) for the user's shell to run.
+	return env, &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// waitForEnd returns when the command pid has exited (it is not reaped:
+// its group id stays the command's) or myelin has closed the control pipe
+// ctl, sending the command's group each signal myelin writes there
+// meanwhile.
+func waitForEnd(pid, ctl int) {
 	exited := make(chan struct{})
 	go func() { // waits without reaping: the group id stays the command's
 		var info [128]byte
@@ -134,12 +164,6 @@ func run(fdv string) int {
 			}
 		}
 	}
-	ws := killAll(pid)
-	// The temp dir's contents, even when myelin is gone; the directory
-	// itself myelin removes (this thread may not: it is a mount here, and
-	// its parent is read-only).
-	removeAll(tmp)
-	return exitAs(ws)
 }
 
 // cut is the value of kv when it is name's.

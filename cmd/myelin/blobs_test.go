@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -24,7 +25,7 @@ func TestTheDefaultStoreKeepsNoCopyOfASpillFile(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+	store, err := sqlite.Open(filepath.Join(dir, ".myelin", "history.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

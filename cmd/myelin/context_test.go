@@ -14,6 +14,7 @@ import (
 
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/window"
 )
@@ -66,7 +67,7 @@ func storeConversation(t *testing.T, dir, id string, msgs []history.Message) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s, err := history.OpenSQLite(path)
+	s, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -87,7 +87,7 @@ func TestAnAnswerCutMidStreamIsWhatTheNextRunSends(t *testing.T) {
 // stderr kept, and opens the history store of its workspace dir, for a
 // test to watch it and kill it; the binary is killed and the store closed
 // when the test ends.
-func startMyelin(t *testing.T, bin, dir string, args ...string) (*exec.Cmd, *bytes.Buffer, *history.SQLite) {
+func startMyelin(t *testing.T, bin, dir string, args ...string) (*exec.Cmd, *bytes.Buffer, *sqlite.Store) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = os.Environ()
@@ -97,7 +97,7 @@ func startMyelin(t *testing.T, bin, dir string, args ...string) (*exec.Cmd, *byt
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
-	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+	store, err := sqlite.Open(filepath.Join(dir, ".myelin", "history.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -176,7 +177,7 @@ func TestContinuePassesOverSubagentsConversations(t *testing.T) {
 	first := regexp.MustCompile(`conversation (\S+)`).FindStringSubmatch(errOut)[1]
 	// a subagent's conversation updated after its parent's: a process
 	// that stopped while the subagent ran leaves it so
-	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+	store, err := sqlite.Open(filepath.Join(dir, ".myelin", "history.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,56 +43,14 @@ const historyUsage = `Usage:
 `
 
 func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("history")
-	wsDir := fs.String("workspace", ".", "the workspace root `DIR`")
-	storePath := fs.String("store", "", storeFlagHelp)
-	asJSON := fs.Bool("json", false, "print JSON (list: the conversations; show: the messages as stored)")
-	olderThan := fs.String("older-than", "", "prune: remove files last changed more than `AGE` ago (7d, 36h, 90m)")
-	dryRun := fs.Bool("dry-run", false, "prune: say what would be removed, and remove nothing")
-	if len(args) == 0 {
-		return usageError(stderr, "history", "want a command: list, show, delete or prune")
-	}
-	sub, args := args[0], args[1:]
-	switch {
-	case isHelp(sub):
-		printHelp(stdout, historyUsage, fs)
-		return exitOK
-	case sub != "list" && sub != "show" && sub != "delete" && sub != "prune":
-		return usageError(stderr, "history", fmt.Sprintf("unknown command %q: want list, show, delete or prune", sub))
-	}
-	cmd := "history " + sub
-	pos, code, done := parseCommand(cmd, historyUsage, fs, args, stdout, stderr)
+	h, code, done := parseHistory(args, stdout, stderr)
 	if done {
 		return code
 	}
-	if sub == "list" && len(pos) != 0 {
-		return usageError(stderr, cmd, fmt.Sprintf("takes no arguments, got %q", pos))
-	}
-	if (sub == "show" || sub == "delete") && len(pos) != 1 {
-		return usageError(stderr, cmd, fmt.Sprintf("want one conversation ID, got %d arguments %q", len(pos), pos))
-	}
-	set := explicit(fs)
-	var age time.Duration
-	switch {
-	case sub == "prune" && len(pos) != 0:
-		return usageError(stderr, cmd, fmt.Sprintf("takes no arguments, got %q", pos))
-	case sub == "prune" && !set["older-than"]:
-		return usageError(stderr, cmd, "want --older-than AGE: the files to remove are those last changed more than AGE ago (7d, 36h, 90m)")
-	case sub == "prune":
-		var err error
-		if age, err = parseAge(*olderThan); err != nil {
-			return usageError(stderr, cmd, err.Error())
-		}
-	case set["older-than"] || set["dry-run"]:
-		return usageError(stderr, cmd, "--older-than and --dry-run go with history prune")
-	}
-	if set["json"] && sub != "list" && sub != "show" {
-		return usageError(stderr, cmd, "--json goes with history list and history show")
-	}
-	store, path, code := openHistoryStore(ctx, cmd, sub, storeChoice(*storePath), *wsDir, pos, stdout, stderr)
+	store, path, code := openHistoryStore(ctx, h.cmd, h.sub, storeChoice(h.store), h.wsDir, h.pos, stdout, stderr)
 	if store == nil {
-		if sub == "list" && code == exitOK && path != "" { // no store yet
-			if *asJSON {
+		if h.sub == "list" && code == exitOK && path != "" { // no store yet
+			if h.asJSON {
 				fmt.Fprintln(stdout, "[]")
 			} else {
 				fmt.Fprintf(stdout, "no conversations: there is no history store at %s yet; `myelin run PROMPT` starts one\n", path)
@@ -101,43 +59,120 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return code
 	}
 	defer store.Close()
-	switch sub {
+	switch h.sub {
 	case "delete":
-		return historyDelete(ctx, store, path, *wsDir, pos[0], stdout, stderr)
+		return historyDelete(ctx, store, path, h.wsDir, h.pos[0], stdout, stderr)
 	case "prune":
-		return historyPrune(ctx, store, path, *wsDir, *olderThan, age, *dryRun, stdout, stderr)
+		return historyPrune(ctx, store, path, h.wsDir, h.olderThan, h.age, h.dryRun, stdout, stderr)
+	case "list":
+		return historyList(ctx, store, path, h.asJSON, stdout, stderr)
 	}
-	if sub == "list" {
-		list, err := store.List(ctx)
-		if err != nil {
-			fmt.Fprintf(stderr, "myelin history: %v\n", err)
-			return exitError
-		}
-		if *asJSON {
-			return listJSON(ctx, store, list, stdout, stderr)
-		}
-		if len(list) == 0 {
-			fmt.Fprintf(stdout, "no conversations in %s yet; `myelin run PROMPT` starts one\n", path)
-			return exitOK
-		}
-		for _, c := range list {
-			first := ""
-			if msgs, err := store.Messages(ctx, c.ID); err == nil {
-				first = firstPrompt(msgs)
-			}
-			if c.Parent != "" {
-				first += "\t(subagent of " + c.Parent + ")"
-			}
-			fmt.Fprintf(stdout, "%s\t%s\t%d messages\t%s\n", c.ID, c.Updated.Local().Format(time.DateTime), c.Messages, first)
-		}
-		return exitOK
+	return historyShow(ctx, store, h.pos[0], h.asJSON, stdout, stderr)
+}
+
+// historyCall is one history command, as its arguments give it.
+type historyCall struct {
+	sub, cmd  string   // list, show, delete or prune; "history " and it
+	pos       []string // its arguments: show's and delete's ID
+	wsDir     string
+	store     string // --store as given
+	asJSON    bool
+	olderThan string        // prune's --older-than as given
+	age       time.Duration // and as parsed
+	dryRun    bool
+}
+
+// parseHistory reads a history command's subcommand, flags and
+// arguments, and checks that they go together. done: the command ends
+// here (help, or a usage error), with code.
+func parseHistory(args []string, stdout, stderr io.Writer) (h historyCall, code int, done bool) {
+	fs := newFlagSet("history")
+	wsDir := fs.String("workspace", ".", "the workspace root `DIR`")
+	storePath := fs.String("store", "", storeFlagHelp)
+	asJSON := fs.Bool("json", false, "print JSON (list: the conversations; show: the messages as stored)")
+	olderThan := fs.String("older-than", "", "prune: remove files last changed more than `AGE` ago (7d, 36h, 90m)")
+	dryRun := fs.Bool("dry-run", false, "prune: say what would be removed, and remove nothing")
+	if len(args) == 0 {
+		return h, usageError(stderr, "history", "want a command: list, show, delete or prune"), true
 	}
-	msgs, err := store.Messages(ctx, pos[0])
+	sub, args := args[0], args[1:]
+	switch {
+	case isHelp(sub):
+		printHelp(stdout, historyUsage, fs)
+		return h, exitOK, true
+	case sub != "list" && sub != "show" && sub != "delete" && sub != "prune":
+		return h, usageError(stderr, "history", fmt.Sprintf("unknown command %q: want list, show, delete or prune", sub)), true
+	}
+	cmd := "history " + sub
+	pos, code, done := parseCommand(cmd, historyUsage, fs, args, stdout, stderr)
+	if done {
+		return h, code, true
+	}
+	if sub == "list" && len(pos) != 0 {
+		return h, usageError(stderr, cmd, fmt.Sprintf("takes no arguments, got %q", pos)), true
+	}
+	if (sub == "show" || sub == "delete") && len(pos) != 1 {
+		return h, usageError(stderr, cmd, fmt.Sprintf("want one conversation ID, got %d arguments %q", len(pos), pos)), true
+	}
+	set := explicit(fs)
+	var age time.Duration
+	switch {
+	case sub == "prune" && len(pos) != 0:
+		return h, usageError(stderr, cmd, fmt.Sprintf("takes no arguments, got %q", pos)), true
+	case sub == "prune" && !set["older-than"]:
+		return h, usageError(stderr, cmd, "want --older-than AGE: the files to remove are those last changed more than AGE ago (7d, 36h, 90m)"), true
+	case sub == "prune":
+		var err error
+		if age, err = parseAge(*olderThan); err != nil {
+			return h, usageError(stderr, cmd, err.Error()), true
+		}
+	case set["older-than"] || set["dry-run"]:
+		return h, usageError(stderr, cmd, "--older-than and --dry-run go with history prune"), true
+	}
+	if set["json"] && sub != "list" && sub != "show" {
+		return h, usageError(stderr, cmd, "--json goes with history list and history show"), true
+	}
+	return historyCall{sub: sub, cmd: cmd, pos: pos, wsDir: *wsDir, store: *storePath, asJSON: *asJSON, olderThan: *olderThan, age: age, dryRun: *dryRun}, exitOK, false
+}
+
+// historyList prints the store's conversations, most recent first: one
+// line each, or a JSON array.
+func historyList(ctx context.Context, store history.Store, path string, asJSON bool, stdout, stderr io.Writer) int {
+	list, err := store.List(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin history: %v\n", err)
 		return exitError
 	}
-	if *asJSON {
+	if asJSON {
+		return listJSON(ctx, store, list, stdout, stderr)
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(stdout, "no conversations in %s yet; `myelin run PROMPT` starts one\n", path)
+		return exitOK
+	}
+	for _, c := range list {
+		first := ""
+		if msgs, err := store.Messages(ctx, c.ID); err == nil {
+			first = firstPrompt(msgs)
+		}
+		if c.Parent != "" {
+			first += "\t(subagent of " + c.Parent + ")"
+		}
+		fmt.Fprintf(stdout, "%s\t%s\t%d messages\t%s\n", c.ID, c.Updated.Local().Format(time.DateTime), c.Messages, first)
+	}
+	return exitOK
+}
+
+// historyShow prints conversation id's messages: as stored (JSON), or
+// numbered, with each agent--delegate call's subagent conversation under
+// it.
+func historyShow(ctx context.Context, store history.Store, id string, asJSON bool, stdout, stderr io.Writer) int {
+	msgs, err := store.Messages(ctx, id)
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin history: %v\n", err)
+		return exitError
+	}
+	if asJSON {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
@@ -149,12 +184,12 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		stdout.Write(buf.Bytes())
 		return exitOK
 	}
-	rec, err := store.Get(ctx, pos[0])
+	rec, err := store.Get(ctx, id)
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin history: %v\n", err)
 		return exitError
 	}
-	kids, err := history.Children(ctx, store, pos[0])
+	kids, err := history.Children(ctx, store, id)
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin history: %v\n", err)
 		return exitError

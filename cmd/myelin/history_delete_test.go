@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 )
 
 // spilled is a conversation whose result was spilled to the file name.
@@ -55,7 +56,7 @@ func TestHistoryDeleteIsRefusedWhileATurnRuns(t *testing.T) {
 	dir := workspaceWith(t, map[string]string{".myelin/tool-results/mine.txt": "mine"})
 	storeConversation(t, dir, "c1", spilled("mine.txt"))
 	path, _ := defaultStore(dir)
-	s, err := history.OpenSQLite(path)
+	s, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -60,7 +61,7 @@ func exitCode(t *testing.T, cmd *exec.Cmd) int {
 // storedMessages are the messages of the workspace's one conversation.
 func storedMessages(t *testing.T, dir string) []history.Message {
 	t.Helper()
-	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+	store, err := sqlite.Open(filepath.Join(dir, ".myelin", "history.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func workspaceConfig(dir string, trust mcpTrust, stderr io.Writer) (*mcp.ConfigF
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("MCP config %s: %v", path, err)
+		return nil, fmt.Errorf("MCP config %s: %w", path, err)
 	}
 	servers, err := mcp.ParseConfig(path, data, nil)
 	if err != nil {

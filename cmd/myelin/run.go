@@ -159,7 +159,7 @@ func (f *agentFlags) check(set map[string]bool) error {
 		return err
 	}
 	if err := f.policy().Check(); err != nil {
-		return fmt.Errorf("--context-high %g, --context-low %g, --keep-rounds %d: %v", f.contextHigh, f.contextLow, f.keepRounds, err)
+		return fmt.Errorf("--context-high %g, --context-low %g, --keep-rounds %d: %w", f.contextHigh, f.contextLow, f.keepRounds, err)
 	}
 	if _, err := f.think.config(agent.AnswerRoom(f.maxTokens)); err != nil {
 		return err
@@ -320,7 +320,7 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	if f.system != "" {
 		b, err := os.ReadFile(f.system)
 		if err != nil {
-			return nil, "", fmt.Errorf("--system: %v", err)
+			return nil, "", fmt.Errorf("--system: %w", err)
 		}
 		system = result.WellFormed(string(b))
 	}

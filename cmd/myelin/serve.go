@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/server"
 	"github.com/myelin-run/myelin/tool"
@@ -124,7 +125,7 @@ func refusedFlag(args []string) string {
 // flags the command line gave.
 func (f *serveFlags) check(set map[string]bool) error {
 	if _, port, err := net.SplitHostPort(f.addr); err != nil {
-		return fmt.Errorf("--addr %q: give HOST:PORT, e.g. 127.0.0.1:7700 (%v)", f.addr, err)
+		return fmt.Errorf("--addr %q: give HOST:PORT, e.g. 127.0.0.1:7700 (%w)", f.addr, err)
 	} else if _, err := net.LookupPort("tcp", port); err != nil {
 		return fmt.Errorf("--addr %s: the port must be 0 (a free one) to 65535", f.addr)
 	}
@@ -148,7 +149,57 @@ func (f *serveFlags) check(set map[string]bool) error {
 }
 
 func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	var f serveFlags
+	c, code, done := parseServe(args, stdout, stderr)
+	if done {
+		return code
+	}
+	api := c.newAPI(stderr)
+	s, _, err := openAgent(ctx, c.agentFlags, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
+		return exitError
+	}
+	defer s.close()
+	s.agent.KeepRequests = true // the API serves each request as it was sent
+	s.agent.Lease = c.lease
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
+		return exitError
+	}
+	serveSession(api, s)
+	stopWorkers := func() {}
+	if c.worker {
+		stop, err := startWorkers(ctx, api, s.store, c.dsn, c.workers, c.lease, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "myelin serve: %v\n", err)
+			return exitError
+		}
+		stopWorkers = sync.OnceFunc(stop)
+		defer stopWorkers() // before the store closes
+	}
+	err = c.serve(ctx, api, ln, s.ws.Dir(), stopWorkers, stderr)
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// serveSetup is serve as its command line sets it up: the flags, checked,
+// and what was made of them.
+type serveSetup struct {
+	serveFlags
+	logger   *slog.Logger
+	bgLimits background.Limits
+	dsn      string // the store as given (with --worker, store is a pool of it)
+}
+
+// parseServe reads serve's flags and checks them, alone and together.
+// done: serve ends here (help, or a usage error), with code.
+func parseServe(args []string, stdout, stderr io.Writer) (c *serveSetup, code int, done bool) {
+	c = &serveSetup{}
+	f := &c.serveFlags
 	fs := f.flagSet()
 	fs.StringVar(&f.addr, "addr", "127.0.0.1:7700", "listen on `HOST:PORT` (a port of 0 picks a free one)")
 	fs.StringVar(&f.token, "token", "", "the `TOKEN` every request must send as Authorization: Bearer TOKEN (default $MYELIN_TOKEN); required off the loopback interface")
@@ -167,74 +218,72 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&f.grace, "shutdown-grace", defaultShutdownGrace, "on SIGTERM or SIGINT, how long (a `DURATION`; 0 for none) running turns have to finish before they are cancelled (not with --worker: its turns go back to the queue at once)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "how the line logged to stderr for each request and each turn is written: `text` (key=value) or json")
 	if name := refusedFlag(args); name != "" {
-		return usageError(stderr, "serve", fmt.Sprintf("--%s is run's and chat's: over the API each request names its conversation, and a turn on a conversation another writer advances is refused (409) rather than waited for", name))
+		return nil, usageError(stderr, "serve", fmt.Sprintf("--%s is run's and chat's: over the API each request names its conversation, and a turn on a conversation another writer advances is refused (409) rather than waited for", name)), true
 	}
 	pos, code, done := parseCommand("serve", serveUsage, fs, args, stdout, stderr)
 	if done {
-		return code
+		return nil, code, true
 	}
 	set := explicit(fs)
 	if err := f.agentFlags.check(set); err != nil {
-		return usageError(stderr, "serve", err.Error())
+		return nil, usageError(stderr, "serve", err.Error()), true
 	}
 	if err := f.check(set); err != nil {
-		return usageError(stderr, "serve", err.Error())
+		return nil, usageError(stderr, "serve", err.Error()), true
 	}
 	if len(pos) > 0 {
-		return usageError(stderr, "serve", fmt.Sprintf("takes no arguments, got %q", pos))
+		return nil, usageError(stderr, "serve", fmt.Sprintf("takes no arguments, got %q", pos)), true
 	}
 	if err := f.perm.load(f.workspace, stderr); err != nil {
-		return usageError(stderr, "serve", err.Error())
+		return nil, usageError(stderr, "serve", err.Error()), true
 	}
 	if f.token == "" {
 		f.token = os.Getenv("MYELIN_TOKEN")
 	}
 	if !server.Loopback(f.addr) && f.token == "" {
-		return usageError(stderr, "serve", fmt.Sprintf("--addr %s is not a loopback address: give a token (--token or MYELIN_TOKEN) that every request must send, or listen on 127.0.0.1", f.addr))
+		return nil, usageError(stderr, "serve", fmt.Sprintf("--addr %s is not a loopback address: give a token (--token or MYELIN_TOKEN) that every request must send, or listen on 127.0.0.1", f.addr)), true
 	}
 	// a token too weak, or CORS without one, would leave the API open to
 	// any web page: the server would refuse every request, so refuse here
 	if err := (&server.Server{Token: f.token, CORSOrigins: f.cors}).Check(); err != nil {
-		return usageError(stderr, "serve", err.Error())
+		return nil, usageError(stderr, "serve", err.Error()), true
 	}
-	logger, err := serveLogger(f.logFormat, stderr)
-	if err != nil {
-		return usageError(stderr, "serve", err.Error())
+	var err error
+	if c.logger, err = serveLogger(f.logFormat, stderr); err != nil {
+		return nil, usageError(stderr, "serve", err.Error()), true
 	}
-	bgLimits, err := f.background.limits()
-	if err != nil {
-		return usageError(stderr, "serve", err.Error())
+	if c.bgLimits, err = f.background.limits(); err != nil {
+		return nil, usageError(stderr, "serve", err.Error()), true
 	}
-	dsn := storeChoice(f.store)
+	c.dsn = storeChoice(f.store)
 	if f.worker {
-		if !isPostgres(dsn) {
-			return usageError(stderr, "serve", "--worker needs the Postgres store: give --store postgres://user@host:port/database (or MYELIN_STORE)")
+		if !isPostgres(c.dsn) {
+			return nil, usageError(stderr, "serve", "--worker needs the Postgres store: give --store postgres://user@host:port/database (or MYELIN_STORE)"), true
 		}
-		f.store = workerPool(dsn, f.workers)
+		f.store = workerPool(c.dsn, f.workers)
 	}
-	// The API is made first: it is what MCP servers ask (elicitation and
-	// sampling, for the conversation whose call asks), whom the permission
-	// gate asks (an approval event, for the conversation whose turn calls)
-	// and where background scripts' wakes go (it runs the woken turns).
-	api := &server.Server{Token: f.token, CORSOrigins: f.cors, ElicitTimeout: f.elicitTimeout, ApprovalTimeout: f.approvalTimeout, Logger: logger,
+	return c, exitOK, false
+}
+
+// newAPI makes the API, before the agent: it is what MCP servers ask
+// (elicitation and sampling, for the conversation whose call asks), whom
+// the permission gate asks (an approval event, for the conversation whose
+// turn calls) and where background scripts' wakes go (it runs the woken
+// turns). It sets the toolset's flags to use it.
+func (c *serveSetup) newAPI(stderr io.Writer) *server.Server {
+	api := &server.Server{Token: c.token, CORSOrigins: c.cors, ElicitTimeout: c.elicitTimeout, ApprovalTimeout: c.approvalTimeout, Logger: c.logger,
 		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }}
-	f.tools.mcp.ui = newMCPUI(nil, stderr)
-	f.tools.mcp.ui.elicitor, f.tools.mcp.ui.sampler = api, api
-	f.perm.asker = api
-	f.tools.background = &backgroundSetup{limits: bgLimits, wakes: api}
-	s, _, err := openAgent(ctx, f.agentFlags, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
-		return exitError
-	}
-	defer s.close()
-	s.agent.KeepRequests = true // the API serves each request as it was sent
-	s.agent.Lease = f.lease
-	ln, err := net.Listen("tcp", f.addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
-		return exitError
-	}
+	c.tools.mcp.ui = newMCPUI(nil, stderr)
+	c.tools.mcp.ui.elicitor, c.tools.mcp.ui.sampler = api, api
+	c.perm.asker = api
+	c.tools.background = &backgroundSetup{limits: c.bgLimits, wakes: api}
+	return api
+}
+
+// serveSession gives the API the session's agent, workspace, background
+// scripts and toolset, which it rebuilds for each turn (one at a time)
+// with the MCP servers' new tools, if they changed.
+func serveSession(api *server.Server, s *session) {
 	api.Agent, api.Workspace, api.Background = s.agent, s.ws, s.tools.bg
 	var toolsMu sync.Mutex // the toolset is rebuilt by one turn at a time
 	api.Tools = func() (*tool.Registry, error) {
@@ -243,33 +292,24 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		_, err := s.tools.refresh() // the MCP servers' new tools, if they changed
 		return s.tools.reg, err
 	}
-	stopWorkers := func() {}
-	if f.worker {
-		stop, err := startWorkers(ctx, api, s.store, dsn, f.workers, f.lease, stderr)
-		if err != nil {
-			fmt.Fprintf(stderr, "myelin serve: %v\n", err)
-			return exitError
-		}
-		stopWorkers = sync.OnceFunc(stop)
-		defer stopWorkers() // before the store closes
-	}
+}
+
+// serve serves the API on ln until it fails, or is told to stop (a
+// signal, or ctx), then stops as stopServing says.
+func (c *serveSetup) serve(ctx context.Context, api *server.Server, ln net.Listener, wsDir string, stopWorkers func(), stderr io.Writer) error {
 	hs := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	fmt.Fprintf(stderr, "myelin serve: listening on http://%s (workspace %s)\n", ln.Addr(), s.ws.Dir())
+	fmt.Fprintf(stderr, "myelin serve: listening on http://%s (workspace %s)\n", ln.Addr(), wsDir)
 	signals := interruptsOf(ctx) // SIGTERM and SIGINT (main.go)
 	select {
-	case err = <-served:
+	case err := <-served:
+		return err
 	case sig := <-signals:
-		err = stopServing(api, hs, stopWorkers, f.worker, f.grace, fmt.Sprint(sig), signals, stderr)
+		return stopServing(api, hs, stopWorkers, c.worker, c.grace, fmt.Sprint(sig), signals, stderr)
 	case <-ctx.Done():
-		err = stopServing(api, hs, stopWorkers, f.worker, f.grace, "told to stop", signals, stderr)
+		return stopServing(api, hs, stopWorkers, c.worker, c.grace, "told to stop", signals, stderr)
 	}
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintf(stderr, "myelin serve: %v\n", err)
-		return exitError
-	}
-	return exitOK
 }
 
 // serveLogger is the logger of serve's request and turn lines on stderr,

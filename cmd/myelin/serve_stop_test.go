@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -91,7 +92,7 @@ func readTo(t *testing.T, r *bufio.Reader, want string) (data map[string]any, ty
 // workspace dir.
 func conversationMessages(t *testing.T, dir, id string) []history.Message {
 	t.Helper()
-	store, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+	store, err := sqlite.Open(filepath.Join(dir, ".myelin", "history.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

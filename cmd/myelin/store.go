@@ -8,6 +8,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/postgres"
+	"github.com/myelin-run/myelin/history/sqlite"
 )
 
 // storeEnv names the environment variable that gives --store when the flag
@@ -110,6 +111,6 @@ func openSessionStore(ctx context.Context, store, wsDir string) (history.Store, 
 // else at path is refused by the store, saying what was found and how to
 // recover it; nothing is deleted. A store in the workspace (inWorkspace)
 // follows no symbolic link.
-func openSQLite(path string, inWorkspace, create bool) (*history.SQLite, error) {
-	return history.OpenSQLiteWith(path, history.SQLiteOptions{NoFollow: inWorkspace, Existing: !create})
+func openSQLite(path string, inWorkspace, create bool) (*sqlite.Store, error) {
+	return sqlite.OpenWith(path, sqlite.Options{NoFollow: inWorkspace, Existing: !create})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 
 	"github.com/myelin-run/myelin/history/postgres/pgtest"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -163,7 +164,7 @@ func storeFilesOf(t *testing.T, ws string) map[string]string {
 func liveLog(t *testing.T, ws string) []byte {
 	t.Helper()
 	path := filepath.Join(ws, ".myelin", "history.db")
-	s, err := history.OpenSQLite(path)
+	s, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

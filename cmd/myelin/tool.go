@@ -159,7 +159,7 @@ func callArgs(arg string, stdin io.Reader) (string, error) {
 		}
 		f, err := os.Open(name)
 		if err != nil {
-			return "", fmt.Errorf("ARGS_JSON %s: %v", arg, err)
+			return "", fmt.Errorf("ARGS_JSON %s: %w", arg, err)
 		}
 		defer f.Close()
 		from, r = "file "+name, f
@@ -175,7 +175,7 @@ func callArgs(arg string, stdin io.Reader) (string, error) {
 	raw, err := io.ReadAll(io.LimitReader(r, maxCallArgs+1))
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("ARGS_JSON from %s: %v", from, err)
+		return "", fmt.Errorf("ARGS_JSON from %s: %w", from, err)
 	case len(raw) > maxCallArgs:
 		return "", fmt.Errorf("ARGS_JSON from %s is over %d MiB", from, maxCallArgs>>20)
 	case !json.Valid(raw):

@@ -153,7 +153,7 @@ func (ts *toolset) refresh() (bool, error) {
 	}
 	reg, err := ts.build(ts.mcp.Tools())
 	if err != nil {
-		return false, fmt.Errorf("an MCP server's tools changed, and the new set cannot be offered (the old one is): %v", err)
+		return false, fmt.Errorf("an MCP server's tools changed, and the new set cannot be offered (the old one is): %w", err)
 	}
 	ts.reg, ts.mcpVersion = reg, v
 	return true, nil

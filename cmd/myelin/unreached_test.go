@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -22,7 +23,7 @@ import (
 // conversations (history.Deleter).
 func canDelete(t *testing.T, dir string) bool {
 	t.Helper()
-	st, err := history.OpenSQLite(filepath.Join(dir, ".myelin", "history.db"))
+	st, err := sqlite.Open(filepath.Join(dir, ".myelin", "history.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -180,7 +180,7 @@ func TestHistoryListSaysWhenThereAreNoConversations(t *testing.T) {
 		t.Fatalf("show without a store: exit %d, %q", code, errOut)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.db")
-	st, err := history.OpenSQLite(empty)
+	st, err := sqlite.Open(empty)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,12 +50,12 @@ func startWorkers(ctx context.Context, api *server.Server, store history.Store, 
 	logf := func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("--store: %v", err)
+		return nil, fmt.Errorf("--store: %w", err)
 	}
 	cfg.MaxConns = int32(workers + 8) // River's producer, notifier and elector, the events' listener
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("workers: connecting to %s: %v", pg, err)
+		return nil, fmt.Errorf("workers: connecting to %s: %w", pg, err)
 	}
 	if err := worker.Migrate(ctx, pool); err != nil {
 		pool.Close()

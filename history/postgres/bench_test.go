@@ -11,6 +11,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/postgres"
 	"github.com/myelin-run/myelin/history/postgres/pgtest"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/history/storetest"
 )
 
@@ -89,7 +90,7 @@ func openBench(b *testing.B) history.Store {
 }
 
 func openSQLiteBench(b *testing.B) history.Store {
-	s, err := history.OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
+	s, err := sqlite.Open(filepath.Join(b.TempDir(), "h.db"))
 	if err != nil {
 		b.Fatal(err)
 	}

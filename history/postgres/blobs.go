@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // The store keeps the bytes of conversations' workspace files
@@ -32,7 +33,7 @@ func (s *Store) Shared() bool { return true }
 // both succeed; other bytes at a kept path are refused, saying so.
 func (s *Store) PutBlob(ctx context.Context, id, path string, data []byte) (string, error) {
 	doing := "keeping file " + path + " of conversation " + id
-	if err := history.CheckBlob(doing, id, path, len(data)); err != nil {
+	if err := record.CheckBlob(doing, id, path, len(data)); err != nil {
 		return "", err
 	}
 	hash := history.BlobHash(data)
@@ -65,7 +66,7 @@ func (s *Store) PutBlob(ctx context.Context, id, path string, data []byte) (stri
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO blob_files (conversation, path, hash) VALUES ($1, $2, $3) ON CONFLICT (conversation, path) DO NOTHING`, id, []byte(path), hash)
 	if isCode(err, "23503") { // foreign_key_violation: no such conversation (blobs' is inserted above)
-		return "", errNotFound(id)
+		return "", record.NotFound(id)
 	}
 	if err != nil {
 		return "", s.explain(doing, err)
@@ -110,7 +111,7 @@ func (s *Store) BlobAt(ctx context.Context, id, path string) (string, []byte, er
 		WHERE c.id = $1`, id, []byte(path)).Scan(&hash, &data)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return "", nil, errNotFound(id)
+		return "", nil, record.NotFound(id)
 	case err != nil:
 		return "", nil, s.explain("reading file "+path+" of conversation "+id, err)
 	case hash == nil:

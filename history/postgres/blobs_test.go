@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 	"github.com/myelin-run/myelin/history/postgres/pgtest"
 )
 
@@ -72,7 +73,7 @@ func TestALayoutOneDatabaseIsMigratedAtOpenAndKeepsFiles(t *testing.T) {
 		}
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES ('old', '', $1, now(), $2)`,
-		created, history.RecordChecksum("old", "", created, "", "")); err != nil {
+		created, record.RecordChecksum("old", "", created, "", "")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -81,7 +82,7 @@ func TestALayoutOneDatabaseIsMigratedAtOpenAndKeepsFiles(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT version FROM myelin_layout`).Scan(&version); err != nil || version != Layout || Layout < 2 {
 		t.Fatalf("after Open the layout is %d (%v); want this myelin's, %d (2 or more)", version, err, Layout)
 	}
-	if c, err := s.Get(ctx, "old"); err != nil || c.Created.Format(history.TimeFormat) != created {
+	if c, err := s.Get(ctx, "old"); err != nil || c.Created.Format(record.TimeFormat) != created {
 		t.Fatalf("the layout-1 conversation after the migration: %+v, %v", c, err)
 	}
 	data := []byte("kept after the migration\n")

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // claim is a conversation's claim as stored.
@@ -19,8 +20,10 @@ type claim struct {
 
 // alive reports whether the claim's holder may still be writing at now
 // (the database's time): its lease runs and it is not known gone (on this
-// node, its process ended: history.Holder.Gone).
-func (c *claim) alive(now time.Time) bool { return now.Before(c.expires) && !c.Gone() }
+// node, its process ended: record.Alive).
+func (c *claim) alive(now time.Time) bool {
+	return record.Alive(now, c.expires, record.ThisNode(), c.Node, c.PID)
+}
 
 // writeState is what a write read of its conversation under the row lock.
 type writeState struct {
@@ -86,7 +89,7 @@ func (s *Store) write(ctx context.Context, id, doing string, lazy bool, fn func(
 		return nil
 	})
 	if err := tx.SendBatch(ctx, b).Close(); errors.Is(err, errNoConversation) {
-		return errNotFound(id)
+		return record.NotFound(id)
 	} else if err != nil {
 		return s.explain(doing, err)
 	}
@@ -108,10 +111,10 @@ func (s *Store) write(ctx context.Context, id, doing string, lazy bool, fn func(
 func (s *Store) allows(ctx context.Context, id string, w writeState) error {
 	if h, writing := history.WriterOf(ctx); writing {
 		if w.claim == nil {
-			return history.ClaimLost(id, h, nil)
+			return record.ClaimLost(id, h.String(), "")
 		}
 		if w.claim.Token != h.Token || w.claim.Epoch != h.Epoch {
-			return history.ClaimLost(id, h, &w.claim.Holder)
+			return record.ClaimLost(id, h.String(), w.claim.Holder.String())
 		}
 		return nil
 	}
@@ -125,7 +128,7 @@ func (s *Store) allows(ctx context.Context, id string, w writeState) error {
 // takeover gives h the next epoch; claiming again what h holds keeps it
 // and renews the lease. The lease runs on the database's clock.
 func (s *Store) Claim(ctx context.Context, id string, h history.Holder, lease time.Duration) (history.Holder, error) {
-	if err := history.CheckClaim(id, h, lease); err != nil {
+	if err := record.CheckClaim(id, h.Token, lease); err != nil {
 		return h, err
 	}
 	doing := "claiming conversation " + id
@@ -156,7 +159,7 @@ func (s *Store) Claim(ctx context.Context, id string, h history.Holder, lease ti
 // Renew extends h's claim on id to lease from the database's now (see
 // history.Store.Renew); it never takes a claim.
 func (s *Store) Renew(ctx context.Context, id string, h history.Holder, lease time.Duration) error {
-	if err := history.CheckClaim(id, h, lease); err != nil {
+	if err := record.CheckClaim(id, h.Token, lease); err != nil {
 		return err
 	}
 	doing := "renewing the claim on conversation " + id
@@ -198,15 +201,17 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 	if len(results) == 0 {
 		return nil
 	}
-	if err := history.CheckKeep(id, results); err != nil {
-		return err
+	for _, p := range results {
+		if err := record.CheckKept(id, p.Type == history.ToolResultPart, string(p.Type), p.CallID); err != nil {
+			return err
+		}
 	}
 	calls := make([][]byte, len(results))
 	raws := make([][]byte, len(results))
 	for i, p := range results {
 		raw, err := history.EncodePart(p)
 		if err != nil {
-			return fmt.Errorf("keeping the result of call %s in conversation %s: %v", p.CallID, id, err)
+			return fmt.Errorf("keeping the result of call %s in conversation %s: %w", p.CallID, id, err)
 		}
 		calls[i], raws[i] = []byte(p.CallID), raw
 	}
@@ -243,7 +248,7 @@ func (s *Store) Kept(ctx context.Context, id string) ([]history.Part, error) {
 		}
 		p, err := history.DecodePart(raw)
 		if err != nil {
-			return nil, fmt.Errorf("history store %s: conversation %s, the kept result of call %s is not valid: %v", s.name, id, callID, err)
+			return nil, fmt.Errorf("history store %s: conversation %s, the kept result of call %s is not valid: %w", s.name, id, callID, err)
 		}
 		out = append(out, p)
 	}

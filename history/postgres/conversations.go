@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // Create starts a conversation (see history.Store.Create).
@@ -19,10 +20,10 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 	if c.Created.IsZero() {
 		c.Created = s.hostNow()
 	}
-	if err := history.CheckLink(c); err != nil {
+	if err := record.CheckLink(c.ID, c.Parent, c.ParentCall); err != nil {
 		return err
 	}
-	created := c.Created.UTC().Format(history.TimeFormat)
+	created := c.Created.UTC().Format(record.TimeFormat)
 	// made only when its parent, if it names one, is there (a parent
 	// deleted after this statement leaves the child naming it, as
 	// history.Deleter allows)
@@ -31,7 +32,7 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 		SELECT $1::text, $2::bytea, $3::text, $4::timestamptz, $5::bigint, $6::text, $7::text, $8::bigint
 		WHERE $6::text = '' OR EXISTS (SELECT 1 FROM conversations WHERE id = $6::text)
 		ON CONFLICT (id) DO NOTHING`,
-		c.ID, []byte(c.System), created, updated, history.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall, updatedChecksum(c.ID, updated))
+		c.ID, []byte(c.System), created, updated, record.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall, updatedChecksum(c.ID, updated))
 	if err != nil {
 		return s.explain("creating conversation "+c.ID, err)
 	}
@@ -41,7 +42,7 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 			return s.explain("creating conversation "+c.ID, err)
 		}
 		if !parent {
-			return history.NoParent(c.ID, c.Parent)
+			return record.NoParent(c.ID, c.Parent)
 		}
 	}
 	if tag.RowsAffected() == 0 {
@@ -59,7 +60,7 @@ const recordColumns = `c.id, c.system, c.created, c.updated, (SELECT count(*) FR
 func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error) {
 	c, err := s.scanConversation(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM conversations c WHERE c.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return history.Conversation{}, errNotFound(id)
+		return history.Conversation{}, record.NotFound(id)
 	}
 	if err != nil && !errors.Is(err, history.ErrDamaged) {
 		return history.Conversation{}, s.explain("reading conversation "+id, err)
@@ -81,17 +82,17 @@ func (s *Store) scanConversation(row pgx.Row) (history.Conversation, error) {
 	}
 	c.System = string(system)
 	c.Messages, c.Updated = int(stored), c.Updated.UTC()
-	if sum := history.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
+	if sum := record.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.name, c.ID, crc, sum, history.ErrDamaged)
 	}
 	if sum := updatedChecksum(c.ID, c.Updated); sum != updatedCRC {
-		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its last update time (%s) no longer matches its checksum (stored %08x, now %08x): %w", s.name, c.ID, c.Updated.Format(history.TimeFormat), updatedCRC, sum, history.ErrDamaged)
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its last update time (%s) no longer matches its checksum (stored %08x, now %08x): %w", s.name, c.ID, c.Updated.Format(record.TimeFormat), updatedCRC, sum, history.ErrDamaged)
 	}
 	if c.Messages != appended {
 		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.name, c.ID, c.Messages, appended, history.ErrDamaged)
 	}
 	var err error
-	if c.Created, err = time.Parse(history.TimeFormat, created); err != nil {
+	if c.Created, err = time.Parse(record.TimeFormat, created); err != nil {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: %v: %w", s.name, c.ID, err, history.ErrDamaged)
 	}
 	return c, nil
@@ -170,12 +171,12 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 		if stored != seq {
 			return nil, fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.name, id, seq, stored, history.ErrDamaged)
 		}
-		if sum := history.MessageChecksum(id, seq, raw); sum != crc {
+		if sum := record.MessageChecksum(id, seq, raw); sum != crc {
 			return nil, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.name, id, seq, crc, sum, history.ErrDamaged)
 		}
 		m, err := history.DecodeMessage(raw)
 		if err != nil {
-			return nil, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %v", s.name, id, seq, err)
+			return nil, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %w", s.name, id, seq, err)
 		}
 		fresh = append(fresh, m)
 	}
@@ -192,7 +193,7 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 		err := s.pool.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = $1`, id).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
 			s.forget(id)
-			return nil, errNotFound(id)
+			return nil, record.NotFound(id)
 		}
 		if err != nil {
 			return nil, s.explain(doing, err)
@@ -255,10 +256,10 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			m.Time = now
 			raw, err := history.EncodeMessage(m)
 			if err != nil {
-				return fmt.Errorf("appending to conversation %s: %v", id, err)
+				return fmt.Errorf("appending to conversation %s: %w", id, err)
 			}
 			seq := w.last + 1 + i
-			seqs[i], raws[i], crcs[i] = int32(seq), raw, history.MessageChecksum(id, seq, raw)
+			seqs[i], raws[i], crcs[i] = int32(seq), raw, record.MessageChecksum(id, seq, raw)
 			for _, p := range m.Parts {
 				results = results || p.Type == history.ToolResultPart
 			}

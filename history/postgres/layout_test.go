@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // A database of layout 3 (no checksum of a conversation's last update
@@ -30,7 +31,7 @@ func TestALayoutThreeDatabaseGetsItsUpdateTimesChecksummed(t *testing.T) {
 		}
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES ('old', '', $1, $2, $3)`,
-		created, updated, history.RecordChecksum("old", "", created, "", "")); err != nil {
+		created, updated, record.RecordChecksum("old", "", created, "", "")); err != nil {
 		t.Fatal(err)
 	}
 	s := openBlobStore(t, dsn)

@@ -33,6 +33,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // Options tune a Postgres store; the zero value is the default.
@@ -95,7 +96,7 @@ const idleParam = "idle_in_transaction_session_timeout"
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("history store: the Postgres connection string is not valid (want postgres://user@host:port/database, or key=value pairs): %v", redact(err, dsn))
+		return nil, fmt.Errorf("history store: the Postgres connection string is not valid (want postgres://user@host:port/database, or key=value pairs): %v", redact(err, dsn)) // %v, not %w: the cause may hold the password
 	}
 	cc := cfg.ConnConfig
 	name := "postgres://" + cc.User + "@" + net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port))) + "/" + cc.Database
@@ -111,12 +112,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("history store %s: %v", name, err)
+		return nil, fmt.Errorf("history store %s: %w", name, err)
 	}
 	s := &Store{pool: pool, name: name, now: opts.Now, read: map[string][]history.Message{}}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("history store %s: cannot connect: %v", name, err)
+		return nil, fmt.Errorf("history store %s: cannot connect: %w", name, err)
 	}
 	if err := s.migrate(ctx, opts.Schema); err != nil {
 		pool.Close()
@@ -169,11 +170,8 @@ func (s *Store) Close() error { s.pool.Close(); return nil }
 
 // explain makes a database error say what the store was doing, and where.
 func (s *Store) explain(doing string, err error) error {
-	return fmt.Errorf("history store %s: %s: %v", s.name, doing, err)
+	return fmt.Errorf("history store %s: %s: %w", s.name, doing, err)
 }
-
-// errNotFound is the error for conversation id, not in the store.
-func errNotFound(id string) error { return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound) }
 
 // isCode reports whether err is the database's error of SQLSTATE code.
 func isCode(err error, code string) bool {
@@ -217,16 +215,16 @@ var migrations = []string{
 	`CREATE TABLE conversations (
 		id       text PRIMARY KEY,
 		system   bytea NOT NULL,       -- bytes, as SQLite keeps them: text refuses NUL and what is not UTF-8
-		created  text NOT NULL,        -- history.TimeFormat, as SQLite keeps it (the checksum covers it)
+		created  text NOT NULL,        -- record.TimeFormat, as SQLite keeps it (the checksum covers it)
 		updated  timestamptz NOT NULL,
 		messages integer NOT NULL DEFAULT 0, -- how many messages it holds
-		crc      bigint NOT NULL               -- history.RecordChecksum(id, system, created, parent, parent_call)
+		crc      bigint NOT NULL               -- record.RecordChecksum(id, system, created, parent, parent_call)
 	);
 	CREATE TABLE messages (
 		conversation text NOT NULL REFERENCES conversations(id),
 		seq          integer NOT NULL,
 		message      bytea NOT NULL,  -- history.EncodeMessage: the bytes SQLite keeps
-		crc          bigint NOT NULL, -- history.MessageChecksum(conversation, seq, message)
+		crc          bigint NOT NULL, -- record.MessageChecksum(conversation, seq, message)
 		PRIMARY KEY (conversation, seq)
 	);
 	CREATE TABLE claims (
@@ -275,7 +273,7 @@ var migrations = []string{
 	// field of a record that changes and that no checksum covered (it
 	// orders List: it decides what --continue continues); filled in by
 	// fillUpdatedChecksums
-	`ALTER TABLE conversations ADD COLUMN updated_crc bigint NOT NULL DEFAULT 0; -- history.UpdatedChecksum(id, updated)`,
+	`ALTER TABLE conversations ADD COLUMN updated_crc bigint NOT NULL DEFAULT 0; -- record.UpdatedChecksum(id, updated)`,
 }
 
 // fills are what a migration computes in Go, after its SQL, in its
@@ -310,12 +308,12 @@ func fillUpdatedChecksums(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-// updatedChecksum is history.UpdatedChecksum of a last update time as
+// updatedChecksum is record.UpdatedChecksum of a last update time as
 // Postgres keeps it (a timestamptz, to the microsecond): of TimeFormat of
 // the time in UTC. A time is stored already cut to the microsecond
 // (toMicro), so what is checksummed is what is read back.
 func updatedChecksum(id string, updated time.Time) int64 {
-	return history.UpdatedChecksum(id, updated.UTC().Format(history.TimeFormat))
+	return record.UpdatedChecksum(id, updated.UTC().Format(record.TimeFormat))
 }
 
 // toMicro is t cut to the microsecond, as Postgres keeps a timestamptz

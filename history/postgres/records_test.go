@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/history/storetest"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestAConversationIsTheSameBytesInPostgresAsInSQLite(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "h.db")
-	lite, err := history.OpenSQLite(path)
+	lite, err := sqlite.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

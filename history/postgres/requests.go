@@ -9,13 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
-
-// A request's body is kept as SQLite keeps it (history.Requests): whole
-// (base 0) every snapshotEvery requests and whenever it shares no byte with
-// the one before, else as the length it shares with request n-1 (prefix)
-// and the bytes after (tail).
-const snapshotEvery = 32
 
 // sentBodiesKept bounds how many conversations' newest request bodies the
 // store remembers, so that the next request is kept by what it adds
@@ -78,7 +73,7 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 		}
 		r.N, r.Size = n, len(r.Body)
 		base, prefix := 0, 0
-		if n > 1 && (n-1)%snapshotEvery != 0 {
+		if n > 1 && (n-1)%record.SnapshotEvery != 0 {
 			prev, ok := s.sent.last(id, n-1)
 			if !ok {
 				last, err := s.request(ctx, tx, id, n-1)
@@ -93,7 +88,7 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 		}
 		meta, err := json.Marshal(r)
 		if err != nil {
-			return fmt.Errorf("%s: %v", doing, err)
+			return fmt.Errorf("%s: %w", doing, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO requests (conversation, n, base, prefix, tail, meta) VALUES ($1, $2, $3, $4, $5, $6)`,
 			id, n, base, prefix, r.Body[prefix:], string(meta)); err != nil {
@@ -144,7 +139,7 @@ func (s *Store) request(ctx context.Context, tx pgx.Tx, id string, n int) (histo
 		return history.SentRequest{}, s.explain(doing, err)
 	}
 	if n < 1 || n > count {
-		return history.SentRequest{}, history.NoRequest(id, n, count)
+		return history.SentRequest{}, record.NoRequest(id, n, count)
 	}
 	rows, err := tx.Query(ctx, `SELECT n, base, prefix, tail, meta FROM requests WHERE conversation = $1 AND n BETWEEN $2 AND $3 ORDER BY n`, id, from, n)
 	if err != nil {

@@ -1,8 +1,8 @@
 // Package storetest is the one conformance suite of history.Store: the
 // behaviours every store keeps (contract §7 and §13), written once and run
-// on each implementation — Memory and SQLite in package history's tests,
-// Postgres in history/postgres's. A store passes by calling Run from its
-// own tests with an Opener.
+// on each implementation — Memory in package history's tests, SQLite in
+// history/sqlite's, Postgres in history/postgres's. A store passes by
+// calling Run from its own tests with an Opener.
 //
 // It is for tests only: it imports package testing, and it must not hold
 // anything a store of one kind alone does (those tests stay beside their
@@ -98,6 +98,7 @@ func Run(t *testing.T, subject Subject) {
 	}{
 		{"MessagesComeBackAsStored", messagesComeBackAsStored},
 		{"AnUnknownConversationIsNotFound", unknownIsNotFound},
+		{"ACancelledContextIsCanceled", cancelledIsCanceled},
 		{"CreateRefusesATakenOrEmptyID", createRefusesTakenOrEmpty},
 		{"ConcurrentCreatesOfOneIDHaveOneWinner", concurrentCreates},
 		{"ListIsMostRecentlyUpdatedFirst", listOrder},
@@ -203,17 +204,50 @@ func messagesComeBackAsStored(t *testing.T, s Subject) {
 
 func unknownIsNotFound(t *testing.T, s Subject) {
 	e := s.env(t)
-	for name, err := range map[string]error{
-		"Get":    func() error { _, err := e.s.Get(e.ctx, "nope"); return err }(),
-		"Append": e.s.Append(e.ctx, "nope", UserText("x")),
-		"Claim":  func() error { _, err := e.s.Claim(e.ctx, "nope", history.NewHolder(), time.Minute); return err }(),
+	h := history.NewHolder()
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"Get", func() error { _, err := e.s.Get(e.ctx, "nope"); return err }()},
+		{"Messages", func() error { _, err := e.s.Messages(e.ctx, "nope"); return err }()},
+		{"Append", e.s.Append(e.ctx, "nope", UserText("x"))},
+		{"Claim", func() error { _, err := e.s.Claim(e.ctx, "nope", h, time.Minute); return err }()},
+		{"Keep", e.s.Keep(e.ctx, "nope", history.Part{Type: history.ToolResultPart, CallID: "call_1", Text: "x"})},
 	} {
-		if !errors.Is(err, history.ErrNotFound) {
-			t.Errorf("%s of an unknown conversation: %v; want ErrNotFound", name, err)
+		if !errors.Is(c.err, history.ErrNotFound) || !contains(c.err, "nope") {
+			t.Errorf("%s of an unknown conversation: %v; want ErrNotFound naming it", c.name, c.err)
 		}
 	}
-	if msgs, err := e.s.Messages(e.ctx, "nope"); err == nil && len(msgs) > 0 {
-		t.Errorf("Messages of an unknown conversation: %d messages", len(msgs))
+}
+
+// A store's every call under a cancelled context fails with an error
+// that is context.Canceled (errors.Is), whatever else it says: a caller
+// that stopped is told so, not that the store is broken.
+func cancelledIsCanceled(t *testing.T, s Subject) {
+	e := s.env(t)
+	e.conversation("c")
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	h := history.NewHolder()
+	for _, c := range []struct {
+		name string
+		err  error
+	}{
+		{"Create", e.s.Create(ctx, history.Conversation{ID: "d"})},
+		{"Get", func() error { _, err := e.s.Get(ctx, "c"); return err }()},
+		{"List", func() error { _, err := e.s.List(ctx); return err }()},
+		{"Messages", func() error { _, err := e.s.Messages(ctx, "c"); return err }()},
+		{"Append", e.s.Append(ctx, "c", UserText("x"))},
+		{"Claim", func() error { _, err := e.s.Claim(ctx, "c", h, time.Minute); return err }()},
+		{"Keep", e.s.Keep(ctx, "c", history.Part{Type: history.ToolResultPart, CallID: "call_1", Text: "x"})},
+	} {
+		if !errors.Is(c.err, context.Canceled) {
+			t.Errorf("%s under a cancelled context: %v; want context.Canceled", c.name, c.err)
+		}
+	}
+	if msgs, err := e.s.Messages(e.ctx, "c"); err != nil || len(msgs) != 0 {
+		t.Errorf("after the cancelled calls, Messages(c) = %d messages, %v; want none written", len(msgs), err)
 	}
 }
 

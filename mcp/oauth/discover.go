@@ -37,7 +37,7 @@ type discovery struct {
 func discover(ctx context.Context, c *http.Client, serverURL string, resp *http.Response) (*discovery, error) {
 	challenges, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if err != nil {
-		return nil, fmt.Errorf("the server's WWW-Authenticate header: %v", err)
+		return nil, fmt.Errorf("the server's WWW-Authenticate header: %w", err)
 	}
 	d := &discovery{resource: serverURL}
 	for _, cand := range metadataURLs(challengeParam(challenges, "resource_metadata"), serverURL) {
@@ -59,7 +59,7 @@ func discover(ctx context.Context, c *http.Client, serverURL string, resp *http.
 	} else {
 		u, err := url.Parse(serverURL)
 		if err != nil {
-			return nil, fmt.Errorf("the server URL %q: %v", serverURL, err)
+			return nil, fmt.Errorf("the server URL %q: %w", serverURL, err)
 		}
 		u.Path, u.RawQuery, u.Fragment = "", "", ""
 		issuer = u.String()
@@ -72,7 +72,7 @@ func discover(ctx context.Context, c *http.Client, serverURL string, resp *http.
 		d.legacy = d.asm != nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("the authorization server metadata of %s: %v", issuer, err)
+		return nil, fmt.Errorf("the authorization server metadata of %s: %w", issuer, err)
 	}
 	if d.asm == nil {
 		d.asm = &oauthex.AuthServerMeta{
@@ -163,12 +163,12 @@ func loopback(host string) bool {
 func getJSON(ctx context.Context, c *http.Client, u string, v any) (bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return false, fmt.Errorf("GET %s: %v", u, err)
+		return false, fmt.Errorf("GET %s: %w", u, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("GET %s: %v", u, err)
+		return false, fmt.Errorf("GET %s: %w", u, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 && resp.StatusCode < 500 {
@@ -179,7 +179,7 @@ func getJSON(ctx context.Context, c *http.Client, u string, v any) (bool, error)
 		return false, fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v); err != nil {
-		return false, fmt.Errorf("GET %s: not JSON metadata: %v", u, err)
+		return false, fmt.Errorf("GET %s: not JSON metadata: %w", u, err)
 	}
 	return true, nil
 }

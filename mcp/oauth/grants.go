@@ -34,7 +34,7 @@ func (h *Handler) clientCredentials(ctx context.Context, req *http.Request, resp
 	cfg := h.o.Config
 	d, err := discover(ctx, h.client, req.URL.String(), resp)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: %v", h.o.Server, err)
+		return nil, fmt.Errorf("MCP server %q: %w", h.o.Server, err)
 	}
 	method := cfg.AuthMethod
 	if method == "" && cfg.PrivateKey != "" {
@@ -60,7 +60,7 @@ func (h *Handler) clientCredentials(ctx context.Context, req *http.Request, resp
 	if method == methodPrivateKey {
 		key, err := parseKey(cfg.PrivateKey, cfg.SigningAlg)
 		if err != nil {
-			return nil, fmt.Errorf("MCP server %q: oauth.privateKey: %v", h.o.Server, err)
+			return nil, fmt.Errorf("MCP server %q: oauth.privateKey: %w", h.o.Server, err)
 		}
 		src = &assertionSource{ctx: bg, cc: cc, key: key, audience: d.asm.Issuer}
 	} else {
@@ -68,7 +68,7 @@ func (h *Handler) clientCredentials(ctx context.Context, req *http.Request, resp
 	}
 	ts := oauth2.ReuseTokenSource(nil, src)
 	if _, err := ts.Token(); err != nil {
-		return nil, fmt.Errorf("MCP server %q: the client credentials grant at %s: %v", h.o.Server, d.asm.TokenEndpoint, err)
+		return nil, fmt.Errorf("MCP server %q: the client credentials grant at %s: %w", h.o.Server, d.asm.TokenEndpoint, err)
 	}
 	return ts, nil
 }
@@ -109,11 +109,11 @@ func (h *Handler) crossApp(ctx context.Context, req *http.Request, resp *http.Re
 	cfg := h.o.Config
 	d, err := discover(ctx, h.client, req.URL.String(), resp)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: %v", h.o.Server, err)
+		return nil, fmt.Errorf("MCP server %q: %w", h.o.Server, err)
 	}
 	idpToken, err := idpTokenEndpoint(ctx, h.client, cfg.IdP.Issuer)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: the identity provider %s: %v", h.o.Server, cfg.IdP.Issuer, err)
+		return nil, fmt.Errorf("MCP server %q: the identity provider %s: %w", h.o.Server, cfg.IdP.Issuer, err)
 	}
 	idpClient := &oauthex.ClientCredentials{ClientID: cfg.IdP.ClientID}
 	if cfg.IdP.ClientSecret != "" {
@@ -132,7 +132,7 @@ func (h *Handler) crossApp(ctx context.Context, req *http.Request, resp *http.Re
 		SubjectTokenType:   oauthex.TokenTypeIDToken,
 	}, idpClient, h.client)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: exchanging the ID token at %s: %v", h.o.Server, idpToken, err)
+		return nil, fmt.Errorf("MCP server %q: exchanging the ID token at %s: %w", h.o.Server, idpToken, err)
 	}
 	method := cfg.AuthMethod
 	if method == "" {
@@ -152,7 +152,7 @@ func (h *Handler) crossApp(ctx context.Context, req *http.Request, resp *http.Re
 	}
 	tok, err := c.Exchange(context.WithValue(ctx, oauth2.HTTPClient, h.client), "", opts...)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: the JWT bearer grant at %s: %v", h.o.Server, d.asm.TokenEndpoint, err)
+		return nil, fmt.Errorf("MCP server %q: the JWT bearer grant at %s: %w", h.o.Server, d.asm.TokenEndpoint, err)
 	}
 	return oauth2.StaticTokenSource(tok), nil
 }
@@ -206,7 +206,7 @@ func (h *Handler) legacySignIn(ctx context.Context, d *discovery) error {
 		}
 		reg, err := oauthex.RegisterClient(ctx, d.asm.RegistrationEndpoint, registration(c.RedirectURL), h.client)
 		if err != nil {
-			return fmt.Errorf("MCP server %q: registering at %s: %v", h.o.Server, d.asm.RegistrationEndpoint, err)
+			return fmt.Errorf("MCP server %q: registering at %s: %w", h.o.Server, d.asm.RegistrationEndpoint, err)
 		}
 		c.ClientID, c.ClientSecret = reg.ClientID, reg.ClientSecret
 		if reg.TokenEndpointAuthMethod != "" {
@@ -224,7 +224,7 @@ func (h *Handler) legacySignIn(ctx context.Context, d *discovery) error {
 	}
 	tok, err := c.Exchange(context.WithValue(ctx, oauth2.HTTPClient, h.client), res.Code, oauth2.VerifierOption(verifier), resource)
 	if err != nil {
-		return fmt.Errorf("MCP server %q: the token request at %s: %v", h.o.Server, c.Endpoint.TokenURL, err)
+		return fmt.Errorf("MCP server %q: the token request at %s: %w", h.o.Server, c.Endpoint.TokenURL, err)
 	}
 	ts := h.keeping(c, tok)
 	h.mu.Lock()

@@ -247,7 +247,7 @@ func (h *Handler) refreshRefused(req *http.Request) bool {
 func (h *Handler) authorizationCode(ctx context.Context, req *http.Request, resp *http.Response) error {
 	d, err := discover(ctx, h.client, req.URL.String(), resp)
 	if err != nil {
-		return fmt.Errorf("MCP server %q: %v", h.o.Server, err)
+		return fmt.Errorf("MCP server %q: %w", h.o.Server, err)
 	}
 	code, err := h.codeHandler()
 	if err != nil {
@@ -276,7 +276,7 @@ func (h *Handler) codeHandler() (*auth.AuthorizationCodeHandler, error) {
 	}
 	loop, err := NewLoopback(h.o.Config.RedirectPort, h.o.Login)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: %v", h.o.Server, err)
+		return nil, fmt.Errorf("MCP server %q: %w", h.o.Server, err)
 	}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              loop.RedirectURL(),
@@ -306,7 +306,7 @@ func (h *Handler) codeHandler() (*auth.AuthorizationCodeHandler, error) {
 	}
 	code, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %q: the oauth config: %v", h.o.Server, err)
+		return nil, fmt.Errorf("MCP server %q: the oauth config: %w", h.o.Server, err)
 	}
 	h.code, h.loop = code, loop
 	return code, nil

@@ -47,7 +47,7 @@ func parseKey(pemText, alg string) (*signingKey, error) {
 		key, err = x509.ParsePKCS8PrivateKey(block.Bytes)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the %s block: %v", block.Type, err)
+		return nil, fmt.Errorf("reading the %s block: %w", block.Type, err)
 	}
 	k := &signingKey{alg: strings.ToUpper(alg)}
 	switch key := key.(type) {
@@ -90,7 +90,7 @@ func (k *signingKey) assertion(clientID, audience string) (string, error) {
 	if k.ec != nil {
 		r, s, err := ecdsa.Sign(rand.Reader, k.ec, sum[:])
 		if err != nil {
-			return "", fmt.Errorf("signing the client assertion: %v", err)
+			return "", fmt.Errorf("signing the client assertion: %w", err)
 		}
 		sig = make([]byte, 64) // JWS wants r and s, 32 bytes each (RFC 7518 §3.4)
 		r.FillBytes(sig[:32])
@@ -99,7 +99,7 @@ func (k *signingKey) assertion(clientID, audience string) (string, error) {
 		var err error
 		sig, err = rsa.SignPKCS1v15(rand.Reader, k.rsa, crypto.SHA256, sum[:])
 		if err != nil {
-			return "", fmt.Errorf("signing the client assertion: %v", err)
+			return "", fmt.Errorf("signing the client assertion: %w", err)
 		}
 	}
 	return input + "." + enc.EncodeToString(sig), nil

@@ -27,7 +27,7 @@ type Loopback struct {
 func NewLoopback(port int, who *Interaction) (*Loopback, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
-		return nil, fmt.Errorf("listening for the sign-in's redirect on 127.0.0.1:%d: %v", port, err)
+		return nil, fmt.Errorf("listening for the sign-in's redirect on 127.0.0.1:%d: %w", port, err)
 	}
 	port = ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
@@ -48,12 +48,12 @@ func (l *Loopback) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*au
 	defer l.mu.Unlock()
 	u, err := url.Parse(args.URL)
 	if err != nil {
-		return nil, fmt.Errorf("the authorization URL: %v", err)
+		return nil, fmt.Errorf("the authorization URL: %w", err)
 	}
 	state := u.Query().Get("state")
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(l.port)))
 	if err != nil {
-		return nil, fmt.Errorf("listening for the sign-in's redirect on 127.0.0.1:%d: %v", l.port, err)
+		return nil, fmt.Errorf("listening for the sign-in's redirect on 127.0.0.1:%d: %w", l.port, err)
 	}
 	got := make(chan result, 1)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

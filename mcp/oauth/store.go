@@ -25,7 +25,7 @@ type Store struct {
 func DefaultStore() (*Store, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return nil, fmt.Errorf("finding the home directory for MCP tokens: %v", err)
+		return nil, fmt.Errorf("finding the home directory for MCP tokens: %w", err)
 	}
 	return &Store{Dir: filepath.Join(home, ".myelin", "mcp-tokens")}, nil
 }
@@ -58,7 +58,7 @@ func (s *Store) Load(url string) (*Entry, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the MCP tokens of %s: %v", url, err)
+		return nil, fmt.Errorf("reading the MCP tokens of %s: %w", url, err)
 	}
 	var e Entry
 	if err := json.Unmarshal(data, &e); err != nil || e.URL != url || e.Token == nil {
@@ -72,15 +72,15 @@ func (s *Store) Load(url string) (*Entry, error) {
 // never sees half of it.
 func (s *Store) Save(e *Entry) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
-		return fmt.Errorf("keeping the MCP tokens of %s: %v", e.URL, err)
+		return fmt.Errorf("keeping the MCP tokens of %s: %w", e.URL, err)
 	}
 	data, err := json.MarshalIndent(e, "", "  ")
 	if err != nil {
-		return fmt.Errorf("keeping the MCP tokens of %s: %v", e.URL, err)
+		return fmt.Errorf("keeping the MCP tokens of %s: %w", e.URL, err)
 	}
 	f, err := os.CreateTemp(s.Dir, ".tokens-*")
 	if err != nil {
-		return fmt.Errorf("keeping the MCP tokens of %s: %v", e.URL, err)
+		return fmt.Errorf("keeping the MCP tokens of %s: %w", e.URL, err)
 	}
 	tmp := f.Name()
 	err = f.Chmod(0o600)
@@ -95,7 +95,7 @@ func (s *Store) Save(e *Entry) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("keeping the MCP tokens of %s: %v", e.URL, err)
+		return fmt.Errorf("keeping the MCP tokens of %s: %w", e.URL, err)
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func (s *Store) Save(e *Entry) error {
 // Remove forgets the tokens of url; there being none is no error.
 func (s *Store) Remove(url string) error {
 	if err := os.Remove(s.Path(url)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("removing the MCP tokens of %s: %v", url, err)
+		return fmt.Errorf("removing the MCP tokens of %s: %w", url, err)
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package history
+package record
 
 import (
 	"bytes"
@@ -10,10 +10,10 @@ import (
 	"syscall"
 )
 
-// processExists reports whether process pid exists on this host and is not
+// ProcessExists reports whether process pid exists on this host and is not
 // a zombie (a killed process its parent has not reaped yet is gone for our
 // purpose). A process of another user exists too (EPERM).
-func processExists(pid int) bool {
+func ProcessExists(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	if err != nil && !errors.Is(err, syscall.EPERM) {
 		return false
@@ -30,9 +30,9 @@ func processExists(pid int) bool {
 	return true
 }
 
-// thisNode is where this process's pid means it: on Linux the boot
+// ThisNode is where this process's pid means it: on Linux the boot
 // (boot_id) and the pid namespace; elsewhere the host name.
-func thisNode() string {
+func ThisNode() string {
 	boot, err1 := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	ns, err2 := os.Readlink("/proc/self/ns/pid")
 	if err1 != nil || err2 != nil {

@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"bytes"
@@ -263,7 +263,7 @@ func refuseLinks(path string) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("history store %s: %v", path, err)
+			return fmt.Errorf("history store %s: %w", path, err)
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			to, _ := os.Readlink(p)
@@ -356,13 +356,13 @@ func buildStore(tmp, path string) error {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, path: path}
+	s := &Store{db: db, path: path}
 	if err := s.migrate(true); err != nil {
 		return err
 	}
 	var mode string
 	if err := db.QueryRow(`PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
-		return fmt.Errorf("history store %s: making a new store: switching it to WAL gave %q: %v", path, mode, err)
+		return fmt.Errorf("history store %s: making a new store: switching it to WAL gave %q: %w", path, mode, err)
 	}
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("history store %s: making a new store: %w", path, err)

@@ -1,4 +1,14 @@
-package history
+// Package sqlite is the history.Store in one SQLite file: durable (WAL,
+// each Append one transaction with a full sync unless history.Lazy),
+// checked (every record and message under a checksum, damage reported and
+// never dropped), holding the conversations' claims, and careful with the
+// file it is given (it refuses a store it did not make rather than take it
+// for a new one, and never deletes a file beside it).
+//
+// It owns the file's layout and its upgrades; it must not interpret
+// messages beyond storing them (package history decodes them) nor be
+// imported by a package that only reads messages.
+package sqlite
 
 import (
 	"context"
@@ -7,26 +17,27 @@ import (
 	"fmt"
 	"io/fs"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 	"github.com/myelin-run/myelin/result"
 )
 
-// SQLite is a Store in one SQLite file, in WAL mode, each Append one
+// Store is a history.Store in one SQLite file, in WAL mode, each Append one
 // transaction committed with a full sync (unless Lazy). It keeps the
 // messages it has read in memory, and those it appends to a conversation it
 // has read: stored messages never change, so a later Messages reads only the
 // rows added since (by another process). It must not hand out what it keeps
 // for callers to change.
-type SQLite struct {
+type Store struct {
 	db      *sql.DB
 	path    string
-	relaxed bool // the store never waits for the disk (SQLiteOptions.Relaxed)
+	relaxed bool // the store never waits for the disk (Options.Relaxed)
 	// normal is set while the store's one connection may be at
 	// synchronous=NORMAL, the level of its last lazy write: a lazy write
 	// leaves it there for the next one, and a synced write sets FULL
@@ -36,7 +47,7 @@ type SQLite struct {
 	normal atomic.Bool
 
 	mu   sync.Mutex
-	read map[string][]Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
+	read map[string][]history.Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
 
 	// the statements of every round, prepared once
 	selectNew, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
@@ -47,8 +58,8 @@ type SQLite struct {
 	sent sentCache // the newest request of each conversation (sqlite_requests.go)
 }
 
-// SQLiteOptions tune a SQLite store; the zero value is the default.
-type SQLiteOptions struct {
+// Options tune a SQLite store; the zero value is the default.
+type Options struct {
 	// Relaxed commits without waiting for the disk (SQLite's
 	// synchronous=NORMAL in WAL mode): a commit survives a crash of the
 	// process, but the last commits may be lost — never corrupted — when
@@ -69,11 +80,11 @@ type SQLiteOptions struct {
 	NoFollow bool
 }
 
-// OpenSQLite opens the store at path with the default options, making it
+// Open opens the store at path with the default options, making it
 // when nothing is there.
-func OpenSQLite(path string) (*SQLite, error) { return OpenSQLiteWith(path, SQLiteOptions{}) }
+func Open(path string) (*Store, error) { return OpenWith(path, Options{}) }
 
-// OpenSQLiteWith opens the store at path. Only where nothing is there — no
+// OpenWith opens the store at path. Only where nothing is there — no
 // file, and none of the -wal, -shm and -journal files SQLite keeps beside
 // it — is a new store made (with its directory), and not with Existing:
 // then the error wraps fs.ErrNotExist. Anything else must be a store: an
@@ -83,7 +94,7 @@ func OpenSQLite(path string) (*SQLite, error) { return OpenSQLiteWith(path, SQLi
 // or one that another process holds locked for longer than 5 seconds, is
 // an error that says what was found and how to recover, and nothing is
 // changed or deleted.
-func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
+func OpenWith(path string, opts Options) (*Store, error) {
 	none, err := checkFile(path, opts.NoFollow)
 	if err != nil {
 		return nil, err
@@ -122,7 +133,7 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, path: path, read: map[string][]Message{}, relaxed: opts.Relaxed, node: thisNode(), now: time.Now}
+	s := &Store{db: db, path: path, read: map[string][]history.Message{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
 		return nil, err
@@ -160,7 +171,7 @@ func OpenSQLiteWith(path string, opts SQLiteOptions) (*SQLite, error) {
 // walMode puts the store in WAL mode, where it is not (a store made by
 // hand, or put in another mode by another program): a setting kept in the
 // file's header, so set once, and read by every connection after.
-func (s *SQLite) walMode() error {
+func (s *Store) walMode() error {
 	var mode string
 	if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil {
 		return s.explain("opening", err)
@@ -169,34 +180,31 @@ func (s *SQLite) walMode() error {
 		return nil
 	}
 	if err := s.db.QueryRow(`PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
-		return fmt.Errorf("history store %s: switching it to WAL mode from %q: %v", s.path, mode, err)
+		return fmt.Errorf("history store %s: switching it to WAL mode from %q: %w", s.path, mode, err)
 	}
 	return nil
 }
 
 // explain makes a driver error say what is wrong with the store file.
-func (s *SQLite) explain(doing string, err error) error {
-	msg := err.Error()
+func (s *Store) explain(doing string, err error) error {
 	switch {
 	case isBusy(err):
-		return fmt.Errorf("history store %s is locked by another process (%s): %v", s.path, doing, err)
-	case strings.Contains(msg, "file is not a database") || strings.Contains(msg, "SQLITE_NOTADB") || strings.Contains(msg, "malformed"):
-		return fmt.Errorf("history store %s is not a myelin history database or is corrupt (%s): %v", s.path, doing, err)
-	case strings.Contains(msg, "unable to open database file") || strings.Contains(msg, "readonly database"):
+		return fmt.Errorf("history store %s is locked by another process (%s): %w", s.path, doing, err)
+	case isDamaged(err):
+		return fmt.Errorf("history store %s is not a myelin history database or is corrupt (%s): %w", s.path, doing, err)
+	case cannotOpen(err):
 		// a store in WAL mode is read through its -shm, which SQLite must
 		// be able to make (or write) beside it
-		return fmt.Errorf("history store %s: %s: %v: SQLite cannot open it, or make or write the -wal and -shm files beside it: is its directory read-only, or are they another user's? Nothing was changed", s.path, doing, err)
+		return fmt.Errorf("history store %s: %s: %w: SQLite cannot open it, or make or write the -wal and -shm files beside it: is its directory read-only, or are they another user's? Nothing was changed", s.path, doing, err)
 	}
-	return fmt.Errorf("history store %s: %s: %v", s.path, doing, err)
+	return fmt.Errorf("history store %s: %s: %w", s.path, doing, err)
 }
 
 // Close closes the database.
-func (s *SQLite) Close() error { return s.db.Close() }
-
-const timeFormat = time.RFC3339Nano
+func (s *Store) Close() error { return s.db.Close() }
 
 // Create starts a conversation.
-func (s *SQLite) Create(ctx context.Context, c Conversation) error {
+func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 	now := time.Now().UTC()
 	if c.Created.IsZero() {
 		c.Created = now
@@ -204,10 +212,10 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 	if c.ID == "" {
 		return errors.New("creating a conversation: its id is empty")
 	}
-	if err := checkLink(c); err != nil {
+	if err := record.CheckLink(c.ID, c.Parent, c.ParentCall); err != nil {
 		return err
 	}
-	created := c.Created.UTC().Format(timeFormat)
+	created := c.Created.UTC().Format(record.TimeFormat)
 	doing := "creating conversation " + c.ID
 	// synced (write, not lazy): the connection may be at a lazy write's level
 	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
@@ -215,19 +223,19 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 			var one int
 			err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ?`, c.Parent).Scan(&one)
 			if errors.Is(err, sql.ErrNoRows) {
-				return noParent(c.ID, c.Parent)
+				return record.NoParent(c.ID, c.Parent)
 			}
 			if err != nil {
 				return s.explain(doing, err)
 			}
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call, updated_crc) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			c.ID, c.System, created, created, recordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall, updatedChecksum(c.ID, created))
+			c.ID, c.System, created, created, record.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall, record.UpdatedChecksum(c.ID, created))
 		if err != nil {
 			return s.explain(doing, err)
 		}
 		if n, err := res.RowsAffected(); err == nil && n == 0 {
-			return fmt.Errorf("creating conversation %s: %w (another process may have created it at the same moment)", c.ID, ErrExists)
+			return fmt.Errorf("creating conversation %s: %w (another process may have created it at the same moment)", c.ID, history.ErrExists)
 		}
 		return nil
 	})
@@ -238,17 +246,17 @@ func (s *SQLite) Create(ctx context.Context, c Conversation) error {
 }
 
 // Get returns a conversation's record.
-func (s *SQLite) Get(ctx context.Context, id string) (Conversation, error) {
+func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error) {
 	row := s.db.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM conversations c WHERE id = ?`, id)
 	c, err := s.scanConversation(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Conversation{}, fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+		return history.Conversation{}, fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 	}
-	if errors.Is(err, ErrDamaged) {
-		return Conversation{}, err
+	if errors.Is(err, history.ErrDamaged) {
+		return history.Conversation{}, err
 	}
 	if err != nil {
-		return Conversation{}, s.explain("reading conversation "+id, err)
+		return history.Conversation{}, s.explain("reading conversation "+id, err)
 	}
 	return c, nil
 }
@@ -264,59 +272,59 @@ type scanner interface{ Scan(...any) error }
 // scanConversation reads a conversation's record and checks it: against
 // its checksums, its times, and that it holds as many messages as were
 // appended to it.
-func (s *SQLite) scanConversation(row scanner) (Conversation, error) {
-	var c Conversation
+func (s *Store) scanConversation(row scanner) (history.Conversation, error) {
+	var c history.Conversation
 	var created, updated string
 	var appended int
 	var crc, updatedCRC int64
 	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc, &c.Parent, &c.ParentCall, &updatedCRC); err != nil {
 		return c, err
 	}
-	if sum := recordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
-		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, ErrDamaged)
+	if sum := record.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, history.ErrDamaged)
 	}
-	if sum := updatedChecksum(c.ID, updated); sum != updatedCRC {
-		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its last update time (%q) no longer matches its checksum (stored %08x, now %08x): %w", s.path, c.ID, updated, updatedCRC, sum, ErrDamaged)
+	if sum := record.UpdatedChecksum(c.ID, updated); sum != updatedCRC {
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its last update time (%q) no longer matches its checksum (stored %08x, now %08x): %w", s.path, c.ID, updated, updatedCRC, sum, history.ErrDamaged)
 	}
 	if c.Messages != appended {
-		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.path, c.ID, c.Messages, appended, ErrDamaged)
+		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.path, c.ID, c.Messages, appended, history.ErrDamaged)
 	}
 	var err1, err2 error
-	c.Created, err1 = time.Parse(timeFormat, created)
-	c.Updated, err2 = time.Parse(timeFormat, updated)
+	c.Created, err1 = time.Parse(record.TimeFormat, created)
+	c.Updated, err2 = time.Parse(record.TimeFormat, updated)
 	if err := errors.Join(err1, err2); err != nil {
-		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: %v: %w", s.path, c.ID, err, ErrDamaged)
+		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: %v: %w", s.path, c.ID, err, history.ErrDamaged)
 	}
 	return c, nil
 }
 
 // List returns the conversations, most recently updated first.
-func (s *SQLite) List(ctx context.Context) ([]Conversation, error) {
+func (s *Store) List(ctx context.Context) ([]history.Conversation, error) {
 	return s.records(ctx, "listing conversations", `SELECT `+recordColumns+` FROM conversations c ORDER BY updated DESC, id`)
 }
 
 // Children returns the conversations whose Parent is id, oldest first
 // (see Family).
-func (s *SQLite) Children(ctx context.Context, id string) ([]Conversation, error) {
+func (s *Store) Children(ctx context.Context, id string) ([]history.Conversation, error) {
 	if id == "" {
 		return nil, nil
 	}
 	out, err := s.records(ctx, "listing the conversations started by "+id, `SELECT `+recordColumns+` FROM conversations c WHERE parent = ?`, id)
-	SortChildren(out) // created is text of varying length: ordered as times here
+	history.SortChildren(out) // created is text of varying length: ordered as times here
 	return out, err
 }
 
 // records reads the conversation records query gives, checked.
-func (s *SQLite) records(ctx context.Context, doing, query string, args ...any) ([]Conversation, error) {
+func (s *Store) records(ctx context.Context, doing, query string, args ...any) ([]history.Conversation, error) {
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}
 	defer rows.Close()
-	var out []Conversation
+	var out []history.Conversation
 	for rows.Next() {
 		c, err := s.scanConversation(rows)
-		if errors.Is(err, ErrDamaged) {
+		if errors.Is(err, history.ErrDamaged) {
 			return nil, err
 		}
 		if err != nil {
@@ -327,7 +335,7 @@ func (s *SQLite) records(ctx context.Context, doing, query string, args ...any) 
 	return out, s.wrapErr(doing, rows.Err())
 }
 
-func (s *SQLite) wrapErr(doing string, err error) error {
+func (s *Store) wrapErr(doing string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -337,7 +345,7 @@ func (s *SQLite) wrapErr(doing string, err error) error {
 // Messages returns a conversation's messages in order. The slice and the
 // messages in it are shared with the store's memory: callers must not
 // modify them.
-func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
+func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, error) {
 	s.mu.Lock()
 	known := s.read[id]
 	s.mu.Unlock()
@@ -356,111 +364,54 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 	defer rows.Close()
 	// The new messages go to fresh, then at the end of s.read[id] (in
 	// place while it has room), never into what a caller holds.
-	var fresh []Message
+	var fresh []history.Message
 	if len(known) == 0 {
-		fresh = make([]Message, 0, size+size/8+64) // room for the rounds to come
+		fresh = make([]history.Message, 0, size+size/8+64) // room for the rounds to come
 	}
-	// Rows are stepped here and decoded as they come, in batches, by
-	// decoders on the other cores: on a cold read of a long conversation
-	// decoding takes about twice as long as stepping. The decoders start
-	// with the first full batch; a read of fewer rows — the round or two
-	// since the last read — is decoded here, without them.
-	type job struct {
-		rows []storedRow
-		out  []Message
-		err  error
-	}
-	decode := func(j *job) {
-		j.out = make([]Message, 0, len(j.rows))
-		for _, r := range j.rows {
-			m, err := s.decodeRow(id, r)
-			if err != nil {
-				j.err = err
-				return
-			}
-			j.out = append(j.out, m)
-		}
-	}
-	var jobs chan *job
-	var wg sync.WaitGroup
-	var done []*job // in row order
-	const batchSize = 256
-	var batch []storedRow
-	send := func() {
-		j := &job{rows: batch}
-		done = append(done, j)
-		batch = nil
-		if jobs == nil {
-			decode(j)
-			return
-		}
-		jobs <- j
-	}
-	var scanErr, missing error
-	found := false // the conversation's row was read
-	for seq := len(known) + 1; rows.Next(); seq++ {
-		found = true
-		var raw sql.RawBytes // valid until the next row: copied
-		var stored, crc sql.NullInt64
-		if scanErr = rows.Scan(&stored, &raw, &crc); scanErr != nil {
-			break
-		}
-		if !stored.Valid {
-			break // no messages after known
-		}
-		if stored.Int64 != int64(seq) {
-			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored.Int64, ErrDamaged)
-			break
-		}
-		if batch == nil {
-			batch = make([]storedRow, 0, min(batchSize, max(size-seq+1, 4)))
-		}
-		if batch = append(batch, storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc.Int64}); len(batch) == batchSize {
-			if jobs == nil {
-				jobs = make(chan *job, 8)
-				for range max(1, runtime.GOMAXPROCS(0)) {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for j := range jobs {
-							decode(j)
-						}
-					}()
-				}
-			}
-			send()
-		}
-	}
-	if len(batch) > 0 {
-		send()
-	}
-	if jobs != nil {
-		close(jobs)
-		wg.Wait()
-	}
-	if scanErr == nil {
-		scanErr = rows.Err()
-	}
+	d := &rowDecoder{s: s, id: id, size: size}
+	found, missing, scanErr := s.stepRows(rows, id, len(known), d)
+	fresh, decodeErr := d.finish(fresh)
 	if scanErr != nil {
 		return nil, s.explain("reading conversation "+id, scanErr)
 	}
 	if !found {
 		s.forget(id)
-		return nil, errNotFound(id)
+		return nil, record.NotFound(id)
 	}
-	for _, j := range done {
-		if j.err != nil {
-			return nil, j.err
-		}
-		fresh = append(fresh, j.out...)
+	if decodeErr != nil {
+		return nil, decodeErr
 	}
 	if missing != nil {
 		return nil, missing
 	}
 	if n := len(known) + len(fresh); n < size {
-		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, ErrDamaged)
+		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, history.ErrDamaged)
 	}
 	return s.extend(id, known, fresh), nil
+}
+
+// stepRows steps through the rows of conversation id after its first
+// known messages, handing each to d: found is false when not even the
+// conversation's row came back (it is not in the store), missing the
+// error of a gap in the numbers, err the driver's.
+func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder) (found bool, missing, err error) {
+	for seq := known + 1; rows.Next(); seq++ {
+		found = true
+		var raw sql.RawBytes // valid until the next row: copied
+		var stored, crc sql.NullInt64
+		if err = rows.Scan(&stored, &raw, &crc); err != nil {
+			return found, nil, err
+		}
+		if !stored.Valid {
+			break // no messages after known
+		}
+		if stored.Int64 != int64(seq) {
+			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored.Int64, history.ErrDamaged)
+			break
+		}
+		d.add(storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc.Int64})
+	}
+	return found, missing, rows.Err()
 }
 
 // extend is the conversation id's messages read so far, known, followed by
@@ -469,7 +420,7 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]Message, error) {
 // s.read[id] keeps spare room, and the messages of later reads are
 // appended there in place (at 100k messages a copy of all of them was
 // about 10 MB a request), after the end of every slice handed out.
-func (s *SQLite) extend(id string, known, fresh []Message) []Message {
+func (s *Store) extend(id string, known, fresh []history.Message) []history.Message {
 	if len(known) == 0 {
 		// fresh is a new slice, with room
 		s.mu.Lock()
@@ -509,37 +460,136 @@ type storedRow struct {
 }
 
 // decodeRow checks a stored message against its checksum, then decodes it.
-func (s *SQLite) decodeRow(id string, r storedRow) (Message, error) {
-	if sum := messageChecksum(id, r.seq, r.message); sum != r.crc {
-		return Message{}, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.path, id, r.seq, r.crc, sum, ErrDamaged)
+func (s *Store) decodeRow(id string, r storedRow) (history.Message, error) {
+	if sum := record.MessageChecksum(id, r.seq, r.message); sum != r.crc {
+		return history.Message{}, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.path, id, r.seq, r.crc, sum, history.ErrDamaged)
 	}
-	m, err := decodeMessage(r.message)
+	m, err := history.DecodeMessage(r.message)
 	if err != nil {
-		return m, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %v", s.path, id, r.seq, err)
+		return m, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %w", s.path, id, r.seq, err)
 	}
 	return m, nil
+}
+
+// rowDecoder decodes the rows Messages steps through, in batches, by
+// decoders on the other cores: on a cold read of a long conversation
+// decoding takes about twice as long as stepping. The decoders start with
+// the first full batch; a read of fewer rows — the round or two since the
+// last read — is decoded on the caller's goroutine, without them.
+type rowDecoder struct {
+	s    *Store
+	id   string
+	size int // the conversation's messages, for the first batch's room
+
+	batch []storedRow
+	jobs  chan *decodeJob // nil until the first full batch
+	wg    sync.WaitGroup
+	done  []*decodeJob // in row order
+}
+
+// decodeJob is one batch of rows and what decoding them gave.
+type decodeJob struct {
+	rows []storedRow
+	out  []history.Message
+	err  error
+}
+
+// rowBatch is how many rows one decodeJob holds.
+const rowBatch = 256
+
+// add takes the next row in order.
+func (d *rowDecoder) add(r storedRow) {
+	if d.batch == nil {
+		d.batch = make([]storedRow, 0, min(rowBatch, max(d.size-r.seq+1, 4)))
+	}
+	if d.batch = append(d.batch, r); len(d.batch) == rowBatch {
+		d.start()
+		d.send()
+	}
+}
+
+// start starts the decoders, once.
+func (d *rowDecoder) start() {
+	if d.jobs != nil {
+		return
+	}
+	d.jobs = make(chan *decodeJob, 8)
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			for j := range d.jobs {
+				d.decode(j)
+			}
+		}()
+	}
+}
+
+// send hands the batch to the decoders, or decodes it here before they
+// are started.
+func (d *rowDecoder) send() {
+	j := &decodeJob{rows: d.batch}
+	d.done = append(d.done, j)
+	d.batch = nil
+	if d.jobs == nil {
+		d.decode(j)
+		return
+	}
+	d.jobs <- j
+}
+
+// decode decodes j's rows, stopping at the first that is not valid.
+func (d *rowDecoder) decode(j *decodeJob) {
+	j.out = make([]history.Message, 0, len(j.rows))
+	for _, r := range j.rows {
+		m, err := d.s.decodeRow(d.id, r)
+		if err != nil {
+			j.err = err
+			return
+		}
+		j.out = append(j.out, m)
+	}
+}
+
+// finish decodes what is left, waits for the decoders and appends the
+// messages to dst in row order, or returns the first row's error.
+func (d *rowDecoder) finish(dst []history.Message) ([]history.Message, error) {
+	if len(d.batch) > 0 {
+		d.send()
+	}
+	if d.jobs != nil {
+		close(d.jobs)
+		d.wg.Wait()
+	}
+	for _, j := range d.done {
+		if j.err != nil {
+			return nil, j.err
+		}
+		dst = append(dst, j.out...)
+	}
+	return dst, nil
 }
 
 // Append adds messages in one transaction, after checking the writer's
 // claim in it; when it returns nil they are on disk (under Lazy: in the
 // log, safe from a crash of the process).
-func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
+func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) error {
 	doing := "appending to conversation " + id
 	var after int     // how many messages the conversation held before these
 	var raws [][]byte // the messages as stored
-	err := s.write(ctx, doing, IsLazy(ctx), func(tx *sql.Tx) error {
+	err := s.write(ctx, doing, history.IsLazy(ctx), func(tx *sql.Tx) error {
 		var last, appended int
 		var cl nullClaim
 		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
 			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+			return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 		}
 		if err != nil {
 			return s.explain(doing, err)
 		}
 		if last != appended {
-			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.path, doing, last, appended, ErrDamaged)
+			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.path, doing, last, appended, history.ErrDamaged)
 		}
 		next := last + 1
 		after, raws = last, make([][]byte, 0, len(msgs))
@@ -554,14 +604,14 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 			m.Time = now
 			raw, err := result.JSON(m)
 			if err != nil {
-				return fmt.Errorf("appending to conversation %s: %v", id, err)
+				return fmt.Errorf("appending to conversation %s: %w", id, err)
 			}
-			if _, err := insert.ExecContext(ctx, id, next+i, raw, messageChecksum(id, next+i, raw)); err != nil {
+			if _, err := insert.ExecContext(ctx, id, next+i, raw, record.MessageChecksum(id, next+i, raw)); err != nil {
 				return s.explain(doing, err)
 			}
 			raws = append(raws, raw)
 			for _, p := range m.Parts {
-				results = results || p.Type == ToolResultPart
+				results = results || p.Type == history.ToolResultPart
 			}
 		}
 		if results {
@@ -570,8 +620,8 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 				return s.explain(doing, err)
 			}
 		}
-		updated := now.Format(timeFormat)
-		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, updated, updatedChecksum(id, updated), len(msgs), id); err != nil {
+		updated := now.Format(record.TimeFormat)
+		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, updated, record.UpdatedChecksum(id, updated), len(msgs), id); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil
@@ -590,16 +640,16 @@ func (s *SQLite) Append(ctx context.Context, id string, msgs ...Message) error {
 // store opened afresh reads. A conversation the store has not read, or not
 // to its end, is left to Messages (which also keeps the memory to the
 // conversations read).
-func (s *SQLite) keepAppended(id string, after int, raws [][]byte) {
+func (s *Store) keepAppended(id string, after int, raws [][]byte) {
 	s.mu.Lock()
 	cur, ok := s.read[id]
 	s.mu.Unlock()
 	if !ok || len(cur) != after {
 		return
 	}
-	fresh := make([]Message, len(raws))
+	fresh := make([]history.Message, len(raws))
 	for i, raw := range raws {
-		m, err := decodeMessage(raw)
+		m, err := history.DecodeMessage(raw)
 		if err != nil {
 			return // never for bytes result.JSON wrote; Messages says what is wrong
 		}
@@ -624,7 +674,7 @@ func (s *SQLite) keepAppended(id string, after int, raws [][]byte) {
 // only when the next write needs the other one: a round's lazy writes (the
 // answer, the keeps) share one switch to NORMAL, and its synced append one
 // switch back, instead of two pragmas around every lazy write.
-func (s *SQLite) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return s.explain(doing, err)

@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/storetest"
 )
 
 // storeWithMessages makes a closed store at dir/h.db holding conversation
@@ -19,15 +22,15 @@ import (
 func storeWithMessages(t *testing.T, dir string) string {
 	t.Helper()
 	path := filepath.Join(dir, "h.db")
-	s, err := OpenSQLite(path)
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(ctx, "c", sampleMessages()...); err != nil {
+	if err := s.Append(ctx, "c", storetest.SampleMessages()...); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -80,7 +83,7 @@ func TestOpeningABrokenStoreFileSaysWhatIsWrong(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "h.db")
 			tc.make(t, path)
-			s, err := OpenSQLite(path)
+			s, err := Open(path)
 			if err == nil {
 				s.Close()
 				t.Fatal("opened")
@@ -168,7 +171,7 @@ func TestADamagedMessageIsReportedNotDroppedOrMiscounted(t *testing.T) {
 			if err == nil {
 				t.Fatalf("read %d messages without an error: %+v", len(msgs), msgs)
 			}
-			if !errors.Is(err, ErrDamaged) {
+			if !errors.Is(err, history.ErrDamaged) {
 				t.Errorf("error %q does not wrap ErrDamaged", err)
 			}
 			for _, want := range append(tc.wants, path) {
@@ -190,9 +193,9 @@ func TestAMissingMessageIsReportedByListGetAndAppend(t *testing.T) {
 	ctx := context.Background()
 	_, listErr := s.List(ctx)
 	_, getErr := s.Get(ctx, "c")
-	appendErr := s.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "more"}}})
+	appendErr := s.Append(ctx, "c", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "more"}}})
 	for name, err := range map[string]error{"List": listErr, "Get": getErr, "Append": appendErr} {
-		if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "conversation c") || !strings.Contains(err.Error(), "3 were stored in it") {
+		if !errors.Is(err, history.ErrDamaged) || !strings.Contains(err.Error(), "conversation c") || !strings.Contains(err.Error(), "3 were stored in it") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -206,7 +209,7 @@ func TestAGapInTheMessagesIsReported(t *testing.T) {
 	damage(t, path, `DELETE FROM messages WHERE seq = 2; UPDATE conversations SET messages = 2`)
 	s := openStore(t, path)
 	_, err := s.Messages(context.Background(), "c")
-	if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "conversation c: message 2 is missing (the next one stored is 3)") {
+	if !errors.Is(err, history.ErrDamaged) || !strings.Contains(err.Error(), "conversation c: message 2 is missing (the next one stored is 3)") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -222,16 +225,16 @@ func TestNoFlippedByteChangesWhatIsReadWithoutAnError(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "h.db")
-	s, err := OpenSQLite(path)
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c", System: "be brief"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c", System: "be brief"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 31 {
-		if err := s.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: fmt.Sprintf("message %d %0200d", i, i)}}}); err != nil {
+		if err := s.Append(ctx, "c", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprintf("message %d %0200d", i, i)}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -254,7 +257,7 @@ func TestNoFlippedByteChangesWhatIsReadWithoutAnError(t *testing.T) {
 		b[at] ^= 0x10
 		flipped := filepath.Join(dir, "flipped.db")
 		writeFile(t, flipped, b)
-		s, err := OpenSQLite(flipped)
+		s, err := Open(flipped)
 		if err != nil {
 			continue
 		}
@@ -284,16 +287,16 @@ func TestNoFlippedByteChangesWhatIsReadWithoutAnError(t *testing.T) {
 func TestNoFlippedBitOfTheLastUpdateTimeGoesUnnoticed(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "h.db")
-	s, err := OpenSQLite(path)
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	for _, id := range []string{"older", "newer"} {
-		if err := s.Create(ctx, Conversation{ID: id}); err != nil {
+		if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Append(ctx, id, sampleMessages()...); err != nil {
+		if err := s.Append(ctx, id, storetest.SampleMessages()...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -330,7 +333,7 @@ func TestNoFlippedBitOfTheLastUpdateTimeGoesUnnoticed(t *testing.T) {
 				flipped := filepath.Join(dir, "flipped.db")
 				writeFile(t, flipped, b)
 				flips++
-				s, err := OpenSQLite(flipped)
+				s, err := Open(flipped)
 				if err != nil {
 					continue
 				}
@@ -380,7 +383,7 @@ func TestNoFollowRefusesASymlinkedStoreItsFilesOrItsDirectory(t *testing.T) {
 				t.Fatal(err)
 			}
 			path := filepath.Join(ws, ".myelin", "history.db")
-			s, err := OpenSQLiteWith(path, SQLiteOptions{NoFollow: true})
+			s, err := OpenWith(path, Options{NoFollow: true})
 			if err == nil {
 				s.Close()
 				t.Fatal("opened")
@@ -401,7 +404,7 @@ func TestNoFollowRefusesASymlinkedStoreItsFilesOrItsDirectory(t *testing.T) {
 func TestNoFollowOpensPlainFilesAndIsOptional(t *testing.T) {
 	ws := t.TempDir()
 	path := storeWithMessages(t, filepath.Join(ws))
-	s, err := OpenSQLiteWith(path, SQLiteOptions{NoFollow: true})
+	s, err := OpenWith(path, Options{NoFollow: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,25 +1,27 @@
-package history
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
-var _ Deleter = (*SQLite)(nil)
+var _ history.Deleter = (*Store)(nil)
 
 // Delete removes conversation id whole, in one synced transaction (see
 // Deleter): its claim is checked in it as every write's is, then its
 // kept results, claim, requests, files and messages go, the bytes of its
 // files that no other conversation's file has, and last its record.
-func (s *SQLite) Delete(ctx context.Context, id string) error {
+func (s *Store) Delete(ctx context.Context, id string) error {
 	doing := "deleting conversation " + id
 	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ?`, id).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return errNotFound(id)
+			return record.NotFound(id)
 		}
 		if err != nil {
 			return s.explain(doing, err)
@@ -80,7 +82,7 @@ func (s *SQLite) Delete(ctx context.Context, id string) error {
 }
 
 // deletedHashes are the hashes of conversation id's files, read in tx.
-func (s *SQLite) deletedHashes(ctx context.Context, tx *sql.Tx, id string) ([]string, error) {
+func (s *Store) deletedHashes(ctx context.Context, tx *sql.Tx, id string) ([]string, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT hash FROM blob_files WHERE conversation = ?`, id)
 	if err != nil {
 		return nil, err
@@ -100,7 +102,7 @@ func (s *SQLite) deletedHashes(ctx context.Context, tx *sql.Tx, id string) ([]st
 // forget drops what the store keeps in memory of conversation id (its
 // messages read, its newest request body): for a conversation deleted,
 // so that one made again under its id starts empty.
-func (s *SQLite) forget(id string) {
+func (s *Store) forget(id string) {
 	s.mu.Lock()
 	delete(s.read, id)
 	s.mu.Unlock()
@@ -108,6 +110,3 @@ func (s *SQLite) forget(id string) {
 	delete(s.sent.bodies, id)
 	s.sent.mu.Unlock()
 }
-
-// errNotFound is the error for conversation id, not in the store.
-func errNotFound(id string) error { return fmt.Errorf("conversation %s: %w", id, ErrNotFound) }

@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"context"
@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/history"
 )
 
-func userText(text string) Message {
-	return Message{Role: User, Parts: []Part{{Type: TextPart, Text: text}}}
+func userText(text string) history.Message {
+	return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: text}}}
 }
 
 // Another process holding the write lock makes Append wait (the busy
@@ -22,7 +24,7 @@ func TestAppendWaitsForAWriteLockHeldByAnotherConnection(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	s := openStore(t, path)
 	ctx := context.Background()
-	_ = s.Create(ctx, Conversation{ID: "c"})
+	_ = s.Create(ctx, history.Conversation{ID: "c"})
 	if _, err := s.Messages(ctx, "c"); err != nil { // a read first, as a turn does
 		t.Fatal(err)
 	}
@@ -86,11 +88,11 @@ func TestAnOlderLayoutIsBroughtToLayout5(t *testing.T) {
 			if err != nil || len(msgs) != 1 || msgs[0].Parts[0].Text != "hello" {
 				t.Fatalf("messages %+v, %v", msgs, err)
 			}
-			h, err := s.Claim(ctx, "old", NewHolder(), time.Minute)
+			h, err := s.Claim(ctx, "old", history.NewHolder(), time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Append(Writing(ctx, h), "old", Message{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "hi"}}}); err != nil {
+			if err := s.Append(history.Writing(ctx, h), "old", history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "hi"}}}); err != nil {
 				t.Fatal(err)
 			}
 			if c, err := openStore(t, path).Get(ctx, "old"); err != nil || c.Messages != 2 {
@@ -100,7 +102,7 @@ func TestAnOlderLayoutIsBroughtToLayout5(t *testing.T) {
 			if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 5 {
 				t.Fatalf("layout %d, %v", version, err)
 			}
-			if err := s.Create(ctx, Conversation{ID: "child", Parent: "old", ParentCall: "call_1"}); err != nil {
+			if err := s.Create(ctx, history.Conversation{ID: "child", Parent: "old", ParentCall: "call_1"}); err != nil {
 				t.Fatal(err)
 			}
 			kids, err := openStore(t, path).Children(ctx, "old")
@@ -109,7 +111,7 @@ func TestAnOlderLayoutIsBroughtToLayout5(t *testing.T) {
 			}
 			s.Close()
 			damage(t, path, `UPDATE conversations SET updated = '2027-01-01T00:00:00Z' WHERE id = 'old'`)
-			if _, err := openStore(t, path).Get(ctx, "old"); !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), "last update time") {
+			if _, err := openStore(t, path).Get(ctx, "old"); !errors.Is(err, history.ErrDamaged) || !strings.Contains(err.Error(), "last update time") {
 				t.Fatalf("a changed last update time read back: %v", err)
 			}
 		})

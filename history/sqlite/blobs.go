@@ -1,11 +1,13 @@
-package history
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // blobsSchema is the tables of Blobs: each content once, by hash, and the
@@ -27,16 +29,16 @@ CREATE TABLE IF NOT EXISTS blob_files (
 // Shared reports false: a SQLite store is a file on one host, by default
 // inside the workspace, so the agent keeps no files' bytes in it (see
 // Blobs). Its PutBlob works all the same, for a caller that asks.
-func (s *SQLite) Shared() bool { return false }
+func (s *Store) Shared() bool { return false }
 
 // PutBlob keeps data as the file at path of conversation id (see Blobs),
 // synced to the disk before it returns.
-func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (string, error) {
+func (s *Store) PutBlob(ctx context.Context, id, path string, data []byte) (string, error) {
 	doing := "keeping file " + path + " of conversation " + id
-	if err := CheckBlob(doing, id, path, len(data)); err != nil {
+	if err := record.CheckBlob(doing, id, path, len(data)); err != nil {
 		return "", err
 	}
-	hash := BlobHash(data)
+	hash := history.BlobHash(data)
 	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
 		// Made here, not at open: blobs are rare (spills of a shared
 		// store), and a store that never keeps one stays as it was.
@@ -49,7 +51,7 @@ func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (str
 		case err == nil && have == hash:
 			return nil
 		case err == nil:
-			return blobTaken(id, path, have, hash)
+			return record.BlobTaken(id, path, have, hash)
 		case !errors.Is(err, sql.ErrNoRows):
 			return s.explain(doing, err)
 		}
@@ -58,7 +60,7 @@ func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (str
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO blob_files (conversation, path, hash) VALUES (?, ?, ?)`, id, path, hash)
 		if isForeignKey(err) { // no such conversation: the blob inserted above is rolled back
-			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+			return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 		}
 		return s.wrapErr(doing, err)
 	})
@@ -70,7 +72,7 @@ func (s *SQLite) PutBlob(ctx context.Context, id, path string, data []byte) (str
 
 // BlobAt returns the bytes kept as the file at path of conversation id
 // (see Blobs).
-func (s *SQLite) BlobAt(ctx context.Context, id, path string) (string, []byte, error) {
+func (s *Store) BlobAt(ctx context.Context, id, path string) (string, []byte, error) {
 	doing := "reading file " + path + " of conversation " + id
 	if _, err := s.Get(ctx, id); err != nil {
 		return "", nil, err
@@ -79,8 +81,8 @@ func (s *SQLite) BlobAt(ctx context.Context, id, path string) (string, []byte, e
 	var data []byte
 	err := s.db.QueryRowContext(ctx, `SELECT f.hash, b.data FROM blob_files f JOIN blobs b ON b.hash = f.hash WHERE f.conversation = ? AND f.path = ?`, id, path).Scan(&hash, &data)
 	switch {
-	case errors.Is(err, sql.ErrNoRows) || noBlobTables(err):
-		return "", nil, errNoBlob(id, path)
+	case errors.Is(err, sql.ErrNoRows) || noSuchTable(err):
+		return "", nil, record.NoBlob(id, path)
 	case err != nil:
 		return "", nil, s.explain(doing, err)
 	}
@@ -88,22 +90,16 @@ func (s *SQLite) BlobAt(ctx context.Context, id, path string) (string, []byte, e
 }
 
 // BlobByHash returns the bytes whose hash is hash (see Blobs).
-func (s *SQLite) BlobByHash(ctx context.Context, hash string) ([]byte, error) {
+func (s *Store) BlobByHash(ctx context.Context, hash string) ([]byte, error) {
 	var data []byte
 	err := s.db.QueryRowContext(ctx, `SELECT data FROM blobs WHERE hash = ?`, hash).Scan(&data)
 	switch {
-	case errors.Is(err, sql.ErrNoRows) || noBlobTables(err):
-		return nil, errNoHash(hash)
+	case errors.Is(err, sql.ErrNoRows) || noSuchTable(err):
+		return nil, record.NoHash(hash)
 	case err != nil:
-		return nil, s.explain("reading the file of sha256 "+short12(hash), err)
+		return nil, s.explain("reading the file of sha256 "+hash[:min(12, len(hash))], err)
 	}
 	return nonNil(data), nil
-}
-
-// noBlobTables reports whether err says the blobs tables are not there: a
-// store that never kept a file.
-func noBlobTables(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "no such table")
 }
 
 // nonNil is data, or an empty slice for nil: an empty file is kept and

@@ -1,9 +1,8 @@
-package history
+package sqlite
 
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,12 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/storetest"
 )
 
-func openStore(t *testing.T, path string) *SQLite {
+func openStore(t *testing.T, path string) *Store {
 	t.Helper()
-	s, err := OpenSQLite(path)
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,28 +25,14 @@ func openStore(t *testing.T, path string) *SQLite {
 	return s
 }
 
-func sampleMessages() []Message {
-	return []Message{
-		{Role: User, Parts: []Part{{Type: TextPart, Text: "read <a.txt> & tell me"}}},
-		{Role: Assistant, Usage: &Usage{Input: 10, Output: 5, CacheRead: 100, CacheWrite: 7}, Parts: []Part{
-			{Type: TextPart, Text: "Reading it."},
-			{Type: ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
-		}},
-		{Role: User, Parts: []Part{
-			{Type: ToolResultPart, CallID: "toolu_1", Text: "     1\ttab\there \"quoted\" \\ back\n[image: image/png, 4 bytes]", IsError: true,
-				Images: []result.Image{{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}}, SpillPath: ".myelin/tool-results/x.txt"},
-		}},
-	}
-}
-
 func TestMessagesComeBackAsStored(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	s := openStore(t, path)
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c1", System: "be brief"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c1", System: "be brief"}); err != nil {
 		t.Fatal(err)
 	}
-	want := sampleMessages()
+	want := storetest.SampleMessages()
 	if err := s.Append(ctx, "c1", want...); err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +62,8 @@ func TestStoredTextIsNotEscaped(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	s := openStore(t, path)
 	ctx := context.Background()
-	_ = s.Create(ctx, Conversation{ID: "c"})
-	_ = s.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "<b>&</b>"}}})
+	_ = s.Create(ctx, history.Conversation{ID: "c"})
+	_ = s.Append(ctx, "c", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "<b>&</b>"}}})
 	var raw string
 	if err := s.db.QueryRow(`SELECT message FROM messages`).Scan(&raw); err != nil {
 		t.Fatal(err)
@@ -93,7 +79,7 @@ func TestStoredTextIsNotEscaped(t *testing.T) {
 // store never has it, and List still puts the most recent first.
 func TestNoStoreKeepsAnIndexOnUpdatedAndListStillOrders(t *testing.T) {
 	ctx := context.Background()
-	indexes := func(s *SQLite) int {
+	indexes := func(s *Store) int {
 		var n int
 		if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'conversations_updated'`).Scan(&n); err != nil {
 			t.Fatal(err)
@@ -106,7 +92,7 @@ func TestNoStoreKeepsAnIndexOnUpdatedAndListStillOrders(t *testing.T) {
 	}{
 		{"new store", func(*testing.T, string) {}},
 		{"layout 3 with the index", func(t *testing.T, path string) {
-			s, err := OpenSQLite(path)
+			s, err := Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +124,7 @@ func TestNoStoreKeepsAnIndexOnUpdatedAndListStillOrders(t *testing.T) {
 				t.Fatalf("%d index(es) on conversations(updated) after opening", n)
 			}
 			for _, id := range []string{"a", "b", "c"} {
-				if err := s.Create(ctx, Conversation{ID: id}); err != nil {
+				if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -157,11 +143,11 @@ func TestListIsMostRecentFirst(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	ctx := context.Background()
 	for _, id := range []string{"a", "b", "c"} {
-		if err := s.Create(ctx, Conversation{ID: id}); err != nil {
+		if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_ = s.Append(ctx, "a", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "x"}}})
+	_ = s.Append(ctx, "a", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "x"}}})
 	list, err := s.List(ctx)
 	if err != nil || len(list) != 3 || list[0].ID != "a" || list[0].Messages != 1 {
 		t.Fatalf("list %+v, %v", list, err)
@@ -171,19 +157,19 @@ func TestListIsMostRecentFirst(t *testing.T) {
 func TestUnknownConversationIsNotFound(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	ctx := context.Background()
-	if _, err := s.Get(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(ctx, "nope"); !errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("Get: %v", err)
 	}
-	if _, err := s.Messages(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Messages(ctx, "nope"); !errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("Messages: %v", err)
 	}
-	if err := s.Append(ctx, "nope", Message{Role: User}); !errors.Is(err, ErrNotFound) {
+	if err := s.Append(ctx, "nope", history.Message{Role: history.User}); !errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("Append: %v", err)
 	}
-	if err := s.Create(ctx, Conversation{ID: "dup"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "dup"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, Conversation{ID: "dup"}); err == nil {
+	if err := s.Create(ctx, history.Conversation{ID: "dup"}); err == nil {
 		t.Fatal("a second conversation with the same id was created")
 	}
 }
@@ -193,7 +179,7 @@ func TestCorruptStoreIsAClearError(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Repeat("this is not a database\n", 500)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := OpenSQLite(path)
+	_, err := Open(path)
 	if err == nil || !strings.Contains(err.Error(), "is not a SQLite database") {
 		t.Fatalf("err = %v", err)
 	}
@@ -203,7 +189,7 @@ func TestLockedStoreIsAClearError(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	s := openStore(t, path)
 	ctx := context.Background()
-	_ = s.Create(ctx, Conversation{ID: "c"})
+	_ = s.Create(ctx, history.Conversation{ID: "c"})
 	if _, err := s.db.Exec(`PRAGMA busy_timeout = 100`); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +208,7 @@ func TestLockedStoreIsAClearError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.ExecContext(ctx, `ROLLBACK`)
-	err = s.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "x"}}})
+	err = s.Append(ctx, "c", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "x"}}})
 	if err == nil || !strings.Contains(err.Error(), "is locked by another process") {
 		t.Fatalf("err = %v", err)
 	}
@@ -232,18 +218,18 @@ func TestMessagesSeesWhatAnotherStoreAppended(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	a, b := openStore(t, path), openStore(t, path)
 	ctx := context.Background()
-	_ = a.Create(ctx, Conversation{ID: "c"})
-	_ = a.Append(ctx, "c", Message{Role: User, Parts: []Part{{Type: TextPart, Text: "one"}}})
+	_ = a.Create(ctx, history.Conversation{ID: "c"})
+	_ = a.Append(ctx, "c", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "one"}}})
 	if msgs, _ := b.Messages(ctx, "c"); len(msgs) != 1 {
 		t.Fatalf("%d messages", len(msgs))
 	}
-	_ = a.Append(ctx, "c", Message{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "two"}}})
+	_ = a.Append(ctx, "c", history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "two"}}})
 	msgs, err := b.Messages(ctx, "c")
 	if err != nil || len(msgs) != 2 || msgs[1].Parts[0].Text != "two" {
 		t.Fatalf("messages %+v, %v", msgs, err)
 	}
 	// a caller appending to what it got does not change the next answer
-	_ = append(msgs, Message{Role: User})
+	_ = append(msgs, history.Message{Role: history.User})
 	if again, _ := b.Messages(ctx, "c"); len(again) != 2 {
 		t.Fatalf("%d messages", len(again))
 	}
@@ -257,7 +243,9 @@ func TestMessagesSeesWhatAnotherStoreAppended(t *testing.T) {
 func TestEveryWriteCommitsAtItsOwnSynchronousLevel(t *testing.T) {
 	const normal, full = 1, 2
 	ctx := context.Background()
-	text := func(s string) Message { return Message{Role: User, Parts: []Part{{Type: TextPart, Text: s}}} }
+	text := func(s string) history.Message {
+		return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: s}}}
+	}
 	for _, tc := range []struct {
 		name    string
 		relaxed bool
@@ -272,12 +260,12 @@ func TestEveryWriteCommitsAtItsOwnSynchronousLevel(t *testing.T) {
 			[]int{normal, normal, normal, normal, normal}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := OpenSQLiteWith(filepath.Join(t.TempDir(), "h.db"), SQLiteOptions{Relaxed: tc.relaxed})
+			s, err := OpenWith(filepath.Join(t.TempDir(), "h.db"), Options{Relaxed: tc.relaxed})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+			if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 				t.Fatal(err)
 			}
 			level := func() int {
@@ -295,13 +283,13 @@ func TestEveryWriteCommitsAtItsOwnSynchronousLevel(t *testing.T) {
 						return tx.QueryRow(`PRAGMA synchronous`).Scan(&got)
 					})
 				case "create":
-					err = s.Create(ctx, Conversation{ID: fmt.Sprint("c", i)})
+					err = s.Create(ctx, history.Conversation{ID: fmt.Sprint("c", i)})
 					got = level()
 				case "lazy-append":
-					err = s.Append(Lazy(ctx), "c", text("lazy"))
+					err = s.Append(history.Lazy(ctx), "c", text("lazy"))
 					got = level()
 				case "keep":
-					err = s.Keep(ctx, "c", Part{Type: ToolResultPart, CallID: "1", Text: "kept"})
+					err = s.Keep(ctx, "c", history.Part{Type: history.ToolResultPart, CallID: "1", Text: "kept"})
 					got = level()
 				case "append":
 					err = s.Append(ctx, "c", text("synced"))
@@ -317,7 +305,7 @@ func TestEveryWriteCommitsAtItsOwnSynchronousLevel(t *testing.T) {
 			if msgs, err := s.Messages(ctx, "c"); err != nil || len(msgs) != 2 || msgs[0].Parts[0].Text != "lazy" {
 				t.Fatalf("messages %+v, %v", msgs, err)
 			}
-			if !IsLazy(Lazy(ctx)) || IsLazy(ctx) {
+			if !history.IsLazy(history.Lazy(ctx)) || history.IsLazy(ctx) {
 				t.Fatal("IsLazy")
 			}
 		})
@@ -334,7 +322,7 @@ func TestAStoreOfAnotherLayoutIsRefusedWithAClearError(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := OpenSQLite(path); err == nil || !strings.Contains(err.Error(), "has layout 7, and this myelin reads layout 5") {
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "has layout 7, and this myelin reads layout 5") {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -348,7 +336,7 @@ func TestStoresOpenedAtOnceOnANewFileAllFindItMade(t *testing.T) {
 		errs := make(chan error, 8)
 		for range 8 {
 			go func() {
-				s, err := OpenSQLite(path)
+				s, err := Open(path)
 				if err == nil {
 					err = s.Close()
 				}
@@ -370,10 +358,12 @@ func TestStoresOpenedAtOnceOnANewFileAllFindItMade(t *testing.T) {
 func TestMessagesAppendsWhatIsNewInPlaceAndLeavesEarlierSlicesAlone(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c1"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	msg := func(text string) Message { return Message{Role: User, Parts: []Part{{Type: TextPart, Text: text}}} }
+	msg := func(text string) history.Message {
+		return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: text}}}
+	}
 	if err := s.Append(ctx, "c1", msg("one"), msg("two")); err != nil {
 		t.Fatal(err)
 	}

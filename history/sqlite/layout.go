@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 // This file is the SQLite store's layout: its tables, the layouts before
 // this one and how a store of each is brought to it when opened, and the
@@ -7,10 +7,9 @@ package history
 import (
 	"database/sql"
 	"fmt"
-	"hash/crc32"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 const schema = `
@@ -102,46 +101,11 @@ const dropUpdatedIndex = `DROP INDEX IF EXISTS conversations_updated`
 // parents' calls) to 4, and 4 (no checksum of the last update time) to 5.
 const schemaVersion = 5
 
-// castagnoli is the CRC-32C table: computed by the CPU's own instruction
-// where it has one (amd64, arm64), about 10 GB/s.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// checksum is the CRC-32C of raw.
-func checksum(raw []byte) int64 { return int64(crc32.Checksum(raw, castagnoli)) }
-
-// messageChecksum is a stored message's checksum: of its conversation, its
-// number and its bytes, so that a message read under another number or
-// conversation (a damaged index pointing at another row) fails it too.
-func messageChecksum(conversation string, seq int, raw []byte) int64 {
-	var prefix [64]byte
-	head := strconv.AppendInt(append(append(prefix[:0], conversation...), 0), int64(seq), 10)
-	return int64(crc32.Update(crc32.Checksum(append(head, 0), castagnoli), castagnoli, raw))
-}
-
-// recordChecksum is a conversation record's checksum: of the fields that
-// never change once it is created. Its count of messages is checked
-// against the messages themselves, its updated time by updatedChecksum. A
-// record without a parent has the checksum it had before links were kept
-// (layout 3), so that upgrading changes no record.
-func recordChecksum(id, system, created, parent, parentCall string) int64 {
-	if parent == "" && parentCall == "" {
-		return checksum([]byte(id + "\x00" + system + "\x00" + created))
-	}
-	return checksum([]byte(id + "\x00" + system + "\x00" + created + "\x00" + parent + "\x00" + parentCall))
-}
-
-// updatedChecksum is the checksum of a conversation's last update time as
-// stored (TimeFormat, UTC), with its id: kept beside it, and written with
-// it by every Append.
-func updatedChecksum(id, updated string) int64 {
-	return checksum([]byte(id + "\x00" + updated))
-}
-
 // migrateWaiting is migrate, tried again while another connection holds
 // the file in a way SQLite reports as busy at once, without its busy
 // timeout (it does so while another process switches a new file to WAL or
 // makes its shared memory), for as long as the busy timeout would wait.
-func (s *SQLite) migrateWaiting() error {
+func (s *Store) migrateWaiting() error {
 	deadline := time.Now().Add(5 * time.Second)
 	for pause := time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
 		err := s.migrate(false)
@@ -152,17 +116,11 @@ func (s *SQLite) migrateWaiting() error {
 	}
 }
 
-// isBusy reports whether err is SQLite's "database is locked".
-func isBusy(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "SQLITE_BUSY") || strings.Contains(msg, "database is locked")
-}
-
 // migrate brings an older layout to this one, and refuses a store of
 // another layout, saying so. With create (createFile's file, made just
 // now) it creates the tables of a new store; else a SQLite database with
 // no tables is refused: not a store, and not taken for a new one.
-func (s *SQLite) migrate(create bool) error {
+func (s *Store) migrate(create bool) error {
 	var version int
 	if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
 		return s.explain("opening", err)
@@ -225,7 +183,7 @@ func (s *SQLite) migrate(create bool) error {
 
 // dropOldIndex drops the index on conversations(updated) where a store
 // made before issue 13 has it (dropUpdatedIndex); it writes only then.
-func (s *SQLite) dropOldIndex() error {
+func (s *Store) dropOldIndex() error {
 	var n int
 	if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'conversations_updated'`).Scan(&n); err != nil {
 		return s.explain("opening", err)
@@ -261,7 +219,7 @@ func fillChecksums(tx *sql.Tx) error {
 			rows.Close()
 			return err
 		}
-		r.crc = messageChecksum(conversation, seq, raw)
+		r.crc = record.MessageChecksum(conversation, seq, raw)
 		sums = append(sums, r)
 	}
 	rows.Close()
@@ -294,7 +252,7 @@ func fillRecordChecksums(tx *sql.Tx) error {
 			rows.Close()
 			return err
 		}
-		sums[id] = recordChecksum(id, system, created, "", "")
+		sums[id] = record.RecordChecksum(id, system, created, "", "")
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -322,7 +280,7 @@ func fillUpdatedChecksums(tx *sql.Tx) error {
 			rows.Close()
 			return err
 		}
-		sums[id] = updatedChecksum(id, updated)
+		sums[id] = record.UpdatedChecksum(id, updated)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

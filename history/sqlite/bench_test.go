@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -27,12 +29,12 @@ import (
 //
 // Run:
 //
-//	go test ./history -run '^$' -bench RoundCommit -count 6
+//	go test ./history/sqlite -run '^$' -bench RoundCommit -count 6
 func BenchmarkRoundCommit(b *testing.B) {
 	const calls = 10
-	results := Message{Role: User}
+	results := history.Message{Role: history.User}
 	for i := range calls {
-		results.Parts = append(results.Parts, Part{Type: ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
+		results.Parts = append(results.Parts, history.Part{Type: history.ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
 			Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"})
 	}
 	b.Run("fsync-floor", func(b *testing.B) {
@@ -59,7 +61,7 @@ func BenchmarkRoundCommit(b *testing.B) {
 			s, wctx := claimedStore(b)
 			for b.Loop() {
 				for i := 0; bc.batch > 0 && i < calls; i += bc.batch {
-					if err := s.Keep(Lazy(wctx), "c", results.Parts[i:i+bc.batch]...); err != nil {
+					if err := s.Keep(history.Lazy(wctx), "c", results.Parts[i:i+bc.batch]...); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -77,12 +79,12 @@ func BenchmarkRoundCommit(b *testing.B) {
 // call, and a tool result, as in the agent's NextRequest benchmark), side
 // by side in one run. Run:
 //
-//	go test ./history -run '^$' -bench ChecksumBesideDecode -count 6
+//	go test ./history/sqlite -run '^$' -bench ChecksumBesideDecode -count 6
 func BenchmarkChecksumBesideDecode(b *testing.B) {
-	msgs := []Message{
-		{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "Let me read the next file."},
-			{Type: ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: []byte(`{"path":"src/main.go"}`)}}},
-		{Role: User, Parts: []Part{{Type: ToolResultPart, CallID: "toolu_1",
+	msgs := []history.Message{
+		{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Let me read the next file."},
+			{Type: history.ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: []byte(`{"path":"src/main.go"}`)}}},
+		{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_1",
 			Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"}}},
 	}
 	var rows [][]byte
@@ -96,7 +98,7 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 	b.Run("decode", func(b *testing.B) {
 		for b.Loop() {
 			for _, raw := range rows {
-				if _, err := decodeMessage(raw); err != nil {
+				if _, err := history.DecodeMessage(raw); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -106,7 +108,7 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 		var sum int64
 		for b.Loop() {
 			for i, raw := range rows {
-				sum += messageChecksum("0194f1c2-7a3b-7c4d-9e5f-0123456789ab", 10000+i, raw)
+				sum += record.MessageChecksum("0194f1c2-7a3b-7c4d-9e5f-0123456789ab", 10000+i, raw)
 			}
 		}
 		_ = sum
@@ -134,15 +136,15 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 //
 // Run:
 //
-//	go test ./history -run '^$' -bench AgentRound -count 6
+//	go test ./history/sqlite -run '^$' -bench AgentRound -count 6
 func BenchmarkAgentRound(b *testing.B) {
 	const calls = 10
-	answer := Message{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "Reading them all."}}}
-	results := Message{Role: User}
+	answer := history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Reading them all."}}}
+	results := history.Message{Role: history.User}
 	for i := range calls {
 		id := fmt.Sprintf("toolu_%02d", i)
-		answer.Parts = append(answer.Parts, Part{Type: ToolCallPart, CallID: id, Name: "noop", Input: []byte(`{"n":1}`)})
-		results.Parts = append(results.Parts, Part{Type: ToolResultPart, CallID: id, Text: "ok"})
+		answer.Parts = append(answer.Parts, history.Part{Type: history.ToolCallPart, CallID: id, Name: "noop", Input: []byte(`{"n":1}`)})
+		results.Parts = append(results.Parts, history.Part{Type: history.ToolResultPart, CallID: id, Text: "ok"})
 	}
 	b.Run("fsync-floor", func(b *testing.B) {
 		f, err := os.Create(filepath.Join(b.TempDir(), "f"))
@@ -194,7 +196,7 @@ func BenchmarkAgentRound(b *testing.B) {
 // storeRound is BenchmarkAgentRound's round through the store; with read,
 // each round is followed by the Messages that the agent's next request
 // reads the conversation with (the store has read it before the first).
-func storeRound(b *testing.B, answer, results Message, read bool) {
+func storeRound(b *testing.B, answer, results history.Message, read bool) {
 	s, wctx := claimedStore(b)
 	readAll := func() {
 		if _, err := s.Messages(wctx, "c"); err != nil {
@@ -205,10 +207,10 @@ func storeRound(b *testing.B, answer, results Message, read bool) {
 		readAll()
 	}
 	for b.Loop() {
-		if err := s.Append(Lazy(wctx), "c", answer); err != nil {
+		if err := s.Append(history.Lazy(wctx), "c", answer); err != nil {
 			b.Fatal(err)
 		}
-		if err := s.Keep(Lazy(wctx), "c", results.Parts[0]); err != nil {
+		if err := s.Keep(history.Lazy(wctx), "c", results.Parts[0]); err != nil {
 			b.Fatal(err)
 		}
 		if err := s.Append(wctx, "c", results); err != nil {
@@ -237,7 +239,7 @@ func storeRound(b *testing.B, answer, results Message, read bool) {
 // The synchronous level is the connection's, so a round switches it twice
 // (to NORMAL for the first lazy commit, back to FULL for the synced one),
 // as the store does.
-func sqliteFloor(b *testing.B, answer, results Message) {
+func sqliteFloor(b *testing.B, answer, results history.Message) {
 	path := filepath.Join(b.TempDir(), "floor.db")
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
 	if err != nil {
@@ -295,19 +297,19 @@ func sqliteFloor(b *testing.B, answer, results Message) {
 
 // claimedStore is a new store holding conversation "c", with a context
 // that writes to it under its claim; the store closes when b ends.
-func claimedStore(b *testing.B) (*SQLite, context.Context) {
-	s, err := OpenSQLite(filepath.Join(b.TempDir(), "h.db"))
+func claimedStore(b *testing.B) (*Store, context.Context) {
+	s, err := Open(filepath.Join(b.TempDir(), "h.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { s.Close() })
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 		b.Fatal(err)
 	}
-	h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
+	h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return s, Writing(ctx, h)
+	return s, history.Writing(ctx, h)
 }

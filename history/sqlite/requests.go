@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"context"
@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // requestsSchema is the table of the requests sent. It is made on the
 // first request kept, so that a store made before it opens as it was.
-// A row keeps its body whole (base 0) every snapshotEvery requests and
+// A row keeps its body whole (base 0) every record.SnapshotEvery requests and
 // whenever it shares no byte with the one before; else base is n-1,
 // prefix how many bytes it shares with it, and tail the rest.
 const requestsSchema = `CREATE TABLE IF NOT EXISTS requests (
@@ -47,7 +49,7 @@ type sentBody struct {
 
 // AddRequest keeps r as conversation id's next request (see Requests),
 // without waiting for the disk.
-func (s *SQLite) AddRequest(ctx context.Context, id string, r SentRequest) (int, error) {
+func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest) (int, error) {
 	doing := "keeping a request of conversation " + id
 	if r.Time.IsZero() {
 		r.Time = s.now().UTC()
@@ -66,30 +68,30 @@ func (s *SQLite) AddRequest(ctx context.Context, id string, r SentRequest) (int,
 			return s.explain(doing, err)
 		}
 		if exists == 0 {
-			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+			return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 		}
 		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) + 1 FROM requests WHERE conversation = ?`, id).Scan(&n); err != nil {
 			return s.explain(doing, err)
 		}
 		r.N = n
 		base, prefix := 0, 0
-		if last, ok := s.sent.bodies[id]; ok && last.n == n-1 && (n-1)%snapshotEvery != 0 {
-			if p := CommonPrefix(last.body, r.Body); p > 0 {
+		if last, ok := s.sent.bodies[id]; ok && last.n == n-1 && (n-1)%record.SnapshotEvery != 0 {
+			if p := history.CommonPrefix(last.body, r.Body); p > 0 {
 				base, prefix = n-1, p
 			}
-		} else if !ok && n > 1 && (n-1)%snapshotEvery != 0 {
+		} else if !ok && n > 1 && (n-1)%record.SnapshotEvery != 0 {
 			prev, err := s.request(ctx, tx, id, n-1)
 			if err != nil {
 				return err
 			}
-			if p := CommonPrefix(prev.Body, r.Body); p > 0 {
+			if p := history.CommonPrefix(prev.Body, r.Body); p > 0 {
 				base, prefix = n-1, p
 			}
 		}
 		r.Size = len(r.Body)
 		meta, err := json.Marshal(r)
 		if err != nil {
-			return fmt.Errorf("%s: %v", doing, err)
+			return fmt.Errorf("%s: %w", doing, err)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO requests (conversation, n, base, prefix, tail, meta) VALUES (?, ?, ?, ?, ?, ?)`,
 			id, n, base, prefix, r.Body[prefix:], string(meta)); err != nil {
@@ -117,49 +119,49 @@ func (s *SQLite) AddRequest(ctx context.Context, id string, r SentRequest) (int,
 
 // Request returns conversation id's n-th request, its body rebuilt from
 // the whole one before it (see Requests).
-func (s *SQLite) Request(ctx context.Context, id string, n int) (SentRequest, error) {
+func (s *Store) Request(ctx context.Context, id string, n int) (history.SentRequest, error) {
 	if _, err := s.Get(ctx, id); err != nil {
-		return SentRequest{}, err
+		return history.SentRequest{}, err
 	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return SentRequest{}, s.explain("reading a request of conversation "+id, err)
+		return history.SentRequest{}, s.explain("reading a request of conversation "+id, err)
 	}
 	defer tx.Rollback()
 	return s.request(ctx, tx, id, n)
 }
 
-func (s *SQLite) request(ctx context.Context, tx *sql.Tx, id string, n int) (SentRequest, error) {
+func (s *Store) request(ctx context.Context, tx *sql.Tx, id string, n int) (history.SentRequest, error) {
 	doing := fmt.Sprintf("reading request %d of conversation %s", n, id)
 	count, err := s.requestCount(ctx, tx, id)
 	if err != nil {
-		return SentRequest{}, err
+		return history.SentRequest{}, err
 	}
 	if n < 1 || n > count {
-		return SentRequest{}, errNoRequest(id, n, count)
+		return history.SentRequest{}, record.NoRequest(id, n, count)
 	}
 	// the rows from the last whole body at or before n
 	var from int
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 1) FROM requests WHERE conversation = ? AND n <= ? AND base = 0`, id, n).Scan(&from); err != nil {
-		return SentRequest{}, s.explain(doing, err)
+		return history.SentRequest{}, s.explain(doing, err)
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT n, base, prefix, tail, meta FROM requests WHERE conversation = ? AND n BETWEEN ? AND ? ORDER BY n`, id, from, n)
 	if err != nil {
-		return SentRequest{}, s.explain(doing, err)
+		return history.SentRequest{}, s.explain(doing, err)
 	}
 	defer rows.Close()
 	var body []byte
-	var out SentRequest
+	var out history.SentRequest
 	want := from
 	for rows.Next() {
 		var rn, base, prefix int
 		var tail []byte
 		var meta string
 		if err := rows.Scan(&rn, &base, &prefix, &tail, &meta); err != nil {
-			return SentRequest{}, s.explain(doing, err)
+			return history.SentRequest{}, s.explain(doing, err)
 		}
 		if rn != want || (base != 0 && (base != rn-1 || prefix > len(body))) {
-			return SentRequest{}, fmt.Errorf("history store %s: %s: request %d's row does not follow the one before it: %w", s.path, doing, rn, ErrDamaged)
+			return history.SentRequest{}, fmt.Errorf("history store %s: %s: request %d's row does not follow the one before it: %w", s.path, doing, rn, history.ErrDamaged)
 		}
 		want++
 		if base == 0 {
@@ -169,22 +171,22 @@ func (s *SQLite) request(ctx context.Context, tx *sql.Tx, id string, n int) (Sen
 		}
 		if rn == n {
 			if err := json.Unmarshal([]byte(meta), &out); err != nil {
-				return SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.path, doing, err, ErrDamaged)
+				return history.SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.path, doing, err, history.ErrDamaged)
 			}
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return SentRequest{}, s.explain(doing, err)
+		return history.SentRequest{}, s.explain(doing, err)
 	}
 	if want != n+1 {
-		return SentRequest{}, fmt.Errorf("history store %s: %s: rows %d to %d are missing: %w", s.path, doing, want, n, ErrDamaged)
+		return history.SentRequest{}, fmt.Errorf("history store %s: %s: rows %d to %d are missing: %w", s.path, doing, want, n, history.ErrDamaged)
 	}
 	out.N, out.Body = n, body
 	return out, nil
 }
 
 // RequestCount is how many requests conversation id has (see Requests).
-func (s *SQLite) RequestCount(ctx context.Context, id string) (int, error) {
+func (s *Store) RequestCount(ctx context.Context, id string) (int, error) {
 	if _, err := s.Get(ctx, id); err != nil {
 		return 0, err
 	}
@@ -196,10 +198,10 @@ func (s *SQLite) RequestCount(ctx context.Context, id string) (int, error) {
 	return s.requestCount(ctx, tx, id)
 }
 
-func (s *SQLite) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, error) {
+func (s *Store) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, error) {
 	var n int
 	err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) FROM requests WHERE conversation = ?`, id).Scan(&n)
-	if err != nil && strings.Contains(err.Error(), "no such table") {
+	if noSuchTable(err) {
 		return 0, nil // a store that never kept a request
 	}
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -210,7 +212,7 @@ func (s *SQLite) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, 
 
 // RequestList returns conversation id's requests without their bodies
 // (see Requests): their rows' few fields, not their tails.
-func (s *SQLite) RequestList(ctx context.Context, id string) ([]SentRequest, error) {
+func (s *Store) RequestList(ctx context.Context, id string) ([]history.SentRequest, error) {
 	doing := "listing the requests of conversation " + id
 	if _, err := s.Get(ctx, id); err != nil {
 		return nil, err
@@ -221,23 +223,23 @@ func (s *SQLite) RequestList(ctx context.Context, id string) ([]SentRequest, err
 	}
 	defer tx.Rollback()
 	if n, err := s.requestCount(ctx, tx, id); err != nil || n == 0 {
-		return []SentRequest{}, err // a store that never kept a request has no table
+		return []history.SentRequest{}, err // a store that never kept a request has no table
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT n, meta FROM requests WHERE conversation = ? ORDER BY n`, id)
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}
 	defer rows.Close()
-	var out []SentRequest
+	var out []history.SentRequest
 	for rows.Next() {
 		var n int
 		var meta string
 		if err := rows.Scan(&n, &meta); err != nil {
 			return nil, s.explain(doing, err)
 		}
-		var r SentRequest
+		var r history.SentRequest
 		if err := json.Unmarshal([]byte(meta), &r); err != nil {
-			return nil, fmt.Errorf("history store %s: %s: request %d: %v: %w", s.path, doing, n, err, ErrDamaged)
+			return nil, fmt.Errorf("history store %s: %s: request %d: %v: %w", s.path, doing, n, err, history.ErrDamaged)
 		}
 		r.N = n
 		out = append(out, r)

@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/storetest"
 )
 
 // liveFiles makes a store at dir/h.db holding conversation "c" with the
@@ -22,16 +25,16 @@ import (
 func liveFiles(t *testing.T, dir string) (db, wal []byte) {
 	t.Helper()
 	path := filepath.Join(dir, "h.db")
-	s, err := OpenSQLite(path)
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(ctx, "c", sampleMessages()...); err != nil {
+	if err := s.Append(ctx, "c", storetest.SampleMessages()...); err != nil {
 		t.Fatal(err)
 	}
 	if db, err = os.ReadFile(path); err != nil {
@@ -132,7 +135,7 @@ func TestAStoreThatIsEmptyOrMissingBesideItsFilesIsRefusedAndNothingIsDeleted(t 
 				tc.make(t, dir)
 				before := snapshot(t, dir)
 				path := filepath.Join(dir, "h.db")
-				s, err := OpenSQLiteWith(path, SQLiteOptions{Existing: existing})
+				s, err := OpenWith(path, Options{Existing: existing})
 				if err == nil {
 					list, _ := s.List(context.Background())
 					s.Close()
@@ -160,7 +163,7 @@ func TestAStoreThatIsEmptyOrMissingBesideItsFilesIsRefusedAndNothingIsDeleted(t 
 func TestOpeningAnExistingStoreOnlyMakesNothing(t *testing.T) {
 	root := t.TempDir()
 	path := filepath.Join(root, "sub", "h.db")
-	s, err := OpenSQLiteWith(path, SQLiteOptions{Existing: true})
+	s, err := OpenWith(path, Options{Existing: true})
 	if err == nil {
 		s.Close()
 		t.Fatal("opened a store that is not there")
@@ -174,7 +177,7 @@ func TestOpeningAnExistingStoreOnlyMakesNothing(t *testing.T) {
 	// and a store that is there opens, and reads
 	dir := t.TempDir()
 	path = storeWithMessages(t, dir)
-	s, err = OpenSQLiteWith(path, SQLiteOptions{Existing: true})
+	s, err = OpenWith(path, Options{Existing: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +225,7 @@ func TestASQLiteFileWithNoTablesIsNotTakenForANewStore(t *testing.T) {
 		t.Fatalf("the empty database: %v, %v", fi, err)
 	}
 	before := snapshot(t, dir)
-	s, err := OpenSQLite(path)
+	s, err := Open(path)
 	if err == nil {
 		s.Close()
 		t.Fatal("opened")
@@ -241,11 +244,11 @@ func TestAStorePathIsOpenedAsItIsWritten(t *testing.T) {
 		t.Run(fmt.Sprint(i), func(t *testing.T) { // the name is not in the test's, nor in its directory's
 			dir := t.TempDir()
 			path := filepath.Join(dir, name)
-			s, err := OpenSQLite(path)
+			s, err := Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Create(context.Background(), Conversation{ID: "c"}); err != nil {
+			if err := s.Create(context.Background(), history.Conversation{ID: "c"}); err != nil {
 				t.Fatal(err)
 			}
 			s.Close()
@@ -257,7 +260,7 @@ func TestAStorePathIsOpenedAsItIsWritten(t *testing.T) {
 			if !slices.Equal(names, []string{name}) {
 				t.Fatalf("the directory holds %q; want %q alone", names, name)
 			}
-			s, err = OpenSQLiteWith(path, SQLiteOptions{Existing: true})
+			s, err = OpenWith(path, Options{Existing: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -282,7 +285,7 @@ func TestALogWithADamagedHeaderIsRefusedAndKept(t *testing.T) {
 			writeFile(t, path, db)
 			writeFile(t, path+"-wal", wal)
 			before := snapshot(t, dir)
-			s, err := OpenSQLite(path)
+			s, err := Open(path)
 			if err == nil {
 				msgs, err := s.Messages(context.Background(), "c")
 				s.Close()
@@ -306,7 +309,7 @@ func TestAStoreWithItsLastWritesInItsLogReadsThem(t *testing.T) {
 	path := filepath.Join(dir, "h.db")
 	writeFile(t, path, db)
 	writeFile(t, path+"-wal", wal)
-	s, err := OpenSQLiteWith(path, SQLiteOptions{Existing: true})
+	s, err := OpenWith(path, Options{Existing: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,19 +1,41 @@
-package history
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 	"github.com/myelin-run/myelin/result"
 )
 
+// claimRow is a stored claim: its holder, and when its lease runs out.
+type claimRow struct {
+	history.Holder
+	expires time.Time
+}
+
+// alive reports whether the claim's holder may still be writing at now
+// (record.Alive); node is this process's (record.ThisNode).
+func (c claimRow) alive(now time.Time, node string) bool {
+	return record.Alive(now, c.expires, node, c.Node, c.PID)
+}
+
+// lost is the error for a write by w when the conversation's claim is c
+// (ok false: there is none).
+func lost(id string, w history.Holder, c claimRow, ok bool) error {
+	if !ok {
+		return record.ClaimLost(id, w.String(), "")
+	}
+	return record.ClaimLost(id, w.String(), c.Holder.String())
+}
+
 // readClaim reads conversation id's claim in tx; ok is false when there is
 // none.
-func (s *SQLite) readClaim(ctx context.Context, tx *sql.Tx, id string) (c claimRow, ok bool, err error) {
+func (s *Store) readClaim(ctx context.Context, tx *sql.Tx, id string) (c claimRow, ok bool, err error) {
 	var since, expires int64
 	err = tx.StmtContext(ctx, s.selectClaim).QueryRowContext(ctx, id).Scan(&c.Token, &c.PID, &c.Host, &c.Node, &since, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -46,7 +68,7 @@ func (n nullClaim) row() (c claimRow, ok bool) {
 // checkClaim is the check of every write to conversation id, in the
 // write's transaction: under Writing(ctx, w), w must hold the claim;
 // without, no live holder may have it.
-func (s *SQLite) checkClaim(ctx context.Context, tx *sql.Tx, id string) error {
+func (s *Store) checkClaim(ctx context.Context, tx *sql.Tx, id string) error {
 	c, ok, err := s.readClaim(ctx, tx, id)
 	if err != nil {
 		return err
@@ -56,33 +78,23 @@ func (s *SQLite) checkClaim(ctx context.Context, tx *sql.Tx, id string) error {
 
 // claimAllows is checkClaim's judgement of the claim c read in the write's
 // transaction (ok false: there is none).
-func (s *SQLite) claimAllows(ctx context.Context, id string, c claimRow, ok bool) error {
-	if w, writing := WriterOf(ctx); writing {
+func (s *Store) claimAllows(ctx context.Context, id string, c claimRow, ok bool) error {
+	if w, writing := history.WriterOf(ctx); writing {
 		if !ok || c.Token != w.Token {
 			return lost(id, w, c, ok)
 		}
 		return nil
 	}
 	if ok && c.alive(s.now(), s.node) {
-		return &HeldError{Conversation: id, Holder: c.Holder, Expires: c.expires}
-	}
-	return nil
-}
-
-func checkLease(id string, lease time.Duration) error {
-	if lease <= 0 {
-		return fmt.Errorf("claiming conversation %s: the lease must be positive, got %v", id, lease)
+		return &history.HeldError{Conversation: id, Holder: c.Holder, Expires: c.expires}
 	}
 	return nil
 }
 
 // Claim takes conversation id's claim for h (see Store.Claim).
-func (s *SQLite) Claim(ctx context.Context, id string, h Holder, lease time.Duration) (Holder, error) {
-	if err := checkLease(id, lease); err != nil {
+func (s *Store) Claim(ctx context.Context, id string, h history.Holder, lease time.Duration) (history.Holder, error) {
+	if err := record.CheckClaim(id, h.Token, lease); err != nil {
 		return h, err
-	}
-	if h.Token == "" {
-		return h, fmt.Errorf("claiming conversation %s: the holder has no token (make it with NewHolder)", id)
 	}
 	doing := "claiming conversation " + id
 	// A claim need not wait for the disk: after a crash of the machine its
@@ -93,7 +105,7 @@ func (s *SQLite) Claim(ctx context.Context, id string, h Holder, lease time.Dura
 			return s.explain(doing, err)
 		}
 		if exists == 0 {
-			return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+			return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 		}
 		c, ok, err := s.readClaim(ctx, tx, id)
 		if err != nil {
@@ -104,7 +116,7 @@ func (s *SQLite) Claim(ctx context.Context, id string, h Holder, lease time.Dura
 		case ok && c.Token == h.Token:
 			h.Since = c.Since
 		case ok && c.alive(now, s.node):
-			return &HeldError{Conversation: id, Holder: c.Holder, Expires: c.expires}
+			return &history.HeldError{Conversation: id, Holder: c.Holder, Expires: c.expires}
 		default:
 			h.Since = now.UTC()
 		}
@@ -116,8 +128,8 @@ func (s *SQLite) Claim(ctx context.Context, id string, h Holder, lease time.Dura
 }
 
 // Renew extends h's claim on id (see Store.Renew).
-func (s *SQLite) Renew(ctx context.Context, id string, h Holder, lease time.Duration) error {
-	if err := checkLease(id, lease); err != nil {
+func (s *Store) Renew(ctx context.Context, id string, h history.Holder, lease time.Duration) error {
+	if err := record.CheckLease(id, lease); err != nil {
 		return err
 	}
 	doing := "renewing the claim on conversation " + id
@@ -136,7 +148,7 @@ func (s *SQLite) Renew(ctx context.Context, id string, h Holder, lease time.Dura
 }
 
 // Release gives up h's claim on id (see Store.Release).
-func (s *SQLite) Release(ctx context.Context, id string, h Holder) error {
+func (s *Store) Release(ctx context.Context, id string, h history.Holder) error {
 	doing := "releasing the claim on conversation " + id
 	return s.write(ctx, doing, true, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM claims WHERE conversation = ? AND token = ?`, id, h.Token)
@@ -146,18 +158,18 @@ func (s *SQLite) Release(ctx context.Context, id string, h Holder) error {
 
 // Keep stores finished calls' results in one transaction, without waiting
 // for the disk (see Store.Keep).
-func (s *SQLite) Keep(ctx context.Context, id string, results ...Part) error {
+func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) error {
 	if len(results) == 0 {
 		return nil
 	}
 	raws := make([][]byte, len(results))
 	for i, p := range results {
-		if p.Type != ToolResultPart || p.CallID == "" {
-			return fmt.Errorf("keeping results in conversation %s: want tool results with call ids, got a %q part with call id %q", id, p.Type, p.CallID)
+		if err := record.CheckKept(id, p.Type == history.ToolResultPart, string(p.Type), p.CallID); err != nil {
+			return err
 		}
 		raw, err := result.JSON(p)
 		if err != nil {
-			return fmt.Errorf("keeping the result of call %s in conversation %s: %v", p.CallID, id, err)
+			return fmt.Errorf("keeping the result of call %s in conversation %s: %w", p.CallID, id, err)
 		}
 		raws[i] = raw
 	}
@@ -170,7 +182,7 @@ func (s *SQLite) Keep(ctx context.Context, id string, results ...Part) error {
 		for i, p := range results {
 			_, err := insert.ExecContext(ctx, id, p.CallID, raws[i])
 			if isForeignKey(err) {
-				return fmt.Errorf("conversation %s: %w", id, ErrNotFound)
+				return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 			}
 			if err != nil {
 				return s.explain(doing, err)
@@ -180,29 +192,25 @@ func (s *SQLite) Keep(ctx context.Context, id string, results ...Part) error {
 	})
 }
 
-func isForeignKey(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
-}
-
 // Kept returns the results kept for id (see Store.Kept).
-func (s *SQLite) Kept(ctx context.Context, id string) ([]Part, error) {
+func (s *Store) Kept(ctx context.Context, id string) ([]history.Part, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT call_id, part FROM kept WHERE conversation = ? ORDER BY call_id`, id)
 	if err != nil {
 		return nil, s.explain("reading the kept results of conversation "+id, err)
 	}
 	defer rows.Close()
-	var out []Part
+	var out []history.Part
 	for rows.Next() {
 		var callID string
 		var raw []byte
 		if err := rows.Scan(&callID, &raw); err != nil {
 			return nil, s.explain("reading the kept results of conversation "+id, err)
 		}
-		parts, err := decodeParts(append(append([]byte{'['}, raw...), ']'))
-		if err != nil || len(parts) != 1 {
-			return nil, fmt.Errorf("history store %s: conversation %s, the kept result of call %s is not valid: %v", s.path, id, callID, err)
+		part, err := history.DecodePart(raw)
+		if err != nil {
+			return nil, fmt.Errorf("history store %s: conversation %s, the kept result of call %s is not valid: %w", s.path, id, callID, err)
 		}
-		out = append(out, parts[0])
+		out = append(out, part)
 	}
 	return out, s.wrapErr("reading the kept results of conversation "+id, rows.Err())
 }

@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"context"
@@ -6,19 +6,22 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/storetest"
 )
 
 // appendedOddly are messages whose stored form is not the form they were
 // given in: an input with spaces (stored compacted), text that is not
 // UTF-8 (stored with U+FFFD), an empty part list, an empty input.
-func appendedOddly() []Message {
-	return []Message{
-		{Role: Assistant, Parts: []Part{
-			{Type: ToolCallPart, CallID: "toolu_1", Name: "noop", Input: json.RawMessage(`{ "n" : 1,  "s": "<&>" }`)},
-			{Type: ToolCallPart, CallID: "toolu_2", Name: "noop", Input: json.RawMessage(`{}`)},
+func appendedOddly() []history.Message {
+	return []history.Message{
+		{Role: history.Assistant, Parts: []history.Part{
+			{Type: history.ToolCallPart, CallID: "toolu_1", Name: "noop", Input: json.RawMessage(`{ "n" : 1,  "s": "<&>" }`)},
+			{Type: history.ToolCallPart, CallID: "toolu_2", Name: "noop", Input: json.RawMessage(`{}`)},
 		}},
-		{Role: User, Parts: []Part{{Type: ToolResultPart, CallID: "toolu_1", Text: "bad \xff byte"}, {Type: ToolResultPart, CallID: "toolu_2"}}},
-		{Role: User, Parts: []Part{}},
+		{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_1", Text: "bad \xff byte"}, {Type: history.ToolResultPart, CallID: "toolu_2"}}},
+		{Role: history.User, Parts: []history.Part{}},
 	}
 }
 
@@ -29,7 +32,7 @@ func TestMessagesAfterAppendAreWhatAFreshStoreReads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	s := openStore(t, path)
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, read := range []bool{true, false} {
@@ -38,7 +41,7 @@ func TestMessagesAfterAppendAreWhatAFreshStoreReads(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for _, m := range append(sampleMessages(), appendedOddly()...) {
+		for _, m := range append(storetest.SampleMessages(), appendedOddly()...) {
 			if err := s.Append(ctx, "c", m); err != nil {
 				t.Fatal(err)
 			}
@@ -52,7 +55,7 @@ func TestMessagesAfterAppendAreWhatAFreshStoreReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2*len(append(sampleMessages(), appendedOddly()...)) || !reflect.DeepEqual(got, want) {
+	if len(got) != 2*len(append(storetest.SampleMessages(), appendedOddly()...)) || !reflect.DeepEqual(got, want) {
 		t.Fatalf("after appending, this store returns\n%+v\na fresh one reads\n%+v", got, want)
 	}
 }
@@ -67,7 +70,7 @@ func TestAStoreKeepsWhatItAppendedInsteadOfReadingItBack(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	s := openStore(t, path)
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Messages(ctx, "c"); err != nil {
@@ -99,7 +102,7 @@ func TestAStoreKeepsWhatItAppendedInsteadOfReadingItBack(t *testing.T) {
 func TestAppendingToAConversationNotReadKeepsNothing(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Append(ctx, "c", appendedOddly()...); err != nil {

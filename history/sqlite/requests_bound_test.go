@@ -1,4 +1,4 @@
-package history
+package sqlite
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	"github.com/myelin-run/myelin/history"
 )
 
 // The SQLite store remembers the newest request body of a bounded number
@@ -15,7 +17,7 @@ import (
 // back, and every body is still given back whole.
 func TestTheSQLiteStoreRemembersTheLastBodyOfABoundedNumberOfConversations(t *testing.T) {
 	ctx := context.Background()
-	s, err := OpenSQLite(filepath.Join(t.TempDir(), "h.db"))
+	s, err := Open(filepath.Join(t.TempDir(), "h.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +30,11 @@ func TestTheSQLiteStoreRemembersTheLastBodyOfABoundedNumberOfConversations(t *te
 		for c := range convs {
 			id := fmt.Sprint("c", c)
 			if i == 0 {
-				if err := s.Create(ctx, Conversation{ID: id}); err != nil {
+				if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := s.AddRequest(ctx, id, SentRequest{Body: body(c, i)}); err != nil {
+			if _, err := s.AddRequest(ctx, id, history.SentRequest{Body: body(c, i)}); err != nil {
 				t.Fatal(err)
 			}
 		}

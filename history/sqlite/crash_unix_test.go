@@ -1,6 +1,6 @@
 //go:build unix
 
-package history
+package sqlite
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/myelin-run/myelin/history"
 )
 
 // crashChild names the store a re-run of this test binary writes to and
@@ -37,19 +39,19 @@ func TestLazyCommitsSurviveAKilledProcess(t *testing.T) {
 	s := openStore(t, path)
 	ctx := context.Background()
 	msgs, err := s.Messages(ctx, "c")
-	if err != nil || len(msgs) != 2 || msgs[1].Role != Assistant || len(msgs[1].ToolCalls()) != 2 {
+	if err != nil || len(msgs) != 2 || msgs[1].Role != history.Assistant || len(msgs[1].ToolCalls()) != 2 {
 		t.Fatalf("after the crash: %+v, %v; want the prompt and the lazily stored answer with its 2 calls", msgs, err)
 	}
 	kept, err := s.Kept(ctx, "c")
 	if err != nil || len(kept) != 1 || kept[0].CallID != "a" || kept[0].Text != "kept before the crash" {
 		t.Fatalf("kept after the crash: %+v, %v", kept, err)
 	}
-	h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
+	h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
 	if err != nil {
 		t.Fatalf("the dead process's claim was not taken over: %v", err)
 	}
-	if err := s.Append(Writing(ctx, h), "c", Message{Role: User, Parts: []Part{kept[0],
-		{Type: ToolResultPart, CallID: "b", Text: "interrupted", IsError: true}}}); err != nil {
+	if err := s.Append(history.Writing(ctx, h), "c", history.Message{Role: history.User, Parts: []history.Part{kept[0],
+		{Type: history.ToolResultPart, CallID: "b", Text: "interrupted", IsError: true}}}); err != nil {
 		t.Fatal(err)
 	}
 	if kept, _ := s.Kept(ctx, "c"); len(kept) != 0 {
@@ -64,29 +66,29 @@ func lazyWritesThenDie(path string) {
 		os.Stderr.WriteString(err.Error() + "\n")
 		os.Exit(3)
 	}
-	s, err := OpenSQLite(path)
+	s, err := Open(path)
 	if err != nil {
 		fail(err)
 	}
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 		fail(err)
 	}
-	h, err := s.Claim(ctx, "c", NewHolder(), DefaultLease)
+	h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
 	if err != nil {
 		fail(err)
 	}
-	w := Writing(ctx, h)
+	w := history.Writing(ctx, h)
 	if err := s.Append(w, "c", userText("go")); err != nil {
 		fail(err)
 	}
-	answer := Message{Role: Assistant, Parts: []Part{
-		{Type: ToolCallPart, CallID: "a", Name: "noop", Input: []byte(`{}`)},
-		{Type: ToolCallPart, CallID: "b", Name: "noop", Input: []byte(`{}`)}}}
-	if err := s.Append(Lazy(w), "c", answer); err != nil {
+	answer := history.Message{Role: history.Assistant, Parts: []history.Part{
+		{Type: history.ToolCallPart, CallID: "a", Name: "noop", Input: []byte(`{}`)},
+		{Type: history.ToolCallPart, CallID: "b", Name: "noop", Input: []byte(`{}`)}}}
+	if err := s.Append(history.Lazy(w), "c", answer); err != nil {
 		fail(err)
 	}
-	if err := s.Keep(Lazy(w), "c", Part{Type: ToolResultPart, CallID: "a", Text: "kept before the crash"}); err != nil {
+	if err := s.Keep(history.Lazy(w), "c", history.Part{Type: history.ToolResultPart, CallID: "a", Text: "kept before the crash"}); err != nil {
 		fail(err)
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)

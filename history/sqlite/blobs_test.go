@@ -1,11 +1,12 @@
-package history
+package sqlite
 
 import (
 	"context"
 	"errors"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/myelin-run/myelin/history"
 )
 
 // The behaviours every Blobs store keeps are in the conformance suite
@@ -14,12 +15,12 @@ import (
 func TestTheSQLiteStoreIsNotSharedAndAMemoryIsWhenAsked(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		s    Blobs
+		s    history.Blobs
 		want bool
 	}{
 		{"sqlite", openStore(t, filepath.Join(t.TempDir(), "h.db")), false},
-		{"memory", &Memory{}, false},
-		{"memory sharing blobs", &Memory{ShareBlobs: true}, true},
+		{"memory", &history.Memory{}, false},
+		{"memory sharing blobs", &history.Memory{ShareBlobs: true}, true},
 	} {
 		if got := c.s.Shared(); got != c.want {
 			t.Errorf("%s: Shared() = %v, want %v", c.name, got, c.want)
@@ -31,13 +32,13 @@ func TestASQLiteStoreThatNeverKeptAFileHasNoBlobTablesAndFindsNothing(t *testing
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "h.db")
 	s := openStore(t, path)
-	if err := s.Create(ctx, Conversation{ID: "c", System: "s"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c", System: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.BlobAt(ctx, "c", ".myelin/tool-results/x.txt"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.BlobAt(ctx, "c", ".myelin/tool-results/x.txt"); !errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("BlobAt in a store without blobs: %v; want ErrNotFound", err)
 	}
-	if _, err := s.BlobByHash(ctx, BlobHash(nil)); !errors.Is(err, ErrNotFound) {
+	if _, err := s.BlobByHash(ctx, history.BlobHash(nil)); !errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("BlobByHash in a store without blobs: %v; want ErrNotFound", err)
 	}
 	if tables := blobTables(t, s); tables != 0 {
@@ -57,21 +58,11 @@ func TestASQLiteStoreThatNeverKeptAFileHasNoBlobTablesAndFindsNothing(t *testing
 }
 
 // blobTables counts the blob tables of s.
-func blobTables(t *testing.T, s *SQLite) int {
+func blobTables(t *testing.T, s *Store) int {
 	t.Helper()
 	var n int
 	if err := s.db.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('blobs', 'blob_files')`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
-}
-
-func TestAFileOverMaxBlobIsRefusedBeforeAnythingIsRead(t *testing.T) {
-	err := CheckBlob("keeping file f of conversation c", "c", "f", MaxBlob+1)
-	if err == nil || !strings.Contains(err.Error(), "over the") || !strings.Contains(err.Error(), "keeping file f") {
-		t.Fatalf("CheckBlob of MaxBlob+1 bytes: %v; want an error naming the file and the bound", err)
-	}
-	if err := CheckBlob("x", "c", "f", MaxBlob); err != nil {
-		t.Fatalf("CheckBlob of MaxBlob bytes: %v; want none", err)
-	}
 }

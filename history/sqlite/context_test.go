@@ -1,27 +1,30 @@
-package history
+package sqlite
 
 import (
 	"context"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/storetest"
 )
 
 func TestContextRecordsComeBackAsStoredAfterAReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
 	s := openStore(t, path)
 	ctx := context.Background()
-	if err := s.Create(ctx, Conversation{ID: "c1", System: "be brief"}); err != nil {
+	if err := s.Create(ctx, history.Conversation{ID: "c1", System: "be brief"}); err != nil {
 		t.Fatal(err)
 	}
-	want := append(sampleMessages(),
-		Message{Role: Context, Settings: &Settings{Model: "m", System: "ab12", Tools: "cd34", Cache: "marks"}},
-		Message{Role: Context, Edit: &Edit{
-			Cleared: []Cleared{
+	want := append(storetest.SampleMessages(),
+		history.Message{Role: history.Context, Settings: &history.Settings{Model: "m", System: "ab12", Tools: "cd34", Cache: "marks"}},
+		history.Message{Role: history.Context, Edit: &history.Edit{
+			Cleared: []history.Cleared{
 				{CallID: "toolu_1", Text: "[myelin: cleared \"x\"]\n", Path: ".myelin/tool-results/x.txt", Chars: 4000, Images: 1},
 				{CallID: "toolu_1", Input: true, Text: `{"myelin_cleared":"…"}`, Chars: 9000},
 			},
-			Summary: &Summary{Through: 2, Text: "so far: <a.txt> & more", Usage: &Usage{Input: 3, Output: 4}},
+			Summary: &history.Summary{Through: 2, Text: "so far: <a.txt> & more", Usage: &history.Usage{Input: 3, Output: 4}},
 			Why:     "over the high mark", Before: 30000, After: 12000,
 		}})
 	if err := s.Append(ctx, "c1", want...); err != nil {

@@ -1,0 +1,441 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// ErrHandedOver, as the cause of a turn's context
+// (context.WithCancelCause), stops the turn without ending it, so that
+// another process continues it (Continue): an answer cut mid-stream is not
+// stored — the next holder sends that request again — while the results
+// of a tool round stopped midway are stored, as on any cancel, and the
+// claim is released. A queued turn is handed back so when the process
+// running it stops (server.Server.Shutdown). It must not be used for a
+// turn no one will continue: the conversation would wait for an answer.
+var ErrHandedOver = errors.New("the turn was handed over, to be continued by another process")
+
+// Turn runs one turn of conversation id: the prompt as a user message, then
+// requests and tool rounds until the turn ends. on receives events as they
+// happen; it may be nil. When ctx is cancelled the stream and the tools
+// stop, and what was stored stays a valid conversation.
+//
+// The turn holds the conversation's claim from start to end (one writer at
+// a time, contract §7): another writer's live claim fails the turn with a
+// *history.HeldError naming it, or is waited for when a.Wait is set. A
+// turn whose claim is taken over stops, with an error wrapping
+// history.ErrClaimLost, having written nothing since.
+func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (TurnResult, error) {
+	return a.claimed(ctx, id, &prompt, on)
+}
+
+// turn is Turn under the conversation's claim; with a nil prompt it is
+// Continue's: the prompt is stored already, and a turn that ended is left.
+//
+// It reads from the top as what a turn does. begin readies the turn;
+// then each pass of the loop is one request and what follows from its
+// answer: ask fits the request to the window and sends it (once more,
+// made smaller, when the provider refuses it as too long); a request that
+// failed ends the turn (fail); an answer the provider refused meets the
+// refusal guard (refused); the answer is stored (answered) and, when it
+// makes no calls, ends the turn; at the round limit its calls are
+// answered unrun (overLimit); else they run as a round (round, round.go:
+// the gate checks each before it runs) and their results are stored
+// before the next request is sent.
+func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Event)) (TurnResult, error) {
+	t, ended, err := a.begin(ctx, id, prompt, on)
+	switch {
+	case err != nil:
+		return TurnResult{}, err
+	case ended:
+		return t.tr, nil
+	}
+	defer t.workers.Close()
+	for {
+		x, err := t.ask()
+		if err != nil {
+			return t.tr, err
+		}
+		if x.err != nil {
+			return t.tr, t.fail(x, x.err)
+		}
+		t.count(x.resp)
+		if a.RefusalGuard && x.resp.Refused {
+			switch step, err := t.refused(x); {
+			case err != nil:
+				return t.tr, err
+			case step == withheld:
+				continue
+			case step == refusedTwice:
+				return t.tr, nil
+			}
+		}
+		calls, err := t.answered(x.resp)
+		if err != nil || calls == 0 {
+			return t.tr, err
+		}
+		if t.tr.Rounds == t.maxRounds {
+			return t.tr, t.overLimit(x.resp.Message, calls)
+		}
+		t.tr.Rounds++
+		endTurn, err := t.round(x.resp.Message, calls)
+		switch {
+		case err != nil:
+			return t.tr, err
+		case ctx.Err() != nil:
+			return t.tr, ctx.Err()
+		case endTurn:
+			t.tr.Reason = "tool_end_turn"
+			return t.tr, nil
+		}
+	}
+}
+
+// turning is one turn as it runs: what its steps share, made once a turn
+// (begin).
+type turning struct {
+	a   *Agent
+	id  string
+	on  func(Event)
+	ctx context.Context // the turn's, cancelled when it is stopped
+	// providerCtx is ctx telling each retry of a request as it is about to be
+	// made (a Retry event)
+	providerCtx context.Context
+	// kept is ctx without its cancellation: what is committed even when
+	// ctx is cancelled (contract §7); lazy is kept committing without
+	// waiting for the disk
+	kept, lazy context.Context
+	sz         sizing
+	sent       *sent // keeps the requests the turn sends (requests.go)
+	// workers run the calls of the turn's rounds; keeper keeps each
+	// result as its call finishes (round.go)
+	workers   *tool.Workers
+	keeper    *keeper
+	maxRounds int
+	// settings are stored with the turn's first answer, when they changed
+	// (withSettings; nil once stored)
+	settings *history.Settings
+	// droppable: the conversation is new and is deleted, not stored, if
+	// its first request never reaches the provider; reached: a request
+	// of the turn did (or may have)
+	droppable, reached bool
+	tr                 TurnResult
+}
+
+// begin readies a turn of conversation id: it answers the calls a stopped
+// process left without results (recover), reads where a continued turn
+// (prompt nil) stands — ended says it has ended, t.tr how —, sizes the
+// turn's requests, checks their settings against those last stored, and
+// stores the prompt.
+func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Event)) (t *turning, ended bool, err error) {
+	rec, err := a.recover(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	if rec.Finished+rec.Rerun+rec.Interrupted > 0 {
+		on(Event{Kind: Notice, Text: rec.String()})
+	}
+	stored, err := a.Store.Messages(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	t = &turning{a: a, id: id, on: on, ctx: ctx, maxRounds: a.roundLimit()}
+	if prompt == nil {
+		if t.tr, ended = continuing(stored, t.maxRounds); ended {
+			return t, true, nil
+		}
+	}
+	if t.sz, err = a.sizing(ctx, id); err != nil {
+		return nil, false, err
+	}
+	t.settings = a.checkSettings(t.sz, stored, on)
+	if prompt != nil {
+		if err := t.store(ctx, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(*prompt)}}}); err != nil {
+			return nil, false, err
+		}
+	}
+	t.droppable = a.droppable(prompt, stored, t.sz.conv)
+	t.providerCtx = provider.WithRetryNotice(ctx, a.retryNotice(on))
+	t.sent = a.sending(id)
+	t.sz.sent = t.sent
+	t.kept = context.WithoutCancel(ctx)
+	t.lazy = history.Lazy(t.kept)
+	t.workers, t.keeper = &tool.Workers{}, newKeeper(a.Store, t.lazy, id, 0)
+	return t, false, nil
+}
+
+// roundLimit is the bound of a turn's tool rounds: MaxRounds, or
+// DefaultMaxRounds.
+func (a *Agent) roundLimit() int {
+	if a.MaxRounds <= 0 {
+		return DefaultMaxRounds
+	}
+	return a.MaxRounds
+}
+
+// reply is one request of a turn and what came of it.
+type reply struct {
+	resp     provider.Response
+	streamed strings.Builder // the answer's text as it streamed: what the user saw
+	// err is why the request failed: the provider's error, or the
+	// too-long retry's
+	err error
+	// blocked is the provider's error when it blocked the request for
+	// what it holds, before any output, and the refusal guard is on:
+	// resp is then an answer that refused, and err nil
+	blocked error
+}
+
+// ask fits the turn's next request to the window (fit) and sends it; when
+// the provider refuses it as longer than the window before any text
+// streamed, it makes room and sends it once more (retryTooLong). Its
+// error is a failure to fit the request, which ends the turn as it is; a
+// request that failed is x.err, met by fail.
+func (t *turning) ask() (x *reply, err error) {
+	req, place, done, err := t.a.fit(t.ctx, t.id, t.sz, t.on, 0, &t.tr)
+	if err != nil {
+		return nil, err
+	}
+	x = &reply{}
+	x.resp, x.err = t.complete(x, req, place)
+	t.reached = t.reached || !provider.NeverReached(x.err)
+	if refused, limit, ok := tooLong(x.err); ok && x.streamed.Len() == 0 {
+		t.retryTooLong(x, refused, limit, done)
+	}
+	// A request the provider blocked for what it holds, before any
+	// output, is to the guard an answer that refused. (err is checked
+	// first: errors.As allocates its target.)
+	if x.err != nil && t.a.RefusalGuard && x.streamed.Len() == 0 {
+		if b, ok := provider.IsBlocked(x.err); ok {
+			x.blocked, x.err = x.err, nil
+			x.resp = provider.Response{Message: history.Message{Role: history.Assistant}, StopReason: b.Reason, Refused: true}
+		}
+	}
+	return x, nil
+}
+
+// complete sends req, whose answer will be stored at place, streaming its
+// text into x and the turn's events.
+func (t *turning) complete(x *reply, req provider.Request, place int) (provider.Response, error) {
+	t.sent.arm(&req, place)
+	req.OnThinking = func(s string) { t.on(Event{Kind: Thinking, Text: s}) }
+	return t.a.Provider.Complete(t.providerCtx, req, func(s string) {
+		x.streamed.WriteString(s)
+		t.on(Event{Kind: TextDelta, Text: s})
+	})
+}
+
+// retryTooLong meets the provider's refusal of x's request as longer than
+// the context window (refused: its size in tokens, limit: the window, as
+// the provider gave them): the estimate was off, the window is smaller
+// than myelin was told, or the conversation is from before myelin kept it
+// within the window. It makes room and sends the request once more; a
+// second such refusal is x.err, saying what making room did (done: what
+// fitting the first request did, then the second's).
+func (t *turning) retryTooLong(x *reply, refused, limit int, done []string) {
+	t.on(Event{Kind: Notice, Text: "the provider refused the request as longer than the context window; making room and trying once more"})
+	if note := t.a.learnWindow(limit); note != "" {
+		t.on(Event{Kind: Notice, Text: note})
+	}
+	refusal := x.err
+	t.sent.keep(t.ctx, false, nil, refusal)
+	req, place, more, err := t.a.fit(t.ctx, t.id, t.sz, t.on, max(refused, 1), &t.tr)
+	done = append(done, more...)
+	if err != nil {
+		x.err = errors.Join(refusal, err)
+		return
+	}
+	x.resp, x.err = t.complete(x, req, place)
+	if _, _, again := tooLong(x.err); again {
+		x.err = fmt.Errorf("the provider refused the request as too long twice; before trying again myelin had: %s: %w", orNothing(done), x.err)
+	}
+}
+
+// fail ends the turn on err, the failure of x's request, and returns the
+// turn's error. What the user saw is what is stored (contract §7): the
+// answer as far as it streamed (CutAnswer). A turn handed over
+// (ErrHandedOver) stores nothing: whoever continues it sends the request
+// again. A droppable conversation whose request never reached the
+// provider stores nothing either: claimed deletes it once its claim is
+// released (unreachedError).
+func (t *turning) fail(x *reply, err error) error {
+	if errors.Is(context.Cause(t.ctx), ErrHandedOver) {
+		t.sent.keep(t.ctx, true, nil, err)
+		return err
+	}
+	if t.droppable && !t.reached && x.streamed.Len() == 0 {
+		return &unreachedError{err: err}
+	}
+	if serr := t.store(t.kept, t.withSettings(CutAnswer(x.streamed.String()))); serr != nil {
+		return errors.Join(err, serr)
+	}
+	t.sent.keep(t.ctx, true, nil, err)
+	return err
+}
+
+// count adds the usage of resp, an answer, to the turn's, and takes its
+// text as the turn's last.
+func (t *turning) count(resp provider.Response) {
+	if resp.Message.Usage != nil {
+		t.tr.Usage.Add(*resp.Message.Usage)
+		t.on(Event{Kind: Usage, Usage: *resp.Message.Usage})
+	}
+	t.tr.Text = textOf(resp.Message)
+}
+
+// refused is the refusal guard's step (Agent.RefusalGuard, guard.go) for
+// x's answer, which ended with the provider's refusal: withheld, the
+// round's results are withheld and the request is to be sent again;
+// refusedTwice, the answer is stored without its calls and the turn ends;
+// notGuarded, the answer is stored as any other — unless the provider
+// blocked the request (x.blocked), which with no results to withhold
+// fails the turn as the error it is.
+func (t *turning) refused(x *reply) (guardStep, error) {
+	step, err := t.a.guard(t.kept, t.id, x.resp, x.streamed.String(), t.on)
+	if err != nil {
+		return step, err
+	}
+	switch {
+	case step == notGuarded && x.blocked != nil:
+		return step, t.fail(x, x.blocked)
+	case step == withheld:
+		t.sent.keep(t.ctx, false, x.resp.Message.Usage, fmt.Errorf("the model refused (stop reason %q); the refusal guard withheld the round's results and sent the request again", x.resp.StopReason))
+	case step == refusedTwice:
+		// Stored as the answer (the user saw it), its calls not run.
+		if err := t.store(t.kept, t.withSettings(refusedAnswer(x.resp.Message))); err != nil {
+			return step, err
+		}
+		t.sent.keep(t.ctx, true, x.resp.Message.Usage, nil)
+		t.on(Event{Kind: Notice, Text: fmt.Sprintf("the model refused again (stop reason %q) with the round's results withheld, so the turn ends; the results stay withheld in later requests, each kept whole in the history and in the workspace file its placeholder names", x.resp.StopReason)})
+		t.tr.Reason = RefusedTwice
+	}
+	return step, nil
+}
+
+// answered stores resp, an answer, and returns how many tool calls it
+// makes; with none it ends the turn, its stop reason the turn's Reason.
+func (t *turning) answered(resp provider.Response) (calls int, err error) {
+	calls = callsIn(resp.Message)
+	store := t.kept
+	if calls > 0 {
+		// the results' commit, before anything is sent, syncs this too
+		store = t.lazy
+	}
+	if err := t.store(store, t.withSettings(resp.Message)); err != nil {
+		return calls, err
+	}
+	t.sent.keep(t.ctx, true, resp.Message.Usage, nil)
+	if calls == 0 {
+		t.tr.Reason = resp.StopReason
+		if t.tr.Reason == "" || t.tr.Reason == "stop" {
+			t.tr.Reason = "end_turn"
+		}
+	}
+	return calls, nil
+}
+
+// overLimit ends a turn that reached its round limit with the calls of
+// answer m (calls of them) to run: they are answered, so the conversation
+// stays valid, but not run.
+func (t *turning) overLimit(m history.Message, calls int) error {
+	msg := fmt.Sprintf("the turn reached its limit of %d tool rounds, so these calls were not run; the user can continue the conversation to go on", t.maxRounds)
+	answer := history.Message{Role: history.User, Parts: make([]history.Part, 0, calls)}
+	for _, c := range m.Parts {
+		if c.Type == history.ToolCallPart {
+			answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: msg, IsError: true})
+		}
+	}
+	if err := t.store(t.kept, answer); err != nil {
+		return err
+	}
+	t.on(Event{Kind: Notice, Text: fmt.Sprintf("stopped after %d tool rounds (the round limit); continue the conversation to go on", t.maxRounds)})
+	t.tr.Reason = "round_limit"
+	return nil
+}
+
+// withSettings is m with the settings the turn's first answer is stored
+// with, when they changed (checkSettings); once given, they are not given
+// again.
+func (t *turning) withSettings(m history.Message) history.Message {
+	m.Settings, t.settings = t.settings, nil
+	return m
+}
+
+// store appends m to the turn's conversation under ctx (the turn's, or
+// one of its kept contexts) and, once it is stored, says so.
+func (t *turning) store(ctx context.Context, m history.Message) error {
+	return t.a.store(ctx, t.id, t.on, m)
+}
+
+// store appends m to conversation id and, once it is stored, says so.
+func (a *Agent) store(ctx context.Context, id string, on func(Event), m history.Message) error {
+	if err := a.Store.Append(ctx, id, m); err != nil {
+		return err
+	}
+	on(Event{Kind: Stored, Message: &m})
+	return nil
+}
+
+// callsIn is how many tool calls m makes.
+func callsIn(m history.Message) int {
+	n := 0
+	for _, p := range m.Parts {
+		if p.Type == history.ToolCallPart {
+			n++
+		}
+	}
+	return n
+}
+
+// The markers that end a cut answer's stored text (CutAnswer): the model
+// reads them in every later request, so it knows its answer did not reach
+// its end and that the user saw only what precedes.
+const (
+	CutMarker     = "[cut off here: this answer stopped before it was finished (the user stopped it, or the connection or the request failed); the user saw only the text above]"
+	NoTextMarker  = "[no answer: the request was stopped or failed before any text of it arrived; the user saw nothing of it]"
+	cutSeparation = "\n\n"
+)
+
+// CutAnswer is the assistant message stored for an answer cut off
+// mid-stream: the text that had streamed (what the user saw), then a
+// text part holding CutMarker (or NoTextMarker alone when nothing had
+// streamed), with Cut set. Tool calls that had streamed, in whole or in
+// part, are not in it: they were not run. It keeps the conversation valid
+// on both wires — an assistant message of text between two user messages.
+func CutAnswer(streamed string) history.Message {
+	m := history.Message{Role: history.Assistant, Cut: true}
+	if streamed == "" {
+		m.Parts = []history.Part{{Type: history.TextPart, Text: NoTextMarker}}
+		return m
+	}
+	m.Parts = []history.Part{
+		{Type: history.TextPart, Text: result.WellFormed(streamed)},
+		{Type: history.TextPart, Text: cutSeparation + CutMarker},
+	}
+	return m
+}
+
+// orNothing joins what was done, or says nothing was.
+func orNothing(done []string) string {
+	if len(done) == 0 {
+		return "found nothing more to take out"
+	}
+	return strings.Join(done, "; ")
+}
+
+func textOf(m history.Message) string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.Type == history.TextPart {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
