@@ -139,7 +139,16 @@ func Read(b []byte) (string, int, bool) {
 	if i >= len(b) || b[i] != '\\' {
 		return "", i, false
 	}
-	out := make([]byte, i, i+64)
+	// where the string ends, escapes passed over: decoded, it is never
+	// longer than that, so one allocation holds it
+	end := i
+	for end < len(b) && b[end] != '"' {
+		if b[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	out := make([]byte, i, min(end, len(b)))
 	copy(out, b)
 	for i < len(b) {
 		// the plain bytes up to the next quote or escape, at once
