@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/result"
 )
@@ -57,113 +57,16 @@ func (s *partScanner) lit(word string) bool {
 	return false
 }
 
-// str reads a JSON string. Strings without escapes, the usual case, are one
-// copy.
+// str reads a JSON string (jsonstring.Read), well formed only: one with
+// bytes that are not UTF-8 goes to encoding/json, which replaces them.
+// Strings without escapes, the usual case, are one copy.
 func (s *partScanner) str() (string, bool) {
 	if !s.eat('"') {
 		return "", false
 	}
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		if c == '"' {
-			v := string(s.b[start:s.i])
-			s.i++
-			return v, utf8.ValidString(v)
-		}
-		if c == '\\' || c < 0x20 {
-			break
-		}
-		s.i++
-	}
-	var sb strings.Builder
-	sb.Grow(s.i - start + 64)
-	sb.Write(s.b[start:s.i])
-	for s.i < len(s.b) {
-		// the plain bytes up to the next quote or escape, at once
-		run := s.i
-		for run < len(s.b) && s.b[run] != '"' && s.b[run] != '\\' && s.b[run] >= 0x20 {
-			run++
-		}
-		sb.Write(s.b[s.i:run])
-		s.i = run
-		if s.i >= len(s.b) {
-			break
-		}
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			v := sb.String()
-			return v, utf8.ValidString(v)
-		case c < 0x20:
-			return "", false
-		}
-		if s.i+1 >= len(s.b) {
-			return "", false
-		}
-		s.i += 2
-		switch s.b[s.i-1] {
-		case '"', '\\', '/':
-			sb.WriteByte(s.b[s.i-1])
-		case 'b':
-			sb.WriteByte('\b')
-		case 'f':
-			sb.WriteByte('\f')
-		case 'n':
-			sb.WriteByte('\n')
-		case 'r':
-			sb.WriteByte('\r')
-		case 't':
-			sb.WriteByte('\t')
-		case 'u':
-			r, ok := s.hex()
-			if !ok {
-				return "", false
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if s.i+1 < len(s.b) && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
-					save := s.i
-					s.i += 2
-					if r2, ok = s.hex(); !ok {
-						return "", false
-					}
-					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						sb.WriteRune(d)
-						continue
-					}
-					s.i = save
-				}
-				r = utf8.RuneError
-			}
-			sb.WriteRune(r)
-		default:
-			return "", false
-		}
-	}
-	return "", false
-}
-
-func (s *partScanner) hex() (rune, bool) {
-	if s.i+4 > len(s.b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s.b[s.i : s.i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	s.i += 4
-	return r, true
+	v, n, ok := jsonstring.Read(s.b[s.i:])
+	s.i += n
+	return v, ok && utf8.ValidString(v)
 }
 
 // value skips one JSON value and returns its bytes, checked with

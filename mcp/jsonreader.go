@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
 // jsonReader reads one JSON value from a stream without holding it: what
@@ -322,7 +323,7 @@ func cmpErr(err, otherwise error) error {
 }
 
 // str reads a string, giving emit its decoded bytes in pieces. It decodes
-// as package result's FromMCP does (result.jsonString): the bytes between
+// as package result's FromMCP does (jsonstring.Read): the bytes between
 // escapes as they are, invalid UTF-8 included; an escaped surrogate pair
 // as the character it encodes, a lone escaped surrogate as U+FFFD.
 func (p *jsonReader) str(emit func([]byte) error) error {
@@ -363,20 +364,10 @@ func (p *jsonReader) str(emit func([]byte) error) error {
 			return err
 		}
 		var out []byte
-		switch e {
-		case 'n':
-			out = []byte{'\n'}
-		case 't':
-			out = []byte{'\t'}
-		case 'r':
-			out = []byte{'\r'}
-		case 'b':
-			out = []byte{'\b'}
-		case 'f':
-			out = []byte{'\f'}
-		case '"', '\\', '/':
-			out = []byte{e}
-		case 'u':
+		switch c, ok := jsonstring.Escape(e); {
+		case ok:
+			out = append(esc[:0], c)
+		case e == 'u':
 			r, n, ok := p.escapedRune()
 			if !ok {
 				return p.syntax(`want four hex digits after \u`)
@@ -396,40 +387,8 @@ func (p *jsonReader) str(emit func([]byte) error) error {
 
 // escapedRune reads (without consuming) the hex digits after `\u`, and a
 // following `\uXXXX` when they are a high surrogate, and returns the rune
-// and how many bytes it takes, as result.jsonString's escapedRune does.
+// and how many bytes it takes (jsonstring.UnicodeEscape).
 func (p *jsonReader) escapedRune() (rune, int, bool) {
 	b, _ := p.r.Peek(10)
-	hi, ok := hex4(b)
-	if !ok {
-		return 0, 0, false
-	}
-	if !utf16.IsSurrogate(hi) {
-		return hi, 4, true
-	}
-	if hi < 0xDC00 && len(b) >= 10 && b[4] == '\\' && b[5] == 'u' {
-		if lo, ok := hex4(b[6:]); ok && lo >= 0xDC00 && lo < 0xE000 {
-			return utf16.DecodeRune(hi, lo), 10, true
-		}
-	}
-	return utf8.RuneError, 4, true
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	return jsonstring.UnicodeEscape(b)
 }

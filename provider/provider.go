@@ -1,11 +1,22 @@
 // Package provider defines what the agent asks of a model and what it gets
 // back, independent of any wire: a Request built from the stored
 // conversation, and a Response holding the assistant's message. Each wire
-// (provider/anthropic, provider/openai, provider/responses) turns a
-// Request into its own HTTP request through its SDK. Whatever the wire, a refusal of a request longer
-// than the model's context window is a TooLongError, so that the agent can
-// make room and try again, and a wire may say how it marks the prompt cache
-// (CacheDescriber).
+// turns a Request into its provider's HTTP request and reads the answer:
+// provider/anthropic (Anthropic's Messages API), provider/bedrock,
+// provider/vertex and provider/googlecloud (the same API on Amazon Bedrock,
+// Google Vertex AI and Anthropic's gateway on Google Cloud), provider/openai (Chat
+// Completions), provider/responses (OpenAI's Responses API) and
+// provider/gemini (the Gemini API). Whatever the wire, a refusal of a
+// request longer than the model's context window is a TooLongError, so
+// that the agent can make room and try again; a refusal of what a request
+// holds is Response.Refused or a BlockedError; a provider's error answer is
+// a WireError and a request that got no answer a ConnectionError, each
+// wrapping its cause; retries are heard through WithRetryNotice; and a wire
+// may say how it marks the prompt cache (CacheDescriber) and its name
+// (Named). What the wires share to send and read (the request poster, the
+// stream reader, the JSON scan, the kept request starts) is under
+// internal/, no promise to an embedder (docs/embedding.md, "What is
+// public").
 //
 // It must not store anything or run tools, and a wire must build the same
 // request bytes from the same Request every time: that is what keeps the

@@ -30,7 +30,7 @@ func TestEndpointFromEnv(t *testing.T) {
 
 func TestToolCallKeepsArgumentsThatAreNotJSONInText(t *testing.T) {
 	if p := ToolCall("c1", "n\xff", `{"a":1}`); string(p.Input) != `{"a":1}` || p.Text != "" || p.Name != "n\uFFFD" {
-		t.Fatalf("part %+v", p)
+		t.Fatalf("part: input %s, text %q, name %q; want the object as input, no text, the name well formed", p.Input, p.Text, p.Name)
 	}
 	if p := ToolCall("c1", "n", ""); string(p.Input) != "{}" {
 		t.Fatalf("empty arguments: %+v", p)

@@ -19,7 +19,7 @@ import (
 // This file says, in words, what happened to a request that did not get
 // an answer: each retry as it is about to be made (RetryNotice, heard
 // through WithRetryNotice), and the failure that ended the retries
-// (ConnectionError). A wire's sending (provider/send, provider/gemini)
+// (ConnectionError). A wire's sending (internal/send, provider/gemini)
 // reports both; the agent turns the notices into events and reads
 // NeverReached to know that nothing of a request reached the provider.
 
@@ -113,7 +113,7 @@ func (e *ConnectionError) Error() string {
 // request whose earlier attempt got an error status reads as never
 // reached. Any other err, a *ConnectionError included, is returned as it
 // is. A wire reports what its SDK sent through it (a whole answer,
-// NoStream); what provider/send sends is a *ConnectionError already.
+// NoStream); what internal/send sends is a *ConnectionError already.
 func Unanswered(err error) error {
 	var ce *ConnectionError
 	var ue *url.Error

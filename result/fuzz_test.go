@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
 // checkOutput is what holds for every output, whatever the input: well
@@ -114,7 +116,7 @@ func hasLoneSurrogateEscape(b []byte) bool {
 			i++
 			continue
 		}
-		r, n := escapedRune(s[i+2:])
+		r, n, _ := jsonstring.UnicodeEscape(s[i+2:])
 		if n == 4 && isSurrogateHex(s[i+2:i+6]) && r == utf8.RuneError {
 			return true
 		}

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
 // FromMCP reads an MCP `tools/call` result (its JSON: content,
@@ -98,83 +98,11 @@ func base64Field(raw json.RawMessage) ([]byte, error) {
 }
 
 // jsonString decodes a JSON string without touching the bytes between its
-// escapes: invalid UTF-8 stays as sent, for the one conversion to repair. An
-// escaped surrogate pair is the character it encodes and a lone escaped
-// surrogate is U+FFFD (contract §3). Anything but a JSON string is "".
+// escapes (jsonstring.Unquote): invalid UTF-8 stays as sent, for the one
+// conversion to repair. An escaped surrogate pair is the character it
+// encodes and a lone escaped surrogate is U+FFFD (contract §3). Anything
+// but a JSON string is "".
 func jsonString(raw json.RawMessage) string {
-	s := strings.TrimSpace(string(raw))
-	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
-		return ""
-	}
-	s = s[1 : len(s)-1]
-	if strings.IndexByte(s, '\\') < 0 {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 >= len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case 'r':
-			b.WriteByte('\r')
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'u':
-			r, n := escapedRune(s[i+1:])
-			b.WriteRune(r)
-			i += n
-		default: // \" \\ \/ and anything else: the character itself
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String()
-}
-
-// escapedRune reads the hex digits after `\u` (and a following `\uXXXX` when
-// they are a high surrogate) and returns the rune and how many bytes it read.
-func escapedRune(s string) (rune, int) {
-	hi, ok := hex4(s)
-	if !ok {
-		return utf8.RuneError, 0
-	}
-	if !utf16.IsSurrogate(hi) {
-		return hi, 4
-	}
-	if hi < 0xDC00 && len(s) >= 10 && s[4] == '\\' && s[5] == 'u' {
-		if lo, ok := hex4(s[6:]); ok && lo >= 0xDC00 && lo < 0xE000 {
-			return utf16.DecodeRune(hi, lo), 10
-		}
-	}
-	return utf8.RuneError, 4
-}
-
-func hex4(s string) (rune, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range []byte(s[:4]) {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	s, _ := jsonstring.Unquote(bytes.TrimSpace(raw))
+	return s
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
 // Text is well formed when it is valid UTF-8 (contract §3). WellFormed makes it so:
@@ -265,7 +267,7 @@ func wellFormedJSON(b []byte) []byte {
 			i++
 			continue
 		}
-		r, n := escapedRune(s[i+2:])
+		r, n, _ := jsonstring.UnicodeEscape(s[i+2:]) // not hex: n is 0, the \u kept as written
 		switch {
 		case n == 10: // a pair: kept as it was written
 			out = append(out, s[i:i+12]...)
@@ -293,6 +295,6 @@ func hasSurrogateEscape(b []byte) bool {
 }
 
 func isSurrogateHex(h string) bool {
-	r, ok := hex4(h)
+	r, ok := jsonstring.Hex4(h)
 	return ok && r >= 0xD800 && r < 0xE000
 }

@@ -31,8 +31,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/prefix"
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -71,7 +72,7 @@ type Provider struct {
 	heads       *headCache // the last head encoded (head.go), shared by WithThinking's copies
 	// the first messages' bytes of recent conversations (bodyWith),
 	// shared by WithThinking's copies (thinking does not change them)
-	prefixes *provider.Prefixes
+	prefixes *prefix.Cache
 	// form, for a platform with Send (platform.go), is how the body is
 	// written for it; nil for the first-party API and a platform whose
 	// SDK options edit the body.
@@ -107,7 +108,7 @@ func New(cfg Config) (*Provider, error) {
 // withOptions is the wire on a client made with opts: New's, or a
 // platform's (platform.go).
 func withOptions(cfg Config, opts []option.RequestOption) *Provider {
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}, prefixes: &provider.Prefixes{}}
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}, prefixes: &prefix.Cache{}}
 }
 
 // maxBreakpoints is the most cache_control markers one request may hold.
@@ -136,7 +137,7 @@ func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
 // each round), never the last group (the next message may join it). A
 // non-nil form writes the body as its platform takes it
 // (platformbody.go); it needs heads.
-func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, prefixes *provider.Prefixes, form *platformForm) ([]byte, error) {
+func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, prefixes *prefix.Cache, form *platformForm) ([]byte, error) {
 	maxTokens := max(1, req.MaxTokens)
 	if err := th.Check(maxTokens); err != nil {
 		return nil, err

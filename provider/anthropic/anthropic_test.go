@@ -14,36 +14,9 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
-
-func sampleRequest() provider.Request {
-	return provider.Request{
-		Model:     "claude-test",
-		System:    "You are terse.",
-		MaxTokens: 1024,
-		Tools: []provider.Tool{
-			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
-			{Name: "workspace--write", Description: "Write a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)},
-		},
-		Messages: []history.Message{
-			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
-			{Role: history.Assistant, Parts: []history.Part{
-				{Type: history.TextPart, Text: "Reading."},
-				{Type: history.ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
-				{Type: history.ToolCallPart, CallID: "toolu_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
-			}},
-			{Role: history.User, Parts: []history.Part{
-				{Type: history.ToolResultPart, CallID: "toolu_1", Text: "line \"one\"\n\ttwo <&>\n"},
-				{Type: history.ToolResultPart, CallID: "toolu_2", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
-			}},
-			{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "toolu_3", Name: "workspace--read", Input: json.RawMessage(`{"path":"missing"}`)}}},
-			{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_3", Text: "missing does not exist in the workspace", IsError: true}}},
-		},
-	}
-}
 
 func marshal(t *testing.T, req provider.Request) []byte {
 	t.Helper()
@@ -56,9 +29,9 @@ func marshal(t *testing.T, req provider.Request) []byte {
 
 // The request bytes for a known conversation, pinned.
 func TestRequestBytesArePinned(t *testing.T) {
-	got := marshal(t, sampleRequest())
+	got := marshal(t, providertest.SampleRequest())
 	providertest.Golden(t, "testdata/request.golden.json", got, *update)
-	if again := marshal(t, sampleRequest()); string(again) != string(got) {
+	if again := marshal(t, providertest.SampleRequest()); string(again) != string(got) {
 		t.Fatal("two builds of the same request differ")
 	}
 }
@@ -75,7 +48,7 @@ func messages(t *testing.T, req provider.Request) []map[string]any {
 }
 
 func TestTextResultGoesInTheStringFormOfContent(t *testing.T) {
-	msgs := messages(t, sampleRequest())
+	msgs := messages(t, providertest.SampleRequest())
 	res := msgs[2]["content"].([]any)[0].(map[string]any)
 	if res["type"] != "tool_result" || res["content"] != "line \"one\"\n\ttwo <&>\n" {
 		t.Fatalf("tool_result = %v", res)
@@ -86,7 +59,7 @@ func TestTextResultGoesInTheStringFormOfContent(t *testing.T) {
 }
 
 func TestErrorResultCarriesIsError(t *testing.T) {
-	msgs := messages(t, sampleRequest())
+	msgs := messages(t, providertest.SampleRequest())
 	res := msgs[4]["content"].([]any)[0].(map[string]any)
 	if res["is_error"] != true || res["content"] != "missing does not exist in the workspace" {
 		t.Fatalf("tool_result = %v", res)
@@ -94,7 +67,7 @@ func TestErrorResultCarriesIsError(t *testing.T) {
 }
 
 func TestImageGoesNatively(t *testing.T) {
-	msgs := messages(t, sampleRequest())
+	msgs := messages(t, providertest.SampleRequest())
 	res := msgs[2]["content"].([]any)[1].(map[string]any)
 	content := res["content"].([]any)
 	img := content[1].(map[string]any)
@@ -127,7 +100,7 @@ func countMarks(v any) int {
 
 func TestCacheBreakpointsOnTheStablePrefixAndRolling(t *testing.T) {
 	var v map[string]any
-	_ = json.Unmarshal(marshal(t, sampleRequest()), &v)
+	_ = json.Unmarshal(marshal(t, providertest.SampleRequest()), &v)
 	if n := countMarks(v); n != 4 {
 		t.Fatalf("%d cache breakpoints, want 4", n)
 	}
@@ -152,7 +125,7 @@ func TestCacheBreakpointsOnTheStablePrefixAndRolling(t *testing.T) {
 		t.Fatal("an old user message is marked")
 	}
 	// a long conversation still has at most 4
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	for i := 0; i < 10; i++ {
 		req.Messages = append(req.Messages, req.Messages[1], req.Messages[2])
 	}
@@ -179,7 +152,7 @@ func TestCompleteStreamsTextToolCallsAndUsage(t *testing.T) {
 			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
 		})
 		var streamed strings.Builder
-		resp, err := newProvider(t, srv, noStream).Complete(context.Background(), sampleRequest(), func(s string) { streamed.WriteString(s) })
+		resp, err := newProvider(t, srv, noStream).Complete(context.Background(), providertest.SampleRequest(), func(s string) { streamed.WriteString(s) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +167,7 @@ func TestCompleteStreamsTextToolCallsAndUsage(t *testing.T) {
 			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
 		}
 		// the body sent is the bytes Body builds, exactly
-		want, err := Body(sampleRequest(), !noStream)
+		want, err := Body(providertest.SampleRequest(), !noStream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +181,7 @@ func mustJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 func TestFourHundredsAreReportedAtOnceWithTheProvidersMessage(t *testing.T) {
 	srv := providertest.NewAnthropic(t, providertest.Step{Status: 400, ErrorMessage: "max_tokens: too large"})
-	_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	_, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), nil)
 	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "max_tokens: too large") {
 		t.Fatalf("err = %v", err)
 	}
@@ -223,7 +196,7 @@ func TestOverloadAndServerErrorsAreRetried(t *testing.T) {
 		providertest.Step{Status: 529},
 		providertest.Step{Status: 503},
 		providertest.Step{Text: "finally"})
-	resp, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	resp, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), nil)
 	if err != nil || resp.Message.Parts[0].Text != "finally" {
 		t.Fatalf("resp %+v, err %v", resp, err)
 	}
@@ -241,7 +214,7 @@ func TestMalformedStreamIsAnError(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			srv := providertest.NewAnthropic(t, step)
-			if _, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil); err == nil {
+			if _, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), nil); err == nil {
 				t.Fatal("no error")
 			}
 		})
@@ -252,7 +225,7 @@ func TestInvalidUTF8FromTheProviderIsMadeWellFormed(t *testing.T) {
 	stream := providertest.AnthropicStream(providertest.Step{Text: "ok"})
 	stream = strings.Replace(stream, `"text":"o"`, "\"text\":\"o\xff\xfe\"", 1)
 	srv := providertest.NewAnthropic(t, providertest.Step{Raw: stream})
-	resp, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	resp, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +236,7 @@ func TestInvalidUTF8FromTheProviderIsMadeWellFormed(t *testing.T) {
 
 func TestToolInputThatIsNotJSONIsKeptForTheAgent(t *testing.T) {
 	srv := providertest.NewAnthropic(t, providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "t1", Name: "x", Input: `{"path": "a`}}})
-	resp, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	resp, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +315,7 @@ func setCacheControl(b *sdk.ContentBlockParamUnion, cc sdk.CacheControlEphemeral
 }
 
 func TestEncodedMessagesMatchTheSDKsShapes(t *testing.T) {
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	got := messages(t, req)
 	for i, m := range req.Messages {
 		blocks := sdkBlocks(m)
@@ -366,7 +339,7 @@ func TestEncodedMessagesMatchTheSDKsShapes(t *testing.T) {
 }
 
 func TestAnEmptyAnswerIsNotSentAndItsNeighboursMerge(t *testing.T) {
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	req.Messages = []history.Message{
 		{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "hello"}}},
 		{Role: history.Assistant},

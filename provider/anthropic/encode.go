@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 
 	"github.com/myelin-run/myelin/history"
-	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
 // The messages of a request are encoded here, straight to JSON, and handed
@@ -17,7 +17,7 @@ import (
 // encoder appends the JSON of messages to buf.
 type encoder struct{ buf []byte }
 
-func (e *encoder) str(s string) { e.buf = provider.AppendJSONString(e.buf, s, false) }
+func (e *encoder) str(s string) { e.buf = jsonstring.Append(e.buf, s, false) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
 // message encodes one message (one role's consecutive messages merged,

@@ -14,8 +14,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream/eventstreamapi"
 
-	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/sse"
+	"github.com/myelin-run/myelin/internal/jsonscan"
+	"github.com/myelin-run/myelin/internal/jsonstring"
+	"github.com/myelin-run/myelin/internal/sse"
 )
 
 // Bedrock streams an answer as an AWS event stream
@@ -240,9 +241,9 @@ func (f *frameReader) read(payload []byte) bool {
 // API's: {"type":"error","error":{"type":code,"message":message}}.
 func (f *frameReader) errorEvent(code, message string) {
 	b := append(f.data[:0], `{"type":"error","error":{"type":`...)
-	b = provider.AppendJSONString(b, code, true)
+	b = jsonstring.Append(b, code, true)
 	b = append(b, `,"message":`...)
-	b = provider.AppendJSONString(b, message, true)
+	b = jsonstring.Append(b, message, true)
 	f.data = append(b, "}}"...)
 	f.ev = sse.Event{Name: "error", Data: f.data}
 }
@@ -251,7 +252,7 @@ func (f *frameReader) errorEvent(code, message string) {
 // ({"bytes":"BASE64","p":"..."}), taken from the payload as it is when
 // it is a plain string, else decoded by encoding/json.
 func chunkBytes(payload []byte) ([]byte, error) {
-	s := provider.Scanner{B: payload}
+	s := jsonscan.Scanner{B: payload}
 	if s.Next('{') {
 		for ok := true; ok; ok = s.Next(',') {
 			s.WS()

@@ -13,8 +13,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/provider/sse"
 )
 
 func TestBedrocksFramesAreReadAsTheEventsTheyCarry(t *testing.T) {
@@ -74,7 +74,7 @@ func TestTheSDKsBedrockMiddlewareLeavesAKeptEventStreamAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, err := Body(sampleRequest(), true)
+		body, err := Body(providertest.SampleRequest(), true)
 		if err != nil {
 			t.Fatal(err)
 		}

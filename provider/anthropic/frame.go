@@ -62,7 +62,7 @@ func readFrame(r io.Reader, buf []byte) (frame []byte, headers frameHeaders, pay
 	pre := buf
 	if _, err := io.ReadFull(r, pre); err != nil {
 		if err == io.ErrUnexpectedEOF {
-			err = errors.New("the event stream ended inside a frame's prelude")
+			err = fmt.Errorf("the event stream ended inside a frame's prelude: %w", err)
 		}
 		return buf, nil, nil, err
 	}
@@ -92,7 +92,7 @@ func readFrame(r io.Reader, buf []byte) (frame []byte, headers frameHeaders, pay
 	}
 	if err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			err = fmt.Errorf("the event stream ended inside a frame of %d bytes", total)
+			err = fmt.Errorf("the event stream ended inside a frame of %d bytes: %w", total, io.ErrUnexpectedEOF)
 		}
 		return buf, nil, nil, err
 	}

@@ -48,7 +48,7 @@ func encodeHead(req provider.Request, maxTokens int, th Thinking) ([]byte, error
 	}
 	head, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("anthropic: encoding the request: %v", err)
+		return nil, fmt.Errorf("anthropic: encoding the request: %w", err)
 	}
 	return head, nil
 }

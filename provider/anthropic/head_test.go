@@ -12,7 +12,7 @@ import (
 
 func TestAProviderSendsTheHeadOfEachRequestAsBuiltAfreshWhateverChanged(t *testing.T) {
 	schema := []byte(`{"type":"object","properties":{"path":{"type":"string"}}}`)
-	base := sampleRequest()
+	base := providertest.SampleRequest()
 	base.Tools = append([]provider.Tool{{Name: "mine", Description: "Mine.", InputSchema: json.RawMessage(schema)}}, base.Tools...)
 	with := func(edit func(*provider.Request)) func() provider.Request {
 		return func() provider.Request {
@@ -72,7 +72,7 @@ func TestAProviderSendsTheHeadOfEachRequestAsBuiltAfreshWhateverChanged(t *testi
 }
 
 func TestRequestsWithDifferentHeadsAtOnceEachSendTheirOwn(t *testing.T) {
-	reqs := []provider.Request{sampleRequest(), sampleRequest()}
+	reqs := []provider.Request{providertest.SampleRequest(), providertest.SampleRequest()}
 	reqs[1].System = "You are verbose."
 	reqs[1].Tools = reqs[1].Tools[:1]
 	srv := providertest.NewAnthropic(t)

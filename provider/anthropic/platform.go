@@ -12,8 +12,8 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/send"
 )
 
 // This file is the Anthropic wire on a cloud platform that serves Claude
@@ -27,7 +27,7 @@ import (
 // (platformbody.go), and the platform's Send puts the model in the URL and
 // signs the request (the HTTP client gives Vertex's token); on Google
 // Cloud the SDK's options route it and Authorize gives it a token. A
-// streamed request is posted by provider/send (send.go), each attempt
+// streamed request is posted by internal/send (send.go), each attempt
 // given to Send or Authorize as the SDK's middlewares were given it; a
 // whole answer still goes through the SDK. Only transport and auth
 // differ; the answer is read as on the first-party API, Bedrock's binary
@@ -71,13 +71,13 @@ type Platform struct {
 	// authorizes it. Send must not change the body. Options then only give
 	// the address; the SDK's first-party environment (ANTHROPIC_API_KEY,
 	// ...) is not read. A streamed request is then posted by
-	// provider/send with the headers the SDK builds for it (read once, as
+	// internal/send with the headers the SDK builds for it (read once, as
 	// on the first-party API), each attempt given to Send; only a whole
 	// answer (NoStream) still goes through the SDK's plumbing.
 	Send func(r *http.Request, rt Route) error
 	// Authorize, for a platform whose Options route its requests without
 	// changing the body (Google Cloud's), authorizes each attempt of a
-	// streamed request, which is then posted by provider/send with the
+	// streamed request, which is then posted by internal/send with the
 	// headers the SDK builds for it, read once with an Authorization
 	// header already set, so that an auth middleware among the Options
 	// that leaves such a request alone (the SDK's googlecloud package's)

@@ -7,8 +7,7 @@ import (
 	"unicode/utf8"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-
-	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/internal/jsonscan"
 )
 
 // The body a platform with Send receives is written by the wire as the
@@ -68,14 +67,14 @@ func (f *platformForm) tail(th Thinking) ([]byte, error) {
 	if f.version != "" {
 		v, err := json.Marshal(f.version)
 		if err != nil {
-			return nil, fmt.Errorf("anthropic: encoding anthropic_version %q: %v", f.version, err)
+			return nil, fmt.Errorf("anthropic: encoding anthropic_version %q: %w", f.version, err)
 		}
 		tail = append(append(tail, `,"anthropic_version":`...), v...)
 	}
 	if betas := th.betas(); f.betasInBody && len(betas) > 0 {
 		v, err := json.Marshal(betas)
 		if err != nil {
-			return nil, fmt.Errorf("anthropic: encoding anthropic_beta %q: %v", betas, err)
+			return nil, fmt.Errorf("anthropic: encoding anthropic_beta %q: %w", betas, err)
 		}
 		tail = append(append(tail, `,"anthropic_beta":`...), v...)
 	}
@@ -86,7 +85,7 @@ func (f *platformForm) tail(th Thinking) ([]byte, error) {
 // its top-level "model" member cut, if it has one, and tail's members
 // (each after a comma) added before its closing brace: a new slice.
 func editHead(head, tail []byte) ([]byte, error) {
-	s := provider.Scanner{B: head}
+	s := jsonscan.Scanner{B: head}
 	from, to := -1, -1
 	ok := s.Object(func(key []byte) bool {
 		if string(key) != "model" || from >= 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/sjson"
 
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 // sdkEdit is what the SDK's bedrock (streamInURL, betasInBody) or vertex
@@ -79,12 +80,12 @@ func checkPlatformBodies(t testing.TB, req provider.Request, th Thinking) {
 // the first-party body, byte for byte, with and without thinking, betas
 // and stream.
 func TestThePlatformBodyIsTheSDKsEdit(t *testing.T) {
-	noSystem := sampleRequest()
+	noSystem := providertest.SampleRequest()
 	noSystem.System, noSystem.Tools = "", nil
-	odd := sampleRequest()
+	odd := providertest.SampleRequest()
 	odd.Model = "model \"quoted\" <&> é \xff"
 	for _, th := range []Thinking{{}, {Budget: 1024}, {Budget: 2048, Interleaved: true}, {Adaptive: true, Display: "omitted"}} {
-		for _, req := range []provider.Request{sampleRequest(), noSystem, odd} {
+		for _, req := range []provider.Request{providertest.SampleRequest(), noSystem, odd} {
 			req.MaxTokens = 4096
 			checkPlatformBodies(t, req, th)
 		}
@@ -97,7 +98,7 @@ func TestAnEditedHeadIsKeptOnlyForItsOwnHead(t *testing.T) {
 	p := onForm(t, true, true, Config{Thinking: Thinking{Budget: 2048, Interleaved: true}})
 	plain := onForm(t, true, true, Config{})
 	for _, model := range []string{"a", "b", "a"} {
-		req := sampleRequest()
+		req := providertest.SampleRequest()
 		req.Model = model
 		req.MaxTokens = 4096
 		for _, q := range []*OnPlatform{p, plain} {
@@ -126,7 +127,7 @@ func FuzzThePlatformBodyIsTheSDKsEdit(f *testing.F) {
 		if !json.Valid([]byte(schema)) {
 			return
 		}
-		req := sampleRequest()
+		req := providertest.SampleRequest()
 		req.Model, req.System, req.MaxTokens = model, system, maxTokens
 		req.Tools = []provider.Tool{{Name: tool, Description: text, InputSchema: json.RawMessage(schema)}}
 		req.Messages[0].Parts[0].Text = text

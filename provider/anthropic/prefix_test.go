@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
@@ -23,7 +24,7 @@ func thinkingPart(n int) history.Part {
 }
 
 func scriptedRequest(msgs []history.Message, key string) provider.Request {
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	req.Messages, req.CacheKey = msgs, key
 	return req
 }
@@ -41,7 +42,7 @@ func reuses(p *Provider, req provider.Request) bool {
 func TestCachedBodiesAreBodyWithsBytes(t *testing.T) {
 	for _, th := range []Thinking{{}, {Budget: 1024}} {
 		p := withOptions(Config{Thinking: th}, nil)
-		base := sampleRequest()
+		base := providertest.SampleRequest()
 		base.MaxTokens = 4096
 		providertest.CheckKeptBodies(t, providertest.KeptBodies{
 			Base:      base,
@@ -58,7 +59,7 @@ func TestCachedBodiesAreBodyWithsBytes(t *testing.T) {
 // memory, and every body is still BodyWith's.
 func TestBodiesWrittenIntoTheLastOnesMemoryAreBodyWithsBytes(t *testing.T) {
 	p := withOptions(Config{}, nil)
-	base := sampleRequest()
+	base := providertest.SampleRequest()
 	base.MaxTokens = 4096
 	var last []byte
 	inPlace := 0
@@ -197,14 +198,14 @@ func TestTheNextRequestIsBuiltOnTheKeptBytes(t *testing.T) {
 	}
 }
 
-// A Provider keeps the messages of provider.MaxPrefixes conversations at most,
+// A Provider keeps the messages of prefix.MaxConversations conversations at most,
 // dropping the one used longest ago, and builds bodies of many
 // conversations at once (run with -race).
 func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
 	p := withOptions(Config{}, nil)
 	var wg sync.WaitGroup
-	errs := make(chan error, 3*provider.MaxPrefixes)
-	for c := range 3 * provider.MaxPrefixes {
+	errs := make(chan error, 3*prefix.MaxConversations)
+	for c := range 3 * prefix.MaxConversations {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -232,8 +233,8 @@ func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
 		t.Error(err)
 	}
 	kept := p.prefixes.Conversations()
-	if kept > provider.MaxPrefixes {
-		t.Errorf("%d conversations kept, want %d at most", kept, provider.MaxPrefixes)
+	if kept > prefix.MaxConversations {
+		t.Errorf("%d conversations kept, want %d at most", kept, prefix.MaxConversations)
 	}
 	if kept == 0 {
 		t.Error("nothing kept")
@@ -244,7 +245,7 @@ func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
 // of the answered one before it, and every body is BodyWith's.
 func TestCompleteWritesTheNextBodyIntoTheAnsweredOnesMemory(t *testing.T) {
 	srv := providertest.NewAnthropic(t)
-	providertest.CheckBodiesInPlace(t, srv, newProvider(t, srv, false), sampleRequest(), func(req provider.Request) ([]byte, error) {
+	providertest.CheckBodiesInPlace(t, srv, newProvider(t, srv, false), providertest.SampleRequest(), func(req provider.Request) ([]byte, error) {
 		return BodyWith(req, true, Thinking{})
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 // records are Context records as the store holds them (an Edit, the
@@ -26,16 +27,16 @@ func withRecords(msgs []history.Message, at int) []history.Message {
 }
 
 func TestContextRecordsAreNotSentAsIfAbsent(t *testing.T) {
-	twoPrompts := sampleRequest()
+	twoPrompts := providertest.SampleRequest()
 	twoPrompts.Messages = append(twoPrompts.Messages,
 		history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "and then?"}}})
 	for name, tc := range map[string]struct {
 		req provider.Request
 		at  int
 	}{
-		"first":                                {sampleRequest(), 0},
-		"between an answer and its results":    {sampleRequest(), 2},
-		"last":                                 {sampleRequest(), len(sampleRequest().Messages)},
+		"first":                                {providertest.SampleRequest(), 0},
+		"between an answer and its results":    {providertest.SampleRequest(), 2},
+		"last":                                 {providertest.SampleRequest(), len(providertest.SampleRequest().Messages)},
 		"between two user messages of a group": {twoPrompts, len(twoPrompts.Messages) - 1},
 	} {
 		want := marshal(t, tc.req)

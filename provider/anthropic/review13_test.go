@@ -6,8 +6,8 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/provider/sse"
 )
 
 func TestATextDeltaWithASurrogatePairInUTF8FormIsTheCharacterItEncodes(t *testing.T) {

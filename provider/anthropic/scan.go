@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/internal/jsonscan"
 )
 
 // decodeEvent fills ev (reset first) from data, the JSON of one stream
@@ -23,7 +23,7 @@ import (
 // one otherwise (FuzzDecodeEventIsEncodingJSONs).
 func decodeEvent(data []byte, ev *streamEvent) error {
 	*ev = streamEvent{}
-	s := scanner{provider.Scanner{B: data}}
+	s := scanner{jsonscan.Scanner{B: data}}
 	if s.object(inEvent, ev) && s.AtEnd() {
 		return nil
 	}
@@ -41,10 +41,10 @@ const (
 	inDeltaUsage          // message_delta's usage
 )
 
-// scanner reads an event's JSON (provider.Scanner). Each method reports
+// scanner reads an event's JSON (jsonscan.Scanner). Each method reports
 // whether what it read was what it takes; false sends the event to
 // json.Unmarshal.
-type scanner struct{ provider.Scanner }
+type scanner struct{ jsonscan.Scanner }
 
 // object reads an object, each member by member(in, ...).
 func (s *scanner) object(in int, ev *streamEvent) bool {

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/provider/sse"
 )
 
 // scanCases are events and near-events that decodeEvent must read as

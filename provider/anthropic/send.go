@@ -8,10 +8,10 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/myelin-run/myelin/provider/send"
+	"github.com/myelin-run/myelin/internal/send"
 )
 
-// A streamed request to Anthropic's own API is posted by provider/send,
+// A streamed request to Anthropic's own API is posted by internal/send,
 // not through the SDK's request plumbing (its per-call option list and
 // credential resolution, request config, header maps and request clones):
 // the method, URL and headers are those the SDK builds for the same call
@@ -77,7 +77,7 @@ func probe(client sdk.Client, th Thinking) (send.Target, error) {
 	opts = append(opts, option.WithMaxRetries(0), option.WithMiddleware(p.Middleware))
 	t, err := p.Target(client.Post(context.Background(), path, nil, &resp, opts...))
 	if err != nil {
-		return send.Target{}, fmt.Errorf("anthropic: %v", err)
+		return send.Target{}, fmt.Errorf("anthropic: %w", err)
 	}
 	return t, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/myelin-run/myelin/provider/send/sendtest"
+	"github.com/myelin-run/myelin/internal/send/sendtest"
 )
 
 // sendCases are scripts of answers, each sent for both through the SDK

@@ -9,11 +9,12 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
 )
 
-// The streamed answer is read here, with provider/sse and decodeEvent
+// The streamed answer is read here, with internal/sse and decodeEvent
 // (scan.go: encoding/json's result, without its cost) into streamEvent, which holds only the fields the accumulator uses: the
 // SDK's stream (ssestream and apijson) decoded every event into its whole
 // union type first, which was most of the time a light round spent in the
@@ -45,13 +46,13 @@ type streamEvent struct {
 	} `json:"message"`
 	// ContentBlock is content_block_start's block.
 	ContentBlock struct {
-		Type      string            `json:"type"`
-		ID        string            `json:"id"`
-		Name      string            `json:"name"`
-		Text      provider.JSONText `json:"text"`
-		Thinking  provider.JSONText `json:"thinking"`
-		Signature string            `json:"signature"`
-		Data      string            `json:"data"`
+		Type      string          `json:"type"`
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Text      jsonstring.Text `json:"text"`
+		Thinking  jsonstring.Text `json:"thinking"`
+		Signature string          `json:"signature"`
+		Data      string          `json:"data"`
 		// id and name are ID and Name as the scan found them, when they
 		// needed no decoding: their bytes in the event's data (valid
 		// until the next event), ID and Name left empty. A read appends
@@ -60,12 +61,12 @@ type streamEvent struct {
 	} `json:"content_block"`
 	// Delta is content_block_delta's delta, or message_delta's.
 	Delta struct {
-		Type        string            `json:"type"`
-		Text        provider.JSONText `json:"text"`
-		PartialJSON string            `json:"partial_json"`
-		Thinking    provider.JSONText `json:"thinking"`
-		Signature   string            `json:"signature"`
-		StopReason  string            `json:"stop_reason"`
+		Type        string          `json:"type"`
+		Text        jsonstring.Text `json:"text"`
+		PartialJSON string          `json:"partial_json"`
+		Thinking    jsonstring.Text `json:"thinking"`
+		Signature   string          `json:"signature"`
+		StopReason  string          `json:"stop_reason"`
 		// partialJSON is PartialJSON as the scan found it, as id is ID.
 		partialJSON []byte
 	} `json:"delta"`
@@ -106,7 +107,7 @@ func (rd *reading) read(r events, resp *http.Response, onText, onThinking func(s
 			continue
 		}
 		if err := decodeEvent(e.Data, ev); err != nil {
-			return provider.Response{}, fmt.Errorf("anthropic: malformed stream: a %s event that is not the JSON expected (%v): %.200q", e.Name, err, e.Data)
+			return provider.Response{}, fmt.Errorf("anthropic: malformed stream: a %s event that is not the JSON expected, %.200q: %w", e.Name, e.Data, err)
 		}
 		switch ev.Type {
 		case "error":

@@ -13,9 +13,9 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
+	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/provider/sse"
 )
 
 // splitBefore is stream cut just before the first line that starts event.
@@ -33,7 +33,7 @@ func TestAnErrorEventMidStreamIsAnErrorWithTheProvidersMessage(t *testing.T) {
 	stream := head + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded right now\"}}\n\n"
 	srv := providertest.NewAnthropic(t, providertest.Step{Raw: stream})
 	var text strings.Builder
-	_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), func(s string) { text.WriteString(s) })
+	_, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), func(s string) { text.WriteString(s) })
 	if err == nil || !strings.Contains(err.Error(), "Overloaded right now") {
 		t.Fatalf("err = %v, want the provider's message", err)
 	}
@@ -51,7 +51,7 @@ func TestAnErrorEventMidStreamIsAnErrorWithTheProvidersMessage(t *testing.T) {
 
 func TestAnErrorEventThatIsNotAnErrorObjectIsAnErrorQuotingIt(t *testing.T) {
 	srv := providertest.NewAnthropic(t, providertest.Step{Raw: "event: error\ndata: {\"type\":\"error\",\"error\":\"nope\n\n"})
-	_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	_, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), nil)
 	if err == nil || !strings.Contains(err.Error(), `"error":"nope`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -72,7 +72,7 @@ func TestUnknownPingAndUnnamedEventsAreIgnored(t *testing.T) {
 	var want, got provider.Response
 	for i, stream := range []string{plain, noisy} {
 		srv := providertest.NewAnthropic(t, providertest.Step{Raw: stream})
-		resp, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+		resp, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err != nil {
 			t.Fatalf("stream %d: %v", i, err)
 		}
@@ -92,7 +92,7 @@ func TestADeltaForABlockThatNeverStartedIsAnError(t *testing.T) {
 	for _, index := range []int{1, 5, -1} {
 		stream := head + fmt.Sprintf("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":%d,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n", index) + tail
 		srv := providertest.NewAnthropic(t, providertest.Step{Raw: stream})
-		_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+		_, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), nil)
 		want := fmt.Sprintf("anthropic: malformed stream: a delta for content block %d, which never started", index)
 		if err == nil || err.Error() != want {
 			t.Errorf("index %d: err = %v, want %q", index, err, want)
@@ -102,7 +102,7 @@ func TestADeltaForABlockThatNeverStartedIsAnError(t *testing.T) {
 
 func TestAnEventThatIsNotJSONNamesTheEventAndQuotesIt(t *testing.T) {
 	srv := providertest.NewAnthropic(t, providertest.Step{Raw: "event: message_start\ndata: {not json\n\n"})
-	_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+	_, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), nil)
 	if err == nil || !strings.Contains(err.Error(), "message_start") || !strings.Contains(err.Error(), "{not json") {
 		t.Fatalf("err = %v", err)
 	}
@@ -240,7 +240,7 @@ func BenchmarkCompleteStreamedRound(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	b.ReportAllocs()
 	for b.Loop() {
 		resp, err := p.Complete(context.Background(), req, nil)

@@ -7,7 +7,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/history"
-	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -162,16 +162,16 @@ func (p *Provider) WithThinking(th Thinking) (*Provider, error) {
 // for byte after any number of restarts.
 func reasoningBlock(thinking, signature string) []byte {
 	b := []byte(`{"type":"thinking","thinking":`)
-	b = provider.AppendJSONString(b, thinking, false)
+	b = jsonstring.Append(b, thinking, false)
 	b = append(b, `,"signature":`...)
-	b = provider.AppendJSONString(b, signature, false)
+	b = jsonstring.Append(b, signature, false)
 	return append(b, '}')
 }
 
 // redactedBlock is a redacted_thinking block as the API wants it back.
 func redactedBlock(data string) []byte {
 	b := []byte(`{"type":"redacted_thinking","data":`)
-	b = provider.AppendJSONString(b, data, false)
+	b = jsonstring.Append(b, data, false)
 	return append(b, '}')
 }
 

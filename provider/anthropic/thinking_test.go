@@ -35,7 +35,7 @@ func TestAThinkingBudgetThatTheAPIWouldRefuseIsAnErrorNamingTheNumbers(t *testin
 		{Thinking{Display: "summarized"}, 8192, `thinking display "summarized" without thinking`},
 		{Thinking{Adaptive: true, Display: "full"}, 8192, `thinking display "full": want summarized or omitted`},
 	} {
-		req := sampleRequest()
+		req := providertest.SampleRequest()
 		req.MaxTokens = c.maxTokens
 		_, err := BodyWith(req, false, c.th)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
@@ -58,7 +58,7 @@ func TestTheThinkingParameterIsSentAsTheAPITakesIt(t *testing.T) {
 		{Thinking{Adaptive: true}, `{"type":"adaptive"}`},
 		{Thinking{Adaptive: true, Display: "summarized"}, `{"display":"summarized","type":"adaptive"}`},
 	} {
-		req := sampleRequest()
+		req := providertest.SampleRequest()
 		req.MaxTokens = 4096
 		b, err := BodyWith(req, false, c.th)
 		if err != nil {
@@ -79,7 +79,7 @@ func TestTheThinkingParameterIsSentAsTheAPITakesIt(t *testing.T) {
 			}
 		}
 	}
-	b, _ := Body(sampleRequest(), false)
+	b, _ := Body(providertest.SampleRequest(), false)
 	if strings.Contains(string(b), `"thinking"`) {
 		t.Fatalf("a request without thinking asks for it: %s", b)
 	}
@@ -91,7 +91,7 @@ func TestTheThinkingParameterIsSentAsTheAPITakesIt(t *testing.T) {
 // answer, thinking after its call that the API would refuse as the final
 // block (kept in the store, not sent).
 func thinkingRequest() provider.Request {
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	req.MaxTokens = 4096
 	a := req.Messages[1]
 	a.Parts = []history.Part{
@@ -187,7 +187,7 @@ func TestThinkingBlocksAreStoredInTheOrderTheyCameAndStreamedToOnThinking(t *tes
 			if err != nil {
 				t.Fatal(err)
 			}
-			req := sampleRequest()
+			req := providertest.SampleRequest()
 			req.MaxTokens = 4096
 			var thought []string
 			req.OnThinking = func(s string) { thought = append(thought, s) }

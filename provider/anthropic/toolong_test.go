@@ -56,7 +56,7 @@ func TestARefusalAsTooLongIsATooLongErrorWrappingTheSDKsAndIsNotRetried(t *testi
 	} {
 		for _, noStream := range []bool{false, true} {
 			srv := providertest.NewAnthropic(t, tc.step, providertest.Step{Text: "a retry was made"})
-			_, err := newProvider(t, srv, noStream).Complete(context.Background(), sampleRequest(), nil)
+			_, err := newProvider(t, srv, noStream).Complete(context.Background(), providertest.SampleRequest(), nil)
 			tl, ok := provider.IsTooLong(err)
 			if !ok {
 				t.Fatalf("%d %q (noStream %v): err = %v, not a TooLongError", tc.step.Status, tc.step.ErrorMessage, noStream, err)
@@ -93,7 +93,7 @@ func TestA413ThatIsNotJSONIsStillTooLong(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Complete(context.Background(), sampleRequest(), nil)
+	_, err = p.Complete(context.Background(), providertest.SampleRequest(), nil)
 	if tl, ok := provider.IsTooLong(err); !ok || tl.Tokens != 0 || tl.Limit != 0 {
 		t.Fatalf("err = %v", err)
 	}
@@ -108,7 +108,7 @@ func TestOtherFourHundredsAreNotTooLong(t *testing.T) {
 		"messages: text content blocks must be non-empty",
 	} {
 		srv := providertest.NewAnthropic(t, providertest.Step{Status: 400, ErrorMessage: msg})
-		_, err := newProvider(t, srv, false).Complete(context.Background(), sampleRequest(), nil)
+		_, err := newProvider(t, srv, false).Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err == nil || !strings.Contains(err.Error(), "400 Bad Request") {
 			t.Fatalf("err = %v", err)
 		}

@@ -76,7 +76,7 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	} else {
 		loaded, err := config.LoadDefaultConfig(context.Background())
 		if err != nil {
-			return nil, fmt.Errorf("bedrock: loading the AWS configuration: %v", err)
+			return nil, fmt.Errorf("bedrock: loading the AWS configuration: %w", err)
 		}
 		awsCfg = loaded
 	}
@@ -160,7 +160,7 @@ func invokePath(model string, stream bool) (string, error) {
 	seg := anthropic.PathSegment(model)
 	path := "/model/" + seg + "/" + method
 	if err := anthropic.CheckSegment(path, seg); err != nil {
-		return "", fmt.Errorf("bedrock: %v", err)
+		return "", fmt.Errorf("bedrock: %w", err)
 	}
 	return path, nil
 }
@@ -174,7 +174,7 @@ func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 	}
 	raw := strings.TrimSuffix(r.URL.EscapedPath(), "/v1/messages") + path
 	if r.URL.Path, err = url.PathUnescape(raw); err != nil {
-		return fmt.Errorf("bedrock: the path %q: %v", raw, err)
+		return fmt.Errorf("bedrock: the path %q: %w", raw, err)
 	}
 	r.URL.RawPath = raw // kept by net/url while it decodes to Path
 	ctx := r.Context()

@@ -2,7 +2,6 @@ package bedrock
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
@@ -27,31 +25,6 @@ var update = flag.Bool("update", false, "rewrite the golden request files")
 // sampleRequest is provider/anthropic's sample conversation: tools, a
 // system prompt, text, tool calls, a text result, an image result and an
 // error result.
-func sampleRequest() provider.Request {
-	return provider.Request{
-		Model:     "claude-test",
-		System:    "You are terse.",
-		MaxTokens: 1024,
-		Tools: []provider.Tool{
-			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
-			{Name: "workspace--write", Description: "Write a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)},
-		},
-		Messages: []history.Message{
-			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
-			{Role: history.Assistant, Parts: []history.Part{
-				{Type: history.TextPart, Text: "Reading."},
-				{Type: history.ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
-				{Type: history.ToolCallPart, CallID: "toolu_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
-			}},
-			{Role: history.User, Parts: []history.Part{
-				{Type: history.ToolResultPart, CallID: "toolu_1", Text: "line \"one\"\n\ttwo <&>\n"},
-				{Type: history.ToolResultPart, CallID: "toolu_2", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
-			}},
-			{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "toolu_3", Name: "workspace--read", Input: json.RawMessage(`{"path":"missing"}`)}}},
-			{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_3", Text: "missing does not exist in the workspace", IsError: true}}},
-		},
-	}
-}
 
 // staticKeys are AWS credentials that need no lookup.
 var staticKeys = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
@@ -102,13 +75,13 @@ func TestTheBodyBedrockReceivesIsPinned(t *testing.T) {
 	for _, noStream := range []bool{false, true} {
 		srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
 		p, _ := newWire(t, srv, noStream)
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
 		got := srv.Requests()[0]
 		providertest.Golden(t, "testdata/request.golden.json", got, *update && !noStream)
 		// the same bytes the first-party wire builds, the model and stream moved
-		want, err := anthropic.Body(sampleRequest(), !noStream)
+		want, err := anthropic.Body(providertest.SampleRequest(), !noStream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +104,7 @@ func TestTheModelGoesInThePathOfInvokeModelAndTheRequestIsSigned(t *testing.T) {
 	} {
 		srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
 		p, s := newWire(t, srv, tc.noStream)
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
 		if s.urls[0] != tc.url {
@@ -150,7 +123,7 @@ func TestTheModelGoesInThePathOfInvokeModelAndTheRequestIsSigned(t *testing.T) {
 func TestAModelIDWithAColonIsEscapedInThePath(t *testing.T) {
 	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
 	p, s := newWire(t, srv, false)
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	req.Model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 	if _, err := p.Complete(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
@@ -169,7 +142,7 @@ func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
 		})
 		p, _ := newWire(t, srv, noStream)
 		var streamed strings.Builder
-		resp, err := p.Complete(context.Background(), sampleRequest(), func(s string) { streamed.WriteString(s) })
+		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), func(s string) { streamed.WriteString(s) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +159,7 @@ func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
 func TestPromptCachingMarkersReachBedrock(t *testing.T) {
 	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
 	p, _ := newWire(t, srv, false)
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	body := string(srv.Requests()[0])
@@ -203,7 +176,7 @@ func TestErrorsAreBedrocksOwnAndRetriedAsTheAPIs(t *testing.T) {
 	t.Run("a 400 is reported at once with Bedrock's message", func(t *testing.T) {
 		srv := providertest.NewBedrock(t, providertest.Step{Status: 400, ErrorMessage: "The provided model identifier is invalid."})
 		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err == nil || !strings.HasPrefix(err.Error(), "bedrock: ") || !strings.Contains(err.Error(), "The provided model identifier is invalid.") || len(srv.Requests()) != 1 {
 			t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
 		}
@@ -215,7 +188,7 @@ func TestErrorsAreBedrocksOwnAndRetriedAsTheAPIs(t *testing.T) {
 	t.Run("throttling and server errors are retried", func(t *testing.T) {
 		srv := providertest.NewBedrock(t, providertest.Step{Status: 429}, providertest.Step{Status: 503}, providertest.Step{Status: 500}, providertest.Step{Text: "finally"})
 		p, _ := newWire(t, srv, false)
-		resp, err := p.Complete(context.Background(), sampleRequest(), nil)
+		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err != nil || resp.Message.Parts[0].Text != "finally" || len(srv.Requests()) != 4 {
 			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
 		}
@@ -223,14 +196,14 @@ func TestErrorsAreBedrocksOwnAndRetriedAsTheAPIs(t *testing.T) {
 	t.Run("a stream cut midway is an error", func(t *testing.T) {
 		srv := providertest.NewBedrock(t, providertest.Step{Text: "hello there", CutAfter: 3})
 		p, _ := newWire(t, srv, false)
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err == nil {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil {
 			t.Fatal("no error")
 		}
 	})
 	t.Run("an exception in the stream is an error with its message", func(t *testing.T) {
 		srv := providertest.NewBedrock(t, providertest.Step{Raw: string(providertest.BedrockException("throttlingException", "Too many tokens, please wait before trying again."))})
 		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err == nil || !strings.Contains(err.Error(), "Too many tokens") {
 			t.Fatalf("err = %v", err)
 		}
@@ -254,7 +227,7 @@ func TestBedrocksRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := providertest.NewBedrock(t, tc.step, providertest.Step{Text: "a retry was made"})
 			p, _ := newWire(t, srv, false)
-			_, err := p.Complete(context.Background(), sampleRequest(), nil)
+			_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 			tl, ok := provider.IsTooLong(err)
 			if !ok || tl.Tokens != tc.tokens || tl.Limit != tc.limit {
 				t.Fatalf("err = %v (%+v)", err, tl)
@@ -268,7 +241,7 @@ func TestBedrocksRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 		srv := providertest.NewBedrock(t)
 		srv.Window = 100
 		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
 			t.Fatalf("err = %v", err)
 		}
@@ -286,7 +259,7 @@ func TestTheUsualAWSConfigurationIsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(s.urls[0], "https://bedrock-runtime.eu-west-3.amazonaws.com/model/") {
@@ -307,7 +280,7 @@ func TestABedrockAPIKeyIsSentAsABearerToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if auth := s.headers[0].Get("Authorization"); auth != "Bearer bedrock-api-key-test" {

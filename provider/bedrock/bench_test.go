@@ -28,7 +28,7 @@ import (
 // longRequest is a conversation of n messages alternating a tool call and
 // its result of about 1 kB.
 func longRequest(n int) provider.Request {
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	req.Messages = nil
 	for i := 0; i < n/2; i++ {
 		id := fmt.Sprintf("toolu_%d", i)
@@ -114,7 +114,7 @@ func BenchmarkCompleteStreamedRound(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	for _, w := range []struct {
 		name string
 		p    provider.Provider

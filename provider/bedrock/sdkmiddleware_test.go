@@ -141,7 +141,7 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			req := sampleRequest()
+			req := providertest.SampleRequest()
 			req.Model = tc.model
 			req.MaxTokens = 4096
 			got, errs := tap.Exchange(req, pair[0], pair[1])
@@ -187,7 +187,7 @@ func FuzzTheRouteIsTheSDKs(f *testing.F) {
 		if stream {
 			pair = streamed
 		}
-		req := sampleRequest()
+		req := providertest.SampleRequest()
 		req.Model = model
 		// the in-process answer is a whole message, not a stream: a
 		// streamed request's answer is an error, the same on both
@@ -207,6 +207,6 @@ func TestTheBodyReportedSentIsWhatBedrockReceived(t *testing.T) {
 	for _, noStream := range []bool{false, true} {
 		srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
 		p, _ := newWire(t, srv, noStream)
-		providertest.CheckReportedBody(t, srv, p, sampleRequest())
+		providertest.CheckReportedBody(t, srv, p, providertest.SampleRequest())
 	}
 }

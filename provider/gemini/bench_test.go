@@ -85,7 +85,7 @@ func BenchmarkBody(b *testing.B) {
 // BenchmarkRead reads one recorded streamed answer of a light tool round
 // (testdata/answer.sse: a thought, text in two chunks, ten calls, usage;
 // 13 events, 3 KB) into the wire's message, answered in process (no
-// socket): "direct" is the wire's reader (provider/sse and encoding/json
+// socket): "direct" is the wire's reader (internal/sse and encoding/json
 // into the few members it reads), "genai" genai's stream of the same
 // answer, each chunk through its maps and typed response, read by the same
 // accumulator; "complete-direct" and "complete-genai" are a whole

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -335,7 +336,7 @@ func (e *encoder) part(role history.Role, p history.Part, name string, native bo
 // encoder appends JSON to buf.
 type encoder struct{ buf []byte }
 
-func (e *encoder) str(s string) { e.buf = provider.AppendJSONString(e.buf, s, true) }
+func (e *encoder) str(s string) { e.buf = jsonstring.Append(e.buf, s, true) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
 // compact appends stored JSON, which is valid: as it is when it is

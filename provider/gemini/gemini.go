@@ -6,7 +6,7 @@
 // The body is this package's (Body, encode.go; a Provider reuses the bytes
 // of a conversation's last request that the next is made of the same as,
 // prefix.go). It is sent with net/http (send.go) and the answer read with
-// provider/sse and a scan of the few members the wire reads, held to
+// internal/sse and a scan of the few members the wire reads, held to
 // encoding/json (read.go, scan.go), not through genai's call:
 // genai has no call that takes a body of its own and gives back the raw
 // answer, and its reading decoded every streamed chunk into a map,
@@ -56,8 +56,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -138,16 +138,16 @@ func New(cfg Config) (*Provider, error) {
 	// GOOGLE_GENAI_API_VERSION) once, here; it sends nothing.
 	client, err := genai.NewClient(context.Background(), cc)
 	if err != nil {
-		return nil, fmt.Errorf("gemini: %v", err)
+		return nil, fmt.Errorf("gemini: making the genai client: %w", err)
 	}
 	headers, err := sdkHeaders(client)
 	if err != nil {
-		return nil, fmt.Errorf("gemini: %v", err)
+		return nil, fmt.Errorf("gemini: %w", err)
 	}
 	resolved := client.ClientConfig()
 	base, err := url.Parse(resolved.HTTPOptions.BaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("gemini: the base URL %q: %v", resolved.HTTPOptions.BaseURL, err)
+		return nil, fmt.Errorf("gemini: the base URL %q: %w", resolved.HTTPOptions.BaseURL, err)
 	}
 	p := &Provider{cfg: cfg, kept: &keptBodies{}, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
 		headers: headers, client: hc}}
@@ -280,7 +280,7 @@ func (a *accumulator) add(resp *chunk) error {
 		case p.FunctionCall != nil:
 			args, err := callArgs(p.FunctionCall.Args)
 			if err != nil {
-				return fmt.Errorf("gemini: the arguments of a call of %s: %v", p.FunctionCall.Name, err)
+				return fmt.Errorf("gemini: the arguments of a call of %s: %w", p.FunctionCall.Name, err)
 			}
 			id := p.FunctionCall.ID
 			if id == "" {
@@ -317,7 +317,7 @@ func callArgs(raw json.RawMessage) (string, error) {
 	}
 	var args map[string]any
 	if err := json.Unmarshal(raw, &args); err != nil {
-		return "", fmt.Errorf("%v: %.200q", err, raw)
+		return "", fmt.Errorf("%.200q: %w", raw, err)
 	}
 	if args == nil {
 		return "{}", nil

@@ -13,7 +13,6 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
@@ -21,34 +20,29 @@ var update = flag.Bool("update", false, "rewrite the golden request files")
 var sig1 = base64.StdEncoding.EncodeToString([]byte("signature one"))
 var sig2 = base64.StdEncoding.EncodeToString([]byte("signature two"))
 
+// sampleRequest is providertest's sample as Gemini's tests send it: the
+// answer's own reasoning and another wire's before its text, its calls'
+// ids as Gemini's answers give them (a call of its own, signed; one named
+// by the wire, localPrefix), and one more exchange after the failed call.
 func sampleRequest() provider.Request {
-	return provider.Request{
-		Model:     "gemini-2.5-flash",
-		System:    "You are terse.",
-		MaxTokens: 1024,
-		Tools: []provider.Tool{
-			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
-			{Name: "workspace--write", Description: "Write a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)},
-		},
-		Messages: []history.Message{
-			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
-			{Role: history.Assistant, Parts: []history.Part{
-				{Type: history.ReasoningPart, Wire: "gemini", Text: "Reading it.", Raw: json.RawMessage(`{"text":"Reading it.","thought":true}`)},
-				{Type: history.ReasoningPart, Wire: "anthropic", Text: "not mine", Raw: json.RawMessage(`{"type":"thinking","thinking":"not mine","signature":"x"}`)},
-				{Type: history.TextPart, Text: "Reading."},
-				{Type: history.ToolCallPart, CallID: "call_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`), Wire: "gemini", Signature: sig1},
-				{Type: history.ToolCallPart, CallID: localPrefix + "0011223344556677", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
-			}},
-			{Role: history.User, Parts: []history.Part{
-				{Type: history.ToolResultPart, CallID: "call_1", Text: "line \"one\"\n\ttwo <&>\n"},
-				{Type: history.ToolResultPart, CallID: localPrefix + "0011223344556677", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
-			}},
-			{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "call_3", Name: "workspace--read", Input: json.RawMessage(`{"path":"missing"}`), Wire: "gemini", Signature: sig2}}},
-			{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "call_3", Text: "missing does not exist in the workspace", IsError: true}}},
-			{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "It is missing.", Wire: "gemini", Signature: sig1}}},
-			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "thanks"}}},
-		},
-	}
+	r := providertest.SampleRequest()
+	r.Model = "gemini-2.5-flash"
+	local := localPrefix + "0011223344556677"
+	answer, results := r.Messages[1].Parts, r.Messages[2].Parts
+	answer[1].CallID, answer[1].Wire, answer[1].Signature = "call_1", "gemini", sig1
+	answer[2].CallID, results[0].CallID, results[1].CallID = local, "call_1", local
+	r.Messages[1].Parts = append([]history.Part{
+		{Type: history.ReasoningPart, Wire: "gemini", Text: "Reading it.", Raw: json.RawMessage(`{"text":"Reading it.","thought":true}`)},
+		{Type: history.ReasoningPart, Wire: "anthropic", Text: "not mine", Raw: json.RawMessage(`{"type":"thinking","thinking":"not mine","signature":"x"}`)},
+	}, answer...)
+	failed := &r.Messages[3].Parts[0]
+	failed.CallID, failed.Wire, failed.Signature = "call_3", "gemini", sig2
+	r.Messages[4].Parts[0].CallID = "call_3"
+	r.Messages = append(r.Messages,
+		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "It is missing.", Wire: "gemini", Signature: sig1}}},
+		history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "thanks"}}},
+	)
+	return r
 }
 
 func body(t *testing.T, req provider.Request) []byte {

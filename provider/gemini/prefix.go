@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -14,7 +15,7 @@ import (
 // again was the Gemini wire's largest cost on a light round
 // (docs/overhead.md). A Provider keeps, per conversation
 // (provider.Request.CacheKey), the bytes of the last request's contents
-// up to the last one (prefix, provider.Prefixes: the next message may
+// up to the last one (prefix, prefix.Cache: the next message may
 // join that one, and it changes as results are kept), with the messages
 // they were made of, and, once per Provider, the bytes after the contents
 // of the last request encoded (tail) with what they were made of. A
@@ -59,13 +60,13 @@ func newTail(req provider.Request, o Options, b []byte) *tail {
 }
 
 // keptBodies is a Provider's kept bytes: per conversation, the prefix of
-// its last request (provider.Prefixes, kept after a lead that says how the
+// its last request (prefix.Cache, kept after a lead that says how the
 // model takes images, which changes how results encode), and the last
 // tail encoded, which any conversation of the same settings, system
 // instruction and tools may reuse. It is safe for concurrent use; a nil
 // *keptBodies keeps nothing.
 type keptBodies struct {
-	prefixes provider.Prefixes
+	prefixes prefix.Cache
 	mu       sync.Mutex
 	tail     *tail
 }
@@ -80,7 +81,7 @@ func leadOf(native bool) string {
 }
 
 // prefix is the kept prefix for req's conversation when it fits req.
-func (c *keptBodies) prefix(req provider.Request, native bool) *provider.Prefix {
+func (c *keptBodies) prefix(req provider.Request, native bool) *prefix.Prefix {
 	if c == nil || req.CacheKey == "" {
 		return nil
 	}
@@ -105,7 +106,7 @@ func (c *keptBodies) lastTail(req provider.Request, o Options) *tail {
 // after from's, which body encodes after from's bytes, their last content
 // of the role last — and t as the last tail. An empty body keeps from as
 // it is.
-func (c *keptBodies) keep(req provider.Request, native bool, from *provider.Prefix, msgs []history.Message, body []byte, last history.Role, t *tail) {
+func (c *keptBodies) keep(req provider.Request, native bool, from *prefix.Prefix, msgs []history.Message, body []byte, last history.Role, t *tail) {
 	if c == nil {
 		return
 	}
@@ -120,7 +121,7 @@ func (c *keptBodies) keep(req provider.Request, native bool, from *provider.Pref
 }
 
 // release gives back body, sent for req and answered: its memory may carry
-// the conversation's next body (provider.Prefixes.Release).
+// the conversation's next body (prefix.Cache.Release).
 func (c *keptBodies) release(req provider.Request, body []byte) {
 	if c != nil && req.CacheKey != "" {
 		c.prefixes.Release(req.CacheKey, body)

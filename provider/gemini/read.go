@@ -10,11 +10,11 @@ import (
 
 	"google.golang.org/genai"
 
-	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/sse"
+	"github.com/myelin-run/myelin/internal/jsonstring"
+	"github.com/myelin-run/myelin/internal/sse"
 )
 
-// This file reads the answer: a streamed one event by event (provider/sse)
+// This file reads the answer: a streamed one event by event (internal/sse)
 // and a whole one at once, each chunk read into chunk, which holds only the
 // members the accumulator reads, by a scan held to encoding/json
 // (unmarshalChunk, scan.go). genai decoded each
@@ -48,10 +48,10 @@ type content struct {
 // Thought), a function call, and the thought signature either may carry
 // (base64, kept as the API sent it).
 type part struct {
-	Text             provider.JSONText `json:"text"`
-	Thought          bool              `json:"thought"`
-	ThoughtSignature string            `json:"thoughtSignature"`
-	FunctionCall     *functionCall     `json:"functionCall"`
+	Text             jsonstring.Text `json:"text"`
+	Thought          bool            `json:"thought"`
+	ThoughtSignature string          `json:"thoughtSignature"`
+	FunctionCall     *functionCall   `json:"functionCall"`
 }
 
 // functionCall is a call the model made; Args is the arguments object as
@@ -80,7 +80,7 @@ type promptFeedback struct {
 // what it was.
 func decodeChunk(data []byte, c *chunk) error {
 	if err := unmarshalChunk(data, c); err != nil {
-		return fmt.Errorf("gemini: a chunk of the answer is not the JSON of one: %v: %.200q", err, data)
+		return fmt.Errorf("gemini: a chunk of the answer is not the JSON of one: %.200q: %w", data, err)
 	}
 	if c.Error != nil {
 		return describe(*c.Error)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -126,7 +127,7 @@ func fromSDK(r *genai.GenerateContentResponse) *chunk {
 			for _, p := range cand.Content.Parts {
 				var q part
 				if p != nil {
-					q = part{Text: provider.JSONText(p.Text), Thought: p.Thought}
+					q = part{Text: jsonstring.Text(p.Text), Thought: p.Thought}
 					if len(p.ThoughtSignature) > 0 {
 						q.ThoughtSignature = base64.StdEncoding.EncodeToString(p.ThoughtSignature)
 					}
@@ -173,8 +174,9 @@ func TestTheDirectReaderReadsWhatTheSDKReads(t *testing.T) {
 		otherWords bool
 	}{
 		{name: "a streamed answer with thoughts, text, ten calls and usage", ctype: sse, fixture: "answer.sse", check: func(t *testing.T, resp provider.Response, shown string, err error) {
-			if err != nil || len(resp.Message.Parts) != 12 || resp.StopReason != "stop" || shown != "Reading them <all> & more, ünïcode." {
-				t.Fatalf("%v %+v %q", err, resp, shown)
+			if got, want := fmt.Sprintf("error %v, %d parts, stop %q, shown %q", err, len(resp.Message.Parts), resp.StopReason, shown),
+				`error <nil>, 12 parts, stop "stop", shown "Reading them <all> & more, ünïcode."`; got != want {
+				t.Fatalf("%s\nwant %s", got, want)
 			}
 			if c := resp.Message.Parts[2]; c.CallID != "call_0" || c.Signature != "c2lnbmF0dXJlIG9uZQ==" ||
 				string(c.Input) != `{"deep":{"a":null,"b":[1,2.5,"<x>"]},"n":0,"path":"dir/f0.txt"}` {
@@ -185,13 +187,18 @@ func TestTheDirectReaderReadsWhatTheSDKReads(t *testing.T) {
 			}
 		}},
 		{name: "the same answer whole", ctype: js, fixture: "answer.json", noStream: true, check: func(t *testing.T, resp provider.Response, shown string, err error) {
-			if err != nil || len(resp.Message.Parts) != 12 || resp.StopReason != "stop" {
-				t.Fatalf("%v %+v", err, resp)
+			if got, want := fmt.Sprintf("error %v, %d parts, stop %q", err, len(resp.Message.Parts), resp.StopReason), `error <nil>, 12 parts, stop "stop"`; got != want {
+				t.Fatalf("%s\nwant %s", got, want)
 			}
 		}},
 		{name: "text, a null part, an unspecified reason and a last chunk's signature", ctype: sse, fixture: "text.sse", check: func(t *testing.T, resp provider.Response, shown string, err error) {
-			if p := resp.Message.Parts; err != nil || len(p) != 1 || p[0].Text != "Done, all of it." || p[0].Signature != "c2lnbmF0dXJlIHR3bw==" || resp.StopReason != "max_tokens" {
-				t.Fatalf("%v %+v", err, resp)
+			var parts []string
+			for _, p := range resp.Message.Parts {
+				parts = append(parts, fmt.Sprintf("%q signed %q", p.Text, p.Signature))
+			}
+			if got, want := fmt.Sprintf("error %v, stop %q, parts %s", err, resp.StopReason, parts),
+				`error <nil>, stop "max_tokens", parts ["Done, all of it." signed "c2lnbmF0dXJlIHR3bw=="]`; got != want {
+				t.Fatalf("%s\nwant %s", got, want)
 			}
 		}},
 		{name: "a blocked prompt", ctype: sse, fixture: "blocked.sse", check: func(t *testing.T, resp provider.Response, shown string, err error) {
@@ -201,8 +208,11 @@ func TestTheDirectReaderReadsWhatTheSDKReads(t *testing.T) {
 		}},
 		{name: "an error object mid-stream", ctype: sse, fixture: "midstream-error.sse", check: func(t *testing.T, resp provider.Response, shown string, err error) {
 			var apiErr genai.APIError
-			if err == nil || err.Error() != "gemini: 503 Service Unavailable: The model is overloaded. (UNAVAILABLE)" || !errors.As(err, &apiErr) || apiErr.Code != 503 {
-				t.Fatalf("%v", err)
+			if err == nil || err.Error() != "gemini: 503 Service Unavailable: The model is overloaded. (UNAVAILABLE)" {
+				t.Fatalf("error %v, want gemini's words for the 503", err)
+			}
+			if !errors.As(err, &apiErr) || apiErr.Code != 503 {
+				t.Fatalf("error %v (%T): no genai.APIError of code 503 beneath it (code %d)", err, err, apiErr.Code)
 			}
 			if shown != "Reading them <all>" {
 				t.Fatalf("shown %q", shown)
@@ -227,8 +237,11 @@ func TestTheDirectReaderReadsWhatTheSDKReads(t *testing.T) {
 			body: `{"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT"}}`,
 			check: func(t *testing.T, resp provider.Response, shown string, err error) {
 				var apiErr genai.APIError
-				if err == nil || err.Error() != "gemini: 400 Bad Request: Request contains an invalid argument. (INVALID_ARGUMENT)" || !errors.As(err, &apiErr) {
-					t.Fatalf("%v", err)
+				if err == nil || err.Error() != "gemini: 400 Bad Request: Request contains an invalid argument. (INVALID_ARGUMENT)" {
+					t.Fatalf("error %v, want gemini's words for the 400", err)
+				}
+				if !errors.As(err, &apiErr) {
+					t.Fatalf("error %v (%T): no genai.APIError beneath it", err, err)
 				}
 				if _, ok := provider.IsTooLong(err); ok {
 					t.Fatal("read as too long")

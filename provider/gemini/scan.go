@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/internal/jsonscan"
 )
 
 // unmarshalChunk fills c (reset first) from data, the JSON of one chunk,
 // exactly as json.Unmarshal(data, c) would, or fails as it does.
 //
-// It scans (provider.Scanner) the members chunk holds and passes over the
+// It scans (jsonscan.Scanner) the members chunk holds and passes over the
 // rest without building anything: encoding/json checked each chunk whole
 // and then decoded it by reflection, about half of what reading a light
 // round's answer cost (BenchmarkRead). What the scan does not take as
@@ -23,7 +23,7 @@ import (
 // (FuzzDecodeChunkIsEncodingJSONs).
 func unmarshalChunk(data []byte, c *chunk) error {
 	*c = chunk{}
-	s := chunkScan{provider.Scanner{B: data}}
+	s := chunkScan{jsonscan.Scanner{B: data}}
 	if s.chunk(c) && s.AtEnd() {
 		return nil
 	}
@@ -48,7 +48,7 @@ var emptyArgs = json.RawMessage("{}")[:2:2]
 
 // chunkScan reads a chunk's JSON; each method reports whether it took
 // what it read, false sending the chunk to json.Unmarshal.
-type chunkScan struct{ provider.Scanner }
+type chunkScan struct{ jsonscan.Scanner }
 
 // fields reads an object into a struct whose fields' JSON names are
 // names: take(i) reads the value of names[i] (a null included: each

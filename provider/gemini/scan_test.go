@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/provider/sse"
 )
 
 // chunkCases are the inputs unmarshalChunk is held to json.Unmarshal on

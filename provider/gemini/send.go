@@ -62,7 +62,7 @@ func sdkHeaders(client *genai.Client) (http.Header, error) {
 	config := &genai.GenerateContentConfig{AutomaticContinuation: &off,
 		HTTPOptions: &genai.HTTPOptions{ExtrasRequestProvider: func(map[string]any) map[string]any { return nil }}}
 	if _, err := probing.Models.GenerateContent(context.Background(), "probe", nil, config); p.headers == nil {
-		return nil, fmt.Errorf("genai built no request: %v", err)
+		return nil, fmt.Errorf("gemini: genai built no request: %w", err)
 	}
 	p.headers.Del("X-Server-Timeout")
 	return p.headers, nil

@@ -12,12 +12,13 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 // longRequest is a conversation of n messages alternating a tool call and
 // its result of about 1 kB.
 func longRequest(n int) provider.Request {
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	req.Messages = nil
 	for i := 0; i < n/2; i++ {
 		id := fmt.Sprintf("toolu_%d", i)

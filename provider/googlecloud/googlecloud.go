@@ -81,7 +81,7 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	if creds == nil {
 		found, err := google.FindDefaultCredentials(ctx, scope)
 		if err != nil {
-			return nil, fmt.Errorf("%s: no Google credentials: run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS (%v)", Name, err)
+			return nil, fmt.Errorf("%s: no Google credentials (run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS): %w", Name, err)
 		}
 		creds = found
 	}

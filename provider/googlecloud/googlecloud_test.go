@@ -2,7 +2,6 @@ package googlecloud
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
@@ -27,31 +25,6 @@ var update = flag.Bool("update", false, "rewrite the golden request files")
 // sampleRequest is provider/anthropic's sample conversation: tools, a
 // system prompt, text, tool calls, a text result, an image result and an
 // error result.
-func sampleRequest() provider.Request {
-	return provider.Request{
-		Model:     "claude-test",
-		System:    "You are terse.",
-		MaxTokens: 1024,
-		Tools: []provider.Tool{
-			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
-			{Name: "workspace--write", Description: "Write a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)},
-		},
-		Messages: []history.Message{
-			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
-			{Role: history.Assistant, Parts: []history.Part{
-				{Type: history.TextPart, Text: "Reading."},
-				{Type: history.ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
-				{Type: history.ToolCallPart, CallID: "toolu_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
-			}},
-			{Role: history.User, Parts: []history.Part{
-				{Type: history.ToolResultPart, CallID: "toolu_1", Text: "line \"one\"\n\ttwo <&>\n"},
-				{Type: history.ToolResultPart, CallID: "toolu_2", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
-			}},
-			{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "toolu_3", Name: "workspace--read", Input: json.RawMessage(`{"path":"missing"}`)}}},
-			{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_3", Text: "missing does not exist in the workspace", IsError: true}}},
-		},
-	}
-}
 
 // seen records what went out: each request's URL and headers, on its way
 // to the fake (to which it is sent whatever its host).
@@ -112,7 +85,7 @@ func TestTheBodyTheGatewayReceivesIsTheFirstPartyBody(t *testing.T) {
 	for _, noStream := range []bool{false, true} {
 		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
 		p, _ := newWire(t, srv, noStream)
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
 		got := srv.Requests()[0]
@@ -121,7 +94,7 @@ func TestTheBodyTheGatewayReceivesIsTheFirstPartyBody(t *testing.T) {
 			golden = "testdata/request-nostream.golden.json"
 		}
 		providertest.Golden(t, golden, got, *update)
-		want, err := anthropic.Body(sampleRequest(), !noStream)
+		want, err := anthropic.Body(providertest.SampleRequest(), !noStream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +116,7 @@ func TestTheRequestGoesToTheWorkspacesMessagesWithAGoogleToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
 		if want := "https://claude.googleapis.com/v1/projects/test-project/locations/global/workspaces/wrkspc_test/invoke/v1/messages"; s.urls[0] != want {
@@ -175,7 +148,7 @@ func TestTheProjectLocationAndWorkspaceComeFromTheSDKsVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if want := "https://claude.googleapis.com/v1/projects/env-project/locations/us-east5/workspaces/wrkspc_env/invoke/v1/messages"; s.urls[0] != want {
@@ -196,7 +169,7 @@ func TestTheProjectFallsBackToGoogleCloudProjectThenTheCredentials(t *testing.T)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(s.urls[0], tc.want) {
@@ -213,7 +186,7 @@ func TestABaseURLTakesTheWholeAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	// Config.BaseURL comes before the variable
@@ -222,7 +195,7 @@ func TestABaseURLTakesTheWholeAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	want := providertest.GoogleCloudPath + "v1/messages"
@@ -263,7 +236,7 @@ func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
 		})
 		p, _ := newWire(t, srv, noStream)
 		var streamed strings.Builder
-		resp, err := p.Complete(context.Background(), sampleRequest(), func(s string) { streamed.WriteString(s) })
+		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), func(s string) { streamed.WriteString(s) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +253,7 @@ func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
 func TestPromptCachingMarkersReachTheGateway(t *testing.T) {
 	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
 	p, _ := newWire(t, srv, false)
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	body := string(srv.Requests()[0])
@@ -300,7 +273,7 @@ func TestThinkingIsAskedForAsOnTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	req.MaxTokens = 4096
 	if _, err := thinking.Complete(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
@@ -315,7 +288,7 @@ func TestErrorsNameTheGatewayAndAreRetriedAsTheAPIs(t *testing.T) {
 	t.Run("a 400 is reported at once with the API's message", func(t *testing.T) {
 		srv := providertest.NewGoogleCloud(t, providertest.Step{Status: 400, ErrorMessage: "output_config: Extra inputs are not permitted"})
 		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err == nil || !strings.HasPrefix(err.Error(), "google-cloud: ") || !strings.Contains(err.Error(), "Extra inputs are not permitted") || len(srv.Requests()) != 1 {
 			t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
 		}
@@ -327,7 +300,7 @@ func TestErrorsNameTheGatewayAndAreRetriedAsTheAPIs(t *testing.T) {
 	t.Run("rate limits and server errors are retried", func(t *testing.T) {
 		srv := providertest.NewGoogleCloud(t, providertest.Step{Status: 429}, providertest.Step{Status: 529}, providertest.Step{Status: 503}, providertest.Step{Text: "finally"})
 		p, _ := newWire(t, srv, false)
-		resp, err := p.Complete(context.Background(), sampleRequest(), nil)
+		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err != nil || resp.Message.Parts[0].Text != "finally" || len(srv.Requests()) != 4 {
 			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
 		}
@@ -335,7 +308,7 @@ func TestErrorsNameTheGatewayAndAreRetriedAsTheAPIs(t *testing.T) {
 	t.Run("a stream cut midway is an error", func(t *testing.T) {
 		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "hello there", CutAfter: 3})
 		p, _ := newWire(t, srv, false)
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err == nil {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil {
 			t.Fatal("no error")
 		}
 	})
@@ -347,7 +320,7 @@ func TestErrorsNameTheGatewayAndAreRetriedAsTheAPIs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err == nil || !strings.Contains(err.Error(), "no token here") {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil || !strings.Contains(err.Error(), "no token here") {
 			t.Fatalf("err = %v", err)
 		}
 		if n := len(srv.Requests()); n != 0 {
@@ -373,7 +346,7 @@ func TestTheGatewaysRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := providertest.NewGoogleCloud(t, tc.step, providertest.Step{Text: "a retry was made"})
 			p, _ := newWire(t, srv, false)
-			_, err := p.Complete(context.Background(), sampleRequest(), nil)
+			_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 			tl, ok := provider.IsTooLong(err)
 			if !ok || tl.Tokens != tc.tokens || tl.Output != tc.output || tl.Limit != tc.limit {
 				t.Fatalf("err = %v (%+v)", err, tl)
@@ -387,7 +360,7 @@ func TestTheGatewaysRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 		srv := providertest.NewGoogleCloud(t)
 		srv.Window = 100
 		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
 			t.Fatalf("err = %v", err)
 		}

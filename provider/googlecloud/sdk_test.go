@@ -76,7 +76,7 @@ func TestWhatIsSentIsWhatTheSDKSent(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			req := sampleRequest()
+			req := providertest.SampleRequest()
 			req.MaxTokens = 4096
 			got, errs := tap.Exchange(req, pair[0], pair[1])
 			providertest.SameExchange(t, tc.name, got, errs)
@@ -102,7 +102,7 @@ func TestATokenIsFetchedForRequestsNotWhenTheWireIsMade(t *testing.T) {
 		t.Fatalf("New fetched %d tokens", n)
 	}
 	for range 2 {
-		if _, err := p.Complete(t.Context(), sampleRequest(), nil); err != nil {
+		if _, err := p.Complete(t.Context(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

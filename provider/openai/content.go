@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/internal/jsonscan"
+	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
 // content is a message's or a delta's content as a server of this wire
@@ -17,22 +18,22 @@ import (
 // the reasoning; parts of other types are passed over, counted by type
 // (Skipped). null leaves it as it is, as for a string.
 type content struct {
-	Text     provider.JSONText
-	Thinking provider.JSONText
+	Text     jsonstring.Text
+	Thinking jsonstring.Text
 	Skipped  map[string]int
 }
 
 // contentPart is one part of a content list.
 type contentPart struct {
-	Type     string            `json:"type"`
-	Text     provider.JSONText `json:"text"`
-	Thinking json.RawMessage   `json:"thinking"` // a list of text parts, or a string
+	Type     string          `json:"type"`
+	Text     jsonstring.Text `json:"text"`
+	Thinking json.RawMessage `json:"thinking"` // a list of text parts, or a string
 }
 
-// UnmarshalJSON reads a string as provider.JSONText does, or a list of
+// UnmarshalJSON reads a string as jsonstring.Text does, or a list of
 // parts; anything else is the error encoding/json gives for a string.
 func (c *content) UnmarshalJSON(raw []byte) error {
-	s := provider.Scanner{B: raw}
+	s := jsonscan.Scanner{B: raw}
 	s.WS()
 	if s.I >= len(raw) || raw[s.I] != '[' {
 		return c.Text.UnmarshalJSON(raw)
@@ -63,11 +64,11 @@ func (c *content) UnmarshalJSON(raw []byte) error {
 
 // thinkingText is the text of a thinking part's "thinking": its text
 // parts joined, or the string it is.
-func thinkingText(raw json.RawMessage) (provider.JSONText, error) {
+func thinkingText(raw json.RawMessage) (jsonstring.Text, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
-	var t provider.JSONText
+	var t jsonstring.Text
 	if raw[0] == '"' {
 		err := t.UnmarshalJSON(raw)
 		return t, err

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/jsonstring"
+	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -25,7 +27,7 @@ import (
 // encoder appends JSON to buf.
 type encoder struct{ buf []byte }
 
-func (e *encoder) str(s string) { e.buf = provider.AppendJSONString(e.buf, s, false) }
+func (e *encoder) str(s string) { e.buf = jsonstring.Append(e.buf, s, false) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
 // Body is the request body for req, the whole of what is sent: the SDK's
@@ -43,7 +45,7 @@ func Body(req provider.Request, legacyMaxTokens, stream bool) ([]byte, error) {
 // prompt (the lead they are kept after) and every message of the last
 // request (the wire joins no neighbours, so each message's bytes stand
 // whatever follows). A nil prefixes encodes afresh.
-func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *provider.Prefixes) ([]byte, error) {
+func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *prefix.Cache) ([]byte, error) {
 	pre := prefixes.Get(req.CacheKey, req.System, req.Messages)
 	first := 0 // the first message encoded here
 	size := 192 + len(req.System) + len(req.Model)
@@ -116,7 +118,7 @@ func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *prov
 		for i, t := range req.Tools {
 			schema, err := schemaJSON(t.InputSchema)
 			if err != nil {
-				return nil, fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
+				return nil, fmt.Errorf("tool %s: its input schema is not a JSON object: %w", t.Name, err)
 			}
 			if i > 0 {
 				e.raw(",")
@@ -167,7 +169,7 @@ func (e *encoder) message(m history.Message, next func()) {
 				if p.Type == history.TextPart {
 					// the parts' texts joined: escaped one by one, the
 					// same as escaping the whole
-					e.buf = provider.AppendJSONEscaped(e.buf, p.Text, false)
+					e.buf = jsonstring.AppendEscaped(e.buf, p.Text, false)
 				}
 			}
 			e.raw(`",`)
@@ -185,7 +187,7 @@ func (e *encoder) message(m history.Message, next func()) {
 				if len(p.Input) == 0 {
 					e.raw(`"{}"`)
 				} else {
-					e.buf = provider.AppendJSONString(e.buf, string(p.Input), false)
+					e.buf = jsonstring.Append(e.buf, string(p.Input), false)
 				}
 				e.raw(`,"name":`)
 				e.str(p.Name)
@@ -229,7 +231,7 @@ func (e *encoder) message(m history.Message, next func()) {
 			e.raw(sep + `{"text":`)
 			e.str(fmt.Sprintf("[image %d of tool call %s]", i+1, p.CallID))
 			e.raw(`,"type":"text"},{"image_url":{"url":"data:`)
-			e.buf = provider.AppendJSONEscaped(e.buf, img.MIMEType, false)
+			e.buf = jsonstring.AppendEscaped(e.buf, img.MIMEType, false)
 			e.raw(`;base64,`)
 			e.buf = base64.StdEncoding.AppendEncode(e.buf, img.Data)
 			e.raw(`"},"type":"image_url"}`)

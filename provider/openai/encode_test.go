@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
@@ -202,7 +203,7 @@ func TestAToolsSchemaIsKeptEncodedAndAChangedOneIsEncodedAgain(t *testing.T) {
 func TestKeptBodiesAreBodysBytes(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		for _, givenBack := range []bool{false, true} { // each body given back once answered, as Complete does
-			var kept provider.Prefixes
+			var kept prefix.Cache
 			k := providertest.KeptBodies{
 				Base:   sampleRequest(),
 				Kept:   func(req provider.Request) ([]byte, error) { return bodyWith(req, legacy, true, &kept) },
@@ -230,7 +231,7 @@ func TestCompleteWritesTheNextBodyIntoTheAnsweredOnesMemory(t *testing.T) {
 // A conversation whose system prompt changed is encoded whole: the kept
 // bytes hold the old one.
 func TestAChangedSystemPromptIsNotSentAsTheKeptOne(t *testing.T) {
-	var kept provider.Prefixes
+	var kept prefix.Cache
 	req := sampleRequest()
 	req.CacheKey = "k"
 	if _, err := bodyWith(req, false, true, &kept); err != nil {

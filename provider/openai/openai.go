@@ -3,9 +3,9 @@
 // provider.Request into a Chat Completions request through
 // github.com/openai/openai-go/v3 and reads the streamed answer.
 //
-// The body is encoded directly (encode.go), sent by provider/send with the
+// The body is encoded directly (encode.go), sent by internal/send with the
 // SDK's headers and retry rules (send.go), and the stream read with
-// provider/sse (stream.go); the SDK sends and decodes only a non-streamed
+// internal/sse (stream.go); the SDK sends and decodes only a non-streamed
 // answer.
 //
 // A tool result goes as a tool message with string content, its bytes as
@@ -39,8 +39,9 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/prefix"
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -64,7 +65,7 @@ type Provider struct {
 	legacy bool // send max_tokens: the endpoint is not OpenAI's own
 	// prefixes keeps the start of each conversation's last body, which
 	// the next one begins with (bodyWith).
-	prefixes provider.Prefixes
+	prefixes prefix.Cache
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -117,7 +118,7 @@ func Params(req provider.Request, legacyMaxTokens bool) (sdk.ChatCompletionNewPa
 	for _, t := range req.Tools {
 		var schema shared.FunctionParameters
 		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
-			return p, fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
+			return p, fmt.Errorf("tool %s: its input schema is not a JSON object: %w", t.Name, err)
 		}
 		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 			Name: t.Name, Description: param.NewOpt(t.Description), Parameters: schema,

@@ -14,32 +14,13 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
 
+// sampleRequest is providertest's sample as OpenAI's tests send it.
 func sampleRequest() provider.Request {
-	return provider.Request{
-		Model:     "gpt-test",
-		System:    "You are terse.",
-		MaxTokens: 1024,
-		Tools: []provider.Tool{
-			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
-		},
-		Messages: []history.Message{
-			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
-			{Role: history.Assistant, Parts: []history.Part{
-				{Type: history.TextPart, Text: "Reading."},
-				{Type: history.ToolCallPart, CallID: "call_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
-				{Type: history.ToolCallPart, CallID: "call_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
-			}},
-			{Role: history.User, Parts: []history.Part{
-				{Type: history.ToolResultPart, CallID: "call_1", Text: "line \"one\"\n\ttwo <&>\n"},
-				{Type: history.ToolResultPart, CallID: "call_2", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
-			}},
-		},
-	}
+	return providertest.SampleFirstRound("gpt-test", `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)
 }
 
 func marshal(t *testing.T, req provider.Request) []byte {

@@ -3,14 +3,14 @@ package openai
 import (
 	"encoding/json"
 
-	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/internal/jsonscan"
 )
 
 // decodeChunk fills c (reset first) from data, the JSON of one
 // chat.completion.chunk, exactly as json.Unmarshal(data, c) would, or
 // fails as it does.
 //
-// It is a scan (provider.Scanner) of the members chunk holds that skips
+// It is a scan (jsonscan.Scanner) of the members chunk holds that skips
 // the rest without building anything: encoding/json checked each chunk
 // whole, then decoded it by reflection, which was most of what reading a
 // light round's stream cost (BenchmarkStream). Whatever the scan does not
@@ -23,7 +23,7 @@ import (
 // (FuzzDecodeChunkIsEncodingJSONs).
 func decodeChunk(data []byte, c *chunk) error {
 	*c = chunk{}
-	s := chunkScanner{provider.Scanner{B: data}}
+	s := chunkScanner{jsonscan.Scanner{B: data}}
 	if s.chunk(c) && s.AtEnd() {
 		return nil
 	}
@@ -33,7 +33,7 @@ func decodeChunk(data []byte, c *chunk) error {
 
 // chunkScanner reads a chunk's JSON. Each method reports whether what it
 // read is what it takes; false sends the chunk to json.Unmarshal.
-type chunkScanner struct{ provider.Scanner }
+type chunkScanner struct{ jsonscan.Scanner }
 
 // The keys of each object the scan reads members of, in the order of the
 // bits that mark a key as seen (a key seen twice goes to json.Unmarshal,
@@ -129,7 +129,7 @@ func (s *chunkScanner) usage(u *usage) bool {
 // so that a chunk does not allocate them.
 var finishReasons = []string{"stop", "tool_calls", "length", "content_filter", "function_call", "chat.completion.chunk"}
 
-// string reads a string into dst as provider.Scanner.ReadString does, a
+// string reads a string into dst as jsonscan.Scanner.ReadString does, a
 // finish reason as one of finishReasons, so that a chunk does not
 // allocate it.
 func (s *chunkScanner) string(dst *string) bool { return s.ReadName(dst, finishReasons) }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/provider/sse"
 )
 
 // chunkCases are chunks and near-chunks that decodeChunk must read as

@@ -10,10 +10,10 @@ import (
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/myelin-run/myelin/provider/send"
+	"github.com/myelin-run/myelin/internal/send"
 )
 
-// A streamed request is posted by provider/send, not through the SDK's
+// A streamed request is posted by internal/send, not through the SDK's
 // request plumbing (its per-call option list, request config, header
 // maps and request clones, about a tenth of a light round): the method,
 // URL and headers are those the SDK builds for the same call, read once
@@ -45,7 +45,7 @@ func Sender(client sdk.Client, path string, httpClient *http.Client, maxRetries 
 		option.WithMaxRetries(0), option.WithMiddleware(probe.Middleware))
 	t, err := probe.Target(err)
 	if err != nil {
-		return nil, fmt.Errorf("openai: %v", err)
+		return nil, fmt.Errorf("openai: %w", err)
 	}
 	return send.New(t, httpClient, send.OpenAI(maxRetries), refusal), nil
 }

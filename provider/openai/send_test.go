@@ -9,7 +9,7 @@ import (
 
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/myelin-run/myelin/provider/send/sendtest"
+	"github.com/myelin-run/myelin/internal/send/sendtest"
 )
 
 func TestTheWireSendsWhatTheSDKSends(t *testing.T) {

@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/sse"
 	"github.com/myelin-run/myelin/result"
 )
 
-// The streamed answer is read here, event by event (provider/sse), each
+// The streamed answer is read here, event by event (internal/sse), each
 // chunk decoded into chunk — only the fields the wire uses — by
 // decodeChunk, a scan held to encoding/json, instead of the SDK's stream
 // reader, which decoded every chunk
@@ -81,7 +81,7 @@ func (a *accumulator) read(body io.Reader, onText func(string)) error {
 			return nil
 		}
 		if err := decodeChunk(data, &c); err != nil {
-			return fmt.Errorf("openai: a malformed chunk in the stream: %v: %.200q", err, data)
+			return fmt.Errorf("openai: a malformed chunk in the stream, %.200q: %w", data, err)
 		}
 		if e := bytes.TrimSpace(c.Error); len(e) > 0 && string(e) != "null" {
 			return streamError(e, streamed)
@@ -129,7 +129,7 @@ func (a *accumulator) read(body io.Reader, onText func(string)) error {
 		}
 	}
 	if err := r.Err(); err != nil {
-		return fmt.Errorf("openai: %v", err)
+		return fmt.Errorf("openai: reading the stream: %w", err)
 	}
 	return nil
 }

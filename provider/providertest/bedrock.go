@@ -103,7 +103,7 @@ func (s *Server) answerBedrock(w http.ResponseWriter, r *http.Request, body []by
 		w.Write(f)
 	}
 	if step.CutAfter > 0 {
-		cut(w)
+		endCut(w, step)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 // Conversation is a conversation as an agent stores it and views it (see
 // window.View), for testing a wire that keeps the encoded start of a
-// conversation's bodies (provider.Prefixes): Stored grows by appends and
+// conversation's bodies (prefix.Cache): Stored grows by appends and
 // never changes; a request's messages are Stored itself while there is no
 // edit, else new Message values with the records left out, new Parts (a
 // placeholder) for each cleared result and a new summary message for the
@@ -97,7 +97,7 @@ type KeptBodies struct {
 	// Reasoning is the wire's own reasoning part, or nil (Conversation).
 	Reasoning func(n int) history.Part
 	// Answered, when set, is what the wire does with a body once it was
-	// sent and answered (provider.Prefixes.Release: the next body of the
+	// sent and answered (prefix.Cache.Release: the next body of the
 	// conversation may be written into its memory). It is called after
 	// the body is checked; the bodies checked later hold it to having
 	// written each next body whole and left the kept bytes as they were.

@@ -1,6 +1,7 @@
 // Package providertest is a scripted provider for tests: a loopback HTTP
-// server that speaks a provider's wire format (Anthropic Messages, OpenAI
-// Chat Completions, the OpenAI Responses API, the Gemini API), answers
+// server that speaks a provider's wire format (Anthropic Messages, also as
+// Amazon Bedrock, Google Vertex AI and Claude on Google Cloud serve it;
+// OpenAI Chat Completions, the OpenAI Responses API, the Gemini API), answers
 // each request with the next step of a script, and records the requests it
 // got, byte for byte.
 //
@@ -62,6 +63,11 @@ type Step struct {
 	// Hold, when set, is waited on before answering (to test
 	// cancellation and crashes mid-request).
 	Hold chan struct{}
+	// Stall, when set with CutAfter, keeps the connection open after the
+	// first CutAfter events instead of dropping it: they are flushed and
+	// the answer waits on Stall, then ends there (to test a request
+	// cancelled mid-stream).
+	Stall chan struct{}
 	// Thinking are, on Anthropic, the answer's thinking and
 	// redacted_thinking blocks (see Thinking for where each goes),
 	// streamed with the API's events (thinking_delta, signature_delta).
@@ -379,7 +385,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		events := strings.SplitAfter(stream, "\n\n")
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, strings.Join(events[:min(step.CutAfter, len(events))], ""))
-		cut(w)
+		endCut(w, step)
 		return
 	}
 	switch {
@@ -434,6 +440,18 @@ func (s *Server) answered(m measured, step Step, measure bool) Step {
 }
 
 // cut sends what was written and drops the connection.
+// endCut ends an answer cut after its CutAfter events: the connection
+// dropped (cut), or with Stall held open, what was written flushed, until
+// Stall is closed.
+func endCut(w http.ResponseWriter, step Step) {
+	if step.Stall == nil {
+		cut(w)
+		return
+	}
+	w.(http.Flusher).Flush()
+	<-step.Stall
+}
+
 func cut(w http.ResponseWriter) {
 	if hj, ok := w.(http.Hijacker); ok {
 		w.(http.Flusher).Flush()

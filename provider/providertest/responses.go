@@ -260,7 +260,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, body []byte, step Step) {
 		events := strings.SplitAfter(ResponsesStream(step, summary), "\n\n")
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, strings.Join(events[:min(step.CutAfter, len(events))], ""))
-		cut(w)
+		endCut(w, step)
 		return
 	}
 	if r.Stream {

@@ -97,7 +97,7 @@ func (s *Server) answerVertex(w http.ResponseWriter, r *http.Request, body []byt
 	if step.CutAfter > 0 {
 		parts := strings.SplitAfter(events, "\n\n")
 		io.WriteString(w, strings.Join(parts[:min(step.CutAfter, len(parts))], ""))
-		cut(w)
+		endCut(w, step)
 		return
 	}
 	io.WriteString(w, events)

@@ -55,8 +55,8 @@ var frontKeys = []string{"model", "tools", "system", "systemInstruction", "messa
 // taken out (they move from request to request and are not content), and
 // its top-level members reordered as a prompt cache reads them: "model",
 // "tools", "system", "messages", then every other member (max_tokens,
-// stream, ...) in the body's order. Both wires encode compact JSON, so the
-// canonical form of their bodies is exactly as long as the body less its
+// stream, ...) in the body's order. Every wire encodes compact JSON, so
+// the canonical form of its bodies is exactly as long as the body less its
 // markers. A body that is not a JSON object is only stripped of markers.
 //
 // It is a measure for tests, not a tokenizer: it must not be used to size
@@ -244,9 +244,11 @@ func members(b []byte) (keys []string, vals [][]byte, ok bool) {
 
 // refusal is the body a provider answers a request with, with a 400, when
 // its input (tokens) and its answer's room (room) do not fit window, or ""
-// when they fit; Server.Window gives the messages. Both providers have two
-// messages for it, seen by their clients in the field: one when the input
-// alone is over the window, one when only the answer's room puts it over.
+// when they fit; Server.Window gives the messages. Anthropic's API and
+// OpenAI's have two messages for it, seen by their clients in the field:
+// one when the input alone is over the window, one when only the answer's
+// room puts it over; Bedrock's and Gemini's are their own (bedrockRefusal,
+// geminiRefusal).
 func refusal(wire string, window, tokens, room int) string {
 	if wire == "gemini" && window > 0 {
 		return geminiRefusal(window, tokens)

@@ -233,7 +233,8 @@ func TestCacheReportsTheLongestPrefixSharedWithARecentRequest(t *testing.T) {
 			}
 			// Each round reads all of the round before from the cache but
 			// its closing bytes (the end of its last message and the
-			// members after the messages: under 32 tokens on both wires),
+			// members after the messages: under 32 tokens on either wire
+			// this test runs),
 			// wherever the wire put its cache markers.
 			for i := 1; i <= 2; i++ {
 				prev := providertest.Tokens(sent[i-1])

@@ -10,8 +10,9 @@ import (
 	"strings"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/jsonstring"
+	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider"
-	"github.com/myelin-run/myelin/provider/sse"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -38,9 +39,9 @@ type outItem struct {
 
 // outContent is a content part of a message or reasoning item.
 type outContent struct {
-	Type    string            `json:"type"`
-	Text    provider.JSONText `json:"text"`
-	Refusal provider.JSONText `json:"refusal"`
+	Type    string          `json:"type"`
+	Text    jsonstring.Text `json:"text"`
+	Refusal jsonstring.Text `json:"refusal"`
 }
 
 // outSummary is a summary part of a reasoning item.
@@ -106,20 +107,20 @@ type usage struct {
 
 // event is the part of a stream event the wire reads.
 type event struct {
-	Type         string            `json:"type"`
-	OutputIndex  int64             `json:"output_index"`
-	SummaryIndex int64             `json:"summary_index"`
-	ContentIndex int64             `json:"content_index"`
-	Delta        provider.JSONText `json:"delta"`
-	Item         *outItem          `json:"item"`
-	Response     *response         `json:"response"`
+	Type         string          `json:"type"`
+	OutputIndex  int64           `json:"output_index"`
+	SummaryIndex int64           `json:"summary_index"`
+	ContentIndex int64           `json:"content_index"`
+	Delta        jsonstring.Text `json:"delta"`
+	Item         *outItem        `json:"item"`
+	Response     *response       `json:"response"`
 	// an error event: its code and message, or its error object
 	Code    string          `json:"code"`
 	Message string          `json:"message"`
 	Error   json.RawMessage `json:"error"`
 }
 
-// read reads a streamed answer from body, event by event (provider/sse),
+// read reads a streamed answer from body, event by event (internal/sse),
 // each decoded by decodeEvent, up to its response.completed (or
 // response.incomplete); an event with an "error" object ends it with that
 // error, as does an event of a type the wire reads that it cannot decode.
@@ -141,7 +142,7 @@ func (a *accumulator) read(body io.Reader) error {
 			if json.Unmarshal(data, &t) == nil && !reads(t.Type) {
 				continue
 			}
-			return fmt.Errorf("openai-responses: a malformed event in the stream: %v: %.200q", err, data)
+			return fmt.Errorf("openai-responses: a malformed event in the stream, %.200q: %w", data, err)
 		}
 		if e := bytes.TrimSpace(ev.Error); len(e) > 0 && string(e) != "null" {
 			return streamError(e, a.streamed)
@@ -151,7 +152,7 @@ func (a *accumulator) read(body io.Reader) error {
 		}
 	}
 	if err := r.Err(); err != nil {
-		return fmt.Errorf("openai-responses: %v", err)
+		return fmt.Errorf("openai-responses: reading the stream: %w", err)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/history"
-	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
 // The request body is encoded here, straight to JSON, and handed to the
@@ -21,7 +21,7 @@ import (
 // encoder appends JSON to buf.
 type encoder struct{ buf []byte }
 
-func (e *encoder) str(s string) { e.buf = provider.AppendJSONString(e.buf, s, false) }
+func (e *encoder) str(s string) { e.buf = jsonstring.Append(e.buf, s, false) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
 // items encodes the input items of one stored message, in the order of its
@@ -110,7 +110,7 @@ func (e *encoder) items(m history.Message, sep string) string {
 			}
 			for _, img := range p.Images {
 				e.raw(inner + `{"type":"input_image","image_url":"data:`)
-				e.buf = provider.AppendJSONEscaped(e.buf, img.MIMEType, false)
+				e.buf = jsonstring.AppendEscaped(e.buf, img.MIMEType, false)
 				e.raw(`;base64,`)
 				e.buf = base64.StdEncoding.AppendEncode(e.buf, img.Data)
 				e.raw(`"}`)

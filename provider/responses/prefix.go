@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sync"
 
+	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -14,7 +15,7 @@ import (
 // body in a tool loop. A Provider keeps, per conversation
 // (provider.Request.CacheKey), the bytes of the last body up to the end
 // of its input items, with each message's role, Parts and where its items
-// end (provider.Prefixes, kept after the encoded head). A request takes
+// end (prefix.Cache, kept after the encoded head). A request takes
 // as much of them as it begins with: the same head, then message by
 // message while each is the same — stored messages never change
 // (contract §7), so Parts at the same address and of the same length are
@@ -36,7 +37,7 @@ import (
 // ones on: their heads and, per conversation, their bodies' starts.
 type kept struct {
 	heads    heads
-	prefixes provider.Prefixes
+	prefixes prefix.Cache
 }
 
 // heads is a Provider's recently encoded heads, as many as conversations
@@ -47,7 +48,7 @@ type kept struct {
 type heads struct {
 	mu   sync.Mutex
 	tick uint64
-	kept [provider.MaxPrefixes]encodedHead
+	kept [prefix.MaxConversations]encodedHead
 }
 
 // encodedHead is a head's bytes with what they were encoded from: tools

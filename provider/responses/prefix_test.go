@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -92,7 +93,7 @@ func (c *conversations) do(op byte) {
 			c.req.Tools = append(c.req.Tools, provider.Tool{Name: fmt.Sprintf("t%d", c.n), Description: text})
 		}
 	case 11:
-		c.key = fmt.Sprintf("conv-%d", c.n%(provider.MaxPrefixes+3))
+		c.key = fmt.Sprintf("conv-%d", c.n%(prefix.MaxConversations+3))
 		msgs = c.convs[c.key]
 	case 12:
 		c.cfg = []Config{{}, {NoEncryptedReasoning: true}, {ReasoningEffort: "low", ReasoningSummary: "auto"}}[c.n%3]

@@ -38,9 +38,11 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/jsonstring"
+	"github.com/myelin-run/myelin/internal/prefix"
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/openai"
-	"github.com/myelin-run/myelin/provider/send"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -145,8 +147,8 @@ func Body(req provider.Request, cfg Config, stream bool) ([]byte, error) {
 // are always Body's (TestCachedBodiesAreBodysBytes).
 func bodyWith(req provider.Request, cfg Config, stream bool, k *kept) ([]byte, error) {
 	var (
-		lead string           // the encoded head, when k keeps heads
-		pre  *provider.Prefix // the kept start this body is built on
+		lead string         // the encoded head, when k keeps heads
+		pre  *prefix.Prefix // the kept start this body is built on
 	)
 	if k != nil {
 		var err error
@@ -250,7 +252,7 @@ func (e *encoder) head(req provider.Request) error {
 		for i, t := range req.Tools {
 			schema, err := schemaJSON(t.InputSchema)
 			if err != nil {
-				return fmt.Errorf("tool %s: its input schema is not a JSON object: %v", t.Name, err)
+				return fmt.Errorf("tool %s: its input schema is not a JSON object: %w", t.Name, err)
 			}
 			if i > 0 {
 				e.raw(",")
@@ -287,7 +289,7 @@ func (p *Provider) WireName() string { return Wire }
 
 // Complete sends the request and reads the answer. The body is Body's
 // bytes, built on what p kept of the conversation's last body; streamed,
-// it is posted by provider/send with the SDK's headers, retries before any
+// it is posted by internal/send with the SDK's headers, retries before any
 // output and *openai.Error for an error answer (openai.Sender), else
 // through the SDK's request plumbing with no typed params, so that
 // nothing is marshalled or patched again; the answer is read by read
@@ -310,7 +312,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		var r response
 		if err := json.Unmarshal(raw, &r); err != nil {
-			return provider.Response{}, fmt.Errorf("openai-responses: a malformed response: %v: %.200q", err, raw)
+			return provider.Response{}, fmt.Errorf("openai-responses: a malformed response %.200q: %w", raw, err)
 		}
 		if err := a.finish(&r); err != nil {
 			return provider.Response{}, err
@@ -324,7 +326,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return resp, nil
 	}
 	// streamed: posted as the SDK would post it, without its per-request
-	// plumbing (provider/send; TestTheWireSendsWhatTheSDKSends)
+	// plumbing (internal/send; TestTheWireSendsWhatTheSDKSends)
 	var w send.Writes
 	resp, err := p.send.PostWritten(ctx, body, nil, &w)
 	if err != nil {
@@ -409,7 +411,7 @@ func Text(text, phase string) history.Part {
 	p := history.Part{Type: history.TextPart, Text: text}
 	if phase != "" {
 		p.Wire = Wire
-		p.Raw = provider.AppendJSONString(nil, phase, false)
+		p.Raw = jsonstring.Append(nil, phase, false)
 	}
 	return p
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
@@ -22,30 +21,18 @@ var update = flag.Bool("update", false, "rewrite the golden request files")
 // ownReasoning is a reasoning item of this wire as stored.
 var ownReasoning = Reasoning([]string{"Read the file <first>."}, nil, providertest.Encrypted("Read the file <first>."), true)
 
+// sampleRequest is providertest's sample as OpenAI's tests send it, with
+// the key of its conversation and, before the answer's text (in the
+// commentary phase), its own reasoning and another wire's.
 func sampleRequest() provider.Request {
-	return provider.Request{
-		Model:     "gpt-test",
-		System:    "You are terse.",
-		MaxTokens: 1024,
-		CacheKey:  "20261203-121500-0a1b2c3d",
-		Tools: []provider.Tool{
-			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object", "properties":{"path":{"type":"string"}},"required":["path"]}`)},
-		},
-		Messages: []history.Message{
-			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
-			{Role: history.Assistant, Parts: []history.Part{
-				ownReasoning,
-				{Type: history.ReasoningPart, Wire: "anthropic", Text: "not ours", Raw: json.RawMessage(`{"type":"thinking","thinking":"x","signature":"s"}`)},
-				Text("Reading.", "commentary"),
-				{Type: history.ToolCallPart, CallID: "call_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
-				{Type: history.ToolCallPart, CallID: "call_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
-			}},
-			{Role: history.User, Parts: []history.Part{
-				{Type: history.ToolResultPart, CallID: "call_1", Text: "line \"one\"\n\ttwo <&>\n"},
-				{Type: history.ToolResultPart, CallID: "call_2", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
-			}},
-		},
-	}
+	r := providertest.SampleFirstRound("gpt-test", `{"type":"object", "properties":{"path":{"type":"string"}},"required":["path"]}`)
+	r.CacheKey = "20261203-121500-0a1b2c3d"
+	r.Messages[1].Parts = append([]history.Part{
+		ownReasoning,
+		{Type: history.ReasoningPart, Wire: "anthropic", Text: "not ours", Raw: json.RawMessage(`{"type":"thinking","thinking":"x","signature":"s"}`)},
+		Text("Reading.", "commentary"),
+	}, r.Messages[1].Parts[1:]...)
+	return r
 }
 
 func body(t *testing.T, req provider.Request, cfg Config, stream bool) []byte {

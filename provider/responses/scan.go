@@ -3,13 +3,13 @@ package responses
 import (
 	"encoding/json"
 
-	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/internal/jsonscan"
 )
 
 // decodeEvent fills ev (reset first) from data, the JSON of one stream
 // event, exactly as json.Unmarshal(data, ev) would, or fails as it does.
 //
-// It is a scan (provider.Scanner) of the members event holds — and, in
+// It is a scan (jsonscan.Scanner) of the members event holds — and, in
 // its item and its response, of those outItem and response hold — that
 // skips the rest without building anything: encoding/json checked each
 // event whole, then decoded it by reflection, which was most of what
@@ -23,7 +23,7 @@ import (
 // (FuzzDecodeEventIsEncodingJSONs).
 func decodeEvent(data []byte, ev *event) error {
 	*ev = event{}
-	s := eventScanner{provider.Scanner{B: data}}
+	s := eventScanner{jsonscan.Scanner{B: data}}
 	if s.event(ev) && s.AtEnd() {
 		return nil
 	}
@@ -33,7 +33,7 @@ func decodeEvent(data []byte, ev *event) error {
 
 // eventScanner reads an event's JSON. Each method reports whether what
 // it read is what it takes; false sends the event to json.Unmarshal.
-type eventScanner struct{ provider.Scanner }
+type eventScanner struct{ jsonscan.Scanner }
 
 // The keys of each object the scan reads members of, in the order of the
 // bits that mark a key as seen (a key seen twice goes to json.Unmarshal,
@@ -55,7 +55,7 @@ const (
 	eventError    = 9  // eventKeys
 	itemArguments = 3  // itemKeys
 	responseError = 1  // responseKeys
-	noRaw         = -1 // for provider.Scanner.Members
+	noRaw         = -1 // for jsonscan.Scanner.Members
 )
 
 func (s *eventScanner) event(ev *event) bool {
@@ -191,10 +191,10 @@ var names = []string{
 
 // argumentsOf is the string a function_call item's arguments hold (raw,
 // as outItem keeps them), exactly as json.Unmarshal into a string reads
-// it, and whether it did: a plain string is read by provider.Scanner,
+// it, and whether it did: a plain string is read by jsonscan.Scanner,
 // anything else by json.Unmarshal (FuzzArgumentsOfIsEncodingJSONs).
 func argumentsOf(raw json.RawMessage) (string, bool) {
-	s := provider.Scanner{B: raw}
+	s := jsonscan.Scanner{B: raw}
 	var args string
 	if s.ReadString(&args) && s.AtEnd() {
 		return args, true

@@ -7,7 +7,7 @@ import (
 
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/myelin-run/myelin/provider/send/sendtest"
+	"github.com/myelin-run/myelin/internal/send/sendtest"
 )
 
 // A streamed request goes by the Sender: to the SDK's URL with its

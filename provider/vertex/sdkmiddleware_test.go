@@ -88,7 +88,7 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			req := sampleRequest()
+			req := providertest.SampleRequest()
 			req.Model = tc.model
 			req.MaxTokens = 4096
 			got, errs := tap.Exchange(req, pair[0], pair[1])
@@ -123,7 +123,7 @@ func FuzzTheRouteIsTheSDKs(f *testing.F) {
 		if noStream {
 			pair = pairs[1]
 		}
-		req := sampleRequest()
+		req := providertest.SampleRequest()
 		req.Model = model
 		// a streamed request's in-process answer, a whole message, is an
 		// error: the same on both
@@ -138,6 +138,6 @@ func TestTheBodyReportedSentIsWhatVertexReceived(t *testing.T) {
 	for _, noStream := range []bool{false, true} {
 		srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
 		p, _ := newWire(t, srv, noStream)
-		providertest.CheckReportedBody(t, srv, p, sampleRequest())
+		providertest.CheckReportedBody(t, srv, p, providertest.SampleRequest())
 	}
 }

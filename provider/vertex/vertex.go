@@ -79,7 +79,7 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	if creds == nil {
 		found, err := google.FindDefaultCredentials(ctx, scope)
 		if err != nil {
-			return nil, fmt.Errorf("vertex: no Google credentials: run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS (%v)", err)
+			return nil, fmt.Errorf("vertex: no Google credentials (run `gcloud auth application-default login` or set GOOGLE_APPLICATION_CREDENTIALS): %w", err)
 		}
 		creds = found
 	}
@@ -133,7 +133,7 @@ func authorized(ctx context.Context, client *http.Client, creds *google.Credenti
 	if client == nil || client == http.DefaultClient {
 		c, _, err := gapitransport.NewHTTPClient(ctx, gapioption.WithTokenSource(creds.TokenSource), gapioption.WithTelemetryDisabled())
 		if err != nil {
-			return nil, fmt.Errorf("vertex: making the HTTP client for the Google credentials: %v", err)
+			return nil, fmt.Errorf("vertex: making the HTTP client for the Google credentials: %w", err)
 		}
 		return c, nil
 	}
@@ -164,7 +164,7 @@ func newRoute(region, project string) *route {
 	}
 	for _, seg := range []string{anthropic.PathSegment(project), anthropic.PathSegment(region)} {
 		if err := anthropic.CheckSegment(r.rawPath, seg); err != nil {
-			r.err = fmt.Errorf("vertex: %v", err)
+			r.err = fmt.Errorf("vertex: %w", err)
 		}
 	}
 	return r
@@ -190,7 +190,7 @@ func (p *route) send(r *http.Request, rt anthropic.Route) error {
 	// ";" and what follows would drop the method.
 	seg := url.PathEscape(rt.Model) + method
 	if err := anthropic.CheckSegment(p.rawPath+seg, seg); err != nil {
-		return fmt.Errorf("vertex: %v", err)
+		return fmt.Errorf("vertex: %w", err)
 	}
 	r.URL.Path = p.path + rt.Model + method
 	r.URL.RawPath = p.rawPath + seg

@@ -2,7 +2,6 @@ package vertex
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"net/http"
@@ -22,7 +21,6 @@ import (
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
-	"github.com/myelin-run/myelin/result"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
@@ -30,31 +28,6 @@ var update = flag.Bool("update", false, "rewrite the golden request files")
 // sampleRequest is provider/anthropic's sample conversation: tools, a
 // system prompt, text, tool calls, a text result, an image result and an
 // error result.
-func sampleRequest() provider.Request {
-	return provider.Request{
-		Model:     "claude-test",
-		System:    "You are terse.",
-		MaxTokens: 1024,
-		Tools: []provider.Tool{
-			{Name: "workspace--read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
-			{Name: "workspace--write", Description: "Write a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}}}`)},
-		},
-		Messages: []history.Message{
-			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read a.txt"}}},
-			{Role: history.Assistant, Parts: []history.Part{
-				{Type: history.TextPart, Text: "Reading."},
-				{Type: history.ToolCallPart, CallID: "toolu_1", Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)},
-				{Type: history.ToolCallPart, CallID: "toolu_2", Name: "workspace--read", Input: json.RawMessage(`{"path":"img.png"}`)},
-			}},
-			{Role: history.User, Parts: []history.Part{
-				{Type: history.ToolResultPart, CallID: "toolu_1", Text: "line \"one\"\n\ttwo <&>\n"},
-				{Type: history.ToolResultPart, CallID: "toolu_2", Text: "[image: image/png, 4 bytes]", Images: []result.Image{{MIMEType: "image/png", Data: []byte("\x89PNG")}}},
-			}},
-			{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "toolu_3", Name: "workspace--read", Input: json.RawMessage(`{"path":"missing"}`)}}},
-			{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "toolu_3", Text: "missing does not exist in the workspace", IsError: true}}},
-		},
-	}
-}
 
 // seen records what went out: each request's URL and headers, on its way
 // to the fake (to which it is sent whatever its host).
@@ -105,7 +78,7 @@ func TestTheBodyVertexReceivesIsPinned(t *testing.T) {
 	for _, noStream := range []bool{false, true} {
 		srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
 		p, _ := newWire(t, srv, noStream)
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
 		got := srv.Requests()[0]
@@ -115,7 +88,7 @@ func TestTheBodyVertexReceivesIsPinned(t *testing.T) {
 		}
 		providertest.Golden(t, golden, got, *update)
 		// the same bytes the first-party wire builds, the model moved
-		want, err := anthropic.Body(sampleRequest(), !noStream)
+		want, err := anthropic.Body(providertest.SampleRequest(), !noStream)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +110,7 @@ func TestTheModelGoesInThePathOfRawPredictWithAToken(t *testing.T) {
 	} {
 		srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
 		p, s := newWire(t, srv, tc.noStream)
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
 		if s.urls[0] != tc.url {
@@ -159,7 +132,7 @@ func TestTheGlobalRegionHasItsOwnAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := sampleRequest()
+	req := providertest.SampleRequest()
 	req.Model = "claude-sonnet-4-5@20250929"
 	if _, err := p.Complete(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
@@ -178,7 +151,7 @@ func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
 		})
 		p, _ := newWire(t, srv, noStream)
 		var streamed strings.Builder
-		resp, err := p.Complete(context.Background(), sampleRequest(), func(s string) { streamed.WriteString(s) })
+		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), func(s string) { streamed.WriteString(s) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +168,7 @@ func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
 func TestPromptCachingMarkersReachVertex(t *testing.T) {
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
 	p, _ := newWire(t, srv, false)
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	body := string(srv.Requests()[0])
@@ -212,7 +185,7 @@ func TestErrorsAreVertexsOwnAndRetriedAsTheAPIs(t *testing.T) {
 	t.Run("a 400 is reported at once with the model's message", func(t *testing.T) {
 		srv := providertest.NewVertex(t, providertest.Step{Status: 400, ErrorMessage: "output_config: Extra inputs are not permitted"})
 		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err == nil || !strings.HasPrefix(err.Error(), "vertex: ") || !strings.Contains(err.Error(), "Extra inputs are not permitted") || len(srv.Requests()) != 1 {
 			t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
 		}
@@ -224,7 +197,7 @@ func TestErrorsAreVertexsOwnAndRetriedAsTheAPIs(t *testing.T) {
 	t.Run("quota and server errors are retried", func(t *testing.T) {
 		srv := providertest.NewVertex(t, providertest.Step{Status: 429, ErrorMessage: "Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model"}, providertest.Step{Status: 529}, providertest.Step{Status: 503}, providertest.Step{Text: "finally"})
 		p, _ := newWire(t, srv, false)
-		resp, err := p.Complete(context.Background(), sampleRequest(), nil)
+		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err != nil || resp.Message.Parts[0].Text != "finally" || len(srv.Requests()) != 4 {
 			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
 		}
@@ -232,7 +205,7 @@ func TestErrorsAreVertexsOwnAndRetriedAsTheAPIs(t *testing.T) {
 	t.Run("a stream cut midway is an error", func(t *testing.T) {
 		srv := providertest.NewVertex(t, providertest.Step{Text: "hello there", CutAfter: 3})
 		p, _ := newWire(t, srv, false)
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err == nil {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil {
 			t.Fatal("no error")
 		}
 	})
@@ -244,7 +217,7 @@ func TestErrorsAreVertexsOwnAndRetriedAsTheAPIs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err == nil || !strings.Contains(err.Error(), "no token here") {
+		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil || !strings.Contains(err.Error(), "no token here") {
 			t.Fatalf("err = %v", err)
 		}
 		if n := len(srv.Requests()); n != 0 {
@@ -269,7 +242,7 @@ func TestVertexsRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := providertest.NewVertex(t, tc.step, providertest.Step{Text: "a retry was made"})
 			p, _ := newWire(t, srv, false)
-			_, err := p.Complete(context.Background(), sampleRequest(), nil)
+			_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 			tl, ok := provider.IsTooLong(err)
 			if !ok || tl.Tokens != tc.tokens || tl.Limit != tc.limit {
 				t.Fatalf("err = %v (%+v)", err, tl)
@@ -283,7 +256,7 @@ func TestVertexsRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 		srv := providertest.NewVertex(t)
 		srv.Window = 100
 		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), sampleRequest(), nil)
+		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
 			t.Fatalf("err = %v", err)
 		}
@@ -301,7 +274,7 @@ func TestTheRegionAndProjectComeFromTheUsualVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if want := "https://europe-west1-aiplatform.googleapis.com/v1/projects/env-project/locations/europe-west1/"; !strings.HasPrefix(s.urls[0], want) {
@@ -317,7 +290,7 @@ func TestTheProjectOfTheCredentialsIsTheLastResort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(s.urls[0], "/projects/creds-project/") {
@@ -371,7 +344,7 @@ func TestAClaudeCodeStyleBaseURLReachesTheFake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := srv.Paths()[0]; got != "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-test:streamRawPredict" {
@@ -401,7 +374,7 @@ func TestGooglesClientSendsNoTraceHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
+	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if auth := got.Get("Authorization"); auth != "Bearer ya29.test" {

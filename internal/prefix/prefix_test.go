@@ -1,4 +1,4 @@
-package provider
+package prefix
 
 import (
 	"encoding/json"
@@ -10,6 +10,15 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/result"
 )
+
+// described is p in a line: how many messages it holds, the role it was
+// kept with, its bytes; "none" for nil.
+func described(p *Prefix) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%d messages, last %s: %s", p.Len(), p.Last(), p.Bytes())
+}
 
 func text(role history.Role, s string) history.Message {
 	return history.Message{Role: role, Parts: []history.Part{{Type: history.TextPart, Text: s}}}
@@ -25,11 +34,11 @@ func TestAPrefixIsHandedOutOnlyForWhatItWasMadeOf(t *testing.T) {
 		{Role: history.Assistant, Parts: []history.Part{call}},
 		text(history.User, "more"),
 	}
-	var c Prefixes
+	var c Cache
 	c.Put("k", "system", nil, msgs[:2], []byte(`{"messages":[..`), history.Assistant)
 
-	if p := c.Get("k", "system", msgs); p == nil || p.Len() != 2 || string(p.Bytes()) != `{"messages":[..` || p.Last() != history.Assistant {
-		t.Fatalf("Get of the same messages = %+v, want the kept prefix", p)
+	if got, want := described(c.Get("k", "system", msgs)), "2 messages, last assistant: {\"messages\":[.."; got != want {
+		t.Fatalf("Get of the same messages = %s, want the kept prefix: %s", got, want)
 	}
 	copied := append([]history.Message(nil), msgs...)
 	copied[1].Parts = append([]history.Part(nil), msgs[1].Parts...) // equal Parts at another address
@@ -77,7 +86,7 @@ func TestAPrefixIsHandedOutOnlyForWhatItWasMadeOf(t *testing.T) {
 // second prefix built on the same earlier one does not overwrite the
 // first's keys.
 func TestPrefixesBuiltOnOneAnotherEachHoldForTheirOwnMessages(t *testing.T) {
-	var c Prefixes
+	var c Cache
 	msgs := make([]history.Message, 6)
 	for i := range msgs {
 		msgs[i] = text(history.Role([]history.Role{history.User, history.Assistant}[i%2]), fmt.Sprint("m", i))
@@ -98,31 +107,31 @@ func TestPrefixesBuiltOnOneAnotherEachHoldForTheirOwnMessages(t *testing.T) {
 	if !first.matches("", other) || !first.matches("", msgs) {
 		t.Error("the first prefix no longer holds for its own messages")
 	}
-	if p := c.Get("k", "", other); p == nil || p.Len() != 4 || string(p.Bytes()) != "abXY" {
-		t.Errorf("the kept prefix for the other branch = %+v", p)
+	if got, want := described(c.Get("k", "", other)), "4 messages, last assistant: abXY"; got != want {
+		t.Errorf("the kept prefix for the other branch = %s, want %s", got, want)
 	}
 }
 
-// At most MaxPrefixes conversations are kept, the one used longest ago
-// dropped first; a nil Prefixes keeps nothing.
+// At most MaxConversations conversations are kept, the one used longest ago
+// dropped first; a nil Cache keeps nothing.
 func TestPrefixesKeepTheConversationsUsedLast(t *testing.T) {
-	var c Prefixes
+	var c Cache
 	m := []history.Message{text(history.User, "go")}
-	for i := range MaxPrefixes {
+	for i := range MaxConversations {
 		c.Put(fmt.Sprint(i), "", nil, m, []byte("x"), history.User)
 	}
 	c.Get("0", "", m) // used: 1 is now the oldest
 	c.Put("new", "", nil, m, []byte("x"), history.User)
-	if n := c.Conversations(); n != MaxPrefixes {
-		t.Errorf("%d conversations kept, want %d", n, MaxPrefixes)
+	if n := c.Conversations(); n != MaxConversations {
+		t.Errorf("%d conversations kept, want %d", n, MaxConversations)
 	}
 	if c.Kept("0") == nil || c.Kept("1") != nil || c.Kept("new") == nil {
 		t.Errorf("kept 0: %v, 1: %v, new: %v; want the one used longest ago (1) dropped", c.Kept("0") != nil, c.Kept("1") != nil, c.Kept("new") != nil)
 	}
-	var none *Prefixes
+	var none *Cache
 	none.Put("k", "", nil, m, []byte("x"), history.User)
 	if none.Get("k", "", m) != nil || none.Conversations() != 0 {
-		t.Error("a nil Prefixes kept something")
+		t.Error("a nil Cache kept something")
 	}
 }
 
@@ -130,7 +139,7 @@ func TestPrefixesKeepTheConversationsUsedLast(t *testing.T) {
 // prefix while another keeps a new one (run with -race; it caught Get
 // reading the kept prefix after letting go of the lock).
 func TestOneConversationsPrefixIsGotAndKeptAtOnce(t *testing.T) {
-	var c Prefixes
+	var c Cache
 	m := []history.Message{text(history.User, "go"), text(history.Assistant, "ok")}
 	done := make(chan bool)
 	for g := range 4 {
@@ -162,7 +171,7 @@ func TestABodyGivenBackIsWhereTheNextBodyIsWritten(t *testing.T) {
 	}
 	kept := `{"messages":["go"`
 	first := body(kept, 256)
-	var c Prefixes
+	var c Cache
 	c.Put("k", "", nil, msgs[:1], first[:len(kept):len(kept)], history.User)
 	p := c.Get("k", "", msgs)
 
@@ -196,10 +205,10 @@ func TestABodyGivenBackIsWhereTheNextBodyIsWritten(t *testing.T) {
 	if got := c.Buffer("k", c.Get("k", "", msgs), 64); unsafe.SliceData(got) == unsafe.SliceData(first) || string(got) != kept+`,"ok"` {
 		t.Fatalf("after a Put, Buffer = %q: want new memory holding the new prefix", got)
 	}
-	var none *Prefixes
+	var none *Cache
 	none.Release("k", first)
 	if got := none.Buffer("k", p, 8); string(got) != kept {
-		t.Fatalf("a nil Prefixes' Buffer = %q, want a copy of the prefix", got)
+		t.Fatalf("a nil Cache's Buffer = %q, want a copy of the prefix", got)
 	}
 }
 
@@ -212,7 +221,7 @@ func TestABodyGivenBackIsWhereTheNextBodyIsWritten(t *testing.T) {
 func TestAPartialPrefixIsCutAfterTheMessagesThatHold(t *testing.T) {
 	msgs := []history.Message{text(history.User, "a"), text(history.Assistant, "b"), text(history.User, "c")}
 	kept := "{[a,b,c"
-	var c Prefixes
+	var c Cache
 	c.Put("k", "lead", nil, msgs, []byte(kept), "", 3, 5, 7)
 	whole := c.GetPartial("k", "lead", msgs)
 	if whole == nil || whole != c.Kept("k") || whole != c.Get("k", "lead", msgs) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -194,8 +195,9 @@ func TestADoneContextEndsTheCallWithItsError(t *testing.T) {
 		cancel()
 		return ctx.Err()
 	}
-	if _, err := s.Post(ctx, []byte("{}")); !errors.Is(err, context.Canceled) || err.Error() != "context canceled" || len(srv.counts) != 1 {
-		t.Fatalf("err %v after %d attempts", err, len(srv.counts))
+	_, err := s.Post(ctx, []byte("{}"))
+	if got, want := fmt.Sprintf("canceled %v, %q after %d attempts", errors.Is(err, context.Canceled), err, len(srv.counts)), `canceled true, "context canceled" after 1 attempts`; got != want {
+		t.Fatalf("Post: %s; want %s", got, want)
 	}
 }
 

@@ -113,7 +113,7 @@ func (s *Sender) Target() Target { return s.target }
 // ended) and reads a body only between reporting the request's headers
 // written and reporting the request written (httptrace's WroteHeaders and
 // WroteRequest), which Writes follows. A wire that writes its next body
-// into the memory of its last (provider.Prefixes) checks Done first. The
+// into the memory of its last (prefix.Cache) checks Done first. The
 // zero value is ready; a Writes follows one body.
 type Writes struct {
 	writing atomic.Bool

@@ -34,7 +34,7 @@ func (p *Probe) Middleware(r *http.Request, _ func(*http.Request) (*http.Respons
 // reached the probe.
 func (p *Probe) Target(err error) (Target, error) {
 	if p.req == nil {
-		return Target{}, fmt.Errorf("send: the SDK built no request: %v", err)
+		return Target{}, fmt.Errorf("send: the SDK built no request: %w", err)
 	}
 	u := *p.req.URL
 	return Target{Method: p.req.Method, URL: &u, Host: p.req.Host, Header: p.req.Header.Clone()}, nil

@@ -1,9 +1,18 @@
-package provider
+// Package jsonscan reads a few members of a JSON value in place and
+// passes over the rest without building anything: the scan each wire
+// reads its stream's events with (Scanner). It decodes strings through
+// package jsonstring and hands anything it does not take to
+// encoding/json, so that a scan never reads JSON otherwise than
+// encoding/json would. It imports nothing of myelin but jsonstring, and
+// must not learn any wire's shapes: those are the wires' own.
+package jsonscan
 
 import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
 // Scanner reads JSON from B at I, for a wire's stream reader that takes
@@ -319,13 +328,13 @@ func (s *Scanner) ReadString(dst *string) bool {
 	return s.SkipString() && json.Unmarshal(s.B[start:s.I], dst) == nil
 }
 
-// ReadText reads a text into dst as JSONText decodes it: one with an
-// escape, or with bytes that are not UTF-8, by its UnmarshalJSON (which
-// keeps those bytes for result.WellFormed).
-func (s *Scanner) ReadText(dst *JSONText) bool {
+// ReadText reads a text into dst as jsonstring.Text decodes it: one with
+// an escape, or with bytes that are not UTF-8, by its UnmarshalJSON
+// (which keeps those bytes for result.WellFormed).
+func (s *Scanner) ReadText(dst *jsonstring.Text) bool {
 	start := s.I
 	if raw, ok := s.PlainString(); ok {
-		*dst = JSONText(raw)
+		*dst = jsonstring.Text(raw)
 		return true
 	}
 	s.I = start

@@ -1,4 +1,4 @@
-// Package sendtest holds a wire that sends with provider/send to the SDK
+// Package sendtest holds a wire that sends with internal/send to the SDK
 // call it replaces, on loopback: one scripted server answers both calls
 // alike and records what each sent, and Same compares the two — the
 // requests (method, URI, host, every header, body), the number of

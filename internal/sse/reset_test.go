@@ -31,8 +31,11 @@ func TestAResetReaderReadsTheNewStreamAsANewReaderWould(t *testing.T) {
 		t.Fatal("no error to start from")
 	}
 	r.Reset(strings.NewReader("data: ok\n\n"))
-	if !r.Next() || string(r.Event().Data) != "ok" || r.Err() != nil {
-		t.Fatalf("an error carried over: %v", r.Err())
+	if !r.Next() {
+		t.Fatalf("no event after the reset: %v", r.Err())
+	}
+	if string(r.Event().Data) != "ok" || r.Err() != nil {
+		t.Fatalf("after the reset: data %q, error %v; want ok and no error carried over", r.Event().Data, r.Err())
 	}
 }
 

@@ -1,4 +1,4 @@
-package provider
+package prefix
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // a round adds an answer and its results. Encoding all of them again costs
 // time in the length of the conversation on every request (about 80 ms at
 // 100,000 messages on the Anthropic wire), and most of a light round's body
-// on every wire. Prefixes lets a wire keep, per conversation
+// on every wire. Cache lets a wire keep, per conversation
 // (Request.CacheKey), the encoded bytes of a request body's start — what
 // precedes its messages and its first messages — with what each of those
 // messages was: its role and its Parts. Get checks every kept message
@@ -27,10 +27,10 @@ import (
 // messages as still hold (GetPartial), so that an edit in the middle of a
 // conversation reuses what precedes it.
 
-// MaxPrefixes is how many conversations a Prefixes keeps the encoded
+// MaxConversations is how many conversations a Cache keeps the encoded
 // start of; the one used longest ago goes first. A prefix holds about the
 // size of the conversation's request body.
-const MaxPrefixes = 8
+const MaxConversations = 8
 
 // msgKey is what a kept message was: its role (a record's is
 // history.Context) and its Parts, and where its bytes end in the prefix
@@ -56,7 +56,7 @@ func (k msgKey) same(m history.Message) bool {
 // same Parts — a stored message's never change (contract §7), so a slice
 // at the same address and of the same length holds the same — or Parts
 // equal in every field. It is for deciding whether encoded bytes can be
-// sent again (Prefixes, and the Responses wire's own kept bodies), nothing
+// sent again (Cache, and the Responses wire's own kept bodies), nothing
 // else.
 func SameParts(a, b []history.Part) bool {
 	if len(a) != len(b) {
@@ -133,11 +133,11 @@ func (p *Prefix) holding(msgs []history.Message) int {
 	return n
 }
 
-// Prefixes is a wire's kept prefixes, one per conversation, the last kept
+// Cache is a wire's kept prefixes, one per conversation, the last kept
 // for each. Its zero value is ready to use and it is safe for concurrent
-// use; a nil *Prefixes keeps nothing. It never hands out a prefix for
+// use; a nil *Cache keeps nothing. It never hands out a prefix for
 // messages or a lead it was not made of.
-type Prefixes struct {
+type Cache struct {
 	mu   sync.Mutex
 	tick uint64
 	m    map[string]*keptPrefix
@@ -156,7 +156,7 @@ type keptPrefix struct {
 // Get is the prefix kept for the conversation conv when it was kept after
 // lead (what the wire encodes before the messages, compared whole) and
 // msgs starts with the messages it was made of; else nil.
-func (c *Prefixes) Get(conv, lead string, msgs []history.Message) *Prefix {
+func (c *Cache) Get(conv, lead string, msgs []history.Message) *Prefix {
 	p := c.used(conv)
 	if p == nil || !p.matches(lead, msgs) {
 		return nil
@@ -166,7 +166,7 @@ func (c *Prefixes) Get(conv, lead string, msgs []history.Message) *Prefix {
 
 // used is the prefix kept for conv, unchecked, marked as used now; nil
 // when there is none.
-func (c *Prefixes) used(conv string) *Prefix {
+func (c *Cache) used(conv string) *Prefix {
 	if c == nil {
 		return nil
 	}
@@ -189,7 +189,7 @@ func (c *Prefixes) used(conv string) *Prefix {
 // a new Prefix of the bytes up to the end of the last message that
 // holds. It is for a wire whose messages' bytes stand whatever follows
 // them: a prefix kept without ends (Put) is never cut.
-func (c *Prefixes) GetPartial(conv, lead string, msgs []history.Message) *Prefix {
+func (c *Cache) GetPartial(conv, lead string, msgs []history.Message) *Prefix {
 	p := c.used(conv)
 	if p == nil || p.lead != lead {
 		return nil
@@ -212,7 +212,7 @@ func (c *Prefixes) GetPartial(conv, lead string, msgs []history.Message) *Prefix
 // keeps it as it is (a caller passes body[:cut:cut]). ends, for a wire
 // that cuts prefixes (GetPartial), is where each of msgs' bytes end in
 // b, one per message; a wire that does not gives none.
-func (c *Prefixes) Put(conv, lead string, from *Prefix, msgs []history.Message, b []byte, last history.Role, ends ...int) {
+func (c *Cache) Put(conv, lead string, from *Prefix, msgs []history.Message, b []byte, last history.Role, ends ...int) {
 	if c == nil {
 		return
 	}
@@ -251,7 +251,7 @@ func (c *Prefixes) Put(conv, lead string, from *Prefix, msgs []history.Message, 
 		e.p, e.used, e.spare = p, c.tick, nil
 		return
 	}
-	if len(c.m) >= MaxPrefixes {
+	if len(c.m) >= MaxConversations {
 		first, oldest := true, ""
 		var at uint64
 		for k, v := range c.m {
@@ -272,7 +272,7 @@ func (c *Prefixes) Put(conv, lead string, from *Prefix, msgs []history.Message, 
 // over; otherwise it is new memory, p's bytes copied in, with room to
 // grow by half again so that the conversation's next bodies fit it once
 // it is given back. The caller writes only after p's bytes.
-func (c *Prefixes) Buffer(conv string, p *Prefix, size int) []byte {
+func (c *Cache) Buffer(conv string, p *Prefix, size int) []byte {
 	n := len(p.bytes)
 	if c != nil {
 		c.mu.Lock()
@@ -298,7 +298,7 @@ func (c *Prefixes) Buffer(conv string, p *Prefix, size int) []byte {
 // request, whose body may be written into it. Only a body whose start is
 // conv's last kept prefix is taken; any other is let go. The caller must
 // not write body afterwards.
-func (c *Prefixes) Release(conv string, body []byte) {
+func (c *Cache) Release(conv string, body []byte) {
 	if c == nil || len(body) == 0 {
 		return
 	}
@@ -312,7 +312,7 @@ func (c *Prefixes) Release(conv string, body []byte) {
 
 // Kept is the prefix kept for conv, unchecked, or nil: for tests and
 // diagnostics, never to build a body from (Get checks it).
-func (c *Prefixes) Kept(conv string) *Prefix {
+func (c *Cache) Kept(conv string) *Prefix {
 	if c == nil {
 		return nil
 	}
@@ -325,7 +325,7 @@ func (c *Prefixes) Kept(conv string) *Prefix {
 }
 
 // Conversations is how many conversations c keeps a prefix for.
-func (c *Prefixes) Conversations() int {
+func (c *Cache) Conversations() int {
 	if c == nil {
 		return 0
 	}

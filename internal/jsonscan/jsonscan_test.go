@@ -1,4 +1,4 @@
-package provider
+package jsonscan
 
 import (
 	"encoding/json"
