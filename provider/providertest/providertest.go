@@ -260,9 +260,37 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.gateway && refusedAtGateway(w, r, body) {
 		return
 	}
+	step, m, measure, ok := s.next(w, r, body)
+	if !ok {
+		return
+	}
+	if step.Hold != nil {
+		select {
+		case <-step.Hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if step.Status == 0 || step.Status == http.StatusOK {
+		step = s.answered(m, step, measure)
+		if s.wire == "anthropic" {
+			s.mu.Lock()
+			s.remember(step)
+			s.mu.Unlock()
+		}
+	}
+	s.answer(w, r, body, step)
+}
+
+// next records request body and decides what answers it: a refusal the
+// wire's provider would give (over the window, a thinking or Gemini or
+// Responses rule broken), written here with ok false, or the script's
+// next step (or Respond's). measured is the body's size when the server
+// measures requests (Window, Cache), which measure says.
+func (s *Server) next(w http.ResponseWriter, r *http.Request, body []byte) (step Step, m measured, measure bool, ok bool) {
 	// Window, Cache and Respond are set before the first request.
-	window, respond, measure, checkThinking := s.Window, s.Respond, s.Window > 0 || s.Cache, s.CheckThinking
-	var m measured
+	window, respond, checkThinking := s.Window, s.Respond, s.CheckThinking
+	measure = s.Window > 0 || s.Cache
 	if measure {
 		m = measureBody(body)
 	}
@@ -282,7 +310,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
 			io.WriteString(w, geminiError(http.StatusBadRequest, msg))
-			return
+			return Step{}, m, measure, false
 		}
 	}
 	if refused != "" {
@@ -290,23 +318,22 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		if s.wire == responsesWire {
 			writeResponsesRefusal(w, readResponsesRequest(body).Stream)
-			return
+			return Step{}, m, measure, false
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("request-id", "req_providertest")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, refused)
-		return
+		return Step{}, m, measure, false
 	}
 	if bad := s.responsesRefused(body); bad != "" {
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, bad)
-		return
+		return Step{}, m, measure, false
 	}
-	var step Step
-	ok := len(s.steps) > 0
+	ok = len(s.steps) > 0
 	if ok {
 		step, s.steps = s.steps[0], s.steps[1:]
 	}
@@ -319,23 +346,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		http.Error(w, `{"error":{"type":"api_error","message":"providertest: the script has no more steps"}}`, http.StatusInternalServerError)
-		return
+		return Step{}, m, measure, false
 	}
-	if step.Hold != nil {
-		select {
-		case <-step.Hold:
-		case <-r.Context().Done():
-			return
-		}
-	}
-	if step.Status == 0 || step.Status == http.StatusOK {
-		step = s.answered(m, step, measure)
-		if s.wire == "anthropic" {
-			s.mu.Lock()
-			s.remember(step)
-			s.mu.Unlock()
-		}
-	}
+	return step, m, measure, true
+}
+
+// answer writes step as the wire answers: an error status, raw bytes, a
+// stream cut after some events, or the wire's own stream or whole answer.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, body []byte, step Step) {
 	switch s.wire { // the cloud platforms answer in their own files
 	case "bedrock":
 		s.answerBedrock(w, r, body, step)
