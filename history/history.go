@@ -184,6 +184,17 @@ type Conversation struct {
 	// from the parent's side.
 	Parent     string `json:"parent,omitempty"`
 	ParentCall string `json:"parent_call,omitempty"`
+	// Base is, on a fork or a branch (Brancher), the conversation whose
+	// first BaseAt messages are this one's first BaseAt, shared by
+	// reference: they are read from Base, never copied. A Rewind or
+	// Switch of Base may point Base elsewhere, always at the same
+	// messages. "" with BaseAt 0 on a conversation that shares nothing.
+	Base   string `json:"base,omitempty"`
+	BaseAt int    `json:"base_at,omitempty"`
+	// BranchOf is, on a branch, the conversation it was rewound from: a
+	// branch holds what followed the rewind point, kept to switch back to
+	// (Brancher.Switch). List leaves branches out; Branches lists them.
+	BranchOf string `json:"branch_of,omitempty"`
 }
 
 // Family is what a Store gives to find the conversations a conversation's
