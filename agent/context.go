@@ -24,6 +24,7 @@ const maxEdits = 8
 // record, the tool definitions, and the window's budget.
 type sizing struct {
 	conv   history.Conversation
+	key    string // the requests' CacheKey (cacheKey)
 	defs   []provider.Tool // shared (Agent.toolDefs): never changed
 	digest string          // of defs
 	budget int
@@ -46,8 +47,31 @@ func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
 	if err := a.Context.Check(); err != nil {
 		return sizing{}, fmt.Errorf("agent: the context policy: %w", err)
 	}
-	s := sizing{conv: conv, defs: defs, digest: digest, fixed: window.FixedBytes(conv.System, defs)}
+	key, err := a.cacheKey(ctx, conv)
+	if err != nil {
+		return sizing{}, err
+	}
+	s := sizing{conv: conv, key: key, defs: defs, digest: digest, fixed: window.FixedBytes(conv.System, defs)}
 	return s, a.resize(&s)
+}
+
+// cacheKey is what names conv's requests to the provider's prompt cache
+// (provider.Request.CacheKey): the conversation its first messages come
+// from, up the chain of forks (Conversation.Base), so that a fork's
+// requests go where its base's went and find their prefix cached. A
+// rewind points a fork at a branch of the same conversation, never at
+// another: the key stays.
+func (a *Agent) cacheKey(ctx context.Context, conv history.Conversation) (string, error) {
+	key := conv.ID
+	for seen, base := map[string]bool{key: true}, conv.Base; base != "" && !seen[base]; {
+		seen[base] = true
+		c, err := a.Store.Get(ctx, base)
+		if err != nil {
+			return "", fmt.Errorf("reading conversation %s, whose messages %s shares: %w", base, conv.ID, err)
+		}
+		key, base = c.ID, c.Base
+	}
+	return key, nil
 }
 
 // resize sets s's budget from the window as it is now (a refusal may have
@@ -73,7 +97,7 @@ func (s sizing) windowOf() string {
 // request is the request that sends the stored conversation g under s;
 // with g nil it has no messages yet.
 func (a *Agent) request(s sizing, g *window.Stored) provider.Request {
-	req := provider.Request{Model: a.Model, System: s.conv.System, Tools: s.defs, MaxTokens: AnswerRoom(a.MaxTokens), CacheKey: s.conv.ID}
+	req := provider.Request{Model: a.Model, System: s.conv.System, Tools: s.defs, MaxTokens: AnswerRoom(a.MaxTokens), CacheKey: s.key}
 	if g != nil {
 		req.Messages = g.View()
 	}

@@ -197,3 +197,35 @@ func TestDeletingASubagentsConversationKeepsTheFilesItsParentNames(t *testing.T)
 		t.Error("the files after the delete are not as reported")
 	}
 }
+
+// A fork's first messages are its base's, and so are the files they name:
+// deleting the fork removes only the files its own messages name.
+func TestDeletingAForkKeepsTheFilesItsBaseNames(t *testing.T) {
+	ctx := context.Background()
+	ws, dir, s := setup(t, time.Now(), "base.txt", "fork.txt")
+	conversation(t, s, "base", "", "base.txt", "")
+	c, err := s.Get(ctx, "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Fork(ctx, history.Conversation{ID: "fork", Base: "base", BaseAt: c.Messages}); err != nil {
+		t.Fatal(err)
+	}
+	spilled := history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "c2", Text: "head…", SpillPath: ".myelin/tool-results/fork.txt"}}}
+	if err := s.Append(ctx, "fork", spilled); err != nil {
+		t.Fatal(err)
+	}
+	got, err := purge.Conversation(ctx, s, ws, "fork")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Files, []string{".myelin/tool-results/fork.txt"}) {
+		t.Errorf("removed %q; want only fork.txt, the file the fork's own messages name", got.Files)
+	}
+	if !slices.Equal(got.Shared, []string{".myelin/tool-results/base.txt"}) {
+		t.Errorf("kept as shared %q; want base.txt, which the base names", got.Shared)
+	}
+	if !exists(t, dir, "base.txt") || exists(t, dir, "fork.txt") {
+		t.Error("the files after the delete are not as reported")
+	}
+}
