@@ -24,7 +24,7 @@ const maxEdits = 8
 // record, the tool definitions, and the window's budget.
 type sizing struct {
 	conv   history.Conversation
-	key    string // the requests' CacheKey (cacheKey)
+	key    string          // the requests' CacheKey (cacheKey)
 	defs   []provider.Tool // shared (Agent.toolDefs): never changed
 	digest string          // of defs
 	budget int
