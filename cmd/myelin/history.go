@@ -34,6 +34,18 @@ const historyUsage = `Usage:
       subagent's conversation of it does. Refused while a turn of it
       runs. The conversations its subagents had are kept. Says what was
       deleted.
+  myelin history fork ID [--at N] [--workspace DIR] [--store PATH]
+      Start a new conversation that continues ID from its first N
+      messages (default: all), sharing them (nothing is copied), and
+      print its id: continue it with run or chat --conversation.
+  myelin history rewind ID --at N [--workspace DIR] [--store PATH]
+      Take ID back to its first N messages; what followed is kept as a
+      branch, never deleted. Workspace files are not changed.
+  myelin history branches ID [--workspace DIR] [--store PATH]
+      The branches of ID (what rewinds took back), oldest first.
+  myelin history switch ID BRANCH [--workspace DIR] [--store PATH]
+      Make ID go on as BRANCH did; what ID held becomes BRANCH (switch
+      again to switch back).
   myelin history prune --older-than AGE [--dry-run] [--workspace DIR] [--store PATH]
       Remove the files of the workspace's .myelin/tool-results/ last
       changed more than AGE ago (7d, 36h, 90m) that no conversation of
@@ -66,9 +78,21 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return historyPrune(ctx, store, path, h.wsDir, h.olderThan, h.age, h.dryRun, stdout, stderr)
 	case "list":
 		return historyList(ctx, store, path, h.asJSON, stdout, stderr)
+	case "fork":
+		return historyFork(ctx, store, h.pos[0], h.at, stdout, stderr)
+	case "rewind":
+		return historyRewind(ctx, store, h.pos[0], h.at, stdout, stderr)
+	case "branches":
+		return historyBranches(ctx, store, h.pos[0], stdout, stderr)
+	case "switch":
+		return historySwitch(ctx, store, h.pos[0], h.pos[1], stdout, stderr)
 	}
 	return historyShow(ctx, store, h.pos[0], h.asJSON, stdout, stderr)
 }
+
+// historySubs are the history commands.
+var historySubs = map[string]bool{"list": true, "show": true, "delete": true, "prune": true,
+	"fork": true, "rewind": true, "branches": true, "switch": true}
 
 // historyCall is one history command, as its arguments give it.
 type historyCall struct {
@@ -80,6 +104,7 @@ type historyCall struct {
 	olderThan string        // prune's --older-than as given
 	age       time.Duration // and as parsed
 	dryRun    bool
+	at        int // fork's and rewind's --at (fork: -1 for the end)
 }
 
 // parseHistory reads a history command's subcommand, flags and
@@ -92,16 +117,17 @@ func parseHistory(args []string, stdout, stderr io.Writer) (h historyCall, code 
 	asJSON := fs.Bool("json", false, "print JSON (list: the conversations; show: the messages as stored)")
 	olderThan := fs.String("older-than", "", "prune: remove files last changed more than `AGE` ago (7d, 36h, 90m)")
 	dryRun := fs.Bool("dry-run", false, "prune: say what would be removed, and remove nothing")
+	atFlag := fs.String("at", "", "fork, rewind: the count of messages `N` to keep (fork: default all)")
 	if len(args) == 0 {
-		return h, usageError(stderr, "history", "want a command: list, show, delete or prune"), true
+		return h, usageError(stderr, "history", "want a command: list, show, delete, prune, fork, rewind, branches or switch"), true
 	}
 	sub, args := args[0], args[1:]
 	switch {
 	case isHelp(sub):
 		printHelp(stdout, historyUsage, fs)
 		return h, exitOK, true
-	case sub != "list" && sub != "show" && sub != "delete" && sub != "prune":
-		return h, usageError(stderr, "history", fmt.Sprintf("unknown command %q: want list, show, delete or prune", sub)), true
+	case !historySubs[sub]:
+		return h, usageError(stderr, "history", fmt.Sprintf("unknown command %q: want list, show, delete, prune, fork, rewind, branches or switch", sub)), true
 	}
 	cmd := "history " + sub
 	pos, code, done := parseCommand(cmd, historyUsage, fs, args, stdout, stderr)
@@ -111,7 +137,10 @@ func parseHistory(args []string, stdout, stderr io.Writer) (h historyCall, code 
 	if sub == "list" && len(pos) != 0 {
 		return h, usageError(stderr, cmd, fmt.Sprintf("takes no arguments, got %q", pos)), true
 	}
-	if (sub == "show" || sub == "delete") && len(pos) != 1 {
+	if sub == "switch" && len(pos) != 2 {
+		return h, usageError(stderr, cmd, fmt.Sprintf("want a conversation ID and one of its branches, got %d arguments %q", len(pos), pos)), true
+	}
+	if sub != "list" && sub != "prune" && sub != "switch" && len(pos) != 1 {
 		return h, usageError(stderr, cmd, fmt.Sprintf("want one conversation ID, got %d arguments %q", len(pos), pos)), true
 	}
 	set := explicit(fs)
@@ -129,10 +158,22 @@ func parseHistory(args []string, stdout, stderr io.Writer) (h historyCall, code 
 	case set["older-than"] || set["dry-run"]:
 		return h, usageError(stderr, cmd, "--older-than and --dry-run go with history prune"), true
 	}
+	at := -1
+	switch {
+	case set["at"] && sub != "fork" && sub != "rewind":
+		return h, usageError(stderr, cmd, "--at goes with history fork and history rewind"), true
+	case sub == "rewind" && !set["at"]:
+		return h, usageError(stderr, cmd, "want --at N: the count of messages the conversation keeps (`myelin history show ID` numbers them)"), true
+	case set["at"]:
+		var err error
+		if at, err = parseAt(*atFlag); err != nil {
+			return h, usageError(stderr, cmd, err.Error()), true
+		}
+	}
 	if set["json"] && sub != "list" && sub != "show" {
 		return h, usageError(stderr, cmd, "--json goes with history list and history show"), true
 	}
-	return historyCall{sub: sub, cmd: cmd, pos: pos, wsDir: *wsDir, store: *storePath, asJSON: *asJSON, olderThan: *olderThan, age: age, dryRun: *dryRun}, exitOK, false
+	return historyCall{sub: sub, cmd: cmd, pos: pos, wsDir: *wsDir, store: *storePath, asJSON: *asJSON, olderThan: *olderThan, age: age, dryRun: *dryRun, at: at}, exitOK, false
 }
 
 // historyList prints the store's conversations, most recent first: one
