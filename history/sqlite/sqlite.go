@@ -151,7 +151,8 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		// with a NULL seq a conversation with no messages after these
 		{&s.selectNew, `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
 		// an append's one read: where the conversation ends, and its claim
-		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = c.id), c.messages,
+		// (a fork's own messages are numbered after the base_at it shares)
+		{&s.nextSeq, `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at), c.messages,
 			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires
 			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`},
 		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
@@ -264,8 +265,10 @@ func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error
 // recordColumns are what Get, List and Children read of a conversation
 // (c), for scanConversation: its count of stored messages beside the count
 // appended.
+// A fork's or branch's count includes the base_at messages it shares.
 const recordColumns = `c.id, c.system, c.created, c.updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc, c.parent, c.parent_call, c.updated_crc`
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id) + c.base_at, c.messages, c.crc, c.parent, c.parent_call, c.updated_crc,
+		c.base, c.base_at, c.branch_of, c.base_crc`
 
 type scanner interface{ Scan(...any) error }
 
@@ -276,8 +279,12 @@ func (s *Store) scanConversation(row scanner) (history.Conversation, error) {
 	var c history.Conversation
 	var created, updated string
 	var appended int
-	var crc, updatedCRC int64
-	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc, &c.Parent, &c.ParentCall, &updatedCRC); err != nil {
+	var crc, updatedCRC, baseCRC int64
+	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc, &c.Parent, &c.ParentCall, &updatedCRC,
+		&c.Base, &c.BaseAt, &c.BranchOf, &baseCRC); err != nil {
+		return c, err
+	}
+	if err := s.checkBase(c.ID, c.Base, c.BaseAt, c.BranchOf, baseCRC); err != nil {
 		return c, err
 	}
 	if sum := record.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
@@ -298,9 +305,10 @@ func (s *Store) scanConversation(row scanner) (history.Conversation, error) {
 	return c, nil
 }
 
-// List returns the conversations, most recently updated first.
+// List returns the conversations, most recently updated first; branches
+// are left out (Branches lists them).
 func (s *Store) List(ctx context.Context) ([]history.Conversation, error) {
-	return s.records(ctx, "listing conversations", `SELECT `+recordColumns+` FROM conversations c ORDER BY updated DESC, id`)
+	return s.records(ctx, "listing conversations", `SELECT `+recordColumns+` FROM conversations c WHERE branch_of = '' ORDER BY updated DESC, id`)
 }
 
 // Children returns the conversations whose Parent is id, oldest first
@@ -345,31 +353,58 @@ func (s *Store) wrapErr(doing string, err error) error {
 // Messages returns a conversation's messages in order. The slice and the
 // messages in it are shared with the store's memory: callers must not
 // modify them.
+//
+// A fork's (or branch's) first BaseAt messages are its base's, read by
+// Messages of the base (from the store's memory when it was read), and
+// then its own, numbered from BaseAt+1.
 func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, error) {
+	return s.messages(ctx, id, 0)
+}
+
+// maxBases bounds how many bases a read follows down: a record whose
+// bases lead back to itself (made by hand: no Fork, Rewind or Switch
+// makes one) is reported, not followed for ever.
+const maxBases = 10_000
+
+// messages is Messages of id, read as the depth-th base of the
+// conversation asked for.
+func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.Message, error) {
+	if depth > maxBases {
+		return nil, fmt.Errorf("history store %s: conversation %s: its bases lead back to it (more than %d of them): %w", s.path, id, maxBases, history.ErrDamaged)
+	}
 	s.mu.Lock()
 	known := s.read[id]
 	s.mu.Unlock()
-	size := len(known)
+	size, after := len(known), len(known)
+	// The new messages go to fresh, then at the end of s.read[id] (in
+	// place while it has room), never into what a caller holds.
+	var fresh []history.Message
 	if len(known) == 0 {
 		c, err := s.Get(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		size = c.Messages
+		fresh = make([]history.Message, 0, size+size/8+64) // room for the rounds to come
+		if c.Base != "" && c.BaseAt > 0 {
+			shared, err := s.messages(ctx, c.Base, depth+1)
+			if err != nil {
+				return nil, fmt.Errorf("reading the messages conversation %s shares with %s: %w", id, c.Base, err)
+			}
+			if len(shared) < c.BaseAt {
+				return nil, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which holds %d: %w", s.path, id, c.BaseAt, c.Base, len(shared), history.ErrDamaged)
+			}
+			fresh = append(fresh, shared[:c.BaseAt]...)
+			after = c.BaseAt
+		}
 	}
-	rows, err := s.selectNew.QueryContext(ctx, len(known), id)
+	rows, err := s.selectNew.QueryContext(ctx, after, id)
 	if err != nil {
 		return nil, s.explain("reading conversation "+id, err)
 	}
 	defer rows.Close()
-	// The new messages go to fresh, then at the end of s.read[id] (in
-	// place while it has room), never into what a caller holds.
-	var fresh []history.Message
-	if len(known) == 0 {
-		fresh = make([]history.Message, 0, size+size/8+64) // room for the rounds to come
-	}
 	d := &rowDecoder{s: s, id: id, size: size}
-	found, missing, scanErr := s.stepRows(rows, id, len(known), d)
+	found, missing, scanErr := s.stepRows(rows, id, after, d)
 	fresh, decodeErr := d.finish(fresh)
 	if scanErr != nil {
 		return nil, s.explain("reading conversation "+id, scanErr)
