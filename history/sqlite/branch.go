@@ -414,24 +414,40 @@ type side struct {
 	rebase []level    // conversations whose rows recv takes: based on recv at their lim
 }
 
-// plan plans side recv of a switch whose two chains part at d: recv reads
-// its first messages from the lowest conversation of other's chain that
-// does not read recv's (so that no chain ever leads back), when that one
-// holds all d shared ones; else from its own base and rows up to d. The
-// rows of other's chain above that, after d, become recv's, and the
-// conversations they were taken from read them from recv: what they read
-// stays the same.
-func plan(recv link, other []level, d int) side {
+// plan plans side own[0] (recv) of a switch whose two chains, own and
+// other, part at d: recv reads its first messages from the highest
+// conversation of other's chain that does not read recv's (so that no
+// chain ever leads back), when that one holds all d shared ones. Else it
+// keeps its first d as they are: its own rows up to d on its base, or,
+// where it owns none of them, the conversation that holds the d-th — one
+// both chains read and no switch repoints. The rows of other's chain
+// after d and above its base become recv's, and the conversations they
+// were taken from read them from recv: what they read stays the same.
+func plan(own, other []level, d int) (side, error) {
+	recv := own[0]
 	k := 1
 	if i := index(other, recv.id); i >= 0 {
 		k = i + 1
 	}
 	var p side
 	top := len(other) // the levels whose rows recv takes: 0 to top-1
-	if k < len(other) && other[k].lim >= d && other[k].lim > 0 {
+	switch {
+	case k < len(other) && other[k].lim >= d && other[k].lim > 0:
 		p.base, p.baseAt, top = other[k].id, other[k].lim, k
-	} else {
-		p.base, p.baseAt = recv.base, min(recv.baseAt, d)
+	case d == 0:
+		// shares nothing: no base
+	case recv.baseAt < d:
+		p.base, p.baseAt = recv.base, recv.baseAt
+	default:
+		for _, l := range own[1:] {
+			if l.floor < d && d <= l.lim {
+				p.base, p.baseAt = l.id, d
+				break
+			}
+		}
+		if p.base == "" {
+			return p, fmt.Errorf("no conversation below %s holds the %d messages it shares with the other", recv.id, d)
+		}
 	}
 	for j := 0; j < top; j++ {
 		l := other[j]
@@ -444,7 +460,7 @@ func plan(recv link, other []level, d int) side {
 			p.rebase = append(p.rebase, l)
 		}
 	}
-	return p
+	return p, nil
 }
 
 // Switch makes conversation id continue as branch does after the point
@@ -492,7 +508,11 @@ func (s *Store) Switch(ctx context.Context, id, branch string) error {
 			return err
 		}
 		d := parting(cx, cb)
-		toX, toB := plan(x, cb, d), plan(b, cx, d)
+		toX, err1 := plan(cx, cb, d)
+		toB, err2 := plan(cb, cx, d)
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("history store %s: %s: %w: %w", s.path, doing, err, history.ErrDamaged)
+		}
 		// who shared id or the branch past d shares the other now (read
 		// before anything changes)
 		shareX, err := s.sharing(ctx, tx, id, d)
