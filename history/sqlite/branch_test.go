@@ -1,0 +1,146 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// Random forks, rewinds, switches and appends, on conversations that are
+// forks of branches of forks, read after each step against a model (each
+// conversation's messages as a list of texts): every conversation reads
+// what the model says, in the opening that made the change (whose memory
+// of what it read must follow the moves) and in a fresh one, and every
+// record's count and base are true. The switches among them reach the
+// chains a plain undo and redo never make (a branch based on another
+// branch of the same conversation, a fork of a branch of a fork).
+func TestRandomForksRewindsAndSwitchesReadAsTheModelSays(t *testing.T) {
+	for seed := range 12 {
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
+			r := rand.New(rand.NewSource(int64(seed)))
+			path := filepath.Join(t.TempDir(), "h.db")
+			s := openStore(t, path)
+			ctx := context.Background()
+			model := map[string][]string{}
+			branchOf := map[string]string{}
+			ids := func() []string {
+				out := make([]string, 0, len(model))
+				for id := range model {
+					out = append(out, id)
+				}
+				slices.Sort(out)
+				return out
+			}
+			pick := func() string { all := ids(); return all[r.Intn(len(all))] }
+			n := 0
+			text := func() string { n++; return fmt.Sprint("m", n) }
+			if err := s.Create(ctx, history.Conversation{ID: "root"}); err != nil {
+				t.Fatal(err)
+			}
+			model["root"] = nil
+			for step := range 40 {
+				var did string
+				switch op := r.Intn(10); {
+				case op < 4: // append one to three
+					id := pick()
+					var msgs []history.Message
+					for range 1 + r.Intn(3) {
+						m := text()
+						msgs = append(msgs, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: m}}})
+						model[id] = append(slices.Clip(model[id]), m)
+					}
+					if err := s.Append(ctx, id, msgs...); err != nil {
+						t.Fatalf("step %d: append to %s: %v", step, id, err)
+					}
+					did = fmt.Sprintf("append %d to %s", len(msgs), id)
+				case op < 6: // fork
+					base := pick()
+					at := r.Intn(len(model[base]) + 1)
+					id := fmt.Sprint("f", step)
+					if _, err := s.Fork(ctx, history.Conversation{ID: id, Base: base, BaseAt: at}); err != nil {
+						t.Fatalf("step %d: fork %s at %d: %v", step, base, at, err)
+					}
+					model[id] = slices.Clip(model[base][:at])
+					did = fmt.Sprintf("fork %s at %d into %s", base, at, id)
+				case op < 8: // rewind
+					id := pick()
+					if len(model[id]) == 0 {
+						continue
+					}
+					at := r.Intn(len(model[id]))
+					b, err := s.Rewind(ctx, id, at)
+					if err != nil {
+						t.Fatalf("step %d: rewind %s to %d: %v", step, id, at, err)
+					}
+					model[b.ID] = model[id]
+					model[id] = slices.Clip(model[id][:at])
+					branchOf[b.ID] = id
+					did = fmt.Sprintf("rewind %s to %d into %s", id, at, b.ID)
+				default: // switch to one of its branches
+					var pairs [][2]string
+					for b, of := range branchOf {
+						pairs = append(pairs, [2]string{of, b})
+					}
+					if len(pairs) == 0 {
+						continue
+					}
+					slices.SortFunc(pairs, func(a, b [2]string) int { return cmpPair(a, b) })
+					p := pairs[r.Intn(len(pairs))]
+					if err := s.Switch(ctx, p[0], p[1]); err != nil {
+						t.Fatalf("step %d: switch %s to %s: %v", step, p[0], p[1], err)
+					}
+					model[p[0]], model[p[1]] = model[p[1]], model[p[0]]
+					did = fmt.Sprintf("switch %s to %s", p[0], p[1])
+				}
+				fresh := openStore(t, path)
+				for _, st := range []*Store{s, fresh} {
+					for _, id := range ids() {
+						msgs, err := st.Messages(ctx, id)
+						if err != nil {
+							t.Fatalf("step %d (%s): Messages(%s): %v", step, did, id, err)
+						}
+						got := make([]string, len(msgs))
+						for i, m := range msgs {
+							got[i] = m.Text()
+						}
+						if !slices.Equal(got, model[id]) && len(got)+len(model[id]) > 0 {
+							t.Fatalf("step %d (%s): %s reads %v; want %v", step, did, id, got, model[id])
+						}
+						c, err := st.Get(ctx, id)
+						if err != nil || c.Messages != len(got) || c.BranchOf != branchOf[id] {
+							t.Fatalf("step %d (%s): Get(%s) = %+v, %v; want %d messages, branch of %q", step, did, id, c, err, len(got), branchOf[id])
+						}
+						if c.Base != "" && len(model[c.Base]) < c.BaseAt {
+							t.Fatalf("step %d (%s): %s shares %d messages of %s, which holds %d", step, did, id, c.BaseAt, c.Base, len(model[c.Base]))
+						}
+						if c.Base != "" && !slices.Equal(model[c.Base][:c.BaseAt], model[id][:c.BaseAt]) {
+							t.Fatalf("step %d (%s): %s shares the first %d messages of %s, which are not its own", step, did, id, c.BaseAt, c.Base)
+						}
+					}
+				}
+				fresh.Close()
+			}
+		})
+	}
+}
+
+func cmpPair(a, b [2]string) int {
+	if a[0] != b[0] {
+		if a[0] < b[0] {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a[1] < b[1]:
+		return -1
+	case a[1] > b[1]:
+		return 1
+	}
+	return 0
+}
