@@ -144,3 +144,109 @@ func cmpPair(a, b [2]string) int {
 	}
 	return 0
 }
+
+// longConversation makes conversation id of n short messages in s,
+// appended a thousand at a time.
+func longConversation(t testing.TB, s *Store, id string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: id, System: "be brief"}); err != nil {
+		t.Fatal(err)
+	}
+	for done := 0; done < n; {
+		batch := make([]history.Message, 0, min(1000, n-done))
+		for range cap(batch) {
+			batch = append(batch, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprintf("message %d: a line of a long conversation", done)}}})
+			done++
+		}
+		if err := s.Append(ctx, id, batch...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// pages is the store's size in pages (its file and its log's frames).
+func pages(t testing.TB, s *Store) int {
+	t.Helper()
+	var n int
+	if err := s.db.QueryRow(`PRAGMA page_count`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A fork of a 10,000-message conversation grows the store by its record
+// only: a page or two (the record, its index entry), where a copy of the
+// messages would take hundreds; and so do forks of the fork.
+func TestAForkGrowsTheStoreByItsRecordOnly(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	before := pages(t, s)
+	longConversation(t, s, "long", 10_000)
+	base := pages(t, s) - before
+	for i, at := range []int{10_000, 5_000, 9_999} {
+		was := pages(t, s)
+		f, err := s.Fork(ctx, history.Conversation{ID: fmt.Sprint("fork", i), Base: "long", BaseAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if grew := pages(t, s) - was; grew > 3 {
+			t.Fatalf("a fork at %d of a conversation of 10,000 messages (%d pages) grew the store by %d pages; want its record only (3 at most)", at, base, grew)
+		}
+		msgs, err := s.Messages(ctx, f.ID)
+		if err != nil || len(msgs) != at || msgs[at-1].Text() != fmt.Sprintf("message %d: a line of a long conversation", at-1) {
+			t.Fatalf("fork %s reads %d messages, %v; want the base's first %d", f.ID, len(msgs), err, at)
+		}
+	}
+	if base < 100 {
+		t.Fatalf("the base took %d pages: too few for the comparison to say anything", base)
+	}
+}
+
+// BenchmarkFork measures a fork of a long conversation, at its end, side by
+// side in one run with the floors of a synced write: a Create (a record
+// alone) and an Append of one message; and at three lengths, 1,000, 10,000
+// and 100,000 messages, to show that it costs the same whatever the
+// length (one record, its base's count read from its record, never
+// counted).
+//
+// Run:
+//
+//	go test ./history/sqlite -run '^$' -bench Fork -count 6
+func BenchmarkFork(b *testing.B) {
+	ctx := context.Background()
+	s := openStore(b, filepath.Join(b.TempDir(), "h.db"))
+	lengths := []int{1_000, 10_000, 100_000}
+	for _, n := range lengths {
+		longConversation(b, s, fmt.Sprint("long", n), n)
+	}
+	b.Run("floor-create", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			i++
+			if err := s.Create(ctx, history.Conversation{ID: fmt.Sprint("new", i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("floor-append-one", func(b *testing.B) {
+		one := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "one more"}}}
+		for b.Loop() {
+			if err := s.Append(ctx, "long1000", one); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, n := range lengths {
+		b.Run(fmt.Sprint("fork-of-", n), func(b *testing.B) {
+			base := fmt.Sprint("long", n)
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := s.Fork(ctx, history.Conversation{ID: fmt.Sprint(base, "-fork", i), Base: base, BaseAt: n}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@ import (
 	"github.com/myelin-run/myelin/history/storetest"
 )
 
-func openStore(t *testing.T, path string) *Store {
+func openStore(t testing.TB, path string) *Store {
 	t.Helper()
 	s, err := Open(path)
 	if err != nil {
