@@ -220,8 +220,8 @@ func BenchmarkFork(b *testing.B) {
 	for _, n := range lengths {
 		longConversation(b, s, fmt.Sprint("long", n), n)
 	}
+	i := 0 // the ids made: every run of a sub-benchmark (-count) makes new ones
 	b.Run("floor-create", func(b *testing.B) {
-		i := 0
 		for b.Loop() {
 			i++
 			if err := s.Create(ctx, history.Conversation{ID: fmt.Sprint("new", i)}); err != nil {
@@ -240,7 +240,6 @@ func BenchmarkFork(b *testing.B) {
 	for _, n := range lengths {
 		b.Run(fmt.Sprint("fork-of-", n), func(b *testing.B) {
 			base := fmt.Sprint("long", n)
-			i := 0
 			for b.Loop() {
 				i++
 				if _, err := s.Fork(ctx, history.Conversation{ID: fmt.Sprint(base, "-fork", i), Base: base, BaseAt: n}); err != nil {
@@ -248,5 +247,103 @@ func BenchmarkFork(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A conversation one opening has read, rewound or switched by another
+// opening (another process), reads as it is now in the first: what that
+// one kept of it in memory is of messages since moved, and is read again,
+// not taken for the start of what the other appended after the rewind.
+func TestAConversationRewoundElsewhereIsReadAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	ctx := context.Background()
+	reader, writer := openStore(t, path), openStore(t, path)
+	say := func(texts ...string) []history.Message {
+		var out []history.Message
+		for _, x := range texts {
+			out = append(out, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: x}}})
+		}
+		return out
+	}
+	texts := func(msgs []history.Message) []string {
+		out := make([]string, len(msgs))
+		for i, m := range msgs {
+			out[i] = m.Text()
+		}
+		return out
+	}
+	reads := func(when string, id string, want ...string) {
+		t.Helper()
+		msgs, err := reader.Messages(ctx, id)
+		if err != nil || !slices.Equal(texts(msgs), want) {
+			t.Fatalf("%s: the reader reads %s as %v, %v; want %v", when, id, texts(msgs), err, want)
+		}
+	}
+	if err := writer.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Append(ctx, "c", say("1", "2", "3", "4", "5", "6")...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.Fork(ctx, history.Conversation{ID: "f", Base: "c", BaseAt: 5}); err != nil {
+		t.Fatal(err)
+	}
+	reads("at first", "c", "1", "2", "3", "4", "5", "6")
+	reads("at first", "f", "1", "2", "3", "4", "5")
+	b, err := writer.Rewind(ctx, "c", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Append(ctx, "c", say("a", "b", "c", "d")...); err != nil {
+		t.Fatal(err)
+	}
+	reads("after a rewind elsewhere and four more", "c", "1", "2", "3", "a", "b", "c", "d")
+	reads("after a rewind elsewhere", b.ID, "1", "2", "3", "4", "5", "6")
+	reads("after a rewind elsewhere", "f", "1", "2", "3", "4", "5")
+	if err := writer.Switch(ctx, "c", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Append(ctx, "c", say("7")...); err != nil {
+		t.Fatal(err)
+	}
+	reads("after a switch elsewhere", "c", "1", "2", "3", "4", "5", "6", "7")
+	reads("after a switch elsewhere", b.ID, "1", "2", "3", "a", "b", "c", "d")
+}
+
+// An opening that read a conversation another opening rewound, and then
+// appends to it itself, keeps what it appends on top of the messages as
+// they are now, not of those it read before the rewind.
+func TestAnAppendAfterARewindElsewhereKeepsNoStaleMessages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	ctx := context.Background()
+	mine, other := openStore(t, path), openStore(t, path)
+	say := func(x string) history.Message {
+		return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: x}}}
+	}
+	if err := other.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Append(ctx, "c", say("1"), say("2"), say("3")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mine.Messages(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Rewind(ctx, "c", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Append(ctx, "c", say("a"), say("b")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mine.Append(ctx, "c", say("4")); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := mine.Messages(ctx, "c")
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.Text())
+	}
+	if err != nil || !slices.Equal(got, []string{"1", "a", "b", "4"}) {
+		t.Fatalf("after a rewind elsewhere and an append here, c reads %v, %v; want [1 a b 4]", got, err)
 	}
 }

@@ -194,9 +194,7 @@ func (s *Store) deletedHashes(ctx context.Context, tx *sql.Tx, id string) ([]str
 // messages read, its newest request body): for a conversation deleted,
 // so that one made again under its id starts empty.
 func (s *Store) forget(id string) {
-	s.mu.Lock()
-	delete(s.read, id)
-	s.mu.Unlock()
+	s.dropRead(id)
 	s.sent.mu.Lock()
 	delete(s.sent.bodies, id)
 	s.sent.mu.Unlock()

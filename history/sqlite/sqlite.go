@@ -48,6 +48,7 @@ type Store struct {
 
 	mu   sync.Mutex
 	read map[string][]history.Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
+	tags map[string]readTag           // per conversation in read, what its messages were read at (checked before they are taken again)
 
 	// the statements of every round, prepared once
 	selectNew, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
@@ -133,7 +134,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, read: map[string][]history.Message{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
+	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
 		return nil, err
@@ -151,9 +152,11 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		// with a NULL seq a conversation with no messages after these
 		{&s.selectNew, `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
 		// an append's one read: where the conversation ends, and its claim
-		// (a fork's own messages are numbered after the base_at it shares)
+		// (a fork's own messages are numbered after the base_at it
+		// shares), and its readTag there
 		{&s.nextSeq, `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at), c.messages,
-			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires
+			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires,
+			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + fmt.Sprint(noRow) + `)
 			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`},
 		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
 		{&s.touch, `UPDATE conversations SET updated = ?, updated_crc = ?, messages = messages + ? WHERE id = ?`},
@@ -373,8 +376,20 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 		return nil, fmt.Errorf("history store %s: conversation %s: its bases lead back to it (more than %d of them): %w", s.path, id, maxBases, history.ErrDamaged)
 	}
 	s.mu.Lock()
-	known := s.read[id]
+	known, tag := s.read[id], s.tags[id]
 	s.mu.Unlock()
+	if len(known) > 0 {
+		now, err := s.readTag(ctx, id, len(known))
+		if err != nil {
+			return nil, err
+		}
+		if now != tag {
+			// moved by a rewind or switch (of another opening) since
+			s.dropRead(id)
+			known = nil
+		}
+		tag = now
+	}
 	size, after := len(known), len(known)
 	// The new messages go to fresh, then at the end of s.read[id] (in
 	// place while it has room), never into what a caller holds.
@@ -385,6 +400,7 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 			return nil, err
 		}
 		size = c.Messages
+		tag = readTag{n: c.BaseAt, base: c.Base, baseAt: c.BaseAt, crc: noRow}
 		fresh = make([]history.Message, 0, size+size/8+64) // room for the rounds to come
 		if c.Base != "" && c.BaseAt > 0 {
 			shared, err := s.messages(ctx, c.Base, depth+1)
@@ -422,7 +438,52 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	if n := len(known) + len(fresh); n < size {
 		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, history.ErrDamaged)
 	}
-	return s.extend(id, known, fresh), nil
+	if d.last > 0 {
+		tag.n, tag.crc = d.last, d.lastCRC
+	}
+	return s.extend(id, known, fresh, tag), nil
+}
+
+// readTag is what a read of a conversation's first n messages is kept
+// with (Store.tags), and checked against before the next read takes them
+// as they were: the conversation's link to its base, and the checksum of
+// its own n-th row (noRow where that message is its base's). A rewind or
+// switch — by any opening — that moved any of the n changes one of them:
+// a message row is always read after the same messages, wherever it
+// moves, so that a row still at n means the n before it are as kept.
+type readTag struct {
+	n      int
+	base   string
+	baseAt int
+	crc    int64
+}
+
+// noRow is readTag.crc for a message that is not a row of the
+// conversation's own.
+const noRow = -1
+
+// readTag is conversation id's readTag at its n-th message, as stored
+// now.
+func (s *Store) readTag(ctx context.Context, id string, n int) (readTag, error) {
+	t := readTag{n: n}
+	err := s.db.QueryRowContext(ctx, `SELECT base, base_at, COALESCE((SELECT crc FROM messages WHERE conversation = ? AND seq = ?), ?) FROM conversations WHERE id = ?`,
+		id, n, noRow, id).Scan(&t.base, &t.baseAt, &t.crc)
+	if errors.Is(err, sql.ErrNoRows) {
+		s.forget(id)
+		return t, record.NotFound(id)
+	}
+	if err != nil {
+		return t, s.explain("reading conversation "+id, err)
+	}
+	return t, nil
+}
+
+// dropRead drops the messages the store keeps of conversation id.
+func (s *Store) dropRead(id string) {
+	s.mu.Lock()
+	delete(s.read, id)
+	delete(s.tags, id)
+	s.mu.Unlock()
 }
 
 // stepRows steps through the rows of conversation id after its first
@@ -445,6 +506,7 @@ func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder) (f
 			break
 		}
 		d.add(storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc.Int64})
+		d.last, d.lastCRC = seq, crc.Int64
 	}
 	return found, missing, rows.Err()
 }
@@ -454,14 +516,16 @@ func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder) (f
 // returned slice's capacity is its length, so a caller's append copies:
 // s.read[id] keeps spare room, and the messages of later reads are
 // appended there in place (at 100k messages a copy of all of them was
-// about 10 MB a request), after the end of every slice handed out.
-func (s *Store) extend(id string, known, fresh []history.Message) []history.Message {
+// about 10 MB a request), after the end of every slice handed out. tag is
+// the read's (readTag), kept with what it keeps.
+func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) []history.Message {
 	if len(known) == 0 {
 		// fresh is a new slice, with room
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if cur, ok := s.read[id]; !ok || len(fresh) > len(cur) {
 			s.read[id] = fresh // also when empty: Append then keeps what it adds
+			s.tags[id] = tag
 		}
 		return fresh[:len(fresh):len(fresh)]
 	}
@@ -474,6 +538,7 @@ func (s *Store) extend(id string, known, fresh []history.Message) []history.Mess
 		out := append(known[:len(known):len(known)], fresh...)
 		if len(out) > len(cur) {
 			s.read[id] = out
+			s.tags[id] = tag
 		}
 		return out[:len(out):len(out)]
 	}
@@ -484,6 +549,7 @@ func (s *Store) extend(id string, known, fresh []history.Message) []history.Mess
 		cur = append(cur, fresh...)
 		s.read[id] = cur
 	}
+	s.tags[id] = tag
 	return cur[:len(cur):len(cur)]
 }
 
@@ -515,6 +581,9 @@ type rowDecoder struct {
 	s    *Store
 	id   string
 	size int // the conversation's messages, for the first batch's room
+
+	last    int   // the number of the last row read, 0 before the first
+	lastCRC int64 // its checksum as stored
 
 	batch []storedRow
 	jobs  chan *decodeJob // nil until the first full batch
@@ -610,13 +679,13 @@ func (d *rowDecoder) finish(dst []history.Message) ([]history.Message, error) {
 // log, safe from a crash of the process).
 func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) error {
 	doing := "appending to conversation " + id
-	var after int     // how many messages the conversation held before these
+	var after readTag // the conversation before these: how many it held, and at what
 	var raws [][]byte // the messages as stored
 	err := s.write(ctx, doing, history.IsLazy(ctx), func(tx *sql.Tx) error {
 		var last, appended int
 		var cl nullClaim
 		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
-			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires)
+			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires, &after.base, &after.baseAt, &after.crc)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 		}
@@ -627,7 +696,7 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.path, doing, last, appended, history.ErrDamaged)
 		}
 		next := last + 1
-		after, raws = last, make([][]byte, 0, len(msgs))
+		after.n, raws = last, make([][]byte, 0, len(msgs))
 		c, ok := cl.row()
 		if err := s.claimAllows(ctx, id, c, ok); err != nil {
 			return err
@@ -674,12 +743,18 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 // stored, as a read would decode it, so what Messages returns is what a
 // store opened afresh reads. A conversation the store has not read, or not
 // to its end, is left to Messages (which also keeps the memory to the
-// conversations read).
-func (s *Store) keepAppended(id string, after int, raws [][]byte) {
+// conversations read); one whose messages moved since it was read (the
+// readTag it was kept with is not after's), dropped.
+func (s *Store) keepAppended(id string, after readTag, raws [][]byte) {
 	s.mu.Lock()
 	cur, ok := s.read[id]
+	moved := ok && len(cur) == after.n && s.tags[id] != after
 	s.mu.Unlock()
-	if !ok || len(cur) != after {
+	if moved {
+		s.dropRead(id)
+		return
+	}
+	if !ok || len(cur) != after.n {
 		return
 	}
 	fresh := make([]history.Message, len(raws))
@@ -692,11 +767,16 @@ func (s *Store) keepAppended(id string, after int, raws [][]byte) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok = s.read[id]; !ok || len(cur) != after {
+	if cur, ok = s.read[id]; !ok || len(cur) != after.n || s.tags[id] != after {
 		return // another read kept them meanwhile
 	}
 	// in place, as extend does: every slice handed out ends at len(cur)
 	s.read[id] = append(cur, fresh...)
+	if len(raws) > 0 {
+		after.n += len(raws)
+		after.crc = record.MessageChecksum(id, after.n, raws[len(raws)-1])
+	}
+	s.tags[id] = after
 }
 
 // write runs fn in one transaction, which takes the write lock as it
