@@ -158,15 +158,11 @@ func (s *Store) Fork(ctx context.Context, c history.Conversation) (history.Conve
 }
 
 // branchName is the id of conversation id's next branch: id~N, N the
-// first number from its count of branches + 1 that no conversation has.
-// Readable and typed as it is printed (history switch X X~2), and the
-// same in every store.
+// first number from 1 that no conversation has. Readable and typed as it
+// is printed (history switch X X~2), and the same in every store
+// (history.Memory names them so).
 func (s *Store) branchName(ctx context.Context, tx *sql.Tx, id string) (string, error) {
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE branch_of = ?`, id).Scan(&n); err != nil {
-		return "", err
-	}
-	for n++; ; n++ {
+	for n := 1; ; n++ {
 		name := fmt.Sprintf("%s~%d", id, n)
 		var taken int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM conversations WHERE id = ?`, name).Scan(&taken); err != nil {
