@@ -64,6 +64,19 @@ func (s *Store) readLink(ctx context.Context, tx *sql.Tx, id string) (l link, ok
 	return l, true, nil
 }
 
+// linkToWrite is readLink of conversation id for a write of it (a
+// rewind, a switch): its absence is ErrNotFound, and its claim is checked.
+func (s *Store) linkToWrite(ctx context.Context, tx *sql.Tx, id string) (link, error) {
+	l, ok, err := s.readLink(ctx, tx, id)
+	if err != nil {
+		return l, err
+	}
+	if !ok {
+		return l, record.NotFound(id)
+	}
+	return l, s.checkClaim(ctx, tx, id)
+}
+
 // mustLink is readLink of a conversation another record names (a base):
 // its absence is damage.
 func (s *Store) mustLink(ctx context.Context, tx *sql.Tx, id, namedBy string) (link, error) {
@@ -183,14 +196,8 @@ func (s *Store) Rewind(ctx context.Context, id string, at int) (history.Conversa
 	doing := fmt.Sprintf("rewinding conversation %s to message %d", id, at)
 	var branch string
 	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
-		x, ok, err := s.readLink(ctx, tx, id)
+		x, err := s.linkToWrite(ctx, tx, id)
 		if err != nil {
-			return err
-		}
-		if !ok {
-			return record.NotFound(id)
-		}
-		if err := s.checkClaim(ctx, tx, id); err != nil {
 			return err
 		}
 		if err := record.CheckRewind(id, at, x.count); err != nil {
@@ -467,14 +474,8 @@ func plan(own, other []level, d int) (side, error) {
 func (s *Store) Switch(ctx context.Context, id, branch string) error {
 	doing := fmt.Sprintf("switching conversation %s to branch %s", id, branch)
 	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
-		x, ok, err := s.readLink(ctx, tx, id)
+		x, err := s.linkToWrite(ctx, tx, id)
 		if err != nil {
-			return err
-		}
-		if !ok {
-			return record.NotFound(id)
-		}
-		if err := s.checkClaim(ctx, tx, id); err != nil {
 			return err
 		}
 		b, ok, err := s.readLink(ctx, tx, branch)
