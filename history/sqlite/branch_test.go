@@ -2,10 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
@@ -345,5 +347,53 @@ func TestAnAppendAfterARewindElsewhereKeepsNoStaleMessages(t *testing.T) {
 	}
 	if err != nil || !slices.Equal(got, []string{"1", "a", "b", "4"}) {
 		t.Fatalf("after a rewind elsewhere and an append here, c reads %v, %v; want [1 a b 4]", got, err)
+	}
+}
+
+// A rewind or switch that would move a damaged message reports it and
+// moves nothing: a message is checked before it is given a checksum in
+// another conversation, which would hide the damage for good.
+func TestARewindOrSwitchOverADamagedMessageMovesNothing(t *testing.T) {
+	ctx := context.Background()
+	say := func(x string) history.Message {
+		return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: x}}}
+	}
+	for _, op := range []string{"rewind", "switch"} {
+		t.Run(op, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "h.db")
+			s := openStore(t, path)
+			if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Append(ctx, "c", say("1"), say("2"), say("3")); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			if op == "rewind" {
+				damage(t, path, `UPDATE messages SET message = replace(message, '"3"', '"X"') WHERE conversation = 'c' AND seq = 3`)
+				_, err = s.Rewind(ctx, "c", 1)
+			} else {
+				b, rerr := s.Rewind(ctx, "c", 1)
+				if rerr != nil {
+					t.Fatal(rerr)
+				}
+				damage(t, path, `UPDATE messages SET message = replace(message, '"3"', '"X"') WHERE conversation = '`+b.ID+`' AND seq = 3`)
+				err = s.Switch(ctx, "c", b.ID)
+			}
+			if !errors.Is(err, history.ErrDamaged) || !strings.Contains(err.Error(), "message 3") {
+				t.Fatalf("%s over a damaged message: %v; want ErrDamaged naming message 3", op, err)
+			}
+			var rows int
+			if err := s.db.QueryRow(`SELECT COUNT(*) FROM messages WHERE conversation = 'c'`).Scan(&rows); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{"rewind": 3, "switch": 1}[op]
+			if rows != want {
+				t.Fatalf("after the refused %s, c has %d rows of its own; want %d, as before it", op, rows, want)
+			}
+			if c, err := openStore(t, path).Get(ctx, "c"); err != nil || c.Messages != want {
+				t.Fatalf("after the refused %s, c is %+v, %v; want %d messages", op, c, err, want)
+			}
+		})
 	}
 }
