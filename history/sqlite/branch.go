@@ -52,8 +52,8 @@ func (s *Store) readLink(ctx context.Context, tx *sql.Tx, id string) (l link, ok
 	if err != nil {
 		return l, false, s.explain("reading the record of conversation "+id, err)
 	}
-	if sum := record.RecordChecksum(l.id, l.system, created, l.parent, l.parentTo); sum != crc {
-		return l, false, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.path, id, crc, sum, history.ErrDamaged)
+	if err := s.checkRecord(l.id, l.system, created, l.parent, l.parentTo, crc); err != nil {
+		return l, false, err
 	}
 	if err := s.checkBase(l.id, l.base, l.baseAt, l.branchOf, baseCRC); err != nil {
 		return l, false, err
@@ -138,6 +138,7 @@ func (s *Store) Fork(ctx context.Context, c history.Conversation) (history.Conve
 				return record.NoParent(c.ID, c.Parent)
 			}
 		}
+		system := b.system
 		// the messages are stored further down where the base shares
 		// them: named there, a rewind of the base never touches the fork
 		for depth := 0; b.base != "" && c.BaseAt <= b.baseAt; depth++ {
@@ -150,7 +151,7 @@ func (s *Store) Fork(ctx context.Context, c history.Conversation) (history.Conve
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO conversations (id, system, created, updated, crc, parent, parent_call, updated_crc, messages, base, base_at, base_crc)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-			c.ID, b.system, created, created, record.RecordChecksum(c.ID, b.system, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall,
+			c.ID, system, created, created, record.RecordChecksum(c.ID, system, created, c.Parent, c.ParentCall), c.Parent, c.ParentCall,
 			record.UpdatedChecksum(c.ID, created), c.BaseAt, b.id, c.BaseAt, record.BaseChecksum(c.ID, b.id, c.BaseAt, ""))
 		if err != nil {
 			return s.explain(doing, err)
@@ -159,7 +160,7 @@ func (s *Store) Fork(ctx context.Context, c history.Conversation) (history.Conve
 			return fmt.Errorf("%s: %w (another process may have created it at the same moment)", doing, history.ErrExists)
 		}
 		at, _ := time.Parse(record.TimeFormat, created)
-		out = history.Conversation{ID: c.ID, System: b.system, Created: at, Updated: at, Messages: c.BaseAt,
+		out = history.Conversation{ID: c.ID, System: system, Created: at, Updated: at, Messages: c.BaseAt,
 			Parent: c.Parent, ParentCall: c.ParentCall, Base: b.id, BaseAt: c.BaseAt}
 		return nil
 	})

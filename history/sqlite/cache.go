@@ -5,10 +5,6 @@ package sqlite
 // conversation's before it takes them again.
 
 import (
-	"context"
-	"database/sql"
-	"errors"
-
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
 )
@@ -115,22 +111,6 @@ type readTag struct {
 // noRow is readTag.crc for a message that is not a row of the
 // conversation's own.
 const noRow = -1
-
-// readTag is conversation id's readTag at its n-th message, as stored
-// now.
-func (s *Store) readTag(ctx context.Context, id string, n int) (readTag, error) {
-	t := readTag{n: n}
-	err := s.db.QueryRowContext(ctx, `SELECT base, base_at, COALESCE((SELECT crc FROM messages WHERE conversation = ? AND seq = ?), ?) FROM conversations WHERE id = ?`,
-		id, n, noRow, id).Scan(&t.base, &t.baseAt, &t.crc)
-	if errors.Is(err, sql.ErrNoRows) {
-		s.forget(id)
-		return t, record.NotFound(id)
-	}
-	if err != nil {
-		return t, s.explain("reading conversation "+id, err)
-	}
-	return t, nil
-}
 
 // dropRead drops the messages the store keeps of conversation id.
 func (s *Store) dropRead(id string) {

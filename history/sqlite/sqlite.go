@@ -51,7 +51,7 @@ type Store struct {
 	tags map[string]readTag           // per conversation in read, what its messages were read at (checked before they are taken again)
 
 	// the statements of every round, prepared once
-	selectNew, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
+	selectNew, selectNewTagged, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
 
 	node string           // this process's node (Holder.Node)
 	now  func() time.Time // the clock claims are timed by (tests set it)
@@ -151,6 +151,10 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		// deleted (by another process, after this one read it), one
 		// with a NULL seq a conversation with no messages after these
 		{&s.selectNew, `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
+		// the same after messages read before, with the readTag they
+		// were read at as it is now (a read of the round or two since)
+		{&s.selectNewTagged, `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id AND seq = ?), ` + fmt.Sprint(noRow) + `)
+			FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
 		// an append's one read: where the conversation ends, and its claim
 		// (a fork's own messages are numbered after the base_at it
 		// shares), and its readTag there
@@ -290,8 +294,8 @@ func (s *Store) scanConversation(row scanner) (history.Conversation, error) {
 	if err := s.checkBase(c.ID, c.Base, c.BaseAt, c.BranchOf, baseCRC); err != nil {
 		return c, err
 	}
-	if sum := record.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
-		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, history.ErrDamaged)
+	if err := s.checkRecord(c.ID, c.System, created, c.Parent, c.ParentCall, crc); err != nil {
+		return c, err
 	}
 	if sum := record.UpdatedChecksum(c.ID, updated); sum != updatedCRC {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its last update time (%q) no longer matches its checksum (stored %08x, now %08x): %w", s.path, c.ID, updated, updatedCRC, sum, history.ErrDamaged)
@@ -306,6 +310,15 @@ func (s *Store) scanConversation(row scanner) (history.Conversation, error) {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: %v: %w", s.path, c.ID, err, history.ErrDamaged)
 	}
 	return c, nil
+}
+
+// checkRecord checks the fields of a conversation's record that never
+// change against their checksum (record.RecordChecksum).
+func (s *Store) checkRecord(id, system, created, parent, parentCall string, crc int64) error {
+	if sum := record.RecordChecksum(id, system, created, parent, parentCall); sum != crc {
+		return fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.path, id, crc, sum, history.ErrDamaged)
+	}
+	return nil
 }
 
 // List returns the conversations, most recently updated first; branches
@@ -378,17 +391,9 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	s.mu.Lock()
 	known, tag := s.read[id], s.tags[id]
 	s.mu.Unlock()
+	var now *readTag // read beside the rows after known: still tag?
 	if len(known) > 0 {
-		now, err := s.readTag(ctx, id, len(known))
-		if err != nil {
-			return nil, err
-		}
-		if now != tag {
-			// moved by a rewind or switch (of another opening) since
-			s.dropRead(id)
-			known = nil
-		}
-		tag = now
+		now = &readTag{n: len(known)}
 	}
 	size, after := len(known), len(known)
 	// The new messages go to fresh, then at the end of s.read[id] (in
@@ -414,13 +419,20 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 			after = c.BaseAt
 		}
 	}
-	rows, err := s.selectNew.QueryContext(ctx, after, id)
+	var rows *sql.Rows
+	var err error
+	if now != nil {
+		rows, err = s.selectNewTagged.QueryContext(ctx, len(known), after, id)
+	} else {
+		rows, err = s.selectNew.QueryContext(ctx, after, id)
+	}
 	if err != nil {
 		return nil, s.explain("reading conversation "+id, err)
 	}
 	defer rows.Close()
 	d := &rowDecoder{s: s, id: id, size: size}
-	found, missing, scanErr := s.stepRows(rows, id, after, d)
+	found, missing, scanErr := s.stepRows(rows, id, after, d, now)
+	rows.Close() // the store's one connection: free for a read again
 	fresh, decodeErr := d.finish(fresh)
 	if scanErr != nil {
 		return nil, s.explain("reading conversation "+id, scanErr)
@@ -428,6 +440,15 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	if !found {
 		s.forget(id)
 		return nil, record.NotFound(id)
+	}
+	if now != nil && *now != tag {
+		// moved by a rewind or switch (of another opening) since it was
+		// read: read again whole
+		s.dropRead(id)
+		return s.messages(ctx, id, depth)
+	}
+	if now != nil {
+		tag = *now
 	}
 	if decodeErr != nil {
 		return nil, decodeErr
@@ -447,13 +468,19 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 // stepRows steps through the rows of conversation id after its first
 // known messages, handing each to d: found is false when not even the
 // conversation's row came back (it is not in the store), missing the
-// error of a gap in the numbers, err the driver's.
-func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder) (found bool, missing, err error) {
+// error of a gap in the numbers, err the driver's. With tag (rows of
+// selectNewTagged), it reads the conversation's readTag at known too.
+func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder, tag *readTag) (found bool, missing, err error) {
 	for seq := known + 1; rows.Next(); seq++ {
 		found = true
 		var raw sql.RawBytes // valid until the next row: copied
 		var stored, crc sql.NullInt64
-		if err = rows.Scan(&stored, &raw, &crc); err != nil {
+		if tag != nil {
+			err = rows.Scan(&stored, &raw, &crc, &tag.base, &tag.baseAt, &tag.crc)
+		} else {
+			err = rows.Scan(&stored, &raw, &crc)
+		}
+		if err != nil {
 			return found, nil, err
 		}
 		if !stored.Valid {
