@@ -83,6 +83,36 @@ func TestRandomForksRewindsAndSwitchesReadAsTheModelSays(t *testing.T) {
 					model[id] = slices.Clip(model[id][:at])
 					branchOf[b.ID] = id
 					did = fmt.Sprintf("rewind %s to %d into %s", id, at, b.ID)
+				case op == 8 && r.Intn(3) == 0: // delete, with its branches, unless others share them
+					id := pick()
+					if id == "root" || branchOf[id] != "" {
+						continue
+					}
+					err := s.Delete(ctx, id)
+					if errors.Is(err, history.ErrHasForks) {
+						did = "a delete of " + id + " refused: " + err.Error()
+						break
+					}
+					if err != nil {
+						t.Fatalf("step %d: delete %s: %v", step, id, err)
+					}
+					gone := map[string]bool{id: true}
+					for grew := true; grew; {
+						grew = false
+						for b, of := range branchOf {
+							if gone[of] && !gone[b] {
+								gone[b], grew = true, true
+							}
+						}
+					}
+					for g := range gone {
+						delete(model, g)
+						delete(branchOf, g)
+						if _, err := s.Get(ctx, g); !errors.Is(err, history.ErrNotFound) {
+							t.Fatalf("step %d: after deleting %s, Get(%s) = %v; want it gone with it", step, id, g, err)
+						}
+					}
+					did = fmt.Sprintf("delete %s (and %d branches)", id, len(gone)-1)
 				default: // switch to one of its branches
 					var pairs [][2]string
 					for b, of := range branchOf {
