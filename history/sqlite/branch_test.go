@@ -427,3 +427,21 @@ func TestARewindOrSwitchOverADamagedMessageMovesNothing(t *testing.T) {
 		})
 	}
 }
+
+// A fork whose base was deleted behind the store's back (by hand, or by a
+// myelin of layout 5, which deletes without asking) reads as damaged,
+// naming the base, not as a conversation that is not there.
+func TestAForkWhoseBaseIsGoneIsDamagedNotMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	ctx := context.Background()
+	s := openStore(t, path)
+	longConversation(t, s, "b", 3)
+	if _, err := s.Fork(ctx, history.Conversation{ID: "f", Base: "b", BaseAt: 2}); err != nil {
+		t.Fatal(err)
+	}
+	damage(t, path, `DELETE FROM messages WHERE conversation = 'b'; DELETE FROM conversations WHERE id = 'b'`)
+	_, err := openStore(t, path).Messages(ctx, "f")
+	if !errors.Is(err, history.ErrDamaged) || errors.Is(err, history.ErrNotFound) || !strings.Contains(err.Error(), "b, which is not in the store") {
+		t.Fatalf("Messages of a fork whose base is gone: %v; want ErrDamaged (not ErrNotFound) naming the base", err)
+	}
+}

@@ -409,6 +409,11 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 		fresh = make([]history.Message, 0, size+size/8+64) // room for the rounds to come
 		if c.Base != "" && c.BaseAt > 0 {
 			shared, err := s.messages(ctx, c.Base, depth+1)
+			if errors.Is(err, history.ErrNotFound) {
+				// its base is gone (deleted behind the store's back):
+				// the fork is damaged, not missing
+				return nil, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which is not in the store: %w", s.path, id, c.BaseAt, c.Base, history.ErrDamaged)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("reading the messages conversation %s shares with %s: %w", id, c.Base, err)
 			}
