@@ -123,7 +123,10 @@ func (a *Agent) Recover(ctx context.Context, id string) (Recovery, error) {
 
 func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 	var rec Recovery
-	msgs, err := a.Store.Messages(ctx, id)
+	// Read whatever ctx says: the turn holds the claim and has said it
+	// started, so a cancel now ends it after what it did is kept.
+	read := context.WithoutCancel(ctx)
+	msgs, err := a.Store.Messages(read, id)
 	if err != nil || len(msgs) == 0 {
 		return rec, err
 	}
@@ -135,7 +138,7 @@ func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 	if last.Role != history.Assistant || len(calls) == 0 {
 		return rec, nil
 	}
-	kept, err := a.Store.Kept(ctx, id)
+	kept, err := a.Store.Kept(read, id)
 	if err != nil {
 		return rec, err
 	}

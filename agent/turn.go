@@ -142,7 +142,12 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	if rec.Finished+rec.Rerun+rec.Interrupted > 0 {
 		on(Event{Kind: Notice, Text: rec.String()})
 	}
-	stored, err := a.Store.Messages(ctx, id)
+	// The turn holds the claim and has said it started (Started): what it
+	// reads and the prompt are read and stored whatever ctx says, so a
+	// cancel from now on ends the turn at its request, with the prompt and
+	// a cut answer kept (on every store alike).
+	kept := context.WithoutCancel(ctx)
+	stored, err := a.Store.Messages(kept, id)
 	if err != nil {
 		return nil, false, err
 	}
@@ -152,12 +157,12 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 			return t, true, nil
 		}
 	}
-	if t.sz, err = a.sizing(ctx, id); err != nil {
+	if t.sz, err = a.sizing(kept, id); err != nil {
 		return nil, false, err
 	}
 	t.settings = a.checkSettings(t.sz, stored, on)
 	if prompt != nil {
-		if err := t.store(ctx, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(*prompt)}}}); err != nil {
+		if err := t.store(kept, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(*prompt)}}}); err != nil {
 			return nil, false, err
 		}
 	}
@@ -165,7 +170,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	t.providerCtx = provider.WithRetryNotice(ctx, a.retryNotice(on))
 	t.sent = a.sending(id)
 	t.sz.sent = t.sent
-	t.kept = context.WithoutCancel(ctx)
+	t.kept = kept
 	t.lazy = history.Lazy(t.kept)
 	t.workers, t.keeper = &tool.Workers{}, newKeeper(a.Store, t.lazy, id, 0)
 	return t, false, nil

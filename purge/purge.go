@@ -93,8 +93,39 @@ func everyone(ctx context.Context, store history.Store) ([]string, error) {
 // family is the ids of the conversations of id's family but id: the
 // tree of subagents' conversations it belongs to (Conversation.Parent),
 // from the first conversation up its parents to the last one down their
-// children. A parent that is gone ends the way up.
+// children, and the conversations whose messages id shares (its Base, and
+// theirs: a fork's first messages, and the files they name, are its
+// base's). A parent that is gone ends the way up.
 func family(ctx context.Context, store history.Store, id string) ([]string, error) {
+	tree, err := subagentTree(ctx, store, id)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{id: true}
+	for _, k := range tree {
+		seen[k] = true
+	}
+	for cur := id; ; {
+		c, err := store.Get(ctx, cur)
+		if errors.Is(err, history.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if c.Base == "" || seen[c.Base] {
+			break
+		}
+		seen[c.Base] = true
+		tree = append(tree, c.Base)
+		cur = c.Base
+	}
+	return tree, nil
+}
+
+// subagentTree is the ids of the conversations of id's tree of
+// subagents' conversations but id (see family).
+func subagentTree(ctx context.Context, store history.Store, id string) ([]string, error) {
 	root := id
 	for seen := map[string]bool{id: true}; ; {
 		c, err := store.Get(ctx, root)

@@ -1,0 +1,39 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// ErrNoForks is wrapped by Fork's error when the agent's store keeps no
+// forks (it does not implement history.Brancher).
+var ErrNoForks = errors.New("the history store keeps no forks")
+
+// Fork starts a new conversation that continues conversation id from its
+// first at messages (at < 0: all of them), shared with it, not copied
+// (history.Brancher), and returns the new id. The fork keeps id's system
+// prompt and, read up to at, the same messages and context records, so
+// that its next request begins byte for byte as id's did at that point
+// and the provider's prompt cache holds it (docs/branches.md). It needs no
+// claim on id: a fork may be made while id's turn runs.
+func (a *Agent) Fork(ctx context.Context, id string, at int) (string, error) {
+	b, ok := a.Store.(history.Brancher)
+	if !ok {
+		return "", fmt.Errorf("forking conversation %s: %w", id, ErrNoForks)
+	}
+	if at < 0 {
+		c, err := a.Store.Get(ctx, id)
+		if err != nil {
+			return "", fmt.Errorf("forking conversation %s: %w", id, err)
+		}
+		at = c.Messages
+	}
+	c, err := b.Fork(ctx, history.Conversation{ID: NewID(), Base: id, BaseAt: at})
+	if err != nil {
+		return "", err
+	}
+	return c.ID, nil
+}
