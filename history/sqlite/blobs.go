@@ -71,22 +71,32 @@ func (s *Store) PutBlob(ctx context.Context, id, path string, data []byte) (stri
 }
 
 // BlobAt returns the bytes kept as the file at path of conversation id
-// (see Blobs).
+// (see Blobs). A fork (or branch) reads the files of the conversations
+// whose messages it shares, down its bases, where it keeps none of its
+// own at path: their results name them.
 func (s *Store) BlobAt(ctx context.Context, id, path string) (string, []byte, error) {
 	doing := "reading file " + path + " of conversation " + id
-	if _, err := s.Get(ctx, id); err != nil {
+	c, err := s.Get(ctx, id)
+	if err != nil {
 		return "", nil, err
 	}
-	var hash string
-	var data []byte
-	err := s.db.QueryRowContext(ctx, `SELECT f.hash, b.data FROM blob_files f JOIN blobs b ON b.hash = f.hash WHERE f.conversation = ? AND f.path = ?`, id, path).Scan(&hash, &data)
-	switch {
-	case errors.Is(err, sql.ErrNoRows) || noSuchTable(err):
-		return "", nil, record.NoBlob(id, path)
-	case err != nil:
-		return "", nil, s.explain(doing, err)
+	for depth := 0; ; depth++ {
+		var hash string
+		var data []byte
+		err := s.db.QueryRowContext(ctx, `SELECT f.hash, b.data FROM blob_files f JOIN blobs b ON b.hash = f.hash WHERE f.conversation = ? AND f.path = ?`, c.ID, path).Scan(&hash, &data)
+		switch {
+		case noSuchTable(err) || errors.Is(err, sql.ErrNoRows) && (c.Base == "" || depth > maxBases):
+			return "", nil, record.NoBlob(id, path)
+		case errors.Is(err, sql.ErrNoRows):
+			if c, err = s.Get(ctx, c.Base); err != nil {
+				return "", nil, fmt.Errorf("%s: %w", doing, err)
+			}
+			continue
+		case err != nil:
+			return "", nil, s.explain(doing, err)
+		}
+		return hash, nonNil(data), nil
 	}
-	return hash, nonNil(data), nil
 }
 
 // BlobByHash returns the bytes whose hash is hash (see Blobs).

@@ -60,14 +60,17 @@ func TestAppendWaitsForAWriteLockHeldByAnotherConnection(t *testing.T) {
 	}
 }
 
-// A store of layout 1, 2, 3 or 4 is brought to layout 5 when opened, its
-// messages kept, checksummed and counted, its records' last update times
-// checksummed as they were: they read back, and a new one is appended
-// after them; a conversation linked to a parent's call can then be made
-// beside them; and a last update time changed behind the store's back is
-// then reported.
-func TestAnOlderLayoutIsBroughtToLayout5(t *testing.T) {
-	for _, fixture := range []string{"layout1.sql", "layout2.sql", "layout3.sql", "layout4.sql"} {
+// A store of layout 1, 2, 3, 4 or 5 is brought to layout 6 when opened,
+// its messages kept, checksummed and counted, its records' last update
+// times checksummed as they were: they read back, and a new one is
+// appended after them; a conversation linked to a parent's call, and a
+// fork sharing the old conversation's messages, can then be made beside
+// them, with the columns and indexes a new store has; and a last update
+// time changed behind the store's back is then reported.
+func TestAnOlderLayoutIsBroughtToLayout6(t *testing.T) {
+	fresh := openStore(t, filepath.Join(t.TempDir(), "new.db"))
+	want := layoutOf(t, fresh.db)
+	for _, fixture := range []string{"layout1.sql", "layout2.sql", "layout3.sql", "layout4.sql", "layout5.sql"} {
 		t.Run(fixture, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "h.db")
 			script, err := os.ReadFile(filepath.Join("testdata", fixture))
@@ -99,8 +102,18 @@ func TestAnOlderLayoutIsBroughtToLayout5(t *testing.T) {
 				t.Fatalf("conversation %+v, %v", c, err)
 			}
 			var version int
-			if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 5 {
+			if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 6 {
 				t.Fatalf("layout %d, %v", version, err)
+			}
+			if got := layoutOf(t, s.db); got != want {
+				t.Fatalf("the upgraded store's columns and indexes are\n%s\nand a new store's\n%s", got, want)
+			}
+			f, err := s.Fork(ctx, history.Conversation{ID: "fork", Base: "old", BaseAt: 2})
+			if err != nil || f.Base != "old" || f.BaseAt != 2 || f.Messages != 2 {
+				t.Fatalf("fork %+v, %v", f, err)
+			}
+			if msgs, err := openStore(t, path).Messages(ctx, "fork"); err != nil || len(msgs) != 2 || msgs[1].Parts[0].Text != "hi" {
+				t.Fatalf("the fork's messages %+v, %v", msgs, err)
 			}
 			if err := s.Create(ctx, history.Conversation{ID: "child", Parent: "old", ParentCall: "call_1"}); err != nil {
 				t.Fatal(err)
@@ -116,4 +129,27 @@ func TestAnOlderLayoutIsBroughtToLayout5(t *testing.T) {
 			}
 		})
 	}
+}
+
+// layoutOf is a store's conversation columns and its indexes, as text.
+func layoutOf(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	rows, err := db.Query(`SELECT 'column ' || name || ' ' || type || ' ' || "notnull" || ' ' || COALESCE(dflt_value, '') FROM pragma_table_info('conversations')
+		UNION ALL SELECT 'index ' || name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(line + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -14,9 +14,13 @@ var _ history.Deleter = (*Store)(nil)
 // Delete removes conversation id whole, in one synced transaction (see
 // Deleter): its claim is checked in it as every write's is, then its
 // kept results, claim, requests, files and messages go, the bytes of its
-// files that no other conversation's file has, and last its record.
+// files that no other conversation's file has, and last its record. Its
+// branches (and theirs) go with it, each checked like it; while another
+// conversation shares the messages of any of them (a fork), nothing is
+// deleted (history.ErrHasForks).
 func (s *Store) Delete(ctx context.Context, id string) error {
 	doing := "deleting conversation " + id
+	var gone []string
 	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM conversations WHERE id = ?`, id).Scan(&one)
@@ -29,47 +33,25 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		if err := s.checkClaim(ctx, tx, id); err != nil {
 			return err
 		}
-		// the tables a store makes on first use may not be there
-		tables := map[string]bool{}
-		rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('requests', 'blob_files', 'blobs')`)
-		if err != nil {
+		if gone, err = s.withBranches(ctx, tx, id); err != nil {
 			return s.explain(doing, err)
 		}
-		for rows.Next() {
-			var name string
-			if err := rows.Scan(&name); err != nil {
-				rows.Close()
-				return s.explain(doing, err)
+		if err := s.checkNoForks(ctx, tx, id, gone); err != nil {
+			return err
+		}
+		for _, b := range gone[1:] {
+			// a branch nobody writes: a live holder of its claim refuses
+			c, ok, err := s.readClaim(ctx, tx, b)
+			if err != nil {
+				return err
 			}
-			tables[name] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return s.explain(doing, err)
-		}
-		var hashes []string
-		if tables["blob_files"] {
-			if hashes, err = s.deletedHashes(ctx, tx, id); err != nil {
-				return s.explain(doing, err)
+			if err := s.claimAllows(context.Background(), b, c, ok); err != nil {
+				return err
 			}
 		}
-		stmts := []string{`DELETE FROM kept WHERE conversation = ?`, `DELETE FROM claims WHERE conversation = ?`}
-		if tables["requests"] {
-			stmts = append(stmts, `DELETE FROM requests WHERE conversation = ?`)
-		}
-		if tables["blob_files"] {
-			stmts = append(stmts, `DELETE FROM blob_files WHERE conversation = ?`)
-		}
-		stmts = append(stmts, `DELETE FROM messages WHERE conversation = ?`, `DELETE FROM conversations WHERE id = ?`)
-		for _, q := range stmts {
-			if _, err := tx.ExecContext(ctx, q, id); err != nil {
-				return s.explain(doing, err)
-			}
-		}
-		// the bytes only this conversation's files had go with them
-		for _, h := range hashes {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM blobs WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM blob_files WHERE hash = ?)`, h, h); err != nil {
-				return s.explain(doing, err)
+		for _, c := range gone {
+			if err := s.deleteOne(ctx, tx, c); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -77,7 +59,116 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	s.forget(id)
+	for _, c := range gone {
+		s.forget(c)
+	}
+	return nil
+}
+
+// withBranches returns id followed by its branches, theirs, and so on.
+func (s *Store) withBranches(ctx context.Context, tx *sql.Tx, id string) ([]string, error) {
+	out := []string{id}
+	for i := 0; i < len(out); i++ {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM conversations WHERE branch_of = ? ORDER BY id`, out[i])
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var b string
+			if err := rows.Scan(&b); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, b)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// checkNoForks returns the error for deleting conversation id with gone
+// (it and its branches) while another conversation shares their messages.
+func (s *Store) checkNoForks(ctx context.Context, tx *sql.Tx, id string, gone []string) error {
+	in := map[string]bool{}
+	for _, g := range gone {
+		in[g] = true
+	}
+	var forks []string
+	for _, g := range gone {
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM conversations WHERE base = ? ORDER BY id`, g)
+		if err != nil {
+			return s.explain("deleting conversation "+id, err)
+		}
+		for rows.Next() {
+			var f string
+			if err := rows.Scan(&f); err != nil {
+				rows.Close()
+				return s.explain("deleting conversation "+id, err)
+			}
+			if !in[f] {
+				forks = append(forks, f)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return s.explain("deleting conversation "+id, err)
+		}
+	}
+	if len(forks) > 0 {
+		return record.HasForks(id, forks)
+	}
+	return nil
+}
+
+// deleteOne deletes conversation id's rows of every table, in tx.
+func (s *Store) deleteOne(ctx context.Context, tx *sql.Tx, id string) error {
+	doing := "deleting conversation " + id
+	// the tables a store makes on first use may not be there
+	tables := map[string]bool{}
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('requests', 'blob_files', 'blobs')`)
+	if err != nil {
+		return s.explain(doing, err)
+	}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return s.explain(doing, err)
+		}
+		tables[name] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return s.explain(doing, err)
+	}
+	var hashes []string
+	if tables["blob_files"] {
+		if hashes, err = s.deletedHashes(ctx, tx, id); err != nil {
+			return s.explain(doing, err)
+		}
+	}
+	stmts := []string{`DELETE FROM kept WHERE conversation = ?`, `DELETE FROM claims WHERE conversation = ?`}
+	if tables["requests"] {
+		stmts = append(stmts, `DELETE FROM requests WHERE conversation = ?`)
+	}
+	if tables["blob_files"] {
+		stmts = append(stmts, `DELETE FROM blob_files WHERE conversation = ?`)
+	}
+	stmts = append(stmts, `DELETE FROM messages WHERE conversation = ?`, `DELETE FROM conversations WHERE id = ?`)
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q, id); err != nil {
+			return s.explain(doing, err)
+		}
+	}
+	// the bytes only this conversation's files had go with them
+	for _, h := range hashes {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM blobs WHERE hash = ? AND NOT EXISTS (SELECT 1 FROM blob_files WHERE hash = ?)`, h, h); err != nil {
+			return s.explain(doing, err)
+		}
+	}
 	return nil
 }
 
@@ -103,9 +194,7 @@ func (s *Store) deletedHashes(ctx context.Context, tx *sql.Tx, id string) ([]str
 // messages read, its newest request body): for a conversation deleted,
 // so that one made again under its id starts empty.
 func (s *Store) forget(id string) {
-	s.mu.Lock()
-	delete(s.read, id)
-	s.mu.Unlock()
+	s.dropRead(id)
 	s.sent.mu.Lock()
 	delete(s.sent.bodies, id)
 	s.sent.mu.Unlock()

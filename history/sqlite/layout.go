@@ -22,9 +22,14 @@ CREATE TABLE IF NOT EXISTS conversations (
 	crc      INTEGER NOT NULL DEFAULT 0, -- recordChecksum of id, system, created, parent, parent_call (layout 3)
 	parent      TEXT NOT NULL DEFAULT '', -- Conversation.Parent (layout 4)
 	parent_call TEXT NOT NULL DEFAULT '', -- Conversation.ParentCall (layout 4)
-	updated_crc INTEGER NOT NULL DEFAULT 0 -- updatedChecksum of id, updated (layout 5)
+	updated_crc INTEGER NOT NULL DEFAULT 0, -- updatedChecksum of id, updated (layout 5)
+	base      TEXT NOT NULL DEFAULT '', -- Conversation.Base: whose first base_at messages are its first (layout 6)
+	base_at   INTEGER NOT NULL DEFAULT 0, -- Conversation.BaseAt (layout 6)
+	branch_of TEXT NOT NULL DEFAULT '', -- Conversation.BranchOf (layout 6)
+	base_crc  INTEGER NOT NULL DEFAULT 0 -- record.BaseChecksum of id, base, base_at, branch_of (layout 6)
 );
 CREATE INDEX IF NOT EXISTS conversations_parent ON conversations(parent) WHERE parent != '';
+` + branchIndexes + `
 CREATE TABLE IF NOT EXISTS messages (
 	conversation TEXT NOT NULL REFERENCES conversations(id),
 	seq          INTEGER NOT NULL,
@@ -85,6 +90,27 @@ const schemaV5 = `
 ALTER TABLE conversations ADD COLUMN updated_crc INTEGER NOT NULL DEFAULT 0;
 `
 
+// schemaV6 is what layout 6 added to layout 5: the link of a fork or a
+// branch to the conversation whose first messages it shares
+// (Conversation.Base, BaseAt, BranchOf; docs/branches.md) and its
+// checksum. A record of layout 5 shares nothing: its link is empty, and
+// the checksum of an empty link is 0 (record.BaseChecksum), so nothing is
+// filled in.
+const schemaV6 = `
+ALTER TABLE conversations ADD COLUMN base TEXT NOT NULL DEFAULT '';
+ALTER TABLE conversations ADD COLUMN base_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE conversations ADD COLUMN branch_of TEXT NOT NULL DEFAULT '';
+ALTER TABLE conversations ADD COLUMN base_crc INTEGER NOT NULL DEFAULT 0;
+` + branchIndexes
+
+// branchIndexes are the indexes of layout 6: the conversations sharing a
+// conversation's messages (a Rewind points them elsewhere, a Delete
+// refuses while there are any), and its branches (Branches).
+const branchIndexes = `
+CREATE INDEX IF NOT EXISTS conversations_base ON conversations(base) WHERE base != '';
+CREATE INDEX IF NOT EXISTS conversations_branch_of ON conversations(branch_of) WHERE branch_of != '';
+`
+
 // dropUpdatedIndex drops the index on conversations(updated) that stores
 // made before issue 13 have. Every Append changes updated, so the index
 // cost each append a page of its own in the log (two of a round's eleven);
@@ -98,8 +124,9 @@ const dropUpdatedIndex = `DROP INDEX IF EXISTS conversations_updated`
 // cost of five when a long conversation is read after a restart. Layouts 1
 // (no claims, no kept results) and 2 (no checksums) are brought to 3 when
 // opened, and so is 3 (no links of subagents' conversations to their
-// parents' calls) to 4, and 4 (no checksum of the last update time) to 5.
-const schemaVersion = 5
+// parents' calls) to 4, 4 (no checksum of the last update time) to 5, and
+// 5 (no forks or branches) to 6.
+const schemaVersion = 6
 
 // migrateWaiting is migrate, tried again while another connection holds
 // the file in a way SQLite reports as busy at once, without its busy
@@ -148,13 +175,15 @@ func (s *Store) migrate(create bool) error {
 	case version == schemaVersion:
 		return nil
 	case version == 1:
-		doing, ddl = "bringing layout 1 to 5", schemaV2+schemaV3+schemaV4+schemaV5
+		doing, ddl = "bringing layout 1 to 6", schemaV2+schemaV3+schemaV4+schemaV5+schemaV6
 	case version == 2:
-		doing, ddl = "bringing layout 2 to 5", schemaV3+schemaV4+schemaV5
+		doing, ddl = "bringing layout 2 to 6", schemaV3+schemaV4+schemaV5+schemaV6
 	case version == 3:
-		doing, ddl = "bringing layout 3 to 5", schemaV4+schemaV5
+		doing, ddl = "bringing layout 3 to 6", schemaV4+schemaV5+schemaV6
 	case version == 4:
-		doing, ddl = "bringing layout 4 to 5", schemaV5
+		doing, ddl = "bringing layout 4 to 6", schemaV5+schemaV6
+	case version == 5:
+		doing, ddl = "bringing layout 5 to 6", schemaV6
 	case version == 0 && tables == 0 && create:
 		doing, ddl = "creating", schema
 	case version == 0 && tables == 0:
@@ -170,7 +199,7 @@ func (s *Store) migrate(create bool) error {
 			return s.explain(doing, err)
 		}
 	}
-	if version > 0 {
+	if version > 0 && version < 5 {
 		if err := fillUpdatedChecksums(tx); err != nil {
 			return s.explain(doing, err)
 		}

@@ -48,9 +48,10 @@ type Store struct {
 
 	mu   sync.Mutex
 	read map[string][]history.Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
+	tags map[string]readTag           // per conversation in read, what its messages were read at (checked before they are taken again)
 
 	// the statements of every round, prepared once
-	selectNew, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
+	selectNew, selectNewTagged, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
 
 	node string           // this process's node (Holder.Node)
 	now  func() time.Time // the clock claims are timed by (tests set it)
@@ -133,7 +134,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, read: map[string][]history.Message{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
+	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
 		return nil, err
@@ -150,9 +151,16 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		// deleted (by another process, after this one read it), one
 		// with a NULL seq a conversation with no messages after these
 		{&s.selectNew, `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
+		// the same after messages read before, with the readTag they
+		// were read at as it is now (a read of the round or two since)
+		{&s.selectNewTagged, `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id AND seq = ?), ` + fmt.Sprint(noRow) + `)
+			FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
 		// an append's one read: where the conversation ends, and its claim
-		{&s.nextSeq, `SELECT (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation = c.id), c.messages,
-			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires
+		// (a fork's own messages are numbered after the base_at it
+		// shares), and its readTag there
+		{&s.nextSeq, `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at), c.messages,
+			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires,
+			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + fmt.Sprint(noRow) + `)
 			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`},
 		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
 		{&s.touch, `UPDATE conversations SET updated = ?, updated_crc = ?, messages = messages + ? WHERE id = ?`},
@@ -264,8 +272,10 @@ func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error
 // recordColumns are what Get, List and Children read of a conversation
 // (c), for scanConversation: its count of stored messages beside the count
 // appended.
+// A fork's or branch's count includes the base_at messages it shares.
 const recordColumns = `c.id, c.system, c.created, c.updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id), c.messages, c.crc, c.parent, c.parent_call, c.updated_crc`
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id) + c.base_at, c.messages, c.crc, c.parent, c.parent_call, c.updated_crc,
+		c.base, c.base_at, c.branch_of, c.base_crc`
 
 type scanner interface{ Scan(...any) error }
 
@@ -276,12 +286,16 @@ func (s *Store) scanConversation(row scanner) (history.Conversation, error) {
 	var c history.Conversation
 	var created, updated string
 	var appended int
-	var crc, updatedCRC int64
-	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc, &c.Parent, &c.ParentCall, &updatedCRC); err != nil {
+	var crc, updatedCRC, baseCRC int64
+	if err := row.Scan(&c.ID, &c.System, &created, &updated, &c.Messages, &appended, &crc, &c.Parent, &c.ParentCall, &updatedCRC,
+		&c.Base, &c.BaseAt, &c.BranchOf, &baseCRC); err != nil {
 		return c, err
 	}
-	if sum := record.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
-		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.path, c.ID, crc, sum, history.ErrDamaged)
+	if err := s.checkBase(c.ID, c.Base, c.BaseAt, c.BranchOf, baseCRC); err != nil {
+		return c, err
+	}
+	if err := s.checkRecord(c.ID, c.System, created, c.Parent, c.ParentCall, crc); err != nil {
+		return c, err
 	}
 	if sum := record.UpdatedChecksum(c.ID, updated); sum != updatedCRC {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its last update time (%q) no longer matches its checksum (stored %08x, now %08x): %w", s.path, c.ID, updated, updatedCRC, sum, history.ErrDamaged)
@@ -298,9 +312,19 @@ func (s *Store) scanConversation(row scanner) (history.Conversation, error) {
 	return c, nil
 }
 
-// List returns the conversations, most recently updated first.
+// checkRecord checks the fields of a conversation's record that never
+// change against their checksum (record.RecordChecksum).
+func (s *Store) checkRecord(id, system, created, parent, parentCall string, crc int64) error {
+	if sum := record.RecordChecksum(id, system, created, parent, parentCall); sum != crc {
+		return fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.path, id, crc, sum, history.ErrDamaged)
+	}
+	return nil
+}
+
+// List returns the conversations, most recently updated first; branches
+// are left out (Branches lists them).
 func (s *Store) List(ctx context.Context) ([]history.Conversation, error) {
-	return s.records(ctx, "listing conversations", `SELECT `+recordColumns+` FROM conversations c ORDER BY updated DESC, id`)
+	return s.records(ctx, "listing conversations", `SELECT `+recordColumns+` FROM conversations c WHERE branch_of = '' ORDER BY updated DESC, id`)
 }
 
 // Children returns the conversations whose Parent is id, oldest first
@@ -345,31 +369,75 @@ func (s *Store) wrapErr(doing string, err error) error {
 // Messages returns a conversation's messages in order. The slice and the
 // messages in it are shared with the store's memory: callers must not
 // modify them.
+//
+// A fork's (or branch's) first BaseAt messages are its base's, read by
+// Messages of the base (from the store's memory when it was read), and
+// then its own, numbered from BaseAt+1.
 func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, error) {
+	return s.messages(ctx, id, 0)
+}
+
+// maxBases bounds how many bases a read follows down: a record whose
+// bases lead back to itself (made by hand: no Fork, Rewind or Switch
+// makes one) is reported, not followed for ever.
+const maxBases = 10_000
+
+// messages is Messages of id, read as the depth-th base of the
+// conversation asked for.
+func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.Message, error) {
+	if depth > maxBases {
+		return nil, fmt.Errorf("history store %s: conversation %s: its bases lead back to it (more than %d of them): %w", s.path, id, maxBases, history.ErrDamaged)
+	}
 	s.mu.Lock()
-	known := s.read[id]
+	known, tag := s.read[id], s.tags[id]
 	s.mu.Unlock()
-	size := len(known)
+	var now *readTag // read beside the rows after known: still tag?
+	if len(known) > 0 {
+		now = &readTag{n: len(known)}
+	}
+	size, after := len(known), len(known)
+	// The new messages go to fresh, then at the end of s.read[id] (in
+	// place while it has room), never into what a caller holds.
+	var fresh []history.Message
 	if len(known) == 0 {
 		c, err := s.Get(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		size = c.Messages
+		tag = readTag{n: c.BaseAt, base: c.Base, baseAt: c.BaseAt, crc: noRow}
+		fresh = make([]history.Message, 0, size+size/8+64) // room for the rounds to come
+		if c.Base != "" && c.BaseAt > 0 {
+			shared, err := s.messages(ctx, c.Base, depth+1)
+			if errors.Is(err, history.ErrNotFound) {
+				// its base is gone (deleted behind the store's back):
+				// the fork is damaged, not missing
+				return nil, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which is not in the store: %w", s.path, id, c.BaseAt, c.Base, history.ErrDamaged)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading the messages conversation %s shares with %s: %w", id, c.Base, err)
+			}
+			if len(shared) < c.BaseAt {
+				return nil, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which holds %d: %w", s.path, id, c.BaseAt, c.Base, len(shared), history.ErrDamaged)
+			}
+			fresh = append(fresh, shared[:c.BaseAt]...)
+			after = c.BaseAt
+		}
 	}
-	rows, err := s.selectNew.QueryContext(ctx, len(known), id)
+	var rows *sql.Rows
+	var err error
+	if now != nil {
+		rows, err = s.selectNewTagged.QueryContext(ctx, len(known), after, id)
+	} else {
+		rows, err = s.selectNew.QueryContext(ctx, after, id)
+	}
 	if err != nil {
 		return nil, s.explain("reading conversation "+id, err)
 	}
 	defer rows.Close()
-	// The new messages go to fresh, then at the end of s.read[id] (in
-	// place while it has room), never into what a caller holds.
-	var fresh []history.Message
-	if len(known) == 0 {
-		fresh = make([]history.Message, 0, size+size/8+64) // room for the rounds to come
-	}
 	d := &rowDecoder{s: s, id: id, size: size}
-	found, missing, scanErr := s.stepRows(rows, id, len(known), d)
+	found, missing, scanErr := s.stepRows(rows, id, after, d, now)
+	rows.Close() // the store's one connection: free for a read again
 	fresh, decodeErr := d.finish(fresh)
 	if scanErr != nil {
 		return nil, s.explain("reading conversation "+id, scanErr)
@@ -377,6 +445,15 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 	if !found {
 		s.forget(id)
 		return nil, record.NotFound(id)
+	}
+	if now != nil && *now != tag {
+		// moved by a rewind or switch (of another opening) since it was
+		// read: read again whole
+		s.dropRead(id)
+		return s.messages(ctx, id, depth)
+	}
+	if now != nil {
+		tag = *now
 	}
 	if decodeErr != nil {
 		return nil, decodeErr
@@ -387,19 +464,28 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 	if n := len(known) + len(fresh); n < size {
 		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, history.ErrDamaged)
 	}
-	return s.extend(id, known, fresh), nil
+	if d.last > 0 {
+		tag.n, tag.crc = d.last, d.lastCRC
+	}
+	return s.extend(id, known, fresh, tag), nil
 }
 
 // stepRows steps through the rows of conversation id after its first
 // known messages, handing each to d: found is false when not even the
 // conversation's row came back (it is not in the store), missing the
-// error of a gap in the numbers, err the driver's.
-func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder) (found bool, missing, err error) {
+// error of a gap in the numbers, err the driver's. With tag (rows of
+// selectNewTagged), it reads the conversation's readTag at known too.
+func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder, tag *readTag) (found bool, missing, err error) {
 	for seq := known + 1; rows.Next(); seq++ {
 		found = true
 		var raw sql.RawBytes // valid until the next row: copied
 		var stored, crc sql.NullInt64
-		if err = rows.Scan(&stored, &raw, &crc); err != nil {
+		if tag != nil {
+			err = rows.Scan(&stored, &raw, &crc, &tag.base, &tag.baseAt, &tag.crc)
+		} else {
+			err = rows.Scan(&stored, &raw, &crc)
+		}
+		if err != nil {
 			return found, nil, err
 		}
 		if !stored.Valid {
@@ -410,46 +496,9 @@ func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder) (f
 			break
 		}
 		d.add(storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc.Int64})
+		d.last, d.lastCRC = seq, crc.Int64
 	}
 	return found, missing, rows.Err()
-}
-
-// extend is the conversation id's messages read so far, known, followed by
-// fresh, the ones read after them; it keeps them as s.read[id]. The
-// returned slice's capacity is its length, so a caller's append copies:
-// s.read[id] keeps spare room, and the messages of later reads are
-// appended there in place (at 100k messages a copy of all of them was
-// about 10 MB a request), after the end of every slice handed out.
-func (s *Store) extend(id string, known, fresh []history.Message) []history.Message {
-	if len(known) == 0 {
-		// fresh is a new slice, with room
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if cur, ok := s.read[id]; !ok || len(fresh) > len(cur) {
-			s.read[id] = fresh // also when empty: Append then keeps what it adds
-		}
-		return fresh[:len(fresh):len(fresh)]
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur := s.read[id]
-	if len(cur) != len(known) {
-		// another read kept more (or other) messages meanwhile: known
-		// and fresh are this read's, copied
-		out := append(known[:len(known):len(known)], fresh...)
-		if len(out) > len(cur) {
-			s.read[id] = out
-		}
-		return out[:len(out):len(out)]
-	}
-	if len(fresh) > 0 {
-		// Nobody reads past len(cur): every slice handed out ends there
-		// or before. append copies to a larger array when the room runs
-		// out (the old one stays with its readers).
-		cur = append(cur, fresh...)
-		s.read[id] = cur
-	}
-	return cur[:len(cur):len(cur)]
 }
 
 // storedRow is one message as read, before decoding.
@@ -480,6 +529,9 @@ type rowDecoder struct {
 	s    *Store
 	id   string
 	size int // the conversation's messages, for the first batch's room
+
+	last    int   // the number of the last row read, 0 before the first
+	lastCRC int64 // its checksum as stored
 
 	batch []storedRow
 	jobs  chan *decodeJob // nil until the first full batch
@@ -575,13 +627,13 @@ func (d *rowDecoder) finish(dst []history.Message) ([]history.Message, error) {
 // log, safe from a crash of the process).
 func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) error {
 	doing := "appending to conversation " + id
-	var after int     // how many messages the conversation held before these
+	var after readTag // the conversation before these: how many it held, and at what
 	var raws [][]byte // the messages as stored
 	err := s.write(ctx, doing, history.IsLazy(ctx), func(tx *sql.Tx) error {
 		var last, appended int
 		var cl nullClaim
 		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
-			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires)
+			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires, &after.base, &after.baseAt, &after.crc)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 		}
@@ -592,7 +644,7 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.path, doing, last, appended, history.ErrDamaged)
 		}
 		next := last + 1
-		after, raws = last, make([][]byte, 0, len(msgs))
+		after.n, raws = last, make([][]byte, 0, len(msgs))
 		c, ok := cl.row()
 		if err := s.claimAllows(ctx, id, c, ok); err != nil {
 			return err
@@ -630,38 +682,6 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 		s.keepAppended(id, after, raws)
 	}
 	return err
-}
-
-// keepAppended adds the messages an Append just committed, raws as
-// stored, to what the store has read of conversation id, when it had read
-// all the after messages before them: the next Messages then reads only
-// what was added since, not these back. Each is decoded from the bytes
-// stored, as a read would decode it, so what Messages returns is what a
-// store opened afresh reads. A conversation the store has not read, or not
-// to its end, is left to Messages (which also keeps the memory to the
-// conversations read).
-func (s *Store) keepAppended(id string, after int, raws [][]byte) {
-	s.mu.Lock()
-	cur, ok := s.read[id]
-	s.mu.Unlock()
-	if !ok || len(cur) != after {
-		return
-	}
-	fresh := make([]history.Message, len(raws))
-	for i, raw := range raws {
-		m, err := history.DecodeMessage(raw)
-		if err != nil {
-			return // never for bytes result.JSON wrote; Messages says what is wrong
-		}
-		fresh[i] = m
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur, ok = s.read[id]; !ok || len(cur) != after {
-		return // another read kept them meanwhile
-	}
-	// in place, as extend does: every slice handed out ends at len(cur)
-	s.read[id] = append(cur, fresh...)
 }
 
 // write runs fn in one transaction, which takes the write lock as it

@@ -15,7 +15,7 @@ import (
 	"github.com/myelin-run/myelin/history/storetest"
 )
 
-func openStore(t *testing.T, path string) *Store {
+func openStore(t testing.TB, path string) *Store {
 	t.Helper()
 	s, err := Open(path)
 	if err != nil {
@@ -322,7 +322,7 @@ func TestAStoreOfAnotherLayoutIsRefusedWithAClearError(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "has layout 7, and this myelin reads layout 5") {
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "has layout 7, and this myelin reads layout 6") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -1,0 +1,121 @@
+package sqlite
+
+// This file is what the SQLite store keeps in memory of the messages it
+// has read (Store.read), and how it knows that they are still the
+// conversation's before it takes them again.
+
+import (
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
+)
+
+// extend is the conversation id's messages read so far, known, followed by
+// fresh, the ones read after them; it keeps them as s.read[id]. The
+// returned slice's capacity is its length, so a caller's append copies:
+// s.read[id] keeps spare room, and the messages of later reads are
+// appended there in place (at 100k messages a copy of all of them was
+// about 10 MB a request), after the end of every slice handed out. tag is
+// the read's (readTag), kept with what it keeps.
+func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) []history.Message {
+	if len(known) == 0 {
+		// fresh is a new slice, with room
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if cur, ok := s.read[id]; !ok || len(fresh) > len(cur) {
+			s.read[id] = fresh // also when empty: Append then keeps what it adds
+			s.tags[id] = tag
+		}
+		return fresh[:len(fresh):len(fresh)]
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.read[id]
+	if len(cur) != len(known) {
+		// another read kept more (or other) messages meanwhile: known
+		// and fresh are this read's, copied
+		out := append(known[:len(known):len(known)], fresh...)
+		if len(out) > len(cur) {
+			s.read[id] = out
+			s.tags[id] = tag
+		}
+		return out[:len(out):len(out)]
+	}
+	if len(fresh) > 0 {
+		// Nobody reads past len(cur): every slice handed out ends there
+		// or before. append copies to a larger array when the room runs
+		// out (the old one stays with its readers).
+		cur = append(cur, fresh...)
+		s.read[id] = cur
+	}
+	s.tags[id] = tag
+	return cur[:len(cur):len(cur)]
+}
+
+// keepAppended adds the messages an Append just committed, raws as
+// stored, to what the store has read of conversation id, when it had read
+// all the after messages before them: the next Messages then reads only
+// what was added since, not these back. Each is decoded from the bytes
+// stored, as a read would decode it, so what Messages returns is what a
+// store opened afresh reads. A conversation the store has not read, or not
+// to its end, is left to Messages (which also keeps the memory to the
+// conversations read); one whose messages moved since it was read (the
+// readTag it was kept with is not after's), dropped.
+func (s *Store) keepAppended(id string, after readTag, raws [][]byte) {
+	s.mu.Lock()
+	cur, ok := s.read[id]
+	moved := ok && len(cur) == after.n && s.tags[id] != after
+	s.mu.Unlock()
+	if moved {
+		s.dropRead(id)
+		return
+	}
+	if !ok || len(cur) != after.n {
+		return
+	}
+	fresh := make([]history.Message, len(raws))
+	for i, raw := range raws {
+		m, err := history.DecodeMessage(raw)
+		if err != nil {
+			return // never for bytes result.JSON wrote; Messages says what is wrong
+		}
+		fresh[i] = m
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok = s.read[id]; !ok || len(cur) != after.n || s.tags[id] != after {
+		return // another read kept them meanwhile
+	}
+	// in place, as extend does: every slice handed out ends at len(cur)
+	s.read[id] = append(cur, fresh...)
+	if len(raws) > 0 {
+		after.n += len(raws)
+		after.crc = record.MessageChecksum(id, after.n, raws[len(raws)-1])
+	}
+	s.tags[id] = after
+}
+
+// readTag is what a read of a conversation's first n messages is kept
+// with (Store.tags), and checked against before the next read takes them
+// as they were: the conversation's link to its base, and the checksum of
+// its own n-th row (noRow where that message is its base's). A rewind or
+// switch — by any opening — that moved any of the n changes one of them:
+// a message row is always read after the same messages, wherever it
+// moves, so that a row still at n means the n before it are as kept.
+type readTag struct {
+	n      int
+	base   string
+	baseAt int
+	crc    int64
+}
+
+// noRow is readTag.crc for a message that is not a row of the
+// conversation's own.
+const noRow = -1
+
+// dropRead drops the messages the store keeps of conversation id.
+func (s *Store) dropRead(id string) {
+	s.mu.Lock()
+	delete(s.read, id)
+	delete(s.tags, id)
+	s.mu.Unlock()
+}
