@@ -16,8 +16,9 @@ import (
 // Random forks, rewinds, switches and appends, on conversations that are
 // forks of branches of forks, read after each step against a model (each
 // conversation's messages as a list of texts): every conversation reads
-// what the model says, in the opening that made the change (whose memory
-// of what it read must follow the moves) and in a fresh one, and every
+// what the model says, in the two openings that make the changes by turns
+// (whose memories of what they read must follow the moves, their own and
+// the other's) and in a fresh one, and every
 // record's count and base are true. The switches among them reach the
 // chains a plain undo and redo never make (a branch based on another
 // branch of the same conversation, a fork of a branch of a fork).
@@ -26,7 +27,7 @@ func TestRandomForksRewindsAndSwitchesReadAsTheModelSays(t *testing.T) {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			r := rand.New(rand.NewSource(int64(seed)))
 			path := filepath.Join(t.TempDir(), "h.db")
-			s := openStore(t, path)
+			first, second := openStore(t, path), openStore(t, path)
 			ctx := context.Background()
 			model := map[string][]string{}
 			branchOf := map[string]string{}
@@ -41,11 +42,17 @@ func TestRandomForksRewindsAndSwitchesReadAsTheModelSays(t *testing.T) {
 			pick := func() string { all := ids(); return all[r.Intn(len(all))] }
 			n := 0
 			text := func() string { n++; return fmt.Sprint("m", n) }
-			if err := s.Create(ctx, history.Conversation{ID: "root"}); err != nil {
+			if err := first.Create(ctx, history.Conversation{ID: "root"}); err != nil {
 				t.Fatal(err)
 			}
 			model["root"] = nil
 			for step := range 40 {
+				// each step by one of two openings (two processes), each
+				// of which keeps what it read
+				s := first
+				if r.Intn(2) == 1 {
+					s = second
+				}
 				var did string
 				switch op := r.Intn(10); {
 				case op < 4: // append one to three
@@ -130,7 +137,7 @@ func TestRandomForksRewindsAndSwitchesReadAsTheModelSays(t *testing.T) {
 					did = fmt.Sprintf("switch %s to %s", p[0], p[1])
 				}
 				fresh := openStore(t, path)
-				for _, st := range []*Store{s, fresh} {
+				for _, st := range []*Store{first, second, fresh} {
 					for _, id := range ids() {
 						msgs, err := st.Messages(ctx, id)
 						if err != nil {
