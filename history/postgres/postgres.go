@@ -60,7 +60,7 @@ type Store struct {
 	now  func() time.Time
 
 	mu   sync.Mutex
-	read map[string][]history.Message // per conversation, the messages read so far
+	read map[string]read // per conversation, the messages read so far
 
 	sent sentCache // the newest request body of some conversations (requests.go)
 }
@@ -114,7 +114,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: %w", name, err)
 	}
-	s := &Store{pool: pool, name: name, now: opts.Now, read: map[string][]history.Message{}}
+	s := &Store{pool: pool, name: name, now: opts.Now, read: map[string]read{}}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("history store %s: cannot connect: %w", name, err)
@@ -274,6 +274,17 @@ var migrations = []string{
 	// orders List: it decides what --continue continues); filled in by
 	// fillUpdatedChecksums
 	`ALTER TABLE conversations ADD COLUMN updated_crc bigint NOT NULL DEFAULT 0; -- record.UpdatedChecksum(id, updated)`,
+	// 5: forks and branches (history.Brancher, branch.go): the messages a
+	// conversation shares with another (base, base_at) and the one it is
+	// a branch of, under a checksum of their own that is 0 for a record
+	// sharing nothing, so that no older record needs it filled in; and
+	// the indexes a rewind (who shares my messages?) and Branches read
+	`ALTER TABLE conversations ADD COLUMN base text NOT NULL DEFAULT '';
+	ALTER TABLE conversations ADD COLUMN base_at integer NOT NULL DEFAULT 0; -- its first base_at messages are base's; its own rows are numbered from base_at+1
+	ALTER TABLE conversations ADD COLUMN branch_of text NOT NULL DEFAULT '';
+	ALTER TABLE conversations ADD COLUMN base_crc bigint NOT NULL DEFAULT 0; -- record.BaseChecksum(id, base, base_at, branch_of)
+	CREATE INDEX conversations_base ON conversations(base) WHERE base <> '';
+	CREATE INDEX conversations_branch_of ON conversations(branch_of) WHERE branch_of <> '';`,
 }
 
 // fills are what a migration computes in Go, after its SQL, in its
