@@ -53,7 +53,8 @@ func (s *Memory) PutBlob(ctx context.Context, id, path string, data []byte) (str
 }
 
 // BlobAt returns the bytes kept as the file at path of conversation id
-// (see Blobs).
+// (see Blobs), or, for a fork or a branch, of a conversation whose
+// messages it holds (Memory.family).
 func (s *Memory) BlobAt(ctx context.Context, id, path string) (string, []byte, error) {
 	if err := stopped(ctx, "reading file "+path+" of conversation "+id); err != nil {
 		return "", nil, err
@@ -63,11 +64,12 @@ func (s *Memory) BlobAt(ctx context.Context, id, path string) (string, []byte, e
 	if _, err := s.get(id); err != nil {
 		return "", nil, err
 	}
-	hash, ok := s.blobs.paths[blobName{id, path}]
-	if !ok {
-		return "", nil, record.NoBlob(id, path)
+	for _, owner := range s.family(id) { // a fork's messages name its bases' files
+		if hash, ok := s.blobs.paths[blobName{owner, path}]; ok {
+			return hash, slices.Clone(s.blobs.data[hash]), nil
+		}
 	}
-	return hash, slices.Clone(s.blobs.data[hash]), nil
+	return "", nil, record.NoBlob(id, path)
 }
 
 // BlobByHash returns the bytes whose hash is hash (see Blobs).

@@ -18,10 +18,13 @@ import (
 // value is ready to use; a Memory must not be copied after first use.
 //
 // Messages it returns are copies of the stored slices' headers: a caller
-// must not change the parts it is given (no Store's caller may).
+// must not change the parts it is given (no Store's caller may). A fork
+// holds no copy of its base's messages: it reads them through its base
+// (memory_branch.go).
 type Memory struct {
 	mu    sync.Mutex
 	convs map[string]*memConversation
+	made  uint64           // conversations made so far (memConversation.seq)
 	now   func() time.Time // the clock claims are timed by (tests set it)
 	reqs  map[string][]SentRequest
 
@@ -33,11 +36,14 @@ type Memory struct {
 }
 
 type memConversation struct {
-	rec   Conversation
+	rec Conversation
+	// msgs are its own messages, numbered from rec.BaseAt on: those
+	// before are read from rec.Base (memory_branch.go).
 	msgs  []Message
 	claim *claimRow
 	kept  map[string]Part
 	order []string // call ids of kept, in the order first kept
+	seq   uint64   // the Memory's count of conversations made, at its making: Branches' order
 }
 
 func (s *Memory) clock() time.Time {
@@ -79,7 +85,8 @@ func (s *Memory) Create(ctx context.Context, c Conversation) error {
 	}
 	now := s.clock().UTC()
 	c.Created, c.Updated, c.Messages = now, now, 0
-	s.convs[c.ID] = &memConversation{rec: c}
+	c.Base, c.BaseAt, c.BranchOf = "", 0, ""
+	s.add(c)
 	return nil
 }
 
@@ -108,7 +115,7 @@ func (s *Memory) Messages(ctx context.Context, id string) ([]Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.msgs[:len(c.msgs):len(c.msgs)], nil // appends never reach the caller's slice
+	return s.read(c)
 }
 
 // held is nil when w holds c's claim, else the error a write by w gets.
@@ -166,7 +173,7 @@ func (s *Memory) Append(ctx context.Context, id string, msgs ...Message) error {
 		c.order = c.order[:0]
 	}
 	c.rec.Updated = now
-	c.rec.Messages = len(c.msgs)
+	c.count()
 	return nil
 }
 
@@ -281,7 +288,8 @@ func (s *Memory) Kept(ctx context.Context, id string) ([]Part, error) {
 	return out, nil
 }
 
-// List returns the conversations, most recently updated first.
+// List returns the conversations, most recently updated first, branches
+// left out (see Brancher.Branches).
 func (s *Memory) List(ctx context.Context) ([]Conversation, error) {
 	if err := stopped(ctx, "listing the conversations"); err != nil {
 		return nil, err
@@ -290,7 +298,9 @@ func (s *Memory) List(ctx context.Context) ([]Conversation, error) {
 	defer s.mu.Unlock()
 	out := make([]Conversation, 0, len(s.convs))
 	for _, c := range s.convs {
-		out = append(out, c.rec)
+		if c.rec.BranchOf == "" { // a branch is listed by Branches
+			out = append(out, c.rec)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Updated.Equal(out[j].Updated) {
@@ -323,8 +333,9 @@ func (s *Memory) Children(ctx context.Context, id string) ([]Conversation, error
 func (s *Memory) Close() error { return nil }
 
 var (
-	_ Store  = (*Memory)(nil)
-	_ Family = (*Memory)(nil)
+	_ Store    = (*Memory)(nil)
+	_ Family   = (*Memory)(nil)
+	_ Brancher = (*Memory)(nil)
 )
 
 // stopped is the error for a call made under a context that is done

@@ -1,13 +1,20 @@
 package history
 
-import "context"
+import (
+	"context"
+	"slices"
+
+	"github.com/myelin-run/myelin/history/internal/record"
+)
 
 var _ Deleter = (*Memory)(nil)
 
 // Delete removes conversation id whole (see Deleter): its record, messages,
-// kept results and claim, its requests and its files, and the bytes of
-// those files that no other conversation's file has. Its claim is checked
-// as every write's is.
+// kept results and claim, its requests and its files, its branches
+// (Brancher) with theirs, and the bytes of those files that no other
+// conversation's file has. Its claim is checked as every write's is. It is
+// refused (ErrHasForks) while another conversation shares the messages of
+// id or of its branches.
 func (s *Memory) Delete(ctx context.Context, id string) error {
 	if err := stopped(ctx, "deleting conversation "+id); err != nil {
 		return err
@@ -17,12 +24,25 @@ func (s *Memory) Delete(ctx context.Context, id string) error {
 	if _, err := s.writable(ctx, id); err != nil {
 		return err
 	}
-	delete(s.convs, id)
-	delete(s.reqs, id)
+	ids := s.branchesWith(id)
+	var forks []string
+	for _, c := range s.convs {
+		if ids[c.rec.Base] && !ids[c.rec.ID] {
+			forks = append(forks, c.rec.ID)
+		}
+	}
+	if len(forks) > 0 {
+		slices.Sort(forks)
+		return record.HasForks(id, forks)
+	}
+	for gone := range ids {
+		delete(s.convs, gone)
+		delete(s.reqs, gone)
+	}
 	b := &s.blobs
 	gone := map[string]bool{}
 	for name, hash := range b.paths {
-		if name.id == id {
+		if ids[name.id] {
 			gone[hash] = true
 			delete(b.paths, name)
 		}

@@ -90,7 +90,9 @@ func (e *env) conversation(id string) {
 // Run runs the suite on subject, each behaviour a subtest with a store of
 // its own. Stores implementing history.Requests run its part too, and
 // those implementing history.Blobs theirs (blobs.go), and
-// history.Deleter theirs (delete.go).
+// history.Deleter theirs (delete.go), and history.Brancher theirs
+// (branches.go, branches_rewind.go; skipped, saying so, by a store that
+// does not implement it).
 func Run(t *testing.T, subject Subject) {
 	for _, tc := range []struct {
 		name string
@@ -127,7 +129,22 @@ func Run(t *testing.T, subject Subject) {
 		{"DeletingAnUnknownConversationIsNotFound", deleteUnknown},
 		{"DeleteIsRefusedWhileALiveWriterHoldsTheClaim", deleteRefusedWhileHeld},
 		{"DeletingAParentOrAChildLeavesTheOther", deleteLeavesFamily},
-		{"ADecisionStoredWithACallComesBack", permissionKept}, // permission.go
+		{"ADecisionStoredWithACallComesBack", permissionKept},               // permission.go
+		{"AForkReadsItsBasesFirstMessagesThenItsOwn", forkReadsBaseThenOwn}, // branches.go
+		{"AForksMessagesAreItsBasesByteForByteRecordsIncluded", forkBytesAndRecords},
+		{"AForkAndItsBaseGoOnApart", forkAndBaseGoApart},
+		{"ForkRefusesABadForkSayingWhat", forkRefused},
+		{"AForkNeedsNoClaimAndIsMadeUnclaimed", forkNeedsNoClaim},
+		{"AForkReadsItsBasesFiles", forkFiles},
+		{"AForkWhosePointChangedIsDamaged", forkDamaged},
+		{"ARewindKeepsWhatFollowedAsABranch", rewindKeepsBranch}, // branches_rewind.go
+		{"RewindRefusesABadPointOrAWriteOutsideTheClaim", rewindRefused},
+		{"RewindGoOnAndSwitchKeepBothBranches", rewindContinueSwitch},
+		{"SwitchesAmongManyBranchesKeepEveryoneWhole", switchAmongBranches},
+		{"AForkOfARewoundConversationReadsTheSame", forkOfRewound},
+		{"DeleteIsRefusedWhileForksShareAndTakesBranchesAlong", deleteWithForks},
+		{"KeptResultsGoWithTheRewoundRound", keptGoWithRewind},
+		{"ForksMadeWhileTheOwnerAppendsReadTheirPoint", forksWhileAppending},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}
