@@ -89,20 +89,19 @@ func (s *Store) Fork(ctx context.Context, c history.Conversation) (history.Conve
 	if c.Created.IsZero() {
 		c.Created = s.hostNow()
 	}
-	for try := 0; ; try++ {
-		err := s.fork(ctx, c)
-		if isCode(err, "40P01") && try < 3 {
-			continue // a deadlock with a rewind up the chain, which went first: again
-		}
-		if err != nil {
-			return history.Conversation{}, err
-		}
-		s.forget(c.ID) // what a read of a deleted conversation of this id kept meanwhile
-		return s.Get(ctx, c.ID)
+	if err := s.fork(ctx, c); err != nil {
+		return history.Conversation{}, err
 	}
+	s.forget(c.ID) // what a read of a deleted conversation of this id kept meanwhile
+	return s.Get(ctx, c.ID)
 }
 
-// fork is one attempt at Fork's transaction.
+// fork is Fork's transaction. It locks (FOR SHARE) only the record of the
+// conversation that holds the fork's first messages, found first without a
+// lock and found again once it is held: a rewind up the chain meanwhile,
+// which points the records below it elsewhere, is seen, and the search
+// done again. Holding one lock, a fork never deadlocks with a rewind,
+// which locks its conversation, then those sharing it.
 func (s *Store) fork(ctx context.Context, c history.Conversation) error {
 	doing := "forking conversation " + c.Base + " into " + c.ID
 	tx, err := s.pool.BeginTx(ctx, readCommitted)
@@ -110,22 +109,23 @@ func (s *Store) fork(ctx context.Context, c history.Conversation) error {
 		return s.explain(doing, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	b, found, err := s.readLink(ctx, tx, c.Base, "FOR SHARE")
-	if err != nil {
-		return err
-	}
-	if !found {
-		return record.NoBase(c.ID, c.Base)
-	}
-	if c.BaseAt > b.count {
-		return record.BaseTooShort(c.ID, c.Base, c.BaseAt, b.count)
-	}
-	if c.System != "" && c.System != string(b.system) {
-		return fmt.Errorf("forking conversation %s into %s: the fork's system prompt is not the base's: a fork's requests are its base's, so give none (the base's is taken) or the base's", c.Base, c.ID)
-	}
-	for depth := 0; c.BaseAt <= b.baseAt && b.base != ""; depth++ {
-		if b, err = s.up(ctx, tx, b, "FOR SHARE", depth); err != nil {
+	var b link
+	for try := 0; ; try++ {
+		first, err := s.holder(ctx, tx, c)
+		if err != nil {
 			return err
+		}
+		if _, _, err := s.readLink(ctx, tx, first.id, "FOR SHARE"); err != nil {
+			return err
+		}
+		if b, err = s.holder(ctx, tx, c); err != nil {
+			return err
+		}
+		if b.id == first.id {
+			break
+		}
+		if try == 10 {
+			return fmt.Errorf("history store %s: %s: the conversations holding its messages kept being rewound: try again", s.name, doing)
 		}
 	}
 	if c.Parent != "" {
@@ -154,6 +154,34 @@ func (s *Store) fork(ctx context.Context, c history.Conversation) error {
 		return s.explain("committing: "+doing, err)
 	}
 	return nil
+}
+
+// holder reads, in tx, the record of the conversation that holds the
+// first c.BaseAt messages of c.Base: c.Base, or the one further up it
+// shares them with; c.Base must be there, hold them, and have c.System
+// (when given) as its own, which the link returned carries.
+func (s *Store) holder(ctx context.Context, tx pgx.Tx, c history.Conversation) (link, error) {
+	b, found, err := s.readLink(ctx, tx, c.Base, "")
+	if err != nil {
+		return b, err
+	}
+	system := b.system
+	if !found {
+		return b, record.NoBase(c.ID, c.Base)
+	}
+	if c.BaseAt > b.count {
+		return b, record.BaseTooShort(c.ID, c.Base, c.BaseAt, b.count)
+	}
+	if c.System != "" && c.System != string(b.system) {
+		return b, fmt.Errorf("forking conversation %s into %s: the fork's system prompt is not the base's: a fork's requests are its base's, so give none (the base's is taken) or the base's", c.Base, c.ID)
+	}
+	for depth := 0; c.BaseAt <= b.baseAt && b.base != ""; depth++ {
+		if b, err = s.up(ctx, tx, b, "", depth); err != nil {
+			return b, err
+		}
+	}
+	b.system = system // the fork's: its base's, whichever holds the messages
+	return b, nil
 }
 
 // Branches returns the branches of conversation id, oldest first (see
