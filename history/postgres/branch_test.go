@@ -51,6 +51,16 @@ func (f *forest) append(id string, n int) {
 	}
 }
 
+// create makes conversation id holding n messages.
+func (f *forest) create(id string, n int) {
+	f.t.Helper()
+	if err := f.s.Create(f.ctx, history.Conversation{ID: id}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.want[id] = nil
+	f.append(id, n)
+}
+
 func (f *forest) fork(id, base string, at int) {
 	f.t.Helper()
 	if _, err := f.s.Fork(f.ctx, history.Conversation{ID: id, Base: base, BaseAt: at}); err != nil {
@@ -119,11 +129,7 @@ func newForest(t *testing.T) *forest {
 // each conversation before each step (and keeps what it read) too.
 func TestForksRewindsAndSwitchesInAnyOrderKeepEveryConversation(t *testing.T) {
 	f := newForest(t)
-	if err := f.s.Create(f.ctx, history.Conversation{ID: "root"}); err != nil {
-		t.Fatal(err)
-	}
-	f.want["root"] = nil
-	f.append("root", 6)
+	f.create("root", 6)
 	rng := rand.New(rand.NewPCG(30, 5))
 	for step := range 120 {
 		ids := make([]string, 0, len(f.want))
@@ -163,10 +169,7 @@ func TestForksRewindsAndSwitchesInAnyOrderKeepEveryConversation(t *testing.T) {
 // held, and a switch back restores the first.
 func TestARewindInsideWhatAForkSharesSwitchesBackAndForth(t *testing.T) {
 	f := newForest(t)
-	if err := f.s.Create(f.ctx, history.Conversation{ID: "b"}); err != nil {
-		t.Fatal(err)
-	}
-	f.append("b", 5)
+	f.create("b", 5)
 	f.fork("f", "b", 4)
 	f.append("f", 2)
 	f.fork("g", "f", 5) // shares one of f's own
@@ -189,10 +192,7 @@ func TestARewindInsideWhatAForkSharesSwitchesBackAndForth(t *testing.T) {
 // conversation (a rewind after a rewind) switches in and out.
 func TestASwitchToABranchReadThroughAnotherBranchKeepsBoth(t *testing.T) {
 	f := newForest(t)
-	if err := f.s.Create(f.ctx, history.Conversation{ID: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	f.append("x", 6)
+	f.create("x", 6)
 	first := f.rewind("x", 4) // first: x's 1-4, then 5-6
 	f.append("x", 1)
 	second := f.rewind("x", 2) // second holds x's 3-4 and 7; first now reads through it
@@ -219,10 +219,7 @@ func TestASwitchToABranchReadThroughAnotherBranchKeepsBoth(t *testing.T) {
 // them, while other conversations share its messages or a branch's.
 func TestDeletingAConversationTakesItsBranchesButNotWhileForksShare(t *testing.T) {
 	f := newForest(t)
-	if err := f.s.Create(f.ctx, history.Conversation{ID: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	f.append("x", 4)
+	f.create("x", 4)
 	br := f.rewind("x", 2)
 	f.fork("of-branch", br, 3)
 	f.fork("of-x", "x", 1)
@@ -254,10 +251,7 @@ func TestDeletingAConversationTakesItsBranchesButNotWhileForksShare(t *testing.T
 // never messages a rewind moved away under it.
 func TestForkingWhileTheBaseIsRewoundNeverNamesMovedMessages(t *testing.T) {
 	f := newForest(t)
-	if err := f.s.Create(f.ctx, history.Conversation{ID: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	f.append("x", 8)
+	f.create("x", 8)
 	base := slices.Clone(f.want["x"])
 	forker := f.open()
 	var wg sync.WaitGroup

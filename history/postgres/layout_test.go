@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
 )
@@ -23,14 +25,7 @@ func TestALayoutThreeDatabaseGetsItsUpdateTimesChecksummed(t *testing.T) {
 	conn := rawConn(t, dsn)
 	const created = "2026-12-01T10:00:00Z"
 	updated := time.Date(2026, 12, 1, 10, 5, 0, 123456000, time.UTC)
-	for _, sql := range append([]string{
-		`CREATE TABLE myelin_layout (version integer NOT NULL)`,
-		`INSERT INTO myelin_layout (version) VALUES (3)`,
-	}, migrations[:3]...) {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("making a layout-3 database: %v", err)
-		}
-	}
+	makeLayout(t, conn, 3)
 	if _, err := conn.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES ('old', '', $1, $2, $3)`,
 		created, updated, record.RecordChecksum("old", "", created, "", "")); err != nil {
 		t.Fatal(err)
@@ -78,14 +73,7 @@ func TestALayoutFourDatabaseForksItsConversations(t *testing.T) {
 	conn := rawConn(t, dsn)
 	const created = "2026-12-01T10:00:00Z"
 	updated := time.Date(2026, 12, 1, 10, 5, 0, 0, time.UTC)
-	for _, sql := range append([]string{
-		`CREATE TABLE myelin_layout (version integer NOT NULL)`,
-		`INSERT INTO myelin_layout (version) VALUES (4)`,
-	}, migrations[:4]...) {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("making a layout-4 database: %v", err)
-		}
-	}
+	makeLayout(t, conn, 4)
 	raws := make([][]byte, 3)
 	for i := range raws {
 		raw, err := history.EncodeMessage(history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint("old ", i+1)}}, Time: updated})
@@ -127,5 +115,19 @@ func TestALayoutFourDatabaseForksItsConversations(t *testing.T) {
 	}
 	if _, err := openBlobStore(t, dsn).Get(ctx, "fork"); !errors.Is(err, history.ErrDamaged) || !strings.Contains(err.Error(), "conversation fork is damaged: the messages it shares") {
 		t.Errorf("Get of a fork whose point was changed: %v; want ErrDamaged naming what it shares", err)
+	}
+}
+
+// makeLayout makes the tables of layout version, as a myelin of that
+// layout would, on conn.
+func makeLayout(t *testing.T, conn *pgx.Conn, version int) {
+	t.Helper()
+	for _, sql := range append([]string{
+		`CREATE TABLE myelin_layout (version integer NOT NULL)`,
+		fmt.Sprintf(`INSERT INTO myelin_layout (version) VALUES (%d)`, version),
+	}, migrations[:version]...) {
+		if _, err := conn.Exec(context.Background(), sql); err != nil {
+			t.Fatalf("making a layout-%d database: %v", version, err)
+		}
 	}
 }
