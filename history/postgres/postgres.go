@@ -53,7 +53,9 @@ type Options struct {
 // concurrent use, by goroutines and by processes on any host sharing the
 // database. It keeps the messages it has read in memory: stored messages
 // never change, so a later Messages reads only the rows added since (by
-// this process or another).
+// this process or another), after checking, in the same query, that the
+// conversation was not rewound or switched since (which moves its rows
+// after a point: then it is read again).
 type Store struct {
 	pool *pgxpool.Pool
 	name string // the server and database, for errors: no password
