@@ -615,13 +615,31 @@ func (s *Store) insertCopies(ctx context.Context, tx pgx.Tx, id string, rows []s
 	return nil
 }
 
-// swapKept gives a's kept results to b and b's to a: read, deleted and
-// stored again, as both may keep a result of the same call.
+// swapKept gives a's kept results to b and b's to a: read, deleted, then
+// stored again (one statement cannot: both may keep a result of the same
+// call, and the key is checked row by row).
 func (s *Store) swapKept(ctx context.Context, tx pgx.Tx, a, b string) error {
 	doing := "exchanging the kept results of conversations " + a + " and " + b
-	_, err := tx.Exec(ctx, `WITH gone AS (DELETE FROM kept WHERE conversation IN ($1, $2) RETURNING conversation, call_id, part)
-		INSERT INTO kept (conversation, call_id, part) SELECT CASE WHEN conversation = $1 THEN $2 ELSE $1 END, call_id, part FROM gone`, a, b)
+	rows, err := tx.Query(ctx, `DELETE FROM kept WHERE conversation IN ($1, $2) RETURNING CASE WHEN conversation = $1 THEN $2 ELSE $1 END, call_id, part`, a, b)
 	if err != nil {
+		return s.explain(doing, err)
+	}
+	var convs []string
+	var calls, parts [][]byte
+	for rows.Next() {
+		var conv string
+		var call, part []byte
+		if err := rows.Scan(&conv, &call, &part); err != nil {
+			rows.Close()
+			return s.explain(doing, err)
+		}
+		convs, calls, parts = append(convs, conv), append(calls, call), append(parts, part)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return s.explain(doing, err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO kept (conversation, call_id, part) SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[])`, convs, calls, parts); err != nil {
 		return s.explain(doing, err)
 	}
 	return nil

@@ -290,3 +290,34 @@ func TestForkingWhileTheBaseIsRewoundNeverNamesMovedMessages(t *testing.T) {
 		}
 	}
 }
+
+// A switch exchanges the results kept for each side's unfinished round,
+// a result of the same call on both sides included: each goes with the
+// messages it follows.
+func TestASwitchExchangesTheKeptResults(t *testing.T) {
+	f := newForest(t)
+	f.create("x", 3)
+	result := func(text string) history.Part {
+		return history.Part{Type: history.ToolResultPart, CallID: "toolu_1", Text: text}
+	}
+	if err := f.s.Keep(f.ctx, "x", result("before the rewind")); err != nil {
+		t.Fatal(err)
+	}
+	br := f.rewind("x", 1)
+	f.append("x", 1)
+	if err := f.s.Keep(f.ctx, "x", result("after the rewind"), history.Part{Type: history.ToolResultPart, CallID: "toolu_2", Text: "x's only"}); err != nil {
+		t.Fatal(err)
+	}
+	f.switchTo("x", br)
+	f.check("the switch")
+	for id, want := range map[string][]string{"x": {"before the rewind"}, br: {"after the rewind", "x's only"}} {
+		kept, err := f.open().Kept(f.ctx, id)
+		var got []string
+		for _, p := range kept {
+			got = append(got, p.Text)
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("after the switch, Kept(%s) = %q, %v; want %q", id, got, err, want)
+		}
+	}
+}
