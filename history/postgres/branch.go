@@ -89,11 +89,12 @@ func (s *Store) Fork(ctx context.Context, c history.Conversation) (history.Conve
 	if c.Created.IsZero() {
 		c.Created = s.hostNow()
 	}
-	if err := s.fork(ctx, c); err != nil {
+	out, err := s.fork(ctx, c)
+	if err != nil {
 		return history.Conversation{}, err
 	}
 	s.forget(c.ID) // what a read of a deleted conversation of this id kept meanwhile
-	return s.Get(ctx, c.ID)
+	return out, nil
 }
 
 // fork is Fork's transaction. It locks (FOR SHARE) only the record of the
@@ -102,58 +103,63 @@ func (s *Store) Fork(ctx context.Context, c history.Conversation) (history.Conve
 // which points the records below it elsewhere, is seen, and the search
 // done again. Holding one lock, a fork never deadlocks with a rewind,
 // which locks its conversation, then those sharing it.
-func (s *Store) fork(ctx context.Context, c history.Conversation) error {
+func (s *Store) fork(ctx context.Context, c history.Conversation) (history.Conversation, error) {
 	doing := "forking conversation " + c.Base + " into " + c.ID
 	tx, err := s.pool.BeginTx(ctx, readCommitted)
 	if err != nil {
-		return s.explain(doing, err)
+		return c, s.explain(doing, err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	var b link
 	for try := 0; ; try++ {
 		first, err := s.holder(ctx, tx, c)
 		if err != nil {
-			return err
+			return c, err
 		}
-		if _, _, err := s.readLink(ctx, tx, first.id, "FOR SHARE"); err != nil {
-			return err
+		locked, _, err := s.readLink(ctx, tx, first.id, "FOR SHARE")
+		if err != nil {
+			return c, err
+		}
+		if first.id == c.Base && c.BaseAt <= locked.count && (c.BaseAt > locked.baseAt || locked.base == "") && (c.System == "" || c.System == string(locked.system)) {
+			b = locked // the base itself, as it is now: still holding them
+			break
 		}
 		if b, err = s.holder(ctx, tx, c); err != nil {
-			return err
+			return c, err
 		}
 		if b.id == first.id {
 			break
 		}
 		if try == 10 {
-			return fmt.Errorf("history store %s: %s: the conversations holding its messages kept being rewound: try again", s.name, doing)
+			return c, fmt.Errorf("history store %s: %s: the conversations holding its messages kept being rewound: try again", s.name, doing)
 		}
 	}
 	if c.Parent != "" {
 		var parent bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = $1)`, c.Parent).Scan(&parent); err != nil {
-			return s.explain(doing, err)
+			return c, s.explain(doing, err)
 		}
 		if !parent {
-			return record.NoParent(c.ID, c.Parent)
+			return c, record.NoParent(c.ID, c.Parent)
 		}
 	}
-	system := string(b.system)
-	created := c.Created.UTC().Format(record.TimeFormat)
-	updated := toMicro(c.Created)
+	c.System, c.Created, c.Base = string(b.system), c.Created.UTC(), b.id
+	c.Updated, c.Messages = toMicro(c.Created), c.BaseAt
+	created := c.Created.Format(record.TimeFormat)
 	tag, err := tx.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, messages, crc, parent, parent_call, updated_crc, base, base_at, base_crc)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
-		c.ID, []byte(system), created, updated, c.BaseAt, record.RecordChecksum(c.ID, system, created, c.Parent, c.ParentCall),
-		c.Parent, c.ParentCall, updatedChecksum(c.ID, updated), b.id, c.BaseAt, record.BaseChecksum(c.ID, b.id, c.BaseAt, ""))
+		c.ID, []byte(c.System), created, c.Updated, c.BaseAt, record.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall),
+		c.Parent, c.ParentCall, updatedChecksum(c.ID, c.Updated), c.Base, c.BaseAt, record.BaseChecksum(c.ID, c.Base, c.BaseAt, ""))
 	if err != nil {
-		return s.explain(doing, err)
+		return c, s.explain(doing, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("forking conversation %s into %s: %w (another process may have created it at the same moment)", c.Base, c.ID, history.ErrExists)
+		return c, fmt.Errorf("%s: %w (another process may have created it at the same moment)", doing, history.ErrExists)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return s.explain("committing: "+doing, err)
+		return c, s.explain("committing: "+doing, err)
 	}
-	return nil
+	return c, nil // as Get reads it back
 }
 
 // holder reads, in tx, the record of the conversation that holds the

@@ -247,12 +247,15 @@ func TestDeletingAConversationTakesItsBranchesButNotWhileForksShare(t *testing.T
 }
 
 // Forks of a conversation made while it is rewound, again and again, at
-// once: each fork reads the messages its base held when it was made —
-// never messages a rewind moved away under it.
+// once — forks of it, and forks of a fork of it at a point the fork shares
+// (made of the conversation further up) — each read the messages their
+// base held when they were made: never messages a rewind moved away
+// under them.
 func TestForkingWhileTheBaseIsRewoundNeverNamesMovedMessages(t *testing.T) {
 	f := newForest(t)
 	f.create("x", 8)
 	base := slices.Clone(f.want["x"])
+	f.fork("mid", "x", 8)
 	forker := f.open()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -260,16 +263,21 @@ func TestForkingWhileTheBaseIsRewoundNeverNamesMovedMessages(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := range 20 {
-			// forks at 8: made before a rewind, they read x's 8; after
-			// one, they are refused (x holds fewer)
+			// forks of x at 8: made before a rewind, they read x's 8;
+			// after one, they are refused (x holds fewer)
 			_, err := forker.Fork(f.ctx, history.Conversation{ID: fmt.Sprintf("f%d", i), Base: "x", BaseAt: 8})
 			if err != nil && !strings.Contains(err.Error(), "holds") {
 				errs <- err
 				return
 			}
+			// forks of mid at 4, which it shares with x: always made
+			if _, err := forker.Fork(f.ctx, history.Conversation{ID: fmt.Sprintf("g%d", i), Base: "mid", BaseAt: 4}); err != nil {
+				errs <- err
+				return
+			}
 		}
 	}()
-	for at := 7; at >= 4; at-- {
+	for at := 7; at >= 1; at-- {
 		if _, err := f.s.Rewind(f.ctx, "x", at); err != nil {
 			t.Fatal(err)
 		}
@@ -280,13 +288,14 @@ func TestForkingWhileTheBaseIsRewoundNeverNamesMovedMessages(t *testing.T) {
 		t.Fatalf("forking while the base is rewound: %v", err)
 	}
 	for i := range 20 {
-		id := fmt.Sprintf("f%d", i)
-		msgs, err := f.open().Messages(f.ctx, id)
-		if errors.Is(err, history.ErrNotFound) {
-			continue
-		}
-		if err != nil || !slices.Equal(texts(msgs), base) {
-			t.Fatalf("fork %s: %q, %v; want x's first 8 as they were", id, texts(msgs), err)
+		for id, want := range map[string][]string{fmt.Sprintf("f%d", i): base, fmt.Sprintf("g%d", i): base[:4]} {
+			msgs, err := f.open().Messages(f.ctx, id)
+			if errors.Is(err, history.ErrNotFound) && id[0] == 'f' {
+				continue
+			}
+			if err != nil || !slices.Equal(texts(msgs), want) {
+				t.Fatalf("fork %s: %q, %v; want %q", id, texts(msgs), err, want)
+			}
 		}
 	}
 }
