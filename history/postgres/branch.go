@@ -19,12 +19,13 @@ import (
 // Its messages column counts the shared messages too, so the checks every
 // write makes (the last row's number is the count) hold for a fork.
 //
-// Locks: a Fork reads its base's record FOR SHARE (and every record up the
-// chain it flattens through), a Rewind or Switch locks the rewound
-// conversation's FOR UPDATE (as every write does) and updates the records
-// of the conversations sharing its messages; so a fork and a rewind of
-// its base happen one after the other, and a fork never names messages a
-// rewind has moved.
+// Locks: a Fork locks FOR SHARE the record of the conversation that holds
+// its first messages (its base, or the one further up it names instead);
+// a Rewind or Switch locks the rewound conversation's FOR UPDATE (as every
+// write does), then the records of the conversations sharing its
+// messages, which it points elsewhere. So a fork and a rewind of the
+// conversation it names happen one after the other, and a fork never
+// names messages a rewind has moved.
 
 var _ history.Brancher = (*Store)(nil)
 
