@@ -330,3 +330,24 @@ func TestASwitchExchangesTheKeptResults(t *testing.T) {
 		}
 	}
 }
+
+// A fork stores no message: the tables grow by the fork's own messages
+// only, whatever the length of its base (measured in rows and bytes).
+func TestAForkStoresOnlyItsOwnMessages(t *testing.T) {
+	f := newForest(t)
+	f.create("x", 200)
+	rows, bytes, err := postgres.MessageRows(f.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.fork("f", "x", 200)
+	f.fork("g", "f", 150)
+	if r, b, err := postgres.MessageRows(f.s); err != nil || r != rows || b != bytes {
+		t.Fatalf("after two forks the messages take %d rows, %d bytes (%v); want %d, %d as before", r, b, err, rows, bytes)
+	}
+	f.append("f", 2)
+	if r, _, err := postgres.MessageRows(f.s); err != nil || r != rows+2 {
+		t.Fatalf("after the fork's two messages: %d rows (%v); want %d", r, err, rows+2)
+	}
+	f.check("the forks")
+}
