@@ -96,7 +96,13 @@ func (f *forest) switchTo(id, branch string) {
 // and a new one, and their records, against what they must hold.
 func (f *forest) check(step string) {
 	f.t.Helper()
-	for name, st := range map[string]*postgres.Store{"the writer": f.s, "a reader": f.reader, "a new opening": f.open()} {
+	f.checkIn(step, map[string]*postgres.Store{"the writer": f.s, "a reader": f.reader, "a new opening": f.open()})
+}
+
+// checkIn is check in the openings given.
+func (f *forest) checkIn(step string, openings map[string]*postgres.Store) {
+	f.t.Helper()
+	for name, st := range openings {
 		for id, want := range f.want {
 			msgs, err := st.Messages(f.ctx, id)
 			if err != nil {
@@ -131,7 +137,7 @@ func TestForksRewindsAndSwitchesInAnyOrderKeepEveryConversation(t *testing.T) {
 	f := newForest(t)
 	f.create("root", 6)
 	rng := rand.New(rand.NewPCG(30, 5))
-	for step := range 120 {
+	for step := range 100 {
 		ids := make([]string, 0, len(f.want))
 		for id := range f.want {
 			ids = append(ids, id)
@@ -160,8 +166,14 @@ func TestForksRewindsAndSwitchesInAnyOrderKeepEveryConversation(t *testing.T) {
 		default:
 			continue
 		}
-		f.check(fmt.Sprintf("step %d (%s)", step, what))
+		after := fmt.Sprintf("step %d (%s)", step, what)
+		if rng.IntN(8) == 0 {
+			f.check(after) // a new opening too, now and then: each holds a pool
+		} else {
+			f.checkIn(after, map[string]*postgres.Store{"the writer": f.s, "a reader": f.reader})
+		}
 	}
+	f.check("the last step")
 }
 
 // A rewind of a fork to before its own messages, then a switch back and
