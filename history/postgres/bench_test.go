@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -96,4 +97,46 @@ func openSQLiteBench(b *testing.B) history.Store {
 	}
 	b.Cleanup(func() { s.Close() })
 	return s
+}
+
+// BenchmarkFork measures one Fork of a conversation of 1,000 and of 10,000
+// messages at its end, side by side with its floor, a Create of an empty
+// conversation (one record written either way): a fork writes one record
+// whatever the length of its base, so all three cost the same. Run:
+//
+//	eval "$(.ci/postgres start)"
+//	go test ./history/postgres -run '^$' -bench Fork -count 6
+func BenchmarkFork(b *testing.B) {
+	ctx := context.Background()
+	b.Run("floor-create", func(b *testing.B) {
+		s := openBench(b)
+		n := 0
+		for b.Loop() {
+			n++
+			if err := s.Create(ctx, history.Conversation{ID: "c" + strconv.Itoa(n)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, size := range []int{1000, 10000} {
+		b.Run("fork-"+strconv.Itoa(size), func(b *testing.B) {
+			s := openBench(b)
+			if err := s.Create(ctx, history.Conversation{ID: "base"}); err != nil {
+				b.Fatal(err)
+			}
+			for done := 0; done < size; done += 500 {
+				if err := s.Append(ctx, "base", storetest.Numbered("base", 500)...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			f := s.(history.Brancher)
+			n := 0
+			for b.Loop() {
+				n++
+				if _, err := f.Fork(ctx, history.Conversation{ID: "f" + strconv.Itoa(n), Base: "base", BaseAt: size}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -100,26 +100,35 @@ func (s *Store) sameBlob(id, path, have, want string) error {
 }
 
 // BlobAt returns the bytes kept as the file at path of conversation id
-// and their hash as stored (see history.Blobs). The bytes are the
-// caller's.
+// and their hash as stored (see history.Blobs): a fork or branch that
+// keeps none at path reads the file of the conversation whose messages it
+// shares, and so on up. The bytes are the caller's.
 func (s *Store) BlobAt(ctx context.Context, id, path string) (string, []byte, error) {
-	var hash *string
-	var data []byte
-	err := s.pool.QueryRow(ctx, `SELECT f.hash, b.data FROM conversations c
-		LEFT JOIN blob_files f ON f.conversation = c.id AND f.path = $2
-		LEFT JOIN blobs b ON b.hash = f.hash
-		WHERE c.id = $1`, id, []byte(path)).Scan(&hash, &data)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return "", nil, record.NotFound(id)
-	case err != nil:
-		return "", nil, s.explain("reading file "+path+" of conversation "+id, err)
-	case hash == nil:
-		return "", nil, fmt.Errorf("conversation %s keeps no file %s: %w", id, path, history.ErrNotFound)
-	case data == nil: // blob_files' foreign key keeps this from happening
-		return "", nil, fmt.Errorf("history store %s: file %s of conversation %s names bytes (sha256 %s) the store does not hold: %w", s.name, path, id, short12(*hash), history.ErrDamaged)
+	for cur, depth := id, 0; ; depth++ {
+		var hash *string
+		var data []byte
+		var base string
+		err := s.pool.QueryRow(ctx, `SELECT f.hash, b.data, c.base FROM conversations c
+			LEFT JOIN blob_files f ON f.conversation = c.id AND f.path = $2
+			LEFT JOIN blobs b ON b.hash = f.hash
+			WHERE c.id = $1`, cur, []byte(path)).Scan(&hash, &data, &base)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows) && cur == id:
+			return "", nil, record.NotFound(id)
+		case errors.Is(err, pgx.ErrNoRows):
+			return "", nil, fmt.Errorf("history store %s: reading file %s of conversation %s: it shares messages with conversation %s, which is not in the store: %w", s.name, path, id, cur, history.ErrDamaged)
+		case err != nil:
+			return "", nil, s.explain("reading file "+path+" of conversation "+id, err)
+		case hash == nil && base != "" && depth < maxChain:
+			cur = base
+			continue
+		case hash == nil:
+			return "", nil, fmt.Errorf("conversation %s keeps no file %s: %w", id, path, history.ErrNotFound)
+		case data == nil: // blob_files' foreign key keeps this from happening
+			return "", nil, fmt.Errorf("history store %s: file %s of conversation %s names bytes (sha256 %s) the store does not hold: %w", s.name, path, cur, short12(*hash), history.ErrDamaged)
+		}
+		return *hash, data, nil
 	}
-	return *hash, data, nil
 }
 
 // BlobByHash returns the bytes whose hash is hash, whatever path and

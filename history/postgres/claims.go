@@ -27,7 +27,7 @@ func (c *claim) alive(now time.Time) bool {
 
 // writeState is what a write read of its conversation under the row lock.
 type writeState struct {
-	last     int       // the number of the last message stored
+	last     int       // the number of the last message stored (a fork's base_at when it has none of its own)
 	appended int       // how many messages were appended, by the record
 	now      time.Time // the time claims are judged at: the database's (or the test clock)
 	claim    *claim    // nil: none held (never taken, or released)
@@ -69,7 +69,7 @@ func (s *Store) write(ctx context.Context, id, doing string, lazy bool, fn func(
 		}
 		return err
 	})
-	b.Queue(`SELECT (SELECT COALESCE(max(seq), 0) FROM messages WHERE conversation = $1), c.messages, COALESCE($2::timestamptz, now()),
+	b.Queue(`SELECT (SELECT COALESCE(max(seq), c.base_at) FROM messages WHERE conversation = $1), c.messages, COALESCE($2::timestamptz, now()),
 			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires, cl.epoch
 		FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = $1`, id, s.clockArg()).QueryRow(func(row pgx.Row) error {
 		var token, host, node *string

@@ -54,7 +54,8 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 
 // recordColumns are what Get and List read of a conversation (c), for
 // scanConversation: its count of stored messages beside the count kept.
-const recordColumns = `c.id, c.system, c.created, c.updated, (SELECT count(*) FROM messages m WHERE m.conversation = c.id), c.messages, c.crc, c.parent, c.parent_call, c.updated_crc`
+const recordColumns = `c.id, c.system, c.created, c.updated, (SELECT count(*) FROM messages m WHERE m.conversation = c.id), c.messages, c.crc, c.parent, c.parent_call, c.updated_crc,
+	c.base, c.base_at, c.branch_of, c.base_crc`
 
 // Get returns a conversation's record (see history.Store.Get).
 func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error) {
@@ -69,24 +70,29 @@ func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error
 }
 
 // scanConversation reads a conversation's record and checks it against
-// its checksums and its count of messages.
+// its checksums and its count of messages: those it shares (BaseAt) and
+// those stored in it.
 func (s *Store) scanConversation(row pgx.Row) (history.Conversation, error) {
 	var c history.Conversation
 	var system []byte
 	var created string
 	var stored int64
 	var appended int
-	var crc, updatedCRC int64
-	if err := row.Scan(&c.ID, &system, &created, &c.Updated, &stored, &appended, &crc, &c.Parent, &c.ParentCall, &updatedCRC); err != nil {
+	var crc, updatedCRC, baseCRC int64
+	if err := row.Scan(&c.ID, &system, &created, &c.Updated, &stored, &appended, &crc, &c.Parent, &c.ParentCall, &updatedCRC,
+		&c.Base, &c.BaseAt, &c.BranchOf, &baseCRC); err != nil {
 		return c, err
 	}
 	c.System = string(system)
-	c.Messages, c.Updated = int(stored), c.Updated.UTC()
+	c.Messages, c.Updated = c.BaseAt+int(stored), c.Updated.UTC()
 	if sum := record.RecordChecksum(c.ID, c.System, created, c.Parent, c.ParentCall); sum != crc {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its id, system prompt, creation time or parent no longer match their checksum (stored %08x, now %08x): %w", s.name, c.ID, crc, sum, history.ErrDamaged)
 	}
 	if sum := updatedChecksum(c.ID, c.Updated); sum != updatedCRC {
 		return c, fmt.Errorf("history store %s: the record of conversation %s is damaged: its last update time (%s) no longer matches its checksum (stored %08x, now %08x): %w", s.name, c.ID, c.Updated.Format(record.TimeFormat), updatedCRC, sum, history.ErrDamaged)
+	}
+	if err := s.checkBase(c.ID, c.Base, c.BaseAt, c.BranchOf, baseCRC); err != nil {
+		return c, err
 	}
 	if c.Messages != appended {
 		return c, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.name, c.ID, c.Messages, appended, history.ErrDamaged)
@@ -98,9 +104,12 @@ func (s *Store) scanConversation(row pgx.Row) (history.Conversation, error) {
 	return c, nil
 }
 
-// List returns the conversations, most recently updated first.
+// List returns the conversations, most recently updated first, without
+// their branches (see history.Brancher).
 func (s *Store) List(ctx context.Context) ([]history.Conversation, error) {
-	return s.records(ctx, "listing conversations", `SELECT `+recordColumns+` FROM conversations c ORDER BY c.updated DESC, c.id`)
+	// branches are listed by Branches, under the conversation they were
+	// rewound from
+	return s.records(ctx, "listing conversations", `SELECT `+recordColumns+` FROM conversations c WHERE c.branch_of = '' ORDER BY c.updated DESC, c.id`)
 }
 
 // Children returns the conversations whose Parent is id, oldest first
@@ -138,91 +147,226 @@ func (s *Store) records(ctx context.Context, doing, query string, args ...any) (
 	return out, nil
 }
 
+// read is what the store keeps in memory of a conversation it has read:
+// its messages, and what shows that they are still its messages (a Rewind
+// or Switch of it replaces those after its point).
+type read struct {
+	msgs   []history.Message
+	base   string // the record's Base and BaseAt when msgs were read
+	baseAt int
+	// lastCRC is the checksum of the row of the last message in msgs,
+	// when that message is the conversation's own (len(msgs) > baseAt): a
+	// rewind moves that row away, a switch replaces it
+	lastCRC int64
+}
+
+// maxChain bounds how many conversations a read goes through to reach a
+// conversation's first messages (a fork of a fork of ...): a longer chain
+// is a loop, which no store writes.
+const maxChain = 1000
+
 // Messages returns a conversation's messages in order, reading only those
-// stored since its last read (see history.Store.Messages). The slice and
-// the messages in it are shared with the store's memory: callers must not
-// modify them.
+// stored since its last read (see history.Store.Messages): a fork's first
+// messages are its base's, read through the base (and kept in memory
+// under it). The slice and the messages in it are shared with the
+// store's memory: callers must not modify them.
 func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, error) {
+	return s.messages(ctx, id, 0)
+}
+
+// messages is Messages of conversation id, reached through depth forks.
+func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.Message, error) {
+	if depth > maxChain {
+		return nil, fmt.Errorf("history store %s: conversation %s: its first messages are shared through more than %d conversations (a loop): %w", s.name, id, maxChain, history.ErrDamaged)
+	}
 	s.mu.Lock()
 	known := s.read[id]
 	s.mu.Unlock()
-	size := len(known)
-	if size == 0 {
+	if len(known.msgs) == 0 {
+		return s.readAll(ctx, id, depth)
+	}
+	// one query, ordered by the index: the record (still there? still
+	// sharing the same messages?), the row of the last message known
+	// (still the same?) and those after it
+	n := len(known.msgs)
+	from := n
+	if n <= known.baseAt {
+		from = known.baseAt + 1
+	}
+	own, err := s.ownRows(ctx, id, from)
+	if errors.Is(err, history.ErrNotFound) {
+		s.forget(id) // deleted since by another process: not served from memory
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	rows := own.rows
+	valid := own.base == known.base && own.baseAt == known.baseAt
+	if valid && n > known.baseAt {
+		valid = len(rows) > 0 && rows[0].seq == n && rows[0].crc == known.lastCRC
+		rows = rows[min(1, len(rows)):]
+	}
+	if !valid {
+		// rewound or switched since (or pointed at another conversation
+		// holding the same messages): read again
+		s.forget(id)
+		return s.readAll(ctx, id, depth)
+	}
+	fresh, last, err := s.decodeRows(id, n+1, rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(fresh) == 0 {
+		last = known.lastCRC
+	}
+	if total := n + len(fresh); total < own.count {
+		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, total+1, own.count, own.count, history.ErrDamaged)
+	}
+	return s.remember(id, known, fresh, last), nil
+}
+
+// readAll reads conversation id whole: its record, the messages it shares
+// (through its base) and its own rows.
+func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Message, error) {
+	for range 3 {
 		c, err := s.Get(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		size = c.Messages
-	}
-	doing := "reading conversation " + id
-	rows, err := s.pool.Query(ctx, `SELECT seq, message, crc FROM messages WHERE conversation = $1 AND seq > $2 ORDER BY seq`, id, len(known))
-	if err != nil {
-		return nil, s.explain(doing, err)
-	}
-	defer rows.Close()
-	fresh := make([]history.Message, 0, max(size-len(known), 0))
-	for seq := len(known) + 1; rows.Next(); seq++ {
-		var stored int
-		var raw []byte
-		var crc int64
-		if err := rows.Scan(&stored, &raw, &crc); err != nil {
-			return nil, s.explain(doing, err)
+		var shared []history.Message
+		if c.BaseAt > 0 {
+			all, err := s.messages(ctx, c.Base, depth+1)
+			if errors.Is(err, history.ErrNotFound) {
+				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if len(all) < c.BaseAt {
+				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, c.BaseAt, c.Base, len(all), history.ErrDamaged)
+			}
+			shared = all[:c.BaseAt:c.BaseAt]
 		}
-		if stored != seq {
-			return nil, fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.name, id, seq, stored, history.ErrDamaged)
-		}
-		if sum := record.MessageChecksum(id, seq, raw); sum != crc {
-			return nil, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.name, id, seq, crc, sum, history.ErrDamaged)
-		}
-		m, err := history.DecodeMessage(raw)
-		if err != nil {
-			return nil, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %w", s.name, id, seq, err)
-		}
-		fresh = append(fresh, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.explain(doing, err)
-	}
-	if len(fresh) == 0 && len(known) > 0 {
-		// nothing new, and the record not read (it was, when nothing was
-		// known): a conversation deleted since by another process is
-		// not found, not served from memory. A read past known is the
-		// common one (Append keeps nothing in memory), and stays one
-		// query, ordered by the index.
-		var one int
-		err := s.pool.QueryRow(ctx, `SELECT 1 FROM conversations WHERE id = $1`, id).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
+		// read after the base's messages: a base rewound meanwhile has
+		// pointed this record elsewhere, and it is read again
+		own, err := s.ownRows(ctx, id, c.BaseAt+1)
+		if errors.Is(err, history.ErrNotFound) {
 			s.forget(id)
-			return nil, record.NotFound(id)
+			return nil, err
 		}
 		if err != nil {
-			return nil, s.explain(doing, err)
+			return nil, err
 		}
+		if own.base != c.Base || own.baseAt != c.BaseAt {
+			continue
+		}
+		fresh, last, err := s.decodeRows(id, c.BaseAt+1, own.rows)
+		if err != nil {
+			return nil, err
+		}
+		if total := len(shared) + len(fresh); total < own.count {
+			return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, total+1, own.count, own.count, history.ErrDamaged)
+		}
+		return s.remember(id, read{msgs: shared, base: c.Base, baseAt: c.BaseAt}, fresh, last), nil
 	}
-	if n := len(known) + len(fresh); n < size {
-		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, n+1, size, size, history.ErrDamaged)
-	}
-	return s.remember(id, known, fresh), nil
+	return nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
 }
 
-// remember keeps known followed by fresh as what was read of conversation
-// id, unless another read kept more meanwhile, and returns them with no
-// room to grow: a caller's append copies, never writing into the store's
-// memory or another caller's slice.
-func (s *Store) remember(id string, known, fresh []history.Message) []history.Message {
+// storedRow is a message's row as stored.
+type storedRow struct {
+	seq int
+	raw []byte
+	crc int64
+}
+
+// ownState is what ownRows reads of a conversation.
+type ownState struct {
+	base   string
+	baseAt int
+	count  int // its count of messages, shared ones included
+	rows   []storedRow
+}
+
+// ownRows reads, in one statement, conversation id's link to the messages
+// it shares, its count and its own rows numbered from on; a conversation
+// not in the store is ErrNotFound.
+func (s *Store) ownRows(ctx context.Context, id string, from int) (ownState, error) {
+	doing := "reading conversation " + id
+	var out ownState
+	rows, err := s.pool.Query(ctx, `SELECT c.base, c.base_at, c.messages, m.seq, m.message, m.crc FROM conversations c
+		LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2 WHERE c.id = $1 ORDER BY m.seq`, id, from)
+	if err != nil {
+		return out, s.explain(doing, err)
+	}
+	defer rows.Close()
+	found := false
+	for rows.Next() {
+		found = true
+		var seq *int32
+		var raw []byte
+		var crc *int64
+		if err := rows.Scan(&out.base, &out.baseAt, &out.count, &seq, &raw, &crc); err != nil {
+			return out, s.explain(doing, err)
+		}
+		if seq != nil {
+			out.rows = append(out.rows, storedRow{seq: int(*seq), raw: raw, crc: *crc})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return out, s.explain(doing, err)
+	}
+	if !found {
+		return out, record.NotFound(id)
+	}
+	return out, nil
+}
+
+// decodeRows checks and decodes conversation id's rows, which must be
+// numbered from on without a gap, and returns the checksum of the last.
+func (s *Store) decodeRows(id string, from int, rows []storedRow) ([]history.Message, int64, error) {
+	out := make([]history.Message, 0, len(rows))
+	var last int64
+	for i, r := range rows {
+		seq := from + i
+		if r.seq != seq {
+			return nil, 0, fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.name, id, seq, r.seq, history.ErrDamaged)
+		}
+		if sum := record.MessageChecksum(id, seq, r.raw); sum != r.crc {
+			return nil, 0, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.name, id, seq, r.crc, sum, history.ErrDamaged)
+		}
+		m, err := history.DecodeMessage(r.raw)
+		if err != nil {
+			return nil, 0, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %w", s.name, id, seq, err)
+		}
+		out, last = append(out, m), r.crc
+	}
+	return out, last, nil
+}
+
+// remember keeps known's messages followed by fresh as what was read of
+// conversation id (last: the checksum of fresh's last row), unless another
+// read kept more of the same meanwhile, and returns them with no room to
+// grow: a caller's append copies, never writing into the store's memory
+// or another caller's slice.
+func (s *Store) remember(id string, known read, fresh []history.Message, last int64) []history.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.read[id]
+	cur, had := s.read[id]
+	same := had && cur.base == known.base && cur.baseAt == known.baseAt
 	var all []history.Message
 	if len(fresh) == 0 {
-		all = known
-	} else if len(cur) == len(known) && len(known) > 0 {
-		all = append(cur, fresh...) // past every slice handed out: in place while there is room
+		all = known.msgs
+	} else if same && len(cur.msgs) == len(known.msgs) && len(known.msgs) > 0 {
+		all = append(cur.msgs, fresh...) // past every slice handed out: in place while there is room
 	} else {
-		all = append(known[:len(known):len(known)], fresh...)
+		all = append(known.msgs[:len(known.msgs):len(known.msgs)], fresh...)
 	}
-	if len(all) > len(cur) {
-		s.read[id] = all
+	if len(fresh) == 0 {
+		last = known.lastCRC
+	}
+	if !same || len(all) > len(cur.msgs) {
+		s.read[id] = read{msgs: all, base: known.base, baseAt: known.baseAt, lastCRC: last}
 	}
 	if all == nil {
 		return []history.Message{} // none yet: an empty list, as SQLite gives

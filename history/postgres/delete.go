@@ -6,41 +6,66 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 var _ history.Deleter = (*Store)(nil)
 
-// Delete removes conversation id whole, in one transaction committed to
-// the server's disk (see history.Deleter), under the conversation's row
-// lock like every write, its claim checked as theirs is: its kept
-// results, claim, requests, files and messages go, then the bytes of its
-// files that no other conversation's file has, then its record. A file of
-// another conversation that takes the same bytes at that moment keeps
-// them: those bytes stay.
+// Delete removes conversation id whole, with its branches, in one
+// transaction committed to the server's disk (see history.Deleter), under
+// the conversation's row lock like every write, its claim checked as
+// theirs is: refused (history.ErrHasForks) while another conversation
+// shares its messages or a branch's. Their kept results, claims,
+// requests, files and messages go, then the bytes of their files that no
+// other conversation's file has, then their records. A file of another
+// conversation that takes the same bytes at that moment keeps them: those
+// bytes stay.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	doing := "deleting conversation " + id
+	var gone []string
 	err := s.write(ctx, id, doing, false, func(tx pgx.Tx, w writeState) error {
 		if err := s.allows(ctx, id, w); err != nil {
 			return err
 		}
-		var hashes []string
-		rows, err := tx.Query(ctx, `SELECT DISTINCT hash FROM blob_files WHERE conversation = $1`, id)
+		// its branches go with it, locked as it is: a fork of one waits
+		rows, err := tx.Query(ctx, `SELECT id FROM conversations WHERE branch_of = $1 ORDER BY id FOR UPDATE`, id)
 		if err != nil {
 			return s.explain(doing, err)
 		}
-		hashes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		branches, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		gone = append([]string{id}, branches...)
+		// read after the locks: a fork made before them is seen
+		rows, err = tx.Query(ctx, `SELECT id FROM conversations WHERE base = ANY($1) AND NOT id = ANY($1) ORDER BY id`, gone)
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		forks, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		if len(forks) > 0 {
+			return record.HasForks(id, forks)
+		}
+		rows, err = tx.Query(ctx, `SELECT DISTINCT hash FROM blob_files WHERE conversation = ANY($1)`, gone)
+		if err != nil {
+			return s.explain(doing, err)
+		}
+		hashes, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			return s.explain(doing, err)
 		}
 		for _, q := range []string{
-			`DELETE FROM kept WHERE conversation = $1`,
-			`DELETE FROM claims WHERE conversation = $1`,
-			`DELETE FROM requests WHERE conversation = $1`,
-			`DELETE FROM blob_files WHERE conversation = $1`,
-			`DELETE FROM messages WHERE conversation = $1`,
-			`DELETE FROM conversations WHERE id = $1`,
+			`DELETE FROM kept WHERE conversation = ANY($1)`,
+			`DELETE FROM claims WHERE conversation = ANY($1)`,
+			`DELETE FROM requests WHERE conversation = ANY($1)`,
+			`DELETE FROM blob_files WHERE conversation = ANY($1)`,
+			`DELETE FROM messages WHERE conversation = ANY($1)`,
+			`DELETE FROM conversations WHERE id = ANY($1)`,
 		} {
-			if _, err := tx.Exec(ctx, q, id); err != nil {
+			if _, err := tx.Exec(ctx, q, gone); err != nil {
 				return s.explain(doing, err)
 			}
 		}
@@ -69,7 +94,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	s.forget(id)
+	for _, c := range gone {
+		s.forget(c)
+	}
 	return nil
 }
 

@@ -31,3 +31,10 @@ func Setting(s history.Store, name string) (string, error) {
 	err := s.(*Store).pool.QueryRow(context.Background(), `SELECT current_setting($1)`, name).Scan(&v)
 	return v, err
 }
+
+// MessageRows is how many message rows a Postgres store's tables hold,
+// and their bytes.
+func MessageRows(s history.Store) (rows, bytes int64, err error) {
+	err = s.(*Store).pool.QueryRow(context.Background(), `SELECT count(*), COALESCE(sum(length(message)), 0) FROM messages`).Scan(&rows, &bytes)
+	return rows, bytes, err
+}

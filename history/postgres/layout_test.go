@@ -3,9 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
@@ -22,14 +25,7 @@ func TestALayoutThreeDatabaseGetsItsUpdateTimesChecksummed(t *testing.T) {
 	conn := rawConn(t, dsn)
 	const created = "2026-12-01T10:00:00Z"
 	updated := time.Date(2026, 12, 1, 10, 5, 0, 123456000, time.UTC)
-	for _, sql := range append([]string{
-		`CREATE TABLE myelin_layout (version integer NOT NULL)`,
-		`INSERT INTO myelin_layout (version) VALUES (3)`,
-	}, migrations[:3]...) {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatalf("making a layout-3 database: %v", err)
-		}
-	}
+	makeLayout(t, conn, 3)
 	if _, err := conn.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, crc) VALUES ('old', '', $1, $2, $3)`,
 		created, updated, record.RecordChecksum("old", "", created, "", "")); err != nil {
 		t.Fatal(err)
@@ -62,6 +58,76 @@ func TestALayoutThreeDatabaseGetsItsUpdateTimesChecksummed(t *testing.T) {
 	for name, err := range map[string]error{"Get": getErr, "List": listErr} {
 		if !errors.Is(err, history.ErrDamaged) || !strings.Contains(err.Error(), "conversation old is damaged: its last update time") {
 			t.Errorf("%s after the time was moved by a microsecond: %v; want ErrDamaged naming the last update time", name, err)
+		}
+	}
+}
+
+// A database of layout 4 (no forks) is brought to this myelin's layout at
+// Open: its conversation reads back as it was, sharing nothing, with no
+// checksum to fill in (0 is a record sharing nothing), and it forks and
+// rewinds; a fork's point changed behind the store's back is then
+// reported.
+func TestALayoutFourDatabaseForksItsConversations(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := blobSchema(t)
+	conn := rawConn(t, dsn)
+	const created = "2026-12-01T10:00:00Z"
+	updated := time.Date(2026, 12, 1, 10, 5, 0, 0, time.UTC)
+	makeLayout(t, conn, 4)
+	raws := make([][]byte, 3)
+	for i := range raws {
+		raw, err := history.EncodeMessage(history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint("old ", i+1)}}, Time: updated})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws[i] = raw
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, messages, crc, updated_crc) VALUES ('old', 'sys', $1, $2, 3, $3, $4)`,
+		created, updated, record.RecordChecksum("old", "sys", created, "", ""), updatedChecksum("old", updated)); err != nil {
+		t.Fatal(err)
+	}
+	for i, raw := range raws {
+		if _, err := conn.Exec(ctx, `INSERT INTO messages (conversation, seq, message, crc) VALUES ('old', $1, $2, $3)`, i+1, raw, record.MessageChecksum("old", i+1, raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := openBlobStore(t, dsn)
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT version FROM myelin_layout`).Scan(&version); err != nil || version != Layout || Layout < 5 {
+		t.Fatalf("after Open the layout is %d (%v); want this myelin's, %d (5 or more)", version, err, Layout)
+	}
+	if c, err := s.Get(ctx, "old"); err != nil || c.Messages != 3 || c.Base != "" || c.BaseAt != 0 || c.BranchOf != "" {
+		t.Fatalf("the layout-4 conversation after the migration: %+v, %v; want 3 messages, sharing nothing", c, err)
+	}
+	f, err := s.Fork(ctx, history.Conversation{ID: "fork", Base: "old", BaseAt: 2})
+	if err != nil || f.Base != "old" || f.BaseAt != 2 || f.System != "sys" || f.Messages != 2 {
+		t.Fatalf("Fork of the layout-4 conversation at 2: %+v, %v", f, err)
+	}
+	if _, err := s.Rewind(ctx, "old", 1); err != nil {
+		t.Fatalf("Rewind of the layout-4 conversation: %v", err)
+	}
+	msgs, err := openBlobStore(t, dsn).Messages(ctx, "fork")
+	if err != nil || len(msgs) != 2 || msgs[1].Text() != "old 2" {
+		t.Fatalf("the fork after its base was rewound: %d messages, %v; want old 1, old 2", len(msgs), err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE conversations SET base_at = 1 WHERE id = 'fork'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openBlobStore(t, dsn).Get(ctx, "fork"); !errors.Is(err, history.ErrDamaged) || !strings.Contains(err.Error(), "conversation fork is damaged: the messages it shares") {
+		t.Errorf("Get of a fork whose point was changed: %v; want ErrDamaged naming what it shares", err)
+	}
+}
+
+// makeLayout makes the tables of layout version, as a myelin of that
+// layout would, on conn.
+func makeLayout(t *testing.T, conn *pgx.Conn, version int) {
+	t.Helper()
+	for _, sql := range append([]string{
+		`CREATE TABLE myelin_layout (version integer NOT NULL)`,
+		fmt.Sprintf(`INSERT INTO myelin_layout (version) VALUES (%d)`, version),
+	}, migrations[:version]...) {
+		if _, err := conn.Exec(context.Background(), sql); err != nil {
+			t.Fatalf("making a layout-%d database: %v", version, err)
 		}
 	}
 }

@@ -53,14 +53,16 @@ type Options struct {
 // concurrent use, by goroutines and by processes on any host sharing the
 // database. It keeps the messages it has read in memory: stored messages
 // never change, so a later Messages reads only the rows added since (by
-// this process or another).
+// this process or another), after checking, in the same query, that the
+// conversation was not rewound or switched since (which moves its rows
+// after a point: then it is read again).
 type Store struct {
 	pool *pgxpool.Pool
 	name string // the server and database, for errors: no password
 	now  func() time.Time
 
 	mu   sync.Mutex
-	read map[string][]history.Message // per conversation, the messages read so far
+	read map[string]read // per conversation, the messages read so far
 
 	sent sentCache // the newest request body of some conversations (requests.go)
 }
@@ -114,7 +116,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: %w", name, err)
 	}
-	s := &Store{pool: pool, name: name, now: opts.Now, read: map[string][]history.Message{}}
+	s := &Store{pool: pool, name: name, now: opts.Now, read: map[string]read{}}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("history store %s: cannot connect: %w", name, err)
@@ -274,6 +276,17 @@ var migrations = []string{
 	// orders List: it decides what --continue continues); filled in by
 	// fillUpdatedChecksums
 	`ALTER TABLE conversations ADD COLUMN updated_crc bigint NOT NULL DEFAULT 0; -- record.UpdatedChecksum(id, updated)`,
+	// 5: forks and branches (history.Brancher, branch.go): the messages a
+	// conversation shares with another (base, base_at) and the one it is
+	// a branch of, under a checksum of their own that is 0 for a record
+	// sharing nothing, so that no older record needs it filled in; and
+	// the indexes a rewind (who shares my messages?) and Branches read
+	`ALTER TABLE conversations ADD COLUMN base text NOT NULL DEFAULT '';
+	ALTER TABLE conversations ADD COLUMN base_at integer NOT NULL DEFAULT 0; -- its first base_at messages are base's; its own rows are numbered from base_at+1
+	ALTER TABLE conversations ADD COLUMN branch_of text NOT NULL DEFAULT '';
+	ALTER TABLE conversations ADD COLUMN base_crc bigint NOT NULL DEFAULT 0; -- record.BaseChecksum(id, base, base_at, branch_of)
+	CREATE INDEX conversations_base ON conversations(base) WHERE base <> '';
+	CREATE INDEX conversations_branch_of ON conversations(branch_of) WHERE branch_of <> '';`,
 }
 
 // fills are what a migration computes in Go, after its SQL, in its
