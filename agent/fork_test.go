@@ -13,14 +13,24 @@ import (
 // its base sent, byte for byte: the same messages, context records and
 // settings, so the provider's prompt cache holds (issue 30). On every wire.
 func TestAForksFirstRequestIsItsBasesRequestByteForByte(t *testing.T) {
-	for _, wire := range wires() {
-		t.Run(wire, func(t *testing.T) {
-			r := newWireRig(t, wire)
-			r.agent.Store = &history.Memory{}
-			ctx := context.Background()
-			if err := r.agent.OpenConversation(ctx, r.id); err != nil {
-				t.Fatal(err)
-			}
+	for _, store := range []string{"sqlite", "memory"} {
+		for _, wire := range wires() {
+			t.Run(store+"/"+wire, func(t *testing.T) { forkSendsItsBasesRequest(t, store, wire) })
+		}
+	}
+}
+
+func forkSendsItsBasesRequest(t *testing.T, store, wire string) {
+	r := newWireRig(t, wire)
+	ctx := context.Background()
+	if store == "memory" {
+		r.agent.Store = &history.Memory{}
+		if err := r.agent.OpenConversation(ctx, r.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	{
+		{
 			r.write("a.txt", "hello\n")
 			r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_1", "a.txt")}},
 				providertest.Step{Text: "read it"}, providertest.Step{Text: "second"}, providertest.Step{Text: "second, forked"})
@@ -44,6 +54,6 @@ func TestAForksFirstRequestIsItsBasesRequestByteForByte(t *testing.T) {
 			if !bytes.Equal(reqs[2], reqs[3]) {
 				t.Fatalf("the fork's first request differs from its base's at the same point:\nbase %s\nfork %s", reqs[2], reqs[3])
 			}
-		})
+		}
 	}
 }
