@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -457,5 +458,85 @@ func forksWhileAppending(t *testing.T, s Subject) {
 			id := fmt.Sprintf("f%d-%d", w, i)
 			sameBytes(t, fmt.Sprintf("fork %s at %d", id, at), e.read(e.open(), id), all[:at])
 		}
+	}
+}
+
+// forkRewoundBeforeItsPoint: a fork rewound to before the point it
+// shares its base up to keeps all it read as the branch, reads its base's
+// first messages alone, and goes on, switches and switches back like any
+// conversation; a fork of its own messages, and its base rewound under
+// it, change nothing anyone reads.
+func forkRewoundBeforeItsPoint(t *testing.T, s Subject) {
+	e := s.env(t)
+	brancher(t, e.s)
+	e.conversation("b")
+	old := Numbered("b", 6)
+	if err := e.s.Append(e.ctx, "b", old...); err != nil {
+		t.Fatal(err)
+	}
+	e.fork(history.Conversation{ID: "f", Base: "b", BaseAt: 4})
+	own := Numbered("f", 2)
+	if err := e.s.Append(e.ctx, "f", own...); err != nil {
+		t.Fatal(err)
+	}
+	e.fork(history.Conversation{ID: "g", Base: "f", BaseAt: 5})
+	fb := e.rewind("f", 2).ID
+	want := map[string][]history.Message{
+		"b": old, "f": old[:2], fb: join(old[:4], own), "g": join(old[:4], own[:1]),
+	}
+	check := func(when string) {
+		t.Helper()
+		for id, msgs := range want {
+			got := e.read(e.open(), id)
+			if len(got) != len(msgs) {
+				t.Fatalf("%s: %s reads %d messages; want %d", when, id, len(got), len(msgs))
+			}
+			sameMessages(t, got, msgs)
+		}
+		e.sharesTruly("b", "f", fb, "g")
+	}
+	check("after the rewind")
+	if err := e.s.Append(e.ctx, "f", UserText("f anew")); err != nil {
+		t.Fatal(err)
+	}
+	want["f"] = join(old[:2], []history.Message{UserText("f anew")})
+	check("after the fork went on")
+	for i := range 2 {
+		e.switchTo("f", fb)
+		want["f"], want[fb] = want[fb], want["f"]
+		check(fmt.Sprintf("after switch %d", i+1))
+	}
+	bb := e.rewind("b", 1).ID
+	want["b"], want[bb] = old[:1], old
+	check("after its base was rewound under it")
+	e.sharesTruly(bb)
+}
+
+// brancherCancelled: Fork, Rewind, Branches and Switch under a cancelled
+// context fail with context.Canceled, and make nothing.
+func brancherCancelled(t *testing.T, s Subject) {
+	e := s.env(t)
+	b := brancher(t, e.s)
+	e.conversation("c")
+	if err := e.s.Append(e.ctx, "c", Numbered("c", 2)...); err != nil {
+		t.Fatal(err)
+	}
+	br := e.rewind("c", 1).ID
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	for name, err := range map[string]error{
+		"Fork":     func() error { _, err := b.Fork(ctx, history.Conversation{ID: "f", Base: "c", BaseAt: 1}); return err }(),
+		"Rewind":   func() error { _, err := b.Rewind(ctx, "c", 0); return err }(),
+		"Branches": func() error { _, err := b.Branches(ctx, "c"); return err }(),
+		"Switch":   b.Switch(ctx, "c", br),
+	} {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s under a cancelled context: %v; want context.Canceled", name, err)
+		}
+	}
+	sameMessages(t, e.read(e.open(), "c"), Numbered("c", 1))
+	sameMessages(t, e.read(e.open(), br), Numbered("c", 2))
+	if _, err := e.open().Get(e.ctx, "f"); !errors.Is(err, history.ErrNotFound) {
+		t.Errorf("after a Fork under a cancelled context, Get(f) = %v; want ErrNotFound", err)
 	}
 }
