@@ -42,7 +42,7 @@ type segment struct {
 func (s *Memory) segments(c *memConversation) ([]segment, error) {
 	var chain []segment
 	limit := c.rec.Messages
-	for cur := c; ; {
+	for cur, up := c, 0; ; up++ {
 		if limit > cur.rec.BaseAt {
 			chain = append(chain, segment{cur, cur.rec.BaseAt, limit})
 		}
@@ -51,7 +51,7 @@ func (s *Memory) segments(c *memConversation) ([]segment, error) {
 			break
 		}
 		base, ok := s.convs[cur.rec.Base]
-		if !ok || base.rec.Messages < limit || len(chain) > len(s.convs) {
+		if !ok || base.rec.Messages < limit || up > len(s.convs) { // up: no base is its own
 			return nil, fmt.Errorf("conversation %s: its first %d messages are to be read from conversation %q, which does not hold them: %w", cur.rec.ID, limit, cur.rec.Base, ErrDamaged)
 		}
 		cur = base

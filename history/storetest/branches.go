@@ -72,6 +72,33 @@ func (e *env) record(st history.Store, id string) history.Conversation {
 	return c
 }
 
+// branching is a fresh store of s's, skipped unless it implements
+// history.Brancher, with conversation id holding msgs.
+func (s Subject) branching(t *testing.T, id string, msgs ...history.Message) *env {
+	t.Helper()
+	e := s.env(t)
+	brancher(t, e.s)
+	e.conversation(id)
+	if err := e.s.Append(e.ctx, id, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// reads fails t unless each conversation of want reads its messages, in
+// another opening, and its record shares truly (sharesTruly).
+func (e *env) reads(when string, want map[string][]history.Message) {
+	e.t.Helper()
+	for id, msgs := range want {
+		got := e.read(e.open(), id)
+		if len(got) != len(msgs) {
+			e.t.Fatalf("%s: %s reads %d messages; want %d", when, id, len(got), len(msgs))
+		}
+		sameMessages(e.t, got, msgs)
+		e.sharesTruly(id)
+	}
+}
+
 // fork makes c in e's first opening; it fails t on an error.
 func (e *env) fork(c history.Conversation) history.Conversation {
 	e.t.Helper()
@@ -222,12 +249,7 @@ func forkReadsBaseThenOwn(t *testing.T, s Subject) {
 // byte for byte, the context records (settings, edits, summaries) among
 // them exactly those stored before the point.
 func forkBytesAndRecords(t *testing.T, s Subject) {
-	e := s.env(t)
-	brancher(t, e.s)
-	e.conversation("b")
-	if err := e.s.Append(e.ctx, "b", WithRecords()...); err != nil {
-		t.Fatal(err)
-	}
+	e := s.branching(t, "b", WithRecords()...)
 	base := e.read(e.s, "b")
 	for at := 0; at <= len(base); at++ {
 		id := fmt.Sprintf("f%d", at)
@@ -254,13 +276,8 @@ func forkBytesAndRecords(t *testing.T, s Subject) {
 // forkAndBaseGoApart: what the base appends after a fork is not the
 // fork's, and what the fork appends is not the base's.
 func forkAndBaseGoApart(t *testing.T, s Subject) {
-	e := s.env(t)
-	brancher(t, e.s)
-	e.conversation("b")
 	first := Numbered("b", 4)
-	if err := e.s.Append(e.ctx, "b", first...); err != nil {
-		t.Fatal(err)
-	}
+	e := s.branching(t, "b", first...)
 	e.fork(history.Conversation{ID: "f", Base: "b", BaseAt: 3})
 	e.fork(history.Conversation{ID: "g", Base: "b", BaseAt: 4})
 	if err := e.s.Append(e.ctx, "b", Numbered("b after", 2)...); err != nil {
@@ -346,12 +363,7 @@ func forkRefused(t *testing.T, s Subject) {
 // the same, under Writing of another holder too (the agent forks its own
 // conversation under its claim), and the fork is made unclaimed.
 func forkNeedsNoClaim(t *testing.T, s Subject) {
-	e := s.env(t)
-	brancher(t, e.s)
-	e.conversation("b")
-	if err := e.s.Append(e.ctx, "b", Numbered("b", 3)...); err != nil {
-		t.Fatal(err)
-	}
+	e := s.branching(t, "b", Numbered("b", 3)...)
 	owner, err := e.s.Claim(e.ctx, "b", elsewhere(), history.DefaultLease)
 	if err != nil {
 		t.Fatal(err)
@@ -382,13 +394,8 @@ func forkNeedsNoClaim(t *testing.T, s Subject) {
 // forkFiles: a fork reads the files (history.Blobs) of the conversation
 // whose messages it shares: the messages name them.
 func forkFiles(t *testing.T, s Subject) {
-	e := s.env(t)
-	brancher(t, e.s)
+	e := s.branching(t, "b", SampleMessages()...)
 	b := e.blobs(t, e.s)
-	e.conversation("b")
-	if err := e.s.Append(e.ctx, "b", SampleMessages()...); err != nil {
-		t.Fatal(err)
-	}
 	const path = ".myelin/tool-results/x.txt"
 	hash, err := b.PutBlob(e.ctx, "b", path, []byte("the whole result"))
 	if err != nil {
@@ -413,12 +420,7 @@ func forkDamaged(t *testing.T, s Subject) {
 	if s.Damage == nil {
 		t.Skip("the store has no tables to damage")
 	}
-	e := s.env(t)
-	brancher(t, e.s)
-	e.conversation("b")
-	if err := e.s.Append(e.ctx, "b", Numbered("b", 3)...); err != nil {
-		t.Fatal(err)
-	}
+	e := s.branching(t, "b", Numbered("b", 3)...)
 	e.fork(history.Conversation{ID: "f", Base: "b", BaseAt: 2})
 	s.Damage(t, e.s, `UPDATE conversations SET base_at = base_at - 1 WHERE id = 'f'`)
 	other := e.open()

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -108,12 +109,8 @@ func rewindKeepsBranch(t *testing.T, s Subject) {
 // found; and a rewind is a write, refused outside its claim as an Append
 // is. Nothing changes.
 func rewindRefused(t *testing.T, s Subject) {
-	e := s.env(t)
+	e := s.branching(t, "c", Numbered("c", 3)...)
 	b := brancher(t, e.s)
-	e.conversation("c")
-	if err := e.s.Append(e.ctx, "c", Numbered("c", 3)...); err != nil {
-		t.Fatal(err)
-	}
 	unchanged := func(what string) {
 		t.Helper()
 		sameMessages(t, e.read(e.open(), "c"), Numbered("c", 3))
@@ -154,13 +151,9 @@ func rewindRefused(t *testing.T, s Subject) {
 // rewindContinueSwitch: rewind, go on, switch to the branch and back:
 // both are whole each time, and the branch keeps its id.
 func rewindContinueSwitch(t *testing.T, s Subject) {
-	e := s.env(t)
-	b := brancher(t, e.s)
-	e.conversation("c")
 	old := Numbered("old", 4)
-	if err := e.s.Append(e.ctx, "c", old...); err != nil {
-		t.Fatal(err)
-	}
+	e := s.branching(t, "c", old...)
+	b := brancher(t, e.s)
 	br := e.rewind("c", 2).ID
 	fresh := Numbered("new", 3)
 	if err := e.s.Append(e.ctx, "c", fresh...); err != nil {
@@ -220,13 +213,8 @@ func rewindContinueSwitch(t *testing.T, s Subject) {
 // switch to the older branch past the newer one: every conversation reads
 // what it read, the records' shares true throughout.
 func switchAmongBranches(t *testing.T, s Subject) {
-	e := s.env(t)
-	brancher(t, e.s)
-	e.conversation("c")
 	old := Numbered("old", 8)
-	if err := e.s.Append(e.ctx, "c", old...); err != nil {
-		t.Fatal(err)
-	}
+	e := s.branching(t, "c", old...)
 	b1 := e.rewind("c", 6).ID
 	b2 := e.rewind("c", 4).ID
 	e.sharesTruly("c", b1, b2)
@@ -253,40 +241,24 @@ func switchAmongBranches(t *testing.T, s Subject) {
 		t.Fatal(err)
 	}
 	want := map[string][]history.Message{"d": join(old[:4], y), d1: old, d2: join(old[:6], x)}
-	check := func(when string) {
-		t.Helper()
-		for id, msgs := range want {
-			got := e.read(e.open(), id)
-			if len(got) != len(msgs) {
-				t.Fatalf("%s: %s reads %d messages; want %d", when, id, len(got), len(msgs))
-			}
-			sameMessages(t, got, msgs)
-		}
-		e.sharesTruly("d", d1, d2)
-	}
-	check("after two rewinds that went on")
+	e.reads("after two rewinds that went on", want)
 	e.switchTo("d", d1)
 	want["d"], want[d1] = want[d1], want["d"]
-	check("after a switch to the older branch")
+	e.reads("after a switch to the older branch", want)
 	e.switchTo("d", d2)
 	want["d"], want[d2] = want[d2], want["d"]
-	check("after a switch to the newer branch")
+	e.reads("after a switch to the newer branch", want)
 	e.switchTo("d", d1)
 	want["d"], want[d1] = want[d1], want["d"]
-	check("after a switch back to the older branch")
+	e.reads("after a switch back to the older branch", want)
 }
 
 // forkOfRewound: forks of a conversation made before it is rewound read
 // the same after the rewind and after each switch, and so does a fork of
 // its branch; appends to any of them stay theirs.
 func forkOfRewound(t *testing.T, s Subject) {
-	e := s.env(t)
-	brancher(t, e.s)
-	e.conversation("c")
 	old := Numbered("old", 6)
-	if err := e.s.Append(e.ctx, "c", old...); err != nil {
-		t.Fatal(err)
-	}
+	e := s.branching(t, "c", old...)
 	e.fork(history.Conversation{ID: "past", Base: "c", BaseAt: 5})
 	e.fork(history.Conversation{ID: "before", Base: "c", BaseAt: 2})
 	e.fork(history.Conversation{ID: "at", Base: "c", BaseAt: 3})
@@ -298,47 +270,35 @@ func forkOfRewound(t *testing.T, s Subject) {
 		"before": old[:2],
 		"at":     old[:3],
 	}
-	check := func(when string) {
-		t.Helper()
-		for id, msgs := range want {
-			sameMessages(t, e.read(e.open(), id), msgs)
-			e.sharesTruly(id)
-		}
-	}
 	br := e.rewind("c", 3).ID
 	want["c"], want[br] = old[:3], old
-	check("after the rewind")
+	e.reads("after the rewind", want)
 	e.fork(history.Conversation{ID: "of-branch", Base: br, BaseAt: 4})
 	want["of-branch"] = old[:4]
 	if err := e.s.Append(e.ctx, "c", Numbered("new", 2)...); err != nil {
 		t.Fatal(err)
 	}
 	want["c"] = join(old[:3], Numbered("new", 2))
-	check("after c went on")
+	e.reads("after c went on", want)
 	e.switchTo("c", br)
 	want["c"], want[br] = want[br], want["c"]
-	check("after the switch")
+	e.reads("after the switch", want)
 	e.switchTo("c", br)
 	want["c"], want[br] = want[br], want["c"]
-	check("after the switch back")
+	e.reads("after the switch back", want)
 	if err := e.s.Append(e.ctx, "past", UserText("more")); err != nil {
 		t.Fatal(err)
 	}
 	want["past"] = append(want["past"], UserText("more"))
-	check("after the fork went on")
+	e.reads("after the fork went on", want)
 }
 
 // deleteWithForks: a conversation whose messages a fork shares, its own
 // or its branch's, is not deleted (ErrHasForks naming the fork); once the
 // forks are gone it is, with its branches.
 func deleteWithForks(t *testing.T, s Subject) {
-	e := s.env(t)
-	brancher(t, e.s)
+	e := s.branching(t, "c", Numbered("c", 4)...)
 	d := deleter(t, e.s)
-	e.conversation("c")
-	if err := e.s.Append(e.ctx, "c", Numbered("c", 4)...); err != nil {
-		t.Fatal(err)
-	}
 	e.fork(history.Conversation{ID: "f", Base: "c", BaseAt: 2})
 	err := d.Delete(e.ctx, "c")
 	if !errors.Is(err, history.ErrHasForks) || !contains(err, "f") || !contains(err, "deleting conversation c") {
@@ -373,12 +333,7 @@ func deleteWithForks(t *testing.T, s Subject) {
 // keptGoWithRewind: results kept for the unfinished round go with the
 // rewound messages to the branch.
 func keptGoWithRewind(t *testing.T, s Subject) {
-	e := s.env(t)
-	brancher(t, e.s)
-	e.conversation("c")
-	if err := e.s.Append(e.ctx, "c", SampleMessages()...); err != nil {
-		t.Fatal(err)
-	}
+	e := s.branching(t, "c", SampleMessages()...)
 	ask := history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "toolu_2", Name: "workspace--read", Input: []byte(`{"path":"b.txt"}`)}}}
 	if err := e.s.Append(e.ctx, "c", ask); err != nil {
 		t.Fatal(err)
@@ -457,5 +412,65 @@ func forksWhileAppending(t *testing.T, s Subject) {
 			id := fmt.Sprintf("f%d-%d", w, i)
 			sameBytes(t, fmt.Sprintf("fork %s at %d", id, at), e.read(e.open(), id), all[:at])
 		}
+	}
+}
+
+// forkRewoundBeforeItsPoint: a fork rewound to before the point it
+// shares its base up to keeps all it read as the branch, reads its base's
+// first messages alone, and goes on, switches and switches back like any
+// conversation; a fork of its own messages, and its base rewound under
+// it, change nothing anyone reads.
+func forkRewoundBeforeItsPoint(t *testing.T, s Subject) {
+	old := Numbered("b", 6)
+	e := s.branching(t, "b", old...)
+	e.fork(history.Conversation{ID: "f", Base: "b", BaseAt: 4})
+	own := Numbered("f", 2)
+	if err := e.s.Append(e.ctx, "f", own...); err != nil {
+		t.Fatal(err)
+	}
+	e.fork(history.Conversation{ID: "g", Base: "f", BaseAt: 5})
+	fb := e.rewind("f", 2).ID
+	want := map[string][]history.Message{
+		"b": old, "f": old[:2], fb: join(old[:4], own), "g": join(old[:4], own[:1]),
+	}
+	e.reads("after the rewind", want)
+	if err := e.s.Append(e.ctx, "f", UserText("f anew")); err != nil {
+		t.Fatal(err)
+	}
+	want["f"] = join(old[:2], []history.Message{UserText("f anew")})
+	e.reads("after the fork went on", want)
+	for i := range 2 {
+		e.switchTo("f", fb)
+		want["f"], want[fb] = want[fb], want["f"]
+		e.reads(fmt.Sprintf("after switch %d", i+1), want)
+	}
+	bb := e.rewind("b", 1).ID
+	want["b"], want[bb] = old[:1], old
+	e.reads("after its base was rewound under it", want)
+	e.sharesTruly(bb)
+}
+
+// brancherCancelled: Fork, Rewind, Branches and Switch under a cancelled
+// context fail with context.Canceled, and make nothing.
+func brancherCancelled(t *testing.T, s Subject) {
+	e := s.branching(t, "c", Numbered("c", 2)...)
+	b := brancher(t, e.s)
+	br := e.rewind("c", 1).ID
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	for name, err := range map[string]error{
+		"Fork":     func() error { _, err := b.Fork(ctx, history.Conversation{ID: "f", Base: "c", BaseAt: 1}); return err }(),
+		"Rewind":   func() error { _, err := b.Rewind(ctx, "c", 0); return err }(),
+		"Branches": func() error { _, err := b.Branches(ctx, "c"); return err }(),
+		"Switch":   b.Switch(ctx, "c", br),
+	} {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s under a cancelled context: %v; want context.Canceled", name, err)
+		}
+	}
+	sameMessages(t, e.read(e.open(), "c"), Numbered("c", 1))
+	sameMessages(t, e.read(e.open(), br), Numbered("c", 2))
+	if _, err := e.open().Get(e.ctx, "f"); !errors.Is(err, history.ErrNotFound) {
+		t.Errorf("after a Fork under a cancelled context, Get(f) = %v; want ErrNotFound", err)
 	}
 }

@@ -145,6 +145,8 @@ func Run(t *testing.T, subject Subject) {
 		{"DeleteIsRefusedWhileForksShareAndTakesBranchesAlong", deleteWithForks},
 		{"KeptResultsGoWithTheRewoundRound", keptGoWithRewind},
 		{"ForksMadeWhileTheOwnerAppendsReadTheirPoint", forksWhileAppending},
+		{"AForkRewoundBeforeItsPointKeepsItAllAsItsBranch", forkRewoundBeforeItsPoint},
+		{"BranchingUnderACancelledContextIsCanceled", brancherCancelled},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}
