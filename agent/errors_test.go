@@ -26,13 +26,7 @@ func TestACancelledTurnFailsWithContextCanceled(t *testing.T) {
 	// refuse a cancelled context.
 	for _, store := range []string{"sqlite", "memory"} {
 		t.Run("before the turn, on "+store, func(t *testing.T) {
-			r := newRig(t)
-			if store == "memory" {
-				r.agent.Store = &history.Memory{}
-				if err := r.agent.OpenConversation(context.Background(), r.id); err != nil {
-					t.Fatal(err)
-				}
-			}
+			r := newRigOn(t, store, "anthropic")
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			_, err := r.agent.Turn(ctx, r.id, "hello", nil)
@@ -68,13 +62,7 @@ func TestACancelledTurnFailsWithContextCanceled(t *testing.T) {
 func TestATurnCancelledAsItStartsKeepsItsPrompt(t *testing.T) {
 	for _, store := range []string{"sqlite", "memory"} {
 		t.Run(store, func(t *testing.T) {
-			r := newRig(t)
-			if store == "memory" {
-				r.agent.Store = &history.Memory{}
-				if err := r.agent.OpenConversation(context.Background(), r.id); err != nil {
-					t.Fatal(err)
-				}
-			}
+			r := newRigOn(t, store, "anthropic")
 			ctx, cancel := context.WithCancel(context.Background())
 			_, err := r.agent.Turn(ctx, r.id, "wait for me", func(e Event) {
 				if e.Kind == Started {
@@ -149,4 +137,18 @@ func TestATurnThatCannotFitKeepsWhyTheSummaryFailed(t *testing.T) {
 	if !errors.As(err, &wire) || !strings.Contains(wire.Msg, "no summary today") {
 		t.Fatalf("error %v (%T) does not keep the summary request's *provider.WireError", err, err)
 	}
+}
+
+// newRigOn is newWireRig on store: "sqlite" (the rig's own) or "memory"
+// (a history.Memory holding the rig's conversation).
+func newRigOn(t *testing.T, store, wire string) *rig {
+	t.Helper()
+	r := newWireRig(t, wire)
+	if store == "memory" {
+		r.agent.Store = &history.Memory{}
+		if err := r.agent.OpenConversation(context.Background(), r.id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
 }

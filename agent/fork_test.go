@@ -5,7 +5,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -21,39 +20,29 @@ func TestAForksFirstRequestIsItsBasesRequestByteForByte(t *testing.T) {
 }
 
 func forkSendsItsBasesRequest(t *testing.T, store, wire string) {
-	r := newWireRig(t, wire)
+	r := newRigOn(t, store, wire)
 	ctx := context.Background()
-	if store == "memory" {
-		r.agent.Store = &history.Memory{}
-		if err := r.agent.OpenConversation(ctx, r.id); err != nil {
-			t.Fatal(err)
-		}
+	r.write("a.txt", "hello\n")
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_1", "a.txt")}},
+		providertest.Step{Text: "read it"}, providertest.Step{Text: "second"}, providertest.Step{Text: "second, forked"})
+	r.turn("first")
+	c, err := r.agent.Store.Get(ctx, r.id)
+	if err != nil {
+		t.Fatal(err)
 	}
-	{
-		{
-			r.write("a.txt", "hello\n")
-			r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_1", "a.txt")}},
-				providertest.Step{Text: "read it"}, providertest.Step{Text: "second"}, providertest.Step{Text: "second, forked"})
-			r.turn("first")
-			c, err := r.agent.Store.Get(ctx, r.id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.turn("again")
-			fork, err := r.agent.Fork(ctx, r.id, c.Messages)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := r.agent.Turn(ctx, fork, "again", nil); err != nil {
-				t.Fatal(err)
-			}
-			reqs := r.srv.Requests()
-			if len(reqs) != 4 {
-				t.Fatalf("%d requests, want 4", len(reqs))
-			}
-			if !bytes.Equal(reqs[2], reqs[3]) {
-				t.Fatalf("the fork's first request differs from its base's at the same point:\nbase %s\nfork %s", reqs[2], reqs[3])
-			}
-		}
+	r.turn("again")
+	fork, err := r.agent.Fork(ctx, r.id, c.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.agent.Turn(ctx, fork, "again", nil); err != nil {
+		t.Fatal(err)
+	}
+	reqs := r.srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	if !bytes.Equal(reqs[2], reqs[3]) {
+		t.Fatalf("the fork's first request differs from its base's at the same point:\nbase %s\nfork %s", reqs[2], reqs[3])
 	}
 }

@@ -96,7 +96,7 @@ var historySubs = map[string]bool{"list": true, "show": true, "delete": true, "p
 
 // historyCall is one history command, as its arguments give it.
 type historyCall struct {
-	sub, cmd  string   // list, show, delete or prune; "history " and it
+	sub, cmd  string   // a history command (historySubs); "history " and it
 	pos       []string // its arguments: show's and delete's ID
 	wsDir     string
 	store     string // --store as given
