@@ -20,12 +20,18 @@ var ErrNoForks = errors.New("the history store keeps no forks")
 // and the provider's prompt cache holds it (docs/branches.md). It needs no
 // claim on id: a fork may be made while id's turn runs.
 func (a *Agent) Fork(ctx context.Context, id string, at int) (string, error) {
-	b, ok := a.Store.(history.Brancher)
+	return Fork(ctx, a.Store, id, at)
+}
+
+// Fork is Agent.Fork on store, for a program that forks without an agent
+// (`myelin history fork`).
+func Fork(ctx context.Context, store history.Store, id string, at int) (string, error) {
+	b, ok := store.(history.Brancher)
 	if !ok {
 		return "", fmt.Errorf("forking conversation %s: %w", id, ErrNoForks)
 	}
 	if at < 0 {
-		c, err := a.Store.Get(ctx, id)
+		c, err := store.Get(ctx, id)
 		if err != nil {
 			return "", fmt.Errorf("forking conversation %s: %w", id, err)
 		}

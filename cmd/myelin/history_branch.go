@@ -28,22 +28,14 @@ func brancher(store history.Store, cmd string, stderr io.Writer) (history.Branch
 // historyFork forks conversation id at its first at messages (at < 0:
 // all) and prints the new conversation's id.
 func historyFork(ctx context.Context, store history.Store, id string, at int, stdout, stderr io.Writer) int {
-	b, ok := brancher(store, "history fork", stderr)
-	if !ok {
+	if _, ok := brancher(store, "history fork", stderr); !ok {
 		return exitError
 	}
-	if at < 0 {
-		c, err := store.Get(ctx, id)
-		if err != nil {
-			return historyBranchError("history fork", id, err, stderr)
-		}
-		at = c.Messages
-	}
-	c, err := b.Fork(ctx, history.Conversation{ID: agent.NewID(), Base: id, BaseAt: at})
+	fork, err := agent.Fork(ctx, store, id, at)
 	if err != nil {
 		return historyBranchError("history fork", id, err, stderr)
 	}
-	fmt.Fprintln(stdout, c.ID)
+	fmt.Fprintln(stdout, fork)
 	return exitOK
 }
 
