@@ -90,6 +90,11 @@ type Part struct {
 	// trail); nil when no policy checked it. It is for people and
 	// programs reading the history: no wire sends it.
 	Permission *permission.Record `json:"permission,omitempty"`
+	// Files are, on a tool result, the workspace files its call wrote or
+	// edited (workspace--write, workspace--edit) and what they held before
+	// and after, so that a rewind can put them back (FileChange). No wire
+	// sends them.
+	Files []FileChange `json:"files,omitempty"`
 }
 
 // Usage is what one provider request cost, in tokens.
