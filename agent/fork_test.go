@@ -20,7 +20,11 @@ func TestAForksFirstRequestIsItsBasesRequestByteForByte(t *testing.T) {
 }
 
 func forkSendsItsBasesRequest(t *testing.T, store, wire string) {
-	r := newRigOn(t, store, wire)
+	forkSendsItsBasesRequestOn(t, newRigOn(t, store, wire))
+}
+
+// forkSendsItsBasesRequestOn is the test on rig r, whatever its store.
+func forkSendsItsBasesRequestOn(t *testing.T, r *rig) {
 	ctx := context.Background()
 	r.write("a.txt", "hello\n")
 	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_1", "a.txt")}},
