@@ -180,7 +180,7 @@ func (s *Store) holder(ctx context.Context, tx pgx.Tx, c history.Conversation) (
 		return b, record.BaseTooShort(c.ID, c.Base, c.BaseAt, b.count)
 	}
 	if c.System != "" && c.System != string(b.system) {
-		return b, fmt.Errorf("forking conversation %s into %s: the fork's system prompt is not the base's: a fork's requests are its base's, so give none (the base's is taken) or the base's", c.Base, c.ID)
+		return b, record.ForkSystem(c.ID, c.Base)
 	}
 	for depth := 0; c.BaseAt <= b.baseAt && b.base != ""; depth++ {
 		if b, err = s.up(ctx, tx, b, "", depth); err != nil {
