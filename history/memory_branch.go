@@ -232,6 +232,9 @@ func (s *Memory) Switch(ctx context.Context, id, branch string) error {
 	if b.rec.BranchOf != id {
 		return record.NotBranch(id, branch, b.rec.BranchOf)
 	}
+	if err := s.unwritten(b); err != nil {
+		return err
+	}
 	xs, err := s.segments(x)
 	if err != nil {
 		return err
@@ -259,6 +262,16 @@ func (s *Memory) Switch(ctx context.Context, id, branch string) error {
 	x.rec.Updated, b.rec.Updated = now, now
 	x.count()
 	b.count()
+	return nil
+}
+
+// unwritten is the error for changing branch b, which its conversation's
+// writer changes (Switch, Delete), while a live holder of b's own claim
+// may be writing it: nil when none is. s.mu is held.
+func (s *Memory) unwritten(b *memConversation) error {
+	if b.claim != nil && b.claim.alive(s.clock(), "") {
+		return &HeldError{Conversation: b.rec.ID, Holder: b.claim.Holder, Expires: b.claim.expires}
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -500,6 +501,9 @@ func (s *Store) Switch(ctx context.Context, id, branch string) error {
 		if br.branchOf != id {
 			return record.NotBranch(id, branch, br.branchOf)
 		}
+		if err := s.unwritten(ctx, tx, []string{branch}, w.now); err != nil {
+			return err
+		}
 		mine, err := s.segments(ctx, tx, me)
 		if err != nil {
 			return err
@@ -564,6 +568,37 @@ func (s *Store) Switch(ctx context.Context, id, branch string) error {
 	}
 	s.forget(id)
 	s.forget(branch)
+	return nil
+}
+
+// unwritten is the error for changing branches ids, which their
+// conversation's writer changes (Switch, Delete), while a live holder of a
+// branch's own claim may be writing it (judged at now, the database's
+// time): a *history.HeldError naming the first; nil when none is.
+func (s *Store) unwritten(ctx context.Context, tx pgx.Tx, ids []string, now time.Time) error {
+	rows, err := tx.Query(ctx, `SELECT conversation, token, pid, host, node, since, expires, epoch FROM claims WHERE conversation = ANY($1) AND token <> '' ORDER BY conversation`, ids)
+	if err != nil {
+		return s.explain(fmt.Sprintf("reading the claims of branches %v", ids), err)
+	}
+	type branchClaim struct {
+		id string
+		claim
+	}
+	held, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (branchClaim, error) {
+		var c branchClaim
+		var pid int32
+		err := row.Scan(&c.id, &c.Token, &pid, &c.Host, &c.Node, &c.Since, &c.expires, &c.Epoch)
+		c.PID, c.Since, c.expires = int(pid), c.Since.UTC(), c.expires.UTC()
+		return c, err
+	})
+	if err != nil {
+		return s.explain(fmt.Sprintf("reading the claims of branches %v", ids), err)
+	}
+	for _, c := range held {
+		if c.alive(now) {
+			return &history.HeldError{Conversation: c.id, Holder: c.Holder, Expires: c.expires}
+		}
+	}
 	return nil
 }
 

@@ -147,6 +147,8 @@ func Run(t *testing.T, subject Subject) {
 		{"ForksMadeWhileTheOwnerAppendsReadTheirPoint", forksWhileAppending},
 		{"AForkRewoundBeforeItsPointKeepsItAllAsItsBranch", forkRewoundBeforeItsPoint},
 		{"BranchingUnderACancelledContextIsCanceled", brancherCancelled},
+		{"ABranchsOwnWriterRefusesASwitchOrDeleteThatChangesIt", branchWriterRefuses},
+		{"DeleteTakesBranchesOfBranchesAlong", deleteTakesBranchesOfBranches},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}
