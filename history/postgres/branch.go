@@ -91,7 +91,8 @@ func (s *Store) Fork(ctx context.Context, c history.Conversation) (history.Conve
 	if c.Created.IsZero() {
 		c.Created = s.hostNow()
 	}
-	out, err := s.fork(ctx, c)
+	var out history.Conversation
+	err := retrying(ctx, func() (err error) { out, err = s.fork(ctx, c); return err })
 	if err != nil {
 		return history.Conversation{}, err
 	}
