@@ -149,6 +149,8 @@ func Run(t *testing.T, subject Subject) {
 		{"BranchingUnderACancelledContextIsCanceled", brancherCancelled},
 		{"ABranchsOwnWriterRefusesASwitchOrDeleteThatChangesIt", branchWriterRefuses},
 		{"DeleteTakesBranchesOfBranchesAlong", deleteTakesBranchesOfBranches},
+		{"ForksAtAnyPointWhileTheOwnerAppendsReadTheirBasesMessagesThen", func(t *testing.T, s Subject) { forksWhileOwnerWrites(t, s, false) }}, // branches_concurrent.go
+		{"ForksWhileTheOwnerAppendsAndRewindsReadTheirBasesMessagesThen", func(t *testing.T, s Subject) { forksWhileOwnerWrites(t, s, true) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}
