@@ -48,7 +48,9 @@ type Brancher interface {
 	// point where they part, as a write of id: what id held after that
 	// point becomes the branch's (the branch keeps its id, so a second
 	// Switch switches back). A branch of another conversation is an
-	// error wrapping ErrNotBranch.
+	// error wrapping ErrNotBranch; a branch whose own claim a live holder
+	// has (someone writing it as a conversation of its own) is a
+	// *HeldError naming the branch, whoever switches.
 	Switch(ctx context.Context, id, branch string) error
 }
 

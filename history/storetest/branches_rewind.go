@@ -563,3 +563,45 @@ func deleteTakesBranchesOfBranches(t *testing.T, s Subject) {
 		t.Errorf("after deleting c, List = %+v, %v; want nothing left", list, err)
 	}
 }
+
+// requestsStayWithTheirConversation: the requests log (history.Requests)
+// is what was sent for a conversation, in order, numbered as the API
+// shows it: a rewind or a switch moves messages, never requests. The
+// rewound conversation keeps every request, byte for byte and under its
+// number, and numbers the next one after them; a branch has none of its
+// own until one is sent for it (docs/branches.md).
+func requestsStayWithTheirConversation(t *testing.T, s Subject) {
+	old := Numbered("c", 6)
+	e := s.branching(t, "c", old...)
+	reqs := e.requests(t, e.s)
+	bodies := RequestBodies(4)
+	for i, b := range bodies[:3] {
+		if _, err := reqs.AddRequest(e.ctx, "c", history.SentRequest{Wire: "w", Msg: 2*i + 1, Body: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(when, id string, want [][]byte) {
+		t.Helper()
+		r := e.open().(history.Requests)
+		list, err := r.RequestList(e.ctx, id)
+		if err != nil || len(list) != len(want) {
+			t.Fatalf("%s: RequestList(%s) = %d requests, %v; want %d", when, id, len(list), err, len(want))
+		}
+		for i, b := range want {
+			got, err := r.Request(e.ctx, id, i+1)
+			if err != nil || string(got.Body) != string(b) || got.N != i+1 || list[i].N != i+1 {
+				t.Fatalf("%s: request %d of %s = %+v, %v; want it byte for byte under its number", when, i+1, id, got, err)
+			}
+		}
+	}
+	br := e.rewind("c", 2).ID
+	same("after the rewind", "c", bodies[:3])
+	same("after the rewind", br, nil)
+	e.switchTo("c", br)
+	same("after the switch", "c", bodies[:3])
+	same("after the switch", br, nil)
+	if n, err := reqs.AddRequest(e.ctx, "c", history.SentRequest{Wire: "w", Msg: 6, Body: bodies[3]}); err != nil || n != 4 {
+		t.Fatalf("the next request of c after the rewind and switch: number %d, %v; want 4, after those it kept", n, err)
+	}
+	same("after the next request", "c", bodies)
+}

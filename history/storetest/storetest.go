@@ -149,6 +149,7 @@ func Run(t *testing.T, subject Subject) {
 		{"BranchingUnderACancelledContextIsCanceled", brancherCancelled},
 		{"ABranchsOwnWriterRefusesASwitchOrDeleteThatChangesIt", branchWriterRefuses},
 		{"DeleteTakesBranchesOfBranchesAlong", deleteTakesBranchesOfBranches},
+		{"RequestsStayWithTheirConversationThroughRewindsAndSwitches", requestsStayWithTheirConversation},
 		{"ForksAtAnyPointWhileTheOwnerAppendsReadTheirBasesMessagesThen", func(t *testing.T, s Subject) { forksWhileOwnerWrites(t, s, false) }}, // branches_concurrent.go
 		{"ForksWhileTheOwnerAppendsAndRewindsReadTheirBasesMessagesThen", func(t *testing.T, s Subject) { forksWhileOwnerWrites(t, s, true) }},
 	} {
