@@ -28,8 +28,12 @@ type Brancher interface {
 	// are the base's). c.ID, c.Parent and c.ParentCall are as Create
 	// takes them; c.BranchOf must be "". It needs no claim on the base,
 	// whose first c.BaseAt messages no writer can change, and makes the
-	// fork unclaimed. The record returned is the one stored: its Base may
-	// name a conversation further up that holds the same messages.
+	// fork unclaimed. The record returned is the one stored: its Base
+	// names the conversation that keeps those messages — c.Base, or,
+	// where c.Base itself shares them (c.BaseAt ≤ its BaseAt), the one it
+	// shares them with, and so on up — so that a rewind of c.Base never
+	// has to point the fork elsewhere. A different System is refused with
+	// the same words in every store.
 	Fork(ctx context.Context, c Conversation) (Conversation, error)
 	// Rewind takes conversation id back to its first at messages (0 ≤ at
 	// < its count), as a write of id (under Writing, its claim is
@@ -44,7 +48,9 @@ type Brancher interface {
 	// point where they part, as a write of id: what id held after that
 	// point becomes the branch's (the branch keeps its id, so a second
 	// Switch switches back). A branch of another conversation is an
-	// error wrapping ErrNotBranch.
+	// error wrapping ErrNotBranch; a branch whose own claim a live holder
+	// has (someone writing it as a conversation of its own) is a
+	// *HeldError naming the branch, whoever switches.
 	Switch(ctx context.Context, id, branch string) error
 }
 

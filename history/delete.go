@@ -17,6 +17,11 @@ import "context"
 // the claim (the writer deleting what it started), and refused with
 // ErrClaimLost when it does not. The workspace's spill files are not the
 // store's: whoever deletes a conversation removes those its records name.
+// A store that keeps branches (Brancher) deletes the conversation's
+// branches with it, and theirs; it refuses the delete with ErrHasForks
+// while another conversation shares the messages of any of them, and
+// with a *HeldError naming the branch while a live holder has a branch's
+// own claim.
 type Deleter interface {
 	Delete(ctx context.Context, id string) error
 }

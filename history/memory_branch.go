@@ -79,7 +79,9 @@ func (s *Memory) read(c *memConversation) ([]Message, error) {
 }
 
 // Fork creates conversation c, whose first c.BaseAt messages are read from
-// c.Base (see Brancher.Fork). The record stored names c.Base itself.
+// c.Base (see Brancher.Fork). The record stored names the conversation
+// that keeps those messages: c.Base, or one further up that c.Base shares
+// them with, as the durable stores name it.
 func (s *Memory) Fork(ctx context.Context, c Conversation) (Conversation, error) {
 	if err := stopped(ctx, "forking conversation "+c.Base); err != nil {
 		return Conversation{}, err
@@ -99,13 +101,24 @@ func (s *Memory) Fork(ctx context.Context, c Conversation) (Conversation, error)
 	case c.BaseAt > base.rec.Messages:
 		return Conversation{}, record.BaseTooShort(c.ID, c.Base, c.BaseAt, base.rec.Messages)
 	case c.System != "" && c.System != base.rec.System:
-		return Conversation{}, fmt.Errorf("forking conversation %s into %s: the fork's system prompt is not its base's (a fork sends its base's requests: leave System empty)", c.Base, c.ID)
+		return Conversation{}, record.ForkSystem(c.ID, c.Base)
 	}
 	if _, ok := s.convs[c.Parent]; c.Parent != "" && !ok {
 		return Conversation{}, record.NoParent(c.ID, c.Parent)
 	}
+	// named where the messages are kept, as the durable stores name
+	// them: the conversation further up whose first c.BaseAt messages the
+	// base shares, so a rewind of the base never touches the fork
+	holder := base
+	for up := 0; holder.rec.Base != "" && c.BaseAt <= holder.rec.BaseAt; up++ {
+		next, ok := s.convs[holder.rec.Base]
+		if !ok || up > len(s.convs) {
+			return Conversation{}, fmt.Errorf("forking conversation %s into %s: conversation %s shares its first messages with %q, which does not hold them: %w", c.Base, c.ID, holder.rec.ID, holder.rec.Base, ErrDamaged)
+		}
+		holder = next
+	}
 	now := s.clock().UTC()
-	c.System, c.Created, c.Updated = base.rec.System, now, now
+	c.System, c.Created, c.Updated, c.Base = base.rec.System, now, now, holder.rec.ID
 	return s.add(c).rec, nil
 }
 
@@ -219,6 +232,9 @@ func (s *Memory) Switch(ctx context.Context, id, branch string) error {
 	if b.rec.BranchOf != id {
 		return record.NotBranch(id, branch, b.rec.BranchOf)
 	}
+	if err := s.unwritten(b); err != nil {
+		return err
+	}
 	xs, err := s.segments(x)
 	if err != nil {
 		return err
@@ -246,6 +262,16 @@ func (s *Memory) Switch(ctx context.Context, id, branch string) error {
 	x.rec.Updated, b.rec.Updated = now, now
 	x.count()
 	b.count()
+	return nil
+}
+
+// unwritten is the error for changing branch b, which its conversation's
+// writer changes (Switch, Delete), while a live holder of b's own claim
+// may be writing it: nil when none is. s.mu is held.
+func (s *Memory) unwritten(b *memConversation) error {
+	if b.claim != nil && b.claim.alive(s.clock(), "") {
+		return &HeldError{Conversation: b.rec.ID, Holder: b.claim.Holder, Expires: b.claim.expires}
+	}
 	return nil
 }
 

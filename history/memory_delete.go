@@ -12,9 +12,10 @@ var _ Deleter = (*Memory)(nil)
 // Delete removes conversation id whole (see Deleter): its record, messages,
 // kept results and claim, its requests and its files, its branches
 // (Brancher) with theirs, and the bytes of those files that no other
-// conversation's file has. Its claim is checked as every write's is. It is
-// refused (ErrHasForks) while another conversation shares the messages of
-// id or of its branches.
+// conversation's file has. Its claim is checked as every write's is, and
+// a live holder of a branch's claim refuses it (HeldError). It is refused
+// (ErrHasForks) while another conversation shares the messages of id or
+// of its branches.
 func (s *Memory) Delete(ctx context.Context, id string) error {
 	if err := stopped(ctx, "deleting conversation "+id); err != nil {
 		return err
@@ -34,6 +35,14 @@ func (s *Memory) Delete(ctx context.Context, id string) error {
 	if len(forks) > 0 {
 		slices.Sort(forks)
 		return record.HasForks(id, forks)
+	}
+	for b := range ids {
+		if b == id {
+			continue
+		}
+		if err := s.unwritten(s.convs[b]); err != nil {
+			return err // a branch its own writer holds
+		}
 	}
 	for gone := range ids {
 		delete(s.convs, gone)

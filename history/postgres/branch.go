@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -90,7 +91,8 @@ func (s *Store) Fork(ctx context.Context, c history.Conversation) (history.Conve
 	if c.Created.IsZero() {
 		c.Created = s.hostNow()
 	}
-	out, err := s.fork(ctx, c)
+	var out history.Conversation
+	err := retrying(ctx, func() (err error) { out, err = s.fork(ctx, c); return err })
 	if err != nil {
 		return history.Conversation{}, err
 	}
@@ -180,7 +182,7 @@ func (s *Store) holder(ctx context.Context, tx pgx.Tx, c history.Conversation) (
 		return b, record.BaseTooShort(c.ID, c.Base, c.BaseAt, b.count)
 	}
 	if c.System != "" && c.System != string(b.system) {
-		return b, fmt.Errorf("forking conversation %s into %s: the fork's system prompt is not the base's: a fork's requests are its base's, so give none (the base's is taken) or the base's", c.Base, c.ID)
+		return b, record.ForkSystem(c.ID, c.Base)
 	}
 	for depth := 0; c.BaseAt <= b.baseAt && b.base != ""; depth++ {
 		if b, err = s.up(ctx, tx, b, "", depth); err != nil {
@@ -500,6 +502,9 @@ func (s *Store) Switch(ctx context.Context, id, branch string) error {
 		if br.branchOf != id {
 			return record.NotBranch(id, branch, br.branchOf)
 		}
+		if err := s.unwritten(ctx, tx, []string{branch}, w.now); err != nil {
+			return err
+		}
 		mine, err := s.segments(ctx, tx, me)
 		if err != nil {
 			return err
@@ -564,6 +569,37 @@ func (s *Store) Switch(ctx context.Context, id, branch string) error {
 	}
 	s.forget(id)
 	s.forget(branch)
+	return nil
+}
+
+// unwritten is the error for changing branches ids, which their
+// conversation's writer changes (Switch, Delete), while a live holder of a
+// branch's own claim may be writing it (judged at now, the database's
+// time): a *history.HeldError naming the first; nil when none is.
+func (s *Store) unwritten(ctx context.Context, tx pgx.Tx, ids []string, now time.Time) error {
+	rows, err := tx.Query(ctx, `SELECT conversation, token, pid, host, node, since, expires, epoch FROM claims WHERE conversation = ANY($1) AND token <> '' ORDER BY conversation`, ids)
+	if err != nil {
+		return s.explain(fmt.Sprintf("reading the claims of branches %v", ids), err)
+	}
+	type branchClaim struct {
+		id string
+		claim
+	}
+	held, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (branchClaim, error) {
+		var c branchClaim
+		var pid int32
+		err := row.Scan(&c.id, &c.Token, &pid, &c.Host, &c.Node, &c.Since, &c.expires, &c.Epoch)
+		c.PID, c.Since, c.expires = int(pid), c.Since.UTC(), c.expires.UTC()
+		return c, err
+	})
+	if err != nil {
+		return s.explain(fmt.Sprintf("reading the claims of branches %v", ids), err)
+	}
+	for _, c := range held {
+		if c.alive(now) {
+			return &history.HeldError{Conversation: c.id, Holder: c.Holder, Expires: c.expires}
+		}
+	}
 	return nil
 }
 

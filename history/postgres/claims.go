@@ -49,8 +49,14 @@ var errNoConversation = errors.New("no such conversation")
 // conversation — Append, Keep, Claim, Renew, Release, AddRequest — takes
 // that lock first, so they happen one after another, and a claim taken
 // over is seen by every write that follows it: fencing. Lazy writes
-// commit without waiting for the server's disk.
+// commit without waiting for the server's disk. A transaction the server
+// ends to break a deadlock is tried again (retrying), fn with it.
 func (s *Store) write(ctx context.Context, id, doing string, lazy bool, fn func(tx pgx.Tx, w writeState) error) error {
+	return retrying(ctx, func() error { return s.writeOnce(ctx, id, doing, lazy, fn) })
+}
+
+// writeOnce is one try of write's transaction.
+func (s *Store) writeOnce(ctx context.Context, id, doing string, lazy bool, fn func(tx pgx.Tx, w writeState) error) error {
 	tx, err := s.pool.BeginTx(ctx, readCommitted)
 	if err != nil {
 		return s.explain(doing, err)

@@ -237,6 +237,9 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 		var shared []history.Message
 		if c.BaseAt > 0 {
 			all, err := s.messages(ctx, c.Base, depth+1)
+			if (errors.Is(err, history.ErrNotFound) || err == nil && len(all) < c.BaseAt) && s.moved(ctx, c) {
+				continue // rewound or switched since its record was read
+			}
 			if errors.Is(err, history.ErrNotFound) {
 				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
 			}
@@ -271,6 +274,14 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 		return s.remember(id, read{msgs: shared, base: c.Base, baseAt: c.BaseAt}, fresh, last), nil
 	}
 	return nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
+}
+
+// moved reports whether conversation c.ID's record is no longer c: a
+// rewind or switch pointed it elsewhere, or moved its rows, since c was
+// read (a read that came out short then is read again, not damage).
+func (s *Store) moved(ctx context.Context, c history.Conversation) bool {
+	now, err := s.Get(ctx, c.ID)
+	return err == nil && (now.Messages != c.Messages || now.Base != c.Base || now.BaseAt != c.BaseAt)
 }
 
 // storedRow is a message's row as stored.

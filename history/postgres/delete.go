@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -27,18 +28,17 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		if err := s.allows(ctx, id, w); err != nil {
 			return err
 		}
-		// its branches go with it, locked as it is: a fork of one waits
-		rows, err := tx.Query(ctx, `SELECT id FROM conversations WHERE branch_of = $1 ORDER BY id FOR UPDATE`, id)
-		if err != nil {
+		// its branches (and theirs) go with it, locked as it is: a fork
+		// of one waits
+		var err error
+		if gone, err = s.branchesWith(ctx, tx, id); err != nil {
 			return s.explain(doing, err)
 		}
-		branches, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return s.explain(doing, err)
+		if err := s.unwritten(ctx, tx, gone[1:], w.now); err != nil {
+			return err // a branch its own writer holds
 		}
-		gone = append([]string{id}, branches...)
 		// read after the locks: a fork made before them is seen
-		rows, err = tx.Query(ctx, `SELECT id FROM conversations WHERE base = ANY($1) AND NOT id = ANY($1) ORDER BY id`, gone)
+		rows, err := tx.Query(ctx, `SELECT id FROM conversations WHERE base = ANY($1) AND NOT id = ANY($1) ORDER BY id`, gone)
 		if err != nil {
 			return s.explain(doing, err)
 		}
@@ -98,6 +98,31 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		s.forget(c)
 	}
 	return nil
+}
+
+// branchesWith returns conversation id followed by its branches, theirs,
+// and so on, their records locked (FOR UPDATE) in tx: found, locked, and
+// found again until no rewind of one meanwhile made a branch more.
+func (s *Store) branchesWith(ctx context.Context, tx pgx.Tx, id string) ([]string, error) {
+	const find = `WITH RECURSIVE b(id) AS (SELECT $1::text UNION SELECT c.id FROM conversations c JOIN b ON c.branch_of = b.id) SELECT id FROM b ORDER BY id = $1 DESC, id`
+	var locked []string
+	for {
+		rows, err := tx.Query(ctx, find, id)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, err
+		}
+		if slices.Equal(ids, locked) {
+			return ids, nil
+		}
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM conversations WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids); err != nil {
+			return nil, err
+		}
+		locked = ids
+	}
 }
 
 // forget drops what the store keeps in memory of conversation id (its

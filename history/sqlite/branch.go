@@ -126,7 +126,7 @@ func (s *Store) Fork(ctx context.Context, c history.Conversation) (history.Conve
 			return record.NoBase(c.ID, c.Base)
 		}
 		if c.System != "" && c.System != b.system {
-			return fmt.Errorf("%s: the fork's system prompt differs from the base's: a fork sends the base's requests, so leave System empty", doing)
+			return record.ForkSystem(c.ID, c.Base)
 		}
 		if c.BaseAt > b.count {
 			return record.BaseTooShort(c.ID, c.Base, c.BaseAt, b.count)

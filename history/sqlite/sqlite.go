@@ -382,12 +382,39 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 // makes one) is reported, not followed for ever.
 const maxBases = 10_000
 
+// errMoved is what a read of a conversation returns when what it read
+// was moved under it (by a rewind or switch, of this opening or another,
+// between its statements): the read is done again from the start.
+var errMoved = errors.New("moved while read")
+
+// maxRereads is how many times a read moved under it is done again before
+// it gives up, saying so.
+const maxRereads = 5
+
 // messages is Messages of id, read as the depth-th base of the
-// conversation asked for.
+// conversation asked for: read again while a rewind or switch moves what
+// it reads between its statements (its record, the messages it shares
+// through its base, its own rows), so that it returns what the
+// conversation held at one moment, never a mixture.
 func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.Message, error) {
 	if depth > maxBases {
 		return nil, fmt.Errorf("history store %s: conversation %s: its bases lead back to it (more than %d of them): %w", s.path, id, maxBases, history.ErrDamaged)
 	}
+	for try := 1; ; try++ {
+		msgs, err := s.messagesOnce(ctx, id, depth)
+		if !errors.Is(err, errMoved) {
+			return msgs, err
+		}
+		s.dropRead(id)
+		if try == maxRereads {
+			return nil, fmt.Errorf("history store %s: reading conversation %s: the messages it holds or shares kept being moved (rewound or switched while read): try again", s.path, id)
+		}
+	}
+}
+
+// messagesOnce is one try of messages: errMoved when what it read moved
+// under it.
+func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]history.Message, error) {
 	s.mu.Lock()
 	known, tag := s.read[id], s.tags[id]
 	s.mu.Unlock()
@@ -399,26 +426,31 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	// The new messages go to fresh, then at the end of s.read[id] (in
 	// place while it has room), never into what a caller holds.
 	var fresh []history.Message
+	var whole *history.Conversation // the record a read whole began with
 	if len(known) == 0 {
 		c, err := s.Get(ctx, id)
 		if err != nil {
 			return nil, err
 		}
+		whole = &c
 		size = c.Messages
 		tag = readTag{n: c.BaseAt, base: c.Base, baseAt: c.BaseAt, crc: noRow}
+		// the rows are read with the record's link as it is then: a base
+		// rewound after the record was read has pointed it elsewhere
+		now = &readTag{n: c.BaseAt}
 		fresh = make([]history.Message, 0, size+size/8+64) // room for the rounds to come
 		if c.Base != "" && c.BaseAt > 0 {
 			shared, err := s.messages(ctx, c.Base, depth+1)
 			if errors.Is(err, history.ErrNotFound) {
 				// its base is gone (deleted behind the store's back):
 				// the fork is damaged, not missing
-				return nil, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which is not in the store: %w", s.path, id, c.BaseAt, c.Base, history.ErrDamaged)
+				return nil, s.movedOr(ctx, c, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which is not in the store: %w", s.path, id, c.BaseAt, c.Base, history.ErrDamaged))
 			}
 			if err != nil {
 				return nil, fmt.Errorf("reading the messages conversation %s shares with %s: %w", id, c.Base, err)
 			}
 			if len(shared) < c.BaseAt {
-				return nil, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which holds %d: %w", s.path, id, c.BaseAt, c.Base, len(shared), history.ErrDamaged)
+				return nil, s.movedOr(ctx, c, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which holds %d: %w", s.path, id, c.BaseAt, c.Base, len(shared), history.ErrDamaged))
 			}
 			fresh = append(fresh, shared[:c.BaseAt]...)
 			after = c.BaseAt
@@ -427,7 +459,7 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	var rows *sql.Rows
 	var err error
 	if now != nil {
-		rows, err = s.selectNewTagged.QueryContext(ctx, len(known), after, id)
+		rows, err = s.selectNewTagged.QueryContext(ctx, now.n, after, id)
 	} else {
 		rows, err = s.selectNew.QueryContext(ctx, after, id)
 	}
@@ -447,10 +479,9 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 		return nil, record.NotFound(id)
 	}
 	if now != nil && *now != tag {
-		// moved by a rewind or switch (of another opening) since it was
-		// read: read again whole
-		s.dropRead(id)
-		return s.messages(ctx, id, depth)
+		// moved by a rewind or switch (of this opening or another) since
+		// it was read: read again whole
+		return nil, errMoved
 	}
 	if now != nil {
 		tag = *now
@@ -462,12 +493,27 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 		return nil, missing
 	}
 	if n := len(known) + len(fresh); n < size {
-		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, history.ErrDamaged)
+		short := fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, history.ErrDamaged)
+		if whole != nil {
+			short = s.movedOr(ctx, *whole, short)
+		}
+		return nil, short
 	}
 	if d.last > 0 {
 		tag.n, tag.crc = d.last, d.lastCRC
 	}
 	return s.extend(id, known, fresh, tag), nil
+}
+
+// movedOr is the error for a read whole of conversation c.ID, begun with
+// its record c, that came out short: errMoved when its record is no
+// longer as it was (a rewind or switch moved what it names meanwhile),
+// else damaged, the error for what it found.
+func (s *Store) movedOr(ctx context.Context, c history.Conversation, damaged error) error {
+	if now, err := s.Get(ctx, c.ID); err == nil && (now.Messages != c.Messages || now.Base != c.Base || now.BaseAt != c.BaseAt) {
+		return errMoved
+	}
+	return damaged
 }
 
 // stepRows steps through the rows of conversation id after its first

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // This file holds history.Brancher's forks to the suite: a fork reads its
@@ -167,26 +168,24 @@ func (e *env) sharesTruly(ids ...string) {
 }
 
 // namesItsBase fails t unless fork f, asked of base at at, is stored as
-// such: BaseAt at, and Base the base or a conversation further up whose
-// first at messages the base shares (a store may name the one holding
-// them); "" only for a fork at 0, which shares nothing.
+// every store names it: BaseAt at, and Base the conversation that keeps
+// those messages — base, or, while the one reached shares them itself (at
+// ≤ its BaseAt), the one it shares them with (Brancher.Fork).
 func (e *env) namesItsBase(f history.Conversation, base string, at int) {
 	e.t.Helper()
 	if f.BaseAt != at {
 		e.t.Fatalf("fork %s of %s at %d is stored with BaseAt %d", f.ID, base, at, f.BaseAt)
 	}
-	if f.Base == "" && at == 0 {
-		return
+	want := base
+	for seen := 0; ; seen++ {
+		r := e.record(e.s, want)
+		if r.Base == "" || at > r.BaseAt || seen > 100 {
+			break
+		}
+		want = r.Base
 	}
-	for up, seen := base, 0; ; seen++ {
-		if f.Base == up {
-			return
-		}
-		r := e.record(e.s, up)
-		if r.Base == "" || r.BaseAt < at || seen > 100 {
-			e.t.Fatalf("fork %s of %s at %d names base %s, which is neither %s nor a conversation further up sharing its first %d messages", f.ID, base, at, f.Base, base, at)
-		}
-		up = r.Base
+	if f.Base != want {
+		e.t.Fatalf("fork %s of %s at %d names base %q; want %q, the conversation that keeps those messages", f.ID, base, at, f.Base, want)
 	}
 }
 
@@ -326,7 +325,7 @@ func forkRefused(t *testing.T, s Subject) {
 		{"a point past the base's end", history.Conversation{ID: "f", Base: "b", BaseAt: 4}, []string{"b", "4", "holds 3"}, nil, "f"},
 		{"a negative point", history.Conversation{ID: "f", Base: "b", BaseAt: -1}, []string{"b", "-1", "0 or more"}, nil, "f"},
 		{"a BranchOf", history.Conversation{ID: "f", Base: "b", BaseAt: 1, BranchOf: "b"}, []string{"b", "not a branch"}, nil, "f"},
-		{"another system prompt", history.Conversation{ID: "f", Base: "b", BaseAt: 1, System: "be long"}, []string{"b", "f", "system prompt"}, nil, "f"},
+		{"another system prompt", history.Conversation{ID: "f", Base: "b", BaseAt: 1, System: "be long"}, []string{record.ForkSystem("f", "b").Error()}, nil, "f"},
 		{"an unknown parent", history.Conversation{ID: "f", Base: "b", BaseAt: 1, Parent: "gone", ParentCall: "call_1"}, []string{"gone"}, history.ErrNotFound, "f"},
 		{"a parent call without a parent", history.Conversation{ID: "f", Base: "b", BaseAt: 1, ParentCall: "call_1"}, []string{"call_1"}, nil, "f"},
 	} {

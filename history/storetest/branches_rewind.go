@@ -474,3 +474,134 @@ func brancherCancelled(t *testing.T, s Subject) {
 		t.Errorf("after a Fork under a cancelled context, Get(f) = %v; want ErrNotFound", err)
 	}
 }
+
+// branchWriterRefuses: a switch changes what the branch holds, and a
+// delete takes the branches along; while a live holder of a branch's own
+// claim may be writing it (someone went on with the branch as a
+// conversation), both are refused with a HeldError naming the branch,
+// whoever holds the conversation's claim, and nothing changes. Once the
+// branch's claim is released, both go through.
+func branchWriterRefuses(t *testing.T, s Subject) {
+	old := Numbered("c", 4)
+	e := s.branching(t, "c", old...)
+	br := e.rewind("c", 2).ID
+	owner, err := e.s.Claim(e.ctx, "c", history.NewHolder(), history.DefaultLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer, err := e.s.Claim(e.ctx, br, elsewhere(), history.DefaultLease)
+	if err != nil {
+		t.Fatalf("claiming the branch %s: %v", br, err)
+	}
+	b, d := brancher(t, e.s), deleter(t, e.s)
+	for name, err := range map[string]error{
+		"Switch by the owner of c":    b.Switch(history.Writing(e.ctx, owner), "c", br),
+		"Delete by the owner of c":    d.Delete(history.Writing(e.ctx, owner), "c"),
+		"Switch by the branch writer": b.Switch(history.Writing(e.ctx, writer), "c", br),
+	} {
+		var held *history.HeldError
+		if errors.As(err, &held) && held.Conversation == br && held.Holder.Token == writer.Token {
+			continue
+		}
+		if name == "Switch by the branch writer" && errors.Is(err, history.ErrClaimLost) {
+			continue // it does not hold c's claim: refused for that first
+		}
+		t.Errorf("%s while a live holder has the branch's claim: %v; want a HeldError naming %s and its holder", name, err, br)
+	}
+	e.reads("after the refused switches and delete", map[string][]history.Message{"c": old[:2], br: old})
+	if err := e.s.Release(e.ctx, br, writer); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Switch(history.Writing(e.ctx, owner), "c", br); err != nil {
+		t.Fatalf("Switch once the branch's claim is released: %v", err)
+	}
+	e.reads("after the switch", map[string][]history.Message{"c": old, br: old[:2]})
+	if err := d.Delete(history.Writing(e.ctx, owner), "c"); err != nil {
+		t.Fatalf("Delete once the branch's claim is released: %v", err)
+	}
+}
+
+// deleteTakesBranchesOfBranches: a branch rewound has branches of its
+// own; deleting the conversation takes them all along (every store), and
+// is refused, naming it, while a fork shares a branch's branch's
+// messages.
+func deleteTakesBranchesOfBranches(t *testing.T, s Subject) {
+	old := Numbered("c", 6)
+	e := s.branching(t, "c", old...)
+	d := deleter(t, e.s)
+	b1 := e.rewind("c", 4).ID
+
+	bb, err := brancher(t, e.s).Rewind(e.ctx, b1, 5)
+	if err != nil {
+		t.Fatalf("rewinding the branch %s: %v", b1, err)
+	}
+	bz, err := brancher(t, e.s).Rewind(e.ctx, b1, 0) // a branch's branch sharing nothing of it
+	if err != nil {
+		t.Fatalf("rewinding the branch %s to its start: %v", b1, err)
+	}
+	if bb.BranchOf != b1 || bz.BranchOf != b1 {
+		t.Fatalf("the rewinds of branch %s made %+v and %+v; want branches of it", b1, bb, bz)
+	}
+	e.fork(history.Conversation{ID: "f", Base: bb.ID, BaseAt: 6})
+	err = d.Delete(e.ctx, "c")
+	if !errors.Is(err, history.ErrHasForks) || !contains(err, "[f]") {
+		t.Fatalf("Delete of c while a fork shares its branch's branch: %v; want ErrHasForks naming f alone", err)
+	}
+	e.reads("after the refused delete", map[string][]history.Message{"c": old[:4], b1: nil, bb.ID: old, bz.ID: old[:5], "f": old})
+	if err := d.Delete(e.ctx, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete(e.ctx, "c"); err != nil {
+		t.Fatalf("Delete of c with branches of branches: %v; want them deleted with it", err)
+	}
+	for _, id := range []string{"c", b1, bb.ID, bz.ID} {
+		if _, err := e.open().Get(e.ctx, id); !errors.Is(err, history.ErrNotFound) {
+			t.Errorf("after deleting c, Get(%s) = %v; want ErrNotFound: gone with it", id, err)
+		}
+	}
+	if list, err := e.open().List(e.ctx); err != nil || len(list) != 0 {
+		t.Errorf("after deleting c, List = %+v, %v; want nothing left", list, err)
+	}
+}
+
+// requestsStayWithTheirConversation: the requests log (history.Requests)
+// is what was sent for a conversation, in order, numbered as the API
+// shows it: a rewind or a switch moves messages, never requests. The
+// rewound conversation keeps every request, byte for byte and under its
+// number, and numbers the next one after them; a branch has none of its
+// own until one is sent for it (docs/branches.md).
+func requestsStayWithTheirConversation(t *testing.T, s Subject) {
+	old := Numbered("c", 6)
+	e := s.branching(t, "c", old...)
+	reqs := e.requests(t, e.s)
+	bodies := RequestBodies(4)
+	for i, b := range bodies[:3] {
+		if _, err := reqs.AddRequest(e.ctx, "c", history.SentRequest{Wire: "w", Msg: 2*i + 1, Body: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(when, id string, want [][]byte) {
+		t.Helper()
+		r := e.open().(history.Requests)
+		list, err := r.RequestList(e.ctx, id)
+		if err != nil || len(list) != len(want) {
+			t.Fatalf("%s: RequestList(%s) = %d requests, %v; want %d", when, id, len(list), err, len(want))
+		}
+		for i, b := range want {
+			got, err := r.Request(e.ctx, id, i+1)
+			if err != nil || string(got.Body) != string(b) || got.N != i+1 || list[i].N != i+1 {
+				t.Fatalf("%s: request %d of %s = %+v, %v; want it byte for byte under its number", when, i+1, id, got, err)
+			}
+		}
+	}
+	br := e.rewind("c", 2).ID
+	same("after the rewind", "c", bodies[:3])
+	same("after the rewind", br, nil)
+	e.switchTo("c", br)
+	same("after the switch", "c", bodies[:3])
+	same("after the switch", br, nil)
+	if n, err := reqs.AddRequest(e.ctx, "c", history.SentRequest{Wire: "w", Msg: 6, Body: bodies[3]}); err != nil || n != 4 {
+		t.Fatalf("the next request of c after the rewind and switch: number %d, %v; want 4, after those it kept", n, err)
+	}
+	same("after the next request", "c", bodies)
+}

@@ -147,6 +147,11 @@ func Run(t *testing.T, subject Subject) {
 		{"ForksMadeWhileTheOwnerAppendsReadTheirPoint", forksWhileAppending},
 		{"AForkRewoundBeforeItsPointKeepsItAllAsItsBranch", forkRewoundBeforeItsPoint},
 		{"BranchingUnderACancelledContextIsCanceled", brancherCancelled},
+		{"ABranchsOwnWriterRefusesASwitchOrDeleteThatChangesIt", branchWriterRefuses},
+		{"DeleteTakesBranchesOfBranchesAlong", deleteTakesBranchesOfBranches},
+		{"RequestsStayWithTheirConversationThroughRewindsAndSwitches", requestsStayWithTheirConversation},
+		{"ForksAtAnyPointWhileTheOwnerAppendsReadTheirBasesMessagesThen", func(t *testing.T, s Subject) { forksWhileOwnerWrites(t, s, false) }}, // branches_concurrent.go
+		{"ForksWhileTheOwnerAppendsAndRewindsReadTheirBasesMessagesThen", func(t *testing.T, s Subject) { forksWhileOwnerWrites(t, s, true) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}

@@ -62,6 +62,13 @@ func BaseTooShort(id, base string, at, count int) error {
 	return fmt.Errorf("forking conversation %s into %s at message %d: it holds %d", base, id, at, count)
 }
 
+// ForkSystem is the error for forking conversation base into id with a
+// system prompt that is not the base's: a fork sends its base's requests,
+// so it takes the base's system prompt, and is given none or that one.
+func ForkSystem(id, base string) error {
+	return fmt.Errorf("forking conversation %s into %s: the fork's system prompt is not its base's (a fork sends its base's requests, so it takes the base's: give none, or the base's)", base, id)
+}
+
 // CheckRewind returns the error for rewinding conversation id, which holds
 // count messages, to its first at: a point not before its end.
 func CheckRewind(id string, at, count int) error {
