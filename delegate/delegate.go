@@ -159,11 +159,14 @@ type Delegate struct {
 	// Agent is the parent's agent: a child runs on its Provider, Store,
 	// Env (workspace and caps), Model, MaxTokens, ContextWindow (for its
 	// model), Context policy, ToolTimeout, Lease, KeepRequests and
-	// RefusalGuard.
+	// RefusalGuard. A forked child runs on the agent of the conversation
+	// it forks instead (a child's, for a child's call), whose model,
+	// window and tools its requests must carry.
 	Agent *agent.Agent
 	// Tools are the tools a child may be given; nil means Agent.Tools as
 	// it is at the call. agent--delegate itself is given only to a child
-	// below Limits.Depth.
+	// below Limits.Depth. A forked child has the definitions of all its
+	// parent's tools; those not here, or in Withhold, refuse its calls.
 	Tools *tool.Registry
 	// Limits bound each child.
 	Limits Limits
@@ -291,14 +294,16 @@ func (d *Delegate) run(ctx context.Context, task string, tools []string, model s
 	parent, call := tool.ConversationOf(ctx), tool.CallID(ctx)
 	if parent == "" {
 		call = "" // a link to a call needs its conversation
-		if fork {
-			return result.Error(Name + ": fork: true forks the conversation that makes the call, and there is no conversation to fork here (the call runs outside one): leave fork out")
-		}
 	}
 	from := d.Agent
 	var reg *tool.Registry
 	var err error
+	at := 0 // where a forked child parts from its parent
 	if fork {
+		var refused string
+		if at, refused = d.forkPoint(ctx, parent, call); refused != "" {
+			return result.Error(refused)
+		}
 		from = d.callerOf(ctx)
 		reg, err = d.forkRegistry(from)
 	} else {
@@ -330,7 +335,7 @@ func (d *Delegate) run(ctx context.Context, task string, tools []string, model s
 	id := agent.NewID()
 	prompt := task
 	if fork {
-		if refused := d.fork(ctx, id, parent, call); refused != "" {
+		if refused := d.fork(ctx, id, parent, call, at); refused != "" {
 			return result.Error(refused)
 		}
 		prompt = ForkPrompt + task

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
@@ -52,7 +53,7 @@ func checkFork(from *agent.Agent, tools []string, model string) string {
 	switch {
 	case tools != nil:
 		return Name + ": fork: true gives the subagent your tools, as its requests must begin as yours do to share your cached prefix: leave tools out, or leave fork out to choose its tools"
-	case model != "" && model != from.Model:
+	case strings.TrimSpace(model) != "" && strings.TrimSpace(model) != from.Model:
 		return fmt.Sprintf("%s: fork: true runs the subagent on your model (%s), as a provider's cache is its model's: leave model out, or leave fork out to choose its model", Name, from.Model)
 	}
 	return ""
@@ -64,8 +65,16 @@ func checkFork(from *agent.Agent, tools []string, model string) string {
 // calls run — their results are stored after them, and a round's kept
 // results (Store.Keep) are no messages. Those messages never change, so
 // reading them needs no claim. A call not in that answer (a script's,
-// whose ids are its own) has no point.
+// whose ids are its own), or outside any conversation, has no point, and
+// a Store that keeps no forks none either: the error result's text says
+// so. It is found before the call waits for anything.
 func (d *Delegate) forkPoint(ctx context.Context, parent, call string) (int, string) {
+	if parent == "" {
+		return 0, Name + ": fork: true forks the conversation that makes the call, and there is no conversation to fork here (the call runs outside one): leave fork out"
+	}
+	if _, ok := d.Agent.Store.(history.Brancher); !ok {
+		return 0, fmt.Sprintf("%s: fork: true: %v: call agent--delegate without fork, with a task that stands alone", Name, agent.ErrNoForks)
+	}
 	msgs, err := d.Agent.Store.Messages(ctx, parent)
 	if err != nil {
 		return 0, fmt.Sprintf("%s: fork: true: reading the conversation %s to fork: %v", Name, parent, err)
@@ -87,18 +96,11 @@ func (d *Delegate) forkPoint(ctx context.Context, parent, call string) (int, str
 	return 0, Name + ": fork: true forks this conversation where its call of agent--delegate is, and this call is not one of this conversation's messages (a script's call is not): call agent--delegate with fork yourself, or leave fork out and give a task that stands alone"
 }
 
-// fork makes the conversation of a forked child: id, a fork of parent
-// before its answer holding call, linked to that call. It returns the
-// error result's text when it cannot.
-func (d *Delegate) fork(ctx context.Context, id, parent, call string) string {
-	b, ok := d.Agent.Store.(history.Brancher)
-	if !ok {
-		return fmt.Sprintf("%s: fork: true: %v: call agent--delegate without fork, with a task that stands alone", Name, agent.ErrNoForks)
-	}
-	at, refused := d.forkPoint(ctx, parent, call)
-	if refused != "" {
-		return refused
-	}
+// fork makes the conversation of a forked child: id, a fork of parent at
+// at (forkPoint, whose check the store passed), linked to call. It
+// returns the error result's text when it cannot.
+func (d *Delegate) fork(ctx context.Context, id, parent, call string, at int) string {
+	b, _ := d.Agent.Store.(history.Brancher)
 	if _, err := b.Fork(ctx, history.Conversation{ID: id, Base: parent, BaseAt: at, Parent: parent, ParentCall: call}); err != nil {
 		return fmt.Sprintf("%s: the subagent's conversation could not be forked from %s at message %d: %v", Name, parent, at, err)
 	}
