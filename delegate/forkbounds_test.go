@@ -184,3 +184,33 @@ func TestARecoveredForkedSubagentCountsItsOwnMessagesOnly(t *testing.T) {
 		t.Fatalf("the call's result after the recovery %+v; want the child's answer", got)
 	}
 }
+
+// Two calls with fork in one answer make two children, each a fork of
+// the parent at the same point (before that answer), each answering its
+// own call.
+func TestTwoForksOfOneRoundPartAtTheSamePoint(t *testing.T) {
+	r := newForkRig(t, testWires[0], Limits{})
+	r.child = func(req providertest.Request) providertest.Step {
+		if bytes.Contains(req.Body, []byte("task two")) {
+			return providertest.Step{Text: "two done"}
+		}
+		return providertest.Step{Text: "one done"}
+	}
+	two := forking("call_1", map[string]any{"task": "task one", "fork": true})
+	two.ToolCalls = append(two.ToolCalls, forking("call_2", map[string]any{"task": "task two", "fork": true}).ToolCalls...)
+	r.parent = []providertest.Step{two, {Text: "done"}}
+	r.turn("go")
+	kids, _ := history.Children(context.Background(), r.store, r.id)
+	if len(kids) != 2 || len(r.childSent) != 2 {
+		t.Fatalf("children %+v after %d requests; want two, one request each", kids, len(r.childSent))
+	}
+	for _, k := range kids {
+		if k.Base != r.id || k.BaseAt != 1 {
+			t.Errorf("child %+v; want a fork of %s at 1", k, r.id)
+		}
+	}
+	res := r.results(context.Background())
+	if res["call_1"].Text != "one done" || res["call_2"].Text != "two done" {
+		t.Fatalf("results %q, %q; want each child's answer to its own call", res["call_1"].Text, res["call_2"].Text)
+	}
+}
