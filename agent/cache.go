@@ -115,7 +115,8 @@ func encodeDefs(tools []*tool.Tool) ([]provider.Tool, error) {
 }
 
 // record is conversation id's record — its id, system prompt, creation
-// time and parent, which never change; not its count of messages nor its
+// time, parent and base, which never change (a base only for another
+// holding the same messages); not its count of messages nor its
 // update time — kept when the agent has read or created it in the same
 // Store before, else read from the Store (and kept for next time).
 func (a *Agent) record(ctx context.Context, id string) (history.Conversation, error) {
@@ -154,8 +155,12 @@ func (a *Agent) keepRecord(conv history.Conversation) {
 	if c.records == nil {
 		c.store, c.records = a.Store, map[string]history.Conversation{}
 	}
-	// what never changes: not the count of messages, nor the update time
-	c.records[conv.ID] = history.Conversation{ID: conv.ID, System: conv.System, Created: conv.Created, Parent: conv.Parent, ParentCall: conv.ParentCall}
+	// what never changes: not the count of messages, nor the update time.
+	// Base is kept for the cache key (cacheKey): a rewind of the base may
+	// point it at a branch of the same conversation, whose chain ends at
+	// the same root.
+	c.records[conv.ID] = history.Conversation{ID: conv.ID, System: conv.System, Created: conv.Created, Parent: conv.Parent, ParentCall: conv.ParentCall,
+		Base: conv.Base, BaseAt: conv.BaseAt, BranchOf: conv.BranchOf}
 }
 
 // forgetRecord forgets the record of conversation id, deleted from

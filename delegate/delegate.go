@@ -13,6 +13,11 @@
 // becomes text through package result like any result (a string as
 // itself, spilled by the cap); the package converts nothing itself and
 // must not write to the parent's conversation.
+//
+// With fork: true a child is instead a fork of the parent's conversation
+// made before the answer that delegated (fork.go): it continues it with
+// the parent's system prompt, tools and model, and its first request is
+// the parent's last with the task after it, sharing its cached prefix.
 package delegate
 
 import (
@@ -137,13 +142,14 @@ Your final answer — the text of your last message, when you call no more tools
 
 // Description is the tool's description. It holds no per-session values.
 const Description = `Delegate a task to a subagent: a new conversation with the task as its first message, the same workspace, and your tools (or those named in tools). Its final answer is this call's result; nothing else it writes reaches you. Several calls in one round run at once.
-Use it for work that would fill your context with what you do not need afterwards (searching, reading many files, trying things), or for independent parts of a task run side by side. Write the task so that it stands alone: the subagent sees nothing of this conversation. It has limits (tool rounds, time, and a token budget shared by the subagents of one round of calls, a script's included; a few run at once, the others wait); a subagent that fails or reaches one gives an error result saying what happened and naming its conversation.`
+Use it for work that would fill your context with what you do not need afterwards (searching, reading many files, trying things), or for independent parts of a task run side by side. Write the task so that it stands alone: the subagent sees nothing of this conversation — unless you set fork: true, which makes the subagent a continuation of this conversation as it stands before this call (it knows all you know, has your tools and model, and its requests reuse your cached prefix; tools and model are then left out). It has limits (tool rounds, time, and a token budget shared by the subagents of one round of calls, a script's included; a few run at once, the others wait); a subagent that fails or reaches one gives an error result saying what happened and naming its conversation.`
 
 // input is the tool's arguments.
 type input struct {
-	Task  string   `json:"task" jsonschema:"the whole task, standing alone: the subagent sees nothing else of this conversation"`
+	Task  string   `json:"task" jsonschema:"the whole task, standing alone: the subagent sees nothing else of this conversation (unless fork is set)"`
 	Tools []string `json:"tools,omitempty" jsonschema:"the names of the tools the subagent may use (a name may end in * for all that begin so: workspace--*); all of yours when left out, none when empty"`
 	Model string   `json:"model,omitempty" jsonschema:"the model the subagent runs on, by the provider's name for it; yours when left out"`
+	Fork  bool     `json:"fork,omitempty" jsonschema:"true: the subagent continues this conversation as it stands before this call instead of starting blank — it sees everything you have, with your tools and model, and its requests reuse your cached prefix; tools and model must then be left out"`
 }
 
 // Delegate makes and runs children. Agent must be set before the first
@@ -153,11 +159,14 @@ type Delegate struct {
 	// Agent is the parent's agent: a child runs on its Provider, Store,
 	// Env (workspace and caps), Model, MaxTokens, ContextWindow (for its
 	// model), Context policy, ToolTimeout, Lease, KeepRequests and
-	// RefusalGuard.
+	// RefusalGuard. A forked child runs on the agent of the conversation
+	// it forks instead (a child's, for a child's call), whose model,
+	// window and tools its requests must carry.
 	Agent *agent.Agent
 	// Tools are the tools a child may be given; nil means Agent.Tools as
 	// it is at the call. agent--delegate itself is given only to a child
-	// below Limits.Depth.
+	// below Limits.Depth. A forked child has the definitions of all its
+	// parent's tools; those not here, or in Withhold, refuse its calls.
 	Tools *tool.Registry
 	// Limits bound each child.
 	Limits Limits
@@ -192,6 +201,12 @@ type Delegate struct {
 // other (tool.Tool.Alongside).
 func (d *Delegate) Tool() *tool.Tool {
 	t := tool.MustFunc(Name, Description, func(ctx context.Context, in input) (any, error) {
+		if in.Fork {
+			if refused := checkFork(d.callerOf(ctx), in.Tools, in.Model); refused != "" {
+				return result.Error(refused), nil
+			}
+			return d.RunFork(ctx, in.Task), nil
+		}
 		return d.Run(ctx, in.Task, in.Tools, in.Model), nil
 	})
 	t.Timeout = d.Limits.Or().Time + grace
@@ -245,6 +260,21 @@ var (
 // contract §7 says), left where it stopped, and the call's result is an
 // error saying it was interrupted and how to continue it.
 func (d *Delegate) Run(ctx context.Context, task string, tools []string, model string) result.Result {
+	return d.run(ctx, task, tools, model, false)
+}
+
+// RunFork runs one call of agent--delegate {fork: true} under ctx as Run
+// does, its child a fork of the call's conversation (tool.ConversationOf)
+// made before the answer holding the call (tool.CallID), on the agent of
+// that conversation with its tools and model (fork.go). A call not in that
+// conversation's messages (a script's), or outside any, is an error
+// result, as is a Store that keeps no forks (history.Brancher).
+func (d *Delegate) RunFork(ctx context.Context, task string) result.Result {
+	return d.run(ctx, task, nil, "", true)
+}
+
+// run is Run, and RunFork when fork is set.
+func (d *Delegate) run(ctx context.Context, task string, tools []string, model string, fork bool) result.Result {
 	ctx = history.Unclaimed(ctx) // the parent's claim is the parent's: the child takes its own
 	if err := d.Limits.Check(); err != nil {
 		return result.Error(fmt.Sprintf("%s: %v", Name, err))
@@ -261,15 +291,28 @@ func (d *Delegate) Run(ctx context.Context, task string, tools []string, model s
 	if task == "" {
 		return result.Error(Name + ": the task is empty: give the subagent's whole task, standing alone")
 	}
-	reg, err := d.registry(tools, depth+1 < lim.Depth)
-	if err != nil {
-		return result.Error(fmt.Sprintf("%s: %v", Name, err))
-	}
 	parent, call := tool.ConversationOf(ctx), tool.CallID(ctx)
 	if parent == "" {
 		call = "" // a link to a call needs its conversation
 	}
-	child := d.child(reg, model, lim)
+	from := d.Agent
+	var reg *tool.Registry
+	var err error
+	at := 0 // where a forked child parts from its parent
+	if fork {
+		var refused string
+		if at, refused = d.forkPoint(ctx, parent, call); refused != "" {
+			return result.Error(refused)
+		}
+		from = d.callerOf(ctx)
+		reg, err = d.forkRegistry(from)
+	} else {
+		reg, err = d.registry(tools, depth+1 < lim.Depth)
+	}
+	if err != nil {
+		return result.Error(fmt.Sprintf("%s: %v", Name, err))
+	}
+	child := d.child(from, reg, model, lim)
 	if parent != "" && call != "" {
 		if r, found := d.again(ctx, child, parent, call); found {
 			return r
@@ -290,17 +333,25 @@ func (d *Delegate) Run(ctx context.Context, task string, tools []string, model s
 		return result.Error(b.refusal())
 	}
 	id := agent.NewID()
-	if err := d.Agent.Store.Create(ctx, history.Conversation{ID: id, System: child.System, Parent: parent, ParentCall: call}); err != nil {
+	prompt := task
+	if fork {
+		if refused := d.fork(ctx, id, parent, call, at); refused != "" {
+			return result.Error(refused)
+		}
+		prompt = ForkPrompt + task
+	} else if err := d.Agent.Store.Create(ctx, history.Conversation{ID: id, System: child.System, Parent: parent, ParentCall: call}); err != nil {
 		return result.Error(fmt.Sprintf("%s: the subagent's conversation could not be made: %v", Name, err))
 	}
-	return d.turn(context.WithValue(ctx, budgetKey{d}, b), child, id, task, depth+1, lim, b)
+	return d.turn(context.WithValue(ctx, budgetKey{d}, b), child, id, prompt, depth+1, lim, b)
 }
 
-// child is the agent a child runs on: the parent's, with the child's
+// child is the agent a child runs on: p's (the parent's; a forked
+// child's, the agent of the conversation it forks), with the child's
 // tools, system prompt, model and round limit. Its calls are checked by
-// the parent's gate (its Gate, else the one on the call's context).
-func (d *Delegate) child(reg *tool.Registry, model string, lim Limits) *agent.Agent {
-	p := d.Agent
+// the parent's gate (its Gate, else the one on the call's context). A
+// forked child's conversation has its base's system prompt, which its
+// requests send whatever the agent's System.
+func (d *Delegate) child(p *agent.Agent, reg *tool.Registry, model string, lim Limits) *agent.Agent {
 	c := &agent.Agent{Provider: p.Provider, Store: p.Store, Tools: reg, Env: p.Env, Model: p.Model,
 		System: d.System, MaxTokens: p.MaxTokens, ContextWindow: p.ContextWindow, Context: p.Context,
 		MaxRounds: lim.Rounds, ToolTimeout: p.ToolTimeout, KeepRequests: p.KeepRequests, Lease: p.Lease,
@@ -317,7 +368,7 @@ func (d *Delegate) child(reg *tool.Registry, model string, lim Limits) *agent.Ag
 // turn runs child conversation id's one turn on task, within lim, and
 // makes the call's result of how it ended.
 func (d *Delegate) turn(ctx context.Context, child *agent.Agent, id, task string, depth int, lim Limits, b *budget) result.Result {
-	ctx = context.WithValue(ctx, depthKey{}, depth)
+	ctx = context.WithValue(context.WithValue(ctx, depthKey{}, depth), callerKey{d}, child)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	// Another child passing the budget stops this one too.
@@ -492,6 +543,7 @@ func (d *Delegate) again(ctx context.Context, child *agent.Agent, parent, call s
 	if err != nil {
 		return result.Error(fmt.Sprintf("%s: reading the conversation %s of the subagent this call started before a restart: %v", Name, c.ID, err)), true
 	}
+	msgs = msgs[min(c.BaseAt, len(msgs)):] // a forked child's own: its first BaseAt are its parent's
 	out := Outcome{Conversation: c.ID, Rounds: rounds(msgs), Usage: usage(msgs), Reused: true}
 	if text, ok := answered(msgs); ok {
 		out.Reason = "end_turn"
