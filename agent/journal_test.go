@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/workspace"
@@ -372,5 +373,35 @@ func TestAWriteOfACallAnsweredAlreadyIsRefused(t *testing.T) {
 	}
 	if p := storedResults(t, r.agent.Store, r.id)["l"]; !p.IsError || p.Files != nil {
 		t.Fatalf("the late call is answered %+v, want an error with no files", p)
+	}
+}
+
+// No wire sends a result's files: a request with them is byte for byte
+// the request without them.
+func TestNoWireSendsAResultsFiles(t *testing.T) {
+	for _, wire := range wires() {
+		t.Run(wire, func(t *testing.T) {
+			r := newWireRig(t, wire)
+			msgs := func(files []history.FileChange) []history.Message {
+				return []history.Message{
+					{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "write it"}}},
+					{Role: history.Assistant, Parts: []history.Part{callPart("w", "workspace--write", `{"path":"a.txt","content":"x"}`)}},
+					{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "w", Text: "created a.txt", Files: files}}},
+				}
+			}
+			var bodies [2]string
+			for i, files := range [][]history.FileChange{nil, {{Path: "a.txt", Created: true, After: history.BlobHash([]byte("x"))}}} {
+				r.srv.Push(providertest.Step{Text: "ok"})
+				req := provider.Request{Model: testWires[wire].model, System: "s", Messages: msgs(files), MaxTokens: 100}
+				if _, err := r.agent.Provider.Complete(context.Background(), req, nil); err != nil {
+					t.Fatal(err)
+				}
+				reqs := r.srv.Requests()
+				bodies[i] = string(reqs[len(reqs)-1])
+			}
+			if bodies[0] != bodies[1] {
+				t.Fatalf("the request with the result's files differs:\n%s\nwithout:\n%s", bodies[1], bodies[0])
+			}
+		})
 	}
 }
