@@ -25,9 +25,9 @@ import (
 // conversation, that made it, and only there:
 //   - a subagent's calls (agent--delegate) are its own conversation's:
 //     its agent gives them a journal of their own, whose results they are
-//     recorded on; one of another conversation never reaches this one
-//     (tool.ConversationOf), and a child agent whose store keeps no files
-//     records none;
+//     recorded on; this journal records no call of another conversation
+//     (tool.ConversationOf), so a child agent whose store keeps no files
+//     records none, here or there;
 //   - a script's calls run under the script's call but with ids of their
 //     own, as do a background script's after the round: their changes are
 //     not recorded (history.FileChange: scripts are not tracked), and are

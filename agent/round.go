@@ -17,8 +17,7 @@ import (
 // (t.keeper), all of them together under t.kept. The gate (Agent.Gate, or
 // the one the turn's context carries) checks each call before it runs,
 // and its decision is stored with the call's result, as are the files it
-// wrote or edited (journal.go). It reports whether
-// a tool ended the turn.
+// wrote or edited (journal.go). It reports whether a tool ended the turn.
 func (t *turning) round(m history.Message, n int) (endTurn bool, err error) {
 	a := t.a
 	tcalls := make([]tool.Call, 0, n)
