@@ -22,7 +22,9 @@ import (
 // turn are given a Fetch that writes a file missing here back from the
 // store (workspace.WithFetch), so the model's ready workspace--read call
 // gives the same text on any host. With a store that is not shared (the
-// default SQLite file, inside the workspace), nothing changes.
+// default SQLite file, inside the workspace), nothing changes. (The
+// versions of the files workspace--write and --edit change are kept in
+// any store that keeps files, shared or not: journal.go.)
 
 // sharedBlobs is the agent's store as Blobs when it is shared and there
 // is a workspace to save to; nil otherwise.

@@ -26,9 +26,11 @@ import (
 type Blobs interface {
 	// Shared reports whether the store is shared by workspaces that do
 	// not share their files (other hosts, other directories): only then
-	// does the agent keep its files' bytes in it. A store kept inside one
-	// workspace (the default SQLite file) is not shared, and keeping the
-	// bytes there would only double the disk they take.
+	// does the agent keep its spill files' bytes in it. A store kept
+	// inside one workspace (the default SQLite file) is not shared, and
+	// keeping the bytes there would only double the disk they take. (The
+	// versions of the files the workspace tools change, which a rewind
+	// puts back, the agent keeps in any Blobs store: FileChange.)
 	Shared() bool
 	// PutBlob keeps data as the file at path of conversation id and
 	// returns its hash (BlobHash). It waits for the store's durability,
