@@ -41,10 +41,14 @@ func parseFork(s string) (forkSpec, error) {
 }
 
 // checkFork refuses --fork with the flags that pick another conversation
-// or a system prompt a fork does not take.
-func (f *agentFlags) checkFork() error {
-	if f.fork == "" {
+// or a system prompt a fork does not take; given says the command line
+// gave --fork (an empty one is refused too).
+func (f *agentFlags) checkFork(given bool) error {
+	if !given && f.fork == "" {
 		return nil
+	}
+	if _, err := parseFork(f.fork); err != nil {
+		return err
 	}
 	switch {
 	case f.cont:
@@ -54,8 +58,7 @@ func (f *agentFlags) checkFork() error {
 	case f.system != "":
 		return fmt.Errorf("--fork %s and --system: a fork keeps the system prompt of the conversation it forks, so that its requests are that conversation's", f.fork)
 	}
-	_, err := parseFork(f.fork)
-	return err
+	return nil
 }
 
 // forkFrom makes the session's conversation a new fork of spec's and says

@@ -53,6 +53,7 @@ func TestForkFlagRefusesBadInputClearly(t *testing.T) {
 		{[]string{"run", "--fork", "c1@x", "hi"}, `--fork "c1@x": after @ give the count of messages the fork keeps, 0 or more`},
 		{[]string{"run", "--fork", "c1@-1", "hi"}, "0 or more"},
 		{[]string{"run", "--fork", "@3", "hi"}, "give the conversation to fork, ID or ID@N"},
+		{[]string{"run", "--fork", "", "hi"}, `--fork "": give the conversation to fork`},
 		{[]string{"run", "--fork", "c1", "--continue", "hi"}, "--fork c1 and --continue: give one of them"},
 		{[]string{"run", "--fork", "c1", "--conversation", "c2", "hi"}, "--fork c1 and --conversation c2: give one of them"},
 		{[]string{"run", "--fork", "c1", "--system", filepath.Join(dir, "system.txt"), "hi"}, "a fork keeps the system prompt"},

@@ -124,7 +124,7 @@ func (f *agentFlags) check(set map[string]bool) error {
 	if f.cont && f.conversation != "" {
 		return fmt.Errorf("--continue and --conversation %s: give one of them (--continue takes the most recent conversation, --conversation names one)", f.conversation)
 	}
-	if err := f.checkFork(); err != nil {
+	if err := f.checkFork(set["fork"]); err != nil {
 		return err
 	}
 	if set["conversation"] && strings.TrimSpace(f.conversation) == "" {
@@ -372,8 +372,7 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 }
 
 // pick chooses the conversation (--continue, --conversation, --fork or a
-// new one)
-// and says which on stderr. Calls a crash left without results are
+// new one) and says which on stderr. Calls a crash left without results are
 // answered by the turn, under the conversation's claim.
 func (s *session) pick(ctx context.Context, f agentFlags, path string, stderr io.Writer) error {
 	switch {
