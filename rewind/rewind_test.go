@@ -262,38 +262,42 @@ func TestRewindWithoutFilesLeavesTheWorkspaceAlone(t *testing.T) {
 // A rewind or a switch under a running turn fails with the store's
 // HeldError, and touches no file.
 func TestARewindUnderARunningTurnFailsAndTouchesNoFile(t *testing.T) {
-	r := newRig(t, &history.Memory{}, map[string]string{"a.txt": "v0"})
-	r.turn("edit a", r.write("a.txt", str("v0"), "v1"))
-	r.put("a.txt", "v1")
-	if _, _, err := rewind.Rewind(r.ctx, r.store, "c", 0, rewind.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	r.turn("edit a again", r.write("a.txt", str("v0"), "v2"))
-	r.put("a.txt", "v2")
-	if _, err := r.store.Claim(r.ctx, "c", history.NewHolder(), time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	var held *history.HeldError
-	if _, _, err := rewind.Rewind(r.ctx, r.store, "c", 0, rewind.Options{Files: r.ws}); !errors.As(err, &held) {
-		t.Errorf("rewind under a claim: %v; want a HeldError", err)
-	}
-	if _, _, err := rewind.Undo(r.ctx, r.store, "c", rewind.Options{Files: r.ws}); !errors.As(err, &held) {
-		t.Errorf("undo under a claim: %v; want a HeldError", err)
-	}
-	if _, err := rewind.Switch(r.ctx, r.store, "c", "c~1", rewind.Options{Files: r.ws}); !errors.As(err, &held) {
-		t.Errorf("switch under a claim: %v; want a HeldError", err)
-	}
-	if got := r.disk()["a.txt"]; got != "v2" || r.count("c") != 4 {
-		t.Fatalf("after refused rewinds a.txt holds %q (want v2), c %d messages (want 4)", got, r.count("c"))
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			r := newRig(t, st.store, map[string]string{"a.txt": "v0"})
+			r.turn("edit a", r.write("a.txt", str("v0"), "v1"))
+			r.put("a.txt", "v1")
+			if _, _, err := rewind.Rewind(r.ctx, r.store, "c", 0, rewind.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			r.turn("edit a again", r.write("a.txt", str("v0"), "v2"))
+			r.put("a.txt", "v2")
+			if _, err := r.store.Claim(r.ctx, "c", history.NewHolder(), time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			var held *history.HeldError
+			if _, _, err := rewind.Rewind(r.ctx, r.store, "c", 0, rewind.Options{Files: r.ws}); !errors.As(err, &held) {
+				t.Errorf("rewind under a claim: %v; want a HeldError", err)
+			}
+			if _, _, err := rewind.Undo(r.ctx, r.store, "c", rewind.Options{Files: r.ws}); !errors.As(err, &held) {
+				t.Errorf("undo under a claim: %v; want a HeldError", err)
+			}
+			if _, err := rewind.Switch(r.ctx, r.store, "c", "c~1", rewind.Options{Files: r.ws}); !errors.As(err, &held) {
+				t.Errorf("switch under a claim: %v; want a HeldError", err)
+			}
+			if got := r.disk()["a.txt"]; got != "v2" || r.count("c") != 4 {
+				t.Fatalf("after refused rewinds a.txt holds %q (want v2), c %d messages (want 4)", got, r.count("c"))
+			}
+		})
 	}
 }
 
 // Undo takes back the last turn and its files, redo brings both back;
 // undoing and redoing again does not pile up branches.
 func TestUndoTakesBackTheLastTurnAndRedoBringsItBack(t *testing.T) {
-	for _, s := range stores(t) {
-		t.Run(s.name, func(t *testing.T) {
-			r := newRig(t, s.store, nil)
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			r := newRig(t, st.store, nil)
 			opt := rewind.Options{Files: r.ws}
 			if _, _, err := rewind.Undo(r.ctx, r.store, "c", opt); !errors.Is(err, rewind.ErrNothingToUndo) {
 				t.Fatalf("undo of an empty conversation: %v; want ErrNothingToUndo", err)
@@ -344,38 +348,42 @@ func TestUndoTakesBackTheLastTurnAndRedoBringsItBack(t *testing.T) {
 // point where it parts from the branch, and brings those of the branch;
 // a switch back undoes it.
 func TestSwitchPutsTheFilesOfBothSidesAsTheBranchHasThem(t *testing.T) {
-	r := newRig(t, &history.Memory{}, map[string]string{"keep.txt": "k0"})
-	opt := rewind.Options{Files: r.ws}
-	r.turn("first", r.write("keep.txt", str("k0"), "k1"))
-	r.turn("a", r.write("a.txt", nil, "a-one"), r.write("keep.txt", str("k1"), "k2"))
-	r.put("keep.txt", "k2")
-	r.put("a.txt", "a-one")
-	br, _, err := rewind.Rewind(r.ctx, r.store, "c", 4, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.turn("b", r.write("a.txt", nil, "a-two"), r.write("b.txt", nil, "b-two"))
-	r.put("a.txt", "a-two")
-	r.put("b.txt", "b-two")
-	files, err := rewind.Switch(r.ctx, r.store, "c", br.ID, opt)
-	want := rewind.Files{Restored: []string{"a.txt", "keep.txt"}, Removed: []string{"b.txt"}}
-	if err != nil || !reflect.DeepEqual(files, want) {
-		t.Fatalf("switch: %+v, %v; want %+v", files, err, want)
-	}
-	if got, want := r.disk(), map[string]string{"keep.txt": "k2", "a.txt": "a-one"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("after the switch the workspace is %v; want %v", got, want)
-	}
-	r.put("keep.txt", "someone's")
-	files, err = rewind.Switch(r.ctx, r.store, "c", br.ID, opt)
-	want = rewind.Files{Restored: []string{"a.txt", "b.txt"}, Skipped: []rewind.Skipped{{Path: "keep.txt", Why: "changed since by someone else: its content is not what the tools last wrote"}}}
-	if err != nil || !reflect.DeepEqual(files, want) {
-		t.Fatalf("switch back: %+v, %v; want %+v", files, err, want)
-	}
-	if got, want := r.disk(), map[string]string{"keep.txt": "someone's", "a.txt": "a-two", "b.txt": "b-two"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("after the switch back the workspace is %v; want %v", got, want)
-	}
-	if _, err := rewind.Switch(r.ctx, r.store, "c", "c", opt); !errors.Is(err, history.ErrNotBranch) {
-		t.Fatalf("switch to itself: %v; want ErrNotBranch", err)
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			r := newRig(t, st.store, map[string]string{"keep.txt": "k0"})
+			opt := rewind.Options{Files: r.ws}
+			r.turn("first", r.write("keep.txt", str("k0"), "k1"))
+			r.turn("a", r.write("a.txt", nil, "a-one"), r.write("keep.txt", str("k1"), "k2"))
+			r.put("keep.txt", "k2")
+			r.put("a.txt", "a-one")
+			br, _, err := rewind.Rewind(r.ctx, r.store, "c", 4, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.turn("b", r.write("a.txt", nil, "a-two"), r.write("b.txt", nil, "b-two"))
+			r.put("a.txt", "a-two")
+			r.put("b.txt", "b-two")
+			files, err := rewind.Switch(r.ctx, r.store, "c", br.ID, opt)
+			want := rewind.Files{Restored: []string{"a.txt", "keep.txt"}, Removed: []string{"b.txt"}}
+			if err != nil || !reflect.DeepEqual(files, want) {
+				t.Fatalf("switch: %+v, %v; want %+v", files, err, want)
+			}
+			if got, want := r.disk(), map[string]string{"keep.txt": "k2", "a.txt": "a-one"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("after the switch the workspace is %v; want %v", got, want)
+			}
+			r.put("keep.txt", "someone's")
+			files, err = rewind.Switch(r.ctx, r.store, "c", br.ID, opt)
+			want = rewind.Files{Restored: []string{"a.txt", "b.txt"}, Skipped: []rewind.Skipped{{Path: "keep.txt", Why: "changed since by someone else: its content is not what the tools last wrote"}}}
+			if err != nil || !reflect.DeepEqual(files, want) {
+				t.Fatalf("switch back: %+v, %v; want %+v", files, err, want)
+			}
+			if got, want := r.disk(), map[string]string{"keep.txt": "someone's", "a.txt": "a-two", "b.txt": "b-two"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("after the switch back the workspace is %v; want %v", got, want)
+			}
+			if _, err := rewind.Switch(r.ctx, r.store, "c", "c", opt); !errors.Is(err, history.ErrNotBranch) {
+				t.Fatalf("switch to itself: %v; want ErrNotBranch", err)
+			}
+		})
 	}
 }
 
