@@ -414,3 +414,27 @@ func TestARewindOnAStoreWithoutBranchesSaysSo(t *testing.T) {
 		t.Fatalf("rewind: %v; want ErrNoBranches", err)
 	}
 }
+
+// A fork rewound into the messages it shares with its base puts back the
+// files the tools changed in those too (they are the fork's past), and
+// leaves the base as it was.
+func TestAForkRewoundIntoWhatItSharesPutsBackThoseFilesToo(t *testing.T) {
+	for _, st := range stores(t) {
+		t.Run(st.name, func(t *testing.T) {
+			r := newRig(t, st.store, nil)
+			r.turn("make a", r.write("a.txt", nil, "v1"))
+			r.turn("edit a", r.write("a.txt", str("v1"), "v2"))
+			f, err := r.store.(history.Brancher).Fork(r.ctx, history.Conversation{ID: "f", Base: "c", BaseAt: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.put("a.txt", "v2")
+			if _, files, err := rewind.Rewind(r.ctx, r.store, f.ID, 4, rewind.Options{Files: r.ws}); err != nil || !reflect.DeepEqual(files, rewind.Files{Restored: []string{"a.txt"}}) {
+				t.Fatalf("rewind of the fork to 4: %+v, %v", files, err)
+			}
+			if r.disk()["a.txt"] != "v1" || r.count("f") != 4 || r.count("c") != 8 {
+				t.Fatalf("a.txt %q (want v1), the fork %d messages (want 4), its base %d (want 8)", r.disk()["a.txt"], r.count("f"), r.count("c"))
+			}
+		})
+	}
+}
