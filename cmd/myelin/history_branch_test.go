@@ -221,6 +221,16 @@ func TestHistoryShowAndListPrintTheBranchTree(t *testing.T) {
 	if !strings.Contains(branches, "\tfrom message 4\t8 messages") {
 		t.Errorf("branches:\n%s", branches)
 	}
+	// switched back and forth, c1 reads from its own branches perhaps,
+	// and is no fork of them
+	for _, sub := range []string{"redo", "undo", "redo"} {
+		if _, errOut, code := cli(t, "history", sub, "c1", "--workspace", dir); code != exitOK {
+			t.Fatalf("%s: exit %d: %s", sub, code, errOut)
+		}
+	}
+	if shown, _, _ := cli(t, "history", "show", "c1", "--workspace", dir); strings.Contains(shown, "fork of") || !strings.Contains(shown, "answer 1") {
+		t.Errorf("show c1 after redo, undo, redo:\n%s\nwant its whole conversation, and no fork", shown)
+	}
 	for _, tc := range []struct {
 		args []string
 		says string
