@@ -99,7 +99,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)
 	fs.StringVar(&f.conversation, "conversation", "", "continue (or start) the conversation `ID`")
 	fs.BoolVar(&f.cont, "continue", false, "continue the most recent conversation")
-	fs.StringVar(&f.fork, "fork", "", "run in a new conversation that continues conversation `ID[@N]` from its first N messages (default: all), sharing them and the provider's prompt cache; ID is left as it is")
+	fs.StringVar(&f.fork, "fork", "", "run in a new conversation forked from `ID[@N]`: one that continues conversation ID from its first N messages (default: all), sharing them and the provider's prompt cache; ID is left as it is")
 	fs.StringVar(&f.system, "system", "", "read the system prompt of a new conversation from `FILE`")
 	fs.IntVar(&f.maxRounds, "max-rounds", agent.DefaultMaxRounds, "the most tool rounds in one turn")
 	fs.IntVar(&f.maxTokens, "max-tokens", agent.DefaultMaxTokens, "the most tokens in one answer")
