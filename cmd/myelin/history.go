@@ -21,12 +21,16 @@ const historyUsage = `Usage:
       One line per conversation, most recent first: id, last update,
       messages, the first prompt (--json: a JSON array, one object per
       conversation: id, created, updated, messages, first_prompt, and
-      parent and parent_call for a subagent's).
+      parent and parent_call for a subagent's, fork_of and fork_at for a
+      fork). A fork says which conversation it continues, from which
+      message.
   myelin history show ID [--json] [--workspace DIR] [--store PATH]
       The conversation's messages as stored, numbered, with usage per
       answer, where results were cleared from requests or a summary
       stands for older messages, and under each agent--delegate call the
       subagent's conversation (--json: the stored records as they are).
+      First, its place in the branch tree: the conversation it is a fork
+      or a branch of, from which message, its branches and its forks.
   myelin history delete ID [--workspace DIR] [--store PATH]
       Delete the conversation: its messages, the requests sent for it,
       the files the store keeps of it, and the spill files of the
@@ -38,14 +42,26 @@ const historyUsage = `Usage:
       Start a new conversation that continues ID from its first N
       messages (default: all), sharing them (nothing is copied), and
       print its id: continue it with run or chat --conversation.
-  myelin history rewind ID --at N [--workspace DIR] [--store PATH]
+  myelin history rewind ID --at N [--files] [--workspace DIR] [--store PATH]
       Take ID back to its first N messages; what followed is kept as a
-      branch, never deleted. Workspace files are not changed.
+      branch, never deleted. --files also puts back the workspace files
+      the tools wrote or edited after message N, as they were there (a
+      file changed since by someone else is left, and said); without it
+      no file changes. Changes made by shell commands, scripts and MCP
+      tools are not tracked.
+  myelin history undo ID [--files] [--workspace DIR] [--store PATH]
+      Take back ID's last turn (rewind to before its last prompt),
+      kept as a branch; --files as for rewind.
+  myelin history redo ID [--files] [--workspace DIR] [--store PATH]
+      Bring back the turns undo (or a rewind to the end) took back last:
+      switch to the newest branch that goes on from ID's end; --files
+      puts their files forward again.
   myelin history branches ID [--workspace DIR] [--store PATH]
       The branches of ID (what rewinds took back), oldest first.
-  myelin history switch ID BRANCH [--workspace DIR] [--store PATH]
+  myelin history switch ID BRANCH [--files] [--workspace DIR] [--store PATH]
       Make ID go on as BRANCH did; what ID held becomes BRANCH (switch
-      again to switch back).
+      again to switch back). --files puts the workspace files the tools
+      changed on either side as BRANCH's tools left them.
   myelin history prune --older-than AGE [--dry-run] [--workspace DIR] [--store PATH]
       Remove the files of the workspace's .myelin/tool-results/ last
       changed more than AGE ago (7d, 36h, 90m) that no conversation of
@@ -81,18 +97,23 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	case "fork":
 		return historyFork(ctx, store, h.pos[0], h.at, stdout, stderr)
 	case "rewind":
-		return historyRewind(ctx, store, h.pos[0], h.at, stdout, stderr)
+		return historyRewind(ctx, store, h, stdout, stderr)
 	case "branches":
 		return historyBranches(ctx, store, h.pos[0], stdout, stderr)
 	case "switch":
-		return historySwitch(ctx, store, h.pos[0], h.pos[1], stdout, stderr)
+		return historySwitch(ctx, store, h, stdout, stderr)
+	case "undo", "redo":
+		return historyUndoRedo(ctx, store, h, stdout, stderr)
 	}
 	return historyShow(ctx, store, h.pos[0], h.asJSON, stdout, stderr)
 }
 
 // historySubs are the history commands.
 var historySubs = map[string]bool{"list": true, "show": true, "delete": true, "prune": true,
-	"fork": true, "rewind": true, "branches": true, "switch": true}
+	"fork": true, "rewind": true, "branches": true, "switch": true, "undo": true, "redo": true}
+
+// filesSubs are the history commands that take --files.
+var filesSubs = map[string]bool{"rewind": true, "undo": true, "redo": true, "switch": true}
 
 // historyCall is one history command, as its arguments give it.
 type historyCall struct {
@@ -104,7 +125,8 @@ type historyCall struct {
 	olderThan string        // prune's --older-than as given
 	age       time.Duration // and as parsed
 	dryRun    bool
-	at        int // fork's and rewind's --at (fork: -1 for the end)
+	at        int  // fork's and rewind's --at (fork: -1 for the end)
+	files     bool // rewind's, undo's, redo's and switch's --files
 }
 
 // parseHistory reads a history command's subcommand, flags and
@@ -118,8 +140,9 @@ func parseHistory(args []string, stdout, stderr io.Writer) (h historyCall, code 
 	olderThan := fs.String("older-than", "", "prune: remove files last changed more than `AGE` ago (7d, 36h, 90m)")
 	dryRun := fs.Bool("dry-run", false, "prune: say what would be removed, and remove nothing")
 	atFlag := fs.String("at", "", "fork, rewind: the count of messages `N` to keep (fork: default all)")
+	files := fs.Bool("files", false, "rewind, undo, redo, switch: put back the workspace files the tools wrote or edited (--workspace is the workspace)")
 	if len(args) == 0 {
-		return h, usageError(stderr, "history", "want a command: list, show, delete, prune, fork, rewind, branches or switch"), true
+		return h, usageError(stderr, "history", "want a command: list, show, delete, prune, fork, rewind, undo, redo, branches or switch"), true
 	}
 	sub, args := args[0], args[1:]
 	switch {
@@ -127,7 +150,7 @@ func parseHistory(args []string, stdout, stderr io.Writer) (h historyCall, code 
 		printHelp(stdout, historyUsage, fs)
 		return h, exitOK, true
 	case !historySubs[sub]:
-		return h, usageError(stderr, "history", fmt.Sprintf("unknown command %q: want list, show, delete, prune, fork, rewind, branches or switch", sub)), true
+		return h, usageError(stderr, "history", fmt.Sprintf("unknown command %q: want list, show, delete, prune, fork, rewind, undo, redo, branches or switch", sub)), true
 	}
 	cmd := "history " + sub
 	pos, code, done := parseCommand(cmd, historyUsage, fs, args, stdout, stderr)
@@ -170,10 +193,13 @@ func parseHistory(args []string, stdout, stderr io.Writer) (h historyCall, code 
 			return h, usageError(stderr, cmd, err.Error()), true
 		}
 	}
+	if set["files"] && !filesSubs[sub] {
+		return h, usageError(stderr, cmd, "--files goes with history rewind, undo, redo and switch"), true
+	}
 	if set["json"] && sub != "list" && sub != "show" {
 		return h, usageError(stderr, cmd, "--json goes with history list and history show"), true
 	}
-	return historyCall{sub: sub, cmd: cmd, pos: pos, wsDir: *wsDir, store: *storePath, asJSON: *asJSON, olderThan: *olderThan, age: age, dryRun: *dryRun, at: at}, exitOK, false
+	return historyCall{sub: sub, cmd: cmd, pos: pos, wsDir: *wsDir, store: *storePath, asJSON: *asJSON, olderThan: *olderThan, age: age, dryRun: *dryRun, at: at, files: *files}, exitOK, false
 }
 
 // historyList prints the store's conversations, most recent first: one
@@ -198,6 +224,9 @@ func historyList(ctx context.Context, store history.Store, path string, asJSON b
 		}
 		if c.Parent != "" {
 			first += "\t(subagent of " + c.Parent + ")"
+		}
+		if note := forkNote(ctx, store, c); note != "" {
+			first += "\t(" + note + ")"
 		}
 		fmt.Fprintf(stdout, "%s\t%s\t%d messages\t%s\n", c.ID, c.Updated.Local().Format(time.DateTime), c.Messages, first)
 	}
@@ -237,6 +266,10 @@ func historyShow(ctx context.Context, store history.Store, id string, asJSON boo
 	}
 	if rec.Parent != "" {
 		fmt.Fprintf(stdout, "subagent of conversation %s, started by its call %s\n", rec.Parent, rec.ParentCall)
+	}
+	if err := showTree(ctx, stdout, store, rec, msgs); err != nil {
+		fmt.Fprintf(stderr, "myelin history: %v\n", err)
+		return exitError
 	}
 	children := map[string][]string{}
 	for _, k := range kids {
@@ -327,6 +360,10 @@ type listed struct {
 	FirstPrompt string    `json:"first_prompt"`
 	Parent      string    `json:"parent,omitempty"`
 	ParentCall  string    `json:"parent_call,omitempty"`
+	// ForkOf and ForkAt are, on a fork, the conversation whose first
+	// ForkAt messages it continues (forkOrigin).
+	ForkOf string `json:"fork_of,omitempty"`
+	ForkAt *int   `json:"fork_at,omitempty"`
 }
 
 // listJSON prints list as a JSON array (an empty one for none), most
@@ -335,6 +372,9 @@ func listJSON(ctx context.Context, store history.Store, list []history.Conversat
 	out := make([]listed, 0, len(list))
 	for _, c := range list {
 		l := listed{ID: c.ID, Created: c.Created, Updated: c.Updated, Messages: c.Messages, Parent: c.Parent, ParentCall: c.ParentCall}
+		if base, at := forkOrigin(ctx, store, c); base != "" {
+			l.ForkOf, l.ForkAt = base, &at
+		}
 		if msgs, err := store.Messages(ctx, c.ID); err == nil {
 			l.FirstPrompt = firstPrompt(msgs)
 		}

@@ -10,11 +10,14 @@ import (
 
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/rewind"
+	"github.com/myelin-run/myelin/workspace"
 )
 
-// This file is `history fork`, `history rewind`, `history branches` and
-// `history switch`: forks and branches of a conversation
-// (docs/branches.md), through the store's history.Brancher.
+// This file is `history fork`, `history rewind`, `history undo`,
+// `history redo`, `history branches` and `history switch`: forks and
+// branches of a conversation (docs/branches.md), through the store's
+// history.Brancher and package rewind.
 
 // brancher is store as a Brancher, or a usage line saying it keeps none.
 func brancher(store history.Store, cmd string, stderr io.Writer) (history.Brancher, bool) {
@@ -39,20 +42,101 @@ func historyFork(ctx context.Context, store history.Store, id string, at int, st
 	return exitOK
 }
 
-// historyRewind takes conversation id back to its first at messages and
-// says which branch keeps the rest.
-func historyRewind(ctx context.Context, store history.Store, id string, at int, stdout, stderr io.Writer) int {
-	b, ok := brancher(store, "history rewind", stderr)
-	if !ok {
+// historyRewind takes conversation h.pos[0] back to its first h.at
+// messages and says which branch keeps the rest, and, with --files, what
+// was done to the workspace files (rewind.Rewind).
+func historyRewind(ctx context.Context, store history.Store, h historyCall, stdout, stderr io.Writer) int {
+	if _, ok := brancher(store, h.cmd, stderr); !ok {
 		return exitError
 	}
-	br, err := b.Rewind(ctx, id, at)
-	if err != nil {
-		return historyBranchError("history rewind", id, err, stderr)
+	opt, done, code := rewindOptions(h, stderr)
+	if opt == nil {
+		return code
 	}
-	fmt.Fprintf(stdout, "conversation %s goes on from message %d; what followed is kept as branch %s (`myelin history switch %s %s` brings it back)\n", id, at, br.ID, id, br.ID)
-	fmt.Fprintln(stdout, "workspace files were not changed: a rewind takes back the conversation, not what its tools wrote")
+	defer done()
+	id := h.pos[0]
+	br, files, err := rewind.Rewind(ctx, store, id, h.at, *opt)
+	if err != nil {
+		return historyBranchError(h.cmd, id, err, stderr)
+	}
+	fmt.Fprintf(stdout, "conversation %s goes on from message %d; what followed is kept as branch %s (`myelin history switch %s %s` brings it back)\n", id, h.at, br.ID, id, br.ID)
+	printFiles(stdout, h.files, files)
 	return exitOK
+}
+
+// historyUndoRedo takes back conversation h.pos[0]'s last turn (undo) or
+// brings back what the last undo took back (redo), and says what it did.
+func historyUndoRedo(ctx context.Context, store history.Store, h historyCall, stdout, stderr io.Writer) int {
+	if _, ok := brancher(store, h.cmd, stderr); !ok {
+		return exitError
+	}
+	opt, done, code := rewindOptions(h, stderr)
+	if opt == nil {
+		return code
+	}
+	defer done()
+	id := h.pos[0]
+	if h.sub == "undo" {
+		br, files, err := rewind.Undo(ctx, store, id, *opt)
+		if err != nil {
+			return historyBranchError(h.cmd, id, err, stderr)
+		}
+		c, err := store.Get(ctx, id)
+		if err != nil {
+			return historyBranchError(h.cmd, id, err, stderr)
+		}
+		fmt.Fprintf(stdout, "conversation %s goes on from message %d, before its last turn; the turn is kept as branch %s (`myelin history redo %s` brings it back)\n", id, c.Messages, br.ID, id)
+		printFiles(stdout, h.files, files)
+		return exitOK
+	}
+	branch, files, err := rewind.Redo(ctx, store, id, *opt)
+	if err != nil {
+		return historyBranchError(h.cmd, id, err, stderr)
+	}
+	c, err := store.Get(ctx, id)
+	if err != nil {
+		return historyBranchError(h.cmd, id, err, stderr)
+	}
+	fmt.Fprintf(stdout, "conversation %s goes on as branch %s did, to message %d (`myelin history undo %s` takes back its last turn again)\n", id, branch, c.Messages, id)
+	printFiles(stdout, h.files, files)
+	return exitOK
+}
+
+// rewindOptions are the options of a rewind, undo, redo or switch: with
+// --files, the workspace (closed by done). A nil opt: the command ends
+// with code.
+func rewindOptions(h historyCall, stderr io.Writer) (opt *rewind.Options, done func(), code int) {
+	if !h.files {
+		return &rewind.Options{}, func() {}, exitOK
+	}
+	ws, err := workspace.Open(h.wsDir)
+	if err != nil {
+		return nil, nil, usageError(stderr, h.cmd, fmt.Sprintf("--files puts files back in the workspace, and --workspace %q cannot be opened: %v", h.wsDir, err))
+	}
+	return &rewind.Options{Files: ws}, func() { ws.Close() }, exitOK
+}
+
+// printFiles says what a rewind did to the workspace files: with
+// --files (asked), which it restored, removed and left and why, and what
+// it does not track; without, that it changed none.
+func printFiles(w io.Writer, asked bool, f rewind.Files) {
+	if !asked {
+		fmt.Fprintln(w, "workspace files were not changed (--files puts back those the tools wrote or edited)")
+		return
+	}
+	if len(f.Restored)+len(f.Removed)+len(f.Skipped) == 0 {
+		fmt.Fprintln(w, "workspace files: the tools changed none in the messages taken back or brought back")
+	}
+	for _, p := range f.Restored {
+		fmt.Fprintf(w, "  restored %s\n", p)
+	}
+	for _, p := range f.Removed {
+		fmt.Fprintf(w, "  removed %s\n", p)
+	}
+	for _, s := range f.Skipped {
+		fmt.Fprintf(w, "  left %s: %s\n", s.Path, s.Why)
+	}
+	fmt.Fprintln(w, rewind.NotTracked)
 }
 
 // historyBranches lists conversation id's branches, oldest first.
@@ -69,22 +153,38 @@ func historyBranches(ctx context.Context, store history.Store, id string, stdout
 		fmt.Fprintf(stdout, "conversation %s has no branches\n", id)
 		return exitOK
 	}
+	msgs, err := store.Messages(ctx, id)
+	if err != nil {
+		return historyBranchError("history branches", id, err, stderr)
+	}
 	for _, c := range list {
-		fmt.Fprintf(stdout, "%s\t%s\tfrom message %d\t%d messages\n", c.ID, c.Created.Local().Format(time.DateTime), c.BaseAt, c.Messages)
+		bm, err := store.Messages(ctx, c.ID)
+		if err != nil {
+			return historyBranchError("history branches", id, err, stderr)
+		}
+		fmt.Fprintf(stdout, "%s\t%s\tfrom message %d\t%d messages\n", c.ID, c.Created.Local().Format(time.DateTime), rewind.Parting(msgs, bm), c.Messages)
 	}
 	return exitOK
 }
 
-// historySwitch makes conversation id go on as branch does.
-func historySwitch(ctx context.Context, store history.Store, id, branch string, stdout, stderr io.Writer) int {
-	b, ok := brancher(store, "history switch", stderr)
-	if !ok {
+// historySwitch makes conversation h.pos[0] go on as branch h.pos[1]
+// does, with --files its workspace files too (rewind.Switch).
+func historySwitch(ctx context.Context, store history.Store, h historyCall, stdout, stderr io.Writer) int {
+	if _, ok := brancher(store, h.cmd, stderr); !ok {
 		return exitError
 	}
-	if err := b.Switch(ctx, id, branch); err != nil {
-		return historyBranchError("history switch", id, err, stderr)
+	opt, done, code := rewindOptions(h, stderr)
+	if opt == nil {
+		return code
+	}
+	defer done()
+	id, branch := h.pos[0], h.pos[1]
+	files, err := rewind.Switch(ctx, store, id, branch, *opt)
+	if err != nil {
+		return historyBranchError(h.cmd, id, err, stderr)
 	}
 	fmt.Fprintf(stdout, "conversation %s goes on as branch %s did; what it held is now branch %s\n", id, branch, branch)
+	printFiles(stdout, h.files, files)
 	return exitOK
 }
 

@@ -119,7 +119,7 @@ func TestHistoryDeleteAndPruneRefuseBadInputAsUsageErrors(t *testing.T) {
 		{[]string{"history", "prune", "--older-than", "-3d"}, "it must be above zero"},
 		{[]string{"history", "prune", "--older-than", "1d", "extra"}, "takes no arguments"},
 		{[]string{"history", "show", "c1", "--older-than", "1d"}, "--older-than and --dry-run go with history prune"},
-		{[]string{"history", "remove", "c1"}, "want list, show, delete, prune, fork, rewind, branches or switch"},
+		{[]string{"history", "remove", "c1"}, "want list, show, delete, prune, fork, rewind, undo, redo, branches or switch"},
 	} {
 		_, errOut, code := cli(t, append(tc.args, "--workspace", dir)...)
 		if code != exitUsage || !strings.Contains(errOut, tc.want) {

@@ -73,6 +73,7 @@ type agentFlags struct {
 	store        string
 	conversation string
 	cont         bool
+	fork         string // ID[@N] (fork.go)
 	system       string
 	maxRounds    int
 	maxTokens    int
@@ -98,6 +99,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)
 	fs.StringVar(&f.conversation, "conversation", "", "continue (or start) the conversation `ID`")
 	fs.BoolVar(&f.cont, "continue", false, "continue the most recent conversation")
+	fs.StringVar(&f.fork, "fork", "", "run in a new conversation forked from `ID[@N]`: one that continues conversation ID from its first N messages (default: all), sharing them and the provider's prompt cache; ID is left as it is")
 	fs.StringVar(&f.system, "system", "", "read the system prompt of a new conversation from `FILE`")
 	fs.IntVar(&f.maxRounds, "max-rounds", agent.DefaultMaxRounds, "the most tool rounds in one turn")
 	fs.IntVar(&f.maxTokens, "max-tokens", agent.DefaultMaxTokens, "the most tokens in one answer")
@@ -121,6 +123,9 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 func (f *agentFlags) check(set map[string]bool) error {
 	if f.cont && f.conversation != "" {
 		return fmt.Errorf("--continue and --conversation %s: give one of them (--continue takes the most recent conversation, --conversation names one)", f.conversation)
+	}
+	if err := f.checkFork(set["fork"]); err != nil {
+		return err
 	}
 	if set["conversation"] && strings.TrimSpace(f.conversation) == "" {
 		return fmt.Errorf("--conversation %q: give a conversation's ID (`myelin history list` lists them), or leave the flag out for a new one", f.conversation)
@@ -194,6 +199,8 @@ type session struct {
 	// dropped: the conversation was deleted, its first request having
 	// never reached the provider; chat's next turn makes it again
 	dropped bool
+	// forked is the --fork the conversation was made by, nil for none
+	forked *forkSpec
 }
 
 func (s *session) close() {
@@ -364,11 +371,13 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	return s, path, nil
 }
 
-// pick chooses the conversation (--continue, --conversation or a new one)
-// and says which on stderr. Calls a crash left without results are
+// pick chooses the conversation (--continue, --conversation, --fork or a
+// new one) and says which on stderr. Calls a crash left without results are
 // answered by the turn, under the conversation's claim.
 func (s *session) pick(ctx context.Context, f agentFlags, path string, stderr io.Writer) error {
 	switch {
+	case f.fork != "":
+		return s.forkFrom(ctx, f.fork, stderr)
 	case f.cont:
 		list, err := s.store.List(ctx)
 		if err != nil {
@@ -477,7 +486,7 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	if s.dropped {
 		// the conversation was deleted after a turn that never reached
 		// the provider: this turn makes it again, under the same id
-		if err := s.agent.OpenConversation(ctx, s.id); err != nil {
+		if err := s.remake(ctx); err != nil {
 			fmt.Fprintf(stderr, "myelin: %v\n", err)
 			return exitError
 		}

@@ -88,7 +88,7 @@ const minLease = time.Second
 // notServeFlags are run's and chat's flags that pick a conversation or
 // wait for one: serve's requests name their conversations, so serve does
 // not offer them.
-var notServeFlags = map[string]bool{"conversation": true, "continue": true, "wait": true}
+var notServeFlags = map[string]bool{"conversation": true, "continue": true, "fork": true, "wait": true}
 
 // serveFlagSet is the agent's flags less notServeFlags, and serve's own.
 func (f *serveFlags) flagSet() *flag.FlagSet {

@@ -62,7 +62,7 @@ func TestUsageErrorSaysWhatWasWrongOnceWithoutAnEmptyFlagList(t *testing.T) {
 		{[]string{"tool", "call", "workspace--read", "{x", "--workspace", dir}, "ARGS_JSON is not valid JSON: {x"},
 		{[]string{"mcp"}, "myelin mcp: want a command: list"},
 		{[]string{"mcp", "list", "--bogus"}, "flag provided but not defined: -bogus"},
-		{[]string{"history"}, "myelin history: want a command: list, show, delete, prune, fork, rewind, branches or switch"},
+		{[]string{"history"}, "myelin history: want a command: list, show, delete, prune, fork, rewind, undo, redo, branches or switch"},
 		{[]string{"history", "show", "--workspace", dir}, "want one conversation ID, got 0 arguments"},
 		{[]string{"history", "list", "--bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"run", "--bogus"}, "flag provided but not defined: -bogus"},
