@@ -504,7 +504,7 @@ func (s *Server) branchError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, history.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
-	case errors.Is(err, agent.ErrNoForks):
+	case errors.Is(err, agent.ErrNoForks), errors.Is(err, rewind.ErrNoBranches):
 		writeError(w, http.StatusNotImplemented, err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, err.Error())

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/rewind"
 )
 
 // turn runs a turn of conversation id through the API and waits for its
@@ -122,7 +125,7 @@ func TestBadPointsAndBranchesAre400SayingWhatWasWrong(t *testing.T) {
 		t.Fatalf("the conversation after the refused requests reads %q", got)
 	}
 	status, body := f.do("POST", "/v1/conversations/"+other+"/undo", "")
-	if status != http.StatusConflict || !strings.Contains(string(body), "nothing to undo") {
+	if status != http.StatusConflict || !strings.Contains(string(body), "no turn to undo") {
 		t.Errorf("undo of an empty conversation: %d %s; want 409 saying there is nothing to undo", status, body)
 	}
 	status, body = f.do("POST", "/v1/conversations/"+id+"/redo", "")
@@ -343,5 +346,77 @@ func TestDeletingAConversationAForkSharesIs409(t *testing.T) {
 	}
 	if got := f.texts(t, fork.ID); got != "a|A" {
 		t.Fatalf("the fork after the refused delete reads %q", got)
+	}
+}
+
+// With "files", the server's workspace goes back with the conversation:
+// the files the tools changed after the point are put back or removed,
+// one changed since by someone else is left and said, and the report
+// says what is never tracked; the event carries the same report.
+func TestARewindWithFilesPutsBackTheWorkspaceAndReportsIt(t *testing.T) {
+	f := newFixture(t)
+	id := f.newConversation()
+	ctx := context.Background()
+	dir := f.srv.Workspace.Dir()
+	disk := func(name string) (string, bool) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		return string(b), err == nil
+	}
+	put := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version := func(content string) string {
+		h, err := f.store.PutBlob(ctx, id, history.FileVersionPath(history.BlobHash([]byte(content))), []byte(content))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	// what a turn's workspace--write calls did, as the agent stores it
+	changes := []history.FileChange{
+		{Path: "new.txt", Created: true, After: version("made")},
+		{Path: "kept.txt", Before: version("old"), After: version("new")},
+		{Path: "theirs.txt", Before: version("x"), After: version("y")},
+	}
+	put("new.txt", "made")
+	put("kept.txt", "new")
+	put("theirs.txt", "changed by someone else since")
+	err := f.store.Append(ctx, id,
+		history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "write"}}},
+		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "w1", Name: "workspace--write"}}},
+		history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "w1", Text: "written", Files: changes}}},
+		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "done"}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := f.watch(id)
+	status, body := f.do("POST", "/v1/conversations/"+id+"/rewind", `{"at":0,"files":true}`)
+	var rw Rewound
+	mustJSON(t, body, &rw)
+	if status != http.StatusOK || rw.Files == nil {
+		t.Fatalf("rewind with files: %d %s", status, body)
+	}
+	got := rw.Files
+	if strings.Join(got.Restored, ",") != "kept.txt" || strings.Join(got.Removed, ",") != "new.txt" ||
+		len(got.Skipped) != 1 || got.Skipped[0].Path != "theirs.txt" || got.Skipped[0].Why == "" || got.NotTracked != rewind.NotTracked {
+		t.Fatalf("the files report: %s; want kept.txt restored, new.txt removed, theirs.txt skipped with why, and what is not tracked", body)
+	}
+	if c, ok := disk("kept.txt"); !ok || c != "old" {
+		t.Errorf("kept.txt after the rewind: %q (there: %v); want it put back to %q", c, ok, "old")
+	}
+	if _, ok := disk("new.txt"); ok {
+		t.Error("new.txt after the rewind: still there; want it removed (created after the point)")
+	}
+	if c, _ := disk("theirs.txt"); c != "changed by someone else since" {
+		t.Errorf("theirs.txt after the rewind: %q; want it left as someone else left it", c)
+	}
+	ev := w.next(t)
+	var re rewoundEvent
+	mustJSON(t, ev.Data, &re)
+	if ev.Type != EventRewound || re.Files == nil || strings.Join(re.Files.Removed, ",") != "new.txt" || re.Files.NotTracked == "" {
+		t.Fatalf("the event after a rewind with files: %s %s; want the files report in it", ev.Type, ev.Data)
 	}
 }
