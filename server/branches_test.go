@@ -420,3 +420,52 @@ func TestARewindWithFilesPutsBackTheWorkspaceAndReportsIt(t *testing.T) {
 		t.Fatalf("the event after a rewind with files: %s %s; want the files report in it", ev.Type, ev.Data)
 	}
 }
+
+// slowRewind is a Memory whose Rewind waits for the test, to hold a
+// rewind in the middle.
+type slowRewind struct {
+	*history.Memory
+	entered, release chan struct{}
+}
+
+func (s slowRewind) Rewind(ctx context.Context, id string, at int) (history.Conversation, error) {
+	close(s.entered)
+	<-s.release
+	return s.Memory.Rewind(ctx, id, at)
+}
+
+// A rewind holds the conversation's claim while it is made: a turn
+// started meanwhile is the one refused (409 naming the holder), not run
+// on a conversation changing under it.
+func TestATurnStartedWhileARewindIsMadeIs409(t *testing.T) {
+	f, id, w := twoTurns(t)
+	slow := slowRewind{Memory: f.store, entered: make(chan struct{}), release: make(chan struct{})}
+	f.srv.Agent.Store = slow
+	type answer struct {
+		status int
+		body   []byte
+	}
+	done := make(chan answer, 1)
+	go func() {
+		status, body := f.do("POST", "/v1/conversations/"+id+"/rewind", `{"at":2}`)
+		done <- answer{status, body}
+	}()
+	<-slow.entered
+	status, body := f.do("POST", "/v1/conversations/"+id+"/turns", `{"prompt":"c"}`)
+	var h Held
+	mustJSON(t, body, &h)
+	close(slow.release)
+	if status != http.StatusConflict || h.Error.Holder == nil {
+		t.Fatalf("a turn started while a rewind is made: %d %s; want 409 naming the rewind's claim", status, body)
+	}
+	if a := <-done; a.status != http.StatusOK {
+		t.Fatalf("the rewind: %d %s", a.status, a.body)
+	}
+	if got := f.texts(t, id); got != "a|A" {
+		t.Fatalf("after the rewind the conversation reads %q; want its first 2 messages alone", got)
+	}
+	f.turn(t, w, id, "c") // and the next turn runs: the claim was given back
+	if got := f.texts(t, id); got != "a|A|c|C" {
+		t.Fatalf("after a turn on the rewound conversation it reads %q", got)
+	}
+}
