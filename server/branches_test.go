@@ -469,3 +469,41 @@ func TestATurnStartedWhileARewindIsMadeIs409(t *testing.T) {
 		t.Fatalf("after a turn on the rewound conversation it reads %q", got)
 	}
 }
+
+// A branch's point is where it parts from its conversation, not its
+// base_at: a fork rewound to before its own first message leaves a
+// branch that shares more of the base than the conversation does.
+func TestABranchesPointIsWhereItPartsFromItsConversation(t *testing.T) {
+	f, id, _ := twoTurns(t)
+	ctx := context.Background()
+	status, body := f.do("POST", "/v1/conversations/"+id+"/fork", `{"at":3}`)
+	var fork ConversationInfo
+	mustJSON(t, body, &fork)
+	if status != http.StatusCreated {
+		t.Fatalf("fork: %d %s", status, body)
+	}
+	text := func(s string) history.Message {
+		return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: s}}}
+	}
+	if err := f.store.Append(ctx, fork.ID, text("x1"), text("x2")); err != nil {
+		t.Fatal(err)
+	}
+	status, body = f.do("POST", "/v1/conversations/"+fork.ID+"/rewind", `{"at":1}`)
+	var rw Rewound
+	mustJSON(t, body, &rw)
+	if status != http.StatusOK || rw.Branch.At != 1 || rw.Branch.BaseAt != 3 {
+		t.Fatalf("rewind of the fork at 1: %d %s; want its branch parting at 1 (and sharing 3 of the base)", status, body)
+	}
+	if err := f.store.Append(ctx, fork.ID, text("y1"), text("y2"), text("y3"), text("y4")); err != nil {
+		t.Fatal(err)
+	}
+	status, body = f.do("GET", "/v1/conversations/"+fork.ID+"/branches", "")
+	var list struct{ Branches []Branch }
+	mustJSON(t, body, &list)
+	if status != 200 || len(list.Branches) != 1 || list.Branches[0].At != 1 {
+		t.Fatalf("branches of the fork once it grew past the base's point: %d %s; want its branch at 1", status, body)
+	}
+	if got, kept := f.texts(t, fork.ID), f.texts(t, rw.Branch.ID); got != "a|y1|y2|y3|y4" || kept != "a|A|b|x1|x2" {
+		t.Fatalf("the fork reads %q, its branch %q", got, kept)
+	}
+}
