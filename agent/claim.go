@@ -181,9 +181,9 @@ func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 		rec.Interrupted++
 	}
 	if len(again) > 0 {
-		outs := a.runAgain(ctx, id, calls, again, rulings)
+		outs, jr := a.runAgain(ctx, id, calls, again, rulings)
 		for j, i := range again {
-			answer.Parts[i] = resultPart(calls[i].CallID, outs[j])
+			answer.Parts[i] = jr.with(resultPart(calls[i].CallID, outs[j]), j)
 			if r, ok := rulings[calls[i].CallID]; ok {
 				answer.Parts[i].Permission = &r.Record
 			}
@@ -219,13 +219,15 @@ func (a *Agent) mayRunAgain(c history.Part) (why string, ok bool) {
 
 // runAgain runs calls[again...] again as a round of their own, each
 // result kept as it finishes (so that a second stop keeps what finished),
-// and returns their outputs in the order of again. The round bound is that
-// of these calls alone: the others' results are already stored.
+// and returns their outputs in the order of again, and the journal of the
+// files they wrote or edited (journal.go; nil when the store keeps no
+// files). The round bound is that of these calls alone: the others'
+// results are already stored.
 //
 // The calls were checked already (rulings, by call id, when there is a
 // gate): the round's gate gives those rulings, and the calls the calls
 // make are checked by the agent's gate, on the context.
-func (a *Agent) runAgain(ctx context.Context, id string, calls []history.Part, again []int, rulings map[string]tool.Ruling) []result.Output {
+func (a *Agent) runAgain(ctx context.Context, id string, calls []history.Part, again []int, rulings map[string]tool.Ruling) ([]result.Output, *journal) {
 	tcalls := make([]tool.Call, len(again))
 	for j, i := range again {
 		tcalls[j] = tool.Call{ID: calls[i].CallID, Name: calls[i].Name, Input: callInput(calls[i])}
@@ -233,9 +235,11 @@ func (a *Agent) runAgain(ctx context.Context, id string, calls []history.Part, a
 	k := newKeeper(a.Store, history.Lazy(context.WithoutCancel(ctx)), id, len(tcalls))
 	tctx, env := a.files(ctx, id) // a read of a spill file made on another host fetches it (files.go)
 	tctx = tool.WithGate(tctx, a.Gate)
+	j := a.journal(context.WithoutCancel(ctx), id, tcalls, nil)
+	tctx = j.into(tctx)
 	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout,
-		Converted: func(_ int, c tool.Call, o result.Output) {
-			p := resultPart(c.ID, o)
+		Converted: func(i int, c tool.Call, o result.Output) {
+			p := j.with(resultPart(c.ID, o), i)
 			if r, ok := rulings[c.ID]; ok {
 				p.Permission = &r.Record
 			}
@@ -244,7 +248,7 @@ func (a *Agent) runAgain(ctx context.Context, id string, calls []history.Part, a
 	if tool.GateOf(tctx) != nil {
 		d.Gate = decided(rulings)
 	}
-	return d.Round(tctx, tcalls)
+	return d.Round(tctx, tcalls), j
 }
 
 // decided is the gate of the calls a recovery runs again: they were

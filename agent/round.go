@@ -16,7 +16,8 @@ import (
 // stores their results before anything is sent: each kept as it finishes
 // (t.keeper), all of them together under t.kept. The gate (Agent.Gate, or
 // the one the turn's context carries) checks each call before it runs,
-// and its decision is stored with the call's result. It reports whether
+// and its decision is stored with the call's result, as are the files it
+// wrote or edited (journal.go). It reports whether
 // a tool ended the turn.
 func (t *turning) round(m history.Message, n int) (endTurn bool, err error) {
 	a := t.a
@@ -35,12 +36,14 @@ func (t *turning) round(m history.Message, n int) (endTurn bool, err error) {
 	k.start(n)
 	tctx, env := a.files(t.ctx, t.id) // a shared store keeps the files they save (files.go)
 	tctx = tool.WithGate(tctx, a.Gate)
+	j := a.journal(t.kept, t.id, tcalls, &t.versions) // what they write and edit is kept for a rewind (journal.go)
+	tctx = j.into(tctx)
 	// each call's permission record, set by the gate before any call
 	// starts (Ruled); none without a gate
 	var recs []*permission.Record
 	d := &tool.Dispatcher{Tools: a.Tools, Env: env, Timeout: a.ToolTimeout, Workers: t.workers,
 		Finished:  func(i int, _ tool.Call, e time.Duration) { elapsed[i] = e },
-		Converted: func(i int, c tool.Call, o result.Output) { k.keep(withRecord(resultPart(c.ID, o), recs, i)) }}
+		Converted: func(i int, c tool.Call, o result.Output) { k.keep(withRecord(j.with(resultPart(c.ID, o), i), recs, i)) }}
 	if tool.GateOf(tctx) != nil {
 		recs = make([]*permission.Record, n)
 		d.Ruled = func(i int, _ tool.Call, rec permission.Record) { recs[i] = &rec }
@@ -48,7 +51,7 @@ func (t *turning) round(m history.Message, n int) (endTurn bool, err error) {
 	outs := d.Round(tctx, tcalls)
 	answer := history.Message{Role: history.User, Parts: make([]history.Part, len(outs))}
 	for i, o := range outs {
-		answer.Parts[i] = withRecord(resultPart(tcalls[i].ID, o), recs, i)
+		answer.Parts[i] = withRecord(j.with(resultPart(tcalls[i].ID, o), i), recs, i)
 		endTurn = endTurn || o.EndTurn
 	}
 	// Committed even when ctx is cancelled: the results are what happened.

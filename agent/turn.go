@@ -118,6 +118,7 @@ type turning struct {
 	// result as its call finishes (round.go)
 	workers   *tool.Workers
 	keeper    *keeper
+	versions  versions // the file versions its rounds kept (journal.go)
 	maxRounds int
 	// settings are stored with the turn's first answer, when they changed
 	// (withSettings; nil once stored)

@@ -366,6 +366,16 @@ func (s *partScanner) part() (Part, bool) {
 				return p, false
 			}
 			p.Permission = &r
+		case "files":
+			// on the results of writes and edits only: encoding/json
+			// reads the changes themselves
+			v, ok := s.value()
+			if !ok || len(v) == 0 || v[0] != '[' || p.Files != nil {
+				return p, false // null, another type, a second one: encoding/json says
+			}
+			if json.Unmarshal(v, &p.Files) != nil {
+				return p, false
+			}
 		default:
 			return p, false
 		}

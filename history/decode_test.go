@@ -38,6 +38,7 @@ func TestDecodePartsReadsWhatTheStoreWrites(t *testing.T) {
 			{Type: ReasoningPart, Wire: "anthropic", Raw: json.RawMessage(`{"type":"redacted_thinking","data":"xyz"}`)},
 			{Type: ToolCallPart, CallID: "c", Name: "n", Input: json.RawMessage(`{}`), Wire: "gemini", Signature: "c2ln"}},
 		{{Type: ToolResultPart, CallID: "c", Text: "denied", IsError: true, Permission: &permission.Record{Decision: "deny", By: "person", Answer: "deny", Reason: "not \"now\" <&>", At: time.Date(2026, 12, 5, 11, 0, 0, 5, time.UTC)}}},
+		{{Type: ToolResultPart, CallID: "c", Text: "replaced a.txt", Files: []FileChange{{Path: "a.txt", Before: BlobHash([]byte("old")), After: BlobHash([]byte("new"))}, {Path: "dir/\"new\" <&>.txt", Created: true, After: BlobHash(nil)}, {Path: "big.bin"}}}},
 	} {
 		b, err := result.JSON(parts)
 		if err != nil {
@@ -57,6 +58,8 @@ func TestDecodePartsReadsWhatTheStoreWrites(t *testing.T) {
 		`[{"wire":1}]`, `[{"signature":null}]`, `[{"type":"reasoning","raw":{}}]`,
 		`[{"is_error":1}]`,
 		`[{"permission":null}]`, `[{"permission":{"decision":"allow"},"permission":{"by":"rule"}}]`, `[{"permission":{"at":"x"}}]`, `[{"permission":[]}]`, `[{"permission":{"decision":1}}]`,
+		`[{"files":null}]`, `[{"files":[]}]`, `[{"files":{}}]`, `[{"files":[{"path":"a"}],"files":[{"path":"b"}]}]`, `[{"files":[],"files":[{"path":"b"}]}]`,
+		`[{"files":[{"path":1}]}]`, `[{"files":[{"path":"a","created":"yes"}]}]`, `[{"files":[{"path":"a","extra":1}]}]`, `[{"files":[null]}]`, `[{"files":[{"path":"a"},]}]`,
 		`[] x`,
 		`{"type":"text"}`,
 		`[{"type":"text","text":"a"},]`,

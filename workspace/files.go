@@ -213,11 +213,20 @@ func matchSegments(g, p []string) (bool, error) {
 func (w *Workspace) writeTool() *tool.Tool {
 	return tool.MustFunc("workspace--write",
 		"Write a whole file in the workspace, making missing directories.\nAn existing file is replaced; a directory is never written over.",
-		func(ctx context.Context, in WriteInput) (any, error) { return w.Write(in) })
+		func(ctx context.Context, in WriteInput) (any, error) { return w.WriteContext(ctx, in) })
 }
 
-// Write writes a whole file.
+// Write writes a whole file, telling no Journal: WriteContext with a
+// context that carries none.
 func (w *Workspace) Write(in WriteInput) (result.Result, error) {
+	return w.WriteContext(context.Background(), in)
+}
+
+// WriteContext writes a whole file. When ctx carries a Journal
+// (WithJournal), it is told the change first, with the content replaced
+// when that is at most MaxJournaled bytes, and its error leaves the file
+// as it was; without one, the old content is not read.
+func (w *Workspace) WriteContext(ctx context.Context, in WriteInput) (result.Result, error) {
 	rel, err := pathArg(in.Path)
 	if err != nil {
 		return result.Result{}, err
@@ -229,7 +238,19 @@ func (w *Workspace) Write(in WriteInput) (result.Result, error) {
 	if err != nil {
 		return result.Result{}, err
 	}
-	if err := w.replace(real, []byte(in.Content), exists, perm); err != nil {
+	data := []byte(in.Content)
+	if j := journalOf(ctx); j != nil {
+		c := Change{Path: real, Existed: exists, After: data}
+		if exists {
+			if c.Before, c.BeforeKept, err = w.readJournaled(real); err != nil {
+				return result.Result{}, notKept(real, err)
+			}
+		}
+		if err := j(ctx, c); err != nil {
+			return result.Result{}, notKept(real, err)
+		}
+	}
+	if err := w.replace(real, data, exists, perm); err != nil {
 		return result.Result{}, err
 	}
 	created := !exists
@@ -247,11 +268,20 @@ func (w *Workspace) Write(in WriteInput) (result.Result, error) {
 func (w *Workspace) editTool() *tool.Tool {
 	return tool.MustFunc("workspace--edit",
 		"Replace exact text in a workspace file.\nold_string must occur exactly once, or set replace_all to replace every occurrence.",
-		func(ctx context.Context, in EditInput) (any, error) { return w.Edit(in) })
+		func(ctx context.Context, in EditInput) (any, error) { return w.EditContext(ctx, in) })
 }
 
-// Edit replaces old_string with new_string in a file.
+// Edit replaces old_string with new_string in a file, telling no
+// Journal: EditContext with a context that carries none.
 func (w *Workspace) Edit(in EditInput) (result.Result, error) {
+	return w.EditContext(context.Background(), in)
+}
+
+// EditContext replaces old_string with new_string in a file. When ctx
+// carries a Journal (WithJournal), it is told the change first, with the
+// content replaced when that is at most MaxJournaled bytes, and its error
+// leaves the file as it was.
+func (w *Workspace) EditContext(ctx context.Context, in EditInput) (result.Result, error) {
 	if in.OldString == "" {
 		return result.Result{}, fmt.Errorf("old_string is empty; give the exact text to replace (workspace--write writes a whole file)")
 	}
@@ -284,8 +314,17 @@ func (w *Workspace) Edit(in EditInput) (result.Result, error) {
 	case n > 1 && !in.ReplaceAll:
 		return result.Result{}, fmt.Errorf("old_string occurs %d times in %s; add surrounding text to make it unique, or set replace_all", n, rel)
 	}
-	text = strings.ReplaceAll(text, in.OldString, in.NewString)
-	if err := w.replace(real, []byte(text), exists, perm); err != nil {
+	after := []byte(strings.ReplaceAll(text, in.OldString, in.NewString))
+	if j := journalOf(ctx); j != nil {
+		c := Change{Path: real, Existed: true, After: after}
+		if len(data) <= MaxJournaled {
+			c.Before, c.BeforeKept = data, true
+		}
+		if err := j(ctx, c); err != nil {
+			return result.Result{}, notKept(real, err)
+		}
+	}
+	if err := w.replace(real, after, exists, perm); err != nil {
 		return result.Result{}, err
 	}
 	return result.Result{

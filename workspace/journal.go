@@ -1,6 +1,10 @@
 package workspace
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"io"
+)
 
 // A rewind puts back the workspace files the conversation's tools wrote
 // or edited after the point it goes back to (docs/branches.md "Files go
@@ -50,4 +54,32 @@ func WithJournal(ctx context.Context, j Journal) context.Context {
 func journalOf(ctx context.Context) Journal {
 	j, _ := ctx.Value(journalKey{}).(Journal)
 	return j
+}
+
+// readJournaled reads the file at real (resolved, existing) for a
+// Journal: its content when it is at most MaxJournaled bytes, kept true;
+// nil and false when it is larger, read no further than that.
+func (w *Workspace) readJournaled(real string) (data []byte, kept bool, err error) {
+	f, err := w.root.Open(real)
+	if err != nil {
+		return nil, false, explain(real, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > MaxJournaled {
+		return nil, false, nil
+	}
+	data, err = io.ReadAll(io.LimitReader(f, MaxJournaled+1))
+	switch {
+	case err != nil:
+		return nil, false, explain(real, err)
+	case len(data) > MaxJournaled: // grew since its size was read
+		return nil, false, nil
+	}
+	return data, true, nil
+}
+
+// notKept is the error of a write or an edit its Journal refused, or whose
+// old content could not be read to be told to it: the file is unchanged.
+func notKept(real string, err error) error {
+	return fmt.Errorf("%s was not changed: what it holds now could not be kept for a rewind to put back: %w", clip(real), err)
 }

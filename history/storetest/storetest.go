@@ -130,6 +130,7 @@ func Run(t *testing.T, subject Subject) {
 		{"DeleteIsRefusedWhileALiveWriterHoldsTheClaim", deleteRefusedWhileHeld},
 		{"DeletingAParentOrAChildLeavesTheOther", deleteLeavesFamily},
 		{"ADecisionStoredWithACallComesBack", permissionKept},               // permission.go
+		{"FileChangesStoredWithAResultComeBack", fileChangesKept},           // files.go
 		{"AForkReadsItsBasesFirstMessagesThenItsOwn", forkReadsBaseThenOwn}, // branches.go
 		{"AForksMessagesAreItsBasesByteForByteRecordsIncluded", forkBytesAndRecords},
 		{"AForkAndItsBaseGoOnApart", forkAndBaseGoApart},
