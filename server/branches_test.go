@@ -507,3 +507,49 @@ func TestABranchesPointIsWhereItPartsFromItsConversation(t *testing.T) {
 		t.Fatalf("the fork reads %q, its branch %q", got, kept)
 	}
 }
+
+// Through turns, end to end: the agent records what workspace--write did
+// on the call's result, and an undo with files through the API puts the
+// workspace back as it was before the turn; a redo with files puts the
+// turn's files forward again.
+func TestUndoWithFilesPutsBackWhatATurnsWriteToolChanged(t *testing.T) {
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "w1", Name: "workspace--write", Input: `{"path":"notes.txt","content":"first"}`}}},
+		providertest.Step{Text: "written"},
+		providertest.Step{ToolCalls: []providertest.ToolCall{
+			{ID: "w2", Name: "workspace--write", Input: `{"path":"notes.txt","content":"second"}`},
+			{ID: "w3", Name: "workspace--write", Input: `{"path":"new/made.txt","content":"made"}`},
+		}},
+		providertest.Step{Text: "rewritten"},
+	)
+	id := f.newConversation()
+	w := f.watch(id)
+	f.turn(t, w, id, "write notes")
+	f.turn(t, w, id, "rewrite them")
+	dir := f.srv.Workspace.Dir()
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
+		if err != nil {
+			return "(none)"
+		}
+		return string(b)
+	}
+	if read("notes.txt") != "second" || read("new/made.txt") != "made" {
+		t.Fatalf("after the turns: notes.txt %q, new/made.txt %q", read("notes.txt"), read("new/made.txt"))
+	}
+	status, body := f.do("POST", "/v1/conversations/"+id+"/undo", `{"files":true}`)
+	var rw Rewound
+	mustJSON(t, body, &rw)
+	if status != http.StatusOK || rw.Files == nil || strings.Join(rw.Files.Restored, ",") != "notes.txt" || strings.Join(rw.Files.Removed, ",") != "new/made.txt" {
+		t.Fatalf("undo with files: %d %s; want notes.txt restored and new/made.txt removed", status, body)
+	}
+	if read("notes.txt") != "first" || read("new/made.txt") != "(none)" {
+		t.Fatalf("after the undo: notes.txt %q, new/made.txt %q; want %q and none", read("notes.txt"), read("new/made.txt"), "first")
+	}
+	status, body = f.do("POST", "/v1/conversations/"+id+"/redo", `{"files":true}`)
+	var sw Switched
+	mustJSON(t, body, &sw)
+	if status != http.StatusOK || sw.Files == nil || read("notes.txt") != "second" || read("new/made.txt") != "made" {
+		t.Fatalf("redo with files: %d %s; notes.txt %q, new/made.txt %q; want the turn's files back", status, body, read("notes.txt"), read("new/made.txt"))
+	}
+}
