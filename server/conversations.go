@@ -26,6 +26,10 @@ type ConversationInfo struct {
 	// held against.
 	Model  string `json:"model"`
 	Window int    `json:"window"`
+	// Branches are, on GET /v1/conversations/{id} alone, its branches
+	// (history.Brancher), oldest first, each with the point where it
+	// parts from it; absent when it has none.
+	Branches []BranchRef `json:"branches,omitempty"`
 }
 
 func (s *Server) info(c history.Conversation) ConversationInfo {
@@ -100,7 +104,14 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, s.info(c))
+	ci := s.info(c)
+	brs, err := s.branchRefs(r.Context(), c)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("the branches of conversation %s: %v", c.ID, err))
+		return
+	}
+	ci.Branches = brs
+	writeJSON(w, http.StatusOK, ci)
 }
 
 // children serves the conversations id's tool calls started (subagents,

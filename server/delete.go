@@ -23,7 +23,8 @@ type EventDropper interface {
 // keeps, the spill files of the workspace it alone names (package purge)
 // — and its events; the background scripts it started are cancelled. It answers 200 with what went (purge.Deleted); 409
 // while a turn runs it (this server's, one queued, or any other writer
-// holding its claim), naming it; 404 for none.
+// holding its claim), naming it, and while forks share its messages
+// (history.ErrHasForks); 404 for none.
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if _, ok := s.found(w, r, id); !ok {
@@ -62,6 +63,10 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	case errors.Is(err, history.ErrNotFound):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no conversation %q", id))
+		return
+	case errors.Is(err, history.ErrHasForks):
+		// the forks would lose their first messages: they go first
+		writeError(w, http.StatusConflict, err.Error()+"; nothing was deleted")
 		return
 	case errors.Is(err, purge.ErrCannotDelete):
 		writeError(w, http.StatusNotImplemented, err.Error())

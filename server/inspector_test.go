@@ -446,3 +446,79 @@ func mustRule(t *testing.T, text string, d permission.Decision) permission.Rule 
 	}
 	return r
 }
+
+// A conversation's page shows its branches (each linked, with the point
+// where it parts and a switch to it) and where a fork or a branch comes
+// from (a link to its base, scrolled to the point); a switch and an undo
+// from the page redraw it from their events.
+func TestTheInspectorShowsAndNavigatesTheBranchTree(t *testing.T) {
+	ctx := browser(t)
+	f, id, _ := twoTurns(t)
+	status, body := f.do("POST", "/v1/conversations/"+id+"/rewind", `{"at":2}`)
+	var rw Rewound
+	mustJSON(t, body, &rw)
+	if status != http.StatusOK {
+		t.Fatalf("rewind: %d %s", status, body)
+	}
+	branch := rw.Branch.ID
+	status, body = f.do("POST", "/v1/conversations/"+id+"/fork", `{"at":2}`)
+	var fork ConversationInfo
+	mustJSON(t, body, &fork)
+	if status != http.StatusCreated {
+		t.Fatalf("fork: %d %s", status, body)
+	}
+	title := `document.getElementById("conversation-title").textContent`
+	turns := `document.querySelectorAll("#timeline .turn").length`
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/?conversation="+id)); err != nil {
+		t.Fatal(err)
+	}
+	entry := `document.querySelector('#branches .branch[data-branch="` + branch + `"]')`
+	waitFor(t, ctx, "the branch, with its point", entry+` !== null && `+entry+`.textContent.includes("parts at message 2, 4 messages") && `+turns+` === 1`)
+	if got := text(t, ctx, `document.querySelector('#conversations li[data-id="`+fork.ID+`"]').textContent`); !strings.HasPrefix(got, "↱ "+fork.ID) {
+		t.Errorf("the fork in the list reads %q; want it marked ↱", got)
+	}
+
+	// switch to the branch from the page: the turn it kept comes back
+	if err := chromedp.Do(ctx, chromedp.Click(`#branches .branch[data-branch="`+branch+`"] button.branch-switch`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the switched conversation", turns+` === 2 && document.getElementById("timeline").textContent.includes("B") && document.getElementById("tree-note").textContent.includes("switched to branch `+branch+`")`)
+	waitFor(t, ctx, "the branch now holding what the conversation held", entry+` !== null && `+entry+`.textContent.includes("2 messages")`)
+
+	// the branch's page, and back to its conversation at the point
+	if err := chromedp.Do(ctx, chromedp.Click(`#branches .branch[data-branch="`+branch+`"] button.branch-open`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the branch's page", title+`.startsWith("Conversation `+branch+`") && document.querySelector("#conversation-title button.branch-of") !== null`)
+	if got, want := text(t, ctx, `document.querySelector("#conversation-title button.branch-of").textContent`), "a branch of "+id+" (kept by a rewind)"; got != want {
+		t.Fatalf("the branch's link to its conversation reads %q, want %q", got, want)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#conversation-title button.branch-of`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the conversation, at the point", title+`.startsWith("Conversation `+id+`") && document.querySelector('#timeline [data-n="2"].focus') !== null`)
+
+	// a fork's page links to its base at its point
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/?conversation="+fork.ID)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the fork's link to its base", `document.querySelector("#conversation-title button.fork-of") !== null`)
+	if got, want := text(t, ctx, `document.querySelector("#conversation-title button.fork-of").textContent`), "forked from "+id+" at message 2"; got != want {
+		t.Fatalf("the fork's link reads %q, want %q", got, want)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(`#conversation-title button.fork-of`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the base, at the point", title+`.startsWith("Conversation `+id+`") && document.querySelector('#timeline [data-n="2"].focus') !== null && `+turns+` === 2`)
+
+	// undo from the page
+	if err := chromedp.Do(ctx, chromedp.Click(`#undo-turn`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the undone turn", turns+` === 1 && document.getElementById("tree-note").textContent.startsWith("last turn undone")`)
+	screenshot(t, ctx, t.TempDir(), "inspector-branches.png")
+	if got := f.texts(t, id); got != "a|A" {
+		t.Fatalf("the conversation after the page's undo reads %q", got)
+	}
+}

@@ -87,6 +87,8 @@ var eventData = map[string]any{
 	EventSampling:            samplingEvent{},
 	EventSamplingFinished:    samplingFinishedEvent{},
 	EventWake:                background.Wake{},
+	EventRewound:             rewoundEvent{},
+	EventSwitched:            switchedEvent{},
 }
 
 // schemaOf is the JSON Schema of what encoding/json makes of t: the
@@ -304,5 +306,77 @@ func TestTheOpenAPIDocumentTypesAStoredCallsPermission(t *testing.T) {
 	}
 	if ref != "#/components/schemas/Permission" {
 		t.Fatalf("StoredMessage.message.parts[].permission is %v, not a reference to Permission", ref)
+	}
+}
+
+// resolved is schema v of the document with its references replaced by
+// what they name and an allOf merged into one object, for comparing with
+// schemaOf; keywords that only narrow a value (minimum,
+// additionalProperties: false) are left out.
+func resolved(schemas map[string]any, v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		if ref, ok := v["$ref"].(string); ok {
+			return resolved(schemas, schemas[strings.TrimPrefix(ref, "#/components/schemas/")])
+		}
+		if all, ok := v["allOf"].([]any); ok {
+			props, required := map[string]any{}, []any{}
+			for _, part := range all {
+				p := resolved(schemas, part).(map[string]any)
+				for k, x := range p["properties"].(map[string]any) {
+					props[k] = x
+				}
+				if r, ok := p["required"].([]any); ok {
+					required = append(required, r...)
+				}
+			}
+			return map[string]any{"type": "object", "properties": props, "required": required}
+		}
+		out := map[string]any{}
+		for k, x := range v {
+			if k == "minimum" || (k == "additionalProperties" && x == false) {
+				continue
+			}
+			out[k] = resolved(schemas, x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = resolved(schemas, x)
+		}
+		return out
+	}
+	return v
+}
+
+// The answers and bodies of the conversations' endpoints, forks and
+// branches among them, are typed in the document as the server encodes
+// and decodes them: a generated client reads base, base_at, branch_of
+// and branches, and sends what the endpoints take.
+func TestTheOpenAPIDocumentTypesTheConversationsAndTheirBranches(t *testing.T) {
+	_, raw := loadOpenAPI(t)
+	schemas := raw["components"].(map[string]any)["schemas"].(map[string]any)
+	for name, v := range map[string]any{
+		"Conversation": ConversationInfo{},
+		"BranchRef":    BranchRef{},
+		"Branch":       Branch{},
+		"Rewound":      Rewound{},
+		"Switched":     Switched{},
+		"FilesReport":  FilesReport{},
+		"ForkInput":    ForkInput{},
+		"RewindInput":  RewindInput{},
+		"FilesInput":   FilesInput{},
+		"SwitchInput":  SwitchInput{},
+	} {
+		if schemas[name] == nil {
+			t.Errorf("components.schemas has no %s (the Go type %T)", name, v)
+			continue
+		}
+		got, _ := json.Marshal(bare(resolved(schemas, schemas[name])))
+		want, _ := json.Marshal(bare(schemaOf(reflect.TypeOf(v))))
+		if string(got) != string(want) {
+			t.Errorf("%s (the Go type %T):\n the document says %s\n the server uses    %s", name, v, got, want)
+		}
 	}
 }

@@ -62,7 +62,7 @@ async function loadConversations() {
   for (const c of data.conversations) {
     // a subagent's conversation (agent--delegate) names its parent
     const li = el("li", { "data-id": c.id, onclick: () => select(c.id) },
-      (c.parent ? "↳ " : "") + c.id, el("span", { class: "count" }, c.messages + (c.turn ? " ▶" : "")));
+      (c.parent ? "↳ " : c.base ? "↱ " : "") + c.id, el("span", { class: "count" }, c.messages + (c.turn ? " ▶" : "")));
     if (c.id === state.current) li.classList.add("selected");
     ul.append(li);
   }
@@ -70,8 +70,8 @@ async function loadConversations() {
 }
 
 // select shows conversation id; at, when given, is the call to scroll to
-// (a subagent's parent call).
-async function select(id, at) {
+// (a subagent's parent call); n, when given, the message (a fork's point).
+async function select(id, at, n) {
   if (state.events) state.events.abort();
   state.current = id;
   state.lastEvent = 0;
@@ -89,8 +89,10 @@ async function select(id, at) {
       $("conversation-title").append(" · ", el("button", { class: "link parent", type: "button", onclick: () => select(info.parent, info.parent_call) },
         "a subagent of " + info.parent + " (call " + info.parent_call + ")"));
     }
+    showTree(info);
   } catch (e) { status(e.message); }
   $("live").hidden = true;
+  $("tree-note").textContent = "";
   $("asks").replaceChildren();
   for (const li of $("conversations").children) li.classList.toggle("selected", li.dataset.id === id);
   await loadMessages();
@@ -101,7 +103,74 @@ async function select(id, at) {
       call.classList.add("focus");
       call.scrollIntoView({ block: "center" });
     }
+  } else if (n) {
+    // the last turn or round that begins at or before message n
+    const mark = Array.from(document.querySelectorAll("#timeline [data-n]")).filter((e) => Number(e.dataset.n) <= n).pop();
+    if (mark) {
+      mark.classList.add("focus");
+      mark.scrollIntoView({ block: "center" });
+    }
   }
+}
+
+// --- forks and branches ---
+
+// showTree shows where conversation info comes from (the conversation it
+// was forked from at message N, or rewound from: a branch) and its
+// branches, each a link with the point where it parts from it and a
+// switch to it (docs/branches.md).
+function showTree(info) {
+  if (info.branch_of) {
+    $("conversation-title").append(" · ", el("button", { class: "link branch-of", type: "button", onclick: () => select(info.branch_of, null, info.base_at) },
+      "a branch of " + info.branch_of + " (kept by a rewind)"));
+  } else if (info.base) {
+    $("conversation-title").append(" · ", el("button", { class: "link fork-of", type: "button", onclick: () => select(info.base, null, info.base_at) },
+      "forked from " + info.base + " at message " + info.base_at));
+  }
+  const brs = $("branches");
+  brs.replaceChildren();
+  if (!(info.branches || []).length) {
+    brs.append(el("span", { class: "hint" }, "No branches."));
+  } else {
+    brs.append("Branches: ");
+    for (const b of info.branches) {
+      brs.append(el("span", { class: "branch", "data-branch": b.id },
+        el("button", { class: "link branch-open", type: "button", onclick: () => select(b.id, null, b.at) }, b.id),
+        " (parts at message " + b.at + ", " + b.messages + " messages) ",
+        el("button", { class: "branch-switch", type: "button", onclick: () => changeHistory("switch", { branch: b.id }) }, "switch to it")));
+    }
+  }
+}
+
+// changeHistory posts an undo, a redo or a switch (what) of the shown
+// conversation; its event (conversation.rewound or .switched) redraws
+// the page.
+async function changeHistory(what, body) {
+  body = Object.assign({}, body || {});
+  if ($("with-files").checked) body.files = true;
+  try {
+    const out = await api("POST", "/v1/conversations/" + encodeURIComponent(state.current) + "/" + what, body);
+    if (out.files) $("tree-note").textContent = filesWords(out.files);
+  } catch (err) { $("tree-note").textContent = err.message; }
+}
+
+// filesWords says what a rewind did to the workspace's files.
+function filesWords(f) {
+  return "files: " + f.restored.length + " put back, " + f.removed.length + " removed, " + f.skipped.length + " left as they are" +
+    f.skipped.map((s) => " (" + s.path + ": " + s.why + ")").join("") + "; " + f.not_tracked;
+}
+
+// reloadTree reads the shown conversation's record again, for its
+// branches (after a rewind or a switch).
+async function reloadTree() {
+  const id = state.current;
+  const info = await api("GET", "/v1/conversations/" + encodeURIComponent(id));
+  if (id !== state.current) return;
+  for (const b of $("conversation-title").querySelectorAll("button.branch-of, button.fork-of")) {
+    b.previousSibling.remove(); // its " · "
+    b.remove();
+  }
+  showTree(info);
 }
 
 // --- the timeline ---
@@ -138,7 +207,8 @@ async function loadMessages() {
 
 // drawnFrom names what the timeline is drawn from: stored records only
 // ever add to a conversation, so their count, and the requests', the
-// subagents' and the tool.finished events' counts, say whether it changed.
+// subagents' and the tool.finished events' counts, say whether it changed
+// (a rewind or a switch, which take records away, clears state.drawn).
 function drawnFrom(id, data) {
   return JSON.stringify([id, data.messages.length, state.requestList.length, Object.values(state.children).flat().length, Object.keys(state.finished).length]);
 }
@@ -165,14 +235,14 @@ function render(messages) {
     }
     const results = m.parts.filter((p) => p.type === "tool_result");
     if (m.role === "user" && results.length === 0) {
-      turn = el("div", { class: "turn" }, el("div", { class: "prompt" }, "▸ " + m.parts.map((p) => p.text || "").join("")));
+      turn = el("div", { class: "turn", "data-n": n }, el("div", { class: "prompt" }, "▸ " + m.parts.map((p) => p.text || "").join("")));
       tl.append(turn);
       round = null;
       continue;
     }
     if (!turn) { turn = el("div", { class: "turn" }); tl.append(turn); }
     if (m.role === "assistant") {
-      round = el("div", { class: "round" });
+      round = el("div", { class: "round", "data-n": n });
       turn.append(round);
       if (m.usage) round.append(requestLine(m.usage, n, state.requests[n]));
       const text = apart(m.parts.filter((p) => p.type === "text").map((p) => p.text));
@@ -474,6 +544,17 @@ function handle(type, d) {
       $("cancel-turn").disabled = true;
       reloadSoon();
       break;
+    case "conversation.rewound":
+    case "conversation.switched":
+      // its history changed: what is drawn may be gone from it
+      state.drawn = "";
+      if (!state.running) $("live").hidden = true; // the last turn shown may be a branch's now
+      $("tree-note").textContent = (type === "conversation.rewound"
+        ? (d.by === "undo" ? "last turn undone" : "rewound to message " + d.at) + "; what followed is kept as branch " + d.branch
+        : (d.by === "redo" ? "redone" : "switched") + " to branch " + d.branch + " from message " + d.at) + (d.files ? "; " + filesWords(d.files) : "");
+      reloadSoon();
+      reloadTree().catch((e) => status(e.message));
+      break;
     case "events.lost":
       status(d.message);
       reloadSoon();
@@ -668,6 +749,8 @@ $("new-conversation").addEventListener("click", async () => {
     await select(c.id);
   } catch (err) { status(err.message); }
 });
+$("undo-turn").addEventListener("click", () => changeHistory("undo"));
+$("redo-turn").addEventListener("click", () => changeHistory("redo"));
 $("pager-close").addEventListener("click", () => { $("pager").hidden = true; });
 $("pager-next").addEventListener("click", () => { const p = state.pager; if (p && p.page.next) openPager(p.path, p.page.next); });
 $("pager-prev").addEventListener("click", () => {
