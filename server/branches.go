@@ -308,7 +308,7 @@ func (s *Server) branches(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]Branch, 0, len(list))
 	for _, b := range list {
-		at, err := parting(r.Context(), s.Agent.Store, c, b)
+		at, err := rewind.PartsAt(r.Context(), s.Agent.Store, c, b)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, fmt.Sprintf("where branch %s parts from conversation %s: %v", b.ID, id, err))
 			return
@@ -333,7 +333,7 @@ func (s *Server) branchRefs(ctx context.Context, c history.Conversation) ([]Bran
 	}
 	var out []BranchRef
 	for _, br := range list {
-		at, err := parting(ctx, s.Agent.Store, c, br)
+		at, err := rewind.PartsAt(ctx, s.Agent.Store, c, br)
 		if err != nil {
 			return nil, err
 		}
@@ -454,7 +454,7 @@ func (s *Server) switched(w http.ResponseWriter, r *http.Request, id, by, branch
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("conversation %s was switched to branch %s, but reading the branch back failed: %v", id, branch, err))
 		return
 	}
-	at, err := parting(ctx, s.Agent.Store, c, b)
+	at, err := rewind.PartsAt(ctx, s.Agent.Store, c, b)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, fmt.Sprintf("conversation %s was switched to branch %s, but where they part could not be read: %v", id, branch, err))
 		return
@@ -518,48 +518,3 @@ func notBranch(id string, b history.Conversation) string {
 	}
 	return fmt.Sprintf("%s is not a branch of conversation %s: it is a branch of %s (GET /v1/conversations/%s/branches lists the branches)", b.ID, id, b.BranchOf, id)
 }
-
-// parting is how many first messages conversations x and y share, read
-// through the same conversation's rows: the point where they part. Each
-// reads its first BaseAt messages through its Base, and so on up; two
-// that read messages 1 to n through one conversation share them.
-func parting(ctx context.Context, store history.Store, x, y history.Conversation) (int, error) {
-	xs, err := reads(ctx, store, x)
-	if err != nil {
-		return 0, err
-	}
-	ys, err := reads(ctx, store, y)
-	if err != nil {
-		return 0, err
-	}
-	at := 0
-	for id, n := range xs {
-		if m, ok := ys[id]; ok {
-			at = max(at, min(n, m))
-		}
-	}
-	return at, nil
-}
-
-// reads maps each conversation c reads messages through (itself, its
-// Base, and theirs up) to how many of its first messages c reads from it.
-func reads(ctx context.Context, store history.Store, c history.Conversation) (map[string]int, error) {
-	out := map[string]int{c.ID: c.Messages}
-	n := c.Messages
-	for c.Base != "" && len(out) <= maxBaseDepth {
-		n = min(n, c.BaseAt)
-		base, err := store.Get(ctx, c.Base)
-		if err != nil {
-			return nil, fmt.Errorf("reading base %s of conversation %s: %w", c.Base, c.ID, err)
-		}
-		if _, seen := out[base.ID]; seen {
-			break // a loop no store makes: stop rather than spin
-		}
-		out[base.ID] = n
-		c = base
-	}
-	return out, nil
-}
-
-// maxBaseDepth bounds the chain of bases parting follows.
-const maxBaseDepth = 1000

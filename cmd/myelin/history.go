@@ -267,7 +267,7 @@ func historyShow(ctx context.Context, store history.Store, id string, asJSON boo
 	if rec.Parent != "" {
 		fmt.Fprintf(stdout, "subagent of conversation %s, started by its call %s\n", rec.Parent, rec.ParentCall)
 	}
-	if err := showTree(ctx, stdout, store, rec, msgs); err != nil {
+	if err := showTree(ctx, stdout, store, rec); err != nil {
 		fmt.Fprintf(stderr, "myelin history: %v\n", err)
 		return exitError
 	}

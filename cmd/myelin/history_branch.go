@@ -153,16 +153,16 @@ func historyBranches(ctx context.Context, store history.Store, id string, stdout
 		fmt.Fprintf(stdout, "conversation %s has no branches\n", id)
 		return exitOK
 	}
-	msgs, err := store.Messages(ctx, id)
+	rec, err := store.Get(ctx, id)
 	if err != nil {
 		return historyBranchError("history branches", id, err, stderr)
 	}
 	for _, c := range list {
-		bm, err := store.Messages(ctx, c.ID)
+		at, err := rewind.PartsAt(ctx, store, rec, c)
 		if err != nil {
 			return historyBranchError("history branches", id, err, stderr)
 		}
-		fmt.Fprintf(stdout, "%s\t%s\tfrom message %d\t%d messages\n", c.ID, c.Created.Local().Format(time.DateTime), rewind.Parting(msgs, bm), c.Messages)
+		fmt.Fprintf(stdout, "%s\t%s\tfrom message %d\t%d messages\n", c.ID, c.Created.Local().Format(time.DateTime), at, c.Messages)
 	}
 	return exitOK
 }

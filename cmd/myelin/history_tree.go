@@ -54,11 +54,10 @@ func forkNote(ctx context.Context, store history.Store, c history.Conversation) 
 	return note
 }
 
-// showTree prints the head of `history show` for conversation rec (msgs
-// its messages): what it is a fork or a branch of, its branches with
+// showTree prints the head of `history show` for conversation rec: what it is a fork or a branch of, its branches with
 // where each parts from it, and the forks that read their first messages
 // from it. A store without branches prints nothing.
-func showTree(ctx context.Context, w io.Writer, store history.Store, rec history.Conversation, msgs []history.Message) error {
+func showTree(ctx context.Context, w io.Writer, store history.Store, rec history.Conversation) error {
 	b, ok := store.(history.Brancher)
 	if !ok {
 		return nil
@@ -67,12 +66,16 @@ func showTree(ctx context.Context, w io.Writer, store history.Store, rec history
 		fmt.Fprintln(w, note)
 	}
 	if rec.BranchOf != "" {
-		of, err := store.Messages(ctx, rec.BranchOf)
+		of, err := store.Get(ctx, rec.BranchOf)
+		if err != nil {
+			return err
+		}
+		at, err := rewind.PartsAt(ctx, store, of, rec)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "branch of conversation %s, parting from it after message %d (`myelin history switch %s %s` makes %s go on as this)\n",
-			rec.BranchOf, rewind.Parting(of, msgs), rec.BranchOf, rec.ID, rec.BranchOf)
+			rec.BranchOf, at, rec.BranchOf, rec.ID, rec.BranchOf)
 	}
 	brs, err := b.Branches(ctx, rec.ID)
 	if err != nil {
@@ -80,11 +83,11 @@ func showTree(ctx context.Context, w io.Writer, store history.Store, rec history
 	}
 	var line []string
 	for _, br := range brs {
-		bm, err := store.Messages(ctx, br.ID)
+		at, err := rewind.PartsAt(ctx, store, rec, br)
 		if err != nil {
 			return err
 		}
-		line = append(line, fmt.Sprintf("%s (from message %d, %d messages)", br.ID, rewind.Parting(msgs, bm), br.Messages))
+		line = append(line, fmt.Sprintf("%s (from message %d, %d messages)", br.ID, at, br.Messages))
 	}
 	if len(line) > 0 {
 		fmt.Fprintf(w, "branches: %s\n", strings.Join(line, ", "))
