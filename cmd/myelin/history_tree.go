@@ -54,9 +54,9 @@ func forkNote(ctx context.Context, store history.Store, c history.Conversation) 
 	return note
 }
 
-// showTree prints the head of `history show` for conversation rec: what it is a fork or a branch of, its branches with
-// where each parts from it, and the forks that read their first messages
-// from it. A store without branches prints nothing.
+// showTree prints the head of `history show` for conversation rec: what
+// it is a fork or a branch of, its branches with where each parts from
+// it, and the forks that read their first messages from it. A store without branches prints nothing.
 func showTree(ctx context.Context, w io.Writer, store history.Store, rec history.Conversation) error {
 	b, ok := store.(history.Brancher)
 	if !ok {
