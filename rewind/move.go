@@ -40,22 +40,28 @@ func brancherOf(store history.Store, doing string) (history.Brancher, error) {
 // rewound, puts back those that are as the tools left them (Files says
 // which). When the store refuses the rewind (a turn of id running: a
 // *history.HeldError), no file is touched.
+//
+// A point inside a round — after an answer with tool calls, before their
+// results — is refused with an error wrapping history.ErrInsideRound
+// naming the points on either side, and nothing moves: the next turn
+// would take it for a round a crash stopped and run its calls again or
+// answer them as interrupted.
 func Rewind(ctx context.Context, store history.Store, id string, at int, opt Options) (history.Conversation, Files, error) {
 	b, err := brancherOf(store, "rewinding conversation "+id)
 	if err != nil {
 		return history.Conversation{}, Files{}, err
 	}
-	var msgs []history.Message
-	if opt.Files != nil {
-		if msgs, err = store.Messages(ctx, id); err != nil {
-			return history.Conversation{}, Files{}, fmt.Errorf("rewinding conversation %s: %w", id, err)
-		}
+	msgs, err := store.Messages(ctx, id)
+	if err != nil {
+		return history.Conversation{}, Files{}, fmt.Errorf("rewinding conversation %s: %w", id, err)
+	}
+	if err := history.InsideRound(msgs, at); err != nil {
+		return history.Conversation{}, Files{}, fmt.Errorf("rewinding conversation %s to %w", id, err)
 	}
 	return rewindTo(ctx, store, b, id, at, msgs, opt)
 }
 
-// rewindTo is Rewind with id's messages read (msgs; nil without
-// opt.Files).
+// rewindTo is Rewind with id's messages read (msgs).
 func rewindTo(ctx context.Context, store history.Store, b history.Brancher, id string, at int, msgs []history.Message, opt Options) (history.Conversation, Files, error) {
 	var todo *putBack
 	if opt.Files != nil && at >= 0 && at < len(msgs) {

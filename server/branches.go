@@ -20,7 +20,9 @@ import (
 // ForkInput is the body of POST /v1/conversations/{id}/fork.
 type ForkInput struct {
 	// At is how many of the conversation's first messages the fork
-	// continues from (0 to its count); absent, all of them.
+	// continues from (0 to its count, not inside a round); absent, all of
+	// them, or those before the answer whose round is in flight (the
+	// fork's base_at says which).
 	At *int `json:"at,omitempty"`
 }
 
@@ -128,7 +130,9 @@ type switchedEvent struct {
 
 // fork serves POST /v1/conversations/{id}/fork: a new conversation that
 // continues id's first at messages, shared, not copied (agent.Fork). It
-// needs no claim on id: a fork may be made while id's turn runs.
+// needs no claim on id: a fork may be made while id's turn runs. Without
+// at it forks at the end, or, while a round is in flight, before the
+// answer whose calls run: the fork's base_at says which.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var in ForkInput
@@ -143,7 +147,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 	if !s.brancher(w) {
 		return
 	}
-	at := base.Messages
+	at := -1 // the end, or before the answer whose round is in flight
 	if in.At != nil {
 		at = *in.At
 		if at < 0 || at > base.Messages {
@@ -486,7 +490,7 @@ func filesReport(f rewind.Files, asked bool) *FilesReport {
 // branchError answers an error of a fork, a rewind or a switch: 409 for
 // another writer's claim (or nothing to undo or redo), 404 for a
 // conversation not in the store, 400 for a branch that is not the
-// conversation's, 501 for a store that keeps no forks, else 500.
+// conversation's or a point inside a round, 501 for a store that keeps no forks, else 500.
 func (s *Server) branchError(w http.ResponseWriter, err error) {
 	var held *history.HeldError
 	switch {
@@ -500,7 +504,7 @@ func (s *Server) branchError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, err.Error()+"; nothing was changed: another writer took the conversation meanwhile")
 	case errors.Is(err, rewind.ErrNothingToUndo), errors.Is(err, rewind.ErrNothingToRedo):
 		writeError(w, http.StatusConflict, err.Error())
-	case errors.Is(err, history.ErrNotBranch):
+	case errors.Is(err, history.ErrNotBranch), errors.Is(err, history.ErrInsideRound):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, history.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
