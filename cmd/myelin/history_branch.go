@@ -192,8 +192,10 @@ func historySwitch(ctx context.Context, store history.Store, h historyCall, stdo
 func historyBranchError(cmd, id string, err error, stderr io.Writer) int {
 	var held *history.HeldError
 	switch {
+	case errors.As(err, &held) && held.Conversation != id:
+		fmt.Fprintf(stderr, "myelin %s: %v: %s is a branch of %s that its own writer is advancing as a conversation of its own; nothing was changed: try again once that writer is done\n", cmd, err, held.Conversation, id)
 	case errors.As(err, &held):
-		fmt.Fprintf(stderr, "myelin %s: %v: a turn of it is running; nothing was changed\n", cmd, err)
+		fmt.Fprintf(stderr, "myelin %s: %v; nothing was changed: try again once that writer (a turn of it, or another move) is done\n", cmd, err)
 	case errors.Is(err, history.ErrNotFound):
 		fmt.Fprintf(stderr, "myelin %s: %v (`myelin history list` lists the conversations)\n", cmd, err)
 	default:
