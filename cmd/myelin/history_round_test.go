@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -31,5 +34,52 @@ func TestAForkOrRewindInsideARoundIsRefusedNamingThePointsAround(t *testing.T) {
 	}
 	if shown, _, _ := cli(t, "history", "show", "c1", "--workspace", dir); !strings.Contains(shown, "answer 0") {
 		t.Fatalf("c1 after the refused rewind lost its answer:\n%s", shown)
+	}
+}
+
+// history undo, rewind, redo and switch refuse while another writer holds
+// the conversation's claim, saying so by what the claim names: the
+// conversation (a turn of it, or another move) or a branch its own writer
+// advances (review S1).
+func TestHistoryMovesRefusedByAHeldClaimSayWhoHoldsIt(t *testing.T) {
+	dir := workspaceWith(t, map[string]string{})
+	storeTurns(t, dir, "c1", nil, func([]string) [][]history.FileChange { return [][]history.FileChange{nil, nil} })
+	if _, errOut, code := cli(t, "history", "undo", "c1", "--workspace", dir); code != exitOK {
+		t.Fatalf("undo: exit %d: %s", code, errOut)
+	}
+	path, err := defaultStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		claim string
+		args  []string
+		says  string
+	}{
+		{"c1", []string{"history", "undo", "c1"}, "try again once that writer (a turn of it, or another move) is done"},
+		{"c1", []string{"history", "rewind", "c1", "--at", "0"}, "try again once that writer (a turn of it, or another move) is done"},
+		{"c1", []string{"history", "redo", "c1"}, "try again once that writer (a turn of it, or another move) is done"},
+		{"c1~1", []string{"history", "switch", "c1", "c1~1"}, "c1~1 is a branch of c1 that its own writer is advancing"},
+	} {
+		h, err := s.Claim(ctx, tc.claim, history.NewHolder(), time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, errOut, code := cli(t, append(tc.args, "--workspace", dir)...)
+		if err := s.Release(ctx, tc.claim, h); err != nil {
+			t.Fatal(err)
+		}
+		if code == exitOK || !strings.Contains(errOut, tc.says) || strings.Contains(errOut, "a turn of it is running") {
+			t.Errorf("%q while %s is claimed: exit %d, %q; want it refused saying %q", tc.args, tc.claim, code, errOut, tc.says)
+		}
+	}
+	if shown, _, _ := cli(t, "history", "show", "c1", "--workspace", dir); !strings.Contains(shown, "answer 0") || strings.Contains(shown, "answer 1") {
+		t.Fatalf("c1 after the refused moves is not as the undo left it:\n%s", shown)
 	}
 }
