@@ -29,7 +29,8 @@ func brancher(store history.Store, cmd string, stderr io.Writer) (history.Branch
 }
 
 // historyFork forks conversation id at its first at messages (at < 0:
-// all) and prints the new conversation's id.
+// all, or those before the answer whose round is in flight, said on
+// stderr) and prints the new conversation's id.
 func historyFork(ctx context.Context, store history.Store, id string, at int, stdout, stderr io.Writer) int {
 	if _, ok := brancher(store, "history fork", stderr); !ok {
 		return exitError
@@ -39,6 +40,12 @@ func historyFork(ctx context.Context, store history.Store, id string, at int, st
 		return historyBranchError("history fork", id, err, stderr)
 	}
 	fmt.Fprintln(stdout, fork)
+	if at < 0 {
+		// the end, or before the answer whose round is in flight: say which
+		if c, err := store.Get(ctx, fork); err == nil {
+			fmt.Fprintf(stderr, "forked conversation %s at message %d\n", id, c.BaseAt)
+		}
+	}
 	return exitOK
 }
 

@@ -35,6 +35,26 @@ func TestAForkOrRewindInsideARoundIsRefusedNamingThePointsAround(t *testing.T) {
 	if shown, _, _ := cli(t, "history", "show", "c1", "--workspace", dir); !strings.Contains(shown, "answer 0") {
 		t.Fatalf("c1 after the refused rewind lost its answer:\n%s", shown)
 	}
+	// a round in flight: the fork at the end is made before its answer
+	path, err := defaultStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Append(context.Background(), "c1",
+		history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "again"}}},
+		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "call_9", Name: "agent--delegate", Input: []byte(`{"task":"x"}`)}}})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := cli(t, "history", "fork", "c1", "--workspace", dir)
+	if code != exitOK || !strings.Contains(errOut, "forked conversation c1 at message 5") {
+		t.Fatalf("history fork of c1 while a round is in flight: exit %d, %q, %q; want the fork made at 5, before the answer whose call runs, and said", code, out, errOut)
+	}
 }
 
 // history undo, rewind, redo and switch refuse while another writer holds
