@@ -3,10 +3,12 @@ package rewind
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // This file puts files back (docs/branches.md "Putting files back"): a
@@ -145,6 +147,9 @@ func prepare(ctx context.Context, store history.Store, ws Workspace, steps []ste
 		}
 		data, exists, err := ws.Current(s.path)
 		switch {
+		case errors.Is(err, workspace.ErrNowLinked):
+			skip(err.Error()) // it says what is a link, to where, and that the file was left
+			continue
 		case err != nil:
 			skip(fmt.Sprintf("reading it failed, so it was left as it is: %v", err))
 			continue
@@ -207,6 +212,9 @@ func (pb *putBack) apply(ws Workspace, what string) Files {
 		skip := func(why string) { pb.files.Skipped = append(pb.files.Skipped, Skipped{Path: a.path, Why: why}) }
 		data, exists, err := ws.Current(a.path)
 		switch {
+		case errors.Is(err, workspace.ErrNowLinked):
+			skip(err.Error())
+			continue
 		case err != nil:
 			skip(fmt.Sprintf("reading it failed, so it was left as it is (%s all the same): %v", what, err))
 			continue
@@ -214,7 +222,10 @@ func (pb *putBack) apply(ws Workspace, what string) Files {
 			skip(changedWhy(a.expect, exists))
 			continue
 		}
-		if err := ws.PutBack(a.path, a.data, a.remove); err != nil {
+		if err := ws.PutBack(a.path, a.data, a.remove); errors.Is(err, workspace.ErrNowLinked) {
+			skip(err.Error())
+			continue
+		} else if err != nil {
 			skip(fmt.Sprintf("putting it back failed (%s all the same): %v", what, err))
 			continue
 		}

@@ -21,7 +21,10 @@ const NotTracked = "changes made by shell commands, scripts and MCP tools are no
 // (workspace.Workspace implements it).
 type Workspace interface {
 	// Current returns the content of the file at path (relative to the
-	// workspace root), and false when there is no such file.
+	// workspace root), and false when there is no such file. An error
+	// wrapping workspace.ErrNowLinked (a part of path is now a symbolic
+	// link) leaves the file, its words the whole reason; so does
+	// PutBack's.
 	Current(path string) (data []byte, exists bool, err error)
 	// PutBack makes the file at path hold data, or removes it when remove
 	// is set.
