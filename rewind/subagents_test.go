@@ -43,7 +43,7 @@ func TestUndoPutsBackTheFilesTheTurnsSubagentsChanged(t *testing.T) {
 			if err := r.store.Append(r.ctx, "s1g", msg(history.User, text("make g")), msg(history.Assistant, call("w", "workspace--write")), msg(history.User, result("w", r.write("g.txt", nil, "grand"))), msg(history.Assistant, text("made"))); err != nil {
 				t.Fatal(err)
 			}
-			// a forked subagent shares c's first 6 messages (the first
+			X
 			// turn's edit of a.txt among them) and makes f.txt
 			if _, err := b.Fork(r.ctx, history.Conversation{ID: "s2", Base: "c", BaseAt: 6, Parent: "c", ParentCall: "d2"}); err != nil {
 				t.Fatal(err)
