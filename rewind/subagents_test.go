@@ -43,9 +43,10 @@ func TestUndoPutsBackTheFilesTheTurnsSubagentsChanged(t *testing.T) {
 			if err := r.store.Append(r.ctx, "s1g", msg(history.User, text("make g")), msg(history.Assistant, call("w", "workspace--write")), msg(history.User, result("w", r.write("g.txt", nil, "grand"))), msg(history.Assistant, text("made"))); err != nil {
 				t.Fatal(err)
 			}
-			X
-			// turn's edit of a.txt among them) and makes f.txt
-			if _, err := b.Fork(r.ctx, history.Conversation{ID: "s2", Base: "c", BaseAt: 6, Parent: "c", ParentCall: "d2"}); err != nil {
+			// a forked subagent shares c's first 5 messages, up to its
+			// delegating call's (as agent--delegate forks), the first
+			// turn's edit of a.txt among them, and makes f.txt
+			if _, err := b.Fork(r.ctx, history.Conversation{ID: "s2", Base: "c", BaseAt: 5, Parent: "c", ParentCall: "d2"}); err != nil {
 				t.Fatal(err)
 			}
 			if err := r.store.Append(r.ctx, "s2", msg(history.User, text("make f")), msg(history.Assistant, call("w", "workspace--write")), msg(history.User, result("w", r.write("f.txt", nil, "forked"))), msg(history.Assistant, text("made"))); err != nil {
