@@ -21,8 +21,9 @@ import (
 // its base sent from that point, records applied; a fork made before one
 // sends the base's requests from its point without it, and makes its own
 // record when its own requests need one. On every store and every wire.
-// (history/storetest holds the stored records; TestAForksFirstRequestIsItsBasesRequestByteForByte
-// a conversation with no records.)
+// (history/storetest holds the stored records, and
+// TestAForksFirstRequestIsItsBasesRequestByteForByte the requests of a
+// conversation with no records.)
 
 // ctxWork is a conversation that grows until the window policy stores a
 // context record: turns "go on with PART-k", each either one emit call of
@@ -93,6 +94,9 @@ type ctxRun struct {
 	record history.Edit
 }
 
+// runToRecord runs w on r's conversation, answered by w.respond, until a
+// context record is stored, and one turn more, in which the base must
+// store no other (so that a fork's replay of that turn is the base's).
 func runToRecord(t *testing.T, r *rig, w ctxWork) *ctxRun {
 	t.Helper()
 	ctx := context.Background()
@@ -125,7 +129,7 @@ func runToRecord(t *testing.T, r *rig, w ctxWork) *ctxRun {
 		}
 	}
 	c.first = append(c.first, len(r.srv.Requests()))
-	if c.w.tools && len(c.record.Cleared) == 0 || !c.w.tools && c.record.Summary == nil {
+	if (c.w.tools && len(c.record.Cleared) == 0) || (!c.w.tools && c.record.Summary == nil) {
 		t.Fatalf("%s: the first record stored is %+v, not the %s one the test is about", w.name, c.record, w.name)
 	}
 	if got := len(records(t, r.agent, r.id)); got != 1 {
