@@ -3,10 +3,12 @@ package rewind
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // This file puts files back (docs/branches.md "Putting files back"): a
@@ -51,13 +53,14 @@ const (
 	whyNoVersions = "the history store keeps no versions of files, so its content cannot be put back"
 )
 
-// plan is a step per file the tools changed in back (the messages taken
-// back, oldest first) or in forward (those brought back): each goes from
-// what back's changes last left (or, when back has none, its state at
-// the point) to what forward's last left (or its state at the point).
-// The state at the point is what the first change of either replaced.
-func plan(back, forward []history.Message) []step {
-	bk, fw := changes(back), changes(forward)
+// plan is a step per file the tools changed in back (the changes of what
+// a move takes back, oldest first: recorded) or in forward (those of what
+// it brings back): each goes from what back's changes last left (or,
+// when back has none, its state at the point) to what forward's last
+// left (or its state at the point). The state at the point is what the
+// first change of either replaced.
+func plan(back, forward []history.FileChange) []step {
+	bk, fw := byPath(back), byPath(forward)
 	paths := make([]string, 0, len(bk)+len(fw))
 	for p := range bk {
 		paths = append(paths, p)
@@ -88,17 +91,111 @@ func plan(back, forward []history.Message) []step {
 	return steps
 }
 
-// changes are the file changes recorded in msgs, by path, in order.
-func changes(msgs []history.Message) map[string][]history.FileChange {
+// byPath are changes by path, each path's in order.
+func byPath(changes []history.FileChange) map[string][]history.FileChange {
 	out := map[string][]history.FileChange{}
-	for _, m := range msgs {
+	for _, c := range changes {
+		out[c.Path] = append(out[c.Path], c)
+	}
+	return out
+}
+
+// recorded are the file changes of what a move takes from (or brings to)
+// conversation conv, in order: those on the results in tail (conv's
+// messages after the point; prior, those before it), then those on the
+// results kept for conv's unfinished round (Store.Kept), which a store's
+// Rewind and Switch move with the messages; and, at the place of each
+// delegating call's result, those of the subagent the call started
+// (recordedBy). parents are the conversations whose children (Parent)
+// may have been started by calls in tail: conv, and for a switch its
+// branch too.
+func recorded(ctx context.Context, store history.Store, conv string, parents []string, prior, tail []history.Message) ([]history.FileChange, error) {
+	var parts []history.Part
+	for _, m := range tail {
+		parts = append(parts, m.Parts...)
+	}
+	kept, err := store.Kept(ctx, conv)
+	if err != nil {
+		return nil, fmt.Errorf("reading the results kept for the unfinished round of conversation %s: %w", conv, err)
+	}
+	parts = append(parts, kept...)
+	calls := map[string]int{} // the calls of each id in prior
+	for _, m := range prior {
 		for _, p := range m.Parts {
-			for _, c := range p.Files {
-				out[c.Path] = append(out[c.Path], c)
+			if p.Type == history.ToolCallPart {
+				calls[p.CallID]++
 			}
 		}
 	}
-	return out
+	var kids []history.Conversation
+	for _, id := range parents {
+		if !slices.ContainsFunc(parts, func(p history.Part) bool { return p.Type == history.ToolCallPart }) {
+			break
+		}
+		k, err := history.Children(ctx, store, id)
+		if err != nil {
+			return nil, fmt.Errorf("listing the subagents of conversation %s: %w", id, err)
+		}
+		kids = append(kids, k...)
+	}
+	history.SortChildren(kids)
+	started := map[string][]history.Conversation{} // by ParentCall, oldest first
+	for _, k := range kids {
+		started[k.ParentCall] = append(started[k.ParentCall], k)
+	}
+	var out []history.FileChange
+	pending := map[string][]history.Conversation{} // started by a call whose result is still to come
+	var order []string                             // the ids of those calls, as made
+	for _, p := range parts {
+		switch p.Type {
+		case history.ToolCallPart:
+			// a provider may give the same call id twice (the fakes of
+			// tests do): the n-th call of an id started its n-th child,
+			// as delegate reads it
+			if n := calls[p.CallID]; n < len(started[p.CallID]) {
+				pending[p.CallID] = append(pending[p.CallID], started[p.CallID][n])
+				order = append(order, p.CallID)
+			}
+			calls[p.CallID]++
+		case history.ToolResultPart:
+			if q := pending[p.CallID]; len(q) > 0 {
+				pending[p.CallID] = q[1:]
+				sub, err := recordedBy(ctx, store, q[0])
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, sub...)
+			}
+		}
+		out = append(out, p.Files...)
+	}
+	// a call with no result yet (its round unfinished, nothing kept):
+	// its subagent's changes come last, in the order of the calls
+	for _, id := range order {
+		if q := pending[id]; len(q) > 0 {
+			pending[id] = q[1:]
+			sub, err := recordedBy(ctx, store, q[0])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+		}
+	}
+	return out, nil
+}
+
+// recordedBy are the file changes subagent conversation c recorded: on
+// the results of its own messages — after its first BaseAt, which a fork
+// shares with its parent (they are the parent's, before the call) — and
+// those kept for its unfinished round, with its own subagents', as
+// recorded says.
+func recordedBy(ctx context.Context, store history.Store, c history.Conversation) ([]history.FileChange, error) {
+	msgs, err := store.Messages(ctx, c.ID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the conversation %s of a subagent: %w", c.ID, err)
+	}
+	at := min(c.BaseAt, len(msgs))
+	return recorded(ctx, store, c.ID, []string{c.ID}, msgs[:at], msgs[at:])
 }
 
 // before is the state change c found the file in; after, the one it left.
@@ -145,6 +242,9 @@ func prepare(ctx context.Context, store history.Store, ws Workspace, steps []ste
 		}
 		data, exists, err := ws.Current(s.path)
 		switch {
+		case errors.Is(err, workspace.ErrNowLinked):
+			skip(err.Error()) // it says what is a link, to where, and that the file was left
+			continue
 		case err != nil:
 			skip(fmt.Sprintf("reading it failed, so it was left as it is: %v", err))
 			continue
@@ -207,6 +307,9 @@ func (pb *putBack) apply(ws Workspace, what string) Files {
 		skip := func(why string) { pb.files.Skipped = append(pb.files.Skipped, Skipped{Path: a.path, Why: why}) }
 		data, exists, err := ws.Current(a.path)
 		switch {
+		case errors.Is(err, workspace.ErrNowLinked):
+			skip(err.Error())
+			continue
 		case err != nil:
 			skip(fmt.Sprintf("reading it failed, so it was left as it is (%s all the same): %v", what, err))
 			continue
@@ -214,7 +317,10 @@ func (pb *putBack) apply(ws Workspace, what string) Files {
 			skip(changedWhy(a.expect, exists))
 			continue
 		}
-		if err := ws.PutBack(a.path, a.data, a.remove); err != nil {
+		if err := ws.PutBack(a.path, a.data, a.remove); errors.Is(err, workspace.ErrNowLinked) {
+			skip(err.Error())
+			continue
+		} else if err != nil {
 			skip(fmt.Sprintf("putting it back failed (%s all the same): %v", what, err))
 			continue
 		}

@@ -38,7 +38,7 @@ func (s *hookStore) Renew(ctx context.Context, id string, h history.Holder, d ti
 	return s.storeBrancher.Renew(ctx, id, h, d)
 }
 
-func text(role history.Role, s string) history.Message {
+func said(role history.Role, s string) history.Message {
 	return history.Message{Role: role, Parts: []history.Part{{Type: history.TextPart, Text: s}}}
 }
 
@@ -75,7 +75,7 @@ func TestATurnCannotStartBetweenAMovesReadAndItsMove(t *testing.T) {
 				if err := base.Create(ctx, history.Conversation{ID: id}); err != nil {
 					t.Fatal(err)
 				}
-				if err := base.Append(ctx, id, text(history.User, "one"), text(history.Assistant, "1")); err != nil {
+				if err := base.Append(ctx, id, said(history.User, "one"), said(history.Assistant, "1")); err != nil {
 					t.Fatal(err)
 				}
 				var turnErr error
@@ -87,7 +87,7 @@ func TestATurnCannotStartBetweenAMovesReadAndItsMove(t *testing.T) {
 						return
 					}
 					defer base.Release(ctx, id, h)
-					turnErr = base.Append(history.Writing(ctx, h), id, text(history.User, "two"), text(history.Assistant, "2"))
+					turnErr = base.Append(history.Writing(ctx, h), id, said(history.User, "two"), said(history.Assistant, "2"))
 				}
 				br, err := move(ctx, s)
 				if err != nil {

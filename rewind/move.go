@@ -70,7 +70,11 @@ func rewindTo(ctx context.Context, store history.Store, b history.Brancher, id s
 	var todo *putBack
 	if opt.Files != nil && at >= 0 && at < len(msgs) {
 		// out of range, the store's Rewind says what is wrong
-		todo = prepare(ctx, store, opt.Files, plan(msgs[at:], nil))
+		back, err := recorded(ctx, store, id, []string{id}, msgs[:at], msgs[at:])
+		if err != nil {
+			return history.Conversation{}, Files{}, fmt.Errorf("rewinding conversation %s: %w", id, err)
+		}
+		todo = prepare(ctx, store, opt.Files, plan(back, nil))
 	}
 	br, err := b.Rewind(ctx, id, at)
 	if err != nil {
@@ -234,7 +238,15 @@ func switchWith(ctx context.Context, store history.Store, b history.Brancher, id
 	var todo *putBack
 	if opt.Files != nil {
 		p := Parting(msgs, bm)
-		todo = prepare(ctx, store, opt.Files, plan(msgs[p:], bm[p:]))
+		back, err := recorded(ctx, store, id, []string{id, branch}, msgs[:p], msgs[p:])
+		if err != nil {
+			return Files{}, fmt.Errorf("switching conversation %s to %s: %w", id, branch, err)
+		}
+		forward, err := recorded(ctx, store, branch, []string{id, branch}, bm[:p], bm[p:])
+		if err != nil {
+			return Files{}, fmt.Errorf("switching conversation %s to %s: %w", id, branch, err)
+		}
+		todo = prepare(ctx, store, opt.Files, plan(back, forward))
 	}
 	if err := b.Switch(ctx, id, branch); err != nil {
 		return Files{}, err

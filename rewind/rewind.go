@@ -1,9 +1,10 @@
 // Package rewind takes a conversation back: to an earlier point (Rewind),
 // by its last turn (Undo), forward again (Redo), or onto another of its
 // branches (Switch), through the store's history.Brancher, and, when
-// asked, puts back the workspace files its tools wrote or edited in the
-// turns it takes back (history.FileChange, docs/branches.md "Files go
-// back"). It is what the CLI (`myelin history rewind|undo|redo|switch`)
+// asked, puts back the workspace files its tools — and its subagents'
+// (agent--delegate) — wrote or edited in the turns it takes back,
+// results kept for an unfinished round included (history.FileChange,
+// docs/branches.md "Files go back"). It is what the CLI (`myelin history rewind|undo|redo|switch`)
 // and the API call.
 //
 // It must not write to a conversation other than through the store's
@@ -21,7 +22,10 @@ const NotTracked = "changes made by shell commands, scripts and MCP tools are no
 // (workspace.Workspace implements it).
 type Workspace interface {
 	// Current returns the content of the file at path (relative to the
-	// workspace root), and false when there is no such file.
+	// workspace root), and false when there is no such file. An error
+	// wrapping workspace.ErrNowLinked (a part of path is now a symbolic
+	// link) leaves the file, its words the whole reason; so does
+	// PutBack's.
 	Current(path string) (data []byte, exists bool, err error)
 	// PutBack makes the file at path hold data, or removes it when remove
 	// is set.

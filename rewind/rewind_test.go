@@ -225,24 +225,26 @@ func TestRewindPutsBackTheFilesTheToolsChangedAfterThePoint(t *testing.T) {
 			Skipped: []rewind.Skipped{{Path: "a.txt", Why: "changed since by someone else: its content is not what the tools last wrote"}}},
 		disk: map[string]string{"a.txt": "theirs", "b.txt": "b0"},
 	}} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, &history.Memory{}, tc.before)
-			tc.turns(r)
-			n := r.count("c")
-			br, files, err := rewind.Rewind(r.ctx, r.store, "c", tc.at, rewind.Options{Files: r.ws})
-			if err != nil {
-				t.Fatalf("rewind: %v", err)
-			}
-			if !reflect.DeepEqual(files, tc.want) {
-				t.Errorf("files:\n got %+v\nwant %+v", files, tc.want)
-			}
-			if got := r.disk(); !reflect.DeepEqual(got, tc.disk) {
-				t.Errorf("the workspace after the rewind:\n got %v\nwant %v", got, tc.disk)
-			}
-			if r.count("c") != tc.at || br.BranchOf != "c" || r.count(br.ID) != n {
-				t.Errorf("the conversation holds %d messages (want %d), its branch %s of %q %d (want %d)", r.count("c"), tc.at, br.ID, br.BranchOf, r.count(br.ID), n)
-			}
-		})
+		for _, st := range stores(t) {
+			t.Run(tc.name+"/"+st.name, func(t *testing.T) {
+				r := newRig(t, st.store, tc.before)
+				tc.turns(r)
+				n := r.count("c")
+				br, files, err := rewind.Rewind(r.ctx, r.store, "c", tc.at, rewind.Options{Files: r.ws})
+				if err != nil {
+					t.Fatalf("rewind: %v", err)
+				}
+				if !reflect.DeepEqual(files, tc.want) {
+					t.Errorf("files:\n got %+v\nwant %+v", files, tc.want)
+				}
+				if got := r.disk(); !reflect.DeepEqual(got, tc.disk) {
+					t.Errorf("the workspace after the rewind:\n got %v\nwant %v", got, tc.disk)
+				}
+				if r.count("c") != tc.at || br.BranchOf != "c" || r.count(br.ID) != n {
+					t.Errorf("the conversation holds %d messages (want %d), its branch %s of %q %d (want %d)", r.count("c"), tc.at, br.ID, br.BranchOf, r.count(br.ID), n)
+				}
+			})
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,6 +99,57 @@ func TestPutBackRefusesWhatTheWriteToolRefuses(t *testing.T) {
 	} {
 		if _, _, err := w.Current(tc.path); err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("Current(%q): %v; want it refused saying %q", tc.path, err, tc.says)
+		}
+	}
+}
+
+// A recorded path that now goes through a symbolic link — the file
+// itself, or a directory on the way — leads to a file the tools did not
+// change: Current and PutBack refuse it with ErrNowLinked, saying which
+// part is a link and to where, and the file it leads to is not touched.
+func TestPutBackAndCurrentLeaveAPathThatIsNowASymbolicLink(t *testing.T) {
+	w, dir := openTemp(t)
+	put := func(name, content string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the tools wrote out.txt and d/f.txt; the user moved both and left
+	// links where they were
+	put("keep/out.txt", "the tools' out")
+	put("real/f.txt", "the tools' f")
+	if err := os.Symlink("keep/out.txt", filepath.Join(dir, "out.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real", filepath.Join(dir, "d")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, says string }{
+		{"out.txt", "out.txt is now a symbolic link (to keep/out.txt)"},
+		{"d/f.txt", "d is now a symbolic link (to real)"},
+	} {
+		if _, _, err := w.Current(tc.path); !errors.Is(err, ErrNowLinked) || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "left as it is") {
+			t.Errorf("Current(%q): %v; want ErrNowLinked saying %q and that it was left", tc.path, err, tc.says)
+		}
+		for _, remove := range []bool{true, false} {
+			if err := w.PutBack(tc.path, []byte("put back"), remove); !errors.Is(err, ErrNowLinked) || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("PutBack(%q, remove %v): %v; want ErrNowLinked saying %q", tc.path, remove, err, tc.says)
+			}
+		}
+	}
+	for name, want := range map[string]string{"keep/out.txt": "the tools' out", "real/f.txt": "the tools' f"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
+			t.Errorf("%s, behind a link: %q, %v; want it untouched (%q)", name, b, err, want)
+		}
+	}
+	for _, name := range []string{"out.txt", "d"} {
+		if st, err := os.Lstat(filepath.Join(dir, name)); err != nil || st.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("the link %s: %v, %v; want it left in place", name, st, err)
 		}
 	}
 }
