@@ -25,17 +25,29 @@ func (a *Agent) Fork(ctx context.Context, id string, at int) (string, error) {
 
 // Fork is Agent.Fork on store, for a program that forks without an agent
 // (`myelin history fork`).
+//
+// A point inside a round — after an answer with tool calls, before their
+// results — is refused with an error wrapping history.ErrInsideRound that
+// names the points on either side: the fork's next turn would take it for
+// a round a crash stopped and run its calls again (agent--delegate would
+// start another subagent) or answer them as interrupted. At the end by
+// default (at < 0) while a round is in flight, the fork is made before
+// the answer whose calls run (history.BeforeRound); its record's BaseAt
+// says which point it took. Either reads id's messages (history.Store has
+// no read of one message): the store's own Fork reads none.
 func Fork(ctx context.Context, store history.Store, id string, at int) (string, error) {
 	b, ok := store.(history.Brancher)
 	if !ok {
 		return "", fmt.Errorf("forking conversation %s: %w", id, ErrNoForks)
 	}
+	msgs, err := store.Messages(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("forking conversation %s: %w", id, err)
+	}
 	if at < 0 {
-		c, err := store.Get(ctx, id)
-		if err != nil {
-			return "", fmt.Errorf("forking conversation %s: %w", id, err)
-		}
-		at = c.Messages
+		at = history.BeforeRound(msgs, len(msgs))
+	} else if err := history.InsideRound(msgs, at); err != nil {
+		return "", fmt.Errorf("forking conversation %s at %w", id, err)
 	}
 	c, err := b.Fork(ctx, history.Conversation{ID: NewID(), Base: id, BaseAt: at})
 	if err != nil {

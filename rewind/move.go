@@ -38,24 +38,34 @@ func brancherOf(store history.Store, doing string) (history.Brancher, error) {
 // returns its record. With opt.Files it first checks the workspace files
 // the tools changed in the messages after at, then, the conversation
 // rewound, puts back those that are as the tools left them (Files says
-// which). When the store refuses the rewind (a turn of id running: a
-// *history.HeldError), no file is touched.
+// which). It reads, checks and moves under id's claim (Hold, unless ctx
+// writes as its holder already), so that no turn changes id between its
+// read and its move; while another writer holds id (a turn running: a
+// *history.HeldError), nothing is read and no file is touched.
+//
+// A point inside a round — after an answer with tool calls, before their
+// results — is refused with an error wrapping history.ErrInsideRound
+// naming the points on either side, and nothing moves: the next turn
+// would take it for a round a crash stopped and run its calls again or
+// answer them as interrupted.
 func Rewind(ctx context.Context, store history.Store, id string, at int, opt Options) (history.Conversation, Files, error) {
 	b, err := brancherOf(store, "rewinding conversation "+id)
 	if err != nil {
 		return history.Conversation{}, Files{}, err
 	}
-	var msgs []history.Message
-	if opt.Files != nil {
-		if msgs, err = store.Messages(ctx, id); err != nil {
+	return held(ctx, store, id, func(ctx context.Context) (history.Conversation, Files, error) {
+		msgs, err := store.Messages(ctx, id)
+		if err != nil {
 			return history.Conversation{}, Files{}, fmt.Errorf("rewinding conversation %s: %w", id, err)
 		}
-	}
-	return rewindTo(ctx, store, b, id, at, msgs, opt)
+		if err := history.InsideRound(msgs, at); err != nil {
+			return history.Conversation{}, Files{}, fmt.Errorf("rewinding conversation %s to %w", id, err)
+		}
+		return rewindTo(ctx, store, b, id, at, msgs, opt)
+	})
 }
 
-// rewindTo is Rewind with id's messages read (msgs; nil without
-// opt.Files).
+// rewindTo is Rewind with id's messages read (msgs).
 func rewindTo(ctx context.Context, store history.Store, b history.Brancher, id string, at int, msgs []history.Message, opt Options) (history.Conversation, Files, error) {
 	var todo *putBack
 	if opt.Files != nil && at >= 0 && at < len(msgs) {
@@ -80,34 +90,37 @@ func rewindTo(ctx context.Context, store history.Store, b history.Brancher, id s
 //
 // An empty branch of id that parts where the rewind goes (one a Redo left)
 // is switched to instead of making another, so that undoing and redoing
-// does not pile up branches.
+// does not pile up branches. Like Rewind, it reads and moves under id's
+// claim: a turn that ends after its read cannot be taken back by it.
 func Undo(ctx context.Context, store history.Store, id string, opt Options) (history.Conversation, Files, error) {
 	b, err := brancherOf(store, "undoing the last turn of conversation "+id)
 	if err != nil {
 		return history.Conversation{}, Files{}, err
 	}
-	msgs, err := store.Messages(ctx, id)
-	if err != nil {
-		return history.Conversation{}, Files{}, fmt.Errorf("undoing the last turn of conversation %s: %w", id, err)
-	}
-	at := lastPrompt(msgs)
-	if at < 0 {
-		return history.Conversation{}, Files{}, fmt.Errorf("undoing the last turn of conversation %s: %w", id, ErrNothingToUndo)
-	}
-	if empty, ok, err := emptyBranchAt(ctx, store, b, id, msgs, at); err != nil {
-		return history.Conversation{}, Files{}, err
-	} else if ok {
-		files, err := switchWith(ctx, store, b, id, empty.ID, msgs, msgs[:at], opt, "the conversation was rewound")
+	return held(ctx, store, id, func(ctx context.Context) (history.Conversation, Files, error) {
+		msgs, err := store.Messages(ctx, id)
 		if err != nil {
+			return history.Conversation{}, Files{}, fmt.Errorf("undoing the last turn of conversation %s: %w", id, err)
+		}
+		at := lastPrompt(msgs)
+		if at < 0 {
+			return history.Conversation{}, Files{}, fmt.Errorf("undoing the last turn of conversation %s: %w", id, ErrNothingToUndo)
+		}
+		if empty, ok, err := emptyBranchAt(ctx, store, b, id, msgs, at); err != nil {
 			return history.Conversation{}, Files{}, err
+		} else if ok {
+			files, err := switchWith(ctx, store, b, id, empty.ID, msgs, msgs[:at], opt, "the conversation was rewound")
+			if err != nil {
+				return history.Conversation{}, Files{}, err
+			}
+			br, err := store.Get(ctx, empty.ID)
+			if err != nil {
+				return history.Conversation{}, files, fmt.Errorf("undoing the last turn of conversation %s: reading its branch %s: %w", id, empty.ID, err)
+			}
+			return br, files, nil
 		}
-		br, err := store.Get(ctx, empty.ID)
-		if err != nil {
-			return history.Conversation{}, files, fmt.Errorf("undoing the last turn of conversation %s: reading its branch %s: %w", id, empty.ID, err)
-		}
-		return br, files, nil
-	}
-	return rewindTo(ctx, store, b, id, at, msgs, opt)
+		return rewindTo(ctx, store, b, id, at, msgs, opt)
+	})
 }
 
 // lastPrompt is the index of the last prompt in msgs (a user message
@@ -158,34 +171,37 @@ func emptyBranchAt(ctx context.Context, store history.Store, b history.Brancher,
 // id's end (what an Undo, or a Rewind to the end, took back) and returns
 // the branch's id; with none, ErrNothingToRedo. opt is as Switch's: the
 // files the tools changed in the turns it brings back are put forward.
+// Like Rewind, it reads and moves under id's claim.
 func Redo(ctx context.Context, store history.Store, id string, opt Options) (string, Files, error) {
 	b, err := brancherOf(store, "redoing conversation "+id)
 	if err != nil {
 		return "", Files{}, err
 	}
-	msgs, err := store.Messages(ctx, id)
-	if err != nil {
-		return "", Files{}, fmt.Errorf("redoing conversation %s: %w", id, err)
-	}
-	brs, err := b.Branches(ctx, id)
-	if err != nil {
-		return "", Files{}, fmt.Errorf("redoing conversation %s: %w", id, err)
-	}
-	for i := len(brs) - 1; i >= 0; i-- {
-		if brs[i].Messages <= len(msgs) {
-			continue
-		}
-		bm, err := store.Messages(ctx, brs[i].ID)
+	return held(ctx, store, id, func(ctx context.Context) (string, Files, error) {
+		msgs, err := store.Messages(ctx, id)
 		if err != nil {
-			return "", Files{}, fmt.Errorf("redoing conversation %s: reading its branch %s: %w", id, brs[i].ID, err)
+			return "", Files{}, fmt.Errorf("redoing conversation %s: %w", id, err)
 		}
-		if Parting(msgs, bm) != len(msgs) {
-			continue
+		brs, err := b.Branches(ctx, id)
+		if err != nil {
+			return "", Files{}, fmt.Errorf("redoing conversation %s: %w", id, err)
 		}
-		files, err := switchWith(ctx, store, b, id, brs[i].ID, msgs, bm, opt, "the conversation was switched")
-		return brs[i].ID, files, err
-	}
-	return "", Files{}, fmt.Errorf("redoing conversation %s: %w", id, ErrNothingToRedo)
+		for i := len(brs) - 1; i >= 0; i-- {
+			if brs[i].Messages <= len(msgs) {
+				continue
+			}
+			bm, err := store.Messages(ctx, brs[i].ID)
+			if err != nil {
+				return "", Files{}, fmt.Errorf("redoing conversation %s: reading its branch %s: %w", id, brs[i].ID, err)
+			}
+			if Parting(msgs, bm) != len(msgs) {
+				continue
+			}
+			files, err := switchWith(ctx, store, b, id, brs[i].ID, msgs, bm, opt, "the conversation was switched")
+			return brs[i].ID, files, err
+		}
+		return "", Files{}, fmt.Errorf("redoing conversation %s: %w", id, ErrNothingToRedo)
+	})
 }
 
 // Switch makes conversation id go on as its branch does, through the
@@ -193,22 +209,27 @@ func Redo(ctx context.Context, store history.Store, id string, opt Options) (str
 // id's messages after the point where the two part go back to how they
 // were at that point, and those changed in the branch's go to how the
 // branch's tools left them: one check and one put-back per file, the
-// checks made before the switch, as Rewind's are.
+// checks made before the switch, as Rewind's are, under id's claim.
 func Switch(ctx context.Context, store history.Store, id, branch string, opt Options) (Files, error) {
 	b, err := brancherOf(store, "switching conversation "+id+" to "+branch)
 	if err != nil {
 		return Files{}, err
 	}
-	var msgs, bm []history.Message
-	if opt.Files != nil {
-		if msgs, err = store.Messages(ctx, id); err != nil {
-			return Files{}, fmt.Errorf("switching conversation %s to %s: %w", id, branch, err)
+	_, files, err := held(ctx, store, id, func(ctx context.Context) (struct{}, Files, error) {
+		var msgs, bm []history.Message
+		if opt.Files != nil {
+			var err error
+			if msgs, err = store.Messages(ctx, id); err != nil {
+				return struct{}{}, Files{}, fmt.Errorf("switching conversation %s to %s: %w", id, branch, err)
+			}
+			if bm, err = store.Messages(ctx, branch); err != nil {
+				return struct{}{}, Files{}, fmt.Errorf("switching conversation %s to %s: %w", id, branch, err)
+			}
 		}
-		if bm, err = store.Messages(ctx, branch); err != nil {
-			return Files{}, fmt.Errorf("switching conversation %s to %s: %w", id, branch, err)
-		}
-	}
-	return switchWith(ctx, store, b, id, branch, msgs, bm, opt, "the conversation was switched")
+		files, err := switchWith(ctx, store, b, id, branch, msgs, bm, opt, "the conversation was switched")
+		return struct{}{}, files, err
+	})
+	return files, err
 }
 
 // switchWith is Switch with both conversations' messages read (nil

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/myelin-run/myelin/agent"
+	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/rewind"
 )
@@ -20,7 +22,9 @@ import (
 // ForkInput is the body of POST /v1/conversations/{id}/fork.
 type ForkInput struct {
 	// At is how many of the conversation's first messages the fork
-	// continues from (0 to its count); absent, all of them.
+	// continues from (0 to its count, not inside a round); absent, all of
+	// them, or those before the answer whose round is in flight (the
+	// fork's base_at says which).
 	At *int `json:"at,omitempty"`
 }
 
@@ -30,13 +34,17 @@ type RewindInput struct {
 	// its count less one); the rest go to a new branch.
 	At *int `json:"at"`
 	// Files, when set, puts back the workspace files the tools wrote or
-	// edited after that point (FilesReport).
+	// edited after that point (FilesReport); on a server with no
+	// workspace it is refused (501).
 	Files bool `json:"files,omitempty"`
 }
 
 // FilesInput is the body of POST .../undo and .../redo: whether the
 // workspace files go back (or forward) with the conversation.
 type FilesInput struct {
+	// Files, when set, puts back (undo) or forward (redo) the workspace
+	// files the tools wrote or edited in the turn moved (FilesReport); on
+	// a server with no workspace it is refused (501).
 	Files bool `json:"files,omitempty"`
 }
 
@@ -44,7 +52,10 @@ type FilesInput struct {
 type SwitchInput struct {
 	// Branch is the id of one of the conversation's branches.
 	Branch string `json:"branch"`
-	Files  bool   `json:"files,omitempty"`
+	// Files, when set, puts the workspace files the tools changed after
+	// the point where the two part as the branch's tools left them
+	// (FilesReport); on a server with no workspace it is refused (501).
+	Files bool `json:"files,omitempty"`
 }
 
 // FilesReport is what a rewind, undo, redo or switch asked to move the
@@ -128,7 +139,9 @@ type switchedEvent struct {
 
 // fork serves POST /v1/conversations/{id}/fork: a new conversation that
 // continues id's first at messages, shared, not copied (agent.Fork). It
-// needs no claim on id: a fork may be made while id's turn runs.
+// needs no claim on id: a fork may be made while id's turn runs. Without
+// at it forks at the end, or, while a round is in flight, before the
+// answer whose calls run: the fork's base_at says which.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var in ForkInput
@@ -143,7 +156,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 	if !s.brancher(w) {
 		return
 	}
-	at := base.Messages
+	at := -1 // the end, or before the answer whose round is in flight
 	if in.At != nil {
 		at = *in.At
 		if at < 0 || at > base.Messages {
@@ -153,7 +166,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 	}
 	fid, err := agent.Fork(r.Context(), s.Agent.Store, id, at)
 	if err != nil {
-		s.branchError(w, err)
+		s.branchError(w, id, err)
 		return
 	}
 	c, err := s.Agent.Store.Get(r.Context(), fid)
@@ -189,6 +202,9 @@ func (s *Server) rewindConversation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
+	if !s.filesOK(w, in.Files) {
+		return
+	}
 	ctx, release, ok := s.hold(w, r, id, "rewound")
 	if !ok {
 		return
@@ -196,7 +212,7 @@ func (s *Server) rewindConversation(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	br, files, err := rewind.Rewind(ctx, s.Agent.Store, id, *in.At, s.rewindOptions(in.Files))
 	if err != nil {
-		s.branchError(w, err)
+		s.branchError(w, id, err)
 		return
 	}
 	s.rewound(w, r, id, "rewind", br, files, in.Files)
@@ -214,6 +230,9 @@ func (s *Server) undo(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.found(w, r, id); !ok || !s.brancher(w) {
 		return
 	}
+	if !s.filesOK(w, in.Files) {
+		return
+	}
 	ctx, release, ok := s.hold(w, r, id, "undone")
 	if !ok {
 		return
@@ -221,7 +240,7 @@ func (s *Server) undo(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	br, files, err := rewind.Undo(ctx, s.Agent.Store, id, s.rewindOptions(in.Files))
 	if err != nil {
-		s.branchError(w, err)
+		s.branchError(w, id, err)
 		return
 	}
 	s.rewound(w, r, id, "undo", br, files, in.Files)
@@ -239,6 +258,9 @@ func (s *Server) redo(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.found(w, r, id); !ok || !s.brancher(w) {
 		return
 	}
+	if !s.filesOK(w, in.Files) {
+		return
+	}
 	ctx, release, ok := s.hold(w, r, id, "redone")
 	if !ok {
 		return
@@ -246,7 +268,7 @@ func (s *Server) redo(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	branch, files, err := rewind.Redo(ctx, s.Agent.Store, id, s.rewindOptions(in.Files))
 	if err != nil {
-		s.branchError(w, err)
+		s.branchError(w, id, err)
 		return
 	}
 	s.switched(w, r, id, "redo", branch, files, in.Files)
@@ -280,6 +302,9 @@ func (s *Server) switchBranch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, notBranch(id, b))
 		return
 	}
+	if !s.filesOK(w, in.Files) {
+		return
+	}
 	ctx, release, ok := s.hold(w, r, id, "switched")
 	if !ok {
 		return
@@ -287,7 +312,7 @@ func (s *Server) switchBranch(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	files, err := rewind.Switch(ctx, s.Agent.Store, id, in.Branch, s.rewindOptions(in.Files))
 	if err != nil {
-		s.branchError(w, err)
+		s.branchError(w, id, err)
 		return
 	}
 	s.switched(w, r, id, "switch", in.Branch, files, in.Files)
@@ -303,7 +328,7 @@ func (s *Server) branches(w http.ResponseWriter, r *http.Request) {
 	}
 	list, err := s.Agent.Store.(history.Brancher).Branches(r.Context(), id)
 	if err != nil {
-		s.branchError(w, err)
+		s.branchError(w, id, err)
 		return
 	}
 	out := make([]Branch, 0, len(list))
@@ -344,22 +369,23 @@ func (s *Server) branchRefs(ctx context.Context, c history.Conversation) ([]Bran
 
 // hold takes conversation id for a write that is not a turn (a rewind,
 // undo, redo or switch: done names it): it answers 409 and reports false
-// while a turn of it runs here, is queued (Queue), or another writer
-// holds its claim; else it takes the claim, so that no turn starts while
-// the write is made (one that tries is refused with 409), and returns
-// the context to write under and the release of the claim.
+// while a turn of it runs here, is queued (Queue), background work of it
+// runs or waits (idle), or another writer holds its claim; else it takes
+// the claim through rewind.Hold, which renews it while held, so that no
+// turn starts while the write is made (one that tries is refused with
+// 409), and returns the context to write under and the release of the
+// claim.
 func (s *Server) hold(w http.ResponseWriter, r *http.Request, id, done string) (context.Context, func(), bool) {
 	if !s.idle(w, r, id, done) {
 		return nil, nil, false
 	}
-	store := s.Agent.Store
-	h, err := store.Claim(r.Context(), id, history.NewHolder(), history.DefaultLease)
+	ctx, release, err := rewind.Hold(r.Context(), s.Agent.Store, id)
 	var held *history.HeldError
 	switch {
 	case errors.As(err, &held):
 		var e Held
 		e.Error.Status = http.StatusConflict
-		e.Error.Message = fmt.Sprintf("%v; nothing was %s: try again once its turn has ended", err, done)
+		e.Error.Message = fmt.Sprintf("%v; nothing was %s: try again once that writer is done", err, done)
 		e.Error.Holder = &held.Holder
 		writeJSON(w, http.StatusConflict, e)
 		return nil, nil, false
@@ -367,13 +393,8 @@ func (s *Server) hold(w http.ResponseWriter, r *http.Request, id, done string) (
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no conversation %q", id))
 		return nil, nil, false
 	case err != nil:
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("claiming conversation %s: %v", id, err))
+		writeError(w, http.StatusInternalServerError, err.Error())
 		return nil, nil, false
-	}
-	release := func() {
-		if err := store.Release(context.WithoutCancel(r.Context()), id, h); err != nil {
-			s.logf("releasing conversation %s after it was %s: %v", id, done, err)
-		}
 	}
 	// a turn started between the look and the claim has not claimed yet:
 	// it would, once this write is done, and go on from a point its
@@ -382,12 +403,20 @@ func (s *Server) hold(w http.ResponseWriter, r *http.Request, id, done string) (
 		release()
 		return nil, nil, false
 	}
-	return history.Writing(r.Context(), h), release, true
+	return ctx, release, true
 }
 
 // idle answers 409 and reports false when a turn of conversation id runs
-// on this server or is queued or running on a worker (Queue).
+// on this server or is queued or running on a worker (Queue), or when
+// background work of it runs or waits (a background script running, a
+// wake waiting for its turn): that work would go on about calls the move
+// takes out of the history, and its wake start a turn about them. It is
+// refused, not cancelled: the user decides what to stop (docs/serve.md).
 func (s *Server) idle(w http.ResponseWriter, r *http.Request, id, done string) bool {
+	if busy := s.backgroundWork(id); busy != "" {
+		writeError(w, http.StatusConflict, fmt.Sprintf("conversation %s has background work running or waiting (%s); nothing was %s: stop it (a turn can call %s) or wait for it to end and its wakes' turns to finish, then try again", id, busy, done, background.ToolCancel))
+		return false
+	}
 	tid := s.runningTurn(id)
 	if tid == "" && s.Queue != nil {
 		var err error
@@ -418,12 +447,24 @@ func (s *Server) brancher(w http.ResponseWriter) bool {
 }
 
 // rewindOptions are the options of a rewind: the server's workspace when
-// the files are to move with the conversation.
+// the files are to move with the conversation (filesOK has said there is
+// one).
 func (s *Server) rewindOptions(files bool) rewind.Options {
 	if !files || s.Workspace == nil {
 		return rewind.Options{}
 	}
 	return rewind.Options{Files: s.Workspace}
+}
+
+// filesOK answers 501 and reports false when the files were asked to
+// move (files) and the server has no workspace to put them back in:
+// an empty report would read as if none needed it.
+func (s *Server) filesOK(w http.ResponseWriter, files bool) bool {
+	if !files || s.Workspace != nil {
+		return true
+	}
+	writeError(w, http.StatusNotImplemented, `this server has no workspace, so it cannot put files back: leave "files" out (the conversation alone moves) or serve with a workspace`)
+	return false
 }
 
 // rewound answers a rewind or undo (by) of conversation id, which made
@@ -483,24 +524,25 @@ func filesReport(f rewind.Files, asked bool) *FilesReport {
 	return out
 }
 
-// branchError answers an error of a fork, a rewind or a switch: 409 for
+// branchError answers an error of a fork, a rewind or a switch of
+// conversation id: 409 for
 // another writer's claim (or nothing to undo or redo), 404 for a
 // conversation not in the store, 400 for a branch that is not the
-// conversation's, 501 for a store that keeps no forks, else 500.
-func (s *Server) branchError(w http.ResponseWriter, err error) {
+// conversation's or a point inside a round, 501 for a store that keeps no forks, else 500.
+func (s *Server) branchError(w http.ResponseWriter, id string, err error) {
 	var held *history.HeldError
 	switch {
 	case errors.As(err, &held):
 		var h Held
 		h.Error.Status = http.StatusConflict
-		h.Error.Message = err.Error() + "; nothing was changed: try again once its turn has ended"
+		h.Error.Message = err.Error() + "; nothing was changed: " + heldAdvice(id, held)
 		h.Error.Holder = &held.Holder
 		writeJSON(w, http.StatusConflict, h)
 	case errors.Is(err, history.ErrClaimLost):
 		writeError(w, http.StatusConflict, err.Error()+"; nothing was changed: another writer took the conversation meanwhile")
 	case errors.Is(err, rewind.ErrNothingToUndo), errors.Is(err, rewind.ErrNothingToRedo):
 		writeError(w, http.StatusConflict, err.Error())
-	case errors.Is(err, history.ErrNotBranch):
+	case errors.Is(err, history.ErrNotBranch), errors.Is(err, history.ErrInsideRound):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, history.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
@@ -517,4 +559,41 @@ func notBranch(id string, b history.Conversation) string {
 		return fmt.Sprintf("%s is not a branch of conversation %s: it is a conversation of its own (GET /v1/conversations/%s/branches lists the branches)", b.ID, id, id)
 	}
 	return fmt.Sprintf("%s is not a branch of conversation %s: it is a branch of %s (GET /v1/conversations/%s/branches lists the branches)", b.ID, id, b.BranchOf, id)
+}
+
+// heldAdvice says what to do about held, refusing a move of conversation
+// id, by what it names: id itself (a turn, or another move, holds it), or
+// one of its branches, which someone goes on with as a conversation of
+// its own.
+func heldAdvice(id string, held *history.HeldError) string {
+	if held.Conversation != id {
+		return fmt.Sprintf("%s is a branch of %s that its own writer is advancing as a conversation of its own: switch to it once that writer is done", held.Conversation, id)
+	}
+	return "try again once that writer (a turn of it, or another move) is done"
+}
+
+// backgroundWork names the background work of conversation id on this
+// server — its scripts running, its wakes waiting for their turns — or
+// is "" when there is none.
+func (s *Server) backgroundWork(id string) string {
+	var parts []string
+	if s.Background != nil {
+		for _, b := range s.Background.List(id) {
+			if b.Status == "running" {
+				parts = append(parts, "background script "+b.ID+" running")
+			}
+		}
+	}
+	s.mu.Lock()
+	c := s.convs[id]
+	s.mu.Unlock()
+	if c != nil {
+		c.mu.Lock()
+		n := len(c.wakes)
+		c.mu.Unlock()
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d wake(s) waiting for their turn", n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

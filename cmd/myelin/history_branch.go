@@ -29,7 +29,8 @@ func brancher(store history.Store, cmd string, stderr io.Writer) (history.Branch
 }
 
 // historyFork forks conversation id at its first at messages (at < 0:
-// all) and prints the new conversation's id.
+// all, or those before the answer whose round is in flight, said on
+// stderr) and prints the new conversation's id.
 func historyFork(ctx context.Context, store history.Store, id string, at int, stdout, stderr io.Writer) int {
 	if _, ok := brancher(store, "history fork", stderr); !ok {
 		return exitError
@@ -39,6 +40,12 @@ func historyFork(ctx context.Context, store history.Store, id string, at int, st
 		return historyBranchError("history fork", id, err, stderr)
 	}
 	fmt.Fprintln(stdout, fork)
+	if at < 0 {
+		// the end, or before the answer whose round is in flight: say which
+		if c, err := store.Get(ctx, fork); err == nil {
+			fmt.Fprintf(stderr, "forked conversation %s at message %d\n", id, c.BaseAt)
+		}
+	}
 	return exitOK
 }
 
@@ -192,8 +199,10 @@ func historySwitch(ctx context.Context, store history.Store, h historyCall, stdo
 func historyBranchError(cmd, id string, err error, stderr io.Writer) int {
 	var held *history.HeldError
 	switch {
+	case errors.As(err, &held) && held.Conversation != id:
+		fmt.Fprintf(stderr, "myelin %s: %v: %s is a branch of %s that its own writer is advancing as a conversation of its own; nothing was changed: try again once that writer is done\n", cmd, err, held.Conversation, id)
 	case errors.As(err, &held):
-		fmt.Fprintf(stderr, "myelin %s: %v: a turn of it is running; nothing was changed\n", cmd, err)
+		fmt.Fprintf(stderr, "myelin %s: %v; nothing was changed: try again once that writer (a turn of it, or another move) is done\n", cmd, err)
 	case errors.Is(err, history.ErrNotFound):
 		fmt.Fprintf(stderr, "myelin %s: %v (`myelin history list` lists the conversations)\n", cmd, err)
 	default:
