@@ -103,6 +103,10 @@ type Usage struct {
 	Output     int `json:"output"`      // output tokens
 	CacheRead  int `json:"cache_read"`  // input tokens read from the prompt cache
 	CacheWrite int `json:"cache_write"` // input tokens written to the prompt cache
+	// CacheWrite1h is how many of CacheWrite were written with the
+	// one-hour lifetime (Anthropic's family, --cache-ttl 1h), which is
+	// priced higher than the five-minute one; 0 when none or not told.
+	CacheWrite1h int `json:"cache_write_1h,omitempty"`
 }
 
 // Add adds u2 to u.
@@ -111,6 +115,7 @@ func (u *Usage) Add(u2 Usage) {
 	u.Output += u2.Output
 	u.CacheRead += u2.CacheRead
 	u.CacheWrite += u2.CacheWrite
+	u.CacheWrite1h += u2.CacheWrite1h
 }
 
 // Message is one message of a conversation.
