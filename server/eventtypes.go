@@ -91,10 +91,13 @@ type Usage struct {
 	Output     int `json:"output"`
 	CacheRead  int `json:"cache_read"`
 	CacheWrite int `json:"cache_write"`
+	// CacheWrite1h is how many of CacheWrite were written with the
+	// one-hour cache lifetime (history.Usage); absent when none.
+	CacheWrite1h int `json:"cache_write_1h,omitempty"`
 }
 
 func usageOf(u history.Usage) Usage {
-	return Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite}
+	return Usage{Input: u.Input, Output: u.Output, CacheRead: u.CacheRead, CacheWrite: u.CacheWrite, CacheWrite1h: u.CacheWrite1h}
 }
 
 type messageStoredEvent struct {
