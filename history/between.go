@@ -9,7 +9,7 @@ import (
 
 // RangeReader is a Store that reads part of a conversation's messages at
 // the cost of that part, not of the conversation's length: what a check
-// of one point needs (InsideRoundOf, BeforeRoundOf), where Messages would
+// of one point needs (ReadPoint), where Messages would
 // read ten thousand messages to look at ten. Memory and the durable
 // stores implement it; Between reads through it when a store does.
 type RangeReader interface {
