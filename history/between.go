@@ -9,9 +9,9 @@ import (
 
 // RangeReader is a Store that reads part of a conversation's messages at
 // the cost of that part, not of the conversation's length: what a check
-// of one point needs (ReadPoint), where Messages would
-// read ten thousand messages to look at ten. Memory and the durable
-// stores implement it; Between reads through it when a store does.
+// of one point needs (ReadPoint), where Messages would read ten thousand
+// messages to look at ten. Memory and the durable stores implement it;
+// Between reads through it when a store does.
 type RangeReader interface {
 	// MessagesBetween returns conversation id's messages from index from
 	// to index to-1 (numbered from+1 to to), in order, as Messages
