@@ -33,20 +33,22 @@ func (a *Agent) Fork(ctx context.Context, id string, at int) (string, error) {
 // start another subagent) or answer them as interrupted. At the end by
 // default (at < 0) while a round is in flight, the fork is made before
 // the answer whose calls run (history.BeforeRound); its record's BaseAt
-// says which point it took. Either reads id's messages (history.Store has
-// no read of one message): the store's own Fork reads none.
+// says which point it took. Either reads only the messages around the
+// point (history.ReadPoint: through the store's RangeReader, a few
+// messages whatever id's length), so that a fork costs about what the
+// store's own Fork, which reads none, costs (docs/performance.md).
 func Fork(ctx context.Context, store history.Store, id string, at int) (string, error) {
 	b, ok := store.(history.Brancher)
 	if !ok {
 		return "", fmt.Errorf("forking conversation %s: %w", id, ErrNoForks)
 	}
-	msgs, err := store.Messages(ctx, id)
+	p, err := history.ReadPoint(ctx, store, id, at)
 	if err != nil {
 		return "", fmt.Errorf("forking conversation %s: %w", id, err)
 	}
 	if at < 0 {
-		at = history.BeforeRound(msgs, len(msgs))
-	} else if err := history.InsideRound(msgs, at); err != nil {
+		at = p.BeforeRound()
+	} else if err := p.InsideRound(); err != nil {
 		return "", fmt.Errorf("forking conversation %s at %w", id, err)
 	}
 	c, err := b.Fork(ctx, history.Conversation{ID: NewID(), Base: id, BaseAt: at})

@@ -64,18 +64,47 @@ func (s *Memory) segments(c *memConversation) ([]segment, error) {
 // slice, clipped so that appends never reach the caller's; else a new
 // slice of its bases' messages and its own. s.mu is held.
 func (s *Memory) read(c *memConversation) ([]Message, error) {
-	if c.rec.BaseAt == 0 {
-		return c.msgs[:len(c.msgs):len(c.msgs)], nil
+	return s.readRange(c, 0, c.rec.Messages)
+}
+
+// readRange is conversation c's messages from index from to index to-1
+// (0 ≤ from ≤ to ≤ its count), as read takes them: those of its own
+// clipped, those of its bases in a new slice. s.mu is held.
+func (s *Memory) readRange(c *memConversation, from, to int) ([]Message, error) {
+	if from >= c.rec.BaseAt {
+		return c.msgs[from-c.rec.BaseAt : to-c.rec.BaseAt : to-c.rec.BaseAt], nil
 	}
 	segs, err := s.segments(c)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Message, 0, c.rec.Messages)
+	out := make([]Message, 0, to-from)
 	for _, g := range segs {
-		out = append(out, g.owner.msgs[g.from-g.owner.rec.BaseAt:g.to-g.owner.rec.BaseAt]...)
+		if lo, hi := max(g.from, from), min(g.to, to); lo < hi {
+			out = append(out, g.owner.msgs[lo-g.owner.rec.BaseAt:hi-g.owner.rec.BaseAt]...)
+		}
 	}
 	return out, nil
+}
+
+// MessagesBetween returns conversation id's messages from index from to
+// index to-1 (see RangeReader): its bases' and its own, read under the
+// store's lock, so at one moment.
+func (s *Memory) MessagesBetween(ctx context.Context, id string, from, to int) ([]Message, error) {
+	if err := stopped(ctx, "reading conversation "+id); err != nil {
+		return nil, err
+	}
+	if err := record.CheckRange(id, from, to); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.get(id)
+	if err != nil {
+		return nil, err
+	}
+	to = min(to, c.rec.Messages)
+	return s.readRange(c, min(from, to), to)
 }
 
 // Fork creates conversation c, whose first c.BaseAt messages are read from

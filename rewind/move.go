@@ -41,7 +41,9 @@ func brancherOf(store history.Store, doing string) (history.Brancher, error) {
 // which). It reads, checks and moves under id's claim (Hold, unless ctx
 // writes as its holder already), so that no turn changes id between its
 // read and its move; while another writer holds id (a turn running: a
-// *history.HeldError), nothing is read and no file is touched.
+// *history.HeldError), nothing is read and no file is touched. Without
+// opt.Files it reads only the messages around at (history.ReadPoint), a
+// few whatever id's length.
 //
 // A point inside a round — after an answer with tool calls, before their
 // results — is refused with an error wrapping history.ErrInsideRound
@@ -54,18 +56,33 @@ func Rewind(ctx context.Context, store history.Store, id string, at int, opt Opt
 		return history.Conversation{}, Files{}, err
 	}
 	return held(ctx, store, id, func(ctx context.Context) (history.Conversation, Files, error) {
-		msgs, err := store.Messages(ctx, id)
+		var msgs []history.Message
+		var err error
+		if opt.Files != nil {
+			// the files go back: the messages after at say which
+			msgs, err = store.Messages(ctx, id)
+			if err == nil {
+				err = history.InsideRound(msgs, at)
+			}
+		} else if at >= 0 { // below 0: the store's Rewind says what is wrong
+			// only the messages around the point (history.ReadPoint)
+			var p history.Point
+			if p, err = history.ReadPoint(ctx, store, id, at); err == nil {
+				err = p.InsideRound()
+			}
+		}
+		if errors.Is(err, history.ErrInsideRound) {
+			return history.Conversation{}, Files{}, fmt.Errorf("rewinding conversation %s to %w", id, err)
+		}
 		if err != nil {
 			return history.Conversation{}, Files{}, fmt.Errorf("rewinding conversation %s: %w", id, err)
-		}
-		if err := history.InsideRound(msgs, at); err != nil {
-			return history.Conversation{}, Files{}, fmt.Errorf("rewinding conversation %s to %w", id, err)
 		}
 		return rewindTo(ctx, store, b, id, at, msgs, opt)
 	})
 }
 
-// rewindTo is Rewind with id's messages read (msgs).
+// rewindTo is Rewind with id's messages read (msgs; only with opt.Files
+// are they needed, and read).
 func rewindTo(ctx context.Context, store history.Store, b history.Brancher, id string, at int, msgs []history.Message, opt Options) (history.Conversation, Files, error) {
 	var todo *putBack
 	if opt.Files != nil && at >= 0 && at < len(msgs) {

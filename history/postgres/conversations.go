@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -193,7 +194,7 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	if n <= known.baseAt {
 		from = known.baseAt + 1
 	}
-	own, err := s.ownRows(ctx, id, from)
+	own, err := s.ownRows(ctx, id, from, noEnd)
 	if errors.Is(err, history.ErrNotFound) {
 		s.forget(id) // deleted since by another process: not served from memory
 		return nil, err
@@ -253,7 +254,7 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 		}
 		// read after the base's messages: a base rewound meanwhile has
 		// pointed this record elsewhere, and it is read again
-		own, err := s.ownRows(ctx, id, c.BaseAt+1)
+		own, err := s.ownRows(ctx, id, c.BaseAt+1, noEnd)
 		if errors.Is(err, history.ErrNotFound) {
 			s.forget(id)
 			return nil, err
@@ -299,14 +300,17 @@ type ownState struct {
 	rows   []storedRow
 }
 
+// noEnd is ownRows' to for all the rows from its from on.
+const noEnd = math.MaxInt32
+
 // ownRows reads, in one statement, conversation id's link to the messages
-// it shares, its count and its own rows numbered from on; a conversation
-// not in the store is ErrNotFound.
-func (s *Store) ownRows(ctx context.Context, id string, from int) (ownState, error) {
+// it shares, its count and its own rows numbered from to to; a
+// conversation not in the store is ErrNotFound.
+func (s *Store) ownRows(ctx context.Context, id string, from, to int) (ownState, error) {
 	doing := "reading conversation " + id
 	var out ownState
 	rows, err := s.pool.Query(ctx, `SELECT c.base, c.base_at, c.messages, m.seq, m.message, m.crc FROM conversations c
-		LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2 WHERE c.id = $1 ORDER BY m.seq`, id, from)
+		LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2 AND m.seq <= $3 WHERE c.id = $1 ORDER BY m.seq`, id, from, to)
 	if err != nil {
 		return out, s.explain(doing, err)
 	}

@@ -153,6 +153,7 @@ func Run(t *testing.T, subject Subject) {
 		{"RequestsStayWithTheirConversationThroughRewindsAndSwitches", requestsStayWithTheirConversation},
 		{"ForksAtAnyPointWhileTheOwnerAppendsReadTheirBasesMessagesThen", func(t *testing.T, s Subject) { forksWhileOwnerWrites(t, s, false) }}, // branches_concurrent.go
 		{"ForksWhileTheOwnerAppendsAndRewindsReadTheirBasesMessagesThen", func(t *testing.T, s Subject) { forksWhileOwnerWrites(t, s, true) }},
+		{"RangesReadAsThatPartOfTheMessagesThroughForksRewindsAndSwitches", rangesReadAsMessages}, // range.go
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}

@@ -93,3 +93,14 @@ func NotBranch(id, branch, branchOf string) error {
 func HasForks(id string, forks []string) error {
 	return fmt.Errorf("deleting conversation %s: %w: %v; delete them first", id, ErrHasForks, forks)
 }
+
+// CheckRange returns the error for reading the messages of conversation
+// id from index from to index to (not included): a range that starts
+// before the first or ends before it starts. A range past the end is no
+// error (it reads to the end).
+func CheckRange(id string, from, to int) error {
+	if from < 0 || to < from {
+		return fmt.Errorf("reading messages %d to %d of conversation %s: the range must start at 0 or later and end no earlier than it starts", from, to, id)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
+)
+
+// MessagesBetween returns conversation id's messages from index from to
+// index to-1 (see history.RangeReader), reading those rows only: as
+// readAll reads a conversation whole — its record, the part of the range
+// it shares read through its base the same way, then its own rows in the
+// range in one statement with its link, read again from the start when
+// that link moved meanwhile — so that what it returns is the
+// conversation at one moment. It neither reads nor fills what the store
+// keeps of the conversations it has read (Messages' memory).
+func (s *Store) MessagesBetween(ctx context.Context, id string, from, to int) ([]history.Message, error) {
+	if err := record.CheckRange(id, from, to); err != nil {
+		return nil, err
+	}
+	return s.between(ctx, id, from, to, 0)
+}
+
+// between is MessagesBetween of conversation id, reached through depth
+// forks.
+func (s *Store) between(ctx context.Context, id string, from, to, depth int) ([]history.Message, error) {
+	if depth > maxChain {
+		return nil, fmt.Errorf("history store %s: conversation %s: its first messages are shared through more than %d conversations (a loop): %w", s.name, id, maxChain, history.ErrDamaged)
+	}
+	for range 3 {
+		c, err := s.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		hi := min(to, c.Messages)
+		lo := min(from, hi)
+		out := make([]history.Message, 0, hi-lo)
+		if lo < c.BaseAt {
+			upTo := min(hi, c.BaseAt)
+			shared, err := s.between(ctx, c.Base, lo, upTo, depth+1)
+			if (errors.Is(err, history.ErrNotFound) || err == nil && len(shared) < upTo-lo) && s.moved(ctx, c) {
+				continue // rewound or switched since its record was read
+			}
+			if errors.Is(err, history.ErrNotFound) {
+				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
+			}
+			if err != nil {
+				return nil, err
+			}
+			if len(shared) < upTo-lo {
+				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, c.BaseAt, c.Base, lo+len(shared), history.ErrDamaged)
+			}
+			out = append(out, shared...)
+		}
+		// read after the base's messages: a base rewound meanwhile has
+		// pointed this record elsewhere, and it is read again
+		first := max(lo, c.BaseAt) + 1
+		own, err := s.ownRows(ctx, id, first, hi)
+		if err != nil {
+			return nil, err
+		}
+		if own.base != c.Base || own.baseAt != c.BaseAt || own.count < hi {
+			continue // rewound or switched since its record was read
+		}
+		fresh, _, err := s.decodeRows(id, first, own.rows)
+		if err != nil {
+			return nil, err
+		}
+		if n := first - 1 + len(fresh); n < hi {
+			return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, n+1, hi, own.count, history.ErrDamaged)
+		}
+		return append(out, fresh...), nil
+	}
+	return nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
+}
