@@ -173,7 +173,7 @@ func TestHistoryListAndShow(t *testing.T) {
 		t.Fatalf("list %q", out)
 	}
 	out, _, code = cli(t, "history", "show", id, "--workspace", dir)
-	for _, want := range []string{"read a.txt please", `[tool call toolu_1] workspace--read {"path":"a.txt"}`, "[tool result toolu_1]\n     1\talpha\n[lines 1-1 of 1 in a.txt; end of file]", "[usage: 3 input, 0 cached, 0 cache-written, 4 output]", "done"} {
+	for _, want := range []string{"read a.txt please", `[tool call toolu_1] workspace--read {"path":"a.txt"}`, "[tool result toolu_1]\n     1\talpha\n[lines 1-1 of 1 in a.txt; end of file]", "[usage: 3 input, 0 cached, 0 cache-written, 4 output; cost $0.0001]" /* 3*$3 + 4*$15 a million */, "done"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("show lacks %q:\n%s", want, out)
 		}
