@@ -2,9 +2,11 @@ package price
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -292,4 +294,48 @@ func TestConversationWithAnUnknownModelCostsAtLeastItsKnownPart(t *testing.T) {
 	if got := p.Cost.String(); got != "at least $2.5000 (model my-local-llama not in the price table)" {
 		t.Fatalf("the conversation shows %q", got)
 	}
+}
+
+// docs/cost.md lists the built-in table: a row per model, the same prices.
+func TestTheDocsListTheBuiltinTable(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "docs", "cost.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if name, ok := strings.CutPrefix(line, "| `"); ok {
+			name, _, _ = strings.Cut(name, "`")
+			rows[name] = line
+		}
+	}
+	g := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	tb := Builtin()
+	for _, name := range tb.Models() {
+		m, _ := tb.Lookup(name)
+		oneH := "—"
+		if m.CacheWrite1h > 0 {
+			oneH = g(m.CacheWrite1h)
+		}
+		want := fmt.Sprintf("| `%s` | %s | %s | %s | %s | %s |", name, g(m.Input), g(m.Output), g(m.CacheRead), g(m.CacheWrite), oneH)
+		if !strings.HasPrefix(rows[name], want) {
+			t.Errorf("docs/cost.md's row of %s is %q, want it to begin %q", name, rows[name], want)
+		}
+		if m.Long != nil && !strings.Contains(rows[name], fmt.Sprintf("above %s: %s / %s", commas(m.LongAbove), g(m.Long.Input), g(m.Long.Output))) {
+			t.Errorf("docs/cost.md's row of %s does not give its long tier (above %d: %v / %v): %q", name, m.LongAbove, m.Long.Input, m.Long.Output, rows[name])
+		}
+		delete(rows, name)
+	}
+	for name := range rows {
+		t.Errorf("docs/cost.md lists %s, which the built-in table does not price", name)
+	}
+}
+
+// commas is n with its thousands separated: 200,000.
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
