@@ -176,3 +176,41 @@ func TestTheTokenLineSaysCostUnknownForAModelNotInThePriceTable(t *testing.T) {
 		t.Fatalf("exit %d, last line %q: want it to end %q", code, lines[len(lines)-1], want)
 	}
 }
+
+// chat's token line gives each turn's own cost, not the conversation's
+// so far.
+func TestChatGivesEachTurnItsOwnCost(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	fakeAnthropic(t,
+		providertest.Step{Text: "one", Input: 1000, Output: 100},
+		providertest.Step{Text: "two", Input: 2000, Output: 10, CacheRead: 1000})
+	_, errOut, code := cliIn(t, "first\nsecond\n", "chat", "--workspace", dir)
+	var costs []string
+	for _, line := range strings.Split(errOut, "\n") {
+		if strings.HasPrefix(line, "tokens: ") {
+			_, c, _ := strings.Cut(line, "; cost ")
+			costs = append(costs, c)
+		}
+	}
+	// at claude-sonnet-4-5's prices: 1,000*3 + 100*15, then
+	// 2,000*3 + 10*15 + 1,000*0.3 dollars per million tokens
+	want := []string{price.Dollars(4500 / 1e6), price.Dollars(6450 / 1e6)}
+	if code != 0 || len(costs) != 2 || costs[0] != want[0] || costs[1] != want[1] {
+		t.Fatalf("exit %d, the turns' costs %q, want %q; stderr:\n%s", code, costs, want, errOut)
+	}
+}
+
+// Each request is priced on its own: two requests of 110,000 tokens are
+// not one long prompt priced at Claude Sonnet 4.5's tier above 200,000.
+func TestTheTurnsCostPricesEachRequestOnItsOwn(t *testing.T) {
+	dir := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
+	fakeAnthropic(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "workspace--read", Input: `{"path":"a.txt"}`}}, Input: 110_000, Output: 10},
+		providertest.Step{Text: "alpha", Input: 110_000, Output: 10})
+	_, errOut, code := cli(t, "run", "--workspace", dir, "read a.txt")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	want := "; cost " + price.Dollars(2*(110_000*3+10*15)/1e6)
+	if code != 0 || !strings.HasSuffix(lines[len(lines)-1], want) {
+		t.Fatalf("exit %d, last line %q: want it to end %q (not the long tier's %s)", code, lines[len(lines)-1], want, price.Dollars(2*(110_000*6+10*22.5)/1e6))
+	}
+}
