@@ -48,17 +48,19 @@ type shownCosts struct {
 	priced price.Priced
 	table  *price.Table
 	byMsg  map[int]price.Cost // the requests of each message or record, summed
+	byKind map[kindAt]price.Cost
 	turnAt map[int]price.Turn // the turns by their prompt's index
 }
 
 func newShownCosts(tb *price.Table, msgs []history.Message) *shownCosts {
 	p := tb.Conversation(msgs)
-	sc := &shownCosts{priced: p, table: tb, byMsg: map[int]price.Cost{}, turnAt: map[int]price.Turn{}}
+	sc := &shownCosts{priced: p, table: tb, byMsg: map[int]price.Cost{}, byKind: map[kindAt]price.Cost{}, turnAt: map[int]price.Turn{}}
 	parts := map[int][]price.Cost{}
 	for _, tr := range p.Turns {
 		sc.turnAt[tr.Prompt] = tr
 		for _, r := range tr.Requests {
 			parts[r.Msg] = append(parts[r.Msg], r.Cost)
+			sc.byKind[kindAt{r.Msg, r.Kind}] = r.Cost
 		}
 	}
 	for i, cs := range parts {
@@ -67,13 +69,21 @@ func newShownCosts(tb *price.Table, msgs []history.Message) *shownCosts {
 	return sc
 }
 
-// requestCost is "; cost …" for the request whose usage message i holds,
-// "" when it has none or sc is nil.
-func (sc *shownCosts) requestCost(i int) string {
+// kindAt names one priced request: the message or record holding its
+// usage, and its kind (price.Request.Kind).
+type kindAt struct {
+	msg  int
+	kind string
+}
+
+// requestCost is "; cost …" for the request of kind ("answer", "summary",
+// "refusal") whose usage message i holds, "" when it has none or sc is
+// nil.
+func (sc *shownCosts) requestCost(i int, kind string) string {
 	if sc == nil {
 		return ""
 	}
-	c, ok := sc.byMsg[i]
+	c, ok := sc.byKind[kindAt{i, kind}]
 	if !ok {
 		return ""
 	}
@@ -82,12 +92,12 @@ func (sc *shownCosts) requestCost(i int) string {
 
 // turnStarts reports whether message i is a turn's prompt; false when
 // sc is nil.
-func (sc *shownCosts) turnStarts(i int) (price.Turn, bool) {
+func (sc *shownCosts) turnStarts(i int) bool {
 	if sc == nil {
-		return price.Turn{}, false
+		return false
 	}
-	tr, ok := sc.turnAt[i]
-	return tr, ok
+	_, ok := sc.turnAt[i]
+	return ok
 }
 
 // turnLine writes the cost of the turn whose prompt is message i, when it

@@ -214,3 +214,25 @@ func TestTheTurnsCostPricesEachRequestOnItsOwn(t *testing.T) {
 		t.Fatalf("exit %d, last line %q: want it to end %q (not the long tier's %s)", code, lines[len(lines)-1], want, price.Dollars(2*(110_000*6+10*22.5)/1e6))
 	}
 }
+
+// A refused answer's request cost money too: history show prices it
+// where it shows its usage, and counts it in its turn.
+func TestHistoryShowPricesARefusedRequest(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	msgs := recordedConversation(t)[:4]
+	refused := &history.Usage{Input: 4000, Output: 20}
+	msgs = append(msgs[:3], history.Message{Role: history.Context, Edit: &history.Edit{
+		Cleared: []history.Cleared{{Msg: 2, CallID: "toolu_1", Text: "[withheld]", Chars: 5}},
+		Refusal: &history.Refusal{Stop: "refusal", Text: "no", Usage: refused}}}, msgs[3])
+	storeConversation(t, dir, "c1", msgs)
+	out, errOut, code := cli(t, "history", "show", "c1", "--workspace", dir)
+	refusedCost := (4000*3 + 20*15) / 1e6
+	for _, want := range []string{
+		"[usage of the refused request: 4000 input, 0 cached, 0 cache-written, 20 output; cost " + price.Dollars(refusedCost) + "]",
+		"[turn from message 1: 3 requests, cost " + price.Dollars(handAnswer1+refusedCost+handAnswer2) + "]",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("exit %d %s; history show lacks %q:\n%s", code, errOut, want, out)
+		}
+	}
+}

@@ -41,13 +41,13 @@ func showConversation(w io.Writer, msgs []history.Message, children map[string][
 	}
 	prompt := -1 // the prompt of the turn being shown
 	for i, m := range msgs {
-		if _, ok := costs.turnStarts(i); ok {
+		if costs.turnStarts(i) {
 			costs.turnLine(w, prompt)
 			prompt = i
 		}
 		fmt.Fprintf(w, "── %d %s  %s\n", i+1, m.Role, m.Time.Local().Format(time.DateTime))
 		if m.IsRecord() {
-			showRecord(w, m, costs.requestCost(i))
+			showRecord(w, m, costs.requestCost(i, "refusal"), costs.requestCost(i, "summary"))
 			continue
 		}
 		for _, p := range m.Parts {
@@ -89,7 +89,7 @@ func showConversation(w io.Writer, msgs []history.Message, children map[string][
 			}
 		}
 		if u := m.Usage; u != nil {
-			fmt.Fprintf(w, "[usage: %s%s]\n", usageText(*u), costs.requestCost(i))
+			fmt.Fprintf(w, "[usage: %s%s]\n", usageText(*u), costs.requestCost(i, "answer"))
 		}
 		if st := m.Settings; st != nil {
 			fmt.Fprintln(w, settingsText(*st))
@@ -160,9 +160,10 @@ func clearedAt(msgs []history.Message) map[clearKey]int {
 
 // showRecord writes a Context record's body: what its Edit took out of
 // requests (or withheld after a refusal, with the refused answer) and what
-// its summary stands for. cost ("; cost …", or "") is what the record's
-// requests cost, said after the last usage it shows.
-func showRecord(w io.Writer, m history.Message, cost string) {
+// its summary stands for. refusedCost and summaryCost ("; cost …", or "")
+// are what its refused answer's and its summary's requests cost, said
+// after their usage.
+func showRecord(w io.Writer, m history.Message, refusedCost, summaryCost string) {
 	e := m.Edit
 	if e == nil {
 		fmt.Fprintln(w, "[a context record with no edit]")
@@ -206,11 +207,7 @@ func showRecord(w io.Writer, m history.Message, cost string) {
 	if r := e.Refusal; r != nil {
 		fmt.Fprintf(w, "[the refused answer, stop reason %q, never sent:]\n%s\n", r.Stop, r.Text)
 		if r.Usage != nil {
-			c := cost
-			if e.Summary != nil && e.Summary.Usage != nil {
-				c = "" // said once, after the summary's
-			}
-			fmt.Fprintf(w, "[usage of the refused request: %s%s]\n", usageText(*r.Usage), c)
+			fmt.Fprintf(w, "[usage of the refused request: %s%s]\n", usageText(*r.Usage), refusedCost)
 		}
 	}
 	if s := e.Summary; s != nil {
@@ -220,10 +217,7 @@ func showRecord(w io.Writer, m history.Message, cost string) {
 		}
 		fmt.Fprintf(w, "[summary standing for %s in requests from here on]\n%s\n", span, s.Text)
 		if s.Usage != nil {
-			if e.Refusal != nil && e.Refusal.Usage != nil && cost != "" {
-				cost += ", with the refused request's"
-			}
-			fmt.Fprintf(w, "[usage of the summary's request: %s%s]\n", usageText(*s.Usage), cost)
+			fmt.Fprintf(w, "[usage of the summary's request: %s%s]\n", usageText(*s.Usage), summaryCost)
 		}
 	}
 	var why []string
