@@ -163,8 +163,12 @@ func TestTheTokenLineGivesTheLastRequestAgainstTheWindowAndTheCacheHits(t *testi
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
 	// last: 1,000 + 21,500 + 956 = 23,456 of 40,000 = 58.6%; turn input
 	// 1,500+20,000 + 456+20,000+1,500 + 1,000+21,500+956 = 66,912, of
-	// which 41,500 (62%) read from the cache and 22,456 written to it
-	want := "tokens: last request 23,456 of the 40,000-token window (59%); turn: 66,912 input, 41,500 of it (62%) read from the cache, 22,456 written to it; 2,345 output"
+	// which 41,500 (62%) read from the cache and 22,456 written to it;
+	// at claude-sonnet-4-5's $3 input, $15 output, $0.30 cache reads and
+	// $3.75 cache writes per million: 1,500*3 + 300*15 + 20,000*3.75 =
+	// 84,000, 456*3 + 45*15 + 20,000*0.3 + 1,500*3.75 = 13,668, 1,000*3 +
+	// 2,000*15 + 21,500*0.3 + 956*3.75 = 43,035: $0.140703
+	want := "tokens: last request 23,456 of the 40,000-token window (59%); turn: 66,912 input, 41,500 of it (62%) read from the cache, 22,456 written to it; 2,345 output; cost $0.1407"
 	if last := lines[len(lines)-1]; last != want {
 		t.Fatalf("last line\n%q, want\n%q", last, want)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/price"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -24,13 +25,19 @@ const historyUsage = `Usage:
       parent and parent_call for a subagent's, fork_of and fork_at for a
       fork). A fork says which conversation it continues, from which
       message.
-  myelin history show ID [--json] [--workspace DIR] [--store PATH]
-      The conversation's messages as stored, numbered, with usage per
-      answer, where results were cleared from requests or a summary
-      stands for older messages, and under each agent--delegate call the
-      subagent's conversation (--json: the stored records as they are).
-      First, its place in the branch tree: the conversation it is a fork
-      or a branch of, from which message, its branches and its forks.
+  myelin history show ID [--json] [--prices FILE] [--workspace DIR] [--store PATH]
+      The conversation's messages as stored, numbered, with usage and
+      cost per request, each turn's cost after it and the whole
+      conversation's at the end, where results were cleared from
+      requests or a summary stands for older messages, and under each
+      agent--delegate call the subagent's conversation (--json: the
+      stored records as they are, with "cost" on those that hold a
+      request's usage and "turn_cost" on each turn's prompt). First, its
+      place in the branch tree: the conversation it is a fork or a
+      branch of, from which message, its branches and its forks. Costs
+      are at the built-in prices with FILE (default: the user's
+      prices.json) over them; a model they do not price costs
+      "unknown", never $0 (docs/cost.md).
   myelin history delete ID [--workspace DIR] [--store PATH]
       Delete the conversation: its messages, the requests sent for it,
       the files the store keeps of it, and the spill files of the
@@ -105,7 +112,7 @@ func historyCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	case "undo", "redo":
 		return historyUndoRedo(ctx, store, h, stdout, stderr)
 	}
-	return historyShow(ctx, store, h.pos[0], h.asJSON, stdout, stderr)
+	return historyShow(ctx, store, h.pos[0], h.asJSON, h.prices, stdout, stderr)
 }
 
 // historySubs are the history commands.
@@ -125,8 +132,9 @@ type historyCall struct {
 	olderThan string        // prune's --older-than as given
 	age       time.Duration // and as parsed
 	dryRun    bool
-	at        int  // fork's and rewind's --at (fork: -1 for the end)
-	files     bool // rewind's, undo's, redo's and switch's --files
+	at        int    // fork's and rewind's --at (fork: -1 for the end)
+	files     bool   // rewind's, undo's, redo's and switch's --files
+	prices    string // show's --prices FILE
 }
 
 // parseHistory reads a history command's subcommand, flags and
@@ -140,6 +148,7 @@ func parseHistory(args []string, stdout, stderr io.Writer) (h historyCall, code 
 	olderThan := fs.String("older-than", "", "prune: remove files last changed more than `AGE` ago (7d, 36h, 90m)")
 	dryRun := fs.Bool("dry-run", false, "prune: say what would be removed, and remove nothing")
 	atFlag := fs.String("at", "", "fork, rewind: the count of messages `N` to keep (fork: default all)")
+	prices := fs.String("prices", "", "show: "+pricesFlagHelp)
 	files := fs.Bool("files", false, "rewind, undo, redo, switch: put back the workspace files the tools wrote or edited (--workspace is the workspace)")
 	if len(args) == 0 {
 		return h, usageError(stderr, "history", "want a command: list, show, delete, prune, fork, rewind, undo, redo, branches or switch"), true
@@ -199,7 +208,10 @@ func parseHistory(args []string, stdout, stderr io.Writer) (h historyCall, code 
 	if set["json"] && sub != "list" && sub != "show" {
 		return h, usageError(stderr, cmd, "--json goes with history list and history show"), true
 	}
-	return historyCall{sub: sub, cmd: cmd, pos: pos, wsDir: *wsDir, store: *storePath, asJSON: *asJSON, olderThan: *olderThan, age: age, dryRun: *dryRun, at: at, files: *files}, exitOK, false
+	if set["prices"] && sub != "show" {
+		return h, usageError(stderr, cmd, "--prices goes with history show"), true
+	}
+	return historyCall{sub: sub, cmd: cmd, pos: pos, wsDir: *wsDir, store: *storePath, asJSON: *asJSON, olderThan: *olderThan, age: age, dryRun: *dryRun, at: at, files: *files, prices: *prices}, exitOK, false
 }
 
 // historyList prints the store's conversations, most recent first: one
@@ -233,21 +245,29 @@ func historyList(ctx context.Context, store history.Store, path string, asJSON b
 	return exitOK
 }
 
-// historyShow prints conversation id's messages: as stored (JSON), or
-// numbered, with each agent--delegate call's subagent conversation under
-// it.
-func historyShow(ctx context.Context, store history.Store, id string, asJSON bool, stdout, stderr io.Writer) int {
+// historyShow prints conversation id's messages: as stored (JSON, each
+// with its cost), or numbered, with each agent--delegate call's subagent
+// conversation under it and the costs of its requests and turns, priced
+// at the built-in table with the prices file (pricesFile, or the user's)
+// over it.
+func historyShow(ctx context.Context, store history.Store, id string, asJSON bool, pricesFile string, stdout, stderr io.Writer) int {
+	tb, err := price.Load(pricesFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "myelin history: %v\n", err)
+		return exitError
+	}
 	msgs, err := store.Messages(ctx, id)
 	if err != nil {
 		fmt.Fprintf(stderr, "myelin history: %v\n", err)
 		return exitError
 	}
+	costs := newShownCosts(tb, msgs)
 	if asJSON {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(msgs); err != nil {
+		if err := enc.Encode(costs.jsonMessages(msgs)); err != nil {
 			fmt.Fprintf(stderr, "myelin history: %v\n", err)
 			return exitError
 		}
@@ -275,7 +295,7 @@ func historyShow(ctx context.Context, store history.Store, id string, asJSON boo
 	for _, k := range kids {
 		children[k.ParentCall] = append(children[k.ParentCall], k.ID)
 	}
-	showConversation(stdout, msgs, children)
+	showConversation(stdout, msgs, children, costs)
 	return exitOK
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/mcp"
+	"github.com/myelin-run/myelin/price"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/bedrock"
@@ -88,6 +89,7 @@ type agentFlags struct {
 	guard        guardFlags
 	delegate     delegateFlags
 	perm         permFlags
+	prices       string // --prices FILE (docs/cost.md)
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -107,6 +109,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.Float64Var(&f.contextHigh, "context-high", window.DefaultHigh*100, "the high mark `PCT`: a request estimated above this percent of the window less the answer's room makes room first (docs/agent.md)")
 	fs.Float64Var(&f.contextLow, "context-low", window.DefaultLow*100, "the low mark `PCT`: making room takes out enough at once to bring the request under this percent (not above --context-high)")
 	fs.IntVar(&f.keepRounds, "keep-rounds", window.DefaultKeepRounds, "the number `N` of newest tool rounds that keep their results when room is made (at least 1)")
+	fs.StringVar(&f.prices, "prices", "", pricesFlagHelp)
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	f.think.add(fs)
@@ -201,6 +204,9 @@ type session struct {
 	dropped bool
 	// forked is the --fork the conversation was made by, nil for none
 	forked *forkSpec
+	// prices prices the token line's turns (--prices over the built-in
+	// table); nil is the built-in table.
+	prices *price.Table
 }
 
 func (s *session) close() {
@@ -314,6 +320,10 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	if f.model != "" {
 		model = f.model
 	}
+	prices, err := price.Load(f.prices)
+	if err != nil {
+		return nil, "", err
+	}
 	win, err := window.For(model, f.window)
 	if err != nil {
 		return nil, "", err
@@ -344,7 +354,7 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 		ws.Close()
 		return nil, "", err
 	}
-	s = &session{ws: ws, store: store, showThinking: f.think.show}
+	s = &session{ws: ws, store: store, showThinking: f.think.show, prices: prices}
 	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
 	if f.tools.mcp.ui == nil { // serve: no terminal, but sampling and its notices on stderr
 		f.tools.mcp.ui = newMCPUI(nil, stderr)
@@ -501,7 +511,7 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	rep.stop()
 	rep.endText()
 	if line := s.tokenLine(tr.Usage, rep.last, rep.answered, err); line != "" {
-		fmt.Fprintln(stderr, line)
+		fmt.Fprintln(stderr, line+s.turnCost(rep))
 	}
 	if err != nil && interrupted(ctx) {
 		fmt.Fprintln(stderr, "myelin: interrupted: the answer as far as it came is stored, marked as cut, and the calls that ran are answered")
@@ -579,10 +589,11 @@ type reporter struct {
 	drawn          bool // a spinner frame is on the screen
 	spin           chan struct{}
 	spinDone       chan struct{}
-	last           history.Usage // the last request's usage
-	answered       int           // how many requests reported usage
-	showThinking   bool          // thinking goes to stderr (--show-thinking)
-	thinking       bool          // a run of thinking is open on stderr
+	last           history.Usage   // the last request's usage
+	answered       int             // how many requests reported usage
+	usages         []history.Usage // each request's usage, to price the turn
+	showThinking   bool            // thinking goes to stderr (--show-thinking)
+	thinking       bool            // a run of thinking is open on stderr
 	// status is drawn after the spinner's frame: a call's progress.
 	status string
 	// running counts the calls in flight by tool name: progress is shown
@@ -739,6 +750,7 @@ func (r *reporter) event(e agent.Event) {
 	case agent.Usage:
 		r.mu.Lock()
 		r.last, r.answered = e.Usage, r.answered+1
+		r.usages = append(r.usages, e.Usage)
 		r.mu.Unlock()
 	case agent.Notice, agent.Waiting, agent.ContextEdit, agent.Retry:
 		r.endText()

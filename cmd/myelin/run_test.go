@@ -56,7 +56,9 @@ func TestRunStreamsTextAndReportsToolsAndTokens(t *testing.T) {
 	if !strings.Contains(errOut, `tool workspace--read {"path":"a.txt"} · `) || !strings.Contains(errOut, "ms · 51 chars") {
 		t.Fatalf("stderr %q", errOut)
 	}
-	if last := lines[len(lines)-1]; last != "tokens: last request 170 of the 200,000-token window (0%); turn: 320 input, 150 of it (47%) read from the cache, 50 written to it; 15 output" {
+	// the cost at claude-sonnet-4-5's prices: 100*3 + 10*15 + 50*3.75 +
+	// 20*3 + 5*15 + 150*0.3 = 817.5 dollars per million tokens
+	if last := lines[len(lines)-1]; last != "tokens: last request 170 of the 200,000-token window (0%); turn: 320 input, 150 of it (47%) read from the cache, 50 written to it; 15 output; cost $0.0008" {
 		t.Fatalf("last line %q", last)
 	}
 	if srv.Request(0)["model"] != defaultAnthropicModel {
@@ -171,7 +173,7 @@ func TestHistoryListAndShow(t *testing.T) {
 		t.Fatalf("list %q", out)
 	}
 	out, _, code = cli(t, "history", "show", id, "--workspace", dir)
-	for _, want := range []string{"read a.txt please", `[tool call toolu_1] workspace--read {"path":"a.txt"}`, "[tool result toolu_1]\n     1\talpha\n[lines 1-1 of 1 in a.txt; end of file]", "[usage: 3 input, 0 cached, 0 cache-written, 4 output]", "done"} {
+	for _, want := range []string{"read a.txt please", `[tool call toolu_1] workspace--read {"path":"a.txt"}`, "[tool result toolu_1]\n     1\talpha\n[lines 1-1 of 1 in a.txt; end of file]", "[usage: 3 input, 0 cached, 0 cache-written, 4 output; cost $0.0001]" /* 3*$3 + 4*$15 a million */, "done"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("show lacks %q:\n%s", want, out)
 		}

@@ -20,12 +20,14 @@ import (
 // call is a line over its result (permissionText); the Settings
 // stored with an answer are one line under it. It
 // prints what is stored and converts nothing.
-func showMessages(w io.Writer, msgs []history.Message) { showConversation(w, msgs, nil) }
+func showMessages(w io.Writer, msgs []history.Message) { showConversation(w, msgs, nil, nil) }
 
 // showConversation is showMessages naming, under each tool call that
 // started a subagent, the subagent's conversation: children holds them
-// by the call's id, in the order they were made (history.Children).
-func showConversation(w io.Writer, msgs []history.Message, children map[string][]string) {
+// by the call's id, in the order they were made (history.Children). With
+// costs, each request's cost follows its usage, each turn's cost ends
+// it, and the conversation's ends all (docs/cost.md).
+func showConversation(w io.Writer, msgs []history.Message, children map[string][]string, costs *shownCosts) {
 	cleared := clearedAt(msgs)
 	started := map[string]int{} // the calls of each id seen so far: an id may repeat
 	child := func(callID string) string {
@@ -37,10 +39,15 @@ func showConversation(w io.Writer, msgs []history.Message, children map[string][
 		}
 		return ""
 	}
+	prompt := -1 // the prompt of the turn being shown
 	for i, m := range msgs {
+		if costs.turnStarts(i) {
+			costs.turnLine(w, prompt)
+			prompt = i
+		}
 		fmt.Fprintf(w, "── %d %s  %s\n", i+1, m.Role, m.Time.Local().Format(time.DateTime))
 		if m.IsRecord() {
-			showRecord(w, m)
+			showRecord(w, m, costs.requestCost(i, "refusal"), costs.requestCost(i, "summary"))
 			continue
 		}
 		for _, p := range m.Parts {
@@ -82,12 +89,14 @@ func showConversation(w io.Writer, msgs []history.Message, children map[string][
 			}
 		}
 		if u := m.Usage; u != nil {
-			fmt.Fprintf(w, "[usage: %s]\n", usageText(*u))
+			fmt.Fprintf(w, "[usage: %s%s]\n", usageText(*u), costs.requestCost(i, "answer"))
 		}
 		if st := m.Settings; st != nil {
 			fmt.Fprintln(w, settingsText(*st))
 		}
 	}
+	costs.turnLine(w, prompt)
+	costs.total(w)
 }
 
 // reasoningText is a reasoning part as history show prints it, marked:
@@ -151,8 +160,10 @@ func clearedAt(msgs []history.Message) map[clearKey]int {
 
 // showRecord writes a Context record's body: what its Edit took out of
 // requests (or withheld after a refusal, with the refused answer) and what
-// its summary stands for.
-func showRecord(w io.Writer, m history.Message) {
+// its summary stands for. refusedCost and summaryCost ("; cost …", or "")
+// are what its refused answer's and its summary's requests cost, said
+// after their usage.
+func showRecord(w io.Writer, m history.Message, refusedCost, summaryCost string) {
 	e := m.Edit
 	if e == nil {
 		fmt.Fprintln(w, "[a context record with no edit]")
@@ -196,7 +207,7 @@ func showRecord(w io.Writer, m history.Message) {
 	if r := e.Refusal; r != nil {
 		fmt.Fprintf(w, "[the refused answer, stop reason %q, never sent:]\n%s\n", r.Stop, r.Text)
 		if r.Usage != nil {
-			fmt.Fprintf(w, "[usage of the refused request: %s]\n", usageText(*r.Usage))
+			fmt.Fprintf(w, "[usage of the refused request: %s%s]\n", usageText(*r.Usage), refusedCost)
 		}
 	}
 	if s := e.Summary; s != nil {
@@ -206,7 +217,7 @@ func showRecord(w io.Writer, m history.Message) {
 		}
 		fmt.Fprintf(w, "[summary standing for %s in requests from here on]\n%s\n", span, s.Text)
 		if s.Usage != nil {
-			fmt.Fprintf(w, "[usage of the summary's request: %s]\n", usageText(*s.Usage))
+			fmt.Fprintf(w, "[usage of the summary's request: %s%s]\n", usageText(*s.Usage), summaryCost)
 		}
 	}
 	var why []string
@@ -223,7 +234,11 @@ func showRecord(w io.Writer, m history.Message) {
 
 // usageText is one request's usage as history show prints it.
 func usageText(u history.Usage) string {
-	return fmt.Sprintf("%d input, %d cached, %d cache-written, %d output", u.Input, u.CacheRead, u.CacheWrite, u.Output)
+	written := fmt.Sprintf("%d cache-written", u.CacheWrite)
+	if u.CacheWrite1h > 0 {
+		written += fmt.Sprintf(" (%d of them for an hour)", u.CacheWrite1h)
+	}
+	return fmt.Sprintf("%d input, %d cached, %s, %d output", u.Input, u.CacheRead, written, u.Output)
 }
 
 // shortHash is the first 12 hex digits of a SHA-256 in hex, enough to tell

@@ -1,0 +1,101 @@
+package price
+
+import "github.com/myelin-run/myelin/history"
+
+// Request is one priced provider request of a stored conversation: an
+// answer's, a summary's (Edit.Summary) or a refused answer's
+// (Edit.Refusal).
+type Request struct {
+	// Msg is the index of the stored message or record holding the
+	// usage.
+	Msg int
+	// Kind is "answer", "summary" or "refusal".
+	Kind string
+	// Model is the model the request named: the Settings stored with it
+	// or last before it ("" when the conversation stored none).
+	Model string
+	Usage history.Usage
+	Cost  Cost
+}
+
+// Turn is the priced requests of one turn: from a prompt (a user message
+// that is not tool results) to the next.
+type Turn struct {
+	// Prompt is the index of the turn's prompt; 0 also for what comes
+	// before a conversation's first prompt.
+	Prompt   int
+	Requests []Request
+	// Cost is the sum of the requests' costs.
+	Cost Cost
+}
+
+// Priced is a stored conversation's cost: per turn, and in all.
+type Priced struct {
+	Turns []Turn
+	Cost  Cost
+}
+
+// Conversation prices the requests of a stored conversation, msgs as the
+// store gives them: each usage at the model of the Settings stored with
+// it or last before it (the first Settings for a request before any). It
+// reads what is stored; a request that stored no usage is not counted.
+func (t *Table) Conversation(msgs []history.Message) Priced {
+	model := ""
+	for _, m := range msgs {
+		if m.Settings != nil {
+			model = m.Settings.Model
+			break
+		}
+	}
+	var p Priced
+	add := func(i int, kind string, u *history.Usage) {
+		if u == nil {
+			return
+		}
+		if len(p.Turns) == 0 {
+			p.Turns = append(p.Turns, Turn{})
+		}
+		turn := &p.Turns[len(p.Turns)-1]
+		turn.Requests = append(turn.Requests, Request{Msg: i, Kind: kind, Model: model, Usage: *u, Cost: t.Cost(model, *u)})
+	}
+	for i, m := range msgs {
+		if m.Settings != nil {
+			model = m.Settings.Model
+		}
+		switch {
+		case m.Role == history.User && !holdsResults(m):
+			p.Turns = append(p.Turns, Turn{Prompt: i})
+		case m.IsRecord() && m.Edit != nil:
+			if r := m.Edit.Refusal; r != nil {
+				add(i, "refusal", r.Usage)
+			}
+			if s := m.Edit.Summary; s != nil {
+				add(i, "summary", s.Usage)
+			}
+		case m.Role == history.Assistant:
+			add(i, "answer", m.Usage)
+		}
+	}
+	var all []Cost
+	for i := range p.Turns {
+		tr := &p.Turns[i]
+		costs := make([]Cost, len(tr.Requests))
+		for j, r := range tr.Requests {
+			costs[j] = r.Cost
+		}
+		tr.Cost = Sum(costs...)
+		all = append(all, costs...)
+	}
+	p.Cost = Sum(all...)
+	return p
+}
+
+// holdsResults reports whether m carries tool results.
+func holdsResults(m history.Message) bool {
+	for _, p := range m.Parts {
+		if p.Type == history.ToolResultPart {
+			return true
+		}
+	}
+	return false
+}
