@@ -41,10 +41,9 @@ type budget struct {
 	cost, convCost float64
 	pricer         Pricer
 	model          string
-	// before is the conversation's cost before the turn began, less
-	// what start (the usage of the turn so far, when continued) cost
+	// before is the conversation's cost before the turn began: what is
+	// stored, less what a continued turn had used of it
 	before float64
-	start  history.Usage
 	// last is the usage of the last answer, whose cached prefix the
 	// next request reads again (estimate)
 	last history.Usage
@@ -60,7 +59,7 @@ func (b *budget) set() bool { return b.tokens > 0 || b.cost > 0 || b.convCost > 
 // Pricer, or a model — the turn's, or one that answered before in the
 // conversation, under a conversation budget — with no price.
 func (a *Agent) newBudget(stored []history.Message, start history.Usage) (budget, error) {
-	b := budget{tokens: a.MaxTurnTokens, cost: a.MaxCost, convCost: a.MaxConversationCost, pricer: a.Pricer, model: a.Model, start: start}
+	b := budget{tokens: a.MaxTurnTokens, cost: a.MaxCost, convCost: a.MaxConversationCost, pricer: a.Pricer, model: a.Model}
 	if b.tokens < 0 || b.cost < 0 || b.convCost < 0 {
 		return b, fmt.Errorf("a budget below 0 (max turn tokens %d, max cost $%g, max conversation cost $%g): give a positive bound, or 0 for none", b.tokens, b.cost, b.convCost)
 	}
