@@ -67,6 +67,25 @@ type Agent struct {
 	// MaxRounds bounds the tool rounds of one turn; 0 means
 	// DefaultMaxRounds.
 	MaxRounds int
+	// MaxTurnTokens bounds the tokens one turn uses — the input, cached
+	// or not, and the output of its requests, summaries included; 0 means
+	// no bound. Before each request the turn's tokens so far with the
+	// estimate of the request's input must stay within it, or the request
+	// is not sent; an answer that reaches it is stored and its calls are
+	// answered unrun. Either way the turn ends with Reason BudgetReached,
+	// and the conversation can be continued with a larger budget
+	// (docs/agent.md, "Budgets").
+	MaxTurnTokens int
+	// MaxCost and MaxConversationCost bound, in US dollars, what one turn
+	// and the whole conversation (this turn included) cost, priced by
+	// Pricer, checked as MaxTurnTokens is; 0 means no bound. With either
+	// set, a turn whose model has no price (or, with MaxConversationCost,
+	// a conversation with answers from a model that has none) does not
+	// start: its error says so.
+	MaxCost, MaxConversationCost float64
+	// Pricer prices usage for the cost budgets; it must be set when one
+	// is. *price.Table is one.
+	Pricer Pricer
 	// ToolTimeout bounds each tool call; 0 means tool.DefaultTimeout.
 	ToolTimeout time.Duration
 	// Wait makes a turn on a conversation another writer is advancing
@@ -159,7 +178,7 @@ type Event struct {
 // TurnResult is how a turn ended.
 type TurnResult struct {
 	// Reason is "end_turn" (the model ended it), "tool_end_turn" (a tool
-	// did), "round_limit", RefusedTwice (the refusal guard did) or the
+	// did), "round_limit", BudgetReached (a budget did), RefusedTwice (the refusal guard did) or the
 	// model's stop reason ("max_tokens", "refusal", ...).
 	Reason string
 	Rounds int

@@ -25,6 +25,7 @@ func TestACloneHasEveryExportedSetting(t *testing.T) {
 		MaxTokens: 7, ContextWindow: 9, Context: window.Policy{High: 0.7, Low: 0.4, KeepRounds: 2},
 		MaxRounds: 3, ToolTimeout: time.Second, Wait: true, KeepRequests: true, Lease: time.Minute,
 		RefusalGuard: true, DropUnreached: true, Gate: allowAll{},
+		MaxTurnTokens: 11, MaxCost: 0.5, MaxConversationCost: 2, Pricer: fakePricer{},
 	}
 	a.stated.Store(1234)
 	c := a.Clone()

@@ -115,16 +115,17 @@ func (a *Agent) request(s sizing, g *window.Stored) provider.Request {
 // conversation's record and the tools do not change within a turn, so
 // they are not read again for each request.
 // place is where the request's answer will be stored (the stored messages
-// it was built from, records included, come before it).
-func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), refused int, tr *TurnResult) (req provider.Request, place int, done []string, err error) {
+// it was built from, records included, come before it); size is the
+// request's size as estimated (what the turn's budgets check).
+func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), refused int, tr *TurnResult) (req provider.Request, place int, size window.Count, done []string, err error) {
 	if err := a.resize(&s); err != nil {
-		return provider.Request{}, 0, nil, err
+		return provider.Request{}, 0, window.Count{}, nil, err
 	}
 	var whyNoSummary error // why a summary asked for was not had
 	for range maxEdits {
 		stored, err := a.Store.Messages(ctx, id)
 		if err != nil {
-			return provider.Request{}, 0, done, err
+			return provider.Request{}, 0, window.Count{}, done, err
 		}
 		g := window.Gather(stored) // once for the plan and the request
 		plan := a.Context.PlanFor(s.budget, s.fixed, g, refused)
@@ -136,11 +137,11 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 		if plan.Summarise && whyNoSummary == nil && (refused == 0 || len(plan.Clear) == 0) {
 			edit, err := a.summarise(ctx, s, stored, plan, on, tr)
 			if ctx.Err() != nil {
-				return provider.Request{}, 0, done, ctx.Err()
+				return provider.Request{}, 0, window.Count{}, done, ctx.Err()
 			}
 			if err == nil {
 				if err := a.store(ctx, id, on, history.Message{Role: history.Context, Edit: &edit}); err != nil {
-					return provider.Request{}, 0, done, err
+					return provider.Request{}, 0, window.Count{}, done, err
 				}
 				text := summaryText(edit, stored)
 				done = append(done, text)
@@ -152,7 +153,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			on(Event{Kind: Notice, Text: "the conversation could not be summarised (" + err.Error() + "); taking out what results can be taken out instead"})
 		}
 		refused = 0
-		size := plan.Count // the request as it stands, unless results go now
+		size = plan.Count // the request as it stands, unless results go now
 		if len(plan.Clear) > 0 {
 			// When the request cannot fit without them, results whose
 			// file cannot be written are cleared all the same, their
@@ -164,7 +165,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			}
 			if len(edit.Cleared) > 0 {
 				if err := a.store(ctx, id, on, history.Message{Role: history.Context, Edit: &edit}); err != nil {
-					return provider.Request{}, 0, done, err
+					return provider.Request{}, 0, window.Count{}, done, err
 				}
 				text := clearedText(edit)
 				done = append(done, text)
@@ -173,7 +174,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 					continue // a refusal's clearing: now the summary, if still needed
 				}
 				if stored, err = a.Store.Messages(ctx, id); err != nil {
-					return provider.Request{}, 0, done, err
+					return provider.Request{}, 0, window.Count{}, done, err
 				}
 				g = window.Gather(stored)
 				size = g.Measure(s.fixed)
@@ -182,11 +183,11 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			}
 		}
 		if err := overBudget(s, size, done, whyNoSummary, on); err != nil {
-			return provider.Request{}, 0, done, err
+			return provider.Request{}, 0, window.Count{}, done, err
 		}
-		return a.request(s, g), len(g.Messages()), done, nil
+		return a.request(s, g), len(g.Messages()), size, done, nil
 	}
-	return provider.Request{}, 0, done, fmt.Errorf("the conversation still does not fit its window after %d edits (%s)", maxEdits, strings.Join(done, "; "))
+	return provider.Request{}, 0, window.Count{}, done, fmt.Errorf("the conversation still does not fit its window after %d edits (%s)", maxEdits, strings.Join(done, "; "))
 }
 
 // overBudget meets a request of size over s's budget with all that can go

@@ -60,7 +60,7 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 	defer t.workers.Close()
 	for {
 		x, err := t.ask()
-		if err != nil {
+		if err != nil || x == nil { // nil: a budget stopped the turn
 			return t.tr, err
 		}
 		if x.err != nil {
@@ -80,6 +80,9 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 		calls, err := t.answered(x.resp)
 		if err != nil || calls == 0 {
 			return t.tr, err
+		}
+		if why := t.budget.afterAnswer(t.tr.Usage); why != "" {
+			return t.tr, t.overBudgetCalls(x.resp.Message, calls, why)
 		}
 		if t.tr.Rounds == t.maxRounds {
 			return t.tr, t.overLimit(x.resp.Message, calls)
@@ -120,6 +123,7 @@ type turning struct {
 	keeper    *keeper
 	versions  versions // the file versions its rounds kept (journal.go)
 	maxRounds int
+	budget    budget // what the turn may spend (budget.go)
 	// settings are stored with the turn's first answer, when they changed
 	// (withSettings; nil once stored)
 	settings *history.Settings
@@ -157,6 +161,12 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 		if t.tr, ended = continuing(stored, t.maxRounds); ended {
 			return t, true, nil
 		}
+	}
+	// The budgets are read once a turn, the conversation's cost so far
+	// with them; one that cannot be held fails the turn before its
+	// prompt is stored.
+	if t.budget, err = a.newBudget(stored, t.tr.Usage); err != nil {
+		return nil, false, err
 	}
 	if t.sz, err = a.sizing(kept, id); err != nil {
 		return nil, false, err
@@ -205,9 +215,12 @@ type reply struct {
 // error is a failure to fit the request, which ends the turn as it is; a
 // request that failed is x.err, met by fail.
 func (t *turning) ask() (x *reply, err error) {
-	req, place, done, err := t.a.fit(t.ctx, t.id, t.sz, t.on, 0, &t.tr)
+	req, place, size, done, err := t.a.fit(t.ctx, t.id, t.sz, t.on, 0, &t.tr)
 	if err != nil {
 		return nil, err
+	}
+	if why := t.budget.beforeRequest(t.tr.Usage, size); why != "" {
+		return nil, t.budgetStop(why)
 	}
 	x = &reply{}
 	x.resp, x.err = t.complete(x, req, place)
@@ -252,7 +265,9 @@ func (t *turning) retryTooLong(x *reply, refused, limit int, done []string) {
 	}
 	refusal := x.err
 	t.sent.keep(t.ctx, false, nil, refusal)
-	req, place, more, err := t.a.fit(t.ctx, t.id, t.sz, t.on, max(refused, 1), &t.tr)
+	// The budget is not checked again: the request checked before was
+	// refused for free, and this one is made smaller.
+	req, place, _, more, err := t.a.fit(t.ctx, t.id, t.sz, t.on, max(refused, 1), &t.tr)
 	done = append(done, more...)
 	if err != nil {
 		x.err = errors.Join(refusal, err)
@@ -291,6 +306,7 @@ func (t *turning) fail(x *reply, err error) error {
 func (t *turning) count(resp provider.Response) {
 	if resp.Message.Usage != nil {
 		t.tr.Usage.Add(*resp.Message.Usage)
+		t.budget.last = *resp.Message.Usage
 		t.on(Event{Kind: Usage, Usage: *resp.Message.Usage})
 	}
 	t.tr.Text = textOf(resp.Message)
@@ -352,18 +368,24 @@ func (t *turning) answered(resp provider.Response) (calls int, err error) {
 // stays valid, but not run.
 func (t *turning) overLimit(m history.Message, calls int) error {
 	msg := fmt.Sprintf("the turn reached its limit of %d tool rounds, so these calls were not run; the user can continue the conversation to go on", t.maxRounds)
+	if err := t.answerUnrun(m, calls, msg); err != nil {
+		return err
+	}
+	t.on(Event{Kind: Notice, Text: fmt.Sprintf("stopped after %d tool rounds (the round limit); continue the conversation to go on", t.maxRounds)})
+	t.tr.Reason = "round_limit"
+	return nil
+}
+
+// answerUnrun stores the results of answer m's calls (calls of them),
+// unrun, each an error saying why (msg): the conversation stays valid.
+func (t *turning) answerUnrun(m history.Message, calls int, msg string) error {
 	answer := history.Message{Role: history.User, Parts: make([]history.Part, 0, calls)}
 	for _, c := range m.Parts {
 		if c.Type == history.ToolCallPart {
 			answer.Parts = append(answer.Parts, history.Part{Type: history.ToolResultPart, CallID: c.CallID, Text: msg, IsError: true})
 		}
 	}
-	if err := t.store(t.kept, answer); err != nil {
-		return err
-	}
-	t.on(Event{Kind: Notice, Text: fmt.Sprintf("stopped after %d tool rounds (the round limit); continue the conversation to go on", t.maxRounds)})
-	t.tr.Reason = "round_limit"
-	return nil
+	return t.store(t.kept, answer)
 }
 
 // withSettings is m with the settings the turn's first answer is stored

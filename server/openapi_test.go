@@ -380,3 +380,21 @@ func TestTheOpenAPIDocumentTypesTheConversationsAndTheirBranches(t *testing.T) {
 		}
 	}
 }
+
+// The turn body's schema names the Go type's fields with their types, so
+// a field the server reads is one a generated client can send.
+func TestTheOpenAPIDocumentTypesTheTurnBody(t *testing.T) {
+	_, raw := loadOpenAPI(t)
+	schemas := raw["components"].(map[string]any)["schemas"].(map[string]any)
+	typesOf := func(schema any) map[string]any {
+		out := map[string]any{}
+		for name, p := range schema.(map[string]any)["properties"].(map[string]any) {
+			out[name] = p.(map[string]any)["type"]
+		}
+		return out
+	}
+	got, want := typesOf(schemas["TurnInput"]), typesOf(schemaOf(reflect.TypeFor[TurnInput]()))
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("TurnInput's properties:\n the document says %v\n the server reads  %v", got, want)
+	}
+}

@@ -38,6 +38,22 @@ type QueuedTurn struct {
 	Model     string `json:"model,omitempty"`
 	MaxRounds int    `json:"max_rounds,omitempty"`
 	MaxTokens int    `json:"max_tokens,omitempty"`
+	// the turn's budgets (TurnInput's)
+	MaxTurnTokens       int     `json:"max_turn_tokens,omitempty"`
+	MaxCost             float64 `json:"max_cost,omitempty"`
+	MaxConversationCost float64 `json:"max_conversation_cost,omitempty"`
+}
+
+// queuedTurn is the job of turn id, with in's settings.
+func queuedTurn(id string, in TurnInput) QueuedTurn {
+	return QueuedTurn{Turn: id, Model: in.Model, MaxRounds: in.MaxRounds, MaxTokens: in.MaxTokens,
+		MaxTurnTokens: in.MaxTurnTokens, MaxCost: in.MaxCost, MaxConversationCost: in.MaxConversationCost}
+}
+
+// input is the TurnInput t carries the settings of (no prompt).
+func (t QueuedTurn) input() TurnInput {
+	return TurnInput{Model: t.Model, MaxRounds: t.MaxRounds, MaxTokens: t.MaxTokens,
+		MaxTurnTokens: t.MaxTurnTokens, MaxCost: t.MaxCost, MaxConversationCost: t.MaxConversationCost}
 }
 
 // QueuedError is the error for a turn started on a conversation that has
@@ -58,7 +74,7 @@ func (s *Server) startQueued(w http.ResponseWriter, r *http.Request, id string, 
 		writeError(w, http.StatusInternalServerError, "reading the conversation's events: "+err.Error())
 		return
 	}
-	t := QueuedTurn{Turn: newTurnID(), Model: in.Model, MaxRounds: in.MaxRounds, MaxTokens: in.MaxTokens}
+	t := queuedTurn(newTurnID(), in)
 	prompt, told := s.goneNote(id, in.Prompt)
 	user := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(prompt)}}}
 	err = s.Queue.Enqueue(r.Context(), id, t, user)
@@ -110,7 +126,7 @@ func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, id, tid st
 // another worker to continue.
 func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error {
 	s.init()
-	a, err := s.agentFor(TurnInput{Model: t.Model, MaxRounds: t.MaxRounds, MaxTokens: t.MaxTokens})
+	a, err := s.agentFor(t.input())
 	if err != nil {
 		return err
 	}
@@ -200,7 +216,7 @@ func lastPrompt(ctx context.Context, store history.Store, conv string) (string, 
 // turn's turn.finished says it was cancelled. It runs no model.
 func (s *Server) EndQueued(ctx context.Context, conv string, t QueuedTurn) error {
 	s.init()
-	a, err := s.agentFor(TurnInput{Model: t.Model, MaxRounds: t.MaxRounds, MaxTokens: t.MaxTokens})
+	a, err := s.agentFor(t.input())
 	if err != nil {
 		return err
 	}

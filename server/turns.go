@@ -38,12 +38,47 @@ type TurnInput struct {
 	// rounds and each of its answers.
 	MaxRounds int `json:"max_rounds,omitempty"`
 	MaxTokens int `json:"max_tokens,omitempty"`
+	// MaxTurnTokens, MaxCost and MaxConversationCost, when above 0, are
+	// this turn's budgets in place of the server's (agent.Agent's fields
+	// of those names): the tokens of the turn, what it costs and what the
+	// conversation costs in all, in US dollars.
+	MaxTurnTokens       int     `json:"max_turn_tokens,omitempty"`
+	MaxCost             float64 `json:"max_cost,omitempty"`
+	MaxConversationCost float64 `json:"max_conversation_cost,omitempty"`
+}
+
+// budgets checks in's budgets and sets those it gives on a, which must
+// be the turn's own; a cost budget needs prices for a's model, which the
+// turn would otherwise fail on once started.
+func (in TurnInput) budgets(a *agent.Agent) error {
+	if in.MaxTurnTokens < 0 || in.MaxCost < 0 || in.MaxConversationCost < 0 {
+		return fmt.Errorf("max_turn_tokens %d, max_cost %g, max_conversation_cost %g: give a positive budget (tokens, US dollars), or leave it out for the server's", in.MaxTurnTokens, in.MaxCost, in.MaxConversationCost)
+	}
+	if in.MaxTurnTokens > 0 {
+		a.MaxTurnTokens = in.MaxTurnTokens
+	}
+	if in.MaxCost > 0 {
+		a.MaxCost = in.MaxCost
+	}
+	if in.MaxConversationCost > 0 {
+		a.MaxConversationCost = in.MaxConversationCost
+	}
+	if a.MaxCost == 0 && a.MaxConversationCost == 0 {
+		return nil
+	}
+	if a.Pricer == nil {
+		return errors.New("max_cost, max_conversation_cost: this server has no price table to hold a cost budget with; leave them out")
+	}
+	if !a.Pricer.Cost(a.Model, history.Usage{Input: 1}).Known {
+		return fmt.Errorf("max_cost, max_conversation_cost: the model %s has no price, so a cost budget cannot be held; leave them out, or name a model with a price", a.Model)
+	}
+	return nil
 }
 
 // agentFor is the agent that runs a turn of in: the server's, or a clone
 // with the turn's own model and limits.
 func (s *Server) agentFor(in TurnInput) (*agent.Agent, error) {
-	if in.Model == "" && in.MaxRounds == 0 && in.MaxTokens == 0 {
+	if in.Model == "" && in.MaxRounds == 0 && in.MaxTokens == 0 && in.MaxTurnTokens == 0 && in.MaxCost == 0 && in.MaxConversationCost == 0 {
 		return s.Agent, nil
 	}
 	if in.MaxRounds < 0 || in.MaxTokens < 0 {
@@ -58,6 +93,9 @@ func (s *Server) agentFor(in TurnInput) (*agent.Agent, error) {
 	}
 	if in.MaxTokens > 0 {
 		a.MaxTokens = in.MaxTokens
+	}
+	if err := in.budgets(a); err != nil {
+		return nil, err
 	}
 	if _, err := a.Window(); err != nil {
 		return nil, err

@@ -90,6 +90,7 @@ type agentFlags struct {
 	delegate     delegateFlags
 	perm         permFlags
 	prices       string // --prices FILE (docs/cost.md)
+	budget       budgetFlags
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -117,6 +118,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	f.delegate.add(fs)
 	f.background.add(fs)
 	f.perm.add(fs)
+	f.budget.add(fs)
 	return fs
 }
 
@@ -138,6 +140,9 @@ func (f *agentFlags) check(set map[string]bool) error {
 	}
 	if f.maxRounds < 1 {
 		return fmt.Errorf("--max-rounds %d: give the most tool rounds of a turn, 1 or more (default %d)", f.maxRounds, agent.DefaultMaxRounds)
+	}
+	if err := f.budget.check(); err != nil {
+		return err
 	}
 	if f.maxTokens < 1 {
 		return fmt.Errorf("--max-tokens %d: give the most tokens of an answer, 1 or more (default %d)", f.maxTokens, agent.DefaultMaxTokens)
@@ -371,6 +376,10 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
 		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait,
 		RefusalGuard: f.guard.refusal, DropUnreached: true}
+	if err := f.budget.apply(s.agent, s.prices); err != nil {
+		s.close()
+		return nil, "", err
+	}
 	if s.agent.Gate, err = f.perm.gate(ws.Dir(), stderr); err != nil {
 		s.close()
 		return nil, "", err

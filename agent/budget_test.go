@@ -1,0 +1,211 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/price"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/window"
+)
+
+// fakePricer prices claude-test (the rigs' model) at $1 per million
+// input tokens, $1.25 written to the cache, $0.10 read from it and $5
+// output; any other model has no price.
+type fakePricer struct{}
+
+func (fakePricer) Cost(model string, u history.Usage) price.Cost {
+	if model != "claude-test" {
+		return price.Cost{}
+	}
+	d := float64(u.Input)*1 + float64(u.CacheWrite)*1.25 + float64(u.CacheRead)*0.1 + float64(u.Output)*5
+	return price.Cost{Dollars: d / 1e6, Known: true}
+}
+
+// budgetCall is a first answer that asks to read a.txt and reports 40000
+// input tokens and 10 output tokens ($0.04005 at fakePricer's prices).
+func budgetCall() providertest.Step {
+	return providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_1", "a.txt")}, Input: 40000, Output: 10}
+}
+
+// budgetRig is a rig on wire with a.txt to read and a window that holds
+// budgetCall's request.
+func budgetRig(t *testing.T, wire string) *rig {
+	r := newWireRig(t, wire)
+	r.write("a.txt", "alpha\n")
+	r.agent.ContextWindow = 1 << 20
+	return r
+}
+
+// noticeHas reports whether a Notice event's text holds s.
+func noticeHas(events []Event, s string) bool {
+	for _, e := range events {
+		if e.Kind == Notice && strings.Contains(e.Text, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// continuesWithLargerBudget runs a next turn on r after a turn a budget
+// ended, with the budgets lifted, and checks it reaches the model with
+// what the budget left stored, and ends as the model ends it.
+func continuesWithLargerBudget(t *testing.T, r *rig, want ...string) {
+	t.Helper()
+	r.agent.MaxTurnTokens, r.agent.MaxCost, r.agent.MaxConversationCost = 0, 0, 0
+	sent := len(r.srv.Requests())
+	r.srv.Push(providertest.Step{Text: "done"})
+	tr, _ := r.turn("go on")
+	if tr.Reason != "end_turn" || tr.Text != "done" {
+		t.Fatalf("the turn after the budget's ended %+v, want end_turn with the model's text", tr)
+	}
+	body := string(r.srv.Requests()[sent])
+	for _, w := range append(want, "go on") {
+		if !strings.Contains(body, w) {
+			t.Errorf("the next turn's request does not carry %q: %s", w, body)
+		}
+	}
+}
+
+func TestBudgetsOnEveryWire(t *testing.T) {
+	for _, wire := range wires() {
+		t.Run(wire, func(t *testing.T) {
+			t.Run("a request the token budget cannot hold is not sent; the turn ends with the reason stored", func(t *testing.T) {
+				r := budgetRig(t, wire)
+				r.agent.MaxTurnTokens = 60000
+				r.srv.Push(budgetCall())
+				tr, events := r.turn("read a.txt")
+				if tr.Reason != BudgetReached || tr.Rounds != 1 {
+					t.Fatalf("turn %+v, want reason %q after 1 round", tr, BudgetReached)
+				}
+				if n := len(r.srv.Requests()); n != 1 {
+					t.Fatalf("%d requests sent, want 1: the second would cross the budget", n)
+				}
+				msgs := r.stored()
+				last := msgs[len(msgs)-1]
+				if last.Role != history.Assistant || !strings.HasPrefix(textOf(last), BudgetMarker) || !strings.Contains(textOf(last), "budget of 60000 tokens") {
+					t.Fatalf("the last stored message is %+v, want an answer saying the token budget stopped the turn", last)
+				}
+				if r := msgs[len(msgs)-2]; !holdsResults(r) || r.Parts[0].IsError {
+					t.Fatalf("the round's results are not stored as run before the stop: %+v", r)
+				}
+				if !noticeHas(events, "budget of 60000 tokens") {
+					t.Error("no notice says the budget stopped the turn")
+				}
+				continuesWithLargerBudget(t, r, "alpha", "budget of 60000 tokens")
+			})
+			t.Run("an answer that reaches the token budget is stored and its calls answered unrun", func(t *testing.T) {
+				r := budgetRig(t, wire)
+				r.agent.MaxTurnTokens = 30000
+				r.srv.Push(budgetCall())
+				tr, _ := r.turn("read a.txt")
+				if tr.Reason != BudgetReached || tr.Usage.Input+tr.Usage.CacheRead != 40000 {
+					t.Fatalf("turn %+v, want reason %q with the answer's usage counted", tr, BudgetReached)
+				}
+				msgs := r.stored()
+				answer, results := msgs[len(msgs)-2], msgs[len(msgs)-1]
+				if len(answer.ToolCalls()) != 1 || answer.Usage == nil {
+					t.Fatalf("the answer that crossed the budget is not stored with its call and usage: %+v", answer)
+				}
+				if len(results.Parts) != 1 || !results.Parts[0].IsError || !strings.Contains(results.Parts[0].Text, "budget") || strings.Contains(results.Parts[0].Text, "alpha") {
+					t.Fatalf("the call's result is %+v, want an error saying the budget left it unrun", results.Parts)
+				}
+				continuesWithLargerBudget(t, r, "were not run")
+			})
+			t.Run("the turn's cost budget stops the request that would cross it", func(t *testing.T) {
+				r := budgetRig(t, wire)
+				r.agent.Pricer, r.agent.MaxCost = fakePricer{}, 0.06
+				r.srv.Push(budgetCall())
+				tr, _ := r.turn("read a.txt")
+				if tr.Reason != BudgetReached || len(r.srv.Requests()) != 1 {
+					t.Fatalf("turn %+v after %d requests, want reason %q after 1", tr, len(r.srv.Requests()), BudgetReached)
+				}
+				msgs := r.stored()
+				if text := textOf(msgs[len(msgs)-1]); !strings.Contains(text, "the turn has cost $0.040") || !strings.Contains(text, "budget of $0.0600") {
+					t.Fatalf("the stored stop says %q, want the turn's cost and its budget", text)
+				}
+				continuesWithLargerBudget(t, r, "alpha")
+			})
+			t.Run("the conversation's cost budget counts the turns before", func(t *testing.T) {
+				r := budgetRig(t, wire)
+				r.agent.Pricer = fakePricer{}
+				r.srv.Push(budgetCall(), providertest.Step{Text: "read", Input: 40000, Output: 10})
+				r.turn("read a.txt") // $0.0801, no budget
+				r.agent.MaxConversationCost = 0.081
+				tr, _ := r.turn("and again")
+				if tr.Reason != BudgetReached || len(r.srv.Requests()) != 2 {
+					t.Fatalf("turn %+v after %d requests, want reason %q with no request sent", tr, len(r.srv.Requests()), BudgetReached)
+				}
+				msgs := r.stored()
+				if text := textOf(msgs[len(msgs)-1]); !strings.Contains(text, "the conversation has cost $0.0801") {
+					t.Fatalf("the stored stop says %q, want the conversation's cost", text)
+				}
+				continuesWithLargerBudget(t, r, "and again")
+			})
+		})
+	}
+}
+
+// A cost budget the agent cannot price fails the turn before its prompt
+// is stored, saying why.
+func TestACostBudgetWithoutAPriceDoesNotStart(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		pricer Pricer
+		model  string
+		want   string
+	}{
+		{"no pricer", nil, "claude-test", "no Pricer"},
+		{"a model with no price", fakePricer{}, "no-such-model", "the model no-such-model has no price"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t)
+			r.agent.Pricer, r.agent.Model, r.agent.MaxCost = c.pricer, c.model, 1
+			_, err := r.agent.Turn(context.Background(), r.id, "hello", nil)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want one saying %q", err, c.want)
+			}
+			if msgs := r.stored(); len(msgs) != 0 || len(r.srv.Requests()) != 0 {
+				t.Fatalf("%d messages stored, %d requests sent; want none", len(msgs), len(r.srv.Requests()))
+			}
+		})
+	}
+}
+
+// The conversation's cost prices each answer under the model its stored
+// settings name, summaries and refusals included, and fails on one with
+// no price.
+func TestConversationCostPricesEachAnswerUnderItsModel(t *testing.T) {
+	u := &history.Usage{Input: 1000000}
+	msgs := []history.Message{
+		{Role: history.User},
+		{Role: history.Assistant, Usage: u, Settings: &history.Settings{Model: "claude-test"}},
+		{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Usage: u}}},
+		{Role: history.Context, Edit: &history.Edit{Refusal: &history.Refusal{Usage: u}}},
+	}
+	got, err := conversationCost(fakePricer{}, "other", msgs)
+	if err != nil || got != 3 {
+		t.Fatalf("cost %v, %v; want $3 (three answers of a million input tokens at $1)", got, err)
+	}
+	msgs = append(msgs, history.Message{Role: history.Assistant, Usage: u, Settings: &history.Settings{Model: "unpriced"}})
+	if _, err := conversationCost(fakePricer{}, "claude-test", msgs); err == nil || !strings.Contains(err.Error(), "unpriced") {
+		t.Fatalf("err %v, want one naming the model with no price", err)
+	}
+}
+
+// A request's cost estimate reads from the cache what the last request
+// had in it, and prices the rest at the dearer of input and a cache
+// write.
+func TestTheCostEstimateReadsTheCachedPrefix(t *testing.T) {
+	b := budget{pricer: fakePricer{}, model: "claude-test", last: history.Usage{Input: 10, CacheRead: 600000, CacheWrite: 400000}}
+	got := b.estimatedCost(1200000)
+	want := 1000000*0.1/1e6 + 200000*1.25/1e6
+	if got < want-1e-9 || got > want+1e-9 {
+		t.Fatalf("estimate $%v, want $%v", got, want)
+	}
+	if why := b.beforeRequest(history.Usage{}, window.Count{Tokens: 1200000}); why != "" {
+		t.Fatalf("no budget set, yet %q", why)
+	}
+}
