@@ -50,6 +50,10 @@ type Config struct {
 	// none. New refuses a Thinking that Check refuses; each request's
 	// max_tokens is checked against its budget when it is built.
 	Thinking Thinking
+	// CacheTTL is how long the prompt cache keeps what the requests'
+	// breakpoints mark: "" or CacheTTL5m, the API's default five minutes
+	// (no ttl sent), or CacheTTL1h. New refuses any other.
+	CacheTTL CacheTTL
 }
 
 // Provider is the Anthropic wire.
@@ -90,6 +94,9 @@ func New(cfg Config) (*Provider, error) {
 	if err := cfg.Thinking.Check(0); err != nil {
 		return nil, err
 	}
+	if err := cfg.CacheTTL.Check(); err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
 	opts := []option.RequestOption{option.WithAPIKey(ep.APIKey), option.WithMaxRetries(ep.MaxRetries)}
 	if ep.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(ep.BaseURL))
@@ -126,10 +133,10 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 // same Request gives the same bytes, every time. It fails, naming the
 // numbers, when th does not fit the request (Thinking.Check).
 func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
-	return bodyWith(req, stream, th, nil, nil, nil)
+	return bodyWith(req, stream, th, "", nil, nil, nil)
 }
 
-// bodyWith is BodyWith with the head taken from heads when it holds it
+// bodyWith is BodyWith with the cache breakpoints of lifetime ttl, the head taken from heads when it holds it
 // (head.go), and the first messages' bytes from prefixes when it holds
 // them for req's conversation; nil caches encode afresh. What is kept is
 // `{"messages":[` and the message groups before the first that carries a
@@ -137,12 +144,12 @@ func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
 // each round), never the last group (the next message may join it). A
 // non-nil form writes the body as its platform takes it
 // (platformbody.go); it needs heads.
-func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, prefixes *prefix.Cache, form *platformForm) ([]byte, error) {
+func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, heads *headCache, prefixes *prefix.Cache, form *platformForm) ([]byte, error) {
 	maxTokens := max(1, req.MaxTokens)
 	if err := th.Check(maxTokens); err != nil {
 		return nil, err
 	}
-	head, err := heads.head(req, maxTokens, th)
+	head, err := heads.head(req, maxTokens, th, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +196,7 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, 
 	// one allocation, not a dozen doublings; on a kept prefix, the
 	// conversation's last body when it was given back (Release), the
 	// prefix's bytes already in place
-	var e encoder
+	e := encoder{mark: ttl.mark()}
 	if pre != nil {
 		e.buf = prefixes.Buffer(req.CacheKey, pre, size)
 	} else {
@@ -289,7 +296,7 @@ func (p *Provider) WireName() string { return Wire }
 // Callers must not change the bytes: p may reuse them for the
 // conversation's next request.
 func (p *Provider) Body(req provider.Request) ([]byte, error) {
-	return bodyWith(req, !p.cfg.NoStream, p.cfg.Thinking, p.heads, p.prefixes, p.form)
+	return bodyWith(req, !p.cfg.NoStream, p.cfg.Thinking, p.cfg.CacheTTL, p.heads, p.prefixes, p.form)
 }
 
 // Complete sends the request and reads the answer.
