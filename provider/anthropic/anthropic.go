@@ -360,7 +360,8 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 				b.data = c.Data
 			}
 		}
-		a.usage = usageOf(msg.Usage.InputTokens, msg.Usage.OutputTokens, msg.Usage.CacheReadInputTokens, msg.Usage.CacheCreationInputTokens)
+		u := msg.Usage
+		a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.CacheCreation.Ephemeral1hInputTokens)
 		a.stop = string(msg.StopReason)
 		for _, b := range a.blocks {
 			switch {
@@ -390,8 +391,10 @@ func readAnswer(resp *http.Response, onText, onThinking func(string)) (provider.
 	return readStream(events, resp, onText, onThinking)
 }
 
-func usageOf(in, out, read, write int64) history.Usage {
-	return history.Usage{Input: int(in), Output: int(out), CacheRead: int(read), CacheWrite: int(write)}
+// usageOf is the usage the API counted; write1h is how many of the cache
+// writes were one-hour ones (usage.cache_creation.ephemeral_1h_input_tokens).
+func usageOf(in, out, read, write, write1h int64) history.Usage {
+	return history.Usage{Input: int(in), Output: int(out), CacheRead: int(read), CacheWrite: int(write), CacheWrite1h: int(write1h)}
 }
 
 // describe keeps the provider's own message in the error, which wraps the

@@ -2,10 +2,12 @@ package anthropic
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -91,5 +93,28 @@ func TestAnUnknownCacheLifetimeIsRefused(t *testing.T) {
 	}
 	if _, err := ParseCacheTTL("60m"); err == nil {
 		t.Error("ParseCacheTTL(60m) took a value the API does not")
+	}
+}
+
+// The one-hour cache writes an answer reports
+// (usage.cache_creation.ephemeral_1h_input_tokens) are read into
+// history.Usage.CacheWrite1h, streamed and whole; an answer without the
+// breakdown has none.
+func TestTheOneHourCacheWritesAreRead(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewAnthropic(t, providertest.Step{Text: "ok", Input: 3, Output: 2, CacheRead: 10, CacheWrite: 9, CacheWrite1h: 5}, providertest.Step{Text: "ok", CacheWrite: 9})
+		p, err := New(Config{APIKey: "k", BaseURL: srv.URL, NoStream: noStream, CacheTTL: CacheTTL1h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []history.Usage{{Input: 3, Output: 2, CacheRead: 10, CacheWrite: 9, CacheWrite1h: 5}, {CacheWrite: 9}} {
+			resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u := resp.Message.Usage; u == nil || *u != want {
+				t.Errorf("noStream %v, answer %d: usage %+v, want %+v", noStream, i, u, want)
+			}
+		}
 	}
 }

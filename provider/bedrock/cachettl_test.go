@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -39,5 +40,26 @@ func TestBedrockRefusesAnUnknownCacheLifetime(t *testing.T) {
 	_, err := New(Config{Config: anthropic.Config{CacheTTL: "2h"}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
 	if err == nil || !strings.HasPrefix(err.Error(), "bedrock: ") || !strings.Contains(err.Error(), `"2h"`) {
 		t.Fatalf("New with 2h: %v, want an error naming bedrock and 2h", err)
+	}
+}
+
+// The one-hour cache writes the answer reports are read into
+// history.Usage.CacheWrite1h, streamed and whole.
+func TestTheOneHourCacheWritesAreReadOnBedrock(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewBedrock(t, providertest.Step{Text: "ok", Input: 3, Output: 2, CacheRead: 10, CacheWrite: 9, CacheWrite1h: 5})
+		_, client := record(t, srv)
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL1h}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := history.Usage{Input: 3, Output: 2, CacheRead: 10, CacheWrite: 9, CacheWrite1h: 5}
+		if u := resp.Message.Usage; u == nil || *u != want {
+			t.Errorf("noStream %v: usage %+v, want %+v", noStream, u, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -37,5 +38,26 @@ func TestVertexRefusesAnUnknownCacheLifetime(t *testing.T) {
 	_, err := New(Config{Config: anthropic.Config{CacheTTL: "2h"}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
 	if err == nil || !strings.HasPrefix(err.Error(), "vertex: ") || !strings.Contains(err.Error(), `"2h"`) {
 		t.Fatalf("New with 2h: %v, want an error naming vertex and 2h", err)
+	}
+}
+
+// The one-hour cache writes the answer reports are read into
+// history.Usage.CacheWrite1h, streamed and whole.
+func TestTheOneHourCacheWritesAreReadOnVertex(t *testing.T) {
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewVertex(t, providertest.Step{Text: "ok", Input: 3, Output: 2, CacheRead: 10, CacheWrite: 9, CacheWrite1h: 5})
+		_, client := record(t, srv)
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL1h}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := history.Usage{Input: 3, Output: 2, CacheRead: 10, CacheWrite: 9, CacheWrite1h: 5}
+		if u := resp.Message.Usage; u == nil || *u != want {
+			t.Errorf("noStream %v: usage %+v, want %+v", noStream, u, want)
+		}
 	}
 }
