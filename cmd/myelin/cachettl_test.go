@@ -67,4 +67,12 @@ func TestCacheTTLIsSentAndAChangeIsNoticed(t *testing.T) {
 	if body := string(srv.Requests()[2]); strings.Contains(body, `"ttl"`) {
 		t.Fatalf("without --cache-ttl the request says a ttl: %s", body)
 	}
+	// history show names the lifetime where it was stored
+	shown, _, code := cli(t, "history", "show", id, "--workspace", dir)
+	if code != 0 {
+		t.Fatalf("history show: exit %d", code)
+	}
+	if n := strings.Count(shown, ", cache lifetime 1h]"); n != 1 {
+		t.Fatalf("history show names the one-hour lifetime %d times, want once (the first answer's settings):\n%s", n, shown)
+	}
 }
