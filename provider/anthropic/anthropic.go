@@ -14,7 +14,8 @@
 // they came, then sent back byte for byte in every later request, as the
 // API requires inside a tool loop (thinking.go). Prompt caching marks the stable prefix — the last tool, the
 // system prompt — and rolls a breakpoint over the two newest user messages,
-// four at most. A refusal of a request longer than the context window is a
+// four at most, each for the lifetime Config.CacheTTL asks for (the API's
+// five minutes by default, or an hour: cachettl.go). A refusal of a request longer than the context window is a
 // provider.TooLongError (see toolong.go). It must not change what it sends
 // between two builds of the same Request, and never sends a
 // history.Context record.
