@@ -402,6 +402,7 @@ func summaryText(e history.Edit, stored []history.Message) string {
 func (a *Agent) settings(s sizing) history.Settings {
 	st := history.Settings{Model: a.Model, System: digest(s.conv.System), Tools: s.digest}
 	st.Cache = provider.CacheSettings(a.Provider)
+	st.CacheTTL = provider.CacheTTL(a.Provider)
 	return st
 }
 
@@ -447,9 +448,21 @@ func (a *Agent) checkSettings(s sizing, stored []history.Message, on func(Event)
 		if last.Cache != now.Cache {
 			why = append(why, fmt.Sprintf("the cache settings were %q and are now %q", last.Cache, now.Cache))
 		}
+		if last.CacheTTL != now.CacheTTL {
+			why = append(why, fmt.Sprintf("the cache lifetime was %s and is now %s", lifetime(last.CacheTTL), lifetime(now.CacheTTL)))
+		}
 		on(Event{Kind: Notice, Text: "the provider's cached prefix of this conversation will not be reused: " + strings.Join(why, "; ")})
 	}
 	return &now
+}
+
+// lifetime is a stored Settings.CacheTTL for people: "" is the provider's
+// default.
+func lifetime(ttl string) string {
+	if ttl == "" {
+		return "the provider's default (5m on the Anthropic family)"
+	}
+	return ttl
 }
 
 // tooLong reports whether err is a provider's refusal of a request longer

@@ -101,6 +101,11 @@ type Settings struct {
 	// Cache says how the wire marks the prompt cache ("" when it does
 	// not say).
 	Cache string `json:"cache,omitempty"`
+	// CacheTTL is how long the provider's cache keeps what the requests
+	// mark, as the wire says it ("1h"); "" is the provider's default
+	// (five minutes on the Anthropic family), and is not stored, so that
+	// settings stored before the choice existed read the same.
+	CacheTTL string `json:"cache_ttl,omitempty"`
 }
 
 // IsRecord reports whether m is a Context record rather than a message of

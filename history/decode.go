@@ -263,6 +263,8 @@ func (s *partScanner) usage() (*Usage, bool) {
 			u.CacheRead = n
 		case "cache_write":
 			u.CacheWrite = n
+		case "cache_write_1h":
+			u.CacheWrite1h = n
 		default:
 			return nil, false
 		}

@@ -98,6 +98,45 @@ func sameMessageAsEncodingJSON(t *testing.T, b []byte) {
 	}
 }
 
+// An answer whose usage counts one-hour cache writes, and whose settings
+// name the one-hour cache, is read by the fast path (not the fallback) to
+// what encoding/json reads; without them its stored bytes are what they
+// were before either existed.
+func TestDecodeMessageReadsTheOneHourCacheWrites(t *testing.T) {
+	at := time.Date(2026, 12, 2, 16, 5, 4, 0, time.UTC)
+	m := Message{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "ok"}}, Time: at,
+		Usage: &Usage{Input: 3, Output: 2, CacheRead: 10, CacheWrite: 7, CacheWrite1h: 5}}
+	b, err := result.JSON(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := fastMessage(b)
+	if !ok {
+		t.Fatalf("the fast path refused a usage with cache_write_1h: %s", b)
+	}
+	if got.Usage == nil || *got.Usage != *m.Usage {
+		t.Fatalf("read usage %+v from %s; want %+v", got.Usage, b, *m.Usage)
+	}
+	sameMessageAsEncodingJSON(t, b)
+	m.Settings = &Settings{Model: "claude", System: "s", Tools: "t", CacheTTL: "1h"}
+	if b, err = result.JSON(m); err != nil {
+		t.Fatal(err)
+	}
+	back, err := decodeMessage(b)
+	if err != nil || back.Settings == nil || *back.Settings != *m.Settings {
+		t.Fatalf("settings read back %+v (%v) from %s; want %+v", back.Settings, err, b, *m.Settings)
+	}
+	m.Usage.CacheWrite1h, m.Settings.CacheTTL = 0, ""
+	if b, err = result.JSON(m); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"usage":{"input":3,"output":2,"cache_read":10,"cache_write":7}`, `"settings":{"model":"claude","system":"s","tools":"t"}`} {
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("without one-hour writes or lifetime the message stores as %s; want it to hold %s as before", b, want)
+		}
+	}
+}
+
 func TestDecodeMessageReadsWhatTheStoreWrites(t *testing.T) {
 	cut := Message{Role: Assistant, Cut: true, Parts: []Part{{Type: TextPart, Text: "Hello"}, {Type: TextPart, Text: "\n\n[cut off here]"}}}
 	thought := Message{Role: Assistant, Parts: []Part{{Type: ReasoningPart, Wire: "anthropic", Text: "hm", Raw: json.RawMessage(`{"type":"thinking","thinking":"hm","signature":"s"}`)}, {Type: TextPart, Text: "ok"}}}
@@ -128,6 +167,7 @@ func TestDecodeMessageReadsWhatTheStoreWrites(t *testing.T) {
 func FuzzDecodeMessage(f *testing.F) {
 	f.Add([]byte(`{"role":"assistant","parts":[{"type":"text","text":"hi"}],"usage":{"input":1,"output":2,"cache_read":3,"cache_write":4},"time":"2026-12-02T16:05:04.123456789Z"}`))
 	f.Add([]byte(`{"role":"user","parts":[],"time":"2026-12-02T16:05:04Z"}`))
+	f.Add([]byte(`{"role":"assistant","parts":[{"type":"text","text":"hi"}],"usage":{"input":1,"output":2,"cache_read":3,"cache_write":4,"cache_write_1h":4},"time":"2026-12-02T16:05:04Z"}`))
 	f.Add([]byte(`{"role":"assistant","parts":[{"type":"reasoning","wire":"anthropic","text":"t","raw":{"type":"thinking","thinking":"t","signature":"s"}},{"type":"tool_call","call_id":"c","name":"n","input":{},"signature":"g"}],"time":"2026-12-02T16:05:04Z"}`))
 	f.Add([]byte(`{"role":"assistant","parts":[{"type":"text","text":"Hel"}],"time":"2026-12-02T16:05:04Z","cut":true}`))
 	f.Fuzz(func(t *testing.T, raw []byte) { sameMessageAsEncodingJSON(t, raw) })

@@ -12,8 +12,8 @@
 // holds is Response.Refused or a BlockedError; a provider's error answer is
 // a WireError and a request that got no answer a ConnectionError, each
 // wrapping its cause; retries are heard through WithRetryNotice; and a wire
-// may say how it marks the prompt cache (CacheDescriber) and its name
-// (Named). What the wires share to send and read (the request poster, the
+// may say how it marks the prompt cache (CacheDescriber), how long its
+// entries live (CacheLifetime) and its name (Named). What the wires share to send and read (the request poster, the
 // stream reader, the JSON scan, the kept request starts) is under
 // internal/, no promise to an embedder (docs/embedding.md, "What is
 // public").
@@ -129,6 +129,24 @@ type CacheDescriber interface {
 func CacheSettings(p Provider) string {
 	if c, ok := p.(CacheDescriber); ok {
 		return c.CacheSettings()
+	}
+	return ""
+}
+
+// CacheLifetime is a wire whose prompt cache entries live as long as the
+// caller chose (the Anthropic family's --cache-ttl): CacheTTL says how long,
+// "1h", or "" for the provider's default. The agent stores it with a
+// conversation (history.Settings.CacheTTL), so that a turn sent with
+// another lifetime says so. It must not depend on the request, the
+// conversation or the time.
+type CacheLifetime interface {
+	CacheTTL() string
+}
+
+// CacheTTL is p's CacheTTL, or "" when p does not say.
+func CacheTTL(p Provider) string {
+	if c, ok := p.(CacheLifetime); ok {
+		return c.CacheTTL()
 	}
 	return ""
 }

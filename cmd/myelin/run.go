@@ -85,6 +85,7 @@ type agentFlags struct {
 	wait         bool
 	tools        toolsetFlags
 	think        thinkingFlags
+	cacheTTL     string // --cache-ttl: "", 5m or 1h (cachettl.go)
 	background   backgroundFlags
 	guard        guardFlags
 	delegate     delegateFlags
@@ -111,6 +112,7 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.Float64Var(&f.contextLow, "context-low", window.DefaultLow*100, "the low mark `PCT`: making room takes out enough at once to bring the request under this percent (not above --context-high)")
 	fs.IntVar(&f.keepRounds, "keep-rounds", window.DefaultKeepRounds, "the number `N` of newest tool rounds that keep their results when room is made (at least 1)")
 	fs.StringVar(&f.prices, "prices", "", pricesFlagHelp)
+	fs.StringVar(&f.cacheTTL, "cache-ttl", "", cacheTTLHelp)
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	f.think.add(fs)
@@ -137,6 +139,9 @@ func (f *agentFlags) check(set map[string]bool) error {
 	}
 	if f.provider != "" && !knownWire(f.provider) {
 		return fmt.Errorf("--provider %q: want %s", f.provider, wireList)
+	}
+	if _, err := cacheTTL(f.cacheTTL, wireName(f.provider)); err != nil {
+		return err
 	}
 	if f.maxRounds < 1 {
 		return fmt.Errorf("--max-rounds %d: give the most tool rounds of a turn, 1 or more (default %d)", f.maxRounds, agent.DefaultMaxRounds)
@@ -231,13 +236,13 @@ var errNoKey = errors.New("no provider API key is set: set ANTHROPIC_API_KEY (An
 var retries int
 
 // newProvider picks the wire from --provider or from which key is set.
-func newProvider(name string) (provider.Provider, string, error) {
+func newProvider(name string, ttl anthropic.CacheTTL) (provider.Provider, string, error) {
 	if name == "" && !anyKey() {
 		return nil, "", errNoKey
 	}
 	switch name = wireName(name); name {
 	case "anthropic":
-		p, err := anthropic.New(anthropic.Config{MaxRetries: retries})
+		p, err := anthropic.New(anthropic.Config{MaxRetries: retries, CacheTTL: ttl})
 		return p, defaultAnthropicModel, err
 	case "openai":
 		p, err := openai.New(openai.Config{MaxRetries: retries})
@@ -249,13 +254,13 @@ func newProvider(name string) (provider.Provider, string, error) {
 		p, err := responses.New(responses.Config{MaxRetries: retries})
 		return p, defaultResponsesModel, err
 	case "bedrock":
-		p, err := bedrock.New(bedrock.Config{})
+		p, err := bedrock.New(bedrock.Config{Config: anthropic.Config{CacheTTL: ttl}})
 		return p, defaultBedrockModel, err
 	case "vertex":
-		p, err := vertex.New(vertex.Config{})
+		p, err := vertex.New(vertex.Config{Config: anthropic.Config{CacheTTL: ttl}})
 		return p, defaultVertexModel, err
 	case googlecloud.Name: // "google-cloud": the first-party API and its model names
-		p, err := googlecloud.New(googlecloud.Config{})
+		p, err := googlecloud.New(googlecloud.Config{Config: anthropic.Config{CacheTTL: ttl}})
 		return p, defaultAnthropicModel, err
 	}
 	return nil, "", fmt.Errorf("--provider %q: want %s", name, wireList)
@@ -311,7 +316,11 @@ func open(ctx context.Context, f agentFlags, stderr io.Writer) (*session, error)
 // openAgent assembles the agent of run, chat and serve: the provider, the
 // workspace, the store (at path) and the tools.
 func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session, path string, err error) {
-	prov, model, err := newProvider(f.provider)
+	ttl, err := cacheTTL(f.cacheTTL, wireName(f.provider))
+	if err != nil {
+		return nil, "", err
+	}
+	prov, model, err := newProvider(f.provider, ttl)
 	if err != nil {
 		return nil, "", err
 	}

@@ -129,6 +129,9 @@ func settingsText(s history.Settings) string {
 	if cache == "" {
 		cache = "not said"
 	}
+	if s.CacheTTL != "" {
+		cache += ", cache lifetime " + s.CacheTTL // the default's is not stored
+	}
 	return fmt.Sprintf("[sent from this request on with: model %s, system prompt sha256 %s, tools sha256 %s, cache %s]", s.Model, shortHash(s.System), shortHash(s.Tools), cache)
 }
 

@@ -14,7 +14,8 @@
 // they came, then sent back byte for byte in every later request, as the
 // API requires inside a tool loop (thinking.go). Prompt caching marks the stable prefix — the last tool, the
 // system prompt — and rolls a breakpoint over the two newest user messages,
-// four at most. A refusal of a request longer than the context window is a
+// four at most, each for the lifetime Config.CacheTTL asks for (the API's
+// five minutes by default, or an hour: cachettl.go). A refusal of a request longer than the context window is a
 // provider.TooLongError (see toolong.go). It must not change what it sends
 // between two builds of the same Request, and never sends a
 // history.Context record.
@@ -50,6 +51,10 @@ type Config struct {
 	// none. New refuses a Thinking that Check refuses; each request's
 	// max_tokens is checked against its budget when it is built.
 	Thinking Thinking
+	// CacheTTL is how long the prompt cache keeps what the requests'
+	// breakpoints mark: "" or CacheTTL5m, the API's default five minutes
+	// (no ttl sent), or CacheTTL1h. New refuses any other.
+	CacheTTL CacheTTL
 }
 
 // Provider is the Anthropic wire.
@@ -90,6 +95,9 @@ func New(cfg Config) (*Provider, error) {
 	if err := cfg.Thinking.Check(0); err != nil {
 		return nil, err
 	}
+	if err := cfg.CacheTTL.Check(); err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
 	opts := []option.RequestOption{option.WithAPIKey(ep.APIKey), option.WithMaxRetries(ep.MaxRetries)}
 	if ep.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(ep.BaseURL))
@@ -126,10 +134,10 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 // same Request gives the same bytes, every time. It fails, naming the
 // numbers, when th does not fit the request (Thinking.Check).
 func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
-	return bodyWith(req, stream, th, nil, nil, nil)
+	return bodyWith(req, stream, th, "", nil, nil, nil)
 }
 
-// bodyWith is BodyWith with the head taken from heads when it holds it
+// bodyWith is BodyWith with the cache breakpoints of lifetime ttl, the head taken from heads when it holds it
 // (head.go), and the first messages' bytes from prefixes when it holds
 // them for req's conversation; nil caches encode afresh. What is kept is
 // `{"messages":[` and the message groups before the first that carries a
@@ -137,12 +145,12 @@ func BodyWith(req provider.Request, stream bool, th Thinking) ([]byte, error) {
 // each round), never the last group (the next message may join it). A
 // non-nil form writes the body as its platform takes it
 // (platformbody.go); it needs heads.
-func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, prefixes *prefix.Cache, form *platformForm) ([]byte, error) {
+func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, heads *headCache, prefixes *prefix.Cache, form *platformForm) ([]byte, error) {
 	maxTokens := max(1, req.MaxTokens)
 	if err := th.Check(maxTokens); err != nil {
 		return nil, err
 	}
-	head, err := heads.head(req, maxTokens, th)
+	head, err := heads.head(req, maxTokens, th, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +197,7 @@ func bodyWith(req provider.Request, stream bool, th Thinking, heads *headCache, 
 	// one allocation, not a dozen doublings; on a kept prefix, the
 	// conversation's last body when it was given back (Release), the
 	// prefix's bytes already in place
-	var e encoder
+	e := encoder{mark: ttl.mark()}
 	if pre != nil {
 		e.buf = prefixes.Buffer(req.CacheKey, pre, size)
 	} else {
@@ -289,7 +297,7 @@ func (p *Provider) WireName() string { return Wire }
 // Callers must not change the bytes: p may reuse them for the
 // conversation's next request.
 func (p *Provider) Body(req provider.Request) ([]byte, error) {
-	return bodyWith(req, !p.cfg.NoStream, p.cfg.Thinking, p.heads, p.prefixes, p.form)
+	return bodyWith(req, !p.cfg.NoStream, p.cfg.Thinking, p.cfg.CacheTTL, p.heads, p.prefixes, p.form)
 }
 
 // Complete sends the request and reads the answer.
@@ -353,7 +361,8 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 				b.data = c.Data
 			}
 		}
-		a.usage = usageOf(msg.Usage.InputTokens, msg.Usage.OutputTokens, msg.Usage.CacheReadInputTokens, msg.Usage.CacheCreationInputTokens)
+		u := msg.Usage
+		a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.CacheCreation.Ephemeral1hInputTokens)
 		a.stop = string(msg.StopReason)
 		for _, b := range a.blocks {
 			switch {
@@ -383,8 +392,10 @@ func readAnswer(resp *http.Response, onText, onThinking func(string)) (provider.
 	return readStream(events, resp, onText, onThinking)
 }
 
-func usageOf(in, out, read, write int64) history.Usage {
-	return history.Usage{Input: int(in), Output: int(out), CacheRead: int(read), CacheWrite: int(write)}
+// usageOf is the usage the API counted; write1h is how many of the cache
+// writes were one-hour ones (usage.cache_creation.ephemeral_1h_input_tokens).
+func usageOf(in, out, read, write, write1h int64) history.Usage {
+	return history.Usage{Input: int(in), Output: int(out), CacheRead: int(read), CacheWrite: int(write), CacheWrite1h: int(write1h)}
 }
 
 // describe keeps the provider's own message in the error, which wraps the

@@ -14,8 +14,12 @@ import (
 // pins them and TestEncodedMessagesMatchTheSDKsShapes checks them against
 // the SDK's typed params.
 
-// encoder appends the JSON of messages to buf.
-type encoder struct{ buf []byte }
+// encoder appends the JSON of messages to buf; mark is the cache_control
+// member of a marked block (CacheTTL.mark).
+type encoder struct {
+	buf  []byte
+	mark string
+}
 
 func (e *encoder) str(s string) { e.buf = jsonstring.Append(e.buf, s, false) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
@@ -83,8 +87,6 @@ func sizeHint(m history.Message) int {
 	return n
 }
 
-const cacheMark = `,"cache_control":{"type":"ephemeral"}`
-
 func (e *encoder) block(p history.Part, mark bool) {
 	switch p.Type {
 	case history.TextPart:
@@ -131,7 +133,7 @@ func (e *encoder) block(p history.Part, mark bool) {
 		e.raw("]")
 	}
 	if mark {
-		e.raw(cacheMark)
+		e.raw(e.mark)
 	}
 	e.raw("}")
 }

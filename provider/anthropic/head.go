@@ -25,8 +25,8 @@ import (
 // encodeHead is the head for req: a JSON object ({"max_tokens":...})
 // whose members BodyWith splices after the messages. maxTokens is the
 // request's, already checked against th. The last tool and the system
-// prompt carry a cache breakpoint each (headMarks).
-func encodeHead(req provider.Request, maxTokens int, th Thinking) ([]byte, error) {
+// prompt carry a cache breakpoint each (headMarks), of lifetime ttl.
+func encodeHead(req provider.Request, maxTokens int, th Thinking, ttl CacheTTL) ([]byte, error) {
 	p := sdk.MessageNewParams{
 		Model:     sdk.Model(req.Model),
 		MaxTokens: int64(maxTokens),
@@ -39,12 +39,12 @@ func encodeHead(req provider.Request, maxTokens int, th Thinking) ([]byte, error
 			InputSchema: param.Override[sdk.ToolInputSchemaParam](json.RawMessage(t.InputSchema)),
 		}
 		if i == len(req.Tools)-1 {
-			tp.CacheControl = sdk.NewCacheControlEphemeralParam()
+			tp.CacheControl = ttl.param()
 		}
 		p.Tools = append(p.Tools, sdk.ToolUnionParam{OfTool: &tp})
 	}
 	if req.System != "" {
-		p.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: sdk.NewCacheControlEphemeralParam()}}
+		p.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: ttl.param()}}
 	}
 	head, err := json.Marshal(p)
 	if err != nil {
@@ -78,23 +78,24 @@ type headCache struct {
 	system    string
 	maxTokens int
 	th        Thinking
+	ttl       CacheTTL
 	tools     []provider.Tool
 	encoded   []byte // never written to once stored
 }
 
 // head is the head for req, from the cache when req's model, system
-// prompt, tools and maxTokens and th are those it was last encoded from,
-// else encoded and kept.
-func (c *headCache) head(req provider.Request, maxTokens int, th Thinking) ([]byte, error) {
+// prompt, tools and maxTokens, th and ttl are those it was last encoded
+// from, else encoded and kept.
+func (c *headCache) head(req provider.Request, maxTokens int, th Thinking, ttl CacheTTL) ([]byte, error) {
 	if c == nil {
-		return encodeHead(req, maxTokens, th)
+		return encodeHead(req, maxTokens, th, ttl)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ok && c.model == req.Model && c.system == req.System && c.maxTokens == maxTokens && c.th == th && sameTools(c.tools, req.Tools) {
+	if c.ok && c.model == req.Model && c.system == req.System && c.maxTokens == maxTokens && c.th == th && c.ttl == ttl && sameTools(c.tools, req.Tools) {
 		return c.encoded, nil
 	}
-	head, err := encodeHead(req, maxTokens, th)
+	head, err := encodeHead(req, maxTokens, th, ttl)
 	if err != nil {
 		c.ok = false
 		return nil, err
@@ -103,7 +104,7 @@ func (c *headCache) head(req provider.Request, maxTokens int, th Thinking) ([]by
 	for i, t := range req.Tools {
 		tools[i] = provider.Tool{Name: t.Name, Description: t.Description, InputSchema: bytes.Clone(t.InputSchema)}
 	}
-	c.ok, c.model, c.system, c.maxTokens, c.th, c.tools, c.encoded = true, req.Model, req.System, maxTokens, th, tools, head
+	c.ok, c.model, c.system, c.maxTokens, c.th, c.ttl, c.tools, c.encoded = true, req.Model, req.System, maxTokens, th, ttl, tools, head
 	return head, nil
 }
 

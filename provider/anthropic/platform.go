@@ -153,12 +153,15 @@ type OnPlatform struct {
 }
 
 // NewOn returns the wire on pl. Of cfg it reads the retries, the HTTP
-// client, NoStream and BaseURL (which, when set, replaces the platform's
+// client, NoStream, CacheTTL and BaseURL (which, when set, replaces the platform's
 // address: for a proxy, or a test's fake); an API key is refused, as one
 // that would be silently unused.
 func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	if pl.Name == "" {
 		return nil, errors.New("anthropic: a platform needs a name")
+	}
+	if err := cfg.CacheTTL.Check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", pl.Name, err)
 	}
 	if cfg.APIKey != "" {
 		return nil, fmt.Errorf("%s: an Anthropic API key is not used here: %s authorizes requests with its own credentials", pl.Name, pl.Name)

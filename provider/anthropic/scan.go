@@ -33,12 +33,13 @@ func decodeEvent(data []byte, ev *streamEvent) error {
 
 // The objects of an event the scan reads members of.
 const (
-	inEvent        = iota // the event
-	inMessage             // message_start's message
-	inStartUsage          // its usage
-	inContentBlock        // content_block_start's block
-	inDelta               // a delta
-	inDeltaUsage          // message_delta's usage
+	inEvent         = iota // the event
+	inMessage              // message_start's message
+	inStartUsage           // its usage
+	inContentBlock         // content_block_start's block
+	inDelta                // a delta
+	inDeltaUsage           // message_delta's usage
+	inCacheCreation        // message_start's usage.cache_creation
 )
 
 // scanner reads an event's JSON (jsonscan.Scanner). Each method reports
@@ -104,6 +105,13 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 			return s.Int(&u.CacheReadInputTokens)
 		case "cache_creation_input_tokens":
 			return s.Int(&u.CacheCreationInputTokens)
+		case "cache_creation":
+			return s.object(inCacheCreation, ev)
+		}
+		return s.other(in, key)
+	case inCacheCreation:
+		if string(key) == "ephemeral_1h_input_tokens" {
+			return s.Int(&ev.Message.Usage.CacheCreation.Ephemeral1hInputTokens)
 		}
 		return s.other(in, key)
 	case inContentBlock:
@@ -161,12 +169,13 @@ func (s *scanner) member(in int, key []byte, ev *streamEvent) bool {
 
 // keysOf are the keys of the members each kind of object has fields for.
 var keysOf = [...][]string{
-	inEvent:        {"type", "index", "message", "content_block", "delta", "usage"},
-	inMessage:      {"usage"},
-	inStartUsage:   {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"},
-	inContentBlock: {"type", "id", "name", "text", "thinking", "signature", "data"},
-	inDelta:        {"type", "text", "partial_json", "thinking", "signature", "stop_reason"},
-	inDeltaUsage:   {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"},
+	inEvent:         {"type", "index", "message", "content_block", "delta", "usage"},
+	inMessage:       {"usage"},
+	inStartUsage:    {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "cache_creation"},
+	inContentBlock:  {"type", "id", "name", "text", "thinking", "signature", "data"},
+	inDelta:         {"type", "text", "partial_json", "thinking", "signature", "stop_reason"},
+	inDeltaUsage:    {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"},
+	inCacheCreation: {"ephemeral_1h_input_tokens"},
 }
 
 // unknown reports whether key, which names no field of an object of kind

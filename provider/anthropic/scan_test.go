@@ -17,6 +17,7 @@ func scanCases(t testing.TB) []string {
 	var cases []string
 	for _, step := range []providertest.Step{
 		{Text: "hello there", Input: 12, CacheRead: 3, CacheWrite: 4, Output: 9},
+		{Text: "for an hour", Input: 12, CacheRead: 3, CacheWrite: 9, CacheWrite1h: 5, Output: 9},
 		{ToolCalls: []providertest.ToolCall{{ID: "toolu_1", Name: "workspace--read", Input: `{"path":"a <b> \"c\""}`}}},
 		{Thinking: []providertest.Thinking{{Text: "hmm, é 😀", Signature: "c2ln"}, {Redacted: "ZGF0YQ=="}}, Text: "ok"},
 	} {
@@ -27,6 +28,12 @@ func scanCases(t testing.TB) []string {
 	}
 	return append(cases,
 		`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"model":"claude","stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1,"service_tier":"standard","server_tool_use":{"web_search_requests":0}}}}`,
+		`{"type":"message_start","message":{"usage":{"cache_creation":{"ephemeral_5m_input_tokens":1,"ephemeral_1h_input_tokens":2,"other":{}}}}}`,
+		`{"type":"message_start","message":{"usage":{"cache_creation":null,"cache_creation_input_tokens":3}}}`,
+		`{"type":"message_start","message":{"usage":{"cache_creation":{"ephemeral_1h_input_tokens":null}}}}`,
+		`{"type":"message_start","message":{"usage":{"cache_creation":{"Ephemeral_1h_input_tokens":4}}}}`,
+		`{"type":"message_start","message":{"usage":{"cache_creation":{"ephemeral_1h_input_tokens":1.5}}}}`,
+		`{"type":"message_start","message":{"usage":{"cache_creation":[1]}}}`,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"line \"one\"\n\ttwo \u003c\u0026\u003e \ud83d\ude00 \/ \b\f\r"}}`,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"bad \xff\xfe utf-8"}}`,
 		`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a lone surrogate \ud800 and \udc00x"}}`,

@@ -42,6 +42,12 @@ type streamEvent struct {
 			OutputTokens             int64 `json:"output_tokens"`
 			CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 			CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+			// CacheCreation is the cache writes by lifetime, of which
+			// the one-hour ones are stored (history.Usage.CacheWrite1h);
+			// the five-minute ones are the rest of the writes.
+			CacheCreation struct {
+				Ephemeral1hInputTokens int64 `json:"ephemeral_1h_input_tokens"`
+			} `json:"cache_creation"`
 		} `json:"usage"`
 	} `json:"message"`
 	// ContentBlock is content_block_start's block.
@@ -115,7 +121,7 @@ func (rd *reading) read(r events, resp *http.Response, onText, onThinking func(s
 			return provider.Response{}, describe(streamError(resp, e.Data))
 		case "message_start":
 			u := ev.Message.Usage
-			a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
+			a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.CacheCreation.Ephemeral1hInputTokens)
 		case "content_block_start":
 			cb := &ev.ContentBlock
 			b := a.start(cb.Type, "", "", string(cb.Text))

@@ -47,6 +47,12 @@ type Step struct {
 	ToolCalls []ToolCall
 	// Usage reported: input, output, cache read, cache write tokens.
 	Input, Output, CacheRead, CacheWrite int
+	// CacheWrite1h, above 0, is how many of CacheWrite were written to
+	// the one-hour cache: the Anthropic family's answers (streamed and
+	// whole, on every platform) then break the writes down in
+	// usage.cache_creation, the rest as five-minute ones. At 0 they carry
+	// no breakdown, as before it existed.
+	CacheWrite1h int
 	// Status, when not 0 or 200, answers with that status and an error
 	// body holding ErrorMessage; the step is used once like any other.
 	Status       int
@@ -515,7 +521,7 @@ func AnthropicStream(step Step) string {
 	sse(&b, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_test", "type": "message", "role": "assistant", "model": "test-model", "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": step.Input, "output_tokens": 1, "cache_read_input_tokens": step.CacheRead, "cache_creation_input_tokens": step.CacheWrite},
+		"usage": anthropicUsage(step, 1),
 	}})
 	for i, blk := range anthropicBlocks(step) {
 		switch {
@@ -571,8 +577,19 @@ func anthropicMessage(step Step) string {
 	return mustJSON(map[string]any{
 		"id": "msg_test", "type": "message", "role": "assistant", "model": "test-model", "content": content,
 		"stop_reason": stopReason(step, "refusal", "tool_use", "end_turn"), "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": step.Input, "output_tokens": step.Output, "cache_read_input_tokens": step.CacheRead, "cache_creation_input_tokens": step.CacheWrite},
+		"usage": anthropicUsage(step, step.Output),
 	})
+}
+
+// anthropicUsage is the usage an Anthropic answer to step reports, with
+// output tokens: the cache writes broken down by lifetime when step has
+// one-hour writes (Step.CacheWrite1h).
+func anthropicUsage(step Step, output int) map[string]any {
+	u := map[string]any{"input_tokens": step.Input, "output_tokens": output, "cache_read_input_tokens": step.CacheRead, "cache_creation_input_tokens": step.CacheWrite}
+	if step.CacheWrite1h > 0 {
+		u["cache_creation"] = map[string]any{"ephemeral_5m_input_tokens": step.CacheWrite - step.CacheWrite1h, "ephemeral_1h_input_tokens": step.CacheWrite1h}
+	}
+	return u
 }
 
 // OpenAIStream is the chunk stream of a step's answer, usage in the last
