@@ -202,53 +202,27 @@ func (s *Server) rewindConversation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	if !s.filesOK(w, in.Files) {
-		return
-	}
-	ctx, release, ok := s.hold(w, r, id, "rewound")
-	if !ok {
-		return
-	}
-	defer release()
-	br, files, err := rewind.Rewind(ctx, s.Agent.Store, id, *in.At, s.rewindOptions(in.Files))
-	if err != nil {
-		s.branchError(w, id, err)
-		return
-	}
-	s.rewound(w, r, id, "rewind", br, files, in.Files)
+	s.move(w, r, id, in.Files, "rewound", func(ctx context.Context) {
+		br, files, err := rewind.Rewind(ctx, s.Agent.Store, id, *in.At, s.rewindOptions(in.Files))
+		if err != nil {
+			s.branchError(w, id, err)
+			return
+		}
+		s.rewound(w, r, id, "rewind", br, files, in.Files)
+	})
 }
 
 // undo serves POST /v1/conversations/{id}/undo: a rewind to before its
 // last prompt (rewind.Undo).
-func (s *Server) undo(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	var in FilesInput
-	if err := readJSON(r, &in); err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	if _, ok := s.found(w, r, id); !ok || !s.brancher(w) {
-		return
-	}
-	if !s.filesOK(w, in.Files) {
-		return
-	}
-	ctx, release, ok := s.hold(w, r, id, "undone")
-	if !ok {
-		return
-	}
-	defer release()
-	br, files, err := rewind.Undo(ctx, s.Agent.Store, id, s.rewindOptions(in.Files))
-	if err != nil {
-		s.branchError(w, id, err)
-		return
-	}
-	s.rewound(w, r, id, "undo", br, files, in.Files)
-}
+func (s *Server) undo(w http.ResponseWriter, r *http.Request) { s.turnMove(w, r, "undo") }
 
 // redo serves POST /v1/conversations/{id}/redo: a switch back to the
 // newest branch that parts at its end (rewind.Redo).
-func (s *Server) redo(w http.ResponseWriter, r *http.Request) {
+func (s *Server) redo(w http.ResponseWriter, r *http.Request) { s.turnMove(w, r, "redo") }
+
+// turnMove is undo or redo (by), whose body says only whether the files
+// go too.
+func (s *Server) turnMove(w http.ResponseWriter, r *http.Request, by string) {
 	id := r.PathValue("id")
 	var in FilesInput
 	if err := readJSON(r, &in); err != nil {
@@ -258,20 +232,40 @@ func (s *Server) redo(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.found(w, r, id); !ok || !s.brancher(w) {
 		return
 	}
-	if !s.filesOK(w, in.Files) {
+	verb := map[string]string{"undo": "undone", "redo": "redone"}[by]
+	s.move(w, r, id, in.Files, verb, func(ctx context.Context) {
+		if by == "undo" {
+			br, files, err := rewind.Undo(ctx, s.Agent.Store, id, s.rewindOptions(in.Files))
+			if err != nil {
+				s.branchError(w, id, err)
+				return
+			}
+			s.rewound(w, r, id, by, br, files, in.Files)
+			return
+		}
+		branch, files, err := rewind.Redo(ctx, s.Agent.Store, id, s.rewindOptions(in.Files))
+		if err != nil {
+			s.branchError(w, id, err)
+			return
+		}
+		s.switched(w, r, id, by, branch, files, in.Files)
+	})
+}
+
+// move runs do, a move of conversation id, under the conversation's hold
+// (hold, released when do returns), once the files asked for can be put
+// back (filesOK): the end every move shares. When it cannot, it answers
+// the request itself and do does not run.
+func (s *Server) move(w http.ResponseWriter, r *http.Request, id string, files bool, verb string, do func(ctx context.Context)) {
+	if !s.filesOK(w, files) {
 		return
 	}
-	ctx, release, ok := s.hold(w, r, id, "redone")
+	ctx, release, ok := s.hold(w, r, id, verb)
 	if !ok {
 		return
 	}
 	defer release()
-	branch, files, err := rewind.Redo(ctx, s.Agent.Store, id, s.rewindOptions(in.Files))
-	if err != nil {
-		s.branchError(w, id, err)
-		return
-	}
-	s.switched(w, r, id, "redo", branch, files, in.Files)
+	do(ctx)
 }
 
 // switchBranch serves POST /v1/conversations/{id}/switch.
@@ -302,20 +296,14 @@ func (s *Server) switchBranch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, notBranch(id, b))
 		return
 	}
-	if !s.filesOK(w, in.Files) {
-		return
-	}
-	ctx, release, ok := s.hold(w, r, id, "switched")
-	if !ok {
-		return
-	}
-	defer release()
-	files, err := rewind.Switch(ctx, s.Agent.Store, id, in.Branch, s.rewindOptions(in.Files))
-	if err != nil {
-		s.branchError(w, id, err)
-		return
-	}
-	s.switched(w, r, id, "switch", in.Branch, files, in.Files)
+	s.move(w, r, id, in.Files, "switched", func(ctx context.Context) {
+		files, err := rewind.Switch(ctx, s.Agent.Store, id, in.Branch, s.rewindOptions(in.Files))
+		if err != nil {
+			s.branchError(w, id, err)
+			return
+		}
+		s.switched(w, r, id, "switch", in.Branch, files, in.Files)
+	})
 }
 
 // branches serves GET /v1/conversations/{id}/branches: its branches,
