@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/myelin-run/myelin/history"
@@ -51,33 +50,7 @@ func (a *Agent) claim(ctx context.Context, id string, wait bool, on func(Event))
 		case <-time.After(ClaimPoll):
 		}
 	}
-	tctx, cancel := context.WithCancelCause(history.Writing(ctx, h))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(max(lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			err := a.Store.Renew(context.WithoutCancel(tctx), id, h, lease)
-			if errors.Is(err, history.ErrClaimLost) {
-				cancel(err) // the turn stops; its writes would be refused anyway
-				return
-			}
-			// another error (a store locked for long) is tried again at
-			// the next beat: the lease is three beats long
-		}
-	})
-	release := func() {
-		close(stop)
-		wg.Wait()
-		cancel(nil)
-		_ = a.Store.Release(context.WithoutCancel(ctx), id, h)
-	}
+	tctx, release := history.Holding(ctx, a.Store, id, h, lease) // the turn stops when the claim is lost
 	return tctx, release, nil
 }
 

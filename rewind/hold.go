@@ -2,10 +2,7 @@ package rewind
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"github.com/myelin-run/myelin/history"
 )
@@ -33,36 +30,7 @@ func Hold(ctx context.Context, store history.Store, id string) (context.Context,
 	if err != nil {
 		return nil, nil, fmt.Errorf("claiming conversation %s to move it: %w", id, err)
 	}
-	hctx, cancel := context.WithCancelCause(history.Writing(ctx, h))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(max(lease/3, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			err := store.Renew(context.WithoutCancel(hctx), id, h, lease)
-			if errors.Is(err, history.ErrClaimLost) {
-				cancel(err) // the move's writes would be refused anyway
-				return
-			}
-			// another error (a store locked for long) is tried again at
-			// the next beat: the lease is three beats long
-		}
-	})
-	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			close(stop)
-			wg.Wait()
-			cancel(nil)
-			_ = store.Release(context.WithoutCancel(ctx), id, h)
-		})
-	}
+	hctx, release := history.Holding(ctx, store, id, h, lease)
 	return hctx, release, nil
 }
 
