@@ -88,7 +88,7 @@ func TestBudgetsOnEveryWire(t *testing.T) {
 				if last.Role != history.Assistant || !strings.HasPrefix(textOf(last), BudgetMarker) || !strings.Contains(textOf(last), "budget of 60000 tokens") {
 					t.Fatalf("the last stored message is %+v, want an answer saying the token budget stopped the turn", last)
 				}
-				if r := msgs[len(msgs)-2]; !holdsResults(r) || r.Parts[0].IsError {
+				if r := msgs[len(msgs)-2]; !r.HoldsResults() || r.Parts[0].IsError {
 					t.Fatalf("the round's results are not stored as run before the stop: %+v", r)
 				}
 				if !noticeHas(events, "budget of 60000 tokens") {

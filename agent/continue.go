@@ -72,7 +72,7 @@ func continuing(stored []history.Message, maxRounds int) (TurnResult, bool) {
 	var tr TurnResult
 	start := -1
 	for i := len(stored) - 1; i >= 0 && start < 0; i-- {
-		if m := stored[i]; m.Role == history.User && !holdsResults(m) {
+		if m := stored[i]; m.Role == history.User && !m.HoldsResults() {
 			start = i
 		}
 	}
@@ -105,16 +105,6 @@ func continuing(stored []history.Message, maxRounds int) (TurnResult, bool) {
 		return tr, true
 	}
 	return tr, false
-}
-
-// holdsResults reports whether m carries tool results.
-func holdsResults(m history.Message) bool {
-	for _, p := range m.Parts {
-		if p.Type == history.ToolResultPart {
-			return true
-		}
-	}
-	return false
 }
 
 // EndCancelled ends the last turn of conversation id, cancelled while no

@@ -86,7 +86,7 @@ func answeredResults(stored []history.Message) int {
 		if m.Role == history.Context {
 			continue
 		}
-		if m.Role == history.User && holdsResults(m) {
+		if m.Role == history.User && m.HoldsResults() {
 			return i
 		}
 		return -1

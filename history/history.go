@@ -155,6 +155,17 @@ func (m Message) Text() string {
 	return b.String()
 }
 
+// HoldsResults reports whether the message carries tool results: a user
+// message that answers a round, not a prompt.
+func (m Message) HoldsResults() bool {
+	for _, p := range m.Parts {
+		if p.Type == ToolResultPart {
+			return true
+		}
+	}
+	return false
+}
+
 // ToolCalls returns the message's tool call parts.
 func (m Message) ToolCalls() []Part {
 	n := 0

@@ -45,7 +45,7 @@ func insideRound(msgs []Message, off, at int) error {
 		if m.Role == Context {
 			continue
 		}
-		if m.Role == User && holdsResults(m) {
+		if m.Role == User && m.HoldsResults() {
 			return fmt.Errorf("point %d: message %d is an answer whose tool calls have their results in message %d, so give %d (before the answer) or %d (after its results): %w", at, ans+1, j+1, ans, j+1, ErrInsideRound)
 		}
 		break
@@ -164,14 +164,4 @@ func allContext(msgs []Message) bool {
 		}
 	}
 	return true
-}
-
-// holdsResults reports whether m carries tool results.
-func holdsResults(m Message) bool {
-	for _, p := range m.Parts {
-		if p.Type == ToolResultPart {
-			return true
-		}
-	}
-	return false
 }

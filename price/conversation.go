@@ -63,7 +63,7 @@ func (t *Table) Conversation(msgs []history.Message) Priced {
 			model = m.Settings.Model
 		}
 		switch {
-		case m.Role == history.User && !holdsResults(m):
+		case m.Role == history.User && !m.HoldsResults():
 			p.Turns = append(p.Turns, Turn{Prompt: i})
 		case m.IsRecord() && m.Edit != nil:
 			if r := m.Edit.Refusal; r != nil {
@@ -88,14 +88,4 @@ func (t *Table) Conversation(msgs []history.Message) Priced {
 	}
 	p.Cost = Sum(all...)
 	return p
-}
-
-// holdsResults reports whether m carries tool results.
-func holdsResults(m history.Message) bool {
-	for _, p := range m.Parts {
-		if p.Type == history.ToolResultPart {
-			return true
-		}
-	}
-	return false
 }

@@ -145,21 +145,11 @@ func Undo(ctx context.Context, store history.Store, id string, opt Options) (his
 // there is none.
 func lastPrompt(msgs []history.Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if m := msgs[i]; m.Role == history.User && !holdsResults(m) {
+		if m := msgs[i]; m.Role == history.User && !m.HoldsResults() {
 			return i
 		}
 	}
 	return -1
-}
-
-// holdsResults reports whether m carries tool results.
-func holdsResults(m history.Message) bool {
-	for _, p := range m.Parts {
-		if p.Type == history.ToolResultPart {
-			return true
-		}
-	}
-	return false
 }
 
 // emptyBranchAt finds a branch of id holding exactly id's first at

@@ -73,20 +73,11 @@ func rounds(stored []history.Message, first int) []round {
 		switch {
 		case m.Role == history.Assistant && len(m.ToolCalls()) > 0:
 			rs = append(rs, round{calls: i, results: -1})
-		case m.Role == history.User && len(rs) > 0 && rs[len(rs)-1].results < 0 && hasResults(m):
+		case m.Role == history.User && len(rs) > 0 && rs[len(rs)-1].results < 0 && m.HoldsResults():
 			rs[len(rs)-1].results = i
 		}
 	}
 	return rs
-}
-
-func hasResults(m history.Message) bool {
-	for _, p := range m.Parts {
-		if p.Type == history.ToolResultPart {
-			return true
-		}
-	}
-	return false
 }
 
 // candidates are what round r may give up under e: the inputs of its

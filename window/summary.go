@@ -52,7 +52,7 @@ func boundary(stored []history.Message, i int) bool {
 	m := stored[i]
 	switch m.Role {
 	case history.User:
-		return !hasResults(m)
+		return !m.HoldsResults()
 	case history.Assistant:
 		for j := i - 1; j >= 0; j-- {
 			if stored[j].Role != history.Context {
