@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/price"
@@ -294,5 +295,89 @@ func TestTheTurnCostSumsEachRequestPricedOnItsOwn(t *testing.T) {
 	msgs := r.stored()
 	if text := textOf(msgs[len(msgs)-1]); !strings.Contains(text, "the turn has cost $0.0801") {
 		t.Fatalf("the stored stop says %q, want the sum of the requests' own costs ($0.0801)", text)
+	}
+}
+
+// hourPricer is fakePricer with one-hour cache writes at $2 per million.
+type hourPricer struct{}
+
+func (hourPricer) Cost(model string, u history.Usage) price.Cost {
+	c := fakePricer{}.Cost(model, u)
+	c.Dollars += float64(u.CacheWrite1h) * (2 - 1.25) / 1e6
+	return c
+}
+
+// samePrice reports whether a and b are the same price to a billionth of a
+// dollar.
+func samePrice(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// The estimate prices the new input at the one-hour write price when the
+// wire writes the one-hour cache.
+func TestTheCostEstimateWritesAtTheCacheLifetimesPrice(t *testing.T) {
+	b := budget{pricer: hourPricer{}, model: "claude-test", ttl: "1h"}
+	if got, want := b.estimatedCost(100000).Dollars, 100000*2/1e6; !samePrice(got, want) {
+		t.Fatalf("estimate $%v with the one-hour lifetime, want $%v (every token written at $2 per million)", got, want)
+	}
+	b.ttl = ""
+	if got, want := b.estimatedCost(100000).Dollars, 100000*1.25/1e6; !samePrice(got, want) {
+		t.Fatalf("estimate $%v with the five-minute lifetime, want $%v", got, want)
+	}
+}
+
+// The estimate is priced as one request, so that a request over the
+// model's long-prompt line is priced at the long tier, its cached part
+// with its new part.
+func TestTheCostEstimateIsOneRequestUnderTheLongTier(t *testing.T) {
+	b := budget{pricer: hourlessPricer{}, model: "claude-test", last: history.Usage{CacheRead: 30000}, warm: true}
+	got, want := b.estimatedCost(60000).Dollars, 2*(30000*0.1+30000*1.25)/1e6
+	if !samePrice(got, want) {
+		t.Fatalf("estimate $%v of a request of 60000 tokens (30000 cached), want $%v at the long tier (over 50000)", got, want)
+	}
+}
+
+// The estimate reads the last request's cached part from the cache only
+// while it is warm: the last answer stored within the cache's lifetime,
+// with no context record after it; else the whole input is a write.
+func TestTheCostEstimateReadsTheCacheOnlyWhileWarm(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	answer := func(age time.Duration) history.Message {
+		return history.Message{Role: history.Assistant, Usage: &history.Usage{CacheRead: 30000, CacheWrite: 10000}, Time: now.Add(-age)}
+	}
+	record := history.Message{Role: history.Context, Edit: &history.Edit{}}
+	for _, c := range []struct {
+		name string
+		msgs []history.Message
+		ttl  string
+		warm bool
+	}{
+		{"an answer a minute old", []history.Message{answer(time.Minute)}, "", true},
+		{"an answer ten minutes old, five-minute cache", []history.Message{answer(10 * time.Minute)}, "", false},
+		{"an answer ten minutes old, one-hour cache", []history.Message{answer(10 * time.Minute)}, "1h", true},
+		{"an answer two hours old, one-hour cache", []history.Message{answer(2 * time.Hour)}, "1h", false},
+		{"a context record after the answer", []history.Message{answer(time.Minute), record}, "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := budget{pricer: fakePricer{}, model: "claude-test", ttl: c.ttl}
+			b.last, b.warm = lastCached(c.msgs, c.ttl, now)
+			got := b.estimate(50000)
+			read := 0
+			if c.warm {
+				read = 40000
+			}
+			if got.CacheRead != read || got.CacheWrite != 50000-read {
+				t.Fatalf("estimate %+v, want %d read from the cache and the rest written (warm %v)", got, read, c.warm)
+			}
+		})
+	}
+}
+
+// A request of a cost-budgeted turn whose usage could not be priced is
+// counted as unknown, never as $0: the next check stops the turn saying
+// why (a summary request's usage, counted by fit, goes the same way).
+func TestAnUnpricedSummaryStopsTheNextRequest(t *testing.T) {
+	b := budget{cost: 1, pricer: hourlessPricer{}, model: "claude-test", spent: price.Cost{Known: true}}
+	why := b.beforeRequest(history.Usage{CacheWrite: 1000, CacheWrite1h: 1000}, window.Count{Tokens: 10})
+	if !strings.Contains(why, "could not be priced") || !strings.Contains(why, "no price for one-hour cache writes") {
+		t.Fatalf("beforeRequest said %q, want the turn stopped saying what could not be priced", why)
 	}
 }

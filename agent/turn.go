@@ -220,6 +220,9 @@ func (t *turning) ask() (x *reply, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(done) > 0 {
+		t.budget.warm = false // fitting changed the prefix the cache holds
+	}
 	if why := t.budget.beforeRequest(t.tr.Usage, size); why != "" {
 		return nil, t.budgetStop(why)
 	}
