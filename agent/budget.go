@@ -3,9 +3,11 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/price"
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/window"
 )
 
@@ -41,156 +43,277 @@ type budget struct {
 	cost, convCost float64
 	pricer         Pricer
 	model          string
+	// ttl is the wire's cache lifetime (provider.CacheTTL): "1h" prices
+	// an estimate's cache writes at the one-hour price
+	ttl string
 	// before is the conversation's cost before the turn began: what is
 	// stored, less what a continued turn had used of it
 	before float64
+	// spent is the turn's cost: each request's usage priced on its own
+	// (a long-prompt tier is a request's, not the turn's sum), added as
+	// the answers come; unknown, with why, once one could not be priced.
+	// priced is the usage spent holds: what the turn used beyond it (a
+	// summary request's, counted in fit) is priced as one request at the
+	// next check (catchUp).
+	spent  price.Cost
+	priced history.Usage
 	// last is the usage of the last answer, whose cached prefix the
-	// next request reads again (estimate)
+	// next request reads again (estimate) when warm: the answer was
+	// stored within the cache's lifetime and nothing changed the
+	// conversation's prefix since
 	last history.Usage
+	warm bool
 }
 
 // set is whether any budget is set.
 func (b *budget) set() bool { return b.tokens > 0 || b.cost > 0 || b.convCost > 0 }
 
+// costs is whether a cost budget is set: only then are requests priced.
+func (b *budget) costs() bool { return b.cost > 0 || b.convCost > 0 }
+
 // newBudget reads a's budgets for a turn of a conversation whose stored
 // messages are stored and whose turn so far used start (a continued
-// turn's, or nothing). It fails, so that the turn does not start, for a
-// budget that cannot be held: a negative one, a cost budget with no
-// Pricer, or a model — the turn's, or one that answered before in the
-// conversation, under a conversation budget — with no price.
-func (a *Agent) newBudget(stored []history.Message, start history.Usage) (budget, error) {
-	b := budget{tokens: a.MaxTurnTokens, cost: a.MaxCost, convCost: a.MaxConversationCost, pricer: a.Pricer, model: a.Model}
+// turn's, or nothing), at now. It fails, so that the turn does not start,
+// for a budget that cannot be held: a negative one, a cost budget with
+// no Pricer, or a model — the turn's, or one that answered before in the
+// conversation, under a conversation budget — with no price, or with no
+// price for the one-hour cache writes the wire makes (--cache-ttl 1h).
+func (a *Agent) newBudget(stored []history.Message, start history.Usage, now time.Time) (budget, error) {
+	b := budget{tokens: a.MaxTurnTokens, cost: a.MaxCost, convCost: a.MaxConversationCost, pricer: a.Pricer, model: a.Model,
+		ttl: provider.CacheTTL(a.Provider), spent: price.Cost{Known: true}, priced: start}
 	if b.tokens < 0 || b.cost < 0 || b.convCost < 0 {
 		return b, fmt.Errorf("a budget below 0 (max turn tokens %d, max cost $%g, max conversation cost $%g): give a positive bound, or 0 for none", b.tokens, b.cost, b.convCost)
 	}
-	b.last = lastUsage(stored)
-	if b.cost == 0 && b.convCost == 0 {
+	b.last, b.warm = lastCached(stored, b.ttl, now)
+	if !b.costs() {
 		return b, nil
 	}
 	if b.pricer == nil {
 		return b, errors.New("a cost budget is set but the agent has no Pricer to price its requests: set Agent.Pricer, or drop the cost budget")
 	}
-	if !b.pricer.Cost(b.model, history.Usage{Input: 1}).Known {
-		return b, fmt.Errorf("the model %s has no price, so a cost budget cannot be held: add its price (a price file), or drop the cost budget", b.model)
+	if c := b.pricer.Cost(b.model, history.Usage{Input: 1}); !c.Known {
+		return b, fmt.Errorf("the model %s has no price (%s), so a cost budget cannot be held: add its price (a price file), or drop the cost budget", b.model, c.Why)
 	}
-	if b.convCost > 0 {
-		spent, err := conversationCost(b.pricer, b.model, stored)
-		if err != nil {
+	if b.ttl == "1h" {
+		if c := b.pricer.Cost(b.model, history.Usage{CacheWrite: 1, CacheWrite1h: 1}); !c.Known {
+			return b, fmt.Errorf("the wire writes the prompt cache with the one-hour lifetime (--cache-ttl 1h) but the model %s has no price for it (%s), so a cost budget cannot be held: add cache_write_1h to its price (a price file), use the five-minute lifetime, or drop the cost budget", b.model, c.Why)
+		}
+	}
+	all, turn, err := conversationCost(b.pricer, b.model, stored)
+	switch {
+	case err != nil && b.convCost > 0:
+		return b, err
+	case err != nil:
+		// the turn's budget alone does not price the turns before
+		all = 0
+		if _, turn, err = conversationCost(b.pricer, b.model, stored[turnStart(stored):]); err != nil {
 			return b, err
 		}
-		b.before = spent - b.price(start)
 	}
+	if start == (history.Usage{}) {
+		turn = 0 // a new turn: the answers after the last prompt are the turn before's
+	}
+	// a continued turn's answers so far, each priced on its own
+	b.spent.Dollars, b.before = turn, all-turn
 	return b, nil
 }
 
+// turnStart is the index of the last prompt in msgs (a user message that
+// is not tool results); 0 when none.
+func turnStart(msgs []history.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == history.User && !holdsResults(m) {
+			return i
+		}
+	}
+	return 0
+}
+
 // conversationCost is what the answers, summaries and refused answers
-// stored in msgs cost, each priced under the model that the settings
-// stored before it name (model before any). It fails for one whose model
-// has no price.
-func conversationCost(p Pricer, model string, msgs []history.Message) (float64, error) {
-	var sum float64
-	add := func(u *history.Usage) error {
+// stored in msgs cost, each request priced on its own under the model
+// that the settings stored before it name (model before any); turn is
+// what the answers after the last prompt cost (a continued turn's so
+// far, as continuing counts its usage). It fails for one whose cost is
+// unknown, saying why.
+func conversationCost(p Pricer, model string, msgs []history.Message) (all, turn float64, err error) {
+	from := turnStart(msgs)
+	add := func(u *history.Usage, i int, answer bool) error {
 		if u == nil {
 			return nil
 		}
 		c := p.Cost(model, *u)
 		if !c.Known {
-			return fmt.Errorf("the conversation has answers from the model %s, which has no price, so its cost budget cannot be held: add its price (a price file), or drop the conversation's cost budget", model)
+			return fmt.Errorf("the conversation has a request to the model %s that cannot be priced (%s), so its cost budget cannot be held: add its price (a price file), or drop the conversation's cost budget", model, c.Why)
 		}
-		sum += c.Dollars
+		all += c.Dollars
+		if answer && i > from {
+			turn += c.Dollars
+		}
 		return nil
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
 		if m.Settings != nil && m.Settings.Model != "" {
 			model = m.Settings.Model
 		}
 		var err error
 		switch {
 		case m.Role == history.Assistant:
-			err = add(m.Usage)
+			err = add(m.Usage, i, true)
 		case m.Edit != nil && m.Edit.Summary != nil:
-			err = add(m.Edit.Summary.Usage)
+			err = add(m.Edit.Summary.Usage, i, false)
 		case m.Edit != nil && m.Edit.Refusal != nil:
-			err = add(m.Edit.Refusal.Usage)
+			err = add(m.Edit.Refusal.Usage, i, false)
 		}
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return sum, nil
+	return all, turn, nil
 }
 
-// lastUsage is the usage of the last answer in msgs with one.
-func lastUsage(msgs []history.Message) history.Usage {
+// lastCached is the usage of the last answer in msgs with one, and
+// whether its cached prefix is still warm at now: the answer was stored
+// within the cache's lifetime (ttl "1h", else five minutes) and no
+// context record (a clearing, a summary) was stored after it, which
+// would change the prefix the next request sends.
+func lastCached(msgs []history.Message, ttl string, now time.Time) (history.Usage, bool) {
+	life := 5 * time.Minute
+	if ttl == "1h" {
+		life = time.Hour
+	}
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if m := msgs[i]; m.Role == history.Assistant && m.Usage != nil {
-			return *m.Usage
+		m := msgs[i]
+		if m.IsRecord() {
+			for j := i - 1; j >= 0; j-- {
+				if a := msgs[j]; a.Role == history.Assistant && a.Usage != nil {
+					return *a.Usage, false
+				}
+			}
+			return history.Usage{}, false
+		}
+		if m.Role == history.Assistant && m.Usage != nil {
+			return *m.Usage, !m.Time.IsZero() && now.Sub(m.Time) < life
 		}
 	}
-	return history.Usage{}
+	return history.Usage{}, false
 }
 
-// price is what u costs under the turn's model; 0 with no Pricer.
-func (b *budget) price(u history.Usage) float64 {
-	if b.pricer == nil {
-		return 0
+// answered counts u, an answer's usage, in the turn: priced on its own.
+// The answer's prefix is now in the cache.
+func (b *budget) answered(u history.Usage) {
+	b.last, b.warm = u, true
+	b.charge(u)
+}
+
+// charge adds what u, one request's usage, costs to the turn's cost.
+func (b *budget) charge(u history.Usage) {
+	b.priced.Add(u)
+	if b.costs() && b.pricer != nil {
+		b.spent = b.spent.Add(b.pricer.Cost(b.model, u))
 	}
-	return b.pricer.Cost(b.model, u).Dollars
+}
+
+// catchUp prices what the turn used, used, beyond what was priced, as
+// one request: a summary request's usage, which fit counts in the turn.
+func (b *budget) catchUp(used history.Usage) {
+	d := history.Usage{Input: used.Input - b.priced.Input, Output: used.Output - b.priced.Output, CacheRead: used.CacheRead - b.priced.CacheRead,
+		CacheWrite: used.CacheWrite - b.priced.CacheWrite, CacheWrite1h: used.CacheWrite1h - b.priced.CacheWrite1h}
+	if d.Input > 0 || d.Output > 0 || d.CacheRead > 0 || d.CacheWrite > 0 {
+		b.charge(d)
+	}
+}
+
+// unpriced is the reason a turn ends when a request of it could not be
+// priced: its cost budget cannot be held, and an unknown cost is never
+// counted as 0.
+func (b *budget) unpriced(what string, c price.Cost) string {
+	return fmt.Sprintf("the cost of %s could not be priced (%s), so its cost budget cannot be held", what, c.Why)
 }
 
 // estimate is the usage a request of size tokens is expected to have
-// before its answer: the part of it the last request had in the prompt
-// cache (its cache reads and writes) read from the cache, the rest written
-// to it — the dearer of input and a cache write — so that a warm cache is
-// not priced as new input ten times over, and new input not below what it
-// may cost. Its output is not known before: it is not counted.
-func (b *budget) estimate(size int) (cached, fresh history.Usage) {
-	read := min(max(size, 0), b.last.CacheRead+b.last.CacheWrite)
-	rest := max(size, 0) - read
-	return history.Usage{CacheRead: read}, history.Usage{Input: rest}
+// before its answer, as one request: the part of it the last request had
+// in the prompt cache (its cache reads and writes) read from the cache
+// when that is still warm, the rest written to it (with the one-hour
+// lifetime when the wire writes so). Its output is not known before: it
+// is not counted.
+func (b *budget) estimate(size int) history.Usage {
+	size = max(size, 0)
+	read := 0
+	if b.warm {
+		read = min(size, b.last.CacheRead+b.last.CacheWrite)
+	}
+	u := history.Usage{CacheRead: read, CacheWrite: size - read}
+	if b.ttl == "1h" {
+		u.CacheWrite1h = u.CacheWrite
+	}
+	return u
 }
 
-// estimatedCost prices estimate(size).
-func (b *budget) estimatedCost(size int) float64 {
-	cached, fresh := b.estimate(size)
-	write := history.Usage{CacheWrite: fresh.Input}
-	return b.price(cached) + max(b.price(fresh), b.price(write))
+// estimatedCost prices estimate(size) as one request, so that a
+// long-prompt tier applies as it would to the request: its new part at
+// the dearer of a cache write and input, so that new input is not priced
+// below what it may cost.
+func (b *budget) estimatedCost(size int) price.Cost {
+	u := b.estimate(size)
+	write := b.pricer.Cost(b.model, u)
+	input := b.pricer.Cost(b.model, history.Usage{CacheRead: u.CacheRead, Input: u.CacheWrite})
+	if !write.Known || !input.Known || write.Dollars >= input.Dollars {
+		return write
+	}
+	return input
 }
 
 // beforeRequest says why a request of size tokens (window.Count.Tokens, the
 // estimate of its input) is not to be sent by a turn that has used used:
 // the used tokens with the estimate would cross the token budget, or the
-// cost so far with the estimate's would cross a cost budget. "" sends it.
+// cost so far with the estimate's would cross a cost budget, or a cost
+// could not be priced. "" sends it.
 func (b *budget) beforeRequest(used history.Usage, size window.Count) string {
 	if !b.set() {
 		return ""
 	}
+	b.catchUp(used)
 	if b.tokens > 0 && tokensOf(used)+size.Tokens > b.tokens {
 		return fmt.Sprintf("the turn has used %d tokens and its next request is estimated at about %d tokens of input, over its budget of %d tokens", tokensOf(used), size.Tokens, b.tokens)
 	}
-	if b.cost == 0 && b.convCost == 0 {
+	if !b.costs() {
 		return ""
 	}
-	spent, next := b.price(used), b.estimatedCost(size.Tokens)
-	if b.cost > 0 && spent+next > b.cost {
-		return fmt.Sprintf("the turn has cost $%.4f and its next request's input is estimated at $%.4f, over its budget of $%.4f", spent, next, b.cost)
+	if !b.spent.Known {
+		return b.unpriced("a request of the turn", b.spent)
 	}
-	if conv := b.before + spent; b.convCost > 0 && conv+next > b.convCost {
-		return fmt.Sprintf("the conversation has cost $%.4f and the turn's next request's input is estimated at $%.4f, over its budget of $%.4f", conv, next, b.convCost)
+	next := b.estimatedCost(size.Tokens)
+	if !next.Known {
+		return b.unpriced("the turn's next request", next)
+	}
+	spent := b.spent.Dollars
+	if b.cost > 0 && spent+next.Dollars > b.cost {
+		return fmt.Sprintf("the turn has cost $%.4f and its next request's input is estimated at $%.4f, over its budget of $%.4f", spent, next.Dollars, b.cost)
+	}
+	if conv := b.before + spent; b.convCost > 0 && conv+next.Dollars > b.convCost {
+		return fmt.Sprintf("the conversation has cost $%.4f and the turn's next request's input is estimated at $%.4f, over its budget of $%.4f", conv, next.Dollars, b.convCost)
 	}
 	return ""
 }
 
 // afterAnswer says which budget a turn that has used used has reached
-// (used it all, or more); "" when none.
+// (used it all, or more), or that a request's cost could not be priced
+// under a cost budget; "" when none.
 func (b *budget) afterAnswer(used history.Usage) string {
 	if !b.set() {
 		return ""
 	}
+	b.catchUp(used)
 	if b.tokens > 0 && tokensOf(used) >= b.tokens {
 		return fmt.Sprintf("the turn has used %d tokens of its budget of %d", tokensOf(used), b.tokens)
 	}
-	spent := b.price(used)
+	if !b.costs() {
+		return ""
+	}
+	if !b.spent.Known {
+		return b.unpriced("a request of the turn", b.spent)
+	}
+	spent := b.spent.Dollars
 	if b.cost > 0 && spent >= b.cost {
 		return fmt.Sprintf("the turn has cost $%.4f of its budget of $%.4f", spent, b.cost)
 	}

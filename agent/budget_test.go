@@ -4,9 +4,12 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/price"
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/window"
 )
@@ -185,12 +188,12 @@ func TestConversationCostPricesEachAnswerUnderItsModel(t *testing.T) {
 		{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Usage: u}}},
 		{Role: history.Context, Edit: &history.Edit{Refusal: &history.Refusal{Usage: u}}},
 	}
-	got, err := conversationCost(fakePricer{}, "other", msgs)
+	got, _, err := conversationCost(fakePricer{}, "other", msgs)
 	if err != nil || got != 3 {
 		t.Fatalf("cost %v, %v; want $3 (three answers of a million input tokens at $1)", got, err)
 	}
 	msgs = append(msgs, history.Message{Role: history.Assistant, Usage: u, Settings: &history.Settings{Model: "unpriced"}})
-	if _, err := conversationCost(fakePricer{}, "claude-test", msgs); err == nil || !strings.Contains(err.Error(), "unpriced") {
+	if _, _, err := conversationCost(fakePricer{}, "claude-test", msgs); err == nil || !strings.Contains(err.Error(), "unpriced") {
 		t.Fatalf("err %v, want one naming the model with no price", err)
 	}
 }
@@ -199,13 +202,182 @@ func TestConversationCostPricesEachAnswerUnderItsModel(t *testing.T) {
 // had in it, and prices the rest at the dearer of input and a cache
 // write.
 func TestTheCostEstimateReadsTheCachedPrefix(t *testing.T) {
-	b := budget{pricer: fakePricer{}, model: "claude-test", last: history.Usage{Input: 10, CacheRead: 600000, CacheWrite: 400000}}
-	got := b.estimatedCost(1200000)
+	b := budget{pricer: fakePricer{}, model: "claude-test", last: history.Usage{Input: 10, CacheRead: 600000, CacheWrite: 400000}, warm: true}
+	got := b.estimatedCost(1200000).Dollars
 	want := 1000000*0.1/1e6 + 200000*1.25/1e6
 	if got < want-1e-9 || got > want+1e-9 {
 		t.Fatalf("estimate $%v, want $%v", got, want)
 	}
 	if why := b.beforeRequest(history.Usage{}, window.Count{Tokens: 1200000}); why != "" {
 		t.Fatalf("no budget set, yet %q", why)
+	}
+}
+
+// hourlessPricer is fakePricer with no price for one-hour cache writes
+// (a prices file without cache_write_1h), and a long-prompt tier: a
+// request whose prompt is over 50000 tokens is priced wholly at twice
+// the price.
+type hourlessPricer struct{}
+
+func (hourlessPricer) Cost(model string, u history.Usage) price.Cost {
+	if u.CacheWrite1h > 0 {
+		return price.Cost{Why: "model " + model + ": no price for one-hour cache writes in the price table"}
+	}
+	c := fakePricer{}.Cost(model, u)
+	if c.Known && u.Input+u.CacheRead+u.CacheWrite > 50000 {
+		c.Dollars *= 2
+	}
+	return c
+}
+
+// A request whose cost is unknown under a cost budget ends the turn as
+// over budget, saying what could not be priced: it is never counted as
+// $0, which would let the budget never trip.
+func TestAnUnknownCostEndsTheTurnUnderACostBudget(t *testing.T) {
+	r := budgetRig(t, "anthropic")
+	r.agent.Pricer, r.agent.MaxCost = hourlessPricer{}, 1
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_1", "a.txt")}, Input: 10, CacheWrite: 40000, CacheWrite1h: 40000, Output: 10},
+		providertest.Step{Text: "done"})
+	tr, events := r.turn("read a.txt")
+	if tr.Reason != BudgetReached || len(r.srv.Requests()) != 1 {
+		t.Fatalf("turn %+v after %d requests, want reason %q after the answer that could not be priced", tr, len(r.srv.Requests()), BudgetReached)
+	}
+	msgs := r.stored()
+	results := msgs[len(msgs)-1]
+	if len(results.Parts) != 1 || !results.Parts[0].IsError || !strings.Contains(results.Parts[0].Text, "no price for one-hour cache writes") {
+		t.Fatalf("the call's result is %+v, want an error saying what could not be priced", results.Parts)
+	}
+	if !noticeHas(events, "could not be priced") {
+		t.Error("no notice says the turn's cost could not be priced")
+	}
+}
+
+// A cost budget on a wire that writes the one-hour cache does not start
+// when the model has no one-hour price: every request would be unknown.
+func TestACostBudgetWithTheOneHourCacheNeedsItsPrice(t *testing.T) {
+	r := newRig(t)
+	r.provider = func(url string) (provider.Provider, error) {
+		return anthropic.New(anthropic.Config{APIKey: "k", BaseURL: url, MaxRetries: -1, CacheTTL: anthropic.CacheTTL1h})
+	}
+	r.agent = r.newAgent()
+	r.agent.Pricer, r.agent.MaxCost = hourlessPricer{}, 1
+	_, err := r.agent.Turn(context.Background(), r.id, "hello", nil)
+	if err == nil || !strings.Contains(err.Error(), "one-hour") || !strings.Contains(err.Error(), "cache_write_1h") {
+		t.Fatalf("err %v, want one saying the model has no one-hour cache write price", err)
+	}
+	if len(r.srv.Requests()) != 0 {
+		t.Fatalf("%d requests sent, want none", len(r.srv.Requests()))
+	}
+	r.agent.Pricer = fakePricer{}
+	r.srv.Push(providertest.Step{Text: "hi"})
+	if tr, err := r.agent.Turn(context.Background(), r.id, "hello", nil); err != nil || tr.Reason != "end_turn" {
+		t.Fatalf("with a one-hour price: turn %+v, %v; want it to run", tr, err)
+	}
+}
+
+// The turn's cost is the sum of each request's own cost: a long-prompt
+// tier applies to a request over its line, not to the turn's summed
+// usage (two requests of 40000 tokens are not one of 80000).
+func TestTheTurnCostSumsEachRequestPricedOnItsOwn(t *testing.T) {
+	r := budgetRig(t, "anthropic")
+	r.agent.Pricer, r.agent.MaxCost = hourlessPricer{}, 0.2
+	r.srv.Push(budgetCall(), providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_2", "a.txt")}, Input: 40000, Output: 10},
+		providertest.Step{Text: "done"})
+	tr, _ := r.turn("read a.txt")
+	if tr.Reason != "end_turn" || len(r.srv.Requests()) != 3 {
+		msgs := r.stored()
+		t.Fatalf("turn %+v after %d requests (last stored %q), want end_turn after 3: the two answers cost $0.0801 each priced on its own, not $0.16 at the long tier", tr, len(r.srv.Requests()), textOf(msgs[len(msgs)-1]))
+	}
+	// the stop states that sum
+	r.agent.MaxCost = 0.1
+	r.srv.Push(budgetCall(), providertest.Step{ToolCalls: []providertest.ToolCall{readCall("call_2", "a.txt")}, Input: 40000, Output: 10})
+	r.turn("again")
+	msgs := r.stored()
+	if text := textOf(msgs[len(msgs)-1]); !strings.Contains(text, "the turn has cost $0.0801") {
+		t.Fatalf("the stored stop says %q, want the sum of the requests' own costs ($0.0801)", text)
+	}
+}
+
+// hourPricer is fakePricer with one-hour cache writes at $2 per million.
+type hourPricer struct{}
+
+func (hourPricer) Cost(model string, u history.Usage) price.Cost {
+	c := fakePricer{}.Cost(model, u)
+	c.Dollars += float64(u.CacheWrite1h) * (2 - 1.25) / 1e6
+	return c
+}
+
+// samePrice reports whether a and b are the same price to a billionth of a
+// dollar.
+func samePrice(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// The estimate prices the new input at the one-hour write price when the
+// wire writes the one-hour cache.
+func TestTheCostEstimateWritesAtTheCacheLifetimesPrice(t *testing.T) {
+	b := budget{pricer: hourPricer{}, model: "claude-test", ttl: "1h"}
+	if got, want := b.estimatedCost(100000).Dollars, 100000*2/1e6; !samePrice(got, want) {
+		t.Fatalf("estimate $%v with the one-hour lifetime, want $%v (every token written at $2 per million)", got, want)
+	}
+	b.ttl = ""
+	if got, want := b.estimatedCost(100000).Dollars, 100000*1.25/1e6; !samePrice(got, want) {
+		t.Fatalf("estimate $%v with the five-minute lifetime, want $%v", got, want)
+	}
+}
+
+// The estimate is priced as one request, so that a request over the
+// model's long-prompt line is priced at the long tier, its cached part
+// with its new part.
+func TestTheCostEstimateIsOneRequestUnderTheLongTier(t *testing.T) {
+	b := budget{pricer: hourlessPricer{}, model: "claude-test", last: history.Usage{CacheRead: 30000}, warm: true}
+	got, want := b.estimatedCost(60000).Dollars, 2*(30000*0.1+30000*1.25)/1e6
+	if !samePrice(got, want) {
+		t.Fatalf("estimate $%v of a request of 60000 tokens (30000 cached), want $%v at the long tier (over 50000)", got, want)
+	}
+}
+
+// The estimate reads the last request's cached part from the cache only
+// while it is warm: the last answer stored within the cache's lifetime,
+// with no context record after it; else the whole input is a write.
+func TestTheCostEstimateReadsTheCacheOnlyWhileWarm(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	answer := func(age time.Duration) history.Message {
+		return history.Message{Role: history.Assistant, Usage: &history.Usage{CacheRead: 30000, CacheWrite: 10000}, Time: now.Add(-age)}
+	}
+	record := history.Message{Role: history.Context, Edit: &history.Edit{}}
+	for _, c := range []struct {
+		name string
+		msgs []history.Message
+		ttl  string
+		warm bool
+	}{
+		{"an answer a minute old", []history.Message{answer(time.Minute)}, "", true},
+		{"an answer ten minutes old, five-minute cache", []history.Message{answer(10 * time.Minute)}, "", false},
+		{"an answer ten minutes old, one-hour cache", []history.Message{answer(10 * time.Minute)}, "1h", true},
+		{"an answer two hours old, one-hour cache", []history.Message{answer(2 * time.Hour)}, "1h", false},
+		{"a context record after the answer", []history.Message{answer(time.Minute), record}, "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := budget{pricer: fakePricer{}, model: "claude-test", ttl: c.ttl}
+			b.last, b.warm = lastCached(c.msgs, c.ttl, now)
+			got := b.estimate(50000)
+			read := 0
+			if c.warm {
+				read = 40000
+			}
+			if got.CacheRead != read || got.CacheWrite != 50000-read {
+				t.Fatalf("estimate %+v, want %d read from the cache and the rest written (warm %v)", got, read, c.warm)
+			}
+		})
+	}
+}
+
+// A request of a cost-budgeted turn whose usage could not be priced is
+// counted as unknown, never as $0: the next check stops the turn saying
+// why (a summary request's usage, counted by fit, goes the same way).
+func TestAnUnpricedSummaryStopsTheNextRequest(t *testing.T) {
+	b := budget{cost: 1, pricer: hourlessPricer{}, model: "claude-test", spent: price.Cost{Known: true}}
+	why := b.beforeRequest(history.Usage{CacheWrite: 1000, CacheWrite1h: 1000}, window.Count{Tokens: 10})
+	if !strings.Contains(why, "could not be priced") || !strings.Contains(why, "no price for one-hour cache writes") {
+		t.Fatalf("beforeRequest said %q, want the turn stopped saying what could not be priced", why)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -165,7 +166,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	// The budgets are read once a turn, the conversation's cost so far
 	// with them; one that cannot be held fails the turn before its
 	// prompt is stored.
-	if t.budget, err = a.newBudget(stored, t.tr.Usage); err != nil {
+	if t.budget, err = a.newBudget(stored, t.tr.Usage, time.Now()); err != nil {
 		return nil, false, err
 	}
 	if t.sz, err = a.sizing(kept, id); err != nil {
@@ -218,6 +219,9 @@ func (t *turning) ask() (x *reply, err error) {
 	req, place, size, done, err := t.a.fit(t.ctx, t.id, t.sz, t.on, 0, &t.tr)
 	if err != nil {
 		return nil, err
+	}
+	if len(done) > 0 {
+		t.budget.warm = false // fitting changed the prefix the cache holds
 	}
 	if why := t.budget.beforeRequest(t.tr.Usage, size); why != "" {
 		return nil, t.budgetStop(why)
@@ -306,7 +310,7 @@ func (t *turning) fail(x *reply, err error) error {
 func (t *turning) count(resp provider.Response) {
 	if resp.Message.Usage != nil {
 		t.tr.Usage.Add(*resp.Message.Usage)
-		t.budget.last = *resp.Message.Usage
+		t.budget.answered(*resp.Message.Usage)
 		t.on(Event{Kind: Usage, Usage: *resp.Message.Usage})
 	}
 	t.tr.Text = textOf(resp.Message)
