@@ -122,7 +122,7 @@ func (a *Agent) newBudget(stored []history.Message, start history.Usage, now tim
 // is not tool results); 0 when none.
 func turnStart(msgs []history.Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if m := msgs[i]; m.Role == history.User && !holdsResults(m) {
+		if m := msgs[i]; m.Role == history.User && !m.HoldsResults() {
 			return i
 		}
 	}
