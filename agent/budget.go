@@ -71,6 +71,32 @@ func (b *budget) set() bool { return b.tokens > 0 || b.cost > 0 || b.convCost > 
 // costs is whether a cost budget is set: only then are requests priced.
 func (b *budget) costs() bool { return b.cost > 0 || b.convCost > 0 }
 
+// CheckBudgets says why a's budgets cannot be held, before any turn: a
+// budget below 0, or a cost budget with no Pricer, a model it has no
+// price for, or — when the wire writes the one-hour cache — no price for
+// that. A turn checks them as it starts; a server checks a turn's own
+// budgets with it before taking the turn. nil when they can be held.
+func (a *Agent) CheckBudgets() error {
+	if a.MaxTurnTokens < 0 || a.MaxCost < 0 || a.MaxConversationCost < 0 {
+		return fmt.Errorf("a budget below 0 (max turn tokens %d, max cost $%g, max conversation cost $%g): give a positive bound, or 0 for none", a.MaxTurnTokens, a.MaxCost, a.MaxConversationCost)
+	}
+	if a.MaxCost == 0 && a.MaxConversationCost == 0 {
+		return nil
+	}
+	if a.Pricer == nil {
+		return errors.New("a cost budget is set but the agent has no Pricer to price its requests: set Agent.Pricer, or drop the cost budget")
+	}
+	if c := a.Pricer.Cost(a.Model, history.Usage{Input: 1}); !c.Known {
+		return fmt.Errorf("the model %s has no price (%s), so a cost budget cannot be held: add its price (a price file), or drop the cost budget", a.Model, c.Why)
+	}
+	if provider.CacheTTL(a.Provider) == "1h" {
+		if c := a.Pricer.Cost(a.Model, history.Usage{CacheWrite: 1, CacheWrite1h: 1}); !c.Known {
+			return fmt.Errorf("the wire writes the prompt cache with the one-hour lifetime (--cache-ttl 1h) but the model %s has no price for it (%s), so a cost budget cannot be held: add cache_write_1h to its price (a price file), use the five-minute lifetime, or drop the cost budget", a.Model, c.Why)
+		}
+	}
+	return nil
+}
+
 // newBudget reads a's budgets for a turn of a conversation whose stored
 // messages are stored and whose turn so far used start (a continued
 // turn's, or nothing), at now. It fails, so that the turn does not start,
@@ -81,23 +107,12 @@ func (b *budget) costs() bool { return b.cost > 0 || b.convCost > 0 }
 func (a *Agent) newBudget(stored []history.Message, start history.Usage, now time.Time) (budget, error) {
 	b := budget{tokens: a.MaxTurnTokens, cost: a.MaxCost, convCost: a.MaxConversationCost, pricer: a.Pricer, model: a.Model,
 		ttl: provider.CacheTTL(a.Provider), spent: price.Cost{Known: true}, priced: start}
-	if b.tokens < 0 || b.cost < 0 || b.convCost < 0 {
-		return b, fmt.Errorf("a budget below 0 (max turn tokens %d, max cost $%g, max conversation cost $%g): give a positive bound, or 0 for none", b.tokens, b.cost, b.convCost)
+	if err := a.CheckBudgets(); err != nil {
+		return b, err
 	}
 	b.last, b.warm = lastCached(stored, b.ttl, now)
 	if !b.costs() {
 		return b, nil
-	}
-	if b.pricer == nil {
-		return b, errors.New("a cost budget is set but the agent has no Pricer to price its requests: set Agent.Pricer, or drop the cost budget")
-	}
-	if c := b.pricer.Cost(b.model, history.Usage{Input: 1}); !c.Known {
-		return b, fmt.Errorf("the model %s has no price (%s), so a cost budget cannot be held: add its price (a price file), or drop the cost budget", b.model, c.Why)
-	}
-	if b.ttl == "1h" {
-		if c := b.pricer.Cost(b.model, history.Usage{CacheWrite: 1, CacheWrite1h: 1}); !c.Known {
-			return b, fmt.Errorf("the wire writes the prompt cache with the one-hour lifetime (--cache-ttl 1h) but the model %s has no price for it (%s), so a cost budget cannot be held: add cache_write_1h to its price (a price file), use the five-minute lifetime, or drop the cost budget", b.model, c.Why)
-		}
 	}
 	all, turn, err := conversationCost(b.pricer, b.model, stored)
 	switch {

@@ -71,7 +71,7 @@ func TestABudgetThatCannotBeHeldIsRefused(t *testing.T) {
 		{onePricer{}, `{"prompt":"x","max_turn_tokens":-1}`, "give a positive budget"},
 		{onePricer{}, `{"prompt":"x","max_cost":-0.5}`, "give a positive budget"},
 		{onePricer{}, `{"prompt":"x","max_cost":"a lot"}`, "max_cost"},
-		{nil, `{"prompt":"x","max_cost":0.5}`, "no price table"},
+		{nil, `{"prompt":"x","max_cost":0.5}`, "no Pricer to price its requests"},
 		{onePricer{}, `{"prompt":"x","max_conversation_cost":0.5,"model":"unpriced"}`, "the model unpriced has no price"},
 	} {
 		f.srv.Agent.Pricer = c.pricer

@@ -63,14 +63,8 @@ func (in TurnInput) budgets(a *agent.Agent) error {
 	if in.MaxConversationCost > 0 {
 		a.MaxConversationCost = in.MaxConversationCost
 	}
-	if a.MaxCost == 0 && a.MaxConversationCost == 0 {
-		return nil
-	}
-	if a.Pricer == nil {
-		return errors.New("max_cost, max_conversation_cost: this server has no price table to hold a cost budget with; leave them out")
-	}
-	if !a.Pricer.Cost(a.Model, history.Usage{Input: 1}).Known {
-		return fmt.Errorf("max_cost, max_conversation_cost: the model %s has no price, so a cost budget cannot be held; leave them out, or name a model with a price", a.Model)
+	if err := a.CheckBudgets(); err != nil {
+		return fmt.Errorf("max_turn_tokens, max_cost, max_conversation_cost: %w", err)
 	}
 	return nil
 }
