@@ -80,6 +80,7 @@ type HeldError struct {
 	Expires time.Time
 }
 
+// Error names the conversation and its holder.
 func (e *HeldError) Error() string {
 	return fmt.Sprintf("conversation %s is being advanced by another writer: %s", e.Conversation, e.Holder)
 }

@@ -29,6 +29,7 @@ const (
 	Deny
 )
 
+// String is the decision as the policy file and the audit trail spell it.
 func (d Decision) String() string {
 	switch d {
 	case Allow:

@@ -62,6 +62,7 @@ type QueuedError struct {
 	Conversation, Turn string
 }
 
+// Error says which turn is queued, and what to do.
 func (e *QueuedError) Error() string {
 	return fmt.Sprintf("conversation %s has turn %s queued or running; cancel it or wait for its turn.finished event", e.Conversation, e.Turn)
 }

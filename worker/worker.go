@@ -231,6 +231,7 @@ func (q *Queue) Enqueue(ctx context.Context, conv string, t server.QueuedTurn, p
 // turn queued already.
 type QueuedBy struct{ turn string }
 
+// Error names the turn queued or running.
 func (e *QueuedBy) Error() string { return "turn " + e.turn + " is queued or running" }
 
 // turnOf is the turn a job carries.

@@ -38,6 +38,7 @@ type Step struct {
 	Texts []string
 }
 
+// String says the step for a failure message: "fork root at 3 into f1".
 func (st Step) String() string {
 	switch st.Op {
 	case "append":

@@ -94,6 +94,7 @@ type LoginNeededError struct {
 	Bearer bool
 }
 
+// Error names the server that needs a login and how to give it.
 func (e *LoginNeededError) Error() string {
 	why := "needs you to sign in"
 	if e.Scope {
