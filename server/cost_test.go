@@ -1,0 +1,74 @@
+package server
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"testing"
+
+	"github.com/myelin-run/myelin/provider/providertest"
+)
+
+// finishedTurn runs one turn of body through f's fake provider and
+// returns its turn.finished data as JSON, raw and decoded.
+func finishedTurn(t *testing.T, f *fixture, id, body string) (map[string]any, turnFinishedEvent) {
+	t.Helper()
+	w := f.watch(id)
+	if status, out := f.do("POST", "/v1/conversations/"+id+"/turns", body); status != http.StatusAccepted {
+		t.Fatalf("POST turns %s: %d %s", body, status, out)
+	}
+	evs := w.until(t, EventTurnFinished)
+	data := evs[len(evs)-1].Data
+	var raw map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	var fin turnFinishedEvent
+	mustJSON(t, data, &fin)
+	return raw, fin
+}
+
+// Issue 31: turn.finished says what the turn cost, the sum of its
+// requests' costs, each priced on its own under the turn's model.
+func TestTurnFinishedCarriesTheSumOfItsRequestsCosts(t *testing.T) {
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "noop--run", Input: `{}`}}, Input: 40000, Output: 10},
+		providertest.Step{Text: "done", Input: 40100, Output: 20})
+	f.srv.Agent.Pricer, f.srv.Agent.ContextWindow = onePricer{}, 1<<20
+	id := f.newConversation()
+	_, fin := finishedTurn(t, f, id, `{"prompt":"go"}`)
+	want := float64(40000+10+40100+20) / 1e6 // onePricer: $1 per million tokens
+	if fin.Cost == nil || !fin.Cost.Known || fin.Cost.USD == nil || math.Abs(*fin.Cost.USD-want) > 1e-12 {
+		t.Fatalf("turn.finished cost %+v after %d requests, want known usd %v", fin.Cost, len(f.fake.Requests()), want)
+	}
+}
+
+// A turn whose model has no price costs "unknown" with why, and its
+// turn.finished has no usd at all: an unknown cost is never 0.
+func TestTurnFinishedCostOfAnUnpricedModelIsUnknownNotZero(t *testing.T) {
+	f := newFixture(t, providertest.Step{Text: "done", Input: 100, Output: 5})
+	f.srv.Agent.Pricer = onePricer{}
+	f.srv.Agent.Model = "unpriced"
+	id := f.newConversation()
+	raw, fin := finishedTurn(t, f, id, `{"prompt":"go"}`)
+	cost, _ := raw["cost"].(map[string]any)
+	if cost == nil || cost["known"] != false {
+		t.Fatalf("turn.finished cost %v, want known false", raw["cost"])
+	}
+	if _, has := cost["usd"]; has {
+		t.Errorf("an unknown cost has usd %v: it must have none", cost["usd"])
+	}
+	if fin.Cost.Why == "" {
+		t.Errorf("an unknown cost %+v says not why", fin.Cost)
+	}
+}
+
+// A server without a price table says nothing of cost, rather than $0.
+func TestTurnFinishedHasNoCostWithoutAPricer(t *testing.T) {
+	f := newFixture(t, providertest.Step{Text: "done", Input: 100, Output: 5})
+	id := f.newConversation()
+	raw, _ := finishedTurn(t, f, id, `{"prompt":"go"}`)
+	if c, has := raw["cost"]; has {
+		t.Fatalf("turn.finished has cost %v with no Pricer, want none", c)
+	}
+}
