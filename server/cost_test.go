@@ -46,14 +46,26 @@ func TestTurnFinishedCarriesTheSumOfItsRequestsCosts(t *testing.T) {
 	}
 }
 
-// A turn whose model has no price costs "unknown" with why, and its
-// turn.finished has no usd at all: an unknown cost is never 0.
+// A turn whose model has no price — the server's, or the one the turn
+// names — costs "unknown" with why, and its turn.finished has no usd at
+// all: an unknown cost is never 0.
 func TestTurnFinishedCostOfAnUnpricedModelIsUnknownNotZero(t *testing.T) {
+	for _, turnsModel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("named by the turn %v", turnsModel), func(t *testing.T) {
+			testUnpricedTurnCost(t, turnsModel)
+		})
+	}
+}
+
+func testUnpricedTurnCost(t *testing.T, turnsModel bool) {
 	f := newFixture(t, providertest.Step{Text: "done", Input: 100, Output: 5})
 	f.srv.Agent.Pricer = onePricer{}
-	f.srv.Agent.Model = "unpriced"
+	body := `{"prompt":"go","model":"unpriced"}`
+	if !turnsModel {
+		f.srv.Agent.Model, body = "unpriced", `{"prompt":"go"}`
+	}
 	id := f.newConversation()
-	raw, fin := finishedTurn(t, f, id, `{"prompt":"go"}`)
+	raw, fin := finishedTurn(t, f, id, body)
 	cost, _ := raw["cost"].(map[string]any)
 	if cost == nil || cost["known"] != false {
 		t.Fatalf("turn.finished cost %v, want known false", raw["cost"])
