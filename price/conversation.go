@@ -40,6 +40,20 @@ type Priced struct {
 // it or last before it (the first Settings for a request before any). It
 // reads what is stored; a request that stored no usage is not counted.
 func (t *Table) Conversation(msgs []history.Message) Priced {
+	return Conversation(t, msgs)
+}
+
+// Pricer prices one request's usage under a model, as Table.Cost does.
+// It must say Known false for a model it has no price for, never price it
+// at 0.
+type Pricer interface {
+	Cost(model string, u history.Usage) Cost
+}
+
+// Conversation prices the requests of a stored conversation with t, as
+// Table.Conversation does with a table: for a caller that holds a price
+// table only as a Pricer (the server, through agent.Pricer).
+func Conversation(t Pricer, msgs []history.Message) Priced {
 	model := ""
 	for _, m := range msgs {
 		if m.Settings != nil {

@@ -126,3 +126,27 @@ func (m Model) Cost(u history.Usage) Cost {
 		float64(u.CacheWrite-u.CacheWrite1h)*p.CacheWrite + float64(u.CacheWrite1h)*p.CacheWrite1h
 	return Cost{Dollars: perM / 1e6, Known: true}
 }
+
+// JSON is a cost as the JSON of myelin's API and `history show --json`
+// give it: usd when known, at_least_usd when part of a sum is unknown and
+// the known part costs something, why when it is not known. An unknown
+// cost has no usd: it is never written as 0.
+type JSON struct {
+	USD     *float64 `json:"usd,omitempty"`
+	AtLeast *float64 `json:"at_least_usd,omitempty"`
+	Known   bool     `json:"known"`
+	Why     string   `json:"why,omitempty"`
+}
+
+// JSON is c as the API writes it (see type JSON).
+func (c Cost) JSON() *JSON {
+	d := c.Dollars
+	j := &JSON{Known: c.Known, Why: c.Why}
+	switch {
+	case c.Known:
+		j.USD = &d
+	case c.Some && d > 0:
+		j.AtLeast = &d
+	}
+	return j
+}

@@ -19,7 +19,7 @@ type onePricer struct{}
 
 func (onePricer) Cost(model string, u history.Usage) price.Cost {
 	if model != "claude-test" {
-		return price.Cost{}
+		return price.Cost{Why: "model " + model + " not in the price table"}
 	}
 	return price.Cost{Dollars: float64(u.Input+u.Output+u.CacheRead+u.CacheWrite) / 1e6, Known: true}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/permission"
+	"github.com/myelin-run/myelin/price"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -136,8 +137,13 @@ type turnFinishedEvent struct {
 	Reason string `json:"reason"` // the agent's, or "error" or "cancelled"
 	Rounds int    `json:"rounds"`
 	Usage  Usage  `json:"usage"`
-	Text   string `json:"text,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// Cost is the turn's cost: each of its requests' usage priced on its
+	// own under the turn's model, summed (price.Sum: unknown, with why,
+	// when one could not be priced — never a usd of 0). Absent when the
+	// server has no price table (Agent.Pricer).
+	Cost  *price.JSON `json:"cost,omitempty"`
+	Text  string      `json:"text,omitempty"`
+	Error string      `json:"error,omitempty"`
 }
 
 // emit appends an event to conversation conv's log; an event that does

@@ -1,13 +1,16 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/price"
 )
 
 // RequestInfo is a request sent for a conversation, without its body: how
@@ -32,6 +35,13 @@ type RequestInfo struct {
 	Body  string `json:"body"`
 	// Usage is what the provider said it cost, nil when it said nothing.
 	Usage *history.Usage `json:"usage,omitempty"`
+	// Cost is what it cost in US dollars: the usage of the answer it
+	// produced priced under the model stored with that answer or last
+	// before it (price.Conversation). Absent when it produced no answer,
+	// the answer has no usage, or the server has no price table
+	// (Agent.Pricer); unknown, with why and no usd, when the table has no
+	// price for it.
+	Cost *price.JSON `json:"cost,omitempty"`
 	// Error is why it produced no answer, "" when it did.
 	Error string `json:"error,omitempty"`
 	// Time is when it was sent.
@@ -102,10 +112,45 @@ func (s *Server) listRequests(w http.ResponseWriter, r *http.Request) {
 	out := struct {
 		Requests []RequestInfo `json:"requests"`
 	}{Requests: make([]RequestInfo, 0, len(list))}
+	costs := s.answerCosts(r.Context(), id, list...)
 	for _, sr := range list {
-		out.Requests = append(out.Requests, requestInfo(id, sr))
+		out.Requests = append(out.Requests, costed(requestInfo(id, sr), sr, costs))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// answerCosts is the cost of each stored answer with a usage, by its
+// place (from 0), when the server has a price table and one of list
+// produced an answer with a usage; nil else (the messages are read only
+// then). A conversation whose messages cannot be read has no costs: the
+// request list is served without them rather than not at all.
+func (s *Server) answerCosts(ctx context.Context, id string, list ...history.SentRequest) map[int]price.Cost {
+	if s.Agent.Pricer == nil || !slices.ContainsFunc(list, func(sr history.SentRequest) bool { return sr.Usage != nil && sr.Msg >= 0 }) {
+		return nil
+	}
+	msgs, err := s.Agent.Store.Messages(ctx, id)
+	if err != nil {
+		s.logf("server: the messages of conversation %s, to price its requests: %v", id, err)
+		return nil
+	}
+	costs := map[int]price.Cost{}
+	for _, tr := range price.Conversation(s.Agent.Pricer, msgs).Turns {
+		for _, rq := range tr.Requests {
+			if rq.Kind == "answer" {
+				costs[rq.Msg] = rq.Cost
+			}
+		}
+	}
+	return costs
+}
+
+// costed is info with the cost of the answer sr produced, when costs has
+// it.
+func costed(info RequestInfo, sr history.SentRequest, costs map[int]price.Cost) RequestInfo {
+	if c, ok := costs[sr.Msg]; ok && sr.Usage != nil && sr.Msg >= 0 {
+		info.Cost = c.JSON()
+	}
+	return info
 }
 
 // pathRequest is the request the path's {id} and {n} name, or false with
@@ -126,7 +171,7 @@ func (s *Server) pathRequest(w http.ResponseWriter, r *http.Request) (string, hi
 
 func (s *Server) getRequest(w http.ResponseWriter, r *http.Request) {
 	if id, sr, ok := s.pathRequest(w, r); ok {
-		writeJSON(w, http.StatusOK, requestInfo(id, sr))
+		writeJSON(w, http.StatusOK, costed(requestInfo(id, sr), sr, s.answerCosts(r.Context(), id, sr)))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/price"
 )
 
 // runTurn runs a turn — run is the agent's Turn or Continue — with its
@@ -23,6 +24,9 @@ import (
 func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt string, notes []string, told func(), run func(on func(agent.Event)) (agent.TurnResult, error), started func(error), ended func(reason string)) (string, bool) {
 	claimed, begun := false, time.Now()
 	stored := 0 // the conversation's messages, once the turn stored one
+	// the turn's cost, each request priced on its own as its usage comes
+	// (a long-prompt tier is a request's, not the turn's sum)
+	var costs []price.Cost
 	tr, err := run(func(e agent.Event) {
 		switch e.Kind {
 		case agent.Started:
@@ -47,6 +51,9 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 			stored++
 			s.emit(id, EventMessageStored, messageStoredEvent{Turn: tid, N: stored, Role: string(e.Message.Role)})
 		default:
+			if e.Kind == agent.Usage && a.Pricer != nil {
+				costs = append(costs, a.Pricer.Cost(a.Model, e.Usage))
+			}
 			s.emitAgent(id, tid, e)
 		}
 	})
@@ -69,6 +76,9 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 		return NoticeClaimLost, true
 	}
 	fin := turnFinishedEvent{Turn: tid, Reason: tr.Reason, Rounds: tr.Rounds, Usage: usageOf(tr.Usage), Text: tr.Text}
+	if a.Pricer != nil {
+		fin.Cost = price.Sum(costs...).JSON()
+	}
 	if err != nil {
 		fin.Reason = "error"
 		fin.Error = err.Error()
