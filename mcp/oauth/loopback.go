@@ -14,13 +14,16 @@ import (
 )
 
 // Loopback receives the authorisation server's redirect on 127.0.0.1
-// (RFC 8252's loopback redirect for native apps). It listens only while a
+// (RFC 8252's loopback redirect for native apps). It serves only while a
 // sign-in waits, on the port its redirect URL names, and takes only the
-// redirect that carries the state of the sign-in it waits for.
+// redirect that carries the state of the sign-in it waits for. The port it
+// picks stays its own from NewLoopback to the first sign-in (the listener
+// is kept, unserved), so that no other program takes it in between.
 type Loopback struct {
 	port int
 	who  *Interaction
-	mu   sync.Mutex // one sign-in at a time
+	mu   sync.Mutex   // one sign-in at a time
+	held net.Listener // the port's listener from NewLoopback, until a sign-in takes it
 }
 
 // NewLoopback picks the redirect's port (port, or a free one when 0).
@@ -29,9 +32,21 @@ func NewLoopback(port int, who *Interaction) (*Loopback, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening for the sign-in's redirect on 127.0.0.1:%d: %w", port, err)
 	}
-	port = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	return &Loopback{port: port, who: who}, nil
+	return &Loopback{port: ln.Addr().(*net.TCPAddr).Port, who: who, held: ln}, nil
+}
+
+// listener is the port's listener for a sign-in: the one NewLoopback
+// kept, the first time, else a new one on the same port. l.mu is held.
+func (l *Loopback) listener() (net.Listener, error) {
+	if ln := l.held; ln != nil {
+		l.held = nil
+		return ln, nil
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(l.port)))
+	if err != nil {
+		return nil, fmt.Errorf("listening for the sign-in's redirect on 127.0.0.1:%d: %w", l.port, err)
+	}
+	return ln, nil
 }
 
 // RedirectURL is the URL the authorisation server sends the browser back
@@ -51,9 +66,9 @@ func (l *Loopback) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*au
 		return nil, fmt.Errorf("the authorization URL: %w", err)
 	}
 	state := u.Query().Get("state")
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(l.port)))
+	ln, err := l.listener()
 	if err != nil {
-		return nil, fmt.Errorf("listening for the sign-in's redirect on 127.0.0.1:%d: %w", l.port, err)
+		return nil, err
 	}
 	got := make(chan result, 1)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
