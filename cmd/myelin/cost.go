@@ -129,35 +129,14 @@ func (sc *shownCosts) total(w io.Writer) {
 	fmt.Fprintf(w, "── conversation: %s, %s (at %s; docs/cost.md)\n", plural(n, "request", "requests"), costPhrase(sc.priced.Cost), at)
 }
 
-// costJSON is a cost as history show --json gives it: usd when known,
-// at_least_usd when part of it is unknown, why when it is not known.
-type costJSON struct {
-	USD     *float64 `json:"usd,omitempty"`
-	AtLeast *float64 `json:"at_least_usd,omitempty"`
-	Known   bool     `json:"known"`
-	Why     string   `json:"why,omitempty"`
-}
-
-func toCostJSON(c price.Cost) *costJSON {
-	d := c.Dollars
-	j := &costJSON{Known: c.Known, Why: c.Why}
-	switch {
-	case c.Known:
-		j.USD = &d
-	case c.Some && d > 0:
-		j.AtLeast = &d
-	}
-	return j
-}
-
 // shownMessage is a stored message or record as history show --json gives
 // it: as stored, with cost, the cost of the requests whose usage it holds
 // (an answer's; a record's summary and refused answer), and, on a turn's
 // prompt, turn_cost, the cost of the turn's requests.
 type shownMessage struct {
 	history.Message
-	Cost     *costJSON `json:"cost,omitempty"`
-	TurnCost *costJSON `json:"turn_cost,omitempty"`
+	Cost     *price.JSON `json:"cost,omitempty"`
+	TurnCost *price.JSON `json:"turn_cost,omitempty"`
 }
 
 // jsonMessages are msgs with their costs, for history show --json.
@@ -166,10 +145,10 @@ func (sc *shownCosts) jsonMessages(msgs []history.Message) []shownMessage {
 	for i, m := range msgs {
 		out[i].Message = m
 		if c, ok := sc.byMsg[i]; ok {
-			out[i].Cost = toCostJSON(c)
+			out[i].Cost = c.JSON()
 		}
 		if tr, ok := sc.turnAt[i]; ok && len(tr.Requests) > 0 {
-			out[i].TurnCost = toCostJSON(tr.Cost)
+			out[i].TurnCost = tr.Cost.JSON()
 		}
 	}
 	return out

@@ -68,13 +68,13 @@ func TestHistoryShowJSONCarriesEachRequestsAndTurnsCost(t *testing.T) {
 	out, errOut, code := cli(t, "history", "show", "--json", "c1", "--workspace", dir)
 	var got []struct {
 		Role     history.Role `json:"role"`
-		Cost     *costJSON    `json:"cost"`
-		TurnCost *costJSON    `json:"turn_cost"`
+		Cost     *price.JSON  `json:"cost"`
+		TurnCost *price.JSON  `json:"turn_cost"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 0 {
 		t.Fatalf("exit %d, %v: %s", code, err, errOut)
 	}
-	usd := func(c *costJSON) float64 {
+	usd := func(c *price.JSON) float64 {
 		if c == nil || !c.Known || c.USD == nil {
 			return math.NaN()
 		}
