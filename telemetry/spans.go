@@ -118,7 +118,6 @@ func ProviderName(wire string) string {
 // carries one (StatusCode() int, as the providers' SDK errors do),
 // "_OTHER" otherwise; "" for nil.
 func ErrorType(err error) string {
-	var status interface{ StatusCode() int }
 	switch {
 	case err == nil:
 		return ""
@@ -126,10 +125,35 @@ func ErrorType(err error) string {
 		return errorTypeCanceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorTypeTimeout
-	case errors.As(err, &status) && status.StatusCode() > 0:
-		return strconv.Itoa(status.StatusCode())
+	}
+	if status := statusOf(err); status > 0 {
+		return strconv.Itoa(status)
 	}
 	return errorTypeOther
+}
+
+// statusOf is the first HTTP status above 0 in err's chain (a wire's
+// error may wrap another that has the status).
+func statusOf(err error) int {
+	for err != nil {
+		if s, ok := err.(interface{ StatusCode() int }); ok && s.StatusCode() > 0 {
+			return s.StatusCode()
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if s := statusOf(e); s > 0 {
+					return s
+				}
+			}
+			return 0
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 // fail marks span as ended by err (error.type and an Error status).
