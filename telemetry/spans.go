@@ -290,7 +290,7 @@ func (c ChatSpan) Retry(attempt, status int) {
 // ChatEnd is what came of a provider request.
 type ChatEnd struct {
 	FinishReason string // the answer's stop reason, in the wire's words
-	Usage        *Usage // nil when the answer said none
+	Usage        Usage  // zero when the answer said none
 	RequestBytes int    // the body as sent; 0 when not known
 	Err          error  // why the request failed (its last attempt)
 }
@@ -308,7 +308,8 @@ func (c ChatSpan) End(ctx context.Context, e ChatEnd) {
 	if e.RequestBytes > 0 {
 		c.span.SetAttributes(attribute.Int(keyRequestBytes, e.RequestBytes))
 	}
-	if e.Usage != nil {
+	counted := e.Usage != Usage{}
+	if counted {
 		c.span.SetAttributes(e.Usage.attributes()...)
 	}
 	base := []attribute.KeyValue{
@@ -323,7 +324,7 @@ func (c ChatSpan) End(ctx context.Context, e ChatEnd) {
 	c.span.End()
 	if s := current.Load(); s != nil {
 		s.inst.operation.Record(ctx, time.Since(c.start).Seconds(), metric.WithAttributes(base...))
-		if e.Usage != nil {
+		if counted {
 			s.inst.tokens.Record(ctx, int64(e.Usage.input()), metric.WithAttributes(append(base, attribute.String(keyTokenType, "input"))...))
 			s.inst.tokens.Record(ctx, int64(e.Usage.Output), metric.WithAttributes(append(base, attribute.String(keyTokenType, "output"))...))
 		}
