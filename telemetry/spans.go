@@ -305,18 +305,20 @@ func (c ChatSpan) End(ctx context.Context, e ChatEnd) {
 		return
 	}
 	took := time.Since(c.start).Seconds()
-	attrs := make([]attribute.KeyValue, 0, 8)
-	if e.FinishReason != "" {
-		attrs = append(attrs, attribute.StringSlice(keyFinishReasons, []string{e.FinishReason}))
-	}
-	if e.RequestBytes > 0 {
-		attrs = append(attrs, attribute.Int(keyRequestBytes, e.RequestBytes))
-	}
 	counted := e.Usage != Usage{}
-	if counted {
-		attrs = e.Usage.append(attrs)
+	if c.span.IsRecording() { // a span the sampler dropped is given nothing
+		attrs := make([]attribute.KeyValue, 0, 8)
+		if e.FinishReason != "" {
+			attrs = append(attrs, attribute.StringSlice(keyFinishReasons, []string{e.FinishReason}))
+		}
+		if e.RequestBytes > 0 {
+			attrs = append(attrs, attribute.Int(keyRequestBytes, e.RequestBytes))
+		}
+		if counted {
+			attrs = e.Usage.append(attrs)
+		}
+		c.span.SetAttributes(attrs...)
 	}
-	c.span.SetAttributes(attrs...)
 	m := chatMeasuresOf(c.provider, c.model)
 	duration := m.base
 	if e.Err != nil {
@@ -394,21 +396,25 @@ func (t ToolSpan) End(ctx context.Context, e ToolEnd) {
 		return
 	}
 	took := time.Since(t.start).Seconds()
-	attrs := make([]attribute.KeyValue, 0, 5)
-	attrs = append(attrs, attribute.Int(keyResultBytes, e.Bytes), attribute.Bool(keyResultIsError, e.IsError))
-	if e.SpillPath != "" {
-		attrs = append(attrs, attribute.String(keySpillPath, e.SpillPath))
-	}
-	if t.content {
-		attrs = append(attrs, attribute.String(keyToolResult, e.Result))
+	if t.span.IsRecording() { // a span the sampler dropped is given nothing
+		attrs := make([]attribute.KeyValue, 0, 5)
+		attrs = append(attrs, attribute.Int(keyResultBytes, e.Bytes), attribute.Bool(keyResultIsError, e.IsError))
+		if e.SpillPath != "" {
+			attrs = append(attrs, attribute.String(keySpillPath, e.SpillPath))
+		}
+		if t.content {
+			attrs = append(attrs, attribute.String(keyToolResult, e.Result))
+		}
+		if e.IsError {
+			attrs = append(attrs, attribute.String(keyErrorType, errorTypeTool))
+			t.span.SetStatus(codes.Error, "the tool's result is an error")
+		}
+		t.span.SetAttributes(attrs...)
 	}
 	measure := toolMeasureOf(t.name)
 	if e.IsError {
-		attrs = append(attrs, attribute.String(keyErrorType, errorTypeTool))
-		t.span.SetStatus(codes.Error, "the tool's result is an error")
 		measure = metric.WithAttributes(attribute.String(keyOperation, operationTool), attribute.String(keyToolName, t.name), attribute.String(keyErrorType, errorTypeTool))
 	}
-	t.span.SetAttributes(attrs...)
 	t.span.End()
 	if s := current.Load(); s != nil {
 		s.inst.tool.Record(ctx, took, measure)

@@ -9,10 +9,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// BenchmarkARoundsSpans is what one light round's telemetry costs, on and
-// off: a chat span and a tool span started and ended, with their
-// metrics, the SDK set up as Setup does (a batch span processor, a
-// periodic metric reader) with exporters that discard. Run:
+// BenchmarkARoundsSpans is what one light round's telemetry costs: a chat
+// span and a tool span started and ended, with their metrics — off, on
+// with the SDK set up as Setup does (a batch span processor, a periodic
+// metric reader) with exporters that discard, and on with a sampler that
+// drops every trace. Run:
 //
 //	go test ./telemetry -run '^$' -bench ARoundsSpans -benchmem
 func BenchmarkARoundsSpans(b *testing.B) {
@@ -28,8 +29,14 @@ func BenchmarkARoundsSpans(b *testing.B) {
 			round()
 		}
 	})
-	b.Run("on", func(b *testing.B) {
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
+	b.Run("on", func(b *testing.B) { onRound(b, round, sdktrace.AlwaysSample()) })
+	// the sampler dropping every trace: the metrics are recorded still
+	b.Run("on-sampled-out", func(b *testing.B) { onRound(b, round, sdktrace.NeverSample()) })
+}
+
+func onRound(b *testing.B, round func(), sampler sdktrace.Sampler) {
+	{
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}), sdktrace.WithSampler(sampler))
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(discardMetrics{})))
 		restore, err := Use(tp, mp, false)
 		if err != nil {
@@ -39,7 +46,7 @@ func BenchmarkARoundsSpans(b *testing.B) {
 		for b.Loop() {
 			round()
 		}
-	})
+	}
 }
 
 type discardSpans struct{}
