@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/gemini"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/telemetry"
 	"github.com/myelin-run/myelin/telemetry/otlptest"
@@ -362,5 +364,51 @@ func TestATurnsSpansReachAnOTLPReceiverAsATree(t *testing.T) {
 		if _, err := recv.WaitMetric(ctx, m); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// Each retry of a request is an event of its chat span, and still a Retry
+// event of the turn: the span's observer passes each notice on. The
+// request that failed in the end ends its span with the failure.
+func TestEachRetryIsAnEventOfTheRequestsSpanAndStillOfTheTurn(t *testing.T) {
+	rec, _, _ := recording(t, false)
+	addr := providertest.ClosedAddr(t)
+	mk := func(url string) (provider.Provider, error) {
+		return gemini.New(gemini.Config{APIKey: "k", BaseURL: url, MaxRetries: 2, RetryDelay: time.Millisecond})
+	}
+	a := unreachedAgent(t, mk, "http://"+addr, newDeletingStore())
+	a.Model = "gemini-test"
+	id, err := a.NewConversation(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	turnRetries := 0
+	if _, err := a.Turn(context.Background(), id, "hi", func(e Event) {
+		if e.Kind == Retry {
+			turnRetries++
+		}
+	}); err == nil {
+		t.Fatal("the turn did not fail: the provider cannot be reached")
+	}
+	if turnRetries != 2 {
+		t.Errorf("the turn had %d Retry events, want 2", turnRetries)
+	}
+	chats := named(rec.Ended(), "chat gemini-test")
+	if len(chats) != 1 {
+		t.Fatalf("%d chat spans, want 1", len(chats))
+	}
+	var attempts []int64
+	for _, e := range chats[0].Events() {
+		if e.Name == "myelin.provider.retry" {
+			attempts = append(attempts, attrs(e.Attributes)["myelin.retry.attempt"].AsInt64())
+		}
+	}
+	if !slices.Equal(attempts, []int64{2, 3}) {
+		t.Errorf("the chat span's retry events name attempts %v, want [2 3]", attempts)
+	}
+	a2 := attrs(chats[0].Attributes())
+	wantString(t, "chat", a2, "gen_ai.provider.name", "gcp.gemini")
+	if chats[0].Status().Code != codes.Error || a2["error.type"].AsString() == "" {
+		t.Errorf("the failed request's span: status %v, error.type %q; want an error", chats[0].Status(), a2["error.type"].AsString())
 	}
 }
