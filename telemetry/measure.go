@@ -11,11 +11,21 @@ import (
 // kept: a set is sorted and hashed when made, which would otherwise be
 // most of what recording a request's metrics costs.
 
-// chatMeasures are the attribute sets of one model's requests: the
-// duration's, and the token usage's for input and for output.
+// chatMeasures are what one model's requests are recorded with: their
+// span's name, and the attribute sets of the duration and of the token
+// usage for input and for output, each as the options Record takes (a
+// slice made once: a variadic call would make one each time).
 type chatMeasures struct {
-	base, input, output metric.MeasurementOption
+	name                string // the span's: "chat {model}"
+	base, input, output []metric.RecordOption
 	kvs                 []attribute.KeyValue // base's, for an error's set
+}
+
+// toolMeasures are what one tool's calls are recorded with: their span's
+// name and the duration's attribute set.
+type toolMeasures struct {
+	name string // "execute_tool {name}"
+	ok   []metric.RecordOption
 }
 
 type chatKey struct{ provider, model string }
@@ -27,7 +37,7 @@ const maxMeasured = 256
 var measures struct {
 	sync.RWMutex
 	chat map[chatKey]*chatMeasures
-	tool map[string]metric.MeasurementOption
+	tool map[string]*toolMeasures
 }
 
 // chatMeasuresOf are the attribute sets of the requests to model of
@@ -45,10 +55,10 @@ func chatMeasuresOf(provider, model string) *chatMeasures {
 		attribute.String(keyProvider, provider),
 		attribute.String(keyRequestModel, model),
 	}
-	with := func(more ...attribute.KeyValue) metric.MeasurementOption {
-		return metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), kvs...), more...)...))
+	with := func(more ...attribute.KeyValue) []metric.RecordOption {
+		return []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(append([]attribute.KeyValue(nil), kvs...), more...)...))}
 	}
-	m = &chatMeasures{base: with(), input: with(attribute.String(keyTokenType, "input")),
+	m = &chatMeasures{name: operationChat + " " + model, base: with(), input: with(attribute.String(keyTokenType, "input")),
 		output: with(attribute.String(keyTokenType, "output")), kvs: kvs}
 	measures.Lock()
 	if measures.chat == nil {
@@ -61,19 +71,19 @@ func chatMeasuresOf(provider, model string) *chatMeasures {
 	return m
 }
 
-// toolMeasureOf is the attribute set of the calls of tool name that did
-// not fail.
-func toolMeasureOf(name string) metric.MeasurementOption {
+// toolMeasuresOf are what the calls of tool name are recorded with.
+func toolMeasuresOf(name string) *toolMeasures {
 	measures.RLock()
-	o, ok := measures.tool[name]
+	o := measures.tool[name]
 	measures.RUnlock()
-	if ok {
+	if o != nil {
 		return o
 	}
-	o = metric.WithAttributeSet(attribute.NewSet(attribute.String(keyOperation, operationTool), attribute.String(keyToolName, name)))
+	o = &toolMeasures{name: operationTool + " " + name,
+		ok: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(keyOperation, operationTool), attribute.String(keyToolName, name)))}}
 	measures.Lock()
 	if measures.tool == nil {
-		measures.tool = map[string]metric.MeasurementOption{}
+		measures.tool = map[string]*toolMeasures{}
 	}
 	if len(measures.tool) < maxMeasured {
 		measures.tool[name] = o

@@ -157,6 +157,13 @@ func statusOf(err error) int {
 	return 0
 }
 
+// The span kinds' start options, made once (an option made in the call
+// is an allocation each time).
+var (
+	kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
+	kindClient   = trace.WithSpanKind(trace.SpanKindClient)
+)
+
 // fail marks span as ended by err (error.type and an Error status).
 func fail(span trace.Span, err error) {
 	span.SetAttributes(attribute.String(keyErrorType, ErrorType(err)))
@@ -186,7 +193,7 @@ func StartTurn(ctx context.Context, t Turn) (context.Context, TurnSpan) {
 	if t.Agent == "" {
 		t.Agent = "myelin"
 	}
-	ctx, span := s.tracer.Start(ctx, operationInvoke+" "+t.Agent, trace.WithSpanKind(trace.SpanKindInternal),
+	ctx, span := s.tracer.Start(ctx, operationInvoke+" "+t.Agent, kindInternal,
 		trace.WithAttributes(
 			attribute.String(keyOperation, operationInvoke),
 			attribute.String(keyAgentName, t.Agent),
@@ -238,10 +245,9 @@ type Chat struct {
 // ChatSpan is a provider request's chat span; its zero value (telemetry
 // off) does nothing.
 type ChatSpan struct {
-	span  trace.Span
-	start time.Time
-	// the metrics' attributes
-	model, provider string
+	span     trace.Span
+	start    time.Time
+	measures *chatMeasures // what its metrics are recorded with
 }
 
 // StartChat starts the span of one provider request, "chat {model}"
@@ -267,8 +273,9 @@ func StartChat(ctx context.Context, c Chat) (context.Context, ChatSpan) {
 	if c.WindowLimit > 0 {
 		attrs = append(attrs, attribute.Int(keyWindowTokens, c.WindowTokens), attribute.Int(keyWindowLimit, c.WindowLimit))
 	}
-	ctx, span := s.tracer.Start(ctx, operationChat+" "+c.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	return ctx, ChatSpan{span: span, start: time.Now(), model: c.Model, provider: provider}
+	m := chatMeasuresOf(provider, c.Model)
+	ctx, span := s.tracer.Start(ctx, m.name, kindClient, trace.WithAttributes(attrs...))
+	return ctx, ChatSpan{span: span, start: time.Now(), measures: m}
 }
 
 // Recording reports whether c exports anything: the caller may then do
@@ -319,19 +326,19 @@ func (c ChatSpan) End(ctx context.Context, e ChatEnd) {
 		}
 		c.span.SetAttributes(attrs...)
 	}
-	m := chatMeasuresOf(c.provider, c.model)
+	m := c.measures
 	duration := m.base
 	if e.Err != nil {
 		fail(c.span, e.Err)
 		// an error's set is made each time: errors are few
-		duration = metric.WithAttributes(append(append([]attribute.KeyValue(nil), m.kvs...), attribute.String(keyErrorType, ErrorType(e.Err)))...)
+		duration = []metric.RecordOption{metric.WithAttributes(append(append([]attribute.KeyValue(nil), m.kvs...), attribute.String(keyErrorType, ErrorType(e.Err)))...)}
 	}
 	c.span.End()
 	if s := current.Load(); s != nil {
-		s.inst.operation.Record(ctx, took, duration)
+		s.inst.operation.Record(ctx, took, duration...)
 		if counted {
-			s.inst.tokens.Record(ctx, int64(e.Usage.input()), m.input)
-			s.inst.tokens.Record(ctx, int64(e.Usage.Output), m.output)
+			s.inst.tokens.Record(ctx, int64(e.Usage.input()), m.input...)
+			s.inst.tokens.Record(ctx, int64(e.Usage.Output), m.output...)
 		}
 	}
 }
@@ -348,10 +355,11 @@ type Tool struct {
 // ToolSpan is a tool call's execute_tool span; its zero value (telemetry
 // off) does nothing.
 type ToolSpan struct {
-	span    trace.Span
-	start   time.Time
-	name    string
-	content bool
+	span     trace.Span
+	start    time.Time
+	name     string
+	measures *toolMeasures
+	content  bool
 }
 
 // Started reports whether t is a span StartTool started (not the zero
@@ -376,8 +384,9 @@ func StartTool(ctx context.Context, t Tool) (context.Context, ToolSpan) {
 	if s.content && len(t.Arguments) > 0 {
 		attrs = append(attrs, attribute.String(keyToolArguments, string(t.Arguments)))
 	}
-	ctx, span := s.tracer.Start(ctx, operationTool+" "+t.Name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
-	return ctx, ToolSpan{span: span, start: time.Now(), name: t.Name, content: s.content}
+	m := toolMeasuresOf(t.Name)
+	ctx, span := s.tracer.Start(ctx, m.name, kindInternal, trace.WithAttributes(attrs...))
+	return ctx, ToolSpan{span: span, start: time.Now(), name: t.Name, measures: m, content: s.content}
 }
 
 // ToolEnd is what a tool call gave.
@@ -411,13 +420,13 @@ func (t ToolSpan) End(ctx context.Context, e ToolEnd) {
 		}
 		t.span.SetAttributes(attrs...)
 	}
-	measure := toolMeasureOf(t.name)
+	measure := t.measures.ok
 	if e.IsError {
-		measure = metric.WithAttributes(attribute.String(keyOperation, operationTool), attribute.String(keyToolName, t.name), attribute.String(keyErrorType, errorTypeTool))
+		measure = []metric.RecordOption{metric.WithAttributes(attribute.String(keyOperation, operationTool), attribute.String(keyToolName, t.name), attribute.String(keyErrorType, errorTypeTool))}
 	}
 	t.span.End()
 	if s := current.Load(); s != nil {
-		s.inst.tool.Record(ctx, took, measure)
+		s.inst.tool.Record(ctx, took, measure...)
 	}
 }
 
