@@ -65,25 +65,27 @@ func historyRewind(ctx context.Context, store history.Store, h historyCall, stdo
 // historyUndoRedo takes back conversation h.pos[0]'s last turn (undo) or
 // brings back what the last undo took back (redo), and says what it did.
 func historyUndoRedo(ctx context.Context, store history.Store, h historyCall, stdout, stderr io.Writer) int {
+	undo := h.sub == "undo"
 	return historyMove(store, h, stdout, stderr, func(id string, opt rewind.Options) (string, rewind.Files, error) {
-		if h.sub == "undo" {
-			br, files, err := rewind.Undo(ctx, store, id, opt)
-			if err != nil {
-				return "", files, err
-			}
-			c, err := store.Get(ctx, id)
-			if err != nil {
-				return "", files, err
-			}
-			return fmt.Sprintf("conversation %s goes on from message %d, before its last turn; the turn is kept as branch %s (`myelin history redo %s` brings it back)", id, c.Messages, br.ID, id), files, nil
+		var branch string
+		var files rewind.Files
+		var err error
+		if undo {
+			var br history.Conversation
+			br, files, err = rewind.Undo(ctx, store, id, opt)
+			branch = br.ID
+		} else {
+			branch, files, err = rewind.Redo(ctx, store, id, opt)
 		}
-		branch, files, err := rewind.Redo(ctx, store, id, opt)
 		if err != nil {
 			return "", files, err
 		}
 		c, err := store.Get(ctx, id)
 		if err != nil {
 			return "", files, err
+		}
+		if undo {
+			return fmt.Sprintf("conversation %s goes on from message %d, before its last turn; the turn is kept as branch %s (`myelin history redo %s` brings it back)", id, c.Messages, branch, id), files, nil
 		}
 		return fmt.Sprintf("conversation %s goes on as branch %s did, to message %d (`myelin history undo %s` takes back its last turn again)", id, branch, c.Messages, id), files, nil
 	})
