@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"net/http"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -22,46 +19,14 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
 
-// sampleRequest is provider/anthropic's sample conversation: tools, a
-// system prompt, text, tool calls, a text result, an image result and an
-// error result.
-
 // staticKeys are AWS credentials that need no lookup.
 var staticKeys = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
 	return aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret", Source: "test"}, nil
 })
 
-// seen records what went out: each request's URL and headers, on its way
-// to the fake (to which it is sent whatever its host).
-type seen struct {
-	mu      sync.Mutex
-	to      *url.URL
-	urls    []string
-	headers []http.Header
-}
-
-func (s *seen) RoundTrip(r *http.Request) (*http.Response, error) {
-	s.mu.Lock()
-	s.urls = append(s.urls, r.URL.String())
-	s.headers = append(s.headers, r.Header.Clone())
-	s.mu.Unlock()
-	r = r.Clone(r.Context())
-	r.URL.Scheme, r.URL.Host, r.Host = s.to.Scheme, s.to.Host, ""
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func record(t *testing.T, srv *providertest.Server) (*seen, *http.Client) {
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &seen{to: u}
-	return s, &http.Client{Transport: s}
-}
-
-func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *seen) {
+func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
 	t.Helper()
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
 	if err != nil {
 		t.Fatal(err)
@@ -107,14 +72,14 @@ func TestTheModelGoesInThePathOfInvokeModelAndTheRequestIsSigned(t *testing.T) {
 		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
-		if s.urls[0] != tc.url {
-			t.Errorf("sent to %s, want %s", s.urls[0], tc.url)
+		if s.Sent(0).URL != tc.url {
+			t.Errorf("sent to %s, want %s", s.Sent(0).URL, tc.url)
 		}
-		auth := s.headers[0].Get("Authorization")
+		auth := s.Sent(0).Header.Get("Authorization")
 		if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDTEST/") || !strings.Contains(auth, "/us-east-1/bedrock/aws4_request") {
 			t.Errorf("Authorization %q", auth)
 		}
-		if h := s.headers[0]; h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
+		if h := s.Sent(0).Header; h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
 			t.Errorf("first-party headers sent: %v", h)
 		}
 	}
@@ -128,8 +93,8 @@ func TestAModelIDWithAColonIsEscapedInThePath(t *testing.T) {
 	if _, err := p.Complete(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"; !strings.HasSuffix(s.urls[0], want) && !strings.HasSuffix(s.urls[0], strings.ReplaceAll(want, ":", "%3A")) {
-		t.Fatalf("sent to %s", s.urls[0])
+	if want := "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"; !strings.HasSuffix(s.Sent(0).URL, want) && !strings.HasSuffix(s.Sent(0).URL, strings.ReplaceAll(want, ":", "%3A")) {
+		t.Fatalf("sent to %s", s.Sent(0).URL)
 	}
 }
 
@@ -254,7 +219,7 @@ func TestTheUsualAWSConfigurationIsRead(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}})
 	if err != nil {
 		t.Fatal(err)
@@ -262,10 +227,10 @@ func TestTheUsualAWSConfigurationIsRead(t *testing.T) {
 	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(s.urls[0], "https://bedrock-runtime.eu-west-3.amazonaws.com/model/") {
-		t.Errorf("sent to %s", s.urls[0])
+	if !strings.HasPrefix(s.Sent(0).URL, "https://bedrock-runtime.eu-west-3.amazonaws.com/model/") {
+		t.Errorf("sent to %s", s.Sent(0).URL)
 	}
-	if auth := s.headers[0].Get("Authorization"); !strings.Contains(auth, "Credential=AKIDENV/") || !strings.Contains(auth, "/eu-west-3/bedrock/") {
+	if auth := s.Sent(0).Header.Get("Authorization"); !strings.Contains(auth, "Credential=AKIDENV/") || !strings.Contains(auth, "/eu-west-3/bedrock/") {
 		t.Errorf("Authorization %q", auth)
 	}
 }
@@ -275,7 +240,7 @@ func TestABedrockAPIKeyIsSentAsABearerToken(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-west-2")
 	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-test")
 	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +248,7 @@ func TestABedrockAPIKeyIsSentAsABearerToken(t *testing.T) {
 	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if auth := s.headers[0].Get("Authorization"); auth != "Bearer bedrock-api-key-test" {
+	if auth := s.Sent(0).Header.Get("Authorization"); auth != "Bearer bedrock-api-key-test" {
 		t.Fatalf("Authorization %q", auth)
 	}
 }

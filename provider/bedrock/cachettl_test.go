@@ -21,7 +21,7 @@ func TestTheOneHourCacheOnBedrock(t *testing.T) {
 		Golden: "testdata/request_1h.golden.json",
 		Update: *update,
 		New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
-			_, client := record(t, srv)
+			_, client := providertest.Tap(t, srv)
 			p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL(ttl)}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
 			if err != nil {
 				t.Fatal(err)

@@ -19,7 +19,7 @@ func TestTheOneHourCacheOnVertex(t *testing.T) {
 		Golden: "testdata/request_1h.golden.json",
 		Update: *update,
 		New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
-			_, client := record(t, srv)
+			_, client := providertest.Tap(t, srv)
 			p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL(ttl)}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
 			if err != nil {
 				t.Fatal(err)

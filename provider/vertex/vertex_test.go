@@ -9,7 +9,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -25,46 +24,14 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
 
-// sampleRequest is provider/anthropic's sample conversation: tools, a
-// system prompt, text, tool calls, a text result, an image result and an
-// error result.
-
-// seen records what went out: each request's URL and headers, on its way
-// to the fake (to which it is sent whatever its host).
-type seen struct {
-	mu      sync.Mutex
-	to      *url.URL
-	urls    []string
-	headers []http.Header
-}
-
-func (s *seen) RoundTrip(r *http.Request) (*http.Response, error) {
-	s.mu.Lock()
-	s.urls = append(s.urls, r.URL.String())
-	s.headers = append(s.headers, r.Header.Clone())
-	s.mu.Unlock()
-	r = r.Clone(r.Context())
-	r.URL.Scheme, r.URL.Host, r.Host = s.to.Scheme, s.to.Host, ""
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func record(t *testing.T, srv *providertest.Server) (*seen, *http.Client) {
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &seen{to: u}
-	return s, &http.Client{Transport: s}
-}
-
 // staticToken is Google credentials that need no lookup.
 func staticToken(project string) *google.Credentials {
 	return &google.Credentials{ProjectID: project, TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.test", TokenType: "Bearer"})}
 }
 
-func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *seen) {
+func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
 	t.Helper()
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
 	if err != nil {
 		t.Fatal(err)
@@ -113,13 +80,13 @@ func TestTheModelGoesInThePathOfRawPredictWithAToken(t *testing.T) {
 		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
-		if s.urls[0] != tc.url {
-			t.Errorf("sent to %s, want %s", s.urls[0], tc.url)
+		if s.Sent(0).URL != tc.url {
+			t.Errorf("sent to %s, want %s", s.Sent(0).URL, tc.url)
 		}
-		if auth := s.headers[0].Get("Authorization"); auth != "Bearer ya29.test" {
+		if auth := s.Sent(0).Header.Get("Authorization"); auth != "Bearer ya29.test" {
 			t.Errorf("Authorization %q", auth)
 		}
-		if h := s.headers[0]; h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
+		if h := s.Sent(0).Header; h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
 			t.Errorf("first-party headers sent: %v", h)
 		}
 	}
@@ -127,7 +94,7 @@ func TestTheModelGoesInThePathOfRawPredictWithAToken(t *testing.T) {
 
 func TestTheGlobalRegionHasItsOwnAddress(t *testing.T) {
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Region: "global", Project: "test-project", Credentials: staticToken("")})
 	if err != nil {
 		t.Fatal(err)
@@ -137,8 +104,8 @@ func TestTheGlobalRegionHasItsOwnAddress(t *testing.T) {
 	if _, err := p.Complete(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := "https://aiplatform.googleapis.com/v1/projects/test-project/locations/global/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict"; s.urls[0] != want {
-		t.Fatalf("sent to %s, want %s", s.urls[0], want)
+	if want := "https://aiplatform.googleapis.com/v1/projects/test-project/locations/global/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict"; s.Sent(0).URL != want {
+		t.Fatalf("sent to %s, want %s", s.Sent(0).URL, want)
 	}
 }
 
@@ -211,7 +178,7 @@ func TestErrorsAreVertexsOwnAndRetriedAsTheAPIs(t *testing.T) {
 	})
 	t.Run("a token that cannot be had is the request's error", func(t *testing.T) {
 		srv := providertest.NewVertex(t, providertest.Step{Text: "never"})
-		_, client := record(t, srv)
+		_, client := providertest.Tap(t, srv)
 		creds := &google.Credentials{TokenSource: failing{}}
 		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1}, Region: "us-east5", Project: "p", Credentials: creds})
 		if err != nil {
@@ -269,7 +236,7 @@ func TestTheRegionAndProjectComeFromTheUsualVariables(t *testing.T) {
 	t.Setenv("ANTHROPIC_VERTEX_PROJECT_ID", "env-project")
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "not-this-one")
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Credentials: staticToken("nor-this-one")})
 	if err != nil {
 		t.Fatal(err)
@@ -277,15 +244,15 @@ func TestTheRegionAndProjectComeFromTheUsualVariables(t *testing.T) {
 	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := "https://europe-west1-aiplatform.googleapis.com/v1/projects/env-project/locations/europe-west1/"; !strings.HasPrefix(s.urls[0], want) {
-		t.Fatalf("sent to %s, want %s...", s.urls[0], want)
+	if want := "https://europe-west1-aiplatform.googleapis.com/v1/projects/env-project/locations/europe-west1/"; !strings.HasPrefix(s.Sent(0).URL, want) {
+		t.Fatalf("sent to %s, want %s...", s.Sent(0).URL, want)
 	}
 }
 
 func TestTheProjectOfTheCredentialsIsTheLastResort(t *testing.T) {
 	hermetic(t)
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Region: "us-east5", Credentials: staticToken("creds-project")})
 	if err != nil {
 		t.Fatal(err)
@@ -293,8 +260,8 @@ func TestTheProjectOfTheCredentialsIsTheLastResort(t *testing.T) {
 	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(s.urls[0], "/projects/creds-project/") {
-		t.Fatalf("sent to %s", s.urls[0])
+	if !strings.Contains(s.Sent(0).URL, "/projects/creds-project/") {
+		t.Fatalf("sent to %s", s.Sent(0).URL)
 	}
 }
 
