@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/tidwall/sjson"
 
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -32,6 +31,26 @@ func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.
 		t.Fatal(err)
 	}
 	return p, s
+}
+
+// wire is Bedrock's wire for the checks every platform passes alike
+// (providertest.PlatformAnswers, OneHourCache).
+var wire = providertest.PlatformWire{
+	Name:  "bedrock",
+	Serve: providertest.NewBedrock,
+	New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
+		_, client := providertest.Tap(t, srv)
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL(ttl)}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	},
+}
+
+// Bedrock reads answers and marks the cache as the API's wire does.
+func TestBedrockReadsAnswersAndMarksTheCacheAsTheAPIsWire(t *testing.T) {
+	providertest.PlatformAnswers(t, wire)
 }
 
 // What Bedrock receives for a known conversation, pinned: the Anthropic
@@ -98,45 +117,6 @@ func TestAModelIDWithAColonIsEscapedInThePath(t *testing.T) {
 	}
 }
 
-func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
-	for _, noStream := range []bool{false, true} {
-		srv := providertest.NewBedrock(t, providertest.Step{
-			Text:      "Let me look — ok.",
-			ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "workspace--read", Input: `{"path": "a.txt"}`}},
-			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
-		})
-		p, _ := newWire(t, srv, noStream)
-		var streamed strings.Builder
-		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), func(s string) { streamed.WriteString(s) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := resp.Message
-		if streamed.String() != "Let me look — ok." || len(m.Parts) != 2 || m.Parts[0].Text != "Let me look — ok." || m.Parts[1].CallID != "toolu_9" {
-			t.Fatalf("streamed %q, message %+v", streamed.String(), m)
-		}
-		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
-			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
-		}
-	}
-}
-
-func TestPromptCachingMarkersReachBedrock(t *testing.T) {
-	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
-	p, _ := newWire(t, srv, false)
-	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
-		t.Fatal(err)
-	}
-	body := string(srv.Requests()[0])
-	// the last tool, the system prompt, the two newest user messages
-	if n := strings.Count(body, `"cache_control":{"type":"ephemeral"}`); n != 4 {
-		t.Fatalf("%d cache markers in %s", n, body)
-	}
-	if got := p.CacheSettings(); !strings.HasPrefix(got, "bedrock: anthropic: cache_control ephemeral") {
-		t.Fatalf("cache settings %q", got)
-	}
-}
-
 func TestErrorsAreBedrocksOwnAndRetriedAsTheAPIs(t *testing.T) {
 	t.Run("a 400 is reported at once with Bedrock's message", func(t *testing.T) {
 		srv := providertest.NewBedrock(t, providertest.Step{Status: 400, ErrorMessage: "The provided model identifier is invalid."})
@@ -156,13 +136,6 @@ func TestErrorsAreBedrocksOwnAndRetriedAsTheAPIs(t *testing.T) {
 		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err != nil || resp.Message.Parts[0].Text != "finally" || len(srv.Requests()) != 4 {
 			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
-		}
-	})
-	t.Run("a stream cut midway is an error", func(t *testing.T) {
-		srv := providertest.NewBedrock(t, providertest.Step{Text: "hello there", CutAfter: 3})
-		p, _ := newWire(t, srv, false)
-		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil {
-			t.Fatal("no error")
 		}
 	})
 	t.Run("an exception in the stream is an error with its message", func(t *testing.T) {
@@ -202,15 +175,6 @@ func TestBedrocksRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 			}
 		})
 	}
-	t.Run("the fake's window refusal", func(t *testing.T) {
-		srv := providertest.NewBedrock(t)
-		srv.Window = 100
-		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
-		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
-			t.Fatalf("err = %v", err)
-		}
-	})
 }
 
 func TestTheUsualAWSConfigurationIsRead(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -16,19 +15,7 @@ import (
 // testdata/request_1h.golden.json, the one-hour writes read
 // (providertest.OneHourCache).
 func TestTheOneHourCacheOnBedrock(t *testing.T) {
-	providertest.OneHourCache(t, providertest.OneHourWire{
-		Serve:  providertest.NewBedrock,
-		Golden: "testdata/request_1h.golden.json",
-		Update: *update,
-		New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
-			_, client := providertest.Tap(t, srv)
-			p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL(ttl)}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-	})
+	providertest.OneHourCache(t, wire, "testdata/request_1h.golden.json", *update)
 }
 
 // A lifetime the API does not take is refused by New, naming Bedrock.

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -14,19 +13,7 @@ import (
 // writes read (providertest.OneHourCache).
 func TestTheOneHourCacheOnGoogleCloud(t *testing.T) {
 	hermetic(t)
-	providertest.OneHourCache(t, providertest.OneHourWire{
-		Serve:  providertest.NewGoogleCloud,
-		Golden: "testdata/request_1h.golden.json",
-		Update: *update,
-		New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
-			_, client := providertest.Tap(t, srv)
-			p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL(ttl)}, Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: staticToken("")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
-		},
-	})
+	providertest.OneHourCache(t, wire, "testdata/request_1h.golden.json", *update)
 }
 
 // A lifetime the API does not take is refused by New, naming the gateway.

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -42,6 +41,27 @@ func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.
 		t.Fatal(err)
 	}
 	return p, s
+}
+
+// wire is the gateway's wire for the checks every platform passes alike
+// (providertest.PlatformAnswers, OneHourCache).
+var wire = providertest.PlatformWire{
+	Name:  Name,
+	Serve: providertest.NewGoogleCloud,
+	New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
+		hermetic(t)
+		_, client := providertest.Tap(t, srv)
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL(ttl)}, Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: staticToken("")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	},
+}
+
+// The gateway reads answers and marks the cache as the API's wire does.
+func TestTheGatewayReadsAnswersAndMarksTheCacheAsTheAPIsWire(t *testing.T) {
+	providertest.PlatformAnswers(t, wire)
 }
 
 // What the gateway receives for a known conversation, pinned: the
@@ -192,45 +212,6 @@ func TestWhatIsMissingIsNamed(t *testing.T) {
 	}
 }
 
-func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
-	for _, noStream := range []bool{false, true} {
-		srv := providertest.NewGoogleCloud(t, providertest.Step{
-			Text:      "Let me look — ok.",
-			ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "workspace--read", Input: `{"path": "a.txt"}`}},
-			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
-		})
-		p, _ := newWire(t, srv, noStream)
-		var streamed strings.Builder
-		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), func(s string) { streamed.WriteString(s) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := resp.Message
-		if streamed.String() != "Let me look — ok." || len(m.Parts) != 2 || m.Parts[0].Text != "Let me look — ok." || m.Parts[1].CallID != "toolu_9" {
-			t.Fatalf("streamed %q, message %+v", streamed.String(), m)
-		}
-		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
-			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
-		}
-	}
-}
-
-func TestPromptCachingMarkersReachTheGateway(t *testing.T) {
-	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
-	p, _ := newWire(t, srv, false)
-	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
-		t.Fatal(err)
-	}
-	body := string(srv.Requests()[0])
-	// the last tool, the system prompt, the two newest user messages
-	if n := strings.Count(body, `"cache_control":{"type":"ephemeral"}`); n != 4 {
-		t.Fatalf("%d cache markers in %s", n, body)
-	}
-	if got := p.CacheSettings(); !strings.HasPrefix(got, "google-cloud: anthropic: cache_control ephemeral") {
-		t.Fatalf("cache settings %q", got)
-	}
-}
-
 func TestThinkingIsAskedForAsOnTheAPI(t *testing.T) {
 	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
 	p, _ := newWire(t, srv, false)
@@ -268,13 +249,6 @@ func TestErrorsNameTheGatewayAndAreRetriedAsTheAPIs(t *testing.T) {
 		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err != nil || resp.Message.Parts[0].Text != "finally" || len(srv.Requests()) != 4 {
 			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
-		}
-	})
-	t.Run("a stream cut midway is an error", func(t *testing.T) {
-		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "hello there", CutAfter: 3})
-		p, _ := newWire(t, srv, false)
-		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil {
-			t.Fatal("no error")
 		}
 	})
 	t.Run("a token that cannot be had is the request's error", func(t *testing.T) {
@@ -321,13 +295,4 @@ func TestTheGatewaysRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 			}
 		})
 	}
-	t.Run("the fake's window refusal", func(t *testing.T) {
-		srv := providertest.NewGoogleCloud(t)
-		srv.Window = 100
-		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
-		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
-			t.Fatalf("err = %v", err)
-		}
-	})
 }

@@ -16,7 +16,6 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -37,6 +36,26 @@ func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.
 		t.Fatal(err)
 	}
 	return p, s
+}
+
+// wire is Vertex's wire for the checks every platform passes alike
+// (providertest.PlatformAnswers, OneHourCache).
+var wire = providertest.PlatformWire{
+	Name:  "vertex",
+	Serve: providertest.NewVertex,
+	New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
+		_, client := providertest.Tap(t, srv)
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL(ttl)}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	},
+}
+
+// Vertex reads answers and marks the cache as the API's wire does.
+func TestVertexReadsAnswersAndMarksTheCacheAsTheAPIsWire(t *testing.T) {
+	providertest.PlatformAnswers(t, wire)
 }
 
 // What Vertex receives for a known conversation, pinned: the Anthropic
@@ -109,45 +128,6 @@ func TestTheGlobalRegionHasItsOwnAddress(t *testing.T) {
 	}
 }
 
-func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
-	for _, noStream := range []bool{false, true} {
-		srv := providertest.NewVertex(t, providertest.Step{
-			Text:      "Let me look — ok.",
-			ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "workspace--read", Input: `{"path": "a.txt"}`}},
-			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
-		})
-		p, _ := newWire(t, srv, noStream)
-		var streamed strings.Builder
-		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), func(s string) { streamed.WriteString(s) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := resp.Message
-		if streamed.String() != "Let me look — ok." || len(m.Parts) != 2 || m.Parts[0].Text != "Let me look — ok." || m.Parts[1].CallID != "toolu_9" {
-			t.Fatalf("streamed %q, message %+v", streamed.String(), m)
-		}
-		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
-			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
-		}
-	}
-}
-
-func TestPromptCachingMarkersReachVertex(t *testing.T) {
-	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
-	p, _ := newWire(t, srv, false)
-	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
-		t.Fatal(err)
-	}
-	body := string(srv.Requests()[0])
-	// the last tool, the system prompt, the two newest user messages
-	if n := strings.Count(body, `"cache_control":{"type":"ephemeral"}`); n != 4 {
-		t.Fatalf("%d cache markers in %s", n, body)
-	}
-	if got := p.CacheSettings(); !strings.HasPrefix(got, "vertex: anthropic: cache_control ephemeral") {
-		t.Fatalf("cache settings %q", got)
-	}
-}
-
 func TestErrorsAreVertexsOwnAndRetriedAsTheAPIs(t *testing.T) {
 	t.Run("a 400 is reported at once with the model's message", func(t *testing.T) {
 		srv := providertest.NewVertex(t, providertest.Step{Status: 400, ErrorMessage: "output_config: Extra inputs are not permitted"})
@@ -167,13 +147,6 @@ func TestErrorsAreVertexsOwnAndRetriedAsTheAPIs(t *testing.T) {
 		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err != nil || resp.Message.Parts[0].Text != "finally" || len(srv.Requests()) != 4 {
 			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
-		}
-	})
-	t.Run("a stream cut midway is an error", func(t *testing.T) {
-		srv := providertest.NewVertex(t, providertest.Step{Text: "hello there", CutAfter: 3})
-		p, _ := newWire(t, srv, false)
-		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil {
-			t.Fatal("no error")
 		}
 	})
 	t.Run("a token that cannot be had is the request's error", func(t *testing.T) {
@@ -219,15 +192,6 @@ func TestVertexsRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 			}
 		})
 	}
-	t.Run("the fake's window refusal", func(t *testing.T) {
-		srv := providertest.NewVertex(t)
-		srv.Window = 100
-		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
-		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
-			t.Fatalf("err = %v", err)
-		}
-	})
 }
 
 func TestTheRegionAndProjectComeFromTheUsualVariables(t *testing.T) {
