@@ -25,8 +25,14 @@ var staticKeys = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Cred
 
 func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
 	t.Helper()
+	return newWireTTL(t, srv, "", noStream)
+}
+
+// newWireTTL is newWire with the cache lifetime ttl.
+func newWireTTL(t *testing.T, srv *providertest.Server, ttl anthropic.CacheTTL, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
+	t.Helper()
 	s, client := providertest.Tap(t, srv)
-	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: ttl}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,11 +45,7 @@ var wire = providertest.PlatformWire{
 	Name:  "bedrock",
 	Serve: providertest.NewBedrock,
 	New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
-		_, client := providertest.Tap(t, srv)
-		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL(ttl)}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, _ := newWireTTL(t, srv, anthropic.CacheTTL(ttl), noStream)
 		return p
 	},
 }

@@ -34,9 +34,15 @@ func hermetic(t *testing.T) {
 // each request recorded and sent to srv.
 func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
 	t.Helper()
+	return newWireTTL(t, srv, "", noStream)
+}
+
+// newWireTTL is newWire with the cache lifetime ttl.
+func newWireTTL(t *testing.T, srv *providertest.Server, ttl anthropic.CacheTTL, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
+	t.Helper()
 	hermetic(t)
 	s, client := providertest.Tap(t, srv)
-	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: staticToken("")})
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: ttl}, Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: staticToken("")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,12 +55,7 @@ var wire = providertest.PlatformWire{
 	Name:  Name,
 	Serve: providertest.NewGoogleCloud,
 	New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
-		hermetic(t)
-		_, client := providertest.Tap(t, srv)
-		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL(ttl)}, Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: staticToken("")})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, _ := newWireTTL(t, srv, anthropic.CacheTTL(ttl), noStream)
 		return p
 	},
 }

@@ -30,8 +30,14 @@ func staticToken(project string) *google.Credentials {
 
 func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
 	t.Helper()
+	return newWireTTL(t, srv, "", noStream)
+}
+
+// newWireTTL is newWire with the cache lifetime ttl.
+func newWireTTL(t *testing.T, srv *providertest.Server, ttl anthropic.CacheTTL, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
+	t.Helper()
 	s, client := providertest.Tap(t, srv)
-	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: ttl}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,11 +50,7 @@ var wire = providertest.PlatformWire{
 	Name:  "vertex",
 	Serve: providertest.NewVertex,
 	New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
-		_, client := providertest.Tap(t, srv)
-		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: anthropic.CacheTTL(ttl)}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, _ := newWireTTL(t, srv, anthropic.CacheTTL(ttl), noStream)
 		return p
 	},
 }
