@@ -1,8 +1,6 @@
 package googlecloud
 
 import (
-	"net/http"
-	"net/url"
 	"sync/atomic"
 	"testing"
 
@@ -58,13 +56,9 @@ func TestWhatIsSentIsWhatTheSDKSent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hermetic(t)
 			srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"}, providertest.Step{Text: "ok"})
-			u, err := url.Parse(srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tap := &providertest.Wiretap{To: u}
+			tap, client := providertest.Tap(t, srv)
 			creds := staticToken("")
-			cfg := Config{Config: anthropic.Config{HTTPClient: &http.Client{Transport: tap}, MaxRetries: -1, BaseURL: tc.baseURL},
+			cfg := Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1, BaseURL: tc.baseURL},
 				Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: creds}
 			ours, err := New(cfg)
 			if err != nil {
