@@ -56,8 +56,8 @@ func (l *loggedWriter) Unwrap() http.ResponseWriter { return l.ResponseWriter }
 // once it is answered; w, r and a no-op when the server has no Logger and
 // telemetry is off. The line names the span's trace and span ids.
 func (s *Server) logged(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request, func()) {
-	r, span := serverSpan(r)
-	if s.Logger == nil && span == nil {
+	r, endSpan := serverSpan(r)
+	if s.Logger == nil && !telemetry.On() {
 		return w, r, func() {}
 	}
 	lw := &loggedWriter{ResponseWriter: w}
@@ -67,7 +67,7 @@ func (s *Server) logged(w http.ResponseWriter, r *http.Request) (http.ResponseWr
 		if status == 0 {
 			status = http.StatusOK // nothing written: net/http answers 200
 		}
-		endSpan(span, r, status)
+		endSpan(status)
 		if s.Logger == nil {
 			return
 		}

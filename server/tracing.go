@@ -5,51 +5,27 @@ import (
 	"net/http"
 	"strings"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/myelin-run/myelin/telemetry"
 )
 
 // The server's side of the trace context (docs/serve.md): each HTTP
 // request continues the trace of its traceparent header in a server span
-// of its own, and a turn it starts — run here, detached from the
-// request, or queued for a worker (QueuedTurn.TraceParent) — continues
-// the trace of that span. With telemetry off none of this runs.
+// of its own (telemetry.StartServer), and a turn it starts — run here,
+// detached from the request, or queued for a worker
+// (QueuedTurn.TraceParent) — continues the trace of that span. With
+// telemetry off none of it does anything.
 
 // serverSpan is r continuing the trace of its traceparent in a new
-// server span named for its method (the route is known once the mux has
-// routed it: endSpan names it then), and the span; r itself and nil when
-// telemetry is off.
-func serverSpan(r *http.Request) (*http.Request, trace.Span) {
-	if !telemetry.On() {
-		return r, nil
+// server span, and the function that ends the span once r is answered
+// with status: r itself and a no-op when telemetry is off.
+func serverSpan(r *http.Request) (*http.Request, func(status int)) {
+	ctx, span := telemetry.StartServer(r)
+	if ctx == r.Context() {
+		return r, func(int) {}
 	}
-	ctx := telemetry.FromRequest(r.Context(), r.Header)
-	ctx, span := otel.Tracer(telemetry.ScopeName).Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path)))
-	return r.WithContext(ctx), span
-}
-
-// endSpan ends r's server span with its status and, when the mux routed r
-// to an endpoint, its route, which then names the span ("POST
-// /v1/conversations/{id}/turns"). A status of 500 or more is an error
-// (the semantic conventions' rule for a server span).
-func endSpan(span trace.Span, r *http.Request, status int) {
-	if span == nil {
-		return
-	}
-	span.SetAttributes(attribute.Int("http.response.status_code", status))
-	if route := routeOf(r.Pattern); route != "" {
-		span.SetName(r.Method + " " + route)
-		span.SetAttributes(attribute.String("http.route", route))
-	}
-	if status >= http.StatusInternalServerError {
-		span.SetStatus(codes.Error, http.StatusText(status))
-	}
-	span.End()
+	r = r.WithContext(ctx)
+	// the mux sets r.Pattern on this request as it routes it
+	return r, func(status int) { span.End(r.Method, routeOf(r.Pattern), status) }
 }
 
 // routeOf is the route of a ServeMux pattern ("POST /v1/x/{id}" is
@@ -63,7 +39,10 @@ func routeOf(pattern string) string {
 	case "/", "/v1/":
 		return ""
 	}
-	return strings.TrimSuffix(pattern, "{$}")
+	if route := strings.TrimSuffix(pattern, "{$}"); route != "" {
+		return route
+	}
+	return pattern
 }
 
 // inTrace is ctx (a turn's, detached from the request that started it)
