@@ -183,8 +183,12 @@ func TestAQueuedTurnCarriesItsRequestsTraceToTheWorker(t *testing.T) {
 	}
 	w.until(t, EventTurnFinished)
 	call := spanNamed(rec, "execute_tool noop--run")
-	if call == nil || call.SpanContext().TraceID().String() != clientTrace || !descends(rec, call, span.SpanContext().SpanID()) {
-		t.Fatalf("the queued turn's tool call span %v; want it in trace %s under the POST's span %s", call, clientTrace, span.SpanContext().SpanID())
+	if call == nil {
+		t.Fatalf("no span of the queued turn's tool call among %v", names(rec))
+	}
+	if call.SpanContext().TraceID().String() != clientTrace || !descends(rec, call, span.SpanContext().SpanID()) {
+		t.Fatalf("the queued turn's tool call: trace %s, parent %s; want it under the POST's span %s of trace %s",
+			call.SpanContext().TraceID(), call.Parent().SpanID(), span.SpanContext().SpanID(), clientTrace)
 	}
 
 	// an older job, without the field
