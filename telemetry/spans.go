@@ -118,7 +118,6 @@ func ProviderName(wire string) string {
 // carries one (StatusCode() int, as the providers' SDK errors do),
 // "_OTHER" otherwise; "" for nil.
 func ErrorType(err error) string {
-	var status interface{ StatusCode() int }
 	switch {
 	case err == nil:
 		return ""
@@ -126,10 +125,35 @@ func ErrorType(err error) string {
 		return errorTypeCanceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorTypeTimeout
-	case errors.As(err, &status) && status.StatusCode() > 0:
-		return strconv.Itoa(status.StatusCode())
+	}
+	if status := statusOf(err); status > 0 {
+		return strconv.Itoa(status)
 	}
 	return errorTypeOther
+}
+
+// statusOf is the first HTTP status above 0 in err's chain (a wire's
+// error may wrap another that has the status).
+func statusOf(err error) int {
+	for err != nil {
+		if s, ok := err.(interface{ StatusCode() int }); ok && s.StatusCode() > 0 {
+			return s.StatusCode()
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if s := statusOf(e); s > 0 {
+					return s
+				}
+			}
+			return 0
+		default:
+			return 0
+		}
+	}
+	return 0
 }
 
 // fail marks span as ended by err (error.type and an Error status).
@@ -249,8 +273,9 @@ func StartChat(ctx context.Context, c Chat) (context.Context, ChatSpan) {
 // work only its attributes need.
 func (c ChatSpan) Recording() bool { return c.span != nil }
 
-// Retry records, on the request's span, that attempt (counted from 1)
-// failed with HTTP status (0: no answer) and is to be sent again.
+// Retry records, on the request's span, that the request is about to be
+// sent again as attempt (2 for the first retry), the one before having
+// failed with HTTP status (0: no answer).
 func (c ChatSpan) Retry(attempt, status int) {
 	if c.span == nil {
 		return
@@ -385,10 +410,10 @@ func (t ToolSpan) End(ctx context.Context, e ToolEnd) {
 
 // The kinds of context edit (ContextEdit).
 const (
-	EditCleared  = "results_cleared" // results taken out of the requests, kept in files
-	EditSummary  = "summary"         // the older part stood for by a summary
-	EditTooLong  = "too_long_retry"  // the provider refused a request as too long; it is made smaller and sent once more
-	EditWithheld = "results_withheld"
+	EditCleared  = "results_cleared"  // results taken out of the requests, kept in files
+	EditSummary  = "summary"          // the older part stood for by a summary
+	EditTooLong  = "too_long_retry"   // the provider refused a request as too long; it is made smaller and sent once more
+	EditWithheld = "results_withheld" // a round's results withheld after a refusal (the refusal guard)
 )
 
 // Edit is one change the agent made to what it sends: counts and tokens,
@@ -397,6 +422,7 @@ type Edit struct {
 	Kind          string // EditCleared, EditSummary, EditTooLong, ...
 	Before, After int    // the request's tokens before and after (0: not known)
 	Cleared       int    // how many results (or inputs) were taken out
+	Limit         int    // the window the provider said the request must fit (EditTooLong); 0: not said
 }
 
 // ContextEdit records e as an event ("myelin.context.edit") on the span
@@ -418,6 +444,9 @@ func ContextEdit(ctx context.Context, e Edit) {
 	}
 	if e.Cleared > 0 {
 		attrs = append(attrs, attribute.Int(keyEditCleared, e.Cleared))
+	}
+	if e.Limit > 0 {
+		attrs = append(attrs, attribute.Int(keyWindowLimit, e.Limit))
 	}
 	span.AddEvent(contextEditEvent, trace.WithAttributes(attrs...))
 }
