@@ -108,3 +108,28 @@ func TestAnHTTPToolCallSendsTheTraceparentOfItsSpan(t *testing.T) {
 		})
 	}
 }
+
+// A traceparent the server's entry gives in its headers is sent as
+// given: the call's own is not put in its place.
+func TestATraceparentInTheServersHeadersIsKept(t *testing.T) {
+	const given = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	var calls callHeaders
+	url := calls.serve(t, true)
+	h := start(t, []Server{{Name: "web", Type: "http", URL: url, Headers: map[string]string{"traceparent": given}}}, Options{MaxReply: 1 << 20})
+	if f := h.set.Failures(); f != nil {
+		t.Fatal(f)
+	}
+	tp := sdktrace.NewTracerProvider()
+	restore, err := telemetry.Use(tp, metricnoop.NewMeterProvider(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	ctx := telemetry.WithTraceParent(context.Background(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+	if out := h.d.Call(ctx, tool.Call{ID: "call_given", Name: "web--echo", Input: json.RawMessage(`{"text":"x"}`)}); out.Text != "x" {
+		t.Fatalf("echo: %q", out.Text)
+	}
+	if got := calls.last(); got != given {
+		t.Errorf("the call sent traceparent %q; want the one the entry gives, %q", got, given)
+	}
+}
