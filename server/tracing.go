@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/myelin-run/myelin/telemetry"
 )
 
@@ -46,9 +48,12 @@ func routeOf(pattern string) string {
 }
 
 // inTrace is ctx (a turn's, detached from the request that started it)
-// continuing the trace of the span from carries (the request's), so that
-// the turn's spans are that span's children; ctx itself when from
-// carries none or telemetry is off.
+// carrying the span from carries (the request's), so that the turn's
+// spans are that span's children; ctx itself when from carries none
+// (telemetry off).
 func inTrace(ctx, from context.Context) context.Context {
-	return telemetry.WithTraceParent(ctx, telemetry.TraceParent(from))
+	if sc := trace.SpanContextFromContext(from); sc.IsValid() {
+		return trace.ContextWithSpanContext(ctx, sc)
+	}
+	return ctx
 }
