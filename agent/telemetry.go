@@ -51,8 +51,7 @@ func (a *Agent) send(ctx context.Context, id string, req provider.Request, size 
 	resp, err := a.Provider.Complete(ctx, req, onText)
 	end := telemetry.ChatEnd{FinishReason: resp.StopReason, RequestBytes: bytes, Err: err}
 	if u := resp.Message.Usage; u != nil {
-		tu := usageOf(u)
-		end.Usage = &tu
+		end.Usage = usageOf(u)
 	}
 	chat.End(ctx, end)
 	return resp, err

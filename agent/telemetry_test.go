@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/telemetry"
+	"github.com/myelin-run/myelin/telemetry/otlptest"
 	"github.com/myelin-run/myelin/tool"
 )
 
@@ -319,4 +321,46 @@ func count[N int64 | float64](dps []metricdata.HistogramDataPoint[N]) uint64 {
 		n += dp.Count
 	}
 	return n
+}
+
+// Set up from the environment as myelin's commands set it up, a turn's
+// spans reach an OTLP receiver on loopback as a tree — the turn, its two
+// requests and its tool call between them — with the spill file named,
+// and its metrics with them.
+func TestATurnsSpansReachAnOTLPReceiverAsATree(t *testing.T) {
+	recv := otlptest.Start(t)
+	recv.UseHTTP(t)
+	shutdown, err := telemetry.Setup(context.Background(), telemetry.Config{Service: "myelin-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(context.Background())
+	r := newRig(t, emitTool(t))
+	r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "call_big", Name: "emit", Input: `{"n":1,"chars":30000}`}}, Input: 5, Output: 2},
+		providertest.Step{Text: "done", Input: 9, Output: 1})
+	r.turn("emit a big one")
+	if err := shutdown(context.Background()); err != nil { // flushes
+		t.Fatal(err)
+	}
+	spans := recv.Spans()
+	want := "invoke_agent myelin\n  chat claude-test\n  execute_tool emit\n  chat claude-test\n"
+	if got := otlptest.Tree(spans); got != want {
+		t.Fatalf("the spans received:\n%s\nwant:\n%s", got, want)
+	}
+	spill := lastResults(t, r.agent.Store, r.id)["call_big"].SpillPath
+	for _, s := range spans {
+		if s.Name == "execute_tool emit" && (s.Attributes["myelin.tool.result.spill_path"] != spill || spill == "") {
+			t.Errorf("the tool's span names spill file %v, want %q", s.Attributes["myelin.tool.result.spill_path"], spill)
+		}
+		if s.Name == "chat claude-test" && s.Kind != "client" {
+			t.Errorf("a chat span is of kind %s, want client", s.Kind)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, m := range []string{"gen_ai.client.token.usage", "gen_ai.client.operation.duration", "myelin.tool.duration"} {
+		if _, err := recv.WaitMetric(ctx, m); err != nil {
+			t.Error(err)
+		}
+	}
 }

@@ -79,13 +79,14 @@ type Usage struct {
 // input is the whole input: fresh, read from the cache and written to it.
 func (u Usage) input() int { return u.Input + u.CacheRead + u.CacheWrite }
 
-func (u Usage) attributes() []attribute.KeyValue {
-	return []attribute.KeyValue{
+// append is attrs with u's attributes.
+func (u Usage) append(attrs []attribute.KeyValue) []attribute.KeyValue {
+	return append(attrs,
 		attribute.Int(keyInputTokens, u.input()),
 		attribute.Int(keyOutputTokens, u.Output),
 		attribute.Int(keyCacheRead, u.CacheRead),
 		attribute.Int(keyCacheCreation, u.CacheWrite),
-	}
+	)
 }
 
 // ProviderName is the conventions' gen_ai.provider.name of a wire, as
@@ -210,11 +211,12 @@ func (t TurnSpan) End(e TurnEnd) {
 	if t.span == nil {
 		return
 	}
-	t.span.SetAttributes(e.Usage.attributes()...)
-	t.span.SetAttributes(attribute.Int(keyRounds, e.Rounds))
+	attrs := e.Usage.append(make([]attribute.KeyValue, 0, 6))
+	attrs = append(attrs, attribute.Int(keyRounds, e.Rounds))
 	if e.Reason != "" {
-		t.span.SetAttributes(attribute.String(keyReason, e.Reason))
+		attrs = append(attrs, attribute.String(keyReason, e.Reason))
 	}
+	t.span.SetAttributes(attrs...)
 	if e.Err != nil {
 		fail(t.span, e.Err)
 	}
@@ -290,7 +292,7 @@ func (c ChatSpan) Retry(attempt, status int) {
 // ChatEnd is what came of a provider request.
 type ChatEnd struct {
 	FinishReason string // the answer's stop reason, in the wire's words
-	Usage        *Usage // nil when the answer said none
+	Usage        Usage  // zero when the answer said none
 	RequestBytes int    // the body as sent; 0 when not known
 	Err          error  // why the request failed (its last attempt)
 }
@@ -302,30 +304,32 @@ func (c ChatSpan) End(ctx context.Context, e ChatEnd) {
 	if c.span == nil {
 		return
 	}
+	took := time.Since(c.start).Seconds()
+	attrs := make([]attribute.KeyValue, 0, 8)
 	if e.FinishReason != "" {
-		c.span.SetAttributes(attribute.StringSlice(keyFinishReasons, []string{e.FinishReason}))
+		attrs = append(attrs, attribute.StringSlice(keyFinishReasons, []string{e.FinishReason}))
 	}
 	if e.RequestBytes > 0 {
-		c.span.SetAttributes(attribute.Int(keyRequestBytes, e.RequestBytes))
+		attrs = append(attrs, attribute.Int(keyRequestBytes, e.RequestBytes))
 	}
-	if e.Usage != nil {
-		c.span.SetAttributes(e.Usage.attributes()...)
+	counted := e.Usage != Usage{}
+	if counted {
+		attrs = e.Usage.append(attrs)
 	}
-	base := []attribute.KeyValue{
-		attribute.String(keyOperation, operationChat),
-		attribute.String(keyProvider, c.provider),
-		attribute.String(keyRequestModel, c.model),
-	}
+	c.span.SetAttributes(attrs...)
+	m := chatMeasuresOf(c.provider, c.model)
+	duration := m.base
 	if e.Err != nil {
 		fail(c.span, e.Err)
-		base = append(base, attribute.String(keyErrorType, ErrorType(e.Err)))
+		// an error's set is made each time: errors are few
+		duration = metric.WithAttributes(append(append([]attribute.KeyValue(nil), m.kvs...), attribute.String(keyErrorType, ErrorType(e.Err)))...)
 	}
 	c.span.End()
 	if s := current.Load(); s != nil {
-		s.inst.operation.Record(ctx, time.Since(c.start).Seconds(), metric.WithAttributes(base...))
-		if e.Usage != nil {
-			s.inst.tokens.Record(ctx, int64(e.Usage.input()), metric.WithAttributes(append(base, attribute.String(keyTokenType, "input"))...))
-			s.inst.tokens.Record(ctx, int64(e.Usage.Output), metric.WithAttributes(append(base, attribute.String(keyTokenType, "output"))...))
+		s.inst.operation.Record(ctx, took, duration)
+		if counted {
+			s.inst.tokens.Record(ctx, int64(e.Usage.input()), m.input)
+			s.inst.tokens.Record(ctx, int64(e.Usage.Output), m.output)
 		}
 	}
 }
@@ -389,22 +393,25 @@ func (t ToolSpan) End(ctx context.Context, e ToolEnd) {
 	if t.span == nil {
 		return
 	}
-	t.span.SetAttributes(attribute.Int(keyResultBytes, e.Bytes), attribute.Bool(keyResultIsError, e.IsError))
+	took := time.Since(t.start).Seconds()
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, attribute.Int(keyResultBytes, e.Bytes), attribute.Bool(keyResultIsError, e.IsError))
 	if e.SpillPath != "" {
-		t.span.SetAttributes(attribute.String(keySpillPath, e.SpillPath))
+		attrs = append(attrs, attribute.String(keySpillPath, e.SpillPath))
 	}
 	if t.content {
-		t.span.SetAttributes(attribute.String(keyToolResult, e.Result))
+		attrs = append(attrs, attribute.String(keyToolResult, e.Result))
 	}
-	attrs := []attribute.KeyValue{attribute.String(keyOperation, operationTool), attribute.String(keyToolName, t.name)}
+	measure := toolMeasureOf(t.name)
 	if e.IsError {
-		t.span.SetAttributes(attribute.String(keyErrorType, errorTypeTool))
-		t.span.SetStatus(codes.Error, "the tool's result is an error")
 		attrs = append(attrs, attribute.String(keyErrorType, errorTypeTool))
+		t.span.SetStatus(codes.Error, "the tool's result is an error")
+		measure = metric.WithAttributes(attribute.String(keyOperation, operationTool), attribute.String(keyToolName, t.name), attribute.String(keyErrorType, errorTypeTool))
 	}
+	t.span.SetAttributes(attrs...)
 	t.span.End()
 	if s := current.Load(); s != nil {
-		s.inst.tool.Record(ctx, time.Since(t.start).Seconds(), metric.WithAttributes(attrs...))
+		s.inst.tool.Record(ctx, took, measure)
 	}
 }
 
