@@ -19,6 +19,7 @@ import (
 	"github.com/myelin-run/myelin/provider/gemini"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/telemetry"
+	"github.com/myelin-run/myelin/telemetry/otlp"
 	"github.com/myelin-run/myelin/telemetry/otlptest"
 	"github.com/myelin-run/myelin/tool"
 )
@@ -332,7 +333,7 @@ func count[N int64 | float64](dps []metricdata.HistogramDataPoint[N]) uint64 {
 func TestATurnsSpansReachAnOTLPReceiverAsATree(t *testing.T) {
 	recv := otlptest.Start(t)
 	recv.UseHTTP(t)
-	shutdown, err := telemetry.Setup(context.Background(), telemetry.Config{Service: "myelin-test"})
+	shutdown, err := otlp.Setup(context.Background(), otlp.Config{Service: "myelin-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

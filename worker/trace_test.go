@@ -19,7 +19,7 @@ import (
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/server"
-	"github.com/myelin-run/myelin/telemetry"
+	"github.com/myelin-run/myelin/telemetry/otlp"
 	"github.com/myelin-run/myelin/telemetry/otlptest"
 	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/workspace"
@@ -108,7 +108,7 @@ func TestATraceFollowsATurnThroughServeAWorkerItsMCPCallAndAHandOver(t *testing.
 	s, reopen := open(t)
 	rcv := otlptest.Start(t)
 	rcv.UseHTTP(t)
-	shutdown, err := telemetry.Setup(context.Background(), telemetry.Config{Service: "myelin-test"})
+	shutdown, err := otlp.Setup(context.Background(), otlp.Config{Service: "myelin-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/myelin-run/myelin/telemetry"
+	"github.com/myelin-run/myelin/telemetry/otlp"
 )
 
 // flushTimeout bounds how long a command that ends waits for its spans
@@ -20,7 +20,7 @@ const flushTimeout = 5 * time.Second
 // stderr what it could not send. A bad OTEL_* value is an error naming
 // the variable; with none set it does nothing and costs nothing.
 func startTelemetry(ctx context.Context, cmd string, stderr io.Writer) (flush func(), err error) {
-	shutdown, err := telemetry.Setup(ctx, telemetry.Config{})
+	shutdown, err := otlp.Setup(ctx, otlp.Config{})
 	if err != nil {
 		return func() {}, fmt.Errorf("%w; fix or unset the variable (docs/cli.md, OpenTelemetry)", err)
 	}

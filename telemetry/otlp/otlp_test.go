@@ -1,23 +1,21 @@
-package telemetry_test
+package otlp_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/myelin-run/myelin/telemetry"
+	"github.com/myelin-run/myelin/telemetry/otlp"
 	"github.com/myelin-run/myelin/telemetry/otlptest"
 	"go.opentelemetry.io/otel"
-	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // setup runs telemetry.Setup and shuts it down when t ends.
 func setup(t *testing.T) {
 	t.Helper()
-	shutdown, err := telemetry.Setup(context.Background(), telemetry.Config{Service: "myelin-test"})
+	shutdown, err := otlp.Setup(context.Background(), otlp.Config{Service: "myelin-test"})
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
@@ -51,7 +49,7 @@ func TestSetupExportsSpansAndMetricsOverHTTPAndGRPC(t *testing.T) {
 			} else {
 				r.UseHTTP(t)
 			}
-			shutdown, err := telemetry.Setup(context.Background(), telemetry.Config{Service: "myelin-test"})
+			shutdown, err := otlp.Setup(context.Background(), otlp.Config{Service: "myelin-test"})
 			if err != nil {
 				t.Fatalf("Setup: %v", err)
 			}
@@ -92,7 +90,7 @@ func TestOTELServiceNameWinsOverTheDefault(t *testing.T) {
 	r := otlptest.Start(t)
 	r.UseHTTP(t)
 	t.Setenv("OTEL_SERVICE_NAME", "billing-agents")
-	shutdown, err := telemetry.Setup(context.Background(), telemetry.Config{})
+	shutdown, err := otlp.Setup(context.Background(), otlp.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +115,7 @@ func TestAnUnsupportedExporterOrProtocolIsAnErrorNamingIt(t *testing.T) {
 		t.Run(c.key, func(t *testing.T) {
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 			t.Setenv(c.key, c.value)
-			_, err := telemetry.Setup(context.Background(), telemetry.Config{})
+			_, err := otlp.Setup(context.Background(), otlp.Config{})
 			if err == nil || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), c.value) {
 				t.Fatalf("Setup with %s=%s: err = %v, want one naming the variable and its value", c.key, c.value, err)
 			}
@@ -134,50 +132,5 @@ func TestOTELSDKDisabledTurnsTelemetryOff(t *testing.T) {
 	setup(t)
 	if telemetry.On() {
 		t.Fatal("telemetry is on with OTEL_SDK_DISABLED=true")
-	}
-}
-
-func TestTraceContextCrossesAJobAndAnHTTPRequest(t *testing.T) {
-	r := otlptest.Start(t)
-	r.UseHTTP(t)
-	setup(t)
-	ctx, span := otel.Tracer("t").Start(context.Background(), "request")
-	defer span.End()
-	tp := telemetry.TraceParent(ctx)
-	if !strings.HasPrefix(tp, "00-"+span.SpanContext().TraceID().String()+"-"+span.SpanContext().SpanID().String()) {
-		t.Fatalf("TraceParent = %q, want the span's trace and span ids", tp)
-	}
-	// a job carries it to a worker, which continues the trace
-	wctx := telemetry.WithTraceParent(context.Background(), tp)
-	_, child := otel.Tracer("t").Start(wctx, "worker")
-	if child.SpanContext().TraceID() != span.SpanContext().TraceID() {
-		t.Errorf("the worker's span is in trace %s, want the request's %s", child.SpanContext().TraceID(), span.SpanContext().TraceID())
-	}
-	child.End()
-	if got := telemetry.WithTraceParent(context.Background(), "not a traceparent"); got != context.Background() {
-		t.Error("a malformed traceparent changed the context")
-	}
-
-	// an HTTP request made under the child's context carries it
-	var seen http.Header
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = r.Header.Clone() }))
-	defer srv.Close()
-	c := &http.Client{Transport: telemetry.Transport(nil)}
-	req, _ := http.NewRequestWithContext(oteltrace.ContextWithSpan(wctx, child), http.MethodGet, srv.URL, nil)
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if want := child.SpanContext().SpanID().String(); !strings.Contains(seen.Get("traceparent"), want) {
-		t.Errorf("the request's traceparent = %q, want the calling span's id %s", seen.Get("traceparent"), want)
-	}
-	if req.Header.Get("traceparent") != "" {
-		t.Error("Transport changed the caller's request (a RoundTripper must clone it)")
-	}
-	// and the server side continues it
-	sctx := telemetry.FromRequest(context.Background(), seen)
-	if id, _ := telemetry.IDs(sctx); id != span.SpanContext().TraceID().String() {
-		t.Errorf("FromRequest's trace id = %q, want %s", id, span.SpanContext().TraceID())
 	}
 }
