@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -105,7 +106,9 @@ func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error,
 		mp = sdk
 		ends = append(ends, sdk.Shutdown)
 	} else {
-		mp = otel.GetMeterProvider() // the global no-op
+		// a no-op of its own: the global one, installed back as itself,
+		// is an error OpenTelemetry logs on stderr
+		mp = metricnoop.NewMeterProvider()
 	}
 	restore, err := telemetry.Use(tp, mp, strings.EqualFold(getenv(telemetry.CaptureContentEnv), "true"))
 	if err != nil {
