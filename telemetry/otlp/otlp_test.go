@@ -177,3 +177,32 @@ func TestSetupOfOneSignalWritesNothingOnStderr(t *testing.T) {
 		})
 	}
 }
+
+// An endpoint that is no http(s) URL, or resource attributes that are not
+// key=value pairs, are errors naming the variable and its value: the
+// exporters would otherwise log a "parse url" line on stderr and send to
+// their default, localhost, with Setup saying nothing — the spans of a
+// collector elsewhere silently lost.
+func TestABadEndpointOrResourceIsAnErrorNamingIt(t *testing.T) {
+	for _, c := range []struct{ key, value string }{
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "collector.internal:4318"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "127.0.0.1:4318"},
+		{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "ftp://collector.internal"},
+		{"OTEL_RESOURCE_ATTRIBUTES", "team"},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+			t.Setenv(c.key, c.value)
+			shutdown, err := otlp.Setup(context.Background(), otlp.Config{})
+			if err == nil {
+				shutdown(context.Background())
+			}
+			if err == nil || !strings.Contains(err.Error(), c.key) || !strings.Contains(err.Error(), c.value) {
+				t.Fatalf("Setup with %s=%s: err = %v, want one naming the variable and its value", c.key, c.value, err)
+			}
+			if telemetry.On() {
+				t.Error("telemetry is on after a failed Setup")
+			}
+		})
+	}
+}
