@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -22,9 +23,19 @@ func (a *Agent) traced(ctx context.Context, id string, prompt *string, on func(E
 	}
 	ctx, span := telemetry.StartTurn(ctx, telemetry.Turn{Conversation: id, Model: a.Model, Wire: provider.WireName(a.Provider)})
 	tr, err := a.claimed(ctx, id, prompt, on)
-	span.End(telemetry.TurnEnd{Reason: tr.Reason, Rounds: tr.Rounds, Usage: usageOf(&tr.Usage), Err: err})
+	end := telemetry.TurnEnd{Reason: tr.Reason, Rounds: tr.Rounds, Usage: usageOf(&tr.Usage), Err: err}
+	if err != nil && errors.Is(context.Cause(ctx), ErrHandedOver) {
+		// not a failure: the turn goes on in another process (Continue),
+		// a span of its own
+		end.Reason, end.Err = spanHandedOver, nil
+	}
+	span.End(end)
 	return tr, err
 }
+
+// spanHandedOver is the myelin.turn.reason of a turn's span when the turn
+// was handed over (ErrHandedOver).
+const spanHandedOver = "handed_over"
 
 // send sends req, a request of conversation id, to the provider within
 // its chat span, which the request's context carries (its retries are

@@ -164,10 +164,19 @@ var (
 	kindClient   = trace.WithSpanKind(trace.SpanKindClient)
 )
 
-// fail marks span as ended by err (error.type and an Error status).
+// fail marks span as ended by err (error.type and an Error status). The
+// status says err's message only with content capture on: a provider's
+// error answer may quote the request (a proxy's "received messages=..."),
+// a malformed stream's error the model's text. Without it the status is
+// the error's type, and the message is for the logs.
 func fail(span trace.Span, err error) {
-	span.SetAttributes(attribute.String(keyErrorType, ErrorType(err)))
-	span.SetStatus(codes.Error, err.Error())
+	kind := ErrorType(err)
+	span.SetAttributes(attribute.String(keyErrorType, kind))
+	if s := current.Load(); s != nil && s.content {
+		span.SetStatus(codes.Error, err.Error())
+		return
+	}
+	span.SetStatus(codes.Error, kind)
 }
 
 // Turn is what a turn's span says of it.

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 
@@ -24,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -74,6 +76,9 @@ func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error,
 	if !traces && !metrics {
 		return nothing, nil
 	}
+	if err := endpoints(getenv); err != nil {
+		return nothing, err
+	}
 	service := c.Service
 	if service == "" {
 		service = "myelin"
@@ -82,7 +87,8 @@ func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error,
 	res, err := resource.New(ctx, resource.WithTelemetrySDK(),
 		resource.WithAttributes(semconv.ServiceName(service)), resource.WithFromEnv())
 	if err != nil {
-		return nothing, fmt.Errorf("telemetry: the resource: %w", err)
+		return nothing, fmt.Errorf("telemetry: the resource (OTEL_SERVICE_NAME=%q, OTEL_RESOURCE_ATTRIBUTES=%q: comma-separated key=value pairs): %w",
+			getenv("OTEL_SERVICE_NAME"), getenv("OTEL_RESOURCE_ATTRIBUTES"), err)
 	}
 	var tp trace.TracerProvider = noop.NewTracerProvider()
 	var ends []func(context.Context) error
@@ -105,7 +111,9 @@ func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error,
 		mp = sdk
 		ends = append(ends, sdk.Shutdown)
 	} else {
-		mp = otel.GetMeterProvider() // the global no-op
+		// a no-op of its own: the global one, installed back as itself,
+		// is an error OpenTelemetry logs on stderr
+		mp = metricnoop.NewMeterProvider()
 	}
 	restore, err := telemetry.Use(tp, mp, strings.EqualFold(getenv(telemetry.CaptureContentEnv), "true"))
 	if err != nil {
@@ -134,6 +142,24 @@ func wanted(getenv func(string) string, signal string) (bool, error) {
 	default:
 		return false, fmt.Errorf("telemetry: %s=%q: myelin exports only over OTLP (\"otlp\") or not at all (\"none\")", name, getenv(name))
 	}
+}
+
+// endpoints checks the OTLP endpoint variables that are set: each must be
+// an http or https URL with a host. The exporters would take one that is
+// not for unset — log it on stderr and send to localhost, the spans of a
+// collector elsewhere silently lost.
+func endpoints(getenv func(string) string) error {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			continue
+		}
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("telemetry: %s=%q: the endpoint is a URL with its scheme, http or https (http://collector:4318; for gRPC, http://collector:4317)", name, getenv(name))
+		}
+	}
+	return nil
 }
 
 // protocol is the OTLP protocol of signal: "grpc" or "http/protobuf".
