@@ -400,6 +400,10 @@ func StartTool(ctx context.Context, t Tool) (context.Context, ToolSpan) {
 
 // ToolEnd is what a tool call gave.
 type ToolEnd struct {
+	// At is when the call finished; zero means now. The span ends then
+	// and the call's duration is measured to it, so that a span ended
+	// after its round was bounded says when the call itself ended.
+	At        time.Time
 	Bytes     int    // the result's text, as the model gets it, in bytes
 	SpillPath string // the workspace file the whole result was spilled to; "" when none
 	IsError   bool   // the result is an error (the tool's, or the dispatcher's: denied, timed out, ...)
@@ -413,7 +417,11 @@ func (t ToolSpan) End(ctx context.Context, e ToolEnd) {
 	if t.span == nil {
 		return
 	}
-	took := time.Since(t.start).Seconds()
+	at := e.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	took := at.Sub(t.start).Seconds()
 	if t.span.IsRecording() { // a span the sampler dropped is given nothing
 		attrs := make([]attribute.KeyValue, 0, 5)
 		attrs = append(attrs, attribute.Int(keyResultBytes, e.Bytes), attribute.Bool(keyResultIsError, e.IsError))
@@ -433,7 +441,7 @@ func (t ToolSpan) End(ctx context.Context, e ToolEnd) {
 	if e.IsError {
 		measure = []metric.RecordOption{metric.WithAttributes(attribute.String(keyOperation, operationTool), attribute.String(keyToolName, t.name), attribute.String(keyErrorType, errorTypeTool))}
 	}
-	t.span.End()
+	t.span.End(trace.WithTimestamp(at))
 	if s := current.Load(); s != nil {
 		s.inst.tool.Record(ctx, took, measure...)
 	}

@@ -82,12 +82,16 @@ func (d *Dispatcher) Round(ctx context.Context, calls []Call) []result.Output {
 	spans := newSpans(len(calls))
 	d.each(ctx, calls, spans, func(i int, r result.Result) {
 		outs[i] = result.Convert(result.Call{ID: calls[i].ID, Result: r, Cap: calls[i].Cap}, d.Env)
-		spans.end(ctx, i, calls[i], outs[i])
+		spans.finished(ctx, i, calls[i])
 		if d.Converted != nil {
 			d.Converted(i, calls[i], outs[i])
 		}
 	})
-	return result.Fit(outs, d.Env)
+	outs = result.Fit(outs, d.Env)
+	// the spans say what the model gets: the round bound may have cut
+	// and spilled a result that fit its own cap
+	spans.end(ctx, calls, outs)
+	return outs
 }
 
 // Call runs one call: a round of one.
@@ -104,7 +108,8 @@ func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 	spans := newSpans(len(calls))
 	d.each(ctx, calls, spans, func(i int, r result.Result) {
 		out[i] = r
-		spans.endResult(ctx, i, calls[i], r)
+		spans.finished(ctx, i, calls[i])
+		spans.endResult(i, r)
 	})
 	return out
 }
