@@ -145,45 +145,30 @@ func turnStart(msgs []history.Message) int {
 }
 
 // conversationCost is what the answers, summaries and refused answers
-// stored in msgs cost, each request priced on its own under the model
-// that the settings stored before it name (model before any); turn is
-// what the answers after the last prompt cost (a continued turn's so
-// far, as continuing counts its usage). It fails for one whose cost is
+// stored in msgs cost, each request priced on its own, as
+// price.ConversationAt prices them (the one definition: history show and
+// the API give the same), under the model that the settings stored with
+// it or before it name — model when the conversation stored none; turn is
+// what the answers after the last prompt cost (a continued turn's so far,
+// as continuing counts its usage). It fails for one whose cost is
 // unknown, saying why.
 func conversationCost(p Pricer, model string, msgs []history.Message) (all, turn float64, err error) {
-	from := turnStart(msgs)
-	add := func(u *history.Usage, i int, answer bool) error {
-		if u == nil {
-			return nil
-		}
-		c := p.Cost(model, *u)
-		if !c.Known {
-			return fmt.Errorf("the conversation has a request to the model %s that cannot be priced (%s), so its cost budget cannot be held: add its price (a price file), or drop the conversation's cost budget", model, c.Why)
-		}
-		all += c.Dollars
-		if answer && i > from {
-			turn += c.Dollars
-		}
-		return nil
-	}
-	for i, m := range msgs {
-		if m.Settings != nil && m.Settings.Model != "" {
-			model = m.Settings.Model
-		}
-		var err error
-		switch {
-		case m.Role == history.Assistant:
-			err = add(m.Usage, i, true)
-		case m.Edit != nil && m.Edit.Summary != nil:
-			err = add(m.Edit.Summary.Usage, i, false)
-		case m.Edit != nil && m.Edit.Refusal != nil:
-			err = add(m.Edit.Refusal.Usage, i, false)
-		}
-		if err != nil {
-			return 0, 0, err
+	priced := price.ConversationAt(p, model, msgs)
+	for _, tr := range priced.Turns {
+		for _, r := range tr.Requests {
+			if !r.Cost.Known {
+				return 0, 0, fmt.Errorf("the conversation has a request to the model %s that cannot be priced (%s), so its cost budget cannot be held: add its price (a price file), or drop the conversation's cost budget", r.Model, r.Cost.Why)
+			}
 		}
 	}
-	return all, turn, nil
+	if n := len(priced.Turns); n > 0 && priced.Turns[n-1].Prompt >= 0 {
+		for _, r := range priced.Turns[n-1].Requests {
+			if r.Kind == "answer" {
+				turn += r.Cost.Dollars
+			}
+		}
+	}
+	return priced.Cost.Dollars, turn, nil
 }
 
 // lastCached is the usage of the last answer in msgs with one, and

@@ -381,3 +381,21 @@ func TestAnUnpricedSummaryStopsTheNextRequest(t *testing.T) {
 		t.Fatalf("beforeRequest said %q, want the turn stopped saying what could not be priced", why)
 	}
 }
+
+// The agent's budgets price a stored conversation as the API and history
+// show do (price.ConversationAt): an answer stored before the first
+// Settings at that Settings' model, not at the agent's.
+func TestConversationCostIsPriceConversationsCost(t *testing.T) {
+	u := &history.Usage{Input: 1000000}
+	msgs := []history.Message{
+		{Role: history.User},
+		{Role: history.Assistant, Usage: u},
+		{Role: history.User},
+		{Role: history.Assistant, Usage: u, Settings: &history.Settings{Model: "claude-test"}},
+	}
+	got, turn, err := conversationCost(fakePricer{}, "unpriced", msgs)
+	want := price.Conversation(fakePricer{}, msgs).Cost
+	if err != nil || !want.Known || got != want.Dollars || turn != 1 {
+		t.Fatalf("the budget prices the conversation at $%v (turn $%v, err %v), price.Conversation at %+v: want the same, $2, the last turn $1", got, turn, err, want)
+	}
+}
