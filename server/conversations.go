@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/price"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -30,6 +31,14 @@ type ConversationInfo struct {
 	// (history.Brancher), oldest first, each with the point where it
 	// parts from it; absent when it has none.
 	Branches []BranchRef `json:"branches,omitempty"`
+	// Cost is, on GET /v1/conversations/{id} alone, what the whole
+	// conversation cost: each stored request's usage (answers, summaries,
+	// refused answers) priced on its own at the model stored with it or
+	// last before it, summed (price.Conversation, as history show and the
+	// request list price). Unknown, with why and no usd, when one could
+	// not be priced (at_least_usd when part could); absent when the
+	// server has no price table (Agent.Pricer).
+	Cost *price.JSON `json:"cost,omitempty"`
 }
 
 func (s *Server) info(c history.Conversation) ConversationInfo {
@@ -111,6 +120,14 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ci.Branches = brs
+	if s.Agent.Pricer != nil {
+		msgs, err := s.Agent.Store.Messages(r.Context(), c.ID)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("the messages of conversation %s, to price them: %v", c.ID, err))
+			return
+		}
+		ci.Cost = price.Conversation(s.Agent.Pricer, msgs).Cost.JSON()
+	}
 	writeJSON(w, http.StatusOK, ci)
 }
 
