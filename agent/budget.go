@@ -296,6 +296,38 @@ func (b *budget) beforeRequest(used history.Usage, size window.Count) string {
 	return ""
 }
 
+// budgetStop is the error of a request that a budget kept from being
+// sent below the turn's own check (a summary request, fit's; the resend
+// of a request refused as too long): the turn ends as before any request
+// (turning.budgetStop), why its reason.
+type budgetStop struct{ why string }
+
+func (e *budgetStop) Error() string { return "the turn reached its budget: " + e.why }
+
+// budgetStopped is why err, or an error it wraps, is a budgetStop; "" when
+// it is none.
+func budgetStopped(err error) string {
+	var stop *budgetStop
+	if errors.As(err, &stop) {
+		return stop.why
+	}
+	return ""
+}
+
+// beforeSummary is beforeRequest for a summary request of size (its
+// messages' estimate) by a turn that has used used: a *budgetStop when it
+// is not to be sent. A nil b (a sizing with no turn: no budgets) checks
+// nothing.
+func (b *budget) beforeSummary(used history.Usage, size window.Count) error {
+	if b == nil {
+		return nil
+	}
+	if why := b.beforeRequest(used, size); why != "" {
+		return &budgetStop{why: "its context needed a summary, and " + why}
+	}
+	return nil
+}
+
 // afterAnswer says which budget a turn that has used used has reached
 // (used it all, or more), or that a request's cost could not be priced
 // under a cost budget; "" when none.
