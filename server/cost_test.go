@@ -178,6 +178,13 @@ func TestGetConversationGivesTheConversationsTotalCost(t *testing.T) {
 	if c := cost(); c == nil || c["known"] != true || math.Abs(c["usd"].(float64)-want) > 1e-12 {
 		t.Errorf("after two turns the conversation costs %v, want known usd %v", c, want)
 	}
+	_, out := f.do("GET", "/v1/conversations/"+id, "")
+	var ci ConversationInfo
+	mustJSON(t, out, &ci)
+	if len(ci.TurnCosts) != 2 || ci.TurnCosts[0].Prompt != 1 || len(ci.TurnCosts[0].Requests) != 2 || len(ci.TurnCosts[1].Requests) != 1 ||
+		ci.TurnCosts[1].Requests[0].Kind != "answer" || ci.TurnCosts[1].Cost.USD == nil || math.Abs(*ci.TurnCosts[1].Cost.USD-40230.0/1e6) > 1e-12 {
+		t.Errorf("turn_costs %s: want two turns, from message 1 with 2 requests, then one answer of $0.04023 (40,230 tokens)", out)
+	}
 	nextTurn(t, f, id, `{"prompt":"more","model":"unpriced"}`)
 	c := cost()
 	if c == nil || c["known"] != false || c["why"] == "" {
