@@ -474,3 +474,26 @@ func TestTheResendOfARequestRefusedAsTooLongIsCheckedAgainstTheBudget(t *testing
 		t.Fatalf("%d requests sent, %d refused, %d summaries; want the refused one and the summary, the resend not sent", reqs, refused, summaries)
 	}
 }
+
+// A subagent's request charged to the turn that called it (Spending)
+// is charged to every turn it runs under, priced on its own at its
+// model: what remains shrinks by it, and an unpriced one leaves the cost
+// budget unholdable (never $0).
+func TestSpendingChargesTheTurnAndTheTurnsItRunsUnder(t *testing.T) {
+	fresh := func() *subSpent { return &subSpent{cost: price.Cost{Known: true}} }
+	top := &budget{cost: 1, pricer: fakePricer{}, model: "claude-test", spent: price.Cost{Known: true}, sub: fresh()}
+	topCtx := withSpending(context.Background(), top)
+	mid := &budget{tokens: 100000, sub: fresh()}
+	midCtx := withSpending(topCtx, mid)
+	SpendingOf(midCtx).Charge("claude-test", history.Usage{Input: 200000}) // $0.20 at fakePricer's prices
+	if _, cost, why := SpendingOf(topCtx).Left(); why != "" || !samePrice(cost, 0.8) {
+		t.Errorf("the top turn has $%v left (%q); want $0.80 after its subagent's subagent spent $0.20", cost, why)
+	}
+	if _, _, why := SpendingOf(midCtx).Left(); !strings.Contains(why, "has used 200000 tokens of its budget of 100000") {
+		t.Errorf("the middle turn's Left says %q; want its token budget spent", why)
+	}
+	SpendingOf(midCtx).Charge("unpriced", history.Usage{Input: 1})
+	if _, _, why := SpendingOf(topCtx).Left(); !strings.Contains(why, "could not be priced") {
+		t.Errorf("after an unpriced request the top turn's Left says %q; want that its cost cannot be told", why)
+	}
+}

@@ -169,6 +169,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	if t.budget, err = a.newBudget(stored, t.tr.Usage, time.Now()); err != nil {
 		return nil, false, err
 	}
+	t.ctx = withSpending(t.ctx, &t.budget) // its calls' subagents run under it and charge it
 	if t.sz, err = a.sizing(kept, id); err != nil {
 		return nil, false, err
 	}
