@@ -44,7 +44,7 @@ func TestBuiltinAnthropicCachePricesFollowTheInputPrice(t *testing.T) {
 			continue
 		}
 		if name == "claude-3-haiku" {
-			continue // its page gives cache prices rounded to the cent: $0.03 and $0.30
+			continue // its page gives cache prices that are not those multiples: $0.03 and $0.30
 		}
 		m, _ := tb.Lookup(name)
 		for _, p := range []Model{m, deref(m.Long)} {
