@@ -12,6 +12,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/telemetry"
 	"github.com/myelin-run/myelin/window"
 )
 
@@ -150,6 +151,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				text := summaryText(edit, stored)
 				done = append(done, text)
 				on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
+				edited(ctx, telemetry.EditSummary, &edit)
 				refused = 0
 				continue
 			}
@@ -174,6 +176,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				text := clearedText(edit)
 				done = append(done, text)
 				on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
+				edited(ctx, telemetry.EditCleared, &edit)
 				if plan.Summarise && whyNoSummary == nil {
 					continue // a refusal's clearing: now the summary, if still needed
 				}
@@ -342,7 +345,7 @@ func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Messag
 		return history.Edit{}, err
 	}
 	s.sent.arm(&req, len(stored)) // its summary's record goes there
-	resp, err := a.Provider.Complete(ctx, req, nil)
+	resp, err := a.send(ctx, s.conv.ID, req, window.Count{}, 0, nil)
 	s.sent.keep(ctx, err == nil, resp.Message.Usage, err)
 	if err != nil {
 		return history.Edit{}, fmt.Errorf("the summary request failed: %w", err)

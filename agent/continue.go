@@ -28,7 +28,7 @@ const AlreadyEnded = "already_ended"
 // the process died between storing them and its caller learning the turn
 // ended, it sends one more request.
 func (a *Agent) Continue(ctx context.Context, id string, on func(Event)) (TurnResult, error) {
-	return a.claimed(ctx, id, nil, on)
+	return a.traced(ctx, id, nil, on)
 }
 
 // claimed is Turn (prompt set) and Continue (prompt nil): the turn under

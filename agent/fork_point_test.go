@@ -3,24 +3,11 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/storetest"
 )
-
-// wholeCounting is a Memory that counts the reads of a conversation
-// whole (Messages); its MessagesBetween, Brancher and the rest are
-// Memory's.
-type wholeCounting struct {
-	*history.Memory
-	wholes int
-}
-
-func (w *wholeCounting) Messages(ctx context.Context, id string) ([]history.Message, error) {
-	w.wholes++
-	return w.Memory.Messages(ctx, id)
-}
 
 // A fork checks its point against the messages around it only, never
 // reading the conversation whole (issue 30: a fork of a 10,000-message
@@ -29,20 +16,9 @@ func (w *wholeCounting) Messages(ctx context.Context, id string) ([]history.Mess
 // between rounds it forks there, through a store that reads ranges.
 func TestAForkReadsOnlyTheMessagesAroundItsPoint(t *testing.T) {
 	ctx := context.Background()
-	store := &wholeCounting{Memory: &history.Memory{}}
-	if err := store.Create(ctx, history.Conversation{ID: "c"}); err != nil {
-		t.Fatal(err)
-	}
-	var msgs []history.Message
-	for i := range 500 {
-		msgs = append(msgs,
-			history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint("prompt ", i)}}},
-			history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint("answer ", i)}}})
-	}
-	msgs = append(msgs, history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "call_1", Name: "agent--delegate", Input: []byte(`{"task":"x"}`)}}})
-	if err := store.Append(ctx, "c", msgs...); err != nil {
-		t.Fatal(err)
-	}
+	msgs := append(storetest.Rounds(500),
+		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "call_1", Name: "agent--delegate", Input: []byte(`{"task":"x"}`)}}})
+	store := storetest.NewCounting(t, "c", msgs...)
 	for _, tc := range []struct{ at, want int }{{-1, 1000}, {500, 500}, {1000, 1000}, {0, 0}} {
 		id, err := Fork(ctx, store, "c", tc.at)
 		if err != nil {
@@ -55,7 +31,7 @@ func TestAForkReadsOnlyTheMessagesAroundItsPoint(t *testing.T) {
 	if _, err := Fork(ctx, store, "c", 1001); !errors.Is(err, history.ErrInsideRound) {
 		t.Fatalf("a fork at 1001 (after the answer whose call has no result) gave %v; want history.ErrInsideRound", err)
 	}
-	if store.wholes != 0 {
-		t.Fatalf("the forks read the conversation of %d messages whole %d times; want none (only the messages around each point)", len(msgs), store.wholes)
+	if store.Wholes != 0 {
+		t.Fatalf("the forks read the conversation of %d messages whole %d times; want none (only the messages around each point)", len(msgs), store.Wholes)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/telemetry"
 	"github.com/myelin-run/myelin/window"
 )
 
@@ -74,6 +75,7 @@ func (a *Agent) guard(ctx context.Context, id string, resp provider.Response, st
 		text += "; " + plural(len(failed), "result", "results") + " could not be written to a workspace file (" + errors.Join(failed...).Error() + "): the history keeps them"
 	}
 	on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
+	edited(ctx, telemetry.EditWithheld, &edit)
 	return withheld, nil
 }
 

@@ -10,7 +10,9 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/telemetry"
 	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/window"
 )
 
 // ErrHandedOver, as the cause of a turn's context
@@ -34,7 +36,7 @@ var ErrHandedOver = errors.New("the turn was handed over, to be continued by ano
 // turn whose claim is taken over stops, with an error wrapping
 // history.ErrClaimLost, having written nothing since.
 func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (TurnResult, error) {
-	return a.claimed(ctx, id, &prompt, on)
+	return a.traced(ctx, id, &prompt, on)
 }
 
 // turn is Turn under the conversation's claim; with a nil prompt it is
@@ -231,7 +233,7 @@ func (t *turning) ask() (x *reply, err error) {
 		return nil, t.budgetStop(why)
 	}
 	x = &reply{}
-	x.resp, x.err = t.complete(x, req, place)
+	x.resp, x.err = t.complete(x, req, place, size)
 	t.reached = t.reached || !provider.NeverReached(x.err)
 	if refused, limit, ok := tooLong(x.err); ok && x.streamed.Len() == 0 {
 		if t.retryTooLong(x, refused, limit, done); budgetStopped(x.err) != "" {
@@ -251,11 +253,11 @@ func (t *turning) ask() (x *reply, err error) {
 }
 
 // complete sends req, whose answer will be stored at place, streaming its
-// text into x and the turn's events.
-func (t *turning) complete(x *reply, req provider.Request, place int) (provider.Response, error) {
+// text into x and the turn's events; size is req as estimated.
+func (t *turning) complete(x *reply, req provider.Request, place int, size window.Count) (provider.Response, error) {
 	t.sent.arm(&req, place)
 	req.OnThinking = func(s string) { t.on(Event{Kind: Thinking, Text: s}) }
-	return t.a.Provider.Complete(t.providerCtx, req, func(s string) {
+	return t.a.send(t.providerCtx, t.id, req, size, t.sz.context, func(s string) {
 		x.streamed.WriteString(s)
 		t.on(Event{Kind: TextDelta, Text: s})
 	})
@@ -275,6 +277,7 @@ func (t *turning) retryTooLong(x *reply, refused, limit int, done []string) {
 	}
 	refusal := x.err
 	t.sent.keep(t.ctx, false, nil, refusal)
+	telemetry.ContextEdit(t.ctx, telemetry.Edit{Kind: telemetry.EditTooLong, Before: refused, Limit: limit})
 	// The resend is checked as any request: the refused one cost nothing,
 	// but making room may have (a summary).
 	req, place, size, more, err := t.a.fit(t.ctx, t.id, t.sz, t.on, max(refused, 1), &t.tr)
@@ -289,7 +292,7 @@ func (t *turning) retryTooLong(x *reply, refused, limit int, done []string) {
 		x.err = errors.Join(refusal, err)
 		return
 	}
-	x.resp, x.err = t.complete(x, req, place)
+	x.resp, x.err = t.complete(x, req, place, size)
 	if _, _, again := tooLong(x.err); again {
 		x.err = fmt.Errorf("the provider refused the request as too long twice; before trying again myelin had: %s: %w", orNothing(done), x.err)
 	}

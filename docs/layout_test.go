@@ -26,6 +26,9 @@ func TestThePackagesLinkOnlyWhatTheirPlaceAllows(t *testing.T) {
 			"the one JSON-string decoder sits below result and imports nothing of myelin"},
 		{[]string{"../result"}, []string{"github.com/myelin-run/myelin/history", "github.com/myelin-run/myelin/provider", "github.com/myelin-run/myelin/tool"},
 			"result is the bottom floor: the one conversion imports no package above it"},
+		{[]string{"../telemetry", "../agent", "../tool", "../mcp", "../server"},
+			[]string{"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters", "google.golang.org/grpc"},
+			"the OpenTelemetry SDK and the OTLP exporters are telemetry/otlp's: code that makes spans links only OpenTelemetry's API, so an embedder that does not export carries neither"},
 	} {
 		out, err := exec.Command("go", append([]string{"list", "-deps"}, tc.pkgs...)...).CombinedOutput()
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/storetest"
 )
 
 // roundsWithRecords is a conversation of rounds with runs of n context
@@ -84,24 +85,6 @@ func TestReadPointJudgesEveryPointAsTheWholeConversationDoes(t *testing.T) {
 	}
 }
 
-// countingStore counts what a Memory is asked to read.
-type countingStore struct {
-	*history.Memory
-	wholes int // Messages calls
-	read   int // messages MessagesBetween returned
-}
-
-func (c *countingStore) Messages(ctx context.Context, id string) ([]history.Message, error) {
-	c.wholes++
-	return c.Memory.Messages(ctx, id)
-}
-
-func (c *countingStore) MessagesBetween(ctx context.Context, id string, from, to int) ([]history.Message, error) {
-	msgs, err := c.Memory.MessagesBetween(ctx, id, from, to)
-	c.read += len(msgs)
-	return msgs, err
-}
-
 // ReadPoint of a store that reads ranges reads the messages around the
 // point, never the conversation whole: at the start, in the middle, at
 // the end of 1,000 rounds, and where 20 records stand between an answer
@@ -111,21 +94,15 @@ func TestReadPointReadsOnlyTheMessagesAroundThePoint(t *testing.T) {
 	runs := make([]int, 1000)
 	runs[500] = 20
 	msgs := roundsWithRecords(runs...)
-	s := &countingStore{Memory: &history.Memory{}}
-	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Append(ctx, "c", msgs...); err != nil {
-		t.Fatal(err)
-	}
+	s := storetest.NewCounting(t, "c", msgs...)
 	middle := 500*4 + 1 + 1 + 20 // the answer of the round with records, then into its records
 	for _, at := range []int{0, 1, middle, middle + 19, len(msgs) / 3, len(msgs), -1} {
-		s.wholes, s.read = 0, 0
+		s.Wholes, s.Ranged = 0, 0
 		if _, err := history.ReadPoint(ctx, s, "c", at); err != nil {
 			t.Fatalf("ReadPoint(c, %d): %v", at, err)
 		}
-		if s.wholes != 0 || s.read > 64 {
-			t.Fatalf("ReadPoint(c, %d) of %d messages read them whole %d times and %d by range; want none whole and 64 by range at most", at, len(msgs), s.wholes, s.read)
+		if s.Wholes != 0 || s.Ranged > 64 {
+			t.Fatalf("ReadPoint(c, %d) of %d messages read them whole %d times and %d by range; want none whole and 64 by range at most", at, len(msgs), s.Wholes, s.Ranged)
 		}
 	}
 }

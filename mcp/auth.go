@@ -6,7 +6,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/myelin-run/myelin/mcp/oauth"
+	"github.com/myelin-run/myelin/telemetry"
 )
+
+// oauthClient makes the requests to authorisation servers: a token
+// fetched or refreshed within a call carries the call's traceparent, as
+// the call's own requests do (http.go); nothing when telemetry is off.
+var oauthClient = &http.Client{Transport: telemetry.Transport(http.DefaultTransport)}
 
 // Auth says how the HTTP servers of a Set sign in when they ask for
 // authorisation (package oauth does the signing in).
@@ -44,7 +50,7 @@ func authHandler(s Server, o *Options) auth.OAuthHandler {
 	h, err := oauth.NewHandler(oauth.Options{
 		Server: s.Name, URL: s.URL, Config: cfg, Store: store,
 		Login: o.Auth.Login, Warn: o.Auth.Warn, Scopes: o.Auth.Scopes,
-		Client: http.DefaultClient,
+		Client: oauthClient,
 	})
 	if err != nil { // the config was checked when it was read
 		return nil

@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/myelin-run/myelin/telemetry"
 )
 
 // httpTransport is the SDK's streamable HTTP client with myelin's headers
@@ -19,7 +21,10 @@ import (
 // closed the POST's — gives up its raw result and is bounded there, so the
 // SDK's own session handling (and its retries) stays whole.
 func httpTransport(s Server, o *Options) sdk.Transport {
-	rt := &roundTripper{headers: s.Headers, base: http.DefaultTransport, max: o.maxReply()}
+	// telemetry.Transport: each request carries the traceparent of the
+	// call's context (its execute_tool span), so an instrumented server
+	// joins the turn's trace; nothing when telemetry is off
+	rt := &roundTripper{headers: s.Headers, base: telemetry.Transport(http.DefaultTransport), max: o.maxReply()}
 	return &sdk.StreamableClientTransport{
 		OAuthHandler: authHandler(s, o),
 		Endpoint:     s.URL,

@@ -3,25 +3,12 @@ package rewind_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/storetest"
 	"github.com/myelin-run/myelin/rewind"
 )
-
-// wholeCounting is a Memory that counts the reads of a conversation
-// whole (Messages); its MessagesBetween, Brancher and the rest are
-// Memory's.
-type wholeCounting struct {
-	*history.Memory
-	wholes int
-}
-
-func (w *wholeCounting) Messages(ctx context.Context, id string) ([]history.Message, error) {
-	w.wholes++
-	return w.Memory.Messages(ctx, id)
-}
 
 // A rewind that puts back no files checks its point against the messages
 // around it only, never reading the conversation whole: inside a round
@@ -29,22 +16,10 @@ func (w *wholeCounting) Messages(ctx context.Context, id string) ([]history.Mess
 // that does not grow with what came before the point).
 func TestARewindWithoutFilesReadsOnlyTheMessagesAroundItsPoint(t *testing.T) {
 	ctx := context.Background()
-	store := &wholeCounting{Memory: &history.Memory{}}
-	if err := store.Create(ctx, history.Conversation{ID: "c"}); err != nil {
-		t.Fatal(err)
-	}
-	var msgs []history.Message
-	for i := range 500 {
-		msgs = append(msgs,
-			history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint("prompt ", i)}}},
-			history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint("answer ", i)}}})
-	}
-	msgs = append(msgs,
+	msgs := append(storetest.Rounds(500),
 		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "call_1", Name: "agent--delegate", Input: []byte(`{"task":"x"}`)}}},
 		history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "call_1", Text: "done"}}})
-	if err := store.Append(ctx, "c", msgs...); err != nil {
-		t.Fatal(err)
-	}
+	store := storetest.NewCounting(t, "c", msgs...)
 	if _, _, err := rewind.Rewind(ctx, store, "c", 1001, rewind.Options{}); !errors.Is(err, history.ErrInsideRound) {
 		t.Fatalf("a rewind to 1001 (after the answer with a call, before its result) gave %v; want history.ErrInsideRound", err)
 	}
@@ -54,7 +29,7 @@ func TestARewindWithoutFilesReadsOnlyTheMessagesAroundItsPoint(t *testing.T) {
 	if c, err := store.Get(ctx, "c"); err != nil || c.Messages != 998 {
 		t.Fatalf("after the rewind to 998 the conversation holds %d messages (%v)", c.Messages, err)
 	}
-	if store.wholes != 0 {
-		t.Fatalf("the rewinds read the conversation of %d messages whole %d times; want none (only the messages around the point)", len(msgs), store.wholes)
+	if store.Wholes != 0 {
+		t.Fatalf("the rewinds read the conversation of %d messages whole %d times; want none (only the messages around the point)", len(msgs), store.Wholes)
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/myelin-run/myelin/telemetry"
 )
 
 // What the server logs (Server.Logger): one line per HTTP request —
 // method, path, status, bytes written, duration — and one per turn ended —
-// conversation, turn, reason, rounds, tokens, duration. It never logs a
+// conversation, turn, reason, rounds, tokens, duration —, each with the
+// trace_id and span_id of its trace when telemetry is on (tracing.go). It never logs a
 // request's headers (the token) nor a body, a prompt or an answer.
 
 // loggedWriter counts what a handler writes, for the request's log line.
@@ -47,31 +50,50 @@ func (l *loggedWriter) Flush() {
 // Unwrap is the writer under l, for http.ResponseController.
 func (l *loggedWriter) Unwrap() http.ResponseWriter { return l.ResponseWriter }
 
-// logged returns w wrapped to count what is written, and the function
-// that logs r's line once it is answered; w itself and a no-op when the
-// server has no Logger.
-func (s *Server) logged(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, func()) {
-	if s.Logger == nil {
-		return w, func() {}
+// logged returns w wrapped to count what is written, r continuing the
+// trace of its traceparent in a server span of its own when telemetry is
+// on (tracing.go), and the function that ends the span and logs r's line
+// once it is answered; w, r and a no-op when the server has no Logger and
+// telemetry is off. The line names the span's trace and span ids.
+func (s *Server) logged(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request, func()) {
+	r, endSpan := serverSpan(r)
+	if s.Logger == nil && !telemetry.On() {
+		return w, r, func() {}
 	}
 	lw := &loggedWriter{ResponseWriter: w}
 	start := time.Now()
-	return lw, func() {
+	return lw, r, func() {
 		status := lw.status
 		if status == 0 {
 			status = http.StatusOK // nothing written: net/http answers 200
 		}
-		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		endSpan(status)
+		if s.Logger == nil {
+			return
+		}
+		attrs := append(make([]slog.Attr, 0, 7),
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.Path),
 			slog.Int("status", status),
 			slog.Int64("bytes", lw.bytes),
 			slog.Duration("duration", time.Since(start)))
+		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request", traced(r.Context(), attrs)...)
 	}
 }
 
-// logTurn logs turn fin of conversation id, which ran for took.
-func (s *Server) logTurn(id string, fin turnFinishedEvent, took time.Duration) {
+// traced is attrs and the trace and span ids of the span ctx carries
+// (trace_id, span_id), when it carries one and telemetry is on.
+func traced(ctx context.Context, attrs []slog.Attr) []slog.Attr {
+	if traceID, spanID := telemetry.IDs(ctx); traceID != "" {
+		attrs = append(attrs, slog.String("trace_id", traceID), slog.String("span_id", spanID))
+	}
+	return attrs
+}
+
+// logTurn logs turn fin of conversation id, which ran for took under
+// ctx: its line names the trace the turn continued (the span of the
+// request that started it, or a queued turn's traceparent).
+func (s *Server) logTurn(ctx context.Context, id string, fin turnFinishedEvent, took time.Duration) {
 	if s.Logger == nil {
 		return
 	}
@@ -91,5 +113,5 @@ func (s *Server) logTurn(id string, fin turnFinishedEvent, took time.Duration) {
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.String("error", fin.Error))
 	}
-	s.Logger.LogAttrs(context.Background(), level, "turn", attrs...) // the turn outlives its request
+	s.Logger.LogAttrs(context.WithoutCancel(ctx), level, "turn", traced(ctx, attrs)...)
 }

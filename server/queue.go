@@ -9,6 +9,7 @@ import (
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/telemetry"
 )
 
 // TurnQueue is where a server puts the turns it starts when workers run
@@ -42,6 +43,11 @@ type QueuedTurn struct {
 	MaxTurnTokens       int     `json:"max_turn_tokens,omitempty"`
 	MaxCost             float64 `json:"max_cost,omitempty"`
 	MaxConversationCost float64 `json:"max_conversation_cost,omitempty"`
+	// TraceParent is the W3C traceparent of the request that queued the
+	// turn (telemetry.TraceParent): the worker that runs it — and each
+	// that continues it after a hand-over — continues that trace. "" when
+	// telemetry was off, and in the jobs of older versions.
+	TraceParent string `json:"trace_parent,omitempty"`
 }
 
 // queuedTurn is the job of turn id, with in's settings.
@@ -76,6 +82,7 @@ func (s *Server) startQueued(w http.ResponseWriter, r *http.Request, id string, 
 		return
 	}
 	t := queuedTurn(newTurnID(), in)
+	t.TraceParent = telemetry.TraceParent(r.Context())
 	prompt, told := s.goneNote(id, in.Prompt)
 	user := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(prompt)}}}
 	err = s.Queue.Enqueue(r.Context(), id, t, user)
@@ -136,7 +143,7 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 	if err != nil {
 		return err
 	}
-	tctx, cancel := context.WithCancelCause(ctx)
+	tctx, cancel := context.WithCancelCause(telemetry.WithTraceParent(ctx, t.TraceParent))
 	defer cancel(nil)
 	done, ok := s.addQueued(cancel)
 	if !ok {

@@ -235,7 +235,7 @@ func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 // routes the request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
-	w, done := s.logged(w, r)
+	w, r, done := s.logged(w, r)
 	defer done()
 	if err := s.Check(); err != nil {
 		// fail closed: a server embedded without myelin serve's own check

@@ -95,7 +95,7 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 	}
 	// logged before its watchers are told: a client (or a test) that
 	// reads turn.finished then the log finds the turn's line there
-	s.logTurn(id, fin, time.Since(begun))
+	s.logTurn(ctx, id, fin, time.Since(begun))
 	s.emit(id, "turn.finished", fin)
 	return fin.Reason, true
 }

@@ -137,7 +137,7 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "reading the conversation's events: "+err.Error())
 		return
 	}
-	t, started, busy := s.launch(id, a, in.Prompt, notes)
+	t, started, busy := s.launch(r.Context(), id, a, in.Prompt, notes)
 	switch {
 	case t == nil && busy == nil:
 		writeError(w, http.StatusServiceUnavailable, errStopping)
@@ -168,8 +168,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 // it from starting; or, when the conversation has a turn running here
 // already, that turn as busy; or nothing when the server is closing.
 // When a turn ends, the conversation's next wake, if one is waiting,
-// starts (wakes.go).
-func (s *Server) launch(id string, a *agent.Agent, prompt string, notes []string) (t *running, started <-chan error, busy *running) {
+// starts (wakes.go). The turn runs detached from from (the request that
+// started it: the turn outlives it), in the trace of from's span.
+func (s *Server) launch(from context.Context, id string, a *agent.Agent, prompt string, notes []string) (t *running, started <-chan error, busy *running) {
 	if !s.addTurn() {
 		return nil, nil, nil
 	}
@@ -191,7 +192,7 @@ func (s *Server) launch(id string, a *agent.Agent, prompt string, notes []string
 		defer s.nextWake(id) // after turns.Done and done: the next turn may start
 		defer s.turns.Done()
 		defer cancel(nil)
-		tctx := turnContext(ctx, id, t.id, a)
+		tctx := turnContext(inTrace(ctx, from), id, t.id, a)
 		full, told := s.goneNote(id, prompt)
 		run := func(on func(agent.Event)) (agent.TurnResult, error) { return a.Turn(tctx, id, full, on) }
 		var end sync.Once

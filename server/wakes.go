@@ -53,7 +53,7 @@ func (s *Server) nextWake(conv string) {
 		return
 	}
 	a, notes := s.withTools(s.Agent, conv)
-	t, started, busy := s.launch(conv, a, w.Message, notes)
+	t, started, busy := s.launch(context.Background(), conv, a, w.Message, notes)
 	switch {
 	case busy != nil: // a client's turn came first: this wake follows it
 		s.requeue(w, false)

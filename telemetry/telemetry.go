@@ -1,11 +1,14 @@
-// Package telemetry owns what myelin exports to OpenTelemetry: the tracer
-// and meter providers set up from the standard OTEL_* environment (OTLP over
-// HTTP or gRPC), the spans and metrics of the GenAI semantic conventions
-// that a turn, its provider requests and its tool calls make, and the trace
+// Package telemetry owns what myelin tells OpenTelemetry: the spans and
+// metrics of the GenAI semantic conventions that a turn, its provider
+// requests and its tool calls make, serve's server spans, and the trace
 // context that flows from an HTTP request through serve, a queued turn's
-// job and into MCP HTTP requests (docs/telemetry.md).
+// job and into MCP HTTP requests (docs/telemetry.md). It depends on
+// OpenTelemetry's API only; the SDK and the OTLP exporters, set up from
+// the OTEL_* environment, are package telemetry/otlp's, which installs
+// them here (Use) — so that a program embedding the agent links neither
+// unless it exports.
 //
-// Telemetry is off unless the environment names an exporter, and off costs
+// Telemetry is off until providers are installed, and off costs
 // one atomic load per span that would have been made: every function here
 // returns at once, allocating nothing. It must not read or export what a
 // tool returned or the model said unless the user opts in
@@ -14,26 +17,10 @@
 package telemetry
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"strings"
 	"sync/atomic"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/propagation"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // ScopeName is the instrumentation scope of everything myelin exports.
@@ -45,15 +32,7 @@ const ScopeName = "github.com/myelin-run/myelin"
 // result's size and spill file, never its text.
 const CaptureContentEnv = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
-// Config is what Setup takes besides the environment. Its zero value
-// names the service "myelin".
-type Config struct {
-	// Service is service.name when OTEL_SERVICE_NAME and
-	// OTEL_RESOURCE_ATTRIBUTES do not say; "" means "myelin".
-	Service string
-}
-
-// state is what Setup installed; nil while telemetry is off.
+// state is what Use installed; nil while telemetry is off.
 type state struct {
 	tracer  trace.Tracer
 	meter   metric.Meter
@@ -63,166 +42,7 @@ type state struct {
 
 var current atomic.Pointer[state]
 
-// On reports whether telemetry is exporting: Setup found an exporter in
-// the environment and has not been shut down.
+// On reports whether telemetry is exporting: providers are installed
+// (Use; telemetry/otlp.Setup when the environment names an exporter) and
+// have not been taken back.
 func On() bool { return current.Load() != nil }
-
-// Setup reads the OTEL_* environment of the process and, when it names an exporter,
-// installs tracer and meter providers exporting over OTLP, and the W3C
-// trace-context propagator, as OpenTelemetry's globals and this package's.
-// Traces are on when OTEL_TRACES_EXPORTER is "otlp", or when it is unset
-// and OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is
-// set; metrics the same with the METRICS variables. The protocol is
-// OTEL_EXPORTER_OTLP_{TRACES,METRICS}_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL:
-// "http/protobuf" (the default) or "grpc". OTEL_SDK_DISABLED=true turns
-// everything off.
-//
-// With nothing named it installs nothing, telemetry stays off, and the
-// shutdown it returns does nothing. An unsupported exporter or protocol
-// is an error that names the variable and its value. The shutdown flushes
-// what is pending, within ctx, and turns telemetry off.
-func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error, err error) {
-	getenv := os.Getenv
-	nothing := func(context.Context) error { return nil }
-	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
-		return nothing, nil
-	}
-	traces, err := wanted(getenv, "TRACES")
-	if err != nil {
-		return nothing, err
-	}
-	metrics, err := wanted(getenv, "METRICS")
-	if err != nil {
-		return nothing, err
-	}
-	if !traces && !metrics {
-		return nothing, nil
-	}
-	service := c.Service
-	if service == "" {
-		service = "myelin"
-	}
-	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win over ours
-	res, err := resource.New(ctx, resource.WithTelemetrySDK(),
-		resource.WithAttributes(semconv.ServiceName(service)), resource.WithFromEnv())
-	if err != nil {
-		return nothing, fmt.Errorf("telemetry: the resource: %w", err)
-	}
-	var tp trace.TracerProvider = noop.NewTracerProvider()
-	var ends []func(context.Context) error
-	if traces {
-		exp, err := traceExporter(ctx, getenv)
-		if err != nil {
-			return nothing, err
-		}
-		sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-		tp = sdk
-		ends = append(ends, sdk.Shutdown)
-	}
-	var mp metric.MeterProvider
-	if metrics {
-		exp, err := metricExporter(ctx, getenv)
-		if err != nil {
-			return nothing, errors.Join(err, shutdownAll(ctx, ends))
-		}
-		sdk := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
-		mp = sdk
-		ends = append(ends, sdk.Shutdown)
-	} else {
-		mp = otel.GetMeterProvider() // the global no-op
-	}
-	otel.SetTracerProvider(tp)
-	otel.SetMeterProvider(mp)
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	s := &state{tracer: tp.Tracer(ScopeName), meter: mp.Meter(ScopeName),
-		content: strings.EqualFold(getenv(CaptureContentEnv), "true")}
-	if s.inst, err = newInstruments(s.meter); err != nil {
-		return nothing, errors.Join(err, shutdownAll(ctx, ends))
-	}
-	current.Store(s)
-	return func(ctx context.Context) error {
-		current.CompareAndSwap(s, nil)
-		return shutdownAll(ctx, ends)
-	}, nil
-}
-
-// wanted reports whether signal ("TRACES" or "METRICS") is to be
-// exported, by OTEL_<signal>_EXPORTER or an OTLP endpoint.
-func wanted(getenv func(string) string, signal string) (bool, error) {
-	name := "OTEL_" + signal + "_EXPORTER"
-	switch v := strings.TrimSpace(strings.ToLower(getenv(name))); v {
-	case "otlp":
-		return true, nil
-	case "none":
-		return false, nil
-	case "":
-		return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != "", nil
-	default:
-		return false, fmt.Errorf("telemetry: %s=%q: myelin exports only over OTLP (\"otlp\") or not at all (\"none\")", name, getenv(name))
-	}
-}
-
-// protocol is the OTLP protocol of signal: "grpc" or "http/protobuf".
-func protocol(getenv func(string) string, signal string) (string, error) {
-	name := "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
-	v := getenv(name)
-	if v == "" {
-		name = "OTEL_EXPORTER_OTLP_PROTOCOL"
-		v = getenv(name)
-	}
-	switch strings.TrimSpace(strings.ToLower(v)) {
-	case "", "http/protobuf":
-		return "http/protobuf", nil
-	case "grpc":
-		return "grpc", nil
-	default:
-		return "", fmt.Errorf("telemetry: %s=%q: the protocols are \"http/protobuf\" and \"grpc\"", name, v)
-	}
-}
-
-func traceExporter(ctx context.Context, getenv func(string) string) (sdktrace.SpanExporter, error) {
-	p, err := protocol(getenv, "TRACES")
-	if err != nil {
-		return nil, err
-	}
-	var exp sdktrace.SpanExporter
-	if p == "grpc" {
-		exp, err = otlptracegrpc.New(ctx)
-	} else {
-		exp, err = otlptracehttp.New(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: the OTLP trace exporter (%s): %w", p, err)
-	}
-	return exp, nil
-}
-
-func metricExporter(ctx context.Context, getenv func(string) string) (sdkmetric.Exporter, error) {
-	p, err := protocol(getenv, "METRICS")
-	if err != nil {
-		return nil, err
-	}
-	var exp sdkmetric.Exporter
-	if p == "grpc" {
-		exp, err = otlpmetricgrpc.New(ctx)
-	} else {
-		exp, err = otlpmetrichttp.New(ctx)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: the OTLP metric exporter (%s): %w", p, err)
-	}
-	return exp, nil
-}
-
-func shutdownAll(ctx context.Context, ends []func(context.Context) error) error {
-	var errs []error
-	for _, end := range ends {
-		if err := end(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("telemetry: flushing what was pending: %w", err)
-	}
-	return nil
-}

@@ -79,8 +79,10 @@ type Dispatcher struct {
 // saying they were cancelled, and those not yet started do not start.
 func (d *Dispatcher) Round(ctx context.Context, calls []Call) []result.Output {
 	outs := make([]result.Output, len(calls))
-	d.each(ctx, calls, func(i int, r result.Result) {
+	spans := newSpans(len(calls))
+	d.each(ctx, calls, spans, func(i int, r result.Result) {
 		outs[i] = result.Convert(result.Call{ID: calls[i].ID, Result: r, Cap: calls[i].Cap}, d.Env)
+		spans.end(ctx, i, calls[i], outs[i])
 		if d.Converted != nil {
 			d.Converted(i, calls[i], outs[i])
 		}
@@ -99,7 +101,11 @@ func (d *Dispatcher) Call(ctx context.Context, c Call) result.Output {
 // Round.
 func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 	out := make([]result.Result, len(calls))
-	d.each(ctx, calls, func(i int, r result.Result) { out[i] = r })
+	spans := newSpans(len(calls))
+	d.each(ctx, calls, spans, func(i int, r result.Result) {
+		out[i] = r
+		spans.endResult(ctx, i, calls[i], r)
+	})
 	return out
 }
 
@@ -114,8 +120,10 @@ type prepared struct {
 // each settles every call and hands each result to done as it is known:
 // first the calls refused (an unknown tool, a bad input) and those the
 // Gate does not allow, then the others, segment by segment (segments),
-// each segment run by batch. It returns when every call is settled.
-func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r result.Result)) {
+// each segment run by batch. It returns when every call is settled. Each
+// call's span (spans: nil when telemetry is off) starts before it runs,
+// or as it is settled unrun; done ends it.
+func (d *Dispatcher) each(ctx context.Context, calls []Call, spans spans, done func(i int, r result.Result)) {
 	if ScopeOf(ctx) == nil {
 		ctx = context.WithValue(ctx, scopeKey{}, &Scope{})
 	}
@@ -142,7 +150,7 @@ func (d *Dispatcher) each(ctx context.Context, calls []Call, done func(i int, r 
 		}
 		// each batch its own slice of indexes: a call given up on at its
 		// timeout still runs, and reads its batch's after the next began
-		d.batch(ctx, calls, seg, ready, done)
+		d.batch(ctx, calls, seg, ready, spans, done)
 	}
 }
 
@@ -187,9 +195,9 @@ func (d *Dispatcher) settleNow(i int, c Call, r result.Result, done func(int, re
 // goroutine is woken once, when the last call settles, not once a call,
 // and its timeouts are the calls' own deadline contexts (one per timeout
 // the batch's tools have, counted from the batch's start, when its calls
-// start), with no timer of its own. It returns when every call is
-// settled.
-func (d *Dispatcher) batch(ctx context.Context, calls []Call, idx []int, ready []prepared, done func(i int, r result.Result)) {
+// start), with no timer of its own. Each call's span starts here, before
+// its goroutine does (spans). It returns when every call is settled.
+func (d *Dispatcher) batch(ctx context.Context, calls []Call, idx []int, ready []prepared, spans spans, done func(i int, r result.Result)) {
 	r := &round{d: d, calls: calls, idx: idx, done: done, start: time.Now(), slots: make([]slot, len(idx)), settled: make(chan struct{}, 1)}
 	defer func() {
 		for _, l := range r.limits {
@@ -203,7 +211,8 @@ func (d *Dispatcher) batch(ctx context.Context, calls []Call, idx []int, ready [
 		p := ready[i]
 		s := &r.slots[j]
 		s.limit = r.limit(ctx, p.timeout)
-		s.tool, s.input, s.ctx = p.tool, p.input, r.capped(s.limit, result.CapFor(calls[i].Cap, d.Env.Limits))
+		s.tool, s.input = p.tool, p.input
+		s.ctx = spans.start(r.capped(s.limit, result.CapFor(calls[i].Cap, d.Env.Limits)), i, calls[i])
 		d.Workers.Go(func() { r.run(j) })
 	}
 	if r.pending.Add(-1) == 0 {

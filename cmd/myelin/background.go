@@ -147,26 +147,8 @@ func (s *session) chatLoop(ctx context.Context, stdin io.Reader, stdout, stderr 
 		ready = s.tools.wakes.Ready()
 	}
 	prompt := isTerminal(stdin)
-	// turn runs one turn that an interrupt ends alone: the cut answer is
-	// stored and chat goes on; it reports whether chat must end (its own
-	// context ended).
-	//
-	// A Ctrl-C that comes once the turn has ended by itself — after its
-	// token line, before chat is back at the prompt — ends chat, as at
-	// the prompt: the turn's own interrupt took it, and chat would
-	// otherwise wait for a line with the Ctrl-C lost.
 	turn := func(text string) (int, bool) {
-		tctx, end := interruptible(ctx)
-		defer end()
-		code := s.turn(tctx, text, stdout, stderr)
-		switch {
-		case interrupted(tctx) && code == exitOK && ctx.Err() == nil:
-			s.stopBackground(stderr)
-			return exitInterrupted, true
-		case interrupted(tctx) && ctx.Err() == nil:
-			fmt.Fprintln(stderr, "myelin: Ctrl-C again at the prompt ends chat")
-		}
-		return code, code != exitOK && ctx.Err() != nil
+		return s.chatTurn(ctx, func(tctx context.Context) int { return s.turn(tctx, text, stdout, stderr) }, stderr)
 	}
 	for {
 		if prompt {
@@ -212,6 +194,28 @@ func (s *session) chatLoop(ctx context.Context, stdin io.Reader, stdout, stderr 
 			}
 		}
 	}
+}
+
+// chatTurn runs one turn of chat (run) that an interrupt ends alone: the
+// cut answer is stored and chat goes on; it reports whether chat must end
+// (its own context ended), and with what code.
+//
+// A Ctrl-C that comes once the turn has ended by itself — after its token
+// line, before chat is back at the prompt — ends chat, as at the prompt:
+// the turn's own interrupt took it, and chat would otherwise wait for a
+// line with the Ctrl-C lost.
+func (s *session) chatTurn(ctx context.Context, run func(context.Context) int, stderr io.Writer) (int, bool) {
+	tctx, end := interruptible(ctx)
+	defer end()
+	code := run(tctx)
+	switch {
+	case interrupted(tctx) && code == exitOK && ctx.Err() == nil:
+		s.stopBackground(stderr)
+		return exitInterrupted, true
+	case interrupted(tctx) && ctx.Err() == nil:
+		fmt.Fprintln(stderr, "myelin: Ctrl-C again at the prompt ends chat")
+	}
+	return code, code != exitOK && ctx.Err() != nil
 }
 
 // showWake writes a wake on stderr as it comes: who woke the agent, and

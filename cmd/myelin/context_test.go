@@ -60,6 +60,21 @@ func contextConversation() []history.Message {
 // default store of workspace dir.
 func storeConversation(t *testing.T, dir, id string, msgs []history.Message) {
 	t.Helper()
+	s := openWorkspaceStore(t, dir)
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, id, msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openWorkspaceStore opens the default store of workspace dir, made if it
+// is not there yet; the caller closes it.
+func openWorkspaceStore(t *testing.T, dir string) *sqlite.Store {
+	t.Helper()
 	path, err := defaultStore(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -69,16 +84,9 @@ func storeConversation(t *testing.T, dir, id string, msgs []history.Message) {
 	}
 	s, err := sqlite.Open(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("opening the store of workspace %s: %v", dir, err)
 	}
-	defer s.Close()
-	ctx := context.Background()
-	if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Append(ctx, id, msgs...); err != nil {
-		t.Fatal(err)
-	}
+	return s
 }
 
 // golden compares got with testdata/NAME, or rewrites it under -update.

@@ -53,74 +53,71 @@ func historyFork(ctx context.Context, store history.Store, id string, at int, st
 // messages and says which branch keeps the rest, and, with --files, what
 // was done to the workspace files (rewind.Rewind).
 func historyRewind(ctx context.Context, store history.Store, h historyCall, stdout, stderr io.Writer) int {
-	if _, ok := brancher(store, h.cmd, stderr); !ok {
-		return exitError
-	}
-	opt, done, code := rewindOptions(h, stderr)
-	if opt == nil {
-		return code
-	}
-	defer done()
-	id := h.pos[0]
-	br, files, err := rewind.Rewind(ctx, store, id, h.at, *opt)
-	if err != nil {
-		return historyBranchError(h.cmd, id, err, stderr)
-	}
-	fmt.Fprintf(stdout, "conversation %s goes on from message %d; what followed is kept as branch %s (`myelin history switch %s %s` brings it back)\n", id, h.at, br.ID, id, br.ID)
-	printFiles(stdout, h.files, files)
-	return exitOK
+	return historyMove(store, h, stdout, stderr, func(id string, opt rewind.Options) (string, rewind.Files, error) {
+		br, files, err := rewind.Rewind(ctx, store, id, h.at, opt)
+		if err != nil {
+			return "", files, err
+		}
+		return fmt.Sprintf("conversation %s goes on from message %d; what followed is kept as branch %s (`myelin history switch %s %s` brings it back)", id, h.at, br.ID, id, br.ID), files, nil
+	})
 }
 
 // historyUndoRedo takes back conversation h.pos[0]'s last turn (undo) or
 // brings back what the last undo took back (redo), and says what it did.
 func historyUndoRedo(ctx context.Context, store history.Store, h historyCall, stdout, stderr io.Writer) int {
-	if _, ok := brancher(store, h.cmd, stderr); !ok {
-		return exitError
-	}
-	opt, done, code := rewindOptions(h, stderr)
-	if opt == nil {
-		return code
-	}
-	defer done()
-	id := h.pos[0]
-	if h.sub == "undo" {
-		br, files, err := rewind.Undo(ctx, store, id, *opt)
+	undo := h.sub == "undo"
+	return historyMove(store, h, stdout, stderr, func(id string, opt rewind.Options) (string, rewind.Files, error) {
+		var branch string
+		var files rewind.Files
+		var err error
+		if undo {
+			var br history.Conversation
+			br, files, err = rewind.Undo(ctx, store, id, opt)
+			branch = br.ID
+		} else {
+			branch, files, err = rewind.Redo(ctx, store, id, opt)
+		}
 		if err != nil {
-			return historyBranchError(h.cmd, id, err, stderr)
+			return "", files, err
 		}
 		c, err := store.Get(ctx, id)
 		if err != nil {
-			return historyBranchError(h.cmd, id, err, stderr)
+			return "", files, err
 		}
-		fmt.Fprintf(stdout, "conversation %s goes on from message %d, before its last turn; the turn is kept as branch %s (`myelin history redo %s` brings it back)\n", id, c.Messages, br.ID, id)
-		printFiles(stdout, h.files, files)
-		return exitOK
-	}
-	branch, files, err := rewind.Redo(ctx, store, id, *opt)
-	if err != nil {
-		return historyBranchError(h.cmd, id, err, stderr)
-	}
-	c, err := store.Get(ctx, id)
-	if err != nil {
-		return historyBranchError(h.cmd, id, err, stderr)
-	}
-	fmt.Fprintf(stdout, "conversation %s goes on as branch %s did, to message %d (`myelin history undo %s` takes back its last turn again)\n", id, branch, c.Messages, id)
-	printFiles(stdout, h.files, files)
-	return exitOK
+		if undo {
+			return fmt.Sprintf("conversation %s goes on from message %d, before its last turn; the turn is kept as branch %s (`myelin history redo %s` brings it back)", id, c.Messages, branch, id), files, nil
+		}
+		return fmt.Sprintf("conversation %s goes on as branch %s did, to message %d (`myelin history undo %s` takes back its last turn again)", id, branch, c.Messages, id), files, nil
+	})
 }
 
-// rewindOptions are the options of a rewind, undo, redo or switch: with
-// --files, the workspace (closed by done). A nil opt: the command ends
-// with code.
-func rewindOptions(h historyCall, stderr io.Writer) (opt *rewind.Options, done func(), code int) {
-	if !h.files {
-		return &rewind.Options{}, func() {}, exitOK
+// historyMove runs move, a rewind, undo, redo or switch of conversation
+// h.pos[0], once the store is known to keep branches and the options are
+// ready (with --files, the workspace, closed when move returns): the
+// start and end every move shares, as server's move is for the API. move
+// says what it did in a line, printed with what it did to the files; its
+// error is said as historyBranchError says it.
+func historyMove(store history.Store, h historyCall, stdout, stderr io.Writer, move func(id string, opt rewind.Options) (said string, files rewind.Files, err error)) int {
+	if _, ok := brancher(store, h.cmd, stderr); !ok {
+		return exitError
 	}
-	ws, err := workspace.Open(h.wsDir)
+	var opt rewind.Options
+	if h.files {
+		ws, err := workspace.Open(h.wsDir)
+		if err != nil {
+			return usageError(stderr, h.cmd, fmt.Sprintf("--files puts files back in the workspace, and --workspace %q cannot be opened: %v", h.wsDir, err))
+		}
+		defer ws.Close()
+		opt.Files = ws
+	}
+	id := h.pos[0]
+	said, files, err := move(id, opt)
 	if err != nil {
-		return nil, nil, usageError(stderr, h.cmd, fmt.Sprintf("--files puts files back in the workspace, and --workspace %q cannot be opened: %v", h.wsDir, err))
+		return historyBranchError(h.cmd, id, err, stderr)
 	}
-	return &rewind.Options{Files: ws}, func() { ws.Close() }, exitOK
+	fmt.Fprintln(stdout, said)
+	printFiles(stdout, h.files, files)
+	return exitOK
 }
 
 // printFiles says what a rewind did to the workspace files: with
@@ -177,22 +174,14 @@ func historyBranches(ctx context.Context, store history.Store, id string, stdout
 // historySwitch makes conversation h.pos[0] go on as branch h.pos[1]
 // does, with --files its workspace files too (rewind.Switch).
 func historySwitch(ctx context.Context, store history.Store, h historyCall, stdout, stderr io.Writer) int {
-	if _, ok := brancher(store, h.cmd, stderr); !ok {
-		return exitError
-	}
-	opt, done, code := rewindOptions(h, stderr)
-	if opt == nil {
-		return code
-	}
-	defer done()
-	id, branch := h.pos[0], h.pos[1]
-	files, err := rewind.Switch(ctx, store, id, branch, *opt)
-	if err != nil {
-		return historyBranchError(h.cmd, id, err, stderr)
-	}
-	fmt.Fprintf(stdout, "conversation %s goes on as branch %s did; what it held is now branch %s\n", id, branch, branch)
-	printFiles(stdout, h.files, files)
-	return exitOK
+	return historyMove(store, h, stdout, stderr, func(id string, opt rewind.Options) (string, rewind.Files, error) {
+		branch := h.pos[1]
+		files, err := rewind.Switch(ctx, store, id, branch, opt)
+		if err != nil {
+			return "", files, err
+		}
+		return fmt.Sprintf("conversation %s goes on as branch %s did; what it held is now branch %s", id, branch, branch), files, nil
+	})
 }
 
 // historyBranchError says err of cmd on conversation id.

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
-	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/rewind"
 )
 
@@ -75,17 +74,7 @@ func TestHistoryForkRewindBranchesAndSwitch(t *testing.T) {
 // changes, an answer).
 func storeTurns(t *testing.T, dir, id string, kept []string, turns func(hashes []string) [][]history.FileChange) {
 	t.Helper()
-	path, err := defaultStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openWorkspaceStore(t, dir)
 	defer s.Close()
 	ctx := context.Background()
 	if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {

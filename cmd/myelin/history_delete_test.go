@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
-	"github.com/myelin-run/myelin/history/sqlite"
 )
 
 // spilled is a conversation whose result was spilled to the file name.
@@ -55,11 +54,7 @@ func TestHistoryDeleteRemovesTheConversationAndTheSpillFilesItNames(t *testing.T
 func TestHistoryDeleteIsRefusedWhileATurnRuns(t *testing.T) {
 	dir := workspaceWith(t, map[string]string{".myelin/tool-results/mine.txt": "mine"})
 	storeConversation(t, dir, "c1", spilled("mine.txt"))
-	path, _ := defaultStore(dir)
-	s, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openWorkspaceStore(t, dir)
 	defer s.Close()
 	if _, err := s.Claim(context.Background(), "c1", history.NewHolder(), time.Minute); err != nil {
 		t.Fatal(err)

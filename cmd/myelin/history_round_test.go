@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
-	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -36,15 +35,8 @@ func TestAForkOrRewindInsideARoundIsRefusedNamingThePointsAround(t *testing.T) {
 		t.Fatalf("c1 after the refused rewind lost its answer:\n%s", shown)
 	}
 	// a round in flight: the fork at the end is made before its answer
-	path, err := defaultStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Append(context.Background(), "c1",
+	s := openWorkspaceStore(t, dir)
+	err := s.Append(context.Background(), "c1",
 		history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "again"}}},
 		history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "call_9", Name: "agent--delegate", Input: []byte(`{"task":"x"}`)}}})
 	s.Close()
@@ -67,14 +59,7 @@ func TestHistoryMovesRefusedByAHeldClaimSayWhoHoldsIt(t *testing.T) {
 	if _, errOut, code := cli(t, "history", "undo", "c1", "--workspace", dir); code != exitOK {
 		t.Fatalf("undo: exit %d: %s", code, errOut)
 	}
-	path, err := defaultStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := sqlite.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openWorkspaceStore(t, dir)
 	defer s.Close()
 	ctx := context.Background()
 	for _, tc := range []struct {

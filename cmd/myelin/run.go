@@ -471,6 +471,11 @@ func runCommand(ctx context.Context, name string, args []string, stdin io.Reader
 		return usageError(stderr, name, err.Error())
 	}
 	f.tools.background = &backgroundSetup{limits: bgLimits, wakes: background.NewQueue()}
+	flush, err := startTelemetry(ctx, name, stderr)
+	if err != nil {
+		return usageError(stderr, name, err.Error())
+	}
+	defer flush() // after the session closes: its last spans are sent
 	// An interrupt while starting (an MCP server that hangs) ends the
 	// command; in run, the turn too; in chat, each turn watches its own.
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -153,6 +153,11 @@ func serveCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if done {
 		return code
 	}
+	flush, err := startTelemetry(ctx, "serve", stderr)
+	if err != nil {
+		return usageError(stderr, "serve", err.Error())
+	}
+	defer flush() // after the turns and workers stop: their last spans are sent
 	api := c.newAPI(stderr)
 	s, _, err := openAgent(ctx, c.agentFlags, stderr)
 	if err != nil {

@@ -15,15 +15,6 @@ import (
 	"github.com/myelin-run/myelin/history/storetest"
 )
 
-// texts is each message's text.
-func texts(msgs []history.Message) []string {
-	out := make([]string, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.Text()
-	}
-	return out
-}
-
 // forest is what a run of forks, appends, rewinds and switches must
 // leave: each conversation's messages, by their texts (every message
 // appended has a text of its own, so two conversations hold the same text
@@ -108,7 +99,7 @@ func (f *forest) checkIn(step string, openings map[string]*postgres.Store) {
 			if err != nil {
 				f.t.Fatalf("after %s, %s: Messages(%s): %v", step, name, id, err)
 			}
-			if got := texts(msgs); !slices.Equal(got, want) {
+			if got := storetest.Texts(msgs); !slices.Equal(got, want) {
 				f.t.Fatalf("after %s, %s: %s reads %q; want %q", step, name, id, got, want)
 			}
 			c, err := st.Get(f.ctx, id)
@@ -117,8 +108,8 @@ func (f *forest) checkIn(step string, openings map[string]*postgres.Store) {
 			}
 			if c.Base != "" {
 				base, err := st.Messages(f.ctx, c.Base)
-				if err != nil || len(base) < c.BaseAt || !slices.Equal(texts(base[:c.BaseAt]), want[:c.BaseAt]) {
-					f.t.Fatalf("after %s, %s: %s names its first %d messages as %s's, which reads %q (%v)", step, name, id, c.BaseAt, c.Base, texts(base), err)
+				if err != nil || len(base) < c.BaseAt || !slices.Equal(storetest.Texts(base[:c.BaseAt]), want[:c.BaseAt]) {
+					f.t.Fatalf("after %s, %s: %s names its first %d messages as %s's, which reads %q (%v)", step, name, id, c.BaseAt, c.Base, storetest.Texts(base), err)
 				}
 			}
 		}
@@ -305,8 +296,8 @@ func TestForkingWhileTheBaseIsRewoundNeverNamesMovedMessages(t *testing.T) {
 			if errors.Is(err, history.ErrNotFound) && id[0] == 'f' {
 				continue
 			}
-			if err != nil || !slices.Equal(texts(msgs), want) {
-				t.Fatalf("fork %s: %q, %v; want %q", id, texts(msgs), err, want)
+			if err != nil || !slices.Equal(storetest.Texts(msgs), want) {
+				t.Fatalf("fork %s: %q, %v; want %q", id, storetest.Texts(msgs), err, want)
 			}
 		}
 	}

@@ -25,7 +25,7 @@ import (
 // goes through, where it failed with the deadlock before. Not run in
 // parallel (it pauses every write of "c").
 func TestASwitchOrRewindEndedToBreakADeadlockIsTriedAgain(t *testing.T) {
-	old := texts(storetest.Numbered("c", 4))
+	old := storetest.Texts(storetest.Numbered("c", 4))
 	t.Run("switch", func(t *testing.T) {
 		endedByADeadlock(t, "c~1", func(ctx context.Context, s *postgres.Store) error {
 			return s.Switch(ctx, "c", "c~1")
@@ -124,8 +124,8 @@ func endedByADeadlock(t *testing.T, second string, op func(ctx context.Context, 
 	}
 	for id, w := range want {
 		msgs, err := s.Messages(ctx, id)
-		if err != nil || !slices.Equal(texts(msgs), w) {
-			t.Fatalf("after the write, %s reads %v, %v; want %v", id, texts(msgs), err, w)
+		if err != nil || !slices.Equal(storetest.Texts(msgs), w) {
+			t.Fatalf("after the write, %s reads %v, %v; want %v", id, storetest.Texts(msgs), err, w)
 		}
 	}
 }

@@ -146,9 +146,7 @@ func (s *Store) request(ctx context.Context, tx pgx.Tx, id string, n int) (histo
 		return history.SentRequest{}, s.explain(doing, err)
 	}
 	defer rows.Close()
-	var body []byte
-	var out history.SentRequest
-	next := from
+	chain := record.NewRequestRows(from, n)
 	for rows.Next() {
 		var rn, base, prefix int
 		var tail []byte
@@ -156,25 +154,20 @@ func (s *Store) request(ctx context.Context, tx pgx.Tx, id string, n int) (histo
 		if err := rows.Scan(&rn, &base, &prefix, &tail, &meta); err != nil {
 			return history.SentRequest{}, s.explain(doing, err)
 		}
-		if rn != next || (base != 0 && (base != rn-1 || prefix > len(body))) {
-			return history.SentRequest{}, fmt.Errorf("history store %s: %s: request %d's row does not follow the one before it: %w", s.name, doing, rn, history.ErrDamaged)
-		}
-		next++
-		if base == 0 {
-			prefix = 0
-		}
-		body = append(body[:prefix], tail...)
-		if rn == n {
-			if err := json.Unmarshal([]byte(meta), &out); err != nil {
-				return history.SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.name, doing, err, history.ErrDamaged)
-			}
+		if err := chain.Add(rn, base, prefix, tail, meta); err != nil {
+			return history.SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.name, doing, err, history.ErrDamaged)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return history.SentRequest{}, s.explain(doing, err)
 	}
-	if next != n+1 {
-		return history.SentRequest{}, fmt.Errorf("history store %s: %s: rows %d to %d are missing: %w", s.name, doing, next, n, history.ErrDamaged)
+	body, meta, err := chain.Done()
+	if err != nil {
+		return history.SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.name, doing, err, history.ErrDamaged)
+	}
+	var out history.SentRequest
+	if err := json.Unmarshal([]byte(meta), &out); err != nil {
+		return history.SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.name, doing, err, history.ErrDamaged)
 	}
 	out.N, out.Body = n, body
 	if out.Body == nil {

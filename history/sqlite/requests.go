@@ -150,9 +150,7 @@ func (s *Store) request(ctx context.Context, tx *sql.Tx, id string, n int) (hist
 		return history.SentRequest{}, s.explain(doing, err)
 	}
 	defer rows.Close()
-	var body []byte
-	var out history.SentRequest
-	want := from
+	chain := record.NewRequestRows(from, n)
 	for rows.Next() {
 		var rn, base, prefix int
 		var tail []byte
@@ -160,26 +158,20 @@ func (s *Store) request(ctx context.Context, tx *sql.Tx, id string, n int) (hist
 		if err := rows.Scan(&rn, &base, &prefix, &tail, &meta); err != nil {
 			return history.SentRequest{}, s.explain(doing, err)
 		}
-		if rn != want || (base != 0 && (base != rn-1 || prefix > len(body))) {
-			return history.SentRequest{}, fmt.Errorf("history store %s: %s: request %d's row does not follow the one before it: %w", s.path, doing, rn, history.ErrDamaged)
-		}
-		want++
-		if base == 0 {
-			body = append(body[:0], tail...)
-		} else {
-			body = append(body[:prefix], tail...)
-		}
-		if rn == n {
-			if err := json.Unmarshal([]byte(meta), &out); err != nil {
-				return history.SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.path, doing, err, history.ErrDamaged)
-			}
+		if err := chain.Add(rn, base, prefix, tail, meta); err != nil {
+			return history.SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.path, doing, err, history.ErrDamaged)
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return history.SentRequest{}, s.explain(doing, err)
 	}
-	if want != n+1 {
-		return history.SentRequest{}, fmt.Errorf("history store %s: %s: rows %d to %d are missing: %w", s.path, doing, want, n, history.ErrDamaged)
+	body, meta, err := chain.Done()
+	if err != nil {
+		return history.SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.path, doing, err, history.ErrDamaged)
+	}
+	var out history.SentRequest
+	if err := json.Unmarshal([]byte(meta), &out); err != nil {
+		return history.SentRequest{}, fmt.Errorf("history store %s: %s: %v: %w", s.path, doing, err, history.ErrDamaged)
 	}
 	out.N, out.Body = n, body
 	return out, nil

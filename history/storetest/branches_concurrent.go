@@ -17,8 +17,10 @@ import (
 // reads exactly the first messages its base held when it was made, then
 // and ever after (docs/branches.md).
 
-// textsOf is each message's text.
-func textsOf(msgs []history.Message) []string {
+// Texts is each message's text (history.Message.Text), in order: how the
+// tests of runs of forks and appends, whose messages each have a text of
+// their own, say what a conversation holds.
+func Texts(msgs []history.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
 		out[i] = m.Text()
@@ -83,7 +85,7 @@ func forksWhileOwnerWrites(t *testing.T, s Subject, rewinds bool) {
 					errs <- fmt.Errorf("write %d: the owner's append to x: %w", i, err)
 					return
 				}
-				cur = append(slices.Clip(cur), textsOf(msgs)...)
+				cur = append(slices.Clip(cur), Texts(msgs)...)
 			}
 			mu.Lock()
 			states = append(states, cur)
@@ -116,7 +118,7 @@ func forksWhileOwnerWrites(t *testing.T, s Subject, rewinds bool) {
 					errs <- fmt.Errorf("reading fork %s: %w", id, err)
 					return
 				}
-				made[f] = append(made[f], forkMade{id: id, at: at, lo: lo, hi: last(), read: textsOf(msgs)})
+				made[f] = append(made[f], forkMade{id: id, at: at, lo: lo, hi: last(), read: Texts(msgs)})
 			}
 		})
 	}
@@ -128,7 +130,7 @@ func forksWhileOwnerWrites(t *testing.T, s Subject, rewinds bool) {
 	if t.Failed() {
 		return
 	}
-	if got := textsOf(e.read(e.open(), "x")); !slices.Equal(got, states[len(states)-1]) {
+	if got := Texts(e.read(e.open(), "x")); !slices.Equal(got, states[len(states)-1]) {
 		t.Fatalf("x reads %v after its owner's writes; want %v", got, states[len(states)-1])
 	}
 	other, forks := e.open(), 0
@@ -139,7 +141,7 @@ func forksWhileOwnerWrites(t *testing.T, s Subject, rewinds bool) {
 				t.Errorf("fork %s of x at %d read %v at once; want x's first %d messages as x held them while it was made (states %d to %d: %v)", f.id, f.at, f.read, f.at, f.lo, min(f.hi+1, len(states)-1), states[f.lo:min(f.hi+2, len(states))])
 				continue
 			}
-			if got := textsOf(e.read(other, f.id)); !slices.Equal(got, f.read) {
+			if got := Texts(e.read(other, f.id)); !slices.Equal(got, f.read) {
 				t.Errorf("fork %s of x at %d reads %v at the end; want %v, what it read when made", f.id, f.at, got, f.read)
 			}
 			e.sharesTruly(f.id)

@@ -80,7 +80,7 @@ func Steps(seed uint64, n int) (steps []Step, states []State) {
 			if err != nil {
 				panic(err)
 			}
-			out[id] = Held{Texts: textsOf(msgs), BranchOf: branchOf[id]}
+			out[id] = Held{Texts: Texts(msgs), BranchOf: branchOf[id]}
 		}
 		return out
 	}
@@ -198,7 +198,7 @@ func Matching(ctx context.Context, s history.Store, states []State, from int) (i
 		if c.Messages != len(msgs) {
 			return -1, fmt.Errorf("Get(%s).Messages = %d, but it reads %d messages", id, c.Messages, len(msgs))
 		}
-		got[id] = Held{Texts: textsOf(msgs), BranchOf: c.BranchOf}
+		got[id] = Held{Texts: Texts(msgs), BranchOf: c.BranchOf}
 		if c.Base == "" {
 			continue
 		}
@@ -206,7 +206,7 @@ func Matching(ctx context.Context, s history.Store, states []State, from int) (i
 		if err != nil {
 			return -1, fmt.Errorf("Messages(%s), the base of %s: %w", c.Base, id, err)
 		}
-		if len(base) < c.BaseAt || !slices.Equal(textsOf(base[:c.BaseAt]), got[id].Texts[:c.BaseAt]) {
+		if len(base) < c.BaseAt || !slices.Equal(Texts(base[:c.BaseAt]), got[id].Texts[:c.BaseAt]) {
 			return -1, fmt.Errorf("%s shares the first %d messages of %s, which are not its own (%s holds %d)", id, c.BaseAt, c.Base, c.Base, len(base))
 		}
 	}

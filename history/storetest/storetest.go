@@ -2,7 +2,9 @@
 // behaviours every store keeps (contract §7 and §13), written once and run
 // on each implementation — Memory in package history's tests, SQLite in
 // history/sqlite's, Postgres in history/postgres's. A store passes by
-// calling Run from its own tests with an Opener.
+// calling Run from its own tests with an Opener. It lends its material to
+// the tests of what uses a store too: messages (Rounds, Numbered), runs of
+// moves (Steps), a Memory that counts its reads (Counting).
 //
 // It is for tests only: it imports package testing, and it must not hold
 // anything a store of one kind alone does (those tests stay beside their

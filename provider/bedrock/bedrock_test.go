@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"net/http"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/tidwall/sjson"
 
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -22,51 +18,41 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
 
-// sampleRequest is provider/anthropic's sample conversation: tools, a
-// system prompt, text, tool calls, a text result, an image result and an
-// error result.
-
 // staticKeys are AWS credentials that need no lookup.
 var staticKeys = aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
 	return aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret", Source: "test"}, nil
 })
 
-// seen records what went out: each request's URL and headers, on its way
-// to the fake (to which it is sent whatever its host).
-type seen struct {
-	mu      sync.Mutex
-	to      *url.URL
-	urls    []string
-	headers []http.Header
-}
-
-func (s *seen) RoundTrip(r *http.Request) (*http.Response, error) {
-	s.mu.Lock()
-	s.urls = append(s.urls, r.URL.String())
-	s.headers = append(s.headers, r.Header.Clone())
-	s.mu.Unlock()
-	r = r.Clone(r.Context())
-	r.URL.Scheme, r.URL.Host, r.Host = s.to.Scheme, s.to.Host, ""
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func record(t *testing.T, srv *providertest.Server) (*seen, *http.Client) {
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &seen{to: u}
-	return s, &http.Client{Transport: s}
-}
-
-func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *seen) {
+func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
 	t.Helper()
-	s, client := record(t, srv)
-	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
+	return newWireTTL(t, srv, "", noStream)
+}
+
+// newWireTTL is newWire with the cache lifetime ttl.
+func newWireTTL(t *testing.T, srv *providertest.Server, ttl anthropic.CacheTTL, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
+	t.Helper()
+	s, client := providertest.Tap(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: ttl}, AWS: &aws.Config{Region: "us-east-1", Credentials: staticKeys}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, s
+}
+
+// wire is Bedrock's wire for the checks every platform passes alike
+// (providertest.PlatformAnswers, OneHourCache).
+var wire = providertest.PlatformWire{
+	Name:  "bedrock",
+	Serve: providertest.NewBedrock,
+	New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
+		p, _ := newWireTTL(t, srv, anthropic.CacheTTL(ttl), noStream)
+		return p
+	},
+}
+
+// Bedrock reads answers and marks the cache as the API's wire does.
+func TestBedrockReadsAnswersAndMarksTheCacheAsTheAPIsWire(t *testing.T) {
+	providertest.PlatformAnswers(t, wire)
 }
 
 // What Bedrock receives for a known conversation, pinned: the Anthropic
@@ -107,14 +93,14 @@ func TestTheModelGoesInThePathOfInvokeModelAndTheRequestIsSigned(t *testing.T) {
 		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
-		if s.urls[0] != tc.url {
-			t.Errorf("sent to %s, want %s", s.urls[0], tc.url)
+		if s.Sent(0).URL != tc.url {
+			t.Errorf("sent to %s, want %s", s.Sent(0).URL, tc.url)
 		}
-		auth := s.headers[0].Get("Authorization")
+		auth := s.Sent(0).Header.Get("Authorization")
 		if !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDTEST/") || !strings.Contains(auth, "/us-east-1/bedrock/aws4_request") {
 			t.Errorf("Authorization %q", auth)
 		}
-		if h := s.headers[0]; h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
+		if h := s.Sent(0).Header; h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
 			t.Errorf("first-party headers sent: %v", h)
 		}
 	}
@@ -128,47 +114,8 @@ func TestAModelIDWithAColonIsEscapedInThePath(t *testing.T) {
 	if _, err := p.Complete(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"; !strings.HasSuffix(s.urls[0], want) && !strings.HasSuffix(s.urls[0], strings.ReplaceAll(want, ":", "%3A")) {
-		t.Fatalf("sent to %s", s.urls[0])
-	}
-}
-
-func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
-	for _, noStream := range []bool{false, true} {
-		srv := providertest.NewBedrock(t, providertest.Step{
-			Text:      "Let me look — ok.",
-			ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "workspace--read", Input: `{"path": "a.txt"}`}},
-			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
-		})
-		p, _ := newWire(t, srv, noStream)
-		var streamed strings.Builder
-		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), func(s string) { streamed.WriteString(s) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := resp.Message
-		if streamed.String() != "Let me look — ok." || len(m.Parts) != 2 || m.Parts[0].Text != "Let me look — ok." || m.Parts[1].CallID != "toolu_9" {
-			t.Fatalf("streamed %q, message %+v", streamed.String(), m)
-		}
-		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
-			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
-		}
-	}
-}
-
-func TestPromptCachingMarkersReachBedrock(t *testing.T) {
-	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
-	p, _ := newWire(t, srv, false)
-	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
-		t.Fatal(err)
-	}
-	body := string(srv.Requests()[0])
-	// the last tool, the system prompt, the two newest user messages
-	if n := strings.Count(body, `"cache_control":{"type":"ephemeral"}`); n != 4 {
-		t.Fatalf("%d cache markers in %s", n, body)
-	}
-	if got := p.CacheSettings(); !strings.HasPrefix(got, "bedrock: anthropic: cache_control ephemeral") {
-		t.Fatalf("cache settings %q", got)
+	if want := "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream"; !strings.HasSuffix(s.Sent(0).URL, want) && !strings.HasSuffix(s.Sent(0).URL, strings.ReplaceAll(want, ":", "%3A")) {
+		t.Fatalf("sent to %s", s.Sent(0).URL)
 	}
 }
 
@@ -191,13 +138,6 @@ func TestErrorsAreBedrocksOwnAndRetriedAsTheAPIs(t *testing.T) {
 		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
 		if err != nil || resp.Message.Parts[0].Text != "finally" || len(srv.Requests()) != 4 {
 			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
-		}
-	})
-	t.Run("a stream cut midway is an error", func(t *testing.T) {
-		srv := providertest.NewBedrock(t, providertest.Step{Text: "hello there", CutAfter: 3})
-		p, _ := newWire(t, srv, false)
-		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil {
-			t.Fatal("no error")
 		}
 	})
 	t.Run("an exception in the stream is an error with its message", func(t *testing.T) {
@@ -237,15 +177,6 @@ func TestBedrocksRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 			}
 		})
 	}
-	t.Run("the fake's window refusal", func(t *testing.T) {
-		srv := providertest.NewBedrock(t)
-		srv.Window = 100
-		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
-		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
-			t.Fatalf("err = %v", err)
-		}
-	})
 }
 
 func TestTheUsualAWSConfigurationIsRead(t *testing.T) {
@@ -254,7 +185,7 @@ func TestTheUsualAWSConfigurationIsRead(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
 	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}})
 	if err != nil {
 		t.Fatal(err)
@@ -262,10 +193,10 @@ func TestTheUsualAWSConfigurationIsRead(t *testing.T) {
 	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(s.urls[0], "https://bedrock-runtime.eu-west-3.amazonaws.com/model/") {
-		t.Errorf("sent to %s", s.urls[0])
+	if !strings.HasPrefix(s.Sent(0).URL, "https://bedrock-runtime.eu-west-3.amazonaws.com/model/") {
+		t.Errorf("sent to %s", s.Sent(0).URL)
 	}
-	if auth := s.headers[0].Get("Authorization"); !strings.Contains(auth, "Credential=AKIDENV/") || !strings.Contains(auth, "/eu-west-3/bedrock/") {
+	if auth := s.Sent(0).Header.Get("Authorization"); !strings.Contains(auth, "Credential=AKIDENV/") || !strings.Contains(auth, "/eu-west-3/bedrock/") {
 		t.Errorf("Authorization %q", auth)
 	}
 }
@@ -275,7 +206,7 @@ func TestABedrockAPIKeyIsSentAsABearerToken(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-west-2")
 	t.Setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-api-key-test")
 	srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +214,7 @@ func TestABedrockAPIKeyIsSentAsABearerToken(t *testing.T) {
 	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if auth := s.headers[0].Get("Authorization"); auth != "Bearer bedrock-api-key-test" {
+	if auth := s.Sent(0).Header.Get("Authorization"); auth != "Bearer bedrock-api-key-test" {
 		t.Fatalf("Authorization %q", auth)
 	}
 }

@@ -5,11 +5,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,36 +17,10 @@ import (
 	sdkbedrock "github.com/anthropics/anthropic-sdk-go/v2/bedrock"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
-
-// longRequest is a conversation of n messages alternating a tool call and
-// its result of about 1 kB.
-func longRequest(n int) provider.Request {
-	req := providertest.SampleRequest()
-	req.Messages = nil
-	for i := 0; i < n/2; i++ {
-		id := fmt.Sprintf("toolu_%d", i)
-		req.Messages = append(req.Messages,
-			history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: id, Name: "workspace--read", Input: json.RawMessage(`{"path":"a.txt"}`)}}},
-			history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: id, Text: strings.Repeat("a line of output\n", 60)}}})
-	}
-	return req
-}
-
-// answering is a transport that reads the request whole and answers with
-// a short message, in process: what is measured is the client's work.
-type answering struct{}
-
-func (answering) RoundTrip(r *http.Request) (*http.Response, error) {
-	io.Copy(io.Discard, r.Body)
-	r.Body.Close()
-	const body = `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
-	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
-}
 
 // BenchmarkCompleteAt10kMessages compares one whole request of 10,000
 // messages (about 6.5 MB) on the first-party wire and on Bedrock, answered
@@ -57,8 +29,8 @@ func (answering) RoundTrip(r *http.Request) (*http.Response, error) {
 // JSON, set anthropic_version and looked up and deleted model and stream,
 // each a pass over the body, is no longer in the way).
 func BenchmarkCompleteAt10kMessages(b *testing.B) {
-	req := longRequest(10000)
-	client := &http.Client{Transport: answering{}}
+	req := providertest.LongRequest(10000)
+	client := &http.Client{Transport: providertest.Answering{}}
 	first, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: "http://127.0.0.1:1", HTTPClient: client, NoStream: true, MaxRetries: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -67,18 +39,7 @@ func BenchmarkCompleteAt10kMessages(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, w := range []struct {
-		name string
-		p    provider.Provider
-	}{{"anthropic", first}, {"bedrock", onBedrock}} {
-		b.Run(w.name, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := w.p.Complete(context.Background(), req, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	providertest.BenchComplete(b, req, providertest.Named{Name: "anthropic", P: first}, providertest.Named{Name: "bedrock", P: onBedrock})
 }
 
 // streaming is a transport that answers, in process, with the event

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
-	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -125,12 +124,8 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"}, providertest.Step{Text: "ok"})
-			u, err := url.Parse(srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tap := &providertest.Wiretap{To: u}
-			cfg := anthropic.Config{HTTPClient: &http.Client{Transport: tap}, NoStream: tc.noStream, MaxRetries: -1, BaseURL: tc.baseURL}
+			tap, client := providertest.Tap(t, srv)
+			cfg := anthropic.Config{HTTPClient: client, NoStream: tc.noStream, MaxRetries: -1, BaseURL: tc.baseURL}
 			ours, err := New(Config{Config: cfg, AWS: &awsCfg})
 			if err != nil {
 				t.Fatal(err)

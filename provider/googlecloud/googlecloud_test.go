@@ -4,55 +4,19 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"net/http"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
-
-// sampleRequest is provider/anthropic's sample conversation: tools, a
-// system prompt, text, tool calls, a text result, an image result and an
-// error result.
-
-// seen records what went out: each request's URL and headers, on its way
-// to the fake (to which it is sent whatever its host).
-type seen struct {
-	mu      sync.Mutex
-	to      *url.URL
-	urls    []string
-	headers []http.Header
-}
-
-func (s *seen) RoundTrip(r *http.Request) (*http.Response, error) {
-	s.mu.Lock()
-	s.urls = append(s.urls, r.URL.String())
-	s.headers = append(s.headers, r.Header.Clone())
-	s.mu.Unlock()
-	r = r.Clone(r.Context())
-	r.URL.Scheme, r.URL.Host, r.Host = s.to.Scheme, s.to.Host, ""
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func record(t *testing.T, srv *providertest.Server) (*seen, *http.Client) {
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &seen{to: u}
-	return s, &http.Client{Transport: s}
-}
 
 // staticToken is Google credentials that need no lookup.
 func staticToken(project string) *google.Credentials {
@@ -68,15 +32,37 @@ func hermetic(t *testing.T) {
 
 // newWire is the wire with the address it derives (claude.googleapis.com),
 // each request recorded and sent to srv.
-func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *seen) {
+func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
+	t.Helper()
+	return newWireTTL(t, srv, "", noStream)
+}
+
+// newWireTTL is newWire with the cache lifetime ttl.
+func newWireTTL(t *testing.T, srv *providertest.Server, ttl anthropic.CacheTTL, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
 	t.Helper()
 	hermetic(t)
-	s, client := record(t, srv)
-	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: staticToken("")})
+	s, client := providertest.Tap(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: ttl}, Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: staticToken("")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, s
+}
+
+// wire is the gateway's wire for the checks every platform passes alike
+// (providertest.PlatformAnswers, OneHourCache).
+var wire = providertest.PlatformWire{
+	Name:  Name,
+	Serve: providertest.NewGoogleCloud,
+	New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
+		p, _ := newWireTTL(t, srv, anthropic.CacheTTL(ttl), noStream)
+		return p
+	},
+}
+
+// The gateway reads answers and marks the cache as the API's wire does.
+func TestTheGatewayReadsAnswersAndMarksTheCacheAsTheAPIsWire(t *testing.T) {
+	providertest.PlatformAnswers(t, wire)
 }
 
 // What the gateway receives for a known conversation, pinned: the
@@ -111,7 +97,7 @@ func TestTheRequestGoesToTheWorkspacesMessagesWithAGoogleToken(t *testing.T) {
 		// read by the first-party SDK's defaults, which must not apply here
 		t.Setenv("ANTHROPIC_API_KEY", "sk-ant-must-not-leak")
 		t.Setenv("ANTHROPIC_BASE_URL", "https://api.example.com/")
-		s, client := record(t, srv)
+		s, client := providertest.Tap(t, srv)
 		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream}, Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: staticToken("")})
 		if err != nil {
 			t.Fatal(err)
@@ -119,10 +105,10 @@ func TestTheRequestGoesToTheWorkspacesMessagesWithAGoogleToken(t *testing.T) {
 		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
-		if want := "https://claude.googleapis.com/v1/projects/test-project/locations/global/workspaces/wrkspc_test/invoke/v1/messages"; s.urls[0] != want {
-			t.Errorf("sent to %s, want %s", s.urls[0], want)
+		if want := "https://claude.googleapis.com/v1/projects/test-project/locations/global/workspaces/wrkspc_test/invoke/v1/messages"; s.Sent(0).URL != want {
+			t.Errorf("sent to %s, want %s", s.Sent(0).URL, want)
 		}
-		h := s.headers[0]
+		h := s.Sent(0).Header
 		if auth := h.Values("Authorization"); len(auth) != 1 || auth[0] != "Bearer ya29.test" {
 			t.Errorf("Authorization %q", auth)
 		}
@@ -143,7 +129,7 @@ func TestTheProjectLocationAndWorkspaceComeFromTheSDKsVariables(t *testing.T) {
 	t.Setenv(envLocation, "us-east5")
 	t.Setenv(envWorkspace, "wrkspc_env")
 	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Credentials: staticToken("nor-this-one")})
 	if err != nil {
 		t.Fatal(err)
@@ -151,8 +137,8 @@ func TestTheProjectLocationAndWorkspaceComeFromTheSDKsVariables(t *testing.T) {
 	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := "https://claude.googleapis.com/v1/projects/env-project/locations/us-east5/workspaces/wrkspc_env/invoke/v1/messages"; s.urls[0] != want {
-		t.Fatalf("sent to %s, want %s", s.urls[0], want)
+	if want := "https://claude.googleapis.com/v1/projects/env-project/locations/us-east5/workspaces/wrkspc_env/invoke/v1/messages"; s.Sent(0).URL != want {
+		t.Fatalf("sent to %s, want %s", s.Sent(0).URL, want)
 	}
 }
 
@@ -164,7 +150,7 @@ func TestTheProjectFallsBackToGoogleCloudProjectThenTheCredentials(t *testing.T)
 		hermetic(t)
 		t.Setenv("GOOGLE_CLOUD_PROJECT", tc.env)
 		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
-		s, client := record(t, srv)
+		s, client := providertest.Tap(t, srv)
 		p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, WorkspaceID: "w", Credentials: staticToken(tc.creds)})
 		if err != nil {
 			t.Fatal(err)
@@ -172,8 +158,8 @@ func TestTheProjectFallsBackToGoogleCloudProjectThenTheCredentials(t *testing.T)
 		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(s.urls[0], tc.want) {
-			t.Errorf("GOOGLE_CLOUD_PROJECT=%q, credentials' %q: sent to %s", tc.env, tc.creds, s.urls[0])
+		if !strings.Contains(s.Sent(0).URL, tc.want) {
+			t.Errorf("GOOGLE_CLOUD_PROJECT=%q, credentials' %q: sent to %s", tc.env, tc.creds, s.Sent(0).URL)
 		}
 	}
 }
@@ -227,45 +213,6 @@ func TestWhatIsMissingIsNamed(t *testing.T) {
 	}
 }
 
-func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
-	for _, noStream := range []bool{false, true} {
-		srv := providertest.NewGoogleCloud(t, providertest.Step{
-			Text:      "Let me look — ok.",
-			ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "workspace--read", Input: `{"path": "a.txt"}`}},
-			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
-		})
-		p, _ := newWire(t, srv, noStream)
-		var streamed strings.Builder
-		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), func(s string) { streamed.WriteString(s) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := resp.Message
-		if streamed.String() != "Let me look — ok." || len(m.Parts) != 2 || m.Parts[0].Text != "Let me look — ok." || m.Parts[1].CallID != "toolu_9" {
-			t.Fatalf("streamed %q, message %+v", streamed.String(), m)
-		}
-		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
-			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
-		}
-	}
-}
-
-func TestPromptCachingMarkersReachTheGateway(t *testing.T) {
-	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
-	p, _ := newWire(t, srv, false)
-	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
-		t.Fatal(err)
-	}
-	body := string(srv.Requests()[0])
-	// the last tool, the system prompt, the two newest user messages
-	if n := strings.Count(body, `"cache_control":{"type":"ephemeral"}`); n != 4 {
-		t.Fatalf("%d cache markers in %s", n, body)
-	}
-	if got := p.CacheSettings(); !strings.HasPrefix(got, "google-cloud: anthropic: cache_control ephemeral") {
-		t.Fatalf("cache settings %q", got)
-	}
-}
-
 func TestThinkingIsAskedForAsOnTheAPI(t *testing.T) {
 	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
 	p, _ := newWire(t, srv, false)
@@ -305,17 +252,10 @@ func TestErrorsNameTheGatewayAndAreRetriedAsTheAPIs(t *testing.T) {
 			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
 		}
 	})
-	t.Run("a stream cut midway is an error", func(t *testing.T) {
-		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "hello there", CutAfter: 3})
-		p, _ := newWire(t, srv, false)
-		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil {
-			t.Fatal("no error")
-		}
-	})
 	t.Run("a token that cannot be had is the request's error", func(t *testing.T) {
 		hermetic(t)
 		srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "never"})
-		_, client := record(t, srv)
+		_, client := providertest.Tap(t, srv)
 		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1}, Project: "p", WorkspaceID: "w", Credentials: &google.Credentials{TokenSource: failing{}}})
 		if err != nil {
 			t.Fatal(err)
@@ -356,13 +296,4 @@ func TestTheGatewaysRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 			}
 		})
 	}
-	t.Run("the fake's window refusal", func(t *testing.T) {
-		srv := providertest.NewGoogleCloud(t)
-		srv.Window = 100
-		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
-		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
-			t.Fatalf("err = %v", err)
-		}
-	})
 }

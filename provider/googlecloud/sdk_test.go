@@ -1,8 +1,6 @@
 package googlecloud
 
 import (
-	"net/http"
-	"net/url"
 	"sync/atomic"
 	"testing"
 
@@ -58,13 +56,9 @@ func TestWhatIsSentIsWhatTheSDKSent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hermetic(t)
 			srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"}, providertest.Step{Text: "ok"})
-			u, err := url.Parse(srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tap := &providertest.Wiretap{To: u}
+			tap, client := providertest.Tap(t, srv)
 			creds := staticToken("")
-			cfg := Config{Config: anthropic.Config{HTTPClient: &http.Client{Transport: tap}, MaxRetries: -1, BaseURL: tc.baseURL},
+			cfg := Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1, BaseURL: tc.baseURL},
 				Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: creds}
 			ours, err := New(cfg)
 			if err != nil {
@@ -91,7 +85,7 @@ func TestWhatIsSentIsWhatTheSDKSent(t *testing.T) {
 func TestATokenIsFetchedForRequestsNotWhenTheWireIsMade(t *testing.T) {
 	hermetic(t)
 	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"}, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	tokens := &countingTokens{}
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1}, Project: "test-project", WorkspaceID: "wrkspc_test",
 		Credentials: &google.Credentials{TokenSource: tokens}})
@@ -106,8 +100,11 @@ func TestATokenIsFetchedForRequestsNotWhenTheWireIsMade(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i, h := range s.headers {
-		if auth := h.Values("Authorization"); len(auth) != 1 || auth[0] != "Bearer ya29.n1" {
+	if s.Count() != 2 {
+		t.Fatalf("%d requests went out, want 2", s.Count())
+	}
+	for i := range s.Count() {
+		if auth := s.Sent(i).Header.Values("Authorization"); len(auth) != 1 || auth[0] != "Bearer ya29.n1" {
 			t.Errorf("request %d: Authorization %q, want the first token, reused", i, auth)
 		}
 	}

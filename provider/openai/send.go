@@ -11,6 +11,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/myelin-run/myelin/internal/send"
+	"github.com/myelin-run/myelin/provider"
 )
 
 // A streamed request is posted by internal/send, not through the SDK's
@@ -25,6 +26,23 @@ import (
 
 // path is the chat completions endpoint, under the base URL.
 const path = "chat/completions"
+
+// Connect is the SDK's client for endpoint ep, through httpClient (nil:
+// the SDK's default), and the Sender of its POST requests to path: what
+// every wire built on openai-go (Chat Completions, the Responses API)
+// starts from.
+func Connect(ep provider.Endpoint, path string, httpClient *http.Client) (sdk.Client, *send.Sender, error) {
+	opts := []option.RequestOption{option.WithAPIKey(ep.APIKey), option.WithMaxRetries(ep.MaxRetries)}
+	if ep.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(ep.BaseURL))
+	}
+	if httpClient != nil {
+		opts = append(opts, option.WithHTTPClient(httpClient))
+	}
+	client := sdk.NewClient(opts...)
+	s, err := Sender(client, path, httpClient, ep.MaxRetries)
+	return client, s, err
+}
 
 // sender is the Sender of client's chat completion requests through
 // httpClient (nil: the SDK's default), with maxRetries retries.

@@ -36,6 +36,20 @@ type Wiretap struct {
 	sent []Sent
 }
 
+// Tap is a Wiretap sending on to srv and a client whose requests go
+// through it: for a wire that sends to its platform's own address (which
+// the tap records) but must reach the fake. It fails t if srv's URL does
+// not parse.
+func Tap(t testing.TB, srv *Server) (*Wiretap, *http.Client) {
+	t.Helper()
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatalf("the fake's URL %q: %v", srv.URL, err)
+	}
+	w := &Wiretap{To: u}
+	return w, &http.Client{Transport: w}
+}
+
 // wholeAnswer is Wiretap's in-process answer.
 const wholeAnswer = `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`
 

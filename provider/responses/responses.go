@@ -94,15 +94,7 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := []option.RequestOption{option.WithAPIKey(ep.APIKey), option.WithMaxRetries(ep.MaxRetries)}
-	if ep.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(ep.BaseURL))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	client := sdk.NewClient(opts...)
-	sender, err := openai.Sender(client, "responses", cfg.HTTPClient, ep.MaxRetries)
+	client, sender, err := openai.Connect(ep, "responses", cfg.HTTPClient)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package vertex
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -67,13 +66,9 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := providertest.NewVertex(t, providertest.Step{Text: "ok"}, providertest.Step{Text: "ok"})
-			u, err := url.Parse(srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tap := &providertest.Wiretap{To: u}
+			tap, client := providertest.Tap(t, srv)
 			cfg := Config{
-				Config:      anthropic.Config{HTTPClient: &http.Client{Transport: tap}, NoStream: tc.noStream, MaxRetries: -1, BaseURL: tc.baseURL},
+				Config:      anthropic.Config{HTTPClient: client, NoStream: tc.noStream, MaxRetries: -1, BaseURL: tc.baseURL},
 				Region:      first(tc.region, "us-east5"),
 				Project:     first(tc.project, "test-project"),
 				Credentials: staticToken(""),

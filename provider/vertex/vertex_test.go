@@ -9,7 +9,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -17,7 +16,6 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -25,51 +23,41 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden request files")
 
-// sampleRequest is provider/anthropic's sample conversation: tools, a
-// system prompt, text, tool calls, a text result, an image result and an
-// error result.
-
-// seen records what went out: each request's URL and headers, on its way
-// to the fake (to which it is sent whatever its host).
-type seen struct {
-	mu      sync.Mutex
-	to      *url.URL
-	urls    []string
-	headers []http.Header
-}
-
-func (s *seen) RoundTrip(r *http.Request) (*http.Response, error) {
-	s.mu.Lock()
-	s.urls = append(s.urls, r.URL.String())
-	s.headers = append(s.headers, r.Header.Clone())
-	s.mu.Unlock()
-	r = r.Clone(r.Context())
-	r.URL.Scheme, r.URL.Host, r.Host = s.to.Scheme, s.to.Host, ""
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func record(t *testing.T, srv *providertest.Server) (*seen, *http.Client) {
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &seen{to: u}
-	return s, &http.Client{Transport: s}
-}
-
 // staticToken is Google credentials that need no lookup.
 func staticToken(project string) *google.Credentials {
 	return &google.Credentials{ProjectID: project, TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.test", TokenType: "Bearer"})}
 }
 
-func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *seen) {
+func newWire(t *testing.T, srv *providertest.Server, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
 	t.Helper()
-	s, client := record(t, srv)
-	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
+	return newWireTTL(t, srv, "", noStream)
+}
+
+// newWireTTL is newWire with the cache lifetime ttl.
+func newWireTTL(t *testing.T, srv *providertest.Server, ttl anthropic.CacheTTL, noStream bool) (*anthropic.OnPlatform, *providertest.Wiretap) {
+	t.Helper()
+	s, client := providertest.Tap(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 3, CacheTTL: ttl}, Region: "us-east5", Project: "test-project", Credentials: staticToken("")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p, s
+}
+
+// wire is Vertex's wire for the checks every platform passes alike
+// (providertest.PlatformAnswers, OneHourCache).
+var wire = providertest.PlatformWire{
+	Name:  "vertex",
+	Serve: providertest.NewVertex,
+	New: func(t *testing.T, srv *providertest.Server, ttl string, noStream bool) provider.Provider {
+		p, _ := newWireTTL(t, srv, anthropic.CacheTTL(ttl), noStream)
+		return p
+	},
+}
+
+// Vertex reads answers and marks the cache as the API's wire does.
+func TestVertexReadsAnswersAndMarksTheCacheAsTheAPIsWire(t *testing.T) {
+	providertest.PlatformAnswers(t, wire)
 }
 
 // What Vertex receives for a known conversation, pinned: the Anthropic
@@ -113,13 +101,13 @@ func TestTheModelGoesInThePathOfRawPredictWithAToken(t *testing.T) {
 		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}
-		if s.urls[0] != tc.url {
-			t.Errorf("sent to %s, want %s", s.urls[0], tc.url)
+		if s.Sent(0).URL != tc.url {
+			t.Errorf("sent to %s, want %s", s.Sent(0).URL, tc.url)
 		}
-		if auth := s.headers[0].Get("Authorization"); auth != "Bearer ya29.test" {
+		if auth := s.Sent(0).Header.Get("Authorization"); auth != "Bearer ya29.test" {
 			t.Errorf("Authorization %q", auth)
 		}
-		if h := s.headers[0]; h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
+		if h := s.Sent(0).Header; h.Get("x-api-key") != "" || h.Get("anthropic-version") != "" {
 			t.Errorf("first-party headers sent: %v", h)
 		}
 	}
@@ -127,7 +115,7 @@ func TestTheModelGoesInThePathOfRawPredictWithAToken(t *testing.T) {
 
 func TestTheGlobalRegionHasItsOwnAddress(t *testing.T) {
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Region: "global", Project: "test-project", Credentials: staticToken("")})
 	if err != nil {
 		t.Fatal(err)
@@ -137,47 +125,8 @@ func TestTheGlobalRegionHasItsOwnAddress(t *testing.T) {
 	if _, err := p.Complete(context.Background(), req, nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := "https://aiplatform.googleapis.com/v1/projects/test-project/locations/global/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict"; s.urls[0] != want {
-		t.Fatalf("sent to %s, want %s", s.urls[0], want)
-	}
-}
-
-func TestCompleteReadsTextToolCallsAndUsageFromBothAnswers(t *testing.T) {
-	for _, noStream := range []bool{false, true} {
-		srv := providertest.NewVertex(t, providertest.Step{
-			Text:      "Let me look — ok.",
-			ToolCalls: []providertest.ToolCall{{ID: "toolu_9", Name: "workspace--read", Input: `{"path": "a.txt"}`}},
-			Input:     12, Output: 34, CacheRead: 56, CacheWrite: 78,
-		})
-		p, _ := newWire(t, srv, noStream)
-		var streamed strings.Builder
-		resp, err := p.Complete(context.Background(), providertest.SampleRequest(), func(s string) { streamed.WriteString(s) })
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := resp.Message
-		if streamed.String() != "Let me look — ok." || len(m.Parts) != 2 || m.Parts[0].Text != "Let me look — ok." || m.Parts[1].CallID != "toolu_9" {
-			t.Fatalf("streamed %q, message %+v", streamed.String(), m)
-		}
-		if *m.Usage != (history.Usage{Input: 12, Output: 34, CacheRead: 56, CacheWrite: 78}) || resp.StopReason != "tool_use" {
-			t.Fatalf("usage %+v stop %q", *m.Usage, resp.StopReason)
-		}
-	}
-}
-
-func TestPromptCachingMarkersReachVertex(t *testing.T) {
-	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
-	p, _ := newWire(t, srv, false)
-	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
-		t.Fatal(err)
-	}
-	body := string(srv.Requests()[0])
-	// the last tool, the system prompt, the two newest user messages
-	if n := strings.Count(body, `"cache_control":{"type":"ephemeral"}`); n != 4 {
-		t.Fatalf("%d cache markers in %s", n, body)
-	}
-	if got := p.CacheSettings(); !strings.HasPrefix(got, "vertex: anthropic: cache_control ephemeral") {
-		t.Fatalf("cache settings %q", got)
+	if want := "https://aiplatform.googleapis.com/v1/projects/test-project/locations/global/publishers/anthropic/models/claude-sonnet-4-5@20250929:streamRawPredict"; s.Sent(0).URL != want {
+		t.Fatalf("sent to %s, want %s", s.Sent(0).URL, want)
 	}
 }
 
@@ -202,16 +151,9 @@ func TestErrorsAreVertexsOwnAndRetriedAsTheAPIs(t *testing.T) {
 			t.Fatalf("resp %+v, err %v, %d requests", resp, err, len(srv.Requests()))
 		}
 	})
-	t.Run("a stream cut midway is an error", func(t *testing.T) {
-		srv := providertest.NewVertex(t, providertest.Step{Text: "hello there", CutAfter: 3})
-		p, _ := newWire(t, srv, false)
-		if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err == nil {
-			t.Fatal("no error")
-		}
-	})
 	t.Run("a token that cannot be had is the request's error", func(t *testing.T) {
 		srv := providertest.NewVertex(t, providertest.Step{Text: "never"})
-		_, client := record(t, srv)
+		_, client := providertest.Tap(t, srv)
 		creds := &google.Credentials{TokenSource: failing{}}
 		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1}, Region: "us-east5", Project: "p", Credentials: creds})
 		if err != nil {
@@ -252,15 +194,6 @@ func TestVertexsRefusalsAsTooLongAreTooLongErrors(t *testing.T) {
 			}
 		})
 	}
-	t.Run("the fake's window refusal", func(t *testing.T) {
-		srv := providertest.NewVertex(t)
-		srv.Window = 100
-		p, _ := newWire(t, srv, false)
-		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
-		if tl, ok := provider.IsTooLong(err); !ok || tl.Limit != 100 || tl.Tokens == 0 {
-			t.Fatalf("err = %v", err)
-		}
-	})
 }
 
 func TestTheRegionAndProjectComeFromTheUsualVariables(t *testing.T) {
@@ -269,7 +202,7 @@ func TestTheRegionAndProjectComeFromTheUsualVariables(t *testing.T) {
 	t.Setenv("ANTHROPIC_VERTEX_PROJECT_ID", "env-project")
 	t.Setenv("GOOGLE_CLOUD_PROJECT", "not-this-one")
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Credentials: staticToken("nor-this-one")})
 	if err != nil {
 		t.Fatal(err)
@@ -277,15 +210,15 @@ func TestTheRegionAndProjectComeFromTheUsualVariables(t *testing.T) {
 	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := "https://europe-west1-aiplatform.googleapis.com/v1/projects/env-project/locations/europe-west1/"; !strings.HasPrefix(s.urls[0], want) {
-		t.Fatalf("sent to %s, want %s...", s.urls[0], want)
+	if want := "https://europe-west1-aiplatform.googleapis.com/v1/projects/env-project/locations/europe-west1/"; !strings.HasPrefix(s.Sent(0).URL, want) {
+		t.Fatalf("sent to %s, want %s...", s.Sent(0).URL, want)
 	}
 }
 
 func TestTheProjectOfTheCredentialsIsTheLastResort(t *testing.T) {
 	hermetic(t)
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
-	s, client := record(t, srv)
+	s, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client}, Region: "us-east5", Credentials: staticToken("creds-project")})
 	if err != nil {
 		t.Fatal(err)
@@ -293,8 +226,8 @@ func TestTheProjectOfTheCredentialsIsTheLastResort(t *testing.T) {
 	if _, err := p.Complete(context.Background(), providertest.SampleRequest(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(s.urls[0], "/projects/creds-project/") {
-		t.Fatalf("sent to %s", s.urls[0])
+	if !strings.Contains(s.Sent(0).URL, "/projects/creds-project/") {
+		t.Fatalf("sent to %s", s.Sent(0).URL)
 	}
 }
 
