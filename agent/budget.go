@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/myelin-run/myelin/history"
@@ -63,6 +65,125 @@ type budget struct {
 	// conversation's prefix since
 	last history.Usage
 	warm bool
+	// sub is what the turn's subagents spent (Spending.Charge); nil for
+	// a budget made in a test
+	sub *subSpent
+}
+
+// subSpent is what a turn's subagents spent, each request's usage priced
+// on its own at its model: their calls add to it while the turn waits for
+// its round, several at once.
+type subSpent struct {
+	mu     sync.Mutex
+	tokens int
+	cost   price.Cost
+}
+
+// subagents is what b's subagents spent so far: tokens, and their cost
+// (a known $0 when none).
+func (b *budget) subagents() (int, price.Cost) {
+	if b.sub == nil {
+		return 0, price.Cost{Known: true}
+	}
+	b.sub.mu.Lock()
+	defer b.sub.mu.Unlock()
+	return b.sub.tokens, b.sub.cost
+}
+
+// spentSoFar is the turn's cost so far: its own requests' (spent) and
+// its subagents'.
+func (b *budget) spentSoFar() price.Cost {
+	_, sub := b.subagents()
+	return b.spent.Add(sub)
+}
+
+// spendingKey is the key of a turn's Spending in its context, which the
+// tool calls it runs inherit.
+type spendingKey struct{}
+
+// Spending is a running turn's budgets as a tool call of it sees them
+// (SpendingOf): what remains of them, and where a subagent's requests are
+// charged. Package delegate runs a subagent under what remains (its own
+// MaxTurnTokens and MaxCost) and charges each of its requests to the turn
+// as its usage comes; the turn counts them at its next check, and ends as
+// over budget when they crossed it. It must not be kept past the call.
+type Spending struct {
+	b *budget
+	// up is the Spending of the turn whose call started this one's
+	// conversation (a subagent's subagent): charged too
+	up *Spending
+}
+
+// withSpending is ctx with the Spending of the turn whose budgets are b.
+func withSpending(ctx context.Context, b *budget) context.Context {
+	up, _ := ctx.Value(spendingKey{}).(*Spending)
+	return context.WithValue(ctx, spendingKey{}, &Spending{b: b, up: up})
+}
+
+// SpendingOf is the Spending of the turn whose tool call runs under ctx;
+// nil outside a turn.
+func SpendingOf(ctx context.Context) *Spending {
+	s, _ := ctx.Value(spendingKey{}).(*Spending)
+	return s
+}
+
+// Left is what remains of the turn's budgets now, for a subagent to
+// spend: tokens, and US dollars (the lesser of what its turn's and its
+// conversation's cost budgets leave); 0 for one the turn has not. why
+// says which budget is spent, or why its cost cannot be told, when
+// nothing remains of one; "" else.
+func (s *Spending) Left() (tokens int, cost float64, why string) {
+	b := s.b
+	subTokens, _ := b.subagents()
+	if b.tokens > 0 {
+		used := tokensOf(b.priced) + subTokens
+		if tokens = b.tokens - used; tokens <= 0 {
+			return 0, 0, fmt.Sprintf("has used %d tokens of its budget of %d, its subagents' included", used, b.tokens)
+		}
+	}
+	if !b.costs() {
+		return tokens, 0, ""
+	}
+	spent := b.spentSoFar()
+	if !spent.Known {
+		return 0, 0, b.unpriced("a request of the turn", spent)
+	}
+	left := func(limit, spent float64) {
+		if l := limit - spent; limit > 0 && (cost == 0 || l < cost) {
+			cost = l
+		}
+	}
+	left(b.cost, spent.Dollars)
+	left(b.convCost, b.before+spent.Dollars)
+	if cost <= 0 {
+		return 0, 0, fmt.Sprintf("has cost $%.4f, its subagents' included, and nothing remains of its cost budget", spent.Dollars)
+	}
+	return tokens, cost, ""
+}
+
+// Pricer is what the turn prices its requests with: a subagent held to
+// what remains of its cost budget prices its own the same way.
+func (s *Spending) Pricer() Pricer { return s.b.pricer }
+
+// Charge adds u, the usage of one request a subagent made to model, to
+// what the turn spent — and to what each turn it runs under spent (a
+// subagent's subagent is charged to its caller's caller too) — priced on
+// its own. Safe for several calls at once.
+func (s *Spending) Charge(model string, u history.Usage) {
+	for ; s != nil; s = s.up {
+		b := s.b
+		if b.sub == nil {
+			continue
+		}
+		c := price.Cost{Known: true}
+		if b.costs() && b.pricer != nil {
+			c = b.pricer.Cost(model, u)
+		}
+		b.sub.mu.Lock()
+		b.sub.tokens += tokensOf(u)
+		b.sub.cost = b.sub.cost.Add(c)
+		b.sub.mu.Unlock()
+	}
 }
 
 // set is whether any budget is set.
@@ -106,7 +227,7 @@ func (a *Agent) CheckBudgets() error {
 // price for the one-hour cache writes the wire makes (--cache-ttl 1h).
 func (a *Agent) newBudget(stored []history.Message, start history.Usage, now time.Time) (budget, error) {
 	b := budget{tokens: a.MaxTurnTokens, cost: a.MaxCost, convCost: a.MaxConversationCost, pricer: a.Pricer, model: a.Model,
-		ttl: provider.CacheTTL(a.Provider), spent: price.Cost{Known: true}, priced: start}
+		ttl: provider.CacheTTL(a.Provider), spent: price.Cost{Known: true}, priced: start, sub: &subSpent{cost: price.Cost{Known: true}}}
 	if err := a.CheckBudgets(); err != nil {
 		return b, err
 	}
@@ -145,45 +266,30 @@ func turnStart(msgs []history.Message) int {
 }
 
 // conversationCost is what the answers, summaries and refused answers
-// stored in msgs cost, each request priced on its own under the model
-// that the settings stored before it name (model before any); turn is
-// what the answers after the last prompt cost (a continued turn's so
-// far, as continuing counts its usage). It fails for one whose cost is
+// stored in msgs cost, each request priced on its own, as
+// price.ConversationAt prices them (the one definition: history show and
+// the API give the same), under the model that the settings stored with
+// it or before it name — model when the conversation stored none; turn is
+// what the answers after the last prompt cost (a continued turn's so far,
+// as continuing counts its usage). It fails for one whose cost is
 // unknown, saying why.
 func conversationCost(p Pricer, model string, msgs []history.Message) (all, turn float64, err error) {
-	from := turnStart(msgs)
-	add := func(u *history.Usage, i int, answer bool) error {
-		if u == nil {
-			return nil
-		}
-		c := p.Cost(model, *u)
-		if !c.Known {
-			return fmt.Errorf("the conversation has a request to the model %s that cannot be priced (%s), so its cost budget cannot be held: add its price (a price file), or drop the conversation's cost budget", model, c.Why)
-		}
-		all += c.Dollars
-		if answer && i > from {
-			turn += c.Dollars
-		}
-		return nil
-	}
-	for i, m := range msgs {
-		if m.Settings != nil && m.Settings.Model != "" {
-			model = m.Settings.Model
-		}
-		var err error
-		switch {
-		case m.Role == history.Assistant:
-			err = add(m.Usage, i, true)
-		case m.Edit != nil && m.Edit.Summary != nil:
-			err = add(m.Edit.Summary.Usage, i, false)
-		case m.Edit != nil && m.Edit.Refusal != nil:
-			err = add(m.Edit.Refusal.Usage, i, false)
-		}
-		if err != nil {
-			return 0, 0, err
+	priced := price.ConversationAt(p, model, msgs)
+	for _, tr := range priced.Turns {
+		for _, r := range tr.Requests {
+			if !r.Cost.Known {
+				return 0, 0, fmt.Errorf("the conversation has a request to the model %s that cannot be priced (%s), so its cost budget cannot be held: add its price (a price file), or drop the conversation's cost budget", r.Model, r.Cost.Why)
+			}
 		}
 	}
-	return all, turn, nil
+	if n := len(priced.Turns); n > 0 && priced.Turns[n-1].Prompt >= 0 {
+		for _, r := range priced.Turns[n-1].Requests {
+			if r.Kind == "answer" {
+				turn += r.Cost.Dollars
+			}
+		}
+	}
+	return priced.Cost.Dollars, turn, nil
 }
 
 // lastCached is the usage of the last answer in msgs with one, and
@@ -288,20 +394,22 @@ func (b *budget) beforeRequest(used history.Usage, size window.Count) string {
 		return ""
 	}
 	b.catchUp(used)
-	if b.tokens > 0 && tokensOf(used)+size.Tokens > b.tokens {
-		return fmt.Sprintf("the turn has used %d tokens and its next request is estimated at about %d tokens of input, over its budget of %d tokens", tokensOf(used), size.Tokens, b.tokens)
+	subTokens, _ := b.subagents()
+	if n := tokensOf(used) + subTokens; b.tokens > 0 && n+size.Tokens > b.tokens {
+		return fmt.Sprintf("the turn has used %d tokens%s and its next request is estimated at about %d tokens of input, over its budget of %d tokens", n, theirs(subTokens), size.Tokens, b.tokens)
 	}
 	if !b.costs() {
 		return ""
 	}
-	if !b.spent.Known {
-		return b.unpriced("a request of the turn", b.spent)
+	all := b.spentSoFar()
+	if !all.Known {
+		return b.unpriced("a request of the turn", all)
 	}
 	next := b.estimatedCost(size.Tokens)
 	if !next.Known {
 		return b.unpriced("the turn's next request", next)
 	}
-	spent := b.spent.Dollars
+	spent := all.Dollars
 	if b.cost > 0 && spent+next.Dollars > b.cost {
 		return fmt.Sprintf("the turn has cost $%.4f and its next request's input is estimated at $%.4f, over its budget of $%.4f", spent, next.Dollars, b.cost)
 	}
@@ -309,6 +417,47 @@ func (b *budget) beforeRequest(used history.Usage, size window.Count) string {
 		return fmt.Sprintf("the conversation has cost $%.4f and the turn's next request's input is estimated at $%.4f, over its budget of $%.4f", conv, next.Dollars, b.convCost)
 	}
 	return ""
+}
+
+// theirs is ", N of them its subagents'" for n subagents' tokens above
+// 0, "" else.
+func theirs(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of them its subagents')", n)
+}
+
+// budgetStop is the error of a request that a budget kept from being
+// sent below the turn's own check (a summary request, fit's; the resend
+// of a request refused as too long): the turn ends as before any request
+// (turning.budgetStop), why its reason.
+type budgetStop struct{ why string }
+
+func (e *budgetStop) Error() string { return "the turn reached its budget: " + e.why }
+
+// budgetStopped is why err, or an error it wraps, is a budgetStop; "" when
+// it is none.
+func budgetStopped(err error) string {
+	var stop *budgetStop
+	if errors.As(err, &stop) {
+		return stop.why
+	}
+	return ""
+}
+
+// beforeSummary is beforeRequest for a summary request of size (its
+// messages' estimate) by a turn that has used used: a *budgetStop when it
+// is not to be sent. A nil b (a sizing with no turn: no budgets) checks
+// nothing.
+func (b *budget) beforeSummary(used history.Usage, size window.Count) error {
+	if b == nil {
+		return nil
+	}
+	if why := b.beforeRequest(used, size); why != "" {
+		return &budgetStop{why: "its context needed a summary, and " + why}
+	}
+	return nil
 }
 
 // afterAnswer says which budget a turn that has used used has reached
@@ -319,16 +468,18 @@ func (b *budget) afterAnswer(used history.Usage) string {
 		return ""
 	}
 	b.catchUp(used)
-	if b.tokens > 0 && tokensOf(used) >= b.tokens {
-		return fmt.Sprintf("the turn has used %d tokens of its budget of %d", tokensOf(used), b.tokens)
+	subTokens, _ := b.subagents()
+	if n := tokensOf(used) + subTokens; b.tokens > 0 && n >= b.tokens {
+		return fmt.Sprintf("the turn has used %d tokens%s of its budget of %d", n, theirs(subTokens), b.tokens)
 	}
 	if !b.costs() {
 		return ""
 	}
-	if !b.spent.Known {
-		return b.unpriced("a request of the turn", b.spent)
+	all := b.spentSoFar()
+	if !all.Known {
+		return b.unpriced("a request of the turn", all)
 	}
-	spent := b.spent.Dollars
+	spent := all.Dollars
 	if b.cost > 0 && spent >= b.cost {
 		return fmt.Sprintf("the turn has cost $%.4f of its budget of $%.4f", spent, b.cost)
 	}

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -379,5 +380,120 @@ func TestAnUnpricedSummaryStopsTheNextRequest(t *testing.T) {
 	why := b.beforeRequest(history.Usage{CacheWrite: 1000, CacheWrite1h: 1000}, window.Count{Tokens: 10})
 	if !strings.Contains(why, "could not be priced") || !strings.Contains(why, "no price for one-hour cache writes") {
 		t.Fatalf("beforeRequest said %q, want the turn stopped saying what could not be priced", why)
+	}
+}
+
+// The agent's budgets price a stored conversation as the API and history
+// show do (price.ConversationAt): an answer stored before the first
+// Settings at that Settings' model, not at the agent's.
+func TestConversationCostIsPriceConversationsCost(t *testing.T) {
+	u := &history.Usage{Input: 1000000}
+	msgs := []history.Message{
+		{Role: history.User},
+		{Role: history.Assistant, Usage: u},
+		{Role: history.User},
+		{Role: history.Assistant, Usage: u, Settings: &history.Settings{Model: "claude-test"}},
+	}
+	got, turn, err := conversationCost(fakePricer{}, "unpriced", msgs)
+	want := price.Conversation(fakePricer{}, msgs).Cost
+	if err != nil || !want.Known || got != want.Dollars || turn != 1 {
+		t.Fatalf("the budget prices the conversation at $%v (turn $%v, err %v), price.Conversation at %+v: want the same, $2, the last turn $1", got, turn, err, want)
+	}
+}
+
+// Issue 31: a summary request the window needs is checked against the
+// turn's budgets before it is sent, as every request is: one that would
+// cross the budget is not sent, and the turn ends as before any request
+// (reason budget, the stop message stored saying why).
+func TestASummaryRequestOverTheBudgetIsNotSent(t *testing.T) {
+	r := newRig(t)
+	r.agent.ContextWindow, r.agent.MaxTokens = 40000, 16000
+	ctx := context.Background()
+	storeLongTalk(t, r)
+	r.srv.Respond = func(q providertest.Request) providertest.Step {
+		if strings.Contains(q.LastUserText(), "Write that summary now") {
+			return providertest.Step{Text: "the summary"}
+		}
+		return providertest.Step{Text: "ok"}
+	}
+	r.agent.MaxTurnTokens = 1000
+	tr, err := r.agent.Turn(ctx, r.id, "go on", func(Event) {})
+	if err != nil || tr.Reason != BudgetReached {
+		t.Fatalf("the turn ended %+v, %v; want reason %q", tr, err, BudgetReached)
+	}
+	if n := len(r.srv.Requests()); n != 0 {
+		t.Fatalf("%d requests sent (the summary request among them); want none, the summary over the budget of 1000 tokens", n)
+	}
+	msgs, _ := r.agent.Store.Messages(ctx, r.id)
+	last := msgs[len(msgs)-1]
+	if last.Role != history.Assistant || !strings.HasPrefix(textOf(last), BudgetMarker) || !strings.Contains(textOf(last), "summary") {
+		t.Fatalf("the last stored message is %+v; want the budget's stop message saying a summary was needed", last)
+	}
+}
+
+// storeLongTalk stores on r's conversation 16 prompts of about 8,000
+// bytes, each answered "ok": about 32,000 tokens of text.
+func storeLongTalk(t *testing.T, r *rig) {
+	t.Helper()
+	for i := range 16 {
+		for _, m := range []history.Message{
+			{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: strings.Repeat(fmt.Sprintf("prompt %d ", i), 900)}}},
+			{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "ok"}}},
+		} {
+			if err := r.agent.Store.Append(context.Background(), r.id, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// Issue 31: the resend of a request the provider refused as too long is
+// checked against the turn's budgets as every request is: the refusal
+// cost nothing, but making room did (a summary of 59,000 input tokens),
+// and the resend would cross the budget of 60,000 tokens, so it is not
+// sent and the turn ends with reason budget.
+func TestTheResendOfARequestRefusedAsTooLongIsCheckedAgainstTheBudget(t *testing.T) {
+	r := newRig(t)
+	r.agent.ContextWindow, r.agent.MaxTokens = 200000, 4000
+	r.srv.Window = 20000 // the provider's window is smaller than myelin was told
+	storeLongTalk(t, r)
+	summaries := 0
+	r.srv.Respond = func(q providertest.Request) providertest.Step {
+		if strings.Contains(q.LastUserText(), "Write that summary now") {
+			summaries++
+			return providertest.Step{Text: "the summary", Input: 59000, Output: 10}
+		}
+		return providertest.Step{Text: "ok"}
+	}
+	r.agent.MaxTurnTokens = 60000
+	tr, err := r.agent.Turn(context.Background(), r.id, "go on", func(Event) {})
+	if err != nil || tr.Reason != BudgetReached {
+		t.Fatalf("the turn ended %+v, %v; want reason %q", tr, err, BudgetReached)
+	}
+	if reqs, refused := len(r.srv.Requests()), r.srv.Refused(); refused != 1 || summaries != 1 || reqs != 2 {
+		t.Fatalf("%d requests sent, %d refused, %d summaries; want the refused one and the summary, the resend not sent", reqs, refused, summaries)
+	}
+}
+
+// A subagent's request charged to the turn that called it (Spending)
+// is charged to every turn it runs under, priced on its own at its
+// model: what remains shrinks by it, and an unpriced one leaves the cost
+// budget unholdable (never $0).
+func TestSpendingChargesTheTurnAndTheTurnsItRunsUnder(t *testing.T) {
+	fresh := func() *subSpent { return &subSpent{cost: price.Cost{Known: true}} }
+	top := &budget{cost: 1, pricer: fakePricer{}, model: "claude-test", spent: price.Cost{Known: true}, sub: fresh()}
+	topCtx := withSpending(context.Background(), top)
+	mid := &budget{tokens: 100000, sub: fresh()}
+	midCtx := withSpending(topCtx, mid)
+	SpendingOf(midCtx).Charge("claude-test", history.Usage{Input: 200000}) // $0.20 at fakePricer's prices
+	if _, cost, why := SpendingOf(topCtx).Left(); why != "" || !samePrice(cost, 0.8) {
+		t.Errorf("the top turn has $%v left (%q); want $0.80 after its subagent's subagent spent $0.20", cost, why)
+	}
+	if _, _, why := SpendingOf(midCtx).Left(); !strings.Contains(why, "has used 200000 tokens of its budget of 100000") {
+		t.Errorf("the middle turn's Left says %q; want its token budget spent", why)
+	}
+	SpendingOf(midCtx).Charge("unpriced", history.Usage{Input: 1})
+	if _, _, why := SpendingOf(topCtx).Left(); !strings.Contains(why, "could not be priced") {
+		t.Errorf("after an unpriced request the top turn's Left says %q; want that its cost cannot be told", why)
 	}
 }

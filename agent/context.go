@@ -33,7 +33,8 @@ type sizing struct {
 	// the window's tokens and the model, for errors (windowOf)
 	context int
 	model   string
-	sent    *sent // keeps the requests a turn sends (requests.go); nil keeps none
+	sent    *sent   // keeps the requests a turn sends (requests.go); nil keeps none
+	spend   *budget // the turn's budgets, which a summary request is checked against; nil checks none
 }
 
 func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
@@ -139,6 +140,9 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			edit, err := a.summarise(ctx, s, stored, plan, on, tr)
 			if ctx.Err() != nil {
 				return provider.Request{}, 0, window.Count{}, done, ctx.Err()
+			}
+			if budgetStopped(err) != "" {
+				return provider.Request{}, 0, window.Count{}, done, err
 			}
 			if err == nil {
 				if err := a.store(ctx, id, on, history.Message{Role: history.Context, Edit: &edit}); err != nil {
@@ -337,6 +341,9 @@ func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Messag
 	// agent's own max_tokens (which the budget already keeps free)
 	room := int(float64(s.budget) * window.SummaryShare)
 	req.MaxTokens = min(req.MaxTokens, room*3/2)
+	if err := s.spend.beforeSummary(tr.Usage, window.Measure(s.fixed, req.Messages)); err != nil {
+		return history.Edit{}, err
+	}
 	s.sent.arm(&req, len(stored)) // its summary's record goes there
 	resp, err := a.send(ctx, s.conv.ID, req, window.Count{}, 0, nil)
 	s.sent.keep(ctx, err == nil, resp.Message.Usage, err)

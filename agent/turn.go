@@ -171,6 +171,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	if t.budget, err = a.newBudget(stored, t.tr.Usage, time.Now()); err != nil {
 		return nil, false, err
 	}
+	t.ctx = withSpending(t.ctx, &t.budget) // its calls' subagents run under it and charge it
 	if t.sz, err = a.sizing(kept, id); err != nil {
 		return nil, false, err
 	}
@@ -183,7 +184,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	t.droppable = a.droppable(prompt, stored, t.sz.conv)
 	t.providerCtx = provider.WithRetryNotice(ctx, a.retryNotice(on))
 	t.sent = a.sending(id)
-	t.sz.sent = t.sent
+	t.sz.sent, t.sz.spend = t.sent, &t.budget
 	t.kept = kept
 	t.lazy = history.Lazy(t.kept)
 	t.workers, t.keeper = &tool.Workers{}, newKeeper(a.Store, t.lazy, id, 0)
@@ -219,6 +220,9 @@ type reply struct {
 // request that failed is x.err, met by fail.
 func (t *turning) ask() (x *reply, err error) {
 	req, place, size, done, err := t.a.fit(t.ctx, t.id, t.sz, t.on, 0, &t.tr)
+	if why := budgetStopped(err); why != "" {
+		return nil, t.budgetStop(why)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +236,9 @@ func (t *turning) ask() (x *reply, err error) {
 	x.resp, x.err = t.complete(x, req, place, size)
 	t.reached = t.reached || !provider.NeverReached(x.err)
 	if refused, limit, ok := tooLong(x.err); ok && x.streamed.Len() == 0 {
-		t.retryTooLong(x, refused, limit, done)
+		if t.retryTooLong(x, refused, limit, done); budgetStopped(x.err) != "" {
+			return nil, t.budgetStop(budgetStopped(x.err))
+		}
 	}
 	// A request the provider blocked for what it holds, before any
 	// output, is to the guard an answer that refused. (err is checked
@@ -272,10 +278,16 @@ func (t *turning) retryTooLong(x *reply, refused, limit int, done []string) {
 	refusal := x.err
 	t.sent.keep(t.ctx, false, nil, refusal)
 	telemetry.ContextEdit(t.ctx, telemetry.Edit{Kind: telemetry.EditTooLong, Before: refused, Limit: limit})
-	// The budget is not checked again: the request checked before was
-	// refused for free, and this one is made smaller.
+	// The resend is checked as any request: the refused one cost nothing,
+	// but making room may have (a summary).
 	req, place, size, more, err := t.a.fit(t.ctx, t.id, t.sz, t.on, max(refused, 1), &t.tr)
 	done = append(done, more...)
+	if err == nil && len(more) > 0 {
+		t.budget.warm = false // fitting changed the prefix the cache holds
+	}
+	if why := t.budget.beforeRequest(t.tr.Usage, size); err == nil && why != "" {
+		err = &budgetStop{why: why}
+	}
 	if err != nil {
 		x.err = errors.Join(refusal, err)
 		return

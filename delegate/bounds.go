@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/tool"
 )
 
@@ -87,4 +88,29 @@ func (d *Delegate) place(ctx context.Context, depth int, lim Limits) (free func(
 		return nil, fmt.Sprintf("%s: the subagent did not start: all %d subagents this process may run at once (myelin's --delegate-running) were running for its whole time limit of %s, which the wait counts toward; try again later, or do the task yourself", Name, cap(d.slots), lim.Time)
 	}
 	return nil, fmt.Sprintf("%s: the subagent was cancelled while it waited for a place among the %d subagents this process may run at once", Name, cap(d.slots))
+}
+
+// underCaller holds child to what remains of the budgets of the turn
+// whose call starts it (sp; docs/cost.md, "Subagents and budgets"): its
+// MaxTurnTokens and MaxCost are what the calling turn's token and cost
+// budgets leave now (the lesser of its turn's and its conversation's
+// cost budget), priced with the caller's Pricer; the child's requests are
+// charged to the caller's turn as they come (turn). A caller with
+// nothing left starts no child: the error result's text says so. A turn
+// with no budgets (or no turn: sp nil) bounds nothing.
+func underCaller(child *agent.Agent, sp *agent.Spending) string {
+	if sp == nil {
+		return ""
+	}
+	tokens, cost, why := sp.Left()
+	if why != "" {
+		return fmt.Sprintf("%s: the subagent was not started: the calling turn %s; a subagent spends from its caller's budget (docs/cost.md): do this task yourself, or continue the conversation with a larger budget", Name, why)
+	}
+	if tokens > 0 {
+		child.MaxTurnTokens = tokens
+	}
+	if cost > 0 {
+		child.MaxCost, child.Pricer = cost, sp.Pricer()
+	}
+	return ""
 }

@@ -332,6 +332,11 @@ func (d *Delegate) run(ctx context.Context, task string, tools []string, model s
 	if b.spent() { // while it waited
 		return result.Error(b.refusal())
 	}
+	// what remains of the caller's budgets, read once it may start: a
+	// sibling that ran while it waited has spent from them
+	if refused := underCaller(child, agent.SpendingOf(ctx)); refused != "" {
+		return result.Error(refused)
+	}
 	id := agent.NewID()
 	prompt := task
 	if fork {
@@ -380,9 +385,11 @@ func (d *Delegate) turn(ctx context.Context, child *agent.Agent, id, task string
 		}
 	}()
 	var used atomic.Int64
+	caller := agent.SpendingOf(ctx) // the calling turn's budgets, charged with each request
 	on := func(e agent.Event) {
 		if e.Kind == agent.Usage {
 			u := e.Usage
+			caller.Charge(child.Model, u)
 			n := int64(u.Input + u.CacheRead + u.CacheWrite + u.Output)
 			used.Add(n)
 			if b.add(n) {
@@ -407,6 +414,8 @@ func (d *Delegate) turn(ctx context.Context, child *agent.Agent, id, task string
 		out.Reason, why = "time_limit", fmt.Sprintf("it reached its time limit of %s before its final answer", lim.Time)
 	case errors.Is(cause, errTokens):
 		out.Reason, why = "token_limit", fmt.Sprintf("the subagents of this round of tool calls (with their scripts' and their own subagents') used %d tokens together, over their shared budget of %d (myelin's --delegate-tokens), before its final answer; its own requests used %d", b.used.Load(), b.limit, used.Load())
+	case err == nil && tr.Reason == agent.BudgetReached:
+		why = "it reached what remained of its calling turn's budgets, which it spends from (docs/cost.md), before its final answer"
 	case err == nil && tr.Reason == "round_limit":
 		why = fmt.Sprintf("it reached its limit of %d tool rounds before its final answer", lim.Rounds)
 	case err == nil:

@@ -21,8 +21,8 @@ type Request struct {
 // Turn is the priced requests of one turn: from a prompt (a user message
 // that is not tool results) to the next.
 type Turn struct {
-	// Prompt is the index of the turn's prompt; 0 also for what comes
-	// before a conversation's first prompt.
+	// Prompt is the index of the turn's prompt; -1 for what comes before
+	// a conversation's first prompt (a message at 0 that is no prompt).
 	Prompt   int
 	Requests []Request
 	// Cost is the sum of the requests' costs.
@@ -37,8 +37,10 @@ type Priced struct {
 
 // Conversation prices the requests of a stored conversation, msgs as the
 // store gives them: each usage at the model of the Settings stored with
-// it or last before it (the first Settings for a request before any). It
-// reads what is stored; a request that stored no usage is not counted.
+// it or last before it (the first Settings for a request before any; a
+// Settings with no model changes nothing). It reads what is stored; a
+// request that stored no usage is not counted. A conversation that
+// stored no Settings at all costs "unknown": no model is recorded.
 func (t *Table) Conversation(msgs []history.Message) Priced {
 	return Conversation(t, msgs)
 }
@@ -54,9 +56,17 @@ type Pricer interface {
 // Table.Conversation does with a table: for a caller that holds a price
 // table only as a Pricer (the server, through agent.Pricer).
 func Conversation(t Pricer, msgs []history.Message) Priced {
-	model := ""
+	return ConversationAt(t, "", msgs)
+}
+
+// ConversationAt is Conversation for a caller that knows which model a
+// conversation that stored no Settings at all was asked of: model (the
+// agent's own, for its budgets); "" is Conversation. It is the one
+// definition of what a stored conversation cost: the agent's budgets,
+// history show and the API all price through it.
+func ConversationAt(t Pricer, model string, msgs []history.Message) Priced {
 	for _, m := range msgs {
-		if m.Settings != nil {
+		if m.Settings != nil && m.Settings.Model != "" {
 			model = m.Settings.Model
 			break
 		}
@@ -67,13 +77,13 @@ func Conversation(t Pricer, msgs []history.Message) Priced {
 			return
 		}
 		if len(p.Turns) == 0 {
-			p.Turns = append(p.Turns, Turn{})
+			p.Turns = append(p.Turns, Turn{Prompt: -1})
 		}
 		turn := &p.Turns[len(p.Turns)-1]
 		turn.Requests = append(turn.Requests, Request{Msg: i, Kind: kind, Model: model, Usage: *u, Cost: t.Cost(model, *u)})
 	}
 	for i, m := range msgs {
-		if m.Settings != nil {
+		if m.Settings != nil && m.Settings.Model != "" {
 			model = m.Settings.Model
 		}
 		switch {

@@ -44,7 +44,7 @@ func TestBuiltinAnthropicCachePricesFollowTheInputPrice(t *testing.T) {
 			continue
 		}
 		if name == "claude-3-haiku" {
-			continue // its page gives cache prices rounded to the cent: $0.03 and $0.30
+			continue // its page gives cache prices that are not those multiples: $0.03 and $0.30
 		}
 		m, _ := tb.Lookup(name)
 		for _, p := range []Model{m, deref(m.Long)} {
@@ -338,4 +338,70 @@ func commas(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// A snapshot the table prices on its own (gpt-4o-2024-05-13, dearer than
+// gpt-4o) is priced at its own entry, however its id is written; a
+// snapshot without one falls back to its family's undated entry.
+func TestADatedEntryWinsOverItsUndatedFamily(t *testing.T) {
+	tb := Builtin()
+	if m, ok := tb.Lookup("gpt-4o-2024-05-13"); !ok || m.Input != 5 || m.Output != 15 {
+		t.Errorf("gpt-4o-2024-05-13 is priced %+v (found %v), want its own $5 input and $15 output, not gpt-4o's", m, ok)
+	}
+	if m, ok := tb.Lookup("gpt-4o-2024-11-20"); !ok || m.Input != 2.5 {
+		t.Errorf("gpt-4o-2024-11-20 is priced %+v (found %v), want gpt-4o's $2.50 input", m, ok)
+	}
+	over, err := Parse("p.json", []byte(`{"models": {
+		"claude-x": {"input": 1, "output": 1, "cache_read": 1, "cache_write": 1},
+		"claude-x-20250101": {"input": 2, "output": 2, "cache_read": 2, "cache_write": 2}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb = tb.With("p.json", over)
+	for id, want := range map[string]float64{
+		"claude-x-20250101":                   2,
+		"claude-x@20250101":                   2, // Vertex
+		"us.anthropic.claude-x-20250101-v1:0": 2, // Bedrock
+		"claude-x-20250601":                   1,
+		"claude-x@20250601":                   1,
+		"claude-x":                            1,
+	} {
+		if m, ok := tb.Lookup(id); !ok || m.Input != want {
+			t.Errorf("%s is priced %+v (found %v), want input $%v", id, m, ok, want)
+		}
+	}
+}
+
+// Requests stored before a conversation's first prompt are a turn of
+// their own whose Prompt is -1: no message, so not the message at 0.
+func TestRequestsBeforeTheFirstPromptAreATurnWithNoPrompt(t *testing.T) {
+	u := &history.Usage{Input: 1_000_000}
+	msgs := []history.Message{
+		{Role: history.Assistant, Usage: u, Settings: &history.Settings{Model: "gpt-4o"}},
+		{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "hi"}}},
+		{Role: history.Assistant, Usage: u},
+	}
+	p := Builtin().Conversation(msgs)
+	if len(p.Turns) != 2 || p.Turns[0].Prompt != -1 || p.Turns[1].Prompt != 1 {
+		t.Fatalf("turns %+v: want one before the first prompt (Prompt -1) and one from message 1", p.Turns)
+	}
+}
+
+// A conversation that stored no Settings costs unknown, unless the caller
+// says which model it was asked of (ConversationAt, the agent's budgets);
+// a request before the first Settings is priced at that Settings' model.
+func TestConversationAtPricesAConversationWithoutSettingsAtTheGivenModel(t *testing.T) {
+	u := &history.Usage{Input: 1_000_000}
+	prompt := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "hi"}}}
+	none := []history.Message{prompt, {Role: history.Assistant, Usage: u}}
+	if c := Conversation(Builtin(), none).Cost; c.Known {
+		t.Errorf("a conversation with no Settings costs %+v: want unknown", c)
+	}
+	if c := ConversationAt(Builtin(), "gpt-4o", none).Cost; !c.Known || !near(c.Dollars, 2.5) {
+		t.Errorf("a conversation with no Settings, at gpt-4o, costs %+v: want $2.50", c)
+	}
+	later := []history.Message{prompt, {Role: history.Assistant, Usage: u}, prompt, {Role: history.Assistant, Usage: u, Settings: &history.Settings{Model: "gpt-4o-mini"}}}
+	if c := ConversationAt(Builtin(), "gpt-4o", later).Cost; !c.Known || !near(c.Dollars, 0.3) {
+		t.Errorf("two answers before and at gpt-4o-mini's Settings cost %+v: want $0.30, both at gpt-4o-mini", c)
+	}
 }

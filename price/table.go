@@ -118,8 +118,11 @@ func (t *Table) Models() []string {
 }
 
 // Lookup is the price of model: the entry named exactly so, else the
-// entry of its normalised name (Normalize), else of that name without a
-// date or version suffix; false when none.
+// entry of its normalised name (Normalize), dated when it is a snapshot
+// ("gpt-4o-2024-05-13", "claude-sonnet-4-20250514"), else of that name
+// without its date suffix; false when none. So a snapshot priced unlike
+// its family's undated entry (gpt-4o-2024-05-13) has a dated entry of its
+// own, which wins; the others share the undated one.
 func (t *Table) Lookup(model string) (Model, bool) {
 	if m, ok := t.models[model]; ok {
 		return m, true
@@ -164,8 +167,9 @@ var (
 // "arn:aws:bedrock:…:inference-profile/X", "models/X"); a Bedrock id's
 // region and vendor prefix and version suffix taken off
 // ("us.anthropic.claude-sonnet-4-20250514-v1:0" → "claude-sonnet-4-20250514");
-// a Vertex id's "@date" taken off ("claude-sonnet-4@20250514" →
-// "claude-sonnet-4"). Lookup then also tries it without a date suffix.
+// a Vertex id's "@date" made a date suffix ("claude-sonnet-4@20250514" →
+// "claude-sonnet-4-20250514"). Lookup then also tries it without its
+// date suffix.
 func Normalize(model string) string {
 	s := strings.ToLower(strings.TrimSpace(model))
 	if i := strings.LastIndexByte(s, '/'); i >= 0 {
@@ -176,7 +180,13 @@ func Normalize(model string) string {
 		s = bedrockVersion.ReplaceAllString(s, "")
 	}
 	if i := strings.IndexByte(s, '@'); i >= 0 {
-		s = s[:i]
+		// a snapshot's date, priced as Anthropic's own id with it is;
+		// anything else after the @ (a version name) is dropped
+		if d := s[i+1:]; dateSuffix.MatchString("-" + d) {
+			s = s[:i] + "-" + d
+		} else {
+			s = s[:i]
+		}
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"reflect"
@@ -106,5 +107,96 @@ func TestAQueuedTurnCarriesEverySettingOfItsBody(t *testing.T) {
 	}
 	if got := job.input(); got != in {
 		t.Fatalf("the job runs %+v, the body said %+v", got, in)
+	}
+}
+
+// Issue 31: a turn's budgets are a ceiling under the server's own
+// (serve --max-turn-tokens, --max-cost, --max-conversation-cost): one at
+// or under it is taken, one above it is a 400 saying what the server
+// allows, and the server's holds for a turn that gives none.
+func TestATurnsBudgetMayLowerTheServersButNotRaiseIt(t *testing.T) {
+	f := newFixture(t)
+	f.srv.Agent.Pricer, f.srv.Agent.ContextWindow = onePricer{}, 1<<20
+	f.srv.Agent.MaxTurnTokens, f.srv.Agent.MaxCost, f.srv.Agent.MaxConversationCost = 1000, 0.5, 2
+	for _, c := range []struct{ body, want string }{
+		{`{"prompt":"x","max_turn_tokens":1001}`, "max_turn_tokens 1001 is above the server's budget of 1000 tokens"},
+		{`{"prompt":"x","max_cost":0.75}`, "max_cost 0.75 is above the server's budget of $0.5 (serve --max-cost): give at most 0.5"},
+		{`{"prompt":"x","max_conversation_cost":3}`, "max_conversation_cost 3 is above the server's budget of $2 (serve --max-conversation-cost)"},
+	} {
+		status, body := f.do("POST", "/v1/conversations/"+f.newConversation()+"/turns", c.body)
+		if status != http.StatusBadRequest || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s: %d %s; want 400 saying %q", c.body, status, body, c.want)
+		}
+	}
+	for _, c := range []struct {
+		in                 TurnInput
+		tokens             int
+		cost, conversation float64
+	}{
+		{TurnInput{MaxTurnTokens: 10, MaxCost: 0.25, MaxConversationCost: 1}, 10, 0.25, 1},
+		{TurnInput{MaxTurnTokens: 1000, MaxCost: 0.5, MaxConversationCost: 2}, 1000, 0.5, 2},
+		{TurnInput{Model: "claude-test"}, 1000, 0.5, 2},
+	} {
+		a, err := f.srv.agentFor(c.in, false)
+		if err != nil || a.MaxTurnTokens != c.tokens || a.MaxCost != c.cost || a.MaxConversationCost != c.conversation {
+			t.Errorf("%+v runs with budgets %d, %v, %v (%v); want %d, %v, %v", c.in, a.MaxTurnTokens, a.MaxCost, a.MaxConversationCost, err, c.tokens, c.cost, c.conversation)
+		}
+	}
+	if n := len(f.fake.Requests()); n != 0 {
+		t.Fatalf("%d requests sent for refused turns", n)
+	}
+}
+
+// A queued turn's worker holds the turn's budgets under its own: one
+// above the worker's (which the server that queued it allowed) is
+// lowered to the worker's, so the turn ends at the worker's bound.
+func TestAQueuedTurnsBudgetIsLoweredToItsWorkersOwn(t *testing.T) {
+	f := newFixture(t, providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "noop--run", Input: `{}`}}, Input: 40000, Output: 10})
+	f.srv.Agent.ContextWindow = 1 << 20
+	f.srv.Queue = &memQueue{store: f.store, pending: map[string]QueuedTurn{}, jobs: make(chan QueuedTurn, 4)}
+	id := f.newConversation()
+	w := f.watch(id)
+	ts := f.startTurn(id, "go")
+	f.srv.Agent.MaxTurnTokens = 30000 // the worker's own, under the turn's
+	if err := f.srv.RunQueued(context.Background(), id, QueuedTurn{Turn: ts.Turn, MaxTurnTokens: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	evs := w.until(t, EventTurnFinished)
+	var fin turnFinishedEvent
+	mustJSON(t, evs[len(evs)-1].Data, &fin)
+	if fin.Reason != agent.BudgetReached || len(f.fake.Requests()) != 1 {
+		t.Fatalf("turn.finished %+v after %d requests; want reason %q after 1, at the worker's 30,000 tokens", fin, len(f.fake.Requests()), agent.BudgetReached)
+	}
+}
+
+// A worker re-checks a queued turn's cost budget with its own price
+// table: one it cannot hold (the worker has no price for the model) ends
+// the turn there, the conversation valid and turn.finished saying why,
+// and the job is not tried again (RunQueued returns nil).
+func TestAQueuedTurnsCostBudgetTheWorkerCannotPriceEndsTheTurn(t *testing.T) {
+	f := newFixture(t, providertest.Step{Text: "not sent"})
+	f.srv.Agent.Pricer = onePricer{}
+	f.srv.Queue = &memQueue{store: f.store, pending: map[string]QueuedTurn{}, jobs: make(chan QueuedTurn, 4)}
+	id := f.newConversation()
+	w := f.watch(id)
+	status, body := f.do("POST", "/v1/conversations/"+id+"/turns", `{"prompt":"go","max_cost":0.5}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("start turn: %d %s", status, body)
+	}
+	var ts TurnStarted
+	mustJSON(t, body, &ts)
+	f.srv.Agent.Pricer = nil // the worker's: no price table
+	if err := f.srv.RunQueued(context.Background(), id, QueuedTurn{Turn: ts.Turn, MaxCost: 0.5}); err != nil {
+		t.Fatalf("RunQueued: %v; want nil, the turn ended, not tried again", err)
+	}
+	evs := w.until(t, EventTurnFinished)
+	var fin turnFinishedEvent
+	mustJSON(t, evs[len(evs)-1].Data, &fin)
+	if fin.Reason != "error" || !strings.Contains(fin.Error, "cannot hold its budgets") || !strings.Contains(fin.Error, "no Pricer") || len(f.fake.Requests()) != 0 {
+		t.Fatalf("turn.finished %+v after %d requests; want reason error saying the worker cannot hold the budget, none sent", fin, len(f.fake.Requests()))
+	}
+	msgs, _ := f.store.Messages(context.Background(), id)
+	if len(msgs) != 2 || msgs[1].Role != history.Assistant {
+		t.Fatalf("stored %d messages, want the prompt and its cut answer (the conversation valid)", len(msgs))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/price"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -30,6 +31,53 @@ type ConversationInfo struct {
 	// (history.Brancher), oldest first, each with the point where it
 	// parts from it; absent when it has none.
 	Branches []BranchRef `json:"branches,omitempty"`
+	// Cost is, on GET /v1/conversations/{id} alone, what the whole
+	// conversation cost: each stored request's usage (answers, summaries,
+	// refused answers) priced on its own at the model stored with it or
+	// last before it, summed (price.Conversation, as history show and the
+	// request list price). Unknown, with why and no usd, when one could
+	// not be priced (at_least_usd when part could); absent when the
+	// server has no price table (Agent.Pricer).
+	Cost *price.JSON `json:"cost,omitempty"`
+	// TurnCosts are, with Cost, what each turn cost and each of its
+	// requests: what the inspector shows per request and per turn.
+	TurnCosts []TurnCost `json:"turn_costs,omitempty"`
+}
+
+// TurnCost is what one turn of a conversation cost (price.Turn, as the
+// API numbers messages): its requests' costs and their sum.
+type TurnCost struct {
+	// Prompt is the number of the turn's prompt (from 1, as …/messages
+	// numbers it); absent for requests stored before the first prompt.
+	Prompt   int           `json:"prompt,omitempty"`
+	Requests []RequestCost `json:"requests"`
+	Cost     *price.JSON   `json:"cost"`
+}
+
+// RequestCost is what one stored request cost: its usage, held by message
+// or record Msg (from 1), priced on its own.
+type RequestCost struct {
+	Msg int `json:"msg"`
+	// Kind is "answer", "summary" (a context record's summary request) or
+	// "refusal" (a refused answer the guard withheld).
+	Kind  string      `json:"kind"`
+	Model string      `json:"model,omitempty"`
+	Cost  *price.JSON `json:"cost"`
+}
+
+// costs sets ci's Cost and TurnCosts from msgs, the conversation's stored
+// records, priced with p.
+func (ci *ConversationInfo) costs(p price.Pricer, msgs []history.Message) {
+	priced := price.Conversation(p, msgs)
+	ci.Cost = priced.Cost.JSON()
+	ci.TurnCosts = make([]TurnCost, 0, len(priced.Turns))
+	for _, tr := range priced.Turns {
+		tc := TurnCost{Prompt: tr.Prompt + 1, Requests: make([]RequestCost, 0, len(tr.Requests)), Cost: tr.Cost.JSON()}
+		for _, r := range tr.Requests {
+			tc.Requests = append(tc.Requests, RequestCost{Msg: r.Msg + 1, Kind: r.Kind, Model: r.Model, Cost: r.Cost.JSON()})
+		}
+		ci.TurnCosts = append(ci.TurnCosts, tc)
+	}
 }
 
 func (s *Server) info(c history.Conversation) ConversationInfo {
@@ -111,6 +159,14 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ci.Branches = brs
+	if s.Agent.Pricer != nil {
+		msgs, err := s.Agent.Store.Messages(r.Context(), c.ID)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, fmt.Sprintf("the messages of conversation %s, to price them: %v", c.ID, err))
+			return
+		}
+		ci.costs(s.Agent.Pricer, msgs)
+	}
 	writeJSON(w, http.StatusOK, ci)
 }
 

@@ -146,3 +146,70 @@ func TestTheRequestListsCostOfAnUnpricedModelIsUnknownNotZero(t *testing.T) {
 		t.Fatalf("the unpriced request's cost is %+v, want known false with why and no usd: %s", c, body)
 	}
 }
+
+// Issue 31: GET /v1/conversations/{id} says what the whole conversation
+// cost, every turn's requests priced on its own and summed; unknown (no
+// usd, at_least_usd for the known part) once one could not be priced;
+// absent on a server without a price table.
+func TestGetConversationGivesTheConversationsTotalCost(t *testing.T) {
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "noop--run", Input: `{}`}}, Input: 40000, Output: 10},
+		providertest.Step{Text: "done", Input: 40100, Output: 20},
+		providertest.Step{Text: "again", Input: 40200, Output: 30},
+		providertest.Step{Text: "unpriced", Input: 100, Output: 5})
+	f.srv.Agent.Pricer, f.srv.Agent.ContextWindow = onePricer{}, 1<<20
+	id := f.newConversation()
+	cost := func() map[string]any {
+		t.Helper()
+		status, body := f.do("GET", "/v1/conversations/"+id, "")
+		var raw map[string]any
+		if err := json.Unmarshal(body, &raw); status != http.StatusOK || err != nil {
+			t.Fatalf("GET conversation: %d %s", status, body)
+		}
+		c, _ := raw["cost"].(map[string]any)
+		return c
+	}
+	if c := cost(); c == nil || c["known"] != true || c["usd"] != 0.0 {
+		t.Errorf("a new conversation costs %v, want a known usd 0 (no request yet)", c)
+	}
+	nextTurn(t, f, id, `{"prompt":"go"}`)
+	nextTurn(t, f, id, `{"prompt":"again"}`)
+	want := float64(40000+10+40100+20+40200+30) / 1e6 // onePricer: $1 per million tokens
+	if c := cost(); c == nil || c["known"] != true || math.Abs(c["usd"].(float64)-want) > 1e-12 {
+		t.Errorf("after two turns the conversation costs %v, want known usd %v", c, want)
+	}
+	_, out := f.do("GET", "/v1/conversations/"+id, "")
+	var ci ConversationInfo
+	mustJSON(t, out, &ci)
+	if len(ci.TurnCosts) != 2 || ci.TurnCosts[0].Prompt != 1 || len(ci.TurnCosts[0].Requests) != 2 || len(ci.TurnCosts[1].Requests) != 1 ||
+		ci.TurnCosts[1].Requests[0].Kind != "answer" || ci.TurnCosts[1].Cost.USD == nil || math.Abs(*ci.TurnCosts[1].Cost.USD-40230.0/1e6) > 1e-12 {
+		t.Errorf("turn_costs %s: want two turns, from message 1 with 2 requests, then one answer of $0.04023 (40,230 tokens)", out)
+	}
+	nextTurn(t, f, id, `{"prompt":"more","model":"unpriced"}`)
+	c := cost()
+	if c == nil || c["known"] != false || c["why"] == "" {
+		t.Fatalf("with an unpriced request the conversation costs %v, want known false with why", c)
+	}
+	if _, has := c["usd"]; has || c["at_least_usd"] == nil || math.Abs(c["at_least_usd"].(float64)-want) > 1e-12 {
+		t.Errorf("with an unpriced request the conversation costs %v: want no usd, at_least_usd %v", c, want)
+	}
+	f.srv.Agent.Pricer = nil
+	if c := cost(); c != nil {
+		t.Errorf("a server without a price table gives the conversation's cost %v, want none", c)
+	}
+}
+
+// nextTurn runs one more turn of body on conversation id and waits for
+// its turn.finished (watching from the conversation's last event, not a
+// turn.finished before it).
+func nextTurn(t *testing.T, f *fixture, id, body string) {
+	t.Helper()
+	_, out := f.do("GET", "/v1/conversations/"+id, "")
+	var ci ConversationInfo
+	mustJSON(t, out, &ci)
+	w := f.watch(id, "Last-Event-ID", fmt.Sprint(ci.LastEvent))
+	if status, out := f.do("POST", "/v1/conversations/"+id+"/turns", body); status != http.StatusAccepted {
+		t.Fatalf("POST turns %s: %d %s", body, status, out)
+	}
+	w.until(t, EventTurnFinished)
+}

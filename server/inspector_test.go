@@ -522,3 +522,42 @@ func TestTheInspectorShowsAndNavigatesTheBranchTree(t *testing.T) {
 		t.Fatalf("the conversation after the page's undo reads %q", got)
 	}
 }
+
+// Issue 31: the inspector shows what each request, each turn and the
+// conversation cost, as the server prices them; a request whose model has
+// no price is "cost unknown" and the sums over it "at least" the known
+// part — never $0.
+func TestTheInspectorShowsCostsPerRequestTurnAndConversation(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t,
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c1", Name: "noop--run", Input: `{}`}}, Input: 40000, Output: 10},
+		providertest.Step{Text: "done", Input: 40100, Output: 20},
+		providertest.Step{Text: "unpriced", Input: 100, Output: 5})
+	f.srv.Agent.Pricer, f.srv.Agent.ContextWindow = onePricer{}, 1<<20
+	id := f.newConversation()
+	nextTurn(t, f, id, `{"prompt":"go"}`)
+	nextTurn(t, f, id, `{"prompt":"more","model":"unpriced"}`)
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/?conversation="+id)); err != nil {
+		t.Fatal(err)
+	}
+	total := `document.getElementById("conversation-cost")`
+	waitFor(t, ctx, "the conversation's cost", total+` !== null`)
+	if got, want := text(t, ctx, total+`.textContent`), "Conversation cost at least $0.0801 (model unpriced not in the price table)"; got != want {
+		t.Errorf("the conversation's cost reads %q, want %q", got, want)
+	}
+	for _, c := range []struct{ what, js, want string }{
+		{"the first request", `document.querySelector('.round[data-n="2"] .request').textContent`, "output; cost $0.0400"},
+		{"the second request", `document.querySelector('.round[data-n="4"] .request').textContent`, "output; cost $0.0401"},
+		{"the unpriced request", `document.querySelector('.round[data-n="6"] .request').textContent`, "output; cost unknown (model unpriced not in the price table)"},
+		{"the first turn", `document.querySelector('.turn[data-n="1"] .turn-cost').textContent`, "turn cost $0.0801 (2 requests)"},
+		{"the unpriced turn", `document.querySelector('.turn[data-n="5"] .turn-cost').textContent`, "turn cost unknown (model unpriced not in the price table) (1 request)"},
+	} {
+		if got := text(t, ctx, c.js); !strings.HasSuffix(got, c.want) {
+			t.Errorf("%s reads %q, want it to end %q", c.what, got, c.want)
+		}
+	}
+	if tl := text(t, ctx, `document.getElementById("timeline").textContent`); strings.Contains(tl, "$0.0000") {
+		t.Errorf("the timeline shows a cost of $0.0000: %s", tl)
+	}
+}

@@ -117,8 +117,9 @@ func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, id, tid st
 // It continues the turn from what is stored (agent.Continue: the
 // interrupted calls of a process that died are answered, a turn that
 // ended is left), with its events in the server's log. It returns nil
-// when the turn ended here (or was cancelled); it fails — and the job is
-// to be tried again later — when the turn could not start (a
+// when the turn ended here (or was cancelled, or its budgets could not be
+// held with this worker's price table: unheldQueued); it fails — and the
+// job is to be tried again later — when the turn could not start (a
 // *history.HeldError while another writer is alive) or failed for another
 // reason than its context. A turn whose claim was lost midway (another
 // writer took the conversation over: this worker was given up for dead)
@@ -134,9 +135,9 @@ func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, id, tid st
 // another worker to continue.
 func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error {
 	s.init()
-	a, err := s.agentFor(t.input())
+	a, err := s.agentFor(t.input(), true)
 	if err != nil {
-		return err
+		return s.unheldQueued(ctx, conv, t, err)
 	}
 	prompt, err := lastPrompt(ctx, a.Store, conv)
 	if err != nil {
@@ -224,7 +225,10 @@ func lastPrompt(ctx context.Context, store history.Store, conv string) (string, 
 // turn's turn.finished says it was cancelled. It runs no model.
 func (s *Server) EndQueued(ctx context.Context, conv string, t QueuedTurn) error {
 	s.init()
-	a, err := s.agentFor(t.input())
+	a, err := s.agentFor(t.input(), true)
+	if be := (*budgetError)(nil); errors.As(err, &be) {
+		a, err = s.Agent, nil // ending it runs no model: its budgets do not matter
+	}
 	if err != nil {
 		return err
 	}

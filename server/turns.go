@@ -39,39 +39,22 @@ type TurnInput struct {
 	MaxRounds int `json:"max_rounds,omitempty"`
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// MaxTurnTokens, MaxCost and MaxConversationCost, when above 0, are
-	// this turn's budgets in place of the server's (agent.Agent's fields
-	// of those names): the tokens of the turn, what it costs and what the
-	// conversation costs in all, in US dollars.
+	// this turn's budgets (agent.Agent's fields of those names): the
+	// tokens of the turn, what it costs and what the conversation costs
+	// in all, in US dollars. Each is a ceiling under the server's own
+	// (serve --max-turn-tokens, --max-cost, --max-conversation-cost): it
+	// may lower the server's, never raise it; one above it is a 400
+	// saying what the server allows.
 	MaxTurnTokens       int     `json:"max_turn_tokens,omitempty"`
 	MaxCost             float64 `json:"max_cost,omitempty"`
 	MaxConversationCost float64 `json:"max_conversation_cost,omitempty"`
 }
 
-// budgets checks in's budgets and sets those it gives on a, which must
-// be the turn's own; a cost budget needs prices for a's model, which the
-// turn would otherwise fail on once started.
-func (in TurnInput) budgets(a *agent.Agent) error {
-	if in.MaxTurnTokens < 0 || in.MaxCost < 0 || in.MaxConversationCost < 0 {
-		return fmt.Errorf("max_turn_tokens %d, max_cost %g, max_conversation_cost %g: give a positive budget (tokens, US dollars), or leave it out for the server's", in.MaxTurnTokens, in.MaxCost, in.MaxConversationCost)
-	}
-	if in.MaxTurnTokens > 0 {
-		a.MaxTurnTokens = in.MaxTurnTokens
-	}
-	if in.MaxCost > 0 {
-		a.MaxCost = in.MaxCost
-	}
-	if in.MaxConversationCost > 0 {
-		a.MaxConversationCost = in.MaxConversationCost
-	}
-	if err := a.CheckBudgets(); err != nil {
-		return fmt.Errorf("max_turn_tokens, max_cost, max_conversation_cost: %w", err)
-	}
-	return nil
-}
-
 // agentFor is the agent that runs a turn of in: the server's, or a clone
-// with the turn's own model and limits.
-func (s *Server) agentFor(in TurnInput) (*agent.Agent, error) {
+// with the turn's own model and limits. queued is true for a queued
+// turn's worker (RunQueued): a budget above its own is lowered to it, not
+// refused (budgets).
+func (s *Server) agentFor(in TurnInput, queued bool) (*agent.Agent, error) {
 	if in.Model == "" && in.MaxRounds == 0 && in.MaxTokens == 0 && in.MaxTurnTokens == 0 && in.MaxCost == 0 && in.MaxConversationCost == 0 {
 		return s.Agent, nil
 	}
@@ -88,7 +71,7 @@ func (s *Server) agentFor(in TurnInput) (*agent.Agent, error) {
 	if in.MaxTokens > 0 {
 		a.MaxTokens = in.MaxTokens
 	}
-	if err := in.budgets(a); err != nil {
+	if err := in.budgets(a, queued); err != nil {
 		return nil, err
 	}
 	if _, err := a.Window(); err != nil {
@@ -130,7 +113,7 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `a turn needs a prompt: {"prompt":"..."}`)
 		return
 	}
-	a, err := s.agentFor(in)
+	a, err := s.agentFor(in, false)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return

@@ -10,7 +10,7 @@ import (
 )
 
 // budgetFlags are the turn budgets of run, chat and serve (serve's are its
-// turns' defaults, which a turn's body may change): agent.Agent's
+// turns' bounds, which a turn's body may lower, not raise): agent.Agent's
 // MaxTurnTokens, MaxCost and MaxConversationCost.
 type budgetFlags struct {
 	turnTokens     int

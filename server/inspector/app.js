@@ -196,6 +196,14 @@ async function loadMessages() {
     state.requestList = (await api("GET", base + "/requests")).requests;
     for (const r of state.requestList) if (r.msg) state.requests[r.msg] = r;
   } catch (e) { /* no requests kept */ }
+  // what each request, each turn and the conversation cost, as the server
+  // prices them (none when it has no price table: no cost is shown, never
+  // a $0)
+  state.costs = null;
+  try {
+    const info = await api("GET", base);
+    if (info.cost) state.costs = costsOf(info);
+  } catch (e) { /* shown without costs */ }
   if (id !== state.current) return;
   // drawn again only when what it is drawn from changed: a drawing wipes
   // what the reader opened and where they scrolled
@@ -210,7 +218,45 @@ async function loadMessages() {
 // subagents' and the tool.finished events' counts, say whether it changed
 // (a rewind or a switch, which take records away, clears state.drawn).
 function drawnFrom(id, data) {
-  return JSON.stringify([id, data.messages.length, state.requestList.length, Object.values(state.children).flat().length, Object.keys(state.finished).length]);
+  return JSON.stringify([id, data.messages.length, state.requestList.length, Object.values(state.children).flat().length, Object.keys(state.finished).length, state.costs && state.costs.total]);
+}
+
+// costsOf indexes a conversation's costs (GET …/{id}: cost, turn_costs):
+// each turn's by its prompt's number (0: what came before the first
+// prompt), each request's by the number of the record holding its usage
+// and its kind.
+function costsOf(info) {
+  const c = { total: info.cost, turns: {}, requests: {} };
+  for (const t of info.turn_costs || []) {
+    c.turns[t.prompt || 0] = t;
+    for (const r of t.requests) c.requests[r.msg + ":" + r.kind] = r.cost;
+  }
+  return c;
+}
+
+// costWords says a cost as the CLI does: "cost $0.0123"; "cost at least
+// $0.0123 (why)" when part of a sum could not be priced; "cost unknown
+// (why)" — never $0 for a cost that is not known.
+function costWords(c) {
+  const dollars = (d) => d > 0 && d < 0.00005 ? "under $0.0001" : "$" + (d >= 10 ? d.toFixed(2) : d.toFixed(4));
+  if (c.known) return "cost " + dollars(c.usd);
+  if (c.at_least_usd) return "cost at least " + dollars(c.at_least_usd) + " (" + c.why + ")";
+  return "cost unknown (" + c.why + ")";
+}
+
+// costOf is "; cost …" for the request of kind whose usage record n holds,
+// "" when the server gave no cost for it.
+function costOf(n, kind) {
+  const c = state.costs && state.costs.requests[n + ":" + kind];
+  return c ? "; " + costWords(c) : "";
+}
+
+// turnCost is the line saying what the turn from prompt n cost (0: before
+// the first prompt), null when the server gave none.
+function turnCost(n) {
+  const t = state.costs && state.costs.turns[n];
+  if (!t || !t.requests.length) return null;
+  return el("div", { class: "turn-cost" }, "turn " + costWords(t.cost) + " (" + t.requests.length + (t.requests.length === 1 ? " request)" : " requests)"));
 }
 
 // render draws the stored records as turns (a prompt and what followed),
@@ -218,6 +264,7 @@ function drawnFrom(id, data) {
 function render(messages) {
   const tl = $("timeline");
   tl.replaceChildren();
+  if (state.costs) tl.append(el("div", { class: "conversation-cost", id: "conversation-cost" }, "Conversation " + costWords(state.costs.total)));
   let turn = null, round = null;
   const calls = {}; // call_id -> the element its result goes in
   const kids = {};  // call_id -> how many of its children are placed
@@ -229,18 +276,26 @@ function render(messages) {
       const what = e.refusal ? "withheld " + (e.cleared || []).length + " result(s) after the model refused (" + e.refusal.stop + ")" + (e.refusal.text ? ": " + e.refusal.text : "")
         : e.summary ? "summarised messages 1–" + e.summary.through // its places 0 to through-1
         : "cleared " + (e.cleared || []).length + " result(s) or input(s) from the requests";
-      (turn || tl).append(el("div", { class: "context" }, "Context: " + what +
-        (e.before ? " (next request " + e.before + " → " + e.after + " tokens)" : "") + (e.why ? " — " + e.why : "")));
+      (turn || tl).append(el("div", { class: "context", "data-n": n }, "Context: " + what +
+        (e.before ? " (next request " + e.before + " → " + e.after + " tokens)" : "") + (e.why ? " — " + e.why : "") +
+        costOf(n, "summary") + costOf(n, "refusal")));
       continue;
     }
     const results = m.parts.filter((p) => p.type === "tool_result");
     if (m.role === "user" && results.length === 0) {
       turn = el("div", { class: "turn", "data-n": n }, el("div", { class: "prompt" }, "▸ " + m.parts.map((p) => p.text || "").join("")));
+      const tc = turnCost(n);
+      if (tc) turn.append(tc);
       tl.append(turn);
       round = null;
       continue;
     }
-    if (!turn) { turn = el("div", { class: "turn" }); tl.append(turn); }
+    if (!turn) {
+      turn = el("div", { class: "turn" });
+      const tc = turnCost(0);
+      if (tc) turn.append(tc);
+      tl.append(turn);
+    }
     if (m.role === "assistant") {
       round = el("div", { class: "round", "data-n": n });
       turn.append(round);
@@ -295,7 +350,7 @@ function requestLine(u, n, req) {
   }
   const share = state.window ? " (" + Math.round((100 * input) / state.window) + "% of the window)" : "";
   line.append(" → message " + n + ": " + input + " input tokens" + share + ", " + u.cache_read + " read from the cache (" + hit + "%), " +
-    u.cache_write + " written to it; " + u.output + " output");
+    u.cache_write + " written to it; " + u.output + " output" + costOf(n, "answer"));
   return line;
 }
 
