@@ -48,16 +48,16 @@ const maxBody = 64 << 10
 // the time it was read, which relative values count from.
 func FromResponse(wire string, status int, h http.Header, body []byte, now time.Time) Observation {
 	o := Observation{At: now, From: wire, Status: status}
-	if wait, ok := headerRetryAfter(h, now); ok {
-		o.RetryAfter = wait
-	}
+	wait, headerSaid := headerRetryAfter(h, now)
+	o.RetryAfter = wait
 	o.Requests = anthropicDimension(h, "requests", now).or(openAIDimension(h, "requests", now))
 	o.Tokens = anthropicDimension(h, "tokens", now).or(openAIDimension(h, "tokens", now))
 	o.InputTokens = anthropicDimension(h, "input-tokens", now)
 	o.OutputTokens = anthropicDimension(h, "output-tokens", now)
 
 	e := readError(h, body)
-	if o.RetryAfter == 0 && e.retryDelay > 0 {
+	if !headerSaid && e.retryDelay > 0 {
+		// A header says it first, even when it says 0.
 		o.RetryAfter = e.retryDelay
 	}
 	o.Error = e.name()

@@ -309,3 +309,22 @@ func TestBedrocksErrorTypeIsReadByItsName(t *testing.T) {
 		}
 	}
 }
+
+// A wait asked for in a header is the wait, even 0; Gemini's RetryInfo is
+// read only when no header said one.
+func TestAHeadersRetryAfterComesBeforeTheBodys(t *testing.T) {
+	body := []byte(`{"error":{"code":429,"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"20s"}]}}`)
+	for _, tc := range []struct {
+		h    http.Header
+		want time.Duration
+	}{
+		{nil, 20 * time.Second},
+		{http.Header{"Retry-After": {"3"}}, 3 * time.Second},
+		{http.Header{"Retry-After": {"0"}}, 0},
+		{http.Header{"Retry-After": {"garbage"}}, 20 * time.Second},
+	} {
+		if got := FromResponse("gemini", 429, tc.h, body, now).RetryAfter; got != tc.want {
+			t.Errorf("headers %v: retry after = %v, want %v", tc.h, got, tc.want)
+		}
+	}
+}
