@@ -45,7 +45,9 @@ const maxBody = 64 << 10
 // "vertex", "google-cloud") says of its limits: status is its HTTP status
 // (0 for an error event read from inside a stream), h its headers, body
 // its error body or a stream's error event (nil when there is none), now
-// the time it was read, which relative values count from.
+// the time it was read, which relative values count from. The wire names
+// the response in Why (Observation.From); every header family and error
+// body is read alike whatever the wire (docs/ratelimits.md).
 func FromResponse(wire string, status int, h http.Header, body []byte, now time.Time) Observation {
 	o := Observation{At: now, From: wire, Status: status}
 	wait, headerSaid := headerRetryAfter(h, now)

@@ -328,3 +328,34 @@ func TestAHeadersRetryAfterComesBeforeTheBodys(t *testing.T) {
 		}
 	}
 }
+
+// Whatever a response holds, reading it does not panic and asks for a wait
+// within [0, MaxWait]. Its seeds are every fixture's headers and body; go
+// test runs them, go test -fuzz FuzzFromResponse ./ratelimit looks further.
+func FuzzFromResponse(f *testing.F) {
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join("testdata", e.Name()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		head, body, _ := strings.Cut(string(raw), "\n\n")
+		f.Add(429, head, body)
+	}
+	f.Fuzz(func(t *testing.T, status int, head, body string) {
+		h := http.Header{}
+		for _, line := range strings.Split(head, "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok {
+				h[k] = append(h[k], v)
+			}
+		}
+		o := FromResponse("anthropic", status, h, []byte(body), now)
+		if w := o.Wait(now); w < 0 || w > MaxWait {
+			t.Errorf("wait = %v, want within [0, MaxWait]", w)
+		}
+		_ = o.Why()
+	})
+}
