@@ -24,6 +24,8 @@ func TestThePackagesLinkOnlyWhatTheirPlaceAllows(t *testing.T) {
 			"the durable stores are history/sqlite and history/postgres; a package that only reads messages links neither driver"},
 		{[]string{"../internal/jsonstring"}, []string{"github.com/myelin-run/myelin/"},
 			"the one JSON-string decoder sits below result and imports nothing of myelin"},
+		{[]string{"../ratelimit"}, []string{"github.com/myelin-run/myelin/"},
+			"ratelimit reads what every wire says of its limits; it imports nothing of myelin, so that every wire can import it"},
 		{[]string{"../result"}, []string{"github.com/myelin-run/myelin/history", "github.com/myelin-run/myelin/provider", "github.com/myelin-run/myelin/tool"},
 			"result is the bottom floor: the one conversion imports no package above it"},
 		{[]string{"../telemetry", "../agent", "../tool", "../mcp", "../server"},
