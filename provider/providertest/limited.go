@@ -66,7 +66,8 @@ type Seen struct {
 	Key string
 	// Status is the status it was answered with: 429 when the limit
 	// refused it, 529 or 500 for a fault, else what the script's step
-	// said (200 for an answer, a cut one included).
+	// said (200 for an answer, a cut one included); 0 until its answer
+	// starts.
 	Status int
 	// Cut is whether the fake cut its stream (Limits.Cut); a step's own
 	// CutAfter is not counted.
@@ -171,18 +172,23 @@ func (l *Limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		l.refuse(w, Step{Status: v.status, ErrorMessage: "Internal server error"})
 		return
 	}
-	rec := &recorder{w: w, status: http.StatusOK}
+	// The log is written before the client can have read the end of the
+	// answer, so that a test reading it then sees it whole.
+	rec := &recorder{w: w, logged: func(status int, cut bool) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.log[v.index].Status, l.log[v.index].Cut = status, cut
+	}}
 	if v.cut >= 0 {
 		rec.buf = &bytes.Buffer{}
 	}
 	l.Server.serve(rec, r)
-	cutIt := false
-	if rec.buf != nil { // drawn to be cut, and not hijacked by its step
-		cutIt = rec.cutAt(v.cut)
+	if !rec.wrote { // nothing written: net/http answers 200
+		rec.WriteHeader(http.StatusOK)
 	}
-	l.mu.Lock()
-	l.log[v.index].Status, l.log[v.index].Cut = rec.status, cutIt
-	l.mu.Unlock()
+	if rec.buf != nil { // drawn to be cut, and not hijacked by its step
+		rec.cutAt(v.cut)
+	}
 }
 
 // admit logs the request of key and decides its fate: refused by the
@@ -256,6 +262,7 @@ func ceilDiv(d, unit time.Duration) int64 { return int64((d + unit - 1) / unit) 
 // gets what was held written out first, and is then no longer held.
 type recorder struct {
 	w      http.ResponseWriter
+	logged func(status int, cut bool) // the status, when written; a cut
 	status int
 	buf    *bytes.Buffer
 	wrote  bool
@@ -268,6 +275,7 @@ func (r *recorder) WriteHeader(status int) {
 		return
 	}
 	r.status, r.wrote = status, true
+	r.logged(status, false)
 	if r.buf == nil {
 		r.w.WriteHeader(status)
 	}
@@ -292,6 +300,9 @@ func (r *recorder) Flush() {
 
 // Hijack writes out what was held back, then hands over the connection.
 func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if !r.wrote {
+		r.WriteHeader(http.StatusOK)
+	}
 	r.release()
 	r.w.(http.Flusher).Flush()
 	return r.w.(http.Hijacker).Hijack()
@@ -309,10 +320,10 @@ func (r *recorder) release() {
 }
 
 // cutAt ends a held-back answer: a 200 event stream of two events or more
-// is sent up to a point (at, from 0 to 1, picks it: at least the first
-// event, never the last) and its connection dropped, and cutAt says true;
+// is logged as cut and sent up to a point (at, from 0 to 1, picks it: at
+// least the first event, never the last), its connection then dropped;
 // anything else is sent whole.
-func (r *recorder) cutAt(at float64) bool {
+func (r *recorder) cutAt(at float64) {
 	events := strings.SplitAfter(r.buf.String(), "\n\n")
 	if events[len(events)-1] == "" {
 		events = events[:len(events)-1]
@@ -320,14 +331,14 @@ func (r *recorder) cutAt(at float64) bool {
 	stream := strings.HasPrefix(r.Header().Get("Content-Type"), "text/event-stream")
 	if r.status != http.StatusOK || !stream || len(events) < 2 {
 		r.release()
-		return false
+		return
 	}
 	keep := 1 + int(at*float64(len(events)-1))
+	r.logged(r.status, true)
 	r.buf = nil
 	r.w.WriteHeader(r.status)
 	io.WriteString(r.w, strings.Join(events[:keep], ""))
 	cut(r.w)
-	return true
 }
 
 // Log is the requests a Limited fake saw, in the order they arrived.
