@@ -26,7 +26,8 @@ import (
 // each of faultRounds tool rounds and a last answer, against a provider
 // that lets one key make faultRate requests a second and answers 429 with
 // retry-after: 1 beyond it. The wire retries as `myelin serve` has it by
-// default (provider.DefaultRetries, the SDK honouring retry-after).
+// default (provider.DefaultRetries in internal/send, each retry after the
+// answer's retry-after-ms, else its retry-after).
 const (
 	faultTurns  = 20
 	faultRounds = 2
