@@ -44,9 +44,11 @@ type Limits struct {
 	// together at most 1, that a request the limit admitted is answered
 	// with a 529 overloaded_error, with a 500 api_error, or, when it
 	// streams, with its answer's stream cut after some of its events (the
-	// connection closed mid-stream, no message_stop). A faulted request
-	// counts against the limit and takes no step of the script; a cut
-	// one takes its step.
+	// connection closed mid-stream, no message_stop; a whole answer is
+	// never cut). A faulted request counts against the limit and takes
+	// no step of the script; a cut one takes its step, and its answer is
+	// held back until it is all written, then sent up to the cut (a step
+	// that Stalls is not seen before its Stall is closed).
 	Overloaded, Failed, Cut float64
 	// Seed seeds the draws: the same seed and the same requests in the
 	// same order give the same faults and the same cuts. Each admitted
@@ -79,9 +81,10 @@ type Seen struct {
 
 // Limited is the Anthropic fake (Server: its script, Respond, Requests
 // and the rest work as there) behind a provider's rate limit per key and
-// a seeded mix of faults (Limits), logging every request it saw. Every
-// answer, refusals and faults included, carries Anthropic's
-// anthropic-ratelimit-requests-limit, -remaining and -reset headers.
+// a seeded mix of faults (Limits), logging every request it saw. With a
+// limit (Limits.Rate), every answer, refusals and faults included,
+// carries Anthropic's anthropic-ratelimit-requests-limit, -remaining and
+// -reset (RFC 3339: when the key's window is empty again) headers.
 // Requests refused or faulted by it never reach the script: the Server's
 // Requests and Stats hold only the ones that did.
 //
@@ -97,7 +100,8 @@ type Limited struct {
 	log   Log
 }
 
-// NewLimited starts a Limited fake answering with steps. It fails t when
+// NewLimited starts a Limited fake answering with steps; t must not be
+// nil (the fake is closed at its cleanup). It fails t when
 // the limits make no sense (a rate or a window below 0, a chance out of
 // 0..1, chances that add up past 1).
 func NewLimited(t testing.TB, l Limits, steps ...Step) *Limited {
