@@ -508,9 +508,12 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 // movedOr is the error for a read whole of conversation c.ID, begun with
 // its record c, that came out short: errMoved when its record is no
 // longer as it was (a rewind or switch moved what it names meanwhile),
-// else damaged, the error for what it found.
+// else damaged, the error for what it found. Its time of update is
+// compared too: a rewind followed by appends can give the record its
+// count back (a rewind to 0 and one append: 1 message again, a new one)
+// while the rows read came between them.
 func (s *Store) movedOr(ctx context.Context, c history.Conversation, damaged error) error {
-	if now, err := s.Get(ctx, c.ID); err == nil && (now.Messages != c.Messages || now.Base != c.Base || now.BaseAt != c.BaseAt) {
+	if now, err := s.Get(ctx, c.ID); err == nil && (now.Messages != c.Messages || now.Base != c.Base || now.BaseAt != c.BaseAt || !now.Updated.Equal(c.Updated)) {
 		return errMoved
 	}
 	return damaged
