@@ -256,3 +256,156 @@ func TestASpentDimensionWaitsForItsResetThenLetsOneGo(t *testing.T) {
 	clock.waiting(t, 1)
 	none(t, second, "a second request at the reset, before the first's answer")
 }
+
+// memShared is a Shared in memory, as two processes' limiters would see
+// one Postgres table: Save keeps the later next-allowed time.
+type memShared struct {
+	mu      sync.Mutex
+	states  map[Key]State
+	loadErr error
+	saveErr error
+}
+
+func (m *memShared) Load(_ context.Context, key Key) (State, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.loadErr != nil {
+		return State{}, false, m.loadErr
+	}
+	st, ok := m.states[key]
+	return st, ok, nil
+}
+
+func (m *memShared) Save(_ context.Context, key Key, st State) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.saveErr != nil {
+		return m.saveErr
+	}
+	if m.states == nil {
+		m.states = map[Key]State{}
+	}
+	if old, ok := m.states[key]; ok && old.NextAllowed.After(st.NextAllowed) {
+		st.NextAllowed, st.Why = old.NextAllowed, old.Why
+	}
+	m.states[key] = st
+	return nil
+}
+
+// step advances clock by d and returns the Wait's result if it returned,
+// or waits until it is waiting on the clock again.
+func step(t *testing.T, clock *fakeClock, d time.Duration, res <-chan result) (result, bool) {
+	t.Helper()
+	made := clock.made()
+	clock.Advance(d)
+	clock.waitFor(t, "the waiter to return or wait again", func(pending, created int) bool {
+		return len(res) > 0 || (created > made && pending == 1)
+	})
+	select {
+	case r := <-res:
+		return r, true
+	default:
+		return result{}, false
+	}
+}
+
+func TestAnotherProcessesRetryAfterIsWaitedForThroughShared(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		name := "two limiters at once"
+		if restart {
+			name = "a new limiter after a restart"
+		}
+		t.Run(name, func(t *testing.T) {
+			clock := newFakeClock(now)
+			store := &memShared{}
+			a := &Limiter{Shared: store, Clock: clock}
+			b := &Limiter{Shared: store, Clock: clock}
+			if restart {
+				b = nil
+			} else if _, err := b.Wait(context.Background(), testKey, nil); err != nil {
+				t.Fatalf("b's first Wait: %v", err)
+			}
+			if err := a.Observe(context.Background(), testKey, refused(now, 5*time.Second)); err != nil {
+				t.Fatalf("Observe: %v", err)
+			}
+			if restart {
+				a = nil
+				b = &Limiter{Shared: store, Clock: clock}
+			}
+			var n notes
+			res := goWait(context.Background(), b, testKey, &n)
+			clock.waiting(t, 1)
+			if until, _ := n.get(); len(until) != 1 || !until[0].Equal(at(5)) {
+				t.Fatalf("b was told %v, want the 429's retry-after saved by a: %v", until, at(5))
+			}
+			for i := 1; i < 5; i++ {
+				if r, done := step(t, clock, time.Second, res); done {
+					t.Fatalf("b went %ds after a's 429 asked for 5s: %+v", i, r)
+				}
+			}
+			r, done := step(t, clock, time.Second, res)
+			if !done || r.err != nil || r.w.For != 5*time.Second {
+				t.Errorf("b after a's retry-after passed: returned %v, %+v; want 5s waited", done, r)
+			}
+		})
+	}
+}
+
+func TestAWaitingLimiterHonoursALaterRetryAfterSavedMeanwhile(t *testing.T) {
+	clock := newFakeClock(now)
+	store := &memShared{}
+	a := &Limiter{Shared: store, Clock: clock}
+	b := &Limiter{Shared: store, Clock: clock, Poll: 10 * time.Second}
+	_ = a.Observe(context.Background(), testKey, refused(now, 5*time.Second))
+	var n notes
+	res := goWait(context.Background(), b, testKey, &n)
+	clock.waiting(t, 1)
+	_ = a.Observe(context.Background(), testKey, refused(now, 30*time.Second))
+	if r, done := step(t, clock, 5*time.Second, res); done {
+		t.Fatalf("b went at a's first retry-after though a saved a later one meanwhile: %+v", r)
+	}
+	until, why := n.get()
+	if len(until) != 2 || !until[1].Equal(at(30)) || !strings.Contains(why[1], "30s") {
+		t.Errorf("b was told %v %q, want a second note for the later %v", until, why, at(30))
+	}
+	for _, d := range []time.Duration{10 * time.Second, 10 * time.Second} {
+		if r, done := step(t, clock, d, res); done {
+			t.Fatalf("b went at %v, before %v: %+v", clock.Now(), at(30), r)
+		}
+	}
+	if r, done := step(t, clock, 5*time.Second, res); !done || r.w.For != 30*time.Second {
+		t.Errorf("b at %v: returned %v, %+v; want 30s waited", at(30), done, r)
+	}
+}
+
+func TestAStoreThatCannotBeReadLeavesTheProcessToItsOwnState(t *testing.T) {
+	down := errors.New("store down")
+	store := &memShared{loadErr: down, saveErr: down}
+	l := &Limiter{Shared: store, Clock: newFakeClock(now)}
+	w, err := l.Wait(context.Background(), testKey, nil)
+	if err != nil || !errors.Is(w.Shared, down) {
+		t.Errorf("Wait with the store down = %+v, %v; want no error and Waited.Shared wrapping %v", w, err, down)
+	}
+	err = l.Observe(context.Background(), testKey, refused(now, 5*time.Second))
+	if !errors.Is(err, down) || !strings.Contains(err.Error(), testKey.String()) {
+		t.Errorf("Observe with the store down = %v, want an error naming the key wrapping %v", err, down)
+	}
+	if st := l.State(testKey); !st.NextAllowed.Equal(at(5)) {
+		t.Errorf("Observe with the store down did not keep the state in the process: next %v, want %v", st.NextAllowed, at(5))
+	}
+}
+
+func TestAStoredTimeBeyondMaxWaitIsTakenAsMaxWait(t *testing.T) {
+	clock := newFakeClock(now)
+	store := &memShared{states: map[Key]State{testKey: {NextAllowed: now.Add(1000 * time.Hour), Remaining: 1, Why: "broken", UpdatedAt: now}}}
+	l := &Limiter{Shared: store, Clock: clock}
+	var n notes
+	ctx, cancel := context.WithCancel(context.Background())
+	res := goWait(ctx, l, testKey, &n)
+	clock.waiting(t, 1)
+	cancel()
+	receive(t, res, "after cancelling")
+	if until, _ := n.get(); len(until) != 1 || !until[0].Equal(now.Add(MaxWait)) {
+		t.Errorf("a stored time 1000h off was told as %v, want %v (MaxWait)", until, now.Add(MaxWait))
+	}
+}
