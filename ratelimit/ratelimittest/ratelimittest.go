@@ -58,8 +58,9 @@ func (m *Memory) Save(_ context.Context, key ratelimit.Key, st ratelimit.State) 
 // its reason) earlier, and an older observation never replaces a newer
 // one's budget, whatever order concurrent saves land in; keys are apart;
 // and a retry-after one Limiter observed is waited for by a new Limiter
-// on the same store (a restart). open may return the same store for every
-// call; each check uses keys of its own.
+// on the same store (a restart; open is called twice, to open it as two
+// processes would). open may return the same store for every call; each
+// check uses keys of its own.
 func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 	ctx := context.Background()
 	base := time.Now().UTC().Truncate(time.Microsecond)
@@ -126,9 +127,10 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 		errs := make(chan error, n)
 		for i := range n {
 			wg.Add(1)
+			v := n - 1 - i // the latest started first, so that last-writer-wins shows
 			go func() {
 				defer wg.Done()
-				errs <- s.Save(ctx, k, ratelimit.State{NextAllowed: base.Add(time.Duration(i) * time.Second), Remaining: int64(i), Why: fmt.Sprint(i), UpdatedAt: base.Add(time.Duration(i) * time.Millisecond)})
+				errs <- s.Save(ctx, k, ratelimit.State{NextAllowed: base.Add(time.Duration(v) * time.Second), Remaining: int64(v), Why: fmt.Sprint(v), UpdatedAt: base.Add(time.Duration(v) * time.Millisecond)})
 			}()
 		}
 		wg.Wait()
@@ -145,7 +147,7 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 	})
 	t.Run("a retry-after saved by one limiter is waited for by a new one", func(t *testing.T) {
 		s, k := open(t), key(t)
-		first := &ratelimit.Limiter{Shared: s}
+		first := &ratelimit.Limiter{Shared: open(t)}
 		o := ratelimit.Observation{At: time.Now(), From: k.Endpoint, Status: 429, Limited: true, RetryAfter: time.Hour}
 		if err := first.Observe(ctx, k, o); err != nil {
 			t.Fatalf("Observe: %v", err)
