@@ -293,19 +293,32 @@ func (m *memShared) Save(_ context.Context, key Key, st State) error {
 }
 
 // step advances clock by d and returns the Wait's result if it returned,
-// or waits until it is waiting on the clock again.
+// or waits until it is waiting on the clock again. It watches the result
+// and the clock at once: a Wait returning signals nothing on the clock.
 func step(t *testing.T, clock *fakeClock, d time.Duration, res <-chan result) (result, bool) {
 	t.Helper()
 	made := clock.made()
 	clock.Advance(d)
-	clock.waitFor(t, "the waiter to return or wait again", func(pending, created int) bool {
-		return len(res) > 0 || (created > made && pending == 1)
-	})
-	select {
-	case r := <-res:
-		return r, true
-	default:
-		return result{}, false
+	deadline := time.After(10 * time.Second)
+	for {
+		clock.mu.Lock()
+		again, changed := clock.created > made && len(clock.timers) == 1, clock.changed
+		clock.mu.Unlock()
+		select {
+		case r := <-res:
+			return r, true
+		default:
+		}
+		if again {
+			return result{}, false
+		}
+		select {
+		case r := <-res:
+			return r, true
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("the waiter neither returned nor waited again %v after advancing the clock", d)
+		}
 	}
 }
 
@@ -408,4 +421,20 @@ func TestAStoredTimeBeyondMaxWaitIsTakenAsMaxWait(t *testing.T) {
 	if until, _ := n.get(); len(until) != 1 || !until[0].Equal(now.Add(MaxWait)) {
 		t.Errorf("a stored time 1000h off was told as %v, want %v (MaxWait)", until, now.Add(MaxWait))
 	}
+}
+
+func TestABudgetObservedByAnotherProcessBoundsThisOne(t *testing.T) {
+	clock := newFakeClock(now)
+	store := &memShared{}
+	a := &Limiter{Shared: store, Clock: clock}
+	b := &Limiter{Shared: store, Clock: clock}
+	_ = a.Observe(context.Background(), testKey, left(now, 1))
+	if w, err := b.Wait(context.Background(), testKey, nil); err != nil || w.Why != "" {
+		t.Fatalf("b's first request with 1 left: Wait = %+v, %v; want no wait", w, err)
+	}
+	res := goWait(context.Background(), b, testKey, nil)
+	clock.waiting(t, 1)
+	none(t, res, "b's second request with 1 left, observed by a")
+	clock.Advance(DefaultProbe)
+	receive(t, res, "b's second request, Probe after its first")
 }
