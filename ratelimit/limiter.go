@@ -56,9 +56,11 @@ type State struct {
 // Shared is where limiters of several processes keep their keys' states,
 // so that they wait for each other's 429s and a retry-after outlives a
 // restart. Load returns found false, and no error, for a key it has
-// never saved; Save must
-// never move a key's NextAllowed earlier than what it holds, whatever the
-// order concurrent saves land in.
+// never saved. Save merges, whatever the order concurrent saves land in:
+// it never moves a key's NextAllowed earlier than what it holds (keeping
+// the Why that goes with the time kept), and keeps the Remaining of the
+// later UpdatedAt. ratelimittest.RunShared checks all this. An
+// implementation must hold no key, only Key's identity.
 type Shared interface {
 	Load(ctx context.Context, key Key) (state State, found bool, err error)
 	Save(ctx context.Context, key Key, state State) error
