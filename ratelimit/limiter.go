@@ -88,7 +88,9 @@ type Waited struct {
 
 // Notify is told, before a Wait starts waiting, until when it expects to
 // and why — to show a waiting event — and again whenever that time moves
-// later (another process's 429, a longer retry-after). It must not block.
+// later (another process's 429, a longer retry-after; for a request held
+// for want of budget, whose time is Probe after the last request let
+// through, each time another goes before it). It must not block.
 type Notify func(until time.Time, why string)
 
 // Limiter holds one gate per Key. Its zero value is ready to use, with
