@@ -1,16 +1,20 @@
-// Package ratelimit owns the provider rate limits myelin reads and, later,
+// Package ratelimit owns the provider rate limits myelin reads and
 // shares: what one response of a wire says of its key's limits — the
 // requests and tokens left and when they come back, a retry-after, a 429,
 // an overloaded provider — read into one Observation, and the earliest
 // time the next request may be sent by it. A limiter is keyed by a Key:
 // the provider endpoint, the identity of the API key and the model.
 //
+// The Limiter (limiter.go) holds one gate per Key that requests wait at,
+// fed by what responses said and, through a Shared store, by what other
+// processes saw.
+//
 // It must not hold or log an API key: a Key carries Identity(apiKey), a
 // short hash of it, never the key, and nothing here keeps a response's
-// error text (a provider may quote part of a key in one). It reads; it
-// does not wait, retry or decide that a turn fails — the wires, the agent
-// and the workers do that with what it reads. It imports nothing of
-// myelin, so that every wire can import it.
+// error text (a provider may quote part of a key in one). It reads and
+// makes requests wait; it does not retry or decide that a turn fails —
+// the wires, the agent and the workers do that with what it reads. It
+// imports nothing of myelin, so that every wire can import it.
 package ratelimit
 
 import (

@@ -10,7 +10,8 @@
 // database's clock, never a host's.
 //
 // It also keeps conversations' workspace files (history.Blobs, blobs.go),
-// shared by every host on the database.
+// shared by every host on the database, and the providers' rate limits
+// the processes on the database share (RateLimits, ratelimits.go).
 //
 // It owns its tables and their migrations; it must not convert tool results
 // (package result does), know provider wires, or keep a claim in memory.
@@ -287,6 +288,18 @@ var migrations = []string{
 	ALTER TABLE conversations ADD COLUMN base_crc bigint NOT NULL DEFAULT 0; -- record.BaseChecksum(id, base, base_at, branch_of)
 	CREATE INDEX conversations_base ON conversations(base) WHERE base <> '';
 	CREATE INDEX conversations_branch_of ON conversations(branch_of) WHERE branch_of <> '';`,
+	// 6: the providers' rate limits the processes on the database share
+	// (RateLimits, ratelimits.go): a row per limiter, never a key
+	`CREATE TABLE myelin_rate_limits (
+		endpoint     text NOT NULL,
+		identity     text NOT NULL,        -- ratelimit.Identity: a hash, never the key
+		model        text NOT NULL,
+		next_allowed timestamptz NOT NULL, -- only ever moves later
+		remaining    bigint NOT NULL,      -- requests that may go at once after it; -1: no bound
+		why          text NOT NULL,
+		updated_at   timestamptz NOT NULL, -- when observed, by the observing host's clock
+		PRIMARY KEY (endpoint, identity, model)
+	);`,
 }
 
 // fills are what a migration computes in Go, after its SQL, in its
