@@ -112,6 +112,21 @@ type scenarioRun struct {
 // retry field asked on a loaded machine; they are logged.
 func (r scenarioRun) failed() []check { return r.with("FAILURE") }
 
+// timingChecks are the suite's checks of how long a client took: on a
+// loaded machine they measure the machine as much as the client.
+var timingChecks = map[string]bool{"client-sse-retry-timing": true}
+
+// onlyTiming reports whether failed holds checks and all of them are of
+// timing (timingChecks).
+func onlyTiming(failed []check) bool {
+	for _, c := range failed {
+		if !timingChecks[c.ID] {
+			return false
+		}
+	}
+	return len(failed) > 0
+}
+
 // with are the checks of the given status.
 func (r scenarioRun) with(status string) []check {
 	var out []check
@@ -235,6 +250,27 @@ func TestConformanceClientScenariosPassThroughTheCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for name, run := range runs {
+		if !onlyTiming(run.failed()) {
+			continue
+		}
+		// The suite ran every scenario at once: on a small machine the
+		// other clients starting together can make this one late. It is
+		// judged again run alone, where its timing is its own.
+		t.Logf("%s: a timing check failed with every scenario running at once; running it alone", name)
+		alone := t.TempDir()
+		again := exec.CommandContext(ctx, suite[0], suite[1], "client", "--command", "bash "+adapter,
+			"--scenario", name, "--timeout", conformanceScenarioMS, "--output-dir", alone)
+		again.Env, again.Dir = cmd.Env, cmd.Dir
+		_ = again.Run() // it exits 1 when the scenario fails; the results say so
+		reruns, err := readRuns(alone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := reruns[name]; ok {
+			runs[name] = r
+		}
+	}
 	passed := 0
 	for _, name := range scenarios {
 		run, ok := runs[name]
@@ -321,5 +357,22 @@ func TestReadRunsTellsScenariosByTheirResultDirectory(t *testing.T) {
 	want := map[string]int{"initialize": 0, "auth/scope-step-up": 1, "sse-retry": 0} // a warning is no failure
 	if !maps.Equal(failed, want) {
 		t.Errorf("failed checks by scenario: got %v, want %v", failed, want)
+	}
+}
+
+func TestOnlyATimingFailureIsRunAgainAlone(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		failed []check
+		want   bool
+	}{
+		{"no failure", nil, false},
+		{"the retry timing", []check{{ID: "client-sse-retry-timing"}}, true},
+		{"the retry timing and another", []check{{ID: "client-sse-retry-timing"}, {ID: "client-sse-last-event-id"}}, false},
+		{"another", []check{{ID: "mcp-client-initialization"}}, false},
+	} {
+		if got := onlyTiming(tc.failed); got != tc.want {
+			t.Errorf("%s: onlyTiming = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
