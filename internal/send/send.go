@@ -7,8 +7,13 @@
 // which makes its SDK's error of it (Refusal), so that what the wires
 // report is unchanged.
 //
+// With a gate (WithLimiter, gate.go), every attempt waits at a
+// ratelimit.Limiter first and every answer is observed by it; without
+// one, nothing of that runs.
+//
 // It owns the sending only: it must not encode or read bodies, know a
-// wire's error shape, or change a header the SDK would send.
+// wire's error shape (ratelimit reads a refusal for the gate), or change
+// a header the SDK would send.
 package send
 
 import (
@@ -355,7 +360,7 @@ func canonical(r *http.Request) bool {
 	return r.Host == "" || originsMatch(&url.URL{Scheme: r.URL.Scheme, Host: r.Host}, r.URL)
 }
 
-// With is a Sender like s (its client, rules and refusal) of t's
+// With is a Sender like s (its client, rules, refusal and gate) of t's
 // requests: for a wire whose headers change with a setting.
 func (s *Sender) With(t Target) *Sender {
 	c := *s
