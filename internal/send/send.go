@@ -7,8 +7,13 @@
 // which makes its SDK's error of it (Refusal), so that what the wires
 // report is unchanged.
 //
+// With a gate (WithLimiter, gate.go), every attempt waits at a
+// ratelimit.Limiter first and every answer is observed by it; without
+// one, nothing of that runs.
+//
 // It owns the sending only: it must not encode or read bodies, know a
-// wire's error shape, or change a header the SDK would send.
+// wire's error shape (ratelimit reads a refusal for the gate), or change
+// a header the SDK would send.
 package send
 
 import (
@@ -25,6 +30,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/ratelimit"
 )
 
 // Target is where and how a request goes: what the SDK's request held
@@ -58,6 +64,9 @@ type Sender struct {
 	// own: each request gets its own copy of the header, which the
 	// client writes to (its cookie jar adds cookies)
 	own bool
+	// gate, when set, is the rate limiter every attempt waits at
+	// (WithLimiter, gate.go)
+	gate *gate
 	// hooks for tests: the wait before a retry, the clock retry-after
 	// dates are read against, and the jitter taken off a backoff
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -168,6 +177,8 @@ func (s *Sender) request(ctx context.Context, b []byte, n int, own bool) *http.R
 // the URL, the attempts and the cause in words and wraps net/http's; a
 // context done is the context's error. Before each wait for a retry, the
 // observer ctx carries, if any, hears of it (provider.WithRetryNotice).
+// With a gate (WithLimiter), each attempt waits at the limiter first, and
+// each answer is observed by it.
 func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
 	return s.PostWritten(ctx, b, nil, nil)
 }
@@ -196,7 +207,16 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 	if w != nil {
 		ctx = w.Trace(ctx)
 	}
+	var key ratelimit.Key
+	if s.gate != nil {
+		key = s.limitKey(ctx)
+	}
 	for n := 0; ; n++ {
+		if s.gate != nil {
+			if err := s.await(ctx, key, n); err != nil {
+				return nil, err
+			}
+		}
 		req = s.request(ctx, b, n, each != nil)
 		last := n >= s.rules.MaxRetries
 		sent = false
@@ -211,8 +231,12 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		retry := s.rules.retryable(res, err)
 		var read []byte
 		var readErr error
-		if err == nil && res != nil && (last || !retry) && res.StatusCode >= http.StatusBadRequest {
+		readNow := err == nil && res != nil && (last || !retry) && res.StatusCode >= http.StatusBadRequest
+		if readNow {
 			read, readErr = s.read(res)
+		}
+		if s.gate != nil && err == nil && res != nil {
+			s.observe(ctx, key, res, read, readNow)
 		}
 		if ctx.Err() != nil {
 			closeBody(res)
@@ -336,7 +360,7 @@ func canonical(r *http.Request) bool {
 	return r.Host == "" || originsMatch(&url.URL{Scheme: r.URL.Scheme, Host: r.Host}, r.URL)
 }
 
-// With is a Sender like s (its client, rules and refusal) of t's
+// With is a Sender like s (its client, rules, refusal and gate) of t's
 // requests: for a wire whose headers change with a setting.
 func (s *Sender) With(t Target) *Sender {
 	c := *s

@@ -15,6 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/ratelimit"
 )
 
 // answer is one scripted answer of the fake server: a status, headers and
@@ -123,39 +126,64 @@ func TestAttemptsAndWaitsFollowTheSDKsRules(t *testing.T) {
 		"anthropic: a dropped error body is retried": {Anthropic(1), []answer{{status: 400, cut: true}, ok}, []time.Duration{500 * time.Millisecond}, 200, ""},
 		"openai: a dropped error body ends the call": {OpenAI(1), []answer{{status: 400, cut: true}, ok}, nil, 0, "unexpected EOF"},
 	} {
-		t.Run(name, func(t *testing.T) {
-			srv := &script{answers: c.answers}
-			hs := httptest.NewServer(srv)
-			defer hs.Close()
-			var waits []time.Duration
-			s := newSender(t, hs.URL, c.rules, &waits)
-			s.now = func() time.Time { return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) }
-			res, err := s.Post(context.Background(), []byte(`{"n":1}`))
-			if c.status != 0 {
-				if err != nil || res.StatusCode != c.status {
-					t.Fatalf("res %v, err %v", res, err)
+		// Gated, the same: the limiter observes every answer, and every
+		// retry-after it holds was waited already by the rules' own wait,
+		// so it holds no attempt back (docs/ratelimits.md).
+		for _, gated := range []bool{false, true} {
+			name := name
+			if gated {
+				name = "gated/" + name
+			}
+			t.Run(name, func(t *testing.T) {
+				srv := &script{answers: c.answers}
+				hs := httptest.NewServer(srv)
+				defer hs.Close()
+				var waits []time.Duration
+				s := newSender(t, hs.URL, c.rules, &waits)
+				start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+				s.now = func() time.Time { return start }
+				ctx := context.Background()
+				var held []provider.WaitNotice
+				if gated {
+					clock := &stepClock{now: start}
+					s = s.WithLimiter(&ratelimit.Limiter{Clock: clock}, "anthropic", ratelimit.Identity("sk-test"))
+					s.sleep = func(ctx context.Context, d time.Duration) error {
+						waits = append(waits, d)
+						clock.Advance(d)
+						return ctx.Err()
+					}
+					ctx = provider.WithWaitNotice(ctx, func(n provider.WaitNotice) { held = append(held, n) })
 				}
-				res.Body.Close()
-			} else if err == nil || !strings.Contains(err.Error(), c.err) {
-				t.Fatalf("err %v, want %q", err, c.err)
-			}
-			if len(waits) != len(c.waits) {
-				t.Fatalf("waits %v, want %v", waits, c.waits)
-			}
-			for i := range waits {
-				if waits[i] != c.waits[i] {
+				res, err := s.Post(ctx, []byte(`{"n":1}`))
+				if len(held) > 0 {
+					t.Fatalf("the limiter held an attempt after the rules' own wait: %+v", held)
+				}
+				if c.status != 0 {
+					if err != nil || res.StatusCode != c.status {
+						t.Fatalf("res %v, err %v", res, err)
+					}
+					res.Body.Close()
+				} else if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				if len(waits) != len(c.waits) {
 					t.Fatalf("waits %v, want %v", waits, c.waits)
 				}
-			}
-			if len(srv.counts) != len(c.waits)+1 {
-				t.Fatalf("%d attempts, %d waits", len(srv.counts), len(c.waits))
-			}
-			for i, n := range srv.counts {
-				if n != strconv.Itoa(i) || srv.bodies[i] != `{"n":1}` {
-					t.Fatalf("attempt %d: retry count %q, body %q", i, n, srv.bodies[i])
+				for i := range waits {
+					if waits[i] != c.waits[i] {
+						t.Fatalf("waits %v, want %v", waits, c.waits)
+					}
 				}
-			}
-		})
+				if len(srv.counts) != len(c.waits)+1 {
+					t.Fatalf("%d attempts, %d waits", len(srv.counts), len(c.waits))
+				}
+				for i, n := range srv.counts {
+					if n != strconv.Itoa(i) || srv.bodies[i] != `{"n":1}` {
+						t.Fatalf("attempt %d: retry count %q, body %q", i, n, srv.bodies[i])
+					}
+				}
+			})
+		}
 	}
 }
 

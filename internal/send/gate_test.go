@@ -1,0 +1,254 @@
+package send
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/ratelimit"
+)
+
+// stepClock is a ratelimit.Clock that waits no real time: After moves it
+// on by the wait and fires at once, unless hold is set, when it never
+// fires (a wait only the context ends).
+type stepClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	hold bool
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func (c *stepClock) After(d time.Duration) (<-chan time.Time, func()) {
+	if c.hold {
+		return nil, func() {}
+	}
+	c.Advance(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.Now()
+	return ch, func() {}
+}
+
+// limitedSender is a Sender of Anthropic Messages requests with key to
+// the fake at base, with rules and the real waits.
+func limitedSender(t *testing.T, base, key string, rules Rules) *Sender {
+	t.Helper()
+	u, err := url.Parse(base + "/v1/messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{"X-Api-Key": {key}, "Content-Type": {"application/json"}, retryCount: {"0"}}
+	return New(Target{Method: http.MethodPost, URL: u, Header: h}, &http.Client{}, rules, refuse)
+}
+
+const messages = `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+
+// run has senders senders post posts requests each, all at once, and
+// returns the errors of the posts that failed.
+func run(senders []*Sender, posts int) []error {
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for _, s := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range posts {
+				res, err := s.Post(context.Background(), []byte(messages))
+				if err == nil {
+					res.Body.Close()
+					continue
+				}
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func TestALimiterSharedBySendersOfOneKeySendsNothingBeforeItsRetryAfterAndFewer429s(t *testing.T) {
+	const senders, posts = 6, 2
+	limits := providertest.Limits{Rate: 2, Window: 200 * time.Millisecond}
+	count := map[bool]int{} // 429s, with and without the limiter
+	for _, limited := range []bool{false, true} {
+		fake := providertest.NewLimited(t, limits)
+		fake.Respond = func(providertest.Request) providertest.Step { return providertest.Step{Text: "ok"} }
+		// Probe: an answer on loopback never takes a minute; a busy
+		// machine must not let a second request go before one comes.
+		limiter := &ratelimit.Limiter{Probe: time.Minute}
+		var all []*Sender
+		for range senders {
+			s := limitedSender(t, fake.URL, "sk-one", Anthropic(50))
+			if limited {
+				s = s.WithLimiter(limiter, "anthropic", ratelimit.Identity("sk-one"))
+			}
+			all = append(all, s)
+		}
+		if limited {
+			// A key the limiter has heard nothing of is not bounded (its
+			// policy): one answer first tells it the key's budget.
+			if errs := run(all[:1], 1); len(errs) > 0 {
+				t.Fatalf("the first request failed: %v", errs)
+			}
+		}
+		errs := run(all, posts)
+		log := fake.Log()
+		count[limited] = log.Count(http.StatusTooManyRequests)
+		if !limited {
+			continue
+		}
+		if len(errs) > 0 {
+			t.Errorf("with the limiter, %d posts failed: %v", len(errs), errs)
+		}
+		if early := log.Early(); len(early) > 0 {
+			t.Errorf("with the limiter, %d requests arrived before their key's retry-after had passed: %+v", len(early), early)
+		}
+		if n := len(log.Admitted()); n != senders*posts+1 {
+			t.Errorf("with the limiter, the fake admitted %d requests, want %d", n, senders*posts+1)
+		}
+	}
+	if count[true] >= count[false] {
+		t.Errorf("with the limiter the fake refused %d requests with a 429, without it %d: want fewer with it", count[true], count[false])
+	}
+	t.Logf("429s: %d without the limiter, %d with it", count[false], count[true])
+}
+
+// held is a wait notice observer collecting what it is told.
+type held struct {
+	mu      sync.Mutex
+	notices []provider.WaitNotice
+}
+
+func (h *held) ctx(ctx context.Context) context.Context {
+	return provider.WithWaitNotice(ctx, func(n provider.WaitNotice) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.notices = append(h.notices, n)
+	})
+}
+
+func (h *held) take() []provider.WaitNotice {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.notices
+	h.notices = nil
+	return n
+}
+
+func TestAWaitAtTheLimiterIsToldUntilWhenAndWhy(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for name, c := range map[string]struct {
+		first answer
+		until time.Time
+		why   string // with %s for the endpoint
+	}{
+		"a 429's retry-after": {
+			first: answer{status: 429, header: map[string]string{"retry-after": "30"}, body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`},
+			until: start.Add(30 * time.Second), why: "429 from %s: retry after 30s",
+		},
+		"the requests left spent": {
+			first: answer{status: 200, header: map[string]string{
+				"anthropic-ratelimit-requests-limit":     "50",
+				"anthropic-ratelimit-requests-remaining": "0",
+				"anthropic-ratelimit-requests-reset":     start.Add(5 * time.Second).Format(time.RFC3339),
+			}, body: "data: ok\n\n"},
+			until: start.Add(5 * time.Second), why: "requests: 0 of 50 left until 03:04:10 UTC",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := &script{answers: []answer{c.first, {status: 200, body: "data: ok\n\n"}}}
+			hs := httptest.NewServer(srv)
+			defer hs.Close()
+			clock := &stepClock{now: start}
+			limiter := &ratelimit.Limiter{Clock: clock}
+			var waits []time.Duration
+			s := newSender(t, hs.URL, Anthropic(0), &waits).WithLimiter(limiter, "anthropic", ratelimit.Identity("sk-test"))
+			var h held
+			ctx := h.ctx(ratelimit.WithModel(context.Background(), "m1"))
+			if res, err := s.Post(ctx, []byte(`{"n":1}`)); err == nil {
+				res.Body.Close()
+			}
+			if n := h.take(); len(n) > 0 {
+				t.Fatalf("the first request, of a key the limiter knew nothing of, was held: %+v", n)
+			}
+
+			// Another model of the same key and endpoint has a gate of its own.
+			res, err := s.Post(h.ctx(ratelimit.WithModel(context.Background(), "m2")), []byte(`{"n":1}`))
+			if err != nil {
+				t.Fatalf("another model's request: %v", err)
+			}
+			res.Body.Close()
+			if n := h.take(); len(n) > 0 {
+				t.Fatalf("another model's request was held by the first model's limit: %+v", n)
+			}
+
+			res, err = s.Post(ctx, []byte(`{"n":1}`))
+			if err != nil {
+				t.Fatalf("the request held: %v", err)
+			}
+			res.Body.Close()
+			told := h.take()
+			host := s.Target().URL.Host
+			why := strings.ReplaceAll(c.why, "%s", host)
+			if len(told) != 1 || told[0].Attempt != 1 || !told[0].Until.Equal(c.until) || told[0].Why != why || told[0].URL != provider.Redact(s.Target().URL) {
+				t.Fatalf("told %+v, want once: attempt 1, until %v, why %q", told, c.until, why)
+			}
+			if !clock.Now().Equal(c.until) {
+				t.Errorf("the request went at %v, want at %v, when the wait was over", clock.Now(), c.until)
+			}
+			key := ratelimit.Key{Endpoint: host, Identity: ratelimit.Identity("sk-test"), Model: "m1"}
+			if st := limiter.State(key); !st.NextAllowed.Equal(c.until) {
+				t.Errorf("the limiter's state of %s: %+v, want next allowed %v", key, st, c.until)
+			}
+			if len(srv.counts) != 3 {
+				t.Errorf("the server saw %d requests, want 3", len(srv.counts))
+			}
+		})
+	}
+}
+
+func TestAContextEndedWhileHeldEndsTheCallAndSendsNothing(t *testing.T) {
+	srv := &script{answers: []answer{{status: 429, header: map[string]string{"retry-after": "30"}}}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	clock := &stepClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), hold: true}
+	var waits []time.Duration
+	s := newSender(t, hs.URL, Anthropic(0), &waits).WithLimiter(&ratelimit.Limiter{Clock: clock}, "anthropic", "")
+	if _, err := s.Post(context.Background(), []byte(`{"n":1}`)); err == nil {
+		t.Fatal("the 429 was not the first call's error")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var h held
+	ctx = provider.WithWaitNotice(ctx, func(provider.WaitNotice) { h.notices = append(h.notices, provider.WaitNotice{}); cancel() })
+	_, err := s.Post(ctx, []byte(`{"n":1}`))
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "rate limit") {
+		t.Fatalf("err %v, want the context's, saying it waited for the rate limit", err)
+	}
+	if len(h.notices) != 1 {
+		t.Errorf("told %d times, want once before the wait", len(h.notices))
+	}
+	if len(srv.counts) != 1 {
+		t.Errorf("the server saw %d requests, want only the first", len(srv.counts))
+	}
+}
