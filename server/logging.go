@@ -54,7 +54,10 @@ func (l *loggedWriter) Unwrap() http.ResponseWriter { return l.ResponseWriter }
 // trace of its traceparent in a server span of its own when telemetry is
 // on (tracing.go), and the function that ends the span and logs r's line
 // once it is answered; w, r and a no-op when the server has no Logger and
-// telemetry is off. The line names the span's trace and span ids.
+// telemetry is off. The line names the span's trace and span ids. The
+// function must be deferred by the handler's caller: a handler that
+// panics before writing is logged (and its span ended) as a 500 with
+// aborted true, at level error, and the panic goes on to net/http.
 func (s *Server) logged(w http.ResponseWriter, r *http.Request) (http.ResponseWriter, *http.Request, func()) {
 	r, endSpan := serverSpan(r)
 	if s.Logger == nil && !telemetry.On() {
@@ -63,21 +66,34 @@ func (s *Server) logged(w http.ResponseWriter, r *http.Request) (http.ResponseWr
 	lw := &loggedWriter{ResponseWriter: w}
 	start := time.Now()
 	return lw, r, func() {
+		// a handler that panicked answered nothing more: net/http closes
+		// the connection (and logs the panic) once it is passed on
+		p := recover()
 		status := lw.status
-		if status == 0 {
+		switch {
+		case status == 0 && p != nil:
+			status = http.StatusInternalServerError // nothing written, and nothing will be
+		case status == 0:
 			status = http.StatusOK // nothing written: net/http answers 200
 		}
 		endSpan(status)
-		if s.Logger == nil {
-			return
+		if s.Logger != nil {
+			attrs := append(make([]slog.Attr, 0, 8),
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", status),
+				slog.Int64("bytes", lw.bytes),
+				slog.Duration("duration", time.Since(start)))
+			level := slog.LevelInfo
+			if p != nil {
+				level = slog.LevelError
+				attrs = append(attrs, slog.Bool("aborted", true))
+			}
+			s.Logger.LogAttrs(r.Context(), level, "request", traced(r.Context(), attrs)...)
 		}
-		attrs := append(make([]slog.Attr, 0, 7),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", status),
-			slog.Int64("bytes", lw.bytes),
-			slog.Duration("duration", time.Since(start)))
-		s.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request", traced(r.Context(), attrs)...)
+		if p != nil {
+			panic(p)
+		}
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -83,5 +85,31 @@ func TestTheServerLogsOneLinePerRequestAndPerTurnWithoutTokenOrBodies(t *testing
 		if strings.Contains(all, secret) {
 			t.Errorf("the log holds %q:\n%s", secret, all)
 		}
+	}
+}
+
+// A handler that panics before it answers is no 200: net/http closes the
+// connection, so its line says 500 and aborted, at level error, and the
+// panic goes on to net/http.
+func TestARequestWhoseHandlerPanickedIsLoggedAsA500Aborted(t *testing.T) {
+	var log syncBuffer
+	s := &Server{Logger: slog.New(slog.NewJSONHandler(&log, nil))}
+	r := httptest.NewRequest(http.MethodGet, "/v1/conversations", nil)
+	var passedOn any
+	func() {
+		defer func() { passedOn = recover() }()
+		_, _, done := s.logged(httptest.NewRecorder(), r)
+		defer done()
+		panic("a handler's bug")
+	}()
+	if passedOn != "a handler's bug" {
+		t.Errorf("the panic passed on is %v; want the handler's, for net/http", passedOn)
+	}
+	lines := log.lines(t)
+	if len(lines) != 1 {
+		t.Fatalf("%d log lines, want 1: %v", len(lines), lines)
+	}
+	if l := lines[0]; l["status"] != float64(500) || l["aborted"] != true || l["level"] != "ERROR" {
+		t.Errorf("the request's line = %v; want status 500, aborted true, level ERROR", l)
 	}
 }
