@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/myelin-run/myelin/history"
@@ -192,8 +191,8 @@ func lightAgent(b *testing.B) *Agent {
 // discarding is telemetry on with the SDK set up as Setup sets it up, its
 // exporters discarding what they are given.
 func discarding() (func() (func(), error), error) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(discardMetrics{})))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(otlptest.DiscardSpans{}))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(otlptest.DiscardMetrics{})))
 	return func() (func(), error) { return telemetry.Use(tp, mp, false) }, nil
 }
 
@@ -217,23 +216,6 @@ func toReceiver(b *testing.B, r *otlptest.Receiver) (func() (func(), error), err
 	})
 	return func() (func(), error) { return telemetry.Use(tp, mp, false) }, nil
 }
-
-type discardSpans struct{}
-
-func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
-func (discardSpans) Shutdown(context.Context) error                             { return nil }
-
-type discardMetrics struct{}
-
-func (discardMetrics) Temporality(k sdkmetric.InstrumentKind) metricdata.Temporality {
-	return sdkmetric.DefaultTemporalitySelector(k)
-}
-func (discardMetrics) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation {
-	return sdkmetric.DefaultAggregationSelector(k)
-}
-func (discardMetrics) Export(context.Context, *metricdata.ResourceMetrics) error { return nil }
-func (discardMetrics) ForceFlush(context.Context) error                          { return nil }
-func (discardMetrics) Shutdown(context.Context) error                            { return nil }
 
 // offCalls is the time, in ns, of the telemetry calls a round makes with
 // telemetry off, and more: a chat span and a tool span started and ended,

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/myelin-run/myelin/telemetry/otlptest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -36,8 +36,8 @@ func BenchmarkARoundsSpans(b *testing.B) {
 
 func onRound(b *testing.B, round func(), sampler sdktrace.Sampler) {
 	{
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}), sdktrace.WithSampler(sampler))
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(discardMetrics{})))
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(otlptest.DiscardSpans{}), sdktrace.WithSampler(sampler))
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(otlptest.DiscardMetrics{})))
 		restore, err := Use(tp, mp, false)
 		if err != nil {
 			b.Fatal(err)
@@ -48,20 +48,3 @@ func onRound(b *testing.B, round func(), sampler sdktrace.Sampler) {
 		}
 	}
 }
-
-type discardSpans struct{}
-
-func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
-func (discardSpans) Shutdown(context.Context) error                             { return nil }
-
-type discardMetrics struct{}
-
-func (discardMetrics) Temporality(k sdkmetric.InstrumentKind) metricdata.Temporality {
-	return sdkmetric.DefaultTemporalitySelector(k)
-}
-func (discardMetrics) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation {
-	return sdkmetric.DefaultAggregationSelector(k)
-}
-func (discardMetrics) Export(context.Context, *metricdata.ResourceMetrics) error { return nil }
-func (discardMetrics) ForceFlush(context.Context) error                          { return nil }
-func (discardMetrics) Shutdown(context.Context) error                            { return nil }
