@@ -480,16 +480,18 @@ func TestTheInspectorShowsAndNavigatesTheBranchTree(t *testing.T) {
 	}
 
 	// switch to the branch from the page: the turn it kept comes back
-	if err := chromedp.Do(ctx, chromedp.Click(`#branches .branch[data-branch="`+branch+`"] button.branch-switch`)); err != nil {
-		t.Fatal(err)
-	}
+	// clicked where it is found, in one step: the list is drawn again as
+	// the page's reads come back, and a node found first may be gone when
+	// clicked (CI: "Could not find node with given id")
+	text(t, ctx, `document.querySelector('#branches .branch[data-branch="`+branch+`"] button.branch-switch').click() || ""`)
 	waitFor(t, ctx, "the switched conversation", turns+` === 2 && document.getElementById("timeline").textContent.includes("B") && document.getElementById("tree-note").textContent.includes("switched to branch `+branch+`")`)
 	waitFor(t, ctx, "the branch now holding what the conversation held", entry+` !== null && `+entry+`.textContent.includes("2 messages")`)
 
 	// the branch's page, and back to its conversation at the point
-	if err := chromedp.Do(ctx, chromedp.Click(`#branches .branch[data-branch="`+branch+`"] button.branch-open`)); err != nil {
-		t.Fatal(err)
-	}
+	// clicked where it is found, in one step: the list is drawn again as
+	// the page's reads come back, and a node found first may be gone when
+	// clicked (CI: "Could not find node with given id")
+	text(t, ctx, `document.querySelector('#branches .branch[data-branch="`+branch+`"] button.branch-open').click() || ""`)
 	waitFor(t, ctx, "the branch's page", title+`.startsWith("Conversation `+branch+`") && document.querySelector("#conversation-title button.branch-of") !== null`)
 	if got, want := text(t, ctx, `document.querySelector("#conversation-title button.branch-of").textContent`), "a branch of "+id+" (kept by a rewind)"; got != want {
 		t.Fatalf("the branch's link to its conversation reads %q, want %q", got, want)
