@@ -130,6 +130,15 @@ type Agent struct {
 	// parent's call) — an embedder's choice (docs/embedding.md). myelin's
 	// commands set an approval.Gate.
 	Gate tool.Gate
+	// RetryFor, when above 0, is how long a request that failed before
+	// anything of its answer was shown — overloaded, a server's fault,
+	// a stream cut or an error event before its first output — is sent
+	// again for, with jittered exponential backoff, counted from its
+	// first attempt (docs/ratelimits.md, "Retries"); the wires' own
+	// retries before any answer are bounded by the same time (their
+	// Config.RetryFor). 0: such a request is not sent again by the
+	// agent.
+	RetryFor time.Duration
 
 	stated atomic.Int64 // the window a provider's refusal stated (Window)
 	cache  cache        // tool definitions and conversation records (cache.go)
@@ -147,7 +156,7 @@ const (
 	ToolResult EventKind = "tool_result" // Call, Output, Elapsed: a call's result, as stored
 	Usage      EventKind = "usage"       // Usage: one request's usage
 	Notice     EventKind = "notice"      // Text: something the user should know (the round limit, a recovery)
-	Waiting    EventKind = "waiting"     // Text: the turn waits for another writer's claim (Agent.Wait)
+	Waiting    EventKind = "waiting"     // Text, Until: the turn waits for another writer's claim (Agent.Wait), or its request for its key's rate limit (Until set)
 	Thinking   EventKind = "thinking"    // Text: the model's reasoning as it streams, on wires that stream it
 	Retry      EventKind = "retry"       // Text: a request is sent again after an attempt got no answer or an error status (RetryText)
 	// Text, Edit: results were taken out of the requests, or the older
@@ -170,6 +179,10 @@ type Event struct {
 	// Message is a Stored event's message, as the turn gave it to the
 	// store (the store sets its time).
 	Message *history.Message
+	// Until is, on a Waiting event for a rate limit, when the wait is
+	// expected to end (it is told again when that moves later); zero on
+	// a wait for a claim, whose end no one knows.
+	Until time.Time
 	// Permission is, on a ToolResult event, what the gate decided of the
 	// call (as stored with its result); nil when no gate checked it.
 	Permission *permission.Record

@@ -112,7 +112,8 @@ type turning struct {
 	on  func(Event)
 	ctx context.Context // the turn's, cancelled when it is stopped
 	// providerCtx is ctx telling each retry of a request as it is about to be
-	// made (a Retry event)
+	// made (a Retry event), and each wait at its key's rate limiter (a
+	// Waiting event)
 	providerCtx context.Context
 	// kept is ctx without its cancellation: what is committed even when
 	// ctx is cancelled (contract §7); lazy is kept committing without
@@ -182,7 +183,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 		}
 	}
 	t.droppable = a.droppable(prompt, stored, t.sz.conv)
-	t.providerCtx = provider.WithRetryNotice(ctx, a.retryNotice(on))
+	t.providerCtx = provider.WithWaitNotice(provider.WithRetryNotice(ctx, a.retryNotice(on)), a.waitNotice(on))
 	t.sent = a.sending(id)
 	t.sz.sent, t.sz.spend = t.sent, &t.budget
 	t.kept = kept

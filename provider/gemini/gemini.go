@@ -58,6 +58,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/ratelimit"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -88,6 +89,18 @@ type Config struct {
 	BaseURL    string       // default: $GOOGLE_GEMINI_BASE_URL, else the SDK's
 	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
 	HTTPClient *http.Client // default: a new http.Client (net/http's default transport)
+	// Limiter, when set, is the rate limiter every attempt of every
+	// request waits at before it is sent and every answer is observed by
+	// (docs/ratelimits.md): the key is the endpoint's host,
+	// ratelimit.Identity of the API key (a platform's account otherwise)
+	// and the request's model. nil: no limiter, nothing waits.
+	Limiter *ratelimit.Limiter
+	// RetryFor, when above 0, bounds the retries before any output by
+	// time instead of by MaxRetries: a request is sent again, with
+	// jittered exponential backoff, while the time since its first
+	// attempt is within it (docs/ratelimits.md, "Retries"). 0: MaxRetries
+	// bounds them.
+	RetryFor time.Duration
 	// APIVersion is the API version in the path ("v1", "v1beta"); ""
 	// means $GOOGLE_GENAI_API_VERSION, else DefaultAPIVersion.
 	APIVersion string

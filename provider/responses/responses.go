@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -43,6 +44,7 @@ import (
 	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/openai"
+	"github.com/myelin-run/myelin/ratelimit"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -58,6 +60,18 @@ type Config struct {
 	BaseURL    string       // default: $OPENAI_BASE_URL, else the SDK's
 	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
 	HTTPClient *http.Client // default: the SDK's
+	// Limiter, when set, is the rate limiter every attempt of every
+	// request waits at before it is sent and every answer is observed by
+	// (docs/ratelimits.md): the key is the endpoint's host,
+	// ratelimit.Identity of the API key (a platform's account otherwise)
+	// and the request's model. nil: no limiter, nothing waits.
+	Limiter *ratelimit.Limiter
+	// RetryFor, when above 0, bounds the retries before any output by
+	// time instead of by MaxRetries: a request is sent again, with
+	// jittered exponential backoff, while the time since its first
+	// attempt is within it (docs/ratelimits.md, "Retries"). 0: MaxRetries
+	// bounds them.
+	RetryFor time.Duration
 	// NoStream sends non-streaming requests.
 	NoStream bool
 	// ReasoningEffort, when set, is sent as reasoning.effort ("minimal",
