@@ -35,6 +35,11 @@ type Rules struct {
 	// SameOrigin refuses, and never retries, a request (a redirect) that
 	// leaves the URL's scheme, host and port (openai-go).
 	SameOrigin bool
+	// For, when above 0, bounds the retries by time instead of by
+	// MaxRetries: an attempt is repeated while the time since the first
+	// attempt, with the wait before the next, is within For (issue 32
+	// point 3, docs/ratelimits.md "Retries"). 0: MaxRetries bounds them.
+	For time.Duration
 }
 
 // OpenAI are openai-go's rules (v3.102.0, internal/requestconfig), with
