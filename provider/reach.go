@@ -27,8 +27,12 @@ import (
 // was read and that the request is about to be sent again.
 type RetryNotice struct {
 	// Attempt is the attempt about to be made (2 for the first retry),
-	// of Attempts in all at most.
+	// of Attempts in all at most; Attempts is 0 when the retries are
+	// bounded by time instead (For).
 	Attempt, Attempts int
+	// For, when the retries are bounded by time (Attempts 0), is how long
+	// after the first attempt they may go on.
+	For time.Duration
 	// Wait is how long the sender waits before it.
 	Wait time.Duration
 	// URL is where the request goes, as Redact writes it.

@@ -94,7 +94,7 @@ func New(t Target, client *http.Client, rules Rules, refusal Refusal) *Sender {
 	return &Sender{
 		target: t, client: client, rules: rules, refusal: refusal,
 		count: t.Header.Get(retryCount) == "0", own: client.Jar != nil,
-		sleep: wait, now: time.Now, jitter: jitter,
+		sleep: wait, now: time.Now, jitter: randomJitter,
 	}
 }
 
@@ -211,6 +211,7 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 	if s.gate != nil {
 		key = s.limitKey(ctx)
 	}
+	first := s.now()
 	for n := 0; ; n++ {
 		if s.gate != nil {
 			if err := s.await(ctx, key, n); err != nil {
@@ -218,7 +219,6 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			}
 		}
 		req = s.request(ctx, b, n, each != nil)
-		last := n >= s.rules.MaxRetries
 		sent = false
 		if each == nil {
 			res, err = s.client.Do(req)
@@ -229,9 +229,10 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		}
 		reached = reached || (sent && !provider.Unconnected(err))
 		retry := s.rules.retryable(res, err)
+		next := s.pause(res, n, s.now().Sub(first), retry)
 		var read []byte
 		var readErr error
-		readNow := err == nil && res != nil && (last || !retry) && res.StatusCode >= http.StatusBadRequest
+		readNow := err == nil && res != nil && !next.again && res.StatusCode >= http.StatusBadRequest
 		if readNow {
 			read, readErr = s.read(res)
 		}
@@ -246,9 +247,12 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			if !s.rules.RetryDroppedBody {
 				return nil, readErr
 			}
-			err, retry = readErr, droppedRetryable(res)
+			// retried as a connection error is, unless the answer
+			// said not to, while the bound allows
+			err = readErr
+			next = s.pause(res, n, s.now().Sub(first), droppedRetryable(res))
 		}
-		if last || !retry {
+		if !next.again {
 			if err != nil && sent && readErr == nil {
 				return nil, &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: n + 1, Reached: reached, Err: err}
 			}
@@ -257,25 +261,19 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			}
 			if res.StatusCode >= http.StatusBadRequest {
 				res.Body = io.NopCloser(bytes.NewReader(read))
-				return nil, s.refusal(req, res, read)
+				return nil, next.ended(s.refusal(req, res, read), retry)
 			}
 			return res, nil
 		}
-		d, again := s.delay(res, n)
-		if !again {
-			// the wait asked for is too long: this answer ends the call
-			if res.StatusCode < http.StatusBadRequest {
-				return res, nil
-			}
-			if read, err = s.read(res); err != nil {
-				return nil, err
-			}
-			res.Body = io.NopCloser(bytes.NewReader(read))
-			return nil, s.refusal(req, res, read)
-		}
 		closeBody(res)
-		s.notice(ctx, req, res, err, n, d)
-		if err := s.sleep(ctx, d); err != nil {
+		if s.gate != nil && next.asked && next.wait > 0 {
+			// The limiter holds the same retry-after, counted from when
+			// the answer was read: the next attempt waits it there, told
+			// as a wait (provider.WaitNotice), not slept here as well.
+			continue
+		}
+		s.notice(ctx, req, res, err, n, next.wait)
+		if err := s.sleep(ctx, next.wait); err != nil {
 			return nil, err
 		}
 	}
@@ -285,6 +283,9 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 // which got res or err, is followed by another after d.
 func (s *Sender) notice(ctx context.Context, req *http.Request, res *http.Response, err error, n int, d time.Duration) {
 	rn := provider.RetryNotice{Attempt: n + 2, Attempts: s.rules.MaxRetries + 1, Wait: d, URL: provider.Redact(req.URL), Err: err}
+	if s.rules.For > 0 {
+		rn.Attempts, rn.For = 0, s.rules.For
+	}
 	if err == nil && res != nil {
 		rn.Status = res.StatusCode
 	}
