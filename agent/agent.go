@@ -141,6 +141,7 @@ type Agent struct {
 	RetryFor time.Duration
 
 	stated atomic.Int64 // the window a provider's refusal stated (Window)
+	pacing pacing       // how resends tell and wait time: a test's, else real (retry.go)
 	cache  cache        // tool definitions and conversation records (cache.go)
 }
 

@@ -42,11 +42,17 @@ type RetryNotice struct {
 	Status int
 	// Err is why the failed attempt got no answer, when Status is 0.
 	Err error
+	// Why, when set, says why the attempt failed in place of Status and
+	// Err: the agent's resend of a whole request says it so (Failure).
+	Why string
 }
 
-// Cause is why the attempt failed, in words: the status ("429 Too Many
-// Requests"), or the failure to connect (Words).
+// Cause is why the attempt failed, in words: Why when set, else the
+// status ("429 Too Many Requests"), or the failure to connect (Words).
 func (n RetryNotice) Cause() string {
+	if n.Why != "" {
+		return n.Why
+	}
 	if n.Status != 0 {
 		return fmt.Sprintf("%d %s", n.Status, http.StatusText(n.Status))
 	}

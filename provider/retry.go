@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -132,6 +133,35 @@ func Transient(err error) bool {
 	var ce *ConnectionError
 	return errors.As(err, &ce) || errors.Is(err, ErrStreamCut) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// Failure says in words what err, a transient failure of a request
+// (Transient), was: its status ("529 Overloaded", "503 Service
+// Unavailable"), an error event in the stream ("the answer's stream
+// ended with an error event, overloaded_error"), the stream cut ("the answer's stream
+// broke off before any of it was shown: unexpected EOF"), or no answer
+// (Words). Any other error is its own text.
+func Failure(err error) string {
+	if status := statusOf(err); status >= http.StatusBadRequest {
+		if status == 529 {
+			return "529 Overloaded"
+		}
+		return strings.TrimSpace(fmt.Sprintf("%d %s", status, http.StatusText(status)))
+	}
+	var raw rawError
+	if errors.As(err, &raw) && raw.RawJSON() != "" {
+		if name := ratelimit.FromResponse("", 0, nil, []byte(raw.RawJSON()), time.Time{}).Error; name != "" {
+			return "the answer's stream ended with an error event, " + name
+		}
+	}
+	var ce *ConnectionError
+	if errors.As(err, &ce) {
+		return Words(ce.Err)
+	}
+	if errors.Is(err, ErrStreamCut) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+		return "the answer's stream broke off before any of it was shown: " + err.Error()
+	}
+	return err.Error()
 }
 
 // transientStatus reports whether an error answer of status may pass when
