@@ -128,7 +128,7 @@ func Transient(err error) bool {
 	if errors.As(err, &raw) && raw.RawJSON() != "" {
 		// an error event in a stream that had answered 200
 		o := ratelimit.FromResponse("", 0, nil, []byte(raw.RawJSON()), time.Time{})
-		return o.Overloaded || o.ServerFault || (o.Limited && !o.QuotaSpent)
+		return o.Overloaded || o.ServerFault || (o.Limited && !o.QuotaSpent) || bedrockTransient(o.Error)
 	}
 	var ce *ConnectionError
 	return errors.As(err, &ce) || errors.Is(err, ErrStreamCut) ||
@@ -162,6 +162,19 @@ func Failure(err error) string {
 		return "the answer's stream broke off before any of it was shown: " + err.Error()
 	}
 	return err.Error()
+}
+
+// bedrockTransient reports whether name is one of the exceptions Bedrock
+// sends inside a stream (the anthropic wire reads each as an error event
+// of that type, its first letter lower case) that a resend may mend:
+// AWS's own advice for each is to retry.
+func bedrockTransient(name string) bool {
+	for _, n := range [...]string{"throttlingException", "serviceUnavailableException", "internalServerException", "modelStreamErrorException", "modelNotReadyException"} {
+		if strings.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
 }
 
 // transientStatus reports whether an error answer of status may pass when

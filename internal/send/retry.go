@@ -121,10 +121,15 @@ type pause struct {
 // For. A retry-after past RetryAfterLimit, or past what is left of For,
 // ends the retries (tooLong); a backoff past it ends them as the bound.
 func (s *Sender) pause(res *http.Response, n int, elapsed time.Duration, retry bool) pause {
-	if !retry || (s.rules.For <= 0 && n >= s.rules.MaxRetries) {
+	if !retry {
 		return pause{}
 	}
 	d, asked, tooLong := s.retryAfter(res)
+	if s.rules.For <= 0 && n >= s.rules.MaxRetries {
+		// the count is spent: no more attempts, the wait asked for told
+		// (provider.RetriesEnded) to whoever sends the request again
+		return pause{wait: d, asked: asked && !tooLong}
+	}
 	if tooLong {
 		return pause{asked: true, tooLong: true, room: s.rules.RetryAfterLimit}
 	}

@@ -70,6 +70,10 @@ func TestRetriesBoundedByTime(t *testing.T) {
 			nil, 0,
 			&provider.RetriesEnded{Retryable: true, TooLong: true, Room: 2 * time.Minute},
 		},
+		"bounded by count, the last answer's retry-after is told": {
+			Anthropic(0), []answer{later(429, "3")}, nil, 0,
+			&provider.RetriesEnded{Retryable: true, RetryAfter: 3 * time.Second},
+		},
 		"a 400 is never retried": {
 			Rules{For: time.Minute}, []answer{{status: 400, body: "bad"}}, nil, 0,
 			&provider.RetriesEnded{},
