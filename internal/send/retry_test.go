@@ -231,3 +231,34 @@ func TestAGatedRetryAfterIsWaitedAtTheLimiterOnly(t *testing.T) {
 		})
 	}
 }
+
+// For counts from when the first attempt is sent: a wait at the limiter
+// before it is no retry, and leaves the retries all their time.
+func TestForCountsFromTheFirstAttemptNotFromAWaitBeforeIt(t *testing.T) {
+	srv := &script{answers: []answer{{status: 503, body: "down"}, {status: 200, body: "data: ok\n\n"}}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	start := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := &stepClock{now: start}
+	limiter := &ratelimit.Limiter{Clock: clock}
+	var slept []time.Duration
+	s := newSender(t, hs.URL, Rules{For: 10 * time.Second}, &slept).WithLimiter(limiter, "anthropic", ratelimit.Identity("sk-test"))
+	s.now = clock.Now
+	s.sleep = func(ctx context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		clock.Advance(d)
+		return ctx.Err()
+	}
+	key := ratelimit.Key{Endpoint: s.Target().URL.Host, Identity: ratelimit.Identity("sk-test")}
+	if err := limiter.Observe(context.Background(), key, ratelimit.Observation{At: start, Status: 429, Limited: true, RetryAfter: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Post(context.Background(), []byte(`{"n":1}`))
+	if err != nil {
+		t.Fatalf("the 503 after a wait of 30 s at the limiter was not retried within For (10 s): %v", err)
+	}
+	res.Body.Close()
+	if !reflect.DeepEqual(slept, []time.Duration{500 * time.Millisecond}) || len(srv.counts) != 2 {
+		t.Fatalf("slept %v over %d attempts; want one backoff of 0.5 s between 2", slept, len(srv.counts))
+	}
+}

@@ -211,12 +211,15 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 	if s.gate != nil {
 		key = s.limitKey(ctx)
 	}
-	first := s.now()
+	var first time.Time // when the first attempt was sent: For counts from it
 	for n := 0; ; n++ {
 		if s.gate != nil {
 			if err := s.await(ctx, key, n); err != nil {
 				return nil, err
 			}
+		}
+		if n == 0 {
+			first = s.now()
 		}
 		req = s.request(ctx, b, n, each != nil)
 		sent = false
