@@ -345,3 +345,24 @@ func TestTheAttemptsSentAgainAreKeptAsUnanswered(t *testing.T) {
 		want{len(kept) == 2 && kept[1].Msg == 1 && kept[1].Error == "", "the second answered"},
 		want{len(kept) == 2 && bytes.Equal(kept[0].Body, kept[1].Body), "the same body"})
 }
+
+// RetryText says the count of attempts when the retries are bounded by
+// one, and for how long they may go on when bounded by time; the cause
+// is the notice's words for it.
+func TestRetryTextSaysTheBoundOfTheRetries(t *testing.T) {
+	for _, c := range []struct {
+		n    provider.RetryNotice
+		want string
+	}{
+		{provider.RetryNotice{Attempt: 2, Attempts: 5, Wait: 800 * time.Millisecond, Status: 503},
+			"retrying anthropic request (attempt 2 of 5) in 0.8s: 503 Service Unavailable"},
+		{provider.RetryNotice{Attempt: 3, For: 2 * time.Minute, Wait: time.Second, Status: 529},
+			"retrying anthropic request (attempt 3, for up to 2m0s) in 1.0s: 529 Overloaded"},
+		{provider.RetryNotice{Attempt: 2, For: time.Minute, Wait: 500 * time.Millisecond, Why: "529 Overloaded"},
+			"retrying anthropic request (attempt 2, for up to 1m0s) in 0.5s: 529 Overloaded"},
+	} {
+		if got := RetryText("anthropic", c.n); got != c.want {
+			t.Errorf("RetryText(%+v) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -54,7 +53,7 @@ func (n RetryNotice) Cause() string {
 		return n.Why
 	}
 	if n.Status != 0 {
-		return fmt.Sprintf("%d %s", n.Status, http.StatusText(n.Status))
+		return statusWords(n.Status)
 	}
 	return Words(n.Err)
 }

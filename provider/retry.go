@@ -143,10 +143,7 @@ func Transient(err error) bool {
 // (Words). Any other error is its own text.
 func Failure(err error) string {
 	if status := statusOf(err); status >= http.StatusBadRequest {
-		if status == 529 {
-			return "529 Overloaded"
-		}
-		return strings.TrimSpace(fmt.Sprintf("%d %s", status, http.StatusText(status)))
+		return statusWords(status)
 	}
 	var raw rawError
 	if errors.As(err, &raw) && raw.RawJSON() != "" {
@@ -162,6 +159,15 @@ func Failure(err error) string {
 		return "the answer's stream broke off before any of it was shown: " + err.Error()
 	}
 	return err.Error()
+}
+
+// statusWords is an HTTP status in words: "503 Service Unavailable",
+// "529 Overloaded" (Anthropic's, which net/http does not name).
+func statusWords(status int) string {
+	if status == 529 {
+		return "529 Overloaded"
+	}
+	return strings.TrimSpace(fmt.Sprintf("%d %s", status, http.StatusText(status)))
 }
 
 // bedrockTransient reports whether name is one of the exceptions Bedrock
