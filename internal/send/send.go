@@ -3,13 +3,16 @@
 // without their request plumbing: the method, URL and headers are the ones
 // the SDK builds for the same call, read once from it (Probe), and the
 // retries before any output are the SDK's rules, written once here (Rules,
-// retry.go). An answer of 400 or more is read whole and handed to the wire,
-// which makes its SDK's error of it (Refusal), so that what the wires
-// report is unchanged.
+// retry.go), bounded by their count or by time (Rules.For). An answer of
+// 400 or more is read whole and handed to the wire, which makes its SDK's
+// error of it (Refusal), so that what the wires report is unchanged; it
+// comes back inside a provider.RetriesEnded, which says why the retries
+// ended there, for the agent to send the request again or not.
 //
 // With a gate (WithLimiter, gate.go), every attempt waits at a
-// ratelimit.Limiter first and every answer is observed by it; without
-// one, nothing of that runs.
+// ratelimit.Limiter first — a retry-after is waited there, not slept
+// here as well — and every answer is observed by it; without one,
+// nothing of that runs.
 //
 // It owns the sending only: it must not encode or read bodies, know a
 // wire's error shape (ratelimit reads a refusal for the gate), or change
@@ -172,13 +175,15 @@ func (s *Sender) request(ctx context.Context, b []byte, n int, own bool) *http.R
 
 // Post sends b, retrying as the rules say, and returns the answer of the
 // attempt that ended the call with its body unread (the caller closes it).
-// An answer of 400 or more is the Refusal's error; a connection error (the
+// An answer of 400 or more is the Refusal's error inside a
+// *provider.RetriesEnded (its text unchanged); a connection error (the
 // last attempt got no answer) is a *provider.ConnectionError, which names
 // the URL, the attempts and the cause in words and wraps net/http's; a
 // context done is the context's error. Before each wait for a retry, the
 // observer ctx carries, if any, hears of it (provider.WithRetryNotice).
 // With a gate (WithLimiter), each attempt waits at the limiter first, and
-// each answer is observed by it.
+// each answer is observed by it; a retry-after is then waited at the
+// limiter, told as a wait (provider.WithWaitNotice), not as a retry.
 func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
 	return s.PostWritten(ctx, b, nil, nil)
 }
