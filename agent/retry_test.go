@@ -298,23 +298,57 @@ func TestAWaitAskedForPastRetryForEndsTheTurnSayingSo(t *testing.T) {
 			"(not sent again: the provider asked to wait 5m0s, more than the 50s the retries could still wait)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			store, err := sqlite.Open(t.TempDir() + "/h.db")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
 			p := &failing{err: c.err}
-			r := &rig{t: t, agent: &Agent{Provider: p, Store: store, Tools: &tool.Registry{}, Model: "m"}}
 			var waits []time.Duration
-			r.resending(time.Minute, &waits)
-			if r.id, err = r.agent.NewConversation(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			r := failingRig(t, p, time.Minute, &waits)
 			_, events, err := r.attempt("hi")
 			must(t, fmt.Sprintf("err %v, %d calls, retries %q", err, p.calls, of(events, Retry)),
 				want{err != nil && strings.HasSuffix(err.Error(), c.says), "the error saying why it was not sent again"},
 				want{errors.Is(err, c.err), "the error the answer's"},
 				want{p.calls == 1 && len(waits) == 0, "sent once, no wait"})
+		})
+	}
+}
+
+// failingRig is a rig whose agent's provider is p, resending for up to
+// retryFor with its waits in waits.
+func failingRig(t *testing.T, p provider.Provider, retryFor time.Duration, waits *[]time.Duration) *rig {
+	t.Helper()
+	store, err := sqlite.Open(t.TempDir() + "/h.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	r := &rig{t: t, agent: &Agent{Provider: p, Store: store, Tools: &tool.Registry{}, Model: "m"}}
+	r.resending(retryFor, waits)
+	if r.id, err = r.agent.NewConversation(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// What the wire's sender would not retry (a 503 whose x-should-retry
+// said "false") the agent does not send again either; a request that got
+// no answer at all is sent again, as long as RetryFor allows.
+func TestTheSendersVerdictAndNoAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		err   error
+		calls int
+	}{
+		{"x-should-retry false on a 503", provider.StatusError("anthropic", 503, "m", &provider.RetriesEnded{Err: errors.New("sdk")}), 1},
+		// 0.5 + 1 = 1.5 s; the next 2 s would end at 3.5 s
+		{"no answer", fmt.Errorf("anthropic: %w", &provider.ConnectionError{URL: "http://127.0.0.1:9", Attempts: 1, Err: errors.New("connection refused")}), 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &failing{err: c.err}
+			var waits []time.Duration
+			r := failingRig(t, p, 3*time.Second, &waits)
+			_, events, err := r.attempt("hi")
+			must(t, fmt.Sprintf("err %v, %d calls, retries %q", err, p.calls, of(events, Retry)),
+				want{errors.Is(err, c.err), "the turn failed with the error"},
+				want{p.calls == c.calls, fmt.Sprintf("%d calls", c.calls)},
+				want{len(of(events, Retry)) == c.calls-1, "a Retry event for each resend"})
 		})
 	}
 }
