@@ -224,9 +224,9 @@ func (x *reply) shown() bool { return x.streamed.Len() > 0 || x.thought }
 // (send: again, while it fails before anything of its answer was shown
 // and a resend may mend it, retry.go); when the provider refuses it as
 // longer than the window before any text streamed, it makes room and
-// sends it once more (retryTooLong). Its
-// error is a failure to fit the request, which ends the turn as it is; a
-// request that failed is x.err, met by fail.
+// sends it once more (retryTooLong). Its error is a failure to fit the
+// request, which ends the turn as it is; a request that failed is x.err,
+// met by fail.
 func (t *turning) ask() (x *reply, err error) {
 	req, place, size, done, err := t.a.fit(t.ctx, t.id, t.sz, t.on, 0, &t.tr)
 	if why := budgetStopped(err); why != "" {
@@ -312,12 +312,12 @@ func (t *turning) retryTooLong(x *reply, refused, limit int, done []string) {
 
 // fail ends the turn on err, the failure of x's request, and returns the
 // turn's error. What the user saw is what is stored (contract §7): the
-// answer as far as it streamed (CutAnswer); when some of it was shown
-// and the turn was not stopped, a Notice says so (cutNotice). A turn handed over
-// (ErrHandedOver) stores nothing: whoever continues it sends the request
-// again. A droppable conversation whose request never reached the
-// provider stores nothing either: claimed deletes it once its claim is
-// released (unreachedError).
+// answer as far as it streamed (CutAnswer); when some of it was shown and
+// the turn was not stopped, a Notice says so (cutNotice). A turn handed
+// over (ErrHandedOver) stores nothing: whoever continues it sends the
+// request again. A droppable conversation whose request never reached
+// the provider stores nothing either: claimed deletes it once its claim
+// is released (unreachedError).
 func (t *turning) fail(x *reply, err error) error {
 	if errors.Is(context.Cause(t.ctx), ErrHandedOver) {
 		t.sent.keep(t.ctx, true, nil, err)
