@@ -44,9 +44,10 @@ func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 //
 // It reads from the top as what a turn does. begin readies the turn;
 // then each pass of the loop is one request and what follows from its
-// answer: ask fits the request to the window and sends it (once more,
-// made smaller, when the provider refuses it as too long); a request that
-// failed ends the turn (fail); an answer the provider refused meets the
+// answer: ask fits the request to the window and sends it (again, when
+// it failed before anything of its answer was shown, retry.go; once
+// more, made smaller, when the provider refuses it as too long); a
+// request that failed ends the turn (fail); an answer the provider refused meets the
 // refusal guard (refused); the answer is stored (answered) and, when it
 // makes no calls, ends the turn; at the round limit its calls are
 // answered unrun (overLimit); else they run as a round (round, round.go:
