@@ -47,12 +47,12 @@ func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 // answer: ask fits the request to the window and sends it (again, when
 // it failed before anything of its answer was shown, retry.go; once
 // more, made smaller, when the provider refuses it as too long); a
-// request that failed ends the turn (fail); an answer the provider refused meets the
-// refusal guard (refused); the answer is stored (answered) and, when it
-// makes no calls, ends the turn; at the round limit its calls are
-// answered unrun (overLimit); else they run as a round (round, round.go:
-// the gate checks each before it runs) and their results are stored
-// before the next request is sent.
+// request that failed ends the turn (fail); an answer the provider
+// refused meets the refusal guard (refused); the answer is stored
+// (answered) and, when it makes no calls, ends the turn; at the round
+// limit its calls are answered unrun (overLimit); else they run as a
+// round (round, round.go: the gate checks each before it runs) and
+// their results are stored before the next request is sent.
 func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Event)) (TurnResult, error) {
 	t, ended, err := a.begin(ctx, id, prompt, on)
 	switch {
