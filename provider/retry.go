@@ -138,8 +138,8 @@ func Transient(err error) bool {
 // Failure says in words what err, a transient failure of a request
 // (Transient), was: its status ("529 Overloaded", "503 Service
 // Unavailable"), an error event in the stream ("the answer's stream
-// ended with an error event, overloaded_error"), the stream cut ("the answer's stream
-// broke off before any of it was shown: unexpected EOF"), or no answer
+// ended with an error event, overloaded_error"), the stream cut ("the
+// answer's stream broke off: anthropic: unexpected EOF"), or no answer
 // (Words). Any other error is its own text.
 func Failure(err error) string {
 	if status := statusOf(err); status >= http.StatusBadRequest {
@@ -156,7 +156,7 @@ func Failure(err error) string {
 		return Words(ce.Err)
 	}
 	if errors.Is(err, ErrStreamCut) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-		return "the answer's stream broke off before any of it was shown: " + err.Error()
+		return "the answer's stream broke off: " + err.Error()
 	}
 	return err.Error()
 }

@@ -99,3 +99,20 @@ func TestRetriesEndedSaysWhenTheWaitWasTooLong(t *testing.T) {
 		t.Error("WaitTooLong of retries that ended for their bound said the wait was too long")
 	}
 }
+
+func TestFailureSaysWhatFailedInWords(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{StatusError("anthropic", 529, "m", &kept{}), "529 Overloaded"},
+		{&WireError{Msg: "bedrock: x", Err: StatusError("anthropic", 503, "m", &kept{})}, "503 Service Unavailable"},
+		{StatusError("anthropic", 200, "m", &kept{raw: `{"type":"error","error":{"type":"overloaded_error","message":"m"}}`}), "the answer's stream ended with an error event, overloaded_error"},
+		{fmt.Errorf("anthropic: %w", io.ErrUnexpectedEOF), "the answer's stream broke off: anthropic: unexpected EOF"},
+		{&ConnectionError{URL: "u", Attempts: 2, Err: &net.OpError{Op: "dial", Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}, Err: syscall.ECONNREFUSED}}, "connection refused by 127.0.0.1:9"},
+	} {
+		if got := Failure(c.err); got != c.want {
+			t.Errorf("Failure(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}
