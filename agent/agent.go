@@ -141,6 +141,7 @@ type Agent struct {
 	RetryFor time.Duration
 
 	stated atomic.Int64 // the window a provider's refusal stated (Window)
+	pacing pacing       // how resends tell and wait time: a test's, else real (retry.go)
 	cache  cache        // tool definitions and conversation records (cache.go)
 }
 
@@ -158,7 +159,7 @@ const (
 	Notice     EventKind = "notice"      // Text: something the user should know (the round limit, a recovery)
 	Waiting    EventKind = "waiting"     // Text, Until: the turn waits for another writer's claim (Agent.Wait), or its request for its key's rate limit (Until set)
 	Thinking   EventKind = "thinking"    // Text: the model's reasoning as it streams, on wires that stream it
-	Retry      EventKind = "retry"       // Text: a request is sent again after an attempt got no answer or an error status (RetryText)
+	Retry      EventKind = "retry"       // Text: a request is sent again after an attempt got no answer or an error status, or (Agent.RetryFor) failed before anything of its answer was shown (RetryText)
 	// Text, Edit: results were taken out of the requests, or the older
 	// part of the conversation summarised, to keep it within the window;
 	// or a round's results were withheld after a refusal (Edit.Refusal

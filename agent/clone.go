@@ -29,7 +29,9 @@ func (a *Agent) Clone() *Agent {
 		RefusalGuard:        a.RefusalGuard,
 		DropUnreached:       a.DropUnreached,
 		Gate:                a.Gate,
+		RetryFor:            a.RetryFor,
 	}
 	c.stated.Store(a.stated.Load())
+	c.pacing = a.pacing
 	return c
 }

@@ -24,7 +24,7 @@ func TestACloneHasEveryExportedSetting(t *testing.T) {
 		Env: result.Env{Limits: result.Limits{Agent: 5000}}, Model: "m", System: "s",
 		MaxTokens: 7, ContextWindow: 9, Context: window.Policy{High: 0.7, Low: 0.4, KeepRounds: 2},
 		MaxRounds: 3, ToolTimeout: time.Second, Wait: true, KeepRequests: true, Lease: time.Minute,
-		RefusalGuard: true, DropUnreached: true, Gate: allowAll{},
+		RefusalGuard: true, DropUnreached: true, Gate: allowAll{}, RetryFor: time.Minute,
 		MaxTurnTokens: 11, MaxCost: 0.5, MaxConversationCost: 2, Pricer: fakePricer{},
 	}
 	a.stated.Store(1234)

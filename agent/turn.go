@@ -44,14 +44,15 @@ func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 //
 // It reads from the top as what a turn does. begin readies the turn;
 // then each pass of the loop is one request and what follows from its
-// answer: ask fits the request to the window and sends it (once more,
-// made smaller, when the provider refuses it as too long); a request that
-// failed ends the turn (fail); an answer the provider refused meets the
-// refusal guard (refused); the answer is stored (answered) and, when it
-// makes no calls, ends the turn; at the round limit its calls are
-// answered unrun (overLimit); else they run as a round (round, round.go:
-// the gate checks each before it runs) and their results are stored
-// before the next request is sent.
+// answer: ask fits the request to the window and sends it (again, when
+// it failed before anything of its answer was shown, retry.go; once
+// more, made smaller, when the provider refuses it as too long); a
+// request that failed ends the turn (fail); an answer the provider
+// refused meets the refusal guard (refused); the answer is stored
+// (answered) and, when it makes no calls, ends the turn; at the round
+// limit its calls are answered unrun (overLimit); else they run as a
+// round (round, round.go: the gate checks each before it runs) and
+// their results are stored before the next request is sent.
 func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Event)) (TurnResult, error) {
 	t, ended, err := a.begin(ctx, id, prompt, on)
 	switch {
@@ -205,6 +206,7 @@ func (a *Agent) roundLimit() int {
 type reply struct {
 	resp     provider.Response
 	streamed strings.Builder // the answer's text as it streamed: what the user saw
+	thought  bool            // some of the answer's thinking streamed: the user saw it
 	// err is why the request failed: the provider's error, or the
 	// too-long retry's
 	err error
@@ -214,11 +216,18 @@ type reply struct {
 	blocked error
 }
 
-// ask fits the turn's next request to the window (fit) and sends it; when
-// the provider refuses it as longer than the window before any text
-// streamed, it makes room and sends it once more (retryTooLong). Its
-// error is a failure to fit the request, which ends the turn as it is; a
-// request that failed is x.err, met by fail.
+// shown reports whether anything of x's answer was shown as it streamed:
+// its text or its thinking. (A tool call is shown when it runs, once the
+// answer is whole.)
+func (x *reply) shown() bool { return x.streamed.Len() > 0 || x.thought }
+
+// ask fits the turn's next request to the window (fit) and sends it
+// (send: again, while it fails before anything of its answer was shown
+// and a resend may mend it, retry.go); when the provider refuses it as
+// longer than the window before any text streamed, it makes room and
+// sends it once more (retryTooLong). Its error is a failure to fit the
+// request, which ends the turn as it is; a request that failed is x.err,
+// met by fail.
 func (t *turning) ask() (x *reply, err error) {
 	req, place, size, done, err := t.a.fit(t.ctx, t.id, t.sz, t.on, 0, &t.tr)
 	if why := budgetStopped(err); why != "" {
@@ -234,7 +243,7 @@ func (t *turning) ask() (x *reply, err error) {
 		return nil, t.budgetStop(why)
 	}
 	x = &reply{}
-	x.resp, x.err = t.complete(x, req, place, size)
+	x.resp, x.err = t.send(x, req, place, size)
 	t.reached = t.reached || !provider.NeverReached(x.err)
 	if refused, limit, ok := tooLong(x.err); ok && x.streamed.Len() == 0 {
 		if t.retryTooLong(x, refused, limit, done); budgetStopped(x.err) != "" {
@@ -257,7 +266,10 @@ func (t *turning) ask() (x *reply, err error) {
 // text into x and the turn's events; size is req as estimated.
 func (t *turning) complete(x *reply, req provider.Request, place int, size window.Count) (provider.Response, error) {
 	t.sent.arm(&req, place)
-	req.OnThinking = func(s string) { t.on(Event{Kind: Thinking, Text: s}) }
+	req.OnThinking = func(s string) {
+		x.thought = true
+		t.on(Event{Kind: Thinking, Text: s})
+	}
 	return t.a.send(t.providerCtx, t.id, req, size, t.sz.context, func(s string) {
 		x.streamed.WriteString(s)
 		t.on(Event{Kind: TextDelta, Text: s})
@@ -293,7 +305,7 @@ func (t *turning) retryTooLong(x *reply, refused, limit int, done []string) {
 		x.err = errors.Join(refusal, err)
 		return
 	}
-	x.resp, x.err = t.complete(x, req, place, size)
+	x.resp, x.err = t.send(x, req, place, size)
 	if _, _, again := tooLong(x.err); again {
 		x.err = fmt.Errorf("the provider refused the request as too long twice; before trying again myelin had: %s: %w", orNothing(done), x.err)
 	}
@@ -301,11 +313,12 @@ func (t *turning) retryTooLong(x *reply, refused, limit int, done []string) {
 
 // fail ends the turn on err, the failure of x's request, and returns the
 // turn's error. What the user saw is what is stored (contract §7): the
-// answer as far as it streamed (CutAnswer). A turn handed over
-// (ErrHandedOver) stores nothing: whoever continues it sends the request
-// again. A droppable conversation whose request never reached the
-// provider stores nothing either: claimed deletes it once its claim is
-// released (unreachedError).
+// answer as far as it streamed (CutAnswer); when some of it was shown and
+// the turn was not stopped, a Notice says so (cutNotice). A turn handed
+// over (ErrHandedOver) stores nothing: whoever continues it sends the
+// request again. A droppable conversation whose request never reached
+// the provider stores nothing either: claimed deletes it once its claim
+// is released (unreachedError).
 func (t *turning) fail(x *reply, err error) error {
 	if errors.Is(context.Cause(t.ctx), ErrHandedOver) {
 		t.sent.keep(t.ctx, true, nil, err)
@@ -318,6 +331,9 @@ func (t *turning) fail(x *reply, err error) error {
 		return errors.Join(err, serr)
 	}
 	t.sent.keep(t.ctx, true, nil, err)
+	if x.shown() && t.ctx.Err() == nil {
+		t.on(Event{Kind: Notice, Text: cutNotice(x, err)})
+	}
 	return err
 }
 

@@ -17,14 +17,20 @@ import (
 // a cut answer (Agent.DropUnreached).
 
 // RetryText is the words of a Retry event: "retrying anthropic request
-// (attempt 2 of 5) in 0.8s: connection refused by 127.0.0.1:9". wire is
-// the wire's name (provider.WireName), "" when it says none.
+// (attempt 2 of 5) in 0.8s: connection refused by 127.0.0.1:9", or, for
+// retries bounded by time (Attempts 0), "retrying anthropic request
+// (attempt 3, for up to 2m0s) in 1.0s: 529 Overloaded". wire is the
+// wire's name (provider.WireName), "" when it says none.
 func RetryText(wire string, n provider.RetryNotice) string {
 	what := "the request"
 	if wire != "" {
 		what = wire + " request"
 	}
-	return fmt.Sprintf("retrying %s (attempt %d of %d) in %s: %s", what, n.Attempt, n.Attempts, wait(n.Wait), n.Cause())
+	of := fmt.Sprintf(" of %d", n.Attempts)
+	if n.Attempts <= 0 {
+		of = ", for up to " + n.For.String()
+	}
+	return fmt.Sprintf("retrying %s (attempt %d%s) in %s: %s", what, n.Attempt, of, wait(n.Wait), n.Cause())
 }
 
 // wait is d as a retry's words say it: tenths of a second, or

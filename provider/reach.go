@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -27,8 +26,12 @@ import (
 // was read and that the request is about to be sent again.
 type RetryNotice struct {
 	// Attempt is the attempt about to be made (2 for the first retry),
-	// of Attempts in all at most.
+	// of Attempts in all at most; Attempts is 0 when the retries are
+	// bounded by time instead (For).
 	Attempt, Attempts int
+	// For, when the retries are bounded by time (Attempts 0), is how long
+	// after the first attempt they may go on.
+	For time.Duration
 	// Wait is how long the sender waits before it.
 	Wait time.Duration
 	// URL is where the request goes, as Redact writes it.
@@ -38,13 +41,19 @@ type RetryNotice struct {
 	Status int
 	// Err is why the failed attempt got no answer, when Status is 0.
 	Err error
+	// Why, when set, says why the attempt failed in place of Status and
+	// Err: the agent's resend of a whole request says it so (Failure).
+	Why string
 }
 
-// Cause is why the attempt failed, in words: the status ("429 Too Many
-// Requests"), or the failure to connect (Words).
+// Cause is why the attempt failed, in words: Why when set, else the
+// status ("429 Too Many Requests"), or the failure to connect (Words).
 func (n RetryNotice) Cause() string {
+	if n.Why != "" {
+		return n.Why
+	}
 	if n.Status != 0 {
-		return fmt.Sprintf("%d %s", n.Status, http.StatusText(n.Status))
+		return statusWords(n.Status)
 	}
 	return Words(n.Err)
 }

@@ -9,16 +9,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/myelin-run/myelin/provider"
 )
 
 // Rules are the SDK's retry rules, which the two SDKs share but for the
 // few points their fields name. An attempt is repeated, before any output
-// and at most MaxRetries times, after a connection error and after an
-// answer of 408, 409, 429 or 500 and more — unless the answer's
-// x-should-retry header says "false", and always when it says "true". The
-// wait before attempt n+1 is the answer's retry-after-ms (milliseconds) or
-// retry-after (seconds, or an HTTP date), else 0.5 s·2ⁿ, at most 8 s, less
-// a random quarter of it at most. A context done ends the call at once.
+// and at most MaxRetries times (or, with For, for at most For), after a
+// connection error and after an answer of 408, 409, 429 or 500 and more —
+// unless the answer's x-should-retry header says "false", and always when
+// it says "true". The wait before attempt n+1 is the answer's
+// retry-after-ms (milliseconds) or retry-after (seconds, or an HTTP
+// date), else 0.5 s·2ⁿ, at most 8 s, less a random quarter of it at most
+// (Backoff). A context done ends the call at once.
 type Rules struct {
 	// MaxRetries is how many times an attempt may be repeated.
 	MaxRetries int
@@ -96,12 +99,71 @@ func shouldRetryHeader(res *http.Response) (retry, ok bool) {
 	return false, false
 }
 
-// delay is the wait before the attempt after attempt n, which got res
-// (nil after a connection error), and false when the retries end here
-// instead (a retry-after past RetryAfterLimit).
-func (s *Sender) delay(res *http.Response, n int) (time.Duration, bool) {
-	if d, ok, tooLong := s.retryAfter(res); ok {
-		return d, !tooLong
+// pause is what follows an attempt: whether there is another, after
+// what wait, and why not when there is none.
+type pause struct {
+	// again: another attempt follows, after wait
+	again bool
+	wait  time.Duration
+	// asked: wait is the answer's retry-after, not a backoff
+	asked bool
+	// tooLong: the retry-after asked for is past room, the most the
+	// retries could still wait (RetryAfterLimit, or what is left of For)
+	tooLong bool
+	room    time.Duration
+}
+
+// pause is what follows attempt n (0 for the first), which got res (nil
+// after a connection error) and may be repeated when retry is set;
+// elapsed is the time since the first attempt. Bounded by count, attempt
+// n is the last when n is MaxRetries; bounded by time (For), when the
+// time since the first attempt with the wait before the next is past
+// For. A retry-after past RetryAfterLimit, or past what is left of For,
+// ends the retries (tooLong); a backoff past it ends them as the bound.
+func (s *Sender) pause(res *http.Response, n int, elapsed time.Duration, retry bool) pause {
+	if !retry {
+		return pause{}
+	}
+	d, asked, tooLong := s.retryAfter(res)
+	if s.rules.For <= 0 && n >= s.rules.MaxRetries {
+		// the count is spent: no more attempts, the wait asked for told
+		// (provider.RetriesEnded) to whoever sends the request again
+		return pause{wait: d, asked: asked && !tooLong}
+	}
+	if tooLong {
+		return pause{asked: true, tooLong: true, room: s.rules.RetryAfterLimit}
+	}
+	if !asked {
+		d = Backoff(n, s.jitter)
+	}
+	if s.rules.For > 0 && elapsed+d > s.rules.For {
+		p := pause{wait: d, asked: asked}
+		if asked {
+			p.tooLong, p.room = true, max(0, s.rules.For-elapsed)
+		}
+		return p
+	}
+	return pause{again: true, wait: d, asked: asked}
+}
+
+// ended is err, the wire's error of the answer that ended the call, with
+// why it ended there: retry, the answer was one the rules retry; p, what
+// the rules said after it (provider.RetriesEnded).
+func (p pause) ended(err error, retry bool) error {
+	re := &provider.RetriesEnded{Err: err, Retryable: retry, TooLong: p.tooLong, Room: p.room}
+	if p.asked {
+		re.RetryAfter = p.wait
+	}
+	return re
+}
+
+// Backoff is the SDKs' wait before the attempt after attempt n (0 for
+// the first) when the answer asked for none: 0.5 s·2ⁿ, at most 8 s, less
+// jitter(a quarter of it) — jitter(q) is a random count in [0, q) (nil:
+// math/rand's). The agent's resends wait the same (agent/retry.go).
+func Backoff(n int, jitter func(q int64) int64) time.Duration {
+	if jitter == nil {
+		jitter = randomJitter
 	}
 	backoff := 0.5 * float64(time.Second) * math.Pow(2, float64(n))
 	d := maxBackoff
@@ -109,9 +171,9 @@ func (s *Sender) delay(res *http.Response, n int) (time.Duration, bool) {
 		d = time.Duration(backoff)
 	}
 	if q := int64(d / 4); q > 0 {
-		d -= time.Duration(s.jitter(q))
+		d -= time.Duration(jitter(q))
 	}
-	return d, true
+	return d
 }
 
 // retryAfter reads the wait res asks for: retry-after-ms, else
@@ -172,8 +234,8 @@ func (s *Sender) retryAfter(res *http.Response) (d time.Duration, ok, tooLong bo
 	return 0, false, false
 }
 
-// jitter is a random count in [0, n).
-func jitter(n int64) int64 { return rand.Int64N(n) }
+// randomJitter is a random count in [0, n).
+func randomJitter(n int64) int64 { return rand.Int64N(n) }
 
 // originsMatch reports whether a and b have the same scheme, host and port
 // (a port left out is the scheme's).

@@ -3,13 +3,16 @@
 // without their request plumbing: the method, URL and headers are the ones
 // the SDK builds for the same call, read once from it (Probe), and the
 // retries before any output are the SDK's rules, written once here (Rules,
-// retry.go). An answer of 400 or more is read whole and handed to the wire,
-// which makes its SDK's error of it (Refusal), so that what the wires
-// report is unchanged.
+// retry.go), bounded by their count or by time (Rules.For). An answer of
+// 400 or more is read whole and handed to the wire, which makes its SDK's
+// error of it (Refusal), so that what the wires report is unchanged; it
+// comes back inside a provider.RetriesEnded, which says why the retries
+// ended there, for the agent to send the request again or not.
 //
 // With a gate (WithLimiter, gate.go), every attempt waits at a
-// ratelimit.Limiter first and every answer is observed by it; without
-// one, nothing of that runs.
+// ratelimit.Limiter first — a retry-after is waited there, not slept
+// here as well — and every answer is observed by it; without one,
+// nothing of that runs.
 //
 // It owns the sending only: it must not encode or read bodies, know a
 // wire's error shape (ratelimit reads a refusal for the gate), or change
@@ -94,7 +97,7 @@ func New(t Target, client *http.Client, rules Rules, refusal Refusal) *Sender {
 	return &Sender{
 		target: t, client: client, rules: rules, refusal: refusal,
 		count: t.Header.Get(retryCount) == "0", own: client.Jar != nil,
-		sleep: wait, now: time.Now, jitter: jitter,
+		sleep: wait, now: time.Now, jitter: randomJitter,
 	}
 }
 
@@ -172,13 +175,15 @@ func (s *Sender) request(ctx context.Context, b []byte, n int, own bool) *http.R
 
 // Post sends b, retrying as the rules say, and returns the answer of the
 // attempt that ended the call with its body unread (the caller closes it).
-// An answer of 400 or more is the Refusal's error; a connection error (the
+// An answer of 400 or more is the Refusal's error inside a
+// *provider.RetriesEnded (its text unchanged); a connection error (the
 // last attempt got no answer) is a *provider.ConnectionError, which names
 // the URL, the attempts and the cause in words and wraps net/http's; a
 // context done is the context's error. Before each wait for a retry, the
 // observer ctx carries, if any, hears of it (provider.WithRetryNotice).
 // With a gate (WithLimiter), each attempt waits at the limiter first, and
-// each answer is observed by it.
+// each answer is observed by it; a retry-after is then waited at the
+// limiter, told as a wait (provider.WithWaitNotice), not as a retry.
 func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
 	return s.PostWritten(ctx, b, nil, nil)
 }
@@ -211,14 +216,17 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 	if s.gate != nil {
 		key = s.limitKey(ctx)
 	}
+	var first time.Time // when the first attempt was sent: For counts from it
 	for n := 0; ; n++ {
 		if s.gate != nil {
 			if err := s.await(ctx, key, n); err != nil {
 				return nil, err
 			}
 		}
+		if n == 0 {
+			first = s.now()
+		}
 		req = s.request(ctx, b, n, each != nil)
-		last := n >= s.rules.MaxRetries
 		sent = false
 		if each == nil {
 			res, err = s.client.Do(req)
@@ -229,9 +237,10 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		}
 		reached = reached || (sent && !provider.Unconnected(err))
 		retry := s.rules.retryable(res, err)
+		next := s.pause(res, n, s.now().Sub(first), retry)
 		var read []byte
 		var readErr error
-		readNow := err == nil && res != nil && (last || !retry) && res.StatusCode >= http.StatusBadRequest
+		readNow := err == nil && res != nil && !next.again && res.StatusCode >= http.StatusBadRequest
 		if readNow {
 			read, readErr = s.read(res)
 		}
@@ -246,9 +255,12 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			if !s.rules.RetryDroppedBody {
 				return nil, readErr
 			}
-			err, retry = readErr, droppedRetryable(res)
+			// retried as a connection error is, unless the answer
+			// said not to, while the bound allows
+			err = readErr
+			next = s.pause(res, n, s.now().Sub(first), droppedRetryable(res))
 		}
-		if last || !retry {
+		if !next.again {
 			if err != nil && sent && readErr == nil {
 				return nil, &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: n + 1, Reached: reached, Err: err}
 			}
@@ -257,25 +269,19 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			}
 			if res.StatusCode >= http.StatusBadRequest {
 				res.Body = io.NopCloser(bytes.NewReader(read))
-				return nil, s.refusal(req, res, read)
+				return nil, next.ended(s.refusal(req, res, read), retry)
 			}
 			return res, nil
 		}
-		d, again := s.delay(res, n)
-		if !again {
-			// the wait asked for is too long: this answer ends the call
-			if res.StatusCode < http.StatusBadRequest {
-				return res, nil
-			}
-			if read, err = s.read(res); err != nil {
-				return nil, err
-			}
-			res.Body = io.NopCloser(bytes.NewReader(read))
-			return nil, s.refusal(req, res, read)
-		}
 		closeBody(res)
-		s.notice(ctx, req, res, err, n, d)
-		if err := s.sleep(ctx, d); err != nil {
+		if s.gate != nil && next.asked && next.wait > 0 {
+			// The limiter holds the same retry-after, counted from when
+			// the answer was read: the next attempt waits it there, told
+			// as a wait (provider.WaitNotice), not slept here as well.
+			continue
+		}
+		s.notice(ctx, req, res, err, n, next.wait)
+		if err := s.sleep(ctx, next.wait); err != nil {
 			return nil, err
 		}
 	}
@@ -285,6 +291,9 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 // which got res or err, is followed by another after d.
 func (s *Sender) notice(ctx context.Context, req *http.Request, res *http.Response, err error, n int, d time.Duration) {
 	rn := provider.RetryNotice{Attempt: n + 2, Attempts: s.rules.MaxRetries + 1, Wait: d, URL: provider.Redact(req.URL), Err: err}
+	if s.rules.For > 0 {
+		rn.Attempts, rn.For = 0, s.rules.For
+	}
 	if err == nil && res != nil {
 		rn.Status = res.StatusCode
 	}
