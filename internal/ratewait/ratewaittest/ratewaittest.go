@@ -8,12 +8,14 @@ package ratewaittest
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/ratelimit"
 	"github.com/myelin-run/myelin/ratelimit/ratelimittest"
 )
@@ -176,5 +178,28 @@ func CheckKeys(t *testing.T, keys []ratelimit.Key, want ratelimit.Key, secrets .
 				t.Errorf("the key %q holds the secret %q", k, s)
 			}
 		}
+	}
+}
+
+// RefuseFirst starts a fake with serve whose first request is answered
+// 429 (with the fake's retry-after-ms: 5) and every later one "ok", and
+// returns it with the times, by clock, its requests arrived at.
+func RefuseFirst(t *testing.T, serve func(testing.TB, ...providertest.Step) *providertest.Server, clock *Clock) (*providertest.Server, func() []time.Time) {
+	srv := serve(t)
+	var mu sync.Mutex
+	var at []time.Time
+	srv.Respond = func(r providertest.Request) providertest.Step {
+		mu.Lock()
+		at = append(at, clock.Now())
+		mu.Unlock()
+		if r.Index == 0 {
+			return providertest.Step{Status: http.StatusTooManyRequests, ErrorMessage: "Rate limit reached"}
+		}
+		return providertest.Step{Text: "ok"}
+	}
+	return srv, func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]time.Time(nil), at...)
 	}
 }
