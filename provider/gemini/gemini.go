@@ -17,7 +17,9 @@
 // request, stopped before it is sent, whose headers (user agent and
 // x-goog-api-client naming genai's version, the key) every request then
 // carries; the retries are genai's rules (HTTPRetryOptions: attempts,
-// statuses, doubling waits with jitter) written once here; errors are
+// statuses, doubling waits with jitter) written once here, bounded by
+// Config.RetryFor when set, and with Config.Limiter every attempt waits
+// at the rate limiter first (internal/ratewait, docs/ratelimits.md); errors are
 // genai.APIError values, read from the body as genai reads them. The tests
 // hold the URL, headers and body to what genai sends, and the reading of
 // recorded answers to genai's (read_test.go, send_test.go).
