@@ -34,6 +34,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/prefix"
+	"github.com/myelin-run/myelin/internal/ratewait"
 	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/ratelimit"
@@ -96,6 +97,10 @@ type Provider struct {
 	// written for it; nil for the first-party API and a platform whose
 	// SDK options edit the body.
 	form *platformForm
+	// gate, with Config.Limiter, is the rate limiter's gate of the
+	// requests sent through the SDK (NoStream): each of its attempts
+	// waits at it, as send's do at the Sender's; nil without a limiter
+	gate *ratewait.Gate
 }
 
 // New returns the wire, or an error naming the variable to set when there
@@ -119,18 +124,21 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	p := withOptions(cfg, opts)
+	identity := ratelimit.Identity(ep.APIKey)
+	p := withOptions(cfg, opts, Wire, identity)
 	p.probed = p.client
-	if p.send, err = sender(p.client, cfg.HTTPClient, ep.MaxRetries, cfg.Thinking); err != nil {
+	if p.send, err = sender(p.client, cfg.HTTPClient, ep.MaxRetries, cfg, identity); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
 // withOptions is the wire on a client made with opts: New's, or a
-// platform's (platform.go).
-func withOptions(cfg Config, opts []option.RequestOption) *Provider {
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}, prefixes: &prefix.Cache{}}
+// platform's (platform.go), whose requests through the SDK wait at
+// cfg.Limiter, if any, named by wire and identity.
+func withOptions(cfg Config, opts []option.RequestOption, wire, identity string) *Provider {
+	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}, prefixes: &prefix.Cache{},
+		gate: ratewait.New(cfg.Limiter, wire, identity)}
 }
 
 // maxBreakpoints is the most cache_control markers one request may hold.
@@ -321,6 +329,10 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return provider.Response{}, err
 	}
 	req.Sent(body)
+	if p.cfg.Limiter != nil {
+		// the key's model, for the limiter (docs/ratelimits.md)
+		ctx = ratelimit.WithModel(ctx, req.Model)
+	}
 	if p.send != nil && !p.cfg.NoStream {
 		// Anthropic's own API, or a platform, streamed: posted as the
 		// SDK would (send.go), each attempt routed and authorized on a
@@ -350,6 +362,11 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	opts := []option.RequestOption{option.WithRequestBody("application/json", body)}
 	if p.form == nil || !p.form.betasInBody {
 		opts = append(opts, p.cfg.Thinking.options()...)
+	}
+	if p.gate != nil {
+		// last of the middlewares, closest to the wire: it sees the URL
+		// a platform's routed the request to
+		opts = append(opts, option.WithMiddleware(p.gate.Middleware))
 	}
 	if p.form != nil {
 		// for the platform's Send (platform.go), which routes and

@@ -12,7 +12,6 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -93,6 +92,12 @@ type Platform struct {
 	// "anthropic_beta" rather than the anthropic-beta header (Bedrock).
 	// Only with Send.
 	BetasInBody bool
+	// Identity names the account the platform's credentials are of, for
+	// the rate limiter's key (Config.Limiter; docs/ratelimits.md,
+	// "Platforms"): "aws:REGION/...", "gcp:PROJECT/...". It must never
+	// hold a secret or a short-lived token; "" has every account of the
+	// platform's host share one limiter per model.
+	Identity string
 }
 
 // Route is what a Platform's Send needs of one request: its model and
@@ -152,10 +157,11 @@ type OnPlatform struct {
 	platform Platform
 }
 
-// NewOn returns the wire on pl. Of cfg it reads the retries, the HTTP
-// client, NoStream, CacheTTL and BaseURL (which, when set, replaces the platform's
-// address: for a proxy, or a test's fake); an API key is refused, as one
-// that would be silently unused.
+// NewOn returns the wire on pl. Of cfg it reads the retries (MaxRetries,
+// RetryFor), the rate limiter (Limiter: the key's identity is
+// pl.Identity), the HTTP client, NoStream, CacheTTL and BaseURL (which,
+// when set, replaces the platform's address: for a proxy, or a test's
+// fake); an API key is refused, as one that would be silently unused.
 func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	if pl.Name == "" {
 		return nil, errors.New("anthropic: a platform needs a name")
@@ -216,7 +222,7 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	p := withOptions(cfg, opts)
+	p := withOptions(cfg, opts, pl.Name, pl.Identity)
 	p.form = form
 	switch {
 	case pl.Send != nil:
@@ -232,7 +238,7 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.send = send.New(t, httpClient, send.Anthropic(retries), refusal)
+		p.send = gated(t, httpClient, retries, cfg, pl.Name, pl.Identity)
 	}
 	return &OnPlatform{Provider: p, platform: pl}, nil
 }

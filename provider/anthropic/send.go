@@ -32,13 +32,26 @@ import (
 const path = "v1/messages"
 
 // sender is the Sender of client's Messages requests asking for th,
-// through httpClient (nil: the SDK's default), with maxRetries retries.
-func sender(client sdk.Client, httpClient *http.Client, maxRetries int, th Thinking) (*send.Sender, error) {
-	t, err := probe(client, th)
+// through httpClient (nil: the SDK's default), with maxRetries retries
+// bounded by cfg.RetryFor, waiting at cfg.Limiter when set (gated).
+func sender(client sdk.Client, httpClient *http.Client, maxRetries int, cfg Config, identity string) (*send.Sender, error) {
+	t, err := probe(client, cfg.Thinking)
 	if err != nil {
 		return nil, err
 	}
-	return send.New(t, httpClient, send.Anthropic(maxRetries), refusal), nil
+	return gated(t, httpClient, maxRetries, cfg, Wire, identity), nil
+}
+
+// gated is the Sender of t's requests through httpClient, with
+// anthropic-sdk-go's rules (maxRetries retries, or as many as
+// cfg.RetryFor allows when set) and, with cfg.Limiter, every attempt
+// waiting at the limiter under wire's name and identity
+// (docs/ratelimits.md): ratelimit.Identity of the API key on Anthropic's
+// own API, a platform's account on a platform.
+func gated(t send.Target, httpClient *http.Client, maxRetries int, cfg Config, wire, identity string) *send.Sender {
+	rules := send.Anthropic(maxRetries)
+	rules.For = cfg.RetryFor
+	return send.New(t, httpClient, rules, refusal).WithLimiter(cfg.Limiter, wire, identity)
 }
 
 // target is the target of p's streamed requests asking for th, read from

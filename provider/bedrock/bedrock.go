@@ -39,6 +39,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/ratelimit"
 )
 
 // Version is the anthropic_version sent in the body: the one the Bedrock
@@ -71,6 +72,7 @@ type Config struct {
 // then that request's error.
 func New(cfg Config) (*anthropic.OnPlatform, error) {
 	var awsCfg aws.Config
+	loaded := cfg.AWS == nil
 	if cfg.AWS != nil {
 		awsCfg = *cfg.AWS
 	} else {
@@ -102,7 +104,31 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		BetasInBody: true,
 		// the wire reads the event stream's frames itself
 		EventStream: true,
+		Identity:    identity(awsCfg.Region, loaded),
 	}, cfg.Config)
+}
+
+// identity names the AWS account the wire's requests are authorized by,
+// for the rate limiter's key (docs/ratelimits.md, "Platforms"): "aws:",
+// the region, "/" and who — ratelimit.Identity (a hash) of
+// AWS_BEARER_TOKEN_BEDROCK when that authorizes them; else, for a
+// configuration loaded from the environment (loaded), the hash of
+// AWS_ACCESS_KEY_ID (the static key's id, which outlives its session
+// tokens), else "profile:" and AWS_PROFILE; else "default" (an instance's
+// role, SSO, a configuration given whole: what the process runs as,
+// which cannot be named without asking AWS). Never a secret, never a
+// session token.
+func identity(region string, loaded bool) string {
+	who := "default"
+	switch {
+	case os.Getenv("AWS_BEARER_TOKEN_BEDROCK") != "":
+		who = ratelimit.Identity(os.Getenv("AWS_BEARER_TOKEN_BEDROCK"))
+	case loaded && os.Getenv("AWS_ACCESS_KEY_ID") != "":
+		who = ratelimit.Identity(os.Getenv("AWS_ACCESS_KEY_ID"))
+	case loaded && os.Getenv("AWS_PROFILE") != "":
+		who = "profile:" + os.Getenv("AWS_PROFILE")
+	}
+	return "aws:" + region + "/" + who
 }
 
 // sender routes and authorizes each request to Bedrock: the model into

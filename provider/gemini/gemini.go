@@ -17,7 +17,9 @@
 // request, stopped before it is sent, whose headers (user agent and
 // x-goog-api-client naming genai's version, the key) every request then
 // carries; the retries are genai's rules (HTTPRetryOptions: attempts,
-// statuses, doubling waits with jitter) written once here; errors are
+// statuses, doubling waits with jitter) written once here, bounded by
+// Config.RetryFor when set, and with Config.Limiter every attempt waits
+// at the rate limiter first (internal/ratewait, docs/ratelimits.md); errors are
 // genai.APIError values, read from the body as genai reads them. The tests
 // hold the URL, headers and body to what genai sends, and the reading of
 // recorded answers to genai's (read_test.go, send_test.go).
@@ -56,6 +58,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/ratewait"
 	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/ratelimit"
@@ -163,9 +166,9 @@ func New(cfg Config) (*Provider, error) {
 		return nil, fmt.Errorf("gemini: the base URL %q: %w", resolved.HTTPOptions.BaseURL, err)
 	}
 	p := &Provider{cfg: cfg, kept: &keptBodies{}, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
-		headers: headers, client: hc}}
-	if ep.MaxRetries > 0 {
-		p.ep.retry = &retryPolicy{attempts: ep.MaxRetries + 1, statuses: retried, initial: 1, jitter: 1}
+		headers: headers, client: hc, gate: ratewait.New(cfg.Limiter, "gemini", ratelimit.Identity(ep.APIKey))}}
+	if ep.MaxRetries > 0 || cfg.RetryFor > 0 {
+		p.ep.retry = &retryPolicy{attempts: ep.MaxRetries + 1, retryFor: max(0, cfg.RetryFor), statuses: retried, initial: 1, jitter: 1}
 		if cfg.RetryDelay > 0 {
 			p.ep.retry.initial, p.ep.retry.jitter = cfg.RetryDelay.Seconds(), 0
 		}
@@ -200,6 +203,10 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return provider.Response{}, err
 	}
 	req.Sent(body)
+	if p.ep.gate != nil {
+		// the key's model, for the limiter (docs/ratelimits.md)
+		ctx = ratelimit.WithModel(ctx, req.Model)
+	}
 	var w send.Writes
 	resp, err := p.ep.post(w.Trace(ctx), address, body)
 	if err != nil {

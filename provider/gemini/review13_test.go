@@ -20,7 +20,7 @@ func TestAContextCancelledDuringTheBackoffEndsTheRetriesWithItsError(t *testing.
 		cancel()
 	}()
 	sends := 0
-	resp, err := policy.do(req, func(r *http.Request) (*http.Response, error) {
+	resp, err := policy.do(req, nil, func(r *http.Request) (*http.Response, error) {
 		sends++
 		close(sent)
 		return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {"1"}},

@@ -18,7 +18,9 @@ import (
 
 	"google.golang.org/genai"
 
+	"github.com/myelin-run/myelin/internal/ratewait"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/ratelimit"
 )
 
 // This file sends a request as genai's own generateContent and
@@ -76,6 +78,9 @@ type endpoint struct {
 	headers http.Header
 	client  *http.Client
 	retry   *retryPolicy // nil: one attempt
+	// gate, with Config.Limiter, is the rate limiter every attempt waits
+	// at and every answer is observed by (do); nil without
+	gate *ratewait.Gate
 }
 
 // modelPath is the model's resource name as genai writes it in the path
@@ -130,7 +135,7 @@ func (e *endpoint) post(ctx context.Context, address string, body []byte) (*http
 	if t := serverTimeout(ctx, e.client.Timeout); t > 0 {
 		req.Header.Set("X-Server-Timeout", strconv.FormatInt(int64(math.Ceil(t.Seconds())), 10))
 	}
-	resp, err := e.retry.do(req, e.client.Do)
+	resp, err := e.retry.do(req, e.gate, e.client.Do)
 	if err != nil {
 		return nil, fmt.Errorf("gemini: %w", err)
 	}
@@ -178,15 +183,23 @@ func apiError(resp *http.Response) error {
 }
 
 // retryPolicy is the wire's retries before any output (Config.MaxRetries,
-// Config.RetryDelay), with genai's rules (HTTPRetryOptions,
-// retryHTTPRequest): an attempt is repeated on a failure to send or one of
-// the statuses, after initial·2^(n-1) plus up to jitter, at most a
-// minute. It must not retry once a 2xx answer came: the output has begun.
+// Config.RetryFor, Config.RetryDelay), with genai's rules
+// (HTTPRetryOptions, retryHTTPRequest): an attempt is repeated on a
+// failure to send or one of the statuses, after initial·2^(n-1) plus up
+// to jitter, at most a minute — at most attempts in all, or, with
+// retryFor, while the time since the first attempt with the wait before
+// the next is within it. It must not retry once a 2xx answer came: the
+// output has begun.
 type retryPolicy struct {
-	attempts int     // in all, the first included; at least 1
-	statuses []int32 // the statuses retried
-	initial  float64 // seconds before the first retry
-	jitter   float64 // seconds, at most, added at random to each wait
+	attempts int           // in all, the first included; at least 1 (without retryFor)
+	retryFor time.Duration // when above 0, the bound in time in place of attempts
+	statuses []int32       // the statuses retried
+	initial  float64       // seconds before the first retry
+	jitter   float64       // seconds, at most, added at random to each wait
+	// hooks for tests: the wait before a retry, and the clock the bound
+	// is kept by when there is no limiter (nil: the real ones)
+	sleep func(ctx context.Context, d time.Duration) error
+	now   func() time.Time
 }
 
 // maxRetryDelay is the longest wait between two attempts, genai's.
@@ -199,33 +212,76 @@ func (r *retryPolicy) delay(attempt int) time.Duration {
 	return time.Duration(s * float64(time.Second))
 }
 
+// last reports whether the attempt-th attempt (from 1), begun since
+// start, is the last one when the next would follow it after wait.
+func (r *retryPolicy) last(attempt int, elapsed, wait time.Duration) bool {
+	switch {
+	case r == nil:
+		return true
+	case r.retryFor > 0:
+		return elapsed+wait > r.retryFor
+	}
+	return attempt >= r.attempts
+}
+
 // do sends req through send, again while the policy says; a nil policy
-// sends once. Each attempt sends the whole body again (GetBody). Before
-// each wait the observer req's context carries, if any, hears of the
-// retry (provider.WithRetryNotice); a last attempt that got no answer is
-// a *provider.ConnectionError.
-func (r *retryPolicy) do(req *http.Request, send func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+// sends once. Each attempt sends the whole body again (GetBody). With a
+// gate (g, Config.Limiter), each attempt waits at the limiter first and
+// each answer is observed by it (internal/ratewait), and a wait an
+// answer asked for (a retry-after, a RetryInfo) is waited at the limiter
+// before the next attempt — told as a provider.WaitNotice — not here.
+// Before each wait of its own (a backoff) the observer req's context
+// carries, if any, hears of the retry (provider.WithRetryNotice); a last
+// attempt that got no answer is a *provider.ConnectionError.
+func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	attempts := 1
 	if r != nil {
 		attempts = r.attempts
+		if r.retryFor > 0 {
+			attempts = 0 // bounded by time: how many is not known
+		}
 	}
 	ctx := req.Context()
+	clock := r.clock(g)
+	start := clock()
+	var key ratelimit.Key
+	if g != nil {
+		key = g.Key(ctx, req.URL)
+	}
 	reached := false
-	for attempt := 1; ; attempt++ {
+	for n := 1; ; n++ {
+		// the gate: the limiter's wait before the attempt, its reading
+		// of the answer after (internal/ratewait)
+		pass, err := g.Wait(ctx, key, n, provider.Redact(req.URL))
+		if err != nil {
+			return nil, err
+		}
 		resp, err := send(req)
+		var asked time.Duration // the wait the answer asked for, read with a gate
+		if err == nil {
+			if o := pass.Observe(resp, nil); g != nil {
+				asked = o.Wait(o.At)
+			}
+		}
 		reached = reached || !provider.Unconnected(err)
-		if attempt >= attempts || ctx.Err() != nil {
+		if err == nil && (r == nil || !slices.Contains(r.statuses, int32(resp.StatusCode))) {
+			return resp, nil
+		}
+		// with a limiter, a wait the answer asked for is the limiter's
+		atLimiter := g != nil && asked > 0
+		wait := asked
+		if !atLimiter {
+			wait = r.delayOrZero(n)
+		}
+		if r.last(n, clock().Sub(start), wait) || ctx.Err() != nil {
 			if err != nil && ctx.Err() == nil {
-				err = &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: attempt, Reached: reached, Err: err}
+				err = &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: n, Reached: reached, Err: err}
 			}
 			return resp, err
 		}
-		if err == nil && !slices.Contains(r.statuses, int32(resp.StatusCode)) {
-			return resp, nil
-		}
-		rn := provider.RetryNotice{Attempt: attempt + 1, Attempts: attempts, Wait: r.delay(attempt), URL: provider.Redact(req.URL), Err: err}
+		status := 0
 		if resp != nil {
-			rn.Status = resp.StatusCode
+			status = resp.StatusCode
 			resp.Body.Close()
 		}
 		body, berr := req.GetBody()
@@ -233,13 +289,48 @@ func (r *retryPolicy) do(req *http.Request, send func(*http.Request) (*http.Resp
 			return nil, berr
 		}
 		req.Body = body
-		provider.NoticeRetry(ctx, rn)
-		t := time.NewTimer(rn.Wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if atLimiter {
+			continue // the next attempt waits at the limiter, and says so
 		}
+		provider.NoticeRetry(ctx, provider.RetryNotice{Attempt: n + 1, Attempts: attempts, Wait: wait, URL: provider.Redact(req.URL), Status: status, Err: err})
+		if err := r.wait(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// delayOrZero is delay, 0 on a nil policy (which never waits).
+func (r *retryPolicy) delayOrZero(attempt int) time.Duration {
+	if r == nil {
+		return 0
+	}
+	return r.delay(attempt)
+}
+
+// clock is the time the bound is kept by: the limiter's with a gate (so
+// that a limiter's clock in a test keeps both), else the hook's, else
+// the real one.
+func (r *retryPolicy) clock(g *ratewait.Gate) func() time.Time {
+	switch {
+	case g != nil:
+		return g.Now
+	case r != nil && r.now != nil:
+		return r.now
+	}
+	return time.Now
+}
+
+// wait waits d, or until ctx is done (its error then).
+func (r *retryPolicy) wait(ctx context.Context, d time.Duration) error {
+	if r.sleep != nil {
+		return r.sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

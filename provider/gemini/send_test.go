@@ -164,7 +164,7 @@ func TestTheRetryPolicyRetriesFailuresAndTheListedStatusesOnly(t *testing.T) {
 			policy := &retryPolicy{attempts: tc.attempts, statuses: retried}
 			req, _ := http.NewRequest(http.MethodPost, "http://gemini.invalid/", strings.NewReader("the body"))
 			sends := 0
-			resp, err := policy.do(req, func(r *http.Request) (*http.Response, error) {
+			resp, err := policy.do(req, nil, func(r *http.Request) (*http.Response, error) {
 				b, _ := io.ReadAll(r.Body)
 				if string(b) != "the body" {
 					t.Fatalf("send %d: body %q", sends+1, b)

@@ -119,7 +119,22 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	// environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ...); the
 	// marker keeps anthropic.NewClient from adding it here too.
 	opts := append([]option.RequestOption{option.WithoutEnvironmentDefaults()}, client.Options...)
-	return anthropic.NewOn(anthropic.Platform{Name: Name, Options: opts, Authorize: bearer(creds.TokenSource)}, wire)
+	return anthropic.NewOn(anthropic.Platform{Name: Name, Options: opts, Authorize: bearer(creds.TokenSource),
+		Identity: identity(project, first(cfg.Location, os.Getenv(envLocation), "global"), workspace, base)}, wire)
+}
+
+// identity names the account of the gateway's requests, for the rate
+// limiter's key (docs/ratelimits.md, "Platforms"): "gcp:PROJECT/LOCATION/
+// WORKSPACE", the Anthropic workspace the limits are kept for; with a
+// base URL and no project or workspace set, "gcp:" and the URL's path,
+// which names them. Never a token.
+func identity(project, location, workspace, base string) string {
+	if base != "" && (project == "" || workspace == "") {
+		if u, err := url.Parse(base); err == nil {
+			return "gcp:" + u.EscapedPath()
+		}
+	}
+	return "gcp:" + project + "/" + location + "/" + workspace
 }
 
 // bearer authorizes a streamed request (anthropic.Platform.Authorize) as

@@ -41,6 +41,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/prefix"
+	"github.com/myelin-run/myelin/internal/ratewait"
 	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/ratelimit"
@@ -74,7 +75,10 @@ type Config struct {
 type Provider struct {
 	client sdk.Client
 	// send posts streamed requests as client would (send.go)
-	send   *send.Sender
+	send *send.Sender
+	// gate, with Config.Limiter, is where each attempt of a request sent
+	// through the SDK (NoStream) waits, as the Sender's do; nil without
+	gate   *ratewait.Gate
 	cfg    Config
 	legacy bool // send max_tokens: the endpoint is not OpenAI's own
 	// prefixes keeps the start of each conversation's last body, which
@@ -90,11 +94,11 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, sender, err := Connect(ep, path, cfg.HTTPClient)
+	client, sender, lim, err := Connect(ep, path, cfg.HTTPClient, Limits{Limiter: cfg.Limiter, RetryFor: cfg.RetryFor, Wire: "openai"})
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{client: client, send: sender, cfg: cfg, legacy: !isOpenAI(ep.BaseURL)}, nil
+	return &Provider{client: client, send: sender, gate: lim.Gate(), cfg: cfg, legacy: !isOpenAI(ep.BaseURL)}, nil
 }
 
 // isOpenAI reports whether base is OpenAI's own API ("" is the SDK's
@@ -215,11 +219,15 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return provider.Response{}, err
 	}
 	req.Sent(body)
+	if p.gate != nil {
+		// the key's model, for the limiter (docs/ratelimits.md)
+		ctx = ratelimit.WithModel(ctx, req.Model)
+	}
 	withBody := option.WithRequestBody("application/json", body)
 	a := accumulator{onThinking: req.OnThinking}
 	if p.cfg.NoStream {
 		var c sdk.ChatCompletion
-		if err := p.client.Post(ctx, "chat/completions", nil, &c, withBody); err != nil {
+		if err := p.client.Post(ctx, "chat/completions", nil, &c, p.gated(withBody)...); err != nil {
 			return provider.Response{}, describe(err)
 		}
 		if len(c.Choices) == 0 {
@@ -424,4 +432,13 @@ func (a *accumulator) response() provider.Response {
 	}
 	// "content_filter": the provider's filter stopped the answer
 	return provider.Response{Message: msg, StopReason: a.stop, Refused: a.stop == "content_filter"}
+}
+
+// gated is opts with, on a wire with a limiter, the gate's middleware
+// (last, closest to the wire): each attempt the SDK makes waits at it.
+func (p *Provider) gated(opts ...option.RequestOption) []option.RequestOption {
+	if p.gate != nil {
+		opts = append(opts, option.WithMiddleware(p.gate.Middleware))
+	}
+	return opts
 }

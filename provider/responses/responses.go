@@ -41,6 +41,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/internal/prefix"
+	"github.com/myelin-run/myelin/internal/ratewait"
 	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/openai"
@@ -94,6 +95,9 @@ type Provider struct {
 	client sdk.Client
 	// send posts streamed requests as client would (openai.Sender)
 	send *send.Sender
+	// gate, with Config.Limiter, is where each attempt of a request sent
+	// through the SDK (NoStream) waits, as the Sender's do; nil without
+	gate *ratewait.Gate
 	cfg  Config
 	// the heads of recent requests and the starts of recent
 	// conversations' bodies, to build the next bodies on (prefix.go)
@@ -108,11 +112,11 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, sender, err := openai.Connect(ep, "responses", cfg.HTTPClient)
+	client, sender, lim, err := openai.Connect(ep, "responses", cfg.HTTPClient, openai.Limits{Limiter: cfg.Limiter, RetryFor: cfg.RetryFor, Wire: Wire})
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{client: client, send: sender, cfg: cfg, kept: &kept{}}, nil
+	return &Provider{client: client, send: sender, gate: lim.Gate(), cfg: cfg, kept: &kept{}}, nil
 }
 
 // maxCacheKey is the longest prompt_cache_key the API takes.
@@ -309,11 +313,15 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return provider.Response{}, err
 	}
 	req.Sent(body)
+	if p.gate != nil {
+		// the key's model, for the limiter (docs/ratelimits.md)
+		ctx = ratelimit.WithModel(ctx, req.Model)
+	}
 	withBody := option.WithRequestBody("application/json", body)
 	a := accumulator{onText: onText, onThinking: req.OnThinking}
 	if p.cfg.NoStream {
 		var raw []byte
-		if err := p.client.Post(ctx, "responses", nil, &raw, withBody); err != nil {
+		if err := p.client.Post(ctx, "responses", nil, &raw, p.gated(withBody)...); err != nil {
 			return provider.Response{}, describe(err)
 		}
 		var r response
@@ -420,4 +428,13 @@ func Text(text, phase string) history.Part {
 		p.Raw = jsonstring.Append(nil, phase, false)
 	}
 	return p
+}
+
+// gated is opts with, on a wire with a limiter, the gate's middleware
+// (last, closest to the wire): each attempt the SDK makes waits at it.
+func (p *Provider) gated(opts ...option.RequestOption) []option.RequestOption {
+	if p.gate != nil {
+		opts = append(opts, option.WithMiddleware(p.gate.Middleware))
+	}
+	return opts
 }

@@ -103,6 +103,9 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		Options:    []option.RequestOption{option.WithBaseURL(regionalURL(region))},
 		HTTPClient: client,
 		Send:       newRoute(region, project).send,
+		// the rate limiter's key (docs/ratelimits.md, "Platforms"):
+		// Vertex's quotas are a project's, per region and model
+		Identity: "gcp:" + project + "/" + region,
 	}, wire)
 }
 

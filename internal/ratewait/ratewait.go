@@ -1,0 +1,159 @@
+// Package ratewait is the rate-limit gate of the requests that
+// internal/send does not post: the SDKs' own calls (a whole answer,
+// NoStream, through anthropic-sdk-go or openai-go, on every platform) and
+// Gemini's poster. Every attempt of a request — the first and each retry
+// — waits at a ratelimit.Limiter before it is sent (Gate.Wait), telling
+// the context's observer (provider.WithWaitNotice), and every answer,
+// whatever its status, is observed by it (Pass.Observe), as internal/send's
+// gate does for the requests it posts (docs/ratelimits.md, "The sender's
+// gate").
+//
+// It owns the gate only: it must not retry, sleep for a retry, read a
+// wire's error for anything but the limiter, nor hold an API key (a Gate
+// names its key by ratelimit.Identity, or a platform's account).
+package ratewait
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/ratelimit"
+)
+
+// maxObserved is the most of an error answer's body read for the
+// limiter (ratelimit.FromResponse reads no more): an error is a few
+// hundred bytes.
+const maxObserved = 64 << 10
+
+// Gate is a rate limiter and how the requests passing it are named: the
+// wire (provider.WireName's name, which ratelimit.FromResponse reads by)
+// and the identity of the key or account they are sent with. A nil *Gate
+// lets everything through and observes nothing.
+type Gate struct {
+	limiter  *ratelimit.Limiter
+	wire     string
+	identity string
+}
+
+// New is the gate at l of wire's requests sent with identity
+// (ratelimit.Identity of an API key, or a platform's account, never a
+// key or a token), nil when l is nil: no limiter, no gate.
+func New(l *ratelimit.Limiter, wire, identity string) *Gate {
+	if l == nil {
+		return nil
+	}
+	return &Gate{limiter: l, wire: wire, identity: identity}
+}
+
+// Key is the key a request to u sent in ctx waits under: u's host (and
+// port), the gate's identity, and the model ctx names
+// (ratelimit.WithModel; "" when it names none).
+func (g *Gate) Key(ctx context.Context, u *url.URL) ratelimit.Key {
+	return ratelimit.Key{Endpoint: u.Host, Identity: g.identity, Model: ratelimit.ModelOf(ctx)}
+}
+
+// Pass is one attempt let through a gate, for its answer to be observed.
+// Its zero value (a nil gate's) observes nothing.
+type Pass struct {
+	g   *Gate
+	ctx context.Context
+	key ratelimit.Key
+}
+
+// Wait waits at the gate for attempt (1 for the first) of a request of
+// key to url (as provider.Redact writes it), telling ctx's observer of
+// the wait (provider.NoticeWait) before it starts and whenever its end
+// moves later. A context ended meanwhile is Wait's error, which wraps the
+// context's and names the key; nothing is to be sent then. On a nil gate
+// it returns at once.
+func (g *Gate) Wait(ctx context.Context, key ratelimit.Key, attempt int, url string) (Pass, error) {
+	if g == nil {
+		return Pass{}, nil
+	}
+	_, err := g.limiter.Wait(ctx, key, func(until time.Time, why string) {
+		provider.NoticeWait(ctx, provider.WaitNotice{Attempt: attempt, Until: until, Why: why, URL: url})
+	})
+	return Pass{g: g, ctx: ctx, key: key}, err
+}
+
+// Observe gives the limiter what res, the answer to the attempt, said of
+// its key's limits, and returns it. body is res's error body when the
+// caller has read it; nil has an answer of 400 or more peeked at (up to
+// 64 KiB read and put back in front of the rest, so that the caller still
+// reads it whole). The limiter's own error (a Shared store that could not
+// save) is not the request's: the state is kept in the process all the
+// same.
+func (p Pass) Observe(res *http.Response, body []byte) ratelimit.Observation {
+	if p.g == nil || res == nil {
+		return ratelimit.Observation{}
+	}
+	if body == nil && res.StatusCode >= http.StatusBadRequest {
+		body = peek(res)
+	}
+	o := ratelimit.FromResponse(p.g.wire, res.StatusCode, res.Header, body, p.g.Now())
+	o.From = p.key.Endpoint
+	_ = p.g.limiter.Observe(p.ctx, p.key, o)
+	return o
+}
+
+// Now is the limiter's time, which its waits and observations count by:
+// its Clock's, else the real one.
+func (g *Gate) Now() time.Time {
+	if g != nil && g.limiter.Clock != nil {
+		return g.limiter.Clock.Now()
+	}
+	return time.Now()
+}
+
+// Middleware is the gate as an SDK middleware (anthropic-sdk-go's and
+// openai-go's option.WithMiddleware; a nil gate's passes the request on):
+// each attempt the SDK makes waits at the gate, its key named by the
+// request's URL as it reaches the middleware, and its answer is
+// observed. The attempt is the SDK's X-Stainless-Retry-Count plus one. It
+// is to be the last middleware, closest to the wire, so that it sees the
+// URL a platform's middleware routed the request to.
+func (g *Gate) Middleware(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	if g == nil {
+		return next(r)
+	}
+	ctx := r.Context()
+	attempt := 1
+	if n, err := strconv.Atoi(r.Header.Get("X-Stainless-Retry-Count")); err == nil && n > 0 {
+		attempt = n + 1
+	}
+	pass, err := g.Wait(ctx, g.Key(ctx, r.URL), attempt, provider.Redact(r.URL))
+	if err != nil {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, err
+	}
+	res, err := next(r)
+	if err == nil {
+		pass.Observe(res, nil)
+	}
+	return res, err
+}
+
+// peek reads up to maxObserved bytes of res's body and puts them back in
+// front of the rest. A read error is left for the body's reader to meet.
+func peek(res *http.Response) []byte {
+	if res.Body == nil {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(res.Body, maxObserved))
+	res.Body = peeked{Reader: io.MultiReader(bytes.NewReader(b), res.Body), Closer: res.Body}
+	return b
+}
+
+// peeked is a body whose first bytes were read before.
+type peeked struct {
+	io.Reader
+	io.Closer
+}

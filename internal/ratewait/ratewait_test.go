@@ -1,0 +1,110 @@
+package ratewait
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/ratelimit"
+)
+
+// stepClock is a ratelimit.Clock whose waits pass at once, moving it on.
+type stepClock struct{ now time.Time }
+
+func (c *stepClock) Now() time.Time { return c.now }
+func (c *stepClock) After(d time.Duration) (<-chan time.Time, func()) {
+	c.now = c.now.Add(max(0, d))
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch, func() {}
+}
+
+// answer is an answer of status with header h and body.
+func answer(status int, h http.Header, body string) *http.Response {
+	if h == nil {
+		h = http.Header{}
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body))}
+}
+
+// The middleware has each attempt the SDK makes wait at the limiter —
+// the attempt numbered by the SDK's retry count — and observes its
+// answer, leaving an error body whole for the SDK to read.
+func TestTheMiddlewareWaitsBeforeEachAttemptAndObservesItsAnswer(t *testing.T) {
+	clock := &stepClock{now: time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)}
+	lim := &ratelimit.Limiter{Clock: clock}
+	g := New(lim, "anthropic", ratelimit.Identity("sk-secret"))
+	const refusal = `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`
+	var notices []provider.WaitNotice
+	ctx := provider.WithWaitNotice(ratelimit.WithModel(context.Background(), "m"), func(n provider.WaitNotice) { notices = append(notices, n) })
+	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.example:8443/v1/messages", nil)
+	r.Header.Set("X-Stainless-Retry-Count", "0")
+	res, err := g.Middleware(r, func(*http.Request) (*http.Response, error) {
+		return answer(http.StatusTooManyRequests, http.Header{"Retry-After": {"20"}}, refusal), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(res.Body); string(b) != refusal {
+		t.Errorf("the SDK reads the error body %q, want it whole: %q", b, refusal)
+	}
+	key := ratelimit.Key{Endpoint: "api.example:8443", Identity: ratelimit.Identity("sk-secret"), Model: "m"}
+	if st := lim.State(key); !st.NextAllowed.Equal(clock.now.Add(20 * time.Second)) {
+		t.Fatalf("the key %v may send from %v, want the 429's retry-after, 20s on", key, st.NextAllowed)
+	}
+	r.Header.Set("X-Stainless-Retry-Count", "1")
+	sent := false
+	if _, err := g.Middleware(r, func(*http.Request) (*http.Response, error) { sent = true; return answer(200, nil, ""), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !sent || len(notices) != 1 || notices[0].Attempt != 2 || !strings.Contains(notices[0].Why, "api.example:8443") {
+		t.Errorf("sent %v, notices %+v: want the retry, attempt 2, told one wait naming the host, then sent", sent, notices)
+	}
+}
+
+// A context ended while the attempt waits ends it with the limiter's
+// error, which wraps the context's; nothing is sent.
+func TestAWaitEndedByItsContextSendsNothing(t *testing.T) {
+	lim := &ratelimit.Limiter{}
+	g := New(lim, "openai", "k:1")
+	u, _ := url.Parse("https://api.example/v1/chat/completions")
+	_ = lim.Observe(context.Background(), g.Key(context.Background(), u), ratelimit.FromResponse("openai", 429, http.Header{"Retry-After": {"3600"}}, nil, time.Now()))
+	ctx, cancel := context.WithCancel(context.Background())
+	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader("body"))
+	ctx = provider.WithWaitNotice(ctx, func(provider.WaitNotice) { cancel() })
+	r = r.WithContext(ctx)
+	_, err := g.Middleware(r, func(*http.Request) (*http.Response, error) {
+		t.Fatal("a request was sent before its key's retry-after")
+		return nil, nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("the error is %v, want one wrapping context.Canceled", err)
+	}
+}
+
+// Without a limiter there is no gate: the middleware passes each
+// request on, and a Pass observes nothing.
+func TestWithoutALimiterNothingWaits(t *testing.T) {
+	g := New(nil, "gemini", "k:1")
+	if g != nil {
+		t.Fatalf("New(nil) is %v, want nil", g)
+	}
+	r, _ := http.NewRequest(http.MethodPost, "https://api.example/", nil)
+	res, err := g.Middleware(r, func(*http.Request) (*http.Response, error) { return answer(200, nil, "ok"), nil })
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("%v %v", res, err)
+	}
+	p, err := g.Wait(context.Background(), ratelimit.Key{}, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := p.Observe(answer(429, nil, ""), nil); o.Limited {
+		t.Errorf("a nil gate's Pass read %+v", o)
+	}
+}
