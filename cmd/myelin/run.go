@@ -40,6 +40,12 @@ const runUsage = `Usage:
   myelin chat [flags]
       The same, a turn per line typed, until /exit or end of input.
 
+A request held back by its key's rate limit says so on stderr, until when
+and why; every turn of the process waits at one limiter, shared through a
+Postgres store with every process on it, and a request that failed before
+any of its answer was shown is sent again for --retry-for
+(docs/ratelimits.md).
+
 The provider's key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY, its
 address from ANTHROPIC_BASE_URL or OPENAI_BASE_URL when set. Gemini
 (--provider gemini) reads GEMINI_API_KEY or GOOGLE_API_KEY, and
