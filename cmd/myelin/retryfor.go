@@ -40,9 +40,9 @@ func (r *retryFor) Set(s string) error {
 	return nil
 }
 
-// limits is what newProvider gives every wire of the process: the rate
+// wireLimits is what newProvider gives every wire of the process: the rate
 // limiter every request waits at, and how long a request is retried for.
-type limits struct {
+type wireLimits struct {
 	limiter  *ratelimit.Limiter
 	retryFor time.Duration
 }
@@ -50,19 +50,19 @@ type limits struct {
 // newLimits is the process's limits: a new limiter (the only one of the
 // process: run, chat and serve open one agent), and the retries' bound;
 // 0 while a test sets retries, which bounds them by count as before.
-func newLimits(f retryFor) limits {
+func newLimits(f retryFor) wireLimits {
 	d := time.Duration(f)
 	if retries != 0 {
 		d = 0
 	}
-	return limits{limiter: &ratelimit.Limiter{}, retryFor: d}
+	return wireLimits{limiter: &ratelimit.Limiter{}, retryFor: d}
 }
 
 // share has the limiter keep its keys' states in store when store is
 // the Postgres store (postgres.Store.RateLimits): every process on it
 // then waits for a retry-after any of them was told, and a retry-after
 // outlives a restart. Called once the store is open, before any request.
-func (l limits) share(store history.Store) {
+func (l wireLimits) share(store history.Store) {
 	if pg, ok := store.(*postgres.Store); ok {
 		l.limiter.Shared = pg.RateLimits()
 	}

@@ -248,7 +248,7 @@ var retries int
 
 // newProvider picks the wire from --provider or from which key is set.
 // Every wire waits at lim's limiter and retries for lim's time.
-func newProvider(name string, ttl anthropic.CacheTTL, lim limits) (provider.Provider, string, error) {
+func newProvider(name string, ttl anthropic.CacheTTL, lim wireLimits) (provider.Provider, string, error) {
 	if name == "" && !anyKey() {
 		return nil, "", errNoKey
 	}
