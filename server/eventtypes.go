@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log"
+	"time"
 
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
@@ -23,6 +24,7 @@ const (
 	EventUsage             = "usage"              // usageEvent: one request's
 	EventMessageStored     = "message.stored"     // messageStoredEvent: a message or record stored
 	EventNotice            = "notice"             // noticeEvent
+	EventWaiting           = "waiting"            // waitingEvent: a request waits for its key's rate limit
 	EventContextCleared    = "context.cleared"    // contextEvent
 	EventContextSummarised = "context.summarised" // contextEvent
 	EventContextWithheld   = "context.withheld"   // contextEvent: the refusal guard withheld a round's results
@@ -117,7 +119,24 @@ type usageEvent struct {
 
 type noticeEvent struct {
 	Turn string `json:"turn"`
-	Kind string `json:"kind"` // "notice", "waiting", "retry" or "claim_lost"
+	// Kind is "notice", "waiting" (for another writer's claim), "retry",
+	// or with workers "claim_lost", "handed_back" or "rate_limited"; or
+	// "server_stopping"
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// waitingEvent is the data of waiting: a request of the turn is held at
+// its key's rate limiter until Until (RFC 3339), for the reason Text
+// says; told again when Until moves later (docs/ratelimits.md). A wait
+// for another writer's claim, whose end no one knows, is a notice of
+// kind waiting instead.
+type waitingEvent struct {
+	Turn  string    `json:"turn"`
+	Until time.Time `json:"until"`
+	// Text says until when, what for and why: "waiting until 12:00:05
+	// UTC (20.0s) for the rate limit of anthropic: 429 from
+	// api.anthropic.com: retry after 20s" (agent.WaitText).
 	Text string `json:"text"`
 }
 
@@ -178,7 +197,13 @@ func (s *Server) emitAgent(c string, turn string, e agent.Event) {
 		s.emit(c, EventToolFinished, fin)
 	case agent.Usage:
 		s.emit(c, EventUsage, usageEvent{Turn: turn, Usage: usageOf(e.Usage)})
-	case agent.Notice, agent.Waiting:
+	case agent.Waiting:
+		if e.Until.IsZero() { // another writer's claim: no one knows until when
+			s.emit(c, EventNotice, noticeEvent{Turn: turn, Kind: string(e.Kind), Text: e.Text})
+			break
+		}
+		s.emit(c, EventWaiting, waitingEvent{Turn: turn, Until: e.Until.UTC(), Text: e.Text})
+	case agent.Notice:
 		s.emit(c, EventNotice, noticeEvent{Turn: turn, Kind: string(e.Kind), Text: e.Text})
 	case agent.ContextEdit:
 		typ := EventContextCleared

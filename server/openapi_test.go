@@ -70,6 +70,7 @@ var eventData = map[string]any{
 	EventUsage:               usageEvent{},
 	EventMessageStored:       messageStoredEvent{},
 	EventNotice:              noticeEvent{},
+	EventWaiting:             waitingEvent{},
 	EventContextCleared:      contextEvent{},
 	EventContextSummarised:   contextEvent{},
 	EventContextWithheld:     contextEvent{},

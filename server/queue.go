@@ -132,7 +132,11 @@ func (s *Server) cancelQueued(w http.ResponseWriter, r *http.Request, id, tid st
 // began to stop: RunQueued fails with an error wrapping
 // agent.ErrHandedOver, reports a handed_back notice instead of
 // turn.finished, and the job is to be put back in the queue at once for
-// another worker to continue.
+// another worker to continue. A turn whose request would wait at its key's
+// rate limiter for more than HoldOver is stopped the same way, reporting
+// a rate_limited notice: RunQueued fails with a *RateLimitedError (which
+// wraps agent.ErrHandedOver) saying until when, and the job is to be put
+// back in the queue until then.
 func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error {
 	s.init()
 	a, err := s.agentFor(t.input(), true)
@@ -156,13 +160,16 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 	defer stop()
 	var failed error
 	run := func(on func(agent.Event)) (agent.TurnResult, error) {
-		tr, err := a.Continue(tctx, conv, on)
+		tr, err := a.Continue(tctx, conv, holdingOver(on, cancel))
 		failed = err
 		return tr, err
 	}
 	var notStarted error
 	if _, ok := s.runTurn(tctx, a, conv, t.Turn, prompt, notes, nil, run, func(err error) { notStarted = err }, nil); !ok {
 		return notStarted
+	}
+	if rl := rateLimited(tctx); rl != nil && failed != nil {
+		return fmt.Errorf("turn %s of conversation %s: %w", t.Turn, conv, rl)
 	}
 	if handedBack(tctx) {
 		return fmt.Errorf("turn %s of conversation %s: %w", t.Turn, conv, agent.ErrHandedOver)

@@ -61,6 +61,13 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 		started(err)
 		return "", false
 	}
+	if rl := rateLimited(ctx); rl != nil && err != nil {
+		// a queued turn whose request would wait long at its key's rate
+		// limit (ratelimited.go): not ended, back in the queue until then
+		s.emit(id, EventNotice, noticeEvent{Turn: tid, Kind: NoticeRateLimited,
+			Text: "the turn goes back to the queue until " + rl.Until.UTC().Format("15:04:05") + " UTC, when its key's rate limit allows its request; a worker then goes on with it from what is stored, and other turns run meanwhile"})
+		return NoticeRateLimited, true
+	}
 	if handedBack(ctx) {
 		// a queued turn handed back as its server stops (shutdown.go):
 		// not ended, its turn.finished is the next worker's

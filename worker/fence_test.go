@@ -12,6 +12,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/postgres"
 	"github.com/myelin-run/myelin/history/postgres/pgtest"
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
@@ -53,6 +54,12 @@ func turnWorkerOn(t *testing.T, store *postgres.Store, fake *providertest.Server
 	if err != nil {
 		t.Fatal(err)
 	}
+	return turnWorkerWith(t, store, p, lease, run)
+}
+
+// turnWorkerWith is turnWorkerOn with the provider p.
+func turnWorkerWith(t *testing.T, store *postgres.Store, p provider.Provider, lease time.Duration, run func(*server.Server) func(context.Context, string, server.QueuedTurn) error) (*server.Server, *Queue) {
+	t.Helper()
 	ws, err := workspace.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -351,6 +351,15 @@ func (w *turnWorker) Work(ctx context.Context, job *river.Job[turnArgs]) error {
 	} else {
 		err = w.run(ctx, job.Args.Conversation, job.Args.QueuedTurn)
 	}
+	var limited *server.RateLimitedError
+	if errors.As(err, &limited) {
+		// its request would wait long at its key's rate limit: the turn
+		// stopped without ending, and waits in the queue — not as an
+		// attempt — until the limit allows it, while this worker runs
+		// other keys' turns; whichever worker takes it then goes on
+		w.log("turn %s of conversation %s: back in the queue until %s, its key's rate limit", job.Args.Turn, job.Args.Conversation, limited.Until.UTC().Format(time.RFC3339))
+		return river.JobSnooze(max(time.Until(limited.Until), 0))
+	}
 	if errors.Is(err, agent.ErrHandedOver) {
 		// this process stops (server.Server.Shutdown): the turn is not
 		// ended, and goes back to the queue at once, not as an attempt,

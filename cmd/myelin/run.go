@@ -25,6 +25,7 @@ import (
 	"github.com/myelin-run/myelin/provider/openai"
 	"github.com/myelin-run/myelin/provider/responses"
 	"github.com/myelin-run/myelin/provider/vertex"
+	"github.com/myelin-run/myelin/ratelimit"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/window"
 	"github.com/myelin-run/myelin/workspace"
@@ -38,6 +39,12 @@ const runUsage = `Usage:
       thinking too, with --show-thinking.
   myelin chat [flags]
       The same, a turn per line typed, until /exit or end of input.
+
+A request held back by its key's rate limit says so on stderr, until when
+and why; every turn of the process waits at one limiter, shared through a
+Postgres store with every process on it, and a request that failed before
+any of its answer was shown is sent again for --retry-for
+(docs/ratelimits.md).
 
 The provider's key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY, its
 address from ANTHROPIC_BASE_URL or OPENAI_BASE_URL when set. Gemini
@@ -90,6 +97,7 @@ type agentFlags struct {
 	perm         permFlags
 	prices       string // --prices FILE (docs/cost.md)
 	budget       budgetFlags
+	retryFor     retryFor // --retry-for (retryfor.go)
 }
 
 func (f *agentFlags) set(name string) *flag.FlagSet {
@@ -111,6 +119,8 @@ func (f *agentFlags) set(name string) *flag.FlagSet {
 	fs.IntVar(&f.keepRounds, "keep-rounds", window.DefaultKeepRounds, "the number `N` of newest tool rounds that keep their results when room is made (at least 1)")
 	fs.StringVar(&f.prices, "prices", "", pricesFlagHelp)
 	fs.StringVar(&f.cacheTTL, "cache-ttl", "", cacheTTLHelp)
+	f.retryFor = retryFor(defaultRetryFor)
+	fs.Var(&f.retryFor, "retry-for", retryForHelp)
 	fs.BoolVar(&f.wait, "wait", false, "when another process is advancing the conversation, wait for it to finish instead of failing")
 	f.tools.add(fs)
 	f.think.add(fs)
@@ -215,6 +225,8 @@ type session struct {
 	// prices prices the token line's turns (--prices over the built-in
 	// table); nil is the built-in table.
 	prices *price.Table
+	// limiter is the process's rate limiter, every wire's (retryfor.go).
+	limiter *ratelimit.Limiter
 }
 
 func (s *session) close() {
@@ -230,35 +242,40 @@ func (s *session) close() {
 var errNoKey = errors.New("no provider API key is set: set ANTHROPIC_API_KEY (Anthropic), OPENAI_API_KEY (OpenAI, or a compatible server with OPENAI_BASE_URL), or GEMINI_API_KEY or GOOGLE_API_KEY (Gemini); or name a cloud platform, which reads its own credentials: --provider bedrock, vertex or google-cloud")
 
 // retries is the wires' retries before any output: 0, their default
-// (provider.DefaultRetries). Tests set it.
+// (provider.DefaultRetries). Tests set it; while it is set, the retries
+// are bounded by it, not by --retry-for (newLimits).
 var retries int
 
 // newProvider picks the wire from --provider or from which key is set.
-func newProvider(name string, ttl anthropic.CacheTTL) (provider.Provider, string, error) {
+// Every wire waits at lim's limiter and retries for lim's time.
+func newProvider(name string, ttl anthropic.CacheTTL, lim wireLimits) (provider.Provider, string, error) {
 	if name == "" && !anyKey() {
 		return nil, "", errNoKey
 	}
+	l, d := lim.limiter, lim.retryFor
+	claude := anthropic.Config{MaxRetries: retries, CacheTTL: ttl, Limiter: l, RetryFor: d}
+	platform := anthropic.Config{CacheTTL: ttl, Limiter: l, RetryFor: d}
 	switch name = wireName(name); name {
 	case "anthropic":
-		p, err := anthropic.New(anthropic.Config{MaxRetries: retries, CacheTTL: ttl})
+		p, err := anthropic.New(claude)
 		return p, defaultAnthropicModel, err
 	case "openai":
-		p, err := openai.New(openai.Config{MaxRetries: retries})
+		p, err := openai.New(openai.Config{MaxRetries: retries, Limiter: l, RetryFor: d})
 		return p, defaultOpenAIModel, err
 	case "gemini":
-		p, err := gemini.New(gemini.Config{MaxRetries: retries})
+		p, err := gemini.New(gemini.Config{MaxRetries: retries, Limiter: l, RetryFor: d})
 		return p, defaultGeminiModel, err
 	case "openai-responses":
-		p, err := responses.New(responses.Config{MaxRetries: retries})
+		p, err := responses.New(responses.Config{MaxRetries: retries, Limiter: l, RetryFor: d})
 		return p, defaultResponsesModel, err
 	case "bedrock":
-		p, err := bedrock.New(bedrock.Config{Config: anthropic.Config{CacheTTL: ttl}})
+		p, err := bedrock.New(bedrock.Config{Config: platform})
 		return p, defaultBedrockModel, err
 	case "vertex":
-		p, err := vertex.New(vertex.Config{Config: anthropic.Config{CacheTTL: ttl}})
+		p, err := vertex.New(vertex.Config{Config: platform})
 		return p, defaultVertexModel, err
 	case googlecloud.Name: // "google-cloud": the first-party API and its model names
-		p, err := googlecloud.New(googlecloud.Config{Config: anthropic.Config{CacheTTL: ttl}})
+		p, err := googlecloud.New(googlecloud.Config{Config: platform})
 		return p, defaultAnthropicModel, err
 	}
 	return nil, "", fmt.Errorf("--provider %q: want %s", name, wireList)
@@ -318,7 +335,8 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	if err != nil {
 		return nil, "", err
 	}
-	prov, model, err := newProvider(f.provider, ttl)
+	lim := newLimits(f.retryFor) // the process's one limiter
+	prov, model, err := newProvider(f.provider, ttl, lim)
 	if err != nil {
 		return nil, "", err
 	}
@@ -366,7 +384,8 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 		ws.Close()
 		return nil, "", err
 	}
-	s = &session{ws: ws, store: store, showThinking: f.think.show, prices: prices}
+	lim.share(store) // before any request: with Postgres, the limits are every process's
+	s = &session{ws: ws, store: store, showThinking: f.think.show, prices: prices, limiter: lim.limiter}
 	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
 	if f.tools.mcp.ui == nil { // serve: no terminal, but sampling and its notices on stderr
 		f.tools.mcp.ui = newMCPUI(nil, stderr)
@@ -382,7 +401,7 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 	}
 	s.agent = &agent.Agent{Provider: prov, Store: store, Tools: s.tools.reg, Model: model, System: system,
 		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait,
-		RefusalGuard: f.guard.refusal, DropUnreached: true}
+		RefusalGuard: f.guard.refusal, DropUnreached: true, RetryFor: lim.retryFor}
 	if err := f.budget.apply(s.agent, s.prices); err != nil {
 		s.close()
 		return nil, "", err

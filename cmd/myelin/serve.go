@@ -39,7 +39,9 @@ const serveUsage = `Usage:
       serve processes on several hosts share the turns: each turn is queued
       with its prompt and run by one of them, and its events reach a client
       of any (docs/scale.md); such a process that stops hands its running
-      turns back to the queue at once, for another to continue.
+      turns back to the queue at once, for another to continue, and a turn
+      whose key's rate limit would hold its request more than 5 s goes back
+      to the queue until then while other turns run (docs/ratelimits.md).
       What MCP servers ask during a call (an elicitation, a sampling
       request) is an event of the conversation whose call it is, which its
       clients answer over the API; so is a tool call the permission policy

@@ -588,6 +588,7 @@ function handle(type, d) {
     case "context.summarised":
     case "context.withheld":
     case "notice":
+    case "waiting": // a request held at its key's rate limit: until when and why
       $("live-state").textContent = d.text;
       break;
     case "error":
