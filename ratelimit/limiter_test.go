@@ -258,12 +258,14 @@ func TestASpentDimensionWaitsForItsResetThenLetsOneGo(t *testing.T) {
 }
 
 // memShared is a Shared in memory, as two processes' limiters would see
-// one Postgres table: Save keeps the later next-allowed time.
+// one Postgres table: each method one step under its lock, by State's own
+// Spend and Apply (ratelimittest.Memory, which cannot be imported here).
 type memShared struct {
-	mu      sync.Mutex
-	states  map[Key]State
-	loadErr error
-	saveErr error
+	mu       sync.Mutex
+	states   map[Key]State
+	loadErr  error
+	spendErr error
+	saveErr  error
 }
 
 func (m *memShared) Load(_ context.Context, key Key) (State, bool, error) {
@@ -276,20 +278,35 @@ func (m *memShared) Load(_ context.Context, key Key) (State, bool, error) {
 	return st, ok, nil
 }
 
-func (m *memShared) Save(_ context.Context, key Key, st State) error {
+func (m *memShared) Spend(_ context.Context, key Key, now time.Time, probe time.Duration) (State, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.spendErr != nil {
+		return State{}, false, m.spendErr
+	}
+	st, ok := m.states[key].Spend(now, probe)
+	if ok {
+		m.put(key, st)
+	}
+	return st, ok, nil
+}
+
+func (m *memShared) Save(_ context.Context, key Key, a Answer) (State, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.saveErr != nil {
-		return m.saveErr
+		return State{}, m.saveErr
 	}
+	st := m.states[key].Apply(a)
+	m.put(key, st)
+	return st, nil
+}
+
+func (m *memShared) put(key Key, st State) {
 	if m.states == nil {
 		m.states = map[Key]State{}
 	}
-	if old, ok := m.states[key]; ok && old.NextAllowed.After(st.NextAllowed) {
-		st.NextAllowed, st.Why = old.NextAllowed, old.Why
-	}
 	m.states[key] = st
-	return nil
 }
 
 // step advances clock by d and returns the Wait's result if it returned,
@@ -393,7 +410,7 @@ func TestAWaitingLimiterHonoursALaterRetryAfterSavedMeanwhile(t *testing.T) {
 
 func TestAStoreThatCannotBeReadLeavesTheProcessToItsOwnState(t *testing.T) {
 	down := errors.New("store down")
-	store := &memShared{loadErr: down, saveErr: down}
+	store := &memShared{loadErr: down, spendErr: down, saveErr: down}
 	l := &Limiter{Shared: store, Clock: newFakeClock(now)}
 	w, err := l.Wait(context.Background(), testKey, nil)
 	if err != nil || !errors.Is(w.Shared, down) {
