@@ -201,19 +201,21 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 		s, times, budgets := open(t), key(t), key(t)
 		budgets.Model += "-budgets"
 		const n = 16
+		handles := []ratelimit.Shared{s, open(t), open(t), open(t)}
 		var wg sync.WaitGroup
 		errs := make(chan error, 2*n)
 		for i := range n {
 			v := n - 1 - i // the latest started first, so that last-writer-wins shows
+			h := handles[i%len(handles)]
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				_, err := open(t).Save(ctx, times, ratelimit.Answer{Ticket: int64(v), At: base, NextAllowed: sec(v + 1), Why: fmt.Sprint(v), Remaining: 1})
+				_, err := h.Save(ctx, times, ratelimit.Answer{Ticket: int64(v), At: base, NextAllowed: sec(v + 1), Why: fmt.Sprint(v), Remaining: 1})
 				errs <- err
 			}()
 			go func() {
 				defer wg.Done()
-				_, err := open(t).Save(ctx, budgets, ratelimit.Answer{Ticket: int64(v), At: base, Remaining: int64(10 * v)})
+				_, err := h.Save(ctx, budgets, ratelimit.Answer{Ticket: int64(v), At: base, Remaining: int64(10 * v)})
 				errs <- err
 			}()
 		}
