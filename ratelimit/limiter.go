@@ -77,15 +77,15 @@ type Clock interface {
 
 // Waited is what one Wait did: how long it held the request back, until
 // when it last expected to, and why (empty when it did not wait). Ticket
-// is the request's ticket, the key's count of sends when it went: its
-// answer is observed with it (ObserveAnswer). Shared is the error of a
+// is the request's ticket (its place among the key's sends): its answer
+// is observed with it (ObserveAnswer). Shared is the error of a
 // Shared store that could not be reached meanwhile: the Wait went on by
 // the process's own state, and the caller should say so.
 type Waited struct {
 	For    time.Duration
 	Until  time.Time
 	Why    string
-	Ticket int64
+	Ticket Ticket
 	Shared error
 }
 
@@ -183,7 +183,7 @@ func (l *Limiter) Wait(ctx context.Context, key Key, notify Notify) (Waited, err
 					l.gate(key).adopt(st, now)
 					l.mu.Unlock()
 					if granted {
-						w.Ticket = st.Sent
+						w.Ticket = st.Ticket()
 						return l.waited(w, start), nil
 					}
 				} else {
@@ -203,7 +203,7 @@ func (l *Limiter) Wait(ctx context.Context, key Key, notify Notify) (Waited, err
 		if local {
 			if st, ok := g.Spend(now, l.probe()); ok {
 				g.State = st
-				w.Ticket = st.Sent
+				w.Ticket = st.Ticket()
 				l.mu.Unlock()
 				return l.waited(w, start), nil
 			}
@@ -267,7 +267,7 @@ func (l *Limiter) waited(w Waited, start time.Time) Waited {
 // sends the store holds. The key's state in the process is updated even
 // when saving fails; the error, naming the key, says the other processes
 // did not learn of it.
-func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket int64, o Observation) error {
+func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket Ticket, o Observation) error {
 	now := l.clock().Now()
 	a := answerOf(o, now, ticket)
 	l.mu.Lock()
@@ -300,7 +300,7 @@ func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket int64, o Ob
 // (Wait) passes its ticket to ObserveAnswer instead: an answer taken as
 // newer than it is lets more requests go than its key has left.
 func (l *Limiter) Observe(ctx context.Context, key Key, o Observation) error {
-	return l.ObserveAnswer(ctx, key, l.State(key).Sent, o)
+	return l.ObserveAnswer(ctx, key, l.State(key).Ticket(), o)
 }
 
 // adopt merges st, read from Shared at now, into g: the later
@@ -314,9 +314,9 @@ func (g *gate) adopt(st State, now time.Time) bool {
 		st.NextAllowed = limit
 	}
 	news := false
-	if st.Sent > g.Sent || st.Sent == g.Sent && st.Answered >= g.Answered {
-		news = st.Answered != g.Answered || st.UpdatedAt.After(g.UpdatedAt)
-		g.Remaining, g.Sent, g.Answered, g.LastSent, g.UpdatedAt = st.Remaining, st.Sent, st.Answered, st.LastSent, st.UpdatedAt
+	if st.Sent > g.Sent || st.Sent == g.Sent && st.Answers >= g.Answers {
+		news = st.Answers != g.Answers || st.UpdatedAt.After(g.UpdatedAt)
+		g.Remaining, g.Sent, g.Answered, g.Answers, g.LastSent, g.UpdatedAt = st.Remaining, st.Sent, st.Answered, st.Answers, st.LastSent, st.UpdatedAt
 		if !g.NextAllowed.After(st.NextAllowed) {
 			g.Why = st.Why
 		}

@@ -28,12 +28,12 @@ func (s *Store) RateLimits() RateLimits { return RateLimits{s} }
 
 // stateColumns are the columns a ratelimit.State is read from, in the
 // order scanState takes them.
-const stateColumns = `next_allowed, remaining, why, updated_at, sent, answered, last_sent`
+const stateColumns = `next_allowed, remaining, why, updated_at, sent, answered, answers, last_sent`
 
 // scanState reads a State from a row of stateColumns (after any columns
 // dest holds already).
 func scanState(row pgx.Row, st *ratelimit.State, dest ...any) error {
-	return row.Scan(append(dest, &st.NextAllowed, &st.Remaining, &st.Why, &st.UpdatedAt, &st.Sent, &st.Answered, &st.LastSent)...)
+	return row.Scan(append(dest, &st.NextAllowed, &st.Remaining, &st.Why, &st.UpdatedAt, &st.Sent, &st.Answered, &st.Answers, &st.LastSent)...)
 }
 
 // Load reads key's state; found is false for a key never saved.
@@ -58,10 +58,12 @@ func (r RateLimits) Load(ctx context.Context, key ratelimit.Key) (ratelimit.Stat
 // it, to wait by.
 const spendSQL = `WITH spent AS (
 	INSERT INTO myelin_rate_limits AS r (endpoint, identity, model, ` + stateColumns + `)
-	VALUES ($1, $2, $3, $5, $6, '', $7, $8, 0, $4)
+	VALUES ($1, $2, $3, $5, $6, '', $7, $8, 0, 0, $4)
 	ON CONFLICT (endpoint, identity, model) DO UPDATE SET
 		remaining = CASE WHEN r.remaining > 0 THEN r.remaining - 1 ELSE r.remaining END,
 		sent = r.sent + 1,
+		-- none went within a probe: those unanswered are taken as lost
+		answers = CASE WHEN r.last_sent <= $9::timestamptz THEN r.sent ELSE r.answers END,
 		last_sent = EXCLUDED.last_sent
 	WHERE r.next_allowed <= EXCLUDED.last_sent AND (r.remaining <> 0 OR r.last_sent <= $9::timestamptz)
 	RETURNING ` + stateColumns + `
@@ -106,18 +108,19 @@ func (r RateLimits) Spend(ctx context.Context, key ratelimit.Key, now time.Time,
 // saveSQL applies an answer to key's row (State.Apply) in one statement:
 // the upsert takes the row's lock, so the budget counts the sends the row
 // holds at that moment, whatever lands at once. $4 is the answer's
-// ticket, $5 when it was read, $6 its next-allowed time (NULL: none), $7
-// its why, $8 its budget as of its request, $9 its reset (NULL: none),
-// $10 the why of a wait for it; $11 on are the row of a key without one,
-// State{}.Apply(answer).
+// ticket (N), $18 the requests unanswered when its request went, $5 when
+// it was read, $6 its next-allowed time (NULL: none), $7 its why, $8 its
+// budget as of its request, $20 whether one goes first after it, $9 its
+// reset (NULL: none), $10 the why of a wait for it; $11 to $17 and $19
+// are the row of a key without one, State{}.Apply(answer).
 const saveSQL = `INSERT INTO myelin_rate_limits AS r (endpoint, identity, model, ` + stateColumns + `)
-VALUES ($1, $2, $3, $11, $12, $13, $14, $15, $16, $17)
+VALUES ($1, $2, $3, $11, $12, $13, $14, $15, $16, $19, $17)
 ON CONFLICT (endpoint, identity, model) DO UPDATE SET
-	(next_allowed, why, remaining, answered, updated_at) = (
+	(next_allowed, why, remaining, answered, answers, updated_at) = (
 		SELECT v.next_allowed, v.why,
 			-- while a wait runs, one goes first when it is over
 			CASE WHEN v.next_allowed > $5::timestamptz AND (v.remaining < 0 OR v.remaining > 1) THEN 1 ELSE v.remaining END,
-			v.answered, GREATEST(r.updated_at, $5::timestamptz)
+			v.answered, r.answers + 1, GREATEST(r.updated_at, $5::timestamptz)
 		FROM (
 			SELECT
 				CASE WHEN b.moves THEN $9::timestamptz ELSE t.next_allowed END AS next_allowed,
@@ -133,9 +136,11 @@ ON CONFLICT (endpoint, identity, model) DO UPDATE SET
 					CASE WHEN $6::timestamptz > r.next_allowed OR r.next_allowed <= $5::timestamptz THEN $7::text ELSE r.why END AS why
 			) t, LATERAL (
 				-- an answer no older than the last applied sets the budget:
-				-- its own less the requests sent after its request
+				-- its own less the requests its provider may not have
+				-- counted: those sent after its request, and those before
+				-- it unanswered when it went
 				SELECT $4::bigint >= r.answered AS applied,
-					CASE WHEN $8::bigint < 0 THEN -1 ELSE GREATEST(0, $8::bigint - GREATEST(0, r.sent - $4::bigint)) END AS budget
+					CASE WHEN $20::boolean THEN 1 WHEN $8::bigint < 0 THEN -1 ELSE GREATEST(0, $8::bigint - GREATEST(0, r.sent - $4::bigint) - $18::bigint) END AS budget
 			) b0, LATERAL (
 				-- a budget so spent waits for the answer's reset
 				SELECT b0.applied, b0.budget,
@@ -148,14 +153,15 @@ RETURNING ` + stateColumns
 // Save applies the answer a to key's row (ratelimit.State.Apply) in one
 // statement and returns the state after: the next-allowed time never
 // moves earlier, and the budget is a's less the requests the row counts
-// as sent after a's, unless a newer answer set it already.
+// as sent after a's and those unanswered when a's went, unless a newer
+// answer set it already.
 func (r RateLimits) Save(ctx context.Context, key ratelimit.Key, a ratelimit.Answer) (ratelimit.State, error) {
 	a.At, a.NextAllowed, a.Reset = pgTime(a.At), pgTime(a.NextAllowed), pgTime(a.Reset)
 	born := ratelimit.State{}.Apply(a)
 	var st ratelimit.State
 	err := scanState(r.s.pool.QueryRow(ctx, saveSQL, key.Endpoint, key.Identity, key.Model,
-		a.Ticket, a.At, orNull(a.NextAllowed), a.Why, a.Remaining, orNull(a.Reset), a.ResetWhy,
-		born.NextAllowed, born.Remaining, born.Why, born.UpdatedAt, born.Sent, born.Answered, born.LastSent), &st)
+		a.Ticket.N, a.At, orNull(a.NextAllowed), a.Why, a.Remaining, orNull(a.Reset), a.ResetWhy,
+		born.NextAllowed, born.Remaining, born.Why, born.UpdatedAt, born.Sent, born.Answered, born.LastSent, a.Ticket.Unanswered, born.Answers, a.First), &st)
 	if err != nil {
 		return ratelimit.State{}, r.s.explain("saving the rate limit of "+key.String(), err)
 	}

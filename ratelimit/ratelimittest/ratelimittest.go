@@ -106,6 +106,7 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 		return st, ok
 	}
 	sec := func(n int) time.Time { return base.Add(time.Duration(n) * time.Second) }
+	tk := func(n, unanswered int64) ratelimit.Ticket { return ratelimit.Ticket{N: n, Unanswered: unanswered} }
 
 	t.Run("a key never saved is not found", func(t *testing.T) {
 		s := open(t)
@@ -126,14 +127,14 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 		if got := load(t, s, k); !same(got, want) {
 			t.Errorf("Load after the first Spend = %+v, want %+v", got, want)
 		}
-		want = ratelimit.State{Sent: 2, LastSent: sec(60)}
+		want = ratelimit.State{Sent: 2, Answers: 1, LastSent: sec(60)} // the first, unanswered, taken as lost
 		if st, ok := spend(t, s, k, sec(60), time.Minute); !ok || !same(st, want) {
 			t.Errorf("a Spend a probe after the first, no answer come = %v %+v, want granted: %+v", ok, st, want)
 		}
 	})
 	t.Run("an answer reads back as applied", func(t *testing.T) {
 		s, k := open(t), key(t)
-		a := ratelimit.Answer{Ticket: 0, At: sec(0), NextAllowed: sec(20), Why: "429 from api.example.test: retry after 20s", Remaining: 1}
+		a := ratelimit.Answer{At: sec(0), NextAllowed: sec(20), Why: "429 from api.example.test: retry after 20s", Remaining: 1, First: true}
 		want := ratelimit.State{}.Apply(a)
 		if got := save(t, s, k, a); !same(got, want) {
 			t.Errorf("Save of an answer = %+v, want %+v", got, want)
@@ -144,7 +145,7 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 		other := ratelimit.Key{Endpoint: k.Endpoint, Identity: k.Identity, Model: k.Model + "-other"}
 		unbounded := ratelimit.Answer{At: sec(1), Remaining: -1}
 		save(t, s, other, unbounded)
-		if got := load(t, s, other); !same(got, ratelimit.State{Remaining: -1, UpdatedAt: sec(1)}) || !got.NextAllowed.IsZero() {
+		if got := load(t, s, other); !same(got, ratelimit.State{Remaining: -1, UpdatedAt: sec(1), Answers: 1}) || !got.NextAllowed.IsZero() {
 			t.Errorf("Load of an answer with no bound and no wait = %+v, want Remaining -1 and no next-allowed time", got)
 		}
 		if got := load(t, s, k); !same(got, want) {
@@ -154,7 +155,7 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 	t.Run("an answer's budget counts the requests sent after its own", func(t *testing.T) {
 		s, k := open(t), key(t)
 		spend(t, s, k, sec(0), time.Hour) // ticket 1
-		if st := save(t, s, k, ratelimit.Answer{Ticket: 1, At: sec(1), Remaining: 5}); st.Remaining != 5 || st.Answered != 1 {
+		if st := save(t, s, k, ratelimit.Answer{Ticket: tk(1, 0), At: sec(1), Remaining: 5}); st.Remaining != 5 || st.Answered != 1 {
 			t.Fatalf("the answer to the only request, 5 left: %+v, want Remaining 5", st)
 		}
 		for i := 2; i <= 4; i++ {
@@ -162,15 +163,15 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 				t.Fatalf("Spend %d of a budget of 5: %v %+v, want granted with ticket %d", i, ok, st, i)
 			}
 		}
-		if st := save(t, s, k, ratelimit.Answer{Ticket: 2, At: sec(2), Remaining: 4}); st.Remaining != 2 || st.Answered != 2 {
+		if st := save(t, s, k, ratelimit.Answer{Ticket: tk(2, 0), At: sec(2), Remaining: 4}); st.Remaining != 2 || st.Answered != 2 || st.Answers != 2 {
 			t.Errorf("the answer to ticket 2 of 4 sent, 4 left: Remaining %d (answered %d), want 4 less the 2 sent after it: 2", st.Remaining, st.Answered)
 		}
-		if st := save(t, s, k, ratelimit.Answer{Ticket: 1, At: sec(3), Remaining: 9}); st.Remaining != 2 || st.Answered != 2 {
+		if st := save(t, s, k, ratelimit.Answer{Ticket: tk(1, 0), At: sec(3), Remaining: 9}); st.Remaining != 2 || st.Answered != 2 {
 			t.Errorf("an answer to the older ticket 1 arriving late: Remaining %d (answered %d), want ticket 2's 2 kept", st.Remaining, st.Answered)
 		}
 		reset := sec(30)
-		st := save(t, s, k, ratelimit.Answer{Ticket: 3, At: sec(4), Remaining: 1, Reset: reset, ResetWhy: "requests: the 1 left are sent, until then"})
-		want := ratelimit.State{NextAllowed: reset, Remaining: 1, Why: "requests: the 1 left are sent, until then", UpdatedAt: sec(4), Sent: 4, Answered: 3, LastSent: sec(1)}
+		st := save(t, s, k, ratelimit.Answer{Ticket: tk(3, 1), At: sec(4), Remaining: 2, Reset: reset, ResetWhy: "requests: the 2 left are sent, until then"})
+		want := ratelimit.State{NextAllowed: reset, Remaining: 1, Why: "requests: the 2 left are sent, until then", UpdatedAt: sec(4), Sent: 4, Answered: 3, Answers: 4, LastSent: sec(1)}
 		if !same(st, want) {
 			t.Errorf("an answer whose budget the sends after it spent, naming a reset: %+v, want a wait until the reset, then one: %+v", st, want)
 		}
@@ -181,18 +182,39 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 			t.Errorf("the Spend at the reset: %v %+v, want granted, the one going first", ok, st)
 		}
 	})
+	t.Run("an answer's budget counts the requests before its own unanswered when it went", func(t *testing.T) {
+		s, k := open(t), key(t)
+		spend(t, s, k, sec(0), time.Hour)
+		save(t, s, k, ratelimit.Answer{Ticket: tk(1, 0), At: sec(1), Remaining: 10})
+		var tickets []ratelimit.Ticket
+		for range 2 {
+			st, _ := spend(t, s, k, sec(1), time.Hour)
+			tickets = append(tickets, st.Ticket())
+		}
+		if tickets[0] != tk(2, 0) || tickets[1] != tk(3, 1) {
+			t.Fatalf("the tickets of two requests after an answer: %+v, want {2 0} and {3 1} (the second going with the first unanswered)", tickets)
+		}
+		if st := save(t, s, k, ratelimit.Answer{Ticket: tickets[1], At: sec(2), Remaining: 8}); st.Remaining != 7 {
+			t.Errorf("the answer to ticket 3 saying 8 left, ticket 2 unanswered when it went: Remaining %d, want 7 (ticket 2 may reach the provider after it)", st.Remaining)
+		}
+		spend(t, s, k, sec(2), time.Hour) // ticket 4 goes with ticket 2 unanswered
+		st, ok := spend(t, s, k, sec(2).Add(time.Hour), time.Hour)
+		if !ok || st.Ticket() != tk(5, 0) {
+			t.Errorf("a request a probe after the last, two unanswered: %v, ticket %+v; want it to go with none counted unanswered (taken as lost): {5 0}", ok, st.Ticket())
+		}
+	})
 	t.Run("a save never moves the next-allowed time earlier", func(t *testing.T) {
 		s, k := open(t), key(t)
 		save(t, s, k, ratelimit.Answer{At: sec(0), NextAllowed: sec(30), Why: "long", Remaining: 1})
-		st := save(t, s, k, ratelimit.Answer{Ticket: 1, At: sec(1), NextAllowed: sec(10), Why: "short", Remaining: 1})
+		st := save(t, s, k, ratelimit.Answer{Ticket: tk(1, 0), At: sec(1), NextAllowed: sec(10), Why: "short", Remaining: 1})
 		if !st.NextAllowed.Equal(sec(30)) || st.Why != "long" {
 			t.Errorf("after a shorter wait was saved: next %v %q, want the longer %v %q", st.NextAllowed, st.Why, sec(30), "long")
 		}
-		st = save(t, s, k, ratelimit.Answer{Ticket: 2, At: sec(2), Remaining: 40})
+		st = save(t, s, k, ratelimit.Answer{Ticket: tk(2, 0), At: sec(2), Remaining: 40})
 		if !st.NextAllowed.Equal(sec(30)) || st.Why != "long" || st.Remaining != 1 {
 			t.Errorf("after an answer saying 40 left: next %v %q, remaining %d; want the wait kept, with 1 to go first", st.NextAllowed, st.Why, st.Remaining)
 		}
-		st = save(t, s, k, ratelimit.Answer{Ticket: 0, At: sec(0), NextAllowed: sec(40), Why: "older", Remaining: 1})
+		st = save(t, s, k, ratelimit.Answer{At: sec(0), NextAllowed: sec(40), Why: "older", Remaining: 1})
 		if !st.NextAllowed.Equal(sec(40)) || st.Why != "older" || st.Answered != 2 || !st.UpdatedAt.Equal(sec(2)) {
 			t.Errorf("after an older answer with a later wait: %+v; want its wait, the newer answer's ticket and time", st)
 		}
@@ -210,12 +232,12 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				_, err := h.Save(ctx, times, ratelimit.Answer{Ticket: int64(v), At: base, NextAllowed: sec(v + 1), Why: fmt.Sprint(v), Remaining: 1})
+				_, err := h.Save(ctx, times, ratelimit.Answer{Ticket: tk(int64(v), 0), At: base, NextAllowed: sec(v + 1), Why: fmt.Sprint(v), Remaining: 1})
 				errs <- err
 			}()
 			go func() {
 				defer wg.Done()
-				_, err := h.Save(ctx, budgets, ratelimit.Answer{Ticket: int64(v), At: base, Remaining: int64(10 * v)})
+				_, err := h.Save(ctx, budgets, ratelimit.Answer{Ticket: tk(int64(v), 0), At: base, Remaining: int64(10 * v)})
 				errs <- err
 			}()
 		}
@@ -284,11 +306,11 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 		// waitAll has each limiter wait 4 times at once and returns, once
 		// every Wait has gone or started waiting, the tickets of those
 		// that went, ending the rest.
-		waitAll := func() []int64 {
+		waitAll := func() []ratelimit.Ticket {
 			wctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			type outcome struct {
-				ticket int64
+				ticket ratelimit.Ticket
 				waits  bool
 			}
 			out := make(chan outcome, 3*4)
@@ -302,7 +324,7 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 					}()
 				}
 			}
-			var went []int64
+			var went []ratelimit.Ticket
 			for range 3 * 4 {
 				if o := <-out; !o.waits {
 					went = append(went, o.ticket)
@@ -310,10 +332,10 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 			}
 			return went
 		}
-		if went := waitAll(); len(went) != 1 || went[0] != 1 {
+		if went := waitAll(); len(went) != 1 || went[0] != tk(1, 0) {
 			t.Fatalf("12 requests of a key nothing is known of, at 3 limiters: tickets %v went, want one, ticket 1", went)
 		}
-		if err := limiters[0].ObserveAnswer(ctx, k, 1, ratelimit.Observation{At: time.Now(), Status: 200, Requests: ratelimit.Dimension{Remaining: 5, HasRemaining: true}}); err != nil {
+		if err := limiters[0].ObserveAnswer(ctx, k, tk(1, 0), ratelimit.Observation{At: time.Now(), Status: 200, Requests: ratelimit.Dimension{Remaining: 5, HasRemaining: true}}); err != nil {
 			t.Fatalf("ObserveAnswer: %v", err)
 		}
 		if went := waitAll(); len(went) != 5 {
@@ -340,9 +362,11 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 				}
 				continue
 			}
-			a := ratelimit.Answer{Ticket: max(0, want.Sent-int64(rng.IntN(3))), At: now.Add(-time.Duration(rng.IntN(500)) * time.Millisecond), Why: fmt.Sprint("why ", i), Remaining: int64(rng.IntN(5)) - 1}
+			a := ratelimit.Answer{Ticket: tk(max(0, want.Sent-int64(rng.IntN(3))), int64(rng.IntN(3))), At: now.Add(-time.Duration(rng.IntN(500)) * time.Millisecond), Why: fmt.Sprint("why ", i), Remaining: int64(rng.IntN(5)) - 1}
 			if rng.IntN(4) == 0 {
-				a.NextAllowed = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+				a.NextAllowed, a.First = now.Add(time.Duration(rng.IntN(3000))*time.Millisecond), true
+			} else if rng.IntN(6) == 0 {
+				a.First = true
 			}
 			if rng.IntN(2) == 0 {
 				a.Reset, a.ResetWhy = now.Add(time.Duration(rng.IntN(4000)-1000)*time.Millisecond), fmt.Sprint("reset ", i)
@@ -385,5 +409,5 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 // same is whether two states are equal, their times to the microsecond.
 func same(a, b ratelimit.State) bool {
 	return a.NextAllowed.Equal(b.NextAllowed) && a.Remaining == b.Remaining && a.Why == b.Why && a.UpdatedAt.Equal(b.UpdatedAt) &&
-		a.Sent == b.Sent && a.Answered == b.Answered && a.LastSent.Equal(b.LastSent)
+		a.Sent == b.Sent && a.Answered == b.Answered && a.Answers == b.Answers && a.LastSent.Equal(b.LastSent)
 }
