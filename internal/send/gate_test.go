@@ -106,13 +106,8 @@ func TestALimiterSharedBySendersOfOneKeySendsNothingBeforeItsRetryAfterAndFewer4
 			}
 			all = append(all, s)
 		}
-		if limited {
-			// A key the limiter has heard nothing of is not bounded (its
-			// policy): one answer first tells it the key's budget.
-			if errs := run(all[:1], 1); len(errs) > 0 {
-				t.Fatalf("the first request failed: %v", errs)
-			}
-		}
+		// From the first request on: a key the limiter has heard nothing
+		// of lets one go first, and its answer tells the key's budget.
 		errs := run(all, posts)
 		log := fake.Log()
 		count[limited] = log.Count(http.StatusTooManyRequests)
@@ -125,8 +120,8 @@ func TestALimiterSharedBySendersOfOneKeySendsNothingBeforeItsRetryAfterAndFewer4
 		if early := log.Early(); len(early) > 0 {
 			t.Errorf("with the limiter, %d requests arrived before their key's retry-after had passed: %+v", len(early), early)
 		}
-		if n := len(log.Admitted()); n != senders*posts+1 {
-			t.Errorf("with the limiter, the fake admitted %d requests, want %d", n, senders*posts+1)
+		if n := len(log.Admitted()); n != senders*posts {
+			t.Errorf("with the limiter, the fake admitted %d requests, want %d", n, senders*posts)
 		}
 	}
 	if count[true] >= count[false] {
@@ -292,4 +287,57 @@ func TestLimitersSharingAStoreHoldAKeyToItsLimitFromTheFirstRequest(t *testing.T
 		t.Errorf("the fake admitted %d requests, want the %d posts", n, processes*senders*posts)
 	}
 	t.Logf("%d requests, at most %d within %v (limit %d), %d refused", len(log), most, limits.Window, limits.Rate, log.Count(http.StatusTooManyRequests))
+}
+
+// The gate gives each answer the ticket of its attempt: by context and
+// key, oldest first; a context's tickets are forgotten when it ends, and
+// an answer with no ticket kept is taken as the latest request's.
+func TestTheGateMatchesEachAnswerWithItsAttemptsTicket(t *testing.T) {
+	l := &ratelimit.Limiter{}
+	g := &gate{limiter: l}
+	k1 := ratelimit.Key{Endpoint: "a", Model: "m1"}
+	k2 := ratelimit.Key{Endpoint: "a", Model: "m2"}
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	tk := func(n int64) ratelimit.Ticket { return ratelimit.Ticket{N: n} }
+	g.hold(ctx1, k1, tk(1))
+	g.hold(ctx2, k1, tk(2))
+	g.hold(ctx1, k1, tk(3))
+	g.hold(ctx1, k2, tk(4))
+	for _, c := range []struct {
+		ctx  context.Context
+		key  ratelimit.Key
+		want ratelimit.Ticket
+	}{{ctx2, k1, tk(2)}, {ctx1, k2, tk(4)}, {ctx1, k1, tk(1)}, {ctx1, k1, tk(3)}} {
+		if got := g.take(c.ctx, c.key); got != c.want {
+			t.Errorf("take(%v) = %+v, want %+v", c.key, got, c.want)
+		}
+	}
+	if _, err := l.Wait(context.Background(), k1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.take(ctx1, k1); got != tk(1) {
+		t.Errorf("take with no ticket kept = %+v, want the latest request's, %+v", got, tk(1))
+	}
+	for n := range int64(maxHeld + 2) {
+		g.hold(ctx1, k1, tk(10+n))
+	}
+	if got := g.take(ctx1, k1); got != tk(12) {
+		t.Errorf("take after %d tickets kept = %+v, want the oldest of the last %d, %+v", maxHeld+2, got, maxHeld, tk(12))
+	}
+	cancel1()
+	deadline := time.Now().Add(10 * time.Second) // a hang's bound, not a timing
+	for {
+		g.mu.Lock()
+		n := len(g.tickets)
+		g.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots kept after their context ended, want none", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
