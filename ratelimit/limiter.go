@@ -8,27 +8,32 @@ import (
 )
 
 // This file is the limiter: one gate per Key that every request of the
-// process waits at, fed by what the responses said (Observe), and, with
-// a Shared store, by what every other process sharing the store observed.
-// The policy, in short (docs/ratelimits.md, "Limiter"):
+// process waits at, fed by what the answers said (Observe), and, with a
+// Shared store, by what every other process sharing the store observed.
+// The policy, in short (docs/ratelimits.md, "Limiter"; the arithmetic is
+// State.Spend and State.Apply, state.go):
 //
 //   - A key may send when its next-allowed time has passed. That time
-//     only ever moves later: a response saying "go now" does not undo a
+//     only ever moves later: an answer saying "go now" does not undo a
 //     429's retry-after still running.
-//   - It may send at most its budget at once: the requests a response said
-//     were left, 1 after a wait (when the time comes one request goes
-//     first, and its answer says how many more may follow), 1 after a 429
-//     that said neither, no bound when nothing was said. Each request let
-//     through spends one; a waiter finding none left is held until the
-//     key's next Observe or, if no answer comes, Probe after the last one
+//   - It may send at most its budget: the requests an answer said were
+//     left, less those sent after the request it answered (each request
+//     let through has a ticket, its place in the key's count of sends,
+//     and its answer is observed with it); 1 after a wait (one request
+//     goes first and its answer says how many more may follow); no bound
+//     when the answers say nothing. A key nothing is known of lets one
+//     request go first. A waiter finding none left is held until the
+//     key's next answer or, if none comes, Probe after the last request
 //     let through, when one more goes.
-//   - With a Shared store, Observe saves the key's state and Wait reads
-//     it before letting a request go and every Poll while it waits, so a
-//     429 seen by another process (or before a restart) is waited for here.
+//   - With a Shared store the store decides: letting a request go is one
+//     atomic Spend there, and an answer one atomic Save, so the processes
+//     sharing it spend one budget, never each their own copy. A store
+//     that cannot be reached leaves the process to its own state.
 
-// DefaultPoll is how often a Wait re-reads a Shared store while it waits,
-// so that a later next-allowed time saved by another process is honoured
-// within it.
+// DefaultPoll is how often a Wait asks a Shared store again while it
+// waits, so that a later next-allowed time saved by another process is
+// honoured, and a budget another process's answer gave is spent, within
+// it.
 const DefaultPoll = time.Second
 
 // DefaultProbe is how long a waiter held for want of budget waits for an
@@ -36,34 +41,29 @@ const DefaultPoll = time.Second
 // well under this, so it only passes when a request failed without one.
 const DefaultProbe = 2 * time.Second
 
-// State is what a limiter knows of one key, as it keeps it and as a
-// Shared store holds it. The zero State allows everything.
-type State struct {
-	// NextAllowed is the earliest time the key may send; zero for now.
-	NextAllowed time.Time
-	// Remaining is how many requests may go at once once NextAllowed has
-	// passed, before an answer says more; -1 for no bound. It is the
-	// budget the policy above gives, not a count the provider keeps.
-	Remaining int64
-	// Why says what NextAllowed or Remaining came from, in words for a
-	// waiting line (Observation.Why); "" when nothing asked for a wait.
-	Why string
-	// UpdatedAt is when the state was last observed, by the clock of the
-	// process that observed it.
-	UpdatedAt time.Time
-}
-
 // Shared is where limiters of several processes keep their keys' states,
-// so that they wait for each other's 429s and a retry-after outlives a
-// restart. Load returns found false, and no error, for a key it has
-// never saved. Save merges, whatever the order concurrent saves land in:
-// it never moves a key's NextAllowed earlier than what it holds (keeping
-// the Why that goes with the time kept), and keeps the Remaining of the
-// later UpdatedAt. ratelimittest.RunShared checks all this. An
-// implementation must hold no key, only Key's identity.
+// so that they spend one budget between them, wait for each other's 429s,
+// and a retry-after outlives a restart. Each method is one atomic step
+// on a key's state, whatever other processes do at once:
+//
+//   - Load returns the key's state, found false (and no error) for a key
+//     it holds nothing of.
+//   - Spend lets one request go at now if the key's state allows it
+//     (State.Spend, from the zero State for a key it holds nothing of),
+//     keeping the state after; it returns that state, whether the request
+//     may go (its ticket is then the state's Sent), and, when it may not,
+//     the state as it found it, to wait by. Two Spends never both take
+//     the last of a budget.
+//   - Save applies an answer to the key's state (State.Apply, from the
+//     zero State for a key it holds nothing of) against the sends it
+//     holds at that moment, and returns the state after.
+//
+// ratelimittest.RunShared checks all this. An implementation must hold
+// no key, only Key's identity.
 type Shared interface {
 	Load(ctx context.Context, key Key) (state State, found bool, err error)
-	Save(ctx context.Context, key Key, state State) error
+	Spend(ctx context.Context, key Key, now time.Time, probe time.Duration) (state State, granted bool, err error)
+	Save(ctx context.Context, key Key, a Answer) (State, error)
 }
 
 // Clock is the time a Limiter waits by; nil is the real clock. Tests
@@ -76,13 +76,16 @@ type Clock interface {
 }
 
 // Waited is what one Wait did: how long it held the request back, until
-// when it last expected to, and why (empty when it did not wait). Shared
-// is the error of a Shared store that could not be read meanwhile: the
-// Wait went on by the process's own state, and the caller should say so.
+// when it last expected to, and why (empty when it did not wait). Ticket
+// is the request's ticket (its place among the key's sends): its answer
+// is observed with it (ObserveAnswer). Shared is the error of a
+// Shared store that could not be reached meanwhile: the Wait went on by
+// the process's own state, and the caller should say so.
 type Waited struct {
 	For    time.Duration
 	Until  time.Time
 	Why    string
+	Ticket Ticket
 	Shared error
 }
 
@@ -103,8 +106,8 @@ type Limiter struct {
 	Shared Shared
 	// Clock, when set, replaces the real clock.
 	Clock Clock
-	// Poll is how often a Wait re-reads Shared while waiting; DefaultPoll
-	// when 0.
+	// Poll is how often a Wait asks Shared again while waiting;
+	// DefaultPoll when 0.
 	Poll time.Duration
 	// Probe is how long a waiter held for want of budget waits for an
 	// answer before one more goes; DefaultProbe when 0.
@@ -114,13 +117,14 @@ type Limiter struct {
 	keys map[Key]*gate
 }
 
-// gate is one key's state in the process.
+// gate is one key's state in the process: with a Shared store, the
+// store's as last read, with what the process observed and could not
+// save.
 type gate struct {
 	State
-	// lastGo is when a request was last let through, for Probe.
-	lastGo time.Time
-	// observed is closed and replaced by every Observe and every change
-	// read from Shared, waking the waiters held for want of budget.
+	// observed is closed and replaced by every answer observed and every
+	// newer answer read from Shared, waking the waiters held for want of
+	// budget.
 	observed chan struct{}
 }
 
@@ -130,7 +134,7 @@ func (l *Limiter) gate(key Key) *gate {
 	}
 	g := l.keys[key]
 	if g == nil {
-		g = &gate{State: State{Remaining: -1}, observed: make(chan struct{})}
+		g = &gate{observed: make(chan struct{})}
 		l.keys[key] = g
 	}
 	return g
@@ -142,49 +146,79 @@ func (g *gate) wake() {
 }
 
 // Wait blocks until key may send a request by the policy above, and
-// spends one of its budget. notify, when not nil, is called before it
-// starts waiting (never when it does not wait). When ctx ends first, Wait
-// returns ctx's error (wrapped, naming the key) and what it waited so far,
-// and spends nothing.
+// spends one of its budget; the Waited it returns carries the request's
+// ticket. notify, when not nil, is called before it starts waiting (never
+// when it does not wait). When ctx ends first, Wait returns ctx's error
+// (wrapped, naming the key) and what it waited so far, and spends
+// nothing.
+//
+// With a Shared store, the store decides (one Spend per request let
+// through, and one per Poll while waiting; a Load instead while the
+// process knows of a next-allowed time not yet passed); when it cannot be
+// reached, the process decides by its own state and Waited.Shared says
+// so.
 func (l *Limiter) Wait(ctx context.Context, key Key, notify Notify) (Waited, error) {
 	clock := l.clock()
 	start := clock.Now()
 	var w Waited
 	var notified time.Time
+	again := 0 // refusals in a row by a state that would allow
 	for {
-		if l.Shared != nil {
-			if err := l.load(ctx, key, clock.Now()); err != nil {
+		// local: the process decides by its own state (no Shared store,
+		// or one that could not be reached this time)
+		local := l.Shared == nil
+		if !local {
+			now := clock.Now()
+			var err error
+			if now.Before(l.State(key).NextAllowed) {
+				// A wait the process knows of runs: the store is read
+				// only to learn of a later one.
+				err = l.load(ctx, key, now)
+			} else {
+				var st State
+				var granted bool
+				st, granted, err = l.Shared.Spend(ctx, key, now, l.probe())
+				if err == nil {
+					l.mu.Lock()
+					l.gate(key).adopt(st, now)
+					l.mu.Unlock()
+					if granted {
+						w.Ticket = st.Ticket()
+						return l.waited(w, start), nil
+					}
+				} else {
+					err = fmt.Errorf("spending the rate limit of %s: %w", key, err)
+				}
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					return l.waited(w, start), fmt.Errorf("waiting for the rate limit of %s: %w", key, ctx.Err())
 				}
-				w.Shared = err
+				w.Shared, local = err, true
 			}
 		}
 		now := clock.Now()
 		l.mu.Lock()
 		g := l.gate(key)
+		if local {
+			if st, ok := g.Spend(now, l.probe()); ok {
+				g.State = st
+				w.Ticket = st.Ticket()
+				l.mu.Unlock()
+				return l.waited(w, start), nil
+			}
+		}
 		var until time.Time
 		var why string
 		var wake <-chan struct{}
-		switch {
-		case now.Before(g.NextAllowed):
+		if now.Before(g.NextAllowed) {
 			until, why = g.NextAllowed, g.Why
-		case g.Remaining != 0:
-			if g.Remaining > 0 {
-				g.Remaining--
-			}
-			g.lastGo = now
-			l.mu.Unlock()
-			return l.waited(w, start), nil
-		case !now.Before(g.lastGo.Add(l.probe())):
-			// Held, but no answer came since the last request went: one
-			// more goes, lest a request lost without an answer hold the
-			// key for good.
-			g.lastGo = now
-			l.mu.Unlock()
-			return l.waited(w, start), nil
-		default:
-			until, wake = g.lastGo.Add(l.probe()), g.observed
+		} else {
+			// Held for want of budget: until an answer comes, or Probe
+			// after the last request went. (A store that refused though
+			// the state it gave would allow, read before another
+			// process's spend landed, is asked again at once.)
+			until, wake = later(now, g.LastSent.Add(l.probe())), g.observed
 			why = "waiting for an answer to a request already sent to " + key.String()
 			if g.Why != "" {
 				why = g.Why + "; " + why
@@ -192,14 +226,21 @@ func (l *Limiter) Wait(ctx context.Context, key Key, notify Notify) (Waited, err
 		}
 		l.mu.Unlock()
 
-		w.Until, w.Why = until, why
-		if until.After(notified) {
-			notified = until
-			if notify != nil {
-				notify(until, why)
-			}
-		}
 		d := until.Sub(now)
+		if d > 0 {
+			again = 0
+			w.Until, w.Why = until, why
+			if until.After(notified) {
+				notified = until
+				if notify != nil {
+					notify(until, why)
+				}
+			}
+		} else if again++; again > 2 {
+			// A store that keeps refusing by a state that allows: ask it
+			// again only every Poll.
+			d = l.poll()
+		}
 		if l.Shared != nil && d > l.poll() {
 			d = l.poll()
 		}
@@ -220,58 +261,75 @@ func (l *Limiter) waited(w Waited, start time.Time) Waited {
 	return w
 }
 
-// Observe records what a response for key said (o, read by FromResponse)
-// and, with a Shared store, saves the key's state there. The key's state
-// is updated even when saving fails; the error, naming the key, says the
-// other processes did not learn of it.
-func (l *Limiter) Observe(ctx context.Context, key Key, o Observation) error {
+// ObserveAnswer records what the answer to the request of ticket
+// (Waited.Ticket) said of key's limits (o, read by FromResponse) and,
+// with a Shared store, saves it there, where it is applied against the
+// sends the store holds. The key's state in the process is updated even
+// when saving fails; the error, naming the key, says the other processes
+// did not learn of it.
+func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket Ticket, o Observation) error {
 	now := l.clock().Now()
+	a := answerOf(o, now, ticket)
 	l.mu.Lock()
 	g := l.gate(key)
-	g.State = observe(g.State, o, now)
-	st := g.State
-	g.wake()
-	l.mu.Unlock()
+	g.State = g.Apply(a)
 	if l.Shared == nil {
+		g.wake()
+		l.mu.Unlock()
 		return nil
 	}
-	if err := l.Shared.Save(ctx, key, st); err != nil {
+	l.mu.Unlock()
+	st, err := l.Shared.Save(ctx, key, a)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g = l.gate(key)
+	if err != nil {
+		g.wake()
 		return fmt.Errorf("saving the rate limit state of %s: %w", key, err)
 	}
+	// The waiters are woken once the store holds the answer: they ask it
+	// for the budget the answer gave.
+	g.adopt(st, now)
+	g.wake()
 	return nil
 }
 
-// observe is st after o, observed at now, by the policy above.
-func observe(st State, o Observation, now time.Time) State {
-	next := o.Next(now)
-	if next.After(now) && next.After(st.NextAllowed) {
-		st.NextAllowed, st.Why = next, o.Why()
-	} else if !st.NextAllowed.After(now) {
-		st.Why = o.Why()
-	}
-	switch {
-	case next.After(now):
-		st.Remaining = 1
-	case o.Requests.HasRemaining:
-		st.Remaining = o.Requests.Remaining
-	case o.Limited:
-		st.Remaining = 1
-	default:
-		st.Remaining = -1
-	}
-	if st.NextAllowed.After(now) && (st.Remaining < 0 || st.Remaining > 1) {
-		// A wait still runs (an earlier 429's): when it is over one goes
-		// first, whatever an answer sent before it said.
-		st.Remaining = 1
-	}
-	st.UpdatedAt = now
-	return st
+// Observe is ObserveAnswer for an answer whose request's ticket the
+// caller does not know: it is taken as the answer to the latest request
+// the process let through on key. A caller that waited for the request
+// (Wait) passes its ticket to ObserveAnswer instead: an answer taken as
+// newer than it is lets more requests go than its key has left.
+func (l *Limiter) Observe(ctx context.Context, key Key, o Observation) error {
+	return l.ObserveAnswer(ctx, key, l.State(key).Ticket(), o)
 }
 
-// load merges key's state in Shared into the process's: the later
-// next-allowed time wins, and a state observed after the one the process
-// last knew replaces its budget and reason. A next-allowed time beyond
-// MaxWait from now is taken as MaxWait, as a response's would be.
+// adopt merges st, read from Shared at now, into g: the later
+// next-allowed time wins, and a state that counts as many sends and
+// answers as g's or more replaces its budget, counts and reason. A
+// next-allowed time beyond MaxWait from now is taken as MaxWait, as a
+// response's would be. It says whether st held an answer g had not seen
+// (or a later time), when waiters should look again.
+func (g *gate) adopt(st State, now time.Time) bool {
+	if limit := now.Add(MaxWait); st.NextAllowed.After(limit) {
+		st.NextAllowed = limit
+	}
+	news := false
+	if st.Sent > g.Sent || st.Sent == g.Sent && st.Answers >= g.Answers {
+		news = st.Answers != g.Answers || st.UpdatedAt.After(g.UpdatedAt)
+		g.Remaining, g.Sent, g.Answered, g.Answers, g.LastSent, g.UpdatedAt = st.Remaining, st.Sent, st.Answered, st.Answers, st.LastSent, st.UpdatedAt
+		if !g.NextAllowed.After(st.NextAllowed) {
+			g.Why = st.Why
+		}
+	}
+	if st.NextAllowed.After(g.NextAllowed) {
+		g.NextAllowed, g.Why = st.NextAllowed, st.Why
+		news = true
+	}
+	return news
+}
+
+// load reads key's state in Shared into the process's (adopt), waking
+// its waiters when it held news.
 func (l *Limiter) load(ctx context.Context, key Key, now time.Time) error {
 	st, found, err := l.Shared.Load(ctx, key)
 	if err != nil {
@@ -280,25 +338,9 @@ func (l *Limiter) load(ctx context.Context, key Key, now time.Time) error {
 	if !found {
 		return nil
 	}
-	if limit := now.Add(MaxWait); st.NextAllowed.After(limit) {
-		st.NextAllowed = limit
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	g := l.gate(key)
-	changed := false
-	if st.UpdatedAt.After(g.UpdatedAt) {
-		g.Remaining, g.UpdatedAt = st.Remaining, st.UpdatedAt
-		if !g.NextAllowed.After(st.NextAllowed) {
-			g.Why = st.Why
-		}
-		changed = true
-	}
-	if st.NextAllowed.After(g.NextAllowed) {
-		g.NextAllowed, g.Why = st.NextAllowed, st.Why
-		changed = true
-	}
-	if changed {
+	if g := l.gate(key); g.adopt(st, now) {
 		g.wake()
 	}
 	return nil

@@ -258,12 +258,14 @@ func TestASpentDimensionWaitsForItsResetThenLetsOneGo(t *testing.T) {
 }
 
 // memShared is a Shared in memory, as two processes' limiters would see
-// one Postgres table: Save keeps the later next-allowed time.
+// one Postgres table: each method one step under its lock, by State's own
+// Spend and Apply (ratelimittest.Memory, which cannot be imported here).
 type memShared struct {
-	mu      sync.Mutex
-	states  map[Key]State
-	loadErr error
-	saveErr error
+	mu       sync.Mutex
+	states   map[Key]State
+	loadErr  error
+	spendErr error
+	saveErr  error
 }
 
 func (m *memShared) Load(_ context.Context, key Key) (State, bool, error) {
@@ -276,20 +278,35 @@ func (m *memShared) Load(_ context.Context, key Key) (State, bool, error) {
 	return st, ok, nil
 }
 
-func (m *memShared) Save(_ context.Context, key Key, st State) error {
+func (m *memShared) Spend(_ context.Context, key Key, now time.Time, probe time.Duration) (State, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.spendErr != nil {
+		return State{}, false, m.spendErr
+	}
+	st, ok := m.states[key].Spend(now, probe)
+	if ok {
+		m.put(key, st)
+	}
+	return st, ok, nil
+}
+
+func (m *memShared) Save(_ context.Context, key Key, a Answer) (State, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.saveErr != nil {
-		return m.saveErr
+		return State{}, m.saveErr
 	}
+	st := m.states[key].Apply(a)
+	m.put(key, st)
+	return st, nil
+}
+
+func (m *memShared) put(key Key, st State) {
 	if m.states == nil {
 		m.states = map[Key]State{}
 	}
-	if old, ok := m.states[key]; ok && old.NextAllowed.After(st.NextAllowed) {
-		st.NextAllowed, st.Why = old.NextAllowed, old.Why
-	}
 	m.states[key] = st
-	return nil
 }
 
 // step advances clock by d and returns the Wait's result if it returned,
@@ -393,7 +410,7 @@ func TestAWaitingLimiterHonoursALaterRetryAfterSavedMeanwhile(t *testing.T) {
 
 func TestAStoreThatCannotBeReadLeavesTheProcessToItsOwnState(t *testing.T) {
 	down := errors.New("store down")
-	store := &memShared{loadErr: down, saveErr: down}
+	store := &memShared{loadErr: down, spendErr: down, saveErr: down}
 	l := &Limiter{Shared: store, Clock: newFakeClock(now)}
 	w, err := l.Wait(context.Background(), testKey, nil)
 	if err != nil || !errors.Is(w.Shared, down) {
@@ -437,4 +454,94 @@ func TestABudgetObservedByAnotherProcessBoundsThisOne(t *testing.T) {
 	none(t, res, "b's second request with 1 left, observed by a")
 	clock.Advance(DefaultProbe)
 	receive(t, res, "b's second request, Probe after its first")
+}
+
+func TestAKeyNothingIsKnownOfLetsOneRequestGoFirst(t *testing.T) {
+	clock := newFakeClock(now)
+	l := &Limiter{Clock: clock}
+	first, err := l.Wait(context.Background(), testKey, nil)
+	if err != nil || first.Ticket != (Ticket{N: 1}) {
+		t.Fatalf("the first request of a key nothing is known of: %+v, %v; want it to go, ticket 1", first, err)
+	}
+	var n notes
+	second := goWait(context.Background(), l, testKey, &n)
+	clock.waiting(t, 1)
+	none(t, second, "a second request before the first's answer")
+	if _, why := n.get(); len(why) != 1 || !strings.Contains(why[0], "waiting for an answer") {
+		t.Errorf("the second request was told %q, want that it waits for an answer", why)
+	}
+	// A wire that reports no limits (Gemini, Bedrock): no bound.
+	if err := l.ObserveAnswer(context.Background(), testKey, first.Ticket, Observation{At: now, Status: 200}); err != nil {
+		t.Fatalf("ObserveAnswer: %v", err)
+	}
+	if r := receive(t, second, "once the first answer said nothing of limits"); r.err != nil || r.w.Ticket.N != 2 {
+		t.Errorf("the second request: %+v, %v; want it to go, ticket 2", r.w, r.err)
+	}
+	for i := range 3 {
+		if w, err := l.Wait(context.Background(), testKey, nil); err != nil || w.Why != "" {
+			t.Errorf("request %d with no bound: %+v, %v; want it to go at once", i+3, w, err)
+		}
+	}
+}
+
+func TestAnAnswerCountsTheRequestsSentAfterItsOwn(t *testing.T) {
+	clock := newFakeClock(now)
+	l := &Limiter{Clock: clock}
+	ctx := context.Background()
+	first, _ := l.Wait(ctx, testKey, nil)
+	_ = l.ObserveAnswer(ctx, testKey, first.Ticket, left(now, 3))
+	var tickets []Ticket
+	for i := range 3 {
+		w, err := l.Wait(ctx, testKey, nil)
+		if err != nil || w.Why != "" {
+			t.Fatalf("request %d of 3 left: %+v, %v; want it to go at once", i+1, w, err)
+		}
+		tickets = append(tickets, w.Ticket)
+	}
+	// The answer to the first of the three, sent with none unanswered
+	// before it, says 2 left: the two sent after it are not counted yet.
+	o := left(now, 2)
+	o.Requests.HasLimit, o.Requests.Limit, o.Requests.Reset = true, 50, at(4)
+	_ = l.ObserveAnswer(ctx, testKey, tickets[0], o)
+	st := l.State(testKey)
+	wantWhy := "requests: the 2 left of 50 are sent, until 12:00:04 UTC"
+	if !st.NextAllowed.Equal(at(4)) || st.Remaining != 1 || st.Why != wantWhy {
+		t.Fatalf("after an answer saying 2 left with 2 sent after it: %+v; want a wait until its reset %v, for %q, then one", st, at(4), wantWhy)
+	}
+	var n notes
+	res := goWait(ctx, l, testKey, &n)
+	clock.waiting(t, 1)
+	if until, why := n.get(); len(until) != 1 || !until[0].Equal(at(4)) || why[0] != wantWhy {
+		t.Errorf("the next request was told %v %q, want %v %q", until, why, at(4), wantWhy)
+	}
+	// An answer to an older request, arriving late, does not give back
+	// the budget a newer one's answer spent.
+	_ = l.ObserveAnswer(ctx, testKey, first.Ticket, left(now, 40))
+	if st := l.State(testKey); st.Remaining != 1 || st.Answered != tickets[0].N {
+		t.Errorf("after a late answer to the first request saying 40 left: %+v; want the newer answer's budget kept", st)
+	}
+	clock.Advance(4 * time.Second)
+	receive(t, res, "at the reset")
+}
+
+func TestLimitersSharingAStoreSpendOneBudget(t *testing.T) {
+	clock := newFakeClock(now)
+	store := &memShared{}
+	a := &Limiter{Shared: store, Clock: clock}
+	b := &Limiter{Shared: store, Clock: clock}
+	ctx := context.Background()
+	first, err := a.Wait(ctx, testKey, nil)
+	if err != nil || first.Ticket.N != 1 {
+		t.Fatalf("a's first request: %+v, %v", first, err)
+	}
+	res := goWait(ctx, b, testKey, nil)
+	clock.waiting(t, 1)
+	none(t, res, "b's first request while a's, the first of the key, has no answer")
+	_ = a.ObserveAnswer(ctx, testKey, first.Ticket, left(now, 1))
+	if r, done := step(t, clock, DefaultPoll, res); !done || r.w.Ticket.N != 2 {
+		t.Fatalf("b's request a poll after a's answer saying 1 left: returned %v, %+v; want it to go, ticket 2", done, r)
+	}
+	held := goWait(ctx, a, testKey, nil)
+	clock.waiting(t, 1)
+	none(t, held, "a's second request once b spent the one left")
 }

@@ -7,7 +7,9 @@
 //
 // The Limiter (limiter.go) holds one gate per Key that requests wait at,
 // fed by what responses said and, through a Shared store, by what other
-// processes saw.
+// processes saw; it counts the requests it lets through, and the budget
+// an answer gives counts those its provider had not seen (state.go:
+// State.Spend and State.Apply, which a Shared store applies atomically).
 //
 // It must not hold or log an API key: a Key carries Identity(apiKey), a
 // short hash of it, never the key, and nothing here keeps a response's

@@ -300,6 +300,13 @@ var migrations = []string{
 		updated_at   timestamptz NOT NULL, -- when observed, by the observing host's clock
 		PRIMARY KEY (endpoint, identity, model)
 	);`,
+	// 7: the requests let through on each rate limit, counted, so that
+	// the processes spend one budget (RateLimits.Spend) and an answer's
+	// budget counts the requests sent after its own (RateLimits.Save)
+	`ALTER TABLE myelin_rate_limits ADD COLUMN sent bigint NOT NULL DEFAULT 0;     -- requests let through, ever: a request's ticket is sent as it went
+	ALTER TABLE myelin_rate_limits ADD COLUMN answered bigint NOT NULL DEFAULT 0; -- the ticket of the answer that last set remaining
+	ALTER TABLE myelin_rate_limits ADD COLUMN answers bigint NOT NULL DEFAULT 0;  -- answers observed: sent less answers are in flight
+	ALTER TABLE myelin_rate_limits ADD COLUMN last_sent timestamptz NOT NULL DEFAULT '0001-01-01 00:00:00+00'; -- when a request was last let through (ratelimit.Limiter.Probe)`,
 }
 
 // fills are what a migration computes in Go, after its SQL, in its

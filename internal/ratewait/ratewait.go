@@ -64,6 +64,9 @@ type Pass struct {
 	g   *Gate
 	ctx context.Context
 	key ratelimit.Key
+	// ticket is the attempt's place among the key's requests
+	// (ratelimit.Waited.Ticket), which its answer is observed with
+	ticket ratelimit.Ticket
 }
 
 // Wait waits at the gate for attempt (1 for the first) of a request of
@@ -76,15 +79,17 @@ func (g *Gate) Wait(ctx context.Context, key ratelimit.Key, attempt int, url str
 	if g == nil {
 		return Pass{}, nil
 	}
-	_, err := g.limiter.Wait(ctx, key, func(until time.Time, why string) {
+	w, err := g.limiter.Wait(ctx, key, func(until time.Time, why string) {
 		provider.NoticeWait(ctx, provider.WaitNotice{Attempt: attempt, Until: until, Why: why, URL: url})
 	})
-	return Pass{g: g, ctx: ctx, key: key}, err
+	return Pass{g: g, ctx: ctx, key: key, ticket: w.Ticket}, err
 }
 
 // Observe gives the limiter what res, the answer to the attempt, said of
-// its key's limits, and returns it. body is res's error body when the
-// caller has read it; nil has an answer of 400 or more peeked at (up to
+// its key's limits, with the attempt's ticket (so that the requests sent
+// after it are counted against the budget it reports), and returns it.
+// body is res's error body when the caller has read it; nil has an
+// answer of 400 or more peeked at (up to
 // 64 KiB read and put back in front of the rest, so that the caller still
 // reads it whole). The limiter's own error (a Shared store that could not
 // save) is not the request's: the state is kept in the process all the
@@ -98,7 +103,7 @@ func (p Pass) Observe(res *http.Response, body []byte) ratelimit.Observation {
 	}
 	o := ratelimit.FromResponse(p.g.wire, res.StatusCode, res.Header, body, p.g.Now())
 	o.From = p.key.Endpoint
-	_ = p.g.limiter.Observe(p.ctx, p.key, o)
+	_ = p.g.limiter.ObserveAnswer(p.ctx, p.key, p.ticket, o)
 	return o
 }
 

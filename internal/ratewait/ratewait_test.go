@@ -108,3 +108,62 @@ func TestWithoutALimiterNothingWaits(t *testing.T) {
 		t.Errorf("a nil gate's Pass read %+v", o)
 	}
 }
+
+// An answer is observed with the ticket of the attempt it answers, not
+// the latest request's: two requests in flight answered out of order, the
+// later one's answer sets the budget and the earlier one's, older, does
+// not undo it. The same steps taken on a limiter directly, with each
+// attempt's own ticket, leave the same state; taken with the latest
+// request's ticket (Observe), a larger budget.
+func TestAnAnswerIsObservedWithTheTicketOfItsOwnAttempt(t *testing.T) {
+	start := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
+	key := ratelimit.Key{Endpoint: "api.example", Identity: "k:1", Model: "m"}
+	left := http.Header{"Anthropic-Ratelimit-Requests-Limit": {"20"}, "Anthropic-Ratelimit-Requests-Remaining": {"10"}}
+	ctx := context.Background()
+
+	viaGate := &ratelimit.Limiter{Clock: &stepClock{now: start}}
+	g := New(viaGate, "anthropic", key.Identity)
+	var passes []Pass
+	for range 3 {
+		p, err := g.Wait(ctx, key, 1, "u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		passes = append(passes, p)
+		if len(passes) == 1 {
+			p.Observe(answer(200, left, ""), nil) // the first, alone: the budget is 10
+		}
+	}
+	passes[2].Observe(answer(200, left, ""), nil) // the third's answer comes first
+	passes[1].Observe(answer(200, left, ""), nil) // then the second's
+
+	o := ratelimit.FromResponse("anthropic", 200, left, nil, start)
+	o.From = key.Endpoint
+	direct := &ratelimit.Limiter{Clock: &stepClock{now: start}}
+	latest := &ratelimit.Limiter{Clock: &stepClock{now: start}}
+	for _, l := range []*ratelimit.Limiter{direct, latest} {
+		var tickets []ratelimit.Ticket
+		for range 3 {
+			w, _ := l.Wait(ctx, key, nil)
+			tickets = append(tickets, w.Ticket)
+			if len(tickets) == 1 {
+				_ = l.ObserveAnswer(ctx, key, w.Ticket, o)
+			}
+		}
+		for _, n := range []int{2, 1} {
+			if l == direct {
+				_ = l.ObserveAnswer(ctx, key, tickets[n], o)
+			} else {
+				_ = l.Observe(ctx, key, o)
+			}
+		}
+	}
+	got, want, wrong := viaGate.State(key), direct.State(key), latest.State(key)
+	if got.Remaining != want.Remaining || got.Sent != want.Sent || got.Answered != want.Answered {
+		t.Errorf("through the gate: budget %d after %d sent, set by the answer to request %d; want %d after %d, by %d (each answer with its attempt's own ticket)",
+			got.Remaining, got.Sent, got.Answered, want.Remaining, want.Sent, want.Answered)
+	}
+	if wrong.Remaining <= want.Remaining {
+		t.Fatalf("the check cannot fail: observed as the latest request's, the budget is %d, not above the tickets' %d", wrong.Remaining, want.Remaining)
+	}
+}

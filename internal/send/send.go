@@ -32,6 +32,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/myelin-run/myelin/internal/ratewait"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/ratelimit"
 )
@@ -69,7 +70,7 @@ type Sender struct {
 	own bool
 	// gate, when set, is the rate limiter every attempt waits at
 	// (WithLimiter, gate.go)
-	gate *gate
+	gate *ratewait.Gate
 	// hooks for tests: the wait before a retry, the clock retry-after
 	// dates are read against, and the jitter taken off a backoff
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -218,8 +219,9 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 	}
 	var first time.Time // when the first attempt was sent: For counts from it
 	for n := 0; ; n++ {
+		var pass ratewait.Pass // the attempt let through the gate, if any
 		if s.gate != nil {
-			if err := s.await(ctx, key, n); err != nil {
+			if pass, err = s.gate.Wait(ctx, key, n+1, provider.Redact(s.target.URL)); err != nil {
 				return nil, err
 			}
 		}
@@ -244,8 +246,12 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		if readNow {
 			read, readErr = s.read(res)
 		}
-		if s.gate != nil && err == nil && res != nil {
-			s.observe(ctx, key, res, read, readNow)
+		if err == nil && res != nil {
+			body := read // nil: an error answer not read here is peeked at
+			if readNow && body == nil {
+				body = []byte{} // read, or failed to be: nothing to peek at
+			}
+			pass.Observe(res, body)
 		}
 		if ctx.Err() != nil {
 			closeBody(res)

@@ -52,22 +52,32 @@ func (c *Clock) After(d time.Duration) (<-chan time.Time, func()) {
 }
 
 // Keys is a Shared store in memory (ratelimittest.Memory) that records
-// every key saved to it.
+// every key spent from or saved to it.
 type Keys struct {
 	ratelimittest.Memory
 	mu    sync.Mutex
 	saved []ratelimit.Key
 }
 
-// Save records key and saves st under it.
-func (k *Keys) Save(ctx context.Context, key ratelimit.Key, st ratelimit.State) error {
+// Spend records key and spends from it.
+func (k *Keys) Spend(ctx context.Context, key ratelimit.Key, now time.Time, probe time.Duration) (ratelimit.State, bool, error) {
+	k.record(key)
+	return k.Memory.Spend(ctx, key, now, probe)
+}
+
+// Save records key and saves a under it.
+func (k *Keys) Save(ctx context.Context, key ratelimit.Key, a ratelimit.Answer) (ratelimit.State, error) {
+	k.record(key)
+	return k.Memory.Save(ctx, key, a)
+}
+
+func (k *Keys) record(key ratelimit.Key) {
 	k.mu.Lock()
 	k.saved = append(k.saved, key)
 	k.mu.Unlock()
-	return k.Memory.Save(ctx, key, st)
 }
 
-// Saved is every key saved so far, in order.
+// Saved is every key spent from or saved so far, in order.
 func (k *Keys) Saved() []ratelimit.Key {
 	k.mu.Lock()
 	defer k.mu.Unlock()
