@@ -418,7 +418,7 @@ func TestEarlySentCountsOnlyRequestsSentAfterThe429CouldBeRead(t *testing.T) {
 		{"the latest time of those that hold", Log{
 			{At: ms(0), Key: "a", Status: 429, RetryAfter: 3 * time.Second, Answered: ms(5)},
 			{At: ms(10), Key: "a", Status: 429, RetryAfter: time.Second, Answered: ms(15)}, // in flight
-			{At: ms(2000), Key: "a", Status: 200},                                         // held by the first, not the second's earlier time
+			{At: ms(2000), Key: "a", Status: 200},                                          // held by the first, not the second's earlier time
 			{At: ms(2990), Key: "a", Status: 429, RetryAfter: 4 * time.Second, Answered: ms(2995)},
 			{At: ms(3050), Key: "a", Status: 200}, // within grace of the third: held to the first's, passed
 			{At: ms(3100), Key: "a", Status: 200}, // held by the third
