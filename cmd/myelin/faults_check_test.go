@@ -204,7 +204,7 @@ func faultTurnWrong(ended *finishedTurn, answer *history.Message, log providerte
 	switch {
 	case ended == nil:
 		wrong = append(wrong, "no turn.finished")
-	case ended.Reason != "end_turn" && !cutShown:
+	case ended.Reason != "end_turn" && ended.Reason != "already_ended" && !cutShown: // already_ended: its job came again after it had ended
 		wrong = append(wrong, fmt.Sprintf("turn.finished %s (%s)", ended.Reason, faultCause(ended.Error)))
 	}
 	switch {
@@ -289,8 +289,11 @@ func faultNotices(t *testing.T, store *postgres.Store) (waits int, waited time.D
 // checkFaultRun holds the run to issue 32's bounds.
 func checkFaultRun(t *testing.T, f *faultRun, log providertest.Log) {
 	t.Helper()
-	if f.restartErr != nil {
+	switch {
+	case f.restartErr != nil:
 		t.Error(f.restartErr)
+	case !f.restart.ready.Before(f.restart.refusal.At.Add(faultThrottle)):
+		t.Errorf("the restarted worker listened again %v after the 429 asking for %v: the restart did not happen under the wait, which was not tested", f.restart.ready.Sub(f.restart.refusal.At).Round(time.Millisecond), faultThrottle)
 	}
 	if f.turnsWell != f.turns {
 		t.Errorf("%d of %d turns did not finish well (the wrong: lines above say how)", f.turns-f.turnsWell, f.turns)

@@ -40,7 +40,7 @@ const (
 	faultSlots         = 12 // each process's --workers: 36 turns at once, the rest queued
 	faultRate          = 20 // requests a second the key may make
 	faultSlack         = 0.1
-	faultThrottle      = 3 * time.Second
+	faultThrottle      = 8 * time.Second // longer than a worker takes to start again on a busy machine
 	// faultGrace is how long after a 429 was answered a request of its
 	// key may still arrive without having been sent against it: on its
 	// way already, from a process that had not heard of the 429 yet
