@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -94,7 +95,11 @@ func TestWorkersKeepToAProvidersRateLimitAndFinishEveryTurnThroughItsFaults(t *t
 	set := &workerSet{ctx: ctx, procs: procs}
 	var finished atomic.Int64
 	restart := make(chan restarted, 1)
-	go func() { restart <- restartUnderAWait(ctx, t, fake, procs[0], &finished) }()
+	go func() {
+		r := restarted{err: errors.New("the restart: the worker could not be started again")} // p.start failed the test
+		defer func() { restart <- r }()
+		r = restartUnderAWait(ctx, t, fake, procs[0], &finished)
+	}()
 
 	start := time.Now()
 	ids, times, errs := runFaultConversations(ctx, store, set.post, tracker, &finished)
