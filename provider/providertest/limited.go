@@ -257,8 +257,9 @@ func (l *Limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // answered logs that v's request has been answered whole (a cut one
-// with cutText sent), its bytes flushed to the connection, and tells a
-// Throttle waiting for it.
+// with cutText sent; a refusal's bytes flushed to the connection, an
+// answer's written to it, net/http flushing the rest as the handler
+// returns), and tells a Throttle waiting for it.
 func (l *Limited) answered(v verdict, cutText string) {
 	l.mu.Lock()
 	seen := &l.log[v.index]
