@@ -45,7 +45,8 @@ const (
 // again on the same address after each kill.
 type workerProc struct {
 	bin, dir, dsn, addr string
-	workers             int // --workers; 0 means 4
+	workers             int      // --workers; 0 means 4
+	args                []string // more flags, after the others
 	mu                  sync.Mutex
 	cmd                 *exec.Cmd
 	stderr              *lockedBuffer
@@ -55,6 +56,7 @@ func (p *workerProc) start(t *testing.T) {
 	t.Helper()
 	cmd := exec.Command(p.bin, "serve", "--worker", "--workers", fmt.Sprint(cmp.Or(p.workers, 4)), "--lease", failoverLease.String(), "--store", p.dsn,
 		"--workspace", p.dir, "--allow-shell", "--allow", "sleep 0.1", "--allow", "echo *", "--addr", p.addr)
+	cmd.Args = append(cmd.Args, p.args...)
 	cmd.Env = os.Environ()
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
@@ -96,16 +98,17 @@ func (p *workerProc) pid() int {
 }
 
 // startWorkerProcs starts n serve --worker processes (slots turns at once
-// each; 0 means 4) sharing a new schema's store and a workspace holding
-// a.txt. It returns them, the store (opened for the test), the workspace,
-// and what kills the processes and closes the store.
-func startWorkerProcs(t *testing.T, bin string, n, slots int) ([]*workerProc, *postgres.Store, string, func()) {
+// each; 0 means 4; args more flags of each) sharing a new schema's store
+// and a workspace holding a.txt. It returns them, the store (opened for
+// the test), the workspace, and what kills the processes and closes the
+// store.
+func startWorkerProcs(t *testing.T, bin string, n, slots int, args ...string) ([]*workerProc, *postgres.Store, string, func()) {
 	t.Helper()
 	_, dsn := pgtest.Schema(t)
 	dir := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
 	procs := make([]*workerProc, n)
 	for i := range procs {
-		procs[i] = &workerProc{bin: bin, dir: dir, dsn: dsn, addr: freeAddr(t), workers: slots}
+		procs[i] = &workerProc{bin: bin, dir: dir, dsn: dsn, addr: freeAddr(t), workers: slots, args: args}
 		procs[i].start(t)
 	}
 	store, err := postgres.Open(context.Background(), dsn, postgres.Options{})

@@ -3,6 +3,7 @@ package providertest
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -77,6 +78,25 @@ type Seen struct {
 	// RetryAfter, on a 429, is the wait it was told: a request of the
 	// same key arriving before At+RetryAfter came too early (Log.Early).
 	RetryAfter time.Duration
+	// Answered is when its answer was written whole (a cut one: when its
+	// connection was dropped), by the fake's clock; zero until then, and
+	// for a request whose client left first.
+	Answered time.Time
+	// CutText, on a request whose stream the fake cut, is the text its
+	// answer had sent before the cut (its text deltas joined): "" when the
+	// cut came before any text — nothing of the answer can have been
+	// shown.
+	CutText string
+	// Body is the request's body as sent (Request decodes it).
+	Body string
+}
+
+// Request is the request s as Server.Respond is given one, decoded from
+// its Body; its Index is -1 (a refused or faulted request has no place in
+// the Server's Requests).
+func (s Seen) Request() Request {
+	body := []byte(s.Body)
+	return newRequest(-1, body, measureBody(body))
 }
 
 // Limited is the Anthropic fake (Server: its script, Respond, Requests
@@ -98,6 +118,16 @@ type Limited struct {
 	rng   *rand.Rand
 	times map[string][]time.Time // per key, the admitted requests inside the window
 	log   Log
+	// throttles are the refusals Throttle asked for, oldest first: the
+	// next requests get them whatever their key.
+	throttles []throttle
+}
+
+// throttle is one refusal asked for by Throttle: its wait, and where to
+// tell the request refused once it is answered.
+type throttle struct {
+	wait time.Duration
+	told chan Seen
 }
 
 // NewLimited starts a Limited fake answering with steps; t must not be
@@ -144,6 +174,27 @@ func (l Limits) check() error {
 	return nil
 }
 
+// Throttle has the next request to arrive, whatever its key and however
+// far it is from the limit, refused with a 429 rate_limit_error asking
+// for wait (wait must be above 0), as a provider refuses when a limit the
+// fake does not model is reached (its tokens, the organisation's, a
+// burst it will not take); the refusal takes no place in the key's limit.
+// Each call refuses one request, in the order asked. The channel returned
+// receives, once, the refused request as logged, after its answer was
+// written (Seen.Answered set); a test waits on it to act while the wait
+// has not passed (restart a client, say).
+func (l *Limited) Throttle(wait time.Duration) <-chan Seen {
+	if wait <= 0 {
+		l.t.Helper()
+		l.t.Fatalf("providertest: Throttle(%v): a 429 asks for a wait above 0", wait)
+	}
+	told := make(chan Seen, 1)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.throttles = append(l.throttles, throttle{wait: wait, told: told})
+	return told
+}
+
 // Log returns every request seen so far, in the order they arrived.
 func (l *Limited) Log() Log {
 	l.mu.Lock()
@@ -157,23 +208,29 @@ type verdict struct {
 	status int // 429, 529, 500, or 0 to answer with the script
 	cut    float64
 	wait   time.Duration // a 429's
+	told   chan Seen     // a Throttle's refusal: told once answered
 }
 
 // ServeHTTP applies the limit and the draws, then answers: a refusal or
 // a fault itself, else with the script (cut when drawn so).
 func (l *Limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	v := l.admit(w.Header(), keyOf(r))
+	body, _ := io.ReadAll(r.Body) // kept in the log, and read again by the script
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	v := l.admit(w.Header(), keyOf(r), string(body))
 	switch v.status {
 	case http.StatusTooManyRequests:
 		w.Header().Set("retry-after-ms", strconv.FormatInt(ceilDiv(v.wait, time.Millisecond), 10))
 		w.Header().Set("retry-after", strconv.FormatInt(max(1, ceilDiv(v.wait, time.Second)), 10))
 		l.refuse(w, Step{Status: v.status, ErrorMessage: "This request would exceed the rate limit for your organization of " + strconv.Itoa(l.limits.Rate) + " requests per " + l.limits.Window.String() + "."})
+		l.answered(v, "")
 		return
 	case 529:
 		l.refuse(w, Step{Status: v.status, ErrorMessage: "Overloaded"})
+		l.answered(v, "")
 		return
 	case http.StatusInternalServerError:
 		l.refuse(w, Step{Status: v.status, ErrorMessage: "Internal server error"})
+		l.answered(v, "")
 		return
 	}
 	// The log is written before the client can have read the end of the
@@ -190,25 +247,49 @@ func (l *Limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !rec.wrote { // nothing written: net/http answers 200
 		rec.WriteHeader(http.StatusOK)
 	}
+	cutText := ""
 	if rec.buf != nil { // drawn to be cut, and not hijacked by its step
-		rec.cutAt(v.cut)
+		cutText = rec.cutAt(v.cut)
+	}
+	if r.Context().Err() == nil || rec.cut { // a client that left was not answered
+		l.answered(v, cutText)
+	}
+}
+
+// answered logs that v's request has been answered whole (a cut one
+// with cutText sent; a refusal's bytes flushed to the connection, an
+// answer's written to it, net/http flushing the rest as the handler
+// returns), and tells a Throttle waiting for it.
+func (l *Limited) answered(v verdict, cutText string) {
+	l.mu.Lock()
+	seen := &l.log[v.index]
+	seen.Answered, seen.CutText = l.limits.Now(), cutText
+	told := *seen
+	l.mu.Unlock()
+	if v.told != nil {
+		v.told <- told
 	}
 }
 
 // admit logs the request of key and decides its fate: refused by the
 // limit, faulted, cut (verdict.cut ≥ 0: where, from 0 to 1), or answered.
 // It sets the rate-limit headers on h.
-func (l *Limited) admit(h http.Header, key string) verdict {
+func (l *Limited) admit(h http.Header, key, body string) verdict {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.limits.Now()
 	v := verdict{index: len(l.log), cut: -1}
-	seen := Seen{At: now, Key: key}
+	seen := Seen{At: now, Key: key, Body: body}
 	times := l.times[key]
 	for len(times) > 0 && !times[0].After(now.Add(-l.limits.Window)) {
 		times = times[1:] // out of the window (now-Window, now]
 	}
 	switch {
+	case len(l.throttles) > 0:
+		th := l.throttles[0]
+		l.throttles = l.throttles[1:]
+		v.status, v.wait, v.told = http.StatusTooManyRequests, th.wait, th.told
+		seen.Status, seen.RetryAfter = v.status, v.wait
 	case l.limits.Rate > 0 && len(times) >= l.limits.Rate:
 		v.status, v.wait = http.StatusTooManyRequests, times[0].Add(l.limits.Window).Sub(now)
 		if l.limits.RetryAfter > 0 {
@@ -248,6 +329,7 @@ func (l *Limited) refuse(w http.ResponseWriter, step Step) {
 	w.Header().Set("request-id", "req_providertest")
 	w.WriteHeader(step.Status)
 	io.WriteString(w, anthropicError(step))
+	w.(http.Flusher).Flush() // answered whole when Seen.Answered says
 }
 
 // keyOf is the API key r was sent with.
@@ -270,6 +352,7 @@ type recorder struct {
 	status int
 	buf    *bytes.Buffer
 	wrote  bool
+	cut    bool // cutAt cut it
 }
 
 func (r *recorder) Header() http.Header { return r.w.Header() }
@@ -326,8 +409,9 @@ func (r *recorder) release() {
 // cutAt ends a held-back answer: a 200 event stream of two events or more
 // is logged as cut and sent up to a point (at, from 0 to 1, picks it: at
 // least the first event, never the last), its connection then dropped;
-// anything else is sent whole.
-func (r *recorder) cutAt(at float64) {
+// anything else is sent whole. It returns the text the events sent before
+// a cut carried (textOf).
+func (r *recorder) cutAt(at float64) string {
 	events := strings.SplitAfter(r.buf.String(), "\n\n")
 	if events[len(events)-1] == "" {
 		events = events[:len(events)-1]
@@ -335,14 +419,36 @@ func (r *recorder) cutAt(at float64) {
 	stream := strings.HasPrefix(r.Header().Get("Content-Type"), "text/event-stream")
 	if r.status != http.StatusOK || !stream || len(events) < 2 {
 		r.release()
-		return
+		return ""
 	}
 	keep := 1 + int(at*float64(len(events)-1))
 	r.logged(r.status, true)
-	r.buf = nil
+	r.buf, r.cut = nil, true
 	r.w.WriteHeader(r.status)
 	io.WriteString(r.w, strings.Join(events[:keep], ""))
 	cut(r.w)
+	return textOf(events[:keep])
+}
+
+// textOf is the text Anthropic stream events carry: their text_delta
+// deltas' text, joined.
+func textOf(events []string) string {
+	var text strings.Builder
+	for _, e := range events {
+		for line := range strings.SplitSeq(e, "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok {
+				continue
+			}
+			var ev struct {
+				Delta struct{ Type, Text string }
+			}
+			if json.Unmarshal([]byte(data), &ev) == nil && ev.Delta.Type == "text_delta" {
+				text.WriteString(ev.Delta.Text)
+			}
+		}
+	}
+	return text.String()
 }
 
 // Log is the requests a Limited fake saw, in the order they arrived.
@@ -455,6 +561,36 @@ func (l Log) Early() []Early {
 		}
 		if s.Status == http.StatusTooManyRequests {
 			until[s.Key] = s.At.Add(s.RetryAfter)
+		}
+	}
+	return out
+}
+
+// EarlySent is Early for the requests a client sent after it could have
+// read the 429: a 429 of the key holds back only the requests that
+// arrived grace or more after it was answered (Seen.Answered; one never
+// answered holds back none), and the latest time any of those 429s said
+// is the one they are held to. The fake cannot see when a client read a
+// 429, nor when the client told the others sharing its key: grace stands
+// for that — the answer's way back, the client's reading and passing it
+// on, and a request of another client already on its way meanwhile. A
+// request that arrived within grace of the 429 is taken as in flight,
+// not as sent against it.
+func (l Log) EarlySent(grace time.Duration) []Early {
+	var out []Early
+	refusals := map[string][]Seen{} // per key, the 429s logged so far
+	for _, s := range l {
+		var until time.Time
+		for _, q := range refusals[s.Key] {
+			if !q.Answered.IsZero() && !s.At.Before(q.Answered.Add(grace)) && q.At.Add(q.RetryAfter).After(until) {
+				until = q.At.Add(q.RetryAfter)
+			}
+		}
+		if s.At.Before(until) {
+			out = append(out, Early{Seen: s, Until: until})
+		}
+		if s.Status == http.StatusTooManyRequests {
+			refusals[s.Key] = append(refusals[s.Key], s)
 		}
 	}
 	return out

@@ -273,6 +273,78 @@ func TestACutStreamEndsMidAnswerWithoutMessageStop(t *testing.T) {
 	}
 }
 
+// Each cut is logged with the text its answer had sent before it (the
+// text deltas the client got: "" when the cut came before any text), and
+// every request with its body and when its answer was written.
+func TestACutIsLoggedWithTheTextItHadSent(t *testing.T) {
+	fake := NewLimited(t, Limits{Cut: 1, Seed: 5})
+	fake.Respond = always
+	var got []answer
+	for range 24 {
+		got = append(got, send(t, fake.URL, "k", true))
+	}
+	log := fake.Log()
+	before, after := 0, 0
+	for i, s := range log {
+		if !s.Cut {
+			t.Fatalf("request %d was not cut, with Cut 1", i)
+		}
+		var sent strings.Builder // the text deltas the client got
+		for _, half := range halves("one two three") {
+			if strings.Contains(got[i].body, `"text":"`+half+`"`) {
+				sent.WriteString(half)
+			}
+		}
+		if s.CutText != sent.String() {
+			t.Errorf("request %d: CutText %q, but the client got the text %q", i, s.CutText, sent.String())
+		}
+		if s.CutText == "" {
+			before++
+		} else {
+			after++
+		}
+		if s.Answered.Before(s.At) {
+			t.Errorf("request %d: answered at %v, before it arrived at %v", i, s.Answered, s.At)
+		}
+		if r := s.Request(); r.LastUserText() != "hi" || r.MaxTokens != 10 {
+			t.Errorf("request %d: its Request has the prompt %q and max_tokens %d, want the body sent (hi, 10)", i, r.LastUserText(), r.MaxTokens)
+		}
+	}
+	if before == 0 || after == 0 {
+		t.Errorf("of 24 cuts, %d came before any text and %d after some: want both", before, after)
+	}
+}
+
+// Throttle refuses the next request, whatever its key and with no limit
+// set, with a 429 asking for the wait given, and tells the channel once
+// that answer is written; the requests after it are answered as before.
+// The refusal takes no place in the key's limit.
+func TestThrottleRefusesTheNextRequestWithItsWait(t *testing.T) {
+	for _, rate := range []int{0, 2} {
+		fake := NewLimited(t, Limits{Rate: rate})
+		fake.Respond = always
+		if got := send(t, fake.URL, "a", false); got.status != 200 {
+			t.Fatalf("rate %d: the first request: %d %s", rate, got.status, got.body)
+		}
+		told := fake.Throttle(2500 * time.Millisecond)
+		got := send(t, fake.URL, "b", false)
+		if got.status != 429 || got.header.Get("retry-after-ms") != "2500" || got.header.Get("retry-after") != "3" || !strings.Contains(got.body, `"type":"rate_limit_error"`) {
+			t.Fatalf("rate %d: the throttled request: %d, retry-after %q, retry-after-ms %q, %s: want a 429 rate_limit_error asking for 2.5s", rate, got.status, got.header.Get("retry-after"), got.header.Get("retry-after-ms"), got.body)
+		}
+		select {
+		case s := <-told:
+			if s.Key != "b" || s.Status != 429 || s.RetryAfter != 2500*time.Millisecond || s.Answered.IsZero() {
+				t.Errorf("rate %d: told %+v, want key b's 429 asking for 2.5s, answered", rate, s)
+			}
+		default:
+			t.Errorf("rate %d: the throttled request was answered and the channel not told", rate)
+		}
+		if got := send(t, fake.URL, "b", false); got.status != 200 {
+			t.Errorf("rate %d: the request after the throttled one: %d, want it answered (the throttle refuses one, and took no place in the limit)", rate, got.status)
+		}
+	}
+}
+
 // Log.Early lists the requests that came before the retry-after last
 // given to their key had passed (another key's does not hold them back),
 // and Log.MaxIn counts the most in any span of the window, (t-w, t].
@@ -313,6 +385,54 @@ func TestTheLogsChecks(t *testing.T) {
 			}
 			if got := tc.log.MaxIn(time.Second); got != tc.max {
 				t.Errorf("MaxIn(1s) is %d, want %d", got, tc.max)
+			}
+		})
+	}
+}
+
+// Log.EarlySent holds a request to a 429's retry-after only when it
+// arrived grace or more after that 429 was answered: one on its way
+// before the client could have read the 429 is not counted, nor is a 429
+// never answered; of the 429s that hold it, the latest time counts.
+func TestEarlySentCountsOnlyRequestsSentAfterThe429CouldBeRead(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	const grace = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		log   Log
+		early []int // indexes into log
+		until []int // each one's Until, in ms
+	}{
+		{"in flight, then sent against it", Log{
+			{At: ms(0), Key: "a", Status: 429, RetryAfter: time.Second, Answered: ms(10)},
+			{At: ms(50), Key: "a", Status: 200},  // within grace of the answer: in flight
+			{At: ms(110), Key: "a", Status: 200}, // sent after it could be read
+			{At: ms(500), Key: "b", Status: 200}, // another key
+			{At: ms(1000), Key: "a", Status: 200},
+		}, []int{2}, []int{1000}},
+		{"never answered", Log{
+			{At: ms(0), Key: "a", Status: 429, RetryAfter: time.Second},
+			{At: ms(500), Key: "a", Status: 200},
+		}, nil, nil},
+		{"the latest time of those that hold", Log{
+			{At: ms(0), Key: "a", Status: 429, RetryAfter: 3 * time.Second, Answered: ms(5)},
+			{At: ms(10), Key: "a", Status: 429, RetryAfter: time.Second, Answered: ms(15)}, // in flight
+			{At: ms(2000), Key: "a", Status: 200},                                          // held by the first, not the second's earlier time
+			{At: ms(2990), Key: "a", Status: 429, RetryAfter: 4 * time.Second, Answered: ms(2995)},
+			{At: ms(3050), Key: "a", Status: 200}, // within grace of the third: held to the first's, passed
+			{At: ms(3100), Key: "a", Status: 200}, // held by the third
+		}, []int{2, 3, 5}, []int{3000, 3000, 6990}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			early := tc.log.EarlySent(grace)
+			if len(early) != len(tc.early) {
+				t.Fatalf("EarlySent gave %d requests, want %d: %+v", len(early), len(tc.early), early)
+			}
+			for i, e := range early {
+				if e.Seen != tc.log[tc.early[i]] || !e.Until.Equal(ms(tc.until[i])) {
+					t.Errorf("EarlySent[%d] is %+v until %v, want request %d until %v", i, e.Seen, e.Until, tc.early[i], ms(tc.until[i]))
+				}
 			}
 		})
 	}
