@@ -39,7 +39,7 @@ type faultRun struct {
 	storedCut                       map[string]int
 	wall                            time.Duration
 	p50, p95, slowest               time.Duration // a turn's time, queued to seen finished
-	waits, retries                  int           // the notices of kind waiting and retry
+	waits, retries                  int           // the waiting events and the notices of kind retry
 	waited, backedOff               time.Duration // the waits and backoffs they said
 	wrong                           map[string][]string
 	restart                         restarted
@@ -63,7 +63,7 @@ func (f *faultRun) String() string {
 		fmt.Fprintf(&b, "the restart: a 429 asking for %v answered at +%v; worker killed at +%v, listening again at +%v; requests in the wait (after the grace): %d, of them after the restart: %d\n",
 			faultThrottle, f.restart.refusal.Answered.Sub(f.restart.refusal.At).Round(time.Millisecond), f.restart.killed.Sub(f.restart.refusal.At).Round(time.Millisecond), f.restart.ready.Sub(f.restart.refusal.At).Round(time.Millisecond), f.duringWait, f.afterRestart)
 	}
-	fmt.Fprintf(&b, "notices: %d waiting (%v said in all), %d retry (%v of backoff said in all)\n", f.waits, f.waited.Round(100*time.Millisecond), f.retries, f.backedOff.Round(100*time.Millisecond))
+	fmt.Fprintf(&b, "waits at the limiter: %d (%v said in all); retry notices: %d (%v of backoff said in all)\n", f.waits, f.waited.Round(100*time.Millisecond), f.retries, f.backedOff.Round(100*time.Millisecond))
 	for _, what := range slices.Sorted(maps.Keys(f.wrong)) {
 		fmt.Fprintf(&b, "wrong: %s: %d turns, e.g. %s\n", what, len(f.wrong[what]), strings.Join(f.wrong[what][:min(3, len(f.wrong[what]))], "; "))
 	}
@@ -253,20 +253,25 @@ var (
 	retrySaid = regexp.MustCompile(` in (\d+(?:\.\d+)?m?s): `)
 )
 
-// faultNotices counts the turns' notices of kind waiting and retry, and
-// sums the waits they say.
+// faultNotices counts the turns' waits at the rate limiter (their
+// `waiting` events) and their notices of kind retry, and sums the waits
+// they say.
 func faultNotices(t *testing.T, store *postgres.Store) (waits int, waited time.Duration, retries int, backedOff time.Duration) {
 	t.Helper()
-	rows, err := store.Pool().Query(context.Background(), `SELECT data FROM myelin_events WHERE type = 'notice'`)
+	rows, err := store.Pool().Query(context.Background(), `SELECT type, data FROM myelin_events WHERE type IN ('notice', 'waiting')`)
 	if err != nil {
 		t.Fatalf("reading the notices: %v", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
+		var typ string
 		var data []byte
 		var n struct{ Kind, Text string }
-		if rows.Scan(&data) != nil || json.Unmarshal(data, &n) != nil {
+		if rows.Scan(&typ, &data) != nil || json.Unmarshal(data, &n) != nil {
 			continue
+		}
+		if typ == "waiting" {
+			n.Kind = "waiting" // a rate limit's wait, an event of its own
 		}
 		switch n.Kind {
 		case "waiting":
