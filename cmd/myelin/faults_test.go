@@ -98,7 +98,7 @@ func TestWorkersKeepToAProvidersRateLimitAndFinishEveryTurnThroughItsFaults(t *t
 	go func() {
 		r := restarted{err: errors.New("the restart: the worker could not be started again")} // p.start failed the test
 		defer func() { restart <- r }()
-		r = restartUnderAWait(ctx, t, fake, procs[0], &finished)
+		r = restartUnderAWait(ctx, t, fake, store.Pool(), procs[0], &finished)
 	}()
 
 	start := time.Now()
@@ -167,10 +167,13 @@ type restarted struct {
 
 // restartUnderAWait waits until two fifths of the turns have finished,
 // then has the fake refuse the next request with a 429 asking for
-// faultThrottle, and as soon as that is answered kills p (SIGKILL) and
-// starts it again on the same store: it comes back while the wait runs,
-// and must keep to it — from the store, as it heard nothing of it.
-func restartUnderAWait(ctx context.Context, t *testing.T, fake *providertest.Limited, p *workerProc, finished *atomic.Int64) restarted {
+// faultThrottle, and as soon as the store holds that wait (the process
+// that was refused saved it) kills p (SIGKILL) and starts it again on
+// the same store: it comes back while the wait runs, and must keep to
+// it — from the store, as it heard nothing of it. (Killed before the
+// wait is stored — p may be the process refused — no process could know
+// of it: what a restart must keep is what was stored.)
+func restartUnderAWait(ctx context.Context, t *testing.T, fake *providertest.Limited, pool *pgxpool.Pool, p *workerProc, finished *atomic.Int64) restarted {
 	for finished.Load() < faultConversations*faultRounds*2/5 {
 		if ctx.Err() != nil {
 			return restarted{err: fmt.Errorf("the restart: only %d turns had finished when the test's time ran out", finished.Load())}
@@ -184,12 +187,36 @@ func restartUnderAWait(ctx context.Context, t *testing.T, fake *providertest.Lim
 	case <-ctx.Done():
 		return restarted{err: fmt.Errorf("the restart: no request came to be refused with the %v 429", faultThrottle)}
 	}
+	if err := faultWaitStored(ctx, pool, r.refusal.At.Add(faultThrottle-time.Second)); err != nil {
+		return restarted{err: err}
+	}
 	r.killed = time.Now()
 	p.kill()
 	p.start(t)
 	waitListening(ctx, []*workerProc{p})
 	r.ready = time.Now()
 	return r
+}
+
+// faultWaitStored waits until a key's stored next-allowed time is at
+// least until (by the fake's clock, the host's), polling the store; a
+// bounded wait (the refused process saves the wait as it reads the
+// answer's headers).
+func faultWaitStored(ctx context.Context, pool *pgxpool.Pool, until time.Time) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var stored bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM myelin_rate_limits WHERE next_allowed >= $1)`, until).Scan(&stored); err != nil {
+			return fmt.Errorf("the restart: reading the stored rate limits: %w", err)
+		}
+		if stored {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("the restart: the 429's wait (until %s) was not stored within 5s of its answer", until.UTC().Format(time.RFC3339Nano))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // finishedTurn is a turn.finished event of a conversation, and when the
