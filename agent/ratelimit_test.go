@@ -71,3 +71,31 @@ func TestWaitTextSaysHowLongIsLeftAndNeverANegativeWait(t *testing.T) {
 		})
 	}
 }
+
+// deadlineSeen is a provider that records the retry bound the context
+// of each request leaves a wire whose own bound is an hour.
+type deadlineSeen struct {
+	provider.Provider
+	bounds *[]time.Duration
+}
+
+func (d deadlineSeen) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
+	*d.bounds = append(*d.bounds, provider.RetryBound(ctx, time.Hour, time.Now()))
+	return d.Provider.Complete(ctx, req, onText)
+}
+
+// The wire's retries bounded by time end within the agent's RetryFor:
+// each request's context carries the agent's retry deadline, so that
+// the wire's retries and the agent's resends together take at most
+// RetryFor, not RetryFor each.
+func TestTheWiresRetriesEndWithinTheAgentsRetryFor(t *testing.T) {
+	r := newRig(t)
+	var bounds []time.Duration
+	r.agent.Provider = deadlineSeen{Provider: r.agent.Provider, bounds: &bounds}
+	r.agent.RetryFor = time.Minute
+	r.srv.Push(providertest.Step{Text: "done"})
+	r.turn("go")
+	if len(bounds) != 1 || bounds[0] > time.Minute || bounds[0] < 50*time.Second {
+		t.Fatalf("the wire's retry bound was %v, want about the agent's RetryFor (1m), not its own hour", bounds)
+	}
+}

@@ -65,8 +65,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (t *turning) send(x *reply, req provider.Request, place int, size window.Count) (provider.Response, error) {
 	p := t.a.pace()
 	first := p.now()
+	ctx := t.providerCtx
+	if t.a.RetryFor > 0 {
+		// the wire's own retries end within the same bound: its
+		// attempts and these resends together take at most RetryFor
+		ctx = provider.WithRetryDeadline(ctx, first.Add(t.a.RetryFor))
+	}
 	for n := 0; ; n++ {
-		resp, err := t.complete(x, req, place, size)
+		resp, err := t.complete(ctx, x, req, place, size)
 		if err == nil {
 			return resp, nil
 		}

@@ -184,7 +184,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 		}
 	}
 	t.droppable = a.droppable(prompt, stored, t.sz.conv)
-	t.providerCtx = provider.WithWaitNotice(provider.WithRetryNotice(ctx, a.retryNotice(on)), a.waitNotice(on))
+	t.providerCtx = provider.WithWaitNotice(provider.WithRetryNotice(t.ctx, a.retryNotice(on)), a.waitNotice(on))
 	t.sent = a.sending(id)
 	t.sz.sent, t.sz.spend = t.sent, &t.budget
 	t.kept = kept
@@ -229,7 +229,9 @@ func (x *reply) shown() bool { return x.streamed.Len() > 0 || x.thought }
 // request, which ends the turn as it is; a request that failed is x.err,
 // met by fail.
 func (t *turning) ask() (x *reply, err error) {
-	req, place, size, done, err := t.a.fit(t.ctx, t.id, t.sz, t.on, 0, &t.tr)
+	// fitting may send a request of its own (a summary): its waits and
+	// retries are told as the turn's are
+	req, place, size, done, err := t.a.fit(t.providerCtx, t.id, t.sz, t.on, 0, &t.tr)
 	if why := budgetStopped(err); why != "" {
 		return nil, t.budgetStop(why)
 	}
@@ -264,13 +266,13 @@ func (t *turning) ask() (x *reply, err error) {
 
 // complete sends req, whose answer will be stored at place, streaming its
 // text into x and the turn's events; size is req as estimated.
-func (t *turning) complete(x *reply, req provider.Request, place int, size window.Count) (provider.Response, error) {
+func (t *turning) complete(ctx context.Context, x *reply, req provider.Request, place int, size window.Count) (provider.Response, error) {
 	t.sent.arm(&req, place)
 	req.OnThinking = func(s string) {
 		x.thought = true
 		t.on(Event{Kind: Thinking, Text: s})
 	}
-	return t.a.send(t.providerCtx, t.id, req, size, t.sz.context, func(s string) {
+	return t.a.send(ctx, t.id, req, size, t.sz.context, func(s string) {
 		x.streamed.WriteString(s)
 		t.on(Event{Kind: TextDelta, Text: s})
 	})
@@ -293,7 +295,7 @@ func (t *turning) retryTooLong(x *reply, refused, limit int, done []string) {
 	telemetry.ContextEdit(t.ctx, telemetry.Edit{Kind: telemetry.EditTooLong, Before: refused, Limit: limit})
 	// The resend is checked as any request: the refused one cost nothing,
 	// but making room may have (a summary).
-	req, place, size, more, err := t.a.fit(t.ctx, t.id, t.sz, t.on, max(refused, 1), &t.tr)
+	req, place, size, more, err := t.a.fit(t.providerCtx, t.id, t.sz, t.on, max(refused, 1), &t.tr)
 	done = append(done, more...)
 	if err == nil && len(more) > 0 {
 		t.budget.warm = false // fitting changed the prefix the cache holds

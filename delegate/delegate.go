@@ -360,7 +360,7 @@ func (d *Delegate) child(p *agent.Agent, reg *tool.Registry, model string, lim L
 	c := &agent.Agent{Provider: p.Provider, Store: p.Store, Tools: reg, Env: p.Env, Model: p.Model,
 		System: d.System, MaxTokens: p.MaxTokens, ContextWindow: p.ContextWindow, Context: p.Context,
 		MaxRounds: lim.Rounds, ToolTimeout: p.ToolTimeout, KeepRequests: p.KeepRequests, Lease: p.Lease,
-		RefusalGuard: p.RefusalGuard, Gate: p.Gate}
+		RefusalGuard: p.RefusalGuard, Gate: p.Gate, RetryFor: p.RetryFor}
 	if c.System == "" {
 		c.System = DefaultSystem
 	}

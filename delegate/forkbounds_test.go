@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/tool"
@@ -212,5 +214,17 @@ func TestTwoForksOfOneRoundPartAtTheSamePoint(t *testing.T) {
 	res := r.results(context.Background())
 	if res["call_1"].Text != "one done" || res["call_2"].Text != "two done" {
 		t.Fatalf("results %q, %q; want each child's answer to its own call", res["call_1"].Text, res["call_2"].Text)
+	}
+}
+
+// A child runs on its parent's settings of how it meets a failing
+// provider: the time its requests may be sent again for (RetryFor), as
+// the refusal guard and the lease.
+func TestAChildResendsForAsLongAsItsParent(t *testing.T) {
+	d := &Delegate{}
+	p := &agent.Agent{RetryFor: 90 * time.Second, RefusalGuard: true, Lease: time.Minute}
+	c := d.child(p, &tool.Registry{}, "", Limits{}.Or())
+	if c.RetryFor != p.RetryFor || c.RefusalGuard != p.RefusalGuard || c.Lease != p.Lease {
+		t.Fatalf("the child's RetryFor %v, RefusalGuard %v, Lease %v; want the parent's %v, %v, %v", c.RetryFor, c.RefusalGuard, c.Lease, p.RetryFor, p.RefusalGuard, p.Lease)
 	}
 }

@@ -220,3 +220,28 @@ func quotaSpent(err error, status int) bool {
 	// openai-go may keep the error object alone, not the body around it
 	return ratelimit.FromResponse("", status, nil, []byte(`{"error":`+body+`}`), time.Time{}).QuotaSpent
 }
+
+// retryDeadlineKey is the context key of WithRetryDeadline's time.
+type retryDeadlineKey struct{}
+
+// WithRetryDeadline is ctx telling the wire sending in it that its
+// retries bounded by time (a Config.RetryFor) must end by t: the agent,
+// which sends a request again within its own RetryFor (agent.Agent),
+// gives each attempt what is left of that, so that the wire's retries and
+// the agent's resends together stay within the one bound. It is not a
+// deadline of the request itself: a stream still answering at t goes on.
+func WithRetryDeadline(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, retryDeadlineKey{}, t)
+}
+
+// RetryBound is bound — a wire's retry bound in time, counted from start,
+// its first attempt — cut to what is left until the deadline ctx carries
+// (WithRetryDeadline), never below 0; bound itself when ctx carries none
+// or bound is 0 (retries bounded by count).
+func RetryBound(ctx context.Context, bound time.Duration, start time.Time) time.Duration {
+	t, ok := ctx.Value(retryDeadlineKey{}).(time.Time)
+	if !ok || bound <= 0 {
+		return bound
+	}
+	return min(bound, max(0, t.Sub(start)))
+}

@@ -75,6 +75,12 @@ func (f *delegateFlags) newDelegate(say func(string)) *delegate.Delegate {
 				mu.Unlock()
 				say(fmt.Sprintf("subagent %s answered after %s", child, duration(took)))
 			}
+		case agent.Retry:
+			say(fmt.Sprintf("subagent %s: %s", child, e.Text))
+		case agent.Waiting:
+			if !e.Until.IsZero() { // a wait at the rate limit (a claim's is the parent's own)
+				say(fmt.Sprintf("subagent %s: %s", child, e.Text))
+			}
 		}
 	}
 	return d

@@ -118,13 +118,22 @@ type pause struct {
 // elapsed is the time since the first attempt. Bounded by count, attempt
 // n is the last when n is MaxRetries; bounded by time (For), when the
 // time since the first attempt with the wait before the next is past
-// For. A retry-after past RetryAfterLimit, or past what is left of For,
-// ends the retries (tooLong); a backoff past it ends them as the bound.
-func (s *Sender) pause(res *http.Response, n int, elapsed time.Duration, retry bool) pause {
+// bound — For, or less when the request's context says the retries must
+// end sooner (provider.RetryBound). A retry-after past RetryAfterLimit,
+// or past what is left of the bound, ends the retries (tooLong); a
+// backoff past it ends them as the bound.
+func (s *Sender) pause(res *http.Response, n int, elapsed, bound time.Duration, retry bool) pause {
 	if !retry {
 		return pause{}
 	}
 	d, asked, tooLong := s.retryAfter(res)
+	if s.rules.For > 0 && asked && !tooLong && d <= 0 {
+		// retry-after: 0, or a date already past (a clock ahead of the
+		// provider's): bounded by time rather than by a few attempts,
+		// taking it at its word would send again at once for all of
+		// For; it waits the backoff as an answer that asked nothing
+		asked = false
+	}
 	if s.rules.For <= 0 && n >= s.rules.MaxRetries {
 		// the count is spent: no more attempts, the wait asked for told
 		// (provider.RetriesEnded) to whoever sends the request again
@@ -136,10 +145,10 @@ func (s *Sender) pause(res *http.Response, n int, elapsed time.Duration, retry b
 	if !asked {
 		d = Backoff(n, s.jitter)
 	}
-	if s.rules.For > 0 && elapsed+d > s.rules.For {
+	if s.rules.For > 0 && elapsed+d > bound {
 		p := pause{wait: d, asked: asked}
 		if asked {
-			p.tooLong, p.room = true, max(0, s.rules.For-elapsed)
+			p.tooLong, p.room = true, max(0, bound-elapsed)
 		}
 		return p
 	}

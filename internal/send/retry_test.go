@@ -46,6 +46,21 @@ func TestRetriesBoundedByTime(t *testing.T) {
 		// the error's RetriesEnded, when it is one
 		ended *provider.RetriesEnded
 	}{
+		"a retry-after of 0 is waited as a backoff, not at once": {
+			Rules{For: 10 * time.Second}, []answer{later(529, "0")},
+			[]time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}, 0,
+			&provider.RetriesEnded{Retryable: true},
+		},
+		"a retry-after date already past is waited as a backoff": {
+			Rules{For: 10 * time.Second}, []answer{later(503, "Sat, 01 Jan 1999 00:00:00 GMT")},
+			[]time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second}, 0,
+			&provider.RetriesEnded{Retryable: true},
+		},
+		"the context's retry deadline cuts For short": {
+			Rules{For: 10 * time.Second}, []answer{{status: 503, body: "down"}},
+			[]time.Duration{500 * time.Millisecond, time.Second}, 0,
+			&provider.RetriesEnded{Retryable: true},
+		},
 		"backoffs while within For, past MaxRetries": {
 			// 0.5+1+2+4 = 7.5 s; the next 8 s would end at 15.5 s
 			Rules{MaxRetries: 1, For: 10 * time.Second}, []answer{{status: 503, body: "down"}},
@@ -92,9 +107,13 @@ func TestRetriesBoundedByTime(t *testing.T) {
 			hs := httptest.NewServer(srv)
 			defer hs.Close()
 			var waits []time.Duration
-			s, _ := timed(t, hs.URL, c.rules, &waits)
+			s, now := timed(t, hs.URL, c.rules, &waits)
 			var notices []provider.RetryNotice
-			res, err := s.Post(heard(&notices), []byte(`{"n":1}`))
+			ctx := heard(&notices)
+			if name == "the context's retry deadline cuts For short" {
+				ctx = provider.WithRetryDeadline(ctx, now.Add(3*time.Second))
+			}
+			res, err := s.Post(ctx, []byte(`{"n":1}`))
 			if c.status != 0 {
 				if err != nil || res.StatusCode != c.status {
 					t.Fatalf("res %v, err %v; want a %d", res, err, c.status)

@@ -217,7 +217,8 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 	if s.gate != nil {
 		key = s.limitKey(ctx)
 	}
-	var first time.Time // when the first attempt was sent: For counts from it
+	var first time.Time     // when the first attempt was sent: For counts from it
+	var bound time.Duration // For, cut to the context's retry deadline
 	for n := 0; ; n++ {
 		var pass ratewait.Pass // the attempt let through the gate, if any
 		if s.gate != nil {
@@ -227,6 +228,7 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		}
 		if n == 0 {
 			first = s.now()
+			bound = provider.RetryBound(ctx, s.rules.For, first)
 		}
 		req = s.request(ctx, b, n, each != nil)
 		sent = false
@@ -239,7 +241,7 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		}
 		reached = reached || (sent && !provider.Unconnected(err))
 		retry := s.rules.retryable(res, err)
-		next := s.pause(res, n, s.now().Sub(first), retry)
+		next := s.pause(res, n, s.now().Sub(first), bound, retry)
 		var read []byte
 		var readErr error
 		readNow := err == nil && res != nil && !next.again && res.StatusCode >= http.StatusBadRequest
@@ -264,7 +266,7 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			// retried as a connection error is, unless the answer
 			// said not to, while the bound allows
 			err = readErr
-			next = s.pause(res, n, s.now().Sub(first), droppedRetryable(res))
+			next = s.pause(res, n, s.now().Sub(first), bound, droppedRetryable(res))
 		}
 		if !next.again {
 			if err != nil && sent && readErr == nil {

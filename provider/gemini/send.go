@@ -214,12 +214,12 @@ func (r *retryPolicy) delay(attempt int) time.Duration {
 
 // last reports whether the attempt-th attempt (from 1), begun since
 // start, is the last one when the next would follow it after wait.
-func (r *retryPolicy) last(attempt int, elapsed, wait time.Duration) bool {
+func (r *retryPolicy) last(attempt int, elapsed, wait, bound time.Duration) bool {
 	switch {
 	case r == nil:
 		return true
 	case r.retryFor > 0:
-		return elapsed+wait > r.retryFor
+		return elapsed+wait > bound
 	}
 	return attempt >= r.attempts
 }
@@ -244,6 +244,10 @@ func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Re
 	ctx := req.Context()
 	clock := r.clock(g)
 	start := clock()
+	var bound time.Duration // retryFor, cut to the context's retry deadline
+	if r != nil {
+		bound = provider.RetryBound(ctx, r.retryFor, start)
+	}
 	var key ratelimit.Key
 	if g != nil {
 		key = g.Key(ctx, req.URL)
@@ -273,7 +277,7 @@ func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Re
 		if !atLimiter {
 			wait = r.delayOrZero(n)
 		}
-		if r.last(n, clock().Sub(start), wait) || ctx.Err() != nil {
+		if r.last(n, clock().Sub(start), wait, bound) || ctx.Err() != nil {
 			if err != nil && ctx.Err() == nil {
 				err = &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: n, Reached: reached, Err: err}
 			}
