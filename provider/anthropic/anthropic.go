@@ -363,6 +363,11 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	if p.form == nil || !p.form.betasInBody {
 		opts = append(opts, p.cfg.Thinking.options()...)
 	}
+	if p.cfg.RetryFor > 0 {
+		// one retry policy: the agent's resends within RetryFor
+		// (docs/ratelimits.md, "Retries"), not the SDK's by count
+		opts = append(opts, option.WithMaxRetries(0))
+	}
 	if p.gate != nil {
 		// last of the middlewares, closest to the wire: it sees the URL
 		// a platform's routed the request to

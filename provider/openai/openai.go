@@ -227,7 +227,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	a := accumulator{onThinking: req.OnThinking}
 	if p.cfg.NoStream {
 		var c sdk.ChatCompletion
-		if err := p.client.Post(ctx, "chat/completions", nil, &c, p.gated(withBody)...); err != nil {
+		if err := p.client.Post(ctx, "chat/completions", nil, &c, p.sdkCall(withBody)...); err != nil {
 			return provider.Response{}, describe(err)
 		}
 		if len(c.Choices) == 0 {
@@ -434,9 +434,16 @@ func (a *accumulator) response() provider.Response {
 	return provider.Response{Message: msg, StopReason: a.stop, Refused: a.stop == "content_filter"}
 }
 
-// gated is opts with, on a wire with a limiter, the gate's middleware
-// (last, closest to the wire): each attempt the SDK makes waits at it.
-func (p *Provider) gated(opts ...option.RequestOption) []option.RequestOption {
+// sdkCall is opts for a request sent through the SDK (NoStream): with
+// Config.RetryFor, the SDK's own retries off — the request's one retry
+// policy is then the agent's resend within RetryFor (docs/ratelimits.md,
+// "Retries"), not the SDK's by count; on a wire with a limiter, the
+// gate's middleware (last, closest to the wire): each attempt the SDK
+// makes waits at it.
+func (p *Provider) sdkCall(opts ...option.RequestOption) []option.RequestOption {
+	if p.cfg.RetryFor > 0 {
+		opts = append(opts, option.WithMaxRetries(0))
+	}
 	if p.gate != nil {
 		opts = append(opts, option.WithMiddleware(p.gate.Middleware))
 	}
