@@ -69,8 +69,10 @@ type Config struct {
 	// RetryFor, when above 0, bounds the retries before any output by
 	// time instead of by MaxRetries: a request is sent again, with
 	// jittered exponential backoff, while the time since its first
-	// attempt is within it (docs/ratelimits.md, "Retries"). 0: MaxRetries
-	// bounds them.
+	// attempt is within it (docs/ratelimits.md, "Retries"). A whole
+	// answer (NoStream), sent through the SDK, is then not retried by the
+	// wire at all: the agent resends it (agent.Agent.RetryFor, set with
+	// it). 0: MaxRetries bounds them.
 	RetryFor time.Duration
 	// NoStream sends non-streaming requests.
 	NoStream bool
