@@ -94,7 +94,8 @@ type rawError interface{ RawJSON() string }
 // Transient reports whether err, the failure of a request before
 // anything of its answer was shown, may pass when the same request is
 // sent again: the provider overloaded or at fault (529, 503, any 5xx;
-// an overloaded_error or api_error event in a stream), a rate limit (429
+// an overloaded_error or api_error event in a stream, OpenAI's
+// server_error object in one), a rate limit (429
 // or a throttling error, unless the quota is spent: waiting will not
 // lift it), a 408 or 409, a request that got no answer
 // (ConnectionError), a stream that broke off (io.ErrUnexpectedEOF,
@@ -128,7 +129,7 @@ func Transient(err error) bool {
 	if errors.As(err, &raw) && raw.RawJSON() != "" {
 		// an error event in a stream that had answered 200
 		o := ratelimit.FromResponse("", 0, nil, []byte(raw.RawJSON()), time.Time{})
-		return o.Overloaded || o.ServerFault || (o.Limited && !o.QuotaSpent) || bedrockTransient(o.Error)
+		return o.Overloaded || o.ServerFault || (o.Limited && !o.QuotaSpent) || bedrockTransient(o.Error) || o.Error == openAIServerError
 	}
 	var ce *ConnectionError
 	return errors.As(err, &ce) || errors.Is(err, ErrStreamCut) ||
@@ -182,6 +183,14 @@ func bedrockTransient(name string) bool {
 	}
 	return false
 }
+
+// openAIServerError is the name OpenAI gives a fault of its own in an
+// error object with no status to say so: Chat Completions' error chunk
+// ({"error":{"type":"server_error",...}}, an overload among them) and the
+// Responses API's error event and failed response ("code":
+// "server_error"). A rate limit there is rate_limit_exceeded, which
+// ratelimit reads as one.
+const openAIServerError = "server_error"
 
 // transientStatus reports whether an error answer of status may pass when
 // sent again: the SDKs' rule (408, 409, 429, 5xx, 529 among them).

@@ -57,8 +57,10 @@ type Config struct {
 	// RetryFor, when above 0, bounds the retries before any output by
 	// time instead of by MaxRetries: a request is sent again, with
 	// jittered exponential backoff, while the time since its first
-	// attempt is within it (docs/ratelimits.md, "Retries"). 0: MaxRetries
-	// bounds them.
+	// attempt is within it (docs/ratelimits.md, "Retries"). A whole
+	// answer (NoStream), sent through the SDK, is then not retried by the
+	// wire at all: the agent resends it (agent.Agent.RetryFor, set with
+	// it). 0: MaxRetries bounds them.
 	RetryFor time.Duration
 	// NoStream sends non-streaming requests; the answer then arrives whole.
 	NoStream bool
@@ -362,6 +364,11 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	opts := []option.RequestOption{option.WithRequestBody("application/json", body)}
 	if p.form == nil || !p.form.betasInBody {
 		opts = append(opts, p.cfg.Thinking.options()...)
+	}
+	if p.cfg.RetryFor > 0 {
+		// one retry policy: the agent's resends within RetryFor
+		// (docs/ratelimits.md, "Retries"), not the SDK's by count
+		opts = append(opts, option.WithMaxRetries(0))
 	}
 	if p.gate != nil {
 		// last of the middlewares, closest to the wire: it sees the URL

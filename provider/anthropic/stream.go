@@ -180,7 +180,7 @@ func (rd *reading) read(r events, resp *http.Response, onText, onThinking func(s
 		return provider.Response{}, describe(err)
 	}
 	if !a.done {
-		return provider.Response{}, fmt.Errorf("anthropic: the stream ended before the message did (no message_stop)")
+		return provider.Response{}, fmt.Errorf("anthropic: %w (no message_stop)", provider.ErrStreamCut)
 	}
 	return a.response(), nil
 }

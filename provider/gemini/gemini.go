@@ -224,7 +224,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	}
 	if a.stop == "" {
 		if stream {
-			return provider.Response{}, errors.New("gemini: the stream ended before the answer did (no finishReason)")
+			return provider.Response{}, fmt.Errorf("gemini: %w (no finishReason)", provider.ErrStreamCut)
 		}
 		a.stop = "stop"
 	}

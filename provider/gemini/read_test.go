@@ -104,7 +104,7 @@ func (w *sdkWire) complete(ctx context.Context, req provider.Request, onText fun
 		}
 	}
 	if a.stop == "" {
-		return provider.Response{}, errors.New("gemini: the stream ended before the answer did (no finishReason)")
+		return provider.Response{}, fmt.Errorf("gemini: %w (no finishReason)", provider.ErrStreamCut)
 	}
 	return a.response(), nil
 }

@@ -64,8 +64,10 @@ type Config struct {
 	// RetryFor, when above 0, bounds the retries before any output by
 	// time instead of by MaxRetries: a request is sent again, with
 	// jittered exponential backoff, while the time since its first
-	// attempt is within it (docs/ratelimits.md, "Retries"). 0: MaxRetries
-	// bounds them.
+	// attempt is within it (docs/ratelimits.md, "Retries"). A whole
+	// answer (NoStream), sent through the SDK, is then not retried by the
+	// wire at all: the agent resends it (agent.Agent.RetryFor, set with
+	// it). 0: MaxRetries bounds them.
 	RetryFor time.Duration
 	// NoStream sends non-streaming requests.
 	NoStream bool
@@ -227,7 +229,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	a := accumulator{onThinking: req.OnThinking}
 	if p.cfg.NoStream {
 		var c sdk.ChatCompletion
-		if err := p.client.Post(ctx, "chat/completions", nil, &c, p.gated(withBody)...); err != nil {
+		if err := p.client.Post(ctx, "chat/completions", nil, &c, p.sdkCall(withBody)...); err != nil {
 			return provider.Response{}, describe(err)
 		}
 		if len(c.Choices) == 0 {
@@ -434,9 +436,16 @@ func (a *accumulator) response() provider.Response {
 	return provider.Response{Message: msg, StopReason: a.stop, Refused: a.stop == "content_filter"}
 }
 
-// gated is opts with, on a wire with a limiter, the gate's middleware
-// (last, closest to the wire): each attempt the SDK makes waits at it.
-func (p *Provider) gated(opts ...option.RequestOption) []option.RequestOption {
+// sdkCall is opts for a request sent through the SDK (NoStream): with
+// Config.RetryFor, the SDK's own retries off — the request's one retry
+// policy is then the agent's resend within RetryFor (docs/ratelimits.md,
+// "Retries"), not the SDK's by count; on a wire with a limiter, the
+// gate's middleware (last, closest to the wire): each attempt the SDK
+// makes waits at it.
+func (p *Provider) sdkCall(opts ...option.RequestOption) []option.RequestOption {
+	if p.cfg.RetryFor > 0 {
+		opts = append(opts, option.WithMaxRetries(0))
+	}
 	if p.gate != nil {
 		opts = append(opts, option.WithMiddleware(p.gate.Middleware))
 	}

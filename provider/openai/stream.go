@@ -3,7 +3,6 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -135,10 +134,12 @@ func (a *accumulator) read(body io.Reader, onText func(string)) error {
 }
 
 // streamError is the error of an error object in the stream: the
-// provider's object as its message; before any output, a refusal as too
-// long is a provider.TooLongError around it.
+// provider's object as its message, kept (ErrorObject) for
+// provider.Transient to read; before any output, a refusal as too long is
+// a provider.TooLongError around it.
 func streamError(obj []byte, streamed bool) error {
-	wire := &provider.WireError{Msg: "openai: the stream ended with an error: " + strings.TrimSpace(string(obj))}
+	o := strings.TrimSpace(string(obj))
+	wire := &provider.WireError{Msg: "openai: the stream ended with an error: " + o, Err: &ErrorObject{Object: o}}
 	if !streamed {
 		if tl := tooLong(http.StatusBadRequest, string(obj)); tl != nil {
 			tl.Err = wire
@@ -148,5 +149,29 @@ func streamError(obj []byte, streamed bool) error {
 	return wire
 }
 
-// errNoFinish is the error of a stream that ended before the answer did.
-var errNoFinish = errors.New("openai: the stream ended before the answer did (no finish_reason)")
+// ErrorObject is an error object a stream of a wire built on openai-go
+// ended with (Chat Completions' {"error":{...}} chunk, the Responses
+// API's error event or failed response), kept as the provider sent it so
+// that provider.Transient reads it as it reads the SDK's errors: through
+// RawJSON, as an error answer's body. A server_error or a rate limit is
+// then transient, an invalid request is not (docs/ratelimits.md,
+// "Retries"). It is the cause beneath the wire's error (a
+// provider.WireError, whose text names the wire); it must not be
+// reported alone.
+type ErrorObject struct {
+	// Object is the error object's JSON: {"message":...,"type":...,
+	// "code":...}, or a whole chunk or event that is itself an error
+	// (vLLM's {"object":"error",...}).
+	Object string
+}
+
+// Error is the object's JSON.
+func (e *ErrorObject) Error() string { return e.Object }
+
+// RawJSON is the object as the body of an error answer, {"error":
+// Object}: what ratelimit.FromResponse reads.
+func (e *ErrorObject) RawJSON() string { return `{"error":` + e.Object + `}` }
+
+// errNoFinish is the error of a stream that ended before the answer did:
+// a cut (provider.ErrStreamCut), which the agent may send again.
+var errNoFinish = fmt.Errorf("openai: %w (no finish_reason)", provider.ErrStreamCut)

@@ -13,6 +13,7 @@ import (
 	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/openai"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -282,15 +283,20 @@ func (a *accumulator) finish(r *response) error {
 	return nil
 }
 
-// failed is the error of a response that failed, or of an error event:
-// a refusal of the request as too long (before any output) is a
-// provider.TooLongError.
+// failed is the error of a response that failed, or of an error event,
+// raw its error object (or the event, which holds its code and message)
+// as the provider sent it, kept (openai.ErrorObject) for
+// provider.Transient to read: a server_error or rate_limit_exceeded is
+// transient. A refusal of the request as too long (before any output) is
+// a provider.TooLongError.
 func failed(code, message, raw string, streamed bool) error {
 	msg := strings.TrimSpace(raw)
+	var err error
 	if msg == "" {
-		msg = fmt.Sprintf("%s: %s", code, message)
+		err = fmt.Errorf("openai-responses: the response failed: %s: %s", code, message)
+	} else {
+		err = &provider.WireError{Msg: "openai-responses: the response failed: " + msg, Err: &openai.ErrorObject{Object: msg}}
 	}
-	err := fmt.Errorf("openai-responses: the response failed: %s", msg)
 	if code == "context_length_exceeded" && !streamed {
 		return &provider.TooLongError{Err: err}
 	}

@@ -29,7 +29,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -70,8 +69,10 @@ type Config struct {
 	// RetryFor, when above 0, bounds the retries before any output by
 	// time instead of by MaxRetries: a request is sent again, with
 	// jittered exponential backoff, while the time since its first
-	// attempt is within it (docs/ratelimits.md, "Retries"). 0: MaxRetries
-	// bounds them.
+	// attempt is within it (docs/ratelimits.md, "Retries"). A whole
+	// answer (NoStream), sent through the SDK, is then not retried by the
+	// wire at all: the agent resends it (agent.Agent.RetryFor, set with
+	// it). 0: MaxRetries bounds them.
 	RetryFor time.Duration
 	// NoStream sends non-streaming requests.
 	NoStream bool
@@ -321,7 +322,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	a := accumulator{onText: onText, onThinking: req.OnThinking}
 	if p.cfg.NoStream {
 		var raw []byte
-		if err := p.client.Post(ctx, "responses", nil, &raw, p.gated(withBody)...); err != nil {
+		if err := p.client.Post(ctx, "responses", nil, &raw, p.sdkCall(withBody)...); err != nil {
 			return provider.Response{}, describe(err)
 		}
 		var r response
@@ -352,7 +353,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		return provider.Response{}, err
 	}
 	if !a.done {
-		return provider.Response{}, errors.New("openai-responses: the stream ended before the response did (no response.completed)")
+		return provider.Response{}, fmt.Errorf("openai-responses: %w (no response.completed)", provider.ErrStreamCut)
 	}
 	if w.Done() {
 		// answered and written: the conversation's next body may be
@@ -430,9 +431,16 @@ func Text(text, phase string) history.Part {
 	return p
 }
 
-// gated is opts with, on a wire with a limiter, the gate's middleware
-// (last, closest to the wire): each attempt the SDK makes waits at it.
-func (p *Provider) gated(opts ...option.RequestOption) []option.RequestOption {
+// sdkCall is opts for a request sent through the SDK (NoStream): with
+// Config.RetryFor, the SDK's own retries off — the request's one retry
+// policy is then the agent's resend within RetryFor (docs/ratelimits.md,
+// "Retries"), not the SDK's by count; on a wire with a limiter, the
+// gate's middleware (last, closest to the wire): each attempt the SDK
+// makes waits at it.
+func (p *Provider) sdkCall(opts ...option.RequestOption) []option.RequestOption {
+	if p.cfg.RetryFor > 0 {
+		opts = append(opts, option.WithMaxRetries(0))
+	}
 	if p.gate != nil {
 		opts = append(opts, option.WithMiddleware(p.gate.Middleware))
 	}

@@ -2,10 +2,10 @@ package responses
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/openai"
 )
 
 // The Responses API refuses a request longer than the model's context
@@ -49,10 +49,12 @@ func tooLong(body []byte) *provider.TooLongError {
 
 // streamError is the error of an error object that ended a stream (an
 // event with an "error" field, the SDK's rule): the provider's own object
-// as its message; before any output, a refusal as too long is a
+// as its message, kept (openai.ErrorObject) for provider.Transient to
+// read; before any output, a refusal as too long is a
 // provider.TooLongError around it.
 func streamError(obj []byte, streamed bool) error {
-	wire := &provider.WireError{Msg: fmt.Sprintf("openai-responses: the stream ended with an error: %s", strings.TrimSpace(string(obj)))}
+	o := strings.TrimSpace(string(obj))
+	wire := &provider.WireError{Msg: "openai-responses: the stream ended with an error: " + o, Err: &openai.ErrorObject{Object: o}}
 	if !streamed {
 		if tl := tooLong(obj); tl != nil {
 			tl.Err = wire
