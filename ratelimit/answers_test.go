@@ -11,7 +11,7 @@ import (
 // An error answer that names no limits (a 502 or a 529 from a gateway
 // without limit headers, an error read from inside a stream) says
 // nothing of the requests left: the budget stays as it was, and the
-// requests held for want of it stay held.
+// requests held for want of it stay held while others are in flight.
 func TestAnErrorAnswerWithoutLimitsKeepsTheBudget(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -27,19 +27,51 @@ func TestAnErrorAnswerWithoutLimitsKeepsTheBudget(t *testing.T) {
 			l := &Limiter{Clock: clock}
 			ctx := context.Background()
 			w1, _ := l.Wait(ctx, testKey, nil)
-			_ = l.ObserveAnswer(ctx, testKey, w1.Ticket, left(now, 1))
-			w2, _ := l.Wait(ctx, testKey, nil) // the last of the budget
-			if err := l.ObserveAnswer(ctx, testKey, w2.Ticket, tc.o); err != nil {
+			_ = l.ObserveAnswer(ctx, testKey, w1.Ticket, left(now, 3))
+			var sent []Waited
+			for range 3 { // the whole budget
+				w, _ := l.Wait(ctx, testKey, nil)
+				sent = append(sent, w)
+			}
+			if err := l.ObserveAnswer(ctx, testKey, sent[0].Ticket, tc.o); err != nil {
 				t.Fatalf("ObserveAnswer: %v", err)
 			}
 			if st := l.State(testKey); st.Remaining != 0 || st.Answered != w1.Ticket.N {
-				t.Errorf("after %s: remaining %d set by ticket %d; want the budget as it was: 0, set by ticket %d", tc.name, st.Remaining, st.Answered, w1.Ticket.N)
+				t.Errorf("after %s, 2 requests in flight: remaining %d set by ticket %d; want the budget as it was: 0, set by ticket %d", tc.name, st.Remaining, st.Answered, w1.Ticket.N)
 			}
 			res := goWait(ctx, l, testKey, nil)
 			clock.waiting(t, 1)
-			none(t, res, "a request after the last of the budget was answered by "+tc.name)
+			none(t, res, "a request after the budget was spent and one of its requests answered by "+tc.name)
 		})
 	}
+}
+
+// An error answer without limits that leaves no budget and no request in
+// flight lets one go first (the failed request's retry), as a 429
+// naming no time does: no answer is coming to set the budget, and the
+// others stay held until that one's answer.
+func TestAnErrorAnswerWithoutLimitsLetsOneGoWhenNoneIsInFlight(t *testing.T) {
+	clock := newFakeClock(now)
+	l := &Limiter{Clock: clock}
+	ctx := context.Background()
+	w1, _ := l.Wait(ctx, testKey, nil)
+	_ = l.ObserveAnswer(ctx, testKey, w1.Ticket, left(now, 1))
+	w2, _ := l.Wait(ctx, testKey, nil) // the last of the budget
+	if err := l.ObserveAnswer(ctx, testKey, w2.Ticket, Observation{At: now, Status: 529, Overloaded: true}); err != nil {
+		t.Fatalf("ObserveAnswer: %v", err)
+	}
+	first, second := goWait(ctx, l, testKey, nil), goWait(ctx, l, testKey, nil)
+	var held <-chan result
+	select {
+	case <-first:
+		held = second
+	case <-second:
+		held = first
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request went after a 529 without headers answered the last one in flight")
+	}
+	clock.waiting(t, 1)
+	none(t, held, "a second request after a 529 without headers, before the first's answer")
 }
 
 // The same answer saved to a store leaves the store's budget as it was.
@@ -54,8 +86,8 @@ func TestAnErrorAnswerWithoutLimitsKeepsTheStoresBudget(t *testing.T) {
 	if err := a.ObserveAnswer(ctx, testKey, w2.Ticket, Observation{At: now, Status: 529, Overloaded: true}); err != nil {
 		t.Fatalf("ObserveAnswer: %v", err)
 	}
-	if st, _, _ := store.Load(ctx, testKey); st.Remaining != 2 || st.Answers != 2 {
-		t.Errorf("the store after a 529 without headers: remaining %d, answers %d; want the budget as it was (2) and the answer counted (2)", st.Remaining, st.Answers)
+	if st, _, _ := store.Load(ctx, testKey); st.Remaining != 2 || st.Answers != 2 || st.Answered != 1 {
+		t.Errorf("the store after a 529 without headers: remaining %d set by ticket %d, answers %d; want the budget as it was (2, ticket 1's) and the answer counted (2)", st.Remaining, st.Answered, st.Answers)
 	}
 }
 

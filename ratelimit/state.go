@@ -106,7 +106,10 @@ type Answer struct {
 	// KeepsBudget is an answer that said nothing of the requests left
 	// and is no sign of them either: a refusal or a fault (a 502, a 529
 	// from a gateway) without limit headers. It leaves the budget as it
-	// was; its wait, if any, still counts.
+	// was, so the requests held for want of it stay held — but for one to
+	// go first when it leaves none and no request is in flight, no answer
+	// then coming to set it (the retry of the failed request, after its
+	// backoff). Its wait, if any, still counts.
 	KeepsBudget bool
 }
 
@@ -151,7 +154,8 @@ func (st State) Spend(now time.Time, probe time.Duration) (State, bool) {
 //     a wait, or a 429 naming no time, sets it to 1 (First);
 //   - an answer that keeps the budget (KeepsBudget), or whose ticket is
 //     a local one (Ticket.Local: its N is not the key's count of sends),
-//     does not set it;
+//     does not set it; but one that keeps a budget of 0 with no request
+//     in flight after it sets 1: no answer is coming to set it;
 //   - every answer counts in Answers, but one of a local ticket (whose
 //     send is not counted in Sent either);
 //   - while a wait runs, at most one goes first when it is over.
@@ -178,6 +182,9 @@ func (st State) Apply(a Answer) State {
 	}
 	if !a.Ticket.Local {
 		st.Answers++
+		if a.KeepsBudget && st.Remaining == 0 && st.Sent <= st.Answers {
+			st.Remaining = 1
+		}
 	}
 	if st.NextAllowed.After(a.At) && (st.Remaining < 0 || st.Remaining > 1) {
 		// A wait still runs (an earlier 429's): when it is over one goes

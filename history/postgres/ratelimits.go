@@ -139,7 +139,8 @@ func (r RateLimits) Spend(ctx context.Context, key ratelimit.Key, now time.Time,
 // unanswered when its request went, $21 whether the ticket is a local
 // one (it neither sets the budget nor counts as an answer), $6 its
 // next-allowed time in microseconds after its At (NULL: none), $7 its
-// why, $8 its budget as of its request, $20 whether it keeps the budget,
+// why, $8 its budget as of its request, $20 whether it keeps the budget
+// (then one goes first if it leaves none and none is in flight),
 // $19 whether one goes first after it, $9 its reset in microseconds
 // after its At (NULL: none), $10 the why of a wait for it; $11 to $17
 // are the row of a key without one, State{}.Apply(answer) ($11 its
@@ -160,7 +161,10 @@ ON CONFLICT (endpoint, identity, model) DO UPDATE SET
 			SELECT
 				CASE WHEN b.moves THEN (SELECT reset FROM a) ELSE t.next_allowed END AS next_allowed,
 				CASE WHEN b.moves THEN $10::text ELSE t.why END AS why,
-				CASE WHEN NOT b.applied THEN r.remaining
+				CASE WHEN NOT b.applied THEN
+						-- an answer keeping a spent budget, none in flight
+						-- after it: one goes first
+						CASE WHEN $20::boolean AND NOT $21::boolean AND r.remaining = 0 AND r.sent <= r.answers + 1 THEN 1 ELSE r.remaining END
 					WHEN b.budget = 0 AND (SELECT reset FROM a) IS NOT NULL THEN 1
 					ELSE b.budget END AS remaining,
 				CASE WHEN b.applied THEN $4::bigint ELSE r.answered END AS answered
