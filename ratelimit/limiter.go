@@ -28,7 +28,10 @@ import (
 //   - With a Shared store the store decides: letting a request go is one
 //     atomic Spend there, and an answer one atomic Save, so the processes
 //     sharing it spend one budget, never each their own copy. A store
-//     that cannot be reached leaves the process to its own state.
+//     that cannot be reached, or does not answer within StoreTimeout,
+//     leaves the process to its own state; the tickets it then hands out
+//     are local ones (Ticket.Local), whose answers do not set the store's
+//     budget.
 
 // DefaultPoll is how often a Wait asks a Shared store again while it
 // waits, so that a later next-allowed time saved by another process is
@@ -95,8 +98,9 @@ type Clock interface {
 // when it last expected to, and why (empty when it did not wait). Ticket
 // is the request's ticket (its place among the key's sends): its answer
 // is observed with it (ObserveAnswer). Shared is the error of a
-// Shared store that could not be reached meanwhile: the Wait went on by
-// the process's own state, and the caller should say so.
+// Shared store that could not be reached meanwhile (or did not answer
+// within the Limiter's StoreTimeout): the Wait went on by the process's
+// own state, and the caller should say so.
 type Waited struct {
 	For    time.Duration
 	Until  time.Time
