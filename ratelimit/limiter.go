@@ -28,7 +28,10 @@ import (
 //   - With a Shared store the store decides: letting a request go is one
 //     atomic Spend there, and an answer one atomic Save, so the processes
 //     sharing it spend one budget, never each their own copy. A store
-//     that cannot be reached leaves the process to its own state.
+//     that cannot be reached, or does not answer within StoreTimeout,
+//     leaves the process to its own state; the tickets it then hands out
+//     are local ones (Ticket.Local), whose answers do not set the store's
+//     budget.
 
 // DefaultPoll is how often a Wait asks a Shared store again while it
 // waits, so that a later next-allowed time saved by another process is
@@ -41,6 +44,13 @@ const DefaultPoll = time.Second
 // well under this, so it only passes when a request failed without one.
 const DefaultProbe = 2 * time.Second
 
+// DefaultStoreTimeout is how long one call of a Shared store may take
+// before the process gives up on it and goes by its own state, as when
+// the store cannot be reached: a statement on a row takes milliseconds,
+// so it only passes when the store hangs (a pool with no connection to
+// give).
+const DefaultStoreTimeout = 2 * time.Second
+
 // Shared is where limiters of several processes keep their keys' states,
 // so that they spend one budget between them, wait for each other's 429s,
 // and a retry-after outlives a restart. Each method is one atomic step
@@ -48,6 +58,15 @@ const DefaultProbe = 2 * time.Second
 //
 //   - Load returns the key's state, found false (and no error) for a key
 //     it holds nothing of.
+//   - Times. Spend's now and an Answer's times are the caller's clock. A
+//     store shared by processes of one host may decide by them (Memory);
+//     a store shared between hosts decides by a clock of its own, since
+//     hosts' clocks differ (Postgres: the database's): Spend compares
+//     the key's times with its own now, and Save stores an answer's
+//     times as the same distances from its own now as they were from the
+//     answer's At. The times of the states it returns are then on its
+//     clock, which a caller only waits by (a little longer or shorter by
+//     the skew): whether a request goes is the store's Spend.
 //   - Spend lets one request go at now if the key's state allows it
 //     (State.Spend, from the zero State for a key it holds nothing of),
 //     keeping the state after; it returns that state, whether the request
@@ -79,8 +98,9 @@ type Clock interface {
 // when it last expected to, and why (empty when it did not wait). Ticket
 // is the request's ticket (its place among the key's sends): its answer
 // is observed with it (ObserveAnswer). Shared is the error of a
-// Shared store that could not be reached meanwhile: the Wait went on by
-// the process's own state, and the caller should say so.
+// Shared store that could not be reached meanwhile (or did not answer
+// within the Limiter's StoreTimeout): the Wait went on by the process's
+// own state, and the caller should say so.
 type Waited struct {
 	For    time.Duration
 	Until  time.Time
@@ -112,6 +132,10 @@ type Limiter struct {
 	// Probe is how long a waiter held for want of budget waits for an
 	// answer before one more goes; DefaultProbe when 0.
 	Probe time.Duration
+	// StoreTimeout bounds each call of Shared (within the caller's
+	// context): past it the process goes by its own state, as when the
+	// store cannot be reached; DefaultStoreTimeout when 0.
+	StoreTimeout time.Duration
 
 	mu   sync.Mutex
 	keys map[Key]*gate
@@ -126,6 +150,14 @@ type gate struct {
 	// newer answer read from Shared, waking the waiters held for want of
 	// budget.
 	observed chan struct{}
+	// local is set when the process let a request go by its own state,
+	// the store not reached: its counts are then the process's, not the
+	// store's, until the store's are read again (adopt).
+	local bool
+	// stored is the next-allowed time the store gave last, and cut it
+	// as adopt took it (at most MaxWait from when it was read): the cut
+	// time only moves when the stored one does.
+	stored, cut time.Time
 }
 
 func (l *Limiter) gate(key Key) *gate {
@@ -177,7 +209,9 @@ func (l *Limiter) Wait(ctx context.Context, key Key, notify Notify) (Waited, err
 			} else {
 				var st State
 				var granted bool
-				st, granted, err = l.Shared.Spend(ctx, key, now, l.probe())
+				sctx, cancel := l.storeContext(ctx)
+				st, granted, err = l.Shared.Spend(sctx, key, now, l.probe())
+				cancel()
 				if err == nil {
 					l.mu.Lock()
 					l.gate(key).adopt(st, now)
@@ -204,6 +238,10 @@ func (l *Limiter) Wait(ctx context.Context, key Key, notify Notify) (Waited, err
 			if st, ok := g.Spend(now, l.probe()); ok {
 				g.State = st
 				w.Ticket = st.Ticket()
+				// A ticket of the process's own count, not the store's
+				// (none when there is no store to tell it from).
+				w.Ticket.Local = l.Shared != nil
+				g.local = w.Ticket.Local
 				l.mu.Unlock()
 				return l.waited(w, start), nil
 			}
@@ -270,16 +308,22 @@ func (l *Limiter) waited(w Waited, start time.Time) Waited {
 func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket Ticket, o Observation) error {
 	now := l.clock().Now()
 	a := answerOf(o, now, ticket)
+	// In the process a local ticket counts as any: the process's counts
+	// are what it handed out.
+	mine := a
+	mine.Ticket.Local = false
 	l.mu.Lock()
 	g := l.gate(key)
-	g.State = g.Apply(a)
+	g.State = g.Apply(mine)
 	if l.Shared == nil {
 		g.wake()
 		l.mu.Unlock()
 		return nil
 	}
 	l.mu.Unlock()
-	st, err := l.Shared.Save(ctx, key, a)
+	sctx, cancel := l.storeContext(ctx)
+	st, err := l.Shared.Save(sctx, key, a)
+	cancel()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	g = l.gate(key)
@@ -300,23 +344,36 @@ func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket Ticket, o O
 // (Wait) passes its ticket to ObserveAnswer instead: an answer taken as
 // newer than it is lets more requests go than its key has left.
 func (l *Limiter) Observe(ctx context.Context, key Key, o Observation) error {
-	return l.ObserveAnswer(ctx, key, l.State(key).Ticket(), o)
+	l.mu.Lock()
+	g := l.gate(key)
+	ticket := g.Ticket()
+	ticket.Local = g.local
+	l.mu.Unlock()
+	return l.ObserveAnswer(ctx, key, ticket, o)
 }
 
 // adopt merges st, read from Shared at now, into g: the later
 // next-allowed time wins, and a state that counts as many sends and
-// answers as g's or more replaces its budget, counts and reason. A
-// next-allowed time beyond MaxWait from now is taken as MaxWait, as a
-// response's would be. It says whether st held an answer g had not seen
-// (or a later time), when waiters should look again.
+// answers as g's or more (or any, when g's counts are the process's
+// own: g.local) replaces its budget, counts and reason. A next-allowed
+// time beyond MaxWait from now is taken as MaxWait, as a response's
+// would be — once, when the store gives it: the same stored time read
+// again does not move the cut one later. It says whether st held an
+// answer g had not seen (or a later time), when waiters should look
+// again.
 func (g *gate) adopt(st State, now time.Time) bool {
-	if limit := now.Add(MaxWait); st.NextAllowed.After(limit) {
-		st.NextAllowed = limit
+	if !st.NextAllowed.Equal(g.stored) {
+		g.stored, g.cut = st.NextAllowed, st.NextAllowed
+		if limit := now.Add(MaxWait); st.NextAllowed.After(limit) {
+			g.cut = limit
+		}
 	}
+	st.NextAllowed = g.cut
 	news := false
-	if st.Sent > g.Sent || st.Sent == g.Sent && st.Answers >= g.Answers {
-		news = st.Answers != g.Answers || st.UpdatedAt.After(g.UpdatedAt)
+	if g.local || st.Sent > g.Sent || st.Sent == g.Sent && st.Answers >= g.Answers {
+		news = g.local || st.Answers != g.Answers || st.UpdatedAt.After(g.UpdatedAt)
 		g.Remaining, g.Sent, g.Answered, g.Answers, g.LastSent, g.UpdatedAt = st.Remaining, st.Sent, st.Answered, st.Answers, st.LastSent, st.UpdatedAt
+		g.local = false
 		if !g.NextAllowed.After(st.NextAllowed) {
 			g.Why = st.Why
 		}
@@ -331,7 +388,9 @@ func (g *gate) adopt(st State, now time.Time) bool {
 // load reads key's state in Shared into the process's (adopt), waking
 // its waiters when it held news.
 func (l *Limiter) load(ctx context.Context, key Key, now time.Time) error {
-	st, found, err := l.Shared.Load(ctx, key)
+	sctx, cancel := l.storeContext(ctx)
+	st, found, err := l.Shared.Load(sctx, key)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("reading the rate limit state of %s: %w", key, err)
 	}
@@ -366,6 +425,15 @@ func (l *Limiter) poll() time.Duration {
 		return DefaultPoll
 	}
 	return l.Poll
+}
+
+// storeContext is ctx bounded for one call of Shared (StoreTimeout).
+func (l *Limiter) storeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := l.StoreTimeout
+	if d <= 0 {
+		d = DefaultStoreTimeout
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 func (l *Limiter) probe() time.Duration {

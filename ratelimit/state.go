@@ -59,6 +59,11 @@ type Ticket struct {
 	// answer yet as it went: any of them may reach the provider after it,
 	// uncounted in what its answer says is left.
 	Unanswered int64
+	// Local is a ticket the process handed out by its own state, its
+	// Shared store not reached (Waited.Shared): N counts the process's
+	// sends, not the store's, so its answer is applied to the store
+	// without setting the budget or counting as an answer (State.Apply).
+	Local bool
 }
 
 // Ticket is the ticket of the request st's last Spend let through.
@@ -80,8 +85,9 @@ type Answer struct {
 	// Why is the answer's Observation.Why.
 	Why string
 	// Remaining is the budget as of the request answered: the requests
-	// the answer said were left (Requests.Remaining), -1 when it said
-	// nothing. Apply takes from it the requests its provider may not have
+	// the answer said were left (Requests.Remaining), -1 when a
+	// successful answer said nothing (a wire that reports no limits);
+	// unused when KeepsBudget. Apply takes from it the requests its provider may not have
 	// counted: those sent after the one answered, and those before it
 	// that were unanswered when it went.
 	Remaining int64
@@ -97,6 +103,14 @@ type Answer struct {
 	Reset time.Time
 	// ResetWhy is Why for a wait until Reset.
 	ResetWhy string
+	// KeepsBudget is an answer that said nothing of the requests left
+	// and is no sign of them either: a refusal or a fault (a 502, a 529
+	// from a gateway) without limit headers. It leaves the budget as it
+	// was, so the requests held for want of it stay held — but for one to
+	// go first when it leaves none and no request is in flight, no answer
+	// then coming to set it (the retry of the failed request, after its
+	// backoff). Its wait, if any, still counts.
+	KeepsBudget bool
 }
 
 // Spend lets one request go at now, if st allows it: NextAllowed has
@@ -138,7 +152,12 @@ func (st State) Spend(now time.Time, probe time.Duration) (State, bool) {
 //     Reset, the next-allowed time becomes the reset (when later) and the
 //     budget 1: one goes first, as after any wait. An answer asking for
 //     a wait, or a 429 naming no time, sets it to 1 (First);
-//   - every answer counts in Answers;
+//   - an answer that keeps the budget (KeepsBudget), or whose ticket is
+//     a local one (Ticket.Local: its N is not the key's count of sends),
+//     does not set it; but one that keeps a budget of 0 with no request
+//     in flight after it sets 1: no answer is coming to set it;
+//   - every answer counts in Answers, but one of a local ticket (whose
+//     send is not counted in Sent either);
 //   - while a wait runs, at most one goes first when it is over.
 func (st State) Apply(a Answer) State {
 	if a.NextAllowed.After(st.NextAllowed) {
@@ -146,7 +165,7 @@ func (st State) Apply(a Answer) State {
 	} else if !st.NextAllowed.After(a.At) {
 		st.Why = a.Why
 	}
-	if a.Ticket.N >= st.Answered {
+	if a.Ticket.N >= st.Answered && !a.KeepsBudget && !a.Ticket.Local {
 		b := a.Remaining
 		if a.First {
 			b = 1
@@ -161,7 +180,12 @@ func (st State) Apply(a Answer) State {
 		}
 		st.Remaining, st.Answered = b, a.Ticket.N
 	}
-	st.Answers++
+	if !a.Ticket.Local {
+		st.Answers++
+		if a.KeepsBudget && st.Remaining == 0 && st.Sent <= st.Answers {
+			st.Remaining = 1
+		}
+	}
 	if st.NextAllowed.After(a.At) && (st.Remaining < 0 || st.Remaining > 1) {
 		// A wait still runs (an earlier 429's): when it is over one goes
 		// first, whatever an answer sent before it said.
@@ -187,10 +211,20 @@ func answerOf(o Observation, now time.Time, ticket Ticket) Answer {
 		}
 	case o.Limited:
 		a.Remaining, a.First = 1, true
+	case o.failed():
+		// A 502 or a 529 from a gateway that sent no limit headers says
+		// nothing of the requests left: the budget stays as it was.
+		a.KeepsBudget = true
 	default:
 		a.Remaining = -1
 	}
 	return a
+}
+
+// failed is whether o is a refusal or a fault rather than an answer: a
+// status of 400 or more, or an error read from inside a stream.
+func (o Observation) failed() bool {
+	return o.Overloaded || o.ServerFault || o.QuotaSpent || o.Status >= 400 || o.Error != ""
 }
 
 // sentWhy says that the requests d said were left are all sent, until

@@ -38,3 +38,12 @@ func MessageRows(s history.Store) (rows, bytes int64, err error) {
 	err = s.(*Store).pool.QueryRow(context.Background(), `SELECT count(*), COALESCE(sum(length(message)), 0) FROM messages`).Scan(&rows, &bytes)
 	return rows, bytes, err
 }
+
+// OnCallersClock is r timed by the callers' times (Spend's now, an
+// answer's At) instead of the database's clock, so that the shared
+// contract's checks (ratelimittest.RunShared) can move time without
+// waiting.
+func OnCallersClock(r RateLimits) RateLimits {
+	r.callers = true
+	return r
+}

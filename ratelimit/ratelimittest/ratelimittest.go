@@ -18,7 +18,10 @@ import (
 
 // Memory is a ratelimit.Shared in memory, as processes sharing one
 // database would see it: each method is one step under its lock, by the
-// State's own Spend and Apply. Its zero value is ready to use.
+// State's own Spend and Apply. It decides by its callers' times (Spend's
+// now, an answer's At as given): it lives in one process, whose limiters
+// share one clock, unlike a database's hosts. Its zero value is ready to
+// use.
 type Memory struct {
 	mu     sync.Mutex
 	states map[ratelimit.Key]ratelimit.State
@@ -72,7 +75,9 @@ func (m *Memory) put(key ratelimit.Key, st ratelimit.State) {
 // processes would), never grant more than the budget, each with a ticket
 // of its own, and limiters sharing the store spend one budget; the store
 // applies any run of spends and answers as ratelimit.State's Spend and
-// Apply do; keys are apart; and a retry-after one Limiter observed is
+// Apply do (answers that keep the budget and answers to local tickets
+// among them), by the times it is given — a store that keeps its own
+// clock is checked on a handle timed by its callers' times; keys are apart; and a retry-after one Limiter observed is
 // waited for by a new Limiter on the same store (a restart). open may
 // return the same store for every call; each check uses keys of its own.
 func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
@@ -371,6 +376,9 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 			if rng.IntN(2) == 0 {
 				a.Reset, a.ResetWhy = now.Add(time.Duration(rng.IntN(4000)-1000)*time.Millisecond), fmt.Sprint("reset ", i)
 			}
+			// an error answer without limits, and one to a ticket the
+			// process handed out without the store
+			a.KeepsBudget, a.Ticket.Local = rng.IntN(5) == 0, rng.IntN(6) == 0
 			want = want.Apply(a)
 			if got := save(t, s, k, a); !same(got, want) {
 				t.Fatalf("step %d (seed %d), Save of %+v: %+v; want %+v", i, seed, a, got, want)
