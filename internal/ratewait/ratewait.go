@@ -107,10 +107,14 @@ func (g *Gate) WaitUntil(ctx context.Context, key ratelimit.Key, attempt int, ur
 			giveUp(ErrPastLimit)
 		}
 	})
-	if !past.IsZero() && ctx.Err() == nil {
-		// Given up, even when the wait passed in the same instant (a
-		// clock whose waits pass at once): what the observer was told,
-		// a wait past the limit, is what happens.
+	// Given up, even when the wait passed in the same instant (a clock
+	// whose waits pass at once): what the observer was told, a wait
+	// past the limit, is what happens.
+	switch {
+	case past.IsZero():
+	case ctx.Err() != nil && err == nil:
+		err = fmt.Errorf("waiting for the rate limit of %s: %w", key, ctx.Err())
+	case ctx.Err() == nil:
 		err = fmt.Errorf("waiting for the rate limit of %s until %s, past %s: %w", key,
 			past.UTC().Format(time.RFC3339), limit.UTC().Format(time.RFC3339), ErrPastLimit)
 	}
