@@ -184,7 +184,10 @@ func (s *Sender) request(ctx context.Context, b []byte, n int, own bool) *http.R
 // observer ctx carries, if any, hears of it (provider.WithRetryNotice).
 // With a gate (WithLimiter), each attempt waits at the limiter first, and
 // each answer is observed by it; a retry-after is then waited at the
-// limiter, told as a wait (provider.WithWaitNotice), not as a retry.
+// limiter, told as a wait (provider.WithWaitNotice), not as a retry;
+// bounded by time (Rules.For), one past the room left is told there too
+// before the answer's refusal ends the retries (too long), unless the
+// observer ends the context on hearing of it: its error is the call's.
 func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
 	return s.PostWritten(ctx, b, nil, nil)
 }

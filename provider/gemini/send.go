@@ -229,7 +229,9 @@ func (r *retryPolicy) last(attempt int, elapsed, wait, bound time.Duration) bool
 // gate (g, Config.Limiter), each attempt waits at the limiter first and
 // each answer is observed by it (internal/ratewait), and a wait an
 // answer asked for (a retry-after, a RetryInfo) is waited at the limiter
-// before the next attempt — told as a provider.WaitNotice — not here.
+// before the next attempt — told as a provider.WaitNotice — not here;
+// bounded by time, one that would end past the bound is told there, then
+// given up, the answer that asked for it ending the call.
 // Before each wait of its own (a backoff) the observer req's context
 // carries, if any, hears of the retry (provider.WithRetryNotice); a last
 // attempt that got no answer is a *provider.ConnectionError.
