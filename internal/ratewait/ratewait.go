@@ -16,6 +16,8 @@ package ratewait
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -76,12 +78,48 @@ type Pass struct {
 // context's and names the key; nothing is to be sent then. On a nil gate
 // it returns at once.
 func (g *Gate) Wait(ctx context.Context, key ratelimit.Key, attempt int, url string) (Pass, error) {
+	return g.WaitUntil(ctx, key, attempt, url, time.Time{})
+}
+
+// ErrPastLimit is the error (wrapped, naming the key and the times) of a
+// WaitUntil that gave up because the gate's wait would end after its
+// limit.
+var ErrPastLimit = errors.New("the rate limit's wait ends past the retries' bound")
+
+// WaitUntil is Wait that gives up when the wait at the gate would end
+// after limit (the zero time: no limit), as the limiter's clock tells
+// time: the wait is told to ctx's observer first (provider.NoticeWait),
+// then given up, and its error wraps ErrPastLimit; nothing is to be sent
+// then. When ctx itself ends — an observer that hands the turn over on
+// hearing of the long wait cancels it from inside the notice — the error
+// is ctx's, as Wait's, never ErrPastLimit: the caller's cancel wins.
+func (g *Gate) WaitUntil(ctx context.Context, key ratelimit.Key, attempt int, url string, limit time.Time) (Pass, error) {
 	if g == nil {
 		return Pass{}, nil
 	}
-	w, err := g.limiter.Wait(ctx, key, func(until time.Time, why string) {
+	wctx, giveUp := context.WithCancelCause(ctx)
+	defer giveUp(nil)
+	var past time.Time // the end of the wait that was past limit
+	w, err := g.limiter.Wait(wctx, key, func(until time.Time, why string) {
 		provider.NoticeWait(ctx, provider.WaitNotice{Attempt: attempt, Until: until, Why: why, URL: url})
+		if !limit.IsZero() && until.After(limit) {
+			past = until
+			giveUp(ErrPastLimit)
+		}
 	})
+	// Given up, even when the wait passed in the same instant (a clock
+	// whose waits pass at once): what the observer was told, a wait
+	// past the limit, is what happens.
+	switch {
+	case past.IsZero():
+	case ctx.Err() != nil && err == nil:
+		err = fmt.Errorf("waiting for the rate limit of %s: %w", key, ctx.Err())
+	case ctx.Err() == nil:
+		err = fmt.Errorf("waiting for the rate limit of %s until %s, past %s: %w", key,
+			past.UTC().Format(time.RFC3339), limit.UTC().Format(time.RFC3339), ErrPastLimit)
+	}
+	// The pass keeps ctx, not wctx: its answer is observed after wctx
+	// is done with.
 	return Pass{g: g, ctx: ctx, key: key, ticket: w.Ticket}, err
 }
 

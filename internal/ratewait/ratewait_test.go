@@ -167,3 +167,55 @@ func TestAnAnswerIsObservedWithTheTicketOfItsOwnAttempt(t *testing.T) {
 		t.Fatalf("the check cannot fail: observed as the latest request's, the budget is %d, not above the tickets' %d", wrong.Remaining, want.Remaining)
 	}
 }
+
+// WaitUntil tells the wait at the gate before it gives it up for ending
+// past its limit: the error wraps ErrPastLimit and nothing is let
+// through. A wait within the limit passes; an observer that cancels the
+// context inside the notice has its context's error, not ErrPastLimit.
+func TestWaitUntilTellsAWaitPastItsLimitThenGivesItUp(t *testing.T) {
+	start := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
+	for name, c := range map[string]struct {
+		limit    time.Duration // from start
+		handOver bool
+		want     error // nil: let through
+	}{
+		"past the limit":                        {limit: 10 * time.Second, want: ErrPastLimit},
+		"within the limit":                      {limit: 30 * time.Second},
+		"no limit":                              {},
+		"past the limit, the context cancelled": {limit: 10 * time.Second, handOver: true, want: context.Canceled},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clock := &stepClock{now: start}
+			lim := &ratelimit.Limiter{Clock: clock}
+			g := New(lim, "anthropic", "k:1")
+			u, _ := url.Parse("https://api.example/v1/messages")
+			key := g.Key(context.Background(), u)
+			_ = lim.Observe(context.Background(), key, ratelimit.FromResponse("anthropic", 429, http.Header{"Retry-After": {"20"}}, nil, start))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var told []provider.WaitNotice
+			ctx = provider.WithWaitNotice(ctx, func(n provider.WaitNotice) {
+				told = append(told, n)
+				if c.handOver {
+					cancel()
+				}
+			})
+			var limit time.Time
+			if c.limit > 0 {
+				limit = start.Add(c.limit)
+			}
+			_, err := g.WaitUntil(ctx, key, 2, "https://api.example/v1/messages", limit)
+			if len(told) != 1 || !told[0].Until.Equal(start.Add(20*time.Second)) || told[0].Attempt != 2 {
+				t.Errorf("told %+v, want one wait of attempt 2 until %v", told, start.Add(20*time.Second))
+			}
+			switch {
+			case c.want == nil && err != nil:
+				t.Errorf("err %v, want the attempt let through", err)
+			case c.want != nil && !errors.Is(err, c.want):
+				t.Errorf("err %v, want one wrapping %v", err, c.want)
+			case c.want == context.Canceled && errors.Is(err, ErrPastLimit):
+				t.Errorf("err %v wraps ErrPastLimit, want the context's alone", err)
+			}
+		})
+	}
+}

@@ -288,3 +288,92 @@ func TestLimitersSharingAStoreHoldAKeyToItsLimitFromTheFirstRequest(t *testing.T
 	}
 	t.Logf("%d requests, at most %d within %v (limit %d), %d refused", len(log), most, limits.Window, limits.Rate, log.Count(http.StatusTooManyRequests))
 }
+
+// Bounded by time, a retry-after past what is left of the bound goes to
+// the gate as any retry-after does: the wait is told (so that a worker's
+// observer hands the turn back to the queue, server/ratelimited.go) and
+// only then given up, the answer's refusal ending the retries as too
+// long. An observer that cancels the turn inside the notice has its
+// context's error, not the refusal. Without a gate nothing is told and
+// the retries end at once, as before.
+func TestARetryAfterPastTheBoundIsToldAtTheGateBeforeTheRetriesEnd(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	handedOver := errors.New("handed over")
+	for name, c := range map[string]struct {
+		rules    Rules
+		gated    bool
+		handOver bool // the observer cancels the context inside the notice
+		retry    string
+		told     time.Duration // the wait told, from start; 0: none
+		room     time.Duration // RetriesEnded.Room
+	}{
+		"gated, past what is left of For":            {rules: Rules{For: 10 * time.Second}, gated: true, retry: "60", told: 60 * time.Second, room: 10 * time.Second},
+		"gated, past openai-go's RetryAfterLimit":    {rules: Rules{For: 10 * time.Minute, RetryAfterLimit: 2 * time.Minute}, gated: true, retry: "300", told: 300 * time.Second, room: 2 * time.Minute},
+		"gated, an observer that hands it over":      {rules: Rules{For: 10 * time.Second}, gated: true, handOver: true, retry: "60", told: 60 * time.Second},
+		"ungated, the retries end at once as before": {rules: Rules{For: 10 * time.Second}, retry: "60", room: 10 * time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			const body = `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`
+			srv := &script{answers: []answer{{status: 429, header: map[string]string{"retry-after": c.retry}, body: body}, {status: 200, body: "data: ok\n\n"}}}
+			hs := httptest.NewServer(srv)
+			defer hs.Close()
+			var waits []time.Duration
+			s := newSender(t, hs.URL, c.rules, &waits)
+			// the sender's clock and the limiter's stand still: no real
+			// time counts against the bound
+			s.now = func() time.Time { return start }
+			if c.gated {
+				// hold: a wait only its context ends, so that one the
+				// gate would let pass is seen as a second request
+				s = s.WithLimiter(&ratelimit.Limiter{Clock: &stepClock{now: start, hold: true}}, "anthropic", ratelimit.Identity("sk-test"))
+			}
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			var h held
+			ctx = h.ctx(ctx)
+			if c.handOver {
+				ctx = provider.WithWaitNotice(ctx, func(n provider.WaitNotice) {
+					h.mu.Lock()
+					h.notices = append(h.notices, n)
+					h.mu.Unlock()
+					cancel(handedOver)
+				})
+			}
+			_, err := s.Post(ctx, []byte(`{"n":1}`))
+			told := h.take()
+			switch {
+			case c.told == 0 && len(told) > 0:
+				t.Errorf("told %+v, want no wait", told)
+			case c.told > 0 && (len(told) != 1 || !told[0].Until.Equal(start.Add(c.told)) || told[0].Attempt != 2):
+				t.Errorf("told %+v, want one wait of attempt 2 until %v", told, start.Add(c.told))
+			}
+			if len(srv.counts) != 1 {
+				t.Errorf("the server saw %d requests, want only the first", len(srv.counts))
+			}
+			if len(waits) > 0 {
+				t.Errorf("the sender slept %v itself, want no sleep", waits)
+			}
+			if c.handOver {
+				var re *provider.RetriesEnded
+				if !errors.Is(err, context.Canceled) || errors.As(err, &re) || context.Cause(ctx) != handedOver {
+					t.Fatalf("err %v (cause %v), want the context's, not the refusal", err, context.Cause(ctx))
+				}
+				return
+			}
+			var re *provider.RetriesEnded
+			if !errors.As(err, &re) {
+				t.Fatalf("err %v, want a RetriesEnded", err)
+			}
+			var r *refused
+			if !errors.As(err, &r) || r.status != 429 || r.body != body || err.Error() != "429 "+body {
+				t.Errorf("err %v, want the 429's refusal inside, its text unchanged", err)
+			}
+			if !re.Retryable || !re.TooLong || re.Room != c.room {
+				t.Errorf("ended %+v, want retryable, too long, room %v", re, c.room)
+			}
+			if _, ok := provider.WaitTooLong(err); !ok {
+				t.Errorf("provider.WaitTooLong(%v) does not read it as too long", err)
+			}
+		})
+	}
+}

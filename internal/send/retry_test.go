@@ -172,7 +172,8 @@ func TestAConnectionErrorIsRetriedWithinFor(t *testing.T) {
 // the same time), and told as a wait there — the sender neither sleeps it
 // nor tells it as a retry; a backoff is still the sender's, told as a
 // retry, and the limiter holds nothing for it. Bounded by time, the wait
-// at the limiter counts toward For.
+// at the limiter counts toward For, and one past what is left of For is
+// told there before the retries end.
 func TestAGatedRetryAfterIsWaitedAtTheLimiterOnly(t *testing.T) {
 	ok := answer{status: 200, body: "data: ok\n\n"}
 	for name, c := range map[string]struct {
@@ -194,9 +195,11 @@ func TestAGatedRetryAfterIsWaitedAtTheLimiterOnly(t *testing.T) {
 			Anthropic(2), []answer{{status: 503}, ok},
 			[]time.Duration{500 * time.Millisecond}, nil, 200,
 		},
+		// told at the limiter, then given up (the step clock moves on
+		// by the wait all the same)
 		"a retry-after past what is left of For": {
 			Rules{For: 5 * time.Second}, []answer{{status: 429, header: map[string]string{"retry-after": "6"}, body: "later"}},
-			nil, nil, 0,
+			nil, []time.Duration{6 * time.Second}, 0,
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -184,7 +184,10 @@ func (s *Sender) request(ctx context.Context, b []byte, n int, own bool) *http.R
 // observer ctx carries, if any, hears of it (provider.WithRetryNotice).
 // With a gate (WithLimiter), each attempt waits at the limiter first, and
 // each answer is observed by it; a retry-after is then waited at the
-// limiter, told as a wait (provider.WithWaitNotice), not as a retry.
+// limiter, told as a wait (provider.WithWaitNotice), not as a retry;
+// bounded by time (Rules.For), one past the room left is told there too
+// before the answer's refusal ends the retries (too long), unless the
+// observer ends the context on hearing of it: its error is the call's.
 func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
 	return s.PostWritten(ctx, b, nil, nil)
 }
@@ -219,12 +222,26 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 	}
 	var first time.Time     // when the first attempt was sent: For counts from it
 	var bound time.Duration // For, cut to the context's retry deadline
+	var (
+		// long: the last answer's error, whose retry-after was past
+		// what was left of the bound, while its wait goes to the gate
+		// bounded by limit (the limiter's time the bound ends at)
+		long  error
+		limit time.Time
+	)
 	for n := 0; ; n++ {
 		var pass ratewait.Pass // the attempt let through the gate, if any
 		if s.gate != nil {
-			if pass, err = s.gate.Wait(ctx, key, n+1, provider.Redact(s.target.URL)); err != nil {
+			pass, err = s.gate.WaitUntil(ctx, key, n+1, provider.Redact(s.target.URL), limit)
+			if err != nil {
+				if long != nil && ctx.Err() == nil && errors.Is(err, ratewait.ErrPastLimit) {
+					// the wait, told, would end past the bound: the
+					// answer that asked for it ends the retries
+					return nil, long
+				}
 				return nil, err
 			}
+			long, limit = nil, time.Time{}
 		}
 		if n == 0 {
 			first = s.now()
@@ -277,7 +294,19 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			}
 			if res.StatusCode >= http.StatusBadRequest {
 				res.Body = io.NopCloser(bytes.NewReader(read))
-				return nil, next.ended(s.refusal(req, res, read), retry)
+				ended := next.ended(s.refusal(req, res, read), retry)
+				if s.gate == nil || s.rules.For <= 0 || !next.tooLong {
+					return nil, ended
+				}
+				// Bounded by time, with a gate: the retry-after past
+				// what is left of the bound is the limiter's wait like
+				// any other, told before it is given up when it ends
+				// past the room left (what is left of the bound, or
+				// RetryAfterLimit when less), so that an observer
+				// handing a long wait over hears of it.
+				long = ended
+				limit = s.gate.Now().Add(min(next.room, bound-s.now().Sub(first)))
+				continue
 			}
 			return res, nil
 		}

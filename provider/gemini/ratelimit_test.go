@@ -2,6 +2,7 @@ package gemini
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -146,6 +147,56 @@ func TestRetryForBoundsTheRetriesByTime(t *testing.T) {
 			}
 			if sends != tc.sends {
 				t.Errorf("%d attempts, want %d", sends, tc.sends)
+			}
+		})
+	}
+}
+
+// With a limiter and RetryFor, a RetryInfo's wait past the bound goes to
+// the gate as any asked-for wait does: it is told (so that a worker's
+// observer hands the turn back to the queue) and only then given up, the
+// 429 ending the retries; an observer that cancels the context inside
+// the notice has its context's error. Nothing is sent again either way.
+func TestAWaitPastRetryForIsToldAtTheGateBeforeTheRetriesEnd(t *testing.T) {
+	for _, handOver := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the 429 ends them", true: "an observer hands it over"}[handOver], func(t *testing.T) {
+			clock := ratewaittest.NewClock(ratewaittest.Start)
+			policy := &retryPolicy{attempts: 2, retryFor: 10 * time.Second, statuses: retried, initial: 1,
+				now: clock.Now, sleep: func(_ context.Context, d time.Duration) error { clock.After(d); return nil }}
+			g := ratewaitGate(true, clock)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var told []provider.WaitNotice
+			ctx = provider.WithWaitNotice(ctx, func(n provider.WaitNotice) {
+				told = append(told, n)
+				if handOver {
+					cancel()
+				}
+			})
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://gemini.invalid/", strings.NewReader("the body"))
+			sends := 0
+			resp, err := policy.do(req, g, func(*http.Request) (*http.Response, error) {
+				sends++
+				return &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(retryInfo429))}, nil
+			})
+			want := ratewaittest.Start.Add(20 * time.Second)
+			if len(told) != 1 || told[0].Attempt != 2 || !told[0].Until.Equal(want) {
+				t.Errorf("told %+v, want one wait of attempt 2 until %v", told, want)
+			}
+			if sends != 1 {
+				t.Errorf("%d attempts, want only the first", sends)
+			}
+			if handOver {
+				if !errors.Is(err, context.Canceled) || resp != nil {
+					t.Errorf("the call ended with %v %v, want the context's error", resp, err)
+				}
+				return
+			}
+			if err != nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("the call ended with %v %v, want the 429", resp, err)
+			}
+			if b, _ := io.ReadAll(resp.Body); string(b) != retryInfo429 {
+				t.Errorf("the 429's body reads %q, want it whole", b)
 			}
 		})
 	}

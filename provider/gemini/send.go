@@ -229,7 +229,9 @@ func (r *retryPolicy) last(attempt int, elapsed, wait, bound time.Duration) bool
 // gate (g, Config.Limiter), each attempt waits at the limiter first and
 // each answer is observed by it (internal/ratewait), and a wait an
 // answer asked for (a retry-after, a RetryInfo) is waited at the limiter
-// before the next attempt — told as a provider.WaitNotice — not here.
+// before the next attempt — told as a provider.WaitNotice — not here;
+// bounded by time, one that would end past the bound is told there, then
+// given up, the answer that asked for it ending the call.
 // Before each wait of its own (a backoff) the observer req's context
 // carries, if any, hears of the retry (provider.WithRetryNotice); a last
 // attempt that got no answer is a *provider.ConnectionError.
@@ -253,10 +255,25 @@ func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Re
 		key = g.Key(ctx, req.URL)
 	}
 	reached := false
+	var (
+		// long: the last answer, whose wait asked for ended past the
+		// bound, while that wait goes to the gate bounded by limit
+		long  *http.Response
+		limit time.Time
+	)
 	for n := 1; ; n++ {
 		// the gate: the limiter's wait before the attempt, its reading
 		// of the answer after (internal/ratewait)
-		pass, err := g.Wait(ctx, key, n, provider.Redact(req.URL))
+		pass, err := g.WaitUntil(ctx, key, n, provider.Redact(req.URL), limit)
+		if long != nil {
+			if err != nil && ctx.Err() == nil && errors.Is(err, ratewait.ErrPastLimit) {
+				// the wait, told, would end past the bound: the answer
+				// that asked for it ends the retries
+				return long, nil
+			}
+			long.Body.Close()
+			long, limit = nil, time.Time{}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -276,6 +293,21 @@ func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Re
 		wait := asked
 		if !atLimiter {
 			wait = r.delayOrZero(n)
+		}
+		if atLimiter && r != nil && r.retryFor > 0 && r.last(n, clock().Sub(start), wait, bound) && ctx.Err() == nil {
+			// Bounded by time, with a gate: a wait asked for past the
+			// bound is the limiter's like any other, told before it is
+			// given up, so that an observer handing a long wait over
+			// (serve --worker) hears of it. The answer, its body
+			// unread, is the call's if the gate gives up.
+			body, berr := req.GetBody()
+			if berr != nil {
+				resp.Body.Close()
+				return nil, berr
+			}
+			req.Body = body
+			long, limit = resp, start.Add(bound)
+			continue
 		}
 		if r.last(n, clock().Sub(start), wait, bound) || ctx.Err() != nil {
 			if err != nil && ctx.Err() == nil {
