@@ -12,7 +12,9 @@ import (
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/ratelimit"
 )
 
 // heldAtLimit is a wire whose requests are held at their key's rate
@@ -196,5 +198,38 @@ func TestAQueuedTurnWaitsAShortRateLimitWhereItRuns(t *testing.T) {
 		if e.Type == EventNotice && strings.Contains(string(e.Data), NoticeRateLimited) {
 			t.Fatalf("a short wait sent the turn back to the queue: %s", e.Data)
 		}
+	}
+}
+
+// A provider's own 429 asking for longer than is left of the retry
+// bound (--retry-for) hands a queued turn back to the queue too, as any
+// long wait at the limiter: the wire tells the wait at its gate before
+// its retries end, and the worker's turn goes back until then, with
+// nothing stored of the refused request — not failed with the 429.
+func TestAQueuedTurnWhoseProviderAsksToWaitPastTheRetryBoundGoesBackToTheQueue(t *testing.T) {
+	f := newFixture(t)
+	limited := providertest.NewLimited(t, providertest.Limits{}, providertest.Step{Text: "done"})
+	p, err := anthropic.New(anthropic.Config{APIKey: "k", BaseURL: limited.URL, MaxRetries: -1,
+		Limiter: &ratelimit.Limiter{}, RetryFor: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Agent.Provider, f.srv.Agent.RetryFor = p, 2*time.Minute
+	limited.Throttle(3 * time.Minute)
+	id := queuedPrompt(t, f, "go")
+	before := time.Now()
+	err = f.srv.RunQueued(context.Background(), id, QueuedTurn{Turn: "turn_1"})
+	var rl *RateLimitedError
+	if !errors.As(err, &rl) || !errors.Is(err, agent.ErrHandedOver) {
+		t.Fatalf("RunQueued = %v; want a *RateLimitedError wrapping agent.ErrHandedOver (the 429 asked for 3m, past the 2m bound)", err)
+	}
+	if rl.Until.Before(before.Add(3*time.Minute - time.Second)) {
+		t.Errorf("RateLimitedError.Until = %v; want the 429's wait, 3 minutes after it", rl.Until)
+	}
+	if msgs, _ := f.store.Messages(context.Background(), id); len(msgs) != 1 {
+		t.Fatalf("stored %d messages; want the prompt alone (no cut answer for a turn handed back)", len(msgs))
+	}
+	if n := len(limited.Log()); n != 1 {
+		t.Fatalf("the provider saw %d requests; want the one it refused", n)
 	}
 }
