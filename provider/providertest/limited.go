@@ -235,10 +235,14 @@ func (l *Limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The log is written before the client can have read the end of the
 	// answer, so that a test reading it then sees it whole.
-	rec := &recorder{w: w, logged: func(status int, cut bool) {
+	rec := &recorder{w: w, logged: func(status int, cut bool, cutText string) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.log[v.index].Status, l.log[v.index].Cut = status, cut
+		seen := &l.log[v.index]
+		seen.Status, seen.Cut = status, cut
+		if cut { // logged whole before the client can read the cut
+			seen.Answered, seen.CutText = l.limits.Now(), cutText
+		}
 	}}
 	if v.cut >= 0 {
 		rec.buf = &bytes.Buffer{}
@@ -263,7 +267,9 @@ func (l *Limited) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (l *Limited) answered(v verdict, cutText string) {
 	l.mu.Lock()
 	seen := &l.log[v.index]
-	seen.Answered, seen.CutText = l.limits.Now(), cutText
+	if !seen.Cut { // a cut one was logged as it was cut (recorder.cutAt)
+		seen.Answered, seen.CutText = l.limits.Now(), cutText
+	}
 	told := *seen
 	l.mu.Unlock()
 	if v.told != nil {
@@ -347,8 +353,10 @@ func ceilDiv(d, unit time.Duration) int64 { return int64((d + unit - 1) / unit) 
 // can be cut (cutAt). A step that hijacks the connection (its own cut)
 // gets what was held written out first, and is then no longer held.
 type recorder struct {
-	w      http.ResponseWriter
-	logged func(status int, cut bool) // the status, when written; a cut
+	w http.ResponseWriter
+	// logged logs the status, when written; a cut, with the text it had
+	// sent, before it is written
+	logged func(status int, cut bool, cutText string)
 	status int
 	buf    *bytes.Buffer
 	wrote  bool
@@ -362,7 +370,7 @@ func (r *recorder) WriteHeader(status int) {
 		return
 	}
 	r.status, r.wrote = status, true
-	r.logged(status, false)
+	r.logged(status, false, "")
 	if r.buf == nil {
 		r.w.WriteHeader(status)
 	}
@@ -422,12 +430,13 @@ func (r *recorder) cutAt(at float64) string {
 		return ""
 	}
 	keep := 1 + int(at*float64(len(events)-1))
-	r.logged(r.status, true)
+	text := textOf(events[:keep])
+	r.logged(r.status, true, text)
 	r.buf, r.cut = nil, true
 	r.w.WriteHeader(r.status)
 	io.WriteString(r.w, strings.Join(events[:keep], ""))
 	cut(r.w)
-	return textOf(events[:keep])
+	return text
 }
 
 // textOf is the text Anthropic stream events carry: their text_delta
