@@ -43,6 +43,14 @@ type Tool struct {
 	// InputSchema is the JSON Schema of the arguments; nil accepts any
 	// object.
 	InputSchema *jsonschema.Schema
+	// OutputSchema, when set, is the JSON Schema of the structured
+	// content (result.Result.Structured) every successful call of the
+	// tool gives: what an MCP host is told the tool returns (package
+	// mcpserver offers it as the tool's outputSchema, and a host checks
+	// each result against it). It must describe every structured result
+	// the handler can give, so nil for a tool without structured output
+	// or whose structured output has no fixed shape.
+	OutputSchema *jsonschema.Schema
 	// Handler runs a call.
 	Handler Handler
 	// Timeout, when set, bounds each call in place of the dispatcher's

@@ -31,6 +31,8 @@ const mcpUsage = `Usage:
       the redirect on 127.0.0.1. Its tokens are kept, refreshed when they
       expire, in ~/.myelin/mcp-tokens (mode 0600), for run, chat, tool and
       mcp list. A server whose entry names client credentials is checked.
+  myelin mcp serve [--workspace DIR] [--allow-shell] [--http ADDR] [flags]
+      Serve the workspace's tools to an MCP host (myelin mcp serve --help).
 `
 
 // mcpFlags are the MCP flags that tool, run and chat share with mcp list.
@@ -223,17 +225,19 @@ func mcpCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.StringVar(&workspaceDir, "workspace", ".", "the workspace root `DIR`")
 	f.add(fs)
 	if len(args) == 0 {
-		return usageError(stderr, "mcp", "want a command: list, login or trust")
+		return usageError(stderr, "mcp", "want a command: list, login, trust or serve")
 	}
 	switch args[0] {
 	case "list", "trust":
 	case "login":
 		return mcpLoginCommand(ctx, args[1:], stdin, stdout, stderr)
+	case "serve":
+		return mcpServeCommand(ctx, args[1:], stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		printHelp(stdout, mcpUsage, fs)
 		return exitOK
 	default:
-		return usageError(stderr, "mcp", fmt.Sprintf("unknown command %q: want list, login or trust", args[0]))
+		return usageError(stderr, "mcp", fmt.Sprintf("unknown command %q: want list, login, trust or serve", args[0]))
 	}
 	name := "mcp " + args[0]
 	pos, code, done := parseCommand(name, mcpUsage, fs, args[1:], stdout, stderr)
