@@ -25,6 +25,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/mcpfixtures"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/workspace"
@@ -73,8 +74,15 @@ func New(c Config) *Server {
 		name = "myelin"
 	}
 	s := &Server{cfg: c}
-	s.sdk = sdk.NewServer(&sdk.Implementation{Name: name, Version: version}, &sdk.ServerOptions{})
+	opts := &sdk.ServerOptions{}
+	if c.Fixtures {
+		opts.CompletionHandler = mcpfixtures.Complete
+	}
+	s.sdk = sdk.NewServer(&sdk.Implementation{Name: name, Version: version}, opts)
 	s.SetTools(c.Tools)
+	if c.Fixtures {
+		mcpfixtures.Register(s.sdk)
+	}
 	return s
 }
 

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -95,21 +93,7 @@ func mcpServeCommand(ctx context.Context, args []string, stdin io.Reader, stdout
 		}
 		return exitOK
 	}
-	ln, err := net.Listen("tcp", f.http)
-	if err != nil {
-		return usageError(stderr, name, fmt.Sprintf("--http %s: %v", f.http, err))
-	}
-	fmt.Fprintf(stderr, "myelin mcp serve: listening on http://%s/\n", ln.Addr())
-	hs := &http.Server{Handler: srv.Handler()}
-	go func() {
-		<-ctx.Done()
-		hs.Close()
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintf(stderr, "myelin %s: %v\n", name, err)
-		return exitError
-	}
-	return exitOK
+	return serveMCPHTTP(ctx, srv, f, stderr)
 }
 
 // nopWriteCloser is w with a Close that does nothing: the process's
