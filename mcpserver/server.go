@@ -24,6 +24,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/myelin-run/myelin/approval"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/mcpfixtures"
 	"github.com/myelin-run/myelin/result"
@@ -163,4 +164,17 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 // origin or token itself.
 func (s *Server) Handler() http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{})
+}
+
+// Asker puts what the permission policy asks of a host's call to the
+// host's user (approval.Gate's Asker): by elicitation, when the host
+// supports it; otherwise approval.ErrNoOne, and the call is denied with
+// the rule that would allow it.
+func (s *Server) Asker() approval.Asker { return noOne{} }
+
+// noOne asks no one.
+type noOne struct{}
+
+func (noOne) Ask(context.Context, approval.Request) (approval.Answer, error) {
+	return approval.Answer{}, approval.ErrNoOne
 }
