@@ -19,10 +19,26 @@ import (
 // assertion: a working server does it at once).
 const testWait = 20 * time.Second
 
+// The protocol versions tests speak: hosts today (the Node SDK's client,
+// Claude Code) speak 2025-11-25, where the server sends requests and log
+// levels are set per session; the Go SDK's client speaks 2026-07-28 by
+// default, where questions come back as input-required results and each
+// request carries its log level.
+const (
+	hostVersion   = "2025-11-25"
+	latestVersion = "2026-07-28"
+)
+
 // connect connects a client with opts (nil: no handlers, no
-// capabilities) to s over in-memory transports, and closes both ends
-// when the test ends.
+// capabilities) to s over in-memory transports at the protocol's latest
+// version, and closes both ends when the test ends.
 func connect(t *testing.T, s *Server, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	return connectAt(t, s, opts, latestVersion)
+}
+
+// connectAt is connect at protocol version v.
+func connectAt(t *testing.T, s *Server, opts *sdk.ClientOptions, v string) *sdk.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	st, ct := sdk.NewInMemoryTransports()
@@ -30,9 +46,9 @@ func connect(t *testing.T, s *Server, opts *sdk.ClientOptions) *sdk.ClientSessio
 	if err != nil {
 		t.Fatalf("connecting the server: %v", err)
 	}
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test-host", Version: "1"}, opts).Connect(ctx, ct, nil)
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test-host", Version: "1"}, opts).Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: v})
 	if err != nil {
-		t.Fatalf("connecting the client: %v", err)
+		t.Fatalf("connecting the client at %s: %v", v, err)
 	}
 	t.Cleanup(func() {
 		cs.Close()

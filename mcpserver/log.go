@@ -36,17 +36,19 @@ func (s *Server) log(ctx context.Context, ss *sdk.ServerSession, level sdk.Loggi
 	_ = ss.Log(ctx, &sdk.LoggingMessageParams{Level: level, Logger: Logger, Data: msg})
 }
 
-// logEnd tells ss how call id of name ended.
+// logEnd tells ss how call id of name ended: what it spilled or saved,
+// then its end.
 func (s *Server) logEnd(ctx context.Context, ss *sdk.ServerSession, id, name string, out result.Output, took time.Duration) {
 	how := "ended"
 	if out.IsError {
 		how = "ended with an error"
 	}
-	s.log(ctx, ss, "debug", fmt.Sprintf("call %s of %s %s in %v", id, name, how, took.Round(time.Millisecond)))
 	if out.SpillPath != "" {
 		s.log(ctx, ss, "info", fmt.Sprintf("the result of call %s of %s was %d characters, over its cap: it is kept whole in the workspace file %s, and the host got its head (%d characters with the notice)", id, name, out.Chars, out.SpillPath, utf8.RuneCountInString(out.Text)))
 	}
 	if len(out.Files) > 0 {
 		s.log(ctx, ss, "info", fmt.Sprintf("call %s of %s saved what is not text to the workspace: %s", id, name, strings.Join(out.Files, ", ")))
 	}
+	// the end comes last: a host has every message of a call with it
+	s.log(ctx, ss, "debug", fmt.Sprintf("call %s of %s %s in %v", id, name, how, took.Round(time.Millisecond)))
 }

@@ -91,18 +91,25 @@ func TestACallWithAProgressTokenGetsItsRisingProgress(t *testing.T) {
 }
 
 // Without a progress token nothing is sent: the tool's reports go
-// nowhere (notifications come in order, so any sent would have come
-// before the result).
+// nowhere. (Notifications come in order: once the report of a later call
+// with a token has come, any sent before it would have.)
 func TestACallWithoutAProgressTokenGetsNoProgress(t *testing.T) {
 	p := &progressRig{seen: make(chan float64, 8)}
 	s := New(Config{Tools: registry(t, p.tool())})
 	cs := connect(t, s, p.options())
-	res := call(t, cs, "test--work", reportIn{Done: []float64{1, 2, 3}, Wait: []bool{false, false, false}})
+	res := call(t, cs, "test--work", reportIn{Done: []float64{5, 6, 7}, Wait: []bool{false, false, false}})
 	if res.IsError {
 		t.Fatalf("the call failed: %s", textOf(res))
 	}
-	if got := p.received(); len(got) != 0 {
-		t.Errorf("the host got progress %v for a call without a token", got)
+	params := &sdk.CallToolParams{Name: "test--work", Arguments: reportIn{Done: []float64{1}, Wait: []bool{true}}}
+	params.SetProgressToken(7)
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.received(); !slices.Equal(got, []float64{1}) {
+		t.Errorf("the host got progress %v, want only the 1 of the call with a token", got)
 	}
 }
 
