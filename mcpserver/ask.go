@@ -59,18 +59,40 @@ type asker struct{}
 // rule can allow more than this call, deny); reason, optional, is why
 // they deny it, which the model reads. Declining or cancelling the form
 // denies the call. ctx's end cancels the question.
+//
+// A host of protocol 2025-11-25 or before is sent the form
+// (elicitation/create) while the call waits. A host of 2026-07-28 or
+// later takes no request from a server: the host's call itself is
+// answered with the form as an input request, and the call runs when
+// the host sends it again with the answer (multi round-trip, SEP-2322;
+// inputs.go). That works for the question about the host's own call,
+// which is asked before it starts; a call that call makes (a script's)
+// cannot be asked about there, and is denied with what would allow it.
 func (asker) Ask(ctx context.Context, r approval.Request) (approval.Answer, error) {
 	ss := sessionOf(ctx)
 	if ss == nil || !canElicitForm(ss) {
 		return approval.Answer{}, fmt.Errorf("%w: the MCP host did not declare the elicitation capability, so its user cannot be asked", approval.ErrNoOne)
 	}
 	choices := choicesFor(r)
-	res, err := ss.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: question(r, choices), RequestedSchema: form(choices)})
-	if err != nil {
-		if ctx.Err() != nil {
-			return approval.Answer{}, ctx.Err()
+	params := &sdk.ElicitParams{Mode: "form", Message: question(r, choices), RequestedSchema: form(choices)}
+	var res *sdk.ElicitResult
+	if roundTrips(ss) {
+		in := inputsOf(ctx)
+		if in == nil || r.CallID != in.callID {
+			return approval.Answer{}, fmt.Errorf("%w: the MCP host speaks protocol %s, where its user can be asked only before the host's own call starts, not about the calls that call makes", approval.ErrNoOne, ss.InitializeParams().ProtocolVersion)
 		}
-		return approval.Answer{}, fmt.Errorf("asking the MCP host's user about %s: %w", r.Tool, err)
+		if res = in.answer(r); res == nil {
+			in.ask(r, params)
+			return approval.Answer{}, errInputRequired
+		}
+	} else {
+		var err error
+		if res, err = ss.Elicit(ctx, params); err != nil {
+			if ctx.Err() != nil {
+				return approval.Answer{}, ctx.Err()
+			}
+			return approval.Answer{}, fmt.Errorf("asking the MCP host's user about %s: %w", r.Tool, err)
+		}
 	}
 	switch res.Action {
 	case "accept":

@@ -17,7 +17,7 @@ import (
 // testWait bounds every wait of a test for something that must happen:
 // past it, the test fails saying what did not happen (it is no timing
 // assertion: a working server does it at once).
-const testWait = 20 * time.Second
+const testWait = 5 * time.Second
 
 // The protocol versions tests speak: hosts today (the Node SDK's client,
 // Claude Code) speak 2025-11-25, where the server sends requests and log

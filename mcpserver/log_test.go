@@ -121,3 +121,25 @@ func (l *logs) until(t *testing.T, what string, done func([]sdk.LoggingMessagePa
 	})
 	return l.take()
 }
+
+// A host of protocol 2026-07-28 gives the level with each request
+// (_meta): a call at info gets its spill, not its start and end.
+func TestAHostGivesTheLogLevelWithEachCallAt20260728(t *testing.T) {
+	ws := openWorkspace(t)
+	s := New(Config{
+		Tools: registry(t, rawTool("test--big", result.Result{Data: strings.Repeat("a line of output\n", 500)})),
+		Env:   result.Env{Store: ws, Limits: result.Limits{Agent: 1000}},
+	})
+	l := &logs{}
+	cs := connectAt(t, s, l.options(), latestVersion)
+	params := &sdk.CallToolParams{Name: "test--big", Arguments: map[string]any{}, Meta: sdk.Meta{sdk.MetaKeyLogLevel: "info"}}
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	msgs := l.until(t, "the spill at info", func(m []sdk.LoggingMessageParams) bool { return find(m, "info", ".myelin/tool-results/") != nil })
+	if len(msgs) != 1 {
+		t.Errorf("at info the host got %v, want the spill only", msgs)
+	}
+}

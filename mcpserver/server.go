@@ -21,6 +21,7 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"sync"
@@ -79,6 +80,7 @@ const DefaultPoll = time.Second
 type Server struct {
 	cfg   Config
 	sdk   *sdk.Server
+	key   []byte // the key of input requests' states (inputs.go)
 	turns turns // who may run now: Concurrent calls together, the others alone
 
 	mu    sync.Mutex
@@ -99,7 +101,8 @@ func New(c Config) *Server {
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
 	}
-	s := &Server{cfg: c, names: map[string]bool{}}
+	s := &Server{cfg: c, names: map[string]bool{}, key: make([]byte, 32)}
+	_, _ = rand.Read(s.key)
 	opts := &sdk.ServerOptions{
 		PageSize: c.PageSize,
 		// tools and resources are declared even while none is offered:

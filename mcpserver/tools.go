@@ -131,13 +131,16 @@ func (s *Server) handler(name string) sdk.ToolHandler {
 			ctx = tool.WithProgress(ctx, prog.report)
 		}
 		var input json.RawMessage
+		in := &inputs{key: s.key, callID: id}
 		if req.Params != nil {
 			input = req.Params.Arguments
+			in.responses, in.state = req.Params.InputResponses, req.Params.RequestState
 		}
+		ctx = withInputs(ctx, in)
 		g := &turnGate{s: s, inner: s.cfg.Gate}
 		d := tool.Dispatcher{Tools: reg, Env: s.cfg.Env, Timeout: s.cfg.Timeout, Gate: g,
 			Ruled: func(_ int, c tool.Call, rec permission.Record) {
-				if rec.Decision != permission.Allow.String() {
+				if rec.Decision != permission.Allow.String() && in.need == nil {
 					s.log(ctx, ss, sdk.LoggingLevel("warning"), fmt.Sprintf("call %s of %s denied (by %s): %s", c.ID, c.Name, rec.By, rec.Reason))
 				}
 			}}
@@ -147,6 +150,12 @@ func (s *Server) handler(name string) sdk.ToolHandler {
 		g.done()
 		if prog != nil {
 			prog.stop()
+		}
+		if in.need != nil {
+			// not run: the question goes back to the host, which sends
+			// the call again with the answer
+			s.log(ctx, ss, "debug", fmt.Sprintf("call %s of %s waits for the host's user: its question went back as an input request", id, name))
+			return in.inputRequired(), nil
 		}
 		s.logEnd(ctx, ss, id, name, out, time.Since(start))
 		if out.SpillPath != "" || len(out.Files) > 0 || t != nil && !t.ReadOnly {
