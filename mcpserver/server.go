@@ -81,7 +81,7 @@ type Server struct {
 	cfg   Config
 	sdk   *sdk.Server
 	key   []byte // the key of input requests' states (inputs.go)
-	turns turns // who may run now: Concurrent calls together, the others alone
+	turns turns  // who may run now: Concurrent calls together, the others alone
 
 	mu    sync.Mutex
 	tools *tool.Registry
