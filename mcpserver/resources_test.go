@@ -15,7 +15,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/myelin-run/myelin/approval"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -280,5 +282,24 @@ func TestASubscribedResourceTellsTheHostWhenItChanges(t *testing.T) {
 	close(updated)
 	for u := range updated {
 		t.Errorf("the host was told %s changed after it unsubscribed", u)
+	}
+}
+
+// A read of a workspace file is the workspace--read call it stands for:
+// a policy that denies workspace--read refuses it too, naming the rule.
+func TestAFileReadIsCheckedAsTheWorkspaceReadItStandsFor(t *testing.T) {
+	ws := openWorkspace(t)
+	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gate := &approval.Gate{Policy: &permission.Policy{User: []permission.Rule{mustRule(t, "workspace--read", permission.Deny)}}}
+	cs := connectAt(t, New(Config{Workspace: ws, Gate: gate}), nil, hostVersion)
+	res, err := read(cs, fileURI(ws.Dir(), "a.txt"))
+	if err == nil || !strings.Contains(err.Error(), "workspace--read (--deny)") {
+		t.Errorf("the read under a denial gave %v (%v), want it refused naming the rule", res, err)
+	}
+	open := &approval.Gate{Policy: &permission.Policy{}} // reads are allowed by default
+	if got := readText(t, connectAt(t, New(Config{Workspace: ws, Gate: open}), nil, hostVersion), fileURI(ws.Dir(), "a.txt")); got != "alpha" {
+		t.Errorf("the read under the default policy gave %q", got)
 	}
 }
