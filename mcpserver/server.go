@@ -138,8 +138,13 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 }
 
 // Handler serves hosts over streamable HTTP, each in a session of its
-// own. The caller guards it (internal/httpguard): it checks no host,
-// origin or token itself.
+// own. Its streams can be resumed (MCP 2025-11-25, "Resumability and
+// Redelivery"): each SSE stream starts with a priming event, and the
+// events of a stream closed early are kept in memory (at most 10 MiB
+// over all sessions: results are capped, so they are small) for a host
+// that reconnects with Last-Event-ID. The caller guards it
+// (internal/httpguard): it checks no token, host or origin itself
+// beyond the SDK's own check of a loopback request's Host.
 func (s *Server) Handler() http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{})
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil)})
 }
