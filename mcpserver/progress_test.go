@@ -3,13 +3,20 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/sandbox"
+	"github.com/myelin-run/myelin/shell"
 	"github.com/myelin-run/myelin/tool"
 )
 
@@ -144,4 +151,32 @@ func TestACancelledCallEndsAndGivesBackItsTurn(t *testing.T) {
 	if r := call(t, cs, "test--next", nil); !strings.Contains(textOf(r), "next ran") {
 		t.Errorf("the call after the cancelled one gave %q", textOf(r))
 	}
+}
+
+// shell--run's command ends when the host cancels its call: the process
+// it started is killed, not left running.
+func TestACancelledShellCallKillsItsCommand(t *testing.T) {
+	ws := openWorkspace(t)
+	s := New(Config{Tools: registry(t, shell.ToolWithPolicy(ws.Dir(), sandbox.Policy{Mode: sandbox.Off})), Env: result.Env{Store: ws}})
+	cs := connect(t, s, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "shell--run", Arguments: map[string]any{"command": "sleep 300 & echo $! > pid.tmp && mv pid.tmp pid; wait"}})
+		errc <- err
+	}()
+	var pid int
+	waitFor(t, "the command's start", func() bool {
+		b, err := os.ReadFile(filepath.Join(ws.Dir(), "pid"))
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil
+	})
+	cancel()
+	if err := receive(t, errc, "the cancelled call's return"); err == nil {
+		t.Error("the cancelled call returned no error")
+	}
+	waitFor(t, "the end of the command's process", func() bool { return syscall.Kill(pid, 0) != nil })
 }
