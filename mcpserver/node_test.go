@@ -71,7 +71,8 @@ await client.close();
 // The Node SDK's client, which is stricter than the Go SDK's, takes what
 // a host gets: the tool list (outputSchemas of objects only), structured
 // content that matches the outputSchema, an error result of a tool with
-// one (which carries none), a tool whose structured value is not an
+// one (which carries none), a success whose structured content breaks
+// its schema (an error saying so), a tool whose structured value is not an
 // object (no outputSchema, none sent), and a call the policy asks about,
 // put to its user by elicitation.
 func TestTheNodeSDKsClientTakesWhatAHostGets(t *testing.T) {
@@ -81,11 +82,13 @@ func TestTheNodeSDKsClientTakesWhatAHostGets(t *testing.T) {
 	shaped.OutputSchema, shaped.ReadOnly = count, true
 	failing := rawTool("test--failing", result.Result{Data: "it broke", IsError: true, Structured: map[string]any{"code": 1}})
 	failing.OutputSchema, failing.ReadOnly = count, true
+	mismatch := rawTool("test--mismatch", result.Result{Data: "three", Structured: map[string]any{"count": "three"}})
+	mismatch.OutputSchema, mismatch.ReadOnly = count, true
 	array := rawTool("test--array", result.Result{Structured: []int{1, 2}})
 	array.OutputSchema, array.ReadOnly = &jsonschema.Schema{Type: "array"}, true
 	write := tool.MustFunc("test--write", "Writes.", func(context.Context, struct{}) (any, error) { return "written", nil })
 	gate := &approval.Gate{Policy: &permission.Policy{}}
-	s := New(Config{Tools: registry(t, shaped, failing, array, write), Gate: gate})
+	s := New(Config{Tools: registry(t, shaped, failing, mismatch, array, write), Gate: gate})
 	gate.Asker = s.Asker()
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
@@ -95,7 +98,7 @@ func TestTheNodeSDKsClientTakesWhatAHostGets(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*testWait)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, srv.URL, "test--shaped", "test--failing", "test--array", "test--write")
+	cmd := exec.CommandContext(ctx, node, script, srv.URL, "test--shaped", "test--failing", "test--mismatch", "test--array", "test--write")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
@@ -118,8 +121,8 @@ func TestTheNodeSDKsClientTakesWhatAHostGets(t *testing.T) {
 	if err := json.Unmarshal(stdout, &got); err != nil {
 		t.Fatalf("the Node host printed %q: %v", stdout, err)
 	}
-	if len(got.Tools) != 4 {
-		t.Errorf("the Node host listed %d tools, want 4", len(got.Tools))
+	if len(got.Tools) != 5 {
+		t.Errorf("the Node host listed %d tools, want 5", len(got.Tools))
 	}
 	for name, c := range got.Calls {
 		if c.Refused != "" {
@@ -131,6 +134,9 @@ func TestTheNodeSDKsClientTakesWhatAHostGets(t *testing.T) {
 	}
 	if c := got.Calls["test--failing"]; !c.IsError || c.StructuredContent != nil {
 		t.Errorf("test--failing gave %+v, want an error without structured content", c)
+	}
+	if c := got.Calls["test--mismatch"]; !c.IsError || c.StructuredContent != nil {
+		t.Errorf("test--mismatch gave %+v, want an error without the structured content that breaks its schema", c)
 	}
 	if c := got.Calls["test--array"]; c.IsError || c.StructuredContent != nil || len(c.Content) != 1 || !strings.Contains(string(c.Content[0]), "[1,2]") {
 		t.Errorf("test--array gave %+v, want its JSON as text, no structured content", c)

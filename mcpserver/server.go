@@ -78,10 +78,11 @@ const DefaultPoll = time.Second
 
 // Server is myelin as an MCP server. Make it with New.
 type Server struct {
-	cfg   Config
-	sdk   *sdk.Server
-	key   []byte // the key of input requests' states (inputs.go)
-	turns turns  // who may run now: Concurrent calls together, the others alone
+	cfg     Config
+	sdk     *sdk.Server
+	key     []byte  // the key of input requests' states (inputs.go)
+	turns   turns   // who may run now: Concurrent calls together, the others alone
+	schemas schemas // the outputSchemas results are checked against (results.go)
 
 	mu    sync.Mutex
 	tools *tool.Registry

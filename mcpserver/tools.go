@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/myelin-run/myelin/approval"
 	"github.com/myelin-run/myelin/permission"
-	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
 )
 
@@ -164,43 +162,6 @@ func (s *Server) handler(name string) sdk.ToolHandler {
 		}
 		return s.callResult(t, out), nil
 	}
-}
-
-// callResult is out as the host gets it: its text, its images, and on a
-// success its structured content when that is a JSON object and fits
-// the round bound with the text (docs/mcp.md, "What a host gets").
-func (s *Server) callResult(t *tool.Tool, out result.Output) *sdk.CallToolResult {
-	text := out.Text
-	r := &sdk.CallToolResult{IsError: out.IsError}
-	if !out.IsError && out.Structured != nil {
-		switch n, bound := s.structuredSize(out), s.cfg.Env.Limits.RoundBound(); {
-		case !jsonObject(out.Structured):
-			// MCP's structuredContent is an object; the text holds the
-			// value when the tool gave no text of its own (contract §4)
-		case utf8.RuneCountInString(out.Text)+n <= bound:
-			r.StructuredContent = json.RawMessage(out.Structured)
-		default:
-			text += fmt.Sprintf("\n[myelin: the structured content of this result (%d characters) is left out: with the text it would be over the %d characters one result may take]", n, bound)
-			// a host checks that a tool with an outputSchema gives
-			// structured content with every success
-			r.IsError = t != nil && objectSchema(t.OutputSchema)
-		}
-	}
-	r.Content = []sdk.Content{&sdk.TextContent{Text: text}}
-	for _, im := range out.Images {
-		r.Content = append(r.Content, &sdk.ImageContent{MIMEType: im.MIMEType, Data: im.Data})
-	}
-	return r
-}
-
-// structuredSize is the length of out's structured content in
-// characters.
-func (s *Server) structuredSize(out result.Output) int { return utf8.RuneCount(out.Structured) }
-
-// jsonObject reports whether raw is a JSON object.
-func jsonObject(raw json.RawMessage) bool {
-	b := bytes.TrimLeft(raw, " \t\r\n")
-	return len(b) > 0 && b[0] == '{'
 }
 
 // callID names a host's call: hosts do not give one, and a spill file is

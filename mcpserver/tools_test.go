@@ -223,3 +223,35 @@ func mustRule(t *testing.T, text string, d permission.Decision) permission.Rule 
 	}
 	return r
 }
+
+// A tool with an outputSchema promises structured content that matches
+// it with every success, and hosts hold it to that: a success that breaks
+// the promise (no structured content, or content that does not match)
+// reaches the host as an error result saying why, not as a success the
+// host would refuse; one that keeps it is a success.
+func TestASuccessThatBreaksItsOutputSchemaIsAnErrorSayingWhy(t *testing.T) {
+	schema := &jsonschema.Schema{Type: "object", Required: []string{"count"}, Properties: map[string]*jsonschema.Schema{"count": {Type: "integer"}}}
+	mk := func(name string, r result.Result) *tool.Tool {
+		tl := rawTool(name, r)
+		tl.OutputSchema = schema
+		return tl
+	}
+	s := New(Config{Tools: registry(t,
+		mk("test--none", result.Result{Data: "no structure"}),
+		mk("test--wrong", result.Result{Data: "wrong structure", Structured: map[string]any{"count": "three"}}),
+		mk("test--right", result.Result{Data: "right structure", Structured: map[string]any{"count": 3}}),
+	)})
+	cs := connect(t, s, nil)
+	for _, c := range []struct{ name, text, why string }{
+		{"test--none", "no structure", "it gave no structured content"},
+		{"test--wrong", "wrong structure", "does not match the schema"},
+	} {
+		got := call(t, cs, c.name, nil)
+		if text := textOf(got); !got.IsError || got.StructuredContent != nil || !strings.HasPrefix(text, c.text+"\n[myelin: "+c.name+" declares an outputSchema") || !strings.Contains(text, c.why) {
+			t.Errorf("%s gave %q (error %v, structured %v), want an error result saying %q", c.name, text, got.IsError, got.StructuredContent, c.why)
+		}
+	}
+	if got := call(t, cs, "test--right", nil); got.IsError || textOf(got) != "right structure" || got.StructuredContent == nil {
+		t.Errorf("test--right gave %q (error %v, structured %v), want a success with its structured content", textOf(got), got.IsError, got.StructuredContent)
+	}
+}
