@@ -219,8 +219,14 @@ func TestAConversationIsListedAndReadAsStoredPageByPage(t *testing.T) {
 // when it changes (notifications/resources/updated), until it
 // unsubscribes; a subscription to a URI that is not myelin's (the
 // conformance fixtures') is taken, and what the server says of it
-// reaches the host.
+// reaches the host. Both protocols.
 func TestASubscribedResourceTellsTheHostWhenItChanges(t *testing.T) {
+	for _, v := range []string{hostVersion, latestVersion} {
+		t.Run(v, func(t *testing.T) { subscriptionsAt(t, v) })
+	}
+}
+
+func subscriptionsAt(t *testing.T, v string) {
 	ws := openWorkspace(t)
 	st := &history.Memory{}
 	ctx := context.Background()
@@ -235,7 +241,7 @@ func TestASubscribedResourceTellsTheHostWhenItChanges(t *testing.T) {
 	updated := make(chan string, 64)
 	cs := connectAt(t, s, &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
 		updated <- req.Params.URI
-	}}, hostVersion)
+	}}, v)
 	if c := cs.InitializeResult().Capabilities.Resources; c == nil || !c.Subscribe || !c.ListChanged {
 		t.Errorf("the resources capability is %+v, want subscribe and listChanged", c)
 	}
@@ -244,6 +250,13 @@ func TestASubscribedResourceTellsTheHostWhenItChanges(t *testing.T) {
 		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: u}); err != nil {
 			t.Fatalf("subscribing to %s: %v", u, err)
 		}
+		// at 2026-07-28 the subscription is a stream the client opens and
+		// does not wait for
+		waitFor(t, "the subscription to "+u, func() bool {
+			s.subs.mu.Lock()
+			defer s.subs.mu.Unlock()
+			return len(s.subs.by[u]) > 0
+		})
 	}
 	if err := os.WriteFile(file, []byte("two, longer"), 0o644); err != nil {
 		t.Fatal(err)
@@ -270,6 +283,11 @@ func TestASubscribedResourceTellsTheHostWhenItChanges(t *testing.T) {
 	if err := cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: fileU}); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the end of the subscription to the file", func() bool {
+		s.subs.mu.Lock()
+		defer s.subs.mu.Unlock()
+		return len(s.subs.by[fileU]) == 0
+	})
 	if err := os.WriteFile(file, []byte("three, longer still"), 0o644); err != nil {
 		t.Fatal(err)
 	}
