@@ -123,23 +123,24 @@ func (s *Server) handler(name string) sdk.ToolHandler {
 		ctx = withSession(ctx, ss)
 		ctx = approval.WithSession(ctx, "mcp:"+sessionID(ss))
 		ctx = tool.WithGate(ctx, s.cfg.Gate)
-		var prog *progress
-		if token := req.Params.GetProgressToken(); token != nil && ss != nil {
-			prog = startProgress(ctx, ss, token)
-			ctx = tool.WithProgress(ctx, prog.report)
-		}
 		var input json.RawMessage
+		var token any
 		in := &inputs{key: s.key, callID: id}
 		if req.Params != nil {
-			input = req.Params.Arguments
+			input, token = req.Params.Arguments, req.Params.GetProgressToken()
 			in.responses, in.state = req.Params.InputResponses, req.Params.RequestState
 		}
 		ctx = withInputs(ctx, in)
+		var prog *progress
+		if token != nil && ss != nil {
+			prog = startProgress(ctx, ss, token)
+			ctx = tool.WithProgress(ctx, prog.report)
+		}
 		g := &turnGate{s: s, inner: s.cfg.Gate}
 		d := tool.Dispatcher{Tools: reg, Env: s.cfg.Env, Timeout: s.cfg.Timeout, Gate: g,
 			Ruled: func(_ int, c tool.Call, rec permission.Record) {
 				if rec.Decision != permission.Allow.String() && in.need == nil {
-					s.log(ctx, ss, sdk.LoggingLevel("warning"), fmt.Sprintf("call %s of %s denied (by %s): %s", c.ID, c.Name, rec.By, rec.Reason))
+					s.log(ctx, ss, "warning", fmt.Sprintf("call %s of %s denied (by %s): %s", c.ID, c.Name, rec.By, rec.Reason))
 				}
 			}}
 		s.log(ctx, ss, "debug", fmt.Sprintf("call %s of %s started", id, name))
