@@ -127,7 +127,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 		open := g.Open != nil && g.Open(r)
 		if from, ok := crossOrigin(r); ok && !open && !g.allowedOrigin(r.Header.Get("Origin")) {
 			// a browser sends a "simple" cross-site POST without asking first
-			takes := "takes no cross-origin request"
+			takes := "takes no cross-origin requests"
 			if g.OriginsFlag != "" {
 				takes = fmt.Sprintf("takes cross-origin requests only from the origins it is given (%s)", g.OriginsFlag)
 			}
