@@ -21,10 +21,10 @@ func TestTheServicesTakeSIGTERMAsAnInterruptAndTheOtherCommandsDoNot(t *testing.
 		{nil, false},
 	} {
 		got := stopSignals(tc.args)
-		if !slices.Contains(got, os.Interrupt) {
+		if !slices.Contains(got, os.Signal(os.Interrupt)) {
 			t.Errorf("stopSignals(%q) = %v: Ctrl-C must interrupt every command", tc.args, got)
 		}
-		if slices.Contains(got, syscall.SIGTERM) != tc.term {
+		if slices.Contains(got, os.Signal(syscall.SIGTERM)) != tc.term {
 			t.Errorf("stopSignals(%q) = %v: SIGTERM taken = %v, want %v", tc.args, got, !tc.term, tc.term)
 		}
 	}
