@@ -1,8 +1,8 @@
 // Package mcptest is an MCP server for tests, built with the go-sdk: its
 // tools return every content type and every trap myelin's client must get
-// through — structured content alone (with an output schema) or with text, isError, raw JSON the
-// SDK itself would refuse to send (unknown block types, lone surrogate
-// escapes), replies of many MiB, slow calls and a crash in the middle of a
+// through — structured content alone (with an output schema) or with
+// text, isError, raw JSON the SDK itself would refuse to send (unknown
+// block types, lone surrogate escapes), replies of many MiB, slow calls and a crash in the middle of a
 // call, a reply sent on the stream the client resumes after the server
 // closed the call's own stream, and a server that ignores the end of its
 // stdin and SIGTERM (Stubborn).
