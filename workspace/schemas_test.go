@@ -149,9 +149,9 @@ func TestEveryStructuredResultFitsItsToolsOutputSchema(t *testing.T) {
 			}
 		})
 	}
-	for name := range schemas {
-		if !tried[name] {
-			t.Errorf("%s has an output schema and no case here", name)
+	for _, tl := range f.ws.Tools() {
+		if !tried[tl.Name] {
+			t.Errorf("%s has no case here", tl.Name)
 		}
 	}
 }
