@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -34,7 +35,8 @@ type agentInput struct {
 // content, whose schema is the tool's output schema.
 type agentOutcome struct {
 	Conversation string        `json:"conversation" jsonschema:"the conversation the turn is stored in: give it as conversation to continue it; empty when nothing was stored"`
-	Answer       string        `json:"answer" jsonschema:"the agent's final answer; on a turn that did not end with one, its last text"`
+	Answer       string        `json:"answer" jsonschema:"the agent's final answer; on a turn that did not end with one, its last text; its first characters only when answer_cut is set"`
+	AnswerCut    bool          `json:"answer_cut,omitempty" jsonschema:"the answer is longer than the inline cap and answer holds its first characters: the whole answer is the result's text (spilled when long: its notice names the file) and the conversation's last message"`
 	Reason       string        `json:"reason" jsonschema:"how the turn ended: end_turn or tool_end_turn (answered), round_limit, budget, refused_twice, time_limit, interrupted, failed, or the model's stop reason (max_tokens...)"`
 	Rounds       int           `json:"rounds" jsonschema:"the tool rounds of the turn"`
 	Usage        history.Usage `json:"usage" jsonschema:"the tokens of the turn's requests"`
@@ -72,6 +74,10 @@ func newMCPAgent(a *agent.Agent, timeout time.Duration) *mcpAgent {
 	m.tool = tool.MustFunc(mcpAgentName, mcpAgentDescription, m.call)
 	m.tool.OutputSchema = agentOutputSchema
 	m.tool.Timeout = timeout
+	// A call runs alongside the host's other calls: its turn orders its
+	// own calls, as a subagent's does (tool.Tool.Alongside), and a host
+	// must not wait minutes on it to read a file.
+	m.tool.Alongside = true
 	return m
 }
 
@@ -138,6 +144,12 @@ func (m *mcpAgent) call(ctx context.Context, in agentInput) (any, error) {
 // with tr and err (ctx is the call's).
 func outcome(ctx context.Context, a *agent.Agent, id string, tr agent.TurnResult, err error) result.Result {
 	out := agentOutcome{Conversation: id, Answer: tr.Text, Reason: tr.Reason, Rounds: tr.Rounds, Usage: tr.Usage}
+	// The text is capped (a long answer spilled); the structured content
+	// is not, and goes to the host only within the round bound with the
+	// text: a long answer gives it its head.
+	if limit := a.Env.Limits.InlineCap(); utf8.RuneCountInString(out.Answer) > limit {
+		out.Answer, out.AnswerCut = string([]rune(out.Answer)[:limit]), true
+	}
 	var why string
 	switch {
 	case err == nil && (tr.Reason == "end_turn" || tr.Reason == "tool_end_turn"):

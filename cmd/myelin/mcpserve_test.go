@@ -42,6 +42,20 @@ type mcpHost struct {
 // stdin closed) when the test ends.
 func startMCPServe(t *testing.T, args ...string) *mcpHost {
 	t.Helper()
+	return startMCPServeFor(t, hostOptions{}, args...)
+}
+
+// hostOptions are what a host brings: the protocol version it asks for
+// ("": the SDK's latest) and how it answers elicitations (nil: it does not
+// declare the capability).
+type hostOptions struct {
+	version string
+	elicit  func(*sdk.ElicitParams) *sdk.ElicitResult
+}
+
+// startMCPServeFor is startMCPServe with a host of opts.
+func startMCPServeFor(t *testing.T, opts hostOptions, args ...string) *mcpHost {
+	t.Helper()
 	h := &mcpHost{stderr: &lockedBuffer{}, exit: make(chan int, 1)}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -51,7 +65,7 @@ func startMCPServe(t *testing.T, args ...string) *mcpHost {
 		outW.Close()
 		inR.Close()
 	}()
-	client := sdk.NewClient(&sdk.Implementation{Name: "test-host", Version: "1"}, &sdk.ClientOptions{
+	co := &sdk.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
@@ -62,8 +76,14 @@ func startMCPServe(t *testing.T, args ...string) *mcpHost {
 			defer h.mu.Unlock()
 			h.changed++
 		},
-	})
-	cs, err := client.Connect(context.Background(), &sdk.IOTransport{Reader: outR, Writer: inW}, nil)
+	}
+	if opts.elicit != nil {
+		co.ElicitationHandler = func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return opts.elicit(req.Params), nil
+		}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "test-host", Version: "1"}, co)
+	cs, err := client.Connect(context.Background(), &sdk.IOTransport{Reader: outR, Writer: inW}, &sdk.ClientSessionOptions{ProtocolVersion: opts.version})
 	if err != nil {
 		inW.Close()
 		t.Fatalf("connecting to mcp serve %q: %v; its stderr: %s", args, err, h.stderr)
@@ -113,13 +133,18 @@ func (h *mcpHost) call(t *testing.T, ctx context.Context, name string, args any,
 	if err != nil {
 		t.Fatalf("tools/call %s: %v; stderr: %s", name, err, h.stderr)
 	}
+	return res, textOf(res)
+}
+
+// textOf is the text of res's content.
+func textOf(res *sdk.CallToolResult) string {
 	var text strings.Builder
 	for _, c := range res.Content {
 		if tc, ok := c.(*sdk.TextContent); ok {
 			text.WriteString(tc.Text)
 		}
 	}
-	return res, text.String()
+	return text.String()
 }
 
 // messagesOf are the stored messages of conversation id in the
@@ -226,6 +251,36 @@ func TestMCPServeDeniesWhatThePolicyAsksAboutNamingTheFlagThatAllowsIt(t *testin
 	}
 }
 
+// What the policy asks about is put to the host's user, when the host
+// can be asked (elicitation, here at 2025-11-25, Claude Code's): the
+// host's own calls and, with --agent, the agent's calls.
+func TestMCPServeAsksTheHostsUserWhatThePolicyAsksAbout(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	fakeAnthropic(t,
+		toolCallStep("toolu_1", "workspace--write", map[string]any{"path": "by-agent.txt", "content": "a"}),
+		providertest.Step{Text: "written"})
+	var mu sync.Mutex
+	var asked []string
+	host := hostOptions{version: "2025-11-25", elicit: func(p *sdk.ElicitParams) *sdk.ElicitResult {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, p.Message)
+		return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"choice": "allow_once"}}
+	}}
+	h := startMCPServeFor(t, host, "--workspace", dir, "--agent")
+	if res, text := h.call(t, context.Background(), "workspace--write", map[string]any{"path": "by-host.txt", "content": "h"}, nil); res.IsError || !exists(filepath.Join(dir, "by-host.txt")) {
+		t.Fatalf("the host's write, its user allowing it: isError %v, %q", res.IsError, text)
+	}
+	if res, text := h.call(t, context.Background(), "agent", map[string]any{"task": "write it"}, nil); res.IsError || !exists(filepath.Join(dir, "by-agent.txt")) {
+		t.Fatalf("the agent's write, the host's user allowing it: isError %v, %q", res.IsError, text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 2 || !strings.Contains(asked[0], "by-host.txt") || !strings.Contains(asked[1], "by-agent.txt") {
+		t.Fatalf("the host's user was asked %q; want the host's write, then the agent's", asked)
+	}
+}
+
 // shell--run under mcp serve is sandboxed as in run: by default its
 // commands write no directory outside the workspace; --sandbox-write
 // lets them write one.
@@ -277,24 +332,58 @@ func TestMCPServeUsage(t *testing.T) {
 // The agent tool runs a turn of myelin's agent on the fake provider: it
 // stores a conversation, answers with the final answer (text, and
 // structured content naming the conversation), reports progress as it
-// goes, and continues the conversation a later call names. Its own calls
-// are checked by the permission policy: a write no one can approve is
-// denied, the denial naming the flag.
+// goes, runs alongside the host's other calls, and continues the
+// conversation a later call names. Its own calls are checked by the
+// permission policy: a write no one can approve is denied, the denial
+// naming the flag.
 func TestMCPServeAgentToolRunsATurnStoredAsAConversation(t *testing.T) {
 	dir := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
+	hold := make(chan struct{})
+	write := toolCallStep("toolu_2", "workspace--write", map[string]any{"path": "b.txt", "content": "b"})
+	write.Hold = hold
 	srv := fakeAnthropic(t,
 		toolCallStep("toolu_1", "workspace--read", map[string]any{"path": "a.txt"}),
-		toolCallStep("toolu_2", "workspace--write", map[string]any{"path": "b.txt", "content": "b"}),
+		write,
 		providertest.Step{Text: "It says alpha.", Input: 10, Output: 3},
 		providertest.Step{Text: "Still alpha."})
 	h := startMCPServe(t, "--workspace", dir, "--agent")
-	res, text := h.call(t, context.Background(), "agent", map[string]any{"task": "what does a.txt say?"}, "p1")
-	if res.IsError || !strings.HasPrefix(text, "It says alpha.") {
-		t.Fatalf("the agent's result: isError %v, text %q; stderr: %s", res.IsError, text, h.stderr)
+	type called struct {
+		res *sdk.CallToolResult
+		err error
+	}
+	done := make(chan called, 1)
+	go func() {
+		p := &sdk.CallToolParams{Name: "agent", Arguments: map[string]any{"task": "what does a.txt say?"}}
+		p.SetProgressToken("p1")
+		res, err := h.session.CallTool(context.Background(), p)
+		done <- called{res, err}
+	}()
+	// the agent's second request waits: its first round's progress has come
+	waitFor(t, "the progress of the agent's first round", func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return slices.ContainsFunc(h.progress, func(p *sdk.ProgressNotificationParams) bool {
+			return strings.HasPrefix(p.Message, "round 1: workspace--read done in ")
+		})
+	}, h.stderr)
+	// the host's other calls run meanwhile
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if res, read := h.call(t, ctx, "workspace--read", map[string]any{"path": "a.txt"}, nil); res.IsError {
+		t.Fatalf("a read while the agent runs: %q", read)
+	}
+	close(hold)
+	c := <-done
+	if c.err != nil {
+		t.Fatalf("tools/call agent: %v; stderr: %s", c.err, h.stderr)
+	}
+	res, text := c.res, textOf(c.res)
+	if c.res.IsError || !strings.HasPrefix(text, "It says alpha.") {
+		t.Fatalf("the agent's result: isError %v, text %q; stderr: %s", c.res.IsError, text, h.stderr)
 	}
 	var out agentOutcome
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &out); err != nil || out.Answer != "It says alpha." || out.Reason != "end_turn" || out.Rounds != 2 || out.Conversation == "" {
+	raw, _ := json.Marshal(c.res.StructuredContent)
+	if err := json.Unmarshal(raw, &out); err != nil || out.Answer != "It says alpha." || out.Reason != "end_turn" || out.Rounds != 2 || out.Conversation == "" || out.AnswerCut {
 		t.Fatalf("structured content %s (%v): want the answer, end_turn, 2 rounds and the conversation", raw, err)
 	}
 	if !strings.Contains(text, out.Conversation) {
@@ -310,24 +399,20 @@ func TestMCPServeAgentToolRunsATurnStoredAsAConversation(t *testing.T) {
 	if len(msgs) != 6 || msgs[0].Text() != "what does a.txt say?" || msgs[5].Text() != "It says alpha." {
 		t.Fatalf("stored %d messages: %+v; want the task, two rounds and the answer", len(msgs), msgs)
 	}
-
-	// progress: the turn's steps in order, each counted above the last
+	// the conversation is a resource of the store's
+	rl, err := h.session.ListResources(context.Background(), nil)
+	if err != nil || !slices.ContainsFunc(rl.Resources, func(r *sdk.Resource) bool { return r.URI == "myelin://conversations/"+out.Conversation }) {
+		t.Errorf("resources/list (%v) does not list the conversation %s", err, out.Conversation)
+	}
 	h.mu.Lock()
-	var said []string
 	last := 0.0
 	for _, p := range h.progress {
-		if p.ProgressToken != "p1" || p.Progress <= last {
-			t.Errorf("progress %+v after %g: want token p1 and a rising count", p, last)
+		if p.ProgressToken != "p1" || p.Progress <= last || p.Message == "" {
+			t.Errorf("progress %+v after %g: want token p1, a rising count and a message", p, last)
 		}
 		last = p.Progress
-		said = append(said, p.Message)
 	}
 	h.mu.Unlock()
-	for _, want := range []string{"the turn started", "round 1: calling workspace--read", "round 1: workspace--read done in", "round 2: calling workspace--write", "round 2: workspace--write failed in", "answered"} {
-		if !slices.ContainsFunc(said, func(s string) bool { return strings.HasPrefix(s, want) }) {
-			t.Errorf("no progress %q among %q", want, said)
-		}
-	}
 
 	// a later call names the conversation: the agent goes on with it
 	res, text = h.call(t, context.Background(), "agent", map[string]any{"task": "and now?", "conversation": out.Conversation}, nil)
@@ -336,6 +421,25 @@ func TestMCPServeAgentToolRunsATurnStoredAsAConversation(t *testing.T) {
 	}
 	if n := len(srv.Request(3)["messages"].([]any)); n != 7 {
 		t.Fatalf("the continued conversation's request has %d messages, want the 6 stored and the new task", n)
+	}
+}
+
+// An answer longer than the inline cap is spilled in the text as any
+// result is, and the structured content holds its head, marked as cut:
+// whole, it would not fit the round bound with the text, and the host
+// would get an error for a success.
+func TestMCPServeAgentToolGivesALongAnswersHeadAsItsStructuredAnswer(t *testing.T) {
+	answer := strings.Repeat("a long answer line\n", 3000)
+	fakeAnthropic(t, providertest.Step{Text: answer})
+	h := startMCPServe(t, "--workspace", workspaceWith(t, nil), "--agent")
+	res, text := h.call(t, context.Background(), "agent", map[string]any{"task": "say a lot"}, nil)
+	var out agentOutcome
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &out); err != nil || res.IsError || !out.AnswerCut || out.Answer != answer[:result.DefaultCap] {
+		t.Fatalf("a %d-character answer: isError %v, structured answer of %d characters, cut %v (%v); text %.200q", len(answer), res.IsError, len(out.Answer), out.AnswerCut, err, text)
+	}
+	if !strings.Contains(text, "Read on: workspace--read ") {
+		t.Fatalf("the long answer's text is not spilled with the call that pages it: ...%q", text[max(0, len(text)-400):])
 	}
 }
 
