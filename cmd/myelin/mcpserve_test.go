@@ -443,6 +443,16 @@ func TestMCPServeAgentToolGivesALongAnswersHeadAsItsStructuredAnswer(t *testing.
 	}
 }
 
+// --agent allows the host's calls of agent; a --deny rule naming it
+// still wins.
+func TestMCPServeAgentToolIsAllowedByAgentAndDeniedByADenyRule(t *testing.T) {
+	fakeAnthropic(t, providertest.Step{Text: "done"})
+	h := startMCPServe(t, "--workspace", workspaceWith(t, nil), "--agent", "--deny", "agen?")
+	if res, text := h.call(t, context.Background(), "agent", map[string]any{"task": "go"}, nil); !res.IsError || !strings.Contains(text, "the call of agent was denied by the permission policy") {
+		t.Fatalf("agent under --deny 'agen?': isError %v, text %q; want it denied", res.IsError, text)
+	}
+}
+
 // The host's cancel ends the agent's turn: the answer as far as it came
 // is stored, marked as cut, as run does when interrupted.
 func TestMCPServeAgentToolEndsItsTurnWhenTheHostCancels(t *testing.T) {
