@@ -61,10 +61,12 @@ type mcpAgent struct {
 	a  *agent.Agent // the agent calls run on: offering the toolset's newest tools (setTools)
 
 	// stopping ends the running calls' turns when mcp serve stops; calls
-	// counts them, for stop to wait for their answers to be stored.
+	// counts them, for stop to wait for their answers to be stored;
+	// stopped (under mu) refuses the calls that come after.
 	stopping context.Context
 	end      context.CancelFunc
 	calls    sync.WaitGroup
+	stopped  bool
 }
 
 // newMCPAgent is the agent tool over a, each call bounded by timeout.
@@ -106,8 +108,22 @@ func (m *mcpAgent) model() string { return m.current().Model }
 // stop cancels the running calls' turns and waits for them to end: each
 // stores its answer as far as it came, as run does when interrupted.
 func (m *mcpAgent) stop() {
+	m.mu.Lock()
+	m.stopped = true
+	m.mu.Unlock()
 	m.end()
 	m.calls.Wait()
+}
+
+// enter counts a call in, unless mcp serve is stopping.
+func (m *mcpAgent) enter() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return false
+	}
+	m.calls.Add(1)
+	return true
 }
 
 // call runs one call of the agent tool: a turn of the conversation in.
@@ -116,7 +132,9 @@ func (m *mcpAgent) stop() {
 // The call's end (the host's cancel, the tool's timeout, mcp serve
 // stopping) ends the turn, which stores what came of it.
 func (m *mcpAgent) call(ctx context.Context, in agentInput) (any, error) {
-	m.calls.Add(1)
+	if !m.enter() {
+		return result.Error(mcpAgentName + ": myelin mcp serve is stopping: the turn was not started"), nil
+	}
 	defer m.calls.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -17,11 +17,13 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/mcp/mcptest"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
+	"github.com/myelin-run/myelin/tool"
 )
 
 // mcpHost is an MCP host (the go-sdk's client) connected over pipes to
@@ -421,6 +423,28 @@ func TestMCPServeAgentToolRunsATurnStoredAsAConversation(t *testing.T) {
 	}
 	if n := len(srv.Request(3)["messages"].([]any)); n != 7 {
 		t.Fatalf("the continued conversation's request has %d messages, want the 6 stored and the new task", n)
+	}
+}
+
+// The progress the agent's own tools report comes as steps of the
+// agent tool's, within its count: the host's progress must rise.
+func TestAgentProgressGivesItsToolsProgressWithinItsCount(t *testing.T) {
+	var got []tool.Progress
+	ctx := tool.WithProgress(context.Background(), func(p tool.Progress) { got = append(got, p) })
+	p := &agentProgress{ctx: ctx}
+	p.event(agent.Event{Kind: agent.Stored, Message: &history.Message{Role: history.Assistant,
+		Parts: []history.Part{{Type: history.ToolCallPart, CallID: "c1", Name: "srv--work"}}}})
+	inner := tool.WithProgress(ctx, p.inner)
+	tool.ReportProgress(inner, tool.Progress{Done: 7, Total: 10, Message: "seven of ten"})
+	tool.ReportProgress(inner, tool.Progress{Done: 1, Message: "again from one"})
+	want := []string{"round 1: calling srv--work", "round 1: 7/10 seven of ten", "round 1: again from one"}
+	if len(got) != len(want) {
+		t.Fatalf("reported %+v; want %q", got, want)
+	}
+	for i, g := range got {
+		if g.Message != want[i] || g.Done != float64(i+1) || g.Total != 0 {
+			t.Errorf("report %d: %+v; want %q, done %d of no total", i, g, want[i], i+1)
+		}
 	}
 }
 
