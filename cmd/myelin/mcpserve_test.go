@@ -516,6 +516,34 @@ func TestMCPServeAgentToolEndsItsTurnWhenTheHostCancels(t *testing.T) {
 	}
 }
 
+// A host that quits (closes mcp serve's stdin) while the agent runs ends
+// its turn as a cancel does: mcp serve stores the answer as far as it
+// came, then exits 0.
+func TestMCPServeStoresTheAgentsCutAnswerWhenTheHostQuitsMidTurn(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	hold := make(chan struct{})
+	defer close(hold)
+	srv := fakeAnthropic(t, providertest.Step{Text: "never sent", Hold: hold})
+	h := startMCPServe(t, "--workspace", dir, "--agent")
+	go h.session.CallTool(context.Background(), &sdk.CallToolParams{Name: "agent", Arguments: map[string]any{"task": "take your time"}})
+	waitFor(t, "the agent's request", func() bool { return len(srv.Requests()) == 1 }, h.stderr)
+	if code := h.end(t); code != exitOK {
+		t.Fatalf("exit %d when the host quit mid-turn; stderr: %s", code, h.stderr)
+	}
+	store, err := sqlite.Open(filepath.Join(dir, ".myelin", "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	convs, err := store.List(context.Background())
+	if err != nil || len(convs) != 1 {
+		t.Fatalf("%d conversations (%v), want the agent's", len(convs), err)
+	}
+	if msgs, err := store.Messages(context.Background(), convs[0].ID); err != nil || len(msgs) != 2 || !msgs[1].Cut {
+		t.Fatalf("stored %+v (%v); want the task and the cut answer, stored before mcp serve exited", msgs, err)
+	}
+}
+
 // When an MCP server behind mcp serve changes its tools, the host is told
 // (tools/list_changed) and lists the new set.
 func TestMCPServeTellsTheHostWhenTheToolsOfItsMCPServersChange(t *testing.T) {
