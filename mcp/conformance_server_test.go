@@ -159,7 +159,9 @@ func startMCPServeWithFixtures(t *testing.T, bin string) (url string, stderr *lo
 // --conformance-fixtures flag giving the tools, resources and prompts the
 // scenarios call by name, and fails on each scenario that does not pass
 // unless server-out-of-scope.txt lists it with a reason — and on each
-// listed one that passes, so that the list stays true.
+// listed one that passes, so that the list stays true. One server serves
+// them all: each scenario connects a session of its own, and neither the
+// fixtures nor myelin's tools keep state from one session to the next.
 func TestConformanceServerScenariosPassAgainstMyelinMCPServe(t *testing.T) {
 	suite := conformanceSuite(t)
 	skip := serverOutOfScope(t)
