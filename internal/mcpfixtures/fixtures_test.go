@@ -21,8 +21,15 @@ import (
 const suiteVersion = "2025-11-25"
 
 // connect serves the fixtures in memory, as mcpserver does with
-// --conformance-fixtures, to a client made with opts.
+// --conformance-fixtures, to a client made with opts speaking the suite's
+// protocol version.
 func connect(t *testing.T, opts *sdk.ClientOptions) *sdk.ClientSession {
+	t.Helper()
+	return connectAt(t, suiteVersion, opts)
+}
+
+// connectAt is connect with a client speaking the protocol version given.
+func connectAt(t *testing.T, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
 	ctx := context.Background()
 	srv := sdk.NewServer(&sdk.Implementation{Name: "fixtures", Version: "test"}, &sdk.ServerOptions{CompletionHandler: Complete})
@@ -33,7 +40,7 @@ func connect(t *testing.T, opts *sdk.ClientOptions) *sdk.ClientSession {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "client", Version: "test"}, opts).Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: suiteVersion})
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "client", Version: "test"}, opts).Connect(ctx, ct, &sdk.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,6 +285,35 @@ func TestAskingToolsFailWithAReasonWhenTheClientCannotOrTheArgumentIsMissing(t *
 		res := call(t, plain, tc.tool, tc.args)
 		if got := strings.Join(texts(res.Content), ""); !res.IsError || !strings.Contains(got, tc.want) {
 			t.Errorf("%s(%v): got %q (isError %v), want a tool error saying %q", tc.tool, tc.args, got, res.IsError, tc.want)
+		}
+	}
+}
+
+func TestAskingToolsAnswerAToolErrorAtAVersionWhereTheServerMayNotAsk(t *testing.T) {
+	// At 2026-07-28 a server may not send the client a request while it
+	// serves one (SEP-2322): the fixtures do not speak that version, and
+	// say so as a tool error rather than hang or fail the protocol.
+	cs := connectAt(t, "2026-07-28", &sdk.ClientOptions{
+		CreateMessageHandler: func(context.Context, *sdk.CreateMessageRequest) (*sdk.CreateMessageResult, error) {
+			t.Error("the client was asked to sample")
+			return nil, nil
+		},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			t.Error("the client was asked to elicit")
+			return nil, nil
+		},
+	})
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"test_sampling", map[string]any{"prompt": "p"}},
+		{"test_elicitation", map[string]any{"message": "m"}},
+		{"test_elicitation_sep1330_enums", nil},
+	} {
+		res := call(t, cs, tc.tool, tc.args)
+		if got := strings.Join(texts(res.Content), ""); !res.IsError || !strings.Contains(got, "cannot be sent while serving a request") {
+			t.Errorf("%s at 2026-07-28: got %q (isError %v), want a tool error saying the request cannot be sent", tc.tool, got, res.IsError)
 		}
 	}
 }
