@@ -38,21 +38,9 @@ func (a *Agent) pace() pacing {
 		p.now = time.Now
 	}
 	if p.sleep == nil {
-		p.sleep = sleep
+		p.sleep = send.Sleep
 	}
 	return p
-}
-
-// sleep waits d, or until ctx is done (its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // send sends req, whose answer will be stored at place, as complete

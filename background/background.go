@@ -469,16 +469,16 @@ func (m *Manager) running() int {
 
 // Info is a script as code_execution--list shows it.
 type Info struct {
-	ID       string `json:"id"`
-	Status   string `json:"status"` // running, ended, failed, cancelled, lifetime, stopped
-	Why      string `json:"why,omitempty"`
-	Started  string `json:"started"`
-	Ended    string `json:"ended,omitempty"`
-	Wakes    int    `json:"wakes"`
-	Held     int    `json:"held"`
-	Dropped  int    `json:"dropped,omitempty"`
-	Lifetime string `json:"lifetime"`
-	Journal  string `json:"journal"`
+	ID       string `json:"id" jsonschema:"the script's id (bg_...)"`
+	Status   string `json:"status" jsonschema:"running, ended, failed, cancelled, lifetime or stopped"`
+	Why      string `json:"why,omitempty" jsonschema:"why it ended, once it has"`
+	Started  string `json:"started" jsonschema:"when it started (RFC 3339, UTC)"`
+	Ended    string `json:"ended,omitempty" jsonschema:"when it ended (RFC 3339, UTC)"`
+	Wakes    int    `json:"wakes" jsonschema:"the times it woke the conversation"`
+	Held     int    `json:"held" jsonschema:"wakes it made that are held to keep the gap"`
+	Dropped  int    `json:"dropped,omitempty" jsonschema:"wakes it made that were dropped when it was stopped"`
+	Lifetime string `json:"lifetime" jsonschema:"how long it may run"`
+	Journal  string `json:"journal" jsonschema:"the workspace file its output goes to"`
 }
 
 // info is s's Info; m.mu is held.

@@ -2,11 +2,14 @@ package background
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/script"
@@ -333,4 +336,50 @@ func TestBackgroundScriptsBeyondTheProcessLimitsAreRefused(t *testing.T) {
 			t.Fatalf("New with a total of 2 over 2 engines: %v; want it refused", err)
 		}
 	})
+}
+
+// An MCP host checks code_execution--list's and --cancel's structured
+// content against their output schemas: a list with none and with a
+// running script, and a cancel (with its dropped wakes), each fit.
+func TestListAndCancelResultsFitTheirOutputSchemas(t *testing.T) {
+	r := newRig(t, Limits{}, "")
+	tools := r.m.Tools()
+	if err := r.reg.Add(tools...); err != nil {
+		t.Fatal(err)
+	}
+	schemas := map[string]*jsonschema.Resolved{}
+	for _, tl := range tools {
+		if tl.OutputSchema == nil {
+			t.Fatalf("%s gives structured content and has no output schema", tl.Name)
+		}
+		rs, err := tl.OutputSchema.Resolve(nil)
+		if err != nil {
+			t.Fatalf("%s's output schema: %v", tl.Name, err)
+		}
+		if rs.Validate(map[string]any{}) == nil {
+			t.Errorf("%s's output schema admits {}", tl.Name)
+		}
+		schemas[tl.Name] = rs
+	}
+	d := &tool.Dispatcher{Tools: r.reg}
+	ctx := tool.WithConversation(context.Background(), "c1")
+	fits := func(name, input string) {
+		t.Helper()
+		out := d.Call(ctx, tool.Call{ID: "x", Name: name, Input: []byte(input)})
+		if out.IsError || out.Structured == nil {
+			t.Fatalf("%s: error %v, structured %s: %s", name, out.IsError, out.Structured, out.Text)
+		}
+		var v any
+		if err := json.Unmarshal(out.Structured, &v); err != nil {
+			t.Fatal(err)
+		}
+		if err := schemas[name].Validate(v); err != nil {
+			t.Errorf("%s's structured content %s does not fit its output schema: %v", name, out.Structured, err)
+		}
+	}
+	fits(ToolList, `{}`)
+	id := r.start("c1", "await sleep(1e9)")
+	fits(ToolList, `{}`)
+	fits(ToolCancel, `{"id":"`+id+`"}`)
+	fits(ToolList, `{}`) // with the cancelled one: why and ended
 }

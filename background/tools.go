@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
 )
@@ -22,7 +24,7 @@ func (m *Manager) Tools() []*tool.Tool {
 	list := tool.MustFunc(ToolList, "List the background scripts of this conversation (code_execution with background: true): id, status, wakes so far, lifetime and journal.",
 		func(ctx context.Context, _ struct{}) (any, error) {
 			infos := m.List(tool.ConversationOf(ctx))
-			return result.Result{Data: listText(infos), Structured: mustJSON(map[string]any{"scripts": orEmpty(infos)})}, nil
+			return result.Result{Data: listText(infos), Structured: mustJSON(listReport{Scripts: orEmpty(infos)})}, nil
 		})
 	cancel := tool.MustFunc(ToolCancel, "Stop a background script of this conversation by its id. Wakes it has made that are still held are dropped.",
 		func(ctx context.Context, in struct {
@@ -39,7 +41,34 @@ func (m *Manager) Tools() []*tool.Tool {
 			return result.Result{Data: text + ". Its journal: " + info.Journal, Structured: mustJSON(info)}, nil
 		})
 	list.ReadOnly = true // it shows, and changes nothing
+	list.OutputSchema, cancel.OutputSchema = listSchema(), infoSchema()
 	return []*tool.Tool{list, cancel}
+}
+
+// listReport is the shape of code_execution--list's structured content.
+type listReport struct {
+	Scripts []Info `json:"scripts" jsonschema:"the conversation's background scripts of this process, oldest first"`
+}
+
+// listSchema and infoSchema are the output schemas of
+// code_execution--list and --cancel (tool.Tool.OutputSchema), what an
+// MCP host checks their structured content against: inferred from the
+// types the handlers encode, the list never null.
+// TestListAndCancelResultsFitTheirOutputSchemas holds them to it.
+func listSchema() *jsonschema.Schema {
+	s := mustSchema[listReport]()
+	s.Properties["scripts"].Type, s.Properties["scripts"].Types = "array", nil
+	return s
+}
+
+func infoSchema() *jsonschema.Schema { return mustSchema[Info]() }
+
+func mustSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("background: the output schema of %T: %v", *new(T), err)) // the types are this package's own
+	}
+	return s
 }
 
 func orEmpty(infos []Info) []Info {

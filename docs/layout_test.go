@@ -19,7 +19,7 @@ func TestThePackagesLinkOnlyWhatTheirPlaceAllows(t *testing.T) {
 		mustNot []string
 		why     string
 	}{
-		{[]string{"../provider/...", "../window", "../result", "../history", "../agent", "../mcp"},
+		{[]string{"../provider/...", "../window", "../result", "../history", "../agent", "../mcp", "../mcpserver"},
 			[]string{"modernc.org/sqlite", "github.com/jackc/pgx"},
 			"the durable stores are history/sqlite and history/postgres; a package that only reads messages links neither driver"},
 		{[]string{"../internal/jsonstring"}, []string{"github.com/myelin-run/myelin/"},
@@ -28,7 +28,7 @@ func TestThePackagesLinkOnlyWhatTheirPlaceAllows(t *testing.T) {
 			"ratelimit reads what every wire says of its limits; it imports nothing of myelin, so that every wire can import it"},
 		{[]string{"../result"}, []string{"github.com/myelin-run/myelin/history", "github.com/myelin-run/myelin/provider", "github.com/myelin-run/myelin/tool"},
 			"result is the bottom floor: the one conversion imports no package above it"},
-		{[]string{"../telemetry", "../agent", "../tool", "../mcp", "../server"},
+		{[]string{"../telemetry", "../agent", "../tool", "../mcp", "../mcpserver", "../server"},
 			[]string{"go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters", "google.golang.org/grpc"},
 			"the OpenTelemetry SDK and the OTLP exporters are telemetry/otlp's: code that makes spans links only OpenTelemetry's API, so an embedder that does not export carries neither"},
 	} {

@@ -484,6 +484,10 @@ func (s *server) tool(name string, t *sdk.Tool) *tool.Tool {
 		Name:        name,
 		Description: desc,
 		InputSchema: inputSchema(t.InputSchema),
+		// Kept so that a host myelin serves the tool to (myelin mcp serve)
+		// is told it too, and checks its structured content as it would
+		// have against the server itself.
+		OutputSchema: outputSchema(t.OutputSchema),
 		// The call bounds itself by the server's timeout and says so; the
 		// dispatcher's bound is only a backstop.
 		Timeout:     s.cfg.CallTimeout() + 5*time.Second,
@@ -498,7 +502,27 @@ func (s *server) tool(name string, t *sdk.Tool) *tool.Tool {
 
 // inputSchema converts the schema a server listed; one that does not
 // convert leaves the input unchecked (the server still checks it).
-func inputSchema(v any) *jsonschema.Schema {
+func inputSchema(v any) *jsonschema.Schema { return listedSchema(v) }
+
+// outputSchema converts the output schema a server listed. One that does
+// not convert, or that is not an object's (the only kind MCP allows: a
+// host such as the Node SDK's client refuses a tool list holding another),
+// is left out, and with it only the host's check: the tool's structured
+// content still reaches it.
+func outputSchema(v any) *jsonschema.Schema {
+	if v == nil {
+		return nil
+	}
+	s := listedSchema(v)
+	if s == nil || s.Type != "object" {
+		return nil
+	}
+	return s
+}
+
+// listedSchema converts a schema a server listed, nil when it does not
+// convert or resolve.
+func listedSchema(v any) *jsonschema.Schema {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil

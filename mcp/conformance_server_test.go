@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -83,25 +82,6 @@ func serverRuns(dir string) (map[string]scenarioRun, error) {
 		out[scenario] = r
 	}
 	return out, nil
-}
-
-// lockedBuffer is a buffer written by one goroutine while the test reads
-// it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startMCPServeWithFixtures starts `myelin mcp serve --http 127.0.0.1:0

@@ -6,17 +6,22 @@
 // holds as resources: stored conversations and the workspace's files.
 //
 // It is built on the MCP Go SDK's server, which keeps the protocol's
-// lifecycle, pagination, ping, cancellation and sessions. It must not
-// convert a result itself (result.Output's text is what the host gets),
-// decide what may run (the Gate does), or guard its HTTP endpoint against
-// other hosts and origins (the caller wraps Handler: internal/httpguard).
+// lifecycle, pagination, ping, cancellation and sessions. What it adds is
+// in files of their own: the tools as the host sees them and their calls
+// (tools.go, turns.go, progress.go), the logging a host receives (log.go),
+// the questions the permission policy puts to the host's user (ask.go),
+// and the resources with their subscriptions (resources.go, files.go,
+// conversations.go, subscribe.go).
+//
+// It must not convert a result itself (result.Output's text is what the
+// host gets), decide what may run (the Gate does), or guard its HTTP
+// endpoint against other hosts and origins (the caller wraps Handler:
+// internal/httpguard).
 package mcpserver
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -24,7 +29,6 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/myelin-run/myelin/approval"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/mcpfixtures"
 	"github.com/myelin-run/myelin/result"
@@ -41,113 +45,88 @@ type Config struct {
 	// Env is the conversion's environment: the workspace's store for
 	// spills and the caps (contract §5).
 	Env result.Env
-	// Gate checks every call from the host before it runs (SPEC §14);
-	// nil runs every call.
+	// Gate checks every call from the host before it runs (SPEC §14),
+	// and the calls those calls make (a script's, through the call's
+	// context: tool.WithGate); nil runs every call. An approval.Gate
+	// whose Asker is the server's own (Server.Asker) puts what it asks
+	// to the host's user.
 	Gate tool.Gate
 	// Timeout bounds each call; 0 means tool.DefaultTimeout.
 	Timeout time.Duration
-	// Workspace, when set, is offered as file:// resources (spill files
-	// among them).
+	// Workspace, when set, is offered as file:// resources: its spill
+	// files listed, any of its files read by URI.
 	Workspace *workspace.Workspace
 	// Store, when set, offers its conversations as
 	// myelin://conversations/{id} resources.
 	Store history.Store
+	// PageSize is how many items a page of tools/list (and of the other
+	// lists) holds at most; 0 means the SDK's default (1000).
+	PageSize int
+	// Poll is how often the resources a host subscribed to are looked at
+	// for a change (notifications/resources/updated); 0 means every
+	// second.
+	Poll time.Duration
 	// Fixtures adds the tools, resources and prompts the MCP conformance
 	// suite's server scenarios name (internal/mcpfixtures). For tests
 	// only: `myelin mcp serve --conformance-fixtures`.
 	Fixtures bool
 }
 
+// DefaultPoll is how often subscribed resources are looked at when
+// Config.Poll is 0.
+const DefaultPoll = time.Second
+
 // Server is myelin as an MCP server. Make it with New.
 type Server struct {
-	cfg Config
-	sdk *sdk.Server
+	cfg     Config
+	sdk     *sdk.Server
+	key     []byte  // the key of input requests' states (inputs.go)
+	turns   turns   // who may run now: Concurrent calls together, the others alone
+	schemas schemas // the outputSchemas results are checked against (results.go)
 
 	mu    sync.Mutex
 	tools *tool.Registry
-	names []string // the tool names registered on sdk
+	names map[string]bool // the tool names registered on sdk
+
+	res  resources     // the resources listed (resources.go)
+	subs subscriptions // what hosts subscribed to (subscribe.go)
 }
 
-// New makes a Server offering c's tools.
+// New makes a Server offering c's tools, and c's workspace and store as
+// resources.
 func New(c Config) *Server {
 	name, version := c.Name, c.Version
 	if name == "" {
 		name = "myelin"
 	}
-	s := &Server{cfg: c}
-	opts := &sdk.ServerOptions{}
+	if c.Poll <= 0 {
+		c.Poll = DefaultPoll
+	}
+	s := &Server{cfg: c, names: map[string]bool{}, key: make([]byte, 32)}
+	_, _ = rand.Read(s.key)
+	opts := &sdk.ServerOptions{
+		PageSize: c.PageSize,
+		// tools and resources are declared even while none is offered:
+		// SetTools and a call that spills may add them
+		Capabilities: &sdk.ServerCapabilities{
+			Logging:   &sdk.LoggingCapabilities{},
+			Tools:     &sdk.ToolCapabilities{ListChanged: true},
+			Resources: &sdk.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		},
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
+	}
 	if c.Fixtures {
 		opts.CompletionHandler = mcpfixtures.Complete
 	}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: name, Version: version}, opts)
 	s.SetTools(c.Tools)
+	s.addTemplates()
+	s.syncResources(context.Background())
 	if c.Fixtures {
 		mcpfixtures.Register(s.sdk)
 	}
 	return s
-}
-
-// SetTools offers reg's tools in place of those offered so far; hosts are
-// told the list changed (notifications/tools/list_changed).
-func (s *Server) SetTools(reg *tool.Registry) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.names) > 0 {
-		s.sdk.RemoveTools(s.names...)
-	}
-	s.tools, s.names = reg, nil
-	if reg == nil {
-		return
-	}
-	for _, t := range reg.Tools() {
-		s.sdk.AddTool(sdkTool(t), s.handler(t.Name))
-		s.names = append(s.names, t.Name)
-	}
-}
-
-// sdkTool is t as the host sees it.
-func sdkTool(t *tool.Tool) *sdk.Tool {
-	var schema any = map[string]any{"type": "object"}
-	if t.InputSchema != nil {
-		schema = t.InputSchema
-	}
-	out := &sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: schema}
-	if t.OutputSchema != nil {
-		out.OutputSchema = t.OutputSchema
-	}
-	return out
-}
-
-// handler runs a host's call of the tool name through a Dispatcher.
-func (s *Server) handler(name string) sdk.ToolHandler {
-	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		s.mu.Lock()
-		d := tool.Dispatcher{Tools: s.tools, Env: s.cfg.Env, Timeout: s.cfg.Timeout, Gate: s.cfg.Gate}
-		s.mu.Unlock()
-		out := d.Call(ctx, tool.Call{ID: callID(), Name: name, Input: req.Params.Arguments})
-		return callResult(out), nil
-	}
-}
-
-// callResult is out as the host gets it: its text, its images, its
-// structured content.
-func callResult(out result.Output) *sdk.CallToolResult {
-	r := &sdk.CallToolResult{IsError: out.IsError, Content: []sdk.Content{&sdk.TextContent{Text: out.Text}}}
-	for _, im := range out.Images {
-		r.Content = append(r.Content, &sdk.ImageContent{MIMEType: im.MIMEType, Data: im.Data})
-	}
-	if out.Structured != nil {
-		r.StructuredContent = json.RawMessage(out.Structured)
-	}
-	return r
-}
-
-// callID names a host's call: hosts do not give one, and a spill file is
-// named by it.
-func callID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return "mcp_" + hex.EncodeToString(b[:])
 }
 
 // Serve serves one host over t (a &sdk.StdioTransport{} for stdio) until
@@ -160,21 +139,13 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 }
 
 // Handler serves hosts over streamable HTTP, each in a session of its
-// own. The caller guards it (internal/httpguard): it checks no host,
-// origin or token itself.
+// own. Its streams can be resumed (MCP 2025-11-25, "Resumability and
+// Redelivery"): each SSE stream starts with a priming event, and the
+// events of a stream closed early are kept in memory (at most 10 MiB
+// over all sessions: results are capped, so they are small) for a host
+// that reconnects with Last-Event-ID. The caller guards it
+// (internal/httpguard): it checks no token, host or origin itself
+// beyond the SDK's own check of a loopback request's Host.
 func (s *Server) Handler() http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{})
-}
-
-// Asker puts what the permission policy asks of a host's call to the
-// host's user (approval.Gate's Asker): by elicitation, when the host
-// supports it; otherwise approval.ErrNoOne, and the call is denied with
-// the rule that would allow it.
-func (s *Server) Asker() approval.Asker { return noOne{} }
-
-// noOne asks no one.
-type noOne struct{}
-
-func (noOne) Ask(context.Context, approval.Request) (approval.Answer, error) {
-	return approval.Answer{}, approval.ErrNoOne
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil)})
 }

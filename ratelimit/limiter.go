@@ -420,6 +420,11 @@ func (l *Limiter) clock() Clock {
 	return l.Clock
 }
 
+// Now is the limiter's time, which its waits and observations count by:
+// its Clock's, else the real one. Whoever reads answers for it (a wire's
+// gate) stamps them with this time, never its own.
+func (l *Limiter) Now() time.Time { return l.clock().Now() }
+
 func (l *Limiter) poll() time.Duration {
 	if l.Poll <= 0 {
 		return DefaultPoll

@@ -15,17 +15,12 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,13 +28,14 @@ import (
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/httpguard"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/workspace"
 )
 
 // DefaultMaxBody is the largest request body the server reads, in bytes.
-const DefaultMaxBody = 4 << 20
+const DefaultMaxBody = httpguard.DefaultMaxBody
 
 // Server is the HTTP API over one agent: its provider, store, tools and
 // workspace. Agent and Workspace must be set; the zero values of the other
@@ -232,141 +228,49 @@ func (s *Server) noEndpoint(w http.ResponseWriter, r *http.Request) {
 }
 
 // ServeHTTP checks the host, the origin and the token, bounds the body and
-// routes the request.
+// routes the request (internal/httpguard holds the rules).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.init()
 	w, r, done := s.logged(w, r)
 	defer done()
-	if err := s.Check(); err != nil {
-		// fail closed: a server embedded without myelin serve's own check
-		// serves nothing rather than an open API
-		writeError(w, http.StatusInternalServerError, "this server serves nothing until its configuration is fixed: "+err.Error())
-		return
-	}
-	if s.Token == "" && !loopbackHost(r.Host) {
-		// DNS rebinding: a page whose name is made to resolve to this
-		// machine is same-origin with itself; only its Host tells it
-		writeError(w, http.StatusForbidden, fmt.Sprintf("this server has no token, so it answers only requests for a loopback host (localhost, 127.0.0.1, [::1]), not %q: give it a token (--token) to serve other names", r.Host))
-		return
-	}
-	if s.cors(w, r) {
-		return // a preflight, answered
-	}
-	if from, ok := crossOrigin(r); ok && !isInspectorFile(r) && !s.allowedOrigin(r.Header.Get("Origin")) {
-		// a browser sends a "simple" cross-site POST without asking first
-		writeError(w, http.StatusForbidden, fmt.Sprintf("a request from another origin (%s) is refused: this server takes cross-origin requests only from the origins it is given (--cors-origin)", from))
-		return
-	}
-	if s.Token != "" && !isInspectorFile(r) && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="myelin"`)
-		writeError(w, http.StatusUnauthorized, "this server needs its token: send the header Authorization: Bearer TOKEN")
-		return
-	}
+	s.guard().Wrap(s.mux).ServeHTTP(w, r)
+}
+
+// guard is the Server's settings as the rules its requests are served
+// under. Made for each request, it sees the fields as they are.
+func (s *Server) guard() *httpguard.Guard {
 	limit := s.MaxBody
 	if limit <= 0 {
 		limit = DefaultMaxBody
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	s.mux.ServeHTTP(w, r)
-}
-
-// cors adds the CORS headers for an allowed origin, and answers a
-// preflight (OPTIONS with Access-Control-Request-Method), reporting that
-// it did. A preflight from an origin not allowed gets no CORS headers, so
-// the browser refuses the call.
-func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
-	origin := r.Header.Get("Origin")
-	if origin == "" || len(s.CORSOrigins) == 0 {
-		return false
+	return &httpguard.Guard{
+		Token:       s.Token,
+		CORSOrigins: s.CORSOrigins,
+		CORSMethods: []string{"GET", "POST", "DELETE"},
+		CORSHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID"},
+		CORSExpose:  []string{"Location"},
+		OriginsFlag: "--cors-origin",
+		MaxBody:     limit,
+		Open:        isInspectorFile,
+		Refuse:      writeError,
 	}
-	allowed := s.allowedOrigin(origin)
-	preflight := r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != ""
-	if allowed {
-		h := w.Header()
-		h.Set("Access-Control-Allow-Origin", origin)
-		h.Add("Vary", "Origin")
-		h.Set("Access-Control-Expose-Headers", "Location")
-		if preflight {
-			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
-			h.Set("Access-Control-Max-Age", "600")
-		}
-	}
-	if preflight {
-		w.WriteHeader(http.StatusNoContent)
-		return true
-	}
-	return false
-}
-
-// allowedOrigin reports whether CORSOrigins lets pages of origin call the
-// API.
-func (s *Server) allowedOrigin(origin string) bool {
-	for _, o := range s.CORSOrigins {
-		if origin != "" && origin != "null" && (o == "*" || o == origin) {
-			return true
-		}
-	}
-	return false
-}
-
-// authorized compares the request's token with the server's in constant
-// time, their lengths included: both are hashed first, since
-// subtle.ConstantTimeCompare returns at once on a length that differs.
-// The scheme is case-insensitive and spaces separate it from the token
-// (RFC 7235 §2.1).
-func (s *Server) authorized(r *http.Request) bool {
-	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	ok = ok && strings.EqualFold(scheme, "Bearer")
-	got = strings.TrimLeft(got, " ")
-	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(s.Token))
-	return ok && subtle.ConstantTimeCompare(a[:], b[:]) == 1
 }
 
 // MinTokenLength is the fewest characters a Server's Token may have.
-const MinTokenLength = 16
+const MinTokenLength = httpguard.MinTokenLength
 
 // CheckToken says what is wrong with a token, nil when nothing is: it
 // must be at least MinTokenLength characters, each visible ASCII (no
 // space, tab or other control character, nothing outside ASCII, which
 // headers do not carry reliably). The error never holds the token.
-func CheckToken(tok string) error {
-	const rule = "a token must be at least 16 characters of visible ASCII, with no spaces (e.g. the output of `openssl rand -hex 32`)"
-	for i := 0; i < len(tok); i++ {
-		if c := tok[i]; c <= ' ' || c > '~' {
-			what := "a character that is not visible ASCII"
-			if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
-				what = "white space"
-			}
-			return fmt.Errorf("the token has %s at byte %d: %s", what, i+1, rule)
-		}
-	}
-	if len(tok) < MinTokenLength {
-		return fmt.Errorf("the token is %d character(s) long: %s", len(tok), rule)
-	}
-	return nil
-}
+func CheckToken(tok string) error { return httpguard.CheckToken(tok) }
 
 // Check says what in the Server's settings would leave its API open, nil
 // when nothing does: a Token CheckToken refuses, or CORSOrigins without a
 // Token (a page of an allowed origin, any page with "*", would drive the
 // whole API, its tools included). While it fails, ServeHTTP answers every
 // request with its error (500); myelin serve checks it before listening.
-func (s *Server) Check() error {
-	if s.Token != "" {
-		if err := CheckToken(s.Token); err != nil {
-			return err
-		}
-	}
-	if len(s.CORSOrigins) > 0 && s.Token == "" {
-		who := "pages of " + strings.Join(s.CORSOrigins, ", ")
-		if slices.Contains(s.CORSOrigins, "*") {
-			who = "any web page"
-		}
-		return fmt.Errorf("--cors-origin %s lets %s call the API from a browser and read its answers, which drives every tool: it needs a token that each request must send (--token or MYELIN_TOKEN)", strings.Join(s.CORSOrigins, " "), who)
-	}
-	return nil
-}
+func (s *Server) Check() error { return s.guard().Check() }
 
 // errClosing is the cause the turns' context carries once Close is called.
 var errClosing = errors.New("the server is closing")
@@ -472,49 +376,6 @@ func readJSON(r *http.Request, v any) error {
 	return nil
 }
 
-// loopbackHost reports whether a request's Host (with or without a port)
-// names the loopback interface.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// crossOrigin reports whether a browser sent r from a page of another
-// origin (its Origin header names another host, or it is "null"; or its
-// Sec-Fetch-Site says so), and that origin. Clients that are not browsers
-// send neither header, and pass.
-func crossOrigin(r *http.Request) (string, bool) {
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
-			return o, true
-		}
-		return "", false
-	}
-	switch site := r.Header.Get("Sec-Fetch-Site"); site {
-	case "cross-site", "same-site":
-		return "a page of a " + site + " origin", true
-	}
-	return "", false
-}
-
 // Loopback reports whether addr (host:port) listens only on the loopback
 // interface, where a server may run without a token.
-func Loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func Loopback(addr string) bool { return httpguard.Loopback(addr) }

@@ -21,10 +21,41 @@ type Entry struct {
 	// Name is the entry's name in its directory as the tools show it and
 	// take it back: quoted (it then starts with a double quote) when it is
 	// not plain, see names.go.
-	Name string `json:"name"`
-	Type string `json:"type"`           // "file", "dir", "link" or "other"
-	Size int64  `json:"size"`           // bytes, for files
-	Kind string `json:"kind,omitempty"` // what an "other" is: a named pipe (FIFO), a socket, a device
+	Name string `json:"name" jsonschema:"the entry's name in its directory, quoted (starting with a double quote) when it is not plain text; the tools take it back as it is"`
+	Type string `json:"type" jsonschema:"file, dir, link or other"`
+	Size int64  `json:"size" jsonschema:"its size in bytes, for a file; 0 for the others"`
+	Kind string `json:"kind,omitempty" jsonschema:"what an other is: a named pipe (FIFO), a socket, a device"`
+}
+
+// The structured content of workspace--list, --glob, --write and --edit.
+// Their fields are in the order of their JSON names: the content was a
+// map, whose keys encode sorted, and its bytes stay what they were.
+
+// ListReport is the structured content of workspace--list.
+type ListReport struct {
+	Entries []Entry `json:"entries" jsonschema:"the entries, sorted by name; at most 1000"`
+	Path    string  `json:"path" jsonschema:"the directory listed, relative to the workspace root"`
+}
+
+// GlobReport is the structured content of workspace--glob.
+type GlobReport struct {
+	Paths []string `json:"paths" jsonschema:"the matching paths, sorted; at most 1000"`
+	Total int      `json:"total" jsonschema:"how many paths matched in all"`
+}
+
+// WriteReport is the structured content of workspace--write.
+type WriteReport struct {
+	Bytes   int    `json:"bytes" jsonschema:"the content's length in bytes"`
+	Chars   int    `json:"chars" jsonschema:"the content's length in characters"`
+	Created bool   `json:"created" jsonschema:"the file is new (false: an existing file was replaced)"`
+	Lines   int    `json:"lines" jsonschema:"the content's lines"`
+	Path    string `json:"path" jsonschema:"the file written, relative to the workspace root"`
+}
+
+// EditReport is the structured content of workspace--edit.
+type EditReport struct {
+	Path         string `json:"path" jsonschema:"the file edited, relative to the workspace root"`
+	Replacements int    `json:"replacements" jsonschema:"how many occurrences were replaced"`
 }
 
 // GlobInput is the input of workspace--glob.
@@ -49,10 +80,10 @@ type EditInput struct {
 const maxListed = 1000
 
 func (w *Workspace) listTool() *tool.Tool {
-	return tool.MustFunc("workspace--list",
+	return withOutput(listSchema(), tool.MustFunc("workspace--list",
 		"List a directory of the workspace.\nOne entry per line, sorted: directories end in /, files show their size in bytes, links show their target, named pipes, sockets and devices what they are. "+
 			"A name that is not plain text (a newline, a tab, a byte that is not UTF-8) is shown as a quoted string (\"nl\\nx.txt\"), which the tools take back as a path or part of one.",
-		func(ctx context.Context, in ListInput) (any, error) { return w.List(in) })
+		func(ctx context.Context, in ListInput) (any, error) { return w.List(in) }))
 }
 
 // List lists one directory. It opens nothing but the directory.
@@ -104,14 +135,14 @@ func (w *Workspace) List(in ListInput) (result.Result, error) {
 	if len(entries) == 0 {
 		fmt.Fprintf(&b, "[%s is empty]", showName(rel))
 	}
-	return result.Result{Data: strings.TrimSuffix(b.String(), "\n"), Structured: map[string]any{"path": showName(rel), "entries": list}}, nil
+	return result.Result{Data: strings.TrimSuffix(b.String(), "\n"), Structured: ListReport{Path: showName(rel), Entries: list}}, nil
 }
 
 func (w *Workspace) globTool() *tool.Tool {
-	return tool.MustFunc("workspace--glob",
+	return withOutput(globSchema(), tool.MustFunc("workspace--glob",
 		"Find workspace files whose path matches a glob.\nOne path per line, sorted; ** matches across directories (**/*.go). At most 1000 paths. "+
 			"A path that is not plain text (a newline, a tab, a byte that is not UTF-8) is shown as a quoted string (\"nl\\nx.txt\"), which the tools take back as a path.",
-		func(ctx context.Context, in GlobInput) (any, error) { return w.Glob(in) })
+		func(ctx context.Context, in GlobInput) (any, error) { return w.Glob(in) }))
 }
 
 // Glob lists the files whose workspace-relative path matches the pattern.
@@ -127,7 +158,7 @@ func (w *Workspace) Glob(in GlobInput) (result.Result, error) {
 	}
 	base := globBase(in.Pattern)
 	if _, _, err := w.stat(base); err != nil {
-		return result.Result{Data: fmt.Sprintf("[no paths match %s]", in.Pattern), Structured: map[string]any{"paths": []string{}, "total": 0}}, nil
+		return result.Result{Data: fmt.Sprintf("[no paths match %s]", in.Pattern), Structured: GlobReport{Paths: []string{}}}, nil
 	}
 	matches := []string{}
 	total := 0
@@ -153,7 +184,7 @@ func (w *Workspace) Glob(in GlobInput) (result.Result, error) {
 	case total > len(matches):
 		text += fmt.Sprintf("\n[%d of %d paths shown; narrow the pattern to see the rest]", len(matches), total)
 	}
-	return result.Result{Data: text, Structured: map[string]any{"paths": matches, "total": total}}, nil
+	return result.Result{Data: text, Structured: GlobReport{Paths: matches, Total: total}}, nil
 }
 
 // globBase is the directory part of a pattern before its first wildcard.
@@ -211,9 +242,9 @@ func matchSegments(g, p []string) (bool, error) {
 }
 
 func (w *Workspace) writeTool() *tool.Tool {
-	return tool.MustFunc("workspace--write",
+	return withOutput(writeSchema(), tool.MustFunc("workspace--write",
 		"Write a whole file in the workspace, making missing directories.\nAn existing file is replaced; a directory is never written over.",
-		func(ctx context.Context, in WriteInput) (any, error) { return w.WriteContext(ctx, in) })
+		func(ctx context.Context, in WriteInput) (any, error) { return w.WriteContext(ctx, in) }))
 }
 
 // Write writes a whole file, telling no Journal: WriteContext with a
@@ -261,14 +292,14 @@ func (w *Workspace) WriteContext(ctx context.Context, in WriteInput) (result.Res
 	}
 	return result.Result{
 		Data:       fmt.Sprintf("%s %s: %d characters, %d lines", verb, showName(rel), chars, lines),
-		Structured: map[string]any{"path": rel, "created": created, "chars": chars, "lines": lines, "bytes": len(in.Content)},
+		Structured: WriteReport{Path: rel, Created: created, Chars: chars, Lines: lines, Bytes: len(in.Content)},
 	}, nil
 }
 
 func (w *Workspace) editTool() *tool.Tool {
-	return tool.MustFunc("workspace--edit",
+	return withOutput(editSchema(), tool.MustFunc("workspace--edit",
 		"Replace exact text in a workspace file.\nold_string must occur exactly once, or set replace_all to replace every occurrence.",
-		func(ctx context.Context, in EditInput) (any, error) { return w.EditContext(ctx, in) })
+		func(ctx context.Context, in EditInput) (any, error) { return w.EditContext(ctx, in) }))
 }
 
 // Edit replaces old_string with new_string in a file, telling no
@@ -329,7 +360,7 @@ func (w *Workspace) EditContext(ctx context.Context, in EditInput) (result.Resul
 	}
 	return result.Result{
 		Data:       fmt.Sprintf("replaced %d occurrence(s) in %s", n, showName(rel)),
-		Structured: map[string]any{"path": rel, "replacements": n},
+		Structured: EditReport{Path: rel, Replacements: n},
 	}, nil
 }
 
@@ -338,6 +369,9 @@ func (w *Workspace) EditContext(ctx context.Context, in EditInput) (result.Resul
 // (tool.Tool.ReadOnly: the permission policy allows them by default, and
 // a round runs them side by side) and may run again (tool.Tool.Rerun): a
 // second run changes nothing. write and edit are neither.
+//
+// Each gives structured content on success, which its OutputSchema
+// describes (schemas.go).
 func (w *Workspace) Tools() []*tool.Tool {
 	readers := []*tool.Tool{w.readTool(), w.grepTool(), w.listTool(), w.globTool()}
 	for _, t := range readers {

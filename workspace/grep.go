@@ -32,40 +32,40 @@ type GrepInput struct {
 // GrepReport is the structured content of workspace--grep.
 type GrepReport struct {
 	// Matches are the matching lines shown, in order.
-	Matches []GrepMatch `json:"matches"`
+	Matches []GrepMatch `json:"matches" jsonschema:"the matching lines shown, in order"`
 	// Total is how many lines matched in all; Shown how many are listed.
-	Total        int `json:"total"`
-	Shown        int `json:"shown"`
-	Skipped      int `json:"skipped"`      // matching lines skipped (the input's skip)
-	FilesMatched int `json:"filesMatched"` // files with at least one matching line
-	FilesRead    int `json:"filesRead"`    // text files searched
+	Total        int `json:"total" jsonschema:"how many lines matched in all"`
+	Shown        int `json:"shown" jsonschema:"how many matching lines are shown"`
+	Skipped      int `json:"skipped" jsonschema:"matching lines skipped (the input's skip)"`
+	FilesMatched int `json:"filesMatched" jsonschema:"files with at least one matching line"`
+	FilesRead    int `json:"filesRead" jsonschema:"text files searched"`
 	// Passed over: binary files, named pipes, sockets and devices (never
 	// opened), links leading out, files that could not be read; each with
 	// why.
-	PassedOver []string `json:"passedOver,omitempty"`
+	PassedOver []string `json:"passedOver,omitempty" jsonschema:"files passed over (binary files, named pipes, sockets, devices, links leading out, files that could not be read), each with why"`
 	// LongLines counts the lines longer than 1 MiB, which were searched in
 	// their first MiB only (the rest was read past); LongLineAt names the
 	// first 100 of them.
-	LongLines  int         `json:"longLines,omitempty"`
-	LongLineAt []GrepPlace `json:"longLineAt,omitempty"`
+	LongLines  int         `json:"longLines,omitempty" jsonschema:"lines longer than 1 MiB, searched in their first MiB only"`
+	LongLineAt []GrepPlace `json:"longLineAt,omitempty" jsonschema:"the first 100 of those long lines"`
 	// NotSearched are the directories .git and .myelin met on the way
 	// down and not searched; a call whose path points into one searches it.
-	NotSearched []string `json:"notSearched,omitempty"`
+	NotSearched []string `json:"notSearched,omitempty" jsonschema:"the directories .git and .myelin met on the way and not searched; a call whose path points into one searches it"`
 	// Next is the input for the next matches, nil when none are left.
-	Next *GrepInput `json:"next"`
+	Next *GrepInput `json:"next" jsonschema:"the arguments of the workspace--grep call for the next matches; null when none are left"`
 }
 
 // GrepPlace is a line of a file.
 type GrepPlace struct {
-	Path string `json:"path"` // the file, as the tools show it (quoted when it must be)
-	Line int    `json:"line"` // the line number, 1-based
+	Path string `json:"path" jsonschema:"the file, as the tools show it (quoted when it must be)"`
+	Line int    `json:"line" jsonschema:"the line number, 1-based"`
 }
 
 // GrepMatch is one matching line.
 type GrepMatch struct {
-	Path string `json:"path"` // the file, relative to the workspace root, as the tools show it (quoted when it must be)
-	Line int    `json:"line"` // the line number, 1-based
-	Text string `json:"text"` // the line, well formed and cut as shown
+	Path string `json:"path" jsonschema:"the file, relative to the workspace root, as the tools show it (quoted when it must be)"`
+	Line int    `json:"line" jsonschema:"the line number, 1-based"`
+	Text string `json:"text" jsonschema:"the line, well formed and cut as shown"`
 }
 
 const (
@@ -77,7 +77,7 @@ const (
 )
 
 func (w *Workspace) grepTool() *tool.Tool {
-	return tool.MustFunc("workspace--grep",
+	return withOutput(grepSchema(), tool.MustFunc("workspace--grep",
 		"Search the workspace's text files for an RE2 regular expression.\n"+
 			"Output is `path:line:text` per matching line (with context, context lines `path-line-text` and groups split by `--`), "+
 			"long lines cut, at most limit matches, with a footer saying what was left out and the call that shows the next ones. "+
@@ -85,7 +85,7 @@ func (w *Workspace) grepTool() *tool.Tool {
 			"A name shown quoted (\"nl\\nx.txt\") is given as path quoted the same way.",
 		func(ctx context.Context, in GrepInput) (any, error) {
 			return w.Grep(ctx, in, tool.CapFrom(ctx))
-		})
+		}))
 }
 
 // Grep searches files for the pattern, line by line, and returns what fits

@@ -24,19 +24,19 @@ type ReadInput struct {
 // ReadPage is the structured content of workspace--read: what the page
 // shows and how to get the next one.
 type ReadPage struct {
-	Path       string `json:"path"`                // the file, relative to the workspace root
-	Mode       string `json:"mode"`                // "lines" or "chars"
-	FirstLine  int    `json:"firstLine,omitempty"` // the first line shown, by line
-	LastLine   int    `json:"lastLine,omitempty"`  // the last line shown, by line
-	TotalLines int    `json:"totalLines"`          // lines in the file
+	Path       string `json:"path" jsonschema:"the file, relative to the workspace root, as the tools show it"`
+	Mode       string `json:"mode" jsonschema:"lines (read by line) or chars (by character)"`
+	FirstLine  int    `json:"firstLine,omitempty" jsonschema:"by line: the first line shown, 1-based"`
+	LastLine   int    `json:"lastLine,omitempty" jsonschema:"by line: the last line shown"`
+	TotalLines int    `json:"totalLines" jsonschema:"lines in the file"`
 	// OffsetChars and Chars are the character range shown (0-based start),
 	// in both modes.
-	OffsetChars int  `json:"offsetChars"`
-	Chars       int  `json:"chars"`
-	TotalChars  int  `json:"totalChars"` // characters in the file
-	EOF         bool `json:"eof"`        // the page reaches the end of the file
+	OffsetChars int  `json:"offsetChars" jsonschema:"the first character shown, 0-based, in both modes"`
+	Chars       int  `json:"chars" jsonschema:"characters shown"`
+	TotalChars  int  `json:"totalChars" jsonschema:"characters in the file"`
+	EOF         bool `json:"eof" jsonschema:"the page reaches the end of the file"`
 	// Next is the input of the call for the next page; nil at the end.
-	Next *ReadInput `json:"next"`
+	Next *ReadInput `json:"next" jsonschema:"the arguments of the workspace--read call for the next page; null at the end"`
 }
 
 const (
@@ -47,7 +47,7 @@ const (
 )
 
 func (w *Workspace) readTool() *tool.Tool {
-	return tool.MustFunc("workspace--read",
+	return withOutput(readSchema(), tool.MustFunc("workspace--read",
 		"Read a text file of the workspace, a page at a time.\n"+
 			"By line (offset is 1-based, limit defaults to 2000, at most 100000) the page is `cat -n` style: line number, tab, line. "+
 			"For files with very long lines, read by character with offsetChars and limitChars. "+
@@ -59,7 +59,7 @@ func (w *Workspace) readTool() *tool.Tool {
 				return nil, err
 			}
 			return w.Read(in, tool.CapFrom(ctx))
-		})
+		}))
 }
 
 // Read returns one page of a file that fits in cap characters, footer

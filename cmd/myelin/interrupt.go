@@ -19,12 +19,14 @@ import (
 // interrupted but by its own end.
 
 // stopSignals are the signals main hands to the command args run as
-// interrupts: SIGINT for every command, and for serve SIGTERM too — what
-// Docker, systemd and Kubernetes stop a service with, which serve takes
-// as it takes Ctrl-C (it stops gracefully). run and chat are not
-// services: SIGTERM ends them at once, as it ends most programs.
+// interrupts: SIGINT for every command, and for the services — serve and
+// mcp serve — SIGTERM too: what Docker, systemd and Kubernetes stop a
+// service with, and what an MCP host sends a stdio server that has not
+// left after its input closed; they take it as they take Ctrl-C (they
+// stop gracefully). run and chat are not services: SIGTERM ends them at
+// once, as it ends most programs.
 func stopSignals(args []string) []os.Signal {
-	if len(args) > 0 && args[0] == "serve" {
+	if len(args) > 0 && args[0] == "serve" || len(args) > 1 && args[0] == "mcp" && args[1] == "serve" {
 		return []os.Signal{os.Interrupt, syscall.SIGTERM}
 	}
 	return []os.Signal{os.Interrupt}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/myelin-run/myelin/background"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/httpguard"
 	"github.com/myelin-run/myelin/server"
 	"github.com/myelin-run/myelin/tool"
 )
@@ -247,12 +248,11 @@ func parseServe(args []string, stdout, stderr io.Writer) (c *serveSetup, code in
 	if f.token == "" {
 		f.token = os.Getenv("MYELIN_TOKEN")
 	}
-	if !server.Loopback(f.addr) && f.token == "" {
-		return nil, usageError(stderr, "serve", fmt.Sprintf("--addr %s is not a loopback address: give a token (--token or MYELIN_TOKEN) that every request must send, or listen on 127.0.0.1", f.addr)), true
-	}
-	// a token too weak, or CORS without one, would leave the API open to
-	// any web page: the server would refuse every request, so refuse here
-	if err := (&server.Server{Token: f.token, CORSOrigins: f.cors}).Check(); err != nil {
+	// off loopback without a token anyone who reaches the port drives
+	// every tool; a token too weak, or CORS without one, would leave the
+	// API open to any web page: the server would refuse every request, so
+	// refuse here (the same check as mcp serve --http's)
+	if err := (&httpguard.Guard{Token: f.token, CORSOrigins: f.cors}).CheckListen("--addr", f.addr); err != nil {
 		return nil, usageError(stderr, "serve", err.Error()), true
 	}
 	var err error

@@ -289,7 +289,10 @@ var migrations = []string{
 	CREATE INDEX conversations_base ON conversations(base) WHERE base <> '';
 	CREATE INDEX conversations_branch_of ON conversations(branch_of) WHERE branch_of <> '';`,
 	// 6: the providers' rate limits the processes on the database share
-	// (RateLimits, ratelimits.go): a row per limiter, never a key
+	// (RateLimits, ratelimits.go): a row per limiter, never a key. Its
+	// SQL, applied as written, says updated_at is the observing host's
+	// clock; since layout 7 every time in the row is the database's
+	// (clock_timestamp(), ratelimits.go), so hosts' clocks never meet.
 	`CREATE TABLE myelin_rate_limits (
 		endpoint     text NOT NULL,
 		identity     text NOT NULL,        -- ratelimit.Identity: a hash, never the key

@@ -148,10 +148,10 @@ func (p Pass) Observe(res *http.Response, body []byte) ratelimit.Observation {
 // Now is the limiter's time, which its waits and observations count by:
 // its Clock's, else the real one.
 func (g *Gate) Now() time.Time {
-	if g != nil && g.limiter.Clock != nil {
-		return g.limiter.Clock.Now()
+	if g == nil {
+		return time.Now()
 	}
-	return time.Now()
+	return g.limiter.Now()
 }
 
 // Middleware is the gate as an SDK middleware (anthropic-sdk-go's and

@@ -227,9 +227,11 @@ func (s *Sender) retryAfter(res *http.Response) (d time.Duration, ok, tooLong bo
 		if h.unit != time.Second {
 			continue // only retry-after may be a date
 		}
-		t, err := time.Parse(time.RFC1123, v)
+		t, err := http.ParseTime(v) // the three forms of RFC 9110 §5.6.7
 		if err != nil {
-			continue
+			if t, err = time.Parse(time.RFC1123, v); err != nil {
+				continue
+			}
 		}
 		d := t.Sub(s.now())
 		switch {

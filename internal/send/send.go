@@ -98,7 +98,7 @@ func New(t Target, client *http.Client, rules Rules, refusal Refusal) *Sender {
 	return &Sender{
 		target: t, client: client, rules: rules, refusal: refusal,
 		count: t.Header.Get(retryCount) == "0", own: client.Jar != nil,
-		sleep: wait, now: time.Now, jitter: randomJitter,
+		sleep: Sleep, now: time.Now, jitter: randomJitter,
 	}
 }
 
@@ -356,8 +356,10 @@ func closeBody(res *http.Response) {
 	}
 }
 
-// wait waits d, or until ctx is done.
-func wait(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx is done, and then returns ctx's error (at
+// once when ctx is done already): the one pause of every retry and
+// backoff, the wires' and the agent's.
+func Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}

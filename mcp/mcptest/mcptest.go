@@ -1,8 +1,8 @@
 // Package mcptest is an MCP server for tests, built with the go-sdk: its
 // tools return every content type and every trap myelin's client must get
-// through — structured content alone or with text, isError, raw JSON the
-// SDK itself would refuse to send (unknown block types, lone surrogate
-// escapes), replies of many MiB, slow calls and a crash in the middle of a
+// through — structured content alone (with an output schema) or with
+// text, isError, raw JSON the SDK itself would refuse to send (unknown
+// block types, lone surrogate escapes), replies of many MiB, slow calls and a crash in the middle of a
 // call, a reply sent on the stream the client resumes after the server
 // closed the call's own stream, and a server that ignores the end of its
 // stdin and SIGTERM (Stubborn).
@@ -59,9 +59,14 @@ const rawPrefix = "\x00mcptest-raw:"
 // NewServer is the test server with all its tools.
 func NewServer() *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, nil)
-	add := func(name, desc string, props map[string]any, h func(ctx context.Context, in map[string]any) *sdk.CallToolResult) {
+	// addOut adds a tool; out, when not nil, is its output schema.
+	addOut := func(name, desc string, props, out map[string]any, h func(ctx context.Context, in map[string]any) *sdk.CallToolResult) {
 		schema := map[string]any{"type": "object", "properties": props}
-		s.AddTool(&sdk.Tool{Name: name, Description: desc, InputSchema: schema}, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		t := &sdk.Tool{Name: name, Description: desc, InputSchema: schema}
+		if out != nil {
+			t.OutputSchema = out
+		}
+		s.AddTool(t, func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			in := map[string]any{}
 			if len(req.Params.Arguments) > 0 {
 				if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
@@ -70,6 +75,9 @@ func NewServer() *sdk.Server {
 			}
 			return h(ctx, in), nil
 		})
+	}
+	add := func(name, desc string, props map[string]any, h func(ctx context.Context, in map[string]any) *sdk.CallToolResult) {
+		addOut(name, desc, props, nil, h)
 	}
 	str := map[string]any{"type": "string"}
 	num := map[string]any{"type": "number"}
@@ -89,7 +97,11 @@ func NewServer() *sdk.Server {
 			&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "file:///data.bin", MIMEType: "application/octet-stream", Blob: Blob}},
 		}}
 	})
-	add("structured", "Returns structured content and no text.", nil, func(context.Context, map[string]any) *sdk.CallToolResult {
+	// structured has an output schema, which its result fits;
+	// structured_text has none.
+	counted := map[string]any{"type": "object", "required": []any{"count"}, "properties": map[string]any{
+		"count": map[string]any{"type": "integer"}, "items": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}}
+	addOut("structured", "Returns structured content and no text.", nil, counted, func(context.Context, map[string]any) *sdk.CallToolResult {
 		return &sdk.CallToolResult{Content: []sdk.Content{}, StructuredContent: map[string]any{"count": 2, "items": []string{"a", "b"}}}
 	})
 	add("structured_text", "Returns structured content and its own text.", nil, func(context.Context, map[string]any) *sdk.CallToolResult {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/myelin-run/myelin/internal/ratewait"
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/ratelimit"
 )
@@ -361,12 +362,5 @@ func (r *retryPolicy) wait(ctx context.Context, d time.Duration) error {
 	if r.sleep != nil {
 		return r.sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return send.Sleep(ctx, d)
 }
