@@ -39,6 +39,8 @@ Usage:
   myelin mcp list [--workspace DIR] [--mcp-config FILE]
   myelin mcp trust [--workspace DIR]
   myelin mcp login SERVER [--workspace DIR] [--mcp-config FILE]
+  myelin mcp serve [--workspace DIR] [--allow-shell] [--http ADDR] [--agent]
+                   [tool flags]
   myelin serve [--addr HOST:PORT] [--token TOKEN] [run's flags]
   myelin version
   myelin help
