@@ -18,7 +18,7 @@ import (
 )
 
 // mcpAgentName is the name of the agent tool of mcp serve --agent.
-const mcpAgentName = "agent"
+const mcpAgentName = "agent--run"
 
 // mcpAgentDescription is the agent tool's description, as hosts show it
 // to their models.

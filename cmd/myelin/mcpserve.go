@@ -32,7 +32,7 @@ const mcpServeUsage = `Usage:
       of myelin serve: a token is needed off the loopback interface, and a
       request for another host or from another origin is refused.
   myelin mcp serve --agent [--provider NAME] [--model NAME] [run's flags]
-      Offer the tool agent too: each call runs a turn of a myelin agent, on
+      Offer the tool agent--run too: each call runs a turn of a myelin agent, on
       its own provider and model with the tools served here, on the task it
       is given, stored as a conversation (a new one, or the one the call
       names), and answers with its final answer (docs/mcp.md, "The agent
@@ -121,7 +121,7 @@ func (f *mcpServeFlags) set() *flag.FlagSet {
 	})
 	fs.StringVar(&f.http, "http", "", "serve streamable HTTP on `ADDR` (host:port) instead of stdio")
 	fs.StringVar(&f.token, "token", "", "with --http, the `TOKEN` every request must send as Authorization: Bearer TOKEN (default $MYELIN_TOKEN); required off the loopback interface")
-	fs.BoolVar(&f.agent, "agent", false, "offer the tool agent: a turn of a myelin agent on its own provider (--provider, --model, --system...) on the task given, stored as a conversation, its final answer the result (docs/mcp.md)")
+	fs.BoolVar(&f.agent, "agent", false, "offer the tool agent--run: a turn of a myelin agent on its own provider (--provider, --model, --system...) on the task given, stored as a conversation, its final answer the result (docs/mcp.md)")
 	fs.DurationVar(&f.agentTime, "agent-time", defaultAgentTime, "with --agent, the most time one call of agent may take, a `duration`: then its turn is cancelled, its answer as far as it came stored")
 	fs.BoolVar(&f.fixtures, "conformance-fixtures", false, "FOR TESTS ONLY: add the tools, resources and prompts the MCP conformance suite's server scenarios name (docs/mcp.md)")
 	return fs
@@ -244,9 +244,9 @@ func mcpServeCommand(ctx context.Context, args []string, stdin io.Reader, stdout
 
 // agentRule allows the host's calls of the agent tool: --agent is the
 // user's word for them. The agent's own calls are each checked by the
-// policy; an ask or deny rule naming agent still wins over this one. (A
-// rule written "agent" would name a command of shell--run's: one word
-// without "--" or "_" reads as one.)
+// policy; an ask or deny rule naming agent--run still wins over this
+// one. (Its name has "--", as every tool myelin offers: a rule of one
+// word without "--" or "_" names a command of shell--run's.)
 var agentRule = permission.Rule{Decision: permission.Allow, Tool: mcpAgentName, Text: mcpAgentName, Source: "flag --agent"}
 
 // mcpServed is what mcp serve offers, and what it holds open.

@@ -21,6 +21,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/mcp/mcptest"
+	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
@@ -174,9 +175,9 @@ func TestMCPServeOffersTheWorkspaceToolsShellOnlyWithAllowShellAndAgentOnlyWithA
 		outputOf   string // a tool whose output schema the host must be told
 		background bool
 	}{
-		{nil, workspaceTools, []string{"shell--run", "agent", "code_execution--list"}, "", false},
-		{[]string{"--allow-shell"}, append([]string{"shell--run"}, workspaceTools...), []string{"agent"}, "", false},
-		{[]string{"--agent"}, append([]string{"agent"}, workspaceTools...), []string{"shell--run"}, "agent", false},
+		{nil, workspaceTools, []string{"shell--run", "agent--run", "code_execution--list"}, "", false},
+		{[]string{"--allow-shell"}, append([]string{"shell--run"}, workspaceTools...), []string{"agent--run"}, "", false},
+		{[]string{"--agent"}, append([]string{"agent--run"}, workspaceTools...), []string{"shell--run"}, "agent--run", false},
 		{[]string{"--no-code-execution"}, workspaceTools[1:], []string{"code_execution"}, "", false},
 	} {
 		h := startMCPServe(t, append([]string{"--workspace", workspaceWith(t, nil)}, tt.flags...)...)
@@ -273,7 +274,7 @@ func TestMCPServeAsksTheHostsUserWhatThePolicyAsksAbout(t *testing.T) {
 	if res, text := h.call(t, context.Background(), "workspace--write", map[string]any{"path": "by-host.txt", "content": "h"}, nil); res.IsError || !exists(filepath.Join(dir, "by-host.txt")) {
 		t.Fatalf("the host's write, its user allowing it: isError %v, %q", res.IsError, text)
 	}
-	if res, text := h.call(t, context.Background(), "agent", map[string]any{"task": "write it"}, nil); res.IsError || !exists(filepath.Join(dir, "by-agent.txt")) {
+	if res, text := h.call(t, context.Background(), "agent--run", map[string]any{"task": "write it"}, nil); res.IsError || !exists(filepath.Join(dir, "by-agent.txt")) {
 		t.Fatalf("the agent's write, the host's user allowing it: isError %v, %q", res.IsError, text)
 	}
 	mu.Lock()
@@ -355,7 +356,7 @@ func TestMCPServeAgentToolRunsATurnStoredAsAConversation(t *testing.T) {
 	}
 	done := make(chan called, 1)
 	go func() {
-		p := &sdk.CallToolParams{Name: "agent", Arguments: map[string]any{"task": "what does a.txt say?"}}
+		p := &sdk.CallToolParams{Name: "agent--run", Arguments: map[string]any{"task": "what does a.txt say?"}}
 		p.SetProgressToken("p1")
 		res, err := h.session.CallTool(context.Background(), p)
 		done <- called{res, err}
@@ -417,7 +418,7 @@ func TestMCPServeAgentToolRunsATurnStoredAsAConversation(t *testing.T) {
 	h.mu.Unlock()
 
 	// a later call names the conversation: the agent goes on with it
-	res, text = h.call(t, context.Background(), "agent", map[string]any{"task": "and now?", "conversation": out.Conversation}, nil)
+	res, text = h.call(t, context.Background(), "agent--run", map[string]any{"task": "and now?", "conversation": out.Conversation}, nil)
 	if res.IsError || !strings.HasPrefix(text, "Still alpha.") {
 		t.Fatalf("the continued conversation's result: isError %v, text %q", res.IsError, text)
 	}
@@ -456,7 +457,7 @@ func TestMCPServeAgentToolGivesALongAnswersHeadAsItsStructuredAnswer(t *testing.
 	answer := strings.Repeat("a long answer line\n", 3000)
 	fakeAnthropic(t, providertest.Step{Text: answer})
 	h := startMCPServe(t, "--workspace", workspaceWith(t, nil), "--agent")
-	res, text := h.call(t, context.Background(), "agent", map[string]any{"task": "say a lot"}, nil)
+	res, text := h.call(t, context.Background(), "agent--run", map[string]any{"task": "say a lot"}, nil)
 	var out agentOutcome
 	raw, _ := json.Marshal(res.StructuredContent)
 	if err := json.Unmarshal(raw, &out); err != nil || res.IsError || !out.AnswerCut || out.Answer != answer[:result.DefaultCap] {
@@ -471,9 +472,9 @@ func TestMCPServeAgentToolGivesALongAnswersHeadAsItsStructuredAnswer(t *testing.
 // still wins.
 func TestMCPServeAgentToolIsAllowedByAgentAndDeniedByADenyRule(t *testing.T) {
 	fakeAnthropic(t, providertest.Step{Text: "done"})
-	h := startMCPServe(t, "--workspace", workspaceWith(t, nil), "--agent", "--deny", "agen?")
-	if res, text := h.call(t, context.Background(), "agent", map[string]any{"task": "go"}, nil); !res.IsError || !strings.Contains(text, "the call of agent was denied by the permission policy") {
-		t.Fatalf("agent under --deny 'agen?': isError %v, text %q; want it denied", res.IsError, text)
+	h := startMCPServe(t, "--workspace", workspaceWith(t, nil), "--agent", "--deny", "agent--run")
+	if res, text := h.call(t, context.Background(), "agent--run", map[string]any{"task": "go"}, nil); !res.IsError || !strings.Contains(text, "the call of agent--run was denied by the permission policy") {
+		t.Fatalf("agent under --deny agent--run: isError %v, text %q; want it denied", res.IsError, text)
 	}
 }
 
@@ -488,7 +489,7 @@ func TestMCPServeAgentToolEndsItsTurnWhenTheHostCancels(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	called := make(chan error, 1)
 	go func() {
-		_, err := h.session.CallTool(ctx, &sdk.CallToolParams{Name: "agent", Arguments: map[string]any{"task": "take your time"}})
+		_, err := h.session.CallTool(ctx, &sdk.CallToolParams{Name: "agent--run", Arguments: map[string]any{"task": "take your time"}})
 		called <- err
 	}()
 	waitFor(t, "the agent's request", func() bool { return len(srv.Requests()) == 1 }, h.stderr)
@@ -525,7 +526,7 @@ func TestMCPServeStoresTheAgentsCutAnswerWhenTheHostQuitsMidTurn(t *testing.T) {
 	defer close(hold)
 	srv := fakeAnthropic(t, providertest.Step{Text: "never sent", Hold: hold})
 	h := startMCPServe(t, "--workspace", dir, "--agent")
-	go h.session.CallTool(context.Background(), &sdk.CallToolParams{Name: "agent", Arguments: map[string]any{"task": "take your time"}})
+	go h.session.CallTool(context.Background(), &sdk.CallToolParams{Name: "agent--run", Arguments: map[string]any{"task": "take your time"}})
 	waitFor(t, "the agent's request", func() bool { return len(srv.Requests()) == 1 }, h.stderr)
 	if code := h.end(t); code != exitOK {
 		t.Fatalf("exit %d when the host quit mid-turn; stderr: %s", code, h.stderr)
@@ -572,4 +573,25 @@ func TestMCPServeTellsTheHostWhenTheToolsOfItsMCPServersChange(t *testing.T) {
 	if !strings.Contains(h.stderr.String(), "the MCP servers' tools changed; offering the new set") {
 		t.Errorf("stderr does not say the tools changed: %s", h.stderr)
 	}
+}
+
+// A rule of one word names a tool only when the word looks like a tool's
+// name (it holds "--" or "_"); any other word names a command of
+// shell--run's. So every tool myelin offers must look like one, or the
+// --allow a denial names for it would allow nothing (the agent tool was
+// once named "agent").
+func TestEveryToolMCPServeOffersIsNamedByAOneWordRule(t *testing.T) {
+	fakeAnthropic(t)
+	h := startMCPServe(t, "--workspace", workspaceWith(t, nil), "--agent", "--allow-shell", "--delegate")
+	names := h.names(t)
+	if !slices.Contains(names, mcpAgentName) || !slices.Contains(names, "agent--delegate") {
+		t.Fatalf("tools/list = %v, want the agent tool and agent--delegate among them", names)
+	}
+	for _, name := range names {
+		r, err := permission.ParseRule(name, permission.Allow, "test")
+		if err != nil || r.Tool != name || r.Command != nil {
+			t.Errorf("the rule %q names tool %q, command %q (err %v): want the tool %s itself", name, r.Tool, r.Command, err, name)
+		}
+	}
+	h.end(t)
 }
