@@ -66,6 +66,13 @@ type Config struct {
 	// for a change (notifications/resources/updated); 0 means every
 	// second.
 	Poll time.Duration
+	// HostChecked says the caller of Handler checks each request's Host
+	// itself, as internal/httpguard does (a loopback name unless there is
+	// a token): the SDK's own check, which refuses every name but a
+	// loopback one on a loopback listener, is then off, so that a token
+	// lets a same-machine proxy's names through as myelin serve does.
+	// Leave it false for a Handler not so guarded.
+	HostChecked bool
 	// Fixtures adds the tools, resources and prompts the MCP conformance
 	// suite's server scenarios name (internal/mcpfixtures). For tests
 	// only: `myelin mcp serve --conformance-fixtures`.
@@ -145,7 +152,8 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 // over all sessions: results are capped, so they are small) for a host
 // that reconnects with Last-Event-ID. The caller guards it
 // (internal/httpguard): it checks no token, host or origin itself
-// beyond the SDK's own check of a loopback request's Host.
+// beyond the SDK's own check of a loopback request's Host, off when
+// Config.HostChecked says the caller checks it.
 func (s *Server) Handler() http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil)})
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), DisableLocalhostProtection: s.cfg.HostChecked})
 }

@@ -217,7 +217,8 @@ func mcpServeCommand(ctx context.Context, args []string, stdin io.Reader, stdout
 		return exitError
 	}
 	srv := mcpserver.New(mcpserver.Config{Name: "myelin", Version: version(), Tools: reg, Env: sv.env, Gate: sv.gate,
-		Workspace: sv.s.ws, Store: sv.s.store, Fixtures: f.fixtures})
+		Workspace: sv.s.ws, Store: sv.s.store, Fixtures: f.fixtures,
+		HostChecked: f.http != ""}) // --http: httpguard checks the Host (mcpserve_http.go)
 	sv.gate.Asker = srv.Asker() // before any call is checked
 	fmt.Fprintln(stderr, sv.describe(reg, f.http))
 

@@ -277,6 +277,10 @@ func TestMCPServeHTTPWithATokenNeedsItOnEveryRequest(t *testing.T) {
 				resp, body := s.post(t, initializeRequest, map[string]string{"Authorization": auth})
 				wantInitialized(t, "with the token", resp, body)
 			}
+			// with a token, any name is served, as by myelin serve: a proxy
+			// on the same machine that keeps the Host it was asked for
+			resp, body = s.post(t, initializeRequest, map[string]string{"Authorization": "Bearer " + token, "Host": "myelin.example.com"})
+			wantInitialized(t, "with the token, for another host name", resp, body)
 			if strings.Contains(s.stderr.String(), token) {
 				t.Errorf("stderr shows the token: %s", s.stderr.String())
 			}
