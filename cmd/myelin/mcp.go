@@ -31,7 +31,7 @@ const mcpUsage = `Usage:
       the redirect on 127.0.0.1. Its tokens are kept, refreshed when they
       expire, in ~/.myelin/mcp-tokens (mode 0600), for run, chat, tool and
       mcp list. A server whose entry names client credentials is checked.
-  myelin mcp serve [--workspace DIR] [--allow-shell] [--http ADDR] [flags]
+  myelin mcp serve [--workspace DIR] [--allow-shell] [--agent] [--http ADDR] [flags]
       Serve the workspace's tools to an MCP host (myelin mcp serve --help).
 `
 
