@@ -20,23 +20,6 @@ import (
 // process, in seconds on an idle machine.
 const conformanceServerBound = 2 * time.Minute
 
-// serverOutOfScope reads the server scenarios that are not expected to
-// pass, each with its reason: testdata/conformance/server-out-of-scope.txt,
-// which docs/mcp.md names; the same form as out-of-scope.txt.
-func serverOutOfScope(t *testing.T) map[string]string {
-	t.Helper()
-	f, err := os.Open(filepath.Join(conformanceDir, "server-out-of-scope.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out, err := parseOutOfScope(f)
-	if err != nil {
-		t.Fatalf("%s: %v", f.Name(), err)
-	}
-	return out
-}
-
 // serverScenarios asks the suite which server scenarios it has, pending
 // ones among them (`list --server`).
 func serverScenarios(t *testing.T, suite []string) []string {
@@ -144,7 +127,7 @@ func startMCPServeWithFixtures(t *testing.T, bin string) (url string, stderr *lo
 // fixtures nor myelin's tools keep state from one session to the next.
 func TestConformanceServerScenariosPassAgainstMyelinMCPServe(t *testing.T) {
 	suite := conformanceSuite(t)
-	skip := serverOutOfScope(t)
+	skip := outOfScope(t, "server-out-of-scope.txt")
 	scenarios := serverScenarios(t, suite)
 	for name := range skip {
 		if !slices.Contains(scenarios, name) {
