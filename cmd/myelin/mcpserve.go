@@ -153,31 +153,12 @@ func (f *mcpServeFlags) check(set map[string]bool) error {
 	return f.agentFlags.check(set)
 }
 
-// refusedMCPServeFlag is the first of notMCPServeFlags args give (before
-// a "--"), "" for none.
-func refusedMCPServeFlag(args []string) string {
-	for _, a := range args {
-		if a == "--" {
-			return ""
-		}
-		name, ok := strings.CutPrefix(a, "-")
-		if !ok {
-			continue
-		}
-		name, _, _ = strings.Cut(strings.TrimPrefix(name, "-"), "=")
-		if notMCPServeFlags[name] {
-			return name
-		}
-	}
-	return ""
-}
-
 // mcpServeCommand is myelin mcp serve: args are those after "serve".
 func mcpServeCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const name = "mcp serve"
 	var f mcpServeFlags
 	fs := f.set()
-	if flagName := refusedMCPServeFlag(args); flagName != "" {
+	if flagName := refusedFlag(args, notMCPServeFlags); flagName != "" {
 		why := "a call of the agent tool names its conversation in its input"
 		if !notServeFlags[flagName] {
 			why = "mcp serve runs no background scripts and shows no thinking: a host's call ends with its result"

@@ -104,9 +104,9 @@ func (f *serveFlags) flagSet() *flag.FlagSet {
 	return fs
 }
 
-// refusedFlag is the first of notServeFlags args give (before a "--"),
-// "" for none.
-func refusedFlag(args []string) string {
+// refusedFlag is the first flag of the refused set (notServeFlags,
+// notMCPServeFlags) args give (before a "--"), "" for none.
+func refusedFlag(args []string, refused map[string]bool) string {
 	for _, a := range args {
 		if a == "--" {
 			return ""
@@ -117,7 +117,7 @@ func refusedFlag(args []string) string {
 		}
 		name = strings.TrimPrefix(name, "-")
 		name, _, _ = strings.Cut(name, "=")
-		if notServeFlags[name] {
+		if refused[name] {
 			return name
 		}
 	}
@@ -225,7 +225,7 @@ func parseServe(args []string, stdout, stderr io.Writer) (c *serveSetup, code in
 	fs.DurationVar(&f.lease, "lease", history.DefaultLease, "how long a turn's claim on its conversation lasts unrenewed (`DURATION`, 1s or more): a worker that died is taken over after it, or at once on its own host")
 	fs.DurationVar(&f.grace, "shutdown-grace", defaultShutdownGrace, "on SIGTERM or SIGINT, how long (a `DURATION`; 0 for none) running turns have to finish before they are cancelled (not with --worker: its turns go back to the queue at once)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "how the line logged to stderr for each request and each turn is written: `text` (key=value) or json")
-	if name := refusedFlag(args); name != "" {
+	if name := refusedFlag(args, notServeFlags); name != "" {
 		return nil, usageError(stderr, "serve", fmt.Sprintf("--%s is run's and chat's: over the API each request names its conversation, and a turn on a conversation another writer advances is refused (409) rather than waited for", name)), true
 	}
 	pos, code, done := parseCommand("serve", serveUsage, fs, args, stdout, stderr)
