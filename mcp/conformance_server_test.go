@@ -189,18 +189,10 @@ func TestParseServerListReadsEachScenariosName(t *testing.T) {
 }
 
 func TestServerRunsAreNamedWithoutTheSuitesServerPrefix(t *testing.T) {
-	dir := t.TempDir()
-	for rel, checks := range map[string]string{
+	dir := writeChecks(t, map[string]string{
 		"server-server-initialize-2026-12-03T19-22-01-556Z": `[{"id":"a","status":"SUCCESS"}]`,
 		"server-ping-2026-12-03T19-22-01-557Z":              `[{"id":"b","status":"FAILURE"}]`,
-	} {
-		if err := os.MkdirAll(filepath.Join(dir, rel), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, rel, "checks.json"), []byte(checks), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	runs, err := serverRuns(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -334,19 +334,11 @@ func TestParseOutOfScopeNeedsAReasonAndOneLineAScenario(t *testing.T) {
 }
 
 func TestReadRunsTellsScenariosByTheirResultDirectory(t *testing.T) {
-	dir := t.TempDir()
-	for rel, checks := range map[string]string{
+	dir := writeChecks(t, map[string]string{
 		"initialize-2026-12-03T19-22-01-556Z":         `[{"id":"a","status":"SUCCESS"},{"id":"i","status":"INFO"}]`,
 		"auth/scope-step-up-2026-12-03T19-22-01-559Z": `[{"id":"b","status":"SUCCESS"},{"id":"c","status":"FAILURE"}]`,
 		"sse-retry-2026-12-03T19-22-01-558Z":          `[{"id":"d","status":"WARNING"}]`,
-	} {
-		if err := os.MkdirAll(filepath.Join(dir, rel), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, rel, "checks.json"), []byte(checks), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	runs, err := readRuns(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -376,4 +368,20 @@ func TestOnlyATimingFailureIsRunAgainAlone(t *testing.T) {
 			t.Errorf("%s: onlyTiming = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// writeChecks writes a results directory as the suite leaves it: for
+// each result directory named, its checks.json. It returns the directory.
+func writeChecks(t *testing.T, checks map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for rel, c := range checks {
+		if err := os.MkdirAll(filepath.Join(dir, rel), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel, "checks.json"), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
