@@ -193,6 +193,13 @@ func (g *turnGate) Check(ctx context.Context, q tool.Question) (tool.Ruling, err
 			return rul, err
 		}
 	}
+	if q.Tool != nil && q.Tool.Alongside && !q.Tool.ReadOnly {
+		// it orders its own calls (the agent's turn, a subagent's), each
+		// checked by the gate as it comes: a turn held for all of it would
+		// hold every later write, and the calls behind that, for as long
+		// as it runs
+		return rul, nil
+	}
 	g.alone = q.Tool == nil || !q.Tool.Concurrent()
 	if err := g.s.turns.take(ctx, g.alone); err != nil {
 		return tool.Ruling{}, err

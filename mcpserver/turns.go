@@ -12,7 +12,12 @@ import (
 // such calls, and a call of any other tool runs alone, in the order the
 // calls came. It is a queue: a call waits for those that came before
 // it, so a read that comes after a write waits for the write, and a
-// write for the reads before it. The zero value is ready to use.
+// write for the reads before it. A call of a tool that orders its own
+// calls (tool.Tool.Alongside and not read-only: the agent, a subagent)
+// takes no turn at all (turnGate): its calls are each checked as they
+// come, and a turn held for all of it would stall every later write, and
+// the calls behind that, for as long as it runs. The zero value is ready
+// to use.
 //
 // The order is the order in which the calls reach the queue, over every
 // session of the server: calls a host sends at the same moment have no

@@ -172,7 +172,42 @@ func TestACancelledCallLeavesTheQueue(t *testing.T) {
 		t.Fatal("the cancelled call took a turn")
 	}
 	q.give(true)
-	if err := q.take(context.Background(), true); err != nil || q.waiting() != 0 {
+	// bounded: were the cancelled call still queued, this take would wait
+	// for it for ever instead of failing
+	bounded, stop := context.WithTimeout(context.Background(), testWait)
+	defer stop()
+	if err := q.take(bounded, true); err != nil || q.waiting() != 0 {
 		t.Errorf("a call after the cancelled one got %v with %d waiting, want its turn at once", err, q.waiting())
+	}
+}
+
+// A call of a tool that orders its own calls (Alongside, as the agent
+// tool is) takes no turn: a write that comes while it runs runs at once,
+// and a read behind that write is not held for the whole of it.
+func TestACallThatOrdersItsOwnCallsHoldsNoTurn(t *testing.T) {
+	g := newGated()
+	g.expect("a1", "w1", "r1")
+	agent := g.tool("test--agent", false)
+	agent.Alongside = true
+	s := New(Config{Tools: registry(t, agent, g.tool("test--write", false), g.tool("test--read", true))})
+	cs := connect(t, s, nil)
+	t.Cleanup(g.freeAll)
+	a1 := goCall(cs, "test--agent", "a1")
+	receive(t, g.started, "a1's start")
+	w1 := goCall(cs, "test--write", "w1")
+	if n := receive(t, g.started, "w1's start while a1 runs"); n != "w1" {
+		t.Fatalf("%s started, want w1", n)
+	}
+	g.free("w1")
+	receive(t, w1, "w1's result")
+	r1 := goCall(cs, "test--read", "r1")
+	if n := receive(t, g.started, "r1's start while a1 runs"); n != "r1" {
+		t.Fatalf("%s started, want r1", n)
+	}
+	g.free("r1")
+	receive(t, r1, "r1's result")
+	g.free("a1")
+	if r := receive(t, a1, "a1's result"); textOf(r) != "a1 done" {
+		t.Errorf("a1 gave %q", textOf(r))
 	}
 }

@@ -76,9 +76,9 @@ func newMCPAgent(a *agent.Agent, timeout time.Duration) *mcpAgent {
 	m.tool = tool.MustFunc(mcpAgentName, mcpAgentDescription, m.call)
 	m.tool.OutputSchema = agentOutputSchema
 	m.tool.Timeout = timeout
-	// A call runs alongside the host's other calls: its turn orders its
+	// A call takes no turn among the host's calls: its turn orders its
 	// own calls, as a subagent's does (tool.Tool.Alongside), and a host
-	// must not wait minutes on it to read a file.
+	// must not wait minutes on it to read or write a file.
 	m.tool.Alongside = true
 	return m
 }
