@@ -141,7 +141,7 @@ func newNodeHost(t *testing.T, node, sdkDir, script string, serve []string, srv 
 	if err := h.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.cmd.Process.Kill() }) // when the test failed before finish
+	t.Cleanup(func() { h.cmd.Process.Kill(); go h.cmd.Wait() }) // when the test failed before finish; reaped, not left a zombie
 	h.hw = watchRSS(pidOf(h.cmd.Process.Pid))
 	if pidFile != "" {
 		h.sw = watchRSS(pidIn(pidFile))
@@ -273,7 +273,7 @@ func startHTTPServer(t *testing.T, serve []string) *httpServer {
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.cmd.Process.Kill() }) // when the test failed before stop
+	t.Cleanup(func() { s.cmd.Process.Kill(); go s.cmd.Wait() }) // when the test failed before stop; reaped, not left a zombie
 	s.w = watchRSS(pidOf(s.cmd.Process.Pid))
 	listening := make(chan string, 1)
 	go func() {

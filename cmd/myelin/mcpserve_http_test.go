@@ -156,10 +156,14 @@ func refusedToStart(t *testing.T, args ...string) (int, string) {
 	go func() {
 		exited <- run(ctx, append([]string{"mcp", "serve"}, args...), strings.NewReader(""), io.Discard, &stderr)
 	}()
+	deadline := time.After(time.Minute)
 	for {
 		select {
 		case code := <-exited:
 			return code, stderr.String()
+		case <-deadline:
+			stop()
+			t.Fatalf("mcp serve %q neither refused to start nor listened within a minute: %s", args, stderr.String())
 		case <-time.After(10 * time.Millisecond):
 		}
 		if strings.Contains(stderr.String(), "listening on") {
