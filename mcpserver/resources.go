@@ -52,8 +52,8 @@ func (s *Server) addTemplates() {
 	if s.cfg.Store != nil {
 		s.sdk.AddResourceTemplate(&sdk.ResourceTemplate{
 			Name: "conversation", Title: "A stored conversation",
-			URITemplate: convScheme + "{id}{?from}", MIMEType: "application/json",
-			Description: "A conversation of myelin's store as JSON: its record and its messages as stored, a page at a time from message from (0-based); next names the next page.",
+			URITemplate: convScheme + "{id}{?from,offset}", MIMEType: "application/json",
+			Description: "A conversation of myelin's store as JSON: its record and its messages as stored, a page at a time from message from (0-based), each within the round bound; a message too long for a page comes in pieces of its JSON (piece; offset names where the piece starts); next names the next page.",
 		}, s.readConversation)
 	}
 }
