@@ -30,10 +30,10 @@ const sniffSize = 8192
 
 // readFile reads a workspace file by its file:// URI. The path must be
 // under the workspace root, and is taken as the workspace tools take
-// one: no `..`, no symbolic link that leads out (os.Root), nothing but
-// a regular file, refused before it is opened (workspace.OpenRegular). A text file
-// (well formed: contract §3) of at most the inline cap characters is
-// read whole; a longer one gives its head, cut as a spill's head is (at
+// one: no `..`, no symbolic link that leads out (os.Root), and nothing
+// but a regular file, the rest refused before it is opened
+// (workspace.OpenRegular). A text file (well formed: contract §3) of at
+// most the inline cap characters is read whole; a longer one gives its head, cut as a spill's head is (at
 // the last line end that keeps 80% of the cap, else at the cap), and a
 // notice naming the file's size and the workspace--read call that pages
 // on from there. A file that is not text is read as a blob, up to
