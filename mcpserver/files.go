@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"mime"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -31,9 +30,10 @@ const sniffSize = 8192
 
 // readFile reads a workspace file by its file:// URI. The path must be
 // under the workspace root, and is taken as the workspace tools take
-// one: no `..`, no symbolic link that leads out (os.Root). A text file
-// (well formed: contract §3) of at most the inline cap characters is
-// read whole; a longer one gives its head, cut as a spill's head is (at
+// one: no `..`, no symbolic link that leads out (os.Root), and nothing
+// but a regular file, the rest refused before it is opened
+// (workspace.OpenRegular). A text file (well formed: contract §3) of at
+// most the inline cap characters is read whole; a longer one gives its head, cut as a spill's head is (at
 // the last line end that keeps 80% of the cap, else at the cap), and a
 // notice naming the file's size and the workspace--read call that pages
 // on from there. A file that is not text is read as a blob, up to
@@ -51,33 +51,17 @@ func (s *Server) readFile(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 	if err := s.mayRead(ctx, req.Session, rel); err != nil {
 		return nil, err
 	}
-	root, err := os.OpenRoot(ws.Dir())
-	if err != nil {
-		return nil, fmt.Errorf("opening the workspace %s: %w", ws.Dir(), err)
-	}
-	defer root.Close()
-	f, err := root.Open(rel)
+	// opened as the workspace tools open a file: what is not a regular
+	// file (a named pipe, which would block the read for good, a device,
+	// a socket) is refused before it is opened
+	f, st, err := ws.OpenRegular(rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, sdk.ResourceNotFoundError(uri)
 		}
-		var pe *fs.PathError
-		if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escape") {
-			return nil, refused("%s leads outside the workspace (through a symbolic link); it cannot be read", rel)
-		}
-		return nil, refused("%s cannot be read: %v", rel, err)
+		return nil, refused("%v; a resource read gives a regular file of the workspace (workspace--list lists a directory)", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", rel, err)
-	}
-	if st.IsDir() {
-		return nil, refused("%s is a directory, not a file; workspace--list lists it", rel)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, refused("%s is not a regular file", rel)
-	}
 	cap := result.CapFor(0, s.cfg.Env.Limits)
 	// enough bytes for cap characters, and one more to know there is more
 	head := make([]byte, max(sniffSize, 4*cap+4))

@@ -32,8 +32,19 @@ import (
 
 // resources is what a Server listed.
 type resources struct {
-	mu     sync.Mutex
+	mu     sync.Mutex      // held by a sync from its listing to its last change
 	listed map[string]bool // the URIs added to the SDK's server
+	// hook, in tests only (nil otherwise), is told each step of a sync:
+	// "waiting" before it waits for the one in progress, "listed" once
+	// it has listed what is there.
+	hook func(step string)
+}
+
+// step tells the test's hook, if any, that a sync reached step.
+func (r *resources) step(step string) {
+	if r.hook != nil {
+		r.hook(step)
+	}
 }
 
 // convScheme is the URI prefix of a stored conversation.
@@ -52,8 +63,8 @@ func (s *Server) addTemplates() {
 	if s.cfg.Store != nil {
 		s.sdk.AddResourceTemplate(&sdk.ResourceTemplate{
 			Name: "conversation", Title: "A stored conversation",
-			URITemplate: convScheme + "{id}{?from}", MIMEType: "application/json",
-			Description: "A conversation of myelin's store as JSON: its record and its messages as stored, a page at a time from message from (0-based); next names the next page.",
+			URITemplate: convScheme + "{id}{?from,offset}", MIMEType: "application/json",
+			Description: "A conversation of myelin's store as JSON: its record and its messages as stored, a page at a time from message from (0-based), each within the round bound; a message too long for a page comes in pieces of its JSON (piece; offset names where the piece starts); next names the next page.",
 		}, s.readConversation)
 	}
 }
@@ -61,8 +72,14 @@ func (s *Server) addTemplates() {
 // syncResources makes the SDK's list of resources what the workspace and
 // the store hold now: what is new is added, what is gone removed (each
 // change tells the hosts, once for a burst). A source that cannot be
-// read keeps what was listed from it.
+// read keeps what was listed from it. One sync runs at a time, its
+// listing and its changes together: two calls that end together would
+// otherwise both list, and the one that listed first, before the other
+// call's spill, could apply its list last and remove the spill file.
 func (s *Server) syncResources(ctx context.Context) {
+	s.res.step("waiting")
+	s.res.mu.Lock()
+	defer s.res.mu.Unlock()
 	want := map[string]*sdk.Resource{}
 	var handlers = map[string]sdk.ResourceHandler{}
 	keep := map[string]bool{} // the schemes whose source could not be read
@@ -94,8 +111,7 @@ func (s *Server) syncResources(ctx context.Context) {
 			handlers[u] = s.readConversation
 		}
 	}
-	s.res.mu.Lock()
-	defer s.res.mu.Unlock()
+	s.res.step("listed")
 	if s.res.listed == nil {
 		s.res.listed = map[string]bool{}
 	}

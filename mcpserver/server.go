@@ -66,6 +66,13 @@ type Config struct {
 	// for a change (notifications/resources/updated); 0 means every
 	// second.
 	Poll time.Duration
+	// SessionTimeout is how long a Handler's session may stand idle —
+	// no request of its host in flight, its standing GET stream
+	// included — before it is closed, with its subscriptions: a host
+	// that leaves without a DELETE does not keep its session, and the
+	// polling of what it subscribed to, for good (idle.go). 0 means
+	// DefaultSessionTimeout; a negative one never closes a session.
+	SessionTimeout time.Duration
 	// HostChecked says the caller of Handler checks each request's Host
 	// itself, as internal/httpguard does (a loopback name unless there is
 	// a token): the SDK's own check, which refuses every name but a
@@ -83,6 +90,10 @@ type Config struct {
 // Config.Poll is 0.
 const DefaultPoll = time.Second
 
+// DefaultSessionTimeout is how long a Handler's session may stand idle
+// when Config.SessionTimeout is 0.
+const DefaultSessionTimeout = 30 * time.Minute
+
 // Server is myelin as an MCP server. Make it with New.
 type Server struct {
 	cfg     Config
@@ -97,6 +108,7 @@ type Server struct {
 
 	res  resources     // the resources listed (resources.go)
 	subs subscriptions // what hosts subscribed to (subscribe.go)
+	idle idleSessions  // the Handler's sessions' activity (idle.go)
 }
 
 // New makes a Server offering c's tools, and c's workspace and store as
@@ -108,6 +120,9 @@ func New(c Config) *Server {
 	}
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
 	}
 	s := &Server{cfg: c, names: map[string]bool{}, key: make([]byte, 32)}
 	_, _ = rand.Read(s.key)
@@ -153,7 +168,12 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 // that reconnects with Last-Event-ID. The caller guards it
 // (internal/httpguard): it checks no token, host or origin itself
 // beyond the SDK's own check of a loopback request's Host, off when
-// Config.HostChecked says the caller checks it.
+// Config.HostChecked says the caller checks it. A session idle for
+// Config.SessionTimeout is closed (idle.go).
 func (s *Server) Handler() http.Handler {
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), DisableLocalhostProtection: s.cfg.HostChecked})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), DisableLocalhostProtection: s.cfg.HostChecked})
+	if s.cfg.SessionTimeout < 0 {
+		return h
+	}
+	return s.keepAlive(h, s.cfg.SessionTimeout)
 }

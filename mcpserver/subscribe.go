@@ -140,7 +140,7 @@ func (s *Server) stamp(ctx context.Context, uri string) string {
 		if s.cfg.Store == nil {
 			return ""
 		}
-		id, _, err := parseConvURI(uri)
+		id, _, _, err := parseConvURI(uri)
 		if err != nil {
 			return ""
 		}

@@ -228,7 +228,7 @@ func (w *Workspace) grepFiles(p, glob string) (files, passed, notSearched []stri
 
 // grepFile opens one regular file and searches it.
 func (w *Workspace) grepFile(g *grepper, p string) error {
-	f, _, err := w.openRegular(p)
+	f, _, err := w.OpenRegular(p)
 	if err != nil {
 		return err
 	}

@@ -39,11 +39,19 @@ func notRegular(rel string, m fs.FileMode) error {
 	return fmt.Errorf("%s is %s, not a regular file or a directory; the tools do not open it", clip(showName(rel)), kindOf(m))
 }
 
-// openRegular opens a regular file for reading, refusing anything else
-// before it is opened: a directory, a named pipe, a device, a socket. It
-// opens with O_NONBLOCK and checks again what it opened, so that a file
-// swapped for a named pipe after the check cannot block it either.
-func (w *Workspace) openRegular(rel string) (*os.File, fs.FileInfo, error) {
+// OpenRegular opens the regular file rel (a path relative to the
+// workspace's root, checked as Rel checks one) for reading, confined to
+// the workspace as the tools are (no symbolic link leads out), and
+// refuses anything else before it is opened: a directory, a named pipe,
+// a device, a socket. It opens with O_NONBLOCK and checks again what it
+// opened, so that a file swapped for a named pipe after the check cannot
+// block it either. It is how anything outside this package (the MCP
+// server's resource reads) opens a workspace file to read it, so that
+// reading never waits on what is not a file. It does not check the
+// permission policy, and the file it returns must not be written; the
+// caller closes it. Its errors say what was wrong in words (a missing
+// file's wraps fs.ErrNotExist).
+func (w *Workspace) OpenRegular(rel string) (*os.File, fs.FileInfo, error) {
 	st, err := w.root.Stat(rel)
 	if err != nil {
 		return nil, nil, explain(showName(rel), err)

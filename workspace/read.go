@@ -82,7 +82,7 @@ func (w *Workspace) Read(in ReadInput, cap int) (result.Result, error) {
 	if err != nil {
 		return result.Result{}, err
 	}
-	f, st, err := w.openRegular(rel)
+	f, st, err := w.OpenRegular(rel)
 	if err != nil {
 		if st, serr := w.root.Stat(rel); serr == nil && st.IsDir() {
 			return result.Result{}, fmt.Errorf("%s is a directory, not a file; workspace--list lists it", clip(showName(rel)))
