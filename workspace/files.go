@@ -269,6 +269,10 @@ func (w *Workspace) WriteContext(ctx context.Context, in WriteInput) (result.Res
 	if err != nil {
 		return result.Result{}, err
 	}
+	defer w.changing.lock(real)()
+	if real, exists, perm, err = w.writable(rel); err != nil { // as it is now the file is this call's
+		return result.Result{}, err
+	}
 	data := []byte(in.Content)
 	if j := journalOf(ctx); j != nil {
 		c := Change{Path: real, Existed: exists, After: data}
@@ -325,6 +329,10 @@ func (w *Workspace) EditContext(ctx context.Context, in EditInput) (result.Resul
 	}
 	real, exists, perm, err := w.writable(rel)
 	if err != nil {
+		return result.Result{}, err
+	}
+	defer w.changing.lock(real)()
+	if real, exists, perm, err = w.writable(rel); err != nil { // as it is now the file is this call's
 		return result.Result{}, err
 	}
 	if !exists {

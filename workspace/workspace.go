@@ -36,6 +36,8 @@ const ResultsDir = ".myelin/tool-results"
 type Workspace struct {
 	dir  string
 	root *os.Root
+	// changing serializes the writes and edits of one file (pathlock.go).
+	changing pathLocks
 }
 
 // Open opens the workspace rooted at dir ("" means the current directory).
