@@ -33,6 +33,7 @@ const sessionIDHeader = "Mcp-Session-Id"
 type idleSessions struct {
 	mu       sync.Mutex
 	by       map[string]*activity // session ID → its activity
+	closing  map[string]bool      // sessions a sweep is closing: their requests get 404
 	sweeping bool
 	sweeps   int // how many sweeps ran (tests wait on it)
 }
@@ -49,8 +50,11 @@ type activity struct {
 func (s *Server) keepAlive(h http.Handler, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(sessionIDHeader)
-		if id != "" {
-			s.idle.begin(id)
+		if id != "" && !s.idle.begin(id) {
+			// a sweep is closing it: the answer to a session that is no
+			// more, which the host takes as its cue to initialize again
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
 		}
 		defer func() {
 			if id != "" {
@@ -64,10 +68,14 @@ func (s *Server) keepAlive(h http.Handler, timeout time.Duration) http.Handler {
 	})
 }
 
-// begin counts a request of session id in flight.
-func (a *idleSessions) begin(id string) {
+// begin counts a request of session id in flight, and reports false,
+// counting nothing, when a sweep is closing the session.
+func (a *idleSessions) begin(id string) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closing[id] {
+		return false
+	}
 	if a.by == nil {
 		a.by = map[string]*activity{}
 	}
@@ -75,6 +83,7 @@ func (a *idleSessions) begin(id string) {
 		a.by[id] = &activity{}
 	}
 	a.by[id].inFlight++
+	return true
 }
 
 // end marks the end of a request of session id, one begin counted when
@@ -127,37 +136,52 @@ func (s *Server) startSweeping(timeout time.Duration) {
 // sweep closes, every tick, the sessions idle for timeout, and returns
 // when no session is known.
 func (s *Server) sweep(timeout time.Duration) {
-	t := time.NewTicker(min(timeout/4, time.Minute))
+	t := time.NewTicker(max(min(timeout/4, time.Minute), time.Millisecond))
 	defer t.Stop()
 	for range t.C {
-		live := map[string]*sdk.ServerSession{}
-		for ss := range s.sdk.Sessions() {
-			live[ss.ID()] = ss
-		}
-		var idle []*sdk.ServerSession
-		now := time.Now()
-		s.idle.mu.Lock()
-		s.idle.sweeps++
-		for id, e := range s.idle.by {
-			switch ss := live[id]; {
-			case e.inFlight > 0:
-			case ss == nil:
-				delete(s.idle.by, id) // closed, or never a session
-			case now.Sub(e.last) >= timeout:
-				idle = append(idle, ss)
-				delete(s.idle.by, id)
-			}
-		}
-		done := len(s.idle.by) == 0
-		if done {
-			s.idle.sweeping = false
-		}
-		s.idle.mu.Unlock()
-		for _, ss := range idle {
-			_ = ss.Close()
-		}
-		if done {
+		if !s.sweepOnce(time.Now(), timeout) {
 			return
 		}
 	}
+}
+
+// sweepOnce closes the sessions idle for timeout at now, and reports
+// whether any session is still known (when none is, sweeping stops).
+// The SDK's sessions are listed under the lock, so that a session made
+// since is never taken for a closed one; the sessions it closes answer
+// 404 until they are closed (begin), never a request cut half way.
+func (s *Server) sweepOnce(now time.Time, timeout time.Duration) bool {
+	s.idle.mu.Lock()
+	live := map[string]*sdk.ServerSession{}
+	for ss := range s.sdk.Sessions() {
+		live[ss.ID()] = ss
+	}
+	var idle []*sdk.ServerSession
+	s.idle.sweeps++
+	for id, e := range s.idle.by {
+		switch ss := live[id]; {
+		case e.inFlight > 0:
+		case ss == nil:
+			delete(s.idle.by, id) // closed, or never a session
+		case now.Sub(e.last) >= timeout:
+			idle = append(idle, ss)
+			delete(s.idle.by, id)
+			if s.idle.closing == nil {
+				s.idle.closing = map[string]bool{}
+			}
+			s.idle.closing[id] = true
+		}
+	}
+	known := len(s.idle.by) > 0
+	if !known {
+		s.idle.sweeping = false
+	}
+	s.idle.mu.Unlock()
+	for _, ss := range idle {
+		_ = ss.Close()
+		s.idle.mu.Lock()
+		delete(s.idle.closing, ss.ID())
+		s.idle.mu.Unlock()
+	}
+	return known
 }

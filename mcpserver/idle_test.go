@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,11 @@ func sessions(s *Server) int {
 	return n
 }
 
+// idleTimeout is the tests' session timeout: long enough that the
+// sweeps on their own ticker (every minute) never run during a test,
+// which sweeps by hand (sweepOnce) at a time past it.
+const idleTimeout = time.Hour
+
 // An HTTP session whose host left without a DELETE — no request in
 // flight, no standing stream — is closed once it has stood idle for
 // Config.SessionTimeout, and what it subscribed to is no longer watched.
@@ -46,7 +52,7 @@ func TestAnIdleHTTPSessionIsClosedAndItsSubscriptionsDropped(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("a"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{Workspace: ws, Env: result.Env{Store: ws}, Poll: time.Millisecond, SessionTimeout: 20 * time.Millisecond})
+	s := New(Config{Workspace: ws, Env: result.Env{Store: ws}, Poll: time.Millisecond, SessionTimeout: idleTimeout})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close) // after the client closes (cleanups run last first)
 	cs := connectHTTP(t, srv, false)
@@ -55,26 +61,31 @@ func TestAnIdleHTTPSessionIsClosedAndItsSubscriptionsDropped(t *testing.T) {
 	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: fileURI(ws.Dir(), "a.txt")}); err != nil {
 		t.Fatalf("subscribing: %v", err)
 	}
+	if s.sweepOnce(time.Now().Add(idleTimeout/2), idleTimeout); sessions(s) != 1 {
+		t.Fatalf("a session idle for half its timeout was closed (%d sessions)", sessions(s))
+	}
+	s.sweepOnce(time.Now().Add(idleTimeout+time.Second), idleTimeout)
 	waitFor(t, "the idle session's closing", func() bool { return sessions(s) == 0 })
 	waitFor(t, "the end of the polling of its subscription", func() bool {
 		s.subs.mu.Lock()
 		defer s.subs.mu.Unlock()
 		return len(s.subs.by) == 0 && !s.subs.polling
 	})
+	if err := cs.Ping(ctx, nil); err == nil {
+		t.Error("the closed session still answers a ping")
+	}
 }
 
 // A host that holds its standing GET stream open is live, however long
-// it sends nothing: its session outlasts many timeouts and answers.
+// it sends nothing: a sweep past its timeout leaves its session, which
+// answers.
 func TestAnHTTPSessionWithItsStandingStreamOpenIsNotClosed(t *testing.T) {
-	s := New(Config{SessionTimeout: 20 * time.Millisecond})
+	s := New(Config{SessionTimeout: idleTimeout})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close) // after the client closes (cleanups run last first)
 	cs := connectHTTP(t, srv, true)
 	waitFor(t, "the standing stream's opening", func() bool { return s.idle.open(cs.ID()) > 0 })
-	// sweeps over ten timeouts (each follows the last by a quarter of
-	// it), or the session's end, which ends them
-	start := s.idle.sweepCount()
-	waitFor(t, "ten timeouts of sweeps", func() bool { return s.idle.sweepCount() >= start+40 || sessions(s) == 0 })
+	s.sweepOnce(time.Now().Add(10*idleTimeout), idleTimeout)
 	if sessions(s) != 1 {
 		t.Fatalf("the session with its stream open was closed (%d sessions)", sessions(s))
 	}
@@ -82,5 +93,27 @@ func TestAnHTTPSessionWithItsStandingStreamOpenIsNotClosed(t *testing.T) {
 	defer cancel()
 	if err := cs.Ping(ctx, nil); err != nil {
 		t.Errorf("the session with its stream open does not answer: %v", err)
+	}
+}
+
+// A session a sweep is closing answers a request that comes meanwhile
+// with 404, the answer to a session that is no more, rather than taking
+// it and cutting it as the session closes.
+func TestARequestOfASessionBeingClosedGets404(t *testing.T) {
+	s := New(Config{SessionTimeout: idleTimeout})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	cs := connectHTTP(t, srv, false)
+	s.idle.mu.Lock()
+	s.idle.closing = map[string]bool{cs.ID(): true} // as sweepOnce marks it before its Close
+	s.idle.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	err := cs.Ping(ctx, nil)
+	if err == nil || !strings.Contains(err.Error(), "404") && !strings.Contains(strings.ToLower(err.Error()), "not found") {
+		t.Errorf("a ping of a session being closed: %v, want it refused as not found (404)", err)
+	}
+	if sessions(s) != 1 {
+		t.Errorf("%d sessions: the refusal must not close the session itself (the sweep does)", sessions(s))
 	}
 }
