@@ -135,18 +135,13 @@ func (s *Server) readBlob(uri, rel string, f io.Reader, size int64, head []byte)
 }
 
 // headOf is the head of a text over cap characters with its notice: cut
-// at the last line end before the cap when that keeps 80% of it, else at
-// the cap, and the workspace--read call that reads on (by line, or by
-// character within a long line).
+// as a spill's head is (result.Head: at the last line end before the cap
+// when that keeps 80% of it, else at the cap), and the workspace--read
+// call that reads on (by line, or by character within a long line).
 func headOf(rel, text string, cap int, size int64) string {
-	i := 0 // byte offset of the cut
-	for n := 0; n < cap && i < len(text); n++ {
-		_, w := utf8.DecodeRuneInString(text[i:])
-		i += w
-	}
+	i, byLine := result.Head(text, cap, 0)
 	cut := text[:i]
-	if nl := strings.LastIndexByte(cut, '\n'); nl >= 0 && utf8.RuneCountInString(cut[:nl+1]) >= cap*8/10 {
-		cut = cut[:nl+1]
+	if byLine {
 		lines := strings.Count(cut, "\n")
 		return fmt.Sprintf("%s[myelin: %s is %d bytes, more than a resource read gives (%d characters): shown are its first %d lines (%d characters). Read on with workspace--read %s, or search it with workspace--grep]",
 			cut, rel, size, cap, lines, utf8.RuneCountInString(cut), callJSON(map[string]any{"path": rel, "offset": lines + 1}))

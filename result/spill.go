@@ -93,16 +93,7 @@ func (sp spilled) worstNotice() int {
 // else at the budget (never between a CR and its LF).
 func (sp spilled) head(cap, minHead int) string {
 	budget := max(0, cap-sp.worstNotice()-1) // -1 for the line end before the notice
-	cut := CharOffset(sp.text, budget)
-	byLine := false
-	if nl := strings.LastIndexByte(sp.text[:cut], '\n'); nl >= 0 {
-		if n := utf8.RuneCountInString(sp.text[:nl+1]); n*5 >= budget*4 && n >= minHead {
-			cut, byLine = nl+1, true
-		}
-	}
-	if !byLine && cut > 0 && cut < len(sp.text) && sp.text[cut-1] == '\r' && sp.text[cut] == '\n' {
-		cut--
-	}
+	cut, byLine := Head(sp.text, budget, minHead)
 	h := sp.text[:cut]
 	shownLines := strings.Count(h, "\n")
 	partial := !byLine && h != "" && !strings.HasSuffix(h, "\n")
@@ -114,6 +105,25 @@ func (sp spilled) head(cap, minHead int) string {
 		sep = "\n"
 	}
 	return h + sep + sp.notice(utf8.RuneCountInString(h), shownLines, shownLines+1, byLine, partial)
+}
+
+// Head is where text is cut to show at most budget characters of it, as
+// a byte offset: at the last line end before the budget when that keeps
+// at least 80% of the budget and at least minHead characters (byLine),
+// else at the budget, never between a CR and its LF. It is the one cut
+// of a long text's head: a spilled result's, and a resource read's
+// (package mcpserver); it adds no notice.
+func Head(text string, budget, minHead int) (cut int, byLine bool) {
+	cut = CharOffset(text, budget)
+	if nl := strings.LastIndexByte(text[:cut], '\n'); nl >= 0 {
+		if n := utf8.RuneCountInString(text[:nl+1]); n*5 >= budget*4 && n >= minHead {
+			return nl + 1, true
+		}
+	}
+	if cut > 0 && cut < len(text) && text[cut-1] == '\r' && text[cut] == '\n' {
+		cut--
+	}
+	return cut, false
 }
 
 // notice is the one notice after a cut head: what is shown, where the whole
