@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"net/url"
-	"path"
 	"strings"
 	"unicode/utf8"
 
@@ -127,11 +125,7 @@ func (s *Server) readBlob(uri, rel string, f io.Reader, size int64, head []byte)
 	if len(data) > MaxBlob {
 		return nil, refused("%s is not text and grew over the %d bytes a resource read gives while it was read", rel, MaxBlob)
 	}
-	t := mime.TypeByExtension(path.Ext(rel))
-	if t == "" {
-		t = "application/octet-stream"
-	}
-	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: t, Blob: data}}}, nil
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: mimeOf(rel, "application/octet-stream"), Blob: data}}}, nil
 }
 
 // headOf is the head of a text over cap characters with its notice: cut
@@ -160,7 +154,7 @@ func callJSON(v any) string {
 // textMIME is the MIME type of a text file: by its extension, text/plain
 // when that names none or a type that is not text.
 func textMIME(rel string) string {
-	t := mime.TypeByExtension(path.Ext(rel))
+	t := mimeOf(rel, "")
 	if t == "" || !strings.HasPrefix(t, "text/") && !strings.Contains(t, "json") && !strings.Contains(t, "xml") && !strings.Contains(t, "javascript") {
 		return "text/plain; charset=utf-8"
 	}

@@ -94,7 +94,7 @@ func (s *Server) syncResources(ctx context.Context) {
 			}
 			u := fileURI(ws.Dir(), f.Path)
 			name := path.Base(f.Path)
-			want[u] = &sdk.Resource{URI: u, Name: name, Title: "Tool result file " + name, MIMEType: mimeOf(name), Size: f.Size,
+			want[u] = &sdk.Resource{URI: u, Name: name, Title: "Tool result file " + name, MIMEType: mimeOf(name, "text/plain"), Size: f.Size,
 				Description: "A tool result kept whole in the workspace (" + f.Path + "): a spilled result's text, or a payload that is not text."}
 			handlers[u] = s.readFile
 		}
@@ -150,13 +150,13 @@ func fileURI(dir, rel string) string {
 	return (&url.URL{Scheme: "file", Path: strings.TrimSuffix(dir, "/") + "/" + rel}).String()
 }
 
-// mimeOf is the MIME type of a file named name: by its extension, plain
-// text when it has none known.
-func mimeOf(name string) string {
+// mimeOf is the MIME type of a file named name, by its extension;
+// otherwise when its extension names none.
+func mimeOf(name, otherwise string) string {
 	if t := mime.TypeByExtension(path.Ext(name)); t != "" {
 		return t
 	}
-	return "text/plain"
+	return otherwise
 }
 
 // refused is the error of a read a host may not make, in words.
