@@ -151,32 +151,9 @@ func TestConformanceServerScenariosPassAgainstMyelinMCPServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	passed := 0
-	for _, name := range scenarios {
-		run, ok := runs[name]
-		reason, excused := skip[name]
-		for _, c := range run.with("WARNING") {
-			t.Logf("%s: warning %s: %s %s", name, c.ID, c.Description, c.ErrorMessage)
-		}
-		switch failed := run.failed(); {
-		case !ok:
-			t.Errorf("%s: the suite saved no result for it\n%s", name, tail(summary.String(), 4000))
-		case len(failed) == 0 && excused:
-			passed++
-			t.Errorf("%s passes now: take it out of testdata/conformance/server-out-of-scope.txt (and docs/mcp.md), where it says %q", name, reason)
-		case len(failed) == 0:
-			passed++
-		case excused:
-			t.Logf("%s: out of scope: %s", name, reason)
-		default:
-			var b strings.Builder
-			for _, c := range failed {
-				fmt.Fprintf(&b, "\n  %s %s: %s %s", c.Status, c.ID, c.Description, c.ErrorMessage)
-			}
-			t.Errorf("%s does not pass:%s\nmyelin mcp serve's stderr:\n%s", name, b.String(), tail(serverLog.String(), 2000))
-		}
-	}
-	t.Logf("%d of %d server scenarios pass (%d listed out of scope)", passed, len(scenarios), len(skip))
+	judgeScenarios(t, "server", scenarios, runs, skip, "server-out-of-scope.txt", summary.String(), func(scenarioRun) string {
+		return "myelin mcp serve's stderr:\n" + tail(serverLog.String(), 2000)
+	})
 }
 
 func TestParseServerListReadsEachScenariosName(t *testing.T) {

@@ -272,32 +272,9 @@ func TestConformanceClientScenariosPassThroughTheCLI(t *testing.T) {
 			runs[name] = r
 		}
 	}
-	passed := 0
-	for _, name := range scenarios {
-		run, ok := runs[name]
-		reason, excused := skip[name]
-		for _, c := range run.with("WARNING") {
-			t.Logf("%s: warning %s: %s %s", name, c.ID, c.Description, c.ErrorMessage)
-		}
-		switch failed := run.failed(); {
-		case !ok:
-			t.Errorf("%s: the suite saved no result for it\n%s", name, summary.String())
-		case len(failed) == 0 && excused:
-			passed++
-			t.Errorf("%s passes now: take it out of testdata/conformance/out-of-scope.txt (and docs/mcp.md), where it says %q", name, reason)
-		case len(failed) == 0:
-			passed++
-		case excused:
-			t.Logf("%s: out of scope: %s", name, reason)
-		default:
-			var b strings.Builder
-			for _, c := range failed {
-				fmt.Fprintf(&b, "\n  %s %s: %s %s", c.Status, c.ID, c.Description, c.ErrorMessage)
-			}
-			t.Errorf("%s does not pass:%s\nthe client's stderr:\n%s", name, b.String(), tail(run.stderr, 2000))
-		}
-	}
-	t.Logf("%d of %d client scenarios pass (%d listed out of scope)", passed, len(scenarios), len(skip))
+	judgeScenarios(t, "client", scenarios, runs, skip, "out-of-scope.txt", summary.String(), func(r scenarioRun) string {
+		return "the client's stderr:\n" + tail(r.stderr, 2000)
+	})
 }
 
 // tail is the end of s, at most n bytes.
@@ -384,4 +361,40 @@ func writeChecks(t *testing.T, checks map[string]string) string {
 		}
 	}
 	return dir
+}
+
+// judgeScenarios fails the test for each scenario of kind (client,
+// server) whose checks failed and that file (in testdata/conformance)
+// does not excuse, and for each excused one that passes (so the list
+// stays true); it logs the warnings, and how many pass. summary is the
+// suite's own output, shown for a scenario it saved no result for; log
+// says, for a failed run, what the one tested wrote.
+func judgeScenarios(t *testing.T, kind string, scenarios []string, runs map[string]scenarioRun, skip map[string]string, file, summary string, log func(scenarioRun) string) {
+	t.Helper()
+	passed := 0
+	for _, name := range scenarios {
+		run, ok := runs[name]
+		reason, excused := skip[name]
+		for _, c := range run.with("WARNING") {
+			t.Logf("%s: warning %s: %s %s", name, c.ID, c.Description, c.ErrorMessage)
+		}
+		switch failed := run.failed(); {
+		case !ok:
+			t.Errorf("%s: the suite saved no result for it\n%s", name, tail(summary, 4000))
+		case len(failed) == 0 && excused:
+			passed++
+			t.Errorf("%s passes now: take it out of testdata/conformance/%s (and docs/mcp.md), where it says %q", name, file, reason)
+		case len(failed) == 0:
+			passed++
+		case excused:
+			t.Logf("%s: out of scope: %s", name, reason)
+		default:
+			var b strings.Builder
+			for _, c := range failed {
+				fmt.Fprintf(&b, "\n  %s %s: %s %s", c.Status, c.ID, c.Description, c.ErrorMessage)
+			}
+			t.Errorf("%s does not pass:%s\n%s", name, b.String(), log(run))
+		}
+	}
+	t.Logf("%d of %d %s scenarios pass (%d listed out of scope)", passed, len(scenarios), kind, len(skip))
 }
