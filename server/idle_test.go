@@ -2,13 +2,17 @@ package server
 
 import (
 	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // idleCost is what n idle event streams cost a process, measured in it:
@@ -123,4 +127,81 @@ func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// A stream that has sent what the log held keeps no buffer while it waits
+// for more: the bytes it copied went back to be reused, so that ten
+// thousand watchers of conversations that once streamed a long page hold
+// nothing of it.
+func TestAStreamHoldsNoBufferWhileItWaits(t *testing.T) {
+	l := newEventLog(0)
+	for i := range 200 {
+		l.add(EventModelDelta, json.RawMessage(fmt.Sprintf(`{"turn":"turn_1","kind":"text","text":"delta %d of a long answer, some words of it"}`, i)))
+	}
+	rec := httptest.NewRecorder()
+	st := &eventStream{w: rec, rc: http.NewResponseController(rec), timeout: time.Minute, conv: "conv_1"}
+	evs, more, gone, restarted, evicted := l.since(0)
+	page := EventPage{Events: evs, More: more, Gone: gone, Restarted: restarted, Evicted: evicted}
+	if rest, err := st.send(&page); err != nil || rest {
+		t.Fatalf("sending the page: rest %v, %v; want all of it sent", rest, err)
+	}
+	if got := strings.Count(rec.Body.String(), "\nevent: model.delta\n"); got != 200 || st.after != 200 {
+		t.Fatalf("the stream wrote %d events and is after event %d; want 200 and 200", got, st.after)
+	}
+	if cap(st.buf) != 0 {
+		t.Errorf("the stream waits holding a buffer of %d bytes; want none", cap(st.buf))
+	}
+}
+
+// Idle streams share one heartbeat: every stream waiting gets the same
+// beat, each beat wakes them all, and the next one is started by the
+// streams that wait again.
+func TestIdleStreamsShareOneHeartbeat(t *testing.T) {
+	b := &beats{every: time.Millisecond}
+	first, second := b.next(), b.next()
+	if first != second {
+		t.Fatal("two streams waiting at once wait on two heartbeats; want one")
+	}
+	<-first
+	select {
+	case <-second:
+	default:
+		t.Fatal("a beat woke one stream and not the other")
+	}
+	if again := b.next(); again == first {
+		t.Fatal("after a beat, a stream waits on the beat that has gone by")
+	} else {
+		<-again // it beats again: the stream is not left waiting
+	}
+}
+
+// Every idle stream of the server gets the heartbeat's comment line, two
+// streams of two conversations each twice, and no event.
+func TestIdleStreamsGetTheHeartbeat(t *testing.T) {
+	f := newFixture(t)
+	f.srv.beats.every = 10 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for range 2 {
+		id := f.newConversation()
+		req, _ := http.NewRequestWithContext(ctx, "GET", f.http.URL+"/v1/conversations/"+id+"/events", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		r := bufio.NewReader(resp.Body)
+		for beats := 0; beats < 2; {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the idle stream of %s ended after %d heartbeats: %v", id, beats, err)
+			}
+			switch {
+			case line == ": alive\n":
+				beats++
+			case line != "\n":
+				t.Fatalf("an idle stream of %s got %q; want only heartbeats", id, line)
+			}
+		}
+	}
 }
