@@ -8,11 +8,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/history/sqlite"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 // idleCost is what n idle event streams cost a process, measured in it:
@@ -203,5 +207,76 @@ func TestIdleStreamsGetTheHeartbeat(t *testing.T) {
 				t.Fatalf("an idle stream of %s got %q; want only heartbeats", id, line)
 			}
 		}
+	}
+}
+
+// BenchmarkServeIdleConversation is what a conversation that ran a turn
+// (10 rounds of one no-op call, watched) keeps in the server's process
+// once it is idle: the live heap it added, per conversation, on the SQLite
+// store serve uses (what it keeps of the messages it read and the
+// requests it sent is in it), and the share of it that is its events
+// kept for watchers that resume (EventsIdle, an hour). The fake
+// provider's record of the requests is dropped before each reading.
+// docs/performance.md, "`myelin serve` at scale":
+//
+//	go test ./server -run '^$' -bench ServeIdleConversation -benchtime 3x
+func BenchmarkServeIdleConversation(b *testing.B) {
+	const convs, rounds = 100, 10
+	var per, events []float64
+	for b.Loop() {
+		f := newFixture(b)
+		f.fake.Respond = respondNoop(rounds)
+		st, err := sqlite.OpenWith(filepath.Join(b.TempDir(), "history.db"), sqlite.Options{Relaxed: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.srv.Agent.Store = st
+		ids := make([]string, convs)
+		for i := range ids {
+			ids[i] = f.newConversation()
+		}
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * convs}}
+		// one turn first, so that what every turn's first use makes (the
+		// agent's, the provider client's) is in heap0
+		if err := watchOneTurn(context.Background(), f, client, f.newConversation(), rounds, func(int, []time.Duration) {}); err != nil {
+			b.Fatal(err)
+		}
+		f.fake.Forget()
+		heap0, _, _ := memNow()
+		for _, id := range ids {
+			if err := watchOneTurn(context.Background(), f, client, id, rounds, func(int, []time.Duration) {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		client.CloseIdleConnections()
+		f.fake.Forget()
+		heap1, _, _ := memNow()
+		per = append(per, float64(int64(heap1)-int64(heap0))/convs)
+		m := f.srv.log.(*memoryEvents)
+		m.mu.Lock()
+		events = append(events, float64(m.bytes)/(convs+1))
+		m.mu.Unlock()
+		f.srv.Close()
+		f.http.Close()
+		st.Close()
+	}
+	b.ReportMetric(median(per), "heap-B/conversation")
+	b.ReportMetric(median(events), "events-B/conversation")
+}
+
+// respondNoop answers each request of a turn with one noop--run call until
+// the turn has had rounds of them, then ends it.
+func respondNoop(rounds int) func(providertest.Request) providertest.Step {
+	return func(r providertest.Request) providertest.Step {
+		answered := 0
+		for _, m := range r.Messages {
+			if m, ok := m.(map[string]any); ok && m["role"] == "assistant" {
+				answered++
+			}
+		}
+		if answered < rounds {
+			return providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprintf("call_%d", answered), Name: "noop--run", Input: `{}`}}}
+		}
+		return providertest.Step{Text: "done"}
 	}
 }

@@ -74,7 +74,11 @@ func TestServeAtScale(t *testing.T) {
 	closeWatchers(floorWatchers)
 
 	dir := workspaceWith(t, map[string]string{"a.txt": "alpha\n"})
-	srv := startProc(t, bin, []string{"serve", "--workspace", dir, "--max-streams", fmt.Sprint(2 * n), "--max-streams-per-client", fmt.Sprint(2 * n)})
+	var env []string
+	if v := os.Getenv("MYELIN_SCALE_GOMEMLIMIT"); v != "" {
+		env = []string{"GOMEMLIMIT=" + v} // the server's alone
+	}
+	srv := startProc(t, bin, []string{"serve", "--workspace", dir, "--max-streams", fmt.Sprint(2 * n), "--max-streams-per-client", fmt.Sprint(2 * n)}, env...)
 	defer srv.kill()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * scaleTurning}}
 	base := settledRSS(t, srv.pid())
@@ -106,7 +110,7 @@ func TestServeAtScale(t *testing.T) {
 	perWatcher := float64(idle.rss-beforeIdle.rss) / float64(n-scaleTurning)
 	floorPer := float64(floorIdle.rss-floorBase.rss) / float64(n)
 	load, _ := os.ReadFile("/proc/loadavg")
-	t.Logf(`serve at scale: %d conversations, an idle stream on each, %d turning at once (%d rounds each)
+	t.Logf(`serve at scale: %d conversations, an idle stream on each, %d turning at once (%d rounds each); the server's GOMEMLIMIT %q
 | figure | serve | floor (bare net/http) | ratio |
 |---|---|---|---|
 | VmRSS at start | %.1f MiB | %.1f MiB | |
@@ -119,7 +123,7 @@ func TestServeAtScale(t *testing.T) {
 | rounds/s, 100 turning beside %d idle streams | %.0f (%.2f× alone) | | |
 events of the turning conversations: %d alone, %d beside, every id once and in order
 load average: %s`,
-		n, scaleTurning, scaleTurnRounds,
+		n, scaleTurning, scaleTurnRounds, os.Getenv("MYELIN_SCALE_GOMEMLIMIT"),
 		mib(base.rss), mib(floorBase.rss),
 		perConv,
 		perWatcher, floorPer, perWatcher/floorPer,
@@ -168,8 +172,9 @@ func (p *scaleProc) kill() {
 }
 
 // startProc starts bin with args and --addr (a free port; the floor takes
-// it as its one argument), and waits until it answers.
-func startProc(t *testing.T, bin string, args []string) *scaleProc {
+// it as its one argument), env added to the test's, and waits until it
+// answers.
+func startProc(t *testing.T, bin string, args []string, env ...string) *scaleProc {
 	t.Helper()
 	addr := freeAddr(t)
 	if args == nil {
@@ -182,7 +187,7 @@ func startProc(t *testing.T, bin string, args []string) *scaleProc {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "GOTRACEBACK=all")
+	cmd.Env = append(append(os.Environ(), "GOTRACEBACK=all"), env...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
