@@ -90,7 +90,7 @@ func bareStream(w http.ResponseWriter, r *http.Request) {
 // BenchmarkServeIdleWatchers is what one idle event stream costs the
 // server in its own process — live heap, goroutine stacks, goroutines —
 // beside the floor, a bare net/http handler that streams nothing, with
-// the same clients (connections of their own in this process, whose
+// the same clients; on the SQLite store serve runs on (connections of their own in this process, whose
 // share is in both). docs/performance.md, "`myelin serve` at scale":
 //
 //	go test ./server -run '^$' -bench ServeIdleWatchers -benchtime 3x
@@ -100,6 +100,7 @@ func BenchmarkServeIdleWatchers(b *testing.B) {
 	for b.Loop() {
 		f := newFixture(b)
 		f.srv.Watchers, f.srv.WatchersPerClient = 2*n, 2*n
+		st := sqliteStore(b, f)
 		ids := make([]string, n)
 		for i := range ids {
 			ids[i] = f.newConversation()
@@ -108,6 +109,7 @@ func BenchmarkServeIdleWatchers(b *testing.B) {
 		floor = append(floor, idleStreams(b, http.HandlerFunc(bareStream), func(int) string { return "/" }, n))
 		f.srv.Close()
 		f.http.Close()
+		st.Close()
 	}
 	med := func(cs []idleCost, of func(idleCost) float64) float64 {
 		v := make([]float64, len(cs))
@@ -226,11 +228,7 @@ func BenchmarkServeIdleConversation(b *testing.B) {
 	for b.Loop() {
 		f := newFixture(b)
 		f.fake.Respond = respondNoop(rounds)
-		st, err := sqlite.OpenWith(filepath.Join(b.TempDir(), "history.db"), sqlite.Options{Relaxed: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		f.srv.Agent.Store = st
+		st := sqliteStore(b, f)
 		ids := make([]string, convs)
 		for i := range ids {
 			ids[i] = f.newConversation()
@@ -279,4 +277,16 @@ func respondNoop(rounds int) func(providertest.Request) providertest.Step {
 		}
 		return providertest.Step{Text: "done"}
 	}
+}
+
+// sqliteStore puts f's server on a SQLite store, as serve runs (without
+// waiting for the disk), and returns it.
+func sqliteStore(tb testing.TB, f *fixture) *sqlite.Store {
+	tb.Helper()
+	st, err := sqlite.OpenWith(filepath.Join(tb.TempDir(), "history.db"), sqlite.Options{Relaxed: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f.srv.Agent.Store = st
+	return st
 }
