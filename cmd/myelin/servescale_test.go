@@ -102,6 +102,10 @@ func TestServeAtScale(t *testing.T) {
 	// (or since it opened)
 	checkQuiet(t, append(first, rest[scaleTurning:]...))
 	g := goroutineDump(t, srv)
+	// closed only now: a connection no longer referenced is closed by its
+	// finalizer, and the dump would miss its stream
+	closeWatchers(first)
+	closeWatchers(rest)
 
 	t.Logf("VmRSS (MiB): at start %.1f, %d conversations made %.1f, after the first turns %.1f, idle streams open %.1f, after the second turns %.1f",
 		mib(base.rss), n, mib(made.rss), mib(beforeIdle.rss), mib(idle.rss), mib(after.rss))
