@@ -121,7 +121,7 @@ func TestServeAtScale(t *testing.T) {
 | memory per conversation (created, not watched) | %.1f KiB | | |
 | memory per idle stream | %.1f KiB | %.1f KiB | %.2f× |
 | VmRSS with %d idle streams | %.1f MiB | %.1f MiB | |
-| VmRSS after the second 100 turns / VmHWM | %.1f / %.1f MiB | | |
+| VmRSS after the second 100 turns / VmHWM / RssFile | %.1f / %.1f / %.1f MiB | | |
 | goroutines per stream | %.2f (%d in all: %d serving a connection, %d reading it in the background, %d other) | %.2f (%d in all) | %.2f× |
 | rounds/s, 100 turning alone | %.0f | | |
 | rounds/s, 100 turning beside %d idle streams | %.0f (%.2f× alone) | | |
@@ -132,7 +132,7 @@ load average: %s`,
 		perConv,
 		perWatcher, floorPer, perWatcher/floorPer,
 		n, mib(idle.rss), mib(floorIdle.rss),
-		mib(after.rss), mib(after.hwm),
+		mib(after.rss), mib(after.hwm), mib(after.file),
 		float64(g.all)/float64(n), g.all, g.conn, g.background, g.all-g.conn-g.background,
 		float64(floorG.all)/float64(n), floorG.all, float64(g.all)/float64(floorG.all),
 		alone.rate(), n-scaleTurning, beside.rate(), beside.rate()/alone.rate(),
@@ -211,8 +211,10 @@ func startProc(t *testing.T, bin string, args []string, env ...string) *scalePro
 	return p
 }
 
-// memory is a process's VmRSS and VmHWM, in KiB.
-type memory struct{ rss, hwm int64 }
+// memory is a process's VmRSS, VmHWM and RssFile (the pages of its files
+// mapped, its binary's: not the Go runtime's, which GOMEMLIMIT bounds),
+// in KiB.
+type memory struct{ rss, hwm, file int64 }
 
 // settledRSS is process pid's memory once its RSS has stopped moving
 // (three readings a second apart within 1%, or after 20 s): what a
@@ -249,6 +251,8 @@ func readMemory(t *testing.T, pid int) memory {
 			m.rss = kb
 		case "VmHWM":
 			m.hwm = kb
+		case "RssFile":
+			m.file = kb
 		}
 	}
 	return m
