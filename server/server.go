@@ -132,6 +132,8 @@ type Server struct {
 	asks   asks           // the elicitations and approvals waiting for a client, and those ended
 	// watching counts the event streams open
 	watching watchers
+	// beats is the streams' one heartbeat
+	beats beats
 	// handing are the queued turns running here (shutdown.go)
 	handing handing
 }

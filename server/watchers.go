@@ -15,6 +15,36 @@ import (
 // that proxies and clients see it alive.
 const heartbeat = 15 * time.Second
 
+// beats is the heartbeat of all a server's streams: one timer, not one
+// per stream. A stream waits on next's channel, closed at the next beat;
+// while no stream waits, no timer runs.
+type beats struct {
+	every time.Duration // 0 means heartbeat
+	mu    sync.Mutex
+	ch    chan struct{} // closed at the next beat; nil until a stream waits
+}
+
+// next is a channel closed at the next beat, every's time after the
+// beat before it (or after this call, when no stream waited since).
+func (b *beats) next() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+		time.AfterFunc(orDefault(b.every, heartbeat), b.beat)
+	}
+	return b.ch
+}
+
+// beat wakes every stream waiting for it; the next stream to wait starts
+// the next one.
+func (b *beats) beat() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	close(b.ch)
+	b.ch = nil
+}
+
 // watchBuffer bounds what one watcher copies of the log before writing
 // it: events go out in writes of at most this many bytes, and one event
 // larger than it is written alone from the log's own bytes. A client that
@@ -150,8 +180,6 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, conv strin
 	if st.open() != nil {
 		return
 	}
-	tick := time.NewTicker(heartbeat)
-	defer tick.Stop()
 	ctx := r.Context()
 	ending := false // the server ended the streams: one last read
 	for {
@@ -186,7 +214,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, conv strin
 			// later.
 			ending = true
 		case <-more:
-		case <-tick.C:
+		case <-s.beats.next():
 			if st.write([]byte(": alive\n\n")) != nil {
 				return
 			}
@@ -202,8 +230,13 @@ type eventStream struct {
 	timeout time.Duration // what one write may take
 	conv    string
 	after   int64  // the seq of the last event sent, or resumed from
-	buf     []byte // events copied from the log, written together
+	buf     []byte // events copied from the log, written together: only while send runs (copyBuffers')
 }
+
+// copyBuffers are the buffers streams copy events into, each held only
+// while one page is sent: ten thousand idle streams hold none. A buffer
+// is at most watchBuffer and one event of at most watchBuffer.
+var copyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // open sends the stream's headers.
 func (st *eventStream) open() error {
@@ -235,7 +268,15 @@ func (st *eventStream) write(ps ...[]byte) error {
 // rest is read again from st.after.
 func (st *eventStream) send(page *EventPage) (rest bool, err error) {
 	evs := page.Events
-	st.buf = st.noteLost(st.buf[:0], *page)
+	held := copyBuffers.Get().(*[]byte)
+	defer func() {
+		// back for the next page of any stream: a stream that waits
+		// holds no buffer
+		*held = st.buf[:0]
+		st.buf = nil
+		copyBuffers.Put(held)
+	}()
+	st.buf = st.noteLost((*held)[:0], *page)
 	*page = EventPage{}
 	for len(evs) > 0 && len(st.buf) < watchBuffer {
 		ev := evs[0]

@@ -72,6 +72,10 @@ type serveFlags struct {
 	// grace is how long running turns have to finish once serve is told
 	// to stop, before they are cancelled.
 	grace time.Duration
+	// streams and streamsPerClient bound the event streams open at once,
+	// in all and from one client address (server.Server's Watchers and
+	// WatchersPerClient).
+	streams, streamsPerClient int
 }
 
 // defaultShutdownGrace is how long serve lets running turns finish when
@@ -83,6 +87,10 @@ const defaultShutdownGrace = 30 * time.Second
 // maxWorkers bounds --workers: each runs a turn with store connections
 // of its own (the pool's size is counted from it).
 const maxWorkers = 10000
+
+// maxStreams bounds --max-streams and --max-streams-per-client: each
+// stream is a connection (a file descriptor) and its buffers.
+const maxStreams = 1_000_000
 
 // minLease is the shortest --lease: a claim renewed every third of it is
 // lost to a busy host's pauses below a second.
@@ -143,6 +151,10 @@ func (f *serveFlags) check(set map[string]bool) error {
 		return fmt.Errorf("--approval-timeout %s: give a duration > 0 (default %s)", f.approvalTimeout, server.DefaultApprovalTimeout)
 	case f.grace < 0:
 		return fmt.Errorf("--shutdown-grace %s: give 0 (cancel running turns at once) or more (default %s)", f.grace, defaultShutdownGrace)
+	case f.streams < 1 || f.streams > maxStreams:
+		return fmt.Errorf("--max-streams %d: give how many event streams the server keeps open at once, 1 to %d (default %d)", f.streams, maxStreams, server.DefaultWatchers)
+	case f.streamsPerClient < 1 || f.streamsPerClient > maxStreams:
+		return fmt.Errorf("--max-streams-per-client %d: give how many event streams one client address may keep open at once, 1 to %d (default %d)", f.streamsPerClient, maxStreams, server.DefaultWatchersPerClient)
 	case (set["workers"] || set["lease"]) && !f.worker:
 		return errors.New("--workers and --lease go with --worker")
 	case set["shutdown-grace"] && f.worker:
@@ -224,6 +236,8 @@ func parseServe(args []string, stdout, stderr io.Writer) (c *serveSetup, code in
 	fs.DurationVar(&f.approvalTimeout, "approval-timeout", server.DefaultApprovalTimeout, "how long (a `DURATION`) a tool call the permission policy asks about (an approval event) waits for a client's decision before it is denied")
 	fs.DurationVar(&f.lease, "lease", history.DefaultLease, "how long a turn's claim on its conversation lasts unrenewed (`DURATION`, 1s or more): a worker that died is taken over after it, or at once on its own host")
 	fs.DurationVar(&f.grace, "shutdown-grace", defaultShutdownGrace, "on SIGTERM or SIGINT, how long (a `DURATION`; 0 for none) running turns have to finish before they are cancelled (not with --worker: its turns go back to the queue at once)")
+	fs.IntVar(&f.streams, "max-streams", server.DefaultWatchers, fmt.Sprintf("how many event streams (`N`, 1 to %d) the server keeps open at once, of all clients; one more is refused (429)", maxStreams))
+	fs.IntVar(&f.streamsPerClient, "max-streams-per-client", server.DefaultWatchersPerClient, fmt.Sprintf("how many event streams (`N`, 1 to %d) one client address may keep open at once (behind a proxy, every client is the proxy); one more is refused (429)", maxStreams))
 	fs.StringVar(&f.logFormat, "log-format", "text", "how the line logged to stderr for each request and each turn is written: `text` (key=value) or json")
 	if name := refusedFlag(args, notServeFlags); name != "" {
 		return nil, usageError(stderr, "serve", fmt.Sprintf("--%s is run's and chat's: over the API each request names its conversation, and a turn on a conversation another writer advances is refused (409) rather than waited for", name)), true
@@ -279,6 +293,7 @@ func parseServe(args []string, stdout, stderr io.Writer) (c *serveSetup, code in
 // turns). It sets the toolset's flags to use it.
 func (c *serveSetup) newAPI(stderr io.Writer) *server.Server {
 	api := &server.Server{Token: c.token, CORSOrigins: c.cors, ElicitTimeout: c.elicitTimeout, ApprovalTimeout: c.approvalTimeout, Logger: c.logger,
+		Watchers: c.streams, WatchersPerClient: c.streamsPerClient,
 		Log: func(format string, args ...any) { fmt.Fprintf(stderr, "myelin serve: "+format+"\n", args...) }}
 	c.tools.mcp.ui = newMCPUI(nil, stderr)
 	c.tools.mcp.ui.elicitor, c.tools.mcp.ui.sampler = api, api

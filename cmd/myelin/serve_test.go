@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/server"
 )
 
 // lockedBuffer is a writer the serve command writes stderr to while the
@@ -231,6 +232,9 @@ func TestServeRefusesEveryNumericFlagOutOfItsRange(t *testing.T) {
 		{[]string{"--provider", "foo"}, `--provider "foo"`},
 		{[]string{"--addr", "127.0.0.1:70000"}, "--addr 127.0.0.1:70000: the port must be 0 (a free one) to 65535"},
 		{[]string{"--addr", "127.0.0.1"}, `--addr "127.0.0.1": give HOST:PORT`},
+		{[]string{"--max-streams", "0"}, "--max-streams 0: give how many event streams the server keeps open at once, 1 to 1000000 (default 1024)"},
+		{[]string{"--max-streams", "1000001"}, "--max-streams 1000001: give how many event streams"},
+		{[]string{"--max-streams-per-client", "-1"}, "--max-streams-per-client -1: give how many event streams one client address may keep open at once, 1 to 1000000 (default 128)"},
 	} {
 		_, errOut, code := cli(t, append([]string{"serve", "--workspace", dir}, c.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, c.want) {
@@ -238,6 +242,31 @@ func TestServeRefusesEveryNumericFlagOutOfItsRange(t *testing.T) {
 		}
 		if first, _, _ := strings.Cut(errOut, "\n"); !strings.HasPrefix(first, "myelin serve: ") {
 			t.Errorf("serve %v: the error's first line %q does not say what was wrong", c.args, first)
+		}
+	}
+}
+
+// --max-streams and --max-streams-per-client are the server's bounds on
+// the event streams open at once (server.Server's Watchers and
+// WatchersPerClient, which refuse one more with 429); without them, the
+// server's defaults.
+func TestServeStreamFlagsAreTheServersBounds(t *testing.T) {
+	dir := workspaceWith(t, nil)
+	for _, c := range []struct {
+		args               []string
+		streams, perClient int
+	}{
+		{nil, server.DefaultWatchers, server.DefaultWatchersPerClient},
+		{[]string{"--max-streams", "20000", "--max-streams-per-client", "5000"}, 20000, 5000},
+	} {
+		var stderr strings.Builder
+		setup, code, done := parseServe(append([]string{"--workspace", dir}, c.args...), io.Discard, &stderr)
+		if done {
+			t.Fatalf("serve %v: exit %d: %s", c.args, code, stderr.String())
+		}
+		api := setup.newAPI(io.Discard)
+		if api.Watchers != c.streams || api.WatchersPerClient != c.perClient {
+			t.Errorf("serve %v: the server takes %d streams, %d per client; want %d and %d", c.args, api.Watchers, api.WatchersPerClient, c.streams, c.perClient)
 		}
 	}
 }
