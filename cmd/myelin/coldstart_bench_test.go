@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,155 +18,202 @@ import (
 // exit (issue 34, point 2; docs/performance.md "Cold start"): `myelin
 // version`, `myelin tool list` and the script engine's own start (the
 // binary run again with MYELIN_SCRIPT_ENGINE=1, given an empty stdin so it
-// ends at once), side by side with a Go hello world built in the same run
-// as the floor. Each reports the median wall time (ms-median), the median
-// CPU time (ms-cpu-median) and the median peak resident set size
-// (MiB-peak-rss). With MYELIN_COLDSTART_BEFORE=PATH it runs that binary too (an
-// older build), for a before/after in one run. It is a benchmark: it
-// asserts nothing about time.
+// ends at once), each beside a Go hello world built in the same run, the
+// floor. With MYELIN_COLDSTART_BEFORE=PATH it runs that binary too (an
+// older build) for a before/after. Every iteration runs each program once,
+// in turn, so all see the same load; each reports, per program, the median
+// wall time (NAME-ms), the median CPU time, user and system (NAME-cpu-ms:
+// on a loaded machine the steadier figure), and, from a few more runs, the
+// median peak resident set size (NAME-rss-MiB) and the anonymous part of
+// the resident set at exit (NAME-anon-MiB: the rest is the executable's
+// pages, page cache shared by every process of it, and how much of the
+// file a fault maps depends on how the file came into the page cache). It
+// is a benchmark: it asserts nothing about time.
 //
+//	MYELIN_COLDSTART_BEFORE=/path/to/old/myelin \
 //	go test ./cmd/myelin -run '^$' -bench ColdStart -benchtime 40x
 func BenchmarkColdStart(b *testing.B) {
 	dir := b.TempDir()
-	hello := filepath.Join(dir, "hello")
 	src := filepath.Join(dir, "hello.go")
 	if err := os.WriteFile(src, []byte("package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	hello := filepath.Join(dir, "hello.built")
 	if out, err := exec.Command("go", "build", "-o", hello, src).CombinedOutput(); err != nil {
 		b.Fatalf("building the hello world: %v\n%s", err, out)
 	}
-	bins := []struct{ name, path string }{{"now", copyBinary(b, buildMyelinBench(b, dir), filepath.Join(dir, "now"))}}
-	if before := os.Getenv("MYELIN_COLDSTART_BEFORE"); before != "" {
-		bins = append(bins, struct{ name, path string }{"before", copyBinary(b, before, filepath.Join(dir, "before"))})
-	}
-	ws := b.TempDir()
-	hello = copyBinary(b, hello, filepath.Join(dir, "hello-copy"))
-	b.Run("floor=hello", func(b *testing.B) { startMany(b, exec.Command(hello), 0) })
-	for _, bin := range bins {
-		b.Run("bin="+bin.name+"/version", func(b *testing.B) { startMany(b, exec.Command(bin.path, "version"), 0) })
-		b.Run("bin="+bin.name+"/tool-list", func(b *testing.B) {
-			startMany(b, exec.Command(bin.path, "tool", "list", "--workspace", ws, "--allow-shell"), 0)
-		})
-		b.Run("bin="+bin.name+"/engine", func(b *testing.B) {
-			cmd := exec.Command(bin.path)
-			cmd.Env = append(os.Environ(), "MYELIN_SCRIPT_ENGINE=1")
-			startMany(b, cmd, 1) // "reading the script: EOF"
-		})
-	}
-}
-
-// buildMyelinBench builds this command into dir once for the benchmark.
-func buildMyelinBench(b *testing.B, dir string) string {
-	b.Helper()
-	bin := filepath.Join(dir, "myelin")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	built := filepath.Join(dir, "myelin.built")
+	if out, err := exec.Command("go", "build", "-o", built, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	return bin
+	bins := map[string]string{"hello": copyBinary(b, hello, filepath.Join(dir, "hello")), "now": copyBinary(b, built, filepath.Join(dir, "now"))}
+	if before := os.Getenv("MYELIN_COLDSTART_BEFORE"); before != "" {
+		bins["before"] = copyBinary(b, before, filepath.Join(dir, "before"))
+	}
+	ws := b.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+		env  string
+		exit int
+	}{
+		{"version", []string{"version"}, "", 0},
+		{"tool-list", []string{"tool", "list", "--workspace", ws, "--allow-shell"}, "", 0},
+		{"engine", nil, "MYELIN_SCRIPT_ENGINE=1", 1}, // "reading the script: EOF"
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var progs []program
+			for _, name := range []string{"hello", "now", "before"} {
+				if path, ok := bins[name]; ok {
+					p := program{name: name, path: path, args: c.args, exit: c.exit}
+					if name == "hello" {
+						p.args, p.exit = nil, 0
+					}
+					if c.env != "" {
+						p.env = append(os.Environ(), c.env)
+					}
+					progs = append(progs, p)
+				}
+			}
+			startMany(b, progs)
+		})
+	}
 }
 
-// copyBinary copies the executable src to dst, written the one way for
-// every binary compared: how a file came into the page cache (the
-// linker's writes, cp's) changes how much of it the kernel maps at each
-// fault, and so the peak RSS, by as much as 10 MiB between two copies of
-// one binary.
+// program is one command the benchmark starts, and the status it must
+// exit with.
+type program struct {
+	name, path string
+	args, env  []string
+	exit       int
+}
+
+// copyBinary copies the executable src to dst, so that every binary
+// compared came into the page cache the one way: how it did (the linker's
+// writes, one large write, cp) changes how much of the file the kernel
+// maps at each fault, and so the peak RSS, by tens of MiB for one binary.
 func copyBinary(b *testing.B, src, dst string) string {
 	b.Helper()
-	data, err := os.ReadFile(src)
+	in, err := os.Open(src)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := os.WriteFile(dst, data, 0o755); err != nil {
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 128<<10) // cp's size of a write
+	for {
+		n, err := in.Read(buf)
+		if n > 0 {
+			if _, err := out.Write(buf[:n]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := out.Close(); err != nil {
 		b.Fatal(err)
 	}
 	return dst
 }
 
-// startMany runs template's command b.N times, one process after the
-// other, its stdin empty and its output discarded, and reports the median
-// wall time of a run and the median CPU time it used (user and system: on
-// a machine other work loads, the steadier of the two); then, in a few more runs, the median of its peak
-// RSS (rssOf). A run that does not exit with status want stops the
-// benchmark with its output.
-func startMany(b *testing.B, template *exec.Cmd, want int) {
-	walls := make([]float64, 0, b.N)
-	cpus := make([]float64, 0, b.N)
+// startMany runs each of progs once an iteration, in turn, b.N times, its
+// stdin empty and its output kept for a failure's message, and reports
+// for each the median wall and CPU times; then, in a few more runs, the
+// median of its peak and anonymous RSS (rssOf). A run that does not exit
+// with its status stops the benchmark with its output.
+func startMany(b *testing.B, progs []program) {
+	walls := make([][]float64, len(progs))
+	cpus := make([][]float64, len(progs))
 	b.ResetTimer()
 	for range b.N {
-		cmd := exec.Command(template.Path, template.Args[1:]...)
-		cmd.Env = template.Env
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		start := time.Now()
-		err := cmd.Run()
-		walls = append(walls, float64(time.Since(start).Microseconds())/1000)
-		cpus = append(cpus, float64((cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime()).Microseconds())/1000)
-		if code := cmd.ProcessState.ExitCode(); code != want {
-			b.Fatalf("%s: exit %d (%v), want %d\n%s", strings.Join(template.Args, " "), code, err, want, out.String())
+		for i, p := range progs {
+			cmd := exec.Command(p.path, p.args...)
+			cmd.Env = p.env
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			start := time.Now()
+			err := cmd.Run()
+			walls[i] = append(walls[i], float64(time.Since(start).Microseconds())/1000)
+			cpus[i] = append(cpus[i], float64((cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime()).Microseconds())/1000)
+			if code := cmd.ProcessState.ExitCode(); code != p.exit {
+				b.Fatalf("%s %s: exit %d (%v), want %d\n%s", p.name, strings.Join(p.args, " "), code, err, p.exit, out.String())
+			}
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(median(walls), "ms-median")
-	b.ReportMetric(median(cpus), "ms-cpu-median")
-	rss := make([]float64, 0, 7)
-	for range cap(rss) {
-		kib, err := rssOf(template)
-		if err != nil {
-			b.Fatalf("%s: %v", strings.Join(template.Args, " "), err)
+	for i, p := range progs {
+		b.ReportMetric(median(walls[i]), p.name+"-ms")
+		b.ReportMetric(median(cpus[i]), p.name+"-cpu-ms")
+		var peak, anon []float64
+		for range 7 {
+			hwm, a, err := rssOf(p)
+			if err != nil {
+				b.Fatalf("%s %s: %v", p.name, strings.Join(p.args, " "), err)
+			}
+			peak, anon = append(peak, float64(hwm)/1024), append(anon, float64(a)/1024)
 		}
-		rss = append(rss, float64(kib)/1024)
+		b.ReportMetric(median(peak), p.name+"-rss-MiB")
+		b.ReportMetric(median(anon), p.name+"-anon-MiB")
 	}
-	b.ReportMetric(median(rss), "MiB-peak-rss")
 }
 
-// rssOf runs template's command once under ptrace and returns its peak
-// resident set size (VmHWM, KiB) read as it exits. rusage's ru_maxrss
-// cannot say it: Linux carries into a child's the peak of the process it
-// was forked from (here this test binary, tens of MiB), so every small
-// program would read as large as the benchmark itself.
-func rssOf(template *exec.Cmd) (int, error) {
+// rssOf runs p once under ptrace and returns its peak resident set size
+// (VmHWM) and its anonymous resident memory (RssAnon), in KiB, read as it
+// exits. rusage's ru_maxrss cannot say the peak: Linux carries into a
+// child's the peak of the process it was forked from (here this test
+// binary, tens of MiB), so every small program would read as large as the
+// benchmark itself.
+func rssOf(p program) (peak, anon int, err error) {
 	runtime.LockOSThread() // ptrace requests come from the thread that traced
 	defer runtime.UnlockOSThread()
-	cmd := exec.Command(template.Path, template.Args[1:]...)
-	cmd.Env = template.Env
+	cmd := exec.Command(p.path, p.args...)
+	cmd.Env = p.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer cmd.Process.Release()
 	pid := cmd.Process.Pid
 	var ws syscall.WaitStatus
 	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil { // stopped at its exec
-		return 0, err
+		return 0, 0, err
 	}
 	if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXIT); err != nil {
-		return 0, fmt.Errorf("ptrace: %w", err)
+		return 0, 0, fmt.Errorf("ptrace: %w", err)
 	}
-	kib := -1
+	peak, anon = -1, -1
 	for sig := 0; ; {
 		if err := syscall.PtraceCont(pid, sig); err != nil {
-			return 0, fmt.Errorf("ptrace: %w", err)
+			return 0, 0, fmt.Errorf("ptrace: %w", err)
 		}
 		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		switch {
 		case ws.Exited() || ws.Signaled():
-			if kib < 0 {
-				return 0, fmt.Errorf("it ended without the exit stop")
+			if peak < 0 || anon < 0 {
+				return 0, 0, fmt.Errorf("no VmHWM and RssAnon read at its exit")
 			}
-			return kib, nil
+			return peak, anon, nil
 		case ws.TrapCause() == syscall.PTRACE_EVENT_EXIT:
 			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			for line := range strings.Lines(string(status)) {
-				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-					kib, err = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-					if err != nil {
-						return 0, fmt.Errorf("VmHWM %q: %w", v, err)
+				for key, to := range map[string]*int{"VmHWM:": &peak, "RssAnon:": &anon} {
+					if v, ok := strings.CutPrefix(line, key); ok {
+						if *to, err = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB")); err != nil {
+							return 0, 0, fmt.Errorf("%s %q: %w", key, v, err)
+						}
 					}
 				}
 			}
