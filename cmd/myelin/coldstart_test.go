@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -260,5 +261,26 @@ func TestNoPackageOfOursBuildsStateAtInit(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Fatalf("no init of this module's packages in the inittrace of myelin version:\n%s", out)
+	}
+}
+
+// TestVersionRunsNoGarbageCollection holds `myelin version` to no GC
+// cycle from its start to its exit (GODEBUG=gctrace=1 prints one line a
+// cycle): the inits' heap stays below the first goal once internal/startgc
+// puts the collector off until main. A cycle here means the inits now
+// allocate past the runtime's first heap goal of 4 MB: the state some
+// package builds at init should move to its first use.
+func TestVersionRunsNoGarbageCollection(t *testing.T) {
+	cmd := exec.Command(buildMyelin(t), "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=gctrace=1")
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") })
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("myelin version: %v\n%s", err, out)
+	}
+	for line := range strings.Lines(string(out)) {
+		if strings.HasPrefix(line, "gc ") {
+			t.Errorf("myelin version ran a GC cycle: %s", line)
+		}
 	}
 }
