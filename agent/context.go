@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/provider"
@@ -297,11 +298,12 @@ func save(files result.Store, name, data string) (string, error) {
 	return files.Save(name, data)
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]+`) })
 
 // fileLabel is a call id as a part of a file name.
 func fileLabel(callID string) string {
-	s := unsafeName.ReplaceAllString(callID, "_")
+	s := unsafeName().ReplaceAllString(callID, "_")
 	if len(s) > 64 {
 		s = s[:64]
 	}

@@ -24,6 +24,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/myelin-run/myelin/mcp/oauth"
@@ -187,14 +188,15 @@ func (s *Server) check() error {
 	return nil
 }
 
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+var varRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`) })
 
 // expand replaces ${VAR} and ${VAR:-default} in every string of the entry.
 func (s *Server) expand(lookup func(string) (string, bool)) error {
 	var err error
 	one := func(field, v string) string {
-		return varRef.ReplaceAllStringFunc(v, func(ref string) string {
-			m := varRef.FindStringSubmatch(ref)
+		return varRef().ReplaceAllStringFunc(v, func(ref string) string {
+			m := varRef().FindStringSubmatch(ref)
 			if val, ok := lookup(m[1]); ok {
 				return val
 			}

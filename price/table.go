@@ -156,10 +156,11 @@ func (t *Table) Cost(model string, u history.Usage) Cost {
 var (
 	// bedrockVersion is the version suffix of a Bedrock model id:
 	// "-v2:0", "-v1:0:200k".
-	bedrockVersion = regexp.MustCompile(`-v\d+(:[0-9a-z]+)*$`)
+	// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+	bedrockVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-v\d+(:[0-9a-z]+)*$`) })
 	// dateSuffix is a model snapshot's date: "-20250514" (Anthropic),
 	// "-2024-08-06" (OpenAI), or "-latest".
-	dateSuffix = regexp.MustCompile(`-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$`)
+	dateSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$`) })
 )
 
 // Normalize is the name a model id is priced under: lower case; the last
@@ -177,12 +178,12 @@ func Normalize(model string) string {
 	}
 	if i := strings.Index(s, "anthropic."); i >= 0 {
 		s = s[i+len("anthropic."):]
-		s = bedrockVersion.ReplaceAllString(s, "")
+		s = bedrockVersion().ReplaceAllString(s, "")
 	}
 	if i := strings.IndexByte(s, '@'); i >= 0 {
 		// a snapshot's date, priced as Anthropic's own id with it is;
 		// anything else after the @ (a version name) is dropped
-		if d := s[i+1:]; dateSuffix.MatchString("-" + d) {
+		if d := s[i+1:]; dateSuffix().MatchString("-" + d) {
 			s = s[:i] + "-" + d
 		} else {
 			s = s[:i]
@@ -192,7 +193,7 @@ func Normalize(model string) string {
 }
 
 // undated is a normalised name without its date suffix.
-func undated(name string) string { return dateSuffix.ReplaceAllString(name, "") }
+func undated(name string) string { return dateSuffix().ReplaceAllString(name, "") }
 
 // file is a prices file as written (prices.json is one):
 //

@@ -3,6 +3,7 @@ package result
 import (
 	"encoding/json"
 	"regexp"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -247,7 +248,8 @@ type date struct {
 // lastDate is the last day spillDate formatted.
 var lastDate atomic.Pointer[date]
 
-var unsafeLabel = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+var unsafeLabel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]`) })
 
 // labelSafe reports whether id has no character unsafeLabel matches:
 // then it is its own label, with no regular expression run (most ids).
@@ -266,7 +268,7 @@ func labelSafe(id string) bool {
 func safeLabel(id string) string {
 	s := id
 	if !labelSafe(id) {
-		s = unsafeLabel.ReplaceAllString(id, "_")
+		s = unsafeLabel().ReplaceAllString(id, "_")
 	}
 	if len(s) > 64 {
 		s = s[:64]

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // DefaultContext is the context window, in tokens, assumed for a model the
@@ -123,14 +124,15 @@ var table = []model{
 // platformID is how Bedrock and Vertex name a Claude model: Bedrock's
 // "[region.]anthropic.NAME-v1:0", Vertex's "NAME@DATE".
 var (
-	bedrockSuffix = regexp.MustCompile(`-v\d+(:\d+)?$`)
-	vertexDate    = regexp.MustCompile(`@(\d{8})$`)
+	// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+	bedrockSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-v\d+(:\d+)?$`) })
+	vertexDate    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`@(\d{8})$`) })
 )
 
 // suffix is what may follow a table name in a model's name: a date as
 // Anthropic writes it (-20250929), as OpenAI does (-2025-04-14), or an
 // alias (-latest).
-var suffix = regexp.MustCompile(`^-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$`)
+var suffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$`) })
 
 // Lookup returns the limits of a model the table knows. A name matches a
 // row as it is, with a dated or -latest suffix ("claude-sonnet-4-5-20250929",
@@ -145,11 +147,11 @@ func Lookup(name string) (Limits, bool) {
 		n = n[i+1:]
 	}
 	if i := strings.Index(n, "anthropic."); i >= 0 { // Bedrock's id
-		n = bedrockSuffix.ReplaceAllString(n[i+len("anthropic."):], "")
+		n = bedrockSuffix().ReplaceAllString(n[i+len("anthropic."):], "")
 	}
-	n = vertexDate.ReplaceAllString(n, "-$1") // Vertex's id
+	n = vertexDate().ReplaceAllString(n, "-$1") // Vertex's id
 	for _, m := range table {
-		if n == m.name || strings.HasPrefix(n, m.name) && suffix.MatchString(n[len(m.name):]) {
+		if n == m.name || strings.HasPrefix(n, m.name) && suffix().MatchString(n[len(m.name):]) {
 			return m.Limits, true
 		}
 	}

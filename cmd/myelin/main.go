@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+
+	"github.com/myelin-run/myelin/internal/startgc"
 )
 
 // Exit statuses of every command.
@@ -49,6 +51,7 @@ Run "myelin COMMAND --help" for a command's flags.
 `
 
 func main() {
+	startgc.Done() // the collector as configured, from here on
 	interrupts := make(chan os.Signal, 1)
 	signal.Notify(interrupts, stopSignals(os.Args[1:])...)
 	code := run(withInterrupts(context.Background(), interrupts), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

@@ -42,14 +42,16 @@ type agentOutcome struct {
 	Usage        history.Usage `json:"usage" jsonschema:"the tokens of the turn's requests"`
 }
 
-// agentOutputSchema is the agent tool's output schema: agentOutcome's.
-var agentOutputSchema = func() *jsonschema.Schema {
+// agentOutputSchema is the agent tool's output schema: agentOutcome's,
+// made by reflection at its first use (mcp serve --agent), not at the init
+// every myelin command ran (issue 34).
+var agentOutputSchema = sync.OnceValue(func() *jsonschema.Schema {
 	s, err := jsonschema.For[agentOutcome](nil)
 	if err != nil {
 		panic(fmt.Sprintf("the agent tool's output schema: %v", err))
 	}
 	return s
-}()
+})
 
 // mcpAgent is the agent tool of mcp serve --agent: each call a turn of
 // the agent on the task it gives. It must not offer itself to the agent:
@@ -74,7 +76,7 @@ func newMCPAgent(a *agent.Agent, timeout time.Duration) *mcpAgent {
 	m := &mcpAgent{a: a}
 	m.stopping, m.end = context.WithCancel(context.Background())
 	m.tool = tool.MustFunc(mcpAgentName, mcpAgentDescription, m.call)
-	m.tool.OutputSchema = agentOutputSchema
+	m.tool.OutputSchema = agentOutputSchema()
 	m.tool.Timeout = timeout
 	// A call takes no turn among the host's calls: its turn orders its
 	// own calls, as a subagent's does (tool.Tool.Alongside), and a host

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/internal/skipped"
+	"github.com/myelin-run/myelin/internal/startgc"
 	"github.com/myelin-run/myelin/mcp/mcptest"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -216,6 +217,7 @@ func buildMyelin(t *testing.T) string {
 }
 
 func TestMain(m *testing.M) {
+	startgc.Done()         // as main does: the tests run with the collector as configured
 	mcptest.ServeIfAsked() // this binary is the MCP test server when asked
 	// the user's own configuration (their permission rules, their
 	// approved .mcp.json files) never reaches a test: each starts empty

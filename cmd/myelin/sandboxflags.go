@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/myelin-run/myelin/sandbox"
 )
@@ -160,7 +161,8 @@ func inSecret(dir string) string {
 type sandboxEnv []string
 
 // envName is what a variable's name may be: what a shell can name.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func (e *sandboxEnv) String() string {
 	if e == nil {
@@ -170,7 +172,7 @@ func (e *sandboxEnv) String() string {
 }
 
 func (e *sandboxEnv) Set(s string) error {
-	if !envName.MatchString(s) {
+	if !envName().MatchString(s) {
 		return fmt.Errorf("%q is not a variable's name: give a name like GOPATH (letters, digits and _, not starting with a digit), not NAME=value", s)
 	}
 	*e = append(*e, s)

@@ -363,7 +363,7 @@ func TestResourcesReadTheContentTheScenariosDescribe(t *testing.T) {
 		blob            []byte
 	}{
 		{"test://static-text", "text/plain", staticText, nil},
-		{"test://static-binary", "image/png", "", redPixelPNG},
+		{"test://static-binary", "image/png", "", redPixelPNG()},
 		{"test://watched-resource", "text/plain", watchedText, nil},
 		{"test://template/123/data", "application/json", `{"id":"123","templateTest":true,"data":"Data for ID: 123"}`, nil},
 		{"test://template/abc/data", "application/json", `{"id":"abc","templateTest":true,"data":"Data for ID: abc"}`, nil},

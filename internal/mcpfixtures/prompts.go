@@ -42,7 +42,7 @@ func registerPrompts(s *sdk.Server) {
 		})
 	s.AddPrompt(&sdk.Prompt{Name: "test_prompt_with_image", Description: "A prompt with an image (conformance fixture)"},
 		func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) {
-			return messages(&sdk.ImageContent{Data: redPixelPNG, MIMEType: "image/png"}, &sdk.TextContent{Text: promptImageAsk}), nil
+			return messages(&sdk.ImageContent{Data: redPixelPNG(), MIMEType: "image/png"}, &sdk.TextContent{Text: promptImageAsk}), nil
 		})
 }
 

@@ -24,7 +24,7 @@ func registerResources(s *sdk.Server) {
 		fixedResource(&sdk.ResourceContents{URI: "test://static-text", MIMEType: "text/plain", Text: staticText}))
 	s.AddResource(&sdk.Resource{URI: "test://static-binary", Name: "static-binary",
 		Description: "A 1x1 red PNG image (conformance fixture)", MIMEType: "image/png"},
-		fixedResource(&sdk.ResourceContents{URI: "test://static-binary", MIMEType: "image/png", Blob: redPixelPNG}))
+		fixedResource(&sdk.ResourceContents{URI: "test://static-binary", MIMEType: "image/png", Blob: redPixelPNG()}))
 	s.AddResource(&sdk.Resource{URI: "test://watched-resource", Name: "watched-resource",
 		Description: "A text to subscribe to (conformance fixture)", MIMEType: "text/plain"},
 		fixedResource(&sdk.ResourceContents{URI: "test://watched-resource", MIMEType: "text/plain", Text: watchedText}))

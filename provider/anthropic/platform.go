@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -319,8 +320,11 @@ func platformMessage(apiErr *sdk.Error) string {
 // constraint: Member must have length less than or equal to 25000000"),
 // both 400 ValidationException. Neither gives a count.
 var (
-	inputTooLongForModel = regexp.MustCompile(`(?i)input is too long for (the )?requested model`)
-	bodyOverLimit        = regexp.MustCompile(`(?i)value at 'body' failed to satisfy constraint: member must have length less than or equal to`)
+	// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+	inputTooLongForModel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)input is too long for (the )?requested model`) })
+	bodyOverLimit        = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)value at 'body' failed to satisfy constraint: member must have length less than or equal to`)
+	})
 )
 
 // platformTooLong reads a refusal as too long from its status and
@@ -329,7 +333,7 @@ func platformTooLong(status int, message string) *provider.TooLongError {
 	if tl := tooLong(status, message); tl != nil {
 		return tl
 	}
-	if status == http.StatusBadRequest && (inputTooLongForModel.MatchString(message) || bodyOverLimit.MatchString(message)) {
+	if status == http.StatusBadRequest && (inputTooLongForModel().MatchString(message) || bodyOverLimit().MatchString(message)) {
 		return &provider.TooLongError{}
 	}
 	return nil

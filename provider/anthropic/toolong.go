@@ -3,6 +3,7 @@ package anthropic
 import (
 	"net/http"
 	"regexp"
+	"sync"
 
 	"github.com/myelin-run/myelin/provider"
 )
@@ -20,8 +21,13 @@ import (
 // these no machine-readable code, so the messages are matched, loosely (in
 // any case, the backquotes optional, the counts optional).
 var (
-	promptTooLong = regexp.MustCompile(`(?i)prompt is too long(?::\s*(\d+) tokens\s*>\s*(\d+) maximum)?`)
-	inputTooLong  = regexp.MustCompile("(?i)input length and `?max_tokens`? exceed context limit(?::\\s*(\\d+)\\s*\\+\\s*(\\d+)\\s*>\\s*(\\d+))?")
+	// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+	promptTooLong = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)prompt is too long(?::\s*(\d+) tokens\s*>\s*(\d+) maximum)?`)
+	})
+	inputTooLong = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile("(?i)input length and `?max_tokens`? exceed context limit(?::\\s*(\\d+)\\s*\\+\\s*(\\d+)\\s*>\\s*(\\d+))?")
+	})
 )
 
 // tooLong reads a refusal as too long from an error's status and message,
@@ -33,10 +39,10 @@ func tooLong(status int, message string) *provider.TooLongError {
 	case http.StatusRequestEntityTooLarge:
 		return &provider.TooLongError{}
 	case http.StatusBadRequest:
-		if m := promptTooLong.FindStringSubmatch(message); m != nil {
+		if m := promptTooLong().FindStringSubmatch(message); m != nil {
 			return &provider.TooLongError{Tokens: provider.TokenCount(m[1]), Limit: provider.TokenCount(m[2])}
 		}
-		if m := inputTooLong.FindStringSubmatch(message); m != nil {
+		if m := inputTooLong().FindStringSubmatch(message); m != nil {
 			return &provider.TooLongError{Tokens: provider.TokenCount(m[1]), Output: provider.TokenCount(m[2]), Limit: provider.TokenCount(m[3])}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/jsonstring"
@@ -88,7 +89,8 @@ func appendTail(e *encoder, req provider.Request, o Options) error {
 }
 
 // modelMajor reads the major version of a Gemini model name.
-var modelMajor = regexp.MustCompile(`^(?:models/)?gemini-(\d+)`)
+// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+var modelMajor = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:models/)?gemini-(\d+)`) })
 
 // nativeImages reports whether model takes images inside a function
 // response (functionResponse.parts): the Gemini 3 series and later do,
@@ -96,7 +98,7 @@ var modelMajor = regexp.MustCompile(`^(?:models/)?gemini-(\d+)`)
 // models (and names that are not Gemini's) get them as inline data after
 // the responses.
 func nativeImages(model string) bool {
-	m := modelMajor.FindStringSubmatch(model)
+	m := modelMajor().FindStringSubmatch(model)
 	if m == nil {
 		return false
 	}

@@ -3,6 +3,7 @@ package gemini
 import (
 	"net/http"
 	"regexp"
+	"sync"
 
 	"github.com/myelin-run/myelin/provider"
 )
@@ -21,8 +22,11 @@ import (
 // it as a window, answer included, makes more room than it must, never
 // less.
 var (
-	inputTooLong   = regexp.MustCompile(`(?i)input token count(?:\s*\((\d+)\))?\s*exceeds the maximum number of tokens allowed(?:\s*\((\d+)\))?`)
-	payloadTooLong = regexp.MustCompile(`(?i)request payload size exceeds the limit`)
+	// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+	inputTooLong = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)input token count(?:\s*\((\d+)\))?\s*exceeds the maximum number of tokens allowed(?:\s*\((\d+)\))?`)
+	})
+	payloadTooLong = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)request payload size exceeds the limit`) })
 )
 
 // tooLong reads a refusal as too long from an error's status and message,
@@ -32,10 +36,10 @@ func tooLong(status int, message string) *provider.TooLongError {
 	case http.StatusRequestEntityTooLarge:
 		return &provider.TooLongError{}
 	case http.StatusBadRequest:
-		if m := inputTooLong.FindStringSubmatch(message); m != nil {
+		if m := inputTooLong().FindStringSubmatch(message); m != nil {
 			return &provider.TooLongError{Tokens: provider.TokenCount(m[1]), Limit: provider.TokenCount(m[2])}
 		}
-		if payloadTooLong.MatchString(message) {
+		if payloadTooLong().MatchString(message) {
 			return &provider.TooLongError{}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/myelin-run/myelin/provider"
 )
@@ -24,18 +25,23 @@ import (
 // message. Each of these is read as too long; the counts are taken from
 // the message when it gives them, never guessed.
 var (
-	maxContext    = regexp.MustCompile(`(?i)maximum context length is (\d+) tokens`)
-	exceedsWindow = regexp.MustCompile(`(?i)exceeds the context window`)
-	inputTokens   = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)resulted in (\d+) tokens`),
-		regexp.MustCompile(`(?i)\((\d+) in the messages`),
-		regexp.MustCompile(`(?i)\((\d+) in your prompt`),
-		regexp.MustCompile(`(?i)prompt contains at least (\d+) input tokens`),
-	}
-	outputTokens = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)(\d+) (?:in|for) the completion`),
-		regexp.MustCompile(`(?i)requested (\d+) output tokens`),
-	}
+	// Compiled at its first use, not at init: every myelin process ran the init (issue 34).
+	maxContext    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)maximum context length is (\d+) tokens`) })
+	exceedsWindow = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)exceeds the context window`) })
+	inputTokens   = sync.OnceValue(func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			regexp.MustCompile(`(?i)resulted in (\d+) tokens`),
+			regexp.MustCompile(`(?i)\((\d+) in the messages`),
+			regexp.MustCompile(`(?i)\((\d+) in your prompt`),
+			regexp.MustCompile(`(?i)prompt contains at least (\d+) input tokens`),
+		}
+	})
+	outputTokens = sync.OnceValue(func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			regexp.MustCompile(`(?i)(\d+) (?:in|for) the completion`),
+			regexp.MustCompile(`(?i)requested (\d+) output tokens`),
+		}
+	})
 )
 
 // apiError is the part of an error object tooLong reads.
@@ -64,14 +70,14 @@ func tooLong(status int, body string) *provider.TooLongError {
 		return &provider.TooLongError{Tokens: max(e.PromptTokens, 0), Limit: max(e.Context, 0)}
 	case status != http.StatusBadRequest:
 		return nil
-	case code == "context_length_exceeded", maxContext.MatchString(e.Message), exceedsWindow.MatchString(e.Message):
+	case code == "context_length_exceeded", maxContext().MatchString(e.Message), exceedsWindow().MatchString(e.Message):
 	default:
 		return nil
 	}
 	return &provider.TooLongError{
-		Tokens: first(inputTokens, e.Message),
-		Output: first(outputTokens, e.Message),
-		Limit:  first([]*regexp.Regexp{maxContext}, e.Message),
+		Tokens: first(inputTokens(), e.Message),
+		Output: first(outputTokens(), e.Message),
+		Limit:  first([]*regexp.Regexp{maxContext()}, e.Message),
 	}
 }
 

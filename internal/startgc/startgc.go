@@ -1,0 +1,57 @@
+// Package startgc puts off the garbage collector's first cycle until main
+// runs. The package inits of myelin allocate about 3 MB (the SDKs' tables
+// and registries), close to the runtime's first heap goal of 4 MB, so
+// without this a full GC cycle ran in the middle of them, over a heap that
+// is nearly all live, costing a short command such as `myelin version`
+// some 300 page faults and a tenth of its CPU time (docs/performance.md,
+// "Cold start"). Its init raises GOGC for the inits that come after it;
+// main calls Done first, which puts the setting back.
+//
+// It must not change the collector of a process that does its work inside
+// an init: the supervisor (its init runs before this one, being imported
+// here, and never returns) and the script engine (MYELIN_SCRIPT_ENGINE=1,
+// package script). Nor does it touch a GOGC the user set.
+package startgc
+
+import (
+	"os"
+	"runtime/debug"
+
+	// A dependency's init runs before this one: a supervisor process
+	// starts and ends in it, with the collector as it was.
+	_ "github.com/myelin-run/myelin/internal/supervisor"
+)
+
+// initPercent is GOGC while the inits after this one run: with no cycle
+// yet, the first goal is 4 MB × initPercent / 100.
+const initPercent = 400
+
+// engineEnv is package script's variable that makes the process a script
+// engine, which runs its script inside package script's init.
+const engineEnv = "MYELIN_SCRIPT_ENGINE"
+
+// restore is the GOGC to put back in Done; -1 when nothing was changed.
+var restore = -1
+
+func init() { restore = putOff(os.LookupEnv) }
+
+// putOff raises GOGC to initPercent and returns the setting to put back,
+// or leaves it and returns -1 in a script engine or when GOGC is set.
+func putOff(lookup func(string) (string, bool)) int {
+	if v, _ := lookup(engineEnv); v == "1" {
+		return -1
+	}
+	if _, set := lookup("GOGC"); set {
+		return -1
+	}
+	return debug.SetGCPercent(initPercent)
+}
+
+// Done puts back the GOGC found at init; main calls it before anything
+// else. Later calls do nothing.
+func Done() {
+	if restore >= 0 {
+		debug.SetGCPercent(restore)
+		restore = -1
+	}
+}
