@@ -136,61 +136,95 @@ func TestResumedBodyIsTheFreshBuildByteForByte(t *testing.T) {
 	}
 }
 
-// TestResumedTurnSendsWhatARunningAgentWould runs the turn after a restart
-// end to end: the body that reaches the provider is the one a wire that
-// kept nothing encodes for the same request, and the turn keeps a point
-// that a second restart takes.
+// bodied is a wire that says the body it sends for a request.
+type bodied interface {
+	provider.Provider
+	Body(provider.Request) ([]byte, error)
+}
+
+// TestResumedTurnSendsWhatARunningAgentWould runs, on every wire with a
+// resume point (provider.Resumable), the turn after a restart end to end:
+// the body that reaches the provider is the one a wire that kept nothing
+// encodes for the same request, and the turn keeps a newer point, which
+// the next restart takes. A wire without resume points is left out: its
+// first request after a restart is encoded whole, as it always was.
 func TestResumedTurnSendsWhatARunningAgentWould(t *testing.T) {
-	srv := providertest.NewAnthropic(t)
-	path, id := storedConversation(t, srv)
-	ctx := context.Background()
-	for restart := range 2 {
-		store, err := sqlite.Open(path)
+	for _, name := range wires() {
+		tw := testWires[name]
+		probe, err := tw.provider("http://127.0.0.1:1")
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := &Agent{Provider: anthropicWire(t, srv), Store: store, Tools: resumeTools(t, "echo--ok"), Model: "m"}
-		before, err := store.ResumeOf(ctx, id)
-		if err != nil {
-			t.Fatalf("restart %d: no resume point kept: %v", restart, err)
+		if _, ok := probe.(provider.Resumable); !ok {
+			continue
 		}
-		stored, err := store.Messages(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := resumable(before, stored); !ok {
-			t.Fatalf("restart %d: the point kept does not hold for the conversation as stored", restart)
-		}
-		srv.Forget()
-		runTurns(t, a, srv, id, 1, 100+restart*100)
-		if stored, err = store.Messages(ctx, id); err != nil {
-			t.Fatal(err)
-		}
-		// the turn's first request: its prompt is the last user message
-		// before its first answer
-		place := -1
-		for i := len(stored) - 1; i >= 0; i-- {
-			if m := stored[i]; m.Role == history.User && !m.HoldsResults() {
-				place = i + 1
-				break
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			srv := tw.server(t)
+			wire := func() bodied {
+				p, err := tw.provider(srv.URL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p.(bodied)
 			}
-		}
-		sz, err := a.sizing(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req := a.request(sz, window.Gather(stored[:place]))
-		fresh, err := anthropicWire(t, srv).Body(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sent := srv.Requests(); len(sent) == 0 || !bytes.Equal(sent[0], fresh) {
-			t.Fatalf("restart %d: the first request sent after the restart is not the body encoded whole for it", restart)
-		}
-		if after, err := store.ResumeOf(ctx, id); err != nil || after.Rows <= before.Rows || after.Messages <= before.Messages {
-			t.Fatalf("restart %d: the turn kept no newer resume point (rows %d, then %d; err %v)", restart, before.Rows, after.Rows, err)
-		}
-		store.Close()
+			path := filepath.Join(t.TempDir(), "h.db")
+			var id string
+			for restart := range 3 {
+				store, err := sqlite.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := &Agent{Provider: wire(), Store: store, Tools: resumeTools(t, "echo--ok"), Model: tw.model}
+				if restart == 0 {
+					if id, err = a.NewConversation(ctx); err != nil {
+						t.Fatal(err)
+					}
+					runTurns(t, a, srv, id, 2, 0)
+					store.Close()
+					continue
+				}
+				before, err := store.ResumeOf(ctx, id)
+				if err != nil {
+					t.Fatalf("restart %d: no resume point kept: %v", restart, err)
+				}
+				stored, err := store.Messages(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := resumable(before, stored); !ok {
+					t.Fatalf("restart %d: the point kept does not hold for the conversation as stored", restart)
+				}
+				srv.Forget()
+				runTurns(t, a, srv, id, 1, restart*100)
+				if stored, err = store.Messages(ctx, id); err != nil {
+					t.Fatal(err)
+				}
+				// the turn's first request: its prompt is the last user
+				// message before its first answer
+				place := -1
+				for i := len(stored) - 1; i >= 0 && place < 0; i-- {
+					if m := stored[i]; m.Role == history.User && !m.HoldsResults() {
+						place = i + 1
+					}
+				}
+				sz, err := a.sizing(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fresh, err := wire().Body(a.request(sz, window.Gather(stored[:place])))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sent := srv.Requests(); len(sent) == 0 || !bytes.Equal(sent[0], fresh) {
+					t.Fatalf("restart %d: the first request sent after the restart is not the body encoded whole for it", restart)
+				}
+				if after, err := store.ResumeOf(ctx, id); err != nil || after.Rows <= before.Rows || after.Messages <= before.Messages {
+					t.Fatalf("restart %d: the turn kept no newer resume point (rows %d, then %d; err %v)", restart, before.Rows, after.Rows, err)
+				}
+				store.Close()
+			}
+		})
 	}
 }
 

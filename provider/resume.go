@@ -30,7 +30,8 @@ type Resumable interface {
 	// their last message group. It reports whether it took it. The
 	// caller must have checked that msgs are the messages p was made of
 	// (Digest); the wire checks each of them against its next request's
-	// as it does for a prefix of its own.
+	// as it does for a prefix of its own. A wire that takes p keeps
+	// p.Bytes as they are: the caller must not use them afterwards.
 	ResumePrefix(key string, msgs []history.Message, p history.ResumePoint) bool
 }
 

@@ -44,7 +44,7 @@ func (p *Provider) ResumePrefix(key string, msgs []history.Message, pt history.R
 	if !endsWithLastGroup(pt.Bytes, msgs, pt.Last) {
 		return false
 	}
-	p.prefixes.Put(key, "", nil, msgs, bytes.Clone(pt.Bytes), pt.Last)
+	p.prefixes.Put(key, "", nil, msgs, pt.Bytes, pt.Last) // the caller's no more (Resumable)
 	return true
 }
 
