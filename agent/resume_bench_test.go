@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -20,8 +21,10 @@ import (
 // conversation before):
 //
 //   - "resumed": a new store handle and a new wire; the conversation read
-//     whole (read-ms), the resume point read, checked and given to the
-//     wire (resume-ms), the request and its body built on it (body-ms);
+//     whole, the resume point read beside it (read-ms), the point checked
+//     and given to the wire (resume-ms: what of its read did not overlap
+//     the conversation's, and its check), the request and its body built
+//     on it (body-ms);
 //   - "cold": the same without a resume point (the wire encodes every
 //     message), what a restart cost before.
 //
@@ -91,19 +94,17 @@ func BenchmarkResume(b *testing.B) {
 					b.Fatal(err)
 				}
 				r := &Agent{Provider: wire(), Store: fresh, Tools: tools, Model: "m"}
+				var pending *pendingResume
+				if resume { // read beside the conversation, as a turn does
+					pending = r.prefetchResume(ctx, id)
+				}
 				stored, err := fresh.Messages(ctx, id)
 				if err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
-				if resume {
-					sz, err := r.sizing(ctx, id)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if !r.resumePrefix(ctx, id, sz.key, stored) {
-						b.Fatal("the resume point was not taken")
-					}
+				if resume && !r.resumePrefix(pending, stored) {
+					b.Fatal("the resume point was not taken")
 				}
 				t2 := time.Now()
 				build(r)
@@ -128,4 +129,33 @@ func BenchmarkResume(b *testing.B) {
 type builtBody struct {
 	msgs []history.Message
 	body []byte
+}
+
+// BenchmarkResumeDigest is the digest a resume checks a point with
+// (digestOf) of 100,000 messages, beside the floor: SHA-256 of a buffer
+// of the same size. Run:
+//
+//	go test ./agent -run '^$' -bench ResumeDigest -count 6
+func BenchmarkResumeDigest(b *testing.B) {
+	var msgs []history.Message
+	for i := 0; i < 100000; i += 2 {
+		msgs = append(msgs, roundOf(i)...)
+	}
+	size := 0
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			size += len(p.Text) + len(p.CallID) + len(p.Name) + len(p.Input) + 16
+		}
+	}
+	b.Run("digestOf", func(b *testing.B) {
+		for b.Loop() {
+			digestOf(msgs)
+		}
+	})
+	flat := make([]byte, size)
+	b.Run("sha256-floor", func(b *testing.B) {
+		for b.Loop() {
+			sha256.Sum256(flat)
+		}
+	})
 }

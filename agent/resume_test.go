@@ -92,11 +92,7 @@ func resumeAndBuild(t *testing.T, a *Agent, srv *providertest.Server, id string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sz, err := a.sizing(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	took = a.resumePrefix(ctx, id, sz.key, stored)
+	took = a.resumePrefix(a.prefetchResume(ctx, id), stored)
 	if err := a.Store.Append(ctx, id, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "and now?"}}}); err != nil {
 		t.Fatal(err)
 	}

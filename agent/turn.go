@@ -149,6 +149,15 @@ type turning struct {
 // turn's requests, checks their settings against those last stored, and
 // stores the prompt.
 func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Event)) (t *turning, ended bool, err error) {
+	// a restart's first request is built as a running agent's would be,
+	// on the resume point the last turn kept, read beside the
+	// conversation (resume.go)
+	resume := a.prefetchResume(context.WithoutCancel(ctx), id)
+	defer func() {
+		if resume != nil {
+			<-resume.done // its read ends before the turn's does, on every way out
+		}
+	}()
 	rec, err := a.recover(ctx, id)
 	if err != nil {
 		return nil, false, err
@@ -182,7 +191,8 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 		return nil, false, err
 	}
 	t.settings = a.checkSettings(t.sz, stored, on)
-	a.resumePrefix(kept, id, t.sz.key, stored) // a restart's first request built as a running agent's (resume.go)
+	a.resumePrefix(resume, stored)
+	resume = nil
 	if prompt != nil {
 		if err := t.store(kept, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(*prompt)}}}); err != nil {
 			return nil, false, err
