@@ -42,7 +42,9 @@ type Resumes interface {
 	// cache, not a promise of contract §7). It keeps a copy of p.Bytes.
 	// Of Bytes it writes only what differs from the point it kept before.
 	KeepResume(ctx context.Context, id string, p ResumePoint) error
-	// ResumeOf returns conversation id's resume point; none kept is an
+	// ResumeOf returns conversation id's resume point (its Bytes in
+	// memory of their own, which the caller may keep, best with room to
+	// grow: a wire builds the next body after them); none kept is an
 	// error wrapping ErrNotFound, and so is one whose bytes do not read
 	// back whole (each part is checked as it is read).
 	ResumeOf(ctx context.Context, id string) (ResumePoint, error)

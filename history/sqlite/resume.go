@@ -130,7 +130,9 @@ func (s *Store) ResumeOf(ctx context.Context, id string) (history.ResumePoint, e
 		return history.ResumePoint{}, s.explain(doing, err)
 	}
 	defer rows.Close()
-	b := make([]byte, 0, meta.Size)
+	// room to grow by half: a wire builds the next body in place, after
+	// the bytes, as it does on its own kept bodies (prefix.Cache.Buffer)
+	b := make([]byte, 0, meta.Size+meta.Size/2+4096)
 	for rows.Next() {
 		var start int
 		var crc int64

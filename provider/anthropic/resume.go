@@ -45,6 +45,9 @@ func (p *Provider) ResumePrefix(key string, msgs []history.Message, pt history.R
 		return false
 	}
 	p.prefixes.Put(key, "", nil, msgs, pt.Bytes, pt.Last) // the caller's no more (Resumable)
+	// the bytes' memory, with the room the store gave them, is where the
+	// next body is written, after them, as on a body given back
+	p.prefixes.Release(key, pt.Bytes)
 	return true
 }
 
