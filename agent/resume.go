@@ -25,7 +25,7 @@ import (
 //   - the point was made from the first Rows stored messages: the store
 //     must hold at least as many;
 //   - its bytes encode the first Messages messages of the view of those
-//     rows (window.View): the SHA-256 of those messages (their roles and
+//     rows (window.View): the digest of those messages (their roles and
 //     parts, digestOf) must be the point's Digest — a rewind, a switch of
 //     branch, or a message changed by another writer gives another;
 //   - the wire takes back only a point of its own encoding and build,

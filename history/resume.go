@@ -23,7 +23,7 @@ type ResumePoint struct {
 	Messages int `json:"messages"`
 	// Last is the role of the last message group Bytes end with.
 	Last Role `json:"last"`
-	// Digest is a SHA-256 of the Messages view messages' roles and parts,
+	// Digest is a digest of the Messages view messages' roles and parts,
 	// as the agent computes it (agent/resume.go): a conversation changed
 	// behind the agent's back (rewound, switched, edited by another
 	// writer) no longer gives it.
