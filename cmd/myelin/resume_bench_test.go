@@ -100,7 +100,7 @@ func BenchmarkResumeRun(b *testing.B) {
 
 // storedRounds makes, in the store at path, a conversation of n messages
 // whose turn has ended, and returns its id.
-func storedRounds(b *testing.B, path string, n int) string {
+func storedRounds(b testing.TB, path string, n int) string {
 	ctx := context.Background()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		b.Fatal(err)
