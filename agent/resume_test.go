@@ -262,10 +262,22 @@ func TestResumePointRefusedWhenTheConversationChanged(t *testing.T) {
 		// change changes the store (reopened) between the two processes
 		change func(t *testing.T, s *sqlite.Store, path, id string) history.Store
 		tools  []string
+		model  string
 		take   bool // the wire takes the point
 	}{
 		{name: "unchanged", take: true},
 		{name: "other tools (and so another request head)", tools: []string{"echo--ok", "other--tool"}, take: true},
+		{name: "another model", model: "other-model", take: true},
+		{name: "rewound, its branch deleted", change: func(t *testing.T, s *sqlite.Store, path, id string) history.Store {
+			branch, err := s.Rewind(ctx, id, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Delete(ctx, branch.ID); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
 		{name: "rewound before the point", change: func(t *testing.T, s *sqlite.Store, path, id string) history.Store {
 			if _, err := s.Rewind(ctx, id, 3); err != nil {
 				t.Fatal(err)
@@ -297,6 +309,9 @@ func TestResumePointRefusedWhenTheConversationChanged(t *testing.T) {
 				t.Fatal(err)
 			}
 			return s
+		}},
+		{name: "a store without resume points (as Postgres)", change: func(t *testing.T, s *sqlite.Store, path, id string) history.Store {
+			return struct{ history.Store }{s} // history.Resumes hidden: the slow path
 		}},
 		{name: "a message edited by another writer", change: func(t *testing.T, s *sqlite.Store, path, id string) history.Store {
 			return editingStore{Store: s, msg: 1}
@@ -362,7 +377,11 @@ func TestResumePointRefusedWhenTheConversationChanged(t *testing.T) {
 			if tools == nil {
 				tools = []string{"echo--ok"}
 			}
-			a := &Agent{Provider: anthropicWire(t, srv), Store: hs, Tools: resumeTools(t, tools...), Model: "m"}
+			model := tc.model
+			if model == "" {
+				model = "m"
+			}
+			a := &Agent{Provider: anthropicWire(t, srv), Store: hs, Tools: resumeTools(t, tools...), Model: model}
 			took, resumed, fresh := resumeAndBuild(t, a, srv, id)
 			if took != tc.take {
 				t.Errorf("the wire took the point: %v, want %v", took, tc.take)
