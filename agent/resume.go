@@ -18,9 +18,10 @@ import (
 // next one. A restarted agent's wire keeps nothing, so its first request
 // encoded every message again — at 100,000 messages the better part of
 // the first request's build. At the end of each turn the agent keeps the
-// wire's prefix in the store (history.Resumes) as a resume point; the
-// first turn after a restart gives it back to the wire (provider.Resumable)
-// once it has checked it against the conversation as stored:
+// wire's prefix in the store (history.Resumes) as a resume point; a turn
+// whose wire keeps nothing for the conversation (the first after a
+// restart) gives it back to the wire (provider.Resumable) once it has
+// checked it against the conversation as stored:
 //
 //   - the point was made from the first Rows stored messages: the store
 //     must hold at least as many;
