@@ -91,7 +91,7 @@ func (r *run) own(ticket int, name, input string) {
 		if err != nil {
 			m.Flag, m.S[0] = true, err.Error()
 		}
-		_ = r.conn.send(m) // fails once the script is over: nothing waits
+		_ = r.conn.sendFor(r.script, m) // dropped once the script is over: nothing waits
 	}
 	h := r.hooks
 	switch name {

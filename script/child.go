@@ -2,6 +2,7 @@ package script
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,27 +36,48 @@ func init() {
 	os.Exit(engineMain())
 }
 
-// engineMain is the engine process: one script over stdin and stdout.
-// Whatever else prints goes to stderr, which myelin keeps the end of.
+// engineMain is the engine process: scripts over stdin and stdout, one
+// after the other, until myelin closes stdin or kills it. Whatever else
+// prints goes to stderr, which myelin keeps the end of.
 func engineMain() int {
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	out := bufio.NewWriterSize(os.Stdout, 64<<10)
 	os.Stdout = os.Stderr
-	err := serve(in, out, func(limit time.Duration) {
-		time.AfterFunc(limit+engineGrace, func() {
-			fmt.Fprintf(os.Stderr, "the engine outlived its time limit of %v and ended itself\n", limit)
+	for {
+		// Between scripts, an engine that nothing ends (myelin lost track
+		// of it) ends itself past the longest a pool keeps one idle.
+		idle := time.AfterFunc(MaxIdle+engineGrace, func() {
+			fmt.Fprintf(os.Stderr, "the engine waited for a script longer than %v and ended itself\n", MaxIdle)
 			os.Exit(3)
 		})
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		var limit *time.Timer
+		err := serve(in, out, func(d time.Duration) {
+			idle.Stop()
+			limit = time.AfterFunc(d+engineGrace, func() {
+				fmt.Fprintf(os.Stderr, "the engine outlived its time limit of %v and ended itself\n", d)
+				os.Exit(3)
+			})
+		})
+		idle.Stop()
+		if limit != nil {
+			limit.Stop()
+		}
+		switch {
+		case errors.Is(err, errNoScript):
+			return 0
+		case err != nil:
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
-	return 0
 }
 
+// errScriptOver is what sendFor says of a message for a script that is
+// over.
+var errScriptOver = errors.New("the script is over")
+
 // liveEngines counts the engine processes started and not yet reaped: 0
-// whenever no script runs.
+// whenever no script runs and no pool keeps one (pool.go).
 var liveEngines atomic.Int32
 
 // conn is myelin's side of one engine: messages both ways, and the means
@@ -64,6 +86,10 @@ type conn struct {
 	mu sync.Mutex // one writer at a time: the run, and the calls settling
 	w  *bufio.Writer
 	r  io.Reader
+	// script numbers the engine's scripts: a message for another script
+	// than the one running is not sent (sendFor). Under mu.
+	script int
+	pid    int
 	// kill ends the engine at once; safe to call twice.
 	kill func()
 	// wait returns once the engine is gone, with how it ended and the end
@@ -75,6 +101,37 @@ type conn struct {
 func (c *conn) send(m msg) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return writeMsg(c.w, m)
+}
+
+// begin starts the engine's next script: it returns its number, for
+// sendFor.
+func (c *conn) begin() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.script++
+	return c.script
+}
+
+// over ends script n: nothing more is sent for it. A kept engine then
+// waits for its next script, and a tool call of the last one that settles
+// late must not reach that one.
+func (c *conn) over(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.script == n {
+		c.script++
+	}
+}
+
+// sendFor sends m when script n is the one running, and drops it
+// otherwise.
+func (c *conn) sendFor(n int, m msg) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.script != n {
+		return errScriptOver
+	}
 	return writeMsg(c.w, m)
 }
 
@@ -108,6 +165,7 @@ var startEngine = func() (*conn, error) {
 	return &conn{
 		w:    bufio.NewWriterSize(w, 64<<10),
 		r:    bufio.NewReaderSize(r, 64<<10),
+		pid:  cmd.Process.Pid,
 		kill: func() { _ = cmd.Process.Kill() },
 		wait: func() string {
 			once.Do(func() {

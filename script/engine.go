@@ -2,6 +2,7 @@ package script
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -31,18 +32,16 @@ type engine struct {
 	werr     error
 }
 
-// serve runs the one script that the opRun message on in carries, and
+// serve runs the next script, that the opRun message on in carries, and
 // writes its prints, calls, finish and end to out. It returns when the
-// script has ended (after writing opEnd), or with an error when myelin's
-// side of the pipe is gone. started, when set, gets the script's time limit
+// script has ended (after writing opEnd), errNoScript when myelin closed
+// in instead of sending one, or an error when myelin's side of the pipe is
+// gone. started, when set, gets the script's time limit
 // before it starts.
 func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
-	m, err := readMsg(in)
+	m, err := nextScript(in)
 	if err != nil {
-		return fmt.Errorf("reading the script: %w", err)
-	}
-	if m.Op != opRun {
-		return fmt.Errorf("the first message is op %q, not a script", m.Op)
+		return err
 	}
 	limit := time.Duration(m.N[2]) * time.Millisecond
 	if started != nil {
@@ -96,6 +95,30 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 		if _, err := e.settleFn.Call(quickjs.UndefinedValue, int(m.N[0]), m.S[0], m.Flag, m.S[1]); err != nil {
 			return e.end(endError, err)
 		}
+	}
+}
+
+// errNoScript is serve's end when myelin closed the pipe between scripts
+// (wrapped with the read's io.EOF): the engine is done.
+var errNoScript = errors.New("no more scripts")
+
+// nextScript reads up to the next script. The results of the last
+// script's tool calls that myelin sent before it saw that script end are
+// dropped: nothing waits for them.
+func nextScript(in io.Reader) (msg, error) {
+	for {
+		m, err := readMsg(in)
+		switch {
+		case errors.Is(err, io.EOF):
+			return m, fmt.Errorf("%w: reading the next script: %w", errNoScript, err)
+		case err != nil:
+			return m, fmt.Errorf("reading the script: %w", err)
+		case m.Op == opSettle:
+			continue
+		case m.Op != opRun:
+			return m, fmt.Errorf("the first message is op %q, not a script", m.Op)
+		}
+		return m, nil
 	}
 }
 

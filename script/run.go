@@ -47,6 +47,7 @@ type run struct {
 	lim      Limits
 	d        *tool.Dispatcher
 	conn     *conn
+	script   int    // the script's number in its engine (conn.begin)
 	id       string // names the spill files of the script's calls
 	deadline time.Time
 	callCtx  context.Context
@@ -79,8 +80,10 @@ type run struct {
 // Run runs one script under limits, its tool calls dispatched over
 // c.Tools, and returns its result: what it printed, then the value it
 // returned; an error result for a thrown error or a limit. The script runs
-// in an engine process of its own (child.go), which is gone when Run
-// returns, whatever the script did.
+// in an engine process (child.go): one of its own, or one its Engines'
+// pool kept for the conversation of ctx (tool.ConversationOf) or started
+// ahead; an engine that hit a limit is gone when Run returns, whatever the
+// script did.
 func Run(ctx context.Context, c Config, limits Limits, code string) result.Result {
 	return runScript(ctx, c, limits, code, nil)
 }
@@ -104,21 +107,17 @@ func runScript(ctx context.Context, c Config, limits Limits, code string, h *Hoo
 		r.id = h.ID
 		r.last = &tail{max: h.tailBytes()}
 	}
-	slot, busy := r.slotFor(ctx, h)
-	if slot == nil {
+	conv := tool.ConversationOf(ctx)
+	p, busy := r.engineFor(ctx, h, conv)
+	if p == nil {
 		return result.Error(busy)
 	}
-	defer slot.Free() // once the engine is reaped (cn.wait below)
-	cn, err := startEngine()
-	if err != nil {
-		return result.Error(fmt.Sprintf("starting the script engine: %v", err))
-	}
-	r.conn = cn
+	r.conn, r.script = p.conn, p.begin()
 	list, _ := json.Marshal(names(c.Tools))
 	ms := max(time.Until(r.deadline).Milliseconds(), 1)
 	r.loop(ctx, msg{Op: opRun, N: [4]int64{lim.Memory, int64(lim.Stack), ms, int64(lim.Output)}, S: [3]string{code, string(list), kind}})
-	cn.kill()
-	if said := cn.wait(); said != "" && r.lost != "" {
+	p.over(r.script)
+	if said := r.c.EnginePool().release(p, conv, r.clean()); said != "" && r.lost != "" {
 		r.lost += " (" + said + ")"
 	}
 	return r.result()
@@ -145,7 +144,7 @@ func (r *run) loop(ctx context.Context, script msg) {
 		}
 		r.conn.kill()
 	}()
-	if err := r.conn.send(script); err != nil {
+	if err := r.conn.sendFor(r.script, script); err != nil {
 		if r.stoppedBy() == "" {
 			r.lost = fmt.Sprintf("sending it the script: %v", err)
 		}
@@ -277,9 +276,39 @@ func (r *run) call(ticket int, name, input string) {
 			fmt.Fprintf(w, "%s %s %s input=%dB ms=%d error=%v\n", time.Now().UTC().Format(time.RFC3339), r.id, name, len(input), ms, out.IsError)
 		}
 		r.mu.Unlock()
-		// Once the script is over, the engine is gone and this fails.
-		_ = r.conn.send(msg{Op: opSettle, Flag: out.IsError, N: [4]int64{int64(ticket)}, S: [3]string{out.Text, string(out.Structured)}})
+		// Once the script is over, this is dropped: the engine is gone,
+		// or waits for another script.
+		_ = r.conn.sendFor(r.script, msg{Op: opSettle, Flag: out.IsError, N: [4]int64{int64(ticket)}, S: [3]string{out.Text, string(out.Structured)}})
 	}()
+}
+
+// clean reports whether the script's engine may run another script: the
+// script hit no limit, myelin's (time, output, tool calls) or the
+// engine's (memory, stack), and the engine said how it ended.
+func (r *run) clean() bool {
+	if r.stoppedBy() != "" || r.lost != "" {
+		return false
+	}
+	switch r.end {
+	case endDone:
+	case endError, endUnsettled:
+		return !engineLimit(r.endMsg)
+	default:
+		return false
+	}
+	switch r.kind {
+	case "unreadable":
+		return false
+	case "thrown", "error", "unencodable":
+		return r.full <= len(r.text) && !engineLimit(r.text)
+	}
+	return true
+}
+
+// engineLimit reports whether an engine's error is one of its limits
+// (errorText reads them the same way) or an interrupt.
+func engineLimit(msg string) bool {
+	return msg == "null" || strings.Contains(msg, "out of memory") || strings.Contains(msg, "stack overflow") || strings.Contains(msg, "interrupted")
 }
 
 // finish is how the script's promise ended. What it returned counts toward
