@@ -144,10 +144,11 @@ func (e *engine) send(m msg) {
 	}
 }
 
-// end tells myelin how the script ended: kind, and the engine's error
-// with its line when there is one.
+// end tells myelin how the script ended: kind, the engine's error with
+// its line when there is one, and the memory the process holds now, by
+// which myelin decides whether to keep it for another script.
 func (e *engine) end(kind string, err error) error {
-	m := msg{Op: opEnd, S: [3]string{kind}}
+	m := msg{Op: opEnd, S: [3]string{kind}, N: [4]int64{1: residentBytes()}}
 	if err != nil {
 		m.S[1], m.N[0] = err.Error(), int64(lineOf(err))
 	}

@@ -74,6 +74,7 @@ type run struct {
 	end     string // how the engine ended (an end* constant); "" when it did not say
 	endMsg  string
 	endLine int
+	endRSS  int64  // the engine's resident memory once the script ended
 	lost    string // why the engine went away without saying how it ended
 }
 
@@ -179,7 +180,7 @@ func (r *run) handle(m msg) bool {
 	case opFinish:
 		r.finish(m.S[0], m.S[1], int(m.N[0]), int(m.N[1]))
 	case opEnd:
-		r.end, r.endMsg, r.endLine = m.S[0], m.S[1], int(m.N[0])
+		r.end, r.endMsg, r.endLine, r.endRSS = m.S[0], m.S[1], int(m.N[0]), m.N[1]
 		return true
 	default:
 		r.lost = fmt.Sprintf("it sent op %q", m.Op)
@@ -284,9 +285,11 @@ func (r *run) call(ticket int, name, input string) {
 
 // clean reports whether the script's engine may run another script: the
 // script hit no limit, myelin's (time, output, tool calls) or the
-// engine's (memory, stack), and the engine said how it ended.
+// engine's (memory, stack), the engine said how it ended, and it holds no
+// more than keepResident (memory the allocator kept after the script's
+// runtime was freed stays with the process).
 func (r *run) clean() bool {
-	if r.stoppedBy() != "" || r.lost != "" {
+	if r.stoppedBy() != "" || r.lost != "" || r.endRSS > keepResident {
 		return false
 	}
 	switch r.end {
@@ -304,6 +307,11 @@ func (r *run) clean() bool {
 	}
 	return true
 }
+
+// keepResident is the most memory an engine may hold after its script
+// to be kept for another: an engine holds about 15 MiB after a small
+// script, and 25 MiB after one that filled 256 MiB and freed it.
+const keepResident = 64 << 20
 
 // engineLimit reports whether an engine's error is one of its limits
 // (errorText reads them the same way) or an interrupt.
