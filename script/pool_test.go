@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -251,4 +253,61 @@ func TestAnIdleEngineIsEndedAfterItsIdleTime(t *testing.T) {
 	e, c := pooled(t, 2, Pool{Idle: 50 * time.Millisecond})
 	mustRun(t, in("a"), c, Limits{}, `return 1`)
 	until(t, "the idle engines to be ended", func() bool { return liveEngines.Load() == 0 && e.kept() == 0 })
+}
+
+// helperEnv makes the test binary, started again by
+// TestKeptEnginesDieWithMyelin, the myelin that keeps engines.
+const helperEnv = "MYELIN_TEST_POOL_HELPER"
+
+// A kept engine, idle or started ahead, dies with the myelin that kept
+// it, as a running one does: the kernel kills it (PR_SET_PDEATHSIG), and
+// elsewhere than Linux its stdin closes.
+func TestKeptEnginesDieWithMyelin(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperKeepsEngines$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("the helper said no pids: %v", err)
+	}
+	var idle, ahead int
+	if _, err := fmt.Sscanf(line, "engines %d %d", &idle, &ahead); err != nil {
+		cmd.Process.Kill()
+		t.Fatalf("the helper said %q: %v", line, err)
+	}
+	if !alive(idle) || !alive(ahead) {
+		t.Fatalf("the kept engines %d and %d are not alive while myelin is", idle, ahead)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	until(t, fmt.Sprintf("the idle engine %d and the one started ahead %d to die with myelin", idle, ahead), func() bool {
+		return !alive(idle) && !alive(ahead)
+	})
+}
+
+// TestHelperKeepsEngines is the myelin of TestKeptEnginesDieWithMyelin:
+// it keeps an engine idle for a conversation and one started ahead, says
+// their pids, and waits to be killed.
+func TestHelperKeepsEngines(t *testing.T) {
+	if os.Getenv(helperEnv) != "1" {
+		t.Skip("the helper of TestKeptEnginesDieWithMyelin")
+	}
+	e, c := pooled(t, 4, Pool{})
+	mustRun(t, in("a"), c, Limits{}, `return 1`)
+	until(t, "an engine idle and one started ahead", func() bool { return e.kept() == 2 })
+	e.pool.mu.Lock()
+	fmt.Printf("engines %d %d\n", e.pool.idle[0].pid, e.pool.fresh[0].pid)
+	e.pool.mu.Unlock()
+	time.Sleep(time.Minute) // killed long before, unless the test that started it died
 }
