@@ -125,8 +125,8 @@ func (e *Engines) Close() {
 }
 
 // claim takes, for a script of conv, the idle engine conv's last script
-// ran in, or else one started ahead, and starts another ahead in the
-// background. It returns nil when there is neither.
+// ran in, or else one started ahead; release starts its replacement. It
+// returns nil when there is neither.
 func (e *Engines) claim(conv string) *engineProc {
 	pl := e.pool
 	if pl == nil {
@@ -150,7 +150,6 @@ func (e *Engines) claim(conv string) *engineProc {
 		p := pl.fresh[n-1]
 		pl.fresh = pl.fresh[:n-1]
 		p.timer.Stop()
-		e.refillLocked()
 		return p
 	}
 	return nil
@@ -183,16 +182,11 @@ func (e *Engines) evict() *Slot {
 }
 
 // started is an engine started for a script in slot, which found none
-// kept for it; one is started ahead for the next script.
+// kept for it.
 func (e *Engines) started(slot *Slot) (*engineProc, error) {
 	cn, err := startEngine()
 	if err != nil {
 		return nil, err
-	}
-	if pl := e.pool; pl != nil {
-		pl.mu.Lock()
-		e.refillLocked()
-		pl.mu.Unlock()
 	}
 	return &engineProc{conn: cn, slot: slot}, nil
 }
@@ -270,18 +264,29 @@ func (e *Engines) expire(p *engineProc) {
 func (e *Engines) release(p *engineProc, conv string, clean bool) string {
 	pl := e.pool
 	p.used++
+	said := ""
 	if pl == nil || !clean || conv == "" || p.used >= pl.cfg.Scripts {
-		return p.end()
+		said = p.end()
+		p = nil
 	}
+	if pl == nil {
+		return said
+	}
+	// The engines started ahead are replaced now, once the script is
+	// over: a process starting takes the cores for tens of milliseconds,
+	// which a script taking one would wait for too.
 	pl.mu.Lock()
-	if !e.keepLocked(p) {
-		pl.mu.Unlock()
-		return p.end()
+	defer pl.mu.Unlock()
+	if p != nil && !e.keepLocked(p) {
+		defer p.end() // after the lock
+		p = nil
 	}
-	p.conv = conv
-	pl.idle = append(pl.idle, p)
-	pl.mu.Unlock()
-	return ""
+	if p != nil {
+		p.conv = conv
+		pl.idle = append(pl.idle, p)
+	}
+	e.refillLocked()
+	return said
 }
 
 // kept is how many engines the pool keeps now, idle or started ahead.
