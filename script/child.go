@@ -14,9 +14,9 @@ import (
 	"time"
 )
 
-// A script runs in an engine process of its own: the program's own
-// executable, started again with engineEnv set, which the init function
-// below turns into the engine (serve) before main runs. The engine cannot
+// A script runs in an engine process: the program's own executable,
+// started again with engineEnv set, which the init function below turns
+// into the engine (serve, script after script) before main runs. The engine cannot
 // be stopped from the outside while it runs: it polls its interrupt only
 // once every 10,000 function calls and loop jumps, and one of those can take
 // milliseconds (a thrown error walks the whole stack to build its trace), so

@@ -311,3 +311,31 @@ func TestHelperKeepsEngines(t *testing.T) {
 	e.pool.mu.Unlock()
 	time.Sleep(time.Minute) // killed long before, unless the test that started it died
 }
+
+// A background script whose runner took a slot ahead runs in an engine
+// the pool keeps when there is one, and gives the slot back: no more
+// engines than the limit, and none taken once it ended.
+func TestABackgroundScriptTakesAKeptEngineAndGivesBackItsSlot(t *testing.T) {
+	e, c := pooled(t, 2, Pool{})
+	mustRun(t, in("a"), c, Limits{}, `return 1`)
+	until(t, "an engine idle for a and one started ahead", func() bool { return e.kept() == 2 })
+	slot := e.TryTake() // ends a's idle engine: no slot was free
+	if slot == nil {
+		t.Fatalf("no slot for the background script (%v)", e)
+	}
+	if idleOf(e, "a") != nil {
+		t.Errorf("a's idle engine was kept though its slot was taken")
+	}
+	var w wakes
+	h := w.hooks()
+	h.Slot = slot
+	if res := RunBackground(in("b"), c, Limits{}, `return 1`, h); res.IsError {
+		t.Fatalf("the background script: %v", res.Data)
+	}
+	if n := liveEngines.Load(); n > 2 {
+		t.Errorf("%d engines alive, over the limit of 2", n)
+	}
+	if idleOf(e, "b") == nil || e.Running() != 0 {
+		t.Errorf("after the background script: b's engine kept %v, %v; want it kept and none running", idleOf(e, "b") != nil, e)
+	}
+}
