@@ -67,9 +67,8 @@ func (p Pool) withDefaults() Pool {
 func NewPooledEngines(n int, p Pool) *Engines {
 	e := NewEngines(n)
 	p = p.withDefaults()
-	e.pool = &pool{cfg: p}
 	p.Warm = min(p.Warm, e.Limit())
-	e.pool.cfg = p
+	e.pool = &pool{cfg: p}
 	return e
 }
 

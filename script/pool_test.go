@@ -276,6 +276,9 @@ func TestKeptEnginesDieWithMyelin(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// A hang guard: the helper says its pids within seconds.
+	guard := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	defer guard.Stop()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		cmd.Process.Kill()
@@ -305,10 +308,17 @@ func TestHelperKeepsEngines(t *testing.T) {
 	}
 	e, c := pooled(t, 4, Pool{})
 	mustRun(t, in("a"), c, Limits{}, `return 1`)
-	until(t, "an engine idle and one started ahead", func() bool { return e.kept() == 2 })
-	e.pool.mu.Lock()
-	fmt.Printf("engines %d %d\n", e.pool.idle[0].pid, e.pool.fresh[0].pid)
-	e.pool.mu.Unlock()
+	var said string
+	until(t, "an engine idle and one started ahead", func() bool {
+		e.pool.mu.Lock()
+		defer e.pool.mu.Unlock()
+		if len(e.pool.idle) != 1 || len(e.pool.fresh) != 1 {
+			return false
+		}
+		said = fmt.Sprintf("engines %d %d\n", e.pool.idle[0].pid, e.pool.fresh[0].pid)
+		return true
+	})
+	fmt.Print(said)
 	time.Sleep(time.Minute) // killed long before, unless the test that started it died
 }
 
