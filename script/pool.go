@@ -90,6 +90,7 @@ type engineProc struct {
 	slot  *Slot
 	conv  string // the conversation it ran scripts for; "" while fresh
 	used  int    // scripts it ran
+	kept  bool   // it waited in the pool (started ahead, or idle)
 	timer *time.Timer
 }
 
@@ -232,6 +233,7 @@ func (e *Engines) keepLocked(p *engineProc) bool {
 	if pl.closed || e.waiting.Load() > 0 {
 		return false
 	}
+	p.kept = true
 	p.timer = time.AfterFunc(pl.cfg.Idle, func() { e.expire(p) })
 	return true
 }

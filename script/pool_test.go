@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -347,5 +348,28 @@ func TestABackgroundScriptTakesAKeptEngineAndGivesBackItsSlot(t *testing.T) {
 	}
 	if idleOf(e, "b") == nil || e.Running() != 0 {
 		t.Errorf("after the background script: b's engine kept %v, %v; want it kept and none running", idleOf(e, "b") != nil, e)
+	}
+}
+
+// A kept engine that was killed while it waited (from outside: the OOM
+// killer, a user) does not fail the conversation's next script: the
+// script never ran in it, and runs in another engine.
+func TestAKeptEngineKilledWhileIdleDoesNotFailTheNextScript(t *testing.T) {
+	e, c := pooled(t, 4, Pool{})
+	mustRun(t, in("a"), c, Limits{}, `return 1`)
+	p := idleOf(e, "a")
+	if p == nil {
+		t.Fatalf("no engine kept for a (%v)", e)
+	}
+	if err := syscall.Kill(p.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the kept engine to die", func() bool { return !alive(p.pid) })
+	res := Run(in("a"), c, Limits{}, `return "ran"`)
+	if res.IsError || res.Data != "ran" {
+		t.Errorf("the next script: %v (error %v); want it run in another engine", res.Data, res.IsError)
+	}
+	if q := idleOf(e, "a"); q == nil || q.pid == p.pid {
+		t.Errorf("after the next script, a's engine is %v; want a new one kept", q)
 	}
 }

@@ -76,6 +76,7 @@ type run struct {
 	endLine int
 	endRSS  int64  // the engine's resident memory once the script ended
 	lost    string // why the engine went away without saying how it ended
+	heard   bool   // the engine sent a message for this script
 }
 
 // Run runs one script under limits, its tool calls dispatched over
@@ -109,19 +110,34 @@ func runScript(ctx context.Context, c Config, limits Limits, code string, h *Hoo
 		r.last = &tail{max: h.tailBytes()}
 	}
 	conv := tool.ConversationOf(ctx)
-	p, busy := r.engineFor(ctx, h, conv)
-	if p == nil {
-		return result.Error(busy)
-	}
-	r.conn, r.script = p.conn, p.begin()
 	list, _ := json.Marshal(names(c.Tools))
-	ms := max(time.Until(r.deadline).Milliseconds(), 1)
-	r.loop(ctx, msg{Op: opRun, N: [4]int64{lim.Memory, int64(lim.Stack), ms, int64(lim.Output)}, S: [3]string{code, string(list), kind}})
-	p.over(r.script)
-	if said := r.c.EnginePool().release(p, conv, r.clean()); said != "" && r.lost != "" {
-		r.lost += " (" + said + ")"
+	for {
+		p, busy := r.engineFor(ctx, h, conv)
+		if p == nil {
+			return result.Error(busy)
+		}
+		kept := p.kept
+		r.conn, r.script = p.conn, p.begin()
+		ms := max(time.Until(r.deadline).Milliseconds(), 1)
+		r.loop(ctx, msg{Op: opRun, N: [4]int64{lim.Memory, int64(lim.Stack), ms, int64(lim.Output)}, S: [3]string{code, string(list), kind}})
+		p.over(r.script)
+		said := r.c.EnginePool().release(p, conv, r.clean())
+		// An engine the pool kept that went away while it waited (killed
+		// from outside) is not the script's failure: the script never ran
+		// (it said nothing, so it called nothing), and runs again in
+		// another engine, within the same time limit.
+		if kept && r.lost != "" && !r.heard && r.stoppedBy() == "" {
+			r.lost = ""
+			if h != nil {
+				h.Slot = nil // given back when the kept engine was taken
+			}
+			continue
+		}
+		if said != "" && r.lost != "" {
+			r.lost += " (" + said + ")"
+		}
+		return r.result()
 	}
-	return r.result()
 }
 
 // loop sends the engine the script, then reads its messages until the
@@ -153,6 +169,7 @@ func (r *run) loop(ctx context.Context, script msg) {
 	}
 	for {
 		m, err := readMsg(r.conn.r)
+		r.heard = r.heard || err == nil
 		switch {
 		case err != nil && r.stoppedBy() != "":
 			return
