@@ -155,6 +155,19 @@ func (c *conn) sendFor(n int, m msg) error {
 
 // startEngine starts an engine process, and returns once it is ready.
 var startEngine = func() (*conn, error) {
+	c, err := launchEngine()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ready(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// launchEngine starts an engine process, which may not be ready yet
+// (conn.ready).
+func launchEngine() (*conn, error) {
 	exe, err := selfExe()
 	if err != nil {
 		return nil, err
@@ -180,7 +193,7 @@ var startEngine = func() (*conn, error) {
 	liveEngines.Add(1)
 	var once sync.Once
 	var said string
-	c := &conn{
+	return &conn{
 		w:    bufio.NewWriterSize(w, 64<<10),
 		r:    bufio.NewReaderSize(r, 64<<10),
 		pid:  cmd.Process.Pid,
@@ -195,19 +208,23 @@ var startEngine = func() (*conn, error) {
 			})
 			return said
 		},
+	}, nil
+}
+
+// ready waits for the engine to say it is ready: once its runtime and
+// package inits ran, so that a script that takes an engine started ahead
+// does not wait for them. An engine that is not ready is ended.
+func (c *conn) ready() error {
+	m, err := readMsg(c.r)
+	if err == nil && m.Op == opReady {
+		return nil
 	}
-	// The process is ready once its runtime and package inits ran: an
-	// engine started ahead is kept only then, so that a script that takes
-	// it does not wait for them.
-	if m, err := readMsg(c.r); err != nil || m.Op != opReady {
-		c.kill()
-		said := c.wait()
-		if err == nil {
-			err = fmt.Errorf("its first message is op %q", m.Op)
-		}
-		return nil, fmt.Errorf("the engine did not start: %w (%s)", err, said)
+	c.kill()
+	said := c.wait()
+	if err == nil {
+		err = fmt.Errorf("its first message is op %q", m.Op)
 	}
-	return c, nil
+	return fmt.Errorf("the engine did not start: %w (%s)", err, said)
 }
 
 // tail keeps the last max bytes written to it.

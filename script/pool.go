@@ -80,8 +80,11 @@ type pool struct {
 	fresh    []*engineProc // started ahead, never used
 	idle     []*engineProc // bound to a conversation, oldest first
 	starting int           // fresh engines being started
-	closed   bool
-	refills  sync.WaitGroup
+	// launching are the engines started ahead and not ready yet: Close
+	// kills them rather than wait for their inits.
+	launching []*conn
+	closed    bool
+	refills   sync.WaitGroup
 }
 
 // engineProc is one engine process and the slot it holds.
@@ -116,6 +119,9 @@ func (e *Engines) Close() {
 	pl.closed = true
 	ended := append(pl.fresh, pl.idle...)
 	pl.fresh, pl.idle = nil, nil
+	for _, c := range pl.launching {
+		c.kill()
+	}
 	pl.mu.Unlock()
 	for _, p := range ended {
 		p.timer.Stop()
@@ -205,9 +211,24 @@ func (e *Engines) refillLocked() {
 		pl.refills.Add(1)
 		go func() {
 			defer pl.refills.Done()
-			cn, err := startEngine()
+			cn, err := launchEngine()
+			if err == nil {
+				pl.mu.Lock()
+				pl.launching = append(pl.launching, cn)
+				if pl.closed {
+					cn.kill() // Close came first: ready fails at once
+				}
+				pl.mu.Unlock()
+				err = cn.ready()
+			}
 			pl.mu.Lock()
 			pl.starting--
+			for i, c := range pl.launching {
+				if c == cn {
+					pl.launching = append(pl.launching[:i], pl.launching[i+1:]...)
+					break
+				}
+			}
 			if err != nil {
 				pl.mu.Unlock()
 				slot.Free()
