@@ -55,8 +55,10 @@ type Hooks struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Slot, when set, is the engine the runner took for the script
 	// (Engines.TryTake, on Config.EnginePool), so that its Launcher could
-	// say at once that it starts; the script frees it when it ends. Nil
-	// takes one as the script starts, or fails it when none is free.
+	// say at once that it starts; the script frees it when it ends, or
+	// as it starts when it runs in an engine a pool kept (which holds a
+	// slot of its own). Nil takes one as the script starts, or fails it
+	// when none is free.
 	Slot *Slot
 	// Tail is how many bytes of the end of what the script printed its
 	// result keeps (DefaultTail when 0): the whole is in the journal.
@@ -91,7 +93,7 @@ func (r *run) own(ticket int, name, input string) {
 		if err != nil {
 			m.Flag, m.S[0] = true, err.Error()
 		}
-		_ = r.conn.send(m) // fails once the script is over: nothing waits
+		_ = r.conn.sendFor(r.script, m) // dropped once the script is over: nothing waits
 	}
 	h := r.hooks
 	switch name {

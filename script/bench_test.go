@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
@@ -45,10 +46,63 @@ func BenchmarkToolRoundTripDirect(b *testing.B) {
 	}
 }
 
-// BenchmarkStart is the cost of starting a script: a new engine, the
-// sandbox, a script that returns at once.
+// BenchmarkStart is the start of a script of a conversation that ran one
+// before: the engine kept for it, the sandbox, a script that returns at
+// once.
 func BenchmarkStart(b *testing.B) {
 	c := benchConfig(b)
+	c.Engines = NewPooledEngines(2, Pool{})
+	b.Cleanup(c.Engines.Close)
+	ctx := tool.WithConversation(context.Background(), "bench")
+	for b.Loop() {
+		if r := Run(ctx, c, Limits{}, `return 1`); r.IsError {
+			b.Fatal(r.Data)
+		}
+	}
+}
+
+// BenchmarkStartAhead is the start of a conversation's first script: an
+// engine started ahead, kept for the conversation once the script is over,
+// and replaced in the background (not timed, nor are the last
+// conversation's engine ended: a model's round comes between two
+// scripts).
+func BenchmarkStartAhead(b *testing.B) {
+	c := benchConfig(b)
+	c.Engines = NewPooledEngines(2, Pool{})
+	b.Cleanup(c.Engines.Close)
+	pl := c.Engines.pool
+	ready := func() bool {
+		pl.mu.Lock()
+		defer pl.mu.Unlock()
+		if len(pl.idle) > 0 {
+			return false
+		}
+		c.Engines.refillLocked()
+		return len(pl.fresh) > 0
+	}
+	i := 0
+	for b.Loop() {
+		b.StopTimer()
+		for !ready() {
+			if s := c.Engines.evict(); s != nil {
+				s.Free() // the last conversation's, so that one starts ahead
+			}
+			time.Sleep(time.Millisecond)
+		}
+		i++
+		ctx := tool.WithConversation(context.Background(), fmt.Sprint("bench ", i))
+		b.StartTimer()
+		if r := Run(ctx, c, Limits{}, `return 1`); r.IsError {
+			b.Fatal(r.Data)
+		}
+	}
+}
+
+// BenchmarkStartCold is the start of a script that finds no engine kept:
+// one started for it (an Engines without a pool, as the package's own).
+func BenchmarkStartCold(b *testing.B) {
+	c := benchConfig(b)
+	c.Engines = NewEngines(2)
 	for b.Loop() {
 		if r := Run(context.Background(), c, Limits{}, `return 1`); r.IsError {
 			b.Fatal(r.Data)
@@ -81,9 +135,11 @@ func inProcess(b *testing.B) {
 	}
 }
 
+// BenchmarkStartInProcess is the floor of BenchmarkStart: a runtime, the
+// sandbox and the script, with no process at all.
 func BenchmarkStartInProcess(b *testing.B) {
 	inProcess(b)
-	BenchmarkStart(b)
+	BenchmarkStartCold(b)
 }
 
 func BenchmarkToolRoundTripInProcess(b *testing.B) {

@@ -2,6 +2,8 @@ package script
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,9 +14,9 @@ import (
 	"time"
 )
 
-// A script runs in an engine process of its own: the program's own
-// executable, started again with engineEnv set, which the init function
-// below turns into the engine (serve) before main runs. The engine cannot
+// A script runs in an engine process: the program's own executable,
+// started again with engineEnv set, which the init function below turns
+// into the engine (serve, script after script) before main runs. The engine cannot
 // be stopped from the outside while it runs: it polls its interrupt only
 // once every 10,000 function calls and loop jumps, and one of those can take
 // milliseconds (a thrown error walks the whole stack to build its trace), so
@@ -35,27 +37,65 @@ func init() {
 	os.Exit(engineMain())
 }
 
-// engineMain is the engine process: one script over stdin and stdout.
-// Whatever else prints goes to stderr, which myelin keeps the end of.
+// engineMain is the engine process: scripts over stdin and stdout, one
+// after the other, until myelin closes stdin or kills it. Whatever else
+// prints goes to stderr, which myelin keeps the end of.
 func engineMain() int {
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	out := bufio.NewWriterSize(os.Stdout, 64<<10)
 	os.Stdout = os.Stderr
-	err := serve(in, out, func(limit time.Duration) {
-		time.AfterFunc(limit+engineGrace, func() {
-			fmt.Fprintf(os.Stderr, "the engine outlived its time limit of %v and ended itself\n", limit)
-			os.Exit(3)
-		})
-	})
-	if err != nil {
+	warmUp()
+	if err := writeMsg(out, msg{Op: opReady}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	return 0
+	for {
+		// Between scripts, an engine that nothing ends (myelin lost track
+		// of it) ends itself past the longest a pool keeps one idle.
+		idle := time.AfterFunc(MaxIdle+engineGrace, func() {
+			fmt.Fprintf(os.Stderr, "the engine waited for a script longer than %v and ended itself\n", MaxIdle)
+			os.Exit(3)
+		})
+		var limit *time.Timer
+		err := serve(in, out, func(d time.Duration) {
+			idle.Stop()
+			limit = time.AfterFunc(d+engineGrace, func() {
+				fmt.Fprintf(os.Stderr, "the engine outlived its time limit of %v and ended itself\n", d)
+				os.Exit(3)
+			})
+		})
+		idle.Stop()
+		if limit != nil {
+			limit.Stop()
+		}
+		switch {
+		case errors.Is(err, errNoScript):
+			return 0
+		case err != nil:
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 }
 
+// warmUp runs a script that calls a tool, before the engine says it is
+// ready: the first script of a process pays for the engine's code read in
+// from the executable and for the heap grown to its size (15–20 ms, ten
+// times a script's start), and an engine started ahead pays it then, not
+// while a script waits.
+func warmUp() {
+	var in bytes.Buffer
+	_ = writeMsg(&in, msg{Op: opRun, N: [4]int64{DefaultMemory, DefaultStack, 10_000, DefaultOutput}, S: [3]string{`console.log(1); await tools.t({}); return {a: [1]}`, `["t"]`}})
+	_ = writeMsg(&in, msg{Op: opSettle, S: [3]string{"ok", `{"b":2}`}})
+	_ = serve(&in, io.Discard, nil)
+}
+
+// errScriptOver is what sendFor says of a message for a script that is
+// over.
+var errScriptOver = errors.New("the script is over")
+
 // liveEngines counts the engine processes started and not yet reaped: 0
-// whenever no script runs.
+// whenever no script runs and no pool keeps one (pool.go).
 var liveEngines atomic.Int32
 
 // conn is myelin's side of one engine: messages both ways, and the means
@@ -64,6 +104,10 @@ type conn struct {
 	mu sync.Mutex // one writer at a time: the run, and the calls settling
 	w  *bufio.Writer
 	r  io.Reader
+	// script numbers the engine's scripts: a message for another script
+	// than the one running is not sent (sendFor). Under mu.
+	script int
+	pid    int
 	// kill ends the engine at once; safe to call twice.
 	kill func()
 	// wait returns once the engine is gone, with how it ended and the end
@@ -78,8 +122,52 @@ func (c *conn) send(m msg) error {
 	return writeMsg(c.w, m)
 }
 
-// startEngine starts an engine process.
+// begin starts the engine's next script: it returns its number, for
+// sendFor.
+func (c *conn) begin() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.script++
+	return c.script
+}
+
+// over ends script n: nothing more is sent for it. A kept engine then
+// waits for its next script, and a tool call of the last one that settles
+// late must not reach that one.
+func (c *conn) over(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.script == n {
+		c.script++
+	}
+}
+
+// sendFor sends m when script n is the one running, and drops it
+// otherwise.
+func (c *conn) sendFor(n int, m msg) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.script != n {
+		return errScriptOver
+	}
+	return writeMsg(c.w, m)
+}
+
+// startEngine starts an engine process, and returns once it is ready.
 var startEngine = func() (*conn, error) {
+	c, err := launchEngine()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.ready(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// launchEngine starts an engine process, which may not be ready yet
+// (conn.ready).
+func launchEngine() (*conn, error) {
 	exe, err := selfExe()
 	if err != nil {
 		return nil, err
@@ -108,6 +196,7 @@ var startEngine = func() (*conn, error) {
 	return &conn{
 		w:    bufio.NewWriterSize(w, 64<<10),
 		r:    bufio.NewReaderSize(r, 64<<10),
+		pid:  cmd.Process.Pid,
 		kill: func() { _ = cmd.Process.Kill() },
 		wait: func() string {
 			once.Do(func() {
@@ -120,6 +209,22 @@ var startEngine = func() (*conn, error) {
 			return said
 		},
 	}, nil
+}
+
+// ready waits for the engine to say it is ready: once its runtime and
+// package inits ran, so that a script that takes an engine started ahead
+// does not wait for them. An engine that is not ready is ended.
+func (c *conn) ready() error {
+	m, err := readMsg(c.r)
+	if err == nil && m.Op == opReady {
+		return nil
+	}
+	c.kill()
+	said := c.wait()
+	if err == nil {
+		err = fmt.Errorf("its first message is op %q", m.Op)
+	}
+	return fmt.Errorf("the engine did not start: %w (%s)", err, said)
 }
 
 // tail keeps the last max bytes written to it.

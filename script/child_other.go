@@ -13,3 +13,7 @@ func selfExe() (string, error) { return os.Executable() }
 // engineProcAttr: elsewhere than Linux an orphaned engine ends by itself
 // at its time limit plus engineGrace, or when its stdin closes.
 func engineProcAttr() *syscall.SysProcAttr { return nil }
+
+// residentBytes: unknown elsewhere than Linux (the engine is then kept
+// whatever it holds, up to Pool.Scripts).
+func residentBytes() int64 { return 0 }

@@ -2,6 +2,7 @@ package script
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -31,18 +32,16 @@ type engine struct {
 	werr     error
 }
 
-// serve runs the one script that the opRun message on in carries, and
+// serve runs the next script, that the opRun message on in carries, and
 // writes its prints, calls, finish and end to out. It returns when the
-// script has ended (after writing opEnd), or with an error when myelin's
-// side of the pipe is gone. started, when set, gets the script's time limit
+// script has ended (after writing opEnd), errNoScript when myelin closed
+// in instead of sending one, or an error when myelin's side of the pipe is
+// gone. started, when set, gets the script's time limit
 // before it starts.
 func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
-	m, err := readMsg(in)
+	m, err := nextScript(in)
 	if err != nil {
-		return fmt.Errorf("reading the script: %w", err)
-	}
-	if m.Op != opRun {
-		return fmt.Errorf("the first message is op %q, not a script", m.Op)
+		return err
 	}
 	limit := time.Duration(m.N[2]) * time.Millisecond
 	if started != nil {
@@ -99,6 +98,30 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 	}
 }
 
+// errNoScript is serve's end when myelin closed the pipe between scripts
+// (wrapped with the read's io.EOF): the engine is done.
+var errNoScript = errors.New("no more scripts")
+
+// nextScript reads up to the next script. The results of the last
+// script's tool calls that myelin sent before it saw that script end are
+// dropped: nothing waits for them.
+func nextScript(in io.Reader) (msg, error) {
+	for {
+		m, err := readMsg(in)
+		switch {
+		case errors.Is(err, io.EOF):
+			return m, fmt.Errorf("%w: reading the next script: %w", errNoScript, err)
+		case err != nil:
+			return m, fmt.Errorf("reading the script: %w", err)
+		case m.Op == opSettle:
+			continue
+		case m.Op != opRun:
+			return m, fmt.Errorf("the first message is op %q, not a script", m.Op)
+		}
+		return m, nil
+	}
+}
+
 // outOfMemory reports whether the engine is out of memory: whether a
 // sixteenth of its limit (1 MiB at least) can still be had. A script whose
 // promise ended while the engine had no memory left can lose the job that
@@ -121,10 +144,11 @@ func (e *engine) send(m msg) {
 	}
 }
 
-// end tells myelin how the script ended: kind, and the engine's error
-// with its line when there is one.
+// end tells myelin how the script ended: kind, the engine's error with
+// its line when there is one, and the memory the process holds now, by
+// which myelin decides whether to keep it for another script.
 func (e *engine) end(kind string, err error) error {
-	m := msg{Op: opEnd, S: [3]string{kind}}
+	m := msg{Op: opEnd, S: [3]string{kind}, N: [4]int64{1: residentBytes()}}
 	if err != nil {
 		m.S[1], m.N[0] = err.Error(), int64(lineOf(err))
 	}

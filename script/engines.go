@@ -33,6 +33,7 @@ const MaxEngines = 1024
 type Engines struct {
 	slots   chan struct{}
 	waiting atomic.Int32 // scripts waiting for an engine (take)
+	pool    *pool        // what it keeps between scripts; nil for none (pool.go)
 }
 
 // NewEngines is a bound of n engines at once (DefaultEngines when n is 0
@@ -50,8 +51,9 @@ var processEngines = NewEngines(DefaultEngines)
 // Limit is how many engines may be alive at once.
 func (e *Engines) Limit() int { return cap(e.slots) }
 
-// Running is how many engines are taken now.
-func (e *Engines) Running() int { return len(e.slots) }
+// Running is how many engines are taken now by scripts (or ahead of
+// them): not those a pool keeps idle or started ahead.
+func (e *Engines) Running() int { return len(e.slots) - e.kept() }
 
 // Slot is one engine of an Engines, taken: by the script that runs in it,
 // or ahead of a background script (Hooks.Slot) by the runner that must say
@@ -66,8 +68,23 @@ func (s *Slot) Free() {
 	s.once.Do(func() { <-s.e.slots })
 }
 
-// TryTake takes an engine if one is free now, else returns nil.
+// handOver is s, given to a new holder: the engine that held it is gone.
+func (s *Slot) handOver() *Slot {
+	s.once.Do(func() {})
+	return &Slot{e: s.e}
+}
+
+// TryTake takes an engine if one is free now, or ends one a pool keeps
+// idle and takes its place, else returns nil.
 func (e *Engines) TryTake() *Slot {
+	if s := e.tryFree(); s != nil {
+		return s
+	}
+	return e.evict()
+}
+
+// tryFree takes a free slot, else returns nil.
+func (e *Engines) tryFree() *Slot {
 	select {
 	case e.slots <- struct{}{}:
 		return &Slot{e: e}
@@ -82,8 +99,14 @@ func (e *Engines) take(ctx context.Context, deadline time.Time) *Slot {
 	if s := e.TryTake(); s != nil {
 		return s
 	}
+	// Counted as waiting before looking again: an engine going idle
+	// meanwhile is then either ended for this script (release sees the
+	// count) or found here and ended.
 	e.waiting.Add(1)
 	defer e.waiting.Add(-1)
+	if s := e.TryTake(); s != nil {
+		return s
+	}
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
@@ -109,6 +132,30 @@ func (c Config) EnginePool() *Engines {
 // limit, the flag that raises it, and what to do.
 func (e *Engines) Busy() string {
 	return fmt.Sprintf("all %d script engines this process may run at once are busy (scripts of calls and background scripts, of every conversation; myelin's --script-engines raises the limit): stop a background script with code_execution--cancel, or try again once other scripts have ended", e.Limit())
+}
+
+// engineFor is the engine process a script of conv runs in: the one the
+// pool kept for conv, or one started ahead, or else one started now in
+// the slot slotFor takes. When there is none it returns the error
+// result's text.
+func (r *run) engineFor(ctx context.Context, h *Hooks, conv string) (*engineProc, string) {
+	pool := r.c.EnginePool()
+	if p := pool.claim(conv); p != nil {
+		if h != nil && h.Slot != nil {
+			h.Slot.Free() // the kept engine holds a slot of its own
+		}
+		return p, ""
+	}
+	slot, busy := r.slotFor(ctx, h)
+	if slot == nil {
+		return nil, busy
+	}
+	p, err := pool.started(slot)
+	if err != nil {
+		slot.Free()
+		return nil, fmt.Sprintf("starting the script engine: %v", err)
+	}
+	return p, ""
 }
 
 // slotFor is the engine a script runs in: the one its runner took ahead

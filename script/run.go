@@ -47,6 +47,7 @@ type run struct {
 	lim      Limits
 	d        *tool.Dispatcher
 	conn     *conn
+	script   int    // the script's number in its engine (conn.begin)
 	id       string // names the spill files of the script's calls
 	deadline time.Time
 	callCtx  context.Context
@@ -73,14 +74,18 @@ type run struct {
 	end     string // how the engine ended (an end* constant); "" when it did not say
 	endMsg  string
 	endLine int
+	endRSS  int64  // the engine's resident memory once the script ended
 	lost    string // why the engine went away without saying how it ended
+	heard   bool   // the engine sent a message for this script
 }
 
 // Run runs one script under limits, its tool calls dispatched over
 // c.Tools, and returns its result: what it printed, then the value it
 // returned; an error result for a thrown error or a limit. The script runs
-// in an engine process of its own (child.go), which is gone when Run
-// returns, whatever the script did.
+// in an engine process (child.go): one of its own, or one its Engines'
+// pool kept for the conversation of ctx (tool.ConversationOf) or started
+// ahead; an engine that hit a limit is gone when Run returns, whatever the
+// script did.
 func Run(ctx context.Context, c Config, limits Limits, code string) result.Result {
 	return runScript(ctx, c, limits, code, nil)
 }
@@ -104,24 +109,35 @@ func runScript(ctx context.Context, c Config, limits Limits, code string, h *Hoo
 		r.id = h.ID
 		r.last = &tail{max: h.tailBytes()}
 	}
-	slot, busy := r.slotFor(ctx, h)
-	if slot == nil {
-		return result.Error(busy)
-	}
-	defer slot.Free() // once the engine is reaped (cn.wait below)
-	cn, err := startEngine()
-	if err != nil {
-		return result.Error(fmt.Sprintf("starting the script engine: %v", err))
-	}
-	r.conn = cn
+	conv := tool.ConversationOf(ctx)
 	list, _ := json.Marshal(names(c.Tools))
-	ms := max(time.Until(r.deadline).Milliseconds(), 1)
-	r.loop(ctx, msg{Op: opRun, N: [4]int64{lim.Memory, int64(lim.Stack), ms, int64(lim.Output)}, S: [3]string{code, string(list), kind}})
-	cn.kill()
-	if said := cn.wait(); said != "" && r.lost != "" {
-		r.lost += " (" + said + ")"
+	for {
+		p, busy := r.engineFor(ctx, h, conv)
+		if p == nil {
+			return result.Error(busy)
+		}
+		kept := p.kept
+		r.conn, r.script = p.conn, p.begin()
+		ms := max(time.Until(r.deadline).Milliseconds(), 1)
+		r.loop(ctx, msg{Op: opRun, N: [4]int64{lim.Memory, int64(lim.Stack), ms, int64(lim.Output)}, S: [3]string{code, string(list), kind}})
+		p.over(r.script)
+		said := r.c.EnginePool().release(p, conv, r.clean())
+		// An engine the pool kept that went away while it waited (killed
+		// from outside) is not the script's failure: the script never ran
+		// (it said nothing, so it called nothing), and runs again in
+		// another engine, within the same time limit.
+		if kept && r.lost != "" && !r.heard && r.stoppedBy() == "" {
+			r.lost = ""
+			if h != nil {
+				h.Slot = nil // given back when the kept engine was taken
+			}
+			continue
+		}
+		if said != "" && r.lost != "" {
+			r.lost += " (" + said + ")"
+		}
+		return r.result()
 	}
-	return r.result()
 }
 
 // loop sends the engine the script, then reads its messages until the
@@ -145,7 +161,7 @@ func (r *run) loop(ctx context.Context, script msg) {
 		}
 		r.conn.kill()
 	}()
-	if err := r.conn.send(script); err != nil {
+	if err := r.conn.sendFor(r.script, script); err != nil {
 		if r.stoppedBy() == "" {
 			r.lost = fmt.Sprintf("sending it the script: %v", err)
 		}
@@ -153,6 +169,7 @@ func (r *run) loop(ctx context.Context, script msg) {
 	}
 	for {
 		m, err := readMsg(r.conn.r)
+		r.heard = r.heard || err == nil
 		switch {
 		case err != nil && r.stoppedBy() != "":
 			return
@@ -180,7 +197,7 @@ func (r *run) handle(m msg) bool {
 	case opFinish:
 		r.finish(m.S[0], m.S[1], int(m.N[0]), int(m.N[1]))
 	case opEnd:
-		r.end, r.endMsg, r.endLine = m.S[0], m.S[1], int(m.N[0])
+		r.end, r.endMsg, r.endLine, r.endRSS = m.S[0], m.S[1], int(m.N[0]), m.N[1]
 		return true
 	default:
 		r.lost = fmt.Sprintf("it sent op %q", m.Op)
@@ -277,9 +294,46 @@ func (r *run) call(ticket int, name, input string) {
 			fmt.Fprintf(w, "%s %s %s input=%dB ms=%d error=%v\n", time.Now().UTC().Format(time.RFC3339), r.id, name, len(input), ms, out.IsError)
 		}
 		r.mu.Unlock()
-		// Once the script is over, the engine is gone and this fails.
-		_ = r.conn.send(msg{Op: opSettle, Flag: out.IsError, N: [4]int64{int64(ticket)}, S: [3]string{out.Text, string(out.Structured)}})
+		// Once the script is over, this is dropped: the engine is gone,
+		// or waits for another script.
+		_ = r.conn.sendFor(r.script, msg{Op: opSettle, Flag: out.IsError, N: [4]int64{int64(ticket)}, S: [3]string{out.Text, string(out.Structured)}})
 	}()
+}
+
+// clean reports whether the script's engine may run another script: the
+// script hit no limit, myelin's (time, output, tool calls) or the
+// engine's (memory, stack), the engine said how it ended, and it holds no
+// more than keepResident (memory the allocator kept after the script's
+// runtime was freed stays with the process).
+func (r *run) clean() bool {
+	if r.stoppedBy() != "" || r.lost != "" || r.endRSS > keepResident {
+		return false
+	}
+	switch r.end {
+	case endDone:
+	case endError, endUnsettled:
+		return !engineLimit(r.endMsg)
+	default:
+		return false
+	}
+	switch r.kind {
+	case "unreadable":
+		return false
+	case "thrown", "error", "unencodable":
+		return r.full <= len(r.text) && !engineLimit(r.text)
+	}
+	return true
+}
+
+// keepResident is the most memory an engine may hold after its script
+// to be kept for another: an engine holds about 15 MiB after a small
+// script, and 25 MiB after one that filled 256 MiB and freed it.
+const keepResident = 64 << 20
+
+// engineLimit reports whether an engine's error is one of its limits
+// (errorText reads them the same way) or an interrupt.
+func engineLimit(msg string) bool {
+	return msg == "null" || strings.Contains(msg, "out of memory") || strings.Contains(msg, "stack overflow") || strings.Contains(msg, "interrupted")
 }
 
 // finish is how the script's promise ended. What it returned counts toward

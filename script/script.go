@@ -10,11 +10,14 @@
 // its own output, and the sandbox must offer no way out but the tools: no
 // file system, network, processes or timers.
 //
-// Each script runs in an engine process of its own (child.go): the
-// program's executable started again, which this package's init turns into
-// the engine before main runs. That is what lets the time limit end any
+// Each script runs in an engine process (child.go): the program's
+// executable started again, which this package's init turns into the
+// engine before main runs. That is what lets the time limit end any
 // script, whatever it catches; a program that imports this package must
-// not exit or block in an init of its own when MYELIN_SCRIPT_ENGINE=1.
+// not exit or block in an init of its own when MYELIN_SCRIPT_ENGINE=1. An
+// Engines made by NewPooledEngines keeps engines between the scripts of one
+// conversation, never across conversations (pool.go); each script still
+// gets a runtime of its own.
 package script
 
 import (

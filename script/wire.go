@@ -17,10 +17,11 @@ const (
 	opSettle = 's' // N0: ticket; Flag: isError; S: text, structured content
 
 	// from the engine to myelin
+	opReady  = 'y' // once, first: the engine's process has started and waits for a script
 	opPrint  = 'p' // S0: text
 	opCall   = 'c' // N0: ticket; S: name, input
 	opFinish = 'f' // N: line, the text's full length in bytes; S: kind, text (cut at the output limit)
-	opEnd    = 'e' // S: how it ended (an end* constant), error message; N0: line
+	opEnd    = 'e' // S: how it ended (an end* constant), error message; N0: line; N1: the process's resident memory in bytes (0: unknown)
 )
 
 // How the engine's run ended, in an opEnd message.

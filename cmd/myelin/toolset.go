@@ -67,7 +67,8 @@ type toolset struct {
 	toolsetBackground
 	ui *mcpUI // what the user sees of the servers' requests; may be nil
 	// engines bound the script engines of the process: every script
-	// config made here, the children's too, shares it.
+	// config made here, the children's too, shares it. It keeps engines
+	// between scripts (script.NewPooledEngines); close ends them.
 	engines *script.Engines
 
 	// What the registry is built from again when the servers' tools
@@ -95,7 +96,7 @@ func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, e
 	if err != nil {
 		return nil, err
 	}
-	ts := &toolset{mcp: set, ui: f.mcp.ui, ws: ws, flags: f, env: env, engines: script.NewEngines(f.scriptEngines)}
+	ts := &toolset{mcp: set, ui: f.mcp.ui, ws: ws, flags: f, env: env, engines: script.NewPooledEngines(f.scriptEngines, script.Pool{})}
 	if !f.noCodeExecution {
 		if _, err := f.limits(); err != nil {
 			ts.close()
@@ -163,6 +164,7 @@ func (ts *toolset) close() {
 	if ts.bg != nil {
 		ts.bg.Close() // before the tools its scripts call
 	}
+	ts.engines.Close()
 	ts.mcp.Close()
 	if ts.trace != nil {
 		ts.trace.Close()
