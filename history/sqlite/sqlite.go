@@ -18,7 +18,6 @@ import (
 	"io/fs"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
@@ -38,13 +37,9 @@ type Store struct {
 	db      *sql.DB
 	path    string
 	relaxed bool // the store never waits for the disk (Options.Relaxed)
-	// normal is set while the store's one connection may be at
-	// synchronous=NORMAL, the level of its last lazy write: a lazy write
-	// leaves it there for the next one, and a synced write sets FULL
-	// before it begins (write). A connection database/sql opened anew is
-	// at the DSN's FULL, so a stale true costs one needless pragma, never
-	// a missed sync.
-	normal atomic.Bool
+	// logs syncs the write-ahead log after a synced write (logsync.go):
+	// the connection commits at synchronous=NORMAL
+	logs logSync
 
 	mu   sync.Mutex
 	read map[string][]history.Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
@@ -115,10 +110,6 @@ func OpenWith(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("history store %s was made, and removed before it was opened (by another process?)", path)
 		}
 	}
-	sync := "FULL"
-	if opts.Relaxed {
-		sync = "NORMAL"
-	}
 	// mode=rw: SQLite makes no file here (a store is made by createFile
 	// alone), so a file removed since it was checked is an error. No
 	// journal_mode here: it would write the file's header as the
@@ -127,7 +118,9 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// _txlock=immediate: every transaction takes the write lock when it
 	// begins, so that the busy timeout applies to it; a deferred one that
 	// read first would fail at once when another process writes.
-	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous("+sync+")&_pragma=foreign_keys(1)&_txlock=immediate"))
+	// synchronous=NORMAL: a commit is in the log when it returns, and a
+	// synced write syncs the log itself after it (logsync.go).
+	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: %w", path, err)
 	}
@@ -135,9 +128,19 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
 	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
+	s.logs.syncFile = syncData
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if !s.relaxed {
+		// what an upgrade of the layout wrote, on disk before anything
+		// is written in it
+		s.logs.committed()
+		if err := s.syncLog(); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	if err := s.walMode(); err != nil {
 		db.Close()
@@ -225,7 +228,7 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 	}
 	created := c.Created.UTC().Format(record.TimeFormat)
 	doing := "creating conversation " + c.ID
-	// synced (write, not lazy): the connection may be at a lazy write's level
+	// synced (write, not lazy)
 	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
 		if c.Parent != "" {
 			var one int
@@ -727,47 +730,32 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 		}
 		return nil
 	})
-	if err == nil {
-		s.keepAppended(id, after, raws)
+	if err == nil || errors.As(err, new(*unsyncedError)) {
+		s.keepAppended(id, after, raws) // committed, synced or not
 	}
 	return err
 }
 
+// unsyncedError is the error of a write that committed but whose sync to
+// disk failed: what it wrote is in the store (a crash of the process keeps
+// it), and may be lost with the machine.
+type unsyncedError struct{ err error }
+
+func (e *unsyncedError) Error() string {
+	return fmt.Sprintf("committed, but not on disk: %v", e.err)
+}
+
+func (e *unsyncedError) Unwrap() error { return e.err }
+
 // write runs fn in one transaction, which takes the write lock as it
-// begins (_txlock=immediate), on the store's one connection held for the
-// whole of it — so that the synchronous level set for it covers that
-// transaction alone, never another goroutine's.
-//
-// A lazy write commits at synchronous=NORMAL, any other at FULL. The level
-// is a setting of the connection, not of a transaction, and is changed
-// only when the next write needs the other one: a round's lazy writes (the
-// answer, the keeps) share one switch to NORMAL, and its synced append one
-// switch back, instead of two pragmas around every lazy write.
+// begins (_txlock=immediate), on the store's one connection, and commits
+// it at synchronous=NORMAL: in the log, safe from a crash of the process.
+// Unless the write is lazy (or the store relaxed), it then syncs the log
+// (syncLog), so that when it returns nil the write — and every commit
+// before it — is on disk. A sync that fails is an *unsyncedError: the
+// write is committed all the same.
 func (s *Store) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return s.explain(doing, err)
-	}
-	defer conn.Close()
-	if !s.relaxed && lazy != s.normal.Load() {
-		level := `PRAGMA synchronous = FULL`
-		if lazy {
-			level = `PRAGMA synchronous = NORMAL`
-		}
-		// Marked NORMAL before the pragma runs and FULL only after it did:
-		// a failed or cancelled switch leaves the mark on the side that
-		// syncs again.
-		if lazy {
-			s.normal.Store(true)
-		}
-		if _, err := conn.ExecContext(context.WithoutCancel(ctx), level); err != nil {
-			return s.explain(doing, err)
-		}
-		if !lazy {
-			s.normal.Store(false)
-		}
-	}
-	tx, err := conn.BeginTx(ctx, nil)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.explain(doing, err)
 	}
@@ -777,6 +765,13 @@ func (s *Store) write(ctx context.Context, doing string, lazy bool, fn func(tx *
 	}
 	if err := tx.Commit(); err != nil {
 		return s.explain("committing: "+doing, err)
+	}
+	s.logs.committed()
+	if lazy || s.relaxed {
+		return nil
+	}
+	if err := s.syncLog(); err != nil {
+		return fmt.Errorf("%s: %w", doing, &unsyncedError{err})
 	}
 	return nil
 }
