@@ -5,6 +5,8 @@ package sqlite
 // conversation's before it takes them again.
 
 import (
+	"context"
+
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
 )
@@ -60,30 +62,33 @@ func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) [
 // to its end, is left to Messages (which also keeps the memory to the
 // conversations read); one whose messages moved since it was read (the
 // readTag it was kept with is not after's), dropped.
-func (s *Store) keepAppended(id string, after readTag, raws [][]byte) {
+//
+// It reports whether it kept them: then what the store keeps of id is the
+// whole conversation as the Append's transaction left it.
+func (s *Store) keepAppended(id string, after readTag, raws [][]byte) bool {
 	s.mu.Lock()
 	cur, ok := s.read[id]
 	moved := ok && len(cur) == after.n && s.tags[id] != after
 	s.mu.Unlock()
 	if moved {
 		s.dropRead(id)
-		return
+		return false
 	}
 	if !ok || len(cur) != after.n {
-		return
+		return false
 	}
 	fresh := make([]history.Message, len(raws))
 	for i, raw := range raws {
 		m, err := history.DecodeMessage(raw)
 		if err != nil {
-			return // never for bytes result.JSON wrote; Messages says what is wrong
+			return false // never for bytes result.JSON wrote; Messages says what is wrong
 		}
 		fresh[i] = m
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok = s.read[id]; !ok || len(cur) != after.n || s.tags[id] != after {
-		return // another read kept them meanwhile
+		return false // another read kept them meanwhile
 	}
 	// in place, as extend does: every slice handed out ends at len(cur)
 	s.read[id] = append(cur, fresh...)
@@ -92,6 +97,46 @@ func (s *Store) keepAppended(id string, after readTag, raws [][]byte) {
 		after.crc = record.MessageChecksum(id, after.n, raws[len(raws)-1])
 	}
 	s.tags[id] = after
+	return true
+}
+
+// Messages read nothing back after the writer's own append. Under a
+// conversation's claim (history.Writing) nobody else appends to it,
+// rewinds it, switches it or deletes it (every such write checks the
+// claim in its transaction), so what an Append under that claim kept of
+// it (keepAppended) stays the conversation's until this store changes it
+// or the claim is lost: the writer's next Messages takes it as it is,
+// without a query (a read of nothing new was a transaction a round, ~0.1
+// ms). Every other read, and a read under another claim or none, reads
+// the rows added since, as before. A writer that lost its claim may read
+// what it kept while another appends: it can store nothing more (its
+// next write fails), so at worst it builds one request from what it had.
+// What the store keeps of a conversation's messages is still checked
+// before any read takes it (readTag), and dropped with them (dropRead).
+
+// ownAppend marks conversation id's kept messages as the whole of it
+// under writer w's claim (keepAppended kept w's append).
+func (s *Store) ownAppend(id string, w history.Holder) {
+	s.mu.Lock()
+	s.own[id] = w.Token
+	s.mu.Unlock()
+}
+
+// ownMessages is what the store keeps of conversation id when the writer
+// of ctx appended to it last (ownAppend), clipped to its length; ok is
+// false when a read must go to the store.
+func (s *Store) ownMessages(ctx context.Context, id string) (msgs []history.Message, ok bool) {
+	w, writing := history.WriterOf(ctx)
+	if !writing {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token, marked := s.own[id]; !marked || token != w.Token {
+		return nil, false
+	}
+	cur := s.read[id]
+	return cur[:len(cur):len(cur)], true
 }
 
 // readTag is what a read of a conversation's first n messages is kept
@@ -117,5 +162,6 @@ func (s *Store) dropRead(id string) {
 	s.mu.Lock()
 	delete(s.read, id)
 	delete(s.tags, id)
+	delete(s.own, id)
 	s.mu.Unlock()
 }

@@ -44,6 +44,7 @@ type Store struct {
 	mu   sync.Mutex
 	read map[string][]history.Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
 	tags map[string]readTag           // per conversation in read, what its messages were read at (checked before they are taken again)
+	own  map[string]string            // per conversation in read, the claim token of the writer whose append left it whole (ownAppend)
 
 	// the statements of every round, prepared once
 	selectNew, selectNewTagged, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
@@ -127,7 +128,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
+	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	s.logs.syncFile = syncData
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
@@ -376,7 +377,13 @@ func (s *Store) wrapErr(doing string, err error) error {
 // A fork's (or branch's) first BaseAt messages are its base's, read by
 // Messages of the base (from the store's memory when it was read), and
 // then its own, numbered from BaseAt+1.
+//
+// Under the claim of the writer that appended to it last through this
+// store, it reads nothing back (cache.go, ownMessages).
 func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, error) {
+	if msgs, ok := s.ownMessages(ctx, id); ok {
+		return msgs, nil
+	}
 	return s.messages(ctx, id, 0)
 }
 
@@ -731,7 +738,13 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 		return nil
 	})
 	if err == nil || errors.As(err, new(*unsyncedError)) {
-		s.keepAppended(id, after, raws) // committed, synced or not
+		// committed, synced or not; under the writer's claim, checked in
+		// the transaction, the conversation is then what the store keeps
+		if s.keepAppended(id, after, raws) {
+			if w, ok := history.WriterOf(ctx); ok {
+				s.ownAppend(id, w)
+			}
+		}
 	}
 	return err
 }
