@@ -23,7 +23,7 @@ import (
 )
 
 // logSync is what a store knows of the syncs of its log: which commits are
-// on disk, and which log file's name is.
+// on disk, and the log file it syncs.
 type logSync struct {
 	// commits counts the store's committed transactions; it is raised
 	// after each commit returns, so that a sync begun after reading n
@@ -31,28 +31,47 @@ type logSync struct {
 	commits atomic.Uint64
 
 	mu     sync.Mutex
-	synced uint64      // the commits known to be on disk: a sync covered them
-	named  os.FileInfo // the log file whose directory entry was synced (nil: none yet)
-	// syncFile syncs a file's data to disk (fdatasync where there is one);
-	// tests count its calls.
-	syncFile func(*os.File) error
+	synced uint64 // the commits known to be on disk: a sync covered them
+	// the log file, kept open between syncs while it is the one at the
+	// log's name (a log made anew — after the last connection to the
+	// store closed — is opened anew), its descriptor and what it is
+	log *os.File
+	fd  uintptr
+	fi  os.FileInfo
+	// syncFile syncs a file's data to disk (fdatasync where there is one:
+	// syncData); tests count its calls.
+	syncFile func(f *os.File, fd uintptr) error
 }
 
 // committed notes that a transaction of the store has committed.
 func (l *logSync) committed() { l.commits.Add(1) }
 
+// close closes the log file kept open.
+func (l *logSync) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.log != nil {
+		l.log.Close()
+		l.log, l.fi = nil, nil
+	}
+}
+
 // syncLog puts every transaction the store has committed so far on disk:
 // it syncs the store's write-ahead log, and the log's directory the first
-// time it meets that log file (a log made anew — by the first write after
-// the last connection to the store closed — has its name on disk only
+// time it meets that log file (a log made anew has its name on disk only
 // then, as SQLite syncs a new log's directory at its first sync). Syncs
 // of writes that committed at the same moment are shared: one whose
-// commit a sync begun after it has covered returns at once.
+// commit a sync begun after it has covered returns at once. A sync costs
+// a stat of the log's name (is it still the file kept open?) and the
+// fdatasync.
 //
 // A log that is not there was checkpointed into the store's file and
-// removed (the last connection to the store closed meanwhile, which
-// syncs the file after its checkpoint); the store's file is synced all
-// the same.
+// removed when the last connection to the store closed (SQLite syncs the
+// log and the file around that checkpoint), unless it was removed under
+// SQLite, which writes on to the file it has open: the one kept open here
+// is then synced. The log is the one file of the store this opens and
+// closes: SQLite locks the store's file and its -shm with POSIX locks,
+// which closing any descriptor of them would drop, and never the log.
 func (s *Store) syncLog() error {
 	l := &s.logs
 	want := l.commits.Load()
@@ -63,30 +82,45 @@ func (s *Store) syncLog() error {
 	}
 	upTo := l.commits.Load() // every commit counted here has returned
 	wal := s.path + "-wal"
-	f, err := os.OpenFile(wal, os.O_RDWR, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		if f, err = os.OpenFile(s.path, os.O_RDWR, 0); err != nil {
-			return fmt.Errorf("history store %s: syncing it to disk: %w", s.path, err)
-		}
-		wal = s.path
-	} else if err != nil {
+	fi, err := os.Stat(wal)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && l.log != nil:
+		// removed under SQLite, which writes on to the file it has
+		// open: the file kept open is that one
+		fi = l.fi
+	case errors.Is(err, fs.ErrNotExist):
+		// checkpointed into the store's file, synced, and removed when
+		// the last connection closed: nothing is left to sync. (The
+		// store's file is not opened here: closing a descriptor of it
+		// would drop the locks SQLite holds on it.)
+		l.synced = upTo
+		return nil
+	case err != nil:
 		return fmt.Errorf("history store %s: syncing its write-ahead log to disk: %w", s.path, err)
 	}
-	defer f.Close()
-	if err := l.syncFile(f); err != nil {
-		return fmt.Errorf("history store %s: syncing %s to disk: %w", s.path, wal, err)
-	}
-	if wal != s.path {
-		fi, err := f.Stat()
+	if l.log == nil || !os.SameFile(l.fi, fi) {
+		if l.log != nil {
+			l.log.Close()
+			l.log, l.fi = nil, nil
+		}
+		f, err := os.OpenFile(wal, os.O_RDWR, 0)
 		if err != nil {
 			return fmt.Errorf("history store %s: syncing its write-ahead log to disk: %w", s.path, err)
 		}
-		if l.named == nil || !os.SameFile(l.named, fi) {
-			if err := syncDir(filepath.Dir(s.path)); err != nil {
-				return fmt.Errorf("history store %s: syncing the directory of its write-ahead log to disk: %w", s.path, err)
-			}
-			l.named = fi
+		// what was opened, which may be newer than what was looked at
+		if fi, err = f.Stat(); err != nil {
+			f.Close()
+			return fmt.Errorf("history store %s: syncing its write-ahead log to disk: %w", s.path, err)
 		}
+		// a log new to this store: its name on disk, before it is counted on
+		if err := syncDir(filepath.Dir(s.path)); err != nil {
+			f.Close()
+			return fmt.Errorf("history store %s: syncing the directory of its write-ahead log to disk: %w", s.path, err)
+		}
+		l.log, l.fd, l.fi = f, f.Fd(), fi
+	}
+	if err := l.syncFile(l.log, l.fd); err != nil {
+		return fmt.Errorf("history store %s: syncing %s to disk: %w", s.path, wal, err)
 	}
 	l.synced = upTo
 	return nil

@@ -213,7 +213,11 @@ func (s *Store) explain(doing string, err error) error {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.logs.close()
+	return err
+}
 
 // Create starts a conversation.
 func (s *Store) Create(ctx context.Context, c history.Conversation) error {

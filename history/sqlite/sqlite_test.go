@@ -272,7 +272,7 @@ func TestEverySyncedWriteSyncsTheLogOnceAfterItsCommitAndALazyOneNever(t *testin
 			}
 			syncs := 0
 			var synced []byte // the log as the last sync found it
-			s.logs.syncFile = func(f *os.File) error {
+			s.logs.syncFile = func(f *os.File, _ uintptr) error {
 				syncs++
 				synced, err = os.ReadFile(f.Name())
 				return err
