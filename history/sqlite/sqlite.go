@@ -45,6 +45,9 @@ type Store struct {
 	read map[string][]history.Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
 	tags map[string]readTag           // per conversation in read, what its messages were read at (checked before they are taken again)
 	own  map[string]string            // per conversation in read, the claim token of the writer whose append left it whole (ownAppend)
+	// per conversation in read, the messages appended after those in read,
+	// as stored, not decoded yet (keepAppended, settle)
+	undecoded map[string][][]byte
 
 	// the statements of every round, prepared once
 	selectNew, selectNewTagged, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
@@ -128,7 +131,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
+	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	s.logs.syncFile = syncData
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
@@ -430,6 +433,7 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 // under it.
 func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]history.Message, error) {
 	s.mu.Lock()
+	s.settle(id)
 	known, tag := s.read[id], s.tags[id]
 	s.mu.Unlock()
 	var now *readTag // read beside the rows after known: still tag?
@@ -692,7 +696,22 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 	doing := "appending to conversation " + id
 	var after readTag // the conversation before these: how many it held, and at what
 	var raws [][]byte // the messages as stored
-	err := s.write(ctx, doing, history.IsLazy(ctx), func(tx *sql.Tx) error {
+	// once committed (synced or not) the messages are kept as stored;
+	// under the writer's claim, checked in the transaction, the
+	// conversation is then what the store keeps. A synced append decodes
+	// what was kept undecoded while its sync waits for the disk.
+	lazy := history.IsLazy(ctx)
+	kept := func() {
+		if s.keepAppended(id, after, raws) {
+			if w, ok := history.WriterOf(ctx); ok {
+				s.ownAppend(id, w)
+			}
+			if !lazy {
+				s.settled(id)
+			}
+		}
+	}
+	return s.writeAnd(ctx, doing, lazy, func(tx *sql.Tx) error {
 		var last, appended int
 		var cl nullClaim
 		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
@@ -740,17 +759,7 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			return s.explain(doing, err)
 		}
 		return nil
-	})
-	if err == nil || errors.As(err, new(*unsyncedError)) {
-		// committed, synced or not; under the writer's claim, checked in
-		// the transaction, the conversation is then what the store keeps
-		if s.keepAppended(id, after, raws) {
-			if w, ok := history.WriterOf(ctx); ok {
-				s.ownAppend(id, w)
-			}
-		}
-	}
-	return err
+	}, kept)
 }
 
 // unsyncedError is the error of a write that committed but whose sync to
@@ -772,6 +781,13 @@ func (e *unsyncedError) Unwrap() error { return e.err }
 // before it — is on disk. A sync that fails is an *unsyncedError: the
 // write is committed all the same.
 func (s *Store) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
+	return s.writeAnd(ctx, doing, lazy, fn, nil)
+}
+
+// writeAnd is write, and once fn's transaction has committed it runs
+// committed (when not nil) — while the sync waits for the disk, on
+// another goroutine, when there is one — and returns after both.
+func (s *Store) writeAnd(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error, committed func()) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s.explain(doing, err)
@@ -785,9 +801,24 @@ func (s *Store) write(ctx context.Context, doing string, lazy bool, fn func(tx *
 	}
 	s.logs.committed()
 	if lazy || s.relaxed {
+		if committed != nil {
+			committed()
+		}
 		return nil
 	}
-	if err := s.syncLog(); err != nil {
+	var done chan struct{}
+	if committed != nil {
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			committed()
+		}()
+	}
+	err = s.syncLog()
+	if done != nil {
+		<-done
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", doing, &unsyncedError{err})
 	}
 	return nil
