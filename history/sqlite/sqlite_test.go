@@ -414,3 +414,27 @@ func TestMessagesAppendsWhatIsNewInPlaceAndLeavesEarlierSlicesAlone(t *testing.T
 		}
 	}
 }
+
+// A synced write whose sync fails is an error that says it is committed
+// but not on disk, and wraps the sync's error; what it wrote is in the
+// store, and a later read finds it (the store keeps what it appended).
+func TestASyncThatFailsSaysTheWriteIsCommittedButNotOnDisk(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Messages(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	diskGone := errors.New("the disk went away")
+	s.logs.syncFile = func(*os.File, uintptr) error { return diskGone }
+	err := s.Append(ctx, "c", userText("written"))
+	if !errors.Is(err, diskGone) || !strings.Contains(err.Error(), "committed, but not on disk") {
+		t.Fatalf("the append whose sync failed returned %v, want an error saying it is committed but not on disk, wrapping the sync's", err)
+	}
+	msgs, err := s.Messages(ctx, "c")
+	if err != nil || len(msgs) != 1 || msgs[0].Parts[0].Text != "written" {
+		t.Fatalf("after the failed sync the store holds %+v (%v), want the message written", msgs, err)
+	}
+}
