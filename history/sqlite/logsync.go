@@ -1,18 +1,21 @@
 package sqlite
 
-// This file is how a synced write reaches the disk. The store's
-// connection commits every transaction at synchronous=NORMAL: in WAL
-// mode a commit is then written to the -wal file (pwrite) before it
-// returns, so it survives a crash of the process, and SQLite syncs the
-// log only around checkpoints. A write that must survive a power loss
-// (every write but a lazy one, history.Lazy) then syncs the log itself
-// (syncLog), once its transaction has committed: the log is written in
-// order, so that sync puts every earlier commit on disk too — the
-// round's lazy answer and keeps with its synced results, as SQLite's
-// FULL level did. A synced write costs one fdatasync, as at FULL, and
-// the connection never switches its level (two PRAGMAs a round before).
+// This file is how a write commits and how a synced one reaches the disk
+// (write, syncLog). The store's connection commits every transaction at
+// synchronous=NORMAL: in WAL mode a commit is then written to the -wal
+// file (pwrite) before it returns, so it survives a crash of the process,
+// and SQLite syncs the log only around checkpoints. A write that must
+// survive a power loss (every write but a lazy one, history.Lazy) then
+// syncs the log itself (syncLog), once its transaction has committed: the
+// log is written in order, so that sync puts every earlier commit on disk
+// too — the round's lazy answer and keeps with its synced results, as
+// SQLite's FULL level did. A synced write costs one fdatasync, as at FULL,
+// and the connection never switches its level (two PRAGMAs a round
+// before issue 34).
 
 import (
+	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -134,4 +137,66 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// unsyncedError is the error of a write that committed but whose sync to
+// disk failed: what it wrote is in the store (a crash of the process keeps
+// it), and may be lost with the machine.
+type unsyncedError struct{ err error }
+
+func (e *unsyncedError) Error() string {
+	return fmt.Sprintf("committed, but not on disk: %v", e.err)
+}
+
+func (e *unsyncedError) Unwrap() error { return e.err }
+
+// write runs fn in one transaction, which takes the write lock as it
+// begins (_txlock=immediate), on the store's one connection, and commits
+// it at synchronous=NORMAL: in the log, safe from a crash of the process.
+// Unless the write is lazy (or the store relaxed), it then syncs the log
+// (syncLog), so that when it returns nil the write — and every commit
+// before it — is on disk. A sync that fails is an *unsyncedError: the
+// write is committed all the same.
+func (s *Store) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
+	return s.writeAnd(ctx, doing, lazy, fn, nil)
+}
+
+// writeAnd is write, and once fn's transaction has committed it runs
+// committed (when not nil) — while the sync waits for the disk, on
+// another goroutine, when there is one — and returns after both.
+func (s *Store) writeAnd(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error, committed func()) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.explain(doing, err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return s.explain("committing: "+doing, err)
+	}
+	s.logs.committed()
+	if lazy || s.relaxed {
+		if committed != nil {
+			committed()
+		}
+		return nil
+	}
+	var done chan struct{}
+	if committed != nil {
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			committed()
+		}()
+	}
+	err = s.syncLog()
+	if done != nil {
+		<-done
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", doing, &unsyncedError{err})
+	}
+	return nil
 }
