@@ -1,5 +1,5 @@
 // Package sqlite is the history.Store in one SQLite file: durable (WAL,
-// each Append one transaction with a full sync unless history.Lazy),
+// each Append one transaction synced to disk unless history.Lazy),
 // checked (every record and message under a checksum, damage reported and
 // never dropped), holding the conversations' claims, and careful with the
 // file it is given (it refuses a store it did not make rather than take it
@@ -28,7 +28,7 @@ import (
 )
 
 // Store is a history.Store in one SQLite file, in WAL mode, each Append one
-// transaction committed with a full sync (unless Lazy). It keeps the
+// transaction synced to disk (unless Lazy). It keeps the
 // messages it has read in memory, and those it appends to a conversation it
 // has read: stored messages never change, so a later Messages reads only the
 // rows added since (by another process). It must not hand out what it keeps
