@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
@@ -138,14 +140,7 @@ func BenchmarkChecksumBesideDecode(b *testing.B) {
 //
 //	go test ./history/sqlite -run '^$' -bench AgentRound -count 6
 func BenchmarkAgentRound(b *testing.B) {
-	const calls = 10
-	answer := history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Reading them all."}}}
-	results := history.Message{Role: history.User}
-	for i := range calls {
-		id := fmt.Sprintf("toolu_%02d", i)
-		answer.Parts = append(answer.Parts, history.Part{Type: history.ToolCallPart, CallID: id, Name: "noop", Input: []byte(`{"n":1}`)})
-		results.Parts = append(results.Parts, history.Part{Type: history.ToolResultPart, CallID: id, Text: "ok"})
-	}
+	answer, results := lightRound()
 	b.Run("fsync-floor", func(b *testing.B) {
 		f, err := os.Create(filepath.Join(b.TempDir(), "f"))
 		if err != nil {
@@ -207,19 +202,40 @@ func storeRound(b *testing.B, answer, results history.Message, read bool) {
 		readAll()
 	}
 	for b.Loop() {
-		if err := s.Append(history.Lazy(wctx), "c", answer); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Keep(history.Lazy(wctx), "c", results.Parts[0]); err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Append(wctx, "c", results); err != nil {
+		if err := oneRound(s, wctx, answer, results); err != nil {
 			b.Fatal(err)
 		}
 		if read {
 			readAll()
 		}
 	}
+}
+
+// lightRound is a light round: the answer asking for 10 calls, and their
+// results.
+func lightRound() (answer, results history.Message) {
+	const calls = 10
+	answer = history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Reading them all."}}}
+	results = history.Message{Role: history.User}
+	for i := range calls {
+		id := fmt.Sprintf("toolu_%02d", i)
+		answer.Parts = append(answer.Parts, history.Part{Type: history.ToolCallPart, CallID: id, Name: "noop", Input: []byte(`{"n":1}`)})
+		results.Parts = append(results.Parts, history.Part{Type: history.ToolResultPart, CallID: id, Text: "ok"})
+	}
+	return answer, results
+}
+
+// oneRound stores a light round as the agent does when its 10 calls
+// finish together: the answer appended lazily, the first result kept
+// (lazily), the results appended synced.
+func oneRound(s *Store, wctx context.Context, answer, results history.Message) error {
+	if err := s.Append(history.Lazy(wctx), "c", answer); err != nil {
+		return err
+	}
+	if err := s.Keep(history.Lazy(wctx), "c", results.Parts[0]); err != nil {
+		return err
+	}
+	return s.Append(wctx, "c", results)
 }
 
 // sqliteFloor is the least SQLite work a light round needs under contract
@@ -238,14 +254,23 @@ func storeRound(b *testing.B, answer, results history.Message, read bool) {
 //
 // The synchronous level is the connection's, so a round switches it twice
 // (to NORMAL for the first lazy commit, back to FULL for the synced one),
-// as the store does.
+// as the store did before issue 34 (it now commits at NORMAL and syncs the
+// log itself: logsync.go).
 func sqliteFloor(b *testing.B, answer, results history.Message) {
-	path := filepath.Join(b.TempDir(), "floor.db")
+	round := newSQLiteFloor(b, filepath.Join(b.TempDir(), "floor.db"), answer, results)
+	for b.Loop() {
+		round()
+	}
+}
+
+// newSQLiteFloor makes sqliteFloor's database at path and returns its
+// round.
+func newSQLiteFloor(b *testing.B, path string, answer, results history.Message) (round func()) {
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close()
+	b.Cleanup(func() { db.Close() })
 	db.SetMaxOpenConns(1) // the synchronous level is the connection's, as in the store
 	ctx := context.Background()
 	if _, err := db.ExecContext(ctx, schema+`INSERT INTO conversations (id, system, created, updated) VALUES ('c', '', '', '')`); err != nil {
@@ -284,7 +309,7 @@ func sqliteFloor(b *testing.B, answer, results history.Message) {
 		}
 	}
 	seq := 0
-	for b.Loop() {
+	return func() {
 		exec(`PRAGMA synchronous = NORMAL`)
 		seq++
 		commitRow(insert, seq, raw[0])
@@ -293,6 +318,89 @@ func sqliteFloor(b *testing.B, answer, results history.Message) {
 		seq++
 		commitRow(insert, seq, raw[2])
 	}
+}
+
+// BenchmarkDurableRound measures the store's light round against a bare
+// fsync and against the SQLite floor side by side, paired: each iteration
+// runs, in turn (each goes first in one iteration of three), one round of
+//
+//   - fsync: 60 bytes appended to a file beside the store and fsynced (the
+//     one disk sync a round must pay, as BenchmarkPerRoundOverhead's
+//     floor does it);
+//   - sqlite-floor: sqliteFloor's round (three one-row commits, one synced);
+//   - store: the round as the agent stores it (BenchmarkAgentRound's
+//     round-and-read: the answer appended lazily, one Keep, the 10 results
+//     appended synced, then the Messages of the next request, under the
+//     writer's claim).
+//
+// It reports each one's median per round and the medians of each
+// iteration's store / fsync and store / sqlite-floor: on this shared VM
+// the disk's sync time moves by 3× within a minute, and a paired ratio
+// sees both sides of it in the same stretch (issue 34). Run:
+//
+//	go test ./history/sqlite -run '^$' -bench DurableRound -benchtime 2000x
+func BenchmarkDurableRound(b *testing.B) {
+	answer, results := lightRound()
+	dir := b.TempDir()
+	f, err := os.Create(filepath.Join(dir, "fsync-floor"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	record := []byte(strings.Repeat("x", 59) + "\n")
+	floor := newSQLiteFloor(b, filepath.Join(dir, "floor.db"), answer, results)
+	s, wctx := claimedStore(b)
+	if _, err := s.Messages(wctx, "c"); err != nil {
+		b.Fatal(err)
+	}
+	runs := []func(){
+		func() {
+			if err := oneRound(s, wctx, answer, results); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Messages(wctx, "c"); err != nil {
+				b.Fatal(err)
+			}
+		},
+		func() {
+			if _, err := f.Write(record); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		},
+		floor,
+	}
+	times := make([][]time.Duration, len(runs))
+	var overFsync, overFloor []float64
+	for i := 0; b.Loop(); i++ {
+		took := make([]time.Duration, len(runs))
+		for k := range runs {
+			at := (k + i) % len(runs)
+			start := time.Now()
+			runs[at]()
+			took[at] = time.Since(start)
+		}
+		for k, d := range took {
+			times[k] = append(times[k], d)
+		}
+		overFsync = append(overFsync, float64(took[0])/float64(took[1]))
+		overFloor = append(overFloor, float64(took[0])/float64(took[2]))
+	}
+	median := func(xs []float64) float64 {
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	for k, name := range []string{"store", "fsync", "sqlite-floor"} {
+		ds := make([]float64, len(times[k]))
+		for i, d := range times[k] {
+			ds[i] = float64(d.Nanoseconds()) / 1e3
+		}
+		b.ReportMetric(median(ds), name+"-µs/round")
+	}
+	b.ReportMetric(median(overFsync), "x-fsync-paired")
+	b.ReportMetric(median(overFloor), "x-sqlite-floor-paired")
 }
 
 // claimedStore is a new store holding conversation "c", with a context

@@ -5,6 +5,8 @@ package sqlite
 // conversation's before it takes them again.
 
 import (
+	"context"
+
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
 )
@@ -21,7 +23,9 @@ func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) [
 		// fresh is a new slice, with room
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.settle(id)
 		if cur, ok := s.read[id]; !ok || len(fresh) > len(cur) {
+			delete(s.undecoded, id)
 			s.read[id] = fresh // also when empty: Append then keeps what it adds
 			s.tags[id] = tag
 		}
@@ -29,6 +33,7 @@ func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) [
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.settle(id)
 	cur := s.read[id]
 	if len(cur) != len(known) {
 		// another read kept more (or other) messages meanwhile: known
@@ -54,44 +59,110 @@ func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) [
 // keepAppended adds the messages an Append just committed, raws as
 // stored, to what the store has read of conversation id, when it had read
 // all the after messages before them: the next Messages then reads only
-// what was added since, not these back. Each is decoded from the bytes
-// stored, as a read would decode it, so what Messages returns is what a
-// store opened afresh reads. A conversation the store has not read, or not
-// to its end, is left to Messages (which also keeps the memory to the
-// conversations read); one whose messages moved since it was read (the
-// readTag it was kept with is not after's), dropped.
-func (s *Store) keepAppended(id string, after readTag, raws [][]byte) {
-	s.mu.Lock()
-	cur, ok := s.read[id]
-	moved := ok && len(cur) == after.n && s.tags[id] != after
-	s.mu.Unlock()
-	if moved {
-		s.dropRead(id)
-		return
-	}
-	if !ok || len(cur) != after.n {
-		return
-	}
-	fresh := make([]history.Message, len(raws))
-	for i, raw := range raws {
-		m, err := history.DecodeMessage(raw)
-		if err != nil {
-			return // never for bytes result.JSON wrote; Messages says what is wrong
-		}
-		fresh[i] = m
-	}
+// what was added since, not these back. They are kept as stored, and
+// decoded (settle) before what the store keeps of id is next taken — by
+// the synced append that ends the round, while its sync waits for the
+// disk (Append), else by the next read — each from the bytes stored, as a
+// read would decode it, so what Messages returns is what a store opened
+// afresh reads. A conversation the store has not read, or not to its end,
+// is left to Messages (which also keeps the memory to the conversations
+// read); one whose messages moved since it was read (the readTag it was
+// kept with is not after's), dropped.
+//
+// It reports whether it kept them: then what the store keeps of id is the
+// whole conversation as the Append's transaction left it.
+func (s *Store) keepAppended(id string, after readTag, raws [][]byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur, ok = s.read[id]; !ok || len(cur) != after.n || s.tags[id] != after {
-		return // another read kept them meanwhile
+	cur, ok := s.read[id]
+	n := len(cur) + len(s.undecoded[id])
+	if ok && n == after.n && s.tags[id] != after {
+		s.dropReadLocked(id)
+		return false
 	}
-	// in place, as extend does: every slice handed out ends at len(cur)
-	s.read[id] = append(cur, fresh...)
+	if !ok || n != after.n {
+		return false
+	}
+	s.undecoded[id] = append(s.undecoded[id], raws...)
 	if len(raws) > 0 {
 		after.n += len(raws)
 		after.crc = record.MessageChecksum(id, after.n, raws[len(raws)-1])
 	}
 	s.tags[id] = after
+	return true
+}
+
+// settle decodes the messages kept of conversation id as stored
+// (keepAppended) and appends them to what the store keeps of it, in place,
+// as extend does: every slice handed out ends before them. A message that
+// does not decode — never one that result.JSON wrote — drops what is kept
+// of id, so that the next read reads it and says what is wrong. s.mu is
+// held.
+func (s *Store) settle(id string) {
+	raws := s.undecoded[id]
+	if len(raws) == 0 {
+		return
+	}
+	cur := s.read[id]
+	for _, raw := range raws {
+		m, err := history.DecodeMessage(raw)
+		if err != nil {
+			s.dropReadLocked(id)
+			return
+		}
+		cur = append(cur, m)
+	}
+	s.read[id] = cur
+	delete(s.undecoded, id)
+}
+
+// settled is settle under s.mu.
+func (s *Store) settled(id string) {
+	s.mu.Lock()
+	s.settle(id)
+	s.mu.Unlock()
+}
+
+// Messages read nothing back after the writer's own append. Under a
+// conversation's claim (history.Writing) nobody else appends to it,
+// rewinds it, switches it or deletes it (every such write checks the
+// claim in its transaction), so what an Append under that claim kept of
+// it (keepAppended) stays the conversation's until this store changes it
+// or the claim is lost: the writer's next Messages takes it as it is,
+// without a query (a read of nothing new was a transaction a round, ~0.1
+// ms). Every other read, and a read under another claim or none, reads
+// the rows added since, as before. A writer that lost its claim may read
+// what it kept while another appends: it can store nothing more (its
+// next write fails), so at worst it builds one request from what it had.
+// What the store keeps of a conversation's messages is still checked
+// before any read takes it (readTag), and dropped with them (dropRead).
+
+// ownAppend marks conversation id's kept messages as the whole of it
+// under writer w's claim (keepAppended kept w's append).
+func (s *Store) ownAppend(id string, w history.Holder) {
+	s.mu.Lock()
+	s.own[id] = w.Token
+	s.mu.Unlock()
+}
+
+// ownMessages is what the store keeps of conversation id when the writer
+// of ctx appended to it last (ownAppend), clipped to its length; ok is
+// false when a read must go to the store.
+func (s *Store) ownMessages(ctx context.Context, id string) (msgs []history.Message, ok bool) {
+	w, writing := history.WriterOf(ctx)
+	if !writing {
+		return nil, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token, marked := s.own[id]; !marked || token != w.Token {
+		return nil, false
+	}
+	if s.settle(id); s.own[id] != w.Token {
+		return nil, false // dropped: a kept message did not decode
+	}
+	cur := s.read[id]
+	return cur[:len(cur):len(cur)], true
 }
 
 // readTag is what a read of a conversation's first n messages is kept
@@ -115,7 +186,14 @@ const noRow = -1
 // dropRead drops the messages the store keeps of conversation id.
 func (s *Store) dropRead(id string) {
 	s.mu.Lock()
+	s.dropReadLocked(id)
+	s.mu.Unlock()
+}
+
+// dropReadLocked is dropRead with s.mu held.
+func (s *Store) dropReadLocked(id string) {
 	delete(s.read, id)
 	delete(s.tags, id)
-	s.mu.Unlock()
+	delete(s.own, id)
+	delete(s.undecoded, id)
 }

@@ -3,11 +3,13 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 	"github.com/myelin-run/myelin/history/storetest"
 )
 
@@ -41,8 +43,12 @@ func TestMessagesAfterAppendAreWhatAFreshStoreReads(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for _, m := range append(storetest.SampleMessages(), appendedOddly()...) {
-			if err := s.Append(ctx, "c", m); err != nil {
+		for i, m := range append(storetest.SampleMessages(), appendedOddly()...) {
+			actx := ctx
+			if i%2 == 0 { // kept as stored, decoded by the next synced append or read
+				actx = history.Lazy(ctx)
+			}
+			if err := s.Append(actx, "c", m); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -117,4 +123,66 @@ func TestAppendingToAConversationNotReadKeepsNothing(t *testing.T) {
 	if kept {
 		t.Fatal("the store keeps the messages of a conversation it never read")
 	}
+}
+
+// Under its claim, the writer that appended to a conversation last reads
+// nothing back: a row put behind the store's back after its append (as no
+// writer can while the claim is held) is not seen by that writer's next
+// Messages, which makes no query, while a read without the claim, under
+// another claim, or after the store changed the conversation otherwise
+// (a rewind) reads the rows added since, as before.
+func TestTheWritersOwnAppendIsReadBackWithoutAQueryUnderItsClaim(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := history.Writing(ctx, h)
+	if _, err := s.Messages(w, "c"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := s.Append(w, "c", userText(fmt.Sprint("round ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a third message, put there behind the store's back
+	behind := func(seq int) {
+		raw := []byte(`{"role":"user","parts":[{"type":"text","text":"behind"}]}`)
+		if _, err := s.db.Exec(`INSERT INTO messages (conversation, seq, message, crc) VALUES ('c', ?, ?, ?)`, seq, raw, record.MessageChecksum("c", seq, raw)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.db.Exec(`UPDATE conversations SET messages = messages + 1 WHERE id = 'c'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	behind(3)
+	count := func(ctx context.Context, want int, who string) {
+		t.Helper()
+		msgs, err := s.Messages(ctx, "c")
+		if err != nil || len(msgs) != want {
+			t.Fatalf("%s read %d messages (%v), want %d", who, len(msgs), err, want)
+		}
+	}
+	count(w, 2, "the writer after its own append (under its claim)")
+	count(history.Writing(ctx, history.NewHolder()), 3, "a reader under another claim")
+	count(w, 3, "the writer, once a read found more")
+	// another append by the writer, then a rewind by the store: read again
+	if err := s.Append(w, "c", userText("round 3")); err != nil {
+		t.Fatal(err)
+	}
+	behind(5)
+	count(ctx, 5, "a reader without a claim")
+	if err := s.Append(w, "c", userText("round 5")); err != nil {
+		t.Fatal(err)
+	}
+	behind(7)
+	if _, err := s.Rewind(w, "c", 4); err != nil {
+		t.Fatal(err)
+	}
+	count(w, 4, "the writer after a rewind of the store's")
 }

@@ -1,5 +1,5 @@
 // Package sqlite is the history.Store in one SQLite file: durable (WAL,
-// each Append one transaction with a full sync unless history.Lazy),
+// each Append one transaction synced to disk unless history.Lazy),
 // checked (every record and message under a checksum, damage reported and
 // never dropped), holding the conversations' claims, and careful with the
 // file it is given (it refuses a store it did not make rather than take it
@@ -18,7 +18,6 @@ import (
 	"io/fs"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
@@ -29,7 +28,7 @@ import (
 )
 
 // Store is a history.Store in one SQLite file, in WAL mode, each Append one
-// transaction committed with a full sync (unless Lazy). It keeps the
+// transaction synced to disk (unless Lazy). It keeps the
 // messages it has read in memory, and those it appends to a conversation it
 // has read: stored messages never change, so a later Messages reads only the
 // rows added since (by another process). It must not hand out what it keeps
@@ -38,17 +37,17 @@ type Store struct {
 	db      *sql.DB
 	path    string
 	relaxed bool // the store never waits for the disk (Options.Relaxed)
-	// normal is set while the store's one connection may be at
-	// synchronous=NORMAL, the level of its last lazy write: a lazy write
-	// leaves it there for the next one, and a synced write sets FULL
-	// before it begins (write). A connection database/sql opened anew is
-	// at the DSN's FULL, so a stale true costs one needless pragma, never
-	// a missed sync.
-	normal atomic.Bool
+	// logs syncs the write-ahead log after a synced write (logsync.go):
+	// the connection commits at synchronous=NORMAL
+	logs logSync
 
 	mu   sync.Mutex
 	read map[string][]history.Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
 	tags map[string]readTag           // per conversation in read, what its messages were read at (checked before they are taken again)
+	own  map[string]string            // per conversation in read, the claim token of the writer whose append left it whole (ownAppend)
+	// per conversation in read, the messages appended after those in read,
+	// as stored, not decoded yet (keepAppended, settle)
+	undecoded map[string][][]byte
 
 	// the statements of every round, prepared once
 	selectNew, selectNewTagged, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
@@ -115,10 +114,6 @@ func OpenWith(path string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("history store %s was made, and removed before it was opened (by another process?)", path)
 		}
 	}
-	sync := "FULL"
-	if opts.Relaxed {
-		sync = "NORMAL"
-	}
 	// mode=rw: SQLite makes no file here (a store is made by createFile
 	// alone), so a file removed since it was checked is an error. No
 	// journal_mode here: it would write the file's header as the
@@ -127,17 +122,29 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// _txlock=immediate: every transaction takes the write lock when it
 	// begins, so that the busy timeout applies to it; a deferred one that
 	// read first would fail at once when another process writes.
-	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous("+sync+")&_pragma=foreign_keys(1)&_txlock=immediate"))
+	// synchronous=NORMAL: a commit is in the log when it returns, and a
+	// synced write syncs the log itself after it (logsync.go).
+	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: %w", path, err)
 	}
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
+	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
+	s.logs.syncFile = syncData
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if !s.relaxed {
+		// what an upgrade of the layout wrote, on disk before anything
+		// is written in it
+		s.logs.committed()
+		if err := s.syncLog(); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	if err := s.walMode(); err != nil {
 		db.Close()
@@ -209,7 +216,11 @@ func (s *Store) explain(doing string, err error) error {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.logs.close()
+	return err
+}
 
 // Create starts a conversation.
 func (s *Store) Create(ctx context.Context, c history.Conversation) error {
@@ -225,7 +236,7 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 	}
 	created := c.Created.UTC().Format(record.TimeFormat)
 	doing := "creating conversation " + c.ID
-	// synced (write, not lazy): the connection may be at a lazy write's level
+	// synced (write, not lazy)
 	err := s.write(ctx, doing, false, func(tx *sql.Tx) error {
 		if c.Parent != "" {
 			var one int
@@ -373,7 +384,13 @@ func (s *Store) wrapErr(doing string, err error) error {
 // A fork's (or branch's) first BaseAt messages are its base's, read by
 // Messages of the base (from the store's memory when it was read), and
 // then its own, numbered from BaseAt+1.
+//
+// Under the claim of the writer that appended to it last through this
+// store, it reads nothing back (cache.go, ownMessages).
 func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, error) {
+	if msgs, ok := s.ownMessages(ctx, id); ok {
+		return msgs, nil
+	}
 	return s.messages(ctx, id, 0)
 }
 
@@ -416,6 +433,7 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 // under it.
 func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]history.Message, error) {
 	s.mu.Lock()
+	s.settle(id)
 	known, tag := s.read[id], s.tags[id]
 	s.mu.Unlock()
 	var now *readTag // read beside the rows after known: still tag?
@@ -678,7 +696,22 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 	doing := "appending to conversation " + id
 	var after readTag // the conversation before these: how many it held, and at what
 	var raws [][]byte // the messages as stored
-	err := s.write(ctx, doing, history.IsLazy(ctx), func(tx *sql.Tx) error {
+	// once committed (synced or not) the messages are kept as stored;
+	// under the writer's claim, checked in the transaction, the
+	// conversation is then what the store keeps. A synced append decodes
+	// what was kept undecoded while its sync waits for the disk.
+	lazy := history.IsLazy(ctx)
+	kept := func() {
+		if s.keepAppended(id, after, raws) {
+			if w, ok := history.WriterOf(ctx); ok {
+				s.ownAppend(id, w)
+			}
+			if !lazy {
+				s.settled(id)
+			}
+		}
+	}
+	return s.writeAnd(ctx, doing, lazy, func(tx *sql.Tx) error {
 		var last, appended int
 		var cl nullClaim
 		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
@@ -726,57 +759,5 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			return s.explain(doing, err)
 		}
 		return nil
-	})
-	if err == nil {
-		s.keepAppended(id, after, raws)
-	}
-	return err
-}
-
-// write runs fn in one transaction, which takes the write lock as it
-// begins (_txlock=immediate), on the store's one connection held for the
-// whole of it — so that the synchronous level set for it covers that
-// transaction alone, never another goroutine's.
-//
-// A lazy write commits at synchronous=NORMAL, any other at FULL. The level
-// is a setting of the connection, not of a transaction, and is changed
-// only when the next write needs the other one: a round's lazy writes (the
-// answer, the keeps) share one switch to NORMAL, and its synced append one
-// switch back, instead of two pragmas around every lazy write.
-func (s *Store) write(ctx context.Context, doing string, lazy bool, fn func(tx *sql.Tx) error) error {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return s.explain(doing, err)
-	}
-	defer conn.Close()
-	if !s.relaxed && lazy != s.normal.Load() {
-		level := `PRAGMA synchronous = FULL`
-		if lazy {
-			level = `PRAGMA synchronous = NORMAL`
-		}
-		// Marked NORMAL before the pragma runs and FULL only after it did:
-		// a failed or cancelled switch leaves the mark on the side that
-		// syncs again.
-		if lazy {
-			s.normal.Store(true)
-		}
-		if _, err := conn.ExecContext(context.WithoutCancel(ctx), level); err != nil {
-			return s.explain(doing, err)
-		}
-		if !lazy {
-			s.normal.Store(false)
-		}
-	}
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return s.explain(doing, err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return s.explain("committing: "+doing, err)
-	}
-	return nil
+	}, kept)
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/myelin-run/myelin/history"
@@ -235,13 +237,13 @@ func TestMessagesSeesWhatAnotherStoreAppended(t *testing.T) {
 	}
 }
 
-// The synchronous level is the connection's, switched only when a write
-// needs the other one (a round's lazy writes share one switch): every
-// write that is not lazy — Append, Create — must still commit at FULL
-// after lazy ones left the connection at NORMAL, and a relaxed store never
-// leaves NORMAL.
-func TestEveryWriteCommitsAtItsOwnSynchronousLevel(t *testing.T) {
-	const normal, full = 1, 2
+// Every write commits at synchronous=NORMAL (in the log, no sync of its
+// own), and every write that is not lazy — Append, Create, PutBlob… — then
+// syncs the log once, after its commit, which puts the lazy writes before
+// it on disk too: a round of a lazy answer, a keep and a synced append is
+// one sync. A lazy write never syncs, nor does a relaxed store.
+func TestEverySyncedWriteSyncsTheLogOnceAfterItsCommitAndALazyOneNever(t *testing.T) {
+	const normal = 1
 	ctx := context.Background()
 	text := func(s string) history.Message {
 		return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: s}}}
@@ -250,14 +252,14 @@ func TestEveryWriteCommitsAtItsOwnSynchronousLevel(t *testing.T) {
 		name    string
 		relaxed bool
 		steps   []string // what each write is, in order
-		want    []int    // the level each committed at
+		want    []int    // the syncs of the log each made
 	}{
 		{"synced store", false,
-			[]string{"lazy", "lazy", "synced", "synced", "lazy", "synced", "lazy", "create", "lazy-append", "keep", "append"},
-			[]int{normal, normal, full, full, normal, full, normal, full, normal, normal, full}},
+			[]string{"lazy", "lazy", "synced", "synced", "lazy", "synced", "create", "lazy-append", "keep", "append", "claim", "put-blob"},
+			[]int{0, 0, 1, 1, 0, 1, 1, 0, 0, 1, 0, 1}},
 		{"relaxed store", true,
-			[]string{"lazy", "synced", "create", "lazy-append", "append"},
-			[]int{normal, normal, normal, normal, normal}},
+			[]string{"lazy", "synced", "create", "lazy-append", "append", "put-blob"},
+			[]int{0, 0, 0, 0, 0, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := OpenWith(filepath.Join(t.TempDir(), "h.db"), Options{Relaxed: tc.relaxed})
@@ -268,38 +270,51 @@ func TestEveryWriteCommitsAtItsOwnSynchronousLevel(t *testing.T) {
 			if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 				t.Fatal(err)
 			}
-			level := func() int {
-				var mode int
-				if err := s.db.QueryRow(`PRAGMA synchronous`).Scan(&mode); err != nil {
-					t.Fatal(err)
-				}
-				return mode
+			syncs := 0
+			var synced []byte // the log as the last sync found it
+			s.logs.syncFile = func(f *os.File, _ uintptr) error {
+				syncs++
+				synced, err = os.ReadFile(f.Name())
+				return err
 			}
+			created := "" // the conversation the last create made
 			for i, step := range tc.steps {
-				var got int
+				before, level := syncs, 0
 				switch step {
 				case "lazy", "synced": // the level inside the write's own transaction
 					err = s.write(ctx, step, step == "lazy", func(tx *sql.Tx) error {
-						return tx.QueryRow(`PRAGMA synchronous`).Scan(&got)
+						return tx.QueryRow(`PRAGMA synchronous`).Scan(&level)
 					})
 				case "create":
-					err = s.Create(ctx, history.Conversation{ID: fmt.Sprint("c", i)})
-					got = level()
+					created = fmt.Sprint("c", i)
+					err = s.Create(ctx, history.Conversation{ID: created})
 				case "lazy-append":
 					err = s.Append(history.Lazy(ctx), "c", text("lazy"))
-					got = level()
 				case "keep":
-					err = s.Keep(ctx, "c", history.Part{Type: history.ToolResultPart, CallID: "1", Text: "kept"})
-					got = level()
+					err = s.Keep(history.Lazy(ctx), "c", history.Part{Type: history.ToolResultPart, CallID: "1", Text: "kept"})
 				case "append":
 					err = s.Append(ctx, "c", text("synced"))
-					got = level()
+				case "claim":
+					_, err = s.Claim(ctx, "c", history.NewHolder(), time.Minute)
+				case "put-blob":
+					_, err = s.PutBlob(ctx, created, "f", []byte("a file's version"))
 				}
 				if err != nil {
 					t.Fatalf("step %d (%s): %v", i, step, err)
 				}
-				if got != tc.want[i] {
-					t.Fatalf("step %d (%s) committed at synchronous=%d, want %d", i, step, got, tc.want[i])
+				if got := syncs - before; got != tc.want[i] {
+					t.Fatalf("step %d (%s) synced the log %d times, want %d", i, step, got, tc.want[i])
+				}
+				if level != 0 && level != normal {
+					t.Fatalf("step %d (%s) committed at synchronous=%d, want NORMAL (%d): the store syncs the log itself", i, step, level, normal)
+				}
+			}
+			if !tc.relaxed {
+				// the last sync came after every commit: what it synced
+				// is the whole log
+				now, err := os.ReadFile(s.path + "-wal")
+				if err != nil || !bytes.Equal(now, synced) {
+					t.Fatalf("the log changed after its last sync (%d bytes synced, %d now, %v)", len(synced), len(now), err)
 				}
 			}
 			if msgs, err := s.Messages(ctx, "c"); err != nil || len(msgs) != 2 || msgs[0].Parts[0].Text != "lazy" {
@@ -397,5 +412,29 @@ func TestMessagesAppendsWhatIsNewInPlaceAndLeavesEarlierSlicesAlone(t *testing.T
 		if again[0].Parts[0].Text != "one" {
 			t.Errorf("read after round %d: a caller's append to its slice reached the store: %v", round, again[0])
 		}
+	}
+}
+
+// A synced write whose sync fails is an error that says it is committed
+// but not on disk, and wraps the sync's error; what it wrote is in the
+// store, and a later read finds it (the store keeps what it appended).
+func TestASyncThatFailsSaysTheWriteIsCommittedButNotOnDisk(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Messages(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	diskGone := errors.New("the disk went away")
+	s.logs.syncFile = func(*os.File, uintptr) error { return diskGone }
+	err := s.Append(ctx, "c", userText("written"))
+	if !errors.Is(err, diskGone) || !strings.Contains(err.Error(), "committed, but not on disk") {
+		t.Fatalf("the append whose sync failed returned %v, want an error saying it is committed but not on disk, wrapping the sync's", err)
+	}
+	msgs, err := s.Messages(ctx, "c")
+	if err != nil || len(msgs) != 1 || msgs[0].Parts[0].Text != "written" {
+		t.Fatalf("after the failed sync the store holds %+v (%v), want the message written", msgs, err)
 	}
 }
