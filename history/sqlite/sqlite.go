@@ -48,6 +48,11 @@ type Store struct {
 	// per conversation in read, the messages appended after those in read,
 	// as stored, not decoded yet (keepAppended, settle)
 	undecoded map[string][][]byte
+	// per conversation in read, when it was last used (s.tick at its last
+	// read, append or take): the least recent is forgotten first once
+	// more than readKept are kept (forgetOldest)
+	used map[string]uint64
+	tick uint64
 
 	// the statements of every round, prepared once
 	selectNew, selectNewTagged, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
@@ -131,7 +136,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
+	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, used: map[string]uint64{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	s.logs.syncFile = syncData
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()

@@ -438,3 +438,47 @@ func TestASyncThatFailsSaysTheWriteIsCommittedButNotOnDisk(t *testing.T) {
 		t.Fatalf("after the failed sync the store holds %+v (%v), want the message written", msgs, err)
 	}
 }
+
+// The store keeps the messages of at most readKept conversations: a
+// server that reads more over its life forgets the least recently used,
+// and a forgotten conversation's next read returns it whole, as stored.
+func TestTheStoreKeepsTheMessagesOfAtMostReadKeptConversations(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := history.Lazy(context.Background())
+	n := readKept + 40
+	for i := range n {
+		id := fmt.Sprintf("c%d", i)
+		if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(ctx, id, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: id}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Messages(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		// c0 is used again and again: the least recently used go first
+		if _, err := s.Messages(ctx, "c0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	kept, used := len(s.read), len(s.used)
+	_, c0 := s.read["c0"]
+	_, c1 := s.read["c1"]
+	_, last := s.read[fmt.Sprintf("c%d", n-1)]
+	s.mu.Unlock()
+	if kept > readKept || used != kept {
+		t.Fatalf("after reading %d conversations the store keeps %d (%d marked used), want at most %d", n, kept, used, readKept)
+	}
+	if !c0 || !last || c1 {
+		t.Errorf("kept c0 %v, the last read %v, c1 (least recently used) %v; want true, true, false", c0, last, c1)
+	}
+	got, err := s.Messages(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Parts[0].Text != "c1" {
+		t.Fatalf("c1 read again after it was forgotten: %+v, want its one message", got)
+	}
+}
