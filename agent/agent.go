@@ -143,8 +143,6 @@ type Agent struct {
 	stated atomic.Int64 // the window a provider's refusal stated (Window)
 	pacing pacing       // how resends tell and wait time: a test's, else real (retry.go)
 	cache  cache        // tool definitions and conversation records (cache.go)
-	// resumes: the resume points kept or taken back last (resume.go)
-	resumes resumeKept
 }
 
 // EventKind says what an Event reports.

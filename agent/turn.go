@@ -62,7 +62,6 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 		return t.tr, nil
 	}
 	defer t.workers.Close()
-	defer t.keepResume()
 	for {
 		x, err := t.ask()
 		if err != nil || x == nil { // nil: a budget stopped the turn
@@ -130,9 +129,6 @@ type turning struct {
 	versions  versions // the file versions its rounds kept (journal.go)
 	maxRounds int
 	budget    budget // what the turn may spend (budget.go)
-	// last is the turn's last request sent, whose body's kept prefix
-	// the turn keeps as the conversation's resume point (resume.go)
-	last lastRequest
 	// settings are stored with the turn's first answer, when they changed
 	// (withSettings; nil once stored)
 	settings *history.Settings
@@ -149,15 +145,6 @@ type turning struct {
 // turn's requests, checks their settings against those last stored, and
 // stores the prompt.
 func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Event)) (t *turning, ended bool, err error) {
-	// a restart's first request is built as a running agent's would be,
-	// on the resume point the last turn kept, read beside the
-	// conversation (resume.go)
-	resume := a.prefetchResume(context.WithoutCancel(ctx), id)
-	defer func() {
-		if resume != nil {
-			<-resume.done // its read ends before the turn's does, on every way out
-		}
-	}()
 	rec, err := a.recover(ctx, id)
 	if err != nil {
 		return nil, false, err
@@ -191,8 +178,6 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 		return nil, false, err
 	}
 	t.settings = a.checkSettings(t.sz, stored, on)
-	a.resumePrefix(resume, stored)
-	resume = nil
 	if prompt != nil {
 		if err := t.store(kept, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(*prompt)}}}); err != nil {
 			return nil, false, err
@@ -283,7 +268,6 @@ func (t *turning) ask() (x *reply, err error) {
 // text into x and the turn's events; size is req as estimated.
 func (t *turning) complete(ctx context.Context, x *reply, req provider.Request, place int, size window.Count) (provider.Response, error) {
 	t.sent.arm(&req, place)
-	t.last = lastRequest{rows: place, msgs: req.Messages}
 	req.OnThinking = func(s string) {
 		x.thought = true
 		t.on(Event{Kind: Thinking, Text: s})

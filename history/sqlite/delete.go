@@ -128,7 +128,7 @@ func (s *Store) deleteOne(ctx context.Context, tx *sql.Tx, id string) error {
 	doing := "deleting conversation " + id
 	// the tables a store makes on first use may not be there
 	tables := map[string]bool{}
-	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('requests', 'blob_files', 'blobs', 'resume_points', 'resume_chunks')`)
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('requests', 'blob_files', 'blobs')`)
 	if err != nil {
 		return s.explain(doing, err)
 	}
@@ -156,11 +156,6 @@ func (s *Store) deleteOne(ctx context.Context, tx *sql.Tx, id string) error {
 	}
 	if tables["blob_files"] {
 		stmts = append(stmts, `DELETE FROM blob_files WHERE conversation = ?`)
-	}
-	for _, t := range []string{"resume_points", "resume_chunks"} { // resume.go
-		if tables[t] {
-			stmts = append(stmts, `DELETE FROM `+t+` WHERE conversation = ?`)
-		}
 	}
 	stmts = append(stmts, `DELETE FROM messages WHERE conversation = ?`, `DELETE FROM conversations WHERE id = ?`)
 	for _, q := range stmts {
