@@ -211,16 +211,37 @@ func launchEngine() (*conn, error) {
 	}, nil
 }
 
+// engineStartLimit bounds how long an engine may take to say it is ready
+// (conn.ready); one that takes longer (a blocked init, a stalled read of
+// the executable) is ended, and its slot freed. A start takes tens of
+// milliseconds.
+var engineStartLimit = 30 * time.Second
+
 // ready waits for the engine to say it is ready: once its runtime and
 // package inits ran, so that a script that takes an engine started ahead
-// does not wait for them. An engine that is not ready is ended.
+// does not wait for them. An engine that is not ready, or not within
+// engineStartLimit, is ended.
 func (c *conn) ready() error {
+	late := false
+	var mu sync.Mutex
+	timer := time.AfterFunc(engineStartLimit, func() {
+		mu.Lock()
+		late = true
+		mu.Unlock()
+		c.kill()
+	})
 	m, err := readMsg(c.r)
-	if err == nil && m.Op == opReady {
+	if err == nil && m.Op == opReady && timer.Stop() {
 		return nil
 	}
+	timer.Stop()
 	c.kill()
 	said := c.wait()
+	mu.Lock()
+	if late {
+		err = fmt.Errorf("it did not say it was ready within %v", engineStartLimit)
+	}
+	mu.Unlock()
 	if err == nil {
 		err = fmt.Errorf("its first message is op %q", m.Op)
 	}

@@ -43,6 +43,11 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 	if err != nil {
 		return err
 	}
+	// Said before anything of the script runs: an engine that went away
+	// before saying it never ran it, and myelin may run it elsewhere.
+	if err := writeMsg(out, msg{Op: opTaken}); err != nil {
+		return err
+	}
 	limit := time.Duration(m.N[2]) * time.Millisecond
 	if started != nil {
 		started(limit)

@@ -373,3 +373,51 @@ func TestAKeptEngineKilledWhileIdleDoesNotFailTheNextScript(t *testing.T) {
 		t.Errorf("after the next script, a's engine is %v; want a new one kept", q)
 	}
 }
+
+// A kept engine that dies while it runs a script (the OOM killer, a kill
+// from outside) fails that script at once, saying so: the script may have
+// called tools already, so it is not run again — before the engine said
+// it took each script, one running silently was run again in engine after
+// engine until its time limit.
+func TestAKeptEngineKilledWhileItRunsAScriptFailsThatScript(t *testing.T) {
+	e, c := pooled(t, 4, Pool{})
+	mustRun(t, in("a"), c, Limits{}, `return 1`)
+	p := idleOf(e, "a")
+	if p == nil {
+		t.Fatalf("no engine kept for a (%v)", e)
+	}
+	go func() {
+		// the script has taken the engine once it is no longer idle
+		until(t, "a's engine to take the script", func() bool { return idleOf(e, "a") == nil })
+		time.Sleep(100 * time.Millisecond)
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}()
+	start := time.Now()
+	res := Run(in("a"), c, Limits{Time: 20 * time.Second}, `let i = 0; while (true) { i++ }`)
+	text, _ := res.Data.(string)
+	if !res.IsError || !strings.Contains(text, "stopped unexpectedly") {
+		t.Fatalf("the script whose engine was killed: %q (error %v); want it failed saying the engine stopped unexpectedly", text, res.IsError)
+	}
+	if took := time.Since(start); took >= 20*time.Second {
+		t.Errorf("the script ran until its time limit (%v): it was run again after its engine died", took)
+	}
+}
+
+// An engine that does not say it is ready within engineStartLimit is
+// ended, and the start fails saying so: a start that hung (a blocked init)
+// held its slot until Close, and a script waited on it past its limits.
+func TestAnEngineThatDoesNotStartInTimeIsEnded(t *testing.T) {
+	limit := engineStartLimit
+	t.Cleanup(func() { engineStartLimit = limit })
+	engineStartLimit = time.Microsecond // no process is up that soon
+	c, err := startEngine()
+	if err == nil {
+		c.kill()
+		c.wait()
+		t.Fatal("an engine started within a microsecond; want its start ended")
+	}
+	if !strings.Contains(err.Error(), "did not say it was ready within") {
+		t.Errorf("the start's error: %v; want it to say the engine was not ready in time", err)
+	}
+	until(t, "no engine process left", func() bool { return liveEngines.Load() == 0 })
+}

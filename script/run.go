@@ -76,7 +76,7 @@ type run struct {
 	endLine int
 	endRSS  int64  // the engine's resident memory once the script ended
 	lost    string // why the engine went away without saying how it ended
-	heard   bool   // the engine sent a message for this script
+	heard   bool   // the engine said it took this script (opTaken): it may have run some of it
 }
 
 // Run runs one script under limits, its tool calls dispatched over
@@ -111,6 +111,7 @@ func runScript(ctx context.Context, c Config, limits Limits, code string, h *Hoo
 	}
 	conv := tool.ConversationOf(ctx)
 	list, _ := json.Marshal(names(c.Tools))
+	retried := false
 	for {
 		p, busy := r.engineFor(ctx, h, conv)
 		if p == nil {
@@ -124,10 +125,11 @@ func runScript(ctx context.Context, c Config, limits Limits, code string, h *Hoo
 		said := r.c.EnginePool().release(p, conv, r.clean())
 		// An engine the pool kept that went away while it waited (killed
 		// from outside) is not the script's failure: the script never ran
-		// (it said nothing, so it called nothing), and runs again in
-		// another engine, within the same time limit.
-		if kept && r.lost != "" && !r.heard && r.stoppedBy() == "" {
-			r.lost = ""
+		// (the engine never said it took it), and runs again in another
+		// engine, within the same time limit — once: an engine that dies
+		// as it takes a script is the script's.
+		if kept && !retried && r.lost != "" && !r.heard && r.stoppedBy() == "" {
+			r.lost, retried = "", true
 			if h != nil {
 				h.Slot = nil // given back when the kept engine was taken
 			}
@@ -169,7 +171,6 @@ func (r *run) loop(ctx context.Context, script msg) {
 	}
 	for {
 		m, err := readMsg(r.conn.r)
-		r.heard = r.heard || err == nil
 		switch {
 		case err != nil && r.stoppedBy() != "":
 			return
@@ -190,6 +191,8 @@ func (r *run) loop(ctx context.Context, script msg) {
 // is over.
 func (r *run) handle(m msg) bool {
 	switch m.Op {
+	case opTaken:
+		r.heard = true
 	case opPrint:
 		r.print(m.S[0])
 	case opCall:

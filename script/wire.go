@@ -18,6 +18,7 @@ const (
 
 	// from the engine to myelin
 	opReady  = 'y' // once, first: the engine's process has started and waits for a script
+	opTaken  = 't' // first for each script: the engine has read it and runs it now
 	opPrint  = 'p' // S0: text
 	opCall   = 'c' // N0: ticket; S: name, input
 	opFinish = 'f' // N: line, the text's full length in bytes; S: kind, text (cut at the output limit)
