@@ -83,7 +83,13 @@ func (s *Store) keepAppended(id string, after readTag, raws [][]byte) bool {
 		s.dropReadLocked(id)
 		return false
 	}
-	if !ok || n != after.n {
+	if ok && n != after.n {
+		// what is kept is not the conversation this append followed
+		// (a write whose sync failed skipped its forget): read again
+		s.dropReadLocked(id)
+		return false
+	}
+	if !ok {
 		return false
 	}
 	s.undecoded[id] = append(s.undecoded[id], raws...)
@@ -145,7 +151,19 @@ func (s *Store) settled(id string) {
 // under writer w's claim (keepAppended kept w's append).
 func (s *Store) ownAppend(id string, w history.Holder) {
 	s.mu.Lock()
-	s.own[id] = w.Token
+	if _, kept := s.read[id]; kept { // not forgotten since (usedLocked)
+		s.own[id] = w.Token
+	}
+	s.mu.Unlock()
+}
+
+// forgetOwn takes every conversation off the fast path of ownMessages: a
+// write that committed but whose sync failed (unsyncedError) returned
+// before it could forget what it changed, so what is kept is checked
+// again by the next read (readTag).
+func (s *Store) forgetOwn() {
+	s.mu.Lock()
+	clear(s.own)
 	s.mu.Unlock()
 }
 
@@ -165,7 +183,10 @@ func (s *Store) ownMessages(ctx context.Context, id string) (msgs []history.Mess
 	if s.settle(id); s.own[id] != w.Token {
 		return nil, false // dropped: a kept message did not decode
 	}
-	cur := s.read[id]
+	cur, kept := s.read[id]
+	if !kept {
+		return nil, false
+	}
 	s.usedLocked(id)
 	return cur[:len(cur):len(cur)], true
 }

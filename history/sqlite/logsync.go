@@ -44,6 +44,12 @@ type logSync struct {
 	// syncFile syncs a file's data to disk (fdatasync where there is one:
 	// syncData); tests count its calls.
 	syncFile func(f *os.File, fd uintptr) error
+	// failed is the first sync of the log that failed: the kernel may
+	// have dropped the pages it did not write, and reports that once, so
+	// a later sync that succeeds proves nothing of them — and the log's
+	// frames chain, so recovery stops at the first one lost. Every later
+	// synced write fails with it until the store is opened again.
+	failed error
 }
 
 // committed notes that a transaction of the store has committed.
@@ -80,6 +86,9 @@ func (s *Store) syncLog() error {
 	want := l.commits.Load()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failed != nil {
+		return fmt.Errorf("history store %s: an earlier sync of its write-ahead log failed, so no later write can be known to be on disk (open the store again): %w", s.path, l.failed)
+	}
 	if l.synced >= want {
 		return nil
 	}
@@ -123,6 +132,7 @@ func (s *Store) syncLog() error {
 		l.log, l.fd, l.fi = f, f.Fd(), fi
 	}
 	if err := l.syncFile(l.log, l.fd); err != nil {
+		l.failed = err
 		return fmt.Errorf("history store %s: syncing %s to disk: %w", s.path, wal, err)
 	}
 	l.synced = upTo
@@ -196,6 +206,7 @@ func (s *Store) writeAnd(ctx context.Context, doing string, lazy bool, fn func(t
 		<-done
 	}
 	if err != nil {
+		s.forgetOwn()
 		return fmt.Errorf("%s: %w", doing, &unsyncedError{err})
 	}
 	return nil

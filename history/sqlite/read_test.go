@@ -3,8 +3,11 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -185,4 +188,86 @@ func TestTheWritersOwnAppendIsReadBackWithoutAQueryUnderItsClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	count(w, 4, "the writer after a rewind of the store's")
+}
+
+// What the writer reads under its claim is the conversation as stored
+// after each of the ways the kept messages can go or go stale under it:
+// forgotten (readKept) between its append and its mark, and a rewind
+// that committed but whose sync failed (it returned before forgetting).
+// Before, the first read an empty conversation and the second the
+// messages from before the rewind, for the rest of the turn.
+func TestTheWriterReadsItsConversationAsStoredAfterItsKeptMessagesWentStale(t *testing.T) {
+	open := func(t *testing.T) (*Store, context.Context) {
+		s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+		ctx := context.Background()
+		if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := history.Writing(ctx, h)
+		if _, err := s.Messages(w, "c"); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 {
+			if err := s.Append(w, "c", userText(fmt.Sprint("round ", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return s, w
+	}
+	count := func(t *testing.T, s *Store, w context.Context, want int, after string) {
+		t.Helper()
+		msgs, err := s.Messages(w, "c")
+		if err != nil || len(msgs) != want {
+			t.Fatalf("after %s the writer read %d messages (%v), want the %d stored", after, len(msgs), err, want)
+		}
+	}
+	t.Run("forgotten between its append and its mark", func(t *testing.T) {
+		s, w := open(t)
+		h, _ := history.WriterOf(w)
+		s.dropRead("c") // as usedLocked does when readKept others are read meanwhile
+		s.ownAppend("c", h)
+		count(t, s, w, 4, "its kept messages were forgotten")
+		if err := s.Append(w, "c", userText("more")); err != nil {
+			t.Fatal(err)
+		}
+		count(t, s, w, 5, "one more append")
+	})
+	t.Run("a rewind whose sync failed", func(t *testing.T) {
+		s, w := open(t)
+		s.logs.syncFile = func(*os.File, uintptr) error { return errors.New("the disk went away") }
+		if _, err := s.Rewind(w, "c", 1); err == nil {
+			t.Fatal("the rewind whose sync failed returned no error")
+		}
+		count(t, s, w, 1, "a rewind to 1 that committed but did not sync")
+	})
+}
+
+// After one sync of the log failed, no later synced write says it is on
+// disk: the kernel reports a lost write once, so the next sync succeeding
+// proves nothing of the pages it dropped, and recovery stops at them.
+func TestAfterASyncFailedNoLaterWriteSaysItIsOnDisk(t *testing.T) {
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	fail := true
+	s.logs.syncFile = func(*os.File, uintptr) error {
+		if fail {
+			return errors.New("EIO")
+		}
+		return nil
+	}
+	if err := s.Append(ctx, "c", userText("one")); err == nil {
+		t.Fatal("the append whose sync failed returned no error")
+	}
+	fail = false
+	err := s.Append(ctx, "c", userText("two"))
+	if err == nil || !strings.Contains(err.Error(), "an earlier sync") {
+		t.Fatalf("the next synced append, whose own sync succeeds, returned %v; want it to say an earlier sync failed", err)
+	}
 }

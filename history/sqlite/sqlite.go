@@ -50,7 +50,7 @@ type Store struct {
 	undecoded map[string][][]byte
 	// per conversation in read, when it was last used (s.tick at its last
 	// read, append or take): the least recent is forgotten first once
-	// more than readKept are kept (forgetOldest)
+	// more than readKept are kept (usedLocked)
 	used map[string]uint64
 	tick uint64
 
