@@ -52,8 +52,10 @@ var processEngines = NewEngines(DefaultEngines)
 func (e *Engines) Limit() int { return cap(e.slots) }
 
 // Running is how many engines are taken now by scripts (or ahead of
-// them): not those a pool keeps idle or started ahead.
-func (e *Engines) Running() int { return len(e.slots) - e.kept() }
+// them): not those a pool keeps idle or started ahead. The two counts are
+// read one after the other, not at one instant, so it is never below 0
+// but may be off by one while an engine is kept or taken.
+func (e *Engines) Running() int { return max(len(e.slots)-e.kept(), 0) }
 
 // Slot is one engine of an Engines, taken: by the script that runs in it,
 // or ahead of a background script (Hooks.Slot) by the runner that must say
