@@ -135,19 +135,8 @@ func TestAppendingToAConversationNotReadKeepsNothing(t *testing.T) {
 // another claim, or after the store changed the conversation otherwise
 // (a rewind) reads the rows added since, as before.
 func TestTheWritersOwnAppendIsReadBackWithoutAQueryUnderItsClaim(t *testing.T) {
-	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	s, w := claimedConversation(t)
 	ctx := context.Background()
-	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
-		t.Fatal(err)
-	}
-	h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := history.Writing(ctx, h)
-	if _, err := s.Messages(w, "c"); err != nil {
-		t.Fatal(err)
-	}
 	for i := range 2 {
 		if err := s.Append(w, "c", userText(fmt.Sprint("round ", i))); err != nil {
 			t.Fatal(err)
@@ -198,19 +187,7 @@ func TestTheWritersOwnAppendIsReadBackWithoutAQueryUnderItsClaim(t *testing.T) {
 // messages from before the rewind, for the rest of the turn.
 func TestTheWriterReadsItsConversationAsStoredAfterItsKeptMessagesWentStale(t *testing.T) {
 	open := func(t *testing.T) (*Store, context.Context) {
-		s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
-		ctx := context.Background()
-		if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
-			t.Fatal(err)
-		}
-		h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := history.Writing(ctx, h)
-		if _, err := s.Messages(w, "c"); err != nil {
-			t.Fatal(err)
-		}
+		s, w := claimedConversation(t)
 		for i := range 4 {
 			if err := s.Append(w, "c", userText(fmt.Sprint("round ", i))); err != nil {
 				t.Fatal(err)
@@ -270,4 +247,24 @@ func TestAfterASyncFailedNoLaterWriteSaysItIsOnDisk(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "an earlier sync") {
 		t.Fatalf("the next synced append, whose own sync succeeds, returned %v; want it to say an earlier sync failed", err)
 	}
+}
+
+// claimedConversation is a new store with conversation "c", read once
+// under a claim, and the context of that claim's writer.
+func claimedConversation(t *testing.T) (*Store, context.Context) {
+	t.Helper()
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := history.Writing(ctx, h)
+	if _, err := s.Messages(w, "c"); err != nil {
+		t.Fatal(err)
+	}
+	return s, w
 }
