@@ -227,7 +227,7 @@ func BenchmarkServeIdleConversation(b *testing.B) {
 	var per, events []float64
 	for b.Loop() {
 		f := newFixture(b)
-		f.fake.Respond = respondNoop(rounds)
+		f.fake.Respond = providertest.Rounds(rounds, "noop--run", `{}`)
 		st := sqliteStore(b, f)
 		ids := make([]string, convs)
 		for i := range ids {
@@ -260,23 +260,6 @@ func BenchmarkServeIdleConversation(b *testing.B) {
 	}
 	b.ReportMetric(median(per), "heap-B/conversation")
 	b.ReportMetric(median(events), "events-B/conversation")
-}
-
-// respondNoop answers each request of a turn with one noop--run call until
-// the turn has had rounds of them, then ends it.
-func respondNoop(rounds int) func(providertest.Request) providertest.Step {
-	return func(r providertest.Request) providertest.Step {
-		answered := 0
-		for _, m := range r.Messages {
-			if m, ok := m.(map[string]any); ok && m["role"] == "assistant" {
-				answered++
-			}
-		}
-		if answered < rounds {
-			return providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprintf("call_%d", answered), Name: "noop--run", Input: `{}`}}}
-		}
-		return providertest.Step{Text: "done"}
-	}
 }
 
 // sqliteStore puts f's server on a SQLite store, as serve runs (without

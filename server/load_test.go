@@ -36,18 +36,7 @@ func (r loadResult) p(q float64) time.Duration {
 // should.
 func runLoad(tb testing.TB, convs, rounds int) loadResult {
 	f := newFixture(tb)
-	f.fake.Respond = func(r providertest.Request) providertest.Step {
-		answered := 0
-		for _, m := range r.Messages {
-			if m, ok := m.(map[string]any); ok && m["role"] == "assistant" {
-				answered++
-			}
-		}
-		if answered < rounds {
-			return providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprintf("call_%d", answered), Name: "noop--run", Input: `{}`}}}
-		}
-		return providertest.Step{Text: "done"}
-	}
+	f.fake.Respond = providertest.Rounds(rounds, "noop--run", `{}`)
 	ids := make([]string, convs)
 	for i := range ids {
 		ids[i] = f.newConversation()

@@ -47,18 +47,7 @@ func TestFaultBaselineTurnsAgainstARateLimitedProvider(t *testing.T) {
 		t.Skip("a measurement of many seconds: set MYELIN_FAULT_BASELINE=1 to run it")
 	}
 	fake := providertest.NewLimited(t, providertest.Limits{Rate: faultRate, RetryAfter: time.Second})
-	fake.Respond = func(r providertest.Request) providertest.Step {
-		answered := 0
-		for _, m := range r.Messages {
-			if m, ok := m.(map[string]any); ok && m["role"] == "assistant" {
-				answered++
-			}
-		}
-		if answered < faultRounds {
-			return providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprintf("call_%d", answered), Name: "noop--run", Input: `{}`}}}
-		}
-		return providertest.Step{Text: "done"}
-	}
+	fake.Respond = providertest.Rounds(faultRounds, "noop--run", `{}`)
 	f := serveOn(t, fake.URL)
 	ids := make([]string, faultTurns)
 	for i := range ids {

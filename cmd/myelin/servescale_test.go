@@ -61,7 +61,7 @@ func TestServeAtScale(t *testing.T) {
 	bin := buildMyelin(t)
 	floorBin := buildSSEFloor(t)
 	fake := fakeAnthropic(t)
-	fake.Respond = respondRounds(scaleTurnRounds)
+	fake.Respond = providertest.Rounds(scaleTurnRounds, "workspace--read", `{"path":"a.txt"}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
@@ -140,23 +140,6 @@ load average: %s`,
 }
 
 func mib(kb int64) float64 { return float64(kb) / 1024 }
-
-// respondRounds answers each request of a turn with one workspace--read
-// call until the turn has had rounds of them, then ends it.
-func respondRounds(rounds int) func(providertest.Request) providertest.Step {
-	return func(r providertest.Request) providertest.Step {
-		answered := 0
-		for _, m := range r.Messages {
-			if m, ok := m.(map[string]any); ok && m["role"] == "assistant" {
-				answered++
-			}
-		}
-		if answered < rounds {
-			return providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprintf("toolu_%d", answered), Name: "workspace--read", Input: `{"path":"a.txt"}`}}}
-		}
-		return providertest.Step{Text: "done"}
-	}
-}
 
 // scaleProc is a server process of the benchmark: its command, address
 // and stderr (a file: a goroutine dump is long).
