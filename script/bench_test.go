@@ -128,12 +128,14 @@ func inProcess(b *testing.B) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = serve(inR, outW, nil)
+			out := newOutbox(outW)
+			defer out.stop()
+			_ = serve(inR, out, nil)
 			outW.Close()
 		}()
 		return &conn{
 			w:    bufio.NewWriter(inW),
-			r:    outR,
+			r:    bufio.NewReader(outR),
 			kill: func() { inW.Close(); outR.Close() },
 			wait: func() string { <-done; return "" },
 		}, nil
