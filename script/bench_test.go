@@ -181,11 +181,17 @@ func BenchmarkPipeRoundTripFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
+	// read as myelin reads an engine (launchEngine): blocking
+	out, pw, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	defer out.Close()
+	out.Fd()
+	cmd.Stdout = pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
 		b.Fatal(err)
 	}
 	defer cmd.Wait()
