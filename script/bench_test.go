@@ -39,6 +39,22 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
 
+// BenchmarkToolRoundTripAll is b.N tool calls from a script, ten at a
+// time (Promise.all). Reported as calls per second.
+func BenchmarkToolRoundTripAll(b *testing.B) {
+	c := benchConfig(b)
+	code := fmt.Sprintf(`const ten = Array.from({length: 10}); for (let i = 0; i < %d; i += 10) await Promise.all(ten.map(() => tools["t--nop"]({}))); return "done"`, b.N)
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	r := Run(context.Background(), c, Limits{ToolCalls: b.N + 10}, code)
+	b.StopTimer()
+	if r.IsError || r.Data != "done" {
+		b.Fatalf("%v", r.Data)
+	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
 // BenchmarkToolRoundTripDirect is the same call through the dispatcher
 // from Go, without a script: the baseline of the ratio.
 func BenchmarkToolRoundTripDirect(b *testing.B) {
@@ -149,9 +165,17 @@ func BenchmarkStartInProcess(b *testing.B) {
 	BenchmarkStartCold(b)
 }
 
+// BenchmarkToolRoundTripInProcess is the floor of BenchmarkToolRoundTrip
+// without a process: the engine's work and myelin's, no pipe.
 func BenchmarkToolRoundTripInProcess(b *testing.B) {
 	inProcess(b)
 	BenchmarkToolRoundTrip(b)
+}
+
+// BenchmarkToolRoundTripAllInProcess is BenchmarkToolRoundTripAll's.
+func BenchmarkToolRoundTripAllInProcess(b *testing.B) {
+	inProcess(b)
+	BenchmarkToolRoundTripAll(b)
 }
 
 // cpuTime is the CPU this process and its reaped children used: an

@@ -127,8 +127,8 @@ func waitingFor(r io.Reader) (calls int64, ok bool) {
 }
 
 // flushDelay bounds how long an engine keeps a message it buffered
-// while its script runs on (outbox).
-const flushDelay = time.Millisecond
+// while its script runs on (outbox). A variable for tests.
+var flushDelay = time.Millisecond
 
 // outbox is the engine's side of the pipe to myelin. What a script sends
 // while it runs (its calls, its prints) is buffered and written at once
