@@ -205,17 +205,11 @@ func BenchmarkPipeRoundTripFloor(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// read as myelin reads an engine (launchEngine): blocking
-	out, pw, err := os.Pipe()
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer out.Close()
-	out.Fd()
-	cmd.Stdout = pw
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
+	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
 	defer cmd.Wait()

@@ -185,21 +185,11 @@ func launchEngine() (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	// myelin reads the engine's messages with a read that waits in the
-	// kernel (Fd makes the file blocking), not through the runtime's
-	// poller: a call the engine awaits wakes the reading goroutine where
-	// it is, instead of the poller's thread then the goroutine's (fewer
-	// system calls and thread wake-ups a round trip; docs/performance.md).
-	r, pw, err := os.Pipe()
+	r, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	r.Fd()
-	cmd.Stdout = pw
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		r.Close()
+	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	liveEngines.Add(1)
@@ -213,7 +203,6 @@ func launchEngine() (*conn, error) {
 		wait: func() string {
 			once.Do(func() {
 				err := cmd.Wait()
-				r.Close()
 				liveEngines.Add(-1)
 				if err != nil {
 					said = strings.TrimSuffix(strings.TrimSpace(fmt.Sprintf("%v: %s", err, stderr.String())), ":")
