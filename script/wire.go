@@ -135,18 +135,13 @@ var flushDelay = time.Millisecond
 // when the engine waits for a result (wait), so that the calls a script
 // starts together cross in one write, and a call it awaits crosses with
 // the opWait that tells myelin the engine waits for it alone. A message
-// kept while the script runs on is written within flushDelay: a timer,
-// armed by the first message buffered while it is not, flushes what is
-// there when it fires. It is not stopped by a flush (arming and stopping
-// a timer a call woke one of the runtime's threads each time: more CPU a
-// round trip than the rest of the engine's Go code); it fires once for
-// nothing instead.
+// kept while the script runs on is written within flushDelay.
 type outbox struct {
-	mu      sync.Mutex
-	w       *bufio.Writer
-	timer   *time.Timer
-	pending bool // the timer is armed and has not fired
-	err     error
+	mu    sync.Mutex
+	w     *bufio.Writer
+	timer *time.Timer
+	armed bool // the timer runs: something is buffered
+	err   error
 }
 
 func newOutbox(w io.Writer) *outbox {
@@ -158,7 +153,6 @@ func newOutbox(w io.Writer) *outbox {
 	o.timer = time.AfterFunc(time.Hour, func() {
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		o.pending = false
 		o.flushLocked()
 	})
 	o.timer.Stop()
@@ -172,8 +166,8 @@ func (o *outbox) put(m msg) error {
 	if o.err == nil {
 		o.err = putMsg(o.w, m)
 	}
-	if !o.pending && o.w.Buffered() > 0 {
-		o.pending = true
+	if !o.armed && o.w.Buffered() > 0 {
+		o.armed = true
 		o.timer.Reset(flushDelay)
 	}
 	return o.err
@@ -193,6 +187,10 @@ func (o *outbox) flushLocked() error {
 	if o.err == nil {
 		o.err = o.w.Flush()
 	}
+	if o.armed {
+		o.armed = false
+		o.timer.Stop()
+	}
 	return o.err
 }
 
@@ -200,5 +198,6 @@ func (o *outbox) flushLocked() error {
 func (o *outbox) stop() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.armed = false
 	o.timer.Stop()
 }
