@@ -90,8 +90,10 @@ func serve(in io.Reader, out *outbox, started func(time.Duration)) error {
 		// results while the script runs, and nothing else does. What the
 		// script sent since the last wait crosses now, in one write, with
 		// the number of calls the engine waits for: when that is one,
-		// myelin knows nothing more comes until it settles.
-		if e.werr = out.send(msg{Op: opWait, N: [4]int64{int64(e.inflight)}}); e.werr != nil {
+		// myelin knows nothing more comes until it settles. A wait with
+		// nothing sent since the last (the next of calls started
+		// together settles) writes nothing.
+		if e.werr = out.wait(msg{Op: opWait, N: [4]int64{int64(e.inflight)}}); e.werr != nil {
 			return e.werr
 		}
 		m, err := readMsg(in)

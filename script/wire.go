@@ -183,6 +183,20 @@ func (o *outbox) send(m msg) error {
 	return o.flushLocked()
 }
 
+// wait writes what was buffered, and m after it; nothing when nothing
+// was.
+func (o *outbox) wait(m msg) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.w.Buffered() == 0 {
+		return o.err
+	}
+	if o.err == nil {
+		o.err = putMsg(o.w, m)
+	}
+	return o.flushLocked()
+}
+
 func (o *outbox) flushLocked() error {
 	if o.err == nil {
 		o.err = o.w.Flush()
