@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,12 +28,30 @@ func benchConfig(b *testing.B) Config {
 func BenchmarkToolRoundTrip(b *testing.B) {
 	c := benchConfig(b)
 	code := fmt.Sprintf(`for (let i = 0; i < %d; i++) await tools["t--nop"]({}); return "done"`, b.N)
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	r := Run(context.Background(), c, Limits{ToolCalls: b.N + 1}, code)
+	b.StopTimer()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
+	if r.IsError || r.Data != "done" {
+		b.Fatalf("%v", r.Data)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// BenchmarkToolRoundTripAll is b.N tool calls from a script, ten at a
+// time (Promise.all). Reported as calls per second.
+func BenchmarkToolRoundTripAll(b *testing.B) {
+	c := benchConfig(b)
+	code := fmt.Sprintf(`const ten = Array.from({length: 10}); for (let i = 0; i < %d; i += 10) await Promise.all(ten.map(() => tools["t--nop"]({}))); return "done"`, b.N)
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	r := Run(context.Background(), c, Limits{ToolCalls: b.N + 10}, code)
 	b.StopTimer()
 	if r.IsError || r.Data != "done" {
 		b.Fatalf("%v", r.Data)
 	}
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
 
@@ -123,12 +144,14 @@ func inProcess(b *testing.B) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = serve(inR, outW, nil)
+			out := newOutbox(outW)
+			defer out.stop()
+			_ = serve(inR, out, nil)
 			outW.Close()
 		}()
 		return &conn{
 			w:    bufio.NewWriter(inW),
-			r:    outR,
+			r:    bufio.NewReader(outR),
 			kill: func() { inW.Close(); outR.Close() },
 			wait: func() string { <-done; return "" },
 		}, nil
@@ -142,7 +165,93 @@ func BenchmarkStartInProcess(b *testing.B) {
 	BenchmarkStartCold(b)
 }
 
+// BenchmarkToolRoundTripInProcess is the floor of BenchmarkToolRoundTrip
+// without a process: the engine's work and myelin's, no pipe.
 func BenchmarkToolRoundTripInProcess(b *testing.B) {
 	inProcess(b)
 	BenchmarkToolRoundTrip(b)
+}
+
+// BenchmarkToolRoundTripAllInProcess is BenchmarkToolRoundTripAll's.
+func BenchmarkToolRoundTripAllInProcess(b *testing.B) {
+	inProcess(b)
+	BenchmarkToolRoundTripAll(b)
+}
+
+// cpuTime is the CPU this process and its reaped children used: an
+// engine process's once Run has reaped it.
+func cpuTime() time.Duration {
+	var self, children syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	d := func(t syscall.Timeval) time.Duration { return time.Duration(t.Nano()) }
+	return d(self.Utime) + d(self.Stime) + d(children.Utime) + d(children.Stime)
+}
+
+// echoEnv makes the test binary, started again by
+// BenchmarkPipeRoundTripFloor, a process that answers each message.
+const echoEnv = "MYELIN_TEST_ECHO_HELPER"
+
+// BenchmarkPipeRoundTripFloor is the floor of BenchmarkToolRoundTrip
+// across processes: the same messages over the same pipes to a Go process
+// of its own and back (a call's size one way, a result's the other), with
+// no engine and no tool. What a round trip costs above it is the engine's
+// work and myelin's.
+func BenchmarkPipeRoundTripFloor(b *testing.B) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperEchoesMessages$")
+	cmd.Env = append(os.Environ(), echoEnv+"=1")
+	cmd.Stderr = os.Stderr
+	w, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer w.Close()
+	bw, br := bufio.NewWriterSize(w, 64<<10), bufio.NewReaderSize(out, 64<<10)
+	settle := msg{Op: opSettle, S: [3]string{"ok"}}
+	round := func() {
+		if err := writeMsg(bw, settle); err != nil {
+			b.Fatal(err)
+		}
+		if m, err := readMsg(br); err != nil || m.Op != opCall {
+			b.Fatalf("the echo answered op %q, %v", m.Op, err)
+		}
+	}
+	round() // the helper has started
+	cpu0 := cpuTime()
+	b.ResetTimer()
+	for range b.N {
+		round()
+	}
+	b.StopTimer()
+	w.Close()
+	cmd.Wait()
+	b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+}
+
+// TestHelperEchoesMessages is the process of BenchmarkPipeRoundTripFloor:
+// it reads messages as an engine does (its stdin blocking, buffered) and
+// answers each with a call, until its stdin closes.
+func TestHelperEchoesMessages(t *testing.T) {
+	if os.Getenv(echoEnv) != "1" {
+		t.Skip("the helper of BenchmarkPipeRoundTripFloor")
+	}
+	in, out := bufio.NewReaderSize(os.Stdin, 64<<10), bufio.NewWriterSize(os.Stdout, 64<<10)
+	call := msg{Op: opCall, S: [3]string{"t--nop", "{}"}}
+	for {
+		if _, err := readMsg(in); err != nil {
+			return
+		}
+		if err := writeMsg(out, call); err != nil {
+			return
+		}
+	}
 }

@@ -42,10 +42,10 @@ func init() {
 // prints goes to stderr, which myelin keeps the end of.
 func engineMain() int {
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
-	out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	out := newOutbox(os.Stdout)
 	os.Stdout = os.Stderr
 	warmUp()
-	if err := writeMsg(out, msg{Op: opReady}); err != nil {
+	if err := out.send(msg{Op: opReady}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -87,7 +87,9 @@ func warmUp() {
 	var in bytes.Buffer
 	_ = writeMsg(&in, msg{Op: opRun, N: [4]int64{DefaultMemory, DefaultStack, 10_000, DefaultOutput}, S: [3]string{`console.log(1); await tools.t({}); return {a: [1]}`, `["t"]`}})
 	_ = writeMsg(&in, msg{Op: opSettle, S: [3]string{"ok", `{"b":2}`}})
-	_ = serve(&in, io.Discard, nil)
+	out := newOutbox(io.Discard)
+	defer out.stop()
+	_ = serve(&in, out, nil)
 }
 
 // errScriptOver is what sendFor says of a message for a script that is

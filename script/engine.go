@@ -18,7 +18,7 @@ import (
 // is hit.
 type engine struct {
 	vm       *quickjs.VM
-	out      io.Writer
+	out      *outbox
 	deadline time.Time
 	memory   int64
 	output   int // the output limit: past it, prints are not sent
@@ -38,14 +38,14 @@ type engine struct {
 // in instead of sending one, or an error when myelin's side of the pipe is
 // gone. started, when set, gets the script's time limit
 // before it starts.
-func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
+func serve(in io.Reader, out *outbox, started func(time.Duration)) error {
 	m, err := nextScript(in)
 	if err != nil {
 		return err
 	}
 	// Said before anything of the script runs: an engine that went away
 	// before saying it never ran it, and myelin may run it elsewhere.
-	if err := writeMsg(out, msg{Op: opTaken}); err != nil {
+	if err := out.send(msg{Op: opTaken}); err != nil {
 		return err
 	}
 	limit := time.Duration(m.N[2]) * time.Millisecond
@@ -87,7 +87,15 @@ func serve(in io.Reader, out io.Writer, started func(time.Duration)) error {
 			return e.end(endUnsettled, nil)
 		}
 		// Read only while waiting: myelin's calls wait to hand over their
-		// results while the script runs, and nothing else does.
+		// results while the script runs, and nothing else does. What the
+		// script sent since the last wait crosses now, in one write, with
+		// the number of calls the engine waits for: when that is one,
+		// myelin knows nothing more comes until it settles. A wait with
+		// nothing sent since the last (the next of calls started
+		// together settles) writes nothing.
+		if e.werr = out.wait(msg{Op: opWait, N: [4]int64{int64(e.inflight)}}); e.werr != nil {
+			return e.werr
+		}
 		m, err := readMsg(in)
 		if err != nil {
 			return fmt.Errorf("waiting for a tool call's result: %w", err)
@@ -143,9 +151,11 @@ func (e *engine) arm() {
 	e.vm.SetEvalTimeout(max(time.Until(e.deadline), time.Millisecond))
 }
 
+// send buffers m (outbox): it crosses when the engine waits or ends, or
+// within flushDelay.
 func (e *engine) send(m msg) {
 	if e.werr == nil {
-		e.werr = writeMsg(e.out, m)
+		e.werr = e.out.put(m)
 	}
 }
 
@@ -157,7 +167,9 @@ func (e *engine) end(kind string, err error) error {
 	if err != nil {
 		m.S[1], m.N[0] = err.Error(), int64(lineOf(err))
 	}
-	e.send(m)
+	if e.werr == nil {
+		e.werr = e.out.send(m)
+	}
 	return e.werr
 }
 

@@ -51,6 +51,9 @@ type run struct {
 	id       string // names the spill files of the script's calls
 	deadline time.Time
 	callCtx  context.Context
+	// cancelCalls ends callCtx: when a limit stops the script, a call
+	// running on Run's own goroutine (call) gives up at once.
+	cancelCalls context.CancelFunc
 
 	out     strings.Builder // what it printed; a background script's goes to its journal
 	printed int             // bytes printed, counted toward the output limit
@@ -96,7 +99,7 @@ func runScript(ctx context.Context, c Config, limits Limits, code string, h *Hoo
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	r := &run{
-		c: c, lim: lim, id: scriptID(), deadline: time.Now().Add(lim.Time), callCtx: callCtx, hooks: h,
+		c: c, lim: lim, id: scriptID(), deadline: time.Now().Add(lim.Time), callCtx: callCtx, cancelCalls: cancel, hooks: h,
 		d: &tool.Dispatcher{Tools: c.Tools, Timeout: c.Timeout, Env: result.Env{
 			Store: c.Env.Store, Now: c.Env.Now,
 			// A script gets each result whole, up to its output bound.
@@ -162,6 +165,7 @@ func (r *run) loop(ctx context.Context, script msg) {
 			return
 		}
 		r.conn.kill()
+		r.cancelCalls()
 	}()
 	if err := r.conn.sendFor(r.script, script); err != nil {
 		if r.stoppedBy() == "" {
@@ -196,7 +200,12 @@ func (r *run) handle(m msg) bool {
 	case opPrint:
 		r.print(m.S[0])
 	case opCall:
-		r.call(int(m.N[0]), m.S[0], m.S[1])
+		// The engine waits for this call alone: nothing comes from it
+		// until the call settles, so the call runs here, without a
+		// goroutine of its own.
+		n, waits := waitingFor(r.conn.r)
+		r.call(int(m.N[0]), m.S[0], m.S[1], waits && n == 1)
+	case opWait:
 	case opFinish:
 		r.finish(m.S[0], m.S[1], int(m.N[0]), int(m.N[1]))
 	case opEnd:
@@ -267,8 +276,10 @@ func runeCut(text string, n int) int {
 }
 
 // call runs a tool call on its own goroutine, which hands the result to
-// the engine.
-func (r *run) call(ticket int, name, input string) {
+// the engine; or, when the engine waits for it alone, on this one: the
+// dispatcher gives up on a call when callCtx ends, which a limit or a
+// cancel does at once (loop), so the script's end never waits for it.
+func (r *run) call(ticket int, name, input string, alone bool) {
 	if strings.HasPrefix(name, ownPrefix) {
 		r.own(ticket, name, input)
 		return
@@ -282,7 +293,7 @@ func (r *run) call(ticket int, name, input string) {
 	index := len(r.calls)
 	r.calls = append(r.calls, Call{Name: name, InputBytes: len(input)})
 	r.mu.Unlock()
-	go func() {
+	run := func() {
 		t0 := time.Now()
 		var out result.Output
 		if name == Name {
@@ -300,7 +311,12 @@ func (r *run) call(ticket int, name, input string) {
 		// Once the script is over, this is dropped: the engine is gone,
 		// or waits for another script.
 		_ = r.conn.sendFor(r.script, msg{Op: opSettle, Flag: out.IsError, N: [4]int64{int64(ticket)}, S: [3]string{out.Text, string(out.Structured)}})
-	}()
+	}
+	if alone {
+		run()
+		return
+	}
+	go run()
 }
 
 // clean reports whether the script's engine may run another script: the

@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
+	"time"
+	"unsafe"
 )
 
 // The messages between myelin and the engine process that runs a script
@@ -21,6 +24,7 @@ const (
 	opTaken  = 't' // first for each script: the engine has read it and runs it now
 	opPrint  = 'p' // S0: text
 	opCall   = 'c' // N0: ticket; S: name, input
+	opWait   = 'w' // N0: the calls the engine waits for; it sends nothing more until one settles
 	opFinish = 'f' // N: line, the text's full length in bytes; S: kind, text (cut at the output limit)
 	opEnd    = 'e' // S: how it ended (an end* constant), error message; N0: line; N1: the process's resident memory in bytes (0: unknown)
 )
@@ -46,8 +50,24 @@ type msg struct {
 	S    [3]string
 }
 
+// writeMsg writes m, and flushes w when it is a *bufio.Writer.
 func writeMsg(w io.Writer, m msg) error {
-	var head [2 + 4*8 + 3*4]byte
+	if err := putMsg(w, m); err != nil {
+		return err
+	}
+	if f, ok := w.(*bufio.Writer); ok {
+		return f.Flush()
+	}
+	return nil
+}
+
+// headLen is the length of a message's fixed part: op, flag, four
+// integers and the three strings' lengths.
+const headLen = 2 + 4*8 + 3*4
+
+// putMsg writes m without flushing it.
+func putMsg(w io.Writer, m msg) error {
+	var head [headLen]byte
 	head[0] = m.Op
 	if m.Flag {
 		head[1] = 1
@@ -66,15 +86,12 @@ func writeMsg(w io.Writer, m msg) error {
 			return err
 		}
 	}
-	if f, ok := w.(*bufio.Writer); ok {
-		return f.Flush()
-	}
 	return nil
 }
 
 func readMsg(r io.Reader) (msg, error) {
 	var m msg
-	var head [2 + 4*8 + 3*4]byte
+	var head [headLen]byte
 	if _, err := io.ReadFull(r, head[:]); err != nil {
 		return m, err
 	}
@@ -87,11 +104,120 @@ func readMsg(r io.Reader) (msg, error) {
 		if n > maxField {
 			return m, fmt.Errorf("a message field of %d bytes (op %q): the stream is corrupt", n, m.Op)
 		}
+		if n == 0 {
+			continue
+		}
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r, b); err != nil {
 			return m, err
 		}
-		m.S[i] = string(b)
+		// b is read once and never written again: the string is its
+		// bytes, not a copy (a 16 MiB result was copied twice).
+		m.S[i] = unsafe.String(unsafe.SliceData(b), len(b))
 	}
 	return m, nil
+}
+
+// waitingFor reports whether the next message r holds already read is
+// an opWait, and for how many calls, without reading it.
+func waitingFor(r io.Reader) (calls int64, ok bool) {
+	br, ok := r.(*bufio.Reader)
+	if !ok || br.Buffered() < headLen {
+		return 0, false
+	}
+	head, err := br.Peek(headLen)
+	if err != nil || head[0] != opWait {
+		return 0, false
+	}
+	return int64(binary.LittleEndian.Uint64(head[2:])), true
+}
+
+// flushDelay bounds how long an engine keeps a message it buffered
+// while its script runs on (outbox). A variable for tests.
+var flushDelay = time.Millisecond
+
+// outbox is the engine's side of the pipe to myelin. What a script sends
+// while it runs (its calls, its prints) is buffered and written at once
+// when the engine waits for a result (wait), so that the calls a script
+// starts together cross in one write, and a call it awaits crosses with
+// the opWait that tells myelin the engine waits for it alone. A message
+// kept while the script runs on is written within flushDelay.
+type outbox struct {
+	mu    sync.Mutex
+	w     *bufio.Writer
+	timer *time.Timer
+	armed bool // the timer runs: something is buffered
+	err   error
+}
+
+func newOutbox(w io.Writer) *outbox {
+	bw, ok := w.(*bufio.Writer)
+	if !ok {
+		bw = bufio.NewWriterSize(w, 64<<10)
+	}
+	o := &outbox{w: bw}
+	o.timer = time.AfterFunc(time.Hour, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.flushLocked()
+	})
+	o.timer.Stop()
+	return o
+}
+
+// put buffers m, written within flushDelay at the latest.
+func (o *outbox) put(m msg) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		o.err = putMsg(o.w, m)
+	}
+	if !o.armed && o.w.Buffered() > 0 {
+		o.armed = true
+		o.timer.Reset(flushDelay)
+	}
+	return o.err
+}
+
+// send writes m now, with what was buffered before it.
+func (o *outbox) send(m msg) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		o.err = putMsg(o.w, m)
+	}
+	return o.flushLocked()
+}
+
+// wait writes what was buffered, and m after it; nothing when nothing
+// was.
+func (o *outbox) wait(m msg) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.w.Buffered() == 0 {
+		return o.err
+	}
+	if o.err == nil {
+		o.err = putMsg(o.w, m)
+	}
+	return o.flushLocked()
+}
+
+func (o *outbox) flushLocked() error {
+	if o.err == nil {
+		o.err = o.w.Flush()
+	}
+	if o.armed {
+		o.armed = false
+		o.timer.Stop()
+	}
+	return o.err
+}
+
+// stop ends the timer: nothing is written after it but by send.
+func (o *outbox) stop() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.armed = false
+	o.timer.Stop()
 }

@@ -1,0 +1,193 @@
+package script
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/tool"
+)
+
+// writes records each write the engine makes to its pipe.
+type writes struct {
+	mu sync.Mutex
+	w  [][]byte
+}
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.w = append(w.w, append([]byte(nil), p...))
+	return len(p), nil
+}
+
+// ops are the messages of one write, as "c c w2": an op, and an opWait's
+// count of calls.
+func ops(t *testing.T, b []byte) string {
+	t.Helper()
+	var said []string
+	for r := bytes.NewReader(b); r.Len() > 0; {
+		m, err := readMsg(r)
+		if err != nil {
+			t.Fatalf("a write the engine made does not hold whole messages: %v", err)
+		}
+		s := string(m.Op)
+		if m.Op == opWait {
+			s += fmt.Sprint(m.N[0])
+		}
+		said = append(said, s)
+	}
+	return strings.Join(said, " ")
+}
+
+// What a script sends while it runs crosses in one write when the engine
+// waits: the calls a script starts together, and the opWait that says how
+// many calls the engine waits for (one: myelin may run that call on the
+// goroutine that read it). A wait after nothing was sent writes nothing.
+func TestAScriptsCallsCrossInOneWriteWhenTheEngineWaits(t *testing.T) {
+	delay := flushDelay
+	flushDelay = time.Hour // no write but at a wait, however slow the machine
+	t.Cleanup(func() { flushDelay = delay })
+	var in bytes.Buffer
+	for _, m := range []msg{
+		{Op: opRun, N: [4]int64{DefaultMemory, DefaultStack, 30_000, DefaultOutput}, S: [3]string{
+			`console.log("a"); await Promise.all([tools.t({}), tools.t({})]); await tools.t({}); return 1`, `["t"]`}},
+		{Op: opSettle, N: [4]int64{0}, S: [3]string{"ok", ""}},
+		{Op: opSettle, N: [4]int64{1}, S: [3]string{"ok", ""}},
+		{Op: opSettle, N: [4]int64{2}, S: [3]string{"ok", ""}},
+	} {
+		if err := writeMsg(&in, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var w writes
+	out := newOutbox(&w)
+	defer out.stop()
+	if err := serve(&in, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range w.w {
+		got = append(got, ops(t, b))
+	}
+	// taken at once; the print and both calls with the wait for two;
+	// nothing after the first settle (the engine waits for the second,
+	// having sent nothing since); the third call and the wait for it
+	// alone; the end.
+	want := []string{"t", "p c c w2", "c w1", "f e"}
+	if strings.Join(got, " | ") != strings.Join(want, " | ") {
+		t.Errorf("the engine's writes: %q; want %q", got, want)
+	}
+}
+
+// A call a script starts and does not await, while it runs on, reaches
+// myelin within flushDelay, not when the script next waits: here the call
+// cancels the script, which otherwise loops until its time limit.
+func TestACallReachesMyelinWhileTheScriptRunsOn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := tool.MustFunc("test--stop", "Cancels the script.", func(context.Context, struct{}) (any, error) {
+		cancel()
+		return "ok", nil
+	})
+	r := newRig(t, Limits{}, stop)
+	res := Run(ctx, Config{Tools: r.reg}, Limits{Time: 20 * time.Second}, `tools["test--stop"]({}); for (;;) {}`)
+	if text := fmt.Sprint(res.Data); !res.IsError || !strings.Contains(text, "cancelled") {
+		t.Errorf("a script whose call cancels it, while it loops: %q (error %v); want it cancelled by the call", text, res.IsError)
+	}
+}
+
+// runGuarded runs the script and fails the test if Run has not returned
+// within a minute: a hang guard, far past the limits the tests set.
+func runGuarded(t *testing.T, ctx context.Context, c Config, lim Limits, code string) string {
+	t.Helper()
+	done := make(chan string, 1)
+	go func() {
+		res := Run(ctx, c, lim, code)
+		done <- fmt.Sprintf("%v (error %v)", res.Data, res.IsError)
+	}()
+	select {
+	case text := <-done:
+		return text
+	case <-time.After(time.Minute):
+		t.Fatalf("the script %q did not return: a tool call that ignores its context held it past its limit of %v", code, lim.Time)
+		return ""
+	}
+}
+
+// A call the engine waits for alone runs on the goroutine that reads the
+// engine: a limit or a cancel still ends the script at once, whatever the
+// tool does with its context.
+func TestACallThatIgnoresItsContextDoesNotHoldTheScriptPastItsLimit(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	stuck := tool.MustFunc("test--stuck", "Waits for the test's end, whatever its context says.", func(context.Context, struct{}) (any, error) {
+		<-release
+		return "late", nil
+	})
+	r := newRig(t, Limits{}, stuck)
+	c := Config{Tools: r.reg}
+	text := runGuarded(t, context.Background(), c, Limits{Time: 300 * time.Millisecond}, `await tools["test--stuck"]({})`)
+	if !strings.Contains(text, "stopped at its time limit of 300ms") {
+		t.Errorf("a script awaiting a stuck call past its time limit: %s; want it stopped at its time limit", text)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	text = runGuarded(t, ctx, c, Limits{Time: 30 * time.Second}, `await tools["test--stuck"]({})`)
+	if !strings.Contains(text, "cancelled") {
+		t.Errorf("a script cancelled while it awaits a stuck call: %s; want it cancelled", text)
+	}
+}
+
+// Each of the calls a script starts together gets its own result,
+// whatever order they settle in.
+func TestPromiseAllGetsEachCallsOwnResult(t *testing.T) {
+	late := tool.MustFunc("test--late", "Returns its s after (10 - s) ms.", func(ctx context.Context, in struct {
+		S int `json:"s"`
+	}) (any, error) {
+		time.Sleep(time.Duration(10-in.S) * time.Millisecond)
+		return fmt.Sprint(in.S), nil
+	})
+	r := newRig(t, Limits{}, late)
+	out, _ := r.run(`const rs = await Promise.all([0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map(s => tools["test--late"]({s})));
+const one = await tools["test--late"]({s: 10});
+return rs.map(r => r.content[0].text).join(",") + ";" + one.content[0].text`)
+	if want := "0,1,2,3,4,5,6,7,8,9;10"; out.IsError || out.Text != want {
+		t.Errorf("the results of calls started together: %q (error %v); want %q", out.Text, out.IsError, want)
+	}
+}
+
+// An engine killed while myelin runs the call it waits for fails the
+// script, once the call is over: it is not taken for a script that ended.
+func TestAnEngineKilledDuringACallFailsTheScript(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("kills the engine by its pid")
+	}
+	start := startEngine
+	t.Cleanup(func() { startEngine = start })
+	var pid int
+	startEngine = func() (*conn, error) {
+		c, err := start()
+		if err == nil {
+			pid = c.pid
+		}
+		return c, err
+	}
+	kill := tool.MustFunc("test--kill", "Kills the script's engine.", func(context.Context, struct{}) (any, error) {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return nil, err
+		}
+		return "killed", nil
+	})
+	r := newRig(t, Limits{}, kill)
+	text := runGuarded(t, context.Background(), Config{Tools: r.reg}, Limits{Time: 30 * time.Second}, `await tools["test--kill"]({}); return "went on"`)
+	if !strings.Contains(text, "the script engine stopped unexpectedly") {
+		t.Errorf("a script whose engine was killed during its call: %s; want it failed saying the engine stopped", text)
+	}
+}
