@@ -116,6 +116,9 @@ type conn struct {
 	// of what it wrote to stderr when it did not exit 0 (read only when the
 	// engine went away before the script ended: else it is Run's kill).
 	wait func() string
+	// gone is closed once the process has exited, before it is reaped
+	// (exited; nil where that is not watched).
+	gone <-chan struct{}
 }
 
 func (c *conn) send(m msg) error {
@@ -195,6 +198,7 @@ func launchEngine() (*conn, error) {
 	liveEngines.Add(1)
 	var once sync.Once
 	var said string
+	gone := exited(cmd.Process.Pid)
 	return &conn{
 		w:    bufio.NewWriterSize(w, 64<<10),
 		r:    bufio.NewReaderSize(r, 64<<10),
@@ -207,9 +211,13 @@ func launchEngine() (*conn, error) {
 				if err != nil {
 					said = strings.TrimSuffix(strings.TrimSpace(fmt.Sprintf("%v: %s", err, stderr.String())), ":")
 				}
+				if gone != nil {
+					<-gone // its watcher is over too once the engine is reaped
+				}
 			})
 			return said
 		},
+		gone: gone,
 	}, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+	"unsafe"
 )
 
 // selfExe is the running executable. /proc/self/exe still starts it when
@@ -32,4 +33,29 @@ func residentBytes() int64 {
 		return 0
 	}
 	return resident * int64(os.Getpagesize())
+}
+
+// exited is closed once process pid (a child of this process) has exited
+// or been reaped, without reaping it: waitid with WNOWAIT leaves the
+// zombie, its status and the rest of its pipe for conn.wait and the
+// reader (os/exec's Wait would close the read end of its stdout and lose
+// what it wrote last). One thread waits in the kernel per engine.
+func exited(pid int) <-chan struct{} {
+	const (
+		pPID    = 1         // P_PID
+		wExited = 4         // WEXITED
+		wNoWait = 0x1000000 // WNOWAIT
+	)
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		var info [128]byte // siginfo_t
+		for {
+			_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])), wExited|wNoWait, 0, 0)
+			if errno != syscall.EINTR {
+				return // exited, or ECHILD: reaped already
+			}
+		}
+	}()
+	return gone
 }

@@ -133,6 +133,10 @@ func runScript(ctx context.Context, c Config, limits Limits, code string, h *Hoo
 		// as it takes a script is the script's.
 		if kept && !retried && r.lost != "" && !r.heard && r.stoppedBy() == "" {
 			r.lost, retried = "", true
+			// the engine's death cancelled the calls' context (loop);
+			// none ran, and the script's run again gets its own
+			r.callCtx, r.cancelCalls = context.WithCancel(ctx)
+			defer r.cancelCalls()
 			if h != nil {
 				h.Slot = nil // given back when the kept engine was taken
 			}
@@ -162,6 +166,11 @@ func (r *run) loop(ctx context.Context, script msg) {
 		case <-ctx.Done():
 			r.stop(stopCancelled)
 		case <-over:
+			return
+		case <-r.conn.gone:
+			// The engine died: nothing waits for its calls (a call run
+			// where it was read ends now, and the read then sees the EOF).
+			r.cancelCalls()
 			return
 		}
 		r.conn.kill()

@@ -1,0 +1,159 @@
+package script
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/tool"
+)
+
+// An engine that dies while myelin runs the call it waits for alone ends
+// that call: the script is over, so the call's context ends, as it did
+// when each call ran on a goroutine of its own (Run returned on the
+// engine's EOF, and its deferred cancel ended the call). A tool that
+// works to its context (a shell command, a subagent) must not run on for
+// a script whose engine is gone, holding Run and its engine slot (a
+// background script's limit is its lifetime plus a minute).
+func TestAnEngineKilledDuringACallEndsTheCall(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("kills the engine by its pid")
+	}
+	start := startEngine
+	t.Cleanup(func() { startEngine = start })
+	var pid int
+	startEngine = func() (*conn, error) {
+		c, err := start()
+		if err == nil {
+			pid = c.pid
+		}
+		return c, err
+	}
+	release := make(chan struct{})
+	saw := make(chan string, 1)
+	killThenWait := tool.MustFunc("test--kill-wait", "Kills the script's engine, then works until its context ends.", func(ctx context.Context, _ struct{}) (any, error) {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			saw <- "the call's context ended"
+		case <-release:
+			saw <- "the call ran on until the test released it"
+		}
+		return "done", nil
+	})
+	r := newRig(t, Limits{}, killThenWait)
+	done := make(chan string, 1)
+	go func() {
+		res := Run(context.Background(), Config{Tools: r.reg}, Limits{Time: 5 * time.Minute}, `await tools["test--kill-wait"]({}); return "went on"`)
+		done <- fmt.Sprintf("%v (error %v)", res.Data, res.IsError)
+	}()
+	var text string
+	select {
+	case text = <-done:
+	case <-time.After(20 * time.Second): // a hang guard, far past a kill's few milliseconds
+		close(release)
+		text = <-done
+	}
+	if got := <-saw; got != "the call's context ended" {
+		t.Errorf("a call whose script's engine died during it: %s; want its context ended once the engine is gone (the script returned: %s)", got, text)
+	}
+	if !strings.Contains(text, "the script engine stopped unexpectedly") {
+		t.Errorf("a script whose engine was killed during its call: %s; want it failed saying the engine stopped", text)
+	}
+}
+
+// A background script's print before a call it awaits is in its journal
+// before the call runs: the call can see it there.
+func TestABackgroundScriptsPrintReachesTheJournalBeforeItsCall(t *testing.T) {
+	journal, err := os.CreateTemp(t.TempDir(), "journal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer journal.Close()
+	read := func() string {
+		b, err := os.ReadFile(journal.Name())
+		if err != nil {
+			return "unreadable: " + err.Error()
+		}
+		return string(b)
+	}
+	look := tool.MustFunc("test--look", "Returns the journal so far.", func(ctx context.Context, _ struct{}) (any, error) {
+		return read(), nil
+	})
+	r := newRig(t, Limits{}, look)
+	for _, code := range []string{
+		// awaited alone: run on the reading goroutine
+		`console.log("before"); const r = await tools["test--look"]({}); return r.content[0].text`,
+		// not awaited, the script running on: flushed by the timer
+		`console.log("before"); const p = tools["test--look"]({}); let x = 0; for (let i = 0; i < 3e6; i++) x += i; const r = await p; return r.content[0].text`,
+	} {
+		if err := journal.Truncate(0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := journal.Seek(0, 0); err != nil {
+			t.Fatal(err)
+		}
+		res := RunBackground(context.Background(), Config{Tools: r.reg}, Limits{Time: 30 * time.Second}, code, Hooks{ID: "bg-order", Journal: journal})
+		if text := fmt.Sprint(res.Data); res.IsError || !strings.Contains(text, "before") {
+			t.Errorf("script %q: the journal its call saw: %q (error %v); want the print made before the call in it", code, text, res.IsError)
+		}
+	}
+}
+
+// A conversation's engine kept by the pool starts its next script with
+// nothing of the last one's buffered: a script that left a call started
+// and not awaited, ended, and the next script's first message is its own.
+func TestAKeptEngineCarriesNothingBufferedToTheNextScript(t *testing.T) {
+	eng := NewPooledEngines(2, Pool{Warm: 1})
+	t.Cleanup(eng.Close)
+	r := newRig(t, Limits{})
+	c := Config{Tools: r.reg, Engines: eng}
+	ctx := tool.WithConversation(context.Background(), "conv-review")
+	for i := range 5 {
+		res := Run(ctx, c, Limits{Time: 30 * time.Second}, fmt.Sprintf(`console.log("s%d"); tools["test--text"]({s: "x"}); let x = 0; for (let i = 0; i < 1e5; i++) x += i; return "r%d"`, i, i))
+		want := fmt.Sprintf("s%d\nr%d", i, i)
+		if text := fmt.Sprint(res.Data); res.IsError || text != want {
+			t.Errorf("script %d in a kept engine: %q (error %v); want %q", i, text, res.IsError, want)
+		}
+	}
+}
+
+// A script run again in another engine, its kept engine found dead, gets
+// its tool calls run: the dead engine's end must not cancel them (a fix
+// of TestAnEngineKilledDuringACallEndsTheCall that cancels the calls'
+// context when the engine dies must give the retry a context of its own).
+func TestAScriptRunAgainAfterItsKeptEngineDiedRunsItsCalls(t *testing.T) {
+	e, c := pooled(t, 4, Pool{})
+	r := newRig(t, Limits{})
+	c.Tools = r.reg
+	mustRun(t, in("a"), c, Limits{}, `return 1`)
+	p := idleOf(e, "a")
+	if p == nil {
+		t.Fatalf("no engine kept for a (%v)", e)
+	}
+	if err := syscall.Kill(p.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the kept engine to die", func() bool { return !alive(p.pid) })
+	res := Run(in("a"), c, Limits{}, `const r = await tools["test--text"]({s: "ran"}); return r.content[0].text`)
+	if res.IsError || res.Data != "ran" {
+		t.Errorf("the next script, its call: %v (error %v); want it run in another engine, its call too", res.Data, res.IsError)
+	}
+}
+
+// What a script printed before it loops to its time limit is in its
+// result: the engine's buffer is written while the script runs on.
+func TestAPrintBeforeALoopToTheLimitIsKept(t *testing.T) {
+	r := newRig(t, Limits{})
+	res := Run(context.Background(), Config{Tools: r.reg}, Limits{Time: 200 * time.Millisecond}, `console.log("printed first"); for (;;) {}`)
+	if text := fmt.Sprint(res.Data); !res.IsError || !strings.Contains(text, "printed first") || !strings.Contains(text, "time limit") {
+		t.Errorf("a script that prints and loops to its limit: %q (error %v); want its print and the limit", text, res.IsError)
+	}
+}
