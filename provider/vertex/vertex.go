@@ -14,13 +14,13 @@
 // would (Google's, authorized by the credentials' token source): the
 // bytes, URL and headers sent are those that package's middleware made of
 // the first-party request (TestWhatIsSentIsWhatTheSDKsMiddlewareSent),
-// without its passes over the body; that client is written here
-// (googleclient.go) rather than taken from google.golang.org/api, which
-// linked gRPC, OpenCensus and S2A into every start of the CLI, and the two
-// things it did beyond it — client certificates and Google's new auth
-// library — are refused with an error saying so. Prompt caching is the first-party
-// wire's cache_control markers, which Vertex takes. It must not read or
-// send an Anthropic API key.
+// without its passes over the body. That client is written here
+// (googleclient.go), not taken from google.golang.org/api, which linked
+// gRPC, OpenCensus and S2A into every start of the CLI; what Google's
+// client did beyond the token — client certificates, Google's new auth
+// library — is refused with an error saying so. Prompt caching is the
+// first-party wire's cache_control markers, which Vertex takes. It must
+// not read or send an Anthropic API key.
 package vertex
 
 import (
