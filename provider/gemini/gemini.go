@@ -1,28 +1,29 @@
 // Package gemini is the Gemini API wire (generateContent and
 // streamGenerateContent): it turns a provider.Request into a request in
 // the shapes of Google's Go SDK, google.golang.org/genai, sends it, and
-// reads the answer.
+// reads the answer — all of it this package's own code: genai is not
+// linked (only its tests use it, to hold the wire to it).
 //
 // The body is this package's (Body, encode.go; a Provider reuses the bytes
 // of a conversation's last request that the next is made of the same as,
 // prefix.go). It is sent with net/http (send.go) and the answer read with
 // internal/sse and a scan of the few members the wire reads, held to
-// encoding/json (read.go, scan.go), not through genai's call:
-// genai has no call that takes a body of its own and gives back the raw
-// answer, and its reading decoded every streamed chunk into a map,
-// converted it and decoded that again into its typed response
-// (mapToStruct) — most of a light round's time in the wire. What genai
-// still does costs nothing per round: New has it resolve the address and
-// API version (its defaults, GOOGLE_GENAI_API_VERSION) and build one
-// request, stopped before it is sent, whose headers (user agent and
-// x-goog-api-client naming genai's version, the key) every request then
-// carries; the retries are genai's rules (HTTPRetryOptions: attempts,
-// statuses, doubling waits with jitter) written once here, bounded by
-// Config.RetryFor when set, and with Config.Limiter every attempt waits
-// at the rate limiter first (internal/ratewait, docs/ratelimits.md); errors are
-// genai.APIError values, read from the body as genai reads them. The tests
-// hold the URL, headers and body to what genai sends, and the reading of
-// recorded answers to genai's (read_test.go, send_test.go).
+// encoding/json (read.go, scan.go): genai has no call that takes a body of
+// its own and gives back the raw answer, and its reading decoded every
+// streamed chunk into a map, converted it and decoded that again into its
+// typed response (mapToStruct) — most of a light round's time in the
+// wire. The request is the one genai v1.79.1's call sends: its address and
+// API version resolved as genai resolves them (its default address,
+// GOOGLE_GENAI_API_VERSION), its headers (the user agent and
+// x-goog-api-client naming that version of genai, the key,
+// x-server-timeout); the retries are genai's rules (HTTPRetryOptions:
+// attempts, statuses, doubling waits with jitter) written once here,
+// bounded by Config.RetryFor when set, and with Config.Limiter every
+// attempt waits at the rate limiter first (internal/ratewait,
+// docs/ratelimits.md); errors the API sent are APIError values, read from
+// the body as genai reads its own. The tests hold the URL, headers and
+// body to what genai sends, and the reading of recorded answers and errors
+// to genai's (read_test.go, send_test.go).
 //
 // A tool result goes as a functionResponse whose response is the object
 // {"output": TEXT} — TEXT the result's text verbatim, as stored — or
@@ -55,8 +56,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/genai"
-
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/ratewait"
 	"github.com/myelin-run/myelin/internal/send"
@@ -74,15 +73,26 @@ import (
 // public recording of the API's traffic uses it.
 const DefaultAPIVersion = "v1beta"
 
-// apiVersion is the API version to give genai: the configured one, else
-// "" when $GOOGLE_GENAI_API_VERSION names one (genai reads it, "beta"
-// included), else DefaultAPIVersion.
+// apiVersion is the API version the wire sends to: the configured one,
+// else the one $GOOGLE_GENAI_API_VERSION names ("beta" meaning v1beta, as
+// genai reads the variable), else DefaultAPIVersion.
 func (cfg Config) apiVersion() string {
-	if cfg.APIVersion != "" || os.Getenv("GOOGLE_GENAI_API_VERSION") != "" {
+	if cfg.APIVersion != "" {
 		return cfg.APIVersion
 	}
-	return DefaultAPIVersion
+	switch v := os.Getenv("GOOGLE_GENAI_API_VERSION"); v {
+	case "":
+		return DefaultAPIVersion
+	case "beta":
+		return "v1beta"
+	default:
+		return v
+	}
 }
+
+// defaultBaseURL is the Gemini API's address, genai's default, when
+// neither Config.BaseURL nor $GOOGLE_GEMINI_BASE_URL names one.
+const defaultBaseURL = "https://generativelanguage.googleapis.com/"
 
 // Config configures the wire. The zero value reads GEMINI_API_KEY (or
 // GOOGLE_API_KEY, which the SDK prefers when both are set) and
@@ -145,28 +155,19 @@ func New(cfg Config) (*Provider, error) {
 		c := *cfg.HTTPClient
 		hc = &c
 	}
-	cc := &genai.ClientConfig{APIKey: ep.APIKey, Backend: genai.BackendGeminiAPI, HTTPClient: hc,
-		HTTPOptions: genai.HTTPOptions{BaseURL: ep.BaseURL, APIVersion: cfg.apiVersion()}}
-	if cc.HTTPOptions.BaseURL != "" && !strings.HasSuffix(cc.HTTPOptions.BaseURL, "/") {
-		cc.HTTPOptions.BaseURL += "/"
+	address := ep.BaseURL
+	if address == "" {
+		address = defaultBaseURL
 	}
-	// The SDK resolves the address and the API version (its defaults and
-	// GOOGLE_GENAI_API_VERSION) once, here; it sends nothing.
-	client, err := genai.NewClient(context.Background(), cc)
+	if !strings.HasSuffix(address, "/") {
+		address += "/"
+	}
+	base, err := url.Parse(address)
 	if err != nil {
-		return nil, fmt.Errorf("gemini: making the genai client: %w", err)
+		return nil, fmt.Errorf("gemini: the base URL %q (Config.BaseURL or GOOGLE_GEMINI_BASE_URL): %w", ep.BaseURL, err)
 	}
-	headers, err := sdkHeaders(client)
-	if err != nil {
-		return nil, fmt.Errorf("gemini: %w", err)
-	}
-	resolved := client.ClientConfig()
-	base, err := url.Parse(resolved.HTTPOptions.BaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("gemini: the base URL %q: %w", resolved.HTTPOptions.BaseURL, err)
-	}
-	p := &Provider{cfg: cfg, kept: &keptBodies{}, ep: endpoint{base: base, version: resolved.HTTPOptions.APIVersion,
-		headers: headers, client: hc, gate: ratewait.New(cfg.Limiter, "gemini", ratelimit.Identity(ep.APIKey))}}
+	p := &Provider{cfg: cfg, kept: &keptBodies{}, ep: endpoint{base: base, version: cfg.apiVersion(),
+		headers: sdkHeaders(ep.APIKey), client: hc, gate: ratewait.New(cfg.Limiter, "gemini", ratelimit.Identity(ep.APIKey))}}
 	if ep.MaxRetries > 0 || cfg.RetryFor > 0 {
 		p.ep.retry = &retryPolicy{attempts: ep.MaxRetries + 1, retryFor: max(0, cfg.RetryFor), statuses: retried, initial: 1, jitter: 1}
 		if cfg.RetryDelay > 0 {
@@ -239,7 +240,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 // describe keeps the provider's own message in the error; a refusal of the
 // request as too long is a provider.TooLongError around it.
 func describe(err error) error {
-	var apiErr genai.APIError
+	var apiErr APIError
 	if errors.As(err, &apiErr) {
 		msg := apiErr.Message
 		if apiErr.Status != "" {
@@ -288,7 +289,7 @@ func (a *accumulator) add(resp *chunk) error {
 		return nil
 	}
 	c := resp.Candidates[0]
-	if c.FinishReason != "" && c.FinishReason != string(genai.FinishReasonUnspecified) {
+	if c.FinishReason != "" && c.FinishReason != "FINISH_REASON_UNSPECIFIED" {
 		a.stop = strings.ToLower(c.FinishReason)
 	}
 	if c.Content == nil {

@@ -8,8 +8,6 @@ import (
 	"mime"
 	"net/http"
 
-	"google.golang.org/genai"
-
 	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/internal/sse"
 )
@@ -30,7 +28,7 @@ type chunk struct {
 	Candidates     []candidate     `json:"candidates"`
 	UsageMetadata  *usage          `json:"usageMetadata"`
 	PromptFeedback *promptFeedback `json:"promptFeedback"`
-	Error          *genai.APIError `json:"error"`
+	Error          *APIError       `json:"error"`
 }
 
 // candidate is a chunk's candidate: its content and why it stopped.

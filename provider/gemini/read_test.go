@@ -85,7 +85,7 @@ func (w *sdkWire) complete(ctx context.Context, req provider.Request, onText fun
 	if w.noStream {
 		resp, err := w.client.Models.GenerateContent(ctx, req.Model, nil, config)
 		if err != nil {
-			return provider.Response{}, describe(err)
+			return provider.Response{}, describe(fromSDKError(err))
 		}
 		if err := a.add(fromSDK(resp)); err != nil {
 			return provider.Response{}, err
@@ -97,7 +97,7 @@ func (w *sdkWire) complete(ctx context.Context, req provider.Request, onText fun
 	}
 	for resp, err := range w.client.Models.GenerateContentStream(ctx, req.Model, nil, config) {
 		if err != nil {
-			return provider.Response{}, describe(err)
+			return provider.Response{}, describe(fromSDKError(err))
 		}
 		if err := a.add(fromSDK(resp)); err != nil {
 			return provider.Response{}, err
@@ -107,6 +107,18 @@ func (w *sdkWire) complete(ctx context.Context, req provider.Request, onText fun
 		return provider.Response{}, fmt.Errorf("gemini: %w (no finishReason)", provider.ErrStreamCut)
 	}
 	return a.response(), nil
+}
+
+// fromSDKError is genai's error as the wire's: a genai.APIError becomes
+// the APIError of the same members (so that the two readings of an error
+// answer, compared, differ only if their members do); any other error is
+// itself.
+func fromSDKError(err error) error {
+	var e genai.APIError
+	if errors.As(err, &e) {
+		return APIError{Code: e.Code, Message: e.Message, Status: e.Status, Details: e.Details}
+	}
+	return err
 }
 
 // fromSDK is what the wire read of genai's decoding of a chunk: the
@@ -207,12 +219,12 @@ func TestTheDirectReaderReadsWhatTheSDKReads(t *testing.T) {
 			}
 		}},
 		{name: "an error object mid-stream", ctype: sse, fixture: "midstream-error.sse", check: func(t *testing.T, resp provider.Response, shown string, err error) {
-			var apiErr genai.APIError
+			var apiErr APIError
 			if err == nil || err.Error() != "gemini: 503 Service Unavailable: The model is overloaded. (UNAVAILABLE)" {
 				t.Fatalf("error %v, want gemini's words for the 503", err)
 			}
 			if !errors.As(err, &apiErr) || apiErr.Code != 503 {
-				t.Fatalf("error %v (%T): no genai.APIError of code 503 beneath it (code %d)", err, err, apiErr.Code)
+				t.Fatalf("error %v (%T): no APIError of code 503 beneath it (code %d)", err, err, apiErr.Code)
 			}
 			if shown != "Reading them <all>" {
 				t.Fatalf("shown %q", shown)
@@ -236,12 +248,12 @@ func TestTheDirectReaderReadsWhatTheSDKReads(t *testing.T) {
 		{name: "a 400 keeps the provider's message", status: 400, ctype: js,
 			body: `{"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT"}}`,
 			check: func(t *testing.T, resp provider.Response, shown string, err error) {
-				var apiErr genai.APIError
+				var apiErr APIError
 				if err == nil || err.Error() != "gemini: 400 Bad Request: Request contains an invalid argument. (INVALID_ARGUMENT)" {
 					t.Fatalf("error %v, want gemini's words for the 400", err)
 				}
 				if !errors.As(err, &apiErr) {
-					t.Fatalf("error %v (%T): no genai.APIError beneath it", err, err)
+					t.Fatalf("error %v (%T): no APIError beneath it", err, err)
 				}
 				if _, ok := provider.IsTooLong(err); ok {
 					t.Fatal("read as too long")
@@ -258,6 +270,14 @@ func TestTheDirectReaderReadsWhatTheSDKReads(t *testing.T) {
 			check: func(t *testing.T, resp provider.Response, shown string, err error) {
 				if err == nil || err.Error() != "gemini: 502 Bad Gateway: upstream connect error (502 Bad Gateway)" {
 					t.Fatalf("%v", err)
+				}
+			}},
+		{name: "a 429 with its details", status: 429, ctype: js,
+			body: `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"17s"},{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinute"}]}]}}`,
+			check: func(t *testing.T, resp provider.Response, shown string, err error) {
+				var apiErr APIError
+				if !errors.As(err, &apiErr) || apiErr.Code != 429 || apiErr.Status != "RESOURCE_EXHAUSTED" || len(apiErr.Details) != 2 || apiErr.Details[0]["retryDelay"] != "17s" {
+					t.Fatalf("error %v: want an APIError of code 429, RESOURCE_EXHAUSTED, with its two details (%#v)", err, apiErr)
 				}
 			}},
 		{name: "a 500 with no body", status: 500, ctype: js, check: func(t *testing.T, resp provider.Response, shown string, err error) {
@@ -301,6 +321,10 @@ func TestTheDirectReaderReadsWhatTheSDKReads(t *testing.T) {
 			tc.check(t, direct.resp, direct.shown, direct.err)
 			if (direct.err == nil) != (sdk.err == nil) || (!tc.otherWords && direct.err != nil && direct.err.Error() != sdk.err.Error()) {
 				t.Fatalf("errors differ:\ndirect %v\ngenai  %v", direct.err, sdk.err)
+			}
+			var directAPI, sdkAPI APIError
+			if errors.As(direct.err, &directAPI) != errors.As(sdk.err, &sdkAPI) || !reflect.DeepEqual(directAPI, sdkAPI) {
+				t.Fatalf("the API's errors beneath differ:\ndirect %#v\ngenai  %#v", directAPI, sdkAPI)
 			}
 			if !reflect.DeepEqual(direct.resp, sdk.resp) || direct.shown != sdk.shown || direct.thoughts != sdk.thoughts {
 				t.Fatalf("answers differ:\ndirect %+v %q %q\ngenai  %+v %q %q", direct.resp, direct.shown, direct.thoughts, sdk.resp, sdk.shown, sdk.thoughts)

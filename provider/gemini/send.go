@@ -11,12 +11,11 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"google.golang.org/genai"
 
 	"github.com/myelin-run/myelin/internal/ratewait"
 	"github.com/myelin-run/myelin/internal/send"
@@ -26,53 +25,33 @@ import (
 
 // This file sends a request as genai's own generateContent and
 // streamGenerateContent calls do (genai v1.79.1, api_client.go and
-// common.go): the same URL, the same headers, the same retries. genai has
-// no call that takes a body of its own and hands back the raw answer, so
-// the wire sends with net/http; TestTheWireSendsWhatTheSDKSends holds the
-// two to the same request.
+// common.go): the same URL, the same headers, the same retries, written
+// here so that genai is not linked; TestTheWireSendsWhatTheSDKSends holds
+// the two to the same request.
 
-// errProbed ends the probe's call of genai once its request is built.
-var errProbed = errors.New("gemini: the request genai would send was read, and not sent")
+// sdkLabel names the client in the user agent and x-goog-api-client as
+// genai v1.79.1 names itself (appendSDKHeaders): the requests are the
+// ones that version sends, byte for byte, and the test that compares them
+// fails when go.mod's genai moves on without this.
+const sdkLabel = "google-genai-sdk/1.79.1"
 
-// probe is a transport that keeps the headers of the request it is given
-// and sends nothing.
-type probe struct{ headers http.Header }
-
-// RoundTrip keeps r's headers and fails.
-func (p *probe) RoundTrip(r *http.Request) (*http.Response, error) {
-	p.headers = r.Header.Clone()
-	if r.Body != nil {
-		r.Body.Close()
+// sdkHeaders are the headers genai sends on a generateContent call of the
+// Gemini API with key: its user agent and x-goog-api-client (genai's
+// version and the Go runtime's), the content type and the key.
+// x-server-timeout, which depends on each call's deadline, is left out
+// (post sets it).
+func sdkHeaders(key string) http.Header {
+	client := sdkLabel + " gl-go/" + runtime.Version()
+	return http.Header{
+		"User-Agent":        {client},
+		"X-Goog-Api-Client": {client},
+		"Content-Type":      {"application/json"},
+		"X-Goog-Api-Key":    {key},
 	}
-	return nil, errProbed
 }
 
-// sdkHeaders are the headers genai sends on a generateContent call with
-// the client's configuration (its user agent and x-goog-api-client, which
-// name genai's version, the content type, the key), read once from a call
-// genai builds and the probe stops before anything is sent. genai does not
-// export them; x-server-timeout, which depends on each call's deadline, is
-// left out (post sets it).
-func sdkHeaders(client *genai.Client) (http.Header, error) {
-	p := &probe{}
-	cc := client.ClientConfig()
-	cc.HTTPClient = &http.Client{Transport: p}
-	probing, err := genai.NewClient(context.Background(), &cc)
-	if err != nil {
-		return nil, err
-	}
-	off := false
-	config := &genai.GenerateContentConfig{AutomaticContinuation: &off,
-		HTTPOptions: &genai.HTTPOptions{ExtrasRequestProvider: func(map[string]any) map[string]any { return nil }}}
-	if _, err := probing.Models.GenerateContent(context.Background(), "probe", nil, config); p.headers == nil {
-		return nil, fmt.Errorf("gemini: genai built no request: %w", err)
-	}
-	p.headers.Del("X-Server-Timeout")
-	return p.headers, nil
-}
-
-// endpoint is where and how the wire sends: genai's resolved base URL and
-// API version, its headers, the client and the retry policy.
+// endpoint is where and how the wire sends: the base URL and API
+// version, genai's headers, the client and the retry policy.
 type endpoint struct {
 	base    *url.URL
 	version string
@@ -172,15 +151,15 @@ func apiError(resp *http.Response) error {
 		return fmt.Errorf("%d %s, and its body could not be read: %w", resp.StatusCode, http.StatusText(resp.StatusCode), err)
 	}
 	if len(body) == 0 {
-		return genai.APIError{Code: resp.StatusCode, Status: resp.Status}
+		return APIError{Code: resp.StatusCode, Status: resp.Status}
 	}
 	var v struct {
-		Error *genai.APIError `json:"error"`
+		Error *APIError `json:"error"`
 	}
 	if json.Unmarshal(body, &v) == nil && v.Error != nil {
 		return *v.Error
 	}
-	return genai.APIError{Code: resp.StatusCode, Status: resp.Status, Message: string(body)}
+	return APIError{Code: resp.StatusCode, Status: resp.Status, Message: string(body)}
 }
 
 // retryPolicy is the wire's retries before any output (Config.MaxRetries,

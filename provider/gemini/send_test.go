@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/genai"
-
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -27,6 +25,8 @@ func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 		model      string
 		apiVersion string
 		env        string // GOOGLE_GENAI_API_VERSION
+		base       string // Config.BaseURL; "-": none
+		baseEnv    string // GOOGLE_GEMINI_BASE_URL
 		noStream   bool
 		deadline   time.Duration
 		timeout    time.Duration
@@ -40,9 +40,13 @@ func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 		{name: "a deadline", model: "gemini-2.5-flash", deadline: time.Hour},
 		{name: "the client's timeout", model: "gemini-2.5-flash", timeout: 90 * time.Second},
 		{name: "both", model: "gemini-2.5-flash", timeout: 90 * time.Second, deadline: time.Hour, noStream: true},
+		{name: "genai's default address", model: "gemini-2.5-flash", base: "-"},
+		{name: "the address from the environment", model: "gemini-2.5-flash", base: "-", baseEnv: "https://proxy.invalid/gemini"},
+		{name: "a base URL ending in a slash", model: "gemini-2.5-flash", base: "https://gemini.invalid/base/", noStream: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("GOOGLE_GENAI_API_VERSION", tc.env)
+			t.Setenv("GOOGLE_GEMINI_BASE_URL", tc.baseEnv)
 			ctx := context.Background()
 			if tc.deadline > 0 {
 				var cancel context.CancelFunc
@@ -55,6 +59,13 @@ func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 				ctype, answer = "application/json", readFixture(t, "answer.json")
 			}
 			cfg := Config{APIKey: "the-key", BaseURL: "https://gemini.invalid/base", APIVersion: tc.apiVersion, MaxRetries: -1, NoStream: tc.noStream}
+			switch tc.base {
+			case "-":
+				cfg.BaseURL = ""
+			case "":
+			default:
+				cfg.BaseURL = tc.base
+			}
 			req := sampleRequest()
 			req.Model = tc.model
 			var sent [2]*canned
@@ -130,7 +141,7 @@ func TestA400IsNotRetriedAndKeepsTheProvidersMessage(t *testing.T) {
 	srv := providertest.NewGemini(t, providertest.Step{Status: 400, ErrorMessage: "Request contains an invalid argument."})
 	p := newWire(t, srv, Config{MaxRetries: 3, RetryDelay: time.Millisecond})
 	_, err := p.Complete(context.Background(), provider.Request{Model: "gemini-3-flash-preview", Messages: userTurn("hi")}, nil)
-	var apiErr genai.APIError
+	var apiErr APIError
 	if err == nil || err.Error() != "gemini: 400 Bad Request: Request contains an invalid argument. (INVALID_ARGUMENT)" || !errors.As(err, &apiErr) || apiErr.Code != 400 {
 		t.Fatalf("%v", err)
 	}
@@ -215,7 +226,7 @@ func TestAnErrorAnswersBodyIsReadToABound(t *testing.T) {
 	page := strings.Repeat("<p>bad gateway</p>", 2*maxErrorBody/18)
 	resp := &http.Response{StatusCode: 502, Status: "502 Bad Gateway", Body: io.NopCloser(strings.NewReader(page))}
 	err := apiError(resp)
-	var apiErr genai.APIError
+	var apiErr APIError
 	if !errors.As(err, &apiErr) || len(apiErr.Message) != maxErrorBody || !strings.HasPrefix(apiErr.Message, "<p>bad gateway</p>") {
 		t.Fatalf("%d bytes of message, %v", len(apiErr.Message), err)
 	}

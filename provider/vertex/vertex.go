@@ -3,7 +3,8 @@
 // answer) posted to the publisher model's rawPredict (whole answer) or
 // streamRawPredict (server-sent events) under
 // /v1/projects/PROJECT/locations/REGION/publishers/anthropic/models/MODEL,
-// with a Google OAuth token from application default credentials.
+// with a Google OAuth token from application default credentials
+// (golang.org/x/oauth2/google).
 //
 // The body is the first-party wire's, byte for byte, less "model" (the
 // URL says it) and with "anthropic_version":"vertex-2023-10-16" at its
@@ -13,9 +14,13 @@
 // would (Google's, authorized by the credentials' token source): the
 // bytes, URL and headers sent are those that package's middleware made of
 // the first-party request (TestWhatIsSentIsWhatTheSDKsMiddlewareSent),
-// without its passes over the body. Prompt caching is the first-party
-// wire's cache_control markers, which Vertex takes. It must not read or
-// send an Anthropic API key.
+// without its passes over the body. That client is written here
+// (googleclient.go), not taken from google.golang.org/api, which linked
+// gRPC, OpenCensus and S2A into every start of the CLI; what Google's
+// client did beyond the token — client certificates, Google's new auth
+// library — is refused with an error saying so. Prompt caching is the
+// first-party wire's cache_control markers, which Vertex takes. It must
+// not read or send an Anthropic API key.
 package vertex
 
 import (
@@ -30,8 +35,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
-	gapioption "google.golang.org/api/option"
-	gapitransport "google.golang.org/api/transport"
 
 	"github.com/myelin-run/myelin/provider/anthropic"
 )
@@ -93,7 +96,7 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		return nil, err
 	}
 	wire.BaseURL = base
-	client, err := authorized(ctx, cfg.HTTPClient, creds)
+	client, err := authorized(cfg.HTTPClient, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -126,19 +129,18 @@ func regionalURL(region string) string {
 // authorized is the HTTP client that sends with creds' tokens, as the
 // SDK's vertex package makes it: a copy of client whose transport adds
 // the token (client's other settings kept, client itself untouched), or,
-// without one, Google's own HTTP client for the token source (its token
-// and quota-project headers) without Google's telemetry: that client
-// otherwise wraps every request in an OpenCensus and an OpenTelemetry
-// transport, which add an X-Cloud-Trace-Context header naming a new
-// random trace each time and cost ~35 µs a round (docs/overhead.md), for
-// tracing myelin does not configure.
-func authorized(ctx context.Context, client *http.Client, creds *google.Credentials) (*http.Client, error) {
+// without one, Google's own HTTP client for the token source (googleClient)
+// without Google's telemetry: that client otherwise wraps every request in
+// an OpenCensus and an OpenTelemetry transport, which add an
+// X-Cloud-Trace-Context header naming a new random trace each time and
+// cost ~35 µs a round (docs/overhead.md), for tracing myelin does not
+// configure.
+func authorized(client *http.Client, creds *google.Credentials) (*http.Client, error) {
 	if client == nil || client == http.DefaultClient {
-		c, _, err := gapitransport.NewHTTPClient(ctx, gapioption.WithTokenSource(creds.TokenSource), gapioption.WithTelemetryDisabled())
-		if err != nil {
-			return nil, fmt.Errorf("vertex: making the HTTP client for the Google credentials: %w", err)
+		if err := transportOnly(); err != nil {
+			return nil, err
 		}
-		return c, nil
+		return googleClient(creds.TokenSource), nil
 	}
 	base := client.Transport
 	if base == nil {

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// unlinked are import paths myelin must not link (issue 34, point 2):
+// Google's SDKs, which the Gemini and Vertex wires no longer use, and what
+// only they brought — OpenCensus, cloud.google.com/go/auth, S2A, go-cmp —
+// ~100 package inits run at every start of every command and engine.
+// Tests may import them (to hold the wires to the SDKs); the binary not.
+var unlinked = []string{
+	"google.golang.org/genai",
+	"google.golang.org/api/",
+	"go.opencensus.io/",
+	"cloud.google.com/go/auth",
+	"github.com/google/s2a-go",
+	"github.com/google/go-cmp/",
+}
+
+// TestTheBinaryLinksNoGoogleSDK holds `go list -deps` of this command to
+// none of unlinked.
+func TestTheBinaryLinksNoGoogleSDK(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	var linked []string
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, p := range unlinked {
+			if pkg == strings.TrimSuffix(p, "/") || strings.HasPrefix(pkg, p) {
+				linked = append(linked, pkg)
+			}
+		}
+	}
+	if len(linked) > 0 {
+		t.Fatalf("myelin links %d packages it must not: %s (find who imports them: go list -deps -f '{{.ImportPath}}: {{.Imports}}' ./cmd/myelin)", len(linked), strings.Join(linked, ", "))
+	}
+}
