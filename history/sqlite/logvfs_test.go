@@ -1,0 +1,61 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// bigText is a message's text larger than what the store's log gathers
+// before it writes (logGather) and than one write of it (logWrite1).
+var bigText = strings.Repeat("a line of a large tool result, to be stored whole\n", 3<<20/50)
+
+// What a commit wrote to the log, gathered into fewer writes (logvfs.go),
+// is in the file when the commit returns: another opening of the store —
+// another connection, with descriptors of its own, as another process has
+// — reads it at once, a small commit and one larger than a write of the
+// log, lazy or synced; and so does the store opened again after Close.
+func TestWhatACommitWroteIsReadByAnotherOpeningAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	s := openStore(t, path)
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	other := openStore(t, path)
+	want := []history.Message{userText("small, lazy"), userText(bigText), userText("small, synced"), userText(bigText + "synced")}
+	for i, m := range want {
+		wctx := ctx
+		if i < 2 {
+			wctx = history.Lazy(ctx)
+		}
+		if err := s.Append(wctx, "c", m); err != nil {
+			t.Fatal(err)
+		}
+		got, err := other.Messages(ctx, "c")
+		if err != nil {
+			t.Fatalf("another opening reading commit %d: %v", i+1, err)
+		}
+		if len(got) != i+1 || got[i].Parts[0].Text != m.Parts[0].Text {
+			t.Fatalf("after commit %d another opening reads %d messages (the last %d bytes); want %d, the last %d bytes", i+1, len(got), len(got[len(got)-1].Parts[0].Text), i+1, len(m.Parts[0].Text))
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := openStore(t, path).Messages(ctx, "c")
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("opened again: %d messages, %v; want %d", len(got), err, len(want))
+	}
+	for i := range want {
+		if got[i].Parts[0].Text != want[i].Parts[0].Text {
+			t.Fatalf("opened again: message %d is %d bytes, want %d", i+1, len(got[i].Parts[0].Text), len(want[i].Parts[0].Text))
+		}
+	}
+}
