@@ -347,7 +347,8 @@ func newSQLiteFloor(b *testing.B, path string, answer, results history.Message) 
 //
 // It reports each one's median per round, the medians of each iteration's
 // store / floor, the frames the store's round adds to its log and (Linux)
-// the write system calls of the store's round (/proc/self/io): on this
+// the write system calls of the store's round (/proc/self/io) and the
+// CPU time of the process during it, its mean (getrusage): on this
 // shared VM the disk's sync time moves by 3× within a minute, and a paired
 // ratio sees both sides of it in the same stretch (issue 34). Run:
 //
@@ -384,13 +385,15 @@ func BenchmarkDurableRound(b *testing.B) {
 	log := newLogFloor(b, framesFile, frames)
 	logOnce := newLogFloor(b, oneWrite, frames)
 	var storeWrites []float64
+	var storeCPU time.Duration
 	runs := []func(){
 		func() {
-			before := writeCalls()
+			before, cpu := writeCalls(), cpuTime()
 			storeRound()
 			if after := writeCalls(); before >= 0 && after >= 0 {
 				storeWrites = append(storeWrites, float64(after-before))
 			}
+			storeCPU += cpuTime() - cpu
 		},
 		func() {
 			if _, err := appended.Write(record); err != nil {
@@ -445,6 +448,9 @@ func BenchmarkDurableRound(b *testing.B) {
 	b.ReportMetric(float64(frames), "log-frames/round")
 	if len(storeWrites) > 0 {
 		b.ReportMetric(median(storeWrites), "store-write-calls/round")
+	}
+	if storeCPU > 0 {
+		b.ReportMetric(float64(storeCPU.Microseconds())/float64(len(times[0])), "store-cpu-µs/round")
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"syscall"
+	"time"
 )
 
 // writeCalls is the write system calls this process has made so far
@@ -23,4 +25,14 @@ func writeCalls() int64 {
 		}
 	}
 	return -1
+}
+
+// cpuTime is the CPU time (user and system) this process has used so far,
+// or -1 when it cannot be read.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return -1
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
