@@ -185,7 +185,7 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 			return err
 		}
 		for i, p := range results {
-			err := tx.exec(tx.st.keep1, id, p.CallID, raws[i])
+			err := tx.exec(tx.st.insertKept, id, p.CallID, raws[i])
 			if isForeignKey(err) {
 				return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 			}

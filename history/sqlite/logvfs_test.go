@@ -2,6 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,5 +60,34 @@ func TestWhatACommitWroteIsReadByAnotherOpeningAtOnce(t *testing.T) {
 		if got[i].Parts[0].Text != want[i].Parts[0].Text {
 			t.Fatalf("opened again: message %d is %d bytes, want %d", i+1, len(got[i].Parts[0].Text), len(want[i].Parts[0].Text))
 		}
+	}
+}
+
+// Close leaves nothing open of the store: the round's statements, prepared
+// on the connection (rawtx.go), are freed before it closes, so SQLite
+// closes it for good — checkpointing the log into the store's file and
+// removing it, as the last connection to a store does — rather than
+// keeping it open for statements never freed.
+func TestCloseLeavesNoLogBesideTheStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Keep(history.Lazy(ctx), "c", history.Part{Type: history.ToolResultPart, CallID: "a", Text: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", userText("appended")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + "-wal"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after Close the store's log is still there (%v): its connection was not closed", err)
 	}
 }

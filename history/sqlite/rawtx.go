@@ -26,9 +26,9 @@ import (
 // a connection it found bad: they are prepared again on the new one).
 // They are used only inside sql.Conn.Raw, which holds the connection.
 type rawStmts struct {
-	conn                                                 any
-	begin, commit, rollback                              sqldriver.Stmt
-	nextSeq, insert, touch, dropKept, selectClaim, keep1 sqldriver.Stmt
+	conn                                                      any
+	begin, commit, rollback                                   sqldriver.Stmt
+	nextSeq, insert, touch, dropKept, selectClaim, insertKept sqldriver.Stmt
 }
 
 // rawTx is a transaction of the round on the driver's connection.
@@ -44,7 +44,7 @@ func (s *Store) rawWriteAnd(ctx context.Context, doing string, lazy bool, fn fun
 	if err != nil {
 		return s.explain(doing, err)
 	}
-	var fnErr error
+	var fnErr, commitErr error
 	err = c.Raw(func(dc any) error {
 		st, err := s.rawPrepared(ctx, dc)
 		if err != nil {
@@ -58,18 +58,19 @@ func (s *Store) rawWriteAnd(ctx context.Context, doing string, lazy bool, fn fun
 			tx.exec(st.rollback)
 			return nil
 		}
-		if err := tx.exec(st.commit); err != nil {
-			// a COMMIT that failed may leave the transaction open (a
-			// busy reader in rollback mode; not here in WAL mode, but
-			// the connection goes back to database/sql clean)
+		if commitErr = tx.exec(st.commit); commitErr != nil {
+			// a COMMIT that failed may leave the transaction open:
+			// the connection goes back to database/sql without one
 			tx.exec(st.rollback)
-			return fmt.Errorf("committing: %w", err)
 		}
 		return nil
 	})
 	c.Close()
 	if fnErr != nil {
 		return fnErr
+	}
+	if commitErr != nil {
+		return s.explain("committing: "+doing, commitErr)
 	}
 	if err != nil {
 		return s.explain(doing, err)
@@ -100,7 +101,7 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 		{&st.touch, touchSQL},
 		{&st.dropKept, dropKeptSQL},
 		{&st.selectClaim, selectClaimSQL},
-		{&st.keep1, insertKeptSQL},
+		{&st.insertKept, insertKeptSQL},
 	} {
 		var err error
 		if *q.stmt, err = p.PrepareContext(ctx, q.sql); err != nil {
@@ -114,7 +115,7 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 
 // close frees the statements.
 func (st *rawStmts) close() {
-	for _, stmt := range []sqldriver.Stmt{st.begin, st.commit, st.rollback, st.nextSeq, st.insert, st.touch, st.dropKept, st.selectClaim, st.keep1} {
+	for _, stmt := range []sqldriver.Stmt{st.begin, st.commit, st.rollback, st.nextSeq, st.insert, st.touch, st.dropKept, st.selectClaim, st.insertKept} {
 		if stmt != nil {
 			stmt.Close()
 		}
