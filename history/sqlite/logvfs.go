@@ -109,8 +109,8 @@ type logFile struct {
 	buf, size uintptr // C memory, and its size
 	n         int
 	start     int64
-	// commit: the last header gathered was a commit's, so the write of
-	// its page writes all
+	// commit: the last header written was a commit's, so the write of
+	// its page writes all (kept when a barrier wrote the header alone)
 	commit bool
 }
 
@@ -184,7 +184,7 @@ func flush(tls *libc.TLS, file uintptr, l *logFile) int32 {
 		return sqlite3.SQLITE_OK
 	}
 	n := l.n
-	l.n, l.commit = 0, false
+	l.n = 0 // commit stays: a barrier may write a commit's header before its page
 	write := call[func(*libc.TLS, uintptr, uintptr, int32, int64) int32](own(file).FxWrite)
 	for at := 0; at < n; at += logWrite1 {
 		if rc := write(tls, file, l.buf+uintptr(at), int32(min(n-at, logWrite1)), l.start+int64(at)); rc != sqlite3.SQLITE_OK {
@@ -226,8 +226,11 @@ func logWrite(tls *libc.TLS, file, p uintptr, amt int32, off int64) int32 {
 		// a frame's header: a commit's says how large the database is
 		// (bytes 4 to 8), every other frame's is 0 there
 		l.commit = src[4]|src[5]|src[6]|src[7] != 0
-	case l.commit, l.n >= logGather:
-		// the page of a commit's frame, or enough gathered
+	case l.commit:
+		// the page of a commit's frame: the commit's writes go now
+		l.commit = false
+		return flush(tls, file, l)
+	case l.n >= logGather:
 		return flush(tls, file, l)
 	}
 	return sqlite3.SQLITE_OK

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -89,5 +90,61 @@ func TestCloseLeavesNoLogBesideTheStore(t *testing.T) {
 	}
 	if _, err := os.Stat(path + "-wal"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("after Close the store's log is still there (%v): its connection was not closed", err)
+	}
+}
+
+// Two openings of one store in one process, appending to a conversation
+// each at the same time — their logs' gathered writes, and the barrier
+// that writes every log's before a commit is seen, shared (logvfs.go) —
+// lose nothing and mix nothing: each conversation reads back, from a
+// third opening, as its writer appended it.
+func TestTwoOpeningsAppendingAtOnceKeepEveryMessage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	ctx := context.Background()
+	const each = 60
+	text := func(who, i int) string {
+		if i%10 == 9 {
+			return fmt.Sprint(who, " ", i, " ", bigText[:200<<10])
+		}
+		return fmt.Sprint(who, " ", i)
+	}
+	stores := []*Store{openStore(t, path), openStore(t, path)}
+	for who, s := range stores {
+		if err := s.Create(ctx, history.Conversation{ID: fmt.Sprint("c", who)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, len(stores))
+	for who, s := range stores {
+		go func() {
+			for i := range each {
+				wctx := ctx
+				if i%2 == 0 {
+					wctx = history.Lazy(ctx)
+				}
+				if err := s.Append(wctx, fmt.Sprint("c", who), userText(text(who, i))); err != nil {
+					errs <- fmt.Errorf("opening %d, append %d: %w", who, i, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range stores {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := openStore(t, path)
+	for who := range stores {
+		got, err := reader.Messages(ctx, fmt.Sprint("c", who))
+		if err != nil || len(got) != each {
+			t.Fatalf("conversation c%d: %d messages, %v; want %d", who, len(got), err, each)
+		}
+		for i, m := range got {
+			if m.Parts[0].Text != text(who, i) {
+				t.Fatalf("conversation c%d, message %d is not what was appended (%.40q…)", who, i+1, m.Parts[0].Text)
+			}
+		}
 	}
 }
