@@ -6,9 +6,10 @@ package sqlite
 // statement they run prepared once on it, BEGIN IMMEDIATE and COMMIT
 // included. Through database/sql's transactions the driver prepared and
 // finalized its BEGIN and COMMIT for each transaction, and each statement
-// went through database/sql's locks and conversions: measured side by
-// side, a one-row commit took ~55 µs of CPU that way and ~38 µs this way
-// (issue 34). What a transaction does is the same: the write lock taken as
+// went through database/sql's locks and conversions: in a scratch
+// benchmark side by side, a one-row commit took ~55 µs of CPU that way
+// and ~38 µs this way; BenchmarkDurableRound's store-cpu-µs/round has the
+// round's (issue 34). What a transaction does is the same: the write lock taken as
 // it begins (under the busy timeout), rolled back unless it commits, then
 // write's commit count and sync (afterCommit).
 
