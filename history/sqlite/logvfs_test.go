@@ -148,3 +148,47 @@ func TestTwoOpeningsAppendingAtOnceKeepEveryMessage(t *testing.T) {
 		}
 	}
 }
+
+// The log starts over after each checkpoint (SQLite writes a new header
+// at its start, then frames over the old ones): across several of them,
+// every commit — gathered into one write (logvfs.go) — is read at once by
+// another opening, and the whole conversation reads back as appended.
+func TestCommitsAcrossCheckpointsReadBackFromAnotherOpening(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	s, other := openStore(t, path), openStore(t, path)
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	// ~3 pages a commit: 3,000 pages of log, past three checkpoints of
+	// 1,000 pages (wal_autocheckpoint)
+	const n = 1000
+	text := func(i int) string { return fmt.Sprint(i, " ", bigText[:6000]) }
+	for i := range n {
+		wctx := history.Lazy(ctx)
+		if i%3 == 2 {
+			wctx = ctx
+		}
+		if err := s.Append(wctx, "c", userText(text(i))); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 49 {
+			got, err := other.Messages(ctx, "c")
+			if err != nil || len(got) != i+1 {
+				t.Fatalf("after %d appends another opening reads %d messages, %v", i+1, len(got), err)
+			}
+		}
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() > 1500*walFrame {
+		t.Fatalf("the log never started over (%v): the test did not cross a checkpoint", err)
+	}
+	got, err := openStore(t, path).Messages(ctx, "c")
+	if err != nil || len(got) != n {
+		t.Fatalf("a new opening reads %d messages, %v; want %d", len(got), err, n)
+	}
+	for i, m := range got {
+		if m.Parts[0].Text != text(i) {
+			t.Fatalf("message %d is not what was appended (%.20q…)", i+1, m.Parts[0].Text)
+		}
+	}
+}
