@@ -236,13 +236,19 @@ func logWrite(tls *libc.TLS, file, p uintptr, amt int32, off int64) int32 {
 	return sqlite3.SQLITE_OK
 }
 
+// logRead reads after writing what was gathered; the read itself runs
+// without the lock (a cold read of a long conversation reads many pages
+// of the log): nothing of this log is gathered while its own connection
+// reads, so no barrier of another writes to it meanwhile.
 func logRead(tls *libc.TLS, file, p uintptr, amt int32, off int64) int32 {
 	logs.Lock()
-	defer logs.Unlock()
 	if rc := flush(tls, file, logs.open[file]); rc != sqlite3.SQLITE_OK {
+		logs.Unlock()
 		return rc
 	}
-	return call[func(*libc.TLS, uintptr, uintptr, int32, int64) int32](own(file).FxRead)(tls, file, p, amt, off)
+	read := own(file).FxRead
+	logs.Unlock()
+	return call[func(*libc.TLS, uintptr, uintptr, int32, int64) int32](read)(tls, file, p, amt, off)
 }
 
 func logTruncate(tls *libc.TLS, file uintptr, size int64) int32 {
