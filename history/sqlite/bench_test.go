@@ -320,60 +320,104 @@ func newSQLiteFloor(b *testing.B, path string, answer, results history.Message) 
 	}
 }
 
-// BenchmarkDurableRound measures the store's light round against a bare
-// fsync and against the SQLite floor side by side, paired: each iteration
-// runs, in turn (each goes first in one iteration of three), one round of
+// BenchmarkDurableRound measures the store's light round against the
+// floors a durable round can be held to, side by side and paired: each
+// iteration runs, in turn (each goes first in one iteration of six), one
+// round of
 //
-//   - fsync: 60 bytes appended to a file beside the store and fsynced (the
-//     one disk sync a round must pay, as BenchmarkPerRoundOverhead's
-//     floor does it);
-//   - sqlite-floor: sqliteFloor's round (three one-row commits, one synced);
 //   - store: the round as the agent stores it (BenchmarkAgentRound's
 //     round-and-read: the answer appended lazily, one Keep, the 10 results
 //     appended synced, then the Messages of the next request, under the
-//     writer's claim).
+//     writer's claim);
+//   - fsync: 60 bytes appended to a file beside the store and fsynced (the
+//     one disk sync a round must pay, as BenchmarkPerRoundOverhead's
+//     floor does it: the file grows, so each sync also commits its size);
+//   - fdatasync-in-place: 60 bytes written over the start of a file and
+//     fdatasynced (nothing but the data to sync: what a log written in
+//     place, as SQLite's is once it has filled, pays at least);
+//   - log-frames: the bytes the store's round adds to its log (its
+//     frames, measured as the log grows over the first rounds), written
+//     in place as SQLite writes them — each frame's 24-byte header and its
+//     page with a write each — then fdatasynced: the disk's share of the
+//     store's round, without SQLite;
+//   - log-frames-one-write: the same bytes in one write, fdatasynced: what
+//     the log's writes would cost if a commit's frames went to the file
+//     together;
+//   - sqlite-floor: sqliteFloor's round (three one-row commits, one synced).
 //
-// It reports each one's median per round and the medians of each
-// iteration's store / fsync and store / sqlite-floor: on this shared VM
-// the disk's sync time moves by 3× within a minute, and a paired ratio
-// sees both sides of it in the same stretch (issue 34). Run:
+// It reports each one's median per round, the medians of each iteration's
+// store / floor, the frames the store's round adds to its log and (Linux)
+// the write system calls of the store's round (/proc/self/io) and the
+// CPU time of the process during it, its mean (getrusage): on this
+// shared VM the disk's sync time moves by 3× within a minute, and a paired
+// ratio sees both sides of it in the same stretch (issue 34). Run:
 //
 //	go test ./history/sqlite -run '^$' -bench DurableRound -benchtime 2000x
 func BenchmarkDurableRound(b *testing.B) {
 	answer, results := lightRound()
 	dir := b.TempDir()
-	f, err := os.Create(filepath.Join(dir, "fsync-floor"))
-	if err != nil {
-		b.Fatal(err)
+	file := func(name string) *os.File {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		return f
 	}
-	defer f.Close()
+	appended, inPlace, framesFile, oneWrite := file("fsync-floor"), file("in-place"), file("frames"), file("frames-one-write")
 	record := []byte(strings.Repeat("x", 59) + "\n")
 	floor := newSQLiteFloor(b, filepath.Join(dir, "floor.db"), answer, results)
 	s, wctx := claimedStore(b)
 	if _, err := s.Messages(wctx, "c"); err != nil {
 		b.Fatal(err)
 	}
+	storeRound := func() {
+		if err := oneRound(s, wctx, answer, results); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Messages(wctx, "c"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// the frames a round adds to the log, over rounds before its first
+	// checkpoint; those rounds also warm the store up
+	frames := roundFrames(b, s, storeRound)
+	log := newLogFloor(b, framesFile, frames)
+	logOnce := newLogFloor(b, oneWrite, frames)
+	var storeWrites []float64
+	var storeCPU time.Duration
 	runs := []func(){
 		func() {
-			if err := oneRound(s, wctx, answer, results); err != nil {
+			before, cpu := writeCalls(), cpuTime()
+			storeRound()
+			if after := writeCalls(); before >= 0 && after >= 0 {
+				storeWrites = append(storeWrites, float64(after-before))
+			}
+			storeCPU += cpuTime() - cpu
+		},
+		func() {
+			if _, err := appended.Write(record); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := s.Messages(wctx, "c"); err != nil {
+			if err := appended.Sync(); err != nil {
 				b.Fatal(err)
 			}
 		},
 		func() {
-			if _, err := f.Write(record); err != nil {
+			if _, err := inPlace.WriteAt(record, 0); err != nil {
 				b.Fatal(err)
 			}
-			if err := f.Sync(); err != nil {
+			if err := syncData(inPlace, inPlace.Fd()); err != nil {
 				b.Fatal(err)
 			}
 		},
+		func() { log.round(b, false) },
+		func() { logOnce.round(b, true) },
 		floor,
 	}
+	names := []string{"store", "fsync", "fdatasync-in-place", "log-frames", "log-frames-one-write", "sqlite-floor"}
 	times := make([][]time.Duration, len(runs))
-	var overFsync, overFloor []float64
+	over := make([][]float64, len(runs)) // store / each
 	for i := 0; b.Loop(); i++ {
 		took := make([]time.Duration, len(runs))
 		for k := range runs {
@@ -384,23 +428,110 @@ func BenchmarkDurableRound(b *testing.B) {
 		}
 		for k, d := range took {
 			times[k] = append(times[k], d)
+			over[k] = append(over[k], float64(took[0])/float64(d))
 		}
-		overFsync = append(overFsync, float64(took[0])/float64(took[1]))
-		overFloor = append(overFloor, float64(took[0])/float64(took[2]))
 	}
 	median := func(xs []float64) float64 {
 		slices.Sort(xs)
 		return xs[len(xs)/2]
 	}
-	for k, name := range []string{"store", "fsync", "sqlite-floor"} {
+	for k, name := range names {
 		ds := make([]float64, len(times[k]))
 		for i, d := range times[k] {
 			ds[i] = float64(d.Nanoseconds()) / 1e3
 		}
 		b.ReportMetric(median(ds), name+"-µs/round")
+		if k > 0 {
+			b.ReportMetric(median(over[k]), "x-"+name+"-paired")
+		}
 	}
-	b.ReportMetric(median(overFsync), "x-fsync-paired")
-	b.ReportMetric(median(overFloor), "x-sqlite-floor-paired")
+	b.ReportMetric(float64(frames), "log-frames/round")
+	if len(storeWrites) > 0 {
+		b.ReportMetric(median(storeWrites), "store-write-calls/round")
+	}
+	if storeCPU > 0 {
+		b.ReportMetric(float64(storeCPU.Microseconds())/float64(len(times[0])), "store-cpu-µs/round")
+	}
+}
+
+// walFrame is the size of one frame of the store's log: a 24-byte header
+// and a page (the store's pages are SQLite's default 4 KiB).
+const walFrame = 24 + 4096
+
+// roundFrames runs round until it knows how many frames one adds to the
+// store's log (the log's growth over rounds that made no checkpoint, which
+// starts the log over), and returns that, rounded up.
+func roundFrames(b *testing.B, s *Store, round func()) int {
+	size := func() int64 {
+		fi, err := os.Stat(s.path + "-wal")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return fi.Size()
+	}
+	const rounds = 20
+	for try := 0; try < 10; try++ {
+		before := size()
+		for range rounds {
+			round()
+		}
+		if grown := size() - before; grown > 0 && grown%walFrame == 0 {
+			return int((grown/walFrame + rounds - 1) / rounds)
+		}
+	}
+	b.Fatal("the store's log never grew by whole frames over a round (is its page not 4 KiB?)")
+	return 0
+}
+
+// logFloor writes a round's frames into a file already as large as a
+// full log (as SQLite's is once it has filled and started over), in place,
+// and syncs them (logFloor.round).
+type logFloor struct {
+	f      *os.File
+	frames int
+	buf    []byte
+	off    int64
+}
+
+// logFloorSize is the size of a full log: SQLite checkpoints it, and
+// starts it over, once it holds 1000 pages (wal_autocheckpoint).
+const logFloorSize = 1000 * walFrame
+
+func newLogFloor(b *testing.B, f *os.File, frames int) *logFloor {
+	full := make([]byte, logFloorSize)
+	if _, err := f.WriteAt(full, 0); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		b.Fatal(err)
+	}
+	return &logFloor{f: f, frames: frames, buf: make([]byte, frames*walFrame)}
+}
+
+// round writes the frames, each header and page with a write of its own
+// as SQLite does or, with together, all in one write, and fdatasyncs them.
+func (l *logFloor) round(b *testing.B, together bool) {
+	if l.off+int64(len(l.buf)) > logFloorSize {
+		l.off = 0
+	}
+	write := func(p []byte, at int64) {
+		if _, err := l.f.WriteAt(p, at); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if together {
+		write(l.buf, l.off)
+	} else {
+		for i := range l.frames {
+			at := int64(i * walFrame)
+			write(l.buf[at:at+24], l.off+at)
+			write(l.buf[at+24:at+walFrame], l.off+at+24)
+		}
+	}
+	l.off += int64(len(l.buf))
+	if err := syncData(l.f, l.f.Fd()); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // claimedStore is a new store holding conversation "c", with a context

@@ -174,13 +174,18 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 		raws[i] = raw
 	}
 	doing := "keeping finished calls' results in conversation " + id
-	return s.write(ctx, doing, true, func(tx *sql.Tx) error {
-		if err := s.checkClaim(ctx, tx, id); err != nil {
+	return s.rawWriteAnd(ctx, doing, true, func(tx rawTx) error {
+		var cl nullClaim
+		err := tx.queryRow(tx.st.selectClaim, []any{id}, &cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return s.explain("reading the claim on conversation "+id, err)
+		}
+		c, ok := cl.row()
+		if err := s.claimAllows(ctx, id, c, ok); err != nil {
 			return err
 		}
-		insert := tx.StmtContext(ctx, s.insertKept)
 		for i, p := range results {
-			_, err := insert.ExecContext(ctx, id, p.CallID, raws[i])
+			err := tx.exec(tx.st.insertKept, id, p.CallID, raws[i])
 			if isForeignKey(err) {
 				return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 			}
@@ -189,7 +194,7 @@ func (s *Store) Keep(ctx context.Context, id string, results ...history.Part) er
 			}
 		}
 		return nil
-	})
+	}, nil)
 }
 
 // Kept returns the results kept for id (see Store.Kept).

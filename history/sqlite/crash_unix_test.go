@@ -94,3 +94,58 @@ func lazyWritesThenDie(path string) {
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // the signal ends the process
 }
+
+// bigCrashChild names the store a re-run of this test binary writes a
+// large lazy commit to and then dies on
+// (TestALargeLazyCommitSurvivesAKilledProcess).
+const bigCrashChild = "MYELIN_HISTORY_BIG_CRASH_CHILD"
+
+// A lazy commit larger than what the store's log gathers before it writes
+// (logvfs.go: it goes to the file in several writes) and a small one after
+// it are in the log when they return: killed right after them, the
+// process loses neither, and the next opening reads both whole.
+func TestALargeLazyCommitSurvivesAKilledProcess(t *testing.T) {
+	if path := os.Getenv(bigCrashChild); path != "" {
+		bigLazyWritesThenDie(path)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "h.db")
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestALargeLazyCommitSurvivesAKilledProcess$")
+	cmd.Env = append(os.Environ(), bigCrashChild+"="+path)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the writing process did not die by SIGKILL: %v\n%s", err, out)
+	}
+	msgs, err := openStore(t, path).Messages(context.Background(), "c")
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("after the crash: %d messages, %v; want the 2 appended lazily", len(msgs), err)
+	}
+	if msgs[0].Parts[0].Text != bigText || msgs[1].Parts[0].Text != "after it" {
+		t.Fatalf("after the crash the messages are %d and %q bytes; want %d and %q", len(msgs[0].Parts[0].Text), msgs[1].Parts[0].Text, len(bigText), "after it")
+	}
+}
+
+// bigLazyWritesThenDie is the child's part: a large message and a small
+// one appended lazily, then SIGKILL.
+func bigLazyWritesThenDie(path string) {
+	fail := func(err error) {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(3)
+	}
+	s, err := Open(path)
+	if err != nil {
+		fail(err)
+	}
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		fail(err)
+	}
+	for _, text := range []string{bigText, "after it"} {
+		if err := s.Append(history.Lazy(ctx), "c", userText(text)); err != nil {
+			fail(err)
+		}
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // the signal ends the process
+}

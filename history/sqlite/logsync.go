@@ -186,6 +186,14 @@ func (s *Store) writeAnd(ctx context.Context, doing string, lazy bool, fn func(t
 	if err := tx.Commit(); err != nil {
 		return s.explain("committing: "+doing, err)
 	}
+	return s.afterCommit(doing, lazy, committed)
+}
+
+// afterCommit is what follows a write's commit (writeAnd, rawWriteAnd):
+// the commit counted, then, unless the write is lazy (or the store
+// relaxed), the log synced — while committed (when not nil) runs on
+// another goroutine — and an *unsyncedError if the sync fails.
+func (s *Store) afterCommit(doing string, lazy bool, committed func()) error {
 	s.logs.committed()
 	if lazy || s.relaxed {
 		if committed != nil {
@@ -201,7 +209,7 @@ func (s *Store) writeAnd(ctx context.Context, doing string, lazy bool, fn func(t
 			committed()
 		}()
 	}
-	err = s.syncLog()
+	err := s.syncLog()
 	if done != nil {
 		<-done
 	}

@@ -54,8 +54,11 @@ type Store struct {
 	used map[string]uint64
 	tick uint64
 
-	// the statements of every round, prepared once
-	selectNew, selectNewTagged, nextSeq, insert, touch, selectClaim, insertKept, dropKept *sql.Stmt
+	// the statements of every read, and a claim's read, prepared once
+	selectNew, selectNewTagged, selectClaim *sql.Stmt
+	// those of the round's writes, prepared once on the connection
+	// (rawtx.go); used only inside its sql.Conn.Raw
+	raw rawStmts
 
 	node string           // this process's node (Holder.Node)
 	now  func() time.Time // the clock claims are timed by (tests set it)
@@ -129,7 +132,12 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// read first would fail at once when another process writes.
 	// synchronous=NORMAL: a commit is in the log when it returns, and a
 	// synced write syncs the log itself after it (logsync.go).
-	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"))
+	// vfs=myelin-log: SQLite's own files, but a commit's frames go to
+	// the log in one write (logvfs.go).
+	if err := registerLogVFS(); err != nil {
+		return nil, fmt.Errorf("history store %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&vfs="+logVFS+"&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: %w", path, err)
 	}
@@ -167,18 +175,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		// were read at as it is now (a read of the round or two since)
 		{&s.selectNewTagged, `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id AND seq = ?), ` + fmt.Sprint(noRow) + `)
 			FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
-		// an append's one read: where the conversation ends, and its claim
-		// (a fork's own messages are numbered after the base_at it
-		// shares), and its readTag there
-		{&s.nextSeq, `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at), c.messages,
-			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires,
-			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + fmt.Sprint(noRow) + `)
-			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`},
-		{&s.insert, `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`},
-		{&s.touch, `UPDATE conversations SET updated = ?, updated_crc = ?, messages = messages + ? WHERE id = ?`},
-		{&s.selectClaim, `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`},
-		{&s.insertKept, `INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES (?, ?, ?)`},
-		{&s.dropKept, `DELETE FROM kept WHERE conversation = ?`},
+		{&s.selectClaim, selectClaimSQL},
 	} {
 		if *st.stmt, err = db.Prepare(st.sql); err != nil {
 			db.Close()
@@ -187,6 +184,23 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// an append's one read: where the conversation ends, and its claim (a
+// fork's own messages are numbered after the base_at it shares), and its
+// readTag there
+var nextSeqSQL = `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at), c.messages,
+			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires,
+			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + fmt.Sprint(noRow) + `)
+			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`
+
+// The other statements of the round's writes (rawtx.go).
+const (
+	insertSQL      = `INSERT INTO messages (conversation, seq, message, crc) VALUES (?, ?, ?, ?)`
+	touchSQL       = `UPDATE conversations SET updated = ?, updated_crc = ?, messages = messages + ? WHERE id = ?`
+	selectClaimSQL = `SELECT token, pid, host, node, since, expires FROM claims WHERE conversation = ?`
+	insertKeptSQL  = `INSERT OR REPLACE INTO kept (conversation, call_id, part) VALUES (?, ?, ?)`
+	dropKeptSQL    = `DELETE FROM kept WHERE conversation = ?`
+)
 
 // walMode puts the store in WAL mode, where it is not (a store made by
 // hand, or put in another mode by another program): a setting kept in the
@@ -222,6 +236,7 @@ func (s *Store) explain(doing string, err error) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.closeRaw()
 	err := s.db.Close()
 	s.logs.close()
 	return err
@@ -716,10 +731,10 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			}
 		}
 	}
-	return s.writeAnd(ctx, doing, lazy, func(tx *sql.Tx) error {
+	return s.rawWriteAnd(ctx, doing, lazy, func(tx rawTx) error {
 		var last, appended int
 		var cl nullClaim
-		err := tx.StmtContext(ctx, s.nextSeq).QueryRowContext(ctx, id).Scan(&last, &appended,
+		err := tx.queryRow(tx.st.nextSeq, []any{id}, &last, &appended,
 			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires, &after.base, &after.baseAt, &after.crc)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
@@ -737,7 +752,6 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			return err
 		}
 		now := time.Now().UTC()
-		insert := tx.StmtContext(ctx, s.insert)
 		results := false
 		for i, m := range msgs {
 			m.Time = now
@@ -745,7 +759,7 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 			if err != nil {
 				return fmt.Errorf("appending to conversation %s: %w", id, err)
 			}
-			if _, err := insert.ExecContext(ctx, id, next+i, raw, record.MessageChecksum(id, next+i, raw)); err != nil {
+			if err := tx.exec(tx.st.insert, id, next+i, raw, record.MessageChecksum(id, next+i, raw)); err != nil {
 				return s.explain(doing, err)
 			}
 			raws = append(raws, raw)
@@ -755,12 +769,12 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 		}
 		if results {
 			// the round's results are stored: what was kept of it goes
-			if _, err := tx.StmtContext(ctx, s.dropKept).ExecContext(ctx, id); err != nil {
+			if err := tx.exec(tx.st.dropKept, id); err != nil {
 				return s.explain(doing, err)
 			}
 		}
 		updated := now.Format(record.TimeFormat)
-		if _, err := tx.StmtContext(ctx, s.touch).ExecContext(ctx, updated, record.UpdatedChecksum(id, updated), len(msgs), id); err != nil {
+		if err := tx.exec(tx.st.touch, updated, record.UpdatedChecksum(id, updated), len(msgs), id); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil
