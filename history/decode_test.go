@@ -2,6 +2,7 @@ package history
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,6 +23,17 @@ func sameAsEncodingJSON(t *testing.T, b []byte) {
 	}
 	if wantErr == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q:\n got %#v\nwant %#v", b, got, want)
+	}
+	// read into a Decoder's buffers, twice, the same parts, the first
+	// left as they were by the second
+	var d Decoder
+	first, firstOK := fastPartsWith(b, &d)
+	second, secondOK := fastPartsWith(b, &d)
+	if firstOK != secondOK || (firstOK && wantErr != nil) {
+		t.Fatalf("%q: encoding/json error %v; read into a Decoder ok %v, then %v", b, wantErr, firstOK, secondOK)
+	}
+	if firstOK && (!reflect.DeepEqual(first, want) || !reflect.DeepEqual(second, want)) {
+		t.Fatalf("%q: read into a Decoder\n got %#v\nthen %#v\nwant %#v", b, first, second, want)
 	}
 }
 
@@ -218,5 +230,61 @@ func sampleMessages() []Message {
 			{Type: ToolResultPart, CallID: "toolu_1", Text: "     1\ttab\there \"quoted\" \\ back\n[image: image/png, 4 bytes]", IsError: true,
 				Images: []result.Image{{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}}, SpillPath: ".myelin/tool-results/x.txt"},
 		}},
+	}
+}
+
+// A Decoder reads a conversation's stored messages to what DecodeMessage
+// reads of each, every message's strings, inputs and parts its own: none
+// is written over by a later message's, an append to a message's parts
+// copies them, and the buffers (sized to what is still to come) leave
+// nothing of one message in another's.
+func TestDecoderReadsEachMessageAsDecodeMessage(t *testing.T) {
+	var raws [][]byte
+	var want []Message
+	for i := range 700 {
+		m := Message{Role: Assistant, Parts: []Part{{Type: TextPart, Text: strings.Repeat("é\n\"", i%7) + fmt.Sprint("text ", i)},
+			{Type: ToolCallPart, CallID: fmt.Sprint("toolu_", i), Name: "workspace--read", Input: json.RawMessage(fmt.Sprintf(`{"path":"src/%d.go"}`, i))}}}
+		if i%3 == 0 {
+			m = Message{Role: User, Parts: []Part{{Type: ToolResultPart, CallID: fmt.Sprint("toolu_", i), Text: strings.Repeat("line\tof a file\n", i), IsError: i%2 == 0}}}
+		}
+		if i%50 == 0 {
+			m.Parts = nil // a message of no parts among them
+		}
+		raw, err := result.JSON(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeMessage(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws, want = append(raws, raw), append(want, back)
+	}
+	ahead := 0
+	for _, raw := range raws {
+		ahead += len(raw)
+	}
+	var d Decoder
+	got := make([]Message, len(raws))
+	for i, raw := range raws {
+		m, err := d.Message(raw, ahead)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		ahead -= len(raw)
+		got[i] = m
+	}
+	for i := range raws {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("message %d, read by a Decoder then %d more:\n got %#v\nwant %#v", i, len(raws)-i-1, got[i], want[i])
+		}
+		if p := got[i].Parts; cap(p) != len(p) {
+			t.Fatalf("message %d: its parts have room after them (%d of %d): an append would write into the next message's", i, len(p), cap(p))
+		}
+	}
+	// a caller's append to one message's parts leaves the next's
+	grown := append(got[1].Parts, Part{Type: TextPart, Text: "added"})
+	if !reflect.DeepEqual(got[2], want[2]) || len(grown) != len(want[1].Parts)+1 {
+		t.Fatalf("an append to message 1's parts changed message 2: %#v", got[2])
 	}
 }
