@@ -455,9 +455,13 @@ func (s *partScanner) part() (Part, bool) {
 			if !ok || len(v) == 0 || v[0] != '[' || p.Files != nil {
 				return p, false // null, another type, a second one: encoding/json says
 			}
-			if json.Unmarshal(v, &p.Files) != nil {
+			// into a variable of its own: &p.Files given to Unmarshal
+			// would put every part read on the heap
+			var files []FileChange
+			if json.Unmarshal(v, &files) != nil {
 				return p, false
 			}
+			p.Files = files
 		default:
 			return p, false
 		}

@@ -288,3 +288,56 @@ func TestDecoderReadsEachMessageAsDecodeMessage(t *testing.T) {
 		t.Fatalf("an append to message 1's parts changed message 2: %#v", got[2])
 	}
 }
+
+// BenchmarkDecodeConversation reads back the stored messages of a
+// conversation of 100,000 (an answer with a call, its result, over and
+// over), kept as a store keeps them, one at a time by DecodeMessage
+// ("each": an allocation per string and part list) and by one Decoder
+// ("decoder": a few large buffers), side by side in one run; the
+// collector's work on what each keeps is in the figure. Run:
+//
+//	go test ./history -run '^$' -bench DecodeConversation -count 6
+func BenchmarkDecodeConversation(b *testing.B) {
+	var raws [][]byte
+	ahead := 0
+	for i := 0; i < 100000; i += 2 {
+		for _, m := range []Message{
+			{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "Let me read the next file."},
+				{Type: ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "workspace--read", Input: json.RawMessage(`{"path":"src/main.go"}`)}}, Time: time.Now()},
+			{Role: User, Parts: []Part{{Type: ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
+				Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"}}, Time: time.Now()},
+		} {
+			raw, err := result.JSON(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			raws, ahead = append(raws, raw), ahead+len(raw)
+		}
+	}
+	kept := make([]Message, len(raws))
+	b.Run("each", func(b *testing.B) {
+		for b.Loop() {
+			for i, raw := range raws {
+				m, err := DecodeMessage(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				kept[i] = m
+			}
+		}
+	})
+	b.Run("decoder", func(b *testing.B) {
+		for b.Loop() {
+			var d Decoder
+			left := ahead
+			for i, raw := range raws {
+				m, err := d.Message(raw, left)
+				if err != nil {
+					b.Fatal(err)
+				}
+				left -= len(raw)
+				kept[i] = m
+			}
+		}
+	})
+}

@@ -567,7 +567,7 @@ func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder, ta
 			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored.Int64, history.ErrDamaged)
 			break
 		}
-		d.add(storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc.Int64})
+		d.add(storedRow{seq: seq, message: d.copyRow(raw), crc: crc.Int64})
 		d.last, d.lastCRC = seq, crc.Int64
 	}
 	return found, missing, rows.Err()
@@ -580,12 +580,14 @@ type storedRow struct {
 	crc     int64 // as stored
 }
 
-// decodeRow checks a stored message against its checksum, then decodes it.
-func (s *Store) decodeRow(id string, r storedRow) (history.Message, error) {
+// decodeRow checks a stored message against its checksum, then decodes it
+// into dec's buffers (ahead: the bytes of rows still to decode, r's
+// among them, history.Decoder.Message).
+func (s *Store) decodeRow(id string, r storedRow, dec *history.Decoder, ahead int) (history.Message, error) {
 	if sum := record.MessageChecksum(id, r.seq, r.message); sum != r.crc {
 		return history.Message{}, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.path, id, r.seq, r.crc, sum, history.ErrDamaged)
 	}
-	m, err := history.DecodeMessage(r.message)
+	m, err := dec.Message(r.message, ahead)
 	if err != nil {
 		return m, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %w", s.path, id, r.seq, err)
 	}
@@ -606,9 +608,34 @@ type rowDecoder struct {
 	lastCRC int64 // its checksum as stored
 
 	batch []storedRow
-	jobs  chan *decodeJob // nil until the first full batch
-	wg    sync.WaitGroup
-	done  []*decodeJob // in row order
+	// rows holds the bytes of the rows read, copied (sql.RawBytes is
+	// the driver's until the next row), many to an allocation: what is
+	// decoded of them is kept elsewhere (history.Decoder), and they are
+	// let go once decoded
+	rows []byte
+	dec  history.Decoder // the caller's, before the decoders start
+	jobs chan *decodeJob // nil until the first full batch
+	wg   sync.WaitGroup
+	done []*decodeJob // in row order
+}
+
+// rowBytes is how many bytes of rows one allocation of rowDecoder.rows
+// holds; a larger row is copied on its own.
+const rowBytes = 64 << 10
+
+// copyRow is raw copied, to be decoded after the next row is read.
+func (d *rowDecoder) copyRow(raw []byte) []byte {
+	if len(raw) > rowBytes/4 {
+		return append([]byte(nil), raw...)
+	}
+	if cap(d.rows)-len(d.rows) < len(raw) {
+		// doubling from 1 KiB: a read of the round or two since the
+		// last allocates little
+		d.rows = make([]byte, 0, min(rowBytes, max(2*cap(d.rows), 1<<10, len(raw))))
+	}
+	start := len(d.rows)
+	d.rows = append(d.rows, raw...)
+	return d.rows[start:len(d.rows):len(d.rows)]
 }
 
 // decodeJob is one batch of rows and what decoding them gave.
@@ -642,8 +669,9 @@ func (d *rowDecoder) start() {
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
+			var dec history.Decoder // this decoder's own buffers
 			for j := range d.jobs {
-				d.decode(j)
+				d.decode(j, &dec)
 			}
 		}()
 	}
@@ -656,21 +684,27 @@ func (d *rowDecoder) send() {
 	d.done = append(d.done, j)
 	d.batch = nil
 	if d.jobs == nil {
-		d.decode(j)
+		d.decode(j, &d.dec)
 		return
 	}
 	d.jobs <- j
 }
 
-// decode decodes j's rows, stopping at the first that is not valid.
-func (d *rowDecoder) decode(j *decodeJob) {
+// decode decodes j's rows into dec's buffers, stopping at the first that
+// is not valid.
+func (d *rowDecoder) decode(j *decodeJob, dec *history.Decoder) {
 	j.out = make([]history.Message, 0, len(j.rows))
+	ahead := 0 // the bytes of this job's rows still to decode
 	for _, r := range j.rows {
-		m, err := d.s.decodeRow(d.id, r)
+		ahead += len(r.message)
+	}
+	for _, r := range j.rows {
+		m, err := d.s.decodeRow(d.id, r, dec, ahead)
 		if err != nil {
 			j.err = err
 			return
 		}
+		ahead -= len(r.message)
 		j.out = append(j.out, m)
 	}
 }
