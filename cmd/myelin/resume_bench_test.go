@@ -44,8 +44,14 @@ import (
 //
 // It also reports the part of a resume after main began (after-main-ms:
 // resumed less the package inits GODEBUG=inittrace reports, which end
-// before main). Each figure is the median of the iterations. Run:
+// before main), and the CPU time, user and system, of the whole run, start
+// to exit (resumed-cpu-ms: on a loaded machine the steadier figure). With
+// MYELIN_RESUME_BEFORE=PATH it runs that binary too
+// (an older build) on the same conversation in every iteration, for a
+// before/after (before-ms). Each figure is the median of the iterations.
+// Run:
 //
+//	MYELIN_RESUME_BEFORE=/path/to/old/myelin \
 //	go test ./cmd/myelin -run '^$' -bench ResumeRun -benchtime 10x
 func BenchmarkResumeRun(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "myelin")
@@ -67,7 +73,7 @@ func BenchmarkResumeRun(b *testing.B) {
 			}))
 			b.Cleanup(front.Close)
 			env := append(os.Environ(), "HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+front.URL, "OPENAI_API_KEY=", "GODEBUG=inittrace=1")
-			resume := func() (total, inits time.Duration) {
+			resume := func(bin string) (total, inits, cpu time.Duration) {
 				srv.Push(providertest.Step{Text: "ok"})
 				arrived.Store(0)
 				cmd := exec.Command(bin, "run", "--workspace", dir, "--conversation", id, "--context-window", "100000000", "go on")
@@ -82,7 +88,7 @@ func BenchmarkResumeRun(b *testing.B) {
 				if at == 0 {
 					b.Fatal("the run sent no request")
 				}
-				return time.Duration(at - start.UnixNano()), initsEnd(stderr.Bytes())
+				return time.Duration(at - start.UnixNano()), initsEnd(stderr.Bytes()), cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 			}
 			version := func() time.Duration {
 				cmd := exec.Command(bin, "version")
@@ -114,16 +120,26 @@ func BenchmarkResumeRun(b *testing.B) {
 				}
 				return time.Duration(arrived.Load() - start.UnixNano())
 			}
+			before := os.Getenv("MYELIN_RESUME_BEFORE")
 			next()
-			resume()
-			var resumed, afterMain, versions, runs []time.Duration
+			resume(bin)
+			var resumed, afterMain, cpus, versions, runs, befores, beforeCPUs []time.Duration
 			for b.Loop() {
-				t, i := resume()
-				resumed, afterMain = append(resumed, t), append(afterMain, t-i)
+				t, i, cpu := resume(bin)
+				resumed, afterMain, cpus = append(resumed, t), append(afterMain, t-i), append(cpus, cpu)
 				versions = append(versions, version())
 				runs = append(runs, next())
+				if before != "" {
+					t, _, cpu := resume(before)
+					befores, beforeCPUs = append(befores, t), append(beforeCPUs, cpu)
+				}
 				srv.Forget()
 			}
+			if before != "" {
+				b.ReportMetric(medianMs(befores), "before-ms")
+				b.ReportMetric(medianMs(beforeCPUs), "before-cpu-ms")
+			}
+			b.ReportMetric(medianMs(cpus), "resumed-cpu-ms")
 			b.ReportMetric(medianMs(resumed), "resumed-ms")
 			b.ReportMetric(medianMs(afterMain), "after-main-ms")
 			b.ReportMetric(medianMs(versions), "version-ms")

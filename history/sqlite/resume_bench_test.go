@@ -72,6 +72,15 @@ func BenchmarkReadAfterRestart(b *testing.B) {
 			b.StartTimer()
 		}
 	}
+	b.Run("get", func(b *testing.B) {
+		s := fresh(b)
+		defer s.Close()
+		for b.Loop() {
+			if _, err := s.Get(ctx, "c"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("step-floor", func(b *testing.B) { step(b, false) })
 	b.Run("step-copy", func(b *testing.B) { step(b, true) })
 	b.Run("messages", func(b *testing.B) {
