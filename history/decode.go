@@ -209,14 +209,12 @@ func (s *partScanner) parts() ([]Part, bool) {
 	if !s.eat('[') {
 		return nil, false
 	}
-	var parts []Part
 	if s.d != nil {
-		parts = s.d.scratch[:0] // copied to the Decoder's parts when read
-	} else {
-		parts = make([]Part, 0, 2)
+		return s.d.readParts(s)
 	}
+	parts := make([]Part, 0, 2)
 	if s.eat(']') {
-		return s.keepParts(parts), true
+		return parts, true
 	}
 	for {
 		p, ok := s.part()
@@ -227,10 +225,7 @@ func (s *partScanner) parts() ([]Part, bool) {
 		if s.eat(',') {
 			continue
 		}
-		if !s.eat(']') {
-			return nil, false
-		}
-		return s.keepParts(parts), true
+		return parts, s.eat(']')
 	}
 }
 

@@ -16,10 +16,9 @@ import "encoding/json"
 // its length, so an append to one copies. It is for one goroutine at a
 // time; the bytes given to Message are not kept.
 type Decoder struct {
-	bytes   []byte // the strings and values decoded, after len: room
-	parts   []Part // the parts decoded, after len: room
-	scratch []Part // a message's parts as they are read
-	ahead   int    // bytes of stored messages still to decode (Message)
+	bytes []byte // the strings and values decoded, after len: room
+	parts []Part // the parts decoded, after len: room
+	ahead int    // bytes of stored messages still to decode (Message)
 }
 
 // Buffer sizes: a buffer is at most this large unless one message needs
@@ -50,22 +49,56 @@ func (d *Decoder) Message(raw []byte, ahead int) (Message, error) {
 	return m, err
 }
 
-// keepParts is parts, read for a message, as it keeps them: in the
-// Decoder's parts when it has one (parts is then its scratch), with a
-// capacity of their length.
-func (s *partScanner) keepParts(parts []Part) []Part {
-	d := s.d
-	if d == nil {
-		return parts
-	}
-	d.scratch = parts[:0]
-	if cap(d.parts)-len(d.parts) < len(parts) || d.parts == nil {
-		// a part is rarely under 128 bytes stored, its message's share
-		// of the rest counted
-		d.parts = make([]Part, 0, max(len(parts), min(d.ahead/128, decoderParts), 1))
+// readParts is partScanner.parts reading into d's parts, after the
+// array's opening bracket: the message's parts, with a capacity of their
+// length.
+func (d *Decoder) readParts(s *partScanner) ([]Part, bool) {
+	if len(d.parts) == cap(d.parts) {
+		d.moreParts(len(d.parts)) // no part of this message yet: none moves
 	}
 	start := len(d.parts)
-	d.parts = append(d.parts, parts...)
-	clear(parts) // the scratch holds no strings past this message
-	return d.parts[start:len(d.parts):len(d.parts)]
+	if s.eat(']') {
+		return d.parts[start:start:start], true
+	}
+	for {
+		p, ok := s.part()
+		if !ok {
+			// encoding/json reads the message: what was read of it is
+			// let go, its room used again
+			clear(d.parts[start:])
+			d.parts = d.parts[:start]
+			return nil, false
+		}
+		if len(d.parts) == cap(d.parts) {
+			// the message's parts so far go with it to a new buffer
+			start = d.moreParts(start)
+		}
+		d.parts = append(d.parts, p)
+		if s.eat(',') {
+			continue
+		}
+		if !s.eat(']') {
+			clear(d.parts[start:])
+			d.parts = d.parts[:start]
+			return nil, false
+		}
+		return d.parts[start:len(d.parts):len(d.parts)], true
+	}
+}
+
+// moreParts starts a new buffer of parts, the parts after from in the
+// current one (the message being read) moved to it, and returns where
+// they begin in it (0).
+func (d *Decoder) moreParts(from int) int {
+	var moving []Part
+	if d.parts != nil {
+		moving = d.parts[from:]
+	}
+	// a part is rarely under 128 bytes stored, its message's share of
+	// the rest counted
+	next := make([]Part, len(moving), max(len(moving)+1, min(d.ahead/128, decoderParts)))
+	copy(next, moving)
+	clear(moving) // the old buffer keeps nothing of this message
+	d.parts = next
+	return 0
 }

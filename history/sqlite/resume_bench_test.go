@@ -1,3 +1,5 @@
+//go:build linux
+
 package sqlite
 
 import (
@@ -6,7 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/history"
 )
@@ -14,87 +19,93 @@ import (
 // BenchmarkReadAfterRestart reads a stored conversation of 100,000
 // messages whole from a store just opened, as a restarted process's first
 // Messages does (issue 34 point 4, docs/performance.md "Resuming a stored
-// conversation"), side by side with its floors in the same run:
+// conversation"), side by side in every iteration with its floor:
 //
-//   - step-floor: the same rows stepped on the store's connection, each
-//     blob scanned as sql.RawBytes and not kept (SQLite's and the
-//     driver's part alone);
-//   - step-copy: the same, each blob copied (what the read keeps);
-//   - messages: Store.Messages of a store just opened (stepped, checked,
-//     decoded).
+//   - step-ms, the floor: the same rows stepped on a store just opened,
+//     each blob scanned as sql.RawBytes and let go (SQLite's part and the
+//     driver's, nothing kept, checked or decoded);
+//   - messages-ms: Store.Messages of a store just opened (stepped,
+//     copied, checked, decoded, kept);
+//   - step-cpu-ms, messages-cpu-ms: the CPU time the process took for
+//     each (the decoders and the collector included): on a loaded machine
+//     the steadier figures;
+//   - get-ms: Store.Get of the conversation's record (it counts the
+//     messages stored), on a store that has read it.
 //
-// Run:
+// Each figure is the median of the iterations. Run:
 //
-//	go test ./history/sqlite -run '^$' -bench ReadAfterRestart -count 6
+//	go test ./history/sqlite -run '^$' -bench ReadAfterRestart -benchtime 10x
 func BenchmarkReadAfterRestart(b *testing.B) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "h.db")
 	const n = 100000
 	storeRounds(b, path, "c", n)
-	fresh := func(b *testing.B) *Store {
-		b.StopTimer()
-		defer b.StartTimer()
+	open := func() *Store {
 		s, err := Open(path)
 		if err != nil {
 			b.Fatal(err)
 		}
 		return s
 	}
-	step := func(b *testing.B, keep bool) {
-		for b.Loop() {
-			s := fresh(b)
-			rows, err := s.selectNew.QueryContext(ctx, 0, "c")
-			if err != nil {
+	var steps, reads, gets, stepCPUs, readCPUs []time.Duration
+	for b.Loop() {
+		s := open()
+		start, cpu := time.Now(), cpuTime(b)
+		rows, err := s.selectNew.QueryContext(ctx, 0, "c")
+		if err != nil {
+			b.Fatal(err)
+		}
+		count := 0
+		for rows.Next() {
+			var raw sql.RawBytes
+			var seq, crc sql.NullInt64
+			if err := rows.Scan(&seq, &raw, &crc); err != nil {
 				b.Fatal(err)
 			}
-			var kept [][]byte
-			if keep {
-				kept = make([][]byte, 0, n)
-			}
-			count := 0
-			for rows.Next() {
-				var raw sql.RawBytes
-				var seq, crc sql.NullInt64
-				if err := rows.Scan(&seq, &raw, &crc); err != nil {
-					b.Fatal(err)
-				}
-				if keep {
-					kept = append(kept, append([]byte(nil), raw...))
-				}
-				count++
-			}
-			if err := rows.Err(); err != nil || count != n {
-				b.Fatal(count, err)
-			}
-			rows.Close()
-			b.StopTimer()
-			s.Close()
-			b.StartTimer()
+			count++
 		}
+		if err := rows.Err(); err != nil || count != n {
+			b.Fatal(count, err)
+		}
+		rows.Close()
+		steps, stepCPUs = append(steps, time.Since(start)), append(stepCPUs, cpuTime(b)-cpu)
+		s.Close()
+
+		s = open()
+		start, cpu = time.Now(), cpuTime(b)
+		msgs, err := s.Messages(ctx, "c")
+		if err != nil || len(msgs) != n {
+			b.Fatal(len(msgs), err)
+		}
+		reads, readCPUs = append(reads, time.Since(start)), append(readCPUs, cpuTime(b)-cpu)
+		start = time.Now()
+		if _, err := s.Get(ctx, "c"); err != nil {
+			b.Fatal(err)
+		}
+		gets = append(gets, time.Since(start))
+		s.Close()
 	}
-	b.Run("get", func(b *testing.B) {
-		s := fresh(b)
-		defer s.Close()
-		for b.Loop() {
-			if _, err := s.Get(ctx, "c"); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("step-floor", func(b *testing.B) { step(b, false) })
-	b.Run("step-copy", func(b *testing.B) { step(b, true) })
-	b.Run("messages", func(b *testing.B) {
-		for b.Loop() {
-			s := fresh(b)
-			msgs, err := s.Messages(ctx, "c")
-			if err != nil || len(msgs) != n {
-				b.Fatal(len(msgs), err)
-			}
-			b.StopTimer()
-			s.Close()
-			b.StartTimer()
-		}
-	})
+	b.ReportMetric(medianMs(steps), "step-ms")
+	b.ReportMetric(medianMs(reads), "messages-ms")
+	b.ReportMetric(medianMs(stepCPUs), "step-cpu-ms")
+	b.ReportMetric(medianMs(readCPUs), "messages-cpu-ms")
+	b.ReportMetric(medianMs(gets), "get-ms")
+}
+
+// cpuTime is the CPU time, user and system, the process has taken so far:
+// on a loaded machine a steadier figure than the time that passed.
+func cpuTime(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// medianMs is the median of ds in milliseconds.
+func medianMs(ds []time.Duration) float64 {
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2].Microseconds()) / 1000
 }
 
 // storeRounds makes conversation id in a new store at path: n messages,
