@@ -165,8 +165,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		{&s.selectNew, `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
 		// the same after messages read before, with the readTag they
 		// were read at as it is now (a read of the round or two since)
-		{&s.selectNewTagged, `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id AND seq = ?), ` + fmt.Sprint(noRow) + `)
-			FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
+		{&s.selectNewTagged, selectNewTagged},
 		// an append's one read: where the conversation ends, and its claim
 		// (a fork's own messages are numbered after the base_at it
 		// shares), and its readTag there
@@ -398,6 +397,17 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 	}
 	return s.messages(ctx, id, 0)
 }
+
+// selectNewTagged reads the rows of conversation ?3 after its first ?2,
+// each with the conversation's readTag at message ?1 as it is now (its
+// base, base_at, and the checksum of its own row ?1). The checksum's
+// subquery names the conversation by the parameter, not by c.id: a
+// subquery naming a column of the outer row is evaluated again for every
+// row, an index search per message, which doubled the cost of stepping a
+// long conversation read whole after a restart; one naming only
+// parameters is evaluated once, to the same value.
+var selectNewTagged = `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = ?3 AND seq = ?1), ` + fmt.Sprint(noRow) + `)
+	FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ?2 WHERE c.id = ?3 ORDER BY m.seq`
 
 // maxBases bounds how many bases a read follows down: a record whose
 // bases lead back to itself (made by hand: no Fork, Rewind or Switch
