@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/permission"
@@ -31,6 +32,9 @@ func decodeParts(b []byte) ([]Part, error) {
 type partScanner struct {
 	b []byte
 	i int
+	// d, when set, is where the strings, values and parts read are
+	// kept (Decoder); else each is allocated on its own
+	d *Decoder
 }
 
 func (s *partScanner) ws() {
@@ -64,9 +68,64 @@ func (s *partScanner) str() (string, bool) {
 	if !s.eat('"') {
 		return "", false
 	}
+	if s.d != nil {
+		out, n, ok := jsonstring.AppendRead(s.d.bytes, s.b[s.i:])
+		s.i += n
+		if !ok {
+			return "", false
+		}
+		v := out[len(s.d.bytes):]
+		s.d.bytes = out
+		if len(v) == 0 {
+			return "", true
+		}
+		// the bytes after the buffer's length are never written again
+		str := unsafe.String(unsafe.SliceData(v), len(v))
+		return str, utf8.ValidString(str)
+	}
 	v, n, ok := jsonstring.Read(s.b[s.i:])
 	s.i += n
 	return v, ok && utf8.ValidString(v)
+}
+
+// key reads a JSON string that is compared and let go, never kept (an
+// object's key, a role or type to intern): without an escape, the usual
+// case, it is the scanner's bytes themselves, not copied.
+func (s *partScanner) key() (string, bool) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return "", false
+	}
+	for j := s.i + 1; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '"':
+			v := s.b[s.i+1 : j]
+			s.i = j + 1
+			if len(v) == 0 {
+				return "", true
+			}
+			str := unsafe.String(unsafe.SliceData(v), len(v))
+			return str, utf8.ValidString(str)
+		case c == '\\' || c < 0x20:
+			d := s.d
+			s.d = nil // an escaped key: allocated, as before
+			v, ok := s.str()
+			s.d = d
+			return v, ok
+		}
+	}
+	return "", false
+}
+
+// kept is v, a value the scanner read, as the message keeps it: in the
+// Decoder's buffer, else copied on its own.
+func (s *partScanner) kept(v []byte) []byte {
+	if s.d == nil {
+		return append([]byte(nil), v...)
+	}
+	start := len(s.d.bytes)
+	s.d.bytes = append(s.d.bytes, v...)
+	return s.d.bytes[start:len(s.d.bytes):len(s.d.bytes)]
 }
 
 // value skips one JSON value and returns its bytes, checked with
@@ -79,7 +138,7 @@ func (s *partScanner) value() ([]byte, bool) {
 		switch c := s.b[s.i]; c {
 		case '"':
 			if depth == 0 {
-				if _, ok := s.str(); !ok {
+				if _, ok := s.key(); !ok { // checked, not kept
 					return nil, false
 				}
 				return s.b[start:s.i], true
@@ -131,8 +190,12 @@ func (s *partScanner) skipString() bool {
 	return false
 }
 
-func fastParts(b []byte) ([]Part, bool) {
-	s := &partScanner{b: b}
+func fastParts(b []byte) ([]Part, bool) { return fastPartsWith(b, nil) }
+
+// fastPartsWith is fastParts keeping what it reads in d (Decoder), when d
+// is not nil.
+func fastPartsWith(b []byte, d *Decoder) ([]Part, bool) {
+	s := &partScanner{b: b, d: d}
 	parts, ok := s.parts()
 	s.ws()
 	return parts, ok && s.i == len(b)
@@ -145,6 +208,9 @@ func (s *partScanner) parts() ([]Part, bool) {
 	}
 	if !s.eat('[') {
 		return nil, false
+	}
+	if s.d != nil {
+		return s.d.readParts(s)
 	}
 	parts := make([]Part, 0, 2)
 	if s.eat(']') {
@@ -174,9 +240,13 @@ func decodeMessage(b []byte) (Message, error) {
 	return m, err
 }
 
-func fastMessage(b []byte) (Message, bool) {
+func fastMessage(b []byte) (Message, bool) { return fastMessageWith(b, nil) }
+
+// fastMessageWith is fastMessage keeping what it reads in d (Decoder),
+// when d is not nil.
+func fastMessageWith(b []byte, d *Decoder) (Message, bool) {
 	var m Message
-	s := &partScanner{b: b}
+	s := &partScanner{b: b, d: d}
 	if !s.eat('{') {
 		return m, false
 	}
@@ -184,13 +254,13 @@ func fastMessage(b []byte) (Message, bool) {
 		if first && s.eat('}') {
 			break
 		}
-		key, ok := s.str()
+		key, ok := s.key()
 		if !ok || !s.eat(':') {
 			return m, false
 		}
 		switch key {
 		case "role":
-			v, ok := s.str()
+			v, ok := s.key()
 			if !ok {
 				return m, false
 			}
@@ -212,13 +282,18 @@ func fastMessage(b []byte) (Message, bool) {
 				return m, false
 			}
 		case "time":
-			v, ok := s.str()
+			v, ok := s.key()
 			if !ok {
 				return m, false
 			}
 			t, err := time.Parse(time.RFC3339, v)
 			if err != nil {
 				return m, false
+			}
+			if name, _ := t.Zone(); name != "" && t.Location() != time.UTC && t.Location() != time.Local {
+				// a zone named from v would keep v's bytes (it never
+				// is, for this layout): parsed again from a copy
+				t, _ = time.Parse(time.RFC3339, strings.Clone(v))
 			}
 			m.Time = t
 		default:
@@ -246,7 +321,7 @@ func (s *partScanner) usage() (*Usage, bool) {
 		if first && s.eat('}') {
 			return u, true
 		}
-		key, ok := s.str()
+		key, ok := s.key()
 		if !ok || !s.eat(':') {
 			return nil, false
 		}
@@ -297,13 +372,13 @@ func (s *partScanner) part() (Part, bool) {
 		return p, true
 	}
 	for {
-		key, ok := s.str()
+		key, ok := s.key()
 		if !ok || !s.eat(':') {
 			return p, false
 		}
 		switch key {
 		case "type":
-			v, ok := s.str()
+			v, ok := s.key()
 			if !ok {
 				return p, false
 			}
@@ -337,13 +412,13 @@ func (s *partScanner) part() (Part, bool) {
 			if !ok || string(v) == "null" {
 				return p, false // let encoding/json say what null means
 			}
-			p.Raw = json.RawMessage(append([]byte(nil), v...))
+			p.Raw = json.RawMessage(s.kept(v))
 		case "input":
 			v, ok := s.value()
 			if !ok || string(v) == "null" {
 				return p, false // let encoding/json say what null means
 			}
-			p.Input = json.RawMessage(append([]byte(nil), v...))
+			p.Input = json.RawMessage(s.kept(v))
 		case "is_error":
 			switch {
 			case s.lit("true"):
@@ -375,9 +450,13 @@ func (s *partScanner) part() (Part, bool) {
 			if !ok || len(v) == 0 || v[0] != '[' || p.Files != nil {
 				return p, false // null, another type, a second one: encoding/json says
 			}
-			if json.Unmarshal(v, &p.Files) != nil {
+			// into a variable of its own: &p.Files given to Unmarshal
+			// would put every part read on the heap
+			var files []FileChange
+			if json.Unmarshal(v, &files) != nil {
 				return p, false
 			}
+			p.Files = files
 		default:
 			return p, false
 		}
@@ -405,11 +484,16 @@ func (s *partScanner) images() ([]result.Image, bool) {
 			if first && s.eat('}') {
 				break
 			}
-			key, ok := s.str()
+			key, ok := s.key()
 			if !ok || !s.eat(':') {
 				return nil, false
 			}
-			v, ok := s.str()
+			var v string
+			if key == "data" {
+				v, ok = s.key() // decoded below, not kept
+			} else {
+				v, ok = s.str()
+			}
 			if !ok {
 				return nil, false
 			}
@@ -449,7 +533,7 @@ func internType(v string) PartType {
 			return t
 		}
 	}
-	return PartType(v)
+	return PartType(strings.Clone(v)) // v may be a row's bytes (key)
 }
 
 func internRole(v string) Role {
@@ -461,5 +545,5 @@ func internRole(v string) Role {
 	case string(Context):
 		return Context
 	}
-	return Role(v)
+	return Role(strings.Clone(v)) // v may be a row's bytes (key)
 }

@@ -2,7 +2,9 @@ package history
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,17 @@ func sameAsEncodingJSON(t *testing.T, b []byte) {
 	}
 	if wantErr == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q:\n got %#v\nwant %#v", b, got, want)
+	}
+	// read into a Decoder's buffers, twice, the same parts, the first
+	// left as they were by the second
+	var d Decoder
+	first, firstOK := fastPartsWith(b, &d)
+	second, secondOK := fastPartsWith(b, &d)
+	if firstOK != secondOK || (firstOK && wantErr != nil) {
+		t.Fatalf("%q: encoding/json error %v; read into a Decoder ok %v, then %v", b, wantErr, firstOK, secondOK)
+	}
+	if firstOK && (!reflect.DeepEqual(first, want) || !reflect.DeepEqual(second, want)) {
+		t.Fatalf("%q: read into a Decoder\n got %#v\nthen %#v\nwant %#v", b, first, second, want)
 	}
 }
 
@@ -219,4 +232,122 @@ func sampleMessages() []Message {
 				Images: []result.Image{{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}}, SpillPath: ".myelin/tool-results/x.txt"},
 		}},
 	}
+}
+
+// A Decoder reads a conversation's stored messages to what DecodeMessage
+// reads of each, every message's strings, inputs and parts its own: none
+// is written over by a later message's, an append to a message's parts
+// copies them, and the buffers (sized to what is still to come) leave
+// nothing of one message in another's.
+func TestDecoderReadsEachMessageAsDecodeMessage(t *testing.T) {
+	var raws [][]byte
+	var want []Message
+	for i := range 700 {
+		m := Message{Role: Assistant, Parts: []Part{{Type: TextPart, Text: strings.Repeat("é\n\"", i%7) + fmt.Sprint("text ", i)},
+			{Type: ToolCallPart, CallID: fmt.Sprint("toolu_", i), Name: "workspace--read", Input: json.RawMessage(fmt.Sprintf(`{"path":"src/%d.go"}`, i))}}}
+		if i%3 == 0 {
+			m = Message{Role: User, Parts: []Part{{Type: ToolResultPart, CallID: fmt.Sprint("toolu_", i), Text: strings.Repeat("line\tof a file\n", i), IsError: i%2 == 0}}}
+		}
+		if i%50 == 0 {
+			m.Parts = nil // a message of no parts among them
+		}
+		raw, err := result.JSON(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeMessage(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raws, want = append(raws, raw), append(want, back)
+	}
+	ahead := 0
+	for _, raw := range raws {
+		ahead += len(raw)
+	}
+	var d Decoder
+	got := make([]Message, len(raws))
+	for i, raw := range raws {
+		m, err := d.Message(raw, ahead)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		ahead -= len(raw)
+		got[i] = m
+	}
+	for i := range raws {
+		if !reflect.DeepEqual(got[i], want[i]) {
+			t.Fatalf("message %d, read by a Decoder then %d more:\n got %#v\nwant %#v", i, len(raws)-i-1, got[i], want[i])
+		}
+		if p := got[i].Parts; cap(p) != len(p) {
+			t.Fatalf("message %d: its parts have room after them (%d of %d): an append would write into the next message's", i, len(p), cap(p))
+		}
+	}
+	// a caller's append to one message's parts leaves the next's
+	grown := append(got[1].Parts, Part{Type: TextPart, Text: "added"})
+	if !reflect.DeepEqual(got[2], want[2]) || len(grown) != len(want[1].Parts)+1 {
+		t.Fatalf("an append to message 1's parts changed message 2: %#v", got[2])
+	}
+}
+
+// BenchmarkDecodeConversation reads back the stored messages of a
+// conversation of 100,000 (an answer with a call, its result, over and
+// over), kept as a store keeps them, one at a time by DecodeMessage
+// (each-ms: an allocation per string and part list) and by one Decoder
+// (decoder-ms: a few large buffers), both in every iteration, one after
+// the other, so that both see the same load; each figure is the median.
+// The collector's work on what each keeps is in the figures. Run:
+//
+//	go test ./history -run '^$' -bench DecodeConversation -benchtime 20x
+func BenchmarkDecodeConversation(b *testing.B) {
+	var raws [][]byte
+	ahead := 0
+	for i := 0; i < 100000; i += 2 {
+		for _, m := range []Message{
+			{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "Let me read the next file."},
+				{Type: ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "workspace--read", Input: json.RawMessage(`{"path":"src/main.go"}`)}}, Time: time.Now()},
+			{Role: User, Parts: []Part{{Type: ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
+				Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"}}, Time: time.Now()},
+		} {
+			raw, err := result.JSON(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			raws, ahead = append(raws, raw), ahead+len(raw)
+		}
+	}
+	var each, decoder []time.Duration
+	for b.Loop() {
+		kept := make([]Message, len(raws))
+		start := time.Now()
+		for i, raw := range raws {
+			m, err := DecodeMessage(raw)
+			if err != nil {
+				b.Fatal(err)
+			}
+			kept[i] = m
+		}
+		each = append(each, time.Since(start))
+		kept = make([]Message, len(raws))
+		start = time.Now()
+		var d Decoder
+		left := ahead
+		for i, raw := range raws {
+			m, err := d.Message(raw, left)
+			if err != nil {
+				b.Fatal(err)
+			}
+			left -= len(raw)
+			kept[i] = m
+		}
+		decoder = append(decoder, time.Since(start))
+	}
+	b.ReportMetric(medianMs(each), "each-ms")
+	b.ReportMetric(medianMs(decoder), "decoder-ms")
+}
+
+// medianMs is the median of ds in milliseconds.
+func medianMs(ds []time.Duration) float64 {
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2].Microseconds()) / 1000
 }

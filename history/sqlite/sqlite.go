@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"runtime"
 	"sync"
 	"time"
 
@@ -173,8 +172,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		{&s.selectNew, `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
 		// the same after messages read before, with the readTag they
 		// were read at as it is now (a read of the round or two since)
-		{&s.selectNewTagged, `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id AND seq = ?), ` + fmt.Sprint(noRow) + `)
-			FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
+		{&s.selectNewTagged, selectNewTagged},
 		{&s.selectClaim, selectClaimSQL},
 	} {
 		if *st.stmt, err = db.Prepare(st.sql); err != nil {
@@ -414,6 +412,17 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 	return s.messages(ctx, id, 0)
 }
 
+// selectNewTagged reads the rows of conversation ?3 after its first ?2,
+// each with the conversation's readTag at message ?1 as it is now (its
+// base, base_at, and the checksum of its own row ?1). The checksum's
+// subquery names the conversation by the parameter, not by c.id: a
+// subquery naming a column of the outer row is evaluated again for every
+// row, an index search per message, which doubled the cost of stepping a
+// long conversation read whole after a restart; one naming only
+// parameters is evaluated once, to the same value.
+var selectNewTagged = `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = ?3 AND seq = ?1), ` + fmt.Sprint(noRow) + `)
+	FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ?2 WHERE c.id = ?3 ORDER BY m.seq`
+
 // maxBases bounds how many bases a read follows down: a record whose
 // bases lead back to itself (made by hand: no Fork, Rewind or Switch
 // makes one) is reported, not followed for ever.
@@ -555,158 +564,6 @@ func (s *Store) movedOr(ctx context.Context, c history.Conversation, damaged err
 		return errMoved
 	}
 	return damaged
-}
-
-// stepRows steps through the rows of conversation id after its first
-// known messages, handing each to d: found is false when not even the
-// conversation's row came back (it is not in the store), missing the
-// error of a gap in the numbers, err the driver's. With tag (rows of
-// selectNewTagged), it reads the conversation's readTag at known too.
-func (s *Store) stepRows(rows *sql.Rows, id string, known int, d *rowDecoder, tag *readTag) (found bool, missing, err error) {
-	for seq := known + 1; rows.Next(); seq++ {
-		found = true
-		var raw sql.RawBytes // valid until the next row: copied
-		var stored, crc sql.NullInt64
-		if tag != nil {
-			err = rows.Scan(&stored, &raw, &crc, &tag.base, &tag.baseAt, &tag.crc)
-		} else {
-			err = rows.Scan(&stored, &raw, &crc)
-		}
-		if err != nil {
-			return found, nil, err
-		}
-		if !stored.Valid {
-			break // no messages after known
-		}
-		if stored.Int64 != int64(seq) {
-			missing = fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.path, id, seq, stored.Int64, history.ErrDamaged)
-			break
-		}
-		d.add(storedRow{seq: seq, message: append([]byte(nil), raw...), crc: crc.Int64})
-		d.last, d.lastCRC = seq, crc.Int64
-	}
-	return found, missing, rows.Err()
-}
-
-// storedRow is one message as read, before decoding.
-type storedRow struct {
-	seq     int
-	message []byte
-	crc     int64 // as stored
-}
-
-// decodeRow checks a stored message against its checksum, then decodes it.
-func (s *Store) decodeRow(id string, r storedRow) (history.Message, error) {
-	if sum := record.MessageChecksum(id, r.seq, r.message); sum != r.crc {
-		return history.Message{}, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.path, id, r.seq, r.crc, sum, history.ErrDamaged)
-	}
-	m, err := history.DecodeMessage(r.message)
-	if err != nil {
-		return m, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %w", s.path, id, r.seq, err)
-	}
-	return m, nil
-}
-
-// rowDecoder decodes the rows Messages steps through, in batches, by
-// decoders on the other cores: on a cold read of a long conversation
-// decoding takes about twice as long as stepping. The decoders start with
-// the first full batch; a read of fewer rows — the round or two since the
-// last read — is decoded on the caller's goroutine, without them.
-type rowDecoder struct {
-	s    *Store
-	id   string
-	size int // the conversation's messages, for the first batch's room
-
-	last    int   // the number of the last row read, 0 before the first
-	lastCRC int64 // its checksum as stored
-
-	batch []storedRow
-	jobs  chan *decodeJob // nil until the first full batch
-	wg    sync.WaitGroup
-	done  []*decodeJob // in row order
-}
-
-// decodeJob is one batch of rows and what decoding them gave.
-type decodeJob struct {
-	rows []storedRow
-	out  []history.Message
-	err  error
-}
-
-// rowBatch is how many rows one decodeJob holds.
-const rowBatch = 256
-
-// add takes the next row in order.
-func (d *rowDecoder) add(r storedRow) {
-	if d.batch == nil {
-		d.batch = make([]storedRow, 0, min(rowBatch, max(d.size-r.seq+1, 4)))
-	}
-	if d.batch = append(d.batch, r); len(d.batch) == rowBatch {
-		d.start()
-		d.send()
-	}
-}
-
-// start starts the decoders, once.
-func (d *rowDecoder) start() {
-	if d.jobs != nil {
-		return
-	}
-	d.jobs = make(chan *decodeJob, 8)
-	for range max(1, runtime.GOMAXPROCS(0)) {
-		d.wg.Add(1)
-		go func() {
-			defer d.wg.Done()
-			for j := range d.jobs {
-				d.decode(j)
-			}
-		}()
-	}
-}
-
-// send hands the batch to the decoders, or decodes it here before they
-// are started.
-func (d *rowDecoder) send() {
-	j := &decodeJob{rows: d.batch}
-	d.done = append(d.done, j)
-	d.batch = nil
-	if d.jobs == nil {
-		d.decode(j)
-		return
-	}
-	d.jobs <- j
-}
-
-// decode decodes j's rows, stopping at the first that is not valid.
-func (d *rowDecoder) decode(j *decodeJob) {
-	j.out = make([]history.Message, 0, len(j.rows))
-	for _, r := range j.rows {
-		m, err := d.s.decodeRow(d.id, r)
-		if err != nil {
-			j.err = err
-			return
-		}
-		j.out = append(j.out, m)
-	}
-}
-
-// finish decodes what is left, waits for the decoders and appends the
-// messages to dst in row order, or returns the first row's error.
-func (d *rowDecoder) finish(dst []history.Message) ([]history.Message, error) {
-	if len(d.batch) > 0 {
-		d.send()
-	}
-	if d.jobs != nil {
-		close(d.jobs)
-		d.wg.Wait()
-	}
-	for _, j := range d.done {
-		if j.err != nil {
-			return nil, j.err
-		}
-		dst = append(dst, j.out...)
-	}
-	return dst, nil
 }
 
 // Append adds messages in one transaction, after checking the writer's

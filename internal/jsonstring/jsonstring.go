@@ -186,6 +186,64 @@ func Read(b []byte) (string, int, bool) {
 	return "", i, false
 }
 
+// AppendRead is Read appending the string to dst instead of allocating
+// it: dst with the string's bytes after its length, how many bytes of b
+// it took, and whether the string was well formed (when not, dst is
+// returned as it was given, bytes past its length perhaps written). The
+// string is never longer than the bytes of b it took, escapes and all,
+// so a dst with that much room is never grown: a caller keeping many
+// strings in one buffer makes sure of that room and the strings already
+// in it stay where they are.
+func AppendRead(dst, b []byte) ([]byte, int, bool) {
+	i := 0
+	for i < len(b) {
+		c := b[i]
+		if c == '"' {
+			return append(dst, b[:i]...), i + 1, true
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+		i++
+	}
+	if i >= len(b) || b[i] != '\\' {
+		return dst, i, false
+	}
+	out := append(dst, b[:i]...)
+	for i < len(b) {
+		run := i
+		for run < len(b) && b[run] != '"' && b[run] != '\\' && b[run] >= 0x20 {
+			run++
+		}
+		out = append(out, b[i:run]...)
+		i = run
+		if i >= len(b) || b[i] < 0x20 {
+			return dst, i, false
+		}
+		if b[i] == '"' {
+			return out, i + 1, true
+		}
+		if i+1 >= len(b) {
+			return dst, i, false
+		}
+		if c, ok := Escape(b[i+1]); ok {
+			out = append(out, c)
+			i += 2
+			continue
+		}
+		if b[i+1] != 'u' {
+			return dst, i, false
+		}
+		r, n, ok := UnicodeEscape(b[i+2:])
+		if !ok {
+			return dst, i, false
+		}
+		out = utf8.AppendRune(out, r)
+		i += 2 + n
+	}
+	return dst, i, false
+}
+
 // Escape is the byte the one-letter escape \c stands for (\n, \", \/
 // ...); false for a letter JSON has no such escape for, \u among them
 // (UnicodeEscape reads that one).

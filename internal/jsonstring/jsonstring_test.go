@@ -145,3 +145,33 @@ func TestUnicodeEscapeReadsAPairWholeAndALoneSurrogateAlone(t *testing.T) {
 		}
 	}
 }
+
+// AppendRead reads what Read reads, to the same string and length, into
+// the buffer it is given: after its bytes, never longer than the bytes it
+// took (so a buffer with that much room is not grown), and with the
+// buffer's length as it was when the string is not well formed.
+func FuzzAppendReadIsRead(f *testing.F) {
+	for _, s := range []string{`plain", "next"`, `a\"b\\c\/d"x`, `pair \ud83d\ude00 end",`, `lone \ud800\u0041"`, "bad \xff byte\"", `no end`, `escape at the end \`, "control \x01\"", `unknown \x"`, `\u12"`, `"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, wantN, wantOK := jsonstring.Read(b)
+		buf := append(make([]byte, 0, 3+len(b)), "abc"...)
+		out, n, ok := jsonstring.AppendRead(buf, b)
+		if ok != wantOK || n != wantN {
+			t.Fatalf("%q: AppendRead took %d bytes, ok %v; Read %d, ok %v", b, n, ok, wantN, wantOK)
+		}
+		if !ok {
+			if len(out) != 3 || string(out) != "abc" {
+				t.Fatalf("%q: not a string, yet AppendRead left the buffer %q, not %q", b, out, "abc")
+			}
+			return
+		}
+		if string(out[:3]) != "abc" || string(out[3:]) != want {
+			t.Fatalf("%q: AppendRead gave %q after the buffer's %q; Read %q", b, out[3:], out[:3], want)
+		}
+		if len(out)-3 > n || cap(out) != cap(buf) {
+			t.Fatalf("%q: the string is %d bytes from %d taken, the buffer grown from %d to %d", b, len(out)-3, n, cap(buf), cap(out))
+		}
+	})
+}
