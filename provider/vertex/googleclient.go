@@ -1,10 +1,13 @@
 package vertex
 
 import (
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -20,36 +23,90 @@ import (
 // at every start: docs/performance.md, "Cold start").
 // TestGooglesClientIsTransportsClient holds it to that client's requests.
 
-// The variables of google.golang.org/api that chose what this file does
-// not do: Google's client certificates (mTLS: the enterprise certificate
-// proxy, SecureConnect) and its new auth library.
+// The variables of google.golang.org/api that chose whether its transport
+// presented a client certificate (mTLS: the enterprise certificate proxy,
+// SecureConnect), which this file does not do, and how it read them.
 const (
 	envClientCert     = "GOOGLE_API_USE_CLIENT_CERTIFICATE"
+	envCertConfig     = "GOOGLE_API_CERTIFICATE_CONFIG"
 	envNewAuth        = "GOOGLE_API_GO_EXPERIMENTAL_ENABLE_NEW_AUTH_LIB"
 	envNewAuthOff     = "GOOGLE_API_GO_EXPERIMENTAL_DISABLE_NEW_AUTH_LIB"
 	envQuotaProject   = "GOOGLE_CLOUD_QUOTA_PROJECT"
 	http2PingInterval = 31 * time.Second // transport's ReadIdleTimeout
 )
 
-// transportOnly is an error that says what to do when the environment
-// asks Google's transport for what googleClient does not do, read as
-// google.golang.org/api reads those variables: client certificates
-// (GOOGLE_API_USE_CLIENT_CERTIFICATE=true) or the new auth library
-// (GOOGLE_API_GO_EXPERIMENTAL_ENABLE_NEW_AUTH_LIB true, not turned off by
-// GOOGLE_API_GO_EXPERIMENTAL_DISABLE_NEW_AUTH_LIB). nil otherwise. It is
+// transportOnly is an error that says what to do when Google's transport
+// would have presented a client certificate, which googleClient does not:
+// the environment asks for one, read as google.golang.org/api v0.197.0
+// read it — GOOGLE_API_USE_CLIENT_CERTIFICATE "true" in any case, or,
+// with its new auth library (GOOGLE_API_GO_EXPERIMENTAL_ENABLE_NEW_AUTH_LIB
+// true, not turned off by GOOGLE_API_GO_EXPERIMENTAL_DISABLE_NEW_AUTH_LIB),
+// any true value or the variable unset (that library's default) — and
+// one is configured (certificateConfigured). nil otherwise: where the
+// transport found no certificate it sent the token alone, as googleClient
+// does, and the new auth library sent the same headers as the old. It is
 // asked only when the wire makes its own client: with Config.HTTPClient
 // given, the transport was never used and the variables never read.
 func transportOnly() error {
-	if strings.ToLower(os.Getenv(envClientCert)) == "true" {
-		return errors.New("vertex: " + envClientCert + "=true asks for Google's client certificates (mTLS through the enterprise certificate proxy or SecureConnect), which this wire does not send: unset it (or set it to false) to send with the OAuth token alone, or give the wire an HTTP client (vertex.Config's HTTPClient) whose transport presents the certificate")
+	asked := strings.ToLower(os.Getenv(envClientCert)) == "true"
+	if newAuth() {
+		v, set := os.LookupEnv(envClientCert)
+		on, err := strconv.ParseBool(v)
+		asked = !set || (err == nil && on)
 	}
-	if off, err := strconv.ParseBool(os.Getenv(envNewAuthOff)); err == nil && off {
+	if !asked {
 		return nil
 	}
-	if on, err := strconv.ParseBool(os.Getenv(envNewAuth)); err == nil && on {
-		return errors.New("vertex: " + envNewAuth + " asks for Google's new auth library (cloud.google.com/go/auth), which this wire does not use: unset it; the credentials are the same application default credentials, found by golang.org/x/oauth2/google")
+	where, ok := certificateConfigured()
+	if !ok {
+		return nil
 	}
-	return nil
+	return errors.New("vertex: a client certificate is configured (" + where + ") and " + envClientCert + " asks Google's transport to present it (mTLS), which this wire does not do: set " + envClientCert + "=false to send with the OAuth token alone, or give the wire an HTTP client (vertex.Config's HTTPClient) whose transport presents the certificate")
+}
+
+// newAuth reports whether google.golang.org/api v0.197.0 would have made
+// its client with cloud.google.com/go/auth.
+func newAuth() bool {
+	if off, err := strconv.ParseBool(os.Getenv(envNewAuthOff)); err == nil && off {
+		return false
+	}
+	on, err := strconv.ParseBool(os.Getenv(envNewAuth))
+	return err == nil && on
+}
+
+// certificateConfigured is where the client certificate Google's
+// transport would have found is configured, and whether there is one: an
+// enterprise certificate proxy config naming its library (the file
+// $GOOGLE_API_CERTIFICATE_CONFIG names, else gcloud's
+// certificate_config.json), or SecureConnect's metadata in the home
+// directory.
+func certificateConfigured() (string, bool) {
+	config := os.Getenv(envCertConfig)
+	home, _ := os.UserHomeDir()
+	if config == "" {
+		if runtime.GOOS == "windows" {
+			config = filepath.Join(os.Getenv("APPDATA"), "gcloud", "certificate_config.json")
+		} else if home != "" {
+			config = filepath.Join(home, ".config", "gcloud", "certificate_config.json")
+		}
+	}
+	if b, err := os.ReadFile(config); config != "" && err == nil {
+		var c struct {
+			Libs struct {
+				ECP string `json:"ecp"`
+			} `json:"libs"`
+		}
+		if json.Unmarshal(b, &c) == nil && c.Libs.ECP != "" {
+			return config, true
+		}
+	}
+	if home != "" {
+		metadata := filepath.Join(home, ".secureConnect", "context_aware_metadata.json")
+		if _, err := os.Stat(metadata); err == nil {
+			return metadata, true
+		}
+	}
+	return "", false
 }
 
 // googleClient is the client transport.NewHTTPClient made for ts with

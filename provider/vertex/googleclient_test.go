@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -74,30 +76,60 @@ func TestGooglesClientKeepsTheTransportsConnectionSettings(t *testing.T) {
 	}
 }
 
-// What Google's transport did beyond a token — client certificates, the
-// new auth library — is refused with an error that names the variable
-// and what to do, when the wire makes its own client; with a client
-// given (the transport was not used then either) and with the new
-// library turned off again, nothing is refused.
-func TestWhatOnlyGooglesTransportDidIsRefusedByName(t *testing.T) {
+// A client certificate Google's transport would have presented is what
+// googleClient does not do: asked for and configured, it is refused by
+// name; asked for with none configured (the transport then sent the token
+// alone), not asked for, or with a client of the caller's, the wire
+// starts. The new auth library asks for one unless told not to.
+func TestAClientCertificateTheTransportWouldHavePresentedIsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		env         map[string]string
+		ecp         bool // an enterprise certificate proxy config naming its library
+		secure      bool // SecureConnect's metadata
 		givenClient bool
-		want        string // "" : no error
+		refused     bool
 	}{
-		{name: "client certificates", env: map[string]string{envClientCert: "true"}, want: envClientCert + "=true asks for Google's client certificates"},
-		{name: "client certificates, any case", env: map[string]string{envClientCert: "TRUE"}, want: "unset it (or set it to false)"},
-		{name: "client certificates off", env: map[string]string{envClientCert: "false"}},
-		{name: "client certificates with a client given", env: map[string]string{envClientCert: "true"}, givenClient: true},
-		{name: "the new auth library", env: map[string]string{envNewAuth: "1"}, want: envNewAuth + " asks for Google's new auth library"},
-		{name: "the new auth library turned off again", env: map[string]string{envNewAuth: "true", envNewAuthOff: "true"}},
-		{name: "the new auth library not asked for", env: map[string]string{envNewAuth: "false"}},
-		{name: "the new auth library with a client given", env: map[string]string{envNewAuth: "true"}, givenClient: true},
+		{name: "asked for, configured", env: map[string]string{envClientCert: "true"}, ecp: true, refused: true},
+		{name: "asked for in capitals, configured", env: map[string]string{envClientCert: "TRUE"}, ecp: true, refused: true},
+		{name: "asked for, SecureConnect", env: map[string]string{envClientCert: "true"}, secure: true, refused: true},
+		{name: "asked for, none configured", env: map[string]string{envClientCert: "true"}},
+		{name: "not asked for, configured", env: map[string]string{envClientCert: "false"}, ecp: true},
+		{name: "1 is not true to the old library", env: map[string]string{envClientCert: "1"}, ecp: true},
+		{name: "unset, configured", ecp: true},
+		{name: "asked for, configured, a client given", env: map[string]string{envClientCert: "true"}, ecp: true, givenClient: true},
+		{name: "the new auth library asks by default", env: map[string]string{envNewAuth: "true"}, ecp: true, refused: true},
+		{name: "the new auth library reads 1", env: map[string]string{envNewAuth: "true", envClientCert: "1"}, ecp: true, refused: true},
+		{name: "the new auth library told not to", env: map[string]string{envNewAuth: "true", envClientCert: "false"}, ecp: true},
+		{name: "the new auth library, none configured", env: map[string]string{envNewAuth: "true"}},
+		{name: "the new auth library turned off again", env: map[string]string{envNewAuth: "true", envNewAuthOff: "true"}, ecp: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			t.Setenv("HOME", home)
+			config := filepath.Join(home, "certificate_config.json")
+			t.Setenv(envCertConfig, config)
+			if tc.ecp {
+				if err := os.WriteFile(config, []byte(`{"cert_configs":{"workload":{}},"libs":{"ecp":"/opt/ecp/bin/ecp"}}`), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.secure {
+				dir := filepath.Join(home, ".secureConnect")
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "context_aware_metadata.json"), []byte(`{}`), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for _, v := range []string{envClientCert, envNewAuth, envNewAuthOff} {
-				t.Setenv(v, tc.env[v])
+				if val, ok := tc.env[v]; ok {
+					t.Setenv(v, val)
+				} else {
+					t.Setenv(v, "")
+					os.Unsetenv(v)
+				}
 			}
 			cfg := Config{Region: "us-east5", Project: "p", Credentials: staticToken("")}
 			if tc.givenClient {
@@ -105,10 +137,10 @@ func TestWhatOnlyGooglesTransportDidIsRefusedByName(t *testing.T) {
 			}
 			_, err := New(cfg)
 			switch {
-			case tc.want == "" && err != nil:
+			case !tc.refused && err != nil:
 				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("error %v, want one saying %q", err, tc.want)
+			case tc.refused && (err == nil || !strings.Contains(err.Error(), "a client certificate is configured") || !strings.Contains(err.Error(), envClientCert+"=false")):
+				t.Fatalf("error %v, want one saying a certificate is configured and how to send without it", err)
 			}
 		})
 	}

@@ -17,8 +17,8 @@
 // without its passes over the body. That client is written here
 // (googleclient.go), not taken from google.golang.org/api, which linked
 // gRPC, OpenCensus and S2A into every start of the CLI; what Google's
-// client did beyond the token — client certificates, Google's new auth
-// library — is refused with an error saying so. Prompt caching is the
+// client did beyond the token — presenting a client certificate
+// configured on the machine — is refused with an error saying so. Prompt caching is the
 // first-party wire's cache_control markers, which Vertex takes. It must
 // not read or send an Anthropic API key.
 package vertex
