@@ -100,8 +100,8 @@ func lazyWritesThenDie(path string) {
 // (TestALargeLazyCommitSurvivesAKilledProcess).
 const bigCrashChild = "MYELIN_HISTORY_BIG_CRASH_CHILD"
 
-// A lazy commit larger than what the store's log gathers before it writes
-// (logvfs.go: it goes to the file in several writes) and a small one after
+// A lazy commit larger than SQLite's page cache (it goes to the log in
+// several writes, some before the commit) and a small one after
 // it are in the log when they return: killed right after them, the
 // process loses neither, and the next opening reads both whole.
 func TestALargeLazyCommitSurvivesAKilledProcess(t *testing.T) {

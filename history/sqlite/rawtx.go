@@ -52,17 +52,26 @@ func (s *Store) rawWriteAnd(ctx context.Context, doing string, lazy bool, fn fun
 			return err
 		}
 		tx := rawTx{ctx: ctx, st: st}
+		// COMMIT and ROLLBACK run whatever becomes of ctx: the driver
+		// runs no statement once its context has ended, and a transaction
+		// left open would hold the write lock, and the connection read
+		// its own uncommitted writes, until the process ends. A COMMIT
+		// run is reported as it went, not as the caller's cancel.
+		end := rawTx{ctx: context.WithoutCancel(ctx), st: st}
 		if err := tx.exec(st.begin); err != nil {
+			// the driver may report a BEGIN that ran as failed when ctx
+			// ended meanwhile: roll back whatever it began
+			end.exec(st.rollback)
 			return err
 		}
 		if fnErr = fn(tx); fnErr != nil {
-			tx.exec(st.rollback)
+			end.exec(st.rollback)
 			return nil
 		}
-		if commitErr = tx.exec(st.commit); commitErr != nil {
+		if commitErr = end.exec(st.commit); commitErr != nil {
 			// a COMMIT that failed may leave the transaction open:
 			// the connection goes back to database/sql without one
-			tx.exec(st.rollback)
+			end.exec(st.rollback)
 		}
 		return nil
 	})

@@ -131,12 +131,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// read first would fail at once when another process writes.
 	// synchronous=NORMAL: a commit is in the log when it returns, and a
 	// synced write syncs the log itself after it (logsync.go).
-	// vfs=myelin-log: SQLite's own files, but a commit's frames go to
-	// the log in one write (logvfs.go).
-	if err := registerLogVFS(); err != nil {
-		return nil, fmt.Errorf("history store %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&vfs="+logVFS+"&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"))
+	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("history store %s: %w", path, err)
 	}

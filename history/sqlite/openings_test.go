@@ -13,12 +13,11 @@ import (
 	"github.com/myelin-run/myelin/history"
 )
 
-// bigText is a message's text larger than what the store's log gathers
-// before it writes (logGather) and than one write of it (logWrite1).
+// bigText is a message's text larger than SQLite writes to its log in
+// one write, and than its page cache holds (a commit of it spills).
 var bigText = strings.Repeat("a line of a large tool result, to be stored whole\n", 3<<20/50)
 
-// What a commit wrote to the log, gathered into fewer writes (logvfs.go),
-// is in the file when the commit returns: another opening of the store —
+// What a commit wrote to the log is in the file when the commit returns: another opening of the store —
 // another connection, with descriptors of its own, as another process has
 // — reads it at once, a small commit and one larger than a write of the
 // log, lazy or synced; and so does the store opened again after Close.
@@ -94,9 +93,7 @@ func TestCloseLeavesNoLogBesideTheStore(t *testing.T) {
 }
 
 // Two openings of one store in one process, appending to a conversation
-// each at the same time — their logs' gathered writes, and the barrier
-// that writes every log's before a commit is seen, shared (logvfs.go) —
-// lose nothing and mix nothing: each conversation reads back, from a
+// each at the same time, lose nothing and mix nothing: each conversation reads back, from a
 // third opening, as its writer appended it.
 func TestTwoOpeningsAppendingAtOnceKeepEveryMessage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
@@ -151,7 +148,7 @@ func TestTwoOpeningsAppendingAtOnceKeepEveryMessage(t *testing.T) {
 
 // The log starts over after each checkpoint (SQLite writes a new header
 // at its start, then frames over the old ones): across several of them,
-// every commit — gathered into one write (logvfs.go) — is read at once by
+// every commit is read at once by
 // another opening, and the whole conversation reads back as appended.
 func TestCommitsAcrossCheckpointsReadBackFromAnotherOpening(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "h.db")
