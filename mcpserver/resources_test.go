@@ -258,7 +258,13 @@ func subscriptionsAt(t *testing.T, v string) {
 			return len(s.subs.by[u]) > 0
 		})
 	}
-	if err := os.WriteFile(file, []byte("two, longer"), 0o644); err != nil {
+	// one change, made whole at once (a rename): os.WriteFile truncates
+	// and then writes, and a poll between the two sees a change of its
+	// own, a second update the host is rightly told of
+	if err := os.WriteFile(file+".new", []byte("two, longer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".new", file); err != nil {
 		t.Fatal(err)
 	}
 	if u := receive(t, updated, "the file's update"); u != fileU {
