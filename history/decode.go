@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -250,6 +251,9 @@ func fastMessageWith(b []byte, d *Decoder) (Message, bool) {
 	if !s.eat('{') {
 		return m, false
 	}
+	// a second "parts" or "usage" is encoding/json's to read: it decodes
+	// it into the first (merging objects, filling elements in place)
+	var hadParts, hadUsage bool
 	for first := true; ; first = false {
 		if first && s.eat('}') {
 			break
@@ -266,10 +270,18 @@ func fastMessageWith(b []byte, d *Decoder) (Message, bool) {
 			}
 			m.Role = internRole(v)
 		case "parts":
+			if hadParts {
+				return m, false
+			}
+			hadParts = true
 			if m.Parts, ok = s.parts(); !ok {
 				return m, false
 			}
 		case "usage":
+			if hadUsage {
+				return m, false
+			}
+			hadUsage = true
 			if m.Usage, ok = s.usage(); !ok {
 				return m, false
 			}
@@ -282,8 +294,11 @@ func fastMessageWith(b []byte, d *Decoder) (Message, bool) {
 				return m, false
 			}
 		case "time":
+			from := s.i
 			v, ok := s.key()
-			if !ok {
+			if !ok || bytes.IndexByte(b[from:s.i], '\\') >= 0 {
+				// time.Time's UnmarshalJSON reads no escape: an escaped
+				// time is encoding/json's to refuse
 				return m, false
 			}
 			t, err := time.Parse(time.RFC3339, v)
@@ -368,6 +383,7 @@ func (s *partScanner) part() (Part, bool) {
 	if !s.eat('{') {
 		return p, false
 	}
+	hadImages := false // a second "images" is encoding/json's (it merges them)
 	if s.eat('}') {
 		return p, true
 	}
@@ -428,6 +444,10 @@ func (s *partScanner) part() (Part, bool) {
 				return p, false
 			}
 		case "images":
+			if hadImages {
+				return p, false
+			}
+			hadImages = true
 			if p.Images, ok = s.images(); !ok {
 				return p, false
 			}

@@ -96,7 +96,9 @@ func (d *Decoder) moreParts(from int) int {
 	}
 	// a part is rarely under 128 bytes stored, its message's share of
 	// the rest counted
-	next := make([]Part, len(moving), max(len(moving)+1, min(d.ahead/128, decoderParts)))
+	// doubling past the buffer's size: a message of many parts is
+	// copied a few times, not once per part
+	next := make([]Part, len(moving), max(2*len(moving), len(moving)+1, min(d.ahead/128, decoderParts)))
 	copy(next, moving)
 	clear(moving) // the old buffer keeps nothing of this message
 	d.parts = next

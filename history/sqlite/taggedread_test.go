@@ -1,0 +1,100 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// correlatedSelectNewTagged is the tagged read as it was before issue 34:
+// its subquery named the outer row (c.id), so SQLite ran it once a row.
+var correlatedSelectNewTagged = `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id AND seq = ?), ` + fmt.Sprint(noRow) + `)
+			FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`
+
+func allRows(t *testing.T, db *sql.DB, q string, args ...any) [][]any {
+	rows, err := db.Query(q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		v := make([]any, 6)
+		p := make([]any, 6)
+		for i := range v {
+			p[i] = &v[i]
+		}
+		if err := rows.Scan(p...); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The tagged read's new statement gives the rows the old one gave, for
+// plain conversations, empty ones, forks, and after rewinds and switches.
+func TestTheTaggedReadGivesTheRowsOfTheCorrelatedStatement(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	msg := func(i int) history.Message {
+		return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint("m", i)}}}
+	}
+	for _, id := range []string{"a", "e", "A"} {
+		if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if err := s.Append(ctx, "a", msg(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := s.Fork(ctx, history.Conversation{ID: "f", Base: "a", BaseAt: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := s.Append(ctx, f.ID, msg(100+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := s.Rewind(ctx, "a", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "a", msg(200)); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"a", "e", "A", f.ID, b.ID, "missing"}
+	check := func(stage string) {
+		cs, _ := s.List(ctx)
+		for _, c := range cs {
+			ids = append(ids, c.ID)
+		}
+		for _, id := range ids {
+			for n := 0; n <= 12; n++ {
+				for after := 0; after <= 12; after++ {
+					old := allRows(t, s.db, correlatedSelectNewTagged, n, after, id)
+					now := allRows(t, s.db, selectNewTagged, n, after, id)
+					if !reflect.DeepEqual(old, now) {
+						t.Fatalf("%s: conversation %s, tag at %d, after %d: old statement %v, new %v", stage, id, n, after, old, now)
+					}
+				}
+			}
+		}
+	}
+	check("after a fork and rewind")
+	if err := s.Switch(ctx, "a", b.ID); err != nil {
+		t.Fatal(err)
+	}
+	check("after a switch")
+}
