@@ -24,20 +24,11 @@ func TestAnEngineKilledDuringACallEndsTheCall(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("kills the engine by its pid")
 	}
-	start := startEngine
-	t.Cleanup(func() { startEngine = start })
-	var pid int
-	startEngine = func() (*conn, error) {
-		c, err := start()
-		if err == nil {
-			pid = c.pid
-		}
-		return c, err
-	}
+	pid := lastEnginePID(t)
 	release := make(chan struct{})
 	saw := make(chan string, 1)
 	killThenWait := tool.MustFunc("test--kill-wait", "Kills the script's engine, then works until its context ends.", func(ctx context.Context, _ struct{}) (any, error) {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		if err := syscall.Kill(*pid, syscall.SIGKILL); err != nil {
 			return nil, err
 		}
 		select {
@@ -156,4 +147,21 @@ func TestAPrintBeforeALoopToTheLimitIsKept(t *testing.T) {
 	if text := fmt.Sprint(res.Data); !res.IsError || !strings.Contains(text, "printed first") || !strings.Contains(text, "time limit") {
 		t.Errorf("a script that prints and loops to its limit: %q (error %v); want its print and the limit", text, res.IsError)
 	}
+}
+
+// lastEnginePID is where the pid of the engine started last for this
+// test is kept (read it once a script runs), startEngine wrapped until t
+// ends.
+func lastEnginePID(t *testing.T) *int {
+	start := startEngine
+	t.Cleanup(func() { startEngine = start })
+	pid := new(int)
+	startEngine = func() (*conn, error) {
+		c, err := start()
+		if err == nil {
+			*pid = c.pid
+		}
+		return c, err
+	}
+	return pid
 }

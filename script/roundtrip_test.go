@@ -169,18 +169,9 @@ func TestAnEngineKilledDuringACallFailsTheScript(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("kills the engine by its pid")
 	}
-	start := startEngine
-	t.Cleanup(func() { startEngine = start })
-	var pid int
-	startEngine = func() (*conn, error) {
-		c, err := start()
-		if err == nil {
-			pid = c.pid
-		}
-		return c, err
-	}
+	pid := lastEnginePID(t)
 	kill := tool.MustFunc("test--kill", "Kills the script's engine.", func(context.Context, struct{}) (any, error) {
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		if err := syscall.Kill(*pid, syscall.SIGKILL); err != nil {
 			return nil, err
 		}
 		return "killed", nil

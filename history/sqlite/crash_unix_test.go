@@ -29,13 +29,7 @@ func TestLazyCommitsSurviveAKilledProcess(t *testing.T) {
 		return
 	}
 	path := filepath.Join(t.TempDir(), "h.db")
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestLazyCommitsSurviveAKilledProcess$")
-	cmd.Env = append(os.Environ(), crashChild+"="+path)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("the writing process did not die by SIGKILL: %v\n%s", err, out)
-	}
+	writeAndDie(t, "TestLazyCommitsSurviveAKilledProcess", crashChild, path)
 	s := openStore(t, path)
 	ctx := context.Background()
 	msgs, err := s.Messages(ctx, "c")
@@ -110,13 +104,7 @@ func TestALargeLazyCommitSurvivesAKilledProcess(t *testing.T) {
 		return
 	}
 	path := filepath.Join(t.TempDir(), "h.db")
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestALargeLazyCommitSurvivesAKilledProcess$")
-	cmd.Env = append(os.Environ(), bigCrashChild+"="+path)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("the writing process did not die by SIGKILL: %v\n%s", err, out)
-	}
+	writeAndDie(t, "TestALargeLazyCommitSurvivesAKilledProcess", bigCrashChild, path)
 	msgs, err := openStore(t, path).Messages(context.Background(), "c")
 	if err != nil || len(msgs) != 2 {
 		t.Fatalf("after the crash: %d messages, %v; want the 2 appended lazily", len(msgs), err)
@@ -148,4 +136,18 @@ func bigLazyWritesThenDie(path string) {
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // the signal ends the process
+}
+
+// writeAndDie re-runs this test binary as test name, with env naming the
+// store at path, and fails t unless that process died by SIGKILL (as the
+// child half of test, which writes and then kills itself, does).
+func writeAndDie(t *testing.T, test, env, path string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+test+"$")
+	cmd.Env = append(os.Environ(), env+"="+path)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the writing process did not die by SIGKILL: %v\n%s", err, out)
+	}
 }
