@@ -148,42 +148,12 @@ func Read(b []byte) (string, int, bool) {
 		}
 		end++
 	}
-	out := make([]byte, i, min(end, len(b)))
-	copy(out, b)
-	for i < len(b) {
-		// the plain bytes up to the next quote or escape, at once
-		run := i
-		for run < len(b) && b[run] != '"' && b[run] != '\\' && b[run] >= 0x20 {
-			run++
-		}
-		out = append(out, b[i:run]...)
-		i = run
-		if i >= len(b) || b[i] < 0x20 {
-			return "", i, false
-		}
-		if b[i] == '"' {
-			// out is not written to again: the string is its bytes
-			return unsafe.String(unsafe.SliceData(out), len(out)), i + 1, true
-		}
-		if i+1 >= len(b) {
-			return "", i, false
-		}
-		if c, ok := Escape(b[i+1]); ok {
-			out = append(out, c)
-			i += 2
-			continue
-		}
-		if b[i+1] != 'u' {
-			return "", i, false
-		}
-		r, n, ok := UnicodeEscape(b[i+2:])
-		if !ok {
-			return "", i, false
-		}
-		out = utf8.AppendRune(out, r)
-		i += 2 + n
+	out, n, ok := AppendRead(make([]byte, 0, min(end, len(b))), b)
+	if !ok {
+		return "", n, false
 	}
-	return "", i, false
+	// out is not written to again: the string is its bytes
+	return unsafe.String(unsafe.SliceData(out), len(out)), n, true
 }
 
 // AppendRead is Read appending the string to dst instead of allocating
