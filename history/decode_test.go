@@ -261,20 +261,8 @@ func TestDecoderReadsEachMessageAsDecodeMessage(t *testing.T) {
 		}
 		raws, want = append(raws, raw), append(want, back)
 	}
-	ahead := 0
-	for _, raw := range raws {
-		ahead += len(raw)
-	}
 	var d Decoder
-	got := make([]Message, len(raws))
-	for i, raw := range raws {
-		m, err := d.Message(raw, ahead)
-		if err != nil {
-			t.Fatalf("message %d: %v", i, err)
-		}
-		ahead -= len(raw)
-		got[i] = m
-	}
+	got := decodeAll(t, &d, raws)
 	for i := range raws {
 		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Fatalf("message %d, read by a Decoder then %d more:\n got %#v\nwant %#v", i, len(raws)-i-1, got[i], want[i])
@@ -350,4 +338,24 @@ func BenchmarkDecodeConversation(b *testing.B) {
 func medianMs(ds []time.Duration) float64 {
 	slices.Sort(ds)
 	return float64(ds[len(ds)/2].Microseconds()) / 1000
+}
+
+// decodeAll reads raws in order with d, telling it each time how many
+// bytes are still to come, as a store reading them back does.
+func decodeAll(t *testing.T, d *Decoder, raws [][]byte) []Message {
+	t.Helper()
+	ahead := 0
+	for _, raw := range raws {
+		ahead += len(raw)
+	}
+	got := make([]Message, len(raws))
+	for i, raw := range raws {
+		m, err := d.Message(raw, ahead)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		ahead -= len(raw)
+		got[i] = m
+	}
+	return got
 }

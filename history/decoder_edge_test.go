@@ -111,19 +111,7 @@ func TestDecoderCallersWritesStayInTheirOwnMessage(t *testing.T) {
 		raws = append(raws, raw)
 	}
 	var d Decoder
-	var got []Message
-	ahead := 0
-	for _, r := range raws {
-		ahead += len(r)
-	}
-	for _, r := range raws {
-		m, err := d.Message(r, ahead)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ahead -= len(r)
-		got = append(got, m)
-	}
+	got := decodeAll(t, &d, raws)
 	// every caller writes to its own message: in place, and appending
 	for i := range got {
 		p := got[i].Parts
@@ -188,9 +176,7 @@ func TestDecodeMessageReadsADuplicatedKeyAsEncodingJSON(t *testing.T) {
 // Messages past a buffer's size, and strings past 64 KiB, among small
 // ones, read by one Decoder, each as encoding/json reads it.
 func TestDecoderLongMessagesAmongShortOnes(t *testing.T) {
-	var d Decoder
 	var raws [][]byte
-	var got []Message
 	for i := range 40 {
 		text := fmt.Sprint("short ", i, " \"é\"")
 		if i%7 == 3 {
@@ -199,18 +185,8 @@ func TestDecoderLongMessagesAmongShortOnes(t *testing.T) {
 		raw, _ := result.JSON(Message{Role: User, Parts: []Part{{Type: TextPart, Text: text}, {Type: ToolCallPart, Input: json.RawMessage(`{"a":"` + strings.Repeat("b", i*1000) + `"}`)}}})
 		raws = append(raws, raw)
 	}
-	ahead := 0
-	for _, r := range raws {
-		ahead += len(r)
-	}
-	for _, r := range raws {
-		m, err := d.Message(r, ahead)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ahead -= len(r)
-		got = append(got, m)
-	}
+	var d Decoder
+	got := decodeAll(t, &d, raws)
 	for i := range raws {
 		var want Message
 		json.Unmarshal(raws[i], &want)
