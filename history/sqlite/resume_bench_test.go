@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +38,9 @@ import (
 //   - get-ms: Store.Get of the conversation's record (it counts the
 //     messages stored), on a store that has read it.
 //
+// With MYELIN_READ_LARGE_RESULTS set, one result in ten is a file of
+// ~18 KB read whole (its row on overflow pages) instead of a few lines.
+//
 // Each figure is the median of the iterations. Run:
 //
 //	go test ./history/sqlite -run '^$' -bench ReadAfterRestart -benchtime 10x
@@ -56,7 +61,7 @@ func BenchmarkReadAfterRestart(b *testing.B) {
 		raws = append(raws, rawStep(b, open(), n))
 		s := open()
 		start, cpu := time.Now(), cpuTime()
-		rows, err := s.selectNew.QueryContext(ctx, 0, "c")
+		rows, err := s.db.QueryContext(ctx, `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`, 0, "c")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -152,7 +157,8 @@ func medianMs(ds []time.Duration) float64 {
 }
 
 // storeRounds makes conversation id in a new store at path: n messages,
-// an answer with a tool call and its result over and over.
+// an answer with a tool call and its result over and over (with
+// MYELIN_READ_LARGE_RESULTS, one result in ten ~18 KB).
 func storeRounds(b *testing.B, path, id string, n int) {
 	ctx := context.Background()
 	s, err := Open(path)
@@ -164,12 +170,17 @@ func storeRounds(b *testing.B, path, id string, n int) {
 		b.Fatal(err)
 	}
 	var batch []history.Message
+	large := os.Getenv("MYELIN_READ_LARGE_RESULTS") != ""
 	for i := 0; i < n; i += 2 {
+		text := "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"
+		if large && i%20 == 0 {
+			text = strings.Repeat("     1\tpackage main // a long line of a long file read whole\n", 300) // ~18 KB
+		}
 		batch = append(batch,
 			history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Let me read the next file."},
 				{Type: history.ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "workspace--read", Input: json.RawMessage(`{"path":"src/main.go"}`)}}},
 			history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
-				Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"}}})
+				Text: text}}})
 		if len(batch) >= 1000 {
 			if err := s.Append(ctx, id, batch...); err != nil {
 				b.Fatal(err)

@@ -13,7 +13,9 @@ import (
 
 // correlatedSelectNewTagged is the tagged read as it was before issue 34:
 // its subquery named the outer row (c.id), so SQLite ran it once a row.
-var correlatedSelectNewTagged = `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id AND seq = ?), ` + fmt.Sprint(noRow) + `)
+// Its count of messages appended (c.messages, added since) is read the
+// same way in both.
+var correlatedSelectNewTagged = `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id AND seq = ?), ` + fmt.Sprint(noRow) + `), c.messages
 			FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`
 
 func allRows(t *testing.T, db *sql.DB, q string, args ...any) [][]any {
@@ -24,8 +26,8 @@ func allRows(t *testing.T, db *sql.DB, q string, args ...any) [][]any {
 	defer rows.Close()
 	var out [][]any
 	for rows.Next() {
-		v := make([]any, 6)
-		p := make([]any, 6)
+		v := make([]any, 7)
+		p := make([]any, 7)
 		for i := range v {
 			p[i] = &v[i]
 		}
