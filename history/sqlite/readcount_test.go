@@ -112,7 +112,9 @@ func TestARowsBytesAreItsOwnAfterTheNextStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 3*rowBatch + 17
-	text := func(i int) string { return fmt.Sprintf("message %d %s", i, strings.Repeat("abcdefghij"[i%10:i%10+1], i%97)) }
+	text := func(i int) string {
+		return fmt.Sprintf("message %d %s", i, strings.Repeat("abcdefghij"[i%10:i%10+1], i%97))
+	}
 	var msgs []history.Message
 	for i := range n {
 		msgs = append(msgs, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: text(i)}}})
