@@ -36,7 +36,11 @@ import (
 //     each (the decoders and the collector included): on a loaded machine
 //     the steadier figures;
 //   - get-ms: Store.Get of the conversation's record (it counts the
-//     messages stored), on a store that has read it.
+//     messages stored), on a store that has read it;
+//   - x-step-paired, x-step-cpu-paired: the median over the iterations
+//     of messages-ms / step-ms and of their CPU times, each pair taken in
+//     the same iteration: on this shared machine the steadier comparison
+//     of two builds.
 //
 // With MYELIN_READ_LARGE_RESULTS set, one result in ten is a file of
 // ~18 KB read whole (its row on overflow pages) instead of a few lines.
@@ -95,6 +99,15 @@ func BenchmarkReadAfterRestart(b *testing.B) {
 		gets = append(gets, time.Since(start))
 		s.Close()
 	}
+	over, overCPU := make([]float64, len(reads)), make([]float64, len(reads))
+	for i := range reads {
+		over[i] = float64(reads[i]) / float64(steps[i])
+		overCPU[i] = float64(readCPUs[i]) / float64(stepCPUs[i])
+	}
+	slices.Sort(over)
+	slices.Sort(overCPU)
+	b.ReportMetric(over[len(over)/2], "x-step-paired")
+	b.ReportMetric(overCPU[len(overCPU)/2], "x-step-cpu-paired")
 	b.ReportMetric(medianMs(steps), "step-ms")
 	b.ReportMetric(medianMs(reads), "messages-ms")
 	b.ReportMetric(medianMs(raws), "driver-step-ms")

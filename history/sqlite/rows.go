@@ -101,16 +101,20 @@ func (s *Store) stepDriverRows(rows sqldriver.Rows, id string, after int, d *row
 			return got, err
 		}
 		if !got.found {
-			// the conversation's columns, the same on every row
+			if dest[0] != nil || dest[6] == nil {
+				return got, nil // no row of the conversation's own first: not in the store
+			}
+			// the conversation's row
 			got.found = true
 			for i, dst := range []any{&tag.base, &tag.baseAt, &tag.crc, &got.appended} {
 				if err := assign(dst, dest[3+i]); err != nil {
 					return got, fmt.Errorf("column %d: %w", 4+i, err)
 				}
 			}
+			continue
 		}
 		if dest[0] == nil {
-			return got, nil // no messages after those known
+			return got, errors.New("a second row of the conversation's own among its messages")
 		}
 		got.rows++
 		if got.missing != nil {
