@@ -157,7 +157,7 @@ func TestARowsBytesAreItsOwnAfterTheNextStep(t *testing.T) {
 		}
 		defer rows.Close()
 		d := &rowDecoder{s: r, id: "c", size: n}
-		_, stepErr := r.stepDriverRows(&reusingRows{Rows: rows}, "c", 0, d, &readTag{})
+		_, stepErr := r.stepDriverRows(ctx, &reusingRows{Rows: rows}, "c", 0, d, &readTag{})
 		_, readErr = d.finish(nil)
 		return stepErr
 	})
@@ -166,5 +166,57 @@ func TestARowsBytesAreItsOwnAfterTheNextStep(t *testing.T) {
 	}
 	if !errors.Is(readErr, history.ErrDamaged) || !strings.Contains(readErr.Error(), "no longer match their checksum") {
 		t.Fatalf("rows overwritten after their step: err = %v; want each reported by its checksum", readErr)
+	}
+}
+
+// endingContext is a context whose Err is context.Canceled from its
+// second call on, and that has no Done channel: a read sees it end
+// after it has begun, at the first look past its start.
+type endingContext struct {
+	context.Context
+	looks int
+}
+
+func (c *endingContext) Err() error {
+	if c.looks++; c.looks > 1 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A read ended by its context while it steps a long conversation's rows
+// stops there, says so, and leaves the store's connection as it found
+// it: no statement left open holding an old snapshot, so that the same
+// store then reads the whole conversation and appends after another
+// opening has appended.
+func TestAReadEndedWhileItStepsStopsAndLeavesTheConnectionFree(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "h.db")
+	s := openStore(t, path)
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []history.Message
+	for i := range 4 * rowBatch {
+		msgs = append(msgs, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint("m", i)}}})
+	}
+	if err := s.Append(ctx, "c", msgs...); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	r := openStore(t, path)
+	got, err := r.Messages(&endingContext{Context: ctx}, "c")
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("read %d messages, err = %v; want context.Canceled", len(got), err)
+	}
+	if err := openStore(t, path).Append(ctx, "c", msgs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Messages(ctx, "c"); err != nil || len(got) != len(msgs)+1 {
+		t.Fatalf("the read after: %d messages, %v; want %d", len(got), err, len(msgs)+1)
+	}
+	if err := r.Append(ctx, "c", msgs[1]); err != nil {
+		t.Fatalf("an append after another opening's: %v", err)
 	}
 }

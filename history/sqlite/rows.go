@@ -83,17 +83,24 @@ func (s *Store) readRows(ctx context.Context, id string, after int, tag *readTag
 			return err
 		}
 		defer rows.Close()
-		got, err = s.stepDriverRows(rows, id, after, d, tag)
+		got, err = s.stepDriverRows(ctx, rows, id, after, d, tag)
 		return err
 	})
 	return got, err
 }
 
 // stepDriverRows steps rows of selectNewTagged, the driver's, as
-// readRows reads them.
-func (s *Store) stepDriverRows(rows sqldriver.Rows, id string, after int, d *rowDecoder, tag *readTag) (got stepped, err error) {
+// readRows reads them, until ctx ends: the driver watches ctx only while
+// the statement starts (database/sql closed its rows when ctx ended), so
+// ctx is looked at once a batch of rows.
+func (s *Store) stepDriverRows(ctx context.Context, rows sqldriver.Rows, id string, after int, d *rowDecoder, tag *readTag) (got stepped, err error) {
 	dest := make([]sqldriver.Value, 7)
 	for seq := after; ; {
+		if got.rows%rowBatch == rowBatch-1 {
+			if err := ctx.Err(); err != nil {
+				return got, err
+			}
+		}
 		if err := rows.Next(dest); err != nil {
 			if errors.Is(err, io.EOF) {
 				return got, nil
