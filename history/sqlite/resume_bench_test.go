@@ -24,14 +24,16 @@ import (
 // Messages does (issue 34 point 4, docs/performance.md "Resuming a stored
 // conversation"), side by side in every iteration with its floor:
 //
-//   - step-ms, the floor: the same rows stepped on a store just opened,
-//     each blob scanned as sql.RawBytes and let go (SQLite's part and the
-//     driver's, nothing kept, checked or decoded);
+//   - step-ms, the floor: the same rows stepped through database/sql on
+//     a store just opened, each blob scanned as sql.RawBytes and let go
+//     (SQLite's part, the driver's and database/sql's, nothing kept,
+//     checked or decoded), as the store stepped them before issue 34's
+//     third session;
 //   - driver-step-ms: the same rows stepped on the driver's connection
 //     itself (sql.Conn.Raw), without database/sql's locking and
-//     conversions per row: what reading the rows that way would save;
+//     conversions per row, as the store steps them now (readRows);
 //   - messages-ms: Store.Messages of a store just opened (stepped,
-//     copied, checked, decoded, kept);
+//     counted, checked, decoded, kept);
 //   - step-cpu-ms, messages-cpu-ms: the CPU time the process took for
 //     each (the decoders and the collector included): on a loaded machine
 //     the steadier figures;
