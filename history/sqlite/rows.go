@@ -1,8 +1,9 @@
 package sqlite
 
 // This file is how a read of a conversation takes its rows: stepped on
-// the store's connection (the driver's own, readRows), counted, checked against their checksums and decoded by
-// decoders on the other cores (rowDecoder).
+// the store's connection (the driver's own, readRows), counted, checked
+// against their checksums and decoded by decoders on the other cores
+// (rowDecoder).
 
 import (
 	"context"
