@@ -10,8 +10,8 @@ import (
 )
 
 // selectRange reads the rows of one conversation numbered after its first
-// ? up to the second ?, its record's row first as selectNew's (no row at
-// all: no such conversation).
+// ? up to the second ?, its record's row first (no row at all: no such
+// conversation; a NULL seq: no rows in the range).
 const selectRange = `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? AND m.seq <= ? WHERE c.id = ? ORDER BY m.seq`
 
 // MessagesBetween returns conversation id's messages from index from to
@@ -70,7 +70,7 @@ func (s *Store) rowsBetween(ctx context.Context, tx *sql.Tx, id string, lo, hi i
 	}
 	defer rows.Close()
 	d := &rowDecoder{s: s, id: id, size: hi}
-	found, missing, scanErr := s.stepRows(rows, id, lo, d, nil)
+	found, missing, scanErr := s.stepRows(rows, id, lo, d)
 	rows.Close()
 	n := len(out)
 	out, decodeErr := d.finish(out)

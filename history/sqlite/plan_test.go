@@ -35,4 +35,10 @@ func TestTheTaggedReadFindsItsTagOncePerReadNotPerRow(t *testing.T) {
 	if strings.Contains(whole, "CORRELATED") || !strings.Contains(whole, "SCALAR SUBQUERY") {
 		t.Fatalf("the tagged read's plan should find the tag's checksum in a subquery run once (no CORRELATED one):\n%s", whole)
 	}
+	// the conversation's row and its message rows are merged in the
+	// order each comes in, never sorted (a sort of 100,000 rows before
+	// the first one is handed on)
+	if strings.Contains(whole, "TEMP B-TREE") || !strings.Contains(whole, "MERGE") {
+		t.Fatalf("the tagged read's plan should merge its two parts in order, without sorting:\n%s", whole)
+	}
 }

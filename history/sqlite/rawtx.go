@@ -30,6 +30,7 @@ type rawStmts struct {
 	conn                                                      any
 	begin, commit, rollback                                   sqldriver.Stmt
 	nextSeq, insert, touch, dropKept, selectClaim, insertKept sqldriver.Stmt
+	readTagged                                                sqldriver.Stmt // a conversation's read (readRows)
 }
 
 // rawTx is a transaction of the round on the driver's connection.
@@ -112,6 +113,7 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 		{&st.dropKept, dropKeptSQL},
 		{&st.selectClaim, selectClaimSQL},
 		{&st.insertKept, insertKeptSQL},
+		{&st.readTagged, selectNewTagged},
 	} {
 		var err error
 		if *q.stmt, err = p.PrepareContext(ctx, q.sql); err != nil {
@@ -125,7 +127,7 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 
 // close frees the statements.
 func (st *rawStmts) close() {
-	for _, stmt := range []sqldriver.Stmt{st.begin, st.commit, st.rollback, st.nextSeq, st.insert, st.touch, st.dropKept, st.selectClaim, st.insertKept} {
+	for _, stmt := range []sqldriver.Stmt{st.begin, st.commit, st.rollback, st.nextSeq, st.insert, st.touch, st.dropKept, st.selectClaim, st.insertKept, st.readTagged} {
 		if stmt != nil {
 			stmt.Close()
 		}

@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,19 +24,28 @@ import (
 // Messages does (issue 34 point 4, docs/performance.md "Resuming a stored
 // conversation"), side by side in every iteration with its floor:
 //
-//   - step-ms, the floor: the same rows stepped on a store just opened,
-//     each blob scanned as sql.RawBytes and let go (SQLite's part and the
-//     driver's, nothing kept, checked or decoded);
+//   - step-ms, the floor: the same rows stepped through database/sql on
+//     a store just opened, each blob scanned as sql.RawBytes and let go
+//     (SQLite's part, the driver's and database/sql's, nothing kept,
+//     checked or decoded), as the store stepped them before issue 34's
+//     third session;
 //   - driver-step-ms: the same rows stepped on the driver's connection
 //     itself (sql.Conn.Raw), without database/sql's locking and
-//     conversions per row: what reading the rows that way would save;
+//     conversions per row, as the store steps them now (readRows);
 //   - messages-ms: Store.Messages of a store just opened (stepped,
-//     copied, checked, decoded, kept);
+//     counted, checked, decoded, kept);
 //   - step-cpu-ms, messages-cpu-ms: the CPU time the process took for
 //     each (the decoders and the collector included): on a loaded machine
 //     the steadier figures;
 //   - get-ms: Store.Get of the conversation's record (it counts the
-//     messages stored), on a store that has read it.
+//     messages stored), on a store that has read it;
+//   - x-step-paired, x-step-cpu-paired: the median over the iterations
+//     of messages-ms / step-ms and of their CPU times, each pair taken in
+//     the same iteration: on this shared machine the steadier comparison
+//     of two builds.
+//
+// With MYELIN_READ_LARGE_RESULTS set, one result in ten is a file of
+// ~18 KB read whole (its row on overflow pages) instead of a few lines.
 //
 // Each figure is the median of the iterations. Run:
 //
@@ -56,7 +67,7 @@ func BenchmarkReadAfterRestart(b *testing.B) {
 		raws = append(raws, rawStep(b, open(), n))
 		s := open()
 		start, cpu := time.Now(), cpuTime()
-		rows, err := s.selectNew.QueryContext(ctx, 0, "c")
+		rows, err := s.db.QueryContext(ctx, `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`, 0, "c")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -90,6 +101,15 @@ func BenchmarkReadAfterRestart(b *testing.B) {
 		gets = append(gets, time.Since(start))
 		s.Close()
 	}
+	over, overCPU := make([]float64, len(reads)), make([]float64, len(reads))
+	for i := range reads {
+		over[i] = float64(reads[i]) / float64(steps[i])
+		overCPU[i] = float64(readCPUs[i]) / float64(stepCPUs[i])
+	}
+	slices.Sort(over)
+	slices.Sort(overCPU)
+	b.ReportMetric(over[len(over)/2], "x-step-paired")
+	b.ReportMetric(overCPU[len(overCPU)/2], "x-step-cpu-paired")
 	b.ReportMetric(medianMs(steps), "step-ms")
 	b.ReportMetric(medianMs(reads), "messages-ms")
 	b.ReportMetric(medianMs(raws), "driver-step-ms")
@@ -152,7 +172,8 @@ func medianMs(ds []time.Duration) float64 {
 }
 
 // storeRounds makes conversation id in a new store at path: n messages,
-// an answer with a tool call and its result over and over.
+// an answer with a tool call and its result over and over (with
+// MYELIN_READ_LARGE_RESULTS, one result in ten ~18 KB).
 func storeRounds(b *testing.B, path, id string, n int) {
 	ctx := context.Background()
 	s, err := Open(path)
@@ -164,12 +185,17 @@ func storeRounds(b *testing.B, path, id string, n int) {
 		b.Fatal(err)
 	}
 	var batch []history.Message
+	large := os.Getenv("MYELIN_READ_LARGE_RESULTS") != ""
 	for i := 0; i < n; i += 2 {
+		text := "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"
+		if large && i%20 == 0 {
+			text = strings.Repeat("     1\tpackage main // a long line of a long file read whole\n", 300) // ~18 KB
+		}
 		batch = append(batch,
 			history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Let me read the next file."},
 				{Type: history.ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "workspace--read", Input: json.RawMessage(`{"path":"src/main.go"}`)}}},
 			history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
-				Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"}}})
+				Text: text}}})
 		if len(batch) >= 1000 {
 			if err := s.Append(ctx, id, batch...); err != nil {
 				b.Fatal(err)

@@ -53,10 +53,11 @@ type Store struct {
 	used map[string]uint64
 	tick uint64
 
-	// the statements of every read, and a claim's read, prepared once
-	selectNew, selectNewTagged, selectClaim *sql.Stmt
-	// those of the round's writes, prepared once on the connection
-	// (rawtx.go); used only inside its sql.Conn.Raw
+	// a claim's read, prepared once
+	selectClaim *sql.Stmt
+	// those of the round's writes and of a conversation's read
+	// (readRows), prepared once on the connection (rawtx.go); used only
+	// inside its sql.Conn.Raw
 	raw rawStmts
 
 	node string           // this process's node (Holder.Node)
@@ -161,13 +162,6 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		stmt **sql.Stmt
 		sql  string
 	}{
-		// the conversation's row first: no row at all is a conversation
-		// deleted (by another process, after this one read it), one
-		// with a NULL seq a conversation with no messages after these
-		{&s.selectNew, `SELECT m.seq, m.message, m.crc FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ? WHERE c.id = ? ORDER BY m.seq`},
-		// the same after messages read before, with the readTag they
-		// were read at as it is now (a read of the round or two since)
-		{&s.selectNewTagged, selectNewTagged},
 		{&s.selectClaim, selectClaimSQL},
 	} {
 		if *st.stmt, err = db.Prepare(st.sql); err != nil {
@@ -277,9 +271,15 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 	return err
 }
 
-// Get returns a conversation's record.
+// Get returns a conversation's record, its messages counted: a row lost
+// or added behind the store's back is reported (history.ErrDamaged).
 func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+recordColumns+` FROM conversations c WHERE id = ?`, id)
+	return s.get(ctx, id, recordColumns)
+}
+
+// get is Get with columns (recordColumns or recordColumnsAsStored).
+func (s *Store) get(ctx context.Context, id, columns string) (history.Conversation, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM conversations c WHERE id = ?`, id)
 	c, err := s.scanConversation(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return history.Conversation{}, fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
@@ -298,7 +298,18 @@ func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error
 // appended.
 // A fork's or branch's count includes the base_at messages it shares.
 const recordColumns = `c.id, c.system, c.created, c.updated,
-		(SELECT COUNT(*) FROM messages WHERE conversation = c.id) + c.base_at, c.messages, c.crc, c.parent, c.parent_call, c.updated_crc,
+		(SELECT COUNT(*) FROM messages WHERE conversation = c.id) + c.base_at, ` + recordRest
+
+// recordColumnsAsStored are recordColumns without the count of the
+// rows: the count appended stands for it. For the read of a conversation
+// whole (messagesOnce), which steps every row anyway and compares them
+// with the count appended, read in the same statement as the rows: at
+// 100,000 messages the count took 8–37 ms, and a restart counted twice
+// (Get, then this read).
+const recordColumnsAsStored = `c.id, c.system, c.created, c.updated, c.messages, ` + recordRest
+
+// recordRest are the columns of a record after its count.
+const recordRest = `c.messages, c.crc, c.parent, c.parent_call, c.updated_crc,
 		c.base, c.base_at, c.branch_of, c.base_crc`
 
 type scanner interface{ Scan(...any) error }
@@ -407,16 +418,26 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 	return s.messages(ctx, id, 0)
 }
 
-// selectNewTagged reads the rows of conversation ?3 after its first ?2,
-// each with the conversation's readTag at message ?1 as it is now (its
-// base, base_at, and the checksum of its own row ?1). The checksum's
-// subquery names the conversation by the parameter, not by c.id: a
-// subquery naming a column of the outer row is evaluated again for every
-// row, an index search per message, which doubled the cost of stepping a
-// long conversation read whole after a restart; one naming only
-// parameters is evaluated once, to the same value.
-var selectNewTagged = `SELECT m.seq, m.message, m.crc, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = ?3 AND seq = ?1), ` + fmt.Sprint(noRow) + `)
-	FROM conversations c LEFT JOIN messages m ON m.conversation = c.id AND m.seq > ?2 WHERE c.id = ?3 ORDER BY m.seq`
+// selectNewTagged reads conversation ?3 after its first ?2 messages:
+// first the conversation's own row (no row at all: the conversation is
+// not in the store), with its readTag at message ?1 as it is now (its
+// base, base_at, and the checksum of its own row ?1) and its count of
+// messages appended, then its message rows after ?2 in order, each with
+// NULL in those four columns. All in one statement, one snapshot: the
+// rows are counted against that count (readRows). The conversation's
+// columns come once, not on every row as a join gave them: stepping four
+// columns more per row made stepping 100,000 rows ~1.3× dearer (a
+// scratch benchmark, issue 34). The checksum's subquery names the
+// conversation by the parameter, not by c.id: a subquery naming a column
+// of the outer row is evaluated again for every row, an index search per
+// message, which doubled the cost of stepping a long conversation read
+// whole after a restart; one naming only parameters is evaluated once, to
+// the same value. ORDER BY 1 puts the conversation's row (seq NULL)
+// first; SQLite merges the two parts, each in its order, without sorting.
+var selectNewTagged = `SELECT NULL, NULL, NULL, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = ?3 AND seq = ?1), ` + fmt.Sprint(noRow) + `), c.messages
+	FROM conversations c WHERE c.id = ?3
+	UNION ALL SELECT m.seq, m.message, m.crc, NULL, NULL, NULL, NULL FROM messages m WHERE m.conversation = ?3 AND m.seq > ?2
+	ORDER BY 1`
 
 // maxBases bounds how many bases a read follows down: a record whose
 // bases lead back to itself (made by hand: no Fork, Rewind or Switch
@@ -460,17 +481,16 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 	s.settle(id)
 	known, tag := s.read[id], s.tags[id]
 	s.mu.Unlock()
-	var now *readTag // read beside the rows after known: still tag?
-	if len(known) > 0 {
-		now = &readTag{n: len(known)}
-	}
+	// read beside the rows after known: still tag?
+	now := &readTag{n: len(known)}
 	size, after := len(known), len(known)
 	// The new messages go to fresh, then at the end of s.read[id] (in
 	// place while it has room), never into what a caller holds.
 	var fresh []history.Message
 	var whole *history.Conversation // the record a read whole began with
 	if len(known) == 0 {
-		c, err := s.Get(ctx, id)
+		// its rows are counted as they are stepped (readRows), not here
+		c, err := s.get(ctx, id, recordColumnsAsStored)
 		if err != nil {
 			return nil, err
 		}
@@ -498,43 +518,37 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 			after = c.BaseAt
 		}
 	}
-	var rows *sql.Rows
-	var err error
-	if now != nil {
-		rows, err = s.selectNewTagged.QueryContext(ctx, now.n, after, id)
-	} else {
-		rows, err = s.selectNew.QueryContext(ctx, after, id)
-	}
-	if err != nil {
-		return nil, s.explain("reading conversation "+id, err)
-	}
-	defer rows.Close()
 	d := &rowDecoder{s: s, id: id, size: size}
-	found, missing, scanErr := s.stepRows(rows, id, after, d, now)
-	rows.Close() // the store's one connection: free for a read again
+	got, scanErr := s.readRows(ctx, id, after, now, d)
 	fresh, decodeErr := d.finish(fresh)
 	if scanErr != nil {
 		return nil, s.explain("reading conversation "+id, scanErr)
 	}
-	if !found {
+	if !got.found {
 		s.forget(id)
 		return nil, record.NotFound(id)
 	}
-	if now != nil && *now != tag {
+	if *now != tag {
 		// moved by a rewind or switch (of this opening or another) since
 		// it was read: read again whole
 		return nil, errMoved
 	}
-	if now != nil {
-		tag = *now
+	tag = *now
+	// every row after known counted, against the count appended read
+	// with them: a row lost or added behind the store's back (Get's
+	// check, made here as the rows are stepped)
+	if held := after + got.rows; held != got.appended {
+		return nil, fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.path, id, held, got.appended, history.ErrDamaged)
 	}
 	if decodeErr != nil {
 		return nil, decodeErr
 	}
-	if missing != nil {
-		return nil, missing
+	if got.missing != nil {
+		return nil, got.missing
 	}
 	if n := len(known) + len(fresh); n < size {
+		// the rows counted are the count appended, but fewer than the
+		// record read before them said: rewound meanwhile
 		short := fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, history.ErrDamaged)
 		if whole != nil {
 			short = s.movedOr(ctx, *whole, short)
