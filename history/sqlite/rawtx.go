@@ -22,12 +22,12 @@ import (
 	"io"
 )
 
-// rawStmts are the round's statements, prepared on conn, the driver's
-// connection (nil before the first round, or after database/sql replaced
-// a connection it found bad: they are prepared again on the new one).
-// They are used only inside sql.Conn.Raw, which holds the connection.
+// rawStmts are the round's statements and a conversation's read,
+// prepared on one of the store's connections (ownConn, which frees them
+// as it closes; database/sql may replace a connection it found bad, and
+// they are prepared again on the new one). They are used only inside
+// sql.Conn.Raw, which holds the connection.
 type rawStmts struct {
-	conn                                                      any
 	begin, commit, rollback                                   sqldriver.Stmt
 	nextSeq, insert, touch, dropKept, selectClaim, insertKept sqldriver.Stmt
 	readTagged                                                sqldriver.Stmt // a conversation's read (readRows)
@@ -89,17 +89,17 @@ func (s *Store) rawWriteAnd(ctx context.Context, doing string, lazy bool, fn fun
 	return s.afterCommit(doing, lazy, committed)
 }
 
-// rawPrepared is the round's statements on the driver's connection dc,
-// prepared on the first use of dc.
+// rawPrepared is the round's statements on the store's connection dc
+// (an ownConn), prepared on the first use of dc.
 func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
-	if s.raw.conn == dc {
-		return &s.raw, nil
-	}
-	p, ok := dc.(sqldriver.ConnPrepareContext)
+	c, ok := dc.(*ownConn)
 	if !ok {
-		return nil, errors.New("the SQLite driver's connection cannot prepare statements")
+		return nil, fmt.Errorf("history store %s: a connection of %T, not of the store's own", s.path, dc)
 	}
-	st := rawStmts{conn: dc}
+	if c.stmts != nil {
+		return c.stmts, nil
+	}
+	st := &rawStmts{}
 	for _, q := range []struct {
 		stmt *sqldriver.Stmt
 		sql  string
@@ -116,13 +116,13 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 		{&st.readTagged, selectNewTagged},
 	} {
 		var err error
-		if *q.stmt, err = p.PrepareContext(ctx, q.sql); err != nil {
+		if *q.stmt, err = c.PrepareContext(ctx, q.sql); err != nil {
 			st.close()
 			return nil, err
 		}
 	}
-	s.raw = st // the statements of a connection database/sql closed are its own to free
-	return &s.raw, nil
+	c.stmts = st
+	return st, nil
 }
 
 // close frees the statements.
@@ -133,22 +133,6 @@ func (st *rawStmts) close() {
 		}
 	}
 	*st = rawStmts{}
-}
-
-// closeRaw frees the round's statements before the connection closes:
-// SQLite keeps a connection with statements open until they are freed.
-func (s *Store) closeRaw() {
-	c, err := s.db.Conn(context.Background())
-	if err != nil {
-		return
-	}
-	c.Raw(func(dc any) error {
-		if s.raw.conn == dc {
-			s.raw.close()
-		}
-		return nil
-	})
-	c.Close()
 }
 
 // named is args as the driver takes them (database/sql's default

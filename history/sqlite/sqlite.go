@@ -55,10 +55,6 @@ type Store struct {
 
 	// a claim's read, prepared once
 	selectClaim *sql.Stmt
-	// those of the round's writes and of a conversation's read
-	// (readRows), prepared once on the connection (rawtx.go); used only
-	// inside its sql.Conn.Raw
-	raw rawStmts
 
 	node string           // this process's node (Holder.Node)
 	now  func() time.Time // the clock claims are timed by (tests set it)
@@ -132,10 +128,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// read first would fail at once when another process writes.
 	// synchronous=NORMAL: a commit is in the log when it returns, and a
 	// synced write syncs the log itself after it (logsync.go).
-	db, err := sql.Open("sqlite", sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"))
-	if err != nil {
-		return nil, fmt.Errorf("history store %s: %w", path, err)
-	}
+	db := openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"))
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
@@ -223,8 +216,7 @@ func (s *Store) explain(doing string, err error) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.closeRaw()
-	err := s.db.Close()
+	err := s.db.Close() // its connection frees the statements prepared on it (ownConn)
 	s.logs.close()
 	return err
 }
@@ -421,9 +413,11 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 // selectNewTagged reads conversation ?3 after its first ?2 messages:
 // first the conversation's own row (no row at all: the conversation is
 // not in the store), with its readTag at message ?1 as it is now (its
-// base, base_at, and the checksum of its own row ?1) and its count of
-// messages appended, then its message rows after ?2 in order, each with
-// NULL in those four columns. All in one statement, one snapshot: the
+// base, base_at, and the checksum of its own row ?1), its count of
+// messages appended and how many rows it holds numbered at or below its
+// base_at (none unless damaged: its own are numbered from base_at+1;
+// Get's COUNT(*) counts them too), then its message rows after ?2 in
+// order, each with NULL in those five columns. All in one statement, one snapshot: the
 // rows are counted against that count (readRows). The conversation's
 // columns come once, not on every row as a join gave them: stepping four
 // columns more per row made stepping 100,000 rows ~1.3× dearer (a
@@ -434,9 +428,10 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 // whole after a restart; one naming only parameters is evaluated once, to
 // the same value. ORDER BY 1 puts the conversation's row (seq NULL)
 // first; SQLite merges the two parts, each in its order, without sorting.
-var selectNewTagged = `SELECT NULL, NULL, NULL, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = ?3 AND seq = ?1), ` + fmt.Sprint(noRow) + `), c.messages
+var selectNewTagged = `SELECT NULL, NULL, NULL, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = ?3 AND seq = ?1), ` + fmt.Sprint(noRow) + `), c.messages,
+		(SELECT COUNT(*) FROM messages WHERE conversation = ?3 AND seq <= (SELECT base_at FROM conversations WHERE id = ?3))
 	FROM conversations c WHERE c.id = ?3
-	UNION ALL SELECT m.seq, m.message, m.crc, NULL, NULL, NULL, NULL FROM messages m WHERE m.conversation = ?3 AND m.seq > ?2
+	UNION ALL SELECT m.seq, m.message, m.crc, NULL, NULL, NULL, NULL, NULL FROM messages m WHERE m.conversation = ?3 AND m.seq > ?2
 	ORDER BY 1`
 
 // maxBases bounds how many bases a read follows down: a record whose
@@ -527,6 +522,12 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 	if !got.found {
 		s.forget(id)
 		return nil, record.NotFound(id)
+	}
+	if got.below > 0 {
+		// rows where none of its own can be (Get's count reports them
+		// too), one of them perhaps the row the tag looks at: damage,
+		// not a move, whatever the tag says
+		return nil, fmt.Errorf("history store %s: conversation %s holds %d rows numbered %d or below, where its own are numbered from %d: %w", s.path, id, got.below, now.baseAt, now.baseAt+1, history.ErrDamaged)
 	}
 	if *now != tag {
 		// moved by a rewind or switch (of this opening or another) since

@@ -24,17 +24,21 @@ func allRows(t *testing.T, db *sql.DB, q string, args ...any) [][]any {
 		t.Fatal(err)
 	}
 	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out [][]any
 	for rows.Next() {
-		v := make([]any, 7)
-		p := make([]any, 7)
+		v := make([]any, len(cols))
+		p := make([]any, len(cols))
 		for i := range v {
 			p[i] = &v[i]
 		}
 		if err := rows.Scan(p...); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, v)
+		out = append(out, v[:7]) // the columns both statements give (selectNewTagged's eighth, the rows below base_at, is TestARowWhereNoneOfItsOwnCanBeIsReportedByARead's)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
