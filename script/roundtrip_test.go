@@ -182,3 +182,26 @@ func TestAnEngineKilledDuringACallFailsTheScript(t *testing.T) {
 		t.Errorf("a script whose engine was killed during its call: %s; want it failed saying the engine stopped", text)
 	}
 }
+
+// Calls a script starts together, run each on a goroutine of its own,
+// whose tools ignore their context, do not hold the script past its
+// limit either; and a call's own timeout, shorter than the script's
+// time, still ends it when its tool ignores its context.
+func TestCallsStartedTogetherThatIgnoreTheirContextDoNotHoldTheScript(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	stuck := tool.MustFunc("test--stuck", "Waits for the test's end, whatever its context says.", func(context.Context, struct{}) (any, error) {
+		<-release
+		return "late", nil
+	})
+	r := newRig(t, Limits{}, stuck)
+	text := runGuarded(t, context.Background(), Config{Tools: r.reg}, Limits{Time: 300 * time.Millisecond}, `await Promise.all([tools["test--stuck"]({}), tools["test--stuck"]({})])`)
+	if !strings.Contains(text, "stopped at its time limit of 300ms") {
+		t.Errorf("a script awaiting two stuck calls past its time limit: %s; want it stopped at its time limit", text)
+	}
+	text = runGuarded(t, context.Background(), Config{Tools: r.reg, Timeout: 50 * time.Millisecond}, Limits{Time: 30 * time.Second},
+		`const r = await tools["test--stuck"]({}); return r.content[0].text`)
+	if !strings.Contains(text, "did not finish within 50ms") || strings.Contains(text, "time limit") {
+		t.Errorf("a script awaiting a stuck call whose timeout is shorter than the script's: %s; want the call given up on at its timeout", text)
+	}
+}
