@@ -1,6 +1,7 @@
 package script
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -203,5 +204,32 @@ func TestCallsStartedTogetherThatIgnoreTheirContextDoNotHoldTheScript(t *testing
 		`const r = await tools["test--stuck"]({}); return r.content[0].text`)
 	if !strings.Contains(text, "did not finish within 50ms") || strings.Contains(text, "time limit") {
 		t.Errorf("a script awaiting a stuck call whose timeout is shorter than the script's: %s; want the call given up on at its timeout", text)
+	}
+}
+
+// Results of calls that settle while another is being written cross in
+// one write: the senders queued behind a write leave it to the last of
+// them, which writes them all; the first, alone, writes at once.
+func TestResultsQueuedBehindAWriteCrossInOneWrite(t *testing.T) {
+	var w writes
+	c := &conn{w: bufio.NewWriter(&w)}
+	n := c.begin()
+	if err := c.sendFor(n, msg{Op: opSettle, S: [3]string{"alone"}}); err != nil || len(w.w) != 1 {
+		t.Fatalf("a lone result: %v, %d writes; want it written at once", err, len(w.w))
+	}
+	c.mu.Lock() // a write under way
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() { _ = c.sendFor(n, msg{Op: opSettle, N: [4]int64{int64(i)}, S: [3]string{"ok"}}) })
+	}
+	until(t, "three senders to queue", func() bool { return c.queued.Load() == 3 })
+	c.mu.Unlock()
+	wg.Wait()
+	if len(w.w) != 2 || ops(t, w.w[1]) != "s s s" {
+		var got []string
+		for _, b := range w.w[1:] {
+			got = append(got, ops(t, b))
+		}
+		t.Errorf("three results queued behind a write: writes %q; want one write of all three", got)
 	}
 }
