@@ -108,7 +108,7 @@ type conn struct {
 	// queued counts the senders that are in sendFor: the one that
 	// brings it to 0 writes what the others put (sendFor).
 	queued atomic.Int32
-	r  io.Reader
+	r      io.Reader
 	// script numbers the engine's scripts: a message for another script
 	// than the one running is not sent (sendFor). Under mu.
 	script int
