@@ -233,3 +233,24 @@ func TestResultsQueuedBehindAWriteCrossInOneWrite(t *testing.T) {
 		t.Errorf("three results queued behind a write: writes %q; want one write of all three", got)
 	}
 }
+
+// A message's head made in a writer's buffer says what the message says,
+// whatever the buffer held before: the flag of an error result written
+// there before is not read as the next message's.
+func TestAMessagesHeadInAReusedBufferIsItsOwn(t *testing.T) {
+	var sent bytes.Buffer
+	w := bufio.NewWriterSize(&sent, 4096)
+	flagged := msg{Op: opSettle, Flag: true, N: [4]int64{7, -1, 3, 9}, S: [3]string{"error", "{}"}}
+	plain := msg{Op: opSettle, N: [4]int64{8}, S: [3]string{"ok"}}
+	if err := writeMsg(w, flagged); err != nil {
+		t.Fatal(err)
+	}
+	sent.Reset()
+	// the next head is made over the flagged one's bytes
+	if err := writeMsg(w, plain); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readMsg(&sent); err != nil || got != plain {
+		t.Errorf("a message written over an error result's head read back as %+v (%v); want %+v", got, err, plain)
+	}
+}
