@@ -254,3 +254,25 @@ func TestAMessagesHeadInAReusedBufferIsItsOwn(t *testing.T) {
 		t.Errorf("a message written over an error result's head read back as %+v (%v); want %+v", got, err, plain)
 	}
 }
+
+// A call's result is not held back by another call of the script that
+// still runs: the results of calls started together cross in one write
+// only when they settle together.
+func TestACallsResultIsNotHeldBackByACallStillRunning(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	slow := tool.MustFunc("test--held", "Waits for the test's end.", func(ctx context.Context, _ struct{}) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return "slow", nil
+	})
+	fast := tool.MustFunc("test--fast", "Returns at once.", func(context.Context, struct{}) (any, error) { return "fast", nil })
+	r := newRig(t, Limits{}, slow, fast)
+	text := runGuarded(t, context.Background(), Config{Tools: r.reg}, Limits{Time: 30 * time.Second},
+		`const s = tools["test--held"]({}); const [a, b] = await Promise.all([tools["test--fast"]({}), tools["test--fast"]({})]); return a.content[0].text + b.content[0].text`)
+	if text != "fastfast (error false)" {
+		t.Errorf("a script awaiting two fast calls while a slow one runs: %s; want the fast ones' results", text)
+	}
+}

@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -57,6 +59,9 @@ type run struct {
 	cancelCalls context.CancelFunc
 	// workers run the calls that do not run where they were read (call).
 	workers *tool.Workers
+	// busy counts those calls while they run: one that settles while
+	// others run lets them reach their own settle first (call).
+	busy atomic.Int32
 
 	out     strings.Builder // what it printed; a background script's goes to its journal
 	printed int             // bytes printed, counted toward the output limit
@@ -378,6 +383,18 @@ func (r *run) call(ticket int, name, input string, alone bool) (abandoned bool) 
 		if abandoned {
 			return true
 		}
+		if !alone && r.busy.Add(-1) > 0 {
+			// Others started with it may be about to settle: this one
+			// yields once, counted as a sender (so that theirs are left
+			// to it), and those that were ready to run put their results
+			// meanwhile: ten results cross in one or two writes, not
+			// ten (ten at a time 1.2x, 0.9 writes a call to 0.2). It
+			// waits for no call, only for the goroutines ready to run:
+			// a call still running does not hold it back.
+			r.conn.queued.Add(1)
+			runtime.Gosched()
+			r.conn.queued.Add(-1)
+		}
 		// Once the script is over, this is dropped: the engine is gone,
 		// or waits for another script.
 		_ = r.conn.sendFor(r.script, msg{Op: opSettle, Flag: out.IsError, N: [4]int64{int64(ticket)}, S: [3]string{out.Text, string(out.Structured)}})
@@ -389,6 +406,7 @@ func (r *run) call(ticket int, name, input string, alone bool) (abandoned bool) 
 	// on a goroutine kept from the script's earlier calls: a fresh one
 	// grows its stack for every call (a tenth of the CPU of calls
 	// started together)
+	r.busy.Add(1)
 	r.workers.Go(func() { run() })
 	return false
 }
