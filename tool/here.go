@@ -49,10 +49,9 @@ func (d *Dispatcher) here(ctx context.Context, calls []Call, i int, p prepared, 
 	c := &calls[i]
 	// the call's own context, ended when it returns (as a round's limit
 	// is): what its handler started with it must not outlive it
-	hctx, cancel := context.WithCancel(deadlineAt{ctx, until})
+	hctx, cancel := context.WithCancel(&callContext{Context: ctx, id: c.ID, cap: result.CapFor(c.Cap, d.Env.Limits), until: until})
 	defer cancel()
-	hctx = spans.start(WithCap(hctx, result.CapFor(c.Cap, d.Env.Limits)), i, *c)
-	res := handle(withCallID(hctx, c.ID), p.tool, c.Name, p.input)
+	res := handle(spans.start(hctx, i, *c), p.tool, c.Name, p.input)
 	if ctx.Err() != nil {
 		// the caller gave up on it, as a round gives up on a call when
 		// its context ends: what it returned is never converted, and
@@ -67,19 +66,35 @@ func (d *Dispatcher) here(ctx context.Context, calls []Call, i int, p prepared, 
 	return true
 }
 
-// deadlineAt is a context that says at as its deadline when its parent
-// says none later: the time its caller gives up on a call run here, so
-// that a handler that plans by its deadline (a request's timeout) sees
-// one, as it sees its timeout's under a round. It ends when its parent
-// does: its caller ends the parent by then.
-type deadlineAt struct {
+// callContext is what a call run here carries, in one value instead of
+// one a key (an allocation each): its id (CallID, withCallID), its cap
+// (CapFrom, WithCap), and until as its deadline when its parent says
+// none sooner: the time its caller gives up on it, so that a handler
+// that plans by its deadline (a request's timeout) sees one, as it sees
+// its timeout's under a round. It ends when its parent does: its caller
+// ends the parent by then.
+type callContext struct {
 	context.Context
-	at time.Time
+	id    string
+	cap   int
+	until time.Time
 }
 
-func (c deadlineAt) Deadline() (time.Time, bool) {
-	if d, ok := c.Context.Deadline(); ok && d.Before(c.at) {
+func (c *callContext) Value(key any) any {
+	switch key.(type) {
+	case callIDKey:
+		if c.id != "" {
+			return c.id
+		}
+	case capKey:
+		return c.cap
+	}
+	return c.Context.Value(key)
+}
+
+func (c *callContext) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.until) {
 		return d, true
 	}
-	return c.at, true
+	return c.until, true
 }
