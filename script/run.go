@@ -54,8 +54,9 @@ type run struct {
 	id       string // names the spill files of the script's calls
 	deadline time.Time
 	callCtx  context.Context
-	// cancelCalls ends callCtx: when a limit stops the script, a call
-	// running on Run's own goroutine (call) gives up at once.
+	// cancelCalls ends callCtx: when a limit or a cancel stops the
+	// script, or its engine dies, its calls' handlers are told at once,
+	// and their results are dropped (loop, call).
 	cancelCalls context.CancelFunc
 	// workers run the calls that do not run where they were read (call).
 	workers *tool.Workers
