@@ -2,6 +2,7 @@ package script
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -253,5 +254,42 @@ func TestHelperEchoesMessages(t *testing.T) {
 		if err := writeMsg(out, call); err != nil {
 			return
 		}
+	}
+}
+
+// BenchmarkEngineCall is the engine's own work for one tool call awaited
+// from a script (the JavaScript, the bridge, the messages), with no pipe
+// and no myelin: serve fed the script and b.N results from memory, its
+// messages written to nowhere (one write at each wait).
+func BenchmarkEngineCall(b *testing.B) {
+	benchEngine(b, `for (let i = 0; i < %d; i++) await tools["t--nop"]({}); return "done"`, 1)
+}
+
+// BenchmarkEngineCallAll is BenchmarkEngineCall for calls started ten at
+// a time (Promise.all).
+func BenchmarkEngineCallAll(b *testing.B) {
+	benchEngine(b, `const ten = Array.from({length: 10}); for (let i = 0; i < %d; i += 10) await Promise.all(ten.map(() => tools["t--nop"]({}))); return "done"`, 10)
+}
+
+func benchEngine(b *testing.B, code string, step int) {
+	n := (b.N + step - 1) / step * step
+	var in bytes.Buffer
+	if err := writeMsg(&in, msg{Op: opRun, N: [4]int64{DefaultMemory, DefaultStack, 600_000, DefaultOutput}, S: [3]string{fmt.Sprintf(code, n), `["t--nop"]`}}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range n {
+		if err := writeMsg(&in, msg{Op: opSettle, N: [4]int64{int64(i)}, S: [3]string{"ok", ""}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	out := newOutbox(io.Discard)
+	defer out.stop()
+	b.ResetTimer()
+	if err := serve(&in, out, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if in.Len() != 0 {
+		b.Fatalf("the engine left %d bytes of results unread", in.Len())
 	}
 }

@@ -105,7 +105,10 @@ var liveEngines atomic.Int32
 type conn struct {
 	mu sync.Mutex // one writer at a time: the run, and the calls settling
 	w  *bufio.Writer
-	r  io.Reader
+	// queued counts the senders that are in sendFor: the one that
+	// brings it to 0 writes what the others put (sendFor).
+	queued atomic.Int32
+	r      io.Reader
 	// script numbers the engine's scripts: a message for another script
 	// than the one running is not sent (sendFor). Under mu.
 	script int
@@ -148,14 +151,31 @@ func (c *conn) over(n int) {
 }
 
 // sendFor sends m when script n is the one running, and drops it
-// otherwise.
+// otherwise. Messages sent together cross in one write (a group commit):
+// one that finds another sender queued behind it leaves the write to
+// that one, and the last of a queue writes them all, so the results of
+// calls that settle while a write is under way reach the engine in one
+// write, not one each. No message waits for anything but a sender
+// already queued. A message left to the next sender gets nil: a failed
+// write is its sender's error (the results of calls, sent so, are
+// dropped once the script is over anyway).
 func (c *conn) sendFor(n int, m msg) error {
+	c.queued.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var err error
 	if c.script != n {
-		return errScriptOver
+		err = errScriptOver
+	} else {
+		err = putMsg(c.w, m)
 	}
-	return writeMsg(c.w, m)
+	if c.queued.Add(-1) > 0 && err == nil {
+		return nil // the sender queued behind writes it
+	}
+	if ferr := c.w.Flush(); err == nil {
+		err = ferr
+	}
+	return err
 }
 
 // startEngine starts an engine process, and returns once it is ready.

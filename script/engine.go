@@ -105,10 +105,19 @@ func serve(in io.Reader, out *outbox, started func(time.Duration)) error {
 		}
 		e.inflight--
 		e.arm()
-		if _, err := e.settleFn.Call(quickjs.UndefinedValue, int(m.N[0]), m.S[0], m.Flag, m.S[1]); err != nil {
+		if _, err := e.settle(m); err != nil {
 			return e.end(endError, err)
 		}
 	}
+}
+
+// settle hands a call's result to the script (prelude.js's settle): a
+// plain text result, the most common, as its ticket and text alone.
+func (e *engine) settle(m msg) (any, error) {
+	if !m.Flag && m.S[1] == "" {
+		return e.settleFn.Call(quickjs.UndefinedValue, int(m.N[0]), m.S[0])
+	}
+	return e.settleFn.Call(quickjs.UndefinedValue, int(m.N[0]), m.S[0], m.Flag, m.S[1])
 }
 
 // errNoScript is serve's end when myelin closed the pipe between scripts

@@ -165,3 +165,29 @@ func lastEnginePID(t *testing.T) *int {
 	}
 	return pid
 }
+
+// An engine that dies while myelin runs the call it waits for alone, the
+// call's tool ignoring its context, ends the script at once: the call
+// runs on the goroutine that read it, which the script leaves behind.
+func TestAnEngineKilledDuringACallThatIgnoresItsContextEndsTheScript(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("kills the engine by its pid")
+	}
+	pid := lastEnginePID(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	killThenHang := tool.MustFunc("test--kill-hang", "Kills the script's engine, then waits for the test's end, whatever its context says.", func(context.Context, struct{}) (any, error) {
+		if err := syscall.Kill(*pid, syscall.SIGKILL); err != nil {
+			return nil, err
+		}
+		<-release
+		return "late", nil
+	})
+	r := newRig(t, Limits{}, killThenHang)
+	// a time limit before the call's timeout (tool.DefaultTimeout) ends:
+	// else the call runs on a goroutine of the dispatcher's
+	text := runGuarded(t, context.Background(), Config{Tools: r.reg}, Limits{Time: 90 * time.Second}, `await tools["test--kill-hang"]({}); return "went on"`)
+	if !strings.Contains(text, "the script engine stopped unexpectedly") {
+		t.Errorf("a script whose engine was killed during a call that hangs: %s; want it failed saying the engine stopped", text)
+	}
+}

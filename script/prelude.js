@@ -31,12 +31,23 @@
 
   const waiting = new Map();
   let next = 0;
-  const settle = (ticket, text, isError, structured) => {
+  // settle resolves call ticket's promise; myelin leaves out isError
+  // and structured when they are false and "" (fewer values to convert).
+  const settle = (ticket, text, isError = false, structured = "") => {
     const resolve = waiting.get(ticket);
     waiting.delete(ticket);
     const r = { content: [{ type: "text", text }], isError };
     if (structured !== "") r.structuredContent = JSON.parse(structured);
     resolve(r);
+  };
+  // keep is every call's promise executor: one function, not a closure
+  // made per call; it hands the promise's resolve to the caller.
+  let kept;
+  const keep = (resolve, reject) => { kept = resolve; };
+  const promise = (ticket) => {
+    const p = new Promise(keep);
+    waiting.set(ticket, kept);
+    return p;
   };
   const tools = Object.create(null);
   for (const name of names) {
@@ -44,7 +55,7 @@
       const json = JSON.stringify(input === undefined ? {} : input);
       if (json === undefined) throw new TypeError("the input of " + name + " must be a JSON value");
       const ticket = next++;
-      const p = new Promise((resolve) => waiting.set(ticket, resolve));
+      const p = promise(ticket);
       call(ticket, name, json);
       return p;
     };

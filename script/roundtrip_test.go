@@ -1,6 +1,7 @@
 package script
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -180,5 +181,98 @@ func TestAnEngineKilledDuringACallFailsTheScript(t *testing.T) {
 	text := runGuarded(t, context.Background(), Config{Tools: r.reg}, Limits{Time: 30 * time.Second}, `await tools["test--kill"]({}); return "went on"`)
 	if !strings.Contains(text, "the script engine stopped unexpectedly") {
 		t.Errorf("a script whose engine was killed during its call: %s; want it failed saying the engine stopped", text)
+	}
+}
+
+// Calls a script starts together, run each on a goroutine of its own,
+// whose tools ignore their context, do not hold the script past its
+// limit either; and a call's own timeout, shorter than the script's
+// time, still ends it when its tool ignores its context.
+func TestCallsStartedTogetherThatIgnoreTheirContextDoNotHoldTheScript(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	stuck := tool.MustFunc("test--stuck", "Waits for the test's end, whatever its context says.", func(context.Context, struct{}) (any, error) {
+		<-release
+		return "late", nil
+	})
+	r := newRig(t, Limits{}, stuck)
+	text := runGuarded(t, context.Background(), Config{Tools: r.reg}, Limits{Time: 300 * time.Millisecond}, `await Promise.all([tools["test--stuck"]({}), tools["test--stuck"]({})])`)
+	if !strings.Contains(text, "stopped at its time limit of 300ms") {
+		t.Errorf("a script awaiting two stuck calls past its time limit: %s; want it stopped at its time limit", text)
+	}
+	text = runGuarded(t, context.Background(), Config{Tools: r.reg, Timeout: 50 * time.Millisecond}, Limits{Time: 30 * time.Second},
+		`const r = await tools["test--stuck"]({}); return r.content[0].text`)
+	if !strings.Contains(text, "did not finish within 50ms") || strings.Contains(text, "time limit") {
+		t.Errorf("a script awaiting a stuck call whose timeout is shorter than the script's: %s; want the call given up on at its timeout", text)
+	}
+}
+
+// Results of calls that settle while another is being written cross in
+// one write: the senders queued behind a write leave it to the last of
+// them, which writes them all; the first, alone, writes at once.
+func TestResultsQueuedBehindAWriteCrossInOneWrite(t *testing.T) {
+	var w writes
+	c := &conn{w: bufio.NewWriter(&w)}
+	n := c.begin()
+	if err := c.sendFor(n, msg{Op: opSettle, S: [3]string{"alone"}}); err != nil || len(w.w) != 1 {
+		t.Fatalf("a lone result: %v, %d writes; want it written at once", err, len(w.w))
+	}
+	c.mu.Lock() // a write under way
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() { _ = c.sendFor(n, msg{Op: opSettle, N: [4]int64{int64(i)}, S: [3]string{"ok"}}) })
+	}
+	until(t, "three senders to queue", func() bool { return c.queued.Load() == 3 })
+	c.mu.Unlock()
+	wg.Wait()
+	if len(w.w) != 2 || ops(t, w.w[1]) != "s s s" {
+		var got []string
+		for _, b := range w.w[1:] {
+			got = append(got, ops(t, b))
+		}
+		t.Errorf("three results queued behind a write: writes %q; want one write of all three", got)
+	}
+}
+
+// A message's head made in a writer's buffer says what the message says,
+// whatever the buffer held before: the flag of an error result written
+// there before is not read as the next message's.
+func TestAMessagesHeadInAReusedBufferIsItsOwn(t *testing.T) {
+	var sent bytes.Buffer
+	w := bufio.NewWriterSize(&sent, 4096)
+	flagged := msg{Op: opSettle, Flag: true, N: [4]int64{7, -1, 3, 9}, S: [3]string{"error", "{}"}}
+	plain := msg{Op: opSettle, N: [4]int64{8}, S: [3]string{"ok"}}
+	if err := writeMsg(w, flagged); err != nil {
+		t.Fatal(err)
+	}
+	sent.Reset()
+	// the next head is made over the flagged one's bytes
+	if err := writeMsg(w, plain); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readMsg(&sent); err != nil || got != plain {
+		t.Errorf("a message written over an error result's head read back as %+v (%v); want %+v", got, err, plain)
+	}
+}
+
+// A call's result is not held back by another call of the script that
+// still runs: the results of calls started together cross in one write
+// only when they settle together.
+func TestACallsResultIsNotHeldBackByACallStillRunning(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	slow := tool.MustFunc("test--held", "Waits for the test's end.", func(ctx context.Context, _ struct{}) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return "slow", nil
+	})
+	fast := tool.MustFunc("test--fast", "Returns at once.", func(context.Context, struct{}) (any, error) { return "fast", nil })
+	r := newRig(t, Limits{}, slow, fast)
+	text := runGuarded(t, context.Background(), Config{Tools: r.reg}, Limits{Time: 30 * time.Second},
+		`const s = tools["test--held"]({}); const [a, b] = await Promise.all([tools["test--fast"]({}), tools["test--fast"]({})]); return a.content[0].text + b.content[0].text`)
+	if text != "fastfast (error false)" {
+		t.Errorf("a script awaiting two fast calls while a slow one runs: %s; want the fast ones' results", text)
 	}
 }

@@ -65,10 +65,36 @@ func writeMsg(w io.Writer, m msg) error {
 // integers and the three strings' lengths.
 const headLen = 2 + 4*8 + 3*4
 
-// putMsg writes m without flushing it.
+// putMsg writes m without flushing it. Into a *bufio.Writer (every
+// writer but tests'), its head is made in the writer's buffer: no
+// allocation a message.
 func putMsg(w io.Writer, m msg) error {
-	var head [headLen]byte
-	head[0] = m.Op
+	var head []byte
+	if bw, ok := w.(*bufio.Writer); ok && bw.Size() >= headLen {
+		if bw.Available() < headLen {
+			if err := bw.Flush(); err != nil {
+				return err
+			}
+		}
+		head = bw.AvailableBuffer()[:headLen]
+	} else {
+		head = make([]byte, headLen)
+	}
+	putHead(head, m)
+	if _, err := w.Write(head); err != nil {
+		return err
+	}
+	for _, s := range m.S {
+		if _, err := io.WriteString(w, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// putHead fills head (headLen bytes) with m's fixed part.
+func putHead(head []byte, m msg) {
+	head[0], head[1] = m.Op, 0 // a writer's buffer holds what was there before
 	if m.Flag {
 		head[1] = 1
 	}
@@ -78,15 +104,6 @@ func putMsg(w io.Writer, m msg) error {
 	for i, s := range m.S {
 		binary.LittleEndian.PutUint32(head[2+32+4*i:], uint32(len(s)))
 	}
-	if _, err := w.Write(head[:]); err != nil {
-		return err
-	}
-	for _, s := range m.S {
-		if _, err := io.WriteString(w, s); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func readMsg(r io.Reader) (msg, error) {

@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -78,9 +79,15 @@ type Dispatcher struct {
 // cancels every call; the calls not yet finished get error results
 // saying they were cancelled, and those not yet started do not start.
 func (d *Dispatcher) Round(ctx context.Context, calls []Call) []result.Output {
+	return d.round(ctx, calls, time.Time{})
+}
+
+// round is Round, its calls run on the caller's goroutine (here) when
+// until is set: the caller gives up on them at until (CallHere).
+func (d *Dispatcher) round(ctx context.Context, calls []Call, until time.Time) []result.Output {
 	outs := make([]result.Output, len(calls))
 	spans := newSpans(len(calls))
-	d.each(ctx, calls, spans, func(i int, r result.Result) {
+	d.each(ctx, calls, spans, until, func(i int, r result.Result) {
 		outs[i] = result.Convert(result.Call{ID: calls[i].ID, Result: r, Cap: calls[i].Cap}, d.Env)
 		spans.finished(ctx, i, calls[i])
 		if d.Converted != nil {
@@ -106,7 +113,7 @@ func (d *Dispatcher) Call(ctx context.Context, c Call) result.Output {
 func (d *Dispatcher) Run(ctx context.Context, calls []Call) []result.Result {
 	out := make([]result.Result, len(calls))
 	spans := newSpans(len(calls))
-	d.each(ctx, calls, spans, func(i int, r result.Result) {
+	d.each(ctx, calls, spans, time.Time{}, func(i int, r result.Result) {
 		out[i] = r
 		spans.finished(ctx, i, calls[i])
 		spans.endResult(i, r)
@@ -127,8 +134,10 @@ type prepared struct {
 // Gate does not allow, then the others, segment by segment (segments),
 // each segment run by batch. It returns when every call is settled. Each
 // call's span (spans: nil when telemetry is off) starts before it runs,
-// or as it is settled unrun; done ends it.
-func (d *Dispatcher) each(ctx context.Context, calls []Call, spans spans, done func(i int, r result.Result)) {
+// or as it is settled unrun; done ends it. When until is set, a segment
+// of one call runs on this goroutine if its timeout ends no earlier
+// (here, CallHere).
+func (d *Dispatcher) each(ctx context.Context, calls []Call, spans spans, until time.Time, done func(i int, r result.Result)) {
 	if ScopeOf(ctx) == nil {
 		ctx = context.WithValue(ctx, scopeKey{}, &Scope{})
 	}
@@ -151,6 +160,9 @@ func (d *Dispatcher) each(ctx context.Context, calls []Call, spans spans, done f
 			for _, i := range seg {
 				d.settleNow(i, calls[i], result.Error(notStartedWhy(calls[i].Name)), done)
 			}
+			continue
+		}
+		if len(seg) == 1 && !until.IsZero() && d.here(ctx, calls, seg[0], ready[seg[0]], spans, until, done) {
 			continue
 		}
 		// each batch its own slice of indexes: a call given up on at its
@@ -489,7 +501,7 @@ func (d *Dispatcher) prepare(c Call) (t *Tool, input json.RawMessage, timeout ti
 		return nil, nil, 0, &r
 	}
 	input = c.Input
-	if in := strings.TrimSpace(string(input)); in == "" || in == "null" {
+	if in := bytes.TrimSpace(input); len(in) == 0 || string(in) == "null" {
 		// no arguments: some models send null for a tool that takes none
 		input = json.RawMessage("{}")
 	}
