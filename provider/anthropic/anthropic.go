@@ -240,7 +240,17 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 	if pre == nil {
 		e.raw(`{"messages":[`)
 	}
-	cut := e.spread(req.Messages, groups, pre != nil, keep, msize)
+	cut := -1
+	for i := range groups {
+		g := &groups[i]
+		if i == keep && (pre != nil || i > 0) {
+			cut = len(e.buf)
+		}
+		if i > 0 || pre != nil {
+			e.raw(",")
+		}
+		e.message(g.role, req.Messages[g.start:g.end], g.mark)
+	}
 	e.raw("],")
 	if stream {
 		e.raw(`"stream":true,`)
@@ -259,10 +269,7 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 type group struct {
 	role       history.Role
 	start, end int
-	// at is about how many bytes the groups before it encode to, from
-	// the first (sizeHint): where spread cuts the groups in parts
-	at   int
-	mark bool // a rolling cache breakpoint on its last block
+	mark       bool // a rolling cache breakpoint on its last block
 }
 
 // groupsOf is the groups of msgs[from:], how many of them are the
@@ -277,14 +284,12 @@ func groupsOf(msgs []history.Message, from int) (groups []group, users, size int
 		if m.IsRecord() || !sends(m.Parts) {
 			continue // a stored decision, or an empty answer: as if absent
 		}
-		hint := sizeHint(m)
+		size += sizeHint(m)
 		if n := len(groups); n > 0 && groups[n-1].role == m.Role {
 			groups[n-1].end = i + 1
-			size += hint
 			continue
 		}
-		groups = append(groups, group{role: m.Role, start: i, end: i + 1, at: size})
-		size += hint
+		groups = append(groups, group{role: m.Role, start: i, end: i + 1})
 		if m.Role == history.User {
 			users++
 		}
