@@ -65,10 +65,10 @@ func main() {
 // conversation's stored messages and builds its first request: they keep
 // the collector put off (internal/startgc) until that request is sent
 // (session.turn calls gcDone). A resume of 100,000 messages allocates some
-// 150 MB, nearly all of it kept until the request leaves, which at GOGC
-// 100 the collector marked five times over on the way (docs/performance.md,
-// "Resuming a stored conversation"); put off, twice, and the heap at its
-// peak is no larger.
+// 150 MB, nearly all of it kept until the request leaves: at GOGC 100
+// the collector ran five cycles over it on the way, at the inits' 400 two,
+// and the heap at its peak was about as large (docs/performance.md,
+// "Resuming a stored conversation").
 func startsATurn(args []string) bool {
 	return len(args) > 0 && (args[0] == "run" || args[0] == "chat")
 }

@@ -11,7 +11,8 @@
 // messages read and decoded, the request's body), and a collector at
 // GOGC 100 marked it again and again on the way ("Resuming a stored
 // conversation"). Done is called whatever happens to that turn, so a
-// long-running process runs with the collector as configured.
+// long-running process runs with the collector as configured (a chat
+// waiting for its first line keeps it put off, allocating nothing).
 //
 // It must not change the collector of a process that does its work inside
 // an init: the supervisor (its init runs before this one, being imported
