@@ -47,8 +47,9 @@ import (
 // before main), and the CPU time, user and system, of the whole run, start
 // to exit (resumed-cpu-ms: on a loaded machine the steadier figure). With
 // MYELIN_RESUME_BEFORE=PATH it runs that binary too
-// (an older build) on the same conversation in every iteration, for a
-// before/after (before-ms). Each figure is the median of the iterations.
+// (an older build) on the same conversation in every iteration, before
+// this one's resume in every other iteration and after it in the rest,
+// for a before/after (before-ms). Each figure is the median of the iterations.
 // Run:
 //
 //	MYELIN_RESUME_BEFORE=/path/to/old/myelin \
@@ -124,15 +125,26 @@ func BenchmarkResumeRun(b *testing.B) {
 			next()
 			resume(bin)
 			var resumed, afterMain, cpus, versions, runs, befores, beforeCPUs []time.Duration
-			for b.Loop() {
-				t, i, cpu := resume(bin)
-				resumed, afterMain, cpus = append(resumed, t), append(afterMain, t-i), append(cpus, cpu)
-				versions = append(versions, version())
-				runs = append(runs, next())
+			older := func() {
 				if before != "" {
 					t, _, cpu := resume(before)
 					befores, beforeCPUs = append(befores, t), append(beforeCPUs, cpu)
 				}
+			}
+			for n := 0; b.Loop(); n++ {
+				// the two builds take turns at going first: what runs
+				// right after the running agent's turn, or another
+				// resume, is not always the same one
+				if n%2 == 1 {
+					older()
+				}
+				t, i, cpu := resume(bin)
+				resumed, afterMain, cpus = append(resumed, t), append(afterMain, t-i), append(cpus, cpu)
+				if n%2 == 0 {
+					older()
+				}
+				versions = append(versions, version())
+				runs = append(runs, next())
 				srv.Forget()
 			}
 			if before != "" {

@@ -547,7 +547,14 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	defer rep.stop()
 	defer s.tools.ui.turn(rep)()
 	prompt, told := s.backgroundTurn(prompt)
-	tr, err := s.agent.Turn(ctx, s.id, prompt, func(e agent.Event) { told(e); rep.event(e) })
+	tr, err := s.agent.Turn(ctx, s.id, prompt, func(e agent.Event) {
+		if answering(e) {
+			gcDone() // the first request is sent (startsATurn)
+		}
+		told(e)
+		rep.event(e)
+	})
+	gcDone()
 	rep.stop()
 	rep.endText()
 	if line := s.tokenLine(tr.Usage, rep.last, rep.answered, err); line != "" {
@@ -569,6 +576,19 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 		return exitError
 	}
 	return exitOK
+}
+
+// answering reports whether e comes from an answer, which comes after its
+// request was sent: its text, thinking or usage streamed, a call it made,
+// or the answer stored.
+func answering(e agent.Event) bool {
+	switch e.Kind {
+	case agent.TextDelta, agent.Thinking, agent.Usage, agent.ToolCall:
+		return true
+	case agent.Stored:
+		return e.Message != nil && e.Message.Role == history.Assistant
+	}
+	return false
 }
 
 // tokenLine is the line that ends a turn on stderr: the last request's

@@ -5,7 +5,14 @@
 // is nearly all live, costing a short command such as `myelin version`
 // some 300 page faults and a tenth of its CPU time (docs/performance.md,
 // "Cold start"). Its init raises GOGC for the inits that come after it;
-// main calls Done first, which puts the setting back.
+// main calls Done first, which puts the setting back — but for run and
+// chat, which call it once their first turn's first request is sent: the
+// start of a resumed conversation allocates what it keeps (the stored
+// messages read and decoded, the request's body), and a collector at
+// GOGC 100 marked it again and again on the way ("Resuming a stored
+// conversation"). Done is called whatever happens to that turn, so a
+// long-running process runs with the collector as configured (a chat
+// waiting for its first line keeps it put off, allocating nothing).
 //
 // It must not change the collector of a process that does its work inside
 // an init: the supervisor (its init runs before this one, being imported
@@ -16,24 +23,28 @@ package startgc
 import (
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 
 	// A dependency's init runs before this one: a supervisor process
 	// starts and ends in it, with the collector as it was.
 	_ "github.com/myelin-run/myelin/internal/supervisor"
 )
 
-// initPercent is GOGC while the inits after this one run: with no cycle
-// yet, the first goal is 4 MB × initPercent / 100.
+// initPercent is GOGC while the inits after this one run (and a run or
+// chat until its first request is sent): with no cycle yet, the first
+// goal is 4 MB × initPercent / 100.
 const initPercent = 400
 
 // engineEnv is package script's variable that makes the process a script
 // engine, which runs its script inside package script's init.
 const engineEnv = "MYELIN_SCRIPT_ENGINE"
 
-// restore is the GOGC to put back in Done; -1 when nothing was changed.
-var restore = -1
+// restore is the GOGC to put back in Done; -1 when nothing was changed
+// or it was put back. Done may be called from several goroutines at once
+// (a turn's events).
+var restore atomic.Int64
 
-func init() { restore = putOff(os.LookupEnv) }
+func init() { restore.Store(int64(putOff(os.LookupEnv))) }
 
 // putOff raises GOGC to initPercent and returns the setting to put back,
 // or leaves it and returns -1 in a script engine or when GOGC is set.
@@ -48,10 +59,10 @@ func putOff(lookup func(string) (string, bool)) int {
 }
 
 // Done puts back the GOGC found at init; main calls it before anything
-// else. Later calls do nothing.
+// else, run and chat once their first request is sent. Later calls do
+// nothing.
 func Done() {
-	if restore >= 0 {
-		debug.SetGCPercent(restore)
-		restore = -1
+	if r := restore.Swap(-1); r >= 0 {
+		debug.SetGCPercent(int(r))
 	}
 }

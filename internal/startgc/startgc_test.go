@@ -15,9 +15,9 @@ func gcPercent() int {
 func TestDonePutsBackTheSettingFoundOnce(t *testing.T) {
 	defer debug.SetGCPercent(gcPercent())
 	debug.SetGCPercent(100)
-	restore = putOff(func(string) (string, bool) { return "", false })
-	if got := gcPercent(); got != initPercent || restore != 100 {
-		t.Fatalf("after putOff: GOGC %d, to restore %d; want %d and 100", got, restore, initPercent)
+	restore.Store(int64(putOff(func(string) (string, bool) { return "", false })))
+	if got := gcPercent(); got != initPercent || restore.Load() != 100 {
+		t.Fatalf("after putOff: GOGC %d, to restore %d; want %d and 100", got, restore.Load(), initPercent)
 	}
 	Done()
 	if got := gcPercent(); got != 100 {

@@ -189,18 +189,19 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 	limit := min(2, maxBreakpoints-headMarks(req))
 	pre := prefixes.Get(req.CacheKey, "", req.Messages)
 	var groups []group
+	var msize int // about what the messages encode to (sizeHint)
 	if pre != nil {
 		// The kept groups are this request's first ones when the first
 		// message after them does not join the last of them and the
 		// rolling breakpoints all fall after them.
 		var users int
-		groups, users = groupsOf(req.Messages, pre.Len())
+		groups, users, msize = groupsOf(req.Messages, pre.Len())
 		if len(groups) == 0 || groups[0].role == pre.Last() || users < limit {
 			pre = nil
 		}
 	}
 	if pre == nil {
-		groups, _ = groupsOf(req.Messages, 0)
+		groups, _, msize = groupsOf(req.Messages, 0)
 	}
 	rolling := 0
 	for i := len(groups) - 1; i >= 0 && rolling < limit; i-- {
@@ -209,14 +210,12 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 			rolling++
 		}
 	}
-	size := len(head) + 64
+	// the messages, a comma a group, the head and a little more
+	size := msize + len(groups) + len(head) + 64
 	first := 0 // the first message encoded here
 	if pre != nil {
 		size += len(pre.Bytes())
 		first = pre.Len()
-	}
-	for _, m := range req.Messages[first:] {
-		size += sizeHint(m)
 	}
 	// one allocation, not a dozen doublings; on a kept prefix, the
 	// conversation's last body when it was given back (Release), the
@@ -238,11 +237,12 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 			break
 		}
 	}
-	cut := -1
 	if pre == nil {
 		e.raw(`{"messages":[`)
 	}
-	for i, g := range groups {
+	cut := -1
+	for i := range groups {
+		g := &groups[i]
 		if i == keep && (pre != nil || i > 0) {
 			cut = len(e.buf)
 		}
@@ -272,17 +272,19 @@ type group struct {
 	mark       bool // a rolling cache breakpoint on its last block
 }
 
-// groupsOf is the groups of msgs[from:], and how many of them are the
-// user's. Records and messages with nothing to send start no group.
-func groupsOf(msgs []history.Message, from int) ([]group, int) {
+// groupsOf is the groups of msgs[from:], how many of them are the
+// user's, and about how many bytes their messages encode to (sizeHint),
+// read in the same pass over the messages. Records and messages with
+// nothing to send start no group.
+func groupsOf(msgs []history.Message, from int) (groups []group, users, size int) {
 	// at most a group a message: one allocation, not one a doubling
-	groups := make([]group, 0, len(msgs)-from)
-	users := 0
+	groups = make([]group, 0, len(msgs)-from)
 	for i := from; i < len(msgs); i++ {
-		m := msgs[i]
-		if m.IsRecord() || blockCount(m) == 0 {
+		m := &msgs[i]
+		if m.IsRecord() || !sends(m.Parts) {
 			continue // a stored decision, or an empty answer: as if absent
 		}
+		size += sizeHint(m)
 		if n := len(groups); n > 0 && groups[n-1].role == m.Role {
 			groups[n-1].end = i + 1
 			continue
@@ -292,7 +294,7 @@ func groupsOf(msgs []history.Message, from int) ([]group, int) {
 			users++
 		}
 	}
-	return groups, users
+	return groups, users, size
 }
 
 // cacheSettings says how Body marks the prompt cache (see its rolling

@@ -32,17 +32,21 @@ func (e *encoder) message(role history.Role, msgs []history.Message, mark bool) 
 	e.str(string(role))
 	e.raw(`,"content":[`)
 	n := 0
-	total := 0
-	for _, m := range msgs {
-		if !m.IsRecord() {
-			total += blockCount(m)
+	total := -1 // the blocks sent, counted only when one is marked
+	if mark {
+		total = 0
+		for i := range msgs {
+			if !msgs[i].IsRecord() {
+				total += blockCount(msgs[i].Parts)
+			}
 		}
 	}
-	for _, m := range msgs {
+	for j := range msgs {
+		m := &msgs[j]
 		if m.IsRecord() {
 			continue // a stored decision, never sent
 		}
-		for i, p := range m.Parts {
+		for i := range m.Parts {
 			if !sendable(m.Parts, i) {
 				continue
 			}
@@ -50,6 +54,7 @@ func (e *encoder) message(role history.Role, msgs []history.Message, mark bool) 
 				e.raw(",")
 			}
 			n++
+			p := &m.Parts[i]
 			if p.Type == history.ReasoningPart {
 				// the block as the API gave it, byte for byte; never
 				// marked (a thinking block takes no cache_control, and
@@ -57,28 +62,40 @@ func (e *encoder) message(role history.Role, msgs []history.Message, mark bool) 
 				e.buf = append(e.buf, p.Raw...)
 				continue
 			}
-			e.block(p, mark && n == total)
+			e.block(p, n == total)
 		}
 	}
 	e.raw("]}")
 }
 
-// blockCount is how many content blocks a message sends.
-func blockCount(m history.Message) int {
+// blockCount is how many content blocks a message of parts sends.
+func blockCount(parts []history.Part) int {
 	n := 0
-	for i := range m.Parts {
-		if sendable(m.Parts, i) {
+	for i := range parts {
+		if sendable(parts, i) {
 			n++
 		}
 	}
 	return n
 }
 
+// sends reports whether a message of parts sends a block at all
+// (blockCount > 0), looking no further than its first.
+func sends(parts []history.Part) bool {
+	for i := range parts {
+		if sendable(parts, i) {
+			return true
+		}
+	}
+	return false
+}
+
 // sizeHint is about how many bytes a message encodes to (a little more for
 // text with escapes).
-func sizeHint(m history.Message) int {
+func sizeHint(m *history.Message) int {
 	n := 48
-	for _, p := range m.Parts {
+	for i := range m.Parts {
+		p := &m.Parts[i]
 		n += 96 + len(p.Text) + len(p.Text)/16 + len(p.Input) + len(p.CallID) + len(p.Name) + len(p.Raw)
 		for _, img := range p.Images {
 			n += 96 + len(img.MIMEType) + base64.StdEncoding.EncodedLen(len(img.Data))
@@ -87,7 +104,7 @@ func sizeHint(m history.Message) int {
 	return n
 }
 
-func (e *encoder) block(p history.Part, mark bool) {
+func (e *encoder) block(p *history.Part, mark bool) {
 	switch p.Type {
 	case history.TextPart:
 		e.raw(`{"type":"text","text":`)

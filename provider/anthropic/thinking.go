@@ -190,7 +190,7 @@ func reasoningPart(kind, thinking, signature, data string) history.Part {
 // assistant message that ends in thinking — an answer stopped while it
 // thought — so such trailing thinking stays in the store only).
 func sendable(parts []history.Part, i int) bool {
-	p := parts[i]
+	p := &parts[i]
 	switch p.Type {
 	case history.TextPart:
 		return p.Text != ""
