@@ -80,6 +80,10 @@ type run struct {
 	// abandoned that loop returned without waiting for it to end
 	// (abandon): the goroutine then touches nothing of r but under mu.
 	calling, abandoned bool
+	// over says runScript has returned: what its caller gave it
+	// (Config.Trace) is the caller's again, and a call left behind
+	// writes nothing to it.
+	over bool
 
 	finished bool   // an opFinish came
 	kind     string // what it finished with (prelude.js): "undefined", "string", "json", "error", ...
@@ -127,6 +131,11 @@ func runScript(ctx context.Context, c Config, limits Limits, code string, h *Hoo
 		r.id = h.ID
 		r.last = &tail{max: h.tailBytes()}
 	}
+	defer func() {
+		r.mu.Lock()
+		r.over = true
+		r.mu.Unlock()
+	}()
 	conv := tool.ConversationOf(ctx)
 	list, _ := json.Marshal(names(c.Tools))
 	retried := false
@@ -372,7 +381,7 @@ func (r *run) call(ticket int, name, input string, alone bool) (abandoned bool) 
 		ms := time.Since(t0).Milliseconds()
 		r.mu.Lock()
 		r.calls[index].IsError, r.calls[index].MS = out.IsError, ms
-		if w := r.c.Trace; w != nil {
+		if w := r.c.Trace; w != nil && !r.over {
 			fmt.Fprintf(w, "%s %s %s input=%dB ms=%d error=%v\n", time.Now().UTC().Format(time.RFC3339), r.id, name, len(input), ms, out.IsError)
 		}
 		if alone {
