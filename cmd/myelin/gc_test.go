@@ -32,7 +32,7 @@ func TestOnlyRunAndChatKeepTheCollectorPutOff(t *testing.T) {
 // A resumed run keeps the collector put off until its first request is
 // sent — the request reaches the provider before the collector is put
 // back — and puts it back before it ends, whatever the turn does after.
-func TestARunPutsTheCollectorBackOnceItsRequestIsSent(t *testing.T) {
+func TestARunPutsTheCollectorBackOnceItsAnswerBegins(t *testing.T) {
 	var done atomic.Int32
 	defer func(f func()) { gcDone = f }(gcDone)
 	gcDone = func() { done.Add(1) }

@@ -6,7 +6,9 @@
 // some 300 page faults and a tenth of its CPU time (docs/performance.md,
 // "Cold start"). Its init raises GOGC for the inits that come after it;
 // main calls Done first, which puts the setting back — but for run and
-// chat, which call it once their first turn's first request is sent: the
+// chat, which call it once their first turn's answer begins (its first
+// event: the request was sent and is being answered — after any resends
+// of it, up to the retry limit): the
 // start of a resumed conversation allocates what it keeps (the stored
 // messages read and decoded, the request's body), and a collector at
 // GOGC 100 marked it again and again on the way ("Resuming a stored
@@ -31,7 +33,7 @@ import (
 )
 
 // initPercent is GOGC while the inits after this one run (and a run or
-// chat until its first request is sent): with no cycle yet, the first
+// chat until its first answer begins): with no cycle yet, the first
 // goal is 4 MB × initPercent / 100.
 const initPercent = 400
 
@@ -40,9 +42,14 @@ const initPercent = 400
 const engineEnv = "MYELIN_SCRIPT_ENGINE"
 
 // restore is the GOGC to put back in Done; -1 when nothing was changed
-// or it was put back. Done may be called from several goroutines at once
-// (a turn's events).
-var restore atomic.Int64
+// or it was put back — also before init has run, so that a zero value
+// is never read as GOGC 0. Done may be called from several goroutines at
+// once (a turn's events).
+var restore = func() *atomic.Int64 {
+	var r atomic.Int64
+	r.Store(-1)
+	return &r
+}()
 
 func init() { restore.Store(int64(putOff(os.LookupEnv))) }
 
@@ -59,9 +66,12 @@ func putOff(lookup func(string) (string, bool)) int {
 }
 
 // Done puts back the GOGC found at init; main calls it before anything
-// else, run and chat once their first request is sent. Later calls do
-// nothing.
+// else, run and chat once their first answer begins. Later calls do
+// nothing, and write nothing (it is called on every event of an answer).
 func Done() {
+	if restore.Load() < 0 {
+		return
+	}
 	if r := restore.Swap(-1); r >= 0 {
 		debug.SetGCPercent(int(r))
 	}
