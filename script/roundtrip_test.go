@@ -122,17 +122,22 @@ func runGuarded(t *testing.T, ctx context.Context, c Config, lim Limits, code st
 	}
 }
 
+// stuckTool is test--stuck, a tool that waits for the test's end,
+// whatever its context says.
+func stuckTool(t *testing.T) *tool.Tool {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	return tool.MustFunc("test--stuck", "Waits for the test's end, whatever its context says.", func(context.Context, struct{}) (any, error) {
+		<-release
+		return "late", nil
+	})
+}
+
 // A call the engine waits for alone runs on the goroutine that reads the
 // engine: a limit or a cancel still ends the script at once, whatever the
 // tool does with its context.
 func TestACallThatIgnoresItsContextDoesNotHoldTheScriptPastItsLimit(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	stuck := tool.MustFunc("test--stuck", "Waits for the test's end, whatever its context says.", func(context.Context, struct{}) (any, error) {
-		<-release
-		return "late", nil
-	})
-	r := newRig(t, Limits{}, stuck)
+	r := newRig(t, Limits{}, stuckTool(t))
 	c := Config{Tools: r.reg}
 	text := runGuarded(t, context.Background(), c, Limits{Time: 300 * time.Millisecond}, `await tools["test--stuck"]({})`)
 	if !strings.Contains(text, "stopped at its time limit of 300ms") {
@@ -189,13 +194,7 @@ func TestAnEngineKilledDuringACallFailsTheScript(t *testing.T) {
 // limit either; and a call's own timeout, shorter than the script's
 // time, still ends it when its tool ignores its context.
 func TestCallsStartedTogetherThatIgnoreTheirContextDoNotHoldTheScript(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	stuck := tool.MustFunc("test--stuck", "Waits for the test's end, whatever its context says.", func(context.Context, struct{}) (any, error) {
-		<-release
-		return "late", nil
-	})
-	r := newRig(t, Limits{}, stuck)
+	r := newRig(t, Limits{}, stuckTool(t))
 	text := runGuarded(t, context.Background(), Config{Tools: r.reg}, Limits{Time: 300 * time.Millisecond}, `await Promise.all([tools["test--stuck"]({}), tools["test--stuck"]({})])`)
 	if !strings.Contains(text, "stopped at its time limit of 300ms") {
 		t.Errorf("a script awaiting two stuck calls past its time limit: %s; want it stopped at its time limit", text)
