@@ -178,6 +178,20 @@ func (c *conn) sendFor(n int, m msg) error {
 	return err
 }
 
+// sendNow is sendFor for a message whose sender must hear how its write
+// went (the script itself, read): it is written and flushed by its own
+// sender, with whatever others left to be flushed before it, never left
+// to a sender queued behind it, whose failed write would then be the
+// only one to know.
+func (c *conn) sendNow(n int, m msg) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.script != n {
+		return errScriptOver
+	}
+	return writeMsg(c.w, m)
+}
+
 // startEngine starts an engine process, and returns once it is ready.
 var startEngine = func() (*conn, error) {
 	c, err := launchEngine()

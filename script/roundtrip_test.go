@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -273,5 +274,29 @@ func TestACallsResultIsNotHeldBackByACallStillRunning(t *testing.T) {
 		`const s = tools["test--held"]({}); const [a, b] = await Promise.all([tools["test--fast"]({}), tools["test--fast"]({})]); return a.content[0].text + b.content[0].text`)
 	if text != "fastfast (error false)" {
 		t.Errorf("a script awaiting two fast calls while a slow one runs: %s; want the fast ones' results", text)
+	}
+}
+
+// failingWriter fails every write: an engine gone.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("broken pipe") }
+
+// The script itself is written by its own sender, who hears how the
+// write went, even with another sender (a late result of the engine's
+// last script) queued behind it: left to that one, a failed write was
+// known only to it, and the script's run read "it exited without a word"
+// where it could say why.
+func TestTheScriptsSenderHearsItsWriteFailEvenWithASenderQueuedBehind(t *testing.T) {
+	c := &conn{w: bufio.NewWriter(failingWriter{})}
+	n := c.begin()
+	c.queued.Add(1) // a sender in sendFor, queued behind
+	defer c.queued.Add(-1)
+	if err := c.sendNow(n, msg{Op: opRun, S: [3]string{"return 1"}}); err == nil {
+		t.Fatal("the script's write to a broken pipe gave no error to its sender")
+	}
+	c.over(n)
+	if err := c.sendNow(n, msg{Op: opRun}); !errors.Is(err, errScriptOver) {
+		t.Fatalf("a script sent once it is over: %v; want errScriptOver", err)
 	}
 }

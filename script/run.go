@@ -235,7 +235,7 @@ func (r *run) abandon() bool {
 // read sends the engine the script, then reads its messages until the
 // script ends, the engine is gone, or loop abandoned it.
 func (r *run) read(script msg) {
-	if err := r.conn.sendFor(r.script, script); err != nil {
+	if err := r.conn.sendNow(r.script, script); err != nil {
 		if r.stoppedBy() == "" {
 			r.lost = fmt.Sprintf("sending it the script: %v", err)
 		}
