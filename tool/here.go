@@ -32,7 +32,8 @@ import (
 // A call whose timeout (Dispatcher.Timeout, Tool.Timeout) would end
 // before until is run as Call runs it, on a goroutine of its own: its
 // timeout must end it even when its handler ignores its context, and
-// the caller would not give up then.
+// the caller would not give up then. A zero until is a caller that
+// never gives up: every call is then run as Call runs it.
 func (d *Dispatcher) CallHere(ctx context.Context, c Call, until time.Time) result.Output {
 	return d.round(ctx, []Call{c}, until)[0]
 }

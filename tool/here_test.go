@@ -146,3 +146,28 @@ func TestACallRunHereHasItsOwnContextAndIsCancelledWithItsCallers(t *testing.T) 
 		t.Errorf("a call whose caller's context ended before it: %+v (ran: %v); want it not started", out, seen != nil)
 	}
 }
+
+// A zero until is a caller that never gives up: the call is run as Call
+// runs it, its own timeout ending it though its handler ignores its
+// context — not run here with no end at all, nor with a deadline of the
+// zero time.
+func TestACallRunHereWithNoUntilIsEndedByItsOwnTimeout(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	deadlines := make(chan time.Time, 1)
+	stuck := MustFunc("stuck", "Ignores its context.", func(ctx context.Context, in struct{}) (any, error) {
+		d, _ := ctx.Deadline()
+		deadlines <- d
+		<-release
+		return "late", nil
+	})
+	d := dispatcher(t, stuck)
+	d.Timeout = 50 * time.Millisecond
+	out := hereGuarded(t, d, context.Background(), Call{ID: "1", Name: "stuck"}, time.Time{})
+	if !out.IsError || !strings.Contains(out.Text, "did not finish within 50ms") {
+		t.Errorf("a stuck call with no until: %q (error %v); want it ended by its timeout", out.Text, out.IsError)
+	}
+	if deadline := <-deadlines; deadline.IsZero() || time.Until(deadline) < -time.Minute {
+		t.Errorf("its handler saw the deadline %v; want its timeout's", deadline)
+	}
+}
