@@ -125,14 +125,7 @@ func TestAScriptRunAgainAfterItsKeptEngineDiedRunsItsCalls(t *testing.T) {
 	r := newRig(t, Limits{})
 	c.Tools = r.reg
 	mustRun(t, in("a"), c, Limits{}, `return 1`)
-	p := idleOf(e, "a")
-	if p == nil {
-		t.Fatalf("no engine kept for a (%v)", e)
-	}
-	if err := syscall.Kill(p.pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	until(t, "the kept engine to die", func() bool { return !alive(p.pid) })
+	killIdle(t, e, "a")
 	res := Run(in("a"), c, Limits{}, `const r = await tools["test--text"]({s: "ran"}); return r.content[0].text`)
 	if res.IsError || res.Data != "ran" {
 		t.Errorf("the next script, its call: %v (error %v); want it run in another engine, its call too", res.Data, res.IsError)

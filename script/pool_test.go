@@ -34,6 +34,21 @@ func in(conv string) context.Context {
 }
 
 // idleOf is the engine the pool keeps for conv, or nil.
+// killIdle kills the engine e keeps idle for conv, from outside (SIGKILL),
+// and returns it once it is dead.
+func killIdle(t *testing.T, e *Engines, conv string) *engineProc {
+	t.Helper()
+	p := idleOf(e, conv)
+	if p == nil {
+		t.Fatalf("no engine kept for %s (%v)", conv, e)
+	}
+	if err := syscall.Kill(p.pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the kept engine to die", func() bool { return !alive(p.pid) })
+	return p
+}
+
 func idleOf(e *Engines, conv string) *engineProc {
 	e.pool.mu.Lock()
 	defer e.pool.mu.Unlock()
@@ -357,14 +372,7 @@ func TestABackgroundScriptTakesAKeptEngineAndGivesBackItsSlot(t *testing.T) {
 func TestAKeptEngineKilledWhileIdleDoesNotFailTheNextScript(t *testing.T) {
 	e, c := pooled(t, 4, Pool{})
 	mustRun(t, in("a"), c, Limits{}, `return 1`)
-	p := idleOf(e, "a")
-	if p == nil {
-		t.Fatalf("no engine kept for a (%v)", e)
-	}
-	if err := syscall.Kill(p.pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	until(t, "the kept engine to die", func() bool { return !alive(p.pid) })
+	p := killIdle(t, e, "a")
 	res := Run(in("a"), c, Limits{}, `return "ran"`)
 	if res.IsError || res.Data != "ran" {
 		t.Errorf("the next script: %v (error %v); want it run in another engine", res.Data, res.IsError)
