@@ -115,8 +115,7 @@ func TestAMoveWhileBackgroundWorkRunsOrWaitsIs409(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := f.srv.conv(id)
-	c.mu.Lock()
+	c := f.srv.lockedConv(id)
 	c.wakes = append(c.wakes, background.Wake{Conversation: id, Script: "bg_x", N: 1, Of: 1, Message: "[wake]"})
 	c.mu.Unlock()
 	refused("1 wake(s) waiting")

@@ -91,13 +91,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Lock()
-	if c := s.convs[id]; c != nil {
-		c.mu.Lock()
-		if c.turn == nil || isDone(c.turn.done) {
-			delete(s.convs, id)
-		}
-		c.mu.Unlock()
-	}
+	s.drop(id)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, d)
 }

@@ -71,8 +71,12 @@ type Server struct {
 	// sizes the server's own event log (when Events is nil).
 	EventBytes int64
 	// EventsIdle is how long the server keeps a conversation's events
-	// after its last; 0 means DefaultEventsIdle. It sizes the server's
-	// own event log (when Events is nil).
+	// after its last, and what it holds of a conversation nothing runs
+	// on here (no turn, no wake waiting) after it was last used: the
+	// tool set its last turn offered, for the notice that the tools
+	// changed, and that turn's end, for a cancel of it; 0 means
+	// DefaultEventsIdle. It sizes the server's own event log (when
+	// Events is nil).
 	EventsIdle time.Duration
 	// StreamWriteTimeout is how long one write of an event stream may
 	// wait for its client before the stream is ended (the client resumes
@@ -119,17 +123,20 @@ type Server struct {
 	// ended (logging.go), never a token or a body; nil logs neither.
 	Logger *slog.Logger
 
-	once   sync.Once
-	mux    *http.ServeMux
-	log    EventLog // Events, or the server's own
-	mu     sync.Mutex
-	convs  map[string]*conversation
-	base   context.Context // turns run under it; Close cancels it
-	stop   context.CancelCauseFunc
-	ended  chan struct{}  // closed once Shutdown's turns have ended: the streams end
-	turns  sync.WaitGroup // added to under mu, while not closed
-	closed bool           // Shutdown or Close was called: no turn starts
-	asks   asks           // the elicitations and approvals waiting for a client, and those ended
+	once  sync.Once
+	mux   *http.ServeMux
+	log   EventLog // Events, or the server's own
+	mu    sync.Mutex
+	convs map[string]*conversation
+	// forgetting is the next sweep of convs' idle entries (forget.go),
+	// nil when none is due
+	forgetting *time.Timer
+	base       context.Context // turns run under it; Close cancels it
+	stop       context.CancelCauseFunc
+	ended      chan struct{}  // closed once Shutdown's turns have ended: the streams end
+	turns      sync.WaitGroup // added to under mu, while not closed
+	closed     bool           // Shutdown or Close was called: no turn starts
+	asks       asks           // the elicitations and approvals waiting for a client, and those ended
 	// watching counts the event streams open
 	watching watchers
 	// beats is the streams' one heartbeat
@@ -139,10 +146,14 @@ type Server struct {
 }
 
 // conversation is what the server holds of one conversation while it
-// runs: its running turn.
+// runs: its running turn. An entry is dropped once idle (forget.go).
 type conversation struct {
 	mu   sync.Mutex
 	turn *running // nil when no turn of this server runs it
+	// used is when it was last taken (lockedConv); gone, that it was
+	// dropped from Server.convs, and is to be taken again.
+	used time.Time
+	gone bool
 	// tools are the tools its last turn on this server offered.
 	tools *tool.Registry
 	// wakes are background scripts' wakes waiting for its running turn
@@ -298,18 +309,6 @@ func (s *Server) addTurn() bool {
 	}
 	s.turns.Add(1)
 	return true
-}
-
-// conv is the server's state of conversation id, made on first use.
-func (s *Server) conv(id string) *conversation {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.convs[id]
-	if c == nil {
-		c = &conversation{}
-		s.convs[id] = c
-	}
-	return c
 }
 
 // found reports whether conversation id is in the store, writing the

@@ -76,8 +76,7 @@ func (s *Server) withTools(a *agent.Agent, conv string) (*agent.Agent, []string)
 		}
 		a.Tools = reg
 	}
-	c := s.conv(conv)
-	c.mu.Lock()
+	c := s.lockedConv(conv)
 	last := c.tools
 	c.tools = reg
 	c.mu.Unlock()

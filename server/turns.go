@@ -174,8 +174,7 @@ func (s *Server) launch(from context.Context, id string, a *agent.Agent, prompt 
 	if !s.addTurn() {
 		return nil, nil, nil
 	}
-	c := s.conv(id)
-	c.mu.Lock()
+	c := s.lockedConv(id)
 	if cur := c.turn; cur != nil && !isDone(cur.done) {
 		c.mu.Unlock()
 		s.turns.Done()

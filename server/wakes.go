@@ -29,8 +29,7 @@ const wakeRetry = 5 * time.Second
 func (s *Server) Wake(w background.Wake) {
 	s.init()
 	s.emit(w.Conversation, EventWake, w)
-	c := s.conv(w.Conversation)
-	c.mu.Lock()
+	c := s.lockedConv(w.Conversation)
 	c.wakes = append(c.wakes, w)
 	c.mu.Unlock()
 	go s.nextWake(w.Conversation)
@@ -39,8 +38,7 @@ func (s *Server) Wake(w background.Wake) {
 // nextWake starts the turn of conversation conv's oldest waiting wake,
 // when no turn of this server runs it.
 func (s *Server) nextWake(conv string) {
-	c := s.conv(conv)
-	c.mu.Lock()
+	c := s.lockedConv(conv)
 	if len(c.wakes) == 0 || (c.turn != nil && !isDone(c.turn.done)) {
 		c.mu.Unlock()
 		return
@@ -101,8 +99,7 @@ func (s *Server) wakeFailed(w background.Wake, err error) {
 // nothing here will end a turn of it to start the next (another writer
 // holds it).
 func (s *Server) requeue(w background.Wake, later bool) {
-	c := s.conv(w.Conversation)
-	c.mu.Lock()
+	c := s.lockedConv(w.Conversation)
 	c.wakes = append([]background.Wake{w}, c.wakes...)
 	c.mu.Unlock()
 	if later {

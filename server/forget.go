@@ -1,0 +1,94 @@
+package server
+
+// This file is how the server forgets what it holds of a conversation
+// once nothing of it runs here: a server that has served a million
+// conversations must not keep a million entries. An entry whose
+// conversation has no turn running on this server and no wake waiting,
+// and that no one has used for EventsIdle (an hour by default, as its
+// events), is dropped: all it still held was the tool set its last turn
+// offered (for the notice that the tools changed since, which a restart
+// forgets too) and its last turn's end (for a cancel's "already
+// finished"). A caller that took an entry a sweep dropped meanwhile
+// takes the new one (lockedConv), so no wake or turn lands in a dropped
+// entry.
+
+import "time"
+
+// lockedConv is the server's entry of conversation id, made on first use,
+// locked, and not dropped: the caller unlocks it. Using it keeps it for
+// another idle period.
+func (s *Server) lockedConv(id string) *conversation {
+	for {
+		s.mu.Lock()
+		c := s.convs[id]
+		if c == nil {
+			c = &conversation{}
+			s.convs[id] = c
+			if s.forgetting == nil {
+				idle := s.idleFor()
+				s.forgetting = time.AfterFunc(idle/2, func() { s.forgetIdle(time.Now()) })
+			}
+		}
+		s.mu.Unlock()
+		c.mu.Lock()
+		if !c.gone {
+			c.used = time.Now()
+			return c
+		}
+		c.mu.Unlock() // dropped since it was looked up: take the new one
+	}
+}
+
+// idleFor is how long an entry of a conversation nothing runs stays unused
+// before it is dropped: the events' idle period.
+func (s *Server) idleFor() time.Duration {
+	if s.EventsIdle > 0 {
+		return s.EventsIdle
+	}
+	return DefaultEventsIdle
+}
+
+// forgetIdle drops the entries of conversations with no turn running here
+// and no wake waiting that no one has used since before now minus the
+// idle period, and sets the next sweep while any entry is left.
+func (s *Server) forgetIdle(now time.Time) {
+	idle := s.idleFor()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, c := range s.convs {
+		c.mu.Lock()
+		if c.idle() && now.Sub(c.used) >= idle {
+			c.gone = true
+			delete(s.convs, id)
+		}
+		c.mu.Unlock()
+	}
+	if s.forgetting != nil {
+		s.forgetting.Stop()
+		s.forgetting = nil
+	}
+	if len(s.convs) > 0 {
+		s.forgetting = time.AfterFunc(idle/2, func() { s.forgetIdle(time.Now()) })
+	}
+}
+
+// idle reports whether nothing of c runs on this server: no turn, no
+// wake waiting for one. c.mu is held.
+func (c *conversation) idle() bool {
+	return (c.turn == nil || isDone(c.turn.done)) && len(c.wakes) == 0
+}
+
+// drop drops conversation id's entry, its conversation deleted, unless a
+// turn of it still runs here (its wakes go with it). s.mu is held.
+func (s *Server) drop(id string) {
+	c := s.convs[id]
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.turn == nil || isDone(c.turn.done) {
+		c.gone = true
+		delete(s.convs, id)
+	}
+	c.mu.Unlock()
+}
