@@ -79,6 +79,20 @@ type memoryEvents struct {
 	logs  map[string]*eventLog
 	bytes int64       // the sum of the logs' bytes, as their appends reported it
 	timer *time.Timer // the next sweep of idle logs, nil when none is due
+	// closed: the server was closed, and the logs are swept no more
+	closed bool
+}
+
+// close stops the sweeps of idle logs: a closed server's log is not
+// reached from the runtime's timers, and kept no longer than its server.
+func (m *memoryEvents) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	if m.timer != nil {
+		m.timer.Stop()
+		m.timer = nil
+	}
 }
 
 // newMemoryEvents is a log keeping keep events of each conversation
@@ -117,7 +131,7 @@ func (m *memoryEvents) Append(_ context.Context, conv, typ string, data json.Raw
 	if m.bytes > m.maxBytes {
 		m.evictIdlest(l)
 	}
-	if m.timer == nil {
+	if m.timer == nil && !m.closed {
 		m.timer = time.AfterFunc(m.idle/2, func() { m.sweep(time.Now()) })
 	}
 	return nil
@@ -163,7 +177,7 @@ func (m *memoryEvents) sweep(now time.Time) {
 		m.timer.Stop()
 		m.timer = nil
 	}
-	if m.bytes > 0 {
+	if m.bytes > 0 && !m.closed {
 		m.timer = time.AfterFunc(m.idle/2, func() { m.sweep(time.Now()) })
 	}
 }

@@ -155,6 +155,7 @@ func (s *Server) RunQueued(ctx context.Context, conv string, t QueuedTurn) error
 	}
 	defer done()
 	a, notes := s.withTools(a, conv)
+	defer s.runsQueued(conv)()
 	tctx = turnContext(context.WithValue(tctx, handedOverKey{}, true), conv, t.Turn, a)
 	stop := context.AfterFunc(ctx, func() { cancel(errCancelled) })
 	defer stop()

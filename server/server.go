@@ -154,6 +154,9 @@ type conversation struct {
 	// dropped from Server.convs, and is to be taken again.
 	used time.Time
 	gone bool
+	// queued counts the queued turns of it a worker of this server runs
+	// (RunQueued), which set no turn here
+	queued int
 	// tools are the tools its last turn on this server offered.
 	tools *tool.Registry
 	// wakes are background scripts' wakes waiting for its running turn

@@ -127,6 +127,12 @@ func (s *Server) Shutdown(ctx context.Context) (cancelled int) {
 		<-ended
 	}
 	if first {
+		s.mu.Lock()
+		s.stopForgetting() // a closed server sweeps no more
+		s.mu.Unlock()
+		if m, ok := s.log.(*memoryEvents); ok {
+			m.close()
+		}
 		close(s.ended)
 	} else {
 		<-s.ended
