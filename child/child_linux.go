@@ -307,10 +307,15 @@ func (g *Group) awaitSupervisor(within time.Duration, read func() error, whenSto
 	}
 }
 
-// stopped says whether the child process pid (this process's own, not
-// reaped yet: its pid is not anyone else's) is stopped. It asks waitid
-// for a stopped child without reaping it or taking its stop's report
-// (WNOWAIT), so cmd.Wait and a later look see what they would have.
+// stopped says whether the child process pid (this process's own
+// supervisor, not reaped yet: awaitSupervisor just found its status pipe
+// open, which it holds until it exits, and cmd.Wait reaps it only after)
+// is stopped. It asks waitid for a stopped child without reaping it or
+// taking its stop's report (WNOWAIT), so cmd.Wait and a later look see
+// what they would have. (In Kill a cmd.Wait running meanwhile could reap
+// a supervisor that exited between the two, and the kernel give its pid
+// to a new child of this process, stopped too, in those microseconds: a
+// pid wrap-around that is not worth a pidfd here.)
 func stopped(pid int) bool {
 	var info [32]int32 // a siginfo_t (128 bytes), whose first int is si_signo
 	const pPID, wSTOPPED, wNOHANG, wNOWAIT = 1, 2, 1, 0x1000000
