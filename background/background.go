@@ -126,6 +126,14 @@ type Manager struct {
 	gone   []state // scripts a restart took away, not yet told
 	wg     sync.WaitGroup
 	closed bool
+	// starting counts the starts taking their engine (outside mu), by
+	// conversation, and startingAll in all: they count toward the limits
+	// meanwhile.
+	starting    map[string]int
+	startingAll int
+	// take takes an engine for a script (the pool's TryTake; a test's
+	// slower one).
+	take func() *script.Slot
 }
 
 // bg is one background script; its fields after the first line are under
@@ -160,7 +168,7 @@ func New(c Config) (*Manager, error) {
 	if c.Waker == nil {
 		return nil, errors.New("background: a Manager needs a Waker")
 	}
-	m := &Manager{c: c, lim: c.Limits.withDefaults(), clock: c.Clock, byID: map[string]*bg{}}
+	m := &Manager{c: c, lim: c.Limits.withDefaults(), clock: c.Clock, byID: map[string]*bg{}, starting: map[string]int{}, take: c.Script.EnginePool().TryTake}
 	if engines := c.Script.EnginePool().Limit(); m.lim.Total >= engines {
 		return nil, fmt.Errorf("background: %d background scripts at once in the process (Limits.Total) would leave none of the %d script engines (script.Config.Engines) to the scripts of calls: give fewer than the engines", m.lim.Total, engines)
 	}
@@ -188,26 +196,40 @@ func (m *Manager) Describe() string {
 // (tool.ConversationOf: the agent sets it for each call), and returns at once what the model gets: its id,
 // its journal and its lifetime; or an error result naming the limit hit.
 // The script runs on after ctx ends, until it ends, is cancelled, reaches
-// its lifetime, or the Manager closes.
+// its lifetime, or the Manager closes. While it takes the script's engine
+// (which may end an idle one and wait for it) it holds up no other caller
+// of the Manager; it counts toward the limits meanwhile.
 func (m *Manager) Start(ctx context.Context, code string, lifetime time.Duration) result.Result {
 	conv := tool.ConversationOf(ctx)
 	if lifetime <= 0 || lifetime > m.lim.Lifetime {
 		lifetime = m.lim.Lifetime
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return result.Error("code_execution {background: true}: myelin is stopping; no script can start")
-	}
-	if running := m.runningIn(conv); len(running) >= m.lim.Running {
-		return result.Error(fmt.Sprintf("code_execution {background: true}: %d background scripts are running in this conversation, the limit (%v); stop one with %s or wait for one to end", len(running), running, ToolCancel))
-	}
-	if n := m.running(); n >= m.lim.Total {
-		return result.Error(fmt.Sprintf("code_execution {background: true}: %d background scripts are running in this process (all conversations together), its limit (myelin's --background-scripts-total raises it); stop one of this conversation's with %s, or wait for one to end", n, ToolCancel))
+	if refused := m.refused(conv); refused != "" {
+		m.mu.Unlock()
+		return result.Error(refused)
 	}
 	// The engine is taken now, so that the call says at once whether the
-	// script runs: it is freed when the script ends.
-	slot := m.c.Script.EnginePool().TryTake()
+	// script runs: it is freed when the script ends. Taking it may end an
+	// idle engine and wait for it to be reaped (milliseconds): not under
+	// mu, which every turn's start (Gone), wake and list takes. The start
+	// counts toward the limits meanwhile.
+	m.starting[conv]++
+	m.startingAll++
+	m.mu.Unlock()
+	slot := m.take()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.starting[conv]--; m.starting[conv] == 0 {
+		delete(m.starting, conv)
+	}
+	m.startingAll--
+	if m.closed { // meanwhile
+		if slot != nil {
+			slot.Free()
+		}
+		return result.Error(errStopping)
+	}
 	if slot == nil {
 		return result.Error("code_execution {background: true}: " + m.c.Script.EnginePool().Busy())
 	}
@@ -252,6 +274,33 @@ func (m *Manager) Start(ctx context.Context, code string, lifetime time.Duration
 		s.id, s.journal, ToolCancel, s.id, lifetime, ends.UTC().Format("2006-01-02 15:04:05 UTC"), m.lim.Wakes, m.lim.Gap)
 	structured := mustJSON(map[string]any{"id": s.id, "journal": s.journal, "lifetimeMs": lifetime.Milliseconds(), "ends": ends.UTC().Format(time.RFC3339)})
 	return result.Result{Data: text, Structured: structured}
+}
+
+// errStopping is what a start is told once the Manager is closed.
+const errStopping = "code_execution {background: true}: myelin is stopping; no script can start"
+
+// refused is why a script of conv cannot start now — the Manager is
+// closed, or a limit is reached, counting the starts taking their engine
+// — or "" when it can; m.mu is held.
+func (m *Manager) refused(conv string) string {
+	if m.closed {
+		return errStopping
+	}
+	running, verb := m.runningIn(conv), "running"
+	if m.starting[conv] > 0 {
+		verb = "running or starting"
+	}
+	if n := len(running) + m.starting[conv]; n >= m.lim.Running {
+		return fmt.Sprintf("code_execution {background: true}: %d background scripts are %s in this conversation, the limit (%v); stop one with %s or wait for one to end", n, verb, running, ToolCancel)
+	}
+	verb = "running"
+	if m.startingAll > 0 {
+		verb = "running or starting"
+	}
+	if n := m.running() + m.startingAll; n >= m.lim.Total {
+		return fmt.Sprintf("code_execution {background: true}: %d background scripts are %s in this process (all conversations together), its limit (myelin's --background-scripts-total raises it); stop one of this conversation's with %s, or wait for one to end", n, verb, ToolCancel)
+	}
+	return ""
 }
 
 // runningIn are the ids of conv's running scripts; m.mu is held.

@@ -20,6 +20,20 @@
 // then the supervisor; cmd.Wait returns the command's exit status or
 // signal.
 //
+// Start returns once the supervisor said the command started (or why
+// not), and never waits for ever for it: a command can stop its
+// supervisor (SIGSTOP to its parent) as its first act, before the
+// supervisor said it, and a stopped supervisor says nothing. Start
+// continues (SIGCONT) a supervisor it finds stopped meanwhile — myelin
+// never wants its own supervisor stopped, and the command then runs as
+// one that stopped it a moment later would — and one that has not said
+// it within 10 s all the same (stopped again and again, held by a
+// debugger, stuck) is killed with everything below it, and Start says
+// so. Kill likewise continues a supervisor found stopped while it waits
+// for everything to end, and first kills that supervisor's children
+// itself, so that a command stopping it in a loop cannot keep it from
+// killing them.
+//
 // A command prepared by package sandbox (sandbox.Policy.Apply) is started
 // the same way; its supervisor starts in new mount (and network, and user)
 // namespaces and confines itself before it forks the command (package

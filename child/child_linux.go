@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/myelin-run/myelin/internal/supervisor"
 	"github.com/myelin-run/myelin/sandbox"
@@ -180,14 +181,30 @@ func (c command) startError(cmd *exec.Cmd, err error) error {
 }
 
 // started reads the supervisor's first word: the command started, or why
-// not (the supervisor is then killed and reaped).
+// not (the supervisor is then killed and reaped). A supervisor stopped
+// before it said it (the command's first act can be to stop its parent)
+// is continued; one that has not said it within startWait, stopped again
+// and again or stuck, is killed with everything below it.
 func (g *Group) started() error {
-	line, err := g.status.ReadString('\n')
-	if line = strings.TrimSuffix(line, "\n"); line == supervisor.StatusOK {
+	var line string
+	continued, err := g.awaitSupervisor(startWait, func() error {
+		part, err := g.status.ReadString('\n') // a deadline can cut a line: kept
+		line += part
+		return err
+	}, nil)
+	if line = strings.TrimSuffix(line, "\n"); line == supervisor.StatusOK && err == nil {
+		_ = g.done.SetReadDeadline(time.Time{})
 		return nil
 	}
 	g.Kill()
 	_ = g.cmd.Wait()
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		why := "never found stopped: stuck"
+		if continued > 0 {
+			why = fmt.Sprintf("found stopped and continued %d times: the command, or something else such as a debugger, stops it again and again or holds it", continued)
+		}
+		return fmt.Errorf("child: the supervisor of %s did not say within %v whether it started it (%s); it and everything it started were killed: %w", g.path, startWait, why, os.ErrDeadlineExceeded)
+	}
 	if why, ok := strings.CutPrefix(line, supervisor.StatusError); ok {
 		if strings.HasPrefix(why, supervisor.SandboxFailed) {
 			return fmt.Errorf("%w: %s; run with --sandbox off to run commands unconfined", sandbox.ErrUnavailable, why)
@@ -238,11 +255,15 @@ func (g *Group) Kill() {
 	g.ctl.Close()
 	// A supervisor stopped by someone (SIGSTOP) would never answer.
 	_ = g.cmd.Process.Signal(syscall.SIGCONT)
-	// Until the supervisor exits. One that does not within killWait
-	// (it cannot be, short of a process stuck in the kernel) is killed,
-	// which leaves what it did not kill yet but never hangs the call.
-	_ = g.done.SetReadDeadline(time.Now().Add(killWait))
-	if _, err := io.Copy(io.Discard, g.status); errors.Is(err, os.ErrDeadlineExceeded) {
+	// Until the supervisor exits, continued again if it is stopped again.
+	// One that does not within killWait (it cannot be, short of a process
+	// stuck in the kernel or stopping it over and over) is killed, which
+	// leaves what it did not kill yet but never hangs the call.
+	_, err := g.awaitSupervisor(killWait, func() error {
+		_, err := io.Copy(io.Discard, g.status)
+		return err
+	}, killChildren)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		_ = g.cmd.Process.Kill()
 	}
 	g.done.Close()
@@ -257,6 +278,80 @@ func removeTemp(tmp string) {
 	}
 }
 
+// awaitSupervisor calls read, a read of the status pipe, until it returns
+// anything but a deadline's end, and for at most within (then read's
+// error is os.ErrDeadlineExceeded). Each startPoll without an answer it
+// looks whether the supervisor is stopped (SIGSTOP, from the command or
+// anyone), which would never answer, and continues it (SIGCONT), after
+// calling whenStopped (unless nil) with its pid; it returns how many times
+// it did. An answer within startPoll, a normal start's, costs only the
+// deadline set once.
+func (g *Group) awaitSupervisor(within time.Duration, read func() error, whenStopped func(pid int)) (continued int, err error) {
+	end := time.Now().Add(within)
+	for {
+		next := time.Now().Add(startPoll)
+		if next.After(end) {
+			next = end
+		}
+		_ = g.done.SetReadDeadline(next)
+		if err = read(); !errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(end) {
+			return continued, err
+		}
+		if pid := g.cmd.Process.Pid; stopped(pid) {
+			if whenStopped != nil {
+				whenStopped(pid)
+			}
+			_ = g.cmd.Process.Signal(syscall.SIGCONT)
+			continued++
+		}
+	}
+}
+
+// stopped says whether the child process pid (this process's own
+// supervisor, not reaped yet: awaitSupervisor just found its status pipe
+// open, which it holds until it exits, and cmd.Wait reaps it only after)
+// is stopped. It asks waitid for a stopped child without reaping it or
+// taking its stop's report (WNOWAIT), so cmd.Wait and a later look see
+// what they would have. (In Kill a cmd.Wait running meanwhile could reap
+// a supervisor that exited between the two, and the kernel give its pid
+// to a new child of this process, stopped too, in those microseconds: a
+// pid wrap-around that is not worth a pidfd here.)
+func stopped(pid int) bool {
+	var info [32]int32 // a siginfo_t (128 bytes), whose first int is si_signo
+	const pPID, wSTOPPED, wNOHANG, wNOWAIT = 1, 2, 1, 0x1000000
+	_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), wSTOPPED|wNOHANG|wNOWAIT, 0, 0)
+	// Nothing to report leaves si_signo 0; a stopped child, SIGCHLD.
+	return e == 0 && info[0] == int32(syscall.SIGCHLD)
+}
+
+// killChildren kills (SIGKILL) the children of the supervisor pid, found
+// stopped just now: the round it would make first, once continued. Kill does it
+// so that a command that stops its supervisor again and again (a loop of
+// `kill -STOP $PPID`) cannot keep it from killing everything; orphans of
+// the killed are then the supervisor's children, killed by it or by the
+// next round here. A stopped supervisor reaps none of its children, so
+// their pids are no one else's.
+func killChildren(pid int) {
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	for _, f := range tasks {
+		data, _ := os.ReadFile(f)
+		for _, p := range strings.Fields(string(data)) {
+			if k, err := strconv.Atoi(p); err == nil && k > 0 {
+				_ = syscall.Kill(k, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
 // killWait bounds how long Kill waits for the supervisor to have killed
-// everything.
-const killWait = 10 * time.Second
+// everything. A var so that a test can shorten it.
+var killWait = 10 * time.Second
+
+// startWait bounds how long Start waits for the supervisor's first word
+// (a normal start takes milliseconds, about 60 on a 2-core machine loaded
+// 15), and startPoll how often, meanwhile, it looks whether a supervisor
+// that has not said it yet is stopped. A var so that a test can shorten
+// it.
+var startWait = 10 * time.Second
+
+const startPoll = 20 * time.Millisecond

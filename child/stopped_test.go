@@ -1,0 +1,199 @@
+//go:build linux
+
+package child
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A command that stops its supervisor at once (SIGSTOP to its parent, its
+// first act) can do it before the supervisor said the command started,
+// and a stopped supervisor never says it: Start waited for ever (a CI run
+// under load did). Start continues a supervisor it finds stopped, and
+// returns; Kill then ends everything.
+//
+// The command alone wins that race only now and then (it must stop its
+// parent within microseconds of its exec), so the test stops the
+// supervisor itself as soon as it runs (right after its exec, before the
+// Go runtime has even started it): what the command does, done first.
+// The command stops it again at once; whether that is before or after
+// its first word, Start must return.
+func TestStartReturnsWhenTheSupervisorIsStoppedBeforeItsFirstWord(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", `kill -STOP $PPID; sleep 300 & echo $! > grandchild; echo > started; exec sleep 300`)
+	cmd.Dir = dir
+	type started struct {
+		g   *Group
+		err error
+	}
+	done := make(chan started, 1)
+	stoppedPid := make(chan int, 1)
+	go func() {
+		// Locked: the supervisor is then a child of this very thread,
+		// listed in its own /proc children file.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid := syscall.Gettid()
+		go func() { stoppedPid <- stopOnExec(tid, "myelin-supervisor") }()
+		g, err := Start(cmd)
+		done <- started{g, err}
+	}()
+	pid := <-stoppedPid
+	if pid == 0 {
+		t.Fatal("the test never saw the supervisor start, to stop it")
+	}
+	var s started
+	select {
+	case s = <-done:
+	case <-time.After(10 * time.Second): // Start notices within startPoll
+		t.Errorf("Start still waits 10 s after its supervisor %d was stopped before its first word", pid)
+		stop := make(chan struct{}) // continue it until it said it, to clean up
+		go func() {
+			for {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+				select {
+				case <-stop:
+					return
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
+		}()
+		s = <-done
+		close(stop)
+	}
+	if s.err != nil {
+		t.Fatalf("Start: %v", s.err)
+	}
+	go cmd.Wait()
+	waitFor(t, func() bool { return exists(filepath.Join(dir, "started")) }, "the command to run", nil)
+	grandchild := readPids(t, dir)["grandchild"]
+	s.g.Kill()
+	if alive(grandchild, grandchild) {
+		syscall.Kill(grandchild, syscall.SIGKILL)
+		t.Fatalf("the grandchild %d outlived Kill", grandchild)
+	}
+}
+
+// stopOnExec waits for a child of thread tid (of this process) whose
+// argv[0] is arg0 — it has exec'd it: stopped before, it would hold up
+// the fork that made it — and stops it (SIGSTOP). It returns its pid, or
+// 0 when none came within 10 s.
+func stopOnExec(tid int, arg0 string) int {
+	file := fmt.Sprintf("/proc/self/task/%d/children", tid)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		data, _ := os.ReadFile(file)
+		for _, p := range strings.Fields(string(data)) {
+			pid, _ := strconv.Atoi(p)
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if first, _, _ := bytes.Cut(cmdline, []byte{0}); string(first) == arg0 {
+				_ = syscall.Kill(pid, syscall.SIGSTOP)
+				return pid
+			}
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	return 0
+}
+
+// A supervisor that never says whether the command started — here one
+// held in a ptrace stop from its exec (SysProcAttr.Ptrace), which no
+// SIGCONT ends, as a debugger the command attached to its parent would
+// hold it — does not make Start wait for ever: it gives up after
+// startWait, kills the supervisor, and says why; nothing is left running,
+// no descriptor left open.
+func TestStartGivesUpOnASupervisorThatNeverSpeaks(t *testing.T) {
+	defer func(s, k time.Duration) { startWait, killWait = s, k }(startWait, killWait)
+	startWait, killWait = 200*time.Millisecond, 200*time.Millisecond
+	warm := exec.Command("true") // the runtime's own descriptors (the poller's) opened first
+	if g, err := Start(warm); err != nil {
+		t.Fatal(err)
+	} else {
+		warm.Wait()
+		g.Kill()
+	}
+	fds := openFiles(t)
+	cmd := exec.Command("true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // ptrace's tracer is a thread
+		defer runtime.UnlockOSThread()
+		_, err := Start(cmd)
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start still waits 10 s after it began, with startWait 200 ms")
+	}
+	if errors.Is(err, syscall.EPERM) { // ptrace refused here (Yama's scope 3, a seccomp filter)
+		t.Skipf("cannot hold the supervisor in a ptrace stop here: %v", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "did not say within 200ms whether it started it") {
+		t.Fatalf("Start: %v, want it to say its supervisor did not say within 200ms", err)
+	}
+	t.Log(err)
+	if kids := children(t); len(kids) > 0 {
+		t.Errorf("left processes behind: %v", kids)
+	}
+	for fd, what := range openFiles(t) { // fewer is fine: earlier tests' pipes closing
+		if fds[fd] != what {
+			t.Errorf("file %s (%s) open after Start gave up, not before", fd, what)
+		}
+	}
+}
+
+// A command that stops its supervisor over and over (a loop of kill -STOP
+// $PPID) does not keep Kill from ending everything it started: each time
+// Kill finds the supervisor stopped, it kills the supervisor's children
+// itself before it continues it. (Continuing it alone, the supervisor
+// could take seconds between stops to kill the loop, and after killWait
+// it was killed itself, which left the grandchild.)
+func TestKillEndsACommandThatStopsItsSupervisorOverAndOver(t *testing.T) {
+	defer func(k time.Duration) { killWait = k }(killWait)
+	killWait = time.Second
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", `sleep 300 & echo $! > grandchild; echo > started; while :; do kill -STOP $PPID; done`)
+	cmd.Dir = dir
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	waitFor(t, func() bool { return exists(filepath.Join(dir, "started")) }, "the command to run", nil)
+	time.Sleep(50 * time.Millisecond) // stopping its supervisor, by now
+	pid := readPids(t, dir)["grandchild"]
+	g.Kill()
+	if alive(pid, pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the grandchild %d outlived Kill", pid)
+	}
+}
+
+// openFiles are the files this process has open, by descriptor.
+func openFiles(t *testing.T) map[string]string {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, fd := range fds {
+		if what, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil {
+			files[fd.Name()] = what
+		}
+	}
+	return files
+}
