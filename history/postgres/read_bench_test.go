@@ -4,7 +4,6 @@ package postgres_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/postgres"
 	"github.com/myelin-run/myelin/history/postgres/pgtest"
+	"github.com/myelin-run/myelin/history/storetest"
 )
 
 // BenchmarkReadAfterRestart reads a stored conversation of 10,000 and of
@@ -122,11 +122,8 @@ func storeRounds(b *testing.B, s history.Store, id string, n int) {
 	}
 	var batch []history.Message
 	for i := 0; i < n; i += 2 {
-		batch = append(batch,
-			history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Let me read the next file."},
-				{Type: history.ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "workspace--read", Input: json.RawMessage(`{"path":"src/main.go"}`)}}},
-			history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
-				Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"}}})
+		call, result := storetest.ReadRound(i, storetest.ShortFile)
+		batch = append(batch, call, result)
 		if len(batch) >= 1000 {
 			if err := s.Append(ctx, id, batch...); err != nil {
 				b.Fatal(err)
