@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +22,7 @@ import (
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/sqlite"
+	"github.com/myelin-run/myelin/history/storetest"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/tool"
@@ -185,11 +185,8 @@ func storedRounds(b testing.TB, path string, n int) string {
 	}
 	batch := []history.Message{{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read the files"}}}}
 	for i := 0; i < n-2; i += 2 {
-		batch = append(batch,
-			history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Let me read the next file."},
-				{Type: history.ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "workspace--read", Input: json.RawMessage(`{"path":"src/main.go"}`)}}},
-			history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
-				Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"}}})
+		call, result := storetest.ReadRound(i, storetest.ShortFile)
+		batch = append(batch, call, result)
 		if len(batch) >= 1000 {
 			if err := store.Append(ctx, id, batch...); err != nil {
 				b.Fatal(err)

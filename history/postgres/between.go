@@ -7,6 +7,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
+	"github.com/myelin-run/myelin/history/internal/rowdecode"
 )
 
 // MessagesBetween returns conversation id's messages from index from to
@@ -58,14 +59,16 @@ func (s *Store) between(ctx context.Context, id string, from, to, depth int) ([]
 		// read after the base's messages: a base rewound meanwhile has
 		// pointed this record elsewhere, and it is read again
 		first := max(lo, c.BaseAt) + 1
-		own, err := s.ownRows(ctx, id, first, hi)
+		var b rowdecode.Batches
+		own, err := s.ownRows(ctx, id, first, hi, &b, first)
+		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if err != nil {
 			return nil, err
 		}
 		if own.base != c.Base || own.baseAt != c.BaseAt || own.count < hi {
 			continue // rewound or switched since its record was read
 		}
-		fresh, _, err := s.decodeRows(id, first, own.rows)
+		fresh, _, err := s.decodeRows(id, first, own, own.rows, &b)
 		if err != nil {
 			return nil, err
 		}

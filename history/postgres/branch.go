@@ -603,6 +603,14 @@ func (s *Store) unwritten(ctx context.Context, tx pgx.Tx, ids []string, now time
 	return nil
 }
 
+// storedRow is a message's row as stored, moved or copied whole (its
+// bytes and checksum) by a rewind, switch or fork.
+type storedRow struct {
+	seq int
+	raw []byte
+	crc int64
+}
+
 // copies reads, in tx, the messages after p to through of the
 // conversation stored in segs, their checksums checked; none for through 0.
 func (s *Store) copies(ctx context.Context, tx pgx.Tx, segs []segment, p, through int) ([]storedRow, error) {

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
+	"github.com/myelin-run/myelin/history/internal/rowdecode"
 )
 
 // Create starts a conversation (see history.Store.Create).
@@ -194,7 +196,9 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	if n <= known.baseAt {
 		from = known.baseAt + 1
 	}
-	own, err := s.ownRows(ctx, id, from, noEnd)
+	var b rowdecode.Batches
+	defer b.Stop()
+	own, err := s.ownRows(ctx, id, from, noEnd, &b, n+1)
 	if errors.Is(err, history.ErrNotFound) {
 		s.forget(id) // deleted since by another process: not served from memory
 		return nil, err
@@ -205,7 +209,7 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	rows := own.rows
 	valid := own.base == known.base && own.baseAt == known.baseAt
 	if valid && n > known.baseAt {
-		valid = len(rows) > 0 && rows[0].seq == n && rows[0].crc == known.lastCRC
+		valid = len(rows) > 0 && rows[0].Seq == n && rows[0].CRC == known.lastCRC
 		rows = rows[min(1, len(rows)):]
 	}
 	if !valid {
@@ -214,7 +218,7 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 		s.forget(id)
 		return s.readAll(ctx, id, depth)
 	}
-	fresh, last, err := s.decodeRows(id, n+1, rows)
+	fresh, last, err := s.decodeRows(id, n+1, own, rows, &b)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +258,9 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 		}
 		// read after the base's messages: a base rewound meanwhile has
 		// pointed this record elsewhere, and it is read again
-		own, err := s.ownRows(ctx, id, c.BaseAt+1, noEnd)
+		var b rowdecode.Batches
+		own, err := s.ownRows(ctx, id, c.BaseAt+1, noEnd, &b, c.BaseAt+1)
+		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if errors.Is(err, history.ErrNotFound) {
 			s.forget(id)
 			return nil, err
@@ -265,7 +271,7 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 		if own.base != c.Base || own.baseAt != c.BaseAt {
 			continue
 		}
-		fresh, last, err := s.decodeRows(id, c.BaseAt+1, own.rows)
+		fresh, last, err := s.decodeRows(id, c.BaseAt+1, own, own.rows, &b)
 		if err != nil {
 			return nil, err
 		}
@@ -285,19 +291,15 @@ func (s *Store) moved(ctx context.Context, c history.Conversation) bool {
 	return err == nil && (now.Messages != c.Messages || now.Base != c.Base || now.BaseAt != c.BaseAt)
 }
 
-// storedRow is a message's row as stored.
-type storedRow struct {
-	seq int
-	raw []byte
-	crc int64
-}
-
 // ownState is what ownRows reads of a conversation.
 type ownState struct {
 	base   string
 	baseAt int
 	count  int // its count of messages, shared ones included
-	rows   []storedRow
+	rows   []rowdecode.Row
+	// added is how many of rows, from the one numbered ownRows' decode
+	// on and without a gap, were handed to its Batches as they came
+	added int
 }
 
 // noEnd is ownRows' to for all the rows from its from on.
@@ -305,8 +307,12 @@ const noEnd = math.MaxInt32
 
 // ownRows reads, in one statement, conversation id's link to the messages
 // it shares, its count and its own rows numbered from to to; a
-// conversation not in the store is ErrNotFound.
-func (s *Store) ownRows(ctx context.Context, id string, from, to int) (ownState, error) {
+// conversation not in the store is ErrNotFound. The rows' bytes are
+// copied by b (many to an allocation), and the rows numbered decode on
+// are handed to b as they come, so that they are decoded while the next
+// are fetched, up to the first gap in their numbers (decodeRows reports
+// it).
+func (s *Store) ownRows(ctx context.Context, id string, from, to int, b *rowdecode.Batches, decode int) (ownState, error) {
 	doing := "reading conversation " + id
 	var out ownState
 	rows, err := s.pool.Query(ctx, `SELECT c.base, c.base_at, c.messages, m.seq, m.message, m.crc FROM conversations c
@@ -315,17 +321,41 @@ func (s *Store) ownRows(ctx context.Context, id string, from, to int) (ownState,
 		return out, s.explain(doing, err)
 	}
 	defer rows.Close()
+	// the message's bytes as the wire gives them, when they come in
+	// binary (a bytea's binary form is its bytes), copied by b: not an
+	// allocation a row as a scan into a []byte makes
+	binary := len(rows.FieldDescriptions()) == 6 && rows.FieldDescriptions()[4].Format == pgx.BinaryFormatCode
 	found := false
 	for rows.Next() {
-		found = true
-		var seq *int32
+		var seq pgtype.Int4
 		var raw []byte
-		var crc *int64
-		if err := rows.Scan(&out.base, &out.baseAt, &out.count, &seq, &raw, &crc); err != nil {
+		var crc pgtype.Int8
+		msg := any(&raw)
+		if binary {
+			msg = nil // read below, from the row's raw values
+		}
+		if !found {
+			// the conversation's columns, the same in every row: once
+			err = rows.Scan(&out.base, &out.baseAt, &out.count, &seq, msg, &crc)
+			b.Store, b.Conv, b.Last = s.name, id, out.count
+		} else {
+			err = rows.Scan(nil, nil, nil, &seq, msg, &crc)
+		}
+		if err != nil {
 			return out, s.explain(doing, err)
 		}
-		if seq != nil {
-			out.rows = append(out.rows, storedRow{seq: int(*seq), raw: raw, crc: *crc})
+		found = true
+		if !seq.Valid {
+			continue
+		}
+		if binary {
+			raw = b.Copy(rows.RawValues()[4])
+		}
+		r := rowdecode.Row{Seq: int(seq.Int32), Message: raw, CRC: crc.Int64}
+		out.rows = append(out.rows, r)
+		if r.Seq == decode+out.added {
+			b.Add(r)
+			out.added++
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -337,26 +367,24 @@ func (s *Store) ownRows(ctx context.Context, id string, from, to int) (ownState,
 	return out, nil
 }
 
-// decodeRows checks and decodes conversation id's rows, which must be
-// numbered from on without a gap, and returns the checksum of the last.
-func (s *Store) decodeRows(id string, from int, rows []storedRow) ([]history.Message, int64, error) {
-	out := make([]history.Message, 0, len(rows))
-	var last int64
+// decodeRows checks that conversation id's rows are numbered from on
+// without a gap, then gives what b (ownRows', which was handed them,
+// numbered from its decode on) made of them, and the checksum of the
+// last.
+func (s *Store) decodeRows(id string, from int, own ownState, rows []rowdecode.Row, b *rowdecode.Batches) ([]history.Message, int64, error) {
 	for i, r := range rows {
-		seq := from + i
-		if r.seq != seq {
-			return nil, 0, fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.name, id, seq, r.seq, history.ErrDamaged)
+		if seq := from + i; r.Seq != seq {
+			return nil, 0, fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.name, id, seq, r.Seq, history.ErrDamaged)
 		}
-		if sum := record.MessageChecksum(id, seq, r.raw); sum != r.crc {
-			return nil, 0, fmt.Errorf("history store %s: conversation %s, message %d is damaged: its bytes no longer match their checksum (stored %08x, now %08x): %w", s.name, id, seq, r.crc, sum, history.ErrDamaged)
-		}
-		m, err := history.DecodeMessage(r.raw)
-		if err != nil {
-			return nil, 0, fmt.Errorf("history store %s: conversation %s, message %d is not valid: %w", s.name, id, seq, err)
-		}
-		out, last = append(out, m), r.crc
 	}
-	return out, last, nil
+	if own.added != len(rows) {
+		return nil, 0, fmt.Errorf("history store %s: conversation %s: %d of the %d rows read from message %d on were decoded", s.name, id, own.added, len(rows), from)
+	}
+	out, err := b.Finish(make([]history.Message, 0, len(rows)))
+	if err != nil || len(rows) == 0 {
+		return out, 0, err
+	}
+	return out, rows[len(rows)-1].CRC, nil
 }
 
 // remember keeps known's messages followed by fresh as what was read of

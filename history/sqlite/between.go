@@ -69,11 +69,11 @@ func (s *Store) rowsBetween(ctx context.Context, tx *sql.Tx, id string, lo, hi i
 		return nil, s.explain(doing, err)
 	}
 	defer rows.Close()
-	d := &rowDecoder{s: s, id: id, size: hi}
+	d := newRowDecoder(s, id, hi)
 	found, missing, scanErr := s.stepRows(rows, id, lo, d)
 	rows.Close()
 	n := len(out)
-	out, decodeErr := d.finish(out)
+	out, decodeErr := d.Finish(out)
 	switch {
 	case scanErr != nil:
 		return nil, s.explain(doing, scanErr)

@@ -297,7 +297,10 @@ func (s *Store) moveRows(ctx context.Context, tx *sql.Tx, from, to string, after
 	}
 	var sums []moved
 	for rows.Next() {
-		var r storedRow
+		var r struct {
+			seq int
+			crc int64
+		}
 		var raw sql.RawBytes
 		if err := rows.Scan(&r.seq, &raw, &r.crc); err != nil {
 			rows.Close()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
+	"github.com/myelin-run/myelin/history/internal/rowdecode"
 )
 
 // addRow adds message seq to conversation c of the closed store at path
@@ -111,7 +112,7 @@ func TestARowsBytesAreItsOwnAfterTheNextStep(t *testing.T) {
 	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	const n = 3*rowBatch + 17
+	const n = 3*rowdecode.Batch + 17
 	text := func(i int) string {
 		return fmt.Sprintf("message %d %s", i, strings.Repeat("abcdefghij"[i%10:i%10+1], i%97))
 	}
@@ -156,9 +157,9 @@ func TestARowsBytesAreItsOwnAfterTheNextStep(t *testing.T) {
 			return err
 		}
 		defer rows.Close()
-		d := &rowDecoder{s: r, id: "c", size: n}
+		d := newRowDecoder(r, "c", n)
 		_, stepErr := r.stepDriverRows(ctx, &reusingRows{Rows: rows}, "c", 0, d, &readTag{})
-		_, readErr = d.finish(nil)
+		_, readErr = d.Finish(nil)
 		return stepErr
 	})
 	if err != nil {
@@ -197,7 +198,7 @@ func TestAReadEndedWhileItStepsStopsAndLeavesTheConnectionFree(t *testing.T) {
 		t.Fatal(err)
 	}
 	var msgs []history.Message
-	for i := range 4 * rowBatch {
+	for i := range 4 * rowdecode.Batch {
 		msgs = append(msgs, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint("m", i)}}})
 	}
 	if err := s.Append(ctx, "c", msgs...); err != nil {

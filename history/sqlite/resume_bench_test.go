@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/storetest"
 )
 
 // BenchmarkReadAfterRestart reads a stored conversation of 100,000
@@ -187,15 +187,12 @@ func storeRounds(b *testing.B, path, id string, n int) {
 	var batch []history.Message
 	large := os.Getenv("MYELIN_READ_LARGE_RESULTS") != ""
 	for i := 0; i < n; i += 2 {
-		text := "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"
+		text := storetest.ShortFile
 		if large && i%20 == 0 {
 			text = strings.Repeat("     1\tpackage main // a long line of a long file read whole\n", 300) // ~18 KB
 		}
-		batch = append(batch,
-			history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Let me read the next file."},
-				{Type: history.ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "workspace--read", Input: json.RawMessage(`{"path":"src/main.go"}`)}}},
-			history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
-				Text: text}}})
+		call, result := storetest.ReadRound(i, text)
+		batch = append(batch, call, result)
 		if len(batch) >= 1000 {
 			if err := s.Append(ctx, id, batch...); err != nil {
 				b.Fatal(err)

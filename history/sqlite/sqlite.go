@@ -513,9 +513,9 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 			after = c.BaseAt
 		}
 	}
-	d := &rowDecoder{s: s, id: id, size: size}
+	d := newRowDecoder(s, id, size)
 	got, scanErr := s.readRows(ctx, id, after, now, d)
-	fresh, decodeErr := d.finish(fresh)
+	fresh, decodeErr := d.Finish(fresh)
 	if scanErr != nil {
 		return nil, s.explain("reading conversation "+id, scanErr)
 	}
