@@ -24,8 +24,9 @@ import (
 // before the answer did — the connection closed cleanly, or the stream
 // stopped without its last event — so that the agent can tell a cut
 // stream from any other failure (Transient). A connection that broke
-// mid-stream needs no mark: net/http's io.ErrUnexpectedEOF and a reset
-// (syscall.ECONNRESET) are read as cuts already.
+// mid-stream needs no mark: net/http's io.ErrUnexpectedEOF, a reset
+// (syscall.ECONNRESET) and an HTTP/2 stream reset or GOAWAY are read as
+// cuts already.
 var ErrStreamCut = errors.New("the answer's stream ended before the answer did")
 
 // RetriesEnded is the error of a request whose sender stopped at an error
@@ -99,7 +100,7 @@ type rawError interface{ RawJSON() string }
 // or a throttling error, unless the quota is spent: waiting will not
 // lift it), a 408 or 409, a request that got no answer
 // (ConnectionError), a stream that broke off (io.ErrUnexpectedEOF,
-// syscall.ECONNRESET, ErrStreamCut). The sender's verdict decides when
+// syscall.ECONNRESET, ErrStreamCut, an HTTP/2 stream reset or GOAWAY). The sender's verdict decides when
 // there is one (RetriesEnded: it read the answer's x-should-retry), and a
 // wait asked for that was too long for the retries is not transient.
 //
@@ -132,8 +133,52 @@ func Transient(err error) bool {
 		return o.Overloaded || o.ServerFault || (o.Limited && !o.QuotaSpent) || bedrockTransient(o.Error) || o.Error == openAIServerError
 	}
 	var ce *ConnectionError
-	return errors.As(err, &ce) || errors.Is(err, ErrStreamCut) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+	return errors.As(err, &ce) || broke(err)
+}
+
+// broke reports whether err says that an answer's stream broke off: cut
+// (ErrStreamCut), the connection closed or reset under it
+// (io.ErrUnexpectedEOF, syscall.ECONNRESET), or, over HTTP/2, its stream
+// reset or its connection sent away by the server (streamReset).
+func broke(err error) bool {
+	return errors.Is(err, ErrStreamCut) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || streamReset(err)
+}
+
+// h2Ends are the types of the errors net/http (which bundles its HTTP/2
+// code, unexported) and golang.org/x/net/http2 give a reader of an
+// answer whose HTTP/2 stream the server reset (RST_STREAM: INTERNAL_ERROR
+// from a proxy, REFUSED_STREAM, CANCEL) or whose connection it sent away
+// (GOAWAY) mid-answer. Being unexported, net/http's are known by their
+// names: errors.As cannot name them.
+var h2Ends = map[string]bool{
+	"http.http2StreamError": true,
+	"http.http2GoAwayError": true,
+	"http2.StreamError":     true,
+	"http2.GoAwayError":     true,
+}
+
+// streamReset reports whether err, or an error it wraps, is an HTTP/2
+// stream reset or a GOAWAY (h2Ends): for the answer, what a connection
+// reset is over HTTP/1.1.
+func streamReset(err error) bool {
+	if err == nil {
+		return false
+	}
+	if h2Ends[fmt.Sprintf("%T", err)] {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return streamReset(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if streamReset(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Failure says in words what err, a transient failure of a request
@@ -156,7 +201,7 @@ func Failure(err error) string {
 	if errors.As(err, &ce) {
 		return Words(ce.Err)
 	}
-	if errors.Is(err, ErrStreamCut) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+	if broke(err) {
 		return "the answer's stream broke off: " + err.Error()
 	}
 	return err.Error()
