@@ -3,6 +3,9 @@ package anthropic
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +63,38 @@ func TestAWholeAnswerIsNotRetriedByTheSDKWhenRetryForIsSet(t *testing.T) {
 				t.Fatalf("RetryFor 0, %d: err = %v after the SDK's retries", status, err)
 			}
 		}
+	}
+}
+
+// An answer whose HTTP/2 stream the server resets after message_start,
+// before any output, comes back from the wire as a stream that broke off:
+// transient, so the agent sends it again, and said so in words.
+func TestAStreamResetOverHTTP2BeforeAnyOutputIsTransient(t *testing.T) {
+	full := providertest.AnthropicStream(providertest.Step{Text: "hi"})
+	head := full[:strings.Index(full, "event: content_block_start")]
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, head)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // over HTTP/2: RST_STREAM
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	p, err := New(Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Complete(context.Background(), providertest.SampleRequest(), nil)
+	if err == nil {
+		t.Fatal("a reset stream completed")
+	}
+	if !provider.Transient(err) {
+		t.Fatalf("err = %v: not transient", err)
+	}
+	if got := provider.Failure(err); !strings.HasPrefix(got, "the answer's stream broke off: ") {
+		t.Fatalf("Failure = %q, want the stream broke off", got)
 	}
 }
