@@ -196,6 +196,11 @@ func (g *Group) started() error {
 		_ = g.done.SetReadDeadline(time.Time{})
 		return nil
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// not answering: Kill's wait for it would be killWait more
+		killTree(g.cmd.Process.Pid)
+		_ = g.cmd.Process.Kill()
+	}
 	g.Kill()
 	_ = g.cmd.Wait()
 	if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -257,13 +262,16 @@ func (g *Group) Kill() {
 	_ = g.cmd.Process.Signal(syscall.SIGCONT)
 	// Until the supervisor exits, continued again if it is stopped again.
 	// One that does not within killWait (it cannot be, short of a process
-	// stuck in the kernel or stopping it over and over) is killed, which
-	// leaves what it did not kill yet but never hangs the call.
+	// stuck in the kernel or held by a debugger) is killed, with every
+	// process below it (killTree): Kill never hangs the call.
 	_, err := g.awaitSupervisor(killWait, func() error {
 		_, err := io.Copy(io.Discard, g.status)
 		return err
-	}, killChildren)
+	}, killTree)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// not answering, stopped in a way SIGCONT does not end (a
+		// debugger's) or stuck: what is below it first, then it
+		killTree(g.cmd.Process.Pid)
 		_ = g.cmd.Process.Kill()
 	}
 	g.done.Close()
@@ -279,22 +287,24 @@ func removeTemp(tmp string) {
 }
 
 // awaitSupervisor calls read, a read of the status pipe, until it returns
-// anything but a deadline's end, and for at most within (then read's
-// error is os.ErrDeadlineExceeded). Each startPoll without an answer it
-// looks whether the supervisor is stopped (SIGSTOP, from the command or
+// anything but a deadline's end, for within (then read's error is
+// os.ErrDeadlineExceeded). Each startPoll without an answer it looks
+// whether the supervisor is stopped (SIGSTOP, from the command or
 // anyone), which would never answer, and continues it (SIGCONT), after
 // calling whenStopped (unless nil) with its pid; it returns how many times
 // it did. An answer within startPoll, a normal start's, costs only the
 // deadline set once.
+//
+// within is counted in polls, not by the clock: myelin itself paused
+// (Ctrl-Z, a frozen cgroup, `docker pause`) for longer than within while
+// the supervisor went on is one poll, not the end of the wait (on resume
+// the deadline's timer can fire before the pipe is seen readable); and
+// before it gives up, one last poll reads what came meanwhile.
 func (g *Group) awaitSupervisor(within time.Duration, read func() error, whenStopped func(pid int)) (continued int, err error) {
-	end := time.Now().Add(within)
-	for {
-		next := time.Now().Add(startPoll)
-		if next.After(end) {
-			next = end
-		}
-		_ = g.done.SetReadDeadline(next)
-		if err = read(); !errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(end) {
+	polls := int((within + startPoll - 1) / startPoll)
+	for i := 0; ; i++ {
+		_ = g.done.SetReadDeadline(time.Now().Add(min(startPoll, within)))
+		if err = read(); !errors.Is(err, os.ErrDeadlineExceeded) || i >= polls {
 			return continued, err
 		}
 		if pid := g.cmd.Process.Pid; stopped(pid) {
@@ -324,23 +334,88 @@ func stopped(pid int) bool {
 	return e == 0 && info[0] == int32(syscall.SIGCHLD)
 }
 
-// killChildren kills (SIGKILL) the children of the supervisor pid, found
-// stopped just now: the round it would make first, once continued. Kill does it
-// so that a command that stops its supervisor again and again (a loop of
-// `kill -STOP $PPID`) cannot keep it from killing everything; orphans of
-// the killed are then the supervisor's children, killed by it or by the
-// next round here. A stopped supervisor reaps none of its children, so
-// their pids are no one else's.
-func killChildren(pid int) {
-	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
-	for _, f := range tasks {
-		data, _ := os.ReadFile(f)
-		for _, p := range strings.Fields(string(data)) {
-			if k, err := strconv.Atoi(p); err == nil && k > 0 {
-				_ = syscall.Kill(k, syscall.SIGKILL)
+// killTree kills (SIGKILL) every process below the supervisor pid,
+// found stopped just now or not answering at all: each found through
+// /proc (childrenOf) is stopped (SIGSTOP) before its own children are
+// read, so that none forks past the walk, and the walk goes on until a
+// pass finds none new (an orphan comes back to the supervisor, their
+// subreaper); then all are killed. Kill does it so that a command that
+// stops its supervisor again and again (a loop of `kill -STOP $PPID`)
+// cannot keep it from killing everything, and, before it kills a
+// supervisor that never answered, so that nothing below it is left. A
+// stopped or stuck supervisor reaps none of its children, and a stopped
+// process none of its own, so the pids read are no one else's.
+func killTree(pid int) {
+	seen := map[int]bool{}
+	for found := true; found; {
+		found = false
+		for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
+			for _, k := range childrenOf(queue[0]) {
+				if !seen[k] {
+					seen[k], found = true, true
+					_ = syscall.Kill(k, syscall.SIGSTOP)
+				}
+				queue = append(queue, k)
 			}
 		}
 	}
+	for k := range seen {
+		_ = syscall.Kill(k, syscall.SIGKILL)
+	}
+}
+
+// childrenOf are process pid's children, as /proc shows them: the
+// children files of its threads, or where the kernel has none
+// (CONFIG_PROC_CHILDREN unset) every process whose parent it is.
+func childrenOf(pid int) []int {
+	var kids []int
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	for _, f := range tasks {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			tasks = nil // no children files: look at every process
+			break
+		}
+		for _, p := range strings.Fields(string(data)) {
+			if k, err := strconv.Atoi(p); err == nil && k > 0 {
+				kids = append(kids, k)
+			}
+		}
+	}
+	if tasks != nil {
+		return kids
+	}
+	kids = kids[:0]
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		k, err := strconv.Atoi(e.Name())
+		if err != nil || k <= 0 {
+			continue
+		}
+		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && ppidOf(stat) == pid {
+			kids = append(kids, k)
+		}
+	}
+	return kids
+}
+
+// ppidOf is the parent's pid in a /proc/PID/stat line, -1 when it cannot
+// be read: the second field after the command's name, which is in
+// parentheses and may hold any byte, so read after the last ')'.
+func ppidOf(stat []byte) int {
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 2 {
+		return -1
+	}
+	p, err := strconv.Atoi(f[1])
+	if err != nil {
+		return -1
+	}
+	return p
 }
 
 // killWait bounds how long Kill waits for the supervisor to have killed

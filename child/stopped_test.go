@@ -197,3 +197,94 @@ func openFiles(t *testing.T) map[string]string {
 	}
 	return files
 }
+
+// myelin itself paused (Ctrl-Z then fg, a frozen cgroup, `docker pause`)
+// for longer than startWait while Start waits for the supervisor's first
+// word: the supervisor, not paused, says its command started, and Start
+// takes it, not a wait run out (on resume the read's deadline can fire
+// before the pipe is seen readable). The wait is counted in polls. (From
+// a review: with the wait counted by the clock, 1–2 Starts of 5 failed.)
+func TestStartKeepsACommandThatStartedWhileMyelinWasPaused(t *testing.T) {
+	defer func(s time.Duration) { startWait = s }(startWait)
+	startWait = 300 * time.Millisecond
+	failures := 0
+	for i := range 5 {
+		// continues this process 1 s from now
+		helper := exec.Command("sh", "-c", fmt.Sprintf("sleep 1; kill -CONT %d", os.Getpid()))
+		if err := helper.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sleep", "0.1")
+		done := make(chan error, 1)
+		go func() {
+			g, err := Start(cmd)
+			if err == nil {
+				cmd.Wait()
+				g.Kill()
+			}
+			done <- err
+		}()
+		time.Sleep(time.Millisecond) // Start waits for the first word now, most times
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		err := <-done
+		helper.Wait()
+		if err != nil {
+			failures++
+			t.Logf("attempt %d: Start: %v", i, err)
+		}
+	}
+	if failures > 0 {
+		t.Errorf("%d of 5 Starts failed after this process was paused 1 s (startWait 300 ms), though each supervisor had said its command started", failures)
+	}
+}
+
+// A supervisor held where SIGCONT does not reach it (a debugger's ptrace
+// stop) while its command runs with children of its own: Kill gives up
+// waiting for it after killWait, and kills every process below it before
+// it kills it, so none is left (killing the supervisor alone left the
+// command's children running).
+func TestKillLeavesNothingBelowASupervisorHeldByADebugger(t *testing.T) {
+	defer func(k time.Duration) { killWait = k }(killWait)
+	killWait = 300 * time.Millisecond
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", `sleep 300 & echo $! > grandchild; echo > started; wait`)
+	cmd.Dir = dir
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return exists(filepath.Join(dir, "started")) }, "the command to run", nil)
+	pid := readPids(t, dir)["grandchild"]
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	held := make(chan error, 1)
+	release := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // ptrace's tracer is a thread: it stays locked, and ends with the goroutine
+		if err := syscall.PtraceAttach(cmd.Process.Pid); err != nil {
+			held <- err
+			return
+		}
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(cmd.Process.Pid, &ws, syscall.WALL, nil)
+		held <- err
+		<-release
+	}()
+	if err := <-held; err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			t.Skipf("cannot hold the supervisor in a ptrace stop here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { g.Kill(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Kill still waits 10 s after it began, with killWait 300 ms")
+	}
+	close(release)
+	cmd.Wait()
+	if alive(pid, pid) {
+		t.Fatalf("the command's child %d outlived Kill of a supervisor held by a debugger", pid)
+	}
+}
