@@ -3,9 +3,6 @@ package anthropic
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -72,17 +69,7 @@ func TestAWholeAnswerIsNotRetriedByTheSDKWhenRetryForIsSet(t *testing.T) {
 func TestAStreamResetOverHTTP2BeforeAnyOutputIsTransient(t *testing.T) {
 	full := providertest.AnthropicStream(providertest.Step{Text: "hi"})
 	head := full[:strings.Index(full, "event: content_block_start")]
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		io.WriteString(w, head)
-		w.(http.Flusher).Flush()
-		panic(http.ErrAbortHandler) // over HTTP/2: RST_STREAM
-	}))
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	defer srv.Close()
+	srv := providertest.ResetOverHTTP2(t, "text/event-stream", head)
 	p, err := New(Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: -1, HTTPClient: srv.Client()})
 	if err != nil {
 		t.Fatal(err)

@@ -100,3 +100,18 @@ func TestAWholeAnswerIsNotRetriedByTheSDKWhenRetryForIsSet(t *testing.T) {
 		}
 	}
 }
+
+// An answer whose HTTP/2 stream the server resets after a chunk that
+// shows nothing comes back from the wire as a stream that broke off:
+// transient, so the agent sends it again.
+func TestAStreamResetOverHTTP2BeforeAnyOutputIsTransient(t *testing.T) {
+	srv := providertest.ResetOverHTTP2(t, "text/event-stream", roleOnly)
+	p, err := New(Config{APIKey: "k", BaseURL: srv.URL, MaxRetries: -1, HTTPClient: srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Complete(context.Background(), sampleRequest(), nil)
+	if err == nil || !provider.Transient(err) || !strings.HasPrefix(provider.Failure(err), "the answer's stream broke off: ") {
+		t.Fatalf("err = %v (Failure %q): want a stream that broke off, transient", err, provider.Failure(err))
+	}
+}
