@@ -183,19 +183,13 @@ func storedRounds(b testing.TB, path string, n int) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	batch := []history.Message{{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read the files"}}}}
-	for i := 0; i < n-2; i += 2 {
-		call, result := storetest.ReadRound(i, storetest.ShortFile)
-		batch = append(batch, call, result)
-		if len(batch) >= 1000 {
-			if err := store.Append(ctx, id, batch...); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
+	if err := store.Append(ctx, id, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read the files"}}}); err != nil {
+		b.Fatal(err)
 	}
-	batch = append(batch, history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "done"}}})
-	if err := store.Append(ctx, id, batch...); err != nil {
+	if err := storetest.AppendReadRounds(ctx, store, id, n-2, nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := store.Append(ctx, id, history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "done"}}}); err != nil {
 		b.Fatal(err)
 	}
 	return id

@@ -214,7 +214,9 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	}
 	if !valid {
 		// rewound or switched since (or pointed at another conversation
-		// holding the same messages): read again
+		// holding the same messages): read again, this read's decoders
+		// ended first
+		b.Stop()
 		s.forget(id)
 		return s.readAll(ctx, id, depth)
 	}
@@ -367,11 +369,16 @@ func (s *Store) ownRows(ctx context.Context, id string, from, to int, b *rowdeco
 	return out, nil
 }
 
-// decodeRows checks that conversation id's rows are numbered from on
-// without a gap, then gives what b (ownRows', which was handed them,
-// numbered from its decode on) made of them, and the checksum of the
-// last.
+// decodeRows gives what b (ownRows', which was handed the rows numbered
+// from its decode on, up to the first gap) made of conversation id's
+// rows, checks that they are numbered from on without a gap, and gives
+// the checksum of the last. The first problem in row order is the one
+// reported: a row damaged before a gap, then the gap.
 func (s *Store) decodeRows(id string, from int, own ownState, rows []rowdecode.Row, b *rowdecode.Batches) ([]history.Message, int64, error) {
+	out, err := b.Finish(make([]history.Message, 0, len(rows)))
+	if err != nil {
+		return nil, 0, err
+	}
 	for i, r := range rows {
 		if seq := from + i; r.Seq != seq {
 			return nil, 0, fmt.Errorf("history store %s: conversation %s: message %d is missing (the next one stored is %d): %w", s.name, id, seq, r.Seq, history.ErrDamaged)
@@ -380,9 +387,8 @@ func (s *Store) decodeRows(id string, from int, own ownState, rows []rowdecode.R
 	if own.added != len(rows) {
 		return nil, 0, fmt.Errorf("history store %s: conversation %s: %d of the %d rows read from message %d on were decoded", s.name, id, own.added, len(rows), from)
 	}
-	out, err := b.Finish(make([]history.Message, 0, len(rows)))
-	if err != nil || len(rows) == 0 {
-		return out, 0, err
+	if len(rows) == 0 {
+		return out, 0, nil
 	}
 	return out, rows[len(rows)-1].CRC, nil
 }

@@ -37,7 +37,7 @@ import (
 // Each figure is the median of the iterations. Run:
 //
 //	eval "$(.ci/postgres start)"
-//	go test ./history/postgres -run '^$' -bench ReadAfterRestart -benchtime 10x
+//	go test ./history/postgres -run '^$' -bench ReadAfterRestart -benchtime 5x
 func BenchmarkReadAfterRestart(b *testing.B) {
 	for _, n := range []int{10000, 100000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) { readAfterRestart(b, n) })
@@ -120,18 +120,7 @@ func storeRounds(b *testing.B, s history.Store, id string, n int) {
 	if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
 		b.Fatal(err)
 	}
-	var batch []history.Message
-	for i := 0; i < n; i += 2 {
-		call, result := storetest.ReadRound(i, storetest.ShortFile)
-		batch = append(batch, call, result)
-		if len(batch) >= 1000 {
-			if err := s.Append(ctx, id, batch...); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if err := s.Append(ctx, id, batch...); err != nil {
+	if err := storetest.AppendReadRounds(ctx, s, id, n, nil); err != nil {
 		b.Fatal(err)
 	}
 }

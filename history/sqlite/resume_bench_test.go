@@ -184,23 +184,14 @@ func storeRounds(b *testing.B, path, id string, n int) {
 	if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
 		b.Fatal(err)
 	}
-	var batch []history.Message
 	large := os.Getenv("MYELIN_READ_LARGE_RESULTS") != ""
-	for i := 0; i < n; i += 2 {
-		text := storetest.ShortFile
+	err = storetest.AppendReadRounds(ctx, s, id, n, func(i int) string {
 		if large && i%20 == 0 {
-			text = strings.Repeat("     1\tpackage main // a long line of a long file read whole\n", 300) // ~18 KB
+			return strings.Repeat("     1\tpackage main // a long line of a long file read whole\n", 300) // ~18 KB
 		}
-		call, result := storetest.ReadRound(i, text)
-		batch = append(batch, call, result)
-		if len(batch) >= 1000 {
-			if err := s.Append(ctx, id, batch...); err != nil {
-				b.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if err := s.Append(ctx, id, batch...); err != nil {
+		return storetest.ShortFile
+	})
+	if err != nil {
 		b.Fatal(err)
 	}
 }

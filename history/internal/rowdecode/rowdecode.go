@@ -6,8 +6,9 @@
 // history/postgres) share this one way of doing it.
 //
 // It is plumbing under the stores, not API. It must not read a store
-// itself, nor keep a row's bytes once that row is decoded: what a message
-// holds is in its history.Decoder's buffers.
+// itself, nor let a decoded message hold a row's bytes: what a message
+// holds is in its history.Decoder's buffers, and the rows are the read's
+// until it returns.
 package rowdecode
 
 import (
@@ -78,7 +79,7 @@ type job struct {
 }
 
 // Copy is raw copied, for a driver that gives a row's bytes only until its
-// next row: many rows to an allocation, let go once they are decoded.
+// next row: many rows to an allocation, let go with the read.
 func (b *Batches) Copy(raw []byte) []byte {
 	if len(raw) > rowBytes/4 {
 		return append([]byte(nil), raw...)
