@@ -4,7 +4,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/myelin-run/myelin/provider"
 )
 
 // ResetOverHTTP2 is a TLS server speaking HTTP/2 that answers every
@@ -26,4 +29,14 @@ func ResetOverHTTP2(tb testing.TB, contentType, head string) *httptest.Server {
 	srv.StartTLS()
 	tb.Cleanup(srv.Close)
 	return srv
+}
+
+// WantBrokeOff fails tb unless err, a wire's error for an answer
+// ResetOverHTTP2 reset before any output, is a stream that broke off:
+// transient (the agent sends the request again) and said so in words.
+func WantBrokeOff(tb testing.TB, err error) {
+	tb.Helper()
+	if err == nil || !provider.Transient(err) || !strings.HasPrefix(provider.Failure(err), "the answer's stream broke off: ") {
+		tb.Fatalf("err = %v (Failure %q): want a stream that broke off, transient", err, provider.Failure(err))
+	}
 }
