@@ -30,11 +30,12 @@
 // it within 10 s all the same (stopped again and again, held by a
 // debugger, stuck) is killed with everything below it, and Start says
 // so. Kill likewise continues a supervisor found stopped while it waits
-// for everything to end, and first kills every process below it itself
-// (stopped as found, so that none forks past the walk), so that a
-// command stopping it in a loop cannot keep it from killing them; and a
-// supervisor that does not end within 10 s (held by a debugger, stuck) is
-// killed after every process below it. The waits are counted in polls
+// for everything to end, and the first time first kills every process
+// below it itself (each killed as /proc shows it, before its own children
+// are read: what is killed forks no more), so that a command stopping it
+// in a loop cannot keep it from killing them; and a supervisor that does
+// not end within about 10 s (held by a debugger, stuck) is killed after
+// every process below it. The waits are counted in polls
 // of 20 ms, not by the clock: myelin itself paused (Ctrl-Z, a frozen
 // cgroup) does not run them out.
 //

@@ -264,10 +264,18 @@ func (g *Group) Kill() {
 	// One that does not within killWait (it cannot be, short of a process
 	// stuck in the kernel or held by a debugger) is killed, with every
 	// process below it (killTree): Kill never hangs the call.
+	walked := false
 	_, err := g.awaitSupervisor(killWait, func() error {
 		_, err := io.Copy(io.Discard, g.status)
 		return err
-	}, killTree)
+	}, func(pid int) {
+		// once: what is killed stays dead, and a supervisor stopped
+		// again after that is only continued
+		if !walked {
+			killTree(pid)
+			walked = true
+		}
+	})
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// not answering, stopped in a way SIGCONT does not end (a
 		// debugger's) or stuck: what is below it first, then it
@@ -335,57 +343,91 @@ func stopped(pid int) bool {
 }
 
 // killTree kills (SIGKILL) every process below the supervisor pid,
-// found stopped just now or not answering at all: each found through
-// /proc (childrenOf) is stopped (SIGSTOP) before its own children are
-// read, so that none forks past the walk, and the walk goes on until a
-// pass finds none new (an orphan comes back to the supervisor, their
-// subreaper); then all are killed. Kill does it so that a command that
-// stops its supervisor again and again (a loop of `kill -STOP $PPID`)
-// cannot keep it from killing everything, and, before it kills a
-// supervisor that never answered, so that nothing below it is left. A
-// stopped or stuck supervisor reaps none of its children, and a stopped
-// process none of its own, so the pids read are no one else's.
+// found stopped just now or not answering at all: each process /proc
+// shows below it (childrenOf) is killed as it is found, and then its
+// own children are read — a process with a kill pending runs no more of
+// its code, forks no more (a fork under way fails) and reaps none of its
+// children, whose pids therefore stay theirs until they are killed too.
+// The walk starts again from the supervisor (the subreaper: the orphans
+// of the killed become its children) until a pass finds none new and
+// every process killed has exited (so that no orphan is still on its way
+// to the supervisor), for at most killTreeFor. Kill does it so that a
+// command that stops its supervisor again and again (a loop of `kill
+// -STOP $PPID`) cannot keep it from killing everything, and before it
+// kills a supervisor that never answered, so that nothing below it is
+// left. A stopped or stuck supervisor reaps none of its children, so the
+// pids read below it are no one else's (short of a process that lets the
+// kernel reap its children, SIGCHLD ignored, whose child exits in the
+// microseconds between its read and its kill, and a pid given again in
+// those microseconds).
 func killTree(pid int) {
-	seen := map[int]bool{}
-	for found := true; found; {
-		found = false
+	killed := map[int]bool{}
+	end := time.Now().Add(killTreeFor)
+	for time.Now().Before(end) {
+		found := false
 		for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
 			for _, k := range childrenOf(queue[0]) {
-				if !seen[k] {
-					seen[k], found = true, true
-					_ = syscall.Kill(k, syscall.SIGSTOP)
+				if !killed[k] {
+					killed[k], found = true, true
+					_ = syscall.Kill(k, syscall.SIGKILL)
 				}
 				queue = append(queue, k)
 			}
 		}
-	}
-	for k := range seen {
-		_ = syscall.Kill(k, syscall.SIGKILL)
+		if !found && exited(killed) {
+			return
+		}
+		if !found {
+			time.Sleep(time.Millisecond) // the killed are exiting: their orphans move
+		}
 	}
 }
 
+// killTreeFor bounds killTree: a tree that keeps growing faster than it
+// is killed (it cannot: what is killed forks no more) is left to the
+// supervisor's own rounds, or to the kernel's parent-death signals.
+const killTreeFor = time.Second
+
+// exited reports whether every process of pids has exited: gone from
+// /proc, or a zombie (its children already given to the subreaper).
+func exited(pids map[int]bool) bool {
+	for k := range pids {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(k) + "/stat")
+		if err != nil {
+			continue // gone
+		}
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// hasChildrenFiles reports whether this kernel shows a process's children
+// in /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN), looked at once.
+var hasChildrenFiles = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(syscall.Gettid()) + "/children")
+	return err == nil
+})
+
 // childrenOf are process pid's children, as /proc shows them: the
-// children files of its threads, or where the kernel has none
-// (CONFIG_PROC_CHILDREN unset) every process whose parent it is.
+// children files of its threads (none for a process gone), or where the
+// kernel has none every process whose parent it is.
 func childrenOf(pid int) []int {
 	var kids []int
-	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
-	for _, f := range tasks {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			tasks = nil // no children files: look at every process
-			break
-		}
-		for _, p := range strings.Fields(string(data)) {
-			if k, err := strconv.Atoi(p); err == nil && k > 0 {
-				kids = append(kids, k)
+	if hasChildrenFiles() {
+		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+		for _, f := range tasks {
+			data, _ := os.ReadFile(f)
+			for _, p := range strings.Fields(string(data)) {
+				if k, err := strconv.Atoi(p); err == nil && k > 0 {
+					kids = append(kids, k)
+				}
 			}
 		}
-	}
-	if tasks != nil {
 		return kids
 	}
-	kids = kids[:0]
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		k, err := strconv.Atoi(e.Name())

@@ -209,8 +209,9 @@ func TestStartKeepsACommandThatStartedWhileMyelinWasPaused(t *testing.T) {
 	startWait = 300 * time.Millisecond
 	failures := 0
 	for i := range 5 {
-		// continues this process 1 s from now
-		helper := exec.Command("sh", "-c", fmt.Sprintf("sleep 1; kill -CONT %d", os.Getpid()))
+		// continues this process 1 s after it is stopped (or after 10 s
+		// at most, whatever happened): never left stopped
+		helper := exec.Command("sh", "-c", fmt.Sprintf(`for i in $(seq 1000); do [ "$(sed 's/.*) //; s/ .*//' /proc/%[1]d/stat)" = T ] && break; sleep 0.01; done; sleep 1; kill -CONT %[1]d`, os.Getpid()))
 		if err := helper.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -287,4 +288,70 @@ func TestKillLeavesNothingBelowASupervisorHeldByADebugger(t *testing.T) {
 	if alive(pid, pid) {
 		t.Fatalf("the command's child %d outlived Kill of a supervisor held by a debugger", pid)
 	}
+}
+
+// A command that stops its supervisor in a loop and also continues its
+// own process group (kill -CONT 0) while it forks cannot keep Kill from
+// returning, nor leave anything running: the processes below the
+// supervisor are each killed as they are found (a review found a walk
+// that stopped them, which the command continued, walking for ever; this
+// test caught that walk in about a third of its runs).
+func TestKillReturnsWhenTheCommandContinuesItsOwnGroupWhileItStopsItsSupervisor(t *testing.T) {
+	defer func(k time.Duration) { killWait = k }(killWait)
+	killWait = time.Second
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", `sup=$PPID; echo $$ > pgid; for i in $(seq 200); do sleep 1000 & done; f(){ while :; do kill -STOP $sup; (kill -CONT 0) & done; }; f & f & echo > started; wait`)
+	cmd.Dir = dir
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go cmd.Wait()
+	waitFor(t, func() bool { return exists(filepath.Join(dir, "started")) }, "the command to run", nil)
+	b, _ := os.ReadFile(filepath.Join(dir, "pgid"))
+	pgid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan struct{})
+	go func() { g.Kill(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		syscall.Kill(-pgid, syscall.SIGKILL) // what the test leaves, ended
+		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatal("Kill has not returned 30 s after it began (killWait 1 s)")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(inGroup(pgid)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // the killed, exiting
+	}
+	if left := inGroup(pgid); len(left) > 0 {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		t.Fatalf("processes %v of the command's group %d outlived Kill", left, pgid)
+	}
+}
+
+// inGroup are the live processes (not zombies) of process group pgid.
+func inGroup(pgid int) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:]) // state, ppid, pgrp, …
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
