@@ -344,49 +344,66 @@ func stopped(pid int) bool {
 
 // killTree kills (SIGKILL) every process below the supervisor pid,
 // found stopped just now or not answering at all: each process /proc
-// shows below it (childrenOf) is killed as it is found, and then its
-// own children are read — a process with a kill pending runs no more of
-// its code, forks no more (a fork under way fails) and reaps none of its
-// children, whose pids therefore stay theirs until they are killed too.
-// The walk starts again from the supervisor (the subreaper: the orphans
-// of the killed become its children) until a pass finds none new and
-// every process killed has exited (so that no orphan is still on its way
-// to the supervisor), for at most killTreeFor. Kill does it so that a
-// command that stops its supervisor again and again (a loop of `kill
-// -STOP $PPID`) cannot keep it from killing everything, and before it
-// kills a supervisor that never answered, so that nothing below it is
-// left. A stopped or stuck supervisor reaps none of its children, so the
-// pids read below it are no one else's (short of a process that lets the
-// kernel reap its children, SIGCHLD ignored, whose child exits in the
-// microseconds between its read and its kill, and a pid given again in
-// those microseconds).
+// shows below it is killed as it is found, and then its own children are
+// read — a process with a kill pending forks no more (a fork under way
+// fails), so the walk converges. It starts again from the supervisor (the
+// subreaper: the orphans of the killed become its children) until a pass
+// finds none new, having begun when every process it killed had exited
+// (so that no orphan was still on its way to the supervisor while it
+// read). Waiting for the killed to exit is bounded by killTreeFor (a
+// process stuck in the kernel), and the whole walk by killTreeMost. Kill
+// does it so that a command that stops its supervisor again and again (a
+// loop of `kill -STOP $PPID`) cannot keep it from killing everything, and
+// before it kills a supervisor that never answered, so that nothing below
+// it is left. A stopped or stuck supervisor reaps none of its children,
+// and a killed process runs no more of its own code, so the pids read
+// below it stay theirs until they are killed (short of the kernel reaping
+// a child that exits in the microseconds between its read and its kill —
+// its parent ignores SIGCHLD, or was in wait() as its kill came — and
+// giving its pid again in those microseconds).
 func killTree(pid int) {
-	killed := map[int]bool{}
-	end := time.Now().Add(killTreeFor)
-	for time.Now().Before(end) {
+	killed := map[int]bool{} // killed here, to be waited for
+	tried := map[int]bool{}  // found, killed or not (not ours to kill: EPERM)
+	start := time.Now()
+	var waitFrom time.Time // when a pass last found none new
+	for time.Since(start) < killTreeMost {
+		settled := exited(killed) // before the pass: its orphans have moved
 		found := false
+		children := childrenReader()
 		for queue := []int{pid}; len(queue) > 0; queue = queue[1:] {
-			for _, k := range childrenOf(queue[0]) {
-				if !killed[k] {
-					killed[k], found = true, true
-					_ = syscall.Kill(k, syscall.SIGKILL)
+			for _, k := range children(queue[0]) {
+				if !tried[k] {
+					tried[k], found = true, true
+					if syscall.Kill(k, syscall.SIGKILL) == nil {
+						killed[k] = true
+					}
 				}
 				queue = append(queue, k)
 			}
 		}
-		if !found && exited(killed) {
+		switch {
+		case found:
+			waitFrom = time.Time{}
+		case settled:
 			return
-		}
-		if !found {
-			time.Sleep(time.Millisecond) // the killed are exiting: their orphans move
+		case waitFrom.IsZero():
+			waitFrom = time.Now()
+		case time.Since(waitFrom) >= killTreeFor:
+			return // a process killed that does not exit: stuck in the kernel
+		default:
+			time.Sleep(time.Millisecond) // the killed, exiting: their orphans move
 		}
 	}
 }
 
-// killTreeFor bounds killTree: a tree that keeps growing faster than it
-// is killed (it cannot: what is killed forks no more) is left to the
-// supervisor's own rounds, or to the kernel's parent-death signals.
-const killTreeFor = time.Second
+// killTreeFor bounds how long killTree waits for the processes it killed
+// to exit once it finds none new, and killTreeMost the whole walk: what
+// is killed forks no more, so a walk ends long before, unless /proc takes
+// seconds to read (a host of many processes without children files).
+const (
+	killTreeFor  = time.Second
+	killTreeMost = 10 * time.Second
+)
 
 // exited reports whether every process of pids has exited: gone from
 // /proc, or a zombie (its children already given to the subreaper).
@@ -407,35 +424,45 @@ func exited(pids map[int]bool) bool {
 // hasChildrenFiles reports whether this kernel shows a process's children
 // in /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN), looked at once.
 var hasChildrenFiles = sync.OnceValue(func() bool {
-	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(syscall.Gettid()) + "/children")
+	_, err := os.Stat("/proc/thread-self/children")
 	return err == nil
 })
 
-// childrenOf are process pid's children, as /proc shows them: the
-// children files of its threads (none for a process gone), or where the
-// kernel has none every process whose parent it is.
-func childrenOf(pid int) []int {
-	var kids []int
+// childrenReader gives a process's children, as /proc shows them now:
+// the children files of its threads (none for a process gone), or where
+// the kernel has none, from one scan of every process's parent, made
+// when it is called (once a pass of killTree).
+func childrenReader() func(pid int) []int {
 	if hasChildrenFiles() {
-		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
-		for _, f := range tasks {
-			data, _ := os.ReadFile(f)
-			for _, p := range strings.Fields(string(data)) {
-				if k, err := strconv.Atoi(p); err == nil && k > 0 {
-					kids = append(kids, k)
-				}
-			}
-		}
-		return kids
+		return childrenOf
 	}
+	byParent := map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		k, err := strconv.Atoi(e.Name())
 		if err != nil || k <= 0 {
 			continue
 		}
-		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && ppidOf(stat) == pid {
-			kids = append(kids, k)
+		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			if p := ppidOf(stat); p > 0 {
+				byParent[p] = append(byParent[p], k)
+			}
+		}
+	}
+	return func(pid int) []int { return byParent[pid] }
+}
+
+// childrenOf are process pid's children, as the children files of its
+// threads show them (none for a process gone).
+func childrenOf(pid int) []int {
+	var kids []int
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
+	for _, f := range tasks {
+		data, _ := os.ReadFile(f)
+		for _, p := range strings.Fields(string(data)) {
+			if k, err := strconv.Atoi(p); err == nil && k > 0 {
+				kids = append(kids, k)
+			}
 		}
 	}
 	return kids

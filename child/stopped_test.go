@@ -209,8 +209,8 @@ func TestStartKeepsACommandThatStartedWhileMyelinWasPaused(t *testing.T) {
 	startWait = 300 * time.Millisecond
 	failures := 0
 	for i := range 5 {
-		// continues this process 1 s after it is stopped (or after 10 s
-		// at most, whatever happened): never left stopped
+		// continues this process 1 s after it is stopped (or after some
+		// 15–30 s of looking, whatever happened): never left stopped
 		helper := exec.Command("sh", "-c", fmt.Sprintf(`for i in $(seq 1000); do [ "$(sed 's/.*) //; s/ .*//' /proc/%[1]d/stat)" = T ] && break; sleep 0.01; done; sleep 1; kill -CONT %[1]d`, os.Getpid()))
 		if err := helper.Start(); err != nil {
 			t.Fatal(err)
@@ -354,4 +354,36 @@ func inGroup(pgid int) []int {
 		}
 	}
 	return pids
+}
+
+// Where the kernel shows no children files, killTree finds the processes
+// below the supervisor from one scan of /proc a pass, and kills them all.
+func TestKillTreeWithoutChildrenFilesKillsEveryProcessBelow(t *testing.T) {
+	defer func(h func() bool) { hasChildrenFiles = h }(hasChildrenFiles)
+	hasChildrenFiles = func() bool { return false }
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", `(sleep 300 & echo $! > g.tmp && mv g.tmp grandchild; wait) & sleep 300 & echo > started; wait`)
+	cmd.Dir = dir
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Kill()
+	go cmd.Wait()
+	waitFor(t, func() bool {
+		return exists(filepath.Join(dir, "started")) && exists(filepath.Join(dir, "grandchild"))
+	}, "the command to run", nil)
+	pid := readPids(t, dir)["grandchild"]
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	killTree(cmd.Process.Pid)
+	if alive(pid, pid) {
+		t.Fatalf("the grandchild %d outlived killTree without children files", pid)
+	}
+	if kids := childrenOf(cmd.Process.Pid); len(kids) > 0 {
+		for _, k := range kids {
+			if alive(k, k) {
+				t.Fatalf("the supervisor's child %d outlived killTree", k)
+			}
+		}
+	}
 }
