@@ -40,7 +40,7 @@ type logSync struct {
 	// store closed — is opened anew), its descriptor and what it is
 	log *os.File
 	fd  uintptr
-	fi  os.FileInfo
+	id  fileID
 	// syncFile syncs a file's data to disk (fdatasync where there is one:
 	// syncData); tests count its calls.
 	syncFile func(f *os.File, fd uintptr) error
@@ -61,7 +61,7 @@ func (l *logSync) close() {
 	defer l.mu.Unlock()
 	if l.log != nil {
 		l.log.Close()
-		l.log, l.fi = nil, nil
+		l.log, l.id = nil, fileID{}
 	}
 }
 
@@ -71,7 +71,7 @@ func (l *logSync) close() {
 // then, as SQLite syncs a new log's directory at its first sync). Syncs
 // of writes that committed at the same moment are shared: one whose
 // commit a sync begun after it has covered returns at once. A sync costs
-// a stat of the log's name (is it still the file kept open?) and the
+// a look at the log's name (is it still the file kept open? fileAt) and the
 // fdatasync.
 //
 // A log that is not there was checkpointed into the store's file and
@@ -94,12 +94,12 @@ func (s *Store) syncLog() error {
 	}
 	upTo := l.commits.Load() // every commit counted here has returned
 	wal := s.path + "-wal"
-	fi, err := os.Stat(wal)
+	id, err := fileAt(wal)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && l.log != nil:
 		// removed under SQLite, which writes on to the file it has
 		// open: the file kept open is that one
-		fi = l.fi
+		id = l.id
 	case errors.Is(err, fs.ErrNotExist):
 		// checkpointed into the store's file, synced, and removed when
 		// the last connection closed: nothing is left to sync. (The
@@ -110,17 +110,17 @@ func (s *Store) syncLog() error {
 	case err != nil:
 		return fmt.Errorf("history store %s: syncing its write-ahead log to disk: %w", s.path, err)
 	}
-	if l.log == nil || !os.SameFile(l.fi, fi) {
+	if l.log == nil || !id.same(l.id) {
 		if l.log != nil {
 			l.log.Close()
-			l.log, l.fi = nil, nil
+			l.log, l.id = nil, fileID{}
 		}
 		f, err := os.OpenFile(wal, os.O_RDWR, 0)
 		if err != nil {
 			return fmt.Errorf("history store %s: syncing its write-ahead log to disk: %w", s.path, err)
 		}
 		// what was opened, which may be newer than what was looked at
-		if fi, err = f.Stat(); err != nil {
+		if id, err = fileOf(f); err != nil {
 			f.Close()
 			return fmt.Errorf("history store %s: syncing its write-ahead log to disk: %w", s.path, err)
 		}
@@ -129,7 +129,7 @@ func (s *Store) syncLog() error {
 			f.Close()
 			return fmt.Errorf("history store %s: syncing the directory of its write-ahead log to disk: %w", s.path, err)
 		}
-		l.log, l.fd, l.fi = f, f.Fd(), fi
+		l.log, l.fd, l.id = f, f.Fd(), id
 	}
 	if err := l.syncFile(l.log, l.fd); err != nil {
 		l.failed = err
