@@ -157,22 +157,15 @@ func TestStartGivesUpOnASupervisorThatNeverSpeaks(t *testing.T) {
 
 // A command that stops its supervisor over and over (a loop of kill -STOP
 // $PPID) does not keep Kill from ending everything it started: each time
-// Kill finds the supervisor stopped, it kills the supervisor's children
+// Kill finds the supervisor stopped, it kills every process below it
 // itself before it continues it. (Continuing it alone, the supervisor
 // could take seconds between stops to kill the loop, and after killWait
 // it was killed itself, which left the grandchild.)
 func TestKillEndsACommandThatStopsItsSupervisorOverAndOver(t *testing.T) {
 	defer func(k time.Duration) { killWait = k }(killWait)
 	killWait = time.Second
-	dir := t.TempDir()
-	cmd := exec.Command("bash", "-c", `sleep 300 & echo $! > grandchild; echo > started; while :; do kill -STOP $PPID; done`)
-	cmd.Dir = dir
-	g, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cmd, dir := startScript(t, `sleep 300 & echo $! > grandchild; echo > started; while :; do kill -STOP $PPID; done`)
 	go cmd.Wait()
-	waitFor(t, func() bool { return exists(filepath.Join(dir, "started")) }, "the command to run", nil)
 	time.Sleep(50 * time.Millisecond) // stopping its supervisor, by now
 	pid := readPids(t, dir)["grandchild"]
 	g.Kill()
@@ -247,14 +240,7 @@ func TestStartKeepsACommandThatStartedWhileMyelinWasPaused(t *testing.T) {
 func TestKillLeavesNothingBelowASupervisorHeldByADebugger(t *testing.T) {
 	defer func(k time.Duration) { killWait = k }(killWait)
 	killWait = 300 * time.Millisecond
-	dir := t.TempDir()
-	cmd := exec.Command("bash", "-c", `sleep 300 & echo $! > grandchild; echo > started; wait`)
-	cmd.Dir = dir
-	g, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool { return exists(filepath.Join(dir, "started")) }, "the command to run", nil)
+	g, cmd, dir := startScript(t, `sleep 300 & echo $! > grandchild; echo > started; wait`)
 	pid := readPids(t, dir)["grandchild"]
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	held := make(chan error, 1)
@@ -299,15 +285,8 @@ func TestKillLeavesNothingBelowASupervisorHeldByADebugger(t *testing.T) {
 func TestKillReturnsWhenTheCommandContinuesItsOwnGroupWhileItStopsItsSupervisor(t *testing.T) {
 	defer func(k time.Duration) { killWait = k }(killWait)
 	killWait = time.Second
-	dir := t.TempDir()
-	cmd := exec.Command("bash", "-c", `sup=$PPID; echo $$ > pgid; for i in $(seq 200); do sleep 1000 & done; f(){ while :; do kill -STOP $sup; (kill -CONT 0) & done; }; f & f & echo > started; wait`)
-	cmd.Dir = dir
-	g, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cmd, dir := startScript(t, `sup=$PPID; echo $$ > pgid; for i in $(seq 200); do sleep 1000 & done; f(){ while :; do kill -STOP $sup; (kill -CONT 0) & done; }; f & f & echo > started; wait`)
 	go cmd.Wait()
-	waitFor(t, func() bool { return exists(filepath.Join(dir, "started")) }, "the command to run", nil)
 	b, _ := os.ReadFile(filepath.Join(dir, "pgid"))
 	pgid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	time.Sleep(50 * time.Millisecond)
@@ -361,18 +340,9 @@ func inGroup(pgid int) []int {
 func TestKillTreeWithoutChildrenFilesKillsEveryProcessBelow(t *testing.T) {
 	defer func(h func() bool) { hasChildrenFiles = h }(hasChildrenFiles)
 	hasChildrenFiles = func() bool { return false }
-	dir := t.TempDir()
-	cmd := exec.Command("bash", "-c", `(sleep 300 & echo $! > g.tmp && mv g.tmp grandchild; wait) & sleep 300 & echo > started; wait`)
-	cmd.Dir = dir
-	g, err := Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, cmd, dir := startScript(t, `(sleep 300 & echo $! > grandchild; echo > started; wait) & sleep 300 & wait`)
 	defer g.Kill()
 	go cmd.Wait()
-	waitFor(t, func() bool {
-		return exists(filepath.Join(dir, "started")) && exists(filepath.Join(dir, "grandchild"))
-	}, "the command to run", nil)
 	pid := readPids(t, dir)["grandchild"]
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	killTree(cmd.Process.Pid)
@@ -386,4 +356,20 @@ func TestKillTreeWithoutChildrenFilesKillsEveryProcessBelow(t *testing.T) {
 			}
 		}
 	}
+}
+
+// startScript starts bash running script in a temp dir of its own (its
+// working directory) under Start, and waits for it to write the file
+// "started" there.
+func startScript(t *testing.T, script string) (*Group, *exec.Cmd, string) {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Dir = dir
+	g, err := Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return exists(filepath.Join(dir, "started")) }, "the command to run", nil)
+	return g, cmd, dir
 }
