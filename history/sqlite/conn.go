@@ -24,6 +24,7 @@ import (
 type ownConn struct {
 	sqldriver.Conn           // the driver's
 	stmts          *rawStmts // prepared on its first use; nil before
+	closed         func()    // called once it has closed (nil: nothing)
 }
 
 // Close frees the store's statements, then closes the driver's
@@ -33,7 +34,11 @@ func (c *ownConn) Close() error {
 		c.stmts.close()
 		c.stmts = nil
 	}
-	return c.Conn.Close()
+	err := c.Conn.Close()
+	if c.closed != nil {
+		c.closed()
+	}
+	return err
 }
 
 // The driver's optional interfaces, passed on: database/sql looks for
@@ -84,7 +89,8 @@ var driverInterfaces = []func(sqldriver.Conn) bool{
 // ownConnector opens the store's connections: the SQLite driver's
 // (registered as "sqlite"), each in an ownConn.
 type ownConnector struct {
-	dsn string
+	dsn    string
+	closed func() // called as each connection has closed (nil: nothing)
 }
 
 // sqliteDriver is the driver registered as "sqlite", with whatever was
@@ -115,13 +121,14 @@ func (o ownConnector) Connect(context.Context) (sqldriver.Conn, error) {
 			return nil, errors.New("the SQLite driver's connection lacks an interface the store passes on")
 		}
 	}
-	return &ownConn{Conn: dc}, nil
+	return &ownConn{Conn: dc, closed: o.closed}, nil
 }
 
 // Driver is the driver registered as "sqlite".
 func (o ownConnector) Driver() sqldriver.Driver { return sqliteDriver() }
 
-// openDB opens the database dsn names with the store's connections.
-func openDB(dsn string) *sql.DB {
-	return sql.OpenDB(ownConnector{dsn: dsn})
+// openDB opens the database dsn names with the store's connections;
+// closed (unless nil) is called as each of them has closed.
+func openDB(dsn string, closed func()) *sql.DB {
+	return sql.OpenDB(ownConnector{dsn: dsn, closed: closed})
 }

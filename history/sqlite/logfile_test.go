@@ -3,9 +3,11 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
@@ -56,42 +58,82 @@ func TestFileAtNamesTheFileOpenThereAndNoOther(t *testing.T) {
 	}
 }
 
-// A log removed from under SQLite, which writes on to the file it has
-// open, is still synced: the file the sync keeps open is that one.
-func TestALogRemovedUnderSQLiteIsStillTheOneSynced(t *testing.T) {
+// A log removed or replaced from under SQLite while the store's
+// connection writes it (something else deleted or renamed the -wal
+// file): SQLite writes on to the file it has open, which has no name, so
+// its commits are lost with a crash. A synced write then fails as one
+// whose sync failed — committed, not on disk — and so does every later
+// one of that store handle, not reported on disk. (Before, the removed
+// log was synced and the write reported on disk; a review found that a
+// copy of the store's files by name then held none of it.)
+func TestASyncedWriteAfterItsLogWasRemovedOrReplacedUnderSQLiteIsNotReportedOnDisk(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		do    func(wal string) error
+		wants string
+	}{
+		{"removed", os.Remove, "was removed while the store had it open"},
+		{"replaced", func(wal string) error {
+			if err := os.WriteFile(wal+".new", nil, 0o600); err != nil {
+				return err
+			}
+			return os.Rename(wal+".new", wal)
+		}, "was replaced by another file while the store had it open"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := Open(filepath.Join(t.TempDir(), "h.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.do(s.path + "-wal"); err != nil {
+				t.Fatal(err)
+			}
+			msg := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "after"}}}
+			for i := range 2 {
+				err := s.Append(ctx, "c", msg)
+				var unsynced *unsyncedError
+				if !errors.As(err, &unsynced) || !strings.Contains(err.Error(), tc.wants) {
+					t.Fatalf("synced append %d after the log was %s: %v; want it committed but not on disk, saying so", i+1, tc.name, err)
+				}
+			}
+		})
+	}
+}
+
+// A connection of the store's that closes (database/sql closes one it
+// found bad, or keeps none idle) checkpoints its log and, the last,
+// removes it; the next makes a new one. That is no log removed from under
+// SQLite: each synced write syncs the log there is, and what was written
+// is in the store's files by name.
+func TestSyncedWritesAcrossConnectionsThatCloseSyncEachNewLog(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(filepath.Join(t.TempDir(), "h.db"))
+	path := filepath.Join(t.TempDir(), "h.db")
+	s, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	s.db.SetMaxIdleConns(0) // every connection closed as it is given back
 	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 		t.Fatal(err)
 	}
-	before, err := os.Stat(s.path + "-wal")
+	for i := range 5 {
+		msg := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint("message ", i)}}}
+		if err := s.Append(ctx, "c", msg); err != nil {
+			t.Fatalf("synced append %d: %v", i+1, err)
+		}
+	}
+	other, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(s.path + "-wal"); err != nil {
-		t.Fatal(err)
-	}
-	var synced []os.FileInfo
-	s.logs.syncFile = func(f *os.File, fd uintptr) error {
-		fi, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		synced = append(synced, fi)
-		return syncData(f, fd)
-	}
-	msg := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "after"}}}
-	if err := s.Append(ctx, "c", msg); err != nil {
-		t.Fatal(err)
-	}
-	if len(synced) != 1 || !os.SameFile(synced[0], before) {
-		t.Fatalf("the synced append synced %d files, want 1, the log SQLite writes to", len(synced))
-	}
-	if msgs, err := s.Messages(ctx, "c"); err != nil || len(msgs) != 1 {
-		t.Fatalf("messages %v, %v", msgs, err)
+	defer other.Close()
+	if msgs, err := other.Messages(ctx, "c"); err != nil || len(msgs) != 5 {
+		t.Fatalf("another opening reads %d messages, %v; want 5", len(msgs), err)
 	}
 }

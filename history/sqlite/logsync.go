@@ -76,11 +76,18 @@ func (l *logSync) close() {
 //
 // A log that is not there was checkpointed into the store's file and
 // removed when the last connection to the store closed (SQLite syncs the
-// log and the file around that checkpoint), unless it was removed under
-// SQLite, which writes on to the file it has open: the one kept open here
-// is then synced. The log is the one file of the store this opens and
-// closes: SQLite locks the store's file and its -shm with POSIX locks,
-// which closing any descriptor of them would drop, and never the log.
+// log and the file around that checkpoint; a connection of the store's
+// that closed let go of the log kept here: logSync.close). One that is
+// not there, or is another file, while the store's connection that
+// wrote the log kept here is still open was removed or replaced from
+// under SQLite, by something else: SQLite writes on to the file it has
+// open, which has no name any more, and what it holds is lost with a
+// crash. No sync can keep it, so the sync fails (and every later one of
+// this store handle, as after a failed sync), rather than say that
+// commits are on disk that a crash would lose. The log is the one file
+// of the store this opens and closes: SQLite locks the store's file and
+// its -shm with POSIX locks, which closing any descriptor of them would
+// drop, and never the log.
 func (s *Store) syncLog() error {
 	l := &s.logs
 	want := l.commits.Load()
@@ -96,10 +103,14 @@ func (s *Store) syncLog() error {
 	wal := s.path + "-wal"
 	id, err := fileAt(wal)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && l.log != nil:
-		// removed under SQLite, which writes on to the file it has
-		// open: the file kept open is that one
-		id = l.id
+	case l.log != nil && (errors.Is(err, fs.ErrNotExist) || err == nil && !id.same(l.id)):
+		// removed or replaced from under the connection writing it
+		what := "removed"
+		if err == nil {
+			what = "replaced by another file"
+		}
+		l.failed = fmt.Errorf("its write-ahead log %s was %s while the store had it open: the commits SQLite writes to the file it has open are lost with a crash", wal, what)
+		return fmt.Errorf("history store %s: %w (open the store again)", s.path, l.failed)
 	case errors.Is(err, fs.ErrNotExist):
 		// checkpointed into the store's file, synced, and removed when
 		// the last connection closed: nothing is left to sync. (The

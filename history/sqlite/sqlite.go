@@ -128,12 +128,17 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// read first would fail at once when another process writes.
 	// synchronous=NORMAL: a commit is in the log when it returns, and a
 	// synced write syncs the log itself after it (logsync.go).
-	db := openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"))
+	// A connection that closed (the store's, or one database/sql found
+	// bad) checkpointed its log, and removed it when it was the last:
+	// the log kept open for the syncs is let go with it (logSync.close).
+	var logs *logSync
+	db := openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"), func() { logs.close() })
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
 	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, used: map[string]uint64{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	s.logs.syncFile = syncData
+	logs = &s.logs // before any connection opens (migrateWaiting's)
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
 		return nil, err
