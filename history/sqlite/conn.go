@@ -22,23 +22,22 @@ import (
 // store cannot free them beforehand. It must not be used outside the
 // connection database/sql holds for it (sql.Conn.Raw).
 type ownConn struct {
-	sqldriver.Conn           // the driver's
-	stmts          *rawStmts // prepared on its first use; nil before
-	closed         func()    // called once it has closed (nil: nothing)
+	sqldriver.Conn                                // the driver's
+	stmts          *rawStmts                      // prepared on its first use; nil before
+	closed         func(close func() error) error // closes it around the driver's close (nil: just close)
 }
 
 // Close frees the store's statements, then closes the driver's
-// connection.
+// connection (through closed, when set).
 func (c *ownConn) Close() error {
 	if c.stmts != nil {
 		c.stmts.close()
 		c.stmts = nil
 	}
-	err := c.Conn.Close()
 	if c.closed != nil {
-		c.closed()
+		return c.closed(c.Conn.Close)
 	}
-	return err
+	return c.Conn.Close()
 }
 
 // The driver's optional interfaces, passed on: database/sql looks for
@@ -90,7 +89,7 @@ var driverInterfaces = []func(sqldriver.Conn) bool{
 // (registered as "sqlite"), each in an ownConn.
 type ownConnector struct {
 	dsn    string
-	closed func() // called as each connection has closed (nil: nothing)
+	closed func(close func() error) error // closes each connection around the driver's close (nil: just close)
 }
 
 // sqliteDriver is the driver registered as "sqlite", with whatever was
@@ -128,7 +127,7 @@ func (o ownConnector) Connect(context.Context) (sqldriver.Conn, error) {
 func (o ownConnector) Driver() sqldriver.Driver { return sqliteDriver() }
 
 // openDB opens the database dsn names with the store's connections;
-// closed (unless nil) is called as each of them has closed.
-func openDB(dsn string, closed func()) *sql.DB {
+// closed (unless nil) closes each of them, given the driver's close.
+func openDB(dsn string, closed func(close func() error) error) *sql.DB {
 	return sql.OpenDB(ownConnector{dsn: dsn, closed: closed})
 }

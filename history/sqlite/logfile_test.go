@@ -8,7 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/history"
 )
@@ -136,4 +139,91 @@ func TestSyncedWritesAcrossConnectionsThatCloseSyncEachNewLog(t *testing.T) {
 	if msgs, err := other.Messages(ctx, "c"); err != nil || len(msgs) != 5 {
 		t.Fatalf("another opening reads %d messages, %v; want 5", len(msgs), err)
 	}
+}
+
+// Synced writes from four goroutines while the store's connection is
+// closed under them now and then — database/sql keeping none idle, or
+// discarding one a cancelled read interrupted — each close, the last,
+// checkpointing the log and removing it: no synced write fails, for
+// nothing removed the log from under SQLite. (A review found that a sync
+// between SQLite's unlinking the log and the kept log being let go took
+// it for one removed from under SQLite, and failed every later write.)
+func TestSyncedWritesGoOnWhileTheStoresConnectionClosesUnderThem(t *testing.T) {
+	t.Run("none kept idle", func(t *testing.T) { syncedWritesWhileTheConnectionCloses(t, false) })
+	t.Run("a cancelled read's discarded", func(t *testing.T) { syncedWritesWhileTheConnectionCloses(t, true) })
+}
+
+func syncedWritesWhileTheConnectionCloses(t *testing.T, interrupt bool) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "h.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var failed atomic.Pointer[error]
+	var n atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		id := fmt.Sprint("c", w)
+		if err := s.Create(ctx, history.Conversation{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				msg := history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprint(i)}}}
+				if err := s.Append(ctx, id, msg); err != nil {
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if interrupt {
+				// a read cancelled while SQLite runs it, the log all
+				// checkpointed (as an auto-checkpoint leaves it): the
+				// interrupted connection is discarded and, the last, unlinks the log
+				s.db.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+				cctx, cancel := context.WithTimeout(ctx, 2*time.Millisecond)
+				var n int
+				s.db.QueryRowContext(cctx, `WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM r) SELECT count(*) FROM r`).Scan(&n)
+				cancel()
+				continue
+			}
+			s.db.SetMaxIdleConns(0)
+			s.db.SetMaxIdleConns(2)
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	deadline := time.After(3 * time.Second)
+	for failed.Load() == nil {
+		select {
+		case <-deadline:
+			close(stop)
+			wg.Wait()
+			t.Logf("%d synced appends, none failed", n.Load())
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Fatalf("after %d synced appends: %v", n.Load(), *failed.Load())
 }

@@ -65,6 +65,20 @@ func (l *logSync) close() {
 	}
 }
 
+// closeConn closes a connection of the store's (close) with l.mu held,
+// so that no sync looks at the log between SQLite's unlinking it and the
+// kept one being let go.
+func (l *logSync) closeConn(close func() error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	err := close()
+	if l.log != nil {
+		l.log.Close()
+		l.log, l.id = nil, fileID{}
+	}
+	return err
+}
+
 // syncLog puts every transaction the store has committed so far on disk:
 // it syncs the store's write-ahead log, and the log's directory the first
 // time it meets that log file (a log made anew has its name on disk only

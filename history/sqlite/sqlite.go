@@ -128,11 +128,12 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// read first would fail at once when another process writes.
 	// synchronous=NORMAL: a commit is in the log when it returns, and a
 	// synced write syncs the log itself after it (logsync.go).
-	// A connection that closed (the store's, or one database/sql found
-	// bad) checkpointed its log, and removed it when it was the last:
-	// the log kept open for the syncs is let go with it (logSync.close).
+	// A connection that closes (the store's, or one database/sql found
+	// bad) checkpoints its log, and removes it when it is the last: the
+	// log kept open for the syncs is let go with it, no sync looking at
+	// the log meanwhile (logSync.closeConn).
 	var logs *logSync
-	db := openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"), func() { logs.close() })
+	db := openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"), func(close func() error) error { return logs.closeConn(close) })
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
