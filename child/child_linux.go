@@ -422,69 +422,20 @@ func exited(pids map[int]bool) bool {
 }
 
 // hasChildrenFiles reports whether this kernel shows a process's children
-// in /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN), looked at once.
-var hasChildrenFiles = sync.OnceValue(func() bool {
-	_, err := os.Stat("/proc/thread-self/children")
-	return err == nil
-})
+// in /proc/PID/task/TID/children, looked at once (a var: a test takes the
+// other way).
+var hasChildrenFiles = sync.OnceValue(supervisor.HasChildrenFiles)
 
-// childrenReader gives a process's children, as /proc shows them now:
-// the children files of its threads (none for a process gone), or where
-// the kernel has none, from one scan of every process's parent, made
-// when it is called (once a pass of killTree).
+// childrenReader gives a process's children, as /proc shows them now
+// (internal/supervisor reads them, for its own rounds too): the children
+// files of its threads, or where the kernel has none, one scan of every
+// process's parent, made when it is called (once a pass of killTree).
 func childrenReader() func(pid int) []int {
 	if hasChildrenFiles() {
-		return childrenOf
+		return supervisor.ChildrenOf
 	}
-	byParent := map[int][]int{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		k, err := strconv.Atoi(e.Name())
-		if err != nil || k <= 0 {
-			continue
-		}
-		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
-			if p := ppidOf(stat); p > 0 {
-				byParent[p] = append(byParent[p], k)
-			}
-		}
-	}
+	byParent := supervisor.Parents()
 	return func(pid int) []int { return byParent[pid] }
-}
-
-// childrenOf are process pid's children, as the children files of its
-// threads show them (none for a process gone).
-func childrenOf(pid int) []int {
-	var kids []int
-	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/children")
-	for _, f := range tasks {
-		data, _ := os.ReadFile(f)
-		for _, p := range strings.Fields(string(data)) {
-			if k, err := strconv.Atoi(p); err == nil && k > 0 {
-				kids = append(kids, k)
-			}
-		}
-	}
-	return kids
-}
-
-// ppidOf is the parent's pid in a /proc/PID/stat line, -1 when it cannot
-// be read: the second field after the command's name, which is in
-// parentheses and may hold any byte, so read after the last ')'.
-func ppidOf(stat []byte) int {
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return -1
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 2 {
-		return -1
-	}
-	p, err := strconv.Atoi(f[1])
-	if err != nil {
-		return -1
-	}
-	return p
 }
 
 // killWait bounds how long Kill waits for the supervisor to have killed

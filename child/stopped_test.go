@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/internal/supervisor"
 )
 
 // A command that stops its supervisor at once (SIGSTOP to its parent, its
@@ -349,7 +351,7 @@ func TestKillTreeWithoutChildrenFilesKillsEveryProcessBelow(t *testing.T) {
 	if alive(pid, pid) {
 		t.Fatalf("the grandchild %d outlived killTree without children files", pid)
 	}
-	if kids := childrenOf(cmd.Process.Pid); len(kids) > 0 {
+	if kids := supervisor.ChildrenOf(cmd.Process.Pid); len(kids) > 0 {
 		for _, k := range kids {
 			if alive(k, k) {
 				t.Fatalf("the supervisor's child %d outlived killTree", k)

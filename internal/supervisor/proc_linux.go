@@ -7,34 +7,59 @@ import "syscall"
 // where the kernel has none (CONFIG_PROC_CHILDREN unset) every process
 // whose parent it is.
 func children() []int {
-	var kids []int
-	tids, ok := dirNames("/proc/self/task")
-	if ok {
-		for _, tid := range tids {
-			data := readFile("/proc/self/task/" + tid + "/children")
-			if data == nil {
-				ok = false
-				break
-			}
-			kids = append(kids, fields(data)...)
-		}
-	}
-	if ok {
+	if kids, ok := childrenOf("self"); ok {
 		return kids
 	}
-	kids = kids[:0]
-	me := syscall.Getpid()
+	return Parents()[syscall.Getpid()]
+}
+
+// ChildrenOf are process pid's children, as the children files of its
+// threads show them (an orphan is given to any of them; none for a
+// process gone). Where the kernel has no such files (HasChildrenFiles),
+// Parents gives them. It is for myelin's child package, which kills what
+// is below a supervisor that does not answer.
+func ChildrenOf(pid int) []int {
+	kids, _ := childrenOf(itoa(pid))
+	return kids
+}
+
+// childrenOf is ChildrenOf of the process /proc names proc ("self" or a
+// pid), and false when a thread of it has no children file.
+func childrenOf(proc string) ([]int, bool) {
+	var kids []int
+	tids, ok := dirNames("/proc/" + proc + "/task")
+	for _, tid := range tids {
+		data := readFile("/proc/" + proc + "/task/" + tid + "/children")
+		if data == nil {
+			return nil, false
+		}
+		kids = append(kids, fields(data)...)
+	}
+	return kids, ok
+}
+
+// HasChildrenFiles reports whether this kernel shows a process's children
+// in /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN).
+func HasChildrenFiles() bool {
+	return readFile("/proc/thread-self/children") != nil
+}
+
+// Parents are every process's children, by parent, from one scan of
+// /proc (each process's parent in its stat line): what shows children
+// where the kernel has no children files.
+func Parents() map[int][]int {
+	byParent := map[int][]int{}
 	pids, _ := dirNames("/proc")
 	for _, p := range pids {
 		pid := atoi(p)
 		if pid <= 0 {
 			continue
 		}
-		if ppidOf(readFile("/proc/"+p+"/stat")) == me {
-			kids = append(kids, pid)
+		if ppid := ppidOf(readFile("/proc/" + p + "/stat")); ppid > 0 {
+			byParent[ppid] = append(byParent[ppid], pid)
 		}
 	}
-	return kids
+	return byParent
 }
 
 // ppidOf is the parent's pid in a /proc/PID/stat line: the second field
