@@ -90,7 +90,7 @@ func (s *Server) info(c history.Conversation) ConversationInfo {
 	s.mu.Unlock()
 	if cv != nil {
 		cv.mu.Lock()
-		if t := cv.turn; t != nil && !isDone(t.done) {
+		if t := cv.live(); t != nil {
 			ci.Turn = t.id
 		}
 		cv.mu.Unlock()

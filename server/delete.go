@@ -107,7 +107,7 @@ func (s *Server) runningTurn(id string) string {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t := c.turn; t != nil && !isDone(t.done) {
+	if t := c.live(); t != nil {
 		return t.id
 	}
 	return ""

@@ -29,8 +29,7 @@ func (s *Server) lockedConv(id string) *conversation {
 			c = &conversation{}
 			s.convs[id] = c
 			if s.forgetting == nil && !s.closed {
-				idle := s.idleFor()
-				s.forgetting = time.AfterFunc(idle/2, func() { s.forgetIdle(time.Now()) })
+				s.forgetLater()
 			}
 		}
 		s.mu.Unlock()
@@ -76,8 +75,14 @@ func (s *Server) forgetIdle(now time.Time) {
 	}
 	s.stopForgetting()
 	if len(s.convs) > 0 && !s.closed {
-		s.forgetting = time.AfterFunc(idle/2, func() { s.forgetIdle(time.Now()) })
+		s.forgetLater()
 	}
+}
+
+// forgetLater sets the next sweep, half an idle period from now. s.mu is
+// held.
+func (s *Server) forgetLater() {
+	s.forgetting = time.AfterFunc(s.idleFor()/2, func() { s.forgetIdle(time.Now()) })
 }
 
 // shrinkAfter is how many entries a sweep drops, more than it leaves,
@@ -92,10 +97,19 @@ func (s *Server) stopForgetting() {
 	}
 }
 
+// live is c's turn that runs on this server, nil when none does (none
+// started, or it ended). c.mu is held.
+func (c *conversation) live() *running {
+	if t := c.turn; t != nil && !isDone(t.done) {
+		return t
+	}
+	return nil
+}
+
 // idle reports whether nothing of c runs on this server: no turn, no
 // queued turn a worker of it runs, no wake waiting for one. c.mu is held.
 func (c *conversation) idle() bool {
-	return (c.turn == nil || isDone(c.turn.done)) && c.queued == 0 && len(c.wakes) == 0
+	return c.live() == nil && c.queued == 0 && len(c.wakes) == 0
 }
 
 // drop drops conversation id's entry, its conversation deleted, unless a
@@ -106,7 +120,7 @@ func (s *Server) drop(id string) {
 		return
 	}
 	c.mu.Lock()
-	if c.turn == nil || isDone(c.turn.done) {
+	if c.live() == nil {
 		c.gone = true
 		delete(s.convs, id)
 	}

@@ -158,7 +158,7 @@ func (s *Server) runningTurns() []runningTurn {
 	var out []runningTurn
 	for id, c := range convs {
 		c.mu.Lock()
-		if t := c.turn; t != nil && !isDone(t.done) {
+		if t := c.live(); t != nil {
 			out = append(out, runningTurn{conv: id, turn: t})
 		}
 		c.mu.Unlock()

@@ -175,7 +175,7 @@ func (s *Server) launch(from context.Context, id string, a *agent.Agent, prompt 
 		return nil, nil, nil
 	}
 	c := s.lockedConv(id)
-	if cur := c.turn; cur != nil && !isDone(cur.done) {
+	if cur := c.live(); cur != nil {
 		c.mu.Unlock()
 		s.turns.Done()
 		return nil, nil, cur

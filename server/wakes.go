@@ -39,7 +39,7 @@ func (s *Server) Wake(w background.Wake) {
 // when no turn of this server runs it.
 func (s *Server) nextWake(conv string) {
 	c := s.lockedConv(conv)
-	if len(c.wakes) == 0 || (c.turn != nil && !isDone(c.turn.done)) {
+	if len(c.wakes) == 0 || c.live() != nil {
 		c.mu.Unlock()
 		return
 	}
