@@ -56,22 +56,18 @@ type logSync struct {
 func (l *logSync) committed() { l.commits.Add(1) }
 
 // close closes the log file kept open.
-func (l *logSync) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.log != nil {
-		l.log.Close()
-		l.log, l.id = nil, fileID{}
-	}
-}
+func (l *logSync) close() { _ = l.closeConn(nil) }
 
-// closeConn closes a connection of the store's (close) with l.mu held,
-// so that no sync looks at the log between SQLite's unlinking it and the
-// kept one being let go.
+// closeConn closes a connection of the store's (close, unless nil) with
+// l.mu held, then the log file kept open, so that no sync looks at the
+// log between SQLite's unlinking it and the kept one being let go.
 func (l *logSync) closeConn(close func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	err := close()
+	var err error
+	if close != nil {
+		err = close()
+	}
 	if l.log != nil {
 		l.log.Close()
 		l.log, l.id = nil, fileID{}
