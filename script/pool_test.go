@@ -33,7 +33,6 @@ func in(conv string) context.Context {
 	return tool.WithConversation(context.Background(), conv)
 }
 
-// idleOf is the engine the pool keeps for conv, or nil.
 // killIdle kills the engine e keeps idle for conv, from outside (SIGKILL),
 // and returns it once it is dead.
 func killIdle(t *testing.T, e *Engines, conv string) *engineProc {
@@ -49,6 +48,19 @@ func killIdle(t *testing.T, e *Engines, conv string) *engineProc {
 	return p
 }
 
+// settled waits until e has its engines started ahead up and none
+// starting: a refill in flight is counted by liveEngines only once its
+// process starts.
+func settled(t *testing.T, e *Engines) {
+	t.Helper()
+	until(t, "the engines started ahead to be up", func() bool {
+		e.pool.mu.Lock()
+		defer e.pool.mu.Unlock()
+		return e.pool.starting == 0 && len(e.pool.fresh) == e.pool.cfg.Warm
+	})
+}
+
+// idleOf is the engine the pool keeps for conv, or nil.
 func idleOf(e *Engines, conv string) *engineProc {
 	e.pool.mu.Lock()
 	defer e.pool.mu.Unlock()
@@ -116,6 +128,10 @@ func TestAnEngineIsNeverGivenToAnotherConversation(t *testing.T) {
 	if a.pid == b.pid || a.used != 1 || b.used != 1 {
 		t.Errorf("conversations a and b ran in pids %d and %d (used %d and %d); want two engines, one script each", a.pid, b.pid, a.used, b.used)
 	}
+	// The engine started ahead after b's script counts only once its
+	// process is up: read the count before that and the refill the
+	// script below causes is taken for a leak.
+	settled(t, e)
 	live := liveEngines.Load()
 	mustRun(t, context.Background(), c, Limits{}, `return 1`)
 	if p := idleOf(e, ""); p != nil {
