@@ -166,16 +166,17 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 	if timeout <= 0 {
 		timeout = DefaultElicitTimeout
 	}
-	a := newAsk(kindElicitation, newAskID("elicit_"), ti.conv, ti.turn, timeout)
+	stop := make(chan struct{})
+	defer close(stop)
+	callsDone := allDone(calls, stop)
+	a := newAsk(kindElicitation, newAskID("elicit_"), ti.conv, ti.turn, timeout, callsDone)
+	defer a.told() // after the event saying how it ended
 	a.e = e
 	s.asks.add(a)
 	from, _ := s.log.Last(context.Background(), a.conv) // a reply through a shared log comes after
 	s.emit(a.conv, EventElicitation, eventOf(a, a.expires.Add(-timeout)))
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	stop := make(chan struct{})
-	defer close(stop)
-	callsDone := allDone(calls, stop)
 	if s.Events != nil {
 		go s.followReplies(a, from, stop)
 	}

@@ -50,6 +50,11 @@ type ask struct {
 	state          string     // "pending", "answered" or "expired"
 	sent           string     // once ended: the action (an elicitation's) or the decision (an approval's)
 	why            string     // why it expired
+	// callDone is the asking call's context's Done: once it is closed
+	// the ask is ending; over is closed once its end event is emitted
+	// (told), so that the turn's turn.finished comes after it (told).
+	callDone <-chan struct{}
+	over     chan struct{}
 }
 
 // reply is the answer to an ask: an elicitation's (mcp) or an
@@ -61,9 +66,51 @@ type reply struct {
 
 // newAsk is a pending ask of conversation conv's turn, of kind, that
 // expires after timeout.
-func newAsk(kind, id, conv, turn string, timeout time.Duration) *ask {
+// expires after timeout, asked by a call whose context's Done is
+// callDone. Its asker closes over (told) once it emitted how it ended.
+func newAsk(kind, id, conv, turn string, timeout time.Duration, callDone <-chan struct{}) *ask {
 	return &ask{id: id, conv: conv, turn: turn, kind: kind, expires: time.Now().Add(timeout),
-		answer: make(chan reply, 1), state: "pending"}
+		answer: make(chan reply, 1), state: "pending", callDone: callDone, over: make(chan struct{})}
+}
+
+// told marks a's end event emitted.
+func (a *ask) told() { close(a.over) }
+
+// tellWait bounds how long a turn's end waits for the end events of its
+// asks whose calls ended: the askers emit them as soon as they see their
+// call's context done, so only a process stalled past it waits it out.
+const tellWait = 5 * time.Second
+
+// toldBefore returns once every ask of conversation conv's turn whose
+// call has ended has emitted how it ended (approval.expired,
+// approval.answered, elicitation.expired…), or after tellWait: a turn's
+// turn.finished comes after them, so that a client that stops reading at
+// turn.finished never misses one. (A cancelled turn's dispatcher gives up
+// on a call that waits for an answer without waiting for it: the call's
+// ask ends on its own goroutine, maybe after the turn.) An ask whose call
+// goes on past the turn is not waited for.
+func (as *asks) toldBefore(conv, turn string) {
+	as.mu.Lock()
+	var ending []*ask
+	for _, a := range as.byID {
+		if a.conv != conv || a.turn != turn || a.callDone == nil || isDone(a.over) || !isDone(a.callDone) {
+			continue
+		}
+		ending = append(ending, a)
+	}
+	as.mu.Unlock()
+	if len(ending) == 0 {
+		return
+	}
+	limit := time.NewTimer(tellWait)
+	defer limit.Stop()
+	for _, a := range ending {
+		select {
+		case <-a.over:
+		case <-limit.C:
+			return
+		}
+	}
 }
 
 // add records a pending ask.

@@ -100,6 +100,8 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 	if ended != nil {
 		ended(fin.Reason)
 	}
+	// what the turn's calls asked and ended with them is told first
+	s.asks.toldBefore(id, tid)
 	// logged before its watchers are told: a client (or a test) that
 	// reads turn.finished then the log finds the turn's line there
 	s.logTurn(ctx, id, fin, time.Since(begun))

@@ -286,7 +286,8 @@ func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func isDone(ch chan struct{}) bool {
+// isDone reports whether ch is closed.
+func isDone(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
 		return true

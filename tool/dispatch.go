@@ -217,8 +217,15 @@ func (d *Dispatcher) settleNow(i int, c Call, r result.Result, done func(int, re
 func (d *Dispatcher) batch(ctx context.Context, calls []Call, idx []int, ready []prepared, spans spans, done func(i int, r result.Result)) {
 	r := &round{d: d, calls: calls, idx: idx, done: done, start: time.Now(), slots: make([]slot, len(idx)), settled: make(chan struct{}, 1)}
 	defer func() {
+		// A call given up on runs on, and reads why its context ended:
+		// the round's, when ctx's cancel ended the round, not a bare
+		// Canceled from the round's own end, which may reach the call's
+		// context before ctx's cancel does (that sets the cause of ctx
+		// before it closes ctx.Done, and only then goes down to its
+		// children).
+		cause := context.Cause(ctx)
 		for _, l := range r.limits {
-			l.cancel()
+			l.cancel(cause)
 		}
 	}()
 	// counted before any call runs, so that no call can see the round
@@ -302,7 +309,7 @@ type slot struct {
 type limit struct {
 	timeout time.Duration
 	ctx     context.Context
-	cancel  context.CancelFunc
+	cancel  context.CancelCauseFunc
 }
 
 // capped is a context the calls of one limit and one cap share.
@@ -320,9 +327,20 @@ func (r *round) limit(ctx context.Context, timeout time.Duration) *limit {
 		}
 	}
 	l := &limit{timeout: timeout}
-	l.ctx, l.cancel = context.WithDeadline(ctx, r.start.Add(timeout))
+	l.ctx, l.cancel = withDeadlineCause(ctx, r.start.Add(timeout))
 	r.limits = append(r.limits, l)
 	return l
+}
+
+// withDeadlineCause is context.WithDeadline whose cancel takes a cause
+// (nil: context.Canceled), as context.WithCancelCause's does.
+func withDeadlineCause(ctx context.Context, d time.Time) (context.Context, context.CancelCauseFunc) {
+	base, cancel := context.WithCancelCause(ctx)
+	dctx, stop := context.WithDeadline(base, d)
+	return dctx, func(cause error) {
+		cancel(cause)
+		stop()
+	}
 }
 
 // capped is l's context carrying cap (WithCap), made on first use.

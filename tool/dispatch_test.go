@@ -209,3 +209,35 @@ func TestTheCallsOfARoundAndWhatTheyRunShareOneScope(t *testing.T) {
 		t.Errorf("Shared the second time gave %v, want the first value 1", v)
 	}
 }
+
+// A handler the round gave up on because the round's context was
+// cancelled sees that context's cause (context.Cause), never a bare
+// context.Canceled: the round's own end, which ends its calls' contexts,
+// came first once in a while, while the cancel was still reaching them,
+// and an approval waiting in the call said "the call ended" instead of
+// "the turn was cancelled".
+func TestAHandlerGivenUpOnByACancelSeesTheCancelsCause(t *testing.T) {
+	why := fmt.Errorf("the turn was cancelled")
+	for i := range 200 {
+		seen := make(chan error, 1)
+		started := make(chan struct{})
+		d := dispatcher(t, MustFunc("wait", "Waits for its context.", func(ctx context.Context, _ struct{}) (any, error) {
+			close(started)
+			<-ctx.Done()
+			seen <- context.Cause(ctx)
+			return nil, ctx.Err()
+		}))
+		ctx, cancel := context.WithCancelCause(context.Background())
+		// other contexts under ctx: its cancel reaches them in the map's
+		// order, which leaves the round time to end first
+		for range 200 {
+			_, stop := context.WithCancel(ctx)
+			defer stop()
+		}
+		go func() { <-started; cancel(why) }()
+		d.Round(ctx, []Call{{ID: "c", Name: "wait"}})
+		if got := <-seen; got != why {
+			t.Fatalf("run %d: the handler given up on saw the cause %v; want the cancel's (%v)", i, got, why)
+		}
+	}
+}
