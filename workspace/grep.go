@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -149,7 +150,7 @@ func (w *Workspace) Grep(ctx context.Context, in GrepInput, cap int) (result.Res
 	// long-lines note with one name, the directories not searched and the
 	// next call; the matches get the rest of the cap.
 	worst := in
-	big := 1 << 40
+	big := min(1<<40, math.MaxInt) // the widest a number is on this platform, up to 1<<40
 	worst.Skip, worst.Limit, worst.Context = &big, &big, &big
 	g.budget = max(100, cap-250-3*maxFooterName-longLinesNoteSize-utf8.RuneCountInString(callJSON(worst))-utf8.RuneCountInString(notSearchedNote(notSearched)))
 	for _, f := range files {

@@ -55,7 +55,7 @@ func runBounded(t *testing.T, bin string, args ...string) (string, int64) {
 	if !ok {
 		t.Skip("no rusage on this system")
 	}
-	return out.String() + errOut.String(), ru.Maxrss << 10 // Linux reports KiB
+	return out.String() + errOut.String(), int64(ru.Maxrss) << 10 // Linux reports KiB
 }
 
 // workspace--grep and workspace--read stay within a fixed memory bound

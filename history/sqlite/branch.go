@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/myelin-run/myelin/history"
@@ -285,7 +286,7 @@ func (s *Store) sharing(ctx context.Context, tx *sql.Tx, id string, at int) ([]l
 func (s *Store) moveRows(ctx context.Context, tx *sql.Tx, from, to string, after, upTo int) error {
 	doing := fmt.Sprintf("moving the messages of conversation %s after %d to %s", from, after, to)
 	if upTo < 0 {
-		upTo = 1<<62 - 1
+		upTo = math.MaxInt
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT seq, message, crc FROM messages WHERE conversation = ? AND seq > ? AND seq <= ? ORDER BY seq`, from, after, upTo)
 	if err != nil {

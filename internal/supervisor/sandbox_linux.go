@@ -296,7 +296,7 @@ func protect(path string) error {
 		{2, syscall.MS_NOSUID}, {4, syscall.MS_NODEV}, {8, syscall.MS_NOEXEC},
 		{1024, syscall.MS_NOATIME}, {2048, syscall.MS_NODIRATIME}, {4096, syscall.MS_RELATIME},
 	} {
-		if fs.Flags&f[0] != 0 {
+		if int64(fs.Flags)&f[0] != 0 { // Flags is int32 on 32-bit Linux
 			flags |= uintptr(f[1])
 		}
 	}
