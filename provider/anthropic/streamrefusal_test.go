@@ -33,3 +33,24 @@ func TestARefusalInsideTheStreamIsToldToTheLimiter(t *testing.T) {
 		})
 	}
 }
+
+// On a platform whose stream the SDK itself posts (neither Send nor
+// Authorize: its Options route the requests), the refusal in the stream
+// is told under the key the gate's middleware waited under.
+func TestARefusalInsideTheStreamOfAnSDKPostedPlatformIsToldToTheLimiter(t *testing.T) {
+	tc := providertest.StreamRefusal{Name: "rate_limit_error", Limited: true}
+	srv := providertest.NewAnthropic(t, providertest.Step{Raw: providertest.AnthropicErrorEvent(tc.Name)})
+	key := providertest.CheckStreamRefusal(t, func(t *testing.T, lim *ratelimit.Limiter) provider.Provider {
+		p, err := NewOn(Platform{Name: "someplatform", Identity: "acct:test"}, Config{BaseURL: srv.URL, MaxRetries: -1, Limiter: lim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.send != nil {
+			t.Fatal("the platform's stream is posted by internal/send: this test is of the SDK's")
+		}
+		return p
+	}, providertest.SampleRequest(), tc)
+	if key.Identity != "acct:test" {
+		t.Errorf("the key is %v", key)
+	}
+}
