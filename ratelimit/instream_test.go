@@ -105,7 +105,8 @@ func TestAnErrorInsideAStreamThatNamesNoRefusalIsNotObserved(t *testing.T) {
 // letter (the anthropic wire reads them as error events of that type):
 // read as their names are in x-amzn-errortype, the name kept as given.
 // OpenAI's server_error, which a stream's error object names without a
-// status, is a server's fault.
+// status, is a server's fault, and the Responses API's
+// server_is_overloaded an overload.
 func TestStreamNamesOfBedrocksExceptionsAndOpenAIsServerErrorAreRead(t *testing.T) {
 	for _, tc := range []struct {
 		body string
@@ -120,6 +121,7 @@ func TestStreamNamesOfBedrocksExceptionsAndOpenAIsServerErrorAreRead(t *testing.
 		{`{"error":{"message":"m","type":"server_error","param":null,"code":null}}`, kind{ServerFault: true}},
 		{`{"error":{"code":"server_error","message":"m"}}`, kind{ServerFault: true}},
 		{`{"type":"error","error":{"type":"Exception","message":"m"}}`, kind{}},
+		{`{"error":{"type":"error","code":"server_is_overloaded","message":"m","param":null}}`, kind{Overloaded: true}},
 	} {
 		o := FromResponse("", 0, nil, []byte(tc.body), now)
 		if kindOf(o) != tc.want {

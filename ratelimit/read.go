@@ -99,7 +99,9 @@ func (o *Observation) classify(e wireError) {
 		o.Limited = true
 	case e.typ == "insufficient_quota" || e.code == "insufficient_quota":
 		o.Limited, o.QuotaSpent = true, true
-	case e.typ == "overloaded_error":
+	case e.typ == "overloaded_error" || e.code == "server_is_overloaded":
+		// server_is_overloaded: OpenAI's Responses API's error event
+		// when its servers are overloaded, inside a stream of 200
 		o.Overloaded = true
 	case e.typ == "api_error" || e.typ == "server_error" || e.code == "server_error":
 		// server_error: OpenAI's fault of its own in an error object

@@ -24,6 +24,8 @@ func TestAnErrorEventInsideTheStreamIsToldToTheLimiter(t *testing.T) {
 			"event: error\ndata: {\"type\":\"error\",\"sequence_number\":1,\"code\":\"rate_limit_exceeded\",\"message\":\"" + providertest.QuotedKey + "\",\"param\":null}\n\n", false},
 		{"an error event with its error object", providertest.StreamRefusal{Name: "rate_limit_exceeded", Limited: true},
 			"event: error\ndata: {\"type\":\"error\",\"sequence_number\":1,\"error\":{\"type\":\"requests\",\"code\":\"rate_limit_exceeded\",\"message\":\"" + providertest.QuotedKey + "\",\"param\":null}}\n\n", false},
+		{"an error event for an overload", providertest.StreamRefusal{Name: "server_is_overloaded"},
+			"event: error\ndata: {\"type\":\"error\",\"sequence_number\":1,\"code\":\"server_is_overloaded\",\"message\":\"" + providertest.QuotedKey + "\",\"param\":null}\n\n", false},
 		{"a failed response", providertest.StreamRefusal{Name: "rate_limit_exceeded", Limited: true},
 			"event: response.failed\ndata: {\"type\":\"response.failed\",\"sequence_number\":1,\"response\":{\"id\":\"resp_1\",\"object\":\"response\",\"status\":\"failed\",\"error\":{\"code\":\"rate_limit_exceeded\",\"message\":\"" + providertest.QuotedKey + "\"},\"output\":[]}}\n\n", false},
 		{"a failed response for a fault", providertest.StreamRefusal{Name: "server_error"},
