@@ -59,6 +59,7 @@ func TestTransientTellsWhatASecondSendMayMend(t *testing.T) {
 		{"an error event the wire did not keep", &WireError{Msg: "openai: the stream ended with an error: {...}"}, false},
 		{"OpenAI's server_error object in a stream", &WireError{Msg: "openai: ...", Err: &kept{raw: `{"error":{"message":"m","type":"server_error","param":null,"code":null}}`}}, true},
 		{"the Responses API's server_error code in a stream", &WireError{Msg: "openai-responses: ...", Err: &kept{raw: `{"error":{"code":"server_error","message":"m"}}`}}, true},
+		{"the Responses API's server_is_overloaded event in a stream", &WireError{Msg: "openai-responses: ...", Err: &kept{raw: `{"error":{"type":"error","code":"server_is_overloaded","message":"m","param":null}}`}}, true},
 		{"OpenAI's rate_limit_exceeded object in a stream", &WireError{Msg: "openai: ...", Err: &kept{raw: `{"error":{"message":"m","type":"requests","code":"rate_limit_exceeded"}}`}}, true},
 		{"OpenAI's invalid_request_error object in a stream", &WireError{Msg: "openai: ...", Err: &kept{raw: `{"error":{"message":"m","type":"invalid_request_error","code":"invalid_value"}}`}}, false},
 		{"the retries' end at a 503", &RetriesEnded{Err: status(503), Retryable: true}, true},

@@ -306,8 +306,15 @@ func (l *Limiter) waited(w Waited, start time.Time) Waited {
 // when saving fails; the error, naming the key, says the other processes
 // did not learn of it.
 func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket Ticket, o Observation) error {
+	return l.observe(ctx, key, ticket, o, false)
+}
+
+// observe is ObserveAnswer, of an answer said again (Answer.Again) when
+// again is set.
+func (l *Limiter) observe(ctx context.Context, key Key, ticket Ticket, o Observation, again bool) error {
 	now := l.clock().Now()
 	a := answerOf(o, now, ticket)
+	a.Again = again
 	// In the process a local ticket counts as any: the process's counts
 	// are what it handed out.
 	mine := a
@@ -350,6 +357,30 @@ func (l *Limiter) Observe(ctx context.Context, key Key, o Observation) error {
 	ticket.Local = g.local
 	l.mu.Unlock()
 	return l.ObserveAnswer(ctx, key, ticket, o)
+}
+
+// ObserveInStream records o, an error event read from inside the stream
+// of an answer to key whose status and headers were observed already (a
+// stream that began 200 and then said rate_limit_error, overloaded_error,
+// ThrottlingException, RESOURCE_EXHAUSTED...; o read by FromResponse
+// with status 0): as ObserveAnswer would the same refusal answered with
+// its status — a wait it asked for holds the key, a rate limit lets one
+// request go first, an overload or a fault leaves the budget — taken as
+// the answer to the latest request let through on key (as Observe), and
+// not counted as a second answer (Answer.Again). An o that names no
+// refusal, fault nor wait (an invalid request, an error the reader could
+// not name) says nothing of the key's limits and is not recorded. Its
+// error is ObserveAnswer's.
+func (l *Limiter) ObserveInStream(ctx context.Context, key Key, o Observation) error {
+	if !o.Limited && !o.Overloaded && !o.ServerFault && !o.QuotaSpent && o.RetryAfter <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	g := l.gate(key)
+	ticket := g.Ticket()
+	ticket.Local = g.local
+	l.mu.Unlock()
+	return l.observe(ctx, key, ticket, o, true)
 }
 
 // adopt merges st, read from Shared at now, into g: the later

@@ -22,13 +22,15 @@ import (
 //     x-ratelimit-{limit,remaining,reset}-{requests,tokens}, the reset a Go
 //     style duration ("6m0s", "1s", "20ms"); retry-after-ms; retry-after;
 //     the error body's type and code (rate_limit_exceeded,
-//     insufficient_quota).
+//     insufficient_quota, server_error).
 //   - Gemini and Vertex: Google's error body, its status
 //     (RESOURCE_EXHAUSTED, UNAVAILABLE, INTERNAL) and the retryDelay of a
 //     google.rpc.RetryInfo in its details.
 //   - Bedrock: the x-amzn-errortype header (or the body's __type):
 //     ThrottlingException, ServiceUnavailableException,
-//     ModelNotReadyException, InternalServerException.
+//     ModelNotReadyException, InternalServerException; inside a stream,
+//     the same names with a lower-case first letter, as the anthropic
+//     wire reads them into an error event's type.
 //
 // The header families are read on every wire — their names do not
 // collide, and a server behind the openai wire may well send Anthropic's
@@ -70,7 +72,11 @@ func FromResponse(wire string, status int, h http.Header, body []byte, now time.
 // classify sets Limited, QuotaSpent, Overloaded and ServerFault from the
 // status and the error the response named.
 func (o *Observation) classify(e wireError) {
-	switch e.aws {
+	aws := e.aws
+	if aws == "" {
+		aws = streamException(e.typ)
+	}
+	switch aws {
 	case "ThrottlingException":
 		o.Limited = true
 	case "ServiceUnavailableException", "ModelNotReadyException":
@@ -93,9 +99,14 @@ func (o *Observation) classify(e wireError) {
 		o.Limited = true
 	case e.typ == "insufficient_quota" || e.code == "insufficient_quota":
 		o.Limited, o.QuotaSpent = true, true
-	case e.typ == "overloaded_error":
+	case e.typ == "overloaded_error" || e.code == "server_is_overloaded":
+		// server_is_overloaded: OpenAI's Responses API's error event
+		// when its servers are overloaded, inside a stream of 200
 		o.Overloaded = true
-	case e.typ == "api_error":
+	case e.typ == "api_error" || e.typ == "server_error" || e.code == "server_error":
+		// server_error: OpenAI's fault of its own in an error object
+		// with no status to say so (a stream's error chunk, the
+		// Responses API's error event or failed response)
 		o.ServerFault = true
 	}
 	switch {
@@ -324,6 +335,19 @@ func readError(h http.Header, body []byte) wireError {
 		}
 	}
 	return e
+}
+
+// streamException is the AWS error type an Anthropic-shaped error event
+// of type typ names: Bedrock's event stream sends its exceptions in a
+// frame named with the first letter in lower case (throttlingException,
+// serviceUnavailableException, internalServerException), which the
+// anthropic wire reads as an error event of that type; "" for any other
+// type. Observation.Error keeps the name as the stream gave it.
+func streamException(typ string) string {
+	if len(typ) < 2 || !strings.HasSuffix(typ, "Exception") || typ[0] < 'a' || typ[0] > 'z' {
+		return ""
+	}
+	return strings.ToUpper(typ[:1]) + typ[1:]
 }
 
 // awsErrorType is the error's name in an x-amzn-errortype header or a

@@ -111,6 +111,12 @@ type Answer struct {
 	// then coming to set it (the retry of the failed request, after its
 	// backoff). Its wait, if any, still counts.
 	KeepsBudget bool
+	// Again is what the answer to a request said after the answer was
+	// applied already: an error event inside a stream whose status and
+	// headers were observed as it began (Limiter.ObserveInStream). It is
+	// applied as any answer is, but not counted in Answers a second time:
+	// the request is answered once.
+	Again bool
 }
 
 // Spend lets one request go at now, if st allows it: NextAllowed has
@@ -157,7 +163,8 @@ func (st State) Spend(now time.Time, probe time.Duration) (State, bool) {
 //     does not set it; but one that keeps a budget of 0 with no request
 //     in flight after it sets 1: no answer is coming to set it;
 //   - every answer counts in Answers, but one of a local ticket (whose
-//     send is not counted in Sent either);
+//     send is not counted in Sent either) and one said again (Again: its
+//     request was counted as answered when its stream began);
 //   - while a wait runs, at most one goes first when it is over.
 func (st State) Apply(a Answer) State {
 	if a.NextAllowed.After(st.NextAllowed) {
@@ -180,7 +187,7 @@ func (st State) Apply(a Answer) State {
 		}
 		st.Remaining, st.Answered = b, a.Ticket.N
 	}
-	if !a.Ticket.Local {
+	if !a.Ticket.Local && !a.Again {
 		st.Answers++
 		if a.KeepsBudget && st.Remaining == 0 && st.Sent <= st.Answers {
 			st.Remaining = 1

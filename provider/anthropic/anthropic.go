@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -355,6 +356,9 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 			keepEventStreamType(resp)
 		}
 		answer, err := readAnswer(resp, onText, req.OnThinking)
+		if err != nil {
+			p.observeStreamError(ctx, p.send.Target().URL, err)
+		}
 		if err == nil && w.Done() {
 			// answered and written: the conversation's next body may
 			// be written into this one's memory
@@ -421,7 +425,25 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	if err := p.client.Post(ctx, path, nil, &resp, opts...); err != nil {
 		return provider.Response{}, describe(err)
 	}
-	return readAnswer(resp, onText, req.OnThinking)
+	answer, err := readAnswer(resp, onText, req.OnThinking)
+	if err != nil && resp.Request != nil {
+		// the URL the gate's middleware keyed the request by
+		p.observeStreamError(ctx, resp.Request.URL, err)
+	}
+	return answer, err
+}
+
+// observeStreamError tells the rate limiter, if any, of err when it is a
+// refusal or a fault an error event brought inside the stream of an
+// answer of 200 (an overloaded_error, a rate_limit_error, a Bedrock
+// exception frame), under the key the request to u waited under: the
+// gate observed the answer's 200 as the stream began, not what the
+// stream said after (docs/ratelimits.md, "Refusals inside a stream").
+func (p *Provider) observeStreamError(ctx context.Context, u *url.URL, err error) {
+	if p.gate == nil || u == nil {
+		return
+	}
+	provider.ObserveStreamError(ctx, p.cfg.Limiter, p.gate.Key(ctx, u), err)
 }
 
 // readAnswer reads the streamed answer resp brings, and closes it.

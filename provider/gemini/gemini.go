@@ -221,6 +221,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	}
 	resp.Body.Close()
 	if err != nil {
+		p.observeStreamError(ctx, address, err)
 		return provider.Response{}, err
 	}
 	if a.stop == "" {
@@ -235,6 +236,29 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		p.kept.release(req, body)
 	}
 	return a.response(), nil
+}
+
+// observeStreamError tells the rate limiter, if any, of err when it is
+// the API's error object read from an answer of 200 (an error event in
+// the stream, or the whole answer: RESOURCE_EXHAUSTED with its
+// RetryInfo, UNAVAILABLE), under the key the request to address waited
+// under: the gate observed the 200, not what its body said after
+// (docs/ratelimits.md, "Refusals inside a stream"). The object is given
+// to the limiter whole, as an error answer's body; its message is not
+// kept.
+func (p *Provider) observeStreamError(ctx context.Context, address string, err error) {
+	var apiErr APIError
+	if p.ep.gate == nil || !errors.As(err, &apiErr) {
+		return
+	}
+	u, uerr := url.Parse(address)
+	event, jerr := json.Marshal(struct {
+		Error APIError `json:"error"`
+	}{apiErr})
+	if uerr != nil || jerr != nil {
+		return
+	}
+	provider.ObserveStreamEvent(ctx, p.cfg.Limiter, p.ep.gate.Key(ctx, u), event)
 }
 
 // describe keeps the provider's own message in the error; a refusal of the

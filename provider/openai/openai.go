@@ -271,6 +271,12 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	err = a.read(resp.Body, onText)
 	resp.Body.Close()
 	if err != nil {
+		// an error chunk in the stream of an answer of 200: the gate
+		// observed the 200, not it (docs/ratelimits.md, "Refusals
+		// inside a stream")
+		if p.gate != nil {
+			provider.ObserveStreamError(ctx, p.cfg.Limiter, p.gate.Key(ctx, p.send.Target().URL), err)
+		}
 		return provider.Response{}, err
 	}
 	if a.stop == "" {

@@ -330,6 +330,8 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 			return provider.Response{}, fmt.Errorf("openai-responses: a malformed response %.200q: %w", raw, err)
 		}
 		if err := a.finish(&r); err != nil {
+			// a failed response, answered 200
+			p.observeFailure(ctx, err)
 			return provider.Response{}, err
 		}
 		resp := a.response()
@@ -350,6 +352,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	err = a.read(resp.Body)
 	resp.Body.Close()
 	if err != nil {
+		p.observeFailure(ctx, err)
 		return provider.Response{}, err
 	}
 	if !a.done {
@@ -361,6 +364,17 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		p.kept.prefixes.Release(req.CacheKey, body)
 	}
 	return a.response(), nil
+}
+
+// observeFailure tells the rate limiter, if any, of err when it is a
+// refusal or a fault that came inside an answer of 200 — an error event
+// or a failed response (rate_limit_exceeded, server_error) — under the
+// key the request waited under: the gate observed the 200, not what its
+// body said after (docs/ratelimits.md, "Refusals inside a stream").
+func (p *Provider) observeFailure(ctx context.Context, err error) {
+	if p.gate != nil {
+		provider.ObserveStreamError(ctx, p.cfg.Limiter, p.gate.Key(ctx, p.send.Target().URL), err)
+	}
 }
 
 // describe is openai.DescribeError for this wire: only a 400 is read as
