@@ -379,6 +379,9 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 			// an error answer without limits, and one to a ticket the
 			// process handed out without the store
 			a.KeepsBudget, a.Ticket.Local = rng.IntN(5) == 0, rng.IntN(6) == 0
+			// and a refusal inside a stream, whose request was answered
+			// when its stream began (Limiter.ObserveInStream)
+			a.Again = rng.IntN(6) == 0
 			want = want.Apply(a)
 			if got := save(t, s, k, a); !same(got, want) {
 				t.Fatalf("step %d (seed %d), Save of %+v: %+v; want %+v", i, seed, a, got, want)
