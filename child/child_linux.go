@@ -222,6 +222,11 @@ func (g *Group) started() error {
 	return fmt.Errorf("child: the supervisor of %s ended before it started it (%w)", g.path, err)
 }
 
+// Wait waits for the command to end, as cmd.Wait does.
+func (g *Group) Wait() error {
+	return g.cmd.Wait()
+}
+
 // Signal sends sig to the command's process group while the command runs:
 // the supervisor sends it, so it never reaches a group whose id was given
 // to another since. SIGKILL is Kill. It does nothing once the command

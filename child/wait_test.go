@@ -1,0 +1,97 @@
+//go:build linux
+
+package child
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// waitBound bounds how long a test lets Wait take for a command that has
+// ended: Wait notices a stopped supervisor within a poll or two (20 ms
+// each), so only a Wait that waits on a stopped supervisor for good (or
+// for the call's timeout, minutes) runs it out.
+const waitBound = 5 * time.Second
+
+// waitEnded calls g.Wait and returns what it said; if it has not returned
+// within waitBound the test fails, and the supervisor is continued until
+// it has, so that nothing is left behind.
+func waitEnded(t *testing.T, g *Group, cmd *exec.Cmd) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(waitBound):
+	}
+	t.Errorf("Wait has not returned %v after the command ended (its supervisor stopped)", waitBound)
+	g.Kill()
+	return <-done
+}
+
+// wantExit fails the test unless err is an *exec.ExitError of exit
+// status code.
+func wantExit(t *testing.T, err error, code int) {
+	t.Helper()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("Wait: %v, want exit status %d", err, code)
+	}
+	if ws := ee.Sys().(syscall.WaitStatus); !ws.Exited() || ws.ExitStatus() != code {
+		t.Fatalf("Wait: %v, want exit status %d", err, code)
+	}
+}
+
+// A command that stops its supervisor (SIGSTOP to its parent) after Start
+// returned and then exits: the stopped supervisor never reports its end,
+// and Wait waited until the caller gave up (shell--run's timeout, two
+// minutes by default). Wait continues it, and returns the command's exit
+// status.
+func TestWaitReturnsWhenTheCommandStopsItsSupervisorAndExits(t *testing.T) {
+	g, cmd, dir := startScript(t, `echo > started; while [ ! -e go ]; do sleep 0.01; done; kill -STOP $PPID; exit 3`)
+	defer g.Kill()
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantExit(t, waitEnded(t, g, cmd), 3)
+}
+
+// What the command left running stops the supervisor over and over once
+// the command has exited (a loop of kill -STOP): Wait kills every process
+// below the stopped supervisor — the command has ended, so they are to go
+// anyway — and returns the command's exit status; nothing is left.
+func TestWaitEndsWhatKeepsStoppingTheSupervisorAfterTheCommandExited(t *testing.T) {
+	g, cmd, dir := startScript(t, `sleep 300 & echo $! > grandchild; echo > started; while [ ! -e go ]; do sleep 0.01; done; (while :; do kill -STOP $PPID; done) & exit 5`)
+	defer g.Kill()
+	pid := readPids(t, dir)["grandchild"]
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantExit(t, waitEnded(t, g, cmd), 5)
+	if alive(pid, pid) {
+		t.Fatalf("the grandchild %d outlived Wait", pid)
+	}
+	if kids := children(t); len(kids) > 0 {
+		t.Fatalf("processes %v left after Wait", kids)
+	}
+}
+
+// A command that stops its supervisor and goes on running: Wait continues
+// the supervisor and waits for the command's end, never reporting it
+// before (the file the command writes as its last act is there when Wait
+// returns).
+func TestWaitDoesNotReportACommandThatStoppedItsSupervisorBeforeItEnds(t *testing.T) {
+	g, cmd, dir := startScript(t, `echo > started; kill -STOP $PPID; sleep 0.3; echo > last; exit 4`)
+	defer g.Kill()
+	wantExit(t, waitEnded(t, g, cmd), 4)
+	if !exists(filepath.Join(dir, "last")) {
+		t.Fatal("Wait returned before the command wrote its last file")
+	}
+}
