@@ -58,3 +58,30 @@
 // do, with Signal and Kill), nor wait for the child itself (callers call
 // cmd.Wait as usual), nor read or write its input and output.
 package child
+
+import "fmt"
+
+// HeldError is what Group.Wait returns when the command ended but its
+// supervisor (Linux) did not report it: found stopped after the command's
+// end, continued, and with every process below it killed, it still had
+// not ended about 10 s later — held by a debugger, stopped again and
+// again from outside the command, stuck. Wait then killed it too, after
+// every process below it: nothing of the command runs any more.
+type HeldError struct {
+	// Path is the command's.
+	Path string
+	// Ended is how the command ended, as os.ProcessState says it ("exit
+	// status 3", "signal: killed"), or "" when it could not be known
+	// (the supervisor had reaped it already, or /proc did not show it).
+	Ended string
+}
+
+// Error says that the command ended and how, if that is known, and that
+// its supervisor was held stopped.
+func (e *HeldError) Error() string {
+	how := "its exit status could not be known"
+	if e.Ended != "" {
+		how = e.Ended
+	}
+	return fmt.Sprintf("child: %s ended (%s), but its supervisor stayed stopped and did not report it; it and everything the command started were killed", e.Path, how)
+}

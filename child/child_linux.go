@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -23,14 +23,16 @@ import (
 // command has exited, or to stop it: that kills everything the command
 // started. Its methods are safe for concurrent use.
 type Group struct {
-	cmd    *exec.Cmd
-	path   string   // the command's own path (cmd.Path is the supervisor's)
-	ctl    *os.File // myelin's end of the supervisor's control pipe
-	status *bufio.Reader
-	done   *os.File // the read end of the supervisor's status pipe
-	mu     sync.Mutex
-	ended  bool   // the supervisor was told to end and has
-	tmp    string // the sandboxed command's temp dir, removed by Kill
+	cmd     *exec.Cmd
+	path    string   // the command's own path (cmd.Path is the supervisor's)
+	pid     int      // the command's pid, as its supervisor said it
+	ctl     *os.File // myelin's end of the supervisor's control pipe
+	status  *bufio.Reader
+	done    *os.File // the read end of the supervisor's status pipe
+	mu      sync.Mutex
+	ended   bool        // the supervisor was told to end and has
+	killing atomic.Bool // Kill has begun: Wait looks every startPoll
+	tmp     string      // the sandboxed command's temp dir, removed by Kill
 }
 
 // Start starts cmd (not yet started) under a supervisor: myelin's own
@@ -192,9 +194,12 @@ func (g *Group) started() error {
 		line += part
 		return err
 	}, nil)
-	if line = strings.TrimSuffix(line, "\n"); line == supervisor.StatusOK && err == nil {
-		_ = g.done.SetReadDeadline(time.Time{})
-		return nil
+	line = strings.TrimSuffix(line, "\n")
+	if pid, ok := strings.CutPrefix(line, supervisor.StatusOK+" "); ok && err == nil {
+		if g.pid, _ = strconv.Atoi(pid); g.pid > 0 {
+			_ = g.done.SetReadDeadline(time.Time{})
+			return nil
+		}
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// not answering: Kill's wait for it would be killWait more
@@ -220,11 +225,6 @@ func (g *Group) started() error {
 		return fmt.Errorf("child: the supervisor of %s ended before it started it (it said %q)", g.path, line)
 	}
 	return fmt.Errorf("child: the supervisor of %s ended before it started it (%w)", g.path, err)
-}
-
-// Wait waits for the command to end, as cmd.Wait does.
-func (g *Group) Wait() error {
-	return g.cmd.Wait()
 }
 
 // Signal sends sig to the command's process group while the command runs:
@@ -253,9 +253,10 @@ func (g *Group) Signal(sig os.Signal) error {
 
 // Kill kills the command and everything it started — in its group or not,
 // its children's children, whatever called setsid — and returns once they
-// are all gone. The supervisor itself is reaped by cmd.Wait. A second Kill
+// are all gone. The supervisor itself is reaped by Wait. A second Kill
 // does nothing.
 func (g *Group) Kill() {
+	g.killing.Store(true)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ended {
@@ -270,10 +271,7 @@ func (g *Group) Kill() {
 	// stuck in the kernel or held by a debugger) is killed, with every
 	// process below it (killTree): Kill never hangs the call.
 	walked := false
-	_, err := g.awaitSupervisor(killWait, func() error {
-		_, err := io.Copy(io.Discard, g.status)
-		return err
-	}, func(pid int) {
+	_, err := g.awaitSupervisor(killWait, g.drain, func(pid int) {
 		// once: what is killed stays dead, and a supervisor stopped
 		// again after that is only continued
 		if !walked {

@@ -82,6 +82,12 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	return g, nil
 }
 
+// Wait waits for the child to end: cmd.Wait (no supervisor stands
+// between them here).
+func (g *Group) Wait() error {
+	return g.cmd.Wait()
+}
+
 // Signal sends sig to every process in the group; the watcher ignores it
 // (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM)
 // and stays armed. SIGKILL is Kill. It does nothing once the group was

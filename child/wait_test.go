@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -63,11 +64,14 @@ func TestWaitReturnsWhenTheCommandStopsItsSupervisorAndExits(t *testing.T) {
 }
 
 // What the command left running stops the supervisor over and over once
-// the command has exited (a loop of kill -STOP): Wait kills every process
-// below the stopped supervisor — the command has ended, so they are to go
-// anyway — and returns the command's exit status; nothing is left.
+// the command has exited (eight loops of kill -STOP): Wait kills every
+// process below the stopped supervisor — the command has ended, so they
+// are to go anyway — and continues it, and returns the command's exit
+// status; nothing is left. (Continued alone, the supervisor gets there
+// too here, a little later: the test holds Wait to the end, not to the
+// way.)
 func TestWaitEndsWhatKeepsStoppingTheSupervisorAfterTheCommandExited(t *testing.T) {
-	g, cmd, dir := startScript(t, `sleep 300 & echo $! > grandchild; echo > started; while [ ! -e go ]; do sleep 0.01; done; (while :; do kill -STOP $PPID; done) & exit 5`)
+	g, cmd, dir := startScript(t, `sleep 300 & echo $! > grandchild; echo > started; while [ ! -e go ]; do sleep 0.01; done; f(){ while :; do kill -STOP $sup; done; }; sup=$PPID; for i in 1 2 3 4 5 6 7 8; do f & done; exit 5`)
 	defer g.Kill()
 	pid := readPids(t, dir)["grandchild"]
 	defer syscall.Kill(pid, syscall.SIGKILL)
@@ -93,5 +97,65 @@ func TestWaitDoesNotReportACommandThatStoppedItsSupervisorBeforeItEnds(t *testin
 	wantExit(t, waitEnded(t, g, cmd), 4)
 	if !exists(filepath.Join(dir, "last")) {
 		t.Fatal("Wait returned before the command wrote its last file")
+	}
+}
+
+// A supervisor held stopped where SIGCONT does not continue it (here a
+// debugger's: the test traces it, and stops it with SIGSTOP through
+// ptrace, a stop that only its tracer ends; the tracer, a thread of this
+// process, leaves the stop's report for Wait to see) once its command
+// has exited, with a child of its own left: Wait kills the child, and
+// after killWait the supervisor, and says how the command ended, from
+// its zombie in /proc, in a *HeldError.
+func TestWaitEndsASupervisorHeldStoppedAfterTheCommandExited(t *testing.T) {
+	defer func(k time.Duration) { killWait = k }(killWait)
+	killWait = 300 * time.Millisecond
+	g, cmd, dir := startScript(t, `sleep 300 & echo $! > grandchild; echo > started; while [ ! -e go ]; do sleep 0.01; done; exit 3`)
+	defer g.Kill()
+	pid := readPids(t, dir)["grandchild"]
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	sup := cmd.Process.Pid
+	held, stop := make(chan error, 1), make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	go func() {
+		runtime.LockOSThread() // ptrace's tracer is a thread: it stays locked, and ends with the goroutine
+		if err := syscall.PtraceAttach(sup); err != nil {
+			held <- err
+			return
+		}
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(sup, &ws, syscall.WALL, nil)
+		held <- err
+		<-stop
+		// SIGSTOP delivered: a group stop, which its tracer ends, not SIGCONT
+		held <- syscall.PtraceCont(sup, int(syscall.SIGSTOP))
+		<-release
+	}()
+	if err := <-held; err != nil {
+		if errors.Is(err, syscall.EPERM) {
+			t.Skipf("cannot hold the supervisor in a ptrace stop here: %v", err)
+		}
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return commandEnded(g.pid, sup) }, "the command to exit", nil)
+	close(stop)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return stopped(sup) }, "the supervisor to stop", nil)
+	err := waitEnded(t, g, cmd)
+	var he *HeldError
+	if !errors.As(err, &he) || he.Ended != "exit status 3" {
+		t.Fatalf("Wait: %v, want a HeldError saying exit status 3", err)
+	}
+	if alive(pid, pid) {
+		t.Fatalf("the grandchild %d outlived Wait", pid)
+	}
+	if alive(sup, sup) {
+		t.Fatalf("the supervisor %d outlived Wait", sup)
 	}
 }
