@@ -39,12 +39,12 @@ type Group struct {
 // executable, started again as the process that runs cmd as its child and
 // is the subreaper of everything below it (package internal/supervisor). cmd
 // itself then runs the supervisor: cmd.Process is the supervisor, and
-// cmd.Wait returns once the command ended and everything it started was
-// killed, with the command's exit status (or its signal). cmd.SysProcAttr
-// may set other fields, which apply to the supervisor and so to the
-// command; it must not ask for a session or a terminal of its own
-// (Setsid, Setctty, Foreground). Call Kill when the command has exited
-// (after cmd.Wait) or to stop it.
+// Group.Wait (not cmd.Wait: see Wait) returns once the command ended and
+// everything it started was killed, with the command's exit status (or its
+// signal). cmd.SysProcAttr may set other fields, which apply to the
+// supervisor and so to the command; it must not ask for a session or a
+// terminal of its own (Setsid, Setctty, Foreground). Call Kill when the
+// command has exited (after Wait) or to stop it.
 func Start(cmd *exec.Cmd) (*Group, error) {
 	attr, err := startable(cmd)
 	if err != nil {
@@ -329,14 +329,15 @@ func (g *Group) awaitSupervisor(within time.Duration, read func() error, whenSto
 }
 
 // stopped says whether the child process pid (this process's own
-// supervisor, not reaped yet: awaitSupervisor just found its status pipe
-// open, which it holds until it exits, and cmd.Wait reaps it only after)
+// supervisor, not reaped yet: its status pipe was just found open, which
+// it holds until it exits, and Wait reaps it only after the pipe's end)
 // is stopped. It asks waitid for a stopped child without reaping it or
 // taking its stop's report (WNOWAIT), so cmd.Wait and a later look see
-// what they would have. (In Kill a cmd.Wait running meanwhile could reap
-// a supervisor that exited between the two, and the kernel give its pid
-// to a new child of this process, stopped too, in those microseconds: a
-// pid wrap-around that is not worth a pidfd here.)
+// what they would have. (A caller's own cmd.Wait instead of Wait,
+// running meanwhile, could reap a supervisor that exited between the two,
+// and the kernel give its pid to a new child of this process, stopped
+// too, in those microseconds: a pid wrap-around that is not worth a pidfd
+// here.)
 func stopped(pid int) bool {
 	var info [32]int32 // a siginfo_t (128 bytes), whose first int is si_signo
 	const pPID, wSTOPPED, wNOHANG, wNOWAIT = 1, 2, 1, 0x1000000

@@ -36,7 +36,7 @@ type Group struct {
 // that kills the group when myelin dies. cmd.SysProcAttr may set other fields; it must
 // not ask for a session or a terminal of its own (Setsid, Setctty,
 // Foreground), which would take the child out of the group. Call Kill when
-// the child has exited (after cmd.Wait) or to stop it.
+// the child has exited (after Wait) or to stop it.
 func Start(cmd *exec.Cmd) (*Group, error) {
 	if cmd.Process != nil {
 		return nil, fmt.Errorf("child: %s was already started", cmd.Path)
@@ -114,7 +114,7 @@ func (g *Group) Signal(sig os.Signal) error {
 
 // Kill sends SIGKILL to the whole group — the child, whatever it left
 // running in the group, the watcher — and reaps the watcher. The child
-// itself is reaped by its own cmd.Wait. A second Kill does nothing.
+// itself is reaped by Wait (cmd.Wait). A second Kill does nothing.
 func (g *Group) Kill() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
