@@ -159,3 +159,22 @@ func TestWaitEndsASupervisorHeldStoppedAfterTheCommandExited(t *testing.T) {
 		t.Fatalf("the supervisor %d outlived Wait", sup)
 	}
 }
+
+// A signal asked for while the command has its supervisor stopped (which
+// relays it) reaches the command: Signal continues the supervisor, as it
+// would never relay it stopped, and nothing else may be looking (a caller
+// that waits with cmd.Wait, or not yet).
+func TestSignalReachesACommandThatStoppedItsSupervisor(t *testing.T) {
+	g, _, dir := startScript(t, `trap 'echo > termed; exit 0' TERM; kill -STOP $PPID; echo > started; while :; do sleep 0.01; done`)
+	defer g.Kill()
+	if err := g.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitBound)
+	for !exists(filepath.Join(dir, "termed")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command did not get SIGTERM within %v of Signal, its supervisor stopped", waitBound)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
