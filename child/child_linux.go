@@ -229,8 +229,8 @@ func (g *Group) started() error {
 
 // Signal sends sig to the command's process group while the command runs:
 // the supervisor sends it, so it never reaches a group whose id was given
-// to another since. SIGKILL is Kill. It does nothing once the command
-// ended.
+// to another since; a supervisor the command stopped is continued to send
+// it. SIGKILL is Kill. It does nothing once the command ended.
 func (g *Group) Signal(sig os.Signal) error {
 	s, ok := sig.(syscall.Signal)
 	if !ok || s < 1 || s > 64 {
@@ -248,6 +248,8 @@ func (g *Group) Signal(sig os.Signal) error {
 	if _, err := g.ctl.Write([]byte{byte(s)}); err != nil && !errors.Is(err, syscall.EPIPE) {
 		return fmt.Errorf("child: asking the supervisor of %s to send %v: %w", g.path, sig, err)
 	}
+	// Stopped (by the command), it would relay it only once continued.
+	_ = g.cmd.Process.Signal(syscall.SIGCONT)
 	return nil
 }
 
