@@ -169,7 +169,7 @@ func TestKillEndsACommandThatStopsItsSupervisorOverAndOver(t *testing.T) {
 	g, cmd, dir := startScript(t, `sleep 300 & echo $! > grandchild; echo > started; while :; do kill -STOP $PPID; done`)
 	waited := make(chan error, 1)
 	go func() { waited <- g.Wait() }() // continuing it meanwhile, as callers' waits do
-	time.Sleep(50 * time.Millisecond) // stopping its supervisor, by now
+	time.Sleep(50 * time.Millisecond)  // stopping its supervisor, by now
 	pid := readPids(t, dir)["grandchild"]
 	g.Kill()
 	if alive(pid, pid) {
