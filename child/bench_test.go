@@ -29,7 +29,7 @@ func BenchmarkStart(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				err = cmd.Wait()
+				err = g.Wait()
 				g.Kill()
 				if err != nil {
 					b.Fatal(err)

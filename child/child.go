@@ -17,8 +17,8 @@
 // every process below it, reaps them, and exits as the command did. The
 // command also gets the parent-death signal (SIGKILL) from the
 // supervisor, in case someone kills the supervisor. exec.Cmd's Process is
-// then the supervisor; cmd.Wait returns the command's exit status or
-// signal.
+// then the supervisor; Group.Wait (which calls cmd.Wait) returns the
+// command's exit status or signal.
 //
 // Start returns once the supervisor said the command started (or why
 // not), and never waits for ever for it: a command can stop its
@@ -35,9 +35,15 @@
 // are read: what is killed forks no more), so that a command stopping it
 // in a loop cannot keep it from killing them; and a supervisor that does
 // not end within about 10 s (held by a debugger, stuck) is killed after
-// every process below it. The waits are counted in polls
-// of 20 ms, not by the clock: myelin itself paused (Ctrl-Z, a frozen
-// cgroup) does not run them out.
+// every process below it. Wait, which callers call instead of cmd.Wait,
+// continues a supervisor it finds stopped while the command runs (a
+// command can stop it at any time, and a stopped supervisor never reports
+// the command's end); once the command's own process has ended, it first
+// kills every process below a supervisor it finds stopped, as Kill does;
+// and one that still has not ended about 10 s later is killed after them,
+// and Wait says how the command ended if /proc still showed it (HeldError).
+// The waits are counted in polls of 20 ms, not by the clock: myelin itself
+// paused (Ctrl-Z, a frozen cgroup) does not run them out.
 //
 // A command prepared by package sandbox (sandbox.Policy.Apply) is started
 // the same way; its supervisor starts in new mount (and network, and user)
@@ -55,6 +61,34 @@
 // Elsewhere (not Unix) a child is started plainly and Kill kills only it.
 //
 // Package child must not decide when a child should stop (its callers
-// do, with Signal and Kill), nor wait for the child itself (callers call
-// cmd.Wait as usual), nor read or write its input and output.
+// do, with Signal and Kill; Wait ends only what is left of a command that
+// has ended), nor wait for the child unasked (callers call Group.Wait),
+// nor read or write its input and output.
 package child
+
+import "fmt"
+
+// HeldError is what Group.Wait returns when the command ended but its
+// supervisor (Linux) did not report it: found stopped after the command's
+// end, continued, and with every process below it killed, it still had
+// not ended about 10 s later — held by a debugger, stopped again and
+// again from outside the command, stuck. Wait then killed it too, after
+// every process below it: nothing of the command runs any more.
+type HeldError struct {
+	// Path is the command's.
+	Path string
+	// Ended is how the command ended, as os.ProcessState says it ("exit
+	// status 3", "signal: killed"), or "" when it could not be known
+	// (the supervisor had reaped it already, or /proc did not show it).
+	Ended string
+}
+
+// Error says that the command ended and how, if that is known, and that
+// its supervisor was held stopped.
+func (e *HeldError) Error() string {
+	how := "its exit status could not be known"
+	if e.Ended != "" {
+		how = e.Ended
+	}
+	return fmt.Sprintf("child: %s ended (%s), but its supervisor stayed stopped and did not report it; it and everything the command started were killed", e.Path, how)
+}

@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -23,26 +23,28 @@ import (
 // command has exited, or to stop it: that kills everything the command
 // started. Its methods are safe for concurrent use.
 type Group struct {
-	cmd    *exec.Cmd
-	path   string   // the command's own path (cmd.Path is the supervisor's)
-	ctl    *os.File // myelin's end of the supervisor's control pipe
-	status *bufio.Reader
-	done   *os.File // the read end of the supervisor's status pipe
-	mu     sync.Mutex
-	ended  bool   // the supervisor was told to end and has
-	tmp    string // the sandboxed command's temp dir, removed by Kill
+	cmd     *exec.Cmd
+	path    string   // the command's own path (cmd.Path is the supervisor's)
+	pid     int      // the command's pid, as its supervisor said it
+	ctl     *os.File // myelin's end of the supervisor's control pipe
+	status  *bufio.Reader
+	done    *os.File // the read end of the supervisor's status pipe
+	mu      sync.Mutex
+	ended   bool        // the supervisor was told to end and has
+	killing atomic.Bool // Kill has begun: Wait looks every startPoll
+	tmp     string      // the sandboxed command's temp dir, removed by Kill
 }
 
 // Start starts cmd (not yet started) under a supervisor: myelin's own
 // executable, started again as the process that runs cmd as its child and
 // is the subreaper of everything below it (package internal/supervisor). cmd
 // itself then runs the supervisor: cmd.Process is the supervisor, and
-// cmd.Wait returns once the command ended and everything it started was
-// killed, with the command's exit status (or its signal). cmd.SysProcAttr
-// may set other fields, which apply to the supervisor and so to the
-// command; it must not ask for a session or a terminal of its own
-// (Setsid, Setctty, Foreground). Call Kill when the command has exited
-// (after cmd.Wait) or to stop it.
+// Group.Wait (not cmd.Wait: see Wait) returns once the command ended and
+// everything it started was killed, with the command's exit status (or its
+// signal). cmd.SysProcAttr may set other fields, which apply to the
+// supervisor and so to the command; it must not ask for a session or a
+// terminal of its own (Setsid, Setctty, Foreground). Call Kill when the
+// command has exited (after Wait) or to stop it.
 func Start(cmd *exec.Cmd) (*Group, error) {
 	attr, err := startable(cmd)
 	if err != nil {
@@ -192,9 +194,12 @@ func (g *Group) started() error {
 		line += part
 		return err
 	}, nil)
-	if line = strings.TrimSuffix(line, "\n"); line == supervisor.StatusOK && err == nil {
-		_ = g.done.SetReadDeadline(time.Time{})
-		return nil
+	line = strings.TrimSuffix(line, "\n")
+	if pid, ok := strings.CutPrefix(line, supervisor.StatusOK+" "); ok && err == nil {
+		if g.pid, _ = strconv.Atoi(pid); g.pid > 0 {
+			_ = g.done.SetReadDeadline(time.Time{})
+			return nil
+		}
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		// not answering: Kill's wait for it would be killWait more
@@ -224,8 +229,8 @@ func (g *Group) started() error {
 
 // Signal sends sig to the command's process group while the command runs:
 // the supervisor sends it, so it never reaches a group whose id was given
-// to another since. SIGKILL is Kill. It does nothing once the command
-// ended.
+// to another since; a supervisor the command stopped is continued to send
+// it. SIGKILL is Kill. It does nothing once the command ended.
 func (g *Group) Signal(sig os.Signal) error {
 	s, ok := sig.(syscall.Signal)
 	if !ok || s < 1 || s > 64 {
@@ -243,14 +248,17 @@ func (g *Group) Signal(sig os.Signal) error {
 	if _, err := g.ctl.Write([]byte{byte(s)}); err != nil && !errors.Is(err, syscall.EPIPE) {
 		return fmt.Errorf("child: asking the supervisor of %s to send %v: %w", g.path, sig, err)
 	}
+	// Stopped (by the command), it would relay it only once continued.
+	_ = g.cmd.Process.Signal(syscall.SIGCONT)
 	return nil
 }
 
 // Kill kills the command and everything it started — in its group or not,
 // its children's children, whatever called setsid — and returns once they
-// are all gone. The supervisor itself is reaped by cmd.Wait. A second Kill
+// are all gone. The supervisor itself is reaped by Wait. A second Kill
 // does nothing.
 func (g *Group) Kill() {
+	g.killing.Store(true)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ended {
@@ -265,10 +273,7 @@ func (g *Group) Kill() {
 	// stuck in the kernel or held by a debugger) is killed, with every
 	// process below it (killTree): Kill never hangs the call.
 	walked := false
-	_, err := g.awaitSupervisor(killWait, func() error {
-		_, err := io.Copy(io.Discard, g.status)
-		return err
-	}, func(pid int) {
+	_, err := g.awaitSupervisor(killWait, g.drain, func(pid int) {
 		// once: what is killed stays dead, and a supervisor stopped
 		// again after that is only continued
 		if !walked {
@@ -326,14 +331,15 @@ func (g *Group) awaitSupervisor(within time.Duration, read func() error, whenSto
 }
 
 // stopped says whether the child process pid (this process's own
-// supervisor, not reaped yet: awaitSupervisor just found its status pipe
-// open, which it holds until it exits, and cmd.Wait reaps it only after)
+// supervisor, not reaped yet: its status pipe was just found open, which
+// it holds until it exits, and Wait reaps it only after the pipe's end)
 // is stopped. It asks waitid for a stopped child without reaping it or
 // taking its stop's report (WNOWAIT), so cmd.Wait and a later look see
-// what they would have. (In Kill a cmd.Wait running meanwhile could reap
-// a supervisor that exited between the two, and the kernel give its pid
-// to a new child of this process, stopped too, in those microseconds: a
-// pid wrap-around that is not worth a pidfd here.)
+// what they would have. (A caller's own cmd.Wait instead of Wait,
+// running meanwhile, could reap a supervisor that exited between the two,
+// and the kernel give its pid to a new child of this process, stopped
+// too, in those microseconds: a pid wrap-around that is not worth a pidfd
+// here.)
 func stopped(pid int) bool {
 	var info [32]int32 // a siginfo_t (128 bytes), whose first int is si_signo
 	const pPID, wSTOPPED, wNOHANG, wNOWAIT = 1, 2, 1, 0x1000000

@@ -25,6 +25,11 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	return &Group{cmd: cmd}, nil
 }
 
+// Wait waits for the child to end: cmd.Wait.
+func (g *Group) Wait() error {
+	return g.cmd.Wait()
+}
+
 // Signal can only kill here: sig must be os.Kill.
 func (g *Group) Signal(sig os.Signal) error {
 	if sig != os.Kill {

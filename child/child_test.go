@@ -332,7 +332,7 @@ func waitFor(t *testing.T, cond func() bool, what string, stderr *strings.Builde
 	}
 }
 
-// cmd.Wait says how the command ended, as if myelin had started it itself:
+// Wait says how the command ended, as if myelin had started it itself:
 // its exit status, or the signal that killed it (the supervisor between
 // them ends the same way).
 func TestWaitSaysHowTheCommandEnded(t *testing.T) {
@@ -366,7 +366,7 @@ func TestWaitSaysHowTheCommandEnded(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err = cmd.Wait()
+			err = g.Wait()
 			var ws syscall.WaitStatus
 			var ee *exec.ExitError
 			switch {

@@ -36,7 +36,7 @@ type Group struct {
 // that kills the group when myelin dies. cmd.SysProcAttr may set other fields; it must
 // not ask for a session or a terminal of its own (Setsid, Setctty,
 // Foreground), which would take the child out of the group. Call Kill when
-// the child has exited (after cmd.Wait) or to stop it.
+// the child has exited (after Wait) or to stop it.
 func Start(cmd *exec.Cmd) (*Group, error) {
 	if cmd.Process != nil {
 		return nil, fmt.Errorf("child: %s was already started", cmd.Path)
@@ -82,6 +82,12 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	return g, nil
 }
 
+// Wait waits for the child to end: cmd.Wait (no supervisor stands
+// between them here).
+func (g *Group) Wait() error {
+	return g.cmd.Wait()
+}
+
 // Signal sends sig to every process in the group; the watcher ignores it
 // (SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM)
 // and stays armed. SIGKILL is Kill. It does nothing once the group was
@@ -108,7 +114,7 @@ func (g *Group) Signal(sig os.Signal) error {
 
 // Kill sends SIGKILL to the whole group — the child, whatever it left
 // running in the group, the watcher — and reaps the watcher. The child
-// itself is reaped by its own cmd.Wait. A second Kill does nothing.
+// itself is reaped by Wait (cmd.Wait). A second Kill does nothing.
 func (g *Group) Kill() {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -167,13 +167,20 @@ func TestKillEndsACommandThatStopsItsSupervisorOverAndOver(t *testing.T) {
 	defer func(k time.Duration) { killWait = k }(killWait)
 	killWait = time.Second
 	g, cmd, dir := startScript(t, `sleep 300 & echo $! > grandchild; echo > started; while :; do kill -STOP $PPID; done`)
-	go cmd.Wait()
-	time.Sleep(50 * time.Millisecond) // stopping its supervisor, by now
+	waited := make(chan error, 1)
+	go func() { waited <- g.Wait() }() // continuing it meanwhile, as callers' waits do
+	time.Sleep(50 * time.Millisecond)  // stopping its supervisor, by now
 	pid := readPids(t, dir)["grandchild"]
 	g.Kill()
 	if alive(pid, pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("the grandchild %d outlived Kill", pid)
+	}
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatal("Wait has not returned 10 s after Kill did")
 	}
 }
 

@@ -126,7 +126,7 @@ func RunWithPolicy(ctx context.Context, dir string, p sandbox.Policy, in Input) 
 		return result.Result{}, fmt.Errorf("shell--run: starting bash: %w", err)
 	}
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() { waited <- group.Wait() }() // not cmd.Wait: it notices a supervisor the command stopped
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var stopped string
@@ -149,6 +149,11 @@ func RunWithPolicy(ctx context.Context, dir string, p sandbox.Policy, in Input) 
 		status = stopped
 	case werr != nil:
 		var ee *exec.ExitError
+		var held *child.HeldError
+		if errors.As(werr, &held) {
+			status = "[" + held.Error() + "]"
+			break
+		}
 		if !errors.As(werr, &ee) {
 			return result.Result{}, fmt.Errorf("shell--run: %w", werr)
 		}

@@ -29,11 +29,11 @@ const Env = "MYELIN_CHILD_SUPERVISOR"
 // and exit.
 //
 // On the status descriptor (FirstFD+1) the supervisor writes one line once
-// the command started ("ok") or could not start ("error: " and why, then it
-// exits 127), and holds the descriptor until it exits: its end tells
-// myelin that every process of the command's subtree is gone. The
-// supervisor then exits as the command did: with its exit status, or by
-// the same signal.
+// the command started ("ok " and the command's pid, in decimal) or could
+// not start ("error: " and why, then it exits 127), and holds the
+// descriptor until it exits: its end tells myelin that every process of
+// the command's subtree is gone. The supervisor then exits as the command
+// did: with its exit status, or by the same signal.
 const (
 	StatusOK    = "ok"
 	StatusError = "error: "

@@ -67,7 +67,7 @@ func run(fdv string) int {
 		say(status, StatusError+"fork/exec "+argv[1]+": "+err.Error())
 		return 127
 	}
-	say(status, StatusOK)
+	say(status, StatusOK+" "+itoa(pid))
 	waitForEnd(pid, ctl)
 	ws := killAll(pid)
 	// The temp dir's contents, even when myelin is gone; the directory

@@ -1,0 +1,189 @@
+package child
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Wait waits for the command to end, and returns as cmd.Wait would (it
+// calls it): nil, or an *exec.ExitError with the command's exit status or
+// signal, once the command ended and everything it started was killed.
+// Call it instead of cmd.Wait, and not beside it.
+//
+// A command, or anything it started, can stop the supervisor (SIGSTOP to
+// its parent) at any time, and a stopped supervisor never reports the
+// command's end: cmd.Wait alone would wait until its caller gave up.
+// Wait looks whether the supervisor is stopped each time a poll passes
+// without its end (20 ms at first, twice as long each time after, up to a
+// second; 20 ms again once it was found stopped or Kill began), and
+// continues it (SIGCONT) — the same look Start makes. The first time it
+// finds the supervisor stopped after the command's own process has ended,
+// it first kills every process below it (what the supervisor would kill
+// now, and what keeps stopping it among them), as Kill does. A supervisor
+// that still has not ended about 10 s after that (500 polls: held by a
+// debugger, stopped again and again from outside, stuck) is killed after
+// every process below it, and Wait returns a *HeldError: how the command
+// ended when /proc still showed it, or that it could not be known. While
+// the command's own process runs, Wait only continues a stopped
+// supervisor: it never ends a command itself, nor returns before
+// everything below the supervisor ended.
+func (g *Group) Wait() error {
+	sup := g.cmd.Process.Pid
+	poll := startPoll
+	since := -1 // polls since the command was found ended under a stopped supervisor
+	for {
+		if g.killing.Load() {
+			poll = startPoll
+		}
+		_ = g.done.SetReadDeadline(time.Now().Add(poll))
+		// The end of the status pipe: the supervisor has exited. Closed:
+		// Kill saw it exit, or killed it.
+		if err := g.drain(); !errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if since >= 0 {
+			if since++; since > int(killWait/startPoll) {
+				return g.held(sup)
+			}
+		}
+		if !stopped(sup) {
+			if since < 0 {
+				poll = min(2*poll, waitPollMost)
+			}
+			continue
+		}
+		poll = startPoll
+		if since < 0 && commandEnded(g.pid, sup) {
+			since = 0
+			killTree(sup)
+		}
+		_ = g.cmd.Process.Signal(syscall.SIGCONT)
+	}
+	return g.cmd.Wait()
+}
+
+// waitPollMost bounds how far apart Wait's looks at a supervisor that has
+// not been found stopped grow: a command that ran long is looked at once a
+// second, and one stopped after that is noticed within a second.
+const waitPollMost = time.Second
+
+// drain reads the supervisor's status pipe (past its first line, which
+// Start read: nothing more comes) until its end, and returns nil then, or
+// the read's error (a deadline's end, the pipe closed by Kill).
+func (g *Group) drain() error {
+	var b [64]byte
+	for {
+		if _, err := g.done.Read(b[:]); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// held ends a supervisor that, found stopped after its command ended and
+// continued, with every process below it killed, has not ended within
+// killWait since (held by a debugger, stopped again and again from
+// outside its subtree, stuck): how the command ended is read from /proc
+// while the supervisor still holds it unreaped, then every process below
+// it is killed, then it, and it is reaped.
+func (g *Group) held(sup int) error {
+	ended, known := exitOf(g.pid, sup)
+	killTree(sup)
+	_ = g.cmd.Process.Kill()
+	_ = g.cmd.Wait()
+	e := &HeldError{Path: g.path}
+	if known {
+		e.Ended = describe(ended)
+	}
+	return e
+}
+
+// commandEnded reports whether the command pid, a child of the
+// supervisor sup, has ended: exited and not reaped yet (a zombie), or
+// gone — reaped by the supervisor, its pid perhaps another process's now.
+func commandEnded(pid, sup int) bool {
+	state, fields, ok := procStat(pid)
+	return !ok || fields[1] != strconv.Itoa(sup) || state == 'Z' || state == 'X'
+}
+
+// exitOf is how the command pid ended, as /proc shows its zombie while its
+// supervisor sup has not reaped it (the exit_code field, in wait(2)'s
+// form; the thread group leader's, which is the process's unless the
+// leader ended on its own before): ok only when it is that zombie, and
+// this process may read the field (owned by this process's user and
+// group, real, effective and saved alike — else the kernel shows 0).
+func exitOf(pid, sup int) (syscall.WaitStatus, bool) {
+	state, fields, ok := procStat(pid)
+	if !ok || state != 'Z' || fields[1] != strconv.Itoa(sup) || len(fields) < 50 {
+		return 0, false
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		name, ids, _ := strings.Cut(line, ":")
+		want := -1
+		switch name {
+		case "Uid":
+			want = os.Geteuid()
+		case "Gid":
+			want = os.Getegid()
+		}
+		if want < 0 {
+			continue
+		}
+		for i, id := range strings.Fields(ids) {
+			if i < 3 && id != strconv.Itoa(want) {
+				return 0, false
+			}
+		}
+	}
+	code, err := strconv.Atoi(fields[49]) // field 52 of stat(5), counted from the state
+	if err != nil {
+		return 0, false
+	}
+	return syscall.WaitStatus(code), true
+}
+
+// procStat is the state of process pid as /proc/PID/stat shows it, and
+// the fields from the state on (the state is fields[0], the parent's pid
+// fields[1]); ok is false when it is gone.
+func procStat(pid int) (state byte, fields []string, ok bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, nil, false
+	}
+	i := strings.LastIndexByte(string(stat), ')') // the name, in parentheses, may hold anything
+	if i < 0 {
+		return 0, nil, false
+	}
+	fields = strings.Fields(string(stat[i+1:]))
+	if len(fields) < 2 || len(fields[0]) != 1 {
+		return 0, nil, false
+	}
+	return fields[0][0], fields, true
+}
+
+// describe says how a process ended, as os.ProcessState does.
+func describe(ws syscall.WaitStatus) string {
+	switch {
+	case ws.Exited():
+		return "exit status " + strconv.Itoa(ws.ExitStatus())
+	case ws.Signaled():
+		s := "signal: " + ws.Signal().String()
+		if ws.CoreDump() {
+			s += " (core dumped)"
+		}
+		return s
+	}
+	return fmt.Sprintf("wait status %#x", uint32(ws))
+}
