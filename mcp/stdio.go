@@ -168,7 +168,7 @@ func startProcess(s Server, o *Options) (*process, error) {
 	p.conn = newLineConn(inW, outR, o.maxReply())
 	p.conn.stray = logW // lines on stdout that are not JSON-RPC go to the log
 	go func() {
-		p.err = cmd.Wait()
+		p.err = group.Wait() // not cmd.Wait: it notices a supervisor the server stopped
 		// Whatever it left behind in its group goes with it, and the
 		// session learns at once that the server is gone.
 		group.Kill()

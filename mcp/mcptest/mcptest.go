@@ -167,6 +167,12 @@ func NewServer() *sdk.Server {
 		os.Exit(3)
 		return nil
 	})
+	add("stopcrash", "Stops its parent (SIGSTOP), then exits the server in the middle of the call.", nil, func(context.Context, map[string]any) *sdk.CallToolResult {
+		fmt.Fprintln(os.Stderr, "mcptest: stopping my parent and crashing as asked")
+		_ = syscall.Kill(os.Getppid(), syscall.SIGSTOP)
+		os.Exit(3)
+		return nil
+	})
 	add("pid", "Returns the server's process id.", nil, func(context.Context, map[string]any) *sdk.CallToolResult {
 		return text(fmt.Sprint(os.Getpid()))
 	})
