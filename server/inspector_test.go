@@ -74,6 +74,23 @@ func waitFor(t *testing.T, ctx context.Context, what, js string) {
 	}
 }
 
+// click clicks the element sel names once it is there, finding and
+// clicking it in one evaluation in the page: chromedp.Click looks the
+// node up, then clicks it by its id in a second step, and a page that
+// renders its timeline or title again in between (its data came in)
+// leaves that id gone ("Could not find node with given id").
+func click(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	waitFor(t, ctx, "a click on "+sel, `(() => { const el = document.querySelector(`+quote(sel)+`); if (!el) return false; el.click(); return true })()`)
+}
+
+// fillAndClick sets the value of the field sel names, then clicks the
+// element button names, both in one evaluation in the page (see click).
+func fillAndClick(t *testing.T, ctx context.Context, field, value, button string) {
+	t.Helper()
+	waitFor(t, ctx, "a click on "+button, `(() => { const f = document.querySelector(`+quote(field)+`), b = document.querySelector(`+quote(button)+`); if (!f || !b) return false; f.value = `+quote(value)+`; b.click(); return true })()`)
+}
+
 func text(t *testing.T, ctx context.Context, js string) string {
 	t.Helper()
 	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
@@ -168,9 +185,7 @@ func TestTheInspectorShowsACallsThreePanesPagesASpillAndStreamsATurn(t *testing.
 
 	// the spill file in the pager, with the model's next ready call; then
 	// the next page
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-call="c_big"] button.spill`)); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `[data-call="c_big"] button.spill`)
 	waitFor(t, ctx, "the pager", `!document.getElementById("pager").hidden && document.getElementById("pager-text").textContent.length > 0`)
 	page := text(t, ctx, `document.getElementById("pager-text").textContent`)
 	call := text(t, ctx, `document.getElementById("pager-call").textContent`)
@@ -224,18 +239,14 @@ func TestTheInspectorLinksADelegateCallToItsSubagentAndBack(t *testing.T) {
 	if got := text(t, ctx, link+`.dataset.child`); got != kid {
 		t.Fatalf("the call links to %q, its child is %q", got, kid)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-call="c_del"] .call-head button.subagent`)); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `[data-call="c_del"] .call-head button.subagent`)
 	waitFor(t, ctx, "the subagent's conversation", `document.getElementById("conversation-title").textContent.startsWith("Conversation `+kid+`") && document.getElementById("timeline").textContent.includes("the child's report: 3 files")`)
 	back := `document.querySelector("#conversation-title button.parent")`
 	waitFor(t, ctx, "the link back", back+` !== null`)
 	if got, want := text(t, ctx, back+`.textContent`), "a subagent of "+id+" (call c_del)"; got != want {
 		t.Fatalf("the link back reads %q, want %q", got, want)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`#conversation-title button.parent`)); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `#conversation-title button.parent`)
 	waitFor(t, ctx, "the parent, at the call", `document.getElementById("conversation-title").textContent.startsWith("Conversation `+id+`") && document.querySelector('[data-call="c_del"].focus') !== null`)
 }
 
@@ -295,9 +306,7 @@ func TestTheInspectorShowsWhatTheModelReadAsTextWithTheRawBlockOnAToggle(t *test
 	if shown := text(t, ctx, `String(`+raw+`.getClientRects().length > 0)`); shown != "false" {
 		t.Fatalf("the raw block is shown before the toggle")
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-call="c_big"] .pane.saw .raw-toggle`)); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `[data-call="c_big"] .pane.saw .raw-toggle`)
 	waitFor(t, ctx, "the raw block", raw+`.getClientRects().length > 0`)
 	block := text(t, ctx, raw+`.textContent`)
 	if !strings.Contains(block, `"tool_use_id": "c_big"`) || !strings.Contains(block, `Read on: workspace--read {\"path\":`) {
@@ -314,9 +323,7 @@ func TestTheInspectorShowsWhatTheModelReadAsTextWithTheRawBlockOnAToggle(t *test
 	}
 
 	// the side panel open: each pane keeps a readable width
-	if err := chromedp.Do(ctx, chromedp.Click(`[data-call="c_big"] button.spill`)); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `[data-call="c_big"] button.spill`)
 	waitFor(t, ctx, "the pager", `!document.getElementById("pager").hidden && document.getElementById("pager-text").textContent.length > 0`)
 	widths := text(t, ctx, `Array.from(`+big+`.querySelectorAll(".pane")).map((p) => Math.round(p.getBoundingClientRect().width)).join(",")`)
 	for _, v := range strings.Split(widths, ",") {
@@ -395,9 +402,7 @@ func TestTheInspectorAnswersAnApprovalAndTheTurnProceeds(t *testing.T) {
 	if got := text(t, ctx, box+`.querySelector(".approval-command").textContent`); got != "rm -rf /tmp/x" {
 		t.Fatalf("the approval shows the command %q", got)
 	}
-	if err := chromedp.Do(ctx, chromedp.SetValue(`.approval[data-call="c_deny"] .deny-reason`, "not now"), chromedp.Click(`.approval[data-call="c_deny"] button.deny`)); err != nil {
-		t.Fatal(err)
-	}
+	fillAndClick(t, ctx, `.approval[data-call="c_deny"] .deny-reason`, "not now", `.approval[data-call="c_deny"] button.deny`)
 
 	// the second: a compound command, asked about its one part no rule
 	// allows; allowed for the conversation, and the turn goes on
@@ -413,9 +418,7 @@ func TestTheInspectorAnswersAnApprovalAndTheTurnProceeds(t *testing.T) {
 		t.Fatalf("the allow_session button reads %q", got)
 	}
 	screenshot(t, ctx, t.TempDir(), "inspector-approval.png")
-	if err := chromedp.Do(ctx, chromedp.Click(`.approval[data-call="c_ask"] button.allow-session`)); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `.approval[data-call="c_ask"] button.allow-session`)
 	waitFor(t, ctx, "the turn's end", `document.getElementById("live-state").textContent.startsWith("finished: end_turn")`)
 	if ran != "ls && rm -rf /tmp/y\n" {
 		t.Fatalf("the commands run: %q, want the allowed one alone", ran)
@@ -496,9 +499,7 @@ func TestTheInspectorShowsAndNavigatesTheBranchTree(t *testing.T) {
 	if got, want := text(t, ctx, `document.querySelector("#conversation-title button.branch-of").textContent`), "a branch of "+id+" (kept by a rewind)"; got != want {
 		t.Fatalf("the branch's link to its conversation reads %q, want %q", got, want)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`#conversation-title button.branch-of`)); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `#conversation-title button.branch-of`)
 	waitFor(t, ctx, "the conversation, at the point", title+`.startsWith("Conversation `+id+`") && document.querySelector('#timeline [data-n="2"].focus') !== null`)
 
 	// a fork's page links to its base at its point
@@ -509,9 +510,7 @@ func TestTheInspectorShowsAndNavigatesTheBranchTree(t *testing.T) {
 	if got, want := text(t, ctx, `document.querySelector("#conversation-title button.fork-of").textContent`), "forked from "+id+" at message 2"; got != want {
 		t.Fatalf("the fork's link reads %q, want %q", got, want)
 	}
-	if err := chromedp.Do(ctx, chromedp.Click(`#conversation-title button.fork-of`)); err != nil {
-		t.Fatal(err)
-	}
+	click(t, ctx, `#conversation-title button.fork-of`)
 	waitFor(t, ctx, "the base, at the point", title+`.startsWith("Conversation `+id+`") && document.querySelector('#timeline [data-n="2"].focus') !== null && `+turns+` === 2`)
 
 	// undo from the page
