@@ -226,6 +226,7 @@ func (d *Dispatcher) batch(ctx context.Context, calls []Call, idx []int, ready [
 		cause := context.Cause(ctx)
 		for _, l := range r.limits {
 			l.cancel(cause)
+			l.stop()
 		}
 	}()
 	// counted before any call runs, so that no call can see the round
@@ -309,7 +310,8 @@ type slot struct {
 type limit struct {
 	timeout time.Duration
 	ctx     context.Context
-	cancel  context.CancelCauseFunc
+	cancel  context.CancelCauseFunc // ends ctx with a cause (nil: Canceled)
+	stop    context.CancelFunc      // stops ctx's deadline timer
 }
 
 // capped is a context the calls of one limit and one cap share.
@@ -327,20 +329,13 @@ func (r *round) limit(ctx context.Context, timeout time.Duration) *limit {
 		}
 	}
 	l := &limit{timeout: timeout}
-	l.ctx, l.cancel = withDeadlineCause(ctx, r.start.Add(timeout))
+	// the deadline under a cancel that takes a cause: the round's end
+	// ends a call given up on with the round's ctx's cause (batch)
+	base, cancel := context.WithCancelCause(ctx)
+	l.ctx, l.stop = context.WithDeadline(base, r.start.Add(timeout))
+	l.cancel = cancel
 	r.limits = append(r.limits, l)
 	return l
-}
-
-// withDeadlineCause is context.WithDeadline whose cancel takes a cause
-// (nil: context.Canceled), as context.WithCancelCause's does.
-func withDeadlineCause(ctx context.Context, d time.Time) (context.Context, context.CancelCauseFunc) {
-	base, cancel := context.WithCancelCause(ctx)
-	dctx, stop := context.WithDeadline(base, d)
-	return dctx, func(cause error) {
-		cancel(cause)
-		stop()
-	}
 }
 
 // capped is l's context carrying cap (WithCap), made on first use.
