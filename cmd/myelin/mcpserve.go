@@ -74,6 +74,11 @@ type mcpServeFlags struct {
 	fixtures  bool
 	agent     bool
 	agentTime time.Duration
+	// pageSize, poll and sessionTimeout are mcpserver.Config's PageSize,
+	// Poll and SessionTimeout (--page-size, --poll, --session-timeout).
+	pageSize       int
+	poll           time.Duration
+	sessionTimeout time.Duration
 	// agentOnly are the flags that set up the agent tool, refused
 	// without --agent (set).
 	agentOnly map[string]bool
@@ -123,6 +128,9 @@ func (f *mcpServeFlags) set() *flag.FlagSet {
 	fs.StringVar(&f.token, "token", "", "with --http, the `TOKEN` every request must send as Authorization: Bearer TOKEN (default $MYELIN_TOKEN); required off the loopback interface")
 	fs.BoolVar(&f.agent, "agent", false, "offer the tool agent--run: a turn of a myelin agent on its own provider (--provider, --model, --system...) on the task given, stored as a conversation, its final answer the result (docs/mcp.md)")
 	fs.DurationVar(&f.agentTime, "agent-time", defaultAgentTime, "with --agent, the most time one call of agent may take, a `duration`: then its turn is cancelled, its answer as far as it came stored")
+	fs.IntVar(&f.pageSize, "page-size", 0, "the most items a page of tools/list (and of the other lists) holds, `N`; 0: the MCP SDK's 1000")
+	fs.DurationVar(&f.poll, "poll", mcpserver.DefaultPoll, "how often the resources a host subscribed to are looked at for a change, a `duration`")
+	fs.DurationVar(&f.sessionTimeout, "session-timeout", mcpserver.DefaultSessionTimeout, "with --http, how long a host's session may stand idle (no request in flight) before it is closed with its subscriptions, a `duration`; negative: never")
 	fs.BoolVar(&f.fixtures, "conformance-fixtures", false, "FOR TESTS ONLY: add the tools, resources and prompts the MCP conformance suite's server scenarios name (docs/mcp.md)")
 	return fs
 }
@@ -149,6 +157,18 @@ func (f *mcpServeFlags) check(set map[string]bool) error {
 	}
 	if f.agentTime <= 0 {
 		return fmt.Errorf("--agent-time %v: give a positive duration (default %v)", f.agentTime, defaultAgentTime)
+	}
+	if f.pageSize < 0 {
+		return fmt.Errorf("--page-size %d: give a number of items, or 0 for the MCP SDK's default (1000)", f.pageSize)
+	}
+	if f.poll <= 0 {
+		return fmt.Errorf("--poll %v: give a positive duration (default %v)", f.poll, mcpserver.DefaultPoll)
+	}
+	if set["session-timeout"] && f.http == "" {
+		return errors.New("--session-timeout is for --http: over stdio there is one session, the process's, which ends with its stdin")
+	}
+	if set["session-timeout"] && f.sessionTimeout == 0 {
+		return fmt.Errorf("--session-timeout 0s: give a duration (default %v), or a negative one for sessions that never close", mcpserver.DefaultSessionTimeout)
 	}
 	return f.agentFlags.check(set)
 }
@@ -199,6 +219,7 @@ func mcpServeCommand(ctx context.Context, args []string, stdin io.Reader, stdout
 	}
 	srv := mcpserver.New(mcpserver.Config{Name: "myelin", Version: version(), Tools: reg, Env: sv.env, Gate: sv.gate,
 		Workspace: sv.s.ws, Store: sv.s.store, Fixtures: f.fixtures,
+		PageSize: f.pageSize, Poll: f.poll, SessionTimeout: f.sessionTimeout,
 		HostChecked: f.http != ""}) // --http: httpguard checks the Host (mcpserve_http.go)
 	sv.gate.Asker = srv.Asker() // before any call is checked
 	fmt.Fprintln(stderr, sv.describe(reg, f.http))

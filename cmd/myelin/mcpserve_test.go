@@ -324,6 +324,10 @@ func TestMCPServeUsage(t *testing.T) {
 		{[]string{"--conversation", "x"}, "--conversation is run's and chat's: a call of the agent tool names its conversation"},
 		{[]string{"--wake-gap", "1s"}, "--wake-gap is run's and chat's: mcp serve runs no background scripts"},
 		{[]string{"--allow", "bad rule ["}, `invalid value "bad rule [" for flag -allow`},
+		{[]string{"--page-size", "-1"}, "--page-size -1: give a number of items"},
+		{[]string{"--poll", "0s"}, "--poll 0s: give a positive duration"},
+		{[]string{"--session-timeout", "5m"}, "--session-timeout is for --http"},
+		{[]string{"--http", "127.0.0.1:0", "--session-timeout", "0s"}, "--session-timeout 0s: give a duration"},
 	} {
 		_, errOut, code := cli(t, append([]string{"mcp", "serve", "--workspace", t.TempDir()}, tt.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, tt.says) || !strings.Contains(errOut, `Run "myelin mcp --help"`) {
@@ -594,4 +598,17 @@ func TestEveryToolMCPServeOffersIsNamedByAOneWordRule(t *testing.T) {
 		}
 	}
 	h.end(t)
+}
+
+// --page-size reaches the server: a page of tools/list holds that many,
+// and says where the next one starts.
+func TestMCPServePagesItsListsAsPageSizeSays(t *testing.T) {
+	h := startMCPServe(t, "--workspace", t.TempDir(), "--page-size", "2")
+	res, err := h.session.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v; stderr: %s", err, h.stderr)
+	}
+	if len(res.Tools) != 2 || res.NextCursor == "" {
+		t.Fatalf("a page of tools/list under --page-size 2: %d tools, next cursor %q; want 2 and a cursor", len(res.Tools), res.NextCursor)
+	}
 }
