@@ -140,7 +140,12 @@ func TestAnEngineIsNeverGivenToAnotherConversation(t *testing.T) {
 	if a.used != 1 || b.used != 1 || !alive(a.pid) || !alive(b.pid) {
 		t.Errorf("a script outside any conversation touched a conversation's engine: used %d and %d", a.used, b.used)
 	}
-	until(t, "the engines to be back to those of a, b and one started ahead", func() bool { return liveEngines.Load() <= live })
+	// the outside script's engine ended, the one started ahead that it
+	// took replaced: back to a's, b's and one started ahead
+	settled(t, e)
+	if n := liveEngines.Load(); n > live {
+		t.Errorf("%d engines alive after a script outside any conversation, %d before: its engine was kept", n, live)
+	}
 }
 
 // An engine whose script hit a limit, the engine's own or myelin's, is

@@ -134,7 +134,7 @@ func (s *Server) Ask(ctx context.Context, r approval.Request) (approval.Answer, 
 	if timeout <= 0 {
 		timeout = DefaultApprovalTimeout
 	}
-	a := newAsk(kindApproval, s.approvalID(r.ID), ti.conv, ti.turn, timeout, ctx.Done())
+	a := newAsk(kindApproval, s.approvalID(r.ID), ti.conv, ti.turn, timeout, ctx)
 	defer a.told() // after the event saying how it ended
 	// the call of the turn's round that asks: the one running the script
 	// or subagent whose call this is, else the call itself

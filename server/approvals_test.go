@@ -333,7 +333,7 @@ func TestACallWaitingForApprovalWhenItsProcessDiedIsAnsweredInterruptedAndNeverR
 		t.Fatal(err)
 	}
 	// what the process that died had emitted: the call's approval
-	dead := newAsk(kindApproval, "approval_dead", id, "turn_dead", time.Hour, nil)
+	dead := newAsk(kindApproval, "approval_dead", id, "turn_dead", time.Hour)
 	dead.req, dead.call = approval.Request{Tool: "clean--run", Input: json.RawMessage(`{}`)}, "c1"
 	f.srv.emit(id, EventApproval, approvalEventOf(dead, time.Now()))
 	// and an MCP server's question of another call: the same holds for it

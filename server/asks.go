@@ -166,10 +166,7 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 	if timeout <= 0 {
 		timeout = DefaultElicitTimeout
 	}
-	stop := make(chan struct{})
-	defer close(stop)
-	callsDone := allDone(calls, stop)
-	a := newAsk(kindElicitation, newAskID("elicit_"), ti.conv, ti.turn, timeout, callsDone)
+	a := newAsk(kindElicitation, newAskID("elicit_"), ti.conv, ti.turn, timeout, calls...)
 	defer a.told() // after the event saying how it ended
 	a.e = e
 	s.asks.add(a)
@@ -177,6 +174,9 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 	s.emit(a.conv, EventElicitation, eventOf(a, a.expires.Add(-timeout)))
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	stop := make(chan struct{})
+	defer close(stop)
+	callsDone := allDone(calls, stop)
 	if s.Events != nil {
 		go s.followReplies(a, from, stop)
 	}

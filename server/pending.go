@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"maps"
 	"slices"
 	"sync"
@@ -50,11 +51,13 @@ type ask struct {
 	state          string     // "pending", "answered" or "expired"
 	sent           string     // once ended: the action (an elicitation's) or the decision (an approval's)
 	why            string     // why it expired
-	// callDone is the asking call's context's Done: once it is closed
-	// the ask is ending; over is closed once its end event is emitted
-	// (told), so that the turn's turn.finished comes after it (told).
-	callDone <-chan struct{}
-	over     chan struct{}
+	// calls are the contexts of the calls it was asked during (an
+	// approval's one, an elicitation's every call in flight to its MCP
+	// server): once all have ended the ask is ending. over is closed
+	// once its end event is emitted (told), so that the turn's
+	// turn.finished comes after it (toldBefore).
+	calls []context.Context
+	over  chan struct{}
 }
 
 // reply is the answer to an ask: an elicitation's (mcp) or an
@@ -65,12 +68,23 @@ type reply struct {
 }
 
 // newAsk is a pending ask of conversation conv's turn, of kind, that
-// expires after timeout.
-// expires after timeout, asked by a call whose context's Done is
-// callDone. Its asker closes over (told) once it emitted how it ended.
-func newAsk(kind, id, conv, turn string, timeout time.Duration, callDone <-chan struct{}) *ask {
+// expires after timeout, asked during calls (their contexts). Its asker
+// closes over (told) once it emitted how it ended.
+func newAsk(kind, id, conv, turn string, timeout time.Duration, calls ...context.Context) *ask {
 	return &ask{id: id, conv: conv, turn: turn, kind: kind, expires: time.Now().Add(timeout),
-		answer: make(chan reply, 1), state: "pending", callDone: callDone, over: make(chan struct{})}
+		answer: make(chan reply, 1), state: "pending", calls: calls, over: make(chan struct{})}
+}
+
+// callsEnded reports whether every call a was asked during has ended
+// (its context's Err is set as its cancel begins, before Done closes and
+// before anything watching Done can act): none, when a has none.
+func (a *ask) callsEnded() bool {
+	for _, c := range a.calls {
+		if c.Err() == nil {
+			return false
+		}
+	}
+	return len(a.calls) > 0
 }
 
 // told marks a's end event emitted.
@@ -79,7 +93,7 @@ func (a *ask) told() { close(a.over) }
 // tellWait bounds how long a turn's end waits for the end events of its
 // asks whose calls ended: the askers emit them as soon as they see their
 // call's context done, so only a process stalled past it waits it out.
-const tellWait = 5 * time.Second
+var tellWait = 5 * time.Second
 
 // toldBefore returns once every ask of conversation conv's turn whose
 // call has ended has emitted how it ended (approval.expired,
@@ -93,7 +107,7 @@ func (as *asks) toldBefore(conv, turn string) {
 	as.mu.Lock()
 	var ending []*ask
 	for _, a := range as.byID {
-		if a.conv != conv || a.turn != turn || a.callDone == nil || isDone(a.over) || !isDone(a.callDone) {
+		if a.conv != conv || a.turn != turn || isDone(a.over) || !a.callsEnded() {
 			continue
 		}
 		ending = append(ending, a)

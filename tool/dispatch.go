@@ -217,16 +217,16 @@ func (d *Dispatcher) settleNow(i int, c Call, r result.Result, done func(int, re
 func (d *Dispatcher) batch(ctx context.Context, calls []Call, idx []int, ready []prepared, spans spans, done func(i int, r result.Result)) {
 	r := &round{d: d, calls: calls, idx: idx, done: done, start: time.Now(), slots: make([]slot, len(idx)), settled: make(chan struct{}, 1)}
 	defer func() {
-		// A call given up on runs on, and reads why its context ended:
-		// the round's, when ctx's cancel ended the round, not a bare
-		// Canceled from the round's own end, which may reach the call's
-		// context before ctx's cancel does (that sets the cause of ctx
-		// before it closes ctx.Done, and only then goes down to its
-		// children).
-		cause := context.Cause(ctx)
+		// A call given up on runs on, and reads why its context ended.
+		// Once ctx has ended, its cancel is on its way down to the
+		// limits' contexts with its cause (it closes ctx.Done before it
+		// goes down to its children): cancelled here first, a call would
+		// read a bare Canceled, not why the round's context ended.
+		if ctx.Err() != nil {
+			return
+		}
 		for _, l := range r.limits {
-			l.cancel(cause)
-			l.stop()
+			l.cancel()
 		}
 	}()
 	// counted before any call runs, so that no call can see the round
@@ -310,8 +310,7 @@ type slot struct {
 type limit struct {
 	timeout time.Duration
 	ctx     context.Context
-	cancel  context.CancelCauseFunc // ends ctx with a cause (nil: Canceled)
-	stop    context.CancelFunc      // stops ctx's deadline timer
+	cancel  context.CancelFunc
 }
 
 // capped is a context the calls of one limit and one cap share.
@@ -329,11 +328,7 @@ func (r *round) limit(ctx context.Context, timeout time.Duration) *limit {
 		}
 	}
 	l := &limit{timeout: timeout}
-	// the deadline under a cancel that takes a cause: the round's end
-	// ends a call given up on with the round's ctx's cause (batch)
-	base, cancel := context.WithCancelCause(ctx)
-	l.ctx, l.stop = context.WithDeadline(base, r.start.Add(timeout))
-	l.cancel = cancel
+	l.ctx, l.cancel = context.WithDeadline(ctx, r.start.Add(timeout))
 	r.limits = append(r.limits, l)
 	return l
 }
