@@ -169,8 +169,14 @@ ON CONFLICT (endpoint, identity, model) DO UPDATE SET
 						CASE WHEN $20::boolean AND NOT $21::boolean AND NOT $22::boolean AND r.remaining = 0 AND r.sent <= r.answers + 1 THEN 1 ELSE r.remaining END
 					WHEN b.budget = 0 AND (SELECT reset FROM a) IS NOT NULL THEN 1
 					ELSE b.budget END AS remaining,
-				CASE WHEN b.applied THEN $4::bigint ELSE r.answered END AS answered
+				CASE WHEN b.applied THEN k.n ELSE r.answered END AS answered
 			FROM (
+				-- an answer said again (inside a stream) answers the
+				-- latest request the row counts as sent, none unanswered
+				-- before it, when its ticket is older (State.Apply)
+				SELECT CASE WHEN $22::boolean AND NOT $21::boolean AND r.sent > $4::bigint THEN r.sent ELSE $4::bigint END AS n,
+					CASE WHEN $22::boolean AND NOT $21::boolean AND r.sent > $4::bigint THEN 0 ELSE $18::bigint END AS unanswered
+			) k, (
 				-- the time never moves earlier; with no wait running the
 				-- reason is the latest answer's
 				SELECT CASE WHEN (SELECT next FROM a) > r.next_allowed THEN (SELECT next FROM a) ELSE r.next_allowed END AS next_allowed,
@@ -181,8 +187,8 @@ ON CONFLICT (endpoint, identity, model) DO UPDATE SET
 				-- own less the requests its provider may not have counted:
 				-- those sent after its request, and those before it
 				-- unanswered when it went
-				SELECT $4::bigint >= r.answered AND NOT $20::boolean AND NOT $21::boolean AS applied,
-					CASE WHEN $19::boolean THEN 1 WHEN $8::bigint < 0 THEN -1 ELSE GREATEST(0, $8::bigint - GREATEST(0, r.sent - $4::bigint) - $18::bigint) END AS budget
+				SELECT k.n >= r.answered AND NOT $20::boolean AND NOT $21::boolean AS applied,
+					CASE WHEN $19::boolean THEN 1 WHEN $8::bigint < 0 THEN -1 ELSE GREATEST(0, $8::bigint - GREATEST(0, r.sent - k.n) - k.unanswered) END AS budget
 			) b0, LATERAL (
 				-- a budget so spent waits for the answer's reset
 				SELECT b0.applied, b0.budget,
