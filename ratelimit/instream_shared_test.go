@@ -71,3 +71,17 @@ func TestARefusalInsideAStreamSetsTheBudgetInOneProcess(t *testing.T) {
 		t.Errorf("budget %d, want 1", got)
 	}
 }
+
+// An answer said again that carries a count of requests left (an
+// Observation with limit headers given to ObserveInStream), taken as the
+// answer to the latest request sent, still has the requests unanswered
+// before that one taken off its count: the provider may not have counted
+// them.
+func TestAnAnswerSaidAgainWithACountTakesTheRequestsInFlightOff(t *testing.T) {
+	at := time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)
+	st := State{Sent: 6, Answered: 3, Answers: 3, Remaining: 40}
+	a := Answer{Ticket: Ticket{N: 3, Unanswered: 2}, At: at, Remaining: 10, Again: true}
+	if got := st.Apply(a).Remaining; got != 10-2 {
+		t.Errorf("budget %d after an answer said again of 10 left, taken as the answer to request 6 with 2 before it unanswered; want 8", got)
+	}
+}

@@ -163,8 +163,8 @@ func (st State) Spend(now time.Time, probe time.Duration) (State, bool) {
 //     does not set it; but one that keeps a budget of 0 with no request
 //     in flight after it sets 1: no answer is coming to set it;
 //   - an answer said again (Again) is the answer to the latest request
-//     st counts as sent (Sent), with none unanswered before it, when its
-//     ticket is older;
+//     st counts as sent (st.Ticket(): those unanswered before it still
+//     taken off), when its ticket is older;
 //   - every answer counts in Answers, but one of a local ticket (whose
 //     send is not counted in Sent either) and one said again (Again: its
 //     request was counted as answered when its stream began);
@@ -180,7 +180,7 @@ func (st State) Apply(a Answer) State {
 		// as of now: the answer to the latest request st holds, not to
 		// the latest its caller knew of (other processes' newer answers
 		// would overtake it and drop it)
-		a.Ticket = Ticket{N: st.Sent}
+		a.Ticket = st.Ticket()
 	}
 	if a.Ticket.N >= st.Answered && !a.KeepsBudget && !a.Ticket.Local {
 		b := a.Remaining

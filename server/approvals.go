@@ -135,7 +135,7 @@ func (s *Server) Ask(ctx context.Context, r approval.Request) (approval.Answer, 
 		timeout = DefaultApprovalTimeout
 	}
 	a := newAsk(kindApproval, s.approvalID(r.ID), ti.conv, ti.turn, timeout, ctx)
-	defer a.told() // after the event saying how it ended
+	defer s.asks.told(a) // after the event saying how it ended
 	// the call of the turn's round that asks: the one running the script
 	// or subagent whose call this is, else the call itself
 	a.req, a.call = r, tool.CallID(ctx)

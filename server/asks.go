@@ -167,7 +167,7 @@ func (s *Server) Elicit(ctx context.Context, e *mcp.Elicitation) (mcp.Answer, er
 		timeout = DefaultElicitTimeout
 	}
 	a := newAsk(kindElicitation, newAskID("elicit_"), ti.conv, ti.turn, timeout, calls...)
-	defer a.told() // after the event saying how it ended
+	defer s.asks.told(a) // after the event saying how it ended
 	a.e = e
 	s.asks.add(a)
 	from, _ := s.log.Last(context.Background(), a.conv) // a reply through a shared log comes after

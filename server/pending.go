@@ -69,15 +69,16 @@ type reply struct {
 
 // newAsk is a pending ask of conversation conv's turn, of kind, that
 // expires after timeout, asked during calls (their contexts). Its asker
-// closes over (told) once it emitted how it ended.
+// calls asks.told once it emitted how it ended.
 func newAsk(kind, id, conv, turn string, timeout time.Duration, calls ...context.Context) *ask {
 	return &ask{id: id, conv: conv, turn: turn, kind: kind, expires: time.Now().Add(timeout),
 		answer: make(chan reply, 1), state: "pending", calls: calls, over: make(chan struct{})}
 }
 
 // callsEnded reports whether every call a was asked during has ended
-// (its context's Err is set as its cancel begins, before Done closes and
-// before anything watching Done can act): none, when a has none.
+// (its context's Err, read at once: no goroutine between the cancel and
+// this, as a channel closed once all are done would put); false when a
+// has none. as.mu is held.
 func (a *ask) callsEnded() bool {
 	for _, c := range a.calls {
 		if c.Err() == nil {
@@ -87,8 +88,15 @@ func (a *ask) callsEnded() bool {
 	return len(a.calls) > 0
 }
 
-// told marks a's end event emitted.
-func (a *ask) told() { close(a.over) }
+// told marks a's end event emitted, and lets go of the contexts of its
+// calls (an ended ask is remembered for endedKept more: its calls' value
+// chains — the turn, the round's scope — are not).
+func (as *asks) told(a *ask) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	a.calls = nil
+	close(a.over)
+}
 
 // tellWait bounds how long a turn's end waits for the end events of its
 // asks whose calls ended: the askers emit them as soon as they see their

@@ -30,11 +30,13 @@ func TestATurnsEndWaitsForTheEndEventsOfTheAsksItsCallsLeft(t *testing.T) {
 	}
 	approvalAsk.state = "expired" // ended by its asker, its event not yet emitted
 	var told atomic.Int32
-	for _, a := range []*ask{approvalAsk, elicitation} {
+	// the elicitation told well after the approval: a wait for the
+	// first alone is caught every time
+	for i, a := range []*ask{approvalAsk, elicitation} {
 		go func() {
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(time.Duration(20+200*i) * time.Millisecond)
 			told.Add(1)
-			a.told()
+			as.told(a)
 		}()
 	}
 	returned := make(chan struct{})

@@ -172,10 +172,11 @@ ON CONFLICT (endpoint, identity, model) DO UPDATE SET
 				CASE WHEN b.applied THEN k.n ELSE r.answered END AS answered
 			FROM (
 				-- an answer said again (inside a stream) answers the
-				-- latest request the row counts as sent, none unanswered
-				-- before it, when its ticket is older (State.Apply)
+				-- latest request the row counts as sent, with those
+				-- unanswered before it, when its ticket is older
+				-- (State.Apply, State.Ticket)
 				SELECT CASE WHEN $22::boolean AND NOT $21::boolean AND r.sent > $4::bigint THEN r.sent ELSE $4::bigint END AS n,
-					CASE WHEN $22::boolean AND NOT $21::boolean AND r.sent > $4::bigint THEN 0 ELSE $18::bigint END AS unanswered
+					CASE WHEN $22::boolean AND NOT $21::boolean AND r.sent > $4::bigint THEN GREATEST(0, r.sent - 1 - r.answers) ELSE $18::bigint END AS unanswered
 			) k, (
 				-- the time never moves earlier; with no wait running the
 				-- reason is the latest answer's
