@@ -27,13 +27,17 @@ import (
 // finds the supervisor stopped after the command's own process has ended,
 // it first kills every process below it (what the supervisor would kill
 // now, and what keeps stopping it among them), as Kill does. A supervisor
-// that still has not ended about 10 s after that (500 polls: held by a
-// debugger, stopped again and again from outside, stuck) is killed after
-// every process below it, and Wait returns a *HeldError: how the command
-// ended when /proc still showed it, or that it could not be known. While
-// the command's own process runs, Wait only continues a stopped
-// supervisor: it never ends a command itself, nor returns before
-// everything below the supervisor ended.
+// found stopped at every poll for about 10 s after that (500 polls in a
+// row: stopped again and again from outside, held in a stop by a
+// debugger) is killed after every process below it, and Wait returns a
+// *HeldError: how the command ended when /proc still showed it, or that
+// it could not be known; one found running again is waited for, the
+// count begun anew. The command's own process has ended when /proc shows
+// it gone or a zombie with no thread left (a main thread that ended on
+// its own, while others run, has not); /proc not readable (out of file
+// descriptors, hidepid) says it runs. While it runs, Wait only continues
+// a stopped supervisor: it never ends a command itself, nor returns
+// before everything below the supervisor ended.
 func (g *Group) Wait() error {
 	sup := g.cmd.Process.Pid
 	poll := startPoll
@@ -101,9 +105,9 @@ func (g *Group) drain() error {
 }
 
 // held ends a supervisor that, found stopped after its command ended and
-// continued, with every process below it killed, has not ended within
-// killWait since (held by a debugger, stopped again and again from
-// outside its subtree, stuck): how the command ended is read from /proc
+// continued, with every process below it killed, was found stopped again
+// at every poll for killWait since (stopped again and again from outside
+// its subtree, held in a stop by a debugger): how the command ended is read from /proc
 // while the supervisor still holds it unreaped, then every process below
 // it is killed, then it, and it is reaped.
 func (g *Group) held(sup int) error {
