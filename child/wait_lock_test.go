@@ -5,6 +5,7 @@ package child
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -62,9 +63,12 @@ func TestWaitReapsTheSupervisorOnlyOutsideKill(t *testing.T) {
 // returns: it wrote, holding g.mu, and then continued it, so it waited
 // for ever, and Kill behind it.
 func TestSignalToAStoppedSupervisorWithAFullPipeReturns(t *testing.T) {
-	g, cmd, _ := startScript(t, `kill -STOP $PPID; echo > started; sleep 30`)
+	g, cmd, dir := startScript(t, `echo > started; while [ ! -e go ]; do sleep 0.01; done; kill -STOP $PPID; sleep 30`)
 	defer g.Kill()
-	defer cmd.Process.Signal(syscall.SIGCONT) // a failed run: Signal's write ends, and Kill can run
+	defer cmd.Process.Signal(syscall.SIGCONT)                                  // a failed run: Signal's write ends, and Kill can run
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil { // after Start, which continues a supervisor stopped before its word
+		t.Fatal(err)
+	}
 	waitFor(t, func() bool { return stopped(cmd.Process.Pid) }, "the supervisor to stop", nil)
 	// filled with words of 0, which the supervisor passes on to no one
 	zeros := make([]byte, 4096)
