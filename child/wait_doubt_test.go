@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/myelin-run/myelin/internal/skipped"
 )
@@ -100,5 +102,40 @@ func TestCommandEndedTakesOnlyGoneForEnded(t *testing.T) {
 		if got := commandEnded(7, 5); got != want {
 			t.Errorf("commandEnded with /proc/7/stat failing with %v = %v, want %v", errno, got, want)
 		}
+	}
+}
+
+// Wait's 10 s (killWait) count runs only while the supervisor stays
+// stopped: one found stopped after the command's end (here taken for
+// ended though it runs: /proc made to show a lone zombie, and nothing
+// below killed, as a doubt would) and running again once continued is
+// waited for — the command writes its last file and exits 4 more than
+// killWait later. (The count ran on while the supervisor ran, and Wait
+// killed it and the command at its end, with a HeldError.)
+func TestWaitCountsOnlyWhileTheSupervisorStaysStopped(t *testing.T) {
+	defer func(k time.Duration) { killWait = k }(killWait)
+	defer func(r func(string) ([]byte, error)) { readProc = r }(readProc)
+	defer func(k func(int)) { killBelow = k }(killBelow)
+	killWait = 300 * time.Millisecond
+	g, cmd, dir := startScript(t, `echo > started; while [ ! -e go ]; do sleep 0.01; done; kill -STOP $PPID; sleep 1; echo > last; exit 4`)
+	defer g.Kill()
+	command := "/proc/" + strconv.Itoa(g.pid) + "/"
+	sup := strconv.Itoa(cmd.Process.Pid)
+	readProc = func(name string) ([]byte, error) {
+		switch name {
+		case command + "stat":
+			return []byte(strconv.Itoa(g.pid) + " (bash) Z " + sup + " 1 1 0"), nil
+		case command + "status":
+			return []byte("Name:\tbash\nThreads:\t1\n"), nil
+		}
+		return os.ReadFile(name)
+	}
+	killBelow = func(int) {}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantExit(t, waitEnded(t, g, cmd), 4)
+	if !exists(filepath.Join(dir, "last")) {
+		t.Fatal("Wait returned before the command wrote its last file")
 	}
 }

@@ -67,7 +67,7 @@ func (g *Group) Wait() error {
 			}
 		case commandEnded(g.pid, sup):
 			since = 0
-			killTree(sup)
+			killBelow(sup)
 		}
 		_ = g.cmd.Process.Signal(syscall.SIGCONT)
 	}
@@ -165,6 +165,11 @@ func aloneIn(pid int) bool {
 func gone(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
 }
+
+// killBelow is killTree, which Wait calls once it found the command
+// ended under a stopped supervisor: a var so that a test can leave a
+// command it makes Wait take for ended running.
+var killBelow = killTree
 
 // readProc reads a file of /proc: os.ReadFile, a var so that a test can
 // make it fail as a loaded or locked-down host does.
