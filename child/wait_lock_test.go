@@ -93,3 +93,45 @@ func TestSignalToAStoppedSupervisorWithAFullPipeReturns(t *testing.T) {
 		t.Fatalf("Signal has not returned %v after it was called, the supervisor stopped and its pipe full", waitBound)
 	}
 }
+
+// Kill while Wait waits — the command running, stopping its supervisor
+// in loops, or stopping it and exiting — returns, and Wait returns after
+// it, with nothing left: Wait's reap waits for Kill's hold of g.mu, and
+// never the other way round.
+func TestKillWhileWaitWaitsEndsBoth(t *testing.T) {
+	scripts := map[string]string{
+		"runs":  `echo > started; sleep 30 & sleep 30`,
+		"stops": `echo > started; sup=$PPID; f(){ while :; do kill -STOP $sup; done; }; f & f & sleep 30`,
+		"exits": `echo > started; sleep 0.2; kill -STOP $PPID; exit 3`,
+	}
+	for name, script := range scripts {
+		t.Run(name, func(t *testing.T) {
+			g, cmd, _ := startScript(t, script)
+			done := make(chan error, 1)
+			go func() { done <- g.Wait() }()
+			time.Sleep(300 * time.Millisecond)
+			killed := make(chan struct{})
+			go func() { g.Kill(); close(killed) }()
+			for _, c := range []struct {
+				what string
+				ch   <-chan struct{}
+			}{{"Kill", killed}, {"Wait", waitDone(done)}} {
+				select {
+				case <-c.ch:
+				case <-time.After(15 * time.Second):
+					t.Fatalf("%s has not returned 15 s after Kill began (supervisor %d)", c.what, cmd.Process.Pid)
+				}
+			}
+			if kids := children(t); len(kids) > 0 {
+				t.Fatalf("processes %v left (supervisor %d)", kids, cmd.Process.Pid)
+			}
+		})
+	}
+}
+
+// waitDone is closed once done has said something.
+func waitDone(done <-chan error) <-chan struct{} {
+	c := make(chan struct{})
+	go func() { <-done; close(c) }()
+	return c
+}
