@@ -107,9 +107,9 @@ func (g *Group) drain() error {
 // held ends a supervisor that, found stopped after its command ended and
 // continued, with every process below it killed, was found stopped again
 // at every poll for killWait since (stopped again and again from outside
-// its subtree, held in a stop by a debugger): how the command ended is read from /proc
-// while the supervisor still holds it unreaped, then every process below
-// it is killed, then it, and it is reaped.
+// its subtree, held in a stop by a debugger): how the command ended is
+// read from /proc while the supervisor still holds it unreaped, then
+// every process below it is killed, then it, and it is reaped.
 func (g *Group) held(sup int) error {
 	ended, known := exitOf(g.pid, sup)
 	killTree(sup)
