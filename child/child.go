@@ -40,8 +40,10 @@
 // command can stop it at any time, and a stopped supervisor never reports
 // the command's end); once the command's own process has ended, it first
 // kills every process below a supervisor it finds stopped, as Kill does;
-// and one that still has not ended about 10 s later is killed after them,
-// and Wait says how the command ended if /proc still showed it (HeldError).
+// and one still held stopped 10 s later (found stopped at every poll) is
+// killed after them, and Wait says how the command ended if /proc still
+// showed it (HeldError). /proc not readable, or a command whose main
+// thread ended while its other threads run, is a command that runs.
 // The waits are counted in polls of 20 ms, not by the clock: myelin itself
 // paused (Ctrl-Z, a frozen cgroup) does not run them out.
 //
@@ -70,10 +72,12 @@ import "fmt"
 
 // HeldError is what Group.Wait returns when the command ended but its
 // supervisor (Linux) did not report it: found stopped after the command's
-// end, continued, and with every process below it killed, it still had
-// not ended about 10 s later — held by a debugger, stopped again and
-// again from outside the command, stuck. Wait then killed it too, after
-// every process below it: nothing of the command runs any more.
+// end, continued, and with every process below it killed, it was still
+// found stopped at every poll (20 ms apart) for about 10 s later —
+// stopped again and again from outside the command, held in a stop by a
+// debugger. Wait then killed it too, after every process below it:
+// nothing of the command runs any more. A supervisor found running in
+// between is waited for, never killed by Wait.
 type HeldError struct {
 	// Path is the command's.
 	Path string

@@ -245,12 +245,27 @@ func (g *Group) Signal(sig os.Signal) error {
 	if g.ended {
 		return nil
 	}
-	if _, err := g.ctl.Write([]byte{byte(s)}); err != nil && !errors.Is(err, syscall.EPIPE) {
-		return fmt.Errorf("child: asking the supervisor of %s to send %v: %w", g.path, sig, err)
-	}
-	// Stopped (by the command), it would relay it only once continued.
+	// Stopped (by the command), it would relay it only once continued,
+	// and with the control pipe full (words written while it was
+	// stopped) the write would wait for it: continued first, and again
+	// each startPoll the write waits while it is found stopped. A Kill
+	// begun meanwhile ends the wait: it ends the command anyway.
 	_ = g.cmd.Process.Signal(syscall.SIGCONT)
-	return nil
+	defer g.ctl.SetWriteDeadline(time.Time{})
+	for {
+		_ = g.ctl.SetWriteDeadline(time.Now().Add(startPoll))
+		_, err := g.ctl.Write([]byte{byte(s)})
+		switch {
+		case err == nil || errors.Is(err, syscall.EPIPE):
+			return nil
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return fmt.Errorf("child: asking the supervisor of %s to send %v: %w", g.path, sig, err)
+		case g.killing.Load():
+			return nil
+		case stopped(g.cmd.Process.Pid): // not reaped: Wait reaps holding g.mu
+			_ = g.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
 }
 
 // Kill kills the command and everything it started — in its group or not,
@@ -332,14 +347,14 @@ func (g *Group) awaitSupervisor(within time.Duration, read func() error, whenSto
 
 // stopped says whether the child process pid (this process's own
 // supervisor, not reaped yet: its status pipe was just found open, which
-// it holds until it exits, and Wait reaps it only after the pipe's end)
-// is stopped. It asks waitid for a stopped child without reaping it or
-// taking its stop's report (WNOWAIT), so cmd.Wait and a later look see
-// what they would have. (A caller's own cmd.Wait instead of Wait,
-// running meanwhile, could reap a supervisor that exited between the two,
-// and the kernel give its pid to a new child of this process, stopped
-// too, in those microseconds: a pid wrap-around that is not worth a pidfd
-// here.)
+// it holds until it exits, or g.mu is held, without which Wait does not
+// reap it) is stopped. It asks waitid for a stopped child without
+// reaping it or taking its stop's report (WNOWAIT), so cmd.Wait and a
+// later look see what they would have. Wait is the supervisor's only
+// reaper (a caller's own cmd.Wait beside it is not allowed), and reaps it
+// holding g.mu, after the status pipe's end: so the pid this looks at,
+// as the one killTree walks below, is still the supervisor's — never a
+// pid the kernel gave again to another child of this process.
 func stopped(pid int) bool {
 	var info [32]int32 // a siginfo_t (128 bytes), whose first int is si_signo
 	const pPID, wSTOPPED, wNOHANG, wNOWAIT = 1, 2, 1, 0x1000000
@@ -415,9 +430,12 @@ const (
 // /proc, or a zombie (its children already given to the subreaper).
 func exited(pids map[int]bool) bool {
 	for k := range pids {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(k) + "/stat")
+		stat, err := readProc("/proc/" + strconv.Itoa(k) + "/stat")
 		if err != nil {
-			continue // gone
+			if gone(err) {
+				continue
+			}
+			return false // not known: not taken for exited
 		}
 		i := strings.LastIndexByte(string(stat), ')')
 		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z' {

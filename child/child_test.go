@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/myelin-run/myelin/internal/skipped"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,7 +126,7 @@ func TestMain(m *testing.M) {
 		}
 		select {} // until the test kills it
 	}
-	os.Exit(m.Run())
+	os.Exit(skipped.Main(m))
 }
 
 func TestChildrenDieWhenTheirParentIsSIGKILLed(t *testing.T) {

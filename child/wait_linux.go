@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -26,17 +27,21 @@ import (
 // finds the supervisor stopped after the command's own process has ended,
 // it first kills every process below it (what the supervisor would kill
 // now, and what keeps stopping it among them), as Kill does. A supervisor
-// that still has not ended about 10 s after that (500 polls: held by a
-// debugger, stopped again and again from outside, stuck) is killed after
-// every process below it, and Wait returns a *HeldError: how the command
-// ended when /proc still showed it, or that it could not be known. While
-// the command's own process runs, Wait only continues a stopped
-// supervisor: it never ends a command itself, nor returns before
-// everything below the supervisor ended.
+// found stopped at every poll for about 10 s after that (500 polls in a
+// row: stopped again and again from outside, held in a stop by a
+// debugger) is killed after every process below it, and Wait returns a
+// *HeldError: how the command ended when /proc still showed it, or that
+// it could not be known; one found running again is waited for, the
+// count begun anew. The command's own process has ended when /proc shows
+// it gone or a zombie with no thread left (a main thread that ended on
+// its own, while others run, has not); /proc not readable (out of file
+// descriptors, hidepid) says it runs. While it runs, Wait only continues
+// a stopped supervisor: it never ends a command itself, nor returns
+// before everything below the supervisor ended.
 func (g *Group) Wait() error {
 	sup := g.cmd.Process.Pid
 	poll := startPoll
-	since := -1 // polls since the command was found ended under a stopped supervisor
+	since := -1 // polls it was found stopped in a row, since the command was found ended
 	for {
 		if g.killing.Load() {
 			poll = startPoll
@@ -47,24 +52,35 @@ func (g *Group) Wait() error {
 		if err := g.drain(); !errors.Is(err, os.ErrDeadlineExceeded) {
 			break
 		}
-		if since >= 0 {
-			if since++; since > int(killWait/startPoll) {
-				return g.held(sup)
-			}
-		}
 		if !stopped(sup) {
-			if since < 0 {
-				poll = min(2*poll, waitPollMost)
-			}
+			// running again: the countdown counts only a supervisor
+			// that stays stopped (a running one reports the end)
+			since = -1
+			poll = min(2*poll, waitPollMost)
 			continue
 		}
 		poll = startPoll
-		if since < 0 && commandEnded(g.pid, sup) {
+		switch {
+		case since >= 0:
+			if since++; since > int(killWait/startPoll) {
+				return g.held(sup)
+			}
+		case commandEnded(g.pid, sup):
 			since = 0
-			killTree(sup)
+			killBelow(sup)
 		}
 		_ = g.cmd.Process.Signal(syscall.SIGCONT)
 	}
+	return g.reap()
+}
+
+// reap reaps the supervisor (cmd.Wait), once it has exited or was
+// killed, holding g.mu: Kill and Signal use its pid (to look whether it
+// is stopped, to kill what is below it) only holding g.mu too, so none
+// of them uses it once it may be another process's.
+func (g *Group) reap() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	return g.cmd.Wait()
 }
 
@@ -89,16 +105,16 @@ func (g *Group) drain() error {
 }
 
 // held ends a supervisor that, found stopped after its command ended and
-// continued, with every process below it killed, has not ended within
-// killWait since (held by a debugger, stopped again and again from
-// outside its subtree, stuck): how the command ended is read from /proc
-// while the supervisor still holds it unreaped, then every process below
-// it is killed, then it, and it is reaped.
+// continued, with every process below it killed, was found stopped again
+// at every poll for killWait since (stopped again and again from outside
+// its subtree, held in a stop by a debugger): how the command ended is
+// read from /proc while the supervisor still holds it unreaped, then
+// every process below it is killed, then it, and it is reaped.
 func (g *Group) held(sup int) error {
 	ended, known := exitOf(g.pid, sup)
 	killTree(sup)
 	_ = g.cmd.Process.Kill()
-	_ = g.cmd.Wait()
+	_ = g.reap()
 	e := &HeldError{Path: g.path}
 	if known {
 		e.Ended = describe(ended)
@@ -107,12 +123,57 @@ func (g *Group) held(sup int) error {
 }
 
 // commandEnded reports whether the command pid, a child of the
-// supervisor sup, has ended: exited and not reaped yet (a zombie), or
-// gone — reaped by the supervisor, its pid perhaps another process's now.
+// supervisor sup, has ended: exited and not reaped yet (a zombie with no
+// thread left), or gone — reaped by the supervisor, its pid perhaps
+// another process's now. A zombie whose other threads run (its main
+// thread ended on its own: pthread_exit) has not ended; nor has one
+// /proc could not be read for (out of file descriptors, hidepid):
+// Wait never ends a command on doubt.
 func commandEnded(pid, sup int) bool {
-	state, fields, ok := procStat(pid)
-	return !ok || fields[1] != strconv.Itoa(sup) || state == 'Z' || state == 'X'
+	state, fields, err := procStat(pid)
+	switch {
+	case err != nil:
+		return gone(err)
+	case fields[1] != strconv.Itoa(sup) || state == 'X':
+		return true
+	case state == 'Z':
+		return aloneIn(pid)
+	}
+	return false
 }
+
+// aloneIn reports whether the zombie pid, a thread group's leader, is the
+// last of its threads: /proc/PID/status counts it (a zombie leader stays
+// in its group until the group's end) and every thread that still runs.
+// Gone meanwhile is alone too; not known (/proc not readable) is not.
+func aloneIn(pid int) bool {
+	status, err := readProc("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return gone(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if n, ok := strings.CutPrefix(line, "Threads:"); ok {
+			return strings.TrimSpace(n) == "1"
+		}
+	}
+	return false
+}
+
+// gone reports whether err, reading a process's file in /proc, says that
+// the process is gone (ENOENT: no such directory; ESRCH: it exited while
+// being read), not merely that it could not be read (EMFILE, EACCES).
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+}
+
+// killBelow is killTree, which Wait calls once it found the command
+// ended under a stopped supervisor: a var so that a test can leave a
+// command it makes Wait take for ended running.
+var killBelow = killTree
+
+// readProc reads a file of /proc: os.ReadFile, a var so that a test can
+// make it fail as a loaded or locked-down host does.
+var readProc = os.ReadFile
 
 // exitOf is how the command pid ended, as /proc shows its zombie while its
 // supervisor sup has not reaped it (the exit_code field, in wait(2)'s
@@ -121,11 +182,11 @@ func commandEnded(pid, sup int) bool {
 // this process may read the field (owned by this process's user and
 // group, real, effective and saved alike — else the kernel shows 0).
 func exitOf(pid, sup int) (syscall.WaitStatus, bool) {
-	state, fields, ok := procStat(pid)
-	if !ok || state != 'Z' || fields[1] != strconv.Itoa(sup) || len(fields) < 50 {
+	state, fields, err := procStat(pid)
+	if err != nil || state != 'Z' || fields[1] != strconv.Itoa(sup) || len(fields) < 50 {
 		return 0, false
 	}
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	status, err := readProc("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
 		return 0, false
 	}
@@ -156,21 +217,21 @@ func exitOf(pid, sup int) (syscall.WaitStatus, bool) {
 
 // procStat is the state of process pid as /proc/PID/stat shows it, and
 // the fields from the state on (the state is fields[0], the parent's pid
-// fields[1]); ok is false when it is gone.
-func procStat(pid int) (state byte, fields []string, ok bool) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+// fields[1]); or the error reading it (gone says whether that means the
+// process is gone) or an error that it could not be read as such.
+func procStat(pid int) (state byte, fields []string, err error) {
+	stat, err := readProc("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, nil, false
+		return 0, nil, err
 	}
 	i := strings.LastIndexByte(string(stat), ')') // the name, in parentheses, may hold anything
-	if i < 0 {
-		return 0, nil, false
+	if i >= 0 {
+		fields = strings.Fields(string(stat[i+1:]))
 	}
-	fields = strings.Fields(string(stat[i+1:]))
 	if len(fields) < 2 || len(fields[0]) != 1 {
-		return 0, nil, false
+		return 0, nil, fmt.Errorf("child: reading /proc/%d/stat: %q is not a process's stat", pid, stat)
 	}
-	return fields[0][0], fields, true
+	return fields[0][0], fields, nil
 }
 
 // describe says how a process ended, as os.ProcessState does.

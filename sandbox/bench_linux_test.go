@@ -38,7 +38,7 @@ func BenchmarkCommandCost(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		err = cmd.Wait()
+		err = g.Wait()
 		g.Kill()
 		if err != nil {
 			b.Fatal(err)

@@ -86,7 +86,7 @@ func run(t *testing.T, p sandbox.Policy, ws, script string) (string, int) {
 	if err != nil {
 		t.Fatalf("child.Start: %v", err)
 	}
-	err = cmd.Wait()
+	err = g.Wait()
 	g.Kill()
 	b, _ := os.ReadFile(out.Name())
 	code := 0

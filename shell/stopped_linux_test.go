@@ -11,13 +11,16 @@ import (
 // child) and exits: the call returns with its output and exit status
 // when the command ends, not at its timeout (it waited for the timeout,
 // two minutes by default: the stopped supervisor never reported the end).
-// The test's own bound (a context of 5 s, against a timeout of a minute)
-// only keeps a broken build from waiting the minute.
+// The stop comes 0.2 s after the start, after child.Start returned (a stop
+// before the supervisor's first word is Start's to continue, and passed
+// without the wait's fix). The test's own bound (a context of 5 s,
+// against a timeout of a minute) only keeps a broken build from waiting
+// the minute.
 func TestACommandThatStopsItsSupervisorAndExitsEndsTheCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	minute := 60000
-	r, err := RunWithPolicy(ctx, t.TempDir(), testPolicy, Input{Command: `echo before; kill -STOP $PPID || exit 9; exit 3`, TimeoutMS: &minute})
+	r, err := RunWithPolicy(ctx, t.TempDir(), testPolicy, Input{Command: `echo before; sleep 0.2; kill -STOP $PPID || exit 9; exit 3`, TimeoutMS: &minute})
 	if err != nil {
 		t.Fatal(err)
 	}
