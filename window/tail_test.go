@@ -39,7 +39,7 @@ func generated(seed int64) []history.Message {
 		}
 		return m
 	}
-	var prompts []int   // places a summary may end at
+	var ends []int      // places a summary may end at: prompts and answers
 	var results []place // results and inputs a record may clear
 	var inputs []place
 	lastThrough := 0
@@ -62,7 +62,7 @@ func generated(seed int64) []history.Message {
 		}
 		if r.Intn(2) == 0 {
 			var later []int
-			for _, p := range prompts {
+			for _, p := range ends {
 				if p > lastThrough {
 					later = append(later, p)
 				}
@@ -83,7 +83,7 @@ func generated(seed int64) []history.Message {
 		if r.Intn(4) == 0 {
 			record()
 		}
-		prompts = append(prompts, len(msgs))
+		ends = append(ends, len(msgs))
 		msgs = append(msgs, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: text(10 + r.Intn(400))}}})
 		for range r.Intn(4) {
 			calls := answer(history.Message{Parts: []history.Part{{Type: history.TextPart, Text: text(r.Intn(50))}}})
@@ -99,6 +99,7 @@ func generated(seed int64) []history.Message {
 				res.Parts = append(res.Parts, p)
 				results = append(results, place{len(msgs) + 1, id})
 			}
+			ends = append(ends, len(msgs))
 			msgs = append(msgs, calls)
 			if r.Intn(5) == 0 {
 				record() // a record between a round's calls and its results
@@ -111,6 +112,7 @@ func generated(seed int64) []history.Message {
 		if r.Intn(5) == 0 {
 			record()
 		}
+		ends = append(ends, len(msgs))
 		msgs = append(msgs, answer(history.Message{Parts: []history.Part{{Type: history.TextPart, Text: text(r.Intn(600))}}}))
 	}
 	if r.Intn(3) == 0 {
