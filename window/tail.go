@@ -30,6 +30,15 @@ type Tail struct {
 // before a place From: the edits of the records among them that can still
 // apply to a request built from From on. It is what a store would keep
 // beside a conversation so that a resume need not read those messages.
+//
+// For a From at most Least, as the agent writes records, it is almost
+// nothing: a record clears only messages before it (so before From), and
+// a summary stored before From ends before From, so the summary in force,
+// whose Through is From or after, is a record of the tail (and a From
+// above 0 needs one: Least is 0 without a summary). So Summary, Records
+// and Edited add nothing a tail does not hold, and Cleared is empty; they
+// are kept so that a Tail reads right from any From, should a record ever
+// clear a later place or end a summary after itself.
 type Before struct {
 	// Records is whether a Context record stands before From.
 	Records bool
