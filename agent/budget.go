@@ -218,23 +218,27 @@ func (a *Agent) CheckBudgets() error {
 	return nil
 }
 
-// newBudget reads a's budgets for a turn of a conversation whose stored
-// messages are stored and whose turn so far used start (a continued
+// newBudget reads a's budgets for a turn of a conversation stored as st
+// (read whole, From 0, when a cost budget is set) and whose turn so far used start (a continued
 // turn's, or nothing), at now. It fails, so that the turn does not start,
 // for a budget that cannot be held: a negative one, a cost budget with
 // no Pricer, or a model — the turn's, or one that answered before in the
 // conversation, under a conversation budget — with no price, or with no
 // price for the one-hour cache writes the wire makes (--cache-ttl 1h).
-func (a *Agent) newBudget(stored []history.Message, start history.Usage, now time.Time) (budget, error) {
+func (a *Agent) newBudget(st *readState, start history.Usage, now time.Time) (budget, error) {
 	b := budget{tokens: a.MaxTurnTokens, cost: a.MaxCost, convCost: a.MaxConversationCost, pricer: a.Pricer, model: a.Model,
 		ttl: provider.CacheTTL(a.Provider), spent: price.Cost{Known: true}, priced: start, sub: &subSpent{cost: price.Cost{Known: true}}}
 	if err := a.CheckBudgets(); err != nil {
 		return b, err
 	}
-	b.last, b.warm = lastCached(stored, b.ttl, now)
+	b.last, b.warm = lastCachedOf(&st.tail, b.ttl, now)
 	if !b.costs() {
 		return b, nil
 	}
+	if st.tail.From() > 0 {
+		return b, fmt.Errorf("a cost budget prices every stored answer, but the conversation was read from place %d on", st.tail.From())
+	}
+	stored := st.tail.Messages() // From 0: the whole list
 	all, turn, err := conversationCost(b.pricer, b.model, stored)
 	switch {
 	case err != nil && b.convCost > 0:
@@ -292,21 +296,27 @@ func conversationCost(p Pricer, model string, msgs []history.Message) (all, turn
 	return priced.Cost.Dollars, turn, nil
 }
 
-// lastCached is the usage of the last answer in msgs with one, and
+// lastCached is lastCachedOf the whole of msgs.
+func lastCached(msgs []history.Message, ttl string, now time.Time) (history.Usage, bool) {
+	t := window.Whole(msgs)
+	return lastCachedOf(&t, ttl, now)
+}
+
+// lastCachedOf is the usage of the last answer in t with one, and
 // whether its cached prefix is still warm at now: the answer was stored
 // within the cache's lifetime (ttl "1h", else five minutes) and no
 // context record (a clearing, a summary) was stored after it, which
 // would change the prefix the next request sends.
-func lastCached(msgs []history.Message, ttl string, now time.Time) (history.Usage, bool) {
+func lastCachedOf(t *window.Tail, ttl string, now time.Time) (history.Usage, bool) {
 	life := 5 * time.Minute
 	if ttl == "1h" {
 		life = time.Hour
 	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		m := msgs[i]
+	for i := t.End() - 1; i >= t.From(); i-- {
+		m := t.At(i)
 		if m.IsRecord() {
-			for j := i - 1; j >= 0; j-- {
-				if a := msgs[j]; a.Role == history.Assistant && a.Usage != nil {
+			for j := i - 1; j >= t.From(); j-- {
+				if a := t.At(j); a.Role == history.Assistant && a.Usage != nil {
 					return *a.Usage, false
 				}
 			}

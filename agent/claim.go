@@ -100,15 +100,13 @@ func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 	// started, so a cancel now ends it after what it did is kept.
 	read := context.WithoutCancel(ctx)
 	msgs, err := a.Store.Messages(read, id)
-	if err != nil || len(msgs) == 0 {
+	if err != nil {
 		return rec, err
 	}
-	last := msgs[len(msgs)-1]
-	for i := len(msgs) - 2; last.Role == history.Context && i >= 0; i-- {
-		last = msgs[i] // a record is no answer: look past it
-	}
+	st := wholeState(msgs)
+	last, ok := st.lastMessage() // a record is no answer: it looks past them
 	calls := last.ToolCalls()
-	if last.Role != history.Assistant || len(calls) == 0 {
+	if !ok || last.Role != history.Assistant || len(calls) == 0 {
 		return rec, nil
 	}
 	kept, err := a.Store.Kept(read, id)

@@ -130,7 +130,8 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 		if err != nil {
 			return provider.Request{}, 0, window.Count{}, done, err
 		}
-		g := window.Gather(stored) // once for the plan and the request
+		st := wholeState(stored)
+		g := window.GatherTail(st.tail) // once for the plan and the request
 		plan := a.Context.PlanFor(s.budget, s.fixed, g, refused)
 		// A summary goes first when it is needed, so that its request is
 		// the conversation's own last prefix, which the provider has
@@ -138,7 +139,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 		// something to clear: the request just refused is no prefix to
 		// send a summary request with.
 		if plan.Summarise && whyNoSummary == nil && (refused == 0 || len(plan.Clear) == 0) {
-			edit, err := a.summarise(ctx, s, stored, plan, on, tr)
+			edit, err := a.summarise(ctx, s, &st, g, plan, on, tr)
 			if ctx.Err() != nil {
 				return provider.Request{}, 0, window.Count{}, done, ctx.Err()
 			}
@@ -149,7 +150,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				if err := a.store(ctx, id, on, history.Message{Role: history.Context, Edit: &edit}); err != nil {
 					return provider.Request{}, 0, window.Count{}, done, err
 				}
-				text := summaryText(edit, stored)
+				text := summaryText(edit)
 				done = append(done, text)
 				on(Event{Kind: ContextEdit, Text: text, Edit: &edit})
 				edited(ctx, telemetry.EditSummary, &edit)
@@ -166,7 +167,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 			// file cannot be written are cleared all the same, their
 			// placeholder saying why: better than a refused request.
 			_, env := a.files(ctx, id)
-			edit, failed := a.clear(env.Store, plan, stored, plan.After > s.budget || plan.Refused > 0)
+			edit, failed := a.clear(env.Store, plan, g.Tail(), plan.After > s.budget || plan.Refused > 0)
 			if failed != nil {
 				on(Event{Kind: Notice, Text: "results could not be written to the workspace to be taken out of the requests: " + failed.Error()})
 			}
@@ -184,7 +185,8 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				if stored, err = a.Store.Messages(ctx, id); err != nil {
 					return provider.Request{}, 0, window.Count{}, done, err
 				}
-				g = window.Gather(stored)
+				st = wholeState(stored)
+				g = window.GatherTail(st.tail)
 				size = g.Measure(s.fixed)
 			} else if failed != nil {
 				done = append(done, "could not take results out: "+failed.Error())
@@ -193,7 +195,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 		if err := overBudget(s, size, done, whyNoSummary, on); err != nil {
 			return provider.Request{}, 0, window.Count{}, done, err
 		}
-		return a.request(s, g), len(g.Messages()), size, done, nil
+		return a.request(s, g), g.End(), size, done, nil
 	}
 	return provider.Request{}, 0, window.Count{}, done, fmt.Errorf("the conversation still does not fit its window after %d edits (%s)", maxEdits, strings.Join(done, "; "))
 }
@@ -232,14 +234,14 @@ func overBudget(s sizing, size window.Count, done []string, whyNoSummary error, 
 // request cannot fit with it — or there is no workspace at all: then it is
 // cleared with a placeholder that says why it could not be kept. The
 // errors of the writes that failed are returned joined.
-func (a *Agent) clear(files result.Store, plan window.Plan, stored []history.Message, anyway bool) (history.Edit, error) {
+func (a *Agent) clear(files result.Store, plan window.Plan, t *window.Tail, anyway bool) (history.Edit, error) {
 	edit := history.Edit{Why: plan.Why(), Before: plan.Count.Tokens, After: plan.After}
 	if plan.Refused > 0 {
 		edit.Before = plan.Refused
 	}
 	var failed []error
 	for _, k := range plan.Clear {
-		p := stored[k.Msg].Parts[k.Part]
+		p := t.At(k.Msg).Parts[k.Part]
 		label := "cleared-" + fileLabel(k.CallID)
 		if k.Input {
 			text := string(p.Input)
@@ -330,15 +332,15 @@ func imageExtension(mime string) string {
 // summarise has the model write the summary of the older part of the
 // conversation (window.Policy.Cut says how much), in a request of its own
 // within the window, and returns the edit that makes it stand for that
-// part.
-func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Message, plan window.Plan, on func(Event), tr *TurnResult) (history.Edit, error) {
-	through, err := a.Context.Cut(s.budget, s.fixed, stored)
+// part. st is the conversation as stored, g its edits gathered.
+func (a *Agent) summarise(ctx context.Context, s sizing, st *readState, g *window.Stored, plan window.Plan, on func(Event), tr *TurnResult) (history.Edit, error) {
+	through, err := a.Context.CutFor(s.budget, s.fixed, g)
 	if err != nil {
 		return history.Edit{}, err
 	}
 	words := window.SummaryWords(s.budget)
 	req := a.request(s, nil)
-	req.Messages = window.SummaryRequest(stored, through, words)
+	req.Messages = window.SummaryRequestFor(g, through, words)
 	// the answer's room: what was asked for and half again, within the
 	// agent's own max_tokens (which the budget already keeps free)
 	room := int(float64(s.budget) * window.SummaryShare)
@@ -346,7 +348,7 @@ func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Messag
 	if err := s.spend.beforeSummary(tr.Usage, window.Measure(s.fixed, req.Messages)); err != nil {
 		return history.Edit{}, err
 	}
-	s.sent.arm(&req, len(stored)) // its summary's record goes there
+	s.sent.arm(&req, g.End()) // its summary's record goes there
 	resp, err := a.send(ctx, s.conv.ID, req, window.Count{}, 0, nil)
 	s.sent.keep(ctx, err == nil, resp.Message.Usage, err)
 	if err != nil {
@@ -373,13 +375,7 @@ func (a *Agent) summarise(ctx context.Context, s sizing, stored []history.Messag
 		}
 		text = result.WellFormed(text[:cut]) + "\n[myelin: the summary was cut here, at twice the length asked for]"
 	}
-	messages := 0
-	for _, m := range stored[:through] {
-		if !m.IsRecord() {
-			messages++
-		}
-	}
-	sum := &history.Summary{Through: through, Text: window.SummaryText(messages, text), Usage: resp.Message.Usage}
+	sum := &history.Summary{Through: through, Text: window.SummaryText(st.messagesBefore(through), text), Usage: resp.Message.Usage}
 	return history.Edit{Summary: sum, Why: plan.Why(), Before: plan.After}, nil
 }
 
@@ -406,7 +402,7 @@ func cutByItsBound(stop string) bool {
 }
 
 // summaryText says what an edit that summarised did, for people.
-func summaryText(e history.Edit, stored []history.Message) string {
+func summaryText(e history.Edit) string {
 	return fmt.Sprintf("%s: the model summarised the conversation before stored message %d, and the summary stands for it in later requests (the history keeps every message)", e.Why, e.Summary.Through+1)
 }
 
@@ -437,12 +433,9 @@ func digest(s string) string {
 // the provider's cached prefix will not be reused (contract §12), and
 // returns them when they must be stored with the turn's first answer, nil
 // when they are stored already.
-func (a *Agent) checkSettings(s sizing, stored []history.Message, on func(Event)) *history.Settings {
+func (a *Agent) checkSettings(s sizing, st *readState, on func(Event)) *history.Settings {
 	now := a.settings(s)
-	var last *history.Settings
-	for i := len(stored) - 1; i >= 0 && last == nil; i-- {
-		last = stored[i].Settings
-	}
+	last := st.lastSettings()
 	if last != nil && *last == now {
 		return nil
 	}

@@ -69,20 +69,21 @@ func (a *Agent) claimed(ctx context.Context, id string, prompt *string, on func(
 // already) stands: whether it has ended, and the rounds it ran. The turn
 // begins at the last user message that is a prompt (no tool results).
 func continuing(stored []history.Message, maxRounds int) (TurnResult, bool) {
+	st := wholeState(stored)
+	return continuingOf(&st, maxRounds)
+}
+
+// continuingOf is continuing of the conversation st holds.
+func continuingOf(st *readState, maxRounds int) (TurnResult, bool) {
 	var tr TurnResult
-	start := -1
-	for i := len(stored) - 1; i >= 0 && start < 0; i-- {
-		if m := stored[i]; m.Role == history.User && !m.HoldsResults() {
-			start = i
-		}
-	}
+	start := st.lastPrompt()
 	if start < 0 {
 		tr.Reason = AlreadyEnded // no prompt: nothing to continue
 		return tr, true
 	}
 	var last *history.Message
-	for i := start + 1; i < len(stored); i++ {
-		m := &stored[i]
+	for i := start + 1; i < st.end(); i++ {
+		m := st.tail.At(i)
 		if m.Role == history.Context {
 			continue
 		}
@@ -132,7 +133,8 @@ func (a *Agent) EndCancelled(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if _, ended := continuing(stored, a.roundLimit()); ended {
+	st := wholeState(stored)
+	if _, ended := continuingOf(&st, a.roundLimit()); ended {
 		return nil
 	}
 	return a.Store.Append(context.WithoutCancel(ctx), id, CutAnswer(""))

@@ -161,29 +161,30 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	if err != nil {
 		return nil, false, err
 	}
+	st := wholeState(stored)
 	t = &turning{a: a, id: id, on: on, ctx: ctx, maxRounds: a.roundLimit()}
 	if prompt == nil {
-		if t.tr, ended = continuing(stored, t.maxRounds); ended {
+		if t.tr, ended = continuingOf(&st, t.maxRounds); ended {
 			return t, true, nil
 		}
 	}
 	// The budgets are read once a turn, the conversation's cost so far
 	// with them; one that cannot be held fails the turn before its
 	// prompt is stored.
-	if t.budget, err = a.newBudget(stored, t.tr.Usage, time.Now()); err != nil {
+	if t.budget, err = a.newBudget(&st, t.tr.Usage, time.Now()); err != nil {
 		return nil, false, err
 	}
 	t.ctx = withSpending(t.ctx, &t.budget) // its calls' subagents run under it and charge it
 	if t.sz, err = a.sizing(kept, id); err != nil {
 		return nil, false, err
 	}
-	t.settings = a.checkSettings(t.sz, stored, on)
+	t.settings = a.checkSettings(t.sz, &st, on)
 	if prompt != nil {
 		if err := t.store(kept, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: result.WellFormed(*prompt)}}}); err != nil {
 			return nil, false, err
 		}
 	}
-	t.droppable = a.droppable(prompt, stored, t.sz.conv)
+	t.droppable = a.droppable(prompt, &st, t.sz.conv)
 	t.providerCtx = provider.WithWaitNotice(provider.WithRetryNotice(t.ctx, a.retryNotice(on)), a.waitNotice(on))
 	t.sent = a.sending(id)
 	t.sz.sent, t.sz.spend = t.sent, &t.budget

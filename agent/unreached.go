@@ -50,10 +50,10 @@ func (a *Agent) retryNotice(on func(Event)) func(provider.RetryNotice) {
 }
 
 // droppable reports whether a turn of prompt on conversation conv, which
-// held stored before it, deletes the conversation when its first request
+// held st before it, deletes the conversation when its first request
 // never reaches the provider (Agent.DropUnreached).
-func (a *Agent) droppable(prompt *string, stored []history.Message, conv history.Conversation) bool {
-	if !a.DropUnreached || prompt == nil || len(stored) > 0 || conv.Parent != "" {
+func (a *Agent) droppable(prompt *string, st *readState, conv history.Conversation) bool {
+	if !a.DropUnreached || prompt == nil || st.end() > 0 || conv.Parent != "" {
 		return false
 	}
 	_, ok := a.Store.(history.Deleter)

@@ -126,17 +126,18 @@ func lastCounted(msgs []history.Message) int {
 // DefaultBytesPerToken and calibrated is false. stored is the conversation
 // as stored, records included.
 func Ratio(fixed int, stored []history.Message) (ratio float64, calibrated bool) {
-	k := lastCounted(stored)
+	t := Whole(stored)
+	return t.Ratio(fixed)
+}
+
+// Ratio is Ratio of the conversation t holds.
+func (t *Tail) Ratio(fixed int) (ratio float64, calibrated bool) {
+	k := t.lastCounted()
 	if k < 0 {
 		return DefaultBytesPerToken, false
 	}
-	r, ok := ratioAt(fixed, stored, k)
-	return r, ok
-}
-
-func ratioAt(fixed int, stored []history.Message, k int) (float64, bool) {
-	bytes, images := size(stored, k)
-	return ratioOf(fixed+bytes, images, stored[k].Usage)
+	bytes, images := t.size(k)
+	return ratioOf(fixed+bytes, images, t.At(k).Usage)
 }
 
 // ratioOf is the ratio of a request of bytes (fixed part included) and
@@ -160,18 +161,18 @@ func ratioOf(bytes, images int, u *history.Usage) (float64, bool) {
 // is taken off. With no usage yet, all of it is estimated with
 // DefaultBytesPerToken.
 func Measure(fixed int, stored []history.Message) Count {
-	s := read(stored)
+	s := read(Whole(stored))
 	return s.Measure(fixed)
 }
 
 // Measure is Measure(fixed, s.Messages()), with the edits already
 // gathered.
 func (s *Stored) Measure(fixed int) Count {
-	stored := s.msgs
+	t := &s.t
 	c := Count{BytesPerToken: DefaultBytesPerToken}
 	k := s.last
 	if k < 0 {
-		nowBytes, nowImages := sizeUnder(stored, s.all, len(stored))
+		nowBytes, nowImages := sizeUnder(t, s.all, t.End())
 		nowBytes += fixed
 		c.NewBytes = nowBytes
 		c.Estimated = int(math.Ceil(float64(nowBytes)/c.BytesPerToken)) + nowImages*ImageTokens
@@ -181,18 +182,18 @@ func (s *Stored) Measure(fixed int) Count {
 	// the request the last usage counted: the messages before k, with the
 	// edits stored before k; and the request now
 	before, split := s.editsBefore(k)
-	thenBytes, thenImages := sizeUnder(stored, before, k)
+	thenBytes, thenImages := sizeUnder(t, before, k)
 	nowBytes, nowImages := thenBytes, thenImages
 	if split { // the edits since change what was sent then: all of it again
-		nowBytes, nowImages = sizeUnder(stored, s.all, len(stored))
+		nowBytes, nowImages = sizeUnder(t, s.all, t.End())
 	} else { // one walk: what came since, under the same edits
-		b, i := sizeFrom(stored, s.all, k)
+		b, i := sizeFrom(t, s.all, k, t.End())
 		nowBytes, nowImages = thenBytes+b, thenImages+i
 	}
 	thenBytes += fixed
 	nowBytes += fixed
-	c.BytesPerToken, c.Calibrated = ratioOf(thenBytes, thenImages, stored[k].Usage)
-	c.Counted, c.Since = inputOf(stored[k].Usage), k
+	c.BytesPerToken, c.Calibrated = ratioOf(thenBytes, thenImages, t.At(k).Usage)
+	c.Counted, c.Since = inputOf(t.At(k).Usage), k
 	c.NewBytes = nowBytes - thenBytes
 	c.Estimated = int(math.Ceil(float64(c.NewBytes)/c.BytesPerToken)) + (nowImages-thenImages)*ImageTokens
 	c.Tokens = max(c.Counted+c.Estimated, int(math.Ceil(float64(nowBytes)/MaxBytesPerToken)))

@@ -66,10 +66,10 @@ func (p Policy) marks(budget int) (high, low int) {
 type round struct{ calls, results int }
 
 // rounds are the tool rounds of stored from place first on, oldest first.
-func rounds(stored []history.Message, first int) []round {
+func rounds(t *Tail, first int) []round {
 	var rs []round
-	for i := first; i < len(stored); i++ {
-		m := stored[i]
+	for i := first; i < t.End(); i++ {
+		m := t.At(i)
 		switch {
 		case m.Role == history.Assistant && len(m.ToolCalls()) > 0:
 			rs = append(rs, round{calls: i, results: -1})
@@ -83,9 +83,9 @@ func rounds(stored []history.Message, first int) []round {
 // candidates are what round r may give up under e: the inputs of its
 // calls longer than minInput bytes, then its results worth a placeholder,
 // none already taken out.
-func (r round) candidates(stored []history.Message, e edits, minInput int) []Candidate {
+func (r round) candidates(t *Tail, e edits, minInput int) []Candidate {
 	var cs []Candidate
-	for j, p := range stored[r.calls].Parts {
+	for j, p := range t.At(r.calls).Parts {
 		if _, done := e.inputs[place{r.calls, p.CallID}]; p.Type == history.ToolCallPart && !done && len(p.Input) > minInput {
 			cs = append(cs, Candidate{Msg: r.calls, Part: j, CallID: p.CallID, Input: true, Bytes: len(p.Input)})
 		}
@@ -93,7 +93,7 @@ func (r round) candidates(stored []history.Message, e edits, minInput int) []Can
 	if r.results < 0 {
 		return cs
 	}
-	for j, p := range stored[r.results].Parts {
+	for j, p := range t.At(r.results).Parts {
 		if _, done := e.results[place{r.results, p.CallID}]; p.Type != history.ToolResultPart || done {
 			continue
 		}
@@ -124,14 +124,14 @@ func (r round) candidates(stored []history.Message, e edits, minInput int) []Can
 // Plan is pure: the same stored conversation gives the same plan, in this
 // process or after a restart. Under Off it takes nothing, ever.
 func (p Policy) Plan(budget, fixed int, stored []history.Message, refused int) Plan {
-	s := read(stored)
+	s := read(Whole(stored))
 	return p.PlanFor(budget, fixed, &s, refused)
 }
 
-// PlanFor is Plan of s.Messages(), with the edits already gathered: a turn
+// PlanFor is Plan of the conversation s holds, with the edits already gathered: a turn
 // gathers them once per request, for the plan and the request's View.
 func (p Policy) PlanFor(budget, fixed int, s *Stored, refused int) Plan {
-	stored := s.msgs
+	t := &s.t
 	d := p.withDefaults()
 	high, low := p.marks(budget)
 	c := s.Measure(fixed)
@@ -153,10 +153,10 @@ func (p Policy) PlanFor(budget, fixed int, s *Stored, refused int) Plan {
 		return max(n, 0)
 	}
 	e := s.all
-	rs := rounds(stored, e.first())
+	rs := rounds(t, e.first())
 	keep := min(d.KeepRounds, len(rs))
 	take := func(r round) {
-		for _, k := range r.candidates(stored, e, d.MinInput) {
+		for _, k := range r.candidates(t, e, d.MinInput) {
 			if plan.After <= low {
 				return
 			}
@@ -175,7 +175,7 @@ func (p Policy) PlanFor(budget, fixed int, s *Stored, refused int) Plan {
 	// the largest first, rather than send a request bound to be refused.
 	// They stay readable through their placeholders.
 	if plan.After > budget && len(rs) > 0 {
-		last := rs[len(rs)-1].candidates(stored, e, d.MinInput)
+		last := rs[len(rs)-1].candidates(t, e, d.MinInput)
 		sort.SliceStable(last, func(i, j int) bool { return last[i].Bytes > last[j].Bytes })
 		for _, k := range last {
 			if plan.After <= low {
@@ -192,7 +192,7 @@ func (p Policy) PlanFor(budget, fixed int, s *Stored, refused int) Plan {
 	// every request and gain nothing.
 	kept := 0
 	if len(rs) > 0 {
-		b, imgs := sizeFrom(stored, e, rs[len(rs)-1].calls)
+		b, imgs := sizeFrom(t, e, rs[len(rs)-1].calls, t.End())
 		kept = int(math.Ceil(float64(b)/c.BytesPerToken*scale)) + imgs*ImageTokens
 	}
 	if e.summary != nil {

@@ -6,12 +6,14 @@ import "github.com/myelin-run/myelin/history"
 // one request on it: the edits of its records are gathered once, and
 // Measure, Policy.PlanFor and View use them, instead of each gathering
 // them again (a long session's edits name hundreds of cleared results).
+// It reads the conversation through a Tail: the whole of it (Gather), or
+// its messages from a place on with the facts of those before (GatherTail).
 //
 // It holds the messages it was made from, not a copy: neither it nor they
 // may be changed while it is used. It is not safe for concurrent use.
 type Stored struct {
-	msgs []history.Message
-	all  edits // gather(msgs)
+	t   Tail
+	all edits // the edits of every record
 	// last is the last answer whose usage counts its request (lastCounted),
 	// and before are the edits of the records before it, gathered apart only
 	// when a record stands after it (else they are all's).
@@ -24,22 +26,32 @@ type Stored struct {
 // Gather reads stored, a conversation as stored (records included), for
 // one request's Measure, Plan and View.
 func Gather(stored []history.Message) *Stored {
-	s := read(stored)
+	return GatherTail(Whole(stored))
+}
+
+// GatherTail reads t, a conversation as loaded from its From on, for one
+// request's Measure, Plan and View. Their answers are those over the whole
+// conversation when t's From is at most Least of it.
+func GatherTail(t Tail) *Stored {
+	s := read(t)
 	return &s
 }
 
-// read is Gather's Stored as a value, for the functions that use it once
-// (Measure, Plan, View): kept on the stack, it costs no allocation.
-func read(stored []history.Message) Stored {
-	return Stored{msgs: stored, all: gather(stored), last: lastCounted(stored)}
+// read is GatherTail's Stored as a value, for the functions that use it
+// once (Measure, Plan, View): kept on the stack, it costs no allocation.
+func read(t Tail) Stored {
+	return Stored{t: t, all: t.gathered(), last: t.lastCounted()}
 }
 
-// Messages are the stored messages s was made from.
-func (s *Stored) Messages() []history.Message { return s.msgs }
+// Tail is the conversation s was made from.
+func (s *Stored) Tail() *Tail { return &s.t }
 
-// View is View(s.Messages()), with the edits already gathered.
+// End is the number of messages stored: the place the next one takes.
+func (s *Stored) End() int { return s.t.End() }
+
+// View is View(s's messages), with the edits already gathered.
 func (s *Stored) View() []history.Message {
-	return viewWith(s.msgs, s.all, len(s.msgs))
+	return viewWith(&s.t, s.all, s.t.End())
 }
 
 // ResultCleared reports whether a record among s's messages takes the
@@ -57,9 +69,9 @@ func (s *Stored) editsBefore(k int) (edits, bool) {
 	if !s.gathered {
 		s.before, s.split = s.all, false
 		if s.all.records {
-			for _, m := range s.msgs[k:] {
+			for _, m := range s.t.span(k, s.t.End()) {
 				if m.Role == history.Context {
-					s.before, s.split = gather(s.msgs[:k]), true
+					s.before, s.split = s.t.gatheredTo(k), true
 					break
 				}
 			}

@@ -34,7 +34,12 @@ func SummaryText(through int, summary string) string {
 // then a user message holding SummaryPrompt. Its prefix is the prefix of
 // the conversation's own requests, so the provider's cache serves it.
 func SummaryRequest(stored []history.Message, through, words int) []history.Message {
-	msgs := viewTo(stored, through)
+	return SummaryRequestFor(Gather(stored), through, words)
+}
+
+// SummaryRequestFor is SummaryRequest of the conversation s holds.
+func SummaryRequestFor(s *Stored, through, words int) []history.Message {
+	msgs := viewWith(&s.t, s.all, through)
 	return append(msgs, history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: SummaryPrompt(words)}}})
 }
 
@@ -49,14 +54,20 @@ func SummaryWords(budget int) int {
 // user message — an assistant message that follows a user message, or a
 // user message that holds no tool results.
 func boundary(stored []history.Message, i int) bool {
-	m := stored[i]
+	t := Whole(stored)
+	return boundaryIn(&t, i)
+}
+
+// boundaryIn is boundary of t's message at place i.
+func boundaryIn(t *Tail, i int) bool {
+	m := t.At(i)
 	switch m.Role {
 	case history.User:
 		return !m.HoldsResults()
 	case history.Assistant:
-		for j := i - 1; j >= 0; j-- {
-			if stored[j].Role != history.Context {
-				return stored[j].Role == history.User
+		for j := i - 1; j >= t.From(); j-- { // the place a summary ends at is no record: From is never passed
+			if r := t.At(j).Role; r != history.Context {
+				return r == history.User
 			}
 		}
 	}
@@ -74,22 +85,32 @@ func boundary(stored []history.Message, i int) bool {
 // when no place will do: the conversation has no place to cut, or its
 // oldest part alone is over the high mark.
 func (p Policy) Cut(budget, fixed int, stored []history.Message) (int, error) {
+	return p.CutFor(budget, fixed, Gather(stored))
+}
+
+// CutFor is Cut of the conversation s holds.
+func (p Policy) CutFor(budget, fixed int, s *Stored) (int, error) {
+	t := &s.t
 	_, low := p.marks(budget)
-	c := Measure(fixed, stored)
-	e := gather(stored)
+	c := s.Measure(fixed)
+	e := s.all
 	first := e.first()
-	// bytes[i] is what stored[i] sends; pre[i] the sum before i, from first.
-	pre := make([]int, len(stored)+1)
-	imgs := make([]int, len(stored)+1)
-	for i, m := range stored {
-		pre[i+1], imgs[i+1] = pre[i], imgs[i]
+	from, n := t.From(), t.End()
+	// bytes[i] is what stored[i] sends; pre[i-from] the sum before i, from
+	// first.
+	pre := make([]int, n-from+1)
+	imgs := make([]int, n-from+1)
+	for i := from; i < n; i++ {
+		m := t.At(i)
+		x := i - from
+		pre[x+1], imgs[x+1] = pre[x], imgs[x]
 		if i < first || m.Role == history.Context {
 			continue
 		}
 		for _, part := range m.Parts {
 			q, _ := e.part(i, part)
-			pre[i+1] += partBytes(q)
-			imgs[i+1] += len(q.Images)
+			pre[x+1] += partBytes(q)
+			imgs[x+1] += len(q.Images)
 		}
 	}
 	tokens := func(bytes, images int) int {
@@ -103,25 +124,24 @@ func (p Policy) Cut(budget, fixed int, stored []history.Message) (int, error) {
 	room := int(float64(budget) * SummaryShare)
 	ask := tokens(len(SummaryPrompt(SummaryWords(budget)))+partOverhead, 0)
 	var places []int
-	for i := first + 1; i < len(stored); i++ {
-		if boundary(stored, i) {
+	for i := first + 1; i < n; i++ {
+		if boundaryIn(t, i) {
 			places = append(places, i)
 		}
 	}
 	if len(places) == 0 {
 		return 0, fmt.Errorf("the conversation is %s tokens and has no place where a summary could end: it is one round from its start", thousands(c.Tokens))
 	}
-	n := len(stored)
 	cut := places[len(places)-1] // at least the last round stays
 	for _, b := range places {
-		if fixedTokens+room+tokens(pre[n]-pre[b], imgs[n]-imgs[b]) <= low {
+		if fixedTokens+room+tokens(pre[n-from]-pre[b-from], imgs[n-from]-imgs[b-from]) <= low {
 			cut = b
 			break
 		}
 	}
 	// The summary request must fit what the window leaves besides the
 	// answer's room (budget), not the high mark: it is one request.
-	prefix := func(b int) int { return fixedTokens + tokens(summaryBytes+pre[b], imgs[b]) + ask }
+	prefix := func(b int) int { return fixedTokens + tokens(summaryBytes+pre[b-from], imgs[b-from]) + ask }
 	if prefix(cut) <= budget {
 		return cut, nil
 	}

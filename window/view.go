@@ -2,6 +2,7 @@ package window
 
 import (
 	"encoding/json"
+	"maps"
 
 	"github.com/myelin-run/myelin/history"
 )
@@ -26,6 +27,13 @@ type place struct {
 // gather collects the edits stored in records.
 func gather(records []history.Message) edits {
 	var e edits
+	e.add(records)
+	return e
+}
+
+// add collects into e the edits stored in records, which come after those
+// e holds.
+func (e *edits) add(records []history.Message) {
 	for i := range records {
 		m := &records[i]
 		if m.Role != history.Context {
@@ -35,23 +43,38 @@ func gather(records []history.Message) edits {
 		if m.Edit == nil {
 			continue
 		}
-		for _, c := range m.Edit.Cleared {
-			e.any = true
-			if c.Input {
-				if e.inputs == nil {
-					e.inputs = map[place]history.Cleared{}
-				}
-				e.inputs[place{c.Msg, c.CallID}] = c
-				continue
-			}
-			if e.results == nil {
-				e.results = map[place]history.Cleared{}
-			}
-			e.results[place{c.Msg, c.CallID}] = c
-		}
+		e.addCleared(m.Edit.Cleared)
 		if s := m.Edit.Summary; s != nil && (e.summary == nil || s.Through >= e.summary.Through) {
 			e.summary, e.any = s, true
 		}
+	}
+}
+
+// addCleared collects into e the clearings cs, stored after those e holds.
+func (e *edits) addCleared(cs []history.Cleared) {
+	for _, c := range cs {
+		e.any = true
+		if c.Input {
+			if e.inputs == nil {
+				e.inputs = map[place]history.Cleared{}
+			}
+			e.inputs[place{c.Msg, c.CallID}] = c
+			continue
+		}
+		if e.results == nil {
+			e.results = map[place]history.Cleared{}
+		}
+		e.results[place{c.Msg, c.CallID}] = c
+	}
+}
+
+// clone is e with maps of its own, so that adding to it leaves e as it is.
+func (e edits) clone() edits {
+	if e.results != nil {
+		e.results = maps.Clone(e.results)
+	}
+	if e.inputs != nil {
+		e.inputs = maps.Clone(e.inputs)
 	}
 	return e
 }
@@ -124,24 +147,28 @@ func summaryMessage(s *history.Summary) history.Message {
 // cut to its length, so that an append copies): what it returns must not
 // be changed.
 func View(stored []history.Message) []history.Message {
-	s := read(stored)
+	s := read(Whole(stored))
 	return s.View()
 }
 
 // viewTo is View of the messages before place end, with the edits of every
 // record in stored applied (also those at or after end).
 func viewTo(stored []history.Message, end int) []history.Message {
-	return viewWith(stored, gather(stored), end)
+	t := Whole(stored)
+	return viewWith(&t, gather(stored), end)
 }
 
-// viewWith is viewTo under e, the edits of all of stored.
-func viewWith(stored []history.Message, e edits, end int) []history.Message {
+// viewWith is View of t's messages before place end under e, the edits of
+// all of t.
+func viewWith(t *Tail, e edits, end int) []history.Message {
 	if !e.records {
-		return stored[:end:end]
+		v := t.span(0, end)
+		return v[:len(v):len(v)]
 	}
 	if !e.any {
-		out := make([]history.Message, 0, end)
-		for _, m := range stored[:end] {
+		v := t.span(0, end)
+		out := make([]history.Message, 0, len(v))
+		for _, m := range v {
 			if m.Role != history.Context {
 				out = append(out, m)
 			}
@@ -153,9 +180,11 @@ func viewWith(stored []history.Message, e edits, end int) []history.Message {
 	if e.summary != nil {
 		out = append(out, summaryMessage(e.summary))
 	}
-	for i, m := range stored[start:end] {
-		if m.Role != history.Context {
-			out = append(out, e.message(start+i, m))
+	if start < end {
+		for i, m := range t.span(start, end) {
+			if m.Role != history.Context {
+				out = append(out, e.message(start+i, m))
+			}
 		}
 	}
 	return out
@@ -164,23 +193,36 @@ func viewWith(stored []history.Message, e edits, end int) []history.Message {
 // size is the bytes and images of what View(stored[:end]) sends, without
 // building it, with the edits of the records before end applied.
 func size(stored []history.Message, end int) (bytes, images int) {
-	return sizeUnder(stored, gather(stored[:end]), end)
+	t := Whole(stored)
+	return t.size(end)
 }
 
-// sizeUnder is size under e, the edits of the records before end.
-func sizeUnder(stored []history.Message, e edits, end int) (bytes, images int) {
+// size is the bytes and images of what View sends of t's messages before
+// place end, with the edits of the records before end applied.
+func (t *Tail) size(end int) (bytes, images int) {
+	return sizeUnder(t, t.gatheredTo(end), end)
+}
+
+// sizeUnder is the size of t's messages before place end under e, the
+// edits of the records before end.
+func sizeUnder(t *Tail, e edits, end int) (bytes, images int) {
 	if e.summary != nil {
 		bytes += MessageBytes(summaryMessage(e.summary))
 	}
-	b, i := sizeFrom(stored[:end], e, e.first())
+	b, i := sizeFrom(t, e, e.first(), end)
 	return bytes + b, images + i
 }
 
-// sizeFrom is the bytes and images stored[from:] sends under e.
-func sizeFrom(stored []history.Message, e edits, from int) (bytes, images int) {
+// sizeFrom is the bytes and images t's messages from place from to place
+// end send under e.
+func sizeFrom(t *Tail, e edits, from, end int) (bytes, images int) {
+	if from >= end {
+		return 0, 0
+	}
 	plain := len(e.results) == 0 && len(e.inputs) == 0
-	for i := range stored[from:] {
-		m := &stored[from+i]
+	msgs := t.span(from, end)
+	for i := range msgs {
+		m := &msgs[i]
 		if m.Role == history.Context {
 			continue
 		}
