@@ -74,8 +74,10 @@ import "fmt"
 // supervisor (Linux) did not report it: found stopped after the command's
 // end, continued, and with every process below it killed, it was still
 // found stopped at every poll (20 ms apart) for about 10 s later —
-// stopped again and again from outside the command, held in a stop by a
-// debugger. Wait then killed it too, after every process below it:
+// stopped again and again from outside the command. (A debugger's stop,
+// ptrace's, is not seen as stopped: Wait waits as long as a debugger
+// holds the supervisor, and Kill ends it.) Wait then killed it too, after
+// every process below it:
 // nothing of the command runs any more. A supervisor found running in
 // between is waited for, never killed by Wait.
 type HeldError struct {

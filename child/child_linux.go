@@ -31,6 +31,7 @@ type Group struct {
 	done    *os.File // the read end of the supervisor's status pipe
 	mu      sync.Mutex
 	ended   bool        // the supervisor was told to end and has
+	reaped  bool        // Wait is reaping the supervisor: its pid is not to be used
 	killing atomic.Bool // Kill has begun: Wait looks every startPoll
 	tmp     string      // the sandboxed command's temp dir, removed by Kill
 }
@@ -242,7 +243,7 @@ func (g *Group) Signal(sig os.Signal) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.ended {
+	if g.ended || g.reaped {
 		return nil
 	}
 	// Stopped (by the command), it would relay it only once continued,
@@ -262,7 +263,7 @@ func (g *Group) Signal(sig os.Signal) error {
 			return fmt.Errorf("child: asking the supervisor of %s to send %v: %w", g.path, sig, err)
 		case g.killing.Load():
 			return nil
-		case stopped(g.cmd.Process.Pid): // not reaped: Wait reaps holding g.mu
+		case stopped(g.cmd.Process.Pid): // not reaped: g.mu held, g.reaped false
 			_ = g.cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}
@@ -281,6 +282,13 @@ func (g *Group) Kill() {
 	}
 	g.ended = true
 	g.ctl.Close()
+	if g.reaped {
+		// exited (after killing everything below it), and being
+		// reaped by Wait: its pid is not to be used any more
+		g.done.Close()
+		removeTemp(g.tmp)
+		return
+	}
 	// A supervisor stopped by someone (SIGSTOP) would never answer.
 	_ = g.cmd.Process.Signal(syscall.SIGCONT)
 	// Until the supervisor exits, continued again if it is stopped again.
@@ -347,14 +355,15 @@ func (g *Group) awaitSupervisor(within time.Duration, read func() error, whenSto
 
 // stopped says whether the child process pid (this process's own
 // supervisor, not reaped yet: its status pipe was just found open, which
-// it holds until it exits, or g.mu is held, without which Wait does not
-// reap it) is stopped. It asks waitid for a stopped child without
-// reaping it or taking its stop's report (WNOWAIT), so cmd.Wait and a
-// later look see what they would have. Wait is the supervisor's only
-// reaper (a caller's own cmd.Wait beside it is not allowed), and reaps it
-// holding g.mu, after the status pipe's end: so the pid this looks at,
-// as the one killTree walks below, is still the supervisor's — never a
-// pid the kernel gave again to another child of this process.
+// it holds until it exits, or g.mu is held and g.reaped false, without
+// which Wait does not reap it) is stopped. It asks waitid for a stopped
+// child without reaping it or taking its stop's report (WNOWAIT), so
+// cmd.Wait and a later look see what they would have. Wait is the
+// supervisor's only reaper (a caller's own cmd.Wait beside it is not
+// allowed): it marks it reaped holding g.mu, once it has exited, and
+// only then reaps it: so the pid this looks at, as the one killTree
+// walks below, is still the supervisor's — never a pid the kernel gave
+// again to another child of this process.
 func stopped(pid int) bool {
 	var info [32]int32 // a siginfo_t (128 bytes), whose first int is si_signo
 	const pPID, wSTOPPED, wNOHANG, wNOWAIT = 1, 2, 1, 0x1000000
@@ -432,7 +441,7 @@ func exited(pids map[int]bool) bool {
 	for k := range pids {
 		stat, err := readProc("/proc/" + strconv.Itoa(k) + "/stat")
 		if err != nil {
-			if gone(err) {
+			if gone(k, err) {
 				continue
 			}
 			return false // not known: not taken for exited

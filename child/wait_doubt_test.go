@@ -60,29 +60,6 @@ int main(){ pthread_t t; pthread_create(&t,0,run,0); pthread_exit(0); }
 	}
 }
 
-// /proc that cannot be read for a moment (out of file descriptors,
-// EMFILE; or a hidepid mount's EACCES) says nothing of the command: Wait,
-// finding its supervisor stopped by a command that runs on, continues it
-// and waits for the command's end (exit status 4, its last file
-// written). (Any error reading /proc counted as the command gone: Wait
-// killed the running command with everything below the supervisor.)
-// Reads of the command's /proc files fail here from the start.
-func TestWaitLeavesARunningCommandWhoseProcCannotBeRead(t *testing.T) {
-	defer func(r func(string) ([]byte, error)) { readProc = r }(readProc)
-	readProc = func(name string) ([]byte, error) {
-		if strings.HasPrefix(name, "/proc/") {
-			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
-		}
-		return os.ReadFile(name)
-	}
-	g, cmd, dir := startScript(t, `echo > started; kill -STOP $PPID; sleep 0.5; echo > last; exit 4`)
-	defer g.Kill()
-	wantExit(t, waitEnded(t, g, cmd), 4)
-	if !exists(filepath.Join(dir, "last")) {
-		t.Fatal("Wait killed the command, /proc not readable, before it wrote its last file")
-	}
-}
-
 // commandEnded, for a zombie whose /proc/PID/status says no more than
 // the error reading it: gone (ENOENT, ESRCH) is ended, anything else
 // (EMFILE, EACCES) is not known, so not ended.
@@ -95,12 +72,13 @@ func TestCommandEndedTakesOnlyGoneForEnded(t *testing.T) {
 			}
 			return nil, &os.PathError{Op: "read", Path: name, Err: errno}
 		}
-		if got := commandEnded(7, 5); got != want {
-			t.Errorf("commandEnded with /proc/7/status failing with %v = %v, want %v", errno, got, want)
+		// a pid past any pid_max: no such process, as ENOENT says
+		if got := commandEnded(noSuchPid, 5); got != want {
+			t.Errorf("commandEnded with /proc/PID/status failing with %v = %v, want %v", errno, got, want)
 		}
 		readProc = func(name string) ([]byte, error) { return nil, &os.PathError{Op: "open", Path: name, Err: errno} }
-		if got := commandEnded(7, 5); got != want {
-			t.Errorf("commandEnded with /proc/7/stat failing with %v = %v, want %v", errno, got, want)
+		if got := commandEnded(noSuchPid, 5); got != want {
+			t.Errorf("commandEnded with /proc/PID/stat failing with %v = %v, want %v", errno, got, want)
 		}
 	}
 }
@@ -137,5 +115,22 @@ func TestWaitCountsOnlyWhileTheSupervisorStaysStopped(t *testing.T) {
 	wantExit(t, waitEnded(t, g, cmd), 4)
 	if !exists(filepath.Join(dir, "last")) {
 		t.Fatal("Wait returned before the command wrote its last file")
+	}
+}
+
+// noSuchPid is past the largest pid_max Linux allows (4,194,304): no
+// process has it.
+const noSuchPid = 1<<22 + 7
+
+// A process /proc hides (hidepid=2 shows a process this one may not
+// trace, a non-dumpable one of the same user among them, as ENOENT) is
+// not taken for gone while it exists: Wait would kill a running command.
+func TestAProcessProcHidesIsNotTakenForGone(t *testing.T) {
+	defer func(r func(string) ([]byte, error)) { readProc = r }(readProc)
+	readProc = func(name string) ([]byte, error) {
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOENT}
+	}
+	if commandEnded(os.Getpid(), 1) {
+		t.Error("a process that exists, its /proc entry hidden (ENOENT), was taken for ended")
 	}
 }

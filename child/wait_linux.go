@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Wait waits for the command to end, and returns as cmd.Wait would (it
@@ -28,14 +29,16 @@ import (
 // it first kills every process below it (what the supervisor would kill
 // now, and what keeps stopping it among them), as Kill does. A supervisor
 // found stopped at every poll for about 10 s after that (500 polls in a
-// row: stopped again and again from outside, held in a stop by a
-// debugger) is killed after every process below it, and Wait returns a
+// row: stopped again and again from outside; a debugger's stop, ptrace's,
+// is not seen as stopped, so Wait waits as long as a debugger holds it,
+// and Kill ends it) is killed after every process below it, and Wait returns a
 // *HeldError: how the command ended when /proc still showed it, or that
 // it could not be known; one found running again is waited for, the
 // count begun anew. The command's own process has ended when /proc shows
 // it gone or a zombie with no thread left (a main thread that ended on
 // its own, while others run, has not); /proc not readable (out of file
-// descriptors, hidepid) says it runs. While it runs, Wait only continues
+// descriptors), or a process that still exists though /proc hides it
+// (hidepid), says it runs. While it runs, Wait only continues
 // a stopped supervisor: it never ends a command itself, nor returns
 // before everything below the supervisor ended.
 func (g *Group) Wait() error {
@@ -74,14 +77,34 @@ func (g *Group) Wait() error {
 	return g.reap()
 }
 
-// reap reaps the supervisor (cmd.Wait), once it has exited or was
-// killed, holding g.mu: Kill and Signal use its pid (to look whether it
-// is stopped, to kill what is below it) only holding g.mu too, so none
-// of them uses it once it may be another process's.
+// reap reaps the supervisor (cmd.Wait) once it has exited or was killed.
+// It first waits for the exit without reaping it (waitid with WNOWAIT:
+// the pid stays the supervisor's, a zombie), then marks it reaped holding
+// g.mu — Kill and Signal use its pid (to look whether it is stopped, to
+// kill what is below it) only holding g.mu, and not once it is marked —
+// and then reaps it without the lock: cmd.Wait also waits for the copying
+// of a command's stdio that is not a file, as long as its other end is
+// held open, and Kill must not wait behind that.
 func (g *Group) reap() error {
+	exitedUnreaped(g.cmd.Process.Pid)
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	g.reaped = true
+	g.mu.Unlock()
 	return g.cmd.Wait()
+}
+
+// exitedUnreaped returns once this process's child pid has exited,
+// leaving it unreaped (a zombie), or at once when pid is no child of
+// this process's to wait for (ECHILD: reaped already).
+func exitedUnreaped(pid int) {
+	var info [32]int32 // a siginfo_t (128 bytes)
+	const pPID, wEXITED, wNOWAIT = 1, 4, 0x1000000
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), wEXITED|wNOWAIT, 0, 0)
+		if e != syscall.EINTR {
+			return
+		}
+	}
 }
 
 // waitPollMost bounds how far apart Wait's looks at a supervisor that has
@@ -107,7 +130,7 @@ func (g *Group) drain() error {
 // held ends a supervisor that, found stopped after its command ended and
 // continued, with every process below it killed, was found stopped again
 // at every poll for killWait since (stopped again and again from outside
-// its subtree, held in a stop by a debugger): how the command ended is
+// its subtree): how the command ended is
 // read from /proc while the supervisor still holds it unreaped, then
 // every process below it is killed, then it, and it is reaped.
 func (g *Group) held(sup int) error {
@@ -133,7 +156,7 @@ func commandEnded(pid, sup int) bool {
 	state, fields, err := procStat(pid)
 	switch {
 	case err != nil:
-		return gone(err)
+		return gone(pid, err)
 	case fields[1] != strconv.Itoa(sup) || state == 'X':
 		return true
 	case state == 'Z':
@@ -149,7 +172,7 @@ func commandEnded(pid, sup int) bool {
 func aloneIn(pid int) bool {
 	status, err := readProc("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return gone(err)
+		return gone(pid, err)
 	}
 	for _, line := range strings.Split(string(status), "\n") {
 		if n, ok := strings.CutPrefix(line, "Threads:"); ok {
@@ -159,11 +182,17 @@ func aloneIn(pid int) bool {
 	return false
 }
 
-// gone reports whether err, reading a process's file in /proc, says that
-// the process is gone (ENOENT: no such directory; ESRCH: it exited while
-// being read), not merely that it could not be read (EMFILE, EACCES).
-func gone(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+// gone reports whether err, reading process pid's file in /proc, says
+// that the process is gone (ESRCH: it exited while being read; ENOENT:
+// no such directory, and no such process either — /proc mounted with
+// hidepid=2 hides a process this one may not trace, a non-dumpable one
+// of the same user among them, as ENOENT), not merely that it could not
+// be read (EMFILE, EACCES).
+func gone(pid int, err error) bool {
+	if errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	return errors.Is(err, fs.ErrNotExist) && syscall.Kill(pid, 0) == syscall.ESRCH
 }
 
 // killBelow is killTree, which Wait calls once it found the command
