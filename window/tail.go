@@ -37,8 +37,10 @@ type Tail struct {
 // whose Through is From or after, is a record of the tail (and a From
 // above 0 needs one: Least is 0 without a summary). So Summary, Records
 // and Edited add nothing a tail does not hold, and Cleared is empty; they
-// are kept so that a Tail reads right from any From, should a record ever
-// clear a later place or end a summary after itself.
+// are kept so that a Tail from a From at most Least still reads right,
+// should a record ever clear a later place or end a summary after itself
+// (a From past Least reads wrong whatever Before holds: TailOf refuses
+// it).
 type Before struct {
 	// Records is whether a Context record stands before From.
 	Records bool
