@@ -75,8 +75,9 @@ import "fmt"
 // end, continued, and with every process below it killed, it was still
 // found stopped at every poll (20 ms apart) for about 10 s later —
 // stopped again and again from outside the command. (A debugger's stop,
-// ptrace's, is not seen as stopped: Wait waits as long as a debugger
-// holds the supervisor, and Kill ends it.) Wait then killed it too, after
+// ptrace's, is not seen as stopped, and a traced process's exit goes to
+// its tracer first: Wait returns only once a debugger lets the supervisor
+// go, though Kill kills it and what is below it.) Wait then killed it too, after
 // every process below it:
 // nothing of the command runs any more. A supervisor found running in
 // between is waited for, never killed by Wait.

@@ -21,7 +21,8 @@ import (
 
 // Group is one started command under its supervisor. Kill it when the
 // command has exited, or to stop it: that kills everything the command
-// started. Its methods are safe for concurrent use.
+// started. Wait is called once; the other methods are safe for
+// concurrent use, with it and with each other.
 type Group struct {
 	cmd     *exec.Cmd
 	path    string   // the command's own path (cmd.Path is the supervisor's)
@@ -283,7 +284,8 @@ func (g *Group) Kill() {
 	g.ended = true
 	g.ctl.Close()
 	if g.reaped {
-		// exited (after killing everything below it), and being
+		// exited (after killing everything below it, unless it was
+		// killed from outside: docs/security.md), and being
 		// reaped by Wait: its pid is not to be used any more
 		g.done.Close()
 		removeTemp(g.tmp)

@@ -134,3 +134,34 @@ func TestAProcessProcHidesIsNotTakenForGone(t *testing.T) {
 		t.Error("a process that exists, its /proc entry hidden (ENOENT), was taken for ended")
 	}
 }
+
+// killTree, the supervisor stopped (it reaps none of the processes it
+// kills), takes a killed process that /proc hides (hidepid=2: ENOENT,
+// faked here) and that has ended, a zombie, for exited: it does not wait
+// out killTreeFor for it (kill(pid, 0) alone says a zombie exists).
+func TestKillTreeDoesNotWaitOutTheZombiesProcHides(t *testing.T) {
+	defer func(r func(string) ([]byte, error)) { readProc = r }(readProc)
+	g, cmd, _ := startScript(t, `sleep 30 & sleep 30 & echo > started; wait`)
+	defer func() { _ = g.Wait() }()
+	defer g.Kill()
+	sup := cmd.Process.Pid
+	_ = syscall.Kill(sup, syscall.SIGSTOP)
+	for i := 0; !stopped(sup); i++ {
+		if i > 500 {
+			t.Fatal("supervisor not stopped")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	defer syscall.Kill(sup, syscall.SIGCONT)
+	readProc = func(name string) ([]byte, error) {
+		if strings.HasPrefix(name, "/proc/") {
+			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOENT}
+		}
+		return os.ReadFile(name)
+	}
+	start := time.Now()
+	killTree(sup)
+	if took := time.Since(start); took >= killTreeFor {
+		t.Errorf("killTree took %v with the killed processes zombies /proc hides: it waited out killTreeFor (%v)", took, killTreeFor)
+	}
+}

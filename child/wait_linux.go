@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Wait waits for the command to end, and returns as cmd.Wait would (it
@@ -30,8 +32,10 @@ import (
 // now, and what keeps stopping it among them), as Kill does. A supervisor
 // found stopped at every poll for about 10 s after that (500 polls in a
 // row: stopped again and again from outside; a debugger's stop, ptrace's,
-// is not seen as stopped, so Wait waits as long as a debugger holds it,
-// and Kill ends it) is killed after every process below it, and Wait returns a
+// is not seen as stopped, and a traced process's exit goes to its tracer
+// first, so Wait returns only once a debugger lets the supervisor go —
+// Kill kills it, and what is below it, all the same) is killed after
+// every process below it, and Wait returns a
 // *HeldError: how the command ended when /proc still showed it, or that
 // it could not be known; one found running again is waited for, the
 // count begun anew. The command's own process has ended when /proc shows
@@ -183,16 +187,37 @@ func aloneIn(pid int) bool {
 }
 
 // gone reports whether err, reading process pid's file in /proc, says
-// that the process is gone (ESRCH: it exited while being read; ENOENT:
-// no such directory, and no such process either — /proc mounted with
-// hidepid=2 hides a process this one may not trace, a non-dumpable one
-// of the same user among them, as ENOENT), not merely that it could not
-// be read (EMFILE, EACCES).
+// that the process is gone or has ended (ESRCH: it exited while being
+// read; ENOENT: no such directory, and no such process either, or one
+// that has ended — /proc mounted with hidepid=2 hides a process this one
+// may not trace, a non-dumpable one of the same user among them, as
+// ENOENT, zombie or not), not merely that it could not be read (EMFILE,
+// EACCES).
 func gone(pid int, err error) bool {
-	if errors.Is(err, syscall.ESRCH) {
+	switch {
+	case errors.Is(err, syscall.ESRCH):
+		return true
+	case !errors.Is(err, fs.ErrNotExist):
+		return false
+	case syscall.Kill(pid, 0) == syscall.ESRCH:
 		return true
 	}
-	return errors.Is(err, fs.ErrNotExist) && syscall.Kill(pid, 0) == syscall.ESRCH
+	return hiddenExited(pid)
+}
+
+// hiddenExited reports whether pid, a process that exists though /proc
+// hides it, has ended: a zombie whose threads have all exited, as its
+// pidfd says by polling readable. Not known (no pidfd before Linux 5.3)
+// is not ended.
+func hiddenExited(pid int) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return errors.Is(err, unix.ESRCH)
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&unix.POLLIN != 0
 }
 
 // killBelow is killTree, which Wait calls once it found the command
