@@ -122,10 +122,10 @@ func TestWaitCountsOnlyWhileTheSupervisorStaysStopped(t *testing.T) {
 // process has it.
 const noSuchPid = 1<<22 + 7
 
-// A process /proc hides (hidepid=2 shows a process this one may not
-// trace, a non-dumpable one of the same user among them, as ENOENT) is
-// not taken for gone while it exists: Wait would kill a running command.
-func TestAProcessProcHidesIsNotTakenForGone(t *testing.T) {
+// A running process /proc hides (hidepid=2 shows a process this one may
+// not trace, a non-dumpable one of the same user among them, as ENOENT)
+// is not taken for ended: Wait would kill a running command.
+func TestARunningProcessProcHidesIsNotTakenForEnded(t *testing.T) {
 	defer func(r func(string) ([]byte, error)) { readProc = r }(readProc)
 	readProc = func(name string) ([]byte, error) {
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOENT}

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 )
 
 // Wait reaps the supervisor only while no Kill (nor Signal) is using its
@@ -33,13 +32,8 @@ func TestWaitReapsTheSupervisorOnlyOutsideKill(t *testing.T) {
 	}()
 	done := make(chan error, 1)
 	go func() { done <- g.Wait() }()
-	// the supervisor has exited (not reaped: WNOWAIT), or Wait reaped it
-	var info [32]int32
-	const pPID, wEXITED, wNOWAIT = 1, 4, 0x1000000
-	_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(cmd.Process.Pid), uintptr(unsafe.Pointer(&info)), wEXITED|wNOWAIT, 0, 0)
-	if e != 0 && e != syscall.ECHILD {
-		t.Fatal(e)
-	}
+	// the supervisor has exited (not reaped), or Wait reaped it
+	exitedUnreaped(cmd.Process.Pid)
 	select {
 	case err := <-done:
 		t.Fatalf("Wait returned (%v), the supervisor reaped, while g.mu was held", err)
@@ -70,18 +64,7 @@ func TestSignalToAStoppedSupervisorWithAFullPipeReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return stopped(cmd.Process.Pid) }, "the supervisor to stop", nil)
-	// filled with words of 0, which the supervisor passes on to no one
-	zeros := make([]byte, 4096)
-	for {
-		_ = g.ctl.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
-		if _, err := g.ctl.Write(zeros); err != nil {
-			if !errors.Is(err, os.ErrDeadlineExceeded) {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	_ = g.ctl.SetWriteDeadline(time.Time{})
+	fillControlPipe(t, g)
 	signalled := make(chan error, 1)
 	go func() { signalled <- g.Signal(syscall.SIGTERM) }()
 	select {
@@ -134,4 +117,21 @@ func waitDone(done <-chan error) <-chan struct{} {
 	c := make(chan struct{})
 	go func() { <-done; close(c) }()
 	return c
+}
+
+// fillControlPipe fills g's control pipe with words of 0, which the
+// supervisor passes on to no one, until a write would wait.
+func fillControlPipe(t *testing.T, g *Group) {
+	t.Helper()
+	zeros := make([]byte, 4096)
+	for {
+		_ = g.ctl.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := g.ctl.Write(zeros); err != nil {
+			if !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	_ = g.ctl.SetWriteDeadline(time.Time{})
 }

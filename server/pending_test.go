@@ -28,7 +28,6 @@ func TestATurnsEndWaitsForTheEndEventsOfTheAsksItsCallsLeft(t *testing.T) {
 	for _, a := range []*ask{approvalAsk, elicitation, goesOn, partly, otherTurn} {
 		as.add(a)
 	}
-	approvalAsk.state = "expired" // ended by its asker, its event not yet emitted
 	var told atomic.Int32
 	// the elicitation told well after the approval: a wait for the
 	// first alone is caught every time

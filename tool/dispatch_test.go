@@ -230,12 +230,16 @@ func TestAHandlerGivenUpOnByACancelSeesTheCancelsCause(t *testing.T) {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		// other contexts under ctx: its cancel reaches them in the map's
 		// order, which leaves the round time to end first
+		var stops []context.CancelFunc
 		for range 200 {
 			_, stop := context.WithCancel(ctx)
-			defer stop()
+			stops = append(stops, stop)
 		}
 		go func() { <-started; cancel(why) }()
 		d.Round(ctx, []Call{{ID: "c", Name: "wait"}})
+		for _, stop := range stops {
+			stop()
+		}
 		if got := <-seen; got != why {
 			t.Fatalf("run %d: the handler given up on saw the cause %v; want the cancel's (%v)", i, got, why)
 		}

@@ -18,6 +18,8 @@ func same(t *testing.T, what string, seed int64, from int, got, want any) {
 	}
 }
 
+// Every reader of the window gives the same answer over a tail from any
+// place up to Least as over the whole list, for generated conversations.
 func TestReadersOverATailAnswerAsOverTheWholeList(t *testing.T) {
 	tails := 0
 	for seed := int64(1); seed <= 300; seed++ {
@@ -66,6 +68,8 @@ func TestReadersOverATailAnswerAsOverTheWholeList(t *testing.T) {
 	}
 }
 
+// A tail from past Least is refused, the error naming the reader that
+// needs an earlier place and why.
 func TestATailPastTheLeastFromIsRefusedSayingWhichReaderNeedsWhat(t *testing.T) {
 	refused := 0
 	for seed := int64(1); seed <= 300; seed++ {
@@ -92,6 +96,7 @@ func TestATailPastTheLeastFromIsRefusedSayingWhichReaderNeedsWhat(t *testing.T) 
 	}
 }
 
+// A reader cannot reach before a tail's From: At panics for such a place.
 func TestATailPanicsForAPlaceBeforeItsFrom(t *testing.T) {
 	stored := []history.Message{
 		{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "a"}}},
