@@ -273,7 +273,10 @@ func (g *Group) Signal(sig os.Signal) error {
 // Kill kills the command and everything it started — in its group or not,
 // its children's children, whatever called setsid — and returns once they
 // are all gone. The supervisor itself is reaped by Wait. A second Kill
-// does nothing.
+// does nothing. Once Wait has found the supervisor exited, Kill kills
+// nothing: the supervisor killed what was below it before it exited,
+// unless it was killed from outside, and then what it left is out of
+// reach (docs/security.md).
 func (g *Group) Kill() {
 	g.killing.Store(true)
 	g.mu.Lock()

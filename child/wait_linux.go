@@ -41,8 +41,9 @@ import (
 // count begun anew. The command's own process has ended when /proc shows
 // it gone or a zombie with no thread left (a main thread that ended on
 // its own, while others run, has not); /proc not readable (out of file
-// descriptors), or a process that still exists though /proc hides it
-// (hidepid), says it runs. While it runs, Wait only continues
+// descriptors) says it runs, and a process that still exists though
+// /proc hides it (hidepid) runs unless its pidfd says it has ended
+// (gone). While it runs, Wait only continues
 // a stopped supervisor: it never ends a command itself, nor returns
 // before everything below the supervisor ended.
 func (g *Group) Wait() error {
@@ -154,8 +155,8 @@ func (g *Group) held(sup int) error {
 // thread left), or gone — reaped by the supervisor, its pid perhaps
 // another process's now. A zombie whose other threads run (its main
 // thread ended on its own: pthread_exit) has not ended; nor has one
-// /proc could not be read for (out of file descriptors, hidepid):
-// Wait never ends a command on doubt.
+// /proc could not be read for (out of file descriptors), nor one /proc
+// hides unless gone says it ended: Wait never ends a command on doubt.
 func commandEnded(pid, sup int) bool {
 	state, fields, err := procStat(pid)
 	switch {

@@ -366,7 +366,8 @@ func (l *Limiter) Observe(ctx context.Context, key Key, o Observation) error {
 // with status 0): as ObserveAnswer would the same refusal answered with
 // its status — a wait it asked for holds the key, a rate limit lets one
 // request go first, an overload or a fault leaves the budget — taken as
-// the answer to the latest request let through on key (as Observe), and
+// the answer to the latest request the key's state counts as sent (with
+// Shared, the store's: maybe another process's; State.Apply), and
 // not counted as a second answer (Answer.Again). An o that names no
 // refusal, fault nor wait (an invalid request, an error the reader could
 // not name) says nothing of the key's limits and is not recorded. Its

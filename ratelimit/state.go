@@ -114,8 +114,9 @@ type Answer struct {
 	// Again is what the answer to a request said after the answer was
 	// applied already: an error event inside a stream whose status and
 	// headers were observed as it began (Limiter.ObserveInStream). It is
-	// applied as any answer is, but not counted in Answers a second time:
-	// the request is answered once.
+	// applied as any answer is — to the latest request the state counts
+	// as sent when its ticket is older (State.Apply) — but not counted in
+	// Answers a second time: the request is answered once.
 	Again bool
 }
 

@@ -167,9 +167,9 @@ func NewServer() *sdk.Server {
 		os.Exit(3)
 		return nil
 	})
-	add("stopcrash", "Stops its parent (SIGSTOP), then exits the server in the middle of the call.", nil, func(context.Context, map[string]any) *sdk.CallToolResult {
+	add("stopcrash", "Stops its parent (SIGSTOP, where there is one), then exits the server in the middle of the call.", nil, func(context.Context, map[string]any) *sdk.CallToolResult {
 		fmt.Fprintln(os.Stderr, "mcptest: stopping my parent and crashing as asked")
-		_ = syscall.Kill(os.Getppid(), syscall.SIGSTOP)
+		stopParent()
 		os.Exit(3)
 		return nil
 	})
