@@ -296,12 +296,6 @@ func conversationCost(p Pricer, model string, msgs []history.Message) (all, turn
 	return priced.Cost.Dollars, turn, nil
 }
 
-// lastCached is lastCachedOf the whole of msgs.
-func lastCached(msgs []history.Message, ttl string, now time.Time) (history.Usage, bool) {
-	t := window.Whole(msgs)
-	return lastCachedOf(&t, ttl, now)
-}
-
 // lastCachedOf is the usage of the last answer in t with one, and
 // whether its cached prefix is still warm at now: the answer was stored
 // within the cache's lifetime (ttl "1h", else five minutes) and no

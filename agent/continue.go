@@ -65,15 +65,10 @@ func (a *Agent) claimed(ctx context.Context, id string, prompt *string, on func(
 	return tr, err
 }
 
-// continuing reads where the last turn of stored (answered by Recover
-// already) stands: whether it has ended, and the rounds it ran. The turn
-// begins at the last user message that is a prompt (no tool results).
-func continuing(stored []history.Message, maxRounds int) (TurnResult, bool) {
-	st := wholeState(stored)
-	return continuingOf(&st, maxRounds)
-}
-
-// continuingOf is continuing of the conversation st holds.
+// continuingOf reads where the last turn of the conversation st holds
+// (answered by Recover already) stands: whether it has ended, and the
+// rounds it ran. The turn begins at the last user message that is a
+// prompt (no tool results).
 func continuingOf(st *readState, maxRounds int) (TurnResult, bool) {
 	var tr TurnResult
 	start := st.lastPrompt()
