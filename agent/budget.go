@@ -275,7 +275,7 @@ func turnStart(msgs []history.Message) int {
 // the API give the same), under the model that the settings stored with
 // it or before it name — model when the conversation stored none; turn is
 // what the answers after the last prompt cost (a continued turn's so far,
-// as continuing counts its usage). It fails for one whose cost is
+// as continuingOf counts its usage). It fails for one whose cost is
 // unknown, saying why.
 func conversationCost(p Pricer, model string, msgs []history.Message) (all, turn float64, err error) {
 	priced := price.ConversationAt(p, model, msgs)

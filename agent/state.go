@@ -11,7 +11,7 @@ import (
 // stored messages from place From on (a window.Tail, places absolute),
 // and the facts of the messages before From that the readers need — the
 // last settings stored, and how many of them are records. Every reader
-// of a turn's start (recover, continuing, newBudget, checkSettings,
+// of a turn's start (recover, continuingOf, newBudget, checkSettings,
 // droppable) and of fit (the plan, the request, clearing, a summary)
 // takes one instead of the whole message list, so that a store that keeps
 // the facts can serve a resume without reading the older messages (issue
@@ -67,7 +67,7 @@ func stateOf(stored []history.Message, from int, dollars bool) (readState, error
 //
 //   - recover answers the calls of the last message that is not a
 //     record: From is at most its place;
-//   - a continued turn (continuing) and the budgets (newBudget's
+//   - a continued turn (continuingOf) and the budgets (newBudget's
 //     turnStart) read from the last prompt on: From is at most its place;
 //   - the budgets' last cached usage (lastCached) is the last answer with
 //     usage: From is at most its place;
