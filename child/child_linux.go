@@ -444,15 +444,14 @@ const (
 // /proc, or a zombie (its children already given to the subreaper).
 func exited(pids map[int]bool) bool {
 	for k := range pids {
-		stat, err := readProc("/proc/" + strconv.Itoa(k) + "/stat")
+		state, _, err := procStat(k)
 		if err != nil {
 			if gone(k, err) {
 				continue
 			}
 			return false // not known: not taken for exited
 		}
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z' {
+		if state != 'Z' {
 			return false
 		}
 	}

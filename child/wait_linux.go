@@ -10,9 +10,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/myelin-run/myelin/internal/supervisor"
 )
 
 // Wait waits for the command to end, and returns as cmd.Wait would (it
@@ -91,25 +92,11 @@ func (g *Group) Wait() error {
 // of a command's stdio that is not a file, as long as its other end is
 // held open, and Kill must not wait behind that.
 func (g *Group) reap() error {
-	exitedUnreaped(g.cmd.Process.Pid)
+	supervisor.ExitedUnreaped(g.cmd.Process.Pid)
 	g.mu.Lock()
 	g.reaped = true
 	g.mu.Unlock()
 	return g.cmd.Wait()
-}
-
-// exitedUnreaped returns once this process's child pid has exited,
-// leaving it unreaped (a zombie), or at once when pid is no child of
-// this process's to wait for (ECHILD: reaped already).
-func exitedUnreaped(pid int) {
-	var info [32]int32 // a siginfo_t (128 bytes)
-	const pPID, wEXITED, wNOWAIT = 1, 4, 0x1000000
-	for {
-		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), wEXITED|wNOWAIT, 0, 0)
-		if e != syscall.EINTR {
-			return
-		}
-	}
 }
 
 // waitPollMost bounds how far apart Wait's looks at a supervisor that has

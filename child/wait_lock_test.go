@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/internal/supervisor"
 )
 
 // Wait reaps the supervisor only while no Kill (nor Signal) is using its
@@ -33,7 +35,7 @@ func TestWaitReapsTheSupervisorOnlyOutsideKill(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- g.Wait() }()
 	// the supervisor has exited (not reaped), or Wait reaped it
-	exitedUnreaped(cmd.Process.Pid)
+	supervisor.ExitedUnreaped(cmd.Process.Pid)
 	select {
 	case err := <-done:
 		t.Fatalf("Wait returned (%v), the supervisor reaped, while g.mu was held", err)

@@ -126,13 +126,7 @@ func confined(env []string, tmp string) ([]string, *syscall.SysProcAttr) {
 func waitForEnd(pid, ctl int) {
 	exited := make(chan struct{})
 	go func() { // waits without reaping: the group id stays the command's
-		var info [128]byte
-		for {
-			_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), wEXITED|wNOWAIT, 0, 0)
-			if e != syscall.EINTR {
-				break
-			}
-		}
+		ExitedUnreaped(pid)
 		close(exited)
 	}()
 	words := make(chan byte)
@@ -232,4 +226,19 @@ func exitAs(ws syscall.WaitStatus) int {
 	n := itoa(int(sig))
 	_ = syscall.Exec("/bin/sh", []string{"sh", "-c", "kill -" + n + " $$; exit " + itoa(128+int(sig))}, nil)
 	return 128 + int(sig)
+}
+
+// ExitedUnreaped returns once this process's child pid has exited,
+// leaving it unreaped (a zombie, its pid and group id still its own), or
+// at once when pid is no child of this process's to wait for (ECHILD:
+// reaped already). The supervisor waits so for its command; myelin's
+// child package for a supervisor, before it marks it reaped.
+func ExitedUnreaped(pid int) {
+	var info [128]byte // a siginfo_t
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), wEXITED|wNOWAIT, 0, 0)
+		if e != syscall.EINTR {
+			return
+		}
+	}
 }
