@@ -49,16 +49,10 @@ func SummaryWords(budget int) int {
 	return max(100, int(float64(budget)*SummaryShare*0.75))
 }
 
-// boundary reports whether a summary may end before stored[i]: the
-// request would then go on from a message that may follow the summary's
-// user message — an assistant message that follows a user message, or a
-// user message that holds no tool results.
-func boundary(stored []history.Message, i int) bool {
-	t := Whole(stored)
-	return boundaryIn(&t, i)
-}
-
-// boundaryIn is boundary of t's message at place i.
+// boundaryIn reports whether a summary may end before t's message at
+// place i: the request would then go on from a message that may follow
+// the summary's user message — an assistant message that follows a user
+// message, or a user message that holds no tool results.
 func boundaryIn(t *Tail, i int) bool {
 	m := t.At(i)
 	switch m.Role {

@@ -151,13 +151,6 @@ func View(stored []history.Message) []history.Message {
 	return s.View()
 }
 
-// viewTo is View of the messages before place end, with the edits of every
-// record in stored applied (also those at or after end).
-func viewTo(stored []history.Message, end int) []history.Message {
-	t := Whole(stored)
-	return viewWith(&t, gather(stored), end)
-}
-
 // viewWith is View of t's messages before place end under e, the edits of
 // all of t.
 func viewWith(t *Tail, e edits, end int) []history.Message {
@@ -188,13 +181,6 @@ func viewWith(t *Tail, e edits, end int) []history.Message {
 		}
 	}
 	return out
-}
-
-// size is the bytes and images of what View(stored[:end]) sends, without
-// building it, with the edits of the records before end applied.
-func size(stored []history.Message, end int) (bytes, images int) {
-	t := Whole(stored)
-	return t.size(end)
 }
 
 // size is the bytes and images of what View sends of t's messages before
