@@ -44,6 +44,7 @@ type memConversation struct {
 	kept  map[string]Part
 	order []string // call ids of kept, in the order first kept
 	seq   uint64   // the Memory's count of conversations made, at its making: Branches' order
+	mark  Mark     // memory_mark.go; dropped by Rewind and Switch
 }
 
 func (s *Memory) clock() time.Time {

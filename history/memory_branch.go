@@ -179,6 +179,7 @@ func (s *Memory) Rewind(ctx context.Context, id string, at int) (Conversation, e
 	}
 	s.repoint(at, c, br, map[string]string{id: br.rec.ID})
 	br.kept, br.order, c.kept, c.order = c.kept, c.order, nil, nil
+	c.mark = Mark{} // its messages changed other than by an append
 	c.rec.Updated = now
 	c.count()
 	br.count()
@@ -287,6 +288,7 @@ func (s *Memory) Switch(ctx context.Context, id, branch string) error {
 	}
 	s.repoint(p, x, b, map[string]string{id: branch, branch: id})
 	x.kept, x.order, b.kept, b.order = b.kept, b.order, x.kept, x.order
+	x.mark, b.mark = Mark{}, Mark{} // both hold other messages now
 	now := s.clock().UTC()
 	x.rec.Updated, b.rec.Updated = now, now
 	x.count()

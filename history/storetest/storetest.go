@@ -94,7 +94,8 @@ func (e *env) conversation(id string) {
 // those implementing history.Blobs theirs (blobs.go), and
 // history.Deleter theirs (delete.go), and history.Brancher theirs
 // (branches.go, branches_rewind.go; skipped, saying so, by a store that
-// does not implement it).
+// does not implement it), and history.Marker theirs (marks.go; skipped
+// alike).
 func Run(t *testing.T, subject Subject) {
 	for _, tc := range []struct {
 		name string
@@ -156,6 +157,9 @@ func Run(t *testing.T, subject Subject) {
 		{"ForksAtAnyPointWhileTheOwnerAppendsReadTheirBasesMessagesThen", func(t *testing.T, s Subject) { forksWhileOwnerWrites(t, s, false) }}, // branches_concurrent.go
 		{"ForksWhileTheOwnerAppendsAndRewindsReadTheirBasesMessagesThen", func(t *testing.T, s Subject) { forksWhileOwnerWrites(t, s, true) }},
 		{"RangesReadAsThatPartOfTheMessagesThroughForksRewindsAndSwitches", rangesReadAsMessages}, // range.go
+		{"MarksAreReadBackWithTheirTail", marksAreReadBackWithTheirTail},                          // marks.go
+		{"BadMarksAreRefusedAndLeaveTheMarkThatStood", badMarksAreRefused},
+		{"MarksGoWithWhatTheyWereSetOver", marksGoWithWhatTheyWereSetOver},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}

@@ -104,3 +104,16 @@ func CheckRange(id string, from, to int) error {
 	}
 	return nil
 }
+
+// CheckMark is the error for marking conversation id, of count messages,
+// from message from with facts bytes of facts (history.Marker.SetMark),
+// or nil when it may be.
+func CheckMark(id string, from, facts, count int) error {
+	switch {
+	case from < 0 || from > count:
+		return fmt.Errorf("marking conversation %s from message %d: it holds %d messages, so a mark starts between 0 and %d", id, from, count, count)
+	case from == 0 && facts > 0:
+		return fmt.Errorf("marking conversation %s from message 0 with %d bytes of facts: a mark from 0 is no mark, and has none", id, facts)
+	}
+	return nil
+}
