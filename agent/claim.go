@@ -99,11 +99,10 @@ func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 	// Read whatever ctx says: the turn holds the claim and has said it
 	// started, so a cancel now ends it after what it did is kept.
 	read := context.WithoutCancel(ctx)
-	msgs, err := a.Store.Messages(read, id)
+	st, err := a.load(read, id, false)
 	if err != nil {
 		return rec, err
 	}
-	st := wholeState(msgs)
 	last, ok := st.lastMessage() // a record is no answer: it looks past them
 	calls := last.ToolCalls()
 	if !ok || last.Role != history.Assistant || len(calls) == 0 {

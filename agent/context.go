@@ -126,12 +126,12 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 	}
 	var whyNoSummary error // why a summary asked for was not had
 	for range maxEdits {
-		stored, err := a.Store.Messages(ctx, id)
+		st, err := a.load(ctx, id, false)
 		if err != nil {
 			return provider.Request{}, 0, window.Count{}, done, err
 		}
-		st := wholeState(stored)
 		g := window.GatherTail(st.tail) // once for the plan and the request
+		a.keepMark(ctx, id, &st, g, on)
 		plan := a.Context.PlanFor(s.budget, s.fixed, g, refused)
 		// A summary goes first when it is needed, so that its request is
 		// the conversation's own last prefix, which the provider has
@@ -182,10 +182,9 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				if plan.Summarise && whyNoSummary == nil {
 					continue // a refusal's clearing: now the summary, if still needed
 				}
-				if stored, err = a.Store.Messages(ctx, id); err != nil {
+				if st, err = a.load(ctx, id, false); err != nil {
 					return provider.Request{}, 0, window.Count{}, done, err
 				}
-				st = wholeState(stored)
 				g = window.GatherTail(st.tail)
 				size = g.Measure(s.fixed)
 			} else if failed != nil {

@@ -124,11 +124,10 @@ func (a *Agent) EndCancelled(ctx context.Context, id string) error {
 	if _, err := a.recover(ctx, id); err != nil {
 		return err
 	}
-	stored, err := a.Store.Messages(ctx, id)
+	st, err := a.load(ctx, id, false)
 	if err != nil {
 		return err
 	}
-	st := wholeState(stored)
 	if _, ended := continuingOf(&st, a.roundLimit()); ended {
 		return nil
 	}

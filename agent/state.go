@@ -15,9 +15,12 @@ import (
 // droppable) and of fit (the plan, the request, clearing, a summary)
 // takes one instead of the whole message list, so that a store that keeps
 // the facts can serve a resume without reading the older messages (issue
-// 34). Today every one is made from the whole list (wholeState: From 0);
-// stateOf makes one from a later From, for the tests that hold each
-// reader's answer over it equal to its answer over the whole list.
+// 34). A turn reads one through load (mark.go): from the mark the store
+// keeps (history.Mark), whose facts are these, or whole (wholeState:
+// From 0) when it keeps none the agent can use, or the turn holds a cost
+// budget; stateOf makes one from a later From out of the whole list, for
+// the tests that hold each reader's answer over it equal to its answer
+// over the whole list.
 //
 // It is agent's, over window.Tail, because what it adds (settings, a
 // record count) is not the window's to know, and the window's facts are
@@ -112,13 +115,33 @@ func (st *readState) end() int { return st.tail.End() }
 // lastMessage is the last stored message that is not a record; false
 // when there is none.
 func (st *readState) lastMessage() (history.Message, bool) {
-	t := &st.tail
-	for i := t.End() - 1; i >= t.From(); i-- {
-		if m := t.At(i); !m.IsRecord() {
-			return *m, true
-		}
+	if i := st.lastMessagePlace(); i >= 0 {
+		return *st.tail.At(i), true
 	}
 	return history.Message{}, false // and none before From either (leastFrom)
+}
+
+// lastMessagePlace is the place of the last stored message that is not a
+// record, or -1.
+func (st *readState) lastMessagePlace() int {
+	t := &st.tail
+	for i := t.End() - 1; i >= t.From(); i-- {
+		if !t.At(i).IsRecord() {
+			return i
+		}
+	}
+	return -1
+}
+
+// lastUsage is the place of the last answer with usage, or -1.
+func (st *readState) lastUsage() int {
+	t := &st.tail
+	for i := t.End() - 1; i >= t.From(); i-- {
+		if m := t.At(i); m.Role == history.Assistant && m.Usage != nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // lastPrompt is the place of the last prompt (a user message that is not

@@ -157,11 +157,11 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	// cancel from now on ends the turn at its request, with the prompt and
 	// a cut answer kept (on every store alike).
 	kept := context.WithoutCancel(ctx)
-	stored, err := a.Store.Messages(kept, id)
+	// a cost budget prices every stored answer: it reads them all
+	st, err := a.load(kept, id, a.MaxCost > 0 || a.MaxConversationCost > 0)
 	if err != nil {
 		return nil, false, err
 	}
-	st := wholeState(stored)
 	t = &turning{a: a, id: id, on: on, ctx: ctx, maxRounds: a.roundLimit()}
 	if prompt == nil {
 		if t.tr, ended = continuingOf(&st, t.maxRounds); ended {

@@ -80,3 +80,23 @@ func (s *Stored) editsBefore(k int) (edits, bool) {
 	}
 	return s.before, s.split
 }
+
+// Least is Least of s's conversation as its tail tells it: the greatest
+// From from which a Tail gives every reader of this package the answer it
+// gives over the whole list — the start of the view in force now, or
+// that of the request the last counted answer counted when it started
+// before. For a tail whose From is at most Least of the whole list it is
+// that Least (neither the summary in force nor the last counted answer
+// stands before such a From), so a caller may keep it (history.Mark) and
+// read only from it later: it never falls as messages are added after
+// the tail, since a later summary ends later and a later counted answer's
+// request starts no earlier.
+func (s *Stored) Least() int {
+	from := s.all.first()
+	if s.last >= 0 {
+		if before, _ := s.editsBefore(s.last); before.first() < from {
+			from = before.first()
+		}
+	}
+	return from
+}

@@ -1,7 +1,10 @@
 package window
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/myelin-run/myelin/history"
 )
@@ -180,4 +183,40 @@ func (t *Tail) lastCounted() int {
 		return t.from + k
 	}
 	return -1
+}
+
+// BeforeAt is Before of t's conversation at place from, which is t's From
+// or after and at most its End: what precedes t's From (t's own Before)
+// and t's records before from, as BeforeOf would give it from the whole
+// list. It is what a caller keeps beside a later From (history.Mark), so
+// that a Tail from there reads right. Its Cleared are in the order of
+// their places.
+func (t *Tail) BeforeAt(from int) Before {
+	if from < t.from || from > t.End() {
+		panic(fmt.Sprintf("window: the facts before place %d were asked of a tail from place %d to %d", from, t.from, t.End()))
+	}
+	e := t.gatheredTo(from)
+	b := Before{Records: e.records, Edited: e.any, Summary: e.summary}
+	for _, cs := range []map[place]history.Cleared{e.results, e.inputs} {
+		for p, c := range cs {
+			if p.msg >= from {
+				b.Cleared = append(b.Cleared, c)
+			}
+		}
+	}
+	slices.SortFunc(b.Cleared, func(x, y history.Cleared) int {
+		return cmp.Or(cmp.Compare(x.Msg, y.Msg), strings.Compare(x.CallID, y.CallID), compareBool(x.Input, y.Input))
+	})
+	return b
+}
+
+// compareBool orders false before true.
+func compareBool(x, y bool) int {
+	switch {
+	case x == y:
+		return 0
+	case !x:
+		return -1
+	}
+	return 1
 }

@@ -1,0 +1,140 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/window"
+)
+
+// This file is how a turn reads a conversation through the mark its store
+// keeps (history.Mark): the place from which every reader of a turn's
+// start and of fit answers as over the whole list (leastFrom), and the
+// facts of the messages before it, so that a process resuming a long
+// conversation whose older part was summarised reads only its tail
+// (issue 34, point 4). The agent sets the mark when the summary in force
+// has moved past it; the store keeps it, and drops it when the messages
+// change other than by an append (Rewind, Switch).
+
+// markFacts are the agent's facts of the messages before a mark's From,
+// kept in history.Mark.Facts as JSON: what a readState holds beside its
+// tail (the last settings, the count of records) and the window's facts
+// (window.Before).
+type markFacts struct {
+	// V is markVersion: facts of another version are not read (whole).
+	V        int               `json:"v"`
+	Settings *history.Settings `json:"settings,omitempty"`
+	Records  int               `json:"records"`
+	Window   window.Before     `json:"window"`
+}
+
+// markVersion is the version of markFacts this agent writes and reads.
+const markVersion = 1
+
+// load is conversation id as a turn reads it: from the mark the store
+// keeps, when it keeps one this agent can use, else whole. whole reads
+// it whole all the same: a cost budget prices every stored answer.
+func (a *Agent) load(ctx context.Context, id string, whole bool) (readState, error) {
+	if !whole {
+		m, msgs, err := history.ReadMarked(ctx, a.Store, id)
+		if err != nil {
+			return readState{}, err
+		}
+		if m.From == 0 {
+			return wholeState(msgs), nil
+		}
+		if st, ok := markedState(m, msgs); ok {
+			return st, nil
+		}
+		// a mark this agent cannot use (another version's, or one that
+		// no longer holds): read whole, and the next fit sets it again
+	}
+	msgs, err := a.Store.Messages(ctx, id)
+	if err != nil {
+		return readState{}, err
+	}
+	return wholeState(msgs), nil
+}
+
+// markedState is the readState of a conversation read from mark m on
+// (msgs: the messages from m.From), and whether it may be used: its facts
+// are of this version, and what the tail holds agrees with the mark — the
+// places every reader needs (the last message that is not a record, the
+// last prompt, the last answer with usage, the view now and at the last
+// counted answer) are From or after. A mark that fails this was not set
+// by this agent over these messages; the conversation is read whole.
+func markedState(m history.Mark, msgs []history.Message) (readState, bool) {
+	var f markFacts
+	d := json.NewDecoder(bytes.NewReader(m.Facts))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&f); err != nil || f.V != markVersion || f.Records < 0 || f.Records > m.From {
+		return readState{}, false
+	}
+	st := readState{tail: window.NewTail(m.From, msgs, f.Window), settings: f.Settings, records: f.Records}
+	if _, ok := st.lastMessage(); !ok || st.lastPrompt() < 0 || st.lastUsage() < 0 {
+		return readState{}, false
+	}
+	if window.GatherTail(st.tail).Least() < m.From {
+		return readState{}, false
+	}
+	return st, true
+}
+
+// markFrom is the greatest From the readers of a turn allow, as st's tail
+// tells it (leastFrom without a cost budget), given g, st's tail gathered.
+// It is never below st's From when st's From is at most leastFrom of the
+// whole list, and it never falls as messages are added.
+func markFrom(st *readState, g *window.Stored) int {
+	from := g.Least()
+	if from <= st.tail.From() {
+		return from
+	}
+	for _, p := range []int{st.lastMessagePlace(), st.lastPrompt(), st.lastUsage()} {
+		if p >= 0 && p < from {
+			from = p
+		}
+	}
+	return from
+}
+
+// factsAt are the facts of st's messages before place from (st's From or
+// after, at most its end).
+func (st *readState) factsAt(from int) markFacts {
+	f := markFacts{V: markVersion, Settings: st.settings, Records: st.records, Window: st.tail.BeforeAt(from)}
+	for i := st.tail.From(); i < from; i++ {
+		m := st.tail.At(i)
+		if m.Settings != nil {
+			f.Settings = m.Settings
+		}
+		if m.IsRecord() {
+			f.Records++
+		}
+	}
+	return f
+}
+
+// keepMark has the store keep conversation id's mark at markFrom when it
+// is past the From st was read from — the summary in force moved on —, so
+// that a later read, in this process or after a restart, reads from
+// there. A mark that cannot be kept costs a later read its speed, not the
+// turn: it is said as a notice.
+func (a *Agent) keepMark(ctx context.Context, id string, st *readState, g *window.Stored, on func(Event)) {
+	mk, ok := a.Store.(history.Marker)
+	if !ok {
+		return
+	}
+	from := markFrom(st, g)
+	if from <= st.tail.From() {
+		return
+	}
+	facts, err := json.Marshal(st.factsAt(from))
+	if err == nil {
+		err = mk.SetMark(history.Lazy(ctx), id, history.Mark{From: from, Facts: facts})
+	}
+	if err != nil && ctx.Err() == nil {
+		on(Event{Kind: Notice, Text: fmt.Sprintf("the place a restart reads conversation %s from could not be kept (%v): it will be read whole", id, err)})
+	}
+}

@@ -1,0 +1,205 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/historytest"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/window"
+)
+
+// The mark the agent keeps over a conversation is leastFrom's place, and
+// it stays true through every message added after it: a readState made
+// from the mark and the messages from it on gives every reader of a
+// turn's start and of fit the answer the whole list gives — at the
+// moment it was set and after each later message.
+func TestAMarkSetOverAConversationHoldsThroughEveryLaterAppend(t *testing.T) {
+	marks, used := 0, 0
+	for seed := int64(1); seed <= 120; seed++ {
+		stored := historytest.Generated(seed)
+		a := &Agent{Model: "model-0"}
+		now := a.settings(sizing{conv: history.Conversation{System: "system"}, digest: "tools"})
+		r := rand.New(rand.NewSource(-seed))
+		for i := range stored {
+			if stored[i].Settings != nil && r.Intn(2) == 0 {
+				stored[i].Settings = &now
+			}
+		}
+		for n := 1; n <= len(stored); n++ {
+			whole := wholeState(stored[:n])
+			from := markFrom(&whole, window.GatherTail(whole.tail))
+			if least, why := leastFrom(stored[:n], false); from != least {
+				t.Fatalf("seed %d, %d messages: the mark is at %d; leastFrom says %d (%s)", seed, n, from, least, why)
+			}
+			if from == 0 {
+				continue
+			}
+			marks++
+			facts, err := json.Marshal(whole.factsAt(from))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := history.Mark{From: from, Facts: facts}
+			// from a marked tail, the mark is found again
+			if st, ok := markedState(m, stored[from:n]); ok {
+				if got := markFrom(&st, window.GatherTail(st.tail)); got != from {
+					t.Fatalf("seed %d, %d messages: a tail from the mark at %d puts it at %d", seed, n, from, got)
+				}
+			}
+			for end := n; end <= len(stored); end += 1 + (len(stored)-n)/4 {
+				st, ok := markedState(m, stored[from:end])
+				if !ok {
+					continue // its tail lacks what the check needs: read whole
+				}
+				used++
+				all := wholeState(stored[:end])
+				want := startOf(t, &all, now, false)
+				if got := startOf(t, &st, now, false); !reflect.DeepEqual(got, want) {
+					for i := range got {
+						if !reflect.DeepEqual(got[i], want[i]) {
+							t.Fatalf("seed %d: a mark set at %d of %d messages, read at %d: reader answer %d is\n%+v\nover the whole list\n%+v", seed, from, n, end, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+	if marks < 300 || used < 300 {
+		t.Fatalf("%d marks set, %d read back: the generated conversations do not test marks", marks, used)
+	}
+}
+
+// A mark this agent cannot use — facts of another version, or not JSON,
+// or counting more records than places, or a place past what the tail
+// holds allows — is not used: the conversation is read whole.
+func TestAMarkThisAgentCannotUseIsReadWhole(t *testing.T) {
+	var stored []history.Message
+	var least int
+	for seed := int64(1); least < 4; seed++ {
+		stored = historytest.Generated(seed)
+		least, _ = leastFrom(stored, false)
+	}
+	whole := wholeState(stored)
+	good, err := json.Marshal(whole.factsAt(least))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := markedState(history.Mark{From: least, Facts: good}, stored[least:]); !ok {
+		t.Fatal("the agent's own mark at leastFrom is not used")
+	}
+	other := strings.Replace(string(good), `"v":1`, `"v":2`, 1)
+	many := strings.Replace(string(good), `"records":`, `"records":1000`, 1)
+	for what, m := range map[string]history.Mark{
+		"another version":                {From: least, Facts: []byte(other)},
+		"facts that are not JSON":        {From: least, Facts: []byte("{")},
+		"facts with a field unknown":     {From: least, Facts: []byte(`{"v":1,"records":0,"window":{},"more":1}`)},
+		"more records than places":       {From: least, Facts: []byte(many)},
+		"a place past what readers need": {From: len(stored), Facts: good},
+	} {
+		if _, ok := markedState(m, stored[m.From:]); ok {
+			t.Errorf("a mark with %s is used", what)
+		}
+		s := &history.Memory{}
+		if err := s.Create(context.Background(), history.Conversation{ID: "c"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(context.Background(), "c", stored...); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetMark(context.Background(), "c", m); err != nil {
+			t.Fatal(err)
+		}
+		st, err := (&Agent{Store: s}).load(context.Background(), "c", false)
+		if err != nil || st.tail.From() != 0 || st.end() != len(stored) {
+			t.Errorf("a mark with %s: the turn read from %d to %d (%v); want the whole of %d", what, st.tail.From(), st.end(), err, len(stored))
+		}
+	}
+}
+
+// countingMemory is a Memory that counts its whole reads (Messages) and
+// its reads from a mark past place 0.
+type countingMemory struct {
+	*history.Memory
+	whole, tails atomic.Int64
+}
+
+func (c *countingMemory) Messages(ctx context.Context, id string) ([]history.Message, error) {
+	c.whole.Add(1)
+	return c.Memory.Messages(ctx, id)
+}
+
+func (c *countingMemory) Marked(ctx context.Context, id string) (history.Mark, []history.Message, error) {
+	m, msgs, err := c.Memory.Marked(ctx, id)
+	if m.From > 0 {
+		c.tails.Add(1)
+	}
+	return m, msgs, err
+}
+
+// unmarked is a Store that keeps no marks: every read is whole.
+type unmarked struct{ history.Store }
+
+// A summarised conversation resumed by a fresh agent on a store that
+// keeps marks is read from its mark, never whole, and every request it
+// sends is byte for byte the one an agent reading it whole sends: the
+// first turn sets the mark, the next (a restart) reads from it.
+func TestAResumedTurnReadsFromTheMarkAndSendsWhatAWholeReadSends(t *testing.T) {
+	var stored []history.Message
+	for seed := int64(1); ; seed++ {
+		stored = historytest.Generated(seed)
+		least, _ := leastFrom(stored, false)
+		if last := stored[len(stored)-1]; least > 4 && last.Role == history.Assistant && len(last.ToolCalls()) == 0 {
+			break
+		}
+	}
+	w := testWires["anthropic"]
+	run := func(s history.Store) [][]byte {
+		ctx := context.Background()
+		if err := s.Create(ctx, history.Conversation{ID: "c", System: "system"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Append(ctx, "c", stored...); err != nil {
+			t.Fatal(err)
+		}
+		srv := w.server(t)
+		for turn := range 3 {
+			p, err := w.provider(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &Agent{Provider: p, Store: s, Tools: &tool.Registry{}, Model: "claude-test", ContextWindow: 1_000_000} // a fresh agent a turn: a restart
+			srv.Push(providertest.Step{Text: "ok", Input: 100, Output: 1})
+			if _, err := a.Turn(ctx, "c", "go on "+string(rune('a'+turn)), func(Event) {}); err != nil {
+				t.Fatalf("turn %d: %v", turn, err)
+			}
+		}
+		return srv.Requests()
+	}
+	want := run(unmarked{&history.Memory{}})
+	s := &countingMemory{Memory: &history.Memory{}}
+	got := run(s)
+	if len(got) != len(want) {
+		t.Fatalf("%d requests sent; reading whole, %d", len(got), len(want))
+	}
+	for i := range got {
+		if string(got[i]) != string(want[i]) {
+			t.Fatalf("request %d differs from the one a whole read sends:\n%s\nwant\n%s", i, got[i], want[i])
+		}
+	}
+	if s.tails.Load() == 0 {
+		t.Fatal("no read was from a mark: the turns did not set one, or did not read through it")
+	}
+	// before the mark was set, Marked gave every message; a fallback to
+	// Messages would mean a mark the agent set was not one it could use
+	if n := s.whole.Load(); n != 0 {
+		t.Fatalf("%d whole reads (Messages) with a mark the agent could use", n)
+	}
+}
