@@ -32,7 +32,9 @@ import (
 // stored conversation"): a fresh `myelin run --conversation ID` on a
 // stored conversation of 10k and 100k messages (an answer with a tool call
 // and its result, over and over; a window large enough that nothing is
-// taken out), from the process's start to its request reaching a fake
+// taken out), and of 100k messages all but the last 1k of which a summary
+// record stands for (the mark the running agent's first turn sets lets a
+// resume read those only), from the process's start to its request reaching a fake
 // provider on loopback (resumed-ms), side by side in every iteration with
 // its two floors:
 //
@@ -59,11 +61,19 @@ func BenchmarkResumeRun(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, n := range []int{10000, 100000} {
-		b.Run(fmt.Sprintf("%dk-messages", n/1000), func(b *testing.B) {
+	for _, c := range []struct{ n, kept int }{{10000, 0}, {100000, 0}, {100000, 1000}} {
+		name := fmt.Sprintf("%dk-messages", c.n/1000)
+		if c.kept > 0 {
+			name += fmt.Sprintf("-summarised-to-%dk", c.kept/1000)
+		}
+		n := c.n
+		b.Run(name, func(b *testing.B) {
 			dir, home := b.TempDir(), b.TempDir()
 			path := filepath.Join(dir, ".myelin", "history.db")
 			id := storedRounds(b, path, n)
+			if c.kept > 0 {
+				summarised(b, path, id, n, c.kept)
+			}
 			srv := providertest.NewAnthropic(b)
 			target, _ := url.Parse(srv.URL)
 			proxy := httputil.NewSingleHostReverseProxy(target)
@@ -123,6 +133,12 @@ func BenchmarkResumeRun(b *testing.B) {
 			}
 			before := os.Getenv("MYELIN_RESUME_BEFORE")
 			next()
+			if c.kept > 0 {
+				// the running agent's turn set the mark a resume reads from
+				if m, _, err := history.ReadMarked(context.Background(), store, id); err != nil || m.From == 0 {
+					b.Fatalf("the summarised conversation's mark after a turn: from %d, %v; want one past place 0", m.From, err)
+				}
+			}
 			resume(bin)
 			var resumed, afterMain, cpus, versions, runs, befores, beforeCPUs []time.Duration
 			older := func() {
@@ -193,6 +209,27 @@ func storedRounds(b testing.TB, path string, n int) string {
 		b.Fatal(err)
 	}
 	return id
+}
+
+// summarised adds to conversation id of n messages, in the store at path,
+// a record summarising all but about its last kept messages: what a long
+// session that the window's policy has summarised holds (a turn then sends
+// the summary and the messages after it, and a resume need read only
+// those: issue 34, point 4).
+func summarised(b testing.TB, path, id string, n, kept int) {
+	store, err := sqlite.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	through := n - kept
+	if through%2 == 0 {
+		through-- // an answer's place (storedRounds: a prompt, then calls and results)
+	}
+	rec := history.Message{Role: history.Context, Edit: &history.Edit{Why: "the window is full", Summary: &history.Summary{Through: through, Text: "We read the files one by one; each said what was asked."}}}
+	if err := store.Append(context.Background(), id, rec); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // initLine is a line GODEBUG=inittrace=1 writes for a package's init:
