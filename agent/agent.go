@@ -263,18 +263,18 @@ func (a *Agent) ToolDefs() ([]provider.Tool, error) {
 
 // Request builds the next request of a conversation from what the store
 // holds, as a turn sends it when it needs no new edit: the stored messages
-// with the stored edits applied (window.View). It decides nothing and
-// stores nothing.
+// with the stored edits applied (window.View), read from the store's mark
+// as a turn reads them. It decides nothing and stores nothing.
 func (a *Agent) Request(ctx context.Context, id string) (provider.Request, error) {
 	s, err := a.sizing(ctx, id)
 	if err != nil {
 		return provider.Request{}, err
 	}
-	msgs, err := a.Store.Messages(ctx, id)
+	st, err := a.load(ctx, id, false)
 	if err != nil {
 		return provider.Request{}, err
 	}
-	return a.request(s, window.Gather(msgs)), nil
+	return a.request(s, window.GatherTail(st.tail)), nil
 }
 
 // AnswerRoom is the max_tokens a request sends for an agent whose MaxTokens
