@@ -93,7 +93,7 @@ func (s *Stored) editsBefore(k int) (edits, bool) {
 // request starts no earlier.
 func (s *Stored) Least() int {
 	from := s.all.first()
-	if s.last >= 0 {
+	if from > 0 && s.last >= 0 { // (nothing goes below 0: no need to gather)
 		if before, _ := s.editsBefore(s.last); before.first() < from {
 			from = before.first()
 		}
