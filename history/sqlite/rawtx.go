@@ -122,11 +122,14 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 		{&st.setMark, setMarkSQL},
 		{&st.dropMark, dropMarkSQL},
 	} {
-		var err error
-		if *q.stmt, err = c.PrepareContext(ctx, q.sql); err != nil {
+		prepared, err := c.PrepareContext(ctx, q.sql)
+		if err != nil {
+			// the driver's nil *stmt is not kept: in the interface it
+			// is not nil, and close would call its Close
 			st.close()
 			return nil, err
 		}
+		*q.stmt = prepared
 	}
 	c.stmts = st
 	return st, nil
