@@ -202,9 +202,9 @@ func (s *Store) ownMarked(ctx context.Context, id string) (m history.Mark, msgs 
 // appended to it last through this store, what the store keeps, without
 // a query (ownMarked); else, in one read transaction, the mark and the
 // rows after those kept (or, with none kept from before the mark's
-// place, the rows from it on), which the store then keeps. A rows lost
+// place, the rows from it on), which the store then keeps. A row lost
 // before the mark's place is not looked for (Get and Messages count
-// them); every row read is checked and counted as Messages' are.
+// the rows); every row read is checked and counted as Messages' are.
 func (s *Store) Marked(ctx context.Context, id string) (history.Mark, []history.Message, error) {
 	if m, msgs, ok := s.ownMarked(ctx, id); ok {
 		return m, msgs, nil

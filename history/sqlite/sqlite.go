@@ -30,8 +30,9 @@ import (
 // transaction synced to disk (unless Lazy). It keeps the
 // messages it has read in memory, and those it appends to a conversation it
 // has read: stored messages never change, so a later Messages reads only the
-// rows added since (by another process). It must not hand out what it keeps
-// for callers to change.
+// rows added since (by another process). Marked (mark.go) keeps those from
+// the conversation's mark on, and its mark. It must not hand out what it
+// keeps for callers to change.
 type Store struct {
 	db      *sql.DB
 	path    string
