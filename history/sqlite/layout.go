@@ -118,14 +118,18 @@ CREATE INDEX IF NOT EXISTS conversations_branch_of ON conversations(branch_of) W
 // layout 6 has no marks: nothing is filled in. The layout's number is
 // what keeps a myelin of layout 6 out of a store of layout 7 (it refuses
 // any layout but its own and those before it): such a myelin would
-// rewind or switch without deleting the mark, and a later one would read
-// a mark set over messages that are no longer there.
+// rewind or switch without deleting the mark. One that was already
+// running when the store was brought to 7 still could; the mark's
+// row_crc is what finds that (checkMark): the mark was set over the
+// messages before the row it names, and a rewind or switch that moved
+// them moved that row.
 const schemaV7 = `
 CREATE TABLE IF NOT EXISTS marks (
 	conversation TEXT PRIMARY KEY REFERENCES conversations(id),
 	start        INTEGER NOT NULL, -- Mark.From, above 0 (no row: no mark)
 	facts        BLOB NOT NULL, -- Mark.Facts as given
-	crc          INTEGER NOT NULL -- markChecksum of conversation, start and facts
+	row_crc      INTEGER NOT NULL, -- messages.crc of the conversation's own message numbered start when it was set, noRow where that is its base's
+	crc          INTEGER NOT NULL -- markChecksum of conversation, start, row_crc and facts
 ) WITHOUT ROWID; -- one b-tree, read by its key only
 `
 

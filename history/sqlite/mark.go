@@ -24,24 +24,36 @@ var _ history.Marker = (*Store)(nil)
 
 // The statements of the marks (prepared on the store's connection with
 // the round's, rawtx.go).
-const (
+var (
+	// the checksum of conversation ?1's own message numbered ?2, noRow
+	// where it has none (the message is its base's, or none at all)
+	rowCRCSQL = `SELECT COALESCE((SELECT crc FROM messages WHERE conversation = ?1 AND seq = ?2), ` + fmt.Sprint(noRow) + `)`
+	// a conversation's mark (NULLs: none), and the checksum of its own
+	// message at the mark's place now (markColumns, for checkMark)
+	markColumns = `k.start, k.facts, k.crc, k.row_crc, COALESCE((SELECT crc FROM messages WHERE conversation = k.conversation AND seq = k.start), ` + fmt.Sprint(noRow) + `)`
 	// a conversation's record as the read whole reads it, and its mark
-	// (NULLs: none)
-	markedRecordSQL = `SELECT ` + recordColumnsAsStored + `, k.start, k.facts, k.crc FROM conversations c LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?`
-	setMarkSQL      = `INSERT OR REPLACE INTO marks (conversation, start, facts, crc) VALUES (?, ?, ?, ?)`
-	dropMarkSQL     = `DELETE FROM marks WHERE conversation = ?`
+	markedRecordSQL = `SELECT ` + recordColumnsAsStored + `, ` + markColumns + ` FROM conversations c LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?`
+	// a conversation's mark alone (readMarkedThroughBases)
+	markSQL = `SELECT ` + markColumns + ` FROM marks k WHERE k.conversation = ?`
+)
+
+const (
+	setMarkSQL  = `INSERT OR REPLACE INTO marks (conversation, start, facts, row_crc, crc) VALUES (?, ?, ?, ?, ?)`
+	dropMarkSQL = `DELETE FROM marks WHERE conversation = ?`
 )
 
 // castagnoli is the CRC-32C table (markChecksum).
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // markChecksum is the checksum of conversation id's mark from place from
-// with facts, kept beside it (marks.crc): of the three, so that a mark
-// read under another conversation, or with its place or facts changed,
-// fails it. "mark" opens it, so that no message row (whose checksum is
-// record.MessageChecksum's of the same shape) passes for a mark.
-func markChecksum(id string, from int, facts []byte) int64 {
+// with facts, set over the row whose checksum was rowCRC, kept beside it
+// (marks.crc): of the four, so that a mark read under another
+// conversation, or with its place, row or facts changed, fails it. "mark"
+// opens it, so that no message row (whose checksum is
+// record.MessageChecksum's of a like shape) passes for a mark.
+func markChecksum(id string, from int, rowCRC int64, facts []byte) int64 {
 	head := strconv.AppendInt(append([]byte("mark\x00"+id), 0), int64(from), 10)
+	head = strconv.AppendInt(append(head, 0), rowCRC, 10)
 	return int64(crc32.Update(crc32.Checksum(append(head, 0), castagnoli), castagnoli, facts))
 }
 
@@ -71,28 +83,50 @@ func (k keptMark) out() history.Mark {
 	return history.Mark{From: k.From, Facts: k.Facts[:len(k.Facts):len(k.Facts)]}
 }
 
-// checkMark is conversation id's mark as read (from, facts, crc: NULL
-// with none), of count messages, checked against its checksum and count:
-// a mark that fails either is damage, reported as any other (the reader
-// would otherwise take facts that are not its own for true). A mark is
-// purely a shortcut, and Mark{} is always right, so dropping it would
-// lose nothing; but the store reports damage rather than work round it,
-// and SetMark replaces a damaged mark without reading it.
-func (s *Store) checkMark(id string, from sql.NullInt64, facts []byte, crc sql.NullInt64, count int) (keptMark, error) {
-	if !from.Valid {
+// storedMark is a mark's columns as read (markColumns): all NULL but
+// rowNow with no mark.
+type storedMark struct {
+	from, crc, rowCRC sql.NullInt64
+	facts             []byte
+	rowNow            int64 // the checksum of the conversation's own row at from now
+}
+
+// dest is where a scan puts m's columns, in markColumns' order.
+func (m *storedMark) dest() []any { return []any{&m.from, &m.facts, &m.crc, &m.rowCRC, &m.rowNow} }
+
+// checkMark is conversation id's mark as read (m), of count messages: a
+// mark that fails its checksum is damage, reported as any other (the
+// reader would otherwise take facts that are not its own for true), and
+// SetMark replaces it without reading it. A whole mark whose place is
+// past the conversation's end, or whose row there is not the one it was
+// set over, was left by a write that changed the messages before it
+// without deleting it — a rewind or switch by a myelin of layout 6 still
+// running when the store was brought to 7 (schemaV7) — and is not the
+// conversation's: it reads as no mark (every message is read, which is
+// always right), not as damage, since nothing was damaged. A row moved
+// by a rewind or switch has its checksum rewritten for its new place
+// (moveRows), and a message appended in its place is another message, so
+// a row still there with its checksum means the messages before it are
+// those the mark was set over (as readTag's).
+func (s *Store) checkMark(id string, m storedMark, count int) (keptMark, error) {
+	if !m.from.Valid {
 		return keptMark{}, nil
 	}
-	at := int(from.Int64)
-	if sum := markChecksum(id, at, facts); !crc.Valid || sum != crc.Int64 {
-		return keptMark{}, fmt.Errorf("history store %s: the mark of conversation %s is damaged: its place (%d) or facts (%d bytes) no longer match their checksum (stored %08x, now %08x): %w", s.path, id, at, len(facts), crc.Int64, sum, history.ErrDamaged)
+	at := int(m.from.Int64)
+	if sum := markChecksum(id, at, m.rowCRC.Int64, m.facts); !m.crc.Valid || sum != m.crc.Int64 {
+		return keptMark{}, fmt.Errorf("history store %s: the mark of conversation %s is damaged: its place (%d) or facts (%d bytes) no longer match their checksum (stored %08x, now %08x): %w", s.path, id, at, len(m.facts), m.crc.Int64, sum, history.ErrDamaged)
 	}
-	if at <= 0 || at > count {
-		return keptMark{}, fmt.Errorf("history store %s: conversation %s holds %d messages, but its mark starts at message %d: %w", s.path, id, count, at, history.ErrDamaged)
+	if at <= 0 {
+		return keptMark{}, fmt.Errorf("history store %s: the mark of conversation %s starts at message %d: %w", s.path, id, at, history.ErrDamaged)
 	}
+	if at > count || m.rowNow != m.rowCRC.Int64 {
+		return keptMark{}, nil // left by a rewind or switch that did not delete it
+	}
+	facts := m.facts
 	if len(facts) == 0 {
 		facts = nil
 	}
-	return keptMark{Mark: history.Mark{From: at, Facts: facts}, crc: crc.Int64}, nil
+	return keptMark{Mark: history.Mark{From: at, Facts: facts}, crc: m.crc.Int64}, nil
 }
 
 // SetMark keeps m as conversation id's mark (see history.Marker), in one
@@ -106,9 +140,6 @@ func (s *Store) SetMark(ctx context.Context, id string, m history.Mark) error {
 		facts = append([]byte(nil), m.Facts...)
 	}
 	kept := keptMark{Mark: history.Mark{From: m.From, Facts: facts}}
-	if m.From != 0 {
-		kept.crc = markChecksum(id, m.From, facts)
-	}
 	doing := fmt.Sprintf("marking conversation %s from message %d", id, m.From)
 	var after readTag // the conversation the mark was set over
 	// one at a time, so that the marks kept in memory follow the commits
@@ -138,11 +169,17 @@ func (s *Store) SetMark(ctx context.Context, id string, m history.Mark) error {
 			return err
 		}
 		if m.From == 0 {
-			err = tx.exec(tx.st.dropMark, id)
-		} else {
-			err = tx.exec(tx.st.setMark, id, m.From, append([]byte{}, facts...), kept.crc) // NOT NULL: empty, not nil
+			if err := tx.exec(tx.st.dropMark, id); err != nil {
+				return s.explain(doing, err)
+			}
+			return nil
 		}
-		if err != nil {
+		var row int64 // the row the mark is set over (checkMark)
+		if err := tx.queryRow(tx.st.rowCRC, []any{id, m.From}, &row); err != nil {
+			return s.explain(doing, err)
+		}
+		kept.crc = markChecksum(id, m.From, row, facts)
+		if err := tx.exec(tx.st.setMark, id, m.From, append([]byte{}, facts...), row, kept.crc); err != nil { // NOT NULL: empty, not nil
 			return s.explain(doing, err)
 		}
 		return nil
@@ -249,9 +286,8 @@ var errThroughBases = errors.New("the mark's place is among the messages of a ba
 func (s *Store) readMarked(ctx context.Context, id string, kept bool, start int, known []history.Message, tag readTag) (r markedRead, err error) {
 	doing := "reading conversation " + id + " from its mark"
 	err = s.rawRead(ctx, doing, func(tx rawTx) error {
-		var from, crc sql.NullInt64
-		var facts []byte
-		c, err := s.scanConversation(rawRow{tx: tx, args: []any{id}, extra: []any{&from, &facts, &crc}})
+		var stored storedMark
+		c, err := s.scanConversation(rawRow{tx: tx, args: []any{id}, extra: stored.dest()})
 		if errors.Is(err, sql.ErrNoRows) {
 			return record.NotFound(id)
 		}
@@ -261,7 +297,7 @@ func (s *Store) readMarked(ctx context.Context, id string, kept bool, start int,
 		if err != nil {
 			return s.explain(doing, err)
 		}
-		if r.mark, err = s.checkMark(id, from, facts, crc, c.Messages); err != nil {
+		if r.mark, err = s.checkMark(id, stored, c.Messages); err != nil {
 			return err
 		}
 		if kept && start <= r.mark.From {
@@ -346,13 +382,12 @@ func (s *Store) readMarkedThroughBases(ctx context.Context, id string) (r marked
 	if !ok {
 		return r, record.NotFound(id)
 	}
-	var from, crc sql.NullInt64
-	var facts []byte
-	err = tx.QueryRowContext(ctx, `SELECT start, facts, crc FROM marks WHERE conversation = ?`, id).Scan(&from, &facts, &crc)
+	var stored storedMark
+	err = tx.QueryRowContext(ctx, markSQL, id).Scan(stored.dest()...)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return r, s.explain(doing, err)
 	}
-	if r.mark, err = s.checkMark(id, from, facts, crc, top.count); err != nil {
+	if r.mark, err = s.checkMark(id, stored, top.count); err != nil {
 		return r, err
 	}
 	levels, err := s.chain(ctx, tx, top)
@@ -373,7 +408,7 @@ func (s *Store) readMarkedThroughBases(ctx context.Context, id string) (r marked
 	}
 	// the tag selectNewTagged would give at its end
 	r.tag = readTag{n: top.count, base: top.base, baseAt: top.baseAt}
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE((SELECT crc FROM messages WHERE conversation = ? AND seq = ?), ?)`, id, top.count, noRow).Scan(&r.tag.crc); err != nil {
+	if err := tx.QueryRowContext(ctx, rowCRCSQL, id, top.count).Scan(&r.tag.crc); err != nil {
 		return r, s.explain(doing, err)
 	}
 	r.start, r.fresh = r.mark.From, out

@@ -197,9 +197,7 @@ func TestAMarkChangedBehindTheWritersBackIsReadAfterItsNextAppend(t *testing.T) 
 	if err := s.Append(w, "c", userText("a 1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(`UPDATE marks SET start = 8, facts = CAST('other' AS BLOB), crc = ? WHERE conversation = 'c'`, markChecksum("c", 8, []byte("other"))); err != nil {
-		t.Fatal(err)
-	}
+	markBehind(t, s, "c", 8, "other")
 	wantMarked(t, w, s, "c", 6, "f", numbered(6, 10, "a 1"), "the writer, before its next append (trusted as its messages are)")
 	if err := s.Append(w, "c", userText("a 2")); err != nil {
 		t.Fatal(err)
@@ -207,15 +205,29 @@ func TestAMarkChangedBehindTheWritersBackIsReadAfterItsNextAppend(t *testing.T) 
 	wantMarked(t, w, s, "c", 8, "other", numbered(8, 10, "a 1", "a 2"), "the writer after its next append")
 }
 
-// A mark whose place or facts no longer match their checksum, or whose
-// place is past the conversation's end, is damage, reported (a mark is
-// never taken for true unless it is whole); SetMark replaces it.
+// markBehind writes conversation id's mark from place from with facts
+// behind store s's back, as SetMark writes it.
+func markBehind(t *testing.T, s *Store, id string, from int, facts string) {
+	t.Helper()
+	var row int64
+	if err := s.db.QueryRow(rowCRCSQL, id, from).Scan(&row); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`INSERT OR REPLACE INTO marks (conversation, start, facts, row_crc, crc) VALUES (?, ?, CAST(? AS BLOB), ?, ?)`,
+		id, from, facts, row, markChecksum(id, from, row, []byte(facts))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A mark whose place, row or facts no longer match their checksum is
+// damage, reported (a mark is never taken for true unless it is whole);
+// SetMark replaces it.
 func TestADamagedMarkIsReportedAndSetMarkReplacesIt(t *testing.T) {
 	for _, tc := range []struct{ name, damage string }{
 		{"its facts changed", `UPDATE marks SET facts = CAST('g' AS BLOB)`},
 		{"its place changed", `UPDATE marks SET start = 5`},
-		{"its place past the end, its checksum made to match", fmt.Sprintf(`UPDATE marks SET start = 11, crc = %d`, markChecksum("c", 11, []byte("f")))},
-		{"another conversation's", fmt.Sprintf(`UPDATE marks SET crc = %d`, markChecksum("d", 6, []byte("f")))},
+		{"the row it names changed", `UPDATE marks SET row_crc = row_crc + 1`},
+		{"another conversation's", `UPDATE marks SET crc = (SELECT crc FROM marks) + 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := markedStore(t, 10, 6)
@@ -229,6 +241,59 @@ func TestADamagedMarkIsReportedAndSetMarkReplacesIt(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantMarked(t, ctx, s, "c", 7, "new", numbered(7, 10), "a damaged mark replaced")
+		})
+	}
+}
+
+// A whole mark left behind by a rewind that did not delete it (a myelin
+// of layout 6 still running when the store was brought to 7) is not the
+// conversation's: past its end, or over a row that is no longer the one
+// it was set over (moved to the branch, another appended in its place),
+// it reads as no mark, every message read — never as a mark whose facts
+// are of messages no longer there. One whose row is still there (a
+// rewind past it) was set over messages that are all still there.
+func TestAMarkLeftByARewindThatKeptItReadsAsNone(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		at       int // the rewind's place
+		appended int // messages appended after it
+		want     int // the mark read back: 0 none, else from 6
+	}{
+		{"its place past the end", 4, 0, 0},
+		{"its row moved, another in its place", 4, 5, 0},
+		{"its place at the rewind's", 6, 0, 6},
+		{"its place before the rewind's", 8, 3, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := markedStore(t, 10, 6)
+			s := openStore(t, path)
+			ctx := context.Background()
+			var left struct {
+				facts    []byte
+				row, crc int64
+			}
+			if err := s.db.QueryRow(`SELECT facts, row_crc, crc FROM marks WHERE conversation = 'c'`).Scan(&left.facts, &left.row, &left.crc); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Rewind(ctx, "c", tc.at); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Append(ctx, "c", storetest.Numbered("new", tc.appended)...); err != nil {
+				t.Fatal(err)
+			}
+			// the mark as the rewind left it, had it not deleted it
+			if _, err := s.db.Exec(`INSERT INTO marks (conversation, start, facts, row_crc, crc) VALUES ('c', 6, ?, ?, ?)`, left.facts, left.row, left.crc); err != nil {
+				t.Fatal(err)
+			}
+			all, err := openStore(t, path).Messages(ctx, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			facts := ""
+			if tc.want > 0 {
+				facts = "f"
+			}
+			wantMarked(t, ctx, openStore(t, path), "c", tc.want, facts, texts(all[tc.want:]), "a fresh opening")
 		})
 	}
 }

@@ -33,7 +33,7 @@ type rawStmts struct {
 	readTagged                                                sqldriver.Stmt // a conversation's read (readRows)
 	// Marked's read (a transaction begun by beginRead, ended by
 	// rollback) and SetMark's writes (mark.go)
-	beginRead, markedRecord, setMark, dropMark sqldriver.Stmt
+	beginRead, markedRecord, rowCRC, setMark, dropMark sqldriver.Stmt
 }
 
 // rawTx is a transaction of the round on the driver's connection.
@@ -119,6 +119,7 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 		{&st.readTagged, selectNewTagged},
 		{&st.beginRead, `BEGIN`},
 		{&st.markedRecord, markedRecordSQL},
+		{&st.rowCRC, rowCRCSQL},
 		{&st.setMark, setMarkSQL},
 		{&st.dropMark, dropMarkSQL},
 	} {
@@ -137,7 +138,7 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 
 // close frees the statements.
 func (st *rawStmts) close() {
-	for _, stmt := range []sqldriver.Stmt{st.begin, st.commit, st.rollback, st.nextSeq, st.insert, st.touch, st.dropKept, st.selectClaim, st.insertKept, st.readTagged, st.beginRead, st.markedRecord, st.setMark, st.dropMark} {
+	for _, stmt := range []sqldriver.Stmt{st.begin, st.commit, st.rollback, st.nextSeq, st.insert, st.touch, st.dropKept, st.selectClaim, st.insertKept, st.readTagged, st.beginRead, st.markedRecord, st.rowCRC, st.setMark, st.dropMark} {
 		if stmt != nil {
 			stmt.Close()
 		}
