@@ -48,12 +48,16 @@ func (s *Store) keep(id string, start int, known, fresh []history.Message, tag r
 	kept, replaced := false, false
 	switch {
 	case len(known) == 0:
-		// fresh is a new slice, with room
+		// fresh is a new slice, with room; where nothing is kept from
+		// start, it is what is kept, grown (a mark at the end of a
+		// conversation keeps nothing: the read that finds nothing added
+		// keeps its mark all the same)
 		out = fresh
-		if further(len(fresh)) {
+		grown := ok && len(cur) == 0 && s.start[id] == start
+		if further(len(fresh)) || grown {
 			delete(s.undecoded, id)
 			s.read[id] = fresh // also when empty: Append then keeps what it adds
-			kept, replaced = true, true
+			kept, replaced = true, !grown
 		}
 	case ok && s.start[id] == start && len(cur) == len(known) && &cur[0] == &known[0]:
 		// Nobody reads past len(cur): every slice handed out ends there

@@ -449,3 +449,33 @@ func TestAMarkReadBeforeASetMarkIsNotKeptAfterIt(t *testing.T) {
 	s.keep("c", r.start, r.known, r.fresh, r.tag, &r.mark, gen)
 	wantMarked(t, w, s, "c", 9, "new", numbered(9, 10, "a 1"), "the writer after the older read kept what it read")
 }
+
+// A mark at the end of a conversation keeps no message: a read that
+// finds nothing added keeps the mark it read all the same (here after
+// the one kept was let go, as a SetMark at the same moment lets it go),
+// and the writer's Marked reads nothing back once it has appended after
+// it.
+func TestAMarkAtTheEndIsKeptWithNoMessage(t *testing.T) {
+	path := markedStore(t, 10, 10)
+	s := openStore(t, path)
+	ctx := context.Background()
+	h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := history.Writing(ctx, h)
+	wantMarked(t, w, s, "c", 10, "f", "", "the writer's first read")
+	s.mu.Lock()
+	delete(s.marks, "c")
+	s.mu.Unlock()
+	wantMarked(t, w, s, "c", 10, "f", "", "the writer's second read, nothing added")
+	if err := s.Append(w, "c", userText("a 1")); err != nil {
+		t.Fatal(err)
+	}
+	behind := []byte(`{"role":"user","parts":[{"type":"text","text":"behind"}]}`)
+	if _, err := s.db.Exec(`INSERT INTO messages (conversation, seq, message, crc) VALUES ('c', 12, ?, ?); UPDATE conversations SET messages = 12 WHERE id = 'c'`, behind, record.MessageChecksum("c", 12, behind)); err != nil {
+		t.Fatal(err)
+	}
+	wantMarked(t, w, s, "c", 10, "f", "a 1", "the writer after its append (no query)")
+	wantMarked(t, ctx, s, "c", 10, "f", "a 1, behind", "a reader without the claim")
+}
