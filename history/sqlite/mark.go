@@ -148,7 +148,7 @@ func (s *Store) SetMark(ctx context.Context, id string, m history.Mark) error {
 	return s.rawWriteAnd(ctx, doing, true, func(tx rawTx) error {
 		var last, appended int
 		var cl nullClaim
-		var old markID
+		var old markID // the mark it replaces (read with the rest, not needed)
 		err := tx.queryRow(tx.st.nextSeq, []any{id}, &last, &appended,
 			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires, &after.base, &after.baseAt, &after.crc, &old.from, &old.crc)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -254,6 +254,9 @@ func (s *Store) Marked(ctx context.Context, id string) (history.Mark, []history.
 	r, err := s.readMarked(ctx, id, kept, start, known, tag)
 	if errors.Is(err, errThroughBases) {
 		r, err = s.readMarkedThroughBases(ctx, id)
+	}
+	if errors.Is(err, history.ErrNotFound) {
+		s.forget(id) // deleted: one made again under its id starts empty
 	}
 	if err != nil {
 		return history.Mark{}, nil, err
