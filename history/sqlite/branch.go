@@ -249,6 +249,11 @@ func (s *Store) Rewind(ctx context.Context, id string, at int) (history.Conversa
 		if _, err := tx.ExecContext(ctx, `UPDATE kept SET conversation = ? WHERE conversation = ?`, branch, id); err != nil {
 			return s.explain(doing, err)
 		}
+		// its mark was set over messages it no longer holds (the
+		// branch, a new record, has none)
+		if _, err := tx.ExecContext(ctx, dropMarkSQL, id); err != nil {
+			return s.explain(doing, err)
+		}
 		return nil
 	})
 	if err != nil {
@@ -584,6 +589,13 @@ func (s *Store) Switch(ctx context.Context, id, branch string) error {
 		}
 		for _, q := range [][2]string{{moving, id}, {id, branch}, {branch, moving}} {
 			if _, err := tx.ExecContext(ctx, `UPDATE kept SET conversation = ? WHERE conversation = ?`, q[0], q[1]); err != nil {
+				return s.explain(doing, err)
+			}
+		}
+		// the marks of both were set over messages they no longer hold
+		// (those that only point elsewhere hold the same ones: theirs stay)
+		for _, c := range []string{id, branch} {
+			if _, err := tx.ExecContext(ctx, dropMarkSQL, c); err != nil {
 				return s.explain(doing, err)
 			}
 		}

@@ -11,52 +11,86 @@ import (
 	"github.com/myelin-run/myelin/history/internal/record"
 )
 
-// extend is the conversation id's messages read so far, known, followed by
-// fresh, the ones read after them; it keeps them as s.read[id]. The
-// returned slice's capacity is its length, so a caller's append copies:
-// s.read[id] keeps spare room, and the messages of later reads are
-// appended there in place (at 100k messages a copy of all of them was
-// about 10 MB a request), after the end of every slice handed out. tag is
-// the read's (readTag), kept with what it keeps.
+// extend is keep of a read from the first message that reads no mark
+// (Messages').
 func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) []history.Message {
-	if len(known) == 0 {
-		// fresh is a new slice, with room
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.settle(id)
-		if cur, ok := s.read[id]; !ok || len(fresh) > len(cur) {
-			delete(s.undecoded, id)
-			s.read[id] = fresh // also when empty: Append then keeps what it adds
-			s.tags[id] = tag
-		}
-		s.usedLocked(id)
-		return fresh[:len(fresh):len(fresh)]
-	}
+	return s.keep(id, 0, known, fresh, tag, nil, 0)
+}
+
+// keep is the conversation id's messages from place start read so far,
+// known (what the store kept of them when the read began), followed by
+// fresh, the ones read after them; it keeps them as s.read[id] (from
+// start, s.start[id]). The returned slice's capacity is its length, so a
+// caller's append copies: s.read[id] keeps spare room, and the messages
+// of later reads are appended there in place (at 100k messages a copy of
+// all of them was about 10 MB a request), after the end of every slice
+// handed out. tag is the read's (readTag), kept with what it keeps.
+//
+// What is kept is replaced only by what reaches further (or as far, from
+// an earlier place): a read that finishes after another one kept more
+// keeps nothing. mark, when not nil, is the mark the read took with its
+// messages (Marked's), begun when s.markGen was gen: kept with them,
+// unless a SetMark kept a mark since (then none is). A read without a mark
+// (Messages') that replaces what was kept drops the mark kept with it;
+// one that adds to it in place leaves it (the messages only grew).
+func (s *Store) keep(id string, start int, known, fresh []history.Message, tag readTag, mark *keptMark, gen uint64) []history.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.settle(id)
-	cur := s.read[id]
-	if len(cur) != len(known) {
-		// another read kept more (or other) messages meanwhile: known
-		// and fresh are this read's, copied
-		out := append(known[:len(known):len(known)], fresh...)
-		if len(out) > len(cur) {
-			s.read[id] = out
-			s.tags[id] = tag
-		}
-		s.usedLocked(id)
-		return out[:len(out):len(out)]
+	cur, ok := s.read[id]
+	// further: this read's messages reach past what is kept, or as far
+	// from an earlier place
+	further := func(n int) bool {
+		end, keptEnd := start+n, s.start[id]+len(cur)
+		return !ok || end > keptEnd || end == keptEnd && start < s.start[id]
 	}
-	if len(fresh) > 0 {
+	var out []history.Message
+	kept, replaced := false, false
+	switch {
+	case len(known) == 0:
+		// fresh is a new slice, with room; where nothing is kept from
+		// start, it is what is kept, grown (a mark at the end of a
+		// conversation keeps nothing: the read that finds nothing added
+		// keeps its mark all the same)
+		out = fresh
+		grown := ok && len(cur) == 0 && s.start[id] == start
+		if further(len(fresh)) || grown {
+			delete(s.undecoded, id)
+			s.read[id] = fresh // also when empty: Append then keeps what it adds
+			kept, replaced = true, !grown
+		}
+	case ok && s.start[id] == start && len(cur) == len(known) && &cur[0] == &known[0]:
 		// Nobody reads past len(cur): every slice handed out ends there
 		// or before. append copies to a larger array when the room runs
 		// out (the old one stays with its readers).
-		cur = append(cur, fresh...)
-		s.read[id] = cur
+		out = append(cur, fresh...)
+		s.read[id] = out
+		kept = true
+	default:
+		// another read kept more (or other) messages meanwhile: known
+		// and fresh are this read's, copied
+		out = append(known[:len(known):len(known)], fresh...)
+		if further(len(out)) {
+			s.read[id] = out
+			kept, replaced = true, true
+		}
 	}
-	s.tags[id] = tag
+	if kept {
+		s.tags[id] = tag
+		if start > 0 {
+			s.start[id] = start
+		} else {
+			delete(s.start, id)
+		}
+		switch {
+		case mark != nil && s.markGen == gen:
+			s.marks[id] = *mark
+		case mark != nil || replaced:
+			delete(s.marks, id)
+		}
+	}
 	s.usedLocked(id)
-	return cur[:len(cur):len(cur)]
+	return out[:len(out):len(out)]
 }
 
 // keepAppended adds the messages an Append just committed, raws as
@@ -72,13 +106,16 @@ func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) [
 // read); one whose messages moved since it was read (the readTag it was
 // kept with is not after's), dropped.
 //
+// The mark kept with them (Store.marks) stays only while it is the one
+// the Append's transaction found (mark): else it is read again.
+//
 // It reports whether it kept them: then what the store keeps of id is the
-// whole conversation as the Append's transaction left it.
-func (s *Store) keepAppended(id string, after readTag, raws [][]byte) bool {
+// conversation as the Append's transaction left it (from s.start[id]).
+func (s *Store) keepAppended(id string, after readTag, raws [][]byte, mark markID) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.read[id]
-	n := len(cur) + len(s.undecoded[id])
+	n := s.start[id] + len(cur) + len(s.undecoded[id])
 	if ok && n == after.n && s.tags[id] != after {
 		s.dropReadLocked(id)
 		return false
@@ -91,6 +128,10 @@ func (s *Store) keepAppended(id string, after readTag, raws [][]byte) bool {
 	}
 	if !ok {
 		return false
+	}
+	if km, known := s.marks[id]; known && !km.is(mark) {
+		// another opening set it since it was read: read it again
+		delete(s.marks, id)
 	}
 	s.undecoded[id] = append(s.undecoded[id], raws...)
 	if len(raws) > 0 {
@@ -184,8 +225,8 @@ func (s *Store) ownMessages(ctx context.Context, id string) (msgs []history.Mess
 		return nil, false // dropped: a kept message did not decode
 	}
 	cur, kept := s.read[id]
-	if !kept {
-		return nil, false
+	if !kept || s.start[id] > 0 {
+		return nil, false // or kept from a mark's place on: read whole
 	}
 	s.usedLocked(id)
 	return cur[:len(cur):len(cur)], true
@@ -223,6 +264,8 @@ func (s *Store) dropReadLocked(id string) {
 	delete(s.own, id)
 	delete(s.undecoded, id)
 	delete(s.used, id)
+	delete(s.start, id)
+	delete(s.marks, id)
 }
 
 // readKept bounds how many conversations' messages the store keeps in

@@ -13,8 +13,9 @@ var _ history.Deleter = (*Store)(nil)
 
 // Delete removes conversation id whole, in one synced transaction (see
 // Deleter): its claim is checked in it as every write's is, then its
-// kept results, claim, requests, files and messages go, the bytes of its
-// files that no other conversation's file has, and last its record. Its
+// kept results, claim, mark, requests, files and messages go, the bytes
+// of its files that no other conversation's file has, and last its
+// record. Its
 // branches (and theirs) go with it, each checked like it; while another
 // conversation shares the messages of any of them (a fork), nothing is
 // deleted (history.ErrHasForks).
@@ -150,7 +151,7 @@ func (s *Store) deleteOne(ctx context.Context, tx *sql.Tx, id string) error {
 			return s.explain(doing, err)
 		}
 	}
-	stmts := []string{`DELETE FROM kept WHERE conversation = ?`, `DELETE FROM claims WHERE conversation = ?`}
+	stmts := []string{`DELETE FROM kept WHERE conversation = ?`, `DELETE FROM claims WHERE conversation = ?`, dropMarkSQL}
 	if tables["requests"] {
 		stmts = append(stmts, `DELETE FROM requests WHERE conversation = ?`)
 	}

@@ -37,7 +37,7 @@ CREATE TABLE IF NOT EXISTS messages (
 	crc          INTEGER NOT NULL DEFAULT 0, -- messageChecksum (layout 3), checked as it is read
 	PRIMARY KEY (conversation, seq)
 );
-` + schemaV2
+` + schemaV2 + schemaV7
 
 // schemaV2 is what layout 2 added to layout 1: the claims (one writer per
 // conversation) and the results kept as their calls finish.
@@ -111,6 +111,28 @@ CREATE INDEX IF NOT EXISTS conversations_base ON conversations(base) WHERE base 
 CREATE INDEX IF NOT EXISTS conversations_branch_of ON conversations(branch_of) WHERE branch_of != '';
 `
 
+// schemaV7 is what layout 7 added to layout 6: each conversation's mark
+// (history.Mark), at most one, its row written by SetMark and deleted in
+// the transaction of every write that changes the conversation's
+// messages other than by appending (Rewind, Switch, Delete). A store of
+// layout 6 has no marks: nothing is filled in. The layout's number is
+// what keeps a myelin of layout 6 out of a store of layout 7 (it refuses
+// any layout but its own and those before it): such a myelin would
+// rewind or switch without deleting the mark. One that was already
+// running when the store was brought to 7 still could; the mark's
+// row_crc is what finds that (checkMark): the mark was set over the
+// messages before the row it names, and a rewind or switch that moved
+// them moved that row.
+const schemaV7 = `
+CREATE TABLE IF NOT EXISTS marks (
+	conversation TEXT PRIMARY KEY REFERENCES conversations(id),
+	start        INTEGER NOT NULL, -- Mark.From, above 0 (no row: no mark)
+	facts        BLOB NOT NULL, -- Mark.Facts as given
+	row_crc      INTEGER NOT NULL, -- messages.crc of the conversation's own message numbered start when it was set, noRow where that is its base's
+	crc          INTEGER NOT NULL -- markChecksum of conversation, start, row_crc and facts
+) WITHOUT ROWID; -- one b-tree, read by its key only
+`
+
 // dropUpdatedIndex drops the index on conversations(updated) that stores
 // made before issue 13 have. Every Append changes updated, so the index
 // cost each append a page of its own in the log (two of a round's eleven);
@@ -124,9 +146,9 @@ const dropUpdatedIndex = `DROP INDEX IF EXISTS conversations_updated`
 // cost of five when a long conversation is read after a restart. Layouts 1
 // (no claims, no kept results) and 2 (no checksums) are brought to 3 when
 // opened, and so is 3 (no links of subagents' conversations to their
-// parents' calls) to 4, 4 (no checksum of the last update time) to 5, and
-// 5 (no forks or branches) to 6.
-const schemaVersion = 6
+// parents' calls) to 4, 4 (no checksum of the last update time) to 5, 5
+// (no forks or branches) to 6, and 6 (no marks) to 7.
+const schemaVersion = 7
 
 // migrateWaiting is migrate, tried again while another connection holds
 // the file in a way SQLite reports as busy at once, without its busy
@@ -175,15 +197,17 @@ func (s *Store) migrate(create bool) error {
 	case version == schemaVersion:
 		return nil
 	case version == 1:
-		doing, ddl = "bringing layout 1 to 6", schemaV2+schemaV3+schemaV4+schemaV5+schemaV6
+		doing, ddl = "bringing layout 1 to 7", schemaV2+schemaV3+schemaV4+schemaV5+schemaV6+schemaV7
 	case version == 2:
-		doing, ddl = "bringing layout 2 to 6", schemaV3+schemaV4+schemaV5+schemaV6
+		doing, ddl = "bringing layout 2 to 7", schemaV3+schemaV4+schemaV5+schemaV6+schemaV7
 	case version == 3:
-		doing, ddl = "bringing layout 3 to 6", schemaV4+schemaV5+schemaV6
+		doing, ddl = "bringing layout 3 to 7", schemaV4+schemaV5+schemaV6+schemaV7
 	case version == 4:
-		doing, ddl = "bringing layout 4 to 6", schemaV5+schemaV6
+		doing, ddl = "bringing layout 4 to 7", schemaV5+schemaV6+schemaV7
 	case version == 5:
-		doing, ddl = "bringing layout 5 to 6", schemaV6
+		doing, ddl = "bringing layout 5 to 7", schemaV6+schemaV7
+	case version == 6:
+		doing, ddl = "bringing layout 6 to 7", schemaV7
 	case version == 0 && tables == 0 && create:
 		doing, ddl = "creating", schema
 	case version == 0 && tables == 0:

@@ -31,6 +31,9 @@ type rawStmts struct {
 	begin, commit, rollback                                   sqldriver.Stmt
 	nextSeq, insert, touch, dropKept, selectClaim, insertKept sqldriver.Stmt
 	readTagged                                                sqldriver.Stmt // a conversation's read (readRows)
+	// Marked's read (a transaction begun by beginRead, ended by
+	// rollback) and SetMark's writes (mark.go)
+	beginRead, markedRecord, rowCRC, setMark, dropMark sqldriver.Stmt
 }
 
 // rawTx is a transaction of the round on the driver's connection.
@@ -114,12 +117,20 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 		{&st.selectClaim, selectClaimSQL},
 		{&st.insertKept, insertKeptSQL},
 		{&st.readTagged, selectNewTagged},
+		{&st.beginRead, `BEGIN`},
+		{&st.markedRecord, markedRecordSQL},
+		{&st.rowCRC, rowCRCSQL},
+		{&st.setMark, setMarkSQL},
+		{&st.dropMark, dropMarkSQL},
 	} {
-		var err error
-		if *q.stmt, err = c.PrepareContext(ctx, q.sql); err != nil {
+		prepared, err := c.PrepareContext(ctx, q.sql)
+		if err != nil {
+			// the driver's nil *stmt is not kept: in the interface it
+			// is not nil, and close would call its Close
 			st.close()
 			return nil, err
 		}
+		*q.stmt = prepared
 	}
 	c.stmts = st
 	return st, nil
@@ -127,7 +138,7 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 
 // close frees the statements.
 func (st *rawStmts) close() {
-	for _, stmt := range []sqldriver.Stmt{st.begin, st.commit, st.rollback, st.nextSeq, st.insert, st.touch, st.dropKept, st.selectClaim, st.insertKept, st.readTagged} {
+	for _, stmt := range []sqldriver.Stmt{st.begin, st.commit, st.rollback, st.nextSeq, st.insert, st.touch, st.dropKept, st.selectClaim, st.insertKept, st.readTagged, st.beginRead, st.markedRecord, st.rowCRC, st.setMark, st.dropMark} {
 		if stmt != nil {
 			stmt.Close()
 		}
@@ -160,7 +171,7 @@ func (tx rawTx) exec(st sqldriver.Stmt, args ...any) error {
 }
 
 // queryRow runs st with args and scans its first row into dest (each an
-// *int, *int64, *string, *sql.NullString or *sql.NullInt64);
+// *int, *int64, *string, *[]byte, *sql.NullString or *sql.NullInt64);
 // sql.ErrNoRows when it has none.
 func (tx rawTx) queryRow(st sqldriver.Stmt, args []any, dest ...any) error {
 	vals, err := named(args)
@@ -213,6 +224,17 @@ func assign(dest any, v sqldriver.Value) error {
 		s, err := asString(v)
 		*d = s
 		return err
+	case *[]byte:
+		switch b := v.(type) {
+		case nil:
+			*d = nil
+		case []byte:
+			*d = b // the driver's own copy (readRows)
+		case string:
+			*d = []byte(b)
+		default:
+			return fmt.Errorf("%T is not bytes", v)
+		}
 	case *int64:
 		n, ok := v.(int64)
 		if !ok {

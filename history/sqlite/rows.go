@@ -76,19 +76,25 @@ func (s *Store) readRows(ctx context.Context, id string, after int, tag *readTag
 		if err != nil {
 			return err
 		}
-		vals, err := named([]any{tag.n, after, id})
-		if err != nil {
-			return err
-		}
-		rows, err := st.readTagged.(sqldriver.StmtQueryContext).QueryContext(ctx, vals)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		got, err = s.stepDriverRows(ctx, rows, id, after, d, tag)
+		got, err = s.readTaggedOn(rawTx{ctx: ctx, st: st}, id, after, tag, d)
 		return err
 	})
 	return got, err
+}
+
+// readTaggedOn is readRows on the connection tx runs on (in its
+// transaction, when it has begun one: Marked's).
+func (s *Store) readTaggedOn(tx rawTx, id string, after int, tag *readTag, d *rowDecoder) (stepped, error) {
+	vals, err := named([]any{tag.n, after, id})
+	if err != nil {
+		return stepped{}, err
+	}
+	rows, err := tx.st.readTagged.(sqldriver.StmtQueryContext).QueryContext(tx.ctx, vals)
+	if err != nil {
+		return stepped{}, err
+	}
+	defer rows.Close()
+	return s.stepDriverRows(tx.ctx, rows, id, after, d, tag)
 }
 
 // stepDriverRows steps rows of selectNewTagged, the driver's, as

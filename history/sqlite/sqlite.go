@@ -30,8 +30,9 @@ import (
 // transaction synced to disk (unless Lazy). It keeps the
 // messages it has read in memory, and those it appends to a conversation it
 // has read: stored messages never change, so a later Messages reads only the
-// rows added since (by another process). It must not hand out what it keeps
-// for callers to change.
+// rows added since (by another process). Marked (mark.go) keeps those from
+// the conversation's mark on, and its mark. It must not hand out what it
+// keeps for callers to change.
 type Store struct {
 	db      *sql.DB
 	path    string
@@ -52,6 +53,18 @@ type Store struct {
 	// more than readKept are kept (usedLocked)
 	used map[string]uint64
 	tick uint64
+	// per conversation in read, the place of the first message kept
+	// (none: 0, every message): a Marked read keeps the messages from its
+	// mark's place on (cache.go)
+	start map[string]int
+	// per conversation in read, its mark as the store held it when what
+	// is kept of it was read or appended (none: not known; mark.go)
+	marks map[string]keptMark
+	// counts the marks SetMark kept in marks: a read begun before one
+	// keeps no mark it read (keep)
+	markGen uint64
+	// one SetMark at a time: the marks they keep follow their commits
+	marking sync.Mutex
 
 	// a claim's read, prepared once
 	selectClaim *sql.Stmt
@@ -137,7 +150,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, used: map[string]uint64{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
+	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, used: map[string]uint64{}, start: map[string]int{}, marks: map[string]keptMark{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	s.logs.syncFile = syncData
 	logs = &s.logs // before any connection opens (migrateWaiting's)
 	if err := s.migrateWaiting(); err != nil {
@@ -171,13 +184,16 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// an append's one read: where the conversation ends, and its claim (a
-// fork's own messages are numbered after the base_at it shares), and its
-// readTag there
+// an append's one read (and a SetMark's): where the conversation ends,
+// and its claim (a fork's own messages are numbered after the base_at it
+// shares), its readTag there, and what its mark is (its place and
+// checksum, 0 and 0 for none: keepAppended compares them with the mark
+// kept)
 var nextSeqSQL = `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at), c.messages,
 			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires,
-			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + fmt.Sprint(noRow) + `)
-			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id WHERE c.id = ?`
+			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + fmt.Sprint(noRow) + `),
+			COALESCE(k.start, 0), COALESCE(k.crc, 0)
+			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?`
 
 // The other statements of the round's writes (rawtx.go).
 const (
@@ -481,6 +497,11 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 	s.mu.Lock()
 	s.settle(id)
 	known, tag := s.read[id], s.tags[id]
+	if s.start[id] > 0 {
+		// kept from a mark's place on (Marked): read whole, and kept
+		// whole from then on
+		known, tag = nil, readTag{}
+	}
 	s.mu.Unlock()
 	// read beside the rows after known: still tag?
 	now := &readTag{n: len(known)}
@@ -589,13 +610,14 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 	doing := "appending to conversation " + id
 	var after readTag // the conversation before these: how many it held, and at what
 	var raws [][]byte // the messages as stored
+	var mark markID   // its mark as the append found it
 	// once committed (synced or not) the messages are kept as stored;
 	// under the writer's claim, checked in the transaction, the
 	// conversation is then what the store keeps. A synced append decodes
 	// what was kept undecoded while its sync waits for the disk.
 	lazy := history.IsLazy(ctx)
 	kept := func() {
-		if s.keepAppended(id, after, raws) {
+		if s.keepAppended(id, after, raws, mark) {
 			if w, ok := history.WriterOf(ctx); ok {
 				s.ownAppend(id, w)
 			}
@@ -608,7 +630,7 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 		var last, appended int
 		var cl nullClaim
 		err := tx.queryRow(tx.st.nextSeq, []any{id}, &last, &appended,
-			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires, &after.base, &after.baseAt, &after.crc)
+			&cl.token, &cl.pid, &cl.host, &cl.node, &cl.since, &cl.expires, &after.base, &after.baseAt, &after.crc, &mark.from, &mark.crc)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 		}
