@@ -212,7 +212,8 @@ func (s *Store) Branches(ctx context.Context, id string) ([]history.Conversation
 // transaction, under id's row lock, its rows after at move to a new
 // branch record, their checksums rewritten for it; every other
 // conversation sharing id's messages past at is pointed at the branch,
-// which holds the same; its kept results go to the branch too.
+// which holds the same; its kept results go to the branch too, and its
+// mark is dropped (the branch starts without one).
 func (s *Store) Rewind(ctx context.Context, id string, at int) (history.Conversation, error) {
 	doing := fmt.Sprintf("rewinding conversation %s to message %d", id, at)
 	now := s.hostNow()
@@ -260,6 +261,10 @@ func (s *Store) Rewind(ctx context.Context, id string, at int) (history.Conversa
 			return s.explain(doing, err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE kept SET conversation = $2 WHERE conversation = $1`, id, branch); err != nil {
+			return s.explain(doing, err)
+		}
+		// its mark was set over messages it no longer holds (marks.go)
+		if _, err := tx.Exec(ctx, `DELETE FROM marks WHERE conversation = $1`, id); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil
@@ -477,7 +482,8 @@ func (s *Store) taking(ctx context.Context, tx pgx.Tx, z, o link, p int) (takes,
 // first: they are keyed by conversation and number), their checksums
 // rewritten; the links are rewritten to match; every other conversation
 // sharing one's messages past the point is pointed at the other, which
-// holds them now; and the kept results change places too.
+// holds them now; the kept results change places too; and both marks
+// are dropped.
 func (s *Store) Switch(ctx context.Context, id, branch string) error {
 	doing := "switching conversation " + id + " to its branch " + branch
 	now := s.hostNow()
@@ -561,6 +567,10 @@ func (s *Store) Switch(ctx context.Context, id, branch string) error {
 				r.id, r.count, r.t.base, r.t.baseAt, record.BaseChecksum(r.id, r.t.base, r.t.baseAt, r.branch), updated, updatedChecksum(r.id, updated)); err != nil {
 				return s.explain(doing, err)
 			}
+		}
+		// their marks were set over messages they no longer hold (marks.go)
+		if _, err := tx.Exec(ctx, `DELETE FROM marks WHERE conversation IN ($1, $2)`, id, branch); err != nil {
+			return s.explain(doing, err)
 		}
 		return s.swapKept(ctx, tx, id, branch)
 	})

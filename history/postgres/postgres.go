@@ -310,6 +310,18 @@ var migrations = []string{
 	ALTER TABLE myelin_rate_limits ADD COLUMN answered bigint NOT NULL DEFAULT 0; -- the ticket of the answer that last set remaining
 	ALTER TABLE myelin_rate_limits ADD COLUMN answers bigint NOT NULL DEFAULT 0;  -- answers observed: sent less answers are in flight
 	ALTER TABLE myelin_rate_limits ADD COLUMN last_sent timestamptz NOT NULL DEFAULT '0001-01-01 00:00:00+00'; -- when a request was last let through (ratelimit.Limiter.Probe)`,
+	// 8: a conversation's mark (history.Marker, marks.go): the place of
+	// the first message its reader needs and the reader's facts of those
+	// before it; a row only while one is set. A myelin of layout 7 refuses
+	// this layout at Open, so none that would rewind a conversation and
+	// leave its mark standing opens it.
+	`CREATE TABLE marks (
+		conversation text PRIMARY KEY REFERENCES conversations(id),
+		"from"       integer NOT NULL, -- the place (from 0) of the first message the reader needs: 1 or more
+		facts        bytea NOT NULL,   -- the reader's, kept as given
+		stamp        bigint NOT NULL,  -- random, new with every mark set: what a store that read the mark compares
+		crc          bigint NOT NULL   -- markChecksum(conversation, from, facts)
+	);`,
 }
 
 // fills are what a migration computes in Go, after its SQL, in its
