@@ -264,7 +264,7 @@ func (s *Store) Rewind(ctx context.Context, id string, at int) (history.Conversa
 			return s.explain(doing, err)
 		}
 		// its mark was set over messages it no longer holds (marks.go)
-		if _, err := tx.Exec(ctx, `DELETE FROM marks WHERE conversation = $1`, id); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM conversation_marks WHERE conversation = $1`, id); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil
@@ -569,7 +569,7 @@ func (s *Store) Switch(ctx context.Context, id, branch string) error {
 			}
 		}
 		// their marks were set over messages they no longer hold (marks.go)
-		if _, err := tx.Exec(ctx, `DELETE FROM marks WHERE conversation IN ($1, $2)`, id, branch); err != nil {
+		if _, err := tx.Exec(ctx, `DELETE FROM conversation_marks WHERE conversation IN ($1, $2)`, id, branch); err != nil {
 			return s.explain(doing, err)
 		}
 		return s.swapKept(ctx, tx, id, branch)

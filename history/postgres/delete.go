@@ -62,7 +62,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			`DELETE FROM claims WHERE conversation = ANY($1)`,
 			`DELETE FROM requests WHERE conversation = ANY($1)`,
 			`DELETE FROM blob_files WHERE conversation = ANY($1)`,
-			`DELETE FROM marks WHERE conversation = ANY($1)`,
+			`DELETE FROM conversation_marks WHERE conversation = ANY($1)`,
 			`DELETE FROM messages WHERE conversation = ANY($1)`,
 			`DELETE FROM conversations WHERE id = ANY($1)`,
 		} {

@@ -16,8 +16,8 @@ import (
 	"github.com/myelin-run/myelin/history/internal/rowdecode"
 )
 
-// This file is the store's marks (history.Marker), kept in the marks
-// table of layout 8: a row per conversation with a mark set, its place,
+// This file is the store's marks (history.Marker), kept in the
+// conversation_marks table of layout 8: a row per conversation with a mark set, its place,
 // the reader's facts, a stamp new with every mark set, and a checksum.
 // SetMark writes it as a write of the conversation (its row lock, its
 // claim checked); Rewind, Switch and Delete delete it in their
@@ -77,9 +77,9 @@ func (s *Store) SetMark(ctx context.Context, id string, m history.Mark) error {
 		}
 		var err error
 		if m.From == 0 {
-			_, err = tx.Exec(ctx, `DELETE FROM marks WHERE conversation = $1`, id)
+			_, err = tx.Exec(ctx, `DELETE FROM conversation_marks WHERE conversation = $1`, id)
 		} else {
-			_, err = tx.Exec(ctx, `INSERT INTO marks (conversation, "from", facts, stamp, crc) VALUES ($1, $2, $3, $4, $5)
+			_, err = tx.Exec(ctx, `INSERT INTO conversation_marks (conversation, "from", facts, stamp, crc) VALUES ($1, $2, $3, $4, $5)
 				ON CONFLICT (conversation) DO UPDATE SET "from" = excluded."from", facts = excluded.facts, stamp = excluded.stamp, crc = excluded.crc`,
 				id, m.From, facts, stamp, markChecksum(id, m.From, facts))
 		}
@@ -125,7 +125,7 @@ const markedQuery = `SELECT c.base, c.base_at, c.messages, k."from", k.stamp, k.
 		CASE WHEN (m.seq IS NULL OR m.seq = lo.seq) AND k.stamp IS DISTINCT FROM $4::bigint THEN k.facts END,
 		lo.seq, m.seq, m.message, m.crc
 	FROM conversations c
-	LEFT JOIN marks k ON k.conversation = c.id
+	LEFT JOIN conversation_marks k ON k.conversation = c.id
 	CROSS JOIN LATERAL (SELECT GREATEST($2::integer, c.base_at + 1, CASE WHEN $3::boolean THEN k."from" END) AS seq) lo
 	LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= lo.seq
 	WHERE c.id = $1 ORDER BY m.seq`

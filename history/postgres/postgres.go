@@ -315,7 +315,7 @@ var migrations = []string{
 	// before it; a row only while one is set. A myelin of layout 7 refuses
 	// this layout at Open, so none that would rewind a conversation and
 	// leave its mark standing opens it.
-	`CREATE TABLE marks (
+	`CREATE TABLE conversation_marks (
 		conversation text PRIMARY KEY REFERENCES conversations(id),
 		"from"       integer NOT NULL, -- the place (from 0) of the first message the reader needs: 1 or more
 		facts        bytea NOT NULL,   -- the reader's, kept as given
