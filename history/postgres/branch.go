@@ -340,7 +340,9 @@ func (s *Store) moveRows(ctx context.Context, tx pgx.Tx, from, to string, after 
 // repoint points every conversation sharing more than after messages of
 // a conversation in to (a key) at the one to names, which holds the same
 // messages, leaving the records of skip alone; each record's link is
-// checked and its checksum rewritten.
+// checked and its checksum rewritten. Its UPDATE names base and base_crc
+// only: one naming base_at drops the conversation's mark (layout 8's
+// trigger), and a conversation repointed keeps its messages and its mark.
 func (s *Store) repoint(ctx context.Context, tx pgx.Tx, to map[string]string, after int, skip ...string) error {
 	froms := make([]string, 0, len(to))
 	for from := range to {

@@ -185,3 +185,49 @@ func TestALayoutSevenDatabaseKeepsMarks(t *testing.T) {
 	}
 	read(openBlobStore(t, dsn), history.Mark{}, texts[:3], "another opening, after a rewind")
 }
+
+// A myelin of layout 5 to 7 still running when a newer one brought the
+// database to layout 8 knows no marks: its Rewind and Switch would leave
+// a mark standing over messages they moved. Both write the record in an
+// UPDATE that names base_at (SET messages, [base,] base_at, base_crc,
+// updated, updated_crc), which drops the mark (the layout's trigger);
+// the UPDATE of an Append (updated, updated_crc, messages) and of a
+// repoint (base, base_crc), which leave a conversation's messages as
+// they were, leave it.
+func TestAnOlderMyelinsRewindDropsTheMarkItDoesNotKnow(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := blobSchema(t)
+	s := openBlobStore(t, dsn)
+	conn := rawConn(t, dsn)
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "one"}}}); err != nil {
+		t.Fatal(err)
+	}
+	m := history.Mark{From: 1, Facts: []byte("facts")}
+	for _, u := range []struct {
+		sql   string
+		drops bool
+	}{
+		{`UPDATE conversations SET updated = updated, updated_crc = updated_crc, messages = messages + 0 WHERE id = 'c'`, false},
+		{`UPDATE conversations c SET base = v.base, base_crc = v.crc FROM (SELECT 'c' AS id, base, base_crc AS crc FROM conversations WHERE id = 'c') v WHERE c.id = v.id`, false},
+		{`UPDATE conversations SET messages = messages, base_at = base_at, base_crc = base_crc, updated = updated, updated_crc = updated_crc WHERE id = 'c'`, true},
+		{`UPDATE conversations SET messages = messages, base = base, base_at = base_at, base_crc = base_crc, updated = updated, updated_crc = updated_crc WHERE id = 'c'`, true},
+	} {
+		if err := s.SetMark(ctx, "c", m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, u.sql); err != nil {
+			t.Fatal(err)
+		}
+		want := m
+		if u.drops {
+			want = history.Mark{}
+		}
+		got, _, err := openBlobStore(t, dsn).Marked(ctx, "c")
+		if err != nil || got.From != want.From || string(got.Facts) != string(want.Facts) {
+			t.Errorf("after %s: the mark is from %d (%q), %v; want from %d (%q)", u.sql, got.From, got.Facts, err, want.From, want.Facts)
+		}
+	}
+}

@@ -313,15 +313,26 @@ var migrations = []string{
 	// 8: a conversation's mark (history.Marker, marks.go): the place of
 	// the first message its reader needs and the reader's facts of those
 	// before it; a row only while one is set. A myelin of layout 7 refuses
-	// this layout at Open, so none that would rewind a conversation and
-	// leave its mark standing opens it.
+	// this layout at Open; one already running when a newer one brings
+	// the database to it does not know marks, and its Rewind and Switch
+	// would leave them standing over messages they moved: the trigger
+	// drops a conversation's mark whenever an UPDATE names its base_at,
+	// which their UPDATE of the record does (since layout 5) and an
+	// Append's, a fork's and a repoint's never do.
 	`CREATE TABLE conversation_marks (
 		conversation text PRIMARY KEY REFERENCES conversations(id),
 		"from"       integer NOT NULL, -- the place (from 0) of the first message the reader needs: 1 or more
 		facts        bytea NOT NULL,   -- the reader's, kept as given
 		stamp        bigint NOT NULL,  -- random, new with every mark set: what a store that read the mark compares
 		crc          bigint NOT NULL   -- markChecksum(conversation, from, facts)
-	);`,
+	);
+	CREATE FUNCTION myelin_drop_mark() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+	BEGIN
+		DELETE FROM conversation_marks WHERE conversation = NEW.id;
+		RETURN NULL;
+	END $$;
+	CREATE TRIGGER conversation_moved_drops_mark AFTER UPDATE OF base_at ON conversations
+		FOR EACH ROW EXECUTE FUNCTION myelin_drop_mark();`,
 }
 
 // fills are what a migration computes in Go, after its SQL, in its
