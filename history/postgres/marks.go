@@ -17,15 +17,16 @@ import (
 )
 
 // This file is the store's marks (history.Marker), kept in the
-// conversation_marks table of layout 8: a row per conversation with a mark set, its place,
-// the reader's facts, a stamp new with every mark set, and a checksum.
-// SetMark writes it as a write of the conversation (its row lock, its
-// claim checked); Rewind, Switch and Delete delete it in their
-// transaction. Marked reads it in the statement that reads the rows from
-// it on, and keeps those rows (read.from > 0), so that its next read
-// reads only the rows added since, as Messages does; each read compares
-// the stamp kept with the stored one, so a mark set or dropped by another
-// process is seen.
+// conversation_marks table of layout 8: a row per conversation with a
+// mark set — its place, the reader's facts, a stamp new with every mark
+// set, and a checksum. SetMark writes it as a write of the conversation
+// (its row lock, its claim checked); Rewind, Switch and Delete delete it
+// in their transaction (and the layout's trigger on every UPDATE naming a
+// record's base_at, as an older myelin's Rewind and Switch do). Marked
+// reads it in the statement that reads the rows from it on, and keeps
+// those rows (read.from > 0), so that its next read reads only the rows
+// added since, as Messages does; each read compares the stamp kept with
+// the stored one, so a mark set or dropped by another process is seen.
 
 var _ history.Marker = (*Store)(nil)
 
