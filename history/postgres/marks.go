@@ -28,8 +28,6 @@ import (
 // added since, as Messages does; each read compares the stamp kept with
 // the stored one, so a mark set or dropped by another process is seen.
 
-var _ history.Marker = (*Store)(nil)
-
 // seenMark is a conversation's mark as a read last saw it.
 type seenMark struct {
 	seen  bool         // false: not read yet (a Messages read does not)

@@ -56,7 +56,9 @@ type Options struct {
 // never change, so a later Messages reads only the rows added since (by
 // this process or another), after checking, in the same query, that the
 // conversation was not rewound or switched since (which moves its rows
-// after a point: then it is read again).
+// after a point: then it is read again). A Marked keeps only the messages
+// from the conversation's mark on (marks.go), and reads on from them the
+// same way; a Messages of such a conversation reads it whole once.
 type Store struct {
 	pool *pgxpool.Pool
 	name string // the server and database, for errors: no password
@@ -71,6 +73,7 @@ type Store struct {
 var (
 	_ history.Store    = (*Store)(nil)
 	_ history.Requests = (*Store)(nil)
+	_ history.Marker   = (*Store)(nil)
 )
 
 // connectTimeout bounds connecting when the DSN sets no connect_timeout:
