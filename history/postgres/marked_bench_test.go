@@ -31,6 +31,7 @@ import (
 //     marked and Messages of the one that read whole (each reads the
 //     rows added since, and Marked the mark with them), each first in
 //     every other round: what a worker pays before each request;
+//     x-warm-paired, the median of their ratio, round by round;
 //   - marked-cpu-ms, messages-cpu-ms: this process's CPU time of the
 //     fresh reads.
 //
@@ -58,7 +59,7 @@ func BenchmarkMarkedAfterRestart(b *testing.B) {
 		b.Fatal(err)
 	}
 	var marked, whole, markedCPU, wholeCPU, warmMarked, warmWhole []time.Duration
-	var paired []float64
+	var paired, warmPaired []float64
 	for b.Loop() {
 		sm, sw := open(), open()
 		start, cpu := time.Now(), cpuTime()
@@ -102,6 +103,7 @@ func BenchmarkMarkedAfterRestart(b *testing.B) {
 					}
 				}
 			}
+			warmPaired = append(warmPaired, float64(warmMarked[len(warmMarked)-1])/float64(warmWhole[len(warmWhole)-1]))
 		}
 		sm.Close()
 		sw.Close()
@@ -114,8 +116,10 @@ func BenchmarkMarkedAfterRestart(b *testing.B) {
 	b.ReportMetric(ms(marked), "marked-ms")
 	b.ReportMetric(ms(whole), "messages-ms")
 	b.ReportMetric(paired[len(paired)/2], "x-messages-paired")
+	slices.Sort(warmPaired)
 	b.ReportMetric(ms(warmMarked), "warm-marked-ms")
 	b.ReportMetric(ms(warmWhole), "warm-messages-ms")
+	b.ReportMetric(warmPaired[len(warmPaired)/2], "x-warm-paired")
 	b.ReportMetric(ms(markedCPU), "marked-cpu-ms")
 	b.ReportMetric(ms(wholeCPU), "messages-cpu-ms")
 }

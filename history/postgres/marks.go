@@ -129,6 +129,18 @@ const markedQuery = `SELECT c.base, c.base_at, c.messages, k."from", k.stamp, k.
 	LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= lo.seq
 	WHERE c.id = $1 ORDER BY m.seq`
 
+// knownQuery is markedQuery for a reader that knows where to read from:
+// from row $2 on, bound in the statement (no lateral bound), so that the
+// read before each request costs what Messages' does, and the mark's
+// columns with it. Its columns are markedQuery's.
+const knownQuery = `SELECT c.base, c.base_at, c.messages, k."from", k.stamp, k.crc,
+		CASE WHEN (m.seq IS NULL OR m.seq = $2) AND k.stamp IS DISTINCT FROM $3::bigint THEN k.facts END,
+		$2::integer, m.seq, m.message, m.crc
+	FROM conversations c
+	LEFT JOIN conversation_marks k ON k.conversation = c.id
+	LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2
+	WHERE c.id = $1 ORDER BY m.seq`
+
 // markRead is what markedQuery read of a conversation's mark.
 type markRead struct {
 	from  pgtype.Int4
@@ -143,7 +155,12 @@ type markRead struct {
 // its facts sent unless its stamp is seen's.
 func (s *Store) markedRows(ctx context.Context, id string, from int, fromMark bool, seen int64, b *rowdecode.Batches, decode int) (ownState, markRead, error) {
 	var k markRead
-	own, err := s.scanRows(ctx, id, b, decode, []any{&k.from, &k.stamp, &k.crc, &k.facts, &k.lo}, markedQuery, id, from, fromMark, seen)
+	extra := []any{&k.from, &k.stamp, &k.crc, &k.facts, &k.lo}
+	if !fromMark {
+		own, err := s.scanRows(ctx, id, b, decode, extra, knownQuery, id, from, seen)
+		return own, k, err
+	}
+	own, err := s.scanRows(ctx, id, b, decode, extra, markedQuery, id, from, true, seen)
 	return own, k, err
 }
 
