@@ -329,9 +329,10 @@ var migrations = []string{
 		stamp        bigint NOT NULL,  -- random, new with every mark set: what a store that read the mark compares
 		crc          bigint NOT NULL   -- markChecksum(conversation, from, facts)
 	);
-	CREATE FUNCTION myelin_drop_mark() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+	CREATE FUNCTION myelin_drop_mark() RETURNS trigger LANGUAGE plpgsql AS $$
 	BEGIN
-		DELETE FROM conversation_marks WHERE conversation = NEW.id;
+		-- the marks beside the conversations table, whatever the session's search_path or the schema's name
+		EXECUTE format('DELETE FROM %I.conversation_marks WHERE conversation = $1', TG_TABLE_SCHEMA) USING NEW.id;
 		RETURN NULL;
 	END $$;
 	CREATE TRIGGER conversation_moved_drops_mark AFTER UPDATE OF base_at ON conversations
