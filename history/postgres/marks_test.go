@@ -253,3 +253,80 @@ func readAll(t *testing.T, st history.Store, id string) []history.Message {
 	}
 	return msgs
 }
+
+// Readers sharing one opening read marked and whole at once while another
+// opening appends and moves the mark on: each Marked gives messages from
+// its mark's place, numbered on without a gap, and each Messages every
+// message so far; what one reader is given, another's read never writes
+// into (run with -race).
+func TestMarkedAndMessagesAtOnceInOneOpeningAgree(t *testing.T) {
+	ctx := context.Background()
+	open, _ := opener(t, nil)
+	w, shared := open(), open()
+	if err := w.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	text := func(i int) history.Message { return storetest.UserText(fmt.Sprint("m ", i)) }
+	if err := w.Append(ctx, "c", text(0), text(1), text(2), text(3)); err != nil {
+		t.Fatal(err)
+	}
+	check := func(from int, msgs []history.Message) error {
+		for i, m := range msgs {
+			if want := fmt.Sprint("m ", from+i); m.Text() != want {
+				return fmt.Errorf("message %d of those from %d reads %q; want %q", i, from, m.Text(), want)
+			}
+		}
+		return nil
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 8)
+	for r := range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				var err error
+				if r%2 == 0 {
+					var m history.Mark
+					var msgs []history.Message
+					if m, msgs, err = shared.Marked(ctx, "c"); err == nil {
+						err = check(m.From, msgs)
+						_ = append(msgs, text(-1)) // the caller's: never the store's or another caller's
+						_ = append(m.Facts, 'x')
+					}
+				} else {
+					var msgs []history.Message
+					if msgs, err = shared.Messages(ctx, "c"); err == nil {
+						err = check(0, msgs)
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	n := 4
+	for step := range 40 {
+		if err := w.Append(ctx, "c", text(n), text(n+1)); err != nil {
+			t.Fatal(err)
+		}
+		n += 2
+		if step%5 == 0 {
+			if err := w.SetMark(ctx, "c", history.Mark{From: n - 1 - step%3, Facts: []byte(fmt.Sprint("before ", n))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
