@@ -113,16 +113,16 @@ func clipped(b []byte) []byte {
 	return b[:len(b):len(b)]
 }
 
-// markedQuery reads, in one statement, conversation id ($1): its link and
-// count, its mark (k), and its own rows numbered from lo on. lo is $2, or
-// with $3 the number of the row before the mark's first message (the
-// mark's From: row numbers start at 1), whichever is later, and never
-// before the conversation's own rows. The facts come in the first row
-// only, and only when the mark's stamp is not $4 (what the reader saw):
-// unchanged, they are not sent again.
+// markedQuery reads, in one statement, conversation id ($1): its link,
+// the link's checksum and its count, its mark (k), and its own rows
+// numbered from lo on. lo is $2, or with $3 the number of the row before
+// the mark's first message (the mark's From: row numbers start at 1),
+// whichever is later, and never before the conversation's own rows. The
+// facts come in the first row only, and only when the mark's stamp is
+// not $4 (what the reader saw): unchanged, they are not sent again.
 const markedQuery = `SELECT c.base, c.base_at, c.messages, k."from", k.stamp, k.crc,
 		CASE WHEN (m.seq IS NULL OR m.seq = lo.seq) AND k.stamp IS DISTINCT FROM $4::bigint THEN k.facts END,
-		lo.seq, m.seq, m.message, m.crc
+		lo.seq, c.branch_of, c.base_crc, m.seq, m.message, m.crc
 	FROM conversations c
 	LEFT JOIN conversation_marks k ON k.conversation = c.id
 	CROSS JOIN LATERAL (SELECT GREATEST($2::integer, c.base_at + 1, CASE WHEN $3::boolean THEN k."from" END) AS seq) lo
@@ -135,7 +135,7 @@ const markedQuery = `SELECT c.base, c.base_at, c.messages, k."from", k.stamp, k.
 // columns with it. Its columns are markedQuery's.
 const knownQuery = `SELECT c.base, c.base_at, c.messages, k."from", k.stamp, k.crc,
 		CASE WHEN (m.seq IS NULL OR m.seq = $2) AND k.stamp IS DISTINCT FROM $3::bigint THEN k.facts END,
-		$2::integer, m.seq, m.message, m.crc
+		$2::integer, c.branch_of, c.base_crc, m.seq, m.message, m.crc
 	FROM conversations c
 	LEFT JOIN conversation_marks k ON k.conversation = c.id
 	LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2
@@ -148,6 +148,10 @@ type markRead struct {
 	crc   pgtype.Int8
 	facts *[]byte // nil: not sent
 	lo    int32
+	// the record's branch_of and base_crc, to check its link (base,
+	// base_at) by, as Get does
+	branchOf string
+	baseCRC  int64
 }
 
 // markedRows runs markedQuery for conversation id from row from (with
@@ -155,7 +159,7 @@ type markRead struct {
 // its facts sent unless its stamp is seen's.
 func (s *Store) markedRows(ctx context.Context, id string, from int, fromMark bool, seen int64, b *rowdecode.Batches, decode int) (ownState, markRead, error) {
 	var k markRead
-	extra := []any{&k.from, &k.stamp, &k.crc, &k.facts, &k.lo}
+	extra := []any{&k.from, &k.stamp, &k.crc, &k.facts, &k.lo, &k.branchOf, &k.baseCRC}
 	if !fromMark {
 		own, err := s.scanRows(ctx, id, b, decode, extra, knownQuery, id, from, seen)
 		return own, k, err
@@ -283,6 +287,9 @@ func (s *Store) markedCold(ctx context.Context, id string) (history.Mark, []hist
 			return history.Mark{}, nil, err
 		}
 		if err != nil {
+			return history.Mark{}, nil, err
+		}
+		if err := s.checkBase(id, own.base, own.baseAt, k.branchOf, k.baseCRC); err != nil {
 			return history.Mark{}, nil, err
 		}
 		if k.from.Valid && k.facts == nil {

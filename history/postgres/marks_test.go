@@ -330,3 +330,31 @@ func TestMarkedAndMessagesAtOnceInOneOpeningAgree(t *testing.T) {
 		}
 	}
 }
+
+// A fork whose point was changed behind the store's back reads as damaged
+// through Marked in a fresh opening, as through Messages (Get's check of
+// the link's checksum).
+func TestAForkWhosePointChangedIsDamagedToMarked(t *testing.T) {
+	ctx := context.Background()
+	open, name := opener(t, nil)
+	s := open()
+	if err := s.Create(ctx, history.Conversation{ID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "b", storetest.Numbered("m", 5)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Fork(ctx, history.Conversation{ID: "f", Base: "b", BaseAt: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMark(ctx, "f", history.Mark{From: 2}); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, name, `UPDATE conversations SET base_at = 3, messages = 3 WHERE id = 'f'`)
+	if _, err := open().Messages(ctx, "f"); !errors.Is(err, history.ErrDamaged) {
+		t.Fatalf("Messages of the fork whose point changed: %v; want ErrDamaged", err)
+	}
+	if _, _, err := open().Marked(ctx, "f"); !errors.Is(err, history.ErrDamaged) {
+		t.Fatalf("Marked of the fork whose point changed: %v; want ErrDamaged", err)
+	}
+}
