@@ -262,8 +262,8 @@ func (s *Store) markedKnown(ctx context.Context, id string, known read) (history
 	if err != nil {
 		return history.Mark{}, nil, false, err
 	}
-	if total := n + len(fresh); total < own.count {
-		return history.Mark{}, nil, false, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, total+1, own.count, own.count, history.ErrDamaged)
+	if err := s.counted(id, n+len(fresh), own.count); err != nil {
+		return history.Mark{}, nil, false, err
 	}
 	known.mark = seen
 	all := s.remember(id, known, fresh, last)
@@ -309,8 +309,8 @@ func (s *Store) markedCold(ctx context.Context, id string) (history.Mark, []hist
 		if err != nil {
 			return history.Mark{}, nil, err
 		}
-		if total := lo - 1 + len(fresh); total < own.count {
-			return history.Mark{}, nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, total+1, own.count, own.count, history.ErrDamaged)
+		if err := s.counted(id, lo-1+len(fresh), own.count); err != nil {
+			return history.Mark{}, nil, err
 		}
 		from := seen.mark.From
 		kept := read{from: from, base: own.base, baseAt: own.baseAt, mark: seen}
@@ -348,6 +348,19 @@ func (s *Store) markedCold(ctx context.Context, id string) (history.Mark, []hist
 		return seen.mark, tail[:len(tail):len(tail)], nil
 	}
 	return history.Mark{}, nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
+}
+
+// counted is the error for conversation id read as total messages where
+// its record counts count: rows missing at its end, or rows past it (as
+// Get's count of the rows finds them); nil when they agree.
+func (s *Store) counted(id string, total, count int) error {
+	switch {
+	case total < count:
+		return fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, total+1, count, count, history.ErrDamaged)
+	case total > count:
+		return fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.name, id, total, count, history.ErrDamaged)
+	}
+	return nil
 }
 
 // linkMoved reports whether conversation id's link to the messages it

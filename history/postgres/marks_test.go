@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 	"github.com/myelin-run/myelin/history/postgres"
 	"github.com/myelin-run/myelin/history/storetest"
 )
@@ -356,5 +357,37 @@ func TestAForkWhosePointChangedIsDamagedToMarked(t *testing.T) {
 	}
 	if _, _, err := open().Marked(ctx, "f"); !errors.Is(err, history.ErrDamaged) {
 		t.Fatalf("Marked of the fork whose point changed: %v; want ErrDamaged", err)
+	}
+}
+
+// A row added past a conversation's count behind the store's back reads
+// as damaged through Marked, fresh and after a read, as through a fresh
+// Messages (Get's count of the rows).
+func TestARowPastTheCountIsDamagedToMarked(t *testing.T) {
+	ctx := context.Background()
+	open, name := opener(t, nil)
+	s := open()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", storetest.Numbered("m", 5)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMark(ctx, "c", history.Mark{From: 3}); err != nil {
+		t.Fatal(err)
+	}
+	reader := open()
+	if _, _, err := reader.Marked(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawPostgres(t, name, "c")[4] // message 5's bytes, stored again as a sixth under its own checksum
+	exec(t, name, `INSERT INTO messages (conversation, seq, message, crc) VALUES ('c', 6, $1, $2)`, raw, record.MessageChecksum("c", 6, raw))
+	if _, err := open().Messages(ctx, "c"); !errors.Is(err, history.ErrDamaged) {
+		t.Fatalf("Messages with a row past the count: %v; want ErrDamaged", err)
+	}
+	for who, st := range map[string]*postgres.Store{"a fresh opening": open(), "an opening that read it": reader} {
+		if _, _, err := st.Marked(ctx, "c"); !errors.Is(err, history.ErrDamaged) {
+			t.Errorf("%s: Marked with a row past the count: %v; want ErrDamaged", who, err)
+		}
 	}
 }
