@@ -212,7 +212,8 @@ func (s *Store) Branches(ctx context.Context, id string) ([]history.Conversation
 // transaction, under id's row lock, its rows after at move to a new
 // branch record, their checksums rewritten for it; every other
 // conversation sharing id's messages past at is pointed at the branch,
-// which holds the same; its kept results go to the branch too.
+// which holds the same; its kept results go to the branch too, and its
+// mark is dropped (the branch starts without one).
 func (s *Store) Rewind(ctx context.Context, id string, at int) (history.Conversation, error) {
 	doing := fmt.Sprintf("rewinding conversation %s to message %d", id, at)
 	now := s.hostNow()
@@ -260,6 +261,10 @@ func (s *Store) Rewind(ctx context.Context, id string, at int) (history.Conversa
 			return s.explain(doing, err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE kept SET conversation = $2 WHERE conversation = $1`, id, branch); err != nil {
+			return s.explain(doing, err)
+		}
+		// its mark was set over messages it no longer holds (marks.go)
+		if _, err := tx.Exec(ctx, `DELETE FROM conversation_marks WHERE conversation = $1`, id); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil
@@ -335,7 +340,9 @@ func (s *Store) moveRows(ctx context.Context, tx pgx.Tx, from, to string, after 
 // repoint points every conversation sharing more than after messages of
 // a conversation in to (a key) at the one to names, which holds the same
 // messages, leaving the records of skip alone; each record's link is
-// checked and its checksum rewritten.
+// checked and its checksum rewritten. Its UPDATE names base and base_crc
+// only: one naming base_at drops the conversation's mark (layout 8's
+// trigger), and a conversation repointed keeps its messages and its mark.
 func (s *Store) repoint(ctx context.Context, tx pgx.Tx, to map[string]string, after int, skip ...string) error {
 	froms := make([]string, 0, len(to))
 	for from := range to {
@@ -477,7 +484,8 @@ func (s *Store) taking(ctx context.Context, tx pgx.Tx, z, o link, p int) (takes,
 // first: they are keyed by conversation and number), their checksums
 // rewritten; the links are rewritten to match; every other conversation
 // sharing one's messages past the point is pointed at the other, which
-// holds them now; and the kept results change places too.
+// holds them now; the kept results change places too; and both marks
+// are dropped.
 func (s *Store) Switch(ctx context.Context, id, branch string) error {
 	doing := "switching conversation " + id + " to its branch " + branch
 	now := s.hostNow()
@@ -561,6 +569,10 @@ func (s *Store) Switch(ctx context.Context, id, branch string) error {
 				r.id, r.count, r.t.base, r.t.baseAt, record.BaseChecksum(r.id, r.t.base, r.t.baseAt, r.branch), updated, updatedChecksum(r.id, updated)); err != nil {
 				return s.explain(doing, err)
 			}
+		}
+		// their marks were set over messages they no longer hold (marks.go)
+		if _, err := tx.Exec(ctx, `DELETE FROM conversation_marks WHERE conversation IN ($1, $2)`, id, branch); err != nil {
+			return s.explain(doing, err)
 		}
 		return s.swapKept(ctx, tx, id, branch)
 	})

@@ -151,17 +151,23 @@ func (s *Store) records(ctx context.Context, doing, query string, args ...any) (
 }
 
 // read is what the store keeps in memory of a conversation it has read:
-// its messages, and what shows that they are still its messages (a Rewind
+// its messages from place from on (0 but after a Marked, which reads from
+// the mark), and what shows that they are still its messages (a Rewind
 // or Switch of it replaces those after its point).
 type read struct {
-	msgs   []history.Message
+	msgs   []history.Message // from place from to the end as last read
+	from   int
 	base   string // the record's Base and BaseAt when msgs were read
 	baseAt int
 	// lastCRC is the checksum of the row of the last message in msgs,
-	// when that message is the conversation's own (len(msgs) > baseAt): a
-	// rewind moves that row away, a switch replaces it
+	// when that message is the conversation's own (from+len(msgs) >
+	// baseAt): a rewind moves that row away, a switch replaces it
 	lastCRC int64
+	mark    seenMark // the conversation's mark as last read (marks.go)
 }
+
+// end is the place after the last message r holds.
+func (r read) end() int { return r.from + len(r.msgs) }
 
 // maxChain bounds how many conversations a read goes through to reach a
 // conversation's first messages (a fork of a fork of ...): a longer chain
@@ -185,7 +191,9 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	s.mu.Lock()
 	known := s.read[id]
 	s.mu.Unlock()
-	if len(known.msgs) == 0 {
+	if len(known.msgs) == 0 || known.from > 0 {
+		// nothing kept, or only the messages from a mark on (Marked): read
+		// whole, and kept whole from then on
 		return s.readAll(ctx, id, depth)
 	}
 	// one query, ordered by the index: the record (still there? still
@@ -315,33 +323,50 @@ const noEnd = math.MaxInt32
 // are fetched, up to the first gap in their numbers (decodeRows reports
 // it).
 func (s *Store) ownRows(ctx context.Context, id string, from, to int, b *rowdecode.Batches, decode int) (ownState, error) {
+	return s.scanRows(ctx, id, b, decode, nil, `SELECT c.base, c.base_at, c.messages, m.seq, m.message, m.crc FROM conversations c
+		LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2 AND m.seq <= $3 WHERE c.id = $1 ORDER BY m.seq`, id, from, to)
+}
+
+// scanRows runs query, a read of conversation id (as ownRows'): its
+// columns are the conversation's base, base_at and messages, then as
+// many more of the conversation as extra has destinations (scanned from
+// the first row only), then a row's seq, message and crc (NULL when no
+// row matched); its rows are ordered by seq. The rows numbered decode on
+// (with decode 0, from the first row's on) are handed to b as they come,
+// up to the first gap.
+func (s *Store) scanRows(ctx context.Context, id string, b *rowdecode.Batches, decode int, extra []any, query string, args ...any) (ownState, error) {
 	doing := "reading conversation " + id
 	var out ownState
-	rows, err := s.pool.Query(ctx, `SELECT c.base, c.base_at, c.messages, m.seq, m.message, m.crc FROM conversations c
-		LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2 AND m.seq <= $3 WHERE c.id = $1 ORDER BY m.seq`, id, from, to)
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return out, s.explain(doing, err)
 	}
 	defer rows.Close()
+	head := 3 + len(extra)
 	// the message's bytes as the wire gives them, when they come in
 	// binary (a bytea's binary form is its bytes), copied by b: not an
 	// allocation a row as a scan into a []byte makes
-	binary := len(rows.FieldDescriptions()) == 6 && rows.FieldDescriptions()[4].Format == pgx.BinaryFormatCode
+	fields := rows.FieldDescriptions()
+	binary := len(fields) == head+3 && fields[head+1].Format == pgx.BinaryFormatCode
+	var seq pgtype.Int4
+	var raw []byte
+	var crc pgtype.Int8
+	msg := any(&raw)
+	if binary {
+		msg = nil // read below, from the row's raw values
+	}
+	dest := append(append([]any{&out.base, &out.baseAt, &out.count}, extra...), &seq, msg, &crc)
 	found := false
 	for rows.Next() {
-		var seq pgtype.Int4
-		var raw []byte
-		var crc pgtype.Int8
-		msg := any(&raw)
-		if binary {
-			msg = nil // read below, from the row's raw values
-		}
 		if !found {
 			// the conversation's columns, the same in every row: once
-			err = rows.Scan(&out.base, &out.baseAt, &out.count, &seq, msg, &crc)
+			err = rows.Scan(dest...)
 			b.Store, b.Conv, b.Last = s.name, id, out.count
+			for i := range head {
+				dest[i] = nil
+			}
 		} else {
-			err = rows.Scan(nil, nil, nil, &seq, msg, &crc)
+			err = rows.Scan(dest...)
 		}
 		if err != nil {
 			return out, s.explain(doing, err)
@@ -351,10 +376,13 @@ func (s *Store) ownRows(ctx context.Context, id string, from, to int, b *rowdeco
 			continue
 		}
 		if binary {
-			raw = b.Copy(rows.RawValues()[4])
+			raw = b.Copy(rows.RawValues()[head+1])
 		}
 		r := rowdecode.Row{Seq: int(seq.Int32), Message: raw, CRC: crc.Int64}
 		out.rows = append(out.rows, r)
+		if decode == 0 {
+			decode = r.Seq
+		}
 		if r.Seq == decode+out.added {
 			b.Add(r)
 			out.added++
@@ -394,10 +422,11 @@ func (s *Store) decodeRows(id string, from int, own ownState, rows []rowdecode.R
 }
 
 // remember keeps known's messages followed by fresh as what was read of
-// conversation id (last: the checksum of fresh's last row), unless another
-// read kept more of the same meanwhile, and returns them with no room to
-// grow: a caller's append copies, never writing into the store's memory
-// or another caller's slice.
+// conversation id (last: the checksum of fresh's last row; known.from and
+// known.mark as read with them), unless another read kept more of the
+// same meanwhile, and returns them with no room to grow: a caller's
+// append copies, never writing into the store's memory or another
+// caller's slice.
 func (s *Store) remember(id string, known read, fresh []history.Message, last int64) []history.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -405,8 +434,10 @@ func (s *Store) remember(id string, known read, fresh []history.Message, last in
 	same := had && cur.base == known.base && cur.baseAt == known.baseAt
 	var all []history.Message
 	if len(fresh) == 0 {
-		all = known.msgs
-	} else if same && len(cur.msgs) == len(known.msgs) && len(known.msgs) > 0 {
+		// kept with no room to grow: room past it may be messages an
+		// append in place since handed out
+		all = known.msgs[:len(known.msgs):len(known.msgs)]
+	} else if same && cur.from == known.from && len(cur.msgs) == len(known.msgs) && len(known.msgs) > 0 {
 		all = append(cur.msgs, fresh...) // past every slice handed out: in place while there is room
 	} else {
 		all = append(known.msgs[:len(known.msgs):len(known.msgs)], fresh...)
@@ -414,8 +445,12 @@ func (s *Store) remember(id string, known read, fresh []history.Message, last in
 	if len(fresh) == 0 {
 		last = known.lastCRC
 	}
-	if !same || len(all) > len(cur.msgs) {
-		s.read[id] = read{msgs: all, base: known.base, baseAt: known.baseAt, lastCRC: last}
+	next := read{msgs: all, from: known.from, base: known.base, baseAt: known.baseAt, lastCRC: last, mark: known.mark}
+	if !next.mark.seen && same {
+		next.mark = cur.mark // what a Messages read does not look at stays known
+	}
+	if end, curEnd := next.end(), cur.end(); !same || end > curEnd || end == curEnd && next.from <= cur.from {
+		s.read[id] = next
 	}
 	if all == nil {
 		return []history.Message{} // none yet: an empty list, as SQLite gives

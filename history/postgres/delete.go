@@ -17,10 +17,10 @@ var _ history.Deleter = (*Store)(nil)
 // the conversation's row lock like every write, its claim checked as
 // theirs is: refused (history.ErrHasForks) while another conversation
 // shares its messages or a branch's. Their kept results, claims,
-// requests, files and messages go, then the bytes of their files that no
-// other conversation's file has, then their records. A file of another
-// conversation that takes the same bytes at that moment keeps them: those
-// bytes stay.
+// requests, files, marks and messages go, then the bytes of their files
+// that no other conversation's file has, then their records. A file of
+// another conversation that takes the same bytes at that moment keeps
+// them: those bytes stay.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	doing := "deleting conversation " + id
 	var gone []string
@@ -62,6 +62,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			`DELETE FROM claims WHERE conversation = ANY($1)`,
 			`DELETE FROM requests WHERE conversation = ANY($1)`,
 			`DELETE FROM blob_files WHERE conversation = ANY($1)`,
+			`DELETE FROM conversation_marks WHERE conversation = ANY($1)`,
 			`DELETE FROM messages WHERE conversation = ANY($1)`,
 			`DELETE FROM conversations WHERE id = ANY($1)`,
 		} {

@@ -131,3 +131,103 @@ func makeLayout(t *testing.T, conn *pgx.Conn, version int) {
 		}
 	}
 }
+
+// A database of layout 7 (no marks) is brought to this myelin's layout at
+// Open: its conversation reads back as it was, under no mark, and then
+// keeps one, read back from its place by another opening, dropped by a
+// rewind.
+func TestALayoutSevenDatabaseKeepsMarks(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := blobSchema(t)
+	conn := rawConn(t, dsn)
+	const created = "2026-12-01T10:00:00Z"
+	updated := time.Date(2026, 12, 1, 10, 5, 0, 0, time.UTC)
+	makeLayout(t, conn, 7)
+	if _, err := conn.Exec(ctx, `INSERT INTO conversations (id, system, created, updated, messages, crc, updated_crc) VALUES ('old', 'sys', $1, $2, 4, $3, $4)`,
+		created, updated, record.RecordChecksum("old", "sys", created, "", ""), updatedChecksum("old", updated)); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for i := range 4 {
+		texts = append(texts, fmt.Sprint("old ", i+1))
+		raw, err := history.EncodeMessage(history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: texts[i]}}, Time: updated})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO messages (conversation, seq, message, crc) VALUES ('old', $1, $2, $3)`, i+1, raw, record.MessageChecksum("old", i+1, raw)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := openBlobStore(t, dsn)
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT version FROM myelin_layout`).Scan(&version); err != nil || version != Layout || Layout < 8 {
+		t.Fatalf("after Open the layout is %d (%v); want this myelin's, %d (8 or more)", version, err, Layout)
+	}
+	read := func(st *Store, want history.Mark, wantTexts []string, when string) {
+		t.Helper()
+		m, msgs, err := st.Marked(ctx, "old")
+		var got []string
+		for _, msg := range msgs {
+			got = append(got, msg.Text())
+		}
+		if err != nil || m.From != want.From || string(m.Facts) != string(want.Facts) || fmt.Sprint(got) != fmt.Sprint(wantTexts) {
+			t.Fatalf("%s: Marked = from %d (%q), %q, %v; want from %d (%q), %q", when, m.From, m.Facts, got, err, want.From, want.Facts, wantTexts)
+		}
+	}
+	read(s, history.Mark{}, texts, "the layout-7 conversation after the migration")
+	m := history.Mark{From: 3, Facts: []byte("facts")}
+	if err := s.SetMark(ctx, "old", m); err != nil {
+		t.Fatal(err)
+	}
+	read(openBlobStore(t, dsn), m, texts[3:], "another opening, after a mark was set")
+	if _, err := s.Rewind(ctx, "old", 3); err != nil {
+		t.Fatal(err)
+	}
+	read(openBlobStore(t, dsn), history.Mark{}, texts[:3], "another opening, after a rewind")
+}
+
+// A myelin of layout 5 to 7 still running when a newer one brought the
+// database to layout 8 knows no marks: its Rewind and Switch would leave
+// a mark standing over messages they moved. Both write the record in an
+// UPDATE that names base_at (SET messages, [base,] base_at, base_crc,
+// updated, updated_crc), which drops the mark (the layout's trigger);
+// the UPDATE of an Append (updated, updated_crc, messages) and of a
+// repoint (base, base_crc), which leave a conversation's messages as
+// they were, leave it.
+func TestAnOlderMyelinsRewindDropsTheMarkItDoesNotKnow(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := blobSchema(t)
+	s := openBlobStore(t, dsn)
+	conn := rawConn(t, dsn)
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "one"}}}); err != nil {
+		t.Fatal(err)
+	}
+	m := history.Mark{From: 1, Facts: []byte("facts")}
+	for _, u := range []struct {
+		sql   string
+		drops bool
+	}{
+		{`UPDATE conversations SET updated = updated, updated_crc = updated_crc, messages = messages + 0 WHERE id = 'c'`, false},
+		{`UPDATE conversations c SET base = v.base, base_crc = v.crc FROM (SELECT 'c' AS id, base, base_crc AS crc FROM conversations WHERE id = 'c') v WHERE c.id = v.id`, false},
+		{`UPDATE conversations SET messages = messages, base_at = base_at, base_crc = base_crc, updated = updated, updated_crc = updated_crc WHERE id = 'c'`, true},
+		{`UPDATE conversations SET messages = messages, base = base, base_at = base_at, base_crc = base_crc, updated = updated, updated_crc = updated_crc WHERE id = 'c'`, true},
+	} {
+		if err := s.SetMark(ctx, "c", m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, u.sql); err != nil {
+			t.Fatal(err)
+		}
+		want := m
+		if u.drops {
+			want = history.Mark{}
+		}
+		got, _, err := openBlobStore(t, dsn).Marked(ctx, "c")
+		if err != nil || got.From != want.From || string(got.Facts) != string(want.Facts) {
+			t.Errorf("after %s: the mark is from %d (%q), %v; want from %d (%q)", u.sql, got.From, got.Facts, err, want.From, want.Facts)
+		}
+	}
+}

@@ -56,7 +56,9 @@ type Options struct {
 // never change, so a later Messages reads only the rows added since (by
 // this process or another), after checking, in the same query, that the
 // conversation was not rewound or switched since (which moves its rows
-// after a point: then it is read again).
+// after a point: then it is read again). A Marked keeps only the messages
+// from the conversation's mark on (marks.go), and reads on from them the
+// same way; a Messages of such a conversation reads it whole once.
 type Store struct {
 	pool *pgxpool.Pool
 	name string // the server and database, for errors: no password
@@ -71,6 +73,7 @@ type Store struct {
 var (
 	_ history.Store    = (*Store)(nil)
 	_ history.Requests = (*Store)(nil)
+	_ history.Marker   = (*Store)(nil)
 )
 
 // connectTimeout bounds connecting when the DSN sets no connect_timeout:
@@ -310,6 +313,30 @@ var migrations = []string{
 	ALTER TABLE myelin_rate_limits ADD COLUMN answered bigint NOT NULL DEFAULT 0; -- the ticket of the answer that last set remaining
 	ALTER TABLE myelin_rate_limits ADD COLUMN answers bigint NOT NULL DEFAULT 0;  -- answers observed: sent less answers are in flight
 	ALTER TABLE myelin_rate_limits ADD COLUMN last_sent timestamptz NOT NULL DEFAULT '0001-01-01 00:00:00+00'; -- when a request was last let through (ratelimit.Limiter.Probe)`,
+	// 8: a conversation's mark (history.Marker, marks.go): the place of
+	// the first message its reader needs and the reader's facts of those
+	// before it; a row only while one is set. A myelin of layout 7 refuses
+	// this layout at Open; one already running when a newer one brings
+	// the database to it does not know marks, and its Rewind and Switch
+	// would leave them standing over messages they moved: the trigger
+	// drops a conversation's mark whenever an UPDATE names its base_at,
+	// which their UPDATE of the record does (since layout 5) and an
+	// Append's, a fork's and a repoint's never do.
+	`CREATE TABLE conversation_marks (
+		conversation text PRIMARY KEY REFERENCES conversations(id),
+		"from"       integer NOT NULL, -- the place (from 0) of the first message the reader needs: 1 or more
+		facts        bytea NOT NULL,   -- the reader's, kept as given
+		stamp        bigint NOT NULL,  -- random, new with every mark set: what a store that read the mark compares
+		crc          bigint NOT NULL   -- markChecksum(conversation, from, facts)
+	);
+	CREATE FUNCTION myelin_drop_mark() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		-- the marks beside the conversations table, whatever the session's search_path or the schema's name
+		EXECUTE format('DELETE FROM %I.conversation_marks WHERE conversation = $1', TG_TABLE_SCHEMA) USING NEW.id;
+		RETURN NULL;
+	END $$;
+	CREATE TRIGGER conversation_moved_drops_mark AFTER UPDATE OF base_at ON conversations
+		FOR EACH ROW EXECUTE FUNCTION myelin_drop_mark();`,
 }
 
 // fills are what a migration computes in Go, after its SQL, in its
