@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/historytest"
+	"github.com/myelin-run/myelin/history/sqlite"
 	"github.com/myelin-run/myelin/provider/providertest"
 	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/window"
@@ -124,20 +126,26 @@ func TestAMarkThisAgentCannotUseIsReadWhole(t *testing.T) {
 	}
 }
 
-// countingMemory is a Memory that counts its whole reads (Messages) and
-// its reads from a mark past place 0.
-type countingMemory struct {
-	*history.Memory
-	whole, tails atomic.Int64
+// marking is a Store that keeps marks.
+type marking interface {
+	history.Store
+	history.Marker
 }
 
-func (c *countingMemory) Messages(ctx context.Context, id string) ([]history.Message, error) {
+// countingReads is a Store that keeps marks and counts its whole reads
+// (Messages) and its reads from a mark past place 0.
+type countingReads struct {
+	marking
+	whole, tails *atomic.Int64
+}
+
+func (c countingReads) Messages(ctx context.Context, id string) ([]history.Message, error) {
 	c.whole.Add(1)
-	return c.Memory.Messages(ctx, id)
+	return c.marking.Messages(ctx, id)
 }
 
-func (c *countingMemory) Marked(ctx context.Context, id string) (history.Mark, []history.Message, error) {
-	m, msgs, err := c.Memory.Marked(ctx, id)
+func (c countingReads) Marked(ctx context.Context, id string) (history.Mark, []history.Message, error) {
+	m, msgs, err := c.marking.Marked(ctx, id)
 	if m.From > 0 {
 		c.tails.Add(1)
 	}
@@ -148,9 +156,10 @@ func (c *countingMemory) Marked(ctx context.Context, id string) (history.Mark, [
 type unmarked struct{ history.Store }
 
 // A summarised conversation resumed by a fresh agent on a store that
-// keeps marks is read from its mark, never whole, and every request it
-// sends is byte for byte the one an agent reading it whole sends: the
-// first turn sets the mark, the next (a restart) reads from it.
+// keeps marks — Memory, and SQLite opened afresh for every turn, as a
+// restarted process opens it — is read from its mark, never whole, and
+// every request it sends is byte for byte the one an agent reading it
+// whole sends: the first turn sets the mark, the next ones read from it.
 func TestAResumedTurnReadsFromTheMarkAndSendsWhatAWholeReadSends(t *testing.T) {
 	var stored []history.Message
 	for seed := int64(1); ; seed++ {
@@ -161,8 +170,9 @@ func TestAResumedTurnReadsFromTheMarkAndSendsWhatAWholeReadSends(t *testing.T) {
 		}
 	}
 	w := testWires["anthropic"]
-	run := func(s history.Store) [][]byte {
+	run := func(open func() marking, wrap func(marking) history.Store) [][]byte {
 		ctx := context.Background()
+		s := open()
 		if err := s.Create(ctx, history.Conversation{ID: "c", System: "system"}); err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +185,8 @@ func TestAResumedTurnReadsFromTheMarkAndSendsWhatAWholeReadSends(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := &Agent{Provider: p, Store: s, Tools: &tool.Registry{}, Model: "claude-test", ContextWindow: 1_000_000} // a fresh agent a turn: a restart
+			// a fresh agent, and store handle, a turn: a restart
+			a := &Agent{Provider: p, Store: wrap(open()), Tools: &tool.Registry{}, Model: "claude-test", ContextWindow: 1_000_000}
 			srv.Push(providertest.Step{Text: "ok", Input: 100, Output: 1})
 			if _, err := a.Turn(ctx, "c", "go on "+string(rune('a'+turn)), func(Event) {}); err != nil {
 				t.Fatalf("turn %d: %v", turn, err)
@@ -183,23 +194,45 @@ func TestAResumedTurnReadsFromTheMarkAndSendsWhatAWholeReadSends(t *testing.T) {
 		}
 		return srv.Requests()
 	}
-	want := run(unmarked{&history.Memory{}})
-	s := &countingMemory{Memory: &history.Memory{}}
-	got := run(s)
-	if len(got) != len(want) {
-		t.Fatalf("%d requests sent; reading whole, %d", len(got), len(want))
+	stores := map[string]func(t *testing.T) func() marking{
+		"memory": func(t *testing.T) func() marking {
+			s := &history.Memory{}
+			return func() marking { return s }
+		},
+		"sqlite": func(t *testing.T) func() marking {
+			path := filepath.Join(t.TempDir(), "history.db")
+			return func() marking {
+				s, err := sqlite.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+		},
 	}
-	for i := range got {
-		if string(got[i]) != string(want[i]) {
-			t.Fatalf("request %d differs from the one a whole read sends:\n%s\nwant\n%s", i, got[i], want[i])
-		}
-	}
-	if s.tails.Load() == 0 {
-		t.Fatal("no read was from a mark: the turns did not set one, or did not read through it")
-	}
-	// before the mark was set, Marked gave every message; a fallback to
-	// Messages would mean a mark the agent set was not one it could use
-	if n := s.whole.Load(); n != 0 {
-		t.Fatalf("%d whole reads (Messages) with a mark the agent could use", n)
+	for name, opener := range stores {
+		t.Run(name, func(t *testing.T) {
+			want := run(opener(t), func(s marking) history.Store { return unmarked{s} })
+			var whole, tails atomic.Int64
+			got := run(opener(t), func(s marking) history.Store { return countingReads{s, &whole, &tails} })
+			if len(got) != len(want) {
+				t.Fatalf("%d requests sent; reading whole, %d", len(got), len(want))
+			}
+			for i := range got {
+				if string(got[i]) != string(want[i]) {
+					t.Fatalf("request %d differs from the one a whole read sends:\n%s\nwant\n%s", i, got[i], want[i])
+				}
+			}
+			if tails.Load() < 2 {
+				t.Fatalf("%d reads were from a mark: the first turn did not set one, or the next did not read through it", tails.Load())
+			}
+			// before the mark was set, Marked gave every message; a fallback
+			// to Messages would mean a mark the agent set was not one it
+			// could use
+			if n := whole.Load(); n != 0 {
+				t.Fatalf("%d whole reads (Messages) with a mark the agent could use", n)
+			}
+		})
 	}
 }
