@@ -133,7 +133,7 @@ func (a *Agent) record(ctx context.Context, id string) (history.Conversation, er
 			return conv, nil
 		}
 	}
-	conv, err := a.Store.Get(ctx, id)
+	conv, err := history.ReadRecord(ctx, a.Store, id) // not Get: its count of messages is a walk of them all
 	if err != nil {
 		return conv, err
 	}

@@ -68,7 +68,7 @@ func (a *Agent) cacheKey(ctx context.Context, conv history.Conversation) (string
 	key := conv.ID
 	for seen, base := map[string]bool{key: true}, conv.Base; base != "" && !seen[base]; {
 		seen[base] = true
-		c, err := a.Store.Get(ctx, base)
+		c, err := history.ReadRecord(ctx, a.Store, base)
 		if err != nil {
 			return "", fmt.Errorf("reading conversation %s, whose messages %s shares: %w", base, conv.ID, err)
 		}

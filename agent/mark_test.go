@@ -126,17 +126,25 @@ func TestAMarkThisAgentCannotUseIsReadWhole(t *testing.T) {
 	}
 }
 
-// marking is a Store that keeps marks.
+// marking is a Store that keeps marks and reads records without
+// counting their messages.
 type marking interface {
 	history.Store
 	history.Marker
+	history.RecordReader
 }
 
 // countingReads is a Store that keeps marks and counts its whole reads
-// (Messages) and its reads from a mark past place 0.
+// (Messages, and Get, which counts every message) and its reads from a
+// mark past place 0.
 type countingReads struct {
 	marking
 	whole, tails *atomic.Int64
+}
+
+func (c countingReads) Get(ctx context.Context, id string) (history.Conversation, error) {
+	c.whole.Add(1)
+	return c.marking.Get(ctx, id)
 }
 
 func (c countingReads) Messages(ctx context.Context, id string) ([]history.Message, error) {
@@ -229,9 +237,9 @@ func TestAResumedTurnReadsFromTheMarkAndSendsWhatAWholeReadSends(t *testing.T) {
 			}
 			// before the mark was set, Marked gave every message; a fallback
 			// to Messages would mean a mark the agent set was not one it
-			// could use
+			// could use, and a Get a record read by counting every message
 			if n := whole.Load(); n != 0 {
-				t.Fatalf("%d whole reads (Messages) with a mark the agent could use", n)
+				t.Fatalf("%d whole reads (Messages or Get) with a mark the agent could use", n)
 			}
 		})
 	}

@@ -56,3 +56,27 @@ func ReadMarked(ctx context.Context, s Store, id string) (Mark, []Message, error
 	msgs, err := s.Messages(ctx, id)
 	return Mark{}, msgs, err
 }
+
+// RecordReader is a Store that reads a conversation's record without
+// counting its stored messages: Get counts them (a row lost or added
+// behind the store's back is reported), which at 100k messages is a walk
+// of 100k index entries, the one read a resume from a mark would still
+// pay in proportion to the conversation's length. Record's Messages is
+// the count of messages appended, as the record keeps it. Memory and the
+// durable stores implement it; ReadRecord reads through it when a store
+// does.
+type RecordReader interface {
+	// Record returns conversation id's record as Get does, its checksums
+	// checked, without counting its messages; an unknown conversation is
+	// an error wrapping ErrNotFound.
+	Record(ctx context.Context, id string) (Conversation, error)
+}
+
+// ReadRecord is conversation id's record in s: through s's Record when s
+// is a RecordReader, else its Get.
+func ReadRecord(ctx context.Context, s Store, id string) (Conversation, error) {
+	if r, ok := s.(RecordReader); ok {
+		return r.Record(ctx, id)
+	}
+	return s.Get(ctx, id)
+}

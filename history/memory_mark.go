@@ -43,3 +43,9 @@ func (s *Memory) Marked(ctx context.Context, id string) (Mark, []Message, error)
 	}
 	return c.mark, msgs, nil
 }
+
+// Record returns conversation id's record (see RecordReader): Get's,
+// which counts nothing in memory.
+func (s *Memory) Record(ctx context.Context, id string) (Conversation, error) {
+	return s.Get(ctx, id)
+}

@@ -60,6 +60,25 @@ func (s *Store) Create(ctx context.Context, c history.Conversation) error {
 const recordColumns = `c.id, c.system, c.created, c.updated, (SELECT count(*) FROM messages m WHERE m.conversation = c.id), c.messages, c.crc, c.parent, c.parent_call, c.updated_crc,
 	c.base, c.base_at, c.branch_of, c.base_crc`
 
+// recordColumnsAsStored are recordColumns without the count of the
+// rows: the count kept stands for it (Record).
+const recordColumnsAsStored = `c.id, c.system, c.created, c.updated, c.messages - c.base_at, c.messages, c.crc, c.parent, c.parent_call, c.updated_crc,
+	c.base, c.base_at, c.branch_of, c.base_crc`
+
+// Record returns a conversation's record without counting its messages
+// (see history.RecordReader): its checksums checked, its count the count
+// kept.
+func (s *Store) Record(ctx context.Context, id string) (history.Conversation, error) {
+	c, err := s.scanConversation(s.pool.QueryRow(ctx, `SELECT `+recordColumnsAsStored+` FROM conversations c WHERE c.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return history.Conversation{}, record.NotFound(id)
+	}
+	if err != nil && !errors.Is(err, history.ErrDamaged) {
+		return history.Conversation{}, s.explain("reading conversation "+id, err)
+	}
+	return c, err
+}
+
 // Get returns a conversation's record (see history.Store.Get).
 func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error) {
 	c, err := s.scanConversation(s.pool.QueryRow(ctx, `SELECT `+recordColumns+` FROM conversations c WHERE c.id = $1`, id))

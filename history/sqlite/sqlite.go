@@ -291,6 +291,13 @@ func (s *Store) Get(ctx context.Context, id string) (history.Conversation, error
 	return s.get(ctx, id, recordColumns)
 }
 
+// Record returns a conversation's record without counting its messages
+// (see history.RecordReader): its checksums checked, its count the count
+// appended.
+func (s *Store) Record(ctx context.Context, id string) (history.Conversation, error) {
+	return s.get(ctx, id, recordColumnsAsStored)
+}
+
 // get is Get with columns (recordColumns or recordColumnsAsStored).
 func (s *Store) get(ctx context.Context, id, columns string) (history.Conversation, error) {
 	row := s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM conversations c WHERE id = ?`, id)

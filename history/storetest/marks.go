@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -197,4 +198,46 @@ func marksGoWithWhatTheyWereSetOver(t *testing.T, s Subject) {
 	}
 	e.conversation("f")
 	e.marked("a conversation deleted and made again", other, "f", history.Mark{}, nil)
+}
+
+// recordReadsAsGet: a store's Record (history.RecordReader) gives each
+// conversation's record as Get gives it, its count of messages included
+// — a conversation of its own, a fork, a rewound one, its branch, after
+// a switch — in this opening and another; an unknown conversation is not
+// found.
+func recordReadsAsGet(t *testing.T, s Subject) {
+	e := s.branching(t, "c", WithRecords()...)
+	if _, ok := e.s.(history.RecordReader); !ok {
+		t.Skipf("%T does not implement history.RecordReader", e.s)
+	}
+	same := func(when string, ids ...string) {
+		t.Helper()
+		for _, st := range []history.Store{e.s, e.open()} {
+			for _, id := range ids {
+				got, err := st.(history.RecordReader).Record(e.ctx, id)
+				if err != nil {
+					t.Fatalf("%s: Record(%s): %v", when, id, err)
+				}
+				if want := e.record(st, id); !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s: Record(%s) = %+v; Get gives %+v", when, id, got, want)
+				}
+			}
+		}
+	}
+	same("a conversation of its own", "c")
+	e.fork(history.Conversation{ID: "f", Base: "c", BaseAt: 4})
+	if err := e.s.Append(e.ctx, "f", Numbered("f", 3)...); err != nil {
+		t.Fatal(err)
+	}
+	same("a fork and its base", "c", "f")
+	br := e.rewind("c", 2).ID
+	same("a rewound conversation, its branch and a fork of it", "c", br, "f")
+	if err := e.s.Append(e.ctx, "c", Numbered("new", 2)...); err != nil {
+		t.Fatal(err)
+	}
+	e.switchTo("c", br)
+	same("after a switch", "c", br, "f")
+	if _, err := e.s.(history.RecordReader).Record(e.ctx, "nobody"); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("Record of an unknown conversation: %v; want ErrNotFound", err)
+	}
 }

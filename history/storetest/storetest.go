@@ -160,6 +160,7 @@ func Run(t *testing.T, subject Subject) {
 		{"MarksAreReadBackWithTheirTail", marksAreReadBackWithTheirTail},                          // marks.go
 		{"BadMarksAreRefusedAndLeaveTheMarkThatStood", badMarksAreRefused},
 		{"MarksGoWithWhatTheyWereSetOver", marksGoWithWhatTheyWereSetOver},
+		{"ARecordReadsAsGetWithoutCounting", recordReadsAsGet},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })
 	}
