@@ -270,11 +270,14 @@ func (a *Agent) Request(ctx context.Context, id string) (provider.Request, error
 	if err != nil {
 		return provider.Request{}, err
 	}
-	st, err := a.load(ctx, id, false)
+	st, g, err := a.load(ctx, id, false)
 	if err != nil {
 		return provider.Request{}, err
 	}
-	return a.request(s, window.GatherTail(st.tail)), nil
+	if g == nil {
+		g = window.GatherTail(st.tail)
+	}
+	return a.request(s, g), nil
 }
 
 // AnswerRoom is the max_tokens a request sends for an agent whose MaxTokens

@@ -99,7 +99,7 @@ func (a *Agent) recover(ctx context.Context, id string) (Recovery, error) {
 	// Read whatever ctx says: the turn holds the claim and has said it
 	// started, so a cancel now ends it after what it did is kept.
 	read := context.WithoutCancel(ctx)
-	st, err := a.load(read, id, false)
+	st, _, err := a.load(read, id, false)
 	if err != nil {
 		return rec, err
 	}

@@ -36,6 +36,10 @@ type sizing struct {
 	model   string
 	sent    *sent   // keeps the requests a turn sends (requests.go); nil keeps none
 	spend   *budget // the turn's budgets, which a summary request is checked against; nil checks none
+	// unmarked is set once a mark could not be kept this turn (keepMark):
+	// it is not tried again, nor said again, until the next turn; nil
+	// tries at every request
+	unmarked *bool
 }
 
 func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
@@ -126,12 +130,14 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 	}
 	var whyNoSummary error // why a summary asked for was not had
 	for range maxEdits {
-		st, err := a.load(ctx, id, false)
+		st, g, err := a.load(ctx, id, false)
 		if err != nil {
 			return provider.Request{}, 0, window.Count{}, done, err
 		}
-		g := window.GatherTail(st.tail) // once for the plan and the request
-		a.keepMark(ctx, id, &st, g, on)
+		if g == nil {
+			g = window.GatherTail(st.tail) // once for the plan and the request
+		}
+		a.keepMark(ctx, id, &st, g, s.unmarked, on)
 		plan := a.Context.PlanFor(s.budget, s.fixed, g, refused)
 		// A summary goes first when it is needed, so that its request is
 		// the conversation's own last prefix, which the provider has
@@ -182,10 +188,12 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 				if plan.Summarise && whyNoSummary == nil {
 					continue // a refusal's clearing: now the summary, if still needed
 				}
-				if st, err = a.load(ctx, id, false); err != nil {
+				if st, g, err = a.load(ctx, id, false); err != nil {
 					return provider.Request{}, 0, window.Count{}, done, err
 				}
-				g = window.GatherTail(st.tail)
+				if g == nil {
+					g = window.GatherTail(st.tail)
+				}
 				size = g.Measure(s.fixed)
 			} else if failed != nil {
 				done = append(done, "could not take results out: "+failed.Error())

@@ -124,7 +124,7 @@ func (a *Agent) EndCancelled(ctx context.Context, id string) error {
 	if _, err := a.recover(ctx, id); err != nil {
 		return err
 	}
-	st, err := a.load(ctx, id, false)
+	st, _, err := a.load(ctx, id, false)
 	if err != nil {
 		return err
 	}

@@ -36,51 +36,58 @@ const markVersion = 1
 
 // load is conversation id as a turn reads it: from the mark the store
 // keeps, when it keeps one this agent can use, else whole. whole reads
-// it whole all the same: a cost budget prices every stored answer.
-func (a *Agent) load(ctx context.Context, id string, whole bool) (readState, error) {
+// it whole all the same: a cost budget prices every stored answer. g is
+// the tail gathered, when load gathered it (to check a mark), for the
+// caller to use rather than gather it again; nil otherwise.
+func (a *Agent) load(ctx context.Context, id string, whole bool) (st readState, g *window.Stored, err error) {
 	if !whole {
 		m, msgs, err := history.ReadMarked(ctx, a.Store, id)
 		if err != nil {
-			return readState{}, err
+			return readState{}, nil, err
 		}
 		if m.From == 0 {
-			return wholeState(msgs), nil
+			return wholeState(msgs), nil, nil
 		}
-		if st, ok := markedState(m, msgs); ok {
-			return st, nil
+		if st, g, ok := markedState(m, msgs); ok {
+			return st, g, nil
 		}
 		// a mark this agent cannot use (another version's, or one that
 		// no longer holds): read whole, and the next fit sets it again
 	}
 	msgs, err := a.Store.Messages(ctx, id)
 	if err != nil {
-		return readState{}, err
+		return readState{}, nil, err
 	}
-	return wholeState(msgs), nil
+	return wholeState(msgs), nil, nil
 }
 
 // markedState is the readState of a conversation read from mark m on
-// (msgs: the messages from m.From), and whether it may be used: its facts
-// are of this version, and what the tail holds agrees with the mark — the
-// places every reader needs (the last message that is not a record, the
-// last prompt, the last answer with usage, the view now and at the last
-// counted answer) are From or after. A mark that fails this was not set
-// by this agent over these messages; the conversation is read whole.
-func markedState(m history.Mark, msgs []history.Message) (readState, bool) {
+// (msgs: the messages from m.From), its tail gathered, and whether it may
+// be used: its facts are of this version, and the places every reader
+// needs stand in the tail and are From or after — the last message that
+// is not a record, the last prompt, the last answer whose usage counts
+// its request (and so the last with usage), the start of the view now
+// and of the request that answer counted (Stored.Least). A tail without
+// one of them cannot tell whether it stands before From, so such a mark
+// is not used either (a conversation with no counted answer is read
+// whole). A mark that fails this was not set by this agent over these
+// messages; the conversation is read whole.
+func markedState(m history.Mark, msgs []history.Message) (readState, *window.Stored, bool) {
 	var f markFacts
 	d := json.NewDecoder(bytes.NewReader(m.Facts))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&f); err != nil || f.V != markVersion || f.Records < 0 || f.Records > m.From {
-		return readState{}, false
+		return readState{}, nil, false
 	}
 	st := readState{tail: window.NewTail(m.From, msgs, f.Window), settings: f.Settings, records: f.Records}
-	if _, ok := st.lastMessage(); !ok || st.lastPrompt() < 0 || st.lastUsage() < 0 {
-		return readState{}, false
+	if _, ok := st.lastMessage(); !ok || st.lastPrompt() < 0 {
+		return readState{}, nil, false
 	}
-	if window.GatherTail(st.tail).Least() < m.From {
-		return readState{}, false
+	g := window.GatherTail(st.tail)
+	if g.LastCounted() < 0 || g.Least() < m.From {
+		return readState{}, nil, false
 	}
-	return st, true
+	return st, g, true
 }
 
 // markFrom is the greatest From the readers of a turn allow, as st's tail
@@ -101,9 +108,16 @@ func markFrom(st *readState, g *window.Stored) int {
 }
 
 // factsAt are the facts of st's messages before place from (st's From or
-// after, at most its end).
+// after, at most its end). The summary in force before from is kept by
+// its Through alone: at a from markFrom gives, a record of the tail
+// replaces it (the record of the summary in force stands after its
+// Through, so at or after from), so its text is never sent — but its
+// Through still shows, in markedState's check, a mark placed past it.
 func (st *readState) factsAt(from int) markFacts {
 	f := markFacts{V: markVersion, Settings: st.settings, Records: st.records, Window: st.tail.BeforeAt(from)}
+	if s := f.Window.Summary; s != nil {
+		f.Window.Summary = &history.Summary{Through: s.Through}
+	}
 	for i := st.tail.From(); i < from; i++ {
 		m := st.tail.At(i)
 		if m.Settings != nil {
@@ -120,11 +134,15 @@ func (st *readState) factsAt(from int) markFacts {
 // is past the From st was read from — the summary in force moved on —, so
 // that a later read, in this process or after a restart, reads from
 // there. A mark that cannot be kept costs a later read its speed, not the
-// turn: it is said as a notice.
-func (a *Agent) keepMark(ctx context.Context, id string, st *readState, g *window.Stored, on func(Event)) {
+// turn: it is said in a notice, once a turn (unmarked, the turn's: set
+// once it failed; nil tries every time), and not tried again that turn.
+func (a *Agent) keepMark(ctx context.Context, id string, st *readState, g *window.Stored, unmarked *bool, on func(Event)) {
 	mk, ok := a.Store.(history.Marker)
-	if !ok {
+	if !ok || unmarked != nil && *unmarked {
 		return
+	}
+	if g == nil {
+		g = window.GatherTail(st.tail)
 	}
 	from := markFrom(st, g)
 	if from <= st.tail.From() {
@@ -135,6 +153,9 @@ func (a *Agent) keepMark(ctx context.Context, id string, st *readState, g *windo
 		err = mk.SetMark(history.Lazy(ctx), id, history.Mark{From: from, Facts: facts})
 	}
 	if err != nil && ctx.Err() == nil {
-		on(Event{Kind: Notice, Text: fmt.Sprintf("the place a restart reads conversation %s from could not be kept (%v): it will be read whole", id, err)})
+		if unmarked != nil {
+			*unmarked = true
+		}
+		on(Event{Kind: Notice, Text: fmt.Sprintf("the place a restart reads conversation %s from could not be kept (%v): a restart reads it from the place kept before, or whole", id, err)})
 	}
 }

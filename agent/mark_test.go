@@ -51,13 +51,13 @@ func TestAMarkSetOverAConversationHoldsThroughEveryLaterAppend(t *testing.T) {
 			}
 			m := history.Mark{From: from, Facts: facts}
 			// from a marked tail, the mark is found again
-			if st, ok := markedState(m, stored[from:n]); ok {
+			if st, _, ok := markedState(m, stored[from:n]); ok {
 				if got := markFrom(&st, window.GatherTail(st.tail)); got != from {
 					t.Fatalf("seed %d, %d messages: a tail from the mark at %d puts it at %d", seed, n, from, got)
 				}
 			}
 			for end := n; end <= len(stored); end += 1 + (len(stored)-n)/4 {
-				st, ok := markedState(m, stored[from:end])
+				st, _, ok := markedState(m, stored[from:end])
 				if !ok {
 					continue // its tail lacks what the check needs: read whole
 				}
@@ -94,7 +94,7 @@ func TestAMarkThisAgentCannotUseIsReadWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := markedState(history.Mark{From: least, Facts: good}, stored[least:]); !ok {
+	if _, _, ok := markedState(history.Mark{From: least, Facts: good}, stored[least:]); !ok {
 		t.Fatal("the agent's own mark at leastFrom is not used")
 	}
 	other := strings.Replace(string(good), `"v":1`, `"v":2`, 1)
@@ -106,7 +106,7 @@ func TestAMarkThisAgentCannotUseIsReadWhole(t *testing.T) {
 		"more records than places":       {From: least, Facts: []byte(many)},
 		"a place past what readers need": {From: len(stored), Facts: good},
 	} {
-		if _, ok := markedState(m, stored[m.From:]); ok {
+		if _, _, ok := markedState(m, stored[m.From:]); ok {
 			t.Errorf("a mark with %s is used", what)
 		}
 		s := &history.Memory{}
@@ -119,7 +119,7 @@ func TestAMarkThisAgentCannotUseIsReadWhole(t *testing.T) {
 		if err := s.SetMark(context.Background(), "c", m); err != nil {
 			t.Fatal(err)
 		}
-		st, err := (&Agent{Store: s}).load(context.Background(), "c", false)
+		st, _, err := (&Agent{Store: s}).load(context.Background(), "c", false)
 		if err != nil || st.tail.From() != 0 || st.end() != len(stored) {
 			t.Errorf("a mark with %s: the turn read from %d to %d (%v); want the whole of %d", what, st.tail.From(), st.end(), err, len(stored))
 		}

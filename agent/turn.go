@@ -158,7 +158,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	// a cut answer kept (on every store alike).
 	kept := context.WithoutCancel(ctx)
 	// a cost budget prices every stored answer: it reads them all
-	st, err := a.load(kept, id, a.MaxCost > 0 || a.MaxConversationCost > 0)
+	st, _, err := a.load(kept, id, a.MaxCost > 0 || a.MaxConversationCost > 0)
 	if err != nil {
 		return nil, false, err
 	}
@@ -187,7 +187,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	t.droppable = a.droppable(prompt, &st, t.sz.conv)
 	t.providerCtx = provider.WithWaitNotice(provider.WithRetryNotice(t.ctx, a.retryNotice(on)), a.waitNotice(on))
 	t.sent = a.sending(id)
-	t.sz.sent, t.sz.spend = t.sent, &t.budget
+	t.sz.sent, t.sz.spend, t.sz.unmarked = t.sent, &t.budget, new(bool)
 	t.kept = kept
 	t.lazy = history.Lazy(t.kept)
 	t.workers, t.keeper = &tool.Workers{}, newKeeper(a.Store, t.lazy, id, 0)

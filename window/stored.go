@@ -86,11 +86,12 @@ func (s *Stored) editsBefore(k int) (edits, bool) {
 // gives over the whole list — the start of the view in force now, or
 // that of the request the last counted answer counted when it started
 // before. For a tail whose From is at most Least of the whole list it is
-// that Least (neither the summary in force nor the last counted answer
-// stands before such a From), so a caller may keep it (history.Mark) and
-// read only from it later: it never falls as messages are added after
-// the tail, since a later summary ends later and a later counted answer's
-// request starts no earlier.
+// that Least (neither the record of the summary in force nor the last
+// counted answer stands before such a From), so a caller may keep it
+// (history.Mark) and read only from it later: it never falls as messages
+// are added after the tail, since the summary in force is the one with
+// the greatest Through (a later record with a smaller one does not
+// replace it), and a later counted answer's request starts no earlier.
 func (s *Stored) Least() int {
 	from := s.all.first()
 	if from > 0 && s.last >= 0 { // (nothing goes below 0: no need to gather)
@@ -100,3 +101,7 @@ func (s *Stored) Least() int {
 	}
 	return from
 }
+
+// LastCounted is the place of the last answer of s whose usage counts its
+// request (the one Measure calibrates by), or -1 when s holds none.
+func (s *Stored) LastCounted() int { return s.last }

@@ -147,6 +147,16 @@ func badMarksAreRefused(t *testing.T, s Subject) {
 		t.Fatalf("a mark set by the claim's holder: %v", err)
 	}
 	e.marked("a mark set by the holder", e.open(), "c", history.Mark{From: 5, Facts: []byte("g")}, all)
+
+	// a holder whose lease ran out and whose claim another took over
+	e.clock.Add(2 * time.Minute)
+	if _, err := e.s.Claim(e.ctx, "c", history.NewHolder(), time.Minute); err != nil {
+		t.Fatalf("a claim after the lease ran out: %v", err)
+	}
+	if err := mk.SetMark(history.Writing(e.ctx, a), "c", history.Mark{From: 1, Facts: []byte("late")}); !errors.Is(err, history.ErrClaimLost) {
+		t.Fatalf("a mark set by a holder whose claim was taken over: %v; want ErrClaimLost", err)
+	}
+	e.marked("after a mark by a holder that lost the claim", e.open(), "c", history.Mark{From: 5, Facts: []byte("g")}, all)
 }
 
 // marksGoWithWhatTheyWereSetOver: a rewind drops the rewound
@@ -239,5 +249,73 @@ func recordReadsAsGet(t *testing.T, s Subject) {
 	same("after a switch", "c", br, "f")
 	if _, err := e.s.(history.RecordReader).Record(e.ctx, "nobody"); !errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("Record of an unknown conversation: %v; want ErrNotFound", err)
+	}
+}
+
+// A fork that shares more than a rewind of its base keeps is repointed at
+// the branch (its messages do not change): its mark, inside the shared
+// messages, stays and reads through the branch — in the opening that
+// rewound, one that read the fork's mark before, and a new one — and after
+// a switch back, through its base again.
+func forksMarkReadsThroughARepointedBase(t *testing.T, s Subject) {
+	e := s.branching(t, "c", Numbered("c", 10)...)
+	marker(t, e.s)
+	e.fork(history.Conversation{ID: "f", Base: "c", BaseAt: 8})
+	if err := e.s.Append(e.ctx, "f", Numbered("f", 3)...); err != nil {
+		t.Fatal(err)
+	}
+	fAll := e.read(e.open(), "f")
+	fm := history.Mark{From: 4, Facts: []byte("f's")}
+	e.setMark(e.s, "f", fm)
+	other := e.open()
+	e.marked("before the rewind, another opening", other, "f", fm, fAll)
+	br := e.rewind("c", 3).ID
+	if err := e.s.Append(e.ctx, "c", Numbered("new", 6)...); err != nil {
+		t.Fatal(err)
+	}
+	e.marked("a fork of a base rewound below its point", e.s, "f", fm, fAll)
+	e.marked("a fork of a base rewound below its point, an opening that read it before", other, "f", fm, fAll)
+	e.marked("a fork of a base rewound below its point, a new opening", e.open(), "f", fm, fAll)
+	e.switchTo("c", br)
+	e.marked("after a switch back", e.s, "f", fm, fAll)
+	e.marked("after a switch back, an opening that read it before", other, "f", fm, fAll)
+	e.marked("after a switch back, a new opening", e.open(), "f", fm, fAll)
+}
+
+// A caller's append to the tail Marked returned never reaches the store,
+// also after the store appended to the conversation: the caller's slice
+// has no room past its end that the store's next message takes.
+func tailsAreTheCallersThroughLaterAppends(t *testing.T, s Subject) {
+	e := s.env(t)
+	marker(t, e.s)
+	e.conversation("c")
+	for range 10 { // one at a time: a kept slice grows with room to spare
+		if err := e.s.Append(e.ctx, "c", Numbered("m", 1)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.setMark(e.s, "c", history.Mark{From: 3, Facts: []byte("f")})
+	for _, st := range []history.Store{e.s, e.open()} {
+		_, tail, err := marker(t, st).Marked(e.ctx, "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Append(e.ctx, "c", UserText("stored")); err != nil {
+			t.Fatal(err)
+		}
+		_ = append(tail, UserText("the caller's"))
+		for _, r := range []history.Store{st, e.open()} {
+			all := e.read(r, "c")
+			if got := all[len(all)-1].Parts[0].Text; got != "stored" {
+				t.Fatalf("the store's last message reads %q after a caller appended to a tail Marked gave it; want %q", got, "stored")
+			}
+			_, again, err := marker(t, r).Marked(e.ctx, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := again[len(again)-1].Parts[0].Text; got != "stored" {
+				t.Fatalf("Marked's last message reads %q after a caller appended to a tail Marked gave it; want %q", got, "stored")
+			}
+		}
 	}
 }

@@ -160,6 +160,8 @@ func Run(t *testing.T, subject Subject) {
 		{"MarksAreReadBackWithTheirTail", marksAreReadBackWithTheirTail},                          // marks.go
 		{"BadMarksAreRefusedAndLeaveTheMarkThatStood", badMarksAreRefused},
 		{"MarksGoWithWhatTheyWereSetOver", marksGoWithWhatTheyWereSetOver},
+		{"AForksMarkReadsThroughABaseRewoundBelowItsPoint", forksMarkReadsThroughARepointedBase},
+		{"ATailMarkedGaveIsTheCallersThroughLaterAppends", tailsAreTheCallersThroughLaterAppends},
 		{"ARecordReadsAsGetWithoutCounting", recordReadsAsGet},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, subject) })

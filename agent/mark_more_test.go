@@ -1,0 +1,335 @@
+package agent
+
+// More tests of marks (issue 34 point 4 slice 2), written by the review
+// of its first commits: each failed, or caught a mutant nothing else did.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/historytest"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/window"
+)
+
+// The facts a turn computes when it moves a mark on from a state it read
+// from an earlier mark (factsAt of a tail: settings and records carried
+// from the first mark's facts, plus those of the tail before the new
+// place) are byte for byte those computed from the whole list. No test of
+// the commit computes factsAt over a state whose From is past 0: replacing
+// st.settings or st.records by their zero in factsAt passes every test of
+// ./agent (mutants M4, M5 of the review).
+func TestFactsMovedOnFromAMarkedTailAreTheWholeLists(t *testing.T) {
+	compared := 0
+	for seed := int64(1); seed <= 150; seed++ {
+		stored := historytest.Generated(seed)
+		for n1 := 1; n1 <= len(stored); n1 += 3 {
+			whole1 := wholeState(stored[:n1])
+			f1 := markFrom(&whole1, window.GatherTail(whole1.tail))
+			if f1 == 0 {
+				continue
+			}
+			facts1, err := json.Marshal(whole1.factsAt(f1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m1 := history.Mark{From: f1, Facts: facts1}
+			for n2 := n1 + 1; n2 <= len(stored); n2++ {
+				st, _, ok := markedState(m1, stored[f1:n2])
+				if !ok {
+					continue
+				}
+				f2 := markFrom(&st, window.GatherTail(st.tail))
+				if f2 <= f1 {
+					continue
+				}
+				got, err := json.Marshal(st.factsAt(f2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				all := wholeState(stored[:n2])
+				want, err := json.Marshal(all.factsAt(f2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ref, err := stateOf(stored[:n2], f2, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tf := st.factsAt(f2); tf.Records != ref.records || !reflect.DeepEqual(tf.Settings, ref.settings) {
+					t.Fatalf("seed %d: a mark moved on from %d to %d counts %d records before it, settings %+v; stateOf: %d, %+v", seed, f1, f2, tf.Records, tf.Settings, ref.records, ref.settings)
+				}
+				if string(got) != string(want) {
+					t.Fatalf("seed %d: a mark at %d (of %d) moved on to %d (of %d) from its tail has facts\n%s\nfrom the whole list\n%s", seed, f1, n1, f2, n2, got, want)
+				}
+				compared++
+			}
+		}
+	}
+	if compared < 200 {
+		t.Fatalf("only %d marks moved on from a tail", compared)
+	}
+}
+
+// A mark past leastFrom, even with facts true of the messages before it,
+// is never used: some place a reader needs stands before it, and
+// markedState sees that. (It once used such marks when the tail held an
+// answer whose usage counts no request while the last counted answer, and
+// the view it counted, stood before From: the turn then sized the request
+// with an uncalibrated ratio where the whole list gives a calibrated one.)
+func TestAMarkPastLeastFromIsNeverUsed(t *testing.T) {
+	tried, accepted, wrong := 0, 0, 0
+	reasons := map[string]int{}
+	var first string
+	for seed := int64(1); seed <= 200; seed++ {
+		stored := historytest.Generated(seed)
+		a := &Agent{Model: "model-0"}
+		now := a.settings(sizing{conv: history.Conversation{System: "system"}, digest: "tools"})
+		for n := 1; n <= len(stored); n++ {
+			least, _ := leastFrom(stored[:n], false)
+			whole := wholeState(stored[:n])
+			for from := least + 1; from <= n; from++ {
+				facts, err := json.Marshal(whole.factsAt(from))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tried++
+				st, _, ok := markedState(history.Mark{From: from, Facts: facts}, stored[from:n])
+				if !ok {
+					continue
+				}
+				accepted++
+				_, why0 := leastFrom(stored[:n], false)
+				reasons[strings.SplitN(why0, " (", 2)[0][:40]]++
+				var got, want []any
+				func() {
+					defer func() {
+						if r := recover(); r != nil {
+							got = []any{fmt.Sprint("panic: ", r)}
+						}
+					}()
+					got = startOf(t, &st, now, false)
+				}()
+				want = startOf(t, &whole, now, false)
+				if !reflect.DeepEqual(got, want) {
+					wrong++
+					if first == "" {
+						_, why := leastFrom(stored[:n], false)
+						for i := range got {
+							if i >= len(want) || !reflect.DeepEqual(got[i], want[i]) {
+								w := any(nil)
+								if i < len(want) {
+									w = want[i]
+								}
+								first = fmt.Sprintf("seed %d, %d messages, leastFrom %d (%s), a mark at %d is used: reader answer %d is\n%+v\nover the whole list\n%+v", seed, n, least, why, from, i, got[i], w)
+								break
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if tried < 1000 {
+		t.Fatalf("only %d marks past leastFrom tried", tried)
+	}
+	if accepted > 0 {
+		t.Fatalf("%d of %d marks past leastFrom were used (%v), %d of them answering otherwise than the whole list; the first: %s", accepted, tried, reasons, wrong, first)
+	}
+}
+
+// failingMarks is a Memory whose SetMark always fails (a store whose marks
+// table is missing, a read-only replica, ...).
+type failingMarks struct{ *history.Memory }
+
+func (failingMarks) SetMark(context.Context, string, history.Mark) error {
+	return errors.New("no marks here")
+}
+
+// A store that cannot keep a mark costs a later read its speed, and the
+// turn a notice: one. keepMark says so again at every fit, so a turn of
+// many rounds on a summarised conversation says it once per request.
+func TestAMarkThatCannotBeKeptIsSaidOnceATurn(t *testing.T) {
+	var stored []history.Message
+	for seed := int64(1); ; seed++ {
+		stored = historytest.Generated(seed)
+		least, _ := leastFrom(stored, false)
+		if last := stored[len(stored)-1]; least > 4 && last.Role == history.Assistant && len(last.ToolCalls()) == 0 {
+			break
+		}
+	}
+	ctx := context.Background()
+	s := failingMarks{&history.Memory{}}
+	if err := s.Create(ctx, history.Conversation{ID: "c", System: "system"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", stored...); err != nil {
+		t.Fatal(err)
+	}
+	w := testWires["anthropic"]
+	srv := w.server(t)
+	p, err := w.provider(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := &tool.Registry{}
+	if err := reg.Add(tool.MustFunc("noop--run", "Does nothing.", func(context.Context, struct{}) (any, error) { return "ok", nil })); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 5
+	for r := range rounds {
+		srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprint("call_", r), Name: "noop--run", Input: `{}`}}, Input: 100, Output: 1})
+	}
+	srv.Push(providertest.Step{Text: "done", Input: 100, Output: 1})
+	a := &Agent{Provider: p, Store: s, Tools: reg, Model: "claude-test", ContextWindow: 1_000_000}
+	notices := 0
+	if _, err := a.Turn(ctx, "c", "go on", func(e Event) {
+		if e.Kind == Notice && strings.Contains(e.Text, "could not be kept") {
+			notices++
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if notices > 1 {
+		t.Fatalf("a turn of %d requests said %d times that the mark could not be kept; want once", rounds+1, notices)
+	}
+}
+
+// A mark's facts carry window.Before, whose Summary is the summary in
+// force among the records before From — at a From the agent sets, always
+// one that a record of the tail supersedes (the summary in force now, or
+// at the last counted answer, has its record in the tail), so its text is
+// never sent. It is kept whole all the same: a mark over a conversation
+// summarised twice stores, and every read decodes, the older summary's
+// whole text (SummaryWords asks for ~13,500 words under a 200k window).
+func TestAMarksFactsHoldNoSupersededSummaryText(t *testing.T) {
+	old := strings.Repeat("older summary words ", 500) // ~10 KB
+	var stored []history.Message
+	add := func(m ...history.Message) { stored = append(stored, m...) }
+	prompt := func(s string) history.Message {
+		return history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: s}}}
+	}
+	answer := func(s string, in int) history.Message {
+		return history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: s}}, Usage: &history.Usage{Input: in, Output: 1}}
+	}
+	for i := range 10 {
+		add(prompt(fmt.Sprint("p", i)), answer(fmt.Sprint("a", i), 100+i))
+	}
+	add(history.Message{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Through: 6, Text: old}}})
+	for i := 10; i < 20; i++ {
+		add(prompt(fmt.Sprint("p", i)), answer(fmt.Sprint("a", i), 100+i))
+	}
+	add(history.Message{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Through: 30, Text: "newer summary"}}})
+	add(prompt("p20"), answer("a20", 500))
+	whole := wholeState(stored)
+	from := markFrom(&whole, window.GatherTail(whole.tail))
+	if from != 30 {
+		t.Fatalf("the mark is at %d; want 30", from)
+	}
+	facts, err := json.Marshal(whole.factsAt(from))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(facts), "older summary words") {
+		t.Fatalf("a mark at %d keeps %d bytes of facts, the older summary's whole text (superseded by the record at %d) among them", from, len(facts), len(stored)-3)
+	}
+}
+
+// A mark set at leastFrom over n messages
+// stays true after ANY later append — not only those a turn writes. After
+// a mark, append messages drawn at random from what anyone may append
+// (summaries ending before the mark, at it, past the end; clearings of
+// places before the mark, in the tail, to come; records with no edit;
+// answers without usage or counting nothing; prompts; results; settings),
+// and hold every reader's answer over the marked tail to the whole list's.
+func TestAMarkHoldsThroughAnyLaterAppend(t *testing.T) {
+	checked, refused := 0, 0
+	for seed := int64(1); seed <= 150; seed++ {
+		stored := historytest.Generated(seed)
+		a := &Agent{Model: "model-0"}
+		now := a.settings(sizing{conv: history.Conversation{System: "system"}, digest: "tools"})
+		r := rand.New(rand.NewSource(seed * 7))
+		for n := 1; n <= len(stored); n += 1 + r.Intn(4) {
+			base := stored[:n:n]
+			whole := wholeState(base)
+			from := markFrom(&whole, window.GatherTail(whole.tail))
+			if from == 0 {
+				continue
+			}
+			facts, _ := json.Marshal(whole.factsAt(from))
+			m := history.Mark{From: from, Facts: facts}
+			msgs := base
+			for k := 0; k < 8; k++ {
+				msgs = append(msgs, anyLaterMessage(r, msgs, from))
+				st, _, ok := markedState(m, msgs[from:])
+				if !ok {
+					refused++
+					continue
+				}
+				all := wholeState(msgs)
+				var got []any
+				func() {
+					defer func() {
+						if p := recover(); p != nil {
+							t.Fatalf("seed %d: a mark at %d of %d, %d appended: a reader panicked: %v", seed, from, n, k+1, p)
+						}
+					}()
+					got = startOf(t, &st, now, false)
+				}()
+				want := startOf(t, &all, now, false)
+				if !reflect.DeepEqual(got, want) {
+					for i := range got {
+						if !reflect.DeepEqual(got[i], want[i]) {
+							t.Fatalf("seed %d: a mark at %d of %d, then %+v appended: reader answer %d is\n%+v\nover the whole list\n%+v", seed, from, n, msgs[n:], i, got[i], want[i])
+						}
+					}
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Fatalf("only %d marked reads after later appends checked (%d refused)", checked, refused)
+	}
+}
+
+// anyLaterMessage is a message anyone might append to msgs, whose mark is
+// at from.
+func anyLaterMessage(r *rand.Rand, msgs []history.Message, from int) history.Message {
+	end := len(msgs)
+	text := func(s string) []history.Part { return []history.Part{{Type: history.TextPart, Text: s}} }
+	switch r.Intn(11) {
+	case 0:
+		return history.Message{Role: history.User, Parts: text("a prompt")}
+	case 1:
+		return history.Message{Role: history.Assistant, Parts: text("no usage")}
+	case 2:
+		return history.Message{Role: history.Assistant, Parts: text("counts nothing"), Usage: &history.Usage{Output: 3}}
+	case 3:
+		return history.Message{Role: history.Assistant, Parts: text("counted"), Usage: &history.Usage{Input: 1 + r.Intn(9000), Output: 3}}
+	case 4:
+		return history.Message{Role: history.Assistant, Parts: text("settings"), Usage: &history.Usage{Input: 77, Output: 1}, Settings: &history.Settings{Model: "model-9", System: "s", Tools: "t"}}
+	case 5:
+		return history.Message{Role: history.Context}
+	case 6: // a summary ending anywhere: before the mark, at it, in the tail, past the end
+		through := r.Intn(end + 5)
+		return history.Message{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Through: through, Text: fmt.Sprint("summary through ", through)}}}
+	case 7: // a clearing of any place, before the mark too
+		at := r.Intn(end + 3)
+		return history.Message{Role: history.Context, Edit: &history.Edit{Cleared: []history.Cleared{{Msg: at, CallID: "call-0", Text: "[cleared]"}}}}
+	case 8:
+		return history.Message{Role: history.User, Parts: []history.Part{{Type: history.ToolResultPart, CallID: "call-x", Text: "result"}}}
+	case 9:
+		return history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.ToolCallPart, CallID: "call-x", Name: "t", Input: json.RawMessage(`{}`)}}, Usage: &history.Usage{Input: 50, Output: 1}}
+	}
+	_ = from
+	return history.Message{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Through: end, Text: "summary of all"}}}
+}
