@@ -1,0 +1,107 @@
+package agent
+
+// What a running agent's read of a conversation costs per request (fit's
+// load, its gather, keepMark) with the mark the store keeps and without
+// (a store that keeps none: every read whole, as before marks), side by
+// side (issue 34 point 4; written by the review of slice 2). Run:
+//
+//	go test ./agent -run '^$' -bench MarkedRead -benchtime 300x -count 3
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/window"
+)
+
+// markedConversation is n stored messages: a prompt, rounds of a call and
+// its result (each answer counting its request), a record clearing ten
+// results every 100 rounds, and a summary through place through stored
+// once the rounds pass it; then more rounds.
+func markedConversation(n, through int) []history.Message {
+	return markedConversationSummaries(n, []int{through}, "summary")
+}
+
+// markedConversationSummaries is markedConversation with a summary through
+// each of throughs, each of text text.
+func markedConversationSummaries(n int, throughs []int, text string) []history.Message {
+	msgs := []history.Message{{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "go"}}}}
+	next := 0
+	for i := 0; len(msgs) < n; i += 2 {
+		r := roundOf(i)
+		r[0].Usage = &history.Usage{Input: 1000 + i, Output: 10}
+		msgs = append(msgs, r...)
+		if i%40 == 38 { // an answer and a new prompt every 20 rounds
+			msgs = append(msgs, history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "done"}}, Usage: &history.Usage{Input: 1000 + i, Output: 5}},
+				history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "go on"}}})
+		}
+		if i%200 == 0 && i > 0 {
+			e := &history.Edit{Why: "bench"}
+			for k := 0; k < 10; k++ {
+				at := len(msgs) - 1 - 2*k*5
+				if at > 0 && msgs[at].Role == history.User && msgs[at].HoldsResults() {
+					e.Cleared = append(e.Cleared, history.Cleared{Msg: at, CallID: msgs[at].Parts[0].CallID, Text: "[cleared]", Chars: 10})
+				}
+			}
+			msgs = append(msgs, history.Message{Role: history.Context, Edit: e})
+		}
+		if next < len(throughs) && len(msgs) > throughs[next]+2 {
+			msgs = append(msgs, history.Message{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Through: throughs[next], Text: text}}})
+			next++
+		}
+	}
+	return msgs
+}
+
+func BenchmarkMarkedRead(b *testing.B) {
+	ctx := context.Background()
+	for _, c := range []struct{ n, through int }{{10000, 9000}, {10000, 1000}, {100000, 99000}} {
+		stored := markedConversation(c.n, c.through)
+		whole := wholeState(stored)
+		from := markFrom(&whole, window.GatherTail(whole.tail))
+		facts, _ := json.Marshal(whole.factsAt(from))
+		mk := history.Mark{From: from, Facts: facts}
+		mem := &history.Memory{}
+		if err := mem.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+			b.Fatal(err)
+		}
+		if err := mem.Append(ctx, "c", stored...); err != nil {
+			b.Fatal(err)
+		}
+		if err := mem.SetMark(ctx, "c", mk); err != nil {
+			b.Fatal(err)
+		}
+		on := func(Event) {}
+		name := fmt.Sprintf("%dk-tail%dk", c.n/1000, (c.n-from)/1000)
+		for _, s := range []struct {
+			name  string
+			store history.Store
+		}{{"whole", unmarked{mem}}, {"marked", mem}} {
+			a := &Agent{Store: s.store}
+			b.Run(name+"/"+s.name, func(b *testing.B) {
+				for b.Loop() {
+					st, g, err := a.load(ctx, "c", false)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if g == nil {
+						g = window.GatherTail(st.tail)
+					}
+					a.keepMark(ctx, "c", &st, g, nil, on)
+					_ = g.Measure(100)
+				}
+			})
+		}
+		tail := stored[from:]
+		b.Run(name+"/markedState-alone", func(b *testing.B) {
+			for b.Loop() {
+				if _, _, ok := markedState(mk, tail); !ok {
+					b.Fatal("mark not used")
+				}
+			}
+		})
+	}
+}
