@@ -28,7 +28,14 @@ type markFacts struct {
 	V        int               `json:"v"`
 	Settings *history.Settings `json:"settings,omitempty"`
 	Records  int               `json:"records"`
-	Window   window.Before     `json:"window"`
+	// Counted is whether an answer whose usage counts its request
+	// (window.Counted) stands before From: then the last one must stand
+	// in the tail for the mark to be used.
+	Counted bool `json:"counted,omitempty"`
+	// Used is whether an answer with usage stands before From: then the
+	// last one must stand in the tail.
+	Used   bool          `json:"used,omitempty"`
+	Window window.Before `json:"window"`
 }
 
 // markVersion is the version of markFacts this agent writes and reads.
@@ -66,12 +73,12 @@ func (a *Agent) load(ctx context.Context, id string, whole bool) (st readState, 
 // be used: its facts are of this version, and the places every reader
 // needs stand in the tail and are From or after — the last message that
 // is not a record, the last prompt, the last answer whose usage counts
-// its request (and so the last with usage), the start of the view now
-// and of the request that answer counted (Stored.Least). A tail without
-// one of them cannot tell whether it stands before From, so such a mark
-// is not used either (a conversation with no counted answer is read
-// whole). A mark that fails this was not set by this agent over these
-// messages; the conversation is read whole.
+// its request, and the last answer with usage, when the facts say one
+// stands before From, the start of the view now and of the request that
+// answer counted (Stored.Least). A tail without the last message or
+// prompt cannot tell whether it stands before From, so such a mark is not
+// used either. A mark that fails this was not set by this agent over
+// these messages; the conversation is read whole.
 func markedState(m history.Mark, msgs []history.Message) (readState, *window.Stored, bool) {
 	var f markFacts
 	d := json.NewDecoder(bytes.NewReader(m.Facts))
@@ -79,12 +86,12 @@ func markedState(m history.Mark, msgs []history.Message) (readState, *window.Sto
 	if err := d.Decode(&f); err != nil || f.V != markVersion || f.Records < 0 || f.Records > m.From {
 		return readState{}, nil, false
 	}
-	st := readState{tail: window.NewTail(m.From, msgs, f.Window), settings: f.Settings, records: f.Records}
-	if _, ok := st.lastMessage(); !ok || st.lastPrompt() < 0 {
+	st := readState{tail: window.NewTail(m.From, msgs, f.Window), settings: f.Settings, records: f.Records, counted: f.Counted, used: f.Used}
+	if _, ok := st.lastMessage(); !ok || st.lastPrompt() < 0 || f.Used && st.lastUsage() < 0 {
 		return readState{}, nil, false
 	}
 	g := window.GatherTail(st.tail)
-	if g.LastCounted() < 0 || g.Least() < m.From {
+	if f.Counted && g.LastCounted() < 0 || g.Least() < m.From {
 		return readState{}, nil, false
 	}
 	return st, g, true
@@ -114,7 +121,7 @@ func markFrom(st *readState, g *window.Stored) int {
 // Through, so at or after from), so its text is never sent — but its
 // Through still shows, in markedState's check, a mark placed past it.
 func (st *readState) factsAt(from int) markFacts {
-	f := markFacts{V: markVersion, Settings: st.settings, Records: st.records, Window: st.tail.BeforeAt(from)}
+	f := markFacts{V: markVersion, Settings: st.settings, Records: st.records, Counted: st.counted, Used: st.used, Window: st.tail.BeforeAt(from)}
 	if s := f.Window.Summary; s != nil {
 		f.Window.Summary = &history.Summary{Through: s.Through}
 	}
@@ -126,6 +133,8 @@ func (st *readState) factsAt(from int) markFacts {
 		if m.IsRecord() {
 			f.Records++
 		}
+		f.Counted = f.Counted || window.Counted(m)
+		f.Used = f.Used || m.Role == history.Assistant && m.Usage != nil
 	}
 	return f
 }

@@ -32,6 +32,10 @@ type readState struct {
 	settings *history.Settings
 	// records is how many records stand before From
 	records int
+	// counted is whether an answer whose usage counts its request
+	// (window.Counted) stands before From; used, whether an answer with
+	// usage does
+	counted, used bool
 }
 
 // wholeState is the readState of the whole of stored: From 0.
@@ -59,6 +63,8 @@ func stateOf(stored []history.Message, from int, dollars bool) (readState, error
 		if stored[i].IsRecord() {
 			st.records++
 		}
+		st.counted = st.counted || window.Counted(&stored[i])
+		st.used = st.used || stored[i].Role == history.Assistant && stored[i].Usage != nil
 	}
 	return st, nil
 }

@@ -106,11 +106,18 @@ func inputOf(u *history.Usage) int {
 	return u.Input + u.CacheRead + u.CacheWrite
 }
 
+// Counted reports whether m is an answer whose usage counts its request
+// (input tokens, read from the cache or written to it): the answers the
+// window calibrates its estimate by (Measure, Ratio).
+func Counted(m *history.Message) bool {
+	return m.Role == history.Assistant && inputOf(m.Usage) > 0
+}
+
 // lastCounted is the index of the last assistant message whose usage
 // counts its request, or -1.
 func lastCounted(msgs []history.Message) int {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == history.Assistant && inputOf(msgs[i].Usage) > 0 {
+		if Counted(&msgs[i]) {
 			return i
 		}
 	}
