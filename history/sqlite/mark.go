@@ -142,9 +142,15 @@ func (s *Store) SetMark(ctx context.Context, id string, m history.Mark) error {
 	kept := keptMark{Mark: history.Mark{From: m.From, Facts: facts}}
 	doing := fmt.Sprintf("marking conversation %s from message %d", id, m.From)
 	var after readTag // the conversation the mark was set over
-	// one at a time, so that the marks kept in memory follow the commits
-	s.marking.Lock()
-	defer s.marking.Unlock()
+	// one at a time, so that the marks kept in memory follow the commits;
+	// waiting for the slot ends with ctx, as waiting for the write lock
+	// does
+	select {
+	case s.marking <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("history store %s: %s: waiting for another mark to be set: %w", s.path, doing, ctx.Err())
+	}
+	defer func() { <-s.marking }()
 	return s.rawWriteAnd(ctx, doing, true, func(tx rawTx) error {
 		var last, appended int
 		var cl nullClaim
@@ -241,7 +247,12 @@ func (s *Store) ownMarked(ctx context.Context, id string) (m history.Mark, msgs 
 // rows after those kept (or, with none kept from before the mark's
 // place, the rows from it on), which the store then keeps. A row lost
 // before the mark's place is not looked for (Get and Messages count
-// the rows); every row read is checked and counted as Messages' are.
+// the rows); every row read is checked as Messages checks it, and the
+// rows of each conversation it reads from — the fork's bases too, where
+// the mark's place is among their messages — are counted from the first
+// it reads as Messages counts them: a row numbered at or below the
+// conversation's base_at, or past its count of messages appended, or one
+// missing after the first read, is damage (history.ErrDamaged).
 func (s *Store) Marked(ctx context.Context, id string) (history.Mark, []history.Message, error) {
 	if m, msgs, ok := s.ownMarked(ctx, id); ok {
 		return m, msgs, nil
@@ -368,7 +379,8 @@ func (s *Store) readTail(tx rawTx, id string, after int, tag *readTag, size int,
 // marked before its own messages begin), or id has no mark and shares
 // some: in one read transaction, its record, its mark, the chain of its
 // bases and each one's rows from the mark's place on, as MessagesBetween
-// reads them (through database/sql: a fork's first read only), and the
+// reads them (through database/sql: a fork's first read only), each
+// conversation read from counted from there on (countLevel), and the
 // readTag at its end, so that the store keeps them as it keeps a read
 // whole.
 func (s *Store) readMarkedThroughBases(ctx context.Context, id string) (r markedRead, err error) {
@@ -408,6 +420,14 @@ func (s *Store) readMarkedThroughBases(ctx context.Context, id string) (r marked
 		if out, err = s.rowsBetween(ctx, tx, l.id, lo, hi, out); err != nil {
 			return r, err
 		}
+		if i > 0 {
+			if err := s.countLevel(ctx, tx, l, lo); err != nil {
+				return r, err
+			}
+		}
+	}
+	if err := s.countLevel(ctx, tx, levels[0], max(levels[0].floor, r.mark.From)); err != nil {
+		return r, err
 	}
 	// the tag selectNewTagged would give at its end
 	r.tag = readTag{n: top.count, base: top.base, baseAt: top.baseAt}
@@ -416,6 +436,31 @@ func (s *Store) readMarkedThroughBases(ctx context.Context, id string) (r marked
 	}
 	r.start, r.fresh = r.mark.From, out
 	return r, nil
+}
+
+// countLevelSQL counts conversation ?1's own rows numbered at or below
+// ?2 (its base_at: none of its own are) and those after ?3.
+const countLevelSQL = `SELECT (SELECT COUNT(*) FROM messages WHERE conversation = ?1 AND seq <= ?2), (SELECT COUNT(*) FROM messages WHERE conversation = ?1 AND seq > ?3)`
+
+// countLevel counts, in tx, the rows of level l of a chain whose rows
+// after lo up to l.lim a read took (rowsBetween: each there, in order)
+// as Messages counts a conversation's rows (messagesOnce, readTail):
+// none numbered at or below its base_at, and as many after lo as its
+// count of messages appended says — a row added behind the store's back
+// past its count, or lost after the read's end, is damage. The rows
+// before lo are not looked for (Marked's doc).
+func (s *Store) countLevel(ctx context.Context, tx *sql.Tx, l level, lo int) error {
+	var below, after int
+	if err := tx.QueryRowContext(ctx, countLevelSQL, l.id, l.baseAt, lo).Scan(&below, &after); err != nil {
+		return s.explain("counting the messages of conversation "+l.id, err)
+	}
+	if below > 0 {
+		return fmt.Errorf("history store %s: conversation %s holds %d rows numbered %d or below, where its own are numbered from %d: %w", s.path, l.id, below, l.baseAt, l.baseAt+1, history.ErrDamaged)
+	}
+	if lo+after != l.count {
+		return fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.path, l.id, lo+after, l.count, history.ErrDamaged)
+	}
+	return nil
 }
 
 // rawRow is a row of tx's markedRecord statement run with args, as a
