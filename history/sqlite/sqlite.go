@@ -64,7 +64,10 @@ type Store struct {
 	// keeps no mark it read (keep)
 	markGen uint64
 	// one SetMark at a time (a slot taken, or the caller's context ended
-	// while waiting for it): the marks they keep follow their commits
+	// while waiting for it): the marks they keep follow their commits.
+	// Per conversation would do (markSet keeps one conversation's), but
+	// the write lock SQLite takes is the file's: SetMarks of two
+	// conversations wait for each other there anyway.
 	marking chan struct{}
 
 	// a claim's read, prepared once
