@@ -122,10 +122,14 @@ CREATE INDEX IF NOT EXISTS conversations_branch_of ON conversations(branch_of) W
 // running when the store was brought to 7 still could; the mark's
 // row_crc is what finds that (checkMark): the mark was set over the
 // messages before the row it names, and a rewind or switch that moved
-// them moved that row.
+// them moved that row. Its Delete of a marked conversation deletes the
+// rows of the tables it knows of, then the record: the mark's reference
+// cascades (a myelin's connections enforce foreign keys, layout 6's as
+// 7's: OpenWith), so the mark goes with it, where a plain reference
+// refused the delete (nothing was lost, but it could not delete).
 const schemaV7 = `
 CREATE TABLE IF NOT EXISTS marks (
-	conversation TEXT PRIMARY KEY REFERENCES conversations(id),
+	conversation TEXT PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
 	start        INTEGER NOT NULL, -- Mark.From, above 0 (no row: no mark)
 	facts        BLOB NOT NULL, -- Mark.Facts as given
 	row_crc      INTEGER NOT NULL, -- messages.crc of the conversation's own message numbered start when it was set, noRow where that is its base's

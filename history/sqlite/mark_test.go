@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
@@ -223,24 +224,36 @@ func markBehind(t *testing.T, s *Store, id string, from int, facts string) {
 // damage, reported (a mark is never taken for true unless it is whole);
 // SetMark replaces it.
 func TestADamagedMarkIsReportedAndSetMarkReplacesIt(t *testing.T) {
-	for _, tc := range []struct{ name, damage string }{
-		{"its facts changed", `UPDATE marks SET facts = CAST('g' AS BLOB)`},
-		{"its place changed", `UPDATE marks SET start = 5`},
-		{"the row it names changed", `UPDATE marks SET row_crc = row_crc + 1`},
-		{"another conversation's", `UPDATE marks SET crc = (SELECT crc FROM marks) + 1`},
+	for _, tc := range []struct{ name, damage, id string }{
+		{"its facts changed", `UPDATE marks SET facts = CAST('g' AS BLOB)`, "c"},
+		{"its place changed", `UPDATE marks SET start = 5`, "c"},
+		{"the row it names changed", `UPDATE marks SET row_crc = row_crc + 1`, "c"},
+		{"its checksum changed", `UPDATE marks SET crc = (SELECT crc FROM marks) + 1`, "c"},
+		// d holds the same messages as c: the mark is whole but c's
+		{"another conversation's", `UPDATE marks SET conversation = 'd'`, "d"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := markedStore(t, 10, 6)
+			ctx := context.Background()
+			if tc.id != "c" {
+				s := openStore(t, path)
+				if err := s.Create(ctx, history.Conversation{ID: tc.id}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Append(ctx, tc.id, storetest.Numbered("m", 10)...); err != nil {
+					t.Fatal(err)
+				}
+				s.Close()
+			}
 			damage(t, path, tc.damage)
 			s := openStore(t, path)
-			ctx := context.Background()
-			if m, msgs, err := s.Marked(ctx, "c"); !errors.Is(err, history.ErrDamaged) || !strings.Contains(err.Error(), "mark") {
+			if m, msgs, err := s.Marked(ctx, tc.id); !errors.Is(err, history.ErrDamaged) || !strings.Contains(err.Error(), "mark") {
 				t.Fatalf("Marked of a damaged mark: %+v, %d messages, %v; want ErrDamaged naming the mark", m, len(msgs), err)
 			}
-			if err := s.SetMark(ctx, "c", history.Mark{From: 7, Facts: []byte("new")}); err != nil {
+			if err := s.SetMark(ctx, tc.id, history.Mark{From: 7, Facts: []byte("new")}); err != nil {
 				t.Fatal(err)
 			}
-			wantMarked(t, ctx, s, "c", 7, "new", numbered(7, 10), "a damaged mark replaced")
+			wantMarked(t, ctx, s, tc.id, 7, "new", numbered(7, 10), "a damaged mark replaced")
 		})
 	}
 }
@@ -357,11 +370,14 @@ func TestDeleteTakesTheMarksOfTheBranchesItDeletes(t *testing.T) {
 	}
 }
 
-// SetMark, Append and Marked run at once under the writer's claim leave
-// what the writer reads of its mark as the store holds it: the marks kept
-// in memory follow the commits, never an older one kept last.
+// SetMark, Append and Marked run at once leave what the writer reads of
+// its mark as the store holds it: the marks kept in memory follow the
+// commits, never an older one kept last — neither by a SetMark committed
+// before another nor by a read (the writer's or a reader's without the
+// claim) begun before a SetMark and keeping what it read after it. After
+// each of its SetMarks, the writer reads the mark it set.
 func TestMarksSetWhileTheWriterAppendsAndReadsAreReadAsStored(t *testing.T) {
-	for round := range 5 {
+	for round := range 3 {
 		path := markedStore(t, 10, 6)
 		s := openStore(t, path)
 		ctx := context.Background()
@@ -374,39 +390,53 @@ func TestMarksSetWhileTheWriterAppendsAndReadsAreReadAsStored(t *testing.T) {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
-		errs := make(chan error, 3)
-		wg.Add(3)
+		var stop atomic.Bool
+		errs := make(chan error, 6)
+		wg.Add(5)
 		go func() {
 			defer wg.Done()
-			for i := range 20 {
-				if err := s.SetMark(w, "c", history.Mark{From: 1 + (i*7+round)%10, Facts: []byte(fmt.Sprint("set ", i))}); err != nil {
+			defer stop.Store(true)
+			for i := range 200 {
+				set := history.Mark{From: 1 + (i*7+round)%10, Facts: []byte(fmt.Sprint("set ", i))}
+				if err := s.SetMark(w, "c", set); err != nil {
 					errs <- err
+					return
+				}
+				m, _, err := s.Marked(w, "c")
+				if err != nil {
+					errs <- err
+					return
+				}
+				if m.From != set.From || string(m.Facts) != string(set.Facts) {
+					errs <- fmt.Errorf("the writer's Marked after its SetMark %d gives the mark from %d (%q); want from %d (%q)", i, m.From, m.Facts, set.From, set.Facts)
 					return
 				}
 			}
 		}()
 		go func() {
 			defer wg.Done()
-			for i := range 10 {
-				if err := s.Append(w, "c", userText(fmt.Sprint("a ", i))); err != nil {
+			for i := 0; !stop.Load(); i++ {
+				if err := s.Append(history.Lazy(w), "c", userText(fmt.Sprint("a ", i))); err != nil {
 					errs <- err
 					return
 				}
 			}
 		}()
-		go func() {
-			defer wg.Done()
-			for range 30 {
-				if _, _, err := s.Marked(w, "c"); err != nil {
-					errs <- err
-					return
+		for _, read := range []context.Context{w, ctx, ctx} {
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					if _, _, err := s.Marked(read, "c"); err != nil {
+						errs <- err
+						return
+					}
 				}
-			}
-		}()
+			}()
+		}
 		wg.Wait()
 		close(errs)
 		for err := range errs {
-			t.Fatal(err)
+			t.Fatalf("round %d: %v", round, err)
 		}
 		want, wantMsgs, err := openStore(t, path).Marked(ctx, "c")
 		if err != nil {

@@ -63,8 +63,12 @@ type Store struct {
 	// counts the marks SetMark kept in marks: a read begun before one
 	// keeps no mark it read (keep)
 	markGen uint64
-	// one SetMark at a time: the marks they keep follow their commits
-	marking sync.Mutex
+	// one SetMark at a time (a slot taken, or the caller's context ended
+	// while waiting for it): the marks they keep follow their commits.
+	// Per conversation would do (markSet keeps one conversation's), but
+	// the write lock SQLite takes is the file's: SetMarks of two
+	// conversations wait for each other there anyway.
+	marking chan struct{}
 
 	// a claim's read, prepared once
 	selectClaim *sql.Stmt
@@ -150,7 +154,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// One connection: SQLite has one writer at a time anyway, and this way
 	// the store never waits on itself.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, used: map[string]uint64{}, start: map[string]int{}, marks: map[string]keptMark{}, relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
+	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, used: map[string]uint64{}, start: map[string]int{}, marks: map[string]keptMark{}, marking: make(chan struct{}, 1), relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	s.logs.syncFile = syncData
 	logs = &s.logs // before any connection opens (migrateWaiting's)
 	if err := s.migrateWaiting(); err != nil {
