@@ -36,10 +36,9 @@ type sizing struct {
 	model   string
 	sent    *sent   // keeps the requests a turn sends (requests.go); nil keeps none
 	spend   *budget // the turn's budgets, which a summary request is checked against; nil checks none
-	// unmarked is set once a mark could not be kept this turn (keepMark):
-	// it is not tried again, nor said again, until the next turn; nil
-	// tries at every request
-	unmarked *bool
+	// marks is what the turn remembers of the marks it could not keep
+	// (keepMark); nil tries at every request
+	marks *markTry
 }
 
 func (a *Agent) sizing(ctx context.Context, id string) (sizing, error) {
@@ -137,7 +136,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 		if g == nil {
 			g = window.GatherTail(st.tail) // once for the plan and the request
 		}
-		a.keepMark(ctx, id, &st, g, s.unmarked, on)
+		a.keepMark(ctx, id, &st, g, s.marks, on)
 		plan := a.Context.PlanFor(s.budget, s.fixed, g, refused)
 		// A summary goes first when it is needed, so that its request is
 		// the conversation's own last prefix, which the provider has

@@ -116,13 +116,14 @@ func markFrom(st *readState, g *window.Stored) int {
 
 // factsAt are the facts of st's messages before place from (st's From or
 // after, at most its end). The summary in force before from is kept by
-// its Through alone: at a from markFrom gives, a record of the tail
-// replaces it (the record of the summary in force stands after its
-// Through, so at or after from), so its text is never sent — but its
-// Through still shows, in markedState's check, a mark placed past it.
+// its Through alone when it ends before from: then a mark at from is
+// used only when a record of the tail replaces it (markedState's check
+// sees its Through, before From), so its text is never sent. One that
+// ends at from or after (a record ending a summary after itself, which
+// the agent never writes) is kept whole: it may be the one in force.
 func (st *readState) factsAt(from int) markFacts {
 	f := markFacts{V: markVersion, Settings: st.settings, Records: st.records, Counted: st.counted, Used: st.used, Window: st.tail.BeforeAt(from)}
-	if s := f.Window.Summary; s != nil {
+	if s := f.Window.Summary; s != nil && s.Through < from {
 		f.Window.Summary = &history.Summary{Through: s.Through}
 	}
 	for i := st.tail.From(); i < from; i++ {
@@ -143,28 +144,51 @@ func (st *readState) factsAt(from int) markFacts {
 // is past the From st was read from — the summary in force moved on —, so
 // that a later read, in this process or after a restart, reads from
 // there. A mark that cannot be kept costs a later read its speed, not the
-// turn: it is said in a notice, once a turn (unmarked, the turn's: set
-// once it failed; nil tries every time), and not tried again that turn.
-func (a *Agent) keepMark(ctx context.Context, id string, st *readState, g *window.Stored, unmarked *bool, on func(Event)) {
+// turn: it is said in a notice once a turn, and a place that failed
+// markTries times is not tried again that turn unless the place moves on
+// (tried: the turn's; nil tries at every request and says every
+// failure).
+func (a *Agent) keepMark(ctx context.Context, id string, st *readState, g *window.Stored, tried *markTry, on func(Event)) {
 	mk, ok := a.Store.(history.Marker)
-	if !ok || unmarked != nil && *unmarked {
+	if !ok {
 		return
 	}
 	if g == nil {
 		g = window.GatherTail(st.tail)
 	}
 	from := markFrom(st, g)
-	if from <= st.tail.From() {
+	if from <= st.tail.From() || tried != nil && from <= tried.failed && tried.times >= markTries {
 		return
 	}
 	facts, err := json.Marshal(st.factsAt(from))
 	if err == nil {
 		err = mk.SetMark(history.Lazy(ctx), id, history.Mark{From: from, Facts: facts})
 	}
-	if err != nil && ctx.Err() == nil {
-		if unmarked != nil {
-			*unmarked = true
-		}
-		on(Event{Kind: Notice, Text: fmt.Sprintf("the place a restart reads conversation %s from could not be kept (%v): a restart reads it from the place kept before, or whole", id, err)})
+	if err == nil || ctx.Err() != nil {
+		return
 	}
+	if tried != nil {
+		if from > tried.failed {
+			tried.failed, tried.times = from, 0
+		}
+		tried.times++
+		if tried.said {
+			return
+		}
+		tried.said = true
+	}
+	on(Event{Kind: Notice, Text: fmt.Sprintf("the place a restart reads conversation %s from could not be kept (%v): a restart reads it from the place kept before, or whole", id, err)})
 }
+
+// markTry is what a turn remembers of the marks it could not keep: the
+// place that failed last, how many times it failed, and whether the turn
+// has said so.
+type markTry struct {
+	failed, times int
+	said          bool
+}
+
+// markTries is how many times a turn tries to keep a mark at one place:
+// a failure may pass (a busy database), but one that does not must not
+// cost every request a failing write.
+const markTries = 2

@@ -187,7 +187,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	t.droppable = a.droppable(prompt, &st, t.sz.conv)
 	t.providerCtx = provider.WithWaitNotice(provider.WithRetryNotice(t.ctx, a.retryNotice(on)), a.waitNotice(on))
 	t.sent = a.sending(id)
-	t.sz.sent, t.sz.spend, t.sz.unmarked = t.sent, &t.budget, new(bool)
+	t.sz.sent, t.sz.spend, t.sz.marks = t.sent, &t.budget, &markTry{}
 	t.kept = kept
 	t.lazy = history.Lazy(t.kept)
 	t.workers, t.keeper = &tool.Workers{}, newKeeper(a.Store, t.lazy, id, 0)

@@ -62,9 +62,12 @@ func ReadMarked(ctx context.Context, s Store, id string) (Mark, []Message, error
 // behind the store's back is reported), which at 100k messages is a walk
 // of 100k index entries, the one read a resume from a mark would still
 // pay in proportion to the conversation's length. Record's Messages is
-// the count of messages appended, as the record keeps it. Memory and the
-// durable stores implement it; ReadRecord reads through it when a store
-// does.
+// the count of messages appended, as the record keeps it. So a row lost
+// behind the store's back before a mark is not noticed by a turn that
+// reads the record this way and the messages from the mark on (it sends
+// none of them): Get, List and every whole read still report it. Memory
+// and the durable stores implement it; ReadRecord reads through it when a
+// store does.
 type RecordReader interface {
 	// Record returns conversation id's record as Get does, its checksums
 	// checked, without counting its messages; an unknown conversation is

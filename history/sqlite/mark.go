@@ -247,13 +247,14 @@ func (s *Store) ownMarked(ctx context.Context, id string) (m history.Mark, msgs 
 // rows after those kept (or, with none kept from before the mark's
 // place, the rows from it on), which the store then keeps. A row lost
 // before the mark's place is not looked for (Get and Messages count
-// the rows); every row read is checked as Messages checks it, and the
-// rows of each conversation it reads from — the fork's bases too, where
-// the mark's place is among their messages — are counted as Messages
-// counts them: a row numbered at or below the conversation's base_at, or
-// past its count of messages appended, or one missing among those it
-// reads (or, in the conversation marked, after them), is damage
-// (history.ErrDamaged).
+// the rows); every row read is checked as Messages checks it, and for
+// each conversation it reads rows from — the fork's bases too, where the
+// mark's place is among their messages — a row numbered at or below the
+// conversation's base_at, or past its count of messages appended, or one
+// missing among those it reads (or, in the conversation marked, after
+// them), is damage (history.ErrDamaged). A base's rows past the fork's
+// point, which the fork does not hold, are not counted (countLevel
+// checks the base's last row only): Messages of the base reports those.
 func (s *Store) Marked(ctx context.Context, id string) (history.Mark, []history.Message, error) {
 	if m, msgs, ok := s.ownMarked(ctx, id); ok {
 		return m, msgs, nil

@@ -346,7 +346,10 @@ func TestAForksMarkAmongItsBasesMessagesIsReadThroughItAndKept(t *testing.T) {
 }
 
 // Deleting a conversation deletes the marks of its branches deleted with
-// it (a mark left would refuse the delete: its conversation is gone).
+// it. (The marks table's reference cascades, so this holds without
+// Delete's own drop too; the drop is for a store whose table was made by
+// an unreleased build without the cascade:
+// TestAStoreWhoseMarksDoNotCascadeIsDeletedAndMarkedAlike.)
 func TestDeleteTakesTheMarksOfTheBranchesItDeletes(t *testing.T) {
 	path := markedStore(t, 10, 6)
 	s := openStore(t, path)

@@ -269,3 +269,82 @@ func TestALayout6DeleteOfAMarkedConversationTakesItsMark(t *testing.T) {
 		t.Fatalf("Marked of the deleted conversation: %v; want ErrNotFound", err)
 	}
 }
+
+// What TestMarksSetWhileTheWriterAppendsAndReadsAreReadAsStored hits only
+// now and then, step by step: a reader's Marked (no claim) begins, reads the
+// old mark, then the writer's SetMark commits and keeps the new one, then
+// the reader keeps what it read. The writer's next Marked (ownMarked, no
+// query) must give the mark it set. Passes with the markGen check in
+// keep (cache.go), fails every time without it.
+func TestAMarkedReadBegunBeforeASetMarkKeepsNoMarkOverIt(t *testing.T) {
+	path := markedStore(t, 10, 6)
+	s := openStore(t, path)
+	ctx := context.Background()
+	h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := history.Writing(ctx, h)
+	wantMarked(t, w, s, "c", 6, "f", numbered(6, 10), "the writer's first read")
+	if err := s.Append(w, "c", userText("a 1")); err != nil {
+		t.Fatal(err)
+	}
+	// a reader's Marked, first half (as Marked does it)
+	s.mu.Lock()
+	s.settle("c")
+	known, kept := s.read["c"]
+	start, tag, gen := s.start["c"], s.tags["c"], s.markGen
+	s.mu.Unlock()
+	r, err := s.readMarked(ctx, "c", kept, start, known, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the writer sets a mark meanwhile
+	if err := s.SetMark(w, "c", history.Mark{From: 3, Facts: []byte("new")}); err != nil {
+		t.Fatal(err)
+	}
+	// the reader's Marked, second half
+	s.keep("c", r.start, r.known, r.fresh, r.tag, &r.mark, gen)
+	wantMarked(t, w, s, "c", 3, "new", numbered(3, 10, "a 1"), "the writer's Marked after its SetMark, a read begun before it kept")
+}
+
+// A store made by an unreleased layout-7 build has the marks table
+// without ON DELETE CASCADE (CREATE TABLE IF NOT EXISTS never changes
+// it). This build's own Delete, SetMark and Marked still work on it
+// (Delete drops the mark itself); only a layout-6 process's delete of a
+// marked conversation is refused there.
+func TestAStoreWhoseMarksDoNotCascadeIsDeletedAndMarkedAlike(t *testing.T) {
+	path := markedStore(t, 10, 6)
+	damage(t, path, `PRAGMA foreign_keys = OFF;
+		CREATE TABLE marks_old (
+			conversation TEXT PRIMARY KEY REFERENCES conversations(id),
+			start INTEGER NOT NULL, facts BLOB NOT NULL, row_crc INTEGER NOT NULL, crc INTEGER NOT NULL
+		) WITHOUT ROWID;
+		INSERT INTO marks_old SELECT * FROM marks;
+		DROP TABLE marks;
+		ALTER TABLE marks_old RENAME TO marks;`)
+	s := openStore(t, path)
+	ctx := context.Background()
+	wantMarked(t, ctx, s, "c", 6, "f", numbered(6, 10), "an old layout-7 store")
+	if err := s.SetMark(ctx, "c", history.Mark{From: 2, Facts: []byte("g")}); err != nil {
+		t.Fatal(err)
+	}
+	wantMarked(t, ctx, openStore(t, path), "c", 2, "g", numbered(2, 10), "after SetMark")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, l6 := db.Exec(`BEGIN; DELETE FROM kept WHERE conversation = 'c'; DELETE FROM claims WHERE conversation = 'c';
+		DELETE FROM messages WHERE conversation = 'c'; DELETE FROM conversations WHERE id = 'c'; COMMIT`)
+	db.Exec(`ROLLBACK`)
+	if l6 == nil {
+		t.Fatal("a layout-6 delete of a marked conversation went through on a store whose marks do not cascade: the table is not the old one")
+	}
+	if err := s.Delete(ctx, "c"); err != nil {
+		t.Fatalf("this build's Delete on an old layout-7 store: %v", err)
+	}
+	if _, _, err := s.Marked(ctx, "c"); !errors.Is(err, history.ErrNotFound) {
+		t.Fatalf("Marked after Delete: %v", err)
+	}
+}

@@ -426,6 +426,12 @@ func damagedRecords(t *testing.T, s Subject) {
 				t.Fatal(err)
 			}
 			s.Damage(t, e.s, tc.sql)
+			if r, ok := e.open().(history.RecordReader); ok && strings.Contains(tc.wants[0], "record of") {
+				// Record checks what it reads of the record as Get does
+				if _, err := r.Record(e.ctx, "c"); !errors.Is(err, history.ErrDamaged) {
+					t.Errorf("Record of a damaged record: %v; want ErrDamaged", err)
+				}
+			}
 			msgs, err := e.open().Messages(e.ctx, "c")
 			if err == nil {
 				t.Fatalf("read %d messages without an error", len(msgs))
