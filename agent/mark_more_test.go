@@ -175,22 +175,8 @@ func TestAMarkThatCannotBeKeptIsSaidOnceATurn(t *testing.T) {
 	if err := s.Append(ctx, "c", stored...); err != nil {
 		t.Fatal(err)
 	}
-	w := testWires["anthropic"]
-	srv := w.server(t)
-	p, err := w.provider(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := &tool.Registry{}
-	if err := reg.Add(tool.MustFunc("noop--run", "Does nothing.", func(context.Context, struct{}) (any, error) { return "ok", nil })); err != nil {
-		t.Fatal(err)
-	}
 	const rounds = 5
-	for r := range rounds {
-		srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprint("call_", r), Name: "noop--run", Input: `{}`}}, Input: 100, Output: 1})
-	}
-	srv.Push(providertest.Step{Text: "done", Input: 100, Output: 1})
-	a := &Agent{Provider: p, Store: s, Tools: reg, Model: "claude-test", ContextWindow: 1_000_000}
+	a := roundsAgent(t, s, rounds, 100)
 	notices := 0
 	if _, err := a.Turn(ctx, "c", "go on", func(e Event) {
 		if e.Kind == Notice && strings.Contains(e.Text, "could not be kept") {
@@ -422,22 +408,8 @@ func TestAProviderThatReportsNoUsageSetsTheMarkOnce(t *testing.T) {
 	if err := s.Append(ctx, "c", stored...); err != nil {
 		t.Fatal(err)
 	}
-	w := testWires["anthropic"]
-	srv := w.server(t)
-	p, err := w.provider(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := &tool.Registry{}
-	if err := reg.Add(tool.MustFunc("noop--run", "Does nothing.", func(context.Context, struct{}) (any, error) { return "ok", nil })); err != nil {
-		t.Fatal(err)
-	}
 	const rounds = 5
-	for r := range rounds {
-		srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprint("call_", r), Name: "noop--run", Input: `{}`}}})
-	}
-	srv.Push(providertest.Step{Text: "done"})
-	a := &Agent{Provider: p, Store: s, Tools: reg, Model: "claude-test", ContextWindow: 1_000_000}
+	a := roundsAgent(t, s, rounds, 0)
 	if _, err := a.Turn(ctx, "c", "go on", func(Event) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -479,6 +451,23 @@ func TestAMarkThatFailedOnceIsKeptLaterInTheTurn(t *testing.T) {
 	if err := s.Append(ctx, "c", stored...); err != nil {
 		t.Fatal(err)
 	}
+	const rounds = 5
+	a := roundsAgent(t, s, rounds, 400)
+	if _, err := a.Turn(ctx, "c", "go on", func(Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	m, _, _ := s.Memory.Marked(ctx, "c")
+	if m.From == 0 {
+		t.Fatalf("after a turn of %d requests whose first SetMark alone failed (%d calls), no mark is kept", rounds+1, calls.Load())
+	}
+}
+
+// roundsAgent is an agent on store s whose provider (a fake of the
+// Anthropic wire) answers rounds rounds of one call to a tool that does
+// nothing, then "done"; each answer's usage counts input tokens (none
+// with input 0).
+func roundsAgent(t *testing.T, s history.Store, rounds, input int) *Agent {
+	t.Helper()
 	w := testWires["anthropic"]
 	srv := w.server(t)
 	p, err := w.provider(srv.URL)
@@ -489,17 +478,13 @@ func TestAMarkThatFailedOnceIsKeptLaterInTheTurn(t *testing.T) {
 	if err := reg.Add(tool.MustFunc("noop--run", "Does nothing.", func(context.Context, struct{}) (any, error) { return "ok", nil })); err != nil {
 		t.Fatal(err)
 	}
-	const rounds = 5
+	output := 0
+	if input > 0 {
+		output = 1
+	}
 	for r := range rounds {
-		srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprint("call_", r), Name: "noop--run", Input: `{}`}}, Input: 400, Output: 1})
+		srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{{ID: fmt.Sprint("call_", r), Name: "noop--run", Input: `{}`}}, Input: input, Output: output})
 	}
-	srv.Push(providertest.Step{Text: "done", Input: 400, Output: 1})
-	a := &Agent{Provider: p, Store: s, Tools: reg, Model: "claude-test", ContextWindow: 1_000_000}
-	if _, err := a.Turn(ctx, "c", "go on", func(Event) {}); err != nil {
-		t.Fatal(err)
-	}
-	m, _, _ := s.Memory.Marked(ctx, "c")
-	if m.From == 0 {
-		t.Fatalf("after a turn of %d requests whose first SetMark alone failed (%d calls), no mark is kept", rounds+1, calls.Load())
-	}
+	srv.Push(providertest.Step{Text: "done", Input: input, Output: output})
+	return &Agent{Provider: p, Store: s, Tools: reg, Model: "claude-test", ContextWindow: 1_000_000}
 }
