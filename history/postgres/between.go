@@ -14,9 +14,9 @@ import (
 // index to-1 (see history.RangeReader), reading those rows only: as
 // readAll reads a conversation whole — its record, the part of the range
 // it shares read through its base the same way, then its own rows in the
-// range in one statement with its link, read again from the start when
-// that link moved meanwhile — so that what it returns is the
-// conversation at one moment. It neither reads nor fills what the store
+// range in one statement with its link and its record's version, read
+// again from the start when the record was written meanwhile — so that
+// what it returns is the conversation at one moment. It neither reads nor fills what the store
 // keeps of the conversations it has read (Messages' memory).
 func (s *Store) MessagesBetween(ctx context.Context, id string, from, to int) ([]history.Message, error) {
 	if err := record.CheckRange(id, from, to); err != nil {
@@ -32,7 +32,7 @@ func (s *Store) between(ctx context.Context, id string, from, to, depth int) ([]
 		return nil, fmt.Errorf("history store %s: conversation %s: its first messages are shared through more than %d conversations (a loop): %w", s.name, id, maxChain, history.ErrDamaged)
 	}
 	for range 3 {
-		c, err := s.Get(ctx, id)
+		c, version, err := s.getVersioned(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -41,31 +41,41 @@ func (s *Store) between(ctx context.Context, id string, from, to, depth int) ([]
 		out := make([]history.Message, 0, hi-lo)
 		if lo < c.BaseAt {
 			upTo := min(hi, c.BaseAt)
+			throughBase(id, false)
 			shared, err := s.between(ctx, c.Base, lo, upTo, depth+1)
-			if (errors.Is(err, history.ErrNotFound) || err == nil && len(shared) < upTo-lo) && s.moved(ctx, c) {
-				continue // rewound or switched since its record was read
+			throughBase(id, true)
+			if err != nil && !errors.Is(err, history.ErrNotFound) {
+				return nil, err
+			}
+			if err != nil || len(shared) < upTo-lo {
+				// damage unless its record changed since it was read
+				moved, merr := s.moved(ctx, id, version)
+				if merr != nil {
+					return nil, fmt.Errorf("history store %s: reading messages %d to %d of conversation %s: its base %s came out short, and its record could not be read again to see whether a rewind moved it: %w", s.name, lo, upTo, id, c.Base, merr)
+				}
+				if moved {
+					continue
+				}
 			}
 			if errors.Is(err, history.ErrNotFound) {
 				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
-			}
-			if err != nil {
-				return nil, err
 			}
 			if len(shared) < upTo-lo {
 				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, c.BaseAt, c.Base, lo+len(shared), history.ErrDamaged)
 			}
 			out = append(out, shared...)
 		}
-		// read after the base's messages: a base rewound meanwhile has
-		// pointed this record elsewhere, and it is read again
+		// read after the base's messages, with the record's version: a
+		// record written meanwhile (its link moved, even away and back)
+		// is read again
 		first := max(lo, c.BaseAt) + 1
 		var b rowdecode.Batches
-		own, err := s.ownRows(ctx, id, first, hi, &b, first)
+		own, err := s.versionedRows(ctx, id, first, hi, &b, first)
 		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if err != nil {
 			return nil, err
 		}
-		if own.base != c.Base || own.baseAt != c.BaseAt || own.count < hi {
+		if own.base != c.Base || own.baseAt != c.BaseAt || own.count < hi || lo < c.BaseAt && own.version != version {
 			continue // rewound or switched since its record was read
 		}
 		fresh, _, err := s.decodeRows(id, first, own, own.rows, &b)

@@ -261,34 +261,47 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 }
 
 // readAll reads conversation id whole: its record, the messages it shares
-// (through its base) and its own rows.
+// (through its base) and its own rows. A fork's own rows are read with
+// its record's version (versionColumn): unchanged since its record was
+// read, no rewind or switch moved its link meanwhile — not even away and
+// back, which a comparison of the link alone does not see — so what was
+// read through its base is its.
 func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Message, error) {
 	for range 3 {
-		c, err := s.Get(ctx, id)
+		c, version, err := s.getVersioned(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		var shared []history.Message
 		if c.BaseAt > 0 {
+			throughBase(id, false)
 			all, err := s.messages(ctx, c.Base, depth+1)
-			if (errors.Is(err, history.ErrNotFound) || err == nil && len(all) < c.BaseAt) && s.moved(ctx, c) {
-				continue // rewound or switched since its record was read
+			throughBase(id, true)
+			if err != nil && !errors.Is(err, history.ErrNotFound) {
+				return nil, err
+			}
+			if err != nil || len(all) < c.BaseAt {
+				// damage unless its record changed since it was read
+				moved, merr := s.moved(ctx, id, version)
+				if merr != nil {
+					return nil, fmt.Errorf("history store %s: reading conversation %s: its base %s came out short, and its record could not be read again to see whether a rewind moved it: %w", s.name, id, c.Base, merr)
+				}
+				if moved {
+					continue
+				}
 			}
 			if errors.Is(err, history.ErrNotFound) {
 				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
-			}
-			if err != nil {
-				return nil, err
 			}
 			if len(all) < c.BaseAt {
 				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, c.BaseAt, c.Base, len(all), history.ErrDamaged)
 			}
 			shared = all[:c.BaseAt:c.BaseAt]
 		}
-		// read after the base's messages: a base rewound meanwhile has
-		// pointed this record elsewhere, and it is read again
+		// read after the base's messages: a record changed meanwhile is
+		// read again
 		var b rowdecode.Batches
-		own, err := s.ownRows(ctx, id, c.BaseAt+1, noEnd, &b, c.BaseAt+1)
+		own, err := s.versionedRows(ctx, id, c.BaseAt+1, noEnd, &b, c.BaseAt+1)
 		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if errors.Is(err, history.ErrNotFound) {
 			s.forget(id)
@@ -297,7 +310,9 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 		if err != nil {
 			return nil, err
 		}
-		if own.base != c.Base || own.baseAt != c.BaseAt {
+		if own.base != c.Base || own.baseAt != c.BaseAt || c.BaseAt > 0 && own.version != version {
+			// a conversation sharing nothing is its rows and count, read
+			// in one statement: only its link matters
 			continue
 		}
 		fresh, last, err := s.decodeRows(id, c.BaseAt+1, own, own.rows, &b)
@@ -312,12 +327,62 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 	return nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
 }
 
-// moved reports whether conversation c.ID's record is no longer c: a
-// rewind or switch pointed it elsewhere, or moved its rows, since c was
-// read (a read that came out short then is read again, not damage).
-func (s *Store) moved(ctx context.Context, c history.Conversation) bool {
-	now, err := s.Get(ctx, c.ID)
-	return err == nil && (now.Messages != c.Messages || now.Base != c.Base || now.BaseAt != c.BaseAt)
+// pausedInRead, when set (by tests only), is called by every read of a
+// fork's messages through its base (readAll, between, markedCold): before
+// it reads them (done false) and after, before it reads the fork's record
+// again (done true). A test rewrites the base there, as another process
+// may.
+var pausedInRead func(id string, done bool)
+
+// throughBase calls pausedInRead, when set.
+func throughBase(id string, done bool) {
+	if pausedInRead != nil {
+		pausedInRead(id, done)
+	}
+}
+
+// versionColumn is a conversation's (c) record version: its row's xmin,
+// the transaction that last wrote it, new with every UPDATE (an append,
+// a rewind, a switch, a repoint) and with none of the row locks the
+// writes take. Two reads of it that agree saw no write of the record
+// between them, however it was written and written back.
+const versionColumn = `c.xmin::text::bigint`
+
+// getVersioned is Get of conversation id with its record's version.
+func (s *Store) getVersioned(ctx context.Context, id string) (history.Conversation, int64, error) {
+	var version int64
+	c, err := s.scanConversation(extraScan{s.pool.QueryRow(ctx, `SELECT `+recordColumns+`, `+versionColumn+` FROM conversations c WHERE c.id = $1`, id), []any{&version}})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return history.Conversation{}, 0, record.NotFound(id)
+	}
+	if err != nil && !errors.Is(err, history.ErrDamaged) {
+		return history.Conversation{}, 0, s.explain("reading conversation "+id, err)
+	}
+	return c, version, err
+}
+
+// extraScan is a row whose Scan fills extra after its destinations.
+type extraScan struct {
+	pgx.Row
+	extra []any
+}
+
+// Scan scans the row into dest, then extra.
+func (r extraScan) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.extra...)...) }
+
+// moved reports whether conversation id's record is no longer of version
+// (or gone): written since, so that what was read of it and its base
+// between may be of two moments.
+func (s *Store) moved(ctx context.Context, id string, version int64) (bool, error) {
+	var now int64
+	err := s.pool.QueryRow(ctx, `SELECT `+versionColumn+` FROM conversations c WHERE c.id = $1`, id).Scan(&now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return false, s.explain("reading conversation "+id, err)
+	}
+	return now != version, nil
 }
 
 // ownState is what ownRows reads of a conversation.
@@ -325,7 +390,10 @@ type ownState struct {
 	base   string
 	baseAt int
 	count  int // its count of messages, shared ones included
-	rows   []rowdecode.Row
+	// version is its record's version (versionColumn), when the
+	// statement read it (versionedRows, markedQuery)
+	version int64
+	rows    []rowdecode.Row
 	// added is how many of rows, from the one numbered ownRows' decode
 	// on and without a gap, were handed to its Batches as they came
 	added int
@@ -344,6 +412,16 @@ const noEnd = math.MaxInt32
 func (s *Store) ownRows(ctx context.Context, id string, from, to int, b *rowdecode.Batches, decode int) (ownState, error) {
 	return s.scanRows(ctx, id, b, decode, nil, `SELECT c.base, c.base_at, c.messages, m.seq, m.message, m.crc FROM conversations c
 		LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2 AND m.seq <= $3 WHERE c.id = $1 ORDER BY m.seq`, id, from, to)
+}
+
+// versionedRows is ownRows with the record's version (own.version), for
+// a read that compares it with the one read before its base's messages.
+func (s *Store) versionedRows(ctx context.Context, id string, from, to int, b *rowdecode.Batches, decode int) (ownState, error) {
+	var version int64
+	own, err := s.scanRows(ctx, id, b, decode, []any{&version}, `SELECT c.base, c.base_at, c.messages, `+versionColumn+`, m.seq, m.message, m.crc FROM conversations c
+		LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2 AND m.seq <= $3 WHERE c.id = $1 ORDER BY m.seq`, id, from, to)
+	own.version = version
+	return own, err
 }
 
 // scanRows runs query, a read of conversation id (as ownRows'): its
@@ -456,7 +534,7 @@ func (s *Store) remember(id string, known read, fresh []history.Message, last in
 		// kept with no room to grow: room past it may be messages an
 		// append in place since handed out
 		all = known.msgs[:len(known.msgs):len(known.msgs)]
-	} else if same && cur.from == known.from && len(cur.msgs) == len(known.msgs) && len(known.msgs) > 0 {
+	} else if same && cur.from == known.from && sameList(cur.msgs, known.msgs) {
 		all = append(cur.msgs, fresh...) // past every slice handed out: in place while there is room
 	} else {
 		all = append(known.msgs[:len(known.msgs):len(known.msgs)], fresh...)
@@ -475,6 +553,17 @@ func (s *Store) remember(id string, known read, fresh []history.Message, last in
 		return []history.Message{} // none yet: an empty list, as SQLite gives
 	}
 	return all[:len(all):len(all)]
+}
+
+// sameList reports whether kept and read are one list: the same length
+// over the same backing array, so that what follows read's messages in it
+// is what follows them in the conversation. Two lists of the same link,
+// place and length may be of two moments (a rewind and a rewrite to the
+// same length by another process, read meanwhile by another read): the
+// fresh rows of the one read go only onto its own list. Empty lists are
+// never one (nothing to compare).
+func sameList(kept, read []history.Message) bool {
+	return len(kept) == len(read) && len(read) > 0 && &kept[0] == &read[0]
 }
 
 // Append adds messages in one transaction, after checking the writer's
