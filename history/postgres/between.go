@@ -51,7 +51,7 @@ func (s *Store) between(ctx context.Context, id string, from, to, depth int) ([]
 				// damage unless its record changed since it was read
 				moved, merr := s.moved(ctx, id, version)
 				if merr != nil {
-					return nil, fmt.Errorf("history store %s: reading messages %d to %d of conversation %s: its base %s came out short, and its record could not be read again to see whether a rewind moved it: %w", s.name, lo, upTo, id, c.Base, merr)
+					return nil, fmt.Errorf("history store %s: reading messages %d to %d of conversation %s: its base %s came out short or missing, and its record could not be read again to see whether a rewind moved it meanwhile: %w", s.name, lo, upTo, id, c.Base, merr)
 				}
 				if moved {
 					continue
@@ -87,5 +87,5 @@ func (s *Store) between(ctx context.Context, id string, from, to, depth int) ([]
 		}
 		return append(out, fresh...), nil
 	}
-	return nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
+	return nil, fmt.Errorf("history store %s: reading conversation %s: it or the conversation it shares its first messages with kept changing (rewound, switched or written to while read): try again", s.name, id)
 }

@@ -284,7 +284,7 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 				// damage unless its record changed since it was read
 				moved, merr := s.moved(ctx, id, version)
 				if merr != nil {
-					return nil, fmt.Errorf("history store %s: reading conversation %s: its base %s came out short, and its record could not be read again to see whether a rewind moved it: %w", s.name, id, c.Base, merr)
+					return nil, fmt.Errorf("history store %s: reading conversation %s: its base %s came out short or missing, and its record could not be read again to see whether a rewind moved it meanwhile: %w", s.name, id, c.Base, merr)
 				}
 				if moved {
 					continue
@@ -324,7 +324,7 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 		}
 		return s.remember(id, read{msgs: shared, base: c.Base, baseAt: c.BaseAt}, fresh, last), nil
 	}
-	return nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
+	return nil, fmt.Errorf("history store %s: reading conversation %s: it or the conversation it shares its first messages with kept changing (rewound, switched or written to while read): try again", s.name, id)
 }
 
 // pausedInRead, when set (by tests only), is called by every read of a

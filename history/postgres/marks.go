@@ -115,12 +115,12 @@ func clipped(b []byte) []byte {
 
 // markedQuery reads, in one statement, conversation id ($1): its link,
 // the link's checksum, its count and its record's version, its mark (k),
-// and its own rows
-// numbered from lo on. lo is $2, or with $3 the number of the row before
-// the mark's first message (the mark's From: row numbers start at 1),
-// whichever is later, and never before the conversation's own rows. The
-// facts come in the first row only, and only when the mark's stamp is
-// not $4 (what the reader saw): unchanged, they are not sent again.
+// and its own rows numbered from lo on. lo is $2, or with $3 the number
+// of the row before the mark's first message (the mark's From: row
+// numbers start at 1), whichever is later, and never before the
+// conversation's own rows. The facts come in the first row only, and
+// only when the mark's stamp is not $4 (what the reader saw): unchanged,
+// they are not sent again.
 const markedQuery = `SELECT c.base, c.base_at, c.messages, k."from", k.stamp, k.crc,
 		CASE WHEN (m.seq IS NULL OR m.seq = lo.seq) AND k.stamp IS DISTINCT FROM $4::bigint THEN k.facts END,
 		lo.seq, c.branch_of, c.base_crc, ` + versionColumn + `, m.seq, m.message, m.crc
@@ -349,7 +349,7 @@ func (s *Store) markedCold(ctx context.Context, id string) (history.Mark, []hist
 		tail := all[from-kept.from:]
 		return seen.mark, tail[:len(tail):len(tail)], nil
 	}
-	return history.Mark{}, nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
+	return history.Mark{}, nil, fmt.Errorf("history store %s: reading conversation %s: it or the conversation it shares its first messages with kept changing (rewound, switched or written to while read): try again", s.name, id)
 }
 
 // counted is the error for conversation id read as total messages where
