@@ -265,12 +265,14 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 // its record's version (versionColumn): unchanged since its record was
 // read, no rewind or switch moved its link meanwhile — not even away and
 // back, which a comparison of the link alone does not see — so what was
-// read through its base is its.
+// read through its base is its; else it is read again, the last time in
+// one snapshot (oneMoment, moments.go).
 func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Message, error) {
-	for range 3 {
+	var out []history.Message
+	err := s.oneMoment(ctx, id, func(ctx context.Context) (bool, error) {
 		c, version, err := s.getVersioned(ctx, id)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		var shared []history.Message
 		if c.BaseAt > 0 {
@@ -278,23 +280,23 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 			all, err := s.messages(ctx, c.Base, depth+1)
 			throughBase(id, true)
 			if err != nil && !errors.Is(err, history.ErrNotFound) {
-				return nil, err
+				return false, err
 			}
 			if err != nil || len(all) < c.BaseAt {
 				// damage unless its record changed since it was read
 				moved, merr := s.moved(ctx, id, version)
 				if merr != nil {
-					return nil, fmt.Errorf("history store %s: reading conversation %s: its base %s came out short or missing, and its record could not be read again to see whether a rewind moved it meanwhile: %w", s.name, id, c.Base, merr)
+					return false, fmt.Errorf("history store %s: reading conversation %s: its base %s came out short or missing, and its record could not be read again to see whether a rewind moved it meanwhile: %w", s.name, id, c.Base, merr)
 				}
 				if moved {
-					continue
+					return true, nil
 				}
 			}
 			if errors.Is(err, history.ErrNotFound) {
-				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
+				return false, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
 			}
 			if len(all) < c.BaseAt {
-				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, c.BaseAt, c.Base, len(all), history.ErrDamaged)
+				return false, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, c.BaseAt, c.Base, len(all), history.ErrDamaged)
 			}
 			shared = all[:c.BaseAt:c.BaseAt]
 		}
@@ -305,84 +307,27 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if errors.Is(err, history.ErrNotFound) {
 			s.forget(id)
-			return nil, err
+			return false, err
 		}
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if own.base != c.Base || own.baseAt != c.BaseAt || c.BaseAt > 0 && own.version != version {
 			// a conversation sharing nothing is its rows and count, read
 			// in one statement: only its link matters
-			continue
+			return true, nil
 		}
 		fresh, last, err := s.decodeRows(id, c.BaseAt+1, own, own.rows, &b)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if total := len(shared) + len(fresh); total < own.count {
-			return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, total+1, own.count, own.count, history.ErrDamaged)
+			return false, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, total+1, own.count, own.count, history.ErrDamaged)
 		}
-		return s.remember(id, read{msgs: shared, base: c.Base, baseAt: c.BaseAt}, fresh, last), nil
-	}
-	return nil, fmt.Errorf("history store %s: reading conversation %s: it or the conversation it shares its first messages with kept changing (rewound, switched or written to while read): try again", s.name, id)
-}
-
-// pausedInRead, when set (by tests only), is called by every read of a
-// fork's messages through its base (readAll, between, markedCold): before
-// it reads them (done false) and after, before it reads the fork's record
-// again (done true). A test rewrites the base there, as another process
-// may.
-var pausedInRead func(id string, done bool)
-
-// throughBase calls pausedInRead, when set.
-func throughBase(id string, done bool) {
-	if pausedInRead != nil {
-		pausedInRead(id, done)
-	}
-}
-
-// versionColumn is a conversation's (c) record version: its row's xmin,
-// the transaction that last wrote it, new with every UPDATE (an append,
-// a rewind, a switch, a repoint) and with none of the row locks the
-// writes take. Two reads of it that agree saw no write of the record
-// between them, however it was written and written back.
-const versionColumn = `c.xmin::text::bigint`
-
-// getVersioned is Get of conversation id with its record's version.
-func (s *Store) getVersioned(ctx context.Context, id string) (history.Conversation, int64, error) {
-	var version int64
-	c, err := s.scanConversation(extraScan{s.pool.QueryRow(ctx, `SELECT `+recordColumns+`, `+versionColumn+` FROM conversations c WHERE c.id = $1`, id), []any{&version}})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return history.Conversation{}, 0, record.NotFound(id)
-	}
-	if err != nil && !errors.Is(err, history.ErrDamaged) {
-		return history.Conversation{}, 0, s.explain("reading conversation "+id, err)
-	}
-	return c, version, err
-}
-
-// extraScan is a row whose Scan fills extra after its destinations.
-type extraScan struct {
-	pgx.Row
-	extra []any
-}
-
-// Scan scans the row into dest, then extra.
-func (r extraScan) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.extra...)...) }
-
-// moved reports whether conversation id's record is no longer of version
-// (or gone): written since, so that what was read of it and its base
-// between may be of two moments.
-func (s *Store) moved(ctx context.Context, id string, version int64) (bool, error) {
-	var now int64
-	err := s.pool.QueryRow(ctx, `SELECT `+versionColumn+` FROM conversations c WHERE c.id = $1`, id).Scan(&now)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return true, nil
-	}
-	if err != nil {
-		return false, s.explain("reading conversation "+id, err)
-	}
-	return now != version, nil
+		out = s.remember(id, read{msgs: shared, base: c.Base, baseAt: c.BaseAt}, fresh, last)
+		return false, nil
+	})
+	return out, err
 }
 
 // ownState is what ownRows reads of a conversation.
@@ -414,16 +359,6 @@ func (s *Store) ownRows(ctx context.Context, id string, from, to int, b *rowdeco
 		LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2 AND m.seq <= $3 WHERE c.id = $1 ORDER BY m.seq`, id, from, to)
 }
 
-// versionedRows is ownRows with the record's version (own.version), for
-// a read that compares it with the one read before its base's messages.
-func (s *Store) versionedRows(ctx context.Context, id string, from, to int, b *rowdecode.Batches, decode int) (ownState, error) {
-	var version int64
-	own, err := s.scanRows(ctx, id, b, decode, []any{&version}, `SELECT c.base, c.base_at, c.messages, `+versionColumn+`, m.seq, m.message, m.crc FROM conversations c
-		LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2 AND m.seq <= $3 WHERE c.id = $1 ORDER BY m.seq`, id, from, to)
-	own.version = version
-	return own, err
-}
-
 // scanRows runs query, a read of conversation id (as ownRows'): its
 // columns are the conversation's base, base_at and messages, then as
 // many more of the conversation as extra has destinations (scanned from
@@ -434,7 +369,7 @@ func (s *Store) versionedRows(ctx context.Context, id string, from, to int, b *r
 func (s *Store) scanRows(ctx context.Context, id string, b *rowdecode.Batches, decode int, extra []any, query string, args ...any) (ownState, error) {
 	doing := "reading conversation " + id
 	var out ownState
-	rows, err := s.pool.Query(ctx, query, args...)
+	rows, err := s.q(ctx).Query(ctx, query, args...)
 	if err != nil {
 		return out, s.explain(doing, err)
 	}

@@ -280,41 +280,43 @@ func (s *Store) markedKnown(ctx context.Context, id string, known read) (history
 // messages through its base (as MessagesBetween does), then reads its
 // record's version again, and reads all again when its record was
 // written meanwhile (a rewind or switch may have moved its link, even
-// away and back).
+// away and back), the last time in one snapshot (oneMoment, moments.go).
 func (s *Store) markedCold(ctx context.Context, id string) (history.Mark, []history.Message, error) {
-	for range 3 {
+	var mark history.Mark
+	var out []history.Message
+	err := s.oneMoment(ctx, id, func(ctx context.Context) (bool, error) {
 		var b rowdecode.Batches
 		own, k, err := s.markedRows(ctx, id, 1, true, 0, &b, 0)
 		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if errors.Is(err, history.ErrNotFound) {
 			s.forget(id)
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		if err != nil {
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		if err := s.checkBase(id, own.base, own.baseAt, k.branchOf, k.baseCRC); err != nil {
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		if k.from.Valid && k.facts == nil {
 			// the facts ride the first row, which is not the one before
 			// the mark: a row is missing (decodeRows says which)
 			if _, _, err := s.decodeRows(id, int(k.lo), own, own.rows, &b); err != nil {
-				return history.Mark{}, nil, err
+				return false, err
 			}
-			return history.Mark{}, nil, fmt.Errorf("history store %s: conversation %s: the row before its mark's first message (%d) is missing: %w", s.name, id, k.lo, history.ErrDamaged)
+			return false, fmt.Errorf("history store %s: conversation %s: the row before its mark's first message (%d) is missing: %w", s.name, id, k.lo, history.ErrDamaged)
 		}
 		seen, err := s.mark(id, own.count, k, seenMark{})
 		if err != nil {
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		lo := int(k.lo) // the first own row read
 		fresh, last, err := s.decodeRows(id, lo, own, own.rows, &b)
 		if err != nil {
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		if err := s.counted(id, lo-1+len(fresh), own.count); err != nil {
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		from := seen.mark.From
 		kept := read{from: from, base: own.base, baseAt: own.baseAt, mark: seen}
@@ -323,23 +325,23 @@ func (s *Store) markedCold(ctx context.Context, id string) (history.Mark, []hist
 			shared, err := s.between(ctx, own.base, from, own.baseAt, 1)
 			throughBase(id, true)
 			if err != nil && !errors.Is(err, history.ErrNotFound) {
-				return history.Mark{}, nil, err
+				return false, err
 			}
 			// read after its own rows: the base's part read is the one
 			// they go with unless its record was written meanwhile (its
 			// link moved, even away and back)
 			moved, merr := s.moved(ctx, id, own.version)
 			if merr != nil {
-				return history.Mark{}, nil, fmt.Errorf("history store %s: reading conversation %s from its mark: its record could not be read again after messages %d to %d were read through conversation %s, to see whether a rewind moved it meanwhile: %w", s.name, id, from, own.baseAt, own.base, merr)
+				return false, fmt.Errorf("history store %s: reading conversation %s from its mark: its record could not be read again after messages %d to %d were read through conversation %s, to see whether a rewind moved it meanwhile: %w", s.name, id, from, own.baseAt, own.base, merr)
 			}
 			if moved {
-				continue
+				return true, nil
 			}
 			if errors.Is(err, history.ErrNotFound) {
-				return history.Mark{}, nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, own.baseAt, own.base, history.ErrDamaged)
+				return false, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, own.baseAt, own.base, history.ErrDamaged)
 			}
 			if len(shared) < own.baseAt-from {
-				return history.Mark{}, nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, own.baseAt, own.base, from+len(shared), history.ErrDamaged)
+				return false, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, own.baseAt, own.base, from+len(shared), history.ErrDamaged)
 			}
 			kept.msgs = shared[:len(shared):len(shared)]
 		} else if len(fresh) > 0 {
@@ -347,9 +349,10 @@ func (s *Store) markedCold(ctx context.Context, id string) (history.Mark, []hist
 		}
 		all := s.remember(id, kept, fresh, last)
 		tail := all[from-kept.from:]
-		return seen.mark, tail[:len(tail):len(tail)], nil
-	}
-	return history.Mark{}, nil, fmt.Errorf("history store %s: reading conversation %s: it or the conversation it shares its first messages with kept changing (rewound, switched or written to while read): try again", s.name, id)
+		mark, out = seen.mark, tail[:len(tail):len(tail)]
+		return false, nil
+	})
+	return mark, out, err
 }
 
 // counted is the error for conversation id read as total messages where

@@ -175,6 +175,12 @@ func TestMessagesOvertakenByAReadOfARewrittenConversationGivesItsOwnMoment(t *te
 // that read is done — once, for the first such read of f. f's messages
 // are the same throughout, at every moment.
 func abaFork(t *testing.T, written int) (dsn string, want []string) {
+	return abaForkEvery(t, written, false)
+}
+
+// abaForkEvery is abaFork, rewinding and switching c back around every
+// read of f through its base when every is set.
+func abaForkEvery(t *testing.T, written int, every bool) (dsn string, want []string) {
 	t.Helper()
 	ctx := context.Background()
 	_, dsn = blobSchema(t)
@@ -214,6 +220,9 @@ func abaFork(t *testing.T, written int) (dsn string, want []string) {
 			}
 		case step == 1 && done:
 			step++
+			if every {
+				step = 0
+			}
 			if err := w.Switch(ctx, "c", branch); err != nil {
 				t.Error(err)
 			}
@@ -302,5 +311,74 @@ func TestAForkReadWhoseSecondLookFailsSaysWhyNotDamage(t *testing.T) {
 				t.Errorf("%s(f) with its second look cancelled: %v; want an error wrapping context.Canceled, not ErrDamaged", r.name, err)
 			}
 		})
+	}
+}
+
+// A fork read through its base while, around every pass of the read, its
+// base is rewound below its point and switched back, or the fork is
+// written to (a writer appending to it as it is read): each pass finds
+// its record written meanwhile, and the last reads in one snapshot, so
+// the read gives the fork at one moment rather than giving up.
+func TestAForkReadWhoseRecordIsWrittenInEveryPassGivesOneMoment(t *testing.T) {
+	ctx := context.Background()
+	reads := []struct {
+		name string
+		read func(s *Store) ([]string, error)
+		from int
+	}{
+		{"Marked", func(s *Store) ([]string, error) {
+			_, msgs, err := s.Marked(ctx, "f")
+			return momentTexts(msgs), err
+		}, 2},
+		{"Messages", func(s *Store) ([]string, error) {
+			msgs, err := s.Messages(ctx, "f")
+			return momentTexts(msgs), err
+		}, 0},
+		{"MessagesBetween", func(s *Store) ([]string, error) {
+			msgs, err := s.MessagesBetween(ctx, "f", 1, 100)
+			return momentTexts(msgs), err
+		}, 1},
+	}
+	for _, r := range reads {
+		for _, appends := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, appended to %v", r.name, appends), func(t *testing.T) {
+				dsn, all := abaForkEvery(t, 2, true)
+				if appends {
+					w := openBlobStore(t, dsn)
+					pausedInRead = func(id string, done bool) {
+						if id == "f" && done {
+							if err := w.Append(ctx, "f", momentText("w")); err != nil {
+								t.Error(err)
+							}
+						}
+					}
+				}
+				s := openBlobStore(t, dsn)
+				passes := 0
+				hook := pausedInRead
+				pausedInRead = func(id string, done bool) {
+					if id == "f" && !done {
+						passes++
+					}
+					hook(id, done)
+				}
+				got, err := r.read(s)
+				if err != nil {
+					t.Fatalf("%s(f): %v", r.name, err)
+				}
+				want := all[r.from:]
+				if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+					t.Fatalf("%s(f) = %q; want %q then the messages appended", r.name, got, want)
+				}
+				for _, m := range got[len(want):] {
+					if m != "w" {
+						t.Fatalf("%s(f) = %q; want %q then the messages appended", r.name, got, want)
+					}
+				}
+				if passes != 3 {
+					t.Errorf("%s(f) read through the base %d times; want 3 (two passes, then one in a snapshot)", r.name, passes)
+				}
+			})
+		}
 	}
 }
