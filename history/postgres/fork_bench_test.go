@@ -30,7 +30,12 @@ import (
 //     rows and its record's version again);
 //   - cold-marked-plain-ms, cold-messages-plain-ms: the same of p;
 //   - warm-marked-fork-ms, warm-messages-fork-ms: Marked and Messages of
-//     f after two messages appended (one statement each);
+//     f after two messages appended (one statement each). A store just
+//     opened has a connection just made, whose first five executions of
+//     a prepared statement Postgres plans each time (custom plans): these
+//     figures include them, and so move with how many of them the cold
+//     read ran (a cold read whose statements are not the warm one's runs
+//     none); with plan_cache_mode=force_generic_plan they do not;
 //   - begin-commit-ms, select-ms: on one pgx connection, a BEGIN
 //     ISOLATION LEVEL REPEATABLE READ READ ONLY and its COMMIT (what a
 //     multi-statement read in one snapshot would add), and a SELECT 1
