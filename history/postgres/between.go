@@ -72,7 +72,11 @@ func (s *Store) between(ctx context.Context, id string, from, to, depth int) ([]
 		// is read again
 		first := max(lo, c.BaseAt) + 1
 		var b rowdecode.Batches
-		own, err := s.versionedRows(ctx, id, first, hi, &b, first)
+		rowsOf := s.ownRows
+		if lo < c.BaseAt {
+			rowsOf = s.versionedRows
+		}
+		own, err := rowsOf(ctx, id, first, hi, &b, first)
 		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if err != nil {
 			return false, err

@@ -303,7 +303,13 @@ func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Me
 		// read after the base's messages: a record changed meanwhile is
 		// read again
 		var b rowdecode.Batches
-		own, err := s.versionedRows(ctx, id, c.BaseAt+1, noEnd, &b, c.BaseAt+1)
+		// sharing nothing, its rows and count are one statement's (the one
+		// Messages' warm read runs), with nothing read before to check
+		rowsOf := s.ownRows
+		if c.BaseAt > 0 {
+			rowsOf = s.versionedRows
+		}
+		own, err := rowsOf(ctx, id, c.BaseAt+1, noEnd, &b, c.BaseAt+1)
 		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if errors.Is(err, history.ErrNotFound) {
 			s.forget(id)
@@ -337,7 +343,7 @@ type ownState struct {
 	count  int // its count of messages, shared ones included
 	// version is its record's version (versionColumn), when the
 	// statement read it (versionedRows, markedQuery)
-	version int64
+	version uint32
 	rows    []rowdecode.Row
 	// added is how many of rows, from the one numbered ownRows' decode
 	// on and without a gap, were handed to its Batches as they came

@@ -165,7 +165,7 @@ func (s *Store) markedRows(ctx context.Context, id string, from int, fromMark bo
 		own, err := s.scanRows(ctx, id, b, decode, extra, knownQuery, id, from, seen)
 		return own, k, err
 	}
-	var version int64
+	var version uint32
 	own, err := s.scanRows(ctx, id, b, decode, append(extra, &version), markedQuery, id, from, true, seen)
 	own.version = version
 	return own, k, err

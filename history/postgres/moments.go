@@ -111,12 +111,14 @@ func throughBase(id string, done bool) {
 // the transaction that last wrote it, new with every UPDATE (an append,
 // a rewind, a switch, a repoint) and with none of the row locks the
 // writes take. Two reads of it that agree saw no write of the record
-// between them, however it was written and written back.
-const versionColumn = `c.xmin::text::bigint`
+// between them, however it was written and written back (an xid wraps
+// around after 2^32 transactions, not within a read). Read as it is
+// stored (xid: 32 bits, scanned into a uint32), no cast computed per row.
+const versionColumn = `c.xmin`
 
 // getVersioned is Get of conversation id with its record's version.
-func (s *Store) getVersioned(ctx context.Context, id string) (history.Conversation, int64, error) {
-	var version int64
+func (s *Store) getVersioned(ctx context.Context, id string) (history.Conversation, uint32, error) {
+	var version uint32
 	c, err := s.scanConversation(extraScan{s.q(ctx).QueryRow(ctx, `SELECT `+recordColumns+`, `+versionColumn+` FROM conversations c WHERE c.id = $1`, id), []any{&version}})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return history.Conversation{}, 0, record.NotFound(id)
@@ -139,8 +141,8 @@ func (r extraScan) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.ex
 // moved reports whether conversation id's record is no longer of version
 // (or gone): written since, so that what was read of it and its base
 // between may be of two moments.
-func (s *Store) moved(ctx context.Context, id string, version int64) (bool, error) {
-	var now int64
+func (s *Store) moved(ctx context.Context, id string, version uint32) (bool, error) {
+	var now uint32
 	err := s.q(ctx).QueryRow(ctx, `SELECT `+versionColumn+` FROM conversations c WHERE c.id = $1`, id).Scan(&now)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return true, nil
@@ -154,7 +156,7 @@ func (s *Store) moved(ctx context.Context, id string, version int64) (bool, erro
 // versionedRows is ownRows with the record's version (own.version), for
 // a read that compares it with the one read before its base's messages.
 func (s *Store) versionedRows(ctx context.Context, id string, from, to int, b *rowdecode.Batches, decode int) (ownState, error) {
-	var version int64
+	var version uint32
 	own, err := s.scanRows(ctx, id, b, decode, []any{&version}, `SELECT c.base, c.base_at, c.messages, `+versionColumn+`, m.seq, m.message, m.crc FROM conversations c
 		LEFT JOIN messages m ON m.conversation = c.id AND m.seq >= $2 AND m.seq <= $3 WHERE c.id = $1 ORDER BY m.seq`, id, from, to)
 	own.version = version
