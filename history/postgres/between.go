@@ -14,9 +14,10 @@ import (
 // index to-1 (see history.RangeReader), reading those rows only: as
 // readAll reads a conversation whole — its record, the part of the range
 // it shares read through its base the same way, then its own rows in the
-// range in one statement with its link, read again from the start when
-// that link moved meanwhile — so that what it returns is the
-// conversation at one moment. It neither reads nor fills what the store
+// range in one statement with its link and its record's version, read
+// again from the start when the record was written meanwhile, the last
+// time in one snapshot (oneMoment, moments.go) — so that what it returns
+// is the conversation at one moment. It neither reads nor fills what the store
 // keeps of the conversations it has read (Messages' memory).
 func (s *Store) MessagesBetween(ctx context.Context, id string, from, to int) ([]history.Message, error) {
 	if err := record.CheckRange(id, from, to); err != nil {
@@ -31,51 +32,70 @@ func (s *Store) between(ctx context.Context, id string, from, to, depth int) ([]
 	if depth > maxChain {
 		return nil, fmt.Errorf("history store %s: conversation %s: its first messages are shared through more than %d conversations (a loop): %w", s.name, id, maxChain, history.ErrDamaged)
 	}
-	for range 3 {
-		c, err := s.Get(ctx, id)
+	var out []history.Message
+	err := s.oneMoment(ctx, id, func(ctx context.Context) (bool, error) {
+		c, version, err := s.getVersioned(ctx, id)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		hi := min(to, c.Messages)
 		lo := min(from, hi)
-		out := make([]history.Message, 0, hi-lo)
+		out = make([]history.Message, 0, hi-lo)
 		if lo < c.BaseAt {
 			upTo := min(hi, c.BaseAt)
+			throughBase(id, false)
 			shared, err := s.between(ctx, c.Base, lo, upTo, depth+1)
-			if (errors.Is(err, history.ErrNotFound) || err == nil && len(shared) < upTo-lo) && s.moved(ctx, c) {
-				continue // rewound or switched since its record was read
+			throughBase(id, true)
+			if err != nil && !errors.Is(err, history.ErrNotFound) {
+				return false, err
+			}
+			if err != nil || len(shared) < upTo-lo {
+				// damage unless its record changed since it was read
+				moved, merr := s.moved(ctx, id, version)
+				if merr != nil {
+					return false, fmt.Errorf("history store %s: reading messages %d to %d of conversation %s: its base %s came out short or missing, and its record could not be read again to see whether a rewind moved it meanwhile: %w", s.name, lo, upTo, id, c.Base, merr)
+				}
+				if moved {
+					return true, nil
+				}
 			}
 			if errors.Is(err, history.ErrNotFound) {
-				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
-			}
-			if err != nil {
-				return nil, err
+				return false, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
 			}
 			if len(shared) < upTo-lo {
-				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, c.BaseAt, c.Base, lo+len(shared), history.ErrDamaged)
+				return false, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, c.BaseAt, c.Base, lo+len(shared), history.ErrDamaged)
 			}
 			out = append(out, shared...)
 		}
-		// read after the base's messages: a base rewound meanwhile has
-		// pointed this record elsewhere, and it is read again
+		// read after the base's messages, with the record's version: a
+		// record written meanwhile (its link moved, even away and back)
+		// is read again
 		first := max(lo, c.BaseAt) + 1
 		var b rowdecode.Batches
-		own, err := s.ownRows(ctx, id, first, hi, &b, first)
+		rowsOf := s.ownRows
+		if lo < c.BaseAt {
+			rowsOf = s.versionedRows
+		}
+		own, err := rowsOf(ctx, id, first, hi, &b, first)
 		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if err != nil {
-			return nil, err
+			return false, err
 		}
-		if own.base != c.Base || own.baseAt != c.BaseAt || own.count < hi {
-			continue // rewound or switched since its record was read
+		if own.base != c.Base || own.baseAt != c.BaseAt || own.count < hi || lo < c.BaseAt && own.version != version {
+			return true, nil // rewound or switched since its record was read
 		}
 		fresh, _, err := s.decodeRows(id, first, own, own.rows, &b)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if n := first - 1 + len(fresh); n < hi {
-			return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, n+1, hi, own.count, history.ErrDamaged)
+			return false, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, n+1, hi, own.count, history.ErrDamaged)
 		}
-		return append(out, fresh...), nil
+		out = append(out, fresh...)
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
+	return out, nil
 }

@@ -261,63 +261,79 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 }
 
 // readAll reads conversation id whole: its record, the messages it shares
-// (through its base) and its own rows.
+// (through its base) and its own rows. A fork's own rows are read with
+// its record's version (versionColumn): unchanged since its record was
+// read, no rewind or switch moved its link meanwhile — not even away and
+// back, which a comparison of the link alone does not see — so what was
+// read through its base is its; else it is read again, the last time in
+// one snapshot (oneMoment, moments.go).
 func (s *Store) readAll(ctx context.Context, id string, depth int) ([]history.Message, error) {
-	for range 3 {
-		c, err := s.Get(ctx, id)
+	var out []history.Message
+	err := s.oneMoment(ctx, id, func(ctx context.Context) (bool, error) {
+		c, version, err := s.getVersioned(ctx, id)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		var shared []history.Message
 		if c.BaseAt > 0 {
+			throughBase(id, false)
 			all, err := s.messages(ctx, c.Base, depth+1)
-			if (errors.Is(err, history.ErrNotFound) || err == nil && len(all) < c.BaseAt) && s.moved(ctx, c) {
-				continue // rewound or switched since its record was read
+			throughBase(id, true)
+			if err != nil && !errors.Is(err, history.ErrNotFound) {
+				return false, err
+			}
+			if err != nil || len(all) < c.BaseAt {
+				// damage unless its record changed since it was read
+				moved, merr := s.moved(ctx, id, version)
+				if merr != nil {
+					return false, fmt.Errorf("history store %s: reading conversation %s: its base %s came out short or missing, and its record could not be read again to see whether a rewind moved it meanwhile: %w", s.name, id, c.Base, merr)
+				}
+				if moved {
+					return true, nil
+				}
 			}
 			if errors.Is(err, history.ErrNotFound) {
-				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
-			}
-			if err != nil {
-				return nil, err
+				return false, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, c.BaseAt, c.Base, history.ErrDamaged)
 			}
 			if len(all) < c.BaseAt {
-				return nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, c.BaseAt, c.Base, len(all), history.ErrDamaged)
+				return false, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, c.BaseAt, c.Base, len(all), history.ErrDamaged)
 			}
 			shared = all[:c.BaseAt:c.BaseAt]
 		}
-		// read after the base's messages: a base rewound meanwhile has
-		// pointed this record elsewhere, and it is read again
+		// read after the base's messages: a record changed meanwhile is
+		// read again
 		var b rowdecode.Batches
-		own, err := s.ownRows(ctx, id, c.BaseAt+1, noEnd, &b, c.BaseAt+1)
+		// sharing nothing, its rows and count are one statement's (the one
+		// Messages' warm read runs), with nothing read before to check
+		rowsOf := s.ownRows
+		if c.BaseAt > 0 {
+			rowsOf = s.versionedRows
+		}
+		own, err := rowsOf(ctx, id, c.BaseAt+1, noEnd, &b, c.BaseAt+1)
 		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if errors.Is(err, history.ErrNotFound) {
 			s.forget(id)
-			return nil, err
+			return false, err
 		}
 		if err != nil {
-			return nil, err
+			return false, err
 		}
-		if own.base != c.Base || own.baseAt != c.BaseAt {
-			continue
+		if own.base != c.Base || own.baseAt != c.BaseAt || c.BaseAt > 0 && own.version != version {
+			// a conversation sharing nothing is its rows and count, read
+			// in one statement: only its link matters
+			return true, nil
 		}
 		fresh, last, err := s.decodeRows(id, c.BaseAt+1, own, own.rows, &b)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		if total := len(shared) + len(fresh); total < own.count {
-			return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, total+1, own.count, own.count, history.ErrDamaged)
+			return false, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.name, id, total+1, own.count, own.count, history.ErrDamaged)
 		}
-		return s.remember(id, read{msgs: shared, base: c.Base, baseAt: c.BaseAt}, fresh, last), nil
-	}
-	return nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
-}
-
-// moved reports whether conversation c.ID's record is no longer c: a
-// rewind or switch pointed it elsewhere, or moved its rows, since c was
-// read (a read that came out short then is read again, not damage).
-func (s *Store) moved(ctx context.Context, c history.Conversation) bool {
-	now, err := s.Get(ctx, c.ID)
-	return err == nil && (now.Messages != c.Messages || now.Base != c.Base || now.BaseAt != c.BaseAt)
+		out = s.remember(id, read{msgs: shared, base: c.Base, baseAt: c.BaseAt}, fresh, last)
+		return false, nil
+	})
+	return out, err
 }
 
 // ownState is what ownRows reads of a conversation.
@@ -325,7 +341,10 @@ type ownState struct {
 	base   string
 	baseAt int
 	count  int // its count of messages, shared ones included
-	rows   []rowdecode.Row
+	// version is its record's version (versionColumn), when the
+	// statement read it (versionedRows, markedQuery)
+	version uint32
+	rows    []rowdecode.Row
 	// added is how many of rows, from the one numbered ownRows' decode
 	// on and without a gap, were handed to its Batches as they came
 	added int
@@ -356,7 +375,7 @@ func (s *Store) ownRows(ctx context.Context, id string, from, to int, b *rowdeco
 func (s *Store) scanRows(ctx context.Context, id string, b *rowdecode.Batches, decode int, extra []any, query string, args ...any) (ownState, error) {
 	doing := "reading conversation " + id
 	var out ownState
-	rows, err := s.pool.Query(ctx, query, args...)
+	rows, err := s.q(ctx).Query(ctx, query, args...)
 	if err != nil {
 		return out, s.explain(doing, err)
 	}
@@ -456,7 +475,7 @@ func (s *Store) remember(id string, known read, fresh []history.Message, last in
 		// kept with no room to grow: room past it may be messages an
 		// append in place since handed out
 		all = known.msgs[:len(known.msgs):len(known.msgs)]
-	} else if same && cur.from == known.from && len(cur.msgs) == len(known.msgs) && len(known.msgs) > 0 {
+	} else if same && cur.from == known.from && sameList(cur.msgs, known.msgs) {
 		all = append(cur.msgs, fresh...) // past every slice handed out: in place while there is room
 	} else {
 		all = append(known.msgs[:len(known.msgs):len(known.msgs)], fresh...)
@@ -475,6 +494,17 @@ func (s *Store) remember(id string, known read, fresh []history.Message, last in
 		return []history.Message{} // none yet: an empty list, as SQLite gives
 	}
 	return all[:len(all):len(all)]
+}
+
+// sameList reports whether kept and read are one list: the same length
+// over the same backing array, so that what follows read's messages in it
+// is what follows them in the conversation. Two lists of the same link,
+// place and length may be of two moments (a rewind and a rewrite to the
+// same length by another process, read meanwhile by another read): the
+// fresh rows of the one read go only onto its own list. Empty lists are
+// never one (nothing to compare).
+func sameList(kept, read []history.Message) bool {
+	return len(kept) == len(read) && len(read) > 0 && &kept[0] == &read[0]
 }
 
 // Append adds messages in one transaction, after checking the writer's

@@ -231,3 +231,52 @@ func TestAnOlderMyelinsRewindDropsTheMarkItDoesNotKnow(t *testing.T) {
 		}
 	}
 }
+
+// A myelin of layout 5 to 7 still running when a newer one brought the
+// database to layout 8 deletes a conversation as layout 7 did (its kept
+// results, claims, requests, files and messages, then its record),
+// knowing nothing of marks: the mark a newer myelin set goes with the
+// record (ON DELETE CASCADE), not in the way of its delete.
+func TestAnOlderMyelinsDeleteTakesTheMarkItDoesNotKnow(t *testing.T) {
+	ctx := context.Background()
+	_, dsn := blobSchema(t)
+	s := openBlobStore(t, dsn)
+	conn := rawConn(t, dsn)
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "one"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMark(ctx, "c", history.Mark{From: 1, Facts: []byte("f")}); err != nil {
+		t.Fatal(err)
+	}
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, q := range []string{ // layout 7's Delete
+			`DELETE FROM kept WHERE conversation = ANY($1)`,
+			`DELETE FROM claims WHERE conversation = ANY($1)`,
+			`DELETE FROM requests WHERE conversation = ANY($1)`,
+			`DELETE FROM blob_files WHERE conversation = ANY($1)`,
+			`DELETE FROM messages WHERE conversation = ANY($1)`,
+			`DELETE FROM conversations WHERE id = ANY($1)`,
+		} {
+			if _, err := tx.Exec(ctx, q, []string{"c"}); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("an older myelin's Delete of a marked conversation: %v", err)
+	}
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM conversation_marks`).Scan(&left); err != nil || left != 0 {
+		t.Errorf("marks left after the delete: %d, %v; want 0", left, err)
+	}
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if m, msgs, err := openBlobStore(t, dsn).Marked(ctx, "c"); err != nil || m.From != 0 || len(msgs) != 0 {
+		t.Errorf("a conversation made again under the id: Marked = from %d, %d messages, %v; want no mark, none", m.From, len(msgs), err)
+	}
+}

@@ -114,15 +114,16 @@ func clipped(b []byte) []byte {
 }
 
 // markedQuery reads, in one statement, conversation id ($1): its link,
-// the link's checksum and its count, its mark (k), and its own rows
-// numbered from lo on. lo is $2, or with $3 the number of the row before
-// the mark's first message (the mark's From: row numbers start at 1),
-// whichever is later, and never before the conversation's own rows. The
-// facts come in the first row only, and only when the mark's stamp is
-// not $4 (what the reader saw): unchanged, they are not sent again.
+// the link's checksum, its count and its record's version, its mark (k),
+// and its own rows numbered from lo on. lo is $2, or with $3 the number
+// of the row before the mark's first message (the mark's From: row
+// numbers start at 1), whichever is later, and never before the
+// conversation's own rows. The facts come in the first row only, and
+// only when the mark's stamp is not $4 (what the reader saw): unchanged,
+// they are not sent again.
 const markedQuery = `SELECT c.base, c.base_at, c.messages, k."from", k.stamp, k.crc,
 		CASE WHEN (m.seq IS NULL OR m.seq = lo.seq) AND k.stamp IS DISTINCT FROM $4::bigint THEN k.facts END,
-		lo.seq, c.branch_of, c.base_crc, m.seq, m.message, m.crc
+		lo.seq, c.branch_of, c.base_crc, ` + versionColumn + `, m.seq, m.message, m.crc
 	FROM conversations c
 	LEFT JOIN conversation_marks k ON k.conversation = c.id
 	CROSS JOIN LATERAL (SELECT GREATEST($2::integer, c.base_at + 1, CASE WHEN $3::boolean THEN k."from" END) AS seq) lo
@@ -164,7 +165,9 @@ func (s *Store) markedRows(ctx context.Context, id string, from int, fromMark bo
 		own, err := s.scanRows(ctx, id, b, decode, extra, knownQuery, id, from, seen)
 		return own, k, err
 	}
-	own, err := s.scanRows(ctx, id, b, decode, extra, markedQuery, id, from, true, seen)
+	var version uint32
+	own, err := s.scanRows(ctx, id, b, decode, append(extra, &version), markedQuery, id, from, true, seen)
+	own.version = version
 	return own, k, err
 }
 
@@ -275,69 +278,70 @@ func (s *Store) markedKnown(ctx context.Context, id string, known read) (history
 // statement reads its mark and its own rows from the one before the
 // mark's From; a fork whose mark falls in what it shares reads those
 // messages through its base (as MessagesBetween does), then reads its
-// link again, and reads all again when a rewind or switch moved it
-// meanwhile.
+// record's version again, and reads all again when its record was
+// written meanwhile (a rewind or switch may have moved its link, even
+// away and back), the last time in one snapshot (oneMoment, moments.go).
 func (s *Store) markedCold(ctx context.Context, id string) (history.Mark, []history.Message, error) {
-	for range 3 {
+	var mark history.Mark
+	var out []history.Message
+	err := s.oneMoment(ctx, id, func(ctx context.Context) (bool, error) {
 		var b rowdecode.Batches
 		own, k, err := s.markedRows(ctx, id, 1, true, 0, &b, 0)
 		b.Stop() // the decoders finish what they were handed, whatever this pass does next
 		if errors.Is(err, history.ErrNotFound) {
 			s.forget(id)
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		if err != nil {
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		if err := s.checkBase(id, own.base, own.baseAt, k.branchOf, k.baseCRC); err != nil {
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		if k.from.Valid && k.facts == nil {
 			// the facts ride the first row, which is not the one before
 			// the mark: a row is missing (decodeRows says which)
 			if _, _, err := s.decodeRows(id, int(k.lo), own, own.rows, &b); err != nil {
-				return history.Mark{}, nil, err
+				return false, err
 			}
-			return history.Mark{}, nil, fmt.Errorf("history store %s: conversation %s: the row before its mark's first message (%d) is missing: %w", s.name, id, k.lo, history.ErrDamaged)
+			return false, fmt.Errorf("history store %s: conversation %s: the row before its mark's first message (%d) is missing: %w", s.name, id, k.lo, history.ErrDamaged)
 		}
 		seen, err := s.mark(id, own.count, k, seenMark{})
 		if err != nil {
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		lo := int(k.lo) // the first own row read
 		fresh, last, err := s.decodeRows(id, lo, own, own.rows, &b)
 		if err != nil {
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		if err := s.counted(id, lo-1+len(fresh), own.count); err != nil {
-			return history.Mark{}, nil, err
+			return false, err
 		}
 		from := seen.mark.From
 		kept := read{from: from, base: own.base, baseAt: own.baseAt, mark: seen}
 		if from < own.baseAt {
+			throughBase(id, false)
 			shared, err := s.between(ctx, own.base, from, own.baseAt, 1)
-			if errors.Is(err, history.ErrNotFound) || err == nil && len(shared) < own.baseAt-from {
-				if moved, merr := s.linkMoved(ctx, id, own); merr == nil && moved {
-					continue // rewound or switched since its rows were read
-				}
-			}
-			if errors.Is(err, history.ErrNotFound) {
-				return history.Mark{}, nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, own.baseAt, own.base, history.ErrDamaged)
-			}
-			if err != nil {
-				return history.Mark{}, nil, err
-			}
-			if len(shared) < own.baseAt-from {
-				return history.Mark{}, nil, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, own.baseAt, own.base, from+len(shared), history.ErrDamaged)
+			throughBase(id, true)
+			if err != nil && !errors.Is(err, history.ErrNotFound) {
+				return false, err
 			}
 			// read after its own rows: the base's part read is the one
-			// they go with unless its link moved meanwhile
-			moved, err := s.linkMoved(ctx, id, own)
-			if err != nil {
-				return history.Mark{}, nil, err
+			// they go with unless its record was written meanwhile (its
+			// link moved, even away and back)
+			moved, merr := s.moved(ctx, id, own.version)
+			if merr != nil {
+				return false, fmt.Errorf("history store %s: reading conversation %s from its mark: its record could not be read again after messages %d to %d were read through conversation %s, to see whether a rewind moved it meanwhile: %w", s.name, id, from, own.baseAt, own.base, merr)
 			}
 			if moved {
-				continue
+				return true, nil
+			}
+			if errors.Is(err, history.ErrNotFound) {
+				return false, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which is not in the store: %w", s.name, id, own.baseAt, own.base, history.ErrDamaged)
+			}
+			if len(shared) < own.baseAt-from {
+				return false, fmt.Errorf("history store %s: conversation %s shares its first %d messages with conversation %s, which holds %d: %w", s.name, id, own.baseAt, own.base, from+len(shared), history.ErrDamaged)
 			}
 			kept.msgs = shared[:len(shared):len(shared)]
 		} else if len(fresh) > 0 {
@@ -345,9 +349,10 @@ func (s *Store) markedCold(ctx context.Context, id string) (history.Mark, []hist
 		}
 		all := s.remember(id, kept, fresh, last)
 		tail := all[from-kept.from:]
-		return seen.mark, tail[:len(tail):len(tail)], nil
-	}
-	return history.Mark{}, nil, fmt.Errorf("history store %s: reading conversation %s: the conversation it shares its first messages with kept changing (rewound while read): try again", s.name, id)
+		mark, out = seen.mark, tail[:len(tail):len(tail)]
+		return false, nil
+	})
+	return mark, out, err
 }
 
 // counted is the error for conversation id read as total messages where
@@ -361,20 +366,4 @@ func (s *Store) counted(id string, total, count int) error {
 		return fmt.Errorf("history store %s: conversation %s holds %d messages, but %d were stored in it: %w", s.name, id, total, count, history.ErrDamaged)
 	}
 	return nil
-}
-
-// linkMoved reports whether conversation id's link to the messages it
-// shares is no longer own's: a rewind or switch pointed it elsewhere
-// since own was read.
-func (s *Store) linkMoved(ctx context.Context, id string, own ownState) (bool, error) {
-	var base string
-	var baseAt int
-	err := s.pool.QueryRow(ctx, `SELECT base, base_at FROM conversations WHERE id = $1`, id).Scan(&base, &baseAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return true, nil
-	}
-	if err != nil {
-		return false, s.explain("reading conversation "+id, err)
-	}
-	return base != own.base || baseAt != own.baseAt, nil
 }

@@ -321,9 +321,13 @@ var migrations = []string{
 	// would leave them standing over messages they moved: the trigger
 	// drops a conversation's mark whenever an UPDATE names its base_at,
 	// which their UPDATE of the record does (since layout 5) and an
-	// Append's, a fork's and a repoint's never do.
+	// Append's, a fork's and a repoint's never do; and its Delete, which
+	// knows nothing of marks either, takes the mark along (ON DELETE
+	// CASCADE). The trigger runs with the rights of the role that
+	// updates: a role granted only the tables of layout 7 cannot rewind
+	// (docs/scale.md, Migrations).
 	`CREATE TABLE conversation_marks (
-		conversation text PRIMARY KEY REFERENCES conversations(id),
+		conversation text PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
 		"from"       integer NOT NULL, -- the place (from 0) of the first message the reader needs: 1 or more
 		facts        bytea NOT NULL,   -- the reader's, kept as given
 		stamp        bigint NOT NULL,  -- random, new with every mark set: what a store that read the mark compares
