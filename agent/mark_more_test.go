@@ -11,6 +11,7 @@ import (
 	"math/rand"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -487,4 +488,61 @@ func roundsAgent(t *testing.T, s history.Store, rounds, input int) *Agent {
 	}
 	srv.Push(providertest.Step{Text: "done", Input: input, Output: output})
 	return &Agent{Provider: p, Store: s, Tools: reg, Model: "claude-test", ContextWindow: 1_000_000}
+}
+
+// countingFailingMarks is a Memory whose SetMark always fails, counting
+// the calls by place.
+type countingFailingMarks struct {
+	*history.Memory
+	mu     *sync.Mutex
+	places map[int]int
+}
+
+func (c countingFailingMarks) SetMark(_ context.Context, _ string, m history.Mark) error {
+	c.mu.Lock()
+	c.places[m.From]++
+	c.mu.Unlock()
+	return errors.New("no marks here")
+}
+
+// A place whose mark cannot be kept is tried at most markTries times a
+// turn, and said once: a store that refuses marks costs a turn of many
+// requests two failing writes, not one a request.
+func TestAFailingPlaceIsTriedAtMostMarkTriesTimesATurn(t *testing.T) {
+	var stored []history.Message
+	for seed := int64(1); ; seed++ {
+		stored = historytest.Generated(seed)
+		least, _ := leastFrom(stored, false)
+		if last := stored[len(stored)-1]; least > 4 && last.Role == history.Assistant && len(last.ToolCalls()) == 0 {
+			break
+		}
+	}
+	ctx := context.Background()
+	s := countingFailingMarks{&history.Memory{}, &sync.Mutex{}, map[int]int{}}
+	if err := s.Create(ctx, history.Conversation{ID: "c", System: "system"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", stored...); err != nil {
+		t.Fatal(err)
+	}
+	a := roundsAgent(t, s, 8, 100)
+	notices := 0
+	if _, err := a.Turn(ctx, "c", "go on", func(e Event) {
+		if e.Kind == Notice && strings.Contains(e.Text, "could not be kept") {
+			notices++
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if notices != 1 {
+		t.Errorf("%d notices; want one", notices)
+	}
+	for p, n := range s.places {
+		if n > markTries {
+			t.Errorf("place %d tried %d times", p, n)
+		}
+	}
+	if len(s.places) == 0 {
+		t.Fatal("no SetMark at all")
+	}
 }

@@ -111,9 +111,11 @@ func throughBase(id string, done bool) {
 // the transaction that last wrote it, new with every UPDATE (an append,
 // a rewind, a switch, a repoint) and with none of the row locks the
 // writes take. Two reads of it that agree saw no write of the record
-// between them, however it was written and written back (an xid wraps
-// around after 2^32 transactions, not within a read). Read as it is
-// stored (xid: 32 bits, scanned into a uint32), no cast computed per row.
+// between them, however it was written and written back — but for one
+// chance in 2^32: a record last written 2^32 transactions or more before
+// (freezing keeps the raw xmin) whose write during the read lands on an
+// xid equal to the old one modulo 2^32. Read as it is stored (xid: 32
+// bits, scanned into a uint32), no cast computed per row.
 const versionColumn = `c.xmin`
 
 // getVersioned is Get of conversation id with its record's version.
