@@ -111,7 +111,7 @@ func markFrom(st *readState, g *window.Stored) int {
 			from = p
 		}
 	}
-	return from
+	return min(from, st.end()) // a summary ending past the end, and nothing else stored
 }
 
 // factsAt are the facts of st's messages before place from (st's From or

@@ -546,3 +546,28 @@ func TestAFailingPlaceIsTriedAtMostMarkTriesTimesATurn(t *testing.T) {
 		t.Fatal("no SetMark at all")
 	}
 }
+
+// A conversation of records alone whose summary ends past its end (no
+// turn writes one) gets no mark past its end, and setting one does not
+// panic: the mark is at most the count of messages stored.
+func TestAMarkIsNeverPastTheEnd(t *testing.T) {
+	stored := []history.Message{{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Through: 5, Text: "ahead"}}}}
+	st := wholeState(stored)
+	g := window.GatherTail(st.tail)
+	if from := markFrom(&st, g); from > len(stored) {
+		t.Fatalf("the mark is at %d of %d messages", from, len(stored))
+	}
+	s := &history.Memory{}
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", stored...); err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	(&Agent{Store: s}).keepMark(ctx, "c", &st, g, &markTry{}, func(e Event) { said = append(said, e.Text) })
+	if len(said) > 0 {
+		t.Fatalf("keeping the mark said %q", said)
+	}
+}
