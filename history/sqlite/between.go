@@ -45,14 +45,33 @@ func (s *Store) MessagesBetween(ctx context.Context, id string, from, to int) ([
 	if err != nil {
 		return nil, err
 	}
-	out := make([]history.Message, 0, to-from)
-	for i := len(levels) - 1; i >= 0; i-- { // the bottom one holds the first
+	return s.levelRows(ctx, tx, levels, from, to, make([]history.Message, 0, to-from), false)
+}
+
+// levelRows appends to out the messages numbered after from up to to of
+// the conversation whose chain is levels (its own level first, its bases
+// down), read in tx level by level from the bottom one, which holds the
+// first (rowsBetween). With count, each level it reads from, and the
+// conversation's own, is counted as Messages counts it (countLevel).
+func (s *Store) levelRows(ctx context.Context, tx *sql.Tx, levels []level, from, to int, out []history.Message, count bool) ([]history.Message, error) {
+	var err error
+	for i := len(levels) - 1; i >= 0; i-- {
 		l := levels[i]
 		lo, hi := max(l.floor, from), min(l.lim, to)
 		if lo >= hi {
 			continue
 		}
 		if out, err = s.rowsBetween(ctx, tx, l.id, lo, hi, out); err != nil {
+			return nil, err
+		}
+		if count && i > 0 {
+			if err := s.countLevel(ctx, tx, l); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if count {
+		if err := s.countLevel(ctx, tx, levels[0]); err != nil {
 			return nil, err
 		}
 	}

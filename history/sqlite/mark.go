@@ -412,23 +412,8 @@ func (s *Store) readMarkedThroughBases(ctx context.Context, id string) (r marked
 		return r, err
 	}
 	n := top.count - r.mark.From
-	out := make([]history.Message, 0, n+n/8+64)
-	for i := len(levels) - 1; i >= 0; i-- { // the bottom one holds the first
-		l := levels[i]
-		lo, hi := max(l.floor, r.mark.From), min(l.lim, top.count)
-		if lo >= hi {
-			continue
-		}
-		if out, err = s.rowsBetween(ctx, tx, l.id, lo, hi, out); err != nil {
-			return r, err
-		}
-		if i > 0 {
-			if err := s.countLevel(ctx, tx, l); err != nil {
-				return r, err
-			}
-		}
-	}
-	if err := s.countLevel(ctx, tx, levels[0]); err != nil {
+	out, err := s.levelRows(ctx, tx, levels, r.mark.From, top.count, make([]history.Message, 0, n+n/8+64), true)
+	if err != nil {
 		return r, err
 	}
 	// the tag selectNewTagged would give at its end
