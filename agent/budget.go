@@ -316,7 +316,7 @@ func lastCachedOf(t *window.Tail, ttl string, now time.Time) (history.Usage, boo
 			}
 			return history.Usage{}, false
 		}
-		if m.Role == history.Assistant && m.Usage != nil {
+		if withUsage(m) {
 			return *m.Usage, !m.Time.IsZero() && now.Sub(m.Time) < life
 		}
 	}

@@ -135,7 +135,7 @@ func (st *readState) factsAt(from int) markFacts {
 			f.Records++
 		}
 		f.Counted = f.Counted || window.Counted(m)
-		f.Used = f.Used || m.Role == history.Assistant && m.Usage != nil
+		f.Used = f.Used || withUsage(m)
 	}
 	return f
 }

@@ -64,7 +64,7 @@ func stateOf(stored []history.Message, from int, dollars bool) (readState, error
 			st.records++
 		}
 		st.counted = st.counted || window.Counted(&stored[i])
-		st.used = st.used || stored[i].Role == history.Assistant && stored[i].Usage != nil
+		st.used = st.used || withUsage(&stored[i])
 	}
 	return st, nil
 }
@@ -105,7 +105,7 @@ func leastFrom(stored []history.Message, dollars bool) (from int, why string) {
 		if prompt < 0 && m.Role == history.User && !m.HoldsResults() {
 			prompt = i
 		}
-		if usage < 0 && m.Role == history.Assistant && m.Usage != nil {
+		if usage < 0 && withUsage(m) {
 			usage = i
 		}
 	}
@@ -143,7 +143,7 @@ func (st *readState) lastMessagePlace() int {
 func (st *readState) lastUsage() int {
 	t := &st.tail
 	for i := t.End() - 1; i >= t.From(); i-- {
-		if m := t.At(i); m.Role == history.Assistant && m.Usage != nil {
+		if m := t.At(i); withUsage(m) {
 			return i
 		}
 	}
@@ -184,4 +184,11 @@ func (st *readState) messagesBefore(through int) int {
 		}
 	}
 	return n
+}
+
+// withUsage reports whether m is an answer with usage: what the budgets'
+// last cached usage reads (lastCachedOf), and so what bounds a tail
+// (leastFrom, lastUsage, a mark's facts).
+func withUsage(m *history.Message) bool {
+	return m.Role == history.Assistant && m.Usage != nil
 }
