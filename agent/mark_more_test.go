@@ -160,22 +160,10 @@ func (failingMarks) SetMark(context.Context, string, history.Mark) error {
 // turn a notice: one. keepMark says so again at every fit, so a turn of
 // many rounds on a summarised conversation says it once per request.
 func TestAMarkThatCannotBeKeptIsSaidOnceATurn(t *testing.T) {
-	var stored []history.Message
-	for seed := int64(1); ; seed++ {
-		stored = historytest.Generated(seed)
-		least, _ := leastFrom(stored, false)
-		if last := stored[len(stored)-1]; least > 4 && last.Role == history.Assistant && len(last.ToolCalls()) == 0 {
-			break
-		}
-	}
+	stored := summarisedConversation()
 	ctx := context.Background()
 	s := failingMarks{&history.Memory{}}
-	if err := s.Create(ctx, history.Conversation{ID: "c", System: "system"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Append(ctx, "c", stored...); err != nil {
-		t.Fatal(err)
-	}
+	storeConversation(t, s, stored)
 	const rounds = 5
 	a := roundsAgent(t, s, rounds, 100)
 	notices := 0
@@ -403,12 +391,7 @@ func TestAProviderThatReportsNoUsageSetsTheMarkOnce(t *testing.T) {
 	ctx := context.Background()
 	var sets, marked, whole atomic.Int64
 	s := countingMarks{&history.Memory{}, &sets, &marked, &whole}
-	if err := s.Create(ctx, history.Conversation{ID: "c", System: "system"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Append(ctx, "c", stored...); err != nil {
-		t.Fatal(err)
-	}
+	storeConversation(t, s, stored)
 	const rounds = 5
 	a := roundsAgent(t, s, rounds, 0)
 	if _, err := a.Turn(ctx, "c", "go on", func(Event) {}); err != nil {
@@ -446,12 +429,7 @@ func TestAMarkThatFailedOnceIsKeptLaterInTheTurn(t *testing.T) {
 	ctx := context.Background()
 	var calls atomic.Int64
 	s := flakyMarks{&history.Memory{}, &calls}
-	if err := s.Create(ctx, history.Conversation{ID: "c", System: "system"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Append(ctx, "c", stored...); err != nil {
-		t.Fatal(err)
-	}
+	storeConversation(t, s, stored)
 	const rounds = 5
 	a := roundsAgent(t, s, rounds, 400)
 	if _, err := a.Turn(ctx, "c", "go on", func(Event) {}); err != nil {
@@ -509,22 +487,10 @@ func (c countingFailingMarks) SetMark(_ context.Context, _ string, m history.Mar
 // turn, and said once: a store that refuses marks costs a turn of many
 // requests two failing writes, not one a request.
 func TestAFailingPlaceIsTriedAtMostMarkTriesTimesATurn(t *testing.T) {
-	var stored []history.Message
-	for seed := int64(1); ; seed++ {
-		stored = historytest.Generated(seed)
-		least, _ := leastFrom(stored, false)
-		if last := stored[len(stored)-1]; least > 4 && last.Role == history.Assistant && len(last.ToolCalls()) == 0 {
-			break
-		}
-	}
+	stored := summarisedConversation()
 	ctx := context.Background()
 	s := countingFailingMarks{&history.Memory{}, &sync.Mutex{}, map[int]int{}}
-	if err := s.Create(ctx, history.Conversation{ID: "c", System: "system"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Append(ctx, "c", stored...); err != nil {
-		t.Fatal(err)
-	}
+	storeConversation(t, s, stored)
 	a := roundsAgent(t, s, 8, 100)
 	notices := 0
 	if _, err := a.Turn(ctx, "c", "go on", func(e Event) {

@@ -169,14 +169,7 @@ type unmarked struct{ history.Store }
 // every request it sends is byte for byte the one an agent reading it
 // whole sends: the first turn sets the mark, the next ones read from it.
 func TestAResumedTurnReadsFromTheMarkAndSendsWhatAWholeReadSends(t *testing.T) {
-	var stored []history.Message
-	for seed := int64(1); ; seed++ {
-		stored = historytest.Generated(seed)
-		least, _ := leastFrom(stored, false)
-		if last := stored[len(stored)-1]; least > 4 && last.Role == history.Assistant && len(last.ToolCalls()) == 0 {
-			break
-		}
-	}
+	stored := summarisedConversation()
 	w := testWires["anthropic"]
 	run := func(open func() marking, wrap func(marking) history.Store) [][]byte {
 		ctx := context.Background()
@@ -242,5 +235,31 @@ func TestAResumedTurnReadsFromTheMarkAndSendsWhatAWholeReadSends(t *testing.T) {
 				t.Fatalf("%d whole reads (Messages or Get) with a mark the agent could use", n)
 			}
 		})
+	}
+}
+
+// summarisedConversation is the first generated conversation a mark can
+// start past its first messages (leastFrom past 4) whose last turn ended
+// with an answer.
+func summarisedConversation() []history.Message {
+	for seed := int64(1); ; seed++ {
+		stored := historytest.Generated(seed)
+		least, _ := leastFrom(stored, false)
+		if last := stored[len(stored)-1]; least > 4 && last.Role == history.Assistant && len(last.ToolCalls()) == 0 {
+			return stored
+		}
+	}
+}
+
+// storeConversation makes conversation "c" (system prompt "system") in s,
+// holding msgs.
+func storeConversation(t *testing.T, s history.Store, msgs []history.Message) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Create(ctx, history.Conversation{ID: "c", System: "system"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", msgs...); err != nil {
+		t.Fatal(err)
 	}
 }
