@@ -222,8 +222,8 @@ func (s *Store) Rewind(ctx context.Context, id string, at int) (history.Conversa
 		if err := s.allows(ctx, id, w); err != nil {
 			return err
 		}
-		if w.last != w.appended {
-			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.name, doing, w.last, w.appended, history.ErrDamaged)
+		if err := s.counts(doing, w); err != nil {
+			return err
 		}
 		if err := record.CheckRewind(id, at, w.appended); err != nil {
 			return err
@@ -493,8 +493,8 @@ func (s *Store) Switch(ctx context.Context, id, branch string) error {
 		if err := s.allows(ctx, id, w); err != nil {
 			return err
 		}
-		if w.last != w.appended {
-			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.name, doing, w.last, w.appended, history.ErrDamaged)
+		if err := s.counts(doing, w); err != nil {
+			return err
 		}
 		me, _, err := s.readLink(ctx, tx, id, "")
 		if err != nil {

@@ -34,6 +34,16 @@ type writeState struct {
 	epoch    int64     // the stored epoch, also of a released claim; 0: never claimed
 }
 
+// counts is the error a write doing doing gets when the conversation's
+// last message stored is not the count of messages appended to it (a row
+// added or lost behind the store's back), or nil.
+func (s *Store) counts(doing string, w writeState) error {
+	if w.last != w.appended {
+		return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.name, doing, w.last, w.appended, history.ErrDamaged)
+	}
+	return nil
+}
+
 // pausedInWrite, when set (by tests only), is called by every write of a
 // conversation once it holds the conversation's row lock, before it
 // writes: a test pauses a writer there, as a stopped process would be.

@@ -520,8 +520,8 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 	crcs := make([]int64, len(msgs))
 	results := false
 	return s.write(ctx, id, doing, history.IsLazy(ctx), func(tx pgx.Tx, w writeState) error {
-		if w.last != w.appended {
-			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.name, doing, w.last, w.appended, history.ErrDamaged)
+		if err := s.counts(doing, w); err != nil {
+			return err
 		}
 		if err := s.allows(ctx, id, w); err != nil {
 			return err

@@ -65,8 +65,8 @@ func (s *Store) SetMark(ctx context.Context, id string, m history.Mark) error {
 	facts := append([]byte{}, m.Facts...)
 	stamp := newStamp()
 	err := s.write(ctx, id, doing, true, func(tx pgx.Tx, w writeState) error {
-		if w.last != w.appended {
-			return fmt.Errorf("history store %s: %s: its last message is number %d, but %d were stored in it: %w", s.name, doing, w.last, w.appended, history.ErrDamaged)
+		if err := s.counts(doing, w); err != nil {
+			return err
 		}
 		if err := s.allows(ctx, id, w); err != nil {
 			return err
