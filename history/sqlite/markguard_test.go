@@ -270,44 +270,6 @@ func TestALayout6DeleteOfAMarkedConversationTakesItsMark(t *testing.T) {
 	}
 }
 
-// What TestMarksSetWhileTheWriterAppendsAndReadsAreReadAsStored hits only
-// now and then, step by step: a reader's Marked (no claim) begins, reads the
-// old mark, then the writer's SetMark commits and keeps the new one, then
-// the reader keeps what it read. The writer's next Marked (ownMarked, no
-// query) must give the mark it set. Passes with the markGen check in
-// keep (cache.go), fails every time without it.
-func TestAMarkedReadBegunBeforeASetMarkKeepsNoMarkOverIt(t *testing.T) {
-	path := markedStore(t, 10, 6)
-	s := openStore(t, path)
-	ctx := context.Background()
-	h, err := s.Claim(ctx, "c", history.NewHolder(), history.DefaultLease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := history.Writing(ctx, h)
-	wantMarked(t, w, s, "c", 6, "f", numbered(6, 10), "the writer's first read")
-	if err := s.Append(w, "c", userText("a 1")); err != nil {
-		t.Fatal(err)
-	}
-	// a reader's Marked, first half (as Marked does it)
-	s.mu.Lock()
-	s.settle("c")
-	known, kept := s.read["c"]
-	start, tag, gen := s.start["c"], s.tags["c"], s.markGen
-	s.mu.Unlock()
-	r, err := s.readMarked(ctx, "c", kept, start, known, tag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// the writer sets a mark meanwhile
-	if err := s.SetMark(w, "c", history.Mark{From: 3, Facts: []byte("new")}); err != nil {
-		t.Fatal(err)
-	}
-	// the reader's Marked, second half
-	s.keep("c", r.start, r.known, r.fresh, r.tag, &r.mark, gen)
-	wantMarked(t, w, s, "c", 3, "new", numbered(3, 10, "a 1"), "the writer's Marked after its SetMark, a read begun before it kept")
-}
-
 // A store made by an unreleased layout-7 build has the marks table
 // without ON DELETE CASCADE (CREATE TABLE IF NOT EXISTS never changes
 // it). This build's own Delete, SetMark and Marked still work on it
