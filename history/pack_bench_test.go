@@ -1,0 +1,116 @@
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/result"
+)
+
+// benchRows are the stored bytes of a conversation of n messages, the one
+// BenchmarkDecodeConversation reads: an answer with a call, its result,
+// over and over.
+func benchRows(t testing.TB, n int) [][]byte {
+	var raws [][]byte
+	for i := 0; i < n; i += 2 {
+		for _, m := range []Message{
+			{Role: Assistant, Parts: []Part{{Type: TextPart, Text: "Let me read the next file."},
+				{Type: ToolCallPart, CallID: fmt.Sprintf("toolu_%d", i), Name: "workspace--read", Input: json.RawMessage(`{"path":"src/main.go"}`)}},
+				Usage: &Usage{Input: 3, Output: 40, CacheRead: 1000 + i*60}, Time: time.Now()},
+			{Role: User, Parts: []Part{{Type: ToolResultPart, CallID: fmt.Sprintf("toolu_%d", i),
+				Text: "     1\tpackage main\n     2\t\n     3\tfunc main() {}\n[lines 1-3 of 3 in src/main.go; end of file]"}}, Time: time.Now()},
+		} {
+			raw, err := result.JSON(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raws = append(raws, raw)
+		}
+	}
+	return raws[:n]
+}
+
+// benchConversation is benchRows' messages as a store reads them.
+func benchConversation(t testing.TB, n int) []Message {
+	msgs := make([]Message, n)
+	for i, raw := range benchRows(t, n) {
+		m, err := DecodeMessage(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs[i] = m
+	}
+	return msgs
+}
+
+var packSink []Message
+
+// BenchmarkUnpack reads a conversation of 10k and of 100k messages back:
+// unpack, Unpack of its packed copy; decoder, one Decoder over its stored
+// rows (what a store's read does after stepping the rows); copy, the
+// packed bytes copied into a fresh buffer, the floor of any read of them.
+// pack is AppendPacked's cost, into a buffer reused. MB/s is of each one's
+// input: the packed bytes, or the stored rows. Run:
+//
+//	go test ./history -run '^$' -bench 'Unpack' -count 6 -benchmem
+func BenchmarkUnpack(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		raws := benchRows(b, n)
+		msgs := benchConversation(b, n)
+		packed := AppendPacked(nil, msgs)
+		rows := 0
+		for _, raw := range raws {
+			rows += len(raw)
+		}
+		size := fmt.Sprintf("%dk", n/1000)
+		b.Run("unpack/"+size, func(b *testing.B) {
+			b.SetBytes(int64(len(packed)))
+			for b.Loop() {
+				got, err := Unpack(packed)
+				if err != nil {
+					b.Fatal(err)
+				}
+				packSink = got
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+		})
+		b.Run("decoder/"+size, func(b *testing.B) {
+			b.SetBytes(int64(rows))
+			for b.Loop() {
+				got := make([]Message, n)
+				var d Decoder
+				left := rows
+				for i, raw := range raws {
+					m, err := d.Message(raw, left)
+					if err != nil {
+						b.Fatal(err)
+					}
+					left -= len(raw)
+					got[i] = m
+				}
+				packSink = got
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+		})
+		b.Run("copy/"+size, func(b *testing.B) {
+			b.SetBytes(int64(len(packed)))
+			for b.Loop() {
+				buf := make([]byte, len(packed))
+				copy(buf, packed)
+				packSink = []Message{{Parts: []Part{{Input: buf}}}}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+		})
+		b.Run("pack/"+size, func(b *testing.B) {
+			b.SetBytes(int64(len(packed)))
+			buf := make([]byte, 0, len(packed))
+			for b.Loop() {
+				buf = AppendPacked(buf[:0], msgs)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+		})
+	}
+	packSink = nil
+}
