@@ -30,12 +30,7 @@ func samePacked(t *testing.T, msgs []Message) []byte {
 		t.Fatalf("unpacking %d messages packed: %v", len(msgs), err)
 	}
 	if !reflect.DeepEqual(got, msgs) {
-		for i := range min(len(got), len(msgs)) {
-			if !reflect.DeepEqual(got[i], msgs[i]) {
-				t.Fatalf("message %d of %d unpacked\n got %#v\nwant %#v", i, len(msgs), got[i], msgs[i])
-			}
-		}
-		t.Fatalf("%d messages unpacked as %#v\nwant %#v", len(msgs), got, msgs)
+		t.Fatalf("%d messages packed and unpacked: %s", len(msgs), firstDiff(reflect.ValueOf(got), reflect.ValueOf(msgs), "msgs"))
 	}
 	for i, m := range got {
 		if cap(m.Parts) != len(m.Parts) {
@@ -62,6 +57,49 @@ func samePacked(t *testing.T, msgs []Message) []byte {
 		t.Fatalf("the packed bytes with a byte after them unpacked without an error")
 	}
 	return packed
+}
+
+// firstDiff says where got and want first differ, as DeepEqual sees them.
+func firstDiff(got, want reflect.Value, path string) string {
+	if got.Type() == timeType {
+		if !reflect.DeepEqual(got.Interface(), want.Interface()) {
+			g, w := got.Interface().(time.Time), want.Interface().(time.Time)
+			return fmt.Sprintf("%s is %v in %p, want %v in %p", path, g, g.Location(), w, w.Location())
+		}
+		return ""
+	}
+	switch got.Kind() {
+	case reflect.Pointer, reflect.Slice:
+		if got.IsNil() != want.IsNil() {
+			return fmt.Sprintf("%s is %#v, want %#v", path, got.Interface(), want.Interface())
+		}
+		if got.Kind() == reflect.Pointer {
+			if got.IsNil() {
+				return ""
+			}
+			return firstDiff(got.Elem(), want.Elem(), path)
+		}
+		if got.Len() != want.Len() {
+			return fmt.Sprintf("%s has %d elements, want %d", path, got.Len(), want.Len())
+		}
+		for i := range got.Len() {
+			if d := firstDiff(got.Index(i), want.Index(i), fmt.Sprintf("%s[%d]", path, i)); d != "" {
+				return d
+			}
+		}
+		return ""
+	case reflect.Struct:
+		for i := range got.NumField() {
+			if d := firstDiff(got.Field(i), want.Field(i), path+"."+got.Type().Field(i).Name); d != "" {
+				return d
+			}
+		}
+		return ""
+	}
+	if !reflect.DeepEqual(got.Interface(), want.Interface()) {
+		return fmt.Sprintf("%s is %#v, want %#v", path, got.Interface(), want.Interface())
+	}
+	return ""
 }
 
 // decoded is m as a store reads it back: EncodeMessage, then DecodeMessage.
