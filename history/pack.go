@@ -91,9 +91,12 @@ const (
 // Store's Messages), Unpack's are reflect.DeepEqual to msgs: nil and empty
 // slices, Input and Raw stay apart, every Time keeps its instant and its
 // Location. Other messages come back as near as that allows: a Time's
-// monotonic reading is dropped and its Location is UTC, or else the Location
-// DecodeMessage would give its offset (Local when Local has that offset
-// at that instant, else an unnamed fixed zone).
+// monotonic reading is dropped, and it comes back in UTC when it was in
+// UTC, else in the Location DecodeMessage gives a stored time of its
+// offset (Local when Local has that offset at that instant, else an
+// unnamed fixed zone) — so a time at offset 0 that was not in UTC (a
+// clock reading under TZ=UTC) comes back as "+00:00" reads, not "Z" as
+// EncodeMessage writes it. The stores set every Time in UTC.
 //
 // It is not a storage format for a store's messages (EncodeMessage is),
 // and it is not stable across versions of myelin: Unpack refuses bytes of

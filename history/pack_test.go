@@ -137,8 +137,8 @@ func TestPackedMessagesUnpackAsTheyWere(t *testing.T) {
 		},
 		"strings not UTF-8, kept as given": {{Role: "\xff", Parts: []Part{{Type: "\xfe", Text: "a\xffb", CallID: "\x80", Input: json.RawMessage("{\"a\":\"\xff\"}")}}}},
 		"times": {
-			{Time: time.Time{}}, {Time: at}, {Time: at.In(time.FixedZone("", 5*3600+1800))}, {Time: at.In(time.FixedZone("", -8*3600))},
-			{Time: at.In(time.Local)}, {Time: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)},
+			{Time: time.Time{}}, {Time: at}, {Time: parsed(t, "2026-12-06T19:30:01.123456789+05:30")}, {Time: parsed(t, "2026-12-06T19:30:01-08:00")},
+			{Time: at.In(time.Local)}, {Time: parsed(t, "2026-07-01T19:30:01+02:00")}, {Time: parsed(t, "2026-12-06T19:30:01+00:00")}, {Time: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)},
 			{Time: time.Date(0, 1, 1, 0, 0, 0, 0, time.FixedZone("", -(23*3600+59*60)))},
 		},
 		"edits and settings": {
@@ -149,7 +149,7 @@ func TestPackedMessagesUnpackAsTheyWere(t *testing.T) {
 		},
 		"permissions and files": {{Role: User, Parts: []Part{
 			{Type: ToolResultPart, Permission: &permission.Record{}, Files: []FileChange{}},
-			{Type: ToolResultPart, Permission: &permission.Record{Decision: "deny", By: "person", Rule: "r", Answer: "deny", Reason: "why", At: at.In(time.FixedZone("", 3600))},
+			{Type: ToolResultPart, Permission: &permission.Record{Decision: "deny", By: "person", Rule: "r", Answer: "deny", Reason: "why", At: parsed(t, "2026-12-06T19:30:01+01:00")},
 				Files: []FileChange{{Path: "a.txt", Before: "x", After: "y"}, {Path: "b", Created: true}, {}}},
 		}}},
 	} {
@@ -164,6 +164,44 @@ func TestPackedMessagesUnpackAsTheyWere(t *testing.T) {
 			}
 			samePacked(t, stored)
 		})
+	}
+}
+
+// parsed is the time a store reads from its RFC 3339 text: in UTC, or in
+// the Location time.Parse gives its offset in this process.
+func parsed(t *testing.T, v string) time.Time {
+	at, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// A message's time that is not as a store reads it (a clock reading, a
+// named zone) comes back as the store reads it: its monotonic reading
+// dropped, in UTC or in the Location its offset reads as; but a time at
+// offset 0 not in UTC comes back as a stored "+00:00" reads.
+func TestPackedTimesComeBackAsTheStoreReadsThem(t *testing.T) {
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		paris = time.FixedZone("CET", 3600) // no zone database here
+	}
+	now := time.Now()
+	for _, at := range []time.Time{now, now.UTC(), now.In(paris), now.In(time.FixedZone("IST", 5*3600+1800)), now.In(time.FixedZone("", -3600))} {
+		got, err := Unpack(AppendPacked(nil, []Message{{Time: at}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := decoded(t, Message{Time: at}).Time
+		if _, off := at.Zone(); off == 0 && at.Location() != time.UTC {
+			// the one exception: the store writes it with "Z" (read as
+			// UTC), the codec keeps that it was not UTC, as a stored
+			// "+00:00" (read as Local, or a fixed zone) must be kept
+			want = parsed(t, at.Format("2006-01-02T15:04:05.999999999+00:00"))
+		}
+		if !reflect.DeepEqual(got[0].Time, want) {
+			t.Errorf("%v packed came back as %v (%p); the store reads it as %v (%p)", at, got[0].Time, got[0].Time.Location(), want, want.Location())
+		}
 	}
 }
 
