@@ -458,11 +458,16 @@ func (u *unpacker) byte() byte {
 }
 
 func (u *unpacker) uvarint() uint64 {
-	if u.i < len(u.b) && u.b[u.i] < 0x80 {
-		v := u.b[u.i]
-		u.i++
-		return uint64(v)
+	if i := u.i; i < len(u.b) { // one byte, the usual: inlined
+		if c := u.b[i]; c < 0x80 {
+			u.i = i + 1
+			return uint64(c)
+		}
 	}
+	return u.longUvarint()
+}
+
+func (u *unpacker) longUvarint() uint64 {
 	v, n := binary.Uvarint(u.b[u.i:])
 	if n <= 0 {
 		u.fail("a number cut short or too long")

@@ -395,29 +395,16 @@ func TestUnpackCopiesNothingAndAllocatesLittle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := func(p unsafe.Pointer, n int) bool {
-		start := uintptr(unsafe.Pointer(unsafe.SliceData(packed)))
-		return uintptr(p) >= start && uintptr(p)+uintptr(n) <= start+uintptr(len(packed))
-	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(packed)))
 	for what, v := range map[string][]byte{
-		"text":       []byte(got[0].Parts[0].Text),
-		"call id":    []byte(got[0].Parts[1].CallID),
+		"text":       unsafe.Slice(unsafe.StringData(got[0].Parts[0].Text), len(got[0].Parts[0].Text)),
+		"call id":    unsafe.Slice(unsafe.StringData(got[0].Parts[1].CallID), len(got[0].Parts[1].CallID)),
 		"input":      got[0].Parts[1].Input,
 		"raw":        got[1].Parts[0].Raw,
 		"image data": got[2].Parts[0].Images[0].Data,
 	} {
-		_ = v
-		var p unsafe.Pointer
-		switch what {
-		case "text":
-			p = unsafe.Pointer(unsafe.StringData(got[0].Parts[0].Text))
-		case "call id":
-			p = unsafe.Pointer(unsafe.StringData(got[0].Parts[1].CallID))
-		default:
-			p = unsafe.Pointer(unsafe.SliceData(v))
-		}
-		if !in(p, len(v)) {
-			t.Errorf("the %s unpacked is a copy, not the packed bytes", what)
+		if p := uintptr(unsafe.Pointer(unsafe.SliceData(v))); len(v) == 0 || p < start || p+uintptr(len(v)) > start+uintptr(len(packed)) {
+			t.Errorf("the %s unpacked (%q) is a copy, not the packed bytes", what, v)
 		}
 	}
 	if !reflect.DeepEqual(got, msgs) {
