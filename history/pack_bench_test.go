@@ -50,7 +50,10 @@ var packSink []Message
 // BenchmarkUnpack reads a conversation of 10k and of 100k messages back:
 // unpack, Unpack of its packed copy; decoder, one Decoder over its stored
 // rows (what a store's read does after stepping the rows); copy, the
-// packed bytes copied into a fresh buffer, the floor of any read of them.
+// packed bytes copied into a fresh buffer, the floor of any read of them;
+// alloc, the messages, parts and usages Unpack allocates, allocated and
+// each message given its parts and usage, the floor of any reader that
+// gives back the same []Message.
 // pack is AppendPacked's cost, into a fresh buffer. MB/s is of each one's
 // input: the packed bytes, or the stored rows. Run:
 //
@@ -100,6 +103,28 @@ func BenchmarkUnpack(b *testing.B) {
 				buf := make([]byte, len(packed))
 				copy(buf, packed)
 				packSink = []Message{{Parts: []Part{{Input: buf}}}}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
+		})
+		b.Run("alloc/"+size, func(b *testing.B) {
+			parts, usages := 0, 0
+			for _, m := range msgs {
+				parts += len(m.Parts)
+				if m.Usage != nil {
+					usages++
+				}
+			}
+			b.SetBytes(int64(len(packed)))
+			for b.Loop() {
+				got, all, us := make([]Message, n), make([]Part, parts), make([]Usage, usages)
+				for i := range got {
+					k := len(msgs[i].Parts)
+					got[i].Parts, all = all[:k:k], all[k:]
+					if msgs[i].Usage != nil {
+						got[i].Usage, us = &us[0], us[1:]
+					}
+				}
+				packSink = got
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/msg")
 		})
