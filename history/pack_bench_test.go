@@ -138,3 +138,73 @@ func BenchmarkUnpack(b *testing.B) {
 	}
 	packSink = nil
 }
+
+// BenchmarkUnpackPaired reads the 100k conversation back by Unpack, by a
+// Decoder over its rows and by the alloc floor (see BenchmarkUnpack) one
+// after the other in every iteration, so that all three see the same
+// load, and reports each one's median and the medians of the ratios
+// taken in each iteration. Run:
+//
+//	go test ./history -run '^$' -bench UnpackPaired -benchtime 30x
+func BenchmarkUnpackPaired(b *testing.B) {
+	const n = 100000
+	raws := benchRows(b, n)
+	msgs := benchConversation(b, n)
+	packed := AppendPacked(nil, msgs)
+	rows, parts, usages := 0, 0, 0
+	for i, raw := range raws {
+		rows += len(raw)
+		parts += len(msgs[i].Parts)
+		if msgs[i].Usage != nil {
+			usages++
+		}
+	}
+	var unpack, decoder, alloc, overDecoder, overAlloc []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		got, err := Unpack(packed)
+		if err != nil {
+			b.Fatal(err)
+		}
+		packSink = got
+		u := time.Since(start)
+
+		start = time.Now()
+		kept := make([]Message, n)
+		var d Decoder
+		left := rows
+		for i, raw := range raws {
+			m, err := d.Message(raw, left)
+			if err != nil {
+				b.Fatal(err)
+			}
+			left -= len(raw)
+			kept[i] = m
+		}
+		packSink = kept
+		dec := time.Since(start)
+
+		start = time.Now()
+		got, all, us := make([]Message, n), make([]Part, parts), make([]Usage, usages)
+		for i := range got {
+			k := len(msgs[i].Parts)
+			got[i].Parts, all = all[:k:k], all[k:]
+			if msgs[i].Usage != nil {
+				got[i].Usage, us = &us[0], us[1:]
+			}
+		}
+		packSink = got
+		a := time.Since(start)
+
+		unpack, decoder, alloc = append(unpack, u), append(decoder, dec), append(alloc, a)
+		// ratios kept as durations of a thousandth each, for medianMs
+		overDecoder = append(overDecoder, time.Duration(float64(time.Millisecond)*float64(dec)/float64(u)))
+		overAlloc = append(overAlloc, time.Duration(float64(time.Millisecond)*float64(u)/float64(a)))
+	}
+	packSink = nil
+	b.ReportMetric(medianMs(unpack), "unpack-ms")
+	b.ReportMetric(medianMs(decoder), "decoder-ms")
+	b.ReportMetric(medianMs(alloc), "alloc-ms")
+	b.ReportMetric(medianMs(overDecoder), "x-decoder/unpack")
+	b.ReportMetric(medianMs(overAlloc), "x-unpack/alloc")
+}
