@@ -28,12 +28,14 @@ var ErrPackVersion = errors.New("the messages were packed by another version of 
 
 // The layout, version 1. Integers are uvarints (counts, lengths) or
 // varints (ints a message holds, which encoding/json lets be negative);
-// a string is its length and its bytes; a []byte or json.RawMessage is 0
-// for nil, else its length + 1 and its bytes, so nil and empty stay apart.
+// a string is its length and its bytes. Nil and empty stay apart: Parts,
+// Images, Files, Input and Raw by a flag of their message or part, an
+// image's Data and an Edit's Cleared by a length (or count) + 1, 0 for
+// nil; pointers by a flag.
 //
 //	version byte
 //	messages+1, 0 for a nil list; parts in all; usages in all
-//	each message: flags byte (msg*), role byte (role*), time, then
+//	each message: flags byte (msg*), role byte (code*), time, then
 //	  as its flags say: parts (count, each part), usage, edit, settings
 //	each part: flags, 2 bytes little-endian (part*), type byte (kind*),
 //	  then the fields its flags name, in Part's order
@@ -103,6 +105,11 @@ const (
 // another version with an error wrapping ErrPackVersion. It holds no
 // checksum: whoever keeps the bytes must check them (a Store keeps Mark
 // Facts checksummed).
+//
+// dst must not hold the bytes msgs were unpacked from (Unpack): their
+// strings are those bytes, which the append would write over while it
+// reads them. Pack a conversation read from a packed copy into a new
+// buffer.
 func AppendPacked(dst []byte, msgs []Message) []byte {
 	// the counts Unpack allocates by, from the messages alone: a pass
 	// over their parts too (to size dst) cost more than the appends'

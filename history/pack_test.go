@@ -205,9 +205,9 @@ func TestPackedTimesComeBackAsTheStoreReadsThem(t *testing.T) {
 	}
 }
 
-// What DecodeMessage gives for stored bytes of every shape it takes —
-// through its fast path and through encoding/json — is what Unpack gives
-// back.
+// What DecodeMessage (or a Decoder) gives for stored bytes of every shape
+// it takes — through its fast path and through encoding/json — is what
+// Unpack gives back.
 func TestPackedMessagesUnpackAsDecodeMessageReadThem(t *testing.T) {
 	var msgs []Message
 	for _, raw := range packSeeds(t) {
@@ -220,6 +220,15 @@ func TestPackedMessagesUnpackAsDecodeMessageReadThem(t *testing.T) {
 		t.Fatalf("only %d of the seeds decode", len(msgs))
 	}
 	samePacked(t, msgs)
+	// as a store reads many: by one Decoder
+	var d Decoder
+	var read []Message
+	for _, raw := range packSeeds(t) {
+		if m, err := d.Message(raw, 0); err == nil {
+			read = append(read, m)
+		}
+	}
+	samePacked(t, read)
 }
 
 // The test below packs a message whose every field is set, found by
