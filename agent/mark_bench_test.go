@@ -63,7 +63,7 @@ func BenchmarkMarkedRead(b *testing.B) {
 		whole := wholeState(stored)
 		from := markFrom(&whole, window.GatherTail(whole.tail))
 		facts, _ := json.Marshal(whole.factsAt(from))
-		mk := history.Mark{From: from, Facts: facts}
+		mk := markOf(from, facts)
 		mem := &history.Memory{}
 		if err := mem.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 			b.Fatal(err)
@@ -90,7 +90,7 @@ func BenchmarkMarkedRead(b *testing.B) {
 					if g == nil {
 						g = window.GatherTail(st.tail)
 					}
-					a.keepMark(ctx, "c", &st, g, nil, on)
+					a.keepMark(ctx, "c", &st, g, nil, false, on)
 					_ = g.Measure(100)
 				}
 			})
@@ -98,7 +98,7 @@ func BenchmarkMarkedRead(b *testing.B) {
 		tail := stored[from:]
 		b.Run(name+"/markedState-alone", func(b *testing.B) {
 			for b.Loop() {
-				if _, _, ok := markedState(mk, tail); !ok {
+				if _, _, ok := (&Agent{}).markedState("c", mk, tail); !ok {
 					b.Fatal("mark not used")
 				}
 			}
