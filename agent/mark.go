@@ -177,10 +177,18 @@ func (a *Agent) keepMark(ctx context.Context, id string, st *readState, g *windo
 	facts, err := json.Marshal(st.factsAt(from))
 	if err == nil {
 		pid, view := newPackID(), st.tail.Messages()[from-st.tail.From():]
-		m := history.Mark{From: st.end(), Facts: appendMark(nil, facts, pid, from, view)}
+		m := history.Mark{From: st.end()}
+		if packBytes(view) > maxPackBytes {
+			// a mark without a pack, when the facts' place moved on
+			if from <= st.tail.From() {
+				return
+			}
+			m.From, view = from, nil
+		}
 		if m.From == 0 {
 			return // nothing stored: no mark
 		}
+		m.Facts = appendMark(nil, facts, pid, from, view)
 		if err = mk.SetMark(history.Lazy(ctx), id, m); err == nil {
 			a.keepPack(id, pid, from, m.From, view[:len(view):len(view)])
 			return

@@ -107,6 +107,29 @@ func packDue(st *readState, from int) bool {
 	return past >= packMin && past >= (st.packed-from)/packGrowth
 }
 
+// maxPackBytes bounds the bytes of the messages a pack holds
+// (packBytes): a view past it — its images, mostly, which a window counts
+// by the image, not by the byte — is not packed, and a resume steps its
+// rows, rather than write and hold a value this large anew at every
+// eighth of its growth. (A variable for the tests alone.)
+var maxPackBytes = 256 << 20
+
+// packBytes is about the bytes of msgs packed: their parts' texts,
+// inputs, raw blocks and images.
+func packBytes(msgs []history.Message) int {
+	n := 0
+	for i := range msgs {
+		for j := range msgs[i].Parts {
+			p := &msgs[i].Parts[j]
+			n += len(p.Text) + len(p.Input) + len(p.Raw) + len(p.Signature) + len(p.CallID) + len(p.Name) + len(p.SpillPath)
+			for _, im := range p.Images {
+				n += len(im.Data)
+			}
+		}
+	}
+	return n
+}
+
 // maxPacks bounds the packs an agent keeps unpacked (packs): the one used
 // longest ago goes first. One holds about its conversation's view.
 const maxPacks = 8

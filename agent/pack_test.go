@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
@@ -242,4 +243,50 @@ func TestReadsFromAKeptPackAtOnceSeeTheirOwnMessages(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A view whose bytes are past maxPackBytes is not packed: its mark, when
+// the facts' place moves on, holds no pack, and a turn's end does not
+// pack it.
+func TestAViewTooLargeToPackIsNotPacked(t *testing.T) {
+	defer func(n int) { maxPackBytes = n }(maxPackBytes)
+	ctx := context.Background()
+	stored := longRounds(400)
+	maxPackBytes = packBytes(stored) - 1
+	s := &history.Memory{}
+	storeConversation(t, s, stored)
+	a := &Agent{Store: s}
+	st, g, err := a.load(ctx, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
+	if m, _, err := s.Marked(ctx, "c"); err != nil || m.From != 0 {
+		t.Fatalf("a view past the bound was packed: a mark at %d (%v)", m.From, err)
+	}
+	maxPackBytes = packBytes(stored)
+	a.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
+	if m, _, err := s.Marked(ctx, "c"); err != nil || m.From != len(stored) {
+		t.Fatalf("a view at the bound was not packed: a mark at %d (%v)", m.From, err)
+	}
+}
+
+// A turn's end packs a long conversation's view once; the next turns,
+// which store too little past the pack, neither pack it again nor read
+// the conversation whole, in this process or a fresh one.
+func TestATurnsEndPacksOnceUntilEnoughIsStoredPastThePack(t *testing.T) {
+	ctx := context.Background()
+	var sets, marked, whole atomic.Int64
+	s := countingMarks{&history.Memory{}, &sets, &marked, &whole}
+	storeConversation(t, s, longRounds(400))
+	for turn := range 3 {
+		a := roundsAgent(t, s, 1, 100) // a fresh process a turn
+		if _, err := a.Turn(ctx, "c", fmt.Sprint("go on ", turn), func(Event) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, tail, _ := s.Memory.Marked(ctx, "c")
+	if sets.Load() != 1 || whole.Load() != 0 || m.From != 800+4 || len(tail) != 8 {
+		t.Fatalf("three turns set %d marks (the last at %d, %d messages after it) and read whole %d times; want one mark, at the first turn's end", sets.Load(), m.From, len(tail), whole.Load())
+	}
 }
