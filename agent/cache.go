@@ -37,6 +37,8 @@ type cache struct {
 	store   history.Store // the store records came from
 	records map[string]history.Conversation
 
+	packs packs // the marks' packs, unpacked (pack.go)
+
 	window known // window.For of the agent's Model and ContextWindow
 }
 
@@ -170,6 +172,7 @@ func (a *Agent) forgetRecord(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.records, id)
+	delete(c.packs.m, id)
 }
 
 // comparable reports whether s is a pointer, which == tells apart from

@@ -136,7 +136,7 @@ func (a *Agent) fit(ctx context.Context, id string, s sizing, on func(Event), re
 		if g == nil {
 			g = window.GatherTail(st.tail) // once for the plan and the request
 		}
-		a.keepMark(ctx, id, &st, g, s.marks, on)
+		a.keepMark(ctx, id, &st, g, s.marks, false, on)
 		plan := a.Context.PlanFor(s.budget, s.fixed, g, refused)
 		// A summary goes first when it is needed, so that its request is
 		// the conversation's own last prefix, which the provider has

@@ -39,7 +39,7 @@ type markFacts struct {
 }
 
 // markVersion is the version of markFacts this agent writes and reads.
-const markVersion = 1
+const markVersion = 2
 
 // load is conversation id as a turn reads it: from the mark the store
 // keeps, when it keeps one this agent can use, else whole. whole reads
@@ -55,11 +55,12 @@ func (a *Agent) load(ctx context.Context, id string, whole bool) (st readState, 
 		if m.From == 0 {
 			return wholeState(msgs), nil, nil
 		}
-		if st, g, ok := markedState(m, msgs); ok {
+		if st, g, ok := a.markedState(id, m, msgs); ok {
 			return st, g, nil
 		}
 		// a mark this agent cannot use (another version's, or one that
-		// no longer holds): read whole, and the next fit sets it again
+		// no longer holds): read whole, and the next fit or turn's end
+		// sets it again
 	}
 	msgs, err := a.Store.Messages(ctx, id)
 	if err != nil {
@@ -68,30 +69,41 @@ func (a *Agent) load(ctx context.Context, id string, whole bool) (st readState, 
 	return wholeState(msgs), nil, nil
 }
 
-// markedState is the readState of a conversation read from mark m on
+// markedState is the readState of conversation id read from mark m on
 // (msgs: the messages from m.From), its tail gathered, and whether it may
-// be used: its facts are of this version, and the places every reader
-// needs stand in the tail and are From or after — the last message that
-// is not a record, the last prompt, the last answer whose usage counts
-// its request, and the last answer with usage, when the facts say one
-// stands before From, the start of the view now and of the request that
-// answer counted (Stored.Least). A tail without the last message or
-// prompt cannot tell whether it stands before From, so such a mark is not
-// used either. A mark that fails this was not set by this agent over
-// these messages; the conversation is read whole.
-func markedState(m history.Mark, msgs []history.Message) (readState, *window.Stored, bool) {
-	var f markFacts
-	d := json.NewDecoder(bytes.NewReader(m.Facts))
-	d.DisallowUnknownFields()
-	if err := d.Decode(&f); err != nil || f.V != markVersion || f.Records < 0 || f.Records > m.From {
+// be used: its Facts are of this version (readMark), its pack unpacks to
+// the messages from the facts' place to From, and the places every reader
+// needs stand in the tail — the pack's messages and msgs — at the facts'
+// place or after: the last message that is not a record, the last
+// prompt, the last answer whose usage counts its request, and the last
+// answer with usage, when the facts say one stands before, the start of
+// the view now and of the request that answer counted (Stored.Least). A
+// tail without the last message or prompt cannot tell whether it stands
+// before the facts' place, so such a mark is not used either. A mark that
+// fails this was not set by this agent over these messages; the
+// conversation is read whole.
+func (a *Agent) markedState(id string, m history.Mark, msgs []history.Message) (readState, *window.Stored, bool) {
+	pm, err := readMark(m.Facts)
+	if err != nil || pm.at > m.From {
 		return readState{}, nil, false
 	}
-	st := readState{tail: window.NewTail(m.From, msgs, f.Window), settings: f.Settings, records: f.Records, counted: f.Counted, used: f.Used}
+	var f markFacts
+	d := json.NewDecoder(bytes.NewReader(pm.facts))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&f); err != nil || f.V != markVersion || f.Records < 0 || f.Records > pm.at {
+		return readState{}, nil, false
+	}
+	if pm.at < m.From {
+		if msgs, err = a.unpack(id, pm, m.From, msgs); err != nil {
+			return readState{}, nil, false
+		}
+	}
+	st := readState{tail: window.NewTail(pm.at, msgs, f.Window), packed: m.From, settings: f.Settings, records: f.Records, counted: f.Counted, used: f.Used}
 	if _, ok := st.lastMessage(); !ok || st.lastPrompt() < 0 || f.Used && st.lastUsage() < 0 {
 		return readState{}, nil, false
 	}
 	g := window.GatherTail(st.tail)
-	if f.Counted && g.LastCounted() < 0 || g.Least() < m.From {
+	if f.Counted && g.LastCounted() < 0 || g.Least() < pm.at {
 		return readState{}, nil, false
 	}
 	return st, g, true
@@ -140,15 +152,17 @@ func (st *readState) factsAt(from int) markFacts {
 	return f
 }
 
-// keepMark has the store keep conversation id's mark at markFrom when it
-// is past the From st was read from — the summary in force moved on —, so
-// that a later read, in this process or after a restart, reads from
-// there. A mark that cannot be kept costs a later read its speed, not the
-// turn: it is said in a notice once a turn, and a place that failed
-// markTries times is not tried again that turn unless the place moves on
-// (tried: the turn's; nil tries at every request and says every
-// failure).
-func (a *Agent) keepMark(ctx context.Context, id string, st *readState, g *window.Stored, tried *markTry, on func(Event)) {
+// keepMark has the store keep conversation id's mark with the facts at
+// markFrom and the view's messages from there packed (pack.go), when
+// markFrom is past the place of the facts st was read with — the summary
+// in force moved on —, or, at a turn's end (end), when enough was stored
+// past the pack kept (packDue), so that a later read, in this process or
+// after a restart, reads from there. A mark that cannot be kept costs a
+// later read its speed, not the turn: it is said in a notice once a
+// turn, and a place that failed markTries times is not tried again that
+// turn unless the place moves on (tried: the turn's; nil tries at every
+// request and says every failure).
+func (a *Agent) keepMark(ctx context.Context, id string, st *readState, g *window.Stored, tried *markTry, end bool, on func(Event)) {
 	mk, ok := a.Store.(history.Marker)
 	if !ok {
 		return
@@ -157,14 +171,30 @@ func (a *Agent) keepMark(ctx context.Context, id string, st *readState, g *windo
 		g = window.GatherTail(st.tail)
 	}
 	from := markFrom(st, g)
-	if from <= st.tail.From() || tried != nil && from <= tried.failed && tried.times >= markTries {
+	if from <= st.tail.From() && !(end && packDue(st, from)) || tried != nil && from <= tried.failed && tried.times >= markTries {
 		return
 	}
 	facts, err := json.Marshal(st.factsAt(from))
 	if err == nil {
-		err = mk.SetMark(history.Lazy(ctx), id, history.Mark{From: from, Facts: facts})
+		pid, view := newPackID(), st.tail.Messages()[from-st.tail.From():]
+		m := history.Mark{From: st.end()}
+		if packBytes(view) > maxPackBytes {
+			// a mark without a pack, when the facts' place moved on
+			if from <= st.tail.From() {
+				return
+			}
+			m.From, view = from, nil
+		}
+		if m.From == 0 {
+			return // nothing stored: no mark
+		}
+		m.Facts = appendMark(nil, facts, pid, from, view)
+		if err = mk.SetMark(history.Lazy(ctx), id, m); err == nil {
+			a.keepPack(id, pid, from, m.From, view[:len(view):len(view)])
+			return
+		}
 	}
-	if err == nil || ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return
 	}
 	if tried != nil {

@@ -63,7 +63,7 @@ func BenchmarkMarkedRead(b *testing.B) {
 		whole := wholeState(stored)
 		from := markFrom(&whole, window.GatherTail(whole.tail))
 		facts, _ := json.Marshal(whole.factsAt(from))
-		mk := history.Mark{From: from, Facts: facts}
+		mk := markOf(from, facts)
 		mem := &history.Memory{}
 		if err := mem.Create(ctx, history.Conversation{ID: "c"}); err != nil {
 			b.Fatal(err)
@@ -90,7 +90,7 @@ func BenchmarkMarkedRead(b *testing.B) {
 					if g == nil {
 						g = window.GatherTail(st.tail)
 					}
-					a.keepMark(ctx, "c", &st, g, nil, on)
+					a.keepMark(ctx, "c", &st, g, nil, false, on)
 					_ = g.Measure(100)
 				}
 			})
@@ -98,9 +98,67 @@ func BenchmarkMarkedRead(b *testing.B) {
 		tail := stored[from:]
 		b.Run(name+"/markedState-alone", func(b *testing.B) {
 			for b.Loop() {
-				if _, _, ok := markedState(mk, tail); !ok {
+				if _, _, ok := (&Agent{}).markedState("c", mk, tail); !ok {
 					b.Fatal("mark not used")
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkPackedRead is a turn's read of a long conversation nothing
+// summarised (10k and 100k messages), its view packed with its mark at
+// its end (pack.go), on Memory: by a running agent, which keeps the pack
+// unpacked (running), by a fresh one, which unpacks it (fresh), and read
+// whole from the store's memory (whole: the floor a running agent had
+// before packs), each gathered for the window as fit gathers it. Run:
+//
+//	go test ./agent -run '^$' -bench PackedRead -benchtime 20x -count 3
+func BenchmarkPackedRead(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{10000, 100000} {
+		stored := markedConversation(n, n+10) // no summary
+		mem := &history.Memory{}
+		if err := mem.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+			b.Fatal(err)
+		}
+		if err := mem.Append(ctx, "c", stored...); err != nil {
+			b.Fatal(err)
+		}
+		packer := &Agent{Store: mem}
+		st, g, err := packer.load(ctx, "c", false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		packer.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
+		n := len(stored) // about n: the rounds are whole
+		if m, _, _ := mem.Marked(ctx, "c"); m.From != n {
+			b.Fatalf("the view of %d messages was not packed (mark at %d)", n, m.From)
+		}
+		read := func(b *testing.B, a *Agent) {
+			st, g, err := a.load(ctx, "c", false)
+			if err != nil || st.end() != n {
+				b.Fatalf("read %d messages (%v)", st.end(), err)
+			}
+			if g == nil {
+				g = window.GatherTail(st.tail) // as fit does
+			}
+		}
+		name := fmt.Sprintf("%dk", n/1000)
+		b.Run(name+"/whole", func(b *testing.B) {
+			a := &Agent{Store: unmarked{mem}}
+			for b.Loop() {
+				read(b, a)
+			}
+		})
+		b.Run(name+"/running", func(b *testing.B) {
+			for b.Loop() {
+				read(b, packer)
+			}
+		})
+		b.Run(name+"/fresh", func(b *testing.B) {
+			for b.Loop() {
+				read(b, &Agent{Store: mem})
 			}
 		})
 	}

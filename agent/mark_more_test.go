@@ -43,9 +43,9 @@ func TestFactsMovedOnFromAMarkedTailAreTheWholeLists(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m1 := history.Mark{From: f1, Facts: facts1}
+			m1 := markOf(f1, facts1)
 			for n2 := n1 + 1; n2 <= len(stored); n2++ {
-				st, _, ok := markedState(m1, stored[f1:n2])
+				st, _, ok := (&Agent{}).markedState("c", m1, stored[f1:n2])
 				if !ok {
 					continue
 				}
@@ -104,7 +104,7 @@ func TestAMarkPastLeastFromIsNeverUsed(t *testing.T) {
 					t.Fatal(err)
 				}
 				tried++
-				st, _, ok := markedState(history.Mark{From: from, Facts: facts}, stored[from:n])
+				st, _, ok := (&Agent{}).markedState("c", markOf(from, facts), stored[from:n])
 				if !ok {
 					continue
 				}
@@ -241,11 +241,11 @@ func TestAMarkHoldsThroughAnyLaterAppend(t *testing.T) {
 				continue
 			}
 			facts, _ := json.Marshal(whole.factsAt(from))
-			m := history.Mark{From: from, Facts: facts}
+			m := markOf(from, facts)
 			msgs := base
 			for k := 0; k < 8; k++ {
 				msgs = append(msgs, anyLaterMessage(r, msgs, from))
-				st, _, ok := markedState(m, msgs[from:])
+				st, _, ok := (&Agent{}).markedState("c", m, msgs[from:])
 				if !ok {
 					refused++
 					continue
@@ -347,7 +347,7 @@ func TestASummaryEndingPastItselfKeepsItsTextInAMark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, g, ok := markedState(history.Mark{From: from, Facts: facts}, stored[from:])
+	st, g, ok := (&Agent{}).markedState("c", markOf(from, facts), stored[from:])
 	if !ok {
 		t.Fatal("the mark is refused: the test tests nothing")
 	}
@@ -532,7 +532,7 @@ func TestAMarkIsNeverPastTheEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var said []string
-	(&Agent{Store: s}).keepMark(ctx, "c", &st, g, &markTry{}, func(e Event) { said = append(said, e.Text) })
+	(&Agent{Store: s}).keepMark(ctx, "c", &st, g, &markTry{}, false, func(e Event) { said = append(said, e.Text) })
 	if len(said) > 0 {
 		t.Fatalf("keeping the mark said %q", said)
 	}

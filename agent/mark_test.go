@@ -49,15 +49,15 @@ func TestAMarkSetOverAConversationHoldsThroughEveryLaterAppend(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := history.Mark{From: from, Facts: facts}
+			m := markOf(from, facts)
 			// from a marked tail, the mark is found again
-			if st, _, ok := markedState(m, stored[from:n]); ok {
+			if st, _, ok := (&Agent{}).markedState("c", m, stored[from:n]); ok {
 				if got := markFrom(&st, window.GatherTail(st.tail)); got != from {
 					t.Fatalf("seed %d, %d messages: a tail from the mark at %d puts it at %d", seed, n, from, got)
 				}
 			}
 			for end := n; end <= len(stored); end += 1 + (len(stored)-n)/4 {
-				st, _, ok := markedState(m, stored[from:end])
+				st, _, ok := (&Agent{}).markedState("c", m, stored[from:end])
 				if !ok {
 					continue // its tail lacks what the check needs: read whole
 				}
@@ -94,19 +94,26 @@ func TestAMarkThisAgentCannotUseIsReadWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok := markedState(history.Mark{From: least, Facts: good}, stored[least:]); !ok {
+	if _, _, ok := (&Agent{}).markedState("c", markOf(least, good), stored[least:]); !ok {
 		t.Fatal("the agent's own mark at leastFrom is not used")
 	}
-	other := strings.Replace(string(good), `"v":1`, `"v":2`, 1)
+	other := strings.Replace(string(good), `"v":2`, `"v":3`, 1)
 	many := strings.Replace(string(good), `"records":`, `"records":1000`, 1)
+	end := len(stored)
 	for what, m := range map[string]history.Mark{
-		"another version":                {From: least, Facts: []byte(other)},
-		"facts that are not JSON":        {From: least, Facts: []byte("{")},
-		"facts with a field unknown":     {From: least, Facts: []byte(`{"v":1,"records":0,"window":{},"more":1}`)},
-		"more records than places":       {From: least, Facts: []byte(many)},
-		"a place past what readers need": {From: len(stored), Facts: good},
+		"another version":                markOf(least, []byte(other)),
+		"facts that are not JSON":        markOf(least, []byte("{")),
+		"facts with a field unknown":     markOf(least, []byte(`{"v":2,"records":0,"window":{},"more":1}`)),
+		"more records than places":       markOf(least, []byte(many)),
+		"a place past what readers need": markOf(end, good),
+		"the facts of version 1 (JSON alone, as the sixth session wrote them)": {From: least, Facts: good},
+		"its facts cut short":                          {From: least, Facts: markOf(least, good).Facts[:len(good)/2]},
+		"no pack id":                                   {From: least, Facts: append([]byte{markVersion, byte(len(good))}, good...)[:len(good)+2]},
+		"a pack that does not unpack":                  {From: end, Facts: append(appendMark(nil, good, packID{1}, least, nil), 0xff, 0xff)},
+		"a pack of fewer messages than its place says": {From: end, Facts: appendMark(nil, good, packID{2}, least, stored[least:end-1])},
+		"a pack whose place is past its mark's From":   {From: least, Facts: appendMark(nil, good, packID{3}, least+1, nil)},
 	} {
-		if _, _, ok := markedState(m, stored[m.From:]); ok {
+		if _, _, ok := (&Agent{}).markedState("c", m, stored[m.From:]); ok {
 			t.Errorf("a mark with %s is used", what)
 		}
 		s := &history.Memory{}
@@ -262,4 +269,10 @@ func storeConversation(t *testing.T, s history.Store, msgs []history.Message) {
 	if err := s.Append(ctx, "c", msgs...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// markOf is the mark at from with facts (markFacts, JSON) and no pack, as
+// keepMark would set it had it not packed the view.
+func markOf(from int, facts []byte) history.Mark {
+	return history.Mark{From: from, Facts: appendMark(nil, facts, packID{}, from, nil)}
 }

@@ -28,35 +28,7 @@ func TestARestartReadsALongConversationBackToTheSameRequestBytes(t *testing.T) {
 			r.write("a.txt", "alpha\n")
 			r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_first", "a.txt")}}, providertest.Step{Text: "read"})
 			r.turn("turn one")
-			var batch []history.Message
-			for i := range 700 { // enough rows for the decoders and several buffers
-				call := fmt.Sprintf("toolu_%d", i)
-				res := history.Part{Type: history.ToolResultPart, CallID: call,
-					Text: fmt.Sprintf("     1\tline \"%d\" \\ é 漢字 \U0001F600\n%s", i, strings.Repeat("x", i%97)), IsError: i%5 == 0}
-				switch i % 7 {
-				case 1:
-					res.Images = []result.Image{{MIMEType: "image/png", Data: []byte(fmt.Sprintf("png %d", i))}}
-				case 2:
-					res.Permission = &permission.Record{Decision: "allow", By: "rule"}
-				case 3:
-					res.Files = []history.FileChange{{Path: fmt.Sprintf("f%d.txt", i), Created: true}}
-				}
-				batch = append(batch,
-					history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprintf("go on\t%d ü", i)}}},
-					history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Let me read\nthe next file."},
-						{Type: history.ToolCallPart, CallID: call, Name: "workspace--read", Input: json.RawMessage(fmt.Sprintf(`{"path":"src/%d.go","note":"\u00e9\n"}`, i))}}},
-					history.Message{Role: history.User, Parts: []history.Part{res}},
-					history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprintf("done %d", i)}}})
-				if len(batch) >= 400 {
-					if err := r.agent.Store.Append(ctx, r.id, batch...); err != nil {
-						t.Fatal(err)
-					}
-					batch = batch[:0]
-				}
-			}
-			if err := r.agent.Store.Append(ctx, r.id, batch...); err != nil {
-				t.Fatal(err)
-			}
+			appendLongConversation(t, r)
 			send := func(a *Agent) string {
 				req, err := a.Request(ctx, r.id)
 				if err != nil {
@@ -83,5 +55,43 @@ func TestARestartReadsALongConversationBackToTheSameRequestBytes(t *testing.T) {
 				t.Fatal("the request does not hold the conversation's last message")
 			}
 		})
+	}
+}
+
+// appendLongConversation appends to r's conversation 700 rounds of a
+// prompt, an answer calling a tool, its result and a last answer: texts
+// with escapes and characters beyond ASCII, calls' inputs, error results,
+// images, results with the permission record and the files they changed.
+func appendLongConversation(t *testing.T, r *rig) {
+	t.Helper()
+	ctx := context.Background()
+	var batch []history.Message
+	for i := range 700 { // enough rows for the decoders and several buffers
+		call := fmt.Sprintf("toolu_%d", i)
+		res := history.Part{Type: history.ToolResultPart, CallID: call,
+			Text: fmt.Sprintf("     1\tline \"%d\" \\ é 漢字 \U0001F600\n%s", i, strings.Repeat("x", i%97)), IsError: i%5 == 0}
+		switch i % 7 {
+		case 1:
+			res.Images = []result.Image{{MIMEType: "image/png", Data: []byte(fmt.Sprintf("png %d", i))}}
+		case 2:
+			res.Permission = &permission.Record{Decision: "allow", By: "rule"}
+		case 3:
+			res.Files = []history.FileChange{{Path: fmt.Sprintf("f%d.txt", i), Created: true}}
+		}
+		batch = append(batch,
+			history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprintf("go on\t%d ü", i)}}},
+			history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "Let me read\nthe next file."},
+				{Type: history.ToolCallPart, CallID: call, Name: "workspace--read", Input: json.RawMessage(fmt.Sprintf(`{"path":"src/%d.go","note":"\u00e9\n"}`, i))}}},
+			history.Message{Role: history.User, Parts: []history.Part{res}},
+			history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: fmt.Sprintf("done %d", i)}}})
+		if len(batch) >= 400 {
+			if err := r.agent.Store.Append(ctx, r.id, batch...); err != nil {
+				t.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := r.agent.Store.Append(ctx, r.id, batch...); err != nil {
+		t.Fatal(err)
 	}
 }

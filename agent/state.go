@@ -28,6 +28,10 @@ import (
 // the tail (window.Tail.At panics before From): none may be indexed from 0.
 type readState struct {
 	tail window.Tail
+	// packed is the From of the mark st was read from: its pack holds the
+	// stored messages from the tail's From to packed (pack.go); 0 for a
+	// whole read, and the tail's From for a mark without a pack
+	packed int
 	// settings is the last Settings stored before From; nil when none
 	settings *history.Settings
 	// records is how many records stand before From

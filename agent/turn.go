@@ -53,7 +53,7 @@ func (a *Agent) Turn(ctx context.Context, id, prompt string, on func(Event)) (Tu
 // limit its calls are answered unrun (overLimit); else they run as a
 // round (round, round.go: the gate checks each before it runs) and
 // their results are stored before the next request is sent.
-func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Event)) (TurnResult, error) {
+func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Event)) (_ TurnResult, err error) {
 	t, ended, err := a.begin(ctx, id, prompt, on)
 	switch {
 	case err != nil:
@@ -62,6 +62,11 @@ func (a *Agent) turn(ctx context.Context, id string, prompt *string, on func(Eve
 		return t.tr, nil
 	}
 	defer t.workers.Close()
+	defer func() {
+		if err == nil {
+			t.packAtEnd()
+		}
+	}()
 	for {
 		x, err := t.ask()
 		if err != nil || x == nil { // nil: a budget stopped the turn
@@ -192,6 +197,18 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 	t.lazy = history.Lazy(t.kept)
 	t.workers, t.keeper = &tool.Workers{}, newKeeper(a.Store, t.lazy, id, 0)
 	return t, false, nil
+}
+
+// packAtEnd has the store keep the conversation's mark anew, its view
+// packed, when enough was stored past the pack it keeps (keepMark, end):
+// at a turn's end, off the rounds' path, so that the next process to
+// resume the conversation reads its window as one value. A read that
+// fails here fails the next turn's first read too: it is not said twice.
+func (t *turning) packAtEnd() {
+	st, g, err := t.a.load(t.kept, t.id, false)
+	if err == nil {
+		t.a.keepMark(t.kept, t.id, &st, g, t.sz.marks, true, t.on)
+	}
 }
 
 // roundLimit is the bound of a turn's tool rounds: MaxRounds, or

@@ -1,0 +1,292 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/historytest"
+	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/window"
+)
+
+// A turn's end packs the view of a long conversation with its mark, and a
+// restarted process reads the conversation from that pack (unpacking it,
+// not stepping its rows) to the request the running process sends — which
+// reads it from what it packed —, byte for byte, on every wire.
+func TestARestartReadsALongConversationFromItsPackToTheSameRequestBytes(t *testing.T) {
+	ctx := context.Background()
+	for _, wire := range wires() {
+		t.Run(wire, func(t *testing.T) {
+			r := newWireRig(t, wire)
+			r.agent.ContextWindow = 100_000_000 // nothing summarised
+			r.srv.Push(providertest.Step{Text: "first"})
+			r.turn("turn one")
+			appendLongConversation(t, r)
+			r.srv.Push(providertest.Step{Text: "packed"})
+			r.turn("turn two") // its end packs the view
+			m, tail, err := history.ReadMarked(ctx, r.agent.Store, r.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pm, err := readMark(m.Facts)
+			if err != nil || len(tail) != 0 || pm.at >= m.From {
+				t.Fatalf("after a turn over %d stored messages the mark is at %d with %d messages after it, its pack from %d (%v): want the whole view packed", m.From+len(tail), m.From, len(tail), pm.at, err)
+			}
+			send := func(a *Agent) string {
+				req, err := a.Request(ctx, r.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.srv.Push(providertest.Step{Text: "sent"})
+				if _, err := a.Provider.Complete(ctx, req, nil); err != nil {
+					t.Fatal(err)
+				}
+				reqs := r.srv.Requests()
+				return string(reqs[len(reqs)-1])
+			}
+			running := send(r.agent)
+			fresh, whole := r.newAgent(), r.newAgent()
+			fresh.ContextWindow, whole.ContextWindow = r.agent.ContextWindow, r.agent.ContextWindow
+			restarted := send(fresh)
+			whole.Store = unmarked{whole.Store}
+			if read := send(whole); running != read || restarted != read {
+				t.Fatalf("the requests differ: read from the pack by the running process (%d bytes) %v, by a restarted one (%d bytes) %v, from the rows (%d bytes)",
+					len(running), running == read, len(restarted), restarted == read, len(read))
+			}
+			if len(fresh.cache.packs.m) != 1 {
+				t.Fatal("the restarted process did not read the conversation from its pack")
+			}
+			if !strings.Contains(running, "done 699") || !strings.Contains(running, "packed") {
+				t.Fatal("the request does not hold the conversation's last messages")
+			}
+		})
+	}
+}
+
+// Every reader answers over a tail read from a mark with a pack — the
+// pack's messages, then the rows after the mark — as over the same tail
+// read from the rows, for generated conversations with marks at every
+// place a reader allows, packed up to every later place.
+func TestAPackedTailReadsAsTheRowsItHolds(t *testing.T) {
+	for seed := int64(1); seed <= 40; seed++ {
+		stored := storedForm(t, historytest.Generated(seed))
+		for n := 1; n <= len(stored); n += 1 + n/8 {
+			whole := wholeState(stored[:n])
+			at := markFrom(&whole, window.GatherTail(whole.tail))
+			facts, err := json.Marshal(whole.factsAt(at))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, rg, rok := (&Agent{}).markedState("c", markOf(at, facts), stored[at:])
+			for from := at; from <= n; from++ {
+				m := history.Mark{From: from, Facts: appendMark(nil, facts, newPackID(), at, stored[at:from])}
+				st, g, ok := (&Agent{}).markedState("c", m, stored[from:])
+				if ok != rok {
+					t.Fatalf("seed %d: a mark at %d packing from %d is used: %v; from the rows: %v", seed, from, at, ok, rok)
+				}
+				if !ok {
+					continue
+				}
+				if !reflect.DeepEqual(st.tail.Messages(), rows.tail.Messages()) {
+					t.Fatalf("seed %d: the messages of a mark at %d packing from %d differ from the rows'", seed, from, at)
+				}
+				if st.packed != from || st.tail.From() != at || g.Least() != rg.Least() || g.End() != rg.End() {
+					t.Fatalf("seed %d: a mark at %d packing from %d reads as a tail from %d to %d (Least %d; from the rows %d)", seed, from, at, st.tail.From(), g.End(), g.Least(), rg.Least())
+				}
+			}
+		}
+	}
+}
+
+// storedForm is msgs as a store reads them back (what a pack holds).
+func storedForm(t *testing.T, msgs []history.Message) []history.Message {
+	t.Helper()
+	s := &history.Memory{}
+	storeConversation(t, s, msgs)
+	out, err := s.Messages(context.Background(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A running process reads a conversation from the pack it keeps, not
+// unpacking it again at each request: a pack the store now holds damaged
+// under the same id is not looked at, while a process that never had it
+// cannot use it and reads the conversation whole.
+func TestARunningProcessReadsItsPackFromWhatItKept(t *testing.T) {
+	ctx := context.Background()
+	stored := storedForm(t, longRounds(400))
+	s := &history.Memory{}
+	storeConversation(t, s, stored)
+	a := &Agent{Store: s}
+	st, g, err := a.load(ctx, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
+	m, _, err := s.Marked(ctx, "c")
+	if err != nil || m.From != len(stored) {
+		t.Fatalf("a turn's end over %d messages kept a mark at %d (%v)", len(stored), m.From, err)
+	}
+	pm, err := readMark(m.Facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := history.Mark{From: m.From, Facts: append(appendMark(nil, pm.facts, pm.id, pm.at, nil), 0xff)}
+	if err := s.SetMark(ctx, "c", damaged); err != nil {
+		t.Fatal(err)
+	}
+	stored, err = s.Messages(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := a.load(ctx, "c", false); err != nil || st.tail.From() != pm.at || !reflect.DeepEqual(st.tail.Messages(), stored[pm.at:]) {
+		t.Fatalf("the process that packed the view reads from %d (%v); want its pack's place %d and the stored messages", st.tail.From(), err, pm.at)
+	}
+	if st, _, err := (&Agent{Store: s}).load(ctx, "c", false); err != nil || st.tail.From() != 0 || len(st.tail.Messages()) != len(stored) {
+		t.Fatalf("a fresh process given a damaged pack reads from %d (%v); want the whole conversation", st.tail.From(), err)
+	}
+}
+
+// longRounds is a conversation of n rounds: a prompt, an answer with
+// usage, and nothing summarised.
+func longRounds(n int) []history.Message {
+	var msgs []history.Message
+	for i := range n {
+		msgs = append(msgs, markPrompt(fmt.Sprint("p", i)), markAnswer(fmt.Sprint("a", i), 100+i))
+	}
+	return msgs
+}
+
+// A turn's end packs the view anew once enough was stored past the pack:
+// packMin messages, and an eighth of those the pack holds.
+func TestPackDue(t *testing.T) {
+	for _, c := range []struct {
+		from, packed, end int
+		due               bool
+	}{
+		{0, 0, packMin - 1, false},
+		{0, 0, packMin, true},
+		{0, 8000, 8000 + packMin, false},
+		{0, 8000, 9000, true},
+		{0, 8000, 8999, false},
+		{4000, 8000, 8499, false}, // an eighth of the pack, whose view starts at 4000
+		{4000, 8000, 8500, true},
+		{0, 80000, 89999, false},
+		{0, 80000, 90000, true},
+	} {
+		st := readState{tail: window.NewTail(c.from, make([]history.Message, c.end-c.from), window.Before{}), packed: c.packed}
+		if got := packDue(&st, c.from); got != c.due {
+			t.Errorf("view from %d, packed to %d, %d stored: due %v; want %v", c.from, c.packed, c.end, got, c.due)
+		}
+	}
+}
+
+// The packs an agent keeps unpacked are bounded: past maxPacks, the one
+// used longest ago goes; a deleted conversation's goes with its record.
+func TestTheUnpackedPacksAreBounded(t *testing.T) {
+	a := &Agent{}
+	for i := range maxPacks + 3 {
+		if i == maxPacks {
+			// c0 used again: c1 is the oldest
+			if _, err := a.unpack("c0", packedMark{id: a.cache.packs.m["c0"].id}, 1, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a.keepPack(fmt.Sprint("c", i), newPackID(), 0, 1, make([]history.Message, 1))
+	}
+	if len(a.cache.packs.m) != maxPacks {
+		t.Fatalf("%d packs kept; want %d", len(a.cache.packs.m), maxPacks)
+	}
+	for _, gone := range []string{"c1", "c2", "c3"} {
+		if a.cache.packs.m[gone] != nil {
+			t.Errorf("%s, among the least recently used, is kept", gone)
+		}
+	}
+	if a.cache.packs.m["c0"] == nil {
+		t.Error("c0, used again, is gone")
+	}
+	a.forgetRecord("c0")
+	if a.cache.packs.m["c0"] != nil {
+		t.Error("a deleted conversation's pack is kept")
+	}
+}
+
+// Requests read a conversation from its pack at once, each given the
+// messages to its own read's end, none seeing another's change (run with
+// -race).
+func TestReadsFromAKeptPackAtOnceSeeTheirOwnMessages(t *testing.T) {
+	stored := storedForm(t, longRounds(50))
+	a := &Agent{}
+	pid := newPackID()
+	a.keepPack("c", pid, 0, 20, stored[:20:20])
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for end := 20 + w; end <= len(stored); end += 4 {
+				got, err := a.unpack("c", packedMark{id: pid}, 20, stored[20:end])
+				if err != nil || len(got) != end || cap(got) != end || !reflect.DeepEqual(got, stored[:end]) {
+					t.Errorf("a read to %d got %d messages (cap %d, %v)", end, len(got), cap(got), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// A view whose bytes are past maxPackBytes is not packed: its mark, when
+// the facts' place moves on, holds no pack, and a turn's end does not
+// pack it.
+func TestAViewTooLargeToPackIsNotPacked(t *testing.T) {
+	defer func(n int) { maxPackBytes = n }(maxPackBytes)
+	ctx := context.Background()
+	stored := longRounds(400)
+	maxPackBytes = packBytes(stored) - 1
+	s := &history.Memory{}
+	storeConversation(t, s, stored)
+	a := &Agent{Store: s}
+	st, g, err := a.load(ctx, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
+	if m, _, err := s.Marked(ctx, "c"); err != nil || m.From != 0 {
+		t.Fatalf("a view past the bound was packed: a mark at %d (%v)", m.From, err)
+	}
+	maxPackBytes = packBytes(stored)
+	a.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
+	if m, _, err := s.Marked(ctx, "c"); err != nil || m.From != len(stored) {
+		t.Fatalf("a view at the bound was not packed: a mark at %d (%v)", m.From, err)
+	}
+}
+
+// A turn's end packs a long conversation's view once; the next turns,
+// which store too little past the pack, neither pack it again nor read
+// the conversation whole, in this process or a fresh one.
+func TestATurnsEndPacksOnceUntilEnoughIsStoredPastThePack(t *testing.T) {
+	ctx := context.Background()
+	var sets, marked, whole atomic.Int64
+	s := countingMarks{&history.Memory{}, &sets, &marked, &whole}
+	storeConversation(t, s, longRounds(400))
+	for turn := range 3 {
+		a := roundsAgent(t, s, 1, 100) // a fresh process a turn
+		if _, err := a.Turn(ctx, "c", fmt.Sprint("go on ", turn), func(Event) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, tail, _ := s.Memory.Marked(ctx, "c")
+	if sets.Load() != 1 || whole.Load() != 0 || m.From != 800+4 || len(tail) != 8 {
+		t.Fatalf("three turns set %d marks (the last at %d, %d messages after it) and read whole %d times; want one mark, at the first turn's end", sets.Load(), m.From, len(tail), whole.Load())
+	}
+}
