@@ -470,9 +470,9 @@ func TestAMarkReadBeforeASetMarkIsNotKeptAfterIt(t *testing.T) {
 	// Marked's steps, with a SetMark between its read and its keep
 	s.mu.Lock()
 	s.settle("c")
-	known, start, tag, gen := s.read["c"], s.start["c"], s.tags["c"], s.markGen
+	known, start, tag, gen, mark := s.read["c"], s.start["c"], s.tags["c"], s.markGen, s.marks["c"]
 	s.mu.Unlock()
-	r, err := s.readMarked(w, "c", true, start, known, tag)
+	r, err := s.readMarked(w, "c", true, start, known, tag, mark)
 	if err != nil || r.mark.From != 6 {
 		t.Fatalf("the read: mark from %d, %v", r.mark.From, err)
 	}
