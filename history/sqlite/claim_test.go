@@ -73,19 +73,7 @@ func TestAnOlderLayoutIsBroughtToLayout8(t *testing.T) {
 	want := layoutOf(t, fresh.db)
 	for _, fixture := range []string{"layout1.sql", "layout2.sql", "layout3.sql", "layout4.sql", "layout5.sql", "layout6.sql", "layout7.sql"} {
 		t.Run(fixture, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "h.db")
-			script, err := os.ReadFile(filepath.Join("testdata", fixture))
-			if err != nil {
-				t.Fatal(err)
-			}
-			db, err := sql.Open("sqlite", "file:"+path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Exec(string(script)); err != nil {
-				t.Fatal(err)
-			}
-			db.Close()
+			path := storeOfLayout(t, fixture)
 			s := openStore(t, path)
 			ctx := context.Background()
 			msgs, err := s.Messages(ctx, "old")
@@ -149,6 +137,26 @@ func TestAnOlderLayoutIsBroughtToLayout8(t *testing.T) {
 
 // layoutOf is a store's tables, its conversations' and marks' columns
 // and its indexes, as text.
+// storeOfLayout is a store at a new path made by fixture's script
+// (testdata), not opened.
+func storeOfLayout(t *testing.T, fixture string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "h.db")
+	script, err := os.ReadFile(filepath.Join("testdata", fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(string(script)); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func layoutOf(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	rows, err := db.Query(`SELECT 'column ' || name || ' ' || type || ' ' || "notnull" || ' ' || COALESCE(dflt_value, '') FROM pragma_table_info('conversations')
