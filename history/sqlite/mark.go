@@ -1,12 +1,15 @@
 package sqlite
 
 // This file is the SQLite store's marks (history.Marker): a row of the
-// marks table per marked conversation (layout 7), written by SetMark under
-// the writer's claim and deleted by every write that changes the
+// marks table per marked conversation (layout 7; a table with rowids, its
+// facts last, since layout 8: marksV8), written by SetMark under the
+// writer's claim and deleted by every write that changes the
 // conversation's messages other than by appending (Rewind, Switch,
 // Delete); and Marked, which reads the mark and the messages from its
 // place on in one read transaction, and keeps them (the store's memory of
-// a conversation may start past its first message).
+// a conversation may start past its first message) — the mark's facts
+// too: a later read that finds the mark it keeps in the table reads its
+// place and checksums, not its facts (sameMark).
 
 import (
 	"context"
@@ -276,7 +279,11 @@ func (s *Store) ownMarked(ctx context.Context, id string) (m history.Mark, msgs 
 // appended to it last through this store, what the store keeps, without
 // a query (ownMarked); else, in one read transaction, the mark and the
 // rows after those kept (or, with none kept from before the mark's
-// place, the rows from it on), which the store then keeps. A row lost
+// place, the rows from it on), which the store then keeps. The mark's
+// facts are read only when the mark is not the one kept (its place,
+// checksums or length of facts differ: sameMark, checkMark), so that a
+// store whose conversation another process appended to does not read
+// them again (22 MB of the agent's pack). A row lost
 // before the mark's place is not looked for (Get and Messages count
 // the rows); every row read is checked as Messages checks it, and for
 // each conversation it reads rows from — the fork's bases too, where the
