@@ -78,9 +78,14 @@ type keptMark struct {
 
 // args are k as markColumns' parameters ?2 to ?5 (sameMark): a read of
 // the marks gives their facts only where the mark is not k. No mark
-// (From 0) is no stored mark's (a mark stored at 0 is damage, and read
-// whole to say so).
-func (k keptMark) args() []any { return []any{k.From, k.crc, k.rowCRC, len(k.Facts)} }
+// (From 0) is NULLs, which no stored mark is (one stored at place 0 is
+// damage, read whole and reported by checkMark).
+func (k keptMark) args() []any {
+	if k.From == 0 {
+		return []any{nil, nil, nil, nil}
+	}
+	return []any{k.From, k.crc, k.rowCRC, len(k.Facts)}
+}
 
 // markID is what an Append's transaction reads of a conversation's mark:
 // its place and checksum (0 and 0: none), to compare with the one kept.

@@ -173,3 +173,23 @@ func TestAMarksFactsAreTheLastColumnOfATableWithRowids(t *testing.T) {
 		}
 	}
 }
+
+// A store that read a conversation with no mark keeps none (From 0): a
+// mark row then written at place 0 behind its back — with checksums 0
+// and no facts, as "none" would read — is not taken for the one it
+// keeps, but read and reported as damage.
+func TestAMarkAtPlace0IsDamageToAStoreThatKeptNone(t *testing.T) {
+	path := markedStore(t, 10, 0)
+	ctx := context.Background()
+	r := keeper(t, path, 0, nil)
+	w := openStore(t, path)
+	if err := w.Append(ctx, "c", userText("a 1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.db.Exec(`INSERT INTO marks (conversation, start, row_crc, crc, facts) VALUES ('c', 0, 0, 0, X'')`); err != nil {
+		t.Fatal(err)
+	}
+	if m, msgs, err := r.Marked(ctx, "c"); !errors.Is(err, history.ErrDamaged) || !strings.Contains(err.Error(), "mark") {
+		t.Fatalf("the keeper's Marked of a mark at place 0: from %d, %d messages, %v; want ErrDamaged naming the mark", m.From, len(msgs), err)
+	}
+}
