@@ -37,9 +37,9 @@ var (
 	// as ?2 to ?5 (keptMark.args; sameMark), else NULL (SQLite reads
 	// neither the facts, nor, marks' facts being its last column since
 	// layout 8, their overflow pages: length() reads the record's header)
-	markColumns = `k.start, k.crc, k.row_crc, length(k.facts), ` + sameMark + `, CASE WHEN ` + sameMark + ` THEN NULL ELSE k.facts END, COALESCE((SELECT crc FROM messages WHERE conversation = k.conversation AND seq = k.start), ` + fmt.Sprint(noRow) + `)`
-	// the mark is the one the reader keeps (keptMark.args): its place,
-	// checksums and length are
+	markColumns = `k.start, k.crc, k.row_crc, ` + sameMark + `, CASE WHEN ` + sameMark + ` THEN NULL ELSE k.facts END, COALESCE((SELECT crc FROM messages WHERE conversation = k.conversation AND seq = k.start), ` + fmt.Sprint(noRow) + `)`
+	// the mark is the one the reader keeps: its place, checksums and
+	// length of facts are those given (keptMark.args)
 	sameMark = `(k.start = ?2 AND k.crc = ?3 AND k.row_crc = ?4 AND length(k.facts) = ?5)`
 	// a conversation's record as the read whole reads it, and its mark
 	markedRecordSQL = `SELECT ` + recordColumnsAsStored + `, ` + markColumns + ` FROM conversations c LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?1`
@@ -109,15 +109,15 @@ func (k keptMark) out() history.Mark {
 // storedMark is a mark's columns as read (markColumns): all NULL (same
 // false) but rowNow with no mark.
 type storedMark struct {
-	from, crc, rowCRC, size sql.NullInt64
-	same                    sql.NullInt64 // the mark is the reader's (sameMark): facts were not read
-	facts                   []byte
-	rowNow                  int64 // the checksum of the conversation's own row at from now
+	from, crc, rowCRC sql.NullInt64
+	same              sql.NullInt64 // not 0: the mark is the reader's (sameMark), its facts not read
+	facts             []byte
+	rowNow            int64 // the checksum of the conversation's own row at from now
 }
 
 // dest is where a scan puts m's columns, in markColumns' order.
 func (m *storedMark) dest() []any {
-	return []any{&m.from, &m.crc, &m.rowCRC, &m.size, &m.same, &m.facts, &m.rowNow}
+	return []any{&m.from, &m.crc, &m.rowCRC, &m.same, &m.facts, &m.rowNow}
 }
 
 // checkMark is conversation id's mark as read (m), of count messages,
