@@ -60,31 +60,20 @@ func TestAppendWaitsForAWriteLockHeldByAnotherConnection(t *testing.T) {
 	}
 }
 
-// A store of layout 1, 2, 3, 4, 5 or 6 is brought to layout 7 when
+// A store of layout 1, 2, 3, 4, 5, 6 or 7 is brought to layout 8 when
 // opened, its messages kept, checksummed and counted, its records' last
-// update times checksummed as they were: they read back, and a new one is
+// update times checksummed as they were, layout 7's mark copied byte for
+// byte with its checksums: they read back, and a new one is
 // appended after them; a conversation linked to a parent's call, a fork
 // sharing the old conversation's messages, and a mark, can then be made
 // beside them, with the tables, columns and indexes a new store has; and
 // a last update time changed behind the store's back is then reported.
-func TestAnOlderLayoutIsBroughtToLayout7(t *testing.T) {
+func TestAnOlderLayoutIsBroughtToLayout8(t *testing.T) {
 	fresh := openStore(t, filepath.Join(t.TempDir(), "new.db"))
 	want := layoutOf(t, fresh.db)
-	for _, fixture := range []string{"layout1.sql", "layout2.sql", "layout3.sql", "layout4.sql", "layout5.sql", "layout6.sql"} {
+	for _, fixture := range []string{"layout1.sql", "layout2.sql", "layout3.sql", "layout4.sql", "layout5.sql", "layout6.sql", "layout7.sql"} {
 		t.Run(fixture, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "h.db")
-			script, err := os.ReadFile(filepath.Join("testdata", fixture))
-			if err != nil {
-				t.Fatal(err)
-			}
-			db, err := sql.Open("sqlite", "file:"+path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.Exec(string(script)); err != nil {
-				t.Fatal(err)
-			}
-			db.Close()
+			path := storeOfLayout(t, fixture)
 			s := openStore(t, path)
 			ctx := context.Background()
 			msgs, err := s.Messages(ctx, "old")
@@ -102,7 +91,7 @@ func TestAnOlderLayoutIsBroughtToLayout7(t *testing.T) {
 				t.Fatalf("conversation %+v, %v", c, err)
 			}
 			var version int
-			if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 7 {
+			if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil || version != 8 {
 				t.Fatalf("layout %d, %v", version, err)
 			}
 			if got := layoutOf(t, s.db); got != want {
@@ -114,6 +103,12 @@ func TestAnOlderLayoutIsBroughtToLayout7(t *testing.T) {
 			}
 			if msgs, err := openStore(t, path).Messages(ctx, "fork"); err != nil || len(msgs) != 2 || msgs[1].Parts[0].Text != "hi" {
 				t.Fatalf("the fork's messages %+v, %v", msgs, err)
+			}
+			if fixture == "layout7.sql" {
+				m, msgs, err := openStore(t, path).Marked(ctx, "marked")
+				if err != nil || m.From != 2 || string(m.Facts) != "the facts kept" || len(msgs) != 1 || msgs[0].Parts[0].Text != "three" {
+					t.Fatalf("layout 7's mark reads back as %+v with %d messages, %v", m, len(msgs), err)
+				}
 			}
 			if m, msgs, err := openStore(t, path).Marked(ctx, "old"); err != nil || m.From != 0 || len(msgs) != 2 {
 				t.Fatalf("an upgraded conversation has the mark %+v and %d messages, %v; want none and 2", m, len(msgs), err)
@@ -142,10 +137,30 @@ func TestAnOlderLayoutIsBroughtToLayout7(t *testing.T) {
 
 // layoutOf is a store's tables, its conversations' and marks' columns
 // and its indexes, as text.
+// storeOfLayout is a store at a new path made by fixture's script
+// (testdata), not opened.
+func storeOfLayout(t *testing.T, fixture string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "h.db")
+	script, err := os.ReadFile(filepath.Join("testdata", fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(string(script)); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func layoutOf(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	rows, err := db.Query(`SELECT 'column ' || name || ' ' || type || ' ' || "notnull" || ' ' || COALESCE(dflt_value, '') FROM pragma_table_info('conversations')
-		UNION ALL SELECT 'marks column ' || name || ' ' || type || ' ' || "notnull" || ' ' || pk FROM pragma_table_info('marks')
+		UNION ALL SELECT 'marks column ' || name || ' ' || type || ' ' || "notnull" || ' ' || pk || ' ' || cid FROM pragma_table_info('marks')
 		UNION ALL SELECT 'table ' || name || ' ' || (sql LIKE '%WITHOUT ROWID%') FROM sqlite_master WHERE type = 'table'
 		UNION ALL SELECT 'index ' || name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL ORDER BY 1`)
 	if err != nil {

@@ -1,12 +1,15 @@
 package sqlite
 
 // This file is the SQLite store's marks (history.Marker): a row of the
-// marks table per marked conversation (layout 7), written by SetMark under
-// the writer's claim and deleted by every write that changes the
+// marks table per marked conversation (layout 7; a table with rowids, its
+// facts last, since layout 8: marksV8), written by SetMark under the
+// writer's claim and deleted by every write that changes the
 // conversation's messages other than by appending (Rewind, Switch,
 // Delete); and Marked, which reads the mark and the messages from its
 // place on in one read transaction, and keeps them (the store's memory of
-// a conversation may start past its first message).
+// a conversation may start past its first message) — the mark's facts
+// too: a later read that finds the mark it keeps in the table reads its
+// place and checksums, not its facts (sameMark).
 
 import (
 	"context"
@@ -29,16 +32,23 @@ var (
 	// where it has none (the message is its base's, or none at all)
 	rowCRCSQL = `SELECT COALESCE((SELECT crc FROM messages WHERE conversation = ?1 AND seq = ?2), ` + fmt.Sprint(noRow) + `)`
 	// a conversation's mark (NULLs: none), and the checksum of its own
-	// message at the mark's place now (markColumns, for checkMark)
-	markColumns = `k.start, k.facts, k.crc, k.row_crc, COALESCE((SELECT crc FROM messages WHERE conversation = k.conversation AND seq = k.start), ` + fmt.Sprint(noRow) + `)`
+	// message at the mark's place now (markColumns, for checkMark): its
+	// facts only when the mark is not the one the reader keeps, given
+	// as ?2 to ?5 (keptMark.args; sameMark), else NULL (SQLite reads
+	// neither the facts, nor, marks' facts being its last column since
+	// layout 8, their overflow pages: length() reads the record's header)
+	markColumns = `k.start, k.crc, k.row_crc, ` + sameMark + `, CASE WHEN ` + sameMark + ` THEN NULL ELSE k.facts END, COALESCE((SELECT crc FROM messages WHERE conversation = k.conversation AND seq = k.start), ` + fmt.Sprint(noRow) + `)`
+	// the mark is the one the reader keeps: its place, checksums and
+	// length of facts are those given (keptMark.args)
+	sameMark = `(k.start = ?2 AND k.crc = ?3 AND k.row_crc = ?4 AND length(k.facts) = ?5)`
 	// a conversation's record as the read whole reads it, and its mark
-	markedRecordSQL = `SELECT ` + recordColumnsAsStored + `, ` + markColumns + ` FROM conversations c LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?`
+	markedRecordSQL = `SELECT ` + recordColumnsAsStored + `, ` + markColumns + ` FROM conversations c LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?1`
 	// a conversation's mark alone (readMarkedThroughBases)
-	markSQL = `SELECT ` + markColumns + ` FROM marks k WHERE k.conversation = ?`
+	markSQL = `SELECT ` + markColumns + ` FROM marks k WHERE k.conversation = ?1`
 )
 
 const (
-	setMarkSQL  = `INSERT OR REPLACE INTO marks (conversation, start, facts, row_crc, crc) VALUES (?, ?, ?, ?, ?)`
+	setMarkSQL  = `INSERT OR REPLACE INTO marks (conversation, start, row_crc, crc, facts) VALUES (?, ?, ?, ?, ?)`
 	dropMarkSQL = `DELETE FROM marks WHERE conversation = ?`
 )
 
@@ -58,10 +68,23 @@ func markChecksum(id string, from int, rowCRC int64, facts []byte) int64 {
 }
 
 // keptMark is a mark as the store keeps it in memory beside the messages
-// it read (Store.marks), with its checksum (0 for no mark).
+// it read (Store.marks), with its checksum (0 for no mark) and the
+// checksum of the row it was set over (marks.row_crc): a read that finds
+// the same four in the table (sameMark) takes its facts from here.
 type keptMark struct {
 	history.Mark
-	crc int64
+	crc, rowCRC int64
+}
+
+// args are k as markColumns' parameters ?2 to ?5 (sameMark): a read of
+// the marks gives their facts only where the mark is not k. No mark
+// (From 0) is NULLs, which no stored mark is (one stored at place 0 is
+// damage, read whole and reported by checkMark).
+func (k keptMark) args() []any {
+	if k.From == 0 {
+		return []any{nil, nil, nil, nil}
+	}
+	return []any{k.From, k.crc, k.rowCRC, len(k.Facts)}
 }
 
 // markID is what an Append's transaction reads of a conversation's mark:
@@ -83,21 +106,31 @@ func (k keptMark) out() history.Mark {
 	return history.Mark{From: k.From, Facts: k.Facts[:len(k.Facts):len(k.Facts)]}
 }
 
-// storedMark is a mark's columns as read (markColumns): all NULL but
-// rowNow with no mark.
+// storedMark is a mark's columns as read (markColumns): all NULL (same
+// false) but rowNow with no mark.
 type storedMark struct {
 	from, crc, rowCRC sql.NullInt64
+	same              sql.NullInt64 // not 0: the mark is the reader's (sameMark), its facts not read
 	facts             []byte
 	rowNow            int64 // the checksum of the conversation's own row at from now
 }
 
 // dest is where a scan puts m's columns, in markColumns' order.
-func (m *storedMark) dest() []any { return []any{&m.from, &m.facts, &m.crc, &m.rowCRC, &m.rowNow} }
+func (m *storedMark) dest() []any {
+	return []any{&m.from, &m.crc, &m.rowCRC, &m.same, &m.facts, &m.rowNow}
+}
 
-// checkMark is conversation id's mark as read (m), of count messages: a
-// mark that fails its checksum is damage, reported as any other (the
-// reader would otherwise take facts that are not its own for true), and
-// SetMark replaces it without reading it. A whole mark whose place is
+// checkMark is conversation id's mark as read (m), of count messages,
+// the reader keeping kept: a mark that fails its checksum is damage,
+// reported as any other (the reader would otherwise take facts that are
+// not its own for true), and SetMark replaces it without reading it. A
+// mark that is the one kept (m.same: its place, checksums and length of
+// facts are kept's) was not read whole: it is kept, whose facts were
+// checked against that checksum when they were read or set. So facts
+// damaged since under their checksum are not noticed by a store that
+// keeps them (it hands out the facts it checked, which are the mark's);
+// a store that does not (one opened afresh, or after the mark changed)
+// reads them and reports it. A whole mark whose place is
 // past the conversation's end, or whose row there is not the one it was
 // set over, was left by a write that changed the messages before it
 // without deleting it — a rewind or switch by a myelin of layout 6 still
@@ -108,11 +141,17 @@ func (m *storedMark) dest() []any { return []any{&m.from, &m.facts, &m.crc, &m.r
 // (moveRows), and a message appended in its place is another message, so
 // a row still there with its checksum means the messages before it are
 // those the mark was set over (as readTag's).
-func (s *Store) checkMark(id string, m storedMark, count int) (keptMark, error) {
+func (s *Store) checkMark(id string, m storedMark, count int, kept keptMark) (keptMark, error) {
 	if !m.from.Valid {
 		return keptMark{}, nil
 	}
 	at := int(m.from.Int64)
+	if m.same.Int64 != 0 {
+		if at > count || m.rowNow != m.rowCRC.Int64 {
+			return keptMark{}, nil // left by a rewind or switch that did not delete it
+		}
+		return kept, nil
+	}
 	if sum := markChecksum(id, at, m.rowCRC.Int64, m.facts); !m.crc.Valid || sum != m.crc.Int64 {
 		return keptMark{}, fmt.Errorf("history store %s: the mark of conversation %s is damaged: its place (%d) or facts (%d bytes) no longer match their checksum (stored %08x, now %08x): %w", s.path, id, at, len(m.facts), m.crc.Int64, sum, history.ErrDamaged)
 	}
@@ -126,7 +165,7 @@ func (s *Store) checkMark(id string, m storedMark, count int) (keptMark, error) 
 	if len(facts) == 0 {
 		facts = nil
 	}
-	return keptMark{Mark: history.Mark{From: at, Facts: facts}, crc: m.crc.Int64}, nil
+	return keptMark{Mark: history.Mark{From: at, Facts: facts}, crc: m.crc.Int64, rowCRC: m.rowCRC.Int64}, nil
 }
 
 // SetMark keeps m as conversation id's mark (see history.Marker), in one
@@ -184,8 +223,8 @@ func (s *Store) SetMark(ctx context.Context, id string, m history.Mark) error {
 		if err := tx.queryRow(tx.st.rowCRC, []any{id, m.From}, &row); err != nil {
 			return s.explain(doing, err)
 		}
-		kept.crc = markChecksum(id, m.From, row, facts)
-		if err := tx.exec(tx.st.setMark, id, m.From, append([]byte{}, facts...), row, kept.crc); err != nil { // NOT NULL: empty, not nil
+		kept.crc, kept.rowCRC = markChecksum(id, m.From, row, facts), row
+		if err := tx.exec(tx.st.setMark, id, m.From, row, kept.crc, append([]byte{}, facts...)); err != nil { // NOT NULL: empty, not nil
 			return s.explain(doing, err)
 		}
 		return nil
@@ -245,7 +284,11 @@ func (s *Store) ownMarked(ctx context.Context, id string) (m history.Mark, msgs 
 // appended to it last through this store, what the store keeps, without
 // a query (ownMarked); else, in one read transaction, the mark and the
 // rows after those kept (or, with none kept from before the mark's
-// place, the rows from it on), which the store then keeps. A row lost
+// place, the rows from it on), which the store then keeps. The mark's
+// facts are read only when the mark is not the one kept (its place,
+// checksums or length of facts differ: sameMark, checkMark), so that a
+// store whose conversation another process appended to does not read
+// them again (22 MB of the agent's pack). A row lost
 // before the mark's place is not looked for (Get and Messages count
 // the rows); every row read is checked as Messages checks it, and for
 // each conversation it reads rows from — the fork's bases too, where the
@@ -262,11 +305,11 @@ func (s *Store) Marked(ctx context.Context, id string) (history.Mark, []history.
 	s.mu.Lock()
 	s.settle(id)
 	known, kept := s.read[id]
-	start, tag, gen := s.start[id], s.tags[id], s.markGen
+	start, tag, gen, mark := s.start[id], s.tags[id], s.markGen, s.marks[id]
 	s.mu.Unlock()
-	r, err := s.readMarked(ctx, id, kept, start, known, tag)
+	r, err := s.readMarked(ctx, id, kept, start, known, tag, mark)
 	if errors.Is(err, errThroughBases) {
-		r, err = s.readMarkedThroughBases(ctx, id)
+		r, err = s.readMarkedThroughBases(ctx, id, mark)
 	}
 	if errors.Is(err, history.ErrNotFound) {
 		s.forget(id) // deleted: one made again under its id starts empty
@@ -294,16 +337,17 @@ type markedRead struct {
 var errThroughBases = errors.New("the mark's place is among the messages of a base")
 
 // readMarked is Marked's read, in one read transaction on the store's
-// connection: conversation id's record and mark (markedRecordSQL), then
+// connection: conversation id's record and mark (markedRecordSQL; its
+// facts only where it is not mark, the one kept), then
 // its rows after the known ones kept from place start (when kept, and
 // start is not past the mark's place), checked against the kept tag;
 // where they moved since (a rewind or switch), or nothing fit is kept,
 // its rows from the mark's place on, stepped as Messages steps them.
-func (s *Store) readMarked(ctx context.Context, id string, kept bool, start int, known []history.Message, tag readTag) (r markedRead, err error) {
+func (s *Store) readMarked(ctx context.Context, id string, kept bool, start int, known []history.Message, tag readTag, mark keptMark) (r markedRead, err error) {
 	doing := "reading conversation " + id + " from its mark"
 	err = s.rawRead(ctx, doing, func(tx rawTx) error {
 		var stored storedMark
-		c, err := s.scanConversation(rawRow{tx: tx, args: []any{id}, extra: stored.dest()})
+		c, err := s.scanConversation(rawRow{tx: tx, args: append([]any{id}, mark.args()...), extra: stored.dest()})
 		if errors.Is(err, sql.ErrNoRows) {
 			return record.NotFound(id)
 		}
@@ -313,7 +357,7 @@ func (s *Store) readMarked(ctx context.Context, id string, kept bool, start int,
 		if err != nil {
 			return s.explain(doing, err)
 		}
-		if r.mark, err = s.checkMark(id, stored, c.Messages); err != nil {
+		if r.mark, err = s.checkMark(id, stored, c.Messages, mark); err != nil {
 			return err
 		}
 		if kept && start <= r.mark.From {
@@ -379,13 +423,14 @@ func (s *Store) readTail(tx rawTx, id string, after int, tag *readTag, size int,
 // readMarkedThroughBases is Marked's read where the mark's place is among
 // the messages conversation id shares with its base (a fork, or a branch,
 // marked before its own messages begin), or id has no mark and shares
-// some: in one read transaction, its record, its mark, the chain of its
+// some: in one read transaction, its record, its mark (its facts only
+// where it is not mark, the one kept), the chain of its
 // bases and each one's rows from the mark's place on, as MessagesBetween
 // reads them (through database/sql: a fork's first read only), each
 // conversation read from checked as Messages counts it (countLevel), and
 // the readTag at its end, so that the store keeps them as it keeps a read
 // whole.
-func (s *Store) readMarkedThroughBases(ctx context.Context, id string) (r markedRead, err error) {
+func (s *Store) readMarkedThroughBases(ctx context.Context, id string, mark keptMark) (r markedRead, err error) {
 	doing := "reading conversation " + id + " from its mark"
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -400,11 +445,11 @@ func (s *Store) readMarkedThroughBases(ctx context.Context, id string) (r marked
 		return r, record.NotFound(id)
 	}
 	var stored storedMark
-	err = tx.QueryRowContext(ctx, markSQL, id).Scan(stored.dest()...)
+	err = tx.QueryRowContext(ctx, markSQL, append([]any{id}, mark.args()...)...).Scan(stored.dest()...)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return r, s.explain(doing, err)
 	}
-	if r.mark, err = s.checkMark(id, stored, top.count); err != nil {
+	if r.mark, err = s.checkMark(id, stored, top.count, mark); err != nil {
 		return r, err
 	}
 	levels, err := s.chain(ctx, tx, top)

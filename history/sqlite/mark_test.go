@@ -264,7 +264,9 @@ func TestADamagedMarkIsReportedAndSetMarkReplacesIt(t *testing.T) {
 // it was set over (moved to the branch, another appended in its place),
 // it reads as no mark, every message read — never as a mark whose facts
 // are of messages no longer there. One whose row is still there (a
-// rewind past it) was set over messages that are all still there.
+// rewind past it) was set over messages that are all still there. So
+// too to a store that read the mark before the rewind and keeps it (the
+// mark in the table is the one it keeps: its facts are not read again).
 func TestAMarkLeftByARewindThatKeptItReadsAsNone(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -281,6 +283,7 @@ func TestAMarkLeftByARewindThatKeptItReadsAsNone(t *testing.T) {
 			path := markedStore(t, 10, 6)
 			s := openStore(t, path)
 			ctx := context.Background()
+			kept := keeper(t, path, 6, []byte("f"))
 			var left struct {
 				facts    []byte
 				row, crc int64
@@ -307,6 +310,7 @@ func TestAMarkLeftByARewindThatKeptItReadsAsNone(t *testing.T) {
 				facts = "f"
 			}
 			wantMarked(t, ctx, openStore(t, path), "c", tc.want, facts, texts(all[tc.want:]), "a fresh opening")
+			wantMarked(t, ctx, kept, "c", tc.want, facts, texts(all[tc.want:]), "the store that kept the mark")
 		})
 	}
 }
@@ -470,9 +474,9 @@ func TestAMarkReadBeforeASetMarkIsNotKeptAfterIt(t *testing.T) {
 	// Marked's steps, with a SetMark between its read and its keep
 	s.mu.Lock()
 	s.settle("c")
-	known, start, tag, gen := s.read["c"], s.start["c"], s.tags["c"], s.markGen
+	known, start, tag, gen, mark := s.read["c"], s.start["c"], s.tags["c"], s.markGen, s.marks["c"]
 	s.mu.Unlock()
-	r, err := s.readMarked(w, "c", true, start, known, tag)
+	r, err := s.readMarked(w, "c", true, start, known, tag, mark)
 	if err != nil || r.mark.From != 6 {
 		t.Fatalf("the read: mark from %d, %v", r.mark.From, err)
 	}

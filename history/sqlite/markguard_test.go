@@ -271,42 +271,55 @@ func TestALayout6DeleteOfAMarkedConversationTakesItsMark(t *testing.T) {
 }
 
 // A store made by an unreleased layout-7 build has the marks table
-// without ON DELETE CASCADE (CREATE TABLE IF NOT EXISTS never changes
-// it). This build's own Delete, SetMark and Marked still work on it
-// (Delete drops the mark itself); only a layout-6 process's delete of a
-// marked conversation is refused there.
-func TestAStoreWhoseMarksDoNotCascadeIsDeletedAndMarkedAlike(t *testing.T) {
+// without ON DELETE CASCADE (CREATE TABLE IF NOT EXISTS never changed
+// it). Brought to layout 8, its marks are copied into layout 8's table,
+// which cascades: its mark reads back, this build's Delete, SetMark and
+// Marked work on it, and a layout-6 process's delete of a marked
+// conversation (refused on the old table) takes the mark with it.
+func TestAStoreWhoseMarksDoNotCascadeIsBroughtToOneWhoseMarksDo(t *testing.T) {
 	path := markedStore(t, 10, 6)
 	damage(t, path, `PRAGMA foreign_keys = OFF;
 		CREATE TABLE marks_old (
 			conversation TEXT PRIMARY KEY REFERENCES conversations(id),
 			start INTEGER NOT NULL, facts BLOB NOT NULL, row_crc INTEGER NOT NULL, crc INTEGER NOT NULL
 		) WITHOUT ROWID;
-		INSERT INTO marks_old SELECT * FROM marks;
+		INSERT INTO marks_old (conversation, start, facts, row_crc, crc) SELECT conversation, start, facts, row_crc, crc FROM marks;
 		DROP TABLE marks;
-		ALTER TABLE marks_old RENAME TO marks;`)
+		ALTER TABLE marks_old RENAME TO marks;
+		PRAGMA user_version = 7;`)
 	s := openStore(t, path)
 	ctx := context.Background()
-	wantMarked(t, ctx, s, "c", 6, "f", numbered(6, 10), "an old layout-7 store")
+	wantMarked(t, ctx, s, "c", 6, "f", numbered(6, 10), "an old layout-7 store brought to 8")
 	if err := s.SetMark(ctx, "c", history.Mark{From: 2, Facts: []byte("g")}); err != nil {
 		t.Fatal(err)
 	}
 	wantMarked(t, ctx, openStore(t, path), "c", 2, "g", numbered(2, 10), "after SetMark")
+	if err := s.Create(ctx, history.Conversation{ID: "d"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "d", userText("d 1"), userText("d 2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMark(ctx, "d", history.Mark{From: 2, Facts: []byte("h")}); err != nil {
+		t.Fatal(err)
+	}
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	_, l6 := db.Exec(`BEGIN; DELETE FROM kept WHERE conversation = 'c'; DELETE FROM claims WHERE conversation = 'c';
-		DELETE FROM messages WHERE conversation = 'c'; DELETE FROM conversations WHERE id = 'c'; COMMIT`)
-	db.Exec(`ROLLBACK`)
-	if l6 == nil {
-		t.Fatal("a layout-6 delete of a marked conversation went through on a store whose marks do not cascade: the table is not the old one")
+	if _, err := db.Exec(`BEGIN; DELETE FROM kept WHERE conversation = 'd'; DELETE FROM claims WHERE conversation = 'd';
+		DELETE FROM messages WHERE conversation = 'd'; DELETE FROM conversations WHERE id = 'd'; COMMIT`); err != nil {
+		t.Fatalf("a layout-6 delete of a marked conversation in the upgraded store: %v", err)
 	}
 	if err := s.Delete(ctx, "c"); err != nil {
-		t.Fatalf("this build's Delete on an old layout-7 store: %v", err)
+		t.Fatalf("this build's Delete on the upgraded store: %v", err)
 	}
 	if _, _, err := s.Marked(ctx, "c"); !errors.Is(err, history.ErrNotFound) {
 		t.Fatalf("Marked after Delete: %v", err)
+	}
+	var n int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM marks`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d marks left after both deletes, %v", n, err)
 	}
 }

@@ -333,11 +333,11 @@ func TestAStoreOfAnotherLayoutIsRefusedWithAClearError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`CREATE TABLE messages (x TEXT); PRAGMA user_version = 8;`); err != nil {
+	if _, err := db.Exec(`CREATE TABLE messages (x TEXT); PRAGMA user_version = 9;`); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
-	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "has layout 8, and this myelin reads layout 7") {
+	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "has layout 9, and this myelin reads layout 8") {
 		t.Fatalf("err = %v", err)
 	}
 }
