@@ -143,6 +143,7 @@ type Agent struct {
 	stated atomic.Int64 // the window a provider's refusal stated (Window)
 	pacing pacing       // how resends tell and wait time: a test's, else real (retry.go)
 	cache  cache        // tool definitions and conversation records (cache.go)
+	packs  packsRef     // the marks' packs, unpacked; shared with clones (packcache.go)
 }
 
 // EventKind says what an Event reports.

@@ -37,8 +37,6 @@ type cache struct {
 	store   history.Store // the store records came from
 	records map[string]history.Conversation
 
-	packs packs // the marks' packs, unpacked (pack.go)
-
 	window known // window.For of the agent's Model and ContextWindow
 }
 
@@ -166,13 +164,13 @@ func (a *Agent) keepRecord(conv history.Conversation) {
 }
 
 // forgetRecord forgets the record of conversation id, deleted from
-// a.Store: made again, it may differ.
+// a.Store, and its unpacked pack: made again, it may differ.
 func (a *Agent) forgetRecord(id string) {
 	c := &a.cache
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	delete(c.records, id)
-	delete(c.packs.m, id)
+	c.mu.Unlock()
+	a.packsOf().forget(id)
 }
 
 // comparable reports whether s is a pointer, which == tells apart from

@@ -3,9 +3,10 @@ package agent
 // Clone is a new Agent with a's provider, store, tools and settings, for a
 // caller that changes some settings for one turn (the HTTP API's per-turn
 // model and limits) without touching a, which other turns use. The
-// window a provider's refusal stated carries over; what a keeps to spare
-// work (tool definitions, conversation records) does not, and is read
-// again.
+// window a provider's refusal stated carries over, and so do the packs a
+// has unpacked (a turn of a clone reads its conversation as a's do);
+// what else a keeps to spare work (tool definitions, conversation
+// records) does not, and is read again.
 func (a *Agent) Clone() *Agent {
 	c := &Agent{
 		Provider:            a.Provider,
@@ -32,6 +33,7 @@ func (a *Agent) Clone() *Agent {
 		RetryFor:            a.RetryFor,
 	}
 	c.stated.Store(a.stated.Load())
+	c.packs.Store(a.packsOf())
 	c.pacing = a.pacing
 	return c
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"fmt"
 
 	"github.com/myelin-run/myelin/history"
 )
@@ -128,85 +127,4 @@ func packBytes(msgs []history.Message) int {
 		}
 	}
 	return n
-}
-
-// maxPacks bounds the packs an agent keeps unpacked (packs): the one used
-// longest ago goes first. One holds about its conversation's view.
-const maxPacks = 8
-
-// packs are the packs an agent keeps unpacked, by conversation: a running
-// process reads a conversation from its mark at every request, and the
-// pack's messages, once unpacked (or packed by it), are kept with the
-// messages read after them, so that no request unpacks them again.
-type packs struct {
-	tick uint64
-	m    map[string]*unpacked
-}
-
-// unpacked is one conversation's pack, unpacked: msgs are the stored
-// messages from place at on, the pack's and those read after it. Places
-// past those a read was handed are written only under the cache's lock,
-// and every slice handed out has its length as capacity, so that no
-// holder sees them change.
-type unpacked struct {
-	id       packID
-	at, from int // the pack's place, and its mark's From
-	msgs     []history.Message
-	used     uint64
-}
-
-// unpack is the stored messages of conversation id from m.at on, given
-// m.pack, which holds those before from (the mark's From), and tail, the
-// messages from from on: kept from an earlier request when the pack is
-// the one kept, else unpacked now and kept.
-func (a *Agent) unpack(id string, m packedMark, from int, tail []history.Message) ([]history.Message, error) {
-	held, need := from-m.at, from+len(tail)-m.at
-	c := &a.cache
-	c.mu.Lock()
-	if u := c.packs.m[id]; u != nil && u.id == m.id && u.at == m.at && u.from == from && len(u.msgs) >= held {
-		c.packs.tick++
-		u.used = c.packs.tick
-		if n := len(u.msgs); n < need {
-			u.msgs = append(u.msgs, tail[n-held:]...)
-		}
-		out := u.msgs[:need:need]
-		c.mu.Unlock()
-		return out, nil
-	}
-	c.mu.Unlock()
-	msgs, err := history.Unpack(m.pack)
-	if err != nil {
-		return nil, err
-	}
-	if len(msgs) != held {
-		return nil, fmt.Errorf("the pack holds %d messages where its mark says %d (places %d to %d)", len(msgs), held, m.at, from)
-	}
-	all := make([]history.Message, 0, need+need/4)
-	all = append(append(all, msgs...), tail...)
-	a.keepPack(id, m.id, m.at, from, all)
-	return all[:need:need], nil
-}
-
-// keepPack keeps msgs, the stored messages of conversation id from place
-// at on, as the unpacked pack pid of the mark at from.
-func (a *Agent) keepPack(id string, pid packID, at, from int, msgs []history.Message) {
-	c := &a.cache
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p := &c.packs
-	if p.m == nil {
-		p.m = map[string]*unpacked{}
-	}
-	if _, ok := p.m[id]; !ok && len(p.m) >= maxPacks {
-		var oldest string
-		var least uint64
-		for k, u := range p.m {
-			if oldest == "" || u.used < least {
-				oldest, least = k, u.used
-			}
-		}
-		delete(p.m, oldest)
-	}
-	p.tick++
-	p.m[id] = &unpacked{id: pid, at: at, from: from, msgs: msgs, used: p.tick}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/historytest"
 	"github.com/myelin-run/myelin/provider/providertest"
+	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/window"
 )
 
@@ -60,7 +61,7 @@ func TestARestartReadsALongConversationFromItsPackToTheSameRequestBytes(t *testi
 				t.Fatalf("the requests differ: read from the pack by the running process (%d bytes) %v, by a restarted one (%d bytes) %v, from the rows (%d bytes)",
 					len(running), running == read, len(restarted), restarted == read, len(read))
 			}
-			if len(fresh.cache.packs.m) != 1 {
+			if len(fresh.packsOf().m) != 1 {
 				t.Fatal("the restarted process did not read the conversation from its pack")
 			}
 			if !strings.Contains(running, "done 699") || !strings.Contains(running, "packed") {
@@ -93,6 +94,9 @@ func TestAPackedTailReadsAsTheRowsItHolds(t *testing.T) {
 				}
 				if !ok {
 					continue
+				}
+				if got := st.tail.Messages(); cap(got) != len(got) {
+					t.Fatalf("seed %d: a tail unpacked has room past its length (%d, cap %d): an append by a holder would write into what the next read is given", seed, len(got), cap(got))
 				}
 				if !reflect.DeepEqual(st.tail.Messages(), rows.tail.Messages()) {
 					t.Fatalf("seed %d: the messages of a mark at %d packing from %d differ from the rows'", seed, from, at)
@@ -148,10 +152,10 @@ func TestARunningProcessReadsItsPackFromWhatItKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, _, err := a.load(ctx, "c", false); err != nil || st.tail.From() != pm.at || !reflect.DeepEqual(st.tail.Messages(), stored[pm.at:]) {
+	if st, _, err := a.load(ctx, "c", false); err != nil || st.packed != m.From || !reflect.DeepEqual(st.tail.Messages(), stored[pm.at:]) {
 		t.Fatalf("the process that packed the view reads from %d (%v); want its pack's place %d and the stored messages", st.tail.From(), err, pm.at)
 	}
-	if st, _, err := (&Agent{Store: s}).load(ctx, "c", false); err != nil || st.tail.From() != 0 || len(st.tail.Messages()) != len(stored) {
+	if st, _, err := (&Agent{Store: s}).load(ctx, "c", false); err != nil || st.packed != 0 || len(st.tail.Messages()) != len(stored) {
 		t.Fatalf("a fresh process given a damaged pack reads from %d (%v); want the whole conversation", st.tail.From(), err)
 	}
 }
@@ -193,29 +197,29 @@ func TestPackDue(t *testing.T) {
 // The packs an agent keeps unpacked are bounded: past maxPacks, the one
 // used longest ago goes; a deleted conversation's goes with its record.
 func TestTheUnpackedPacksAreBounded(t *testing.T) {
-	a := &Agent{}
+	a := &Agent{Store: &history.Memory{}}
 	for i := range maxPacks + 3 {
 		if i == maxPacks {
 			// c0 used again: c1 is the oldest
-			if _, err := a.unpack("c0", packedMark{id: a.cache.packs.m["c0"].id}, 1, nil); err != nil {
+			if _, err := a.unpack("c0", packedMark{id: a.packsOf().m["c0"].id}, 1, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
 		a.keepPack(fmt.Sprint("c", i), newPackID(), 0, 1, make([]history.Message, 1))
 	}
-	if len(a.cache.packs.m) != maxPacks {
-		t.Fatalf("%d packs kept; want %d", len(a.cache.packs.m), maxPacks)
+	if len(a.packsOf().m) != maxPacks {
+		t.Fatalf("%d packs kept; want %d", len(a.packsOf().m), maxPacks)
 	}
 	for _, gone := range []string{"c1", "c2", "c3"} {
-		if a.cache.packs.m[gone] != nil {
+		if a.packsOf().m[gone] != nil {
 			t.Errorf("%s, among the least recently used, is kept", gone)
 		}
 	}
-	if a.cache.packs.m["c0"] == nil {
+	if a.packsOf().m["c0"] == nil {
 		t.Error("c0, used again, is gone")
 	}
 	a.forgetRecord("c0")
-	if a.cache.packs.m["c0"] != nil {
+	if a.packsOf().m["c0"] != nil {
 		t.Error("a deleted conversation's pack is kept")
 	}
 }
@@ -225,7 +229,7 @@ func TestTheUnpackedPacksAreBounded(t *testing.T) {
 // -race).
 func TestReadsFromAKeptPackAtOnceSeeTheirOwnMessages(t *testing.T) {
 	stored := storedForm(t, longRounds(50))
-	a := &Agent{}
+	a := &Agent{Store: &history.Memory{}}
 	pid := newPackID()
 	a.keepPack("c", pid, 0, 20, stored[:20:20])
 	var wg sync.WaitGroup
@@ -288,5 +292,187 @@ func TestATurnsEndPacksOnceUntilEnoughIsStoredPastThePack(t *testing.T) {
 	m, tail, _ := s.Memory.Marked(ctx, "c")
 	if sets.Load() != 1 || whole.Load() != 0 || m.From != 800+4 || len(tail) != 8 {
 		t.Fatalf("three turns set %d marks (the last at %d, %d messages after it) and read whole %d times; want one mark, at the first turn's end", sets.Load(), m.From, len(tail), whole.Load())
+	}
+}
+
+// An agent whose Store is another one holding the same mark (a copy of
+// the same SQLite file, a restored backup, or simply a.Store set to
+// another store) reads the messages after the mark that store holds, not
+// those the first store held (found by the review of slice 3: the
+// unpacked packs were kept by conversation and pack id alone).
+func TestAPackKeptForOneStoreIsNotUsedForAnother(t *testing.T) {
+	ctx := context.Background()
+	base := storedForm(t, longRounds(400))
+	s1, s2 := &history.Memory{}, &history.Memory{}
+	storeConversation(t, s1, base)
+	storeConversation(t, s2, base)
+	a := &Agent{Store: s1}
+	st, g, err := a.load(ctx, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
+	m, _, err := s1.Marked(ctx, "c")
+	if err != nil || m.From != len(base) {
+		t.Fatalf("no pack: mark at %d (%v)", m.From, err)
+	}
+	// the same mark in the second store (as a copy of the file holds it)
+	if err := s2.SetMark(ctx, "c", m); err != nil {
+		t.Fatal(err)
+	}
+	// each store goes on differently after the mark
+	if err := s1.Append(ctx, "c", markPrompt("one's prompt"), markAnswer("one's answer", 5000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.load(ctx, "c", false); err != nil { // the cache now holds s1's two messages after From
+		t.Fatal(err)
+	}
+	if err := s2.Append(ctx, "c", markPrompt("two's prompt"), markAnswer("two's answer", 6000)); err != nil {
+		t.Fatal(err)
+	}
+	a.Store = s2
+	st, _, err = a.load(ctx, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s2.Messages(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// after the mark (before it, the pack is store one's, with its times)
+	got := st.tail.Messages()[m.From-st.tail.From():]
+	if !reflect.DeepEqual(got, want[m.From:]) {
+		last := got[len(got)-1]
+		t.Fatalf("reading store two, the agent's tail ends with %q; store two holds %q", last.Text(), want[len(want)-1].Text())
+	}
+}
+
+// A long conversation packed again and again at turns' ends (each pack
+// made by the running process from the view it read from its previous
+// pack's cached messages) is read by the running process, by a restarted
+// one (unpacking the last pack) and whole to the same request bytes, at
+// every step.
+func TestRepeatedRepacksReadAsTheRows(t *testing.T) {
+	ctx := context.Background()
+	r := newWireRig(t, "anthropic")
+	r.agent.ContextWindow = 100_000_000
+	r.srv.Push(providertest.Step{Text: "first"})
+	r.turn("turn one")
+	send := func(a *Agent) string {
+		req, err := a.Request(ctx, r.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.srv.Push(providertest.Step{Text: "sent"})
+		if _, err := a.Provider.Complete(ctx, req, nil); err != nil {
+			t.Fatal(err)
+		}
+		reqs := r.srv.Requests()
+		return string(reqs[len(reqs)-1])
+	}
+	var pids []packID
+	for step := range 3 {
+		appendLongConversation(t, r)
+		r.srv.Push(providertest.Step{Text: fmt.Sprint("packed ", step)})
+		r.turn(fmt.Sprint("turn ", step))
+		m, _, err := history.ReadMarked(ctx, r.agent.Store, r.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm, err := readMark(m.Facts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pm.id)
+		running := send(r.agent)
+		fresh, whole := r.newAgent(), r.newAgent()
+		fresh.ContextWindow, whole.ContextWindow = r.agent.ContextWindow, r.agent.ContextWindow
+		restarted := send(fresh)
+		whole.Store = unmarked{whole.Store}
+		read := send(whole)
+		if running != read || restarted != read {
+			t.Fatalf("step %d: running %v, restarted %v equal to the rows' request", step, running == read, restarted == read)
+		}
+	}
+	if pids[0] == pids[1] || pids[1] == pids[2] {
+		t.Fatal("the view was not packed again: the test tests nothing")
+	}
+}
+
+// Messages kept after a pack give way to those the store holds now: a
+// store that lost its last messages and stored others in their places (a
+// failed-over database, a restored file) is read as it is.
+func TestMessagesKeptPastAPackGiveWayToTheStores(t *testing.T) {
+	stored := storedForm(t, longRounds(40))
+	other := storedForm(t, longRounds(40))
+	a := &Agent{Store: &history.Memory{}}
+	pid := newPackID()
+	a.keepPack("c", pid, 0, 20, stored[:20:20])
+	if _, err := a.unpack("c", packedMark{id: pid}, 20, stored[20:30]); err != nil {
+		t.Fatal(err)
+	}
+	tail := append(append([]history.Message(nil), stored[20:25]...), other[25:28]...)
+	got, err := a.unpack("c", packedMark{id: pid}, 20, tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(append([]history.Message(nil), stored[:25]...), other[25:28]...)
+	if !reflect.DeepEqual(got, want) || cap(got) != len(got) {
+		t.Fatalf("after the store lost places 25 to 29 and stored others, a read gives %d messages (cap %d), not the store's", len(got), cap(got))
+	}
+	if again, _ := a.unpack("c", packedMark{id: pid}, 20, tail); !reflect.DeepEqual(again, want) {
+		t.Fatal("the next read does not give the store's messages either")
+	}
+}
+
+// A clone of an agent (the HTTP API's per-turn settings) reads a
+// conversation from the pack its agent unpacked, not unpacking it again;
+// so does the agent from what a clone unpacked.
+func TestAClonesReadsUseThePackItsAgentKept(t *testing.T) {
+	ctx := context.Background()
+	stored := storedForm(t, longRounds(400))
+	s := &history.Memory{}
+	storeConversation(t, s, stored)
+	a := &Agent{Store: s}
+	st, g, err := a.load(ctx, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
+	m, _, _ := s.Marked(ctx, "c")
+	pm, err := readMark(m.Facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := a.packsOf().m["c"]; u == nil || cap(u.msgs) != len(u.msgs) {
+		t.Fatal("the packed view is not kept, or kept with room past its length (an append by a holder would write into it)")
+	}
+	// the pack in the store damaged under the same id: only what is kept reads
+	if err := s.SetMark(ctx, "c", history.Mark{From: m.From, Facts: append(appendMark(nil, pm.facts, pm.id, pm.at, nil), 0xff)}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _, err := a.Clone().load(ctx, "c", false); err != nil || st.packed != m.From {
+		t.Fatalf("a clone reads its conversation whole (%v); want it read from the pack its agent kept, to %d", err, m.From)
+	}
+}
+
+// A turn that fails does not pack the view at its end.
+func TestATurnThatFailsDoesNotPack(t *testing.T) {
+	ctx := context.Background()
+	var sets, marked, whole atomic.Int64
+	s := countingMarks{&history.Memory{}, &sets, &marked, &whole}
+	storeConversation(t, s, longRounds(400))
+	w := testWires["anthropic"]
+	srv := w.server(t)
+	p, err := w.provider(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{Provider: p, Store: s, Tools: &tool.Registry{}, Model: "claude-test", ContextWindow: 1_000_000, DropUnreached: false}
+	if _, err := a.Turn(ctx, "c", "go on", func(Event) {}); err == nil {
+		t.Fatal("a turn whose provider has nothing to answer did not fail")
+	}
+	if sets.Load() != 0 {
+		t.Fatalf("a failed turn set %d marks at its end", sets.Load())
 	}
 }
