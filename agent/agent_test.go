@@ -98,6 +98,23 @@ func (r *rig) turn(prompt string) (TurnResult, []Event) {
 	return tr, events
 }
 
+// sent is the next request of r's conversation as agent a builds it
+// (Agent.Request) and its wire sends it to r's fake: its bytes.
+func (r *rig) sent(a *Agent) string {
+	r.t.Helper()
+	ctx := context.Background()
+	req, err := a.Request(ctx, r.id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.srv.Push(providertest.Step{Text: "sent"})
+	if _, err := a.Provider.Complete(ctx, req, nil); err != nil {
+		r.t.Fatal(err)
+	}
+	reqs := r.srv.Requests()
+	return string(reqs[len(reqs)-1])
+}
+
 func readCall(id, path string) providertest.ToolCall {
 	return providertest.ToolCall{ID: id, Name: "workspace--read", Input: `{"path":"` + path + `"}`}
 }
@@ -122,18 +139,7 @@ func TestTheRequestBuiltAfterARestartIsTheSameBytes(t *testing.T) {
 			r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_1", "a.txt"), readCall("toolu_2", "nope")}}, providertest.Step{Text: "answer"})
 			r.turn("turn one")
 			// each agent's request, as its wire sends it to the fake
-			send := func(a *Agent) string {
-				req, err := a.Request(context.Background(), r.id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.srv.Push(providertest.Step{Text: "sent"})
-				if _, err := a.Provider.Complete(context.Background(), req, nil); err != nil {
-					t.Fatal(err)
-				}
-				reqs := r.srv.Requests()
-				return string(reqs[len(reqs)-1])
-			}
+			send := r.sent
 			before := send(r.agent)
 			after := send(r.newAgent())
 			if before != after {

@@ -34,18 +34,7 @@ func TestAPackedViewOnPostgresReadsAsTheRows(t *testing.T) {
 	r.agent.ContextWindow = 100_000_000
 	r.srv.Push(providertest.Step{Text: "first"})
 	r.turn("turn one")
-	send := func(a *Agent) string {
-		req, err := a.Request(ctx, r.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.srv.Push(providertest.Step{Text: "sent"})
-		if _, err := a.Provider.Complete(ctx, req, nil); err != nil {
-			t.Fatal(err)
-		}
-		reqs := r.srv.Requests()
-		return string(reqs[len(reqs)-1])
-	}
+	send := r.sent
 	var last packID
 	for step := range 3 {
 		appendLongConversation(t, r)

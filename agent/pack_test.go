@@ -40,18 +40,7 @@ func TestARestartReadsALongConversationFromItsPackToTheSameRequestBytes(t *testi
 			if err != nil || len(tail) != 0 || pm.at >= m.From {
 				t.Fatalf("after a turn over %d stored messages the mark is at %d with %d messages after it, its pack from %d (%v): want the whole view packed", m.From+len(tail), m.From, len(tail), pm.at, err)
 			}
-			send := func(a *Agent) string {
-				req, err := a.Request(ctx, r.id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.srv.Push(providertest.Step{Text: "sent"})
-				if _, err := a.Provider.Complete(ctx, req, nil); err != nil {
-					t.Fatal(err)
-				}
-				reqs := r.srv.Requests()
-				return string(reqs[len(reqs)-1])
-			}
+			send := r.sent
 			running := send(r.agent)
 			fresh, whole := r.newAgent(), r.newAgent()
 			fresh.ContextWindow, whole.ContextWindow = r.agent.ContextWindow, r.agent.ContextWindow
@@ -358,18 +347,7 @@ func TestRepeatedRepacksReadAsTheRows(t *testing.T) {
 	r.agent.ContextWindow = 100_000_000
 	r.srv.Push(providertest.Step{Text: "first"})
 	r.turn("turn one")
-	send := func(a *Agent) string {
-		req, err := a.Request(ctx, r.id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.srv.Push(providertest.Step{Text: "sent"})
-		if _, err := a.Provider.Complete(ctx, req, nil); err != nil {
-			t.Fatal(err)
-		}
-		reqs := r.srv.Requests()
-		return string(reqs[len(reqs)-1])
-	}
+	send := r.sent
 	var pids []packID
 	for step := range 3 {
 		appendLongConversation(t, r)

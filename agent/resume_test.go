@@ -21,7 +21,6 @@ import (
 // process having decoded each message as it was appended, one at a time
 // (history.DecodeMessage).
 func TestARestartReadsALongConversationBackToTheSameRequestBytes(t *testing.T) {
-	ctx := context.Background()
 	for _, wire := range wires() {
 		t.Run(wire, func(t *testing.T) {
 			r := newWireRig(t, wire)
@@ -29,18 +28,7 @@ func TestARestartReadsALongConversationBackToTheSameRequestBytes(t *testing.T) {
 			r.srv.Push(providertest.Step{ToolCalls: []providertest.ToolCall{readCall("toolu_first", "a.txt")}}, providertest.Step{Text: "read"})
 			r.turn("turn one")
 			appendLongConversation(t, r)
-			send := func(a *Agent) string {
-				req, err := a.Request(ctx, r.id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r.srv.Push(providertest.Step{Text: "sent"})
-				if _, err := a.Provider.Complete(ctx, req, nil); err != nil {
-					t.Fatal(err)
-				}
-				reqs := r.srv.Requests()
-				return string(reqs[len(reqs)-1])
-			}
+			send := r.sent
 			running := send(r.agent)
 			restarted := send(r.newAgent())
 			if running != restarted {
