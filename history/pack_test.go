@@ -128,7 +128,7 @@ func TestPackedMessagesUnpackAsTheyWere(t *testing.T) {
 		"no parts, empty":                   {{Role: User, Parts: []Part{}, Time: at}},
 		"an empty part":                     {{Role: User, Parts: []Part{{}}, Time: at}},
 		"nil and empty Input and Raw":       {{Role: Assistant, Parts: []Part{{Type: ToolCallPart, Input: nil}, {Type: ToolCallPart, Input: json.RawMessage{}}, {Type: ReasoningPart, Raw: nil}, {Type: ReasoningPart, Raw: json.RawMessage{}}, {Type: ReasoningPart, Raw: json.RawMessage(`"x"`), Input: json.RawMessage(`null`)}}}},
-		"a usage of zeros and of negatives": {{Role: Assistant, Usage: &Usage{}}, {Role: Assistant, Usage: &Usage{Input: -1, Output: -1 << 62, CacheRead: 1 << 62, CacheWrite: 7, CacheWrite1h: 3}}},
+		"a usage of zeros and of negatives": {{Role: Assistant, Usage: &Usage{}}, {Role: Assistant, Usage: &Usage{Input: -1, Output: -1 << 30, CacheRead: 1<<31 - 1, CacheWrite: 7, CacheWrite1h: 3}}},
 		"huge text":                         {{Role: User, Parts: []Part{{Type: ToolResultPart, CallID: "c", Text: big}}, Time: at}},
 		"images":                            {{Role: User, Parts: []Part{{Type: ToolResultPart, Images: []result.Image{}}, {Type: ToolResultPart, Images: []result.Image{{}, {MIMEType: "image/png", Data: png}, {Data: []byte{}}}}}}},
 		"the known roles and types, and others": {
