@@ -454,3 +454,22 @@ func TestATurnThatFailsDoesNotPack(t *testing.T) {
 		t.Fatalf("a failed turn set %d marks at its end", sets.Load())
 	}
 }
+
+// A clone whose caller then gives it another Store keeps packs of its
+// own: the agent's, kept for the agent's store, stay (found by the
+// review of the pack cache: the clone dropped them, and the two then
+// dropped each other's).
+func TestACloneOnAnotherStoreLeavesItsAgentsPacks(t *testing.T) {
+	stored := storedForm(t, longRounds(40))
+	a := &Agent{Store: &history.Memory{}}
+	a.keepPack("c", newPackID(), 0, 20, stored[:20:20])
+	c := a.Clone()
+	c.Store = &history.Memory{}
+	c.keepPack("d", newPackID(), 0, 20, stored[:20:20])
+	if a.packsOf().m["c"] == nil {
+		t.Fatal("the agent's unpacked pack of c was dropped by a clone reading another store")
+	}
+	if c.packsOf() == a.packsOf() || c.packsOf().m["d"] == nil {
+		t.Fatal("the clone on another store does not keep packs of its own")
+	}
+}

@@ -19,9 +19,10 @@ import (
 const maxPacks = 8
 
 // packs are the packs an agent and its clones keep unpacked, by
-// conversation, for one store: they are dropped whole when the agent's
-// store is another one (a mark's pack id says nothing of the messages
-// another store holds after it). Its zero value is ready to use.
+// conversation, for one store: an agent whose Store is another (a clone
+// given one, or an agent given a new one) keeps packs of its own from
+// then on (a mark's pack id says nothing of the messages another store
+// holds after it). Its zero value is ready to use.
 type packs struct {
 	mu    sync.Mutex
 	store history.Store
@@ -135,14 +136,23 @@ func sameMessage(a, b *history.Message) bool {
 }
 
 // keepPack keeps msgs, the stored messages of conversation id from place
-// at on, as the unpacked pack pid of the mark at from, for a.Store: the
-// packs kept for another store are dropped.
+// at on, as the unpacked pack pid of the mark at from, for a.Store: an
+// agent whose packs were kept for another store is given new ones, and
+// the others are left to the agents that share them.
 func (a *Agent) keepPack(id string, pid packID, at, from int, msgs []history.Message) {
 	if !comparable(a.Store) {
 		return // no way to tell later whether it is the same store
 	}
 	p := a.packsOf()
 	p.mu.Lock()
+	if p.store != nil && p.store != a.Store {
+		// kept for another store — by the agent this one was cloned
+		// from, which keeps them: this one gets packs of its own
+		p.mu.Unlock()
+		a.packs.CompareAndSwap(p, &packs{})
+		p = a.packsOf()
+		p.mu.Lock()
+	}
 	defer p.mu.Unlock()
 	if p.m == nil || p.store != a.Store {
 		p.store, p.m = a.Store, map[string]*unpacked{}

@@ -135,8 +135,6 @@ func TestAnOlderLayoutIsBroughtToLayout8(t *testing.T) {
 	}
 }
 
-// layoutOf is a store's tables, its conversations' and marks' columns
-// and its indexes, as text.
 // storeOfLayout is a store at a new path made by fixture's script
 // (testdata), not opened.
 func storeOfLayout(t *testing.T, fixture string) string {
@@ -157,6 +155,8 @@ func storeOfLayout(t *testing.T, fixture string) string {
 	return path
 }
 
+// layoutOf is a store's tables, its conversations' and marks' columns
+// and its indexes, as text.
 func layoutOf(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	rows, err := db.Query(`SELECT 'column ' || name || ' ' || type || ' ' || "notnull" || ' ' || COALESCE(dflt_value, '') FROM pragma_table_info('conversations')

@@ -154,7 +154,7 @@ CREATE TABLE IF NOT EXISTS marks (
 // layout's test looks for the words).
 const marksV8 = `
 CREATE TABLE IF NOT EXISTS marks (
-	conversation TEXT PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE,
+	conversation TEXT NOT NULL PRIMARY KEY REFERENCES conversations(id) ON DELETE CASCADE, -- NOT NULL: with rowids, SQLite would take a NULL key
 	start        INTEGER NOT NULL, -- Mark.From, above 0 (no row: no mark)
 	row_crc      INTEGER NOT NULL, -- messages.crc of the conversation's own message numbered start when it was set, noRow where that is its base's
 	crc          INTEGER NOT NULL, -- markChecksum of conversation, start, row_crc and facts
@@ -163,11 +163,14 @@ CREATE TABLE IF NOT EXISTS marks (
 `
 
 // schemaV8 brings layout 7 to 8: its marks, copied byte for byte into
-// layout 8's table (marksV8), checksums and all.
+// layout 8's table (marksV8), checksums and all — but for a mark whose
+// conversation is gone (written with foreign keys off, by hand or by a
+// restore), which no reader can reach and the new table's reference
+// would refuse, failing the store's opening.
 const schemaV8 = `
 ALTER TABLE marks RENAME TO marks_v7;
 ` + marksV8 + `
-INSERT INTO marks (conversation, start, row_crc, crc, facts) SELECT conversation, start, row_crc, crc, facts FROM marks_v7;
+INSERT INTO marks (conversation, start, row_crc, crc, facts) SELECT conversation, start, row_crc, crc, facts FROM marks_v7 WHERE conversation IN (SELECT id FROM conversations);
 DROP TABLE marks_v7;
 `
 

@@ -70,7 +70,11 @@ func markChecksum(id string, from int, rowCRC int64, facts []byte) int64 {
 // keptMark is a mark as the store keeps it in memory beside the messages
 // it read (Store.marks), with its checksum (0 for no mark) and the
 // checksum of the row it was set over (marks.row_crc): a read that finds
-// the same four in the table (sameMark) takes its facts from here.
+// the same four in the table (sameMark) takes its facts from here. Four
+// that match a mark set since by another process (its checksum colliding
+// with this one's: by chance once in 2^32, or made to) hand out these
+// facts for it; both were set at the same place over the same row, so
+// both are of the same messages before it, and either is true of them.
 type keptMark struct {
 	history.Mark
 	crc, rowCRC int64

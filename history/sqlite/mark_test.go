@@ -18,7 +18,7 @@ import (
 // markedStore is a new store at a path of its own holding conversation c
 // of n numbered messages ("m 0" …), marked from from with facts "f"
 // (unless from is 0), closed.
-func markedStore(t *testing.T, n, from int) string {
+func markedStore(t testing.TB, n, from int) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "h.db")
 	s, err := Open(path)
@@ -353,7 +353,7 @@ func TestAForksMarkAmongItsBasesMessagesIsReadThroughItAndKept(t *testing.T) {
 // it. (The marks table's reference cascades, so this holds without
 // Delete's own drop too; the drop is for a store whose table was made by
 // an unreleased build without the cascade:
-// TestAStoreWhoseMarksDoNotCascadeIsDeletedAndMarkedAlike.)
+// TestAStoreWhoseMarksDoNotCascadeIsBroughtToOneWhoseMarksDo.)
 func TestDeleteTakesTheMarksOfTheBranchesItDeletes(t *testing.T) {
 	path := markedStore(t, 10, 6)
 	s := openStore(t, path)
