@@ -73,8 +73,11 @@ func markChecksum(id string, from int, rowCRC int64, facts []byte) int64 {
 // the same four in the table (sameMark) takes its facts from here. Four
 // that match a mark set since by another process (its checksum colliding
 // with this one's: by chance once in 2^32, or made to) hand out these
-// facts for it; both were set at the same place over the same row, so
-// both are of the same messages before it, and either is true of them.
+// facts for it: both were set at the same place over the same row of the
+// conversation's own — one append's, whose checksum covers the time it
+// was stored —, so both are of the same messages before it, and either
+// is true of them. A mark among a fork's base's messages names no row of
+// its own (noRow) and is never taken as kept (args).
 type keptMark struct {
 	history.Mark
 	crc, rowCRC int64
@@ -85,7 +88,11 @@ type keptMark struct {
 // (From 0) is NULLs, which no stored mark is (one stored at place 0 is
 // damage, read whole and reported by checkMark).
 func (k keptMark) args() []any {
-	if k.From == 0 {
+	if k.From == 0 || k.rowCRC == noRow {
+		// a mark among a fork's base's messages names no row of its
+		// own: its place and checksums do not say which messages stand
+		// before it (a fork deleted and made again under its id from
+		// another base), so its facts are read at every read
 		return []any{nil, nil, nil, nil}
 	}
 	return []any{k.From, k.crc, k.rowCRC, len(k.Facts)}

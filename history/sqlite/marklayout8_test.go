@@ -27,10 +27,11 @@ func TestAMarkWithoutAConversationIsRefused(t *testing.T) {
 }
 
 // A fork marked among its base's messages (row_crc noRow), read through
-// its base by a keeper: another opening's append leaves the kept facts;
-// its SetMark of other facts as long at the same place is read anew, and
-// damage is reported to the keeper (written by the review of layout 8).
-func TestAForksKeptMarkIsReadThroughItsBaseAndAnewWhenChanged(t *testing.T) {
+// its base by a store that read it before: after another opening's
+// append it reads the same facts, after that opening's SetMark of other
+// facts as long at the same place the new ones, and damage is reported to
+// it (written by the review of layout 8).
+func TestAForksMarkThroughItsBaseIsReadAnewWhenChangedAndItsDamageReported(t *testing.T) {
 	path := markedStore(t, 10, 0)
 	w := openStore(t, path)
 	ctx := context.Background()
