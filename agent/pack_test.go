@@ -116,28 +116,12 @@ func storedForm(t *testing.T, msgs []history.Message) []history.Message {
 // cannot use it and reads the conversation whole.
 func TestARunningProcessReadsItsPackFromWhatItKept(t *testing.T) {
 	ctx := context.Background()
-	stored := storedForm(t, longRounds(400))
-	s := &history.Memory{}
-	storeConversation(t, s, stored)
-	a := &Agent{Store: s}
-	st, g, err := a.load(ctx, "c", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
-	m, _, err := s.Marked(ctx, "c")
-	if err != nil || m.From != len(stored) {
-		t.Fatalf("a turn's end over %d messages kept a mark at %d (%v)", len(stored), m.From, err)
-	}
-	pm, err := readMark(m.Facts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, a, m, pm := packedConversation(t)
 	damaged := history.Mark{From: m.From, Facts: append(appendMark(nil, pm.facts, pm.id, pm.at, nil), 0xff)}
 	if err := s.SetMark(ctx, "c", damaged); err != nil {
 		t.Fatal(err)
 	}
-	stored, err = s.Messages(ctx, "c")
+	stored, err := s.Messages(ctx, "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,20 +392,7 @@ func TestMessagesKeptPastAPackGiveWayToTheStores(t *testing.T) {
 // so does the agent from what a clone unpacked.
 func TestAClonesReadsUseThePackItsAgentKept(t *testing.T) {
 	ctx := context.Background()
-	stored := storedForm(t, longRounds(400))
-	s := &history.Memory{}
-	storeConversation(t, s, stored)
-	a := &Agent{Store: s}
-	st, g, err := a.load(ctx, "c", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
-	m, _, _ := s.Marked(ctx, "c")
-	pm, err := readMark(m.Facts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, a, m, pm := packedConversation(t)
 	if u := a.packsOf().m["c"]; u == nil || cap(u.msgs) != len(u.msgs) {
 		t.Fatal("the packed view is not kept, or kept with room past its length (an append by a holder would write into it)")
 	}
@@ -472,4 +443,29 @@ func TestACloneOnAnotherStoreLeavesItsAgentsPacks(t *testing.T) {
 	if c.packsOf() == a.packsOf() || c.packsOf().m["d"] == nil {
 		t.Fatal("the clone on another store does not keep packs of its own")
 	}
+}
+
+// packedConversation is conversation "c" of 400 rounds in a Memory, its
+// view packed at a turn's end by agent a: the store, a, its mark and the
+// mark's facts read.
+func packedConversation(t *testing.T) (*history.Memory, *Agent, history.Mark, packedMark) {
+	t.Helper()
+	ctx := context.Background()
+	s := &history.Memory{}
+	storeConversation(t, s, storedForm(t, longRounds(400)))
+	a := &Agent{Store: s}
+	st, g, err := a.load(ctx, "c", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.keepMark(ctx, "c", &st, g, nil, true, func(Event) {})
+	m, _, err := s.Marked(ctx, "c")
+	if err != nil || m.From != st.end() {
+		t.Fatalf("a turn's end over %d messages kept a mark at %d (%v)", st.end(), m.From, err)
+	}
+	pm, err := readMark(m.Facts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, a, m, pm
 }
