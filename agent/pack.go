@@ -91,9 +91,10 @@ func newPackID() packID {
 // packMin and packGrowth say when a turn's end packs the view anew
 // (packDue): when the messages stored past the pack are at least packMin
 // and at least 1/packGrowth of those it holds. A resume then steps at
-// most about a ninth of its window's rows, and each stored message is
-// packed about packGrowth+1 times over the conversation's life, at
-// turns' ends, off the rounds' path.
+// most about a ninth of its window's rows, and the bytes packed over the
+// conversation's life are about packGrowth+1 times its view's (its
+// oldest messages are packed most often), at turns' ends, off the
+// rounds' path.
 const (
 	packMin    = 256
 	packGrowth = 8
