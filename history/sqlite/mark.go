@@ -77,7 +77,9 @@ func markChecksum(id string, from int, rowCRC int64, facts []byte) int64 {
 // conversation's own — one append's, whose checksum covers the time it
 // was stored —, so both are of the same messages before it, and either
 // is true of them. A mark among a fork's base's messages names no row of
-// its own (noRow) and is never taken as kept (args).
+// its own (noRow): a read outside the claim reads its facts every time
+// (args). Under the claim, after another opening remade the fork under
+// its id, the store still takes what it kept (knownForkRemakeDefect).
 type keptMark struct {
 	history.Mark
 	crc, rowCRC int64
