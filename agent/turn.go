@@ -206,9 +206,13 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 // fails here fails the next turn's first read too: it is not said twice.
 func (t *turning) packAtEnd() {
 	st, g, err := t.a.load(t.kept, t.id, false)
-	if err == nil {
-		t.a.keepMark(t.kept, t.id, &st, g, t.sz.marks, true, t.on)
+	if err != nil || st.end()-st.packed < packMin {
+		// too little past the pack for packDue, which is all a turn's end
+		// adds to fit's keepMark: nothing gathered, nothing set (a turn
+		// of a short conversation pays the read, not a walk of it)
+		return
 	}
+	t.a.keepMark(t.kept, t.id, &st, g, t.sz.marks, true, t.on)
 }
 
 // roundLimit is the bound of a turn's tool rounds: MaxRounds, or
