@@ -469,3 +469,49 @@ func packedConversation(t *testing.T) (*history.Memory, *Agent, history.Mark, pa
 	}
 	return s, a, m, pm
 }
+
+// A summary stored in a turn's last fit moves the mark's place only with
+// the turn's final answer (Least stays at the start of the view the last
+// counted answer's request had until a new counted answer is stored).
+// fit's keepMark ran before that answer, so the turn's end keeps the mark
+// at its new place, however few messages stand past the pack (found by
+// the review of the turn's end that stops early: it left the
+// conversation without a mark, and a restart read it whole).
+func TestAMarkAMoveOfTheLastAnswerAllowsIsKeptAtTheTurnsEnd(t *testing.T) {
+	var stored []history.Message
+	for i := range 10 {
+		stored = append(stored, markPrompt(fmt.Sprint("p", i)), markAnswer(fmt.Sprint("a", i), 100+i))
+	}
+	// as fit stores it in the turn's only request, before that request
+	stored = append(stored, history.Message{Role: history.Context, Edit: &history.Edit{Summary: &history.Summary{Through: 14, Text: "summary"}}})
+	s := &history.Memory{}
+	storeConversation(t, s, stored)
+	ctx := context.Background()
+	a := roundsAgent(t, s, 0, 100) // one request, its answer counted
+	if _, err := a.Turn(ctx, "c", "go on", func(Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Messages(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	least, why := leastFrom(all, false)
+	m, _, err := s.Marked(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := 0
+	if m.From > 0 {
+		pm, err := readMark(m.Facts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at = pm.at
+	}
+	if least == 0 {
+		t.Fatalf("setup: leastFrom is 0 (%s)", why)
+	}
+	if at != least {
+		t.Fatalf("after a turn whose last fit summarised (%d messages, leastFrom %d: %s), the mark kept is From %d with facts at %d: a restart reads from %d, not %d", len(all), least, why, m.From, at, at, least)
+	}
+}

@@ -206,13 +206,30 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 // fails here fails the next turn's first read too: it is not said twice.
 func (t *turning) packAtEnd() {
 	st, g, err := t.a.load(t.kept, t.id, false)
-	if err != nil || st.end()-st.packed < packMin {
-		// too little past the pack for packDue, which is all a turn's end
-		// adds to fit's keepMark: nothing gathered, nothing set (a turn
-		// of a short conversation pays the read, not a walk of it)
+	if err != nil || st.end()-st.packed < packMin && !summarised(&st) {
+		// too little past the pack for packDue, and no summary whose
+		// view the turn's last answer may have moved the mark's place
+		// to (fit's keepMark ran before that answer): nothing gathered,
+		// nothing set — a turn of a short conversation pays the read,
+		// not a walk of it
 		return
 	}
 	t.a.keepMark(t.kept, t.id, &st, g, t.sz.marks, true, t.on)
+}
+
+// summarised reports whether a summary stands in st's conversation: read
+// from a mark past place 0 (only a summary moves one there), or holding
+// a record that summarises.
+func summarised(st *readState) bool {
+	if st.tail.From() > 0 {
+		return true
+	}
+	for _, m := range st.tail.Messages() {
+		if m.Role == history.Context && m.Edit != nil && m.Edit.Summary != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // roundLimit is the bound of a turn's tool rounds: MaxRounds, or
