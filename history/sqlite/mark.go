@@ -158,21 +158,20 @@ func (s *Store) checkMark(id string, m storedMark, count int, kept keptMark) (ke
 	if !m.from.Valid {
 		return keptMark{}, nil
 	}
-	at := int(m.from.Int64)
-	if m.same.Int64 != 0 {
-		if at > count || m.rowNow != m.rowCRC.Int64 {
-			return keptMark{}, nil // left by a rewind or switch that did not delete it
+	at, same := int(m.from.Int64), m.same.Int64 != 0
+	if !same { // the one kept (at its place, above 0) was checked when kept
+		if sum := markChecksum(id, at, m.rowCRC.Int64, m.facts); !m.crc.Valid || sum != m.crc.Int64 {
+			return keptMark{}, fmt.Errorf("history store %s: the mark of conversation %s is damaged: its place (%d) or facts (%d bytes) no longer match their checksum (stored %08x, now %08x): %w", s.path, id, at, len(m.facts), m.crc.Int64, sum, history.ErrDamaged)
 		}
-		return kept, nil
-	}
-	if sum := markChecksum(id, at, m.rowCRC.Int64, m.facts); !m.crc.Valid || sum != m.crc.Int64 {
-		return keptMark{}, fmt.Errorf("history store %s: the mark of conversation %s is damaged: its place (%d) or facts (%d bytes) no longer match their checksum (stored %08x, now %08x): %w", s.path, id, at, len(m.facts), m.crc.Int64, sum, history.ErrDamaged)
-	}
-	if at <= 0 {
-		return keptMark{}, fmt.Errorf("history store %s: the mark of conversation %s starts at message %d: %w", s.path, id, at, history.ErrDamaged)
+		if at <= 0 {
+			return keptMark{}, fmt.Errorf("history store %s: the mark of conversation %s starts at message %d: %w", s.path, id, at, history.ErrDamaged)
+		}
 	}
 	if at > count || m.rowNow != m.rowCRC.Int64 {
 		return keptMark{}, nil // left by a rewind or switch that did not delete it
+	}
+	if same {
+		return kept, nil
 	}
 	facts := m.facts
 	if len(facts) == 0 {
