@@ -82,8 +82,7 @@ func (a *Agent) unpack(id string, m packedMark, from int, tail []history.Message
 	if len(msgs) != held {
 		return nil, fmt.Errorf("the pack holds %d messages where its mark says %d (places %d to %d)", len(msgs), held, m.at, from)
 	}
-	all := make([]history.Message, 0, need+need/4)
-	all = append(append(all, msgs...), tail...)
+	all := joined(msgs, tail)
 	if keyed {
 		a.keepPack(id, m.id, m.at, from, all)
 	}
@@ -114,8 +113,7 @@ func (u *unpacked) extend(held int, tail []history.Message) []history.Message {
 		if !sameMessage(&u.msgs[i], &tail[i-held]) {
 			// another message at a place read before: take the store's,
 			// in a list of its own (earlier holders keep theirs)
-			all := make([]history.Message, 0, need+need/4)
-			u.msgs = append(append(all, u.msgs[:held]...), tail...)
+			u.msgs = joined(u.msgs[:held], tail)
 			return u.msgs[:need:need]
 		}
 	}
@@ -123,6 +121,13 @@ func (u *unpacked) extend(held int, tail []history.Message) []history.Message {
 		u.msgs = append(u.msgs, tail[n-held:]...)
 	}
 	return u.msgs[:need:need]
+}
+
+// joined is head then tail in a list of their own, with room for a
+// quarter more, which the next reads append into (extend).
+func joined(head, tail []history.Message) []history.Message {
+	n := len(head) + len(tail)
+	return append(append(make([]history.Message, 0, n+n/4), head...), tail...)
 }
 
 // sameMessage reports whether a and b are the same stored message: the
