@@ -405,3 +405,27 @@ func TestConversationAtPricesAConversationWithoutSettingsAtTheGivenModel(t *test
 		t.Errorf("two answers before and at gpt-4o-mini's Settings cost %+v: want $0.30, both at gpt-4o-mini", c)
 	}
 }
+
+// BenchmarkParseTheBuiltinTable is what every run pays to read the
+// prices it ships with (price.Builtin, on the way to a resumed turn's
+// first request: issue 34), beside its floor: decoding the same bytes
+// into the file's own struct and nothing else.
+//
+//	go test ./price -run '^$' -bench ParseTheBuiltinTable
+func BenchmarkParseTheBuiltinTable(b *testing.B) {
+	b.Run("parse", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Parse("prices.json", builtinJSON); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("floor-decode", func(b *testing.B) {
+		for b.Loop() {
+			var f file
+			if err := json.Unmarshal(builtinJSON, &f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

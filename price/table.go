@@ -235,16 +235,18 @@ func Parse(name string, data []byte) (*Table, error) {
 	}
 	t := &Table{Date: f.Date, Source: f.Source, Note: f.Note, models: make(map[string]Model, len(f.Models))}
 	for model, raw := range f.Models {
-		base := keyOffset(data, model)
+		// where the model's value starts is looked for only for an
+		// error's line: a table without one (the builtin one, read by
+		// every run) pays nothing for it
 		var e entry
 		d := json.NewDecoder(bytes.NewReader(raw))
 		d.DisallowUnknownFields()
 		if err := d.Decode(&e); err != nil {
-			return nil, fmt.Errorf("%s%s: model %q: %w (its fields: input, output, cache_read, cache_write, cache_write_1h, long_above, long, note)", name, at(data, base, err), model, err)
+			return nil, fmt.Errorf("%s%s: model %q: %w (its fields: input, output, cache_read, cache_write, cache_write_1h, long_above, long, note)", name, at(data, keyOffset(data, model), err), model, err)
 		}
 		m, field, err := e.model(true)
 		if err != nil {
-			return nil, fmt.Errorf("%s%s: model %q: %w", name, lineAt(data, fieldOffset(data, base, field)), model, err)
+			return nil, fmt.Errorf("%s%s: model %q: %w", name, lineAt(data, fieldOffset(data, keyOffset(data, model), field)), model, err)
 		}
 		t.models[model] = m
 	}
