@@ -45,9 +45,12 @@ import (
 //     from the turn's start to its request reaching the fake.
 //
 // It also reports the part of a resume after main began (after-main-ms:
-// resumed less the package inits GODEBUG=inittrace reports, which end
-// before main), and the CPU time, user and system, of the whole run, start
-// to exit (resumed-cpu-ms: on a loaded machine the steadier figure). With
+// a second resume in the same iteration, run with GODEBUG=inittrace=1,
+// less the package inits it reports, which end before main — not the
+// first's: the trace writes a line a package, some 340 writes to a pipe,
+// which added 3–4 ms to the figure it was taken from), and the CPU time,
+// user and system, of the whole run, start to exit (resumed-cpu-ms: on a
+// loaded machine the steadier figure). With
 // MYELIN_RESUME_BEFORE=PATH it runs that binary too
 // (an older build) on the same conversation in every iteration, before
 // this one's resume in every other iteration and after it in the rest,
@@ -83,8 +86,11 @@ func BenchmarkResumeRun(b *testing.B) {
 				proxy.ServeHTTP(w, r)
 			}))
 			b.Cleanup(front.Close)
-			env := append(os.Environ(), "HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+front.URL, "OPENAI_API_KEY=", "GODEBUG=inittrace=1")
-			resume := func(bin string) (total, inits, cpu time.Duration) {
+			env := append(os.Environ(), "HOME="+home, "ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL="+front.URL, "OPENAI_API_KEY=")
+			traced := append(slices.Clip(env), "GODEBUG=inittrace=1")
+			// resume runs bin on the conversation; with env traced, inits
+			// is when its package inits ended, else 0
+			resume := func(bin string, env []string) (total, inits, cpu time.Duration) {
 				srv.Push(providertest.Step{Text: "ok"})
 				arrived.Store(0)
 				cmd := exec.Command(bin, "run", "--workspace", dir, "--conversation", id, "--context-window", "100000000", "go on")
@@ -103,7 +109,7 @@ func BenchmarkResumeRun(b *testing.B) {
 			}
 			version := func() time.Duration {
 				cmd := exec.Command(bin, "version")
-				cmd.Env = env[:len(env)-1]
+				cmd.Env = env
 				start := time.Now()
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("myelin version: %v\n%s", err, out)
@@ -138,11 +144,11 @@ func BenchmarkResumeRun(b *testing.B) {
 			if m, _, err := history.ReadMarked(context.Background(), store, id); err != nil || m.From == 0 {
 				b.Fatalf("the conversation's mark after a turn: from %d, %v; want one past place 0", m.From, err)
 			}
-			resume(bin)
+			resume(bin, env)
 			var resumed, afterMain, cpus, versions, runs, befores, beforeCPUs []time.Duration
 			older := func() {
 				if before != "" {
-					t, _, cpu := resume(before)
+					t, _, cpu := resume(before, env)
 					befores, beforeCPUs = append(befores, t), append(beforeCPUs, cpu)
 				}
 			}
@@ -153,8 +159,10 @@ func BenchmarkResumeRun(b *testing.B) {
 				if n%2 == 1 {
 					older()
 				}
-				t, i, cpu := resume(bin)
-				resumed, afterMain, cpus = append(resumed, t), append(afterMain, t-i), append(cpus, cpu)
+				t, _, cpu := resume(bin, env)
+				resumed, cpus = append(resumed, t), append(cpus, cpu)
+				t, i, _ := resume(bin, traced)
+				afterMain = append(afterMain, t-i)
 				if n%2 == 0 {
 					older()
 				}
