@@ -76,6 +76,30 @@ func (a *Agent) toolDefs() ([]provider.Tool, string, error) {
 	return defs, digest, nil
 }
 
+// toolDefsAhead encodes the tool definitions on a goroutine of their own
+// when they are not kept for the registry as it is, and returns what
+// waits for that goroutine to end (at once when none was started; any
+// number of times). A process's first turn encodes them (some 1 ms:
+// encoding/json's first look at the schemas' types) while the turn
+// reads its conversation (begin), instead of after; its sizing then
+// finds them kept.
+func (a *Agent) toolDefsAhead() (wait func()) {
+	c := &a.cache
+	version := a.Tools.Version()
+	c.mu.Lock()
+	kept := c.reg == a.Tools && c.version == version && c.filled
+	c.mu.Unlock()
+	if kept {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.toolDefs() // an error is the sizing's to say: it encodes them again
+	}()
+	return func() { <-done }
+}
+
 // known is window.For(a.Model, a.ContextWindow), found again only when
 // either has changed since it last was.
 func (a *Agent) known() (window.Window, error) {

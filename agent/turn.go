@@ -150,6 +150,8 @@ type turning struct {
 // turn's requests, checks their settings against those last stored, and
 // stores the prompt.
 func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Event)) (t *turning, ended bool, err error) {
+	defs := a.toolDefsAhead() // beside the reads; waited for before the sizing
+	defer defs()
 	rec, err := a.recover(ctx, id)
 	if err != nil {
 		return nil, false, err
@@ -180,6 +182,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 		return nil, false, err
 	}
 	t.ctx = withSpending(t.ctx, &t.budget) // its calls' subagents run under it and charge it
+	defs()
 	if t.sz, err = a.sizing(kept, id); err != nil {
 		return nil, false, err
 	}
