@@ -515,3 +515,28 @@ func TestAMarkAMoveOfTheLastAnswerAllowsIsKeptAtTheTurnsEnd(t *testing.T) {
 		t.Fatalf("after a turn whose last fit summarised (%d messages, leastFrom %d: %s), the mark kept is From %d with facts at %d: a restart reads from %d, not %d", len(all), least, why, m.From, at, at, least)
 	}
 }
+
+// The list a pack is unpacked into keeps its room when it is kept: the
+// next read of the conversation (a turn reads it at its start and again
+// to fit its first request, a message later) appends the messages stored
+// since into it, where copying the whole list cost a fresh 100k resume
+// some 7 ms.
+func TestTheNextReadAppendsToAnUnpackedPackInPlace(t *testing.T) {
+	stored := storedForm(t, longRounds(50))
+	a := &Agent{Store: &history.Memory{}}
+	m := packedMark{id: newPackID(), pack: history.AppendPacked(nil, stored[:80])}
+	first, err := a.unpack("c", m, 80, stored[80:81])
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := a.unpack("c", m, 80, stored[80:82])
+	if err != nil || !reflect.DeepEqual(next, stored[:82]) {
+		t.Fatalf("the next read: %d messages, %v; want the 82 stored", len(next), err)
+	}
+	if &next[0] != &first[0] {
+		t.Error("the next read copied the unpacked list instead of appending to it")
+	}
+	if cap(first) != 81 || cap(next) != 82 {
+		t.Errorf("the reads' lists have room (caps %d and %d): a caller's append would write into the kept list", cap(first), cap(next))
+	}
+}

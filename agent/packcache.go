@@ -143,7 +143,9 @@ func sameMessage(a, b *history.Message) bool {
 // keepPack keeps msgs, the stored messages of conversation id from place
 // at on, as the unpacked pack pid of the mark at from, for a.Store: an
 // agent whose packs were kept for another store is given new ones, and
-// the others are left to the agents that share them.
+// the others are left to the agents that share them. The room msgs has
+// past its length is the cache's to append the next reads' messages into
+// (extend): a caller that shares it with anyone clips it first.
 func (a *Agent) keepPack(id string, pid packID, at, from int, msgs []history.Message) {
 	if !comparable(a.Store) {
 		return // no way to tell later whether it is the same store
@@ -173,7 +175,7 @@ func (a *Agent) keepPack(id string, pid packID, at, from int, msgs []history.Mes
 		delete(p.m, oldest)
 	}
 	p.tick++
-	p.m[id] = &unpacked{id: pid, at: at, from: from, msgs: msgs[:len(msgs):len(msgs)], used: p.tick}
+	p.m[id] = &unpacked{id: pid, at: at, from: from, msgs: msgs, used: p.tick}
 }
 
 // forget drops conversation id's unpacked pack: the conversation was
