@@ -237,3 +237,34 @@ func TestAForkRewoundBelowItsBaseAndRemadeOverRemadeBasesIsReadAsItIsNow(t *test
 	}
 	readsAsStored(t, r, path, "f")
 }
+
+// The newest request body a store keeps of a conversation (sentCache) is
+// not taken for the one stored under the same number by another opening
+// that deleted the conversation and made it again: the next request is
+// kept by what it shares with the stored one, and given back whole.
+func TestARequestAfterAnotherOpeningRemadeTheConversationIsKeptWhole(t *testing.T) {
+	path := markedStore(t, 1, 0)
+	ctx := context.Background()
+	w, r := openStore(t, path), openStore(t, path)
+	mine := []string{`{"mine":[1`, `{"mine":[1,2`, `{"mine":[1,2,3]}`}
+	for _, b := range mine[:2] {
+		if _, err := r.AddRequest(ctx, "c", history.SentRequest{Body: []byte(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleteAll(t, w, "c")
+	makeConv(t, w, "c", "", 0, "n", 1)
+	for _, b := range []string{`{"theirs":[1`, `{"theirs":[1,2,3,4,5,6,7]}`} {
+		if _, err := w.AddRequest(ctx, "c", history.SentRequest{Body: []byte(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := r.AddRequest(ctx, "c", history.SentRequest{Body: []byte(mine[2])})
+	if err != nil || n != 3 {
+		t.Fatalf("request %d, %v; want 3", n, err)
+	}
+	got, err := openStore(t, path).Request(ctx, "c", 3)
+	if err != nil || string(got.Body) != mine[2] {
+		t.Fatalf("request 3 reads back as %q (%v); %q was kept", got.Body, err, mine[2])
+	}
+}

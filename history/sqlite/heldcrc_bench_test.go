@@ -1,0 +1,103 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/storetest"
+)
+
+// The statements of readTag as they were before heldCRC: the checksum of
+// the conversation's own row, noRow where the message is its base's.
+var (
+	ownOnlySelectNewTagged = strings.Replace(selectNewTagged, heldCRC("?3", "?1"),
+		`COALESCE((SELECT crc FROM messages WHERE conversation = ?3 AND seq = ?1), `+fmt.Sprint(noRow)+`)`, 1)
+	ownOnlyNextSeqSQL = strings.Replace(nextSeqSQL, `, `+baseRowCRC("?1", "base_at")+`, `, `, `, 1)
+)
+
+// BenchmarkReadTagStatements times the statements that read a readTag,
+// as they are (heldCRC) and as they were (the own row's checksum alone),
+// run in turn in each iteration, paired: the tagged read of nothing new
+// (selectNewTagged, every read after the first) and an append's read
+// (nextSeqSQL, every Append and SetMark), of a conversation of 100
+// messages of its own ("own": the agent's every round) and of a fork of
+// it at 100 with none of its own ("fork": the walk to its base's row).
+// Each reports the medians in µs and the median of new/old.
+//
+//	go test ./history/sqlite -run '^$' -bench ReadTagStatements -benchtime 20000x
+func BenchmarkReadTagStatements(b *testing.B) {
+	ctx := context.Background()
+	s := openStore(b, filepath.Join(b.TempDir(), "h.db"))
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", storetest.Numbered("m", 100)...); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Fork(ctx, history.Conversation{ID: "f", Base: "c", BaseAt: 100}); err != nil {
+		b.Fatal(err)
+	}
+	prepare := func(q string) *sql.Stmt {
+		st, err := s.db.Prepare(q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		return st
+	}
+	step := func(st *sql.Stmt, args ...any) {
+		rows, err := st.Query(args...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			n++
+		}
+		if err := rows.Close(); err != nil || n != 1 {
+			b.Fatalf("%d rows, %v", n, err)
+		}
+	}
+	for _, c := range []struct{ name, id string }{{"own", "c"}, {"fork", "f"}} {
+		for _, q := range []struct {
+			name     string
+			old, now string
+			args     []any
+		}{
+			{"tagged-read", ownOnlySelectNewTagged, selectNewTagged, []any{100, 100, c.id}},
+			{"append-read", ownOnlyNextSeqSQL, nextSeqSQL, []any{c.id}},
+		} {
+			if q.old == q.now {
+				b.Fatalf("%s: no statement as it was", q.name)
+			}
+			b.Run(c.name+"/"+q.name, func(b *testing.B) {
+				old, now := prepare(q.old), prepare(q.now)
+				var olds, nows []time.Duration
+				var ratios []float64
+				for i := 0; b.Loop(); i++ {
+					var took [2]time.Duration
+					for k := range 2 {
+						at := (k + i) % 2
+						st := []*sql.Stmt{old, now}[at]
+						start := time.Now()
+						step(st, q.args...)
+						took[at] = time.Since(start)
+					}
+					olds, nows = append(olds, took[0]), append(nows, took[1])
+					ratios = append(ratios, float64(took[1])/float64(took[0]))
+				}
+				slices.Sort(ratios)
+				b.ReportMetric(float64(medianNs(olds))/1e3, "old-µs")
+				b.ReportMetric(float64(medianNs(nows))/1e3, "new-µs")
+				b.ReportMetric(ratios[len(ratios)/2], "x-new/old-paired")
+			})
+		}
+	}
+}
