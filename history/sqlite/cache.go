@@ -275,21 +275,24 @@ func heldCRC(conv, n string) string {
 
 // baseRowCRC is SQL: the checksum of the row holding conversation conv's
 // message n where that message is its base's (n <= its base_at), NULL
-// where no row does: conv is an SQL expression, n one read in the
-// context of conv's record (base_at names its own). It walks down the
-// chain of bases to the first that stores the message (n above its
-// base_at, or no base), at most maxBases down (a chain leading back into
-// itself ends there, and the read reports it). A fork is made naming the
-// conversation that stores its messages (Fork): one step; a conversation
-// rewound below its base_at may name a base that shares the message in
-// turn.
+// where no row does: conv and n are SQL expressions, n one that may name
+// conv's record as x (x.base_at). It walks down the chain of bases to the
+// first that stores the message (n above its base_at, or no base), at
+// most maxBases down (a chain leading back into itself ends there, and
+// the read reports it). A fork is made naming the conversation that
+// stores its messages (Fork): one step, taken first without the walk (a
+// recursive statement's queue cost ~12 µs more a read:
+// BenchmarkReadTagStatements); a conversation rewound below its base_at
+// may name a base that shares the message in turn.
 func baseRowCRC(conv, n string) string {
-	return `(WITH RECURSIVE down(id, base, base_at, n, depth) AS (
-		SELECT id, base, base_at, ` + n + `, 0 FROM conversations WHERE id = ` + conv + `
+	oneStep := `(SELECT m.crc FROM conversations x JOIN conversations b ON b.id = x.base JOIN messages m ON m.conversation = x.base AND m.seq = ` + n + `
+		WHERE x.id = ` + conv + ` AND x.base != '' AND ` + n + ` > 0 AND ` + n + ` <= x.base_at AND ` + n + ` > b.base_at)`
+	return `COALESCE(` + oneStep + `, (WITH RECURSIVE down(id, base, base_at, n, depth) AS (
+		SELECT x.id, x.base, x.base_at, ` + n + `, 0 FROM conversations x WHERE x.id = ` + conv + `
 		UNION ALL SELECT b.id, b.base, b.base_at, down.n, down.depth + 1 FROM down JOIN conversations b ON b.id = down.base
 			WHERE down.base != '' AND down.n <= down.base_at AND down.depth < ` + fmt.Sprint(maxBases) + `)
 	SELECT m.crc FROM down JOIN messages m ON m.conversation = down.id AND m.seq = down.n
-	WHERE down.n > 0 AND (down.base = '' OR down.n > down.base_at) LIMIT 1)`
+	WHERE down.n > 0 AND (down.base = '' OR down.n > down.base_at) LIMIT 1))`
 }
 
 // dropRead drops the messages the store keeps of conversation id.

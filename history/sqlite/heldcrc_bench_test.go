@@ -19,7 +19,7 @@ import (
 var (
 	ownOnlySelectNewTagged = strings.Replace(selectNewTagged, heldCRC("?3", "?1"),
 		`COALESCE((SELECT crc FROM messages WHERE conversation = ?3 AND seq = ?1), `+fmt.Sprint(noRow)+`)`, 1)
-	ownOnlyNextSeqSQL = strings.Replace(nextSeqSQL, `, `+baseRowCRC("?1", "base_at")+`, `, `, `, 1)
+	ownOnlyNextSeqSQL = strings.Replace(nextSeqSQL, `, `+baseRowCRC("?1", "x.base_at")+`, `, `, `, 1)
 )
 
 // BenchmarkReadTagStatements times the statements that read a readTag,

@@ -196,7 +196,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 // keepAppended compares them with the mark kept)
 var nextSeqSQL = `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at), c.messages,
 			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires,
-			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + baseRowCRC("?1", "base_at") + `, ` + fmt.Sprint(noRow) + `),
+			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + baseRowCRC("?1", "x.base_at") + `, ` + fmt.Sprint(noRow) + `),
 			COALESCE(k.start, 0), COALESCE(k.crc, 0)
 			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?1`
 
@@ -541,7 +541,7 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 		// under its id between the two reads (by another opening) is
 		// read again
 		tag = readTag{crc: noRow}
-		c, err := s.get(ctx, id, recordColumnsAsStored+`, COALESCE(`+baseRowCRC("?1", "base_at")+`, `+fmt.Sprint(noRow)+`)`, &tag.crc)
+		c, err := s.get(ctx, id, recordColumnsAsStored+`, COALESCE(`+baseRowCRC("?1", "x.base_at")+`, `+fmt.Sprint(noRow)+`)`, &tag.crc)
 		if err != nil {
 			return nil, err
 		}
