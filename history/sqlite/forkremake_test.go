@@ -268,3 +268,40 @@ func TestARequestAfterAnotherOpeningRemadeTheConversationIsKeptWhole(t *testing.
 		t.Fatalf("request 3 reads back as %q (%v); %q was kept", got.Body, err, mine[2])
 	}
 }
+
+// What a store keeps of a fork with no rows of its own is still taken as
+// kept where nothing was remade: the tag its read whole keeps, its
+// Append's transaction, its read from a mark among its base's messages and
+// SetMark's transaction name the same row (its base's at 8), so the
+// fork's first Append adds to what was read (keepAppended), and SetMark
+// keeps the mark with what Marked read (markSet).
+func TestAForkWithNoRowsOfItsOwnStaysKeptAcrossItsFirstAppendOrMark(t *testing.T) {
+	_, w, r := forkKept(t, nil)
+	ctx := context.Background()
+	kept := func(what string, n int) {
+		t.Helper()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if got, ok := r.read["f"]; !ok || len(got)+len(r.undecoded["f"])+r.start["f"] != n {
+			t.Fatalf("%s: r keeps %d of f's messages (%v); want %d", what, len(got), ok, n)
+		}
+	}
+	kept("read whole", 8)
+	if err := r.Append(ctx, "f", userText("own")); err != nil {
+		t.Fatal(err)
+	}
+	kept("its first append", 9)
+	makeConv(t, w, "g", "c", 8, "", 8)
+	if _, _, err := r.Marked(ctx, "g"); err != nil { // through c: no mark
+		t.Fatal(err)
+	}
+	if err := r.SetMark(ctx, "g", history.Mark{From: 4, Facts: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	m, ok := r.marks["g"]
+	r.mu.Unlock()
+	if !ok || string(m.Facts) != "x" {
+		t.Fatalf("r keeps g's mark %v (%v); want the one it set", m, ok)
+	}
+}
