@@ -28,7 +28,9 @@ var (
 // (selectNewTagged, every read after the first) and an append's read
 // (nextSeqSQL, every Append and SetMark), of a conversation of 100
 // messages of its own ("own": the agent's every round) and of a fork of
-// it at 100 with none of its own ("fork": the walk to its base's row).
+// it at 100 with none of its own ("fork": the step to its base's row),
+// and of a conversation with no messages ("empty": a new one's first
+// Append, where no row holds its 0th).
 // Each reports the medians in µs and the median of new/old.
 //
 //	go test ./history/sqlite -run '^$' -bench ReadTagStatements -benchtime 20000x
@@ -42,6 +44,9 @@ func BenchmarkReadTagStatements(b *testing.B) {
 		b.Fatal(err)
 	}
 	if _, err := s.Fork(ctx, history.Conversation{ID: "f", Base: "c", BaseAt: 100}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Create(ctx, history.Conversation{ID: "e"}); err != nil {
 		b.Fatal(err)
 	}
 	prepare := func(q string) *sql.Stmt {
@@ -65,13 +70,16 @@ func BenchmarkReadTagStatements(b *testing.B) {
 			b.Fatalf("%d rows, %v", n, err)
 		}
 	}
-	for _, c := range []struct{ name, id string }{{"own", "c"}, {"fork", "f"}} {
+	for _, c := range []struct {
+		name, id string
+		n        int
+	}{{"own", "c", 100}, {"fork", "f", 100}, {"empty", "e", 0}} {
 		for _, q := range []struct {
 			name     string
 			old, now string
 			args     []any
 		}{
-			{"tagged-read", ownOnlySelectNewTagged, selectNewTagged, []any{100, 100, c.id}},
+			{"tagged-read", ownOnlySelectNewTagged, selectNewTagged, []any{c.n, c.n, c.id}},
 			{"append-read", ownOnlyNextSeqSQL, nextSeqSQL, []any{c.id}},
 		} {
 			if q.old == q.now {
