@@ -109,3 +109,63 @@ func BenchmarkReadTagStatements(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRoundWithTheAppendsReadAsItWas is BenchmarkDurableRound's
+// round (three commits, the last synced, then the writer's read) of two
+// stores in one run, paired per iteration, their order alternated: one
+// whose connection prepared the append's read as it was before heldCRC
+// (ownOnlyNextSeqSQL: the round's statements are prepared on the
+// connection's first use, from nextSeqSQL as it is then), and one as it
+// is. Under its claim the writer's read runs no statement: the append's
+// read is the round's one statement that changed. It reports the medians
+// in µs and the median of new/old.
+//
+//	go test ./history/sqlite -run '^$' -bench RoundWithTheAppendsReadAsItWas -benchtime 3000x
+func BenchmarkRoundWithTheAppendsReadAsItWas(b *testing.B) {
+	answer, results := lightRound()
+	saved := nextSeqSQL
+	nextSeqSQL = ownOnlyNextSeqSQL
+	old, octx := claimedStore(b)
+	if err := oneRound(old, octx, answer, results); err != nil { // prepares
+		b.Fatal(err)
+	}
+	nextSeqSQL = saved
+	now, nctx := claimedStore(b)
+	if err := oneRound(now, nctx, answer, results); err != nil {
+		b.Fatal(err)
+	}
+	for _, s := range []struct {
+		s   *Store
+		ctx context.Context
+	}{{old, octx}, {now, nctx}} {
+		if _, err := s.s.Messages(s.ctx, "c"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var ratios, olds, nows []float64
+	for i := 0; b.Loop(); i++ {
+		var took [2]time.Duration
+		for k := range 2 {
+			at := (k + i) % 2
+			s, ctx := old, octx
+			if at == 1 {
+				s, ctx = now, nctx
+			}
+			start := time.Now()
+			if err := oneRound(s, ctx, answer, results); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Messages(ctx, "c"); err != nil {
+				b.Fatal(err)
+			}
+			took[at] = time.Since(start)
+		}
+		olds = append(olds, float64(took[0].Nanoseconds())/1e3)
+		nows = append(nows, float64(took[1].Nanoseconds())/1e3)
+		ratios = append(ratios, float64(took[1])/float64(took[0]))
+	}
+	med := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
+	b.ReportMetric(med(olds), "old-µs/round")
+	b.ReportMetric(med(nows), "new-µs/round")
+	b.ReportMetric(med(ratios), "x-new/old-paired")
+}
