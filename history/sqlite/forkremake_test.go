@@ -305,3 +305,30 @@ func TestAForkWithNoRowsOfItsOwnStaysKeptAcrossItsFirstAppendOrMark(t *testing.T
 		t.Fatalf("r keeps g's mark %v (%v); want the one it set", m, ok)
 	}
 }
+
+// A Marked read that finds what the store kept of a conversation moved
+// (rewound by another opening, or deleted and made again) keeps what it
+// read in its place, as Messages does: else the longer, stale messages
+// stayed kept, and every Marked after read the conversation again from
+// its mark (or whole) without keeping it.
+func TestAMarkedReadOfAConversationMovedElsewhereKeepsWhatItRead(t *testing.T) {
+	path := markedStore(t, 10, 0)
+	ctx := context.Background()
+	w, r := openStore(t, path), openStore(t, path)
+	if _, err := r.Messages(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Rewind(ctx, "c", 5); err != nil {
+		t.Fatal(err)
+	}
+	_, msgs, err := r.Marked(ctx, "c")
+	if err != nil || len(msgs) != 5 {
+		t.Fatalf("Marked: %d messages, %v; want 5", len(msgs), err)
+	}
+	r.mu.Lock()
+	n, kept := len(r.read["c"])+len(r.undecoded["c"]), r.read["c"] != nil
+	r.mu.Unlock()
+	if !kept || n != 5 {
+		t.Fatalf("r keeps %d of c's messages (%v) after its Marked read; want the 5 it read", n, kept)
+	}
+}

@@ -327,11 +327,18 @@ func (s *Store) Marked(ctx context.Context, id string) (history.Mark, []history.
 	start, tag, gen, mark := s.start[id], s.tags[id], s.markGen, s.marks[id]
 	s.mu.Unlock()
 	r, err := s.readMarked(ctx, id, kept, start, known, tag, mark)
+	moved := r.moved
 	if errors.Is(err, errThroughBases) {
 		r, err = s.readMarkedThroughBases(ctx, id, mark)
 	}
 	if errors.Is(err, history.ErrNotFound) {
 		s.forget(id) // deleted: one made again under its id starts empty
+	}
+	if moved {
+		// as Messages drops it (errMoved): else a read that reaches
+		// less far than the stale messages keeps nothing (keep), and
+		// every Marked after reads the conversation again
+		s.dropRead(id)
 	}
 	if err != nil {
 		return history.Mark{}, nil, err
@@ -348,6 +355,10 @@ type markedRead struct {
 	start        int
 	known, fresh []history.Message
 	tag          readTag
+	// what the store kept was found moved (a rewind or switch, or the
+	// conversation made again, by another opening): dropped before what
+	// was read is kept, which may reach less far
+	moved bool
 }
 
 // errThroughBases is readMarked's when the messages from the mark's place
@@ -391,6 +402,7 @@ func (s *Store) readMarked(ctx context.Context, id string, kept bool, start int,
 				return nil
 			}
 			// moved since it was kept: read afresh, in this transaction
+			r.moved = true
 		}
 		if r.mark.From < c.BaseAt {
 			return errThroughBases
