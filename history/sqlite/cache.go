@@ -6,6 +6,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
@@ -235,10 +236,18 @@ func (s *Store) ownMessages(ctx context.Context, id string) (msgs []history.Mess
 // readTag is what a read of a conversation's first n messages is kept
 // with (Store.tags), and checked against before the next read takes them
 // as they were: the conversation's link to its base, and the checksum of
-// its own n-th row (noRow where that message is its base's). A rewind or
-// switch — by any opening — that moved any of the n changes one of them:
-// a message row is always read after the same messages, wherever it
-// moves, so that a row still at n means the n before it are as kept.
+// the row that holds its n-th message — its own n-th row, or, where that
+// message is its base's, the row of the conversation down its bases that
+// stores it (heldCRC; noRow for no message at all). A rewind or switch —
+// by any opening — that moved any of the n changes one of them: a message
+// row is always read after the same messages, wherever it moves, so that
+// a row still at n means the n before it are as kept. So does a
+// conversation deleted and made again under its id by another opening:
+// its rows, and its base's, are other rows (a row's checksum covers the
+// time it was appended), even where the new one names a base of the same
+// id at the same place — which a tag of the link alone, as readTag was
+// before, took for the conversation kept (the review of issue 34's
+// seventh session: TestAForkRemadeOverARemadeBaseIsReadAsItIsNow).
 type readTag struct {
 	n      int
 	base   string
@@ -246,9 +255,48 @@ type readTag struct {
 	crc    int64
 }
 
-// noRow is readTag.crc for a message that is not a row of the
-// conversation's own.
+// noRow is readTag.crc where no row holds the n-th message (n is 0, or
+// the row is missing: damage, which the read reports), and a mark's
+// row_crc where its place is among its base's messages (marks).
 const noRow = -1
+
+// heldCRC is SQL: readTag.crc of conversation conv at message n (both
+// parameters of the statement): the checksum of the row holding that
+// message, or noRow where none does. The conversation's own row when it
+// has one; else, while n is among the messages a conversation shares with
+// its base, its base's, down its chain of bases (baseRowCRC). The chain is
+// walked only where the conversation has no row at n (SQLite's COALESCE
+// stops at its first value that is not NULL): a tag at a row of its own —
+// every round of a conversation that has any — costs the one look-up it
+// cost before.
+func heldCRC(conv, n string) string {
+	return `COALESCE((SELECT crc FROM messages WHERE conversation = ` + conv + ` AND seq = ` + n + `), ` + baseRowCRC(conv, n) + `, ` + fmt.Sprint(noRow) + `)`
+}
+
+// baseRowCRC is SQL: the checksum of the row holding conversation conv's
+// message n where that message is its base's (n <= its base_at), NULL
+// where no row does: conv and n are SQL expressions, n one that may name
+// conv's record as x (x.base_at). It walks down the chain of bases to the
+// first that stores the message (n above its base_at, or no base), at
+// most maxBases down (a chain leading back into itself ends there, and
+// the read reports it). A fork is made naming the conversation that
+// stores its messages (Fork): one step, taken first without the walk (a
+// recursive statement's queue cost ~12 µs more a read:
+// BenchmarkReadTagStatements); a conversation rewound below its base_at
+// may name a base that shares the message in turn.
+func baseRowCRC(conv, n string) string {
+	oneStep := `(SELECT m.crc FROM conversations x JOIN conversations b ON b.id = x.base JOIN messages m ON m.conversation = x.base AND m.seq = ` + n + `
+		WHERE x.id = ` + conv + ` AND x.base != '' AND ` + n + ` > 0 AND ` + n + ` <= x.base_at AND ` + n + ` > b.base_at)`
+	// the walk only where a base shares the message: its queue is set up
+	// even when it walks nothing (~6 µs: a conversation without a base)
+	walks := `EXISTS (SELECT 1 FROM conversations x WHERE x.id = ` + conv + ` AND x.base != '' AND ` + n + ` > 0 AND ` + n + ` <= x.base_at)`
+	return `COALESCE(` + oneStep + `, CASE WHEN ` + walks + ` THEN (WITH RECURSIVE down(id, base, base_at, n, depth) AS (
+		SELECT x.id, x.base, x.base_at, ` + n + `, 0 FROM conversations x WHERE x.id = ` + conv + `
+		UNION ALL SELECT b.id, b.base, b.base_at, down.n, down.depth + 1 FROM down JOIN conversations b ON b.id = down.base
+			WHERE down.base != '' AND down.n <= down.base_at AND down.depth < ` + fmt.Sprint(maxBases) + `)
+	SELECT m.crc FROM down JOIN messages m ON m.conversation = down.id AND m.seq = down.n
+	WHERE down.n > 0 AND (down.base = '' OR down.n > down.base_at) LIMIT 1) END)`
+}
 
 // dropRead drops the messages the store keeps of conversation id.
 func (s *Store) dropRead(id string) {

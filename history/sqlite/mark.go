@@ -31,6 +31,8 @@ var (
 	// the checksum of conversation ?1's own message numbered ?2, noRow
 	// where it has none (the message is its base's, or none at all)
 	rowCRCSQL = `SELECT COALESCE((SELECT crc FROM messages WHERE conversation = ?1 AND seq = ?2), ` + fmt.Sprint(noRow) + `)`
+	// readTag.crc of conversation ?1 at message ?2 (heldCRC)
+	heldCRCSQL = `SELECT ` + heldCRC("?1", "?2")
 	// a conversation's mark (NULLs: none), and the checksum of its own
 	// message at the mark's place now (markColumns, for checkMark): its
 	// facts only when the mark is not the one the reader keeps, given
@@ -78,8 +80,13 @@ func markChecksum(id string, from int, rowCRC int64, facts []byte) int64 {
 // was stored —, so both are of the same messages before it, and either
 // is true of them. A mark among a fork's base's messages names no row of
 // its own (noRow): a read outside the claim reads its facts every time
-// (args). Under the claim, after another opening remade the fork under
-// its id, the store still takes what it kept (knownForkRemakeDefect).
+// (args). Under the claim, an Append keeps the mark it kept only where its
+// transaction finds the readTag the store kept (keepAppended): a fork
+// remade under its id by another opening, over a base remade too, has
+// another tag (its base's row), so what was kept of it, mark and all,
+// is read again; one remade over the same base at the same place shares
+// the same messages before the mark, and a colliding mark set over them
+// is as true of them as the kept one.
 type keptMark struct {
 	history.Mark
 	crc, rowCRC int64
@@ -320,11 +327,18 @@ func (s *Store) Marked(ctx context.Context, id string) (history.Mark, []history.
 	start, tag, gen, mark := s.start[id], s.tags[id], s.markGen, s.marks[id]
 	s.mu.Unlock()
 	r, err := s.readMarked(ctx, id, kept, start, known, tag, mark)
+	moved := r.moved
 	if errors.Is(err, errThroughBases) {
 		r, err = s.readMarkedThroughBases(ctx, id, mark)
 	}
 	if errors.Is(err, history.ErrNotFound) {
 		s.forget(id) // deleted: one made again under its id starts empty
+	}
+	if moved {
+		// as Messages drops it (errMoved): else a read that reaches
+		// less far than the stale messages keeps nothing (keep), and
+		// every Marked after reads the conversation again
+		s.dropRead(id)
 	}
 	if err != nil {
 		return history.Mark{}, nil, err
@@ -341,6 +355,10 @@ type markedRead struct {
 	start        int
 	known, fresh []history.Message
 	tag          readTag
+	// what the store kept was found moved (a rewind or switch, or the
+	// conversation made again, by another opening): dropped before what
+	// was read is kept, which may reach less far
+	moved bool
 }
 
 // errThroughBases is readMarked's when the messages from the mark's place
@@ -384,6 +402,7 @@ func (s *Store) readMarked(ctx context.Context, id string, kept bool, start int,
 				return nil
 			}
 			// moved since it was kept: read afresh, in this transaction
+			r.moved = true
 		}
 		if r.mark.From < c.BaseAt {
 			return errThroughBases
@@ -475,7 +494,7 @@ func (s *Store) readMarkedThroughBases(ctx context.Context, id string, mark kept
 	}
 	// the tag selectNewTagged would give at its end
 	r.tag = readTag{n: top.count, base: top.base, baseAt: top.baseAt}
-	if err := tx.QueryRowContext(ctx, rowCRCSQL, id, top.count).Scan(&r.tag.crc); err != nil {
+	if err := tx.QueryRowContext(ctx, heldCRCSQL, id, top.count).Scan(&r.tag.crc); err != nil {
 		return r, s.explain(doing, err)
 	}
 	r.start, r.fresh = r.mark.From, out

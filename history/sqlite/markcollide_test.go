@@ -56,36 +56,12 @@ func markHead(id string, from int, row int64) []byte {
 // the review of layout 8's kept marks: such a mark names no row of its
 // own, so its place and checksums do not say which messages precede it).
 func TestAForksMarkAmongItsBasesMessagesIsNeverTakenAsKept(t *testing.T) {
-	path := markedStore(t, 10, 0)
-	ctx := context.Background()
-	w := openStore(t, path)
-	if _, err := w.Fork(ctx, history.Conversation{ID: "f", Base: "c", BaseAt: 8}); err != nil {
-		t.Fatal(err)
-	}
 	kept := bigFacts('f', 20000)
-	if err := w.SetMark(ctx, "f", history.Mark{From: 4, Facts: kept}); err != nil {
-		t.Fatal(err)
-	}
-	r := openStore(t, path)
-	if m, _, err := r.Marked(ctx, "f"); err != nil || !bytes.Equal(m.Facts, kept) {
-		t.Fatalf("first read %v", err)
-	}
-	if err := w.Delete(ctx, "f"); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Create(ctx, history.Conversation{ID: "d"}); err != nil {
-		t.Fatal(err)
-	}
-	var dm []history.Message
-	for i := 0; i < 10; i++ {
-		dm = append(dm, userText("d "+strconv.Itoa(i)))
-	}
-	if err := w.Append(ctx, "d", dm...); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Fork(ctx, history.Conversation{ID: "f", Base: "d", BaseAt: 8}); err != nil {
-		t.Fatal(err)
-	}
+	_, w, r := forkKept(t, kept)
+	ctx := context.Background()
+	deleteAll(t, w, "f")
+	makeConv(t, w, "d", "", 0, "d", 10)
+	makeConv(t, w, "f", "d", 8, "", 8)
 	other := colliding(t, "f", 4, noRow, kept, bigFacts('g', len(kept)))
 	if err := w.SetMark(ctx, "f", history.Mark{From: 4, Facts: other}); err != nil {
 		t.Fatal(err)

@@ -42,8 +42,15 @@ type sentCache struct {
 	table  bool // the requests table is known to exist: not made again
 }
 
+// sentBody is a conversation's newest request as this store kept it: its
+// number, body, and its row's meta as stored, which tells it from a
+// request another opening kept under the same number after deleting the
+// conversation and making it again under its id (meta holds the time it
+// was kept, to the nanosecond): the body is taken as the stored one's
+// only while the row's number and meta are these.
 type sentBody struct {
 	n    int
+	meta string
 	body []byte
 }
 
@@ -57,6 +64,7 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 	s.sent.mu.Lock()
 	defer s.sent.mu.Unlock()
 	var n int
+	var meta string // the request's as stored
 	err := s.write(ctx, doing, true, func(tx *sql.Tx) error {
 		if !s.sent.table {
 			if _, err := tx.ExecContext(ctx, requestsSchema); err != nil {
@@ -70,12 +78,19 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 		if exists == 0 {
 			return fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 		}
-		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(n), 0) + 1 FROM requests WHERE conversation = ?`, id).Scan(&n); err != nil {
+		// the newest request stored, and its meta (none: 0, "")
+		var lastMeta string
+		n = 0
+		err := tx.QueryRowContext(ctx, `SELECT n, meta FROM requests WHERE conversation = ? ORDER BY n DESC LIMIT 1`, id).Scan(&n, &lastMeta)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return s.explain(doing, err)
 		}
+		n++
 		r.N = n
 		base, prefix := 0, 0
-		if last, ok := s.sent.bodies[id]; ok && last.n == n-1 && (n-1)%record.SnapshotEvery != 0 {
+		last, ok := s.sent.bodies[id]
+		ok = ok && last.n == n-1 && last.meta == lastMeta // else another's, or none
+		if ok && (n-1)%record.SnapshotEvery != 0 {
 			if p := history.CommonPrefix(last.body, r.Body); p > 0 {
 				base, prefix = n-1, p
 			}
@@ -89,12 +104,13 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 			}
 		}
 		r.Size = len(r.Body)
-		meta, err := json.Marshal(r)
+		m, err := json.Marshal(r)
 		if err != nil {
 			return fmt.Errorf("%s: %w", doing, err)
 		}
+		meta = string(m)
 		if _, err := tx.ExecContext(ctx, `INSERT INTO requests (conversation, n, base, prefix, tail, meta) VALUES (?, ?, ?, ?, ?, ?)`,
-			id, n, base, prefix, r.Body[prefix:], string(meta)); err != nil {
+			id, n, base, prefix, r.Body[prefix:], meta); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil
@@ -113,7 +129,7 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 			break
 		}
 	}
-	s.sent.bodies[id] = sentBody{n: n, body: append([]byte(nil), r.Body...)}
+	s.sent.bodies[id] = sentBody{n: n, meta: meta, body: append([]byte(nil), r.Body...)}
 	return n, nil
 }
 

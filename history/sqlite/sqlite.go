@@ -190,14 +190,15 @@ func OpenWith(path string, opts Options) (*Store, error) {
 
 // an append's one read (and a SetMark's): where the conversation ends,
 // and its claim (a fork's own messages are numbered after the base_at it
-// shares), its readTag there, and what its mark is (its place and
-// checksum, 0 and 0 for none: keepAppended compares them with the mark
-// kept)
+// shares), its readTag there (the checksum of its last row, or, with none
+// of its own, of the row its base_at-th message is read from: heldCRC),
+// and what its mark is (its place and checksum, 0 and 0 for none:
+// keepAppended compares them with the mark kept)
 var nextSeqSQL = `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at), c.messages,
 			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires,
-			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + fmt.Sprint(noRow) + `),
+			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + baseRowCRC("?1", "x.base_at") + `, ` + fmt.Sprint(noRow) + `),
 			COALESCE(k.start, 0), COALESCE(k.crc, 0)
-			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?`
+			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?1`
 
 // The other statements of the round's writes (rawtx.go).
 const (
@@ -302,10 +303,11 @@ func (s *Store) Record(ctx context.Context, id string) (history.Conversation, er
 	return s.get(ctx, id, recordColumnsAsStored)
 }
 
-// get is Get with columns (recordColumns or recordColumnsAsStored).
-func (s *Store) get(ctx context.Context, id, columns string) (history.Conversation, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM conversations c WHERE id = ?`, id)
-	c, err := s.scanConversation(row)
+// get is Get with columns (recordColumns or recordColumnsAsStored),
+// followed by columns scanned into extra.
+func (s *Store) get(ctx context.Context, id, columns string, extra ...any) (history.Conversation, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM conversations c WHERE id = ?1`, id)
+	c, err := s.scanConversation(extraRow{row, extra})
 	if errors.Is(err, sql.ErrNoRows) {
 		return history.Conversation{}, fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
 	}
@@ -338,6 +340,16 @@ const recordRest = `c.messages, c.crc, c.parent, c.parent_call, c.updated_crc,
 		c.base, c.base_at, c.branch_of, c.base_crc`
 
 type scanner interface{ Scan(...any) error }
+
+// extraRow is a row as a scanner whose columns after those scanned go
+// to extra.
+type extraRow struct {
+	row   scanner
+	extra []any
+}
+
+// Scan scans r's columns into dest followed by r.extra.
+func (r extraRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra...)...) }
 
 // scanConversation reads a conversation's record and checks it: against
 // its checksums, its times, and that it holds as many messages as were
@@ -446,7 +458,8 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 // selectNewTagged reads conversation ?3 after its first ?2 messages:
 // first the conversation's own row (no row at all: the conversation is
 // not in the store), with its readTag at message ?1 as it is now (its
-// base, base_at, and the checksum of its own row ?1), its count of
+// base, base_at, and the checksum of the row holding its message ?1:
+// heldCRC, its own row's where it has one), its count of
 // messages appended and how many rows it holds numbered at or below its
 // base_at (none unless damaged: its own are numbered from base_at+1;
 // Get's COUNT(*) counts them too), then its message rows after ?2 in
@@ -461,7 +474,7 @@ func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, err
 // whole after a restart; one naming only parameters is evaluated once, to
 // the same value. ORDER BY 1 puts the conversation's row (seq NULL)
 // first; SQLite merges the two parts, each in its order, without sorting.
-var selectNewTagged = `SELECT NULL, NULL, NULL, c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = ?3 AND seq = ?1), ` + fmt.Sprint(noRow) + `), c.messages,
+var selectNewTagged = `SELECT NULL, NULL, NULL, c.base, c.base_at, ` + heldCRC("?3", "?1") + `, c.messages,
 		(SELECT COUNT(*) FROM messages WHERE conversation = ?3 AND seq <= (SELECT base_at FROM conversations WHERE id = ?3))
 	FROM conversations c WHERE c.id = ?3
 	UNION ALL SELECT m.seq, m.message, m.crc, NULL, NULL, NULL, NULL, NULL FROM messages m WHERE m.conversation = ?3 AND m.seq > ?2
@@ -522,14 +535,19 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 	var fresh []history.Message
 	var whole *history.Conversation // the record a read whole began with
 	if len(known) == 0 {
-		// its rows are counted as they are stepped (readRows), not here
-		c, err := s.get(ctx, id, recordColumnsAsStored)
+		// its rows are counted as they are stepped (readRows), not here;
+		// the tag's checksum is of the row its base_at-th message is
+		// read from, as the rows' statement gives it: a base made again
+		// under its id between the two reads (by another opening) is
+		// read again
+		tag = readTag{crc: noRow}
+		c, err := s.get(ctx, id, recordColumnsAsStored+`, COALESCE(`+baseRowCRC("?1", "x.base_at")+`, `+fmt.Sprint(noRow)+`)`, &tag.crc)
 		if err != nil {
 			return nil, err
 		}
 		whole = &c
 		size = c.Messages
-		tag = readTag{n: c.BaseAt, base: c.Base, baseAt: c.BaseAt, crc: noRow}
+		tag.n, tag.base, tag.baseAt = c.BaseAt, c.Base, c.BaseAt
 		// the rows are read with the record's link as it is then: a base
 		// rewound after the record was read has pointed it elsewhere
 		now = &readTag{n: c.BaseAt}
