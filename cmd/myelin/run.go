@@ -380,13 +380,25 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 		return nil, "", fmt.Errorf("refusing to start: %w", err)
 	}
 	// The store opens (its log synced, its layout checked: some 2 ms of a
-	// fresh process on a local disk) while the tools are built (their
-	// schemas: some 1.5 ms): neither needs the other.
+	// fresh process on a local disk) while the workspace's tools are made
+	// (their schemas, by reflection: about 1 ms) — and nothing else: what
+	// the toolset starts (the MCP servers: their commands run, an approval
+	// asked, a sign-in) waits for the store, so that a store that cannot
+	// open starts none of it.
 	opened := make(chan openedStore, 1)
 	go func() {
 		store, path, err := openSessionStore(ctx, storeChoice(f.store), ws.Dir())
 		opened <- openedStore{store, path, err}
 	}()
+	wsTools := ws.Tools()
+	o := <-opened
+	if o.err != nil {
+		ws.Close()
+		return nil, "", o.err
+	}
+	path = o.path
+	lim.share(o.store) // before any request: with Postgres, the limits are every process's
+	s = &session{ws: ws, store: o.store, showThinking: f.think.show, prices: prices, limiter: lim.limiter}
 	env := result.Env{Store: ws, Limits: result.Limits{Agent: f.inlineCap}}
 	if f.tools.mcp.ui == nil { // serve: no terminal, but sampling and its notices on stderr
 		f.tools.mcp.ui = newMCPUI(nil, stderr)
@@ -395,23 +407,11 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 		f.tools.mcp.ui.sampler = mcp.ProviderSampler{Provider: prov, Model: model}
 	}
 	f.tools.delegate = f.delegate.newDelegate(f.tools.mcp.ui.notify)
-	tools, toolsErr := openToolset(ctx, ws, f.tools, env, stderr)
-	o := <-opened
-	switch {
-	case o.err != nil: // said first, as when the store opened first
-		if tools != nil {
-			tools.close()
-		}
-		ws.Close()
-		return nil, "", o.err
-	case toolsErr != nil:
-		o.store.Close()
-		ws.Close()
-		return nil, "", toolsErr
+	s.tools, err = openToolsetOf(ctx, ws, wsTools, f.tools, env, stderr)
+	if err != nil {
+		s.close()
+		return nil, "", err
 	}
-	path = o.path
-	lim.share(o.store) // before any request: with Postgres, the limits are every process's
-	s = &session{ws: ws, store: o.store, tools: tools, showThinking: f.think.show, prices: prices, limiter: lim.limiter}
 	s.agent = &agent.Agent{Provider: prov, Store: o.store, Tools: s.tools.reg, Model: model, System: system,
 		Env: env, MaxRounds: f.maxRounds, MaxTokens: f.maxTokens, ContextWindow: f.window, Context: f.policy(), Wait: f.wait,
 		RefusalGuard: f.guard.refusal, DropUnreached: true, RetryFor: lim.retryFor}
@@ -430,7 +430,8 @@ func openAgent(ctx context.Context, f agentFlags, stderr io.Writer) (s *session,
 }
 
 // openedStore is what openSessionStore gave, from the goroutine that
-// opened the store beside the toolset's building (openAgent).
+// opened the store beside the making of the workspace's tools
+// (openAgent).
 type openedStore struct {
 	store history.Store
 	path  string

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/myelin-run/myelin/history/postgres/pgtest"
 	"github.com/myelin-run/myelin/history/sqlite"
+	"github.com/myelin-run/myelin/mcp/mcptest"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -275,4 +277,28 @@ func sizesOf(files map[string]string) map[string]int {
 		out[name] = len(b)
 	}
 	return out
+}
+
+// A run whose store cannot open starts no MCP server (their commands
+// run, an approval may be asked): the store opens beside the making of
+// the workspace's tools, and the servers wait for it (a review found
+// them started beside it).
+func TestAStoreThatCannotOpenStartsNoMCPServer(t *testing.T) {
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "server-started")
+	exe, env := mcptest.Command()
+	config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"s": map[string]any{
+		"command": "sh", "args": []string{"-c", `touch "$1"; exec "$0"`, exe, mark}, "env": env}}})
+	cf := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cf, config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fakeAnthropic(t)
+	_, errOut, code := cli(t, "run", "--workspace", dir, "--store", "mysql://me@db/x", "--mcp-config", cf, "hello")
+	if code == exitOK || !strings.Contains(errOut, "is not a postgres://") {
+		t.Fatalf("exit %d, stderr %q; want the store's error", code, errOut)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Errorf("an MCP server was started for a run whose store could not open (stderr %q)", errOut)
+	}
 }

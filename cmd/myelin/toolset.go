@@ -83,6 +83,12 @@ type toolset struct {
 // here), shell--run when allowed, and code_execution over all of them
 // unless turned off. env is the conversion's environment of the command.
 func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, env result.Env, stderr io.Writer) (*toolset, error) {
+	return openToolsetOf(ctx, ws, ws.Tools(), f, env, stderr)
+}
+
+// openToolsetOf is openToolset with the workspace's tools already made
+// (ws.Tools(): run and chat make them while their store opens).
+func openToolsetOf(ctx context.Context, ws *workspace.Workspace, wsTools []*tool.Tool, f toolsetFlags, env result.Env, stderr io.Writer) (*toolset, error) {
 	if err := checkOwnFiles(ws, stderr); err != nil {
 		return nil, err
 	}
@@ -105,18 +111,18 @@ func openToolset(ctx context.Context, ws *workspace.Workspace, f toolsetFlags, e
 		ts.trace = openTrace(ws)
 	}
 	ts.mcpVersion = set.Version()
-	if ts.reg, err = ts.build(set.Tools()); err != nil {
+	if ts.reg, err = ts.build(wsTools, set.Tools()); err != nil {
 		ts.close()
 		return nil, err
 	}
 	return ts, nil
 }
 
-// build is a registry of the workspace's tools, the servers' mcpTools,
-// shell--run when allowed, and code_execution over all of them.
-func (ts *toolset) build(mcpTools []*tool.Tool) (*tool.Registry, error) {
+// build is a registry of the workspace's tools wsTools, the servers'
+// mcpTools, shell--run when allowed, and code_execution over all of them.
+func (ts *toolset) build(wsTools, mcpTools []*tool.Tool) (*tool.Registry, error) {
 	reg := &tool.Registry{}
-	tools := append(ts.ws.Tools(), mcpTools...)
+	tools := append(wsTools[:len(wsTools):len(wsTools)], mcpTools...)
 	if ts.flags.allowShell {
 		tools = append(tools, shell.ToolWithPolicy(ts.ws.Dir(), ts.flags.sandbox.policy()))
 	}
@@ -152,7 +158,7 @@ func (ts *toolset) refresh() (bool, error) {
 	if v == ts.mcpVersion {
 		return false, nil
 	}
-	reg, err := ts.build(ts.mcp.Tools())
+	reg, err := ts.build(ts.ws.Tools(), ts.mcp.Tools())
 	if err != nil {
 		return false, fmt.Errorf("an MCP server's tools changed, and the new set cannot be offered (the old one is): %w", err)
 	}
