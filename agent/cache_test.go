@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
@@ -158,4 +160,52 @@ func TestTheConversationRecordIsReadOncePerStore(t *testing.T) {
 			t.Errorf("a request of an unknown conversation: %v, want ErrNotFound", err)
 		}
 	}
+}
+
+// textProvider answers every request with the text "ok".
+type textProvider struct{}
+
+func (textProvider) Complete(ctx context.Context, r provider.Request, _ func(string)) (provider.Response, error) {
+	return provider.Response{Message: history.Message{Role: history.Assistant, Parts: []history.Part{{Type: history.TextPart, Text: "ok"}}}, StopReason: "end_turn"}, nil
+}
+
+// Turns on one agent and on clones of it, each starting with the tool
+// definitions not kept (toolDefsAhead's goroutine), while the registry
+// changes, all end well (run with -race; from a review).
+func TestTurnsEncodingToolDefinitionsAheadWhileTheRegistryChangesEndWell(t *testing.T) {
+	ctx := context.Background()
+	reg := &tool.Registry{}
+	if err := reg.Add(nop("a--tool")); err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{Provider: textProvider{}, Store: &history.Memory{}, Tools: reg, Model: "claude-sonnet-4-5", ContextWindow: 200000}
+	var ids []string
+	for range 6 {
+		id, err := a.NewConversation(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 20 {
+			_ = reg.Add(nop(fmt.Sprintf("x%d--tool", i)))
+		}
+	})
+	for i, id := range ids {
+		wg.Go(func() {
+			ag := a
+			if i%2 == 1 {
+				ag = a.Clone()
+			}
+			for range 5 {
+				if _, err := ag.Turn(ctx, id, "hi", nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

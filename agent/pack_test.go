@@ -540,3 +540,59 @@ func TestTheNextReadAppendsToAnUnpackedPackInPlace(t *testing.T) {
 		t.Errorf("the reads' lists have room (caps %d and %d): a caller's append would write into the kept list", cap(first), cap(next))
 	}
 }
+
+// Readers of one kept pack, on an agent and its clones, each reading a
+// tail of its own length (some shorter than what is kept), some with a
+// message of their own at a place (taken over by extend's copy): every
+// list handed out stays as it was handed out while the others append
+// into the kept list's room (run with -race; from a review).
+func TestListsHandedOutOfAKeptPackStayAsTheyWereWhileOthersExtendIt(t *testing.T) {
+	stored := storedForm(t, longRounds(60))
+	other := storedForm(t, longRounds(60))
+	a := &Agent{Store: &history.Memory{}}
+	m := packedMark{id: newPackID(), pack: history.AppendPacked(nil, stored[:80])}
+	type got struct {
+		list []history.Message
+		want []history.Message
+	}
+	var mu sync.Mutex
+	var all []got
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			ag := a
+			if g%2 == 1 {
+				ag = a.Clone()
+			}
+			for n := range 30 {
+				end := 81 + (n*7+g*3)%39
+				tail := stored[80:end]
+				want := stored[:end]
+				if (n+g)%5 == 0 { // a message of its own at place 80+
+					tail = append(append([]history.Message{}, other[80]), stored[81:end]...)
+					want = append(append(append([]history.Message{}, stored[:80]...), other[80]), stored[81:end]...)
+				}
+				list, err := ag.unpack("c", m, 80, tail)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for i := range list { // read every place while others extend
+					_ = list[i].Role
+				}
+				mu.Lock()
+				all = append(all, got{list, want})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	for i, g := range all {
+		if len(g.list) != len(g.want) || cap(g.list) != len(g.list) {
+			t.Fatalf("read %d: len %d cap %d, want %d", i, len(g.list), cap(g.list), len(g.want))
+		}
+		if !reflect.DeepEqual(g.list, g.want) {
+			t.Fatalf("read %d: changed after it was handed out", i)
+		}
+	}
+}
