@@ -175,7 +175,7 @@ func randomRemakes(t *testing.T, seed uint64) {
 	if os.Getenv("REVIEW_STATS") != "" {
 		counts := map[string]int{}
 		for _, l := range log {
-			counts[strings.Fields(l)[0]+" "+strings.Fields(l+" x")[1]]++
+			counts[strings.Fields(l)[0]+" "+strings.Fields(l + " x")[1]]++
 		}
 		t.Logf("%v", counts)
 	}
