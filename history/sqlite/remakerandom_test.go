@@ -172,7 +172,7 @@ func randomRemakes(t *testing.T, seed uint64) {
 		fresh.Close()
 		_ = time.Now
 	}
-	if os.Getenv("REVIEW_STATS") != "" {
+	if os.Getenv("MYELIN_REMAKE_STATS") != "" {
 		counts := map[string]int{}
 		for _, l := range log {
 			counts[strings.Fields(l)[0]+" "+strings.Fields(l + " x")[1]]++
