@@ -1,20 +1,24 @@
 // Package startgc puts off the garbage collector's first cycle until main
-// runs. The package inits of myelin allocate about 3 MB (the SDKs' tables
-// and registries), close to the runtime's first heap goal of 4 MB, so
+// runs, and for run and chat until their first request is sent. The
+// package inits of myelin allocate about 3 MB (the SDKs' tables and
+// registries), close to the runtime's first heap goal of 4 MB, so
 // without this a full GC cycle ran in the middle of them, over a heap that
 // is nearly all live, costing a short command such as `myelin version`
 // some 300 page faults and a tenth of its CPU time (docs/performance.md,
-// "Cold start"). Its init raises GOGC for the inits that come after it;
+// "Cold start"). Its init raises GOGC so that the first goal is 256 MB;
 // main calls Done first, which puts the setting back — but for run and
 // chat, which call it once their first turn's answer begins (its first
 // event: the request was sent and is being answered — after any resends
-// of it, up to the retry limit): the
-// start of a resumed conversation allocates what it keeps (the stored
-// messages read and decoded, the request's body), and a collector at
-// GOGC 100 marked it again and again on the way ("Resuming a stored
-// conversation"). Done is called whatever happens to that turn, so a
-// long-running process runs with the collector as configured (a chat
-// waiting for its first line keeps it put off, allocating nothing).
+// of it, up to the retry limit): the start of a resumed conversation
+// allocates what it keeps (the stored messages read and unpacked, the
+// request's body: ~100 MB at 100,000 messages), and a cycle over it on
+// the way doubled the unpacking's CPU and page faults ("Resuming a stored
+// conversation"). Should a first turn allocate past 256 MB before its
+// answer begins, the first cycle lowers GOGC to 400 for the rest of the
+// wait, so that the next goal is not 65 times what it keeps. Done is
+// called whatever happens to that turn, so a long-running process runs
+// with the collector as configured (a chat waiting for its first line
+// keeps it put off, allocating nothing).
 //
 // It must not change the collector of a process that does its work inside
 // an init: the supervisor (its init runs before this one, being imported
@@ -24,7 +28,9 @@ package startgc
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 
 	// A dependency's init runs before this one: a supervisor process
@@ -32,10 +38,14 @@ import (
 	_ "github.com/myelin-run/myelin/internal/supervisor"
 )
 
-// initPercent is GOGC while the inits after this one run (and a run or
-// chat until its first answer begins): with no cycle yet, the first
-// goal is 4 MB × initPercent / 100.
-const initPercent = 400
+// startPercent is GOGC from this init until the collector's first cycle
+// or Done: with no cycle yet, the first goal is 4 MB × startPercent /
+// 100, 256 MB.
+const startPercent = 6400
+
+// afterPercent is GOGC from the first cycle until Done, when that cycle
+// comes first: the next goal is then five times what was kept, not 65.
+const afterPercent = 400
 
 // engineEnv is package script's variable that makes the process a script
 // engine, which runs its script inside package script's init.
@@ -51,9 +61,35 @@ var restore = func() *atomic.Int64 {
 	return &r
 }()
 
-func init() { restore.Store(int64(putOff(os.LookupEnv))) }
+// mu orders Done and lower: a lowering never comes after Done put the
+// setting back.
+var mu sync.Mutex
 
-// putOff raises GOGC to initPercent and returns the setting to put back,
+func init() {
+	r := putOff(os.LookupEnv)
+	restore.Store(int64(r))
+	if r >= 0 {
+		afterFirstCycle(lower)
+	}
+}
+
+// afterFirstCycle has f called once the collector's next cycle has run:
+// on the cleanup of an object that nothing reaches.
+func afterFirstCycle(f func()) {
+	runtime.AddCleanup(new([64]byte), func(struct{}) { f() }, struct{}{})
+}
+
+// lower puts GOGC from startPercent down to afterPercent, unless Done
+// has already put the setting back.
+func lower() {
+	mu.Lock()
+	defer mu.Unlock()
+	if restore.Load() >= 0 {
+		debug.SetGCPercent(afterPercent)
+	}
+}
+
+// putOff raises GOGC to startPercent and returns the setting to put back,
 // or leaves it and returns -1 in a script engine or when GOGC is set.
 func putOff(lookup func(string) (string, bool)) int {
 	if v, _ := lookup(engineEnv); v == "1" {
@@ -62,7 +98,7 @@ func putOff(lookup func(string) (string, bool)) int {
 	if _, set := lookup("GOGC"); set {
 		return -1
 	}
-	return debug.SetGCPercent(initPercent)
+	return debug.SetGCPercent(startPercent)
 }
 
 // Done puts back the GOGC found at init; main calls it before anything
@@ -72,6 +108,8 @@ func Done() {
 	if restore.Load() < 0 {
 		return
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if r := restore.Swap(-1); r >= 0 {
 		debug.SetGCPercent(int(r))
 	}

@@ -1,8 +1,10 @@
 package startgc
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // gcPercent reads GOGC as the runtime has it.
@@ -16,8 +18,8 @@ func TestDonePutsBackTheSettingFoundOnce(t *testing.T) {
 	defer debug.SetGCPercent(gcPercent())
 	debug.SetGCPercent(100)
 	restore.Store(int64(putOff(func(string) (string, bool) { return "", false })))
-	if got := gcPercent(); got != initPercent || restore.Load() != 100 {
-		t.Fatalf("after putOff: GOGC %d, to restore %d; want %d and 100", got, restore.Load(), initPercent)
+	if got := gcPercent(); got != startPercent || restore.Load() != 100 {
+		t.Fatalf("after putOff: GOGC %d, to restore %d; want %d and 100", got, restore.Load(), startPercent)
 	}
 	Done()
 	if got := gcPercent(); got != 100 {
@@ -42,5 +44,47 @@ func TestTheEngineAndAUsersGOGCAreLeftAsTheyAre(t *testing.T) {
 		if got := gcPercent(); r != -1 || got != 100 {
 			t.Errorf("%s: putOff returned %d and left GOGC %d; want -1 and 100 untouched", name, r, got)
 		}
+	}
+}
+
+// The collector's first cycle, when it comes before Done, lowers GOGC
+// from the starting goal's setting to afterPercent; Done then puts back
+// the setting found.
+func TestTheFirstCycleBeforeDoneLowersTheSetting(t *testing.T) {
+	defer debug.SetGCPercent(gcPercent())
+	debug.SetGCPercent(100)
+	restore.Store(int64(putOff(func(string) (string, bool) { return "", false })))
+	lowered := make(chan struct{})
+	afterFirstCycle(func() { lower(); close(lowered) })
+	for cycles := 0; ; cycles++ {
+		if cycles == 100 {
+			t.Fatal("100 cycles ran, and afterFirstCycle's function was not called")
+		}
+		runtime.GC()
+		select {
+		case <-lowered:
+		case <-time.After(10 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	if got := gcPercent(); got != afterPercent {
+		t.Fatalf("after the first cycle: GOGC %d, want %d", got, afterPercent)
+	}
+	Done()
+	if got := gcPercent(); got != 100 {
+		t.Fatalf("after Done: GOGC %d, want 100 back", got)
+	}
+}
+
+// A first cycle after Done leaves the setting Done put back.
+func TestAFirstCycleAfterDoneLeavesTheSettingPutBack(t *testing.T) {
+	defer debug.SetGCPercent(gcPercent())
+	debug.SetGCPercent(100)
+	restore.Store(int64(putOff(func(string) (string, bool) { return "", false })))
+	Done()
+	lower()
+	if got := gcPercent(); got != 100 {
+		t.Fatalf("a lowering after Done set GOGC %d, want the 100 put back", got)
 	}
 }
