@@ -197,7 +197,7 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 		// rolling breakpoints all fall after them.
 		var users int
 		groups, users, msize = groupsOf(req.Messages, pre.Len())
-		if len(groups) == 0 || groups[0].role == pre.Last() || users < limit {
+		if len(groups) == 0 || groups[0].role(req.Messages) == pre.Last() || users < limit {
 			pre = nil
 		}
 	}
@@ -206,7 +206,7 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 	}
 	rolling := 0
 	for i := len(groups) - 1; i >= 0 && rolling < limit; i-- {
-		if groups[i].role == history.User {
+		if groups[i].role(req.Messages) == history.User {
 			groups[i].mark = true
 			rolling++
 		}
@@ -250,7 +250,7 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 		if i > 0 || pre != nil {
 			e.raw(",")
 		}
-		e.message(g.role, req.Messages[g.start:g.end], g.mark)
+		e.message(g.role(req.Messages), req.Messages[g.start:g.end], g.mark)
 	}
 	e.raw("],")
 	if stream {
@@ -258,7 +258,7 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 	}
 	e.buf = append(e.buf, head[1:]...) // head is {"max_tokens":...}
 	if prefixes != nil && cut > 0 && keep > 0 {
-		prefixes.Put(req.CacheKey, "", pre, req.Messages[first:groups[keep].start], e.buf[:cut], groups[keep-1].role)
+		prefixes.Put(req.CacheKey, "", pre, req.Messages[first:groups[keep].start], e.buf[:cut], groups[keep-1].role(req.Messages))
 	}
 	return e.buf, nil
 }
@@ -266,12 +266,17 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 // group is the messages [start, end) of a request that go as one message:
 // consecutive messages of one role (a prompt after tool results the model
 // never answered), as the API wants, with the records and empty answers
-// among them, which send nothing.
+// among them, which send nothing. Its role is its first message's. Twelve
+// bytes, not forty with the role in it: a body of 100,000 messages has
+// nearly as many groups, each new memory in a fresh process (~760 page
+// faults fewer; the eighth session's pbody branch).
 type group struct {
-	role       history.Role
-	start, end int
+	start, end int32
 	mark       bool // a rolling cache breakpoint on its last block
 }
+
+// role is g's role, msgs the request's messages.
+func (g *group) role(msgs []history.Message) history.Role { return msgs[g.start].Role }
 
 // groupsOf is the groups of msgs[from:], how many of them are the
 // user's, and about how many bytes their messages encode to (sizeHint),
@@ -286,11 +291,11 @@ func groupsOf(msgs []history.Message, from int) (groups []group, users, size int
 			continue // a stored decision, or an empty answer: as if absent
 		}
 		size += sizeHint(m)
-		if n := len(groups); n > 0 && groups[n-1].role == m.Role {
-			groups[n-1].end = i + 1
+		if n := len(groups); n > 0 && msgs[groups[n-1].start].Role == m.Role {
+			groups[n-1].end = int32(i + 1)
 			continue
 		}
-		groups = append(groups, group{role: m.Role, start: i, end: i + 1})
+		groups = append(groups, group{start: int32(i), end: int32(i + 1)})
 		if m.Role == history.User {
 			users++
 		}
