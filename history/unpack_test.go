@@ -134,7 +134,15 @@ func TestUnpackRefusesAnIndexThatDoesNotLeadToEachChunk(t *testing.T) {
 func TestUnpackOnSeveralGoroutinesGivesTheFirstErrorInTheBytes(t *testing.T) {
 	const n, chunk = 64, 2
 	_, packed, starts := indexed(t, n, chunk)
-	for _, damaged := range [][]int{{5}, {5, 20}, {20, 5, 31}, {0, 31}, {31}} {
+	every := func(from int) []int {
+		var cs []int
+		for c := from; c < n/chunk; c++ {
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	// every chunk from one on damaged: each goroutine fails at its first
+	for _, damaged := range [][]int{{5}, {5, 20}, {20, 5, 31}, {0, 31}, {31}, every(0), every(1), every(7)} {
 		data := append([]byte(nil), packed...)
 		for _, c := range damaged {
 			data[starts[c*chunk][0]] = 0x80 // message flags no message has
@@ -146,6 +154,48 @@ func TestUnpackOnSeveralGoroutinesGivesTheFirstErrorInTheBytes(t *testing.T) {
 				if _, err := unpack(data, workers, 0); err == nil || !strings.Contains(err.Error(), want) {
 					t.Fatalf("chunks %v damaged, unpacked on %d goroutines: %v; want %q", damaged, workers, err, want)
 				}
+			}
+		}
+	}
+}
+
+// Bytes between one chunk's last message and the next chunk's start
+// (the index pointing past them) are refused, as bytes after the last
+// message are.
+func TestUnpackRefusesBytesBetweenChunks(t *testing.T) {
+	const n, chunk = 30, 4
+	_, packed, starts := indexed(t, n, chunk)
+	index := int(starts[0][0]) - indexEntry*((n-1)/chunk)
+	for c := 1; c*chunk < n; c++ {
+		at := starts[c*chunk][0]
+		// a message flag byte and a role byte: nothing a message can be
+		// without its time
+		data := append(append(append([]byte(nil), packed[:at]...), 0, codeUser), packed[at:]...)
+		for k := c; k*chunk < n; k++ {
+			e := data[index+(k-1)*indexEntry:]
+			binary.LittleEndian.PutUint64(e, binary.LittleEndian.Uint64(e)+2)
+		}
+		for _, workers := range []int{1, 3} {
+			if msgs, err := unpack(data, workers, 0); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("chunk %d ending 2 bytes before byte %d", c-1, at+2)) {
+				t.Fatalf("two bytes before chunk %d, unpacked on %d goroutines: %v (%d messages)", c, workers, err, len(msgs))
+			}
+		}
+	}
+}
+
+// With every chunk damaged at its last message, so that goroutines fail
+// at about the same time, the error is still the first chunk's.
+func TestUnpackGivesTheFirstChunksErrorWhenAllFailTogether(t *testing.T) {
+	const n, chunk = 16000, 2000
+	_, packed, starts := indexed(t, n, chunk)
+	for c := 1; c <= n/chunk; c++ {
+		packed[starts[c*chunk-1][0]] = 0x80
+	}
+	want := fmt.Sprintf("message flags 0x80 at byte %d", starts[chunk-1][0])
+	for _, workers := range []int{2, 4} {
+		for range 30 {
+			if _, err := unpack(packed, workers, 0); err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("every chunk damaged at its end, unpacked on %d goroutines: %v; want %q", workers, err, want)
 			}
 		}
 	}
