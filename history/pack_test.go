@@ -482,7 +482,7 @@ func TestUnpackRefusesOtherVersionsAndDamage(t *testing.T) {
 		"nanoseconds past a second":   {[]byte{packVersion, 2, 0, 0, 1, 0, 2, 0, 0x80, 0xa8, 0xd6, 0xb9, 0x07}, "nanoseconds past a second"},
 		"parts past the counted":      {[]byte{packVersion, 2, 1, 0, 1, msgParts, 2, 0, 0, 2, 0, 0, kindText, 0, 0, kindText}, "more parts than counted"},
 		"parts fewer than counted":    {[]byte{packVersion, 2, 2, 0, 1, msgParts, 2, 0, 0, 1, 0, 0, kindText, 0, 0, 0}, "1 parts fewer than counted"},
-		"usages fewer than counted":  {[]byte{packVersion, 2, 0, 1, 1, 0, 2, 0, 0}, "1 usages fewer than counted"},
+		"usages fewer than counted":   {[]byte{packVersion, 2, 0, 1, 1, 0, 2, 0, 0}, "1 usages fewer than counted"},
 		"unknown part flags":          {[]byte{packVersion, 2, 1, 0, 1, msgParts, 2, 0, 0, 1, 0, 0x80, kindText}, "part flags 0x8000"},
 		"a string past the end":       {[]byte{packVersion, 2, 1, 0, 1, msgParts, 2, 0, 0, 1, partText, 0, kindText, 9, 'a'}, "a string longer than the bytes left"},
 		"a flag neither 0 nor 1":      {[]byte{packVersion, 2, 0, 0, 1, msgEdit, 2, 0, 0, 0, 7}, "a flag neither 0 nor 1"},
