@@ -233,8 +233,8 @@ func BenchmarkUnpackPaired(b *testing.B) {
 func BenchmarkUnpackChunks(b *testing.B) {
 	workers := min(runtime.GOMAXPROCS(0), maxUnpackers)
 	for _, c := range []struct{ n, chunk int }{
-		{1000, 256}, {2000, 256}, {4000, 256}, {4000, packChunk}, {10000, 256}, {10000, packChunk},
-		{100000, 256}, {100000, packChunk}, {100000, 4096},
+		{1000, 256}, {2000, 256}, {4000, 256}, {10000, 256}, {10000, 512}, {10000, 1024},
+		{100000, 256}, {100000, 512}, {100000, 1024}, {100000, 4096},
 	} {
 		packed := appendPacked(nil, benchConversation(b, c.n), c.chunk)
 		b.Run(fmt.Sprintf("%dk/chunk-%d", c.n/1000, c.chunk), func(b *testing.B) {
@@ -280,8 +280,8 @@ func BenchmarkUnpackFresh(b *testing.B) {
 	}
 	workers := min(runtime.GOMAXPROCS(0), maxUnpackers)
 	for _, c := range []struct{ n, chunk int }{
-		{2000, 256}, {4000, 256}, {4000, packChunk}, {10000, 256}, {10000, packChunk},
-		{100000, 256}, {100000, packChunk}, {100000, 4096},
+		{1000, 256}, {2000, 256}, {4000, 256}, {10000, 256}, {10000, 512}, {10000, 1024},
+		{100000, 256}, {100000, 512}, {100000, 1024}, {100000, 4096},
 	} {
 		path := filepath.Join(b.TempDir(), "packed")
 		if err := os.WriteFile(path, appendPacked(nil, benchConversation(b, c.n), c.chunk), 0o600); err != nil {
