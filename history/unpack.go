@@ -28,10 +28,11 @@ import (
 // of one array with a capacity of their length (an append to them copies),
 // and the Usages are one array too.
 //
-// A large pack is decoded on up to GOMAXPROCS goroutines (at most
-// maxUnpackers), each taking the pack's chunks one by one and filling
-// their range of those three arrays; all of them have ended when Unpack
-// returns. The result and the error are the same as on one goroutine.
+// A large pack is decoded on up to GOMAXPROCS goroutines (at most 4),
+// each taking the pack's chunks one by one and filling their range of
+// those three arrays (at a resume's start, first touching their pages:
+// most of an unpack's time); all of them have ended when Unpack returns.
+// The result, or the error, is the same as on one goroutine.
 //
 // Bytes of another version of the codec are refused with an error
 // wrapping ErrPackVersion. Bytes cut short, with something after them, or
@@ -49,14 +50,15 @@ func Unpack(data []byte) ([]Message, error) {
 	return unpack(data, min(runtime.GOMAXPROCS(0), maxUnpackers), unpackSerialBelow)
 }
 
-// maxUnpackers bounds the goroutines of an Unpack: past a few, the page
-// faults of the fresh arrays they fill, which serialise in the kernel, are
-// what is left.
+// maxUnpackers bounds the goroutines of an Unpack: a resume has little
+// else to do meanwhile, but a process serving many has, and past a few
+// the chunks of a 100k pack get too few to share out evenly. (Only 2
+// were measured: the machines this was built on have 2 cores.)
 const maxUnpackers = 4
 
 // unpackSerialBelow is the messages and parts below which a pack is
-// decoded on the caller's goroutine alone: starting another costs more
-// than it saves (BenchmarkUnpackChunks).
+// decoded on the caller's goroutine alone: what another would take of
+// the work is not worth its start (BenchmarkUnpackFresh).
 const unpackSerialBelow = 4096
 
 // unpack is Unpack on up to workers goroutines when data holds at least
