@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // indexed is a conversation of n messages whose messages differ in parts
@@ -198,6 +200,32 @@ func TestUnpackGivesTheFirstChunksErrorWhenAllFailTogether(t *testing.T) {
 				t.Fatalf("every chunk damaged at its end, unpacked on %d goroutines: %v; want %q", workers, err, want)
 			}
 		}
+	}
+}
+
+// Unpack leaves no goroutine behind, whether it succeeds or a chunk
+// fails: the goroutines it started have all ended (within a moment of
+// its return: their last step, after the one Unpack waits on, is their
+// return).
+func TestUnpackLeavesNoGoroutineBehind(t *testing.T) {
+	const n, chunk = 4000, 100
+	_, packed, starts := indexed(t, n, chunk)
+	damaged := append([]byte(nil), packed...)
+	damaged[starts[n/2][0]] = 0x80
+	before := runtime.NumGoroutine()
+	for range 20 {
+		if _, err := unpack(packed, 4, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unpack(damaged, 4, 0); err == nil {
+			t.Fatal("a damaged pack unpacked")
+		}
+	}
+	for wait := time.Millisecond; runtime.NumGoroutine() > before; wait *= 2 {
+		if wait > 2*time.Second {
+			t.Fatalf("%d goroutines after unpacking, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(wait)
 	}
 }
 
