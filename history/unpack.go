@@ -28,11 +28,13 @@ import (
 // of one array with a capacity of their length (an append to them copies),
 // and the Usages are one array too.
 //
-// A large pack is decoded on up to GOMAXPROCS goroutines (at most 4),
+// A large pack is decoded on up to GOMAXPROCS-1 goroutines (at most 4),
 // each taking the pack's chunks one by one and filling their range of
 // those three arrays (at a resume's start, first touching their pages:
 // most of an unpack's time); all of them have ended when Unpack returns.
-// The result, or the error, is the same as on one goroutine.
+// The result, or the error, is the same as on one goroutine. One P is
+// left to the collector: the arrays' allocation starts a cycle, and
+// decoding on every P starves it (see unpackers).
 //
 // Bytes of another version of the codec are refused with an error
 // wrapping ErrPackVersion. Bytes cut short, with something after them, or
@@ -47,13 +49,25 @@ import (
 // when Local has that offset at that instant, else an unnamed fixed zone.
 // So a copy packed under another TZ unpacks as the store's rows would read.
 func Unpack(data []byte) ([]Message, error) {
-	return unpack(data, min(runtime.GOMAXPROCS(0), maxUnpackers), unpackSerialBelow)
+	return unpack(data, unpackers(runtime.GOMAXPROCS(0)), unpackSerialBelow)
+}
+
+// unpackers is the goroutines an Unpack decodes on with procs Ps: one P
+// fewer, at most maxUnpackers. The Ps all decoding was measured slower
+// than one in a fresh process with 2 (BenchmarkUnpackFresh, 100k
+// messages: 0.74–0.88× with the collector on, 1.55× with it off; a
+// resume of 100k, 280–359 ms against 177–233 ms): the collector's cycle
+// that the arrays' allocation starts then has no idle P to mark on, and
+// the decoding runs under its write barrier for longer. So on 2 Ps an
+// Unpack is what it was on one goroutine.
+func unpackers(procs int) int {
+	return min(procs-1, maxUnpackers)
 }
 
 // maxUnpackers bounds the goroutines of an Unpack: a resume has little
 // else to do meanwhile, but a process serving many has, and past a few
-// the chunks of a 100k pack get too few to share out evenly. (Only 2
-// were measured: the machines this was built on have 2 cores.)
+// the chunks of a 100k pack get too few to share out evenly. (Not
+// measured past 2: the machine this was built on has 2 cores.)
 const maxUnpackers = 4
 
 // unpackSerialBelow is the messages and parts below which a pack is
