@@ -124,7 +124,12 @@ func unpack(data []byte, workers, least int) ([]Message, error) {
 		u.fail(what)
 		return nil, u.err()
 	}
-	p.msgs, p.partsOf, p.usagesOf = make([]Message, n), make([]Part, parts), make([]Usage, usages)
+	// the parts first, as before the index: with the messages first, a
+	// fresh process's unpack of 100k messages took ~1.7k more page faults
+	// and ~12 ms more CPU (the collector's cycle these allocations start
+	// begins at another one; GOGC=off, no difference)
+	p.partsOf, p.usagesOf = make([]Part, parts), make([]Usage, usages)
+	p.msgs = make([]Message, n)
 	var err error
 	if workers > 1 && p.chunks > 1 && n+p.parts >= least {
 		err = p.decodeOn(min(workers, p.chunks))
