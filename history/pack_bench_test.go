@@ -3,6 +3,14 @@ package history
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -210,4 +218,144 @@ func BenchmarkUnpackPaired(b *testing.B) {
 	b.ReportMetric(medianMs(alloc), "alloc-ms")
 	b.ReportMetric(medianMs(overDecoder), "x-decoder/unpack")
 	b.ReportMetric(medianMs(overAlloc), "x-unpack/alloc")
+}
+
+// BenchmarkUnpackChunks unpacks conversations of 1k to 100k messages
+// (BenchmarkUnpack's, ~1.5 parts a message), packed in chunks of 256 to
+// 4096 messages, on one goroutine and on GOMAXPROCS (at most
+// maxUnpackers) one after the other in every iteration, in this process:
+// each unpack's arrays in pages an earlier one used (a running process's
+// unpack, which the collector's pacing moves by 2×). It reports each
+// one's median and the median of the ratio one over many taken in each
+// iteration. BenchmarkUnpackFresh is a resume's unpack. Run:
+//
+//	go test ./history -run '^$' -bench UnpackChunks -benchtime 20x
+func BenchmarkUnpackChunks(b *testing.B) {
+	workers := min(runtime.GOMAXPROCS(0), maxUnpackers)
+	for _, c := range []struct{ n, chunk int }{
+		{1000, 256}, {2000, 256}, {4000, 256}, {10000, 256}, {10000, 512}, {10000, 1024},
+		{100000, 256}, {100000, 512}, {100000, 1024}, {100000, 4096},
+	} {
+		packed := appendPacked(nil, benchConversation(b, c.n), c.chunk)
+		b.Run(fmt.Sprintf("%dk/chunk-%d", c.n/1000, c.chunk), func(b *testing.B) {
+			var one, many, ratio []time.Duration
+			timed := func(w int) time.Duration {
+				start := time.Now()
+				got, err := unpack(packed, w, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				packSink = got
+				return time.Since(start)
+			}
+			for b.Loop() {
+				o, m := timed(1), timed(workers)
+				one, many = append(one, o), append(many, m)
+				ratio = append(ratio, time.Duration(float64(time.Microsecond)*float64(o)/float64(m)))
+			}
+			packSink = nil
+			b.ReportMetric(medianUs(one), "one-us")
+			b.ReportMetric(medianUs(many), "many-us")
+			b.ReportMetric(medianUs(ratio), "x-one/many")
+		})
+	}
+}
+
+// BenchmarkUnpackFresh is a resume's unpack: each in a fresh process (this
+// test binary again), the first thing it allocates, so that the pages of
+// the messages, parts and usages it makes are new to the process and
+// their first touch — page faults, the most of a resume's unpack — falls
+// in the decoding, as at a fresh `myelin run`'s; the collector on, as
+// there. Each iteration runs one child on one goroutine and one on
+// GOMAXPROCS (at most maxUnpackers), in turns going first, and the
+// benchmark reports each one's median time and CPU time (the child's
+// user and system, every thread), the median of the ratio one over many
+// taken in each iteration, and the minor page faults of a many. Run:
+//
+//	go test ./history -run '^$' -bench UnpackFresh -benchtime 10x
+func BenchmarkUnpackFresh(b *testing.B) {
+	if path := os.Getenv("MYELIN_UNPACK_FRESH"); path != "" {
+		freshChild(b, path)
+		return
+	}
+	workers := min(runtime.GOMAXPROCS(0), maxUnpackers)
+	for _, c := range []struct{ n, chunk int }{
+		{1000, 256}, {2000, 256}, {4000, 256}, {10000, 256}, {10000, 512}, {10000, 1024},
+		{100000, 256}, {100000, 512}, {100000, 1024}, {100000, 4096},
+	} {
+		path := filepath.Join(b.TempDir(), "packed")
+		if err := os.WriteFile(path, appendPacked(nil, benchConversation(b, c.n), c.chunk), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%dk/chunk-%d", c.n/1000, c.chunk), func(b *testing.B) {
+			var one, many, ratio, oneCPU, manyCPU, faults []time.Duration
+			child := func(w int) (wall, cpu, flt time.Duration) {
+				cmd := exec.Command(os.Args[0], "-test.run", "^$", "-test.bench", "^BenchmarkUnpackFresh$", "-test.benchtime", "1x")
+				cmd.Env = append(os.Environ(), "MYELIN_UNPACK_FRESH="+path, fmt.Sprintf("MYELIN_UNPACK_WORKERS=%d", w))
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					b.Fatalf("the child: %v\n%s", err, out)
+				}
+				_, rest, ok := strings.Cut(string(out), "unpacked:")
+				if !ok {
+					b.Fatalf("the child said no figures:\n%s", out)
+				}
+				if _, err := fmt.Sscan(rest, &wall, &cpu, &flt); err != nil {
+					b.Fatalf("the child's figures %q: %v", rest, err)
+				}
+				return wall, cpu, flt
+			}
+			for n := 0; b.Loop(); n++ {
+				var o, oc, m, mc, f time.Duration
+				if n%2 == 0 {
+					o, oc, _ = child(1)
+					m, mc, f = child(workers)
+				} else {
+					m, mc, f = child(workers)
+					o, oc, _ = child(1)
+				}
+				one, many, oneCPU, manyCPU, faults = append(one, o), append(many, m), append(oneCPU, oc), append(manyCPU, mc), append(faults, f)
+				ratio = append(ratio, time.Duration(float64(time.Microsecond)*float64(o)/float64(m)))
+			}
+			b.ReportMetric(medianUs(one), "one-us")
+			b.ReportMetric(medianUs(many), "many-us")
+			b.ReportMetric(medianUs(ratio), "x-one/many")
+			b.ReportMetric(medianUs(oneCPU), "one-cpu-us")
+			b.ReportMetric(medianUs(manyCPU), "many-cpu-us")
+			b.ReportMetric(medianUs(faults)*1000, "many-faults")
+		})
+	}
+}
+
+// freshChild is BenchmarkUnpackFresh's child: it unpacks the bytes at path
+// once, on the goroutines MYELIN_UNPACK_WORKERS says, and prints the time,
+// the process's CPU time and its minor page faults over the unpack.
+func freshChild(b *testing.B, path string) {
+	packed, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	workers, err := strconv.Atoi(os.Getenv("MYELIN_UNPACK_WORKERS"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r0, r1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+	start := time.Now()
+	got, err := unpack(packed, workers, 0)
+	wall := time.Since(start)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	packSink = got
+	cpu := r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano()
+	fmt.Printf("unpacked: %d %d %d\n", wall.Nanoseconds(), cpu, r1.Minflt-r0.Minflt)
+	packSink = nil
+}
+
+// medianUs is the median of ds in microseconds.
+func medianUs(ds []time.Duration) float64 {
+	slices.Sort(ds)
+	return float64(ds[len(ds)/2].Nanoseconds()) / 1000
 }

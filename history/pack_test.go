@@ -37,6 +37,32 @@ func samePacked(t *testing.T, msgs []Message) []byte {
 			t.Fatalf("message %d: its parts have room after them (%d of %d): an append would write into the next message's", i, len(m.Parts), cap(m.Parts))
 		}
 	}
+	// in chunks of a few messages, each chunk a unit of work, on several
+	// goroutines: the same messages
+	for _, chunk := range []int{1, 3} {
+		small := appendPacked(nil, msgs, chunk)
+		for _, workers := range []int{1, 2, 4} {
+			got, err := unpack(small, workers, 0)
+			if err != nil {
+				t.Fatalf("unpacking %d messages packed in chunks of %d on %d goroutines: %v", len(msgs), chunk, workers, err)
+			}
+			if !reflect.DeepEqual(got, msgs) {
+				t.Fatalf("%d messages packed in chunks of %d and unpacked on %d goroutines: %s", len(msgs), chunk, workers, firstDiff(reflect.ValueOf(got), reflect.ValueOf(msgs), "msgs"))
+			}
+			for i, m := range got {
+				if cap(m.Parts) != len(m.Parts) {
+					t.Fatalf("message %d unpacked in chunks of %d on %d goroutines: its parts have room after them", i, chunk, workers)
+				}
+			}
+		}
+		if len(small) < 4096 {
+			for n := 0; n < len(small); n++ {
+				if back, err := unpack(small[:n:n], 2, 0); err == nil {
+					t.Fatalf("%d of the %d bytes packed in chunks of %d unpacked without an error, to %#v", n, len(small), chunk, back)
+				}
+			}
+		}
+	}
 	// after the caller's own bytes (the agent's facts), read from where
 	// they end
 	after := AppendPacked([]byte("facts"), msgs)
@@ -439,33 +465,43 @@ func TestUnpackRefusesOtherVersionsAndDamage(t *testing.T) {
 	if _, err := Unpack(other); !errors.Is(err, ErrPackVersion) {
 		t.Fatalf("bytes of version %d unpacked with error %v; want one wrapping ErrPackVersion", other[0], err)
 	}
-	for name, data := range map[string][]byte{
-		"nothing":                     nil,
-		"a version alone":             {packVersion},
-		"a nil list and more":         {packVersion, 0, 0, 0, 0},
-		"more messages than bytes":    {packVersion, 100, 0, 0, 0, 0, 0, 0},
-		"more usages than messages":   {packVersion, 2, 0, 2, 0, 2, 0, 0},
-		"unknown message flags":       {packVersion, 2, 0, 0, 0x80, 2, 0, 0},
-		"unknown role":                {packVersion, 2, 0, 0, 0, 99, 0, 0},
-		"nanoseconds past a second":   {packVersion, 2, 0, 0, 0, 2, 0, 0x80, 0xa8, 0xd6, 0xb9, 0x07},
-		"parts past the counted":      {packVersion, 2, 1, 0, msgParts, 2, 0, 0, 2, 0, 0, kindText, 0, 0, kindText},
-		"parts fewer than counted":    {packVersion, 2, 2, 0, msgParts, 2, 0, 0, 1, 0, 0, kindText, 0, 0, 0},
-		"unknown part flags":          {packVersion, 2, 1, 0, msgParts, 2, 0, 0, 1, 0, 0x80, kindText},
-		"a string past the end":       {packVersion, 2, 1, 0, msgParts, 2, 0, 0, 1, partText, 0, kindText, 9, 'a'},
-		"a flag neither 0 nor 1":      {packVersion, 2, 0, 0, msgEdit, 2, 0, 0, 0, 7},
-		"a varint of eleven bytes":    {packVersion, 2, 0, 0, 0, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0},
-		"a count past the bytes left": {packVersion, 2, 1, 0, msgParts, 2, 0, 0, 1, 0, partImages >> 8 << 8 >> 8, kindToolResult, 0xff, 0xff, 0x03},
+	// each after the version: messages+1, parts, usages, messages a chunk
+	for name, c := range map[string]struct {
+		data []byte
+		want string
+	}{
+		"nothing":                     {nil, "no bytes"},
+		"a version alone":             {[]byte{packVersion}, "cut short"},
+		"a nil list and more":         {[]byte{packVersion, 0, 0, 0, 1, 0}, "a nil list of messages with something in it"},
+		"more messages than bytes":    {[]byte{packVersion, 100, 0, 0, 1, 0, 0, 0}, "more messages than bytes"},
+		"more usages than messages":   {[]byte{packVersion, 2, 0, 2, 1, 0, 2, 0, 0}, "more usages than messages"},
+		"chunks of no messages":       {[]byte{packVersion, 2, 0, 0, 0, 0, 2, 0, 0}, "chunks of no messages"},
+		"an index past the bytes":     {[]byte{packVersion, 3, 0, 0, 1, 0, 2, 0, 0, 0, 2, 0, 0}, "an index longer than the bytes left"},
+		"unknown message flags":       {[]byte{packVersion, 2, 0, 0, 1, 0x80, 2, 0, 0}, "message flags 0x80"},
+		"unknown role":                {[]byte{packVersion, 2, 0, 0, 1, 0, 99, 0, 0}, "role 99"},
+		"nanoseconds past a second":   {[]byte{packVersion, 2, 0, 0, 1, 0, 2, 0, 0x80, 0xa8, 0xd6, 0xb9, 0x07}, "nanoseconds past a second"},
+		"parts past the counted":      {[]byte{packVersion, 2, 1, 0, 1, msgParts, 2, 0, 0, 2, 0, 0, kindText, 0, 0, kindText}, "more parts than counted"},
+		"parts fewer than counted":    {[]byte{packVersion, 2, 2, 0, 1, msgParts, 2, 0, 0, 1, 0, 0, kindText, 0, 0, 0}, "1 parts fewer than counted"},
+		"usages fewer than counted":   {[]byte{packVersion, 2, 0, 1, 1, 0, 2, 0, 0}, "1 usages fewer than counted"},
+		"unknown part flags":          {[]byte{packVersion, 2, 1, 0, 1, msgParts, 2, 0, 0, 1, 0, 0x80, kindText}, "part flags 0x8000"},
+		"a string past the end":       {[]byte{packVersion, 2, 1, 0, 1, msgParts, 2, 0, 0, 1, partText, 0, kindText, 9, 'a'}, "a string longer than the bytes left"},
+		"a flag neither 0 nor 1":      {[]byte{packVersion, 2, 0, 0, 1, msgEdit, 2, 0, 0, 0, 7}, "a flag neither 0 nor 1"},
+		"a varint of eleven bytes":    {[]byte{packVersion, 2, 0, 0, 1, 0, 2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0}, "a number cut short or too long"},
+		"a count past the bytes left": {[]byte{packVersion, 2, 1, 0, 1, msgParts, 2, 0, 0, 1, partImages, 0, kindToolResult, 0xff, 0xff, 0x03}, "a count larger than the bytes left"},
+		"bytes after the messages":    {[]byte{packVersion, 2, 0, 0, 1, 0, 2, 0, 0, 0}, "bytes after the last message"},
 	} {
-		msgs, err := Unpack(data)
-		if err == nil {
-			t.Errorf("%s: %v unpacked without an error, to %#v", name, data, msgs)
-			continue
-		}
-		if errors.Is(err, ErrPackVersion) && len(data) > 0 {
-			t.Errorf("%s: %v", name, err)
-		}
-		if !strings.Contains(err.Error(), "packed messages") {
-			t.Errorf("%s: the error %q does not say what it was unpacking", name, err)
+		for _, workers := range []int{1, 3} {
+			msgs, err := unpack(c.data, workers, 0)
+			if err == nil {
+				t.Errorf("%s: %v unpacked without an error, to %#v", name, c.data, msgs)
+				continue
+			}
+			if errors.Is(err, ErrPackVersion) && len(c.data) > 0 {
+				t.Errorf("%s: %v", name, err)
+			}
+			if !strings.Contains(err.Error(), "packed messages") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: the error %q does not say what it was unpacking and %q", name, err, c.want)
+			}
 		}
 	}
 }
@@ -526,19 +562,30 @@ func packSeeds(t testing.TB) [][]byte {
 
 // FuzzPack holds the packed copy of any message DecodeMessage reads to
 // that message, and Unpack to never panicking on any bytes: an Unpack that
-// succeeds gives messages that pack and unpack to themselves. Seeds:
-// packSeeds, FuzzDecodeMessage's corpus among them.
+// succeeds gives messages that pack and unpack to themselves, and one on
+// several goroutines gives what one on one goroutine gives, messages or
+// error. Seeds: packSeeds, FuzzDecodeMessage's corpus among them, and
+// packs in chunks of one and two messages (their index to damage).
 func FuzzPack(f *testing.F) {
 	for _, raw := range packSeeds(f) {
 		f.Add(raw)
 	}
 	f.Add(AppendPacked(nil, sampleMessages()))
+	for _, chunk := range []int{1, 2} {
+		f.Add(appendPacked(nil, sampleMessages(), chunk))
+		f.Add(appendPacked(nil, benchConversation(f, 9), chunk))
+	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		if m, err := DecodeMessage(raw); err == nil {
 			samePacked(t, []Message{m, {Role: User}, m})
 		}
 		for _, data := range [][]byte{raw, append([]byte{packVersion}, raw...)} {
-			msgs, err := Unpack(data)
+			msgs, err := unpack(data, 1, 0)
+			// on several goroutines: the same messages, or the same error
+			many, manyErr := unpack(data, 3, 0)
+			if fmt.Sprint(err) != fmt.Sprint(manyErr) || !reflect.DeepEqual(msgs, many) {
+				t.Fatalf("%q unpacked on one goroutine to %#v (%v), on three to %#v (%v)", data, msgs, err, many, manyErr)
+			}
 			if err != nil {
 				continue
 			}
