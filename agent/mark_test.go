@@ -100,7 +100,12 @@ func TestAMarkThisAgentCannotUseIsReadWhole(t *testing.T) {
 	other := strings.Replace(string(good), `"v":2`, `"v":3`, 1)
 	many := strings.Replace(string(good), `"records":`, `"records":1000`, 1)
 	end := len(stored)
+	// a pack of the seventh session's codec (version 1): its version byte
+	// is the first of the pack, after the envelope
+	v1 := appendMark(nil, good, packID{4}, least, stored[least:end])
+	v1[len(appendMark(nil, good, packID{4}, least, nil))-len(history.AppendPacked(nil, nil))] = 1
 	for what, m := range map[string]history.Mark{
+		"a pack of another version (1, the seventh session's)": {From: end, Facts: v1},
 		"another version":                markOf(least, []byte(other)),
 		"facts that are not JSON":        markOf(least, []byte("{")),
 		"facts with a field unknown":     markOf(least, []byte(`{"v":2,"records":0,"window":{},"more":1}`)),

@@ -52,16 +52,19 @@ func Unpack(data []byte) ([]Message, error) {
 	return unpack(data, unpackers(runtime.GOMAXPROCS(0)), unpackSerialBelow)
 }
 
-// unpackers is the goroutines an Unpack decodes on with procs Ps: one P
-// fewer, at most maxUnpackers. The Ps all decoding was measured slower
-// than one in a fresh process with 2 (BenchmarkUnpackFresh, 100k
-// messages: 0.74–0.88× with the collector on, 1.55× with it off; a
-// resume of 100k, 280–359 ms against 177–233 ms): the collector's cycle
-// that the arrays' allocation starts then has no idle P to mark on, and
-// the decoding runs under its write barrier for longer. So on 2 Ps an
-// Unpack is what it was on one goroutine.
+// unpackers is the goroutines an Unpack decodes on with procs Ps: all
+// of them, at most maxUnpackers. With the collector on, the Ps all
+// decoding was measured slower than one in a fresh process with 2
+// (BenchmarkUnpackFresh, 100k messages: 0.74–0.88×; a resume of 100k,
+// 280–359 ms against 177–233 ms): the collector's cycle that the arrays'
+// allocation starts then has no idle P to mark on, and the decoding runs
+// under its write barrier for longer. With it off, 1.55×; and a run or
+// chat puts its first cycle off past its first request
+// (internal/startgc, first goal 256 MB), so there, on 2 Ps, both decode:
+// a fresh resume of 100k took 132/174/138 ms against 151/179/140 ms on
+// one goroutine (docs/performance.md, "Unpacking on more than one core").
 func unpackers(procs int) int {
-	return min(procs-1, maxUnpackers)
+	return min(procs, maxUnpackers)
 }
 
 // maxUnpackers bounds the goroutines of an Unpack: a resume has little
