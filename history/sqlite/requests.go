@@ -149,14 +149,14 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 // Request returns conversation id's n-th request, its body rebuilt from
 // the whole one before it (see Requests).
 func (s *Store) Request(ctx context.Context, id string, n int) (history.SentRequest, error) {
-	if _, err := s.Get(ctx, id); err != nil {
-		return history.SentRequest{}, err
-	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return history.SentRequest{}, s.explain("reading a request of conversation "+id, err)
 	}
 	defer tx.Rollback()
+	if _, err := s.getIn(ctx, tx, id, recordColumns); err != nil {
+		return history.SentRequest{}, err
+	}
 	return s.request(ctx, tx, id, n)
 }
 
@@ -208,14 +208,14 @@ func (s *Store) request(ctx context.Context, tx *sql.Tx, id string, n int) (hist
 
 // RequestCount is how many requests conversation id has (see Requests).
 func (s *Store) RequestCount(ctx context.Context, id string) (int, error) {
-	if _, err := s.Get(ctx, id); err != nil {
-		return 0, err
-	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return 0, s.explain("counting the requests of conversation "+id, err)
 	}
 	defer tx.Rollback()
+	if _, err := s.getIn(ctx, tx, id, recordColumns); err != nil {
+		return 0, err
+	}
 	return s.requestCount(ctx, tx, id)
 }
 
@@ -235,14 +235,14 @@ func (s *Store) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, e
 // (see Requests): their rows' few fields, not their tails.
 func (s *Store) RequestList(ctx context.Context, id string) ([]history.SentRequest, error) {
 	doing := "listing the requests of conversation " + id
-	if _, err := s.Get(ctx, id); err != nil {
-		return nil, err
-	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}
 	defer tx.Rollback()
+	if _, err := s.getIn(ctx, tx, id, recordColumns); err != nil {
+		return nil, err
+	}
 	if n, err := s.requestCount(ctx, tx, id); err != nil || n == 0 {
 		return []history.SentRequest{}, err // a store that never kept a request has no table
 	}

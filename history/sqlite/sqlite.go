@@ -306,7 +306,21 @@ func (s *Store) Record(ctx context.Context, id string) (history.Conversation, er
 // get is Get with columns (recordColumns or recordColumnsAsStored),
 // followed by columns scanned into extra.
 func (s *Store) get(ctx context.Context, id, columns string, extra ...any) (history.Conversation, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM conversations c WHERE id = ?1`, id)
+	return s.getIn(ctx, s.db, id, columns, extra...)
+}
+
+// querier is where a read runs its statements: the store's database
+// (each statement its own snapshot), or a read transaction (one snapshot
+// for all of them).
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// getIn is get run in q: in a transaction, beside the read's other
+// statements, so that they read the store at one moment.
+func (s *Store) getIn(ctx context.Context, q querier, id, columns string, extra ...any) (history.Conversation, error) {
+	row := q.QueryRowContext(ctx, `SELECT `+columns+` FROM conversations c WHERE id = ?1`, id)
 	c, err := s.scanConversation(extraRow{row, extra})
 	if errors.Is(err, sql.ErrNoRows) {
 		return history.Conversation{}, fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
@@ -412,7 +426,12 @@ func (s *Store) Children(ctx context.Context, id string) ([]history.Conversation
 
 // records reads the conversation records query gives, checked.
 func (s *Store) records(ctx context.Context, doing, query string, args ...any) ([]history.Conversation, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	return s.recordsIn(ctx, s.db, doing, query, args...)
+}
+
+// recordsIn is records run in q (getIn).
+func (s *Store) recordsIn(ctx context.Context, q querier, doing, query string, args ...any) ([]history.Conversation, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}
