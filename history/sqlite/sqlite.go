@@ -465,6 +465,11 @@ func (s *Store) wrapErr(doing string, err error) error {
 // Messages of the base (from the store's memory when it was read), and
 // then its own, numbered from BaseAt+1.
 //
+// A read whole — its record, the messages it shares down its bases and
+// its rows — runs in one read transaction: what it returns is the
+// conversation at one moment. A read of what was added after the
+// messages kept is one statement.
+//
 // Under the claim of the writer that appended to it last through this
 // store, it reads nothing back (cache.go, ownMessages).
 func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, error) {
