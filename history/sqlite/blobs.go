@@ -76,19 +76,27 @@ func (s *Store) PutBlob(ctx context.Context, id, path string, data []byte) (stri
 // own at path: their results name them.
 func (s *Store) BlobAt(ctx context.Context, id, path string) (string, []byte, error) {
 	doing := "reading file " + path + " of conversation " + id
-	c, err := s.Get(ctx, id)
+	// the records down the chain and the files in one read transaction:
+	// a base rewound, switched or made again between them is not glued
+	// to the link that named it
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return "", nil, s.explain(doing, err)
+	}
+	defer tx.Rollback()
+	c, err := s.getIn(ctx, tx, id, recordColumns)
 	if err != nil {
 		return "", nil, err
 	}
 	for depth := 0; ; depth++ {
 		var hash string
 		var data []byte
-		err := s.db.QueryRowContext(ctx, `SELECT f.hash, b.data FROM blob_files f JOIN blobs b ON b.hash = f.hash WHERE f.conversation = ? AND f.path = ?`, c.ID, path).Scan(&hash, &data)
+		err := tx.QueryRowContext(ctx, `SELECT f.hash, b.data FROM blob_files f JOIN blobs b ON b.hash = f.hash WHERE f.conversation = ? AND f.path = ?`, c.ID, path).Scan(&hash, &data)
 		switch {
 		case noSuchTable(err) || errors.Is(err, sql.ErrNoRows) && (c.Base == "" || depth > maxBases):
 			return "", nil, record.NoBlob(id, path)
 		case errors.Is(err, sql.ErrNoRows):
-			if c, err = s.Get(ctx, c.Base); err != nil {
+			if c, err = s.getIn(ctx, tx, c.Base, recordColumns); err != nil {
 				return "", nil, fmt.Errorf("%s: %w", doing, err)
 			}
 			continue

@@ -331,12 +331,20 @@ func (s *Store) moveRows(ctx context.Context, tx *sql.Tx, from, to string, after
 }
 
 // Branches returns conversation id's branches, oldest first (see
-// history.Brancher).
+// history.Brancher): id's record and its branches' read in one read
+// transaction (a conversation deleted between them is ErrNotFound, not
+// one without branches).
 func (s *Store) Branches(ctx context.Context, id string) ([]history.Conversation, error) {
-	if _, err := s.Get(ctx, id); err != nil {
+	doing := "listing the branches of conversation " + id
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, s.explain(doing, err)
+	}
+	defer tx.Rollback()
+	if _, err := s.getIn(ctx, tx, id, recordColumns); err != nil {
 		return nil, err
 	}
-	out, err := s.records(ctx, "listing the branches of conversation "+id, `SELECT `+recordColumns+` FROM conversations c WHERE branch_of = ?`, id)
+	out, err := s.recordsIn(ctx, tx, doing, `SELECT `+recordColumns+` FROM conversations c WHERE branch_of = ?`, id)
 	history.SortChildren(out) // by creation, then id
 	return out, err
 }

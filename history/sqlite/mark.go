@@ -14,6 +14,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -377,7 +378,7 @@ func (s *Store) readMarked(ctx context.Context, id string, kept bool, start int,
 	doing := "reading conversation " + id + " from its mark"
 	err = s.rawRead(ctx, doing, func(tx rawTx) error {
 		var stored storedMark
-		c, err := s.scanConversation(rawRow{tx: tx, args: append([]any{id}, mark.args()...), extra: stored.dest()})
+		c, err := s.scanConversation(rawRow{tx: tx, st: tx.st.markedRecord, args: append([]any{id}, mark.args()...), extra: stored.dest()})
 		if errors.Is(err, sql.ErrNoRows) {
 			return record.NotFound(id)
 		}
@@ -536,16 +537,17 @@ func (s *Store) countLevel(ctx context.Context, tx *sql.Tx, l level) error {
 	return nil
 }
 
-// rawRow is a row of tx's markedRecord statement run with args, as a
-// scanner: dest, then extra, scanned from its columns.
+// rawRow is the row of statement st of tx run with args, as a scanner:
+// dest, then extra, scanned from its columns.
 type rawRow struct {
 	tx          rawTx
+	st          sqldriver.Stmt
 	args, extra []any
 }
 
 // Scan scans the row's columns into dest followed by r.extra.
 func (r rawRow) Scan(dest ...any) error {
-	return r.tx.queryRow(r.tx.st.markedRecord, r.args, append(dest, r.extra...)...)
+	return r.tx.queryRow(r.st, r.args, append(dest, r.extra...)...)
 }
 
 // rawRead runs fn in a read transaction on the store's connection (BEGIN,

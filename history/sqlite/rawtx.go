@@ -31,6 +31,7 @@ type rawStmts struct {
 	begin, commit, rollback                                   sqldriver.Stmt
 	nextSeq, insert, touch, dropKept, selectClaim, insertKept sqldriver.Stmt
 	readTagged                                                sqldriver.Stmt // a conversation's read (readRows)
+	wholeRecord                                               sqldriver.Stmt // a read whole's record (messagesOnce)
 	// Marked's read (a transaction begun by beginRead, ended by
 	// rollback) and SetMark's writes (mark.go)
 	beginRead, markedRecord, rowCRC, setMark, dropMark sqldriver.Stmt
@@ -117,6 +118,7 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 		{&st.selectClaim, selectClaimSQL},
 		{&st.insertKept, insertKeptSQL},
 		{&st.readTagged, selectNewTagged},
+		{&st.wholeRecord, wholeRecordSQL},
 		{&st.beginRead, `BEGIN`},
 		{&st.markedRecord, markedRecordSQL},
 		{&st.rowCRC, rowCRCSQL},
@@ -138,7 +140,7 @@ func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 
 // close frees the statements.
 func (st *rawStmts) close() {
-	for _, stmt := range []sqldriver.Stmt{st.begin, st.commit, st.rollback, st.nextSeq, st.insert, st.touch, st.dropKept, st.selectClaim, st.insertKept, st.readTagged, st.beginRead, st.markedRecord, st.rowCRC, st.setMark, st.dropMark} {
+	for _, stmt := range []sqldriver.Stmt{st.begin, st.commit, st.rollback, st.nextSeq, st.insert, st.touch, st.dropKept, st.selectClaim, st.insertKept, st.readTagged, st.wholeRecord, st.beginRead, st.markedRecord, st.rowCRC, st.setMark, st.dropMark} {
 		if stmt != nil {
 			stmt.Close()
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 
 	"github.com/myelin-run/myelin/history"
@@ -45,13 +46,25 @@ type sentCache struct {
 // sentBody is a conversation's newest request as this store kept it: its
 // number, body, and its row's meta as stored, which tells it from a
 // request another opening kept under the same number after deleting the
-// conversation and making it again under its id (meta holds the time it
-// was kept, to the nanosecond): the body is taken as the stored one's
-// only while the row's number and meta are these.
+// conversation and making it again under its id: meta holds a nonce of
+// the row's own (storedMeta.Row), so the body is taken as the stored
+// one's only while the row's number and meta are these. The request's
+// fields alone did not tell them apart: a caller may give the Time
+// (history.SentRequest.Time), and two requests of the same time, answer,
+// wire and size with other bodies had the same meta
+// (TestARequestKeptByAnotherOpeningWithTheSameFieldsIsNotTakenForOurs).
 type sentBody struct {
 	n    int
 	meta string
 	body []byte
+}
+
+// storedMeta is a request's meta as AddRequest stores it: the
+// SentRequest (its body left out) and Row, a random nonce of the row
+// (sentBody). A reader unmarshals it into a SentRequest, which has no Row.
+type storedMeta struct {
+	history.SentRequest
+	Row uint64 `json:"row"`
 }
 
 // AddRequest keeps r as conversation id's next request (see Requests),
@@ -104,7 +117,7 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 			}
 		}
 		r.Size = len(r.Body)
-		m, err := json.Marshal(r)
+		m, err := json.Marshal(storedMeta{SentRequest: r, Row: rand.Uint64()})
 		if err != nil {
 			return fmt.Errorf("%s: %w", doing, err)
 		}
@@ -136,14 +149,14 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 // Request returns conversation id's n-th request, its body rebuilt from
 // the whole one before it (see Requests).
 func (s *Store) Request(ctx context.Context, id string, n int) (history.SentRequest, error) {
-	if _, err := s.Get(ctx, id); err != nil {
-		return history.SentRequest{}, err
-	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return history.SentRequest{}, s.explain("reading a request of conversation "+id, err)
 	}
 	defer tx.Rollback()
+	if _, err := s.getIn(ctx, tx, id, recordColumns); err != nil {
+		return history.SentRequest{}, err
+	}
 	return s.request(ctx, tx, id, n)
 }
 
@@ -195,14 +208,14 @@ func (s *Store) request(ctx context.Context, tx *sql.Tx, id string, n int) (hist
 
 // RequestCount is how many requests conversation id has (see Requests).
 func (s *Store) RequestCount(ctx context.Context, id string) (int, error) {
-	if _, err := s.Get(ctx, id); err != nil {
-		return 0, err
-	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return 0, s.explain("counting the requests of conversation "+id, err)
 	}
 	defer tx.Rollback()
+	if _, err := s.getIn(ctx, tx, id, recordColumns); err != nil {
+		return 0, err
+	}
 	return s.requestCount(ctx, tx, id)
 }
 
@@ -222,14 +235,14 @@ func (s *Store) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, e
 // (see Requests): their rows' few fields, not their tails.
 func (s *Store) RequestList(ctx context.Context, id string) ([]history.SentRequest, error) {
 	doing := "listing the requests of conversation " + id
-	if _, err := s.Get(ctx, id); err != nil {
-		return nil, err
-	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}
 	defer tx.Rollback()
+	if _, err := s.getIn(ctx, tx, id, recordColumns); err != nil {
+		return nil, err
+	}
 	if n, err := s.requestCount(ctx, tx, id); err != nil || n == 0 {
 		return []history.SentRequest{}, err // a store that never kept a request has no table
 	}

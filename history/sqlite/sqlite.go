@@ -306,7 +306,21 @@ func (s *Store) Record(ctx context.Context, id string) (history.Conversation, er
 // get is Get with columns (recordColumns or recordColumnsAsStored),
 // followed by columns scanned into extra.
 func (s *Store) get(ctx context.Context, id, columns string, extra ...any) (history.Conversation, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+columns+` FROM conversations c WHERE id = ?1`, id)
+	return s.getIn(ctx, s.db, id, columns, extra...)
+}
+
+// querier is where a read runs its statements: the store's database
+// (each statement its own snapshot), or a read transaction (one snapshot
+// for all of them).
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// getIn is get run in q: in a transaction, beside the read's other
+// statements, so that they read the store at one moment.
+func (s *Store) getIn(ctx context.Context, q querier, id, columns string, extra ...any) (history.Conversation, error) {
+	row := q.QueryRowContext(ctx, `SELECT `+columns+` FROM conversations c WHERE id = ?1`, id)
 	c, err := s.scanConversation(extraRow{row, extra})
 	if errors.Is(err, sql.ErrNoRows) {
 		return history.Conversation{}, fmt.Errorf("conversation %s: %w", id, history.ErrNotFound)
@@ -412,7 +426,12 @@ func (s *Store) Children(ctx context.Context, id string) ([]history.Conversation
 
 // records reads the conversation records query gives, checked.
 func (s *Store) records(ctx context.Context, doing, query string, args ...any) ([]history.Conversation, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	return s.recordsIn(ctx, s.db, doing, query, args...)
+}
+
+// recordsIn is records run in q (getIn).
+func (s *Store) recordsIn(ctx context.Context, q querier, doing, query string, args ...any) ([]history.Conversation, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}
@@ -446,13 +465,18 @@ func (s *Store) wrapErr(doing string, err error) error {
 // Messages of the base (from the store's memory when it was read), and
 // then its own, numbered from BaseAt+1.
 //
+// A read whole — its record, the messages it shares down its bases and
+// its rows — runs in one read transaction: what it returns is the
+// conversation at one moment. A read of what was added after the
+// messages kept is one statement.
+//
 // Under the claim of the writer that appended to it last through this
 // store, it reads nothing back (cache.go, ownMessages).
 func (s *Store) Messages(ctx context.Context, id string) ([]history.Message, error) {
 	if msgs, ok := s.ownMessages(ctx, id); ok {
 		return msgs, nil
 	}
-	return s.messages(ctx, id, 0)
+	return s.messages(ctx, nil, id, 0)
 }
 
 // selectNewTagged reads conversation ?3 after its first ?2 messages:
@@ -485,26 +509,34 @@ var selectNewTagged = `SELECT NULL, NULL, NULL, c.base, c.base_at, ` + heldCRC("
 // makes one) is reported, not followed for ever.
 const maxBases = 10_000
 
-// errMoved is what a read of a conversation returns when what it read
-// was moved under it (by a rewind or switch, of this opening or another,
-// between its statements): the read is done again from the start.
+// errMoved is what a read of a conversation returns when what it kept
+// of it was moved since (by a rewind or switch, of this opening or
+// another): its readTag is not the one its rows are read at now. What was
+// kept is dropped and the read done again, whole.
 var errMoved = errors.New("moved while read")
 
 // maxRereads is how many times a read moved under it is done again before
 // it gives up, saying so.
 const maxRereads = 5
 
+// whileReading, when not nil, is called by a read whole of conversation id
+// between its statements, at point "record" (its record read) and "base"
+// (the messages it shares with its base read): for tests only, which
+// stand in for another opening writing there. Nil in production (one
+// comparison a read whole).
+var whileReading func(id, point string)
+
 // messages is Messages of id, read as the depth-th base of the
-// conversation asked for: read again while a rewind or switch moves what
-// it reads between its statements (its record, the messages it shares
-// through its base, its own rows), so that it returns what the
-// conversation held at one moment, never a mixture.
-func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.Message, error) {
+// conversation asked for, in tx (nil: a transaction of its own where it
+// needs one): read again while what it kept of id turns out moved since
+// (errMoved), so that it returns what the conversation held at one
+// moment, never a mixture.
+func (s *Store) messages(ctx context.Context, tx *rawTx, id string, depth int) ([]history.Message, error) {
 	if depth > maxBases {
 		return nil, fmt.Errorf("history store %s: conversation %s: its bases lead back to it (more than %d of them): %w", s.path, id, maxBases, history.ErrDamaged)
 	}
 	for try := 1; ; try++ {
-		msgs, err := s.messagesOnce(ctx, id, depth)
+		msgs, err := s.messagesOnce(ctx, tx, id, depth)
 		if !errors.Is(err, errMoved) {
 			return msgs, err
 		}
@@ -515,9 +547,16 @@ func (s *Store) messages(ctx context.Context, id string, depth int) ([]history.M
 	}
 }
 
-// messagesOnce is one try of messages: errMoved when what it read moved
-// under it.
-func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]history.Message, error) {
+// messagesOnce is one try of messages: errMoved when what it kept of id
+// moved since. A read of the rows after those kept (the round's) is one
+// statement (selectNewTagged), its own snapshot; a read whole — the
+// record, the messages shared with the base (read as the base's, down
+// the chain), and the rows — runs in one read transaction (tx, or one
+// begun here), so that its statements see the store at one moment: read
+// in three, a rewind of the base and a switch back between them read a
+// fork as messages it never held, under a tag that then held
+// (TestAForkReadWholeIsOneMomentWhileItsBaseIsRewoundAndSwitchedBack).
+func (s *Store) messagesOnce(ctx context.Context, tx *rawTx, id string, depth int) ([]history.Message, error) {
 	s.mu.Lock()
 	s.settle(id)
 	known, tag := s.read[id], s.tags[id]
@@ -527,56 +566,81 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 		known, tag = nil, readTag{}
 	}
 	s.mu.Unlock()
+	if len(known) == 0 && tx == nil {
+		var msgs []history.Message
+		err := s.rawRead(ctx, "reading conversation "+id, func(tx rawTx) (err error) {
+			msgs, err = s.messagesOnce(ctx, &tx, id, depth)
+			return err
+		})
+		if errors.Is(err, history.ErrNotFound) {
+			// deleted: one made again under its id starts empty (forget
+			// waits for the sent cache, whose holder may wait for the
+			// connection: not in the transaction)
+			s.forget(id)
+		}
+		return msgs, err
+	}
 	// read beside the rows after known: still tag?
 	now := &readTag{n: len(known)}
 	size, after := len(known), len(known)
 	// The new messages go to fresh, then at the end of s.read[id] (in
 	// place while it has room), never into what a caller holds.
 	var fresh []history.Message
-	var whole *history.Conversation // the record a read whole began with
 	if len(known) == 0 {
 		// its rows are counted as they are stepped (readRows), not here;
 		// the tag's checksum is of the row its base_at-th message is
-		// read from, as the rows' statement gives it: a base made again
-		// under its id between the two reads (by another opening) is
-		// read again
+		// read from, as the rows' statement gives it (in the same
+		// snapshot: the same)
 		tag = readTag{crc: noRow}
-		c, err := s.get(ctx, id, recordColumnsAsStored+`, COALESCE(`+baseRowCRC("?1", "x.base_at")+`, `+fmt.Sprint(noRow)+`)`, &tag.crc)
+		c, err := s.wholeRecord(*tx, id, &tag.crc)
 		if err != nil {
 			return nil, err
 		}
-		whole = &c
+		if whileReading != nil {
+			whileReading(id, "record")
+		}
 		size = c.Messages
 		tag.n, tag.base, tag.baseAt = c.BaseAt, c.Base, c.BaseAt
-		// the rows are read with the record's link as it is then: a base
-		// rewound after the record was read has pointed it elsewhere
 		now = &readTag{n: c.BaseAt}
 		fresh = make([]history.Message, 0, size+size/8+64) // room for the rounds to come
 		if c.Base != "" && c.BaseAt > 0 {
-			shared, err := s.messages(ctx, c.Base, depth+1)
+			shared, err := s.messages(ctx, tx, c.Base, depth+1)
 			if errors.Is(err, history.ErrNotFound) {
-				// its base is gone (deleted behind the store's back):
-				// the fork is damaged, not missing
-				return nil, s.movedOr(ctx, c, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which is not in the store: %w", s.path, id, c.BaseAt, c.Base, history.ErrDamaged))
+				// its base is not in the store its record was read
+				// from: the fork is damaged, not missing
+				return nil, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which is not in the store: %w", s.path, id, c.BaseAt, c.Base, history.ErrDamaged)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("reading the messages conversation %s shares with %s: %w", id, c.Base, err)
 			}
 			if len(shared) < c.BaseAt {
-				return nil, s.movedOr(ctx, c, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which holds %d: %w", s.path, id, c.BaseAt, c.Base, len(shared), history.ErrDamaged))
+				return nil, fmt.Errorf("history store %s: conversation %s shares the first %d messages of %s, which holds %d: %w", s.path, id, c.BaseAt, c.Base, len(shared), history.ErrDamaged)
 			}
 			fresh = append(fresh, shared[:c.BaseAt]...)
 			after = c.BaseAt
+			if whileReading != nil {
+				whileReading(id, "base")
+			}
 		}
 	}
 	d := newRowDecoder(s, id, size)
-	got, scanErr := s.readRows(ctx, id, after, now, d)
+	var got stepped
+	var scanErr error
+	if tx != nil {
+		got, scanErr = s.readTaggedOn(*tx, id, after, now, d)
+	} else {
+		got, scanErr = s.readRows(ctx, id, after, now, d)
+	}
 	fresh, decodeErr := d.Finish(fresh)
 	if scanErr != nil {
 		return nil, s.explain("reading conversation "+id, scanErr)
 	}
 	if !got.found {
-		s.forget(id)
+		if tx != nil {
+			s.dropRead(id) // forgotten when the transaction ends
+		} else {
+			s.forget(id)
+		}
 		return nil, record.NotFound(id)
 	}
 	if got.below > 0 {
@@ -587,7 +651,7 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 	}
 	if *now != tag {
 		// moved by a rewind or switch (of this opening or another) since
-		// it was read: read again whole
+		// what was kept was read: read again whole
 		return nil, errMoved
 	}
 	tag = *now
@@ -605,12 +669,8 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 	}
 	if n := len(known) + len(fresh); n < size {
 		// the rows counted are the count appended, but fewer than the
-		// record read before them said: rewound meanwhile
-		short := fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, history.ErrDamaged)
-		if whole != nil {
-			short = s.movedOr(ctx, *whole, short)
-		}
-		return nil, short
+		// record read before them, in the same snapshot, said
+		return nil, fmt.Errorf("history store %s: conversation %s: messages %d to %d are missing (%d stored): %w", s.path, id, n+1, size, size, history.ErrDamaged)
 	}
 	if d.last > 0 {
 		tag.n, tag.crc = d.last, d.lastCRC
@@ -618,19 +678,29 @@ func (s *Store) messagesOnce(ctx context.Context, id string, depth int) ([]histo
 	return s.extend(id, known, fresh, tag), nil
 }
 
-// movedOr is the error for a read whole of conversation c.ID, begun with
-// its record c, that came out short: errMoved when its record is no
-// longer as it was (a rewind or switch moved what it names meanwhile),
-// else damaged, the error for what it found. Its time of update is
-// compared too: a rewind followed by appends can give the record its
-// count back (a rewind to 0 and one append: 1 message again, a new one)
-// while the rows read came between them.
-func (s *Store) movedOr(ctx context.Context, c history.Conversation, damaged error) error {
-	if now, err := s.Get(ctx, c.ID); err == nil && (now.Messages != c.Messages || now.Base != c.Base || now.BaseAt != c.BaseAt || !now.Updated.Equal(c.Updated)) {
-		return errMoved
+// wholeRecord is conversation id's record as a read whole reads it, in
+// tx (wholeRecordSQL), checked as Get checks it (its count the count
+// appended), with crc the checksum of the row its base_at-th message is
+// read from (noRow: none).
+func (s *Store) wholeRecord(tx rawTx, id string, crc *int64) (history.Conversation, error) {
+	c, err := s.scanConversation(rawRow{tx: tx, st: tx.st.wholeRecord, args: []any{id}, extra: []any{crc}})
+	if errors.Is(err, sql.ErrNoRows) {
+		s.dropRead(id) // forgotten when the transaction ends (messagesOnce)
+		return history.Conversation{}, record.NotFound(id)
 	}
-	return damaged
+	if errors.Is(err, history.ErrDamaged) {
+		return history.Conversation{}, err
+	}
+	if err != nil {
+		return history.Conversation{}, s.explain("reading conversation "+id, err)
+	}
+	return c, nil
 }
+
+// wholeRecordSQL is conversation ?1's record as a read whole reads it:
+// recordColumnsAsStored, then the checksum of the row its base_at-th
+// message is read from (noRow: none), the tag's.
+var wholeRecordSQL = `SELECT ` + recordColumnsAsStored + `, COALESCE(` + baseRowCRC("?1", "x.base_at") + `, ` + fmt.Sprint(noRow) + `) FROM conversations c WHERE c.id = ?1`
 
 // Append adds messages in one transaction, after checking the writer's
 // claim in it; when it returns nil they are on disk (under Lazy: in the

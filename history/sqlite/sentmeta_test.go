@@ -1,0 +1,43 @@
+package sqlite
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// A store keeps the newest request body it kept, and keeps the next
+// request as what it adds to it while the stored newest row is the one it
+// wrote. Another opening that deleted the conversation, made it again and
+// kept its request 1 with the same fields — a Time the caller gave, the
+// same answer, wire and size — but another body, wrote another row: the
+// next request is kept against that row's body, and reads back as kept
+// (the review of merge 3c31bae: the fields were all the check compared,
+// and request 2 read back as the other opening's body with ours added).
+func TestARequestKeptByAnotherOpeningWithTheSameFieldsIsNotTakenForOurs(t *testing.T) {
+	path := markedStore(t, 1, 0)
+	ctx := context.Background()
+	w, r := openStore(t, path), openStore(t, path)
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	if _, err := r.AddRequest(ctx, "c", history.SentRequest{Time: at, Body: []byte(`{"mine":[1`)}); err != nil {
+		t.Fatal(err)
+	}
+	deleteAll(t, w, "c")
+	makeConv(t, w, "c", "", 0, "n", 1)
+	if _, err := w.AddRequest(ctx, "c", history.SentRequest{Time: at, Body: []byte(`{"hers":[1`)}); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"mine":[1,2]}`
+	if _, err := r.AddRequest(ctx, "c", history.SentRequest{Time: at, Body: []byte(want)}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := openStore(t, path).Request(ctx, "c", 2)
+	if err != nil || string(got.Body) != want {
+		t.Fatalf("request 2 reads back as %q (%v); %q was kept", got.Body, err, want)
+	}
+	if !got.Time.Equal(at) || got.N != 2 || got.Size != len(want) {
+		t.Fatalf("request 2 reads back with time %v, number %d, size %d; kept at %v, number 2, size %d", got.Time, got.N, got.Size, at, len(want))
+	}
+}
