@@ -65,10 +65,11 @@ func main() {
 // conversation's stored messages and builds its first request: they keep
 // the collector put off (internal/startgc) until that request is sent
 // (session.turn calls gcDone). A resume of 100,000 messages allocates some
-// 150 MB, nearly all of it kept until the request leaves: at GOGC 100
-// the collector ran five cycles over it on the way, at the inits' 400 two,
-// and the heap at its peak was about as large (docs/performance.md,
-// "Resuming a stored conversation").
+// 100 MB, nearly all of it kept until the request leaves: at GOGC 100
+// the collector ran five cycles over it on the way, at 400 two, and a
+// cycle over the unpacking doubled its CPU; with the first goal at
+// 256 MB it runs none (docs/performance.md, "Resuming a stored
+// conversation", "What changed in the eighth session").
 func startsATurn(args []string) bool {
 	return len(args) > 0 && (args[0] == "run" || args[0] == "chat")
 }
