@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,13 +29,14 @@ import (
 // of one array with a capacity of their length (an append to them copies),
 // and the Usages are one array too.
 //
-// A large pack is decoded on up to GOMAXPROCS-1 goroutines (at most 4),
+// A large pack is decoded on up to GOMAXPROCS goroutines (at most 4),
 // each taking the pack's chunks one by one and filling their range of
 // those three arrays (at a resume's start, first touching their pages:
 // most of an unpack's time); all of them have ended when Unpack returns.
-// The result, or the error, is the same as on one goroutine. One P is
-// left to the collector: the arrays' allocation starts a cycle, and
-// decoding on every P starves it (see unpackers).
+// The result, or the error, is the same as on one goroutine. When the
+// arrays do not fit under the collector's heap goal, one P is left to
+// the collector: their allocation starts a cycle, and decoding on every
+// P starves it (see unpackers).
 //
 // Bytes of another version of the codec are refused with an error
 // wrapping ErrPackVersion. Bytes cut short, with something after them, or
@@ -53,18 +55,43 @@ func Unpack(data []byte) ([]Message, error) {
 }
 
 // unpackers is the goroutines an Unpack decodes on with procs Ps: all
-// of them, at most maxUnpackers. With the collector on, the Ps all
-// decoding was measured slower than one in a fresh process with 2
+// of them, at most maxUnpackers — one fewer when its arrays do not fit
+// under the collector's heap goal (fitsUnderGoal, in unpack). With a
+// collector's cycle running over the unpacking, the Ps all decoding was
+// measured slower than one in a fresh process with 2
 // (BenchmarkUnpackFresh, 100k messages: 0.74–0.88×; a resume of 100k,
-// 280–359 ms against 177–233 ms): the collector's cycle that the arrays'
-// allocation starts then has no idle P to mark on, and the decoding runs
-// under its write barrier for longer. With it off, 1.55×; and a run or
-// chat puts its first cycle off past its first request
-// (internal/startgc, first goal 256 MB), so there, on 2 Ps, both decode:
-// a fresh resume of 100k took 132/174/138 ms against 151/179/140 ms on
-// one goroutine (docs/performance.md, "Unpacking on more than one core").
+// 280–359 ms against 177–233 ms): the cycle the arrays' allocation
+// starts has no idle P to mark on, and the decoding runs under its write
+// barrier for longer. With no cycle, 1.55×; and a run or chat puts its
+// first cycle past its first request (internal/startgc, first goal
+// 256 MB), so there, on 2 Ps, both decode: a fresh resume of 100k took
+// 132/174/138 ms against 151/179/140 ms on one goroutine
+// (docs/performance.md, "Unpacking on more than one core").
 func unpackers(procs int) int {
 	return min(procs, maxUnpackers)
+}
+
+// decoders is the goroutines of an unpack given workers whose three
+// arrays take arrays bytes: one fewer when they do not fit under the
+// heap goal — their allocation starts a cycle, and a P is left to it
+// (unpackers).
+func decoders(workers int, arrays uint64) int {
+	if workers > 1 && !fitsUnderGoal(arrays) {
+		return workers - 1
+	}
+	return workers
+}
+
+// fitsUnderGoal reports whether n more bytes of heap objects fit under
+// the collector's current heap goal, so that allocating them starts no
+// cycle (runtime/metrics; false when the runtime does not say).
+var fitsUnderGoal = func(n uint64) bool {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return false
+	}
+	return s[1].Value.Uint64()+n < s[0].Value.Uint64()
 }
 
 // maxUnpackers bounds the goroutines of an Unpack: a resume has little
@@ -127,6 +154,7 @@ func unpack(data []byte, workers, least int) ([]Message, error) {
 		u.fail(what)
 		return nil, u.err()
 	}
+	workers = decoders(workers, uint64(n)*uint64(unsafe.Sizeof(Message{}))+parts*uint64(unsafe.Sizeof(Part{}))+usages*uint64(unsafe.Sizeof(Usage{})))
 	// the parts first, as before the index: with the messages first, a
 	// fresh process's unpack of 100k messages took ~1.7k more page faults
 	// and ~12 ms more CPU (the collector's cycle these allocations start

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // indexed is a conversation of n messages whose messages differ in parts
@@ -263,5 +264,57 @@ func TestUnpackDecodesOnEveryPUpToFour(t *testing.T) {
 		if got := unpackers(procs); got != want {
 			t.Errorf("with %d Ps an Unpack decodes on %d goroutines; want %d", procs, got, want)
 		}
+	}
+}
+
+// fitsUnderGoal says no for more than the heap goal, and yes for nothing
+// more in a process whose heap is under its goal (a test's, just after
+// a cycle).
+func TestFitsUnderGoalComparesWithTheCollectorsGoal(t *testing.T) {
+	runtime.GC()
+	if !fitsUnderGoal(0) {
+		t.Error("no byte more does not fit under the goal just after a cycle")
+	}
+	if fitsUnderGoal(1 << 50) {
+		t.Error("a petabyte more fits under the goal")
+	}
+}
+
+// An unpack whose arrays do not fit under the heap goal decodes on one
+// goroutine fewer (with 2, on the caller's alone), and asks about the
+// three arrays' bytes; one that fits, on as many as it was given; a
+// serial one does not ask.
+func TestAnUnpackPastTheHeapGoalLeavesAPToTheCollector(t *testing.T) {
+	defer func(f func(uint64) bool) { fitsUnderGoal = f }(fitsUnderGoal)
+	var asked []uint64
+	fits := false
+	fitsUnderGoal = func(n uint64) bool { asked = append(asked, n); return fits }
+	for _, c := range []struct {
+		workers int
+		fits    bool
+		want    int
+	}{{2, false, 1}, {4, false, 3}, {2, true, 2}, {4, true, 4}, {1, false, 1}} {
+		fits = c.fits
+		if got := decoders(c.workers, 1); got != c.want {
+			t.Errorf("%d workers, fitting %v: %d decode; want %d", c.workers, c.fits, got, c.want)
+		}
+	}
+	msgs := make([]Message, 3000)
+	for i := range msgs {
+		msgs[i] = Message{Role: User, Parts: []Part{{Type: TextPart, Text: "t"}}}
+	}
+	packed := AppendPacked(nil, msgs)
+	asked = nil
+	got, err := unpack(packed, 2, 0)
+	if err != nil || len(got) != len(msgs) {
+		t.Fatalf("unpacked %d messages, %v", len(got), err)
+	}
+	want := uint64(len(msgs))*uint64(unsafe.Sizeof(Message{})) + uint64(len(msgs))*uint64(unsafe.Sizeof(Part{}))
+	if len(asked) != 1 || asked[0] != want {
+		t.Errorf("asked whether %v bytes fit; want once, %d (the three arrays)", asked, want)
+	}
+	asked = nil
+	if _, err := unpack(packed, 1, 0); err != nil || len(asked) != 0 {
+		t.Errorf("a serial unpack asked %v (%v); want nothing asked", asked, err)
 	}
 }
