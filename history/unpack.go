@@ -138,6 +138,10 @@ func unpack(data []byte, workers, least int) ([]Message, error) {
 		u.fail("more usages than messages")
 	case entries > left/indexEntry:
 		u.fail("an index longer than the bytes left")
+	case (count-1)*4+parts*3+entries*indexEntry > left:
+		// each is at most its share of the bytes (above): no overflow;
+		// together they bound what is allocated before a message is read
+		u.fail("more messages, parts and index than bytes")
 	}
 	if u.bad {
 		return nil, u.err()
