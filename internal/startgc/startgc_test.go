@@ -1,8 +1,13 @@
 package startgc
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"strings"
 	"testing"
 	"time"
 )
@@ -86,5 +91,48 @@ func TestAFirstCycleAfterDoneLeavesTheSettingPutBack(t *testing.T) {
 	lower()
 	if got := gcPercent(); got != 100 {
 		t.Fatalf("a lowering after Done set GOGC %d, want the 100 put back", got)
+	}
+}
+
+// sink keeps the child's last allocation from being optimised away.
+var sink []byte
+
+// childEnv makes this test binary the child of
+// TestTheInitLowersTheSettingAtTheFirstCycle.
+const childEnv = "MYELIN_STARTGC_CHILD"
+
+// The init has the collector's first cycle lower GOGC: a fresh process
+// (this test binary again, its init run with GOGC unset) that allocates
+// past the first goal before Done runs at afterPercent once its first
+// cycle has run — not at startPercent, whose next goal would be 65
+// times what it keeps (from a review).
+func TestTheInitLowersTheSettingAtTheFirstCycle(t *testing.T) {
+	if os.Getenv(childEnv) == "1" {
+		// 64 KB at a time, up to 1 GB, until the setting is lowered; read
+		// without setting it (gcPercent's setting may start a cycle)
+		gogc := func() int {
+			s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+			metrics.Read(s)
+			return int(s[0].Value.Uint64())
+		}
+		var ms runtime.MemStats
+		first := gogc()
+		for i := 0; i < 16384 && gogc() != afterPercent; i++ {
+			sink = make([]byte, 64<<10)
+		}
+		runtime.ReadMemStats(&ms)
+		fmt.Printf("GOGC %d %d, after %d cycles, %d MB allocated\n", first, gogc(), ms.NumGC, ms.TotalAlloc>>20)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestTheInitLowersTheSettingAtTheFirstCycle$")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOGC=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, childEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), fmt.Sprintf("GOGC %d %d,", startPercent, afterPercent)) {
+		t.Fatalf("the child: %v\n%s\nwant GOGC %d at first and %d once past the first goal", err, out, startPercent, afterPercent)
 	}
 }
