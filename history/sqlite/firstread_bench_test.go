@@ -3,11 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/storetest"
 )
 
@@ -23,16 +21,7 @@ import (
 //	go test ./history/sqlite -run '^$' -bench FirstRead -benchtime 2000x
 func BenchmarkFirstRead(b *testing.B) {
 	ctx := context.Background()
-	s := openStore(b, filepath.Join(b.TempDir(), "h.db"))
-	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Append(ctx, "c", storetest.Numbered("m", 100)...); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Fork(ctx, history.Conversation{ID: "f", Base: "c", BaseAt: 100}); err != nil {
-		b.Fatal(err)
-	}
+	s := forkedAt100(b)
 	if err := s.Append(ctx, "f", storetest.Numbered("n", 10)...); err != nil {
 		b.Fatal(err)
 	}

@@ -36,16 +36,7 @@ var (
 //	go test ./history/sqlite -run '^$' -bench ReadTagStatements -benchtime 20000x
 func BenchmarkReadTagStatements(b *testing.B) {
 	ctx := context.Background()
-	s := openStore(b, filepath.Join(b.TempDir(), "h.db"))
-	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Append(ctx, "c", storetest.Numbered("m", 100)...); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.Fork(ctx, history.Conversation{ID: "f", Base: "c", BaseAt: 100}); err != nil {
-		b.Fatal(err)
-	}
+	s := forkedAt100(b)
 	if err := s.Create(ctx, history.Conversation{ID: "e"}); err != nil {
 		b.Fatal(err)
 	}
@@ -168,4 +159,22 @@ func BenchmarkRoundWithTheAppendsReadAsItWas(b *testing.B) {
 	b.ReportMetric(med(olds), "old-µs/round")
 	b.ReportMetric(med(nows), "new-µs/round")
 	b.ReportMetric(med(ratios), "x-new/old-paired")
+}
+
+// forkedAt100 is a new store holding conversation c of 100 numbered
+// messages ("m 0" …) and f, a fork of c at 100 with none of its own: the
+// benchmarks' own conversation and fork.
+func forkedAt100(b *testing.B) *Store {
+	ctx := context.Background()
+	s := openStore(b, filepath.Join(b.TempDir(), "h.db"))
+	if err := s.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Append(ctx, "c", storetest.Numbered("m", 100)...); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Fork(ctx, history.Conversation{ID: "f", Base: "c", BaseAt: 100}); err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
