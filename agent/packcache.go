@@ -75,14 +75,17 @@ func (a *Agent) unpack(id string, m packedMark, from int, tail []history.Message
 		}
 		p.mu.Unlock()
 	}
-	msgs, err := history.Unpack(m.pack)
+	// unpacked with the room joined gives (the tail, and a quarter more
+	// for the next reads): the tail is appended in place, not the whole
+	// list copied to append it
+	msgs, err := history.UnpackWithRoom(m.pack, len(tail)+need/4)
 	if err != nil {
 		return nil, err
 	}
 	if len(msgs) != held {
 		return nil, fmt.Errorf("the pack holds %d messages where its mark says %d (places %d to %d)", len(msgs), held, m.at, from)
 	}
-	all := joined(msgs, tail)
+	all := append(msgs, tail...)
 	if keyed {
 		a.keepPack(id, m.id, m.at, from, all)
 	}

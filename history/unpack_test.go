@@ -318,3 +318,22 @@ func TestAnUnpackPastTheHeapGoalLeavesAPToTheCollector(t *testing.T) {
 		t.Errorf("a serial unpack asked %v (%v); want nothing asked", asked, err)
 	}
 }
+
+// UnpackWithRoom's list is Unpack's with room for as many more messages
+// as asked, on one goroutine or several, and a list of none has none.
+func TestUnpackWithRoomLeavesTheRoomAsked(t *testing.T) {
+	msgs := make([]Message, 3000)
+	for i := range msgs {
+		msgs[i] = Message{Role: User, Parts: []Part{{Type: TextPart, Text: fmt.Sprint("t", i)}}}
+	}
+	packed := AppendPacked(nil, msgs)
+	for _, workers := range []int{1, 2} {
+		got, err := unpackRoom(packed, workers, 0, 100)
+		if err != nil || !reflect.DeepEqual(got, msgs) || cap(got) != len(msgs)+100 {
+			t.Errorf("on %d goroutines: %d messages, cap %d, %v; want the %d packed with room for 100", workers, len(got), cap(got), err, len(msgs))
+		}
+	}
+	if got, err := UnpackWithRoom(packed, -1); err != nil || cap(got) != len(msgs) {
+		t.Errorf("a negative room: cap %d, %v; want %d", cap(got), err, len(msgs))
+	}
+}
