@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -24,22 +26,44 @@ type sentCache struct {
 	bodies map[string]sentBody
 }
 
+// sentBody is a conversation's newest request as this store kept it: its
+// number, body, and its row's meta as stored, which tells it from a
+// request another opening kept under the same number after deleting the
+// conversation and making it again under its id: meta holds a nonce of
+// the row's own (storedMeta.Row), so the body is taken as the stored
+// one's only while the newest row's number and meta are these. The
+// number alone did not tell them apart, nor would the request's fields:
+// a caller may give the Time (history.SentRequest.Time), and two requests
+// of the same time, answer, wire and size with other bodies had the same
+// meta (TestARequestKeptByAnotherOpeningWithTheSameFieldsIsNotTakenForOurs).
+// A row of an older build has no nonce and never matches: its body is
+// read back.
 type sentBody struct {
 	n    int
+	meta string
 	body []byte
 }
 
+// storedMeta is a request's meta as AddRequest stores it: the
+// SentRequest (its body left out) and Row, a random nonce of the row
+// (sentBody). A reader unmarshals it into a SentRequest, which has no Row.
+type storedMeta struct {
+	history.SentRequest
+	Row uint64 `json:"row"`
+}
+
 // last returns the body of conversation id's request n, when it is the
-// one remembered.
-func (c *sentCache) last(id string, n int) ([]byte, bool) {
+// one remembered and its row's meta as stored is meta.
+func (c *sentCache) last(id string, n int, meta string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b, ok := c.bodies[id]
-	return b.body, ok && b.n == n
+	return b.body, ok && b.n == n && b.meta == meta
 }
 
-// remember keeps body as conversation id's request n (nil: forgets id).
-func (c *sentCache) remember(id string, n int, body []byte) {
+// remember keeps body as conversation id's request n, its row's meta as
+// stored being meta (body nil: forgets id).
+func (c *sentCache) remember(id string, n int, meta string, body []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if body == nil {
@@ -55,26 +79,34 @@ func (c *sentCache) remember(id string, n int, body []byte) {
 			break
 		}
 	}
-	c.bodies[id] = sentBody{n: n, body: append([]byte(nil), body...)}
+	c.bodies[id] = sentBody{n: n, meta: meta, body: append([]byte(nil), body...)}
 }
 
 // AddRequest keeps r as conversation id's next request (see
 // history.Requests), under the conversation's row lock, without waiting
-// for the server's disk.
+// for the server's disk. The newest row is read under that lock, in the
+// insert's transaction: the remembered body is used only when that row is
+// the one this store wrote (sentBody).
 func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest) (int, error) {
 	doing := "keeping a request of conversation " + id
 	if r.Time.IsZero() {
 		r.Time = s.hostNow()
 	}
 	var n int
+	var meta string // the request's as stored
 	err := s.write(ctx, id, doing, true, func(tx pgx.Tx, _ writeState) error {
-		if err := tx.QueryRow(ctx, `SELECT COALESCE(max(n), 0) + 1 FROM requests WHERE conversation = $1`, id).Scan(&n); err != nil {
+		// the newest request stored, and its meta (none: 0, "")
+		var lastMeta string
+		n = 0
+		err := tx.QueryRow(ctx, `SELECT n, meta FROM requests WHERE conversation = $1 ORDER BY n DESC LIMIT 1`, id).Scan(&n, &lastMeta)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return s.explain(doing, err)
 		}
+		n++
 		r.N, r.Size = n, len(r.Body)
 		base, prefix := 0, 0
 		if n > 1 && (n-1)%record.SnapshotEvery != 0 {
-			prev, ok := s.sent.last(id, n-1)
+			prev, ok := s.sent.last(id, n-1, lastMeta)
 			if !ok {
 				last, err := s.request(ctx, tx, id, n-1)
 				if err != nil {
@@ -86,21 +118,22 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 				base, prefix = n-1, p
 			}
 		}
-		meta, err := json.Marshal(r)
+		m, err := json.Marshal(storedMeta{SentRequest: r, Row: rand.Uint64()})
 		if err != nil {
 			return fmt.Errorf("%s: %w", doing, err)
 		}
+		meta = string(m)
 		if _, err := tx.Exec(ctx, `INSERT INTO requests (conversation, n, base, prefix, tail, meta) VALUES ($1, $2, $3, $4, $5, $6)`,
-			id, n, base, prefix, r.Body[prefix:], string(meta)); err != nil {
+			id, n, base, prefix, r.Body[prefix:], meta); err != nil {
 			return s.explain(doing, err)
 		}
 		return nil
 	})
 	if err != nil {
-		s.sent.remember(id, 0, nil)
+		s.sent.remember(id, 0, "", nil)
 		return 0, err
 	}
-	s.sent.remember(id, n, r.Body)
+	s.sent.remember(id, n, meta, r.Body)
 	return n, nil
 }
 
