@@ -74,8 +74,9 @@ func UnpackWithRoom(data []byte, room int) ([]Message, error) {
 // barrier for longer. With no cycle, 1.55×; and a run or chat puts its
 // first cycle past its first request (internal/startgc, first goal
 // 256 MB), so there, on 2 Ps, both decode: a fresh resume of 100k took
-// 132/174/138 ms against 151/179/140 ms on one goroutine
-// (docs/performance.md, "Unpacking on more than one core").
+// 127/146/121/170 ms against 142/151/140/159 ms before the index, which
+// on one goroutine had measured level with it (docs/performance.md,
+// "Unpacking on more than one core").
 func unpackers(procs int) int {
 	return min(procs, maxUnpackers)
 }
