@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -57,11 +58,21 @@ func Unpack(data []byte) ([]Message, error) {
 // UnpackWithRoom is Unpack whose list of messages has room for room more
 // (its capacity is its length and room), for a caller that appends to it
 // the messages stored after the pack: a resume of 100k messages copied
-// the whole list to do so (some 7 ms of a fresh process). A negative
-// room is none.
+// the whole list to do so (about 7 ms of a fresh process by a scratch
+// build's time stamps; not measured apart). A negative room is none;
+// a room that would take the list past what memory can hold is an
+// error, and bounding it below that is the caller's, as make's capacity.
 func UnpackWithRoom(data []byte, room int) ([]Message, error) {
+	if room > maxRoom {
+		return nil, fmt.Errorf("history: unpacking packed messages: room for %d more messages: more than a list can hold", room)
+	}
 	return unpackRoom(data, unpackers(runtime.GOMAXPROCS(0)), unpackSerialBelow, max(room, 0))
 }
+
+// maxRoom bounds UnpackWithRoom's room so that a list's capacity, the
+// pack's messages (at most a quarter of its bytes) and the room, never
+// overflows, on 32-bit builds too.
+const maxRoom = math.MaxInt32 / 2
 
 // unpackers is the goroutines an Unpack decodes on with procs Ps: all
 // of them, at most maxUnpackers — one fewer when its arrays do not fit

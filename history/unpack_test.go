@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"strings"
@@ -335,5 +336,8 @@ func TestUnpackWithRoomLeavesTheRoomAsked(t *testing.T) {
 	}
 	if got, err := UnpackWithRoom(packed, -1); err != nil || cap(got) != len(msgs) {
 		t.Errorf("a negative room: cap %d, %v; want %d", cap(got), err, len(msgs))
+	}
+	if _, err := UnpackWithRoom(packed, math.MaxInt); err == nil || !strings.Contains(err.Error(), "more than a list can hold") {
+		t.Errorf("room for MaxInt more: %v; want an error, not a panic", err)
 	}
 }
