@@ -47,3 +47,17 @@ func OnCallersClock(r RateLimits) RateLimits {
 	r.callers = true
 	return r
 }
+
+// SentCacheHit reports whether a Postgres store would take conversation
+// id's newest stored request body from what it remembers (its sent
+// cache) for its next AddRequest, rather than read it back.
+func SentCacheHit(s history.Store, id string) (bool, error) {
+	st := s.(*Store)
+	var n int
+	var meta string
+	if err := st.pool.QueryRow(context.Background(), `SELECT n, meta FROM requests WHERE conversation = $1 ORDER BY n DESC LIMIT 1`, id).Scan(&n, &meta); err != nil {
+		return false, err
+	}
+	_, ok := st.sent.last(id, n, meta)
+	return ok, nil
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/postgres"
 )
 
 // A store keeps the newest request body it kept, and keeps the next
@@ -46,5 +47,30 @@ func TestARequestKeptByAnotherOpeningWithTheSameFieldsIsNotTakenForOurs(t *testi
 	}
 	if !got.Time.Equal(at) || got.N != 2 || got.Size != len(want) {
 		t.Fatalf("request 2 reads back with time %v, number %d, size %d; kept at %v, number 2, size %d", got.Time, got.N, got.Size, at, len(want))
+	}
+}
+
+// A store takes its own newest request's body from memory for the next
+// one's delta rather than read it back: after each request it keeps, the
+// cache holds for the newest row; another opening of the same database,
+// which kept none, has nothing to take (a review found no test would
+// notice the cache never being used).
+func TestAStoreTakesItsOwnNewestRequestFromMemory(t *testing.T) {
+	open, _ := opener(t, nil)
+	ctx := context.Background()
+	r, other := open(), open()
+	if err := r.Create(ctx, history.Conversation{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, body := range []string{`{"a":[1`, `{"a":[1,2`} {
+		if _, err := r.AddRequest(ctx, "c", history.SentRequest{Body: []byte(body)}); err != nil {
+			t.Fatal(err)
+		}
+		if hit, err := postgres.SentCacheHit(r, "c"); err != nil || !hit {
+			t.Errorf("after request %d: the store's own newest body taken from memory %v (%v); want it taken", i+1, hit, err)
+		}
+	}
+	if hit, err := postgres.SentCacheHit(other, "c"); err != nil || hit {
+		t.Errorf("another opening takes the newest body from memory %v (%v); want it read back", hit, err)
 	}
 }
