@@ -56,24 +56,34 @@ type known struct {
 // since they last were, with their digest. The slice is shared: it must
 // not be changed.
 func (a *Agent) toolDefs() ([]provider.Tool, string, error) {
-	c := &a.cache
-	version := a.Tools.Version()
-	c.mu.Lock()
-	if c.reg == a.Tools && c.version == version && c.filled {
-		defs, digest := c.defs, c.digest
-		c.mu.Unlock()
+	defs, digest, version, ok := a.keptDefs()
+	if ok {
 		return defs, digest, nil
 	}
-	c.mu.Unlock()
 	defs, err := encodeDefs(a.Tools.Tools())
 	if err != nil {
 		return nil, "", err
 	}
-	digest := toolsDigest(defs)
+	digest = toolsDigest(defs)
+	c := &a.cache
 	c.mu.Lock()
 	c.reg, c.version, c.defs, c.digest, c.filled = a.Tools, version, defs, digest, true
 	c.mu.Unlock()
 	return defs, digest, nil
+}
+
+// keptDefs is the tool definitions kept for the registry as it is now,
+// with their digest, and the registry's version; ok is false when none
+// are kept for it.
+func (a *Agent) keptDefs() (defs []provider.Tool, digest string, version uint64, ok bool) {
+	c := &a.cache
+	version = a.Tools.Version()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reg == a.Tools && c.version == version && c.filled {
+		return c.defs, c.digest, version, true
+	}
+	return nil, "", version, false
 }
 
 // toolDefsAhead encodes the tool definitions on a goroutine of their own
@@ -84,12 +94,7 @@ func (a *Agent) toolDefs() ([]provider.Tool, string, error) {
 // reads its conversation (begin), instead of after; its sizing then
 // finds them kept.
 func (a *Agent) toolDefsAhead() (wait func()) {
-	c := &a.cache
-	version := a.Tools.Version()
-	c.mu.Lock()
-	kept := c.reg == a.Tools && c.version == version && c.filled
-	c.mu.Unlock()
-	if kept {
+	if _, _, _, kept := a.keptDefs(); kept {
 		return func() {}
 	}
 	done := make(chan struct{})
