@@ -184,6 +184,9 @@ func unpackRoom(data []byte, workers, least, room int) ([]Message, error) {
 		u.fail(what)
 		return nil, u.err()
 	}
+	if p.chunks == 1 || n+p.parts < least {
+		workers = 1 // too small to share out: decoded here, and nothing asked of the collector
+	}
 	workers = decoders(workers, uint64(n)*uint64(unsafe.Sizeof(Message{}))+parts*uint64(unsafe.Sizeof(Part{}))+usages*uint64(unsafe.Sizeof(Usage{})))
 	// the parts first, as before the index: with the messages first, a
 	// fresh process's unpack of 100k messages took ~1.7k more page faults
@@ -192,7 +195,7 @@ func unpackRoom(data []byte, workers, least, room int) ([]Message, error) {
 	p.partsOf, p.usagesOf = make([]Part, parts), make([]Usage, usages)
 	p.msgs = make([]Message, n, n+room)
 	var err error
-	if workers > 1 && p.chunks > 1 && n+p.parts >= least {
+	if workers > 1 {
 		err = p.decodeOn(min(workers, p.chunks))
 	} else {
 		var w unpacker

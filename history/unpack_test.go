@@ -284,7 +284,7 @@ func TestFitsUnderGoalComparesWithTheCollectorsGoal(t *testing.T) {
 // An unpack whose arrays do not fit under the heap goal decodes on one
 // goroutine fewer (with 2, on the caller's alone), and asks about the
 // three arrays' bytes; one that fits, on as many as it was given; a
-// serial one does not ask.
+// serial one, or one too small to share out, does not ask.
 func TestAnUnpackPastTheHeapGoalLeavesAPToTheCollector(t *testing.T) {
 	defer func(f func(uint64) bool) { fitsUnderGoal = f }(fitsUnderGoal)
 	var asked []uint64
@@ -317,6 +317,9 @@ func TestAnUnpackPastTheHeapGoalLeavesAPToTheCollector(t *testing.T) {
 	asked = nil
 	if _, err := unpack(packed, 1, 0); err != nil || len(asked) != 0 {
 		t.Errorf("a serial unpack asked %v (%v); want nothing asked", asked, err)
+	}
+	if _, err := unpack(packed, 2, len(msgs)*3); err != nil || len(asked) != 0 {
+		t.Errorf("an unpack too small to share out asked %v (%v); want nothing asked", asked, err)
 	}
 }
 
