@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/myelin-run/myelin/internal/hugepage"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -270,7 +271,10 @@ func BenchmarkUnpackChunks(b *testing.B) {
 // GOMAXPROCS (at most maxUnpackers), in turns going first, and the
 // benchmark reports each one's median time and CPU time (the child's
 // user and system, every thread), the median of the ratio one over many
-// taken in each iteration, and the minor page faults of a many. Run:
+// taken in each iteration, and the minor page faults of a many; and a
+// third child, a many whose arrays are made in huge pages (as at the start
+// of `myelin run`: internal/hugepage), with its time, CPU, faults and the
+// median of many over it. Run:
 //
 //	go test ./history -run '^$' -bench UnpackFresh -benchtime 10x
 func BenchmarkUnpackFresh(b *testing.B) {
@@ -289,9 +293,10 @@ func BenchmarkUnpackFresh(b *testing.B) {
 		}
 		b.Run(fmt.Sprintf("%dk/chunk-%d", c.n/1000, c.chunk), func(b *testing.B) {
 			var one, many, ratio, oneCPU, manyCPU, faults []time.Duration
-			child := func(w int) (wall, cpu, flt time.Duration) {
+			var huge, hugeCPU, hugeFaults, hugeRatio []time.Duration
+			child := func(w int, advise bool) (wall, cpu, flt time.Duration) {
 				cmd := exec.Command(os.Args[0], "-test.run", "^$", "-test.bench", "^BenchmarkUnpackFresh$", "-test.benchtime", "1x")
-				cmd.Env = append(os.Environ(), "MYELIN_UNPACK_FRESH="+path, fmt.Sprintf("MYELIN_UNPACK_WORKERS=%d", w))
+				cmd.Env = append(os.Environ(), "MYELIN_UNPACK_FRESH="+path, fmt.Sprintf("MYELIN_UNPACK_WORKERS=%d", w), fmt.Sprintf("MYELIN_UNPACK_HUGE=%v", advise))
 				out, err := cmd.CombinedOutput()
 				if err != nil {
 					b.Fatalf("the child: %v\n%s", err, out)
@@ -306,16 +311,20 @@ func BenchmarkUnpackFresh(b *testing.B) {
 				return wall, cpu, flt
 			}
 			for n := 0; b.Loop(); n++ {
-				var o, oc, m, mc, f time.Duration
+				var o, oc, m, mc, f, h, hc, hf time.Duration
 				if n%2 == 0 {
-					o, oc, _ = child(1)
-					m, mc, f = child(workers)
+					o, oc, _ = child(1, false)
+					m, mc, f = child(workers, false)
+					h, hc, hf = child(workers, true)
 				} else {
-					m, mc, f = child(workers)
-					o, oc, _ = child(1)
+					h, hc, hf = child(workers, true)
+					m, mc, f = child(workers, false)
+					o, oc, _ = child(1, false)
 				}
 				one, many, oneCPU, manyCPU, faults = append(one, o), append(many, m), append(oneCPU, oc), append(manyCPU, mc), append(faults, f)
 				ratio = append(ratio, time.Duration(float64(time.Microsecond)*float64(o)/float64(m)))
+				huge, hugeCPU, hugeFaults = append(huge, h), append(hugeCPU, hc), append(hugeFaults, hf)
+				hugeRatio = append(hugeRatio, time.Duration(float64(time.Microsecond)*float64(m)/float64(h)))
 			}
 			b.ReportMetric(medianUs(one), "one-us")
 			b.ReportMetric(medianUs(many), "many-us")
@@ -323,13 +332,18 @@ func BenchmarkUnpackFresh(b *testing.B) {
 			b.ReportMetric(medianUs(oneCPU), "one-cpu-us")
 			b.ReportMetric(medianUs(manyCPU), "many-cpu-us")
 			b.ReportMetric(medianUs(faults)*1000, "many-faults")
+			b.ReportMetric(medianUs(huge), "huge-us")
+			b.ReportMetric(medianUs(hugeCPU), "huge-cpu-us")
+			b.ReportMetric(medianUs(hugeFaults)*1000, "huge-faults")
+			b.ReportMetric(medianUs(hugeRatio), "x-many/huge")
 		})
 	}
 }
 
 // freshChild is BenchmarkUnpackFresh's child: it unpacks the bytes at path
-// once, on the goroutines MYELIN_UNPACK_WORKERS says, and prints the time,
-// the process's CPU time and its minor page faults over the unpack.
+// once, on the goroutines MYELIN_UNPACK_WORKERS says, its arrays in huge
+// pages when MYELIN_UNPACK_HUGE is true, and prints the time, the
+// process's CPU time and its minor page faults over the unpack.
 func freshChild(b *testing.B, path string) {
 	packed, err := os.ReadFile(path)
 	if err != nil {
@@ -338,6 +352,9 @@ func freshChild(b *testing.B, path string) {
 	workers, err := strconv.Atoi(os.Getenv("MYELIN_UNPACK_WORKERS"))
 	if err != nil {
 		b.Fatal(err)
+	}
+	if os.Getenv("MYELIN_UNPACK_HUGE") == "true" {
+		hugepage.Allow()
 	}
 	var r0, r1 syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &r0)

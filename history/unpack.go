@@ -15,6 +15,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/myelin-run/myelin/internal/hugepage"
 	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/result"
 )
@@ -192,8 +193,11 @@ func unpackRoom(data []byte, workers, least, room int) ([]Message, error) {
 	// fresh process's unpack of 100k messages took ~1.7k more page faults
 	// and ~12 ms more CPU (the collector's cycle these allocations start
 	// begins at another one; GOGC=off, no difference)
-	p.partsOf, p.usagesOf = make([]Part, parts), make([]Usage, usages)
-	p.msgs = make([]Message, n, n+room)
+	// in huge pages when the process asked for them (internal/hugepage: a
+	// run's start, where first touching these arrays page by page was
+	// most of an unpack's time)
+	p.partsOf, p.usagesOf = hugepage.Make[Part](int(parts), int(parts)), hugepage.Make[Usage](int(usages), int(usages))
+	p.msgs = hugepage.Make[Message](n, n+room)
 	var err error
 	if workers > 1 {
 		err = p.decodeOn(min(workers, p.chunks))

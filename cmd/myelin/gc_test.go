@@ -12,6 +12,7 @@ import (
 
 	"github.com/myelin-run/myelin/agent"
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/hugepage"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -29,13 +30,34 @@ func TestOnlyRunAndChatKeepTheCollectorPutOff(t *testing.T) {
 	}
 }
 
+// Only run and chat have their start's arrays in huge pages, and only
+// until their first request is sent (startDone).
+func TestOnlyRunAndChatAskForHugePagesUntilTheirStartIsDone(t *testing.T) {
+	defer hugepage.Stop()
+	for _, name := range []string{"run", "chat", "serve", "version", "history", "tool", "mcp", ""} {
+		var args []string
+		if name != "" {
+			args = []string{name, "--workspace", "."}
+		}
+		hugepage.Stop()
+		begin(args)
+		if want := name == "run" || name == "chat"; hugepage.Allowed() != want {
+			t.Errorf("after begin(%q) huge pages asked for: %v, want %v", args, hugepage.Allowed(), want)
+		}
+		startDone()
+		if hugepage.Allowed() {
+			t.Errorf("begin(%q): huge pages still asked for after startDone", args)
+		}
+	}
+}
+
 // A resumed run keeps the collector put off until its first request is
 // sent — the request reaches the provider before the collector is put
 // back — and puts it back before it ends, whatever the turn does after.
 func TestARunPutsTheCollectorBackOnceItsAnswerBegins(t *testing.T) {
 	var done atomic.Int32
-	defer func(f func()) { gcDone = f }(gcDone)
-	gcDone = func() { done.Add(1) }
+	defer func(f func()) { startDone = f }(startDone)
+	startDone = func() { done.Add(1) }
 
 	dir := workspaceWith(t, nil)
 	id := storedRounds(t, filepath.Join(dir, ".myelin", "history.db"), 200)

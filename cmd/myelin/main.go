@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 
+	"github.com/myelin-run/myelin/internal/hugepage"
 	"github.com/myelin-run/myelin/internal/startgc"
 )
 
@@ -51,9 +52,7 @@ Run "myelin COMMAND --help" for a command's flags.
 `
 
 func main() {
-	if !startsATurn(os.Args[1:]) {
-		startgc.Done() // the collector as configured, from here on
-	}
+	begin(os.Args[1:])
 	interrupts := make(chan os.Signal, 1)
 	signal.Notify(interrupts, stopSignals(os.Args[1:])...)
 	code := run(withInterrupts(context.Background(), interrupts), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
@@ -61,22 +60,40 @@ func main() {
 	os.Exit(code)
 }
 
+// begin readies the process for the command args: run and chat start
+// as startsATurn says, until startDone; every other command has the
+// collector as configured from here on.
+func begin(args []string) {
+	if !startsATurn(args) {
+		startgc.Done()
+		return
+	}
+	hugepage.Allow()
+}
+
 // startsATurn reports whether args are run or chat, whose start reads the
-// conversation's stored messages and builds its first request: they keep
-// the collector put off (internal/startgc) until that request is sent
-// (session.turn calls gcDone). A resume of 100,000 messages allocates some
-// 100 MB, nearly all of it kept until the request leaves: at GOGC 100
-// the collector ran five cycles over it on the way, at 400 two, and a
-// cycle over the unpacking doubled its CPU; with the first goal at
-// 256 MB it runs none (docs/performance.md, "Resuming a stored
-// conversation", "What changed in the eighth session").
+// conversation's stored messages and builds its first request: until
+// that request is sent (session.turn calls startDone) they keep the
+// collector put off (internal/startgc) and have the large arrays they
+// make in huge pages (internal/hugepage). A resume of 100,000 messages
+// allocates some 100 MB, nearly all of it kept until the request leaves:
+// at GOGC 100 the collector ran five cycles over it on the way, at 400
+// two, and a cycle over the unpacking doubled its CPU; with the first
+// goal at 256 MB it runs none (docs/performance.md, "Resuming a stored
+// conversation", "What changed in the eighth session"). First touching
+// those arrays 4 KiB at a time was about 40% of that resume's CPU ("Huge
+// pages for a resume's arrays").
 func startsATurn(args []string) bool {
 	return len(args) > 0 && (args[0] == "run" || args[0] == "chat")
 }
 
-// gcDone puts the collector back as configured once a turn's first
-// request is sent (startsATurn); a variable for the tests.
-var gcDone = startgc.Done
+// startDone ends what begin started for a turn once its first request is
+// sent (startsATurn): the collector as configured, no more huge pages
+// asked for. A variable for the tests.
+var startDone = func() {
+	startgc.Done()
+	hugepage.Stop()
+}
 
 // run is the whole CLI, for main and for tests.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

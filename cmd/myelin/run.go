@@ -571,12 +571,12 @@ func (s *session) turn(ctx context.Context, prompt string, stdout, stderr io.Wri
 	prompt, told := s.backgroundTurn(prompt)
 	tr, err := s.agent.Turn(ctx, s.id, prompt, func(e agent.Event) {
 		if answering(e) {
-			gcDone() // the first request was sent and its answer begins (startsATurn)
+			startDone() // the first request was sent and its answer begins (startsATurn)
 		}
 		told(e)
 		rep.event(e)
 	})
-	gcDone()
+	startDone()
 	rep.stop()
 	rep.endText()
 	if line := s.tokenLine(tr.Usage, rep.last, rep.answered, err); line != "" {

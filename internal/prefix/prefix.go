@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/hugepage"
 )
 
 // Consecutive requests of a conversation share almost all their messages:
@@ -232,7 +233,9 @@ func (c *Cache) Put(conv, lead string, from *Prefix, msgs []history.Message, b [
 		keys = append(make([]msgKey, 0, len(from.keys)+len(msgs)), from.keys...)
 	}
 	if cap(keys)-len(keys) < len(msgs) {
-		grown := make([]msgKey, len(keys), len(keys)+len(msgs)+(len(keys)+len(msgs))/4+64)
+		// 40 bytes a message: a first body of 100k messages makes 5 MB of
+		// them, in huge pages at a run's start (internal/hugepage)
+		grown := hugepage.Make[msgKey](len(keys), len(keys)+len(msgs)+(len(keys)+len(msgs))/4+64)
 		copy(grown, keys)
 		keys = grown
 	}

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"unsafe"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/hugepage"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -266,5 +268,26 @@ func TestAPartialPrefixIsCutAfterTheMessagesThatHold(t *testing.T) {
 	}
 	if p := c.GetPartial("k", "lead", msgs); p == nil || p.Len() != 3 {
 		t.Errorf("a prefix kept without ends, every message holding: %+v", p)
+	}
+}
+
+// A first body's keys (40 bytes a message: 120,000 messages make 4.8 MB
+// of them) are made in huge pages while a run's start asks for them
+// (internal/hugepage).
+func TestAFirstPrefixsKeysAreInHugePagesWhileAllowed(t *testing.T) {
+	msgs := make([]history.Message, 120000)
+	for i := range msgs {
+		msgs[i] = history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "x"}}}
+	}
+	var c Cache
+	hugepage.Allow()
+	c.Put("conv", "", nil, msgs, []byte("body"), history.User)
+	hugepage.Stop()
+	ok, err := hugepage.Advised(c.m["conv"].p.keys)
+	if err != nil && strings.Contains(err.Error(), "unsupported") {
+		t.Skip(err)
+	}
+	if err != nil || !ok {
+		t.Fatalf("the prefix's keys are not advised for huge pages (%v)", err)
 	}
 }

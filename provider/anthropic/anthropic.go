@@ -34,6 +34,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/hugepage"
 	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/internal/ratewait"
 	"github.com/myelin-run/myelin/internal/send"
@@ -218,14 +219,15 @@ func bodyWith(req provider.Request, stream bool, th Thinking, ttl CacheTTL, head
 		size += len(pre.Bytes())
 		first = pre.Len()
 	}
-	// one allocation, not a dozen doublings; on a kept prefix, the
-	// conversation's last body when it was given back (Release), the
-	// prefix's bytes already in place
+	// one allocation, not a dozen doublings (in huge pages at a run's
+	// start: internal/hugepage); on a kept prefix, the conversation's last
+	// body when it was given back (Release), the prefix's bytes already in
+	// place
 	e := encoder{mark: ttl.mark()}
 	if pre != nil {
 		e.buf = prefixes.Buffer(req.CacheKey, pre, size)
 	} else {
-		e.buf = make([]byte, 0, size)
+		e.buf = hugepage.Make[byte](0, size)
 	}
 
 	// What the next request of the conversation may reuse: the groups

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/hugepage"
 	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/provider"
 )
@@ -161,7 +162,7 @@ func bodyWith(req provider.Request, o Options, c *keptBodies) ([]byte, error) {
 			e.buf = c.prefixes.Buffer(req.CacheKey, pre, size)
 			w.before, w.prev = req.Messages[:from], pre.Last()
 		} else {
-			e.buf = make([]byte, 0, size)
+			e.buf = hugepage.Make[byte](0, size) // huge pages at a run's start (internal/hugepage)
 			e.raw(`{"contents":[`)
 		}
 		fits, err := w.write(req.Messages[from:])

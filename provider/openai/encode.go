@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/hugepage"
 	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/provider"
@@ -65,7 +66,7 @@ func bodyWith(req provider.Request, legacyMaxTokens, stream bool, prefixes *pref
 		// body when it was given back (Prefixes.Release)
 		e.buf = prefixes.Buffer(req.CacheKey, pre, size)
 	} else {
-		e.buf = make([]byte, 0, size)
+		e.buf = hugepage.Make[byte](0, size) // huge pages at a run's start (internal/hugepage)
 	}
 	n := 0 // messages written
 	next := func() {

@@ -38,6 +38,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/internal/hugepage"
 	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/internal/prefix"
 	"github.com/myelin-run/myelin/internal/ratewait"
@@ -193,9 +194,9 @@ func bodyWith(req provider.Request, cfg Config, stream bool, k *kept) ([]byte, e
 		// body when it was given back (Prefixes.Release)
 		e.buf = k.prefixes.Buffer(req.CacheKey, pre, size)
 	case k != nil:
-		e.buf = append(make([]byte, 0, size), lead...)
+		e.buf = append(hugepage.Make[byte](0, size), lead...) // huge pages at a run's start (internal/hugepage)
 	default:
-		e.buf = make([]byte, 0, size)
+		e.buf = hugepage.Make[byte](0, size)
 		if err := e.head(req); err != nil {
 			return nil, err
 		}
