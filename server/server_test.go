@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -746,4 +747,31 @@ func TestAGuardsWithheldRoundIsAContextWithheldEvent(t *testing.T) {
 	if len(withheld) != 1 || withheld[0].Edit == nil || withheld[0].Edit.Refusal == nil || withheld[0].Edit.Refusal.Text != "I won't." {
 		t.Fatalf("context.withheld events %+v", withheld)
 	}
+}
+
+// A turn refused because another writer holds the conversation is over
+// by the time its client reads the 409: a retry at once is refused for
+// the same holder, not for a turn of this server still winding down.
+func TestARetryAfterA409ForAnotherWriterIsNotRefusedForTheRefusedTurn(t *testing.T) {
+	f := newFixture(t, providertest.Step{Text: "done"})
+	id := f.newConversation()
+	other := history.NewHolder()
+	if _, err := f.store.Claim(context.Background(), id, other, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	proceed := make(chan struct{})
+	afterRefusedStart = func() { <-proceed } // the refused turn's goroutine waits here
+	t.Cleanup(func() { afterRefusedStart = nil })
+	var once sync.Once
+	release := func() { once.Do(func() { close(proceed) }) }
+	t.Cleanup(release)
+	for i := range 2 {
+		status, body := f.do("POST", "/v1/conversations/"+id+"/turns", `{"prompt":"hi"}`)
+		var held Held
+		mustJSON(t, body, &held)
+		if status != http.StatusConflict || held.Error.Holder == nil || held.Error.Holder.Token != other.Token {
+			t.Fatalf("try %d, while another writer holds the conversation: %d %s; want 409 naming that writer", i+1, status, body)
+		}
+	}
+	release()
 }

@@ -10,6 +10,10 @@ import (
 	"github.com/myelin-run/myelin/price"
 )
 
+// afterRefusedStart, when set (by tests only), is called by runTurn once
+// a turn that could not start has said why.
+var afterRefusedStart func()
+
 // runTurn runs a turn — run is the agent's Turn or Continue — with its
 // events appended to conversation id's log as turn tid's. started is
 // called once: with nil when the turn holds the conversation's claim
@@ -59,6 +63,9 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 	})
 	if !claimed {
 		started(err)
+		if afterRefusedStart != nil {
+			afterRefusedStart()
+		}
 		return "", false
 	}
 	if rl := rateLimited(ctx); rl != nil && err != nil {

@@ -201,7 +201,21 @@ func (s *Server) launch(from context.Context, id string, a *agent.Agent, prompt 
 				close(t.done)
 			})
 		}
-		reason, claimed := s.runTurn(tctx, a, id, t.id, full, notes, told, run, func(err error) { ch <- err }, ended)
+		started := func(err error) {
+			if err != nil {
+				// refused: this turn never held the conversation, and is
+				// over before its client hears why, so that a retry does
+				// not find it running here (a 409 naming it)
+				c.mu.Lock()
+				if c.turn == t {
+					c.turn = nil
+				}
+				c.mu.Unlock()
+				ended("")
+			}
+			ch <- err
+		}
+		reason, claimed := s.runTurn(tctx, a, id, t.id, full, notes, told, run, started, ended)
 		if !claimed {
 			c.mu.Lock()
 			if c.turn == t {
