@@ -59,6 +59,14 @@ type sentBody struct {
 	body []byte
 }
 
+// newest is conversation id's request body kept in c, and whether it is
+// the one stored as request n with meta (its row's as stored). c.mu is
+// held.
+func (c *sentCache) newest(id string, n int, meta string) (sentBody, bool) {
+	last, ok := c.bodies[id]
+	return last, ok && last.n == n && last.meta == meta
+}
+
 // storedMeta is a request's meta as AddRequest stores it: the
 // SentRequest (its body left out) and Row, a random nonce of the row
 // (sentBody). A reader unmarshals it into a SentRequest, which has no Row.
@@ -101,8 +109,7 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 		n++
 		r.N = n
 		base, prefix := 0, 0
-		last, ok := s.sent.bodies[id]
-		ok = ok && last.n == n-1 && last.meta == lastMeta // else another's, or none
+		last, ok := s.sent.newest(id, n-1, lastMeta) // else another's, or none
 		if ok && (n-1)%record.SnapshotEvery != 0 {
 			if p := history.CommonPrefix(last.body, r.Body); p > 0 {
 				base, prefix = n-1, p

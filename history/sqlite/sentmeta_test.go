@@ -41,3 +41,42 @@ func TestARequestKeptByAnotherOpeningWithTheSameFieldsIsNotTakenForOurs(t *testi
 		t.Fatalf("request 2 reads back with time %v, number %d, size %d; kept at %v, number 2, size %d", got.Time, got.N, got.Size, at, len(want))
 	}
 }
+
+// A store takes its own newest request body from memory for the next
+// one (the sent cache), and not one another opening has stored since: a
+// test that fails when the cache is never used (every other test passes
+// with it off, the body read back instead).
+func TestAStoreTakesItsOwnNewestRequestFromMemory(t *testing.T) {
+	path := markedStore(t, 1, 0)
+	ctx := context.Background()
+	w, r := openStore(t, path), openStore(t, path)
+	hit := func(s *Store) bool {
+		t.Helper()
+		var n int
+		var meta string
+		if err := s.db.QueryRowContext(ctx, `SELECT n, meta FROM requests WHERE conversation = ? ORDER BY n DESC LIMIT 1`, "c").Scan(&n, &meta); err != nil {
+			t.Fatal(err)
+		}
+		s.sent.mu.Lock()
+		defer s.sent.mu.Unlock()
+		_, ok := s.sent.newest("c", n, meta)
+		return ok
+	}
+	for i := range 2 {
+		if _, err := w.AddRequest(ctx, "c", history.SentRequest{Body: []byte(`{"turn":` + string(rune('1'+i)) + `}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if !hit(w) {
+			t.Fatalf("after its request %d the store does not take it from memory", i+1)
+		}
+	}
+	if hit(r) {
+		t.Fatal("another opening, which kept no request, takes one from memory")
+	}
+	if _, err := r.AddRequest(ctx, "c", history.SentRequest{Body: []byte(`{"turn":3}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if hit(w) || !hit(r) {
+		t.Fatalf("after another opening's request 3: the first store takes its request 2 from memory %v (want false), the other its own %v (want true)", hit(w), hit(r))
+	}
+}
