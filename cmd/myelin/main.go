@@ -82,7 +82,7 @@ func begin(args []string) {
 // goal at 256 MB it runs none (docs/performance.md, "Resuming a stored
 // conversation", "What changed in the eighth session"). First touching
 // those arrays 4 KiB at a time was about 40% of that resume's CPU ("Huge
-// pages for a resume's arrays").
+// pages for a run's start").
 func startsATurn(args []string) bool {
 	return len(args) > 0 && (args[0] == "run" || args[0] == "chat")
 }

@@ -2,25 +2,55 @@ package hugepage
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"syscall"
 )
 
-// madvHugePage is MADV_HUGEPAGE (Linux's mman-common.h); package syscall
-// has no name for it.
-const madvHugePage = 14
+// madvHugePage and madvNoHugePage are MADV_HUGEPAGE and MADV_NOHUGEPAGE
+// (Linux's mman-common.h); package syscall has no names for them.
+const (
+	madvHugePage   = 14
+	madvNoHugePage = 15
+)
 
-// advise marks the whole huge pages inside [p, p+n) MADV_HUGEPAGE. An
-// error is ignored: a kernel without transparent huge pages (EINVAL)
-// leaves the memory as it was, which is what not asking gives.
-func advise(p, n uintptr) {
-	start, length := aligned(p, n)
-	if length == 0 {
-		return
+// modeFile is where Linux says when it gives anonymous memory huge pages.
+const modeFile = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+// mode is the kernel's THP mode as modeFile reads ("always [madvise]
+// never"), or "" when it cannot be read (a kernel without THP).
+func mode() string {
+	b, err := os.ReadFile(modeFile)
+	if err != nil {
+		return ""
 	}
+	return string(b)
+}
+
+// godebug is the process's GODEBUG.
+func godebug() string { return os.Getenv("GODEBUG") }
+
+// supported is nil where Make advises (Advised).
+func supported() error {
+	if m := mode(); !usable(m, godebug()) {
+		return fmt.Errorf("hugepage: this kernel's transparent huge pages are %q, not on madvise (or GODEBUG has disablethp=1): nothing is advised: %w", strings.TrimSpace(m), errors.ErrUnsupported)
+	}
+	return nil
+}
+
+// advise marks [start, start+length), whole huge pages, MADV_HUGEPAGE. An
+// error is ignored: the memory is then as it was, which is what not
+// asking gives.
+func advise(start, length uintptr) {
 	syscall.Syscall(syscall.SYS_MADVISE, start, length, madvHugePage)
+}
+
+// unadvise takes advise's advice back: MADV_NOHUGEPAGE (the huge pages
+// in the range stay; none are made there again).
+func unadvise(start, length uintptr) {
+	syscall.Syscall(syscall.SYS_MADVISE, start, length, madvNoHugePage)
 }
 
 // advisedAt reports whether the mapping of this process that holds

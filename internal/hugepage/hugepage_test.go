@@ -27,3 +27,36 @@ func TestAlignedIsTheWholeHugePagesInsideAnArray(t *testing.T) {
 		})
 	}
 }
+
+func TestOnlyAKernelOnMadviseWithoutDisablethpIsAdvised(t *testing.T) {
+	for _, c := range []struct {
+		mode, godebug string
+		want          bool
+	}{
+		{"always [madvise] never\n", "", true},
+		{"always [madvise] never\n", "madvdontneed=1,disablethp=0", true},
+		{"always [madvise] never\n", "disablethp=1", false},
+		{"always [madvise] never\n", "madvdontneed=1, disablethp=1", false},
+		{"[always] madvise never\n", "", false}, // huge pages unasked
+		{"always madvise [never]\n", "", false},
+		{"", "", false}, // no THP in this kernel
+	} {
+		if got := usable(c.mode, c.godebug); got != c.want {
+			t.Errorf("usable(%q, %q) = %v, want %v", c.mode, c.godebug, got, c.want)
+		}
+	}
+}
+
+func TestMakeOfNothingAndOfSmallArraysIsMake(t *testing.T) {
+	Allow()
+	defer Stop()
+	for _, c := range [][2]int{{0, 0}, {3, 5}, {0, 1 << 20}} {
+		s := Make[int64](c[0], c[1])
+		if len(s) != c[0] || cap(s) != c[1] {
+			t.Errorf("Make(%d, %d): length %d, capacity %d", c[0], c[1], len(s), cap(s))
+		}
+	}
+	if s := Make[struct{}](10, 1<<30); len(s) != 10 {
+		t.Errorf("Make of empty structs: length %d", len(s))
+	}
+}

@@ -195,8 +195,8 @@ func bodyWith(req provider.Request, cfg Config, stream bool, k *kept) ([]byte, e
 		e.buf = k.prefixes.Buffer(req.CacheKey, pre, size)
 	case k != nil:
 		e.buf = append(hugepage.Make[byte](0, size), lead...) // huge pages at a run's start (internal/hugepage)
-	default:
-		e.buf = hugepage.Make[byte](0, size)
+	default: // Body's: not a run's
+		e.buf = make([]byte, 0, size)
 		if err := e.head(req); err != nil {
 			return nil, err
 		}
