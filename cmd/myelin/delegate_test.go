@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -39,12 +40,11 @@ func TestRunDelegatesThreeSubagentsInOneRoundOneOfWhichFails(t *testing.T) {
 		}},
 		{Text: "All three came back."},
 	}
-	parent := 0
+	var parent atomic.Int32 // the fake answers on a goroutine a request, the subagents' at once
 	srv.Respond = func(r providertest.Request) providertest.Step {
 		body := string(r.Body)
 		if !strings.Contains(body, "You are a subagent") {
-			parent++
-			return parentSteps[min(parent, len(parentSteps))-1]
+			return parentSteps[min(int(parent.Add(1)), len(parentSteps))-1]
 		}
 		first := r.Messages[0].(map[string]any)
 		task, _ := json.Marshal(first["content"])
@@ -58,6 +58,10 @@ func TestRunDelegatesThreeSubagentsInOneRoundOneOfWhichFails(t *testing.T) {
 		}
 		return providertest.Step{Text: report}
 	}
+	// the requests come from another process, which orders nothing for
+	// the race detector: taking the server's lock (an empty Push) puts
+	// the writes above before its handlers' reads
+	srv.Push()
 	cmd := exec.Command(bin, "run", "--workspace", dir, "--delegate", "--allow", "agent--delegate", "--inline-cap", "1000", "--no-code-execution", "look into three things")
 	cmd.Env = os.Environ()
 	var stdout, stderr bytes.Buffer

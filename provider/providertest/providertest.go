@@ -294,9 +294,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 // next step (or Respond's). measured is the body's size when the server
 // measures requests (Window, Cache), which measure says.
 func (s *Server) next(w http.ResponseWriter, r *http.Request, body []byte) (step Step, m measured, measure bool, ok bool) {
-	// Window, Cache and Respond are set before the first request.
-	window, respond, checkThinking := s.Window, s.Respond, s.CheckThinking
-	measure = s.Window > 0 || s.Cache
+	// Window, Cache and Respond are set before the first request; read
+	// under the lock, so that a test that took it since setting them
+	// (Push) has them seen here by the race detector too, when the
+	// request comes from another process
+	s.mu.Lock()
+	window, respond, checkThinking, cache := s.Window, s.Respond, s.CheckThinking, s.Cache
+	s.mu.Unlock()
+	measure = window > 0 || cache
 	if measure {
 		m = measureBody(body)
 	}
