@@ -162,6 +162,10 @@ type conversation struct {
 	// wakes are background scripts' wakes waiting for its running turn
 	// to end, oldest first.
 	wakes []background.Wake
+	// wakesDue is when the first of wakes may be tried again after its
+	// turn was refused (another writer held the conversation): no turn
+	// ending here starts it before then, the retry's timer does.
+	wakesDue time.Time
 }
 
 func (s *Server) init() {

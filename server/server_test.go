@@ -760,8 +760,9 @@ func TestARetryAfterA409ForAnotherWriterIsNotRefusedForTheRefusedTurn(t *testing
 		t.Fatal(err)
 	}
 	proceed := make(chan struct{})
-	afterRefusedStart = func() { <-proceed } // the refused turn's goroutine waits here
-	t.Cleanup(func() { afterRefusedStart = nil })
+	wait := func() { <-proceed } // the refused turn's goroutine waits here
+	afterRefusedStart.Store(&wait)
+	t.Cleanup(func() { afterRefusedStart.Store(nil) })
 	var once sync.Once
 	release := func() { once.Do(func() { close(proceed) }) }
 	t.Cleanup(release)

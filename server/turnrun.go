@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/myelin-run/myelin/agent"
@@ -10,9 +11,9 @@ import (
 	"github.com/myelin-run/myelin/price"
 )
 
-// afterRefusedStart, when set (by tests only), is called by runTurn once
-// a turn that could not start has said why.
-var afterRefusedStart func()
+// afterRefusedStart, when set (by tests only), holds a func runTurn calls
+// once a turn that could not start has said why.
+var afterRefusedStart atomic.Pointer[func()]
 
 // runTurn runs a turn — run is the agent's Turn or Continue — with its
 // events appended to conversation id's log as turn tid's. started is
@@ -63,8 +64,8 @@ func (s *Server) runTurn(ctx context.Context, a *agent.Agent, id, tid, prompt st
 	})
 	if !claimed {
 		started(err)
-		if afterRefusedStart != nil {
-			afterRefusedStart()
+		if f := afterRefusedStart.Load(); f != nil {
+			(*f)()
 		}
 		return "", false
 	}

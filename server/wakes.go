@@ -36,10 +36,11 @@ func (s *Server) Wake(w background.Wake) {
 }
 
 // nextWake starts the turn of conversation conv's oldest waiting wake,
-// when no turn of this server runs it.
+// when no turn of this server runs it and it is not waiting out a
+// refusal (wakesDue: its retry's timer calls this once it is due).
 func (s *Server) nextWake(conv string) {
 	c := s.lockedConv(conv)
-	if len(c.wakes) == 0 || c.live() != nil {
+	if len(c.wakes) == 0 || c.live() != nil || time.Now().Before(c.wakesDue) {
 		c.mu.Unlock()
 		return
 	}
@@ -97,10 +98,15 @@ func (s *Server) wakeFailed(w background.Wake, err error) {
 
 // requeue puts w back first in its conversation's wakes; later, when
 // nothing here will end a turn of it to start the next (another writer
-// holds it).
+// holds it): then it is tried again after wakeRetry, and not before
+// (wakesDue) — the refused turn's own end, or another's, must not start
+// it at once and leave a second retry running beside this one's.
 func (s *Server) requeue(w background.Wake, later bool) {
 	c := s.lockedConv(w.Conversation)
 	c.wakes = append([]background.Wake{w}, c.wakes...)
+	if later {
+		c.wakesDue = time.Now().Add(wakeRetry)
+	}
 	c.mu.Unlock()
 	if later {
 		time.AfterFunc(wakeRetry, func() { s.nextWake(w.Conversation) })
