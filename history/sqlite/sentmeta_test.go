@@ -42,11 +42,12 @@ func TestARequestKeptByAnotherOpeningWithTheSameFieldsIsNotTakenForOurs(t *testi
 	}
 }
 
-// A store takes its own newest request body from memory for the next
-// one (the sent cache), and not one another opening has stored since: a
-// test that fails when the cache is never used (every other test passes
-// with it off, the body read back instead).
-func TestAStoreTakesItsOwnNewestRequestFromMemory(t *testing.T) {
+// A store remembers its own newest request body as the one stored (the
+// sent cache), and not once another opening has stored a newer one: a
+// test that fails when the cache is never filled (every other test
+// passes with it off, the body read back instead); the next test, that
+// it is used.
+func TestAStoreRemembersItsOwnNewestRequestNotOneStoredSince(t *testing.T) {
 	path := markedStore(t, 1, 0)
 	ctx := context.Background()
 	w, r := openStore(t, path), openStore(t, path)
@@ -78,5 +79,34 @@ func TestAStoreTakesItsOwnNewestRequestFromMemory(t *testing.T) {
 	}
 	if hit(w) || !hit(r) {
 		t.Fatalf("after another opening's request 3: the first store takes its request 2 from memory %v (want false), the other its own %v (want true)", hit(w), hit(r))
+	}
+}
+
+// The next request is kept as what it adds to the newest body the store
+// holds in memory, not to that body read back: with the stored row of
+// request 1 changed behind the store's back, request 2 is still kept
+// against request 1 as the store sent it (its prefix the common start of
+// the two bodies as sent). A store that read the body back would take
+// the changed row's and find almost nothing in common.
+func TestTheNextRequestIsKeptAgainstTheBodyInMemory(t *testing.T) {
+	path := markedStore(t, 1, 0)
+	ctx := context.Background()
+	w := openStore(t, path)
+	first, second := `{"turn":1,"a":"xxxx"}`, `{"turn":1,"a":"xxxx","b":2}`
+	if _, err := w.AddRequest(ctx, "c", history.SentRequest{Body: []byte(first)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.db.ExecContext(ctx, `UPDATE requests SET tail = ? WHERE conversation = 'c' AND n = 1`, []byte(`{"other":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AddRequest(ctx, "c", history.SentRequest{Body: []byte(second)}); err != nil {
+		t.Fatal(err)
+	}
+	var base, prefix int
+	if err := w.db.QueryRowContext(ctx, `SELECT base, prefix FROM requests WHERE conversation = 'c' AND n = 2`).Scan(&base, &prefix); err != nil {
+		t.Fatal(err)
+	}
+	if want := len(`{"turn":1,"a":"xxxx"`); base != 1 || prefix != want {
+		t.Fatalf("request 2 kept on request %d's first %d bytes; want request 1's first %d, the common start of the bodies as sent", base, prefix, want)
 	}
 }
