@@ -58,10 +58,7 @@ func TestRunDelegatesThreeSubagentsInOneRoundOneOfWhichFails(t *testing.T) {
 		}
 		return providertest.Step{Text: report}
 	}
-	// the requests come from another process, which orders nothing for
-	// the race detector: taking the server's lock (an empty Push) puts
-	// the writes above before its handlers' reads
-	srv.Push()
+	srv.Ready() // the requests come from the built binary
 	cmd := exec.Command(bin, "run", "--workspace", dir, "--delegate", "--allow", "agent--delegate", "--inline-cap", "1000", "--no-code-execution", "look into three things")
 	cmd.Env = os.Environ()
 	var stdout, stderr bytes.Buffer
@@ -247,6 +244,7 @@ func TestAfterSIGKILLDuringSubagentsTheParentKeepsOneAnswerAndNamesTheInterrupte
 		childRequests["SLOW"]++
 		return providertest.Step{Hold: hold, Text: "never sent"}
 	}
+	srv.Ready() // the requests come from the built binary
 	cmd, stderr, store := startMyelin(t, bin, dir, "run", "--delegate", "--allow", "agent--delegate", "--workspace", dir, "two subagents")
 	ctx := context.Background()
 	var parentID string

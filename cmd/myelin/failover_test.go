@@ -175,6 +175,7 @@ func TestWorkersKilledAtRandomFinishEveryTurnOnce(t *testing.T) {
 	bin := buildMyelin(t)
 	srv := fakeAnthropic(t)
 	srv.Respond = failoverRespond
+	srv.Ready() // the requests come from the built binary
 	procs, store, dir, stop := startWorkerProcs(t, bin, failoverWorkers, 0)
 	t.Cleanup(stop)
 	ctx, cancel := context.WithTimeout(context.Background(), failoverBudget)

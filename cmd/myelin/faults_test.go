@@ -80,6 +80,7 @@ func TestWorkersKeepToAProvidersRateLimitAndFinishEveryTurnThroughItsFaults(t *t
 	flags := faultFlags(t, bin)
 	fake := providertest.NewLimited(t, faultLimits)
 	fake.Respond = faultRespond
+	fake.Ready() // the requests come from the built binary
 	t.Setenv("ANTHROPIC_API_KEY", faultKey)
 	t.Setenv("ANTHROPIC_BASE_URL", fake.URL)
 	t.Setenv("OPENAI_API_KEY", "")

@@ -39,6 +39,7 @@ func TestScalingOfWorkers(t *testing.T) {
 	bin := buildMyelin(t)
 	srv := fakeAnthropic(t)
 	srv.Respond = func(r providertest.Request) providertest.Step { return respondTurns(r, scaleDelay, false) }
+	srv.Ready() // the requests come from the built binary
 	sizes := []int{1, 2, 4}
 	rates := map[int][]float64{}
 	for round := range scaleRounds {

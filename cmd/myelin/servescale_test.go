@@ -62,6 +62,7 @@ func TestServeAtScale(t *testing.T) {
 	floorBin := buildSSEFloor(t)
 	fake := fakeAnthropic(t)
 	fake.Respond = providertest.Rounds(scaleTurnRounds, "workspace--read", `{"path":"a.txt"}`)
+	fake.Ready() // the requests come from the built binary
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 

@@ -215,6 +215,17 @@ func (s *Server) Push(steps ...Step) {
 	s.steps = append(s.steps, steps...)
 }
 
+// Ready orders the settings made since the server started (Window,
+// Cache, CheckThinking, Respond) before its handlers read them, as the
+// race detector sees it: a test whose requests come from another process
+// (a built binary) has no other order between its writes and the
+// handlers' reads. It takes the server's lock, which the handlers take
+// to read them.
+func (s *Server) Ready() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+}
+
 // Forget drops the bodies and paths of the requests received so far, as
 // if none had been: for a long benchmark, whose fake would otherwise keep
 // every body it was sent. The script, the stats and what Cache and
