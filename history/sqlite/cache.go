@@ -33,7 +33,11 @@ func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) [
 // messages (Marked's), begun when s.markGen was gen: kept with them,
 // unless a SetMark kept a mark since (then none is). A read without a mark
 // (Messages') that replaces what was kept drops the mark kept with it;
-// one that adds to it in place leaves it (the messages only grew).
+// one that adds to it in place leaves it (the messages only grew). A read
+// that replaces what was kept also ends the writer's claim on it
+// (Store.own): the read is of its own moment, which may precede the
+// writer's rewind or switch since, so the writer's next read checks it
+// (TestAReadKeptAfterTheWritersRewindIsNotHandedToTheWriterUnchecked).
 func (s *Store) keep(id string, start int, known, fresh []history.Message, tag readTag, mark *keptMark, gen uint64) []history.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -77,6 +81,13 @@ func (s *Store) keep(id string, start int, known, fresh []history.Message, tag r
 		}
 	}
 	if kept {
+		if replaced {
+			// a read's messages, of its moment: the writer's own (its
+			// next reads take them without a query) only once it appends
+			// again, not while its rewind or switch since may be what
+			// this read missed
+			delete(s.own, id)
+		}
 		s.tags[id] = tag
 		if start > 0 {
 			s.start[id] = start

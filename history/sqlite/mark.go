@@ -344,9 +344,17 @@ func (s *Store) Marked(ctx context.Context, id string) (history.Mark, []history.
 	if err != nil {
 		return history.Mark{}, nil, err
 	}
+	if afterMarkedRead != nil {
+		afterMarkedRead(id)
+	}
 	msgs := s.keep(id, r.start, r.known, r.fresh, r.tag, &r.mark, gen)
 	return r.mark.out(), msgs[r.mark.From-r.start:], nil
 }
+
+// afterMarkedRead, when not nil (tests only), is called by Marked between
+// its read's transaction and keeping what it read, where this store's own
+// writes may commit.
+var afterMarkedRead func(id string)
 
 // markedRead is what a read of Marked found: the mark, and the messages
 // from place start, known (what was kept of them) followed by fresh,

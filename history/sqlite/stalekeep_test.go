@@ -1,0 +1,60 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// A Marked read that ends after this store's writer rewound the
+// conversation and appended to it again keeps what it read only as a
+// read (checked again by the next one), not as the writer's own: the
+// writer's next Marked, which takes its own kept messages without a
+// query, must not get the rows the rewind took away (a review of the
+// readconn branch, where the read's window is its whole length; on one
+// connection it is the moment between the read's transaction and its
+// keep).
+func TestAReadKeptAfterTheWritersRewindIsNotHandedToTheWriterUnchecked(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	makeConv(t, s, "c", "", 0, "m", 10)
+	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
+		t.Fatal(err)
+	}
+	h := history.NewHolder()
+	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	w := history.Writing(ctx, h)
+	s.dropRead("c")
+	t.Cleanup(func() { afterMarkedRead = nil })
+	afterMarkedRead = func(id string) {
+		afterMarkedRead = nil
+		if _, err := s.Rewind(w, "c", 5); err != nil {
+			t.Error(err)
+		}
+		if m, err := s.Messages(w, "c"); err != nil || len(m) != 5 {
+			t.Errorf("c after its rewind: %d messages, %v", len(m), err)
+		}
+		if err := s.Append(w, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, _, err := s.Marked(ctx, "c"); err != nil { // another reader's, ended after the writes
+		t.Fatal(err)
+	}
+	fm, fmsgs, err := openStore(t, s.path).Marked(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, m, err := s.Marked(w, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mk.From != fm.From || texts(m) != texts(fmsgs) {
+		t.Fatalf("c's writer's Marked: mark at %d, %s; a store opened afresh: mark at %d, %s", mk.From, texts(m), fm.From, texts(fmsgs))
+	}
+}
