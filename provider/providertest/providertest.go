@@ -307,7 +307,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 func (s *Server) next(w http.ResponseWriter, r *http.Request, body []byte) (step Step, m measured, measure bool, ok bool) {
 	// Window, Cache and Respond are set before the first request; read
 	// under the lock, so that a test that took it since setting them
-	// (Push) has them seen here by the race detector too, when the
+	// (Ready) has them seen here by the race detector too, when the
 	// request comes from another process
 	s.mu.Lock()
 	window, respond, checkThinking, cache := s.Window, s.Respond, s.CheckThinking, s.Cache
