@@ -77,7 +77,7 @@ const maxRoom = math.MaxInt32 / 2
 
 // unpackers is the goroutines an Unpack decodes on with procs Ps: all
 // of them, at most maxUnpackers — one fewer when its arrays do not fit
-// under the collector's heap goal (fitsUnderGoal, in unpack). With a
+// under the collector's heap goal (fitsUnderGoal, in unpackRoom). With a
 // collector's cycle running over the unpacking, the Ps all decoding was
 // measured slower than one in a fresh process with 2
 // (BenchmarkUnpackFresh, 100k messages: 0.74–0.88×; a resume of 100k,
@@ -127,13 +127,9 @@ const maxUnpackers = 4
 // the work is not worth its start (BenchmarkUnpackFresh).
 const unpackSerialBelow = 4096
 
-// unpack is Unpack on up to workers goroutines when data holds at least
-// least messages and parts.
-func unpack(data []byte, workers, least int) ([]Message, error) {
-	return unpackRoom(data, workers, least, 0)
-}
-
-// unpackRoom is unpack whose list of messages has room for room more.
+// unpackRoom is Unpack on up to workers goroutines when data holds at
+// least least messages and parts, its list of messages with room for room
+// more.
 func unpackRoom(data []byte, workers, least, room int) ([]Message, error) {
 	if len(data) == 0 {
 		return nil, errors.New("history: unpacking packed messages: no bytes")

@@ -13,6 +13,12 @@ import (
 	"unsafe"
 )
 
+// unpack is unpackRoom with no room: the tests' and benchmarks' way to
+// unpack on a given number of goroutines.
+func unpack(data []byte, workers, least int) ([]Message, error) {
+	return unpackRoom(data, workers, least, 0)
+}
+
 // indexed is a conversation of n messages whose messages differ in parts
 // and usage (so that every chunk has its own counts), packed in chunks of
 // chunk, and where each message starts in the packed bytes, with the parts
