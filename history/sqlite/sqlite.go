@@ -193,11 +193,13 @@ func OpenWith(path string, opts Options) (*Store, error) {
 // shares), its readTag there (the checksum of its last row, or, with none
 // of its own, of the row its base_at-th message is read from: heldCRC),
 // and what its mark is (its place and checksum, 0 and 0 for none:
-// keepAppended compares them with the mark kept)
-var nextSeqSQL = `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at), c.messages,
-			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires,
-			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + baseRowCRC("?1", "x.base_at") + `, ` + fmt.Sprint(noRow) + `),
-			COALESCE(k.start, 0), COALESCE(k.crc, 0)
+// keepAppended compares them with the mark kept). Each column is named
+// with a letter: the driver copies every column's name at every query,
+// and an expression's name is its whole text (~1 KiB for the checksum's).
+var nextSeqSQL = `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at) AS a, c.messages AS b,
+			cl.token AS c, cl.pid AS d, cl.host AS e, cl.node AS f, cl.since AS g, cl.expires AS h,
+			c.base AS i, c.base_at AS j, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + baseRowCRC("?1", "x.base_at") + `, ` + fmt.Sprint(noRow) + `) AS k,
+			COALESCE(k.start, 0) AS l, COALESCE(k.crc, 0) AS m
 			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?1`
 
 // The other statements of the round's writes (rawtx.go).
