@@ -44,14 +44,6 @@ type logSync struct {
 	// syncFile syncs a file's data to disk (fdatasync where there is one:
 	// syncData); tests count its calls.
 	syncFile func(f *os.File, fd uintptr) error
-	// kept is log, for writeBack, which must not wait for mu: a sync
-	// holds it while the disk works
-	kept atomic.Pointer[os.File]
-	// startWrite starts writing a file's changed pages to disk without
-	// waiting for them (startWrite: sync_file_range on Linux; nil where
-	// there is none); writing says that a writeBack is under way
-	startWrite func(f *os.File)
-	writing    atomic.Bool
 	// failed is the first sync of the log that failed: the kernel may
 	// have dropped the pages it did not write, and reports that once, so
 	// a later sync that succeeds proves nothing of them — and the log's
@@ -62,30 +54,6 @@ type logSync struct {
 
 // committed notes that a transaction of the store has committed.
 func (l *logSync) committed() { l.commits.Add(1) }
-
-// writeBack starts writing what the log holds and the disk does not yet
-// to disk, on another goroutine, and returns at once: after a lazy commit
-// (a round's answer, a keep), so that the round's synced commit, whose
-// fdatasync puts every commit before it on disk, finds those pages written
-// or being written, and waits for the disk with less left to write (a
-// scratch program, 12 frame writes and an fdatasync a round with the
-// first six's pages started on a goroutine between them: the fdatasync
-// 285–300 µs against 341–346 µs; docs/performance.md, issue 34). It syncs
-// nothing and makes nothing durable that was not: what is on disk is still
-// what a sync has covered (syncLog). One is under way at a time (a commit
-// while one is leaves its pages to the sync), none before the store's
-// first sync has opened the log (kept), none for a relaxed store.
-func (l *logSync) writeBack() {
-	if l.startWrite == nil || l.kept.Load() == nil || !l.writing.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		defer l.writing.Store(false)
-		if f := l.kept.Load(); f != nil {
-			l.startWrite(f)
-		}
-	}()
-}
 
 // close closes the log file kept open.
 func (l *logSync) close() { _ = l.closeConn(nil) }
@@ -101,7 +69,6 @@ func (l *logSync) closeConn(close func() error) error {
 		err = close()
 	}
 	if l.log != nil {
-		l.kept.Store(nil)
 		l.log.Close()
 		l.log, l.id = nil, fileID{}
 	}
@@ -166,7 +133,6 @@ func (s *Store) syncLog() error {
 	}
 	if l.log == nil || !id.same(l.id) {
 		if l.log != nil {
-			l.kept.Store(nil)
 			l.log.Close()
 			l.log, l.id = nil, fileID{}
 		}
@@ -185,7 +151,6 @@ func (s *Store) syncLog() error {
 			return fmt.Errorf("history store %s: syncing the directory of its write-ahead log to disk: %w", s.path, err)
 		}
 		l.log, l.fd, l.id = f, f.Fd(), id
-		l.kept.Store(f)
 	}
 	if err := l.syncFile(l.log, l.fd); err != nil {
 		l.failed = err
@@ -254,9 +219,6 @@ func (s *Store) afterCommit(doing string, lazy bool, committed func()) error {
 	if lazy || s.relaxed {
 		if committed != nil {
 			committed()
-		}
-		if !s.relaxed {
-			s.logs.writeBack() // for the synced commit to come
 		}
 		return nil
 	}

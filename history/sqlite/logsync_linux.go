@@ -25,20 +25,6 @@ func syncData(_ *os.File, fd uintptr) error {
 	}
 }
 
-// startWrite starts writing f's changed pages to disk and returns without
-// waiting for them: sync_file_range of the whole file with
-// SYNC_FILE_RANGE_WRITE alone (logSync.writeBack). That flag neither waits
-// for the writes nor looks at their errors, so a write that fails is
-// still reported to the next fdatasync of f (a flag that waits would take
-// the error for itself). Its own errors are ignored: it is only a start.
-func startWrite(f *os.File) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return
-	}
-	_ = rc.Control(func(fd uintptr) { _ = unix.SyncFileRange(int(fd), 0, 0, unix.SYNC_FILE_RANGE_WRITE) })
-}
-
 // fileID is which file a name leads to: its device and inode.
 type fileID struct{ dev, ino uint64 }
 

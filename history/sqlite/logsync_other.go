@@ -8,9 +8,6 @@ import "os"
 // macOS).
 func syncData(f *os.File, _ uintptr) error { return f.Sync() }
 
-// startWrite is nil: no writeback is started ahead of a sync here.
-var startWrite func(f *os.File)
-
 // fileID is which file a name leads to, as os.SameFile compares them.
 type fileID struct{ fi os.FileInfo }
 

@@ -156,7 +156,6 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	db.SetMaxOpenConns(1)
 	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, used: map[string]uint64{}, start: map[string]int{}, marks: map[string]keptMark{}, marking: make(chan struct{}, 1), relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	s.logs.syncFile = syncData
-	s.logs.startWrite = startWrite
 	logs = &s.logs // before any connection opens (migrateWaiting's)
 	if err := s.migrateWaiting(); err != nil {
 		db.Close()
