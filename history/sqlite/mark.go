@@ -472,7 +472,7 @@ func (s *Store) readTail(tx rawTx, id string, after int, tag *readTag, size int,
 // whole.
 func (s *Store) readMarkedThroughBases(ctx context.Context, id string, mark keptMark) (r markedRead, err error) {
 	doing := "reading conversation " + id + " from its mark"
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return r, s.explain(doing, err)
 	}
@@ -558,11 +558,11 @@ func (r rawRow) Scan(dest ...any) error {
 	return r.tx.queryRow(r.st, r.args, append(dest, r.extra...)...)
 }
 
-// rawRead runs fn in a read transaction on the store's connection (BEGIN,
+// rawRead runs fn in a read transaction on a reader connection (BEGIN,
 // deferred: it takes no lock but WAL's snapshot, taken at its first
 // read), then ends it, whatever becomes of ctx.
 func (s *Store) rawRead(ctx context.Context, doing string, fn func(tx rawTx) error) error {
-	c, err := s.db.Conn(ctx)
+	c, err := s.readDB().Conn(ctx)
 	if err != nil {
 		return s.explain(doing, err)
 	}

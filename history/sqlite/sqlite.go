@@ -34,7 +34,13 @@ import (
 // the conversation's mark on, and its mark. It must not hand out what it
 // keeps for callers to change.
 type Store struct {
-	db      *sql.DB
+	db *sql.DB // the store's one writer connection, and its short reads
+	// rdb is the store's reader connections (readers of them): the read
+	// transactions of a read whole and the other reads of many statements
+	// run there (readDB), so that a long read holds neither the writer
+	// nor the other conversations' reads (readconn, issue 34). Query-only
+	// and deferred: each read one snapshot of the log, never a writer.
+	rdb     *sql.DB
 	path    string
 	relaxed bool // the store never waits for the disk (Options.Relaxed)
 	// logs syncs the write-ahead log after a synced write (logsync.go):
@@ -174,6 +180,22 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	// The readers: opened once the file is known to be a store, upgraded
+	// and in WAL mode. No _txlock: a read transaction begins deferred
+	// (BEGIN), and in WAL mode it takes no lock a writer waits on; its
+	// first statement takes its snapshot, which holds every commit that
+	// returned before it. query_only: nothing written through them. A
+	// reader that closes goes through logSync.closeConn as the writer
+	// does: the last connection to close checkpoints and removes the log
+	// (Close closes the readers first, so that is the writer).
+	s.rdb = openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=query_only(1)"), func(close func() error) error { return logs.closeConn(close) })
+	s.rdb.SetMaxOpenConns(readers)
+	s.rdb.SetMaxIdleConns(readers)
+	if err := s.openReader(); err != nil {
+		s.rdb.Close()
+		db.Close()
+		return nil, err
+	}
 	for _, st := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -181,6 +203,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		{&s.selectClaim, selectClaimSQL},
 	} {
 		if *st.stmt, err = db.Prepare(st.sql); err != nil {
+			s.rdb.Close()
 			db.Close()
 			return nil, s.explain("opening", err)
 		}
@@ -241,10 +264,39 @@ func (s *Store) explain(doing string, err error) error {
 	return fmt.Errorf("history store %s: %s: %w", s.path, doing, err)
 }
 
-// Close closes the database.
+// readers is how many reader connections a store opens at most: two
+// long reads run side by side, and a third waits for one of them.
+const readers = 2
+
+// openReader opens a reader connection now, while the files are the ones
+// OpenWith checked (NoFollow), and keeps it idle for the first read.
+func (s *Store) openReader() error {
+	c, err := s.rdb.Conn(context.Background())
+	if err != nil {
+		return s.explain("opening a reader", err)
+	}
+	err = c.PingContext(context.Background())
+	c.Close()
+	if err != nil {
+		return s.explain("opening a reader", err)
+	}
+	return nil
+}
+
+// readDB is where a read of many statements runs its transaction: the
+// store's readers (rdb), beside the writer.
+func (s *Store) readDB() *sql.DB { return s.rdb }
+
+// Close closes the database: the readers first, then the writer, which
+// is then the last connection to the store, so that it checkpoints the
+// log into the store's file and removes it.
 func (s *Store) Close() error {
-	err := s.db.Close() // its connection frees the statements prepared on it (ownConn)
+	rerr := s.rdb.Close() // each connection frees the statements prepared on it (ownConn)
+	err := s.db.Close()
 	s.logs.close()
+	if err == nil {
+		err = rerr
+	}
 	return err
 }
 
