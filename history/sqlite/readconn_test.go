@@ -2,6 +2,11 @@ package sqlite
 
 import (
 	"context"
+	sqldriver "database/sql/driver"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -88,5 +93,64 @@ func TestAnotherConversationIsWrittenAndReadWhileAReadWholeIsHeld(t *testing.T) 
 	}
 	if got := texts(readAll(t, openStore(t, s.path), "f")); got != want+", after" {
 		t.Fatalf("f read by a store opened afresh: %s", got)
+	}
+}
+
+// A reader connection database/sql closes by itself (found bad, as after
+// a read whole whose context ended mid-read) frees the statements the
+// store prepared on it and leaves the writer's log alone: the synced
+// Appends after it go on (their log synced), the next read whole prepares
+// its statements on a new reader, no file is left open, and Close, which
+// closes the readers then the writer, leaves no log beside the store.
+func TestAReaderDiscardedByDatabaseSQLLeavesTheLogAndNoFilesOpen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "h.db")
+	before := openFiles(t)
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	makeConv(t, s, "c", "", 0, "m", 20)
+	opened := openFiles(t)
+	t.Cleanup(func() { whileReading = nil })
+	for i := 0; i < 5; i++ {
+		// a read whole whose context ends inside its transaction
+		cctx, cancel := context.WithCancel(ctx)
+		makeConv(t, s, fmt.Sprint("f", i), "c", 20, "", 20)
+		s.dropRead("c")
+		whileReading = func(id, point string) {
+			if point == "record" {
+				cancel()
+			}
+		}
+		_, _ = s.Messages(cctx, fmt.Sprint("f", i))
+		whileReading = nil
+		cancel()
+		// and one found bad outright
+		c, err := s.rdb.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Raw(func(any) error { return sqldriver.ErrBadConn }) // database/sql closes it
+		c.Close()
+		if err := s.Append(ctx, "c", userText(fmt.Sprint("synced ", i))); err != nil {
+			t.Fatalf("a synced Append after a reader was discarded: %v", err)
+		}
+		s.dropRead("c")
+		if m, err := s.Messages(ctx, "c"); err != nil || len(m) != 21+i {
+			t.Fatalf("a read whole after a reader was discarded: %d messages, %v", len(m), err)
+		}
+	}
+	if now := openFiles(t); now > opened+2 {
+		t.Fatalf("%d files open with the store opened, %d after ten readers were discarded", opened, now)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + "-wal"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("after Close the store's log is still there (%v)", err)
+	}
+	if after := openFiles(t); after > before {
+		t.Fatalf("%d files open before the store was opened, %d after it was closed", before, after)
 	}
 }
