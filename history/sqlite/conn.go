@@ -1,8 +1,8 @@
 package sqlite
 
-// This file is the store's connection: the driver's, with the round's
-// statements (rawStmts) prepared on it kept beside it and freed as it
-// closes.
+// This file is the store's connections (the writer and the readers,
+// sqlite.go): the driver's, each with the round's statements (rawStmts)
+// prepared on it kept beside it and freed as it closes.
 
 import (
 	"context"

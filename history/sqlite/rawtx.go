@@ -93,8 +93,9 @@ func (s *Store) rawWriteAnd(ctx context.Context, doing string, lazy bool, fn fun
 	return s.afterCommit(doing, lazy, committed)
 }
 
-// rawPrepared is the round's statements on the store's connection dc
-// (an ownConn), prepared on the first use of dc.
+// rawPrepared is the round's statements on the store's connection dc (an
+// ownConn: the writer, or a reader, which being query_only runs only the
+// reads of them), prepared on the first use of dc.
 func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 	c, ok := dc.(*ownConn)
 	if !ok {

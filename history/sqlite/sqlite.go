@@ -157,8 +157,9 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// the log meanwhile (logSync.closeConn).
 	var logs *logSync
 	db := openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"), func(close func() error) error { return logs.closeConn(close) })
-	// One connection: SQLite has one writer at a time anyway, and this way
-	// the store never waits on itself.
+	// One writer connection: SQLite has one writer at a time anyway, and
+	// this way the store never waits on itself. Its long reads run on the
+	// readers (rdb, below), not here, so that they hold up no write.
 	db.SetMaxOpenConns(1)
 	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, used: map[string]uint64{}, start: map[string]int{}, marks: map[string]keptMark{}, marking: make(chan struct{}, 1), relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	s.logs.syncFile = syncData
