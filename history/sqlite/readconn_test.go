@@ -154,3 +154,18 @@ func TestAReaderDiscardedByDatabaseSQLLeavesTheLogAndNoFilesOpen(t *testing.T) {
 		t.Fatalf("%d files open before the store was opened, %d after it was closed", before, after)
 	}
 }
+
+// The readers write nothing: a statement that would write, run on one,
+// fails (query_only), and the store is as it was.
+func TestTheStoresReadersWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	makeConv(t, s, "c", "", 0, "m", 3)
+	if _, err := s.rdb.ExecContext(ctx, `DELETE FROM messages`); err == nil {
+		t.Fatal("a DELETE on a reader connection ran")
+	}
+	s.dropRead("c")
+	if m := readAll(t, s, "c"); len(m) != 3 {
+		t.Fatalf("after a write refused on a reader, c holds %d messages, want 3", len(m))
+	}
+}
