@@ -375,8 +375,8 @@ type markedRead struct {
 // readMarkedThroughBases reads them.
 var errThroughBases = errors.New("the mark's place is among the messages of a base")
 
-// readMarked is Marked's read, in one read transaction on the store's
-// connection: conversation id's record and mark (markedRecordSQL; its
+// readMarked is Marked's read, in one read transaction on a reader
+// connection (rawRead): conversation id's record and mark (markedRecordSQL; its
 // facts only where it is not mark, the one kept), then
 // its rows after the known ones kept from place start (when kept, and
 // start is not past the mark's place), checked against the kept tag;
