@@ -181,19 +181,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	// The readers: opened once the file is known to be a store, upgraded
-	// and in WAL mode. No _txlock: a read transaction begins deferred
-	// (BEGIN), and in WAL mode it takes no lock a writer waits on; its
-	// first statement takes its snapshot, which holds every commit that
-	// returned before it. query_only: nothing written through them. A
-	// reader that closes goes through logSync.closeConn as the writer
-	// does: the last connection to close checkpoints and removes the log
-	// (Close closes the readers first, so that is the writer).
-	s.rdb = openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=query_only(1)"), func(close func() error) error { return logs.closeConn(close) })
-	s.rdb.SetMaxOpenConns(readers)
-	s.rdb.SetMaxIdleConns(readers)
-	if err := s.openReader(); err != nil {
-		s.rdb.Close()
+	if err := s.openReaders(logs); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -264,29 +252,6 @@ func (s *Store) explain(doing string, err error) error {
 	}
 	return fmt.Errorf("history store %s: %s: %w", s.path, doing, err)
 }
-
-// readers is how many reader connections a store opens at most: two
-// long reads run side by side, and a third waits for one of them.
-const readers = 2
-
-// openReader opens a reader connection now, while the files are the ones
-// OpenWith checked (NoFollow), and keeps it idle for the first read.
-func (s *Store) openReader() error {
-	c, err := s.rdb.Conn(context.Background())
-	if err != nil {
-		return s.explain("opening a reader", err)
-	}
-	err = c.PingContext(context.Background())
-	c.Close()
-	if err != nil {
-		return s.explain("opening a reader", err)
-	}
-	return nil
-}
-
-// readDB is where a read of many statements runs its transaction: the
-// store's readers (rdb), beside the writer.
-func (s *Store) readDB() *sql.DB { return s.rdb }
 
 // Close closes the database: the readers first, then the writer, which
 // is then the last connection to the store, so that it checkpoints the
