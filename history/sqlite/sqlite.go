@@ -35,7 +35,7 @@ import (
 // keeps for callers to change.
 type Store struct {
 	db *sql.DB // the store's one writer connection, and its short reads
-	// rdb is the store's reader connections (readers of them): the read
+	// rdb is the store's readers, a pool of reader connections (readers.go): the read
 	// transactions of a read whole and the other reads of many statements
 	// run there (readDB), so that a long read holds neither the writer
 	// nor the other conversations' reads (readconn, issue 34). Query-only
