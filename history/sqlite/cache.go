@@ -34,10 +34,14 @@ func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) [
 // unless a SetMark kept a mark since (then none is). A read without a mark
 // (Messages') that replaces what was kept drops the mark kept with it;
 // one that adds to it in place leaves it (the messages only grew). A read
-// that replaces what was kept also ends the writer's claim on it
-// (Store.own): the read is of its own moment, which may precede the
-// writer's rewind or switch since, so the writer's next read checks it
-// (TestAReadKeptAfterTheWritersRewindIsNotHandedToTheWriterUnchecked).
+// that keeps anything also ends the writer's claim on what is kept
+// (Store.own): the read is of its own snapshot, which may precede the
+// writer's rewind, switch or delete since — a read whole or a Marked on
+// a reader connection, or a fork's read adding its base's rows in place
+// — so the writer's next read checks the kept messages' tag against the
+// store (TestAReadKeptAfterTheWritersRewindIsNotHandedToTheWriterUnchecked,
+// TestAForksReadDoesNotHandItsBasesWriterRowsOfAnOlderSnapshot). The
+// writer's next Append marks them its own again (ownAppend).
 func (s *Store) keep(id string, start int, known, fresh []history.Message, tag readTag, mark *keptMark, gen uint64) []history.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -81,13 +85,11 @@ func (s *Store) keep(id string, start int, known, fresh []history.Message, tag r
 		}
 	}
 	if kept {
-		if replaced {
-			// a read's messages, of its moment: the writer's own (its
-			// next reads take them without a query) only once it appends
-			// again, not while its rewind or switch since may be what
-			// this read missed
-			delete(s.own, id)
-		}
+		// a read's messages, of its snapshot: the writer's own (its
+		// next reads take them without a query) only once it appends
+		// again, not while its rewind or switch since may be what this
+		// read missed
+		delete(s.own, id)
 		s.tags[id] = tag
 		if start > 0 {
 			s.start[id] = start

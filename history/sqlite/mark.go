@@ -399,8 +399,8 @@ func (s *Store) readMarked(ctx context.Context, id string, kept bool, start int,
 		if r.mark, err = s.checkMark(id, stored, c.Messages, mark); err != nil {
 			return err
 		}
-		if revWhileMarking != nil { // REVIEW: scratch-only hook
-			revWhileMarking(id)
+		if whileMarking != nil {
+			whileMarking(id)
 		}
 		if kept && start <= r.mark.From {
 			end := start + len(known)
@@ -594,5 +594,8 @@ func (s *Store) rawRead(ctx context.Context, doing string, fn func(tx rawTx) err
 	return nil
 }
 
-// revWhileMarking is a reviewer's scratch hook (not in the branch).
-var revWhileMarking func(id string)
+// whileMarking, when not nil (tests only), is called by Marked's read
+// between its record's statement and its rows', inside its read
+// transaction: this store's own writes may commit there, after the
+// read's snapshot.
+var whileMarking func(id string)

@@ -156,7 +156,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// log kept open for the syncs is let go with it, no sync looking at
 	// the log meanwhile (logSync.closeConn).
 	var logs *logSync
-	db := openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"), func(close func() error) error { return logs.closeConn(close) })
+	db := openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"), &logs)
 	// One writer connection: SQLite has one writer at a time anyway, and
 	// this way the store never waits on itself. Its long reads run on the
 	// readers (rdb, below), not here, so that they hold up no write.
@@ -181,7 +181,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := s.openReaders(logs); err != nil {
+	if err := s.openReaders(); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -255,7 +255,8 @@ func (s *Store) explain(doing string, err error) error {
 
 // Close closes the database: the readers first, then the writer, which
 // is then the last connection to the store, so that it checkpoints the
-// log into the store's file and removes it.
+// log into the store's file and removes it. A reader still in a read
+// when Close is called closes as its read ends, the last one then.
 func (s *Store) Close() error {
 	rerr := s.rdb.Close() // each connection frees the statements prepared on it (ownConn)
 	err := s.db.Close()

@@ -1,5 +1,9 @@
 package sqlite
 
+// This file tests what a read on a reader connection (readers.go) keeps
+// when its snapshot precedes this store's own writes, and the readers'
+// files: opened at open, counted at close.
+
 import (
 	"context"
 	sqldriver "database/sql/driver"
@@ -20,7 +24,7 @@ import (
 // from memory (known: 5) and finds the tag at 5 unchanged (row 5 did not
 // move), so it extends the kept c in place with rows 6..8 of its old
 // snapshot — rows c no longer holds.
-func TestRevReadWholeExtendsKeptBaseWithRewoundRows(t *testing.T) {
+func TestAForksReadDoesNotHandItsBasesWriterRowsOfAnOlderSnapshot(t *testing.T) {
 	for _, own := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "own"}[own], func(t *testing.T) {
 			ctx := context.Background()
@@ -78,7 +82,7 @@ func TestRevReadWholeExtendsKeptBaseWithRewoundRows(t *testing.T) {
 // ends and keeps its 10 old messages — further than 8 — replacing what
 // the writer's append kept, but the writer's own mark stays: the writer's
 // next Messages takes the stale 10 without a query.
-func TestRevStaleReadWholeReplacesWritersOwnKept(t *testing.T) {
+func TestAReadWholeOfAnOlderSnapshotIsNotTheWritersOwn(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	makeConv(t, s, "c", "", 0, "m", 10)
@@ -129,7 +133,7 @@ func TestRevStaleReadWholeReplacesWritersOwnKept(t *testing.T) {
 
 // As above, the conversation deleted and made again mid-read: the
 // deleted conversation's messages are handed to the new one's writer.
-func TestRevStaleReadWholeOfADeletedConversationHandedToTheNewOnesWriter(t *testing.T) {
+func TestAReadOfADeletedConversationIsNotHandedToTheNewOnesWriter(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	makeConv(t, s, "c", "", 0, "m", 10)
@@ -168,12 +172,12 @@ func TestRevStaleReadWholeOfADeletedConversationHandedToTheNewOnesWriter(t *test
 }
 
 // Marked's read (on a reader) takes its snapshot: c of 10, marked at 3.
-// Mid-read (scratch hook revWhileMarking, after its record statement)
+// Mid-read (whileMarking, after its record's statement)
 // c's writer rewinds c to 5 (which drops the mark), reads it and appends
 // 3. Marked keeps its stale read (from 3 to 10: further than 8) and the
 // dropped mark (Rewind does not move markGen), and the writer's own mark
 // stays: its next Marked returns the dropped mark and rewound messages.
-func TestRevStaleMarkedKeepsADroppedMarkForTheWriter(t *testing.T) {
+func TestAMarkedReadOfAnOlderSnapshotKeepsNoMarkTheWritersRewindDropped(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	makeConv(t, s, "c", "", 0, "m", 10)
@@ -186,9 +190,9 @@ func TestRevStaleMarkedKeepsADroppedMarkForTheWriter(t *testing.T) {
 	}
 	w := history.Writing(ctx, h)
 	s.dropRead("c")
-	t.Cleanup(func() { revWhileMarking = nil })
-	revWhileMarking = func(id string) {
-		revWhileMarking = nil
+	t.Cleanup(func() { whileMarking = nil })
+	whileMarking = func(id string) {
+		whileMarking = nil
 		if _, err := s.Rewind(w, "c", 5); err != nil {
 			t.Error(err)
 		}
@@ -222,7 +226,7 @@ func TestRevStaleMarkedKeepsADroppedMarkForTheWriter(t *testing.T) {
 // reader, the store's file is moved aside and a link to another store
 // put in its place. The next read opens the second reader by the path,
 // following the link: it reads (and keeps) the other store's messages.
-func TestRevSecondReaderFollowsALinkPlantedAfterOpen(t *testing.T) {
+func TestEveryReaderIsOpenedWhileTheFilesAreTheOnesChecked(t *testing.T) {
 	ctx := context.Background()
 	dir, odir := t.TempDir(), t.TempDir()
 	other := filepath.Join(odir, "o.db")
@@ -271,7 +275,7 @@ func TestRevSecondReaderFollowsALinkPlantedAfterOpen(t *testing.T) {
 // once a reader has closed: closeConn let go of the log kept for the
 // syncs, and the next sync takes the missing log for one checkpointed at
 // the last close, and says the commit is on disk.
-func TestRevALogRemovedAfterAReaderClosedIsASyncThatSucceeds(t *testing.T) {
+func TestALogRemovedAfterAReaderClosedIsAFailedSync(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "h.db")
 	s, err := Open(path)
@@ -298,7 +302,7 @@ func TestRevALogRemovedAfterAReaderClosedIsASyncThatSucceeds(t *testing.T) {
 }
 
 // Close while a read whole holds a reader: the reader closes last.
-func TestRevCloseDuringAReadLeavesNoLog(t *testing.T) {
+func TestCloseDuringAReadLeavesNoLogOnceTheReadEnds(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "h.db")
 	before := openFiles(t)
@@ -338,7 +342,6 @@ func TestRevCloseDuringAReadLeavesNoLog(t *testing.T) {
 			t.Fatal("Close did not return")
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
 	if _, err := os.Stat(path + "-wal"); err == nil {
 		t.Errorf("after Close (during a read) the log is still there")
 	}
