@@ -579,11 +579,10 @@ func (s *Store) rawRead(ctx context.Context, doing string, fn func(tx rawTx) err
 		tx := rawTx{ctx: ctx, st: st}
 		end := rawTx{ctx: context.WithoutCancel(ctx), st: st}
 		if err := tx.exec(st.beginRead); err != nil {
-			end.exec(st.rollback) // a BEGIN reported failed may have run
-			return err
+			return errors.Join(err, end.rollBack()) // a BEGIN reported failed may have run
 		}
 		fnErr = fn(tx)
-		return end.exec(st.rollback)
+		return end.rollBack()
 	})
 	if fnErr != nil {
 		return fnErr
