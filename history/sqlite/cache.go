@@ -41,7 +41,7 @@ func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) [
 // — so the writer's next read checks the kept messages' tag against the
 // store (TestAReadKeptAfterTheWritersRewindIsNotHandedToTheWriterUnchecked,
 // TestAForksReadDoesNotHandItsBasesWriterRowsOfAnOlderSnapshot). The
-// writer's next Append marks them its own again (ownAppend).
+// writer's next Append marks them its own again (keepAppended).
 func (s *Store) keep(id string, start int, known, fresh []history.Message, tag readTag, mark *keptMark, gen uint64) []history.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -124,8 +124,13 @@ func (s *Store) keep(id string, start int, known, fresh []history.Message, tag r
 // the Append's transaction found (mark): else it is read again.
 //
 // It reports whether it kept them: then what the store keeps of id is the
-// conversation as the Append's transaction left it (from s.start[id]).
-func (s *Store) keepAppended(id string, after readTag, raws [][]byte, mark markID) bool {
+// conversation as the Append's transaction left it (from s.start[id]),
+// and, when owner is not nil (the writer whose claim the Append was
+// under), that writer's own (Store.own: its next reads take it without a
+// query) — marked under the same lock as it is kept, so that no read's
+// keep of an older snapshot lands between the two and is taken for the
+// writer's (TestAReadKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn).
+func (s *Store) keepAppended(id string, after readTag, raws [][]byte, mark markID, owner *history.Holder) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.read[id]
@@ -153,6 +158,9 @@ func (s *Store) keepAppended(id string, after readTag, raws [][]byte, mark markI
 		after.crc = record.MessageChecksum(id, after.n, raws[len(raws)-1])
 	}
 	s.tags[id] = after
+	if owner != nil {
+		s.own[id] = owner.Token
+	}
 	s.usedLocked(id)
 	return true
 }
@@ -202,16 +210,6 @@ func (s *Store) settled(id string) {
 // What the store keeps of a conversation's messages is still checked
 // before any read takes it (readTag), and dropped with them (dropRead).
 
-// ownAppend marks conversation id's kept messages as the whole of it
-// under writer w's claim (keepAppended kept w's append).
-func (s *Store) ownAppend(id string, w history.Holder) {
-	s.mu.Lock()
-	if _, kept := s.read[id]; kept { // not forgotten since (usedLocked)
-		s.own[id] = w.Token
-	}
-	s.mu.Unlock()
-}
-
 // forgetOwn takes every conversation off the fast path of ownMessages: a
 // write that committed but whose sync failed (unsyncedError) returned
 // before it could forget what it changed, so what is kept is checked
@@ -223,7 +221,7 @@ func (s *Store) forgetOwn() {
 }
 
 // ownMessages is what the store keeps of conversation id when the writer
-// of ctx appended to it last (ownAppend), clipped to its length; ok is
+// of ctx appended to it last (keepAppended), clipped to its length; ok is
 // false when a read must go to the store.
 func (s *Store) ownMessages(ctx context.Context, id string) (msgs []history.Message, ok bool) {
 	w, writing := history.WriterOf(ctx)

@@ -272,7 +272,7 @@ func (s *Store) markSet(id string, after readTag, k keptMark) {
 
 // ownMarked is ownMessages for Marked: the mark kept of conversation id
 // and the messages kept from its place on, when the writer of ctx
-// appended to it last (ownAppend) and the mark is known (Store.marks):
+// appended to it last (keepAppended) and the mark is known (Store.marks):
 // under the claim nobody else sets it, and what this store sets it keeps
 // (markSet). ok is false when a read must go to the store.
 func (s *Store) ownMarked(ctx context.Context, id string) (m history.Mark, msgs []history.Message, ok bool) {

@@ -50,7 +50,7 @@ type Store struct {
 	mu   sync.Mutex
 	read map[string][]history.Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
 	tags map[string]readTag           // per conversation in read, what its messages were read at (checked before they are taken again)
-	own  map[string]string            // per conversation in read, the claim token of the writer whose append left it whole (ownAppend)
+	own  map[string]string            // per conversation in read, the claim token of the writer whose append left it whole (keepAppended)
 	// per conversation in read, the messages appended after those in read,
 	// as stored, not decoded yet (keepAppended, settle)
 	undecoded map[string][][]byte
@@ -735,10 +735,11 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 	// what was kept undecoded while its sync waits for the disk.
 	lazy := history.IsLazy(ctx)
 	kept := func() {
-		if s.keepAppended(id, after, raws, mark) {
-			if w, ok := history.WriterOf(ctx); ok {
-				s.ownAppend(id, w)
-			}
+		var owner *history.Holder
+		if w, ok := history.WriterOf(ctx); ok {
+			owner = &w
+		}
+		if s.keepAppended(id, after, raws, mark, owner) {
 			if !lazy {
 				s.settled(id)
 			}
