@@ -156,7 +156,7 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 // Request returns conversation id's n-th request, its body rebuilt from
 // the whole one before it (see Requests).
 func (s *Store) Request(ctx context.Context, id string, n int) (history.SentRequest, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return history.SentRequest{}, s.explain("reading a request of conversation "+id, err)
 	}
@@ -215,7 +215,7 @@ func (s *Store) request(ctx context.Context, tx *sql.Tx, id string, n int) (hist
 
 // RequestCount is how many requests conversation id has (see Requests).
 func (s *Store) RequestCount(ctx context.Context, id string) (int, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return 0, s.explain("counting the requests of conversation "+id, err)
 	}
@@ -242,7 +242,7 @@ func (s *Store) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, e
 // (see Requests): their rows' few fields, not their tails.
 func (s *Store) RequestList(ctx context.Context, id string) ([]history.SentRequest, error) {
 	doing := "listing the requests of conversation " + id
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}

@@ -1,0 +1,338 @@
+package sqlite
+
+// This file tests that a read on a reader, whose snapshot precedes the
+// writer's rewind, keeping what it read as the writer's Append keeps its
+// messages, is never taken for the writer's own (Store.own).
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/history"
+)
+
+// gapCtx is the writer's context; the first time Append's kept closure
+// (Store.Append.func1) looks a value up in it — history.WriterOf, as the
+// Append keeps what it committed — it runs gap. No production hook is
+// needed: WriterOf is a ctx.Value call the caller's context answers.
+// (Before the fix WriterOf ran between keepAppended and ownAppend, which
+// each took the store's lock.) ran says whether gap ran: a test checks it,
+// so that a closure renamed does not make it pass without its gap.
+type gapCtx struct {
+	context.Context
+	once sync.Once
+	gap  func()
+	ran  bool
+}
+
+func (c *gapCtx) Value(key any) any {
+	pc := make([]uintptr, 20)
+	n := runtime.Callers(2, pc)
+	frames := runtime.CallersFrames(pc[:n])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "(*Store).Append.func1") {
+			c.once.Do(func() { c.ran = true; c.gap() })
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	return c.Context.Value(key)
+}
+
+// A read whole of c on a reader (no claim) takes its snapshot: 10
+// messages. Mid-read c's writer rewinds c to 5, reads it (kept: 5) and
+// appends 3. The read whole ends — its keep of the 10 old messages, which
+// drops Store.own — as the Append keeps what it committed. Before the
+// fix, keepAppended and ownAppend each took s.mu, and a keep between them
+// had its stale 10 messages marked as the writer's own: the writer's next
+// Messages took them without a query.
+func TestAReadKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	makeConv(t, s, "c", "", 0, "m", 10)
+	h := history.NewHolder()
+	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	w := history.Writing(ctx, h)
+	s.dropRead("c")
+
+	held, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { whileReading = nil })
+	whileReading = func(id, point string) {
+		if id == "c" && point == "record" {
+			whileReading = nil
+			close(held)
+			<-release
+		}
+	}
+	readDone := make(chan error, 1)
+	go func() {
+		m, err := s.Messages(ctx, "c")
+		t.Logf("the other reader's read whole gave %s", texts(m))
+		readDone <- err
+	}()
+	<-held // its snapshot: c of 10
+	if _, err := s.Rewind(w, "c", 5); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.Messages(w, "c"); err != nil || len(m) != 5 {
+		t.Fatalf("c after rewind: %d, %v", len(m), err)
+	}
+	gw := &gapCtx{Context: w, gap: func() {
+		close(release)
+		if err := <-readDone; err != nil {
+			t.Error(err)
+		}
+	}}
+	if err := s.Append(gw, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
+		t.Fatal(err)
+	}
+	if !gw.ran {
+		t.Fatal("the Append never looked its writer up in its kept closure (Store.Append.func1): the test's gap did not run")
+	}
+	want := "m 0, m 1, m 2, m 3, m 4, n5, n6, n7"
+	if got := texts(readAll(t, openStore(t, s.path), "c")); got != want {
+		t.Fatalf("setup: c holds %s", got)
+	}
+	m, err := s.Messages(w, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if texts(m) != want {
+		t.Fatalf("c's writer reads %s; c holds %s", texts(m), want)
+	}
+}
+
+// The same through Marked: the other reader's Marked (snapshot: c of 10,
+// marked at 3) keeps its read in the same moment; the writer's next
+// Marked(w) takes the stale tail from its own memory.
+func TestAMarkedKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	makeConv(t, s, "c", "", 0, "m", 10)
+	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
+		t.Fatal(err)
+	}
+	h := history.NewHolder()
+	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	w := history.Writing(ctx, h)
+	s.dropRead("c")
+
+	held, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { afterMarkedRead = nil })
+	afterMarkedRead = func(id string) {
+		afterMarkedRead = nil
+		close(held)
+		<-release
+	}
+	readDone := make(chan error, 1)
+	go func() {
+		_, _, err := s.Marked(ctx, "c")
+		readDone <- err
+	}()
+	<-held // read done (c of 10, mark 3), not kept yet
+	if _, err := s.Rewind(w, "c", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetMark(w, "c", history.Mark{From: 2, Facts: []byte("new")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, m, err := s.Marked(w, "c"); err != nil || len(m) != 3 {
+		t.Fatalf("c after rewind: %d, %v", len(m), err)
+	}
+	gw := &gapCtx{Context: w, gap: func() {
+		close(release)
+		if err := <-readDone; err != nil {
+			t.Error(err)
+		}
+	}}
+	if err := s.Append(gw, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
+		t.Fatal(err)
+	}
+	if !gw.ran {
+		t.Fatal("the Append never looked its writer up in its kept closure (Store.Append.func1): the test's gap did not run")
+	}
+	fm, fmsgs, err := openStore(t, s.path).Marked(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, m, err := s.Marked(w, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mk.From != fm.From || texts(m) != texts(fmsgs) {
+		t.Fatalf("c's writer's Marked: mark at %d, %s; a store opened afresh: mark at %d, %s", mk.From, texts(m), fm.From, texts(fmsgs))
+	}
+	if mm, err := s.Messages(w, "c"); err != nil || len(mm) != 8 {
+		t.Fatalf("c's writer's Messages: %d (%s), %v; c holds 8", len(mm), texts(mm), err)
+	}
+}
+
+// As the first, the other reader's read a Marked of c with no mark (its
+// read keeps c from place 0): the writer's next Messages takes the stale
+// 10 without a query.
+func TestAnUnmarkedMarkedKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	makeConv(t, s, "c", "", 0, "m", 10)
+	h := history.NewHolder()
+	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	w := history.Writing(ctx, h)
+	s.dropRead("c")
+	held, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { afterMarkedRead = nil })
+	afterMarkedRead = func(id string) {
+		afterMarkedRead = nil
+		close(held)
+		<-release
+	}
+	readDone := make(chan error, 1)
+	go func() { _, _, err := s.Marked(ctx, "c"); readDone <- err }()
+	<-held
+	if _, err := s.Rewind(w, "c", 5); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := s.Messages(w, "c"); err != nil || len(m) != 5 {
+		t.Fatalf("c after rewind: %d, %v", len(m), err)
+	}
+	gw := &gapCtx{Context: w, gap: func() {
+		close(release)
+		if err := <-readDone; err != nil {
+			t.Error(err)
+		}
+	}}
+	if err := s.Append(gw, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
+		t.Fatal(err)
+	}
+	if !gw.ran {
+		t.Fatal("the Append never looked its writer up in its kept closure (Store.Append.func1): the test's gap did not run")
+	}
+	want := "m 0, m 1, m 2, m 3, m 4, n5, n6, n7"
+	if m, err := s.Messages(w, "c"); err != nil || texts(m) != want {
+		t.Fatalf("c's writer reads %s (%v); c holds %s", texts(m), err, want)
+	}
+}
+
+// The writer's round under its claim — Marked, Messages, Append, lazy
+// SetMark, Append — takes nothing from a reader once its first read is
+// kept: the readers are swapped for a closed pool, so that any read on
+// one fails.
+func TestTheWritersRoundTakesNothingFromAReader(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	makeConv(t, s, "c", "", 0, "m", 10)
+	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
+		t.Fatal(err)
+	}
+	h := history.NewHolder()
+	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	w := history.Writing(ctx, h)
+	s.dropRead("c")
+	if _, _, err := s.Marked(w, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(w, "c", userText("first")); err != nil {
+		t.Fatal(err)
+	}
+	rdb := s.rdb
+	closed := openDB(sqliteURI(s.path, "mode=ro"), nil)
+	closed.Close()
+	s.rdb = closed
+	defer func() { s.rdb = rdb }()
+	for i := range 5 {
+		if _, _, err := s.Marked(w, "c"); err != nil {
+			t.Fatalf("round %d: Marked: %v", i, err)
+		}
+		if err := s.Append(w, "c", userText(fmt.Sprint("a", i))); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetMark(history.Lazy(w), "c", history.Mark{From: 5 + i, Facts: []byte("f")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Marked(w, "c"); err != nil {
+			t.Fatalf("round %d: Marked after SetMark: %v", i, err)
+		}
+		if err := s.Append(history.Lazy(w), "c", userText(fmt.Sprint("b", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// As above, no SetMark after the rewind (its markGen bump aside): only
+// forget's markGen bump keeps the stale mark out of Store.marks.
+func TestAMarkedKeptAsTheWritersAppendIsKeptKeepsNoMarkItsRewindDropped(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	makeConv(t, s, "c", "", 0, "m", 10)
+	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
+		t.Fatal(err)
+	}
+	h := history.NewHolder()
+	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	w := history.Writing(ctx, h)
+	s.dropRead("c")
+
+	held, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { afterMarkedRead = nil })
+	afterMarkedRead = func(id string) {
+		afterMarkedRead = nil
+		close(held)
+		<-release
+	}
+	readDone := make(chan error, 1)
+	go func() {
+		_, _, err := s.Marked(ctx, "c")
+		readDone <- err
+	}()
+	<-held // read done (c of 10, mark 3), not kept yet
+	if _, err := s.Rewind(w, "c", 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, m, err := s.Marked(w, "c"); err != nil || len(m) != 5 {
+		t.Fatalf("c after rewind: %d, %v", len(m), err)
+	}
+	gw := &gapCtx{Context: w, gap: func() {
+		close(release)
+		if err := <-readDone; err != nil {
+			t.Error(err)
+		}
+	}}
+	if err := s.Append(gw, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
+		t.Fatal(err)
+	}
+	if !gw.ran {
+		t.Fatal("the Append never looked its writer up in its kept closure (Store.Append.func1): the test's gap did not run")
+	}
+	fm, fmsgs, err := openStore(t, s.path).Marked(ctx, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk, m, err := s.Marked(w, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mk.From != fm.From || texts(m) != texts(fmsgs) {
+		t.Fatalf("c's writer's Marked: mark at %d, %s; a store opened afresh: mark at %d, %s", mk.From, texts(m), fm.From, texts(fmsgs))
+	}
+	if mm, err := s.Messages(w, "c"); err != nil || len(mm) != 8 {
+		t.Fatalf("c's writer's Messages: %d (%s), %v; c holds 8", len(mm), texts(mm), err)
+	}
+}
