@@ -196,7 +196,5 @@ func (s *Store) deletedHashes(ctx context.Context, tx *sql.Tx, id string) ([]str
 // so that one made again under its id starts empty.
 func (s *Store) forget(id string) {
 	s.dropRead(id)
-	s.sent.mu.Lock()
-	delete(s.sent.bodies, id)
-	s.sent.mu.Unlock()
+	s.sent.Forget(id)
 }
