@@ -201,7 +201,5 @@ func (s *Store) forget(id string) {
 	s.dropReadLocked(id)
 	s.markGen++
 	s.mu.Unlock()
-	s.sent.mu.Lock()
-	delete(s.sent.bodies, id)
-	s.sent.mu.Unlock()
+	s.sent.Forget(id)
 }

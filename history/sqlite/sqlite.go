@@ -82,7 +82,7 @@ type Store struct {
 	node string           // this process's node (Holder.Node)
 	now  func() time.Time // the clock claims are timed by (tests set it)
 
-	sent sentCache // the newest request of each conversation (sqlite_requests.go)
+	sent sentCache // the newest request of some conversations (requests.go)
 }
 
 // Options tune a SQLite store; the zero value is the default.
