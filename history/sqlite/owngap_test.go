@@ -48,182 +48,126 @@ func (c *gapCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// A read whole of c on a reader (no claim) takes its snapshot: 10
-// messages. Mid-read c's writer rewinds c to 5, reads it (kept: 5) and
-// appends 3. The read whole ends — its keep of the 10 old messages, which
-// drops Store.own — as the Append keeps what it committed. Before the
-// fix, keepAppended and ownAppend each took s.mu, and a keep between them
-// had its stale 10 messages marked as the writer's own: the writer's next
-// Messages took them without a query.
+// A read on a reader (no claim) takes its snapshot: c of 10 messages
+// (marked at 3, or not). Mid-read c's writer rewinds c to 5 (which drops
+// a mark at 3), perhaps marks it again at 2, reads it, and appends 3. The
+// other read's keep of its older snapshot — which drops Store.own — lands
+// as the Append keeps what it committed (gapCtx). Before the fix,
+// keepAppended and ownAppend each took s.mu, and a keep between them had
+// its stale messages marked as the writer's own: the writer's next read
+// took them without a query. Whatever the read, the writer's Messages and
+// Marked are a fresh store's.
 func TestAReadKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn(t *testing.T) {
-	ctx := context.Background()
-	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
-	makeConv(t, s, "c", "", 0, "m", 10)
-	h := history.NewHolder()
-	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	w := history.Writing(ctx, h)
-	s.dropRead("c")
+	for _, c := range []struct {
+		name    string
+		markAt  int  // c's mark before (0: none)
+		marked  bool // the other read is a Marked (else a read whole)
+		newMark bool // the writer marks c at 2 after its rewind
+	}{
+		{"a read whole", 0, false, false},
+		{"a Marked of a conversation with no mark", 0, true, false},
+		{"a Marked, the writer marking it again", 3, true, true},
+		{"a Marked, the mark the rewind dropped not set again", 3, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+			makeConv(t, s, "c", "", 0, "m", 10)
+			if c.markAt > 0 {
+				if err := s.SetMark(ctx, "c", history.Mark{From: c.markAt, Facts: []byte("facts")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h := history.NewHolder()
+			if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			w := history.Writing(ctx, h)
+			s.dropRead("c")
 
-	held, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { whileReading = nil })
-	whileReading = func(id, point string) {
-		if id == "c" && point == "record" {
-			whileReading = nil
-			close(held)
-			<-release
-		}
-	}
-	readDone := make(chan error, 1)
-	go func() {
-		m, err := s.Messages(ctx, "c")
-		t.Logf("the other reader's read whole gave %s", texts(m))
-		readDone <- err
-	}()
-	<-held // its snapshot: c of 10
-	if _, err := s.Rewind(w, "c", 5); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := s.Messages(w, "c"); err != nil || len(m) != 5 {
-		t.Fatalf("c after rewind: %d, %v", len(m), err)
-	}
-	gw := &gapCtx{Context: w, gap: func() {
-		close(release)
-		if err := <-readDone; err != nil {
-			t.Error(err)
-		}
-	}}
-	if err := s.Append(gw, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
-		t.Fatal(err)
-	}
-	if !gw.ran {
-		t.Fatal("the Append never looked its writer up in its kept closure (Store.Append.func1): the test's gap did not run")
-	}
-	want := "m 0, m 1, m 2, m 3, m 4, n5, n6, n7"
-	if got := texts(readAll(t, openStore(t, s.path), "c")); got != want {
-		t.Fatalf("setup: c holds %s", got)
-	}
-	m, err := s.Messages(w, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if texts(m) != want {
-		t.Fatalf("c's writer reads %s; c holds %s", texts(m), want)
-	}
-}
+			held, release := make(chan struct{}), make(chan struct{})
+			hold := func() { close(held); <-release }
+			t.Cleanup(func() { whileReading, afterMarkedRead = nil, nil })
+			if c.marked {
+				afterMarkedRead = func(string) { afterMarkedRead = nil; hold() }
+			} else {
+				whileReading = func(id, point string) {
+					if id == "c" && point == "record" {
+						whileReading = nil
+						hold()
+					}
+				}
+			}
+			readDone := make(chan error, 1)
+			go func() {
+				var err error
+				if c.marked {
+					_, _, err = s.Marked(ctx, "c")
+				} else {
+					_, err = s.Messages(ctx, "c")
+				}
+				readDone <- err
+			}()
+			<-held // its snapshot: c of 10
+			if _, err := s.Rewind(w, "c", 5); err != nil {
+				t.Fatal(err)
+			}
+			if c.newMark {
+				if err := s.SetMark(w, "c", history.Mark{From: 2, Facts: []byte("new")}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.markAt > 0 {
+				if _, m, err := s.Marked(w, "c"); err != nil || len(m) != map[bool]int{false: 5, true: 3}[c.newMark] {
+					t.Fatalf("c's Marked after the rewind: %d, %v", len(m), err)
+				}
+			} else if m, err := s.Messages(w, "c"); err != nil || len(m) != 5 {
+				t.Fatalf("c after the rewind: %d, %v", len(m), err)
+			}
+			gw := &gapCtx{Context: w, gap: func() {
+				close(release)
+				if err := <-readDone; err != nil {
+					t.Error(err)
+				}
+			}}
+			if err := s.Append(gw, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
+				t.Fatal(err)
+			}
+			if !gw.ran {
+				t.Fatal("the Append never looked its writer up in its kept closure (Store.Append.func1): the test's gap did not run")
+			}
 
-// The same through Marked: the other reader's Marked (snapshot: c of 10,
-// marked at 3) keeps its read in the same moment; the writer's next
-// Marked(w) takes the stale tail from its own memory.
-func TestAMarkedKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn(t *testing.T) {
-	ctx := context.Background()
-	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
-	makeConv(t, s, "c", "", 0, "m", 10)
-	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
-		t.Fatal(err)
-	}
-	h := history.NewHolder()
-	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	w := history.Writing(ctx, h)
-	s.dropRead("c")
-
-	held, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { afterMarkedRead = nil })
-	afterMarkedRead = func(id string) {
-		afterMarkedRead = nil
-		close(held)
-		<-release
-	}
-	readDone := make(chan error, 1)
-	go func() {
-		_, _, err := s.Marked(ctx, "c")
-		readDone <- err
-	}()
-	<-held // read done (c of 10, mark 3), not kept yet
-	if _, err := s.Rewind(w, "c", 5); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetMark(w, "c", history.Mark{From: 2, Facts: []byte("new")}); err != nil {
-		t.Fatal(err)
-	}
-	if _, m, err := s.Marked(w, "c"); err != nil || len(m) != 3 {
-		t.Fatalf("c after rewind: %d, %v", len(m), err)
-	}
-	gw := &gapCtx{Context: w, gap: func() {
-		close(release)
-		if err := <-readDone; err != nil {
-			t.Error(err)
-		}
-	}}
-	if err := s.Append(gw, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
-		t.Fatal(err)
-	}
-	if !gw.ran {
-		t.Fatal("the Append never looked its writer up in its kept closure (Store.Append.func1): the test's gap did not run")
-	}
-	fm, fmsgs, err := openStore(t, s.path).Marked(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk, m, err := s.Marked(w, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mk.From != fm.From || texts(m) != texts(fmsgs) {
-		t.Fatalf("c's writer's Marked: mark at %d, %s; a store opened afresh: mark at %d, %s", mk.From, texts(m), fm.From, texts(fmsgs))
-	}
-	if mm, err := s.Messages(w, "c"); err != nil || len(mm) != 8 {
-		t.Fatalf("c's writer's Messages: %d (%s), %v; c holds 8", len(mm), texts(mm), err)
-	}
-}
-
-// As the first, the other reader's read a Marked of c with no mark (its
-// read keeps c from place 0): the writer's next Messages takes the stale
-// 10 without a query.
-func TestAnUnmarkedMarkedKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn(t *testing.T) {
-	ctx := context.Background()
-	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
-	makeConv(t, s, "c", "", 0, "m", 10)
-	h := history.NewHolder()
-	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	w := history.Writing(ctx, h)
-	s.dropRead("c")
-	held, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { afterMarkedRead = nil })
-	afterMarkedRead = func(id string) {
-		afterMarkedRead = nil
-		close(held)
-		<-release
-	}
-	readDone := make(chan error, 1)
-	go func() { _, _, err := s.Marked(ctx, "c"); readDone <- err }()
-	<-held
-	if _, err := s.Rewind(w, "c", 5); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := s.Messages(w, "c"); err != nil || len(m) != 5 {
-		t.Fatalf("c after rewind: %d, %v", len(m), err)
-	}
-	gw := &gapCtx{Context: w, gap: func() {
-		close(release)
-		if err := <-readDone; err != nil {
-			t.Error(err)
-		}
-	}}
-	if err := s.Append(gw, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
-		t.Fatal(err)
-	}
-	if !gw.ran {
-		t.Fatal("the Append never looked its writer up in its kept closure (Store.Append.func1): the test's gap did not run")
-	}
-	want := "m 0, m 1, m 2, m 3, m 4, n5, n6, n7"
-	if m, err := s.Messages(w, "c"); err != nil || texts(m) != want {
-		t.Fatalf("c's writer reads %s (%v); c holds %s", texts(m), err, want)
+			fresh := openStore(t, s.path)
+			want := "m 0, m 1, m 2, m 3, m 4, n5, n6, n7"
+			if got := texts(readAll(t, fresh, "c")); got != want {
+				t.Fatalf("setup: c holds %s", got)
+			}
+			messages := func() {
+				if m, err := s.Messages(w, "c"); err != nil || texts(m) != want {
+					t.Fatalf("c's writer reads %s (%v); c holds %s", texts(m), err, want)
+				}
+			}
+			marked := func() {
+				fm, fmsgs, err := fresh.Marked(ctx, "c")
+				if err != nil {
+					t.Fatal(err)
+				}
+				mk, m, err := s.Marked(w, "c")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if mk.From != fm.From || texts(m) != texts(fmsgs) {
+					t.Fatalf("c's writer's Marked: mark at %d, %s; a store opened afresh: mark at %d, %s", mk.From, texts(m), fm.From, texts(fmsgs))
+				}
+			}
+			if c.markAt > 0 { // each read first where the stale state would show first
+				marked()
+				messages()
+			} else {
+				messages()
+				marked()
+			}
+		})
 	}
 }
 
@@ -271,68 +215,5 @@ func TestTheWritersRoundTakesNothingFromAReader(t *testing.T) {
 		if err := s.Append(history.Lazy(w), "c", userText(fmt.Sprint("b", i))); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// As above, no SetMark after the rewind (its markGen bump aside): only
-// forget's markGen bump keeps the stale mark out of Store.marks.
-func TestAMarkedKeptAsTheWritersAppendIsKeptKeepsNoMarkItsRewindDropped(t *testing.T) {
-	ctx := context.Background()
-	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
-	makeConv(t, s, "c", "", 0, "m", 10)
-	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
-		t.Fatal(err)
-	}
-	h := history.NewHolder()
-	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	w := history.Writing(ctx, h)
-	s.dropRead("c")
-
-	held, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { afterMarkedRead = nil })
-	afterMarkedRead = func(id string) {
-		afterMarkedRead = nil
-		close(held)
-		<-release
-	}
-	readDone := make(chan error, 1)
-	go func() {
-		_, _, err := s.Marked(ctx, "c")
-		readDone <- err
-	}()
-	<-held // read done (c of 10, mark 3), not kept yet
-	if _, err := s.Rewind(w, "c", 5); err != nil {
-		t.Fatal(err)
-	}
-	if _, m, err := s.Marked(w, "c"); err != nil || len(m) != 5 {
-		t.Fatalf("c after rewind: %d, %v", len(m), err)
-	}
-	gw := &gapCtx{Context: w, gap: func() {
-		close(release)
-		if err := <-readDone; err != nil {
-			t.Error(err)
-		}
-	}}
-	if err := s.Append(gw, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
-		t.Fatal(err)
-	}
-	if !gw.ran {
-		t.Fatal("the Append never looked its writer up in its kept closure (Store.Append.func1): the test's gap did not run")
-	}
-	fm, fmsgs, err := openStore(t, s.path).Marked(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk, m, err := s.Marked(w, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mk.From != fm.From || texts(m) != texts(fmsgs) {
-		t.Fatalf("c's writer's Marked: mark at %d, %s; a store opened afresh: mark at %d, %s", mk.From, texts(m), fm.From, texts(fmsgs))
-	}
-	if mm, err := s.Messages(w, "c"); err != nil || len(mm) != 8 {
-		t.Fatalf("c's writer's Messages: %d (%s), %v; c holds 8", len(mm), texts(mm), err)
 	}
 }
