@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,33 +30,36 @@ func init() {
 	if ws == "" {
 		return
 	}
-	if err := sandboxedMyelin(ws); err != nil {
+	g, err := sandboxedMyelin(ws)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "sandboxed myelin:", err)
 		os.Exit(1)
 	}
 	time.Sleep(time.Hour) // killed long before, unless its test died
+	runtime.KeepAlive(g)  // its control pipe, closed, would end the command
 	os.Exit(1)
 }
 
 // sandboxedMyelin starts a sandboxed command in ws that writes into its
 // temp dir, says its pid and sleeps, and writes the supervisor's pid and
 // "ready" into ws once it runs.
-func sandboxedMyelin(ws string) error {
+func sandboxedMyelin(ws string) (*Group, error) {
 	cmd := exec.Command("bash", "-c", `echo left > "$TMPDIR/left" && echo $$ > command.new && mv command.new command && exec sleep 300`)
 	cmd.Dir = ws
 	if err := (sandbox.Policy{}).Apply(cmd, ws); err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := Start(cmd); err != nil {
-		return err
+	g, err := Start(cmd)
+	if err != nil {
+		return nil, err
 	}
 	for !exists(filepath.Join(ws, "command")) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if err := os.WriteFile(filepath.Join(ws, "supervisor"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(filepath.Join(ws, "ready"), nil, 0o644)
+	return g, os.WriteFile(filepath.Join(ws, "ready"), nil, 0o644)
 }
 
 // needSandbox skips t where commands cannot be sandboxed.
