@@ -37,21 +37,28 @@ const tempPrefix = "myelin-sandbox-"
 // tempDir is a sandboxed command's temp dir: path, with no link on its
 // way (the supervisor mounts it), and lock, the directory itself opened
 // and held with a shared flock while myelin uses it (nil where the file
-// system refused a lock). The zero tempDir is none.
+// system refused a lock); sweep, unless nil, is closed when the sweep its
+// making began has ended. The zero tempDir is none.
 type tempDir struct {
-	path string
-	lock *os.File
+	path  string
+	lock  *os.File
+	sweep chan struct{}
 }
 
 // remove removes the temp dir and what is left in it (nothing, when its
-// supervisor emptied it), then lets go of its lock. It does nothing for
-// none.
+// supervisor emptied it), lets go of its lock, and waits for the sweep
+// its making began (which the command's run has nearly always outlasted):
+// so a myelin that runs one command and exits has swept. It does nothing
+// for none.
 func (t tempDir) remove() {
 	if t.path != "" {
 		_ = os.RemoveAll(t.path)
 	}
 	if t.lock != nil {
 		_ = t.lock.Close()
+	}
+	if t.sweep != nil {
+		<-t.sweep
 	}
 }
 
@@ -66,14 +73,25 @@ var afterMkdir func(made string)
 // makeTemp makes a sandboxed command's temp dir in os.TempDir(), locked,
 // and sweeps that directory on a goroutine of its own when it is due
 // (sweepDue): a sweep reads the whole directory (0.3 ms for 650 entries,
-// 5 ms for 10,000 here), which no command's start waits for. A dir a
-// sweep took between its making and its lock is made again; where the
-// file system refuses a lock, the dir is made under a name no sweep
-// takes.
-func makeTemp() (tempDir, error) {
+// 5 ms for 10,000 here), which the command's start does not wait for; its
+// end does (remove). A dir a sweep took between its making and its lock
+// is made again; where the file system refuses a lock, the dir is made
+// under a name no sweep takes.
+func makeTemp() (t tempDir, err error) {
 	dir := os.TempDir()
 	if sweepDue(dir, time.Now()) {
-		go sweepTemps(dir)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sweepTemps(dir)
+		}()
+		defer func() {
+			if err != nil {
+				<-done
+			} else {
+				t.sweep = done
+			}
+		}()
 	}
 	pattern := tempPrefix + strconv.Itoa(os.Getpid()) + "-"
 	for range 5 {
@@ -96,12 +114,12 @@ func makeTemp() (tempDir, error) {
 				return tempDir{}, err
 			}
 		}
-		t := tempDir{path: made, lock: lock}
-		if t.path, err = filepath.EvalSymlinks(made); err != nil {
+		path, err := filepath.EvalSymlinks(made)
+		if err != nil {
 			tempDir{path: made, lock: lock}.remove()
 			return tempDir{}, err
 		}
-		return t, nil
+		return tempDir{path: path, lock: lock}, nil
 	}
 	return tempDir{}, fmt.Errorf("every temp dir made in %s was swept before it was locked", dir)
 }
