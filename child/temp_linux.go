@@ -23,8 +23,10 @@ import (
 // flock on each temp dir it uses for as long as it uses it, and a sweep
 // removes the empty ones whose lock nobody holds (sweepTemps). The kernel
 // lets a lock go when its holder dies, whatever kills it: no pid is read,
-// so neither a pid given again nor another pid namespace, boot or host
-// sharing the directory is taken for the maker.
+// so neither a pid given again nor another pid namespace or boot sharing
+// the directory is taken for the maker (nor another host, where the file
+// system's locks reach across hosts, as NFS's do unless mounted nolock or
+// local_lock).
 
 // tempPrefix begins the name of a sandboxed command's temp dir. A locked
 // one is tempPrefix, the maker's pid, "-" and MkdirTemp's random digits
@@ -191,8 +193,7 @@ func sweepDue(dir string, now time.Time) bool {
 // sweepTemps removes from dir the sandboxed commands' temp dirs whose
 // myelin is gone and which are empty, and returns how many it removed. It
 // removes only a directory (never a link: none is followed) owned by this
-// process's user, named as a locked temp dir is (tempPrefix, digits, "-",
-// digits), whose lock it could take at once — its maker, which holds it
+// process's user, named as a locked temp dir is (sweepable), whose lock it could take at once — its maker, which holds it
 // while it uses the dir, is gone — and which is still the one it locked;
 // and only with rmdir, which leaves a dir that is not empty: a supervisor
 // that outlived its myelin may still be emptying it. The supervisor of a
@@ -225,15 +226,15 @@ func sweepTemps(dir string) int {
 	}
 }
 
-// sweepable says whether name is a locked temp dir's: tempPrefix, digits,
-// "-", digits.
+// sweepable says whether name is a locked temp dir's: tempPrefix, digits
+// (a pid), "-" and MkdirTemp's random part (not read: digits today).
 func sweepable(name string) bool {
 	rest, ok := strings.CutPrefix(name, tempPrefix)
 	if !ok {
 		return false
 	}
 	pid, random, ok := strings.Cut(rest, "-")
-	return ok && digits(pid) && digits(random)
+	return ok && digits(pid) && random != ""
 }
 
 // removeLeftTemp removes the temp dir name in the directory dirfd if its

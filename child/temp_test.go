@@ -40,11 +40,11 @@ func init() {
 	os.Exit(1)
 }
 
-// sandboxedMyelin starts a sandboxed command in ws that writes into its
-// temp dir, says its pid and sleeps, and writes the supervisor's pid and
+// sandboxedMyelin starts a sandboxed command in ws that says its pid and
+// sleeps (its temp dir left empty), and writes the supervisor's pid and
 // "ready" into ws once it runs.
 func sandboxedMyelin(ws string) (*Group, error) {
-	cmd := exec.Command("bash", "-c", `echo left > "$TMPDIR/left" && echo $$ > command.new && mv command.new command && exec sleep 300`)
+	cmd := exec.Command("bash", "-c", `echo $$ > command.new && mv command.new command && exec sleep 300`)
 	cmd.Dir = ws
 	if err := (sandbox.Policy{}).Apply(cmd, ws); err != nil {
 		return nil, err
@@ -120,7 +120,8 @@ func names(t *testing.T, dir string) []string {
 }
 
 // A myelin SIGKILLed while a sandboxed command ran leaves the command's
-// temp dir, which its supervisor empties but cannot remove; the next
+// temp dir (which a sweep keeps while that myelin runs, even empty), which
+// its supervisor empties but cannot remove; the next
 // sandboxed command's start (another myelin's) sweeps it away, by the
 // time that command's end has removed its own: nothing is left.
 func TestATempDirLeftByAKilledMyelinIsRemovedAtTheNextSandboxedStart(t *testing.T) {
@@ -146,12 +147,19 @@ func TestATempDirLeftByAKilledMyelinIsRemovedAtTheNextSandboxedStart(t *testing.
 	if len(made) != 1 || !strings.HasPrefix(made[0], tempPrefix) {
 		t.Fatalf("%s holds %q, want the command's temp dir alone", tmp, made)
 	}
+	// In use, empty, by a myelin that runs: a sweep keeps it.
+	if n := sweepTemps(tmp); n != 0 || len(names(t, tmp)) != 1 {
+		t.Fatalf("a sweep while the command ran removed %d dirs, want its temp dir kept", n)
+	}
+	left := filepath.Join(tmp, made[0])
+	if err := os.WriteFile(filepath.Join(left, "left"), []byte("what a command writes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := myelin.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	myelin.Wait()
 	waitFor(t, func() bool { return !alive(sup, sup) && !alive(command, command) }, "the supervisor and the command to end with myelin", nil)
-	left := filepath.Join(tmp, made[0])
 	if got := names(t, left); len(got) != 0 {
 		t.Fatalf("the supervisor left %q in the temp dir, want it emptied", got)
 	}
@@ -180,8 +188,8 @@ func TestASweepRemovesOnlyTheEmptyTempDirsOfMakersGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inUse.remove()
-	if !strings.HasPrefix(filepath.Base(inUse.path), tempPrefix+strconv.Itoa(os.Getpid())+"-") || inUse.lock == nil {
-		t.Fatalf("makeTemp made %s (locked: %v), want it named after this process and locked", inUse.path, inUse.lock != nil)
+	if name := filepath.Base(inUse.path); !strings.HasPrefix(name, tempPrefix+strconv.Itoa(os.Getpid())+"-") || !sweepable(name) || inUse.lock == nil {
+		t.Fatalf("makeTemp made %s (locked: %v), want it named after this process, as a sweep takes, and locked", inUse.path, inUse.lock != nil)
 	}
 	mkdir := func(name string) string {
 		t.Helper()
@@ -203,7 +211,7 @@ func TestASweepRemovesOnlyTheEmptyTempDirsOfMakersGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	unlocked := mkdir(tempPrefix + "1234567")
-	other := mkdir(tempPrefix + "7-8x")
+	other := mkdir(tempPrefix + "7x-8")
 	kept := []string{notEmpty, target, link, unlocked, other, inUse.path}
 	if os.Geteuid() == 0 {
 		theirs := mkdir(tempPrefix + "9-10")
