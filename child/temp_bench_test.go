@@ -12,7 +12,8 @@ import (
 
 // BenchmarkTempDir pairs what a sandboxed command's temp dir cost before
 // locks (MkdirTemp, EvalSymlinks, RemoveAll) with makeTemp and remove
-// (the same, and an open, a flock and two stats), the sweep not due; and
+// (the same, and an open, a flock and two stats: lock-only times those
+// alone), the sweep not due; and
 // times a sweep of a directory of n entries, none of them a temp dir, as
 // the first sandboxed command of a process (and one each sweepEvery
 // after) pays it: a TMPDIR of n files (this machine's /tmp held about
@@ -40,6 +41,16 @@ func BenchmarkTempDir(b *testing.B) {
 				b.Fatal(err)
 			}
 			t.remove()
+		}
+	})
+	b.Run("lock-only", func(b *testing.B) { // what locked adds, apart from the noise of mkdir
+		made := b.TempDir()
+		for b.Loop() {
+			f, err := lockTemp(made)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
 		}
 	})
 	for _, n := range []int{650, 10000} {
