@@ -147,6 +147,16 @@ func TestATempDirLeftByAKilledMyelinIsRemovedAtTheNextSandboxedStart(t *testing.
 	if len(made) != 1 || !strings.HasPrefix(made[0], tempPrefix) {
 		t.Fatalf("%s holds %q, want the command's temp dir alone", tmp, made)
 	}
+	// The lock is myelin's alone: neither the supervisor nor the command
+	// holds the directory open (the command could let the lock go).
+	for _, pid := range []int{sup, command} {
+		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", pid))
+		for _, fd := range fds {
+			if target, _ := os.Readlink(fd); strings.Contains(target, made[0]) {
+				t.Errorf("process %d holds its temp dir open as %s", pid, fd)
+			}
+		}
+	}
 	// In use, empty, by a myelin that runs: a sweep keeps it.
 	if n := sweepTemps(tmp); n != 0 || len(names(t, tmp)) != 1 {
 		t.Fatalf("a sweep while the command ran removed %d dirs, want its temp dir kept", n)
