@@ -49,9 +49,9 @@ type tempDir struct {
 
 // remove removes the temp dir and what is left in it (nothing, when its
 // supervisor emptied it), lets go of its lock, and waits for the sweep
-// its making began (which the command's run has nearly always outlasted):
-// so a myelin that runs one command and exits has swept. It does nothing
-// for none.
+// its making began (which the command's run has nearly always outlasted),
+// for sweepWait at most (Kill never hangs on housekeeping): so a myelin
+// that runs one command and exits has swept. It does nothing for none.
 func (t tempDir) remove() {
 	if t.path != "" {
 		_ = os.RemoveAll(t.path)
@@ -60,9 +60,18 @@ func (t tempDir) remove() {
 		_ = t.lock.Close()
 	}
 	if t.sweep != nil {
-		<-t.sweep
+		wait := time.NewTimer(sweepWait)
+		defer wait.Stop()
+		select {
+		case <-t.sweep:
+		case <-wait.C:
+		}
 	}
 }
+
+// sweepWait bounds how long a temp dir's removal waits for the sweep its
+// making began: a sweep of 10,000 entries takes 5–9 ms here.
+const sweepWait = time.Second
 
 // errTaken says that a sweep took a temp dir just made before its maker
 // locked it: the maker makes another.
