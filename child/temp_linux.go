@@ -97,9 +97,7 @@ func makeTemp() (t tempDir, err error) {
 			sweepTemps(dir)
 		}()
 		defer func() {
-			if err != nil {
-				<-done
-			} else {
+			if err == nil {
 				t.sweep = done
 			}
 		}()
