@@ -120,10 +120,10 @@ func names(t *testing.T, dir string) []string {
 }
 
 // A myelin SIGKILLed while a sandboxed command ran leaves the command's
-// temp dir (which a sweep keeps while that myelin runs, even empty), which
-// its supervisor empties but cannot remove; the next
-// sandboxed command's start (another myelin's) sweeps it away, by the
-// time that command's end has removed its own: nothing is left.
+// temp dir (which a sweep keeps while that myelin runs, even empty): its
+// supervisor empties it but cannot remove it. The next sandboxed
+// command's start (another myelin's) sweeps it away, by the time that
+// command's end has removed its own: nothing is left.
 func TestATempDirLeftByAKilledMyelinIsRemovedAtTheNextSandboxedStart(t *testing.T) {
 	needSandbox(t)
 	root := t.TempDir()
