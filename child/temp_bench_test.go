@@ -1,0 +1,69 @@
+//go:build linux
+
+package child
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkTempDir pairs what a sandboxed command's temp dir cost before
+// locks (MkdirTemp, EvalSymlinks, RemoveAll) with makeTemp and remove
+// (the same, and an open, a flock and two stats: lock-only times those
+// alone), the sweep not due; and
+// times a sweep of a directory of n entries, none of them a temp dir, as
+// the first sandboxed command of a process (and one each sweepEvery
+// after) pays it: a TMPDIR of n files (this machine's /tmp held about
+// 650).
+func BenchmarkTempDir(b *testing.B) {
+	dir := b.TempDir()
+	b.Setenv("TMPDIR", dir)
+	sweepDue(dir, time.Now()) // taken: the paired runs do not sweep
+	b.Run("before", func(b *testing.B) {
+		for b.Loop() {
+			made, err := os.MkdirTemp("", tempPrefix)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := filepath.EvalSymlinks(made); err != nil {
+				b.Fatal(err)
+			}
+			os.RemoveAll(made)
+		}
+	})
+	b.Run("locked", func(b *testing.B) {
+		for b.Loop() {
+			t, err := makeTemp()
+			if err != nil {
+				b.Fatal(err)
+			}
+			t.remove()
+		}
+	})
+	b.Run("lock-only", func(b *testing.B) { // what locked adds, apart from the noise of mkdir
+		made := b.TempDir()
+		for b.Loop() {
+			f, err := lockTemp(made)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+	})
+	for _, n := range []int{650, 10000} {
+		b.Run(fmt.Sprintf("sweep/%d", n), func(b *testing.B) {
+			full := b.TempDir()
+			for i := range n {
+				if err := os.WriteFile(filepath.Join(full, fmt.Sprintf("f%d", i)), nil, 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				sweepTemps(full)
+			}
+		})
+	}
+}
