@@ -1,6 +1,6 @@
-//go:build linux
+//go:build unix
 
-package child
+package leftover
 
 import (
 	"fmt"
@@ -11,20 +11,20 @@ import (
 )
 
 // BenchmarkTempDir pairs what a sandboxed command's temp dir cost before
-// locks (MkdirTemp, EvalSymlinks, RemoveAll) with makeTemp and remove
-// (the same, and an open, a flock and two stats: lock-only times those
-// alone), the sweep not due; and
-// times a sweep of a directory of n entries, none of them a temp dir, as
-// the first sandboxed command of a process (and one each sweepEvery
-// after) pays it: a TMPDIR of n files (this machine's /tmp held about
-// 650).
+// locks (MkdirTemp, EvalSymlinks, RemoveAll) with MakeDir and Remove (the
+// same, and an open, a flock and two stats: lock-only times those alone),
+// the sweep not due; and times a sweep of a directory of n entries, none
+// of them a temp dir, as the first sandboxed command of a process (and one
+// each sweepEvery after) pays it: a TMPDIR of n files (this machine's
+// /tmp held about 650). Moved here from package child with the lock.
 func BenchmarkTempDir(b *testing.B) {
 	dir := b.TempDir()
 	b.Setenv("TMPDIR", dir)
-	sweepDue(dir, time.Now()) // taken: the paired runs do not sweep
+	k := emptyDirs()
+	k.due(dir, time.Now()) // taken: the paired runs do not sweep
 	b.Run("before", func(b *testing.B) {
 		for b.Loop() {
-			made, err := os.MkdirTemp("", tempPrefix)
+			made, err := os.MkdirTemp("", k.Prefix)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -36,17 +36,17 @@ func BenchmarkTempDir(b *testing.B) {
 	})
 	b.Run("locked", func(b *testing.B) {
 		for b.Loop() {
-			t, err := makeTemp()
+			d, err := k.MakeDir("")
 			if err != nil {
 				b.Fatal(err)
 			}
-			t.remove()
+			d.Remove()
 		}
 	})
 	b.Run("lock-only", func(b *testing.B) { // what locked adds, apart from the noise of mkdir
 		made := b.TempDir()
 		for b.Loop() {
-			f, err := lockTemp(made)
+			f, err := lockDir(made)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func BenchmarkTempDir(b *testing.B) {
 				}
 			}
 			for b.Loop() {
-				sweepTemps(full)
+				k.Sweep(full)
 			}
 		})
 	}
