@@ -486,9 +486,9 @@ func TestNamedTakesOnlyLockedNamesOfItsKind(t *testing.T) {
 		{emptyDirs(), "myelin-sandbox-12-", false},
 		{fullDirs(), "myelin-mcp-12-345.srv", true},
 		{fullDirs(), "myelin-mcp-12-345.", true},
-		{fullDirs(), "myelin-mcp-12-345", false},     // a server "12" before locks
-		{fullDirs(), "myelin-mcp-srv-345", false},    // before locks
-		{fullDirs(), "myelin-mcp-12-3-4.srv", true},  // random part as MkdirTemp may give
+		{fullDirs(), "myelin-mcp-12-345", false},    // a server "12" before locks
+		{fullDirs(), "myelin-mcp-srv-345", false},   // before locks
+		{fullDirs(), "myelin-mcp-12-3-4.srv", true}, // random part as MkdirTemp may give
 		{fullDirs(), "myelin-mcp-text-1-2.txt", false},
 		{files(), "myelin-shell-12-345.out", true},
 		{files(), "myelin-shell-345.out", false},
