@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // MakeDir makes a new directory of k in os.TempDir(), under the name no
 // sweep takes: there is no flock here, so nothing tells a left one from
 // one in use, and none is swept.
 func (k *Kind) MakeDir(label string) (Dir, error) {
+	if strings.ContainsAny(label, "/*\\") {
+		return Dir{}, fmt.Errorf("the temp dir label %q holds a / or a *", label)
+	}
 	made, err := os.MkdirTemp("", k.unlockedPattern(label))
 	if err != nil {
 		return Dir{}, err

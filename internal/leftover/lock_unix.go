@@ -8,18 +8,22 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
 // MakeDir makes a new directory of k (k.Dir) in os.TempDir(), mode 0700,
 // locked (a shared flock held until Remove), its name ending in "." and
-// label when k is Labelled (label must not hold "/"). It sweeps that
+// label when k is Labelled (label must not hold "/" or "*"). It sweeps that
 // directory for k on a goroutine of its own when due, which the making
 // does not wait for; Remove does. A directory a sweep took between its
 // making and its lock is made again; where the file system refuses a
 // lock, the directory is made under a name no sweep takes.
 func (k *Kind) MakeDir(label string) (d Dir, err error) {
+	if strings.ContainsAny(label, "/*") {
+		return Dir{}, fmt.Errorf("the temp dir label %q holds a / or a *", label)
+	}
 	dir := os.TempDir()
 	if done := k.sweepIfDue(dir); done != nil {
 		defer func() {

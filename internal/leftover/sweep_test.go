@@ -500,3 +500,15 @@ func TestNamedTakesOnlyLockedNamesOfItsKind(t *testing.T) {
 		}
 	}
 }
+
+// A label that would put the dir elsewhere (a "/") or change the name's
+// pattern (a "*") is refused.
+func TestMakeDirRefusesALabelWithASlashOrAStar(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	for _, label := range []string{"a/b", "../x", "a*b"} {
+		if d, err := fullDirs().MakeDir(label); err == nil {
+			d.Remove()
+			t.Errorf("MakeDir(%q) made %s, want an error", label, d.Path)
+		}
+	}
+}
