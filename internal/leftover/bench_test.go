@@ -16,7 +16,8 @@ import (
 // the sweep not due; and times a sweep of a directory of n entries, none
 // of them a temp dir, as the first sandboxed command of a process (and one
 // each sweepEvery after) pays it: a TMPDIR of n files (this machine's
-// /tmp held about 650). Moved here from package child with the lock.
+// /tmp held about 650); and pairs a file's making before locks with
+// Create's. Moved here from package child with the lock.
 func BenchmarkTempDir(b *testing.B) {
 	dir := b.TempDir()
 	b.Setenv("TMPDIR", dir)
@@ -50,6 +51,31 @@ func BenchmarkTempDir(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			f.Close()
+		}
+	})
+	// A file's, as a large MCP reply's text and an output file outside a
+	// workspace are made: CreateTemp, then Remove and Close (file/before),
+	// against Create, which adds a dup, a flock and two stats (file/locked).
+	fk := files()
+	fk.due(dir, time.Now())
+	b.Run("file/before", func(b *testing.B) {
+		for b.Loop() {
+			f, err := os.CreateTemp("", fk.Prefix+"*"+fk.Suffix)
+			if err != nil {
+				b.Fatal(err)
+			}
+			os.Remove(f.Name())
+			f.Close()
+		}
+	})
+	b.Run("file/locked", func(b *testing.B) {
+		for b.Loop() {
+			f, err := fk.Create()
+			if err != nil {
+				b.Fatal(err)
+			}
+			os.Remove(f.Name())
 			f.Close()
 		}
 	})
