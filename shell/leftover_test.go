@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -102,5 +103,25 @@ func TestAnOutputFileInTheTempDirIsKeptWhileItsCommandRuns(t *testing.T) {
 	}
 	if _, err := os.Lstat(name); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the output file was kept (%v)", err)
+	}
+}
+
+// A command run with no workspace directory writes its output to a file
+// of the swept kind in $TMPDIR, and leaves nothing there once its result
+// is converted.
+func TestACommandWithoutAWorkspaceLeavesNothingInTheTempDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	text, failed := run(t, "", "readlink /proc/$$/fd/1", 0)
+	if failed {
+		t.Fatalf("the command failed: %s", text)
+	}
+	got := filepath.Base(strings.TrimSpace(text))
+	if !tempOutputs.Named(got) {
+		t.Errorf("the command wrote to %q, want a file of the swept kind", got)
+	}
+	tempOutputs.Wait()
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("after the command %s holds %v, want nothing", tmp, entries)
 	}
 }
