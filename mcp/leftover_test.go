@@ -171,3 +171,29 @@ func TestALeftReplyTextFileIsRemovedWhenTheNextIsMade(t *testing.T) {
 	}
 	checkGone(t, made)
 }
+
+// A large text reply goes through a text file of the swept kind in
+// $TMPDIR and leaves nothing there once converted: the spill file is that
+// file, moved into the workspace.
+func TestALargeReplyLeavesNothingInTheTempDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	h := start(t, []Server{testServer("t")}, Options{})
+	if f := h.set.Failures(); f != nil {
+		t.Fatal(f)
+	}
+	if out := h.call("t--big", `{"mib":2}`); out.SpillPath == "" {
+		t.Fatalf("no spill file: %.300q", out.Text)
+	}
+	textFiles.Wait()
+	entries, _ := os.ReadDir(tmp)
+	for _, e := range entries {
+		if !serverDirs.Named(e.Name()) { // the server's own dir, while it runs
+			t.Errorf("after the reply %s holds %s", tmp, e.Name())
+		}
+	}
+	h.set.Close()
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("after the server closed %s holds %v, want nothing", tmp, entries)
+	}
+}
