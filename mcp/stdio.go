@@ -178,8 +178,11 @@ func startProcess(s Server, o *Options) (*process, error) {
 	p.conn.stray = logW // lines on stdout that are not JSON-RPC go to the log
 	go func() {
 		p.err = group.Wait() // not cmd.Wait: it notices a supervisor the server stopped
-		// Whatever it left behind in its group goes with it, and the
-		// session learns at once that the server is gone.
+		// Whatever it left behind in its group goes with it, and so does
+		// its own dir; the session learns then that the server is gone
+		// (at once, but for the sweep of left dirs this server's start
+		// began, if still running, waited for a second at most: so a
+		// myelin whose one server ends has swept).
 		group.Kill()
 		p.privateDir.Remove()
 		// Its stderr is in the log before anyone reads the log's tail

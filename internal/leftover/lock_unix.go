@@ -82,6 +82,10 @@ func lockDir(made string) (*os.File, error) {
 // it or took it, another error when the lock was refused. fd is closed on
 // an error.
 func lockFd(fd int, made string, how int) (*os.File, error) {
+	if err := localFS(fd); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("locking %s: %w", made, err)
+	}
 	if err := flock(fd, how|unix.LOCK_NB); err != nil {
 		_ = unix.Close(fd)
 		if errors.Is(err, unix.EWOULDBLOCK) {
@@ -115,12 +119,14 @@ func (k *Kind) Create() (*os.File, error) {
 		if afterMake != nil {
 			afterMake(f.Name())
 		}
-		fd, err := unix.Dup(int(f.Fd()))
+		// close-on-exec as it is made: a command started meanwhile on
+		// another goroutine must not inherit it (another's output, and its
+		// lock)
+		fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			_ = f.Close()
 			return nil, fmt.Errorf("locking %s: %w", f.Name(), err)
 		}
-		unix.CloseOnExec(fd)
 		lock, err := lockFd(fd, f.Name(), unix.LOCK_EX)
 		if err == nil {
 			_ = f.Close() // the lock is the open file description's: lock holds it still
@@ -219,7 +225,11 @@ func (k *Kind) removeLeft(dirfd int, name string) bool {
 		return unix.Unlinkat(dirfd, name, 0) == nil
 	}
 	if k.Full {
-		emptyAt(fd, maxDepth)
+		var parent unix.Stat_t
+		if unix.Fstat(dirfd, &parent) != nil || mountPoint(dirfd, name, uint64(held.Dev), uint64(parent.Dev)) {
+			return false // a mount point: what is mounted there is not ours to empty
+		}
+		emptyAt(fd, uint64(held.Dev), maxDepth)
 	}
 	return unix.Unlinkat(dirfd, name, unix.AT_REMOVEDIR) == nil
 }
@@ -229,31 +239,41 @@ func (k *Kind) removeLeft(dirfd int, name string) bool {
 // the directory.
 const maxDepth = 64
 
-// emptyAt removes what the directory open as fd holds, depth levels deep
-// at most, never following a link: every name is removed relative to the
-// descriptor of the directory that holds it, and a directory is entered
-// only by opening it O_NOFOLLOW|O_DIRECTORY there (a link swapped in is
-// refused, and unlinkat removes a link itself, never what it leads to).
-// What it cannot remove stays.
-func emptyAt(fd, depth int) {
+// emptyAt removes what the directory open as fd, on device dev, holds,
+// depth levels deep at most, never following a link nor entering a mount
+// point (left as it is, with what is mounted there): every name is removed relative to the descriptor of the
+// directory that holds it, and a directory is entered only by opening it
+// O_NOFOLLOW|O_DIRECTORY there, and only when it is no mount point
+// (mountPoint: a bind mount of the same file system too, on Linux) (a link swapped in is refused, and
+// unlinkat removes a link itself, never what it leads to). A directory
+// that something of the same user renames out of the tree while it is
+// emptied is emptied where it went, as rm -r would; no other user can
+// reach a left directory (0700, and its owner checked). Names are read
+// 256 at a time, so a huge directory costs no more memory. What it cannot
+// remove stays.
+func emptyAt(fd int, dev uint64, depth int) {
 	for range 8 { // again while a pass removes something: names read as others go may be missed
 		if _, err := unix.Seek(fd, 0, 0); err != nil {
 			return
 		}
-		dup, err := unix.Dup(fd)
+		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 		if err != nil {
 			return
 		}
-		unix.CloseOnExec(dup)
 		d := os.NewFile(uintptr(dup), "")
-		names, _ := d.Readdirnames(-1)
-		_ = d.Close()
 		removed := 0
-		for _, name := range names {
-			if removeAt(fd, name, depth) {
-				removed++
+		for {
+			names, err := d.Readdirnames(256)
+			for _, name := range names {
+				if removeAt(fd, name, dev, depth) {
+					removed++
+				}
+			}
+			if err != nil {
+				break
 			}
 		}
+		_ = d.Close()
 		if removed == 0 {
 			return
 		}
@@ -263,10 +283,10 @@ func emptyAt(fd, depth int) {
 // removeAt removes name, and what it holds when it is a directory (depth
 // levels deep at most), from the directory open as fd (emptyAt), and says
 // whether it did.
-func removeAt(fd int, name string, depth int) bool {
+func removeAt(fd int, name string, dev uint64, depth int) bool {
 	var st unix.Stat_t
-	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-		return false
+	if unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || mountPoint(fd, name, uint64(st.Dev), dev) {
+		return false // gone, or a mount point
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return unix.Unlinkat(fd, name, 0) == nil
@@ -276,7 +296,12 @@ func removeAt(fd int, name string, depth int) bool {
 		if err != nil {
 			return false
 		}
-		emptyAt(sub, depth-1)
+		var in unix.Stat_t
+		if unix.Fstat(sub, &in) != nil || in.Dev != st.Dev || in.Ino != st.Ino || mountPoint(fd, name, uint64(in.Dev), dev) {
+			_ = unix.Close(sub) // replaced since its stat, or mounted on
+			return false
+		}
+		emptyAt(sub, dev, depth-1)
 		_ = unix.Close(sub)
 	}
 	return unix.Unlinkat(fd, name, unix.AT_REMOVEDIR) == nil
