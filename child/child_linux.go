@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/myelin-run/myelin/internal/leftover"
 	"github.com/myelin-run/myelin/internal/supervisor"
 	"github.com/myelin-run/myelin/sandbox"
 )
@@ -30,10 +31,10 @@ type Group struct {
 	status  *bufio.Reader
 	done    *os.File // the read end of the supervisor's status pipe
 	mu      sync.Mutex
-	ended   bool        // the supervisor was told to end and has
-	reaped  bool        // Wait is reaping the supervisor: its pid is not to be used
-	killing atomic.Bool // Kill has begun: Wait looks every startPoll
-	tmp     tempDir     // the sandboxed command's temp dir, removed by Kill
+	ended   bool         // the supervisor was told to end and has
+	reaped  bool         // Wait is reaping the supervisor: its pid is not to be used
+	killing atomic.Bool  // Kill has begun: Wait looks every startPoll
+	tmp     leftover.Dir // the sandboxed command's temp dir, removed by Kill
 }
 
 // Start starts cmd (not yet started) under a supervisor: myelin's own
@@ -63,14 +64,14 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	}
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
-		c.tmp.remove()
+		c.tmp.Remove()
 		return nil, fmt.Errorf("child: making the supervisor's control pipe for %s: %w", cmd.Path, err)
 	}
 	doneR, doneW, err := os.Pipe()
 	if err != nil {
 		ctlR.Close()
 		ctlW.Close()
-		c.tmp.remove()
+		c.tmp.Remove()
 		return nil, fmt.Errorf("child: making the supervisor's status pipe for %s: %w", cmd.Path, err)
 	}
 	c.supervised(cmd, exe, attr, ctlR, doneW)
@@ -80,7 +81,7 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	if err != nil {
 		ctlW.Close()
 		doneR.Close()
-		c.tmp.remove()
+		c.tmp.Remove()
 		return nil, c.startError(cmd, err)
 	}
 	g := &Group{cmd: cmd, path: c.path, ctl: ctlW, done: doneR, status: bufio.NewReader(doneR), tmp: c.tmp}
@@ -115,7 +116,7 @@ type command struct {
 	path      string
 	args      []string
 	sandboxed bool
-	tmp       tempDir // a sandboxed command's temp dir, made by commandOf
+	tmp       leftover.Dir // a sandboxed command's temp dir, made by commandOf
 }
 
 // commandOf is the command cmd runs: cmd's own, or, prepared by package
@@ -152,7 +153,7 @@ func (c command) supervised(cmd *exec.Cmd, exe string, attr *syscall.SysProcAttr
 			continue
 		}
 		if c.sandboxed && strings.HasPrefix(kv, supervisor.SandboxEnv+"=") {
-			kv += supervisor.Record(supervisor.OpTemp, c.tmp.path)
+			kv += supervisor.Record(supervisor.OpTemp, c.tmp.Path)
 		}
 		env = append(env, kv)
 	}
@@ -287,7 +288,7 @@ func (g *Group) Kill() {
 		// killed from outside: docs/security.md), and being
 		// reaped by Wait: its pid is not to be used any more
 		g.done.Close()
-		g.tmp.remove()
+		g.tmp.Remove()
 		return
 	}
 	// A supervisor stopped by someone (SIGSTOP) would never answer.
@@ -312,7 +313,7 @@ func (g *Group) Kill() {
 		_ = g.cmd.Process.Kill()
 	}
 	g.done.Close()
-	g.tmp.remove()
+	g.tmp.Remove()
 }
 
 // awaitSupervisor calls read, a read of the status pipe, until it returns

@@ -144,7 +144,7 @@ func TestATempDirLeftByAKilledMyelinIsRemovedAtTheNextSandboxedStart(t *testing.
 	waitFor(t, func() bool { return exists(filepath.Join(ws, "ready")) }, "the sandboxed command to run", &stderr)
 	sup, command := readPid(t, filepath.Join(ws, "supervisor")), readPid(t, filepath.Join(ws, "command"))
 	made := names(t, tmp)
-	if len(made) != 1 || !strings.HasPrefix(made[0], tempPrefix) {
+	if len(made) != 1 || !strings.HasPrefix(made[0], sandboxTemps.Prefix) {
 		t.Fatalf("%s holds %q, want the command's temp dir alone", tmp, made)
 	}
 	// The lock is myelin's alone: neither the supervisor nor the command
@@ -158,7 +158,7 @@ func TestATempDirLeftByAKilledMyelinIsRemovedAtTheNextSandboxedStart(t *testing.
 		}
 	}
 	// In use, empty, by a myelin that runs: a sweep keeps it.
-	if n := sweepTemps(tmp); n != 0 || len(names(t, tmp)) != 1 {
+	if n := sandboxTemps.Sweep(tmp); n != 0 || len(names(t, tmp)) != 1 {
 		t.Fatalf("a sweep while the command ran removed %d dirs, want its temp dir kept", n)
 	}
 	left := filepath.Join(tmp, made[0])
@@ -181,129 +181,5 @@ func TestATempDirLeftByAKilledMyelinIsRemovedAtTheNextSandboxedStart(t *testing.
 	}
 	if ran, _ := os.ReadFile(filepath.Join(ws, "tmpdir")); !strings.Contains(string(ran), tmp) {
 		t.Errorf("the next command's TMPDIR was %q, want one in %s", ran, tmp)
-	}
-}
-
-// A sweep removes only the empty temp dirs whose maker is gone: not one
-// in use (its lock held: here by this process), nor one that is not
-// empty, nor a link named like one (nor what it points to), nor one
-// named as before locks (no lock tells whether it is in use), nor
-// another user's, nor anything else in the directory.
-func TestASweepRemovesOnlyTheEmptyTempDirsOfMakersGone(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("TMPDIR", dir)
-	sweepDue(dir, time.Now()) // taken: makeTemp's own would race this one
-	inUse, err := makeTemp()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inUse.remove()
-	if name := filepath.Base(inUse.path); !strings.HasPrefix(name, tempPrefix+strconv.Itoa(os.Getpid())+"-") || !sweepable(name) || inUse.lock == nil {
-		t.Fatalf("makeTemp made %s (locked: %v), want it named after this process, as a sweep takes, and locked", inUse.path, inUse.lock != nil)
-	}
-	mkdir := func(name string) string {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.Mkdir(p, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	gone := mkdir(tempPrefix + "1-2")
-	goneToo := mkdir(tempPrefix + "99999999-12345")
-	notEmpty := mkdir(tempPrefix + "3-4")
-	if err := os.WriteFile(filepath.Join(notEmpty, "f"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	target := mkdir("target")
-	link := filepath.Join(dir, tempPrefix+"5-6")
-	if err := os.Symlink(target, link); err != nil {
-		t.Fatal(err)
-	}
-	unlocked := mkdir(tempPrefix + "1234567")
-	other := mkdir(tempPrefix + "7x-8")
-	kept := []string{notEmpty, target, link, unlocked, other, inUse.path}
-	if os.Geteuid() == 0 {
-		theirs := mkdir(tempPrefix + "9-10")
-		if err := os.Chown(theirs, 65534, 65534); err != nil {
-			t.Fatal(err)
-		}
-		kept = append(kept, theirs)
-	}
-
-	if n := sweepTemps(dir); n != 2 {
-		t.Errorf("sweepTemps removed %d dirs, want 2", n)
-	}
-	for _, p := range []string{gone, goneToo} {
-		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s, empty and no maker's, was kept (%v)", filepath.Base(p), err)
-		}
-	}
-	for _, p := range kept {
-		if _, err := os.Lstat(p); err != nil {
-			t.Errorf("%s was removed: %v", filepath.Base(p), err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(notEmpty, "f")); err != nil {
-		t.Errorf("the file in the dir that was not empty: %v", err)
-	}
-
-	inUse.remove()
-	if _, err := os.Lstat(inUse.path); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("remove kept %s (%v)", inUse.path, err)
-	}
-}
-
-// A temp dir a sweep removed between its making and its lock is made
-// again: the command gets one that is there and locked.
-func TestATempDirSweptBeforeItWasLockedIsMadeAgain(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("TMPDIR", dir)
-	sweepDue(dir, time.Now()) // taken: only the hook sweeps
-	var taken []string
-	afterMkdir = func(made string) {
-		if len(taken) == 0 {
-			taken = append(taken, made)
-			sweepTemps(dir)
-		}
-	}
-	defer func() { afterMkdir = nil }()
-	tmp, err := makeTemp()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tmp.remove()
-	if len(taken) != 1 {
-		t.Fatal("the hook swept nothing")
-	}
-	if _, err := os.Lstat(taken[0]); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the sweep kept %s, just made and not locked yet (%v)", taken[0], err)
-	}
-	if tmp.path == taken[0] || tmp.lock == nil {
-		t.Fatalf("makeTemp gave %s (locked: %v), want another dir, locked", tmp.path, tmp.lock != nil)
-	}
-	if _, err := os.Stat(tmp.path); err != nil {
-		t.Fatalf("the temp dir made again: %v", err)
-	}
-	if n := sweepTemps(dir); n != 0 {
-		t.Errorf("a sweep removed %d dirs with the temp dir made again locked, want 0", n)
-	}
-}
-
-// A process sweeps a directory at its first temp dir there, then again
-// only once sweepEvery has passed since.
-func TestADirectoryIsSweptAtFirstThenOnlyOnceSweepEveryHasPassed(t *testing.T) {
-	dir := t.TempDir()
-	now := time.Now()
-	for _, step := range []struct {
-		at   time.Duration
-		want bool
-	}{{0, true}, {0, false}, {sweepEvery - time.Second, false}, {sweepEvery, true}, {sweepEvery + time.Second, false}} {
-		if got := sweepDue(dir, now.Add(step.at)); got != step.want {
-			t.Errorf("sweepDue at +%v = %v, want %v", step.at, got, step.want)
-		}
-	}
-	if !sweepDue(filepath.Join(dir, "other"), now) {
-		t.Error("another directory was not due at its first temp dir")
 	}
 }
