@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/myelin-run/myelin/history"
 )
@@ -78,11 +77,7 @@ func TestAReadKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			h := history.NewHolder()
-			if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			w := history.Writing(ctx, h)
+			w := writing(t, s, "c")
 			s.dropRead("c")
 
 			held, release := make(chan struct{}), make(chan struct{})
@@ -182,11 +177,7 @@ func TestTheWritersRoundTakesNothingFromAReader(t *testing.T) {
 	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
 		t.Fatal(err)
 	}
-	h := history.NewHolder()
-	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	w := history.Writing(ctx, h)
+	w := writing(t, s, "c")
 	s.dropRead("c")
 	if _, _, err := s.Marked(w, "c"); err != nil {
 		t.Fatal(err)

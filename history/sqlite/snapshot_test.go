@@ -31,11 +31,7 @@ func TestAForksReadDoesNotHandItsBasesWriterRowsOfAnOlderSnapshot(t *testing.T) 
 			s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 			makeConv(t, s, "c", "", 0, "m", 10)
 			makeConv(t, s, "f", "c", 8, "", 8)
-			h := history.NewHolder()
-			if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
-				t.Fatal(err)
-			}
-			w := history.Writing(ctx, h)
+			w := writing(t, s, "c")
 			s.dropRead("c")
 			s.dropRead("f")
 			t.Cleanup(func() { whileReading = nil })
@@ -86,11 +82,7 @@ func TestAReadWholeOfAnOlderSnapshotIsNotTheWritersOwn(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	makeConv(t, s, "c", "", 0, "m", 10)
-	h := history.NewHolder()
-	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	w := history.Writing(ctx, h)
+	w := writing(t, s, "c")
 	s.dropRead("c")
 	t.Cleanup(func() { whileReading = nil })
 	whileReading = func(id, point string) {
@@ -184,11 +176,7 @@ func TestAMarkedReadOfAnOlderSnapshotKeepsNoMarkTheWritersRewindDropped(t *testi
 	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
 		t.Fatal(err)
 	}
-	h := history.NewHolder()
-	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	w := history.Writing(ctx, h)
+	w := writing(t, s, "c")
 	s.dropRead("c")
 	t.Cleanup(func() { whileMarking = nil })
 	whileMarking = func(id string) {
@@ -348,4 +336,16 @@ func TestCloseDuringAReadLeavesNoLogOnceTheReadEnds(t *testing.T) {
 	if after := openFiles(t); after > before {
 		t.Errorf("%d files open before, %d after Close", before, after)
 	}
+}
+
+// writing claims conversation id in s for a minute and returns the
+// writer's context (history.Writing) under that claim.
+func writing(t *testing.T, s *Store, id string) context.Context {
+	t.Helper()
+	ctx := context.Background()
+	h := history.NewHolder()
+	if _, err := s.Claim(ctx, id, h, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return history.Writing(ctx, h)
 }
