@@ -51,7 +51,15 @@
 // the same way; its supervisor starts in new mount (and network, and user)
 // namespaces and confines itself before it forks the command (package
 // internal/supervisor). Where it cannot, Start's error wraps
-// sandbox.ErrUnavailable and the command does not run.
+// sandbox.ErrUnavailable and the command does not run. Its temp dir
+// (TMPDIR) is one myelin makes in os.TempDir() and holds a flock on while
+// the command runs; Kill removes it. Where myelin was killed, the
+// supervisor empties it, and a later sweep removes it, empty and no
+// longer locked: a process of the same user sweeps the temp dir's
+// directory at its first sandboxed Start there and at the first one 10
+// minutes or more after its last sweep (temp_linux.go, package
+// internal/leftover); a sweep never removes a link, a directory that is
+// not empty, or one whose lock is held.
 //
 // On other Unix systems each child gets a process group of its own, and in
 // that group a watcher: a tiny `/bin/sh` that reads its stdin, a pipe whose

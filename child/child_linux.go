@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/myelin-run/myelin/internal/leftover"
 	"github.com/myelin-run/myelin/internal/supervisor"
 	"github.com/myelin-run/myelin/sandbox"
 )
@@ -31,10 +31,10 @@ type Group struct {
 	status  *bufio.Reader
 	done    *os.File // the read end of the supervisor's status pipe
 	mu      sync.Mutex
-	ended   bool        // the supervisor was told to end and has
-	reaped  bool        // Wait is reaping the supervisor: its pid is not to be used
-	killing atomic.Bool // Kill has begun: Wait looks every startPoll
-	tmp     string      // the sandboxed command's temp dir, removed by Kill
+	ended   bool         // the supervisor was told to end and has
+	reaped  bool         // Wait is reaping the supervisor: its pid is not to be used
+	killing atomic.Bool  // Kill has begun: Wait looks every startPoll
+	tmp     leftover.Dir // the sandboxed command's temp dir, removed by Kill
 }
 
 // Start starts cmd (not yet started) under a supervisor: myelin's own
@@ -64,14 +64,14 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	}
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
-		removeTemp(c.tmp)
+		c.tmp.Remove()
 		return nil, fmt.Errorf("child: making the supervisor's control pipe for %s: %w", cmd.Path, err)
 	}
 	doneR, doneW, err := os.Pipe()
 	if err != nil {
 		ctlR.Close()
 		ctlW.Close()
-		removeTemp(c.tmp)
+		c.tmp.Remove()
 		return nil, fmt.Errorf("child: making the supervisor's status pipe for %s: %w", cmd.Path, err)
 	}
 	c.supervised(cmd, exe, attr, ctlR, doneW)
@@ -81,7 +81,7 @@ func Start(cmd *exec.Cmd) (*Group, error) {
 	if err != nil {
 		ctlW.Close()
 		doneR.Close()
-		removeTemp(c.tmp)
+		c.tmp.Remove()
 		return nil, c.startError(cmd, err)
 	}
 	g := &Group{cmd: cmd, path: c.path, ctl: ctlW, done: doneR, status: bufio.NewReader(doneR), tmp: c.tmp}
@@ -116,13 +116,14 @@ type command struct {
 	path      string
 	args      []string
 	sandboxed bool
-	tmp       string // a sandboxed command's temp dir, made by commandOf
+	tmp       leftover.Dir // a sandboxed command's temp dir, made by commandOf
 }
 
 // commandOf is the command cmd runs: cmd's own, or, prepared by package
 // sandbox, the one its arguments name, with a temp dir of its own that
 // myelin makes and removes (the supervisor, confined too, can only empty
-// it).
+// it; temp_linux.go says how those of a myelin that was killed are
+// removed).
 func commandOf(cmd *exec.Cmd) (command, error) {
 	c := command{path: cmd.Path, args: cmd.Args}
 	if len(c.args) == 0 {
@@ -133,12 +134,8 @@ func commandOf(cmd *exec.Cmd) (command, error) {
 		return c, nil
 	}
 	c.path, c.args = c.args[1], c.args[2:]
-	made, err := os.MkdirTemp("", "myelin-sandbox-")
-	if err != nil {
-		return c, fmt.Errorf("child: making the temp dir of %s: %w", c.path, err)
-	}
-	if c.tmp, err = filepath.EvalSymlinks(made); err != nil { // the supervisor mounts it: no link on its way
-		removeTemp(made)
+	var err error
+	if c.tmp, err = makeTemp(); err != nil {
 		return c, fmt.Errorf("child: making the temp dir of %s: %w", c.path, err)
 	}
 	return c, nil
@@ -156,7 +153,7 @@ func (c command) supervised(cmd *exec.Cmd, exe string, attr *syscall.SysProcAttr
 			continue
 		}
 		if c.sandboxed && strings.HasPrefix(kv, supervisor.SandboxEnv+"=") {
-			kv += supervisor.Record(supervisor.OpTemp, c.tmp)
+			kv += supervisor.Record(supervisor.OpTemp, c.tmp.Path)
 		}
 		env = append(env, kv)
 	}
@@ -291,7 +288,7 @@ func (g *Group) Kill() {
 		// killed from outside: docs/security.md), and being
 		// reaped by Wait: its pid is not to be used any more
 		g.done.Close()
-		removeTemp(g.tmp)
+		g.tmp.Remove()
 		return
 	}
 	// A supervisor stopped by someone (SIGSTOP) would never answer.
@@ -316,15 +313,7 @@ func (g *Group) Kill() {
 		_ = g.cmd.Process.Kill()
 	}
 	g.done.Close()
-	removeTemp(g.tmp)
-}
-
-// removeTemp removes a sandboxed command's temp dir and what is left in
-// it (nothing, when its supervisor emptied it).
-func removeTemp(tmp string) {
-	if tmp != "" {
-		_ = os.RemoveAll(tmp)
-	}
+	g.tmp.Remove()
 }
 
 // awaitSupervisor calls read, a read of the status pipe, until it returns

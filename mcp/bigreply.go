@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/myelin-run/myelin/internal/leftover"
 	"github.com/myelin-run/myelin/result"
 )
 
@@ -34,6 +35,14 @@ const spoolAt = 1 << 20
 // smallText is the most text a spooled result decodes into memory as
 // blocks, as FromMCP would: over it, the text is a TextFile.
 const smallText = 1 << 20
+
+// textFiles is the kind of the file a large reply's text is decoded into:
+// $TMPDIR/myelin-mcp-text-<pid>-<random>.txt, locked (flock) through the
+// file from its creation until the conversion has moved or removed it and
+// closed it last (result.TextFile). One a killed myelin left is removed
+// by a later sweep, at the next such file's creation, once nobody holds
+// its lock (package internal/leftover).
+var textFiles = &leftover.Kind{Prefix: "myelin-mcp-text-", Suffix: ".txt"}
 
 // spool holds a message as it is read: in memory up to spoolAt, then in a
 // file of its own, already removed from its directory (nothing is left
@@ -322,7 +331,7 @@ func (r *spooledResult) content(p *jsonReader) error {
 
 func (r *spooledResult) write(b []byte) error {
 	if r.text == nil {
-		f, err := os.CreateTemp("", "myelin-mcp-text-*.txt")
+		f, err := textFiles.Create()
 		if err != nil {
 			return fmt.Errorf("writing a large reply's text to a file: %w", err)
 		}

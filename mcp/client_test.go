@@ -25,7 +25,17 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.ServeIfAsked()
-	os.Exit(skipped.Main(m))
+	// the servers' own dirs and the replies' text files, and the sweeps
+	// of left ones, in a temp dir of the tests' own, not the real one
+	tmp, err := os.MkdirTemp("", "mcp-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("TMPDIR", tmp)
+	code := skipped.Main(m)
+	os.RemoveAll(tmp)
+	os.Exit(code)
 }
 
 // testServer is the config entry that starts this test binary as the

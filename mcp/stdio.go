@@ -21,6 +21,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/myelin-run/myelin/child"
+	"github.com/myelin-run/myelin/internal/leftover"
 	"github.com/myelin-run/myelin/workspace"
 )
 
@@ -36,15 +37,25 @@ type process struct {
 	log   string // the path of its log file
 	// logFrom is where this start's lines begin in the log.
 	logFrom int64
-	// privateDir, when set, is the empty directory of its own it runs in
-	// (its entry names no cwd), removed once it has exited.
-	privateDir string
+	// privateDir, when set (its Path), is the directory of its own it
+	// runs in (its entry names no cwd), locked while it runs and removed
+	// once it has exited (serverDirs).
+	privateDir leftover.Dir
 }
+
+// serverDirs is the kind of the directory of its own a stdio server
+// whose entry names no "cwd" runs in: $TMPDIR/myelin-mcp-<pid>-<random>.<server>,
+// locked by myelin while the server runs. The server may write files in
+// it, so one a killed myelin left is removed whole by a later sweep (at
+// the next such server's start), never following a link in it, and only
+// once nobody holds its lock (package internal/leftover). Those named
+// myelin-mcp-<server>-<random> (made before locks) are never swept.
+var serverDirs = &leftover.Kind{Prefix: "myelin-mcp-", Dir: true, Full: true, Labelled: true}
 
 // workDir is the directory a stdio server runs in: its entry's cwd
 // (relative to the workspace root) when it names one, and otherwise a new
-// empty directory of its own (private is set), readable by the user alone
-// and never inside the workspace.
+// empty directory of its own (private is set: Remove it once the server
+// has exited), readable by the user alone and never inside the workspace.
 //
 // Never the workspace by default: what a server's runtime reads from its
 // working directory runs as the server — `python3 -m module` puts it
@@ -52,25 +63,26 @@ type process struct {
 // a wrapper sources its .envrc — and the model writes the workspace's
 // files (workspace--write). An entry that means to run the workspace's
 // files says so with "cwd", which its approval shows (Describe).
-func workDir(s Server, root string) (dir string, private bool, err error) {
+func workDir(s Server, root string) (dir string, private leftover.Dir, err error) {
 	if s.Cwd != "" {
 		if filepath.IsAbs(s.Cwd) {
-			return s.Cwd, false, nil
+			return s.Cwd, leftover.Dir{}, nil
 		}
-		return filepath.Join(root, s.Cwd), false, nil
+		return filepath.Join(root, s.Cwd), leftover.Dir{}, nil
 	}
 	if !filepath.IsAbs(s.Command) && strings.ContainsRune(s.Command, filepath.Separator) {
-		return "", false, fmt.Errorf(`its command %q is a path relative to the working directory, and a server whose entry names no "cwd" runs in an empty directory of its own, not in the workspace (so that no file written there runs as the server); give the entry "cwd": "." to run the workspace's %s, or give the command's absolute path`, s.Command, s.Command)
+		return "", leftover.Dir{}, fmt.Errorf(`its command %q is a path relative to the working directory, and a server whose entry names no "cwd" runs in an empty directory of its own, not in the workspace (so that no file written there runs as the server); give the entry "cwd": "." to run the workspace's %s, or give the command's absolute path`, s.Command, s.Command)
 	}
-	dir, err = os.MkdirTemp("", "myelin-mcp-"+safe(s.Name)+"-*")
+	private, err = serverDirs.MakeDir(safe(s.Name))
 	if err != nil {
-		return "", false, fmt.Errorf("making the empty directory it runs in: %w", err)
+		return "", leftover.Dir{}, fmt.Errorf("making the empty directory it runs in: %w", err)
 	}
+	dir = private.Path
 	if inside(dir, root) {
-		os.RemoveAll(dir)
-		return "", false, fmt.Errorf(`the temporary directory %s, where a server whose entry names no "cwd" runs, is inside the workspace %s, whose files the model writes: set TMPDIR to a directory outside the workspace, or give the entry a "cwd"`, filepath.Dir(dir), root)
+		private.Remove()
+		return "", leftover.Dir{}, fmt.Errorf(`the temporary directory %s, where a server whose entry names no "cwd" runs, is inside the workspace %s, whose files the model writes: set TMPDIR to a directory outside the workspace, or give the entry a "cwd"`, filepath.Dir(dir), root)
 	}
-	return dir, true, nil
+	return dir, private, nil
 }
 
 // inside reports whether path is root or under it, symbolic links
@@ -97,8 +109,8 @@ func startProcess(s Server, o *Options) (*process, error) {
 	}
 	started := false
 	defer func() {
-		if private && !started {
-			os.RemoveAll(dir)
+		if !started {
+			private.Remove()
 		}
 	}()
 	logFile, logPath, err := openLog(o.Dir, s)
@@ -139,7 +151,7 @@ func startProcess(s Server, o *Options) (*process, error) {
 	cmd.Env = s.Environ(o.Lookup)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	// Confined as its entry asks, before it starts (package sandbox).
-	err = applySandbox(s, cmd, dir, private, o.Dir)
+	err = applySandbox(s, cmd, dir, private.Path != "", o.Dir)
 	var group *child.Group
 	if err == nil {
 		group, err = child.Start(cmd)
@@ -161,20 +173,18 @@ func startProcess(s Server, o *Options) (*process, error) {
 		close(copied)
 	}()
 	started = true
-	p := &process{cmd: cmd, group: group, done: make(chan struct{}), log: logPath, logFrom: logFrom}
-	if private {
-		p.privateDir = dir
-	}
+	p := &process{cmd: cmd, group: group, done: make(chan struct{}), log: logPath, logFrom: logFrom, privateDir: private}
 	p.conn = newLineConn(inW, outR, o.maxReply())
 	p.conn.stray = logW // lines on stdout that are not JSON-RPC go to the log
 	go func() {
 		p.err = group.Wait() // not cmd.Wait: it notices a supervisor the server stopped
-		// Whatever it left behind in its group goes with it, and the
-		// session learns at once that the server is gone.
+		// Whatever it left behind in its group goes with it, and so does
+		// its own dir; the session learns then that the server is gone
+		// (at once, but for the sweep of left dirs this server's start
+		// began, if still running, waited for a second at most: so a
+		// myelin whose one server ends has swept).
 		group.Kill()
-		if p.privateDir != "" {
-			os.RemoveAll(p.privateDir)
-		}
+		p.privateDir.Remove()
 		// Its stderr is in the log before anyone reads the log's tail
 		// (a process that left the group may hold the pipe: not for long).
 		select {
@@ -236,7 +246,7 @@ func (p *process) explain(err error) error {
 		return err
 	}
 	where := ""
-	if p.privateDir != "" {
+	if p.privateDir.Path != "" {
 		where = `; it ran in an empty directory of its own, not in the workspace: an entry that runs the workspace's files (python3 server.py, node build/index.js) names the workspace with "cwd": "." (docs/mcp.md, "Working directory")`
 	}
 	if strings.HasPrefix(p.log, "(") { // no log: p.log says why

@@ -304,7 +304,7 @@ func TestKeptEnginesDieWithMyelin(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperKeepsEngines$")
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Env = append(os.Environ(), helperEnv+"=1", "TMPDIR="+t.TempDir()) // the helper is killed before its own t.TempDir is removed: under ours
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/myelin-run/myelin/internal/leftover"
 	"github.com/myelin-run/myelin/workspace"
 )
 
@@ -18,6 +19,16 @@ import (
 // outside it, and so that the conversion can rename an output into
 // .myelin/tool-results/ on the same file system.
 const OutputDir = ".myelin/shell"
+
+// tempOutputs is the kind of an output file made outside a workspace (no
+// workspace directory, or OutputDir could not be made):
+// $TMPDIR/myelin-shell-<pid>-<random>.out, locked (flock, exclusive)
+// through the file as one in OutputDir is. One a killed myelin left is
+// removed by a later sweep, at the next such file's making, once nobody
+// holds its lock: neither myelin nor its command, which inherits it
+// (package internal/leftover). Those named myelin-shell-<random>.out
+// (made before locks) are never swept.
+var tempOutputs = &leftover.Kind{Prefix: "myelin-shell-", Suffix: ".out"}
 
 // outputFile creates a new file for a command's output under dir's
 // OutputDir, open for reading and writing and locked (flock, exclusive)
@@ -29,12 +40,13 @@ const OutputDir = ".myelin/shell"
 //
 // With no workspace directory (dir ""), or when OutputDir cannot be made
 // (a read-only workspace), the file goes to the OS's temporary directory,
-// where a crash may leave it. When OutputDir or a directory on its way is
+// locked as well (tempOutputs): one a crash leaves there is swept when a
+// later one is made. When OutputDir or a directory on its way is
 // a symbolic link (or not a directory), the command is refused with an
 // error naming it (workspace.OwnLinkError): the link is never followed.
 func outputFile(dir string) (*os.File, error) {
 	if dir == "" {
-		return os.CreateTemp("", "myelin-shell-*.out")
+		return tempOutputs.Create()
 	}
 	d, err := workspace.MakeOwnDir(dir, OutputDir)
 	var le *workspace.OwnLinkError
@@ -42,7 +54,7 @@ func outputFile(dir string) (*os.File, error) {
 		return nil, err
 	}
 	if err != nil {
-		return os.CreateTemp("", "myelin-shell-*.out")
+		return tempOutputs.Create()
 	}
 	for tries := 0; ; tries++ {
 		p := filepath.Join(d, randomName()+".out")

@@ -80,6 +80,7 @@ func TestStartCleansOutputsNoLiveProcessHolds(t *testing.T) {
 }
 
 func TestWithoutAWorkspaceDirTheOutputGoesToTheTempDir(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
 	f, err := outputFile("")
 	if err != nil {
 		t.Fatal(err)

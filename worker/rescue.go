@@ -14,7 +14,10 @@ import (
 // River's own rescuer does not serve here: it leaves alone a running job
 // whose worker has no timeout (a turn may run long), and rescues one with
 // a timeout only once the timeout has passed — a dead worker's turn would
-// wait as long as the longest turn may run. So each worker process beats
+// wait as long as the longest turn may run — and it marks a job that was
+// cancelled while it ran cancelled as it rescues it, with no worker ending
+// the turn, so the queue keeps it off the turns' jobs altogether
+// (riverNeverRescues). So each worker process beats
 // in myelin_workers (its River client id, and when it last beat), and
 // every process with workers gives a running turn job back to the queue
 // when the process that took it (the last of its attempted_by) has not

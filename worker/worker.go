@@ -136,14 +136,22 @@ func New(store history.Store, pool *pgxpool.Pool, run func(ctx context.Context, 
 		return nil, fmt.Errorf("workers: %w", err)
 	}
 	cfg := &river.Config{
-		ID:                q.id,
-		Workers:           workers,
-		JobTimeout:        -1, // a turn may run long: its own limits bound it
-		RetryPolicy:       retryPolicy{},
-		MaxAttempts:       maxAttempts,
-		FetchPollInterval: opts.Poll,
-		FetchCooldown:     min(opts.Poll, 100*time.Millisecond),
-		Logger:            nil,
+		ID:         q.id,
+		Workers:    workers,
+		JobTimeout: -1, // a turn may run long: its own limits bound it
+		// River's own rescuer stays out of the turns' jobs: it would mark
+		// a job cancelled while it ran, once running longer than this,
+		// cancelled as it rescued it, without the turn being ended
+		// (agent.EndCancelled) — the conversation keeping a call with no
+		// result, and no one to finish the turn. The workers' own rescue
+		// (rescue.go) gives such a job back to a worker, which ends it
+		// (TestRiversOwnRescuerNeverCancelsATurnsJob).
+		RescueStuckJobsAfter: riverNeverRescues,
+		RetryPolicy:          retryPolicy{},
+		MaxAttempts:          maxAttempts,
+		FetchPollInterval:    opts.Poll,
+		FetchCooldown:        min(opts.Poll, 100*time.Millisecond),
+		Logger:               nil,
 	}
 	if opts.Workers > 0 {
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: opts.Workers}}
@@ -155,6 +163,11 @@ func New(store history.Store, pool *pgxpool.Pool, run func(ctx context.Context, 
 	q.client = client
 	return q, nil
 }
+
+// riverNeverRescues is River's stuck-job horizon as the queue sets it:
+// past any turn's life (a hundred years), so that River's rescuer never
+// takes a turn's job (Queue's river.Config).
+const riverNeverRescues = 100 * 365 * 24 * time.Hour
 
 // Start starts this process's workers (none without Options.Workers):
 // they beat, give back the turns of dead workers, and take jobs.

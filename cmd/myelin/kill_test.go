@@ -32,6 +32,7 @@ func TestAShellCommandDiesWithMyelinKilledBySIGKILL(t *testing.T) {
 		`sleep 300 & echo $! > background.pid; echo $$ > bash.pid; sleep 3; touch f`
 	in, _ := json.Marshal(map[string]string{"command": command})
 	cmd := exec.Command(bin, "tool", "call", "shell--run", string(in), "--allow-shell", "--workspace", dir)
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir()) // what the killed myelin leaves there, under the test's
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	started := time.Now()
@@ -114,6 +115,7 @@ func TestAStubbornMCPServerDiesWithMyelinKilledBySIGKILL(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(bin, append(tt.args(dir), "--workspace", dir, "--mcp-config", configFile)...)
+			cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir()) // the server's own dir, left by the killed myelin, under the test's
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			if err := cmd.Start(); err != nil {

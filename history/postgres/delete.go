@@ -133,5 +133,5 @@ func (s *Store) forget(id string) {
 	s.mu.Lock()
 	delete(s.read, id)
 	s.mu.Unlock()
-	s.sent.remember(id, 0, "", nil)
+	s.sent.Forget(id)
 }

@@ -58,6 +58,6 @@ func SentCacheHit(s history.Store, id string) (bool, error) {
 	if err := st.pool.QueryRow(context.Background(), `SELECT n, meta FROM requests WHERE conversation = $1 ORDER BY n DESC LIMIT 1`, id).Scan(&n, &meta); err != nil {
 		return false, err
 	}
-	_, ok := st.sent.last(id, n, meta)
+	_, ok := st.sent.Last(id, n, meta)
 	return ok, nil
 }

@@ -67,7 +67,7 @@ type Store struct {
 	mu   sync.Mutex
 	read map[string]read // per conversation, the messages read so far
 
-	sent sentCache // the newest request body of some conversations (requests.go)
+	sent record.SentBodies // the newest request body of some conversations (requests.go)
 }
 
 var (

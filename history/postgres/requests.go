@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,79 +13,20 @@ import (
 	"github.com/myelin-run/myelin/history/internal/record"
 )
 
-// sentBodiesKept bounds how many conversations' newest request bodies the
-// store remembers, so that the next request is kept by what it adds
-// without reading the last back; one it forgot is read back.
-const sentBodiesKept = 64
-
-// sentCache remembers the newest request body this process kept for some
-// conversations.
-type sentCache struct {
-	mu     sync.Mutex
-	bodies map[string]sentBody
-}
-
-// sentBody is a conversation's newest request as this store kept it: its
-// number, body, and its row's meta as stored, which tells it from a
-// request another opening kept under the same number after deleting the
-// conversation and making it again under its id: meta holds a nonce of
-// the row's own (storedMeta.Row), so the body is taken as the stored
-// one's only while the newest row's number and meta are these. The
-// number alone did not tell them apart, nor would the request's fields:
-// a caller may give the Time (history.SentRequest.Time), and two requests
-// of the same time, answer, wire and size with other bodies had the same
-// meta (TestARequestKeptByAnotherOpeningWithTheSameFieldsIsNotTakenForOurs).
-// A row of an older build has no nonce and never matches: its body is
-// read back.
-type sentBody struct {
-	n    int
-	meta string
-	body []byte
-}
-
 // storedMeta is a request's meta as AddRequest stores it: the
 // SentRequest (its body left out) and Row, a random nonce of the row
-// (sentBody). A reader unmarshals it into a SentRequest, which has no Row.
+// (record.SentBodies). A reader unmarshals it into a SentRequest, which
+// has no Row.
 type storedMeta struct {
 	history.SentRequest
 	Row uint64 `json:"row"`
-}
-
-// last returns the body of conversation id's request n, when it is the
-// one remembered and its row's meta as stored is meta.
-func (c *sentCache) last(id string, n int, meta string) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b, ok := c.bodies[id]
-	return b.body, ok && b.n == n && b.meta == meta
-}
-
-// remember keeps body as conversation id's request n, its row's meta as
-// stored being meta (body nil: forgets id).
-func (c *sentCache) remember(id string, n int, meta string, body []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if body == nil {
-		delete(c.bodies, id)
-		return
-	}
-	if c.bodies == nil {
-		c.bodies = map[string]sentBody{}
-	}
-	if _, ok := c.bodies[id]; !ok && len(c.bodies) >= sentBodiesKept {
-		for other := range c.bodies { // forget one, any: it is read back if needed
-			delete(c.bodies, other)
-			break
-		}
-	}
-	c.bodies[id] = sentBody{n: n, meta: meta, body: append([]byte(nil), body...)}
 }
 
 // AddRequest keeps r as conversation id's next request (see
 // history.Requests), under the conversation's row lock, without waiting
 // for the server's disk. The newest row is read under that lock, in the
 // insert's transaction: the remembered body is used only when that row is
-// the one this store wrote (sentBody).
+// the one this store wrote (record.SentBodies).
 func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest) (int, error) {
 	doing := "keeping a request of conversation " + id
 	if r.Time.IsZero() {
@@ -106,7 +46,7 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 		r.N, r.Size = n, len(r.Body)
 		base, prefix := 0, 0
 		if n > 1 && (n-1)%record.SnapshotEvery != 0 {
-			prev, ok := s.sent.last(id, n-1, lastMeta)
+			prev, ok := s.sent.Last(id, n-1, lastMeta)
 			if !ok {
 				last, err := s.request(ctx, tx, id, n-1)
 				if err != nil {
@@ -130,10 +70,10 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 		return nil
 	})
 	if err != nil {
-		s.sent.remember(id, 0, "", nil)
+		s.sent.Forget(id)
 		return 0, err
 	}
-	s.sent.remember(id, n, meta, r.Body)
+	s.sent.Remember(id, n, meta, r.Body)
 	return n, nil
 }
 

@@ -27,7 +27,7 @@ func (s *Store) MessagesBetween(ctx context.Context, id string, from, to int) ([
 		return nil, err
 	}
 	doing := fmt.Sprintf("reading messages %d to %d of conversation %s", from, to, id)
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}

@@ -79,7 +79,7 @@ func (s *Store) BlobAt(ctx context.Context, id, path string) (string, []byte, er
 	// the records down the chain and the files in one read transaction:
 	// a base rewound, switched or made again between them is not glued
 	// to the link that named it
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return "", nil, s.explain(doing, err)
 	}

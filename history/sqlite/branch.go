@@ -336,7 +336,7 @@ func (s *Store) moveRows(ctx context.Context, tx *sql.Tx, from, to string, after
 // one without branches).
 func (s *Store) Branches(ctx context.Context, id string) ([]history.Conversation, error) {
 	doing := "listing the branches of conversation " + id
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}

@@ -34,10 +34,14 @@ func (s *Store) extend(id string, known, fresh []history.Message, tag readTag) [
 // unless a SetMark kept a mark since (then none is). A read without a mark
 // (Messages') that replaces what was kept drops the mark kept with it;
 // one that adds to it in place leaves it (the messages only grew). A read
-// that replaces what was kept also ends the writer's claim on it
-// (Store.own): the read is of its own moment, which may precede the
-// writer's rewind or switch since, so the writer's next read checks it
-// (TestAReadKeptAfterTheWritersRewindIsNotHandedToTheWriterUnchecked).
+// that keeps anything also ends the writer's claim on what is kept
+// (Store.own): the read is of its own snapshot, which may precede the
+// writer's rewind, switch or delete since — a read whole or a Marked on
+// a reader connection, or a fork's read adding its base's rows in place
+// — so the writer's next read checks the kept messages' tag against the
+// store (TestAReadKeptAfterTheWritersRewindIsNotHandedToTheWriterUnchecked,
+// TestAForksReadDoesNotHandItsBasesWriterRowsOfAnOlderSnapshot). The
+// writer's next Append marks them its own again (keepAppended).
 func (s *Store) keep(id string, start int, known, fresh []history.Message, tag readTag, mark *keptMark, gen uint64) []history.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -81,13 +85,11 @@ func (s *Store) keep(id string, start int, known, fresh []history.Message, tag r
 		}
 	}
 	if kept {
-		if replaced {
-			// a read's messages, of its moment: the writer's own (its
-			// next reads take them without a query) only once it appends
-			// again, not while its rewind or switch since may be what
-			// this read missed
-			delete(s.own, id)
-		}
+		// a read's messages, of its snapshot: the writer's own (its
+		// next reads take them without a query) only once it appends
+		// again, not while its rewind or switch since may be what this
+		// read missed
+		delete(s.own, id)
 		s.tags[id] = tag
 		if start > 0 {
 			s.start[id] = start
@@ -122,8 +124,13 @@ func (s *Store) keep(id string, start int, known, fresh []history.Message, tag r
 // the Append's transaction found (mark): else it is read again.
 //
 // It reports whether it kept them: then what the store keeps of id is the
-// conversation as the Append's transaction left it (from s.start[id]).
-func (s *Store) keepAppended(id string, after readTag, raws [][]byte, mark markID) bool {
+// conversation as the Append's transaction left it (from s.start[id]),
+// and, when owner is not nil (the writer whose claim the Append was
+// under), that writer's own (Store.own: its next reads take it without a
+// query) — marked under the same lock as it is kept, so that no read's
+// keep of an older snapshot lands between the two and is taken for the
+// writer's (TestAReadKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn).
+func (s *Store) keepAppended(id string, after readTag, raws [][]byte, mark markID, owner *history.Holder) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.read[id]
@@ -151,6 +158,9 @@ func (s *Store) keepAppended(id string, after readTag, raws [][]byte, mark markI
 		after.crc = record.MessageChecksum(id, after.n, raws[len(raws)-1])
 	}
 	s.tags[id] = after
+	if owner != nil {
+		s.own[id] = owner.Token
+	}
 	s.usedLocked(id)
 	return true
 }
@@ -200,16 +210,6 @@ func (s *Store) settled(id string) {
 // What the store keeps of a conversation's messages is still checked
 // before any read takes it (readTag), and dropped with them (dropRead).
 
-// ownAppend marks conversation id's kept messages as the whole of it
-// under writer w's claim (keepAppended kept w's append).
-func (s *Store) ownAppend(id string, w history.Holder) {
-	s.mu.Lock()
-	if _, kept := s.read[id]; kept { // not forgotten since (usedLocked)
-		s.own[id] = w.Token
-	}
-	s.mu.Unlock()
-}
-
 // forgetOwn takes every conversation off the fast path of ownMessages: a
 // write that committed but whose sync failed (unsyncedError) returned
 // before it could forget what it changed, so what is kept is checked
@@ -221,7 +221,7 @@ func (s *Store) forgetOwn() {
 }
 
 // ownMessages is what the store keeps of conversation id when the writer
-// of ctx appended to it last (ownAppend), clipped to its length; ok is
+// of ctx appended to it last (keepAppended), clipped to its length; ok is
 // false when a read must go to the store.
 func (s *Store) ownMessages(ctx context.Context, id string) (msgs []history.Message, ok bool) {
 	w, writing := history.WriterOf(ctx)

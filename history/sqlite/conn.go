@@ -1,8 +1,8 @@
 package sqlite
 
-// This file is the store's connection: the driver's, with the round's
-// statements (rawStmts) prepared on it kept beside it and freed as it
-// closes.
+// This file is the store's connections (the writer and the readers,
+// sqlite.go): the driver's, each with the round's statements (rawStmts)
+// prepared on it kept beside it and freed as it closes.
 
 import (
 	"context"
@@ -89,6 +89,7 @@ var driverInterfaces = []func(sqldriver.Conn) bool{
 // (registered as "sqlite"), each in an ownConn.
 type ownConnector struct {
 	dsn    string
+	opened func()                         // told of each connection opened (nil: nobody)
 	closed func(close func() error) error // closes each connection around the driver's close (nil: just close)
 }
 
@@ -120,14 +121,22 @@ func (o ownConnector) Connect(context.Context) (sqldriver.Conn, error) {
 			return nil, errors.New("the SQLite driver's connection lacks an interface the store passes on")
 		}
 	}
+	if o.opened != nil {
+		o.opened()
+	}
 	return &ownConn{Conn: dc, closed: o.closed}, nil
 }
 
 // Driver is the driver registered as "sqlite".
 func (o ownConnector) Driver() sqldriver.Driver { return sqliteDriver() }
 
-// openDB opens the database dsn names with the store's connections;
-// closed (unless nil) closes each of them, given the driver's close.
-func openDB(dsn string, closed func(close func() error) error) *sql.DB {
-	return sql.OpenDB(ownConnector{dsn: dsn, closed: closed})
+// openDB opens the database dsn names with the store's connections,
+// each counted by logs as it opens and closed through it (closeConn);
+// logs is read when a connection opens or closes, so it may be set
+// after openDB returns, before the first connection opens.
+func openDB(dsn string, logs **logSync) *sql.DB {
+	return sql.OpenDB(ownConnector{dsn: dsn,
+		opened: func() { (*logs).opened() },
+		closed: func(close func() error) error { return (*logs).closeConn(close) },
+	})
 }

@@ -193,10 +193,13 @@ func (s *Store) deletedHashes(ctx context.Context, tx *sql.Tx, id string) ([]str
 
 // forget drops what the store keeps in memory of conversation id (its
 // messages read, its newest request body): for a conversation deleted,
-// so that one made again under its id starts empty.
+// rewound or switched, so that one made again under its id starts empty.
+// A read begun before keeps no mark it read (markGen), as after SetMark:
+// its snapshot may hold the mark the write dropped.
 func (s *Store) forget(id string) {
-	s.dropRead(id)
-	s.sent.mu.Lock()
-	delete(s.sent.bodies, id)
-	s.sent.mu.Unlock()
+	s.mu.Lock()
+	s.dropReadLocked(id)
+	s.markGen++
+	s.mu.Unlock()
+	s.sent.Forget(id)
 }

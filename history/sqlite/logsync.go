@@ -41,6 +41,13 @@ type logSync struct {
 	log *os.File
 	fd  uintptr
 	id  fileID
+	// conns is how many connections to the store are open now (the
+	// writer and the readers): SQLite checkpoints and removes the log
+	// only when the last of them closes, so only then is the log kept
+	// here let go (closeConn). A reader that database/sql closes while
+	// the writer is open leaves the log where it is, and the next sync
+	// must still find it there.
+	conns int
 	// syncFile syncs a file's data to disk (fdatasync where there is one:
 	// syncData); tests count its calls.
 	syncFile func(f *os.File, fd uintptr) error
@@ -55,20 +62,31 @@ type logSync struct {
 // committed notes that a transaction of the store has committed.
 func (l *logSync) committed() { l.commits.Add(1) }
 
-// close closes the log file kept open.
+// close closes the log file kept open, once no connection to the store
+// is open (one still in a read when the store closed lets it go as it
+// closes).
 func (l *logSync) close() { _ = l.closeConn(nil) }
 
+// opened counts a connection to the store that has opened (conns).
+func (l *logSync) opened() {
+	l.mu.Lock()
+	l.conns++
+	l.mu.Unlock()
+}
+
 // closeConn closes a connection of the store's (close, unless nil) with
-// l.mu held, then the log file kept open, so that no sync looks at the
-// log between SQLite's unlinking it and the kept one being let go.
+// l.mu held, then, when it was the last one open, the log file kept
+// open, so that no sync looks at the log between SQLite's unlinking it
+// and the kept one being let go.
 func (l *logSync) closeConn(close func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var err error
 	if close != nil {
 		err = close()
+		l.conns--
 	}
-	if l.log != nil {
+	if l.conns <= 0 && l.log != nil {
 		l.log.Close()
 		l.log, l.id = nil, fileID{}
 	}
@@ -86,8 +104,8 @@ func (l *logSync) closeConn(close func() error) error {
 //
 // A log that is not there was checkpointed into the store's file and
 // removed when the last connection to the store closed (SQLite syncs the
-// log and the file around that checkpoint; a connection of the store's
-// that closed let go of the log kept here: logSync.close). One that is
+// log and the file around that checkpoint; the last connection of the
+// store's to close let go of the log kept here: logSync.closeConn). One that is
 // not there, or is another file, while the store's connection that
 // wrote the log kept here is still open was removed or replaced from
 // under SQLite, by something else: SQLite writes on to the file it has

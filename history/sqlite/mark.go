@@ -272,7 +272,7 @@ func (s *Store) markSet(id string, after readTag, k keptMark) {
 
 // ownMarked is ownMessages for Marked: the mark kept of conversation id
 // and the messages kept from its place on, when the writer of ctx
-// appended to it last (ownAppend) and the mark is known (Store.marks):
+// appended to it last (keepAppended) and the mark is known (Store.marks):
 // under the claim nobody else sets it, and what this store sets it keeps
 // (markSet). ok is false when a read must go to the store.
 func (s *Store) ownMarked(ctx context.Context, id string) (m history.Mark, msgs []history.Message, ok bool) {
@@ -375,8 +375,8 @@ type markedRead struct {
 // readMarkedThroughBases reads them.
 var errThroughBases = errors.New("the mark's place is among the messages of a base")
 
-// readMarked is Marked's read, in one read transaction on the store's
-// connection: conversation id's record and mark (markedRecordSQL; its
+// readMarked is Marked's read, in one read transaction on a reader
+// connection (rawRead): conversation id's record and mark (markedRecordSQL; its
 // facts only where it is not mark, the one kept), then
 // its rows after the known ones kept from place start (when kept, and
 // start is not past the mark's place), checked against the kept tag;
@@ -398,6 +398,9 @@ func (s *Store) readMarked(ctx context.Context, id string, kept bool, start int,
 		}
 		if r.mark, err = s.checkMark(id, stored, c.Messages, mark); err != nil {
 			return err
+		}
+		if whileMarking != nil {
+			whileMarking(id)
 		}
 		if kept && start <= r.mark.From {
 			end := start + len(known)
@@ -472,7 +475,7 @@ func (s *Store) readTail(tx rawTx, id string, after int, tag *readTag, size int,
 // whole.
 func (s *Store) readMarkedThroughBases(ctx context.Context, id string, mark keptMark) (r markedRead, err error) {
 	doing := "reading conversation " + id + " from its mark"
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return r, s.explain(doing, err)
 	}
@@ -558,11 +561,11 @@ func (r rawRow) Scan(dest ...any) error {
 	return r.tx.queryRow(r.st, r.args, append(dest, r.extra...)...)
 }
 
-// rawRead runs fn in a read transaction on the store's connection (BEGIN,
+// rawRead runs fn in a read transaction on a reader connection (BEGIN,
 // deferred: it takes no lock but WAL's snapshot, taken at its first
 // read), then ends it, whatever becomes of ctx.
 func (s *Store) rawRead(ctx context.Context, doing string, fn func(tx rawTx) error) error {
-	c, err := s.db.Conn(ctx)
+	c, err := s.readDB().Conn(ctx)
 	if err != nil {
 		return s.explain(doing, err)
 	}
@@ -576,11 +579,10 @@ func (s *Store) rawRead(ctx context.Context, doing string, fn func(tx rawTx) err
 		tx := rawTx{ctx: ctx, st: st}
 		end := rawTx{ctx: context.WithoutCancel(ctx), st: st}
 		if err := tx.exec(st.beginRead); err != nil {
-			end.exec(st.rollback) // a BEGIN reported failed may have run
-			return err
+			return errors.Join(err, end.rollBack()) // a BEGIN reported failed may have run
 		}
 		fnErr = fn(tx)
-		return end.exec(st.rollback)
+		return end.rollBack()
 	})
 	if fnErr != nil {
 		return fnErr
@@ -590,3 +592,9 @@ func (s *Store) rawRead(ctx context.Context, doing string, fn func(tx rawTx) err
 	}
 	return nil
 }
+
+// whileMarking, when not nil (tests only), is called by Marked's read
+// between its record's statement and its rows', inside its read
+// transaction: this store's own writes may commit there, after the
+// read's snapshot.
+var whileMarking func(id string)

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // rawStmts are the round's statements and a conversation's read,
@@ -74,17 +75,15 @@ func (s *Store) rawWriteAnd(ctx context.Context, doing string, lazy bool, fn fun
 		if err := tx.exec(st.begin); err != nil {
 			// the driver may report a BEGIN that ran as failed when ctx
 			// ended meanwhile: roll back whatever it began
-			end.exec(st.rollback)
-			return err
+			return errors.Join(err, end.rollBack())
 		}
 		if fnErr = fn(tx); fnErr != nil {
-			end.exec(st.rollback)
-			return nil
+			return end.rollBack()
 		}
 		if commitErr = end.exec(st.commit); commitErr != nil {
 			// a COMMIT that failed may leave the transaction open:
 			// the connection goes back to database/sql without one
-			end.exec(st.rollback)
+			return end.rollBack()
 		}
 		return nil
 	})
@@ -101,8 +100,9 @@ func (s *Store) rawWriteAnd(ctx context.Context, doing string, lazy bool, fn fun
 	return s.afterCommit(doing, lazy, committed)
 }
 
-// rawPrepared is the round's statements on the store's connection dc
-// (an ownConn), prepared on the first use of dc.
+// rawPrepared is the round's statements on the store's connection dc (an
+// ownConn: the writer, or a reader, which being query_only runs only the
+// reads of them), prepared on the first use of dc.
 func (s *Store) rawPrepared(ctx context.Context, dc any) (*rawStmts, error) {
 	c, ok := dc.(*ownConn)
 	if !ok {
@@ -202,6 +202,32 @@ func (st *rawStmts) bind(args []any) ([]sqldriver.NamedValue, error) {
 	}
 	return vals, err
 }
+
+// rollBack ends tx's transaction, if one is open, with ROLLBACK: a
+// read's end, or a write's that did not commit. A ROLLBACK that failed
+// (but for having found no transaction open: SQLite rolls back by itself
+// after some errors) may leave the transaction open — a writer's holding
+// the store's write lock from every other process, a reader's its
+// snapshot, stale for every later read on it and keeping the log from
+// being started over — until the connection is next used, which may be
+// minutes later (a chat waiting for its user). Its error therefore wraps
+// driver.ErrBadConn: returned from sql.Conn.Raw, database/sql then closes
+// the connection, and SQLite rolls back what it had open as it closes
+// (TestAConnectionWhoseRollbackFailedIsClosed).
+func (tx rawTx) rollBack() error {
+	err := tx.exec(tx.st.rollback)
+	if rollbackFailed != nil {
+		err = rollbackFailed(err)
+	}
+	if err == nil || strings.Contains(err.Error(), "no transaction is active") {
+		return nil
+	}
+	return fmt.Errorf("rolling back: %w (the connection is closed: %w)", err, sqldriver.ErrBadConn)
+}
+
+// rollbackFailed, when not nil (tests only), is given the error of every
+// ROLLBACK rollBack runs and returns the one it reports.
+var rollbackFailed func(error) error
 
 // exec runs st with args.
 func (tx rawTx) exec(st sqldriver.Stmt, args ...any) error {

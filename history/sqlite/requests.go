@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
+	"sync/atomic"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/history/internal/record"
@@ -28,48 +28,18 @@ const requestsSchema = `CREATE TABLE IF NOT EXISTS requests (
 	PRIMARY KEY (conversation, n)
 )`
 
-// sentBodiesKept bounds how many conversations' newest request bodies the
-// SQLite store remembers: a server runs many conversations, and must not
-// hold a body of each for as long as it runs. A conversation it forgot
-// has its last body read back at its next request.
-const sentBodiesKept = 64
-
-// sentCache keeps the newest request body of the conversations that sent
-// one last (at most sentBodiesKept), so that the next is kept by what it
-// adds without reading the last back.
+// sentCache is what the store remembers of the requests it kept: the
+// newest body of some conversations (record.SentBodies), and whether the
+// requests table is known to be there.
 type sentCache struct {
-	mu     sync.Mutex
-	bodies map[string]sentBody
-	table  bool // the requests table is known to exist: not made again
-}
-
-// sentBody is a conversation's newest request as this store kept it: its
-// number, body, and its row's meta as stored, which tells it from a
-// request another opening kept under the same number after deleting the
-// conversation and making it again under its id: meta holds a nonce of
-// the row's own (storedMeta.Row), so the body is taken as the stored
-// one's only while the row's number and meta are these. The request's
-// fields alone did not tell them apart: a caller may give the Time
-// (history.SentRequest.Time), and two requests of the same time, answer,
-// wire and size with other bodies had the same meta
-// (TestARequestKeptByAnotherOpeningWithTheSameFieldsIsNotTakenForOurs).
-type sentBody struct {
-	n    int
-	meta string
-	body []byte
-}
-
-// newest is conversation id's request body kept in c, and whether it is
-// the one stored as request n with meta (its row's as stored). c.mu is
-// held.
-func (c *sentCache) newest(id string, n int, meta string) (sentBody, bool) {
-	last, ok := c.bodies[id]
-	return last, ok && last.n == n && last.meta == meta
+	record.SentBodies
+	table atomic.Bool // the requests table is known to exist: not made again
 }
 
 // storedMeta is a request's meta as AddRequest stores it: the
 // SentRequest (its body left out) and Row, a random nonce of the row
-// (sentBody). A reader unmarshals it into a SentRequest, which has no Row.
+// (record.SentBodies). A reader unmarshals it into a SentRequest, which
+// has no Row.
 type storedMeta struct {
 	history.SentRequest
 	Row uint64 `json:"row"`
@@ -82,12 +52,10 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 	if r.Time.IsZero() {
 		r.Time = s.now().UTC()
 	}
-	s.sent.mu.Lock()
-	defer s.sent.mu.Unlock()
 	var n int
 	var meta string // the request's as stored
 	err := s.write(ctx, doing, true, func(tx *sql.Tx) error {
-		if !s.sent.table {
+		if !s.sent.table.Load() {
 			if _, err := tx.ExecContext(ctx, requestsSchema); err != nil {
 				return s.explain(doing, err)
 			}
@@ -109,9 +77,9 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 		n++
 		r.N = n
 		base, prefix := 0, 0
-		last, ok := s.sent.newest(id, n-1, lastMeta) // else another's, or none
+		last, ok := s.sent.Last(id, n-1, lastMeta) // else another's, or none
 		if ok && (n-1)%record.SnapshotEvery != 0 {
-			if p := history.CommonPrefix(last.body, r.Body); p > 0 {
+			if p := history.CommonPrefix(last, r.Body); p > 0 {
 				base, prefix = n-1, p
 			}
 		} else if !ok && n > 1 && (n-1)%record.SnapshotEvery != 0 {
@@ -136,27 +104,18 @@ func (s *Store) AddRequest(ctx context.Context, id string, r history.SentRequest
 		return nil
 	})
 	if err != nil {
-		delete(s.sent.bodies, id)
+		s.sent.Forget(id)
 		return 0, err
 	}
-	s.sent.table = true
-	if s.sent.bodies == nil {
-		s.sent.bodies = map[string]sentBody{}
-	}
-	if _, ok := s.sent.bodies[id]; !ok && len(s.sent.bodies) >= sentBodiesKept {
-		for other := range s.sent.bodies { // forget one, any: it is read back if needed
-			delete(s.sent.bodies, other)
-			break
-		}
-	}
-	s.sent.bodies[id] = sentBody{n: n, meta: meta, body: append([]byte(nil), r.Body...)}
+	s.sent.table.Store(true)
+	s.sent.Remember(id, n, meta, r.Body)
 	return n, nil
 }
 
 // Request returns conversation id's n-th request, its body rebuilt from
 // the whole one before it (see Requests).
 func (s *Store) Request(ctx context.Context, id string, n int) (history.SentRequest, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return history.SentRequest{}, s.explain("reading a request of conversation "+id, err)
 	}
@@ -215,7 +174,7 @@ func (s *Store) request(ctx context.Context, tx *sql.Tx, id string, n int) (hist
 
 // RequestCount is how many requests conversation id has (see Requests).
 func (s *Store) RequestCount(ctx context.Context, id string) (int, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return 0, s.explain("counting the requests of conversation "+id, err)
 	}
@@ -242,7 +201,7 @@ func (s *Store) requestCount(ctx context.Context, tx *sql.Tx, id string) (int, e
 // (see Requests): their rows' few fields, not their tails.
 func (s *Store) RequestList(ctx context.Context, id string) ([]history.SentRequest, error) {
 	doing := "listing the requests of conversation " + id
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := s.readDB().BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, s.explain(doing, err)
 	}

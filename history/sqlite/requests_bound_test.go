@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // The SQLite store remembers the newest request body of a bounded number
@@ -22,7 +23,7 @@ func TestTheSQLiteStoreRemembersTheLastBodyOfABoundedNumberOfConversations(t *te
 		t.Fatal(err)
 	}
 	defer s.Close()
-	const convs = sentBodiesKept * 3
+	const convs = record.SentBodiesKept * 3
 	body := func(c, i int) []byte {
 		return []byte(fmt.Sprintf(`{"c":%d,"m":[%s]}`, c, bytes.Repeat([]byte(`"x",`), i+1)))
 	}
@@ -39,11 +40,8 @@ func TestTheSQLiteStoreRemembersTheLastBodyOfABoundedNumberOfConversations(t *te
 			}
 		}
 	}
-	s.sent.mu.Lock()
-	n := len(s.sent.bodies)
-	s.sent.mu.Unlock()
-	if n > sentBodiesKept {
-		t.Fatalf("the store remembers the last body of %d conversations; want at most %d", n, sentBodiesKept)
+	if n := s.sent.Len(); n > record.SentBodiesKept {
+		t.Fatalf("the store remembers the last body of %d conversations; want at most %d", n, record.SentBodiesKept)
 	}
 	for c := range convs {
 		for i := range 3 {

@@ -58,9 +58,7 @@ func TestAStoreRemembersItsOwnNewestRequestNotOneStoredSince(t *testing.T) {
 		if err := s.db.QueryRowContext(ctx, `SELECT n, meta FROM requests WHERE conversation = ? ORDER BY n DESC LIMIT 1`, "c").Scan(&n, &meta); err != nil {
 			t.Fatal(err)
 		}
-		s.sent.mu.Lock()
-		defer s.sent.mu.Unlock()
-		_, ok := s.sent.newest("c", n, meta)
+		_, ok := s.sent.Last("c", n, meta)
 		return ok
 	}
 	for i := range 2 {

@@ -34,7 +34,13 @@ import (
 // the conversation's mark on, and its mark. It must not hand out what it
 // keeps for callers to change.
 type Store struct {
-	db      *sql.DB
+	db *sql.DB // the store's one writer connection, and its short reads
+	// rdb is the store's readers, a pool of reader connections (readers.go): the read
+	// transactions of a read whole and the other reads of many statements
+	// run there (readDB), so that a long read holds neither the writer
+	// nor the other conversations' reads (readconn, issue 34). Query-only
+	// and deferred: each read one snapshot of the log, never a writer.
+	rdb     *sql.DB
 	path    string
 	relaxed bool // the store never waits for the disk (Options.Relaxed)
 	// logs syncs the write-ahead log after a synced write (logsync.go):
@@ -44,7 +50,7 @@ type Store struct {
 	mu   sync.Mutex
 	read map[string][]history.Message // per conversation, the messages read so far, with room to grow (extend); handed out clipped
 	tags map[string]readTag           // per conversation in read, what its messages were read at (checked before they are taken again)
-	own  map[string]string            // per conversation in read, the claim token of the writer whose append left it whole (ownAppend)
+	own  map[string]string            // per conversation in read, the claim token of the writer whose append left it whole (keepAppended)
 	// per conversation in read, the messages appended after those in read,
 	// as stored, not decoded yet (keepAppended, settle)
 	undecoded map[string][][]byte
@@ -76,7 +82,7 @@ type Store struct {
 	node string           // this process's node (Holder.Node)
 	now  func() time.Time // the clock claims are timed by (tests set it)
 
-	sent sentCache // the newest request of each conversation (sqlite_requests.go)
+	sent sentCache // the newest request of some conversations (requests.go)
 }
 
 // Options tune a SQLite store; the zero value is the default.
@@ -150,9 +156,10 @@ func OpenWith(path string, opts Options) (*Store, error) {
 	// log kept open for the syncs is let go with it, no sync looking at
 	// the log meanwhile (logSync.closeConn).
 	var logs *logSync
-	db := openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"), func(close func() error) error { return logs.closeConn(close) })
-	// One connection: SQLite has one writer at a time anyway, and this way
-	// the store never waits on itself.
+	db := openDB(sqliteURI(path, "mode=rw&_pragma=busy_timeout(5000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"), &logs)
+	// One writer connection: SQLite has one writer at a time anyway, and
+	// this way the store never waits on itself. Its long reads run on the
+	// readers (rdb, below), not here, so that they hold up no write.
 	db.SetMaxOpenConns(1)
 	s := &Store{db: db, path: path, read: map[string][]history.Message{}, tags: map[string]readTag{}, own: map[string]string{}, undecoded: map[string][][]byte{}, used: map[string]uint64{}, start: map[string]int{}, marks: map[string]keptMark{}, marking: make(chan struct{}, 1), relaxed: opts.Relaxed, node: record.ThisNode(), now: time.Now}
 	s.logs.syncFile = syncData
@@ -174,6 +181,10 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
+	if err := s.openReaders(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	for _, st := range []struct {
 		stmt **sql.Stmt
 		sql  string
@@ -181,6 +192,7 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		{&s.selectClaim, selectClaimSQL},
 	} {
 		if *st.stmt, err = db.Prepare(st.sql); err != nil {
+			s.rdb.Close()
 			db.Close()
 			return nil, s.explain("opening", err)
 		}
@@ -244,10 +256,17 @@ func (s *Store) explain(doing string, err error) error {
 	return fmt.Errorf("history store %s: %s: %w", s.path, doing, err)
 }
 
-// Close closes the database.
+// Close closes the database: the readers first, then the writer, which
+// is then the last connection to the store, so that it checkpoints the
+// log into the store's file and removes it. A reader still in a read
+// when Close is called closes as its read ends, the last one then.
 func (s *Store) Close() error {
-	err := s.db.Close() // its connection frees the statements prepared on it (ownConn)
+	rerr := s.rdb.Close() // each connection frees the statements prepared on it (ownConn)
+	err := s.db.Close()
 	s.logs.close()
+	if err == nil {
+		err = rerr
+	}
 	return err
 }
 
@@ -719,10 +738,11 @@ func (s *Store) Append(ctx context.Context, id string, msgs ...history.Message) 
 	// what was kept undecoded while its sync waits for the disk.
 	lazy := history.IsLazy(ctx)
 	kept := func() {
-		if s.keepAppended(id, after, raws, mark) {
-			if w, ok := history.WriterOf(ctx); ok {
-				s.ownAppend(id, w)
-			}
+		var owner *history.Holder
+		if w, ok := history.WriterOf(ctx); ok {
+			owner = &w
+		}
+		if s.keepAppended(id, after, raws, mark, owner) {
 			if !lazy {
 				s.settled(id)
 			}

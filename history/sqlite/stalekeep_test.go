@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/myelin-run/myelin/history"
 )
@@ -24,11 +23,7 @@ func TestAReadKeptAfterTheWritersRewindIsNotHandedToTheWriterUnchecked(t *testin
 	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
 		t.Fatal(err)
 	}
-	h := history.NewHolder()
-	if _, err := s.Claim(ctx, "c", h, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	w := history.Writing(ctx, h)
+	w := writing(t, s, "c")
 	s.dropRead("c")
 	t.Cleanup(func() { afterMarkedRead = nil })
 	afterMarkedRead = func(id string) {

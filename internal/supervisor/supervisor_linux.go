@@ -72,7 +72,8 @@ func run(fdv string) int {
 	ws := killAll(pid)
 	// The temp dir's contents, even when myelin is gone; the directory
 	// itself myelin removes (this thread may not: it is a mount here, and
-	// its parent is read-only).
+	// its parent is read-only), or, when myelin is gone, another's sweep
+	// once it is empty (package child, temp_linux.go).
 	removeAll(tmp)
 	return exitAs(ws)
 }

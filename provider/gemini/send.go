@@ -289,8 +289,18 @@ func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Re
 			long, limit = resp, start.Add(bound)
 			continue
 		}
-		if r.last(n, clock().Sub(start), wait, bound) || ctx.Err() != nil {
-			if err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			// cancelled during the attempt or as its answer came, with
+			// retries to follow: the call ends with the context's error,
+			// whichever came first (as internal/send's), not with an
+			// answer that would have been retried
+			if resp != nil {
+				resp.Body.Close()
+			}
+			return nil, ctx.Err()
+		}
+		if r.last(n, clock().Sub(start), wait, bound) {
+			if err != nil {
 				err = &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: n, Reached: reached, Err: err}
 			}
 			return resp, err
