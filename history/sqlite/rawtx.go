@@ -178,16 +178,10 @@ func appendNamed(dst []sqldriver.NamedValue, args []any) ([]sqldriver.NamedValue
 // its reflection for the types the store's statements take.
 func driverValue(a any) (sqldriver.Value, error) {
 	switch v := a.(type) {
-	case nil:
-		return nil, nil
-	case int64:
-		return v, nil
+	case nil, int64, string, []byte:
+		return a, nil // the caller's own interface: unwrapped and wrapped again, each would allocate
 	case int:
 		return int64(v), nil
-	case string:
-		return v, nil
-	case []byte:
-		return v, nil
 	case json.RawMessage:
 		return []byte(v), nil
 	}

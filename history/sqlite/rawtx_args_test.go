@@ -64,7 +64,7 @@ func TestTheRoundsStatementsKeepNoArgumentOrRowPastTheirCall(t *testing.T) {
 
 // The append's read names its columns briefly: the driver copies every
 // column's name at every query, and an expression's name is its text (the
-// checksum's, over a kilobyte, at every Append).
+// checksum's, ~1 KiB, at every Append).
 func TestTheAppendsReadNamesItsColumnsBriefly(t *testing.T) {
 	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
 	ctx := context.Background()
