@@ -17,6 +17,7 @@ import (
 	"context"
 	"database/sql"
 	sqldriver "database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +37,13 @@ type rawStmts struct {
 	// Marked's read (a transaction begun by beginRead, ended by
 	// rollback) and SetMark's writes (mark.go)
 	beginRead, markedRecord, rowCRC, setMark, dropMark sqldriver.Stmt
+
+	// args and row are exec's and queryRow's arguments and row, made
+	// once: a statement of the connection's is run by one caller at a
+	// time (in sql.Conn.Raw), and the driver keeps neither past the call
+	// that it is given them in.
+	args []sqldriver.NamedValue
+	row  []sqldriver.Value
 }
 
 // rawTx is a transaction of the round on the driver's connection.
@@ -151,15 +159,42 @@ func (st *rawStmts) close() {
 // named is args as the driver takes them (database/sql's default
 // conversion: an int as an int64, a json.RawMessage as its bytes).
 func named(args []any) ([]sqldriver.NamedValue, error) {
-	out := make([]sqldriver.NamedValue, len(args))
+	return appendNamed(make([]sqldriver.NamedValue, 0, len(args)), args)
+}
+
+// appendNamed is dst with args appended as named does.
+func appendNamed(dst []sqldriver.NamedValue, args []any) ([]sqldriver.NamedValue, error) {
 	for i, a := range args {
-		v, err := sqldriver.DefaultParameterConverter.ConvertValue(a)
+		v, err := driverValue(a)
 		if err != nil {
 			return nil, fmt.Errorf("argument %d: %w", i+1, err)
 		}
-		out[i] = sqldriver.NamedValue{Ordinal: i + 1, Value: v}
+		dst = append(dst, sqldriver.NamedValue{Ordinal: i + 1, Value: v})
 	}
-	return out, nil
+	return dst, nil
+}
+
+// driverValue is a as database/sql's default conversion makes it, without
+// its reflection for the types the store's statements take.
+func driverValue(a any) (sqldriver.Value, error) {
+	switch v := a.(type) {
+	case nil, int64, string, []byte:
+		return a, nil // the caller's own interface: unwrapped and wrapped again, each would allocate
+	case int:
+		return int64(v), nil
+	case json.RawMessage:
+		return []byte(v), nil
+	}
+	return sqldriver.DefaultParameterConverter.ConvertValue(a)
+}
+
+// bind is args as the driver takes them, in st's buffer (rawStmts.args).
+func (st *rawStmts) bind(args []any) ([]sqldriver.NamedValue, error) {
+	vals, err := appendNamed(st.args[:0], args)
+	if err == nil {
+		st.args = vals
+	}
+	return vals, err
 }
 
 // rollBack ends tx's transaction, if one is open, with ROLLBACK: a
@@ -190,10 +225,11 @@ var rollbackFailed func(error) error
 
 // exec runs st with args.
 func (tx rawTx) exec(st sqldriver.Stmt, args ...any) error {
-	vals, err := named(args)
+	vals, err := tx.st.bind(args)
 	if err != nil {
 		return err
 	}
+	defer clear(vals) // holds no argument (a message's bytes) past the call
 	_, err = st.(sqldriver.StmtExecContext).ExecContext(tx.ctx, vals)
 	return err
 }
@@ -202,16 +238,22 @@ func (tx rawTx) exec(st sqldriver.Stmt, args ...any) error {
 // *int, *int64, *string, *[]byte, *sql.NullString or *sql.NullInt64);
 // sql.ErrNoRows when it has none.
 func (tx rawTx) queryRow(st sqldriver.Stmt, args []any, dest ...any) error {
-	vals, err := named(args)
+	vals, err := tx.st.bind(args)
 	if err != nil {
 		return err
 	}
+	defer clear(vals)
 	rows, err := st.(sqldriver.StmtQueryContext).QueryContext(tx.ctx, vals)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	row := make([]sqldriver.Value, len(rows.Columns()))
+	n := len(rows.Columns())
+	if cap(tx.st.row) < n {
+		tx.st.row = make([]sqldriver.Value, n)
+	}
+	row := tx.st.row[:n]
+	defer clear(row) // holds no value of this row past it
 	if err := rows.Next(row); err != nil {
 		if errors.Is(err, io.EOF) {
 			return sql.ErrNoRows

@@ -205,11 +205,14 @@ func OpenWith(path string, opts Options) (*Store, error) {
 // shares), its readTag there (the checksum of its last row, or, with none
 // of its own, of the row its base_at-th message is read from: heldCRC),
 // and what its mark is (its place and checksum, 0 and 0 for none:
-// keepAppended compares them with the mark kept)
-var nextSeqSQL = `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at), c.messages,
-			cl.token, cl.pid, cl.host, cl.node, cl.since, cl.expires,
-			c.base, c.base_at, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + baseRowCRC("?1", "x.base_at") + `, ` + fmt.Sprint(noRow) + `),
-			COALESCE(k.start, 0), COALESCE(k.crc, 0)
+// keepAppended compares them with the mark kept). Each column is named
+// briefly (v1…v13, no table's alias): the driver copies every column's
+// name at every query, and an expression's name is its whole text (~1 KiB
+// for the checksum's).
+var nextSeqSQL = `SELECT COALESCE((SELECT MAX(seq) FROM messages WHERE conversation = c.id), c.base_at) AS v1, c.messages AS v2,
+			cl.token AS v3, cl.pid AS v4, cl.host AS v5, cl.node AS v6, cl.since AS v7, cl.expires AS v8,
+			c.base AS v9, c.base_at AS v10, COALESCE((SELECT crc FROM messages WHERE conversation = c.id ORDER BY seq DESC LIMIT 1), ` + baseRowCRC("?1", "x.base_at") + `, ` + fmt.Sprint(noRow) + `) AS v11,
+			COALESCE(k.start, 0) AS v12, COALESCE(k.crc, 0) AS v13
 			FROM conversations c LEFT JOIN claims cl ON cl.conversation = c.id LEFT JOIN marks k ON k.conversation = c.id WHERE c.id = ?1`
 
 // The other statements of the round's writes (rawtx.go).
