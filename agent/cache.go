@@ -22,7 +22,10 @@ const maxRecords = 256
 // registry (tool.Registry.Version), and the records of the conversations it
 // has served, which never change once created (a Store has no way to change
 // a record), so that building a request does not read the record again —
-// on SQLite a read that also counts the conversation's messages. It must
+// on SQLite a read that also counts the conversation's messages. A record
+// is read again once at each turn's start (recheckRecord): a conversation
+// deleted and made again under its id by another process is another
+// record. It must
 // not keep anything a Store can change: messages are always read from the
 // Store.
 type cache struct {
@@ -190,6 +193,20 @@ func (a *Agent) keepRecord(conv history.Conversation) {
 	// the same root.
 	c.records[conv.ID] = history.Conversation{ID: conv.ID, System: conv.System, Created: conv.Created, Parent: conv.Parent, ParentCall: conv.ParentCall,
 		Base: conv.Base, BaseAt: conv.BaseAt, BranchOf: conv.BranchOf}
+}
+
+// recheckRecord forgets the record kept of conversation id, not its
+// unpacked pack (checked against the store's mark when used): a turn
+// takes it again from the store once, at its start (claim), so that a
+// long-running agent serves a conversation that another process deleted
+// and made again under its id between two turns — another system prompt,
+// another base — as it is now, not as it was kept. Within a turn it
+// cannot change: the claim is the conversation's, and goes with it.
+func (a *Agent) recheckRecord(id string) {
+	c := &a.cache
+	c.mu.Lock()
+	delete(c.records, id)
+	c.mu.Unlock()
 }
 
 // forgetRecord forgets the record of conversation id, deleted from

@@ -209,3 +209,47 @@ func TestTurnsEncodingToolDefinitionsAheadWhileTheRegistryChangesEndWell(t *test
 	}
 	wg.Wait()
 }
+
+// systemsProvider answers every request with the text "ok" and notes the
+// system prompt each request sent.
+type systemsProvider struct {
+	mu      sync.Mutex
+	systems []string
+}
+
+func (p *systemsProvider) Complete(ctx context.Context, r provider.Request, _ func(string)) (provider.Response, error) {
+	p.mu.Lock()
+	p.systems = append(p.systems, r.System)
+	p.mu.Unlock()
+	return textProvider{}.Complete(ctx, r, nil)
+}
+
+// A long-running agent's next turn on a conversation that another
+// process deleted and made again under its id, with another system
+// prompt, sends the new prompt: the record is read again at each turn's
+// start, not kept for the agent's life (it was: the old prompt was sent).
+func TestATurnOnAConversationMadeAgainUnderItsIdSendsItsNewSystemPrompt(t *testing.T) {
+	ctx := context.Background()
+	mem := &history.Memory{}
+	p := &systemsProvider{}
+	a := &Agent{Store: mem, Provider: p, Tools: &tool.Registry{}, Model: "m"}
+	if err := mem.Create(ctx, history.Conversation{ID: "c", System: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Turn(ctx, "c", "hello", nil); err != nil {
+		t.Fatal(err)
+	}
+	// another process, through the same store, between the turns
+	if err := mem.Delete(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Create(ctx, history.Conversation{ID: "c", System: "second"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Turn(ctx, "c", "hello again", nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"first", "second"}; !slices.Equal(p.systems, want) {
+		t.Fatalf("the turns sent the system prompts %q, want %q", p.systems, want)
+	}
+}
