@@ -50,7 +50,9 @@ func (a *Agent) claim(ctx context.Context, id string, wait bool, on func(Event))
 		case <-time.After(ClaimPoll):
 		}
 	}
-	a.recheckRecord(id)                                          // read once under the claim: it may have been made again since the last turn
+	// the record read once under the claim: the conversation may have been
+	// made again since the last turn
+	a.recheckRecord(id)
 	tctx, release := history.Holding(ctx, a.Store, id, h, lease) // the turn stops when the claim is lost
 	return tctx, release, nil
 }
