@@ -11,9 +11,12 @@
 // whose supervisor empties it) with rmdir alone; a directory that may hold
 // files (a stdio MCP server's working directory) whole, its contents
 // removed relative to the directory's own descriptor; a file with unlink.
-// No pid is read: a pid given again, another pid namespace or another host
-// sharing the directory is never taken for an entry's maker. The pid in a
-// name is for a person reading /tmp.
+// No pid is read: a pid given again or another pid namespace sharing the
+// directory is never taken for an entry's maker. Entries are locked, and
+// so swept, only on local file systems whose locks every process sharing
+// them sees (localFS): on a network file system a lock may not reach
+// another host, and entries there take names no sweep takes. The pid in
+// a name is for a person reading /tmp.
 //
 // The package must not remove anything that is not named as a locked entry
 // of the kind swept (names made before locks, or on a file system that
