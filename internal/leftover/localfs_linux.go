@@ -1,6 +1,7 @@
 package leftover
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -18,7 +19,7 @@ func localFS(fd int) error {
 	if err := unix.Fstatfs(fd, &st); err != nil {
 		return err
 	}
-	switch uint64(st.Type) {
+	switch uint32(st.Type) { // uint32: on 32-bit systems Type is an int32, and a magic with its high bit set would sign-extend
 	case 0xEF53, // ext2, ext3, ext4
 		0x58465342, // xfs
 		0x9123683E, // btrfs
@@ -30,7 +31,7 @@ func localFS(fd int) error {
 		0x73717368: // squashfs (read-only: nothing made, nothing swept)
 		return nil
 	}
-	return fmt.Errorf("its file system (type %#x) is not one whose locks are known to reach every process sharing it", uint64(st.Type))
+	return fmt.Errorf("its file system (type %#x) is not one whose locks are known to reach every process sharing it", uint32(st.Type))
 }
 
 // mountPoint says whether name, in the directory open as dirfd, on device
@@ -42,6 +43,9 @@ func localFS(fd int) error {
 func mountPoint(dirfd int, name string, dev, parentDev uint64) bool {
 	var stx unix.Statx_t
 	if err := unix.Statx(dirfd, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO, &stx); err != nil {
+		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+			return dev != parentDev // no statx here (a kernel before 4.11, a seccomp profile): the device alone
+		}
 		return true
 	}
 	if stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 {
