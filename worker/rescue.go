@@ -83,7 +83,9 @@ func rescue(ctx context.Context, pool *pgxpool.Pool, lease time.Duration) (int64
 		INSERT INTO river_job (id, args, attempt, attempted_at, attempted_by, created_at, errors, kind, max_attempts,
 			metadata, priority, queue, scheduled_at, state, tags, unique_key, unique_states)
 		SELECT d.new_id, d.args, d.attempt, d.attempted_at, d.attempted_by, d.created_at, d.errors, d.kind, d.max_attempts,
-			d.metadata, d.priority, d.queue, now(), 'available', d.tags, d.unique_key, d.unique_states
+			(d.metadata - 'cancel_attempted_at') || CASE WHEN d.metadata ? 'cancel_attempted_at'
+				THEN jsonb_build_object('`+cancelAsked+`', d.metadata->'cancel_attempted_at') ELSE '{}'::jsonb END,
+			d.priority, d.queue, now(), 'available', d.tags, d.unique_key, d.unique_states
 		FROM dead d JOIN old o ON o.id = d.id`, Kind, lease)
 	if err != nil {
 		return 0, fmt.Errorf("workers: giving back the turns of dead workers: %w", err)
@@ -93,6 +95,15 @@ func rescue(ctx context.Context, pool *pgxpool.Pool, lease time.Duration) (int64
 	}
 	return tag.RowsAffected(), nil
 }
+
+// cancelAsked is the key of a given-back job's metadata that carries a
+// cancel asked for while its dead worker ran it: River's own key
+// (cancel_attempted_at) moved, because River turns a job carrying its
+// key that is snoozed or retried into a cancelled one — without the turn
+// being ended — and the worker that takes the copy over snoozes it while
+// the dead worker's claim has not run out, or retries it on an error of
+// its end (TestACancelledTurnWhoseDeadWorkersClaimIsStillHeldIsEndedOnceItRunsOut).
+const cancelAsked = "myelin:cancel_asked"
 
 // givenBackAs is the key of a given-back job's metadata naming the job it
 // goes on as.

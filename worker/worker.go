@@ -336,13 +336,12 @@ func endCancelled(ctx context.Context, store history.Store, lease time.Duration,
 }
 
 // cancelAttempted reports whether a cancel of the job came while it was
-// running (River's JobCancel notes it in the job's metadata): a job given
-// back after its worker died then is to be ended, not run.
+// running (River's JobCancel notes it in the job's metadata; rescue moves
+// it to cancelAsked in the copy it gives back): a job given back after
+// its worker died then is to be ended, not run.
 func cancelAttempted(metadata []byte) bool {
-	var m struct {
-		At *time.Time `json:"cancel_attempted_at"`
-	}
-	return json.Unmarshal(metadata, &m) == nil && m.At != nil
+	var m map[string]json.RawMessage
+	return json.Unmarshal(metadata, &m) == nil && (m["cancel_attempted_at"] != nil || m[cancelAsked] != nil)
 }
 
 // turnWorker works turns' jobs.
