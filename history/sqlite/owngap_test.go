@@ -142,19 +142,7 @@ func TestAReadKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn(t *testing.T) {
 					t.Fatalf("c's writer reads %s (%v); c holds %s", texts(m), err, want)
 				}
 			}
-			marked := func() {
-				fm, fmsgs, err := fresh.Marked(ctx, "c")
-				if err != nil {
-					t.Fatal(err)
-				}
-				mk, m, err := s.Marked(w, "c")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if mk.From != fm.From || texts(m) != texts(fmsgs) {
-					t.Fatalf("c's writer's Marked: mark at %d, %s; a store opened afresh: mark at %d, %s", mk.From, texts(m), fm.From, texts(fmsgs))
-				}
-			}
+			marked := func() { markedAsAfresh(t, s, w, "c") }
 			if c.markAt > 0 { // each read first where the stale state would show first
 				marked()
 				messages()

@@ -163,53 +163,6 @@ func TestAReadOfADeletedConversationIsNotHandedToTheNewOnesWriter(t *testing.T) 
 	}
 }
 
-// Marked's read (on a reader) takes its snapshot: c of 10, marked at 3.
-// Mid-read (whileMarking, after its record's statement)
-// c's writer rewinds c to 5 (which drops the mark), reads it and appends
-// 3. Marked keeps its stale read (from 3 to 10: further than 8) and the
-// dropped mark (Rewind does not move markGen), and the writer's own mark
-// stays: its next Marked returns the dropped mark and rewound messages.
-func TestAMarkedReadOfAnOlderSnapshotKeepsNoMarkTheWritersRewindDropped(t *testing.T) {
-	ctx := context.Background()
-	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
-	makeConv(t, s, "c", "", 0, "m", 10)
-	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
-		t.Fatal(err)
-	}
-	w := writing(t, s, "c")
-	s.dropRead("c")
-	t.Cleanup(func() { whileMarking = nil })
-	whileMarking = func(id string) {
-		whileMarking = nil
-		if _, err := s.Rewind(w, "c", 5); err != nil {
-			t.Error(err)
-		}
-		if m, err := s.Messages(w, "c"); err != nil || len(m) != 5 {
-			t.Errorf("c after rewind: %d, %v", len(m), err)
-		}
-		if err := s.Append(w, "c", userText("n5"), userText("n6"), userText("n7")); err != nil {
-			t.Error(err)
-		}
-	}
-	if mk, m, err := s.Marked(ctx, "c"); err != nil {
-		t.Fatal(err)
-	} else {
-		t.Logf("the held Marked gave mark %d, %s", mk.From, texts(m))
-	}
-	fresh := openStore(t, s.path)
-	fm, fmsgs, err := fresh.Marked(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mk, m, err := s.Marked(w, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if mk.From != fm.From || texts(m) != texts(fmsgs) {
-		t.Fatalf("c's writer's Marked: mark at %d, %s; a store opened afresh: mark at %d, %s", mk.From, texts(m), fm.From, texts(fmsgs))
-	}
-}
-
 // NoFollow: the store opened with it; while one read holds the first
 // reader, the store's file is moved aside and a link to another store
 // put in its place. The next read opens the second reader by the path,
