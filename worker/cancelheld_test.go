@@ -26,23 +26,12 @@ func TestACancelledTurnWhoseDeadWorkersClaimIsStillHeldIsEndedOnceItRunsOut(t *t
 	if _, err := s.Claim(ctx, "c1", history.NewHolder(), 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET attempt = 1, attempted_by = '{dead}', state = 'running',
-		attempted_at = now() - interval '1 minute' WHERE kind = $1`, Kind); err != nil {
-		t.Fatal(err)
-	}
-	if found, before, err := q.Cancel(ctx, "c1", "turn_1"); !found || before || err != nil {
-		t.Fatalf("Cancel of a running turn = %v, %v, %v", found, before, err)
-	}
-	if err := q.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Stop(context.Background()) })
+	runningSince(t, s, "dead", "1 minute")
+	cancelRunningAndStart(t, q)
 	var state string
 	var msgs []history.Message
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if err := s.Pool().QueryRow(ctx, `SELECT state FROM river_job WHERE kind = $1 ORDER BY id DESC LIMIT 1`, Kind).Scan(&state); err != nil {
-			t.Fatal(err)
-		}
+		state = newestJobState(t, s)
 		msgs, _ = s.Messages(ctx, "c1")
 		if state == "cancelled" {
 			break

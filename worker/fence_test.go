@@ -381,10 +381,7 @@ func TestACancelFollowsATurnGivenBackMeanwhile(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
 	q := queuedWithADeadWorkersCall(t, s, func(context.Context, string, server.QueuedTurn) error { return nil }, Options{})
-	if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET attempt = 1, attempted_by = '{dead}', state = 'running',
-		attempted_at = now() - interval '1 hour' WHERE kind = $1`, Kind); err != nil {
-		t.Fatal(err)
-	}
+	runningSince(t, s, "dead", "1 hour")
 	j, err := q.job(ctx, "c1")
 	if err != nil || j == nil {
 		t.Fatalf("the running job: %v, %v", j, err)

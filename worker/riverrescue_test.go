@@ -30,24 +30,13 @@ func TestRiversOwnRescuerNeverCancelsATurnsJob(t *testing.T) {
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO myelin_workers (id, beat) VALUES ('slow', now() + interval '1 hour')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET attempt = 1, attempted_by = '{slow}', state = 'running',
-		attempted_at = now() - interval '2 hours' WHERE kind = $1`, Kind); err != nil {
-		t.Fatal(err)
-	}
-	if found, before, err := q.Cancel(ctx, "c1", "turn_1"); !found || before || err != nil {
-		t.Fatalf("Cancel of a running turn = %v, %v, %v", found, before, err)
-	}
-	if err := q.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Stop(context.Background()) })
+	runningSince(t, s, "slow", "2 hours")
+	cancelRunningAndStart(t, q)
 	// River's rescuer runs on the elected leader, at once once elected
 	// (it rescued such a job within a second or two here); give it ten
 	var state string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if err := s.Pool().QueryRow(ctx, `SELECT state FROM river_job WHERE kind = $1 ORDER BY id DESC LIMIT 1`, Kind).Scan(&state); err != nil {
-			t.Fatal(err)
-		}
+		state = newestJobState(t, s)
 		if state != "running" {
 			break
 		}

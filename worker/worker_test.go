@@ -276,17 +276,8 @@ func TestATurnCancelledWhileItsWorkerWasDeadIsNotRunByTheNext(t *testing.T) {
 	run := func(_ context.Context, _ string, q server.QueuedTurn) error { ran <- q.Turn; return nil }
 	q := queuedWithADeadWorkersCall(t, s, run, Options{Workers: 1, Poll: 50 * time.Millisecond, Lease: 300 * time.Millisecond})
 	// then the cancel came
-	if _, err := s.Pool().Exec(ctx, `UPDATE river_job SET attempt = 1, attempted_by = '{dead}', state = 'running',
-		attempted_at = now() - interval '1 hour' WHERE kind = $1`, Kind); err != nil {
-		t.Fatal(err)
-	}
-	if found, before, err := q.Cancel(ctx, "c1", "turn_1"); !found || before || err != nil {
-		t.Fatalf("Cancel of a running turn = %v, %v, %v", found, before, err)
-	}
-	if err := q.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Stop(context.Background()) })
+	runningSince(t, s, "dead", "1 hour")
+	cancelRunningAndStart(t, q)
 	var state string
 	for i := 0; ; i++ {
 		select {
@@ -294,9 +285,7 @@ func TestATurnCancelledWhileItsWorkerWasDeadIsNotRunByTheNext(t *testing.T) {
 			t.Fatalf("the cancelled turn %s was run by the worker that took it over", tid)
 		default:
 		}
-		if err := s.Pool().QueryRow(ctx, `SELECT state FROM river_job WHERE kind = $1 ORDER BY id DESC LIMIT 1`, Kind).Scan(&state); err != nil {
-			t.Fatal(err)
-		}
+		state = newestJobState(t, s)
 		if state == "cancelled" || i == 600 {
 			break
 		}
@@ -365,4 +354,40 @@ func TestDroppingAConversationsEventsLeavesTheOthers(t *testing.T) {
 	if last, err := other.Last(ctx, "kept"); err != nil || last != 1 {
 		t.Errorf("the other conversation's last event: %d, %v; want 1", last, err)
 	}
+}
+
+// runningSince makes c1's turn job running, taken by worker by the
+// interval ago ago (a Postgres interval: "1 hour"), as if that worker had
+// taken it then.
+func runningSince(t *testing.T, s *postgres.Store, by, ago string) {
+	t.Helper()
+	if _, err := s.Pool().Exec(context.Background(), `UPDATE river_job SET attempt = 1, attempted_by = ARRAY[$2], state = 'running',
+		attempted_at = now() - $3::interval WHERE kind = $1`, Kind, by, ago); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cancelRunningAndStart cancels c1's running turn_1 on q (the cancel
+// noted, the job left to its worker) and starts q's workers, stopped at
+// the test's end.
+func cancelRunningAndStart(t *testing.T, q *Queue) {
+	t.Helper()
+	ctx := context.Background()
+	if found, before, err := q.Cancel(ctx, "c1", "turn_1"); !found || before || err != nil {
+		t.Fatalf("Cancel of a running turn = %v, %v, %v", found, before, err)
+	}
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Stop(context.Background()) })
+}
+
+// newestJobState is the state of the newest turn job.
+func newestJobState(t *testing.T, s *postgres.Store) string {
+	t.Helper()
+	var state string
+	if err := s.Pool().QueryRow(context.Background(), `SELECT state FROM river_job WHERE kind = $1 ORDER BY id DESC LIMIT 1`, Kind).Scan(&state); err != nil {
+		t.Fatal(err)
+	}
+	return state
 }
