@@ -235,15 +235,8 @@ func TestASweepRemovesOnlyTheFilesOfMakersGone(t *testing.T) {
 	} else {
 		os.Remove(theirs)
 	}
-	done := make(chan int, 1)
-	go func() { done <- k.Sweep(dir) }()
-	select {
-	case n := <-done:
-		if n != 1 {
-			t.Errorf("Sweep removed %d files, want 1", n)
-		}
-	case <-time.After(10 * time.Second): // a hang guard, not a measure
-		t.Fatal("a sweep hangs (on the FIFO?)")
+	if n := sweepUnhung(t, k, dir); n != 1 {
+		t.Errorf("Sweep removed %d files, want 1", n)
 	}
 	gone(t, left)
 	for _, p := range keep {
@@ -399,15 +392,8 @@ func TestASweepPassesAFIFONamedLikeADir(t *testing.T) {
 		if err := unix.Mkfifo(fifo, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan int, 1)
-		go func() { done <- k.Sweep(dir) }()
-		select {
-		case n := <-done:
-			if n != 0 {
-				t.Errorf("the sweep removed %d entries; want none", n)
-			}
-		case <-time.After(10 * time.Second): // a hang guard, not a measure
-			t.Fatal("a sweep hangs on a FIFO named like a temp dir")
+		if n := sweepUnhung(t, k, dir); n != 0 {
+			t.Errorf("the sweep removed %d entries; want none", n)
 		}
 		kept(t, fifo)
 	}
@@ -510,5 +496,21 @@ func TestMakeDirRefusesALabelWithASlashOrAStar(t *testing.T) {
 			d.Remove()
 			t.Errorf("MakeDir(%q) made %s, want an error", label, d.Path)
 		}
+	}
+}
+
+// sweepUnhung is k.Sweep(dir), failing t if it has not returned within
+// ten seconds (a hang guard, not a measure: a FIFO named like an entry
+// must not block it).
+func sweepUnhung(t *testing.T, k *Kind, dir string) int {
+	t.Helper()
+	done := make(chan int, 1)
+	go func() { done <- k.Sweep(dir) }()
+	select {
+	case n := <-done:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatalf("a sweep of %s hangs (on a FIFO named like an entry?)", dir)
+		return 0
 	}
 }
