@@ -293,22 +293,7 @@ func TestAnEntrySweptBeforeItWasLockedIsMadeAgain(t *testing.T) {
 				}
 			}
 			defer func() { afterMake = nil }()
-			var path string
-			if k.Dir {
-				d, err := k.MakeDir("x")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer d.Remove()
-				path = d.Path
-			} else {
-				f, err := k.Create()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				path = f.Name()
-			}
+			path, _ := makeOf(t, k)
 			if len(taken) != 1 {
 				t.Fatal("the hook swept nothing")
 			}
@@ -353,23 +338,7 @@ func TestAMakerThatFindsASweepHoldingItsLockMakesAnother(t *testing.T) {
 				held = fd
 			}
 			t.Cleanup(func() { afterMake = nil })
-			var path string
-			locked := true
-			if k.Dir {
-				d, err := k.MakeDir("x")
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer d.Remove()
-				path, locked = d.Path, d.Locked()
-			} else {
-				f, err := k.Create()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				path = f.Name()
-			}
+			path, locked := makeOf(t, k)
 			if held >= 0 {
 				unix.Close(held)
 			}
@@ -513,4 +482,25 @@ func sweepUnhung(t *testing.T, k *Kind, dir string) int {
 		t.Fatalf("a sweep of %s hangs (on a FIFO named like an entry?)", dir)
 		return 0
 	}
+}
+
+// makeOf makes an entry of k (a Dir kind's labelled "x"), let go of at
+// the test's end (Remove, or its file closed), and returns its path and
+// whether it is locked (a file made by Create always is).
+func makeOf(t *testing.T, k *Kind) (path string, locked bool) {
+	t.Helper()
+	if k.Dir {
+		d, err := k.MakeDir("x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(d.Remove)
+		return d.Path, d.Locked()
+	}
+	f, err := k.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f.Name(), true
 }
