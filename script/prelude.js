@@ -60,6 +60,39 @@
       return p;
     };
   }
+  // A name that is no tool's throws, naming the tools, where it would be
+  // undefined and its call "TypeError: not a function": a model that wrote
+  // tools.workspace__grep(...) learns the call's form from its first error.
+  // Only a name tools lacks reaches the prototype: a tool's call costs
+  // nothing more. `in`, Object.keys and JSON.stringify are untouched, and
+  // the keys JavaScript itself probes (then, toJSON, Object.prototype's
+  // names, symbols) stay undefined.
+  const probed = new Set(["then", "toJSON", ...Object.getOwnPropertyNames(Object.prototype)]);
+  const squash = (s) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
+  const noSuchTool = (key) => {
+    const form = (n) => "tools[" + JSON.stringify(n) + "](input)";
+    let msg = "tools has no tool " + JSON.stringify(key);
+    if (key === "code_execution") {
+      msg += ": a script cannot run code_execution.";
+    } else {
+      const near = names.filter((n) => squash(n) === squash(key) || n.startsWith(key + "--"));
+      if (near.length > 0) msg += "; did you mean " + near.slice(0, 5).map(form).join(" or ") + "?";
+      else msg += "; call a tool by its full name: " + form("NAME") + ".";
+    }
+    if (names.length === 0) return new TypeError(msg + " This script has no tools.");
+    const shown = names.slice(0, 40).join(", ");
+    const more = names.length > 40 ? " and " + (names.length - 40) + " more (Object.keys(tools))" : "";
+    return new TypeError(msg + " Its tools: " + shown + more + ".");
+  };
+  Object.setPrototypeOf(tools, new Proxy(Object.create(null), {
+    get(target, key) {
+      if (typeof key !== "string" || probed.has(key)) return undefined;
+      const e = noSuchTool(key);
+      // its line is the script's: the stack from the frame that asked
+      e.stack = e.stack.split("\n").slice(2).join("\n");
+      throw e;
+    },
+  }));
   globalThis.tools = Object.freeze(tools);
 
   // own asks myelin itself: its answer's text resolves the promise, and an

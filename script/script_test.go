@@ -202,9 +202,13 @@ func TestPromiseAllRunsToolCallsConcurrently(t *testing.T) {
 
 func TestAScriptCannotCallCodeExecution(t *testing.T) {
 	r := newRig(t, Limits{})
-	out, _ := r.run(`return typeof tools["code_execution"]`)
-	if out.Text != "undefined" {
+	out, _ := r.run(`return "code_execution" in tools`)
+	if out.Text != "false" {
 		t.Errorf("tools has code_execution: %q", out.Text)
+	}
+	out, _ = r.run(`return await tools["code_execution"]({code: "return 1"})`)
+	if !out.IsError || !strings.Contains(out.Text, `tools has no tool "code_execution": a script cannot run code_execution`) {
+		t.Errorf("calling code_execution from a script: %q", out.Text)
 	}
 	if !strings.Contains(r.exec.Description, "workspace--read") || strings.Contains(r.exec.Description, "code_execution,") {
 		t.Errorf("description lists %q", r.exec.Description)
@@ -311,6 +315,56 @@ func TestAScriptRunsOverAnEmptyRegistry(t *testing.T) {
 		res := Run(context.Background(), Config{Tools: reg}, Limits{}, `console.log(Object.keys(tools).length); return 1 + 1`)
 		if res.IsError || res.Data != "0\n2" {
 			t.Errorf("%s registry: %+v", name, res)
+		}
+	}
+}
+
+func TestANameThatIsNoToolsThrowsAnErrorNamingTheTools(t *testing.T) {
+	r := newRig(t, Limits{})
+	for _, c := range []struct {
+		name, code string
+		want       []string // in the error's text, in this order
+	}{
+		{"underscores for dashes", `return await tools.workspace__grep({pattern: "x"})`,
+			[]string{`line 1: TypeError: tools has no tool "workspace__grep"; did you mean tools["workspace--grep"](input)?`, "Its tools: ", "test--text", "workspace--read"}},
+		{"a camel-cased name", `return await tools.testText({s: "x"})`,
+			[]string{`tools has no tool "testText"; did you mean tools["test--text"](input)?`}},
+		{"the namespace alone", `return await tools.workspace.read({path: "a"})`,
+			[]string{`tools has no tool "workspace"; did you mean tools["workspace--edit"](input) or `, `tools["workspace--read"](input)`}},
+		{"a name like none", "\n\nawait tools.nothing_here()",
+			[]string{`line 3: TypeError: tools has no tool "nothing_here"; call a tool by its full name: tools["NAME"](input). Its tools: `}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, _ := r.run(c.code)
+			if !out.IsError {
+				t.Fatalf("not an error: %q", out.Text)
+			}
+			at := 0
+			for _, w := range c.want {
+				i := strings.Index(out.Text[at:], w)
+				if i < 0 {
+					t.Fatalf("the error %q lacks %q (after byte %d)", out.Text, w, at)
+				}
+				at += i + len(w)
+			}
+		})
+	}
+}
+
+func TestWhatJavaScriptAsksOfToolsStaysAsItWas(t *testing.T) {
+	r := newRig(t, Limits{})
+	for _, c := range []struct{ code, want string }{
+		{`return ["nothing_here" in tools, "test--text" in tools]`, `[false,true]`},
+		{`return Object.keys(tools).includes("test--text") && !Object.keys(tools).includes("code_execution")`, `true`},
+		{`return JSON.stringify(tools)`, `{}`},
+		{`return (await tools) === tools`, `true`},
+		{`return [tools.then, tools.toJSON, tools.hasOwnProperty, tools[Symbol.iterator]].map(v => typeof v)`, `["undefined","undefined","undefined","undefined"]`},
+		{`return typeof tools["test--text"]`, `function`},
+		{`console.log(tools); return 1`, "{}\n1"},
+	} {
+		out, _ := r.run(c.code)
+		if out.IsError || out.Text != c.want {
+			t.Errorf("%s: got %q (error %v), want %q", c.code, out.Text, out.IsError, c.want)
 		}
 	}
 }
