@@ -59,13 +59,21 @@ func (t *turning) send(x *reply, req provider.Request, place int, size window.Co
 		// attempts and these resends together take at most RetryFor
 		ctx = provider.WithRetryDeadline(ctx, first.Add(t.a.RetryFor))
 	}
+	made := 0 // the request's attempts so far, its wire's own retries included
 	for n := 0; ; n++ {
-		resp, err := t.complete(ctx, x, req, place, size)
+		sctx := ctx
+		if made > 0 {
+			// the wire numbers its attempts after these
+			sctx = provider.WithAttemptsBefore(ctx, made)
+		}
+		t.newestAttempt.Store(0)
+		resp, err := t.complete(sctx, x, req, place, size)
 		if err == nil {
 			return resp, nil
 		}
+		made = max(made+1, int(t.newestAttempt.Load()), attemptsOf(err))
 		t.reached = t.reached || !provider.NeverReached(err)
-		d, again, why := t.resend(x, err, n, p.now().Sub(first), p)
+		d, again, why := t.resend(x, err, n, made, p.now().Sub(first), p)
 		if !again {
 			if why != "" {
 				err = fmt.Errorf("%w (not sent again: %s)", err, why)
@@ -74,18 +82,18 @@ func (t *turning) send(x *reply, req provider.Request, place int, size window.Co
 		}
 		t.sent.keep(t.ctx, false, nil, err)
 		t.on(Event{Kind: Retry, Text: RetryText(t.sent.wire, provider.RetryNotice{
-			Attempt: n + 2, For: t.a.RetryFor, Wait: d, Why: provider.Failure(err)})})
+			Attempt: made + 1, For: t.a.RetryFor, Wait: d, Why: provider.Failure(err)})})
 		if serr := p.sleep(t.ctx, d); serr != nil {
 			return resp, serr
 		}
 	}
 }
 
-// resend decides of err, the failure of attempt n (0 for the first) of
-// x's request elapsed after its first: whether it is sent again, after
-// d, and when it is not for a reason the turn's error should carry, why
-// in words.
-func (t *turning) resend(x *reply, err error, n int, elapsed time.Duration, p pacing) (d time.Duration, again bool, why string) {
+// resend decides of err, the failure of send n (0 for the first) of x's
+// request elapsed after its first, made attempts in all with the wire's
+// own retries: whether it is sent again, after d, and when it is not for
+// a reason the turn's error should carry, why in words.
+func (t *turning) resend(x *reply, err error, n, made int, elapsed time.Duration, p pacing) (d time.Duration, again bool, why string) {
 	if re, ok := provider.WaitTooLong(err); ok {
 		return 0, false, re.Why() // the wire's retries said why they ended
 	}
@@ -103,11 +111,22 @@ func (t *turning) resend(x *reply, err error, n int, elapsed time.Duration, p pa
 				asked.Round(time.Millisecond), max(0, t.a.RetryFor-elapsed).Round(time.Millisecond), t.a.RetryFor)
 		}
 		if n > 0 {
-			return 0, false, fmt.Sprintf("sent %d times over %s, as long as it may be retried (%s)", n+1, elapsed.Round(time.Millisecond), t.a.RetryFor)
+			return 0, false, fmt.Sprintf("%d attempts over %s, as long as it may be retried (%s)", made, elapsed.Round(time.Millisecond), t.a.RetryFor)
 		}
 		return 0, false, ""
 	}
 	return d, true, ""
+}
+
+// attemptsOf is how many attempts err's wire says its request made (a
+// provider.ConnectionError's Attempts, numbered after those of earlier
+// sends), 0 when it says none.
+func attemptsOf(err error) int {
+	var ce *provider.ConnectionError
+	if errors.As(err, &ce) {
+		return ce.Attempts
+	}
+	return 0
 }
 
 // retryAfter is the wait the answer that failed a request asked for, as

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -262,7 +263,7 @@ func TestResendsAreBoundedByRetryFor(t *testing.T) {
 	_, events, err := r.attempt("hi")
 	// 0.5 + 1 = 1.5 s; the next 2 s would end at 3.5 s
 	must(t, fmt.Sprintf("err %v, %d requests, waits %v, retries %q", err, len(r.srv.Requests()), waits, of(events, Retry)),
-		want{err != nil && strings.Contains(err.Error(), "sent 3 times over 1.5s, as long as it may be retried (3s)"), "the turn failed saying how often and how long"},
+		want{err != nil && strings.Contains(err.Error(), "3 attempts over 1.5s, as long as it may be retried (3s)"), "the turn failed saying how often and how long"},
 		want{len(r.srv.Requests()) == 3, "the request sent 3 times"},
 		want{len(waits) == 2 && waits[0] == 500*time.Millisecond && waits[1] == time.Second, "backoffs of 0.5 s and 1 s"},
 		want{len(of(events, Retry)) == 2, "two Retry events"})
@@ -399,4 +400,44 @@ func TestRetryTextSaysTheBoundOfTheRetries(t *testing.T) {
 			t.Errorf("RetryText(%+v) = %q, want %q", c.n, got, c.want)
 		}
 	}
+}
+
+// retryingWire is a provider whose every request fails as a wire's does
+// after retries of its own: it tells of each retry and ends with a
+// connection error counting its attempts, numbered after those its
+// context says were made before (provider.WithAttemptsBefore).
+type retryingWire struct{ retries, sends int }
+
+func (w *retryingWire) Complete(ctx context.Context, _ provider.Request, _ func(string)) (provider.Response, error) {
+	w.sends++
+	before := provider.AttemptsBefore(ctx)
+	for i := range w.retries {
+		provider.NoticeRetry(ctx, provider.RetryNotice{Attempt: before + i + 2, For: 3 * time.Second, Wait: 100 * time.Millisecond, Err: syscall.ECONNREFUSED})
+	}
+	return provider.Response{}, fmt.Errorf("anthropic: %w", &provider.ConnectionError{URL: "http://127.0.0.1:9/v1/messages", Attempts: before + w.retries + 1, Err: syscall.ECONNREFUSED})
+}
+
+// The attempts of one request are one count across the wire's own
+// retries and the turn's resends: each Retry event numbers the next
+// attempt after every one made, and the turn's error says how many there
+// were in all (a user read "attempt 20", then "attempt 2", then "after 2
+// attempts … sent 2 times" where 22 were made).
+func TestARequestsAttemptsAreCountedAcrossTheWiresRetriesAndTheTurnsResends(t *testing.T) {
+	w := &retryingWire{retries: 2}
+	var waits []time.Duration
+	r := failingRig(t, w, 3*time.Second, &waits)
+	_, events, err := r.attempt("hi")
+	// three sends (waits 0.5 + 1 s; the next 2 s would pass 3 s), three
+	// attempts each: the wire's 2, 3; the turn's 4; the wire's 5, 6; ...
+	var numbers []string
+	for _, text := range of(events, Retry) {
+		_, rest, _ := strings.Cut(text, "(attempt ")
+		n, _, _ := strings.Cut(rest, ",")
+		numbers = append(numbers, n)
+	}
+	must(t, fmt.Sprintf("err %v, %d sends, retries %q", err, w.sends, of(events, Retry)),
+		want{w.sends == 3, "3 sends"},
+		want{strings.Join(numbers, " ") == "2 3 4 5 6 7 8 9", "Retry events numbering attempts 2 to 9"},
+		want{err != nil && strings.Contains(err.Error(), "could not reach http://127.0.0.1:9/v1/messages after 9 attempts"), "the error counting the 9 attempts"},
+		want{err != nil && strings.Contains(err.Error(), "(not sent again: 9 attempts over 1.5s, as long as it may be retried (3s))"), "the turn saying why it sent no more"})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/myelin-run/myelin/history"
@@ -141,7 +142,10 @@ type turning struct {
 	// its first request never reaches the provider; reached: a request
 	// of the turn did (or may have)
 	droppable, reached bool
-	tr                 TurnResult
+	// newestAttempt is the newest attempt a retry of the request being
+	// sent was noticed for (retryNotice; read by send, retry.go)
+	newestAttempt atomic.Int32
+	tr            TurnResult
 }
 
 // begin readies a turn of conversation id: it answers the calls a stopped
@@ -193,7 +197,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 		}
 	}
 	t.droppable = a.droppable(prompt, &st, t.sz.conv)
-	t.providerCtx = provider.WithWaitNotice(provider.WithRetryNotice(t.ctx, a.retryNotice(on)), a.waitNotice(on))
+	t.providerCtx = provider.WithWaitNotice(provider.WithRetryNotice(t.ctx, a.retryNotice(on, &t.newestAttempt)), a.waitNotice(on))
 	t.sent = a.sending(id)
 	t.sz.sent, t.sz.spend, t.sz.marks = t.sent, &t.budget, &markTry{}
 	t.kept = kept

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/myelin-run/myelin/history"
@@ -43,10 +44,14 @@ func wait(d time.Duration) string {
 }
 
 // retryNotice is the observer of a turn's requests' retries
-// (provider.WithRetryNotice): each is a Retry event.
-func (a *Agent) retryNotice(on func(Event)) func(provider.RetryNotice) {
+// (provider.WithRetryNotice): each is a Retry event, its attempt stored
+// in newest for the turn's resends to count from.
+func (a *Agent) retryNotice(on func(Event), newest *atomic.Int32) func(provider.RetryNotice) {
 	wire := provider.WireName(a.Provider)
-	return func(n provider.RetryNotice) { on(Event{Kind: Retry, Text: RetryText(wire, n)}) }
+	return func(n provider.RetryNotice) {
+		newest.Store(int32(n.Attempt))
+		on(Event{Kind: Retry, Text: RetryText(wire, n)})
+	}
 }
 
 // droppable reports whether a turn of prompt on conversation conv, which

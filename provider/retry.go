@@ -275,6 +275,28 @@ func quotaSpent(err error, status int) bool {
 	return ratelimit.FromResponse("", status, nil, []byte(`{"error":`+body+`}`), time.Time{}).QuotaSpent
 }
 
+// attemptsKey is the context key of WithAttemptsBefore's count.
+type attemptsKey struct{}
+
+// WithAttemptsBefore is ctx telling the wire sending in it that n
+// attempts of the same request were made before this send: the agent's
+// resend of a request whose wire's own retries had ended. The wire
+// numbers its attempts after them — in its retry and wait notices and in
+// its ConnectionError's Attempts — so that every attempt of one request
+// reads as one count ("attempt 22", "after 22 attempts") however many
+// sends made them. It changes nothing that is sent: a retry header still
+// counts the send's own retries.
+func WithAttemptsBefore(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, attemptsKey{}, n)
+}
+
+// AttemptsBefore is the count ctx carries (WithAttemptsBefore), 0 when it
+// carries none.
+func AttemptsBefore(ctx context.Context) int {
+	n, _ := ctx.Value(attemptsKey{}).(int)
+	return max(0, n)
+}
+
 // retryDeadlineKey is the context key of WithRetryDeadline's time.
 type retryDeadlineKey struct{}
 

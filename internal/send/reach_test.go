@@ -143,3 +143,25 @@ func TestAnswersWithoutRetriesTellNothing(t *testing.T) {
 		t.Errorf("an answer at once should tell of no retry, got %d", len(notices))
 	}
 }
+
+// A send of a request some attempts of which were made before it (the
+// agent's resend, provider.WithAttemptsBefore) numbers its attempts after
+// them, in its notices and its error; what it sends is the same.
+func TestASendAfterEarlierAttemptsNumbersItsAttemptsAfterThem(t *testing.T) {
+	addr := providertest.ClosedAddr(t)
+	var waits []time.Duration
+	s := newSender(t, "http://"+addr+"/v1/x", Anthropic(2), &waits)
+	var notices []provider.RetryNotice
+	_, err := s.Post(provider.WithAttemptsBefore(heard(&notices), 20), []byte(`{}`))
+	var got []int
+	for _, n := range notices {
+		got = append(got, n.Attempt, n.Attempts)
+	}
+	if len(got) != 4 || got[0] != 22 || got[1] != 23 || got[2] != 23 || got[3] != 23 {
+		t.Errorf("the notices' attempt and bound are %v, want [22 23 23 23] (attempts 22 and 23 of 23)", got)
+	}
+	var ce *provider.ConnectionError
+	if !errors.As(err, &ce) || ce.Attempts != 23 || !strings.Contains(err.Error(), "after 23 attempts") {
+		t.Errorf("want a *provider.ConnectionError of 23 attempts, got %T: %v", err, err)
+	}
+}

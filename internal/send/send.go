@@ -229,10 +229,11 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		long  error
 		limit time.Time
 	)
+	before := provider.AttemptsBefore(ctx) // the request's attempts in earlier sends
 	for n := 0; ; n++ {
 		var pass ratewait.Pass // the attempt let through the gate, if any
 		if s.gate != nil {
-			pass, err = s.gate.WaitUntil(ctx, key, n+1, provider.Redact(s.target.URL), limit)
+			pass, err = s.gate.WaitUntil(ctx, key, before+n+1, provider.Redact(s.target.URL), limit)
 			if err != nil {
 				if long != nil && ctx.Err() == nil && errors.Is(err, ratewait.ErrPastLimit) {
 					// the wait, told, would end past the bound: the
@@ -287,7 +288,7 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		}
 		if !next.again {
 			if err != nil && sent && readErr == nil {
-				return nil, &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: n + 1, Reached: reached, Err: err}
+				return nil, &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: before + n + 1, Reached: reached, Err: err}
 			}
 			if err != nil {
 				return nil, err
@@ -324,10 +325,13 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 	}
 }
 
-// notice tells ctx's observer (provider.WithRetryNotice) that attempt n,
-// which got res or err, is followed by another after d.
+// notice tells ctx's observer (provider.WithRetryNotice) that attempt n
+// of this send (0 for its first; numbered after the attempts of earlier
+// sends, provider.AttemptsBefore), which got res or err, is followed by
+// another after d.
 func (s *Sender) notice(ctx context.Context, req *http.Request, res *http.Response, err error, n int, d time.Duration) {
-	rn := provider.RetryNotice{Attempt: n + 2, Attempts: s.rules.MaxRetries + 1, Wait: d, URL: provider.Redact(req.URL), Err: err}
+	before := provider.AttemptsBefore(ctx)
+	rn := provider.RetryNotice{Attempt: before + n + 2, Attempts: before + s.rules.MaxRetries + 1, Wait: d, URL: provider.Redact(req.URL), Err: err}
 	if s.rules.For > 0 {
 		rn.Attempts, rn.For = 0, s.rules.For
 	}

@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/myelin-run/myelin/provider"
 )
 
 func TestAContextCancelledDuringTheBackoffEndsTheRetriesWithItsError(t *testing.T) {
@@ -44,5 +49,30 @@ func TestATextPartWithASurrogatePairInUTF8FormIsTheCharacterItEncodes(t *testing
 	}
 	if got := a.response().Message.Parts[0].Text; got != "a😀b" || streamed.String() != "a😀b" {
 		t.Fatalf("text %q, streamed %q, want %q", got, streamed.String(), "a😀b")
+	}
+}
+
+// A send of a request some attempts of which were made before it (the
+// agent's resend, provider.WithAttemptsBefore) numbers its attempts after
+// them, in its notices and its error.
+func TestASendAfterEarlierAttemptsNumbersItsAttemptsAfterThem(t *testing.T) {
+	policy := &retryPolicy{attempts: 3, statuses: retried, initial: 1,
+		sleep: func(context.Context, time.Duration) error { return nil }}
+	var notices []provider.RetryNotice
+	ctx := provider.WithRetryNotice(context.Background(), func(n provider.RetryNotice) { notices = append(notices, n) })
+	req, _ := http.NewRequestWithContext(provider.WithAttemptsBefore(ctx, 20), http.MethodPost, "http://gemini.invalid/", strings.NewReader("the body"))
+	_, err := policy.do(req, nil, func(*http.Request) (*http.Response, error) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	})
+	var got []int
+	for _, n := range notices {
+		got = append(got, n.Attempt, n.Attempts)
+	}
+	if len(got) != 4 || got[0] != 22 || got[1] != 23 || got[2] != 23 || got[3] != 23 {
+		t.Errorf("the notices' attempt and bound are %v, want [22 23 23 23] (attempts 22 and 23 of 23)", got)
+	}
+	var ce *provider.ConnectionError
+	if !errors.As(err, &ce) || ce.Attempts != 23 {
+		t.Errorf("want a *provider.ConnectionError of 23 attempts, got %T: %v", err, err)
 	}
 }

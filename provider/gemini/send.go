@@ -241,10 +241,14 @@ func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Re
 		long  *http.Response
 		limit time.Time
 	)
+	before := provider.AttemptsBefore(ctx) // the request's attempts in earlier sends
+	if attempts > 0 {
+		attempts += before // the bound, numbered as the attempts are
+	}
 	for n := 1; ; n++ {
 		// the gate: the limiter's wait before the attempt, its reading
 		// of the answer after (internal/ratewait)
-		pass, err := g.WaitUntil(ctx, key, n, provider.Redact(req.URL), limit)
+		pass, err := g.WaitUntil(ctx, key, before+n, provider.Redact(req.URL), limit)
 		if long != nil {
 			if err != nil && ctx.Err() == nil && errors.Is(err, ratewait.ErrPastLimit) {
 				// the wait, told, would end past the bound: the answer
@@ -301,7 +305,7 @@ func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Re
 		}
 		if r.last(n, clock().Sub(start), wait, bound) {
 			if err != nil {
-				err = &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: n, Reached: reached, Err: err}
+				err = &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: before + n, Reached: reached, Err: err}
 			}
 			return resp, err
 		}
@@ -318,7 +322,7 @@ func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Re
 		if atLimiter {
 			continue // the next attempt waits at the limiter, and says so
 		}
-		provider.NoticeRetry(ctx, provider.RetryNotice{Attempt: n + 1, Attempts: attempts, Wait: wait, URL: provider.Redact(req.URL), Status: status, Err: err})
+		provider.NoticeRetry(ctx, provider.RetryNotice{Attempt: before + n + 1, Attempts: attempts, Wait: wait, URL: provider.Redact(req.URL), Status: status, Err: err})
 		if err := r.wait(ctx, wait); err != nil {
 			return nil, err
 		}
