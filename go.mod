@@ -33,7 +33,7 @@ require (
 	google.golang.org/api v0.197.0
 	google.golang.org/genai v1.79.1
 	google.golang.org/grpc v1.82.1
-	google.golang.org/protobuf v1.36.11
+	google.golang.org/protobuf v1.36.12
 	modernc.org/quickjs v0.27.0
 	modernc.org/sqlite v1.61.1
 	mvdan.cc/sh/v3 v3.14.1

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// unreachedMethods are exported methods of linked types that nothing in
+// myelin calls nor reaches through an interface: the linker drops them
+// unless a reachable function looks methods up by reflection (then it keeps
+// every exported method of every type used in an interface, ~60k functions
+// and ~50 MB more; docs/performance.md "Eleventh session: the linker's
+// method elimination"). If one of them becomes used for real, name another.
+var unreachedMethods = []string{
+	"net/http.(*Client).Head",
+	"bytes.(*Buffer).Peek",
+}
+
+// TestAGRPCNoTraceBuildKeepsTheLinkersMethodElimination builds myelin as
+// `go build -tags grpcnotrace` (gRPC's switch that unlinks
+// golang.org/x/net/trace, whose init reaches text/template's reflective
+// field lookup) and holds it to the linker's dead method elimination: no
+// function the compiler marked as looking methods up by reflection is
+// reachable (-ldflags=-dumpdep marks them <ReflectMethod>), and
+// unreachedMethods are not in the binary. With google.golang.org/protobuf
+// v1.36.11 it failed: internal/descfmt's MethodByName("Methods") kept
+// reflect's Methods iterators (Go 1.26), which are so marked.
+func TestAGRPCNoTraceBuildKeepsTheLinkersMethodElimination(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and links the binary (~1 min)")
+	}
+	dir := t.TempDir()
+	bin, dump := filepath.Join(dir, "myelin"), filepath.Join(dir, "deps.txt")
+	out, err := os.Create(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-tags", "grpcnotrace", "-ldflags=-dumpdep", "-o", bin, ".")
+	cmd.Stdout, cmd.Stderr = out, out
+	err = cmd.Run()
+	out.Close()
+	if err != nil {
+		b, _ := os.ReadFile(dump)
+		t.Fatalf("go build -tags grpcnotrace -ldflags=-dumpdep: %v\n%s", err, tail(string(b), 4000))
+	}
+	if chains, err := reflectMethodChains(dump, 3); err != nil {
+		t.Fatal(err)
+	} else if len(chains) > 0 {
+		t.Errorf("the linker keeps every exported method: these functions that look methods up by reflection are reachable (each from the program's roots, as -ldflags=-dumpdep marked it first):\n%s\n"+
+			"(a method reached from its type, type:T -> T.M, was kept because an interface call or a MethodByName with a constant name asks for a method named M somewhere: grep the dump for the interface, or the code for MethodByName(\"M\"))",
+			strings.Join(chains, "\n"))
+	}
+	nm, err := exec.Command("go", "tool", "nm", bin).Output()
+	if err != nil {
+		t.Fatalf("go tool nm %s: %v", bin, err)
+	}
+	present := map[string]bool{}
+	for _, line := range strings.Split(string(nm), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && (f[1] == "T" || f[1] == "t") {
+			present[f[2]] = true
+		}
+	}
+	if !present["main.main"] {
+		t.Fatalf("go tool nm lists no main.main: the symbol table's format changed?\n%s", tail(string(nm), 2000))
+	}
+	for _, m := range unreachedMethods {
+		if present[m] {
+			t.Errorf("%s is linked: the linker's method elimination is off, or something now uses it (then name another in unreachedMethods)", m)
+		}
+	}
+	t.Logf("%d functions in the grpcnotrace build", len(present))
+}
+
+// reflectMethodChains reads a -ldflags=-dumpdep dump ("from -> to" lines in
+// the order the linker reached each symbol, flags such as <ReflectMethod>
+// after a name) and returns, for at most n of the reached symbols marked
+// <ReflectMethod>, the chain of first reachers from it back to a root.
+func reflectMethodChains(dump string, n int) ([]string, error) {
+	f, err := os.Open(dump)
+	if err != nil {
+		return nil, fmt.Errorf("reading the linker's dump: %w", err)
+	}
+	defer f.Close()
+	parent := map[string]string{}
+	var marked []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		from, to, ok := strings.Cut(sc.Text(), " -> ")
+		if !ok {
+			continue
+		}
+		flagged := strings.Contains(to, "<ReflectMethod>")
+		from, to = symbolName(from), symbolName(to)
+		if _, seen := parent[to]; seen {
+			continue
+		}
+		parent[to] = from
+		if flagged && len(marked) < n {
+			marked = append(marked, to)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading the linker's dump %s: %w", dump, err)
+	}
+	if len(parent) == 0 {
+		return nil, fmt.Errorf("the linker's dump %s has no edge: did -ldflags=-dumpdep change?", dump)
+	}
+	var chains []string
+	for _, m := range marked {
+		var c []string
+		for s, i := m, 0; s != "" && s != "_" && i < 60; s, i = parent[s], i+1 {
+			c = append(c, s)
+		}
+		chains = append(chains, "  "+strings.Join(c, "\n    <- "))
+	}
+	return chains, nil
+}
+
+// symbolName is a dump's symbol without the flags the linker writes after
+// it (" <UsedInIface><ReflectMethod>").
+func symbolName(s string) string {
+	if i := strings.Index(s, " <"); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
