@@ -116,6 +116,13 @@ type Observation struct {
 	// ServerFault is any other 5xx (500, 502, 504, ...): the provider
 	// failed this request; a retry may succeed.
 	ServerFault bool
+	// Unreached is a request that got no answer because it never reached
+	// the provider: no connection was made (refused, a name that does not
+	// resolve, a TLS handshake that failed). It says nothing of the
+	// requests left and keeps the budget, as a fault without limit
+	// headers does: no answer is coming, so the request's retry goes at
+	// its own backoff, not Probe after it.
+	Unreached bool
 }
 
 // dimensions names o's dimensions, in the order Why gives them.

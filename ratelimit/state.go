@@ -230,8 +230,9 @@ func answerOf(o Observation, now time.Time, ticket Ticket) Answer {
 	case o.Limited:
 		a.Remaining, a.First = 1, true
 	case o.failed():
-		// A 502 or a 529 from a gateway that sent no limit headers says
-		// nothing of the requests left: the budget stays as it was.
+		// A 502 or a 529 from a gateway that sent no limit headers, or a
+		// request that never reached the provider, says nothing of the
+		// requests left: the budget stays as it was.
 		a.KeepsBudget = true
 	default:
 		a.Remaining = -1
@@ -240,9 +241,10 @@ func answerOf(o Observation, now time.Time, ticket Ticket) Answer {
 }
 
 // failed is whether o is a refusal or a fault rather than an answer: a
-// status of 400 or more, or an error read from inside a stream.
+// status of 400 or more, an error read from inside a stream, or a request
+// that never reached the provider.
 func (o Observation) failed() bool {
-	return o.Overloaded || o.ServerFault || o.QuotaSpent || o.Status >= 400 || o.Error != ""
+	return o.Overloaded || o.ServerFault || o.QuotaSpent || o.Status >= 400 || o.Error != "" || o.Unreached
 }
 
 // sentWhy says that the requests d said were left are all sent, until

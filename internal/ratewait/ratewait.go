@@ -145,6 +145,21 @@ func (p Pass) Observe(res *http.Response, body []byte) ratelimit.Observation {
 	return o
 }
 
+// Unreached tells the limiter that the attempt p let through got no
+// answer because it never reached the provider (provider.Unconnected: no
+// connection was made). The key's budget stays as it was, as after a
+// fault without limit headers, and the attempt counts as answered, so
+// its retry goes at its own backoff rather than a Probe after it, and no
+// wait reads "waiting for an answer to a request already sent" for a
+// request that never left. A nil p (no limiter) does nothing.
+func (p Pass) Unreached() {
+	if p.g == nil {
+		return
+	}
+	o := ratelimit.Observation{At: p.g.Now(), From: p.key.Endpoint, Unreached: true}
+	_ = p.g.limiter.ObserveAnswer(p.ctx, p.key, p.ticket, o)
+}
+
 // Now is the limiter's time, which its waits and observations count by:
 // its Clock's, else the real one.
 func (g *Gate) Now() time.Time {
@@ -180,6 +195,8 @@ func (g *Gate) Middleware(r *http.Request, next func(*http.Request) (*http.Respo
 	res, err := next(r)
 	if err == nil {
 		pass.Observe(res, nil)
+	} else if provider.Unconnected(err) {
+		pass.Unreached()
 	}
 	return res, err
 }

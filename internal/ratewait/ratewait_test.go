@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -215,6 +217,39 @@ func TestWaitUntilTellsAWaitPastItsLimitThenGivesItUp(t *testing.T) {
 				t.Errorf("err %v, want one wrapping %v", err, c.want)
 			case c.want == context.Canceled && errors.Is(err, ErrPastLimit):
 				t.Errorf("err %v wraps ErrPastLimit, want the context's alone", err)
+			}
+		})
+	}
+}
+
+// An attempt through the middleware that never connected (a refused
+// connection) is told to the limiter as unreached, so the next attempt
+// goes at once rather than held until the limiter's probe; one that
+// connected and then broke (no answer, but it may have been read) still
+// holds the next, as the limiter cannot know it will get no answer.
+func TestAnAttemptThatNeverConnectedHoldsNoOtherAtTheLimiter(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		held bool
+	}{
+		{"refused", &url.Error{Op: "Post", URL: "https://api.example/v1", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, false},
+		{"reset after writing", &url.Error{Op: "Post", URL: "https://api.example/v1", Err: &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := &stepClock{now: time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)}
+			g := New(&ratelimit.Limiter{Clock: clock}, "anthropic", ratelimit.Identity("sk"))
+			var notices []provider.WaitNotice
+			ctx := provider.WithWaitNotice(context.Background(), func(n provider.WaitNotice) { notices = append(notices, n) })
+			r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.example/v1/messages", nil)
+			if _, err := g.Middleware(r, func(*http.Request) (*http.Response, error) { return nil, c.err }); err == nil {
+				t.Fatal("the attempt's error was lost")
+			}
+			if _, err := g.Middleware(r, func(*http.Request) (*http.Response, error) { return answer(200, nil, ""), nil }); err != nil {
+				t.Fatal(err)
+			}
+			if held := len(notices) > 0; held != c.held {
+				t.Errorf("the next attempt held: %v (%+v), want %v", held, notices, c.held)
 			}
 		})
 	}

@@ -377,3 +377,32 @@ func TestARetryAfterPastTheBoundIsToldAtTheGateBeforeTheRetriesEnd(t *testing.T)
 		})
 	}
 }
+
+// An attempt that never reached the provider (a refused connection) is
+// told to the limiter as such: no answer is coming for it, so its retry
+// goes at its own backoff, not held at the gate "waiting for an answer
+// to a request already sent" until the limiter's probe (a user's local
+// server not yet started read that wait before every retry).
+func TestARetryOfAnAttemptThatNeverConnectedIsNotHeldAtTheLimiter(t *testing.T) {
+	addr := providertest.ClosedAddr(t)
+	clock := &stepClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	limiter := &ratelimit.Limiter{Clock: clock}
+	var waits []time.Duration
+	s := newSender(t, "http://"+addr, Anthropic(3), &waits).WithLimiter(limiter, "anthropic", ratelimit.Identity("sk-test"))
+	var h held
+	_, err := s.Post(h.ctx(context.Background()), []byte(`{}`))
+	var ce *provider.ConnectionError
+	if !errors.As(err, &ce) || ce.Attempts != 4 {
+		t.Fatalf("want a *provider.ConnectionError of 4 attempts, got %T: %v", err, err)
+	}
+	if told := h.take(); len(told) > 0 {
+		t.Errorf("the retries were held at the limiter: %+v", told)
+	}
+	if len(waits) != 3 {
+		t.Errorf("the sender waited %v, want its 3 backoffs", waits)
+	}
+	key := ratelimit.Key{Endpoint: addr, Identity: ratelimit.Identity("sk-test")}
+	if st := limiter.State(key); st.Sent != 4 || st.Answers != 4 || st.Remaining == 0 {
+		t.Errorf("the limiter's state after 4 attempts that never connected: %+v; want 4 sent, 4 answered, a budget left", st)
+	}
+}

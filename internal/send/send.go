@@ -258,6 +258,9 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			sent = true
 		}
 		reached = reached || (sent && !provider.Unconnected(err))
+		if sent && provider.Unconnected(err) {
+			pass.Unreached() // no answer is coming: the limiter holds nothing for it
+		}
 		retry := s.rules.retryable(res, err)
 		next := s.pause(res, n, s.now().Sub(first), bound, retry)
 		var read []byte

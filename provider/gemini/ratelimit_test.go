@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -220,4 +222,29 @@ func ratewaitGate(on bool, clock *ratewaittest.Clock) *ratewait.Gate {
 		return nil
 	}
 	return ratewait.New(&ratelimit.Limiter{Clock: clock}, "gemini", ratelimit.Identity("k"))
+}
+
+// An attempt that never connected (a refused connection) is told to the
+// limiter as unreached: its retry goes at its own backoff, not held at
+// the gate until the limiter's probe "waiting for an answer to a request
+// already sent".
+func TestARetryOfAnAttemptThatNeverConnectedIsNotHeldAtTheLimiter(t *testing.T) {
+	clock := ratewaittest.NewClock(ratewaittest.Start)
+	policy := &retryPolicy{attempts: 3, statuses: retried, initial: 1,
+		sleep: func(context.Context, time.Duration) error { return nil }}
+	var notices []provider.WaitNotice
+	ctx := provider.WithWaitNotice(context.Background(), func(n provider.WaitNotice) { notices = append(notices, n) })
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://gemini.invalid/", strings.NewReader("the body"))
+	sends := 0
+	_, err := policy.do(req, ratewaitGate(true, clock), func(*http.Request) (*http.Response, error) {
+		sends++
+		return nil, &url.Error{Op: "Post", URL: "http://gemini.invalid/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	})
+	var ce *provider.ConnectionError
+	if !errors.As(err, &ce) || sends != 3 {
+		t.Fatalf("%d sends, err %v: want 3, ending in a *provider.ConnectionError", sends, err)
+	}
+	if len(notices) > 0 {
+		t.Errorf("the retries were held at the limiter: %+v", notices)
+	}
 }

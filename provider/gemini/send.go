@@ -269,6 +269,9 @@ func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Re
 			}
 		}
 		reached = reached || !provider.Unconnected(err)
+		if provider.Unconnected(err) {
+			pass.Unreached() // no answer is coming: the limiter holds nothing for it
+		}
 		if err == nil && (r == nil || !slices.Contains(r.statuses, int32(resp.StatusCode))) {
 			return resp, nil
 		}
