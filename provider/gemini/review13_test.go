@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 func TestAContextCancelledDuringTheBackoffEndsTheRetriesWithItsError(t *testing.T) {
@@ -64,15 +65,5 @@ func TestASendAfterEarlierAttemptsNumbersItsAttemptsAfterThem(t *testing.T) {
 	_, err := policy.do(req, nil, func(*http.Request) (*http.Response, error) {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	})
-	var got []int
-	for _, n := range notices {
-		got = append(got, n.Attempt, n.Attempts)
-	}
-	if len(got) != 4 || got[0] != 22 || got[1] != 23 || got[2] != 23 || got[3] != 23 {
-		t.Errorf("the notices' attempt and bound are %v, want [22 23 23 23] (attempts 22 and 23 of 23)", got)
-	}
-	var ce *provider.ConnectionError
-	if !errors.As(err, &ce) || ce.Attempts != 23 {
-		t.Errorf("want a *provider.ConnectionError of 23 attempts, got %T: %v", err, err)
-	}
+	providertest.CheckAttemptsAfter(t, 20, 2, notices, err)
 }
