@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/myelin-run/myelin/provider"
@@ -28,10 +29,12 @@ func WaitText(wire string, n provider.WaitNotice, now time.Time) string {
 }
 
 // waitNotice is the observer of a turn's requests' waits at the rate
-// limiter (provider.WithWaitNotice): each is a Waiting event.
-func (a *Agent) waitNotice(on func(Event)) func(provider.WaitNotice) {
+// limiter (provider.WithWaitNotice): each is a Waiting event, its
+// attempt kept in newest as retryNotice keeps a retry's.
+func (a *Agent) waitNotice(on func(Event), newest *atomic.Int32) func(provider.WaitNotice) {
 	wire := provider.WireName(a.Provider)
 	return func(n provider.WaitNotice) {
+		noticed(newest, n.Attempt)
 		on(Event{Kind: Waiting, Text: WaitText(wire, n, time.Now()), Until: n.Until})
 	}
 }

@@ -142,8 +142,9 @@ type turning struct {
 	// its first request never reaches the provider; reached: a request
 	// of the turn did (or may have)
 	droppable, reached bool
-	// newestAttempt is the newest attempt a retry of the request being
-	// sent was noticed for (retryNotice; read by send, retry.go)
+	// newestAttempt is the newest attempt of the request being sent that
+	// a retry or a wait at the rate limiter was told for (retryNotice,
+	// waitNotice; read by send, retry.go)
 	newestAttempt atomic.Int32
 	tr            TurnResult
 }
@@ -197,7 +198,7 @@ func (a *Agent) begin(ctx context.Context, id string, prompt *string, on func(Ev
 		}
 	}
 	t.droppable = a.droppable(prompt, &st, t.sz.conv)
-	t.providerCtx = provider.WithWaitNotice(provider.WithRetryNotice(t.ctx, a.retryNotice(on, &t.newestAttempt)), a.waitNotice(on))
+	t.providerCtx = provider.WithWaitNotice(provider.WithRetryNotice(t.ctx, a.retryNotice(on, &t.newestAttempt)), a.waitNotice(on, &t.newestAttempt))
 	t.sent = a.sending(id)
 	t.sz.sent, t.sz.spend, t.sz.marks = t.sent, &t.budget, &markTry{}
 	t.kept = kept

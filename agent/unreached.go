@@ -44,13 +44,26 @@ func wait(d time.Duration) string {
 }
 
 // retryNotice is the observer of a turn's requests' retries
-// (provider.WithRetryNotice): each is a Retry event, its attempt stored
-// in newest for the turn's resends to count from.
+// (provider.WithRetryNotice): each is a Retry event, its attempt kept in
+// newest for the turn's resends to count from (noticed).
 func (a *Agent) retryNotice(on func(Event), newest *atomic.Int32) func(provider.RetryNotice) {
 	wire := provider.WireName(a.Provider)
 	return func(n provider.RetryNotice) {
-		newest.Store(int32(n.Attempt))
+		noticed(newest, n.Attempt)
 		on(Event{Kind: Retry, Text: RetryText(wire, n)})
+	}
+}
+
+// noticed keeps attempt in newest when it is the newest told of: a retry
+// is told as a Retry before its backoff, or, when the answer asked for a
+// wait the rate limiter holds, only as that wait (waitNotice), so both
+// observers keep what they hear.
+func noticed(newest *atomic.Int32, attempt int) {
+	for {
+		old := newest.Load()
+		if int32(attempt) <= old || newest.CompareAndSwap(old, int32(attempt)) {
+			return
+		}
 	}
 }
 

@@ -65,9 +65,9 @@
   // tools.workspace__grep(...) learns the call's form from its first error.
   // Only a name tools lacks reaches the prototype: a tool's call costs
   // nothing more. `in`, Object.keys and JSON.stringify are untouched, and
-  // the keys JavaScript itself probes (then, toJSON, Object.prototype's
-  // names, symbols) stay undefined.
-  const probed = new Set(["then", "toJSON", ...Object.getOwnPropertyNames(Object.prototype)]);
+  // the keys JavaScript itself probes (then, toJSON, length,
+  // Object.prototype's names, symbols) stay undefined.
+  const probed = new Set(["then", "toJSON", "length", ...Object.getOwnPropertyNames(Object.prototype)]);
   const squash = (s) => s.toLowerCase().replace(/[^a-z0-9]/g, "");
   const noSuchTool = (key) => {
     const form = (n) => "tools[" + JSON.stringify(n) + "](input)";
@@ -84,7 +84,8 @@
     const more = names.length > 40 ? " and " + (names.length - 40) + " more (Object.keys(tools))" : "";
     return new TypeError(msg + " Its tools: " + shown + more + ".");
   };
-  Object.setPrototypeOf(tools, new Proxy(Object.create(null), {
+  // the target frozen: a script adds nothing to the prototype either
+  Object.setPrototypeOf(tools, new Proxy(Object.freeze(Object.create(null)), {
     get(target, key) {
       if (typeof key !== "string" || probed.has(key)) return undefined;
       const e = noSuchTool(key);

@@ -361,6 +361,13 @@ func TestWhatJavaScriptAsksOfToolsStaysAsItWas(t *testing.T) {
 		{`return [tools.then, tools.toJSON, tools.hasOwnProperty, tools[Symbol.iterator]].map(v => typeof v)`, `["undefined","undefined","undefined","undefined"]`},
 		{`return typeof tools["test--text"]`, `function`},
 		{`console.log(tools); return 1`, "{}\n1"},
+		{`return Array.from(tools)`, `[]`},
+		// nothing can be added to tools, its prototype included
+		{`const p = Object.getPrototypeOf(tools);
+try { Object.defineProperty(p, "evil", {value: 1, enumerable: true}) } catch (e) {}
+try { tools.evil = 1 } catch (e) {}
+const keys = []; for (const k in tools) keys.push(k);
+return ["evil" in tools, keys.includes("evil"), Object.isFrozen(p), Object.isFrozen(tools)]`, `[false,false,true,true]`},
 	} {
 		out, _ := r.run(c.code)
 		if out.IsError || out.Text != c.want {

@@ -173,17 +173,21 @@ func (g *Gate) Now() time.Time {
 // openai-go's option.WithMiddleware; a nil gate's passes the request on):
 // each attempt the SDK makes waits at the gate, its key named by the
 // request's URL as it reaches the middleware, and its answer is
-// observed. The attempt is the SDK's X-Stainless-Retry-Count plus one. It
-// is to be the last middleware, closest to the wire, so that it sees the
-// URL a platform's middleware routed the request to.
+// observed. The attempt is the SDK's X-Stainless-Retry-Count plus one,
+// numbered after the attempts of earlier sends its context counts
+// (provider.AttemptsBefore). It is to be the last middleware, closest to
+// the wire, so that it sees the URL a platform's middleware routed the
+// request to.
 func (g *Gate) Middleware(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	if g == nil {
 		return next(r)
 	}
 	ctx := r.Context()
-	attempt := 1
+	// numbered after the attempts of the request's earlier sends
+	// (provider.AttemptsBefore), as the wires' own senders number theirs
+	attempt := provider.AttemptsBefore(ctx) + 1
 	if n, err := strconv.Atoi(r.Header.Get("X-Stainless-Retry-Count")); err == nil && n > 0 {
-		attempt = n + 1
+		attempt += n
 	}
 	pass, err := g.Wait(ctx, g.Key(ctx, r.URL), attempt, provider.Redact(r.URL))
 	if err != nil {

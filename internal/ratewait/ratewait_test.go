@@ -254,3 +254,26 @@ func TestAnAttemptThatNeverConnectedHoldsNoOtherAtTheLimiter(t *testing.T) {
 		})
 	}
 }
+
+// The middleware numbers an attempt after those the request's earlier
+// sends made (provider.WithAttemptsBefore), as the wires' senders do.
+func TestTheMiddlewareNumbersAttemptsAfterEarlierSends(t *testing.T) {
+	clock := &stepClock{now: time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)}
+	g := New(&ratelimit.Limiter{Clock: clock}, "anthropic", ratelimit.Identity("sk"))
+	var notices []provider.WaitNotice
+	ctx := provider.WithWaitNotice(provider.WithAttemptsBefore(context.Background(), 20), func(n provider.WaitNotice) { notices = append(notices, n) })
+	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.example/v1/messages", nil)
+	r.Header.Set("X-Stainless-Retry-Count", "0")
+	if _, err := g.Middleware(r, func(*http.Request) (*http.Response, error) {
+		return answer(http.StatusTooManyRequests, http.Header{"Retry-After": {"20"}}, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("X-Stainless-Retry-Count", "1")
+	if _, err := g.Middleware(r, func(*http.Request) (*http.Response, error) { return answer(200, nil, ""), nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(notices) != 1 || notices[0].Attempt != 22 {
+		t.Errorf("notices %+v: want one wait, for attempt 22 (the send's second after 20)", notices)
+	}
+}
