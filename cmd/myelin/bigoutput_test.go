@@ -5,57 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// A 200 MB output goes from the command's file to the spill file without
-// passing through memory: the built binary's peak resident size stays under
-// 100 MB, the spill file holds every byte, and what is printed is the head
-// with the ready call for the next page (issue 9 §1).
-func TestABigOutputNeverGoesThroughMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes and reads 200 MB")
-	}
-	bin := buildMyelin(t)
-	dir := t.TempDir()
-	const size = 200_000_000
-	cmd := exec.Command(bin, "tool", "call", "shell--run",
-		`{"command":"yes abcdefghijklmnopqrstuvwxy | head -c `+strconv.Itoa(size)+`"}`,
-		"--allow-shell", "--workspace", dir)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	peak := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024 // KiB on Linux
-	t.Logf("peak resident size: %.1f MB", float64(peak)/1e6)
-	if peak >= 100_000_000 {
-		t.Errorf("peak resident size %d bytes, want under 100 MB", peak)
-	}
-	text := stdout.String()
-	if !strings.HasPrefix(text, strings.Repeat("abcdefghijklmnopqrstuvwxy\n", 100)) {
-		t.Fatalf("the text does not start with the output's head: %.200q", text)
-	}
-	m := regexp.MustCompile(`Read on: workspace--read \{"path":"([^"]+)","offset":\d+\}`).FindStringSubmatch(text)
-	if m == nil {
-		t.Fatalf("no ready call in %q", text[max(0, len(text)-600):])
-	}
-	st, err := os.Stat(filepath.Join(dir, m[1]))
-	if err != nil || st.Size() != size {
-		t.Fatalf("spill file %s: %v, %d bytes, want %d", m[1], err, st.Size(), size)
-	}
-	if !strings.Contains(text, "this result is 200000000 characters in 7692308 lines") {
-		t.Fatalf("the notice does not count the whole output: %q", text[max(0, len(text)-600):])
-	}
-	if entries, _ := os.ReadDir(filepath.Join(dir, ".myelin", "shell")); len(entries) != 0 {
-		t.Fatalf("output files left behind: %v", entries)
-	}
-}
 
 // A myelin killed while its command runs leaves the command's output file
 // in .myelin/shell/, and nowhere else; the next start removes it once no

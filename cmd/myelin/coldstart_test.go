@@ -177,47 +177,56 @@ func startMany(b *testing.B, progs []program) {
 // binary, tens of MiB), so every small program would read as large as the
 // benchmark itself.
 func rssOf(p program) (peak, anon int, err error) {
-	runtime.LockOSThread() // ptrace requests come from the thread that traced
-	defer runtime.UnlockOSThread()
 	cmd := exec.Command(p.path, p.args...)
 	cmd.Env = p.env
+	peak, anon, _, err = traced(cmd)
+	return peak, anon, err
+}
+
+// traced runs cmd to its end under ptrace and returns its peak resident
+// set size (VmHWM) and anonymous resident memory (RssAnon), in KiB, read
+// as it exits, and its wait status (rssOf says why not rusage). cmd's
+// Stdout and Stderr, when set, must be *os.File: nothing copies output,
+// as the process is reaped here, not by cmd.Wait.
+func traced(cmd *exec.Cmd) (peak, anon int, ws syscall.WaitStatus, err error) {
+	runtime.LockOSThread() // ptrace requests come from the thread that traced
+	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := cmd.Start(); err != nil {
-		return 0, 0, err
+		return 0, 0, ws, err
 	}
 	defer cmd.Process.Release()
 	pid := cmd.Process.Pid
-	var ws syscall.WaitStatus
 	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil { // stopped at its exec
-		return 0, 0, err
+		return 0, 0, ws, err
 	}
 	if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXIT); err != nil {
-		return 0, 0, fmt.Errorf("ptrace: %w", err)
+		return 0, 0, ws, fmt.Errorf("ptrace: %w", err)
 	}
 	peak, anon = -1, -1
 	for sig := 0; ; {
 		if err := syscall.PtraceCont(pid, sig); err != nil {
-			return 0, 0, fmt.Errorf("ptrace: %w", err)
+			return 0, 0, ws, fmt.Errorf("ptrace: %w", err)
 		}
 		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
-			return 0, 0, err
+			return 0, 0, ws, err
 		}
 		switch {
 		case ws.Exited() || ws.Signaled():
 			if peak < 0 || anon < 0 {
-				return 0, 0, fmt.Errorf("no VmHWM and RssAnon read at its exit")
+				return 0, 0, ws, fmt.Errorf("no VmHWM and RssAnon read at its exit")
 			}
-			return peak, anon, nil
+			return peak, anon, ws, nil
 		case ws.TrapCause() == syscall.PTRACE_EVENT_EXIT:
 			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 			if err != nil {
-				return 0, 0, err
+				return 0, 0, ws, err
 			}
 			for line := range strings.Lines(string(status)) {
 				for key, to := range map[string]*int{"VmHWM:": &peak, "RssAnon:": &anon} {
 					if v, ok := strings.CutPrefix(line, key); ok {
 						if *to, err = strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB")); err != nil {
-							return 0, 0, fmt.Errorf("%s %q: %w", key, v, err)
+							return 0, 0, ws, fmt.Errorf("%s %q: %w", key, v, err)
 						}
 					}
 				}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,37 +80,34 @@ func TestAGRPCNoTraceBuildKeepsTheLinkersMethodElimination(t *testing.T) {
 // reflectMethodChains reads a -ldflags=-dumpdep dump ("from -> to" lines in
 // the order the linker reached each symbol, flags such as <ReflectMethod>
 // after a name) and returns, for at most n of the reached symbols marked
-// <ReflectMethod>, the chain of first reachers from it back to a root.
+// <ReflectMethod>, the chain of first reachers from it back to a root. It
+// streams the dump once and holds its graph only when a symbol is marked
+// (a second read): the test binary's own peak memory is what every child
+// it starts later inherits as its rusage peak.
 func reflectMethodChains(dump string, n int) ([]string, error) {
-	f, err := os.Open(dump)
-	if err != nil {
-		return nil, fmt.Errorf("reading the linker's dump: %w", err)
-	}
-	defer f.Close()
-	parent := map[string]string{}
 	var marked []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		from, to, ok := strings.Cut(sc.Text(), " -> ")
-		if !ok {
-			continue
-		}
-		flagged := strings.Contains(to, "<ReflectMethod>")
-		from, to = symbolName(from), symbolName(to)
-		if _, seen := parent[to]; seen {
-			continue
-		}
-		parent[to] = from
-		if flagged && len(marked) < n {
+	edges := 0
+	if err := eachEdge(dump, func(from, to string, flagged bool) {
+		edges++
+		if flagged && len(marked) < n && !slices.Contains(marked, to) {
 			marked = append(marked, to)
 		}
+	}); err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the linker's dump %s: %w", dump, err)
-	}
-	if len(parent) == 0 {
+	if edges == 0 {
 		return nil, fmt.Errorf("the linker's dump %s has no edge: did -ldflags=-dumpdep change?", dump)
+	}
+	if len(marked) == 0 {
+		return nil, nil
+	}
+	parent := map[string]string{}
+	if err := eachEdge(dump, func(from, to string, _ bool) {
+		if _, seen := parent[to]; !seen {
+			parent[to] = from
+		}
+	}); err != nil {
+		return nil, err
 	}
 	var chains []string
 	for _, m := range marked {
@@ -120,6 +118,29 @@ func reflectMethodChains(dump string, n int) ([]string, error) {
 		chains = append(chains, "  "+strings.Join(c, "\n    <- "))
 	}
 	return chains, nil
+}
+
+// eachEdge calls edge with each "from -> to" line of the dump, the names
+// without their flags, and whether to is marked <ReflectMethod>.
+func eachEdge(dump string, edge func(from, to string, flagged bool)) error {
+	f, err := os.Open(dump)
+	if err != nil {
+		return fmt.Errorf("reading the linker's dump: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		from, to, ok := strings.Cut(sc.Text(), " -> ")
+		if !ok {
+			continue
+		}
+		edge(symbolName(from), symbolName(to), strings.Contains(to, "<ReflectMethod>"))
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading the linker's dump %s: %w", dump, err)
+	}
+	return nil
 }
 
 // symbolName is a dump's symbol without the flags the linker writes after

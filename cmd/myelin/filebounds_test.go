@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -5,8 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -40,22 +43,38 @@ func gibFile(t *testing.T, sparse bool) string {
 	return dir
 }
 
-// runBounded runs the built binary and returns its stdout and peak
-// resident size in bytes.
-func runBounded(t *testing.T, bin string, args ...string) (string, int64) {
+// runBounded runs the built binary and returns its stdout, its stderr
+// and its peak resident size in bytes, read under ptrace as it exits
+// (traced): rusage's ru_maxrss would carry the test binary's own peak
+// into it (a test that had read a large file made every later child's
+// read 192 MiB).
+func runBounded(t *testing.T, bin string, args ...string) (stdout, stderr string, peak int64) {
 	t.Helper()
+	dir := t.TempDir()
+	var files [2]*os.File
+	for i := range files {
+		f, err := os.CreateTemp(dir, "out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		files[i] = f
+	}
 	cmd := exec.Command(bin, args...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+	cmd.Stdout, cmd.Stderr = files[0], files[1]
+	hwm, _, _, err := traced(cmd)
+	if err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		t.Skip("no rusage on this system")
+	var out [2]string
+	for i, f := range files {
+		b, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = string(b)
 	}
-	return out.String() + errOut.String(), int64(ru.Maxrss) << 10 // Linux reports KiB
+	return out[0], out[1], int64(hwm) << 10
 }
 
 // workspace--grep and workspace--read stay within a fixed memory bound
@@ -76,7 +95,8 @@ func TestFileToolsStayWithinAMemoryBoundOnGiBFiles(t *testing.T) {
 		{"read, one long line", long, "workspace--read", `{"path":"big"}`, "line 1 of 1 in big is longer than a page"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, rss := runBounded(t, bin, "tool", "call", tc.tool, tc.args, "--workspace", tc.dir, "--no-code-execution")
+			stdout, stderr, rss := runBounded(t, bin, "tool", "call", tc.tool, tc.args, "--workspace", tc.dir, "--no-code-execution")
+			out := stdout + stderr
 			if !strings.Contains(out, tc.say) {
 				t.Errorf("output %.500q does not say %q", out, tc.say)
 			}
@@ -85,5 +105,45 @@ func TestFileToolsStayWithinAMemoryBoundOnGiBFiles(t *testing.T) {
 				t.Errorf("peak resident size %d MiB, over %d MiB", rss>>20, maxFileToolRSS>>20)
 			}
 		})
+	}
+}
+
+// A 200 MB output goes from the command's file to the spill file without
+// passing through memory: the built binary's peak resident size stays under
+// 100 MB, the spill file holds every byte, and what is printed is the head
+// with the ready call for the next page (issue 9 §1).
+func TestABigOutputNeverGoesThroughMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads 200 MB")
+	}
+	bin := buildMyelin(t)
+	dir := t.TempDir()
+	const size = 200_000_000
+	text, errText, peak := runBounded(t, bin, "tool", "call", "shell--run",
+		`{"command":"yes abcdefghijklmnopqrstuvwxy | head -c `+strconv.Itoa(size)+`"}`,
+		"--allow-shell", "--workspace", dir)
+	t.Logf("peak resident size: %.1f MB", float64(peak)/1e6)
+	if peak >= 100_000_000 {
+		t.Errorf("peak resident size %d bytes, want under 100 MB", peak)
+	}
+	if errText != "" {
+		t.Errorf("stderr: %s", errText)
+	}
+	if !strings.HasPrefix(text, strings.Repeat("abcdefghijklmnopqrstuvwxy\n", 100)) {
+		t.Fatalf("the text does not start with the output's head: %.200q", text)
+	}
+	m := regexp.MustCompile(`Read on: workspace--read \{"path":"([^"]+)","offset":\d+\}`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no ready call in %q", text[max(0, len(text)-600):])
+	}
+	st, err := os.Stat(filepath.Join(dir, m[1]))
+	if err != nil || st.Size() != size {
+		t.Fatalf("spill file %s: %v, %d bytes, want %d", m[1], err, st.Size(), size)
+	}
+	if !strings.Contains(text, "this result is 200000000 characters in 7692308 lines") {
+		t.Fatalf("the notice does not count the whole output: %q", text[max(0, len(text)-600):])
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, ".myelin", "shell")); len(entries) != 0 {
+		t.Fatalf("output files left behind: %v", entries)
 	}
 }
