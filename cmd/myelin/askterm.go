@@ -10,8 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/myelin-run/myelin/approval"
 	"github.com/myelin-run/myelin/permission"
@@ -115,17 +113,17 @@ const (
 // characters escaped: it cannot draw on the terminal or pass off text as
 // myelin's.
 func writeQuestion(w io.Writer, r approval.Request, userFile string) {
-	fmt.Fprintf(w, "\nThe model asks to run %s:\n", visible(r.Tool))
+	fmt.Fprintf(w, "\nThe model asks to run %s:\n", approval.Visible(r.Tool))
 	if r.Tool == permission.ShellTool && r.Command != "" {
 		writeShown(w, r.Command)
 		if r.Part != "" && r.Part != r.Command {
-			fmt.Fprintf(w, "  asked about: %s\n", visible(r.Part))
+			fmt.Fprintf(w, "  asked about: %s\n", approval.Visible(r.Part))
 		}
 	} else {
 		writeShown(w, inputText(r.Input))
 	}
 	if r.Reason != "" {
-		fmt.Fprintf(w, "  why: %s\n", visible(r.Reason))
+		fmt.Fprintf(w, "  why: %s\n", approval.Visible(r.Reason))
 	}
 	fmt.Fprintln(w, "  y  yes, this once")
 	if r.Rule != "" {
@@ -165,7 +163,7 @@ func writeShown(w io.Writer, text string) {
 			return
 		}
 		chars += len(l)
-		fmt.Fprintf(w, "    %s\n", visible(l))
+		fmt.Fprintf(w, "    %s\n", approval.Visible(l))
 	}
 }
 
@@ -198,25 +196,6 @@ func inputText(in json.RawMessage) string {
 			fmt.Fprintf(&b, "%s:\n%s\n", n, s)
 		} else {
 			fmt.Fprintf(&b, "%s: %s\n", n, s)
-		}
-	}
-	return b.String()
-}
-
-// visible is s with every character a terminal would not print as itself
-// (control characters, escape sequences, bidi overrides, bytes that are
-// not UTF-8) written as a Go escape, tabs kept.
-func visible(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsPrint(r) || r == '\t':
-			b.WriteRune(r)
-		default:
-			q := fmt.Sprintf("%+q", r) // '\x1b', '\u202e'
-			b.WriteString(q[1 : len(q)-1])
 		}
 	}
 	return b.String()

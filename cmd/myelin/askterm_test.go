@@ -99,7 +99,7 @@ func TestAToolsInputIsShownFieldByFieldAndItsControlCharactersEscaped(t *testing
 	if strings.ContainsAny(q, "\x1b\u202e") {
 		t.Errorf("a control character of the model's reached the terminal: %q", q)
 	}
-	if got := visible("a\x9bb"); got != `a\x9bb` {
+	if got := approval.Visible("a\x9bb"); got != `a\x9bb` {
 		t.Errorf("a byte that is not UTF-8 (8-bit CSI) is shown as %q", got)
 	}
 }

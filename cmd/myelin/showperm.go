@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/myelin-run/myelin/approval"
 	"github.com/myelin-run/myelin/permission"
 )
 
@@ -50,7 +51,7 @@ func permissionText(r permission.Record) string {
 	if r.Reason != "" {
 		what += " · " + r.Reason
 	}
-	return "[permission: " + visible(what) + "]" // one line, whatever a reason held
+	return "[permission: " + approval.Visible(what) + "]" // one line, whatever a reason held
 }
 
 // answerWords is a person's answer as the terminal offered it.
@@ -79,15 +80,15 @@ func deniedText(r *permission.Record, result string) string {
 	switch r.By {
 	case "rule", "default":
 		if r.Rule != "" {
-			return "denied by the rule " + visible(ruleText(r.Rule))
+			return "denied by the rule " + approval.Visible(ruleText(r.Rule))
 		}
-		return "denied: " + visible(r.Reason)
+		return "denied: " + approval.Visible(r.Reason)
 	case "person":
 		return "denied by you"
 	case "timeout":
 		return "denied: no answer came in time"
 	}
-	return "denied: " + visible(oneLine(result, 400))
+	return "denied: " + approval.Visible(oneLine(result, 400))
 }
 
 // ruleText is a Record's Rule without the decision it starts with (the
