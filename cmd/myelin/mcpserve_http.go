@@ -40,7 +40,7 @@ func serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, f mcpServeFlags, s
 	fmt.Fprintf(stderr, "myelin mcp serve: listening on http://%s/\n", ln.Addr())
 	ending, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
-	hs := &http.Server{Handler: guard.Wrap(endingStreams(ending, srv.Handler()))}
+	hs := httpguard.Server(guard.Wrap(endingStreams(ending, srv.Handler())))
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)

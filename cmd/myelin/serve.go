@@ -319,7 +319,7 @@ func serveSession(api *server.Server, s *session) {
 // serve serves the API on ln until it fails, or is told to stop (a
 // signal, or ctx), then stops as stopServing says.
 func (c *serveSetup) serve(ctx context.Context, api *server.Server, ln net.Listener, wsDir string, stopWorkers func(), stderr io.Writer) error {
-	hs := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	hs := httpguard.Server(api)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Fprintf(stderr, "myelin serve: listening on http://%s (workspace %s)\n", ln.Addr(), wsDir)

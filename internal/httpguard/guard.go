@@ -9,7 +9,8 @@
 // It owns no route and reads no body: it answers a refusal and passes
 // every other request on, its body bounded. It must not decide what an
 // admitted request may do (the permission policy does that), nor log a
-// token.
+// token. Server is the http.Server every such endpoint runs on, its
+// connections bounded in time.
 package httpguard
 
 import (

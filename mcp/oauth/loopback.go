@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/myelin-run/myelin/internal/httpguard"
 )
 
 // Loopback receives the authorisation server's redirect on 127.0.0.1
@@ -71,7 +73,7 @@ func (l *Loopback) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*au
 		return nil, err
 	}
 	got := make(chan result, 1)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httpguard.Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if r.URL.Path != "/callback" || q.Get("state") != state {
 			http.Error(w, "myelin: this is not the sign-in myelin is waiting for", http.StatusBadRequest)
@@ -93,7 +95,7 @@ func (l *Loopback) Fetch(ctx context.Context, args *auth.AuthorizationArgs) (*au
 		case got <- res:
 		default:
 		}
-	})}
+	}))
 	go srv.Serve(ln)
 	defer srv.Close()
 	if l.who != nil && l.who.Out != nil {
