@@ -164,6 +164,9 @@ func (f *mcpServeFlags) check(set map[string]bool) error {
 	if f.poll <= 0 {
 		return fmt.Errorf("--poll %v: give a positive duration (default %v)", f.poll, mcpserver.DefaultPoll)
 	}
+	if set["token"] && f.http == "" {
+		return errors.New("--token is for --http: over stdio the host that started the process is the one client, and there is no request to check")
+	}
 	if set["session-timeout"] && f.http == "" {
 		return errors.New("--session-timeout is for --http: over stdio there is one session, the process's, which ends with its stdin")
 	}

@@ -327,6 +327,7 @@ func TestMCPServeUsage(t *testing.T) {
 		{[]string{"--page-size", "-1"}, "--page-size -1: give a number of items"},
 		{[]string{"--poll", "0s"}, "--poll 0s: give a positive duration"},
 		{[]string{"--session-timeout", "5m"}, "--session-timeout is for --http"},
+		{[]string{"--token", "0123456789abcdef-token"}, "--token is for --http"},
 		{[]string{"--http", "127.0.0.1:0", "--session-timeout", "0s"}, "--session-timeout 0s: give a duration"},
 	} {
 		_, errOut, code := cli(t, append([]string{"mcp", "serve", "--workspace", t.TempDir()}, tt.args...)...)
