@@ -23,11 +23,17 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
 // DefaultMaxBody is the largest request body a Guard lets through when
 // its MaxBody is 0, in bytes.
 const DefaultMaxBody = 4 << 20
+
+// unreadBodyWait is how long a request answered by the guard itself, or
+// by an open route, may take to send the body it announced, which
+// net/http reads before the answer.
+const unreadBodyWait = time.Second
 
 // MinTokenLength is the fewest characters a token may have (CheckToken).
 const MinTokenLength = 16
@@ -112,6 +118,18 @@ func (g *Guard) CheckListen(flag, addr string) error {
 // bounded by MaxBody.
 func (g *Guard) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := r.ContentLength != 0
+		if body {
+			// A body was announced (a length, or chunks), and what
+			// answers here — a refusal, a preflight, an open route —
+			// reads none: net/http reads it before the answer, to keep
+			// the connection, for as long as the client sends nothing
+			// (no token needed). It gets a second for that, and the
+			// answer closes the connection; a request admitted to next,
+			// which reads its body, has neither.
+			w.Header().Set("Connection", "close")
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyWait))
+		}
 		if err := g.Check(); err != nil {
 			g.refuse(w, http.StatusInternalServerError, "this server serves nothing until its configuration is fixed: "+err.Error())
 			return
@@ -143,6 +161,10 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 		limit := g.MaxBody
 		if limit <= 0 {
 			limit = DefaultMaxBody
+		}
+		if body && !open {
+			w.Header().Del("Connection")
+			_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		next.ServeHTTP(w, r)
