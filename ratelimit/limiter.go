@@ -309,6 +309,23 @@ func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket Ticket, o O
 	return l.observe(ctx, key, ticket, o, false)
 }
 
+// ObserveUnreached records that the request of ticket, let through at
+// sent, never reached the provider (no connection was made): an answer
+// that keeps the budget and holds no other request for its own
+// (Observation.Unreached). Unless it comes a Probe or more after sent:
+// then another request may have gone meanwhile and taken this one as lost
+// (State.Spend counts every request before it as answered), so that
+// counting it now would count one still in flight as answered and let one
+// more go than the budget allows; such a late failure is not told, and
+// the key goes on as if it had been lost.
+func (l *Limiter) ObserveUnreached(ctx context.Context, key Key, ticket Ticket, sent time.Time) error {
+	now := l.clock().Now()
+	if now.Sub(sent) >= l.probe() {
+		return nil
+	}
+	return l.ObserveAnswer(ctx, key, ticket, Observation{At: now, From: key.Endpoint, Unreached: true})
+}
+
 // observe is ObserveAnswer, of an answer said again (Answer.Again) when
 // again is set.
 func (l *Limiter) observe(ctx context.Context, key Key, ticket Ticket, o Observation, again bool) error {

@@ -118,7 +118,8 @@ type Observation struct {
 	ServerFault bool
 	// Unreached is a request that got no answer because it never reached
 	// the provider: no connection was made (refused, a name that does not
-	// resolve, a TLS handshake that failed). It says nothing of the
+	// resolve, a certificate refused, a plain-HTTP answer to a TLS
+	// handshake: provider.Unconnected). It says nothing of the
 	// requests left and keeps the budget, as a fault without limit
 	// headers does: no answer is coming, so the request's retry goes at
 	// its own backoff, not Probe after it.
