@@ -114,6 +114,8 @@ type Server struct {
 	res  resources     // the resources listed (resources.go)
 	subs subscriptions // what hosts subscribed to (subscribe.go)
 	idle idleSessions  // the Handler's sessions' activity (idle.go)
+
+	reads chan struct{} // the turns of resources/read (readbound.go)
 }
 
 // New makes a Server offering c's tools, and c's workspace and store as
@@ -132,7 +134,7 @@ func New(c Config) *Server {
 	if c.WriteStall <= 0 {
 		c.WriteStall = DefaultWriteStall
 	}
-	s := &Server{cfg: c, names: map[string]bool{}, key: make([]byte, 32)}
+	s := &Server{cfg: c, names: map[string]bool{}, key: make([]byte, 32), reads: make(chan struct{}, MaxReadsInFlight)}
 	_, _ = rand.Read(s.key)
 	opts := &sdk.ServerOptions{
 		PageSize: c.PageSize,
@@ -150,6 +152,7 @@ func New(c Config) *Server {
 		opts.CompletionHandler = mcpfixtures.Complete
 	}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: name, Version: version}, opts)
+	s.sdk.AddReceivingMiddleware(s.boundReads)
 	s.SetTools(c.Tools)
 	s.addTemplates()
 	s.syncResources(context.Background())
