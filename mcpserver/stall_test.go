@@ -93,6 +93,22 @@ func updates(t *testing.T, srv *httptest.Server, uri string) <-chan string {
 // full, the write to it fails after Config.WriteStall, its stream is
 // cut, and the others are told.
 func TestAHostThatNeverReadsItsStreamDoesNotHoldBackOthersUpdates(t *testing.T) {
+	stuckHost(t, testStall)
+}
+
+// Until its stream is cut, a host that does not read it holds only the
+// updates of the URIs it subscribes to: another URI's subscribers are
+// told at once (each URI's update is sent on a goroutine of its own),
+// however long the write stall allowed.
+func TestAHostThatNeverReadsHoldsOnlyItsOwnURIsUpdates(t *testing.T) {
+	stuckHost(t, time.Hour)
+}
+
+// stuckHost is a host that subscribes to files, opens its standing GET
+// stream and never reads it, while their changes fill its socket's
+// buffers; and another host subscribed to b.txt, which must be told
+// when it changes.
+func stuckHost(t *testing.T, stall time.Duration) {
 	ws := openWorkspace(t)
 	const files = 20
 	name := func(i int) string { return fmt.Sprintf("%03d-%s.txt", i, strings.Repeat("n", 200)) }
@@ -104,7 +120,7 @@ func TestAHostThatNeverReadsItsStreamDoesNotHoldBackOthersUpdates(t *testing.T) 
 	if err := os.WriteFile(filepath.Join(ws.Dir(), "b.txt"), []byte("0"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{Workspace: ws, Env: result.Env{Store: ws}, Poll: 5 * time.Millisecond, SessionTimeout: -1, WriteStall: testStall})
+	s := New(Config{Workspace: ws, Env: result.Env{Store: ws}, Poll: 5 * time.Millisecond, SessionTimeout: -1, WriteStall: stall})
 	srv := stallServer(t, s)
 
 	// the host that never reads its stream

@@ -45,6 +45,7 @@ type subscriptions struct {
 	by      map[string]map[*sdk.ServerSession]bool // URI → its subscribers
 	stamps  map[string]string                      // URI → how it looked at the last poll
 	per     map[*sdk.ServerSession]int             // session → how many URIs it subscribes to
+	sending map[string]bool                        // URI → its update is being sent; true: changed again since
 	polling bool
 }
 
@@ -171,10 +172,42 @@ func (s *Server) poll() {
 			}
 			s.subs.mu.Unlock()
 			if ok && old != now {
-				_ = s.sdk.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri})
+				s.updated(uri)
 			}
 		}
 	}
+}
+
+// updated tells uri's subscribers it changed, on a goroutine of the
+// URI's own: the SDK writes the update to each subscriber in turn, and a
+// host slow to read its stream (until Config.WriteStall cuts it) holds
+// only the updates of the URIs it subscribes to, not the poll. A change
+// seen while the URI's update is being sent is sent once after it: a
+// change is a flag, not a queue.
+func (s *Server) updated(uri string) {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	if s.subs.sending == nil {
+		s.subs.sending = map[string]bool{}
+	}
+	if _, busy := s.subs.sending[uri]; busy {
+		s.subs.sending[uri] = true
+		return
+	}
+	s.subs.sending[uri] = false
+	go func() {
+		for {
+			_ = s.sdk.ResourceUpdated(context.Background(), &sdk.ResourceUpdatedNotificationParams{URI: uri})
+			s.subs.mu.Lock()
+			if !s.subs.sending[uri] {
+				delete(s.subs.sending, uri)
+				s.subs.mu.Unlock()
+				return
+			}
+			s.subs.sending[uri] = false
+			s.subs.mu.Unlock()
+		}
+	}()
 }
 
 // stampKey is what uri's stamp is of: its conversation, whatever page
