@@ -11,6 +11,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/myelin-run/myelin/history"
 )
 
 // Subscriptions (resources/subscribe, resources/unsubscribe) are taken
@@ -96,8 +98,10 @@ func (s *Server) subscribable(ctx context.Context, uri string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := s.cfg.Store.Get(ctx, id); err != nil {
-			return refused("%s: no conversation %q to subscribe to: %v", uri, id, err)
+		if _, err := s.cfg.Store.Get(ctx, id); errors.Is(err, history.ErrNotFound) {
+			return refused("%s: no conversation %q to subscribe to", uri, id)
+		} else if err != nil {
+			return fmt.Errorf("looking up conversation %q for a subscription to %s: %w", id, uri, err)
 		}
 		return nil
 	case strings.HasPrefix(uri, "file:"):
