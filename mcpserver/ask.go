@@ -141,19 +141,25 @@ func joinChoices(cs []approval.Choice) string {
 }
 
 // question is the form's message: the call, why it is asked, and what
-// each choice does.
+// each choice does. Every string in it that the model wrote or chose —
+// the tool's name, the command, the part asked about, the input, the
+// reason that quotes them — goes through approval.Visible, as on the
+// terminal: a line break, carriage return, escape sequence or bidi
+// override is shown escaped, so that the model cannot end the command's
+// line and write lines of the question itself ("Why you are asked: …"),
+// nor draw on a terminal host. Each is clipped before it is escaped.
 func question(r approval.Request, choices []approval.Choice) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "myelin asks whether this call of %s may run.\n", r.Tool)
+	fmt.Fprintf(&b, "myelin asks whether this call of %s may run.\n", shown(r.Tool, 200))
 	switch {
 	case r.Command != "" && r.Part != "":
-		fmt.Fprintf(&b, "Command: %s\nThe part asked about: %s\n", clipText(r.Command, 2000), clipText(r.Part, 500))
+		fmt.Fprintf(&b, "Command: %s\nThe part asked about: %s\n", shown(r.Command, 2000), shown(r.Part, 500))
 	case r.Command != "":
-		fmt.Fprintf(&b, "Command: %s\n", clipText(r.Command, 2000))
+		fmt.Fprintf(&b, "Command: %s\n", shown(r.Command, 2000))
 	default:
-		fmt.Fprintf(&b, "Input: %s\n", clipText(string(r.Input), 2000))
+		fmt.Fprintf(&b, "Input: %s\n", shown(string(r.Input), 2000))
 	}
-	fmt.Fprintf(&b, "Why you are asked: %s\n", r.Reason)
+	fmt.Fprintf(&b, "Why you are asked: %s\n", shown(r.Reason, 2000))
 	for _, c := range choices {
 		switch c {
 		case approval.AllowOnce:
@@ -187,6 +193,10 @@ func form(choices []approval.Choice) map[string]any {
 		"required": []any{"choice"},
 	}
 }
+
+// shown is s as the question shows it: at most n characters of it, then
+// what a person would not see as itself escaped (approval.Visible).
+func shown(s string, n int) string { return approval.Visible(clipText(s, n)) }
 
 // clipText is s cut to at most n characters, with "…" when cut.
 func clipText(s string, n int) string {

@@ -20,7 +20,8 @@ import (
 // list_changed and resources/updated, would be cut while it listens.
 //
 // The sessions are known by their Mcp-Session-Id: a request that names
-// one is counted while it runs, and the initialize POST that makes one
+// one the SDK has (an id no session has is not kept) is counted while it
+// runs, and the initialize POST that makes one
 // marks it when it ends. A sweep, every quarter of the timeout (at most
 // a minute), closes the sessions idle for the timeout; a closed session
 // drops its subscriptions at the next poll (subscribe.go). Sweeping
@@ -50,16 +51,20 @@ type activity struct {
 func (s *Server) keepAlive(h http.Handler, timeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(sessionIDHeader)
-		if id != "" && !s.idle.begin(id) {
-			// a sweep is closing it: the answer to a session that is no
-			// more, which the host takes as its cue to initialize again
-			http.Error(w, "session not found", http.StatusNotFound)
-			return
+		counted := false
+		if id != "" {
+			var closing bool
+			if counted, closing = s.idle.begin(id, s.hasSession); closing {
+				// a sweep is closing it: the answer to a session that is no
+				// more, which the host takes as its cue to initialize again
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
+			}
 		}
 		defer func() {
-			if id != "" {
+			if counted {
 				s.idle.end(id, true)
-			} else if made := w.Header().Get(sessionIDHeader); made != "" {
+			} else if made := w.Header().Get(sessionIDHeader); id == "" && made != "" {
 				s.idle.end(made, false) // the initialize POST made it
 			}
 			s.startSweeping(timeout)
@@ -68,22 +73,38 @@ func (s *Server) keepAlive(h http.Handler, timeout time.Duration) http.Handler {
 	})
 }
 
-// begin counts a request of session id in flight, and reports false,
-// counting nothing, when a sweep is closing the session.
-func (a *idleSessions) begin(id string) bool {
+// hasSession reports whether the SDK has a session of id.
+func (s *Server) hasSession(id string) bool {
+	for ss := range s.sdk.Sessions() {
+		if ss.ID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// begin counts a request of session id in flight and reports counted;
+// it counts nothing, reporting closing, when a sweep is closing the
+// session, and nothing when the id names no session, neither known here
+// nor to exists (the SDK's): an id a host made up, of any length, is
+// never kept — the SDK answers its request 404.
+func (a *idleSessions) begin(id string, exists func(string) bool) (counted, closing bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closing[id] {
-		return false
-	}
-	if a.by == nil {
-		a.by = map[string]*activity{}
+		return false, true
 	}
 	if a.by[id] == nil {
+		if !exists(id) {
+			return false, false
+		}
+		if a.by == nil {
+			a.by = map[string]*activity{}
+		}
 		a.by[id] = &activity{}
 	}
 	a.by[id].inFlight++
-	return true
+	return true, false
 }
 
 // end marks the end of a request of session id, one begin counted when

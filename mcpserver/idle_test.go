@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -120,5 +122,35 @@ func TestARequestOfASessionBeingClosedGets404(t *testing.T) {
 	}
 	if sessions(s) != 1 {
 		t.Errorf("%d sessions: the refusal must not close the session itself (the sweep does)", sessions(s))
+	}
+}
+
+// A request naming a session that does not exist — an id a host made
+// up, of any length — is answered 404 and its id is not kept: only the
+// SDK's sessions are counted.
+func TestAnUnknownSessionIDIsNotKept(t *testing.T) {
+	s := New(Config{SessionTimeout: idleTimeout})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	connectHTTP(t, srv, false)
+	for i := range 50 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(sessionIDHeader, fmt.Sprintf("made-up-%d-%s", i, strings.Repeat("x", 4096)))
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("a request in a made-up session was answered %s, want 404", resp.Status)
+		}
+	}
+	s.idle.mu.Lock()
+	kept := len(s.idle.by)
+	s.idle.mu.Unlock()
+	if kept != 1 {
+		t.Errorf("%d session ids are kept after 50 requests naming made-up ones and one real session, want 1", kept)
 	}
 }

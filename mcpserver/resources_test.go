@@ -237,7 +237,7 @@ func subscriptionsAt(t *testing.T, v string) {
 	if err := os.WriteFile(file, []byte("one"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{Workspace: ws, Store: st, Poll: 5 * time.Millisecond})
+	s := New(Config{Workspace: ws, Store: st, Poll: 5 * time.Millisecond, Fixtures: true}) // the fixtures: a resource not myelin's own
 	updated := make(chan string, 64)
 	cs := connectAt(t, s, &sdk.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *sdk.ResourceUpdatedNotificationRequest) {
 		updated <- req.Params.URI

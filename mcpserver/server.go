@@ -73,6 +73,11 @@ type Config struct {
 	// polling of what it subscribed to, for good (idle.go). 0 means
 	// DefaultSessionTimeout; a negative one never closes a session.
 	SessionTimeout time.Duration
+	// WriteStall is how long a Handler's write to a host may make no
+	// progress before the host's stream is cut (stall.go): a host that
+	// never reads its stream cannot hold the notifications of the
+	// others. 0 means DefaultWriteStall.
+	WriteStall time.Duration
 	// HostChecked says the caller of Handler checks each request's Host
 	// itself, as internal/httpguard does (a loopback name unless there is
 	// a token): the SDK's own check, which refuses every name but a
@@ -109,6 +114,8 @@ type Server struct {
 	res  resources     // the resources listed (resources.go)
 	subs subscriptions // what hosts subscribed to (subscribe.go)
 	idle idleSessions  // the Handler's sessions' activity (idle.go)
+
+	reads chan struct{} // the turns of resources/read (readbound.go)
 }
 
 // New makes a Server offering c's tools, and c's workspace and store as
@@ -124,7 +131,10 @@ func New(c Config) *Server {
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = DefaultSessionTimeout
 	}
-	s := &Server{cfg: c, names: map[string]bool{}, key: make([]byte, 32)}
+	if c.WriteStall <= 0 {
+		c.WriteStall = DefaultWriteStall
+	}
+	s := &Server{cfg: c, names: map[string]bool{}, key: make([]byte, 32), reads: make(chan struct{}, MaxReadsInFlight)}
 	_, _ = rand.Read(s.key)
 	opts := &sdk.ServerOptions{
 		PageSize: c.PageSize,
@@ -142,6 +152,7 @@ func New(c Config) *Server {
 		opts.CompletionHandler = mcpfixtures.Complete
 	}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: name, Version: version}, opts)
+	s.sdk.AddReceivingMiddleware(s.boundReads)
 	s.SetTools(c.Tools)
 	s.addTemplates()
 	s.syncResources(context.Background())
@@ -169,9 +180,11 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 // (internal/httpguard): it checks no token, host or origin itself
 // beyond the SDK's own check of a loopback request's Host, off when
 // Config.HostChecked says the caller checks it. A session idle for
-// Config.SessionTimeout is closed (idle.go).
+// Config.SessionTimeout is closed (idle.go); a write to a host that
+// makes no progress for Config.WriteStall cuts its stream (stall.go).
 func (s *Server) Handler() http.Handler {
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), DisableLocalhostProtection: s.cfg.HostChecked})
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), DisableLocalhostProtection: s.cfg.HostChecked})
+	h = bounded(h, s.cfg.WriteStall)
 	if s.cfg.SessionTimeout < 0 {
 		return h
 	}
