@@ -69,11 +69,14 @@ const defaultAgentTime = 30 * time.Minute
 // and its own.
 type mcpServeFlags struct {
 	agentFlags
-	http      string
-	token     string
-	fixtures  bool
-	agent     bool
-	agentTime time.Duration
+	http     string
+	token    string
+	fixtures bool
+	// noConversations: --no-conversation-resources, the store's
+	// conversations not offered as resources
+	noConversations bool
+	agent           bool
+	agentTime       time.Duration
 	// pageSize, poll and sessionTimeout are mcpserver.Config's PageSize,
 	// Poll and SessionTimeout (--page-size, --poll, --session-timeout).
 	pageSize       int
@@ -131,6 +134,7 @@ func (f *mcpServeFlags) set() *flag.FlagSet {
 	fs.IntVar(&f.pageSize, "page-size", 0, "the most items a page of tools/list (and of the other lists) holds, `N`; 0: the MCP SDK's 1000")
 	fs.DurationVar(&f.poll, "poll", mcpserver.DefaultPoll, "how often the resources a host subscribed to are looked at for a change, a `duration`")
 	fs.DurationVar(&f.sessionTimeout, "session-timeout", mcpserver.DefaultSessionTimeout, "with --http, how long a host's session may stand idle (no request in flight) before it is closed with its subscriptions, a `duration`; negative: never")
+	fs.BoolVar(&f.noConversations, "no-conversation-resources", false, "do not offer the history store's conversations as resources: the permission rules do not govern them, so a host could read a stored tool result that a rule keeps from workspace--read (docs/mcp.md)")
 	fs.BoolVar(&f.fixtures, "conformance-fixtures", false, "FOR TESTS ONLY: add the tools, resources and prompts the MCP conformance suite's server scenarios name (docs/mcp.md)")
 	return fs
 }
@@ -220,12 +224,16 @@ func mcpServeCommand(ctx context.Context, args []string, stdin io.Reader, stdout
 		fmt.Fprintf(stderr, "myelin %s: %v\n", name, err)
 		return exitError
 	}
+	store := sv.s.store // its conversations offered as resources
+	if f.noConversations {
+		store = nil
+	}
 	srv := mcpserver.New(mcpserver.Config{Name: "myelin", Version: version(), Tools: reg, Env: sv.env, Gate: sv.gate,
-		Workspace: sv.s.ws, Store: sv.s.store, Fixtures: f.fixtures,
+		Workspace: sv.s.ws, Store: store, Fixtures: f.fixtures,
 		PageSize: f.pageSize, Poll: f.poll, SessionTimeout: f.sessionTimeout,
 		HostChecked: f.http != ""}) // --http: httpguard checks the Host (mcpserve_http.go)
 	sv.gate.Asker = srv.Asker() // before any call is checked
-	fmt.Fprintln(stderr, sv.describe(reg, f.http))
+	fmt.Fprintln(stderr, sv.describe(reg, f.http, !f.noConversations))
 
 	ctx, stop := context.WithCancel(ctx)
 	watched := make(chan struct{})
@@ -336,13 +344,17 @@ func (sv *mcpServed) hostTools() (*tool.Registry, error) {
 
 // describe is the line mcp serve's log starts with: what it serves,
 // from where, over what.
-func (sv *mcpServed) describe(reg *tool.Registry, httpAddr string) string {
+func (sv *mcpServed) describe(reg *tool.Registry, httpAddr string, conversations bool) string {
 	over := "stdio"
 	if httpAddr != "" {
 		over = "streamable HTTP"
 	}
-	line := fmt.Sprintf("myelin mcp serve: serving the workspace %s over %s; %d tools: %s; conversations of %s",
-		sv.s.ws.Dir(), over, len(reg.Names()), strings.Join(reg.Names(), ", "), sv.where)
+	offered := "conversations of " + sv.where
+	if !conversations {
+		offered = "no conversations (--no-conversation-resources)"
+	}
+	line := fmt.Sprintf("myelin mcp serve: serving the workspace %s over %s; %d tools: %s; %s",
+		sv.s.ws.Dir(), over, len(reg.Names()), strings.Join(reg.Names(), ", "), offered)
 	if sv.agent != nil {
 		line += fmt.Sprintf("; the agent tool runs %s", sv.agent.model())
 	}

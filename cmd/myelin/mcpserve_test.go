@@ -613,3 +613,44 @@ func TestMCPServePagesItsListsAsPageSizeSays(t *testing.T) {
 		t.Fatalf("a page of tools/list under --page-size 2: %d tools, next cursor %q; want 2 and a cursor", len(res.Tools), res.NextCursor)
 	}
 }
+
+// --no-conversation-resources leaves the store's conversations out of
+// the resources (the permission rules do not govern them): neither
+// listed nor read.
+func TestMCPServeWithoutConversationResourcesListsNoConversation(t *testing.T) {
+	dir := t.TempDir()
+	store, err := sqlite.Open(filepath.Join(dir, ".myelin", "history.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "c1"
+	if err := store.Create(context.Background(), history.Conversation{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	for _, c := range []struct {
+		args  []string
+		offer bool
+	}{{nil, true}, {[]string{"--no-conversation-resources"}, false}} {
+		h := startMCPServe(t, append([]string{"--workspace", dir}, c.args...)...)
+		rl, err := h.session.ListResources(context.Background(), nil)
+		if err != nil {
+			t.Fatalf("%v: resources/list: %v", c.args, err)
+		}
+		var uris []string
+		for _, r := range rl.Resources {
+			uris = append(uris, r.URI)
+		}
+		if listed := slices.Contains(uris, "myelin://conversations/"+id); listed != c.offer {
+			t.Errorf("%v: resources %v; want the conversation listed: %v", c.args, uris, c.offer)
+		}
+		if says := strings.Contains(h.stderr.String(), "; no conversations (--no-conversation-resources)"); says == c.offer {
+			t.Errorf("%v: stderr %q; want it to say whether conversations are offered", c.args, h.stderr.String())
+		}
+		if !c.offer {
+			if _, err := h.session.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "myelin://conversations/" + id}); err == nil {
+				t.Errorf("%v: the conversation was read", c.args)
+			}
+		}
+	}
+}
