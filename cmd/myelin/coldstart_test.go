@@ -195,8 +195,15 @@ func traced(cmd *exec.Cmd) (peak, anon int, ws syscall.WaitStatus, err error) {
 	if err := cmd.Start(); err != nil {
 		return 0, 0, ws, err
 	}
-	defer cmd.Process.Release()
 	pid := cmd.Process.Pid
+	defer func() {
+		if err != nil && !ws.Exited() && !ws.Signaled() {
+			// stopped under ptrace when something failed: kill and reap it
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_, _ = syscall.Wait4(pid, &ws, 0, nil)
+		}
+		_ = cmd.Process.Release()
+	}()
 	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil { // stopped at its exec
 		return 0, 0, ws, err
 	}

@@ -49,8 +49,8 @@ func gibFile(t *testing.T, sparse bool) string {
 // and its peak resident size in bytes, read under ptrace as it exits
 // (traced): rusage's ru_maxrss would carry the test binary's own peak
 // into it (a test that had read a large file made every later child's
-// read 192 MiB).
-func runBounded(t *testing.T, bin string, args ...string) (stdout, stderr string, peak int64) {
+// read 192 MiB). code is its exit status (-1 when killed by a signal).
+func runBounded(t *testing.T, bin string, args ...string) (stdout, stderr string, code int, peak int64) {
 	t.Helper()
 	dir := t.TempDir()
 	var files [2]*os.File
@@ -64,7 +64,7 @@ func runBounded(t *testing.T, bin string, args ...string) (stdout, stderr string
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = files[0], files[1]
-	hwm, _, _, err := traced(cmd)
+	hwm, _, ws, err := traced(cmd)
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSYS) {
 		t.Skipf("a child's peak memory is read under ptrace, which this system refuses: %v", err)
 	}
@@ -79,7 +79,7 @@ func runBounded(t *testing.T, bin string, args ...string) (stdout, stderr string
 		}
 		out[i] = string(b)
 	}
-	return out[0], out[1], int64(hwm) << 10
+	return out[0], out[1], ws.ExitStatus(), int64(hwm) << 10
 }
 
 // workspace--grep and workspace--read stay within a fixed memory bound
@@ -100,7 +100,7 @@ func TestFileToolsStayWithinAMemoryBoundOnGiBFiles(t *testing.T) {
 		{"read, one long line", long, "workspace--read", `{"path":"big"}`, "line 1 of 1 in big is longer than a page"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stdout, stderr, rss := runBounded(t, bin, "tool", "call", tc.tool, tc.args, "--workspace", tc.dir, "--no-code-execution")
+			stdout, stderr, _, rss := runBounded(t, bin, "tool", "call", tc.tool, tc.args, "--workspace", tc.dir, "--no-code-execution")
 			out := stdout + stderr
 			if !strings.Contains(out, tc.say) {
 				t.Errorf("output %.500q does not say %q", out, tc.say)
@@ -124,15 +124,15 @@ func TestABigOutputNeverGoesThroughMemory(t *testing.T) {
 	bin := buildMyelin(t)
 	dir := t.TempDir()
 	const size = 200_000_000
-	text, errText, peak := runBounded(t, bin, "tool", "call", "shell--run",
+	text, errText, code, peak := runBounded(t, bin, "tool", "call", "shell--run",
 		`{"command":"yes abcdefghijklmnopqrstuvwxy | head -c `+strconv.Itoa(size)+`"}`,
 		"--allow-shell", "--workspace", dir)
 	t.Logf("peak resident size: %.1f MB", float64(peak)/1e6)
 	if peak >= 100_000_000 {
 		t.Errorf("peak resident size %d bytes, want under 100 MB", peak)
 	}
-	if errText != "" {
-		t.Errorf("stderr: %s", errText)
+	if code != 0 || errText != "" {
+		t.Fatalf("exit %d, stderr: %s", code, errText)
 	}
 	if !strings.HasPrefix(text, strings.Repeat("abcdefghijklmnopqrstuvwxy\n", 100)) {
 		t.Fatalf("the text does not start with the output's head: %.200q", text)
