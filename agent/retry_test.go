@@ -408,6 +408,25 @@ func TestRetryTextSaysTheBoundOfTheRetries(t *testing.T) {
 // context says were made before (provider.WithAttemptsBefore).
 type retryingWire struct{ retries, sends int }
 
+func (w *retryingWire) sent() int { return w.sends }
+
+// gatedWire fails as internal/send's and gemini's senders do with a rate
+// limiter: a 503 retried after a backoff (told as a RetryNotice), then a
+// 429 whose retry-after the limiter holds (told only as a WaitNotice for
+// the next attempt), then a 503 that ends the wire's retries as a
+// RetriesEnded, which carries no count of attempts.
+type gatedWire struct{ sends int }
+
+func (w *gatedWire) Complete(ctx context.Context, _ provider.Request, _ func(string)) (provider.Response, error) {
+	w.sends++
+	before := provider.AttemptsBefore(ctx)
+	provider.NoticeRetry(ctx, provider.RetryNotice{Attempt: before + 2, For: 3 * time.Second, Wait: 10 * time.Millisecond, Status: 503})
+	provider.NoticeWait(ctx, provider.WaitNotice{Attempt: before + 3, Until: time.Now(), Why: "429: retry after 10ms"})
+	return provider.Response{}, provider.StatusError("anthropic", 503, "m", &provider.RetriesEnded{Err: errors.New("503 overloaded"), Retryable: true})
+}
+
+func (w *gatedWire) sent() int { return w.sends }
+
 func (w *retryingWire) Complete(ctx context.Context, _ provider.Request, _ func(string)) (provider.Response, error) {
 	w.sends++
 	before := provider.AttemptsBefore(ctx)
@@ -421,23 +440,47 @@ func (w *retryingWire) Complete(ctx context.Context, _ provider.Request, _ func(
 // retries and the turn's resends: each Retry event numbers the next
 // attempt after every one made, and the turn's error says how many there
 // were in all (a user read "attempt 20", then "attempt 2", then "after 2
-// attempts … sent 2 times" where 22 were made).
+// attempts … sent 2 times" where 22 were made). An attempt told only as
+// a wait at the rate limiter counts as the others (the review found
+// those missed: "2 3 4 5 6" and "6 attempts" for gatedWire).
 func TestARequestsAttemptsAreCountedAcrossTheWiresRetriesAndTheTurnsResends(t *testing.T) {
-	w := &retryingWire{retries: 2}
-	var waits []time.Duration
-	r := failingRig(t, w, 3*time.Second, &waits)
-	_, events, err := r.attempt("hi")
-	// three sends (waits 0.5 + 1 s; the next 2 s would pass 3 s), three
-	// attempts each: the wire's 2, 3; the turn's 4; the wire's 5, 6; ...
-	var numbers []string
-	for _, text := range of(events, Retry) {
-		_, rest, _ := strings.Cut(text, "(attempt ")
-		n, _, _ := strings.Cut(rest, ",")
-		numbers = append(numbers, n)
+	for _, c := range []struct {
+		name string
+		wire interface {
+			provider.Provider
+			sent() int
+		}
+		numbers string   // of the Retry events
+		says    []string // in the turn's error
+	}{
+		// three sends (waits 0.5 + 1 s; the next 2 s would pass 3 s),
+		// three attempts each: the wire's 2, 3; the turn's 4; the wire's
+		// 5, 6; ...
+		{"retries told as retries", &retryingWire{retries: 2}, "2 3 4 5 6 7 8 9", []string{
+			"could not reach http://127.0.0.1:9/v1/messages after 9 attempts",
+			"(not sent again: 9 attempts over 1.5s, as long as it may be retried (3s))"}},
+		// each send's third attempt waited at the limiter: told as a
+		// wait, not a retry
+		{"a retry held at the limiter", &gatedWire{}, "2 4 5 7 8", []string{"9 attempts over"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var waits []time.Duration
+			r := failingRig(t, c.wire, 3*time.Second, &waits)
+			_, events, err := r.attempt("hi")
+			var numbers []string
+			for _, text := range of(events, Retry) {
+				_, rest, _ := strings.Cut(text, "(attempt ")
+				n, _, _ := strings.Cut(rest, ",")
+				numbers = append(numbers, n)
+			}
+			checks := []want{
+				{c.wire.sent() == 3, "3 sends"},
+				{strings.Join(numbers, " ") == c.numbers, "Retry events numbering attempts " + c.numbers},
+			}
+			for _, s := range c.says {
+				checks = append(checks, want{err != nil && strings.Contains(err.Error(), s), "the error saying " + s})
+			}
+			must(t, fmt.Sprintf("err %v, %d sends, retries %q", err, c.wire.sent(), of(events, Retry)), checks...)
+		})
 	}
-	must(t, fmt.Sprintf("err %v, %d sends, retries %q", err, w.sends, of(events, Retry)),
-		want{w.sends == 3, "3 sends"},
-		want{strings.Join(numbers, " ") == "2 3 4 5 6 7 8 9", "Retry events numbering attempts 2 to 9"},
-		want{err != nil && strings.Contains(err.Error(), "could not reach http://127.0.0.1:9/v1/messages after 9 attempts"), "the error counting the 9 attempts"},
-		want{err != nil && strings.Contains(err.Error(), "(not sent again: 9 attempts over 1.5s, as long as it may be retried (3s))"), "the turn saying why it sent no more"})
 }
