@@ -702,6 +702,19 @@ function showAsk(d) {
 
 // --- what the permission policy asks ---
 
+// visible is what the model wrote as a person is to see it in a
+// question, as approval.Visible writes it for a terminal: control
+// characters (but line breaks and tabs) and the characters that reorder
+// text (bidi controls) written as escapes, so that a command cannot
+// reorder or hide what the question shows.
+function visible(s) {
+  return String(s).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+}
+
+// visibleLine is visible on one line: a line break written "\n".
+function visibleLine(s) { return visible(s).replace(/\n/g, "\\n"); }
+
 // decisionWords says a decision of an approval (allow_once,
 // allow_session, deny) in words.
 function decisionWords(d) {
@@ -716,10 +729,10 @@ function decisionWords(d) {
 function showApproval(d) {
   if (document.querySelector('.approval[data-id="' + CSS.escape(d.id) + '"]')) return;
   const box = el("div", { class: "ask approval", "data-id": d.id, "data-call": d.call_id || "" },
-    el("div", {}, el("strong", {}, "Allow " + d.tool + "?"), d.reason ? " — " + d.reason : ""));
+    el("div", {}, el("strong", {}, "Allow " + visibleLine(d.tool) + "?"), d.reason ? " — " + visibleLine(d.reason) : ""));
   if (d.command) {
-    box.append(el("pre", { class: "approval-command" }, d.command));
-    if (d.part && d.part !== d.command) box.append(el("div", {}, "asked about: ", el("code", { class: "approval-part" }, d.part)));
+    box.append(el("pre", { class: "approval-command" }, visible(d.command)));
+    if (d.part && d.part !== d.command) box.append(el("div", {}, "asked about: ", el("code", { class: "approval-part" }, visibleLine(d.part))));
   } else {
     box.append(el("pre", { class: "approval-input" }, JSON.stringify(d.input === undefined ? {} : d.input, null, 1)));
   }
