@@ -100,13 +100,17 @@ type Clock interface {
 // is observed with it (ObserveAnswer). Shared is the error of a
 // Shared store that could not be reached meanwhile (or did not answer
 // within the Limiter's StoreTimeout): the Wait went on by the process's
-// own state, and the caller should say so.
+// own state, and the caller should say so. Sent is when the request was
+// let through, by the Limiter's clock: with a Shared store, as the spend
+// that let it through was asked (before the store's round trip), so
+// never after the time the store counts it sent (ObserveUnreached).
 type Waited struct {
 	For    time.Duration
 	Until  time.Time
 	Why    string
 	Ticket Ticket
 	Shared error
+	Sent   time.Time
 }
 
 // Notify is told, before a Wait starts waiting, until when it expects to
@@ -217,7 +221,7 @@ func (l *Limiter) Wait(ctx context.Context, key Key, notify Notify) (Waited, err
 					l.gate(key).adopt(st, now)
 					l.mu.Unlock()
 					if granted {
-						w.Ticket = st.Ticket()
+						w.Ticket, w.Sent = st.Ticket(), now
 						return l.waited(w, start), nil
 					}
 				} else {
@@ -237,7 +241,7 @@ func (l *Limiter) Wait(ctx context.Context, key Key, notify Notify) (Waited, err
 		if local {
 			if st, ok := g.Spend(now, l.probe()); ok {
 				g.State = st
-				w.Ticket = st.Ticket()
+				w.Ticket, w.Sent = st.Ticket(), now
 				// A ticket of the process's own count, not the store's
 				// (none when there is no store to tell it from).
 				w.Ticket.Local = l.Shared != nil
@@ -310,7 +314,7 @@ func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket Ticket, o O
 }
 
 // ObserveUnreached records that the request of ticket, let through at
-// sent, never reached the provider (no connection was made): an answer
+// sent (Waited.Sent), never reached the provider (no connection was made): an answer
 // that keeps the budget and holds no other request for its own
 // (Observation.Unreached). Unless it comes a Probe or more after sent:
 // then another request may have gone meanwhile and taken this one as lost

@@ -69,8 +69,8 @@ type Pass struct {
 	// ticket is the attempt's place among the key's requests
 	// (ratelimit.Waited.Ticket), which its answer is observed with
 	ticket ratelimit.Ticket
-	// sent is when the gate let the attempt through, by the limiter's
-	// clock (Unreached)
+	// sent is when the limiter let the attempt through (Waited.Sent),
+	// by its clock (Unreached)
 	sent time.Time
 }
 
@@ -123,7 +123,7 @@ func (g *Gate) WaitUntil(ctx context.Context, key ratelimit.Key, attempt int, ur
 	}
 	// The pass keeps ctx, not wctx: its answer is observed after wctx
 	// is done with.
-	return Pass{g: g, ctx: ctx, key: key, ticket: w.Ticket, sent: g.Now()}, err
+	return Pass{g: g, ctx: ctx, key: key, ticket: w.Ticket, sent: w.Sent}, err
 }
 
 // Observe gives the limiter what res, the answer to the attempt, said of
