@@ -63,6 +63,9 @@ func (s *Server) readConversation(ctx context.Context, req *sdk.ReadResourceRequ
 	if err != nil {
 		return nil, err
 	}
+	if err := s.readTurn(ctx, req); err != nil {
+		return nil, err
+	}
 	c, err := st.Get(ctx, id)
 	if errors.Is(err, history.ErrNotFound) {
 		return nil, sdk.ResourceNotFoundError(uri)

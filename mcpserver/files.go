@@ -49,6 +49,9 @@ func (s *Server) readFile(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 	if err := s.mayRead(ctx, req.Session, rel); err != nil {
 		return nil, err
 	}
+	if err := s.readTurn(ctx, req); err != nil { // after the check: a question holds no turn
+		return nil, err
+	}
 	// opened as the workspace tools open a file: what is not a regular
 	// file (a named pipe, which would block the read for good, a device,
 	// a socket) is refused before it is opened

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -11,40 +12,97 @@ import (
 // written: a blob of up to MaxBlob bytes, its base64, the JSON-RPC
 // message and the SSE event — some 65 MB for a blob of 8 MiB. So that a
 // host cannot make the server hold that many times over (many reads at
-// once, or a batch of thousands at protocols that have batches), at most
-// MaxReadsInFlight reads run at once over all sessions; the others wait
-// for a turn, or end with their request (a host's cancellation, its
-// session's end). A read holds its turn until its answer is written:
-// the SDK ends a request's context once it wrote the answer (v1.8.0,
-// jsonrpc2 processResult), and the turn is given back then. A host that
-// does not read its answer holds the turn until the write fails
-// (Config.WriteStall, stall.go).
+// once, or a batch of thousands at protocols that have batches), a read
+// takes a turn before it reads anything: at most MaxReadsInFlight over
+// all sessions, at most MaxReadsPerSession of them one session's, so
+// that one host's reads — unread answers that hold their turns until the
+// write stall cuts them — queue behind each other, not before another
+// host's. A read takes its turn after its permission check: a check may
+// be a question to the host's user, standing until it is answered, and
+// holds nothing meanwhile. A turn is held until the read's answer is
+// written: the SDK ends a request's context once it wrote the answer
+// (v1.8.0, jsonrpc2 processResult), and the turn is given back then. A
+// read that waits for a turn ends with its request (a host's
+// cancellation, its session's end).
 
 // MaxReadsInFlight is how many resources/read requests run at once,
 // over all the server's sessions.
 const MaxReadsInFlight = 4
 
-// methodRead is the method bounded.
-const methodRead = "resources/read"
+// MaxReadsPerSession is how many of the MaxReadsInFlight turns one
+// session's reads may hold at once.
+const MaxReadsPerSession = 2
 
-// boundReads is the SDK middleware that makes a resources/read wait for
-// one of the server's MaxReadsInFlight turns (s.reads), and hold it
-// until its answer is written.
-func (s *Server) boundReads(next sdk.MethodHandler) sdk.MethodHandler {
-	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
-		if method != methodRead {
-			return next(ctx, method, req)
-		}
-		select {
-		case s.reads <- struct{}{}:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for a turn to read a resource (%d run at once): %w", MaxReadsInFlight, ctx.Err())
-		}
-		res, err := next(ctx, method, req)
-		go func() { // the turn is the read's until its answer is written
-			<-ctx.Done()
-			<-s.reads
-		}()
-		return res, err
+// readTurns are the turns of the server's reads.
+type readTurns struct {
+	all chan struct{} // MaxReadsInFlight
+	mu  sync.Mutex
+	// of holds each session's own turns while any of its reads holds
+	// or waits for one
+	of map[*sdk.ServerSession]*sessionTurns
+}
+
+// sessionTurns are one session's turns and how many of its reads hold
+// or wait for one.
+type sessionTurns struct {
+	turns chan struct{} // MaxReadsPerSession
+	users int
+}
+
+// newReadTurns are the turns of a server.
+func newReadTurns() *readTurns {
+	return &readTurns{all: make(chan struct{}, MaxReadsInFlight), of: map[*sdk.ServerSession]*sessionTurns{}}
+}
+
+// take waits for a turn for a read of session ss — one of ss's own, then
+// one of the server's — and holds it until ctx ends. It ends with ctx's
+// error, holding nothing, when ctx ends first.
+func (r *readTurns) take(ctx context.Context, ss *sdk.ServerSession) error {
+	r.mu.Lock()
+	own := r.of[ss]
+	if own == nil {
+		own = &sessionTurns{turns: make(chan struct{}, MaxReadsPerSession)}
+		r.of[ss] = own
 	}
+	own.users++
+	r.mu.Unlock()
+	leave := func() {
+		r.mu.Lock()
+		if own.users--; own.users == 0 {
+			delete(r.of, ss)
+		}
+		r.mu.Unlock()
+	}
+	select {
+	case own.turns <- struct{}{}:
+	case <-ctx.Done():
+		leave()
+		return fmt.Errorf("waiting for a turn to read a resource (%d of a session's run at once): %w", MaxReadsPerSession, ctx.Err())
+	}
+	select {
+	case r.all <- struct{}{}:
+	case <-ctx.Done():
+		<-own.turns
+		leave()
+		return fmt.Errorf("waiting for a turn to read a resource (%d run at once): %w", MaxReadsInFlight, ctx.Err())
+	}
+	go func() { // the turn is the read's until its answer is written
+		<-ctx.Done()
+		<-r.all
+		<-own.turns
+		leave()
+	}()
+	return nil
+}
+
+// readTurn is the turn of a read of req (readTurns.take), and then
+// s.heldRead, when a test set it.
+func (s *Server) readTurn(ctx context.Context, req *sdk.ReadResourceRequest) error {
+	if err := s.reads.take(ctx, req.Session); err != nil {
+		return err
+	}
+	if s.heldRead != nil {
+		s.heldRead(req)
+	}
+	return nil
 }

@@ -5,7 +5,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,73 +17,157 @@ import (
 	"github.com/myelin-run/myelin/tool"
 )
 
-// heldGate allows every call once the test lets it go, and counts the
-// checks waiting at once (a read of a workspace file is checked while
-// it runs).
-type heldGate struct {
-	mu      sync.Mutex
-	waiting int
-	most    int
-	release chan struct{}
+// heldReads holds every read that has its turn until the test lets them
+// go, counting those held at once, in all and by session.
+type heldReads struct {
+	mu        sync.Mutex
+	now, most int
+	of        map[*sdk.ServerSession]int
+	mostOne   int // the most of one session's held at once
+	release   chan struct{}
 }
 
-func (g *heldGate) Check(ctx context.Context, q tool.Question) (tool.Ruling, error) {
-	g.mu.Lock()
-	g.waiting++
-	g.most = max(g.most, g.waiting)
-	g.mu.Unlock()
-	defer func() {
-		g.mu.Lock()
-		g.waiting--
-		g.mu.Unlock()
-	}()
-	select {
-	case <-g.release:
-	case <-ctx.Done():
-		return tool.Ruling{}, ctx.Err()
+func holdReads(s *Server) *heldReads {
+	h := &heldReads{of: map[*sdk.ServerSession]int{}, release: make(chan struct{})}
+	s.heldRead = func(req *sdk.ReadResourceRequest) {
+		h.mu.Lock()
+		h.now++
+		h.of[req.Session]++
+		h.most, h.mostOne = max(h.most, h.now), max(h.mostOne, h.of[req.Session])
+		h.mu.Unlock()
+		<-h.release
+		h.mu.Lock()
+		h.now--
+		h.of[req.Session]--
+		h.mu.Unlock()
 	}
-	return tool.Ruling{Record: permission.Record{Decision: permission.Allow.String()}}, nil
+	return h
 }
 
-func (g *heldGate) counts() (waiting, most int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.waiting, g.most
+func (h *heldReads) counts() (now, most, mostOne int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.now, h.most, h.mostOne
 }
 
-// At most MaxReadsInFlight resources/read run at once, however many a
-// host sends: the others wait for a turn, and all are answered.
+// At most MaxReadsInFlight resources/read run at once, however many the
+// hosts send, and at most MaxReadsPerSession of one session's: the others
+// wait for a turn, and all are answered.
 func TestResourceReadsInFlightAreBounded(t *testing.T) {
 	ws := openWorkspace(t)
 	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("alpha"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g := &heldGate{release: make(chan struct{})}
-	s := New(Config{Workspace: ws, Gate: g})
+	s := New(Config{Workspace: ws})
+	h := holdReads(s)
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	cs := connectHTTP(t, srv, false)
 	var once sync.Once
-	let := func() { once.Do(func() { close(g.release) }) }
+	let := func() { once.Do(func() { close(h.release) }) }
 	t.Cleanup(let) // first of the cleanups: a failed test's reads end
-	const n = 3 * MaxReadsInFlight
-	errs := make(chan error, n)
-	for range n {
-		go func() {
-			_, err := read(cs, fileURI(ws.Dir(), "a.txt"))
-			errs <- err
-		}()
+	const hosts, each = 3, 2 * MaxReadsPerSession
+	errs := make(chan error, hosts*each)
+	for range hosts {
+		cs := connectHTTP(t, srv, false)
+		for range each {
+			go func() {
+				_, err := read(cs, fileURI(ws.Dir(), "a.txt"))
+				errs <- err
+			}()
+		}
 	}
-	waitFor(t, "the first reads", func() bool { w, _ := g.counts(); return w == MaxReadsInFlight })
-	time.Sleep(100 * time.Millisecond) // the others, were they not held, would be checked by now
-	if _, most := g.counts(); most > MaxReadsInFlight {
-		t.Fatalf("%d resource reads ran at once, want at most %d", most, MaxReadsInFlight)
+	waitFor(t, "the first reads", func() bool { now, _, _ := h.counts(); return now == MaxReadsInFlight })
+	time.Sleep(100 * time.Millisecond) // the others, were they not held, would have their turns by now
+	if _, most, mostOne := h.counts(); most > MaxReadsInFlight || mostOne > MaxReadsPerSession {
+		t.Fatalf("%d resource reads ran at once, %d of one session's; want at most %d and %d", most, mostOne, MaxReadsInFlight, MaxReadsPerSession)
 	}
 	let()
-	for i := range n {
+	for i := range hosts * each {
 		if err := receive(t, errs, "a read's answer"); err != nil {
 			t.Errorf("read %d: %v", i, err)
 		}
+	}
+}
+
+// One host's reads, however many wait, hold at most MaxReadsPerSession
+// turns: another host's read has its turn at once (a host that read none
+// of its answers held every turn, and another's read queued behind all
+// of them).
+func TestOneHostsReadsDoNotHoldAnothersRead(t *testing.T) {
+	ws := openWorkspace(t)
+	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Workspace: ws})
+	h := holdReads(s)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	var once sync.Once
+	let := func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(let)
+	hog := connectHTTP(t, srv, false)
+	for range 4 * MaxReadsInFlight {
+		go read(hog, fileURI(ws.Dir(), "a.txt"))
+	}
+	waitFor(t, "the hog's reads", func() bool { now, _, _ := h.counts(); return now == MaxReadsPerSession })
+	other := connectHTTP(t, srv, false)
+	done := make(chan error, 1)
+	go func() { _, err := read(other, fileURI(ws.Dir(), "a.txt")); done <- err }()
+	waitFor(t, "another host's read to have its turn", func() bool { now, _, _ := h.counts(); return now == MaxReadsPerSession+1 })
+	let()
+	if err := receive(t, done, "the other host's read"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// askingGate holds every check of a read of asked (a question to the
+// host's user, standing until answered), counting them, and allows the
+// others at once.
+type askingGate struct {
+	asked   string
+	waiting atomic.Int32
+	release chan struct{}
+}
+
+func (g *askingGate) Check(ctx context.Context, q tool.Question) (tool.Ruling, error) {
+	if strings.Contains(string(q.Call.Input), g.asked) {
+		g.waiting.Add(1)
+		defer g.waiting.Add(-1)
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return tool.Ruling{}, ctx.Err()
+		}
+	}
+	return tool.Ruling{Record: permission.Record{Decision: permission.Allow.String()}}, nil
+}
+
+// A read takes its turn after its permission check: reads waiting on a
+// question to the host's user hold no turn, and another's read of a file
+// the policy allows runs meanwhile (four questions standing held every
+// turn).
+func TestReadsWaitingOnAQuestionDoNotHoldOthersReads(t *testing.T) {
+	ws := openWorkspace(t)
+	for _, f := range []string{"a.txt", "secret.txt"} {
+		if err := os.WriteFile(filepath.Join(ws.Dir(), f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &askingGate{asked: "secret.txt", release: make(chan struct{})}
+	s := New(Config{Workspace: ws, Gate: g})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	defer close(g.release) // before the cleanups: the questions are answered
+	for range MaxReadsInFlight {
+		asking := connectHTTP(t, srv, false)
+		go asking.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: fileURI(ws.Dir(), "secret.txt")}) // the question stands
+	}
+	waitFor(t, "the questions", func() bool { return g.waiting.Load() == MaxReadsInFlight })
+	other := connectHTTP(t, srv, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := other.ReadResource(ctx, &sdk.ReadResourceParams{URI: fileURI(ws.Dir(), "a.txt")}); err != nil {
+		t.Errorf("another host's read of a file the policy allows, while %d questions stand: %v", MaxReadsInFlight, err)
 	}
 }
 

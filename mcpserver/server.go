@@ -115,7 +115,10 @@ type Server struct {
 	subs subscriptions // what hosts subscribed to (subscribe.go)
 	idle idleSessions  // the Handler's sessions' activity (idle.go)
 
-	reads chan struct{} // the turns of resources/read (readbound.go)
+	reads *readTurns // the turns of resources/read (readbound.go)
+	// heldRead, when a test sets it, is called by each read once it has
+	// its turn
+	heldRead func(*sdk.ReadResourceRequest)
 }
 
 // New makes a Server offering c's tools, and c's workspace and store as
@@ -134,7 +137,7 @@ func New(c Config) *Server {
 	if c.WriteStall <= 0 {
 		c.WriteStall = DefaultWriteStall
 	}
-	s := &Server{cfg: c, names: map[string]bool{}, key: make([]byte, 32), reads: make(chan struct{}, MaxReadsInFlight)}
+	s := &Server{cfg: c, names: map[string]bool{}, key: make([]byte, 32), reads: newReadTurns()}
 	_, _ = rand.Read(s.key)
 	opts := &sdk.ServerOptions{
 		PageSize: c.PageSize,
@@ -152,7 +155,6 @@ func New(c Config) *Server {
 		opts.CompletionHandler = mcpfixtures.Complete
 	}
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: name, Version: version}, opts)
-	s.sdk.AddReceivingMiddleware(s.boundReads)
 	s.SetTools(c.Tools)
 	s.addTemplates()
 	s.syncResources(context.Background())

@@ -15,8 +15,13 @@ import (
 // opens its standing GET stream and never reads it holds every other
 // host's notifications for good once its socket's buffers are full. With
 // it, such a host holds them for one WriteStall, and then its stream is
-// gone. A slow host is not cut: only one that takes no stallChunk bytes
-// in WriteStall.
+// gone. What "no progress" means is the kernel's: a write blocked on a
+// full socket goes on only once about half of the send buffer has
+// drained, and Linux grows that buffer to some MB for a fast sender, so
+// a host reading a large answer (a blob) much slower than ~200 KB/s may
+// be cut mid-answer too (the review measured a host reading 1.3 MB/s
+// with a 300 ms stall cut after 4 MB). Hosts read their answers as they
+// come; one that reads that slowly gets its stream cut and asks again.
 
 // DefaultWriteStall is how long a write to a host may make no progress
 // when Config.WriteStall is 0.
