@@ -63,9 +63,11 @@ func (s *Server) readConversation(ctx context.Context, req *sdk.ReadResourceRequ
 	if err != nil {
 		return nil, err
 	}
-	if err := s.readTurn(ctx, req); err != nil {
+	done, err := s.readTurn(ctx, req)
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	c, err := st.Get(ctx, id)
 	if errors.Is(err, history.ErrNotFound) {
 		return nil, sdk.ResourceNotFoundError(uri)

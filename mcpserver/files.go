@@ -49,9 +49,11 @@ func (s *Server) readFile(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 	if err := s.mayRead(ctx, req.Session, rel); err != nil {
 		return nil, err
 	}
-	if err := s.readTurn(ctx, req); err != nil { // after the check: a question holds no turn
+	done, err := s.readTurn(ctx, req) // after the check: a question holds no turn
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	// opened as the workspace tools open a file: what is not a regular
 	// file (a named pipe, which would block the read for good, a device,
 	// a socket) is refused before it is opened
@@ -72,7 +74,11 @@ func (s *Server) readFile(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 	}
 	head = head[:n]
 	if result.LooksBinary(string(head[:min(n, sniffSize)])) {
-		return s.readBlob(uri, rel, f, st.Size(), head)
+		res, err := s.readBlob(uri, rel, f, st.Size(), head)
+		if err == nil && ctx.Err() != nil {
+			return nil, cancelled(ctx, uri) // the SDK writes the answer all the same: a small one
+		}
+		return res, err
 	}
 	text := result.WellFormed(string(head))
 	whole := int64(n) == st.Size()

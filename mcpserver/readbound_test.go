@@ -13,6 +13,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/tool"
 )
@@ -24,7 +25,9 @@ type heldReads struct {
 	now, most int
 	of        map[*sdk.ServerSession]int
 	mostOne   int // the most of one session's held at once
-	release   chan struct{}
+	// conversations counts the reads of a conversation that had a turn
+	conversations int
+	release       chan struct{}
 }
 
 func holdReads(s *Server) *heldReads {
@@ -34,6 +37,9 @@ func holdReads(s *Server) *heldReads {
 		h.now++
 		h.of[req.Session]++
 		h.most, h.mostOne = max(h.most, h.now), max(h.mostOne, h.of[req.Session])
+		if strings.HasPrefix(req.Params.URI, "myelin://conversations/") {
+			h.conversations++
+		}
 		h.mu.Unlock()
 		<-h.release
 		h.mu.Lock()
@@ -201,5 +207,85 @@ func TestAReadGivesItsTurnBack(t *testing.T) {
 	}
 	if _, err := read(connectAt(t, s, nil, hostVersion), fileURI(ws.Dir(), "a.txt")); err != nil {
 		t.Fatalf("after a refused read, a read: %v", err)
+	}
+}
+
+// A read its host cancels once it has its turn keeps the turn until its
+// handler returns (the SDK writes its answer all the same): cancelling
+// each read once it has its turn runs no more than the bound at once
+// (the review ran 12 of one session's so).
+func TestACancelledReadKeepsItsTurnUntilItsHandlerReturns(t *testing.T) {
+	ws := openWorkspace(t)
+	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Workspace: ws})
+	h := holdReads(s)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	var once sync.Once
+	let := func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(let)
+	cs := connectHTTP(t, srv, false)
+	for i := range 3 * MaxReadsInFlight {
+		ctx, cancel := context.WithCancel(context.Background())
+		go cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: fileURI(ws.Dir(), "a.txt")})
+		deadline := time.Now().Add(200 * time.Millisecond)
+		for now, _, _ := h.counts(); now < i+1 && time.Now().Before(deadline); now, _, _ = h.counts() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}
+	if _, most, mostOne := h.counts(); most > MaxReadsInFlight || mostOne > MaxReadsPerSession {
+		t.Errorf("%d read handlers ran at once (%d of one session's), want at most %d (%d)", most, mostOne, MaxReadsInFlight, MaxReadsPerSession)
+	}
+}
+
+// Every turn and every session's entry is given back once its reads end:
+// those answered, those whose wait ended, those of a session closed with
+// reads held; and a conversation's read takes a turn as a file's does.
+func TestTurnsAndEntriesAreGivenBack(t *testing.T) {
+	ws := openWorkspace(t)
+	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := &history.Memory{}
+	if err := st.Create(context.Background(), history.Conversation{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Workspace: ws, Store: st})
+	h := holdReads(s)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	var once sync.Once
+	let := func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(let)
+	var sessions []*sdk.ClientSession
+	for range 3 {
+		cs := connectHTTP(t, srv, false)
+		sessions = append(sessions, cs)
+		for range 3 {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			t.Cleanup(cancel)
+			go cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: fileURI(ws.Dir(), "a.txt")})
+		}
+	}
+	waitFor(t, "the first reads", func() bool { now, _, _ := h.counts(); return now == MaxReadsInFlight })
+	time.Sleep(400 * time.Millisecond) // the waits end
+	sessions[0].Close()                // a session ends with reads held
+	let()
+	waitFor(t, "every turn and entry given back", func() bool {
+		s.reads.mu.Lock()
+		defer s.reads.mu.Unlock()
+		return len(s.reads.of) == 0 && len(s.reads.all) == 0
+	})
+	if _, err := read(sessions[1], "myelin://conversations/c1"); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	conv := h.conversations
+	h.mu.Unlock()
+	if conv != 1 {
+		t.Errorf("%d reads of the conversation had a turn, want its one", conv)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // gone. What "no progress" means is the kernel's: a write blocked on a
 // full socket goes on only once about half of the send buffer has
 // drained, and Linux grows that buffer to some MB for a fast sender, so
-// a host reading a large answer (a blob) much slower than ~200 KB/s may
+// a host reading a large answer (a blob) much slower than ~150–200 KB/s may
 // be cut mid-answer too (the review measured a host reading 1.3 MB/s
 // with a 300 ms stall cut after 4 MB). Hosts read their answers as they
 // come; one that reads that slowly gets its stream cut and asks again.
