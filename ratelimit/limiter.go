@@ -100,17 +100,13 @@ type Clock interface {
 // is observed with it (ObserveAnswer). Shared is the error of a
 // Shared store that could not be reached meanwhile (or did not answer
 // within the Limiter's StoreTimeout): the Wait went on by the process's
-// own state, and the caller should say so. Sent is when the request was
-// let through, by the Limiter's clock: with a Shared store, as the spend
-// that let it through was asked (before the store's round trip), so
-// never after the time the store counts it sent (ObserveUnreached).
+// own state, and the caller should say so.
 type Waited struct {
 	For    time.Duration
 	Until  time.Time
 	Why    string
 	Ticket Ticket
 	Shared error
-	Sent   time.Time
 }
 
 // Notify is told, before a Wait starts waiting, until when it expects to
@@ -221,7 +217,7 @@ func (l *Limiter) Wait(ctx context.Context, key Key, notify Notify) (Waited, err
 					l.gate(key).adopt(st, now)
 					l.mu.Unlock()
 					if granted {
-						w.Ticket, w.Sent = st.Ticket(), now
+						w.Ticket = st.Ticket()
 						return l.waited(w, start), nil
 					}
 				} else {
@@ -241,7 +237,7 @@ func (l *Limiter) Wait(ctx context.Context, key Key, notify Notify) (Waited, err
 		if local {
 			if st, ok := g.Spend(now, l.probe()); ok {
 				g.State = st
-				w.Ticket, w.Sent = st.Ticket(), now
+				w.Ticket = st.Ticket()
 				// A ticket of the process's own count, not the store's
 				// (none when there is no store to tell it from).
 				w.Ticket.Local = l.Shared != nil
@@ -313,21 +309,14 @@ func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket Ticket, o O
 	return l.observe(ctx, key, ticket, o, false)
 }
 
-// ObserveUnreached records that the request of ticket, let through at
-// sent (Waited.Sent), never reached the provider (no connection was made): an answer
-// that keeps the budget and holds no other request for its own
-// (Observation.Unreached). Unless it comes a Probe or more after sent:
-// then another request may have gone meanwhile and taken this one as lost
-// (State.Spend counts every request before it as answered), so that
-// counting it now would count one still in flight as answered and let one
-// more go than the budget allows; such a late failure is not told, and
-// the key goes on as if it had been lost.
-func (l *Limiter) ObserveUnreached(ctx context.Context, key Key, ticket Ticket, sent time.Time) error {
-	now := l.clock().Now()
-	if now.Sub(sent) >= l.probe() {
-		return nil
-	}
-	return l.ObserveAnswer(ctx, key, ticket, Observation{At: now, From: key.Endpoint, Unreached: true})
+// ObserveUnreached records that the request of ticket never reached the
+// provider (no connection was made): an answer that keeps the budget and
+// holds no other request for its own (Observation.Unreached). It counts
+// as an answer only while its request is the newest sent (Answer.
+// Unreached): a dial that hung until another request went may have been
+// taken as lost by that one's spend already, and is not counted twice.
+func (l *Limiter) ObserveUnreached(ctx context.Context, key Key, ticket Ticket) error {
+	return l.ObserveAnswer(ctx, key, ticket, Observation{At: l.clock().Now(), From: key.Endpoint, Unreached: true})
 }
 
 // observe is ObserveAnswer, of an answer said again (Answer.Again) when

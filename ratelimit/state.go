@@ -111,6 +111,13 @@ type Answer struct {
 	// then coming to set it (the retry of the failed request, after its
 	// backoff). Its wait, if any, still counts.
 	KeepsBudget bool
+	// Unreached is an answer whose request never reached the provider
+	// (Observation.Unreached): it keeps the budget, and counts as an
+	// answer only while its request is the newest the state counts as
+	// sent: once another went after it, that one's spend may have taken
+	// it as lost already (State.Spend), and counting it again would count
+	// the other, perhaps still in flight, as answered.
+	Unreached bool
 	// Again is what the answer to a request said after the answer was
 	// applied already: an error event inside a stream whose status and
 	// headers were observed as it began (Limiter.ObserveInStream). It is
@@ -167,8 +174,9 @@ func (st State) Spend(now time.Time, probe time.Duration) (State, bool) {
 //     st counts as sent (st.Ticket(): those unanswered before it still
 //     taken off), when its ticket is older;
 //   - every answer counts in Answers, but one of a local ticket (whose
-//     send is not counted in Sent either) and one said again (Again: its
-//     request was counted as answered when its stream began);
+//     send is not counted in Sent either), one said again (Again: its
+//     request was counted as answered when its stream began) and an
+//     unreached one whose request is not the newest sent (Unreached);
 //   - while a wait runs, at most one goes first when it is over.
 func (st State) Apply(a Answer) State {
 	if a.NextAllowed.After(st.NextAllowed) {
@@ -198,7 +206,7 @@ func (st State) Apply(a Answer) State {
 		}
 		st.Remaining, st.Answered = b, a.Ticket.N
 	}
-	if !a.Ticket.Local && !a.Again {
+	if !a.Ticket.Local && !a.Again && (!a.Unreached || a.Ticket.N == st.Sent) {
 		st.Answers++
 		if a.KeepsBudget && st.Remaining == 0 && st.Sent <= st.Answers {
 			st.Remaining = 1
@@ -217,7 +225,7 @@ func (st State) Apply(a Answer) State {
 
 // answerOf is the Answer o gives, read at now, to the request of ticket.
 func answerOf(o Observation, now time.Time, ticket Ticket) Answer {
-	a := Answer{Ticket: ticket, At: now, Why: o.Why()}
+	a := Answer{Ticket: ticket, At: now, Why: o.Why(), Unreached: o.Unreached}
 	next := o.Next(now)
 	switch {
 	case next.After(now):

@@ -139,7 +139,9 @@ func (r RateLimits) Spend(ctx context.Context, key ratelimit.Key, now time.Time,
 // unanswered when its request went, $21 whether the ticket is a local
 // one (it neither sets the budget nor counts as an answer), $22 whether
 // the answer is said again (ratelimit.Answer.Again: not counted as an
-// answer a second time), $6 its
+// answer a second time), $23 whether its request never reached the
+// provider (ratelimit.Answer.Unreached: counted only while its request
+// is the newest the row counts as sent), $6 its
 // next-allowed time in microseconds after its At (NULL: none), $7 its
 // why, $8 its budget as of its request, $20 whether it keeps the budget
 // (then one goes first if it leaves none and none is in flight),
@@ -158,7 +160,7 @@ ON CONFLICT (endpoint, identity, model) DO UPDATE SET
 		SELECT v.next_allowed, v.why,
 			-- while a wait runs, one goes first when it is over
 			CASE WHEN v.next_allowed > (SELECT now FROM c) AND (v.remaining < 0 OR v.remaining > 1) THEN 1 ELSE v.remaining END,
-			v.answered, r.answers + CASE WHEN $21::boolean OR $22::boolean THEN 0 ELSE 1 END, GREATEST(r.updated_at, (SELECT now FROM c))
+			v.answered, r.answers + CASE WHEN $21::boolean OR $22::boolean OR ($23::boolean AND r.sent <> $4::bigint) THEN 0 ELSE 1 END, GREATEST(r.updated_at, (SELECT now FROM c))
 		FROM (
 			SELECT
 				CASE WHEN b.moves THEN (SELECT reset FROM a) ELSE t.next_allowed END AS next_allowed,
@@ -166,7 +168,7 @@ ON CONFLICT (endpoint, identity, model) DO UPDATE SET
 				CASE WHEN NOT b.applied THEN
 						-- an answer keeping a spent budget, none in flight
 						-- after it: one goes first
-						CASE WHEN $20::boolean AND NOT $21::boolean AND NOT $22::boolean AND r.remaining = 0 AND r.sent <= r.answers + 1 THEN 1 ELSE r.remaining END
+						CASE WHEN $20::boolean AND NOT $21::boolean AND NOT $22::boolean AND NOT ($23::boolean AND r.sent <> $4::bigint) AND r.remaining = 0 AND r.sent <= r.answers + 1 THEN 1 ELSE r.remaining END
 					WHEN b.budget = 0 AND (SELECT reset FROM a) IS NOT NULL THEN 1
 					ELSE b.budget END AS remaining,
 				CASE WHEN b.applied THEN k.n ELSE r.answered END AS answered
@@ -215,7 +217,7 @@ func (r RateLimits) Save(ctx context.Context, key ratelimit.Key, a ratelimit.Ans
 	err := scanState(r.s.pool.QueryRow(ctx, saveSQL, key.Endpoint, key.Identity, key.Model,
 		a.Ticket.N, r.clock(a.At), after(a.At, a.NextAllowed), a.Why, a.Remaining, after(a.At, a.Reset), a.ResetWhy,
 		after(a.At, born.NextAllowed), born.Remaining, born.Why, time.Time{}, born.Sent, born.Answered, born.Answers,
-		a.Ticket.Unanswered, a.First, a.KeepsBudget, a.Ticket.Local, a.Again), &st)
+		a.Ticket.Unanswered, a.First, a.KeepsBudget, a.Ticket.Local, a.Again, a.Unreached), &st)
 	if err != nil {
 		return ratelimit.State{}, r.s.explain("saving the rate limit of "+key.String(), err)
 	}

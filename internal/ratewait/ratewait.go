@@ -69,9 +69,6 @@ type Pass struct {
 	// ticket is the attempt's place among the key's requests
 	// (ratelimit.Waited.Ticket), which its answer is observed with
 	ticket ratelimit.Ticket
-	// sent is when the limiter let the attempt through (Waited.Sent),
-	// by its clock (Unreached)
-	sent time.Time
 }
 
 // Wait waits at the gate for attempt (1 for the first) of a request of
@@ -123,7 +120,7 @@ func (g *Gate) WaitUntil(ctx context.Context, key ratelimit.Key, attempt int, ur
 	}
 	// The pass keeps ctx, not wctx: its answer is observed after wctx
 	// is done with.
-	return Pass{g: g, ctx: ctx, key: key, ticket: w.Ticket, sent: w.Sent}, err
+	return Pass{g: g, ctx: ctx, key: key, ticket: w.Ticket}, err
 }
 
 // Observe gives the limiter what res, the answer to the attempt, said of
@@ -154,14 +151,13 @@ func (p Pass) Observe(res *http.Response, body []byte) ratelimit.Observation {
 // budget stays as it was, as after a fault without limit headers, and the
 // attempt counts as answered, so its retry goes at its own backoff rather
 // than a Probe after it, and no wait reads "waiting for an answer to a
-// request already sent" for a request that never left; one that failed a
-// Probe or more after it went is not told. A nil p (no limiter) does
-// nothing.
+// request already sent" for a request that never left. A nil p (no
+// limiter) does nothing.
 func (p Pass) Unreached() {
 	if p.g == nil {
 		return
 	}
-	_ = p.g.limiter.ObserveUnreached(p.ctx, p.key, p.ticket, p.sent)
+	_ = p.g.limiter.ObserveUnreached(p.ctx, p.key, p.ticket)
 }
 
 // Now is the limiter's time, which its waits and observations count by:

@@ -157,6 +157,24 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 			t.Errorf("saving another model's answer changed this one's: %+v, want %+v", got, want)
 		}
 	})
+	t.Run("an unreached request counts as answered only while it is the newest sent", func(t *testing.T) {
+		s, k := open(t), key(t)
+		spend(t, s, k, sec(0), time.Minute) // ticket 1, whose dial fails
+		unreached := ratelimit.Answer{Ticket: tk(1, 0), At: sec(1), KeepsBudget: true, Unreached: true}
+		if st := save(t, s, k, unreached); st.Answers != 1 || st.Remaining != 1 {
+			t.Fatalf("ticket 1 never reached the provider, none sent after it: %+v, want answered and one to go (Remaining 1)", st)
+		}
+		spend(t, s, k, sec(2), time.Minute)  // ticket 2, whose dial hangs
+		spend(t, s, k, sec(70), time.Minute) // ticket 3, a probe later: ticket 2 taken as lost (Answers 2)
+		late := ratelimit.Answer{Ticket: tk(2, 0), At: sec(90), KeepsBudget: true, Unreached: true}
+		st := save(t, s, k, late)
+		if st.Answers != 2 || st.Remaining != 0 {
+			t.Errorf("ticket 2's dial failed after ticket 3 went: %+v, want it not counted (Answers 2) and none let go before ticket 3's answer (Remaining 0)", st)
+		}
+		if want := (ratelimit.State{}).Apply(unreached); want.Answers != 0 {
+			t.Errorf("State{}.Apply of an unreached answer of ticket 1 = %+v: a key that sent nothing counted it", want)
+		}
+	})
 	t.Run("an answer's budget counts the requests sent after its own", func(t *testing.T) {
 		s, k := open(t), key(t)
 		spend(t, s, k, sec(0), time.Hour) // ticket 1
