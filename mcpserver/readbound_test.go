@@ -16,6 +16,7 @@ import (
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/permission"
 	"github.com/myelin-run/myelin/tool"
+	"github.com/myelin-run/myelin/workspace"
 )
 
 // heldReads holds every read that has its turn until the test lets them
@@ -50,6 +51,27 @@ func holdReads(s *Server) *heldReads {
 	return h
 }
 
+// heldServer is a server of c over HTTP on a workspace holding a.txt,
+// its reads held once they have their turns (holdReads) until the test
+// lets them go: let, also the first of the test's cleanups, so that a
+// failed test's reads end.
+func heldServer(t *testing.T, c Config) (s *Server, ws *workspace.Workspace, srv *httptest.Server, h *heldReads, let func()) {
+	t.Helper()
+	ws = openWorkspace(t)
+	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("alpha"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Workspace = ws
+	s = New(c)
+	h = holdReads(s)
+	srv = httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	var once sync.Once
+	let = func() { once.Do(func() { close(h.release) }) }
+	t.Cleanup(let)
+	return s, ws, srv, h, let
+}
+
 func (h *heldReads) counts() (now, most, mostOne int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -60,17 +82,7 @@ func (h *heldReads) counts() (now, most, mostOne int) {
 // hosts send, and at most MaxReadsPerSession of one session's: the others
 // wait for a turn, and all are answered.
 func TestResourceReadsInFlightAreBounded(t *testing.T) {
-	ws := openWorkspace(t)
-	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("alpha"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Workspace: ws})
-	h := holdReads(s)
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	var once sync.Once
-	let := func() { once.Do(func() { close(h.release) }) }
-	t.Cleanup(let) // first of the cleanups: a failed test's reads end
+	_, ws, srv, h, let := heldServer(t, Config{})
 	const hosts, each = 3, 2 * MaxReadsPerSession
 	errs := make(chan error, hosts*each)
 	for range hosts {
@@ -100,17 +112,7 @@ func TestResourceReadsInFlightAreBounded(t *testing.T) {
 // of its answers held every turn, and another's read queued behind all
 // of them).
 func TestOneHostsReadsDoNotHoldAnothersRead(t *testing.T) {
-	ws := openWorkspace(t)
-	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("alpha"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Workspace: ws})
-	h := holdReads(s)
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	var once sync.Once
-	let := func() { once.Do(func() { close(h.release) }) }
-	t.Cleanup(let)
+	_, ws, srv, h, let := heldServer(t, Config{})
 	hog := connectHTTP(t, srv, false)
 	for range 4 * MaxReadsInFlight {
 		go read(hog, fileURI(ws.Dir(), "a.txt"))
@@ -215,17 +217,7 @@ func TestAReadGivesItsTurnBack(t *testing.T) {
 // each read once it has its turn runs no more than the bound at once
 // (the review ran 12 of one session's so).
 func TestACancelledReadKeepsItsTurnUntilItsHandlerReturns(t *testing.T) {
-	ws := openWorkspace(t)
-	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("alpha"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Workspace: ws})
-	h := holdReads(s)
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	var once sync.Once
-	let := func() { once.Do(func() { close(h.release) }) }
-	t.Cleanup(let)
+	_, ws, srv, h, _ := heldServer(t, Config{})
 	cs := connectHTTP(t, srv, false)
 	for i := range 3 * MaxReadsInFlight {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -245,21 +237,11 @@ func TestACancelledReadKeepsItsTurnUntilItsHandlerReturns(t *testing.T) {
 // those answered, those whose wait ended, those of a session closed with
 // reads held; and a conversation's read takes a turn as a file's does.
 func TestTurnsAndEntriesAreGivenBack(t *testing.T) {
-	ws := openWorkspace(t)
-	if err := os.WriteFile(filepath.Join(ws.Dir(), "a.txt"), []byte("alpha"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	st := &history.Memory{}
 	if err := st.Create(context.Background(), history.Conversation{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	s := New(Config{Workspace: ws, Store: st})
-	h := holdReads(s)
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	var once sync.Once
-	let := func() { once.Do(func() { close(h.release) }) }
-	t.Cleanup(let)
+	s, ws, srv, h, let := heldServer(t, Config{Store: st})
 	var sessions []*sdk.ClientSession
 	for range 3 {
 		cs := connectHTTP(t, srv, false)
