@@ -26,7 +26,11 @@ import (
 // read that waits for a turn ends with its request (a host's
 // cancellation, its session's end); one cancelled while it reads keeps
 // its turn until its handler returns, and answers with the cancel, not
-// what it read.
+// what it read. Left (review): a cancel that lands after the handler
+// returned, while the SDK encodes the answer and before it takes the
+// request off its books, ends the context then, and the turn is given
+// back before the answer is written; closing that needs the turn held
+// until the answer's own write, below the SDK's jsonrpc2 connection.
 
 // MaxReadsInFlight is how many resources/read requests run at once,
 // over all the server's sessions.
