@@ -312,9 +312,9 @@ func (l *Limiter) ObserveAnswer(ctx context.Context, key Key, ticket Ticket, o O
 // ObserveUnreached records that the request of ticket never reached the
 // provider (no connection was made): an answer that keeps the budget and
 // holds no other request for its own (Observation.Unreached). It counts
-// as an answer only while its request is the newest sent (Answer.
-// Unreached): a dial that hung until another request went may have been
-// taken as lost by that one's spend already, and is not counted twice.
+// as an answer only when its request cannot have been written off as lost
+// already (Answer.Unreached): a dial that hung until another request's
+// spend took it as lost is not counted twice.
 func (l *Limiter) ObserveUnreached(ctx context.Context, key Key, ticket Ticket) error {
 	return l.ObserveAnswer(ctx, key, ticket, Observation{At: l.clock().Now(), From: key.Endpoint, Unreached: true})
 }

@@ -113,10 +113,13 @@ type Answer struct {
 	KeepsBudget bool
 	// Unreached is an answer whose request never reached the provider
 	// (Observation.Unreached): it keeps the budget, and counts as an
-	// answer only while its request is the newest the state counts as
-	// sent: once another went after it, that one's spend may have taken
-	// it as lost already (State.Spend), and counting it again would count
-	// the other, perhaps still in flight, as answered.
+	// answer only when its request cannot have been written off as lost
+	// already — a quiet spend (State.Spend) counts every request before
+	// it as answered, and counting one again would count another,
+	// perhaps still in flight, as answered: when its request is the
+	// newest the state counts as sent, or numbered above the answers
+	// counted (a write-off leaves every request it wrote off at or below
+	// them).
 	Unreached bool
 	// Again is what the answer to a request said after the answer was
 	// applied already: an error event inside a stream whose status and
@@ -176,7 +179,7 @@ func (st State) Spend(now time.Time, probe time.Duration) (State, bool) {
 //   - every answer counts in Answers, but one of a local ticket (whose
 //     send is not counted in Sent either), one said again (Again: its
 //     request was counted as answered when its stream began) and an
-//     unreached one whose request is not the newest sent (Unreached);
+//     unreached one whose request may have been written off (Unreached);
 //   - while a wait runs, at most one goes first when it is over.
 func (st State) Apply(a Answer) State {
 	if a.NextAllowed.After(st.NextAllowed) {
@@ -206,7 +209,7 @@ func (st State) Apply(a Answer) State {
 		}
 		st.Remaining, st.Answered = b, a.Ticket.N
 	}
-	if !a.Ticket.Local && !a.Again && (!a.Unreached || a.Ticket.N == st.Sent) {
+	if !a.Ticket.Local && !a.Again && (!a.Unreached || a.Ticket.N == st.Sent || a.Ticket.N > st.Answers) {
 		st.Answers++
 		if a.KeepsBudget && st.Remaining == 0 && st.Sent <= st.Answers {
 			st.Remaining = 1

@@ -140,8 +140,8 @@ func (r RateLimits) Spend(ctx context.Context, key ratelimit.Key, now time.Time,
 // one (it neither sets the budget nor counts as an answer), $22 whether
 // the answer is said again (ratelimit.Answer.Again: not counted as an
 // answer a second time), $23 whether its request never reached the
-// provider (ratelimit.Answer.Unreached: counted only while its request
-// is the newest the row counts as sent), $6 its
+// provider (ratelimit.Answer.Unreached: counted only when its request is
+// the newest the row counts as sent or numbered above its answers), $6 its
 // next-allowed time in microseconds after its At (NULL: none), $7 its
 // why, $8 its budget as of its request, $20 whether it keeps the budget
 // (then one goes first if it leaves none and none is in flight),
@@ -160,7 +160,7 @@ ON CONFLICT (endpoint, identity, model) DO UPDATE SET
 		SELECT v.next_allowed, v.why,
 			-- while a wait runs, one goes first when it is over
 			CASE WHEN v.next_allowed > (SELECT now FROM c) AND (v.remaining < 0 OR v.remaining > 1) THEN 1 ELSE v.remaining END,
-			v.answered, r.answers + CASE WHEN $21::boolean OR $22::boolean OR ($23::boolean AND r.sent <> $4::bigint) THEN 0 ELSE 1 END, GREATEST(r.updated_at, (SELECT now FROM c))
+			v.answered, r.answers + CASE WHEN $21::boolean OR $22::boolean OR ($23::boolean AND r.sent <> $4::bigint AND r.answers >= $4::bigint) THEN 0 ELSE 1 END, GREATEST(r.updated_at, (SELECT now FROM c))
 		FROM (
 			SELECT
 				CASE WHEN b.moves THEN (SELECT reset FROM a) ELSE t.next_allowed END AS next_allowed,
@@ -168,7 +168,7 @@ ON CONFLICT (endpoint, identity, model) DO UPDATE SET
 				CASE WHEN NOT b.applied THEN
 						-- an answer keeping a spent budget, none in flight
 						-- after it: one goes first
-						CASE WHEN $20::boolean AND NOT $21::boolean AND NOT $22::boolean AND NOT ($23::boolean AND r.sent <> $4::bigint) AND r.remaining = 0 AND r.sent <= r.answers + 1 THEN 1 ELSE r.remaining END
+						CASE WHEN $20::boolean AND NOT $21::boolean AND NOT $22::boolean AND NOT ($23::boolean AND r.sent <> $4::bigint AND r.answers >= $4::bigint) AND r.remaining = 0 AND r.sent <= r.answers + 1 THEN 1 ELSE r.remaining END
 					WHEN b.budget = 0 AND (SELECT reset FROM a) IS NOT NULL THEN 1
 					ELSE b.budget END AS remaining,
 				CASE WHEN b.applied THEN k.n ELSE r.answered END AS answered

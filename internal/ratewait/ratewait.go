@@ -149,12 +149,11 @@ func (p Pass) Observe(res *http.Response, body []byte) ratelimit.Observation {
 // answer because it never reached the provider (provider.Unconnected: no
 // connection was made; ratelimit.Limiter.ObserveUnreached). The key's
 // budget stays as it was, as after a fault without limit headers, and,
-// while the attempt is the newest the key counts as sent, it counts as
-// answered, so its retry goes at its own backoff rather than a Probe
-// after it, and no wait reads "waiting for an answer to a request already
-// sent" for a request that never left. (Of attempts sent side by side,
-// only the newest is counted: the others are taken as lost once the key
-// is quiet for a Probe, as before.) A nil p (no limiter) does nothing.
+// unless the attempt may have been written off as lost already
+// (ratelimit.Answer.Unreached), it counts as answered, so its retry goes
+// at its own backoff rather than a Probe after it, and no wait reads
+// "waiting for an answer to a request already sent" for a request that
+// never left. A nil p (no limiter) does nothing.
 func (p Pass) Unreached() {
 	if p.g == nil {
 		return

@@ -171,8 +171,15 @@ func RunShared(t *testing.T, open func(t *testing.T) ratelimit.Shared) {
 		if st.Answers != 2 || st.Remaining != 0 {
 			t.Errorf("ticket 2's dial failed after ticket 3 went: %+v, want it not counted (Answers 2) and none let go before ticket 3's answer (Remaining 0)", st)
 		}
-		if want := (ratelimit.State{}).Apply(unreached); want.Answers != 0 {
-			t.Errorf("State{}.Apply of an unreached answer of ticket 1 = %+v: a key that sent nothing counted it", want)
+		// two side by side, budget to spare, both refused, the older told
+		// first: both counted, and one goes
+		k2 := ratelimit.Key{Endpoint: k.Endpoint, Identity: k.Identity, Model: k.Model + "-side-by-side"}
+		save(t, s, k2, ratelimit.Answer{Ticket: tk(0, 0), At: sec(0), Remaining: 5}) // a budget
+		spend(t, s, k2, sec(1), time.Minute)                                         // ticket 1
+		spend(t, s, k2, sec(1), time.Minute)                                         // ticket 2
+		save(t, s, k2, ratelimit.Answer{Ticket: tk(1, 0), At: sec(2), KeepsBudget: true, Unreached: true})
+		if st := save(t, s, k2, ratelimit.Answer{Ticket: tk(2, 1), At: sec(2), KeepsBudget: true, Unreached: true}); st.Answers != st.Sent {
+			t.Errorf("two requests side by side, both unreached, the older told first: %+v, want both counted (Answers = Sent)", st)
 		}
 	})
 	t.Run("an answer's budget counts the requests sent after its own", func(t *testing.T) {
