@@ -7,7 +7,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -70,15 +69,7 @@ func TestAReadKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
-			makeConv(t, s, "c", "", 0, "m", 10)
-			if c.markAt > 0 {
-				if err := s.SetMark(ctx, "c", history.Mark{From: c.markAt, Facts: []byte("facts")}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			w := writing(t, s, "c")
-			s.dropRead("c")
+			s, w := freshWriter(t, c.markAt)
 
 			held, release := make(chan struct{}), make(chan struct{})
 			hold := func() { close(held); <-release }
@@ -159,14 +150,7 @@ func TestAReadKeptAsTheWritersAppendIsKeptIsNotTheWritersOwn(t *testing.T) {
 // kept: the readers are swapped for a closed pool, so that any read on
 // one fails.
 func TestTheWritersRoundTakesNothingFromAReader(t *testing.T) {
-	ctx := context.Background()
-	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
-	makeConv(t, s, "c", "", 0, "m", 10)
-	if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
-		t.Fatal(err)
-	}
-	w := writing(t, s, "c")
-	s.dropRead("c")
+	s, w := freshWriter(t, 3)
 	if _, _, err := s.Marked(w, "c"); err != nil {
 		t.Fatal(err)
 	}

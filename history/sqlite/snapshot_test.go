@@ -259,6 +259,23 @@ func TestCloseDuringAReadLeavesNoLogOnceTheReadEnds(t *testing.T) {
 	}
 }
 
+// freshWriter is a new store holding conversation "c" of 10 messages,
+// marked from markAt (0: no mark), with nothing of it read and kept, and
+// the context of c's writer (writing).
+func freshWriter(t *testing.T, markAt int) (*Store, context.Context) {
+	t.Helper()
+	s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
+	makeConv(t, s, "c", "", 0, "m", 10)
+	if markAt > 0 {
+		if err := s.SetMark(context.Background(), "c", history.Mark{From: markAt, Facts: []byte("facts")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := writing(t, s, "c")
+	s.dropRead("c")
+	return s, w
+}
+
 // writing claims conversation id in s for a minute and returns the
 // writer's context (history.Writing) under that claim.
 func writing(t *testing.T, s *Store, id string) context.Context {

@@ -2,10 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-
-	"github.com/myelin-run/myelin/history"
 )
 
 // A Marked read that ends after this store's writer rewound the
@@ -36,13 +33,7 @@ func TestAReadKeptAfterTheWritersRewindIsNotHandedToTheWriterUnchecked(t *testin
 	} {
 		t.Run(moment.name, func(t *testing.T) {
 			ctx := context.Background()
-			s := openStore(t, filepath.Join(t.TempDir(), "h.db"))
-			makeConv(t, s, "c", "", 0, "m", 10)
-			if err := s.SetMark(ctx, "c", history.Mark{From: 3, Facts: []byte("facts")}); err != nil {
-				t.Fatal(err)
-			}
-			w := writing(t, s, "c")
-			s.dropRead("c")
+			s, w := freshWriter(t, 3)
 			moment.hold(func() {
 				if _, err := s.Rewind(w, "c", 5); err != nil {
 					t.Error(err)
