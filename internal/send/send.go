@@ -321,7 +321,7 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			// as a wait (provider.WaitNotice), not slept here as well.
 			continue
 		}
-		s.notice(ctx, req, res, err, n, next.wait)
+		s.notice(ctx, req, res, err, before, n, next.wait)
 		if err := s.sleep(ctx, next.wait); err != nil {
 			return nil, err
 		}
@@ -329,11 +329,10 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 }
 
 // notice tells ctx's observer (provider.WithRetryNotice) that attempt n
-// of this send (0 for its first; numbered after the attempts of earlier
-// sends, provider.AttemptsBefore), which got res or err, is followed by
-// another after d.
-func (s *Sender) notice(ctx context.Context, req *http.Request, res *http.Response, err error, n int, d time.Duration) {
-	before := provider.AttemptsBefore(ctx)
+// of this send (0 for its first; numbered after the before attempts of
+// earlier sends, provider.AttemptsBefore), which got res or err, is
+// followed by another after d.
+func (s *Sender) notice(ctx context.Context, req *http.Request, res *http.Response, err error, before, n int, d time.Duration) {
 	rn := provider.RetryNotice{Attempt: before + n + 2, Attempts: before + s.rules.MaxRetries + 1, Wait: d, URL: provider.Redact(req.URL), Err: err}
 	if s.rules.For > 0 {
 		rn.Attempts, rn.For = 0, s.rules.For
