@@ -343,6 +343,13 @@ func TestHelperKeepsEngines(t *testing.T) {
 	if os.Getenv(helperEnv) != "1" {
 		t.Skip("the helper of TestKeptEnginesDieWithMyelin")
 	}
+	// slow to say its pids (it failed once in CI, killed by the test's
+	// hang guard after saying nothing for a minute): its goroutines on
+	// stderr, for the log to show where it stood
+	slow := time.AfterFunc(20*time.Second, func() {
+		buf := make([]byte, 1<<20)
+		fmt.Fprintf(os.Stderr, "TestHelperKeepsEngines: no pids said after 20 s; its goroutines:\n%s\n", buf[:runtime.Stack(buf, true)])
+	})
 	e, c := pooled(t, 4, Pool{})
 	mustRun(t, in("a"), c, Limits{}, `return 1`)
 	var said string
@@ -355,6 +362,7 @@ func TestHelperKeepsEngines(t *testing.T) {
 		said = fmt.Sprintf("engines %d %d\n", e.pool.idle[0].pid, e.pool.fresh[0].pid)
 		return true
 	})
+	slow.Stop()
 	fmt.Print(said)
 	time.Sleep(time.Minute) // killed long before, unless the test that started it died
 }
