@@ -247,7 +247,13 @@ func TestTheInspectorLinksADelegateCallToItsSubagentAndBack(t *testing.T) {
 		t.Fatalf("the link back reads %q, want %q", got, want)
 	}
 	click(t, ctx, `#conversation-title button.parent`)
-	waitFor(t, ctx, "the parent, at the call", `document.getElementById("conversation-title").textContent.startsWith("Conversation `+id+`") && document.querySelector('[data-call="c_del"].focus') !== null`)
+	// the call is marked still once the event stream's replay drew the
+	// timeline again with its tool.finished event (that drawing once wiped
+	// the mark a moment after it was set: a flake under load)
+	waitFor(t, ctx, "the parent drawn with the call's event", `document.getElementById("conversation-title").textContent.startsWith("Conversation `+id+`") && (document.querySelector('[data-call="c_del"] .pane.produced') || {textContent: ""}).textContent.includes("characters")`)
+	if got := text(t, ctx, `String(document.querySelector('[data-call="c_del"].focus') !== null)`); got != "true" {
+		t.Fatalf("the parent's call c_del is not marked once its timeline was drawn with its events")
+	}
 }
 
 // The "Model saw" pane shows a spilled result as the model reads it: its
@@ -514,6 +520,10 @@ func TestTheInspectorShowsAndNavigatesTheBranchTree(t *testing.T) {
 	}
 	click(t, ctx, `#conversation-title button.fork-of`)
 	waitFor(t, ctx, "the base, at the point", title+`.startsWith("Conversation `+id+`") && document.querySelector('#timeline [data-n="2"].focus') !== null && `+turns+` === 2`)
+	// and stays marked when the timeline is drawn again (as the event
+	// stream's replay or a live turn draws it)
+	text(t, ctx, `(state.drawn = "", loadMessages(), "")`)
+	waitFor(t, ctx, "the base drawn again, at the point", `state.drawn !== "" && document.querySelector('#timeline [data-n="2"].focus') !== null`)
 
 	// undo from the page
 	if err := chromedp.Do(ctx, chromedp.Click(`#undo-turn`)); err != nil {

@@ -17,6 +17,7 @@ const state = {
   roundEnded: false, // the live turn's last round ended: its next text is another round's
   drawn: "",         // what the timeline was last drawn from (drawnFrom)
   rawShown: {},      // "conversation/request n/call_id" -> its block as sent is shown
+  focus: null,       // what select was asked to show: {id, call or n, follow} (showFocus)
 };
 
 function token() { return $("token").value || sessionStorage.getItem("myelin-token") || ""; }
@@ -78,6 +79,7 @@ async function select(id, at, n) {
   state.finished = {};
   state.drawn = "";
   state.running = null;
+  state.focus = at || n ? { id, call: at, n, follow: true } : null;
   $("empty").hidden = true;
   $("conversation").hidden = false;
   $("conversation-title").textContent = "Conversation " + id;
@@ -97,20 +99,29 @@ async function select(id, at, n) {
   for (const li of $("conversations").children) li.classList.toggle("selected", li.dataset.id === id);
   await loadMessages();
   watch(id);
-  if (at) {
-    const call = document.querySelector('.call[data-call="' + CSS.escape(at) + '"]');
-    if (call) {
-      call.classList.add("focus");
-      call.scrollIntoView({ block: "center" });
-    }
-  } else if (n) {
+}
+
+// showFocus marks the call (or the turn or round) select was asked to
+// show, after every drawing of the timeline: the event stream's replay
+// draws it again (with its tool.finished events) just after select drew
+// it, which once wiped the mark a moment after it was set. It scrolls to
+// it too, until the reader scrolls, types or clicks themselves.
+function showFocus() {
+  const f = state.focus;
+  if (!f || f.id !== state.current) return;
+  let e = null;
+  if (f.call) {
+    e = document.querySelector('.call[data-call="' + CSS.escape(f.call) + '"]');
+  } else if (f.n) {
     // the last turn or round that begins at or before message n
-    const mark = Array.from(document.querySelectorAll("#timeline [data-n]")).filter((e) => Number(e.dataset.n) <= n).pop();
-    if (mark) {
-      mark.classList.add("focus");
-      mark.scrollIntoView({ block: "center" });
-    }
+    e = Array.from(document.querySelectorAll("#timeline [data-n]")).filter((m) => Number(m.dataset.n) <= f.n).pop();
   }
+  if (!e) return;
+  e.classList.add("focus");
+  if (f.follow) e.scrollIntoView({ block: "center" });
+}
+for (const ev of ["wheel", "keydown", "mousedown", "touchstart"]) {
+  window.addEventListener(ev, () => { if (state.focus) state.focus.follow = false; }, { passive: true });
 }
 
 // --- forks and branches ---
@@ -211,6 +222,7 @@ async function loadMessages() {
   if (from === state.drawn) return;
   state.drawn = from;
   render(data.messages.map((m) => m.message));
+  showFocus();
 }
 
 // drawnFrom names what the timeline is drawn from: stored records only
