@@ -313,8 +313,12 @@ func TestKeptEnginesDieWithMyelin(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// A hang guard: the helper says its pids within seconds.
-	guard := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
+	// A hang guard: the helper says its pids within seconds. It is
+	// longer than the helper's own bounds put end to end (its until's
+	// 30 s, then its cleanup's wait for an engine starting ahead, up to
+	// engineStartLimit), so that a helper that fails says why first (in
+	// CI it once said nothing before a 1-minute guard killed it).
+	guard := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
 	defer guard.Stop()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
