@@ -377,11 +377,12 @@ func TestTheInspectorShowsWhatTheModelReadAsTextWithTheRawBlockOnAToggle(t *test
 // over the API, as a client does. Each call's line then says what was
 // decided of it, and by whom. What the model wrote is shown with the
 // characters that would reorder or hide it (bidi controls, escapes)
-// written as escapes.
+// written as escapes, and a backslash it wrote before what reads as such
+// an escape doubled.
 func TestTheInspectorAnswersAnApprovalAndTheTurnProceeds(t *testing.T) {
 	ctx := browser(t)
 	f := newFixture(t,
-		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c_deny", Name: "shell--run", Input: `{"command":"rm -rf /tmp/x\u202e\u001b[2K"}`}}},
+		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c_deny", Name: "shell--run", Input: `{"command":"rm -rf /tmp/x\u202e\u001b[2K \\u202e C:\\Users"}`}}},
 		providertest.Step{ToolCalls: []providertest.ToolCall{{ID: "c_ask", Name: "shell--run", Input: `{"command":"ls && rm -rf /tmp/y"}`}}},
 		providertest.Step{Text: "cleaned up"},
 	)
@@ -407,7 +408,7 @@ func TestTheInspectorAnswersAnApprovalAndTheTurnProceeds(t *testing.T) {
 	// the first call, denied with a reason
 	box := `document.querySelector('.approval[data-call="c_deny"]')`
 	waitFor(t, ctx, "the first approval", box+` !== null`)
-	if got := text(t, ctx, box+`.querySelector(".approval-command").textContent`); got != `rm -rf /tmp/x\u202e\u001b[2K` {
+	if got := text(t, ctx, box+`.querySelector(".approval-command").textContent`); got != `rm -rf /tmp/x\u202e\u001b[2K \\u202e C:\Users` {
 		t.Fatalf("the approval shows the command %q", got)
 	}
 	fillAndClick(t, ctx, `.approval[data-call="c_deny"] .deny-reason`, "not now", `.approval[data-call="c_deny"] button.deny`)

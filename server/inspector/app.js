@@ -719,13 +719,23 @@ function showAsk(d) {
 // characters (but line breaks and tabs) and the characters that reorder
 // text (bidi controls) written as escapes, so that a command cannot
 // reorder or hide what the question shows.
-function visible(s) {
-  return String(s).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
-    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
-}
+function visible(s) { return escapeShown(s, false); }
 
 // visibleLine is visible on one line: a line break written "\n".
-function visibleLine(s) { return visible(s).replace(/\n/g, "\\n"); }
+function visibleLine(s) { return escapeShown(s, true); }
+
+// escapeShown is what visible and visibleLine show: a backslash the model
+// wrote is doubled where what follows would read as an escape they write
+// (\uXXXX, \n on one line, or \\), so that a line break cannot pass for
+// the characters \n, nor a bidi override for its name (as
+// approval.Visible does); any other backslash is kept (C:\Users, \d+).
+function escapeShown(s, oneLine) {
+  const backslash = oneLine ? /\\(?=\\|n|u[0-9a-fA-F]{4})/g : /\\(?=\\|u[0-9a-fA-F]{4})/g;
+  let out = String(s).replace(backslash, "\\\\").replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+  if (oneLine) out = out.replace(/\n/g, "\\n");
+  return out;
+}
 
 // decisionWords says a decision of an approval (allow_once,
 // allow_session, deny) in words.
