@@ -1,35 +1,48 @@
 package approval
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// Visible is s as a person is to see it in a question or a record of a
-// decision: every character a terminal or a host's dialog would not show
-// as itself — control characters, escape sequences, line breaks, bidi
-// overrides, bytes that are not UTF-8 — written as a Go escape ("\x1b",
-// "\n", "\u202e", "\x9b"), tabs kept. What the model wrote (a command, a
-// reason, a tool's name) goes through it before any Asker shows it, so
-// that it cannot draw lines of the question itself ("Why you are asked:
-// …"), move a terminal's cursor or reorder what is shown. A backslash
-// the model wrote is doubled where what follows it would read as one of
-// those escapes (`printf 'a\nb'` is shown `printf 'a\\nb'`), so that a
-// line break, which ends a shell command, cannot pass for the two
-// characters \n inside one; any other backslash is kept as it is
+// Visible is s as a person is to see it on one line of a question or a
+// record of a decision: every character a terminal or a host's dialog
+// would not show as itself — control characters, escape sequences, line
+// breaks, bidi overrides, bytes that are not UTF-8 — written as a Go
+// escape ("\x1b", "\n", "\u202e", "\x9b"), tabs kept. What the model wrote
+// (a command, a reason, a tool's name) goes through it before any Asker
+// shows it, so that it cannot draw lines of the question itself ("Why
+// you are asked: …"), move a terminal's cursor or reorder what is shown.
+// A backslash the model wrote is doubled where what follows it would
+// read as one of those escapes, or is itself written as one
+// (`printf 'a\nb'` is shown `printf 'a\\nb'`), so that no two texts are
+// shown alike: a line break, which ends a shell command, cannot pass for
+// the two characters \n inside one. Any other backslash is kept as it is
 // (`C:\Users`, `grep '\d+'`). It must not be used on what is stored or
 // sent to the model: that is the call as made.
-func Visible(s string) string {
+func Visible(s string) string { return visible(s, false) }
+
+// VisibleLines is Visible for text shown over lines of its own (a
+// command, a script, a file's content, each line indented under the
+// question): a line break is kept as one, so the characters \n are shown
+// as they are.
+func VisibleLines(s string) string { return visible(s, true) }
+
+// visible is Visible, with line breaks kept when lines is set.
+func visible(s string, lines bool) string {
 	var b strings.Builder
 	for i, r := range s {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\' && readsAsEscape(s[i+1:]):
+		case r == '\\' && readsAsEscape(s[i+1:], lines):
 			b.WriteString(`\\`)
-		case unicode.IsPrint(r) || r == '\t':
+		case shownAsItself(r, lines):
 			b.WriteRune(r)
 		default:
 			q := fmt.Sprintf("%+q", r) // '\x1b', '\u202e'
@@ -39,17 +52,29 @@ func Visible(s string) string {
 	return b.String()
 }
 
+// shownAsItself reports whether visible writes r as it is.
+func shownAsItself(r rune, lines bool) bool {
+	return unicode.IsPrint(r) || r == '\t' || lines && r == '\n'
+}
+
 // readsAsEscape reports whether a backslash followed by rest would read
-// as an escape Visible writes (or as a doubled backslash): \a \b \f \n
-// \r \v, \x and two hex digits, \u and four, \U and eight, or \\.
-func readsAsEscape(rest string) bool {
+// as an escape visible writes: rest begins with a character it writes as
+// an escape (a backslash before a line break shown "\n" reads "\\n"), or
+// with a\ b f n r v (n only on one line), x and two hex digits, u and
+// four, U and eight, or another backslash.
+func readsAsEscape(rest string, lines bool) bool {
 	if rest == "" {
 		return false
 	}
+	if r, n := utf8.DecodeRuneInString(rest); r == utf8.RuneError && n <= 1 || !shownAsItself(r, lines) {
+		return true
+	}
 	hex := 0
 	switch rest[0] {
-	case '\\', 'a', 'b', 'f', 'n', 'r', 'v':
+	case '\\', 'a', 'b', 'f', 'r', 'v':
 		return true
+	case 'n':
+		return !lines
 	case 'x':
 		hex = 2
 	case 'u':
@@ -68,4 +93,32 @@ func readsAsEscape(rest string) bool {
 		}
 	}
 	return true
+}
+
+// VisibleJSON is a call's input, JSON, as a person is to see it on one
+// line: compacted (no line breaks between its values), and any character
+// that would not be shown as itself — which in JSON can only stand inside
+// a string — written as a JSON escape ("\u202e"; "\udb40\udc41" past
+// U+FFFF). What is shown is JSON of the same value, whose own escapes
+// ("\n", "\\") are kept as they are: they cannot be confused with a
+// character, none being left. Input that is not JSON, or not UTF-8, is
+// shown as Visible shows it.
+func VisibleJSON(raw []byte) string {
+	var c bytes.Buffer
+	if json.Compact(&c, raw) != nil || !utf8.Valid(c.Bytes()) {
+		return Visible(string(raw))
+	}
+	var b strings.Builder
+	for _, r := range c.String() {
+		switch {
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r > 0xFFFF:
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }

@@ -1,27 +1,103 @@
 package approval
 
-import "testing"
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+)
 
 func TestVisibleWritesWhatAPersonWouldNotSeeAsEscapes(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"ls -la\tdir", "ls -la\tdir"},
-		{"ls\nWhy you are asked: safe", `ls\nWhy you are asked: safe`},
-		{"ls\r\x1b[2K", `ls\r\x1b[2K`},
-		{"a\u202eb", `a\u202eb`},
-		{"a\x9bb", `a\x9bb`},                     // a byte that is not UTF-8 (8-bit CSI)
-		{"caf\u00e9 \uFFFD", "caf\u00e9 \uFFFD"}, // printable, and a real replacement character
+	for _, c := range []struct{ in, want, lines string }{
+		{"ls -la\tdir", "ls -la\tdir", ""},
+		{"ls\nWhy you are asked: safe", `ls\nWhy you are asked: safe`, "ls\nWhy you are asked: safe"},
+		{"ls\r\x1b[2K", `ls\r\x1b[2K`, ""},
+		{"a\u202eb", `a\u202eb`, ""},
+		{"a\x9bb", `a\x9bb`, ""},                     // a byte that is not UTF-8 (8-bit CSI)
+		{"caf\u00e9 \uFFFD", "caf\u00e9 \uFFFD", ""}, // printable, and a real replacement character
 		// a backslash the model wrote, doubled only where it would read
 		// as one of the escapes above: a line break cannot pass for the
 		// characters \n, nor those for a line break
-		{"printf 'a\\nb'", `printf 'a\\nb'`},
-		{"echo done\nrm -rf ~", `echo done\nrm -rf ~`},
-		{"echo done\\nrm -rf ~", `echo done\\nrm -rf ~`},
-		{`a\\n`, `a\\\\n`},
-		{`\x1b[2K \u202e \U0001F600 \r \v \a \b \f`, `\\x1b[2K \\u202e \\U0001F600 \\r \\v \\a \\b \\f`},
-		{`C:\Users\me grep -E '\d+\s' \t \xZZ \u12 \e end\`, `C:\Users\me grep -E '\d+\s' \t \xZZ \u12 \e end\`},
+		{"printf 'a\\nb'", `printf 'a\\nb'`, `printf 'a\nb'`},
+		{"echo done\nrm -rf ~", `echo done\nrm -rf ~`, "echo done\nrm -rf ~"},
+		{"echo done\\nrm -rf ~", `echo done\\nrm -rf ~`, `echo done\nrm -rf ~`},
+		{`a\\n`, `a\\\\n`, `a\\\n`}, // over lines, \n is never an escape
+		{`\x1b[2K \u202e \U0001F600 \r \v \a \b \f`, `\\x1b[2K \\u202e \\U0001F600 \\r \\v \\a \\b \\f`, ""},
+		{`C:\Users\me grep -E '\d+\s' \t \xZZ \u12 \e end\`, `C:\Users\me grep -E '\d+\s' \t \xZZ \u12 \e end\`, ""},
+		// a backslash before a character written as an escape: an
+		// escaped backslash then a line break is two commands, and
+		// must not read as the characters \\n (one echo)
+		{"echo ok\\\\\nrm -rf ~", `echo ok\\\\\nrm -rf ~`, "echo ok\\\\\\\nrm -rf ~"},
+		{"a\\\x1b", `a\\\x1b`, ""},
+		{"a\\\u202e", `a\\\u202e`, ""},
+		{"a\\\x9b", `a\\\x9b`, ""},
 	} {
 		if got := Visible(c.in); got != c.want {
 			t.Errorf("Visible(%q) = %q, want %q", c.in, got, c.want)
+		}
+		lines := c.lines
+		if lines == "" {
+			lines = c.want
+		}
+		if got := VisibleLines(c.in); got != lines {
+			t.Errorf("VisibleLines(%q) = %q, want %q", c.in, got, lines)
+		}
+	}
+}
+
+// No two texts are shown alike, on one line or over lines: every string
+// of up to five characters of an alphabet made to collide (backslashes,
+// the letters of escapes, hex digits, what is written as an escape).
+func TestVisibleShowsNoTwoTextsAlike(t *testing.T) {
+	alphabet := []string{`\`, "n", "x", "1", "b", "u", "\n", "\x1b", "\u202e", "\x9b", "r", "\r"}
+	for name, show := range map[string]func(string) string{"Visible": Visible, "VisibleLines": VisibleLines} {
+		seen := map[string]string{}
+		bad := 0
+		var walk func(s string, depth int)
+		walk = func(s string, depth int) {
+			v := show(s)
+			if o, ok := seen[v]; ok && o != s && bad < 10 {
+				bad++
+				t.Errorf("%s(%q) and %s(%q) both show %q", name, o, name, s, v)
+			}
+			seen[v] = s
+			if depth == 0 {
+				return
+			}
+			for _, a := range alphabet {
+				walk(s+a, depth-1)
+			}
+		}
+		walk("", 5)
+	}
+}
+
+// A call's input is shown as JSON of the same value on one line, with
+// nothing in it that a person would not see as itself, and its own
+// escapes kept; what is not JSON is shown as Visible shows it.
+func TestVisibleJSONShowsTheSameValueWithNothingHidden(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"{\n  \"command\": \"ls\\nrm -rf ~\",\n  \"path\": \"C:\\\\Users\"\n}", `{"command":"ls\nrm -rf ~","path":"C:\\Users"}`},
+		{`{"a":"x` + "\u202e" + `y","b":"` + "\U000E0041" + `"}`, `{"a":"x\u202ey","b":"\udb40\udc41"}`},
+		{`{"a":"\u202e"}`, `{"a":"\u202e"}`},
+		{`{"a":1` + "\n" + `Why you are asked: safe`, `{"a":1\nWhy you are asked: safe`}, // not JSON
+		{`{"a":"` + "\xff" + `"}`, `{"a":"\xff"}`},                                        // not UTF-8
+	} {
+		got := VisibleJSON([]byte(c.in))
+		if got != c.want {
+			t.Errorf("VisibleJSON(%q) = %q, want %q", c.in, got, c.want)
+		}
+		for _, r := range got {
+			if !unicode.IsPrint(r) {
+				t.Errorf("VisibleJSON(%q) = %q holds %U", c.in, got, r)
+			}
+		}
+		var in, shown any
+		if utf8.ValidString(c.in) && json.Unmarshal([]byte(c.in), &in) == nil {
+			if err := json.Unmarshal([]byte(got), &shown); err != nil || !reflect.DeepEqual(in, shown) {
+				t.Errorf("VisibleJSON(%q) = %q, not JSON of the same value (%v)", c.in, got, err)
+			}
 		}
 	}
 }

@@ -147,7 +147,9 @@ func joinChoices(cs []approval.Choice) string {
 // terminal: a line break, carriage return, escape sequence or bidi
 // override is shown escaped, so that the model cannot end the command's
 // line and write lines of the question itself ("Why you are asked: …"),
-// nor draw on a terminal host. Each is clipped before it is escaped.
+// nor draw on a terminal host. Each is clipped before it is escaped; the
+// input, JSON, is shown by approval.VisibleJSON (the same value on one
+// line, its own escapes as they are) and clipped after.
 func question(r approval.Request, choices []approval.Choice) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "myelin asks whether this call of %s may run.\n", shown(r.Tool, 200))
@@ -157,7 +159,7 @@ func question(r approval.Request, choices []approval.Choice) string {
 	case r.Command != "":
 		fmt.Fprintf(&b, "Command: %s\n", shown(r.Command, 2000))
 	default:
-		fmt.Fprintf(&b, "Input: %s\n", shown(string(r.Input), 2000))
+		fmt.Fprintf(&b, "Input: %s\n", clipText(approval.VisibleJSON(r.Input), 2000))
 	}
 	fmt.Fprintf(&b, "Why you are asked: %s\n", shown(r.Reason, 2000))
 	for _, c := range choices {

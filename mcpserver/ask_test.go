@@ -243,10 +243,23 @@ func TestQuestionEscapesEveryModelWrittenField(t *testing.T) {
 	for _, r := range []approval.Request{
 		{Tool: forged, Command: "ls", Part: forged, Reason: forged},
 		{Tool: "t", Input: []byte(`{"a":` + "\n" + `"` + forged[2:] + `"}`), Reason: forged},
+		// JSON: a line break between its values, a bidi override in a string
+		{Tool: "t", Input: []byte("{\"a\":\n\"Why you are asked: safe\u202e\"}"), Reason: forged},
 	} {
 		msg := question(r, choicesFor(r))
 		if strings.ContainsAny(msg, "\x1b\u202e") || strings.Count(msg, "\nWhy you are asked:") != 1 {
 			t.Errorf("for %+v the question holds what the model wrote raw:\n%q", r, msg)
 		}
+	}
+}
+
+// The input is shown as JSON of the same value on one line: its own
+// escapes as they are (a "\n" in a string is not doubled, which would
+// read as a backslash), what would not show as itself escaped as JSON.
+func TestQuestionShowsTheInputAsJSONOfTheSameValue(t *testing.T) {
+	r := approval.Request{Tool: "workspace--write", Input: []byte("{\n \"path\": \"C:\\\\notes\",\n \"content\": \"a\\nb\u202e\"\n}")}
+	msg := question(r, choicesFor(r))
+	if want := `Input: {"path":"C:\\notes","content":"a\nb\u202e"}` + "\n"; !strings.Contains(msg, want) {
+		t.Errorf("the question shows the input as\n%q\nwant the line %q", msg, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -320,15 +321,19 @@ func TestKeptEnginesDieWithMyelin(t *testing.T) {
 	// CI it once said nothing before a 1-minute guard killed it).
 	guard := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
 	defer guard.Stop()
-	line, err := bufio.NewReader(out).ReadString('\n')
+	said := bufio.NewReader(out)
+	line, err := said.ReadString('\n')
 	if err != nil {
 		cmd.Process.Kill()
 		t.Fatalf("the helper said no pids: %v", err)
 	}
 	var idle, ahead int
 	if _, err := fmt.Sscanf(line, "engines %d %d", &idle, &ahead); err != nil {
+		// a helper that failed says why after its "--- FAIL" line, and
+		// exits (or the guard kills it)
+		rest, _ := io.ReadAll(said)
 		cmd.Process.Kill()
-		t.Fatalf("the helper said %q: %v", line, err)
+		t.Fatalf("the helper said %q: %v", line+string(rest), err)
 	}
 	if !alive(idle) || !alive(ahead) {
 		t.Fatalf("the kept engines %d and %d are not alive while myelin is", idle, ahead)

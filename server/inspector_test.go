@@ -575,3 +575,31 @@ func TestTheInspectorShowsCostsPerRequestTurnAndConversation(t *testing.T) {
 		t.Errorf("the timeline shows a cost of $0.0000: %s", tl)
 	}
 }
+
+// The approval box shows no two texts alike (as approval.Visible): a
+// line break after an escaped backslash is not the characters \\n, a bidi
+// override after a backslash not its name; and a call's input is shown
+// as JSON of the same value with what would not show as itself escaped.
+func TestTheInspectorShowsNoTwoCommandsAlike(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(f.http.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ fn, a, b string }{
+		{"visibleLine", `"echo ok\\\\\nrm -rf ~"`, `"echo ok\\\\nrm -rf ~"`},
+		{"visibleLine", `"a\\\n"`, `"a\\n"`},
+		{"visible", `"a\\\u202eb"`, `"a\\u202eb"`},
+		{"visible", `"a\\\u001b[2K"`, `"a\\u001b[2K"`},
+		{"visible", `"a\u2028b"`, `"a\\u2028b"`},
+	} {
+		a, b := text(t, ctx, c.fn+"("+c.a+")"), text(t, ctx, c.fn+"("+c.b+")")
+		if a == b {
+			t.Errorf("%s(%s) and %s(%s) both show %s", c.fn, c.a, c.fn, c.b, a)
+		}
+	}
+	shown := text(t, ctx, `visibleJSON({content: "a\nb\u202e\u2028", path: "C:\\notes"})`)
+	if want := "{\n \"content\": \"a\\nb\\u202e\\u2028\",\n \"path\": \"C:\\\\notes\"\n}"; shown != want {
+		t.Errorf("the input is shown\n%s\nwant\n%s", shown, want)
+	}
+}

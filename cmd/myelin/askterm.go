@@ -152,7 +152,9 @@ func ruleList(rule string) string {
 }
 
 // writeShown writes text indented, at most maxShownLines lines and
-// maxShownChars characters of it, saying how much more there is.
+// maxShownChars characters of it, saying how much more there is; each
+// line as approval.VisibleLines shows it (a line break being one, the
+// characters \n are shown as they are).
 func writeShown(w io.Writer, text string) {
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	chars := 0
@@ -163,7 +165,7 @@ func writeShown(w io.Writer, text string) {
 			return
 		}
 		chars += len(l)
-		fmt.Fprintf(w, "    %s\n", approval.Visible(l))
+		fmt.Fprintf(w, "    %s\n", approval.VisibleLines(l))
 	}
 }
 

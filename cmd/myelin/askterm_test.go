@@ -104,6 +104,22 @@ func TestAToolsInputIsShownFieldByFieldAndItsControlCharactersEscaped(t *testing
 	}
 }
 
+// A command, a script or a file's content is shown over lines of its
+// own, so the characters \n in it are shown as they are: doubled, they
+// would read as other code (a printf that prints a backslash).
+func TestTheTerminalShowsTheCharactersBackslashNAsWritten(t *testing.T) {
+	var b bytes.Buffer
+	writeQuestion(&b, approval.Request{Tool: permission.ShellTool, Command: `printf 'a\nb\n' && sed 's/\n/ /'`}, "rules")
+	if want := `    printf 'a\nb\n' && sed 's/\n/ /'` + "\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("the command is shown\n%s\nwant the line %q", b.String(), want)
+	}
+	b.Reset()
+	writeQuestion(&b, approval.Request{Tool: "script--run", Input: []byte(`{"code":"console.log(lines.join(\"\\n\"))\nreturn 1"}`)}, "rules")
+	if want := "    console.log(lines.join(\"\\n\"))\n    return 1\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("the script is shown\n%s\nwant the lines %q", b.String(), want)
+	}
+}
+
 func TestALongInputIsCutSayingHowMuchMore(t *testing.T) {
 	a, out := askerWith("y\n")
 	code := strings.Repeat("x = 1;\n", 100)

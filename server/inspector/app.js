@@ -715,26 +715,59 @@ function showAsk(d) {
 // --- what the permission policy asks ---
 
 // visible is what the model wrote as a person is to see it in a
-// question, as approval.Visible writes it for a terminal: control
-// characters (but line breaks and tabs) and the characters that reorder
-// text (bidi controls) written as escapes, so that a command cannot
-// reorder or hide what the question shows.
+// question, as approval.Visible writes it for a terminal: every character
+// that would not show as itself (Go's unicode.IsPrint: control and format
+// characters, bidi controls, line and paragraph separators, spaces other
+// than " "), but line breaks and tabs, written as an escape (\u202e;
+// \U000e0041 past U+FFFF), so that a command cannot reorder or hide what
+// the question shows.
 function visible(s) { return escapeShown(s, false); }
 
 // visibleLine is visible on one line: a line break written "\n".
 function visibleLine(s) { return escapeShown(s, true); }
 
-// escapeShown is what visible and visibleLine show: a backslash the model
+// hidden matches a character that would not show as itself (what
+// approval.Visible escapes): any of Unicode's categories C and Z but a
+// space, a tab and a line break (a line break is kept over lines only).
+const hidden = /(?![ \t\n])[\p{C}\p{Z}]/gu;
+
+// escapeShown is what visible and visibleLine show. A backslash the model
 // wrote is doubled where what follows would read as an escape they write
-// (\uXXXX, \n on one line, or \\), so that a line break cannot pass for
-// the characters \n, nor a bidi override for its name (as
-// approval.Visible does); any other backslash is kept (C:\Users, \d+).
+// (\uXXXX, \UXXXXXXXX, \n on one line, \\) or is itself written as one,
+// so that no two texts are shown alike: a line break cannot pass for the
+// characters \n, nor a bidi override for its name (as approval.Visible
+// does); any other backslash is kept (C:\Users, \d+).
 function escapeShown(s, oneLine) {
-  const backslash = oneLine ? /\\(?=\\|n|u[0-9a-fA-F]{4})/g : /\\(?=\\|u[0-9a-fA-F]{4})/g;
-  let out = String(s).replace(backslash, "\\\\").replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
-    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
-  if (oneLine) out = out.replace(/\n/g, "\\n");
+  const chars = Array.from(String(s));
+  let out = "";
+  chars.forEach((c, i) => {
+    const next = chars[i + 1] || "", rest = chars.slice(i + 1, i + 10).join("");
+    if (c === "\\" && (next === "\\" || (oneLine && (next === "n" || next === "\n")) || isHidden(next) ||
+      /^u[0-9a-fA-F]{4}/.test(rest) || /^U[0-9a-fA-F]{8}/.test(rest))) out += "\\\\";
+    else if (oneLine && c === "\n") out += "\\n";
+    else if (isHidden(c)) out += escapeOf(c);
+    else out += c;
+  });
   return out;
+}
+
+// isHidden says whether character c would not show as itself.
+function isHidden(c) { hidden.lastIndex = 0; return c !== "" && hidden.test(c); }
+
+// escapeOf is hidden character c as an escape: \uXXXX, or \UXXXXXXXX past
+// U+FFFF.
+function escapeOf(c) {
+  const n = c.codePointAt(0);
+  return n > 0xffff ? "\\U" + n.toString(16).padStart(8, "0") : "\\u" + n.toString(16).padStart(4, "0");
+}
+
+// visibleJSON is a call's input shown as JSON of the same value, with
+// any character that would not show as itself (only inside a string)
+// written as a JSON escape (a pair of them past U+FFFF), as
+// approval.VisibleJSON: JSON's own escapes need no doubling.
+function visibleJSON(v) {
+  return JSON.stringify(v === undefined ? {} : v, null, 1).replace(hidden, (c) =>
+    Array.from({ length: c.length }, (_, i) => "\\u" + c.charCodeAt(i).toString(16).padStart(4, "0")).join(""));
 }
 
 // decisionWords says a decision of an approval (allow_once,
@@ -756,7 +789,7 @@ function showApproval(d) {
     box.append(el("pre", { class: "approval-command" }, visible(d.command)));
     if (d.part && d.part !== d.command) box.append(el("div", {}, "asked about: ", el("code", { class: "approval-part" }, visibleLine(d.part))));
   } else {
-    box.append(el("pre", { class: "approval-input" }, JSON.stringify(d.input === undefined ? {} : d.input, null, 1)));
+    box.append(el("pre", { class: "approval-input" }, visibleJSON(d.input)));
   }
   const expires = new Date(d.expires);
   box.append(el("div", { class: "hint" }, "call " + (d.call_id || "?") + "; denied by itself at " + expires.toLocaleTimeString() + " if no one answers"));
