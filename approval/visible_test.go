@@ -82,7 +82,7 @@ func TestVisibleJSONShowsTheSameValueWithNothingHidden(t *testing.T) {
 		{`{"a":"x` + "\u202e" + `y","b":"` + "\U000E0041" + `"}`, `{"a":"x\u202ey","b":"\udb40\udc41"}`},
 		{`{"a":"\u202e"}`, `{"a":"\u202e"}`},
 		{`{"a":1` + "\n" + `Why you are asked: safe`, `{"a":1\nWhy you are asked: safe`}, // not JSON
-		{`{"a":"` + "\xff" + `"}`, `{"a":"\xff"}`},                                        // not UTF-8
+		{`{"a":"` + "\xff" + `"}`, `{"a":"\xff"}`},                                       // not UTF-8
 	} {
 		got := VisibleJSON([]byte(c.in))
 		if got != c.want {
