@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"testing"
 
+	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/myelin-run/myelin/internal/send/sendtest"
+	"github.com/myelin-run/myelin/provider"
 )
 
 func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
@@ -20,8 +22,8 @@ func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sdkPost, direct := posts(p, []byte(`{"model":"m","messages":[],"stream":true}`))
-	viaSDK, viaSender := sendtest.Described(sdkPost, describe), sendtest.Described(direct, describe)
+	sdkPost, direct := posts(p, sdkClient(provider.Endpoint{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: 2}, nil), []byte(`{"model":"m","messages":[],"stream":true}`))
+	viaSDK, viaSender := sendtest.Described(sdkPost, sdkDescribe), sendtest.Described(direct, describe)
 	for name, answers := range sendtest.OpenAIAnswers(srv.URL) {
 		t.Run(name, func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaSender) })
 	}
@@ -45,13 +47,13 @@ func TestTheSDKsHeadersAreSent(t *testing.T) {
 	}
 }
 
-// posts are the SDK's post of body as Complete made it before the Sender,
-// and the Sender's.
-func posts(p *Provider, body []byte) (sdkPost, direct sendtest.Post) {
+// posts are the SDK's post of body through client as Complete made it
+// before the Sender, and the Sender's.
+func posts(p *Provider, client sdk.Client, body []byte) (sdkPost, direct sendtest.Post) {
 	ctx := context.Background()
 	sdkPost = func() (*http.Response, error) {
 		var resp *http.Response
-		err := p.client.Post(ctx, path, nil, &resp, option.WithRequestBody("application/json", body))
+		err := client.Post(ctx, path, nil, &resp, option.WithRequestBody("application/json", body))
 		return resp, err
 	}
 	return sdkPost, func() (*http.Response, error) { return p.send.Post(ctx, body) }
@@ -134,6 +136,6 @@ func BenchmarkPost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sdkPost, direct := posts(p, []byte(`{"model":"m","messages":[],"stream":true}`))
+	sdkPost, direct := posts(p, sdkClient(provider.Endpoint{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: provider.DefaultRetries}, nil), []byte(`{"model":"m","messages":[],"stream":true}`))
 	sendtest.Bench(b, sdkPost, direct)
 }

@@ -1,18 +1,26 @@
 package responses
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
+	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/myelin-run/myelin/internal/send/sendtest"
+	"github.com/myelin-run/myelin/provider"
 )
 
 // A streamed request goes by the Sender: to the SDK's URL with its
 // headers, retried and refused as the SDK retries and refuses, for every
-// script of answers the chat wire is held to.
+// script of answers the chat wire is held to; the errors are described as
+// they were when the SDK sent the requests (sdkDescribe).
 func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 	t.Setenv("OPENAI_ORG_ID", "org-test")
 	srv := sendtest.NewServer(t)
@@ -23,15 +31,44 @@ func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 	if u := p.send.Target().URL.String(); u != srv.URL+"/v1/responses" {
 		t.Fatalf("the Sender posts to %s, want %s/v1/responses", u, srv.URL)
 	}
+	// the client openai.Connect made when the wire was built on the SDK
+	client := sdk.NewClient(option.WithAPIKey("k"), option.WithMaxRetries(2), option.WithBaseURL(srv.URL+"/v1"))
 	body := []byte(`{"model":"m","input":[],"stream":true}`)
 	ctx := context.Background()
 	viaSDK := sendtest.Described(func() (*http.Response, error) {
 		var resp *http.Response
-		err := p.client.Post(ctx, "responses", nil, &resp, option.WithRequestBody("application/json", body))
+		err := client.Post(ctx, "responses", nil, &resp, option.WithRequestBody("application/json", body))
 		return resp, err
-	}, describe)
+	}, sdkDescribe)
 	viaSender := sendtest.Described(func() (*http.Response, error) { return p.send.Post(ctx, body) }, describe)
 	for name, answers := range sendtest.OpenAIAnswers(srv.URL) {
 		t.Run(name, func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaSender) })
 	}
+}
+
+// sdkDescribe is describe as it was, when openai.DescribeError read the
+// SDK's *openai.Error: what the wire reported, which it is held to.
+func sdkDescribe(err error) error {
+	var apiErr *sdk.Error
+	if !errors.As(err, &apiErr) {
+		return fmt.Errorf("%s: %w", Wire, provider.Unanswered(err))
+	}
+	body := strings.TrimSpace(apiErr.RawJSON())
+	if body == "" && apiErr.Response != nil && apiErr.Response.Body != nil {
+		b, _ := io.ReadAll(apiErr.Response.Body)
+		apiErr.Response.Body = io.NopCloser(bytes.NewReader(b))
+		body = strings.TrimSpace(string(b))
+	}
+	msg := body
+	if msg == "" {
+		msg = err.Error()
+	}
+	we := provider.StatusError(Wire, apiErr.StatusCode, msg, err)
+	if apiErr.StatusCode == http.StatusBadRequest {
+		if tl := tooLong([]byte(body)); tl != nil {
+			tl.Err = we
+			return tl
+		}
+	}
+	return we
 }
