@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -138,4 +140,35 @@ func BenchmarkPost(b *testing.B) {
 	}
 	sdkPost, direct := posts(p, sdkClient(provider.Endpoint{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: provider.DefaultRetries}, nil), []byte(`{"model":"m","messages":[],"stream":true}`))
 	sendtest.Bench(b, sdkPost, direct)
+}
+
+// A request for a whole answer (NoStream) goes by the Senders' Whole as
+// the SDK sent it: its attempts, headers and described errors, for every
+// script of answers — with RetryFor set, as the SDK sent it then, once
+// (option.WithMaxRetries(0)).
+func TestAWholeAnswerIsPostedAsTheSDKPostedIt(t *testing.T) {
+	t.Setenv("OPENAI_PROJECT_ID", "proj-test")
+	srv := sendtest.NewServer(t)
+	body := []byte(`{"model":"m","messages":[]}`)
+	ctx := context.Background()
+	for _, retryFor := range []time.Duration{0, time.Minute} {
+		p, err := New(Config{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: 2, NoStream: true, RetryFor: retryFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := sdkClient(provider.Endpoint{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: 2}, nil)
+		var opts []option.RequestOption
+		if retryFor > 0 {
+			opts = append(opts, option.WithMaxRetries(0))
+		}
+		viaSDK := sendtest.Described(func() (*http.Response, error) {
+			var resp *http.Response
+			err := client.Post(ctx, path, nil, &resp, append([]option.RequestOption{option.WithRequestBody("application/json", body)}, opts...)...)
+			return resp, err
+		}, sdkDescribe)
+		viaWhole := sendtest.Described(func() (*http.Response, error) { return p.whole.Post(ctx, body) }, describe)
+		for name, answers := range sendtest.OpenAIAnswers(srv.URL) {
+			t.Run(fmt.Sprintf("RetryFor %v/%s", retryFor, name), func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaWhole) })
+		}
+	}
 }

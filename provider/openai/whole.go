@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,11 +40,12 @@ type completion struct {
 	} `json:"usage"`
 }
 
-// decodeCompletion decodes a whole answer's body, in the SDK's words when
-// it is not JSON.
+// decodeCompletion decodes a whole answer's body, its first JSON value as
+// the SDK decoded it (encoding/json's Decoder: what follows is not read),
+// in the SDK's words when it is not JSON.
 func decodeCompletion(body []byte) (completion, error) {
 	var c completion
-	if err := json.Unmarshal(body, &c); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&c); err != nil {
 		return c, fmt.Errorf("error parsing response json: %w", err)
 	}
 	return c, nil

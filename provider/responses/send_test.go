@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -71,4 +72,34 @@ func sdkDescribe(err error) error {
 		}
 	}
 	return we
+}
+
+// A request for a whole answer (NoStream) goes by openai.Connect's Whole
+// Sender as the SDK sent it: its attempts, headers and described errors
+// — with RetryFor set, once, as the SDK sent it then
+// (option.WithMaxRetries(0)).
+func TestAWholeAnswerIsPostedAsTheSDKPostedIt(t *testing.T) {
+	srv := sendtest.NewServer(t)
+	body := []byte(`{"model":"m","input":[]}`)
+	ctx := context.Background()
+	for _, retryFor := range []time.Duration{0, time.Minute} {
+		p, err := New(Config{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: 2, NoStream: true, RetryFor: retryFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := []option.RequestOption{option.WithRequestBody("application/json", body)}
+		if retryFor > 0 {
+			opts = append(opts, option.WithMaxRetries(0))
+		}
+		client := sdk.NewClient(option.WithAPIKey("k"), option.WithMaxRetries(2), option.WithBaseURL(srv.URL+"/v1"))
+		viaSDK := sendtest.Described(func() (*http.Response, error) {
+			var resp *http.Response
+			err := client.Post(ctx, "responses", nil, &resp, opts...)
+			return resp, err
+		}, sdkDescribe)
+		viaWhole := sendtest.Described(func() (*http.Response, error) { return p.whole.Post(ctx, body) }, describe)
+		for name, answers := range sendtest.OpenAIAnswers(srv.URL) {
+			t.Run(fmt.Sprintf("RetryFor %v/%s", retryFor, name), func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaWhole) })
+		}
+	}
 }
