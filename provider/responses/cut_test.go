@@ -106,10 +106,10 @@ func TestAnErrorEventOrAFailedResponseIsTransientForAServerFaultOrARateLimitOnly
 	}
 }
 
-// A whole answer (NoStream) sent through openai-go is not retried by the
-// SDK when RetryFor is set: the agent's resend within RetryFor is the one
-// retry policy. With RetryFor 0 the SDK retries as before.
-func TestAWholeAnswerIsNotRetriedByTheSDKWhenRetryForIsSet(t *testing.T) {
+// A whole answer (NoStream) is not retried by the wire when RetryFor is
+// set, as when openai-go sent it: the agent's resend within RetryFor is
+// the one retry policy. With RetryFor 0 the wire retries by MaxRetries.
+func TestAWholeAnswerIsNotRetriedByTheWireWhenRetryForIsSet(t *testing.T) {
 	for _, tc := range []struct {
 		retryFor time.Duration
 		requests int
@@ -124,7 +124,7 @@ func TestAWholeAnswerIsNotRetriedByTheSDKWhenRetryForIsSet(t *testing.T) {
 				t.Fatalf("RetryFor %v, %d: err = %v, want a transient error for the agent to resend", tc.retryFor, status, err)
 			}
 			if tc.retryFor == 0 && err != nil {
-				t.Fatalf("RetryFor 0, %d: err = %v after the SDK's retries", status, err)
+				t.Fatalf("RetryFor 0, %d: err = %v after the wire's retries", status, err)
 			}
 		}
 	}
