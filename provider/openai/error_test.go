@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -164,4 +167,33 @@ func TestAnErrorShowsNoSecret(t *testing.T) {
 			t.Fatalf("%q is not the summary", s)
 		}
 	}
+}
+
+// FuzzErrorFieldsAreTheSDKs holds the fields an Error decodes of an
+// "error" member that is a JSON object, in UTF-8, to those the SDK's
+// *openai.Error decoded of it. (Of bytes that are not UTF-8, a field has
+// U+FFFD where the SDK kept them: only RawJSON, which keeps them, is read
+// for what the wire reports.)
+func FuzzErrorFieldsAreTheSDKs(f *testing.F) {
+	for _, tc := range refusalCases {
+		if m := errorMember([]byte(tc.body)); len(m) > 0 && m[0] == '{' {
+			f.Add(m)
+		}
+	}
+	f.Fuzz(func(t *testing.T, obj []byte) {
+		if !json.Valid(obj) || !utf8.Valid(obj) || len(bytes.TrimSpace(obj)) == 0 || bytes.TrimSpace(obj)[0] != '{' {
+			return
+		}
+		var theirs sdk.Error
+		if err := theirs.UnmarshalJSON(obj); err != nil {
+			t.Skip("the SDK does not decode it")
+		}
+		var own Error
+		own.fields(bytes.TrimSpace(obj))
+		g := fmt.Sprintf("%q %q %q %q", own.Message, own.Type, own.Param, own.Code)
+		w := fmt.Sprintf("%q %q %q %q", theirs.Message, theirs.Type, theirs.Param, theirs.Code)
+		if g != w {
+			t.Fatalf("fields of %s:\n %s\nthe SDK's\n %s", obj, g, w)
+		}
+	})
 }

@@ -1,7 +1,9 @@
 package openai
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +13,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -23,11 +26,16 @@ import (
 // posted and decoded it: the reference decodeCompletion and
 // accumulator.whole are held to.
 func sdkWhole(client sdk.Client, body []byte, onText func(string)) (provider.Response, error) {
-	a := accumulator{}
 	var c sdk.ChatCompletion
 	if err := client.Post(context.Background(), "chat/completions", nil, &c, option.WithRequestBody("application/json", body)); err != nil {
 		return provider.Response{}, sdkDescribe(err)
 	}
+	return sdkRead(&c, onText)
+}
+
+// sdkRead is what Complete read of the SDK's decoded answer c.
+func sdkRead(c *sdk.ChatCompletion, onText func(string)) (provider.Response, error) {
+	a := accumulator{}
 	if len(c.Choices) == 0 {
 		return provider.Response{}, errors.New("openai: the answer has no choices")
 	}
@@ -138,6 +146,75 @@ func TestAWholeAnswerIsReadWhateverItsContentType(t *testing.T) {
 		srv.Close()
 		if err != nil || resp.StopReason != "stop" || !strings.Contains(resp.Message.Text(), "two lines") {
 			t.Fatalf("Content-Type %q: %+v, %v", ct, resp, err)
+		}
+	}
+}
+
+// FuzzAWholeAnswerIsReadAsTheSDKReadIt holds what the wire reads of a
+// whole answer that is JSON (decodeCompletion, accumulator.whole) to
+// what it read of the SDK's decoding (sdkRead): the same response, or an
+// error from both. The SDK's decoder takes a value of the wrong type as
+// its zero value where decodeCompletion refuses the answer as malformed
+// ({"choices":{}}): such an answer is passed over, the wire's error
+// being no misreading. So is one with a key that is a read field's name
+// in other letters ("Choices"), which encoding/json matches and the SDK
+// does not: no server sends one.
+func FuzzAWholeAnswerIsReadAsTheSDKReadIt(f *testing.F) {
+	files, _ := filepath.Glob("testdata/completions/*.json")
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		if !json.Valid(answer) || !utf8.Valid(answer) || otherCase(answer) {
+			return
+		}
+		var theirs sdk.ChatCompletion
+		if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&theirs); err != nil {
+			return
+		}
+		want, wantErr := sdkRead(&theirs, nil)
+		c, err := decodeCompletion(answer)
+		if err != nil {
+			return
+		}
+		a := accumulator{}
+		got, gotErr := a.whole(&c), error(nil)
+		if got == nil {
+			gotErr = a.errOnlySkipped()
+		} else {
+			gotErr = got
+		}
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%s: err %v, the SDK's %v", answer, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		if g, w := localIDs(a.response()), localIDs(want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("%s:\n %+v (%+v)\nthe SDK's\n %+v (%+v)", answer, g, *g.Message.Usage, w, *w.Message.Usage)
+		}
+	})
+}
+
+// readFields are the names of the fields completion reads.
+var readFields = []string{"choices", "message", "content", "tool_calls", "id", "function", "name", "arguments", "finish_reason", "usage", "prompt_tokens", "completion_tokens", "prompt_tokens_details", "cached_tokens", "type", "text", "thinking"}
+
+// otherCase reports whether the JSON answer has a string that is one of
+// readFields in other letters.
+func otherCase(answer []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(answer))
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok {
+			for _, f := range readFields {
+				if s != f && strings.EqualFold(s, f) {
+					return true
+				}
+			}
 		}
 	}
 }
