@@ -66,11 +66,15 @@ type Senders struct {
 // "chat/completions", "responses") of endpoint ep, through httpClient
 // (nil: the SDK's default, send.DefaultClient), with lim (its Identity
 // set to that of ep's key): what every wire on the OpenAI API (Chat
-// Completions, the Responses API) starts from.
+// Completions, the Responses API) starts from. The two Senders share one
+// HTTP client (one pool of connections). It sends nothing.
 func Connect(ep provider.Endpoint, path string, httpClient *http.Client, lim Limits) (Senders, error) {
 	t, err := Target(ep, path)
 	if err != nil {
 		return Senders{}, err
+	}
+	if httpClient == nil {
+		httpClient = send.DefaultClient()
 	}
 	lim.Identity = ratelimit.Identity(ep.APIKey)
 	s := Senders{Stream: Sender(t, httpClient, ep.MaxRetries, lim), Limits: lim}
@@ -95,9 +99,10 @@ func Sender(t send.Target, httpClient *http.Client, maxRetries int, lim Limits) 
 	return send.New(t, httpClient, rules, refusal).WithLimiter(lim.Limiter, lim.Wire, lim.Identity)
 }
 
-// ReadWhole reads the body of res, a whole answer of 200 the Sender returned,
-// and closes it: its error is openai-go's words for a body that broke
-// off.
+// ReadWhole reads the body of res, a whole answer of 200 a Sender
+// returned, and closes it: its error is openai-go's words for a body
+// that broke off. It must not be given an error answer (the Sender reads
+// those itself).
 func ReadWhole(res *http.Response) ([]byte, error) {
 	b, err := io.ReadAll(res.Body)
 	_ = res.Body.Close()
