@@ -35,7 +35,8 @@ const defaultBase = "https://api.openai.com/v1/"
 // go for endpoint ep: a POST to path under ep.BaseURL (the SDK's default,
 // https://api.openai.com/v1/, when empty; a base URL whose path does not
 // end in "/" gets one, as the SDK's option.WithBaseURL adds it), with the
-// headers openai-go sends — Authorization (Bearer ep.APIKey), Accept and
+// headers openai-go sends — Authorization (Bearer ep.APIKey; without
+// one, Bearer $OPENAI_ADMIN_KEY when set), Accept and
 // Content-Type (application/json), User-Agent, the X-Stainless-* set
 // (lang, package version, OS, arch, runtime and its version, the retry
 // count "0"), OpenAI-Organization and OpenAI-Project when OPENAI_ORG_ID /
