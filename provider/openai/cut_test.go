@@ -142,3 +142,32 @@ func TestAWholeAnswersRefusalSaysWhyTheRetriesEnded(t *testing.T) {
 		}
 	}
 }
+
+// A whole answer's retries are told to the context's observer
+// (provider.WithRetryNotice), as a streamed answer's are: the SDK retried
+// it unheard.
+func TestAWholeAnswersRetriesAreTold(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Stainless-Retry-Count") == "0" {
+			w.Header().Set("retry-after-ms", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
+	}))
+	defer srv.Close()
+	p, err := New(Config{APIKey: "k", BaseURL: srv.URL, NoStream: true, MaxRetries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []provider.RetryNotice
+	ctx := provider.WithRetryNotice(context.Background(), func(n provider.RetryNotice) { told = append(told, n) })
+	resp, err := p.Complete(ctx, sampleRequest(), nil)
+	if err != nil || resp.Message.Text() != "ok" {
+		t.Fatalf("%+v, %v", resp, err)
+	}
+	if len(told) != 1 || told[0].Attempt != 2 || told[0].Attempts != 3 || told[0].Status != http.StatusServiceUnavailable {
+		t.Fatalf("told %+v, want one notice of attempt 2 of 3 after a 503", told)
+	}
+}
