@@ -3,6 +3,8 @@ package openai
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -73,10 +75,10 @@ func TestAnErrorObjectInTheStreamIsTransientForAServerFaultOrARateLimitOnly(t *t
 	}
 }
 
-// A whole answer (NoStream) sent through openai-go is not retried by the
-// SDK when RetryFor is set: the agent's resend within RetryFor is the one
-// retry policy. With RetryFor 0 the SDK retries as before.
-func TestAWholeAnswerIsNotRetriedByTheSDKWhenRetryForIsSet(t *testing.T) {
+// A whole answer (NoStream) is not retried by the wire when RetryFor is
+// set, as when openai-go sent it: the agent's resend within RetryFor is
+// the one retry policy. With RetryFor 0 the wire retries by MaxRetries.
+func TestAWholeAnswerIsNotRetriedByTheWireWhenRetryForIsSet(t *testing.T) {
 	for _, tc := range []struct {
 		retryFor time.Duration
 		requests int
@@ -95,7 +97,7 @@ func TestAWholeAnswerIsNotRetriedByTheSDKWhenRetryForIsSet(t *testing.T) {
 				t.Fatalf("RetryFor %v, %d: err = %v, want a transient error for the agent to resend", tc.retryFor, status, err)
 			}
 			if tc.retryFor == 0 && err != nil {
-				t.Fatalf("RetryFor 0, %d: err = %v after the SDK's retries", status, err)
+				t.Fatalf("RetryFor 0, %d: err = %v after the wire's retries", status, err)
 			}
 		}
 	}
@@ -112,4 +114,60 @@ func TestAStreamResetOverHTTP2BeforeAnyOutputIsTransient(t *testing.T) {
 	}
 	_, err = p.Complete(context.Background(), sampleRequest(), nil)
 	providertest.WantBrokeOff(t, err)
+}
+
+// A whole answer's refusal says why the wire's retries ended
+// (provider.RetriesEnded), as a streamed one's does: the retry-after the
+// answer asked for, for the agent to wait, which the SDK's error did not
+// carry.
+func TestAWholeAnswersRefusalSaysWhyTheRetriesEnded(t *testing.T) {
+	for _, retryFor := range []time.Duration{0, time.Minute} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("retry-after-ms", "7000")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`))
+		}))
+		defer srv.Close()
+		p, err := New(Config{APIKey: "k", BaseURL: srv.URL, NoStream: true, MaxRetries: -1, RetryFor: retryFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Complete(context.Background(), sampleRequest(), nil)
+		var re *provider.RetriesEnded
+		if !errors.As(err, &re) || !re.Retryable || re.RetryAfter != 7*time.Second {
+			t.Fatalf("RetryFor %v: err = %v (%+v), want a RetriesEnded, retryable, asking for 7s", retryFor, err, re)
+		}
+		if !strings.HasPrefix(err.Error(), "openai: 429 Too Many Requests: ") || !provider.Transient(err) {
+			t.Fatalf("RetryFor %v: err = %q, transient %v", retryFor, err, provider.Transient(err))
+		}
+	}
+}
+
+// A whole answer's retries are told to the context's observer
+// (provider.WithRetryNotice), as a streamed answer's are: the SDK retried
+// it unheard.
+func TestAWholeAnswersRetriesAreTold(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Stainless-Retry-Count") == "0" {
+			w.Header().Set("retry-after-ms", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}`))
+	}))
+	defer srv.Close()
+	p, err := New(Config{APIKey: "k", BaseURL: srv.URL, NoStream: true, MaxRetries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []provider.RetryNotice
+	ctx := provider.WithRetryNotice(context.Background(), func(n provider.RetryNotice) { told = append(told, n) })
+	resp, err := p.Complete(ctx, sampleRequest(), nil)
+	if err != nil || resp.Message.Text() != "ok" {
+		t.Fatalf("%+v, %v", resp, err)
+	}
+	if len(told) != 1 || told[0].Attempt != 2 || told[0].Attempts != 3 || told[0].Status != http.StatusServiceUnavailable {
+		t.Fatalf("told %+v, want one notice of attempt 2 of 3 after a 503", told)
+	}
 }

@@ -15,11 +15,11 @@ import (
 	"github.com/myelin-run/myelin/provider"
 )
 
-// The request body is encoded here, straight to JSON, and handed to the
-// SDK as the raw body: the SDK's reflective encoder, and the sjson patch
-// that puts "stream" into a finished body, were most of a light round's
-// time. The bytes are the ones the SDK sends for the typed params Params
-// builds, to the byte: its field order (a struct's fields in order, a
+// The request body is encoded here, straight to JSON, and posted as it
+// is: the SDK's reflective encoder, and the sjson patch that puts
+// "stream" into a finished body, were most of a light round's time. The
+// bytes are the ones the SDK sends for the typed params the test code's
+// Params builds (the wire's request in the SDK's types), to the byte: its field order (a struct's fields in order, a
 // map's keys sorted), no HTML escaping, a tool's input schema decoded into
 // a map and encoded again (keys sorted, numbers as float64 prints them).
 // TestBodyIsWhatTheSDKSendsForParams holds Body to the SDK's own
@@ -32,7 +32,9 @@ func (e *encoder) str(s string) { e.buf = jsonstring.Append(e.buf, s, false) }
 func (e *encoder) raw(s string) { e.buf = append(e.buf, s...) }
 
 // Body is the request body for req, the whole of what is sent: the SDK's
-// marshalling of Params(req, legacyMaxTokens), with, when stream is set,
+// marshalling of the typed params of req (Params, in the tests), with
+// the answer's limit as max_tokens when legacyMaxTokens is set, else
+// max_completion_tokens, and, when stream is set,
 // "stream_options": {"include_usage": true} in its place and "stream":
 // true last, as the SDK's streaming call adds them. The same Request gives
 // the same bytes, every time. A tool whose input schema is not a JSON

@@ -1,12 +1,14 @@
 // Package openai is the OpenAI-compatible Chat Completions wire (OpenAI,
 // OpenRouter, Ollama, vLLM, the llama.cpp server): it turns a
-// provider.Request into a Chat Completions request through
-// github.com/openai/openai-go/v3 and reads the streamed answer.
+// provider.Request into a Chat Completions request and reads the answer,
+// streamed or whole, as github.com/openai/openai-go/v3 would, without
+// linking it (issue 34): the SDK is the tests' reference only.
 //
-// The body is encoded directly (encode.go), sent by internal/send with the
-// SDK's headers and retry rules (send.go), and the stream read with
-// internal/sse (stream.go); the SDK sends and decodes only a non-streamed
-// answer.
+// The body is encoded directly (encode.go), sent by internal/send to the
+// target and with the headers the SDK would send (target.go) and its
+// retry rules (send.go), an error answer made an *Error as the SDK made
+// its own (error.go), the stream read with internal/sse (stream.go), a
+// whole answer decoded into the few fields the wire reads (whole.go).
 //
 // A tool result goes as a tool message with string content, its bytes as
 // stored. The wire has no error flag for tool messages: an error result is
@@ -23,9 +25,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,11 +33,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/prefix"
@@ -52,9 +47,9 @@ import (
 // OPENAI_BASE_URL from the environment.
 type Config struct {
 	APIKey     string       // default: $OPENAI_API_KEY
-	BaseURL    string       // default: $OPENAI_BASE_URL, else the SDK's
+	BaseURL    string       // default: $OPENAI_BASE_URL, else https://api.openai.com/v1/ (the SDK's)
 	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
-	HTTPClient *http.Client // default: the SDK's
+	HTTPClient *http.Client // default: the SDK's (send.DefaultClient)
 	// Limiter, when set, is the rate limiter every attempt of every
 	// request waits at before it is sent and every answer is observed by
 	// (docs/ratelimits.md): the key is the endpoint's host,
@@ -65,9 +60,9 @@ type Config struct {
 	// time instead of by MaxRetries: a request is sent again, with
 	// jittered exponential backoff, while the time since its first
 	// attempt is within it (docs/ratelimits.md, "Retries"). A whole
-	// answer (NoStream), sent through the SDK, is then not retried by the
-	// wire at all: the agent resends it (agent.Agent.RetryFor, set with
-	// it). 0: MaxRetries bounds them.
+	// answer (NoStream) is then not retried by the wire at all, as when
+	// the SDK sent it: the agent resends it (agent.Agent.RetryFor, set
+	// with it). 0: MaxRetries bounds them.
 	RetryFor time.Duration
 	// NoStream sends non-streaming requests.
 	NoStream bool
@@ -75,11 +70,12 @@ type Config struct {
 
 // Provider is the Chat Completions wire.
 type Provider struct {
-	client sdk.Client
-	// send posts streamed requests as client would (send.go)
-	send *send.Sender
-	// gate, with Config.Limiter, is where each attempt of a request sent
-	// through the SDK (NoStream) waits, as the Sender's do; nil without
+	// send posts streamed requests, whole those for a whole answer
+	// (NoStream), as the SDK would (send.go)
+	send, whole *send.Sender
+	// gate, with Config.Limiter, names the key a request waits under at
+	// the Senders' limiter, for what an answer of 200 says after; nil
+	// without
 	gate   *ratewait.Gate
 	cfg    Config
 	legacy bool // send max_tokens: the endpoint is not OpenAI's own
@@ -96,106 +92,21 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, sender, lim, err := Connect(ep, path, cfg.HTTPClient, Limits{Limiter: cfg.Limiter, RetryFor: cfg.RetryFor, Wire: "openai"})
+	s, err := Connect(ep, path, cfg.HTTPClient, Limits{Limiter: cfg.Limiter, RetryFor: cfg.RetryFor, Wire: "openai"})
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{client: client, send: sender, gate: lim.Gate(), cfg: cfg, legacy: !isOpenAI(ep.BaseURL)}, nil
+	return &Provider{send: s.Stream, whole: s.Whole, gate: s.Limits.Gate(), cfg: cfg, legacy: !isOpenAI(ep.BaseURL)}, nil
 }
 
-// isOpenAI reports whether base is OpenAI's own API ("" is the SDK's
-// default, which is).
+// isOpenAI reports whether base is OpenAI's own API ("" is the default,
+// which is).
 func isOpenAI(base string) bool {
 	if base == "" {
 		return true
 	}
 	u, err := url.Parse(base)
 	return err == nil && (u.Hostname() == "api.openai.com" || strings.HasSuffix(u.Hostname(), ".openai.azure.com"))
-}
-
-// Params builds the SDK's typed request for req: what Body encodes, and
-// what TestBodyIsWhatTheSDKSendsForParams holds Body to (Complete sends
-// Body's bytes, never these params). The
-// answer's limit goes as max_completion_tokens, OpenAI's name (its
-// reasoning models refuse max_tokens), or, with legacyMaxTokens, as
-// max_tokens, the name the servers that copy the API (OpenRouter, Ollama,
-// vLLM, the llama.cpp server) have long known.
-func Params(req provider.Request, legacyMaxTokens bool) (sdk.ChatCompletionNewParams, error) {
-	p := sdk.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
-	if limit := param.NewOpt(int64(max(1, req.MaxTokens))); legacyMaxTokens {
-		p.MaxTokens = limit
-	} else {
-		p.MaxCompletionTokens = limit
-	}
-	for _, t := range req.Tools {
-		var schema shared.FunctionParameters
-		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
-			return p, fmt.Errorf("tool %s: its input schema is not a JSON object: %w", t.Name, err)
-		}
-		p.Tools = append(p.Tools, sdk.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name: t.Name, Description: param.NewOpt(t.Description), Parameters: schema,
-		}))
-	}
-	if req.System != "" {
-		p.Messages = append(p.Messages, sdk.SystemMessage(req.System))
-	}
-	for _, m := range req.Messages {
-		if m.IsRecord() {
-			continue // a stored decision, never sent: as if absent
-		}
-		p.Messages = append(p.Messages, messages(m)...)
-	}
-	return p, nil
-}
-
-// messages turns one stored message into the wire's messages.
-func messages(m history.Message) []sdk.ChatCompletionMessageParamUnion {
-	var out []sdk.ChatCompletionMessageParamUnion
-	if m.Role == history.Assistant {
-		var a sdk.ChatCompletionAssistantMessageParam
-		var text strings.Builder
-		for _, part := range m.Parts {
-			switch part.Type {
-			case history.TextPart:
-				text.WriteString(part.Text)
-			case history.ToolCallPart:
-				args := string(part.Input)
-				if args == "" {
-					args = "{}"
-				}
-				a.ToolCalls = append(a.ToolCalls, sdk.ChatCompletionMessageToolCallUnionParam{OfFunction: &sdk.ChatCompletionMessageFunctionToolCallParam{
-					ID: part.CallID, Function: sdk.ChatCompletionMessageFunctionToolCallFunctionParam{Name: part.Name, Arguments: args},
-				}})
-			}
-		}
-		if text.Len() > 0 {
-			a.Content.OfString = param.NewOpt(text.String())
-		}
-		if text.Len() == 0 && len(a.ToolCalls) == 0 {
-			return nil // an empty answer: the API takes no empty message
-		}
-		return append(out, sdk.ChatCompletionMessageParamUnion{OfAssistant: &a})
-	}
-	var images []sdk.ChatCompletionContentPartUnionParam
-	for _, part := range m.Parts {
-		switch part.Type {
-		case history.TextPart:
-			out = append(out, sdk.UserMessage(part.Text))
-		case history.ToolResultPart:
-			out = append(out, sdk.ToolMessage(part.Text, part.CallID))
-			for i, img := range part.Images {
-				images = append(images,
-					sdk.TextContentPart(fmt.Sprintf("[image %d of tool call %s]", i+1, part.CallID)),
-					sdk.ImageContentPart(sdk.ChatCompletionContentPartImageImageURLParam{
-						URL: "data:" + img.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(img.Data),
-					}))
-			}
-		}
-	}
-	if len(images) > 0 {
-		out = append(out, sdk.UserMessage(images))
-	}
-	return out
 }
 
 // cacheSettings says how the wire marks the prompt cache: it does not; the
@@ -212,9 +123,9 @@ func (p *Provider) WireName() string { return "openai" }
 // Complete sends the request and reads the answer. The body is Body's
 // bytes, built on what p kept of the conversation's last body, posted as
 // the SDK would post it (send.go: its headers, its retries before any
-// output, and *openai.Error for an error answer), so that nothing is
-// marshalled again; the stream is read by read. A non-streamed answer is
-// sent and decoded by the SDK.
+// output, and *Error for an error answer), so that nothing is
+// marshalled again; the stream is read by read, a whole answer
+// (NoStream) decoded by decodeCompletion.
 func (p *Provider) Complete(ctx context.Context, req provider.Request, onText func(string)) (provider.Response, error) {
 	body, err := bodyWith(req, p.legacy, !p.cfg.NoStream, &p.prefixes)
 	if err != nil {
@@ -225,43 +136,9 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		// the key's model, for the limiter (docs/ratelimits.md)
 		ctx = ratelimit.WithModel(ctx, req.Model)
 	}
-	withBody := option.WithRequestBody("application/json", body)
 	a := accumulator{onThinking: req.OnThinking}
 	if p.cfg.NoStream {
-		var c sdk.ChatCompletion
-		if err := p.client.Post(ctx, "chat/completions", nil, &c, p.sdkCall(withBody)...); err != nil {
-			return provider.Response{}, describe(err)
-		}
-		if len(c.Choices) == 0 {
-			return provider.Response{}, errors.New("openai: the answer has no choices")
-		}
-		ch := c.Choices[0]
-		var cont content
-		if raw := ch.Message.JSON.Content.Raw(); strings.HasPrefix(raw, "[") {
-			if err := cont.UnmarshalJSON([]byte(raw)); err != nil {
-				return provider.Response{}, fmt.Errorf("openai: the answer's content: %w", err)
-			}
-			ch.Message.Content = string(cont.Text)
-		}
-		a.text.WriteString(ch.Message.Content)
-		if cont.Thinking != "" {
-			a.think(string(cont.Thinking))
-		}
-		a.skip(cont.Skipped)
-		for _, tc := range ch.Message.ToolCalls {
-			a.calls = append(a.calls, &call{id: tc.ID, name: tc.Function.Name})
-			a.calls[len(a.calls)-1].args.WriteString(tc.Function.Arguments)
-		}
-		a.stop = ch.FinishReason
-		u := c.Usage
-		a.setUsage(int(u.PromptTokens), int(u.CompletionTokens), int(u.PromptTokensDetails.CachedTokens))
-		if onText != nil && ch.Message.Content != "" {
-			onText(result.WellFormed(ch.Message.Content))
-		}
-		if err := a.errOnlySkipped(); err != nil {
-			return provider.Response{}, err
-		}
-		return a.response(), nil
+		return p.completeWhole(ctx, body, &a, onText)
 	}
 	var w send.Writes
 	resp, err := p.send.PostWritten(ctx, body, nil, &w)
@@ -293,14 +170,40 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	return a.response(), nil
 }
 
+// completeWhole posts body for a whole answer and reads it into a.
+func (p *Provider) completeWhole(ctx context.Context, body []byte, a *accumulator, onText func(string)) (provider.Response, error) {
+	resp, err := p.whole.Post(ctx, body)
+	if err != nil {
+		return provider.Response{}, describe(err)
+	}
+	raw, err := ReadWhole(resp)
+	if err != nil {
+		return provider.Response{}, describe(err)
+	}
+	c, err := decodeCompletion(raw)
+	if err != nil {
+		return provider.Response{}, describe(err)
+	}
+	if err := a.whole(&c); err != nil {
+		return provider.Response{}, err
+	}
+	if text := a.text.String(); onText != nil && text != "" {
+		onText(result.WellFormed(text))
+	}
+	if err := a.errOnlySkipped(); err != nil {
+		return provider.Response{}, err
+	}
+	return a.response(), nil
+}
+
 // describe is DescribeError for this wire.
 func describe(err error) error { return DescribeError("openai", err, tooLong) }
 
-// DescribeError is the error a wire built on openai-go reports for err,
-// an error of the SDK's request plumbing: for an error answer
-// (*openai.Error), a provider.WireError named for wire whose message is
+// DescribeError is the error a wire on the OpenAI API reports for err,
+// an error of a Sender's Post or of reading its answer: for an error
+// answer (*Error), a provider.WireError named for wire whose message is
 // the provider's own error object (or the whole body, when the server put
-// its error at the top of it), wrapping the SDK's error — and, when
+// its error at the top of it), wrapping the *Error — and, when
 // tooLong reads the status and that object as a refusal of the request as
 // too long, a provider.TooLongError around it; any other error (a broken
 // connection, as a *provider.ConnectionError: provider.Unanswered; a
@@ -308,7 +211,7 @@ func describe(err error) error { return DescribeError("openai", err, tooLong) }
 // of this for the Chat Completions and Responses wires; it must not read
 // anything but err.
 func DescribeError(wire string, err error, tooLong func(status int, body string) *provider.TooLongError) error {
-	var apiErr *sdk.Error
+	var apiErr *Error
 	if errors.As(err, &apiErr) {
 		body := errorBody(apiErr)
 		msg := body
@@ -325,11 +228,11 @@ func DescribeError(wire string, err error, tooLong func(status int, body string)
 	return fmt.Errorf("%s: %w", wire, provider.Unanswered(err))
 }
 
-// errorBody is the error object of an error answer: the SDK's (the body's
-// "error"), or, from a server that sends its error at the top of the body
-// (vLLM before 0.10: {"object":"error","message":...}), the whole body,
-// which the SDK keeps readable in the response.
-func errorBody(apiErr *sdk.Error) string {
+// errorBody is the error object of an error answer: the body's "error",
+// or, from a server that sends its error at the top of the body (vLLM
+// before 0.10: {"object":"error","message":...}), the whole body, which
+// the Sender keeps readable in the response.
+func errorBody(apiErr *Error) string {
 	if raw := strings.TrimSpace(apiErr.RawJSON()); raw != "" {
 		return raw
 	}
@@ -440,20 +343,4 @@ func (a *accumulator) response() provider.Response {
 	}
 	// "content_filter": the provider's filter stopped the answer
 	return provider.Response{Message: msg, StopReason: a.stop, Refused: a.stop == "content_filter"}
-}
-
-// sdkCall is opts for a request sent through the SDK (NoStream): with
-// Config.RetryFor, the SDK's own retries off — the request's one retry
-// policy is then the agent's resend within RetryFor (docs/ratelimits.md,
-// "Retries"), not the SDK's by count; on a wire with a limiter, the
-// gate's middleware (last, closest to the wire): each attempt the SDK
-// makes waits at it.
-func (p *Provider) sdkCall(opts ...option.RequestOption) []option.RequestOption {
-	if p.cfg.RetryFor > 0 {
-		opts = append(opts, option.WithMaxRetries(0))
-	}
-	if p.gate != nil {
-		opts = append(opts, option.WithMiddleware(p.gate.Middleware))
-	}
-	return opts
 }

@@ -191,10 +191,12 @@ func TestTheAnswersLimitIsNamedForTheEndpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.client = sdkClientFor(srv.URL) // send to the fake whatever the base says
-		if p.send, err = sender(p.client, nil, 0); err != nil {
+		// send to the fake whatever the base says
+		target, err := Target(provider.Endpoint{APIKey: "k", BaseURL: srv.URL}, path)
+		if err != nil {
 			t.Fatal(err)
 		}
+		p.send = Sender(target, nil, 0, Limits{Wire: "openai"})
 		if _, err := p.Complete(context.Background(), sampleRequest(), nil); err != nil {
 			t.Fatal(err)
 		}

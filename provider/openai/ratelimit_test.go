@@ -13,7 +13,7 @@ import (
 
 // With a limiter, a 429's retry-after (the fake's retry-after-ms: 5)
 // holds the next request of the key back — streamed (internal/send's
-// gate) and whole (the SDK's call, through the gate's middleware) alike
+// gate) and whole (the Whole Sender's, the same gate) alike
 // — under the key of the host, the API key's identity and the model,
 // which holds no key.
 func TestARetryAfterHoldsTheNextRequestAtTheLimiter(t *testing.T) {

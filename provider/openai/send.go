@@ -2,14 +2,11 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
-
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 
 	"github.com/myelin-run/myelin/internal/ratewait"
 	"github.com/myelin-run/myelin/internal/send"
@@ -17,21 +14,19 @@ import (
 	"github.com/myelin-run/myelin/ratelimit"
 )
 
-// A streamed request is posted by internal/send, not through the SDK's
-// request plumbing (its per-call option list, request config, header
-// maps and request clones, about a tenth of a light round): the method,
-// URL and headers are those the SDK builds for the same call, read once
-// when the Provider is made (send.Probe), the retries are openai-go's
-// rules (send.OpenAI), and an error answer is made the SDK's *openai.Error
-// as the SDK makes it (refusal), so that DescribeError reads what it
-// read. TestTheWireSendsWhatTheSDKSends and TestRetriesAreTheSDKs hold
-// the two to the same requests.
+// Every request is posted by internal/send, not through openai-go (which
+// the binary does not link): the method, URL and headers are those the
+// SDK builds for the same call, built by hand (Target, target.go), the
+// retries are openai-go's rules (send.OpenAI), and an error answer is an
+// *Error as the SDK made its *openai.Error (refusal, error.go), so that
+// DescribeError reads what it read. TestTheWireSendsWhatTheSDKSends and
+// TestTheTargetIsTheSDKs hold the two to the same requests.
 
 // path is the chat completions endpoint, under the base URL.
 const path = "chat/completions"
 
-// Limits are how the requests of a wire built on openai-go wait at a
-// rate limiter and how long they are retried: its Config's Limiter and
+// Limits are how the requests of a wire on the OpenAI API wait at a rate
+// limiter and how long they are retried: its Config's Limiter and
 // RetryFor, and the names the limiter's key is made of.
 type Limits struct {
 	// Limiter, when set, is the limiter every attempt waits at and every
@@ -48,65 +43,73 @@ type Limits struct {
 	Identity string
 }
 
-// Gate is the gate of the requests sent through the SDK (NoStream):
-// the same limiter and key as the Sender's; nil without a limiter.
+// Gate is the gate the Senders' requests wait at, for the key a request
+// in a context waits under (Gate.Key): the same limiter and names; nil
+// without a limiter.
 func (l Limits) Gate() *ratewait.Gate { return ratewait.New(l.Limiter, l.Wire, l.Identity) }
 
-// Connect is the SDK's client for endpoint ep, through httpClient (nil:
-// the SDK's default), and the Sender of its POST requests to path, with
-// lim (its Identity set to that of ep's key): what every wire built on
-// openai-go (Chat Completions, the Responses API) starts from. It
-// returns lim as it set it.
-func Connect(ep provider.Endpoint, path string, httpClient *http.Client, lim Limits) (sdk.Client, *send.Sender, Limits, error) {
-	opts := []option.RequestOption{option.WithAPIKey(ep.APIKey), option.WithMaxRetries(ep.MaxRetries)}
-	if ep.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(ep.BaseURL))
-	}
-	if httpClient != nil {
-		opts = append(opts, option.WithHTTPClient(httpClient))
-	}
-	client := sdk.NewClient(opts...)
-	lim.Identity = ratelimit.Identity(ep.APIKey)
-	s, err := Sender(client, path, httpClient, ep.MaxRetries, lim)
-	return client, s, lim, err
+// Senders are the Senders of a wire's requests to one endpoint.
+type Senders struct {
+	// Stream posts streamed requests: retried before any output by
+	// Limits.RetryFor when set, else by the endpoint's MaxRetries.
+	Stream *send.Sender
+	// Whole posts requests for a whole answer (NoStream): as Stream, but
+	// with Limits.RetryFor set, never retried — the agent's resend within
+	// RetryFor is then their one retry policy (docs/ratelimits.md,
+	// "Retries"), as it was when the SDK sent them.
+	Whole *send.Sender
+	// Limits are those given, with Identity set.
+	Limits Limits
 }
 
-// sender is the Sender of client's chat completion requests through
-// httpClient (nil: the SDK's default), with maxRetries retries, without a
-// limiter.
-func sender(client sdk.Client, httpClient *http.Client, maxRetries int) (*send.Sender, error) {
-	return Sender(client, path, httpClient, maxRetries, Limits{Wire: "openai"})
-}
-
-// Sender is the Sender of client's POST requests to path (under the base
-// URL: "chat/completions", "responses") through httpClient (nil: the
-// SDK's default), with maxRetries retries and openai-go's rules, bounded
-// by lim.RetryFor when set, every attempt waiting at lim.Limiter when
-// set: a wire built on openai-go posts its streamed requests with it as
-// the SDK would, and DescribeError reads its refusals as the SDK's.
-func Sender(client sdk.Client, path string, httpClient *http.Client, maxRetries int, lim Limits) (*send.Sender, error) {
-	var probe send.Probe
-	var resp *http.Response
-	err := client.Post(context.Background(), path, nil, &resp,
-		option.WithRequestBody("application/json", []byte("{}")),
-		option.WithMaxRetries(0), option.WithMiddleware(probe.Middleware))
-	t, err := probe.Target(err)
+// Connect is the Senders of POST requests to path (under the base URL:
+// "chat/completions", "responses") of endpoint ep, through httpClient
+// (nil: the SDK's default, send.DefaultClient), with lim (its Identity
+// set to that of ep's key): what every wire on the OpenAI API (Chat
+// Completions, the Responses API) starts from. The two Senders share one
+// HTTP client (one pool of connections). It sends nothing.
+func Connect(ep provider.Endpoint, path string, httpClient *http.Client, lim Limits) (Senders, error) {
+	t, err := Target(ep, path)
 	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
+		return Senders{}, err
 	}
+	if httpClient == nil {
+		httpClient = send.DefaultClient()
+	}
+	lim.Identity = ratelimit.Identity(ep.APIKey)
+	s := Senders{Stream: Sender(t, httpClient, ep.MaxRetries, lim), Limits: lim}
+	s.Whole = s.Stream
+	if lim.RetryFor > 0 {
+		once := lim
+		once.RetryFor = 0
+		s.Whole = Sender(t, httpClient, 0, once)
+	}
+	return s, nil
+}
+
+// Sender is the Sender of requests to t (Target's) through httpClient
+// (nil: the SDK's default), with maxRetries retries and openai-go's
+// rules, bounded by lim.RetryFor when set, every attempt waiting at
+// lim.Limiter when set, an error answer made an *Error: a wire on the
+// OpenAI API posts with it as openai-go would, and DescribeError reads
+// its refusals as the SDK's.
+func Sender(t send.Target, httpClient *http.Client, maxRetries int, lim Limits) *send.Sender {
 	rules := send.OpenAI(maxRetries)
 	rules.For = lim.RetryFor
-	return send.New(t, httpClient, rules, refusal).WithLimiter(lim.Limiter, lim.Wire, lim.Identity), nil
+	return send.New(t, httpClient, rules, refusal).WithLimiter(lim.Limiter, lim.Wire, lim.Identity)
 }
 
-// refusal is the SDK's error for an answer of 400 or more: its status,
-// the request and answer, and the body's "error" member decoded into it.
-func refusal(req *http.Request, res *http.Response, body []byte) error {
-	e := &sdk.Error{Request: req, Response: res, StatusCode: res.StatusCode}
-	if err := e.UnmarshalJSON(errorMember(body)); err != nil {
-		return err
+// ReadWhole reads the body of res, a whole answer of 200 a Sender
+// returned, and closes it: its error is openai-go's words for a body
+// that broke off. It must not be given an error answer (the Sender reads
+// those itself).
+func ReadWhole(res *http.Response) ([]byte, error) {
+	b, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("error reading response body: %w", err)
 	}
-	return e
+	return b, nil
 }
 
 // errorMember is the raw value of body's top-level "error" member, the

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
+	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/myelin-run/myelin/internal/send/sendtest"
+	"github.com/myelin-run/myelin/provider"
 )
 
 func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
@@ -20,8 +24,8 @@ func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sdkPost, direct := posts(p, []byte(`{"model":"m","messages":[],"stream":true}`))
-	viaSDK, viaSender := sendtest.Described(sdkPost, describe), sendtest.Described(direct, describe)
+	sdkPost, direct := posts(p, sdkClient(provider.Endpoint{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: 2}, nil), []byte(`{"model":"m","messages":[],"stream":true}`))
+	viaSDK, viaSender := sendtest.Described(sdkPost, sdkDescribe), sendtest.Described(direct, describe)
 	for name, answers := range sendtest.OpenAIAnswers(srv.URL) {
 		t.Run(name, func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaSender) })
 	}
@@ -45,13 +49,13 @@ func TestTheSDKsHeadersAreSent(t *testing.T) {
 	}
 }
 
-// posts are the SDK's post of body as Complete made it before the Sender,
-// and the Sender's.
-func posts(p *Provider, body []byte) (sdkPost, direct sendtest.Post) {
+// posts are the SDK's post of body through client as Complete made it
+// before the Sender, and the Sender's.
+func posts(p *Provider, client sdk.Client, body []byte) (sdkPost, direct sendtest.Post) {
 	ctx := context.Background()
 	sdkPost = func() (*http.Response, error) {
 		var resp *http.Response
-		err := p.client.Post(ctx, path, nil, &resp, option.WithRequestBody("application/json", body))
+		err := client.Post(ctx, path, nil, &resp, option.WithRequestBody("application/json", body))
 		return resp, err
 	}
 	return sdkPost, func() (*http.Response, error) { return p.send.Post(ctx, body) }
@@ -134,6 +138,37 @@ func BenchmarkPost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sdkPost, direct := posts(p, []byte(`{"model":"m","messages":[],"stream":true}`))
+	sdkPost, direct := posts(p, sdkClient(provider.Endpoint{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: provider.DefaultRetries}, nil), []byte(`{"model":"m","messages":[],"stream":true}`))
 	sendtest.Bench(b, sdkPost, direct)
+}
+
+// A request for a whole answer (NoStream) goes by the Senders' Whole as
+// the SDK sent it: its attempts, headers and described errors, for every
+// script of answers — with RetryFor set, as the SDK sent it then, once
+// (option.WithMaxRetries(0)).
+func TestAWholeAnswerIsPostedAsTheSDKPostedIt(t *testing.T) {
+	t.Setenv("OPENAI_PROJECT_ID", "proj-test")
+	srv := sendtest.NewServer(t)
+	body := []byte(`{"model":"m","messages":[]}`)
+	ctx := context.Background()
+	for _, retryFor := range []time.Duration{0, time.Minute} {
+		p, err := New(Config{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: 2, NoStream: true, RetryFor: retryFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := sdkClient(provider.Endpoint{APIKey: "k", BaseURL: srv.URL + "/v1", MaxRetries: 2}, nil)
+		var opts []option.RequestOption
+		if retryFor > 0 {
+			opts = append(opts, option.WithMaxRetries(0))
+		}
+		viaSDK := sendtest.Described(func() (*http.Response, error) {
+			var resp *http.Response
+			err := client.Post(ctx, path, nil, &resp, append([]option.RequestOption{option.WithRequestBody("application/json", body)}, opts...)...)
+			return resp, err
+		}, sdkDescribe)
+		viaWhole := sendtest.Described(func() (*http.Response, error) { return p.whole.Post(ctx, body) }, describe)
+		for name, answers := range sendtest.OpenAIAnswers(srv.URL) {
+			t.Run(fmt.Sprintf("RetryFor %v/%s", retryFor, name), func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaWhole) })
+		}
+	}
 }

@@ -149,11 +149,11 @@ func streamError(obj []byte, streamed bool) error {
 	return wire
 }
 
-// ErrorObject is an error object a stream of a wire built on openai-go
+// ErrorObject is an error object a stream of a wire on the OpenAI API
 // ended with (Chat Completions' {"error":{...}} chunk, the Responses
 // API's error event or failed response), kept as the provider sent it so
-// that provider.Transient reads it as it reads the SDK's errors: through
-// RawJSON, as an error answer's body. A server_error or a rate limit is
+// that provider.Transient reads it as it reads an error answer's *Error:
+// through RawJSON, as an error answer's body. A server_error or a rate limit is
 // then transient, an invalid request is not (docs/ratelimits.md,
 // "Retries"). It is the cause beneath the wire's error (a
 // provider.WireError, whose text names the wire); it must not be

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	sdk "github.com/openai/openai-go/v3"
-
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -105,9 +103,9 @@ func TestARefusalAsTooLongIsATooLongErrorWrappingTheSDKsAndIsNotRetried(t *testi
 			if tl.Tokens != tc.tokens || tl.Output != tc.output || tl.Limit != tc.limit {
 				t.Errorf("%s: %+v", tc.name, tl)
 			}
-			var apiErr *sdk.Error
+			var apiErr *Error
 			if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
-				t.Errorf("%s: the SDK's error is not wrapped: %v", tc.name, err)
+				t.Errorf("%s: the error answer's *Error is not wrapped: %v", tc.name, err)
 			}
 			if !strings.Contains(err.Error(), "openai: 400 Bad Request: {") {
 				t.Errorf("%s: the provider's message is lost: %v", tc.name, err)
@@ -140,7 +138,7 @@ func TestOtherFourHundredsAreNotTooLong(t *testing.T) {
 	if tl, ok := provider.IsTooLong(err); ok || err == nil {
 		t.Fatalf("err = %v (%+v)", err, tl)
 	}
-	var apiErr *sdk.Error
+	var apiErr *Error
 	if !errors.As(err, &apiErr) || !strings.Contains(err.Error(), "model not found: gpt-x") {
 		t.Fatalf("err = %v", err)
 	}

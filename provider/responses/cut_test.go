@@ -3,6 +3,8 @@ package responses
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -106,10 +108,10 @@ func TestAnErrorEventOrAFailedResponseIsTransientForAServerFaultOrARateLimitOnly
 	}
 }
 
-// A whole answer (NoStream) sent through openai-go is not retried by the
-// SDK when RetryFor is set: the agent's resend within RetryFor is the one
-// retry policy. With RetryFor 0 the SDK retries as before.
-func TestAWholeAnswerIsNotRetriedByTheSDKWhenRetryForIsSet(t *testing.T) {
+// A whole answer (NoStream) is not retried by the wire when RetryFor is
+// set, as when openai-go sent it: the agent's resend within RetryFor is
+// the one retry policy. With RetryFor 0 the wire retries by MaxRetries.
+func TestAWholeAnswerIsNotRetriedByTheWireWhenRetryForIsSet(t *testing.T) {
 	for _, tc := range []struct {
 		retryFor time.Duration
 		requests int
@@ -124,7 +126,7 @@ func TestAWholeAnswerIsNotRetriedByTheSDKWhenRetryForIsSet(t *testing.T) {
 				t.Fatalf("RetryFor %v, %d: err = %v, want a transient error for the agent to resend", tc.retryFor, status, err)
 			}
 			if tc.retryFor == 0 && err != nil {
-				t.Fatalf("RetryFor 0, %d: err = %v after the SDK's retries", status, err)
+				t.Fatalf("RetryFor 0, %d: err = %v after the wire's retries", status, err)
 			}
 		}
 	}
@@ -141,4 +143,31 @@ func TestAStreamResetOverHTTP2BeforeAnyOutputIsTransient(t *testing.T) {
 	}
 	_, err = p.Complete(context.Background(), sampleRequest(), nil)
 	providertest.WantBrokeOff(t, err)
+}
+
+// A whole answer's refusal says why the wire's retries ended
+// (provider.RetriesEnded), as a streamed one's does: the retry-after the
+// answer asked for, for the agent to wait, which the SDK's error did not
+// carry.
+func TestAWholeAnswersRefusalSaysWhyTheRetriesEnded(t *testing.T) {
+	for _, retryFor := range []time.Duration{0, time.Minute} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("retry-after-ms", "7000")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = w.Write([]byte(`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`))
+		}))
+		defer srv.Close()
+		p, err := New(Config{APIKey: "k", BaseURL: srv.URL, NoStream: true, MaxRetries: -1, RetryFor: retryFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Complete(context.Background(), sampleRequest(), nil)
+		var re *provider.RetriesEnded
+		if !errors.As(err, &re) || !re.Retryable || re.RetryAfter != 7*time.Second {
+			t.Fatalf("RetryFor %v: err = %v (%+v), want a RetriesEnded, retryable, asking for 7s", retryFor, err, re)
+		}
+		if !strings.HasPrefix(err.Error(), "openai-responses: 429 Too Many Requests: ") || !provider.Transient(err) {
+			t.Fatalf("RetryFor %v: err = %q, transient %v", retryFor, err, provider.Transient(err))
+		}
+	}
 }

@@ -1,6 +1,8 @@
 // Package responses is the OpenAI Responses API wire (POST /v1/responses):
-// it turns a provider.Request into a Responses request, sent through
-// github.com/openai/openai-go/v3, and reads the answer, streamed or not.
+// it turns a provider.Request into a Responses request, sent as
+// github.com/openai/openai-go/v3 would send it (provider/openai's
+// Senders; the SDK is not linked, the tests' reference only), and reads
+// the answer, streamed or not.
 //
 // Nothing depends on state kept by OpenAI: every request has "store":
 // false and carries the whole conversation as input items, and asks for
@@ -34,9 +36,6 @@ import (
 	"strconv"
 	"time"
 
-	sdk "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/hugepage"
 	"github.com/myelin-run/myelin/internal/jsonstring"
@@ -58,9 +57,9 @@ const Wire = "openai-responses"
 // (the model's own defaults).
 type Config struct {
 	APIKey     string       // default: $OPENAI_API_KEY
-	BaseURL    string       // default: $OPENAI_BASE_URL, else the SDK's
+	BaseURL    string       // default: $OPENAI_BASE_URL, else https://api.openai.com/v1/ (the SDK's)
 	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
-	HTTPClient *http.Client // default: the SDK's
+	HTTPClient *http.Client // default: the SDK's (send.DefaultClient)
 	// Limiter, when set, is the rate limiter every attempt of every
 	// request waits at before it is sent and every answer is observed by
 	// (docs/ratelimits.md): the key is the endpoint's host,
@@ -71,9 +70,9 @@ type Config struct {
 	// time instead of by MaxRetries: a request is sent again, with
 	// jittered exponential backoff, while the time since its first
 	// attempt is within it (docs/ratelimits.md, "Retries"). A whole
-	// answer (NoStream), sent through the SDK, is then not retried by the
-	// wire at all: the agent resends it (agent.Agent.RetryFor, set with
-	// it). 0: MaxRetries bounds them.
+	// answer (NoStream) is then not retried by the wire at all, as when
+	// the SDK sent it: the agent resends it (agent.Agent.RetryFor, set
+	// with it). 0: MaxRetries bounds them.
 	RetryFor time.Duration
 	// NoStream sends non-streaming requests.
 	NoStream bool
@@ -94,11 +93,12 @@ type Config struct {
 
 // Provider is the Responses API wire.
 type Provider struct {
-	client sdk.Client
-	// send posts streamed requests as client would (openai.Sender)
-	send *send.Sender
-	// gate, with Config.Limiter, is where each attempt of a request sent
-	// through the SDK (NoStream) waits, as the Sender's do; nil without
+	// send posts streamed requests, whole those for a whole answer
+	// (NoStream), as the SDK would (openai.Connect)
+	send, whole *send.Sender
+	// gate, with Config.Limiter, names the key a request waits under at
+	// the Senders' limiter, for what an answer of 200 says after; nil
+	// without
 	gate *ratewait.Gate
 	cfg  Config
 	// the heads of recent requests and the starts of recent
@@ -114,11 +114,11 @@ func New(cfg Config) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, sender, lim, err := openai.Connect(ep, "responses", cfg.HTTPClient, openai.Limits{Limiter: cfg.Limiter, RetryFor: cfg.RetryFor, Wire: Wire})
+	s, err := openai.Connect(ep, "responses", cfg.HTTPClient, openai.Limits{Limiter: cfg.Limiter, RetryFor: cfg.RetryFor, Wire: Wire})
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{client: client, send: sender, gate: lim.Gate(), cfg: cfg, kept: &kept{}}, nil
+	return &Provider{send: s.Stream, whole: s.Whole, gate: s.Limits.Gate(), cfg: cfg, kept: &kept{}}, nil
 }
 
 // maxCacheKey is the longest prompt_cache_key the API takes.
@@ -300,12 +300,11 @@ func (p *Provider) CacheSettings() string { return cacheSettings }
 func (p *Provider) WireName() string { return Wire }
 
 // Complete sends the request and reads the answer. The body is Body's
-// bytes, built on what p kept of the conversation's last body; streamed,
-// it is posted by internal/send with the SDK's headers, retries before any
-// output and *openai.Error for an error answer (openai.Sender), else
-// through the SDK's request plumbing with no typed params, so that
-// nothing is marshalled or patched again; the answer is read by read
-// (streamed) or decoded into the few fields the wire reads. A streamed
+// bytes, built on what p kept of the conversation's last body, posted by
+// internal/send with the SDK's headers, retries before any output and
+// *openai.Error for an error answer (openai.Connect), so that nothing is
+// marshalled or patched again; the answer is read by read (streamed) or
+// decoded into the few fields the wire reads. A streamed
 // body answered whole and written by every attempt (send.Writes) is
 // given back (Prefixes.Release): the conversation's next body may be
 // written into it.
@@ -319,11 +318,14 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		// the key's model, for the limiter (docs/ratelimits.md)
 		ctx = ratelimit.WithModel(ctx, req.Model)
 	}
-	withBody := option.WithRequestBody("application/json", body)
 	a := accumulator{onText: onText, onThinking: req.OnThinking}
 	if p.cfg.NoStream {
-		var raw []byte
-		if err := p.client.Post(ctx, "responses", nil, &raw, p.sdkCall(withBody)...); err != nil {
+		res, err := p.whole.Post(ctx, body)
+		if err != nil {
+			return provider.Response{}, describe(err)
+		}
+		raw, err := openai.ReadWhole(res)
+		if err != nil {
 			return provider.Response{}, describe(err)
 		}
 		var r response
@@ -343,8 +345,8 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		}
 		return resp, nil
 	}
-	// streamed: posted as the SDK would post it, without its per-request
-	// plumbing (internal/send; TestTheWireSendsWhatTheSDKSends)
+	// streamed: posted as the SDK would post it (internal/send;
+	// TestTheWireSendsWhatTheSDKSends)
 	var w send.Writes
 	resp, err := p.send.PostWritten(ctx, body, nil, &w)
 	if err != nil {
@@ -444,20 +446,4 @@ func Text(text, phase string) history.Part {
 		p.Raw = jsonstring.Append(nil, phase, false)
 	}
 	return p
-}
-
-// sdkCall is opts for a request sent through the SDK (NoStream): with
-// Config.RetryFor, the SDK's own retries off — the request's one retry
-// policy is then the agent's resend within RetryFor (docs/ratelimits.md,
-// "Retries"), not the SDK's by count; on a wire with a limiter, the
-// gate's middleware (last, closest to the wire): each attempt the SDK
-// makes waits at it.
-func (p *Provider) sdkCall(opts ...option.RequestOption) []option.RequestOption {
-	if p.cfg.RetryFor > 0 {
-		opts = append(opts, option.WithMaxRetries(0))
-	}
-	if p.gate != nil {
-		opts = append(opts, option.WithMiddleware(p.gate.Middleware))
-	}
-	return opts
 }

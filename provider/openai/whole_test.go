@@ -1,0 +1,220 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/result"
+)
+
+// sdkWhole is Complete's whole answer (NoStream) as it was when the SDK
+// posted and decoded it: the reference decodeCompletion and
+// accumulator.whole are held to.
+func sdkWhole(client sdk.Client, body []byte, onText func(string)) (provider.Response, error) {
+	var c sdk.ChatCompletion
+	if err := client.Post(context.Background(), "chat/completions", nil, &c, option.WithRequestBody("application/json", body)); err != nil {
+		return provider.Response{}, sdkDescribe(err)
+	}
+	return sdkRead(&c, onText)
+}
+
+// sdkRead is what Complete read of the SDK's decoded answer c.
+func sdkRead(c *sdk.ChatCompletion, onText func(string)) (provider.Response, error) {
+	a := accumulator{}
+	if len(c.Choices) == 0 {
+		return provider.Response{}, errors.New("openai: the answer has no choices")
+	}
+	ch := c.Choices[0]
+	var cont content
+	if raw := ch.Message.JSON.Content.Raw(); strings.HasPrefix(raw, "[") {
+		if err := cont.UnmarshalJSON([]byte(raw)); err != nil {
+			return provider.Response{}, fmt.Errorf("openai: the answer's content: %w", err)
+		}
+		ch.Message.Content = string(cont.Text)
+	}
+	a.text.WriteString(ch.Message.Content)
+	if cont.Thinking != "" {
+		a.think(string(cont.Thinking))
+	}
+	a.skip(cont.Skipped)
+	for _, tc := range ch.Message.ToolCalls {
+		a.calls = append(a.calls, &call{id: tc.ID, name: tc.Function.Name})
+		a.calls[len(a.calls)-1].args.WriteString(tc.Function.Arguments)
+	}
+	a.stop = ch.FinishReason
+	u := c.Usage
+	a.setUsage(int(u.PromptTokens), int(u.CompletionTokens), int(u.PromptTokensDetails.CachedTokens))
+	if onText != nil && ch.Message.Content != "" {
+		onText(result.WellFormed(ch.Message.Content))
+	}
+	if err := a.errOnlySkipped(); err != nil {
+		return provider.Response{}, err
+	}
+	return a.response(), nil
+}
+
+// localIDs puts "local" for the ids the wire made for calls the server
+// sent without one (localID is random).
+func localIDs(r provider.Response) provider.Response {
+	for i, p := range r.Message.Parts {
+		if strings.HasPrefix(p.CallID, localPrefix) {
+			r.Message.Parts[i].CallID = "local"
+		}
+	}
+	return r
+}
+
+// TestAWholeAnswerIsDecodedAsTheSDKDecodedIt serves each answer in
+// testdata/completions (in the shapes OpenAI, Mistral, Ollama, vLLM, the
+// llama.cpp server, Gemini and OpenRouter answer, and some broken ones)
+// to the wire with NoStream and to the SDK's path it replaced, and
+// requires the same response, text shown and error.
+func TestAWholeAnswerIsDecodedAsTheSDKDecodedIt(t *testing.T) {
+	files, err := filepath.Glob("testdata/completions/*.json")
+	if err != nil || len(files) < 10 {
+		t.Fatalf("%d answers in testdata/completions (%v)", len(files), err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			answer, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(answer)
+			}))
+			defer srv.Close()
+			var wantText, gotText strings.Builder
+			req := sampleRequest()
+			body, err := Body(req, false, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantErr := sdkWhole(sdkClient(provider.Endpoint{APIKey: "k", BaseURL: srv.URL}, nil), body, func(s string) { wantText.WriteString(s) })
+			p, err := New(Config{APIKey: "k", BaseURL: srv.URL, NoStream: true, MaxRetries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gotErr := p.Complete(context.Background(), req, func(s string) { gotText.WriteString(s) })
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+				t.Fatalf("err %v\nthe SDK's %v", gotErr, wantErr)
+			}
+			if g, w := localIDs(got), localIDs(want); !reflect.DeepEqual(g, w) {
+				t.Fatalf("response %+v (%+v)\nthe SDK's %+v (%+v)", g, *g.Message.Usage, w, *w.Message.Usage)
+			}
+			if gotText.String() != wantText.String() {
+				t.Fatalf("shown %q, the SDK's %q", gotText.String(), wantText.String())
+			}
+		})
+	}
+}
+
+// A whole answer is read as JSON whatever its Content-Type says: the SDK
+// refused one that did not say JSON ("expected destination type of
+// 'string' or '[]byte' ..."), the one place the two differ.
+func TestAWholeAnswerIsReadWhateverItsContentType(t *testing.T) {
+	answer, err := os.ReadFile("testdata/completions/openai-text.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ct := range []string{"text/plain; charset=utf-8", "", "application/octet-stream"} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header()["Content-Type"] = []string{ct}
+			_, _ = w.Write(answer)
+		}))
+		p, err := New(Config{APIKey: "k", BaseURL: srv.URL, NoStream: true, MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := p.Complete(context.Background(), sampleRequest(), nil)
+		srv.Close()
+		if err != nil || resp.StopReason != "stop" || !strings.Contains(resp.Message.Text(), "two lines") {
+			t.Fatalf("Content-Type %q: %+v, %v", ct, resp, err)
+		}
+	}
+}
+
+// FuzzAWholeAnswerIsReadAsTheSDKReadIt holds what the wire reads of a
+// whole answer that is JSON (decodeCompletion, accumulator.whole) to
+// what it read of the SDK's decoding (sdkRead): the same response, or an
+// error from both. The SDK's decoder takes a value of the wrong type as
+// its zero value where decodeCompletion refuses the answer as malformed
+// ({"choices":{}}): such an answer is passed over, the wire's error
+// being no misreading. So is one with a key that is a read field's name
+// in other letters ("Choices"), which encoding/json matches and the SDK
+// does not: no server sends one.
+func FuzzAWholeAnswerIsReadAsTheSDKReadIt(f *testing.F) {
+	files, _ := filepath.Glob("testdata/completions/*.json")
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, answer []byte) {
+		if !json.Valid(answer) || !utf8.Valid(answer) || otherCase(answer) {
+			return
+		}
+		var theirs sdk.ChatCompletion
+		if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&theirs); err != nil {
+			return
+		}
+		want, wantErr := sdkRead(&theirs, nil)
+		c, err := decodeCompletion(answer)
+		if err != nil {
+			return
+		}
+		a := accumulator{}
+		got, gotErr := a.whole(&c), error(nil)
+		if got == nil {
+			gotErr = a.errOnlySkipped()
+		} else {
+			gotErr = got
+		}
+		if (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("%s: err %v, the SDK's %v", answer, gotErr, wantErr)
+		}
+		if gotErr != nil {
+			return
+		}
+		if g, w := localIDs(a.response()), localIDs(want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("%s:\n %+v (%+v)\nthe SDK's\n %+v (%+v)", answer, g, *g.Message.Usage, w, *w.Message.Usage)
+		}
+	})
+}
+
+// readFields are the names of the fields completion reads.
+var readFields = []string{"choices", "message", "content", "tool_calls", "id", "function", "name", "arguments", "finish_reason", "usage", "prompt_tokens", "completion_tokens", "prompt_tokens_details", "cached_tokens", "type", "text", "thinking"}
+
+// otherCase reports whether the JSON answer has a string that is one of
+// readFields in other letters.
+func otherCase(answer []byte) bool {
+	d := json.NewDecoder(bytes.NewReader(answer))
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return false
+		}
+		if s, ok := tok.(string); ok {
+			for _, f := range readFields {
+				if s != f && strings.EqualFold(s, f) {
+					return true
+				}
+			}
+		}
+	}
+}
