@@ -25,22 +25,33 @@ import (
 // the two characters \n inside one. Any other backslash is kept as it is
 // (`C:\Users`, `grep '\d+'`). It must not be used on what is stored or
 // sent to the model: that is the call as made.
-func Visible(s string) string { return visible(s, false) }
+func Visible(s string) string { return visible(s, false, true) }
 
 // VisibleLines is Visible for text shown over lines of its own (a
 // command, a script, a file's content, each line indented under the
 // question): a line break is kept as one, so the characters \n are shown
 // as they are.
-func VisibleLines(s string) string { return visible(s, true) }
+func VisibleLines(s string) string { return visible(s, true, true) }
 
-// visible is Visible, with line breaks kept when lines is set.
-func visible(s string, lines bool) string {
+// Printable is s on one line with every character a terminal would not
+// show as itself written as an escape, as Visible writes them, and every
+// backslash kept as it is: for text myelin wrote that quotes what the
+// model wrote with Go's %q (the denial the model got, a permission
+// record, the reason a question gives), whose quotes are unambiguous
+// already and which a person may copy from (the --allow flag a denial
+// names, a rule). What the model wrote, shown raw on a line where a
+// person decides, goes through Visible.
+func Printable(s string) string { return visible(s, false, false) }
+
+// visible is Visible, with line breaks kept when lines is set and, when
+// double is not set, every backslash kept.
+func visible(s string, lines, double bool) string {
 	var b strings.Builder
 	for i, r := range s {
 		switch {
 		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\' && readsAsEscape(s[i+1:], lines):
+		case r == '\\' && double && readsAsEscape(s[i+1:], lines):
 			b.WriteString(`\\`)
 		case shownAsItself(r, lines):
 			b.WriteRune(r)

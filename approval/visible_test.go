@@ -101,3 +101,18 @@ func TestVisibleJSONShowsTheSameValueWithNothingHidden(t *testing.T) {
 		}
 	}
 }
+
+// Text myelin wrote, quoting the model's with %q, is shown with its
+// backslashes as they are (a person copies the --allow flag a denial
+// names) and only what would not show as itself escaped.
+func TestPrintableKeepsBackslashesAndEscapesWhatIsHidden(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`The user can allow it by running myelin with --allow 'printf a\\nb\\n'.`, `The user can allow it by running myelin with --allow 'printf a\\nb\\n'.`},
+		{"asked by default: no rule allows tool\nWhy you are asked: safe\x1b[2K\u202e", `asked by default: no rule allows tool\nWhy you are asked: safe\x1b[2K\u202e`},
+		{"a\x9bb", `a\x9bb`},
+	} {
+		if got := Printable(c.in); got != c.want {
+			t.Errorf("Printable(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -142,9 +142,9 @@ func joinChoices(cs []approval.Choice) string {
 
 // question is the form's message: the call, why it is asked, and what
 // each choice does. Every string in it that the model wrote or chose —
-// the tool's name, the command, the part asked about, the input, the
-// reason that quotes them — goes through approval.Visible, as on the
-// terminal: a line break, carriage return, escape sequence or bidi
+// the tool's name, the command, the part asked about, the input — goes
+// through approval.Visible, as on the terminal (the reason, myelin's
+// words quoting the model's with %q, through approval.Printable): a line break, carriage return, escape sequence or bidi
 // override is shown escaped, so that the model cannot end the command's
 // line and write lines of the question itself ("Why you are asked: …"),
 // nor draw on a terminal host. Each is clipped before it is escaped; the
@@ -161,7 +161,7 @@ func question(r approval.Request, choices []approval.Choice) string {
 	default:
 		fmt.Fprintf(&b, "Input: %s\n", clipText(approval.VisibleJSON(r.Input), 2000))
 	}
-	fmt.Fprintf(&b, "Why you are asked: %s\n", shown(r.Reason, 2000))
+	fmt.Fprintf(&b, "Why you are asked: %s\n", approval.Printable(clipText(r.Reason, 2000)))
 	for _, c := range choices {
 		switch c {
 		case approval.AllowOnce:

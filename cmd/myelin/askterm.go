@@ -123,7 +123,7 @@ func writeQuestion(w io.Writer, r approval.Request, userFile string) {
 		writeShown(w, inputText(r.Input))
 	}
 	if r.Reason != "" {
-		fmt.Fprintf(w, "  why: %s\n", approval.Visible(r.Reason))
+		fmt.Fprintf(w, "  why: %s\n", approval.Printable(r.Reason))
 	}
 	fmt.Fprintln(w, "  y  yes, this once")
 	if r.Rule != "" {

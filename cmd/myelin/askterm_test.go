@@ -230,3 +230,13 @@ func TestAPermissionLineIsOneLineWhateverTheReasonHolds(t *testing.T) {
 		t.Fatalf("permission line %q: want the reason escaped on one line", got)
 	}
 }
+
+// A call denied because no one could be asked shows the denial the model
+// got as it is: the --allow flag and the rule it names can be copied.
+func TestADenialsLineShowsTheFlagItNamesAsItIs(t *testing.T) {
+	denial := `the call of shell--run was denied and did not run: shell--run "printf 'a\\nb'" needs a person's approval. The user can allow it by running myelin with --allow 'printf a\\nb', or by adding "printf a\\\\nb" to the "allow" list of rules.json.`
+	got := deniedText(&permission.Record{Decision: "deny", By: "nobody"}, denial)
+	if want := "denied: " + denial; got != want {
+		t.Errorf("the tool line says\n%s\nwant\n%s", got, want)
+	}
+}

@@ -51,7 +51,7 @@ func permissionText(r permission.Record) string {
 	if r.Reason != "" {
 		what += " · " + r.Reason
 	}
-	return "[permission: " + approval.Visible(what) + "]" // one line, whatever a reason held
+	return "[permission: " + approval.Printable(what) + "]" // one line, whatever a reason held
 }
 
 // answerWords is a person's answer as the terminal offered it.
@@ -80,15 +80,15 @@ func deniedText(r *permission.Record, result string) string {
 	switch r.By {
 	case "rule", "default":
 		if r.Rule != "" {
-			return "denied by the rule " + approval.Visible(ruleText(r.Rule))
+			return "denied by the rule " + approval.Printable(ruleText(r.Rule))
 		}
-		return "denied: " + approval.Visible(r.Reason)
+		return "denied: " + approval.Printable(r.Reason)
 	case "person":
 		return "denied by you"
 	case "timeout":
 		return "denied: no answer came in time"
 	}
-	return "denied: " + approval.Visible(oneLine(result, 400))
+	return "denied: " + approval.Printable(oneLine(result, 400))
 }
 
 // ruleText is a Record's Rule without the decision it starts with (the
