@@ -24,11 +24,13 @@ func TestWhatACommandLeftRunningEndsWithTheCall(t *testing.T) {
 	}{
 		{"the command exits", `sleep 300 & echo $! > bg.pid`, 0},
 		{"the command fails", `sleep 300 & echo $! > bg.pid; exit 4`, 0},
-		{"the command times out", `sleep 300 & echo $! > bg.pid; sleep 300`, 500},
+		// the timeout leaves the pid time to be written under load (500 ms
+		// once did not, in CI, for the setsid case: no bg.pid to read)
+		{"the command times out", `sleep 300 & echo $! > bg.pid; sleep 300`, 2000},
 		// Out of the group and the session (issue 26 §7).
 		{"the command's child called setsid", `setsid bash -c 'echo $$ > bg.pid; exec sleep 300' & ` + untilPid, 0},
 		{"a double fork with setsid", `(setsid bash -c 'echo $$ > bg.pid; exec sleep 300' &) & ` + untilPid, 0},
-		{"setsid, then the command times out", `setsid bash -c 'echo $$ > bg.pid; exec sleep 300' & sleep 300`, 500},
+		{"setsid, then the command times out", `setsid bash -c 'echo $$ > bg.pid; exec sleep 300' & ` + untilPid + `; sleep 300`, 2000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
