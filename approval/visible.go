@@ -44,21 +44,35 @@ func VisibleLines(s string) string { return visible(s, true, true) }
 func Printable(s string) string { return visible(s, false, false) }
 
 // visible is Visible, with line breaks kept when lines is set and, when
-// double is not set, every backslash kept.
+// double is not set, every backslash kept. A run of backslashes is
+// doubled whole, and only when what follows the run reads as an escape:
+// so a run that does not (`\\server`, a line that ends in `\\`) is shown
+// as it is, and the run's parity tells the two cases apart.
 func visible(s string, lines, double bool) string {
 	var b strings.Builder
-	for i, r := range s {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
 		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+		case r == utf8.RuneError && n <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case r == '\\' && double && readsAsEscape(s[i+1:], lines):
-			b.WriteString(`\\`)
+		case r == '\\':
+			j := i
+			for j < len(s) && s[j] == '\\' {
+				j++
+			}
+			run := s[i:j]
+			b.WriteString(run)
+			if double && readsAsEscape(s[j:], lines) {
+				b.WriteString(run)
+			}
+			n = j - i
 		case shownAsItself(r, lines):
 			b.WriteRune(r)
 		default:
 			q := fmt.Sprintf("%+q", r) // '\x1b', '\u202e'
 			b.WriteString(q[1 : len(q)-1])
 		}
+		i += n
 	}
 	return b.String()
 }
@@ -68,11 +82,11 @@ func shownAsItself(r rune, lines bool) bool {
 	return unicode.IsPrint(r) || r == '\t' || lines && r == '\n'
 }
 
-// readsAsEscape reports whether a backslash followed by rest would read
-// as an escape visible writes: rest begins with a character it writes as
-// an escape (a backslash before a line break shown "\n" reads "\\n"), or
-// with a\ b f n r v (n only on one line), x and two hex digits, u and
-// four, U and eight, or another backslash.
+// readsAsEscape reports whether a backslash followed by rest (which does
+// not begin with one) would read as an escape visible writes: rest begins
+// with a character it writes as an escape (a backslash before a line
+// break shown "\n" reads "\\n"), or with a, b, f, n (on one line only),
+// r or v, x and two hex digits, u and four, or U and eight.
 func readsAsEscape(rest string, lines bool) bool {
 	if rest == "" {
 		return false
@@ -82,7 +96,7 @@ func readsAsEscape(rest string, lines bool) bool {
 	}
 	hex := 0
 	switch rest[0] {
-	case '\\', 'a', 'b', 'f', 'r', 'v':
+	case 'a', 'b', 'f', 'r', 'v':
 		return true
 	case 'n':
 		return !lines
@@ -110,26 +124,31 @@ func readsAsEscape(rest string, lines bool) bool {
 // line: compacted (no line breaks between its values), and any character
 // that would not be shown as itself — which in JSON can only stand inside
 // a string — written as a JSON escape ("\u202e"; "\udb40\udc41" past
-// U+FFFF). What is shown is JSON of the same value, whose own escapes
-// ("\n", "\\") are kept as they are: they cannot be confused with a
-// character, none being left. Input that is not JSON, or not UTF-8, is
-// shown as Visible shows it.
+// U+FFFF), a byte that is not UTF-8 as "\ufffd" (what a JSON decoder
+// makes of it, so what the tool reads). What is shown is JSON of the same
+// value, whose own escapes ("\n", "\\") are kept as they are: they cannot
+// be confused with a character, none being left. Input that is not JSON
+// is shown as Visible shows it.
 func VisibleJSON(raw []byte) string {
 	var c bytes.Buffer
-	if json.Compact(&c, raw) != nil || !utf8.Valid(c.Bytes()) {
+	if json.Compact(&c, raw) != nil {
 		return Visible(string(raw))
 	}
 	var b strings.Builder
-	for _, r := range c.String() {
+	for s := c.String(); s != ""; {
+		r, n := utf8.DecodeRuneInString(s)
 		switch {
+		case r == utf8.RuneError && n <= 1:
+			b.WriteString(`\ufffd`)
 		case unicode.IsPrint(r):
-			b.WriteRune(r)
+			b.WriteString(s[:n])
 		case r > 0xFFFF:
 			hi, lo := utf16.EncodeRune(r)
 			fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
 		default:
 			fmt.Fprintf(&b, `\u%04x`, r)
 		}
+		s = s[n:]
 	}
 	return b.String()
 }

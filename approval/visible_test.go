@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 	"unicode"
-	"unicode/utf8"
 )
 
 func TestVisibleWritesWhatAPersonWouldNotSeeAsEscapes(t *testing.T) {
@@ -22,13 +21,20 @@ func TestVisibleWritesWhatAPersonWouldNotSeeAsEscapes(t *testing.T) {
 		{"printf 'a\\nb'", `printf 'a\\nb'`, `printf 'a\nb'`},
 		{"echo done\nrm -rf ~", `echo done\nrm -rf ~`, "echo done\nrm -rf ~"},
 		{"echo done\\nrm -rf ~", `echo done\\nrm -rf ~`, `echo done\nrm -rf ~`},
-		{`a\\n`, `a\\\\n`, `a\\\n`}, // over lines, \n is never an escape
+		{`a\\n`, `a\\\\n`, `a\\n`}, // over lines, \n is never an escape
 		{`\x1b[2K \u202e \U0001F600 \r \v \a \b \f`, `\\x1b[2K \\u202e \\U0001F600 \\r \\v \\a \\b \\f`, ""},
 		{`C:\Users\me grep -E '\d+\s' \t \xZZ \u12 \e end\`, `C:\Users\me grep -E '\d+\s' \t \xZZ \u12 \e end\`, ""},
 		// a backslash before a character written as an escape: an
 		// escaped backslash then a line break is two commands, and
 		// must not read as the characters \\n (one echo)
-		{"echo ok\\\\\nrm -rf ~", `echo ok\\\\\nrm -rf ~`, "echo ok\\\\\\\nrm -rf ~"},
+		{"echo ok\\\\\nrm -rf ~", `echo ok\\\\\nrm -rf ~`, "echo ok\\\\\nrm -rf ~"},
+		// a run of backslashes is doubled whole, and only before what
+		// reads as an escape: over lines, a line that ends in \\ is
+		// shown so (three would read as a line continuation, hiding the
+		// next command), and \\server or grep '\\.' as written
+		{`echo ok\\`, `echo ok\\`, ""},
+		{`\\server\share grep '\\.' file`, `\\server\share grep '\\.' file`, ""},
+		{`\\\n`, `\\\\\\n`, `\\\n`},
 		{"a\\\x1b", `a\\\x1b`, ""},
 		{"a\\\u202e", `a\\\u202e`, ""},
 		{"a\\\x9b", `a\\\x9b`, ""},
@@ -50,7 +56,22 @@ func TestVisibleWritesWhatAPersonWouldNotSeeAsEscapes(t *testing.T) {
 // of up to five characters of an alphabet made to collide (backslashes,
 // the letters of escapes, hex digits, what is written as an escape).
 func TestVisibleShowsNoTwoTextsAlike(t *testing.T) {
-	alphabet := []string{`\`, "n", "x", "1", "b", "u", "\n", "\x1b", "\u202e", "\x9b", "r", "\r"}
+	for _, alphabet := range [][]string{
+		{`\`, "n", "x", "1", "b", "u", "\n", "\x1b", "\u202e", "\x9b", "r", "\r"},
+		{`\`, "n", "x", "u", "U", "a", "0", "e", "F", "\t", "\n", "\x1b", "\u202e", "\x9b", "\xe2", "\x80", "\uFFFD", "\U000E0041", "z"},
+	} {
+		noTwoAlike(t, alphabet, len(alphabet) < 15)
+	}
+}
+
+// noTwoAlike walks every string of up to four characters of alphabet
+// (five when deep) and fails on two that Visible, or VisibleLines, shows
+// alike.
+func noTwoAlike(t *testing.T, alphabet []string, deep bool) {
+	depth := 4
+	if deep {
+		depth = 5
+	}
 	for name, show := range map[string]func(string) string{"Visible": Visible, "VisibleLines": VisibleLines} {
 		seen := map[string]string{}
 		bad := 0
@@ -69,7 +90,7 @@ func TestVisibleShowsNoTwoTextsAlike(t *testing.T) {
 				walk(s+a, depth-1)
 			}
 		}
-		walk("", 5)
+		walk("", depth)
 	}
 }
 
@@ -82,7 +103,8 @@ func TestVisibleJSONShowsTheSameValueWithNothingHidden(t *testing.T) {
 		{`{"a":"x` + "\u202e" + `y","b":"` + "\U000E0041" + `"}`, `{"a":"x\u202ey","b":"\udb40\udc41"}`},
 		{`{"a":"\u202e"}`, `{"a":"\u202e"}`},
 		{`{"a":1` + "\n" + `Why you are asked: safe`, `{"a":1\nWhy you are asked: safe`}, // not JSON
-		{`{"a":"` + "\xff" + `"}`, `{"a":"\xff"}`},                                       // not UTF-8
+		{`{"a":"` + "\xff" + `"}`, `{"a":"\ufffd"}`},                                     // not UTF-8: what a decoder reads
+		{"{\"code\":\"// tidy up\\nrm('~')\xff\"}", `{"code":"// tidy up\nrm('~')\ufffd"}`},
 	} {
 		got := VisibleJSON([]byte(c.in))
 		if got != c.want {
@@ -94,7 +116,7 @@ func TestVisibleJSONShowsTheSameValueWithNothingHidden(t *testing.T) {
 			}
 		}
 		var in, shown any
-		if utf8.ValidString(c.in) && json.Unmarshal([]byte(c.in), &in) == nil {
+		if json.Unmarshal([]byte(c.in), &in) == nil {
 			if err := json.Unmarshal([]byte(got), &shown); err != nil || !reflect.DeepEqual(in, shown) {
 				t.Errorf("VisibleJSON(%q) = %q, not JSON of the same value (%v)", c.in, got, err)
 			}

@@ -598,6 +598,16 @@ func TestTheInspectorShowsNoTwoCommandsAlike(t *testing.T) {
 			t.Errorf("%s(%s) and %s(%s) both show %s", c.fn, c.a, c.fn, c.b, a)
 		}
 	}
+	// a line that ends in \\ is shown so (tripled, it would read as a
+	// line continuation hiding the next command); myelin's own words
+	// (the reason) keep their backslashes, as on the terminal
+	if got, want := text(t, ctx, `visible("echo ok\\\\\nrm -rf ~")`), "echo ok\\\\\nrm -rf ~"; got != want {
+		t.Errorf("the command is shown\n%s\nwant\n%s", got, want)
+	}
+	reason := `asked by default: no rule allows shell--run "printf 'a\\nb'"`
+	if got := text(t, ctx, "printable("+strconv.Quote(reason+"\u202e")+")"); got != reason+`\u202e` {
+		t.Errorf("the reason is shown\n%s\nwant (as approval.Printable)\n%s", got, reason+`\u202e`)
+	}
 	shown := text(t, ctx, `visibleJSON({content: "a\nb\u202e\u2028", path: "C:\\notes"})`)
 	if want := "{\n \"content\": \"a\\nb\\u202e\\u2028\",\n \"path\": \"C:\\\\notes\"\n}"; shown != want {
 		t.Errorf("the input is shown\n%s\nwant\n%s", shown, want)

@@ -183,7 +183,11 @@ func inputText(in json.RawMessage) string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var b strings.Builder
+	// the fields of one line first, then those of several, each of
+	// their lines indented under its name: a value's lines cannot pass
+	// for a field ("path: notes.txt" inside a file's content), nor push
+	// a field past the lines shown
+	var one, several strings.Builder
 	for _, n := range names {
 		var s string
 		if json.Unmarshal(fields[n], &s) != nil {
@@ -195,10 +199,10 @@ func inputText(in json.RawMessage) string {
 			s = c.String()
 		}
 		if strings.Contains(s, "\n") {
-			fmt.Fprintf(&b, "%s:\n%s\n", n, s)
+			fmt.Fprintf(&several, "%s:\n  %s\n", n, strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  "))
 		} else {
-			fmt.Fprintf(&b, "%s: %s\n", n, s)
+			fmt.Fprintf(&one, "%s: %s\n", n, s)
 		}
 	}
-	return b.String()
+	return one.String() + several.String()
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -91,7 +92,7 @@ func TestAToolsInputIsShownFieldByFieldAndItsControlCharactersEscaped(t *testing
 		t.Fatal(err)
 	}
 	q := out.String()
-	for _, want := range []string{"    content:\n    line 1\n    line 2 \\x1b[2K\\u202e\n", "    mode: 420\n", "    path: a.txt\n"} {
+	for _, want := range []string{"    mode: 420\n    path: a.txt\n    content:\n      line 1\n      line 2 \\x1b[2K\\u202e\n"} {
 		if !strings.Contains(q, want) {
 			t.Errorf("no %q in:\n%s", want, q)
 		}
@@ -115,7 +116,7 @@ func TestTheTerminalShowsTheCharactersBackslashNAsWritten(t *testing.T) {
 	}
 	b.Reset()
 	writeQuestion(&b, approval.Request{Tool: "script--run", Input: []byte(`{"code":"console.log(lines.join(\"\\n\"))\nreturn 1"}`)}, "rules")
-	if want := "    console.log(lines.join(\"\\n\"))\n    return 1\n"; !strings.Contains(b.String(), want) {
+	if want := "      console.log(lines.join(\"\\n\"))\n      return 1\n"; !strings.Contains(b.String(), want) {
 		t.Errorf("the script is shown\n%s\nwant the lines %q", b.String(), want)
 	}
 }
@@ -238,5 +239,28 @@ func TestADenialsLineShowsTheFlagItNamesAsItIs(t *testing.T) {
 	got := deniedText(&permission.Record{Decision: "deny", By: "nobody"}, denial)
 	if want := "denied: " + denial; got != want {
 		t.Errorf("the tool line says\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A line that ends in an escaped backslash is shown so: tripled it would
+// read as a line continuation, hiding the command on the next line.
+func TestTheTerminalShowsALineEndAsTheShellReadsIt(t *testing.T) {
+	var b bytes.Buffer
+	writeQuestion(&b, approval.Request{Tool: permission.ShellTool, Command: "echo ok\\\\\nrm -rf ~"}, "rules")
+	if want := "    echo ok\\\\\n    rm -rf ~\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("the command is shown\n%s\nwant the lines\n%s", b.String(), want)
+	}
+}
+
+// A field's lines cannot pass for another field, nor push one out of
+// sight: the fields of one line come first, and a value of several lines
+// is indented under its name.
+func TestAnInputsFieldCannotBeForgedByAnotherFieldsLines(t *testing.T) {
+	content := strings.Repeat("x\n", 38) + "path: notes.txt"
+	in, _ := json.Marshal(map[string]string{"path": "/home/u/.bashrc", "content": content})
+	var b bytes.Buffer
+	writeQuestion(&b, approval.Request{Tool: "workspace--write", Input: in}, "rules")
+	if !strings.Contains(b.String(), "    path: /home/u/.bashrc\n") || strings.Contains(b.String(), "\n    path: notes.txt") {
+		t.Errorf("the question shows a forged path, or not the real one:\n%s", b.String())
 	}
 }

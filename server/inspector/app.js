@@ -731,24 +731,42 @@ function visibleLine(s) { return escapeShown(s, true); }
 // space, a tab and a line break (a line break is kept over lines only).
 const hidden = /(?![ \t\n])[\p{C}\p{Z}]/gu;
 
-// escapeShown is what visible and visibleLine show. A backslash the model
-// wrote is doubled where what follows would read as an escape they write
-// (\uXXXX, \UXXXXXXXX, \n on one line, \\) or is itself written as one,
-// so that no two texts are shown alike: a line break cannot pass for the
-// characters \n, nor a bidi override for its name (as approval.Visible
-// does); any other backslash is kept (C:\Users, \d+).
+// escapeShown is what visible and visibleLine show. A run of backslashes
+// the model wrote is doubled whole where what follows the run would read
+// as an escape they write (\uXXXX, \UXXXXXXXX, \n on one line) or is
+// itself written as one, so that no two texts are shown alike: a line
+// break cannot pass for the characters \n, nor a bidi override for its
+// name, and a line that ends in \\ does not read as a continuation (as
+// approval.Visible does); any other backslash is kept (C:\Users, \d+,
+// \\server).
 function escapeShown(s, oneLine) {
   const chars = Array.from(String(s));
   let out = "";
-  chars.forEach((c, i) => {
-    const next = chars[i + 1] || "", rest = chars.slice(i + 1, i + 10).join("");
-    if (c === "\\" && (next === "\\" || (oneLine && (next === "n" || next === "\n")) || isHidden(next) ||
-      /^u[0-9a-fA-F]{4}/.test(rest) || /^U[0-9a-fA-F]{8}/.test(rest))) out += "\\\\";
-    else if (oneLine && c === "\n") out += "\\n";
+  for (let i = 0; i < chars.length;) {
+    const c = chars[i];
+    if (c === "\\") {
+      let j = i;
+      while (chars[j] === "\\") j++;
+      const run = chars.slice(i, j).join(""), next = chars[j] || "", rest = chars.slice(j, j + 9).join("");
+      const escape = (oneLine && (next === "n" || next === "\n")) || isHidden(next) || /^u[0-9a-fA-F]{4}/.test(rest) || /^U[0-9a-fA-F]{8}/.test(rest);
+      out += escape ? run + run : run;
+      i = j;
+      continue;
+    }
+    if (oneLine && c === "\n") out += "\\n";
     else if (isHidden(c)) out += escapeOf(c);
     else out += c;
-  });
+    i++;
+  }
   return out;
+}
+
+// printable is myelin's own words (the reason a question gives, the rule
+// an answer adds), which quote the model's already: what would not show
+// as itself escaped, on one line, every backslash kept (as
+// approval.Printable).
+function printable(s) {
+  return Array.from(String(s)).map((c) => c === "\n" ? "\\n" : isHidden(c) ? escapeOf(c) : c).join("");
 }
 
 // isHidden says whether character c would not show as itself.
@@ -784,7 +802,7 @@ function decisionWords(d) {
 function showApproval(d) {
   if (document.querySelector('.approval[data-id="' + CSS.escape(d.id) + '"]')) return;
   const box = el("div", { class: "ask approval", "data-id": d.id, "data-call": d.call_id || "" },
-    el("div", {}, el("strong", {}, "Allow " + visibleLine(d.tool) + "?"), d.reason ? " — " + visibleLine(d.reason) : ""));
+    el("div", {}, el("strong", {}, "Allow " + visibleLine(d.tool) + "?"), d.reason ? " — " + printable(d.reason) : ""));
   if (d.command) {
     box.append(el("pre", { class: "approval-command" }, visible(d.command)));
     if (d.part && d.part !== d.command) box.append(el("div", {}, "asked about: ", el("code", { class: "approval-part" }, visibleLine(d.part))));
@@ -806,8 +824,8 @@ function showApproval(d) {
   const buttons = el("div", { class: "ask-buttons" },
     el("button", { type: "button", class: "allow-once", onclick: () => answer("allow_once") }, "Allow once"));
   if ((d.decisions || []).includes("allow_session")) {
-    buttons.append(el("button", { type: "button", class: "allow-session", title: "allows " + d.rule + " for the rest of this conversation", onclick: () => answer("allow_session") },
-      "Allow for this conversation (" + d.rule + ")"));
+    buttons.append(el("button", { type: "button", class: "allow-session", title: "allows " + printable(d.rule) + " for the rest of this conversation", onclick: () => answer("allow_session") },
+      "Allow for this conversation (" + printable(d.rule) + ")"));
   }
   buttons.append(el("button", { type: "button", class: "deny", onclick: () => answer("deny") }, "Deny"), reason);
   box.append(buttons, error);
