@@ -144,10 +144,11 @@ func joinChoices(cs []approval.Choice) string {
 // each choice does. Every string in it that the model wrote or chose —
 // the tool's name, the command, the part asked about, the input — goes
 // through approval.Visible, as on the terminal (the reason, myelin's
-// words quoting the model's with %q, through approval.Printable): a line break, carriage return, escape sequence or bidi
-// override is shown escaped, so that the model cannot end the command's
-// line and write lines of the question itself ("Why you are asked: …"),
-// nor draw on a terminal host. Each is clipped before it is escaped; the
+// words quoting the model's with %q, through approval.Printable): a line
+// break, carriage return, escape sequence or bidi override is shown
+// escaped, so that the model cannot end the command's line and write
+// lines of the question itself ("Why you are asked: …"), nor draw on a
+// terminal host. Each is clipped before it is escaped; the
 // input, JSON, is shown by approval.VisibleJSON (the same value on one
 // line, its own escapes as they are) and clipped after.
 func question(r approval.Request, choices []approval.Choice) string {
