@@ -78,8 +78,9 @@ func TestNonZeroExitIsAnErrorEndingInItsStatus(t *testing.T) {
 func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
-	text, isErr := run(t, dir, "sleep 30 & echo $! > child.pid; echo started; wait", 300)
-	if !isErr || !strings.Contains(text, "started\n[timed out after 300ms; the command and its process group were killed]") {
+	// 2 s: time under load to write the pid and say "started" first
+	text, isErr := run(t, dir, "sleep 30 & echo $! > child.pid; echo started; wait", 2000)
+	if !isErr || !strings.Contains(text, "started\n[timed out after 2s; the command and its process group were killed]") {
 		t.Fatalf("text = %q", text)
 	}
 	if time.Since(start) > 20*time.Second {
