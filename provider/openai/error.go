@@ -12,7 +12,9 @@ import (
 // Error is an answer of 400 or more from an endpoint of the OpenAI API,
 // as openai-go decodes it into its *openai.Error (which this replaces,
 // so that the binary does not link the SDK): the status, the request sent
-// and the answer (whose Body reads the whole body again), and the fields
+// (a copy of its own, as is the answer's Request: redacting its header
+// for a log changes nothing the wire sends) and the answer (whose Body
+// reads the whole body again), and the fields
 // of the body's "error" member — message, type, param, code, each a JSON
 // string's value or, for a number, a boolean, an object or an array, its
 // JSON text, as the SDK reads them — with that member's raw JSON
