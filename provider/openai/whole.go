@@ -8,7 +8,6 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/myelin-run/myelin/internal/jsonscan"
 	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
@@ -27,7 +26,10 @@ import (
 // key given twice the first is read; keys match exactly, not without
 // case; an integer out of int64's range is cut to it. Only the first
 // choice's content list is read as parts (content.go); a malformed one
-// is the answer's error, in the words it had.
+// is the answer's error, in the words it had. A string is decoded as the
+// wire decodes every string (jsonstring), which differs from gjson in
+// one case: of a lone escaped surrogate before another escape, gjson
+// dropped the second (TestALoneSurrogateKeepsTheEscapeAfterIt).
 
 // completion is the part of a chat.completion the wire reads.
 type completion struct {
@@ -35,81 +37,116 @@ type completion struct {
 	usage   struct{ prompt, completion, cached int64 }
 }
 
-// wholeChoice is the part of a choice the wire reads.
+// wholeChoice is the part of a choice the wire reads; of a choice after
+// the first, nothing but that it is one.
 type wholeChoice struct {
-	// content is the message's "content" as it came (nil: none); the
-	// first choice's is read by accumulator.whole
-	content []byte
-	calls   []wholeCall
-	finish  string
+	// content is the message's content: a string's text (or, of another
+	// JSON value, the SDK's text of it), or a list's parts; contentErr
+	// the error of a malformed list
+	content    content
+	contentErr error
+	calls      []wholeCall
+	finish     string
 }
 
 // wholeCall is the part of a tool call the wire reads.
 type wholeCall struct{ id, name, arguments string }
 
+// the keys read, by object (and the stream's usageKeys, detailsKeys and
+// functionKeys, scan.go)
+var (
+	completionKeys  = []string{"choices", "usage"}
+	wholeChoiceKeys = []string{"message", "finish_reason"}
+	messageKeys     = []string{"content", "tool_calls"}
+	wholeCallKeys   = []string{"id", "function"}
+)
+
 // decodeCompletion decodes a whole answer's body: its first JSON value,
 // checked as the SDK's encoding/json Decoder checked it (what follows is
-// not read; its error in the SDK's words), then read as the SDK read it.
+// not read; its error in the SDK's words), then read as the SDK read it
+// (completion.UnmarshalJSON).
 func decodeCompletion(body []byte) (completion, error) {
 	var c completion
-	var raw json.RawMessage
-	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&raw); err != nil {
-		return c, fmt.Errorf("error parsing response json: %w", err)
+	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&c); err != nil {
+		return completion{}, fmt.Errorf("error parsing response json: %w", err)
 	}
-	if kind := notObject(raw); kind != "" {
-		// the SDK's error for a body that is not an object (nor null)
-		return c, fmt.Errorf("error parsing response json: json: cannot unmarshal %s into Go value of type openai.ChatCompletion", kind)
-	}
-	members(raw, []string{"choices", "usage"}, func(i int, v []byte) {
-		if i == 0 {
-			c.choices = objects(v, readChoice)
-			return
-		}
-		members(v, []string{"prompt_tokens", "completion_tokens", "prompt_tokens_details"}, func(i int, v []byte) {
-			switch i {
-			case 0:
-				c.usage.prompt = sdkInt(v)
-			case 1:
-				c.usage.completion = sdkInt(v)
-			case 2:
-				members(v, []string{"cached_tokens"}, func(_ int, v []byte) { c.usage.cached = sdkInt(v) })
-			}
-		})
-	})
 	return c, nil
 }
 
-// readChoice reads the choice obj, an object or null.
-func readChoice(obj []byte) (ch wholeChoice) {
-	members(obj, []string{"message", "finish_reason"}, func(i int, v []byte) {
-		if i == 1 {
-			ch.finish = sdkString(v)
+// UnmarshalJSON reads raw, one JSON value encoding/json checked, as the
+// SDK read it into its ChatCompletion: an object's members, null as
+// nothing, anything else refused in the SDK's words. Each byte is passed
+// once (but for the first choice's content, decoded after).
+func (c *completion) UnmarshalJSON(raw []byte) error {
+	if kind := notObject(raw); kind != "" {
+		return fmt.Errorf("json: cannot unmarshal %s into Go value of type openai.ChatCompletion", kind)
+	}
+	w := walk{b: raw}
+	w.object(completionKeys, func(i int) {
+		if i == 0 {
+			c.choices = objects(&w, func(n int) wholeChoice { return w.choice(n == 0) })
 			return
 		}
-		members(v, []string{"content", "tool_calls"}, func(i int, v []byte) {
-			if i == 0 {
-				ch.content = v
+		w.object(usageKeys, func(i int) {
+			switch i {
+			case 0:
+				c.usage.prompt = sdkInt(w.value())
+			case 1:
+				c.usage.completion = sdkInt(w.value())
+			case 2:
+				w.object(detailsKeys, func(int) { c.usage.cached = sdkInt(w.value()) })
+			}
+		})
+	})
+	return nil
+}
+
+// choice reads the choice at w, an object or null: all the wire reads of
+// the first, nothing of another.
+func (w *walk) choice(first bool) (ch wholeChoice) {
+	if !first {
+		w.skip()
+		return ch
+	}
+	w.object(wholeChoiceKeys, func(i int) {
+		if i == 1 {
+			ch.finish = sdkString(w.value())
+			return
+		}
+		w.object(messageKeys, func(i int) {
+			if i == 1 {
+				ch.calls = objects(w, func(int) wholeCall { return w.call() })
 				return
 			}
-			ch.calls = objects(v, func(obj []byte) (tc wholeCall) {
-				members(obj, []string{"id", "function"}, func(i int, v []byte) {
-					if i == 0 {
-						tc.id = sdkString(v)
-						return
-					}
-					members(v, []string{"name", "arguments"}, func(i int, v []byte) {
-						if i == 0 {
-							tc.name = sdkString(v)
-						} else {
-							tc.arguments = sdkString(v)
-						}
-					})
-				})
-				return tc
-			})
+			if v := w.value(); len(v) > 0 && v[0] == '[' {
+				// a list: the only content the SDK left to the wire
+				if err := ch.content.UnmarshalJSON(v); err != nil {
+					ch.contentErr = fmt.Errorf("openai: the answer's content: %w", err)
+				}
+			} else {
+				ch.content.Text = jsonstring.Text(sdkString(v))
+			}
 		})
 	})
 	return ch
+}
+
+// call reads the tool call at w, an object or null.
+func (w *walk) call() (tc wholeCall) {
+	w.object(wholeCallKeys, func(i int) {
+		if i == 0 {
+			tc.id = sdkString(w.value())
+			return
+		}
+		w.object(functionKeys, func(i int) {
+			if i == 0 {
+				tc.name = sdkString(w.value())
+			} else {
+				tc.arguments = sdkString(w.value())
+			}
+		})
+	})
+	return tc
 }
 
 // whole reads a decoded whole answer into a: its first choice's text,
@@ -119,19 +156,14 @@ func (a *accumulator) whole(c *completion) error {
 		return errors.New("openai: the answer has no choices")
 	}
 	ch := &c.choices[0]
-	if len(ch.content) > 0 && ch.content[0] == '[' {
-		var cont content
-		if err := cont.UnmarshalJSON(ch.content); err != nil {
-			return fmt.Errorf("openai: the answer's content: %w", err)
-		}
-		a.text.WriteString(string(cont.Text))
-		if cont.Thinking != "" {
-			a.think(string(cont.Thinking))
-		}
-		a.skip(cont.Skipped)
-	} else {
-		a.text.WriteString(sdkString(ch.content))
+	if ch.contentErr != nil {
+		return ch.contentErr
 	}
+	a.text.WriteString(string(ch.content.Text))
+	if ch.content.Thinking != "" {
+		a.think(string(ch.content.Thinking))
+	}
+	a.skip(ch.content.Skipped)
 	for _, tc := range ch.calls {
 		a.calls = append(a.calls, &call{id: tc.id, name: tc.name})
 		a.calls[len(a.calls)-1].args.WriteString(tc.arguments)
@@ -158,46 +190,125 @@ func notObject(v []byte) string {
 	return "number"
 }
 
-// members calls f with the index in keys of each member of obj whose key
-// is one of keys, and its value (null included): for a key given twice,
-// the first member only, as gjson reads it; a key matched exactly. obj
-// is JSON that encoding/json checked; nothing is called when it is not
-// an object.
-func members(obj []byte, keys []string, f func(i int, v []byte)) {
-	s := jsonscan.Scanner{B: obj}
-	if !s.Next('{') || s.Next('}') {
+// walk passes over JSON that encoding/json checked, at b[i]: it reads
+// nothing but where values begin and end, and must not be given JSON
+// that was not checked.
+type walk struct {
+	b []byte
+	i int
+}
+
+// ws passes white space.
+func (w *walk) ws() {
+	for w.i < len(w.b) && (w.b[w.i] == ' ' || w.b[w.i] == '\t' || w.b[w.i] == '\n' || w.b[w.i] == '\r') {
+		w.i++
+	}
+}
+
+// value passes the value at w and is its bytes.
+func (w *walk) value() []byte {
+	w.ws()
+	start := w.i
+	w.skip()
+	return w.b[start:w.i]
+}
+
+// skip passes the value at w.
+func (w *walk) skip() {
+	w.ws()
+	if w.i >= len(w.b) {
 		return
 	}
+	switch w.b[w.i] {
+	case '"':
+		w.str()
+	case '{', '[':
+		depth := 0
+		for w.i < len(w.b) {
+			switch w.b[w.i] {
+			case '"':
+				w.str()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			w.i++
+			if depth == 0 {
+				return
+			}
+		}
+	default: // a number, true, false or null
+		for w.i < len(w.b) {
+			switch w.b[w.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return
+			}
+			w.i++
+		}
+	}
+}
+
+// str passes the string at w: to its first quote after an even number
+// of backslashes (none escaping it).
+func (w *walk) str() {
+	w.i++
+	for {
+		q := bytes.IndexByte(w.b[w.i:], '"')
+		if q < 0 {
+			w.i = len(w.b)
+			return
+		}
+		end := w.i + q
+		n := 0
+		for end-n-1 >= w.i && w.b[end-n-1] == '\\' {
+			n++
+		}
+		w.i = end + 1
+		if n%2 == 0 {
+			return
+		}
+	}
+}
+
+// object reads the object at w, calling f with the index in keys of each
+// member whose key is one of keys and w at its value, which f must pass:
+// for a key given twice, the first member only, as gjson reads it; a key
+// matched exactly. Other members, and a value that is not an object, are
+// passed over.
+func (w *walk) object(keys []string, f func(i int)) {
+	w.ws()
+	if w.i >= len(w.b) || w.b[w.i] != '{' {
+		w.skip()
+		return
+	}
+	w.i++
 	var seen uint64
 	for {
-		s.WS()
-		start := s.I
-		key, plain := s.PlainString()
-		if !plain {
-			s.I = start
-			if !s.SkipString() {
-				return
-			}
-			k, ok := jsonstring.Unquote(obj[start:s.I])
-			if !ok {
-				return
-			}
-			key = []byte(k)
-		}
-		if !s.Next(':') {
+		w.ws()
+		if w.i >= len(w.b) || w.b[w.i] == '}' {
+			w.i++
 			return
 		}
-		s.WS()
-		vstart := s.I
-		if !s.Skip() {
-			return
+		raw := w.value()
+		key, ok := []byte(nil), false
+		if bytes.IndexByte(raw, '\\') < 0 {
+			key, ok = raw[1:len(raw)-1], true
+		} else if k, unq := jsonstring.Unquote(raw); unq {
+			key, ok = []byte(k), true
 		}
-		if i := indexOf(keys, key); i >= 0 && seen&(1<<i) == 0 {
+		w.ws()
+		w.i++ // the colon
+		if i := indexOf(keys, key); ok && i >= 0 && seen&(1<<i) == 0 {
 			seen |= 1 << i
-			f(i, obj[vstart:s.I])
+			f(i)
+		} else {
+			w.skip()
 		}
-		if !s.Next(',') {
-			return
+		w.ws()
+		if w.i < len(w.b) && w.b[w.i] == ',' {
+			w.i++
 		}
 	}
 }
@@ -212,32 +323,36 @@ func indexOf(keys []string, key []byte) int {
 	return -1
 }
 
-// objects reads the array arr of objects, each by read, as the SDK read
-// an array of structs: a null element is read as null (the zero value);
-// an element that is anything else, or arr that is not an array, is nil
-// (the SDK's decoder failed on it and left the field as it was).
-func objects[T any](arr []byte, read func(obj []byte) T) []T {
-	s := jsonscan.Scanner{B: arr}
-	if !s.Next('[') {
+// objects reads the array at w of objects, the n-th by read (with w at
+// it), as the SDK read an array of structs: a null element is read as
+// null (the zero value); an element that is anything else, or a value
+// that is not an array, is nil (the SDK's decoder failed on it and left
+// the field as it was).
+func objects[T any](w *walk, read func(n int) T) []T {
+	w.ws()
+	if w.i >= len(w.b) || w.b[w.i] != '[' {
+		w.skip()
 		return nil
 	}
+	start := w.i
+	w.i++
 	out := []T{}
-	if s.Next(']') {
-		return out
-	}
 	for {
-		s.WS()
-		start := s.I
-		if !s.Skip() {
-			return nil
-		}
-		v := arr[start:s.I]
-		if v[0] != '{' && v[0] != 'n' {
-			return nil
-		}
-		out = append(out, read(v))
-		if !s.Next(',') {
+		w.ws()
+		if w.i >= len(w.b) || w.b[w.i] == ']' {
+			w.i++
 			return out
+		}
+		if c := w.b[w.i]; c != '{' && c != 'n' {
+			// the SDK dropped the whole array: pass over all of it
+			w.i = start
+			w.skip()
+			return nil
+		}
+		out = append(out, read(len(out)))
+		w.ws()
+		if w.i < len(w.b) && w.b[w.i] == ',' {
+			w.i++
 		}
 	}
 }

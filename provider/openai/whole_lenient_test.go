@@ -87,6 +87,9 @@ func TestAnAnswerOfOddTypesOrKeysIsReadAsTheSDKReadIt(t *testing.T) {
 		// text
 		"{\"choices\":[{\"message\":{\"content\":\"a\\ud800b \xff\"},\"finish_reason\":\"stop\"}]}",
 		` {"choices":[{"message":{"content": [ {"type":"text","text":"spaced"} ] }}]}`,
+		// white space, and quotes and brackets inside strings, everywhere
+		"\t{ \"x\" : [ \"a\\\\\\\"]\" , { \"y\" : \"}\" } , -1.5e3 , true ] ,\r\n \"choices\" : [ { \"message\" : { \"content\" : \"q\\\\\" , \"tool_calls\" : [ { \"id\" : \"c\\\"1\" , \"function\" : { \"name\" : \"n\" , \"arguments\" : \"{\\\"a\\\":\\\"]\\\"}\" } } , null ] } , \"finish_reason\" : \"stop\" } , null ] , \"usage\" : { \"prompt_tokens\" : 3 , \"completion_tokens\":2} }\n",
+		`{"choices":[{"message":{"content":"a","tool_calls":[{"id":"1","function":{"name":"n","arguments":"[\"}\"]"}},[{"id":"x"}]]},"finish_reason":"stop"}]}`,
 	} {
 		if got, want := readBoth(answer); got != want {
 			t.Errorf("%s\n got  %s\n SDK  %s", answer, got, want)

@@ -194,3 +194,51 @@ func FuzzAWholeAnswerIsReadAsTheSDKReadIt(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkWholeAnswer reads a whole answer with ten tool calls (and one
+// of 64 KiB of text) as the wire does (decodeCompletion,
+// accumulator.whole) and as it did through the SDK (encoding/json's
+// Decoder into its ChatCompletion, sdkRead), side by side. Run:
+//
+//	go test ./provider/openai -run '^$' -bench WholeAnswer -benchmem -count 3
+func BenchmarkWholeAnswer(b *testing.B) {
+	var calls strings.Builder
+	for i := range 10 {
+		if i > 0 {
+			calls.WriteByte(',')
+		}
+		fmt.Fprintf(&calls, `{"id":"call_%d","type":"function","function":{"name":"workspace--read","arguments":"{\"path\":\"src/file%d.go\"}"}}`, i, i)
+	}
+	answers := map[string][]byte{
+		"tools": []byte(`{"id":"chatcmpl-b","object":"chat.completion","created":1764922700,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` + calls.String() + `],"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1200,"completion_tokens":210,"total_tokens":1410,"prompt_tokens_details":{"cached_tokens":1024,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"service_tier":"default","system_fingerprint":"fp_b"}`),
+		"text":  []byte(`{"id":"chatcmpl-t","object":"chat.completion","model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"` + strings.Repeat(`line of text \"quoted\"\n`, 64<<10/24) + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":20}}`),
+	}
+	for _, name := range []string{"tools", "text"} {
+		answer := answers[name]
+		b.Run(name+"/wire", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(answer)))
+			for b.Loop() {
+				c, err := decodeCompletion(answer)
+				a := accumulator{}
+				if err != nil || a.whole(&c) != nil {
+					b.Fatal(err)
+				}
+				_ = a.response()
+			}
+		})
+		b.Run(name+"/SDK", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(answer)))
+			for b.Loop() {
+				var c sdk.ChatCompletion
+				if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&c); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := sdkRead(&c, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
