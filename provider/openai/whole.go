@@ -191,8 +191,9 @@ func notObject(v []byte) string {
 }
 
 // walk passes over JSON that encoding/json checked, at b[i]: it reads
-// nothing but where values begin and end, and must not be given JSON
-// that was not checked.
+// nothing but where values begin and end, and checks nothing (of bytes
+// that are not JSON it reads something, never past them nor forever).
+// It must not be given JSON that was not checked.
 type walk struct {
 	b []byte
 	i int
@@ -292,14 +293,19 @@ func (w *walk) object(keys []string, f func(i int)) {
 			return
 		}
 		raw := w.value()
-		key, ok := []byte(nil), false
-		if bytes.IndexByte(raw, '\\') < 0 {
-			key, ok = raw[1:len(raw)-1], true
-		} else if k, unq := jsonstring.Unquote(raw); unq {
-			key, ok = []byte(k), true
+		if len(raw) < 2 || raw[0] != '"' {
+			return // not JSON: not from encoding/json
+		}
+		key, ok := raw[1:len(raw)-1], true
+		if bytes.IndexByte(raw, '\\') >= 0 {
+			k, unq := jsonstring.Unquote(raw)
+			key, ok = []byte(k), unq
 		}
 		w.ws()
-		w.i++ // the colon
+		if w.i >= len(w.b) || w.b[w.i] != ':' {
+			return
+		}
+		w.i++
 		if i := indexOf(keys, key); ok && i >= 0 && seen&(1<<i) == 0 {
 			seen |= 1 << i
 			f(i)
