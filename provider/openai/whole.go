@@ -17,7 +17,7 @@ import (
 // read it into its ChatCompletion when the wire was built on the SDK (it
 // no longer links it): TestAWholeAnswerIsDecodedAsTheSDKDecodedIt holds
 // the two equal on the answers in testdata/completions, and
-// FuzzAWholeAnswerIsReadAsTheSDKReadIt on any JSON.
+// FuzzAWholeAnswerIsReadAsTheSDKReadIt on any bytes.
 //
 // The SDK checked the body as encoding/json does and then read it with
 // gjson, as tolerant as that: a member of the wrong JSON type is its
