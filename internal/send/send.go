@@ -47,7 +47,9 @@ type Target struct {
 }
 
 // Refusal makes the wire's error of an answer of 400 or more: req is the
-// request sent, res the answer, whose Body reads body again.
+// request sent (a copy, the error's to keep and its holder's to change:
+// nothing the Sender sends again shares its header or URL), res the
+// answer, whose Body reads body again and whose Request is a copy too.
 type Refusal func(req *http.Request, res *http.Response, body []byte) error
 
 // retryCount is the header that numbers the attempts (0 for the first),
@@ -298,7 +300,7 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			}
 			if res.StatusCode >= http.StatusBadRequest {
 				res.Body = io.NopCloser(bytes.NewReader(read))
-				ended := next.ended(s.refusal(req, res, read), retry)
+				ended := next.ended(s.refusal(handed(req, res), res, read), retry)
 				if s.gate == nil || s.rules.For <= 0 || !next.tooLong {
 					return nil, ended
 				}
@@ -326,6 +328,24 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			return nil, err
 		}
 	}
+}
+
+// handed is the request of a refusal, for the Refusal to keep in its
+// error (which its holder may change: a log's redaction deletes the
+// Authorization header): a copy of req, whose header and URL are its own
+// and not the Target's, which the first attempts of every request share
+// and must not change; res.Request is made that copy too, or a copy of
+// its own when the client sent another (a redirect's, or a shallow copy
+// sharing the header).
+func handed(req *http.Request, res *http.Response) *http.Request {
+	sent := req.Clone(req.Context())
+	switch {
+	case res.Request == req:
+		res.Request = sent
+	case res.Request != nil:
+		res.Request = res.Request.Clone(res.Request.Context())
+	}
+	return sent
 }
 
 // notice tells ctx's observer (provider.WithRetryNotice) that attempt n

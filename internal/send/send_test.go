@@ -396,3 +396,35 @@ func TestWritesIsDoneOnlyOnceNetHTTPHasWrittenTheBody(t *testing.T) {
 		}
 	}
 }
+
+// The request a Refusal is given (and the answer's Request) is the
+// error's own: changing its header or URL, as a log's redaction deletes
+// the Authorization header, changes neither the Target nor what the
+// Sender sends next.
+func TestARefusalsRequestIsACopyNotTheSharedTarget(t *testing.T) {
+	srv := &script{answers: []answer{{status: 400, body: "no"}}}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	tg := target(t, hs.URL)
+	tg.Header.Set("Authorization", "Bearer k")
+	var auth []string
+	s := New(tg, &http.Client{Timeout: time.Minute}, OpenAI(0), func(req *http.Request, res *http.Response, body []byte) error {
+		auth = append(auth, req.Header.Get("Authorization"))
+		req.Header.Del("Authorization")
+		req.URL.Path = "/elsewhere"
+		res.Request.Header.Del("Content-Type")
+		res.Request.URL.Host = "elsewhere"
+		return refuse(req, res, body)
+	})
+	for range 2 {
+		if _, err := s.Post(context.Background(), []byte("{}")); err == nil {
+			t.Fatal("no refusal")
+		}
+	}
+	if strings.Join(auth, ",") != "Bearer k,Bearer k" {
+		t.Fatalf("the refusals' requests had the Authorization %q", auth)
+	}
+	if got := s.Target(); got.Header.Get("Authorization") != "Bearer k" || got.Header.Get("Content-Type") != "application/json" || got.URL.Path != "/v1/x" || got.URL.Host != tg.URL.Host {
+		t.Fatalf("the target became %v %v", got.URL, got.Header)
+	}
+}

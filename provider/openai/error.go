@@ -12,7 +12,9 @@ import (
 // Error is an answer of 400 or more from an endpoint of the OpenAI API,
 // as openai-go decodes it into its *openai.Error (which this replaces,
 // so that the binary does not link the SDK): the status, the request sent
-// and the answer (whose Body reads the whole body again), and the fields
+// (a copy of its own, as is the answer's Request: redacting its header
+// for a log changes nothing the wire sends) and the answer (whose Body
+// reads the whole body again), and the fields
 // of the body's "error" member — message, type, param, code, each a JSON
 // string's value or, for a number, a boolean, an object or an array, its
 // JSON text, as the SDK reads them — with that member's raw JSON
@@ -116,8 +118,10 @@ func (e *Error) fields(obj []byte) {
 }
 
 // text is the string the SDK reads from the JSON value v into a string
-// field: a string's value, a number as a float's shortest form, true or
-// false, an object's or array's JSON text, "" for null.
+// field (gjson's String): a string's value, an integer as its digits
+// (whatever its size), another number as a float's shortest form (+Inf
+// or -Inf past float64's range), true or false, an object's or array's
+// JSON text, "" for null.
 func text(v json.RawMessage) string {
 	switch {
 	case len(v) == 0, string(v) == "null":
@@ -127,11 +131,14 @@ func text(v json.RawMessage) string {
 		_ = json.Unmarshal(v, &s)
 		return s
 	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
-		f, err := strconv.ParseFloat(string(v), 64)
-		if err != nil {
+		if digits := bytes.TrimPrefix(v, []byte("-")); len(digits) > 0 && bytes.IndexFunc(digits, notDigit) < 0 {
 			return string(v)
 		}
+		f, _ := strconv.ParseFloat(string(v), 64)
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	return string(v)
 }
+
+// notDigit reports whether r is not an ASCII digit.
+func notDigit(r rune) bool { return r < '0' || r > '9' }

@@ -29,6 +29,8 @@ var refusalCases = []struct {
 	{"a string code", 404, `{"error":{"message":"m","type":"t","param":"p","code":"c"}}`},
 	{"a numeric code", 400, `{"error":{"message":"m","code":400}}`},
 	{"a float code", 503, `{"error":{"message":"m","code":1.50e1}}`},
+	{"a code of 20 digits", 400, `{"error":{"message":"m","code":12345678901234567890}}`},
+	{"a code past float64's range", 400, `{"error":{"message":"m","code":-1e400,"param":1E2}}`},
 	{"a code true", 400, `{"error":{"message":"m","code":true}}`},
 	{"a code that is an object", 400, `{"error":{"message":"m","code":{"a":[1, 2]}}}`},
 	{"a numeric message", 400, `{"error":{"message":5}}`},

@@ -43,9 +43,11 @@ type Limits struct {
 	Identity string
 }
 
-// Gate is the gate the Senders' requests wait at, for the key a request
-// in a context waits under (Gate.Key): the same limiter and names; nil
-// without a limiter.
+// Gate is a gate of its own over the limiter the Senders' requests wait
+// at (not the Senders' gate, which WithLimiter made and keeps): made of
+// the same limiter, wire and identity, its Gate.Key is the key a request
+// in a context waits under there, for a wire to observe what an answer
+// of 200 says after (an error in its stream); nil without a limiter.
 func (l Limits) Gate() *ratewait.Gate { return ratewait.New(l.Limiter, l.Wire, l.Identity) }
 
 // Senders are the Senders of a wire's requests to one endpoint.

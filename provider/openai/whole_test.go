@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -151,14 +150,13 @@ func TestAWholeAnswerIsReadWhateverItsContentType(t *testing.T) {
 }
 
 // FuzzAWholeAnswerIsReadAsTheSDKReadIt holds what the wire reads of a
-// whole answer that is JSON (decodeCompletion, accumulator.whole) to
-// what it read of the SDK's decoding (sdkRead): the same response, or an
-// error from both. The SDK's decoder takes a value of the wrong type as
-// its zero value where decodeCompletion refuses the answer as malformed
-// ({"choices":{}}): such an answer is passed over, the wire's error
-// being no misreading. So is one with a key that is a read field's name
-// in other letters ("Choices"), which encoding/json matches and the SDK
-// does not: no server sends one.
+// whole answer (decodeCompletion, accumulator.whole) to what it read of
+// the SDK's decoding (encoding/json's Decoder into its ChatCompletion,
+// then sdkRead): the same response, or the same error. Any bytes: an
+// answer of a member of the wrong type, a key given twice or a read
+// field's name in other letters is read as the SDK read it. Only an
+// answer with a lone escaped surrogate before another escape is passed
+// over (TestALoneSurrogateKeepsTheEscapeAfterIt names the difference).
 func FuzzAWholeAnswerIsReadAsTheSDKReadIt(f *testing.F) {
 	files, _ := filepath.Glob("testdata/completions/*.json")
 	for _, file := range files {
@@ -166,55 +164,83 @@ func FuzzAWholeAnswerIsReadAsTheSDKReadIt(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, answer []byte) {
-		if !json.Valid(answer) || !utf8.Valid(answer) || otherCase(answer) {
+		var unchecked completion
+		_ = unchecked.UnmarshalJSON(answer) // JSON or not: no panic, no end
+		if loneSurrogate.Match(answer) {
 			return
 		}
+		var want provider.Response
 		var theirs sdk.ChatCompletion
-		if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&theirs); err != nil {
-			return
-		}
-		want, wantErr := sdkRead(&theirs, nil)
-		c, err := decodeCompletion(answer)
-		if err != nil {
-			return
+		wantErr := json.NewDecoder(bytes.NewReader(answer)).Decode(&theirs)
+		if wantErr != nil {
+			wantErr = fmt.Errorf("error parsing response json: %w", wantErr)
+		} else {
+			want, wantErr = sdkRead(&theirs, nil)
 		}
 		a := accumulator{}
-		got, gotErr := a.whole(&c), error(nil)
-		if got == nil {
-			gotErr = a.errOnlySkipped()
-		} else {
-			gotErr = got
+		c, gotErr := decodeCompletion(answer)
+		if gotErr == nil {
+			gotErr = a.whole(&c)
 		}
-		if (gotErr == nil) != (wantErr == nil) {
-			t.Fatalf("%s: err %v, the SDK's %v", answer, gotErr, wantErr)
+		if gotErr == nil {
+			gotErr = a.errOnlySkipped()
+		}
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+			t.Fatalf("%q: err %v, the SDK's %v", answer, gotErr, wantErr)
 		}
 		if gotErr != nil {
 			return
 		}
 		if g, w := localIDs(a.response()), localIDs(want); !reflect.DeepEqual(g, w) {
-			t.Fatalf("%s:\n %+v (%+v)\nthe SDK's\n %+v (%+v)", answer, g, *g.Message.Usage, w, *w.Message.Usage)
+			t.Fatalf("%q:\n %+v (%+v)\nthe SDK's\n %+v (%+v)", answer, g, *g.Message.Usage, w, *w.Message.Usage)
 		}
 	})
 }
 
-// readFields are the names of the fields completion reads.
-var readFields = []string{"choices", "message", "content", "tool_calls", "id", "function", "name", "arguments", "finish_reason", "usage", "prompt_tokens", "completion_tokens", "prompt_tokens_details", "cached_tokens", "type", "text", "thinking"}
-
-// otherCase reports whether the JSON answer has a string that is one of
-// readFields in other letters.
-func otherCase(answer []byte) bool {
-	d := json.NewDecoder(bytes.NewReader(answer))
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			return false
+// BenchmarkWholeAnswer reads a whole answer with ten tool calls (and one
+// of 64 KiB of text) as the wire does (decodeCompletion,
+// accumulator.whole) and as it did through the SDK (encoding/json's
+// Decoder into its ChatCompletion, sdkRead), side by side. Run:
+//
+//	go test ./provider/openai -run '^$' -bench WholeAnswer -benchmem -count 3
+func BenchmarkWholeAnswer(b *testing.B) {
+	var calls strings.Builder
+	for i := range 10 {
+		if i > 0 {
+			calls.WriteByte(',')
 		}
-		if s, ok := tok.(string); ok {
-			for _, f := range readFields {
-				if s != f && strings.EqualFold(s, f) {
-					return true
+		fmt.Fprintf(&calls, `{"id":"call_%d","type":"function","function":{"name":"workspace--read","arguments":"{\"path\":\"src/file%d.go\"}"}}`, i, i)
+	}
+	answers := map[string][]byte{
+		"tools": []byte(`{"id":"chatcmpl-b","object":"chat.completion","created":1764922700,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[` + calls.String() + `],"refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1200,"completion_tokens":210,"total_tokens":1410,"prompt_tokens_details":{"cached_tokens":1024,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"service_tier":"default","system_fingerprint":"fp_b"}`),
+		"text":  []byte(`{"id":"chatcmpl-t","object":"chat.completion","model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":"` + strings.Repeat(`line of text \"quoted\"\n`, 64<<10/24) + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":20}}`),
+	}
+	for _, name := range []string{"tools", "text"} {
+		answer := answers[name]
+		b.Run(name+"/wire", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(answer)))
+			for b.Loop() {
+				c, err := decodeCompletion(answer)
+				a := accumulator{}
+				if err != nil || a.whole(&c) != nil {
+					b.Fatal(err)
+				}
+				_ = a.response()
+			}
+		})
+		b.Run(name+"/SDK", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(answer)))
+			for b.Loop() {
+				var c sdk.ChatCompletion
+				if err := json.NewDecoder(bytes.NewReader(answer)).Decode(&c); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := sdkRead(&c, nil); err != nil {
+					b.Fatal(err)
 				}
 			}
-		}
+		})
 	}
 }
