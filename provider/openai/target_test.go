@@ -92,18 +92,7 @@ func TestTheTargetIsTheSDKs(t *testing.T) {
 			for _, path := range []string{"chat/completions", "responses"} {
 				t.Run(envName+"/"+base+"/"+path, func(t *testing.T) {
 					environ(t, env)
-					ep := provider.Endpoint{APIKey: "sk-test", BaseURL: base, MaxRetries: 2}
-					want, err := sdkTarget(sdkClient(ep, nil), path)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := Target(ep, path)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if diff := targetDiff(got, want); len(diff) > 0 {
-						t.Fatalf("the target differs from the SDK's:\n%s", strings.Join(diff, "\n"))
-					}
+					sameTarget(t, provider.Endpoint{APIKey: "sk-test", BaseURL: base, MaxRetries: 2}, path)
 				})
 			}
 		}
@@ -123,18 +112,7 @@ func TestWithoutAKeyTheAuthorizationIsTheSDKs(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			environ(t, env)
-			ep := provider.Endpoint{BaseURL: "http://127.0.0.1:1/v1"}
-			want, err := sdkTarget(sdkClient(ep, nil), path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := Target(ep, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := targetDiff(got, want); len(diff) > 0 {
-				t.Fatalf("the target differs from the SDK's:\n%s", strings.Join(diff, "\n"))
-			}
+			sameTarget(t, provider.Endpoint{BaseURL: "http://127.0.0.1:1/v1"}, path)
 		})
 	}
 }
@@ -210,5 +188,22 @@ func TestTheBinaryDoesNotLinkOpenAIGo(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// sameTarget fails t unless Target(ep, path) is the target the SDK's
+// probe reads for the same endpoint, in the environment as it is now.
+func sameTarget(t *testing.T, ep provider.Endpoint, path string) {
+	t.Helper()
+	want, err := sdkTarget(sdkClient(ep, nil), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Target(ep, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := targetDiff(got, want); len(diff) > 0 {
+		t.Fatalf("the target differs from the SDK's:\n%s", strings.Join(diff, "\n"))
 	}
 }
