@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/myelin-run/myelin/approval"
 	"github.com/myelin-run/myelin/permission"
@@ -169,6 +170,24 @@ func writeShown(w io.Writer, text string) {
 	}
 }
 
+// fieldName is an input's field name as its line shows it: as it is
+// when it is a plain name (letters, digits, "_", "-", "."), else quoted
+// as JSON, so that a name cannot hold a line break, a ": " or spaces
+// that pass for another field or a value's line.
+func fieldName(n string) string {
+	plain := n != ""
+	for _, r := range n {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("_-.", r) {
+			plain = false
+		}
+	}
+	if plain {
+		return n
+	}
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
 // inputText is a call's input as a person reads it: each field of an
 // object on its own line, a string field's text as it is (the code of a
 // script, the content of a file, on lines of their own when it has
@@ -198,10 +217,11 @@ func inputText(in json.RawMessage) string {
 			}
 			s = c.String()
 		}
+		name := fieldName(n)
 		if strings.Contains(s, "\n") {
-			fmt.Fprintf(&several, "%s:\n  %s\n", n, strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  "))
+			fmt.Fprintf(&several, "%s:\n  %s\n", name, strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  "))
 		} else {
-			fmt.Fprintf(&one, "%s: %s\n", n, s)
+			fmt.Fprintf(&one, "%s: %s\n", name, s)
 		}
 	}
 	return one.String() + several.String()

@@ -264,3 +264,20 @@ func TestAnInputsFieldCannotBeForgedByAnotherFieldsLines(t *testing.T) {
 		t.Errorf("the question shows a forged path, or not the real one:\n%s", b.String())
 	}
 }
+
+// A field's name that is not a plain name is quoted: a line break, a
+// ": " or leading spaces in it cannot pass for another field.
+func TestAnInputsFieldNameCannotForgeALine(t *testing.T) {
+	in := []byte(`{"a\n    path":"notes.txt","  path: x":"y","path":"/home/u/.bashrc"}`)
+	var b bytes.Buffer
+	writeQuestion(&b, approval.Request{Tool: "workspace--write", Input: in}, "rules")
+	q := b.String()
+	if strings.Contains(q, "\n    path: notes.txt") || strings.Contains(q, "\n      path: x") || !strings.Contains(q, "    path: /home/u/.bashrc\n") {
+		t.Errorf("a field's name forged a line:\n%s", q)
+	}
+	for _, want := range []string{`    "a\n    path": notes.txt`, `    "  path: x": y`} {
+		if !strings.Contains(q, want) {
+			t.Errorf("no %q in:\n%s", want, q)
+		}
+	}
+}
