@@ -192,8 +192,15 @@ func (rd *reading) read(r events, resp *http.Response, onText, onThinking func(s
 func streamError(resp *http.Response, data []byte) error {
 	aerr := &sdk.Error{}
 	if resp != nil {
-		aerr.Request = resp.Request
-		aerr.Response = resp
+		// copies: resp.Request of a first attempt holds the Sender's
+		// Target header, shared by every later request, and the error's
+		// holder may change it (a log's redaction of Authorization)
+		sent := *resp
+		if resp.Request != nil {
+			sent.Request = resp.Request.Clone(resp.Request.Context())
+		}
+		aerr.Request = sent.Request
+		aerr.Response = &sent
 		aerr.StatusCode = resp.StatusCode
 		aerr.RequestID = resp.Header.Get("request-id")
 		aerr.WorkspaceID = resp.Header.Get("anthropic-workspace-id")
