@@ -81,13 +81,13 @@ func TestTheSandboxNoteComesOnlyWhenTheSandboxMayBeTheCause(t *testing.T) {
 			t.Errorf("%s: note %v, want %v: %q", tt.name, got, tt.note, text)
 		}
 	}
-	ms := 300
+	ms := 2000 // time under load to print before the timeout
 	r, err := Run(context.Background(), t.TempDir(), Input{Command: "echo Permission denied; sleep 30", TimeoutMS: &ms})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := text(t, r).Text; strings.Contains(text, "sandbox") {
-		t.Errorf("a timeout got the sandbox's note: %q", text)
+	if text := text(t, r).Text; strings.Contains(text, "sandbox") || !strings.Contains(text, "Permission denied") {
+		t.Errorf("a timeout got the sandbox's note, or printed nothing first: %q", text)
 	}
 }
 

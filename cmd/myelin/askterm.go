@@ -106,6 +106,7 @@ func (a *termAsker) ask(ctx context.Context, r approval.Request) (approval.Answe
 const (
 	maxShownLines = 40
 	maxShownChars = 4000
+	maxLineChars  = 500
 )
 
 // writeQuestion writes what a person is asked about r: the tool, its input
@@ -155,18 +156,24 @@ func ruleList(rule string) string {
 // writeShown writes text indented, at most maxShownLines lines and
 // maxShownChars characters of it, saying how much more there is; each
 // line as approval.VisibleLines shows it (a line break being one, the
-// characters \n are shown as they are).
+// characters \n are shown as they are), a line over maxLineChars cut
+// there, saying how much of it is not shown (so that one long line does
+// not take the place of the lines after it: the other fields of a call).
 func writeShown(w io.Writer, text string) {
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	chars := 0
 	for i, l := range lines {
+		cut := ""
+		if r := []rune(l); len(r) > maxLineChars {
+			l, cut = string(r[:maxLineChars]), fmt.Sprintf(" … and %s more on this line, not shown", plural(len(r)-maxLineChars, "character", "characters"))
+		}
 		if i == maxShownLines || chars+len(l) > maxShownChars {
 			rest := strings.Join(lines[i:], "\n")
 			fmt.Fprintf(w, "    … and %s more, not shown (%s)\n", plural(len(lines)-i, "line", "lines"), plural(len(rest), "character", "characters"))
 			return
 		}
 		chars += len(l)
-		fmt.Fprintf(w, "    %s\n", approval.VisibleLines(l))
+		fmt.Fprintf(w, "    %s%s\n", approval.VisibleLines(l), cut)
 	}
 }
 
@@ -219,7 +226,7 @@ func inputText(in json.RawMessage) string {
 		}
 		name := fieldName(n)
 		if strings.Contains(s, "\n") {
-			fmt.Fprintf(&several, "%s:\n  %s\n", name, strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  "))
+			fmt.Fprintf(&several, "%s:\n  %s\n", name, strings.ReplaceAll(s, "\n", "\n  ")) // a last line break too
 		} else {
 			fmt.Fprintf(&one, "%s: %s\n", name, s)
 		}

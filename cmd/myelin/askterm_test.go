@@ -127,7 +127,8 @@ func TestALongInputIsCutSayingHowMuchMore(t *testing.T) {
 	if _, err := a.Ask(context.Background(), approval.Request{Tool: "code_execution", Command: "", Input: []byte(`{"code":` + quote(code) + `}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "… and 61 lines more, not shown") {
+	// "code:", 100 lines and the empty one after the last line break
+	if !strings.Contains(out.String(), "… and 62 lines more, not shown") {
 		t.Fatalf("a 101-line input is not cut at %d lines:\n%s", maxShownLines, out)
 	}
 }
@@ -279,5 +280,30 @@ func TestAnInputsFieldNameCannotForgeALine(t *testing.T) {
 		if !strings.Contains(q, want) {
 			t.Errorf("no %q in:\n%s", want, q)
 		}
+	}
+}
+
+// A name holding ": " is not read as a value's part, a value's last line
+// breaks are shown, and a long one-line value is cut, not dropped with
+// the fields after it.
+func TestAnInputIsShownAsItIsWithEveryFieldInSight(t *testing.T) {
+	show := func(in []byte) string {
+		var b bytes.Buffer
+		writeQuestion(&b, approval.Request{Tool: "x", Input: in}, "rules")
+		return b.String()
+	}
+	if a, b := show([]byte(`{"a: b":"c"}`)), show([]byte(`{"a":"b: c"}`)); a == b {
+		t.Errorf("two inputs shown alike:\n%s", a)
+	}
+	if a, b := show([]byte(`{"content":"a\nb\n"}`)), show([]byte(`{"content":"a\nb\n\n\n"}`)); a == b {
+		t.Errorf("two inputs shown alike:\n%s", a)
+	}
+	in, _ := json.Marshal(map[string]string{"path": "/home/u/.bashrc", "content": strings.Repeat("x", 4100)})
+	if q := show(in); !strings.Contains(q, "    path: /home/u/.bashrc\n") || !strings.Contains(q, " … and 3,609 characters more on this line, not shown\n") {
+		t.Errorf("the question reads\n%s", q)
+	}
+	name, _ := json.Marshal(map[string]string{"path": "/home/u/.bashrc", "a" + strings.Repeat("\n", 39) + "path": "notes.txt"})
+	if q := show(name); !strings.Contains(q, "    path: /home/u/.bashrc\n") || strings.Contains(q, "\n    path: notes.txt") {
+		t.Errorf("the question reads\n%s", q)
 	}
 }

@@ -23,8 +23,9 @@ import (
 // gjson, as tolerant as that: a member of the wrong JSON type is its
 // field's zero value, not a malformed answer (an array of objects with
 // an element that is neither an object nor null is dropped whole); of a
-// key given twice the first is read; keys match exactly, not without
-// case; an integer out of int64's range is cut to it. Only the first
+// key given twice the first is read; keys match exactly (not
+// case-insensitively, as encoding/json would); an integer out of int64's
+// range is cut to it. Only the first
 // choice's content list is read as parts (content.go); a malformed one
 // is the answer's error, in the words it had. A string is decoded as the
 // wire decodes every string (jsonstring), which differs from gjson in
