@@ -3,8 +3,6 @@ package responses
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -150,24 +148,7 @@ func TestAStreamResetOverHTTP2BeforeAnyOutputIsTransient(t *testing.T) {
 // answer asked for, for the agent to wait, which the SDK's error did not
 // carry.
 func TestAWholeAnswersRefusalSaysWhyTheRetriesEnded(t *testing.T) {
-	for _, retryFor := range []time.Duration{0, time.Minute} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("retry-after-ms", "7000")
-			w.WriteHeader(http.StatusTooManyRequests)
-			_, _ = w.Write([]byte(`{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`))
-		}))
-		defer srv.Close()
-		p, err := New(Config{APIKey: "k", BaseURL: srv.URL, NoStream: true, MaxRetries: -1, RetryFor: retryFor})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = p.Complete(context.Background(), sampleRequest(), nil)
-		var re *provider.RetriesEnded
-		if !errors.As(err, &re) || !re.Retryable || re.RetryAfter != 7*time.Second {
-			t.Fatalf("RetryFor %v: err = %v (%+v), want a RetriesEnded, retryable, asking for 7s", retryFor, err, re)
-		}
-		if !strings.HasPrefix(err.Error(), "openai-responses: 429 Too Many Requests: ") || !provider.Transient(err) {
-			t.Fatalf("RetryFor %v: err = %q, transient %v", retryFor, err, provider.Transient(err))
-		}
-	}
+	providertest.CheckAWholeAnswersRefusalSaysWhyTheRetriesEnded(t, "openai-responses", sampleRequest(), func(baseURL string, retryFor time.Duration) (provider.Provider, error) {
+		return New(Config{APIKey: "k", BaseURL: baseURL, NoStream: true, MaxRetries: -1, RetryFor: retryFor})
+	})
 }
