@@ -172,11 +172,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 
 // completeWhole posts body for a whole answer and reads it into a.
 func (p *Provider) completeWhole(ctx context.Context, body []byte, a *accumulator, onText func(string)) (provider.Response, error) {
-	resp, err := p.whole.Post(ctx, body)
-	if err != nil {
-		return provider.Response{}, describe(err)
-	}
-	raw, err := ReadWhole(resp)
+	raw, err := PostWhole(ctx, p.whole, body)
 	if err != nil {
 		return provider.Response{}, describe(err)
 	}

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -101,11 +102,14 @@ func Sender(t send.Target, httpClient *http.Client, maxRetries int, lim Limits) 
 	return send.New(t, httpClient, rules, refusal).WithLimiter(lim.Limiter, lim.Wire, lim.Identity)
 }
 
-// ReadWhole reads the body of res, a whole answer of 200 a Sender
-// returned, and closes it: its error is openai-go's words for a body
-// that broke off. It must not be given an error answer (the Sender reads
-// those itself).
-func ReadWhole(res *http.Response) ([]byte, error) {
+// PostWhole posts body with s (a Senders' Whole) and reads the whole
+// answer: its body, or the Sender's error (an *Error for an answer of 400
+// or more), or openai-go's words for a body that broke off.
+func PostWhole(ctx context.Context, s *send.Sender, body []byte) ([]byte, error) {
+	res, err := s.Post(ctx, body)
+	if err != nil {
+		return nil, err
+	}
 	b, err := io.ReadAll(res.Body)
 	_ = res.Body.Close()
 	if err != nil {

@@ -320,11 +320,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	}
 	a := accumulator{onText: onText, onThinking: req.OnThinking}
 	if p.cfg.NoStream {
-		res, err := p.whole.Post(ctx, body)
-		if err != nil {
-			return provider.Response{}, describe(err)
-		}
-		raw, err := openai.ReadWhole(res)
+		raw, err := openai.PostWhole(ctx, p.whole, body)
 		if err != nil {
 			return provider.Response{}, describe(err)
 		}
