@@ -1,0 +1,190 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/myelin-run/myelin/approval"
+	"github.com/myelin-run/myelin/permission"
+	"github.com/myelin-run/myelin/tool"
+)
+
+// pathGate decides a workspace--read call by the path it reads, as a
+// policy with rules on paths would: a path matching deny (a path.Match
+// glob) is denied; one matching ask is asked about — allowed as if the
+// person said yes, the question kept in asked, when the check may ask,
+// and denied when it may not (q.NoAsk), as approval.Gate denies what no
+// one can be asked about. Every other call is allowed.
+type pathGate struct {
+	deny, ask string
+	mu        sync.Mutex
+	asked     []string // the paths a person was asked about
+}
+
+func (g *pathGate) Check(_ context.Context, q tool.Question) (tool.Ruling, error) {
+	var in struct{ Path string }
+	_ = json.Unmarshal(q.Call.Input, &in)
+	denied := func(why string) (tool.Ruling, error) {
+		return tool.Ruling{Record: permission.Record{Decision: permission.Deny.String(), Reason: why}}, nil
+	}
+	if q.Call.Name == readTool {
+		if ok, _ := path.Match(g.deny, in.Path); ok {
+			return denied("denied by the rule on " + g.deny)
+		}
+		if ok, _ := path.Match(g.ask, in.Path); ok {
+			if q.NoAsk {
+				return denied("asked by the rule on " + g.ask + "; no one is asked")
+			}
+			g.mu.Lock()
+			g.asked = append(g.asked, in.Path)
+			g.mu.Unlock()
+		}
+	}
+	return tool.Ruling{Record: permission.Record{Decision: permission.Allow.String()}}, nil
+}
+
+func (g *pathGate) questions() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.asked)
+}
+
+// writeFiles writes each of names (workspace-relative) with a line of
+// text, making their directories.
+func writeFiles(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		p := filepath.Join(dir, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("the text of "+n+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The resource list shows a result file — its name, its path, its size
+// — only when the policy lets it be read without asking: a list asks no
+// one, and what it shows of a file the policy denies or asks about is
+// what a read of it would have to be allowed for. A file hidden so is
+// not added to the SDK's list either, so no list_changed tells of it.
+// The policy is asked nothing while the list is made.
+func TestTheResourceListShowsOnlyTheResultFilesThePolicyLetsBeReadWithoutAsking(t *testing.T) {
+	const dir = ".myelin/tool-results/"
+	files := []string{dir + "open-1.txt", dir + "secret-1.txt", dir + "asked-1.txt"}
+	askAll := &approval.Gate{Policy: &permission.Policy{User: []permission.Rule{mustRule(t, "workspace--read", permission.Ask)}}}
+	for _, c := range []struct {
+		name string
+		gate tool.Gate
+		want []string // the files listed
+	}{
+		{"no gate", nil, files},
+		{"a policy that allows every read", &approval.Gate{Policy: &permission.Policy{}}, files},
+		{"a gate that denies a path glob and asks about another", &pathGate{deny: dir + "secret-*", ask: dir + "asked-*"}, files[:1]},
+		{"a policy that denies workspace--read", &approval.Gate{Policy: &permission.Policy{User: []permission.Rule{mustRule(t, "workspace--read", permission.Deny)}}}, nil},
+		{"a policy that asks about workspace--read", askAll, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ws := openWorkspace(t)
+			writeFiles(t, ws.Dir(), files...)
+			s := New(Config{Workspace: ws, Gate: c.gate})
+			if g, ok := c.gate.(*approval.Gate); ok {
+				g.Asker = s.Asker() // a question would reach the host's user
+			}
+			u := &user{answers: []*sdk.ElicitResult{choose(approval.AllowOnce)}}
+			cs := connectAt(t, s, u.options(), hostVersion)
+			// a file that comes later is listed, or not, the same way
+			writeFiles(t, ws.Dir(), dir+"open-2.txt", dir+"secret-2.txt", dir+"asked-2.txt")
+			s.syncResources(context.Background())
+			var want []string
+			for _, f := range c.want {
+				want = append(want, fileURI(ws.Dir(), f), fileURI(ws.Dir(), strings.Replace(f, "-1.", "-2.", 1)))
+			}
+			got := resourceURIs(t, cs)
+			slices.Sort(got)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("the resources listed are\n%v\nwant\n%v", got, want)
+			}
+			if q := u.questions(); len(q) != 0 {
+				t.Errorf("listing put %d questions to the host's user, want none: %v", len(q), q[0].Message)
+			}
+			if g, ok := c.gate.(*pathGate); ok && len(g.questions()) != 0 {
+				t.Errorf("listing asked about %v, want no question", g.questions())
+			}
+		})
+	}
+}
+
+// A subscription to a workspace file tells its subscriber when the file
+// changes, appears or goes away: it is refused when the policy would not
+// let the file be read without asking — denied, or asked about, since a
+// subscription asks no one — with the same words whether the file is
+// there or not, and nothing is watched for it. A file the policy allows
+// is subscribed to, there or not yet. A read of a denied file likewise
+// says the same whether it is there or not.
+func TestASubscriptionToAFileThePolicyHidesIsRefusedAlikeWhetherItIsThereOrNot(t *testing.T) {
+	ws := openWorkspace(t)
+	writeFiles(t, ws.Dir(), "secret.txt", "asked.txt", "open.txt")
+	g := &pathGate{deny: "secret*", ask: "asked*"}
+	s := New(Config{Workspace: ws, Gate: g})
+	cs := connectAt(t, s, nil, hostVersion)
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	subscribe := func(name string) error {
+		return cs.Subscribe(ctx, &sdk.SubscribeParams{URI: fileURI(ws.Dir(), name)})
+	}
+	// the error of name, with its name taken out
+	anonymous := func(err error, name string) string {
+		if err == nil {
+			return ""
+		}
+		return strings.ReplaceAll(err.Error(), name, "NAME")
+	}
+	for _, pair := range [][2]string{{"secret.txt", "secret-gone.txt"}, {"asked.txt", "asked-gone.txt"}} {
+		there, gone := subscribe(pair[0]), subscribe(pair[1])
+		if there == nil || gone == nil {
+			t.Errorf("subscribing to %s gave %v and to %s (not there) %v: want both refused", pair[0], there, pair[1], gone)
+			continue
+		}
+		if a, b := anonymous(there, pair[0]), anonymous(gone, pair[1]); a != b {
+			t.Errorf("a refused subscription tells whether the file is there:\n there: %s\n gone:  %s", a, b)
+		}
+		if !strings.Contains(there.Error(), readTool) {
+			t.Errorf("the refusal %q does not name the %s it stands for", there, readTool)
+		}
+	}
+	if q := g.questions(); len(q) != 0 {
+		t.Errorf("subscribing asked about %v, want no question", q)
+	}
+	for _, name := range []string{"open.txt", "new.txt"} {
+		if err := subscribe(name); err != nil {
+			t.Errorf("subscribing to %s, which the policy allows: %v", name, err)
+		}
+	}
+	s.subs.mu.Lock()
+	var watchedNow []string
+	for u := range s.subs.by {
+		watchedNow = append(watchedNow, strings.TrimPrefix(u, fileRootURI(ws.Dir())+"/"))
+	}
+	s.subs.mu.Unlock()
+	slices.Sort(watchedNow)
+	if want := []string{"new.txt", "open.txt"}; !slices.Equal(watchedNow, want) {
+		t.Errorf("the URIs subscribed to are %v, want %v", watchedNow, want)
+	}
+	_, there := read(cs, fileURI(ws.Dir(), "secret.txt"))
+	_, gone := read(cs, fileURI(ws.Dir(), "secret-gone.txt"))
+	if there == nil || anonymous(there, "secret.txt") != anonymous(gone, "secret-gone.txt") {
+		t.Errorf("a denied read tells whether the file is there:\n there: %v\n gone:  %v", there, gone)
+	}
+}
