@@ -14,7 +14,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/myelin-run/myelin/result"
-	"github.com/myelin-run/myelin/tool"
 	"github.com/myelin-run/myelin/workspace"
 )
 
@@ -87,38 +86,6 @@ func (s *Server) readFile(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 	}
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: textMIME(rel), Text: headOf(rel, text, cap, st.Size())}}}, nil
 }
-
-// mayRead checks a host's read of the workspace file rel as the
-// workspace--read call it stands for, against the server's Gate: a host
-// may hand what it reads to its model (a resource the model reads), so
-// a policy that denies workspace--read, or asks about it, holds for
-// resources too. What the policy asks is put to the host's user as for a
-// call (Asker), where the protocol lets a read ask.
-func (s *Server) mayRead(ctx context.Context, ss *sdk.ServerSession, rel string) error {
-	if s.cfg.Gate == nil {
-		return nil
-	}
-	t := &tool.Tool{Name: readTool, ReadOnly: true}
-	if reg := s.registry(); reg != nil && reg.Get(readTool) != nil {
-		t = reg.Get(readTool)
-	}
-	input, _ := json.Marshal(map[string]string{"path": rel})
-	rul, err := s.cfg.Gate.Check(withSession(ctx, ss), tool.Question{Tool: t, Call: tool.Call{ID: "resource_" + callID(), Name: readTool, Input: input}})
-	switch {
-	case err != nil:
-		return fmt.Errorf("checking the read of %s against the permission policy: %w", rel, err)
-	case !rul.Allowed():
-		why := rul.Denial
-		if why == "" {
-			why = rul.Record.Reason
-		}
-		return refused("%s is read as a %s call, which was not allowed: %s", rel, readTool, why)
-	}
-	return nil
-}
-
-// readTool is the tool a read of a workspace file stands for.
-const readTool = "workspace--read"
 
 // readBlob reads the rest of a file that is not text, whose first bytes
 // are head.

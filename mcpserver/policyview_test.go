@@ -78,7 +78,8 @@ func writeFiles(t *testing.T, dir string, names ...string) {
 // one, and what it shows of a file the policy denies or asks about is
 // what a read of it would have to be allowed for. A file hidden so is
 // not added to the SDK's list either, so no list_changed tells of it.
-// The policy is asked nothing while the list is made.
+// A policy that denies listing the results' directory lists none. No
+// question is put while the list is made.
 func TestTheResourceListShowsOnlyTheResultFilesThePolicyLetsBeReadWithoutAsking(t *testing.T) {
 	const dir = ".myelin/tool-results/"
 	files := []string{dir + "open-1.txt", dir + "secret-1.txt", dir + "asked-1.txt"}
@@ -93,6 +94,7 @@ func TestTheResourceListShowsOnlyTheResultFilesThePolicyLetsBeReadWithoutAsking(
 		{"a gate that denies a path glob and asks about another", &pathGate{deny: dir + "secret-*", ask: dir + "asked-*"}, files[:1]},
 		{"a policy that denies workspace--read", &approval.Gate{Policy: &permission.Policy{User: []permission.Rule{mustRule(t, "workspace--read", permission.Deny)}}}, nil},
 		{"a policy that asks about workspace--read", askAll, nil},
+		{"a policy that denies workspace--list", &approval.Gate{Policy: &permission.Policy{User: []permission.Rule{mustRule(t, "workspace--list", permission.Deny)}}}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ws := openWorkspace(t)

@@ -88,9 +88,12 @@ func (s *Server) syncResources(ctx context.Context) {
 		if err != nil {
 			keep["file"] = true
 		}
+		if !s.mayListResults(ctx) {
+			files = nil // the policy does not let the directory be listed (policy.go)
+		}
 		for _, f := range files {
-			if !f.Regular {
-				continue
+			if !f.Regular || !s.mayList(ctx, f.Path) {
+				continue // what the policy does not let be read without asking is not shown (policy.go)
 			}
 			u := fileURI(ws.Dir(), f.Path)
 			name := path.Base(f.Path)

@@ -55,7 +55,7 @@ type subscriptions struct {
 // above).
 func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	uri := req.Params.URI
-	if err := s.subscribable(ctx, uri); err != nil {
+	if err := s.subscribable(ctx, req.Session, uri); err != nil {
 		return err
 	}
 	stamp := s.stamp(ctx, uri)
@@ -85,7 +85,7 @@ func (s *Server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error
 
 // subscribable is nil when uri names a resource a session may subscribe
 // to, and otherwise the error that says why not.
-func (s *Server) subscribable(ctx context.Context, uri string) error {
+func (s *Server) subscribable(ctx context.Context, ss *sdk.ServerSession, uri string) error {
 	if len(uri) > MaxSubscribedURI {
 		return refused("the URI %.80s… is %d bytes long, more than the %d a subscription may name", uri, len(uri), MaxSubscribedURI)
 	}
@@ -111,8 +111,11 @@ func (s *Server) subscribable(ctx context.Context, uri string) error {
 		if strings.ContainsAny(uri, "?#") {
 			return refused("%s: a file:// URI to subscribe to has no query or fragment", uri)
 		}
-		_, err := workspacePath(s.cfg.Workspace.Dir(), uri)
-		return err
+		rel, err := workspacePath(s.cfg.Workspace.Dir(), uri)
+		if err != nil {
+			return err
+		}
+		return s.maySubscribe(ctx, ss, rel)
 	case s.cfg.Fixtures:
 		return nil
 	}
