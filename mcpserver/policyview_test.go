@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/myelin-run/myelin/approval"
 	"github.com/myelin-run/myelin/permission"
+	"github.com/myelin-run/myelin/result"
 	"github.com/myelin-run/myelin/tool"
 )
 
@@ -188,5 +190,49 @@ func TestASubscriptionToAFileThePolicyHidesIsRefusedAlikeWhetherItIsThereOrNot(t
 	_, gone := read(cs, fileURI(ws.Dir(), "secret-gone.txt"))
 	if there == nil || anonymous(there, "secret.txt") != anonymous(gone, "secret-gone.txt") {
 		t.Errorf("a denied read tells whether the file is there:\n there: %v\n gone:  %v", there, gone)
+	}
+}
+
+// sessionGate allows every call, keeping for each the approval session
+// (approval.SessionOf) it was checked under, by tool, but for the
+// resource list's workspace--list.
+type sessionGate struct {
+	mu   sync.Mutex
+	seen []string // "tool session"
+}
+
+func (g *sessionGate) Check(ctx context.Context, q tool.Question) (tool.Ruling, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if q.Call.Name != listTool { // the resource list's, when a call spilled
+		g.seen = append(g.seen, q.Call.Name+" "+approval.SessionOf(ctx))
+	}
+	return tool.Ruling{Record: permission.Record{Decision: permission.Allow.String()}}, nil
+}
+
+// A host's resource read is checked under that host's approval session,
+// the one its calls are checked under, so that what its user allowed for
+// the session holds for its reads and for no other host's: before, every
+// host's reads were checked under the gate's one session (""), where one
+// host's answer would have widened all the others' reads.
+func TestAHostsReadIsCheckedUnderItsOwnApprovalSession(t *testing.T) {
+	ws := openWorkspace(t)
+	writeFiles(t, ws.Dir(), "a.txt")
+	g := &sessionGate{}
+	s := New(Config{Workspace: ws, Gate: g, Tools: registry(t, rawTool("test--x", result.Result{Data: "x"}))})
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	a, b := connectHTTP(t, srv, false), connectHTTP(t, srv, false)
+	call(t, a, "test--x", nil)
+	for _, cs := range []*sdk.ClientSession{a, b} {
+		if _, err := read(cs, fileURI(ws.Dir(), "a.txt")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	want := []string{"test--x mcp:" + a.ID(), readTool + " mcp:" + a.ID(), readTool + " mcp:" + b.ID()}
+	if !slices.Equal(g.seen, want) {
+		t.Errorf("the checks were under the sessions\n%q\nwant\n%q", g.seen, want)
 	}
 }

@@ -88,7 +88,7 @@ func (s *Server) syncResources(ctx context.Context) {
 		if err != nil {
 			keep["file"] = true
 		}
-		if !s.mayListResults(ctx) {
+		if len(files) > 0 && !s.mayListResults(ctx) {
 			files = nil // the policy does not let the directory be listed (policy.go)
 		}
 		for _, f := range files {
