@@ -185,7 +185,7 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 // Config.SessionTimeout is closed (idle.go); a write to a host that
 // makes no progress for Config.WriteStall cuts its stream (stall.go).
 func (s *Server) Handler() http.Handler {
-	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{EventStore: sdk.NewMemoryEventStore(nil), DisableLocalhostProtection: s.cfg.HostChecked})
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.sdk }, &sdk.StreamableHTTPOptions{EventStore: newEventStore(MaxEvents), DisableLocalhostProtection: s.cfg.HostChecked})
 	h = bounded(h, s.cfg.WriteStall)
 	if s.cfg.SessionTimeout < 0 {
 		return h
