@@ -16,7 +16,8 @@ import (
 // What a host may read (resources/list, resources/read, the templates):
 //
 //   - the workspace's spill files and saved payloads (the regular files
-//     directly under .myelin/tool-results), listed, as file:// URIs;
+//     directly under .myelin/tool-results), listed, as file:// URIs, those
+//     the permission policy lets be read without asking (policy.go);
 //   - any file of the workspace, read by its file:// URI (the template
 //     file://<root>/{+path}), confined to the workspace as its tools are
 //     (files.go);

@@ -10,8 +10,10 @@
 // in files of their own: the tools as the host sees them and their calls
 // (tools.go, turns.go, progress.go), the logging a host receives (log.go),
 // the questions the permission policy puts to the host's user (ask.go),
-// and the resources with their subscriptions (resources.go, files.go,
-// conversations.go, subscribe.go).
+// the resources with their subscriptions (resources.go, files.go,
+// conversations.go, subscribe.go), what the permission policy lets a
+// host be shown of them (policy.go), and the events kept for a host
+// that resumes its stream (events.go).
 //
 // It must not convert a result itself (result.Output's text is what the
 // host gets), decide what may run (the Gate does), or guard its HTTP
@@ -54,7 +56,8 @@ type Config struct {
 	// Timeout bounds each call; 0 means tool.DefaultTimeout.
 	Timeout time.Duration
 	// Workspace, when set, is offered as file:// resources: its spill
-	// files listed, any of its files read by URI.
+	// files listed, any of its files read by URI, each as far as Gate
+	// lets it be read (policy.go).
 	Workspace *workspace.Workspace
 	// Store, when set, offers its conversations as
 	// myelin://conversations/{id} resources.
@@ -176,9 +179,9 @@ func (s *Server) Serve(ctx context.Context, t sdk.Transport) error {
 // Handler serves hosts over streamable HTTP, each in a session of its
 // own. Its streams can be resumed (MCP 2025-11-25, "Resumability and
 // Redelivery"): each SSE stream starts with a priming event, and the
-// events of a stream closed early are kept in memory (at most 10 MiB
-// over all sessions: results are capped, so they are small) for a host
-// that reconnects with Last-Event-ID. The caller guards it
+// events of a stream closed early are kept in memory (at most MaxEvents
+// over all sessions, the largest session's oldest dropped first:
+// events.go) for a host that reconnects with Last-Event-ID. The caller guards it
 // (internal/httpguard): it checks no token, host or origin itself
 // beyond the SDK's own check of a loopback request's Host, off when
 // Config.HostChecked says the caller checks it. A session idle for

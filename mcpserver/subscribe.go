@@ -21,8 +21,10 @@ import (
 // myelin://conversations/{id} URI of a conversation in the store; and,
 // with Config.Fixtures, for any other URI (the conformance fixtures').
 // A URI longer than MaxSubscribedURI, a file:// URI with a query or a
-// fragment, one outside the workspace, and one of a conversation the
-// store does not have are refused, saying why; so is a session's
+// fragment, one outside the workspace or of a path the permission
+// policy does not let be read without asking (policy.go), and one of a
+// conversation the store does not have are refused, saying why; so is a
+// session's
 // subscription past MaxSubscriptions. The SDK keeps which session
 // subscribed to what and sends notifications/resources/updated to them
 // (Server.ResourceUpdated). myelin's own are watched by polling, every
