@@ -36,7 +36,10 @@ import (
 //     A subscription asks no one: a question about watching a file's
 //     size and time would be one more prompt for the person, who could
 //     not tell it from a read; a path the policy asks about is refused,
-//     saying so.
+//     saying so. A subscribed directory's size and time change as its
+//     entries come and go, which is what a workspace--list of it shows:
+//     they are watched only when that is allowed without asking
+//     (mayListDir), else only its being a directory is.
 //
 // Each is decided by the path alone, before the file is looked at, so
 // that a refusal says the same whether the file is there or not.
@@ -106,10 +109,17 @@ func (s *Server) mayList(ctx context.Context, rel string) bool {
 // mayListResults reports whether the result files' directory may be
 // listed at all: a workspace--list of it allowed without asking.
 func (s *Server) mayListResults(ctx context.Context) bool {
+	return s.mayListDir(ctx, workspace.ResultsDir)
+}
+
+// mayListDir reports whether a workspace--list of the directory rel is
+// allowed without asking, for no host's session: the list's, and a
+// subscribed directory's changes, which tell of its entries.
+func (s *Server) mayListDir(ctx context.Context, rel string) bool {
 	if s.cfg.Gate == nil {
 		return true
 	}
-	rul, err := s.check(approval.WithSession(ctx, listSession), listTool, workspace.ResultsDir, true)
+	rul, err := s.check(approval.WithSession(ctx, listSession), listTool, rel, true)
 	return err == nil && rul.Allowed()
 }
 

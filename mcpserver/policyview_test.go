@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -234,5 +235,39 @@ func TestAHostsReadIsCheckedUnderItsOwnApprovalSession(t *testing.T) {
 	want := []string{"test--x mcp:" + a.ID(), readTool + " mcp:" + a.ID(), readTool + " mcp:" + b.ID()}
 	if !slices.Equal(g.seen, want) {
 		t.Errorf("the checks were under the sessions\n%q\nwant\n%q", g.seen, want)
+	}
+}
+
+// A subscribed directory's size and time change as files come and go in
+// it, which is what a workspace--list of it shows: under a policy that
+// denies workspace--list, a file made in it changes nothing a
+// subscriber is told; under one that allows it, it does.
+func TestASubscribedDirectoryTellsOfItsEntriesOnlyWhereTheyMayBeListed(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		rules   []permission.Rule
+		changes bool
+	}{
+		{"a policy that allows workspace--list", nil, true},
+		{"a policy that denies workspace--list", []permission.Rule{mustRule(t, "workspace--list", permission.Deny)}, false},
+		{"a policy that asks about workspace--list", []permission.Rule{mustRule(t, "workspace--list", permission.Ask)}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ws := openWorkspace(t)
+			writeFiles(t, ws.Dir(), "dir/a.txt")
+			// an hour back, so that the file made below changes its time
+			// however coarse the file system's clock
+			old := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(filepath.Join(ws.Dir(), "dir"), old, old); err != nil {
+				t.Fatal(err)
+			}
+			s := New(Config{Workspace: ws, Gate: &approval.Gate{Policy: &permission.Policy{User: c.rules}}})
+			uri := fileURI(ws.Dir(), "dir")
+			before := s.stamp(context.Background(), uri)
+			writeFiles(t, ws.Dir(), "dir/secret-name-of-some-length.txt")
+			if after := s.stamp(context.Background(), uri); (after != before) != c.changes {
+				t.Errorf("the directory's stamp went from %q to %q when a file was made in it; want a change: %v", before, after, c.changes)
+			}
+		})
 	}
 }

@@ -302,6 +302,9 @@ func (s *Server) stamp(ctx context.Context, uri string) string {
 		if err != nil {
 			return "error: " + err.Error()
 		}
+		if st.IsDir() && !s.mayListDir(ctx, rel) {
+			return "directory" // its entries' coming and going is a listing's (policy.go)
+		}
 		return fmt.Sprintf("%d %d %v", st.Size(), st.ModTime().UnixNano(), st.Mode())
 	}
 	return ""
