@@ -41,8 +41,9 @@ import (
 //     they are watched only when that is allowed without asking
 //     (mayListDir), else only its being a directory is.
 //
-// Each is decided by the path alone, before the file is looked at, so
-// that a refusal says the same whether the file is there or not.
+// A read or a subscription is decided by the path alone, before the
+// file is looked at, so that a refusal says the same whether the file
+// is there or not.
 // Conversations (myelin://conversations/{id}) are not checked: no tool
 // call stands for them; they are offered by the choice of whoever runs
 // the server (Config.Store; `--no-conversation-resources`), and docs/mcp.md
