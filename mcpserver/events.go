@@ -38,6 +38,10 @@ type eventStore struct {
 	size     int // what all sessions hold now
 	seq      uint64
 	sessions map[string]*sessionEvents
+	// visited and dropped count the work of keeping the bound: the
+	// sessions and streams looked at, and the events dropped (tests
+	// check the one against the other, not a time).
+	visited, dropped int
 }
 
 // sessionEvents is what one session holds: its streams' events.
@@ -107,6 +111,7 @@ func (s *eventStore) Append(_ context.Context, sid, stream string, data []byte) 
 func (s *eventStore) largest() *sessionEvents {
 	var big *sessionEvents
 	for _, se := range s.sessions {
+		s.visited++
 		if big == nil || se.size > big.size {
 			big = se
 		}
@@ -119,6 +124,7 @@ func (s *eventStore) largest() *sessionEvents {
 func (s *eventStore) dropOldest(se *sessionEvents) bool {
 	var oldest *eventList
 	for _, l := range se.streams {
+		s.visited++
 		if len(l.events) > 0 && (oldest == nil || l.events[0].seq < oldest.events[0].seq) {
 			oldest = l
 		}
@@ -130,6 +136,7 @@ func (s *eventStore) dropOldest(se *sessionEvents) bool {
 	oldest.events[0] = storedEvent{}
 	oldest.events = oldest.events[1:]
 	oldest.first++
+	s.dropped++
 	se.size -= cost
 	s.size -= cost
 	return true
