@@ -54,8 +54,8 @@ func TestAStreamWhoseEventsWereAllDroppedIsForgotten(t *testing.T) {
 	if got, most := len(st.sessions["a"].streams), max/eventOverhead; got > most {
 		t.Errorf("the store keeps %d streams of one session, most of them emptied; the bound has room for %d events", got, most)
 	}
-	if got := kept(st, "a", fmt.Sprintf("%024d", 0), -1); got == "" {
-		t.Errorf("a replay of a forgotten stream gave nothing, want an error (the SDK answers 400)")
+	if got := kept(st, "a", fmt.Sprintf("%024d", 0), -1); got != "gone" {
+		t.Errorf("a replay of a forgotten stream gave %q, want an error (the SDK answers 400)", got)
 	}
 }
 
@@ -76,11 +76,11 @@ func TestTheStandingStreamsEventsAreDroppedLast(t *testing.T) {
 		want   [][2]string // stream of sid, its replay from its start
 	}{
 		{"the session's other streams go first",
-			[]event{{"a", "", 100}, {"a", "s", 400}, {"a", "t", 400}},
-			"a", [][2]string{{"", "100"}, {"s", "purged"}, {"t", "400"}}},
+			[]event{{"a", "", 100}, {"a", "s", 400}, {"a", "s", 400}, {"a", "t", 300}},
+			"a", [][2]string{{"", "100"}, {"s", "purged"}, {"t", "300"}}},
 		{"the standing stream goes when nothing else is left",
-			[]event{{"a", "", 100}, {"a", "", 100}, {"a", "s", 900}},
-			"a", [][2]string{{"", "purged"}, {"s", "900"}}},
+			[]event{{"a", "s", 100}, {"a", "", 400}, {"a", "", 400}, {"a", "", 400}},
+			"a", [][2]string{{"", "purged"}, {"s", "gone"}}},
 		{"another session's standing stream is not the first to go",
 			[]event{{"b", "", 100}, {"a", "", 100}, {"a", "s", 600}},
 			"b", [][2]string{{"", "100"}}},
