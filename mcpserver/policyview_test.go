@@ -196,7 +196,7 @@ func TestASubscriptionToAFileThePolicyHidesIsRefusedAlikeWhetherItIsThereOrNot(t
 
 // sessionGate allows every call, keeping for each the approval session
 // (approval.SessionOf) it was checked under, by tool, but for the
-// resource list's workspace--list.
+// resource list's checks.
 type sessionGate struct {
 	mu   sync.Mutex
 	seen []string // "tool session"
@@ -205,7 +205,10 @@ type sessionGate struct {
 func (g *sessionGate) Check(ctx context.Context, q tool.Question) (tool.Ruling, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if q.Call.Name != listTool { // the resource list's, when a call spilled
+	// the resource list's checks (its workspace--list, and a
+	// workspace--read of each result file when a call spilled) are under
+	// no host's session, and come when the list is synced
+	if approval.SessionOf(ctx) != listSession {
 		g.seen = append(g.seen, q.Call.Name+" "+approval.SessionOf(ctx))
 	}
 	return tool.Ruling{Record: permission.Record{Decision: permission.Allow.String()}}, nil
@@ -220,7 +223,10 @@ func TestAHostsReadIsCheckedUnderItsOwnApprovalSession(t *testing.T) {
 	ws := openWorkspace(t)
 	writeFiles(t, ws.Dir(), "a.txt")
 	g := &sessionGate{}
-	s := New(Config{Workspace: ws, Gate: g, Tools: registry(t, rawTool("test--x", result.Result{Data: "x"}))})
+	// test--x's answer spills, so that the resource list (a result file
+	// in it) is checked too, under no host's session
+	big := strings.Repeat("x\n", result.DefaultCap)
+	s := New(Config{Workspace: ws, Gate: g, Env: result.Env{Store: ws}, Tools: registry(t, rawTool("test--x", result.Result{Data: big}))})
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
 	a, b := connectHTTP(t, srv, false), connectHTTP(t, srv, false)
