@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,4 +277,44 @@ func TestASubscribedDirectoryTellsOfItsEntriesOnlyWhereTheyMayBeListed(t *testin
 			}
 		})
 	}
+}
+
+// Under the production Gate (approval.Gate, its Asker the server's), a
+// policy that asks about workspace--read has a subscription refused
+// without a question put to anyone, saying the policy asks about it and
+// by which rule: the Gate's own words for a question no one was asked
+// (about a conversation being recovered) are not a host's to read.
+func TestASubscriptionThePolicyAsksAboutIsRefusedUnderTheApprovalGate(t *testing.T) {
+	ws := openWorkspace(t)
+	writeFiles(t, ws.Dir(), "notes.txt")
+	gate := &approval.Gate{Policy: &permission.Policy{User: []permission.Rule{mustRule(t, "workspace--read", permission.Ask)}}}
+	s := New(Config{Workspace: ws, Gate: gate})
+	asker := &countingAsker{}
+	gate.Asker = asker
+	cs := connectAt(t, s, nil, hostVersion)
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: fileURI(ws.Dir(), "notes.txt")})
+	if err == nil {
+		t.Fatal("a subscription to a file the policy asks about was taken")
+	}
+	for _, want := range []string{"asks about", "rule ask workspace--read", "a subscription asks no one"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "recovered") {
+		t.Errorf("the refusal %q speaks of a conversation recovered", err)
+	}
+	if n := asker.asked.Load(); n != 0 {
+		t.Errorf("the subscription asked %d questions, want none", n)
+	}
+}
+
+// countingAsker counts the questions put to it, and answers none.
+type countingAsker struct{ asked atomic.Int64 }
+
+func (a *countingAsker) Ask(context.Context, approval.Request) (approval.Answer, error) {
+	a.asked.Add(1)
+	return approval.Answer{}, approval.ErrNoOne
 }
