@@ -32,7 +32,10 @@ import (
 //   - resources/subscribe of a file:// URI tells its subscriber when the
 //     file changes, appears or goes away: it is taken only when a
 //     workspace--read of the path is allowed without asking (maySubscribe,
-//     with the subscriber's session: its "yes for this session" counts).
+//     checked under the subscriber's session, so that a Gate that keeps
+//     a "yes for this session" for it counts that; approval.Gate keeps
+//     none where a rule asks about workspace--read — it asks every time
+//     — so under it such a path is never subscribed to).
 //     A subscription asks no one: a question about watching a file's
 //     size and time would be one more prompt for the person, who could
 //     not tell it from a read; a path the policy asks about is refused,
