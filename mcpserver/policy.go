@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -46,7 +50,17 @@ import (
 //
 // A read or a subscription is decided by the path alone, before the
 // file is looked at, so that a refusal says the same whether the file
-// is there or not.
+// is there or not; then, when the path leads through a symbolic link
+// to another path in the workspace (as the read and the stamp follow
+// it), that path is checked too, so that a link to a file the policy
+// hides does not read or watch it under the link's own name. Such a
+// refusal does not name where the link leads, but it does tell that the
+// link is there (a check by the path alone could not see a link). A
+// subscribed path that comes to lead through a link after it was taken
+// (made, or a link changed) is stamped as "hidden" when the link's
+// target may not be read without asking, for no host's session
+// (stamp). The path checked is resolved before the file is opened: a
+// link changed between the two is the race any check by name has.
 // Conversations (myelin://conversations/{id}) are not checked: no tool
 // call stands for them; they are offered by the choice of whoever runs
 // the server (Config.Store; `--no-conversation-resources`), and docs/mcp.md
@@ -81,6 +95,88 @@ func (s *Server) mayRead(ctx context.Context, ss *sdk.ServerSession, rel string)
 	}
 	return nil
 }
+
+// mayReadTarget checks, as mayRead does, the path a read of rel really
+// reaches when that is another (linkTarget): with the same words
+// whether the target is there or not, and not naming it.
+func (s *Server) mayReadTarget(ctx context.Context, ss *sdk.ServerSession, rel string) error {
+	real := s.linkTarget(rel)
+	if real == rel {
+		return nil
+	}
+	rul, err := s.check(hostContext(ctx, ss), readTool, real, false)
+	switch {
+	case err != nil:
+		return fmt.Errorf("checking the read of %s, where %s leads, against the permission policy: %w", real, rel, err)
+	case !rul.Allowed():
+		return refused("%s leads through a symbolic link to a path whose %s call was not allowed", rel, readTool)
+	}
+	return nil
+}
+
+// maySubscribeTarget checks, as maySubscribe does, the path rel really
+// names when that is another (linkTarget), without asking anyone.
+func (s *Server) maySubscribeTarget(ctx context.Context, ss *sdk.ServerSession, rel string) error {
+	real := s.linkTarget(rel)
+	if real == rel {
+		return nil
+	}
+	rul, err := s.check(hostContext(ctx, ss), readTool, real, true)
+	switch {
+	case err != nil:
+		return fmt.Errorf("checking the subscription to %s, where %s leads, against the permission policy: %w", real, rel, err)
+	case !rul.Allowed():
+		return refused("%s leads through a symbolic link to a path whose %s call is not allowed without asking, so its changes are not told", rel, readTool)
+	}
+	return nil
+}
+
+// linkTarget is the workspace-relative path rel reaches with the
+// symbolic links along it followed (a link that leads nowhere yet too),
+// as far as it exists, the rest kept as given: as the workspace tools
+// resolve a path they write. It is rel itself when no link leads
+// elsewhere, or when one leads out of the workspace or too many are
+// followed (a read refuses those: os.Root).
+func (s *Server) linkTarget(rel string) string {
+	root, err := os.OpenRoot(s.cfg.Workspace.Dir())
+	if err != nil {
+		return rel
+	}
+	defer root.Close()
+	var done []string
+	todo := strings.Split(rel, "/")
+	for links := 0; len(todo) > 0; {
+		name := todo[0]
+		todo = todo[1:]
+		if name == "." || name == "" {
+			continue
+		}
+		cur := path.Join(path.Join(done...), name)
+		st, err := root.Lstat(cur)
+		if err != nil {
+			done = append(append(done, name), todo...) // there no further
+			break
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			done = append(done, name)
+			continue
+		}
+		target, err := root.Readlink(cur)
+		joined := path.Join(path.Join(done...), target)
+		if links++; err != nil || links > maxLinks || path.IsAbs(target) || joined == ".." || strings.HasPrefix(joined, "../") {
+			return rel
+		}
+		done, todo = nil, append(strings.Split(joined, "/"), todo...)
+	}
+	if len(done) == 0 {
+		return rel // the root itself, which no read names
+	}
+	return path.Join(done...)
+}
+
+// maxLinks bounds the symbolic links linkTarget follows in one path, as
+// the kernel's ELOOP does.
+const maxLinks = 40
 
 // maySubscribe checks a host's subscription to the workspace file rel
 // (there or not) as the workspace--read call it stands for, without

@@ -318,3 +318,59 @@ func (a *countingAsker) Ask(context.Context, approval.Request) (approval.Answer,
 	a.asked.Add(1)
 	return approval.Answer{}, approval.ErrNoOne
 }
+
+// A symbolic link in the workspace to a file the policy hides is
+// checked as that file too: the read and a subscription's stamp follow
+// the link, so a check of the link's own name alone would read and
+// watch the hidden file under another name. A link that leads nowhere
+// yet is checked as where it leads (its target appearing would be
+// told); a subscribed path that comes to be such a link afterwards is
+// stamped as hidden, its target's changes not told.
+func TestALinkToAFileThePolicyHidesIsCheckedAsThatFile(t *testing.T) {
+	ws := openWorkspace(t)
+	writeFiles(t, ws.Dir(), "secret.txt", "open.txt")
+	for link, to := range map[string]string{"alias": "secret.txt", "dangling": "secret-not-yet.txt", "fine": "open.txt"} {
+		if err := os.Symlink(to, filepath.Join(ws.Dir(), link)); err != nil {
+			t.Skipf("no symbolic links here: %v", err)
+		}
+	}
+	if err := os.Symlink(".", filepath.Join(ws.Dir(), "here")); err != nil {
+		t.Fatal(err)
+	}
+	g := &pathGate{deny: "secret*"}
+	s := New(Config{Workspace: ws, Gate: g})
+	cs := connectAt(t, s, nil, hostVersion)
+	ctx, cancel := context.WithTimeout(context.Background(), testWait)
+	defer cancel()
+	for _, name := range []string{"alias", "dangling", "here/secret.txt"} {
+		if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: fileURI(ws.Dir(), name)}); err == nil {
+			t.Errorf("a subscription to %s, a link to a denied file, was taken", name)
+		} else if strings.Contains(strings.ReplaceAll(err.Error(), name, "NAME"), "secret") {
+			t.Errorf("the refusal of %s names where it leads: %v", name, err)
+		}
+	}
+	if res, err := read(cs, fileURI(ws.Dir(), "alias")); err == nil {
+		t.Errorf("a read of a link to the denied file gave %q", res.Contents[0].Text)
+	}
+	if res, err := read(cs, fileURI(ws.Dir(), "fine")); err != nil || !strings.Contains(res.Contents[0].Text, "the text of open.txt") {
+		t.Errorf("a read of a link to an allowed file gave %v, %v", res, err)
+	}
+	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: fileURI(ws.Dir(), "fine")}); err != nil {
+		t.Errorf("a subscription to a link to an allowed file: %v", err)
+	}
+	// a path subscribed to before it was a link to the denied file
+	uri := fileURI(ws.Dir(), "later")
+	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("secret.txt", filepath.Join(ws.Dir(), "later")); err != nil {
+		t.Fatal(err)
+	}
+	before := s.stamp(ctx, uri)
+	if err := os.WriteFile(filepath.Join(ws.Dir(), "secret.txt"), []byte("a longer text of the secret file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if after := s.stamp(ctx, uri); after != before {
+		t.Errorf("the stamp of a link to the denied file went from %q to %q when the file changed", before, after)
+	}
+}

@@ -117,7 +117,10 @@ func (s *Server) subscribable(ctx context.Context, ss *sdk.ServerSession, uri st
 		if err != nil {
 			return err
 		}
-		return s.maySubscribe(ctx, ss, rel)
+		if err := s.maySubscribe(ctx, ss, rel); err != nil {
+			return err
+		}
+		return s.maySubscribeTarget(ctx, ss, rel)
 	case s.cfg.Fixtures:
 		return nil
 	}
@@ -289,6 +292,9 @@ func (s *Server) stamp(ctx context.Context, uri string) string {
 		rel, err := workspacePath(ws.Dir(), uri)
 		if err != nil {
 			return ""
+		}
+		if real := s.linkTarget(rel); real != rel && !s.mayList(ctx, real) {
+			return "hidden" // it came to lead through a link to a file the policy hides (policy.go)
 		}
 		root, err := os.OpenRoot(ws.Dir())
 		if err != nil {
