@@ -38,7 +38,10 @@ const eventOverhead = 64
 // a replay from before what was dropped is refused
 // (sdk.ErrEventsPurged), never given with a gap. A stream other than
 // "" whose events were all dropped is forgotten, so that a session
-// keeps no more streams than it keeps events; a replay of it is
+// keeps no more streams than it keeps events, and those of its
+// requests in flight not yet answered (what a stream and its place in
+// the queue below cost is not counted in the bound: an event, at
+// least eventOverhead, bounds it); a replay of it is
 // refused, and one appended to again after that is kept with its
 // start unknown: its replays are refused too.
 //

@@ -100,6 +100,9 @@ func (s *Server) mayRead(ctx context.Context, ss *sdk.ServerSession, rel string)
 // reaches when that is another (linkTarget): with the same words
 // whether the target is there or not, and not naming it.
 func (s *Server) mayReadTarget(ctx context.Context, ss *sdk.ServerSession, rel string) error {
+	if s.cfg.Gate == nil {
+		return nil
+	}
 	real := s.linkTarget(rel)
 	if real == rel {
 		return nil
@@ -117,6 +120,9 @@ func (s *Server) mayReadTarget(ctx context.Context, ss *sdk.ServerSession, rel s
 // maySubscribeTarget checks, as maySubscribe does, the path rel really
 // names when that is another (linkTarget), without asking anyone.
 func (s *Server) maySubscribeTarget(ctx context.Context, ss *sdk.ServerSession, rel string) error {
+	if s.cfg.Gate == nil {
+		return nil
+	}
 	real := s.linkTarget(rel)
 	if real == rel {
 		return nil
@@ -129,6 +135,17 @@ func (s *Server) maySubscribeTarget(ctx context.Context, ss *sdk.ServerSession, 
 		return refused("%s leads through a symbolic link to a path whose %s call is not allowed without asking, so its changes are not told", rel, readTool)
 	}
 	return nil
+}
+
+// linkHidden reports whether rel leads through a symbolic link to a
+// path a workspace--read of which is not allowed without asking, for no
+// host's session: a subscription's stamp then tells nothing of it.
+func (s *Server) linkHidden(ctx context.Context, rel string) bool {
+	if s.cfg.Gate == nil {
+		return false
+	}
+	real := s.linkTarget(rel)
+	return real != rel && !s.mayList(ctx, real)
 }
 
 // linkTarget is the workspace-relative path rel reaches with the

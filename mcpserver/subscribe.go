@@ -293,7 +293,7 @@ func (s *Server) stamp(ctx context.Context, uri string) string {
 		if err != nil {
 			return ""
 		}
-		if real := s.linkTarget(rel); real != rel && !s.mayList(ctx, real) {
+		if s.linkHidden(ctx, rel) {
 			return "hidden" // it came to lead through a link to a file the policy hides (policy.go)
 		}
 		root, err := os.OpenRoot(ws.Dir())
