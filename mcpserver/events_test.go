@@ -54,7 +54,7 @@ func replay(t *testing.T, srv *httptest.Server, sid, lastID string) string {
 // eventID is the id of an SSE stream's first event (its priming event).
 var eventID = regexp.MustCompile(`(?m)^id: (\S+)`)
 
-// One host's big answer — an 8 MiB blob read, some 11 MiB of SSE event —
+// One host's big answer — an 8 MiB blob read, some 10.7 MiB of SSE event —
 // does not evict the events another host keeps for a replay: a host
 // whose stream broke gets its call's answer again by Last-Event-ID
 // after another host read a big file. (Before, the sessions shared one
