@@ -4,10 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"os"
-	"path"
-	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -149,51 +145,17 @@ func (s *Server) linkHidden(ctx context.Context, rel string) bool {
 }
 
 // linkTarget is the workspace-relative path rel reaches with the
-// symbolic links along it followed (a link that leads nowhere yet too),
-// as far as it exists, the rest kept as given: as the workspace tools
-// resolve a path they write. It is rel itself when no link leads
-// elsewhere, or when one leads out of the workspace or too many are
-// followed (a read refuses those: os.Root).
+// symbolic links along it followed, as the workspace tools resolve a path
+// (workspace.Resolve). It is rel itself when no link leads elsewhere, or
+// when one leads out of the workspace or too many are followed (a read
+// refuses those: os.Root).
 func (s *Server) linkTarget(rel string) string {
-	root, err := os.OpenRoot(s.cfg.Workspace.Dir())
-	if err != nil {
+	real, err := s.cfg.Workspace.Resolve(rel)
+	if err != nil || real == "." {
 		return rel
 	}
-	defer root.Close()
-	var done []string
-	todo := strings.Split(rel, "/")
-	for links := 0; len(todo) > 0; {
-		name := todo[0]
-		todo = todo[1:]
-		if name == "." || name == "" {
-			continue
-		}
-		cur := path.Join(path.Join(done...), name)
-		st, err := root.Lstat(cur)
-		if err != nil {
-			done = append(append(done, name), todo...) // there no further
-			break
-		}
-		if st.Mode()&fs.ModeSymlink == 0 {
-			done = append(done, name)
-			continue
-		}
-		target, err := root.Readlink(cur)
-		joined := path.Join(path.Join(done...), target)
-		if links++; err != nil || links > maxLinks || path.IsAbs(target) || joined == ".." || strings.HasPrefix(joined, "../") {
-			return rel
-		}
-		done, todo = nil, append(strings.Split(joined, "/"), todo...)
-	}
-	if len(done) == 0 {
-		return rel // the root itself, which no read names
-	}
-	return path.Join(done...)
+	return real
 }
-
-// maxLinks bounds the symbolic links linkTarget follows in one path, as
-// the kernel's ELOOP does.
-const maxLinks = 40
 
 // maySubscribe checks a host's subscription to the workspace file rel
 // (there or not) as the workspace--read call it stands for, without

@@ -47,10 +47,15 @@ func protected(rel string) string {
 // ELOOP does.
 const maxLinks = 40
 
-// resolve returns the path rel really names inside the workspace: every
-// symbolic link along it followed, as long as it stays inside. A path that
-// does not exist yet resolves as far as it exists, the rest kept as given.
-func (w *Workspace) resolve(rel string) (string, error) {
+// Resolve returns the workspace-relative path rel really names: every
+// symbolic link along it followed, as long as it stays inside ("." for
+// the workspace itself). A path that does not exist yet resolves as far
+// as it exists, the rest kept as given — the path a tool's write of rel
+// would reach. A link that leads outside the workspace, or more than 40
+// links, is an error. It is for checking a path by what it names (a
+// policy that decides by path); it must not be taken as a promise that
+// the path stays so: a link can change after it returns.
+func (w *Workspace) Resolve(rel string) (string, error) {
 	var done []string
 	todo := strings.Split(rel, "/")
 	links := 0
@@ -99,7 +104,7 @@ func (w *Workspace) resolve(rel string) (string, error) {
 // it is protected or exists as anything but a regular file. It returns the
 // resolved path, whether a file is there, and that file's permissions.
 func (w *Workspace) writable(rel string) (real string, exists bool, perm fs.FileMode, err error) {
-	real, err = w.resolve(rel)
+	real, err = w.Resolve(rel)
 	if err != nil {
 		return "", false, 0, err
 	}

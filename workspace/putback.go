@@ -36,7 +36,7 @@ func (w *Workspace) Current(path string) (data []byte, exists bool, err error) {
 	if err != nil {
 		return nil, false, err
 	}
-	real, err := w.resolve(rel)
+	real, err := w.Resolve(rel)
 	if err != nil {
 		return nil, false, err
 	}
