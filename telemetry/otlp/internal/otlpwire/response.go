@@ -170,11 +170,8 @@ func skipGroup(b []byte, num uint64) (int, error) {
 func readVarint(b []byte) (uint64, int, error) {
 	var v uint64
 	for i := 0; i < len(b); i++ {
-		if i == 10 {
-			return 0, 0, errors.New("varint longer than 10 bytes")
-		}
 		c := b[i]
-		if i == 9 && c > 1 {
+		if i == 9 && c > 1 { // the tenth byte holds bit 63 and no continuation
 			return 0, 0, errors.New("varint overflows 64 bits")
 		}
 		v |= uint64(c&0x7f) << (7 * i)
