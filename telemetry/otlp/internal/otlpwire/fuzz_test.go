@@ -1,0 +1,61 @@
+package otlpwire
+
+import (
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// fuzzSpan is a span whose strings, numbers and flags come from the fuzzer;
+// str is applied to each fuzzed string. The other keys are ASCII, so that
+// str (identity or making well formed) cannot change the order of a set.
+func fuzzSpan(t testing.TB, str func(string) string, key, s string, i int64, f float64, b bool, dropped int) sdktrace.ReadOnlySpan {
+	t.Helper()
+	k, v := str(key), str(s)
+	kvs := []attribute.KeyValue{
+		attribute.String(k, v), attribute.Int64("i", i), attribute.Float64("f", f), attribute.Bool("b", b),
+		attribute.StringSlice("ss", []string{v, k}), attribute.Int64Slice("is", []int64{i, -i}),
+		attribute.Float64Slice("fs", []float64{f}), attribute.BoolSlice("bs", []bool{b, !b}),
+	}
+	return tracetest.SpanStub{
+		Name:              v,
+		SpanContext:       spanContext(t, traceA, byte(i)|1, b, !b, ""),
+		Parent:            spanContext(t, traceB, byte(i>>8), !b, b, ""),
+		StartTime:         time.Unix(0, i),
+		EndTime:           time.Unix(0, i).Add(time.Duration(dropped)),
+		Attributes:        kvs,
+		Events:            []sdktrace.Event{{Name: k, Time: time.Unix(0, i), Attributes: kvs, DroppedAttributeCount: dropped}},
+		Links:             []sdktrace.Link{{SpanContext: spanContext(t, traceB, byte(dropped)|1, b, b, ""), Attributes: kvs}},
+		Status:            sdktrace.Status{Code: codes.Code(dropped % 4), Description: v},
+		Resource:          resource.NewWithAttributes(k, kvs...),
+		DroppedAttributes: dropped, DroppedEvents: -dropped, DroppedLinks: dropped << 20,
+		InstrumentationScope: instrumentation.Scope{Name: k, Version: v, SchemaURL: v, Attributes: attribute.NewSet(kvs...)},
+	}.Snapshot()
+}
+
+// FuzzAppendSpans holds AppendSpans to the official exporter on fuzzed
+// strings and numbers: for valid UTF-8 the two must be equal; for other
+// strings ours must equal the official request of the strings made well
+// formed.
+func FuzzAppendSpans(f *testing.F) {
+	f.Add("key", "value", int64(1), 1.5, true, 0)
+	f.Add("", "", int64(0), 0.0, false, 1<<33)
+	f.Add("k\xff", "\xe2\x82", int64(-1), -0.0, true, -3)
+	off := newOfficialTracer(f)
+	f.Fuzz(func(t *testing.T, key, s string, i int64, fl float64, b bool, dropped int) {
+		ident := func(s string) string { return s }
+		wellFormed := func(s string) string { return string([]rune(s)) }
+		ours := AppendSpans(nil, []sdktrace.ReadOnlySpan{fuzzSpan(t, ident, key, s, i, fl, b, dropped)})
+		official, err := off.export(t, []sdktrace.ReadOnlySpan{fuzzSpan(t, wellFormed, key, s, i, fl, b, dropped)})
+		if err != nil {
+			t.Fatalf("official exporter: %v", err)
+		}
+		requireSameTraceRequest(t, ours, official)
+	})
+}
