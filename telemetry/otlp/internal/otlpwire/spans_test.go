@@ -78,7 +78,7 @@ func fixtureSpans(t testing.TB) []sdktrace.ReadOnlySpan {
 		attribute.StringSlice("host.ips", []string{"127.0.0.1", "::1"}))
 	resB := resource.NewSchemaless(everyKind()...)
 	scopeFull := instrumentation.Scope{Name: "myelin/agent", Version: "v1.2.3",
-		SchemaURL: "https://opentelemetry.io/schemas/1.24.0",
+		SchemaURL:  "https://opentelemetry.io/schemas/1.24.0",
 		Attributes: attribute.NewSet(attribute.String("scope.attr", "v"), attribute.Bool("b", true))}
 	scopeName := instrumentation.Scope{Name: "myelin/tool"}
 	scopeOtherVersion := instrumentation.Scope{Name: "myelin/tool", Version: "v2"}
