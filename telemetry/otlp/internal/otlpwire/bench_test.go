@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -131,4 +132,36 @@ func TestBenchSpansAreTheOfficialExportersRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSameTraceRequest(t, AppendSpans(nil, spans), official)
+}
+
+func BenchmarkAppendMetrics(b *testing.B) {
+	rm := fixtureMetrics()
+	buf, err := AppendMetrics(nil, rm)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = AppendMetrics(buf[:0], rm)
+	}
+}
+
+// BenchmarkOfficialMetricsMarshal is the floor of the official metric path:
+// proto.Marshal of the request already transformed.
+func BenchmarkOfficialMetricsMarshal(b *testing.B) {
+	buf, err := AppendMetrics(nil, fixtureMetrics())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var req colmetric.ExportMetricsServiceRequest
+	if err := proto.Unmarshal(buf, &req); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := proto.Marshal(&req); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -30,7 +30,8 @@ var errNilResourceMetrics = errors.New("otlpwire: nil ResourceMetrics")
 // then lists each such metric with the same text as the official transform's
 // and wraps ErrUnknownAggregation or ErrUnknownTemporality, and the bytes
 // are the partial request the official exporter would still send. A nil rm
-// is an error and appends nothing.
+// is an error and appends nothing. It does no I/O and keeps no reference to
+// rm or dst.
 func AppendMetrics(dst []byte, rm *metricdata.ResourceMetrics) ([]byte, error) {
 	if rm == nil {
 		return dst, errNilResourceMetrics

@@ -19,7 +19,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 )
@@ -131,15 +130,7 @@ func officialMetrics(t testing.TB, rm *metricdata.ResourceMetrics) ([]byte, erro
 // not depend on the official exporter's map iteration.
 func sortedRecords(t testing.TB, b []byte) [][]byte {
 	t.Helper()
-	var recs [][]byte
-	for len(b) > 0 {
-		_, _, n := protowire.ConsumeField(b)
-		if n < 0 {
-			t.Fatalf("top-level field: %v", protowire.ParseError(n))
-		}
-		recs = append(recs, b[:n])
-		b = b[n:]
-	}
+	recs := splitFields(t, b)
 	slices.SortFunc(recs, bytes.Compare)
 	return recs
 }

@@ -149,3 +149,38 @@ func TestReadPartialSuccessOfAMalformedBodySaysWhatIsWrong(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReadPartialSuccess holds ReadPartialSuccess to proto.Unmarshal of both
+// response types: the same values where it succeeds, an error where it
+// fails, except that a message that is not UTF-8 is made well formed.
+func FuzzReadPartialSuccess(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(bytesField(1, msg(varintField(1, 3), bytesField(2, []byte("m")))))
+	f.Add(msg(unknowns(), bytesField(1, unknowns())))
+	f.Add(bytesField(1, bytesField(2, []byte("\xff"))))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		n, m, err := ReadPartialSuccess(body)
+		var tr coltrace.ExportTraceServiceResponse
+		terr := proto.Unmarshal(body, &tr)
+		var mr colmetric.ExportMetricsServiceResponse
+		merr := proto.Unmarshal(body, &mr)
+		if (terr == nil) != (merr == nil) {
+			t.Fatalf("the two response types disagree: %v, %v", terr, merr)
+		}
+		if terr != nil {
+			if strings.Contains(terr.Error(), "invalid UTF-8") && err == nil {
+				return // the intended difference
+			}
+			if err == nil {
+				t.Fatalf("proto.Unmarshal fails (%v), ReadPartialSuccess read %d, %q", terr, n, m)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("proto.Unmarshal reads it, ReadPartialSuccess: %v", err)
+		}
+		if ps := tr.GetPartialSuccess(); n != ps.GetRejectedSpans() || m != ps.GetErrorMessage() {
+			t.Fatalf("ReadPartialSuccess = %d, %q; proto.Unmarshal %d, %q", n, m, ps.GetRejectedSpans(), ps.GetErrorMessage())
+		}
+	})
+}

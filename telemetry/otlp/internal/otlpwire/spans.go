@@ -24,6 +24,9 @@ const (
 // exporters group them, and returns the extended slice. Nil spans are
 // skipped; with no span it appends nothing (the empty request). Strings that
 // are not valid UTF-8 are written made well formed (see the package doc).
+// It does no I/O and keeps no reference to spans or dst; a caller that sends
+// batches in turn should pass the last buffer back as dst[:0] (it then
+// allocates only for slice-valued attributes and the grouping).
 func AppendSpans(dst []byte, spans []sdktrace.ReadOnlySpan) []byte {
 	for _, g := range groupSpans(spans) {
 		dst = appendResourceSpans(dst, g)
