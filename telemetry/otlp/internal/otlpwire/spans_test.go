@@ -143,6 +143,14 @@ func fixtureSpans(t testing.TB) []sdktrace.ReadOnlySpan {
 		Resource:             resA,
 		InstrumentationScope: scopeFull,
 		Attributes:           []attribute.KeyValue{attribute.String("big", strings.Repeat("z", 20000))},
+	}, {
+		Name:        "resA's attributes, another schema: resA's group and schema",
+		SpanContext: spanContext(t, traceA, 8, true, false, ""),
+		Resource: resource.NewWithAttributes("https://opentelemetry.io/schemas/1.99.0",
+			attribute.String("service.name", "myelin"), attribute.Int64("pid", 4242),
+			attribute.StringSlice("host.ips", []string{"127.0.0.1", "::1"})),
+		InstrumentationScope: instrumentation.Scope{Name: "myelin/agent", Version: "v1.2.3",
+			SchemaURL: "https://opentelemetry.io/schemas/1.24.0"}, // scopeFull without attributes: its own group
 	}}
 	var spans []sdktrace.ReadOnlySpan
 	for _, s := range stubs {
