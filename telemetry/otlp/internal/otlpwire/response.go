@@ -56,15 +56,11 @@ func wellFormed(b []byte) string {
 func readFields(b []byte, base int, f func(num, typ int, v uint64, field []byte, at int) error) error {
 	for i := 0; i < len(b); {
 		at := base + i
-		key, n, err := readVarint(b[i:])
+		num, typ, n, err := readKey(b[i:])
 		if err != nil {
 			return fmt.Errorf("field key at byte %d: %w", at, err)
 		}
 		i += n
-		num, typ := key>>3, int(key&7)
-		if num == 0 || num > 1<<29-1 {
-			return fmt.Errorf("field number %d at byte %d is out of range", num, at)
-		}
 		var v uint64
 		var field []byte
 		switch typ {
@@ -98,7 +94,7 @@ func readFields(b []byte, base int, f func(num, typ int, v uint64, field []byte,
 			field = b[i : i+int(l)]
 			i += int(l)
 		case 3: // start group
-			n, err := skipGroup(b[i:], num)
+			n, err := skipGroup(b[i:], num, 1)
 			if err != nil {
 				return fmt.Errorf("group field %d at byte %d: %w", num, at, err)
 			}
@@ -114,16 +110,23 @@ func readFields(b []byte, base int, f func(num, typ int, v uint64, field []byte,
 	return nil
 }
 
+// maxGroupDepth is how deep groups may nest, the protobuf runtime's
+// default recursion limit.
+const maxGroupDepth = 10000
+
 // skipGroup is the length of the group body b up to and including the end
-// group key of field num.
-func skipGroup(b []byte, num uint64) (int, error) {
+// group key of field num; depth is how deep the group is nested.
+func skipGroup(b []byte, num uint64, depth int) (int, error) {
+	if depth > maxGroupDepth {
+		return 0, fmt.Errorf("groups nested deeper than %d", maxGroupDepth)
+	}
 	for i := 0; i < len(b); {
-		key, n, err := readVarint(b[i:])
+		field, typ, n, err := readKey(b[i:])
 		if err != nil {
 			return 0, err
 		}
 		i += n
-		switch typ := key & 7; typ {
+		switch typ {
 		case wireVarint:
 			_, n, err = readVarint(b[i:])
 			if err != nil {
@@ -145,14 +148,14 @@ func skipGroup(b []byte, num uint64) (int, error) {
 			}
 			i += int(l)
 		case 3:
-			n, err := skipGroup(b[i:], key>>3)
+			n, err := skipGroup(b[i:], field, depth+1)
 			if err != nil {
 				return 0, err
 			}
 			i += n
 		case 4:
-			if key>>3 != num {
-				return 0, fmt.Errorf("group ends with field %d, not %d", key>>3, num)
+			if field != num {
+				return 0, fmt.Errorf("group ends with field %d, not %d", field, num)
 			}
 			return i, nil
 		default:
@@ -163,6 +166,20 @@ func skipGroup(b []byte, num uint64) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no end of group: %w", errTruncated)
+}
+
+// readKey reads the field key at the start of b: its field number, which
+// must be in protobuf's range, its wire type, and its length.
+func readKey(b []byte) (num uint64, typ, n int, err error) {
+	key, n, err := readVarint(b)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	num = key >> 3
+	if num == 0 || num > 1<<29-1 {
+		return 0, 0, 0, fmt.Errorf("field number %d is out of range", num)
+	}
+	return num, int(key & 7), n, nil
 }
 
 // readVarint reads a base-128 varint at the start of b: its value and its
