@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -57,5 +58,54 @@ func FuzzAppendSpans(f *testing.F) {
 			t.Fatalf("official exporter: %v", err)
 		}
 		requireSameTraceRequest(t, ours, official)
+	})
+}
+
+// fuzzMetrics is every aggregation holding the fuzzer's numbers and str of
+// its string.
+func fuzzMetrics(str func(string) string, s string, i int64, f float64, c uint64, scale, offset int32) *metricdata.ResourceMetrics {
+	v := str(s)
+	set := attribute.NewSet(attribute.String("k", v), attribute.Int64("i", i), attribute.Float64("f", f))
+	ex := []metricdata.Exemplar[float64]{{FilteredAttributes: []attribute.KeyValue{attribute.String(v, v)}, Value: f, Time: time.Unix(0, i), SpanID: []byte(s)}} // bytes, not text: as given
+	exi := []metricdata.Exemplar[int64]{{Value: i, TraceID: []byte(s)}}
+	return &metricdata.ResourceMetrics{
+		Resource: resource.NewWithAttributes(v, attribute.String("r", v)),
+		ScopeMetrics: []metricdata.ScopeMetrics{{
+			Scope: instrumentation.Scope{Name: v, Version: v, SchemaURL: v},
+			Metrics: []metricdata.Metrics{
+				{Name: v, Description: v, Unit: v, Data: metricdata.Gauge[int64]{DataPoints: []metricdata.DataPoint[int64]{{Attributes: set, Value: i, Time: time.Unix(0, i), Exemplars: exi}}}},
+				{Name: "sum", Data: metricdata.Sum[float64]{Temporality: metricdata.Temporality(1 + c%2), IsMonotonic: c%3 == 0,
+					DataPoints: []metricdata.DataPoint[float64]{{Attributes: set, Value: f, StartTime: time.Unix(0, -i), Exemplars: ex}}}},
+				{Name: "histogram", Data: metricdata.Histogram[float64]{Temporality: metricdata.DeltaTemporality,
+					DataPoints: []metricdata.HistogramDataPoint[float64]{{Attributes: set, Count: c, Sum: f, Bounds: []float64{f, f * 2},
+						BucketCounts: []uint64{c, c >> 7, 0}, Min: metricdata.NewExtrema(f), Exemplars: ex}}}},
+				{Name: "exponential", Data: metricdata.ExponentialHistogram[int64]{Temporality: metricdata.CumulativeTemporality,
+					DataPoints: []metricdata.ExponentialHistogramDataPoint[int64]{{Count: c, Sum: i, Scale: scale, ZeroCount: c >> 3,
+						PositiveBucket: metricdata.ExponentialBucket{Offset: offset, Counts: []uint64{c, c >> 14, c >> 28}},
+						NegativeBucket: metricdata.ExponentialBucket{Offset: -offset, Counts: []uint64{c >> 42}},
+						Max:            metricdata.NewExtrema(i), Exemplars: exi}}}},
+				{Name: "summary", Data: metricdata.Summary{DataPoints: []metricdata.SummaryDataPoint{{Attributes: set, Count: c, Sum: f,
+					QuantileValues: []metricdata.QuantileValue{{Quantile: f, Value: -f}}}}}},
+			},
+		}},
+	}
+}
+
+// FuzzAppendMetrics holds AppendMetrics to the official exporter on fuzzed
+// numbers and a string, as FuzzAppendSpans does.
+func FuzzAppendMetrics(f *testing.F) {
+	f.Add("v", int64(1), 1.5, uint64(3), int32(-2), int32(5))
+	f.Add("", int64(0), -0.0, uint64(0), int32(0), int32(0))
+	f.Add("\xff", int64(-1<<63), 1e308, uint64(1<<63), int32(-1<<31), int32(1<<31-1))
+	f.Fuzz(func(t *testing.T, s string, i int64, fl float64, c uint64, scale, offset int32) {
+		official, err := officialMetrics(t, fuzzMetrics(func(s string) string { return string([]rune(s)) }, s, i, fl, c, scale, offset))
+		if err != nil {
+			t.Fatalf("official exporter: %v", err)
+		}
+		ours, err := AppendMetrics(nil, fuzzMetrics(func(s string) string { return s }, s, i, fl, c, scale, offset))
+		if err != nil {
+			t.Fatalf("AppendMetrics: %v", err)
+		}
+		requireSameMetricsRequest(t, ours, official)
 	})
 }
