@@ -179,3 +179,14 @@ func TestAppendMetricsOfNilIsAnErrorAndAppendsNothing(t *testing.T) {
 		t.Fatalf("AppendMetrics(x, nil) = %q, %v; want x and an error", got, err)
 	}
 }
+
+func TestAppendMetricsAppendsToDst(t *testing.T) {
+	want, err := AppendMetrics(nil, fixtureMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := AppendMetrics([]byte("prefix"), fixtureMetrics())
+	if err != nil || string(got) != "prefix"+string(want) {
+		t.Fatalf("AppendMetrics(prefix) did not keep the prefix and append the request (error %v)", err)
+	}
+}
