@@ -37,6 +37,7 @@ type Client struct {
 	userAgent string
 	hc        *http.Client
 	retry     retryPolicy
+	wait      func(ctx context.Context, d time.Duration) error // between attempts; tests record instead
 
 	stop     chan struct{} // closed by Close: in-flight exports end
 	stopOnce sync.Once
@@ -47,7 +48,7 @@ func New(c Config) (*Client, error) {
 	if c.Signal != Traces && c.Signal != Metrics {
 		return nil, fmt.Errorf("collector: signal %q: it is %q or %q", c.Signal, Traces, Metrics)
 	}
-	cl := &Client{cfg: c, target: c.URL, retry: defaultRetry, stop: make(chan struct{})}
+	cl := &Client{cfg: c, target: c.URL, retry: defaultRetry, wait: wait, stop: make(chan struct{})}
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -167,13 +168,21 @@ func (c *Client) Export(ctx context.Context, body []byte) ([]byte, error) {
 		if elapsed+re.delay > c.retry.elapsed {
 			return nil, fmt.Errorf("%w (gave up: the collector asked to wait %v, past the %v of retries)", err, re.delay, c.retry.elapsed)
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w (gave up waiting to retry: %w)", err, context.Cause(ctx))
-		case <-t.C:
+		if werr := c.wait(ctx, delay); werr != nil {
+			return nil, fmt.Errorf("%w (gave up waiting to retry: %w)", err, werr)
 		}
+	}
+}
+
+// wait waits d, or until ctx ends (its cause).
+func wait(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
 	}
 }
 
