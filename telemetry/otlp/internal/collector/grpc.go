@@ -97,8 +97,8 @@ func (c *Client) postGRPC(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("collector: gRPC %s: %w", c.target, err)
+		if cause := context.Cause(ctx); cause != nil {
+			return nil, fmt.Errorf("collector: gRPC %s: %w (%w)", c.target, err, cause)
 		}
 		// gRPC calls a transport failure Unavailable: retried
 		return nil, &retryable{err: fmt.Errorf("collector: gRPC %s: unavailable: %w", c.target, err)}

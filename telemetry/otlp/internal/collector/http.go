@@ -56,6 +56,9 @@ func (c *Client) postHTTP(ctx context.Context, payload []byte) ([]byte, error) {
 			// the official retries what net/http calls temporary
 			return nil, &retryable{err: fmt.Errorf("collector: %w", err)}
 		}
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+			return nil, fmt.Errorf("collector: %w (%w)", err, cause)
+		}
 		return nil, fmt.Errorf("collector: %w", err)
 	}
 	defer resp.Body.Close()
