@@ -82,18 +82,19 @@ func (c *Client) postGRPC(ctx context.Context, payload []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("collector: %w", err)
 	}
+	// HTTP/2 sends the names lower-case, as gRPC metadata is
 	for k, v := range c.cfg.Headers {
-		req.Header[strings.ToLower(k)] = []string{v}
+		req.Header.Set(k, v)
 	}
-	req.Header["content-type"] = []string{"application/grpc"}
-	req.Header["te"] = []string{"trailers"}
-	req.Header["user-agent"] = []string{c.userAgent}
-	req.Header["grpc-accept-encoding"] = []string{"gzip"}
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("Te", "trailers")
+	req.Header.Set("User-Agent", c.userAgent)
+	req.Header.Set("Grpc-Accept-Encoding", "gzip")
 	if c.cfg.Gzip {
-		req.Header["grpc-encoding"] = []string{"gzip"}
+		req.Header.Set("Grpc-Encoding", "gzip")
 	}
 	if d, ok := ctx.Deadline(); ok {
-		req.Header["grpc-timeout"] = []string{grpcTimeout(time.Until(d))}
+		req.Header.Set("Grpc-Timeout", grpcTimeout(time.Until(d)))
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
