@@ -117,13 +117,13 @@ func (c *Client) Export(ctx context.Context, body []byte) ([]byte, error) {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() {
+	go func(done <-chan struct{}) { // done, not ctx: ctx is reassigned below
 		select {
-		case <-ctx.Done():
+		case <-done:
 		case <-c.stop:
 			cancel(errShutdown)
 		}
-	}()
+	}(ctx.Done())
 	if c.cfg.Protocol == GRPC && c.cfg.Timeout > 0 {
 		var end context.CancelFunc
 		ctx, end = context.WithTimeoutCause(ctx, c.cfg.Timeout, errors.New("collector: the export timeout passed"))
