@@ -31,10 +31,11 @@ func (e *httpError) Error() string {
 }
 
 // postHTTP is one http/protobuf attempt.
-func (c *Client) postHTTP(ctx context.Context, payload []byte) ([]byte, error) {
+func (c *Client) postHTTP(export context.Context, payload []byte) ([]byte, error) {
+	ctx := export
 	if c.cfg.Timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, c.cfg.Timeout, errors.New("collector: the export timeout passed"))
+		ctx, cancel = context.WithTimeoutCause(export, c.cfg.Timeout, errors.New("collector: the export timeout passed"))
 		defer cancel()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.target, bytes.NewReader(payload))
@@ -52,9 +53,10 @@ func (c *Client) postHTTP(ctx context.Context, payload []byte) ([]byte, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
-			// the official retries what net/http calls temporary
-			return nil, &retryable{err: fmt.Errorf("collector: %w", err)}
+		if export.Err() == nil && (ctx.Err() != nil || errors.As(err, &ne) && ne.Timeout()) {
+			// an attempt that timed out: the official retries what
+			// net/http calls temporary, its client's timeout included
+			return nil, &retryable{err: fmt.Errorf("collector: %w (%w)", err, context.Cause(ctx))}
 		}
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
 			return nil, fmt.Errorf("collector: %w (%w)", err, cause)

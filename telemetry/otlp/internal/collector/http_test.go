@@ -263,3 +263,30 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTPAnAttemptThatTimesOutIsRetried(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		mu.Lock()
+		n++
+		first := n == 1
+		mu.Unlock()
+		if first {
+			<-r.Context().Done() // until the client's attempt times out
+			return
+		}
+		w.WriteHeader(200)
+	}))
+	defer srv.Close()
+	c := httpClient(t, srv.URL, false)
+	c.cfg.Timeout = 50 * time.Millisecond
+	waits := recordWaits(c)
+	if _, err := c.Export(context.Background(), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 || len(*waits) != 1 {
+		t.Errorf("%d requests, waits %v", n, *waits)
+	}
+}
