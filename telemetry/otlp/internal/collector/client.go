@@ -198,5 +198,8 @@ type retryable struct {
 	delay time.Duration
 }
 
+// Error is the failed attempt's.
 func (r *retryable) Error() string { return r.err.Error() }
+
+// Unwrap is the failed attempt's error.
 func (r *retryable) Unwrap() error { return r.err }

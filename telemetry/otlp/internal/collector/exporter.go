@@ -62,6 +62,8 @@ func NewSpanExporter(c *Client, encode func(dst []byte, spans []sdktrace.ReadOnl
 	return &spanExporter{c: c, encode: encode, partial: partial}
 }
 
+// ExportSpans sends spans, encoded, and returns the failure or the partial
+// success; it must not be called after Shutdown (an error).
 func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	if len(spans) == 0 {
 		return nil
@@ -73,6 +75,7 @@ func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	return answer(resp, e.partial, "spans")
 }
 
+// Shutdown closes the client, ending an export in flight.
 func (e *spanExporter) Shutdown(ctx context.Context) error {
 	e.c.Close()
 	return ctx.Err()
@@ -99,6 +102,7 @@ func NewMetricExporter(c *Client, encode func(dst []byte, rm *metricdata.Resourc
 	return &metricExporter{c: c, encode: encode, partial: partial}
 }
 
+// Temporality is the Config's, or the SDK's default.
 func (e *metricExporter) Temporality(k sdkmetric.InstrumentKind) metricdata.Temporality {
 	if e.c.cfg.Temporality != nil {
 		return e.c.cfg.Temporality(k)
@@ -106,6 +110,7 @@ func (e *metricExporter) Temporality(k sdkmetric.InstrumentKind) metricdata.Temp
 	return sdkmetric.DefaultTemporalitySelector(k)
 }
 
+// Aggregation is the Config's, or the SDK's default.
 func (e *metricExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation {
 	if e.c.cfg.Aggregation != nil {
 		return e.c.cfg.Aggregation(k)
@@ -113,6 +118,8 @@ func (e *metricExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggre
 	return sdkmetric.DefaultAggregationSelector(k)
 }
 
+// Export sends rm, encoded, one export at a time; it must not be called
+// after Shutdown (an error).
 func (e *metricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
 	body, encErr := e.encode(nil, rm)
 	e.mu.Lock()
@@ -136,8 +143,11 @@ func (e *metricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 	return encErr
 }
 
+// ForceFlush has nothing to flush: the exporter holds nothing.
 func (e *metricExporter) ForceFlush(ctx context.Context) error { return ctx.Err() }
 
+// Shutdown closes the client, ending an export in flight; a second
+// Shutdown is an error, as the official's.
 func (e *metricExporter) Shutdown(ctx context.Context) error {
 	e.c.Close() // first: an export in flight ends
 	e.mu.Lock()

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// answer is what a scripted collector answers to one request.
+// scripted is what a scripted collector answers to one request.
 type scripted struct {
 	status int
 	header map[string]string
