@@ -84,6 +84,9 @@ func (c *Client) postGRPC(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	// HTTP/2 sends the names lower-case, as gRPC metadata is
 	for k, v := range c.cfg.Headers {
+		if strings.HasSuffix(strings.ToLower(k), "-bin") {
+			v = base64.RawStdEncoding.EncodeToString([]byte(v)) // binary metadata, as gRPC sends it
+		}
 		req.Header.Set(k, v)
 	}
 	req.Header.Set("Content-Type", "application/grpc")

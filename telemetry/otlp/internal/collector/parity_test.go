@@ -56,7 +56,7 @@ type recorder struct {
 
 // compared are the headers the parity compares; user-agent is compared
 // without the suffixes each adds.
-var compared = []string{"content-type", "content-encoding", "x-tenant", "authorization", "user-agent"}
+var compared = []string{"content-type", "content-encoding", "x-tenant", "authorization", "user-agent", "x-token-bin"}
 
 var uaSuffix = regexp.MustCompile(` \(myelin[^)]*\)| grpc-go/\S+`)
 
@@ -202,7 +202,7 @@ func TestParityWithTheOfficialExporters(t *testing.T) {
 		{"http metrics signal endpoint, gzip", Metrics, HTTPProtobuf, env{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": r.httpURL + "/m",
 			"OTEL_EXPORTER_OTLP_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT": "2000"}},
 		{"grpc generic endpoint, headers", Traces, GRPC, env{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + r.grpcAddr,
-			"OTEL_EXPORTER_OTLP_HEADERS": "X-Tenant=a%20b,authorization=k"}},
+			"OTEL_EXPORTER_OTLP_HEADERS": "X-Tenant=a%20b,authorization=k,X-Token-Bin=%01%02x"}},
 		{"grpc signal endpoint, gzip, https made insecure", Traces, GRPC, env{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://" + r.grpcAddr + "/",
 			"OTEL_EXPORTER_OTLP_INSECURE": "true", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION": "gzip", "OTEL_EXPORTER_OTLP_TIMEOUT": "4000"}},
 		{"grpc metrics, gzip, headers", Metrics, GRPC, env{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://" + r.grpcAddr,
