@@ -134,7 +134,7 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), 
 	c.URL = (&url.URL{Scheme: scheme, Host: host, Path: path}).String()
 
 	if name, v := env("HEADERS"); v != "" {
-		h, err := headers(v)
+		h, err := headers(v, protocol == GRPC)
 		if err != nil {
 			return Config{}, fmt.Errorf("collector: %s: %w (comma-separated key=value pairs, values URL-encoded)", name, err)
 		}
@@ -215,7 +215,9 @@ func tlsConfig(env func(string) (string, string), readFile func(string) ([]byte,
 }
 
 // headers reads "k1=v1,k2=v2", the values URL-encoded (the keys are not).
-func headers(s string) (map[string]string, error) {
+// A value with control characters is an error (net/http would refuse
+// every export), but in gRPC's binary metadata (a name ending in -bin).
+func headers(s string, grpc bool) (map[string]string, error) {
 	h := map[string]string{}
 	for _, pair := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(pair, "=")
@@ -230,7 +232,11 @@ func headers(s string) (map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("the value of %s: %w", k, err)
 		}
-		h[k] = strings.TrimSpace(dv)
+		dv = strings.TrimSpace(dv)
+		if !(grpc && strings.HasSuffix(strings.ToLower(k), "-bin")) && strings.ContainsFunc(dv, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			return nil, fmt.Errorf("the value of %s holds a control character", k)
+		}
+		h[k] = dv
 	}
 	return h, nil
 }

@@ -97,6 +97,8 @@ func TestFromEnvRefusesWhatWouldLoseTelemetry(t *testing.T) {
 		{"grpc endpoint with a path", GRPC, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317/otlp"}, "no path"},
 		{"header without =", HTTPProtobuf, map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "a=1,b"}, "OTEL_EXPORTER_OTLP_HEADERS"},
 		{"header with a bad escape", HTTPProtobuf, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "a=%zz"}, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
+		{"header value with a control character", HTTPProtobuf, map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "a=x%0Ay"}, "control character"},
+		{"header value with a control character, gRPC", GRPC, map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "a=x%01"}, "control character"},
 		{"header name not a token", GRPC, map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "a b=1"}, "not a header name"},
 		{"missing CA file", HTTPProtobuf, map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": "testdata/missing.pem"}, "OTEL_EXPORTER_OTLP_CERTIFICATE"},
 		{"CA file without PEM", GRPC, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": "testdata/not-pem.txt"}, "no PEM certificate"},
