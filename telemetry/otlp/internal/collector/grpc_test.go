@@ -326,3 +326,15 @@ func TestGRPCTimeoutAndPercentDecoding(t *testing.T) {
 		}
 	}
 }
+
+func TestGRPCTheTimeoutBoundsTheRetries(t *testing.T) {
+	s := startGRPC(t, nil, func(context.Context, int) (*colltrace.ExportTraceServiceResponse, error) {
+		return nil, status.Error(codes.Unavailable, "busy")
+	})
+	c := grpcClient(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + s.addr, "OTEL_EXPORTER_OTLP_TIMEOUT": "100"})
+	c.retry = retryPolicy{initial: time.Millisecond, max: 2 * time.Millisecond, elapsed: time.Hour}
+	_, err := c.Export(context.Background(), []byte{})
+	if err == nil || !strings.Contains(err.Error(), "the export timeout passed") || len(s.got()) < 2 {
+		t.Fatalf("err %v after %d calls", err, len(s.got()))
+	}
+}
