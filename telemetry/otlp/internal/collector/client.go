@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +50,9 @@ func New(c Config) (*Client, error) {
 	if c.Signal != Traces && c.Signal != Metrics {
 		return nil, fmt.Errorf("collector: signal %q: it is %q or %q", c.Signal, Traces, Metrics)
 	}
+	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("collector: the URL %q is not an http or https URL with a host", c.URL)
+	}
 	cl := &Client{cfg: c, target: c.URL, retry: defaultRetry, wait: wait, stop: make(chan struct{})}
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -72,9 +77,9 @@ func New(c Config) (*Client, error) {
 			cl.userAgent = "OTel Go OTLP over gRPC metrics exporter/" + sdk.Version() + " (myelin; gRPC over net/http)"
 			service = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
 		}
-		cl.target = trimSlash(c.URL) + service
+		cl.target = strings.TrimRight(c.URL, "/") + service
 		var p http.Protocols
-		if len(c.URL) >= 5 && c.URL[:5] == "http:" {
+		if strings.HasPrefix(c.URL, "http:") {
 			// h2c with prior knowledge, as gRPC's insecure credentials
 			p.SetUnencryptedHTTP2(true)
 			t.Proxy = nil
@@ -87,13 +92,6 @@ func New(c Config) (*Client, error) {
 	}
 	cl.hc = &http.Client{Transport: t}
 	return cl, nil
-}
-
-func trimSlash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '/' {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // Close ends the exports in flight and frees the idle connections. An

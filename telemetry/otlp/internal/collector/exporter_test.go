@@ -133,3 +133,15 @@ func TestMetricExporterDefaultsWithoutPreferences(t *testing.T) {
 		}
 	}
 }
+
+func TestNewRefusesABadConfig(t *testing.T) {
+	for _, c := range []Config{
+		{Signal: "logs", Protocol: GRPC, URL: "http://c:4317"},
+		{Signal: Traces, Protocol: "http/json", URL: "http://c:4318/v1/traces"},
+		{Signal: Traces, Protocol: GRPC, URL: "c:4317"},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("New(%+v) took it", c)
+		}
+	}
+}
