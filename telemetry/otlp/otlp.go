@@ -19,11 +19,9 @@ import (
 	"strings"
 
 	"github.com/myelin-run/myelin/telemetry"
+	"github.com/myelin-run/myelin/telemetry/otlp/internal/collector"
+	"github.com/myelin-run/myelin/telemetry/otlp/internal/otlpwire"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
@@ -93,7 +91,7 @@ func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error,
 	var tp trace.TracerProvider = noop.NewTracerProvider()
 	var ends []func(context.Context) error
 	if traces {
-		exp, err := traceExporter(ctx, getenv)
+		exp, err := traceExporter(getenv)
 		if err != nil {
 			return nothing, err
 		}
@@ -103,7 +101,7 @@ func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error,
 	}
 	var mp metric.MeterProvider
 	if metrics {
-		exp, err := metricExporter(ctx, getenv)
+		exp, err := metricExporter(getenv)
 		if err != nil {
 			return nothing, errors.Join(err, shutdownAll(ctx, ends))
 		}
@@ -180,38 +178,39 @@ func protocol(getenv func(string) string, signal string) (string, error) {
 	}
 }
 
-func traceExporter(ctx context.Context, getenv func(string) string) (sdktrace.SpanExporter, error) {
-	p, err := protocol(getenv, "TRACES")
+// client is the collector client of signal (collector.Traces or
+// collector.Metrics) over the protocol the environment names, read from
+// the OTEL_EXPORTER_OTLP_* variables as the official exporters read them.
+func client(getenv func(string) string, signal string) (*collector.Client, error) {
+	p, err := protocol(getenv, strings.ToUpper(signal))
 	if err != nil {
 		return nil, err
 	}
-	var exp sdktrace.SpanExporter
-	if p == "grpc" {
-		exp, err = otlptracegrpc.New(ctx)
-	} else {
-		exp, err = otlptracehttp.New(ctx)
-	}
+	cfg, err := collector.FromEnv(getenv, os.ReadFile, signal, p)
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: the OTLP trace exporter (%s): %w", p, err)
+		return nil, fmt.Errorf("telemetry: the OTLP %s exporter (%s): %w", signal, p, err)
 	}
-	return exp, nil
+	c, err := collector.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: the OTLP %s exporter (%s): %w", signal, p, err)
+	}
+	return c, nil
 }
 
-func metricExporter(ctx context.Context, getenv func(string) string) (sdkmetric.Exporter, error) {
-	p, err := protocol(getenv, "METRICS")
+func traceExporter(getenv func(string) string) (sdktrace.SpanExporter, error) {
+	c, err := client(getenv, collector.Traces)
 	if err != nil {
 		return nil, err
 	}
-	var exp sdkmetric.Exporter
-	if p == "grpc" {
-		exp, err = otlpmetricgrpc.New(ctx)
-	} else {
-		exp, err = otlpmetrichttp.New(ctx)
-	}
+	return collector.NewSpanExporter(c, otlpwire.AppendSpans, otlpwire.ReadPartialSuccess), nil
+}
+
+func metricExporter(getenv func(string) string) (sdkmetric.Exporter, error) {
+	c, err := client(getenv, collector.Metrics)
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: the OTLP metric exporter (%s): %w", p, err)
+		return nil, err
 	}
-	return exp, nil
+	return collector.NewMetricExporter(c, otlpwire.AppendMetrics, otlpwire.ReadPartialSuccess), nil
 }
 
 func shutdownAll(ctx context.Context, ends []func(context.Context) error) error {
