@@ -5,6 +5,13 @@
 // propagator. It is what `myelin run`, `chat` and `serve` call at start
 // (docs/telemetry.md).
 //
+// The exporters are myelin's own: internal/otlpwire writes the OTLP
+// protobuf bytes, internal/collector sends them over http/protobuf or
+// gRPC (HTTP/2 through net/http), both held by tests to the official Go
+// exporters, which this package must not link again (they bring gRPC-Go
+// and the protobuf runtime into every start: docs/telemetry.md, "What
+// goes on the wire").
+//
 // It must be the only package that links the SDK and the exporters, so
 // that code using package telemetry alone stays light, and it must leave
 // telemetry off when the environment names no exporter.
@@ -14,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 
@@ -73,9 +79,6 @@ func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error,
 	}
 	if !traces && !metrics {
 		return nothing, nil
-	}
-	if err := endpoints(getenv); err != nil {
-		return nothing, err
 	}
 	service := c.Service
 	if service == "" {
@@ -140,24 +143,6 @@ func wanted(getenv func(string) string, signal string) (bool, error) {
 	default:
 		return false, fmt.Errorf("telemetry: %s=%q: myelin exports only over OTLP (\"otlp\") or not at all (\"none\")", name, getenv(name))
 	}
-}
-
-// endpoints checks the OTLP endpoint variables that are set: each must be
-// an http or https URL with a host. The exporters would take one that is
-// not for unset — log it on stderr and send to localhost, the spans of a
-// collector elsewhere silently lost.
-func endpoints(getenv func(string) string) error {
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			continue
-		}
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("telemetry: %s=%q: the endpoint is a URL with its scheme, http or https (http://collector:4318; for gRPC, http://collector:4317)", name, getenv(name))
-		}
-	}
-	return nil
 }
 
 // protocol is the OTLP protocol of signal: "grpc" or "http/protobuf".
