@@ -56,7 +56,11 @@ func (c *Client) postHTTP(export context.Context, payload []byte) ([]byte, error
 		if export.Err() == nil && (ctx.Err() != nil || errors.As(err, &ne) && ne.Timeout()) {
 			// an attempt that timed out: the official retries what
 			// net/http calls temporary, its client's timeout included
-			return nil, &retryable{err: fmt.Errorf("collector: %w (%w)", err, context.Cause(ctx))}
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+				return nil, &retryable{err: fmt.Errorf("collector: %w (%w)", err, cause)}
+			}
+			return nil, &retryable{err: fmt.Errorf("collector: %w", err)} // net/http's own timeout
+
 		}
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
 			return nil, fmt.Errorf("collector: %w (%w)", err, cause)
@@ -103,8 +107,15 @@ func excerpt(b []byte, n int) string {
 	cut := len(s) > n
 	if cut {
 		s = s[:n]
-		for !utf8.ValidString(s) && len(s) > 0 {
-			s = s[:len(s)-1]
+		// a rune cut in half at the end is dropped; a bad byte elsewhere
+		// is shown as '?' below
+		for i := len(s) - 1; i >= 0 && i > len(s)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(s[i]) {
+				if !utf8.FullRuneInString(s[i:]) {
+					s = s[:i]
+				}
+				break
+			}
 		}
 	}
 	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "?")), " ")
