@@ -1,8 +1,10 @@
 package collector
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -258,5 +260,33 @@ func TestCloseDuringAGRPCExportClosesItsConnection(t *testing.T) {
 	// a closed connection refuses a deadline (net.ErrClosed)
 	if err := dialed[0].SetReadDeadline(time.Time{}); !errors.Is(err, net.ErrClosed) {
 		t.Errorf("the export's connection is open when Export returns (SetReadDeadline: %v)", err)
+	}
+}
+
+// An answer whose gzip cannot be read is an error that wraps the gzip
+// reader's (it was flattened to its text).
+func TestGRPCAnUnreadableAnswerWrapsItsCause(t *testing.T) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Grpc-Encoding", "gzip")
+		w.Header().Set("Trailer", "Grpc-Status")
+		w.Write(append([]byte{1, 0, 0, 0, 15}, "not gzip at all"...)) // compressed flag, not gzip
+		w.Header().Set("Grpc-Status", "0")
+	})}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	srv.Protocols = &p
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	defer srv.Close()
+	c := grpcClient(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + l.Addr().String()})
+	_, err = c.Export(context.Background(), []byte{})
+	var ge *grpcError
+	if !errors.Is(err, gzip.ErrHeader) || !errors.As(err, &ge) || ge.code != codeInternal {
+		t.Fatalf("err %v: want an Internal status wrapping gzip.ErrHeader", err)
 	}
 }
