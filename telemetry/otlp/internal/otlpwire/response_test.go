@@ -186,3 +186,34 @@ func FuzzReadPartialSuccess(f *testing.F) {
 		}
 	})
 }
+
+// nestedGroups is n groups of field 5, each in the one before.
+func nestedGroups(n int) []byte {
+	var b []byte
+	for range n {
+		b = protowire.AppendTag(b, 5, protowire.StartGroupType)
+	}
+	for range n {
+		b = protowire.AppendTag(b, 5, protowire.EndGroupType)
+	}
+	return b
+}
+
+// Groups nest as deep as proto.Unmarshal lets them, no less, no more: at
+// the top level and inside partial_success.
+func TestGroupsNestAsDeepAsProtoUnmarshalAllows(t *testing.T) {
+	for _, inner := range []bool{false, true} {
+		for _, n := range []int{9998, 9999, 10000, 10001, 10002} {
+			body := nestedGroups(n)
+			if inner {
+				body = bytesField(1, body)
+			}
+			var tr coltrace.ExportTraceServiceResponse
+			perr := proto.Unmarshal(body, &tr)
+			_, _, err := ReadPartialSuccess(body)
+			if (perr == nil) != (err == nil) {
+				t.Errorf("inner=%v %d nested groups: proto.Unmarshal %v, ReadPartialSuccess %v", inner, n, perr, err)
+			}
+		}
+	}
+}
