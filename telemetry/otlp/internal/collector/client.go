@@ -40,6 +40,7 @@ type Client struct {
 	hc        *http.Client
 	retry     retryPolicy
 	wait      func(ctx context.Context, d time.Duration) error // between attempts; tests record instead
+	proxy     func(*http.Request) (*url.URL, error)            // http.ProxyFromEnvironment; tests name theirs
 
 	stop     chan struct{} // closed by Close: in-flight exports end
 	stopOnce sync.Once
@@ -101,9 +102,9 @@ func New(c Config) (*Client, error) {
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("collector: the URL %q is not an http or https URL with a host", c.URL)
 	}
-	cl := &Client{cfg: c, target: c.URL, retry: defaultRetry, wait: wait, stop: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	cl := &Client{cfg: c, target: c.URL, retry: defaultRetry, wait: wait, stop: make(chan struct{}), conns: map[net.Conn]struct{}{}, proxy: http.ProxyFromEnvironment}
 	t := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
+		Proxy:                 func(r *http.Request) (*url.URL, error) { return cl.proxy(r) },
 		DialContext:           cl.dial(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
@@ -130,6 +131,9 @@ func New(c Config) (*Client, error) {
 		if strings.HasPrefix(c.URL, "http:") {
 			// h2c with prior knowledge, as gRPC's insecure credentials
 			p.SetUnencryptedHTTP2(true)
+			// a proxy as gRPC-Go: a CONNECT tunnel (net/http would
+			// forward the request as HTTP/1.1)
+			t.DialContext = dialThroughProxy(t.DialContext, t.Proxy)
 			t.Proxy = nil
 		} else {
 			p.SetHTTP2(true)
