@@ -65,12 +65,18 @@ type Config struct {
 //
 // Where the official would log a bad value and carry on with telemetry
 // going elsewhere or refused — an endpoint that is not an http(s) URL, a
-// gRPC endpoint with a path, a header pair it cannot read, a certificate
-// or key it cannot read, a client certificate without its key, a
-// certificate with an http endpoint — FromEnv returns an error naming the
-// variable. Where the telemetry still arrives — a bad timeout, an unknown
-// compression, temporality or histogram aggregation — it does as the
-// official: it reports the value through otel.Handle and uses the default.
+// gRPC endpoint (the one that wins) with a path, a header pair it cannot
+// read, a certificate or key it cannot read, a client certificate or key
+// with no whole pair, a certificate with an insecure endpoint — FromEnv
+// returns an error naming the variable; a header error names the pair by
+// its position, never its text (headers hold secrets). Where the telemetry
+// still arrives — a bad timeout, an unknown compression, temporality or
+// histogram aggregation, a lone client certificate or key beside a whole
+// pair — it does as the official: it reports the value through
+// otel.Handle and uses the default (for a signal's timeout, the generic
+// one). An empty header pair (a trailing comma) is skipped, as the
+// official skips it. A gRPC endpoint without a port is port 443, as
+// gRPC-Go dials it, http or https.
 func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), signal, protocol string) (Config, error) {
 	if signal != Traces && signal != Metrics {
 		return Config{}, fmt.Errorf("collector: signal %q: it is %q or %q", signal, Traces, Metrics)
