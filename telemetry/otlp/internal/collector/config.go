@@ -112,10 +112,7 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), 
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return Config{}, fmt.Errorf("collector: %s=%q: the endpoint is a URL with its scheme, http or https (http://collector:4318; for gRPC, http://collector:4317)", name, v)
 		}
-		host, insecure = u.Host, u.Scheme == "http"
-		if insecure {
-			secureFrom = name
-		}
+		host, insecure, secureFrom = u.Host, u.Scheme == "http", name
 		switch {
 		case protocol == GRPC:
 			if key == "ENDPOINT" && strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_"+S+"_ENDPOINT")) != "" {
