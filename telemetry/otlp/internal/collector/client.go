@@ -40,9 +40,58 @@ type Client struct {
 	hc        *http.Client
 	retry     retryPolicy
 	wait      func(ctx context.Context, d time.Duration) error // between attempts; tests record instead
+	proxy     func(*http.Request) (*url.URL, error)            // http.ProxyFromEnvironment; tests name theirs
 
 	stop     chan struct{} // closed by Close: in-flight exports end
 	stopOnce sync.Once
+
+	connMu sync.Mutex
+	conns  map[net.Conn]struct{} // open connections, closed by an export Close ended
+}
+
+// trackedConn is a connection of the Client's, forgotten when closed.
+type trackedConn struct {
+	net.Conn
+	c    *Client
+	once sync.Once
+}
+
+// Close closes the connection and forgets it.
+func (t *trackedConn) Close() error {
+	t.once.Do(func() {
+		t.c.connMu.Lock()
+		delete(t.c.conns, t)
+		t.c.connMu.Unlock()
+	})
+	return t.Conn.Close()
+}
+
+// dial is the Transport's DialContext: d's, the connection tracked.
+func (c *Client) dial(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		t := &trackedConn{Conn: conn, c: c}
+		c.connMu.Lock()
+		c.conns[t] = struct{}{}
+		c.connMu.Unlock()
+		return t, nil
+	}
+}
+
+// closeConns closes every connection the Client has open.
+func (c *Client) closeConns() {
+	c.connMu.Lock()
+	conns := make([]net.Conn, 0, len(c.conns))
+	for conn := range c.conns {
+		conns = append(conns, conn)
+	}
+	c.connMu.Unlock()
+	for _, conn := range conns {
+		conn.Close()
+	}
 }
 
 // New is a Client sending as c says.
@@ -53,10 +102,10 @@ func New(c Config) (*Client, error) {
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("collector: the URL %q is not an http or https URL with a host", c.URL)
 	}
-	cl := &Client{cfg: c, target: c.URL, retry: defaultRetry, wait: wait, stop: make(chan struct{})}
+	cl := &Client{cfg: c, target: c.URL, retry: defaultRetry, wait: wait, stop: make(chan struct{}), conns: map[net.Conn]struct{}{}, proxy: http.ProxyFromEnvironment}
 	t := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy:                 func(r *http.Request) (*url.URL, error) { return cl.proxy(r) },
+		DialContext:           cl.dial(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
 		IdleConnTimeout:       90 * time.Second,
@@ -82,6 +131,9 @@ func New(c Config) (*Client, error) {
 		if strings.HasPrefix(c.URL, "http:") {
 			// h2c with prior knowledge, as gRPC's insecure credentials
 			p.SetUnencryptedHTTP2(true)
+			// a proxy as gRPC-Go: a CONNECT tunnel (net/http would
+			// forward the request as HTTP/1.1)
+			t.DialContext = dialThroughProxy(t.DialContext, t.Proxy)
 			t.Proxy = nil
 		} else {
 			p.SetHTTP2(true)
@@ -113,6 +165,16 @@ func (c *Client) Export(ctx context.Context, body []byte) ([]byte, error) {
 		return nil, errShutdown
 	default:
 	}
+	defer func() {
+		// Close while this export was in flight: its connection was not
+		// idle then (an HTTP/2 stream may still hold it as this returns),
+		// and would stay open for IdleConnTimeout
+		select {
+		case <-c.stop:
+			c.closeConns()
+		default:
+		}
+	}()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func(done <-chan struct{}) { // done, not ctx: ctx is reassigned below

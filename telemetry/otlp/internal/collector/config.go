@@ -16,6 +16,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	pathpkg "path"
 	"strconv"
@@ -64,12 +65,18 @@ type Config struct {
 //
 // Where the official would log a bad value and carry on with telemetry
 // going elsewhere or refused — an endpoint that is not an http(s) URL, a
-// gRPC endpoint with a path, a header pair it cannot read, a certificate
-// or key it cannot read, a client certificate without its key, a
-// certificate with an http endpoint — FromEnv returns an error naming the
-// variable. Where the telemetry still arrives — a bad timeout, an unknown
-// compression, temporality or histogram aggregation — it does as the
-// official: it reports the value through otel.Handle and uses the default.
+// gRPC endpoint (the one that wins) with a path, a header pair it cannot
+// read, a certificate or key it cannot read, a client certificate or key
+// with no whole pair, a certificate with an insecure endpoint — FromEnv
+// returns an error naming the variable; a header error names the pair by
+// its position, never its text (headers hold secrets). Where the telemetry
+// still arrives — a bad timeout, an unknown compression, temporality or
+// histogram aggregation, a lone client certificate or key beside a whole
+// pair — it does as the official: it reports the value through
+// otel.Handle and uses the default (for a signal's timeout, the generic
+// one). An empty header pair (a trailing comma) is skipped, as the
+// official skips it. A gRPC endpoint without a port is port 443, as
+// gRPC-Go dials it, http or https.
 func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), signal, protocol string) (Config, error) {
 	if signal != Traces && signal != Metrics {
 		return Config{}, fmt.Errorf("collector: signal %q: it is %q or %q", signal, Traces, Metrics)
@@ -88,11 +95,13 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), 
 	}
 	c := Config{Signal: signal, Protocol: protocol, Timeout: DefaultTimeout}
 
-	// the endpoint and whether it is secure
+	// the endpoint and whether it is secure; each must be a URL, the
+	// path (and, for gRPC, the port) are the winning one's
 	host, path, insecure := "localhost:4318", "/v1/"+signal, false
 	if protocol == GRPC {
 		host, path = "localhost:4317", ""
 	}
+	secureFrom := "" // the variable that made the endpoint insecure
 	for _, key := range []string{"ENDPOINT", S + "_ENDPOINT"} {
 		name := "OTEL_EXPORTER_OTLP_" + key
 		v := strings.TrimSpace(getenv(name))
@@ -103,12 +112,18 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), 
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return Config{}, fmt.Errorf("collector: %s=%q: the endpoint is a URL with its scheme, http or https (http://collector:4318; for gRPC, http://collector:4317)", name, v)
 		}
-		host, insecure = u.Host, u.Scheme == "http"
+		host, insecure, secureFrom = u.Host, u.Scheme == "http", name
 		switch {
 		case protocol == GRPC:
+			if key == "ENDPOINT" && strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_"+S+"_ENDPOINT")) != "" {
+				continue // overridden: its path is no concern of this signal's
+			}
 			// the official dials host/path, which no gRPC server answers
 			if u.Path != "" && u.Path != "/" {
 				return Config{}, fmt.Errorf("collector: %s=%q: a gRPC endpoint has no path (http://collector:4317)", name, v)
+			}
+			if u.Port() == "" {
+				host = net.JoinHostPort(u.Hostname(), "443") // gRPC-Go's default port, http or https
 			}
 		case key == "ENDPOINT":
 			// a base URL: the signal's path is added
@@ -123,8 +138,10 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), 
 	}
 	// INSECURE after the endpoints, as the official: it wins over the scheme
 	for _, key := range []string{"INSECURE", S + "_INSECURE"} {
-		if v := strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_" + key)); v != "" {
+		name := "OTEL_EXPORTER_OTLP_" + key
+		if v := strings.TrimSpace(getenv(name)); v != "" {
 			insecure = strings.EqualFold(v, "true")
+			secureFrom = name
 		}
 	}
 	scheme := "https"
@@ -149,22 +166,28 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), 
 			otel.Handle(fmt.Errorf("collector: %s=%q: the compressions are \"gzip\" and \"none\"; sending uncompressed", name, v))
 		}
 	}
-	if name, v := env("TIMEOUT"); v != "" {
+	// the generic timeout, then the signal's: a bad one is reported and
+	// the one before kept, as the official
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_" + S + "_TIMEOUT"} {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			continue
+		}
 		ms, err := strconv.Atoi(v)
 		if err != nil || ms < 0 {
-			otel.Handle(fmt.Errorf("collector: %s=%q: the timeout is a number of milliseconds; using %v", name, v, DefaultTimeout))
-		} else {
-			c.Timeout = time.Duration(ms) * time.Millisecond
+			otel.Handle(fmt.Errorf("collector: %s=%q: the timeout is a number of milliseconds; using %v", name, v, c.Timeout))
+			continue
 		}
+		c.Timeout = time.Duration(ms) * time.Millisecond
 	}
-	tc, err := tlsConfig(env, readFile)
+	tc, certFrom, err := tlsConfig(env, getenv, S, readFile)
 	if err != nil {
 		return Config{}, err
 	}
 	if tc != nil && insecure {
 		// the official http exporter refuses this too; its gRPC one would
 		// speak TLS to an http:// endpoint
-		return Config{}, fmt.Errorf("collector: the %s endpoint %s is insecure (http, or OTEL_EXPORTER_OTLP_INSECURE=true) but a certificate is given: use https", signal, c.URL)
+		return Config{}, fmt.Errorf("collector: %s makes the %s endpoint %s insecure but %s gives a certificate: use https (or drop the certificate)", secureFrom, signal, c.URL, certFrom)
 	}
 	c.TLS = tc
 	if signal == Metrics {
@@ -174,67 +197,96 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), 
 }
 
 // tlsConfig is the TLS configuration the certificate variables ask for,
-// nil when they name none.
-func tlsConfig(env func(string) (string, string), readFile func(string) ([]byte, error)) (*tls.Config, error) {
+// nil when they name none, and the variable that asked for it. The client
+// certificate and key are read as pairs, as the official: the signal's
+// pair when both are set, else the generic pair; a lone half beside a
+// whole pair is reported and ignored, a lone half with no whole pair is an
+// error (the collector would refuse the exports).
+func tlsConfig(env func(string) (string, string), getenv func(string) string, S string, readFile func(string) ([]byte, error)) (*tls.Config, string, error) {
 	var tc *tls.Config
+	from := ""
 	if name, file := env("CERTIFICATE"); file != "" {
 		pem, err := readFile(file)
 		if err != nil {
-			return nil, fmt.Errorf("collector: %s: reading the CA certificate: %w", name, err)
+			return nil, "", fmt.Errorf("collector: %s: reading the CA certificate: %w", name, err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("collector: %s=%q: no PEM certificate in the file", name, file)
+			return nil, "", fmt.Errorf("collector: %s=%q: no PEM certificate in the file", name, file)
 		}
-		tc = &tls.Config{RootCAs: pool}
+		tc, from = &tls.Config{RootCAs: pool}, name
 	}
-	cn, cert := env("CLIENT_CERTIFICATE")
-	kn, key := env("CLIENT_KEY")
-	if (cert == "") != (key == "") {
-		return nil, fmt.Errorf("collector: %s=%q and %s=%q: a client certificate needs its key and a key its certificate", cn, cert, kn, key)
+	var cn, cert, kn, key, lone string
+	for _, prefix := range []string{"OTEL_EXPORTER_OTLP_" + S + "_", "OTEL_EXPORTER_OTLP_"} {
+		pcn, pkn := prefix+"CLIENT_CERTIFICATE", prefix+"CLIENT_KEY"
+		pc, pk := strings.TrimSpace(getenv(pcn)), strings.TrimSpace(getenv(pkn))
+		switch {
+		case pc != "" && pk != "" && cert == "":
+			cn, cert, kn, key = pcn, pc, pkn, pk
+		case pc != "" && pk == "" && lone == "":
+			lone = pcn
+		case pc == "" && pk != "" && lone == "":
+			lone = pkn
+		}
+	}
+	if lone != "" {
+		if cert == "" {
+			return nil, "", fmt.Errorf("collector: %s is set alone: a client certificate needs its key and a key its certificate", lone)
+		}
+		otel.Handle(fmt.Errorf("collector: %s is set alone, without its other half: ignored, as the official; using %s and %s", lone, cn, kn))
 	}
 	if cert != "" {
 		cb, err := readFile(cert)
 		if err != nil {
-			return nil, fmt.Errorf("collector: %s: reading the client certificate: %w", cn, err)
+			return nil, "", fmt.Errorf("collector: %s: reading the client certificate: %w", cn, err)
 		}
 		kb, err := readFile(key)
 		if err != nil {
-			return nil, fmt.Errorf("collector: %s: reading the client key: %w", kn, err)
+			return nil, "", fmt.Errorf("collector: %s: reading the client key: %w", kn, err)
 		}
 		pair, err := tls.X509KeyPair(cb, kb)
 		if err != nil {
-			return nil, fmt.Errorf("collector: %s=%q and %s=%q: %w", cn, cert, kn, key, err)
+			return nil, "", fmt.Errorf("collector: %s=%q and %s=%q: %w", cn, cert, kn, key, err)
 		}
 		if tc == nil {
 			tc = &tls.Config{}
 		}
 		tc.Certificates = []tls.Certificate{pair}
+		if from == "" {
+			from = cn
+		}
 	}
-	return tc, nil
+	return tc, from, nil
 }
 
 // headers reads "k1=v1,k2=v2", the values URL-encoded (the keys are not).
+// An empty pair (a trailing comma) is skipped, as the official skips it.
 // A value with control characters is an error (net/http would refuse
 // every export), but in gRPC's binary metadata (a name ending in -bin).
+// An error names the pair by its position and says what is wrong, never
+// its text: a header is often a secret (an API key).
 func headers(s string, grpc bool) (map[string]string, error) {
 	h := map[string]string{}
-	for _, pair := range strings.Split(s, ",") {
+	for i, pair := range strings.Split(s, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
 		k, v, ok := strings.Cut(pair, "=")
 		if !ok {
-			return nil, fmt.Errorf("%q has no '='", pair)
+			return nil, fmt.Errorf("pair %d has no '='", i+1)
 		}
 		k = strings.TrimSpace(k)
 		if !token(k) {
-			return nil, fmt.Errorf("%q is not a header name", k)
+			return nil, fmt.Errorf("pair %d: the name is not a header name (letters, digits and !#$%%&'*+-.^_`|~)", i+1)
 		}
 		dv, err := url.PathUnescape(v)
 		if err != nil {
-			return nil, fmt.Errorf("the value of %s: %w", k, err)
+			// not wrapped: url's error quotes the value
+			return nil, fmt.Errorf("pair %d: the value has a bad %%-escape (%%XX, two hex digits)", i+1)
 		}
 		dv = strings.TrimSpace(dv)
 		if !(grpc && strings.HasSuffix(strings.ToLower(k), "-bin")) && strings.ContainsFunc(dv, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
-			return nil, fmt.Errorf("the value of %s holds a control character", k)
+			return nil, fmt.Errorf("pair %d: the value holds a control character", i+1)
 		}
 		h[k] = dv
 	}

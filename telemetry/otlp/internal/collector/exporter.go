@@ -18,7 +18,7 @@ type PartialFunc func(resp []byte) (rejected int64, msg string, err error)
 // and rejected the rest, an error as the official's.
 type partialSuccess struct {
 	rejected int64
-	kind     string // "spans", "data points"
+	kind     string // "spans", "metric data points"
 	msg      string
 }
 
@@ -46,11 +46,18 @@ func answer(resp []byte, partial PartialFunc, kind string) error {
 	return nil
 }
 
+// keepBuffer is the largest encoding buffer an exporter keeps for its
+// next export; a larger one (a burst) is left to the garbage collector.
+const keepBuffer = 4 << 20
+
 // spanExporter is NewSpanExporter's.
 type spanExporter struct {
 	c       *Client
 	encode  func([]byte, []sdktrace.ReadOnlySpan) []byte
 	partial PartialFunc
+
+	mu  sync.Mutex // guards buf, from the encoding to the export's end
+	buf []byte     // the last export's encoding, reused (dst[:0])
 }
 
 // NewSpanExporter is a span exporter sending through c (a Traces client)
@@ -68,7 +75,16 @@ func (e *spanExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	if len(spans) == 0 {
 		return nil
 	}
-	resp, err := e.c.Export(ctx, e.encode(nil, spans))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	body := e.encode(e.buf[:0], spans)
+	if cap(body) <= keepBuffer {
+		e.buf = body
+	}
+	if len(body) == 0 {
+		return nil // only nil spans: nothing to send, as the official
+	}
+	resp, err := e.c.Export(ctx, body)
 	if err != nil {
 		return fmt.Errorf("traces export: %w", err)
 	}
@@ -87,8 +103,9 @@ type metricExporter struct {
 	encode  func([]byte, *metricdata.ResourceMetrics) ([]byte, error)
 	partial PartialFunc
 
-	mu   sync.Mutex // one export at a time, as the official's
+	mu   sync.Mutex // one export at a time, as the official's; guards buf
 	shut bool
+	buf  []byte // the last export's encoding, reused (dst[:0])
 }
 
 // NewMetricExporter is a metric exporter sending through c (a Metrics
@@ -121,7 +138,6 @@ func (e *metricExporter) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggre
 // Export sends rm, encoded, one export at a time; it must not be called
 // after Shutdown (an error).
 func (e *metricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetrics) error {
-	body, encErr := e.encode(nil, rm)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.shut {
@@ -130,9 +146,13 @@ func (e *metricExporter) Export(ctx context.Context, rm *metricdata.ResourceMetr
 		}
 		return errShutdown
 	}
+	body, encErr := e.encode(e.buf[:0], rm)
+	if cap(body) <= keepBuffer {
+		e.buf = body
+	}
 	resp, err := e.c.Export(ctx, body)
 	if err == nil {
-		err = answer(resp, e.partial, "data points")
+		err = answer(resp, e.partial, "metric data points")
 	}
 	switch {
 	case err != nil && encErr != nil:

@@ -53,12 +53,12 @@ func TestAnswers(t *testing.T) {
 	}{
 		{"", ""},
 		{":", ""},
-		{"x:", "OTLP partial success: empty message (1 data points rejected)"},
-		{":warning", "OTLP partial success: warning (0 data points rejected)"},
+		{"x:", "OTLP partial success: empty message (1 metric data points rejected)"},
+		{":warning", "OTLP partial success: warning (0 metric data points rejected)"},
 		{"garbage", "reading the collector's answer: not an answer"},
 	}
 	for _, tt := range tests {
-		err := answer([]byte(tt.resp), fakePartial, "data points")
+		err := answer([]byte(tt.resp), fakePartial, "metric data points")
 		if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
 			t.Errorf("answer(%q) = %v, want %q", tt.resp, err, tt.want)
 		}
@@ -105,7 +105,7 @@ func TestMetricExporter(t *testing.T) {
 	}
 	err := exp.Export(context.Background(), parityMetrics())
 	var ps *partialSuccess
-	if !errors.Is(err, encErr) || !errors.As(err, &ps) || ps.rejected != 3 || ps.kind != "data points" {
+	if !errors.Is(err, encErr) || !errors.As(err, &ps) || ps.rejected != 3 || ps.kind != "metric data points" {
 		t.Fatalf("err %v: want the encoding's and the partial success", err)
 	}
 	if string(s.bodies[0]) != "gen_ai.client.token.usage" {

@@ -39,11 +39,18 @@ type grpcError struct {
 	message string
 	delay   time.Duration // RetryInfo's, when the details hold one
 	retry   bool          // whether the details hold a RetryInfo
+	err     error         // the cause, when one was met here (the answer's gzip, its frame)
 }
 
 func (e *grpcError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("collector: gRPC %s: code %d (%s): %v", e.url, e.code, codeName(e.code), e.err)
+	}
 	return fmt.Sprintf("collector: gRPC %s: code %d (%s): %s", e.url, e.code, codeName(e.code), e.message)
 }
+
+// Unwrap is the cause met here, nil for a status the server sent.
+func (e *grpcError) Unwrap() error { return e.err }
 
 func codeName(c int) string {
 	names := [...]string{"OK", "Canceled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound", "AlreadyExists",
@@ -135,7 +142,7 @@ func (c *Client) postGRPC(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	msg, err := firstMessage(body, resp.Header.Get("Grpc-Encoding"))
 	if err != nil {
-		return nil, &grpcError{url: c.target, code: codeInternal, message: err.Error()}
+		return nil, &grpcError{url: c.target, code: codeInternal, err: err}
 	}
 	return msg, nil
 }

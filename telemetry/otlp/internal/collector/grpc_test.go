@@ -304,9 +304,12 @@ func TestGRPCAnHTTPStatusIsMappedToACode(t *testing.T) {
 		}
 		_, err = c.Export(context.Background(), []byte{})
 		srv.Close()
+		mu.Lock()
+		calls := n
+		mu.Unlock()
 		var ge *grpcError
-		if !errors.As(err, &ge) || ge.code != tt.code || n != tt.calls {
-			t.Errorf("HTTP %d: err %v after %d calls, want code %d after %d", tt.status, err, n, tt.code, tt.calls)
+		if !errors.As(err, &ge) || ge.code != tt.code || calls != tt.calls {
+			t.Errorf("HTTP %d: err %v after %d calls, want code %d after %d", tt.status, err, calls, tt.code, tt.calls)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -38,10 +39,17 @@ func (c *Client) postHTTP(export context.Context, payload []byte) ([]byte, error
 		ctx, cancel = context.WithTimeoutCause(export, c.cfg.Timeout, errors.New("collector: the export timeout passed"))
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.target, bytes.NewReader(payload))
+	// the payload may be the exporter's buffer, reused once Export
+	// returns: net/http may still read a body after Do returns (an
+	// answer before the whole request), so the body is closed to it
+	g := &bodyGate{}
+	defer g.close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.target, g.reader(payload))
 	if err != nil {
 		return nil, fmt.Errorf("collector: %w", err)
 	}
+	req.ContentLength = int64(len(payload))
+	req.GetBody = func() (io.ReadCloser, error) { return g.reader(payload), nil }
 	req.Header.Set("User-Agent", c.userAgent)
 	for k, v := range c.cfg.Headers {
 		req.Header.Set(k, v)
@@ -56,7 +64,11 @@ func (c *Client) postHTTP(export context.Context, payload []byte) ([]byte, error
 		if export.Err() == nil && (ctx.Err() != nil || errors.As(err, &ne) && ne.Timeout()) {
 			// an attempt that timed out: the official retries what
 			// net/http calls temporary, its client's timeout included
-			return nil, &retryable{err: fmt.Errorf("collector: %w (%w)", err, context.Cause(ctx))}
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+				return nil, &retryable{err: fmt.Errorf("collector: %w (%w)", err, cause)}
+			}
+			return nil, &retryable{err: fmt.Errorf("collector: %w", err)} // net/http's own timeout
+
 		}
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
 			return nil, fmt.Errorf("collector: %w (%w)", err, cause)
@@ -103,8 +115,15 @@ func excerpt(b []byte, n int) string {
 	cut := len(s) > n
 	if cut {
 		s = s[:n]
-		for !utf8.ValidString(s) && len(s) > 0 {
-			s = s[:len(s)-1]
+		// a rune cut in half at the end is dropped; a bad byte elsewhere
+		// is shown as '?' below
+		for i := len(s) - 1; i >= 0 && i > len(s)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(s[i]) {
+				if !utf8.FullRuneInString(s[i:]) {
+					s = s[:i]
+				}
+				break
+			}
 		}
 	}
 	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "?")), " ")
@@ -133,3 +152,44 @@ func retryAfter(v string, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// errBodyGone is what a request body reads after its attempt ended.
+var errBodyGone = errors.New("collector: the request body was released")
+
+// bodyGate shuts the request bodies of one attempt to their reader when
+// the attempt ends, so that their bytes can be reused.
+type bodyGate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+// close ends every reader's access to its bytes.
+func (g *bodyGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// reader is a request body reading b until g is closed.
+func (g *bodyGate) reader(b []byte) io.ReadCloser {
+	return &gatedReader{g: g, r: bytes.NewReader(b)}
+}
+
+// gatedReader is bodyGate.reader's.
+type gatedReader struct {
+	g *bodyGate
+	r *bytes.Reader
+}
+
+// Read reads the bytes, or fails once the attempt has ended.
+func (r *gatedReader) Read(p []byte) (int, error) {
+	r.g.mu.Lock()
+	defer r.g.mu.Unlock()
+	if r.g.closed {
+		return 0, errBodyGone
+	}
+	return r.r.Read(p)
+}
+
+// Close does nothing: the gate releases the bytes.
+func (r *gatedReader) Close() error { return nil }

@@ -195,18 +195,28 @@ func TestHTTPAnErrorStatusBodyIsRead(t *testing.T) {
 	}
 }
 
+// The context is cancelled once the wait between attempts has started
+// (the hook says so), not before: the real wait (5 s) must end on it. A
+// wait that ignored ctx would retry, a second request.
 func TestHTTPContextEndingDuringTheWaitEndsTheExport(t *testing.T) {
 	s := newScripted(t, scripted{status: 503})
 	c := httpClient(t, s.URL, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	started := make(chan struct{})
+	var waitErr error // what the wait ended with; only read after Export
 	c.wait = func(ctx context.Context, d time.Duration) error {
-		cancel()
-		return wait(ctx, d) // a real wait of 5 s, ended by ctx
+		close(started) // a second wait would panic: one is expected
+		waitErr = wait(ctx, d)
+		return waitErr
 	}
+	go func() {
+		<-started
+		cancel()
+	}()
 	_, err := c.Export(ctx, []byte("x"))
-	if !errors.Is(err, context.Canceled) || s.count() != 1 {
-		t.Fatalf("err %v after %d requests", err, s.count())
+	if !errors.Is(waitErr, context.Canceled) || !errors.Is(err, context.Canceled) || s.count() != 1 {
+		t.Fatalf("the wait ended with %v; err %v after %d requests", waitErr, err, s.count())
 	}
 }
 

@@ -1,6 +1,8 @@
 package otlpwire
 
 import (
+	"unicode/utf8"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -15,31 +17,91 @@ const (
 	anyArray  = 5
 )
 
-// appendKeyValues appends each attribute as the KeyValue message field num.
+// appendKeyValues appends each attribute as the KeyValue message field num,
+// but one whose key, made well formed, equals a later one's (see clashes).
 func appendKeyValues(b []byte, num int, kvs []attribute.KeyValue) []byte {
+	start, valid := len(b), true
 	for _, kv := range kvs {
-		b = appendKeyValue(b, num, kv)
+		var ok bool
+		b, ok = appendKeyValue(b, num, kv)
+		valid = valid && ok
+	}
+	if valid {
+		return b
+	}
+	// a key was made well formed: written again, without the clashes
+	b = b[:start]
+	skip := clashes(len(kvs), func(i int) attribute.Key { return kvs[i].Key })
+	for i, kv := range kvs {
+		if !skip[i] {
+			b, _ = appendKeyValue(b, num, kv)
+		}
 	}
 	return b
 }
 
 // appendSet appends the attributes of set, in its (key) order, as the
-// KeyValue message field num.
+// KeyValue message field num, but one whose key, made well formed, equals a
+// later one's (see clashes).
 func appendSet(b []byte, num int, set *attribute.Set) []byte {
+	start, valid := len(b), true
 	for i := range set.Len() {
 		kv, _ := set.Get(i)
-		b = appendKeyValue(b, num, kv)
+		var ok bool
+		b, ok = appendKeyValue(b, num, kv)
+		valid = valid && ok
+	}
+	if valid {
+		return b
+	}
+	// a key was made well formed: written again, without the clashes
+	b = b[:start]
+	skip := clashes(set.Len(), func(i int) attribute.Key { kv, _ := set.Get(i); return kv.Key })
+	for i := range set.Len() {
+		if !skip[i] {
+			kv, _ := set.Get(i)
+			b, _ = appendKeyValue(b, num, kv)
+		}
 	}
 	return b
 }
 
+// clashes says which of the n keys of a list (key(i)), some not valid
+// UTF-8, are not written: those that, made well formed, equal a later key
+// that differs from them as given (OTLP: the keys of a list MUST be unique,
+// and the SDK keeps the last of equal keys). Keys equal as given are left as
+// the caller gave them (the official writes them all).
+func clashes(n int, key func(int) attribute.Key) []bool {
+	last := make(map[string]int, n) // a key made well formed: its last index
+	for i := range n {
+		last[wellFormed([]byte(key(i)))] = i
+	}
+	skip := make([]bool, n)
+	for i := range n {
+		k := key(i)
+		if j := last[wellFormed([]byte(k))]; j != i && key(j) != k {
+			skip[i] = true
+		}
+	}
+	return skip
+}
+
 // appendKeyValue appends kv as the KeyValue message field num: key (1) and
-// value (2), the value always present as the official transform writes it.
-func appendKeyValue(b []byte, num int, kv attribute.KeyValue) []byte {
+// value (2), the value always present as the official transform writes it;
+// and whether the key was valid UTF-8 (else it was made well formed).
+func appendKeyValue(b []byte, num int, kv attribute.KeyValue) ([]byte, bool) {
 	b, start := beginMessage(b, num)
-	b = appendStringField(b, 1, string(kv.Key))
+	valid := true
+	if k := string(kv.Key); k != "" {
+		b = appendTag(b, 1, wireBytes)
+		if valid = utf8.ValidString(k); valid {
+			b = append(appendVarint(b, uint64(len(k))), k...)
+		} else {
+			b = appendWellFormed(appendVarint(b, uint64(wellFormedLen(k))), k)
+		}
+	}
 	b = appendAnyValue(b, 2, kv.Value)
-	return endMessage(b, start)
+	return endMessage(b, start), valid
 }
 
 // appendAnyValue appends v as the AnyValue message field num. An EMPTY value

@@ -19,7 +19,10 @@
 // string([]rune(s)) and encoding/json do (so "a\xff\xfeb" becomes
 // "a\uFFFD\uFFFDb", not one U+FFFD for the run as strings.ToValidUTF8 would
 // write). The same rule is applied to the error message ReadPartialSuccess
-// returns.
+// returns. Where two keys of one attribute list differ as given but are
+// equal made well formed ("k\xfe" and "k\xff"), only the last is written:
+// OTLP requires the keys of a list to be unique, and the SDK keeps the last
+// of equal keys.
 //
 // The resource groups of AppendSpans are in the order their first span comes
 // in (the official exporter's order is a map's, so random); scopes within a

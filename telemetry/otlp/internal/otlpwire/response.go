@@ -94,7 +94,9 @@ func readFields(b []byte, base int, f func(num, typ int, v uint64, field []byte,
 			field = b[i : i+int(l)]
 			i += int(l)
 		case 3: // start group
-			n, err := skipGroup(b[i:], num, 1)
+			// depth 0: proto.Unmarshal takes 10000 groups nested in this
+			// one (10001 in all), at the top or inside a message
+			n, err := skipGroup(b[i:], num, 0)
 			if err != nil {
 				return fmt.Errorf("group field %d at byte %d: %w", num, at, err)
 			}

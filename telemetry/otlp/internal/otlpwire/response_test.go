@@ -8,6 +8,10 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
 )
 
 // msg is the concatenation of fields.
@@ -160,6 +164,7 @@ func FuzzReadPartialSuccess(f *testing.F) {
 	f.Add(bytesField(1, msg(varintField(1, 3), bytesField(2, []byte("m")))))
 	f.Add(msg(unknowns(), bytesField(1, unknowns())))
 	f.Add(bytesField(1, bytesField(2, []byte("\xff"))))
+	f.Add(msg(bytesField(1, msg(varintField(1, 3), bytesField(2, []byte("a\xff")))), bytesField(1, varintField(1, 5))))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		n, m, err := ReadPartialSuccess(body)
 		var tr coltrace.ExportTraceServiceResponse
@@ -171,7 +176,13 @@ func FuzzReadPartialSuccess(f *testing.F) {
 		}
 		if terr != nil {
 			if strings.Contains(terr.Error(), "invalid UTF-8") && err == nil {
-				return // the intended difference
+				// the intended difference: the values must still be
+				// proto's, the message made well formed
+				ln, lm, lerr := lenientPartialSuccess(body)
+				if lerr != nil || n != ln || m != wellFormedRunes(lm) {
+					t.Fatalf("ReadPartialSuccess = %d, %q; proto.Unmarshal with the message as bytes: %d, %q, %v", n, m, ln, lm, lerr)
+				}
+				return
 			}
 			if err == nil {
 				t.Fatalf("proto.Unmarshal fails (%v), ReadPartialSuccess read %d, %q", terr, n, m)
@@ -185,4 +196,87 @@ func FuzzReadPartialSuccess(f *testing.F) {
 			t.Fatalf("ReadPartialSuccess = %d, %q; proto.Unmarshal %d, %q", n, m, ps.GetRejectedSpans(), ps.GetErrorMessage())
 		}
 	})
+}
+
+// nestedGroups is n groups of field 5, each in the one before.
+func nestedGroups(n int) []byte {
+	var b []byte
+	for range n {
+		b = protowire.AppendTag(b, 5, protowire.StartGroupType)
+	}
+	for range n {
+		b = protowire.AppendTag(b, 5, protowire.EndGroupType)
+	}
+	return b
+}
+
+// Groups nest as deep as proto.Unmarshal lets them, no less, no more: at
+// the top level and inside partial_success.
+func TestGroupsNestAsDeepAsProtoUnmarshalAllows(t *testing.T) {
+	for _, inner := range []bool{false, true} {
+		for _, n := range []int{9998, 9999, 10000, 10001, 10002} {
+			body := nestedGroups(n)
+			if inner {
+				body = bytesField(1, body)
+			}
+			var tr coltrace.ExportTraceServiceResponse
+			perr := proto.Unmarshal(body, &tr)
+			_, _, err := ReadPartialSuccess(body)
+			if (perr == nil) != (err == nil) {
+				t.Errorf("inner=%v %d nested groups: proto.Unmarshal %v, ReadPartialSuccess %v", inner, n, perr, err)
+			}
+		}
+	}
+}
+
+// lenientResponse is ExportTraceServiceResponse with its error_message
+// typed bytes: proto.Unmarshal reads into it what it refuses to read into
+// the real type for want of UTF-8.
+var lenientResponse = func() protoreflect.MessageDescriptor {
+	field := func(name string, num int32, typ descriptorpb.FieldDescriptorProto_Type, typeName string) *descriptorpb.FieldDescriptorProto {
+		f := &descriptorpb.FieldDescriptorProto{Name: proto.String(name), Number: proto.Int32(num), Type: typ.Enum(),
+			Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum()}
+		if typeName != "" {
+			f.TypeName = proto.String(typeName)
+		}
+		return f
+	}
+	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
+		Name: proto.String("lenient.proto"), Package: proto.String("lenient"), Syntax: proto.String("proto3"),
+		MessageType: []*descriptorpb.DescriptorProto{
+			{Name: proto.String("Response"), Field: []*descriptorpb.FieldDescriptorProto{
+				field("partial_success", 1, descriptorpb.FieldDescriptorProto_TYPE_MESSAGE, ".lenient.Partial")}},
+			{Name: proto.String("Partial"), Field: []*descriptorpb.FieldDescriptorProto{
+				field("rejected", 1, descriptorpb.FieldDescriptorProto_TYPE_INT64, ""),
+				field("error_message", 2, descriptorpb.FieldDescriptorProto_TYPE_BYTES, "")}},
+		},
+	}, nil)
+	if err != nil {
+		panic(err)
+	}
+	return fd.Messages().ByName("Response")
+}()
+
+// lenientPartialSuccess is what proto.Unmarshal reads from body into
+// lenientResponse.
+func lenientPartialSuccess(body []byte) (int64, string, error) {
+	m := dynamicpb.NewMessage(lenientResponse)
+	if err := proto.Unmarshal(body, m); err != nil {
+		return 0, "", err
+	}
+	ps := m.Get(lenientResponse.Fields().ByNumber(1)).Message()
+	pd := ps.Descriptor().Fields()
+	return ps.Get(pd.ByNumber(1)).Int(), string(ps.Get(pd.ByNumber(2)).Bytes()), nil
+}
+
+// wellFormedRunes is s made well formed as string([]rune(s)) makes it.
+func wellFormedRunes(s string) string { return string([]rune(s)) }
+
+// The oracle of FuzzReadPartialSuccess for a message that is not UTF-8
+// reads what proto.Unmarshal reads.
+func TestLenientPartialSuccessReadsTheBytes(t *testing.T) {
+	n, m, err := lenientPartialSuccess(bytesField(1, msg(varintField(1, 7), bytesField(2, []byte("a\xffb")))))
+	if err != nil || n != 7 || m != "a\xffb" {
+		t.Fatalf("%d, %q, %v", n, m, err)
+	}
 }
