@@ -1,6 +1,7 @@
 package otlpwire
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func fuzzSpan(t testing.TB, str func(string) string, key, s string, i int64, f f
 // formed.
 func FuzzAppendSpans(f *testing.F) {
 	f.Add("key", "value", int64(1), 1.5, true, 0)
-	f.Add("", "", int64(0), 0.0, false, 1<<33)
+	f.Add("", "", int64(0), 0.0, false, math.MaxInt) // past uint32 where int is 64 bits: clamped
 	f.Add("k\xff", "\xe2\x82", int64(-1), -0.0, true, -3)
 	off := newOfficialTracer(f)
 	f.Fuzz(func(t *testing.T, key, s string, i int64, fl float64, b bool, dropped int) {

@@ -102,7 +102,7 @@ func fixtureSpans(t testing.TB) []sdktrace.ReadOnlySpan {
 		Status:               sdktrace.Status{Code: codes.Error, Description: "it broke"},
 		DroppedAttributes:    7,
 		DroppedEvents:        math.MaxInt32,
-		DroppedLinks:         1 << 40, // clamped to MaxUint32
+		DroppedLinks:         math.MaxInt, // clamped to MaxUint32 where int is 64 bits
 		Resource:             resA,
 		InstrumentationScope: scopeFull,
 	}, {
