@@ -5,6 +5,13 @@
 // propagator. It is what `myelin run`, `chat` and `serve` call at start
 // (docs/telemetry.md).
 //
+// The exporters are myelin's own: internal/otlpwire writes the OTLP
+// protobuf bytes, internal/collector sends them over http/protobuf or
+// gRPC (HTTP/2 through net/http), both held by tests to the official Go
+// exporters, which this package must not link again (they bring gRPC-Go
+// and the protobuf runtime into every start: docs/telemetry.md, "What
+// goes on the wire").
+//
 // It must be the only package that links the SDK and the exporters, so
 // that code using package telemetry alone stays light, and it must leave
 // telemetry off when the environment names no exporter.
@@ -14,16 +21,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 
 	"github.com/myelin-run/myelin/telemetry"
+	"github.com/myelin-run/myelin/telemetry/otlp/internal/collector"
+	"github.com/myelin-run/myelin/telemetry/otlp/internal/otlpwire"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
@@ -76,9 +80,6 @@ func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error,
 	if !traces && !metrics {
 		return nothing, nil
 	}
-	if err := endpoints(getenv); err != nil {
-		return nothing, err
-	}
 	service := c.Service
 	if service == "" {
 		service = "myelin"
@@ -93,7 +94,7 @@ func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error,
 	var tp trace.TracerProvider = noop.NewTracerProvider()
 	var ends []func(context.Context) error
 	if traces {
-		exp, err := traceExporter(ctx, getenv)
+		exp, err := traceExporter(getenv)
 		if err != nil {
 			return nothing, err
 		}
@@ -103,7 +104,7 @@ func Setup(ctx context.Context, c Config) (shutdown func(context.Context) error,
 	}
 	var mp metric.MeterProvider
 	if metrics {
-		exp, err := metricExporter(ctx, getenv)
+		exp, err := metricExporter(getenv)
 		if err != nil {
 			return nothing, errors.Join(err, shutdownAll(ctx, ends))
 		}
@@ -144,24 +145,6 @@ func wanted(getenv func(string) string, signal string) (bool, error) {
 	}
 }
 
-// endpoints checks the OTLP endpoint variables that are set: each must be
-// an http or https URL with a host. The exporters would take one that is
-// not for unset — log it on stderr and send to localhost, the spans of a
-// collector elsewhere silently lost.
-func endpoints(getenv func(string) string) error {
-	for _, name := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"} {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			continue
-		}
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("telemetry: %s=%q: the endpoint is a URL with its scheme, http or https (http://collector:4318; for gRPC, http://collector:4317)", name, getenv(name))
-		}
-	}
-	return nil
-}
-
 // protocol is the OTLP protocol of signal: "grpc" or "http/protobuf".
 func protocol(getenv func(string) string, signal string) (string, error) {
 	name := "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
@@ -180,38 +163,39 @@ func protocol(getenv func(string) string, signal string) (string, error) {
 	}
 }
 
-func traceExporter(ctx context.Context, getenv func(string) string) (sdktrace.SpanExporter, error) {
-	p, err := protocol(getenv, "TRACES")
+// client is the collector client of signal (collector.Traces or
+// collector.Metrics) over the protocol the environment names, read from
+// the OTEL_EXPORTER_OTLP_* variables as the official exporters read them.
+func client(getenv func(string) string, signal string) (*collector.Client, error) {
+	p, err := protocol(getenv, strings.ToUpper(signal))
 	if err != nil {
 		return nil, err
 	}
-	var exp sdktrace.SpanExporter
-	if p == "grpc" {
-		exp, err = otlptracegrpc.New(ctx)
-	} else {
-		exp, err = otlptracehttp.New(ctx)
-	}
+	cfg, err := collector.FromEnv(getenv, os.ReadFile, signal, p)
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: the OTLP trace exporter (%s): %w", p, err)
+		return nil, fmt.Errorf("telemetry: the OTLP %s exporter (%s): %w", signal, p, err)
 	}
-	return exp, nil
+	c, err := collector.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: the OTLP %s exporter (%s): %w", signal, p, err)
+	}
+	return c, nil
 }
 
-func metricExporter(ctx context.Context, getenv func(string) string) (sdkmetric.Exporter, error) {
-	p, err := protocol(getenv, "METRICS")
+func traceExporter(getenv func(string) string) (sdktrace.SpanExporter, error) {
+	c, err := client(getenv, collector.Traces)
 	if err != nil {
 		return nil, err
 	}
-	var exp sdkmetric.Exporter
-	if p == "grpc" {
-		exp, err = otlpmetricgrpc.New(ctx)
-	} else {
-		exp, err = otlpmetrichttp.New(ctx)
-	}
+	return collector.NewSpanExporter(c, otlpwire.AppendSpans, otlpwire.ReadPartialSuccess), nil
+}
+
+func metricExporter(getenv func(string) string) (sdkmetric.Exporter, error) {
+	c, err := client(getenv, collector.Metrics)
 	if err != nil {
-		return nil, fmt.Errorf("telemetry: the OTLP metric exporter (%s): %w", p, err)
+		return nil, err
 	}
-	return exp, nil
+	return collector.NewMetricExporter(c, otlpwire.AppendMetrics, otlpwire.ReadPartialSuccess), nil
 }
 
 func shutdownAll(ctx context.Context, ends []func(context.Context) error) error {

@@ -44,14 +44,17 @@ func TestWithNoOTELVariablesTelemetryIsOffAndSaysNothing(t *testing.T) {
 }
 
 func TestSetupExportsSpansAndMetricsOverHTTPAndGRPC(t *testing.T) {
-	for _, proto := range []string{"http/protobuf", "grpc"} {
-		t.Run(proto, func(t *testing.T) {
+	for _, c := range []struct{ proto, compression string }{
+		{"http/protobuf", ""}, {"grpc", ""}, {"http/protobuf", "gzip"}, {"grpc", "gzip"},
+	} {
+		t.Run(c.proto+"/"+c.compression, func(t *testing.T) {
 			r := otlptest.Start(t)
-			if proto == "grpc" {
+			if c.proto == "grpc" {
 				r.UseGRPC(t)
 			} else {
 				r.UseHTTP(t)
 			}
+			t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", c.compression)
 			shutdown, err := otlp.Setup(context.Background(), otlp.Config{Service: "myelin-test"})
 			if err != nil {
 				t.Fatalf("Setup: %v", err)

@@ -26,6 +26,7 @@ import (
 	common "go.opentelemetry.io/proto/otlp/common/v1"
 	metricpb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	"google.golang.org/grpc"
+	_ "google.golang.org/grpc/encoding/gzip" // a collector takes gzip over gRPC: so does the receiver
 	"google.golang.org/protobuf/proto"
 )
 
