@@ -338,3 +338,24 @@ func metricPreferences(getenv func(string) string) (sdkmetric.TemporalitySelecto
 }
 
 var errShutdown = errors.New("collector: the exporter is shut down")
+
+// redact is the URL s, for an error, without its user information (a
+// user name may be a token, as a password): "http://xxxxx@host/path". It
+// works on the text, so that a value url.Parse refuses, or reads as
+// another scheme's opaque part ("user:token@collector:4317"), is redacted
+// too; it must not be used to build a URL that is dialled.
+func redact(s string) string {
+	start := 0
+	if i := strings.Index(s, "://"); i >= 0 {
+		start = i + len("://")
+	}
+	end := len(s)
+	if i := strings.IndexAny(s[start:], "/?#"); i >= 0 {
+		end = start + i
+	}
+	at := strings.LastIndex(s[start:end], "@")
+	if at < 0 {
+		return s
+	}
+	return s[:start] + "xxxxx" + s[start+at:]
+}
