@@ -36,6 +36,7 @@ var defaultRetry = retryPolicy{initial: 5 * time.Second, max: 30 * time.Second, 
 type Client struct {
 	cfg       Config
 	target    string // the URL posted to
+	shown     string // target in errors: redact(target)
 	userAgent string
 	hc        *http.Client
 	retry     retryPolicy
@@ -100,7 +101,7 @@ func New(c Config) (*Client, error) {
 		return nil, fmt.Errorf("collector: signal %q: it is %q or %q", c.Signal, Traces, Metrics)
 	}
 	if u, err := url.Parse(c.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("collector: the URL %q is not an http or https URL with a host", c.URL)
+		return nil, fmt.Errorf("collector: the URL %q is not an http or https URL with a host", redact(c.URL))
 	}
 	cl := &Client{cfg: c, target: c.URL, retry: defaultRetry, wait: wait, stop: make(chan struct{}), conns: map[net.Conn]struct{}{}, proxy: http.ProxyFromEnvironment}
 	t := &http.Transport{
@@ -143,6 +144,7 @@ func New(c Config) (*Client, error) {
 		return nil, fmt.Errorf("collector: protocol %q: it is %q or %q", c.Protocol, HTTPProtobuf, GRPC)
 	}
 	cl.hc = &http.Client{Transport: t}
+	cl.shown = redact(cl.target)
 	return cl, nil
 }
 

@@ -110,7 +110,7 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), 
 		}
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return Config{}, fmt.Errorf("collector: %s=%q: the endpoint is a URL with its scheme, http or https (http://collector:4318; for gRPC, http://collector:4317)", name, v)
+			return Config{}, fmt.Errorf("collector: %s=%q: the endpoint is a URL with its scheme, http or https (http://collector:4318; for gRPC, http://collector:4317)", name, redact(v))
 		}
 		host, insecure, secureFrom = u.Host, u.Scheme == "http", name
 		switch {
@@ -120,7 +120,7 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), 
 			}
 			// the official dials host/path, which no gRPC server answers
 			if u.Path != "" && u.Path != "/" {
-				return Config{}, fmt.Errorf("collector: %s=%q: a gRPC endpoint has no path (http://collector:4317)", name, v)
+				return Config{}, fmt.Errorf("collector: %s=%q: a gRPC endpoint has no path (http://collector:4317)", name, redact(v))
 			}
 			if u.Port() == "" {
 				host = net.JoinHostPort(u.Hostname(), "443") // gRPC-Go's default port, http or https
@@ -187,7 +187,7 @@ func FromEnv(getenv func(string) string, readFile func(string) ([]byte, error), 
 	if tc != nil && insecure {
 		// the official http exporter refuses this too; its gRPC one would
 		// speak TLS to an http:// endpoint
-		return Config{}, fmt.Errorf("collector: %s makes the %s endpoint %s insecure but %s gives a certificate: use https (or drop the certificate)", secureFrom, signal, c.URL, certFrom)
+		return Config{}, fmt.Errorf("collector: %s makes the %s endpoint %s insecure but %s gives a certificate: use https (or drop the certificate)", secureFrom, signal, redact(c.URL), certFrom)
 	}
 	c.TLS = tc
 	if signal == Metrics {
@@ -358,4 +358,14 @@ func redact(s string) string {
 		return s
 	}
 	return s[:start] + "xxxxx" + s[start+at:]
+}
+
+// redactURLError takes the user information out of the URL that err, a
+// *url.Error of net/http's Client, quotes: net/http hides the password
+// only, and a user name may be a token.
+func redactURLError(err error) {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = redact(ue.URL)
+	}
 }

@@ -108,16 +108,17 @@ func (c *Client) postGRPC(ctx context.Context, payload []byte) ([]byte, error) {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		redactURLError(err)
 		if cause := context.Cause(ctx); cause != nil {
-			return nil, fmt.Errorf("collector: gRPC %s: %w (%w)", c.target, err, cause)
+			return nil, fmt.Errorf("collector: gRPC %s: %w (%w)", c.shown, err, cause)
 		}
 		// gRPC calls a transport failure Unavailable: retried
-		return nil, &retryable{err: fmt.Errorf("collector: gRPC %s: unavailable: %w", c.target, err)}
+		return nil, &retryable{err: fmt.Errorf("collector: gRPC %s: unavailable: %w", c.shown, err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		e := &grpcError{url: c.target, code: httpToCode(resp.StatusCode),
+		e := &grpcError{url: c.shown, code: httpToCode(resp.StatusCode),
 			message: strings.TrimSpace("HTTP " + resp.Status + " " + excerpt(body, 200))}
 		return nil, e.classify()
 	}
@@ -127,22 +128,22 @@ func (c *Client) postGRPC(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, c.status(resp.Header)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/grpc") {
-		e := &grpcError{url: c.target, code: codeUnknown, message: fmt.Sprintf("the answer's content-type is %q, not application/grpc", ct)}
+		e := &grpcError{url: c.shown, code: codeUnknown, message: fmt.Sprintf("the answer's content-type is %q, not application/grpc", ct)}
 		return nil, e
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+5+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("collector: gRPC %s: reading the answer: %w", c.target, err)
+			return nil, fmt.Errorf("collector: gRPC %s: reading the answer: %w", c.shown, err)
 		}
-		return nil, &retryable{err: fmt.Errorf("collector: gRPC %s: reading the answer: %w", c.target, err)}
+		return nil, &retryable{err: fmt.Errorf("collector: gRPC %s: reading the answer: %w", c.shown, err)}
 	}
 	if err := c.status(resp.Trailer); err != nil {
 		return nil, err
 	}
 	msg, err := firstMessage(body, resp.Header.Get("Grpc-Encoding"))
 	if err != nil {
-		return nil, &grpcError{url: c.target, code: codeInternal, err: err}
+		return nil, &grpcError{url: c.shown, code: codeInternal, err: err}
 	}
 	return msg, nil
 }
@@ -152,16 +153,16 @@ func (c *Client) postGRPC(ctx context.Context, payload []byte) ([]byte, error) {
 func (c *Client) status(h http.Header) error {
 	s := h.Get("Grpc-Status")
 	if s == "" {
-		return &grpcError{url: c.target, code: codeInternal, message: "the server sent no grpc-status"}
+		return &grpcError{url: c.shown, code: codeInternal, message: "the server sent no grpc-status"}
 	}
 	code, err := strconv.Atoi(s)
 	if err != nil {
-		return &grpcError{url: c.target, code: codeUnknown, message: fmt.Sprintf("grpc-status %q", s)}
+		return &grpcError{url: c.shown, code: codeUnknown, message: fmt.Sprintf("grpc-status %q", s)}
 	}
 	if code == codeOK {
 		return nil
 	}
-	e := &grpcError{url: c.target, code: code, message: percentDecode(h.Get("Grpc-Message"))}
+	e := &grpcError{url: c.shown, code: code, message: percentDecode(h.Get("Grpc-Message"))}
 	if d := h.Get("Grpc-Status-Details-Bin"); d != "" {
 		if b, err := decodeBin(d); err == nil {
 			if st, err := decodeStatus(b); err == nil {

@@ -60,6 +60,7 @@ func (c *Client) postHTTP(export context.Context, payload []byte) ([]byte, error
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		redactURLError(err)
 		var ne net.Error
 		if export.Err() == nil && (ctx.Err() != nil || errors.As(err, &ne) && ne.Timeout()) {
 			// an attempt that timed out: the official retries what
@@ -78,10 +79,10 @@ func (c *Client) postHTTP(export context.Context, payload []byte) ([]byte, error
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if err != nil {
-		return nil, fmt.Errorf("collector: reading the answer of %s: %w", c.target, err)
+		return nil, fmt.Errorf("collector: reading the answer of %s: %w", c.shown, err)
 	}
 	if len(body) > maxResponse {
-		return nil, fmt.Errorf("collector: the answer of %s is over %d bytes", c.target, maxResponse)
+		return nil, fmt.Errorf("collector: the answer of %s is over %d bytes", c.shown, maxResponse)
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		if resp.Header.Get("Content-Type") != "application/x-protobuf" {
@@ -89,7 +90,7 @@ func (c *Client) postHTTP(export context.Context, payload []byte) ([]byte, error
 		}
 		return body, nil
 	}
-	e := &httpError{url: c.target, status: resp.Status, code: resp.StatusCode, text: httpErrorText(resp.Header.Get("Content-Type"), body)}
+	e := &httpError{url: c.shown, status: resp.Status, code: resp.StatusCode, text: httpErrorText(resp.Header.Get("Content-Type"), body)}
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return nil, &retryable{err: e, delay: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
