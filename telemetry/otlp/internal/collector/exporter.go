@@ -64,7 +64,10 @@ type spanExporter struct {
 // what encode makes of the spans, an ExportTraceServiceRequest. A partial
 // success, read by partial, is its Export's error, which the SDK's span
 // processor hands to otel.Handle, as the official's. Its Shutdown closes c;
-// an export after it fails.
+// an export after it fails. The exports of one exporter run one at a time:
+// a mutex holds its encoding buffer, reused by the next export, from the
+// encoding to the export's end (the SDK's batch processor exports one
+// batch at a time anyway).
 func NewSpanExporter(c *Client, encode func(dst []byte, spans []sdktrace.ReadOnlySpan) []byte, partial PartialFunc) sdktrace.SpanExporter {
 	return &spanExporter{c: c, encode: encode, partial: partial}
 }
