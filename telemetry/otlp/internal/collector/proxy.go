@@ -20,7 +20,9 @@ import (
 // CONNECT tunnel through it (basic authorization from the proxy URL's user
 // information); without one it dials the target. net/http would forward an
 // http:// request to a proxy as HTTP/1.1, which a gRPC server does not
-// answer.
+// answer. It speaks plain TCP to the proxy, on the port of its URL or its
+// scheme's default: an http:// proxy; it must not be given an https:// or
+// socks5:// one (the CONNECT is not TLS or SOCKS, and fails).
 func dialThroughProxy(dial func(ctx context.Context, network, addr string) (net.Conn, error), proxy func(*http.Request) (*url.URL, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		pu, err := proxy(&http.Request{URL: &url.URL{Scheme: "https", Host: addr}})
