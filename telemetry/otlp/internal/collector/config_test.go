@@ -190,3 +190,143 @@ func TestFromEnvMetricPreferences(t *testing.T) {
 		})
 	}
 }
+
+// A header pair written as HTTP writes it ("name: value"), or a name
+// holding the secret, is refused by its position and what is wrong with
+// it: never its name or value (an API key would end up in the logs).
+func TestAHeaderErrorNamesThePairByPositionNeverItsText(t *testing.T) {
+	for _, tt := range []struct{ v, want string }{
+		{"Authorization: Bearer sk-live-SECRET", "pair 1 has no '='"},
+		{"a=1,x-honeycomb-team:SECRET", "pair 2 has no '='"},
+		{"api-key SECRET=", "pair 1: the name is not a header name"},
+		{"a=1,,b=%zzSECRET", "pair 3: the value has a bad %-escape"},
+		{"SECRETKEY=x%0ASECRET", "pair 1: the value holds a control character"},
+	} {
+		_, err := FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": tt.v}), noFiles, Traces, HTTPProtobuf)
+		if err == nil {
+			t.Fatalf("%q: no error", tt.v)
+		}
+		if strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_HEADERS") {
+			t.Errorf("%q: err %v, want one saying %q without the pair's text", tt.v, err, tt.want)
+		}
+	}
+}
+
+// A trailing comma or an empty pair loses nothing: it is skipped, as the
+// official skips it, and the other headers are sent.
+func TestAnEmptyHeaderPairIsSkipped(t *testing.T) {
+	for _, v := range []string{"api-key=k,", "api-key=k, ,x=1", ",api-key=k"} {
+		c, err := FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": v}), noFiles, Traces, HTTPProtobuf)
+		if err != nil {
+			t.Errorf("%q: %v", v, err)
+			continue
+		}
+		if c.Headers["api-key"] != "k" || len(c.Headers) > 2 {
+			t.Errorf("%q: headers %v", v, c.Headers)
+		}
+	}
+}
+
+// Traces over gRPC to their own endpoint, metrics over HTTP to a base URL
+// with a path: the generic endpoint is overridden for traces, so its path
+// is no error of theirs (the official takes it).
+func TestAGRPCPathIsCheckedOnlyOnTheEndpointThatWins(t *testing.T) {
+	env := map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT":        "http://collector:4318/otlp",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4317",
+	}
+	c, err := FromEnv(envOf(env), noFiles, Traces, GRPC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.URL != "http://collector:4317" {
+		t.Errorf("URL %q", c.URL)
+	}
+	env = map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT":        "http://collector:4317",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4317/otlp",
+	}
+	if _, err := FromEnv(envOf(env), noFiles, Traces, GRPC); err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+		t.Errorf("a path on the winning endpoint: err %v", err)
+	}
+}
+
+// A gRPC endpoint without a port is dialled on 443, as gRPC-Go does, even
+// when it is http (insecure).
+func TestAGRPCEndpointWithoutAPortIs443AsGRPCGo(t *testing.T) {
+	for _, ep := range []string{"http://collector", "https://collector", "http://collector/"} {
+		c, err := FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ep}), noFiles, Traces, GRPC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(c.URL, "://collector:443") {
+			t.Errorf("%s: URL %q", ep, c.URL)
+		}
+	}
+	c, err := FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector"}), noFiles, Traces, HTTPProtobuf)
+	if err != nil || c.URL != "http://collector/v1/traces" {
+		t.Errorf("http/protobuf keeps the URL's default port: %q, %v", c.URL, err)
+	}
+}
+
+// A bad signal timeout is reported and the generic one kept, as the
+// official (it applies the generic, then fails to read the signal's).
+func TestABadSignalTimeoutKeepsTheGenericOne(t *testing.T) {
+	errs := handled(t)
+	c, err := FromEnv(envOf(map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "30000", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "5s"}), noFiles, Traces, HTTPProtobuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Timeout != 30*time.Second || len(*errs) != 1 || !strings.Contains((*errs)[0].Error(), "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") {
+		t.Errorf("timeout %v, reported %v; want the generic 30s and the signal's reported", c.Timeout, *errs)
+	}
+}
+
+// The client certificate and key are read as pairs, as the official: the
+// signal's pair when both are set, else the generic pair; a lone half
+// beside a whole pair is reported and ignored.
+func TestClientCertificateAndKeyAreReadAsPairs(t *testing.T) {
+	pki, other := newPKI(t), newPKI(t)
+	errs := handled(t)
+	env := map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT":           "https://collector:4318",
+		"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": pki.clientCert,
+		"OTEL_EXPORTER_OTLP_CLIENT_KEY":         pki.clientKey,
+		"OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY":  other.clientKey,
+	}
+	c, err := FromEnv(envOf(env), os.ReadFile, Traces, HTTPProtobuf)
+	if err != nil {
+		t.Fatalf("the official uses the generic pair: %v", err)
+	}
+	if c.TLS == nil || len(c.TLS.Certificates) != 1 || len(*errs) != 1 {
+		t.Fatalf("TLS %+v, reported %v", c.TLS, *errs)
+	}
+	// the signal's whole pair wins over the generic one
+	env["OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE"] = other.clientCert
+	env["OTEL_EXPORTER_OTLP_CLIENT_KEY"] = "testdata/missing.pem" // not read
+	if _, err := FromEnv(envOf(env), os.ReadFile, Traces, HTTPProtobuf); err != nil {
+		t.Fatalf("the signal's pair: %v", err)
+	}
+}
+
+// A certificate with an insecure endpoint: the error names the variables
+// at odds, the certificate's and the endpoint's (or INSECURE).
+func TestACertificateWithAnInsecureEndpointNamesTheVariables(t *testing.T) {
+	pki := newPKI(t)
+	for _, tt := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_CERTIFICATE": pki.caFile},
+			[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_CERTIFICATE"}},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://c:4317", "OTEL_EXPORTER_OTLP_TRACES_INSECURE": "true", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE": pki.clientCert, "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY": pki.clientKey},
+			[]string{"OTEL_EXPORTER_OTLP_TRACES_INSECURE", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE"}},
+	} {
+		_, err := FromEnv(envOf(tt.env), os.ReadFile, Traces, GRPC)
+		for _, w := range tt.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: err %v, want one naming %s", tt.env, err, w)
+			}
+		}
+	}
+}

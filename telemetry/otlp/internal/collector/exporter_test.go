@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -143,5 +144,49 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		if _, err := New(c); err == nil {
 			t.Errorf("New(%+v) took it", c)
 		}
+	}
+}
+
+// A batch of only nil spans encodes to nothing: nothing is posted, as
+// the official posts nothing.
+func TestABatchThatEncodesToNothingIsNotPosted(t *testing.T) {
+	s := newScripted(t, scripted{status: 200})
+	exp := NewSpanExporter(httpClient(t, s.URL, false), func(dst []byte, _ []sdktrace.ReadOnlySpan) []byte { return dst }, fakePartial)
+	if err := exp.ExportSpans(context.Background(), make([]sdktrace.ReadOnlySpan, 2)); err != nil || s.count() != 0 {
+		t.Fatalf("err %v, %d requests", err, s.count())
+	}
+}
+
+// The exporters hand encode the last export's buffer, emptied (dst[:0]),
+// as AppendSpans and AppendMetrics' docs ask, and send what it returns.
+func TestTheExportersReuseTheirEncodingBuffer(t *testing.T) {
+	s := newScripted(t, scripted{status: 200})
+	var caps []int
+	spans := NewSpanExporter(httpClient(t, s.URL, false), func(dst []byte, ss []sdktrace.ReadOnlySpan) []byte {
+		caps = append(caps, cap(dst))
+		if len(dst) != 0 {
+			t.Errorf("dst holds %q", dst)
+		}
+		return encodeSpans(dst, ss)
+	}, fakePartial)
+	for range 2 {
+		if err := spans.ExportSpans(context.Background(), paritySpans()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metrics := NewMetricExporter(metricClient(t, s.URL, Config{}), func(dst []byte, rm *metricdata.ResourceMetrics) ([]byte, error) {
+		caps = append(caps, cap(dst))
+		return append(dst, rm.ScopeMetrics[0].Metrics[0].Name...), nil
+	}, fakePartial)
+	for range 2 {
+		if err := metrics.Export(context.Background(), parityMetrics()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(caps) != 4 || caps[0] != 0 || caps[1] == 0 || caps[2] != 0 || caps[3] == 0 {
+		t.Errorf("capacities of dst %v, want [0 >0 0 >0]", caps)
+	}
+	if len(s.bodies) != 4 || !bytes.Equal(s.bodies[0], s.bodies[1]) || !bytes.Equal(s.bodies[2], s.bodies[3]) {
+		t.Errorf("bodies %q", s.bodies)
 	}
 }

@@ -1,9 +1,11 @@
 package collector
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -279,21 +281,13 @@ func TestGRPCAnHTTPStatusIsMappedToACode(t *testing.T) {
 	for _, tt := range tests {
 		var mu sync.Mutex
 		n := 0
-		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv, addr := h2cServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			n++
 			mu.Unlock()
 			w.WriteHeader(tt.status)
-		})}
-		var p http.Protocols
-		p.SetUnencryptedHTTP2(true)
-		srv.Protocols = &p
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go srv.Serve(l)
-		c := grpcClient(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + l.Addr().String()})
+		}))
+		c := grpcClient(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr})
 		waited := false
 		c.wait = func(context.Context, time.Duration) error { // one retry at most
 			if waited {
@@ -302,7 +296,7 @@ func TestGRPCAnHTTPStatusIsMappedToACode(t *testing.T) {
 			waited = true
 			return nil
 		}
-		_, err = c.Export(context.Background(), []byte{})
+		_, err := c.Export(context.Background(), []byte{})
 		srv.Close()
 		mu.Lock()
 		calls := n
@@ -340,4 +334,95 @@ func TestGRPCTheTimeoutBoundsTheRetries(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the export timeout passed") || len(s.got()) < 2 {
 		t.Fatalf("err %v after %d calls", err, len(s.got()))
 	}
+}
+
+type blockingTrace struct {
+	colltrace.UnimplementedTraceServiceServer
+	arrived chan struct{}
+}
+
+func (b blockingTrace) Export(ctx context.Context, _ *colltrace.ExportTraceServiceRequest) (*colltrace.ExportTraceServiceResponse, error) {
+	close(b.arrived)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// Close (the exporters' Shutdown) while a gRPC export is in flight ends
+// the export and its HTTP/2 connection by the time Export returns (it
+// stayed open for the idle timeout, 90 s).
+func TestCloseDuringAGRPCExportClosesItsConnection(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	bt := blockingTrace{arrived: make(chan struct{})}
+	colltrace.RegisterTraceServiceServer(gs, bt)
+	go gs.Serve(l)
+	defer gs.Stop()
+	c := grpcClient(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + l.Addr().String()})
+	var mu sync.Mutex
+	var dialed []net.Conn
+	tr := c.hc.Transport.(*http.Transport)
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err == nil {
+			mu.Lock()
+			dialed = append(dialed, conn)
+			mu.Unlock()
+		}
+		return conn, err
+	}
+	go func() {
+		<-bt.arrived
+		c.Close()
+	}()
+	if _, err = c.Export(context.Background(), []byte{}); !errors.Is(err, errShutdown) {
+		t.Errorf("export: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dialed) != 1 {
+		t.Fatalf("%d connections dialled", len(dialed))
+	}
+	// a closed connection refuses a deadline (net.ErrClosed)
+	if err := dialed[0].SetReadDeadline(time.Time{}); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("the export's connection is open when Export returns (SetReadDeadline: %v)", err)
+	}
+}
+
+// An answer whose gzip cannot be read is an error that wraps the gzip
+// reader's (it was flattened to its text).
+func TestGRPCAnUnreadableAnswerWrapsItsCause(t *testing.T) {
+	_, addr := h2cServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Grpc-Encoding", "gzip")
+		w.Header().Set("Trailer", "Grpc-Status")
+		w.Write(append([]byte{1, 0, 0, 0, 15}, "not gzip at all"...)) // compressed flag, not gzip
+		w.Header().Set("Grpc-Status", "0")
+	}))
+	c := grpcClient(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + addr})
+	_, err := c.Export(context.Background(), []byte{})
+	var ge *grpcError
+	if !errors.Is(err, gzip.ErrHeader) || !errors.As(err, &ge) || ge.code != codeInternal {
+		t.Fatalf("err %v: want an Internal status wrapping gzip.ErrHeader", err)
+	}
+}
+
+// h2cServer serves h over plaintext HTTP/2 (prior knowledge, as an
+// insecure gRPC client speaks it) on loopback until t ends: a server
+// that answers as no gRPC server would.
+func h2cServer(t *testing.T, h http.Handler) (*http.Server, string) {
+	t.Helper()
+	srv := &http.Server{Handler: h, Protocols: new(http.Protocols)}
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return srv, l.Addr().String()
 }

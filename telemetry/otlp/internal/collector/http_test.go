@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -298,5 +299,70 @@ func TestHTTPAnAttemptThatTimesOutIsRetried(t *testing.T) {
 	}
 	if n != 2 || len(*waits) != 1 {
 		t.Errorf("%d requests, waits %v", n, *waits)
+	}
+}
+
+// An attempt that fails on a timeout of net/http's own (the TLS
+// handshake's) while the attempt's context is live reads well: no
+// "%!w(<nil>)".
+func TestANetHTTPTimeoutErrorHasNoNilCause(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() { // accepts, never answers the TLS handshake
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	c, err := New(Config{Signal: Traces, Protocol: HTTPProtobuf, URL: "https://" + l.Addr().String() + "/v1/traces", Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.hc.Transport.(*http.Transport).TLSHandshakeTimeout = time.Millisecond // New's 10 s, shortened
+	c.wait = func(context.Context, time.Duration) error { return errors.New("no retry in this test") }
+	_, err = c.Export(context.Background(), []byte("x"))
+	if err == nil || strings.Contains(err.Error(), "%!") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// An error body longer than the excerpt with a bad byte in its first
+// bytes keeps its text (the bad byte shown as '?').
+func TestAnExcerptKeepsTheTextAroundABadByte(t *testing.T) {
+	body := append([]byte{0xff}, strings.Repeat("quota exceeded ", 30)...)
+	if got := excerpt(body, 300); !strings.HasPrefix(got, "?quota exceeded") || !strings.HasSuffix(got, "…") {
+		t.Errorf("excerpt %q", got)
+	}
+	// a rune cut in half at the end is dropped, not shown
+	if got := excerpt([]byte("abé"), 3); got != "ab…" {
+		t.Errorf("excerpt %q", got)
+	}
+}
+
+// A request body read after its attempt ended (net/http may, when the
+// answer came first) reads nothing of the bytes, which may be reused.
+func TestARequestBodyIsReleasedWhenItsAttemptEnds(t *testing.T) {
+	g := &bodyGate{}
+	r := g.reader([]byte("abcdef"))
+	p := make([]byte, 3)
+	if n, err := r.Read(p); n != 3 || err != nil {
+		t.Fatalf("%d, %v", n, err)
+	}
+	g.close()
+	if n, err := r.Read(p); n != 0 || !errors.Is(err, errBodyGone) {
+		t.Fatalf("after the attempt: %d, %v", n, err)
 	}
 }
