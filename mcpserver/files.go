@@ -48,7 +48,7 @@ func (s *Server) readFile(ctx context.Context, req *sdk.ReadResourceRequest) (*s
 	if err := s.mayRead(ctx, req.Session, rel); err != nil {
 		return nil, err
 	}
-	if err := s.mayReadTarget(ctx, req.Session, rel); err != nil {
+	if err := s.mayReachTarget(ctx, req.Session, rel, false); err != nil {
 		return nil, err
 	}
 	done, err := s.readTurn(ctx, req) // after the check: a question holds no turn

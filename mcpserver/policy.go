@@ -92,10 +92,11 @@ func (s *Server) mayRead(ctx context.Context, ss *sdk.ServerSession, rel string)
 	return nil
 }
 
-// mayReadTarget checks, as mayRead does, the path a read of rel really
-// reaches when that is another (linkTarget): with the same words
-// whether the target is there or not, and not naming it.
-func (s *Server) mayReadTarget(ctx context.Context, ss *sdk.ServerSession, rel string) error {
+// mayReachTarget checks, as mayRead does (or, for a subscription, as
+// maySubscribe does: without asking anyone), the path rel really reaches
+// when that is another (linkTarget): with the same words whether the
+// target is there or not, and not naming it.
+func (s *Server) mayReachTarget(ctx context.Context, ss *sdk.ServerSession, rel string, subscription bool) error {
 	if s.cfg.Gate == nil {
 		return nil
 	}
@@ -103,32 +104,16 @@ func (s *Server) mayReadTarget(ctx context.Context, ss *sdk.ServerSession, rel s
 	if real == rel {
 		return nil
 	}
-	rul, err := s.check(hostContext(ctx, ss), readTool, real, false)
+	what, refusal := "read of", "was not allowed"
+	if subscription {
+		what, refusal = "subscription to", "is not allowed without asking, so its changes are not told"
+	}
+	rul, err := s.check(hostContext(ctx, ss), readTool, real, subscription)
 	switch {
 	case err != nil:
-		return fmt.Errorf("checking the read of %s, where %s leads, against the permission policy: %w", real, rel, err)
+		return fmt.Errorf("checking the %s %s, where %s leads, against the permission policy: %w", what, real, rel, err)
 	case !rul.Allowed():
-		return refused("%s leads through a symbolic link to a path whose %s call was not allowed", rel, readTool)
-	}
-	return nil
-}
-
-// maySubscribeTarget checks, as maySubscribe does, the path rel really
-// names when that is another (linkTarget), without asking anyone.
-func (s *Server) maySubscribeTarget(ctx context.Context, ss *sdk.ServerSession, rel string) error {
-	if s.cfg.Gate == nil {
-		return nil
-	}
-	real := s.linkTarget(rel)
-	if real == rel {
-		return nil
-	}
-	rul, err := s.check(hostContext(ctx, ss), readTool, real, true)
-	switch {
-	case err != nil:
-		return fmt.Errorf("checking the subscription to %s, where %s leads, against the permission policy: %w", real, rel, err)
-	case !rul.Allowed():
-		return refused("%s leads through a symbolic link to a path whose %s call is not allowed without asking, so its changes are not told", rel, readTool)
+		return refused("%s leads through a symbolic link to a path whose %s call %s", rel, readTool, refusal)
 	}
 	return nil
 }

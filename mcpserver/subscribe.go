@@ -120,7 +120,7 @@ func (s *Server) subscribable(ctx context.Context, ss *sdk.ServerSession, uri st
 		if err := s.maySubscribe(ctx, ss, rel); err != nil {
 			return err
 		}
-		return s.maySubscribeTarget(ctx, ss, rel)
+		return s.mayReachTarget(ctx, ss, rel, true)
 	case s.cfg.Fixtures:
 		return nil
 	}
