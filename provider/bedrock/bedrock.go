@@ -34,11 +34,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awsconfig"
 	"github.com/myelin-run/myelin/ratelimit"
 )
 
@@ -76,7 +76,7 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	if cfg.AWS != nil {
 		awsCfg = *cfg.AWS
 	} else {
-		loaded, err := config.LoadDefaultConfig(context.Background())
+		loaded, err := awsconfig.Load(context.Background())
 		if err != nil {
 			return nil, fmt.Errorf("bedrock: loading the AWS configuration: %w", err)
 		}
