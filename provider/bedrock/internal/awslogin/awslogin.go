@@ -130,10 +130,10 @@ func (p *provider) Retrieve(ctx context.Context) (aws.Credentials, error) {
 		return aws.Credentials{}, fmt.Errorf("create oauth2 token for login session cached at %s: %w", p.path, err)
 	}
 	if err := tok.update(out); err != nil {
-		return aws.Credentials{}, fmt.Errorf("update token: %w", err)
+		return aws.Credentials{}, fmt.Errorf("update token: the sign-in answer for the login session cached at %s: %w", p.path, err)
 	}
 	if err := p.save(tok); err != nil {
-		return aws.Credentials{}, fmt.Errorf("save token: %w", err)
+		return aws.Credentials{}, fmt.Errorf("save token: %w", err) // the *fs.PathError says the path
 	}
 	return tok.credentials(), nil
 }

@@ -41,9 +41,9 @@ type tokenOutput struct {
 	RefreshToken string `json:"refreshToken"`
 }
 
-// ServiceError is the sign-in service's refusal: the HTTP status and the
+// serviceError is the sign-in service's refusal: the HTTP status and the
 // error code and message of its JSON answer. It never holds a token.
-type ServiceError struct {
+type serviceError struct {
 	StatusCode int
 	// Code is the error's type (X-Amzn-ErrorType, else __type, else code),
 	// its namespace and URI stripped; UnknownError when there is none.
@@ -56,7 +56,7 @@ type ServiceError struct {
 // Error says the status, the code and the message; for an
 // AccessDeniedException whose OAuth2 code the SDK explains, the SDK's
 // explanation first.
-func (e *ServiceError) Error() string {
+func (e *serviceError) Error() string {
 	msg := fmt.Sprintf("sign-in service HTTP %d: %s", e.StatusCode, e.Code)
 	if e.OAuth2Code != "" {
 		msg += " (" + e.OAuth2Code + ")"
@@ -92,7 +92,7 @@ func retryable(status int, code string) bool {
 }
 
 // createToken refreshes tok with the sign-in service, retrying as the SDK's
-// standard retryer does: a transport error, a retryable ServiceError.
+// standard retryer does: a transport error, a retryable serviceError.
 func (c Client) createToken(ctx context.Context, tok *cacheFile) (*tokenOutput, error) {
 	if c.Endpoint == "" {
 		return nil, errors.New("no sign-in endpoint (is the region set?)")
@@ -175,7 +175,7 @@ func (c Client) try(ctx context.Context, endpoint string, key *ecdsa.PrivateKey,
 }
 
 // decodeError reads an error answer as the SDK's restJson1 protocol does.
-func decodeError(resp *http.Response, answer []byte) (*ServiceError, error) {
+func decodeError(resp *http.Response, answer []byte) (*serviceError, error) {
 	var info struct {
 		Type    string `json:"__type"`
 		Code    any    `json:"code"`
@@ -203,7 +203,7 @@ func decodeError(resp *http.Response, answer []byte) (*ServiceError, error) {
 	if i := strings.Index(code, "#"); i >= 0 {
 		code = code[i+1:]
 	}
-	return &ServiceError{StatusCode: resp.StatusCode, Code: code, OAuth2Code: info.Error, Message: info.Message}, nil
+	return &serviceError{StatusCode: resp.StatusCode, Code: code, OAuth2Code: info.Error, Message: info.Message}, nil
 }
 
 // joinPath joins an endpoint's path and an operation's as the SDK does:
