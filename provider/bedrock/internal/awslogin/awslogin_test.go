@@ -238,6 +238,9 @@ func compareRequests(t *testing.T, fixtureName string, sdk, ours outcome, header
 		if s.method != o.method || s.path != o.path || s.contentType != o.contentType || s.body != o.body {
 			t.Errorf("request %d: SDK %s %s %q %s, ours %s %s %q %s", i, s.method, s.path, s.contentType, s.body, o.method, o.path, o.contentType, o.body)
 		}
+		if s.authorization != "" || o.authorization != "" {
+			t.Errorf("request %d: Authorization sent: SDK %q, ours %q (CreateOAuth2Token is anonymous)", i, s.authorization, o.authorization)
+		}
 		if !o.signatureVerifies || !s.signatureVerifies {
 			t.Errorf("request %d: DPoP signature verifies: SDK %v, ours %v", i, s.signatureVerifies, o.signatureVerifies)
 		}

@@ -86,6 +86,7 @@ type answer struct {
 // with the public key its header carries.
 type seenRequest struct {
 	method, path, contentType, body string
+	authorization                   string // anonymous: none
 	dpopParts                       int
 	dpopHeader                      string // the proof's first segment, as sent
 	header                          dpopHeader
@@ -104,7 +105,7 @@ type fakeSignin struct {
 
 func (f *fakeSignin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	s := seenRequest{method: r.Method, path: r.URL.Path, contentType: r.Header.Get("Content-Type"), body: string(body)}
+	s := seenRequest{method: r.Method, path: r.URL.Path, contentType: r.Header.Get("Content-Type"), body: string(body), authorization: r.Header.Get("Authorization")}
 	checkDPoP(&s, r.Header.Get("DPoP"))
 	f.mu.Lock()
 	n := len(f.seen)
