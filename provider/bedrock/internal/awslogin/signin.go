@@ -116,7 +116,7 @@ func (c Client) createToken(ctx context.Context, tok *cacheFile) (*tokenOutput, 
 		attempts = retry.DefaultMaxAttempts
 	}
 	for attempt := 1; ; attempt++ {
-		out, err, again := c.try(ctx, u.String(), key, body)
+		out, again, err := c.try(ctx, u.String(), key, body)
 		if !again || attempt >= attempts {
 			if err != nil && attempt > 1 {
 				err = fmt.Errorf("after %d attempts: %w", attempt, err)
@@ -124,20 +124,20 @@ func (c Client) createToken(ctx context.Context, tok *cacheFile) (*tokenOutput, 
 			return out, err
 		}
 		if err := sleep(ctx, c.backoff(attempt)); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("waiting to retry the refresh after attempt %d: %w", attempt, err)
 		}
 	}
 }
 
 // try is one attempt; again says whether its failure may be retried.
-func (c Client) try(ctx context.Context, endpoint string, key *ecdsa.PrivateKey, body []byte) (out *tokenOutput, err error, again bool) {
+func (c Client) try(ctx context.Context, endpoint string, key *ecdsa.PrivateKey, body []byte) (out *tokenOutput, again bool, err error) {
 	proof, err := dpopProof(key, endpoint, time.Now())
 	if err != nil {
-		return nil, fmt.Errorf("sign dpop: %w", err), false
+		return nil, false, fmt.Errorf("sign dpop: %w", err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
-		return nil, err, false
+		return nil, false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("DPoP", proof)
@@ -149,29 +149,29 @@ func (c Client) try(ctx context.Context, endpoint string, key *ecdsa.PrivateKey,
 	resp, err := hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("POST %s: %w", endpoint, ctx.Err()), false
+			return nil, false, fmt.Errorf("POST %s: %w", endpoint, ctx.Err())
 		}
-		return nil, fmt.Errorf("POST %s: %w", endpoint, err), true // *url.Error: says the URL
+		return nil, true, fmt.Errorf("POST %s: %w", endpoint, err) // *url.Error: says the URL
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
-		return nil, fmt.Errorf("read sign-in answer from %s: %w", endpoint, err), false
+		return nil, false, fmt.Errorf("read sign-in answer from %s: %w", endpoint, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		serr, err := decodeError(resp, answer)
 		if err != nil {
-			return nil, fmt.Errorf("sign-in answer HTTP %d from %s: %w", resp.StatusCode, endpoint, err), retryable(resp.StatusCode, "")
+			return nil, retryable(resp.StatusCode, ""), fmt.Errorf("sign-in answer HTTP %d from %s: %w", resp.StatusCode, endpoint, err)
 		}
-		return nil, serr, retryable(serr.StatusCode, serr.Code)
+		return nil, retryable(serr.StatusCode, serr.Code), serr
 	}
 	out = new(tokenOutput)
 	if len(bytes.TrimSpace(answer)) > 0 {
 		if err := json.Unmarshal(answer, out); err != nil {
-			return nil, fmt.Errorf("decode sign-in answer from %s: %w", endpoint, err), false
+			return nil, false, fmt.Errorf("decode sign-in answer from %s: %w", endpoint, err)
 		}
 	}
-	return out, nil, false
+	return out, false, nil
 }
 
 // decodeError reads an error answer as the SDK's restJson1 protocol does.
