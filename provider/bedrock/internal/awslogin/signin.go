@@ -151,7 +151,7 @@ func (c Client) try(ctx context.Context, endpoint string, key *ecdsa.PrivateKey,
 		if ctx.Err() != nil {
 			return nil, false, fmt.Errorf("POST %s: %w", endpoint, ctx.Err())
 		}
-		return nil, true, fmt.Errorf("POST %s: %w", endpoint, err) // *url.Error: says the URL
+		return nil, true, err // a *url.Error: says the method and the URL
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
@@ -163,7 +163,7 @@ func (c Client) try(ctx context.Context, endpoint string, key *ecdsa.PrivateKey,
 		if err != nil {
 			return nil, retryable(resp.StatusCode, ""), fmt.Errorf("sign-in answer HTTP %d from %s: %w", resp.StatusCode, endpoint, err)
 		}
-		return nil, retryable(serr.StatusCode, serr.Code), serr
+		return nil, retryable(serr.StatusCode, serr.Code), fmt.Errorf("POST %s: %w", endpoint, serr)
 	}
 	out = new(tokenOutput)
 	if len(bytes.TrimSpace(answer)) > 0 {
