@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -354,11 +355,14 @@ func (l *loader) login(sc *awsprofile.Profile) (aws.CredentialsProvider, error) 
 	if err != nil {
 		return nil, err
 	}
-	c, err := l.client(awsendpoint.Signin, "SIGNIN", "signin", l.region())
+	url, _, err := l.endpoint(awsendpoint.Signin, "SIGNIN", "signin", l.region())
 	if err != nil {
 		return failing{err}, nil
 	}
-	return cached(awslogin.New(awslogin.Client(c), path)), nil
+	c := awslogin.Client{HTTPClient: l.httpClient, Endpoint: url, MaxAttempts: l.maxAttempts()}
+	// The SDK keeps the cache file its owner's alone unless told otherwise.
+	restrict := !strings.EqualFold(os.Getenv("AWS_RESTRICT_FILE_PERMISSIONS"), "unrestricted")
+	return cached(awslogin.New(c, path, awslogin.Options{RestrictPermissions: restrict})), nil
 }
 
 // client is the plain client of an SSO, SSO OIDC or sign-in service.

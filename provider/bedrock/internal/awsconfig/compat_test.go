@@ -3,6 +3,7 @@ package awsconfig
 import (
 	"context"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"path/filepath"
@@ -40,6 +41,12 @@ var fakeEndpoints = map[string]string{
 func ssoCache(key string) string {
 	sum := sha1.Sum([]byte(key))
 	return ".aws/sso/cache/" + hex.EncodeToString(sum[:]) + ".json"
+}
+
+// loginCache is the cache file name of an `aws login` session.
+func loginCache(session string) string {
+	sum := sha256.Sum256([]byte(session))
+	return ".aws/login/cache/" + hex.EncodeToString(sum[:]) + ".json"
 }
 
 const (
@@ -134,6 +141,17 @@ var environments = []environment{
 		env: map[string]string{"AWS_PROFILE": "s", "AWS_REGION": "us-east-1"}},
 	{name: "an SSO profile whose session is missing", files: map[string]string{".aws/config": "[profile s]\nsso_session = gone\nsso_account_id = 111\nsso_role_name = Dev\n"},
 		env: map[string]string{"AWS_PROFILE": "s", "AWS_REGION": "us-east-1"}},
+	{name: "aws login's valid credentials", files: map[string]string{loginCache("arn:aws:iam::123456789012:user/me"): "testdata/login-valid.json",
+		".aws/config": "[profile l]\nlogin_session = arn:aws:iam::123456789012:user/me\nregion = us-east-1\n"},
+		env: map[string]string{"AWS_PROFILE": "l"}},
+	{name: "aws login's expired credentials refreshed", files: map[string]string{loginCache("arn:aws:iam::123456789012:user/me"): "testdata/login-expired.json",
+		".aws/config": "[profile l]\nlogin_session = arn:aws:iam::123456789012:user/me\nregion = us-east-1\n"},
+		env: map[string]string{"AWS_PROFILE": "l"}},
+	{name: "aws login's cache in AWS_LOGIN_CACHE_DIRECTORY", files: map[string]string{"login/" + filepath.Base(loginCache("me")): "testdata/login-valid.json",
+		".aws/config": "[profile l]\nlogin_session = me\nregion = us-east-1\n"},
+		env: map[string]string{"AWS_PROFILE": "l", "AWS_LOGIN_CACHE_DIRECTORY": "{{DIR}}/login"}},
+	{name: "aws login without its cache", files: map[string]string{".aws/config": "[profile l]\nlogin_session = me\nregion = us-east-1\n"},
+		env: map[string]string{"AWS_PROFILE": "l"}},
 	{name: "the auth scheme preference of the environment", env: map[string]string{"AWS_AUTH_SCHEME_PREFERENCE": "sigv4a,  sigv4", "AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "s"}},
 	{name: "STS at the profile's services section", files: map[string]string{".aws/config": "[profile src]\naws_access_key_id = AK\naws_secret_access_key = s\n[profile dev]\nrole_arn = arn:aws:iam::1:role/d\nsource_profile = src\nservices = mine\n[services mine]\nsts =\n  endpoint_url = {{URL}}\n"},
 		env: map[string]string{"AWS_PROFILE": "dev", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL_STS": ""}},
@@ -205,10 +223,17 @@ func expand(s, url, dir string) string {
 // returns it with the requests the fake saw.
 func load(t *testing.T, e environment, fake *fakeAWS, dir string, loadFn func(context.Context) (aws.Config, error)) loaded {
 	t.Helper()
-	for _, old := range []string{".aws", "token", "ctoken", "conf", "creds", "creds.sh", "ca.pem"} {
+	for _, old := range []string{".aws", "login", "token", "ctoken", "conf", "creds", "creds.sh", "ca.pem"} {
 		os.RemoveAll(filepath.Join(dir, old))
 	}
 	for name, content := range e.files {
+		if strings.HasPrefix(content, "testdata/") {
+			b, err := os.ReadFile(content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			content = string(b)
+		}
 		path := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			t.Fatal(err)

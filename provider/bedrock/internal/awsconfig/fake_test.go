@@ -63,6 +63,8 @@ func (f *fakeAWS) serve(w http.ResponseWriter, r *http.Request) {
 		f.sso(w, r)
 	case r.Method == http.MethodPost && r.URL.Path == "/token":
 		f.oidc(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/token":
+		f.signin(w, r)
 	case strings.HasPrefix(r.URL.Path, "/latest/"):
 		f.imds(w, r)
 	case r.URL.Path == "/container":
@@ -144,6 +146,17 @@ func (f *fakeAWS) oidc(w http.ResponseWriter, r *http.Request) {
 	}
 	f.record("oidc grant=%v client=%v refresh=%v", body["grantType"], body["clientId"], body["refreshToken"])
 	writeJSON(w, map[string]any{"accessToken": fmt.Sprintf("refreshed-%v", body["refreshToken"]), "expiresIn": 3600, "refreshToken": "next-refresh", "tokenType": "Bearer"})
+}
+
+func (f *fakeAWS) signin(w http.ResponseWriter, r *http.Request) {
+	var body map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	f.record("signin grant=%v client=%v refresh=%v dpop=%v", body["grantType"], body["clientId"], body["refreshToken"], r.Header.Get("DPoP") != "")
+	writeJSON(w, map[string]any{"accessToken": map[string]any{"accessKeyId": fmt.Sprintf("LOGIN-%v", body["refreshToken"]), "secretAccessKey": "s", "sessionToken": "t"},
+		"expiresIn": 900, "refreshToken": "next-refresh", "tokenType": "aws_sigv4"})
 }
 
 func (f *fakeAWS) imds(w http.ResponseWriter, r *http.Request) {
