@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials/ssocreds"
+	"github.com/aws/aws-sdk-go-v2/service/sso"
+	"github.com/aws/aws-sdk-go-v2/service/ssooidc"
 	"github.com/aws/smithy-go"
 	"github.com/google/go-cmp/cmp"
 )
@@ -341,5 +343,39 @@ func TestConnectionRefusedIsRetried(t *testing.T) {
 	}
 	if waits != 2 {
 		t.Errorf("%d retries, want 2", waits)
+	}
+}
+
+// TestEndpointWithAPathIsTheSDKs pins where the operations go when the
+// configured endpoint has a path, with and without a trailing slash.
+func TestEndpointWithAPathIsTheSDKs(t *testing.T) {
+	for _, suffix := range []string{"/prefix", "/prefix/", "/"} {
+		t.Run(suffix, func(t *testing.T) {
+			var got [2][]seen
+			for i, sdk := range []bool{true, false} {
+				path := homeWithToken(t, sessionName, fixture(t, "expired.json"), 0o600)
+				fs, fo := newFake(t, roleCredentialsOK), newFake(t, createTokenOK)
+				var p aws.CredentialsProvider
+				if sdk {
+					s := sso.New(sso.Options{Region: "us-west-2", BaseEndpoint: aws.String(fs.srv.URL + suffix), HTTPClient: fs.srv.Client()})
+					o := ssooidc.New(ssooidc.Options{Region: "us-west-2", BaseEndpoint: aws.String(fo.srv.URL + suffix), HTTPClient: fo.srv.Client()})
+					p = ssocreds.New(s, accountID, roleName, startURL, func(op *ssocreds.Options) {
+						op.SSOTokenProvider = ssocreds.NewSSOTokenProvider(o, path)
+					})
+				} else {
+					s, o := ourClient(fs), ourClient(fo)
+					s.Endpoint += suffix
+					o.Endpoint += suffix
+					p = NewCredentials(s, CredentialsOptions{AccountID: accountID, RoleName: roleName, TokenProvider: NewTokenProvider(o, path)})
+				}
+				if _, err := p.Retrieve(context.Background()); err != nil {
+					t.Fatalf("sdk %v: %v", sdk, err)
+				}
+				got[i] = append(fo.requests(), fs.requests()...)
+			}
+			if d := cmp.Diff(got[0], got[1]); d != "" {
+				t.Errorf("requests (-SDK +ours):\n%s", d)
+			}
+		})
 	}
 }

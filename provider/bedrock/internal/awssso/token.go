@@ -49,7 +49,7 @@ func (p *TokenProvider) RetrieveBearerToken(ctx context.Context) (bearer.Token, 
 	}
 	if time.Now().After(t.expiresAt) {
 		if t, err = p.refresh(ctx, t); err != nil {
-			return bearer.Token{}, fmt.Errorf("refresh cached SSO token: %w", err)
+			return bearer.Token{}, fmt.Errorf("refresh cached SSO token %s: %w", p.path, err)
 		}
 	}
 	return bearer.Token{Value: t.accessToken, CanExpire: !t.expiresAt.IsZero(), Expires: t.expiresAt}, nil
@@ -96,7 +96,7 @@ func (p *TokenProvider) refresh(ctx context.Context, t cachedToken) (cachedToken
 		return req, nil
 	})
 	if err != nil {
-		return cachedToken{}, fmt.Errorf("unable to refresh SSO token: %w", err)
+		return cachedToken{}, err
 	}
 	var out createTokenResponse
 	if err := json.Unmarshal(answer, &out); err != nil {
