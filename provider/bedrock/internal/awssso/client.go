@@ -29,7 +29,7 @@ type Client struct {
 	// included; 0 or less is the SDK's default, 3.
 	MaxAttempts int
 	// Backoff is the wait before the attempt after failed attempt n
-	// (1-based); nil is the SDK's exponential backoff with full jitter,
+	// (1-based); nil is the SDK standard retryer's exponential backoff with jitter,
 	// at most 20 seconds. Tests set it to return 0.
 	Backoff func(n int) time.Duration
 }
@@ -39,13 +39,6 @@ const userAgent = "myelin (aws credentials)"
 
 // maxResponse bounds the bytes read of an answer.
 const maxResponse = 1 << 20
-
-// defaultBackoff is the SDK's default delay (retry.NewStandard's).
-var defaultBackoff = retry.NewExponentialJitterBackoff(retry.DefaultMaxBackoff)
-
-// retryable is the SDK's standard retryer's judgement of an attempt's
-// error: connection errors, 500/502/503/504, throttling and timeout codes.
-var retryable = retry.IsErrorRetryables(retry.DefaultRetryables)
 
 // apiError is an error answer of SSO or SSO-OIDC: the service, the
 // operation, the HTTP status and the error code and message the service
@@ -134,9 +127,13 @@ func (c Client) send(ctx context.Context, service, operation string, newRequest 
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	// The SDK's standard retryer judges an attempt's error (connection
+	// errors, 500/502/503/504, throttling and timeout codes) and, unless
+	// Backoff is set, says the wait (AWS_NEW_RETRIES_2026 included).
+	std := retry.NewStandard()
 	attempts := c.MaxAttempts
 	if attempts <= 0 {
-		attempts = retry.DefaultMaxAttempts
+		attempts = std.MaxAttempts()
 	}
 	for n := 1; ; n++ {
 		if err := ctx.Err(); err != nil {
@@ -149,7 +146,7 @@ func (c Client) send(ctx context.Context, service, operation string, newRequest 
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("%s %s: %w", service, operation, ctxErr)
 		}
-		if n >= attempts || !retryable.IsErrorRetryable(err).Bool() {
+		if n >= attempts || !std.IsErrorRetryable(err) {
 			if n > 1 {
 				return nil, fmt.Errorf("after %d attempts: %w", n, err)
 			}
@@ -158,7 +155,7 @@ func (c Client) send(ctx context.Context, service, operation string, newRequest 
 		var wait time.Duration
 		if c.Backoff != nil {
 			wait = c.Backoff(n)
-		} else if wait, err = defaultBackoff.BackoffDelay(n, err); err != nil {
+		} else if wait, err = std.RetryDelay(n, err); err != nil {
 			return nil, fmt.Errorf("%s %s: backoff: %w", service, operation, err)
 		}
 		if wait > 0 {
