@@ -83,8 +83,9 @@ func (e *apiError) ErrorFault() smithy.ErrorFault {
 func (e *apiError) HTTPStatusCode() int { return e.status }
 
 // decodeAPIError reads an error answer of a REST-JSON service: the code
-// from the X-Amzn-Errortype header, else the body's __type or code
-// (without a namespace before '#' or a suffix after ':'); the message
+// from the X-Amzn-Errortype header, else the body's __type, else its code
+// (cut at the first ':', then after the first '#', as smithy-go's
+// restjson1); the message
 // from message or Message, else SSO-OIDC's error_description or error.
 func decodeAPIError(service, operation string, resp *http.Response, body []byte) *apiError {
 	e := &apiError{service: service, operation: operation, status: resp.StatusCode,
@@ -99,7 +100,7 @@ func decodeAPIError(service, operation string, resp *http.Response, body []byte)
 	}
 	_ = json.Unmarshal(body, &doc) // a body that is not JSON leaves only the status
 	code := resp.Header.Get("X-Amzn-Errortype")
-	for _, c := range []string{doc.Code, doc.Type} {
+	for _, c := range []string{doc.Type, doc.Code} {
 		if code == "" {
 			code = c
 		}
@@ -107,7 +108,7 @@ func decodeAPIError(service, operation string, resp *http.Response, body []byte)
 	if i := strings.IndexByte(code, ':'); i >= 0 {
 		code = code[:i]
 	}
-	if i := strings.LastIndexByte(code, '#'); i >= 0 {
+	if i := strings.IndexByte(code, '#'); i >= 0 {
 		code = code[i+1:]
 	}
 	e.code = code

@@ -199,6 +199,10 @@ func TestSSOCredentialsAreTheSDKs(t *testing.T) {
 			sso: []reply{{status: 200, body: `{"roleCredentials":{"accessKeyId":"AKID","secretAccessKey":"s","expiration":1700000000000.75}}`}}, wantErr: true},
 		{name: "GetRoleCredentials expiration a string is refused", file: "valid_legacy.json",
 			sso: []reply{{status: 200, body: `{"roleCredentials":{"accessKeyId":"AKID","secretAccessKey":"s","expiration":"1700000000000"}}`}}, wantErr: true},
+		{name: "GetRoleCredentials 502 with an HTML body is retried", file: "valid_legacy.json",
+			sso: []reply{{status: 502, header: map[string]string{"Content-Type": "text/html"}, body: `<html>bad gateway</html>`}, roleCredentialsOK}},
+		{name: "GetRoleCredentials 400 RequestTimeoutException is retried", file: "valid_legacy.json",
+			sso: []reply{{status: 400, body: `{"code":"RequestTimeoutException","message":"slow"}`}, roleCredentialsOK}},
 		{name: "GetRoleCredentials answer not JSON", file: "valid_legacy.json", sso: []reply{{status: 200, body: `{"roleCredentials":`}}, wantErr: true},
 		// sso-session profiles: the token provider, refreshing an expired token.
 		{name: "session valid token, no refresh", session: true, file: "valid.json", sso: ok, oidc: []reply{createTokenOK}},
