@@ -29,8 +29,8 @@ type Client struct {
 	// included; 0 or less is the SDK's default, 3.
 	MaxAttempts int
 	// Backoff is the wait before the attempt after failed attempt n
-	// (1-based); nil is the SDK standard retryer's exponential backoff with jitter,
-	// at most 20 seconds. Tests set it to return 0.
+	// (1-based); nil is the SDK's standard retryer's exponential backoff
+	// with jitter, at most 20 seconds. Tests set it to return 0.
 	Backoff func(n int) time.Duration
 }
 
