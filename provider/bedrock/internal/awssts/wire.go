@@ -1,0 +1,421 @@
+package awssts
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/smithy-go"
+)
+
+// apiVersion is STS's query API version.
+const apiVersion = "2011-06-15"
+
+// userAgent is what myelin says it is to STS.
+const userAgent = "myelin (aws credentials)"
+
+// maxBody bounds what is read of an answer; STS's are a few KiB.
+const maxBody = 1 << 20
+
+// retryableStatus are the HTTP statuses the SDK's standard retryer
+// retries whatever the answer says.
+var retryableStatus = map[int]bool{500: true, 502: true, 503: true, 504: true}
+
+// retryableCodes are the error codes the SDK's standard retryer retries
+// in every service: timeouts and throttling.
+var retryableCodes = map[string]bool{
+	"RequestTimeout": true, "RequestTimeoutException": true,
+	"Throttling": true, "ThrottlingException": true, "ThrottledException": true,
+	"RequestThrottledException": true, "TooManyRequestsException": true,
+	"ProvisionedThroughputExceededException": true, "TransactionInProgressException": true,
+	"RequestLimitExceeded": true, "BandwidthLimitExceeded": true, "LimitExceededException": true,
+	"RequestThrottled": true, "SlowDown": true, "PriorRequestNotComplete": true,
+	"EC2ThrottledException": true,
+}
+
+// signFunc prepares a request's authentication; nil sends it unsigned.
+type signFunc func(ctx context.Context, req *http.Request, body []byte) error
+
+// call sends the form to STS until an answer, an error not worth
+// retrying, or c.MaxAttempts, and reads the credentials in the element
+// result of the answer. retryCode says which error codes of this
+// operation are retried besides retryableCodes.
+func (c Client) call(ctx context.Context, form url.Values, sign signFunc, result string, retryCode func(string) bool) (aws.Credentials, error) {
+	target, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return aws.Credentials{}, fmt.Errorf("STS endpoint: %w", err)
+	}
+	if target.Path == "" || target.Path[0] != '/' {
+		target.Path = "/" + target.Path
+	}
+	target.RawQuery, target.Fragment = "", ""
+	body := []byte(form.Encode())
+	maxAttempts := c.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = 3
+	}
+	for attempt := 1; ; attempt++ {
+		creds, retry, err := c.attempt(ctx, target, body, sign, result, retryCode)
+		if err == nil {
+			return creds, nil
+		}
+		if !retry || ctx.Err() != nil {
+			return aws.Credentials{}, err
+		}
+		if attempt >= maxAttempts {
+			return aws.Credentials{}, fmt.Errorf("gave up after %s: %w", attempts(attempt), err)
+		}
+		if werr := wait(ctx, c.backoff(attempt)); werr != nil {
+			return aws.Credentials{}, fmt.Errorf("%w (waiting to retry after: %v)", werr, err)
+		}
+	}
+}
+
+func attempts(n int) string {
+	if n == 1 {
+		return "1 attempt"
+	}
+	return fmt.Sprintf("%d attempts", n)
+}
+
+// attempt sends the request once; retry says whether its failure is
+// worth another attempt.
+func (c Client) attempt(ctx context.Context, target *url.URL, body []byte, sign signFunc, result string, retryCode func(string) bool) (creds aws.Credentials, retry bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return creds, false, fmt.Errorf("not sent: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
+	if err != nil {
+		return creds, false, fmt.Errorf("STS request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("User-Agent", userAgent)
+	if sign != nil {
+		if err := sign(ctx, req, body); err != nil {
+			return creds, retryableNetError(err), err
+		}
+	}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return creds, retryableSendError(err), fmt.Errorf("sending to STS: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return creds, retryableStatus[resp.StatusCode] || retryableNetError(err),
+			fmt.Errorf("reading STS's answer (HTTP %d): %w", resp.StatusCode, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
+		apiErr, err := readError(data, resp.StatusCode)
+		if err != nil {
+			return creds, retryableStatus[resp.StatusCode], err
+		}
+		return creds, retryableStatus[resp.StatusCode] || retryableCodes[apiErr.Code] || retryCode(apiErr.Code), apiErr
+	}
+	creds, err = readCredentials(data, result)
+	if err != nil {
+		return creds, false, fmt.Errorf("STS's answer (HTTP %d): %w", resp.StatusCode, err)
+	}
+	return creds, false, nil
+}
+
+// signV4 signs req with creds for STS in region, as the SDK's client does
+// (the payload's SHA-256 in the signature, no X-Amz-Content-Sha256
+// header; a session token in X-Amz-Security-Token).
+func signV4(ctx context.Context, req *http.Request, body []byte, creds aws.Credentials, region string) error {
+	sum := sha256.Sum256(body)
+	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "sts", region, time.Now().UTC()); err != nil {
+		return fmt.Errorf("signing the STS request: %w", err)
+	}
+	return nil
+}
+
+// backoff is the wait before retry number attempt.
+func (c Client) backoff(attempt int) time.Duration {
+	if c.Backoff != nil {
+		return c.Backoff(attempt)
+	}
+	// The SDK's standard retryer: up to 2^attempt s, 20 s from attempt 5.
+	const maxBackoff = 20 * time.Second
+	if attempt > int(math.Log2(float64(maxBackoff/time.Second))) {
+		return maxBackoff
+	}
+	return time.Duration(rand.Float64() * float64(int64(1)<<attempt) * float64(time.Second))
+}
+
+// wait sleeps for d or until ctx is done.
+func wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryableSendError reports whether a failure to send a request, or
+// to receive the answer's head, is worth retrying: as the SDK's, always
+// but for a cancelled context and a name that does not exist.
+func retryableSendError(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var dns *net.DNSError
+	return !errors.As(err, &dns) || !dns.IsNotFound
+}
+
+// retryableNetError reports whether err, met reading an answer or
+// getting the source credentials, is a network failure the SDK's
+// retryer retries there: a refused, reset or closed connection, a failed
+// dial, a timeout, a temporary DNS failure; not a name that does not
+// exist, not a cancelled context.
+func retryableNetError(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		if dns.IsNotFound {
+			return false
+		}
+		if dns.IsTemporary || dns.IsTimeout {
+			return true
+		}
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "connection reset") || strings.Contains(msg, "use of closed network connection") ||
+		strings.Contains(msg, "connection refused") {
+		return true
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var timeout interface{ Timeout() bool }
+	return errors.As(err, &timeout) && timeout.Timeout()
+}
+
+// apiError is STS's ErrorResponse: its code and message, the HTTP status
+// and the request's id. It is a smithy.APIError, as the SDK's errors are.
+type apiError struct {
+	Code, Message, RequestID string
+	Status                   int
+	fault                    smithy.ErrorFault
+}
+
+func (e *apiError) Error() string {
+	s := fmt.Sprintf("STS error %s (HTTP %d): %s", e.Code, e.Status, e.Message)
+	if e.RequestID != "" {
+		s += " (request id " + e.RequestID + ")"
+	}
+	return s
+}
+
+// ErrorCode is STS's error code.
+func (e *apiError) ErrorCode() string { return e.Code }
+
+// ErrorMessage is STS's message.
+func (e *apiError) ErrorMessage() string { return e.Message }
+
+// ErrorFault is whose fault STS says it is (Sender, Receiver).
+func (e *apiError) ErrorFault() smithy.ErrorFault { return e.fault }
+
+var _ smithy.APIError = (*apiError)(nil)
+
+// readError reads an ErrorResponse (ROOT/Error/{Type,Code,Message},
+// ROOT/RequestId; names as written). An empty body is the SDK's
+// UnknownError.
+func readError(data []byte, status int) (*apiError, error) {
+	var doc struct {
+		Type      string `xml:"Error>Type"`
+		Code      string `xml:"Error>Code"`
+		Message   string `xml:"Error>Message"`
+		RequestID string `xml:"RequestId"`
+	}
+	if err := xml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("STS failed (HTTP %d) with an answer that is not an error response: %w", status, err)
+	}
+	e := &apiError{Code: doc.Code, Message: doc.Message, RequestID: doc.RequestID, Status: status}
+	if e.Code == "" {
+		e.Code = "UnknownError"
+	}
+	if e.Message == "" {
+		e.Message = e.Code
+	}
+	switch doc.Type {
+	case "Sender":
+		e.fault = smithy.FaultClient
+	case "Receiver":
+		e.fault = smithy.FaultServer
+	}
+	return e, nil
+}
+
+// element is an XML element as the SDK's STS client reads one: its name
+// and its text (elements within it, none here, are left).
+type element struct {
+	name string
+	text string
+	kids []*element
+}
+
+// child is e's first child named name, whatever the case.
+func (e *element) child(name string) *element {
+	if e == nil {
+		return nil
+	}
+	for _, k := range e.kids {
+		if strings.EqualFold(k.name, name) {
+			return k
+		}
+	}
+	return nil
+}
+
+// readCredentials reads ROOT/RESULT/Credentials and
+// ROOT/RESULT/AssumedRoleUser/Arn of a successful answer, element names
+// in any case as the SDK reads them. The document is read up to the end
+// of RESULT. An empty answer has no credentials.
+func readCredentials(data []byte, result string) (aws.Credentials, error) {
+	d := xml.NewDecoder(bytes.NewReader(data))
+	root, err := nextStart(d)
+	if err == io.EOF {
+		if len(bytes.TrimSpace(data)) > 0 {
+			return aws.Credentials{}, errors.New("the answer is not XML")
+		}
+		return aws.Credentials{}, errors.New("the answer is empty")
+	}
+	if err != nil {
+		return aws.Credentials{}, fmt.Errorf("the answer is not XML: %w", err)
+	}
+	var res *element
+	for res == nil {
+		tok, err := d.Token()
+		if err != nil {
+			return aws.Credentials{}, fmt.Errorf("reading the answer's %s: %w", result, err)
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if !strings.EqualFold(t.Name.Local, result) {
+				if err := d.Skip(); err != nil {
+					return aws.Credentials{}, fmt.Errorf("reading the answer: %w", err)
+				}
+				continue
+			}
+			if res, err = readElement(d, t); err != nil {
+				return aws.Credentials{}, fmt.Errorf("reading the answer's %s: %w", result, err)
+			}
+		case xml.EndElement:
+			return aws.Credentials{}, fmt.Errorf("the answer (%s) has no %s", root.Name.Local, result)
+		}
+	}
+	c := res.child("Credentials")
+	if c == nil {
+		return aws.Credentials{}, errors.New("the answer holds no credentials")
+	}
+	creds := aws.Credentials{CanExpire: true}
+	if k := c.child("AccessKeyId"); k != nil {
+		creds.AccessKeyID = k.text
+	}
+	if k := c.child("SecretAccessKey"); k != nil {
+		creds.SecretAccessKey = k.text
+	}
+	if k := c.child("SessionToken"); k != nil {
+		creds.SessionToken = k.text
+	}
+	if k := c.child("Expiration"); k != nil {
+		if creds.Expires, err = parseTime(k.text); err != nil {
+			return aws.Credentials{}, fmt.Errorf("the credentials' Expiration: %w", err)
+		}
+	}
+	if arn := res.child("AssumedRoleUser").child("Arn"); arn != nil {
+		// arn:PARTITION:sts::ACCOUNT:assumed-role/…, as stscreds reads it.
+		if parts := strings.Split(arn.text, ":"); len(parts) >= 5 {
+			creds.AccountID = parts[4]
+		}
+	}
+	return creds, nil
+}
+
+// nextStart is the next start element of d.
+func nextStart(d *xml.Decoder) (xml.StartElement, error) {
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return xml.StartElement{}, err
+		}
+		if t, ok := tok.(xml.StartElement); ok {
+			return t, nil
+		}
+	}
+}
+
+// readElement reads the element start opened, to its end.
+func readElement(d *xml.Decoder, start xml.StartElement) (*element, error) {
+	e := &element{name: start.Name.Local}
+	var text strings.Builder
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			k, err := readElement(d, t)
+			if err != nil {
+				return nil, err
+			}
+			e.kids = append(e.kids, k)
+		case xml.CharData:
+			text.Write(t)
+		case xml.EndElement:
+			e.text = text.String()
+			return e, nil
+		}
+	}
+}
+
+// timeLayouts are the timestamps the SDK reads in STS's answers.
+var timeLayouts = []string{
+	"2006-01-02T15:04:05.999999999Z",
+	"2006-01-02T15:04:05.999999999",
+	time.RFC3339Nano,
+	time.RFC3339,
+}
+
+func parseTime(s string) (time.Time, error) {
+	var first error
+	for _, layout := range timeLayouts {
+		t, err := time.Parse(layout, s)
+		if err == nil {
+			return t, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return time.Time{}, fmt.Errorf("not a time: %w", first)
+}
