@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -87,6 +88,7 @@ type assumeRole struct {
 	source  aws.CredentialsProvider
 	mu      sync.Mutex // guards options.RoleSessionName, set once
 	options AssumeRoleOptions
+	skew    atomic.Int64 // STS's clock minus ours at the last call, ns
 }
 
 // Retrieve assumes the role.
@@ -110,7 +112,7 @@ func (p *assumeRole) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	if o.ExternalID != "" {
 		form.Set("ExternalId", o.ExternalID)
 	}
-	sign := func(ctx context.Context, req *http.Request, body []byte) error {
+	sign := func(ctx context.Context, req *http.Request, body []byte, at time.Time) error {
 		if p.source == nil {
 			return fmt.Errorf("no source credentials to sign with")
 		}
@@ -118,9 +120,10 @@ func (p *assumeRole) Retrieve(ctx context.Context) (aws.Credentials, error) {
 		if err != nil {
 			return fmt.Errorf("source credentials: %w", err)
 		}
-		return signV4(ctx, req, body, creds, p.client.SigningRegion)
+		return signV4(ctx, req, body, creds, p.client.SigningRegion, at)
 	}
-	creds, err := p.client.call(ctx, form, sign, "AssumeRoleResult", retryableAssumeRoleCode)
+	creds, err := p.client.call(ctx, operation{form: form, sign: sign, result: "AssumeRoleResult",
+		retryCode: retryableAssumeRoleCode, skew: &p.skew})
 	if err != nil {
 		return aws.Credentials{Source: assumeRoleSource}, fmt.Errorf("awssts: AssumeRole %s: %w", o.RoleARN, err)
 	}
@@ -153,6 +156,7 @@ func NewWebIdentity(c Client, o WebIdentityOptions) aws.CredentialsProvider {
 type webIdentity struct {
 	client  Client
 	options WebIdentityOptions
+	skew    atomic.Int64 // STS's clock minus ours at the last call, ns
 }
 
 // Retrieve assumes the role with the token the file holds now.
@@ -172,7 +176,8 @@ func (p *webIdentity) Retrieve(ctx context.Context) (aws.Credentials, error) {
 		"RoleSessionName":  {o.RoleSessionName},
 		"WebIdentityToken": {string(token)},
 	}
-	creds, err := p.client.call(ctx, form, nil, "AssumeRoleWithWebIdentityResult", retryableWebIdentityCode)
+	creds, err := p.client.call(ctx, operation{form: form, result: "AssumeRoleWithWebIdentityResult",
+		retryCode: retryableWebIdentityCode, skew: &p.skew})
 	if err != nil {
 		return aws.Credentials{}, fmt.Errorf("awssts: AssumeRoleWithWebIdentity %s: %w", o.RoleARN, err)
 	}

@@ -33,6 +33,8 @@ type reply struct {
 	// cancel, when set, is called before answering; the answer then
 	// waits for the client to go away.
 	cancel bool
+	// skew puts the fake's clock ahead of this machine's, in its Date.
+	skew time.Duration
 }
 
 // seen is what the fake STS saw of a request, less what differs by
@@ -47,6 +49,9 @@ type seen struct {
 	SignedHeaders             []string
 	SecurityToken             string
 	SessionNameDefault        string // the default session name's pattern matched, or ""
+	// SignedAtServerTime: X-Amz-Date is within 2 minutes of the fake's
+	// clock (this machine's plus the reply's skew, an hour when set).
+	SignedAtServerTime bool
 }
 
 // fakeSTS answers with the replies in order (the last again when out)
@@ -102,9 +107,13 @@ func (f *fakeSTS) serve(w http.ResponseWriter, r *http.Request) {
 		form.Set("RoleSessionName", "(default)")
 	}
 	f.mu.Lock()
-	f.seen = append(f.seen, s)
 	rp := f.replies[min(f.n, len(f.replies)-1)]
 	f.n++
+	now := time.Now().Add(rp.skew)
+	if at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date")); err == nil {
+		s.SignedAtServerTime = at.Sub(now).Abs() < 2*time.Minute
+	}
+	f.seen = append(f.seen, s)
 	f.mu.Unlock()
 	switch {
 	case rp.hangup:
@@ -127,6 +136,7 @@ func (f *fakeSTS) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
 	w.WriteHeader(rp.status)
 	w.Write(b)
 }
@@ -223,6 +233,19 @@ func parityCases() []parityCase {
 		{name: "assume role: an answer cut after the result", replies: []reply{{status: 200, body: "@truncated_after_result.xml"}}},
 		{name: "assume role: the connection closed without an answer", replies: []reply{{hangup: true}, ok[0]}},
 		{name: "assume role: the session name is kept between calls", calls: 2, replies: ok},
+		{name: "assume role: SignatureDoesNotMatch with STS's clock an hour ahead is retried at its time", replies: []reply{
+			{status: 403, body: errorXML("SignatureDoesNotMatch", "Signature expired"), skew: time.Hour}, {status: 200, body: "@assume_role.xml", skew: time.Hour}}},
+		{name: "assume role: SignatureDoesNotMatch with STS's clock an hour behind is retried at its time", replies: []reply{
+			{status: 403, body: errorXML("SignatureDoesNotMatch", "Signature expired"), skew: -time.Hour}, {status: 200, body: "@assume_role.xml", skew: -time.Hour}}},
+		{name: "assume role: SignatureDoesNotMatch with the clocks agreeing is not retried", replies: []reply{
+			{status: 403, body: errorXML("SignatureDoesNotMatch", "bad signature")}, ok[0]}},
+		{name: "assume role: a skewed clock that STS does not complain of is not retried", replies: []reply{
+			{status: 403, body: errorXML("AccessDenied", "no"), skew: time.Hour}, ok[0]}},
+		{name: "assume role: STS's clock is kept for the next call", calls: 2, replies: []reply{
+			{status: 403, body: errorXML("RequestTimeTooSkewed", "skewed"), skew: time.Hour}, {status: 200, body: "@assume_role.xml", skew: time.Hour}}},
+		{name: "assume role: a skew STS shows that many times gives up", replies: []reply{
+			{status: 403, body: errorXML("InvalidSignatureException", "x"), skew: time.Hour}, {status: 403, body: errorXML("InvalidSignatureException", "x"), skew: 2 * time.Hour},
+			{status: 403, body: errorXML("InvalidSignatureException", "x"), skew: 3 * time.Hour}, ok[0]}},
 		{name: "assume role: context cancelled before", ctx: "cancelled", replies: ok},
 		{name: "assume role: context cancelled while STS answers", ctx: "during", replies: []reply{{cancel: true}, ok[0]}},
 
@@ -245,6 +268,8 @@ func parityCases() []parityCase {
 		{name: "web identity: an answer that is not XML", web: true, replies: []reply{{status: 200, body: "{}"}}},
 		{name: "web identity: an assume-role answer has not its result", web: true, replies: ok},
 		{name: "web identity: context cancelled before", web: true, ctx: "cancelled", replies: webOK},
+		{name: "web identity: AccessDeniedException with a skewed clock is retried", web: true, replies: []reply{
+			{status: 400, body: errorXML("AccessDeniedException", "x"), skew: -time.Hour}, webOK[0]}},
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,40 +48,76 @@ var retryableCodes = map[string]bool{
 	"EC2ThrottledException": true,
 }
 
-// signFunc prepares a request's authentication; nil sends it unsigned.
-type signFunc func(ctx context.Context, req *http.Request, body []byte) error
+// signFunc prepares a request's authentication, dated at.
+type signFunc func(ctx context.Context, req *http.Request, body []byte, at time.Time) error
 
-// call sends the form to STS until an answer, an error not worth
-// retrying, or c.MaxAttempts, and reads the credentials in the element
-// result of the answer. retryCode says which error codes of this
-// operation are retried besides retryableCodes.
-func (c Client) call(ctx context.Context, form url.Values, sign signFunc, result string, retryCode func(string) bool) (aws.Credentials, error) {
+// operation is one STS action as a provider sends it.
+type operation struct {
+	form url.Values
+	// sign signs the request; nil sends it unsigned.
+	sign signFunc
+	// result is the answer's element holding the credentials.
+	result string
+	// retryCode says which error codes of this action are retried
+	// besides retryableCodes.
+	retryCode func(code string) bool
+	// skew is how far ahead of this machine's clock STS's was at the
+	// last call (from its Date header), kept across calls as the SDK's
+	// client keeps it, added to the signing time.
+	skew *atomic.Int64
+}
+
+// clockSkewCodes are the error codes the SDK's retryer retries when
+// STS's Date differs from the clock the request was signed with by more
+// than skewThreshold; the retry is signed with STS's time.
+var clockSkewCodes = map[string]bool{
+	"InvalidSignatureException": true, "SignatureDoesNotMatch": true, "AuthFailure": true,
+	"RequestTimeTooSkewed": true, "AccessDeniedException": true,
+}
+
+const skewThreshold = 4 * time.Minute
+
+// call sends op to STS until an answer, an error not worth retrying, or
+// c.MaxAttempts, and reads the credentials in the answer.
+func (c Client) call(ctx context.Context, op operation) (aws.Credentials, error) {
 	target, err := url.Parse(c.Endpoint)
 	if err != nil {
 		return aws.Credentials{}, fmt.Errorf("STS endpoint: %w", err)
+	}
+	if target.Scheme == "" || target.Host == "" {
+		return aws.Credentials{}, fmt.Errorf("STS endpoint %q is not an absolute URL", c.Endpoint)
 	}
 	if target.Path == "" || target.Path[0] != '/' {
 		target.Path = "/" + target.Path
 	}
 	target.RawQuery, target.Fragment = "", ""
-	body := []byte(form.Encode())
+	body := []byte(op.form.Encode())
 	maxAttempts := c.MaxAttempts
 	if maxAttempts <= 0 {
 		maxAttempts = 3
 	}
+	skew := time.Duration(op.skew.Load())
 	for attempt := 1; ; attempt++ {
-		creds, retry, err := c.attempt(ctx, target, body, sign, result, retryCode)
-		if err == nil {
-			return creds, nil
+		a := c.attempt(ctx, target, body, op, skew)
+		// As the SDK: the next attempt is signed with the skew this one
+		// saw (none without a Date), and the last one's is kept.
+		skew = a.skew
+		if a.err == nil || !a.retry || attempt >= maxAttempts {
+			if a.skewSeen {
+				op.skew.Store(int64(a.skew))
+			}
 		}
-		if !retry || ctx.Err() != nil {
-			return aws.Credentials{}, err
+		if a.err == nil {
+			return a.creds, nil
+		}
+		if !a.retry || ctx.Err() != nil {
+			return aws.Credentials{}, a.err
 		}
 		if attempt >= maxAttempts {
-			return aws.Credentials{}, fmt.Errorf("gave up after %s: %w", attempts(attempt), err)
+			return aws.Credentials{}, fmt.Errorf("gave up after %s: %w", attempts(attempt), a.err)
 		}
 		if werr := wait(ctx, c.backoff(attempt)); werr != nil {
-			return aws.Credentials{}, fmt.Errorf("%w (waiting to retry after: %v)", werr, err)
+			return aws.Credentials{}, fmt.Errorf("%w (waiting to retry after: %v)", werr, a.err)
 		}
 	}
 }
@@ -92,57 +129,93 @@ func attempts(n int) string {
 	return fmt.Sprintf("%d attempts", n)
 }
 
-// attempt sends the request once; retry says whether its failure is
-// worth another attempt.
-func (c Client) attempt(ctx context.Context, target *url.URL, body []byte, sign signFunc, result string, retryCode func(string) bool) (creds aws.Credentials, retry bool, err error) {
+// attemptResult is what one attempt gave: credentials or an error, and
+// whether that error is worth another attempt; the clock skew STS's Date
+// showed, if it sent one.
+type attemptResult struct {
+	creds    aws.Credentials
+	err      error
+	retry    bool
+	skew     time.Duration
+	skewSeen bool
+}
+
+// attempt sends the request once, signed (if op signs) at this clock
+// plus skew.
+func (c Client) attempt(ctx context.Context, target *url.URL, body []byte, op operation, skew time.Duration) (a attemptResult) {
 	if err := ctx.Err(); err != nil {
-		return creds, false, fmt.Errorf("not sent: %w", err)
+		a.err = fmt.Errorf("not sent: %w", err)
+		return a
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
 	if err != nil {
-		return creds, false, fmt.Errorf("STS request: %w", err)
+		a.err = fmt.Errorf("STS request: %w", err)
+		return a
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("User-Agent", userAgent)
-	if sign != nil {
-		if err := sign(ctx, req, body); err != nil {
-			return creds, retryableNetError(err), err
+	if op.sign != nil {
+		if err := op.sign(ctx, req, body, time.Now().UTC().Add(skew)); err != nil {
+			a.err, a.retry = err, retryableNetError(err)
+			return a
 		}
 	}
 	hc := c.HTTPClient
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	sent := time.Now()
 	resp, err := hc.Do(req)
 	if err != nil {
-		return creds, retryableSendError(err), fmt.Errorf("sending to STS: %w", err)
+		a.err, a.retry = fmt.Errorf("sending to STS: %w", err), retryableSendError(err)
+		return a
 	}
 	defer resp.Body.Close()
+	a.skew, a.skewSeen = clockSkew(resp.Header, sent, time.Now())
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return creds, retryableStatus[resp.StatusCode] || retryableNetError(err),
-			fmt.Errorf("reading STS's answer (HTTP %d): %w", resp.StatusCode, err)
+		a.err = fmt.Errorf("reading STS's answer (HTTP %d): %w", resp.StatusCode, err)
+		a.retry = retryableStatus[resp.StatusCode] || retryableNetError(err)
+		return a
 	}
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
 		apiErr, err := readError(data, resp.StatusCode)
 		if err != nil {
-			return creds, retryableStatus[resp.StatusCode], err
+			a.err, a.retry = err, retryableStatus[resp.StatusCode]
+			return a
 		}
-		return creds, retryableStatus[resp.StatusCode] || retryableCodes[apiErr.Code] || retryCode(apiErr.Code), apiErr
+		skewed := clockSkewCodes[apiErr.Code] && a.skewSeen && (skew-a.skew > skewThreshold || a.skew-skew > skewThreshold)
+		a.err = apiErr
+		a.retry = skewed || retryableStatus[resp.StatusCode] || retryableCodes[apiErr.Code] || op.retryCode(apiErr.Code)
+		return a
 	}
-	creds, err = readCredentials(data, result)
-	if err != nil {
-		return creds, false, fmt.Errorf("STS's answer (HTTP %d): %w", resp.StatusCode, err)
+	if a.creds, err = readCredentials(data, op.result); err != nil {
+		a.err = fmt.Errorf("STS's answer (HTTP %d): %w", resp.StatusCode, err)
 	}
-	return creds, false, nil
+	return a
+}
+
+// clockSkew is how far ahead of this machine's clock STS's was, from
+// the answer's Date, against the middle of the exchange (sent to got); as
+// the SDK, none from a cached answer (with an Age) or a slow exchange.
+func clockSkew(h http.Header, sent, got time.Time) (time.Duration, bool) {
+	date, err := http.ParseTime(h.Get("Date"))
+	if err != nil || h.Get("Age") != "" {
+		return 0, false
+	}
+	elapsed := got.Sub(sent)
+	if elapsed > 15*time.Minute {
+		return 0, false
+	}
+	return date.Sub(sent.Add(elapsed / 2)), true
 }
 
 // signV4 signs req with creds for STS in region, as the SDK's client does
 // (the payload's SHA-256 in the signature, no X-Amz-Content-Sha256
 // header; a session token in X-Amz-Security-Token).
-func signV4(ctx context.Context, req *http.Request, body []byte, creds aws.Credentials, region string) error {
+func signV4(ctx context.Context, req *http.Request, body []byte, creds aws.Credentials, region string, at time.Time) error {
 	sum := sha256.Sum256(body)
-	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "sts", region, time.Now().UTC()); err != nil {
+	if err := v4.NewSigner().SignHTTP(ctx, creds, req, hex.EncodeToString(sum[:]), "sts", region, at); err != nil {
 		return fmt.Errorf("signing the STS request: %w", err)
 	}
 	return nil
