@@ -35,6 +35,8 @@ type reply struct {
 	cancel bool
 	// skew puts the fake's clock ahead of this machine's, in its Date.
 	skew time.Duration
+	// age sends an Age header: the answer says it was cached.
+	age bool
 }
 
 // seen is what the fake STS saw of a request, less what differs by
@@ -137,6 +139,9 @@ func (f *fakeSTS) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/xml")
 	w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
+	if rp.age {
+		w.Header().Set("Age", "3")
+	}
 	w.WriteHeader(rp.status)
 	w.Write(b)
 }
@@ -192,6 +197,8 @@ type parityCase struct {
 	before  func(t *testing.T, i int, tokenFile string)
 	noToken bool   // no token file
 	ctx     string // "", "cancelled" (before the call), "during" (while STS answers)
+	// path is added to the fake's URL to make the endpoint.
+	path string
 }
 
 // secrets are the keys and tokens of the cases, which no error may
@@ -243,6 +250,10 @@ func parityCases() []parityCase {
 			{status: 403, body: errorXML("AccessDenied", "no"), skew: time.Hour}, ok[0]}},
 		{name: "assume role: STS's clock is kept for the next call", calls: 2, replies: []reply{
 			{status: 403, body: errorXML("RequestTimeTooSkewed", "skewed"), skew: time.Hour}, {status: 200, body: "@assume_role.xml", skew: time.Hour}}},
+		{name: "assume role: a skew in a cached answer is not retried", replies: []reply{
+			{status: 403, body: errorXML("SignatureDoesNotMatch", "x"), skew: time.Hour, age: true}, ok[0]}},
+		{name: "assume role: an endpoint with a path and a query", path: "/base/sts?x=1", replies: ok},
+		{name: "assume role: an endpoint with a path without a slash", path: "/base", replies: ok},
 		{name: "assume role: a skew STS shows that many times gives up", replies: []reply{
 			{status: 403, body: errorXML("InvalidSignatureException", "x"), skew: time.Hour}, {status: 403, body: errorXML("InvalidSignatureException", "x"), skew: 2 * time.Hour},
 			{status: 403, body: errorXML("InvalidSignatureException", "x"), skew: 3 * time.Hour}, ok[0]}},
@@ -300,7 +311,7 @@ func runSide(t *testing.T, c parityCase, sdk bool) ([]outcome, []seen, int) {
 	var p aws.CredentialsProvider
 	if sdk {
 		cfg := aws.Config{
-			Region: "us-west-2", Credentials: src, HTTPClient: f.srv.Client(), BaseEndpoint: aws.String(f.srv.URL),
+			Region: "us-west-2", Credentials: src, HTTPClient: f.srv.Client(), BaseEndpoint: aws.String(f.srv.URL + c.path),
 			Retryer: func() aws.Retryer {
 				return retry.NewStandard(func(o *retry.StandardOptions) {
 					o.MaxAttempts = maxAttempts
@@ -323,7 +334,7 @@ func runSide(t *testing.T, c parityCase, sdk bool) ([]outcome, []seen, int) {
 			})
 		}
 	} else {
-		client := Client{HTTPClient: f.srv.Client(), Endpoint: f.srv.URL, SigningRegion: "us-west-2", MaxAttempts: c.maxAttempts,
+		client := Client{HTTPClient: f.srv.Client(), Endpoint: f.srv.URL + c.path, SigningRegion: "us-west-2", MaxAttempts: c.maxAttempts,
 			Backoff: func(int) time.Duration { return 0 }}
 		if c.web {
 			p = NewWebIdentity(client, web)
