@@ -164,17 +164,29 @@ func regionalHost(service, region string, part *partition, p Params) (string, er
 	return service + "." + region + "." + part.dnsSuffix, nil
 }
 
-// signinHosts are the sign-in service's hosts, REGION + suffix, in the
-// partitions its rules name.
-var signinHosts = map[string]string{
-	"aws":        ".signin.aws.amazon.com",
-	"aws-cn":     ".signin.amazonaws.cn",
-	"aws-us-gov": ".signin.amazonaws-us-gov.com",
-	"aws-iso":    ".signin.c2shome.ic.gov",
-	"aws-iso-b":  ".signin.sc2shome.sgov.gov",
-	"aws-iso-f":  ".signin.csphome.hci.ic.gov",
-	"aws-iso-e":  ".signin.csphome.adc-e.uk",
-	"aws-eusc":   ".signin.amazonaws-eusc.eu",
+// signinSuffix is the sign-in service's host suffix (after REGION) in
+// the partitions its rules name, "" in the others. (A switch, not a map:
+// nothing to build at init in every myelin process.)
+func signinSuffix(partition string) string {
+	switch partition {
+	case "aws":
+		return ".signin.aws.amazon.com"
+	case "aws-cn":
+		return ".signin.amazonaws.cn"
+	case "aws-us-gov":
+		return ".signin.amazonaws-us-gov.com"
+	case "aws-iso":
+		return ".signin.c2shome.ic.gov"
+	case "aws-iso-b":
+		return ".signin.sc2shome.sgov.gov"
+	case "aws-iso-f":
+		return ".signin.csphome.hci.ic.gov"
+	case "aws-iso-e":
+		return ".signin.csphome.adc-e.uk"
+	case "aws-eusc":
+		return ".signin.amazonaws-eusc.eu"
+	}
+	return ""
 }
 
 // signinHost is the sign-in service's host for its data-plane, non-OAuth
@@ -202,7 +214,7 @@ func signinHost(region string, part *partition, p Params) (string, error) {
 		}
 		return "signin." + region + "." + part.dualStackDNSSuffix, nil
 	}
-	if suffix, ok := signinHosts[part.name]; ok {
+	if suffix := signinSuffix(part.name); suffix != "" {
 		return region + suffix, nil
 	}
 	return region + ".signin." + part.dnsSuffix, nil
