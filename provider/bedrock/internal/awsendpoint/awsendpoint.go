@@ -30,7 +30,9 @@ const (
 	SSO
 	// SSOOIDC is the IAM Identity Center OIDC service (CreateToken).
 	SSOOIDC
-	// Signin is the AWS sign-in service (`aws login`'s token refresh).
+	// Signin is the AWS sign-in service: the endpoint of
+	// CreateOAuth2Token, which `aws login` sessions refresh with (its
+	// control-plane and IAM OAuth operations resolve elsewhere).
 	Signin
 )
 
@@ -56,10 +58,17 @@ func (s Service) String() string {
 // resolved as a client built from a config leaves it: regional, not the
 // legacy global endpoint.
 type Params struct {
-	Region       string
-	UseFIPS      bool
+	// Region is the client's region as configured (AWS_REGION, region,
+	// sso_region…), checked and used as the SDK's clients do.
+	Region string
+	// UseFIPS asks for the FIPS endpoint (AWS_USE_FIPS_ENDPOINT,
+	// use_fips_endpoint).
+	UseFIPS bool
+	// UseDualStack asks for the dual-stack endpoint
+	// (AWS_USE_DUALSTACK_ENDPOINT, use_dualstack_endpoint).
 	UseDualStack bool
-	Endpoint     string
+	// Endpoint is the service's configured base endpoint, "" for none.
+	Endpoint string
 }
 
 // ErrInvalid is wrapped by every error of Resolve: the parameters make
