@@ -53,6 +53,8 @@ func (f *fakeAWS) take() []string {
 	return l
 }
 
+var defaultSessionName = regexp.MustCompile(`^(aws-go-sdk-)?[0-9]{10,}$`)
+
 var credentialOfAuthorization = regexp.MustCompile(`Credential=([^/]+)/[0-9]{8}/([^/]+)/([^/]+)/aws4_request`)
 
 func (f *fakeAWS) serve(w http.ResponseWriter, r *http.Request) {
@@ -89,8 +91,9 @@ func (f *fakeAWS) sts(w http.ResponseWriter, r *http.Request) {
 	var fields []string
 	for _, k := range keys {
 		v := r.PostForm.Get(k)
-		if k == "RoleSessionName" && strings.HasPrefix(v, "aws-go-sdk-") {
-			v = "aws-go-sdk-*"
+		if k == "RoleSessionName" {
+			// the SDK's default names hold the time
+			v = defaultSessionName.ReplaceAllString(v, "${1}*")
 		}
 		fields = append(fields, k+"="+v)
 	}
