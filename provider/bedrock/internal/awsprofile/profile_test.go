@@ -114,6 +114,8 @@ var loadCases = []loadCase{
 		config: "[p]\nregion = us-east-1\n", creds: noFile},
 	{name: "[profile default] replaces [default] whole", profile: "default",
 		config: "[default]\nregion = us-east-1\nendpoint_url = http://a\n[profile default]\nmax_attempts = 4\n"},
+	{name: "a profile whose name sorts after \"profile \" survives its renaming", profile: "work",
+		config: "[profile work]\nregion = us-east-1\n[work]\nregion = bare\n[profile zed]\nregion = z\n"},
 	{name: "[profile p] replaces a bare [p]", profile: "p",
 		config: "[p]\nregion = us-east-1\n[profile p]\nmax_attempts = 4\n"},
 	{name: "a section twice in a file is one section, later keys winning", profile: "p",
