@@ -107,6 +107,7 @@ type ProfileNotExistError struct {
 	Files   []string // the config and credentials files read
 }
 
+// Error names the profile and the files looked in.
 func (e *ProfileNotExistError) Error() string {
 	return fmt.Sprintf("AWS profile %q not found in %s", e.Profile, strings.Join(e.Files, ", "))
 }
@@ -119,6 +120,7 @@ type SourceProfileError struct {
 	Reason  string
 }
 
+// Error names the source profile, the role and what is wrong.
 func (e *SourceProfileError) Error() string {
 	return fmt.Sprintf("AWS source profile %q (to assume role %q): %s", e.Profile, e.RoleARN, e.Reason)
 }

@@ -484,3 +484,29 @@ func TestALoneQuoteIsAValueNotAPanic(t *testing.T) {
 		})
 	}()
 }
+
+// TestSSOConfigurationIsAnySSOKey pins HasSSOConfiguration and
+// HasLegacySSOConfiguration to the SDK's unexported conditions: any one
+// legacy key makes a legacy SSO profile; sso_session alone is SSO but not
+// legacy.
+func TestSSOConfigurationIsAnySSOKey(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		p           Profile
+		sso, legacy bool
+	}{
+		{"nothing", Profile{Region: "us-east-1", RoleARN: "arn:a"}, false, false},
+		{"sso_session", Profile{SSOSessionName: "s"}, true, false},
+		{"sso_region", Profile{SSORegion: "r"}, true, true},
+		{"sso_start_url", Profile{SSOStartURL: "u"}, true, true},
+		{"sso_account_id", Profile{SSOAccountID: "1"}, true, true},
+		{"sso_role_name", Profile{SSORoleName: "n"}, true, true},
+	} {
+		if got := tc.p.HasSSOConfiguration(); got != tc.sso {
+			t.Errorf("%s: HasSSOConfiguration %v, want %v", tc.name, got, tc.sso)
+		}
+		if got := tc.p.HasLegacySSOConfiguration(); got != tc.legacy {
+			t.Errorf("%s: HasLegacySSOConfiguration %v, want %v", tc.name, got, tc.legacy)
+		}
+	}
+}
