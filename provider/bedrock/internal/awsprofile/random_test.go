@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,4 +140,59 @@ func FuzzLoadMatchesTheSDK(f *testing.F) {
 		}
 		compareWithSDK(t, profile, cfgPath, credPath)
 	})
+}
+
+// TestLoadMatchesTheSDKOnTheSDKsOwnTestFiles compares Load with the SDK on
+// the config module's own test files (config/testdata and
+// config/internal/ini/testdata/valid, read from the module cache, not
+// copied), each as config file and as credentials file, and the
+// shared_config/shared_credentials pair, for every profile they name.
+func TestLoadMatchesTheSDKOnTheSDKsOwnTestFiles(t *testing.T) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/aws/aws-sdk-go-v2/config")
+	cmd.Env = append(os.Environ(), "GOPROXY=off") // the cache only, never the network
+	out, err := cmd.Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		t.Skipf("the SDK's config module is not in the module cache: %v", err)
+	}
+	var files []string
+	for _, sub := range []string{"testdata", filepath.Join("internal", "ini", "testdata", "valid")} {
+		entries, err := os.ReadDir(filepath.Join(dir, sub))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() && !strings.HasSuffix(e.Name(), ".json") && !strings.HasSuffix(e.Name(), "_expected") {
+				files = append(files, filepath.Join(dir, sub, e.Name()))
+			}
+		}
+	}
+	if len(files) < 20 {
+		t.Fatalf("only %d SDK test files found in %s", len(files), dir)
+	}
+	isolateEnv(t)
+	none := filepath.Join(t.TempDir(), "none")
+	pairs := [][2]string{{filepath.Join(dir, "testdata", "shared_config"), filepath.Join(dir, "testdata", "shared_credentials")}}
+	for _, f := range files {
+		pairs = append(pairs, [2]string{f, none}, [2]string{none, f})
+	}
+	for _, pair := range pairs {
+		names := map[string]bool{"default": true}
+		for _, f := range pair {
+			b, _ := os.ReadFile(f)
+			for _, line := range strings.Split(string(b), "\n") {
+				if name, ok := sectionHeader(line); ok {
+					names[name] = true
+					if _, rest, ok := strings.Cut(name, " "); ok {
+						names[rest] = true
+					}
+				}
+			}
+		}
+		for name := range names {
+			t.Run(filepath.Base(pair[0])+"+"+filepath.Base(pair[1])+"/"+name, func(t *testing.T) {
+				compareWithSDK(t, name, pair[0], pair[1])
+			})
+		}
+	}
 }
