@@ -10,7 +10,8 @@ import (
 
 // The INI dialect of the AWS shared config and credentials files, as the
 // AWS SDK for Go v2 (config/internal/ini) reads it. Written here from its
-// observed behaviour, not copied; TestLoadMatchesTheSDK holds it to the SDK.
+// observed behaviour, not copied; the tests hold it to the SDK through Load
+// (a case table, seeded random files, the SDK's own test files, a fuzz target).
 //
 //   - A line is split on "\n" only; a "\r" left at its end is trimmed with
 //     the other spaces wherever values are trimmed (not in continuations).
@@ -30,6 +31,8 @@ import (
 //     with "\n" and the line (left-trimmed only).
 //   - Properties before the first section, or in a section named "", are
 //     ignored.
+//   - One deliberate difference: a value that is a single quote character
+//     is kept as it is; the SDK panics on it.
 
 // iniValue is one key's value: a string, or the sub-properties of a key
 // whose own value is empty.

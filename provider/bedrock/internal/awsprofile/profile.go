@@ -133,7 +133,12 @@ func (e *SourceProfileError) Error() string {
 // [default] ([profile default] replacing [default]), in a credentials file
 // [NAME]; the credentials files override the config files key by key for
 // the keys the SDK merges; source_profile is followed (a profile met again
-// keeps only its keys), and sso_session and services are linked.
+// keeps only its keys), and sso_session and services are linked. It fails
+// where the SDK fails: a profile in none of the files is a
+// *ProfileNotExistError, a missing or credential-less source_profile a
+// *SourceProfileError; partial keys, a bad setting, a missing sso-session,
+// a file path that opens but cannot be read are errors naming the profile
+// or file.
 func Load(profile string, configFiles, credentialsFiles []string) (Profile, error) {
 	if len(configFiles) == 0 {
 		configFiles = []string{filepath.Join(homeDir(), ".aws", "config")}
