@@ -402,7 +402,8 @@ func (l *loader) configuredEndpoint(envName, sharedName string) string {
 	if v := os.Getenv("AWS_ENDPOINT_URL_" + envName); v != "" {
 		return v
 	}
-	return l.prof.Services.ServiceValues[sharedName]["endpoint_url"]
+	v, _ := l.prof.Services.EndpointURL(sharedName)
+	return v
 }
 
 func (l *loader) ignoreConfiguredEndpoints() bool {

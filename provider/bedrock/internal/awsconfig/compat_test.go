@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,7 +30,14 @@ type environment struct {
 
 // fakeEndpoints points every service the chain may reach at the fake:
 // what each environment starts from unless it says otherwise.
+//
+// The files are named by variable too: the SDK finds its default files
+// under the HOME the process started with (config's package state), not
+// under a test's (ours reads HOME at each load: awsprofile's tests hold
+// the default names).
 var fakeEndpoints = map[string]string{
+	"AWS_CONFIG_FILE":                   "{{DIR}}/.aws/config",
+	"AWS_SHARED_CREDENTIALS_FILE":       "{{DIR}}/.aws/credentials",
 	"AWS_ENDPOINT_URL_STS":              "{{URL}}",
 	"AWS_ENDPOINT_URL_SSO":              "{{URL}}",
 	"AWS_ENDPOINT_URL_SSO_OIDC":         "{{URL}}",
@@ -233,6 +241,13 @@ func load(t *testing.T, e environment, fake *fakeAWS, dir string, loadFn func(co
 				t.Fatal(err)
 			}
 			content = string(b)
+			// the login caches' DPoP key, as a JSON string
+			key, err := os.ReadFile("testdata/login-key.pem")
+			if err != nil {
+				t.Fatal(err)
+			}
+			quoted, _ := json.Marshal(string(key))
+			content = strings.ReplaceAll(content, `"@DPOPKEY@"`, string(quoted))
 		}
 		path := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
