@@ -170,16 +170,16 @@ var environments = []environment{
 
 // loaded is what one loader made of an environment.
 type loaded struct {
-	err          error
-	region       string
-	preference   []string
-	creds        aws.Credentials
-	credsErr     error
-	hasCreds     bool
-	bearer       string
-	bearerErr    error
-	hasBearer    bool
-	requests     []string
+	err        error
+	region     string
+	preference []string
+	creds      aws.Credentials
+	credsErr   error
+	hasCreds   bool
+	bearer     string
+	bearerErr  error
+	hasBearer  bool
+	requests   []string
 }
 
 func TestTheChainLoadsWhatTheSDKsLoadDefaultConfigLoads(t *testing.T) {
