@@ -47,10 +47,12 @@ import (
 const Version = "bedrock-2023-05-31"
 
 // Config configures the wire on Bedrock. The zero value loads the AWS
-// configuration the usual way: AWS_REGION (or AWS_DEFAULT_REGION),
-// AWS_PROFILE, AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
-// AWS_SESSION_TOKEN, the shared config and credentials files, SSO, and the
-// instance's role; AWS_BEARER_TOKEN_BEDROCK, when set, is sent instead of
+// configuration the usual way, as the AWS SDK's config.LoadDefaultConfig
+// finds it (internal/awsconfig, without linking the SDK's service
+// clients): AWS_REGION (or AWS_DEFAULT_REGION), AWS_PROFILE,
+// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, web
+// identity, the shared config and credentials files (roles, SSO, aws
+// login, credential_process), the container's and the instance's role; AWS_BEARER_TOKEN_BEDROCK, when set, is sent instead of
 // a signature; ANTHROPIC_BEDROCK_BASE_URL, when set, replaces the
 // regional address.
 type Config struct {
@@ -61,8 +63,9 @@ type Config struct {
 	// calls InvokeModel, the answer then arriving whole; MaxRetries and
 	// HTTPClient as there. Its APIKey must stay empty.
 	anthropic.Config
-	// AWS is the AWS configuration (its Region and Credentials); nil loads
-	// the default one, as the AWS CLI does.
+	// AWS is the AWS configuration (its Region and Credentials, and its
+	// BearerAuthTokenProvider and AuthSchemePreference); nil loads the
+	// default one, as the AWS SDK and CLI do.
 	AWS *aws.Config
 }
 
