@@ -65,13 +65,6 @@ func (l *loader) localContainer(endpoint string) (aws.CredentialsProvider, error
 	return l.container(endpoint), nil
 }
 
-// Container agents' addresses: ECS's, EKS's over IPv4 and IPv6.
-var (
-	ecsContainerIPv4 = net.IPv4(169, 254, 170, 2)
-	eksContainerIPv4 = net.IPv4(169, 254, 170, 23)
-	eksContainerIPv6 = net.ParseIP("fd00:ec2::23")
-)
-
 // lookupHost resolves a name; a test may replace it.
 var lookupHost = func(host string) ([]string, error) {
 	return net.DefaultResolver.LookupHost(context.Background(), host)
@@ -94,8 +87,13 @@ func allowedContainerHost(host string) (bool, error) {
 	return true, nil
 }
 
+// allowedContainerIP is whether ip is a loopback or a container agent's
+// address: ECS's, EKS's over IPv4 and IPv6. (Made here, not as package
+// variables: nothing is built at a process's start for a wire it may
+// never use.)
 func allowedContainerIP(ip net.IP) bool {
-	return ip.IsLoopback() || ip.Equal(ecsContainerIPv4) || ip.Equal(eksContainerIPv4) || ip.Equal(eksContainerIPv6)
+	return ip.IsLoopback() || ip.Equal(net.IPv4(169, 254, 170, 2)) ||
+		ip.Equal(net.IPv4(169, 254, 170, 23)) || ip.Equal(net.ParseIP("fd00:ec2::23"))
 }
 
 // instanceRole is the EC2 instance's role credentials through its
