@@ -103,7 +103,7 @@ func loadProfile(env awsprofile.Env) (awsprofile.Profile, error) {
 		if errors.As(err, &missing) && os.Getenv("AWS_PROFILE") == "" {
 			return awsprofile.Profile{}, nil
 		}
-		return awsprofile.Profile{}, fmt.Errorf("loading the AWS profile %q: %w", name, err)
+		return awsprofile.Profile{}, err // it names the profile and the files
 	}
 	return prof, nil
 }
