@@ -47,14 +47,14 @@ import (
 const Version = "bedrock-2023-05-31"
 
 // Config configures the wire on Bedrock. The zero value loads the AWS
-// configuration the usual way, as the AWS SDK's config.LoadDefaultConfig
-// finds it (internal/awsconfig, without linking the SDK's service
-// clients): AWS_REGION (or AWS_DEFAULT_REGION), AWS_PROFILE,
-// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, web
-// identity, the shared config and credentials files (roles, SSO, aws
-// login, credential_process), the container's and the instance's role; AWS_BEARER_TOKEN_BEDROCK, when set, is sent instead of
-// a signature; ANTHROPIC_BEDROCK_BASE_URL, when set, replaces the
-// regional address.
+// configuration the usual way, as the AWS SDK's LoadDefaultConfig finds
+// it (internal/awsconfig, without linking the SDK's service clients):
+// AWS_REGION (or AWS_DEFAULT_REGION), AWS_PROFILE, AWS_ACCESS_KEY_ID /
+// AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, web identity, the shared
+// config and credentials files (roles, SSO, aws login,
+// credential_process), the container's and the instance's role;
+// AWS_BEARER_TOKEN_BEDROCK, when set, is sent instead of a signature;
+// ANTHROPIC_BEDROCK_BASE_URL, when set, replaces the regional address.
 type Config struct {
 	// Config is the wire's own settings, as on the first-party API: its
 	// BaseURL, when set, replaces the address
@@ -79,11 +79,11 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	if cfg.AWS != nil {
 		awsCfg = *cfg.AWS
 	} else {
-		loaded, err := awsconfig.Load(context.Background())
+		c, err := awsconfig.Load(context.Background())
 		if err != nil {
 			return nil, fmt.Errorf("bedrock: loading the AWS configuration: %w", err)
 		}
-		awsCfg = loaded
+		awsCfg = c
 	}
 	if awsCfg.Region == "" {
 		return nil, errors.New("bedrock: no AWS region: set AWS_REGION (or a region in the AWS profile that AWS_PROFILE names)")

@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -360,9 +359,11 @@ func (l *loader) login(sc *awsprofile.Profile) (aws.CredentialsProvider, error) 
 		return failing{err}, nil
 	}
 	c := awslogin.Client{HTTPClient: l.httpClient, Endpoint: url, MaxAttempts: l.maxAttempts()}
-	// The SDK keeps the cache file its owner's alone unless told otherwise.
-	restrict := !strings.EqualFold(os.Getenv("AWS_RESTRICT_FILE_PERMISSIONS"), "unrestricted")
-	return cached(awslogin.New(c, path, awslogin.Options{RestrictPermissions: restrict})), nil
+	// A cache file made anew is its owner's alone, whatever
+	// AWS_RESTRICT_FILE_PERMISSIONS says: it holds a refresh token and a
+	// private key. (The SDK's loader restricts it too: it reads that
+	// setting only after making the provider.)
+	return cached(awslogin.New(c, path, awslogin.Options{RestrictPermissions: true})), nil
 }
 
 // client is the plain client of an SSO, SSO OIDC or sign-in service.
@@ -382,7 +383,13 @@ func (l *loader) client(s awsendpoint.Service, envName, sharedName, region strin
 // AWS_ENDPOINT_URL_<SERVICE> is not (the general endpoint is not yet in the
 // configuration then), nor when configured endpoints are ignored.
 func (l *loader) endpoint(s awsendpoint.Service, envName, sharedName, region string) (url, signingRegion string, err error) {
-	p := awsendpoint.Params{Region: region, UseFIPS: l.fips(), UseDualStack: l.dualStack(), Endpoint: l.configuredEndpoint(envName, sharedName)}
+	configured, found := l.configuredEndpoint(envName, sharedName)
+	if found && configured == "" {
+		// The SDK's client takes the empty value and sends nowhere; the
+		// public endpoint would be a surprise for whoever configured one.
+		return "", "", fmt.Errorf("the AWS profile's services section gives %s an empty endpoint_url", sharedName)
+	}
+	p := awsendpoint.Params{Region: region, UseFIPS: l.fips(), UseDualStack: l.dualStack(), Endpoint: configured}
 	url, signingRegion, err = awsendpoint.Resolve(s, p)
 	if err != nil {
 		return "", "", fmt.Errorf("resolving the endpoint of AWS %s in region %q: %w", sharedName, region, err)
@@ -390,20 +397,21 @@ func (l *loader) endpoint(s awsendpoint.Service, envName, sharedName, region str
 	return url, signingRegion, nil
 }
 
-func (l *loader) configuredEndpoint(envName, sharedName string) string {
+// configuredEndpoint is the endpoint configured for a service, and
+// whether one is (an empty endpoint_url in the services section is).
+func (l *loader) configuredEndpoint(envName, sharedName string) (string, bool) {
 	_, general := os.LookupEnv("AWS_ENDPOINT_URL")
 	_, own := os.LookupEnv("AWS_ENDPOINT_URL_" + envName)
 	if general && !own {
-		return ""
+		return "", false
 	}
 	if l.ignoreConfiguredEndpoints() {
-		return ""
+		return "", false
 	}
 	if v := os.Getenv("AWS_ENDPOINT_URL_" + envName); v != "" {
-		return v
+		return v, true
 	}
-	v, _ := l.prof.Services.EndpointURL(sharedName)
-	return v
+	return l.prof.Services.EndpointURL(sharedName)
 }
 
 func (l *loader) ignoreConfiguredEndpoints() bool {

@@ -183,7 +183,7 @@ type loaded struct {
 }
 
 func TestTheChainLoadsWhatTheSDKsLoadDefaultConfigLoads(t *testing.T) {
-	for _, e := range environments {
+	for _, e := range append(environments, moreEnvironments...) {
 		t.Run(e.name, func(t *testing.T) {
 			fake := newFakeAWS(t)
 			fake.stsError = e.stsError

@@ -2,6 +2,7 @@ package awsconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -51,7 +52,7 @@ func (l *loader) localContainer(endpoint string) (aws.CredentialsProvider, error
 	}
 	host := u.Hostname()
 	if host == "" {
-		return nil, fmt.Errorf("AWS_CONTAINER_CREDENTIALS_FULL_URI %q has no host", endpoint)
+		return nil, errors.New("AWS_CONTAINER_CREDENTIALS_FULL_URI has no host") // not quoted: it may hold user information
 	}
 	if u.Scheme == "http" {
 		ok, err := allowedContainerHost(host)
