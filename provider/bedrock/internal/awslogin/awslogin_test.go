@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials/logincreds"
 	"github.com/aws/aws-sdk-go-v2/service/signin"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // refreshed is the sign-in service's answer to a good refresh.
@@ -445,16 +444,6 @@ func TestSaveCreatesAMissingFileWithTheRestrictedMode(t *testing.T) {
 		}
 		if fi.Mode().Perm() != c.want {
 			t.Errorf("restrict %v: mode %v, want %v", c.restrict, fi.Mode().Perm(), c.want)
-		}
-	}
-}
-
-// TestJoinPathIsSmithys compares the token URL's path with smithy-go's
-// join of an endpoint's path and the operation's.
-func TestJoinPathIsSmithys(t *testing.T) {
-	for _, base := range []string{"", "/", "/signin", "/signin/", "signin", "/a/b//"} {
-		if got, want := joinPath(base, tokenPath), smithyhttp.JoinPath(base, tokenPath); got != want {
-			t.Errorf("joinPath(%q) = %q, smithy-go %q", base, got, want)
 		}
 	}
 }
