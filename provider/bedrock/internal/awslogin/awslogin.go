@@ -22,38 +22,29 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awsprofile"
 )
 
 // ProviderName is the Source of the credentials this package returns, the
 // SDK's logincreds.ProviderName.
 const ProviderName = "LoginProvider"
 
-// Client is how the provider reaches the sign-in service. It does not
-// resolve the endpoint itself: the chain gives it (awsendpoint's signin).
-type Client struct {
-	// HTTPClient sends the request; nil is http.DefaultClient.
-	HTTPClient *http.Client
-	// Endpoint is the sign-in service's base URL, such as
-	// https://us-east-1.signin.aws.amazon.com; /v1/token is joined to its
-	// path. Empty is an error only when a refresh is needed.
-	Endpoint string
-	// MaxAttempts bounds the attempts of one refresh; 0 or less is 3, the
-	// SDK's standard retryer's default.
-	MaxAttempts int
-	// Backoff is the wait before retry number attempt (1 for the wait after
-	// the first failure); nil is the SDK's exponential backoff with jitter
-	// (at most 2^attempt seconds, capped at 20 s).
-	Backoff func(attempt int) time.Duration
-}
+// Client is how the provider reaches the sign-in service, as awscall
+// sends every AWS call: its endpoint (awsendpoint's signin, such as
+// https://us-east-1.signin.aws.amazon.com; /v1/token is joined to its
+// path; empty is an error only when a refresh is needed), HTTP client and
+// retry policy. It does not resolve the endpoint itself: the chain gives it.
+type Client = awscall.Client
 
 // Options are what the chain decides beyond the client and the path.
 type Options struct {
@@ -70,7 +61,7 @@ type Options struct {
 // session with surrounding spaces trimmed, plus ".json". It reads no file.
 func CachedTokenFilepath(session, dir string) (string, error) {
 	if dir == "" {
-		home := homeDir()
+		home := awsprofile.HomeDir()
 		if home == "" {
 			return "", errors.New("login cache path: user home dir is blank")
 		}
@@ -78,18 +69,6 @@ func CachedTokenFilepath(session, dir string) (string, error) {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(session)))
 	return filepath.Join(dir, hex.EncodeToString(sum[:])+".json"), nil
-}
-
-// homeDir is the home directory as the SDK finds it: $HOME (os.UserHomeDir),
-// else the current user's entry.
-func homeDir() string {
-	if home, _ := os.UserHomeDir(); home != "" {
-		return home
-	}
-	if u, err := user.Current(); err == nil {
-		return u.HomeDir
-	}
-	return ""
 }
 
 // New is the credentials provider of the login session cached at
@@ -106,6 +85,9 @@ type provider struct {
 	opts   Options
 	// mu keeps two refreshes of this provider from racing on the file.
 	mu sync.Mutex
+	// skew is the sign-in service's clock minus ours at the last call, as
+	// the SDK's client keeps it.
+	skew atomic.Int64
 }
 
 // Retrieve returns the cached credentials while they are unexpired, else
@@ -125,7 +107,7 @@ func (p *provider) Retrieve(ctx context.Context) (aws.Credentials, error) {
 		return tok.credentials(), nil
 	}
 
-	out, err := p.client.createToken(ctx, tok)
+	out, err := p.createToken(ctx, tok)
 	if err != nil {
 		return aws.Credentials{}, fmt.Errorf("create oauth2 token for login session cached at %s: %w", p.path, err)
 	}

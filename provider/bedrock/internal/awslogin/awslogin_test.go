@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials/logincreds"
 	"github.com/aws/aws-sdk-go-v2/service/signin"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // refreshed is the sign-in service's answer to a good refresh.
@@ -149,6 +148,7 @@ func TestRetrieveIsTheSDKs(t *testing.T) {
 			wantErr: "login session has expired, please reauthenticate", wantRequests: 1},
 		{name: "a changed password is not retried", s: setup{fixture: "expired.json", answers: []answer{{status: 400, body: `{"__type":"AccessDeniedException","error":"USER_CREDENTIALS_CHANGED","message":"m"}`}}},
 			wantErr: "password has changed", wantRequests: 1},
+		{name: "an AccessDeniedException with the clocks an hour apart is retried", s: setup{fixture: "expired.json", answers: []answer{{status: 400, skew: time.Hour, body: `{"__type":"AccessDeniedException","error":"TOKEN_EXPIRED","message":"Session expired"}`}, ok}}, wantRequests: 2},
 		{name: "a 401 is not retried", s: setup{fixture: "expired.json", answers: []answer{{status: 401, body: `{"__type":"InvalidGrantException","error":"invalid_grant","message":"bad grant"}`}}},
 			wantErr: "HTTP 401: InvalidGrantException (invalid_grant): bad grant", wantRequests: 1},
 		{name: "a 500 is retried and the retry's answer taken", s: setup{fixture: "expired.json", answers: []answer{{status: 500, body: `{"__type":"InternalServerException","error":"server_error"}`}, ok}}, wantRequests: 2},
@@ -445,16 +445,6 @@ func TestSaveCreatesAMissingFileWithTheRestrictedMode(t *testing.T) {
 		}
 		if fi.Mode().Perm() != c.want {
 			t.Errorf("restrict %v: mode %v, want %v", c.restrict, fi.Mode().Perm(), c.want)
-		}
-	}
-}
-
-// TestJoinPathIsSmithys compares the token URL's path with smithy-go's
-// join of an endpoint's path and the operation's.
-func TestJoinPathIsSmithys(t *testing.T) {
-	for _, base := range []string{"", "/", "/signin", "/signin/", "signin", "/a/b//"} {
-		if got, want := joinPath(base, tokenPath), smithyhttp.JoinPath(base, tokenPath); got != want {
-			t.Errorf("joinPath(%q) = %q, smithy-go %q", base, got, want)
 		}
 	}
 }

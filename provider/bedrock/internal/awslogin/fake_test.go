@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The keys in testdata are test keys made for these tests only:
@@ -80,6 +81,7 @@ type answer struct {
 	status    int
 	errorType string // X-Amzn-ErrorType, when set
 	body      string
+	skew      time.Duration // the fake's clock ahead of ours, in its Date
 }
 
 // seenRequest is what the fake saw of one request, the DPoP proof checked
@@ -117,6 +119,7 @@ func (f *fakeSignin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a = f.answers[min(n, len(f.answers)-1)]
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Date", time.Now().Add(a.skew).UTC().Format(http.TimeFormat))
 	if a.errorType != "" {
 		w.Header().Set("X-Amzn-ErrorType", a.errorType)
 	}

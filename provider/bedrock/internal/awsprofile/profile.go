@@ -141,10 +141,10 @@ func (e *SourceProfileError) Error() string {
 // or file.
 func Load(profile string, configFiles, credentialsFiles []string) (Profile, error) {
 	if len(configFiles) == 0 {
-		configFiles = []string{filepath.Join(homeDir(), ".aws", "config")}
+		configFiles = []string{filepath.Join(HomeDir(), ".aws", "config")}
 	}
 	if len(credentialsFiles) == 0 {
-		credentialsFiles = []string{filepath.Join(homeDir(), ".aws", "credentials")}
+		credentialsFiles = []string{filepath.Join(HomeDir(), ".aws", "credentials")}
 	}
 	conf, err := readIniFiles(configFiles)
 	if err != nil {
@@ -174,8 +174,11 @@ func Load(profile string, configFiles, credentialsFiles []string) (Profile, erro
 	return p, nil
 }
 
-// homeDir is the SDK's idea of the home directory: $HOME, else the user's.
-func homeDir() string {
+// HomeDir is the home directory as the SDK's shared config finds it:
+// $HOME (os.UserHomeDir), else the current user's entry in the user
+// database; "" when neither says. The shared files, the SSO token cache
+// and the login cache are found under it. It reads no file of its own.
+func HomeDir() string {
 	if h, _ := os.UserHomeDir(); h != "" {
 		return h
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -508,5 +509,23 @@ func TestSSOConfigurationIsAnySSOKey(t *testing.T) {
 		if got := tc.p.HasLegacySSOConfiguration(); got != tc.legacy {
 			t.Errorf("%s: HasLegacySSOConfiguration %v, want %v", tc.name, got, tc.legacy)
 		}
+	}
+}
+
+// TestHomeDirIsHOMEElseTheUsers: the home is $HOME when set, as the
+// SDK's; unset, the user database's.
+func TestHomeDirIsHOMEElseTheUsers(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	if got := HomeDir(); got != dir {
+		t.Errorf("HomeDir() = %q with HOME=%q", got, dir)
+	}
+	t.Setenv("HOME", "")
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		t.Skipf("no user database entry to compare with: %v", err)
+	}
+	if got := HomeDir(); got != u.HomeDir {
+		t.Errorf("HomeDir() = %q with HOME empty, want the user's %q", got, u.HomeDir)
 	}
 }

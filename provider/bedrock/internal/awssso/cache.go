@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awsprofile"
 )
 
 // CachedTokenFilepath is where `aws sso login` caches the token for key:
@@ -19,24 +20,12 @@ import (
 // directory is os.UserHomeDir's, else the current user's, as the SDK's.
 // It reads no file.
 func CachedTokenFilepath(key string) (string, error) {
-	home := homeDir()
+	home := awsprofile.HomeDir()
 	if home == "" {
 		return "", errors.New("sso token cache: no home directory for the cached token file")
 	}
 	sum := sha1.Sum([]byte(key))
 	return filepath.Join(home, ".aws", "sso", "cache", hex.EncodeToString(sum[:])+".json"), nil
-}
-
-// homeDir is the SDK's shared home directory: $HOME (os.UserHomeDir),
-// falling back to the user database.
-func homeDir() string {
-	if home, _ := os.UserHomeDir(); home != "" {
-		return home
-	}
-	if u, _ := user.Current(); u != nil {
-		return u.HomeDir
-	}
-	return ""
 }
 
 // cachedToken is the cache file's content. The fields the provider uses

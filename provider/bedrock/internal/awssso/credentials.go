@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 )
 
 // CredentialsOptions is what an SSO profile says of the role to assume.
@@ -32,8 +35,9 @@ const sourceName = "SSOProvider"
 
 // credentialsProvider exchanges the SSO token for role credentials.
 type credentialsProvider struct {
-	sso Client
-	o   CredentialsOptions
+	sso  Client
+	o    CredentialsOptions
+	skew atomic.Int64 // SSO's clock minus ours at the last call, as the SDK's client keeps it
 }
 
 // NewCredentials is the credentials of an SSO profile, as the SDK's
@@ -66,18 +70,19 @@ func (p *credentialsProvider) Retrieve(ctx context.Context) (aws.Credentials, er
 	if err != nil {
 		return aws.Credentials{}, err
 	}
-	base, err := p.sso.endpointURL("sso", "/federation/credentials")
-	if err != nil {
-		return aws.Credentials{}, err
-	}
-	target := base + "?" + url.Values{"role_name": {p.o.RoleName}, "account_id": {p.o.AccountID}}.Encode()
-	body, err := p.sso.send(ctx, "sso", "GetRoleCredentials", func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("X-Amz-Sso_bearer_token", token)
-		return req, nil
+	body, err := p.sso.Do(ctx, awscall.Call{
+		Service: "sso", Operation: "GetRoleCredentials",
+		Path:  "/federation/credentials",
+		Query: url.Values{"role_name": {p.o.RoleName}, "account_id": {p.o.AccountID}},
+		Request: func(ctx context.Context, target string, _ time.Time) (*http.Request, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("X-Amz-Sso_bearer_token", token)
+			return req, nil
+		},
+		Skew: &p.skew,
 	})
 	if err != nil {
 		return aws.Credentials{}, fmt.Errorf("sso credentials for role %q in account %s: %w", p.o.RoleName, p.o.AccountID, err)

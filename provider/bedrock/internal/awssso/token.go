@@ -9,9 +9,12 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/smithy-go/auth/bearer"
+
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 )
 
 // TokenProvider is the SSO access token of an sso-session profile: the
@@ -23,7 +26,8 @@ import (
 type TokenProvider struct {
 	oidc Client
 	path string
-	mu   sync.Mutex // one refresh at a time in this process
+	mu   sync.Mutex   // one refresh at a time in this process
+	skew atomic.Int64 // SSO-OIDC's clock minus ours at the last call, as the SDK's client keeps it
 }
 
 var _ bearer.TokenProvider = (*TokenProvider)(nil)
@@ -78,22 +82,22 @@ func (p *TokenProvider) refresh(ctx context.Context, t cachedToken) (cachedToken
 	if t.clientID == "" || t.clientSecret == "" || t.refreshToken == "" {
 		return cachedToken{}, errors.New("cached SSO token has expired and cannot be refreshed (no clientId, clientSecret or refreshToken): run aws sso login")
 	}
-	target, err := p.oidc.endpointURL("sso-oidc", "/token")
-	if err != nil {
-		return cachedToken{}, err
-	}
 	body, err := json.Marshal(createTokenRequest{ClientID: t.clientID, ClientSecret: t.clientSecret,
 		GrantType: "refresh_token", RefreshToken: t.refreshToken})
 	if err != nil {
 		return cachedToken{}, fmt.Errorf("encode CreateToken request: %w", err)
 	}
-	answer, err := p.oidc.send(ctx, "sso-oidc", "CreateToken", func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-		if err != nil {
-			return nil, err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		return req, nil
+	answer, err := p.oidc.Do(ctx, awscall.Call{
+		Service: "sso-oidc", Operation: "CreateToken", Path: "/token",
+		Request: func(ctx context.Context, target string, _ time.Time) (*http.Request, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			return req, nil
+		},
+		Skew: &p.skew,
 	})
 	if err != nil {
 		return cachedToken{}, err

@@ -9,9 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,43 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/smithy-go"
+
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 )
 
 // apiVersion is STS's query API version.
 const apiVersion = "2011-06-15"
-
-// userAgent is what myelin says it is to STS.
-const userAgent = "myelin (aws credentials)"
-
-// maxBody bounds what is read of an answer; STS's are a few KiB.
-const maxBody = 1 << 20
-
-// retryableStatus reports whether the SDK's standard retryer retries an
-// answer with this HTTP status whatever it says. (Switches, not maps:
-// nothing to build at init in every myelin process.)
-func retryableStatus(status int) bool {
-	switch status {
-	case 500, 502, 503, 504:
-		return true
-	}
-	return false
-}
-
-// retryableCode reports whether the SDK's standard retryer retries this
-// error code in every service: timeouts and throttling.
-func retryableCode(code string) bool {
-	switch code {
-	case "RequestTimeout", "RequestTimeoutException",
-		"Throttling", "ThrottlingException", "ThrottledException",
-		"RequestThrottledException", "TooManyRequestsException",
-		"ProvisionedThroughputExceededException", "TransactionInProgressException",
-		"RequestLimitExceeded", "BandwidthLimitExceeded", "LimitExceededException",
-		"RequestThrottled", "SlowDown", "PriorRequestNotComplete",
-		"EC2ThrottledException":
-		return true
-	}
-	return false
-}
 
 // signFunc prepares a request's authentication, dated at.
 type signFunc func(ctx context.Context, req *http.Request, body []byte, at time.Time) error
@@ -70,7 +36,7 @@ type operation struct {
 	// result is the answer's element holding the credentials.
 	result string
 	// retryCode says which error codes of this action are retried
-	// besides retryableCode's.
+	// besides the standard retryer's.
 	retryCode func(code string) bool
 	// skew is how far ahead of this machine's clock STS's was at the
 	// last call (from its Date header), kept across calls as the SDK's
@@ -78,151 +44,45 @@ type operation struct {
 	skew *atomic.Int64
 }
 
-// clockSkewCode reports whether the SDK's retryer retries this error
-// code when STS's Date differs from the clock the request was signed
-// with by more than skewThreshold; the retry is signed with STS's time.
-func clockSkewCode(code string) bool {
-	switch code {
-	case "InvalidSignatureException", "SignatureDoesNotMatch", "AuthFailure",
-		"RequestTimeTooSkewed", "AccessDeniedException":
-		return true
-	}
-	return false
-}
-
-const skewThreshold = 4 * time.Minute
-
-// call sends op to STS until an answer, an error not worth retrying, or
-// c.MaxAttempts, and reads the credentials in the answer.
+// call sends op to STS through awscall (attempts, waits and the
+// clock-skew retry as the SDK's client makes them) and reads the
+// credentials in the answer.
 func (c Client) call(ctx context.Context, op operation) (aws.Credentials, error) {
-	target, err := url.Parse(c.Endpoint)
-	if err != nil {
-		return aws.Credentials{}, fmt.Errorf("STS endpoint: %w", err)
-	}
-	if target.Scheme == "" || target.Host == "" {
-		return aws.Credentials{}, fmt.Errorf("STS endpoint %q is not an absolute URL", c.Endpoint)
-	}
-	if target.Path == "" || target.Path[0] != '/' {
-		target.Path = "/" + target.Path
-	}
-	target.RawQuery, target.Fragment = "", ""
 	body := []byte(op.form.Encode())
-	maxAttempts := c.MaxAttempts
-	if maxAttempts <= 0 {
-		maxAttempts = 3
-	}
-	skew := time.Duration(op.skew.Load())
-	for attempt := 1; ; attempt++ {
-		a := c.attempt(ctx, target, body, op, skew)
-		// As the SDK: the next attempt is signed with the skew this one
-		// saw (none without a Date), and the last one's is kept.
-		skew = a.skew
-		if a.err == nil || !a.retry || attempt >= maxAttempts {
-			if a.skewSeen {
-				op.skew.Store(int64(a.skew))
+	sts := awscall.Client{HTTPClient: c.HTTPClient, Endpoint: c.Endpoint, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff}
+	answer, err := sts.Do(ctx, awscall.Call{
+		Service: "STS", Operation: op.form.Get("Action"),
+		Request: func(ctx context.Context, target string, at time.Time) (*http.Request, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+			if err != nil {
+				return nil, err
 			}
-		}
-		if a.err == nil {
-			return a.creds, nil
-		}
-		if !a.retry || ctx.Err() != nil {
-			return aws.Credentials{}, a.err
-		}
-		if attempt >= maxAttempts {
-			return aws.Credentials{}, fmt.Errorf("gave up after %s: %w", attempts(attempt), a.err)
-		}
-		if werr := wait(ctx, c.backoff(attempt)); werr != nil {
-			return aws.Credentials{}, fmt.Errorf("%w (waiting to retry after: %v)", werr, a.err)
-		}
-	}
-}
-
-func attempts(n int) string {
-	if n == 1 {
-		return "1 attempt"
-	}
-	return fmt.Sprintf("%d attempts", n)
-}
-
-// attemptResult is what one attempt gave: credentials or an error, and
-// whether that error is worth another attempt; the clock skew STS's Date
-// showed, if it sent one.
-type attemptResult struct {
-	creds    aws.Credentials
-	err      error
-	retry    bool
-	skew     time.Duration
-	skewSeen bool
-}
-
-// attempt sends the request once, signed (if op signs) at this clock
-// plus skew.
-func (c Client) attempt(ctx context.Context, target *url.URL, body []byte, op operation, skew time.Duration) (a attemptResult) {
-	if err := ctx.Err(); err != nil {
-		a.err = fmt.Errorf("not sent: %w", err)
-		return a
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			if op.sign != nil {
+				if err := op.sign(ctx, req, body, at); err != nil {
+					return nil, err
+				}
+			}
+			return req, nil
+		},
+		DecodeError: func(status int, _ http.Header, body []byte) error {
+			e, err := readError(body, status)
+			if err != nil {
+				return err
+			}
+			return e
+		},
+		Retryable: op.retryCode,
+		Skew:      op.skew,
+	})
 	if err != nil {
-		a.err = fmt.Errorf("STS request: %w", err)
-		return a
+		return aws.Credentials{}, err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("User-Agent", userAgent)
-	if op.sign != nil {
-		if err := op.sign(ctx, req, body, time.Now().UTC().Add(skew)); err != nil {
-			a.err, a.retry = err, retryableNetError(err)
-			return a
-		}
-	}
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	sent := time.Now()
-	resp, err := hc.Do(req)
+	creds, err := readCredentials(answer, op.result)
 	if err != nil {
-		a.err, a.retry = fmt.Errorf("sending to STS: %w", err), retryableSendError(err)
-		return a
+		return aws.Credentials{}, fmt.Errorf("STS's answer: %w", err)
 	}
-	defer resp.Body.Close()
-	a.skew, a.skewSeen = clockSkew(resp.Header, sent, time.Now())
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		a.err = fmt.Errorf("reading STS's answer (HTTP %d): %w", resp.StatusCode, err)
-		a.retry = retryableStatus(resp.StatusCode) || retryableNetError(err)
-		return a
-	}
-	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		apiErr, err := readError(data, resp.StatusCode)
-		if err != nil {
-			a.err, a.retry = err, retryableStatus(resp.StatusCode)
-			return a
-		}
-		skewed := clockSkewCode(apiErr.Code) && a.skewSeen && (skew-a.skew > skewThreshold || a.skew-skew > skewThreshold)
-		a.err = apiErr
-		a.retry = skewed || retryableStatus(resp.StatusCode) || retryableCode(apiErr.Code) || op.retryCode(apiErr.Code)
-		return a
-	}
-	if a.creds, err = readCredentials(data, op.result); err != nil {
-		a.err = fmt.Errorf("STS's answer (HTTP %d): %w", resp.StatusCode, err)
-	}
-	return a
-}
-
-// clockSkew is how far ahead of this machine's clock STS's was, from
-// the answer's Date, against the middle of the exchange (sent to got); as
-// the SDK, none from a cached answer (with an Age) or a slow exchange.
-func clockSkew(h http.Header, sent, got time.Time) (time.Duration, bool) {
-	date, err := http.ParseTime(h.Get("Date"))
-	if err != nil || h.Get("Age") != "" {
-		return 0, false
-	}
-	elapsed := got.Sub(sent)
-	if elapsed > 15*time.Minute {
-		return 0, false
-	}
-	return date.Sub(sent.Add(elapsed / 2)), true
+	return creds, nil
 }
 
 // signV4 signs req with creds for STS in region, as the SDK's client does
@@ -234,76 +94,6 @@ func signV4(ctx context.Context, req *http.Request, body []byte, creds aws.Crede
 		return fmt.Errorf("signing the STS request: %w", err)
 	}
 	return nil
-}
-
-// backoff is the wait before retry number attempt.
-func (c Client) backoff(attempt int) time.Duration {
-	if c.Backoff != nil {
-		return c.Backoff(attempt)
-	}
-	// The SDK's standard retryer: up to 2^attempt s, 20 s from attempt 5.
-	const maxBackoff = 20 * time.Second
-	if attempt > int(math.Log2(float64(maxBackoff/time.Second))) {
-		return maxBackoff
-	}
-	return time.Duration(rand.Float64() * float64(int64(1)<<attempt) * float64(time.Second))
-}
-
-// wait sleeps for d or until ctx is done.
-func wait(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// retryableSendError reports whether a failure to send a request, or
-// to receive the answer's head, is worth retrying: as the SDK's, always
-// but for a cancelled context and a name that does not exist.
-func retryableSendError(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var dns *net.DNSError
-	return !errors.As(err, &dns) || !dns.IsNotFound
-}
-
-// retryableNetError reports whether err, met reading an answer or
-// getting the source credentials, is a network failure the SDK's
-// retryer retries there: a refused, reset or closed connection, a failed
-// dial, a timeout, a temporary DNS failure; not a name that does not
-// exist, not a cancelled context.
-func retryableNetError(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var dns *net.DNSError
-	if errors.As(err, &dns) {
-		if dns.IsNotFound {
-			return false
-		}
-		if dns.IsTemporary || dns.IsTimeout {
-			return true
-		}
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "connection reset") || strings.Contains(msg, "use of closed network connection") ||
-		strings.Contains(msg, "connection refused") {
-		return true
-	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var timeout interface{ Timeout() bool }
-	return errors.As(err, &timeout) && timeout.Timeout()
 }
 
 // apiError is STS's ErrorResponse: its code and message, the HTTP status
