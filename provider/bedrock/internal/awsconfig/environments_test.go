@@ -9,7 +9,8 @@ const sessCorp = "[sso-session corp]\nsso_start_url = https://start\nsso_region 
 // moreEnvironments are the ones a review added (2026-12-07): roles sourced
 // from every kind of profile, retries counted, FIPS and dual-stack with a
 // configured endpoint, the general endpoint hiding the services section,
-// errors of a source profile or variable, odd regions.
+// errors of a source profile or variable, odd regions; endpoints with a
+// query, or that cannot be resolved while a cache needs no call.
 var moreEnvironments = []environment{
 	{name: "source is a login session", files: map[string]string{".aws/config": "[profile l]\nlogin_session = me\n[profile r]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = l\n"}, env: map[string]string{"AWS_PROFILE": "r", "AWS_REGION": "us-east-1"}},
 	{name: "source has credential_process", files: map[string]string{"creds.sh": `echo '{"Version":1,"AccessKeyId":"AKPROC","SecretAccessKey":"s","SessionToken":"t","Expiration":"2099-01-02T03:04:05Z"}'`,
@@ -43,4 +44,22 @@ var moreEnvironments = []environment{
 	{name: "general endpoint hides services", files: map[string]string{".aws/config": keysSrc + "[profile r]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = src\nservices = m\n[services m]\nsts =\n  endpoint_url = {{URL}}\n"}, env: map[string]string{"AWS_MAX_ATTEMPTS": "1", "AWS_PROFILE": "r", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": "{{URL}}", "AWS_ENDPOINT_URL_STS": ""}},
 	{name: "ignore configured endpoints in profile", files: map[string]string{".aws/config": keysSrc + "[profile r]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = src\nignore_configured_endpoint_urls = true\n"}, env: map[string]string{"AWS_MAX_ATTEMPTS": "1", "AWS_PROFILE": "r", "AWS_REGION": "us-east-1"}},
 	{name: "empty services endpoint_url", files: map[string]string{".aws/config": keysSrc + "[profile r]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = src\nservices = m\n[services m]\nsts =\n  endpoint_url =\n"}, env: map[string]string{"AWS_MAX_ATTEMPTS": "1", "AWS_PROFILE": "r", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL_STS": ""}},
+	{name: "a legacy SSO profile at an endpoint with a query", files: map[string]string{ssoCache("https://start"): validToken,
+		".aws/config": "[profile s]\nsso_start_url = https://start\nsso_region = us-east-1\nsso_account_id = 111\nsso_role_name = Dev\nregion = eu-west-1\n"},
+		env: map[string]string{"AWS_PROFILE": "s", "AWS_ENDPOINT_URL_SSO": "{{URL}}?tenant=a"}},
+	{name: "an SSO session refreshed at an OIDC endpoint with a query", files: map[string]string{ssoCache("corp"): refreshable,
+		".aws/config": "[profile s]\nsso_session = corp\nsso_account_id = 111\nsso_role_name = Dev\n[sso-session corp]\nsso_start_url = https://start\nsso_region = us-east-1\n"},
+		env: map[string]string{"AWS_PROFILE": "s", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL_SSO_OIDC": "{{URL}}/?tenant=a"}},
+	{name: "an SSO session's valid token and no region", files: map[string]string{ssoCache("corp"): validToken,
+		".aws/config": "[profile s]\nsso_session = corp\nsso_account_id = 111\nsso_role_name = Dev\n[sso-session corp]\nsso_start_url = https://start\nsso_region = us-east-1\n"},
+		env: map[string]string{"AWS_PROFILE": "s", "AWS_ENDPOINT_URL_SSO_OIDC": ""}},
+	{name: "an SSO session's valid token and an OIDC endpoint that is no URL", files: map[string]string{ssoCache("corp"): validToken,
+		".aws/config": "[profile s]\nsso_session = corp\nsso_account_id = 111\nsso_role_name = Dev\n[sso-session corp]\nsso_start_url = https://start\nsso_region = us-east-1\n"},
+		env: map[string]string{"AWS_PROFILE": "s", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL_SSO_OIDC": "http://a b"}},
+	{name: "aws login's valid credentials and a sign-in endpoint that is no URL", files: map[string]string{loginCache("arn:aws:iam::123456789012:user/me"): "testdata/login-valid.json",
+		".aws/config": "[profile l]\nlogin_session = arn:aws:iam::123456789012:user/me\nregion = us-east-1\n"},
+		env: map[string]string{"AWS_PROFILE": "l", "AWS_ENDPOINT_URL_SIGNIN": "http://a b"}},
+	{name: "aws login's valid credentials, FIPS and a configured sign-in endpoint", files: map[string]string{loginCache("arn:aws:iam::123456789012:user/me"): "testdata/login-valid.json",
+		".aws/config": "[profile l]\nlogin_session = arn:aws:iam::123456789012:user/me\nregion = us-east-1\n"},
+		env: map[string]string{"AWS_PROFILE": "l", "AWS_USE_FIPS_ENDPOINT": "true"}},
 }
