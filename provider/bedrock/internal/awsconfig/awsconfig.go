@@ -273,7 +273,9 @@ func (l *loader) assumeRole(source aws.CredentialsProvider, sc *awsprofile.Profi
 	if d := sc.RoleDurationSeconds; d != nil && *d/time.Minute > 15 {
 		o.Duration = *d
 	}
-	return awssts.NewAssumeRole(client, cached(source), o), nil
+	// The source is not cached here: the SDK's STS client asks it again at
+	// every attempt (an inner role is assumed again, a process run again).
+	return awssts.NewAssumeRole(client, source, o), nil
 }
 
 // webIdentity is the role roleARN assumed with the token in file.
@@ -293,9 +295,6 @@ func (l *loader) stsClient() (awssts.Client, error) {
 	url, signing, err := l.endpoint(awsendpoint.STS, "STS", "sts", l.region())
 	if err != nil {
 		return awssts.Client{}, err
-	}
-	if signing == "" {
-		signing = l.region()
 	}
 	return awssts.Client{HTTPClient: l.httpClient, Endpoint: url, SigningRegion: signing, MaxAttempts: l.maxAttempts()}, nil
 }

@@ -62,4 +62,9 @@ var moreEnvironments = []environment{
 	{name: "aws login's valid credentials, FIPS and a configured sign-in endpoint", files: map[string]string{loginCache("arn:aws:iam::123456789012:user/me"): "testdata/login-valid.json",
 		".aws/config": "[profile l]\nlogin_session = arn:aws:iam::123456789012:user/me\nregion = us-east-1\n"},
 		env: map[string]string{"AWS_PROFILE": "l", "AWS_USE_FIPS_ENDPOINT": "true"}},
+	{name: "a chain of two roles with STS throttling every call", stsError: "Throttling", files: map[string]string{".aws/config": "[profile a]\naws_access_key_id = AKA\naws_secret_access_key = s\n[profile b]\nrole_arn = arn:aws:iam::1:role/b\nsource_profile = a\n[profile c]\nrole_arn = arn:aws:iam::1:role/c\nsource_profile = b\n"},
+		env: map[string]string{"AWS_PROFILE": "c", "AWS_REGION": "us-east-1", "AWS_MAX_ATTEMPTS": "2"}},
+	{name: "a legacy SSO profile with AWS_ENDPOINT_URL_SSO holding a query", files: map[string]string{ssoCache("https://start"): validToken,
+		".aws/config": "[profile s]\nsso_start_url = https://start\nsso_region = us-east-1\nsso_account_id = 111\nsso_role_name = Dev\nregion = eu-west-1\n"},
+		env: map[string]string{"AWS_PROFILE": "s", "AWS_ENDPOINT_URL_SSO": "{{URL}}/?x=1"}},
 }
