@@ -356,3 +356,24 @@ func TestASendErrorIsRetriedUnlessTheNameDoesNotExist(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAClientWhoseEndpointFailedSendsNothing: a client the chain made
+// with the endpoint's resolution error fails every call with that error,
+// before building a request.
+func TestAClientWhoseEndpointFailedSendsNothing(t *testing.T) {
+	resolve := errors.New("no endpoint for these settings")
+	call := get(nil)
+	built := 0
+	request := call.Request
+	call.Request = func(ctx context.Context, target string, at time.Time) (*http.Request, error) {
+		built++
+		return request(ctx, target, at)
+	}
+	_, err := Client{Err: resolve, Endpoint: "https://svc.example"}.Do(context.Background(), call)
+	if !errors.Is(err, resolve) || !strings.Contains(err.Error(), "svc Op") {
+		t.Errorf("Do: %v, want the resolution error, naming the call", err)
+	}
+	if built != 0 {
+		t.Errorf("%d requests built", built)
+	}
+}

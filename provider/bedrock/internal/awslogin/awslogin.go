@@ -42,8 +42,9 @@ const ProviderName = "LoginProvider"
 // Client is how the provider reaches the sign-in service, as awscall
 // sends every AWS call: its endpoint (awsendpoint's signin, such as
 // https://us-east-1.signin.aws.amazon.com; /v1/token is joined to its
-// path; empty is an error only when a refresh is needed), HTTP client and
-// retry policy. It does not resolve the endpoint itself: the chain gives it.
+// path), HTTP client and retry policy. It does not resolve the endpoint
+// itself: the chain gives it, or in Err why it could not. An empty
+// endpoint or an Err is an error only when a refresh is needed.
 type Client = awscall.Client
 
 // Options are what the chain decides beyond the client and the path.
