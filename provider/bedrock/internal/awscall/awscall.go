@@ -7,9 +7,10 @@
 // error as one smithy.APIError.
 //
 // It must not resolve endpoints or regions (awsendpoint and the chain
-// do), read the environment or the shared files, hold credentials, or
-// know an operation's input and output: its callers build the request
-// and read the answer. It must not import the SDK's config, credentials
+// do), read the environment (but AWS_NEW_RETRIES_2026, the SDK retry
+// package's own switch, read at each retry as that package reads it) or
+// the shared files, hold credentials, or know an operation's input and
+// output: its callers build the request and read the answer. It must not import the SDK's config, credentials
 // providers or service packages, and must not put a request's body or
 // headers (tokens, keys) in an error.
 package awscall
