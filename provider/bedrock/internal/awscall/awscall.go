@@ -7,9 +7,10 @@
 // error as one smithy.APIError.
 //
 // It must not resolve endpoints or regions (awsendpoint and the chain
-// do), read the environment or the shared files, hold credentials, or
-// know an operation's input and output: its callers build the request
-// and read the answer. It must not import the SDK's config, credentials
+// do), read the environment (but AWS_NEW_RETRIES_2026, the SDK retry
+// package's own switch, read at each retry as that package reads it) or
+// the shared files, hold credentials, or know an operation's input and
+// output: its callers build the request and read the answer. It must not import the SDK's config, credentials
 // providers or service packages, and must not put a request's body or
 // headers (tokens, keys) in an error.
 package awscall
@@ -36,6 +37,13 @@ import (
 // MaxAttempts and Backoff are the SDK's defaults. It holds no
 // credentials.
 type Client struct {
+	// Err, when set, is why the chain could not resolve the service's
+	// endpoint: every call fails with it, wrapped, before sending. The
+	// chain hands such a client to a provider that may never call (an
+	// unexpired cached token or credentials need no refresh), so that, as
+	// with the SDK, which resolves an endpoint only when it sends, only a
+	// call fails.
+	Err error
 	// HTTPClient sends the requests; nil is http.DefaultClient.
 	HTTPClient *http.Client
 	// Endpoint is the service's base URL as the chain resolved it; the
@@ -94,8 +102,11 @@ const skewThreshold = 4 * time.Minute
 // Do makes the call, retrying as the SDK's standard retryer would, and
 // returns the body of a 2xx answer. It stops when ctx is done, returning
 // ctx's error wrapped. An error after retries says how many attempts
-// were made.
+// were made. With c.Err set it sends nothing and returns c.Err wrapped.
 func (c Client) Do(ctx context.Context, call Call) ([]byte, error) {
+	if c.Err != nil {
+		return nil, fmt.Errorf("%s %s: not sent: %w", call.Service, call.Operation, c.Err)
+	}
 	target, err := c.url(call)
 	if err != nil {
 		return nil, err

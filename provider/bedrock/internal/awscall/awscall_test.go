@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -317,5 +319,61 @@ func TestAnErrorWithoutAStatusIsJudgedByTheAnswers(t *testing.T) {
 	}
 	if n := f.count(); n != 2 {
 		t.Errorf("sent %d requests, want 2", n)
+	}
+}
+
+// TestASendErrorIsRetriedUnlessTheNameDoesNotExist pins the SDK's rule
+// for a request that got no answer (smithy-go's RequestSendError): every
+// send error is a connection error to the standard retryer, which retries
+// it, except a DNS name that does not exist (NXDOMAIN).
+func TestASendErrorIsRetriedUnlessTheNameDoesNotExist(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		err   error
+		tries int32
+	}{
+		{"a dropped connection (EOF)", io.EOF, 3},
+		{"a reset connection", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, 3},
+		{"a name that does not exist", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}}, 1},
+		{"a name not resolved for now", &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "server misbehaving", Name: "x.example", IsTemporary: true}}, 3},
+	} {
+		var tries atomic.Int32
+		hc := &http.Client{Transport: roundTripper(func(*http.Request) (*http.Response, error) {
+			tries.Add(1)
+			return nil, c.err
+		})}
+		_, err := Client{HTTPClient: hc, Endpoint: "https://svc.example", Backoff: noWait}.Do(context.Background(), get(nil))
+		if err == nil || !errors.Is(err, c.err) {
+			t.Errorf("%s: Do: %v, want the send error wrapped", c.name, err)
+		}
+		if n := tries.Load(); n != c.tries {
+			t.Errorf("%s: %d attempts, want %d", c.name, n, c.tries)
+		}
+	}
+}
+
+// roundTripper is a transport that answers with a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAClientWhoseEndpointFailedSendsNothing: a client the chain made
+// with the endpoint's resolution error fails every call with that error,
+// before building a request.
+func TestAClientWhoseEndpointFailedSendsNothing(t *testing.T) {
+	resolve := errors.New("no endpoint for these settings")
+	call := get(nil)
+	built := 0
+	request := call.Request
+	call.Request = func(ctx context.Context, target string, at time.Time) (*http.Request, error) {
+		built++
+		return request(ctx, target, at)
+	}
+	_, err := Client{Err: resolve, Endpoint: "https://svc.example"}.Do(context.Background(), call)
+	if !errors.Is(err, resolve) || !strings.Contains(err.Error(), "svc Op") {
+		t.Errorf("Do: %v, want the resolution error, naming the call", err)
+	}
+	if built != 0 {
+		t.Errorf("%d requests built", built)
 	}
 }

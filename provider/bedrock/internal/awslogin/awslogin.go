@@ -31,6 +31,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscache"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsprofile"
 )
@@ -42,16 +43,19 @@ const ProviderName = "LoginProvider"
 // Client is how the provider reaches the sign-in service, as awscall
 // sends every AWS call: its endpoint (awsendpoint's signin, such as
 // https://us-east-1.signin.aws.amazon.com; /v1/token is joined to its
-// path; empty is an error only when a refresh is needed), HTTP client and
-// retry policy. It does not resolve the endpoint itself: the chain gives it.
+// path), HTTP client and retry policy. It does not resolve the endpoint
+// itself: the chain gives it, or in Err why it could not. An empty
+// endpoint or an Err is an error only when a refresh is needed.
 type Client = awscall.Client
 
 // Options are what the chain decides beyond the client and the path.
 type Options struct {
 	// RestrictPermissions creates a missing cache file 0600 instead of
 	// 0666 (less the umask) when a refresh writes it; an existing file
-	// keeps its mode either way. config sets it unless
-	// AWS_RESTRICT_FILE_PERMISSIONS=unrestricted.
+	// keeps its mode either way. The chain always sets it, whatever
+	// AWS_RESTRICT_FILE_PERMISSIONS says, for the file holds a refresh
+	// token and a private key; the SDK's loader restricts it too (it
+	// builds logincreds before it reads that setting).
 	RestrictPermissions bool
 }
 
@@ -215,8 +219,14 @@ func (t *cacheFile) update(out *tokenOutput) error {
 	return t.validate()
 }
 
-// save rewrites the cache in place as the SDK does: truncated and written,
-// not replaced, so an existing file keeps its mode and owner.
+// save replaces the cache file whole (awscache.Replace: a new file
+// beside it, synced, renamed over it), so that a reader meanwhile (another
+// process, the AWS CLI) never sees it torn and a crash leaves the old
+// refresh token and key or the new ones. The SDK rewrites the file in
+// place instead (truncated, then written). The new file takes the old
+// one's mode (less the umask, as any created file: never wider than
+// the SDK's, which keeps it whole); a file that has gone is made 0600
+// with RestrictPermissions, else 0666 less the umask, as the SDK makes it.
 func (p *provider) save(t *cacheFile) error {
 	b, err := json.Marshal(t)
 	if err != nil {
@@ -226,13 +236,11 @@ func (p *provider) save(t *cacheFile) error {
 	if p.opts.RestrictPermissions {
 		mode = 0o600
 	}
-	f, err := os.OpenFile(p.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
+	switch info, err := os.Stat(p.path); {
+	case err == nil:
+		mode = info.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
+		return err // *fs.PathError: says the path
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return awscache.Replace(p.path, b, mode)
 }

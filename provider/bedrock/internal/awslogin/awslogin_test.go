@@ -144,6 +144,7 @@ func TestRetrieveIsTheSDKs(t *testing.T) {
 		{name: "a refresh keeps the file's mode", s: setup{fixture: "expired.json", mode: 0o644, answers: []answer{ok}}, wantRequests: 1},
 		{name: "a refresh drops fields the SDK does not know", s: setup{fixture: "expired-extra-field.json", answers: []answer{ok}}, wantRequests: 1},
 		{name: "the endpoint's path prefixes /v1/token", s: setup{fixture: "expired.json", prefix: "/signin/", answers: []answer{ok}}, wantRequests: 1},
+		{name: "the endpoint's query and fragment are dropped from the URL and the DPoP htu", s: setup{fixture: "expired.json", prefix: "/signin?tenant=a#top", answers: []answer{ok}}, wantRequests: 1},
 		{name: "a refresh refused as expired is not retried", s: setup{fixture: "expired.json", answers: []answer{{status: 400, body: `{"__type":"AccessDeniedException","error":"TOKEN_EXPIRED","message":"Session expired"}`}}},
 			wantErr: "login session has expired, please reauthenticate", wantRequests: 1},
 		{name: "a changed password is not retried", s: setup{fixture: "expired.json", answers: []answer{{status: 400, body: `{"__type":"AccessDeniedException","error":"USER_CREDENTIALS_CHANGED","message":"m"}`}}},
@@ -235,8 +236,8 @@ func compareRequests(t *testing.T, fixtureName string, sdk, ours outcome, header
 	}
 	for i := range ours.seen {
 		s, o := sdk.seen[i], ours.seen[i]
-		if s.method != o.method || s.path != o.path || s.contentType != o.contentType || s.body != o.body {
-			t.Errorf("request %d: SDK %s %s %q %s, ours %s %s %q %s", i, s.method, s.path, s.contentType, s.body, o.method, o.path, o.contentType, o.body)
+		if s.method != o.method || s.path != o.path || s.query != o.query || s.contentType != o.contentType || s.body != o.body {
+			t.Errorf("request %d: SDK %s %s?%s %q %s, ours %s %s?%s %q %s", i, s.method, s.path, s.query, s.contentType, s.body, o.method, o.path, o.query, o.contentType, o.body)
 		}
 		if s.authorization != "" || o.authorization != "" {
 			t.Errorf("request %d: Authorization sent: SDK %q, ours %q (CreateOAuth2Token is anonymous)", i, s.authorization, o.authorization)

@@ -87,14 +87,14 @@ type answer struct {
 // seenRequest is what the fake saw of one request, the DPoP proof checked
 // with the public key its header carries.
 type seenRequest struct {
-	method, path, contentType, body string
-	authorization                   string // anonymous: none
-	dpopParts                       int
-	dpopHeader                      string // the proof's first segment, as sent
-	header                          dpopHeader
-	claims                          dpopClaims
-	publicKey                       []byte // 0x04 || X || Y, coordinates left-padded
-	signatureVerifies               bool
+	method, path, query, contentType, body string
+	authorization                          string // anonymous: none
+	dpopParts                              int
+	dpopHeader                             string // the proof's first segment, as sent
+	header                                 dpopHeader
+	claims                                 dpopClaims
+	publicKey                              []byte // 0x04 || X || Y, coordinates left-padded
+	signatureVerifies                      bool
 }
 
 // fakeSignin is the sign-in service's CreateOAuth2Token on loopback: it
@@ -107,7 +107,7 @@ type fakeSignin struct {
 
 func (f *fakeSignin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	s := seenRequest{method: r.Method, path: r.URL.Path, contentType: r.Header.Get("Content-Type"), body: string(body), authorization: r.Header.Get("Authorization")}
+	s := seenRequest{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, contentType: r.Header.Get("Content-Type"), body: string(body), authorization: r.Header.Get("Authorization")}
 	checkDPoP(&s, r.Header.Get("DPoP"))
 	f.mu.Lock()
 	n := len(f.seen)

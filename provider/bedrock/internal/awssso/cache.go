@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscache"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsprofile"
 )
 
@@ -163,29 +163,16 @@ func loadCachedToken(path string) (cachedToken, error) {
 	return t, nil
 }
 
-// storeCachedToken replaces the file at path with t, as the SDK does:
-// written to path.tmp-<unix nanoseconds> created with mode (the old
-// file's; the process umask applies), then renamed over path. Unlike the
-// SDK it removes the temporary file when either step fails.
+// storeCachedToken replaces the file at path with t, as the SDK does
+// (a new file with mode, the old file's, less the umask, renamed over
+// path), through awscache.Replace, which also syncs the new file before
+// the rename and leaves no temporary file when a step fails.
 func storeCachedToken(path string, t cachedToken, mode os.FileMode) error {
 	b, err := t.encode()
 	if err != nil {
 		return fmt.Errorf("encode cached SSO token for %s: %w", path, err)
 	}
-	tmp := path + ".tmp-" + strconv.FormatInt(time.Now().UnixNano(), 10)
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, mode)
-	if err != nil {
-		return fmt.Errorf("create cached SSO token file: %w", err)
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := awscache.Replace(path, b, mode); err != nil {
 		return fmt.Errorf("replace cached SSO token file: %w", err)
 	}
 	return nil

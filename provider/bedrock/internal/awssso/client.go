@@ -6,5 +6,7 @@ import "github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 // (oidc): its endpoint (https://portal.sso.REGION.amazonaws.com,
 // https://oidc.REGION.amazonaws.com or a configured one), its HTTP
 // client and its retry policy, as awscall sends every AWS call. The chain
-// fills it; it holds no credentials.
+// fills it, with in Err why the endpoint could not be resolved (then
+// only a call fails: an unexpired cached token needs none); it holds no
+// credentials.
 type Client = awscall.Client

@@ -23,7 +23,8 @@ type CredentialsOptions struct {
 	// TokenProvider it names the cache file.
 	StartURL string
 	// CachedTokenFilepath, when set, is the legacy profile's cache file in
-	// place of CachedTokenFilepath(StartURL).
+	// place of CachedTokenFilepath(StartURL). It is not read when
+	// TokenProvider is set (the token provider has its own path).
 	CachedTokenFilepath string
 	// TokenProvider is set for an sso-session profile: the token comes
 	// from it (refreshed when expired) instead of from the file directly.

@@ -368,9 +368,10 @@ func TestConnectionRefusedIsRetried(t *testing.T) {
 }
 
 // TestEndpointWithAPathIsTheSDKs pins where the operations go when the
-// configured endpoint has a path, with and without a trailing slash.
+// configured endpoint has a path, with and without a trailing slash, and
+// a query or fragment (dropped, as the SDK drops them).
 func TestEndpointWithAPathIsTheSDKs(t *testing.T) {
-	for _, suffix := range []string{"/prefix", "/prefix/", "/"} {
+	for _, suffix := range []string{"/prefix", "/prefix/", "/", "/prefix?tenant=a", "/?role_name=x#top"} {
 		t.Run(suffix, func(t *testing.T) {
 			var got [2][]seen
 			for i, sdk := range []bool{true, false} {
