@@ -34,6 +34,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/processcreds"
 	smithybearer "github.com/aws/smithy-go/auth/bearer"
 
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsendpoint"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awslogin"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsprofile"
@@ -314,18 +315,9 @@ func (l *loader) sso(sc *awsprofile.Profile) (aws.CredentialsProvider, error) {
 		if err != nil {
 			return nil, err
 		}
-		oidc, err := l.client(awsendpoint.SSOOIDC, "SSO_OIDC", "sso_oidc", region)
-		if err != nil {
-			return failing{err}, nil
-		}
-		o.CachedTokenFilepath = path
-		o.TokenProvider = awssso.NewTokenProvider(oidc, path)
+		o.TokenProvider = awssso.NewTokenProvider(l.client(awsendpoint.SSOOIDC, "SSO_OIDC", "sso_oidc", region), path)
 	}
-	c, err := l.client(awsendpoint.SSO, "SSO", "sso", region)
-	if err != nil {
-		return failing{err}, nil
-	}
-	return awssso.NewCredentials(c, o), nil
+	return awssso.NewCredentials(l.client(awsendpoint.SSO, "SSO", "sso", region), o), nil
 }
 
 // bearer is the token provider of the profile's SSO session, cached as
@@ -336,11 +328,7 @@ func (l *loader) bearer(session *awsprofile.SSOSession) (smithybearer.TokenProvi
 	if err != nil {
 		return nil, fmt.Errorf("finding the cached token of the SSO session %q: %w", session.Name, err)
 	}
-	oidc, err := l.client(awsendpoint.SSOOIDC, "SSO_OIDC", "sso_oidc", l.region())
-	var p smithybearer.TokenProvider = failingToken{err}
-	if err == nil {
-		p = awssso.NewTokenProvider(oidc, path)
-	}
+	p := awssso.NewTokenProvider(l.client(awsendpoint.SSOOIDC, "SSO_OIDC", "sso_oidc", l.region()), path)
 	return smithybearer.NewTokenCache(p, func(o *smithybearer.TokenCacheOptions) {
 		o.RefreshBeforeExpires = 5 * time.Minute
 		o.RetrieveBearerTokenTimeout = 30 * time.Second
@@ -353,11 +341,7 @@ func (l *loader) login(sc *awsprofile.Profile) (aws.CredentialsProvider, error) 
 	if err != nil {
 		return nil, err
 	}
-	url, _, err := l.endpoint(awsendpoint.Signin, "SIGNIN", "signin", l.region())
-	if err != nil {
-		return failing{err}, nil
-	}
-	c := awslogin.Client{HTTPClient: l.httpClient, Endpoint: url, MaxAttempts: l.maxAttempts()}
+	c := l.client(awsendpoint.Signin, "SIGNIN", "signin", l.region())
 	// A cache file made anew is its owner's alone, whatever
 	// AWS_RESTRICT_FILE_PERMISSIONS says: it holds a refresh token and a
 	// private key. (The SDK's loader restricts it too: it reads that
@@ -365,13 +349,13 @@ func (l *loader) login(sc *awsprofile.Profile) (aws.CredentialsProvider, error) 
 	return cached(awslogin.New(c, path, awslogin.Options{RestrictPermissions: true})), nil
 }
 
-// client is the plain client of an SSO, SSO OIDC or sign-in service.
-func (l *loader) client(s awsendpoint.Service, envName, sharedName, region string) (awssso.Client, error) {
+// client is the plain client of an SSO, SSO OIDC or sign-in service. An
+// endpoint that cannot be resolved is the client's Err: as with the SDK,
+// which resolves an endpoint only when it sends, only a call fails with
+// it (an unexpired cached token or credentials need none).
+func (l *loader) client(s awsendpoint.Service, envName, sharedName, region string) awscall.Client {
 	url, _, err := l.endpoint(s, envName, sharedName, region)
-	if err != nil {
-		return awssso.Client{}, err
-	}
-	return awssso.Client{HTTPClient: l.httpClient, Endpoint: url, MaxAttempts: l.maxAttempts()}, nil
+	return awscall.Client{HTTPClient: l.httpClient, Endpoint: url, MaxAttempts: l.maxAttempts(), Err: err}
 }
 
 // endpoint is where a service's client sends for region: its configured
@@ -444,11 +428,4 @@ type failing struct{ err error }
 
 func (f failing) Retrieve(context.Context) (aws.Credentials, error) {
 	return aws.Credentials{}, f.err
-}
-
-// failingToken is failing's bearer token provider.
-type failingToken struct{ err error }
-
-func (f failingToken) RetrieveBearerToken(context.Context) (smithybearer.Token, error) {
-	return smithybearer.Token{}, f.err
 }
