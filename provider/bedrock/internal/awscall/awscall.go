@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/myelin-run/myelin/internal/send"
 )
@@ -292,7 +293,7 @@ func clockSkewCode(code string) bool {
 // got); as the SDK, none from a cached answer (with an Age) or an
 // exchange slower than 15 minutes.
 func clockSkew(h http.Header, sent, got time.Time) (time.Duration, bool) {
-	date, err := http.ParseTime(h.Get("Date"))
+	date, err := smithyhttp.ParseTime(h.Get("Date")) // the layouts the SDK reads
 	if err != nil || h.Get("Age") != "" {
 		return 0, false
 	}

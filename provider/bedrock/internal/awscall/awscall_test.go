@@ -26,6 +26,9 @@ type reply struct {
 	body      string
 	skew      time.Duration // the fake's clock ahead of ours, in its Date
 	age       bool          // an Age header: a cached answer
+	// dateLayout, when set, is the layout of the Date header in place of
+	// http.TimeFormat
+	dateLayout string
 }
 
 // fake answers with its replies in turn (the last again when out) and
@@ -45,7 +48,11 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.signed = append(f.signed, at)
 	f.mu.Unlock()
 	rp := f.replies[min(n, len(f.replies)-1)]
-	w.Header().Set("Date", time.Now().Add(rp.skew).UTC().Format(http.TimeFormat))
+	layout := http.TimeFormat
+	if rp.dateLayout != "" {
+		layout = rp.dateLayout
+	}
+	w.Header().Set("Date", time.Now().Add(rp.skew).UTC().Format(layout))
 	if rp.age {
 		w.Header().Set("Age", "3")
 	}
@@ -104,6 +111,7 @@ func TestAttemptsAreTheStandardRetryers(t *testing.T) {
 			func(code string) bool { return code == "IDPCommunicationError" }, "", 2},
 		{"AccessDeniedException with the clocks an hour apart is retried", []reply{{status: 403, body: `{"__type":"AccessDeniedException"}`, skew: time.Hour}, ok}, 0, nil, "", 2},
 		{"AccessDeniedException with the clocks agreeing is not", []reply{{status: 403, body: `{"__type":"AccessDeniedException"}`}, ok}, 0, nil, "AccessDeniedException", 1},
+		{"a skew in a Date of another layout smithy reads is retried", []reply{{status: 403, body: `{"__type":"AccessDeniedException"}`, skew: time.Hour, dateLayout: "Mon, _2 Jan 06 15:04:05 GMT"}, ok}, 0, nil, "", 2},
 		{"a skew in a cached answer is not retried", []reply{{status: 403, body: `{"__type":"AccessDeniedException"}`, skew: time.Hour, age: true}, ok}, 0, nil, "AccessDeniedException", 1},
 		{"a skewed clock without a skew code is not retried", []reply{{status: 400, body: `{"__type":"ValidationException"}`, skew: time.Hour}, ok}, 0, nil, "ValidationException", 1},
 	} {
