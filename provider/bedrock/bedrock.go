@@ -37,6 +37,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsconfig"
 	"github.com/myelin-run/myelin/ratelimit"
@@ -207,17 +208,20 @@ func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 	}
 	r.URL.RawPath = raw // kept by net/url while it decodes to Path
 	ctx := r.Context()
+	// A token or credentials that cannot be had end the request at once:
+	// their providers retried what they sent, as the AWS SDK's do, and
+	// sending the request again would only ask them again.
 	if s.bearer != nil {
 		token, err := s.bearer.token(ctx)
 		if err != nil {
-			return err
+			return provider.Final(err)
 		}
 		r.Header.Set("Authorization", "Bearer "+token)
 		return nil
 	}
 	creds, err := s.credentials.Retrieve(ctx)
 	if err != nil {
-		return err
+		return provider.Final(err)
 	}
 	// Trace context headers are not signed: a proxy may rewrite them.
 	held := map[string][]string{}

@@ -1,0 +1,56 @@
+package googlecloud
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+
+	"github.com/myelin-run/myelin/provider"
+	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/providertest"
+)
+
+// failingTokens fails every Token with a token endpoint's answer of
+// status, counting the calls.
+type failingTokens struct {
+	status int
+	calls  atomic.Int32
+}
+
+func (f *failingTokens) Token() (*oauth2.Token, error) {
+	f.calls.Add(1)
+	return nil, &oauth2.RetrieveError{Response: &http.Response{StatusCode: f.status}, ErrorCode: "invalid_grant"}
+}
+
+// TestATokenTheEndpointRefusedEndsTheRequestAtOnce: a revoked grant
+// (400 invalid_grant) is not asked for again by retrying the request;
+// a token endpoint that answers 503 still is.
+func TestATokenTheEndpointRefusedEndsTheRequestAtOnce(t *testing.T) {
+	hermetic(t)
+	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "never"})
+	for _, c := range []struct {
+		status    int
+		wantCalls int32
+	}{{400, 1}, {503, 2}} {
+		_, client := providertest.Tap(t, srv)
+		tokens := &failingTokens{status: c.status}
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: 1}, Project: "p", WorkspaceID: "wrkspc_test", Credentials: &google.Credentials{TokenSource: tokens}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Complete(context.Background(), providertest.SampleRequest(), nil)
+		if err == nil {
+			t.Fatalf("token endpoint %d: no error", c.status)
+		}
+		if c.status == 400 && provider.Transient(err) {
+			t.Errorf("token endpoint %d: transient %v: the agent would send it again: %v", c.status, provider.Transient(err), err)
+		}
+		if n := tokens.calls.Load(); n != c.wantCalls {
+			t.Errorf("token endpoint %d: the token asked for %d times, want %d", c.status, n, c.wantCalls)
+		}
+	}
+}
