@@ -22,7 +22,6 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,7 +122,7 @@ func (p *assumeRole) Retrieve(ctx context.Context) (aws.Credentials, error) {
 		return signV4(ctx, req, body, creds, p.client.SigningRegion, at)
 	}
 	creds, err := p.client.call(ctx, operation{form: form, sign: sign, result: "AssumeRoleResult",
-		retryCode: retryableAssumeRoleCode, skew: &p.skew})
+		retryCode: retryableAssumeRoleCode, errorType: assumeRoleErrorType, skew: &p.skew})
 	if err != nil {
 		return aws.Credentials{Source: assumeRoleSource}, fmt.Errorf("awssts: AssumeRole %s: %w", o.RoleARN, err)
 	}
@@ -177,7 +176,7 @@ func (p *webIdentity) Retrieve(ctx context.Context) (aws.Credentials, error) {
 		"WebIdentityToken": {string(token)},
 	}
 	creds, err := p.client.call(ctx, operation{form: form, result: "AssumeRoleWithWebIdentityResult",
-		retryCode: retryableWebIdentityCode, skew: &p.skew})
+		retryCode: retryableWebIdentityCode, errorType: webIdentityErrorType, skew: &p.skew})
 	if err != nil {
 		return aws.Credentials{}, fmt.Errorf("awssts: AssumeRoleWithWebIdentity %s: %w", o.RoleARN, err)
 	}
@@ -192,9 +191,22 @@ func retryableAssumeRoleCode(code string) bool {
 	return code == "IDPCommunicationError"
 }
 
-// retryableWebIdentityCode adds stscreds' InvalidIdentityToken; both are
-// error types of AssumeRoleWithWebIdentity, which the SDK matches
-// whatever their case.
+// retryableWebIdentityCode adds stscreds' InvalidIdentityToken; both
+// are error types of AssumeRoleWithWebIdentity, whose codes come spelled
+// as the types spell them, whatever the case STS sent.
 func retryableWebIdentityCode(code string) bool {
-	return strings.EqualFold(code, "IDPCommunicationError") || strings.EqualFold(code, "InvalidIdentityToken")
+	return code == "IDPCommunicationError" || code == "InvalidIdentityToken"
+}
+
+// assumeRoleErrorType is the code as the SDK's STS client's error type
+// of AssumeRole spells it, if there is one.
+func assumeRoleErrorType(code string) (string, bool) {
+	return oneOf(code, "ExpiredTokenException", "MalformedPolicyDocument", "PackedPolicyTooLarge", "RegionDisabledException")
+}
+
+// webIdentityErrorType is the code as the SDK's STS client's error type
+// of AssumeRoleWithWebIdentity spells it, if there is one.
+func webIdentityErrorType(code string) (string, bool) {
+	return oneOf(code, "ExpiredTokenException", "IDPCommunicationError", "IDPRejectedClaim", "InvalidIdentityToken",
+		"MalformedPolicyDocument", "PackedPolicyTooLarge", "RegionDisabledException")
 }

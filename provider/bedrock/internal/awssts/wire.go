@@ -39,6 +39,9 @@ type operation struct {
 	// retryCode says which error codes of this action are retried
 	// besides the standard retryer's.
 	retryCode func(code string) bool
+	// errorType is the code as the SDK's error type of this action
+	// spells it, if the code (in any case) has one.
+	errorType func(code string) (string, bool)
 	// skew is how far ahead of this machine's clock STS's was at the
 	// last call (from its Date header), kept across calls as the SDK's
 	// client keeps it, added to the signing time.
@@ -67,7 +70,7 @@ func (c Client) call(ctx context.Context, op operation) (aws.Credentials, error)
 			return req, nil
 		},
 		DecodeError: func(status int, _ http.Header, body []byte) error {
-			e, err := readError(body, status)
+			e, err := readError(body, status, op.errorType)
 			if err != nil {
 				return err
 			}
@@ -106,30 +109,37 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string {
-	s := fmt.Sprintf("STS error %s (HTTP %d): %s", e.Code, e.Status, e.Message)
+	s := fmt.Sprintf("STS error %s (HTTP %d)", e.Code, e.Status)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
 	if e.RequestID != "" {
 		s += " (request id " + e.RequestID + ")"
 	}
 	return s
 }
 
-// ErrorCode is STS's error code.
+// ErrorCode is STS's error code, spelled as the SDK's error type spells
+// it when the action has a type for it.
 func (e *apiError) ErrorCode() string { return e.Code }
 
 // ErrorMessage is STS's message.
 func (e *apiError) ErrorMessage() string { return e.Message }
 
-// ErrorFault is whose fault STS says it is (Sender, Receiver).
+// ErrorFault is the client's for the codes the SDK has a type for (all
+// its STS error types are), unknown for the others, as the SDK's generic
+// error says.
 func (e *apiError) ErrorFault() smithy.ErrorFault { return e.fault }
 
 var _ smithy.APIError = (*apiError)(nil)
 
-// readError reads an ErrorResponse (ROOT/Error/{Type,Code,Message},
-// ROOT/RequestId; names as written). An empty body is the SDK's
-// UnknownError.
-func readError(data []byte, status int) (*apiError, error) {
+// readError reads an ErrorResponse (ROOT/Error/{Code,Message},
+// ROOT/RequestId; names as written) as the SDK's STS client does: a code
+// the action has an error type for (errorType) is spelled as the type
+// spells it, its message as sent; another code is kept as sent, its
+// message UnknownError when none came (as the code of an empty body).
+func readError(data []byte, status int, errorType func(string) (string, bool)) (*apiError, error) {
 	var doc struct {
-		Type      string `xml:"Error>Type"`
 		Code      string `xml:"Error>Code"`
 		Message   string `xml:"Error>Message"`
 		RequestID string `xml:"RequestId"`
@@ -138,19 +148,29 @@ func readError(data []byte, status int) (*apiError, error) {
 		return nil, fmt.Errorf("STS failed (HTTP %d) with an answer that is not an error response: %w", status, err)
 	}
 	e := &apiError{Code: doc.Code, Message: doc.Message, RequestID: doc.RequestID, Status: status}
+	if errorType != nil {
+		if code, ok := errorType(e.Code); ok {
+			e.Code, e.fault = code, smithy.FaultClient
+			return e, nil
+		}
+	}
 	if e.Code == "" {
 		e.Code = "UnknownError"
 	}
 	if e.Message == "" {
-		e.Message = e.Code
-	}
-	switch doc.Type {
-	case "Sender":
-		e.fault = smithy.FaultClient
-	case "Receiver":
-		e.fault = smithy.FaultServer
+		e.Message = "UnknownError"
 	}
 	return e, nil
+}
+
+// oneOf is the name of names that code is, whatever its case.
+func oneOf(code string, names ...string) (string, bool) {
+	for _, n := range names {
+		if strings.EqualFold(code, n) {
+			return n, true
+		}
+	}
+	return "", false
 }
 
 // readCredentials reads ROOT/RESULT/Credentials and
