@@ -18,6 +18,7 @@ package awssts
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -140,7 +141,8 @@ type WebIdentityOptions struct {
 	// nanoseconds, anew at each Retrieve.
 	RoleSessionName string
 	// TokenFile holds the token (an OIDC JWT), sent as read, read anew at
-	// each Retrieve (the file is rotated under a running process).
+	// each Retrieve (the file is rotated under a running process); a
+	// file over 1 MiB is refused.
 	TokenFile string
 }
 
@@ -161,7 +163,7 @@ type webIdentity struct {
 // Retrieve assumes the role with the token the file holds now.
 func (p *webIdentity) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	o := p.options
-	token, err := os.ReadFile(o.TokenFile)
+	token, err := readToken(o.TokenFile)
 	if err != nil {
 		return aws.Credentials{}, fmt.Errorf("awssts: AssumeRoleWithWebIdentity %s: reading the web identity token: %w", o.RoleARN, err)
 	}
@@ -182,6 +184,29 @@ func (p *webIdentity) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	}
 	creds.Source = webIdentitySource
 	return creds, nil
+}
+
+// maxTokenSize bounds the web identity token file's size: a JWT is a
+// few KiB; the SDK reads the file whole, whatever it holds.
+const maxTokenSize = 1 << 20
+
+// readToken is the content of the web identity token file, at most
+// maxTokenSize bytes: a larger file (or one that never ends) is an
+// error, read no further.
+func readToken(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	token, err := io.ReadAll(io.LimitReader(f, maxTokenSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if len(token) > maxTokenSize {
+		return nil, fmt.Errorf("%s holds more than %d bytes (a web identity token is a JWT of a few KiB)", file, maxTokenSize)
+	}
+	return token, nil
 }
 
 // retryableAssumeRoleCode is the STS client's one retryable code of its
