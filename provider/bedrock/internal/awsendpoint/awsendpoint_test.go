@@ -288,22 +288,29 @@ func TestResolveErrorsSayWhatIsWrong(t *testing.T) {
 	}
 }
 
-// TestResolveErrorsNeverShowTheEndpointsPassword pins that a configured
-// endpoint holding a password (in its user information, or typed where
-// a port goes) is shown redacted when it is a URL and not at all when
-// it is not, while the error still says what is wrong.
-func TestResolveErrorsNeverShowTheEndpointsPassword(t *testing.T) {
+// TestResolveErrorsNeverShowAnEndpointsSecrets pins that a configured
+// endpoint holding a secret (a password or token in its user
+// information or query, or typed where a port goes) is shown without it
+// when it is an absolute URL and not at all when it is not, while the
+// error still says what is wrong.
+func TestResolveErrorsNeverShowAnEndpointsSecrets(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		p    Params
 		want []string
 	}{
 		{"FIPS with a URL holding a password", Params{Region: "us-east-1", UseFIPS: true, Endpoint: "https://user:s3cret@proxy.example"},
-			[]string{"FIPS", `"https://user:xxxxx@proxy.example"`}},
+			[]string{"FIPS", `"https://xxxxx@proxy.example"`}},
 		{"dual-stack with a URL holding a password", Params{Region: "us-east-1", UseDualStack: true, Endpoint: "https://user:s3cret@proxy.example/sts"},
-			[]string{"dual-stack", `"https://user:xxxxx@proxy.example/sts"`}},
+			[]string{"dual-stack", `"https://xxxxx@proxy.example/sts"`}},
+		{"FIPS with a token for the user name", Params{Region: "us-east-1", UseFIPS: true, Endpoint: "https://s3cret@proxy.example"},
+			[]string{"FIPS", `"https://xxxxx@proxy.example"`}},
+		{"FIPS with a secret in the query", Params{Region: "us-east-1", UseFIPS: true, Endpoint: "https://proxy.example/sts?sig=s3cret#cret"},
+			[]string{"FIPS", `"https://proxy.example/sts" (its query or fragment not shown)`}},
 		{"FIPS with no URL", Params{Region: "us-east-1", UseFIPS: true, Endpoint: "https://user:s3cret@proxy.example:%zz"},
-			[]string{"FIPS", "configured endpoint (which is not a URL)"}},
+			[]string{"FIPS", "configured endpoint (which is not an absolute URL)"}},
+		{"dual-stack with a password and no scheme", Params{Region: "us-east-1", UseDualStack: true, Endpoint: "user:s3cret@proxy.example"},
+			[]string{"dual-stack", "configured endpoint (which is not an absolute URL)"}},
 		{"a bad escape in the password", Params{Region: "us-east-1", Endpoint: "https://user:s3cret%zz@proxy.example"},
 			[]string{"not a URL", "invalid URL escape"}},
 		{"a password typed as the port", Params{Region: "us-east-1", Endpoint: "https://proxy.example:s3cret"},
