@@ -82,7 +82,9 @@ var ErrInvalid = errors.New("no endpoint for these settings")
 // where the SDK's client does: a region that is not a host name, no
 // region and no endpoint, FIPS or dual-stack with a configured endpoint,
 // a configured endpoint that is not a URL, FIPS or dual-stack in a
-// partition without it.
+// partition without it. Its errors show a configured endpoint without
+// its user information, query and fragment, and one that is not an
+// absolute URL not at all.
 //
 // As the SDK's clients, a region spelled with "fips" (fips-us-east-1,
 // us-east-1-fips) turns FIPS on and resolves as the region without it
@@ -107,14 +109,16 @@ func Resolve(s Service, p Params) (endpoint, signingRegion string, err error) {
 		}
 	}
 	if p.Endpoint != "" {
+		_, err := url.Parse(p.Endpoint)
+		shown := shownEndpoint(p.Endpoint)
 		switch {
 		case p.UseFIPS:
-			return "", "", fmt.Errorf("FIPS cannot be used with the configured endpoint %q: %w", p.Endpoint, ErrInvalid)
+			return "", "", fmt.Errorf("FIPS cannot be used with %s: %w", shown, ErrInvalid)
 		case p.UseDualStack:
-			return "", "", fmt.Errorf("dual-stack cannot be used with the configured endpoint %q: %w", p.Endpoint, ErrInvalid)
-		}
-		if _, err := url.Parse(p.Endpoint); err != nil {
-			return "", "", fmt.Errorf("configured endpoint: %w (%w)", err, ErrInvalid)
+			return "", "", fmt.Errorf("dual-stack cannot be used with %s: %w", shown, ErrInvalid)
+		case err != nil:
+			// Not %w: url.Parse's error holds the endpoint as given.
+			return "", "", fmt.Errorf("the configured endpoint is not a URL: %s: %w", whyNotURL(err), ErrInvalid)
 		}
 		return p.Endpoint, p.Region, nil
 	}
@@ -256,4 +260,51 @@ func withoutFIPS(region string) string {
 	region = strings.ReplaceAll(region, "-fips-", "-")
 	region = strings.ReplaceAll(region, "fips-", "")
 	return strings.ReplaceAll(region, "-fips", "")
+}
+
+// shownEndpoint is a configured endpoint as errors show it, never as
+// given, for it may hold a secret: its scheme, host and path, its user
+// information (a password, or a token as the user name) as "xxxxx" and
+// its query and fragment left out; an endpoint that is not an absolute
+// URL is not shown at all (url.Parse reads "user:password@host" as a
+// URL of scheme "user").
+func shownEndpoint(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" {
+		return "the configured endpoint (which is not an absolute URL)"
+	}
+	v := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	if u.User != nil {
+		v.User = url.User("xxxxx")
+	}
+	s := fmt.Sprintf("the configured endpoint %q", v.String())
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		s += " (its query or fragment not shown)"
+	}
+	return s
+}
+
+// whyNotURL is what url.Parse found wrong, without the URL or any part
+// of it: its message with the quoted parts (the URL's text, such as a
+// port that may be a password typed in its place) left out.
+func whyNotURL(err error) string {
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		msg = ue.Err.Error()
+	}
+	var b strings.Builder
+	for i := 0; i < len(msg); i++ {
+		if msg[i] != '"' {
+			b.WriteByte(msg[i])
+			continue
+		}
+		// Skip to the closing quote (Go's %q escapes a quote inside).
+		for i++; i < len(msg) && msg[i] != '"'; i++ {
+			if msg[i] == '\\' {
+				i++
+			}
+		}
+	}
+	return strings.Join(strings.Fields(b.String()), " ")
 }

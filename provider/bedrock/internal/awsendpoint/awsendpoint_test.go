@@ -271,7 +271,8 @@ func TestResolveErrorsSayWhatIsWrong(t *testing.T) {
 		{SSOOIDC, Params{Region: "us-east-1", UseFIPS: true, Endpoint: "http://127.0.0.1:1"}, []string{"sso-oidc endpoint", "FIPS", `"http://127.0.0.1:1"`}},
 		{Signin, Params{Region: "us-east-1", UseDualStack: true, Endpoint: "http://127.0.0.1:1"}, []string{"signin endpoint", "dual-stack", `"http://127.0.0.1:1"`}},
 		{STS, Params{Region: "us-east-1-fips", Endpoint: "http://127.0.0.1:1"}, []string{"FIPS"}},
-		{STS, Params{Region: "us-east-1", Endpoint: "::not a url"}, []string{"configured endpoint", "missing protocol scheme"}},
+		{STS, Params{Region: "us-east-1", Endpoint: "::not a url"}, []string{"configured endpoint is not a URL", "missing protocol scheme"}},
+		{STS, Params{Region: "us-east-1", Endpoint: "https://sts.example:port"}, []string{"configured endpoint is not a URL", "invalid port after host"}},
 		{Service(9), Params{Region: "us-east-1"}, []string{"Service(9)", "unknown service"}},
 	} {
 		_, _, err := Resolve(c.s, c.p)
@@ -284,5 +285,61 @@ func TestResolveErrorsSayWhatIsWrong(t *testing.T) {
 				t.Errorf("%s %+v: error %q does not say %q", c.s, c.p, err, w)
 			}
 		}
+	}
+}
+
+// TestResolveErrorsNeverShowAnEndpointsSecrets pins that a configured
+// endpoint holding a secret (a password or token in its user
+// information or query, or typed where a port goes) is shown without it
+// when it is an absolute URL and not at all when it is not, while the
+// error still says what is wrong.
+func TestResolveErrorsNeverShowAnEndpointsSecrets(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		p    Params
+		want []string
+	}{
+		{"FIPS with a URL holding a password", Params{Region: "us-east-1", UseFIPS: true, Endpoint: "https://user:s3cret@proxy.example"},
+			[]string{"FIPS", `"https://xxxxx@proxy.example"`}},
+		{"dual-stack with a URL holding a password", Params{Region: "us-east-1", UseDualStack: true, Endpoint: "https://user:s3cret@proxy.example/sts"},
+			[]string{"dual-stack", `"https://xxxxx@proxy.example/sts"`}},
+		{"FIPS with a token for the user name", Params{Region: "us-east-1", UseFIPS: true, Endpoint: "https://s3cret@proxy.example"},
+			[]string{"FIPS", `"https://xxxxx@proxy.example"`}},
+		{"FIPS with a secret in the query", Params{Region: "us-east-1", UseFIPS: true, Endpoint: "https://proxy.example/sts?sig=s3cret#cret"},
+			[]string{"FIPS", `"https://proxy.example/sts" (its query or fragment not shown)`}},
+		{"FIPS with no URL", Params{Region: "us-east-1", UseFIPS: true, Endpoint: "https://user:s3cret@proxy.example:%zz"},
+			[]string{"FIPS", "configured endpoint (which is not an absolute URL)"}},
+		{"dual-stack with a password and no scheme", Params{Region: "us-east-1", UseDualStack: true, Endpoint: "user:s3cret@proxy.example"},
+			[]string{"dual-stack", "configured endpoint (which is not an absolute URL)"}},
+		{"a bad escape in the password", Params{Region: "us-east-1", Endpoint: "https://user:s3cret%zz@proxy.example"},
+			[]string{"not a URL", "invalid URL escape"}},
+		{"a password typed as the port", Params{Region: "us-east-1", Endpoint: "https://proxy.example:s3cret"},
+			[]string{"not a URL", "invalid port after host"}},
+		{"a control character", Params{Region: "us-east-1", Endpoint: "https://user:s3cret@proxy.example\x7f"},
+			[]string{"not a URL", "invalid control character"}},
+		{"a quote in the password", Params{Region: "us-east-1", Endpoint: "https://proxy.example:s3\"cret"},
+			[]string{"not a URL", "invalid port after host"}},
+		{"a leading space", Params{Region: "us-east-1", Endpoint: " https://user:s3cret@proxy.example"},
+			[]string{"not a URL", "first path segment in URL cannot contain colon"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := Resolve(STS, c.p)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error %q does not wrap ErrInvalid", err)
+			}
+			for _, secret := range []string{"s3cret", "s3", "cret", "%zz"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error %q shows %q", err, secret)
+				}
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
 	}
 }

@@ -18,11 +18,11 @@ package awssts
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,7 +123,7 @@ func (p *assumeRole) Retrieve(ctx context.Context) (aws.Credentials, error) {
 		return signV4(ctx, req, body, creds, p.client.SigningRegion, at)
 	}
 	creds, err := p.client.call(ctx, operation{form: form, sign: sign, result: "AssumeRoleResult",
-		retryCode: retryableAssumeRoleCode, skew: &p.skew})
+		retryCode: retryableAssumeRoleCode, errorType: assumeRoleErrorType, skew: &p.skew})
 	if err != nil {
 		return aws.Credentials{Source: assumeRoleSource}, fmt.Errorf("awssts: AssumeRole %s: %w", o.RoleARN, err)
 	}
@@ -141,7 +141,8 @@ type WebIdentityOptions struct {
 	// nanoseconds, anew at each Retrieve.
 	RoleSessionName string
 	// TokenFile holds the token (an OIDC JWT), sent as read, read anew at
-	// each Retrieve (the file is rotated under a running process).
+	// each Retrieve (the file is rotated under a running process); a
+	// file over 1 MiB is refused.
 	TokenFile string
 }
 
@@ -162,7 +163,7 @@ type webIdentity struct {
 // Retrieve assumes the role with the token the file holds now.
 func (p *webIdentity) Retrieve(ctx context.Context) (aws.Credentials, error) {
 	o := p.options
-	token, err := os.ReadFile(o.TokenFile)
+	token, err := readToken(o.TokenFile)
 	if err != nil {
 		return aws.Credentials{}, fmt.Errorf("awssts: AssumeRoleWithWebIdentity %s: reading the web identity token: %w", o.RoleARN, err)
 	}
@@ -177,12 +178,35 @@ func (p *webIdentity) Retrieve(ctx context.Context) (aws.Credentials, error) {
 		"WebIdentityToken": {string(token)},
 	}
 	creds, err := p.client.call(ctx, operation{form: form, result: "AssumeRoleWithWebIdentityResult",
-		retryCode: retryableWebIdentityCode, skew: &p.skew})
+		retryCode: retryableWebIdentityCode, errorType: webIdentityErrorType, skew: &p.skew})
 	if err != nil {
 		return aws.Credentials{}, fmt.Errorf("awssts: AssumeRoleWithWebIdentity %s: %w", o.RoleARN, err)
 	}
 	creds.Source = webIdentitySource
 	return creds, nil
+}
+
+// maxTokenSize bounds the web identity token file's size: a JWT is a
+// few KiB; the SDK reads the file whole, whatever it holds.
+const maxTokenSize = 1 << 20
+
+// readToken is the content of the web identity token file, at most
+// maxTokenSize bytes: a larger file (or one that never ends) is an
+// error, read no further.
+func readToken(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	token, err := io.ReadAll(io.LimitReader(f, maxTokenSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if len(token) > maxTokenSize {
+		return nil, fmt.Errorf("%s holds more than %d bytes (a web identity token is a JWT of a few KiB)", file, maxTokenSize)
+	}
+	return token, nil
 }
 
 // retryableAssumeRoleCode is the STS client's one retryable code of its
@@ -192,9 +216,22 @@ func retryableAssumeRoleCode(code string) bool {
 	return code == "IDPCommunicationError"
 }
 
-// retryableWebIdentityCode adds stscreds' InvalidIdentityToken; both are
-// error types of AssumeRoleWithWebIdentity, which the SDK matches
-// whatever their case.
+// retryableWebIdentityCode adds stscreds' InvalidIdentityToken; both
+// are error types of AssumeRoleWithWebIdentity, whose codes come spelled
+// as the types spell them, whatever the case STS sent.
 func retryableWebIdentityCode(code string) bool {
-	return strings.EqualFold(code, "IDPCommunicationError") || strings.EqualFold(code, "InvalidIdentityToken")
+	return code == "IDPCommunicationError" || code == "InvalidIdentityToken"
+}
+
+// assumeRoleErrorType is the code as the SDK's STS client's error type
+// of AssumeRole spells it, if there is one.
+func assumeRoleErrorType(code string) (string, bool) {
+	return oneOf(code, "ExpiredTokenException", "MalformedPolicyDocument", "PackedPolicyTooLarge", "RegionDisabledException")
+}
+
+// webIdentityErrorType is the code as the SDK's STS client's error type
+// of AssumeRoleWithWebIdentity spells it, if there is one.
+func webIdentityErrorType(code string) (string, bool) {
+	return oneOf(code, "ExpiredTokenException", "IDPCommunicationError", "IDPRejectedClaim", "InvalidIdentityToken",
+		"MalformedPolicyDocument", "PackedPolicyTooLarge", "RegionDisabledException")
 }

@@ -154,16 +154,19 @@ func errorXML(code, message string) string {
 
 // outcome is what one Retrieve gave.
 type outcome struct {
-	Creds   aws.Credentials
-	Err     bool
-	APICode string // the smithy.APIError's code in the error, if any
+	Creds aws.Credentials
+	Err   bool
+	// The smithy.APIError's code, message and fault in the error, if
+	// any.
+	APICode, APIMessage string
+	APIFault            smithy.ErrorFault
 }
 
 func outcomeOf(c aws.Credentials, err error) outcome {
 	o := outcome{Creds: c, Err: err != nil}
 	var api smithy.APIError
 	if errors.As(err, &api) {
-		o.APICode = api.ErrorCode()
+		o.APICode, o.APIMessage, o.APIFault = api.ErrorCode(), api.ErrorMessage(), api.ErrorFault()
 	}
 	return o
 }
@@ -229,6 +232,12 @@ func parityCases() []parityCase {
 		{name: "assume role: idpcommunicationerror in another case is not", replies: []reply{{status: 400, body: errorXML("idpcommunicationerror", "idp")}, ok[0]}},
 		{name: "assume role: InvalidIdentityToken is not retried", replies: []reply{{status: 400, body: errorXML("InvalidIdentityToken", "bad")}, ok[0]}},
 		{name: "assume role: an error with an empty body", replies: []reply{{status: 400}}},
+		{name: "assume role: expiredtokenexception is spelled as its type", replies: []reply{{status: 400, body: errorXML("expiredtokenexception", "expired")}}},
+		{name: "assume role: REGIONDISABLEDEXCEPTION is spelled as its type", replies: []reply{{status: 403, body: errorXML("REGIONDISABLEDEXCEPTION", "off")}}},
+		{name: "assume role: a typed code without a message has none", replies: []reply{{status: 400, body: errorXML("MalformedPolicyDocument", "")}}},
+		{name: "assume role: an untyped code without a message has the code for one", replies: []reply{{status: 400, body: errorXML("accessdenied", "")}}},
+		{name: "assume role: a Receiver error of no type is of unknown fault", replies: []reply{{status: 400, body: strings.Replace(errorXML("Weird", "w"), "Sender", "Receiver", 1)}}},
+		{name: "assume role: idprejectedclaim, typed only for web identity, is kept as sent", replies: []reply{{status: 400, body: errorXML("idprejectedclaim", "no")}}},
 		{name: "assume role: max attempts 5", maxAttempts: 5, replies: []reply{{status: 502, body: errorXML("BadGateway", "x")}}},
 		{name: "assume role: max attempts 1", maxAttempts: 1, replies: []reply{{status: 502, body: errorXML("BadGateway", "x")}, ok[0]}},
 		{name: "assume role: an answer that is not XML", replies: []reply{{status: 200, body: "this is not xml"}}},
@@ -238,6 +247,18 @@ func parityCases() []parityCase {
 		{name: "assume role: an unreadable expiration", replies: []reply{{status: 200, body: "@bad_expiration.xml"}}},
 		{name: "assume role: element names in any case", replies: []reply{{status: 200, body: "@odd_case.xml"}}},
 		{name: "assume role: an answer cut after the result", replies: []reply{{status: 200, body: "@truncated_after_result.xml"}}},
+		{name: "assume role: a repeated member keeps its last value, a repeated Credentials is merged", replies: []reply{{status: 200, body: "@repeated_members.xml"}}},
+		{name: "assume role: an empty member after a value empties it", replies: []reply{{status: 200, body: "@empty_member_after_value.xml"}}},
+		{name: "assume role: a member holding an element fails", replies: []reply{{status: 200, body: "@member_holding_an_element.xml"}}},
+		{name: "assume role: a member holding a comment fails", replies: []reply{{status: 200, body: "@member_holding_a_comment.xml"}}},
+		{name: "assume role: text, comments and unknown elements between members are passed over", replies: []reply{{status: 200, body: "@comments_between_members.xml"}}},
+		{name: "assume role: a bad Expiration fails though a good one follows", replies: []reply{{status: 200, body: "@bad_first_expiration.xml"}}},
+		{name: "assume role: a PackedPolicySize that is not a number fails", replies: []reply{{status: 200, body: "@packed_policy_size_not_a_number.xml"}}},
+		{name: "assume role: an empty SessionTokenSize fails", replies: []reply{{status: 200, body: "@empty_session_token_size.xml"}}},
+		{name: "assume role: a SourceIdentity holding an element fails", replies: []reply{{status: 200, body: "@source_identity_holding_an_element.xml"}}},
+		{name: "assume role: an AssumedRoleId holding an element fails", replies: []reply{{status: 200, body: "@assumed_role_id_holding_an_element.xml"}}},
+		{name: "assume role: an Audience holding an element is passed over", replies: []reply{{status: 200, body: "@audience_holding_an_element.xml"}}},
+		{name: "assume role: CDATA alone is text, after text it fails", replies: []reply{{status: 200, body: "@cdata_in_a_member.xml"}}},
 		{name: "assume role: the connection closed without an answer", replies: []reply{{hangup: true}, ok[0]}},
 		{name: "assume role: the session name is kept between calls", calls: 2, replies: ok},
 		{name: "assume role: SignatureDoesNotMatch with STS's clock an hour ahead is retried at its time", replies: []reply{
@@ -275,9 +296,14 @@ func parityCases() []parityCase {
 		{name: "web identity: IDPCommunicationError is retried", web: true, replies: []reply{{status: 400, body: errorXML("IDPCommunicationError", "idp")}, webOK[0]}},
 		{name: "web identity: AccessDenied is not retried", web: true, replies: []reply{{status: 403, body: errorXML("AccessDenied", "no")}}},
 		{name: "web identity: ExpiredTokenException is not retried", web: true, replies: []reply{{status: 400, body: errorXML("ExpiredTokenException", "expired")}}},
+		{name: "web identity: idprejectedclaim is spelled as its type", web: true, replies: []reply{{status: 400, body: errorXML("idprejectedclaim", "no")}}},
+		{name: "web identity: packedpolicytoolarge is spelled as its type", web: true, replies: []reply{{status: 400, body: errorXML("packedpolicytoolarge", "big")}}},
+		{name: "web identity: idpcommunicationerror in another case is retried", web: true, replies: []reply{{status: 400, body: errorXML("idpcommunicationerror", "idp")}, webOK[0]}},
+		{name: "web identity: IDPCOMMUNICATIONERROR three times gives up as IDPCommunicationError", web: true, replies: []reply{{status: 400, body: errorXML("IDPCOMMUNICATIONERROR", "idp")}}},
 		{name: "web identity: 500 three times gives up", web: true, replies: []reply{{status: 500, body: errorXML("InternalFailure", "oops")}}},
 		{name: "web identity: an answer that is not XML", web: true, replies: []reply{{status: 200, body: "{}"}}},
 		{name: "web identity: an assume-role answer has not its result", web: true, replies: ok},
+		{name: "web identity: an Audience holding an element fails", web: true, replies: []reply{{status: 200, body: "@audience_holding_an_element.xml"}}},
 		{name: "web identity: context cancelled before", web: true, ctx: "cancelled", replies: webOK},
 		{name: "web identity: AccessDeniedException with a skewed clock is retried", web: true, replies: []reply{
 			{status: 400, body: errorXML("AccessDeniedException", "x"), skew: -time.Hour}, webOK[0]}},

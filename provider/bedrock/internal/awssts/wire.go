@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,9 @@ type operation struct {
 	// retryCode says which error codes of this action are retried
 	// besides the standard retryer's.
 	retryCode func(code string) bool
+	// errorType is the code as the SDK's error type of this action
+	// spells it, if the code (in any case) has one.
+	errorType func(code string) (string, bool)
 	// skew is how far ahead of this machine's clock STS's was at the
 	// last call (from its Date header), kept across calls as the SDK's
 	// client keeps it, added to the signing time.
@@ -66,7 +70,7 @@ func (c Client) call(ctx context.Context, op operation) (aws.Credentials, error)
 			return req, nil
 		},
 		DecodeError: func(status int, _ http.Header, body []byte) error {
-			e, err := readError(body, status)
+			e, err := readError(body, status, op.errorType)
 			if err != nil {
 				return err
 			}
@@ -105,30 +109,37 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string {
-	s := fmt.Sprintf("STS error %s (HTTP %d): %s", e.Code, e.Status, e.Message)
+	s := fmt.Sprintf("STS error %s (HTTP %d)", e.Code, e.Status)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
 	if e.RequestID != "" {
 		s += " (request id " + e.RequestID + ")"
 	}
 	return s
 }
 
-// ErrorCode is STS's error code.
+// ErrorCode is STS's error code, spelled as the SDK's error type spells
+// it when the action has a type for it.
 func (e *apiError) ErrorCode() string { return e.Code }
 
 // ErrorMessage is STS's message.
 func (e *apiError) ErrorMessage() string { return e.Message }
 
-// ErrorFault is whose fault STS says it is (Sender, Receiver).
+// ErrorFault is the client's for the codes the SDK has a type for (all
+// its STS error types are), unknown for the others, as the SDK's generic
+// error says.
 func (e *apiError) ErrorFault() smithy.ErrorFault { return e.fault }
 
 var _ smithy.APIError = (*apiError)(nil)
 
-// readError reads an ErrorResponse (ROOT/Error/{Type,Code,Message},
-// ROOT/RequestId; names as written). An empty body is the SDK's
-// UnknownError.
-func readError(data []byte, status int) (*apiError, error) {
+// readError reads an ErrorResponse (ROOT/Error/{Code,Message},
+// ROOT/RequestId; names as written) as the SDK's STS client does: a code
+// the action has an error type for (errorType) is spelled as the type
+// spells it, its message as sent; another code is kept as sent, its
+// message UnknownError when none came (as the code of an empty body).
+func readError(data []byte, status int, errorType func(string) (string, bool)) (*apiError, error) {
 	var doc struct {
-		Type      string `xml:"Error>Type"`
 		Code      string `xml:"Error>Code"`
 		Message   string `xml:"Error>Message"`
 		RequestID string `xml:"RequestId"`
@@ -137,46 +148,40 @@ func readError(data []byte, status int) (*apiError, error) {
 		return nil, fmt.Errorf("STS failed (HTTP %d) with an answer that is not an error response: %w", status, err)
 	}
 	e := &apiError{Code: doc.Code, Message: doc.Message, RequestID: doc.RequestID, Status: status}
+	if errorType != nil {
+		if code, ok := errorType(e.Code); ok {
+			e.Code, e.fault = code, smithy.FaultClient
+			return e, nil
+		}
+	}
 	if e.Code == "" {
 		e.Code = "UnknownError"
 	}
 	if e.Message == "" {
-		e.Message = e.Code
-	}
-	switch doc.Type {
-	case "Sender":
-		e.fault = smithy.FaultClient
-	case "Receiver":
-		e.fault = smithy.FaultServer
+		e.Message = "UnknownError"
 	}
 	return e, nil
 }
 
-// element is an XML element as the SDK's STS client reads one: its name
-// and its text (elements within it, none here, are left).
-type element struct {
-	name string
-	text string
-	kids []*element
-}
-
-// child is e's first child named name, whatever the case.
-func (e *element) child(name string) *element {
-	if e == nil {
-		return nil
-	}
-	for _, k := range e.kids {
-		if strings.EqualFold(k.name, name) {
-			return k
+// oneOf is the name of names that code is, whatever its case.
+func oneOf(code string, names ...string) (string, bool) {
+	for _, n := range names {
+		if strings.EqualFold(code, n) {
+			return n, true
 		}
 	}
-	return nil
+	return "", false
 }
 
 // readCredentials reads ROOT/RESULT/Credentials and
-// ROOT/RESULT/AssumedRoleUser/Arn of a successful answer, element names
-// in any case as the SDK reads them. The document is read up to the end
-// of RESULT. An empty answer has no credentials.
+// ROOT/RESULT/AssumedRoleUser/Arn of a successful answer as the SDK's STS
+// deserializer reads them: element names in any case; the members of
+// RESULT in document order, the last value of a repeated member kept and
+// a repeated Credentials or AssumedRoleUser merged into the first; a
+// member that holds more than text, an integer member that is not one,
+// or an Expiration that is not a time failing the answer. The document
+// is read up to the end of RESULT only. An empty answer has no
+// credentials.
 func readCredentials(data []byte, result string) (aws.Credentials, error) {
 	d := xml.NewDecoder(bytes.NewReader(data))
 	root, err := nextStart(d)
@@ -189,8 +194,7 @@ func readCredentials(data []byte, result string) (aws.Credentials, error) {
 	if err != nil {
 		return aws.Credentials{}, fmt.Errorf("the answer is not XML: %w", err)
 	}
-	var res *element
-	for res == nil {
+	for {
 		tok, err := d.Token()
 		if err != nil {
 			return aws.Credentials{}, fmt.Errorf("reading the answer's %s: %w", result, err)
@@ -203,39 +207,176 @@ func readCredentials(data []byte, result string) (aws.Credentials, error) {
 				}
 				continue
 			}
-			if res, err = readElement(d, t); err != nil {
+			creds, err := readResult(d, result)
+			if err != nil {
 				return aws.Credentials{}, fmt.Errorf("reading the answer's %s: %w", result, err)
 			}
+			return creds, nil
 		case xml.EndElement:
 			return aws.Credentials{}, fmt.Errorf("the answer (%s) has no %s", root.Name.Local, result)
 		}
 	}
-	c := res.child("Credentials")
-	if c == nil {
+}
+
+// readResult reads the members of the result element just opened, to
+// its end.
+func readResult(d *xml.Decoder, result string) (aws.Credentials, error) {
+	creds := aws.Credentials{CanExpire: true}
+	var hasCreds bool
+	var arn string
+	err := eachChild(d, func(t xml.StartElement) error {
+		name := t.Name.Local
+		switch {
+		case strings.EqualFold(name, "Credentials"):
+			hasCreds = true
+			return eachChild(d, func(t xml.StartElement) error { return readCredential(d, t, &creds) })
+		case strings.EqualFold(name, "AssumedRoleUser"):
+			return eachChild(d, func(t xml.StartElement) error {
+				switch {
+				case strings.EqualFold(t.Name.Local, "Arn"):
+					v, err := text(d, t)
+					arn = v
+					return err
+				case strings.EqualFold(t.Name.Local, "AssumedRoleId"):
+					_, err := text(d, t)
+					return err
+				}
+				return d.Skip()
+			})
+		}
+		switch resultMember(result, name) {
+		case textMember:
+			_, err := text(d, t)
+			return err
+		case intMember:
+			v, err := text(d, t)
+			if err != nil {
+				return err
+			}
+			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			return nil
+		}
+		return d.Skip()
+	})
+	if err != nil {
+		return aws.Credentials{}, err
+	}
+	if !hasCreds {
 		return aws.Credentials{}, errors.New("the answer holds no credentials")
 	}
-	creds := aws.Credentials{CanExpire: true}
-	if k := c.child("AccessKeyId"); k != nil {
-		creds.AccessKeyID = k.text
-	}
-	if k := c.child("SecretAccessKey"); k != nil {
-		creds.SecretAccessKey = k.text
-	}
-	if k := c.child("SessionToken"); k != nil {
-		creds.SessionToken = k.text
-	}
-	if k := c.child("Expiration"); k != nil {
-		if creds.Expires, err = parseTime(k.text); err != nil {
-			return aws.Credentials{}, fmt.Errorf("the credentials' Expiration: %w", err)
-		}
-	}
-	if arn := res.child("AssumedRoleUser").child("Arn"); arn != nil {
-		// arn:PARTITION:sts::ACCOUNT:assumed-role/…, as stscreds reads it.
-		if parts := strings.Split(arn.text, ":"); len(parts) >= 5 {
-			creds.AccountID = parts[4]
-		}
+	// arn:PARTITION:sts::ACCOUNT:assumed-role/…, as stscreds reads it.
+	if parts := strings.Split(arn, ":"); len(parts) >= 5 {
+		creds.AccountID = parts[4]
 	}
 	return creds, nil
+}
+
+// readCredential reads the member of Credentials just opened into creds
+// (a member read again replaces the value read before).
+func readCredential(d *xml.Decoder, t xml.StartElement, creds *aws.Credentials) error {
+	var field *string
+	switch name := t.Name.Local; {
+	case strings.EqualFold(name, "AccessKeyId"):
+		field = &creds.AccessKeyID
+	case strings.EqualFold(name, "SecretAccessKey"):
+		field = &creds.SecretAccessKey
+	case strings.EqualFold(name, "SessionToken"):
+		field = &creds.SessionToken
+	case strings.EqualFold(name, "Expiration"):
+		v, err := text(d, t)
+		if err != nil {
+			return err
+		}
+		if creds.Expires, err = parseTime(v); err != nil {
+			return fmt.Errorf("the credentials' Expiration: %w", err)
+		}
+		return nil
+	default:
+		return d.Skip()
+	}
+	v, err := text(d, t)
+	if err != nil {
+		return err
+	}
+	*field = v
+	return nil
+}
+
+// memberKind is how the SDK's deserializer reads a member of a result
+// that the providers do not use.
+type memberKind int
+
+const (
+	otherMember memberKind = iota // skipped, whatever it holds
+	textMember                    // text only
+	intMember                     // text only, a decimal integer
+)
+
+// resultMember is the kind of the member name (any case) of the result
+// element result: AssumeRoleResult's and
+// AssumeRoleWithWebIdentityResult's scalar members.
+func resultMember(result, name string) memberKind {
+	is := func(names ...string) bool {
+		for _, n := range names {
+			if strings.EqualFold(name, n) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case is("PackedPolicySize", "SessionTokenSize", "SessionTokenUtilization"):
+		return intMember
+	case is("SourceIdentity"):
+		return textMember
+	case strings.EqualFold(result, "AssumeRoleWithWebIdentityResult") && is("Audience", "Provider", "SubjectFromWebIdentityToken"):
+		return textMember
+	}
+	return otherMember
+}
+
+// eachChild calls read with each child element of the element just
+// opened, to its end; read must consume the child to its end. Text,
+// comments and the like between children are passed over.
+func eachChild(d *xml.Decoder, read func(xml.StartElement) error) error {
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if err := read(t); err != nil {
+				return err
+			}
+		case xml.EndElement:
+			return nil
+		}
+	}
+}
+
+// text is the text of the element start opened, to its end: "" for an
+// empty element, an error when it holds anything but one run of text
+// (an element, a comment), as the SDK's deserializer reads a value. The
+// error names the element, never what it holds.
+func text(d *xml.Decoder, start xml.StartElement) (string, error) {
+	tok, err := d.Token()
+	if err != nil {
+		return "", err
+	}
+	var v string
+	if t, ok := tok.(xml.CharData); ok {
+		v = string(t)
+		if tok, err = d.Token(); err != nil {
+			return "", err
+		}
+	}
+	if _, ok := tok.(xml.EndElement); !ok {
+		return "", fmt.Errorf("%s holds more than text", start.Name.Local)
+	}
+	return v, nil
 }
 
 // nextStart is the next start element of d.
@@ -247,31 +388,6 @@ func nextStart(d *xml.Decoder) (xml.StartElement, error) {
 		}
 		if t, ok := tok.(xml.StartElement); ok {
 			return t, nil
-		}
-	}
-}
-
-// readElement reads the element start opened, to its end.
-func readElement(d *xml.Decoder, start xml.StartElement) (*element, error) {
-	e := &element{name: start.Name.Local}
-	var text strings.Builder
-	for {
-		tok, err := d.Token()
-		if err != nil {
-			return nil, err
-		}
-		switch t := tok.(type) {
-		case xml.StartElement:
-			k, err := readElement(d, t)
-			if err != nil {
-				return nil, err
-			}
-			e.kids = append(e.kids, k)
-		case xml.CharData:
-			text.Write(t)
-		case xml.EndElement:
-			e.text = text.String()
-			return e, nil
 		}
 	}
 }
