@@ -179,13 +179,15 @@ func (c Client) url(call Call) (string, error) {
 	if c.Endpoint == "" {
 		return "", fmt.Errorf("%s %s: no %s endpoint (is the region set?)", call.Service, call.Operation, call.Service)
 	}
+	// Neither the endpoint nor url.Parse's error (which quotes it) is
+	// shown: its user information may be a secret.
 	u, err := url.Parse(c.Endpoint)
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %s endpoint: %w", call.Service, call.Operation, call.Service, err)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" {
+		return "", fmt.Errorf("%s %s: the %s endpoint is not an absolute URL (not shown: it may hold a secret)", call.Service, call.Operation, call.Service)
 	}
-	if u.Scheme == "" || u.Host == "" {
-		return "", fmt.Errorf("%s %s: %s endpoint %q is not an absolute URL", call.Service, call.Operation, call.Service, c.Endpoint)
-	}
+	// As the SDK: the endpoint's scheme, host and path only (its user
+	// information would be sent as basic auth by net/http).
+	u.User = nil
 	u.Path, u.RawPath = joinPath(u.Path, call.Path), ""
 	u.RawQuery, u.Fragment = "", ""
 	if call.Query != nil {

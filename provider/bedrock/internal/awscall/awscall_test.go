@@ -385,3 +385,25 @@ func TestAClientWhoseEndpointFailedSendsNothing(t *testing.T) {
 		t.Errorf("%d requests built", built)
 	}
 }
+
+// TestAnEndpointsSecretIsNeitherShownNorSent: an endpoint's user
+// information is not in an error (nor is an endpoint that is no URL,
+// which url.Parse's error would quote) and is not sent as basic auth.
+func TestAnEndpointsSecretIsNeitherShownNorSent(t *testing.T) {
+	for _, endpoint := range []string{"user:s3cret@sts.example", "//user:s3cret@h/x", "https://user:s3cret@h:%zz", "https://user:s3cret@[::1"} {
+		_, err := Client{Endpoint: endpoint, Backoff: noWait}.Do(context.Background(), get(nil))
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("endpoint %s: error %v", endpoint, err)
+		}
+	}
+	f := &fake{replies: []reply{{status: 200}}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	withUser := strings.Replace(srv.URL, "://", "://user:s3cret@", 1)
+	if _, err := (Client{HTTPClient: srv.Client(), Endpoint: withUser, Backoff: noWait}).Do(context.Background(), get(nil)); err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	if auth := f.seen[0].Header.Get("Authorization"); auth != "" {
+		t.Errorf("the endpoint's user information was sent: Authorization %q", auth)
+	}
+}
