@@ -2,29 +2,14 @@ package googlecloud
 
 import (
 	"context"
-	"net/http"
-	"sync/atomic"
 	"testing"
 
-	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
-
-// failingTokens fails every Token with a token endpoint's answer of
-// status, counting the calls.
-type failingTokens struct {
-	status int
-	calls  atomic.Int32
-}
-
-func (f *failingTokens) Token() (*oauth2.Token, error) {
-	f.calls.Add(1)
-	return nil, &oauth2.RetrieveError{Response: &http.Response{StatusCode: f.status}, ErrorCode: "invalid_grant"}
-}
 
 // TestATokenTheEndpointRefusedEndsTheRequestAtOnce: a revoked grant
 // (400 invalid_grant) is not asked for again by retrying the request;
@@ -37,7 +22,7 @@ func TestATokenTheEndpointRefusedEndsTheRequestAtOnce(t *testing.T) {
 		wantCalls int32
 	}{{400, 1}, {503, 2}} {
 		_, client := providertest.Tap(t, srv)
-		tokens := &failingTokens{status: c.status}
+		tokens := &providertest.RefusedTokens{Status: c.status}
 		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: 1}, Project: "p", WorkspaceID: "wrkspc_test", Credentials: &google.Credentials{TokenSource: tokens}})
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +34,7 @@ func TestATokenTheEndpointRefusedEndsTheRequestAtOnce(t *testing.T) {
 		if c.status == 400 && provider.Transient(err) {
 			t.Errorf("token endpoint %d: transient %v: the agent would send it again: %v", c.status, provider.Transient(err), err)
 		}
-		if n := tokens.calls.Load(); n != c.wantCalls {
+		if n := tokens.Calls(); n != c.wantCalls {
 			t.Errorf("token endpoint %d: the token asked for %d times, want %d", c.status, n, c.wantCalls)
 		}
 	}

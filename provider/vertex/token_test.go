@@ -3,28 +3,14 @@ package vertex
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 
-	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
-
-// failingTokens fails every Token with a token endpoint's answer of
-// status, counting the calls.
-type failingTokens struct {
-	status int
-	calls  atomic.Int32
-}
-
-func (f *failingTokens) Token() (*oauth2.Token, error) {
-	f.calls.Add(1)
-	return nil, &oauth2.RetrieveError{Response: &http.Response{StatusCode: f.status}, ErrorCode: "invalid_grant"}
-}
 
 // TestATokenTheEndpointRefusedEndsTheRequestAtOnce: a revoked grant
 // (400 invalid_grant) is not asked for again by retrying the request;
@@ -37,7 +23,7 @@ func TestATokenTheEndpointRefusedEndsTheRequestAtOnce(t *testing.T) {
 			status    int
 			wantCalls int32
 		}{{400, 1}, {503, 2}} {
-			tokens := &failingTokens{status: c.status}
+			tokens := &providertest.RefusedTokens{Status: c.status}
 			cfg := anthropic.Config{BaseURL: srv.URL, MaxRetries: 1}
 			if !own {
 				cfg.HTTPClient = &http.Client{}
@@ -53,7 +39,7 @@ func TestATokenTheEndpointRefusedEndsTheRequestAtOnce(t *testing.T) {
 			if c.status == 400 && provider.Transient(err) {
 				t.Errorf("token endpoint %d: transient %v: the agent would send it again: %v", c.status, provider.Transient(err), err)
 			}
-			if n := tokens.calls.Load(); n != c.wantCalls {
+			if n := tokens.Calls(); n != c.wantCalls {
 				t.Errorf("own client %v, token endpoint %d: the token asked for %d times, want %d", own, c.status, n, c.wantCalls)
 			}
 		}
