@@ -120,13 +120,13 @@ func (e *ConnectionError) Error() string {
 // attempts not counted, Reached unless err is a failure to connect
 // (Unconnected) — which the last attempt's error alone tells, so a
 // request whose earlier attempt got an error status reads as never
-// reached. Any other err, a *ConnectionError included, is returned as it
-// is. A wire reports what its SDK sent through it (a whole answer,
+// reached. Any other err, a *ConnectionError or a Final error included,
+// is returned as it is. A wire reports what its SDK sent through it (a whole answer,
 // NoStream); what internal/send sends is a *ConnectionError already.
 func Unanswered(err error) error {
 	var ce *ConnectionError
 	var ue *url.Error
-	if err == nil || errors.As(err, &ce) || !errors.As(err, &ue) ||
+	if err == nil || errors.As(err, &ce) || !errors.As(err, &ue) || IsFinal(err) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

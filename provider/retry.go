@@ -110,7 +110,7 @@ type rawError interface{ RawJSON() string }
 // error event whose body the wire did not keep (docs/ratelimits.md,
 // "Retries", says which).
 func Transient(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || IsFinal(err) {
 		return false
 	}
 	if _, ok := IsTooLong(err); ok {

@@ -9,9 +9,19 @@ import (
 // unlinked are import paths myelin must not link (issue 34, point 2):
 // Google's SDKs, which the Gemini and Vertex wires no longer use, and what
 // only they brought — OpenCensus, cloud.google.com/go/auth, S2A, go-cmp —
-// ~100 package inits run at every start of every command and engine.
+// ~100 package inits run at every start of every command and engine; and
+// the AWS SDK's config loader, its credential providers that need a
+// service, and the service clients they bring (STS, SSO, SSO OIDC,
+// sign-in), whose endpoint tables and schemas are built at start
+// (provider/bedrock/internal/awsconfig loads the configuration instead).
 // Tests may import them (to hold the wires to the SDKs); the binary not.
 var unlinked = []string{
+	"github.com/aws/aws-sdk-go-v2/config",
+	"github.com/aws/aws-sdk-go-v2/credentials/stscreds",
+	"github.com/aws/aws-sdk-go-v2/credentials/ssocreds",
+	"github.com/aws/aws-sdk-go-v2/credentials/logincreds",
+	"github.com/aws/aws-sdk-go-v2/service/",
+	"github.com/aws/aws-sdk-go-v2/internal/endpoints",
 	"google.golang.org/genai",
 	"google.golang.org/api/",
 	"go.opencensus.io/",
@@ -20,9 +30,9 @@ var unlinked = []string{
 	"github.com/google/go-cmp/",
 }
 
-// TestTheBinaryLinksNoGoogleSDK holds `go list -deps` of this command to
+// TestTheBinaryLinksNoGoogleSDKNorAWSServiceClient holds `go list -deps` of this command to
 // none of unlinked.
-func TestTheBinaryLinksNoGoogleSDK(t *testing.T) {
+func TestTheBinaryLinksNoGoogleSDKNorAWSServiceClient(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)

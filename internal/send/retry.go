@@ -63,8 +63,7 @@ const maxBackoff = 8 * time.Second
 // retryable reports whether the attempt that got res or err may be
 // repeated.
 func (r Rules) retryable(res *http.Response, err error) bool {
-	var no noRetry
-	if errors.As(err, &no) {
+	if provider.IsFinal(err) {
 		return false
 	}
 	if res == nil {

@@ -292,6 +292,11 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			next = s.pause(res, n, s.now().Sub(first), bound, droppedRetryable(res))
 		}
 		if !next.again {
+			if provider.IsFinal(err) {
+				// no attempt again can mend it: not a connection's error,
+				// which the agent would send the request again for
+				return nil, err
+			}
 			if err != nil && sent && readErr == nil {
 				return nil, &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: before + n + 1, Reached: reached, Err: err}
 			}
@@ -401,12 +406,7 @@ func Sleep(ctx context.Context, d time.Duration) error {
 
 // errOrigin is openai-go's error for a request that leaves the base URL's
 // origin (a redirect elsewhere): never retried.
-var errOrigin = noRetry{errors.New("requestconfig: request URL origin must match the configured base URL")}
-
-// noRetry is an error that no attempt again can mend.
-type noRetry struct{ error }
-
-func (e noRetry) Unwrap() error { return e.error }
+var errOrigin = provider.Final(errors.New("requestconfig: request URL origin must match the configured base URL"))
 
 // sameOrigin is a transport that sends only requests to origin (scheme,
 // host and port) with no other target in them, as openai-go's does.

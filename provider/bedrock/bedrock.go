@@ -34,11 +34,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awsconfig"
 	"github.com/myelin-run/myelin/ratelimit"
 )
 
@@ -47,12 +48,14 @@ import (
 const Version = "bedrock-2023-05-31"
 
 // Config configures the wire on Bedrock. The zero value loads the AWS
-// configuration the usual way: AWS_REGION (or AWS_DEFAULT_REGION),
-// AWS_PROFILE, AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
-// AWS_SESSION_TOKEN, the shared config and credentials files, SSO, and the
-// instance's role; AWS_BEARER_TOKEN_BEDROCK, when set, is sent instead of
-// a signature; ANTHROPIC_BEDROCK_BASE_URL, when set, replaces the
-// regional address.
+// configuration the usual way, as the AWS SDK's LoadDefaultConfig finds
+// it (internal/awsconfig, without linking the SDK's service clients):
+// AWS_REGION (or AWS_DEFAULT_REGION), AWS_PROFILE, AWS_ACCESS_KEY_ID /
+// AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, web identity, the shared
+// config and credentials files (roles, SSO, aws login,
+// credential_process), the container's and the instance's role;
+// AWS_BEARER_TOKEN_BEDROCK, when set, is sent instead of a signature;
+// ANTHROPIC_BEDROCK_BASE_URL, when set, replaces the regional address.
 type Config struct {
 	// Config is the wire's own settings, as on the first-party API: its
 	// BaseURL, when set, replaces the address
@@ -61,8 +64,9 @@ type Config struct {
 	// calls InvokeModel, the answer then arriving whole; MaxRetries and
 	// HTTPClient as there. Its APIKey must stay empty.
 	anthropic.Config
-	// AWS is the AWS configuration (its Region and Credentials); nil loads
-	// the default one, as the AWS CLI does.
+	// AWS is the AWS configuration (its Region and Credentials, and its
+	// BearerAuthTokenProvider and AuthSchemePreference); nil loads the
+	// default one, as the AWS SDK and CLI do.
 	AWS *aws.Config
 }
 
@@ -76,11 +80,11 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	if cfg.AWS != nil {
 		awsCfg = *cfg.AWS
 	} else {
-		loaded, err := config.LoadDefaultConfig(context.Background())
+		c, err := awsconfig.Load(context.Background())
 		if err != nil {
 			return nil, fmt.Errorf("bedrock: loading the AWS configuration: %w", err)
 		}
-		awsCfg = loaded
+		awsCfg = c
 	}
 	if awsCfg.Region == "" {
 		return nil, errors.New("bedrock: no AWS region: set AWS_REGION (or a region in the AWS profile that AWS_PROFILE names)")
@@ -204,17 +208,20 @@ func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 	}
 	r.URL.RawPath = raw // kept by net/url while it decodes to Path
 	ctx := r.Context()
+	// A token or credentials that cannot be had end the request at once:
+	// their providers retried what they sent, as the AWS SDK's do, and
+	// sending the request again would only ask them again.
 	if s.bearer != nil {
 		token, err := s.bearer.token(ctx)
 		if err != nil {
-			return err
+			return provider.Final(err)
 		}
 		r.Header.Set("Authorization", "Bearer "+token)
 		return nil
 	}
 	creds, err := s.credentials.Retrieve(ctx)
 	if err != nil {
-		return err
+		return provider.Final(err)
 	}
 	// Trace context headers are not signed: a proxy may rewrite them.
 	held := map[string][]string{}

@@ -275,6 +275,11 @@ func (r *retryPolicy) do(req *http.Request, g *ratewait.Gate, send func(*http.Re
 		if err == nil && (r == nil || !slices.Contains(r.statuses, int32(resp.StatusCode))) {
 			return resp, nil
 		}
+		if provider.IsFinal(err) {
+			// no attempt again can mend it (an authorization refused by
+			// the caller's transport): not retried, not a connection's
+			return nil, err
+		}
 		// with a limiter, a wait the answer asked for is the limiter's
 		atLimiter := g != nil && asked > 0
 		wait := asked

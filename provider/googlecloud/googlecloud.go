@@ -27,6 +27,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
+	"github.com/myelin-run/myelin/internal/googletoken"
 	"github.com/myelin-run/myelin/provider/anthropic"
 )
 
@@ -141,7 +142,7 @@ func identity(project, location, workspace, base string) string {
 // the SDK's googlecloud package's middleware does one through the SDK:
 // with the token source's token, reused until it expires.
 func bearer(ts oauth2.TokenSource) func(*http.Request) error {
-	ts = oauth2.ReuseTokenSource(nil, ts)
+	ts = oauth2.ReuseTokenSource(nil, googletoken.Source(ts))
 	return func(r *http.Request) error {
 		tok, err := ts.Token()
 		if err != nil {

@@ -36,6 +36,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
+	"github.com/myelin-run/myelin/internal/googletoken"
 	"github.com/myelin-run/myelin/provider/anthropic"
 )
 
@@ -150,7 +151,7 @@ func authorized(client *http.Client, creds *google.Credentials) (*http.Client, e
 		return client, nil
 	}
 	wrapped := *client
-	wrapped.Transport = &oauth2.Transport{Base: base, Source: creds.TokenSource}
+	wrapped.Transport = &oauth2.Transport{Base: base, Source: googletoken.Source(creds.TokenSource)}
 	return &wrapped, nil
 }
 

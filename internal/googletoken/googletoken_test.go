@@ -1,0 +1,57 @@
+package googletoken
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"golang.org/x/oauth2"
+)
+
+func TestOnlyATokenTheEndpointRefusedIsRefused(t *testing.T) {
+	answer := func(status int) error {
+		return fmt.Errorf("oauth2: cannot fetch token: %w", &oauth2.RetrieveError{Response: &http.Response{StatusCode: status}, ErrorCode: "invalid_grant"})
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"400 invalid_grant", answer(400), true},
+		{"401", answer(401), true},
+		{"403", answer(403), true},
+		{"408", answer(408), false},
+		{"429", answer(429), false},
+		{"500", answer(500), false},
+		{"503", answer(503), false},
+		{"a refusal without its answer", &oauth2.RetrieveError{}, false},
+		{"the endpoint unreachable", errors.New("dial tcp: connection refused"), false},
+	} {
+		if got := Refused(c.err); got != c.want {
+			t.Errorf("%s: Refused = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+type tokens struct {
+	tok *oauth2.Token
+	err error
+}
+
+func (s tokens) Token() (*oauth2.Token, error) { return s.tok, s.err }
+
+func TestSourcePassesTokensAndErrorsThrough(t *testing.T) {
+	want := &oauth2.Token{AccessToken: "t"}
+	if got, err := Source(tokens{tok: want}).Token(); got != want || err != nil {
+		t.Errorf("Token = %v, %v; want the source's token", got, err)
+	}
+	refused := &oauth2.RetrieveError{Response: &http.Response{StatusCode: 400}}
+	if _, err := Source(tokens{err: refused}).Token(); !errors.Is(err, refused) {
+		t.Errorf("a refusal: %v, want it wrapped", err)
+	}
+	other := errors.New("unreachable")
+	if _, err := Source(tokens{err: other}).Token(); err != other {
+		t.Errorf("another error: %v, want it as it is", err)
+	}
+}
