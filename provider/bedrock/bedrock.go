@@ -33,10 +33,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsconfig"
@@ -208,20 +210,17 @@ func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 	}
 	r.URL.RawPath = raw // kept by net/url while it decodes to Path
 	ctx := r.Context()
-	// A token or credentials that cannot be had end the request at once:
-	// their providers retried what they sent, as the AWS SDK's do, and
-	// sending the request again would only ask them again.
+	var creds aws.Credentials
 	if s.bearer != nil {
-		token, err := s.bearer.token(ctx)
-		if err != nil {
-			return provider.Final(err)
+		var token string
+		if err := authorize(ctx, func() (err error) { token, err = s.bearer.token(ctx); return err }); err != nil {
+			return err
 		}
 		r.Header.Set("Authorization", "Bearer "+token)
 		return nil
 	}
-	creds, err := s.credentials.Retrieve(ctx)
-	if err != nil {
-		return provider.Final(err)
+	if err := authorize(ctx, func() (err error) { creds, err = s.credentials.Retrieve(ctx); return err }); err != nil {
+		return err
 	}
 	// Trace context headers are not signed: a proxy may rewrite them.
 	held := map[string][]string{}
@@ -238,6 +237,41 @@ func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 	}
 	return err
 }
+
+// authorize gets an attempt's credentials or token (get) as the AWS
+// SDK's clients do: asked again, up to the standard retryer's attempts
+// and after its backoff, while the retryer calls the failure retryable (a
+// connection's, a 5xx, a throttling — its providers retried their own
+// calls already, and the SDK's client retries them once more so); a
+// failure then is final (provider.Final): the request is not sent again
+// for it, by the wire or the agent — a machine without credentials
+// learns why in seconds, not after --retry-for.
+func authorize(ctx context.Context, get func() error) error {
+	std := retry.NewStandard()
+	for attempt := 1; ; attempt++ {
+		err := get()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || attempt >= std.MaxAttempts() || !std.IsErrorRetryable(err) {
+			return provider.Final(err)
+		}
+		wait, werr := std.RetryDelay(attempt, err)
+		if authorizeBackoff != nil {
+			wait, werr = authorizeBackoff(attempt), nil
+		}
+		if werr != nil {
+			return provider.Final(err)
+		}
+		if serr := send.Sleep(ctx, wait); serr != nil {
+			return serr
+		}
+	}
+}
+
+// authorizeBackoff, when set (by a test), is authorize's wait after an
+// attempt in place of the standard retryer's.
+var authorizeBackoff func(attempt int) time.Duration
 
 // unsigned are the headers left out of the signature, as the SDK's bedrock
 // middleware leaves them: W3C trace context and baggage.
