@@ -14,6 +14,8 @@ package googletoken
 import (
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/myelin-run/myelin/provider"
 	"golang.org/x/oauth2"
@@ -35,16 +37,49 @@ func (s source) Token() (*oauth2.Token, error) {
 
 // Refused reports whether err holds the token endpoint's refusal: an
 // answer below 500 that is not 408 (timeout) or 429 (too many requests).
+// x/oauth2 reports most refusals as an *oauth2.RetrieveError, but those
+// of workload identity federation's token exchange, of service account
+// impersonation and of an external account's subject token URL only in
+// their text ("oauth2/google: status code 400: ..."), which is read then.
 func Refused(err error) bool {
+	status, ok := 0, false
 	var re *oauth2.RetrieveError
-	if !errors.As(err, &re) || re.Response == nil {
+	if errors.As(err, &re) {
+		if re.Response == nil {
+			return false // no answer to read (its Error would not say one either)
+		}
+		status, ok = re.Response.StatusCode, true
+	} else {
+		status, ok = statusInText(err.Error())
+	}
+	if !ok {
 		return false
 	}
-	switch s := re.Response.StatusCode; {
-	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
+	switch {
+	case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests:
 		return false
-	case s >= 400 && s < 500:
+	case status >= 400 && status < 500:
 		return true
 	}
 	return false
+}
+
+// statusInText is the status x/oauth2's google package wrote into msg
+// (v0.36.0: google/internal/stsexchange, google/internal/impersonate,
+// google/externalaccount/urlcredsource).
+func statusInText(msg string) (int, bool) {
+	for _, prefix := range []string{"oauth2/google: status code ", "oauth2/google/externalaccount: status code "} {
+		i := strings.Index(msg, prefix)
+		if i < 0 {
+			continue
+		}
+		rest := msg[i+len(prefix):]
+		if len(rest) < 4 || rest[3] != ':' {
+			continue
+		}
+		if n, err := strconv.Atoi(rest[:3]); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
 }

@@ -26,6 +26,13 @@ func TestOnlyATokenTheEndpointRefusedIsRefused(t *testing.T) {
 		{"500", answer(500), false},
 		{"503", answer(503), false},
 		{"a refusal without its answer", &oauth2.RetrieveError{}, false},
+		{"workload identity's exchange refused", errors.New(`oauth2/google: status code 400: {"error":"invalid_grant"}`), true},
+		{"impersonation refused", fmt.Errorf("impersonate: %w", errors.New("oauth2/google: status code 403: denied")), true},
+		{"a subject token URL refused", errors.New("oauth2/google/externalaccount: status code 401: no"), true},
+		{"workload identity's exchange unavailable", errors.New("oauth2/google: status code 503: later"), false},
+		{"workload identity's exchange throttled", errors.New("oauth2/google: status code 429: later"), false},
+		{"a status in other words", errors.New("status code 400: not x/oauth2's"), false},
+		{"a status that is no number", errors.New("oauth2/google: status code 4xx: ?"), false},
 		{"the endpoint unreachable", errors.New("dial tcp: connection refused"), false},
 	} {
 		if got := Refused(c.err); got != c.want {

@@ -141,8 +141,27 @@ func New(cfg Config) (*Provider, error) {
 // platform's (platform.go), whose requests through the SDK wait at
 // cfg.Limiter, if any, named by wire and identity.
 func withOptions(cfg Config, opts []option.RequestOption, wire, identity string) *Provider {
+	// first: the outermost middleware, around a platform's and the client's
+	opts = append([]option.RequestOption{option.WithMiddleware(stopAtFinal)}, opts...)
 	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}, prefixes: &prefix.Cache{},
 		gate: ratewait.New(cfg.Limiter, wire, identity)}
+}
+
+// stopAtFinal ends the SDK's own retries (a whole answer's, NoStream) at
+// an error marked provider.Final — credentials or a token that cannot be
+// had, from a platform's Send or the HTTP client's transport: the SDK
+// retries every attempt that got no answer, so the error goes back beside
+// an answer saying not to (x-should-retry: false), which the SDK reads
+// first, and then returns the error as it is.
+func stopAtFinal(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(r)
+	if err == nil || !provider.IsFinal(err) {
+		return res, err
+	}
+	if res != nil && res.Body != nil {
+		res.Body.Close()
+	}
+	return &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{"X-Should-Retry": {"false"}}, Body: http.NoBody, Request: r}, err
 }
 
 // maxBreakpoints is the most cache_control markers one request may hold.

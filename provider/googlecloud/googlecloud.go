@@ -109,7 +109,7 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		Location:    cfg.Location, // the SDK reads the variable, else "global"
 		WorkspaceID: workspace,
 		BaseURL:     base,
-		TokenSource: creds.TokenSource,
+		TokenSource: googletoken.Source(creds.TokenSource), // a refused token ends a whole answer's retries too
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
