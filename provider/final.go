@@ -23,3 +23,19 @@ func IsFinal(err error) bool {
 type final struct{ error }
 
 func (f final) Unwrap() error { return f.error }
+
+// Unsent marks err as met before anything of the request was written —
+// its authorization failed (credentials or a token that could not be
+// had) — so that Unconnected, and with it NeverReached, says so: the
+// provider never had the request (the agent then stores nothing of a new
+// conversation). The marked error unwraps to err; a nil err stays nil.
+func Unsent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return unsent{err}
+}
+
+type unsent struct{ error }
+
+func (u unsent) Unwrap() error { return u.error }

@@ -31,3 +31,17 @@ func TestAFinalErrorIsNeitherTransientNorAConnectionsError(t *testing.T) {
 		t.Error("a connection's error is no longer transient")
 	}
 }
+
+func TestAnUnsentErrorNeverReachedTheProvider(t *testing.T) {
+	cause := errors.New("no credentials")
+	if Unsent(nil) != nil {
+		t.Error("Unsent(nil) is not nil")
+	}
+	marked := Final(Unsent(cause))
+	if !errors.Is(marked, cause) || !Unconnected(marked) || !NeverReached(fmt.Errorf("wrapped: %w", marked)) {
+		t.Errorf("%v: not unwrapping to its cause, or not unconnected, or reached", marked)
+	}
+	if NeverReached(cause) {
+		t.Error("an unmarked error never reached the provider")
+	}
+}

@@ -161,12 +161,17 @@ func NeverReached(err error) bool {
 
 // Unconnected reports whether err is a failure that comes before anything
 // of a request is written: the name not resolved, the connection (to the
-// provider or a proxy) not made, the TLS handshake failed. Narrowly so: a
+// provider or a proxy) not made, the TLS handshake failed, an error
+// marked Unsent (its authorization failed). Narrowly so: a
 // connection that broke once made, or a timeout after it was made, is
 // not one.
 func Unconnected(err error) bool {
 	if err == nil {
 		return false
+	}
+	var u unsent
+	if errors.As(err, &u) {
+		return true
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) {

@@ -21,18 +21,23 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// Source is ts whose refused tokens are final errors; its tokens, and
-// its other errors, are ts's.
+// Source is ts whose refused tokens are final errors; its tokens are
+// ts's, and its errors, each marked provider.Unsent (no request is
+// written without a token).
 func Source(ts oauth2.TokenSource) oauth2.TokenSource { return source{ts} }
 
 type source struct{ ts oauth2.TokenSource }
 
 func (s source) Token() (*oauth2.Token, error) {
 	t, err := s.ts.Token()
-	if err != nil && Refused(err) {
-		return nil, provider.Final(err)
+	switch {
+	case err == nil:
+		return t, nil
+	case Refused(err):
+		return nil, provider.Final(provider.Unsent(err))
 	}
-	return t, err
+	// nothing of the request is written without a token
+	return nil, provider.Unsent(err)
 }
 
 // Refused reports whether err holds the token endpoint's refusal: an

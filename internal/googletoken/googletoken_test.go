@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/oauth2"
+
+	"github.com/myelin-run/myelin/provider"
 )
 
 func TestOnlyATokenTheEndpointRefusedIsRefused(t *testing.T) {
@@ -54,11 +56,11 @@ func TestSourcePassesTokensAndErrorsThrough(t *testing.T) {
 		t.Errorf("Token = %v, %v; want the source's token", got, err)
 	}
 	refused := &oauth2.RetrieveError{Response: &http.Response{StatusCode: 400}}
-	if _, err := Source(tokens{err: refused}).Token(); !errors.Is(err, refused) {
-		t.Errorf("a refusal: %v, want it wrapped", err)
+	if _, err := Source(tokens{err: refused}).Token(); !errors.Is(err, refused) || !provider.IsFinal(err) || !provider.NeverReached(err) {
+		t.Errorf("a refusal: %v, want it wrapped, final and never reached", err)
 	}
 	other := errors.New("unreachable")
-	if _, err := Source(tokens{err: other}).Token(); err != other {
-		t.Errorf("another error: %v, want it as it is", err)
+	if _, err := Source(tokens{err: other}).Token(); !errors.Is(err, other) || provider.IsFinal(err) || !provider.NeverReached(err) {
+		t.Errorf("another error: %v, want it wrapped, not final, never reached", err)
 	}
 }

@@ -254,14 +254,14 @@ func authorize(ctx context.Context, get func() error) error {
 			return nil
 		}
 		if ctx.Err() != nil || attempt >= std.MaxAttempts() || !std.IsErrorRetryable(err) {
-			return provider.Final(err)
+			return provider.Final(provider.Unsent(err))
 		}
 		wait, werr := std.RetryDelay(attempt, err)
 		if authorizeBackoff != nil {
 			wait, werr = authorizeBackoff(attempt), nil
 		}
 		if werr != nil {
-			return provider.Final(err)
+			return provider.Final(provider.Unsent(err))
 		}
 		if serr := send.Sleep(ctx, wait); serr != nil {
 			return serr

@@ -43,6 +43,9 @@ func TestCredentialsThatCannotBeHadEndTheRequestAtOnce(t *testing.T) {
 	if err == nil || !errors.Is(err, creds.err) {
 		t.Fatalf("Complete: %v, want the credentials' error", err)
 	}
+	if !provider.NeverReached(err) {
+		t.Errorf("the error does not say the request never reached Bedrock (a new conversation would be stored): %v", err)
+	}
 	if provider.Transient(err) {
 		t.Errorf("the error is transient: the agent would send the request again (%v)", err)
 	}
