@@ -27,8 +27,8 @@ func (f final) Unwrap() error { return f.error }
 // Unsent marks err as met before anything of the request was written —
 // its authorization failed (credentials or a token that could not be
 // had) — so that Unconnected, and with it NeverReached, says so: the
-// provider never had the request (the agent then stores nothing of a new
-// conversation). The marked error unwraps to err; a nil err stays nil.
+// provider never had the request (`run` and `chat` then store nothing of
+// a new conversation). The marked error unwraps to err; a nil err stays nil.
 func Unsent(err error) error {
 	if err == nil {
 		return nil

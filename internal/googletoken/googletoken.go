@@ -71,8 +71,25 @@ func Refused(err error) bool {
 
 // statusInText is the status x/oauth2's google package wrote into msg
 // (v0.36.0: google/internal/stsexchange, google/internal/impersonate,
-// google/externalaccount/urlcredsource).
+// google/externalaccount/urlcredsource), or a *oauth2.RetrieveError's
+// text flattened into it with %v (impersonation's source credentials
+// refused: "oauth2/google: unable to generate access token: ...: oauth2:
+// \"invalid_grant\" ..." or "oauth2: cannot fetch token: 400 Bad
+// Request"): an RFC 6749 §5.2 error code there is a refusal (400).
 func statusInText(msg string) (int, bool) {
+	for _, code := range []string{"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"} {
+		if strings.Contains(msg, `oauth2: "`+code+`"`) {
+			return http.StatusBadRequest, true
+		}
+	}
+	if i := strings.Index(msg, "oauth2: cannot fetch token: "); i >= 0 {
+		rest := msg[i+len("oauth2: cannot fetch token: "):]
+		if len(rest) >= 3 {
+			if n, err := strconv.Atoi(rest[:3]); err == nil {
+				return n, true
+			}
+		}
+	}
 	for _, prefix := range []string{"oauth2/google: status code ", "oauth2/google/externalaccount: status code "} {
 		i := strings.Index(msg, prefix)
 		if i < 0 {

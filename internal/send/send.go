@@ -260,8 +260,10 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 			sent = true
 		}
 		reached = reached || (sent && !provider.Unconnected(err))
-		if sent && provider.Unconnected(err) {
-			pass.Unreached() // no answer is coming: the limiter holds nothing for it
+		if !sent || provider.Unconnected(err) {
+			// no answer is coming (nothing left, or the attempt's
+			// authorization failed): the limiter holds nothing for it
+			pass.Unreached()
 		}
 		retry := s.rules.retryable(res, err)
 		next := s.pause(res, n, s.now().Sub(first), bound, retry)
@@ -294,7 +296,12 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		if !next.again {
 			if provider.IsFinal(err) {
 				// no attempt again can mend it: not a connection's error,
-				// which the agent would send the request again for
+				// which the agent would send the request again for —
+				// unless an earlier attempt was written, which the error
+				// must not deny (Transient still says no: it is final)
+				if reached {
+					return nil, &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: before + n + 1, Reached: true, Err: err}
+				}
 				return nil, err
 			}
 			if err != nil && sent && readErr == nil {

@@ -150,19 +150,24 @@ func withOptions(cfg Config, opts []option.RequestOption, wire, identity string)
 // stopAtFinal ends the SDK's own retries (a whole answer's, NoStream) at
 // an error marked provider.Final — credentials or a token that cannot be
 // had, from a platform's Send or the HTTP client's transport: the SDK
-// retries every attempt that got no answer, so the error goes back beside
-// an answer saying not to (x-should-retry: false), which the SDK reads
-// first, and then returns the error as it is.
+// retries every attempt that got no answer and stops only when the
+// caller's context ends, so the call's context (Complete's, under
+// stopKey) is ended with the error as its cause, which Complete returns.
+// No answer is made up: the SDK's span of the call records the error, not
+// a status nothing sent.
 func stopAtFinal(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 	res, err := next(r)
-	if err == nil || !provider.IsFinal(err) {
-		return res, err
+	if err != nil && provider.IsFinal(err) {
+		if stop, ok := r.Context().Value(stopKey{}).(context.CancelCauseFunc); ok {
+			stop(err)
+		}
 	}
-	if res != nil && res.Body != nil {
-		res.Body.Close()
-	}
-	return &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{"X-Should-Retry": {"false"}}, Body: http.NoBody, Request: r}, err
+	return res, err
 }
+
+// stopKey is the context key of the call's context.CancelCauseFunc that
+// stopAtFinal ends it by.
+type stopKey struct{}
 
 // maxBreakpoints is the most cache_control markers one request may hold.
 const maxBreakpoints = 4
@@ -413,7 +418,14 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		ctx = context.WithValue(ctx, routeKey{}, &Route{Model: wireModel(req.Model), Stream: !p.cfg.NoStream, Body: body})
 	}
 	if p.cfg.NoStream {
-		msg, err := p.client.Messages.New(ctx, sdk.MessageNewParams{}, opts...)
+		// stopAtFinal ends the SDK's retries by this context's end, its
+		// cause the final error
+		stopCtx, stop := context.WithCancelCause(ctx)
+		defer stop(nil)
+		msg, err := p.client.Messages.New(context.WithValue(stopCtx, stopKey{}, stop), sdk.MessageNewParams{}, opts...)
+		if cause := context.Cause(stopCtx); err != nil && ctx.Err() == nil && provider.IsFinal(cause) {
+			err = cause
+		}
 		if err != nil {
 			return provider.Response{}, describe(err)
 		}

@@ -264,7 +264,7 @@ func authorize(ctx context.Context, get func() error) error {
 			return provider.Final(provider.Unsent(err))
 		}
 		if serr := send.Sleep(ctx, wait); serr != nil {
-			return serr
+			return fmt.Errorf("%w (waiting to ask again for credentials after: %v)", serr, err)
 		}
 	}
 }
