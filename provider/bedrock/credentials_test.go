@@ -24,35 +24,38 @@ func (c *countedCredentials) Retrieve(context.Context) (aws.Credentials, error) 
 	return aws.Credentials{}, c.err
 }
 
-// TestCredentialsThatCannotBeHadEndTheRequestAtOnce: the credential
-// providers retry what they send (STS, SSO, the instance's metadata
-// service) as the AWS SDK does; a failure that reaches the request is
-// theirs after those retries, so the request is not sent again for it
-// (a user without credentials waited two minutes of retries to read
-// "no EC2 IMDS role found").
+// TestCredentialsThatCannotBeHadEndTheRequestAtOnce: credentials whose
+// failure the AWS SDK's retryer does not call retryable are asked for
+// once, and the request is not sent again for them — streamed, or whole
+// (NoStream: InvokeModel, sent by the anthropic SDK's own retry loop) —
+// nor made a connection's error the agent would resend (a user without
+// credentials waited two minutes of retries to read "no EC2 IMDS role
+// found"); the error says the request never reached Bedrock.
 func TestCredentialsThatCannotBeHadEndTheRequestAtOnce(t *testing.T) {
 	hermetic(t)
-	srv := providertest.NewBedrock(t, providertest.Step{Text: "never"})
-	s, client := providertest.Tap(t, srv)
-	creds := &countedCredentials{err: errors.New("no EC2 IMDS role found")}
-	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: 2}, AWS: &aws.Config{Region: "us-east-1", Credentials: creds}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = p.Complete(context.Background(), providertest.SampleRequest(), nil)
-	if err == nil || !errors.Is(err, creds.err) {
-		t.Fatalf("Complete: %v, want the credentials' error", err)
-	}
-	if !provider.NeverReached(err) {
-		t.Errorf("the error does not say the request never reached Bedrock (a new conversation would be stored): %v", err)
-	}
-	if provider.Transient(err) {
-		t.Errorf("the error is transient: the agent would send the request again (%v)", err)
-	}
-	if n := creds.calls.Load(); n != 1 {
-		t.Errorf("credentials asked for %d times, want 1: the request was sent again for them", n)
-	}
-	if n := s.Count(); n != 0 {
-		t.Errorf("%d requests reached Bedrock", n)
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewBedrock(t, providertest.Step{Text: "never"})
+		s, client := providertest.Tap(t, srv)
+		creds := &countedCredentials{err: errors.New("no EC2 IMDS role found")}
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: 2, NoStream: noStream}, AWS: &aws.Config{Region: "us-east-1", Credentials: creds}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Complete(context.Background(), providertest.SampleRequest(), nil)
+		if err == nil || !errors.Is(err, creds.err) {
+			t.Fatalf("NoStream %v: Complete: %v, want the credentials' error", noStream, err)
+		}
+		if !provider.NeverReached(err) {
+			t.Errorf("NoStream %v: the error does not say the request never reached Bedrock (a new conversation would be stored): %v", noStream, err)
+		}
+		if provider.Transient(err) {
+			t.Errorf("NoStream %v: the error is transient: the agent would send the request again (%v)", noStream, err)
+		}
+		if n := creds.calls.Load(); n != 1 {
+			t.Errorf("NoStream %v: credentials asked for %d times, want 1: the request was sent again for them", noStream, n)
+		}
+		if n := s.Count(); n != 0 {
+			t.Errorf("NoStream %v: %d requests reached Bedrock", noStream, n)
+		}
 	}
 }
