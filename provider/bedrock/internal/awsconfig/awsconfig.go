@@ -256,6 +256,7 @@ type MFAError struct {
 	Profile, RoleARN string
 }
 
+// Error names the profile and the role, and what to use instead.
 func (e *MFAError) Error() string {
 	return fmt.Sprintf("the AWS profile %q assumes the role %s with an MFA code (mfa_serial), which myelin cannot ask for: use credentials that need no code, such as a role session made beforehand", e.Profile, e.RoleARN)
 }
