@@ -266,10 +266,6 @@ func (l *loader) assumeRole(source aws.CredentialsProvider, sc *awsprofile.Profi
 	if sc.MFASerial != "" {
 		return nil, &MFAError{Profile: sc.Profile, RoleARN: sc.RoleARN}
 	}
-	client, err := l.stsClient()
-	if err != nil {
-		return failing{err}, nil
-	}
 	o := awssts.AssumeRoleOptions{RoleARN: sc.RoleARN, RoleSessionName: sc.RoleSessionName, ExternalID: sc.ExternalID}
 	// The SDK takes a duration only over its default of 15 minutes.
 	if d := sc.RoleDurationSeconds; d != nil && *d/time.Minute > 15 {
@@ -277,7 +273,7 @@ func (l *loader) assumeRole(source aws.CredentialsProvider, sc *awsprofile.Profi
 	}
 	// The source is not cached here: the SDK's STS client asks it again at
 	// every attempt (an inner role is assumed again, a process run again).
-	return awssts.NewAssumeRole(client, source, o), nil
+	return awssts.NewAssumeRole(l.stsClient(), source, o), nil
 }
 
 // webIdentity is the role roleARN assumed with the token in file.
@@ -285,20 +281,13 @@ func (l *loader) webIdentity(file, roleARN, sessionName string) (aws.Credentials
 	if roleARN == "" {
 		return nil, fmt.Errorf("the web identity token file %s is set without a role to assume: set AWS_ROLE_ARN (or role_arn in the profile)", file)
 	}
-	client, err := l.stsClient()
-	if err != nil {
-		return failing{err}, nil
-	}
-	return awssts.NewWebIdentity(client, awssts.WebIdentityOptions{RoleARN: roleARN, RoleSessionName: sessionName, TokenFile: file}), nil
+	return awssts.NewWebIdentity(l.stsClient(), awssts.WebIdentityOptions{RoleARN: roleARN, RoleSessionName: sessionName, TokenFile: file}), nil
 }
 
 // stsClient is STS at its endpoint for the configuration's region.
-func (l *loader) stsClient() (awssts.Client, error) {
-	url, signing, err := l.endpoint(awsendpoint.STS, "STS", "sts", l.region())
-	if err != nil {
-		return awssts.Client{}, err
-	}
-	return awssts.Client{HTTPClient: l.httpClient, Endpoint: url, SigningRegion: signing, MaxAttempts: l.maxAttempts()}, nil
+func (l *loader) stsClient() awssts.Client {
+	c, signing := l.client(awsendpoint.STS, "STS", "sts", l.region())
+	return awssts.Client{Client: c, SigningRegion: signing}
 }
 
 // sso is an SSO profile's role credentials: with its session's token
@@ -316,9 +305,11 @@ func (l *loader) sso(sc *awsprofile.Profile) (aws.CredentialsProvider, error) {
 		if err != nil {
 			return nil, err
 		}
-		o.TokenProvider = awssso.NewTokenProvider(l.client(awsendpoint.SSOOIDC, "SSO_OIDC", "sso_oidc", region), path)
+		oidc, _ := l.client(awsendpoint.SSOOIDC, "SSO_OIDC", "sso_oidc", region)
+		o.TokenProvider = awssso.NewTokenProvider(oidc, path)
 	}
-	return awssso.NewCredentials(l.client(awsendpoint.SSO, "SSO", "sso", region), o), nil
+	c, _ := l.client(awsendpoint.SSO, "SSO", "sso", region)
+	return awssso.NewCredentials(c, o), nil
 }
 
 // bearer is the token provider of the profile's SSO session, cached as
@@ -329,7 +320,8 @@ func (l *loader) bearer(session *awsprofile.SSOSession) (smithybearer.TokenProvi
 	if err != nil {
 		return nil, fmt.Errorf("finding the cached token of the SSO session %q: %w", session.Name, err)
 	}
-	p := awssso.NewTokenProvider(l.client(awsendpoint.SSOOIDC, "SSO_OIDC", "sso_oidc", l.region()), path)
+	oidc, _ := l.client(awsendpoint.SSOOIDC, "SSO_OIDC", "sso_oidc", l.region())
+	p := awssso.NewTokenProvider(oidc, path)
 	return smithybearer.NewTokenCache(p, func(o *smithybearer.TokenCacheOptions) {
 		o.RefreshBeforeExpires = 5 * time.Minute
 		o.RetrieveBearerTokenTimeout = 30 * time.Second
@@ -342,7 +334,7 @@ func (l *loader) login(sc *awsprofile.Profile) (aws.CredentialsProvider, error) 
 	if err != nil {
 		return nil, err
 	}
-	c := l.client(awsendpoint.Signin, "SIGNIN", "signin", l.region())
+	c, _ := l.client(awsendpoint.Signin, "SIGNIN", "signin", l.region())
 	// A cache file made anew is its owner's alone, whatever
 	// AWS_RESTRICT_FILE_PERMISSIONS says: it holds a refresh token and a
 	// private key. (The SDK's loader restricts it too: it reads that
@@ -350,13 +342,14 @@ func (l *loader) login(sc *awsprofile.Profile) (aws.CredentialsProvider, error) 
 	return cached(awslogin.New(c, path, awslogin.Options{RestrictPermissions: true})), nil
 }
 
-// client is the plain client of an SSO, SSO OIDC or sign-in service. An
-// endpoint that cannot be resolved is the client's Err: as with the SDK,
-// which resolves an endpoint only when it sends, only a call fails with
-// it (an unexpired cached token or credentials need none).
-func (l *loader) client(s awsendpoint.Service, envName, sharedName, region string) awscall.Client {
-	url, _, err := l.endpoint(s, envName, sharedName, region)
-	return awscall.Client{HTTPClient: l.httpClient, Endpoint: url, MaxAttempts: l.maxAttempts(), Err: err}
+// client is the client of an AWS service for region, and the region its
+// requests are signed for (STS's). An endpoint that cannot be resolved is
+// the client's Err: as with the SDK, which resolves an endpoint only when
+// it sends, only a call fails with it (an unexpired cached token or
+// credentials need none; STS is asked nothing, nor is a role's source).
+func (l *loader) client(s awsendpoint.Service, envName, sharedName, region string) (awscall.Client, string) {
+	url, signing, err := l.endpoint(s, envName, sharedName, region)
+	return awscall.Client{HTTPClient: l.httpClient, Endpoint: url, MaxAttempts: l.maxAttempts(), Err: err}, signing
 }
 
 // endpoint is where a service's client sends for region: its configured
@@ -420,13 +413,4 @@ func (l *loader) dualStack() bool {
 		return v == aws.DualStackEndpointStateEnabled
 	}
 	return l.prof.UseDualStackEndpoint == aws.DualStackEndpointStateEnabled
-}
-
-// failing is a credentials provider whose every Retrieve fails with err:
-// a client that cannot be made (an endpoint that cannot be resolved) is
-// the first request's error, as with the SDK, not the load's.
-type failing struct{ err error }
-
-func (f failing) Retrieve(context.Context) (aws.Credentials, error) {
-	return aws.Credentials{}, f.err
 }

@@ -28,26 +28,20 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 )
 
-// Client is how a provider reaches STS; the chain fills it.
+// Client is how a provider reaches STS; the chain fills it: the client of
+// any AWS service (its HTTP client, endpoint — awsendpoint.Resolve's, or
+// the configured one; its path, if any, is where the request goes, its
+// query is dropped, as the SDK's client does — attempts, backoff, and the
+// endpoint's resolution error, which fails every call), and the region
+// AssumeRole is signed for.
 type Client struct {
-	// HTTPClient sends the requests; nil is http.DefaultClient.
-	HTTPClient *http.Client
-	// Endpoint is the URL of STS (awsendpoint.Resolve's, or the
-	// configured one); its path, if any, is where the request goes, its
-	// query is dropped, as the SDK's client does.
-	Endpoint string
+	awscall.Client
 	// SigningRegion is the region AssumeRole is signed for
 	// (awsendpoint.Resolve's signing region).
 	SigningRegion string
-	// MaxAttempts is how many times a request is sent when STS or the
-	// network fails in a way worth retrying; 0 is 3, the SDK's default.
-	MaxAttempts int
-	// Backoff is the wait before retry number attempt (1 for the first
-	// retry); nil is the SDK's standard backoff, a random wait up to
-	// 2^attempt seconds, at most 20 s. Tests set one returning 0.
-	Backoff func(attempt int) time.Duration
 }
 
 // The Source of the credentials each provider returns: the names the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsendpoint"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awssts"
 )
@@ -25,7 +26,7 @@ func ExampleNewAssumeRole() {
 		return aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "SECRET"}, nil
 	})
 	creds := aws.NewCredentialsCache(awssts.NewAssumeRole(
-		awssts.Client{HTTPClient: http.DefaultClient, Endpoint: endpoint, SigningRegion: signingRegion},
+		awssts.Client{Client: awscall.Client{HTTPClient: http.DefaultClient, Endpoint: endpoint}, SigningRegion: signingRegion},
 		source,
 		awssts.AssumeRoleOptions{RoleARN: "arn:aws:iam::123456789012:role/demo", ExternalID: "ext"},
 	))

@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials/stscreds"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 )
 
 // reply is one answer of the fake STS.
@@ -360,8 +361,8 @@ func runSide(t *testing.T, c parityCase, sdk bool) ([]outcome, []seen, int) {
 			})
 		}
 	} else {
-		client := Client{HTTPClient: f.srv.Client(), Endpoint: f.srv.URL + c.path, SigningRegion: "us-west-2", MaxAttempts: c.maxAttempts,
-			Backoff: func(int) time.Duration { return 0 }}
+		client := Client{Client: awscall.Client{HTTPClient: f.srv.Client(), Endpoint: f.srv.URL + c.path, MaxAttempts: c.maxAttempts,
+			Backoff: func(int) time.Duration { return 0 }}, SigningRegion: "us-west-2"}
 		if c.web {
 			p = NewWebIdentity(client, web)
 		} else {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 )
 
 // TestAWebIdentityTokenFileIsBounded pins that a token file of up to
@@ -32,7 +34,7 @@ func TestAWebIdentityTokenFileIsBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := newFakeSTS(t, []reply{{status: 200, body: "@web_identity.xml"}})
-			client := Client{HTTPClient: f.srv.Client(), Endpoint: f.srv.URL}
+			client := Client{Client: awscall.Client{HTTPClient: f.srv.Client(), Endpoint: f.srv.URL}}
 			if !c.sent {
 				client.HTTPClient = &http.Client{Transport: noTransport{t}}
 			}

@@ -53,8 +53,7 @@ type operation struct {
 // credentials in the answer.
 func (c Client) call(ctx context.Context, op operation) (aws.Credentials, error) {
 	body := []byte(op.form.Encode())
-	sts := awscall.Client{HTTPClient: c.HTTPClient, Endpoint: c.Endpoint, MaxAttempts: c.MaxAttempts, Backoff: c.Backoff}
-	answer, err := sts.Do(ctx, awscall.Call{
+	answer, err := c.Do(ctx, awscall.Call{
 		Service: "STS", Operation: op.form.Get("Action"),
 		Request: func(ctx context.Context, target string, at time.Time) (*http.Request, error) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))

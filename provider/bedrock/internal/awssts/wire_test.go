@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 )
 
 // TestAnEndpointThatIsNotAURLFailsAtOnce pins that a provider given no
@@ -15,7 +17,7 @@ import (
 // try, fail to send and retry).
 func TestAnEndpointThatIsNotAURLFailsAtOnce(t *testing.T) {
 	for _, endpoint := range []string{"", "sts.us-east-1.amazonaws.com", "/just/a/path", "::"} {
-		p := NewWebIdentity(Client{Endpoint: endpoint, HTTPClient: &http.Client{Transport: noTransport{t}}},
+		p := NewWebIdentity(Client{Client: awscall.Client{Endpoint: endpoint, HTTPClient: &http.Client{Transport: noTransport{t}}}},
 			WebIdentityOptions{RoleARN: "arn:aws:iam::1:role/r", TokenFile: writeToken(t)})
 		_, err := p.Retrieve(context.Background())
 		if err == nil || !strings.Contains(err.Error(), "STS endpoint") {
