@@ -20,47 +20,35 @@ const (
 // appendKeyValues appends each attribute as the KeyValue message field num,
 // but one whose key, made well formed, equals a later one's (see clashes).
 func appendKeyValues(b []byte, num int, kvs []attribute.KeyValue) []byte {
-	start, valid := len(b), true
-	for _, kv := range kvs {
-		var ok bool
-		b, ok = appendKeyValue(b, num, kv)
-		valid = valid && ok
-	}
-	if valid {
-		return b
-	}
-	// a key was made well formed: written again, without the clashes
-	b = b[:start]
-	skip := clashes(len(kvs), func(i int) attribute.Key { return kvs[i].Key })
-	for i, kv := range kvs {
-		if !skip[i] {
-			b, _ = appendKeyValue(b, num, kv)
-		}
-	}
-	return b
+	return appendEach(b, num, len(kvs), func(i int) attribute.KeyValue { return kvs[i] })
 }
 
 // appendSet appends the attributes of set, in its (key) order, as the
 // KeyValue message field num, but one whose key, made well formed, equals a
 // later one's (see clashes).
 func appendSet(b []byte, num int, set *attribute.Set) []byte {
+	return appendEach(b, num, set.Len(), func(i int) attribute.KeyValue { kv, _ := set.Get(i); return kv })
+}
+
+// appendEach appends the n attributes at(i) as the KeyValue message field
+// num, but one whose key, made well formed, equals a later one's: written
+// once as given, and, when a key was made well formed, written again
+// without the clashes.
+func appendEach(b []byte, num, n int, at func(int) attribute.KeyValue) []byte {
 	start, valid := len(b), true
-	for i := range set.Len() {
-		kv, _ := set.Get(i)
+	for i := range n {
 		var ok bool
-		b, ok = appendKeyValue(b, num, kv)
+		b, ok = appendKeyValue(b, num, at(i))
 		valid = valid && ok
 	}
 	if valid {
 		return b
 	}
-	// a key was made well formed: written again, without the clashes
 	b = b[:start]
-	skip := clashes(set.Len(), func(i int) attribute.Key { kv, _ := set.Get(i); return kv.Key })
-	for i := range set.Len() {
+	skip := clashes(n, func(i int) attribute.Key { return at(i).Key })
+	for i := range n {
 		if !skip[i] {
-			kv, _ := set.Get(i)
-			b, _ = appendKeyValue(b, num, kv)
+			b, _ = appendKeyValue(b, num, at(i))
 		}
 	}
 	return b
