@@ -1,10 +1,10 @@
 // Package anthropic is the Anthropic Messages wire: it turns a
-// provider.Request into a Messages API request, sends it through
-// github.com/anthropics/anthropic-sdk-go/v2 (auth, retries, errors, the
-// platforms' middlewares) — or, for a streamed request to Anthropic's own
-// API, posts it directly with the SDK's headers and retry rules
-// (send.go) — and reads the streamed answer itself (stream.go, scan.go;
-// Bedrock's event stream in eventstream.go and frame.go).
+// provider.Request into a Messages API request, posts it with the headers
+// and retry rules of anthropic-sdk-go/v2, which it no longer links
+// (target.go, send.go; the SDK is a test dependency that holds the two
+// equal), and reads the answer itself: streamed (stream.go, scan.go;
+// Bedrock's event stream in eventstream.go and frame.go) or whole
+// (whole.go), an error answer as the SDK's error (apierror.go).
 //
 // A text tool result goes in the string form of `content` (its bytes as
 // stored); an error result carries `is_error`; images go as native image
@@ -25,13 +25,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
-
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/hugepage"
@@ -47,9 +45,9 @@ import (
 // ANTHROPIC_BASE_URL from the environment.
 type Config struct {
 	APIKey     string       // default: $ANTHROPIC_API_KEY
-	BaseURL    string       // default: $ANTHROPIC_BASE_URL, else the SDK's
+	BaseURL    string       // default: $ANTHROPIC_BASE_URL, else https://api.anthropic.com/
 	MaxRetries int          // retries before any output (provider.Endpoint); 0 means 4, -1 none
-	HTTPClient *http.Client // default: the SDK's
+	HTTPClient *http.Client // default: the SDK's default (send.DefaultClient)
 	// Limiter, when set, is the rate limiter every attempt of every
 	// request waits at before it is sent and every answer is observed by
 	// (docs/ratelimits.md): the key is the endpoint's host,
@@ -60,7 +58,7 @@ type Config struct {
 	// time instead of by MaxRetries: a request is sent again, with
 	// jittered exponential backoff, while the time since its first
 	// attempt is within it (docs/ratelimits.md, "Retries"). A whole
-	// answer (NoStream), sent through the SDK, is then not retried by the
+	// answer (NoStream) is then not retried by the
 	// wire at all: the agent resends it (agent.Agent.RetryFor, set with
 	// it). 0: MaxRetries bounds them.
 	RetryFor time.Duration
@@ -78,16 +76,15 @@ type Config struct {
 
 // Provider is the Anthropic wire.
 type Provider struct {
-	client sdk.Client
-	// send posts streamed requests as client would (send.go), on the
+	// send posts streamed requests, whole the requests for a whole
+	// answer (NoStream), as the SDK would have (send.go), on the
 	// first-party API and on every platform (platform.go)
-	send *send.Sender
-	// probed is the client send's target is read from (probe): client,
-	// or on a platform, client without the middlewares that route and
-	// sign (route does that to each attempt) or with a stand-in token
-	probed sdk.Client
-	// route, on a platform, points each attempt of a streamed request at
-	// the platform and authorizes it (its Send or Authorize)
+	send, whole *send.Sender
+	// conn is what they were made from, for WithThinking to make them
+	// again with its betas
+	conn connection
+	// route, on a platform, points each attempt at the platform and
+	// authorizes it (its Send or Authorize)
 	route func(*http.Request, Route) error
 	// eventStream: the platform streams AWS event stream frames, read
 	// as they come (eventstream.go)
@@ -98,12 +95,12 @@ type Provider struct {
 	// shared by WithThinking's copies (thinking does not change them)
 	prefixes *prefix.Cache
 	// form, for a platform with Send (platform.go), is how the body is
-	// written for it; nil for the first-party API and a platform whose
-	// SDK options edit the body.
+	// written for it; nil for the first-party API and Google Cloud's
+	// gateway, which take the first-party body.
 	form *platformForm
-	// gate, with Config.Limiter, is the rate limiter's gate of the
-	// requests sent through the SDK (NoStream): each of its attempts
-	// waits at it, as send's do at the Sender's; nil without a limiter
+	// gate, with Config.Limiter, is a gate of its own over the limiter
+	// the Senders wait at: its Key is the key a request waited under, for
+	// observeStreamError; nil without a limiter
 	gate *ratewait.Gate
 }
 
@@ -121,53 +118,29 @@ func New(cfg Config) (*Provider, error) {
 	if err := cfg.CacheTTL.Check(); err != nil {
 		return nil, fmt.Errorf("anthropic: %w", err)
 	}
-	opts := []option.RequestOption{option.WithAPIKey(ep.APIKey), option.WithMaxRetries(ep.MaxRetries)}
-	if ep.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(ep.BaseURL))
-	}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
 	identity := ratelimit.Identity(ep.APIKey)
-	p := withOptions(cfg, opts, Wire, identity)
-	p.probed = p.client
-	if p.send, err = sender(p.client, cfg.HTTPClient, ep.MaxRetries, cfg, identity); err != nil {
+	conn := connection{
+		spec:       targetSpec{base: ep.BaseURL, authorization: "Bearer " + ep.APIKey, env: true},
+		httpClient: cfg.HTTPClient, retries: ep.MaxRetries, wire: Wire, identity: identity, sentBetas: true,
+	}
+	return newWire(cfg, conn)
+}
+
+// newWire is the wire sending through conn: New's, or a platform's
+// (platform.go), whose requests wait at cfg.Limiter, if any, named by
+// conn's wire and identity.
+func newWire(cfg Config, conn connection) (*Provider, error) {
+	if conn.httpClient == nil {
+		conn.httpClient = send.DefaultClient() // one pool of connections for both Senders
+	}
+	p := &Provider{conn: conn, cfg: cfg, heads: &headCache{}, prefixes: &prefix.Cache{},
+		gate: ratewait.New(cfg.Limiter, conn.wire, conn.identity)}
+	var err error
+	if p.send, p.whole, err = conn.senders(cfg, cfg.Thinking); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
-
-// withOptions is the wire on a client made with opts: New's, or a
-// platform's (platform.go), whose requests through the SDK wait at
-// cfg.Limiter, if any, named by wire and identity.
-func withOptions(cfg Config, opts []option.RequestOption, wire, identity string) *Provider {
-	// first: the outermost middleware, around a platform's and the client's
-	opts = append([]option.RequestOption{option.WithMiddleware(stopAtFinal)}, opts...)
-	return &Provider{client: sdk.NewClient(opts...), cfg: cfg, heads: &headCache{}, prefixes: &prefix.Cache{},
-		gate: ratewait.New(cfg.Limiter, wire, identity)}
-}
-
-// stopAtFinal ends the SDK's own retries (a whole answer's, NoStream) at
-// an error marked provider.Final — credentials or a token that cannot be
-// had, from a platform's Send or the HTTP client's transport: the SDK
-// retries every attempt that got no answer and stops only when the
-// caller's context ends, so the call's context (Complete's, under
-// stopKey) is ended with the error as its cause, which Complete returns.
-// No answer is made up: the SDK's span of the call records the error, not
-// a status nothing sent.
-func stopAtFinal(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(r)
-	if err != nil && provider.IsFinal(err) {
-		if stop, ok := r.Context().Value(stopKey{}).(context.CancelCauseFunc); ok {
-			stop(err)
-		}
-	}
-	return res, err
-}
-
-// stopKey is the context key of the call's context.CancelCauseFunc that
-// stopAtFinal ends it by.
-type stopKey struct{}
 
 // maxBreakpoints is the most cache_control markers one request may hold.
 const maxBreakpoints = 4
@@ -179,7 +152,7 @@ func Body(req provider.Request, stream bool) ([]byte, error) {
 }
 
 // BodyWith is the request body for req, the whole of what is sent: the
-// model, tools, system prompt and thinking encoded by the SDK's types, the
+// model, tools, system prompt and thinking encoded as the SDK's types encode them (head.go), the
 // messages by this package's encoder (see encode.go), spliced in front. The
 // same Request gives the same bytes, every time. It fails, naming the
 // numbers, when th does not fit the request (Thinking.Check).
@@ -369,106 +342,80 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 		// the key's model, for the limiter (docs/ratelimits.md)
 		ctx = ratelimit.WithModel(ctx, req.Model)
 	}
-	if p.send != nil && !p.cfg.NoStream {
-		// Anthropic's own API, or a platform, streamed: posted as the
-		// SDK would (send.go), each attempt routed and authorized on a
-		// platform as the SDK's middleware did
-		var each func(*http.Request) error
-		if p.route != nil {
-			rt := Route{Model: wireModel(req.Model), Stream: true, Body: body}
-			each = func(r *http.Request) error { return p.route(r, rt) }
-		}
-		var w send.Writes
-		resp, err := p.send.PostWritten(ctx, body, each, &w)
-		if err != nil {
-			return provider.Response{}, describe(err)
-		}
-		if p.eventStream {
-			keepEventStreamType(resp)
-		}
-		answer, err := readAnswer(resp, onText, req.OnThinking)
-		if err != nil {
-			p.observeStreamError(ctx, p.send.Target().URL, err)
-		}
-		if err == nil && w.Done() {
-			// answered and written: the conversation's next body may
-			// be written into this one's memory
-			p.prefixes.Release(req.CacheKey, body)
-		}
-		return answer, err
-	}
-	// The SDK sends the body as built here; its own params stay empty.
-	opts := []option.RequestOption{option.WithRequestBody("application/json", body)}
-	if p.form == nil || !p.form.betasInBody {
-		opts = append(opts, p.cfg.Thinking.options()...)
-	}
-	if p.cfg.RetryFor > 0 {
-		// one retry policy: the agent's resends within RetryFor
-		// (docs/ratelimits.md, "Retries"), not the SDK's by count
-		opts = append(opts, option.WithMaxRetries(0))
-	}
-	if p.gate != nil {
-		// last of the middlewares, closest to the wire: it sees the URL
-		// a platform's routed the request to
-		opts = append(opts, option.WithMiddleware(p.gate.Middleware))
-	}
-	if p.form != nil {
-		// for the platform's Send (platform.go), which routes and
-		// authorizes each attempt
-		ctx = context.WithValue(ctx, routeKey{}, &Route{Model: wireModel(req.Model), Stream: !p.cfg.NoStream, Body: body})
+	// each attempt routed and authorized on a platform, as the SDK's
+	// middleware did
+	var each func(*http.Request) error
+	if p.route != nil {
+		rt := Route{Model: wireModel(req.Model), Stream: !p.cfg.NoStream, Body: body}
+		each = func(r *http.Request) error { return p.route(r, rt) }
 	}
 	if p.cfg.NoStream {
-		// stopAtFinal ends the SDK's retries by this context's end, its
-		// cause the final error
-		stopCtx, stop := context.WithCancelCause(ctx)
-		defer stop(nil)
-		msg, err := p.client.Messages.New(context.WithValue(stopCtx, stopKey{}, stop), sdk.MessageNewParams{}, opts...)
-		if cause := context.Cause(stopCtx); err != nil && ctx.Err() == nil && provider.IsFinal(cause) {
-			err = cause
-		}
-		if err != nil {
-			return provider.Response{}, describe(err)
-		}
-		var a accumulator
-		for _, c := range msg.Content {
-			a.start(c.Type, c.ID, c.Name, c.Text)
-			b := a.blocks[len(a.blocks)-1]
-			switch c.Type {
-			case "tool_use":
-				b.input.Write(c.Input)
-			case "thinking":
-				b.text.WriteString(c.Thinking)
-				b.signature.WriteString(c.Signature)
-			case "redacted_thinking":
-				b.data = c.Data
-			}
-		}
-		u := msg.Usage
-		a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.CacheCreation.Ephemeral1hInputTokens)
-		a.stop = string(msg.StopReason)
-		for _, b := range a.blocks {
-			switch {
-			case b.kind == "text" && onText != nil:
-				onText(result.WellFormed(b.text.String()))
-			case b.kind == "thinking" && req.OnThinking != nil && b.text.Len() > 0:
-				req.OnThinking(result.WellFormed(b.text.String()))
-			}
-		}
-		return a.response(), nil
+		return p.completeWhole(ctx, req, body, each, onText)
 	}
-	// The SDK sends the request (auth, retries, the platform's
-	// middlewares; an *sdk.Error for a status of 400 or more) and hands
-	// back the response unread; stream.go reads it.
-	var resp *http.Response
-	if err := p.client.Post(ctx, path, nil, &resp, opts...); err != nil {
+	var w send.Writes
+	resp, err := p.send.PostWritten(ctx, body, each, &w)
+	if err != nil {
 		return provider.Response{}, describe(err)
 	}
+	if p.eventStream {
+		keepEventStreamType(resp)
+	}
 	answer, err := readAnswer(resp, onText, req.OnThinking)
-	if err != nil && resp.Request != nil {
-		// the URL the gate's middleware keyed the request by
-		p.observeStreamError(ctx, resp.Request.URL, err)
+	if err != nil {
+		p.observeStreamError(ctx, p.send.Target().URL, err)
+	}
+	if err == nil && w.Done() {
+		// answered and written: the conversation's next body may be
+		// written into this one's memory
+		p.prefixes.Release(req.CacheKey, body)
 	}
 	return answer, err
+}
+
+// completeWhole posts body for a whole answer (NoStream), each attempt
+// given to each when set, and reads it (whole.go) as the SDK read its
+// Message: the blocks in order, the usage and the stop reason; the text
+// and the thinking handed to onText and req.OnThinking once read.
+func (p *Provider) completeWhole(ctx context.Context, req provider.Request, body []byte, each func(*http.Request) error, onText func(string)) (provider.Response, error) {
+	res, err := p.whole.PostEach(ctx, body, each)
+	if err != nil {
+		return provider.Response{}, describe(err)
+	}
+	read, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		return provider.Response{}, describe(fmt.Errorf("error reading response body: %w", err))
+	}
+	msg, err := decodeWhole(read)
+	if err != nil {
+		return provider.Response{}, describe(err)
+	}
+	var a accumulator
+	for _, c := range msg.blocks {
+		a.start(c.kind, c.id, c.name, c.text)
+		b := a.blocks[len(a.blocks)-1]
+		switch c.kind {
+		case "tool_use":
+			b.input.Write(c.input)
+		case "thinking":
+			b.text.WriteString(c.thinking)
+			b.signature.WriteString(c.signature)
+		case "redacted_thinking":
+			b.data = c.data
+		}
+	}
+	u := msg.usage
+	a.usage = usageOf(u.input, u.output, u.cacheRead, u.cacheWrite, u.cacheWrite1h)
+	a.stop = msg.stopReason
+	for _, b := range a.blocks {
+		switch {
+		case b.kind == "text" && onText != nil:
+			onText(result.WellFormed(b.text.String()))
+		case b.kind == "thinking" && req.OnThinking != nil && b.text.Len() > 0:
+			req.OnThinking(result.WellFormed(b.text.String()))
+		}
+	}
+	return a.response(), nil
 }
 
 // observeStreamError tells the rate limiter, if any, of err when it is a
@@ -499,10 +446,10 @@ func usageOf(in, out, read, write, write1h int64) history.Usage {
 }
 
 // describe keeps the provider's own message in the error, which wraps the
-// SDK's; a refusal of the request as too long is a provider.TooLongError
+// *Error; a refusal of the request as too long is a provider.TooLongError
 // around it.
 func describe(err error) error {
-	var apiErr *sdk.Error
+	var apiErr *Error
 	if errors.As(err, &apiErr) {
 		msg := strings.TrimSpace(apiErr.RawJSON())
 		if msg == "" {

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
-
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream/eventstreamapi"
 
 	"github.com/myelin-run/myelin/internal/jsonscan"
@@ -26,28 +24,16 @@ import (
 // each frame's JSON decoded, its event type looked up in it, the text
 // written to a buffer — which readStream would then parse again. With
 // Platform.EventStream the wire reads the frames itself instead
-// (frameReader): keepEventStream, which the SDK runs inside its bedrock
-// middleware, gives a successful event stream another media type, which
-// that middleware leaves alone. What each frame becomes is what the SDK's
+// (frameReader): keepEventStreamType gives a successful event stream a
+// media type of its own (as it did inside the SDK's bedrock middleware,
+// which left such a stream alone). What each frame becomes is what the SDK's
 // translation made of it: a chunk its event; an exception or error frame
 // an "error" event shaped like the first-party API's, read as one. A
 // stream that still arrives as text/event-stream (an SDK that translates
 // whatever the media type) is read as before.
 
-// keptEventStream is the media type keepEventStream gives an event stream.
+// keptEventStream is the media type keepEventStreamType gives an event stream.
 const keptEventStream = "application/x-myelin-amazon-eventstream"
-
-// keepEventStream is the middleware, closest to the wire, that renames the
-// media type of a successful AWS event stream to keptEventStream. It
-// changes nothing else, and no error answer: the SDK reads those.
-var keepEventStream option.Middleware = func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	res, err := next(r)
-	if err != nil || res == nil {
-		return res, err
-	}
-	keepEventStreamType(res)
-	return res, nil
-}
 
 // keepEventStreamType gives res, when a successful AWS event stream, the
 // media type keptEventStream; it changes nothing else, and no error

@@ -2,16 +2,11 @@ package anthropic
 
 import (
 	"bytes"
-	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	sdkbedrock "github.com/anthropics/anthropic-sdk-go/v2/bedrock"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
-	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -60,35 +55,5 @@ func TestAFrameCutShortIsAnError(t *testing.T) {
 	_, err := readStream(&frameReader{r: bytes.NewReader(frames[:len(frames)-7])}, nil, nil, nil)
 	if err == nil {
 		t.Fatal("no error")
-	}
-}
-
-func TestTheSDKsBedrockMiddlewareLeavesAKeptEventStreamAlone(t *testing.T) {
-	keys := aws.CredentialsProviderFunc(func(ctx context.Context) (aws.Credentials, error) {
-		return aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "secret", Source: "test"}, nil
-	})
-	for _, keep := range []bool{true, false} {
-		srv := providertest.NewBedrock(t, providertest.Step{Text: "hello"})
-		p, err := NewOn(Platform{Name: "bedrock", Version: "bedrock-2023-05-31", EventStream: keep,
-			Options: []option.RequestOption{sdkbedrock.WithConfig(aws.Config{Region: "us-east-1", Credentials: keys})}}, Config{BaseURL: srv.URL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, err := Body(providertest.SampleRequest(), true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var resp *http.Response
-		if err := p.client.Post(context.Background(), "v1/messages", nil, &resp, option.WithRequestBody("application/json", body)); err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		want := "text/event-stream" // the SDK's translation
-		if keep {
-			want = keptEventStream
-		}
-		if got := resp.Header.Get("Content-Type"); got != want {
-			t.Errorf("EventStream %v: the answer came as %q, want %q", keep, got, want)
-		}
 	}
 }

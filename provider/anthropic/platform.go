@@ -10,9 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
-
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -26,40 +23,34 @@ import (
 // it without the model, with anthropic_version at its end
 // (platformbody.go), and the platform's Send puts the model in the URL and
 // signs the request (the HTTP client gives Vertex's token); on Google
-// Cloud the SDK's options route it and Authorize gives it a token. A
-// streamed request is posted by internal/send (send.go), each attempt
-// given to Send or Authorize as the SDK's middlewares were given it; a
-// whole answer still goes through the SDK. Only transport and auth
-// differ; the answer is read as on the first-party API, Bedrock's binary
+// Cloud the gateway's address routes it and Authorize gives it a token.
+// Every request, streamed or whole, is posted by internal/send (send.go),
+// each attempt given to Send or Authorize as the SDK's middlewares were
+// given it. Only transport and auth differ; the answer is read as on the first-party API, Bedrock's binary
 // event stream frame by frame into the same events (eventstream.go).
 
 // Platform is a cloud that serves the Messages API: its name, the
-// anthropic_version its documentation requires in the body, and what
-// routes and authorizes each request — its Send and the options that give
-// the address (Bedrock, Vertex), or SDK request options that route it and
-// Authorize (googlecloud's). It must not carry options that change the
+// anthropic_version its documentation requires in the body, its address,
+// and what routes and authorizes each request — its Send (Bedrock,
+// Vertex) or Authorize (Google Cloud's gateway). It must not change the
 // body otherwise.
 type Platform struct {
 	// Name names the platform in errors and in the cache settings
 	// ("bedrock", "vertex", "google-cloud").
 	Name string
 	// Version is the body's anthropic_version ("bedrock-2023-05-31",
-	// "vertex-2023-10-16"): with Send, written at the body's end; without,
-	// given as the anthropic-version header, which an SDK platform
-	// middleware moves into the body (it would otherwise move the
-	// first-party API's version there, a value the platforms'
-	// documentation does not list). Empty leaves it to the SDK.
+	// "vertex-2023-10-16"), written at the body's end. Only with Send.
 	Version string
-	// Options are applied after the retries and Config.HTTPClient (so
-	// that an auth option can wrap that client) and before
-	// Config.BaseURL (so that a test or a proxy can take the address).
-	Options []option.RequestOption
+	// BaseURL is the platform's address, under which the requests go
+	// (v1/messages, which Send may replace); Config.BaseURL, when set,
+	// replaces it (for a proxy, or a test's fake). Required.
+	BaseURL string
 	// EventStream, for a platform that streams answers as an AWS event
 	// stream (Bedrock), has the wire read its frames itself rather than
 	// the server-sent event text the SDK's middleware would make of
-	// them (eventstream.go). Its options must not need that text.
+	// them (eventstream.go).
 	EventStream bool
-	// Send, when set, takes the place of an SDK platform middleware
+	// Send, when set, takes the place of the SDK's platform middleware
 	// (Bedrock's, Vertex's), whose edits of the body were each a pass
 	// over the whole conversation: the wire writes the platform's body
 	// itself — the first-party body less "model" (and less "stream" with
@@ -68,20 +59,13 @@ type Platform struct {
 	// middleware made of it (platformForm) — and Send, given each attempt
 	// as the SDK made it for /v1/messages with the anthropic-version
 	// header already dropped, points it at the platform's URL for rt and
-	// authorizes it. Send must not change the body. Options then only give
-	// the address; the SDK's first-party environment (ANTHROPIC_API_KEY,
-	// ...) is not read. A streamed request is then posted by
-	// internal/send with the headers the SDK builds for it (read once, as
-	// on the first-party API), each attempt given to Send; only a whole
-	// answer (NoStream) still goes through the SDK's plumbing.
+	// authorizes it. Send must not change the body. The first-party
+	// environment (ANTHROPIC_API_KEY, ANTHROPIC_CUSTOM_HEADERS, ...) is
+	// not read on a platform.
 	Send func(r *http.Request, rt Route) error
-	// Authorize, for a platform whose Options route its requests without
-	// changing the body (Google Cloud's), authorizes each attempt of a
-	// streamed request, which is then posted by internal/send with the
-	// headers the SDK builds for it, read once with an Authorization
-	// header already set, so that an auth middleware among the Options
-	// that leaves such a request alone (the SDK's googlecloud package's)
-	// fetches no token then. Not with Send.
+	// Authorize, for a platform whose address routes its requests without
+	// changing the body (Google Cloud's gateway), authorizes each
+	// attempt. Not with Send.
 	Authorize func(r *http.Request) error
 	// HTTPClient, with Send, is the HTTP client the platform's requests
 	// go through (Vertex's, which adds its token); nil: Config's.
@@ -110,32 +94,6 @@ type Route struct {
 	Model  string
 	Stream bool
 	Body   []byte
-}
-
-// probeAuthorization is the Authorization header a platform with
-// Authorize is probed with (Provider.target drops it).
-const probeAuthorization = "Bearer probe"
-
-// routeKey is the context key under which Complete hands a request's
-// Route to the middleware that calls Send.
-type routeKey struct{}
-
-// routed is the middleware, closest to the wire but for keepEventStream,
-// that hands each attempt to send with the Route Complete put in its
-// context. It drops the anthropic-version header (the version is in the
-// body), as the SDK's platform middlewares did.
-func routed(name string, send func(*http.Request, Route) error) option.Middleware {
-	route := routeWith(send)
-	return func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		rt, ok := r.Context().Value(routeKey{}).(*Route)
-		if !ok {
-			return nil, fmt.Errorf("%s: %s %s is not a request the wire built", name, r.Method, r.URL.Path)
-		}
-		if err := route(r, *rt); err != nil {
-			return nil, err
-		}
-		return next(r)
-	}
 }
 
 // routeWith is send, given each attempt of a request for /v1/messages
@@ -173,6 +131,9 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	if cfg.APIKey != "" {
 		return nil, fmt.Errorf("%s: an Anthropic API key is not used here: %s authorizes requests with its own credentials", pl.Name, pl.Name)
 	}
+	if pl.BaseURL == "" && cfg.BaseURL == "" {
+		return nil, fmt.Errorf("%s: the platform has no address", pl.Name)
+	}
 	retries := cfg.MaxRetries
 	switch {
 	case retries == 0:
@@ -180,68 +141,47 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	case retries < 0:
 		retries = 0
 	}
-	if pl.Send == nil && (pl.StreamInURL || pl.BetasInBody || pl.HTTPClient != nil) {
-		return nil, fmt.Errorf("%s: StreamInURL, BetasInBody and HTTPClient need Send", pl.Name)
+	if pl.Send == nil && (pl.StreamInURL || pl.BetasInBody || pl.HTTPClient != nil || pl.Version != "") {
+		return nil, fmt.Errorf("%s: Version, StreamInURL, BetasInBody and HTTPClient need Send", pl.Name)
 	}
-	if pl.Send != nil && pl.Authorize != nil {
-		return nil, fmt.Errorf("%s: a platform has Send or Authorize, not both", pl.Name)
+	if (pl.Send == nil) == (pl.Authorize == nil) {
+		return nil, fmt.Errorf("%s: a platform has Send or Authorize, one of them", pl.Name)
 	}
-	httpClient := cfg.HTTPClient
+	conn := connection{
+		// the platform's client was made without the first-party
+		// environment: no custom headers, no key
+		spec:       targetSpec{base: first(cfg.BaseURL, pl.BaseURL)},
+		httpClient: cfg.HTTPClient, retries: retries, wire: pl.Name, identity: pl.Identity,
+		sentBetas: !pl.BetasInBody,
+	}
 	if pl.HTTPClient != nil {
-		httpClient = pl.HTTPClient
+		conn.httpClient = pl.HTTPClient
 	}
-	opts := []option.RequestOption{option.WithMaxRetries(retries)}
-	if httpClient != nil {
-		opts = append(opts, option.WithHTTPClient(httpClient))
-	}
+	var route func(*http.Request, Route) error
 	var form *platformForm
-	var probeOpts []option.RequestOption
-	switch {
-	case pl.Send != nil:
+	if pl.Send != nil {
 		form = &platformForm{version: pl.Version, streamInURL: pl.StreamInURL, betasInBody: pl.BetasInBody}
-		opts = append(opts, option.WithoutEnvironmentDefaults())
-		opts = append(opts, pl.Options...)
-		probeOpts = append(probeOpts, opts...)
-		if cfg.BaseURL != "" {
-			probeOpts = append(probeOpts, option.WithBaseURL(cfg.BaseURL))
-		}
-		opts = append(opts, option.WithMiddleware(routed(pl.Name, pl.Send)))
-	case pl.Version != "":
-		// The SDK's platform middleware moves this header into the body
-		// (it reads it there, as it would the first-party version): one
-		// edit of the body, not two.
-		opts = append(opts, option.WithHeader("anthropic-version", pl.Version))
-		fallthrough
-	default:
-		opts = append(opts, pl.Options...)
+		conn.spec.noVersion = true // in the body
+		route = routeWith(pl.Send)
+	} else {
+		route = func(r *http.Request, _ Route) error { return pl.Authorize(r) }
 	}
-	if pl.EventStream {
-		// after the platform's middleware: closer to the wire, it runs
-		// inside it
-		opts = append(opts, option.WithMiddleware(keepEventStream))
+	p, err := newWire(cfg, conn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", pl.Name, err)
 	}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
-	p := withOptions(cfg, opts, pl.Name, pl.Identity)
-	p.form = form
-	switch {
-	case pl.Send != nil:
-		p.probed = sdk.NewClient(probeOpts...)
-		p.route = routeWith(pl.Send)
-	case pl.Authorize != nil:
-		p.probed = sdk.NewClient(append(opts[:len(opts):len(opts)], option.WithHeader("Authorization", probeAuthorization))...)
-		p.route = func(r *http.Request, _ Route) error { return pl.Authorize(r) }
-	}
-	if p.route != nil {
-		p.eventStream = pl.EventStream
-		t, err := p.target(cfg.Thinking)
-		if err != nil {
-			return nil, err
-		}
-		p.send = gated(t, httpClient, retries, cfg, pl.Name, pl.Identity)
-	}
+	p.form, p.route, p.eventStream = form, route, pl.EventStream
 	return &OnPlatform{Provider: p, platform: pl}, nil
+}
+
+// first is the first of values that is not empty, or "".
+func first(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 // CacheSettings says how the wire marks the prompt cache, platform named:
@@ -284,7 +224,7 @@ func (p *OnPlatform) describe(err error, streamed bool) error {
 		return tl
 	}
 	wrapped := &provider.WireError{Msg: name + ": " + err.Error(), Err: err}
-	var apiErr *sdk.Error
+	var apiErr *Error
 	if !streamed && errors.As(err, &apiErr) {
 		status := apiErr.StatusCode
 		if status < http.StatusBadRequest {
@@ -301,7 +241,7 @@ func (p *OnPlatform) describe(err error, streamed bool) error {
 // platformMessage is the provider's message in an API error: the
 // first-party error.message, else a top-level "message" (Bedrock's
 // {"message": "..."}, any case).
-func platformMessage(apiErr *sdk.Error) string {
+func platformMessage(apiErr *Error) string {
 	if apiErr.Message != "" {
 		return apiErr.Message
 	}

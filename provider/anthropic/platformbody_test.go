@@ -36,7 +36,7 @@ func sdkEdit(t testing.TB, body []byte, version string, betas []string, streamIn
 func onForm(t testing.TB, streamInURL, betasInBody bool, cfg Config) *OnPlatform {
 	t.Helper()
 	p, err := NewOn(Platform{
-		Name: "test", Version: "test-2023-01-01",
+		Name: "test", Version: "test-2023-01-01", BaseURL: "https://platform.example",
 		Send:        func(*http.Request, Route) error { return nil },
 		StreamInURL: streamInURL, BetasInBody: betasInBody,
 	}, cfg)

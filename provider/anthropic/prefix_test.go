@@ -41,7 +41,7 @@ func reuses(p *Provider, req provider.Request) bool {
 // of them are built on kept bytes.
 func TestCachedBodiesAreBodyWithsBytes(t *testing.T) {
 	for _, th := range []Thinking{{}, {Budget: 1024}} {
-		p := withOptions(Config{Thinking: th}, nil, Wire, "")
+		p := offline(t, Config{Thinking: th})
 		base := providertest.SampleRequest()
 		base.MaxTokens = 4096
 		providertest.CheckKeptBodies(t, providertest.KeptBodies{
@@ -58,7 +58,7 @@ func TestCachedBodiesAreBodyWithsBytes(t *testing.T) {
 // answered one: the next body of the conversation is written into its
 // memory, and every body is still BodyWith's.
 func TestBodiesWrittenIntoTheLastOnesMemoryAreBodyWithsBytes(t *testing.T) {
-	p := withOptions(Config{}, nil, Wire, "")
+	p := offline(t, Config{})
 	base := providertest.SampleRequest()
 	base.MaxTokens = 4096
 	var last []byte
@@ -108,7 +108,7 @@ func TestAChangedMessageIsNotSentAsItsKeptBytes(t *testing.T) {
 	}
 	for _, c := range changes {
 		t.Run(c.name, func(t *testing.T) {
-			p := withOptions(Config{}, nil, Wire, "")
+			p := offline(t, Config{})
 			s := scripted{Reasoning: thinkingPart}
 			s.Add(history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read the files"}}})
 			for n := 0; n < 20; n++ {
@@ -170,7 +170,7 @@ func TestAChangedMessageIsNotSentAsItsKeptBytes(t *testing.T) {
 // themselves are what the next request sends (here made visible by
 // changing them, which no caller may do).
 func TestTheNextRequestIsBuiltOnTheKeptBytes(t *testing.T) {
-	p := withOptions(Config{}, nil, Wire, "")
+	p := offline(t, Config{})
 	s := scripted{Reasoning: thinkingPart}
 	s.Add(history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read the files"}}})
 	for n := 0; n < 10; n++ {
@@ -202,7 +202,7 @@ func TestTheNextRequestIsBuiltOnTheKeptBytes(t *testing.T) {
 // dropping the one used longest ago, and builds bodies of many
 // conversations at once (run with -race).
 func TestPrefixesAreBoundedAndSafeForConcurrentUse(t *testing.T) {
-	p := withOptions(Config{}, nil, Wire, "")
+	p := offline(t, Config{})
 	var wg sync.WaitGroup
 	errs := make(chan error, 3*prefix.MaxConversations)
 	for c := range 3 * prefix.MaxConversations {
@@ -253,7 +253,7 @@ func TestCompleteWritesTheNextBodyIntoTheAnsweredOnesMemory(t *testing.T) {
 // Building a body in the memory of the one given back allocates a small
 // part of its size: not a new buffer for it (a body of ~200 KiB here).
 func TestABodyBuiltInTheLastOnesMemoryAllocatesNoBuffer(t *testing.T) {
-	p := withOptions(Config{}, nil, Wire, "")
+	p := offline(t, Config{})
 	s := scripted{}
 	s.Add(history.Message{Role: history.User, Parts: []history.Part{{Type: history.TextPart, Text: "read the files"}}})
 	var body []byte
@@ -283,4 +283,15 @@ func TestABodyBuiltInTheLastOnesMemoryAllocatesNoBuffer(t *testing.T) {
 // inMemoryOf reports whether b starts where last does.
 func inMemoryOf(b, last []byte) bool {
 	return len(b) > 0 && len(last) > 0 && unsafe.SliceData(b) == unsafe.SliceData(last)
+}
+
+// offline is the first-party wire for cfg, made without a key: for what
+// builds bodies and sends nothing.
+func offline(t testing.TB, cfg Config) *Provider {
+	t.Helper()
+	p, err := newWire(cfg, connection{wire: Wire})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

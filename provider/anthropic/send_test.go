@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/internal/send/sendtest"
@@ -40,21 +41,22 @@ func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkSendsAsTheSDK(t, p, srv)
+		client := sdkClient(t, Config{APIKey: "test-key", BaseURL: srv.URL, MaxRetries: 2})
+		checkSendsAsTheSDK(t, p, client, srv)
 		// and a copy asking for other thinking, whose headers change
 		q, err := p.WithThinking(Thinking{Budget: 4096, Interleaved: !th.Interleaved})
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkSendsAsTheSDK(t, q, srv)
+		checkSendsAsTheSDK(t, q, client, srv)
 	}
 }
 
-// checkSendsAsTheSDK runs every case of sendCases through p's SDK client
-// and its Sender.
-func checkSendsAsTheSDK(t *testing.T, p *Provider, srv *sendtest.Server) {
+// checkSendsAsTheSDK runs every case of sendCases through the SDK's
+// client as New made it for p, and p's Sender.
+func checkSendsAsTheSDK(t *testing.T, p *Provider, client sdk.Client, srv *sendtest.Server) {
 	t.Helper()
-	sdkPost, direct := posts(p, []byte(`{"messages":[],"stream":true,"max_tokens":1,"model":"m"}`))
+	sdkPost, direct := posts(p, client, []byte(`{"messages":[],"stream":true,"max_tokens":1,"model":"m"}`))
 	viaSDK, viaSender := sendtest.Described(sdkPost, describe), sendtest.Described(direct, describe)
 	for name, answers := range sendCases(srv.URL) {
 		t.Run(name, func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaSender) })
@@ -82,24 +84,14 @@ func TestTheSDKsHeadersAreSent(t *testing.T) {
 	}
 }
 
-func TestAPlatformSendsThroughTheSDK(t *testing.T) {
-	p, err := NewOn(Platform{Name: "test"}, Config{BaseURL: "http://127.0.0.1:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.send != nil {
-		t.Fatal("a platform's requests skip its SDK middlewares")
-	}
-}
-
-// posts are the SDK's post of body as Complete made it before the Sender,
-// and the Sender's.
-func posts(p *Provider, body []byte) (sdkPost, direct sendtest.Post) {
+// posts are the SDK's post of body through client as Complete made it
+// before the Sender, and p's Sender's.
+func posts(p *Provider, client sdk.Client, body []byte) (sdkPost, direct sendtest.Post) {
 	ctx := context.Background()
 	sdkPost = func() (*http.Response, error) {
-		opts := append([]option.RequestOption{option.WithRequestBody("application/json", body)}, p.cfg.Thinking.options()...)
+		opts := append([]option.RequestOption{option.WithRequestBody("application/json", body)}, sdkThinkingOptions(p.cfg.Thinking)...)
 		var resp *http.Response
-		err := p.client.Post(ctx, path, nil, &resp, opts...)
+		err := client.Post(ctx, path, nil, &resp, opts...)
 		return resp, err
 	}
 	return sdkPost, func() (*http.Response, error) { return p.send.Post(ctx, body) }
@@ -114,6 +106,6 @@ func BenchmarkPost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sdkPost, direct := posts(p, []byte(`{"messages":[],"stream":true,"max_tokens":1,"model":"m"}`))
+	sdkPost, direct := posts(p, sdkClient(b, Config{APIKey: "k", BaseURL: srv.URL}), []byte(`{"messages":[],"stream":true,"max_tokens":1,"model":"m"}`))
 	sendtest.Bench(b, sdkPost, direct)
 }

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/jsonstring"
 	"github.com/myelin-run/myelin/provider"
@@ -18,12 +16,10 @@ import (
 // (scan.go: encoding/json's result, without its cost) into streamEvent, which holds only the fields the accumulator uses: the
 // SDK's stream (ssestream and apijson) decoded every event into its whole
 // union type first, which was most of the time a light round spent in the
-// wire (docs/overhead.md, "The Anthropic wire's reader"). The SDK still
-// sends the request: its auth, retries, platform middlewares and errors
-// for a status of 400 or more are unchanged. What this reader does is
-// what the SDK's stream did: events named "ping", or not named, are
-// skipped, as are events with no data; an event named "error" ends the
-// stream with the SDK's own *sdk.Error for it (message, type and the
+// wire (docs/overhead.md, "The Anthropic wire's reader"). What this
+// reader does is what the SDK's stream did: events named "ping", or not
+// named, are skipped, as are events with no data; an event named "error"
+// ends the stream with an *Error for it as the SDK made its own (message, type and the
 // response's status and request ID); any other event is decoded by the
 // "type" of its data (an event of type "error" is an error event too,
 // whatever its name), and a type the accumulator does not know is ignored.
@@ -89,8 +85,8 @@ type streamEvent struct {
 // readStream reads the streamed answer in r to its message_stop. onText
 // gets each text delta, onThinking each thinking delta (either may be nil).
 // resp is the response body comes from, for the error of an error event
-// (its status and request ID); it may be nil. An error event is the SDK's
-// *sdk.Error for it, described as a refused request is (describe).
+// (its status and request ID); it may be nil. An error event is an
+// *Error for it (streamErrorOf), described as a refused request is (describe).
 func readStream(r events, resp *http.Response, onText, onThinking func(string)) (provider.Response, error) {
 	rd := borrowReading()
 	defer rd.release()
@@ -107,7 +103,7 @@ func (rd *reading) read(r events, resp *http.Response, onText, onThinking func(s
 		case "", "ping":
 			continue
 		case "error":
-			return provider.Response{}, describe(streamError(resp, e.Data))
+			return provider.Response{}, describe(streamErrorOf(resp, e.Data))
 		}
 		if len(e.Data) == 0 {
 			continue
@@ -118,7 +114,7 @@ func (rd *reading) read(r events, resp *http.Response, onText, onThinking func(s
 		switch ev.Type {
 		case "error":
 			// an error that came under another name (a Bedrock chunk)
-			return provider.Response{}, describe(streamError(resp, e.Data))
+			return provider.Response{}, describe(streamErrorOf(resp, e.Data))
 		case "message_start":
 			u := ev.Message.Usage
 			a.usage = usageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.CacheCreation.Ephemeral1hInputTokens)
@@ -185,32 +181,6 @@ func (rd *reading) read(r events, resp *http.Response, onText, onThinking func(s
 	return a.response(), nil
 }
 
-// streamError is the error of an error event whose data is data: the
-// SDK's *sdk.Error, as its stream made it (the provider's message and
-// error type read from data, the status and request ID from resp), or,
-// when data is not an error object, an error that quotes it.
-func streamError(resp *http.Response, data []byte) error {
-	aerr := &sdk.Error{}
-	if resp != nil {
-		// copies: resp.Request of a first attempt holds the Sender's
-		// Target header, shared by every later request, and the error's
-		// holder may change it (a log's redaction of Authorization)
-		sent := *resp
-		if resp.Request != nil {
-			sent.Request = resp.Request.Clone(resp.Request.Context())
-		}
-		aerr.Request = sent.Request
-		aerr.Response = &sent
-		aerr.StatusCode = resp.StatusCode
-		aerr.RequestID = resp.Header.Get("request-id")
-		aerr.WorkspaceID = resp.Header.Get("anthropic-workspace-id")
-	}
-	if aerr.UnmarshalJSON(data) != nil {
-		return fmt.Errorf("received error while streaming: %s", data)
-	}
-	return aerr
-}
-
 // appendRead appends to dst a string the scan read: raw, its bytes in the
 // event, or s, what encoding/json decoded it to (one of them is empty).
 func appendRead(dst, raw []byte, s string) []byte {
@@ -231,8 +201,8 @@ type block struct {
 	data      string // a redacted_thinking's data
 }
 
-// buffer is a block's bytes, written to as a strings.Builder (the answer
-// the SDK reads whole, anthropic.go, fills blocks so), and kept when the
+// buffer is a block's bytes, written to as a strings.Builder (a whole
+// answer, completeWhole, fills blocks so), and kept when the
 // block is reused: a strings.Builder grows a new one for every answer.
 type buffer []byte
 

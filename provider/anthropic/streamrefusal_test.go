@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/myelin-run/myelin/provider"
@@ -34,19 +35,16 @@ func TestARefusalInsideTheStreamIsToldToTheLimiter(t *testing.T) {
 	}
 }
 
-// On a platform whose stream the SDK itself posts (neither Send nor
-// Authorize: its Options route the requests), the refusal in the stream
-// is told under the key the gate's middleware waited under.
-func TestARefusalInsideTheStreamOfAnSDKPostedPlatformIsToldToTheLimiter(t *testing.T) {
+// On a platform with Authorize (its address routes the requests), the
+// refusal in the stream is told under the key the request waited under.
+func TestARefusalInsideTheStreamOfAnAuthorizedPlatformIsToldToTheLimiter(t *testing.T) {
 	tc := providertest.StreamRefusal{Name: "rate_limit_error", Limited: true}
 	srv := providertest.NewAnthropic(t, providertest.Step{Raw: providertest.AnthropicErrorEvent(tc.Name)})
 	key := providertest.CheckStreamRefusal(t, func(t *testing.T, lim *ratelimit.Limiter) provider.Provider {
-		p, err := NewOn(Platform{Name: "someplatform", Identity: "acct:test"}, Config{BaseURL: srv.URL, MaxRetries: -1, Limiter: lim})
+		p, err := NewOn(Platform{Name: "someplatform", Identity: "acct:test", Authorize: func(*http.Request) error { return nil }},
+			Config{BaseURL: srv.URL, MaxRetries: -1, Limiter: lim})
 		if err != nil {
 			t.Fatal(err)
-		}
-		if p.send != nil {
-			t.Fatal("the platform's stream is posted by internal/send: this test is of the SDK's")
 		}
 		return p
 	}, providertest.SampleRequest(), tc)

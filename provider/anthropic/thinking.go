@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/jsonstring"
@@ -117,17 +116,8 @@ func (th Thinking) param() sdk.ThinkingConfigParamUnion {
 	return sdk.ThinkingConfigParamUnion{}
 }
 
-// options are the request options th needs besides the body: the beta
-// header, when Interleaved.
-func (th Thinking) options() []option.RequestOption {
-	if th.Interleaved {
-		return []option.RequestOption{option.WithHeaderAdd("anthropic-beta", InterleavedBeta)}
-	}
-	return nil
-}
-
 // betas is the betas th asks for: the values of the anthropic-beta
-// header options sends, which Bedrock takes in the body instead
+// header, which Bedrock takes in the body instead
 // (Platform.BetasInBody).
 func (th Thinking) betas() []string {
 	if th.Interleaved {
@@ -145,13 +135,10 @@ func (p *Provider) WithThinking(th Thinking) (*Provider, error) {
 	}
 	q := *p
 	q.cfg.Thinking = th
-	if p.send != nil {
-		// the beta header th asks for, if any, read from the SDK again
-		t, err := p.target(th)
-		if err != nil {
-			return nil, err
-		}
-		q.send = p.send.With(t)
+	// the beta header th asks for, if any
+	var err error
+	if q.send, q.whole, err = p.conn.senders(q.cfg, th); err != nil {
+		return nil, err
 	}
 	return &q, nil
 }
