@@ -36,8 +36,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
-
 	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
@@ -104,7 +102,7 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	return anthropic.NewOn(anthropic.Platform{
 		Name:        "bedrock",
 		Version:     Version,
-		Options:     []option.RequestOption{option.WithBaseURL(base)},
+		BaseURL:     base,
 		Send:        s.send,
 		StreamInURL: true,
 		BetasInBody: true,

@@ -3,10 +3,11 @@
 // first-party Messages API under a Google Cloud project, location and
 // Anthropic workspace. It is the Anthropic Messages wire
 // (provider/anthropic: its encoder, cache markers and reading of the
-// answer) sent through anthropic-sdk-go's own googlecloud package, which
-// posts to
+// answer) posted to
 // https://claude.googleapis.com/v1/projects/PROJECT/locations/LOCATION/workspaces/WORKSPACE/invoke/v1/messages
-// with a Google OAuth token from application default credentials.
+// with a Google OAuth token from application default credentials, as
+// anthropic-sdk-go's googlecloud package posts it (which myelin no longer
+// links: TestTheBaseURLIsTheSDKs holds the address to it).
 //
 // It is not Vertex AI (provider/vertex): the gateway takes the
 // first-party request unchanged — the same path after its prefix, the
@@ -22,8 +23,6 @@ import (
 	"net/url"
 	"os"
 
-	sdkgc "github.com/anthropics/anthropic-sdk-go/v2/googlecloud"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
@@ -104,24 +103,38 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 			return nil, fmt.Errorf("%s: no Anthropic workspace: set %s (the workspace's ID, wrkspc_...)", Name, envWorkspace)
 		}
 	}
-	client, err := sdkgc.NewClient(ctx, sdkgc.ClientConfig{
-		Project:     project,
-		Location:    cfg.Location, // the SDK reads the variable, else "global"
-		WorkspaceID: workspace,
-		BaseURL:     base,
-		TokenSource: googletoken.Source(creds.TokenSource), // a refused token ends a whole answer's retries too
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", Name, err)
+	location := first(cfg.Location, os.Getenv(envLocation), "global")
+	given := base // Config.BaseURL or the variable's, which names the account when set
+	if base == "" {
+		derived, err := baseURL(project, location, workspace)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
+		base = derived
 	}
 	wire := cfg.Config
-	wire.BaseURL = "" // given to the SDK's package above
-	// The SDK's package builds its services without the first-party
-	// environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ...); the
-	// marker keeps anthropic.NewClient from adding it here too.
-	opts := append([]option.RequestOption{option.WithoutEnvironmentDefaults()}, client.Options...)
-	return anthropic.NewOn(anthropic.Platform{Name: Name, Options: opts, Authorize: bearer(creds.TokenSource),
-		Identity: identity(project, first(cfg.Location, os.Getenv(envLocation), "global"), workspace, base)}, wire)
+	wire.BaseURL = "" // in the platform's address
+	return anthropic.NewOn(anthropic.Platform{Name: Name, BaseURL: base, Authorize: bearer(creds.TokenSource),
+		Identity: identity(project, location, workspace, given)}, wire)
+}
+
+// baseURL is the gateway's base URL for project, location and workspace,
+// as the SDK's googlecloud package derives it: each escaped as one path
+// segment, and refused, as the SDK refuses it, when one would not reach
+// the gateway as that segment (a dot segment, a leading ";").
+func baseURL(project, location, workspace string) (string, error) {
+	segs := []string{anthropic.PathSegment(project), anthropic.PathSegment(location), anthropic.PathSegment(workspace)}
+	base := "https://claude.googleapis.com/v1/projects/" + segs[0] + "/locations/" + segs[1] + "/workspaces/" + segs[2] + "/invoke/"
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	for _, seg := range segs {
+		if err := anthropic.CheckSegment(u.EscapedPath(), seg); err != nil {
+			return "", err
+		}
+	}
+	return base, nil
 }
 
 // identity names the account of the gateway's requests, for the rate

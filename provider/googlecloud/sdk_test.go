@@ -1,34 +1,88 @@
 package googlecloud
 
 import (
+	"net/http"
 	"sync/atomic"
 	"testing"
 
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	sdkgc "github.com/anthropics/anthropic-sdk-go/v2/googlecloud"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
+	"github.com/myelin-run/myelin/internal/send"
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/internal/anthropicsdk"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
 // sdkWire is the wire as it was before Platform.Authorize: every request
 // through the SDK's plumbing, its googlecloud package's options routing
 // and authorizing it. What New sends is held to what it sent.
-func sdkWire(t *testing.T, cfg Config) *anthropic.OnPlatform {
+func sdkWire(t *testing.T, cfg Config, th anthropic.Thinking) provider.Provider {
 	t.Helper()
 	client, err := sdkgc.NewClient(t.Context(), sdkgc.ClientConfig{Project: cfg.Project, WorkspaceID: cfg.WorkspaceID, BaseURL: cfg.BaseURL, TokenSource: cfg.Credentials.TokenSource})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wire := cfg.Config
-	wire.BaseURL = ""
-	p, err := anthropic.NewOn(anthropic.Platform{Name: Name, Options: append([]option.RequestOption{option.WithoutEnvironmentDefaults()}, client.Options...)}, wire)
+	first, err := anthropic.New(anthropic.Config{APIKey: "unused", NoStream: cfg.NoStream, CacheTTL: cfg.CacheTTL, Thinking: th})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	// The SDK's package builds its services without the first-party
+	// environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, ...)
+	opts := append([]option.RequestOption{option.WithoutEnvironmentDefaults()}, client.Options...)
+	return anthropicsdk.Wire{First: first, Options: opts, HTTPClient: cfg.HTTPClient, Thinking: th, NoStream: cfg.NoStream}
+}
+
+// The gateway's address for a project, location and workspace is the one
+// the SDK's googlecloud package posts to, escaped as it escapes them; and
+// where the SDK refuses them, New refuses them too.
+func TestTheBaseURLIsTheSDKs(t *testing.T) {
+	for _, tc := range []struct{ project, location, workspace string }{
+		{"test-project", "global", "wrkspc_test"},
+		{"my project(1)", "us-east5", "wrkspc_a/b"},
+		{"p", "europe-west4", "wrkspc_%2F é"},
+		{"..", "global", "w"},
+		{"p", ".", "w"},
+		{"p", "global", ".."},
+		{"p", "global", "%2e%2E"},
+		{"p", "global", ";w"},
+		{"p", ";l", "w"},
+		{"p", "global", ".;w"},
+		{"~!$&'()*+,;=:@", "global", "w"},
+	} {
+		t.Run(tc.project+"/"+tc.location+"/"+tc.workspace, func(t *testing.T) {
+			ours, err := baseURL(tc.project, tc.location, tc.workspace)
+			want, sdkErr := sdkBaseURL(t, tc.project, tc.location, tc.workspace)
+			if (err != nil) != (sdkErr != nil) {
+				t.Fatalf("error %v, the SDK's %v", err, sdkErr)
+			}
+			if err == nil && ours+"v1/messages" != want {
+				t.Fatalf("%q\nthe SDK posts to %q", ours+"v1/messages", want)
+			}
+		})
+	}
+}
+
+// sdkBaseURL is the URL the SDK's googlecloud client posts a Messages
+// request to, or the error it refuses it with.
+func sdkBaseURL(t *testing.T, project, location, workspace string) (string, error) {
+	client, err := sdkgc.NewClient(t.Context(), sdkgc.ClientConfig{Project: project, Location: location, WorkspaceID: workspace, SkipAuth: true})
+	if err != nil {
+		return "", err
+	}
+	var p send.Probe
+	var resp *http.Response
+	sdkClient := sdk.NewClient(append([]option.RequestOption{option.WithoutEnvironmentDefaults()}, client.Options...)...)
+	err = sdkClient.Post(t.Context(), "v1/messages", nil, &resp, option.WithRequestBody("application/json", []byte("{}")), option.WithMiddleware(p.Middleware))
+	target, err := p.Target(err)
+	if err != nil {
+		return "", err
+	}
+	return target.URL.String(), nil
 }
 
 // countingTokens is a token source whose every token is new, so that a
@@ -64,16 +118,14 @@ func TestWhatIsSentIsWhatTheSDKSent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pair := []*anthropic.OnPlatform{ours, sdkWire(t, cfg)}
-			for i := range pair {
-				if pair[i], err = pair[i].WithThinking(tc.thinking); err != nil {
-					t.Fatal(err)
-				}
+			if ours, err = ours.WithThinking(tc.thinking); err != nil {
+				t.Fatal(err)
 			}
+			pair := []provider.Provider{ours, sdkWire(t, cfg, tc.thinking)}
 			req := providertest.SampleRequest()
 			req.MaxTokens = 4096
 			got, errs := tap.Exchange(req, pair[0], pair[1])
-			providertest.SameExchange(t, tc.name, got, errs)
+			providertest.SameRequests(t, tc.name, got, errs)
 		})
 	}
 }

@@ -150,3 +150,20 @@ func SameExchange(t testing.TB, what string, got []Sent, errs []string) {
 		t.Errorf("%s: headers sent\n%v\nthe SDK sent\n%v", what, got[0].Header, got[1].Header)
 	}
 }
+
+// SameRequests fails t unless the two providers Exchange ran sent the
+// same request (method, URL, body and headers), and unless, where the
+// second (a reference that reads nothing of the answer: the SDK's client
+// a wire no longer links) refused to send, the first refused too, its
+// error ending with the reference's words (a wire names itself before
+// them). What either made of an answer is not compared.
+func SameRequests(t testing.TB, what string, got []Sent, errs []string) {
+	t.Helper()
+	if got[1].URL == "" && errs[1] != "" {
+		if got[0].URL != "" || !strings.HasSuffix(errs[0], errs[1]) {
+			t.Fatalf("%s: sent %q, error %q\nthe reference refused: %q", what, got[0].URL, errs[0], errs[1])
+		}
+		return
+	}
+	SameExchange(t, what, got, []string{"", ""})
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
+	"github.com/myelin-run/myelin/provider/internal/anthropicsdk"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -18,23 +19,21 @@ import (
 // body, rewritten and routed by anthropic-sdk-go's vertex middleware
 // (vertex.WithCredentials), which also authorized the HTTP client. What
 // New sends is held to what it sent.
-func sdkWire(t testing.TB, cfg Config) *anthropic.OnPlatform {
+func sdkWire(t testing.TB, cfg Config, th anthropic.Thinking) provider.Provider {
 	t.Helper()
-	wire := cfg.Config
-	base, err := hostOnly(wire.BaseURL)
+	base, err := hostOnly(cfg.BaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wire.BaseURL = base
-	p, err := anthropic.NewOn(anthropic.Platform{
-		Name:    "vertex",
-		Version: Version,
-		Options: []option.RequestOption{sdkvertex.WithCredentials(context.Background(), cfg.Region, cfg.Project, cfg.Credentials)},
-	}, wire)
+	first, err := anthropic.New(anthropic.Config{APIKey: "unused", NoStream: cfg.NoStream, CacheTTL: cfg.CacheTTL, Thinking: th})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	opts := []option.RequestOption{sdkvertex.WithCredentials(context.Background(), cfg.Region, cfg.Project, cfg.Credentials)}
+	if base != "" {
+		opts = append(opts, option.WithBaseURL(base))
+	}
+	return anthropicsdk.Wire{First: first, Options: opts, HTTPClient: cfg.HTTPClient, Version: Version, Thinking: th, NoStream: cfg.NoStream}
 }
 
 // What New sends is what the SDK's vertex middleware sent for the same
@@ -77,17 +76,15 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pair := []*anthropic.OnPlatform{ours, sdkWire(t, cfg)}
-			for i := range pair {
-				if pair[i], err = pair[i].WithThinking(tc.thinking); err != nil {
-					t.Fatal(err)
-				}
+			if ours, err = ours.WithThinking(tc.thinking); err != nil {
+				t.Fatal(err)
 			}
+			pair := []provider.Provider{ours, sdkWire(t, cfg, tc.thinking)}
 			req := providertest.SampleRequest()
 			req.Model = tc.model
 			req.MaxTokens = 4096
 			got, errs := tap.Exchange(req, pair[0], pair[1])
-			providertest.SameExchange(t, tc.name, got, errs)
+			providertest.SameRequests(t, tc.name, got, errs)
 		})
 	}
 }
@@ -111,7 +108,7 @@ func FuzzTheRouteIsTheSDKs(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		pairs[i] = [2]provider.Provider{ours, sdkWire(f, cfg)}
+		pairs[i] = [2]provider.Provider{ours, sdkWire(f, cfg, anthropic.Thinking{})}
 	}
 	f.Fuzz(func(t *testing.T, model string, noStream bool) {
 		pair := pairs[0]
@@ -123,7 +120,7 @@ func FuzzTheRouteIsTheSDKs(f *testing.F) {
 		// a streamed request's in-process answer, a whole message, is an
 		// error: the same on both
 		got, errs := tap.Exchange(req, pair[0], pair[1])
-		providertest.SameExchange(t, "model "+model, got, errs)
+		providertest.SameRequests(t, "model "+model, got, errs)
 	})
 }
 

@@ -32,7 +32,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
@@ -104,7 +103,7 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	return anthropic.NewOn(anthropic.Platform{
 		Name:       "vertex",
 		Version:    Version,
-		Options:    []option.RequestOption{option.WithBaseURL(regionalURL(region))},
+		BaseURL:    regionalURL(region),
 		HTTPClient: client,
 		Send:       newRoute(region, project).send,
 		// the rate limiter's key (docs/ratelimits.md, "Platforms"):
