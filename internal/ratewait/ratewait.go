@@ -1,7 +1,7 @@
 // Package ratewait is the rate-limit gate of the requests that
-// internal/send does not post: the SDKs' own calls (a whole answer,
-// NoStream, through anthropic-sdk-go or openai-go, on every platform) and
-// Gemini's poster. Every attempt of a request — the first and each retry
+// internal/send does not post (Gemini's poster), and the gate by which
+// internal/send's own gate and the wires key what they observe after an
+// answer began (Gate.Key: a refusal inside a stream). Every attempt of a request — the first and each retry
 // — waits at a ratelimit.Limiter before it is sent (Gate.Wait), telling
 // the context's observer (provider.WithWaitNotice), and every answer,
 // whatever its status, is observed by it (Pass.Observe), as internal/send's
@@ -21,7 +21,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/myelin-run/myelin/provider"
@@ -168,42 +167,6 @@ func (g *Gate) Now() time.Time {
 		return time.Now()
 	}
 	return g.limiter.Now()
-}
-
-// Middleware is the gate as an SDK middleware (anthropic-sdk-go's and
-// openai-go's option.WithMiddleware; a nil gate's passes the request on):
-// each attempt the SDK makes waits at the gate, its key named by the
-// request's URL as it reaches the middleware, and its answer is
-// observed. The attempt is the SDK's X-Stainless-Retry-Count plus one,
-// numbered after the attempts of earlier sends its context counts
-// (provider.AttemptsBefore). It is to be the last middleware, closest to
-// the wire, so that it sees the URL a platform's middleware routed the
-// request to.
-func (g *Gate) Middleware(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	if g == nil {
-		return next(r)
-	}
-	ctx := r.Context()
-	// numbered after the attempts of the request's earlier sends
-	// (provider.AttemptsBefore), as the wires' own senders number theirs
-	attempt := provider.AttemptsBefore(ctx) + 1
-	if n, err := strconv.Atoi(r.Header.Get("X-Stainless-Retry-Count")); err == nil && n > 0 {
-		attempt += n
-	}
-	pass, err := g.Wait(ctx, g.Key(ctx, r.URL), attempt, provider.Redact(r.URL))
-	if err != nil {
-		if r.Body != nil {
-			_ = r.Body.Close()
-		}
-		return nil, err
-	}
-	res, err := next(r)
-	if err == nil {
-		pass.Observe(res, nil)
-	} else if provider.Unconnected(err) {
-		pass.Unreached()
-	}
-	return res, err
 }
 
 // peek reads up to maxObserved bytes of res's body and puts them back in

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,7 +48,7 @@ func TestTheMiddlewareWaitsBeforeEachAttemptAndObservesItsAnswer(t *testing.T) {
 	ctx := provider.WithWaitNotice(ratelimit.WithModel(context.Background(), "m"), func(n provider.WaitNotice) { notices = append(notices, n) })
 	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.example:8443/v1/messages", nil)
 	r.Header.Set("X-Stainless-Retry-Count", "0")
-	res, err := g.Middleware(r, func(*http.Request) (*http.Response, error) {
+	res, err := middleware(g, r, func(*http.Request) (*http.Response, error) {
 		return answer(http.StatusTooManyRequests, http.Header{"Retry-After": {"20"}}, refusal), nil
 	})
 	if err != nil {
@@ -62,7 +63,7 @@ func TestTheMiddlewareWaitsBeforeEachAttemptAndObservesItsAnswer(t *testing.T) {
 	}
 	r.Header.Set("X-Stainless-Retry-Count", "1")
 	sent := false
-	if _, err := g.Middleware(r, func(*http.Request) (*http.Response, error) { sent = true; return answer(200, nil, ""), nil }); err != nil {
+	if _, err := middleware(g, r, func(*http.Request) (*http.Response, error) { sent = true; return answer(200, nil, ""), nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !sent || len(notices) != 1 || notices[0].Attempt != 2 || !strings.Contains(notices[0].Why, "api.example:8443") {
@@ -81,7 +82,7 @@ func TestAWaitEndedByItsContextSendsNothing(t *testing.T) {
 	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader("body"))
 	ctx = provider.WithWaitNotice(ctx, func(provider.WaitNotice) { cancel() })
 	r = r.WithContext(ctx)
-	_, err := g.Middleware(r, func(*http.Request) (*http.Response, error) {
+	_, err := middleware(g, r, func(*http.Request) (*http.Response, error) {
 		t.Fatal("a request was sent before its key's retry-after")
 		return nil, nil
 	})
@@ -98,7 +99,7 @@ func TestWithoutALimiterNothingWaits(t *testing.T) {
 		t.Fatalf("New(nil) is %v, want nil", g)
 	}
 	r, _ := http.NewRequest(http.MethodPost, "https://api.example/", nil)
-	res, err := g.Middleware(r, func(*http.Request) (*http.Response, error) { return answer(200, nil, "ok"), nil })
+	res, err := middleware(g, r, func(*http.Request) (*http.Response, error) { return answer(200, nil, "ok"), nil })
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("%v %v", res, err)
 	}
@@ -242,10 +243,10 @@ func TestAnAttemptThatNeverConnectedHoldsNoOtherAtTheLimiter(t *testing.T) {
 			var notices []provider.WaitNotice
 			ctx := provider.WithWaitNotice(context.Background(), func(n provider.WaitNotice) { notices = append(notices, n) })
 			r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.example/v1/messages", nil)
-			if _, err := g.Middleware(r, func(*http.Request) (*http.Response, error) { return nil, c.err }); err == nil {
+			if _, err := middleware(g, r, func(*http.Request) (*http.Response, error) { return nil, c.err }); err == nil {
 				t.Fatal("the attempt's error was lost")
 			}
-			if _, err := g.Middleware(r, func(*http.Request) (*http.Response, error) { return answer(200, nil, ""), nil }); err != nil {
+			if _, err := middleware(g, r, func(*http.Request) (*http.Response, error) { return answer(200, nil, ""), nil }); err != nil {
 				t.Fatal(err)
 			}
 			if held := len(notices) > 0; held != c.held {
@@ -264,16 +265,52 @@ func TestTheMiddlewareNumbersAttemptsAfterEarlierSends(t *testing.T) {
 	ctx := provider.WithWaitNotice(provider.WithAttemptsBefore(context.Background(), 20), func(n provider.WaitNotice) { notices = append(notices, n) })
 	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.example/v1/messages", nil)
 	r.Header.Set("X-Stainless-Retry-Count", "0")
-	if _, err := g.Middleware(r, func(*http.Request) (*http.Response, error) {
+	if _, err := middleware(g, r, func(*http.Request) (*http.Response, error) {
 		return answer(http.StatusTooManyRequests, http.Header{"Retry-After": {"20"}}, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`), nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	r.Header.Set("X-Stainless-Retry-Count", "1")
-	if _, err := g.Middleware(r, func(*http.Request) (*http.Response, error) { return answer(200, nil, ""), nil }); err != nil {
+	if _, err := middleware(g, r, func(*http.Request) (*http.Response, error) { return answer(200, nil, ""), nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(notices) != 1 || notices[0].Attempt != 22 {
 		t.Errorf("notices %+v: want one wait, for attempt 22 (the send's second after 20)", notices)
 	}
+}
+
+// middleware is g as an SDK middleware was (the wires no longer send
+// through an SDK; the tests drive the gate through it, as one did): a nil
+// gate's passes the request on; each attempt waits at the gate, its key named by the
+// request's URL as it reaches the middleware, and its answer is
+// observed. The attempt is the SDK's X-Stainless-Retry-Count plus one,
+// numbered after the attempts of earlier sends its context counts
+// (provider.AttemptsBefore). It is to be the last middleware, closest to
+// the wire, so that it sees the URL a platform's middleware routed the
+// request to.
+func middleware(g *Gate, r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	if g == nil {
+		return next(r)
+	}
+	ctx := r.Context()
+	// numbered after the attempts of the request's earlier sends
+	// (provider.AttemptsBefore), as the wires' own senders number theirs
+	attempt := provider.AttemptsBefore(ctx) + 1
+	if n, err := strconv.Atoi(r.Header.Get("X-Stainless-Retry-Count")); err == nil && n > 0 {
+		attempt += n
+	}
+	pass, err := g.Wait(ctx, g.Key(ctx, r.URL), attempt, provider.Redact(r.URL))
+	if err != nil {
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, err
+	}
+	res, err := next(r)
+	if err == nil {
+		pass.Observe(res, nil)
+	} else if provider.Unconnected(err) {
+		pass.Unreached()
+	}
+	return res, err
 }
