@@ -1,7 +1,7 @@
-// Package ratewait is the rate-limit gate of the requests that
-// internal/send does not post (Gemini's poster), and the gate by which
-// internal/send's own gate and the wires key what they observe after an
-// answer began (Gate.Key: a refusal inside a stream). Every attempt of a request — the first and each retry
+// Package ratewait is the rate-limit gate: internal/send's Senders wait at
+// one before each attempt they post, Gemini's poster at its own, and the
+// wires key by one what they observe after an answer began (Gate.Key: a
+// refusal inside a stream). Every attempt of a request — the first and each retry
 // — waits at a ratelimit.Limiter before it is sent (Gate.Wait), telling
 // the context's observer (provider.WithWaitNotice), and every answer,
 // whatever its status, is observed by it (Pass.Observe), as internal/send's
