@@ -1,10 +1,6 @@
 package anthropic
 
-import (
-	"fmt"
-
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-)
+import "fmt"
 
 // CacheTTL is how long the prompt cache keeps what a request's cache
 // breakpoints mark, unread, before it is dropped (Config.CacheTTL): the
@@ -59,8 +55,9 @@ func (t CacheTTL) Stored() string {
 }
 
 // The cache_control member a breakpoint's block ends with, for each
-// lifetime; the SDK's CacheControlEphemeralParam encodes to the same
-// bytes (TestCacheMarksAreTheSDKs).
+// lifetime, in the messages and in the head (encodeHead); the SDK's
+// CacheControlEphemeralParam encodes to the same bytes
+// (TestCacheMarksAreTheSDKs).
 const (
 	cacheMark   = `,"cache_control":{"type":"ephemeral"}`
 	cacheMark1h = `,"cache_control":{"ttl":"1h","type":"ephemeral"}`
@@ -72,16 +69,6 @@ func (t CacheTTL) mark() string {
 		return cacheMark1h
 	}
 	return cacheMark
-}
-
-// param is the SDK's cache_control for a marked tool or system block
-// under t.
-func (t CacheTTL) param() sdk.CacheControlEphemeralParam {
-	p := sdk.NewCacheControlEphemeralParam()
-	if t.long() {
-		p.TTL = sdk.CacheControlEphemeralTTLTTL1h
-	}
-	return p
 }
 
 // CacheTTL is the lifetime the wire's cache breakpoints ask for, as stored

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/myelin-run/myelin/internal/jsonscan"
+	"github.com/myelin-run/myelin/provider"
 )
 
 // The body a platform with Send receives is written by the wire as the
@@ -163,7 +163,7 @@ func wireModel(model string) string {
 	if utf8.ValidString(model) {
 		return model
 	}
-	head, err := json.Marshal(sdk.MessageNewParams{Model: sdk.Model(model)})
+	head, err := encodeHead(provider.Request{Model: model}, 0, Thinking{}, "")
 	if err != nil {
 		return model
 	}

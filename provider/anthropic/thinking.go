@@ -2,8 +2,7 @@ package anthropic
 
 import (
 	"fmt"
-
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"strconv"
 
 	"github.com/myelin-run/myelin/history"
 	"github.com/myelin-run/myelin/internal/jsonstring"
@@ -104,16 +103,32 @@ func (th Thinking) Check(maxTokens int) error {
 	return nil
 }
 
-// param is th as the SDK's request parameter; the zero union (no key)
-// when th is off.
-func (th Thinking) param() sdk.ThinkingConfigParamUnion {
+// appendParam appends th's member of a request's head to b, after a
+// comma, as the SDK's ThinkingConfigParamUnion encoded it:
+// ,"thinking":{"display":...,"type":"adaptive"} when Adaptive (whatever
+// Budget), else ,"thinking":{"budget_tokens":Budget,"display":...,"type":"enabled"}
+// when Budget is above 0, display only when set; nothing when th is off.
+// It checks nothing (Check does).
+func (th Thinking) appendParam(b []byte) []byte {
 	switch {
 	case th.Adaptive:
-		return sdk.ThinkingConfigParamUnion{OfAdaptive: &sdk.ThinkingConfigAdaptiveParam{Display: sdk.ThinkingConfigAdaptiveDisplay(th.Display)}}
+		b = append(b, `,"thinking":{`...)
 	case th.Budget > 0:
-		return sdk.ThinkingConfigParamUnion{OfEnabled: &sdk.ThinkingConfigEnabledParam{BudgetTokens: int64(th.Budget), Display: sdk.ThinkingConfigEnabledDisplay(th.Display)}}
+		b = append(b, `,"thinking":{"budget_tokens":`...)
+		b = strconv.AppendInt(b, int64(th.Budget), 10)
+		b = append(b, ',')
+	default:
+		return b
 	}
-	return sdk.ThinkingConfigParamUnion{}
+	if th.Display != "" {
+		b = append(b, `"display":`...)
+		b = appendString(b, th.Display)
+		b = append(b, ',')
+	}
+	if th.Adaptive {
+		return append(b, `"type":"adaptive"}`...)
+	}
+	return append(b, `"type":"enabled"}`...)
 }
 
 // betas is the betas th asks for: the values of the anthropic-beta
