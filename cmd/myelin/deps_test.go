@@ -15,7 +15,7 @@ import (
 // sign-in), whose endpoint tables and schemas are built at start
 // (provider/bedrock/internal/awsconfig loads the configuration instead);
 // and anthropic-sdk-go, with what only it brought (invopop's JSON schema,
-// an ordered map, a YAML parser, gjson-style parsers): the Claude wires
+// an ordered map, a YAML parser, a JSON parser): the Claude wires
 // post and read their requests themselves (provider/anthropic). Tests may
 // import them (to hold the wires to the SDKs); the binary not.
 var unlinked = []string{
@@ -36,7 +36,6 @@ var unlinked = []string{
 	"github.com/pb33f/ordered-map/",
 	"go.yaml.in/yaml/",
 	"github.com/buger/jsonparser",
-	"github.com/tidwall/",
 	"github.com/myelin-run/myelin/provider/internal/anthropicsdk",
 }
 

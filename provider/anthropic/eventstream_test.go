@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/myelin-run/myelin/internal/sse"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -36,8 +34,8 @@ func TestAnExceptionFrameIsAnErrorWithItsMessage(t *testing.T) {
 	stream := append(providertest.BedrockChunk([]byte(`{"type":"message_start","message":{"usage":{"input_tokens":3}}}`)),
 		providertest.BedrockException("throttlingException", "Too many tokens, please wait before trying again.")...)
 	_, err := readStream(&frameReader{r: bytes.NewReader(stream)}, nil, nil, nil)
-	var apiErr *sdk.Error
-	if !errors.As(err, &apiErr) || apiErr.Message != "Too many tokens, please wait before trying again." || apiErr.Type() != "throttlingException" {
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.Message != "Too many tokens, please wait before trying again." || apiErr.Type != "throttlingException" {
 		t.Fatalf("err = %v", err)
 	}
 }

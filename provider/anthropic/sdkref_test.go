@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"reflect"
@@ -207,4 +208,23 @@ func TestTheSDKVersionIsGoMods(t *testing.T) {
 	if version != "v"+sdkVersion {
 		t.Fatalf("sdkVersion is %s, go.mod's anthropic-sdk-go is %s: the headers name the SDK whose requests they copy", sdkVersion, version)
 	}
+}
+
+// sdkDescribe is describe as it read the SDK's *anthropic.Error, for the
+// errors of requests the SDK's client sent.
+func sdkDescribe(err error) error {
+	var apiErr *sdk.Error
+	if errors.As(err, &apiErr) {
+		msg := strings.TrimSpace(apiErr.RawJSON())
+		if msg == "" {
+			msg = err.Error()
+		}
+		wire := provider.StatusError("anthropic", apiErr.StatusCode, msg, err)
+		if tl := tooLong(apiErr.StatusCode, apiErr.Message); tl != nil {
+			tl.Err = wire
+			return tl
+		}
+		return wire
+	}
+	return describe(err)
 }

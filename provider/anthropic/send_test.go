@@ -57,7 +57,7 @@ func TestTheWireSendsWhatTheSDKSends(t *testing.T) {
 func checkSendsAsTheSDK(t *testing.T, p *Provider, client sdk.Client, srv *sendtest.Server) {
 	t.Helper()
 	sdkPost, direct := posts(p, client, []byte(`{"messages":[],"stream":true,"max_tokens":1,"model":"m"}`))
-	viaSDK, viaSender := sendtest.Described(sdkPost, describe), sendtest.Described(direct, describe)
+	viaSDK, viaSender := sendtest.Described(sdkPost, sdkDescribe), sendtest.Described(direct, describe)
 	for name, answers := range sendCases(srv.URL) {
 		t.Run(name, func(t *testing.T) { sendtest.Same(t, srv, answers, viaSDK, viaSender) })
 	}

@@ -37,8 +37,8 @@ func TestAnErrorEventMidStreamIsAnErrorWithTheProvidersMessage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Overloaded right now") {
 		t.Fatalf("err = %v, want the provider's message", err)
 	}
-	var apiErr *sdk.Error
-	if !errors.As(err, &apiErr) || apiErr.Message != "Overloaded right now" || apiErr.Type() != "overloaded_error" || apiErr.StatusCode != http.StatusOK {
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.Message != "Overloaded right now" || apiErr.Type != "overloaded_error" || apiErr.StatusCode != http.StatusOK {
 		t.Fatalf("the SDK's error is not wrapped as its stream made it: %#v", apiErr)
 	}
 	if _, ok := provider.IsTooLong(err); ok {

@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -29,7 +27,7 @@ func TestRedactingAStreamErrorsRequestDoesNotChangeWhatTheWireSendsNext(t *testi
 		t.Fatal(err)
 	}
 	_, err = p.Complete(context.Background(), providertest.SampleRequest(), nil)
-	var e *sdk.Error
+	var e *Error
 	if !errors.As(err, &e) || e.Request == nil || e.Response == nil || e.Response.Request == nil {
 		t.Fatalf("err %v", err)
 	}

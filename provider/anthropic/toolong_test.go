@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -64,7 +62,7 @@ func TestARefusalAsTooLongIsATooLongErrorWrappingTheSDKsAndIsNotRetried(t *testi
 			if tl.Tokens != tc.tokens || tl.Output != tc.output || tl.Limit != tc.limit {
 				t.Errorf("%q: %+v", tc.step.ErrorMessage, tl)
 			}
-			var apiErr *sdk.Error
+			var apiErr *Error
 			if !errors.As(err, &apiErr) || apiErr.StatusCode != tc.step.Status || apiErr.Message != tc.step.ErrorMessage {
 				t.Errorf("%q: the SDK's error is not wrapped: %v", tc.step.ErrorMessage, err)
 			}
@@ -115,7 +113,7 @@ func TestOtherFourHundredsAreNotTooLong(t *testing.T) {
 		if tl, ok := provider.IsTooLong(err); ok {
 			t.Errorf("%q is read as too long: %+v", msg, tl)
 		}
-		var apiErr *sdk.Error
+		var apiErr *Error
 		if !errors.As(err, &apiErr) || apiErr.Message != msg {
 			t.Errorf("the SDK's error is not wrapped: %v", err)
 		}

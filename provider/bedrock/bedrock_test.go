@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/tidwall/sjson"
 
@@ -127,7 +126,7 @@ func TestErrorsAreBedrocksOwnAndRetriedAsTheAPIs(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "bedrock: ") || !strings.Contains(err.Error(), "The provided model identifier is invalid.") || len(srv.Requests()) != 1 {
 			t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
 		}
-		var apiErr *sdk.Error
+		var apiErr *anthropic.Error
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
 			t.Fatalf("the SDK's error is not wrapped: %v", err)
 		}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
@@ -239,7 +238,7 @@ func TestErrorsNameTheGatewayAndAreRetriedAsTheAPIs(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "google-cloud: ") || !strings.Contains(err.Error(), "Extra inputs are not permitted") || len(srv.Requests()) != 1 {
 			t.Fatalf("err = %v after %d requests", err, len(srv.Requests()))
 		}
-		var apiErr *sdk.Error
+		var apiErr *anthropic.Error
 		if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 {
 			t.Fatalf("the SDK's error is not wrapped: %v", err)
 		}
