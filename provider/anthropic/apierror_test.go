@@ -111,6 +111,8 @@ var errorBodies = []string{
 	`{"error":{"message":"a","message":"b","type":"c","type":"d"}}`,
 	`{"err\u006fr":{"m\u0065ssage":"escaped names","\u0074ype":"t"}}`,
 	`{"error":"x","error":{"message":"after a string"}}`,
+	`{"error":[{"message":"in an array"}],"error":{"message":"after an array","type":"t"}}`,
+	`{"error":{"m":{"message":"deeper"}},"error":{"message":"after an object without"}}`,
 	`{"error":{"details":{"error_code":"a"},"details":{"error_code":"b"}}}`,
 }
 
