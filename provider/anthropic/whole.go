@@ -158,7 +158,11 @@ func (w *wholeWalk) blocks() []wholeBlock {
 			w.i++
 			return out
 		}
+		start := w.i
 		out = append(out, w.block())
+		if w.i == start {
+			return out // not JSON (a '}' here): not from encoding/json
+		}
 		w.ws()
 		if w.i < len(w.b) && w.b[w.i] == ',' {
 			w.i++
