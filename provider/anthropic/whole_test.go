@@ -212,6 +212,28 @@ func TestAnAnswerOfOddTypesOrKeysIsReadAsTheSDKReadsIt(t *testing.T) {
 	}
 }
 
+// A body of more brackets than decodeWhole checks itself (deeper, or
+// not, than encoding/json's limit of nesting) is checked and read by
+// encoding/json's Decoder, as the SDK's was: the deep one refused in its
+// words, the other read.
+func TestABodyOfManyBracketsIsCheckedByEncodingJSON(t *testing.T) {
+	deep := strings.Repeat("[", maxWholeBrackets+1) + strings.Repeat("]", maxWholeBrackets+1)
+	wide := strings.Repeat("{},", maxWholeBrackets)
+	for _, body := range []string{
+		`{"content":[{"type":"tool_use","input":` + deep + `}]}`,
+		`{"content":[{"type":"tool_use","id":"x","input":[` + wide + `[]]}],"stop_reason":"tool_use"}`,
+		`{"content":[{"type":"text","text":"` + strings.Repeat("{[", maxWholeBrackets) + `"}]}`,
+	} {
+		got, want := readBoth([]byte(body))
+		if got != want {
+			t.Errorf("%.60s...\n got  %.300s\n SDK  %.300s", body, got, want)
+		}
+		if strings.HasPrefix(body, `{"content":[{"type":"tool_use","input":[[`) && !strings.HasSuffix(got, "exceeded max depth") {
+			t.Errorf("%.60s...: %.300s", body, got)
+		}
+	}
+}
+
 // A body of null is an error: the SDK's decoder left Messages.New's
 // *Message nil and no error, and Complete panicked reading it.
 func TestANullAnswerIsAnError(t *testing.T) {
