@@ -96,8 +96,11 @@ var (
 // ("error parsing response json: " and encoding/json's Decoder's error),
 // and errNullAnswer for null. Only body's first JSON value is read, as
 // the SDK's Decoder read it; what follows it is not looked at. Its
-// Content-Type is the caller's to check (the SDK refused an answer that
-// did not say JSON, before decoding).
+// Content-Type is the caller's to check: the SDK decoded only an answer
+// whose media type (mime.ParseMediaType's; "" when that fails) contains
+// "application/json" or ends in "+json", and refused any other with
+// "expected destination type of 'string' or '[]byte' for responses with
+// content-type '%s' that is not 'application/json'" (the header's value).
 //
 // The first value is checked by jsonscan's Skip, which accepts only
 // what encoding/json does; anything it refuses, and a body of more
