@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/myelin-run/myelin/internal/jsonscan"
 	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
@@ -72,8 +73,9 @@ type wholeBlock struct {
 	kind, id, name, text, thinking, signature, data string
 	// input is the block's "input", its raw JSON as the SDK kept it
 	// (c.Input); nil when absent or null. It is the bytes of the body
-	// decodeWhole was given (the Decoder's copy of them), not a copy of
-	// its own: it must not be written to.
+	// decodeWhole was given (or of encoding/json's copy of them), not a
+	// copy of its own: it must not be written to, nor body while it is
+	// read.
 	input []byte
 }
 
@@ -94,9 +96,37 @@ var (
 // ("error parsing response json: " and encoding/json's Decoder's error),
 // and errNullAnswer for null. Only body's first JSON value is read, as
 // the SDK's Decoder read it; what follows it is not looked at. Its
-// Content-Type is the caller's to check (the SDK refused an answer that
-// did not say JSON, before decoding).
+// Content-Type is the caller's to check: the SDK decoded only an answer
+// whose media type (mime.ParseMediaType's; "" when that fails) contains
+// "application/json" or ends in "+json", and refused any other with
+// "expected destination type of 'string' or '[]byte' for responses with
+// content-type '%s' that is not 'application/json'" (the header's value).
+//
+// The first value is checked by jsonscan's Skip, which accepts only
+// what encoding/json does; anything it refuses, and a body of more
+// brackets than encoding/json's depth limit, goes through encoding/json's
+// Decoder (decodeWholeChecked), for its error (or, should the two ever
+// disagree, its reading).
 func decodeWhole(body []byte) (wholeMessage, error) {
+	if bytes.Count(body, []byte{'{'})+bytes.Count(body, []byte{'['}) <= maxWholeBrackets {
+		s := jsonscan.Scanner{B: body}
+		s.WS()
+		start := s.I
+		if s.Skip() {
+			var m wholeMessage
+			if string(body[start:s.I]) == "null" {
+				return m, errNullAnswer
+			}
+			_ = m.UnmarshalJSON(body[start:s.I])
+			return m, nil
+		}
+	}
+	return decodeWholeChecked(body)
+}
+
+// decodeWholeChecked is decodeWhole through encoding/json's Decoder: its
+// check and its errors, then UnmarshalJSON.
+func decodeWholeChecked(body []byte) (wholeMessage, error) {
 	var m *wholeMessage
 	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&m); err != nil {
 		return wholeMessage{}, fmt.Errorf("error parsing response json: %w", err)
@@ -107,10 +137,16 @@ func decodeWhole(body []byte) (wholeMessage, error) {
 	return *m, nil
 }
 
-// UnmarshalJSON reads raw, one JSON value encoding/json checked (never
-// null: encoding/json leaves the pointer nil), as the SDK's Message read
-// it: an object's members; anything else is a message with nothing in it.
-// It never fails. Each byte is passed once.
+// maxWholeBrackets is how many brackets ('{' and '[', in strings or not)
+// a body may hold for decodeWhole to check it by jsonscan's Skip: not
+// more than encoding/json's limit of nesting (10000), which Skip does not
+// know, and a bound on Skip's recursion.
+const maxWholeBrackets = 10000
+
+// UnmarshalJSON reads raw, one JSON value checked as encoding/json
+// checks it (not null, which decodeWhole refuses), as the SDK's Message
+// read it: an object's members; anything else is a message with nothing
+// in it. It never fails. Each byte is passed once.
 func (m *wholeMessage) UnmarshalJSON(raw []byte) error {
 	w := wholeWalk{b: raw}
 	w.object(wholeMessageKeys, func(i int) {
@@ -118,7 +154,7 @@ func (m *wholeMessage) UnmarshalJSON(raw []byte) error {
 		case 0:
 			m.blocks = w.blocks()
 		case 1:
-			m.stopReason = sdkString(w.value())
+			m.stopReason = sdkName(w.value())
 		case 2:
 			w.object(wholeUsageKeys, func(i int) {
 				u := &m.usage
@@ -158,7 +194,11 @@ func (w *wholeWalk) blocks() []wholeBlock {
 			w.i++
 			return out
 		}
+		start := w.i
 		out = append(out, w.block())
+		if w.i == start {
+			return out // not JSON (a '}' here): not from encoding/json
+		}
 		w.ws()
 		if w.i < len(w.b) && w.b[w.i] == ',' {
 			w.i++
@@ -172,7 +212,7 @@ func (w *wholeWalk) block() (b wholeBlock) {
 		v := w.value()
 		switch i {
 		case 0:
-			b.kind = sdkString(v)
+			b.kind = sdkName(v)
 		case 1:
 			b.id = sdkString(v)
 		case 2:
@@ -194,7 +234,7 @@ func (w *wholeWalk) block() (b wholeBlock) {
 	return b
 }
 
-// wholeWalk passes over JSON that encoding/json checked, at b[i]: it
+// wholeWalk passes over JSON checked as encoding/json checks it, at b[i]: it
 // reads nothing but where values begin and end, and checks nothing (of
 // bytes that are not JSON it reads something, never past them nor
 // forever). It must not be given JSON that was not checked.
@@ -359,6 +399,20 @@ func sdkString(v []byte) string {
 		}
 	}
 	return string(v)
+}
+
+// sdkName is sdkString(v) for a value most often one of names (scan.go:
+// the types of blocks, the stop reasons), kept as one string each so
+// that an answer does not allocate them.
+func sdkName(v []byte) string {
+	if len(v) > 2 && v[0] == '"' {
+		for _, n := range names {
+			if len(v) == len(n)+2 && string(v[1:len(v)-1]) == n {
+				return n
+			}
+		}
+	}
+	return sdkString(v)
 }
 
 // sdkInt is the integer the SDK read from the JSON value v into an

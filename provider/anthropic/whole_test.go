@@ -178,36 +178,62 @@ func TestTheSDKsReadingIsMessagesNews(t *testing.T) {
 // the SDK read it, not refused as malformed; a body that is not JSON is
 // refused in the SDK's words.
 func TestAnAnswerOfOddTypesOrKeysIsReadAsTheSDKReadsIt(t *testing.T) {
-	for _, body := range []string{
-		// not an object
-		`[1]`, `"x"`, `5`, `-0.5`, `true`, `false`, `{}`, `[]`, ` {} and more`, `{}}`, `{"a":}`, ``, ` `, `nul`,
-		// content of other types
-		`{"content":{}}`, `{"content":"text"}`, `{"content":null}`, `{"content":[]}`, `{"content":5}`,
-		`{"content":[null,1,"s",true,[],{}]}`,
-		`{"content":[{"type":"text","text":"a"}],"Content":[{"type":"text","text":"b"}]}`,
-		`{"content":[{"Type":"text","TEXT":"a"}]}`,
-		`{"c\u006fntent":[{"typ\u0065":"te\u0078t","text":"escaped keys"}]}`,
-		`{"content":[{"type":"text","text":"a","text":null}]}`,
-		`{"content":[{"type":"text","text":null,"text":"late"}]}`,
-		// input of every type
-		`{"content":[{"type":"tool_use","input":"s"},{"type":"tool_use","input":1.50},{"type":"tool_use","input":[ 1 , {"a" : "]"} ]},{"type":"tool_use","input":true},{"type":"tool_use","input":null},{"type":"tool_use"}]}`,
-		`{"content":[{"type":"tool_use","input":{"a":"b"},"input":{"c":"d"}}]}`,
-		// strings from other types
-		`{"content":[{"type":1,"id":-0,"name":12345678901234567890123,"text":1.0,"thinking":1e2,"signature":-1.25e-7,"data":1E400}],"stop_reason":["a" , "b"]}`,
-		`{"content":[{"type":"text","text":-1e400,"data":0.000001,"id":100000000000000000000000.5}]}`,
-		// usage
-		`{"usage":[]}`, `{"usage":"x"}`, `{"usage":null}`, `{"usage":{"input_tokens":null,"output_tokens":{},"cache_creation":[]}}`,
-		`{"usage":{"input_tokens":20500000000000000000,"output_tokens":"-7.9","cache_read_input_tokens":"12x","cache_creation_input_tokens":9007199254740993,"cache_creation":{"ephemeral_1h_input_tokens":-2.9}}}`,
-		`{"usage":{"input_tokens":"99999999999999999999","output_tokens":"-99999999999999999999","cache_read_input_tokens":"0x10","cache_creation_input_tokens":"inf","cache_creation":{"ephemeral_1h_input_tokens":"1_000"}}}`,
-		`{"usage":{"input_tokens":false,"output_tokens":"true","cache_read_input_tokens":" 5","cache_creation_input_tokens":"+5","cache_creation":{"ephemeral_1h_input_tokens":"NaN"}}}`,
-		`{"usage":{"input_tokens":18446744073709551616,"output_tokens":-9223372036854775809,"cache_read_input_tokens":36893488147419103232,"cache_creation_input_tokens":9223372036854775807,"cache_creation":{"ephemeral_1h_input_tokens":"-9223372036854775808"}}}`,
-		// text
-		"{\"content\":[{\"type\":\"text\",\"text\":\"a\\ud800b \xff \\udc00x \\ud83d\\ude00\"}]}",
-		// white space, and quotes and brackets inside strings, everywhere
-		"\t{ \"x\" : [ \"a\\\\\\\"]\" , { \"y\" : \"}\" } , -1.5e3 , true ] ,\r\n \"content\" : [ { \"type\" : \"text\" , \"text\" : \"q\\\\\" , \"input\" : { \"a\" : \"\\\"]}\" } } , null ] , \"stop_reason\" : \"end_turn\" , \"usage\" : { \"input_tokens\" : 3 , \"output_tokens\":2} }\n",
-	} {
+	for _, body := range oddAnswers {
 		if got, want := readBoth([]byte(body)); got != want {
 			t.Errorf("%q\n got  %s\n SDK  %s", body, got, want)
+		}
+	}
+}
+
+// oddAnswers are TestAnAnswerOfOddTypesOrKeysIsReadAsTheSDKReadsIt's
+// answers (and seeds of the fuzz test).
+var oddAnswers = []string{
+	// not an object
+	`[1]`, `"x"`, `5`, `-0.5`, `true`, `false`, `{}`, `[]`, ` {} and more`, `{}}`, `{"a":}`, ``, ` `, `nul`,
+	// content of other types
+	`{"content":{}}`, `{"content":"text"}`, `{"content":null}`, `{"content":[]}`, `{"content":5}`,
+	`{"content":[null,1,"s",true,[],{}]}`,
+	`{"content":[{"type":"text","text":"a"}],"Content":[{"type":"text","text":"b"}]}`,
+	`{"content":[{"Type":"text","TEXT":"a"}]}`,
+	`{"c\u006fntent":[{"typ\u0065":"te\u0078t","text":"escaped keys"}]}`,
+	`{"content":[{"type":"text","text":"a","text":null}]}`,
+	`{"content":[{"type":"text","text":null,"text":"late"}]}`,
+	// input of every type
+	`{"content":[{"type":"tool_use","input":"s"},{"type":"tool_use","input":1.50},{"type":"tool_use","input":[ 1 , {"a" : "]"} ]},{"type":"tool_use","input":true},{"type":"tool_use","input":null},{"type":"tool_use"}]}`,
+	`{"content":[{"type":"tool_use","input":{"a":"b"},"input":{"c":"d"}}]}`,
+	// strings from other types
+	`{"content":[{"type":1,"id":-0,"name":12345678901234567890123,"text":1.0,"thinking":1e2,"signature":-1.25e-7,"data":1E400}],"stop_reason":["a" , "b"]}`,
+	`{"content":[{"type":"text","text":-1e400,"data":0.000001,"id":100000000000000000000000.5}]}`,
+	// usage
+	`{"usage":[]}`, `{"usage":"x"}`, `{"usage":null}`, `{"usage":{"input_tokens":null,"output_tokens":{},"cache_creation":[]}}`,
+	`{"usage":{"input_tokens":20500000000000000000,"output_tokens":"-7.9","cache_read_input_tokens":"12x","cache_creation_input_tokens":9007199254740993,"cache_creation":{"ephemeral_1h_input_tokens":-2.9}}}`,
+	`{"usage":{"input_tokens":"99999999999999999999","output_tokens":"-99999999999999999999","cache_read_input_tokens":"0x10","cache_creation_input_tokens":"inf","cache_creation":{"ephemeral_1h_input_tokens":"1_000"}}}`,
+	`{"usage":{"input_tokens":false,"output_tokens":"true","cache_read_input_tokens":" 5","cache_creation_input_tokens":"+5","cache_creation":{"ephemeral_1h_input_tokens":"NaN"}}}`,
+	`{"usage":{"input_tokens":18446744073709551616,"output_tokens":-9223372036854775809,"cache_read_input_tokens":36893488147419103232,"cache_creation_input_tokens":9223372036854775807,"cache_creation":{"ephemeral_1h_input_tokens":"-9223372036854775808"}}}`,
+	// text
+	"{\"content\":[{\"type\":\"text\",\"text\":\"a\\ud800b \xff \\udc00x \\ud83d\\ude00\"}]}",
+	// white space, and quotes and brackets inside strings, everywhere
+	"\t{ \"x\" : [ \"a\\\\\\\"]\" , { \"y\" : \"}\" } , -1.5e3 , true ] ,\r\n \"content\" : [ { \"type\" : \"text\" , \"text\" : \"q\\\\\" , \"input\" : { \"a\" : \"\\\"]}\" } } , null ] , \"stop_reason\" : \"end_turn\" , \"usage\" : { \"input_tokens\" : 3 , \"output_tokens\":2} }\n",
+}
+
+// A body of more brackets than decodeWhole checks itself (deeper, or
+// not, than encoding/json's limit of nesting) is checked and read by
+// encoding/json's Decoder, as the SDK's was: the deep one refused in its
+// words, the other read.
+func TestABodyOfManyBracketsIsCheckedByEncodingJSON(t *testing.T) {
+	deep := strings.Repeat("[", maxWholeBrackets+1) + strings.Repeat("]", maxWholeBrackets+1)
+	wide := strings.Repeat("{},", maxWholeBrackets)
+	for _, body := range []string{
+		`{"content":[{"type":"tool_use","input":` + deep + `}]}`,
+		`{"content":[{"type":"tool_use","id":"x","input":[` + wide + `[]]}],"stop_reason":"tool_use"}`,
+		`{"content":[{"type":"text","text":"` + strings.Repeat("{[", maxWholeBrackets) + `"}]}`,
+	} {
+		got, want := readBoth([]byte(body))
+		if got != want {
+			t.Errorf("%.60s...\n got  %.300s\n SDK  %.300s", body, got, want)
+		}
+		if strings.HasPrefix(body, `{"content":[{"type":"tool_use","input":[[`) && !strings.HasSuffix(got, "exceeded max depth") {
+			t.Errorf("%.60s...: %.300s", body, got)
 		}
 	}
 }
@@ -265,6 +291,9 @@ var loneSurrogate = regexp.MustCompile(`(?i)\\ud[89ab][0-9a-f]{2}\\u(?:[0-9a-ce-
 func FuzzAWholeAnswerIsReadAsTheSDKReadsIt(f *testing.F) {
 	for _, body := range wholeAnswers(f) {
 		f.Add(body)
+	}
+	for _, body := range oddAnswers {
+		f.Add([]byte(body))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var unchecked wholeMessage
