@@ -147,10 +147,11 @@ func TestTheAnswersHoldWhatTheWireReads(t *testing.T) {
 	}
 }
 
-// sdkDecodeWhole is Messages.New's reading: the answers in
+// The reference is Messages.New's reading: the answers in
 // testdata/messages, served with a JSON Content-Type, are read by
-// Messages.New as by sdkDecodeWhole (and null leaves its *Message nil,
-// with no error, the case decodeWhole makes an error of).
+// Messages.New as by sdkDecodeWhole, errors in the same words (and null
+// leaves its *Message nil, with no error: the case decodeWhole makes an
+// error of, where Complete panicked).
 func TestTheSDKsReadingIsMessagesNews(t *testing.T) {
 	for name, body := range wholeAnswers(t) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
