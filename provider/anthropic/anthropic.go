@@ -386,6 +386,10 @@ func (p *Provider) completeWhole(ctx context.Context, req provider.Request, body
 	if err != nil {
 		return provider.Response{}, describe(fmt.Errorf("error reading response body: %w", err))
 	}
+	if ct := res.Header.Get("Content-Type"); !jsonMedia(ct) {
+		// the SDK's words, for an answer it would not decode
+		return provider.Response{}, describe(fmt.Errorf("expected destination type of 'string' or '[]byte' for responses with content-type '%s' that is not 'application/json'", ct))
+	}
 	msg, err := decodeWhole(read)
 	if err != nil {
 		return provider.Response{}, describe(err)

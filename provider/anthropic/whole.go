@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"mime"
 	"strconv"
+	"strings"
 
 	"github.com/myelin-run/myelin/internal/jsonscan"
 	"github.com/myelin-run/myelin/internal/jsonstring"
@@ -499,4 +501,13 @@ func floatToInt(f float64) int64 {
 		return math.MinInt64
 	}
 	return int64(f)
+}
+
+// jsonMedia reports whether an answer of Content-Type ct is one the SDK
+// decoded as JSON: its media type (mime.ParseMediaType's, whatever its
+// error: "" when there is none, the type before a bad parameter)
+// contains "application/json" or ends in "+json".
+func jsonMedia(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return strings.Contains(mt, "application/json") || strings.HasSuffix(mt, "+json")
 }
