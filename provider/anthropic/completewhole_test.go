@@ -6,7 +6,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
 
@@ -48,4 +50,22 @@ func TestAWholeAnswerIsReadOnlyWhenItsMediaTypeIsJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A whole answer's refusal says why its retries ended
+// (provider.RetriesEnded: the agent's resend then waits the retry-after
+// the answer asked for), as a streamed one's does, with RetryFor 0 and
+// set: through the SDK it said nothing of it.
+func TestAWholeAnswersRefusalSaysWhyTheRetriesEnded(t *testing.T) {
+	providertest.CheckAWholeAnswersRefusalSaysWhyTheRetriesEnded(t, "anthropic", providertest.SampleRequest(), func(baseURL string, retryFor time.Duration) (provider.Provider, error) {
+		return New(Config{APIKey: "k", BaseURL: baseURL, NoStream: true, MaxRetries: -1, RetryFor: retryFor})
+	})
+}
+
+// The same on a platform, whose whole answers went through the SDK too.
+func TestAWholeAnswersRefusalOnAPlatformSaysWhyTheRetriesEnded(t *testing.T) {
+	providertest.CheckAWholeAnswersRefusalSaysWhyTheRetriesEnded(t, "gw: anthropic", providertest.SampleRequest(), func(baseURL string, retryFor time.Duration) (provider.Provider, error) {
+		return NewOn(Platform{Name: "gw", BaseURL: baseURL, Authorize: func(*http.Request) error { return nil }},
+			Config{NoStream: true, MaxRetries: -1, RetryFor: retryFor})
+	})
 }
