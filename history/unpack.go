@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"runtime/metrics"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,14 +105,15 @@ func decoders(workers int, arrays uint64) int {
 
 // fitsUnderGoal reports whether n more bytes of heap objects fit under
 // the collector's current heap goal, so that allocating them starts no
-// cycle (runtime/metrics; false when the runtime does not say).
+// cycle: the live heap (HeapAlloc) and the goal (NextGC) of
+// runtime.ReadMemStats, which stops the world for a few microseconds,
+// once an unpack of thousands of messages. (Not runtime/metrics, whose
+// package init, run at every start of every myelin process, builds its
+// table of descriptions: ~0.5 ms and a dozen page faults; issue 34.)
 var fitsUnderGoal = func(n uint64) bool {
-	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
-		return false
-	}
-	return s[1].Value.Uint64()+n < s[0].Value.Uint64()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc+n < m.NextGC
 }
 
 // maxUnpackers bounds the goroutines of an Unpack: a resume has little
