@@ -36,14 +36,11 @@ type seenMark struct {
 	crc   int64
 }
 
-// castagnoli is the CRC-32C table, as package record's checksums use.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // markChecksum is the checksum of conversation id's mark from place from
 // with facts, kept beside it: of the id, the place and the facts' bytes.
 func markChecksum(id string, from int, facts []byte) int64 {
 	head := strconv.AppendInt(append([]byte(id), 0), int64(from), 10)
-	return int64(crc32.Update(crc32.Checksum(append(head, 0), castagnoli), castagnoli, facts))
+	return int64(crc32.Update(crc32.Checksum(append(head, 0), record.Castagnoli()), record.Castagnoli(), facts))
 }
 
 // newStamp is a mark's stamp: random, never 0 (no mark).

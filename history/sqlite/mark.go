@@ -55,9 +55,6 @@ const (
 	dropMarkSQL = `DELETE FROM marks WHERE conversation = ?`
 )
 
-// castagnoli is the CRC-32C table (markChecksum).
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // markChecksum is the checksum of conversation id's mark from place from
 // with facts, set over the row whose checksum was rowCRC, kept beside it
 // (marks.crc): of the four, so that a mark read under another
@@ -67,7 +64,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func markChecksum(id string, from int, rowCRC int64, facts []byte) int64 {
 	head := strconv.AppendInt(append([]byte("mark\x00"+id), 0), int64(from), 10)
 	head = strconv.AppendInt(append(head, 0), rowCRC, 10)
-	return int64(crc32.Update(crc32.Checksum(append(head, 0), castagnoli), castagnoli, facts))
+	return int64(crc32.Update(crc32.Checksum(append(head, 0), record.Castagnoli()), record.Castagnoli(), facts))
 }
 
 // keptMark is a mark as the store keeps it in memory beside the messages

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/myelin-run/myelin/history"
+	"github.com/myelin-run/myelin/history/internal/record"
 )
 
 // colliding is facts as long as want whose markChecksum (id, from, row)
@@ -19,6 +20,7 @@ func colliding(t *testing.T, id string, from int, row int64, want, other []byte)
 	if len(other) != len(want) || len(other) < 4 {
 		t.Fatal("colliding: lengths")
 	}
+	castagnoli := record.Castagnoli()
 	head := markHead(id, from, row)
 	h := crc32.Checksum(head, castagnoli)
 	target := ^crc32.Update(h, castagnoli, want)

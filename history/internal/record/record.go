@@ -14,6 +14,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -32,12 +33,16 @@ var (
 // TimeFormat is how a store keeps a conversation's times as text.
 const TimeFormat = time.RFC3339Nano
 
-// castagnoli is the CRC-32C table: computed by the CPU's own instruction
-// where it has one (amd64, arm64), about 10 GB/s.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// Castagnoli is the CRC-32C table of every checksum a store keeps (this
+// package's, and the stores' marks): computed by the CPU's own
+// instruction where it has one (amd64, arm64), about 10 GB/s. Made at its
+// first use, not at init: making it builds the instruction's shift
+// tables, which every myelin process paid at its start, reading history
+// or not (issue 34).
+var Castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // checksum is the CRC-32C of raw.
-func checksum(raw []byte) int64 { return int64(crc32.Checksum(raw, castagnoli)) }
+func checksum(raw []byte) int64 { return int64(crc32.Checksum(raw, Castagnoli())) }
 
 // MessageChecksum is a stored message's checksum: of its conversation, its
 // number from 1 and its stored bytes, so that a message read under another
@@ -46,7 +51,7 @@ func checksum(raw []byte) int64 { return int64(crc32.Checksum(raw, castagnoli)) 
 func MessageChecksum(conversation string, seq int, raw []byte) int64 {
 	var prefix [64]byte
 	head := strconv.AppendInt(append(append(prefix[:0], conversation...), 0), int64(seq), 10)
-	return int64(crc32.Update(crc32.Checksum(append(head, 0), castagnoli), castagnoli, raw))
+	return int64(crc32.Update(crc32.Checksum(append(head, 0), Castagnoli()), Castagnoli(), raw))
 }
 
 // RecordChecksum is a conversation record's checksum: of the fields that
