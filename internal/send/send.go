@@ -207,6 +207,22 @@ func (s *Sender) PostEach(ctx context.Context, b []byte, each func(*http.Request
 // when not nil: once the answer is read, w.Done says whether net/http is
 // done with b.
 func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Request) error, w *Writes) (*http.Response, error) {
+	return s.post(ctx, b, each, w, false)
+}
+
+// PostWhole is PostEach for a whole answer: the body of the answer that
+// ends the call is read inside the retries, whatever its status, as an
+// SDK reads a whole answer into its type — so that one that breaks off is
+// sent again as the rules say (RetryDroppedBody; without it, the read's
+// error ends the call). The answer returned holds its body read (the
+// caller closes it all the same).
+func (s *Sender) PostWhole(ctx context.Context, b []byte, each func(*http.Request) error) (*http.Response, error) {
+	return s.post(ctx, b, each, nil, true)
+}
+
+// post is PostWritten, reading the body of every answer that ends the
+// call (whole) or of its refusals only.
+func (s *Sender) post(ctx context.Context, b []byte, each func(*http.Request) error, w *Writes, whole bool) (*http.Response, error) {
 	var (
 		req *http.Request
 		res *http.Response
@@ -269,7 +285,7 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 		next := s.pause(res, n, s.now().Sub(first), bound, retry)
 		var read []byte
 		var readErr error
-		readNow := err == nil && res != nil && !next.again && res.StatusCode >= http.StatusBadRequest
+		readNow := err == nil && res != nil && !next.again && (whole || res.StatusCode >= http.StatusBadRequest)
 		if readNow {
 			read, readErr = s.read(res)
 		}
@@ -325,6 +341,9 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 				long = ended
 				limit = s.gate.Now().Add(min(next.room, bound-s.now().Sub(first)))
 				continue
+			}
+			if readNow {
+				res.Body = io.NopCloser(bytes.NewReader(read))
 			}
 			return res, nil
 		}

@@ -377,15 +377,14 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 // Message: the blocks in order, the usage and the stop reason; the text
 // and the thinking handed to onText and req.OnThinking once read.
 func (p *Provider) completeWhole(ctx context.Context, req provider.Request, body []byte, each func(*http.Request) error, onText func(string)) (provider.Response, error) {
-	res, err := p.whole.PostEach(ctx, body, each)
+	// read inside the retries: one that breaks off is sent again, as the
+	// SDK sent it again
+	res, err := p.whole.PostWhole(ctx, body, each)
 	if err != nil {
 		return provider.Response{}, describe(err)
 	}
-	read, err := io.ReadAll(res.Body)
+	read, _ := io.ReadAll(res.Body) // in memory
 	_ = res.Body.Close()
-	if err != nil {
-		return provider.Response{}, describe(fmt.Errorf("error reading response body: %w", err))
-	}
 	if ct := res.Header.Get("Content-Type"); !jsonMedia(ct) {
 		// the SDK's words, for an answer it would not decode
 		return provider.Response{}, describe(fmt.Errorf("expected destination type of 'string' or '[]byte' for responses with content-type '%s' that is not 'application/json'", ct))

@@ -5,9 +5,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
@@ -68,4 +71,63 @@ func TestAWholeAnswersRefusalOnAPlatformSaysWhyTheRetriesEnded(t *testing.T) {
 		return NewOn(Platform{Name: "gw", BaseURL: baseURL, Authorize: func(*http.Request) error { return nil }},
 			Config{NoStream: true, MaxRetries: -1, RetryFor: retryFor})
 	})
+}
+
+// A whole answer whose body breaks off after its headers is sent again as
+// the SDK sent it again (its dropped body retried, unless x-should-retry
+// says not to), and one that always breaks off ends in the SDK's error
+// after as many attempts: the answer is read inside the retries.
+func TestAWholeAnswerCutShortIsSentAgainAsTheSDKSentIt(t *testing.T) {
+	const message = `{"type":"message","role":"assistant","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":1}}`
+	for _, tc := range []struct {
+		name      string
+		drops     int32 // the first answers that break off
+		noRetry   bool  // they say x-should-retry: false
+		wantParts int
+	}{
+		{name: "once", drops: 1, wantParts: 1},
+		{name: "always", drops: 100},
+		{name: "told not to retry", drops: 1, noRetry: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			serve := func(n *atomic.Int32) *httptest.Server {
+				return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if n.Add(1) <= tc.drops {
+						// the headers and 20 bytes of the body, then the connection drops
+						conn, buf, _ := w.(http.Hijacker).Hijack()
+						head := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nretry-after-ms: 0\r\n"
+						if tc.noRetry {
+							head += "x-should-retry: false\r\n"
+						}
+						_, _ = buf.WriteString(head + "\r\n" + message[:20])
+						_ = buf.Flush()
+						_ = conn.Close()
+						return
+					}
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write([]byte(message))
+				}))
+			}
+			var sdkN atomic.Int32
+			sdkSrv := serve(&sdkN)
+			defer sdkSrv.Close()
+			client := sdkClient(t, Config{APIKey: "k", BaseURL: sdkSrv.URL, MaxRetries: 2})
+			_, sdkErr := client.Messages.New(context.Background(), sdk.MessageNewParams{}, option.WithRequestBody("application/json", []byte(`{}`)))
+
+			var ourN atomic.Int32
+			srv := serve(&ourN)
+			defer srv.Close()
+			p, err := New(Config{APIKey: "k", BaseURL: srv.URL, NoStream: true, MaxRetries: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
+			if ourN.Load() != sdkN.Load() || len(resp.Message.Parts) != tc.wantParts || (err == nil) != (sdkErr == nil) {
+				t.Fatalf("the wire: %d requests, %d parts, err %v; the SDK: %d requests, err %v", ourN.Load(), len(resp.Message.Parts), err, sdkN.Load(), sdkErr)
+			}
+			if err != nil && !strings.HasSuffix(err.Error(), sdkErr.Error()) {
+				t.Fatalf("error %q, the SDK's %q", err, sdkErr)
+			}
+		})
+	}
 }
