@@ -266,7 +266,12 @@ func (s *Sender) post(ctx context.Context, b []byte, each func(*http.Request) er
 			first = s.now()
 			bound = provider.RetryBound(ctx, s.rules.For, first)
 		}
-		req = s.request(ctx, b, n, each != nil)
+		actx, stop := ctx, context.CancelFunc(func() {})
+		if whole && s.rules.AttemptTimeout > 0 {
+			// the attempt's own bound, its answer read inside it
+			actx, stop = context.WithTimeout(ctx, s.rules.AttemptTimeout)
+		}
+		req = s.request(actx, b, n, each != nil)
 		sent = false
 		if each == nil {
 			res, err = s.client.Do(req)
@@ -296,6 +301,7 @@ func (s *Sender) post(ctx context.Context, b []byte, each func(*http.Request) er
 			}
 			pass.Observe(res, body)
 		}
+		stop() // a whole answer is read, or will not be
 		if ctx.Err() != nil {
 			closeBody(res)
 			return nil, ctx.Err()

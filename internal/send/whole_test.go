@@ -3,8 +3,10 @@ package send
 import (
 	"context"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -52,6 +54,48 @@ func TestAWholeAnswerIsReadInsideTheRetries(t *testing.T) {
 			b, _ := io.ReadAll(res.Body)
 			if string(b) != `{"ok":true}` {
 				t.Fatalf("the answer's body reads %q", b)
+			}
+		})
+	}
+}
+
+// With Rules.AttemptTimeout, an attempt of PostWhole that runs out —
+// waiting for its answer, or reading a body that stalls — is retried as a
+// connection error is, and the next one's answer is the call's.
+func TestAWholeAnswersAttemptThatRunsOutIsSentAgain(t *testing.T) {
+	for _, stall := range []string{"before the answer", "inside the body"} {
+		t.Run(stall, func(t *testing.T) {
+			var n atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// read whole, so that the server hears the client hang up
+				_, _ = io.ReadAll(r.Body)
+				if n.Add(1) == 1 {
+					if stall == "inside the body" {
+						w.Header().Set("Content-Length", "100")
+						_, _ = w.Write([]byte(`{"ok"`))
+						w.(http.Flusher).Flush()
+					}
+					<-r.Context().Done() // until the attempt gives up
+					return
+				}
+				_, _ = w.Write([]byte(`{"ok":true}`))
+			}))
+			defer srv.Close()
+			rules := Anthropic(2)
+			rules.AttemptTimeout = 100 * time.Millisecond
+			var waits []time.Duration
+			s := newSender(t, srv.URL, rules, &waits)
+			// the call's own bound, far past the attempt's: without the
+			// attempt's, the first attempt would wait for it
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			res, err := s.PostWhole(ctx, []byte(`{}`), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			if string(b) != `{"ok":true}` || n.Load() != 2 {
+				t.Fatalf("%d attempts, the answer %q", n.Load(), b)
 			}
 		})
 	}

@@ -39,7 +39,8 @@ type connection struct {
 // c.retries) and the whole answers' (NoStream: the same, but with
 // cfg.RetryFor set never retried by the wire: the agent's resend within
 // RetryFor is then their one retry policy, docs/ratelimits.md "Retries",
-// as it was when the SDK sent them).
+// as it was when the SDK sent them; each attempt bounded by the ten
+// minutes the SDK gave it, wholeAttempt).
 func (c connection) senders(cfg Config, th Thinking) (stream, whole *send.Sender, err error) {
 	spec := c.spec
 	if c.sentBetas {
@@ -54,19 +55,25 @@ func (c connection) senders(cfg Config, th Thinking) (stream, whole *send.Sender
 	if err != nil {
 		return nil, nil, err
 	}
-	stream = c.sender(t, c.retries, cfg.RetryFor, cfg)
+	rules := send.Anthropic(c.retries)
+	rules.For = cfg.RetryFor
+	stream = c.sender(t, rules, cfg)
+	rules.For, rules.AttemptTimeout = 0, wholeAttempt
 	if cfg.RetryFor > 0 {
-		return stream, c.sender(w, 0, 0, cfg), nil
+		rules.MaxRetries = 0
 	}
-	return stream, c.sender(w, c.retries, 0, cfg), nil
+	return stream, c.sender(w, rules, cfg), nil
 }
 
+// wholeAttempt is how long an attempt of a whole answer may take, its
+// answer read: what anthropic-sdk-go gave a Messages.New call whose
+// max_tokens it did not see (the body was the wire's), and what the
+// X-Stainless-Timeout header of such a request says (wholeTimeout).
+const wholeAttempt = 10 * time.Minute
+
 // sender is the Sender of t's requests through c's HTTP client, with
-// anthropic-sdk-go's rules (retries retries, or as many as retryFor
-// allows when above 0) and, with cfg.Limiter, every attempt waiting at
-// the limiter under c's wire and identity (docs/ratelimits.md).
-func (c connection) sender(t send.Target, retries int, retryFor time.Duration, cfg Config) *send.Sender {
-	rules := send.Anthropic(retries)
-	rules.For = retryFor
+// rules (anthropic-sdk-go's) and, with cfg.Limiter, every attempt waiting
+// at the limiter under c's wire and identity (docs/ratelimits.md).
+func (c connection) sender(t send.Target, rules send.Rules, cfg Config) *send.Sender {
 	return send.New(t, c.httpClient, rules, refusalError).WithLimiter(cfg.Limiter, c.wire, c.identity)
 }

@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/myelin-run/myelin/internal/send"
 )
@@ -32,9 +34,9 @@ const apiVersion = "2026-10-21"
 const defaultBase = "https://api.anthropic.com/"
 
 // wholeTimeout is the X-Stainless-Timeout a whole answer's request
-// (NoStream) carries: the ten minutes the SDK gave such a request, whose
-// max_tokens it did not see (the body was the wire's), in seconds.
-const wholeTimeout = "600"
+// (NoStream) carries: the bound of each of its attempts (wholeAttempt,
+// which the Sender keeps), in seconds, as the SDK sent it.
+var wholeTimeout = strconv.Itoa(int(wholeAttempt / time.Second))
 
 // targetSpec is what a Messages request's target is made of.
 type targetSpec struct {
