@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+
+	"github.com/myelin-run/myelin/internal/stainless"
 )
 
 // Error is an answer of 400 or more from an endpoint of the OpenAI API,
@@ -51,14 +53,7 @@ func (e *Error) RawJSON() string { return e.raw }
 
 // Format prints Error's text for every verb, so that %v or %+v of an
 // Error (or a pointer to one) shows no request header.
-func (e Error) Format(s fmt.State, verb rune) {
-	switch verb {
-	case 's', 'q', 'x', 'X':
-	default:
-		verb = 's'
-	}
-	_, _ = fmt.Fprintf(s, fmt.FormatString(s, verb), e.Error())
-}
+func (e Error) Format(s fmt.State, verb rune) { stainless.FormatError(s, verb, e.Error()) }
 
 // LogValue is Error's text, for slog.
 func (e Error) LogValue() slog.Value { return slog.StringValue(e.Error()) }
