@@ -108,7 +108,10 @@ func (w *Walker) Object(keys []string, f func(i int)) {
 	var seen uint64
 	for {
 		w.WS()
-		if w.I >= len(w.B) || w.B[w.I] == '}' {
+		if w.I >= len(w.B) {
+			return // cut off: not from encoding/json
+		}
+		if w.B[w.I] == '}' {
 			w.I++
 			return
 		}
@@ -165,7 +168,10 @@ func (w *Walker) Array(f func(n int) bool) bool {
 	w.I++
 	for n := 0; ; n++ {
 		w.WS()
-		if w.I >= len(w.B) || w.B[w.I] == ']' {
+		if w.I >= len(w.B) {
+			return true // cut off: not from encoding/json
+		}
+		if w.B[w.I] == ']' {
 			w.I++
 			return true
 		}
