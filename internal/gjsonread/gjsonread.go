@@ -4,7 +4,9 @@
 // reads an answer as the SDK did: a string field takes any JSON value
 // (String, Unquoted), an integer field a number or a string of one
 // (Int), and an object's members are found by exact key, the first of a
-// key given twice (Walker.Object).
+// key given twice (Walker.Object); an array's elements are handed to the
+// caller (Walker.Array), who decides what one of the wrong type does (the
+// SDKs differ).
 //
 // It owns that lenient reading and nothing else: it checks nothing (its
 // callers give it JSON encoding/json or jsonscan checked), decides no
