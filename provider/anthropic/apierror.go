@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/myelin-run/myelin/internal/gjsonread"
+	"github.com/myelin-run/myelin/internal/stainless"
 )
 
 // Error is an error answer of Anthropic's API or of a platform's
@@ -81,20 +81,13 @@ func (e *Error) ErrorCode() string {
 	if !ok || len(v) == 0 || v[0] != '"' {
 		return ""
 	}
-	return gjsonString(v)
+	return gjsonread.String(v)
 }
 
 // Format prints Error's text for every verb (with its flags for %s, %q,
 // %x and %X), so that %#v or %+v of an Error or a pointer to one shows no
 // request header: the SDK's %#v printed the whole struct.
-func (e Error) Format(s fmt.State, verb rune) {
-	switch verb {
-	case 's', 'q', 'x', 'X':
-	default:
-		verb = 's'
-	}
-	_, _ = fmt.Fprintf(s, fmt.FormatString(s, verb), e.Error())
-}
+func (e Error) Format(s fmt.State, verb rune) { stainless.FormatError(s, verb, e.Error()) }
 
 // LogValue is Error's text, for slog.
 func (e Error) LogValue() slog.Value { return slog.StringValue(e.Error()) }
@@ -149,7 +142,7 @@ func streamErrorOf(resp *http.Response, data []byte) error {
 // Message; of JSON, RawJSON is what gjson.Parse keeps of it (from its
 // first non-blank byte; an object's or array's trailing blanks too) and
 // Type and Message are error.type and error.message as gjson's Get finds
-// and its String reads them (member, gjsonText).
+// and its String reads them (member, gjsonread.String).
 func (e *Error) decode(body []byte) {
 	if !json.Valid(body) {
 		e.raw = string(body)
@@ -161,10 +154,10 @@ func (e *Error) decode(body []byte) {
 	}
 	e.raw = string(raw)
 	if v, ok := member(raw, "error", "message"); ok {
-		e.Message = gjsonText(v)
+		e.Message = gjsonread.String(v)
 	}
 	if v, ok := member(raw, "error", "type"); ok {
-		e.Type = gjsonText(v)
+		e.Type = gjsonread.String(v)
 	}
 }
 
@@ -204,77 +197,4 @@ func member(data []byte, keys ...string) (json.RawMessage, bool) {
 		}
 	}
 	return nil, false
-}
-
-// gjsonText is the string gjson's String gives of the JSON value v: a
-// string's value (gjsonString), an integer's digits (whatever its size),
-// another number as a float's shortest form (+Inf or -Inf past float64's
-// range), true or false, an object's or array's JSON text, "" for null.
-func gjsonText(v json.RawMessage) string {
-	switch {
-	case len(v) == 0, string(v) == "null":
-		return ""
-	case v[0] == '"':
-		return gjsonString(v)
-	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
-		if digits := bytes.TrimPrefix(v, []byte("-")); len(digits) > 0 && bytes.IndexFunc(digits, notDigit) < 0 {
-			return string(v)
-		}
-		f, _ := strconv.ParseFloat(string(v), 64)
-		return strconv.FormatFloat(f, 'f', -1, 64)
-	}
-	return string(v)
-}
-
-// notDigit reports whether r is not an ASCII digit.
-func notDigit(r rune) bool { return r < '0' || r > '9' }
-
-// gjsonString is the value of the JSON string s (quotes included, valid
-// JSON) as gjson unescapes it, which is not encoding/json's way: bytes
-// that are not UTF-8 are kept as they are; a surrogate escape (\uD800 to
-// \uDFFF) followed by another \u escape is decoded with it as a pair,
-// U+FFFD when they are not one (the second is consumed all the same),
-// and one followed by anything else is U+FFFD.
-func gjsonString(s []byte) string {
-	s = s[1 : len(s)-1]
-	if bytes.IndexByte(s, '\\') < 0 {
-		return string(s)
-	}
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' {
-			out = append(out, s[i])
-			continue
-		}
-		i++
-		switch c := s[i]; c {
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r := hex4(s[i+1:])
-			i += 4
-			if utf16.IsSurrogate(r) && len(s[i+1:]) >= 6 && s[i+1] == '\\' && s[i+2] == 'u' {
-				r = utf16.DecodeRune(r, hex4(s[i+3:]))
-				i += 6
-			}
-			out = utf8.AppendRune(out, r)
-		default: // '"', '\\', '/'
-			out = append(out, c)
-		}
-	}
-	return string(out)
-}
-
-// hex4 is the rune of the four hexadecimal digits b starts with.
-func hex4(b []byte) rune {
-	n, _ := strconv.ParseUint(string(b[:4]), 16, 32)
-	return rune(n)
 }

@@ -3,14 +3,12 @@ package anthropic
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
-	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/myelin-run/myelin/internal/send"
+	"github.com/myelin-run/myelin/internal/stainless"
 )
 
 // The request target (method, URL, headers) of the Messages requests is
@@ -74,35 +72,18 @@ func messagesTarget(spec targetSpec) (send.Target, error) {
 	if base == "" {
 		base = defaultBase
 	}
-	b, err := url.Parse(base)
+	b, err := stainless.BaseURL(base)
 	if err != nil {
 		return send.Target{}, fmt.Errorf("anthropic: the base URL %q: %w", base, err)
-	}
-	if b.Path != "" && !strings.HasSuffix(b.Path, "/") {
-		b.Path += "/" // option.WithBaseURL's
 	}
 	u, err := b.Parse(path)
 	if err != nil {
 		return send.Target{}, fmt.Errorf("anthropic: the URL of %q under %q: %w", path, base, err)
 	}
-	h := make(http.Header, 16)
-	h.Set("Accept", "application/json")
-	h.Set("X-Stainless-Retry-Count", "0")
-	h.Set("X-Stainless-Timeout", "0")
-	h.Set("User-Agent", "Anthropic/Go "+sdkVersion)
+	h := stainless.Header("Anthropic", sdkVersion)
 	h.Set("anthropic-version", apiVersion)
-	h.Set("X-Stainless-Lang", "go")
-	h.Set("X-Stainless-Package-Version", sdkVersion)
-	h.Set("X-Stainless-Os", stainlessOS(runtime.GOOS))
-	h.Set("X-Stainless-Arch", stainlessArch(runtime.GOARCH))
-	h.Set("X-Stainless-Runtime", "go")
-	h.Set("X-Stainless-Runtime-Version", runtime.Version())
 	if v, ok := os.LookupEnv("ANTHROPIC_CUSTOM_HEADERS"); ok && spec.env {
-		for _, line := range strings.Split(v, "\n") {
-			if name, value, ok := strings.Cut(line, ":"); ok {
-				h.Set(strings.TrimSpace(name), strings.TrimSpace(value))
-			}
-		}
+		stainless.CustomHeaders(h, v)
 	}
 	if spec.authorization != "" {
 		h.Set("Authorization", spec.authorization)
@@ -114,46 +95,10 @@ func messagesTarget(spec targetSpec) (send.Target, error) {
 	if spec.noVersion {
 		h.Del("anthropic-version")
 	}
-	if h.Get("X-Stainless-Timeout") == "0" {
-		if spec.whole {
-			h.Set("X-Stainless-Timeout", wholeTimeout)
-		} else {
-			h.Del("X-Stainless-Timeout") // no request timeout
-		}
+	timeout := "" // none
+	if spec.whole {
+		timeout = wholeTimeout
 	}
+	stainless.SetTimeout(h, timeout)
 	return send.Target{Method: http.MethodPost, URL: u, Header: h}, nil
-}
-
-// stainlessOS is the SDK's name for the operating system goos.
-func stainlessOS(goos string) string {
-	switch goos {
-	case "ios":
-		return "iOS"
-	case "android":
-		return "Android"
-	case "darwin":
-		return "MacOS"
-	case "windows":
-		return "Windows"
-	case "freebsd":
-		return "FreeBSD"
-	case "openbsd":
-		return "OpenBSD"
-	case "linux":
-		return "Linux"
-	}
-	return "Other:" + goos
-}
-
-// stainlessArch is the SDK's name for the architecture goarch.
-func stainlessArch(goarch string) string {
-	switch goarch {
-	case "386":
-		return "x32"
-	case "amd64":
-		return "x64"
-	case "arm", "arm64":
-		return goarch
-	}
-	return "other:" + goarch
 }

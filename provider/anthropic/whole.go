@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"mime"
-	"strconv"
 	"strings"
 
+	"github.com/myelin-run/myelin/internal/gjsonread"
 	"github.com/myelin-run/myelin/internal/jsonscan"
-	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
 // A whole answer (Config.NoStream) of 200 is read here — only the fields
@@ -150,27 +148,27 @@ const maxWholeBrackets = 10000
 // read it: an object's members; anything else is a message with nothing
 // in it. It never fails. Each byte is passed once.
 func (m *wholeMessage) UnmarshalJSON(raw []byte) error {
-	w := wholeWalk{b: raw}
-	w.object(wholeMessageKeys, func(i int) {
+	w := gjsonread.Walker{B: raw}
+	w.Object(wholeMessageKeys, func(i int) {
 		switch i {
 		case 0:
-			m.blocks = w.blocks()
+			m.blocks = readBlocks(&w)
 		case 1:
-			m.stopReason = sdkName(w.value())
+			m.stopReason = sdkName(w.Value())
 		case 2:
-			w.object(wholeUsageKeys, func(i int) {
+			w.Object(wholeUsageKeys, func(i int) {
 				u := &m.usage
 				switch i {
 				case 0:
-					u.input = sdkInt(w.value())
+					u.input = gjsonread.Int(w.Value())
 				case 1:
-					u.output = sdkInt(w.value())
+					u.output = gjsonread.Int(w.Value())
 				case 2:
-					u.cacheRead = sdkInt(w.value())
+					u.cacheRead = gjsonread.Int(w.Value())
 				case 3:
-					u.cacheWrite = sdkInt(w.value())
+					u.cacheWrite = gjsonread.Int(w.Value())
 				case 4:
-					w.object(cacheCreationKeys, func(int) { u.cacheWrite1h = sdkInt(w.value()) })
+					w.Object(cacheCreationKeys, func(int) { u.cacheWrite1h = gjsonread.Int(w.Value()) })
 				}
 			})
 		}
@@ -178,55 +176,41 @@ func (m *wholeMessage) UnmarshalJSON(raw []byte) error {
 	return nil
 }
 
-// blocks reads the value at w as the SDK read "content" into its
+// readBlocks reads the value at w as the SDK read "content" into its
 // []ContentBlockUnion: an array's elements, each a block (an object's
 // members; anything else a block with nothing in it); nil for anything
 // but an array.
-func (w *wholeWalk) blocks() []wholeBlock {
-	w.ws()
-	if w.i >= len(w.b) || w.b[w.i] != '[' {
-		w.skip()
+func readBlocks(w *gjsonread.Walker) []wholeBlock {
+	out := []wholeBlock{}
+	if !w.Array(func(int) bool {
+		start := w.I
+		out = append(out, readBlock(w))
+		return w.I != start // not JSON (a '}' here): not from encoding/json
+	}) {
 		return nil
 	}
-	w.i++
-	out := []wholeBlock{}
-	for {
-		w.ws()
-		if w.i >= len(w.b) || w.b[w.i] == ']' {
-			w.i++
-			return out
-		}
-		start := w.i
-		out = append(out, w.block())
-		if w.i == start {
-			return out // not JSON (a '}' here): not from encoding/json
-		}
-		w.ws()
-		if w.i < len(w.b) && w.b[w.i] == ',' {
-			w.i++
-		}
-	}
+	return out
 }
 
-// block reads the block at w, a JSON value of any type.
-func (w *wholeWalk) block() (b wholeBlock) {
-	w.object(wholeBlockKeys, func(i int) {
-		v := w.value()
+// readBlock reads the block at w, a JSON value of any type.
+func readBlock(w *gjsonread.Walker) (b wholeBlock) {
+	w.Object(wholeBlockKeys, func(i int) {
+		v := w.Value()
 		switch i {
 		case 0:
 			b.kind = sdkName(v)
 		case 1:
-			b.id = sdkString(v)
+			b.id = gjsonread.Unquoted(v)
 		case 2:
-			b.name = sdkString(v)
+			b.name = gjsonread.Unquoted(v)
 		case 3:
-			b.text = sdkString(v)
+			b.text = gjsonread.Unquoted(v)
 		case 4:
-			b.thinking = sdkString(v)
+			b.thinking = gjsonread.Unquoted(v)
 		case 5:
-			b.signature = sdkString(v)
+			b.signature = gjsonread.Unquoted(v)
 		case 6:
-			b.data = sdkString(v)
+			b.data = gjsonread.Unquoted(v)
 		case 7:
 			if string(v) != "null" {
 				b.input = v[:len(v):len(v)]
@@ -236,176 +220,10 @@ func (w *wholeWalk) block() (b wholeBlock) {
 	return b
 }
 
-// wholeWalk passes over JSON checked as encoding/json checks it, at b[i]: it
-// reads nothing but where values begin and end, and checks nothing (of
-// bytes that are not JSON it reads something, never past them nor
-// forever). It must not be given JSON that was not checked.
-type wholeWalk struct {
-	b []byte
-	i int
-}
-
-// ws passes white space.
-func (w *wholeWalk) ws() {
-	for w.i < len(w.b) && (w.b[w.i] == ' ' || w.b[w.i] == '\t' || w.b[w.i] == '\n' || w.b[w.i] == '\r') {
-		w.i++
-	}
-}
-
-// value passes the value at w and is its bytes.
-func (w *wholeWalk) value() []byte {
-	w.ws()
-	start := w.i
-	w.skip()
-	return w.b[start:w.i]
-}
-
-// skip passes the value at w.
-func (w *wholeWalk) skip() {
-	w.ws()
-	if w.i >= len(w.b) {
-		return
-	}
-	switch w.b[w.i] {
-	case '"':
-		w.str()
-	case '{', '[':
-		depth := 0
-		for w.i < len(w.b) {
-			switch w.b[w.i] {
-			case '"':
-				w.str()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			w.i++
-			if depth == 0 {
-				return
-			}
-		}
-	default: // a number, true, false or null
-		for w.i < len(w.b) {
-			switch w.b[w.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return
-			}
-			w.i++
-		}
-	}
-}
-
-// str passes the string at w: to its first quote after an even number
-// of backslashes (none escaping it).
-func (w *wholeWalk) str() {
-	w.i++
-	for {
-		q := bytes.IndexByte(w.b[w.i:], '"')
-		if q < 0 {
-			w.i = len(w.b)
-			return
-		}
-		end := w.i + q
-		n := 0
-		for end-n-1 >= w.i && w.b[end-n-1] == '\\' {
-			n++
-		}
-		w.i = end + 1
-		if n%2 == 0 {
-			return
-		}
-	}
-}
-
-// object reads the object at w, calling f with the index in keys of each
-// member whose key is one of keys and w at its value, which f must pass:
-// for a key given twice, the first member only, as gjson's Map keeps it;
-// a key matched exactly, its escapes decoded. Other members, and a value
-// that is not an object, are passed over.
-func (w *wholeWalk) object(keys []string, f func(i int)) {
-	w.ws()
-	if w.i >= len(w.b) || w.b[w.i] != '{' {
-		w.skip()
-		return
-	}
-	w.i++
-	var seen uint64
-	for {
-		w.ws()
-		if w.i >= len(w.b) || w.b[w.i] == '}' {
-			w.i++
-			return
-		}
-		raw := w.value()
-		if len(raw) < 2 || raw[0] != '"' {
-			return // not JSON: not from encoding/json
-		}
-		key, ok := raw[1:len(raw)-1], true
-		if bytes.IndexByte(raw, '\\') >= 0 {
-			k, unq := jsonstring.Unquote(raw)
-			key, ok = []byte(k), unq
-		}
-		w.ws()
-		if w.i >= len(w.b) || w.b[w.i] != ':' {
-			return
-		}
-		w.i++
-		if i := keyIndex(keys, key); ok && i >= 0 && seen&(1<<i) == 0 {
-			seen |= 1 << i
-			f(i)
-		} else {
-			w.skip()
-		}
-		w.ws()
-		if w.i < len(w.b) && w.b[w.i] == ',' {
-			w.i++
-		}
-	}
-}
-
-// keyIndex is the index of key in keys, -1 when it is none of them.
-func keyIndex(keys []string, key []byte) int {
-	for i, k := range keys {
-		if string(key) == k {
-			return i
-		}
-	}
-	return -1
-}
-
-// sdkString is the string the SDK read from the JSON value v into a
-// string field (gjson's String): a string's value (decoded as
-// jsonstring.Unquote decodes it), an integer as its digits, another
-// number as a float's shortest form (+Inf or -Inf past float64's range),
-// true or false, an object's or array's JSON text, "" for null or
-// nothing.
-func sdkString(v []byte) string {
-	switch {
-	case len(v) == 0 || string(v) == "null":
-		return ""
-	case v[0] == '"':
-		s, _ := jsonstring.Unquote(v)
-		return s
-	case v[0] == '-' || ('0' <= v[0] && v[0] <= '9'):
-		digits := v
-		if digits[0] == '-' {
-			digits = digits[1:]
-		}
-		for _, c := range digits {
-			if c < '0' || c > '9' {
-				f, _ := strconv.ParseFloat(string(v), 64)
-				return strconv.FormatFloat(f, 'f', -1, 64)
-			}
-		}
-	}
-	return string(v)
-}
-
-// sdkName is sdkString(v) for a value most often one of names (scan.go:
-// the types of blocks, the stop reasons), kept as one string each so
-// that an answer does not allocate them.
+// sdkName is gjsonread.Unquoted(v) (the SDK's string field) for a value
+// most often one of names (scan.go: the types of blocks, the stop
+// reasons), kept as one string each so that an answer does not allocate
+// them.
 func sdkName(v []byte) string {
 	if len(v) > 2 && v[0] == '"' {
 		for _, n := range names {
@@ -414,93 +232,7 @@ func sdkName(v []byte) string {
 			}
 		}
 	}
-	return sdkString(v)
-}
-
-// sdkInt is the integer the SDK read from the JSON value v into an
-// integer field (gjson's Int): a number (or a string of one) cut to its
-// integer part and to int64's range; 1 for true; 0 for anything else.
-func sdkInt(v []byte) int64 {
-	switch {
-	case len(v) == 0:
-		return 0
-	case string(v) == "true":
-		return 1
-	case v[0] == '"':
-		s, _ := jsonstring.Unquote(v)
-		if n, ok := gjsonParseInt(s); ok {
-			return n
-		}
-		if f, err := strconv.ParseFloat(s, 64); err == nil {
-			return floatToInt(f)
-		}
-		return 0
-	case v[0] == '-' || ('0' <= v[0] && v[0] <= '9'):
-		f, _ := strconv.ParseFloat(string(v), 64)
-		if -(1<<53-1) <= f && f <= 1<<53-1 {
-			return int64(f)
-		}
-		if n, ok := gjsonParseInt(string(v)); ok {
-			return n
-		}
-		return floatToInt(f)
-	}
-	return 0
-}
-
-// gjsonParseInt reads s, digits after an optional "-", as gjson's
-// parseInt does: past int64's range, its bound — past uint64's, as its
-// check finds it (n*10+d less than n: a few numbers of 20 digits wrap
-// past it and are read wrapped, as the SDK read them); false for
-// anything else.
-func gjsonParseInt(s string) (int64, bool) {
-	neg := len(s) > 0 && s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
-	if s == "" {
-		return 0, false
-	}
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		next := n*10 + uint64(c-'0')
-		if next < n {
-			// wrapped: the bound, when the rest are digits
-			for ; i < len(s); i++ {
-				if s[i] < '0' || s[i] > '9' {
-					return 0, false
-				}
-			}
-			n = math.MaxUint64
-			break
-		}
-		n = next
-	}
-	switch {
-	case neg && n > 1<<63:
-		return math.MinInt64, true
-	case neg:
-		return -int64(n), true
-	case n > math.MaxInt64:
-		return math.MaxInt64, true
-	}
-	return int64(n), true
-}
-
-// floatToInt is f cut to its integer part, within int64's range (gjson's
-// f2i).
-func floatToInt(f float64) int64 {
-	switch {
-	case f >= math.MaxInt64:
-		return math.MaxInt64
-	case f < math.MinInt64:
-		return math.MinInt64
-	}
-	return int64(f)
+	return gjsonread.Unquoted(v)
 }
 
 // jsonMedia reports whether an answer of Content-Type ct is one the SDK

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
+
+	"github.com/myelin-run/myelin/internal/gjsonread"
+	"github.com/myelin-run/myelin/internal/stainless"
 )
 
 // Error is an answer of 400 or more from an endpoint of the OpenAI API,
@@ -51,14 +53,7 @@ func (e *Error) RawJSON() string { return e.raw }
 
 // Format prints Error's text for every verb, so that %v or %+v of an
 // Error (or a pointer to one) shows no request header.
-func (e Error) Format(s fmt.State, verb rune) {
-	switch verb {
-	case 's', 'q', 'x', 'X':
-	default:
-		verb = 's'
-	}
-	_, _ = fmt.Fprintf(s, fmt.FormatString(s, verb), e.Error())
-}
+func (e Error) Format(s fmt.State, verb rune) { stainless.FormatError(s, verb, e.Error()) }
 
 // LogValue is Error's text, for slog.
 func (e Error) LogValue() slog.Value { return slog.StringValue(e.Error()) }
@@ -80,7 +75,9 @@ func refusal(req *http.Request, res *http.Response, body []byte) error {
 }
 
 // fields decodes the members of the object obj that the Error has, the
-// first of a key that comes twice (the SDK's gjson reads the first).
+// first of a key that comes twice (the SDK's gjson reads the first),
+// each as gjson's String read it (gjsonread.String: a string unescaped
+// as gjson unescapes it, not as encoding/json does).
 func (e *Error) fields(obj []byte) {
 	d := json.NewDecoder(bytes.NewReader(obj))
 	d.UseNumber()
@@ -113,32 +110,6 @@ func (e *Error) fields(obj []byte) {
 			continue
 		}
 		seen[key] = true
-		*to = text(v)
+		*to = gjsonread.String(v)
 	}
 }
-
-// text is the string the SDK reads from the JSON value v into a string
-// field (gjson's String): a string's value, an integer as its digits
-// (whatever its size), another number as a float's shortest form (+Inf
-// or -Inf past float64's range), true or false, an object's or array's
-// JSON text, "" for null.
-func text(v json.RawMessage) string {
-	switch {
-	case len(v) == 0, string(v) == "null":
-		return ""
-	case v[0] == '"':
-		var s string
-		_ = json.Unmarshal(v, &s)
-		return s
-	case v[0] == '-' || (v[0] >= '0' && v[0] <= '9'):
-		if digits := bytes.TrimPrefix(v, []byte("-")); len(digits) > 0 && bytes.IndexFunc(digits, notDigit) < 0 {
-			return string(v)
-		}
-		f, _ := strconv.ParseFloat(string(v), 64)
-		return strconv.FormatFloat(f, 'f', -1, 64)
-	}
-	return string(v)
-}
-
-// notDigit reports whether r is not an ASCII digit.
-func notDigit(r rune) bool { return r < '0' || r > '9' }

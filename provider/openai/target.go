@@ -5,10 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"runtime"
 	"strings"
 
 	"github.com/myelin-run/myelin/internal/send"
+	"github.com/myelin-run/myelin/internal/stainless"
 	"github.com/myelin-run/myelin/provider"
 )
 
@@ -55,12 +55,9 @@ func Target(ep provider.Endpoint, path string) (send.Target, error) {
 	if base == "" {
 		base = defaultBase
 	}
-	b, err := url.Parse(base)
+	b, err := stainless.BaseURL(base)
 	if err != nil {
 		return send.Target{}, fmt.Errorf("openai: the base URL %q: %w", base, err)
-	}
-	if b.Path != "" && !strings.HasSuffix(b.Path, "/") {
-		b.Path += "/" // option.WithBaseURL's
 	}
 	ref, err := url.Parse(path)
 	if err != nil {
@@ -70,17 +67,7 @@ func Target(ep provider.Endpoint, path string) (send.Target, error) {
 	if err != nil {
 		return send.Target{}, fmt.Errorf("openai: the URL of %q under %q: %w", path, base, err)
 	}
-	h := make(http.Header, 16)
-	h.Set("Accept", "application/json")
-	h.Set("X-Stainless-Retry-Count", "0")
-	h.Set("X-Stainless-Timeout", "0")
-	h.Set("User-Agent", "OpenAI/Go "+sdkVersion)
-	h.Set("X-Stainless-Lang", "go")
-	h.Set("X-Stainless-Package-Version", sdkVersion)
-	h.Set("X-Stainless-Os", stainlessOS(runtime.GOOS))
-	h.Set("X-Stainless-Arch", stainlessArch(runtime.GOARCH))
-	h.Set("X-Stainless-Runtime", "go")
-	h.Set("X-Stainless-Runtime-Version", runtime.Version())
+	h := stainless.Header("OpenAI", sdkVersion)
 	if v, ok := os.LookupEnv("OPENAI_ORG_ID"); ok {
 		h.Set("OpenAI-Organization", v)
 	}
@@ -88,11 +75,7 @@ func Target(ep provider.Endpoint, path string) (send.Target, error) {
 		h.Set("OpenAI-Project", v)
 	}
 	if v, ok := os.LookupEnv("OPENAI_CUSTOM_HEADERS"); ok {
-		for _, line := range strings.Split(v, "\n") {
-			if name, value, ok := strings.Cut(line, ":"); ok {
-				h.Set(strings.TrimSpace(name), strings.TrimSpace(value))
-			}
-		}
+		stainless.CustomHeaders(h, v)
 	}
 	h.Set("Content-Type", "application/json") // the body's, set last
 	// the key, set after the environment's headers: the SDK's bearer
@@ -103,42 +86,6 @@ func Target(ep provider.Endpoint, path string) (send.Target, error) {
 	} else if admin := os.Getenv("OPENAI_ADMIN_KEY"); admin != "" {
 		h.Set("Authorization", "Bearer "+admin)
 	}
-	if h.Get("X-Stainless-Timeout") == "0" {
-		h.Del("X-Stainless-Timeout") // no request timeout
-	}
+	stainless.SetTimeout(h, "") // no request timeout
 	return send.Target{Method: http.MethodPost, URL: u, Header: h}, nil
-}
-
-// stainlessOS is the SDK's name for the operating system goos.
-func stainlessOS(goos string) string {
-	switch goos {
-	case "ios":
-		return "iOS"
-	case "android":
-		return "Android"
-	case "darwin":
-		return "MacOS"
-	case "windows":
-		return "Windows"
-	case "freebsd":
-		return "FreeBSD"
-	case "openbsd":
-		return "OpenBSD"
-	case "linux":
-		return "Linux"
-	}
-	return "Other:" + goos
-}
-
-// stainlessArch is the SDK's name for the architecture goarch.
-func stainlessArch(goarch string) string {
-	switch goarch {
-	case "386":
-		return "x32"
-	case "amd64":
-		return "x64"
-	case "arm", "arm64":
-		return goarch
-	}
-	return "other:" + goarch
 }

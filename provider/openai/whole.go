@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 
+	"github.com/myelin-run/myelin/internal/gjsonread"
 	"github.com/myelin-run/myelin/internal/jsonstring"
 )
 
@@ -82,68 +81,68 @@ func (c *completion) UnmarshalJSON(raw []byte) error {
 	if kind := notObject(raw); kind != "" {
 		return fmt.Errorf("json: cannot unmarshal %s into Go value of type openai.ChatCompletion", kind)
 	}
-	w := walk{b: raw}
-	w.object(completionKeys, func(i int) {
+	w := gjsonread.Walker{B: raw}
+	w.Object(completionKeys, func(i int) {
 		if i == 0 {
-			c.choices = objects(&w, func(n int) wholeChoice { return w.choice(n == 0) })
+			c.choices = objects(&w, func(n int) wholeChoice { return readChoice(&w, n == 0) })
 			return
 		}
-		w.object(usageKeys, func(i int) {
+		w.Object(usageKeys, func(i int) {
 			switch i {
 			case 0:
-				c.usage.prompt = sdkInt(w.value())
+				c.usage.prompt = gjsonread.Int(w.Value())
 			case 1:
-				c.usage.completion = sdkInt(w.value())
+				c.usage.completion = gjsonread.Int(w.Value())
 			case 2:
-				w.object(detailsKeys, func(int) { c.usage.cached = sdkInt(w.value()) })
+				w.Object(detailsKeys, func(int) { c.usage.cached = gjsonread.Int(w.Value()) })
 			}
 		})
 	})
 	return nil
 }
 
-// choice reads the choice at w, an object or null: all the wire reads of
+// readChoice reads the choice at w, an object or null: all the wire reads of
 // the first, nothing of another.
-func (w *walk) choice(first bool) (ch wholeChoice) {
+func readChoice(w *gjsonread.Walker, first bool) (ch wholeChoice) {
 	if !first {
-		w.skip()
+		w.Skip()
 		return ch
 	}
-	w.object(wholeChoiceKeys, func(i int) {
+	w.Object(wholeChoiceKeys, func(i int) {
 		if i == 1 {
-			ch.finish = sdkString(w.value())
+			ch.finish = gjsonread.Unquoted(w.Value())
 			return
 		}
-		w.object(messageKeys, func(i int) {
+		w.Object(messageKeys, func(i int) {
 			if i == 1 {
-				ch.calls = objects(w, func(int) wholeCall { return w.call() })
+				ch.calls = objects(w, func(int) wholeCall { return readCall(w) })
 				return
 			}
-			if v := w.value(); len(v) > 0 && v[0] == '[' {
+			if v := w.Value(); len(v) > 0 && v[0] == '[' {
 				// a list: the only content the SDK left to the wire
 				if err := ch.content.UnmarshalJSON(v); err != nil {
 					ch.contentErr = fmt.Errorf("openai: the answer's content: %w", err)
 				}
 			} else {
-				ch.content.Text = jsonstring.Text(sdkString(v))
+				ch.content.Text = jsonstring.Text(gjsonread.Unquoted(v))
 			}
 		})
 	})
 	return ch
 }
 
-// call reads the tool call at w, an object or null.
-func (w *walk) call() (tc wholeCall) {
-	w.object(wholeCallKeys, func(i int) {
+// readCall reads the tool call at w, an object or null.
+func readCall(w *gjsonread.Walker) (tc wholeCall) {
+	w.Object(wholeCallKeys, func(i int) {
 		if i == 0 {
-			tc.id = sdkString(w.value())
+			tc.id = gjsonread.Unquoted(w.Value())
 			return
 		}
-		w.object(functionKeys, func(i int) {
+		w.Object(functionKeys, func(i int) {
 			if i == 0 {
-				tc.name = sdkString(w.value())
+				tc.name = gjsonread.Unquoted(w.Value())
 			} else {
-				tc.arguments = sdkString(w.value())
+				tc.arguments = gjsonread.Unquoted(w.Value())
 			}
 		})
 	})
@@ -191,273 +190,29 @@ func notObject(v []byte) string {
 	return "number"
 }
 
-// walk passes over JSON that encoding/json checked, at b[i]: it reads
-// nothing but where values begin and end, and checks nothing (of bytes
-// that are not JSON it reads something, never past them nor forever).
-// It must not be given JSON that was not checked.
-type walk struct {
-	b []byte
-	i int
-}
-
-// ws passes white space.
-func (w *walk) ws() {
-	for w.i < len(w.b) && (w.b[w.i] == ' ' || w.b[w.i] == '\t' || w.b[w.i] == '\n' || w.b[w.i] == '\r') {
-		w.i++
-	}
-}
-
-// value passes the value at w and is its bytes.
-func (w *walk) value() []byte {
-	w.ws()
-	start := w.i
-	w.skip()
-	return w.b[start:w.i]
-}
-
-// skip passes the value at w.
-func (w *walk) skip() {
-	w.ws()
-	if w.i >= len(w.b) {
-		return
-	}
-	switch w.b[w.i] {
-	case '"':
-		w.str()
-	case '{', '[':
-		depth := 0
-		for w.i < len(w.b) {
-			switch w.b[w.i] {
-			case '"':
-				w.str()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			w.i++
-			if depth == 0 {
-				return
-			}
-		}
-	default: // a number, true, false or null
-		for w.i < len(w.b) {
-			switch w.b[w.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return
-			}
-			w.i++
-		}
-	}
-}
-
-// str passes the string at w: to its first quote after an even number
-// of backslashes (none escaping it).
-func (w *walk) str() {
-	w.i++
-	for {
-		q := bytes.IndexByte(w.b[w.i:], '"')
-		if q < 0 {
-			w.i = len(w.b)
-			return
-		}
-		end := w.i + q
-		n := 0
-		for end-n-1 >= w.i && w.b[end-n-1] == '\\' {
-			n++
-		}
-		w.i = end + 1
-		if n%2 == 0 {
-			return
-		}
-	}
-}
-
-// object reads the object at w, calling f with the index in keys of each
-// member whose key is one of keys and w at its value, which f must pass:
-// for a key given twice, the first member only, as gjson reads it; a key
-// matched exactly. Other members, and a value that is not an object, are
-// passed over.
-func (w *walk) object(keys []string, f func(i int)) {
-	w.ws()
-	if w.i >= len(w.b) || w.b[w.i] != '{' {
-		w.skip()
-		return
-	}
-	w.i++
-	var seen uint64
-	for {
-		w.ws()
-		if w.i >= len(w.b) || w.b[w.i] == '}' {
-			w.i++
-			return
-		}
-		raw := w.value()
-		if len(raw) < 2 || raw[0] != '"' {
-			return // not JSON: not from encoding/json
-		}
-		key, ok := raw[1:len(raw)-1], true
-		if bytes.IndexByte(raw, '\\') >= 0 {
-			k, unq := jsonstring.Unquote(raw)
-			key, ok = []byte(k), unq
-		}
-		w.ws()
-		if w.i >= len(w.b) || w.b[w.i] != ':' {
-			return
-		}
-		w.i++
-		if i := indexOf(keys, key); ok && i >= 0 && seen&(1<<i) == 0 {
-			seen |= 1 << i
-			f(i)
-		} else {
-			w.skip()
-		}
-		w.ws()
-		if w.i < len(w.b) && w.b[w.i] == ',' {
-			w.i++
-		}
-	}
-}
-
-// indexOf is the index of key in keys, -1 when it is none of them.
-func indexOf(keys []string, key []byte) int {
-	for i, k := range keys {
-		if string(key) == k {
-			return i
-		}
-	}
-	return -1
-}
-
 // objects reads the array at w of objects, the n-th by read (with w at
 // it), as the SDK read an array of structs: a null element is read as
 // null (the zero value); an element that is anything else, or a value
 // that is not an array, is nil (the SDK's decoder failed on it and left
 // the field as it was).
-func objects[T any](w *walk, read func(n int) T) []T {
-	w.ws()
-	if w.i >= len(w.b) || w.b[w.i] != '[' {
-		w.skip()
+func objects[T any](w *gjsonread.Walker, read func(n int) T) []T {
+	start := w.I
+	out, dropped := []T{}, false
+	if !w.Array(func(n int) bool {
+		if c := w.B[w.I]; c != '{' && c != 'n' {
+			dropped = true
+			return false
+		}
+		out = append(out, read(n))
+		return true
+	}) {
 		return nil
 	}
-	start := w.i
-	w.i++
-	out := []T{}
-	for {
-		w.ws()
-		if w.i >= len(w.b) || w.b[w.i] == ']' {
-			w.i++
-			return out
-		}
-		if c := w.b[w.i]; c != '{' && c != 'n' {
-			// the SDK dropped the whole array: pass over all of it
-			w.i = start
-			w.skip()
-			return nil
-		}
-		out = append(out, read(len(out)))
-		w.ws()
-		if w.i < len(w.b) && w.b[w.i] == ',' {
-			w.i++
-		}
+	if dropped {
+		// the SDK dropped the whole array: pass over all of it
+		w.I = start
+		w.Skip()
+		return nil
 	}
-}
-
-// sdkString is the string the SDK read from the JSON value v into a
-// string field (gjson's String): a string's value (decoded as
-// jsonstring.Text decodes it), an integer as its digits, another number
-// as a float's shortest form (+Inf past float64's range), true or false,
-// an object's or array's JSON text, "" for null or nothing.
-func sdkString(v []byte) string {
-	if len(v) > 0 && v[0] == '"' {
-		s, _ := jsonstring.Unquote(v)
-		return s
-	}
-	return text(v)
-}
-
-// sdkInt is the integer the SDK read from the JSON value v into an
-// integer field (gjson's Int): a number (or a string of one) cut to its
-// integer part and to int64's range; 1 for true; 0 for anything else.
-func sdkInt(v []byte) int64 {
-	switch {
-	case len(v) == 0:
-		return 0
-	case string(v) == "true":
-		return 1
-	case v[0] == '"':
-		s, _ := jsonstring.Unquote(v)
-		if n, ok := parseInt(s); ok {
-			return n
-		}
-		if f, err := strconv.ParseFloat(s, 64); err == nil {
-			return floatToInt(f)
-		}
-		return 0
-	case v[0] == '-' || ('0' <= v[0] && v[0] <= '9'):
-		f, _ := strconv.ParseFloat(string(v), 64)
-		if -(1<<53-1) <= f && f <= 1<<53-1 {
-			return int64(f)
-		}
-		if n, ok := parseInt(string(v)); ok {
-			return n
-		}
-		return floatToInt(f)
-	}
-	return 0
-}
-
-// parseInt reads s, digits after an optional "-", as gjson's parseInt
-// does: past int64's range, its bound — past uint64's, as its check
-// finds it (n*10+d less than n: a few numbers of 20 digits wrap past it
-// and are read wrapped, as the SDK read them); false for anything else.
-func parseInt(s string) (int64, bool) {
-	neg := len(s) > 0 && s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
-	if s == "" {
-		return 0, false
-	}
-	var n uint64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		next := n*10 + uint64(c-'0')
-		if next < n {
-			// wrapped: the bound, when the rest are digits
-			for ; i < len(s); i++ {
-				if s[i] < '0' || s[i] > '9' {
-					return 0, false
-				}
-			}
-			n = math.MaxUint64
-			break
-		}
-		n = next
-	}
-	switch {
-	case neg && n > 1<<63:
-		return math.MinInt64, true
-	case neg:
-		return -int64(n), true
-	case n > math.MaxInt64:
-		return math.MaxInt64, true
-	}
-	return int64(n), true
-}
-
-// floatToInt is f cut to its integer part, within int64's range (gjson's
-// f2i).
-func floatToInt(f float64) int64 {
-	switch {
-	case f >= math.MaxInt64:
-		return math.MaxInt64
-	case f < math.MinInt64:
-		return math.MinInt64
-	}
-	return int64(f)
+	return out
 }
