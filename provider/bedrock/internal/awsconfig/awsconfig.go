@@ -1,6 +1,7 @@
 // Package awsconfig loads the AWS configuration bedrock signs its requests
 // with — the region, the credentials, an SSO session's bearer token
-// provider and the auth scheme preference — from the environment and the
+// provider and the auth scheme preference — and what says where it sends
+// them (the configured endpoints, FIPS, dual-stack) from the environment and the
 // shared config and credentials files, in the order and with the outcome
 // of the AWS SDK's config.LoadDefaultConfig (compat_test.go holds it to
 // that function over many environments).
