@@ -5,10 +5,11 @@ go 1.26.0
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.17.0
 	github.com/aws/aws-sdk-go-v2 v1.47.5
-	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.6.3
+	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.25
 	github.com/aws/aws-sdk-go-v2/config v1.33.13
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.13
 	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.5
+	github.com/aws/aws-sdk-go-v2/service/bedrockruntime v1.63.8
 	github.com/aws/aws-sdk-go-v2/service/signin v1.12.1
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.1
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.1

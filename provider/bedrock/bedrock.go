@@ -55,11 +55,22 @@ const Version = "bedrock-2023-05-31"
 // config and credentials files (roles, SSO, aws login,
 // credential_process), the container's and the instance's role;
 // AWS_BEARER_TOKEN_BEDROCK, when set, is sent instead of a signature;
-// ANTHROPIC_BEDROCK_BASE_URL, when set, replaces the regional address.
+// ANTHROPIC_BEDROCK_BASE_URL, when set, replaces the address.
+//
+// The address is the AWS SDK's bedrockruntime client's for the same
+// configuration: Bedrock Runtime's configured endpoint
+// (AWS_ENDPOINT_URL_BEDROCK_RUNTIME, the profile's services section,
+// AWS_ENDPOINT_URL or endpoint_url, none with
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS), else its endpoint in the region's
+// partition (.amazonaws.com, .amazonaws.com.cn…), FIPS
+// (AWS_USE_FIPS_ENDPOINT, use_fips_endpoint) and dual-stack
+// (AWS_USE_DUALSTACK_ENDPOINT, use_dualstack_endpoint) as configured; the
+// invoke paths go under a configured endpoint's path. A given AWS
+// configuration is read as that client reads it (its BaseEndpoint and
+// ConfigSources).
 type Config struct {
 	// Config is the wire's own settings, as on the first-party API: its
-	// BaseURL, when set, replaces the address
-	// (https://bedrock-runtime.REGION.amazonaws.com, or
+	// BaseURL, when set, replaces the address (the AWS SDK's, or
 	// $ANTHROPIC_BEDROCK_BASE_URL) for a proxy or a test's fake; NoStream
 	// calls InvokeModel, the answer then arriving whole; MaxRetries and
 	// HTTPClient as there. Its APIKey must stay empty.
@@ -71,7 +82,10 @@ type Config struct {
 }
 
 // New returns the wire, or an error that says what is missing (a region,
-// any credentials) or why the AWS configuration could not be loaded. Credentials are
+// any credentials), why the AWS configuration could not be loaded, or why
+// it makes no address (a region that is not one, FIPS or dual-stack where
+// the partition or a configured endpoint rules them out, a configured
+// endpoint that is not a URL; never the endpoint's secrets). Credentials are
 // resolved at the first request, as the AWS SDK does; their absence is
 // then that request's error.
 func New(cfg Config) (*anthropic.OnPlatform, error) {
@@ -95,9 +109,17 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 		// a request's Send would be retried as a connection's.
 		return nil, errors.New("bedrock: expected AWS credentials to be set: the AWS configuration has neither credentials nor a bearer token provider")
 	}
-	base := os.Getenv("ANTHROPIC_BEDROCK_BASE_URL")
+	base := cfg.BaseURL
 	if base == "" {
-		base = "https://bedrock-runtime." + awsCfg.Region + ".amazonaws.com"
+		base = os.Getenv("ANTHROPIC_BEDROCK_BASE_URL")
+	}
+	if base == "" {
+		// Where the AWS SDK's bedrockruntime client would send, and
+		// the region it would sign for.
+		var err error
+		if base, s.region, err = address(awsCfg); err != nil {
+			return nil, err
+		}
 	}
 	return anthropic.NewOn(anthropic.Platform{
 		Name:        "bedrock",

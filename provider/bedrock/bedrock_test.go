@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"os"
 	"strings"
 	"testing"
 
@@ -227,11 +228,20 @@ func TestNoRegionNamesTheVariable(t *testing.T) {
 }
 
 // hermetic keeps the AWS configuration to what the test sets: no shared
-// files, no instance metadata, no variables from the environment.
+// files, no instance metadata, no variables from the environment — every
+// AWS_ one unset, not only empty (the SDK looks some up: an empty
+// AWS_ENDPOINT_URL is not an absent one).
 func hermetic(t *testing.T) {
 	dir := t.TempDir()
-	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL"} {
-		t.Setenv(k, "")
+	vars := []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_BEDROCK_BASE_URL"}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "AWS_") {
+			vars = append(vars, k)
+		}
+	}
+	for _, k := range vars {
+		t.Setenv(k, "") // restored after the test
+		os.Unsetenv(k)
 	}
 	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")

@@ -1,6 +1,7 @@
 // Package awsconfig loads the AWS configuration bedrock signs its requests
 // with — the region, the credentials, an SSO session's bearer token
-// provider and the auth scheme preference — from the environment and the
+// provider and the auth scheme preference — and what says where it sends
+// them (the configured endpoints, FIPS, dual-stack) from the environment and the
 // shared config and credentials files, in the order and with the outcome
 // of the AWS SDK's config.LoadDefaultConfig (compat_test.go holds it to
 // that function over many environments).
@@ -45,7 +46,13 @@ import (
 // Load returns the AWS configuration as config.LoadDefaultConfig would
 // with no options, for what bedrock reads of it: Region, Credentials
 // (wrapped in an aws.CredentialsCache), BearerAuthTokenProvider (for a
-// profile of an SSO session) and AuthSchemePreference. Its errors are the
+// profile of an SSO session), AuthSchemePreference, and what a client
+// made from it reads of its endpoint — BaseEndpoint (AWS_ENDPOINT_URL,
+// endpoint_url) and ConfigSources answering, as the SDK's EnvConfig and
+// SharedConfig do, about FIPS, dual-stack, ignored configured endpoints
+// and a service's own endpoint (AWS_ENDPOINT_URL_<SERVICE>, the services
+// section), so that bedrock resolves its address as the SDK's
+// bedrockruntime.NewFromConfig would from LoadDefaultConfig's. Its errors are the
 // load's (a malformed variable or file, a profile AWS_PROFILE names that
 // does not exist, an incomplete profile); credentials that cannot be had
 // are their Retrieve's error, at the first request, as with the SDK.
@@ -62,7 +69,8 @@ func Load(ctx context.Context) (aws.Config, error) {
 	if l.httpClient, err = l.caBundleClient(); err != nil {
 		return aws.Config{}, err
 	}
-	cfg := aws.Config{Region: l.region(), RetryMaxAttempts: l.maxAttempts()}
+	cfg := aws.Config{Region: l.region(), RetryMaxAttempts: l.maxAttempts(),
+		BaseEndpoint: l.baseEndpoint(), ConfigSources: []any{envSource{env}, profileSource{prof}}}
 	creds, err := l.credentials(ctx)
 	if err != nil {
 		return aws.Config{}, err

@@ -180,6 +180,8 @@ type loaded struct {
 	bearerErr  error
 	hasBearer  bool
 	requests   []string
+	// baseEndpoint is the configuration's BaseEndpoint, "<nil>" for none.
+	baseEndpoint string
 }
 
 func TestTheChainLoadsWhatTheSDKsLoadDefaultConfigLoads(t *testing.T) {
@@ -265,6 +267,10 @@ func load(t *testing.T, e environment, fake *fakeAWS, dir string, loadFn func(co
 	l.err = err
 	if err == nil {
 		l.region, l.preference = cfg.Region, cfg.AuthSchemePreference
+		l.baseEndpoint = "<nil>"
+		if cfg.BaseEndpoint != nil {
+			l.baseEndpoint = *cfg.BaseEndpoint
+		}
 		if cfg.Credentials != nil {
 			l.hasCreds = true
 			l.creds, l.credsErr = cfg.Credentials.Retrieve(ctx)
@@ -290,6 +296,9 @@ func compare(t *testing.T, sdk, ours loaded) {
 	}
 	if sdk.region != ours.region {
 		t.Errorf("region: the SDK's %q, ours %q", sdk.region, ours.region)
+	}
+	if sdk.baseEndpoint != ours.baseEndpoint {
+		t.Errorf("base endpoint: the SDK's %q, ours %q", sdk.baseEndpoint, ours.baseEndpoint)
 	}
 	if !slices.Equal(sdk.preference, ours.preference) {
 		t.Errorf("auth scheme preference: the SDK's %q, ours %q", sdk.preference, ours.preference)

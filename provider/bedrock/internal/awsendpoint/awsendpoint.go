@@ -1,10 +1,11 @@
 // Package awsendpoint is where myelin's AWS credential loading sends its
-// requests: the default endpoint of the STS, SSO (portal.sso), SSO-OIDC
-// (oidc) and sign-in services for a region, with FIPS, dual-stack or a
-// configured base endpoint, as the AWS SDK's clients of those services
-// resolve it (their EndpointResolverV2 rules over the SDK's partitions,
-// after the clients' own checks of the region), so that bedrock need not
-// link those clients and their tables (issue 34).
+// requests, and bedrock its own: the default endpoint of the STS, SSO
+// (portal.sso), SSO-OIDC (oidc), sign-in and Bedrock Runtime services for
+// a region, with FIPS, dual-stack or a configured base endpoint, as the
+// AWS SDK's clients of those services resolve it (their
+// EndpointResolverV2 rules over the SDK's partitions, after the clients'
+// own checks of the region), so that bedrock need not link those clients
+// and their tables (issue 34).
 //
 // It resolves addresses only: it must not read the environment or the
 // shared files (the chain, awsconfig, decides the parameters), send
@@ -34,6 +35,10 @@ const (
 	// CreateOAuth2Token, which `aws login` sessions refresh with (its
 	// control-plane and IAM OAuth operations resolve elsewhere).
 	Signin
+	// BedrockRuntime is Amazon Bedrock's runtime (InvokeModel,
+	// InvokeModelWithResponseStream): where bedrock sends Claude's
+	// requests, not a service of credential loading.
+	BedrockRuntime
 )
 
 // String is the service's name in errors.
@@ -47,6 +52,8 @@ func (s Service) String() string {
 		return "sso-oidc"
 	case Signin:
 		return "signin"
+	case BedrockRuntime:
+		return "bedrock-runtime"
 	}
 	return fmt.Sprintf("Service(%d)", int(s))
 }
@@ -96,7 +103,7 @@ func Resolve(s Service, p Params) (endpoint, signingRegion string, err error) {
 			err = fmt.Errorf("awsendpoint: %s endpoint: %w", s, err)
 		}
 	}()
-	if s < STS || s > Signin {
+	if s < STS || s > BedrockRuntime {
 		return "", "", fmt.Errorf("unknown service: %w", ErrInvalid)
 	}
 	region, hasRegion := p.Region, p.Region != ""
@@ -129,16 +136,18 @@ func Resolve(s Service, p Params) (endpoint, signingRegion string, err error) {
 	var host string
 	switch s {
 	case STS:
-		host, err = regionalHost("sts", region, part, p)
+		host, err = regionalHost("sts", region, part, p, true)
 		if err == nil && region == "aws-global" && !p.UseFIPS && !p.UseDualStack {
 			return "https://sts.amazonaws.com", "us-east-1", nil
 		}
 	case SSO:
-		host, err = regionalHost("portal.sso", region, part, p)
+		host, err = regionalHost("portal.sso", region, part, p, true)
 	case SSOOIDC:
-		host, err = regionalHost("oidc", region, part, p)
+		host, err = regionalHost("oidc", region, part, p, true)
 	case Signin:
 		host, err = signinHost(region, part, p)
+	case BedrockRuntime:
+		host, err = regionalHost("bedrock-runtime", region, part, p, false)
 	}
 	if err != nil {
 		return "", "", err
@@ -150,10 +159,12 @@ func Resolve(s Service, p Params) (endpoint, signingRegion string, err error) {
 	return endpoint, p.Region, nil
 }
 
-// regionalHost is the host of the rules STS, SSO and SSO-OIDC share:
-// SERVICE[-fips].REGION.SUFFIX, but in aws-us-gov FIPS is the plain
-// host (those endpoints are FIPS already).
-func regionalHost(service, region string, part *partition, p Params) (string, error) {
+// regionalHost is the host of the rules STS, SSO, SSO-OIDC and Bedrock
+// Runtime share: SERVICE[-fips].REGION.SUFFIX, but, where govFIPSPlain
+// (STS, SSO, SSO-OIDC: those endpoints are FIPS already), aws-us-gov's
+// FIPS host is the plain one. (Bedrock Runtime's rules have no such
+// exception: bedrock-runtime-fips.us-gov-west-1.amazonaws.com.)
+func regionalHost(service, region string, part *partition, p Params, govFIPSPlain bool) (string, error) {
 	switch {
 	case p.UseFIPS && p.UseDualStack:
 		if !part.supportsFIPS || !part.supportsDualStack {
@@ -164,7 +175,7 @@ func regionalHost(service, region string, part *partition, p Params) (string, er
 		if !part.supportsFIPS {
 			return "", unsupported(part, "FIPS")
 		}
-		if part.name == "aws-us-gov" {
+		if govFIPSPlain && part.name == "aws-us-gov" {
 			return service + "." + region + ".amazonaws.com", nil
 		}
 		return service + "-fips." + region + "." + part.dnsSuffix, nil

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/signin"
 	signintypes "github.com/aws/aws-sdk-go-v2/service/signin/types"
 	"github.com/aws/aws-sdk-go-v2/service/sso"
@@ -166,6 +167,10 @@ func sdkCall(t *testing.T, s Service, p Params) (*http.Request, error) {
 			EndpointOptions: signin.EndpointResolverOptions{UseFIPSEndpoint: fips, UseDualStackEndpoint: dual}})
 		_, err = c.CreateOAuth2Token(ctx, &signin.CreateOAuth2TokenInput{TokenInput: &signintypes.CreateOAuth2TokenRequestBody{
 			ClientId: aws.String("c"), GrantType: aws.String("refresh_token"), RefreshToken: aws.String("r")}})
+	case BedrockRuntime:
+		c := bedrockruntime.New(bedrockruntime.Options{Region: p.Region, BaseEndpoint: base, HTTPClient: client, Retryer: aws.NopRetryer{}, Credentials: creds,
+			EndpointOptions: bedrockruntime.EndpointResolverOptions{UseFIPSEndpoint: fips, UseDualStackEndpoint: dual}})
+		_, err = c.InvokeModel(ctx, &bedrockruntime.InvokeModelInput{ModelId: aws.String("m"), Body: []byte("{}"), ContentType: aws.String("application/json")})
 	}
 	return sent, err
 }
@@ -181,7 +186,7 @@ func (r *recorder) Do(req *http.Request) (*http.Response, error) {
 }
 
 // operationPaths are the paths of the operations sdkCall sends.
-var operationPaths = map[Service]string{STS: "/", SSO: "/federation/credentials", SSOOIDC: "/token", Signin: "/v1/token"}
+var operationPaths = map[Service]string{STS: "/", SSO: "/federation/credentials", SSOOIDC: "/token", Signin: "/v1/token", BedrockRuntime: "/model/m/invoke"}
 
 // credentialScope is the region of a SigV4 Authorization header's
 // credential scope, "" without one.
@@ -197,8 +202,8 @@ func credentialScope(h http.Header) string {
 // region of every partition the SDK knows and the odd ones, with and
 // without FIPS and dual-stack, with each configured endpoint: the SDK's
 // client and Resolve must both fail or both give the same scheme, host
-// and path (the operation's joined to ours) and, for STS, the region the
-// SDK signed with.
+// and path (the operation's joined to ours) and, for STS and Bedrock
+// Runtime (the signed ones), the region the SDK signed with.
 func TestResolveIsWhereTheSDKsClientsSend(t *testing.T) {
 	var regions []string
 	for _, sp := range sdkPartitions(t) {
@@ -209,7 +214,7 @@ func TestResolveIsWhereTheSDKsClientsSend(t *testing.T) {
 	slices.Sort(regions)
 	regions = append(regions, oddRegions...)
 	cases, errs := 0, 0
-	for _, s := range []Service{STS, SSO, SSOOIDC, Signin} {
+	for _, s := range []Service{STS, SSO, SSOOIDC, Signin, BedrockRuntime} {
 		for _, region := range regions {
 			for _, endpoint := range endpoints {
 				for _, fips := range []bool{false, true} {
@@ -242,7 +247,7 @@ func TestResolveIsWhereTheSDKsClientsSend(t *testing.T) {
 						if ours != sdk {
 							t.Errorf("%s: Resolve sends to %s, the SDK to %s", name, ours, sdk)
 						}
-						if s == STS {
+						if s == STS || s == BedrockRuntime {
 							if scope := credentialScope(req.Header); scope != signing {
 								t.Errorf("%s: Resolve signs for %q, the SDK for %q", name, signing, scope)
 							}
