@@ -36,10 +36,10 @@ func answer(status int, h http.Header, body string) *http.Response {
 	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body))}
 }
 
-// The middleware has each attempt the SDK makes wait at the limiter —
+// The gate, driven as an SDK middleware drove it, has each attempt wait at the limiter —
 // the attempt numbered by the SDK's retry count — and observes its
 // answer, leaving an error body whole for the SDK to read.
-func TestTheMiddlewareWaitsBeforeEachAttemptAndObservesItsAnswer(t *testing.T) {
+func TestTheGateWaitsBeforeEachAttemptAndObservesItsAnswer(t *testing.T) {
 	clock := &stepClock{now: time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)}
 	lim := &ratelimit.Limiter{Clock: clock}
 	g := New(lim, "anthropic", ratelimit.Identity("sk-secret"))
@@ -256,9 +256,9 @@ func TestAnAttemptThatNeverConnectedHoldsNoOtherAtTheLimiter(t *testing.T) {
 	}
 }
 
-// The middleware numbers an attempt after those the request's earlier
+// The gate numbers an attempt (as the middleware did) after those the request's earlier
 // sends made (provider.WithAttemptsBefore), as the wires' senders do.
-func TestTheMiddlewareNumbersAttemptsAfterEarlierSends(t *testing.T) {
+func TestTheGateNumbersAttemptsAfterEarlierSends(t *testing.T) {
 	clock := &stepClock{now: time.Date(2026, 1, 2, 12, 0, 0, 0, time.UTC)}
 	g := New(&ratelimit.Limiter{Clock: clock}, "anthropic", ratelimit.Identity("sk"))
 	var notices []provider.WaitNotice

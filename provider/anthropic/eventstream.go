@@ -19,18 +19,17 @@ import (
 
 // Bedrock streams an answer as an AWS event stream
 // (application/vnd.amazon.eventstream): binary frames, each "chunk" event
-// carrying one event of the Messages API as base64 in a JSON payload. The
-// SDK's bedrock middleware turns that back into server-sent event text —
-// each frame's JSON decoded, its event type looked up in it, the text
-// written to a buffer — which readStream would then parse again. With
-// Platform.EventStream the wire reads the frames itself instead
-// (frameReader): keepEventStreamType gives a successful event stream a
-// media type of its own (as it did inside the SDK's bedrock middleware,
-// which left such a stream alone). What each frame becomes is what the SDK's
-// translation made of it: a chunk its event; an exception or error frame
-// an "error" event shaped like the first-party API's, read as one. A
-// stream that still arrives as text/event-stream (an SDK that translates
-// whatever the media type) is read as before.
+// carrying one event of the Messages API as base64 in a JSON payload.
+// anthropic-sdk-go's bedrock middleware turned that back into server-sent
+// event text — each frame's JSON decoded, its event type looked up in it,
+// the text written to a buffer — which readStream then parsed again. With
+// Platform.EventStream the wire reads the frames itself (frameReader):
+// keepEventStreamType gives a successful event stream a media type of its
+// own, which eventsOf reads as frames. What each frame becomes is what
+// the SDK's translation made of it: a chunk its event; an exception or
+// error frame an "error" event shaped like the first-party API's, read as
+// one. A stream that arrives as text/event-stream (a proxy that
+// translates it) is read as server-sent events.
 
 // keptEventStream is the media type keepEventStreamType gives an event stream.
 const keptEventStream = "application/x-myelin-amazon-eventstream"

@@ -43,7 +43,8 @@ type Platform struct {
 	Version string
 	// BaseURL is the platform's address, under which the requests go
 	// (v1/messages, which Send may replace); Config.BaseURL, when set,
-	// replaces it (for a proxy, or a test's fake). Required.
+	// replaces it (for a proxy, or a test's fake). Required unless
+	// Config.BaseURL is set.
 	BaseURL string
 	// EventStream, for a platform that streams answers as an AWS event
 	// stream (Bedrock), has the wire read its frames itself rather than

@@ -107,6 +107,7 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 		{name: "streamed", model: "claude-test"},
 		{name: "whole", model: "claude-test", noStream: true},
 		{name: "interleaved thinking's beta", model: "claude-test", thinking: anthropic.Thinking{Budget: 2048, Interleaved: true}},
+		{name: "whole, interleaved thinking's beta", model: "claude-test", noStream: true, thinking: anthropic.Thinking{Budget: 2048, Interleaved: true}},
 		{name: "thinking without a beta", model: "claude-test", noStream: true, thinking: anthropic.Thinking{Budget: 1024, Display: "summarized"}},
 		{name: "an inference profile", model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0"},
 		{name: "an ARN", model: "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3"},

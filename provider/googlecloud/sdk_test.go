@@ -93,26 +93,30 @@ func (c *countingTokens) Token() (*oauth2.Token, error) {
 	return &oauth2.Token{AccessToken: "ya29.n" + string(rune('0'+c.n.Add(1))), TokenType: "Bearer"}, nil
 }
 
-// TestWhatIsSentIsWhatTheSDKSent holds a streamed request, posted
-// directly (Platform.Authorize), to the one the SDK's plumbing and its
-// googlecloud options sent: the same method, URL, headers (the token
+// TestWhatIsSentIsWhatTheSDKSent holds a request, streamed or whole,
+// posted directly (Platform.Authorize), to the one the SDK's plumbing and
+// its googlecloud options sent: the same method, URL, headers (the token
 // included) and body, with thinking's beta header and with a base URL.
 func TestWhatIsSentIsWhatTheSDKSent(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		thinking anthropic.Thinking
 		baseURL  string
+		noStream bool
 	}{
 		{name: "streamed"},
 		{name: "interleaved thinking's beta", thinking: anthropic.Thinking{Budget: 2048, Interleaved: true}},
 		{name: "a base URL", baseURL: "https://proxy.example/gc/invoke/"},
+		{name: "whole", noStream: true},
+		{name: "whole, interleaved thinking's beta", noStream: true, thinking: anthropic.Thinking{Budget: 2048, Interleaved: true}},
+		{name: "whole, a base URL", noStream: true, baseURL: "https://proxy.example/gc/invoke/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hermetic(t)
 			srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"}, providertest.Step{Text: "ok"})
 			tap, client := providertest.Tap(t, srv)
 			creds := staticToken("")
-			cfg := Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1, BaseURL: tc.baseURL},
+			cfg := Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1, BaseURL: tc.baseURL, NoStream: tc.noStream},
 				Project: "test-project", WorkspaceID: "wrkspc_test", Credentials: creds}
 			ours, err := New(cfg)
 			if err != nil {

@@ -49,6 +49,7 @@ func TestWhatIsSentIsWhatTheSDKsMiddlewareSent(t *testing.T) {
 		{name: "streamed", model: "claude-test"},
 		{name: "whole", model: "claude-test", noStream: true},
 		{name: "interleaved thinking's beta", model: "claude-test", thinking: anthropic.Thinking{Budget: 2048, Interleaved: true}},
+		{name: "whole, interleaved thinking's beta", model: "claude-test", noStream: true, thinking: anthropic.Thinking{Budget: 2048, Interleaved: true}},
 		{name: "a versioned model", model: "claude-sonnet-4-5@20250929"},
 		{name: "sub-delimiters and escapes", model: "m (x)!*';,=+$&@~%2F/é"},
 		{name: "the global region", model: "claude-test", region: "global"},
