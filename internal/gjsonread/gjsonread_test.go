@@ -119,7 +119,7 @@ func TestParseIntWrapsAsGjsonsDoes(t *testing.T) {
 		{"-18446744073709551616", math.MinInt64, true},      // the same, negative
 		{"21000000000000000000", 2553255926290448384, true}, // the wrap not found: read wrapped
 		{"99999999999999999999x", 0, false},                 // not digits past the wrap
-		{"-" + strconv.Itoa(math.MaxInt64), -math.MaxInt64, true},
+		{"-" + strconv.FormatInt(math.MaxInt64, 10), -math.MaxInt64, true},
 	} {
 		got, ok := parseInt(tc.in)
 		if got != tc.want || ok != tc.ok {
