@@ -43,7 +43,7 @@ type Rules struct {
 	// attempt, with the wait before the next, is within For (issue 32
 	// point 3, docs/ratelimits.md "Retries"). 0: MaxRetries bounds them.
 	For time.Duration
-	// AttemptTimeout, when above 0, bounds each attempt of PostWhole —
+	// AttemptTimeout, when above 0, bounds each attempt of PostRead —
 	// its answer read whole — as anthropic-sdk-go bounded each attempt of
 	// a whole answer (ten minutes, the X-Stainless-Timeout it sent): one
 	// that runs out is retried as a connection error is, unless it was the

@@ -120,6 +120,9 @@ func DefaultClient() *http.Client {
 // Target is the target s sends to.
 func (s *Sender) Target() Target { return s.target }
 
+// Rules are the rules s sends by.
+func (s *Sender) Rules() Rules { return s.rules }
+
 // Writes tells when net/http is done reading a body posted: it may still
 // be writing a request when the answer to it comes (an answer need not
 // wait for the whole request; see http.RoundTripper), so the bytes of a
@@ -210,13 +213,14 @@ func (s *Sender) PostWritten(ctx context.Context, b []byte, each func(*http.Requ
 	return s.post(ctx, b, each, w, false)
 }
 
-// PostWhole is PostEach for a whole answer: the body of the answer that
+// PostRead is PostEach for a whole answer: the body of the answer that
 // ends the call is read inside the retries, whatever its status, as an
 // SDK reads a whole answer into its type — so that one that breaks off is
 // sent again as the rules say (RetryDroppedBody; without it, the read's
-// error ends the call). The answer returned holds its body read (the
+// error ends the call), and each attempt, its body read, is bounded by
+// Rules.AttemptTimeout. The answer returned holds its body read (the
 // caller closes it all the same).
-func (s *Sender) PostWhole(ctx context.Context, b []byte, each func(*http.Request) error) (*http.Response, error) {
+func (s *Sender) PostRead(ctx context.Context, b []byte, each func(*http.Request) error) (*http.Response, error) {
 	return s.post(ctx, b, each, nil, true)
 }
 
@@ -294,10 +298,24 @@ func (s *Sender) post(ctx context.Context, b []byte, each func(*http.Request) er
 		if readNow {
 			read, readErr = s.read(res)
 		}
+		if (err != nil || readErr != nil) && ctx.Err() == nil && actx.Err() != nil {
+			// Only the attempt's own bound ran out: a connection's error,
+			// retried whatever the answer said (as the SDK retried it),
+			// and not the caller's deadline, which the agent's resend
+			// would not outlive.
+			closeBody(res)
+			res, read, readNow, readErr = nil, nil, false, nil
+			err = &AttemptTimedOut{After: s.rules.AttemptTimeout}
+			retry = s.rules.retryable(nil, err)
+			next = s.pause(nil, n, s.now().Sub(first), bound, retry)
+		}
 		if err == nil && res != nil {
 			body := read // nil: an error answer not read here is peeked at
 			if readNow && body == nil {
 				body = []byte{} // read, or failed to be: nothing to peek at
+			}
+			if res.StatusCode < http.StatusBadRequest {
+				body = nil // a whole answer says nothing more to the limiter than its headers
 			}
 			pass.Observe(res, body)
 		}
@@ -365,6 +383,18 @@ func (s *Sender) post(ctx context.Context, b []byte, each func(*http.Request) er
 			return nil, err
 		}
 	}
+}
+
+// AttemptTimedOut is the error of an attempt of PostRead that ran out of
+// Rules.AttemptTimeout while its caller's context was still live: a
+// connection's error (retried; a ConnectionError wraps the last), and not
+// a context's (it does not unwrap to context.DeadlineExceeded, so that
+// provider.Transient calls it transient).
+type AttemptTimedOut struct{ After time.Duration }
+
+// Error says how long the attempt had.
+func (e *AttemptTimedOut) Error() string {
+	return fmt.Sprintf("no answer read within the attempt's %v", e.After)
 }
 
 // handed is the request of a refusal, for the Refusal to keep in its

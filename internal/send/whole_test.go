@@ -2,6 +2,7 @@ package send
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,9 +10,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/myelin-run/myelin/provider"
 )
 
-// PostWhole reads the body of the answer that ends the call inside the
+// PostRead reads the body of the answer that ends the call inside the
 // retries: one that breaks off is sent again where the rules retry a
 // dropped body (anthropic-sdk-go's), its read's error ending the call
 // where they do not (openai-go's) or once they are spent; the answer
@@ -38,7 +41,7 @@ func TestAWholeAnswerIsReadInsideTheRetries(t *testing.T) {
 			defer srv.Close()
 			var waits []time.Duration
 			s := newSender(t, srv.URL, tc.rules, &waits)
-			res, err := s.PostWhole(context.Background(), []byte(`{}`), nil)
+			res, err := s.PostRead(context.Background(), []byte(`{}`), nil)
 			if len(sc.counts) != tc.attempts {
 				t.Errorf("%d attempts, want %d", len(sc.counts), tc.attempts)
 			}
@@ -59,7 +62,7 @@ func TestAWholeAnswerIsReadInsideTheRetries(t *testing.T) {
 	}
 }
 
-// With Rules.AttemptTimeout, an attempt of PostWhole that runs out —
+// With Rules.AttemptTimeout, an attempt of PostRead that runs out —
 // waiting for its answer, or reading a body that stalls — is retried as a
 // connection error is, and the next one's answer is the call's.
 func TestAWholeAnswersAttemptThatRunsOutIsSentAgain(t *testing.T) {
@@ -89,13 +92,50 @@ func TestAWholeAnswersAttemptThatRunsOutIsSentAgain(t *testing.T) {
 			// attempt's, the first attempt would wait for it
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			res, err := s.PostWhole(ctx, []byte(`{}`), nil)
+			res, err := s.PostRead(ctx, []byte(`{}`), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b, _ := io.ReadAll(res.Body)
 			if string(b) != `{"ok":true}` || n.Load() != 2 {
 				t.Fatalf("%d attempts, the answer %q", n.Load(), b)
+			}
+		})
+	}
+}
+
+// An attempt that runs out of Rules.AttemptTimeout is a connection's
+// error, as the SDK took it: retried even when its answer said
+// x-should-retry: false, and, when it is the last, a ConnectionError the
+// agent calls transient — not the caller's deadline (context's
+// DeadlineExceeded), which it would not resend.
+func TestAnAttemptThatRunsOutIsAConnectionsErrorNotTheCallersDeadline(t *testing.T) {
+	for _, stall := range []string{"before the answer", "inside the body"} {
+		t.Run(stall, func(t *testing.T) {
+			var n atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.ReadAll(r.Body)
+				n.Add(1)
+				if stall == "inside the body" {
+					w.Header().Set("x-should-retry", "false")
+					w.Header().Set("Content-Length", "100")
+					_, _ = w.Write([]byte(`{"ok"`))
+					w.(http.Flusher).Flush()
+				}
+				<-r.Context().Done()
+			}))
+			defer srv.Close()
+			rules := Anthropic(1)
+			rules.AttemptTimeout = 100 * time.Millisecond
+			var waits []time.Duration
+			s := newSender(t, srv.URL, rules, &waits)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := s.PostRead(ctx, []byte(`{}`), nil)
+			var ce *provider.ConnectionError
+			var timedOut *AttemptTimedOut
+			if n.Load() != 2 || !errors.As(err, &ce) || !errors.As(err, &timedOut) || errors.Is(err, context.DeadlineExceeded) || !provider.Transient(err) {
+				t.Fatalf("%d attempts, err %v (%T): want 2, a ConnectionError around AttemptTimedOut, transient", n.Load(), err, err)
 			}
 		})
 	}

@@ -379,7 +379,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 func (p *Provider) completeWhole(ctx context.Context, req provider.Request, body []byte, each func(*http.Request) error, onText func(string)) (provider.Response, error) {
 	// read inside the retries: one that breaks off is sent again, as the
 	// SDK sent it again
-	res, err := p.whole.PostWhole(ctx, body, each)
+	res, err := p.whole.PostRead(ctx, body, each)
 	if err != nil {
 		return provider.Response{}, describe(err)
 	}

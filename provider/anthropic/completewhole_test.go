@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -129,5 +130,35 @@ func TestAWholeAnswerCutShortIsSentAgainAsTheSDKSentIt(t *testing.T) {
 				t.Fatalf("error %q, the SDK's %q", err, sdkErr)
 			}
 		})
+	}
+}
+
+// A whole answer's attempts are bounded by the ten minutes the SDK gave
+// them, which their X-Stainless-Timeout says, first-party and on a
+// platform, with and without RetryFor; a streamed request's are not.
+func TestAWholeAnswersAttemptsAreBoundAsTheirHeaderSays(t *testing.T) {
+	if wholeTimeout != strconv.Itoa(int(wholeAttempt/time.Second)) {
+		t.Fatalf("the header says %s s, the bound is %v", wholeTimeout, wholeAttempt)
+	}
+	for _, retryFor := range []time.Duration{0, time.Minute} {
+		first, err := New(Config{APIKey: "k", RetryFor: retryFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		on, err := NewOn(Platform{Name: "p", BaseURL: "https://p.example", Send: func(*http.Request, Route) error { return nil }}, Config{RetryFor: retryFor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []*Provider{first, on.Provider} {
+			if got := p.whole.Rules().AttemptTimeout; got != wholeAttempt {
+				t.Errorf("RetryFor %v: a whole answer's attempt is bounded by %v, want %v", retryFor, got, wholeAttempt)
+			}
+			if got := p.whole.Target().Header.Get("X-Stainless-Timeout"); got != wholeTimeout {
+				t.Errorf("RetryFor %v: X-Stainless-Timeout %q, want %q", retryFor, got, wholeTimeout)
+			}
+			if got := p.send.Rules().AttemptTimeout; got != 0 {
+				t.Errorf("RetryFor %v: a streamed request's attempt is bounded by %v", retryFor, got)
+			}
+		}
 	}
 }

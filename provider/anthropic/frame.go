@@ -17,12 +17,13 @@ import (
 // through a checksumming tee and made a string or a slice for every
 // header name and value: on Bedrock that was about a third of the wire's
 // CPU for a light round (docs/overhead.md, "Agent CPU per round, second
-// pass"). The format (the AWS SDK's eventstream package, whose limits
-// these are): a prelude of the frame's total length and its headers'
+// pass"). The format (the AWS SDK's eventstream package; the limits are
+// those it had until v1.7, 128 KiB of headers and 16 MiB of payload,
+// which this reader keeps though the SDK's decoder no longer does): a prelude of the frame's total length and its headers'
 // length (big-endian uint32 each) and the prelude's CRC-32; the headers,
 // each a name (one length byte, the name) and a typed value; the payload;
-// the CRC-32 of all before it. A frame is accepted when the SDK's decoder
-// accepts it, with the same headers and payload
+// the CRC-32 of all before it. A frame within those limits is accepted
+// when the SDK's decoder accepts it, with the same headers and payload
 // (FuzzReadFrameIsTheSDKsDecoder); where the SDK's decoder would read a
 // frame whose headers end inside a value as the stream's end, this one
 // says the frame is malformed.

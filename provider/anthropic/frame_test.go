@@ -44,7 +44,8 @@ func theSDKsFrames(t testing.TB) []byte {
 }
 
 // sdkDecode is the SDK's decoder on the next frame of r; panicked says it
-// panicked (as it does on a header value of an unknown type).
+// panicked (as it did before v1.7 on a header value of an unknown type;
+// it returns an error for one now).
 func sdkDecode(r io.Reader) (msg eventstream.Message, err error, panicked bool) {
 	defer func() {
 		if recover() != nil {

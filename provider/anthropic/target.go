@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strconv"
-	"time"
 
 	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/internal/stainless"
@@ -33,8 +31,9 @@ const defaultBase = "https://api.anthropic.com/"
 
 // wholeTimeout is the X-Stainless-Timeout a whole answer's request
 // (NoStream) carries: the bound of each of its attempts (wholeAttempt,
-// which the Sender keeps), in seconds, as the SDK sent it.
-var wholeTimeout = strconv.Itoa(int(wholeAttempt / time.Second))
+// which the Sender keeps), in seconds, as the SDK sent it
+// (TestAWholeAnswersAttemptsAreBoundAsTheirHeaderSays).
+const wholeTimeout = "600"
 
 // targetSpec is what a Messages request's target is made of.
 type targetSpec struct {

@@ -39,7 +39,10 @@ const TimeFormat = time.RFC3339Nano
 // first use, not at init: making it builds the instruction's shift
 // tables, which every myelin process paid at its start, reading history
 // or not (issue 34).
-var Castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
+func Castagnoli() *crc32.Table { return castagnoli() }
+
+// castagnoli makes Castagnoli's table once.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // checksum is the CRC-32C of raw.
 func checksum(raw []byte) int64 { return int64(crc32.Checksum(raw, Castagnoli())) }

@@ -116,7 +116,7 @@ func Resolve(s Service, p Params) (endpoint, signingRegion string, err error) {
 		}
 	}
 	if p.Endpoint != "" {
-		_, err := url.Parse(p.Endpoint)
+		u, err := url.Parse(p.Endpoint)
 		shown := shownEndpoint(p.Endpoint)
 		switch {
 		case p.UseFIPS:
@@ -126,6 +126,10 @@ func Resolve(s Service, p Params) (endpoint, signingRegion string, err error) {
 		case err != nil:
 			// Not %w: url.Parse's error holds the endpoint as given.
 			return "", "", fmt.Errorf("the configured endpoint is not a URL: %s: %w", whyNotURL(err), ErrInvalid)
+		case !strings.EqualFold(u.Scheme, "https") && !strings.EqualFold(u.Scheme, "http") || u.Host == "":
+			// localhost:8080, user:secret@host: the SDK's client takes
+			// it and sends to no host, every attempt failing
+			return "", "", fmt.Errorf("the configured endpoint has no http:// or https:// scheme and host (want https://host...): %w", ErrInvalid)
 		}
 		return p.Endpoint, p.Region, nil
 	}
