@@ -357,10 +357,7 @@ func (p *Provider) Complete(ctx context.Context, req provider.Request, onText fu
 	if err != nil {
 		return provider.Response{}, describe(err)
 	}
-	if p.eventStream {
-		keepEventStreamType(resp)
-	}
-	answer, err := readAnswer(resp, onText, req.OnThinking)
+	answer, err := readAnswer(resp, p.eventStream && awsEventStream(resp), onText, req.OnThinking)
 	if err != nil {
 		p.observeStreamError(ctx, p.send.Target().URL, err)
 	}
@@ -434,10 +431,11 @@ func (p *Provider) observeStreamError(ctx context.Context, u *url.URL, err error
 	provider.ObserveStreamError(ctx, p.cfg.Limiter, p.gate.Key(ctx, u), err)
 }
 
-// readAnswer reads the streamed answer resp brings, and closes it.
-func readAnswer(resp *http.Response, onText, onThinking func(string)) (provider.Response, error) {
+// readAnswer reads the streamed answer resp brings, its AWS event
+// stream's frames with frames, and closes it.
+func readAnswer(resp *http.Response, frames bool, onText, onThinking func(string)) (provider.Response, error) {
 	defer resp.Body.Close()
-	events := eventsOf(resp)
+	events := eventsOf(resp, frames)
 	defer events.Release()
 	return readStream(events, resp, onText, onThinking)
 }

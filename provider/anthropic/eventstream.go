@@ -23,27 +23,22 @@ import (
 // anthropic-sdk-go's bedrock middleware turned that back into server-sent
 // event text — each frame's JSON decoded, its event type looked up in it,
 // the text written to a buffer — which readStream then parsed again. With
-// Platform.EventStream the wire reads the frames itself (frameReader):
-// keepEventStreamType gives a successful event stream a media type of its
-// own, which eventsOf reads as frames. What each frame becomes is what
+// Platform.EventStream the wire reads the frames of a successful event
+// stream itself (frameReader, chosen by awsEventStream). What each frame becomes is what
 // the SDK's translation made of it: a chunk its event; an exception or
 // error frame an "error" event shaped like the first-party API's, read as
 // one. A stream that arrives as text/event-stream (a proxy that
 // translates it) is read as server-sent events.
 
-// keptEventStream is the media type keepEventStreamType gives an event stream.
-const keptEventStream = "application/x-myelin-amazon-eventstream"
-
-// keepEventStreamType gives res, when a successful AWS event stream, the
-// media type keptEventStream; it changes nothing else, and no error
-// answer.
-func keepEventStreamType(res *http.Response) {
+// awsEventStream reports whether res is a successful answer that comes
+// as an AWS event stream (application/vnd.amazon.eventstream), whose
+// frames a platform with EventStream reads.
+func awsEventStream(res *http.Response) bool {
 	if res.StatusCode >= http.StatusBadRequest {
-		return
+		return false
 	}
-	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/vnd.amazon.eventstream" {
-		res.Header.Set("Content-Type", keptEventStream)
-	}
+	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	return mt == "application/vnd.amazon.eventstream"
 }
 
 // events is what readStream reads events from: an sse.Reader, or a
@@ -57,9 +52,10 @@ type events interface {
 	Release()
 }
 
-// eventsOf is the reader of resp's body by its media type.
-func eventsOf(resp *http.Response) events {
-	if resp.Header.Get("Content-Type") == keptEventStream {
+// eventsOf is the reader of resp's body: its frames, or its server-sent
+// events.
+func eventsOf(resp *http.Response, frames bool) events {
+	if frames {
 		return borrowFrames(resp.Body)
 	}
 	return sse.Borrow(resp.Body)
