@@ -97,16 +97,6 @@ type Route struct {
 	Body   []byte
 }
 
-// routeWith is send, given each attempt of a request for /v1/messages
-// with its anthropic-version header dropped (the version is in the body),
-// as the SDK's platform middlewares dropped it.
-func routeWith(send func(*http.Request, Route) error) func(*http.Request, Route) error {
-	return func(r *http.Request, rt Route) error {
-		r.Header.Del("anthropic-version")
-		return send(r, rt)
-	}
-}
-
 // OnPlatform is the Anthropic wire sending through a Platform. It is a
 // Provider (every method of the first-party wire is its own), with errors
 // named by the platform and the platform's own refusals of a request as
@@ -162,8 +152,8 @@ func NewOn(pl Platform, cfg Config) (*OnPlatform, error) {
 	var form *platformForm
 	if pl.Send != nil {
 		form = &platformForm{version: pl.Version, streamInURL: pl.StreamInURL, betasInBody: pl.BetasInBody}
-		conn.spec.noVersion = true // in the body
-		route = routeWith(pl.Send)
+		conn.spec.noVersion = true // in the body: the SDK's middleware dropped the header
+		route = pl.Send
 	} else {
 		route = func(r *http.Request, _ Route) error { return pl.Authorize(r) }
 	}

@@ -163,7 +163,7 @@ func TestTheTargetIsTheSDKs(t *testing.T) {
 									sent = Thinking{} // in the body, not the header
 								}
 								want := sdkTarget(t, sdkPlatformClient(pl.BaseURL, cfg), sent, whole)
-								want.Header.Del("anthropic-version") // routeWith drops it, as the SDK's middleware did
+								want.Header.Del("anthropic-version") // in the body: the SDK's middleware dropped the header
 								sameTarget(t, got, want)
 							}
 						})
