@@ -73,10 +73,18 @@ func TestAWriteCutOffWhileForkingOrRewindingLeavesNoHalfBranch(t *testing.T) {
 		if err != nil {
 			t.Fatalf("cut %d (%s) in step %d (%s), after %v: read by a fresh opening: %v", cut+1, how, done, steps[done], stepErr, err)
 		}
-		if k != done && k != done+1 {
+		// Matching names the first state the store holds; a step that
+		// changes nothing a reader sees (a switch between branches holding
+		// the same texts) makes that an earlier one than the step cut.
+		switch {
+		case storetest.Same(states[k], states[done]):
+			k = done
+		case storetest.Same(states[k], states[done+1]):
+			k = done + 1
+		default:
 			t.Fatalf("cut %d (%s) in step %d (%s), after %v: the store holds what it held after step %d; want %d or %d, before or after the step cut", cut+1, how, done, steps[done], stepErr, k, done, done+1)
 		}
-		if again, err := storetest.Matching(bg, s, states, from); err != nil || again != k {
+		if again, err := storetest.Matching(bg, s, states, from); err != nil || !storetest.Same(states[again], states[k]) {
 			t.Fatalf("cut %d (%s) in step %d (%s): read by the opening that was cut: state %d, %v; want %d, as a fresh opening reads", cut+1, how, done, steps[done], again, err, k)
 		}
 		t.Logf("cut %d (%s): %d steps taken, then step %d (%s) cut (%v): the store is as after step %d", cut+1, how, done-from, done, steps[done], stepErr, k)
