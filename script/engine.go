@@ -52,7 +52,7 @@ func serve(in io.Reader, out *outbox, started func(time.Duration)) error {
 	if started != nil {
 		started(limit)
 	}
-	e := &engine{out: out, deadline: time.Now().Add(limit), memory: m.N[0], output: int(m.N[3])}
+	e := &engine{out: out, deadline: time.Now().Add(limit - selfStop(limit)), memory: m.N[0], output: int(m.N[3])}
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		return e.end(endError, fmt.Errorf("starting the script engine: %w", err))
@@ -154,10 +154,23 @@ func (e *engine) outOfMemory() bool {
 	return err != nil
 }
 
-// arm gives the engine what is left of the wall time: a soft limit, as the
-// engine checks it only now and then. myelin ends the process at the limit.
+// arm gives the engine what is left of its wall time: a soft limit, as
+// the engine checks it only now and then, ending selfStop before the
+// script's limit. myelin ends the process at the limit itself.
 func (e *engine) arm() {
 	e.vm.SetEvalTimeout(max(time.Until(e.deadline), time.Millisecond))
+}
+
+// selfStop is how long before a script's time limit the engine ends a
+// script that runs on, by its soft limit (arm): the script then ends as
+// any script does, what it printed crossing with its end, before myelin's
+// kill comes at the limit. Left to the kill, the prints the engine's
+// buffer held (outbox) were lost whenever the kill came before the
+// buffer's timer ran: a loaded machine may not run the timer's goroutine
+// while the script's loop holds a core. A twentieth of the limit, 100 ms
+// at most.
+func selfStop(limit time.Duration) time.Duration {
+	return min(limit/20, 100*time.Millisecond)
 }
 
 // send buffers m (outbox): it crosses when the engine waits or ends, or

@@ -587,7 +587,9 @@ func (r *run) errorText(msg string, line int) string {
 		return fmt.Sprintf("the script was stopped: it ran out of memory (its limit is %s)", mib(int(r.lim.Memory)))
 	case strings.Contains(msg, "stack overflow"):
 		return fmt.Sprintf("the script was stopped: stack overflow (its call depth limit is %d engine stack slots)", r.lim.Stack)
-	case strings.Contains(msg, "interrupted") && time.Now().After(r.deadline.Add(-10*time.Millisecond)):
+	// the engine's own soft limit, selfStop before the script's (its
+	// limit may be less than the script's: what was left of it)
+	case strings.Contains(msg, "interrupted") && time.Now().After(r.deadline.Add(-selfStop(r.lim.Time)-10*time.Millisecond)):
 		return r.limitText(stopTime)
 	}
 	return "the script failed" + atLine(line) + ": " + msg
