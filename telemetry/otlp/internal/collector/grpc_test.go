@@ -324,11 +324,15 @@ func TestGRPCTimeoutAndPercentDecoding(t *testing.T) {
 	}
 }
 
+// An export retried without end (a server always busy, the retries'
+// own bound an hour) ends at the export timeout, after more than one
+// call. The timeout is a second: at 100 ms a loaded CI machine once spent
+// it all on the first call (its connection made), and the test saw one.
 func TestGRPCTheTimeoutBoundsTheRetries(t *testing.T) {
 	s := startGRPC(t, nil, func(context.Context, int) (*colltrace.ExportTraceServiceResponse, error) {
 		return nil, status.Error(codes.Unavailable, "busy")
 	})
-	c := grpcClient(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + s.addr, "OTEL_EXPORTER_OTLP_TIMEOUT": "100"})
+	c := grpcClient(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + s.addr, "OTEL_EXPORTER_OTLP_TIMEOUT": "1000"})
 	c.retry = retryPolicy{initial: time.Millisecond, max: 2 * time.Millisecond, elapsed: time.Hour}
 	_, err := c.Export(context.Background(), []byte{})
 	if err == nil || !strings.Contains(err.Error(), "the export timeout passed") || len(s.got()) < 2 {
