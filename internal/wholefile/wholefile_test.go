@@ -397,3 +397,56 @@ func TestALongNameIsReplaced(t *testing.T) {
 		t.Errorf("temporary name %q, want the name clipped to whole runes", tmp)
 	}
 }
+
+// TestReplaceInSyncsTheFilesOwnDirectory: a name in a subdirectory of the
+// root has that subdirectory synced, not the root, and is replaced there.
+func TestReplaceInSyncsTheFilesOwnDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var synced []string
+	setStep(t, func(op, name string) error {
+		if op == "syncdir" {
+			synced = append(synced, name)
+		}
+		return nil
+	})
+	if err := ReplaceIn(r, "sub/state.json", []byte("new"), Created(0o600)); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(synced, []string{"sub"}) {
+		t.Errorf("synced %q, want [sub]", synced)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "sub", "state.json")); string(b) != "new" {
+		t.Errorf("file holds %q", b)
+	}
+	if names := entries(t, filepath.Join(dir, "sub")); !slices.Equal(names, []string{"state.json"}) {
+		t.Errorf("sub holds %q", names)
+	}
+}
+
+// TestReplaceInStaysInsideTheRoot: a name that leads out of the root
+// through a symbolic link is refused, and nothing is written outside.
+func TestReplaceInStaysInsideTheRoot(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
+		t.Skipf("no symbolic links: %v", err)
+	}
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := ReplaceIn(r, "out/state.json", []byte("new"), Exactly(0o600)); err == nil {
+		t.Error("a name leading outside the root was replaced")
+	}
+	if names := entries(t, outside); len(names) != 0 {
+		t.Errorf("outside holds %q", names)
+	}
+}
