@@ -7,8 +7,9 @@ import (
 
 // BenchmarkWriteSmall is the workspace--write of a 4 KB file over an
 // existing one, as a model's write of a source file is: the checks, the
-// lock and the whole replacement (internal/wholefile: the new file and
-// its directory synced to disk). Run:
+// lock and the whole replacement (internal/wholefile, Unsynced: a new
+// file renamed over the old, nothing synced). It pins the write's cost: a
+// sync slipped back in shows as twice the time or more. Run:
 //
 //	go test ./workspace -run '^$' -bench WriteSmall -count 6
 func BenchmarkWriteSmall(b *testing.B) {

@@ -1,17 +1,30 @@
-// Package wholefile owns replacing a small file whole, crash-safe: the
-// new content is written to a new file beside the old one (created
-// O_EXCL, so never one that is there), given its permissions, synced to
-// disk, closed, renamed over the old name, and the directory is synced,
-// so that a reader sees the old content or the new, never a torn or empty
-// file, and a crash or power cut soon after leaves one of the two — the
-// new one once Replace has returned. A failed step removes the new file
-// and leaves the old one as it was.
+// Package wholefile owns replacing a small file whole: the new content is
+// written to a new file beside the old one (created O_EXCL, so never one
+// that is there), given its permissions, closed and renamed over the old
+// name, so that a reader sees the old content or the new, never a torn or
+// empty file. A failed step removes the new file and leaves the old one
+// as it was.
 //
-// It is how myelin writes the files it replaces whole: the permission
-// rules a person allowed "always", MCP OAuth tokens, trusted MCP servers,
-// the AWS CLI's caches it refreshes, and the workspace tools' writes
-// (inside the workspace's os.Root). It must not decide where a file lives,
-// what it holds or which permissions it has (its callers do), must not
+// Replace, and ReplaceIn with Synced, also sync the new file to disk
+// before the rename and its directory after, so that a crash or power cut
+// leaves the old content or the new whole at the name, never an empty or
+// torn file; and once the call has returned, the new one, provided the
+// directory's sync succeeded (it is best effort: its failure is not
+// reported) and the directory itself was on disk — one the caller has
+// just made (os.MkdirAll) is not synced into its parent here, so a crash
+// may lose it and the file in it. ReplaceIn with Unsynced syncs neither:
+// a crash may leave the old content, the new, or (on some file systems)
+// an empty or partial file, as after any write a program does not sync.
+//
+// It is how myelin writes the files it replaces whole. Synced: the
+// permission rules a person allowed "always", MCP OAuth tokens, trusted
+// MCP servers and the AWS CLI's caches it refreshes — state myelin
+// itself must not lose. Unsynced: the workspace tools' writes and edits
+// and a rewind's put-backs (inside the workspace's os.Root) — the world's
+// files, as durable as what a shell command writes there, and a rewind
+// that puts back hundreds of files would take seconds with two syncs a
+// file. It must not decide where a file lives, what it holds, which
+// permissions it has or whether it is synced (its callers do), must not
 // read the file, must not write through the old file (a hard link to it
 // keeps the old content), must not remove anything but the temporary
 // file it made, and must not put a file's content (tokens, keys) in an
@@ -56,6 +69,29 @@ func (p Perm) String() string {
 	return s
 }
 
+// Sync is whether ReplaceIn syncs the new file and its directory to disk:
+// Synced or Unsynced, said at the call site. Replace always syncs.
+type Sync bool
+
+const (
+	// Synced syncs the new file before the rename and its directory
+	// after (best effort), as Replace does: for state myelin must not
+	// lose to a crash.
+	Synced Sync = true
+	// Unsynced syncs neither the new file nor its directory, and changes
+	// nothing else: for the workspace's files, which are as durable as
+	// any program's writes there.
+	Unsynced Sync = false
+)
+
+// String is "synced" or "unsynced".
+func (s Sync) String() string {
+	if s {
+		return "synced"
+	}
+	return "unsynced"
+}
+
 // Replace puts data at path whole, with the permissions perm says: a new
 // file beside path (".<name>.myelin-<random>.tmp", hidden and ending in
 // neither the name nor its extension), written, its permissions set,
@@ -69,7 +105,7 @@ func (p Perm) String() string {
 // made by then, and some file systems cannot sync a directory at all.
 // path's directory must exist.
 func Replace(path string, data []byte, perm Perm) error {
-	if err := replace(osDir{}, path, data, perm); err != nil {
+	if err := replace(osDir{}, path, data, perm, Synced); err != nil {
 		return fmt.Errorf("replacing %s: %w", path, err)
 	}
 	return nil
@@ -77,10 +113,12 @@ func Replace(path string, data []byte, perm Perm) error {
 
 // ReplaceIn is Replace of the file name inside root (a path relative to
 // it, as os.Root takes them): every step is root's, so no step leaves it,
-// whatever links are in the path. The error wraps the cause without
-// naming name again (the workspace says the path in its own words).
-func ReplaceIn(root *os.Root, name string, data []byte, perm Perm) error {
-	return replace(rootDir{root}, name, data, perm)
+// whatever links are in the path. With Unsynced it skips the new file's
+// sync and its directory's, nothing else (see the package doc). The error
+// wraps the cause without naming name again (the workspace says the path
+// in its own words).
+func ReplaceIn(root *os.Root, name string, data []byte, perm Perm, sync Sync) error {
+	return replace(rootDir{root}, name, data, perm, sync)
 }
 
 // dir is where a file is replaced: the OS's file system, or an os.Root.
@@ -111,9 +149,22 @@ func (d rootDir) open(name string) (*os.File, error) { return d.r.Open(name) }
 
 // step, unless nil, is called before each step with its name ("create",
 // "write", "chmod", "sync", "close", "rename", "syncdir") and the file it
-// is on; an error it returns is that step's. A test records the order of
-// the steps there and fails one.
+// is on; an error it returns is that step's (for "close", the file is
+// closed all the same). A test records the order of the steps there and
+// fails one.
 var step func(op, name string) error
+
+// synced, unless nil, is called with each file (the new file, then its
+// directory) just before it is synced: a test checks it is the right one.
+var synced func(op string, f *os.File)
+
+// syncFile syncs f, shown to synced first.
+func syncFile(op string, f *os.File) error {
+	if synced != nil {
+		synced(op, f)
+	}
+	return f.Sync()
+}
 
 // do runs a step: step's error, if any, else the step's own.
 func do(op, name string, f func() error) error {
@@ -145,7 +196,7 @@ func tempName(name string) string {
 	return filepath.Join(filepath.Dir(name), "."+base+".myelin-"+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
 }
 
-func replace(d dir, name string, data []byte, perm Perm) error {
+func replace(d dir, name string, data []byte, perm Perm, sync Sync) error {
 	var f *os.File
 	var tmp string
 	var err error
@@ -167,14 +218,16 @@ func replace(d dir, name string, data []byte, perm Perm) error {
 		// created under the umask, which may have narrowed it
 		err = do("chmod", tmp, func() error { return f.Chmod(perm.bits) })
 	}
-	if err == nil {
-		err = do("sync", tmp, f.Sync)
+	if err == nil && sync == Synced {
+		err = do("sync", tmp, func() error { return syncFile("sync", f) })
+	}
+	var serr error
+	if step != nil {
+		serr = step("close", tmp)
 	}
 	cerr := f.Close() // closed whatever a test's step says
-	if step != nil {
-		if serr := step("close", tmp); serr != nil {
-			cerr = serr
-		}
+	if serr != nil {
+		cerr = serr
 	}
 	if err == nil {
 		err = cerr
@@ -186,6 +239,9 @@ func replace(d dir, name string, data []byte, perm Perm) error {
 		_ = d.remove(tmp) // the error to report is the step's
 		return err
 	}
+	if sync == Unsynced {
+		return nil
+	}
 	// Best effort: see Replace's doc.
 	dirName := filepath.Dir(name)
 	_ = do("syncdir", dirName, func() error {
@@ -194,7 +250,7 @@ func replace(d dir, name string, data []byte, perm Perm) error {
 			return err
 		}
 		defer df.Close()
-		return df.Sync()
+		return syncFile("syncdir", df)
 	})
 	return nil
 }

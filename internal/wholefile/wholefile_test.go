@@ -15,25 +15,32 @@ import (
 	"testing"
 )
 
-// how is one of the two ways in: a path, or a name inside an os.Root of
-// the directory.
+// how is one of the ways in: a path, or a name inside an os.Root of the
+// directory, synced or not.
 type how struct {
 	name    string
+	sync    Sync
 	replace func(t *testing.T, dir, name string, data []byte, perm Perm) error
 }
 
-var hows = []how{
-	{"Replace", func(t *testing.T, dir, name string, data []byte, perm Perm) error {
-		return Replace(filepath.Join(dir, name), data, perm)
-	}},
-	{"ReplaceIn", func(t *testing.T, dir, name string, data []byte, perm Perm) error {
+// replaceIn is ReplaceIn of name in an os.Root of dir.
+func replaceIn(sync Sync) func(t *testing.T, dir, name string, data []byte, perm Perm) error {
+	return func(t *testing.T, dir, name string, data []byte, perm Perm) error {
 		r, err := os.OpenRoot(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer r.Close()
-		return ReplaceIn(r, name, data, perm)
+		return ReplaceIn(r, name, data, perm, sync)
+	}
+}
+
+var hows = []how{
+	{"Replace", Synced, func(t *testing.T, dir, name string, data []byte, perm Perm) error {
+		return Replace(filepath.Join(dir, name), data, perm)
 	}},
+	{"ReplaceIn/synced", Synced, replaceIn(Synced)},
+	{"ReplaceIn/unsynced", Unsynced, replaceIn(Unsynced)},
 }
 
 // entries is the names in dir.
@@ -145,6 +152,9 @@ func setStep(t *testing.T, s func(op, name string) error) {
 func TestAFailedStepLeavesTheOldFileAsItWasAndNoTemporaryFile(t *testing.T) {
 	for _, h := range hows {
 		for _, op := range []string{"create", "write", "chmod", "sync", "close", "rename"} {
+			if op == "sync" && h.sync == Unsynced {
+				continue
+			}
 			t.Run(h.name+"/"+op, func(t *testing.T) {
 				dir := t.TempDir()
 				path := filepath.Join(dir, "state.json")
@@ -236,19 +246,26 @@ func TestAFailureOfTheFileSystemLeavesTheOldFileAndNoTemporaryFile(t *testing.T)
 // TestTheFileIsSyncedBeforeTheRenameAndTheDirectoryAfter: the steps run
 // in this order, each once — the file's data and permissions on disk
 // before its name replaces the old, and the directory (the new name's
-// entry) on disk after; the umask is left alone for Created.
+// entry) on disk after; the umask is left alone for Created. Unsynced has
+// the same steps but the two syncs, and nothing is shown to synced.
 func TestTheFileIsSyncedBeforeTheRenameAndTheDirectoryAfter(t *testing.T) {
 	for _, h := range hows {
 		for _, c := range []struct {
 			perm Perm
-			want []string
+			want map[Sync][]string
 		}{
-			{Exactly(0o600), []string{"create", "write", "chmod", "sync", "close", "rename", "syncdir"}},
-			{Created(0o600), []string{"create", "write", "sync", "close", "rename", "syncdir"}},
+			{Exactly(0o600), map[Sync][]string{
+				Synced:   {"create", "write", "chmod", "sync", "close", "rename", "syncdir"},
+				Unsynced: {"create", "write", "chmod", "close", "rename"},
+			}},
+			{Created(0o600), map[Sync][]string{
+				Synced:   {"create", "write", "sync", "close", "rename", "syncdir"},
+				Unsynced: {"create", "write", "close", "rename"},
+			}},
 		} {
 			t.Run(h.name+"/"+c.perm.String(), func(t *testing.T) {
 				dir := t.TempDir()
-				var seen []string
+				var seen, shown []string
 				var dirSynced string
 				setStep(t, func(op, name string) error {
 					seen = append(seen, op)
@@ -257,21 +274,95 @@ func TestTheFileIsSyncedBeforeTheRenameAndTheDirectoryAfter(t *testing.T) {
 					}
 					return nil
 				})
+				setSynced(t, func(op string, f *os.File) { shown = append(shown, op) })
 				if err := h.replace(t, dir, "state.json", []byte("new"), c.perm); err != nil {
 					t.Fatal(err)
 				}
-				if !slices.Equal(seen, c.want) {
-					t.Errorf("steps %q, want %q", seen, c.want)
+				want := c.want[h.sync]
+				if !slices.Equal(seen, want) {
+					t.Errorf("steps %q, want %q", seen, want)
 				}
-				want := dir
-				if h.name == "ReplaceIn" {
-					want = "."
+				var wantShown []string
+				if h.sync == Synced {
+					wantShown = []string{"sync", "syncdir"}
 				}
-				if dirSynced != want {
-					t.Errorf("synced directory %q, want %q", dirSynced, want)
+				if !slices.Equal(shown, wantShown) {
+					t.Errorf("files synced %q, want %q", shown, wantShown)
+				}
+				wantDir := ""
+				switch {
+				case h.sync == Unsynced:
+				case h.name == "Replace":
+					wantDir = dir
+				default:
+					wantDir = "."
+				}
+				if dirSynced != wantDir {
+					t.Errorf("synced directory %q, want %q", dirSynced, wantDir)
 				}
 			})
 		}
+	}
+}
+
+// setSynced sets the package's synced for the length of t.
+func setSynced(t *testing.T, s func(op string, f *os.File)) {
+	t.Helper()
+	synced = s
+	t.Cleanup(func() { synced = nil })
+}
+
+// TestTheFileSyncedIsTheNewFileAndTheDirectoryItsOwn: the file synced is
+// the one at the name afterwards (not the old, not another), and the
+// directory synced is that file's own directory, a subdirectory here (not
+// the root, not the process's working directory), for Replace and
+// ReplaceIn(Synced). It checks the files themselves (os.SameFile), not
+// the names the step seam is told.
+func TestTheFileSyncedIsTheNewFileAndTheDirectoryItsOwn(t *testing.T) {
+	for _, h := range hows {
+		if h.sync == Unsynced {
+			continue
+		}
+		t.Run(h.name, func(t *testing.T) {
+			dir := t.TempDir()
+			sub := filepath.Join(dir, "sub")
+			if err := os.Mkdir(sub, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(sub, "state.json")
+			if err := os.WriteFile(path, []byte(oldContent), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			infos := map[string]fs.FileInfo{}
+			setSynced(t, func(op string, f *os.File) {
+				fi, err := f.Stat()
+				if err != nil {
+					t.Errorf("%s: %v", op, err)
+					return
+				}
+				if _, twice := infos[op]; twice {
+					t.Errorf("%s shown twice", op)
+				}
+				infos[op] = fi
+			})
+			if err := h.replace(t, dir, "sub/state.json", []byte("new"), Exactly(0o600)); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct{ op, want string }{{"sync", path}, {"syncdir", sub}} {
+				want, err := os.Stat(c.want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, ok := infos[c.op]
+				if !ok {
+					t.Errorf("%s: nothing synced", c.op)
+					continue
+				}
+				if !os.SameFile(got, want) {
+					t.Errorf("%s synced %s (%v), want %s", c.op, got.Name(), got.Mode(), c.want)
+				}
+			}
+		})
 	}
 }
 
@@ -417,7 +508,7 @@ func TestReplaceInSyncsTheFilesOwnDirectory(t *testing.T) {
 		}
 		return nil
 	})
-	if err := ReplaceIn(r, "sub/state.json", []byte("new"), Created(0o600)); err != nil {
+	if err := ReplaceIn(r, "sub/state.json", []byte("new"), Created(0o600), Synced); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(synced, []string{"sub"}) {
@@ -443,7 +534,7 @@ func TestReplaceInStaysInsideTheRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if err := ReplaceIn(r, "out/state.json", []byte("new"), Exactly(0o600)); err == nil {
+	if err := ReplaceIn(r, "out/state.json", []byte("new"), Exactly(0o600), Unsynced); err == nil {
 		t.Error("a name leading outside the root was replaced")
 	}
 	if names := entries(t, outside); len(names) != 0 {
