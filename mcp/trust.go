@@ -92,8 +92,10 @@ func (t TrustStore) Approved(path string, data []byte) (bool, error) {
 // Approve records that the config file at path (made absolute here) may
 // start its servers while it holds exactly these contents; an earlier
 // approval of the same path is replaced. The file is written whole
-// (internal/wholefile: a new file, synced, renamed over it), readable by
-// the user alone (0600), and on disk when Approve returns.
+// (internal/wholefile: a new file, synced, renamed over it, its
+// directory synced after, best effort), readable by the user alone
+// (0600): a crash leaves the old approvals or the new, never an empty
+// file (a directory just made here is not synced into its parent).
 func (t TrustStore) Approve(path string, data []byte) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {

@@ -80,8 +80,10 @@ func ReadFile(path string, workspace bool) (rules []Rule, warnings []string, err
 // (the user's: "always" answered to a question), making the file and its
 // directory when there are none, and keeping the rules already there. A
 // rule already allowed there is not added twice. The file is replaced
-// whole, readable by the user alone (0600), and on disk when Remember
-// returns (internal/wholefile): a crash right after loses no approval.
+// whole (internal/wholefile), readable by the user alone (0600): synced
+// before the rename, so a crash leaves the old rules or the new, never an
+// empty file, and its directory synced after, best effort (a directory
+// just made here is not synced into its parent).
 func Remember(path, text string) error {
 	if _, err := ParseRule(text, Allow, path); err != nil {
 		return err

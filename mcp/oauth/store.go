@@ -71,8 +71,9 @@ func (s *Store) Load(url string) (*Entry, error) {
 
 // Save writes the entry in place of what was kept for its URL, whole
 // (internal/wholefile): a new file of mode 0600, synced, renamed over the
-// old, so that a reader never sees half of it and a crash right after
-// Save returns loses no token.
+// old, its directory synced after (best effort), so that a reader never
+// sees half of it and a crash leaves the old tokens or the new, never an
+// empty file (a directory just made here is not synced into its parent).
 func (s *Store) Save(e *Entry) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return fmt.Errorf("keeping the MCP tokens of %s: %w", e.URL, err)

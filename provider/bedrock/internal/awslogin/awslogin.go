@@ -220,13 +220,14 @@ func (t *cacheFile) update(out *tokenOutput) error {
 }
 
 // save replaces the cache file whole (wholefile.Replace: a new file
-// beside it, synced, renamed over it, the directory synced), so that a reader meanwhile (another
-// process, the AWS CLI) never sees it torn and a crash leaves the old
-// refresh token and key or the new ones. The SDK rewrites the file in
-// place instead (truncated, then written). The new file takes the old
-// one's mode (less the umask, as any created file: never wider than
-// the SDK's, which keeps it whole); a file that has gone is made 0600
-// with RestrictPermissions, else 0666 less the umask, as the SDK makes it.
+// beside it, synced, renamed over it, the directory synced), so that a
+// reader meanwhile (another process, the AWS CLI) never sees it torn and
+// a crash leaves the old refresh token and key or the new ones. The SDK
+// rewrites the file in place instead (truncated, then written). The new
+// file takes the old one's mode (less the umask, as any created file:
+// never wider than the SDK's, which keeps it whole); a file that has
+// gone is made 0600 with RestrictPermissions, else 0666 less the umask,
+// as the SDK makes it.
 func (p *provider) save(t *cacheFile) error {
 	b, err := json.Marshal(t)
 	if err != nil {
