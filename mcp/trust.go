@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/myelin-run/myelin/internal/wholefile"
 )
 
 // A workspace's own .mcp.json can be written by anyone who can write a
@@ -89,8 +91,11 @@ func (t TrustStore) Approved(path string, data []byte) (bool, error) {
 
 // Approve records that the config file at path (made absolute here) may
 // start its servers while it holds exactly these contents; an earlier
-// approval of the same path is replaced. The file is written whole (a
-// temporary file renamed over it), readable by the user alone.
+// approval of the same path is replaced. The file is written whole
+// (internal/wholefile: a new file, synced, renamed over it, its
+// directory synced after, best effort), readable by the user alone
+// (0600): a crash leaves the old approvals or the new, never an empty
+// file (a directory just made here is not synced into its parent).
 func (t TrustStore) Approve(path string, data []byte) error {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -108,19 +113,7 @@ func (t TrustStore) Approve(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(t.Path), 0o700); err != nil {
 		return fmt.Errorf("recording the MCP approval: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(t.Path), ".trusted-mcp-*")
-	if err != nil {
-		return fmt.Errorf("recording the MCP approval: %w", err)
-	}
-	_, err = tmp.Write(append(out, '\n'))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), t.Path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := wholefile.Replace(t.Path, append(out, '\n'), wholefile.Exactly(0o600)); err != nil {
 		return fmt.Errorf("recording the MCP approval in %s: %w", t.Path, err)
 	}
 	return nil

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/myelin-run/myelin/internal/wholefile"
 )
 
 // WorkspaceFile is where a workspace keeps its rules, relative to its
@@ -77,7 +79,11 @@ func ReadFile(path string, workspace bool) (rules []Rule, warnings []string, err
 // Remember adds text as an allow rule to the permissions file at path
 // (the user's: "always" answered to a question), making the file and its
 // directory when there are none, and keeping the rules already there. A
-// rule already allowed there is not added twice.
+// rule already allowed there is not added twice. The file is replaced
+// whole (internal/wholefile), readable by the user alone (0600): synced
+// before the rename, so a crash leaves the old rules or the new, never an
+// empty file, and its directory synced after, best effort (a directory
+// just made here is not synced into its parent).
 func Remember(path, text string) error {
 	if _, err := ParseRule(text, Allow, path); err != nil {
 		return err
@@ -106,12 +112,7 @@ func Remember(path, text string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("adding %q to the permission rules: %w", text, err)
 	}
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, append(out, '\n'), 0o600); err != nil {
-		return fmt.Errorf("adding %q to the permission rules: %w", text, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := wholefile.Replace(path, append(out, '\n'), wholefile.Exactly(0o600)); err != nil {
 		return fmt.Errorf("adding %q to the permission rules: %w", text, err)
 	}
 	return nil

@@ -97,20 +97,33 @@ func TestWriteToAHardLinkOfAProtectedFileLeavesTheProtectedFileAlone(t *testing.
 	}
 }
 
+// TestWriteKeepsAnExistingFilesPermissions: a write and an edit leave the
+// file's mode exactly as it was, bits the umask would take off a new file
+// (0777, 0666 under the usual 022) included, and no temporary file.
 func TestWriteKeepsAnExistingFilesPermissions(t *testing.T) {
-	f := newFixture(t)
-	p := filepath.Join(f.dir, "run.sh")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o750); err != nil {
-		t.Fatal(err)
-	}
-	f.call(t, "workspace--write", WriteInput{Path: "run.sh", Content: "#!/bin/sh\necho hi\n"})
-	f.call(t, "workspace--edit", EditInput{Path: "run.sh", OldString: "hi", NewString: "ho"})
-	st, err := os.Stat(p)
-	if err != nil || st.Mode().Perm() != 0o750 {
-		t.Fatalf("mode %v, %v", st.Mode(), err)
-	}
-	if entries, _ := os.ReadDir(f.dir); len(entries) != 1 {
-		t.Fatalf("a temporary file was left: %v", entries)
+	for _, mode := range []os.FileMode{0o750, 0o777, 0o666} {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := newFixture(t)
+			p := filepath.Join(f.dir, "run.sh")
+			if err := os.WriteFile(p, []byte("#!/bin/sh\n"), mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, mode); err != nil { // past the umask
+				t.Fatal(err)
+			}
+			f.call(t, "workspace--write", WriteInput{Path: "run.sh", Content: "#!/bin/sh\necho hi\n"})
+			f.call(t, "workspace--edit", EditInput{Path: "run.sh", OldString: "hi", NewString: "ho"})
+			if b, _ := os.ReadFile(p); string(b) != "#!/bin/sh\necho ho\n" {
+				t.Fatalf("file holds %q", b)
+			}
+			st, err := os.Stat(p)
+			if err != nil || st.Mode().Perm() != mode {
+				t.Fatalf("mode %v, %v, want %v", st.Mode(), err, mode)
+			}
+			if entries, _ := os.ReadDir(f.dir); len(entries) != 1 {
+				t.Fatalf("a temporary file was left: %v", entries)
+			}
+		})
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/oauth2"
+
+	"github.com/myelin-run/myelin/internal/wholefile"
 )
 
 // Store keeps each server's tokens, and the client they were issued to, in
@@ -67,9 +69,11 @@ func (s *Store) Load(url string) (*Entry, error) {
 	return &e, nil
 }
 
-// Save writes the entry in place of what was kept for its URL: to a new
-// file of mode 0600 first, then renamed over the old, so that a reader
-// never sees half of it.
+// Save writes the entry in place of what was kept for its URL, whole
+// (internal/wholefile): a new file of mode 0600, synced, renamed over the
+// old, its directory synced after (best effort), so that a reader never
+// sees half of it and a crash leaves the old tokens or the new, never an
+// empty file (a directory just made here is not synced into its parent).
 func (s *Store) Save(e *Entry) error {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return fmt.Errorf("keeping the MCP tokens of %s: %w", e.URL, err)
@@ -78,23 +82,7 @@ func (s *Store) Save(e *Entry) error {
 	if err != nil {
 		return fmt.Errorf("keeping the MCP tokens of %s: %w", e.URL, err)
 	}
-	f, err := os.CreateTemp(s.Dir, ".tokens-*")
-	if err != nil {
-		return fmt.Errorf("keeping the MCP tokens of %s: %w", e.URL, err)
-	}
-	tmp := f.Name()
-	err = f.Chmod(0o600)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, s.Path(e.URL))
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := wholefile.Replace(s.Path(e.URL), data, wholefile.Exactly(0o600)); err != nil {
 		return fmt.Errorf("keeping the MCP tokens of %s: %w", e.URL, err)
 	}
 	return nil

@@ -31,7 +31,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/myelin-run/myelin/provider/bedrock/internal/awscache"
+	"github.com/myelin-run/myelin/internal/wholefile"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awscall"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsprofile"
 )
@@ -219,14 +219,15 @@ func (t *cacheFile) update(out *tokenOutput) error {
 	return t.validate()
 }
 
-// save replaces the cache file whole (awscache.Replace: a new file
-// beside it, synced, renamed over it), so that a reader meanwhile (another
-// process, the AWS CLI) never sees it torn and a crash leaves the old
-// refresh token and key or the new ones. The SDK rewrites the file in
-// place instead (truncated, then written). The new file takes the old
-// one's mode (less the umask, as any created file: never wider than
-// the SDK's, which keeps it whole); a file that has gone is made 0600
-// with RestrictPermissions, else 0666 less the umask, as the SDK makes it.
+// save replaces the cache file whole (wholefile.Replace: a new file
+// beside it, synced, renamed over it, the directory synced), so that a
+// reader meanwhile (another process, the AWS CLI) never sees it torn and
+// a crash leaves the old refresh token and key or the new ones. The SDK
+// rewrites the file in place instead (truncated, then written). The new
+// file takes the old one's mode (less the umask, as any created file:
+// never wider than the SDK's, which keeps it whole); a file that has
+// gone is made 0600 with RestrictPermissions, else 0666 less the umask,
+// as the SDK makes it.
 func (p *provider) save(t *cacheFile) error {
 	b, err := json.Marshal(t)
 	if err != nil {
@@ -242,5 +243,5 @@ func (p *provider) save(t *cacheFile) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return err // *fs.PathError: says the path
 	}
-	return awscache.Replace(p.path, b, mode)
+	return wholefile.Replace(p.path, b, wholefile.Created(mode))
 }

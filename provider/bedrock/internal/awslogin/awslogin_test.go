@@ -449,3 +449,47 @@ func TestSaveCreatesAMissingFileWithTheRestrictedMode(t *testing.T) {
 		}
 	}
 }
+
+// TestSaveReplacesTheFileNeverWritesThroughIt: a refresh replaces the
+// cache file whole (through internal/wholefile), where the SDK writes it
+// in place: a hard link to the old file keeps the old session, the file
+// takes the old one's mode (as a file created with it), and nothing is
+// left beside it.
+func TestSaveReplacesTheFileNeverWritesThroughIt(t *testing.T) {
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "reference")
+	f, err := os.OpenFile(ref, os.O_CREATE|os.O_WRONLY, 0o640)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	want, _ := os.Stat(ref)
+	os.Remove(ref)
+	path := filepath.Join(dir, "cache.json")
+	const old = `{"old":"session"}`
+	if err := os.WriteFile(path, []byte(old), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(path, filepath.Join(dir, "link")); err != nil {
+		t.Skipf("no hard links: %v", err)
+	}
+	p := &provider{path: path}
+	if err := p.save(&cacheFile{AccessToken: &cachedCredentials{}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "link")); string(b) != old {
+		t.Errorf("the hard link holds %q, want the old session", b)
+	}
+	if b, _ := os.ReadFile(path); string(b) == old {
+		t.Errorf("the cache file was not replaced")
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want.Mode().Perm() {
+		t.Errorf("the cache file's mode %v (%v), want %v", fi.Mode().Perm(), err, want.Mode().Perm())
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 2 {
+		t.Errorf("directory holds %d entries, want the file and the link", len(es))
+	}
+}

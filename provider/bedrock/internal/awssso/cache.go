@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/myelin-run/myelin/provider/bedrock/internal/awscache"
+	"github.com/myelin-run/myelin/internal/wholefile"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsprofile"
 )
 
@@ -165,14 +165,15 @@ func loadCachedToken(path string) (cachedToken, error) {
 
 // storeCachedToken replaces the file at path with t, as the SDK does
 // (a new file with mode, the old file's, less the umask, renamed over
-// path), through awscache.Replace, which also syncs the new file before
-// the rename and leaves no temporary file when a step fails.
+// path), through wholefile.Replace, which also syncs the new file before
+// the rename and the directory after, and leaves no temporary file when
+// a step fails.
 func storeCachedToken(path string, t cachedToken, mode os.FileMode) error {
 	b, err := t.encode()
 	if err != nil {
 		return fmt.Errorf("encode cached SSO token for %s: %w", path, err)
 	}
-	if err := awscache.Replace(path, b, mode); err != nil {
+	if err := wholefile.Replace(path, b, wholefile.Created(mode)); err != nil {
 		return fmt.Errorf("replace cached SSO token file: %w", err)
 	}
 	return nil
