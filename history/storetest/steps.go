@@ -223,9 +223,10 @@ func Matching(ctx context.Context, s history.Store, states []State, from int) (i
 }
 
 // Same reports whether two states are the same. Two states a run passes
-// through can be: a switch between two branches holding the same texts
-// changes nothing a reader sees, so Matching's k is the first of them, and
-// a test that knows which steps may have been taken compares the states.
+// through can be the same (a switch between two branches holding the same
+// texts changes nothing a reader sees): Matching's k is then the first of
+// them, and a test that knows which steps may have been taken compares
+// the states instead.
 func Same(a, b State) bool {
 	if len(a) != len(b) {
 		return false
