@@ -79,7 +79,9 @@ func NoticeRetry(ctx context.Context, n RetryNotice) {
 
 // ConnectionError is the error of a request whose last attempt got no
 // answer from the provider: the connection could not be made, or broke
-// before an answer came. Err is the last attempt's error (errors.Is and
+// before an answer came, or its authorization failed for a reason
+// another attempt may mend (Err marked Unsent: a token endpoint's 5xx or
+// refused connection; a refusal is Final and not one of these). Err is the last attempt's error (errors.Is and
 // errors.As reach it: syscall.ECONNREFUSED, *net.DNSError, ...).
 //
 // A wire reports it prefixed with its name, wrapped ("anthropic: %w").
@@ -99,11 +101,16 @@ type ConnectionError struct {
 
 // Error says the URL, the attempts and the cause in words: "could not
 // reach http://127.0.0.1:9/v1/messages after 5 attempts: connection
-// refused by 127.0.0.1:9".
+// refused by 127.0.0.1:9"; when its authorization failed, "sent nothing
+// to ... after 2 attempts: could not get the credentials: ...".
 func (e *ConnectionError) Error() string {
 	what := "could not reach"
-	if e.Reached {
+	var u unsent
+	switch {
+	case e.Reached:
 		what = "got no answer from"
+	case errors.As(e.Err, &u):
+		what = "sent nothing to" // its authorization failed (Words says why)
 	}
 	switch e.Attempts {
 	case 0: // not counted (Unanswered)
@@ -224,11 +231,18 @@ func certificate(err error) string {
 // Words is why a request got no answer, in words: "connection refused by
 // 127.0.0.1:9", "no such host nohost.invalid", "timed out connecting to
 // ...", "TLS certificate problem: ...", "connection reset by ...", "the
-// server closed the connection before answering". An error it does not
-// know is its own text.
+// server closed the connection before answering"; an authorization that
+// failed (Unsent) is "could not get the credentials: " and its own
+// text. An error it does not know is its own text.
 func Words(err error) string {
 	if err == nil {
 		return "no error"
+	}
+	var u unsent
+	if errors.As(err, &u) {
+		// the credentials' own words: a cause below them (a token
+		// endpoint's refused connection) is not the provider's
+		return "could not get the credentials: " + u.Error()
 	}
 	addr := ""
 	var op *net.OpError

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -60,5 +61,25 @@ func TestUnansweredLeavesAnAnswerAndACancelAlone(t *testing.T) {
 	dial := &url.Error{Op: "Post", URL: "http://127.0.0.1:9/v1/x?key=SECRET", Err: errors.New("boom")}
 	if got := Unanswered(dial).Error(); got != "got no answer from http://127.0.0.1:9/v1/x: boom" {
 		t.Errorf("Unanswered of a *url.Error says %q: want the URL without its query, and the cause", got)
+	}
+}
+
+// TestCredentialsThatCouldNotBeHadAreSaidSo: a request whose attempt's
+// authorization failed (Unsent) says it sent nothing, that the
+// credentials could not be had and why — not that the provider could not
+// be reached, which a token endpoint's refused connection would have
+// Words say — and its notices say the same.
+func TestCredentialsThatCouldNotBeHadAreSaidSo(t *testing.T) {
+	token := &url.Error{Op: "Post", URL: "http://127.0.0.1:9/token", Err: errors.New("dial tcp 127.0.0.1:9: connect: connection refused")}
+	err := &ConnectionError{URL: "https://example.test/v1/messages", Attempts: 2, Err: fmt.Errorf("googlecloud: failed to fetch Google access token: %w", Unsent(token))}
+	want := `sent nothing to https://example.test/v1/messages after 2 attempts: could not get the credentials: Post "http://127.0.0.1:9/token": dial tcp 127.0.0.1:9: connect: connection refused`
+	if got := err.Error(); got != want {
+		t.Errorf("the error says\n%s\nwant\n%s", got, want)
+	}
+	if got := (RetryNotice{Err: err.Err}).Cause(); !strings.HasPrefix(got, "could not get the credentials: ") {
+		t.Errorf("the notice's cause %q does not say the credentials could not be had", got)
+	}
+	if !errors.Is(err, token) || !NeverReached(err) || !Transient(err) {
+		t.Errorf("errors.Is %v, NeverReached %v, Transient %v: want all", errors.Is(err, token), NeverReached(err), Transient(err))
 	}
 }
