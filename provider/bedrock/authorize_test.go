@@ -42,12 +42,13 @@ func (f failing) Retrieve(context.Context) (aws.Credentials, error) { return aws
 // credentials error, the SDK's generated client (sts here; bedrockruntime
 // is generated the same way: its retry step comes before it gets the
 // identity) and myelin's bedrock ask for the credentials as often — again
-// for a retryable failure, up to the standard retryer's attempts; once
-// for another (a review found every failure asked for once).
+// for a retryable failure, up to the standard retryer's attempts (the
+// wire's own, MaxRetries 2, here the same three); once for another (a
+// review found every failure asked for once). A retryable failure is
+// transient, as a send's own failure is: the agent sends the request
+// again for it under --retry-for; another is not.
 func TestCredentialsAreAskedForAsTheSDKsClientAsksForThem(t *testing.T) {
 	hermetic(t)
-	authorizeBackoff = func(int) time.Duration { return 0 }
-	t.Cleanup(func() { authorizeBackoff = nil })
 	ecs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"code":"InternalError","message":"busy"}`, http.StatusServiceUnavailable)
 	}))
@@ -85,8 +86,9 @@ func TestCredentialsAreAskedForAsTheSDKsClientAsksForThem(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = p.Complete(context.Background(), providertest.SampleRequest(), nil)
-		if err == nil || provider.Transient(err) {
-			t.Errorf("%s: error %v: none, or one the agent would send the request again for", c.name, err)
+		retryable := retry.NewStandard().IsErrorRetryable(sdkErr)
+		if err == nil || provider.Transient(err) != retryable {
+			t.Errorf("%s: error %v: none, or transient %v where the SDK's retryer says retryable %v", c.name, err, provider.Transient(err), retryable)
 		}
 		t.Logf("%s: SDK %d, myelin %d retrievals (SDK: %v)", c.name, sdkCreds.calls.Load(), myCreds.calls.Load(), sdkErr)
 		if sdkCreds.calls.Load() != myCreds.calls.Load() {

@@ -35,8 +35,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	"github.com/aws/smithy-go"
 
-	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsconfig"
@@ -258,40 +259,41 @@ func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 	return err
 }
 
-// authorize gets an attempt's credentials or token (get) as the AWS
-// SDK's clients do: asked again, up to the standard retryer's attempts
-// and after its backoff, while the retryer calls the failure retryable (a
-// connection's, a 5xx, a throttling — its providers retried their own
-// calls already, and the SDK's client retries them once more so); a
-// failure then is final (provider.Final): the request is not sent again
-// for it, by the wire or the agent — a machine without credentials
-// learns why in seconds, not after --retry-for.
+// authorize gets an attempt's credentials or token (get), once: a
+// failure the AWS SDK's standard retryer calls retryable (a connection's,
+// a 5xx, a throttling; its providers retried their own calls already) is
+// the attempt's, marked provider.Unsent, which the wire's sender retries
+// as it retries a send's own failure — with its notice, within its
+// count or --retry-for and the deadline the agent set — and ends as a
+// provider.ConnectionError the agent sends the request again for, as the
+// AWS SDK's clients retry it in the same loop as their sends. Any other
+// failure, and an instance metadata service that cannot be connected to
+// (noInstanceRole), is final (provider.Final): a machine without
+// credentials learns why at once, not after --retry-for.
 func authorize(ctx context.Context, get func() error) error {
-	std := retry.NewStandard()
-	for attempt := 1; ; attempt++ {
-		err := get()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil || attempt >= std.MaxAttempts() || !std.IsErrorRetryable(err) {
-			return provider.Final(provider.Unsent(err))
-		}
-		wait, werr := std.RetryDelay(attempt, err)
-		if authorizeBackoff != nil {
-			wait, werr = authorizeBackoff(attempt), nil
-		}
-		if werr != nil {
-			return provider.Final(provider.Unsent(err))
-		}
-		if serr := send.Sleep(ctx, wait); serr != nil {
-			return fmt.Errorf("%w (waiting to ask again for credentials after: %v)", serr, err)
-		}
+	err := get()
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w (asking for credentials: %v)", ctx.Err(), err)
+	case noInstanceRole(err) || !retry.NewStandard().IsErrorRetryable(err):
+		return provider.Final(provider.Unsent(err))
 	}
+	return provider.Unsent(err)
 }
 
-// authorizeBackoff, when set (by a test), is authorize's wait after an
-// attempt in place of the standard retryer's.
-var authorizeBackoff func(attempt int) time.Duration
+// noInstanceRole reports whether err is the instance metadata service's
+// (the default chain's last resort, the EC2 instance's role) that could
+// not be connected to: a machine that has none (a laptop) or that a
+// container cannot reach (past the IMDSv2 hop limit) — no credentials
+// configured, which the AWS SDK's retryer would call a connection's
+// failure and another attempt never mends. An answer of the service
+// (a 5xx as it rotates the role's credentials) is not one.
+func noInstanceRole(err error) bool {
+	var op *smithy.OperationError
+	return errors.As(err, &op) && op.ServiceID == imds.ServiceID && provider.Unconnected(err)
+}
 
 // unsigned are the headers left out of the signature, as the SDK's bedrock
 // middleware leaves them: W3C trace context and baggage.
