@@ -151,9 +151,14 @@ func identity(project, location, workspace, base string) string {
 	return "gcp:" + project + "/" + location + "/" + workspace
 }
 
-// bearer authorizes a streamed request (anthropic.Platform.Authorize) as
-// the SDK's googlecloud package's middleware does one through the SDK:
-// with the token source's token, reused until it expires.
+// bearer authorizes each attempt of a request, streamed or whole
+// (anthropic.Platform.Authorize), as the SDK's googlecloud package's
+// middleware does one through the SDK: with the token source's token,
+// reused until it expires. A token that cannot be had is the attempt's
+// error, marked provider.Unsent (googletoken.Source): the token
+// endpoint's refusal final, anything else (a 5xx, no connection) retried
+// by the wire's sender and then, as a provider.ConnectionError, by the
+// agent under --retry-for.
 func bearer(ts oauth2.TokenSource) func(*http.Request) error {
 	ts = oauth2.ReuseTokenSource(nil, googletoken.Source(ts))
 	return func(r *http.Request) error {
