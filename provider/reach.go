@@ -232,8 +232,8 @@ func certificate(err error) string {
 // 127.0.0.1:9", "no such host nohost.invalid", "timed out connecting to
 // ...", "TLS certificate problem: ...", "connection reset by ...", "the
 // server closed the connection before answering"; an authorization that
-// failed (Unsent) is "could not get the credentials: " and its own
-// text. An error it does not know is its own text.
+// failed (Unsent) is "could not get the credentials: " and the first
+// line of its own text. An error it does not know is its own text.
 func Words(err error) string {
 	if err == nil {
 		return "no error"
@@ -241,8 +241,12 @@ func Words(err error) string {
 	var u unsent
 	if errors.As(err, &u) {
 		// the credentials' own words: a cause below them (a token
-		// endpoint's refused connection) is not the provider's
-		return "could not get the credentials: " + u.Error()
+		// endpoint's refused connection) is not the provider's. Their
+		// first line only: x/oauth2 adds the token endpoint's body on
+		// the next ("Response: ..."), an HTML page as often as not,
+		// which errors.As still reaches (oauth2.RetrieveError.Body).
+		first, _, _ := strings.Cut(u.Error(), "\n")
+		return "could not get the credentials: " + strings.TrimSpace(first)
 	}
 	addr := ""
 	var op *net.OpError

@@ -79,6 +79,10 @@ func TestCredentialsThatCouldNotBeHadAreSaidSo(t *testing.T) {
 	if got := (RetryNotice{Err: err.Err}).Cause(); !strings.HasPrefix(got, "could not get the credentials: ") {
 		t.Errorf("the notice's cause %q does not say the credentials could not be had", got)
 	}
+	page := errors.New("oauth2: cannot fetch token: 503 Service Unavailable\nResponse: <html>\n<body>busy</body></html>")
+	if got, want := Words(Unsent(page)), "could not get the credentials: oauth2: cannot fetch token: 503 Service Unavailable"; got != want {
+		t.Errorf("Words says %q, want %q: the token endpoint's page is no words for a notice", got, want)
+	}
 	if !errors.Is(err, token) || !NeverReached(err) || !Transient(err) {
 		t.Errorf("errors.Is %v, NeverReached %v, Transient %v: want all", errors.Is(err, token), NeverReached(err), Transient(err))
 	}
