@@ -157,3 +157,28 @@ func TestAMachineWithNoInstanceMetadataServiceHasNoCredentials(t *testing.T) {
 		t.Errorf("the error does not say the request never reached Bedrock: %v", err)
 	}
 }
+
+// TestARequestThatCannotBeRoutedIsNotRetried: a model that cannot be one
+// segment of the invoke path (a dot segment) fails every attempt alike:
+// the request ends at the first, told as no retry and not transient —
+// streamed (whose retries --retry-for bounds by time only) or whole. On
+// main the wire's sender retried it as a connection's failure.
+func TestARequestThatCannotBeRoutedIsNotRetried(t *testing.T) {
+	hermetic(t)
+	for _, noStream := range []bool{false, true} {
+		srv := providertest.NewBedrock(t, providertest.Step{Text: "never"})
+		_, client := providertest.Tap(t, srv)
+		p, err := New(Config{Config: anthropic.Config{HTTPClient: client, NoStream: noStream, MaxRetries: 2}, AWS: &aws.Config{Region: "us-east-1", Credentials: &blip{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var told atomic.Int32
+		ctx := provider.WithRetryNotice(context.Background(), func(provider.RetryNotice) { told.Add(1) })
+		req := providertest.SampleRequest()
+		req.Model = ".."
+		_, err = p.Complete(ctx, req, nil)
+		if err == nil || provider.Transient(err) || told.Load() != 0 {
+			t.Errorf("NoStream %v: error %v (%d retries told): none, or one retried", noStream, err, told.Load())
+		}
+	}
+}

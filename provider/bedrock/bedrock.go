@@ -220,14 +220,17 @@ func invokePath(model string, stream bool) (string, error) {
 
 // send points r, the SDK's request for /v1/messages under the address,
 // at the model's invoke path under the same address, and authorizes it.
+// A path it cannot make is final (provider.Final): every attempt would
+// fail alike, so the sender does not retry it, nor the agent send it
+// again; so is a signature that cannot be made.
 func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 	path, err := invokePath(rt.Model, rt.Stream)
 	if err != nil {
-		return err
+		return provider.Final(err)
 	}
 	raw := strings.TrimSuffix(r.URL.EscapedPath(), "/v1/messages") + path
 	if r.URL.Path, err = url.PathUnescape(raw); err != nil {
-		return fmt.Errorf("bedrock: the path %q: %w", raw, err)
+		return provider.Final(fmt.Errorf("bedrock: the path %q: %w", raw, err))
 	}
 	r.URL.RawPath = raw // kept by net/url while it decodes to Path
 	ctx := r.Context()
@@ -256,7 +259,7 @@ func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 	for name, v := range held {
 		r.Header[name] = v
 	}
-	return err
+	return provider.Final(err)
 }
 
 // authorize gets an attempt's credentials or token (get), once: a

@@ -174,3 +174,28 @@ func TestAStreamedAnswerRetriesATokenEndpointsBlipWithANotice(t *testing.T) {
 		t.Errorf("the notice's cause %q does not say the credentials could not be had for the token endpoint's 503", cause)
 	}
 }
+
+// TestARequestThatCannotBeRoutedIsNotRetried: no model, or a project
+// that cannot be one segment of rawPredict's path (a dot segment), fails
+// every attempt alike: the request ends at the first, told as no retry and not
+// transient, streamed or whole. On main the wire's sender retried it as
+// a connection's failure.
+func TestARequestThatCannotBeRoutedIsNotRetried(t *testing.T) {
+	for _, c := range []struct{ model, project string }{{"", "p"}, {"claude-test", ".."}} {
+		for _, noStream := range []bool{false, true} {
+			srv := providertest.NewVertex(t, providertest.Step{Text: "never"})
+			p, err := New(Config{Config: anthropic.Config{BaseURL: srv.URL, NoStream: noStream, MaxRetries: 2}, Region: "us-east5", Project: c.project, Credentials: newTokenEndpoint(t, false).credentials()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var told atomic.Int32
+			ctx := provider.WithRetryNotice(context.Background(), func(provider.RetryNotice) { told.Add(1) })
+			req := providertest.SampleRequest()
+			req.Model = c.model
+			_, err = p.Complete(ctx, req, nil)
+			if err == nil || provider.Transient(err) || told.Load() != 0 {
+				t.Errorf("model %q, project %q, NoStream %v: error %v (%d retries told): none, or one retried", c.model, c.project, noStream, err, told.Load())
+			}
+		}
+	}
+}
