@@ -2,11 +2,12 @@
 // cannot be had, for the wires that send with one (provider/vertex,
 // provider/googlecloud): a token the token endpoint refused — an answer
 // below 500 other than 408 and 429, such as invalid_grant for a revoked
-// or expired grant — ends the request at once (provider.Final),
-// since sending it again only asks again for the same refusal; anything
-// else (the endpoint unreachable, a 5xx) stays an error the request is
-// retried for, as before: golang.org/x/oauth2 does not retry a token's
-// fetch itself.
+// or expired grant — or credentials that cannot give one (Broken: a bad
+// key file) end the request at once (provider.Final), since sending it
+// again only asks again for the same failure; anything else (the
+// endpoint unreachable, a 5xx) stays an error the request is retried
+// for, by the wire's sender and the agent, as a send's own blip is:
+// golang.org/x/oauth2 does not retry a token's fetch itself.
 //
 // It must not fetch, cache or change a token, nor read a credential.
 package googletoken
@@ -17,8 +18,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/myelin-run/myelin/provider"
 	"golang.org/x/oauth2"
+
+	"github.com/myelin-run/myelin/provider"
 )
 
 // Source is ts whose refused tokens are final errors; its tokens are
@@ -33,11 +35,39 @@ func (s source) Token() (*oauth2.Token, error) {
 	switch {
 	case err == nil:
 		return t, nil
-	case Refused(err):
+	case Refused(err), Broken(err):
 		return nil, provider.Final(provider.Unsent(err))
 	}
 	// nothing of the request is written without a token
 	return nil, provider.Unsent(err)
+}
+
+// Broken reports whether err says the credentials themselves cannot
+// give a token, which no attempt again mends: a service account's
+// private key that cannot be read (x/oauth2's internal.ParseKey: a bad
+// key file), Google's metadata server asked for off Google Cloud or for
+// an account it does not have (compute/metadata's NotDefinedError), a token
+// expired with nothing to refresh it, an external account's credential
+// file that cannot be opened. x/oauth2 v0.36.0 says most only in words,
+// which are read then. Anything else not refused (the endpoint
+// unreachable, its 5xx, an error not known here) stays one to retry.
+func Broken(err error) bool {
+	msg := err.Error()
+	if strings.Contains(msg, "metadata: GCE metadata ") && strings.Contains(msg, " not defined") {
+		return true // cloud.google.com/go/compute/metadata's NotDefinedError, not imported here
+	}
+	for _, words := range []string{
+		"private key should be a PEM or plain PKCS1 or PKCS8",
+		"private key is invalid",
+		"can't get a token from the metadata service; not running on GCE",
+		"oauth2: token expired and refresh token is not set",
+		"oauth2/google/externalaccount: failed to open credential file",
+	} {
+		if strings.Contains(msg, words) {
+			return true
+		}
+	}
+	return false
 }
 
 // Refused reports whether err holds the token endpoint's refusal: an

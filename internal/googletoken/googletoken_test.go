@@ -68,3 +68,33 @@ func TestSourcePassesTokensAndErrorsThrough(t *testing.T) {
 		t.Errorf("another error: %v, want it wrapped, not final, never reached", err)
 	}
 }
+
+// TestOnlyCredentialsThatCannotGiveATokenAreBroken: the failures no
+// attempt again mends, in the words x/oauth2 v0.36.0 and
+// compute/metadata v0.9.0 give them, are Broken (and final through
+// Source); a token endpoint's blip or an error not known here is not.
+func TestOnlyCredentialsThatCannotGiveATokenAreBroken(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"a key that is no key", errors.New("private key should be a PEM or plain PKCS1 or PKCS8; parse error: asn1: structure error"), true},
+		{"a key that is not RSA", errors.New("private key is invalid"), true},
+		{"the metadata server off Google Cloud", errors.New("oauth2/google: can't get a token from the metadata service; not running on GCE"), true},
+		{"an account the metadata server does not have", fmt.Errorf("wrapped: %w", errors.New(`metadata: GCE metadata "instance/service-accounts/x/token" not defined`)), true},
+		{"a token with nothing to refresh it", errors.New("oauth2: token expired and refresh token is not set"), true},
+		{"an external account's file missing", errors.New(`oauth2/google/externalaccount: failed to open credential file "/x"`), true},
+		{"the endpoint unreachable", errors.New(`Post "https://oauth2.googleapis.com/token": dial tcp: connection refused`), false},
+		{"the endpoint's 503", &oauth2.RetrieveError{Response: &http.Response{StatusCode: 503}}, false},
+		{"the metadata server's 503", errors.New("compute: Received 503 `busy`"), false},
+		{"an error not known here", errors.New("something else"), false},
+	} {
+		if got := Broken(c.err); got != c.want {
+			t.Errorf("%s: Broken = %v, want %v", c.name, got, c.want)
+		}
+		if _, err := Source(tokens{err: c.err}).Token(); provider.IsFinal(err) != (c.want || Refused(c.err)) {
+			t.Errorf("%s: through Source final %v, want %v", c.name, provider.IsFinal(err), c.want)
+		}
+	}
+}

@@ -175,3 +175,39 @@ func TestAStreamedAnswerRetriesATokenEndpointsBlipWithANotice(t *testing.T) {
 		t.Errorf("the notice's cause %q does not say the token endpoint's 503", cause)
 	}
 }
+
+// TestABadKeyFileIsNeverRetried: a service account's key file whose
+// private key cannot be read fails every token alike: the request ends
+// at once, not transient — streamed or whole, with or without
+// --retry-for — and says why. (With the token endpoint's transient
+// failures made the agent's to resend, it would have been resent for all
+// of --retry-for.)
+func TestABadKeyFileIsNeverRetried(t *testing.T) {
+	hermetic(t)
+	tokens := newTokenEndpoint(t, false)
+	key := `{"type":"service_account","project_id":"p","private_key_id":"k","private_key":"-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n","client_email":"sa@p.iam.gserviceaccount.com","client_id":"1","token_uri":"` + tokens.URL + `"}`
+	for _, noStream := range []bool{false, true} {
+		for _, retryFor := range []time.Duration{0, time.Minute} {
+			creds, err := google.CredentialsFromJSON(context.Background(), []byte(key), scope)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "never"})
+			_, client := providertest.Tap(t, srv)
+			p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: 2, NoStream: noStream, RetryFor: retryFor},
+				Project: "p", WorkspaceID: "wrkspc_test", Credentials: creds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var told atomic.Int32
+			ctx := provider.WithRetryNotice(context.Background(), func(provider.RetryNotice) { told.Add(1) })
+			_, err = p.Complete(ctx, providertest.SampleRequest(), nil)
+			if err == nil || provider.Transient(err) || told.Load() != 0 || !strings.Contains(err.Error(), "private key") {
+				t.Errorf("NoStream %v, --retry-for %v: error %v (%d retries told): none, one retried, or one that does not say the key is bad", noStream, retryFor, err, told.Load())
+			}
+		}
+	}
+	if n := tokens.calls.Load(); n != 0 {
+		t.Errorf("the token endpoint was asked %d times with a key that cannot sign", n)
+	}
+}
