@@ -81,8 +81,9 @@ func NoticeRetry(ctx context.Context, n RetryNotice) {
 // answer from the provider: the connection could not be made, or broke
 // before an answer came, or its authorization failed for a reason
 // another attempt may mend (Err marked Unsent: a token endpoint's 5xx or
-// refused connection; a refusal is Final and not one of these). Err is the last attempt's error (errors.Is and
-// errors.As reach it: syscall.ECONNREFUSED, *net.DNSError, ...).
+// refused connection; a refusal is Final and not one of these). Err is
+// the last attempt's error (errors.Is and errors.As reach it:
+// syscall.ECONNREFUSED, *net.DNSError, an *oauth2.RetrieveError, ...).
 //
 // A wire reports it prefixed with its name, wrapped ("anthropic: %w").
 type ConnectionError struct {
