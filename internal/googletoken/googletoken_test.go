@@ -1,12 +1,24 @@
 package googletoken
 
 import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
 
 	"github.com/myelin-run/myelin/provider"
 )
@@ -44,6 +56,9 @@ func TestOnlyATokenTheEndpointRefusedIsRefused(t *testing.T) {
 		if got := Refused(c.err); got != c.want {
 			t.Errorf("%s: Refused = %v, want %v", c.name, got, c.want)
 		}
+		if c.want && Passing(c.err) {
+			t.Errorf("%s: a refusal is Passing", c.name)
+		}
 	}
 }
 
@@ -54,7 +69,7 @@ type tokens struct {
 
 func (s tokens) Token() (*oauth2.Token, error) { return s.tok, s.err }
 
-func TestSourcePassesTokensAndErrorsThrough(t *testing.T) {
+func TestSourcePassesTokensAndMarksErrorsFinalUnlessPassing(t *testing.T) {
 	want := &oauth2.Token{AccessToken: "t"}
 	if got, err := Source(tokens{tok: want}).Token(); got != want || err != nil {
 		t.Errorf("Token = %v, %v; want the source's token", got, err)
@@ -63,38 +78,182 @@ func TestSourcePassesTokensAndErrorsThrough(t *testing.T) {
 	if _, err := Source(tokens{err: refused}).Token(); !errors.Is(err, refused) || !provider.IsFinal(err) || !provider.NeverReached(err) {
 		t.Errorf("a refusal: %v, want it wrapped, final and never reached", err)
 	}
-	other := errors.New("unreachable")
-	if _, err := Source(tokens{err: other}).Token(); !errors.Is(err, other) || provider.IsFinal(err) || !provider.NeverReached(err) {
-		t.Errorf("another error: %v, want it wrapped, not final, never reached", err)
+	unknown := errors.New("something not known here")
+	if _, err := Source(tokens{err: unknown}).Token(); !errors.Is(err, unknown) || !provider.IsFinal(err) || !provider.NeverReached(err) {
+		t.Errorf("an error not known: %v, want it wrapped, final and never reached", err)
+	}
+	blip := &oauth2.RetrieveError{Response: &http.Response{StatusCode: 503}}
+	if _, err := Source(tokens{err: blip}).Token(); !errors.Is(err, blip) || provider.IsFinal(err) || !provider.NeverReached(err) {
+		t.Errorf("a 503: %v, want it wrapped, not final, never reached", err)
 	}
 }
 
-// TestOnlyCredentialsThatCannotGiveATokenAreBroken: the failures no
-// attempt again mends, in the words x/oauth2 v0.36.0 and
-// compute/metadata v0.9.0 give them, are Broken (and final through
-// Source); a token endpoint's blip or an error not known here is not.
-func TestOnlyCredentialsThatCannotGiveATokenAreBroken(t *testing.T) {
+// TestOnlyFailuresKnownToPassAreNotFinalInTheirFlattenedWords: the words
+// x/oauth2 v0.36.0 flattens an error into where it keeps no type
+// (jwt/jwt.go's "cannot fetch token: %v" of net/http's error, a body's
+// read error or a JSON parse error).
+func TestOnlyFailuresKnownToPassAreNotFinalInTheirFlattenedWords(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		err  error
 		want bool
 	}{
-		{"a key that is no key", errors.New("private key should be a PEM or plain PKCS1 or PKCS8; parse error: asn1: structure error"), true},
-		{"a key that is not RSA", errors.New("private key is invalid"), true},
-		{"the metadata server off Google Cloud", errors.New("oauth2/google: can't get a token from the metadata service; not running on GCE"), true},
-		{"an account the metadata server does not have", fmt.Errorf("wrapped: %w", errors.New(`metadata: GCE metadata "instance/service-accounts/x/token" not defined`)), true},
-		{"a token with nothing to refresh it", errors.New("oauth2: token expired and refresh token is not set"), true},
-		{"an external account's file missing", errors.New(`oauth2/google/externalaccount: failed to open credential file "/x"`), true},
-		{"the endpoint unreachable", errors.New(`Post "https://oauth2.googleapis.com/token": dial tcp: connection refused`), false},
-		{"the endpoint's 503", &oauth2.RetrieveError{Response: &http.Response{StatusCode: 503}}, false},
-		{"the metadata server's 503", errors.New("compute: Received 503 `busy`"), false},
-		{"an error not known here", errors.New("something else"), false},
+		{"jwt: refused connection", errors.New(`oauth2: cannot fetch token: Post "https://oauth2.googleapis.com/token": dial tcp 127.0.0.1:9: connect: connection refused`), true},
+		{"jwt: body cut", errors.New("oauth2: cannot fetch token: unexpected EOF"), true},
+		{"jwt: client timeout", errors.New(`oauth2: cannot fetch token: Post "https://x/token": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`), true},
+		{"jwt: not JSON", errors.New("oauth2: cannot fetch token: invalid character '<' looking for beginning of value"), false},
+		{"jwt: JSON cut", errors.New("oauth2: cannot fetch token: unexpected end of JSON input"), false},
+		{"jwt: a 503", errors.New("oauth2: cannot fetch token: 503 Service Unavailable\nResponse: busy"), true},
+		{"jwt: a 403", errors.New("oauth2: cannot fetch token: 403 Forbidden\nResponse: no"), false},
+		{"impersonation unreachable", errors.New(`oauth2/google: unable to generate access token: Post "https://iamcredentials.googleapis.com/x": dial tcp: lookup iamcredentials.googleapis.com: no such host`), true},
+		{"an STS exchange reset", errors.New(`oauth2/google: invalid response from Secure Token Server: Post "https://sts.googleapis.com/v1/token": read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer`), true},
+		{"an STS exchange's 500", errors.New("oauth2/google: status code 500: later"), true},
+		{"a body closed early", errors.New(`oauth2/google: unable to read body: EOF`), true},
 	} {
-		if got := Broken(c.err); got != c.want {
-			t.Errorf("%s: Broken = %v, want %v", c.name, got, c.want)
+		if got := Passing(c.err); got != c.want {
+			t.Errorf("%s: Passing = %v, want %v", c.name, got, c.want)
 		}
-		if _, err := Source(tokens{err: c.err}).Token(); provider.IsFinal(err) != (c.want || Refused(c.err)) {
-			t.Errorf("%s: through Source final %v, want %v", c.name, provider.IsFinal(err), c.want)
-		}
+	}
+}
+
+// rsaKey is a service account's private key in PEM, made for the test.
+func rsaKey(t *testing.T) string {
+	t.Helper()
+	k, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}
+
+// closedURL is a loopback http:// address nothing listens at.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return "http://" + addr
+}
+
+// answering is a loopback token endpoint (or metadata server) answering
+// every request with status and body.
+func answering(t *testing.T, status int, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func credsJSON(t *testing.T, fields map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestRealCredentialsFailuresAreFinalUnlessTheyPass builds each failure
+// through x/oauth2 v0.36.0 and compute/metadata v0.9.0 themselves, so
+// that a change of their types or words upstream fails here: only a
+// passing status (5xx) or the network failing is retried; a bad key, a
+// grant that cannot be refreshed, an external account that cannot give a
+// subject token, a refusal and an answer that is no token are final.
+func TestRealCredentialsFailuresAreFinalUnlessTheyPass(t *testing.T) {
+	const noToken = `{"hello":"world"}`
+	key := rsaKey(t)
+	notJSON := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(notJSON, []byte("plain text"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES", "")
+	serviceAccount := func(key, tokenURL string) string {
+		return credsJSON(t, map[string]any{"type": "service_account", "client_email": "a@b.iam.gserviceaccount.com", "private_key": key, "token_uri": tokenURL})
+	}
+	authorizedUser := func(refresh, tokenURL string) string {
+		return credsJSON(t, map[string]any{"type": "authorized_user", "client_id": "x", "client_secret": "y", "refresh_token": refresh, "token_uri": tokenURL})
+	}
+	externalAccount := func(source map[string]any) string {
+		return credsJSON(t, map[string]any{"type": "external_account", "audience": "//iam.googleapis.com/x", "subject_token_type": "urn:ietf:params:oauth:token-type:jwt", "token_url": closedURL(t) + "/token", "credential_source": source})
+	}
+	for _, c := range []struct {
+		name    string
+		json    string
+		passing bool
+	}{
+		{"a service account's key that is no key", serviceAccount("garbage", closedURL(t)), false},
+		{"a service account without a key", serviceAccount("", closedURL(t)), false},
+		{"a service account's token endpoint unreachable (jwt's flattened words)", serviceAccount(key, closedURL(t)), true},
+		{"a service account's token endpoint's 503", serviceAccount(key, answering(t, 503, "busy")), true},
+		{"a service account's token endpoint's 403", serviceAccount(key, answering(t, 403, `{"error":"invalid_grant"}`)), false},
+		{"a service account's token endpoint answering no JSON", serviceAccount(key, answering(t, 200, "<html>")), false},
+		{"an authorized user without a refresh token", authorizedUser("", closedURL(t)), false},
+		{"an authorized user's token endpoint unreachable", authorizedUser("r", closedURL(t)), true},
+		{"an authorized user's token endpoint's 503", authorizedUser("r", answering(t, 503, "busy")), true},
+		{"an authorized user's token endpoint's 429", authorizedUser("r", answering(t, 429, "later")), true},
+		{"an authorized user's grant refused", authorizedUser("r", answering(t, 400, `{"error":"invalid_grant"}`)), false},
+		{"an authorized user's token endpoint answering no token", authorizedUser("r", answering(t, 200, noToken)), false},
+		{"an external account's file missing", externalAccount(map[string]any{"file": "/nonexistent/token"}), false},
+		{"an external account's executable not allowed", externalAccount(map[string]any{"executable": map[string]any{"command": "/bin/true", "timeout_millis": 5000}}), false},
+		{"an external account's file not the JSON declared", externalAccount(map[string]any{"file": notJSON, "format": map[string]any{"type": "json", "subject_token_field_name": "t"}}), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			creds, err := google.CredentialsFromJSON(context.Background(), []byte(c.json), "https://www.googleapis.com/auth/cloud-platform")
+			if err != nil {
+				if c.passing {
+					t.Fatalf("at construction: %v", err)
+				}
+				return // refused before any token is asked: final where it is made
+			}
+			_, err = Source(creds.TokenSource).Token()
+			if err == nil {
+				t.Fatal("a token")
+			}
+			if provider.IsFinal(err) == c.passing || !provider.NeverReached(err) {
+				t.Errorf("final %v, never reached %v, want final %v: %v", provider.IsFinal(err), provider.NeverReached(err), !c.passing, err)
+			}
+		})
+	}
+}
+
+// TestMetadataServersFailuresAreFinalUnlessTheyPass: compute/metadata's
+// own errors, through google.ComputeTokenSource at a loopback metadata
+// server: its 403 (GKE's Workload Identity misconfigured), its 404 (an
+// account it does not have) and a 200 that is no token are final; its
+// 500 (after the library's own retries) and a connection refused are
+// not.
+func TestMetadataServersFailuresAreFinalUnlessTheyPass(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		host    string
+		passing bool
+	}{
+		{"403", answering(t, 403, "Unable to generate access token; IAM returned 403 Forbidden: Permission 'iam.serviceAccounts.getAccessToken' denied"), false},
+		{"404", answering(t, 404, "not found"), false},
+		{"200 without a token", answering(t, 200, `{"token_type":"Bearer"}`), false},
+		{"500", answering(t, 500, "busy"), true},
+		{"refused", closedURL(t), true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("GCE_METADATA_HOST", strings.TrimPrefix(c.host, "http://"))
+			_, err := Source(google.ComputeTokenSource("")).Token()
+			if err == nil {
+				t.Fatal("a token")
+			}
+			if provider.IsFinal(err) == c.passing {
+				t.Errorf("final %v, want %v: %v", provider.IsFinal(err), !c.passing, err)
+			}
+		})
 	}
 }
