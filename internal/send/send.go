@@ -100,7 +100,7 @@ func New(t Target, client *http.Client, rules Rules, refusal Refusal) *Sender {
 	return &Sender{
 		target: t, client: client, rules: rules, refusal: refusal,
 		count: t.Header.Get(retryCount) == "0", own: client.Jar != nil,
-		sleep: Sleep, now: time.Now, jitter: randomJitter,
+		sleep: sleeper(), now: time.Now, jitter: randomJitter,
 	}
 }
 
