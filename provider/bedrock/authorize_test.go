@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -38,17 +39,23 @@ func (c *countingProvider) Retrieve(ctx context.Context) (aws.Credentials, error
 
 func (f failing) Retrieve(context.Context) (aws.Credentials, error) { return aws.Credentials{}, f.err }
 
-// TestCredentialsAreAskedForAsTheSDKsClientAsksForThem: for each
-// credentials error, the SDK's generated client (sts here; bedrockruntime
-// is generated the same way: its retry step comes before it gets the
-// identity) and myelin's bedrock ask for the credentials as often — again
-// for a retryable failure, up to the standard retryer's attempts (the
-// wire's own, MaxRetries 2, here the same three); once for another (a
-// review found every failure asked for once). A retryable failure is
-// transient, as a send's own failure is: the agent sends the request
-// again for it under --retry-for; another is not.
-func TestCredentialsAreAskedForAsTheSDKsClientAsksForThem(t *testing.T) {
+// TestCredentialsAreAskedForAsTheSDKsClientAsksForThemWithinTheWiresRetryCount:
+// for each credentials error, the SDK's generated client (sts here;
+// bedrockruntime is generated the same way: its retry step comes before
+// it gets the identity) and myelin's bedrock ask for the credentials as
+// often — again for a retryable failure, up to the standard retryer's
+// three attempts, once for another (a review found every failure asked
+// for once) — when the wire's retries are bounded by count, MaxRetries 2,
+// which are the same three attempts. They diverge by design under
+// --retry-for (the CLI's default; run.go sets no MaxRetries for the
+// platforms): myelin asks again as long as the deadline allows, with its
+// own backoff, as it retries a send (TestCredentialsBlipsEndAtTheRetryDeadline).
+// A retryable failure is transient, as a send's own failure is: the
+// agent sends the request again for it under --retry-for; another is
+// not.
+func TestCredentialsAreAskedForAsTheSDKsClientAsksForThemWithinTheWiresRetryCount(t *testing.T) {
 	hermetic(t)
+	t.Cleanup(send.NoWaitsForTests()) // the wire's backoff's real time is not what is compared
 	ecs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"code":"InternalError","message":"busy"}`, http.StatusServiceUnavailable)
 	}))

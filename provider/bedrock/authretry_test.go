@@ -3,18 +3,24 @@ package bedrock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -48,6 +54,7 @@ var dropped = &smithy.OperationError{ServiceID: "STS", OperationName: "AssumeRol
 // silently, after the AWS retryer's backoff, blind to --retry-for.
 func TestACredentialsBlipIsRetriedWithANotice(t *testing.T) {
 	hermetic(t)
+	t.Cleanup(send.NoWaitsForTests()) // the backoff's real time is not what is tested
 	for _, noStream := range []bool{false, true} {
 		creds := &blip{fail: 1, err: dropped}
 		srv := providertest.NewBedrock(t, providertest.Step{Text: "ok"})
@@ -122,39 +129,36 @@ func TestCredentialsBlipsEndAtTheRetryDeadline(t *testing.T) {
 	}
 }
 
-// TestAMachineWithNoInstanceMetadataServiceHasNoCredentials: the default
-// chain's last resort, the EC2 instance's role, on a machine whose
-// instance metadata service cannot be connected to — a laptop, a
-// container past the hop limit — means no credentials are configured: the
-// request ends at once, not retried for --retry-for (a user without
-// credentials waited two minutes of retries to read why), whatever the
-// AWS SDK's retryer calls a refused connection.
-func TestAMachineWithNoInstanceMetadataServiceHasNoCredentials(t *testing.T) {
-	hermetic(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + l.Addr().String()
-	_ = l.Close()
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "")
-	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", closed)
-	t.Setenv("AWS_REGION", "us-east-1")
-	srv := providertest.NewBedrock(t, providertest.Step{Text: "never"})
-	_, client := providertest.Tap(t, srv)
-	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, RetryFor: time.Minute}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var told atomic.Int32
-	ctx := provider.WithRetryNotice(context.Background(), func(provider.RetryNotice) { told.Add(1) })
-	_, err = p.Complete(ctx, providertest.SampleRequest(), nil)
-	t.Logf("%v", err)
-	if err == nil || provider.Transient(err) || told.Load() != 0 {
-		t.Errorf("error %v (%d retries told): none, or one retried", err, told.Load())
-	}
-	if !provider.NeverReached(err) {
-		t.Errorf("the error does not say the request never reached Bedrock: %v", err)
+// TestAnInstanceMetadataServiceThatCannotBeConnectedToMeansNoCredentials:
+// the default chain's last resort, the EC2 instance's role, on a machine
+// whose instance metadata service cannot be connected to (a laptop) means
+// no credentials are configured: authorize makes it final at once, not
+// retried for --retry-for (a user without credentials waited two minutes
+// of retries to read why), whatever the AWS SDK's retryer calls a refused
+// connection. The errors are made as the IMDS client makes them (an
+// *smithy.OperationError of its ServiceID around net/http's failure to
+// dial), not by waiting its own three attempts. A 5xx of the service, or
+// another service's refused connection, stays the attempt's to retry.
+func TestAnInstanceMetadataServiceThatCannotBeConnectedToMeansNoCredentials(t *testing.T) {
+	dial := &url.Error{Op: "Put", URL: "http://169.254.169.254/latest/api/token", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	answered := &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 503}}, Err: errors.New("busy")}
+	for _, c := range []struct {
+		name  string
+		err   error
+		final bool
+	}{
+		{"IMDS refused", &smithy.OperationError{ServiceID: imds.ServiceID, OperationName: "GetToken", Err: &smithyhttp.RequestSendError{Err: dial}}, true},
+		{"IMDS refused, wrapped by the role's provider", fmt.Errorf("failed to refresh cached credentials, %w", &smithy.OperationError{ServiceID: imds.ServiceID, OperationName: "GetMetadata", Err: &smithyhttp.RequestSendError{Err: dial}}), true},
+		{"IMDS 503", &smithy.OperationError{ServiceID: imds.ServiceID, OperationName: "GetMetadata", Err: answered}, false},
+		{"STS refused", &smithy.OperationError{ServiceID: "STS", OperationName: "AssumeRole", Err: &smithyhttp.RequestSendError{Err: dial}}, false},
+	} {
+		if got := noInstanceRole(c.err); got != c.final {
+			t.Errorf("%s: noInstanceRole = %v, want %v", c.name, got, c.final)
+		}
+		err := authorize(context.Background(), func() error { return c.err })
+		if provider.IsFinal(err) != c.final || !provider.NeverReached(err) || !errors.Is(err, c.err) {
+			t.Errorf("%s: authorize's error final %v (want %v), never reached %v: %v", c.name, provider.IsFinal(err), c.final, provider.NeverReached(err), err)
+		}
 	}
 }
 
