@@ -87,3 +87,34 @@ func TestCredentialsThatCouldNotBeHadAreSaidSo(t *testing.T) {
 		t.Errorf("errors.Is %v, NeverReached %v, Transient %v: want all", errors.Is(err, token), NeverReached(err), Transient(err))
 	}
 }
+
+// TestTheCredentialsFirstLineIsCutCleanly: Words' first line of a
+// credentials error closes a backtick quote the cut would leave open —
+// compute/metadata's *metadata.Error writes "compute: Received 403
+// `<body>`" and a body ending in a newline put the closing backtick on a
+// line of its own — and says when something of the quote was left off.
+func TestTheCredentialsFirstLineIsCutCleanly(t *testing.T) {
+	for _, c := range []struct{ name, msg, want string }{
+		{"a body ending in a newline", "compute: Received 403 `Unable to generate access token; IAM returned 403 Forbidden\n`", "compute: Received 403 `Unable to generate access token; IAM returned 403 Forbidden`"},
+		{"a body of lines", "compute: Received 500 `<html>\n<body>busy</body>\n</html>`", "compute: Received 500 `<html> …`"},
+		{"one line", "compute: Received 503 `busy`", "compute: Received 503 `busy`"},
+		{"no quote", "oauth2: cannot fetch token: 503 Service Unavailable\nResponse: busy", "oauth2: cannot fetch token: 503 Service Unavailable"},
+		{"a quote closed on the first line", "a `b` c\nmore `", "a `b` c"},
+	} {
+		if got, want := Words(Unsent(errors.New(c.msg))), "could not get the credentials: "+c.want; got != want {
+			t.Errorf("%s: Words says %q, want %q", c.name, got, want)
+		}
+	}
+}
+
+// TestAnAttemptThatReachedTheProviderBeforeTheCredentialsFailedIsSaidSo:
+// when an earlier attempt reached the provider and the last could not
+// get its credentials, the error says both — not that the last attempt
+// got no answer, as though it had been sent.
+func TestAnAttemptThatReachedTheProviderBeforeTheCredentialsFailedIsSaidSo(t *testing.T) {
+	err := &ConnectionError{URL: "https://example.test/v1/messages", Attempts: 3, Reached: true, Err: Unsent(errors.New("oauth2: cannot fetch token: 503 Service Unavailable"))}
+	want := "got no answer from https://example.test/v1/messages after 3 attempts: the last attempt sent nothing: could not get the credentials: oauth2: cannot fetch token: 503 Service Unavailable"
+	if got := err.Error(); got != want {
+		t.Errorf("the error says\n%s\nwant\n%s", got, want)
+	}
+}

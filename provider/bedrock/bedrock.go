@@ -288,11 +288,14 @@ func authorize(ctx context.Context, get func() error) error {
 
 // noInstanceRole reports whether err is the instance metadata service's
 // (the default chain's last resort, the EC2 instance's role) that could
-// not be connected to: a machine that has none (a laptop) or that a
-// container cannot reach (past the IMDSv2 hop limit) — no credentials
-// configured, which the AWS SDK's retryer would call a connection's
-// failure and another attempt never mends. An answer of the service
-// (a 5xx as it rotates the role's credentials) is not one.
+// not be connected to: a machine that has none (a laptop) — no
+// credentials configured, which the AWS SDK's retryer would call a
+// connection's failure and another attempt never mends. An answer of the
+// service (a 5xx as it rotates the role's credentials) is not one. A
+// container past the IMDSv2 hop limit is not one either (its connection
+// is made; the token's answer never comes): that failure is final by the
+// IMDS client's own 5 s operation timeout, whose "canceled, context
+// deadline exceeded" the standard retryer does not retry.
 func noInstanceRole(err error) bool {
 	var op *smithy.OperationError
 	return errors.As(err, &op) && op.ServiceID == imds.ServiceID && provider.Unconnected(err)
