@@ -162,3 +162,43 @@ func TestGoogleCloudMetadataServers403IsNotResent(t *testing.T) {
 		t.Errorf("%d Retry events, %d token asks, waited %v: a 403 was resent for --retry-for", len(of(events, Retry)), calls.Load(), totalWait(waits))
 	}
 }
+
+// A token endpoint that takes the connection and never answers does not
+// hold a turn the user cancelled: the turn ends with context.Canceled
+// once cancelled while the token is asked for (x/oauth2's token sources
+// take no context; before, the turn waited for the endpoint). The
+// endpoint is released only when the test ends, so a turn that ends at
+// all ended by its cancel; the bound below only keeps a failing test
+// from hanging.
+func TestGoogleCloudTurnCancelledWhileTheTokenEndpointHangsEnds(t *testing.T) {
+	r := newWireRig(t, "google-cloud")
+	release := make(chan struct{})
+	asked := make(chan struct{}, 1)
+	googleCloudWith(t, r, func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-req.Context().Done():
+		}
+	})
+	defer close(release)
+	var waits []time.Duration
+	r.resending(time.Minute, &waits)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := r.agent.Turn(ctx, r.id, "hi", func(Event) {}); done <- err }()
+	<-asked
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the turn ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the turn did not end a minute after it was cancelled: the token's ask ignores the turn's context")
+	}
+}

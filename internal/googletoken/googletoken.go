@@ -9,7 +9,8 @@
 // retried for, by the wire's sender and the agent, as a send's own blip
 // is: golang.org/x/oauth2 does not retry a token's fetch itself.
 //
-// It must not fetch, cache or change a token, nor read a credential.
+// It must not fetch, cache or change a token itself (its token sources
+// do), nor read a credential.
 package googletoken
 
 import (
@@ -210,4 +211,36 @@ func statusInText(msg string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Within is ts's token, or ctx's error as soon as ctx ends before ts
+// answers: x/oauth2's token sources take no context, and a token
+// endpoint that takes the connection and never answers would otherwise
+// hold a turn the user cancelled. The ask goes on, on its own goroutine,
+// until ts returns (bounded only by its HTTP client's timeout, if any);
+// its result is then dropped, but a token a caching source
+// (oauth2.ReuseTokenSource) got is kept for the next ask. With a ctx
+// that never ends, ts is asked on the caller's goroutine.
+func Within(ctx context.Context, ts oauth2.TokenSource) (*oauth2.Token, error) {
+	if ctx.Done() == nil {
+		return ts.Token()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	type answer struct {
+		tok *oauth2.Token
+		err error
+	}
+	done := make(chan answer, 1) // the ask never blocks on a caller gone
+	go func() {
+		tok, err := ts.Token()
+		done <- answer{tok, err}
+	}()
+	select {
+	case a := <-done:
+		return a.tok, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

@@ -257,3 +257,48 @@ func TestMetadataServersFailuresAreFinalUnlessTheyPass(t *testing.T) {
 		})
 	}
 }
+
+// hanging is a token source whose Token waits for release, then answers.
+type hanging struct {
+	asked   chan struct{}
+	release chan struct{}
+}
+
+func (h hanging) Token() (*oauth2.Token, error) {
+	close(h.asked)
+	<-h.release
+	return &oauth2.Token{AccessToken: "late"}, nil
+}
+
+func TestWithinEndsAtTheContextsEndWhileTheSourceHangs(t *testing.T) {
+	h := hanging{asked: make(chan struct{}), release: make(chan struct{})}
+	defer close(h.release)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-h.asked; cancel() }()
+	// the source answers only once the test ends: a return is the cancel's
+	if tok, err := Within(ctx, h); tok != nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("Within = %v, %v; want context.Canceled", tok, err)
+	}
+}
+
+func TestWithinGivesTheSourcesAnswer(t *testing.T) {
+	want := &oauth2.Token{AccessToken: "t"}
+	refused := &oauth2.RetrieveError{Response: &http.Response{StatusCode: 400}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+	}{{"a context that never ends", context.Background()}, {"a context that may end", ctx}} {
+		if got, err := Within(c.ctx, tokens{tok: want}); got != want || err != nil {
+			t.Errorf("%s: Within = %v, %v; want the token", c.name, got, err)
+		}
+		if _, err := Within(c.ctx, tokens{err: refused}); !errors.Is(err, refused) {
+			t.Errorf("%s: Within's error %v, want the source's", c.name, err)
+		}
+	}
+	cancel()
+	if _, err := Within(ctx, tokens{tok: want}); !errors.Is(err, context.Canceled) {
+		t.Errorf("an ended context: %v, want context.Canceled", err)
+	}
+}

@@ -158,11 +158,13 @@ func identity(project, location, workspace, base string) string {
 // error, marked provider.Unsent (googletoken.Source): the token
 // endpoint's refusal final, anything else (a 5xx, no connection) retried
 // by the wire's sender and then, as a provider.ConnectionError, by the
-// agent under --retry-for.
+// agent under --retry-for. The attempt's context bounds the wait for a
+// token (googletoken.Within): a token endpoint that never answers does
+// not hold a cancelled turn.
 func bearer(ts oauth2.TokenSource) func(*http.Request) error {
 	ts = oauth2.ReuseTokenSource(nil, googletoken.Source(ts))
 	return func(r *http.Request) error {
-		tok, err := ts.Token()
+		tok, err := googletoken.Within(r.Context(), ts)
 		if err != nil {
 			return fmt.Errorf("googlecloud: failed to fetch Google access token: %w", err)
 		}
