@@ -199,3 +199,54 @@ func TestARequestThatCannotBeRoutedIsNotRetried(t *testing.T) {
 		}
 	}
 }
+
+// TestARequestCancelledWhileTheTokenEndpointHangsEnds: a token endpoint
+// that takes the connection and never answers does not hold a request
+// whose context is cancelled — streamed or whole, through the wire's own
+// client or a caller's: x/oauth2's Transport asked for the token with no
+// context, and the request waited for the endpoint. The endpoint is
+// released only when the test ends, so a request that ends at all ended
+// by its cancel; the bound only keeps a failing test from hanging.
+func TestARequestCancelledWhileTheTokenEndpointHangsEnds(t *testing.T) {
+	release := make(chan struct{})
+	asked := make(chan struct{}, 1)
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer hang.Close()
+	defer close(release)
+	for _, noStream := range []bool{false, true} {
+		for _, own := range []bool{true, false} {
+			srv := providertest.NewVertex(t, providertest.Step{Text: "never"})
+			cfg := anthropic.Config{BaseURL: srv.URL, NoStream: noStream, RetryFor: time.Minute}
+			if !own {
+				cfg.HTTPClient = &http.Client{}
+			}
+			tokens := &tokenEndpoint{URL: hang.URL + "/token"}
+			p, err := New(Config{Config: cfg, Region: "us-east5", Project: "p", Credentials: tokens.credentials()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { _, err := p.Complete(ctx, providertest.SampleRequest(), nil); done <- err }()
+			<-asked
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("NoStream %v, own client %v: %v, want context.Canceled", noStream, own, err)
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("NoStream %v, own client %v: the request did not end a minute after its cancel", noStream, own)
+			}
+		}
+	}
+}

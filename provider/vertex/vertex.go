@@ -151,7 +151,7 @@ func authorized(client *http.Client, creds *google.Credentials) (*http.Client, e
 		return client, nil
 	}
 	wrapped := *client
-	wrapped.Transport = &oauth2.Transport{Base: base, Source: googletoken.Source(creds.TokenSource)}
+	wrapped.Transport = &bearer{Base: base, Source: googletoken.Source(creds.TokenSource)}
 	return &wrapped, nil
 }
 
