@@ -137,6 +137,8 @@ func passingText(msg string) bool {
 			return true
 		}
 	}
+	// net/http's *url.Error for a connection the server closed before
+	// answering ("Post \"URL\": EOF"), or a body's read cut short
 	return strings.HasSuffix(msg, ": EOF")
 }
 
