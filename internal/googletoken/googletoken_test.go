@@ -214,6 +214,7 @@ func TestRealCredentialsFailuresAreFinalUnlessTheyPass(t *testing.T) {
 				if c.passing {
 					t.Fatalf("at construction: %v", err)
 				}
+				t.Logf("at construction: %v", err)
 				return // refused before any token is asked: final where it is made
 			}
 			_, err = Source(creds.TokenSource).Token()
