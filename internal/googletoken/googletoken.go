@@ -15,14 +15,16 @@ package googletoken
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
+	"time"
 
 	"cloud.google.com/go/compute/metadata"
 	"golang.org/x/oauth2"
@@ -52,13 +54,19 @@ func (s source) Token() (*oauth2.Token, error) {
 // Passing reports whether err, a token source's failure, is one another
 // ask may mend: a status that passes (5xx, 408, 429) from the token
 // endpoint (*oauth2.RetrieveError) or the metadata server
-// (*metadata.Error), a network failure below it (a connection refused or
-// reset, a name not resolved, a timeout, a connection closed early), the
+// (*metadata.Error), a failure of the HTTP client itself (a *url.Error in
+// the chain, or the same flattened into text: a connection refused or
+// reset, a name server failing, a timeout, a connection closed early, an
+// HTTP/2 stream reset or GOAWAY, a proxy's CONNECT answered 5xx), the
 // turn's own cancel (its sender ends the request for it), or the same in
 // the words x/oauth2 flattens them into where it keeps no type. Anything
-// else — a refusal, the metadata server's 403 or its 404
+// else is not: a refusal, the metadata server's 403 or its 404
 // (metadata.NotDefinedError), a key that cannot be read, an answer that
-// is no token, an error not known here — is not.
+// is no token, and among the HTTP client's own failures those that
+// asking again cannot mend (clientFinal): a certificate that does not
+// verify, a host name that does not exist, a URL that is malformed or of
+// a scheme net/http does not speak, a proxy refusing the CONNECT (407,
+// 403).
 func Passing(err error) bool {
 	if err == nil {
 		return false
@@ -75,34 +83,42 @@ func Passing(err error) bool {
 	if errors.As(err, &nd) {
 		return false
 	}
-	if errors.Is(err, context.Canceled) || network(err) {
+	if errors.Is(err, context.Canceled) {
+		return true
+	}
+	if clientFinal(err) || finalText(err.Error()) {
+		return false
+	}
+	var ue *url.Error
+	if network(err) || errors.As(err, &ue) {
 		return true
 	}
 	return passingText(err.Error())
-}
-
-// Refused reports whether err holds the token endpoint's (or the
-// metadata server's) refusal: an answer below 500 that is not 408
-// (timeout) or 429 (too many requests). A refusal is never Passing.
-func Refused(err error) bool {
-	var re *oauth2.RetrieveError
-	if errors.As(err, &re) {
-		return re.Response != nil && refusedStatus(re.Response.StatusCode)
-	}
-	var me *metadata.Error
-	if errors.As(err, &me) {
-		return refusedStatus(me.Code)
-	}
-	status, ok := statusInText(err.Error())
-	return ok && refusedStatus(status)
 }
 
 func passingStatus(status int) bool {
 	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
 }
 
-func refusedStatus(status int) bool {
-	return status >= 400 && status < 500 && !passingStatus(status)
+// clientFinal reports whether err's chain holds, by its type, a failure
+// of the HTTP client that asking again cannot mend: a host name that does
+// not exist (as provider/bedrock/internal/awscall treats NXDOMAIN: a
+// mistyped host), a certificate that does not verify, a URL that does not
+// parse.
+func clientFinal(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		return true
+	}
+	var cv *tls.CertificateVerificationError
+	var ua x509.UnknownAuthorityError
+	var he x509.HostnameError
+	var ci x509.CertificateInvalidError
+	if errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) {
+		return true
+	}
+	var ue *url.Error
+	return errors.As(err, &ue) && ue.Op == "parse"
 }
 
 // network reports whether err's chain holds a failure of the network
@@ -126,100 +142,41 @@ func network(err error) bool {
 	return false
 }
 
-// passingText reports whether msg, an error x/oauth2 flattened with %v
-// (losing its type), says a passing status or a network failure.
-func passingText(msg string) bool {
-	if status, ok := statusInText(msg); ok {
-		return passingStatus(status)
-	}
-	for _, words := range networkWords {
-		if strings.Contains(msg, words) {
-			return true
-		}
-	}
-	// net/http's *url.Error for a connection the server closed before
-	// answering ("Post \"URL\": EOF"), or a body's read cut short
-	return strings.HasSuffix(msg, ": EOF")
+// AskTimeout bounds each HTTP request of a token source built in a
+// context from Context: the token endpoint's, the Secure Token Service's,
+// impersonation's, an external account's subject token's. A token is one
+// small request that Google's endpoints answer in well under a second,
+// and a dial, a TLS handshake and a slow proxy fit in it many times; without a bound
+// (x/oauth2's default, http.DefaultClient) an endpoint that takes the
+// connection and never answers holds a caching source's
+// (oauth2.ReuseTokenSource's) lock for ever, every later ask queued
+// behind it, and the process never gets a token again. The metadata
+// server's asks are compute/metadata's own, bounded by its client's 5 s.
+const AskTimeout = 30 * time.Second
+
+// Context is ctx carrying, for x/oauth2's token sources built in it
+// (google.FindDefaultCredentials), an HTTP client whose requests end
+// after AskTimeout; a ctx that carries its client already (its
+// oauth2.HTTPClient value) is returned as it is, the caller's client kept.
+// It must not be used for credentials a caller built: those keep theirs.
+func Context(ctx context.Context) context.Context {
+	return withTimeout(ctx, AskTimeout)
 }
 
-// networkWords are the words of a network failure as net and net/http
-// write them, flattened into text by x/oauth2 v0.36.0 with %v:
-// jwt/jwt.go ("oauth2: cannot fetch token: " and net/http's *url.Error
-// or a body's read error: the service account flow),
-// internal/token.go ("oauth2: cannot fetch token: " and a body's read
-// error), google/internal/impersonate/impersonate.go ("oauth2/google:
-// unable to generate access token: "), google/internal/stsexchange/
-// sts_exchange.go ("oauth2/google: invalid response from Secure Token
-// Server: ") and google/externalaccount/urlcredsource.go ("invalid
-// response when retrieving subject token: "). A JSON parse error ("cannot
-// fetch token: invalid character ...", "unexpected end of JSON input")
-// says none of them.
-var networkWords = []string{
-	"connection refused",
-	"connection reset",
-	"broken pipe",
-	"unexpected EOF",
-	"i/o timeout",
-	"deadline exceeded",             // net/http's Client.Timeout, a context's
-	"TLS handshake timeout",         // net/http/transport.go
-	"timeout awaiting response",     // net/http/transport.go
-	"no such host",                  // net's DNSError
-	"server misbehaving",            // net's DNSError
-	"network is unreachable",        // syscall.ENETUNREACH
-	"no route to host",              // syscall.EHOSTUNREACH
-	"server closed idle connection", // net/http/transport.go
-	"transport connection broken",   // net/http/transport.go
-}
-
-// statusInText is the status x/oauth2 v0.36.0 wrote into msg where it
-// keeps no type: google/internal/stsexchange/sts_exchange.go and
-// google/internal/impersonate/impersonate.go ("oauth2/google: status
-// code 400: ..."), google/externalaccount/urlcredsource.go
-// ("oauth2/google/externalaccount: status code 401: ..."), or a
-// *oauth2.RetrieveError's text flattened into another's with %v by
-// google/internal/impersonate/impersonate.go (its source credentials
-// refused: "oauth2/google: unable to generate access token: ...: oauth2:
-// \"invalid_grant\" ..." — token.go's RetrieveError.Error with an RFC
-// 6749 §5.2 code, a refusal (400) — or "oauth2: cannot fetch token: 400
-// Bad Request", token.go's without one).
-func statusInText(msg string) (int, bool) {
-	for _, code := range []string{"invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"} {
-		if strings.Contains(msg, `oauth2: "`+code+`"`) {
-			return http.StatusBadRequest, true
-		}
+// withTimeout is Context with the bound d (a test's shorter one).
+func withTimeout(ctx context.Context, d time.Duration) context.Context {
+	if c, ok := ctx.Value(oauth2.HTTPClient).(*http.Client); ok && c != nil {
+		return ctx
 	}
-	if i := strings.Index(msg, "oauth2: cannot fetch token: "); i >= 0 {
-		rest := msg[i+len("oauth2: cannot fetch token: "):]
-		// a status is three digits and a space ("503 Service
-		// Unavailable"); anything else there is net/http's error or a
-		// parse error (jwt/jwt.go)
-		if len(rest) >= 4 && rest[3] == ' ' {
-			if n, err := strconv.Atoi(rest[:3]); err == nil {
-				return n, true
-			}
-		}
-	}
-	for _, prefix := range []string{"oauth2/google: status code ", "oauth2/google/externalaccount: status code "} {
-		i := strings.Index(msg, prefix)
-		if i < 0 {
-			continue
-		}
-		rest := msg[i+len(prefix):]
-		if len(rest) < 4 || rest[3] != ':' {
-			continue
-		}
-		if n, err := strconv.Atoi(rest[:3]); err == nil {
-			return n, true
-		}
-	}
-	return 0, false
+	return context.WithValue(ctx, oauth2.HTTPClient, &http.Client{Timeout: d})
 }
 
 // Within is ts's token, or ctx's error as soon as ctx ends before ts
 // answers: x/oauth2's token sources take no context, and a token
 // endpoint that takes the connection and never answers would otherwise
 // hold a turn the user cancelled. The ask goes on, on its own goroutine,
-// until ts returns (bounded only by its HTTP client's timeout, if any);
+// until ts returns: bounded by its HTTP client's timeout (AskTimeout for
+// a source built in a context from Context), or not at all without one;
 // its result is then dropped, but a token a caching source
 // (oauth2.ReuseTokenSource) got is kept for the next ask. With a ctx
 // that never ends, ts is asked on the caller's goroutine.

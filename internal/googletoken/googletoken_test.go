@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -12,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,45 +24,6 @@ import (
 
 	"github.com/myelin-run/myelin/provider"
 )
-
-func TestOnlyATokenTheEndpointRefusedIsRefused(t *testing.T) {
-	answer := func(status int) error {
-		return fmt.Errorf("oauth2: cannot fetch token: %w", &oauth2.RetrieveError{Response: &http.Response{StatusCode: status}, ErrorCode: "invalid_grant"})
-	}
-	for _, c := range []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"400 invalid_grant", answer(400), true},
-		{"401", answer(401), true},
-		{"403", answer(403), true},
-		{"408", answer(408), false},
-		{"429", answer(429), false},
-		{"500", answer(500), false},
-		{"503", answer(503), false},
-		{"a refusal without its answer", &oauth2.RetrieveError{}, false},
-		{"workload identity's exchange refused", errors.New(`oauth2/google: status code 400: {"error":"invalid_grant"}`), true},
-		{"impersonation refused", fmt.Errorf("impersonate: %w", errors.New("oauth2/google: status code 403: denied")), true},
-		{"a subject token URL refused", errors.New("oauth2/google/externalaccount: status code 401: no"), true},
-		{"workload identity's exchange unavailable", errors.New("oauth2/google: status code 503: later"), false},
-		{"workload identity's exchange throttled", errors.New("oauth2/google: status code 429: later"), false},
-		{"impersonation's source refused, flattened", errors.New(`oauth2/google: unable to generate access token: Post "https://x": oauth2: "invalid_grant" "reauth related error (invalid_rapt)"`), true},
-		{"a refusal without a code, flattened", errors.New("oauth2/google: unable to generate access token: oauth2: cannot fetch token: 401 Unauthorized\nResponse: {}"), true},
-		{"a token endpoint's 503, flattened", errors.New("oauth2/google: unable to generate access token: oauth2: cannot fetch token: 503 Service Unavailable\nResponse: {}"), false},
-		{"an unknown code, flattened", errors.New(`oauth2: "temporarily_unavailable"`), false},
-		{"a status in other words", errors.New("status code 400: not x/oauth2's"), false},
-		{"a status that is no number", errors.New("oauth2/google: status code 4xx: ?"), false},
-		{"the endpoint unreachable", errors.New("dial tcp: connection refused"), false},
-	} {
-		if got := Refused(c.err); got != c.want {
-			t.Errorf("%s: Refused = %v, want %v", c.name, got, c.want)
-		}
-		if c.want && Passing(c.err) {
-			t.Errorf("%s: a refusal is Passing", c.name)
-		}
-	}
-}
 
 type tokens struct {
 	tok *oauth2.Token
@@ -88,16 +51,45 @@ func TestSourcePassesTokensAndMarksErrorsFinalUnlessPassing(t *testing.T) {
 	}
 }
 
-// TestOnlyFailuresKnownToPassAreNotFinalInTheirFlattenedWords: the words
-// x/oauth2 v0.36.0 flattens an error into where it keeps no type
-// (jwt/jwt.go's "cannot fetch token: %v" of net/http's error, a body's
-// read error or a JSON parse error).
-func TestOnlyFailuresKnownToPassAreNotFinalInTheirFlattenedWords(t *testing.T) {
+// TestOnlyFailuresKnownToPassArePassing: a token endpoint's or the
+// metadata server's answer by its status, the HTTP client's own failures
+// unless asking again cannot mend them, by their type or in the words
+// x/oauth2 v0.36.0 flattens them into where it keeps no type (jwt/jwt.go's
+// and internal/token.go's "cannot fetch token: %v" of net/http's error,
+// impersonate.go's, sts_exchange.go's, aws.go's).
+func TestOnlyFailuresKnownToPassArePassing(t *testing.T) {
+	answer := func(status int) error {
+		return fmt.Errorf("oauth2: cannot fetch token: %w", &oauth2.RetrieveError{Response: &http.Response{StatusCode: status}, ErrorCode: "invalid_grant"})
+	}
 	for _, c := range []struct {
 		name string
 		err  error
 		want bool
 	}{
+		{"400 invalid_grant", answer(400), false},
+		{"401", answer(401), false},
+		{"403", answer(403), false},
+		{"408", answer(408), true},
+		{"429", answer(429), true},
+		{"500", answer(500), true},
+		{"503", answer(503), true},
+		{"a refusal without its answer", &oauth2.RetrieveError{}, false},
+		{"workload identity's exchange refused", errors.New(`oauth2/google: status code 400: {"error":"invalid_grant"}`), false},
+		{"impersonation refused", fmt.Errorf("impersonate: %w", errors.New("oauth2/google: status code 403: denied")), false},
+		{"a subject token URL refused", errors.New("oauth2/google/externalaccount: status code 401: no"), false},
+		{"workload identity's exchange unavailable", errors.New("oauth2/google: status code 503: later"), true},
+		{"workload identity's exchange throttled", errors.New("oauth2/google: status code 429: later"), true},
+		{"impersonation's source refused, flattened", errors.New(`oauth2/google: unable to generate access token: Post "https://x": oauth2: "invalid_grant" "reauth related error (invalid_rapt)"`), false},
+		{"a refusal without a code, flattened", errors.New("oauth2/google: unable to generate access token: oauth2: cannot fetch token: 401 Unauthorized\nResponse: {}"), false},
+		{"a token endpoint's 503, flattened", errors.New("oauth2/google: unable to generate access token: oauth2: cannot fetch token: 503 Service Unavailable\nResponse: {}"), true},
+		{"temporarily_unavailable, flattened", errors.New(`oauth2: "temporarily_unavailable"`), true},
+		{"server_error, flattened", errors.New(`oauth2: "server_error" "try later"`), true},
+		{"an unknown code, flattened, no client error", errors.New(`oauth2: "not_a_code"`), false},
+		{"impersonation's source 503 with another code", errors.New(`oauth2/google: unable to generate access token: Post "https://x": oauth2: "internal_failure"`), true},
+		{"impersonation's source answering no token", errors.New(`oauth2/google: unable to generate access token: Post "https://x": oauth2: server response missing access_token`), false},
+		{"a status in other words", errors.New("status code 400: not x/oauth2's"), false},
+		{"a status that is no number", errors.New("oauth2/google: status code 4xx: ?"), false},
+		{"the endpoint unreachable", errors.New("dial tcp: connection refused"), true},
 		{"jwt: refused connection", errors.New(`oauth2: cannot fetch token: Post "https://oauth2.googleapis.com/token": dial tcp 127.0.0.1:9: connect: connection refused`), true},
 		{"jwt: body cut", errors.New("oauth2: cannot fetch token: unexpected EOF"), true},
 		{"jwt: client timeout", errors.New(`oauth2: cannot fetch token: Post "https://x/token": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`), true},
@@ -105,10 +97,32 @@ func TestOnlyFailuresKnownToPassAreNotFinalInTheirFlattenedWords(t *testing.T) {
 		{"jwt: JSON cut", errors.New("oauth2: cannot fetch token: unexpected end of JSON input"), false},
 		{"jwt: a 503", errors.New("oauth2: cannot fetch token: 503 Service Unavailable\nResponse: busy"), true},
 		{"jwt: a 403", errors.New("oauth2: cannot fetch token: 403 Forbidden\nResponse: no"), false},
-		{"impersonation unreachable", errors.New(`oauth2/google: unable to generate access token: Post "https://iamcredentials.googleapis.com/x": dial tcp: lookup iamcredentials.googleapis.com: no such host`), true},
+		{"an HTTP/2 stream reset", errors.New(`oauth2: cannot fetch token: Post "https://x/token": stream error: stream ID 1; INTERNAL_ERROR; received from peer`), true},
+		{"an HTTP/2 GOAWAY", errors.New(`oauth2: cannot fetch token: Post "https://x/token": http2: server sent GOAWAY and closed the connection; LastStreamID=1, ErrCode=NO_ERROR, debug=""`), true},
+		{"an HTTP/2 connection lost", errors.New(`oauth2: cannot fetch token: Post "https://x/token": http2: client connection lost`), true},
+		{"a proxy's CONNECT 503", errors.New(`oauth2: cannot fetch token: Post "https://x/token": Service Unavailable`), true},
+		{"a proxy's CONNECT 407", errors.New(`oauth2: cannot fetch token: Post "https://x/token": Proxy Authentication Required`), false},
+		{"a proxy's CONNECT 403", errors.New(`oauth2: cannot fetch token: Post "https://x/token": Forbidden`), false},
+		{"a certificate that does not verify", errors.New(`oauth2: cannot fetch token: Post "https://x/token": tls: failed to verify certificate: x509: certificate signed by unknown authority`), false},
+		{"an unsupported scheme", errors.New(`oauth2: cannot fetch token: Post "ftp://x/token": unsupported protocol scheme "ftp"`), false},
+		{"a malformed URL", errors.New(`oauth2: cannot fetch token: parse "http://a b/token": invalid character " " in host name`), false},
+		{"impersonation's host not found", errors.New(`oauth2/google: unable to generate access token: Post "https://iamcredentials.googleapis.com/x": dial tcp: lookup iamcredentials.googleapis.com: no such host`), false},
+		{"impersonation's name server failing", errors.New(`oauth2/google: unable to generate access token: Post "https://iamcredentials.googleapis.com/x": dial tcp: lookup iamcredentials.googleapis.com on 127.0.0.53:53: server misbehaving`), true},
 		{"an STS exchange reset", errors.New(`oauth2/google: invalid response from Secure Token Server: Post "https://sts.googleapis.com/v1/token": read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer`), true},
 		{"an STS exchange's 500", errors.New("oauth2/google: status code 500: later"), true},
 		{"a body closed early", errors.New(`oauth2/google: unable to read body: EOF`), true},
+		{"AWS IMDS throttled", errors.New("oauth2/google/externalaccount: unable to retrieve AWS role name - throttled"), true},
+		{"AWS IMDS 503", errors.New("oauth2/google/externalaccount: unable to retrieve AWS region - 503 Service Unavailable"), true},
+		{"AWS IMDS without a role", errors.New("oauth2/google/externalaccount: unable to retrieve AWS role name - <html>404 - Not Found</html>"), false},
+		{"the metadata server's 403, flattened", errors.New("Post \"https://x\": compute: Received 403 `denied`"), false},
+		{"the metadata server's 503, flattened", errors.New("Post \"https://x\": compute: Received 503 `busy`"), true},
+		{"the metadata server's 404, flattened", errors.New(`Post "https://x": metadata: GCE metadata "instance/service-accounts/default/token" not defined`), false},
+		{"a host not found", &net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}, false},
+		{"a name server timing out", &net.DNSError{Err: "i/o timeout", Name: "x", IsTimeout: true}, true},
+		{"the HTTP client failing", &url.Error{Op: "Post", URL: "https://x/token", Err: errors.New("Service Unavailable")}, true},
+		{"a URL that does not parse", &url.Error{Op: "parse", URL: "http://a b", Err: errors.New("invalid")}, false},
+		{"an unknown authority", &url.Error{Op: "Post", URL: "https://x/token", Err: x509.UnknownAuthorityError{}}, false},
+		{"a certificate verification", &url.Error{Op: "Post", URL: "https://x/token", Err: &tls.CertificateVerificationError{Err: errors.New("bad")}}, false},
 	} {
 		if got := Passing(c.err); got != c.want {
 			t.Errorf("%s: Passing = %v, want %v", c.name, got, c.want)

@@ -76,7 +76,11 @@ type Config struct {
 // the workspace, or credentials that could not be found. With a base URL
 // the project and workspace are not needed (the URL holds them).
 func New(cfg Config) (*anthropic.OnPlatform, error) {
-	ctx := context.Background()
+	// the application default credentials' token requests end after
+	// googletoken.AskTimeout: a token endpoint that never answers must
+	// not hold the token source's lock for ever (a caller's Credentials
+	// keep their own client)
+	ctx := googletoken.Context(context.Background())
 	creds := cfg.Credentials
 	if creds == nil {
 		found, err := google.FindDefaultCredentials(ctx, scope)

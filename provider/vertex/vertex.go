@@ -78,7 +78,11 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	if region == "" {
 		return nil, errors.New("vertex: no region: set CLOUD_ML_REGION (us-east5, europe-west1, global, ...)")
 	}
-	ctx := context.Background()
+	// the application default credentials' token requests end after
+	// googletoken.AskTimeout: a token endpoint that never answers must
+	// not hold the token source's lock for ever (a caller's Credentials
+	// keep their own client)
+	ctx := googletoken.Context(context.Background())
 	creds := cfg.Credentials
 	if creds == nil {
 		found, err := google.FindDefaultCredentials(ctx, scope)
