@@ -176,8 +176,9 @@ func withTimeout(ctx context.Context, d time.Duration) context.Context {
 // endpoint that takes the connection and never answers would otherwise
 // hold a turn the user cancelled. The ask goes on, on its own goroutine,
 // until ts returns: bounded by its HTTP client's timeout (AskTimeout for
-// a source built in a context from Context), or not at all without one;
-// its result is then dropped, but a token a caching source
+// a source built in a context from Context, for each of its requests),
+// or not at all without one — an ask queued behind another on a caching
+// source's lock waits that one's bound too; its result is then dropped, but a token a caching source
 // (oauth2.ReuseTokenSource) got is kept for the next ask. With a ctx
 // that never ends, ts is asked on the caller's goroutine.
 func Within(ctx context.Context, ts oauth2.TokenSource) (*oauth2.Token, error) {
