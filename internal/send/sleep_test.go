@@ -52,3 +52,21 @@ func TestNoWaitsForTestsMakesSendersRetryWithoutWaitingUntilRestored(t *testing.
 		t.Error("a Sender made after restore does not wait with Sleep")
 	}
 }
+
+// Nested, an inner restore gives back the outer no-wait, not the real
+// wait: a helper that turns waits off inside a test that did already
+// must not turn them back on for the rest of that test.
+func TestNoWaitsForTestsRestoresThePreviousSetting(t *testing.T) {
+	outer := NoWaitsForTests()
+	inner := NoWaitsForTests()
+	inner()
+	s := New(Target{}, nil, Rules{}, nil)
+	outer()
+	after := New(Target{}, nil, Rules{}, nil)
+	if reflect.ValueOf(s.sleep).Pointer() == reflect.ValueOf(Sleep).Pointer() {
+		t.Error("after the inner restore a Sender waits with Sleep: the outer no-wait is lost")
+	}
+	if reflect.ValueOf(after.sleep).Pointer() != reflect.ValueOf(Sleep).Pointer() {
+		t.Error("after the outer restore a Sender does not wait with Sleep")
+	}
+}

@@ -10,7 +10,8 @@ import (
 // makes (NoWaitsForTests); else Sleep.
 var newSleep atomic.Pointer[func(ctx context.Context, d time.Duration) error]
 
-// NoWaitsForTests makes every Sender New makes, until restore is called,
+// NoWaitsForTests makes every Sender New makes, until restore is called
+// (which gives back the setting before, so that calls may nest),
 // retry without waiting its backoff (a wait still ends at once with
 // ctx's error when ctx is done): a wire's tests that go through its
 // retries need not take their real time. It is for tests only, in a test
@@ -18,8 +19,8 @@ var newSleep atomic.Pointer[func(ctx context.Context, d time.Duration) error]
 // call it.
 func NoWaitsForTests() (restore func()) {
 	noWait := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-	newSleep.Store(&noWait)
-	return func() { newSleep.Store(nil) }
+	previous := newSleep.Swap(&noWait)
+	return func() { newSleep.Store(previous) }
 }
 
 // sleeper is the wait before a retry for a Sender New makes now.
