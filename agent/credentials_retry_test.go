@@ -109,6 +109,9 @@ func TestGoogleCloudTokenEndpointThatAnswersNoTokenEndsTheTurnAtOnce(t *testing.
 	if len(of(events, Retry)) != 0 || calls.Load() != 1 {
 		t.Errorf("%d Retry events, %d token asks, waited %v: a token endpoint that answers no token was resent for --retry-for", len(of(events, Retry)), calls.Load(), totalWait(waits))
 	}
+	if err == nil || !provider.IsFinal(err) || provider.Transient(err) {
+		t.Errorf("err %v: want a final error, not transient", err)
+	}
 }
 
 // A turn cancelled while the token endpoint blips ends with an error
@@ -160,6 +163,9 @@ func TestGoogleCloudMetadataServers403IsNotResent(t *testing.T) {
 	t.Logf("err %v; waits %v", err, waits)
 	if len(of(events, Retry)) != 0 || calls.Load() != 1 {
 		t.Errorf("%d Retry events, %d token asks, waited %v: a 403 was resent for --retry-for", len(of(events, Retry)), calls.Load(), totalWait(waits))
+	}
+	if err == nil || !provider.IsFinal(err) || provider.Transient(err) {
+		t.Errorf("err %v: want a final error, not transient", err)
 	}
 }
 
