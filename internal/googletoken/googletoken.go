@@ -2,15 +2,18 @@
 // cannot be had, for the wires that send with one (provider/vertex,
 // provider/googlecloud): a failure is final (provider.Final) unless it is
 // known to pass (Passing) — the token endpoint or the metadata server
-// answering 5xx, 408 or 429, or the network between failing — since
-// asking again for anything else (a refusal, a bad key file, a token
-// endpoint that answers no token, a metadata server's 403) only gets the
-// same failure again. A passing failure stays an error the request is
+// answering 5xx, 408 or 429, or the HTTP client failing in a way another
+// ask may mend (the network, an HTTP/2 stream reset, a proxy's 5xx) —
+// since asking again for anything else (a refusal, a bad key file, a
+// token endpoint that answers no token, a metadata server's 403, a
+// certificate that does not verify, a host not found) only gets the same
+// failure again. Context gives the token sources of the application
+// default credentials an HTTP client with a timeout (AskTimeout). A passing failure stays an error the request is
 // retried for, by the wire's sender and the agent, as a send's own blip
 // is: golang.org/x/oauth2 does not retry a token's fetch itself.
 //
 // It must not fetch, cache or change a token itself (its token sources
-// do), nor read a credential.
+// do), nor read a credential, nor replace an HTTP client a caller gave.
 package googletoken
 
 import (

@@ -160,10 +160,12 @@ func identity(project, location, workspace, base string) string {
 // middleware does one through the SDK: with the token source's token,
 // reused until it expires. A token that cannot be had is the attempt's
 // error, marked provider.Unsent (googletoken.Source): a failure known to
-// pass (a 5xx, 408 or 429, no connection) retried by the wire's sender
+// pass (a 5xx, 408 or 429, the HTTP client's own failure such as no
+// connection or an HTTP/2 stream reset) retried by the wire's sender
 // and then, as a provider.ConnectionError, by the agent under
 // --retry-for; anything else (a refusal, a key that cannot be read, an
-// answer that is no token) final. The attempt's context bounds the wait for a
+// answer that is no token, a certificate that does not verify, a host
+// not found) final. The attempt's context bounds the wait for a
 // token (googletoken.Within): a token endpoint that never answers does
 // not hold a cancelled turn.
 func bearer(ts oauth2.TokenSource) func(*http.Request) error {
