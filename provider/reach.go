@@ -79,8 +79,13 @@ func NoticeRetry(ctx context.Context, n RetryNotice) {
 
 // ConnectionError is the error of a request whose last attempt got no
 // answer from the provider: the connection could not be made, or broke
-// before an answer came. Err is the last attempt's error (errors.Is and
-// errors.As reach it: syscall.ECONNREFUSED, *net.DNSError, ...).
+// before an answer came, or its authorization failed for a reason
+// another attempt may mend (Err marked Unsent: a token endpoint's 5xx or
+// refused connection). A refusal is Final: it ends the retries at once,
+// and is one of these only when an earlier attempt reached the provider
+// (internal/send wraps the last error so then, Reached set). Err is
+// the last attempt's error (errors.Is and errors.As reach it:
+// syscall.ECONNREFUSED, *net.DNSError, an *oauth2.RetrieveError, ...).
 //
 // A wire reports it prefixed with its name, wrapped ("anthropic: %w").
 type ConnectionError struct {
@@ -99,19 +104,29 @@ type ConnectionError struct {
 
 // Error says the URL, the attempts and the cause in words: "could not
 // reach http://127.0.0.1:9/v1/messages after 5 attempts: connection
-// refused by 127.0.0.1:9".
+// refused by 127.0.0.1:9"; when its authorization failed, "sent nothing
+// to ... after 2 attempts: could not get the credentials: ...".
 func (e *ConnectionError) Error() string {
-	what := "could not reach"
-	if e.Reached {
+	what, why := "could not reach", Words(e.Err)
+	var u unsent
+	unsentLast := errors.As(e.Err, &u)
+	switch {
+	case e.Reached && unsentLast:
+		// an earlier attempt reached the provider; the last was never
+		// sent, for its authorization failed
+		what, why = "got no answer from", "the last attempt sent nothing: "+why
+	case e.Reached:
 		what = "got no answer from"
+	case unsentLast:
+		what = "sent nothing to" // its authorization failed (Words says why)
 	}
 	switch e.Attempts {
 	case 0: // not counted (Unanswered)
-		return fmt.Sprintf("%s %s: %s", what, e.URL, Words(e.Err))
+		return fmt.Sprintf("%s %s: %s", what, e.URL, why)
 	case 1:
-		return fmt.Sprintf("%s %s after 1 attempt: %s", what, e.URL, Words(e.Err))
+		return fmt.Sprintf("%s %s after 1 attempt: %s", what, e.URL, why)
 	}
-	return fmt.Sprintf("%s %s after %d attempts: %s", what, e.URL, e.Attempts, Words(e.Err))
+	return fmt.Sprintf("%s %s after %d attempts: %s", what, e.URL, e.Attempts, why)
 }
 
 // Unanswered is err, the error of a request an SDK sent (its retries
@@ -224,11 +239,21 @@ func certificate(err error) string {
 // Words is why a request got no answer, in words: "connection refused by
 // 127.0.0.1:9", "no such host nohost.invalid", "timed out connecting to
 // ...", "TLS certificate problem: ...", "connection reset by ...", "the
-// server closed the connection before answering". An error it does not
-// know is its own text.
+// server closed the connection before answering"; an authorization that
+// failed (Unsent) is "could not get the credentials: " and the first
+// line of its own text. An error it does not know is its own text.
 func Words(err error) string {
 	if err == nil {
 		return "no error"
+	}
+	var u unsent
+	if errors.As(err, &u) {
+		// the credentials' own words: a cause below them (a token
+		// endpoint's refused connection) is not the provider's. Their
+		// first line only: x/oauth2 adds the token endpoint's body on
+		// the next ("Response: ..."), an HTML page as often as not,
+		// which errors.As still reaches (oauth2.RetrieveError.Body).
+		return "could not get the credentials: " + firstLine(u.Error())
 	}
 	addr := ""
 	var op *net.OpError
@@ -285,6 +310,22 @@ func Words(err error) string {
 		return ue.Err.Error()
 	}
 	return err.Error()
+}
+
+// firstLine is msg's first line, cut cleanly: a quote in backticks the
+// first line opens and a later line closes (compute/metadata's "compute:
+// Received 403 `...`" around a body that ends in a newline) is closed,
+// with "…" when something of it was left off.
+func firstLine(msg string) string {
+	first, rest, cut := strings.Cut(strings.TrimSpace(msg), "\n")
+	first = strings.TrimSpace(first)
+	if cut && strings.Count(first, "`")%2 == 1 {
+		if strings.TrimSpace(rest) != "`" {
+			first += " …"
+		}
+		first += "`"
+	}
+	return first
 }
 
 // Redact is u as an error may show it: scheme://host:port/path, without

@@ -56,3 +56,32 @@ func TestAFinalAuthorizationAfterAReachedAttemptIsNotNeverReached(t *testing.T) 
 		t.Errorf("NeverReached(%v) = true, but attempt 1 was written to the provider", err)
 	}
 }
+
+// TestAnAuthorizationThatMayPassIsAConnectionsErrorWhenTheRetriesEnd: an
+// attempt whose authorization failed for a reason another attempt may
+// mend (each's error marked Unsent, not Final: a token endpoint's 503 or
+// refused connection) ends the retries as a *provider.ConnectionError —
+// transient, never reached, its attempts counted, its cause reached —
+// so that the agent sends the request again for it as for a refused
+// connection (with no retries of the wire's own, a whole answer under
+// --retry-for, it was the bare error, not transient).
+func TestAnAuthorizationThatMayPassIsAConnectionsErrorWhenTheRetriesEnd(t *testing.T) {
+	var waits []time.Duration
+	s := newSender(t, "http://127.0.0.1:9", Anthropic(1), &waits)
+	cause := errors.New("oauth2: cannot fetch token: 503 Service Unavailable")
+	calls := 0
+	_, err := s.PostEach(context.Background(), []byte(`{}`), func(*http.Request) error {
+		calls++
+		return provider.Unsent(cause)
+	})
+	var ce *provider.ConnectionError
+	if !errors.As(err, &ce) || !errors.Is(err, cause) {
+		t.Fatalf("want a ConnectionError around the cause, got %T %v", err, err)
+	}
+	if calls != 2 || ce.Attempts != 2 || len(waits) != 1 {
+		t.Errorf("%d authorizations, %d attempts counted, %d waits: want 2, 2, 1 (MaxRetries 1)", calls, ce.Attempts, len(waits))
+	}
+	if !provider.Transient(err) || !provider.NeverReached(err) {
+		t.Errorf("Transient %v, NeverReached %v: want both", provider.Transient(err), provider.NeverReached(err))
+	}
+}

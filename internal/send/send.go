@@ -100,7 +100,7 @@ func New(t Target, client *http.Client, rules Rules, refusal Refusal) *Sender {
 	return &Sender{
 		target: t, client: client, rules: rules, refusal: refusal,
 		count: t.Header.Get(retryCount) == "0", own: client.Jar != nil,
-		sleep: Sleep, now: time.Now, jitter: randomJitter,
+		sleep: sleeper(), now: time.Now, jitter: randomJitter,
 	}
 }
 
@@ -201,7 +201,9 @@ func (s *Sender) Post(ctx context.Context, b []byte) (*http.Response, error) {
 // nil, before it is sent: its URL and header are its own, for a platform
 // to route and sign it (provider/anthropic's Platform.Send); its body must
 // stay b. An error of each is the attempt's, as an SDK middleware's was:
-// retried as a connection error is.
+// retried as a connection error is, and, marked provider.Unsent (an
+// authorization that failed) but not Final, ending the call as a
+// *provider.ConnectionError when the retries end.
 func (s *Sender) PostEach(ctx context.Context, b []byte, each func(*http.Request) error) (*http.Response, error) {
 	return s.PostWritten(ctx, b, each, nil)
 }
@@ -344,7 +346,13 @@ func (s *Sender) post(ctx context.Context, b []byte, each func(*http.Request) er
 				}
 				return nil, err
 			}
-			if err != nil && sent && readErr == nil {
+			if err != nil && (sent || provider.Unconnected(err)) && readErr == nil {
+				// no answer: the HTTP client's error, or each's failure
+				// to authorize the attempt (its credentials or token
+				// could not be had, for a reason another attempt may
+				// mend: a refusal is final) — a connection's error
+				// either way, which the agent sends the request again
+				// for as it would the provider's own blip
 				return nil, &provider.ConnectionError{URL: provider.Redact(req.URL), Attempts: before + n + 1, Reached: reached, Err: err}
 			}
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -38,16 +39,23 @@ func (c *countingProvider) Retrieve(ctx context.Context) (aws.Credentials, error
 
 func (f failing) Retrieve(context.Context) (aws.Credentials, error) { return aws.Credentials{}, f.err }
 
-// TestCredentialsAreAskedForAsTheSDKsClientAsksForThem: for each
-// credentials error, the SDK's generated client (sts here; bedrockruntime
-// is generated the same way: its retry step comes before it gets the
-// identity) and myelin's bedrock ask for the credentials as often — again
-// for a retryable failure, up to the standard retryer's attempts; once
-// for another (a review found every failure asked for once).
-func TestCredentialsAreAskedForAsTheSDKsClientAsksForThem(t *testing.T) {
+// TestCredentialsAreAskedForAsTheSDKsClientAsksForThemWithinTheWiresRetryCount:
+// for each credentials error, the SDK's generated client (sts here;
+// bedrockruntime is generated the same way: its retry step comes before
+// it gets the identity) and myelin's bedrock ask for the credentials as
+// often — again for a retryable failure, up to the standard retryer's
+// three attempts, once for another (a review found every failure asked
+// for once) — when the wire's retries are bounded by count, MaxRetries 2,
+// which are the same three attempts. They diverge by design under
+// --retry-for (the CLI's default; run.go sets no MaxRetries for the
+// platforms): myelin asks again as long as the deadline allows, with its
+// own backoff, as it retries a send (TestCredentialsBlipsEndAtTheRetryDeadline).
+// A retryable failure is transient, as a send's own failure is: the
+// agent sends the request again for it under --retry-for; another is
+// not.
+func TestCredentialsAreAskedForAsTheSDKsClientAsksForThemWithinTheWiresRetryCount(t *testing.T) {
 	hermetic(t)
-	authorizeBackoff = func(int) time.Duration { return 0 }
-	t.Cleanup(func() { authorizeBackoff = nil })
+	t.Cleanup(send.NoWaitsForTests()) // the wire's backoff's real time is not what is compared
 	ecs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"code":"InternalError","message":"busy"}`, http.StatusServiceUnavailable)
 	}))
@@ -85,8 +93,9 @@ func TestCredentialsAreAskedForAsTheSDKsClientAsksForThem(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = p.Complete(context.Background(), providertest.SampleRequest(), nil)
-		if err == nil || provider.Transient(err) {
-			t.Errorf("%s: error %v: none, or one the agent would send the request again for", c.name, err)
+		retryable := retry.NewStandard().IsErrorRetryable(sdkErr)
+		if err == nil || provider.Transient(err) != retryable {
+			t.Errorf("%s: error %v: none, or transient %v where the SDK's retryer says retryable %v", c.name, err, provider.Transient(err), retryable)
 		}
 		t.Logf("%s: SDK %d, myelin %d retrievals (SDK: %v)", c.name, sdkCreds.calls.Load(), myCreds.calls.Load(), sdkErr)
 		if sdkCreds.calls.Load() != myCreds.calls.Load() {

@@ -35,8 +35,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	"github.com/aws/smithy-go"
 
-	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/bedrock/internal/awsconfig"
@@ -219,14 +220,17 @@ func invokePath(model string, stream bool) (string, error) {
 
 // send points r, the SDK's request for /v1/messages under the address,
 // at the model's invoke path under the same address, and authorizes it.
+// A path it cannot make is final (provider.Final): every attempt would
+// fail alike, so the sender does not retry it, nor the agent send it
+// again; so is a signature that cannot be made.
 func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 	path, err := invokePath(rt.Model, rt.Stream)
 	if err != nil {
-		return err
+		return provider.Final(err)
 	}
 	raw := strings.TrimSuffix(r.URL.EscapedPath(), "/v1/messages") + path
 	if r.URL.Path, err = url.PathUnescape(raw); err != nil {
-		return fmt.Errorf("bedrock: the path %q: %w", raw, err)
+		return provider.Final(fmt.Errorf("bedrock: the path %q: %w", raw, err))
 	}
 	r.URL.RawPath = raw // kept by net/url while it decodes to Path
 	ctx := r.Context()
@@ -255,43 +259,47 @@ func (s *sender) send(r *http.Request, rt anthropic.Route) error {
 	for name, v := range held {
 		r.Header[name] = v
 	}
-	return err
+	return provider.Final(err)
 }
 
-// authorize gets an attempt's credentials or token (get) as the AWS
-// SDK's clients do: asked again, up to the standard retryer's attempts
-// and after its backoff, while the retryer calls the failure retryable (a
-// connection's, a 5xx, a throttling — its providers retried their own
-// calls already, and the SDK's client retries them once more so); a
-// failure then is final (provider.Final): the request is not sent again
-// for it, by the wire or the agent — a machine without credentials
-// learns why in seconds, not after --retry-for.
+// authorize gets an attempt's credentials or token (get), once: a
+// failure the AWS SDK's standard retryer calls retryable (a connection's,
+// a 5xx, a throttling; its providers retried their own calls already) is
+// the attempt's, marked provider.Unsent, which the wire's sender retries
+// as it retries a send's own failure — with its notice, within its
+// count or --retry-for and the deadline the agent set — and ends as a
+// provider.ConnectionError the agent sends the request again for, as the
+// AWS SDK's clients retry it in the same loop as their sends. Any other
+// failure, and an instance metadata service that cannot be connected to
+// (noInstanceRole), is final (provider.Final): a machine without
+// credentials learns why at once, not after --retry-for.
 func authorize(ctx context.Context, get func() error) error {
-	std := retry.NewStandard()
-	for attempt := 1; ; attempt++ {
-		err := get()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil || attempt >= std.MaxAttempts() || !std.IsErrorRetryable(err) {
-			return provider.Final(provider.Unsent(err))
-		}
-		wait, werr := std.RetryDelay(attempt, err)
-		if authorizeBackoff != nil {
-			wait, werr = authorizeBackoff(attempt), nil
-		}
-		if werr != nil {
-			return provider.Final(provider.Unsent(err))
-		}
-		if serr := send.Sleep(ctx, wait); serr != nil {
-			return fmt.Errorf("%w (waiting to ask again for credentials after: %v)", serr, err)
-		}
+	err := get()
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w (asking for credentials: %v)", ctx.Err(), err)
+	case noInstanceRole(err) || !retry.NewStandard().IsErrorRetryable(err):
+		return provider.Final(provider.Unsent(err))
 	}
+	return provider.Unsent(err)
 }
 
-// authorizeBackoff, when set (by a test), is authorize's wait after an
-// attempt in place of the standard retryer's.
-var authorizeBackoff func(attempt int) time.Duration
+// noInstanceRole reports whether err is the instance metadata service's
+// (the default chain's last resort, the EC2 instance's role) that could
+// not be connected to: a machine that has none (a laptop) — no
+// credentials configured, which the AWS SDK's retryer would call a
+// connection's failure and another attempt never mends. An answer of the
+// service (a 5xx as it rotates the role's credentials) is not one. A
+// container past the IMDSv2 hop limit is not one either (its connection
+// is made; the token's answer never comes): that failure is final by the
+// IMDS client's own 5 s operation timeout, whose "canceled, context
+// deadline exceeded" the standard retryer does not retry.
+func noInstanceRole(err error) bool {
+	var op *smithy.OperationError
+	return errors.As(err, &op) && op.ServiceID == imds.ServiceID && provider.Unconnected(err)
+}
 
 // unsigned are the headers left out of the signature, as the SDK's bedrock
 // middleware leaves them: W3C trace context and baggage.

@@ -76,7 +76,11 @@ type Config struct {
 // the workspace, or credentials that could not be found. With a base URL
 // the project and workspace are not needed (the URL holds them).
 func New(cfg Config) (*anthropic.OnPlatform, error) {
-	ctx := context.Background()
+	// the application default credentials' token requests end after
+	// googletoken.AskTimeout: a token endpoint that never answers must
+	// not hold the token source's lock for ever (a caller's Credentials
+	// keep their own client)
+	ctx := googletoken.Context(context.Background())
 	creds := cfg.Credentials
 	if creds == nil {
 		found, err := google.FindDefaultCredentials(ctx, scope)
@@ -151,13 +155,23 @@ func identity(project, location, workspace, base string) string {
 	return "gcp:" + project + "/" + location + "/" + workspace
 }
 
-// bearer authorizes a streamed request (anthropic.Platform.Authorize) as
-// the SDK's googlecloud package's middleware does one through the SDK:
-// with the token source's token, reused until it expires.
+// bearer authorizes each attempt of a request, streamed or whole
+// (anthropic.Platform.Authorize), as the SDK's googlecloud package's
+// middleware does one through the SDK: with the token source's token,
+// reused until it expires. A token that cannot be had is the attempt's
+// error, marked provider.Unsent (googletoken.Source): a failure known to
+// pass (a 5xx, 408 or 429, the HTTP client's own failure such as no
+// connection or an HTTP/2 stream reset) retried by the wire's sender
+// and then, as a provider.ConnectionError, by the agent under
+// --retry-for; anything else (a refusal, a key that cannot be read, an
+// answer that is no token, a certificate that does not verify, a host
+// not found) final. The attempt's context bounds the wait for a
+// token (googletoken.Within): a token endpoint that never answers does
+// not hold a cancelled turn.
 func bearer(ts oauth2.TokenSource) func(*http.Request) error {
 	ts = oauth2.ReuseTokenSource(nil, googletoken.Source(ts))
 	return func(r *http.Request) error {
-		tok, err := ts.Token()
+		tok, err := googletoken.Within(r.Context(), ts)
 		if err != nil {
 			return fmt.Errorf("googlecloud: failed to fetch Google access token: %w", err)
 		}

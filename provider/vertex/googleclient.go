@@ -141,7 +141,7 @@ func googleClient(ts oauth2.TokenSource) *http.Client {
 	if project := os.Getenv(envQuotaProject); project != "" {
 		rt = &quotaProject{base: t, project: project}
 	}
-	return &http.Client{Transport: &oauth2.Transport{Base: rt, Source: googletoken.Source(ts)}}
+	return &http.Client{Transport: &bearer{Base: rt, Source: googletoken.Source(ts)}}
 }
 
 // quotaProject sets X-Goog-User-Project on every request, on a copy of it

@@ -63,9 +63,9 @@ func TestGooglesClientIsTransportsClient(t *testing.T) {
 // connections per host, an HTTP/2 ping after 31 s without a frame.
 func TestGooglesClientKeepsTheTransportsConnectionSettings(t *testing.T) {
 	c := googleClient(oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "t"}))
-	o, ok := c.Transport.(*oauth2.Transport)
+	o, ok := c.Transport.(*bearer)
 	if !ok {
-		t.Fatalf("transport %T, want the token's *oauth2.Transport", c.Transport)
+		t.Fatalf("transport %T, want the token's *bearer", c.Transport)
 	}
 	base, ok := o.Base.(*http.Transport)
 	if !ok {

@@ -36,6 +36,7 @@ import (
 	"golang.org/x/oauth2/google"
 
 	"github.com/myelin-run/myelin/internal/googletoken"
+	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 )
 
@@ -77,7 +78,11 @@ func New(cfg Config) (*anthropic.OnPlatform, error) {
 	if region == "" {
 		return nil, errors.New("vertex: no region: set CLOUD_ML_REGION (us-east5, europe-west1, global, ...)")
 	}
-	ctx := context.Background()
+	// the application default credentials' token requests end after
+	// googletoken.AskTimeout: a token endpoint that never answers must
+	// not hold the token source's lock for ever (a caller's Credentials
+	// keep their own client)
+	ctx := googletoken.Context(context.Background())
 	creds := cfg.Credentials
 	if creds == nil {
 		found, err := google.FindDefaultCredentials(ctx, scope)
@@ -150,7 +155,7 @@ func authorized(client *http.Client, creds *google.Credentials) (*http.Client, e
 		return client, nil
 	}
 	wrapped := *client
-	wrapped.Transport = &oauth2.Transport{Base: base, Source: googletoken.Source(creds.TokenSource)}
+	wrapped.Transport = &bearer{Base: base, Source: googletoken.Source(creds.TokenSource)}
 	return &wrapped, nil
 }
 
@@ -176,16 +181,18 @@ func newRoute(region, project string) *route {
 }
 
 // send points r, the SDK's request for /v1/messages, at the model's
-// rawPredict, or streamRawPredict when rt streams.
+// rawPredict, or streamRawPredict when rt streams. A path it cannot make
+// is final (provider.Final): every attempt would fail alike, so the
+// sender does not retry it, nor the agent send it again.
 func (p *route) send(r *http.Request, rt anthropic.Route) error {
 	if r.URL.Path != "/v1/messages" {
 		return nil // hostOnly keeps any other path from the address
 	}
 	if p.err != nil {
-		return p.err
+		return provider.Final(p.err)
 	}
 	if rt.Model == "" {
-		return errors.New("vertex: missing required model parameter")
+		return provider.Final(errors.New("vertex: missing required model parameter"))
 	}
 	method := ":rawPredict"
 	if rt.Stream {
@@ -195,7 +202,7 @@ func (p *route) send(r *http.Request, rt anthropic.Route) error {
 	// ";" and what follows would drop the method.
 	seg := url.PathEscape(rt.Model) + method
 	if err := anthropic.CheckSegment(p.rawPath+seg, seg); err != nil {
-		return fmt.Errorf("vertex: %w", err)
+		return provider.Final(fmt.Errorf("vertex: %w", err))
 	}
 	r.URL.Path = p.path + rt.Model + method
 	r.URL.RawPath = p.rawPath + seg
