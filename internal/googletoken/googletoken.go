@@ -121,7 +121,7 @@ func clientFinal(err error) bool {
 		return true
 	}
 	var ue *url.Error
-	return errors.As(err, &ue) && ue.Op == "parse"
+	return errors.As(err, &ue) && ue.Op == "parse" || errors.Is(err, http.ErrSchemeMismatch)
 }
 
 // network reports whether err's chain holds a failure of the network

@@ -30,7 +30,14 @@ func passingText(msg string) bool {
 		// sts_exchange.go's, urlcredsource.go's, aws.go's): the HTTP
 		// client failed, and finalText has taken out the failures that
 		// asking again cannot mend
-		if strings.Contains(msg, op) {
+		if i := strings.Index(msg, op); i >= 0 {
+			// impersonate.go asks its source through an oauth2.Transport:
+			// the source's own failure is written after the URL, and is
+			// passing only if it passes on its own
+			rest := msg[i+len(op):]
+			if j := strings.Index(rest, `": `); j >= 0 && strings.HasPrefix(rest[j+3:], "oauth2") {
+				return passingText(rest[j+3:])
+			}
 			return true
 		}
 	}
@@ -64,14 +71,16 @@ func finalText(msg string) bool {
 // again cannot mend, as net, net/http, crypto/tls and crypto/x509 write
 // them.
 var clientFinalWords = []string{
-	"no such host",                     // net's DNSError, IsNotFound: a mistyped host
-	"x509: ",                           // a certificate that does not verify
-	"tls: failed to verify",            // crypto/tls's CertificateVerificationError
-	"unsupported protocol scheme",      // net/http/transport.go
-	`parse "`,                          // net/url's *url.Error, Op "parse"
-	"missing protocol scheme",          // net/url
-	`": Proxy Authentication Required`, // net/http/transport.go: the proxy's CONNECT answered 407, its status text only
-	`": Forbidden`,                     // the same, 403
+	"no such host",                              // net's DNSError, IsNotFound: a mistyped host
+	"x509: ",                                    // a certificate that does not verify
+	"tls: failed to verify",                     // crypto/tls's CertificateVerificationError
+	"unsupported protocol scheme",               // net/http/transport.go
+	`parse "`,                                   // net/url's *url.Error, Op "parse"
+	"missing protocol scheme",                   // net/url
+	"stopped after 10 redirects",                // net/http's client.go: a redirect loop
+	"server gave HTTP response to HTTPS client", // net/http's ErrSchemeMismatch, flattened
+	`": Proxy Authentication Required`,          // net/http/transport.go: the proxy's CONNECT answered 407, its status text only
+	`": Forbidden`,                              // the same, 403
 	// an answer that is no token, the words of x/oauth2 v0.36.0's
 	// internal/token.go, flattened under net/http's `Post "URL": ` by
 	// impersonate.go when impersonation's source got it
