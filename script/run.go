@@ -491,6 +491,8 @@ func (r *run) result() result.Result {
 		tail = r.limitText(why)
 	case r.lost != "":
 		tail = "the script engine stopped unexpectedly: " + r.lost
+	case r.selfStopped():
+		tail = r.limitText(stopTime)
 	case r.end == endError:
 		tail = r.errorText(r.endMsg, r.endLine)
 	case r.end == endUnsettled:
@@ -533,6 +535,26 @@ func (r *run) result() result.Result {
 		text = tail + "\nWhat it printed before:\n" + output
 	}
 	return result.Result{Data: text, IsError: isError, Structured: structured}
+}
+
+// selfStopped reports whether the engine ended the script itself at its
+// soft limit, selfStop before the script's (its limit may be less than
+// the script's: what was left of it): ended then by one of the engine's
+// limits — the interrupt, or, in a script that catches its errors in a
+// loop, the error it could still make (null, out of memory). That is the
+// time limit, as the kill at the limit said before the engine stopped
+// first.
+func (r *run) selfStopped() bool {
+	if !time.Now().After(r.deadline.Add(-selfStop(r.lim.Time) - 10*time.Millisecond)) {
+		return false
+	}
+	switch {
+	case r.end == endError:
+		return engineLimit(r.endMsg)
+	case r.finished && (r.kind == "thrown" || r.kind == "error"):
+		return engineLimit(r.text)
+	}
+	return false
 }
 
 // failureText says what the script threw ("error", "thrown") or why its
@@ -587,10 +609,6 @@ func (r *run) errorText(msg string, line int) string {
 		return fmt.Sprintf("the script was stopped: it ran out of memory (its limit is %s)", mib(int(r.lim.Memory)))
 	case strings.Contains(msg, "stack overflow"):
 		return fmt.Sprintf("the script was stopped: stack overflow (its call depth limit is %d engine stack slots)", r.lim.Stack)
-	// the engine's own soft limit, selfStop before the script's (its
-	// limit may be less than the script's: what was left of it)
-	case strings.Contains(msg, "interrupted") && time.Now().After(r.deadline.Add(-selfStop(r.lim.Time)-10*time.Millisecond)):
-		return r.limitText(stopTime)
 	}
 	return "the script failed" + atLine(line) + ": " + msg
 }
