@@ -12,7 +12,9 @@ import (
 // oauthClient makes the requests to authorisation servers: a token
 // fetched or refreshed within a call carries the call's traceparent, as
 // the call's own requests do (http.go); nothing when telemetry is off.
-var oauthClient = &http.Client{Transport: telemetry.Transport(http.DefaultTransport)}
+// Each request times out after oauth.RequestTimeout: a refresh the
+// server never answered held its token source's lock for good.
+var oauthClient = &http.Client{Transport: telemetry.Transport(http.DefaultTransport), Timeout: oauth.RequestTimeout}
 
 // Auth says how the HTTP servers of a Set sign in when they ask for
 // authorisation (package oauth does the signing in).

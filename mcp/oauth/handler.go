@@ -75,8 +75,11 @@ type Options struct {
 	// Warn says what went wrong without failing the call (a token that
 	// could not be kept). Nil discards it.
 	Warn func(string)
-	// Client makes the requests to authorisation servers;
-	// http.DefaultClient when nil.
+	// Client makes the requests to authorisation servers; when nil, a
+	// client whose requests time out after RequestTimeout. One whose
+	// requests never time out lets an authorisation server that takes a
+	// refresh and never answers hold the token source's lock, and every
+	// later call to the server waits behind it.
 	Client *http.Client
 	// Scopes are asked for on top of those discovered: the ones an
 	// earlier sign-in was granted.
@@ -126,6 +129,15 @@ type Handler struct {
 
 var _ auth.OAuthHandler = (*Handler)(nil)
 
+// RequestTimeout bounds each request to an authorisation server made by
+// a client of this package's (Options.Client nil, or package mcp's):
+// discovery, registration, a token or its refresh, each one small POST
+// or GET an authorisation server answers in well under a second.
+const RequestTimeout = 30 * time.Second
+
+// requestTimeout is RequestTimeout, shorter in tests.
+var requestTimeout = RequestTimeout
+
 // NewHandler returns the handler of the server o names.
 func NewHandler(o Options) (*Handler, error) {
 	if err := o.Config.Check(); err != nil {
@@ -133,7 +145,7 @@ func NewHandler(o Options) (*Handler, error) {
 	}
 	c := o.Client
 	if c == nil {
-		c = http.DefaultClient
+		c = &http.Client{Timeout: requestTimeout}
 	}
 	return &Handler{o: o, client: c}, nil
 }

@@ -10,9 +10,13 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -348,5 +352,54 @@ func TestCrossAppAccessExchangesTheIDTokenForAGrant(t *testing.T) {
 	}
 	if want := []string{"token urn:ietf:params:oauth:grant-type:jwt-bearer client_secret_basic"}; !slices.Equal(as.Log(), want) {
 		t.Errorf("the authorization server was asked %q, want %q", as.Log(), want)
+	}
+}
+
+// A refresh the authorisation server takes and never answers does not
+// hold the call for ever: the handler's own client gives up after its
+// timeout (the first refresh's lock is not kept), and the call, or the
+// next, refreshes again and gets its token.
+func TestARefreshNeverAnsweredDoesNotHoldTheCall(t *testing.T) {
+	timeout := requestTimeout
+	requestTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { requestTimeout = timeout })
+	as := oauthtest.NewAS(t)
+	as.Clients["cli"] = "sec"
+	mcp := oauthtest.NewMCP(t, as)
+	var asked atomic.Int32
+	asURL, _ := url.Parse(as.URL)
+	forward := httputil.NewSingleHostReverseProxy(asURL)
+	release := make(chan struct{})
+	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) == 1 {
+			select { // the first refresh: taken, never answered
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		forward.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hanging.Close)
+	t.Cleanup(func() { close(release) }) // before the server's Close (cleanups run last first)
+	store := &Store{Dir: t.TempDir()}
+	stale, refresh := as.Issue("cli", nil)
+	if err := store.Save(&Entry{Server: "srv", URL: mcp.URL, ClientID: "cli", ClientSecret: "sec", TokenURL: hanging.URL + "/token",
+		AuthStyle: oauth2.AuthStyleInHeader, Token: &oauth2.Token{AccessToken: stale, RefreshToken: refresh, Expiry: time.Now().Add(-time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	h := handler(t, Options{Server: "srv", URL: mcp.URL, Store: store})
+	first := make(chan error, 1)
+	go func() { first <- call(t, h, mcp.URL) }()
+	select {
+	case <-first: // ended: refreshed again within it, or failed
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call whose refresh was never answered still waits: the handler's client has no timeout")
+	}
+	if err := call(t, h, mcp.URL); err != nil {
+		t.Fatalf("the next call, the server answering again: %v (asked %d times)", err, asked.Load())
+	}
+	if asked.Load() < 2 {
+		t.Errorf("the token endpoint was asked %d times; want the refresh asked again after the one never answered", asked.Load())
 	}
 }
