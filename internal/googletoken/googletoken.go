@@ -149,9 +149,9 @@ func network(err error) bool {
 // context from Context: the token endpoint's, the Secure Token Service's,
 // impersonation's, an external account's subject token's. A token is one
 // small request that Google's endpoints answer in well under a second,
-// and a dial, a TLS handshake and a slow proxy fit in it many times; without a bound
-// (x/oauth2's default, http.DefaultClient) an endpoint that takes the
-// connection and never answers holds a caching source's
+// and a dial, a TLS handshake and a slow proxy fit in it many times;
+// without a bound (x/oauth2's default, http.DefaultClient) an endpoint
+// that takes the connection and never answers holds a caching source's
 // (oauth2.ReuseTokenSource's) lock for ever, every later ask queued
 // behind it, and the process never gets a token again. The metadata
 // server's asks are compute/metadata's own, bounded by its client's 5 s.
@@ -181,8 +181,9 @@ func withTimeout(ctx context.Context, d time.Duration) context.Context {
 // until ts returns: bounded by its HTTP client's timeout (AskTimeout for
 // a source built in a context from Context, for each of its requests),
 // or not at all without one — an ask queued behind another on a caching
-// source's lock waits that one's bound too; its result is then dropped, but a token a caching source
-// (oauth2.ReuseTokenSource) got is kept for the next ask. With a ctx
+// source's lock waits that one's bound too; its result is then dropped,
+// but a token a caching source (oauth2.ReuseTokenSource) got is kept for
+// the next ask. With a ctx
 // that never ends, ts is asked on the caller's goroutine.
 func Within(ctx context.Context, ts oauth2.TokenSource) (*oauth2.Token, error) {
 	if ctx.Done() == nil {
