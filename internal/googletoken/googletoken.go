@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -163,7 +164,24 @@ const AskTimeout = 30 * time.Second
 // oauth2.HTTPClient value) is returned as it is, the caller's client kept.
 // It must not be used for credentials a caller built: those keep theirs.
 func Context(ctx context.Context) context.Context {
+	if d := testTimeout.Load(); d != nil {
+		return withTimeout(ctx, *d)
+	}
 	return withTimeout(ctx, AskTimeout)
+}
+
+// testTimeout, when set (TimeoutForTests), is Context's bound in place of
+// AskTimeout.
+var testTimeout atomic.Pointer[time.Duration]
+
+// TimeoutForTests makes Context bound each token request by d, until
+// restore is called (which gives back the setting before): a wire's test
+// that a token endpoint never answering does not hold it need not wait
+// AskTimeout. It is for tests only, in a test that does not run in
+// parallel with another; a wire's own code must not call it.
+func TimeoutForTests(d time.Duration) (restore func()) {
+	previous := testTimeout.Swap(&d)
+	return func() { testTimeout.Store(previous) }
 }
 
 // withTimeout is Context with the bound d (a test's shorter one).

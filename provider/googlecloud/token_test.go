@@ -2,10 +2,18 @@ package googlecloud
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2/google"
 
+	"github.com/myelin-run/myelin/internal/googletoken"
+	"github.com/myelin-run/myelin/internal/send"
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
@@ -37,5 +45,57 @@ func TestATokenTheEndpointRefusedEndsTheRequestAtOnce(t *testing.T) {
 		if n := tokens.Calls(); n != c.wantCalls {
 			t.Errorf("token endpoint %d: the token asked for %d times, want %d", c.status, n, c.wantCalls)
 		}
+	}
+}
+
+// The application default credentials' token requests end after their
+// own bound (googletoken.Context, built by New): a token endpoint that
+// takes the first request and never answers does not hold the request for
+// ever; the sender asks again and the request is answered.
+func TestADefaultCredentialsTokenRequestNeverAnsweredEndsAndIsAskedAgain(t *testing.T) {
+	hermetic(t)
+	defer googletoken.TimeoutForTests(300 * time.Millisecond)()
+	defer send.NoWaitsForTests()()
+	var asked atomic.Int32
+	release := make(chan struct{})
+	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if asked.Add(1) == 1 {
+			select { // taken, never answered
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"ya29.fresh","token_type":"Bearer","expires_in":3600}`))
+	}))
+	t.Cleanup(tokens.Close)
+	t.Cleanup(func() { close(release) }) // before the server's Close
+	adc := filepath.Join(t.TempDir(), "adc.json")
+	if err := os.WriteFile(adc, []byte(`{"type":"authorized_user","client_id":"x","client_secret":"y","refresh_token":"r","token_uri":"`+tokens.URL+`/token"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
+	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "answered"})
+	_, client := providertest.Tap(t, srv)
+	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: 2}, Project: "p", WorkspaceID: "wrkspc_test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the request, its first token request never answered: %v (token endpoint asked %d times)", err, asked.Load())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the request still waits on a token request never answered: the default credentials' token requests have no bound")
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("the token endpoint was asked %d times, want 2 (the one never answered, then again)", n)
 	}
 }
