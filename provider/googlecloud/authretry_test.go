@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,59 +11,12 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
 	"golang.org/x/oauth2/google"
 
 	"github.com/myelin-run/myelin/provider"
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
-
-// tokenEndpoint is a loopback OAuth token endpoint that answers its first
-// len(fail) requests with those statuses and every later one with a
-// token; its URL is the endpoint's, or a closed port's with closed.
-type tokenEndpoint struct {
-	URL   string
-	calls atomic.Int32
-}
-
-func newTokenEndpoint(t *testing.T, closed bool, fail ...int) *tokenEndpoint {
-	t.Helper()
-	e := &tokenEndpoint{}
-	if closed {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.URL = "http://" + l.Addr().String() + "/token"
-		_ = l.Close()
-		return e
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := int(e.calls.Add(1))
-		if n <= len(fail) {
-			if fail[n-1] >= 500 {
-				http.Error(w, "busy", fail[n-1])
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(fail[n-1])
-			_, _ = w.Write([]byte(`{"error":"invalid_grant","error_description":"from the fake"}`))
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"access_token":"ya29.fresh","token_type":"Bearer","expires_in":3600}`))
-	}))
-	t.Cleanup(srv.Close)
-	e.URL = srv.URL + "/token"
-	return e
-}
-
-// credentials are Google credentials whose tokens come from e.
-func (e *tokenEndpoint) credentials() *google.Credentials {
-	cc := clientcredentials.Config{ClientID: "id", ClientSecret: "secret", TokenURL: e.URL, AuthStyle: oauth2.AuthStyleInParams}
-	return &google.Credentials{TokenSource: cc.TokenSource(context.Background())}
-}
 
 // TestATokenEndpointsTransientFailureIsResentAsASendsOwn: a token endpoint
 // that answers 503, or cannot be reached, fails the request with an error
@@ -102,11 +53,14 @@ func TestATokenEndpointsTransientFailureIsResentAsASendsOwn(t *testing.T) {
 				if c.status != 0 {
 					fail = []int{c.status, c.status, c.status}
 				}
-				tokens := newTokenEndpoint(t, c.closed, fail...)
+				tokens := providertest.NewTokenEndpoint(t, fail...)
+				if c.closed {
+					tokens = providertest.NewClosedTokenEndpoint(t)
+				}
 				srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "never"})
 				s, client := providertest.Tap(t, srv)
 				p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: -1, NoStream: noStream, RetryFor: retryFor},
-					Project: "p", WorkspaceID: "wrkspc_test", Credentials: tokens.credentials()})
+					Project: "p", WorkspaceID: "wrkspc_test", Credentials: tokens.Credentials()})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -136,7 +90,7 @@ func TestATokenEndpointsTransientFailureIsResentAsASendsOwn(t *testing.T) {
 					if c.closed && !errors.As(err, &oe) || !c.closed && !errors.As(err, &re) {
 						t.Errorf("%s: the cause is not reached by errors.As: %v", name, err)
 					}
-				} else if n := tokens.calls.Load(); n != 1 {
+				} else if n := tokens.Calls(); n != 1 {
 					t.Errorf("%s: a refused token asked for %d times, want 1", name, n)
 				}
 			}
@@ -150,11 +104,11 @@ func TestATokenEndpointsTransientFailureIsResentAsASendsOwn(t *testing.T) {
 // sends once a token comes.
 func TestAStreamedAnswerRetriesATokenEndpointsBlipWithANotice(t *testing.T) {
 	hermetic(t)
-	tokens := newTokenEndpoint(t, false, 503)
+	tokens := providertest.NewTokenEndpoint(t, 503)
 	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "ok"})
 	_, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, RetryFor: time.Minute},
-		Project: "p", WorkspaceID: "wrkspc_test", Credentials: tokens.credentials()})
+		Project: "p", WorkspaceID: "wrkspc_test", Credentials: tokens.Credentials()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +138,7 @@ func TestAStreamedAnswerRetriesATokenEndpointsBlipWithANotice(t *testing.T) {
 // of --retry-for.)
 func TestABadKeyFileIsNeverRetried(t *testing.T) {
 	hermetic(t)
-	tokens := newTokenEndpoint(t, false)
+	tokens := providertest.NewTokenEndpoint(t)
 	key := `{"type":"service_account","project_id":"p","private_key_id":"k","private_key":"-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n","client_email":"sa@p.iam.gserviceaccount.com","client_id":"1","token_uri":"` + tokens.URL + `"}`
 	for _, noStream := range []bool{false, true} {
 		for _, retryFor := range []time.Duration{0, time.Minute} {
@@ -207,7 +161,7 @@ func TestABadKeyFileIsNeverRetried(t *testing.T) {
 			}
 		}
 	}
-	if n := tokens.calls.Load(); n != 0 {
+	if n := tokens.Calls(); n != 0 {
 		t.Errorf("the token endpoint was asked %d times with a key that cannot sign", n)
 	}
 }

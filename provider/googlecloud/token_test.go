@@ -2,11 +2,6 @@ package googlecloud
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,26 +51,8 @@ func TestADefaultCredentialsTokenRequestNeverAnsweredEndsAndIsAskedAgain(t *test
 	hermetic(t)
 	defer googletoken.TimeoutForTests(300 * time.Millisecond)()
 	defer send.NoWaitsForTests()()
-	var asked atomic.Int32
-	release := make(chan struct{})
-	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if asked.Add(1) == 1 {
-			select { // taken, never answered
-			case <-release:
-			case <-r.Context().Done():
-			}
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"access_token":"ya29.fresh","token_type":"Bearer","expires_in":3600}`))
-	}))
-	t.Cleanup(tokens.Close)
-	t.Cleanup(func() { close(release) }) // before the server's Close
-	adc := filepath.Join(t.TempDir(), "adc.json")
-	if err := os.WriteFile(adc, []byte(`{"type":"authorized_user","client_id":"x","client_secret":"y","refresh_token":"r","token_uri":"`+tokens.URL+`/token"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
+	tokens := providertest.NewTokenEndpoint(t, providertest.NeverAnswered)
+	tokens.DefaultCredentials(t)
 	srv := providertest.NewGoogleCloud(t, providertest.Step{Text: "answered"})
 	_, client := providertest.Tap(t, srv)
 	p, err := New(Config{Config: anthropic.Config{HTTPClient: client, MaxRetries: 2}, Project: "p", WorkspaceID: "wrkspc_test"})
@@ -90,12 +67,12 @@ func TestADefaultCredentialsTokenRequestNeverAnsweredEndsAndIsAskedAgain(t *test
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("the request, its first token request never answered: %v (token endpoint asked %d times)", err, asked.Load())
+			t.Fatalf("the request, its first token request never answered: %v (token endpoint asked %d times)", err, tokens.Calls())
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the request still waits on a token request never answered: the default credentials' token requests have no bound")
 	}
-	if n := asked.Load(); n != 2 {
+	if n := tokens.Calls(); n != 2 {
 		t.Errorf("the token endpoint was asked %d times, want 2 (the one never answered, then again)", n)
 	}
 }

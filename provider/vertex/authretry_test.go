@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,8 +13,6 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
-	"golang.org/x/oauth2/clientcredentials"
-	"golang.org/x/oauth2/google"
 
 	"github.com/myelin-run/myelin/internal/googletoken"
 	"github.com/myelin-run/myelin/internal/send"
@@ -24,49 +20,6 @@ import (
 	"github.com/myelin-run/myelin/provider/anthropic"
 	"github.com/myelin-run/myelin/provider/providertest"
 )
-
-// tokenEndpoint is a loopback OAuth token endpoint that answers its first
-// len(fail) requests with those statuses and every later one with a
-// token; its URL is the endpoint's, or a closed port's with closed.
-type tokenEndpoint struct {
-	URL   string
-	calls atomic.Int32
-}
-
-func newTokenEndpoint(t *testing.T, closed bool, fail ...int) *tokenEndpoint {
-	t.Helper()
-	e := &tokenEndpoint{}
-	if closed {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.URL = "http://" + l.Addr().String() + "/token"
-		_ = l.Close()
-		return e
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := int(e.calls.Add(1))
-		w.Header().Set("Content-Type", "application/json")
-		if n <= len(fail) {
-			w.WriteHeader(fail[n-1])
-			if fail[n-1] < 500 {
-				_, _ = w.Write([]byte(`{"error":"invalid_grant","error_description":"from the fake"}`))
-			}
-			return
-		}
-		_, _ = w.Write([]byte(`{"access_token":"ya29.fresh","token_type":"Bearer","expires_in":3600}`))
-	}))
-	t.Cleanup(srv.Close)
-	e.URL = srv.URL + "/token"
-	return e
-}
-
-// credentials are Google credentials whose tokens come from e.
-func (e *tokenEndpoint) credentials() *google.Credentials {
-	cc := clientcredentials.Config{ClientID: "id", ClientSecret: "secret", TokenURL: e.URL, AuthStyle: oauth2.AuthStyleInParams}
-	return &google.Credentials{TokenSource: cc.TokenSource(context.Background())}
-}
 
 // TestATokenEndpointsTransientFailureIsResentAsASendsOwn: as on the
 // google-cloud gateway, a token endpoint that answers 503 or cannot be
@@ -105,13 +58,16 @@ func TestATokenEndpointsTransientFailureIsResentAsASendsOwn(t *testing.T) {
 					if c.status != 0 {
 						fail = []int{c.status, c.status, c.status}
 					}
-					tokens := newTokenEndpoint(t, c.closed, fail...)
+					tokens := providertest.NewTokenEndpoint(t, fail...)
+					if c.closed {
+						tokens = providertest.NewClosedTokenEndpoint(t)
+					}
 					srv := providertest.NewVertex(t, providertest.Step{Text: "never"})
 					cfg := anthropic.Config{BaseURL: srv.URL, MaxRetries: -1, NoStream: noStream, RetryFor: retryFor}
 					if !own {
 						cfg.HTTPClient = &http.Client{}
 					}
-					p, err := New(Config{Config: cfg, Region: "us-east5", Project: "p", Credentials: tokens.credentials()})
+					p, err := New(Config{Config: cfg, Region: "us-east5", Project: "p", Credentials: tokens.Credentials()})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -141,7 +97,7 @@ func TestATokenEndpointsTransientFailureIsResentAsASendsOwn(t *testing.T) {
 						if c.closed && !errors.As(err, &oe) || !c.closed && !errors.As(err, &re) {
 							t.Errorf("%s: the cause is not reached by errors.As: %v", name, err)
 						}
-					} else if n := tokens.calls.Load(); n != 1 {
+					} else if n := tokens.Calls(); n != 1 {
 						t.Errorf("%s: a refused token asked for %d times, want 1", name, n)
 					}
 				}
@@ -155,9 +111,9 @@ func TestATokenEndpointsTransientFailureIsResentAsASendsOwn(t *testing.T) {
 // itself, telling it (provider.RetryNotice) in the credentials' words,
 // and sends once a token comes.
 func TestAStreamedAnswerRetriesATokenEndpointsBlipWithANotice(t *testing.T) {
-	tokens := newTokenEndpoint(t, false, 503)
+	tokens := providertest.NewTokenEndpoint(t, 503)
 	srv := providertest.NewVertex(t, providertest.Step{Text: "ok"})
-	p, err := New(Config{Config: anthropic.Config{BaseURL: srv.URL, RetryFor: time.Minute}, Region: "us-east5", Project: "p", Credentials: tokens.credentials()})
+	p, err := New(Config{Config: anthropic.Config{BaseURL: srv.URL, RetryFor: time.Minute}, Region: "us-east5", Project: "p", Credentials: tokens.Credentials()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +144,7 @@ func TestARequestThatCannotBeRoutedIsNotRetried(t *testing.T) {
 	for _, c := range []struct{ model, project string }{{"", "p"}, {"claude-test", ".."}} {
 		for _, noStream := range []bool{false, true} {
 			srv := providertest.NewVertex(t, providertest.Step{Text: "never"})
-			p, err := New(Config{Config: anthropic.Config{BaseURL: srv.URL, NoStream: noStream, MaxRetries: 2}, Region: "us-east5", Project: c.project, Credentials: newTokenEndpoint(t, false).credentials()})
+			p, err := New(Config{Config: anthropic.Config{BaseURL: srv.URL, NoStream: noStream, MaxRetries: 2}, Region: "us-east5", Project: c.project, Credentials: providertest.NewTokenEndpoint(t).Credentials()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,8 +189,8 @@ func TestARequestCancelledWhileTheTokenEndpointHangsEnds(t *testing.T) {
 			if !own {
 				cfg.HTTPClient = &http.Client{}
 			}
-			tokens := &tokenEndpoint{URL: hang.URL + "/token"}
-			p, err := New(Config{Config: cfg, Region: "us-east5", Project: "p", Credentials: tokens.credentials()})
+			tokens := &providertest.TokenEndpoint{URL: hang.URL + "/token"}
+			p, err := New(Config{Config: cfg, Region: "us-east5", Project: "p", Credentials: tokens.Credentials()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -263,26 +219,8 @@ func TestADefaultCredentialsTokenRequestNeverAnsweredEndsAndIsAskedAgain(t *test
 	hermetic(t)
 	defer googletoken.TimeoutForTests(300 * time.Millisecond)()
 	defer send.NoWaitsForTests()()
-	var asked atomic.Int32
-	release := make(chan struct{})
-	tokens := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if asked.Add(1) == 1 {
-			select { // taken, never answered
-			case <-release:
-			case <-r.Context().Done():
-			}
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"access_token":"ya29.fresh","token_type":"Bearer","expires_in":3600}`))
-	}))
-	t.Cleanup(tokens.Close)
-	t.Cleanup(func() { close(release) }) // before the server's Close
-	adc := filepath.Join(t.TempDir(), "adc.json")
-	if err := os.WriteFile(adc, []byte(`{"type":"authorized_user","client_id":"x","client_secret":"y","refresh_token":"r","token_uri":"`+tokens.URL+`/token"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
+	tokens := providertest.NewTokenEndpoint(t, providertest.NeverAnswered)
+	tokens.DefaultCredentials(t)
 	srv := providertest.NewVertex(t, providertest.Step{Text: "answered"})
 	p, err := New(Config{Config: anthropic.Config{BaseURL: srv.URL, MaxRetries: 2}, Region: "us-east5", Project: "p"})
 	if err != nil {
@@ -296,12 +234,12 @@ func TestADefaultCredentialsTokenRequestNeverAnsweredEndsAndIsAskedAgain(t *test
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("the request, its first token request never answered: %v (token endpoint asked %d times)", err, asked.Load())
+			t.Fatalf("the request, its first token request never answered: %v (token endpoint asked %d times)", err, tokens.Calls())
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the request still waits on a token request never answered: the default credentials' token requests have no bound")
 	}
-	if n := asked.Load(); n != 2 {
+	if n := tokens.Calls(); n != 2 {
 		t.Errorf("the token endpoint was asked %d times, want 2 (the one never answered, then again)", n)
 	}
 }
