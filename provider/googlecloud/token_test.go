@@ -59,20 +59,8 @@ func TestADefaultCredentialsTokenRequestNeverAnsweredEndsAndIsAskedAgain(t *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
+	tokens.CheckAskedAgainAfterNeverAnswered(t, func() error {
 		_, err := p.Complete(context.Background(), providertest.SampleRequest(), nil)
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("the request, its first token request never answered: %v (token endpoint asked %d times)", err, tokens.Calls())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the request still waits on a token request never answered: the default credentials' token requests have no bound")
-	}
-	if n := tokens.Calls(); n != 2 {
-		t.Errorf("the token endpoint was asked %d times, want 2 (the one never answered, then again)", n)
-	}
+		return err
+	})
 }

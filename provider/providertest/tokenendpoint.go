@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -97,4 +98,26 @@ func (e *TokenEndpoint) DefaultCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", adc)
+}
+
+// CheckAskedAgainAfterNeverAnswered runs complete, a request through a
+// wire whose tokens come from e (its first request NeverAnswered), and
+// fails t unless the request is answered — not held by the token request
+// never answered, which the wire's token requests' own bound ends — with
+// e asked twice. A 20 s guard keeps a failing test from hanging.
+func (e *TokenEndpoint) CheckAskedAgainAfterNeverAnswered(t *testing.T, complete func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- complete() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the request, its first token request never answered: %v (token endpoint asked %d times)", err, e.Calls())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the request still waits on a token request never answered: the default credentials' token requests have no bound")
+	}
+	if n := e.Calls(); n != 2 {
+		t.Errorf("the token endpoint was asked %d times, want 2 (the one never answered, then again)", n)
+	}
 }
